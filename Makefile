@@ -1,0 +1,104 @@
+# kxprof: the one build entry. `make` builds everything into build/;
+# `make test` runs every test (installing missing dependencies first);
+# `make demo` records the built-in KVM workload and prints the report;
+# `make SAN=1 ...` builds with AddressSanitizer/UBSan into build-san/.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SAN ?= 0
+
+ifeq ($(SAN),1)
+BUILD ?= build-san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD ?= build
+SANFLAGS :=
+endif
+
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE $(SANFLAGS) -I$(BUILD) -Iuser -Ibpf
+LDFLAGS += $(SANFLAGS)
+LDLIBS := -lbpf -lelf -lz -lpthread
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+
+CLI_SRCS := user/kxprof.c $(wildcard user/cmd_*.c)
+LIB_SRCS := $(filter-out $(CLI_SRCS),$(wildcard user/*.c))
+LIB_OBJS := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+CLI_OBJS := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
+LIB := $(BUILD)/libkxprof.a
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/tests/%,$(WORKLOAD_SRCS))
+
+DEPS_STAMP := $(BUILD)/.deps-ok
+
+.PHONY: all deps test unit demo install clean format bench
+all: $(BUILD)/kxprof $(UNIT_BINS) $(WORKLOAD_BINS)
+
+# Installs what is missing (Debian packages), then remembers it did.
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): scripts/install-deps.sh
+	@mkdir -p $(BUILD)
+	@scripts/install-deps.sh
+	@touch $@
+
+$(BUILD)/vmlinux.h: | $(DEPS_STAMP)
+	@mkdir -p $(BUILD)
+	@if [ ! -r $(VMLINUX_BTF) ]; then \
+		echo "kxprof: no kernel BTF at $(VMLINUX_BTF): a kernel built with CONFIG_DEBUG_INFO_BTF=y is required (or set VMLINUX_BTF=path)" >&2; \
+		exit 1; fi
+	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/kxprof.h $(BUILD)/vmlinux.h
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/%.o: user/%.c $(wildcard user/*.h) bpf/kxprof.h $(SKELS) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/kxprof: $(CLI_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/kxtest.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/workloads -o $@ $< $(LDFLAGS) -lpthread
+
+test: $(DEPS_STAMP)
+	@tests/run.sh
+
+demo: all
+	@tests/demo.sh
+
+bench: all
+	@tests/bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/kxprof $(DESTDIR)$(PREFIX)/bin/kxprof
+
+format:
+	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/unit/*.c tests/workloads/*.c
+
+clean:
+	rm -rf build build-san

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Record layouts and map keys shared by the BPF programs and user space.
+ * This header owns the wire format of the ring buffer: every record starts
+ * with struct kx_hdr, and its type says which layout follows.
+ */
+#ifndef KXPROF_BPF_H
+#define KXPROF_BPF_H
+
+#define KX_ARG_MAX 64		/* bytes copied per direction of an ioctl argument */
+#define KX_COMM_LEN 16
+#define KX_IOCTL_NR_X86_64 16	/* __NR_ioctl */
+
+/* What kind of file an ioctl was issued on. */
+enum kx_fkind {
+	KX_FK_NONE = 0,
+	KX_FK_CHR = 1,		/* character device, dev = i_rdev */
+	KX_FK_BLK = 2,		/* block device, dev = i_rdev */
+	KX_FK_KVM_VM = 3,	/* anon_inode:kvm-vm */
+	KX_FK_KVM_VCPU = 4,	/* anon_inode:kvm-vcpu:N */
+	KX_FK_VFIO_DEV = 5,	/* anon_inode:[vfio-device] */
+	KX_FK_KVM_DEV = 6,	/* anon_inode:kvm-<device> (KVM_CREATE_DEVICE) */
+	KX_FK_MAX,
+};
+
+enum kx_rec_type {
+	KX_REC_IOCTL = 1,
+	KX_REC_TASK = 2,
+};
+
+enum kx_task_what {
+	KX_TASK_FORK = 1,	/* new process or thread of a traced process */
+	KX_TASK_EXEC = 2,
+	KX_TASK_RENAME = 3,
+	KX_TASK_EXIT = 4,
+};
+
+/* Counters in the per-CPU stats array. */
+enum kx_stat {
+	KX_STAT_EMITTED = 0,	/* records the BPF side tried to submit */
+	KX_STAT_DROPPED,	/* ring buffer reservation failed */
+	KX_STAT_INFLIGHT_FULL,	/* enter seen but the in-flight map was full */
+	KX_STAT_PIDSET_FULL,	/* a child could not be added to the pid set */
+	KX_STAT_ARG_FAULT,	/* argument copy from user memory failed */
+	KX_STAT_MAX,
+};
+
+/*
+ * Device filter key: (file kind, dev). dev = KX_DEV_ANY_MINOR(major) matches all
+ * minors; anon kinds use dev 0. The value is the driver id (enum kx_driver).
+ */
+struct kx_dev_key {
+	unsigned int fkind;
+	unsigned int dev;
+};
+#define KX_MINORBITS 20
+#define KX_MINORMASK ((1U << KX_MINORBITS) - 1)
+#define KX_MKDEV(ma, mi) (((ma) << KX_MINORBITS) | (mi))
+#define KX_MAJOR(d) ((unsigned int)((d) >> KX_MINORBITS))
+#define KX_MINOR(d) ((unsigned int)((d) & KX_MINORMASK))
+#define KX_DEV_ANY_MINOR(ma) KX_MKDEV(ma, KX_MINORMASK)
+
+/* Argument copy request: which (fkind, ioctl type+nr) pairs get a copy, and how much. */
+struct kx_arg_key {
+	unsigned int drv;	/* enum kx_driver (user/ioctl_decode.h), from the device filter */
+	unsigned int cmd;	/* full cmd, or KX_ARG_BY_NR_KEY(cmd) for nr-dispatched drivers */
+};
+#define KX_ARG_BY_NR_KEY(cmd) (0x80000000U | ((cmd) & 0xffffU))
+#define KX_ARGF_IN 1		/* copy at enter */
+#define KX_ARGF_OUT 2		/* copy at exit */
+#define KX_ARGF_XFER 8		/* NVIDIA XFER: arg is {u32 cmd, u32 size, u64 ptr}; copy *ptr */
+struct kx_arg_spec {
+	unsigned short len;	/* bytes to copy, <= KX_ARG_MAX */
+	unsigned short flags;
+};
+
+struct kx_hdr {
+	unsigned short type;	/* enum kx_rec_type */
+	unsigned short size;	/* bytes of the whole record */
+	unsigned int cpu;
+};
+
+struct kx_ioctl_rec {
+	struct kx_hdr hdr;
+	unsigned long long ts;	/* enter, CLOCK_MONOTONIC ns */
+	unsigned long long dur;	/* ns */
+	unsigned int pid;	/* tgid */
+	unsigned int tid;
+	unsigned int dev;	/* kernel dev_t for CHR/BLK, 0 for anon kinds */
+	unsigned short fkind;
+	unsigned short drv;	/* enum kx_driver, from the device filter */
+	int fd;
+	unsigned int cmd;
+	long long ret;
+	unsigned short arg_in_len;
+	unsigned short arg_out_len;
+	unsigned int xfer_cmd;	/* NVIDIA XFER: inner escape, else 0 */
+	unsigned char arg[2 * KX_ARG_MAX];	/* in bytes, then out bytes */
+};
+#define KX_IOCTL_REC_BASE_SIZE ((unsigned long)&((struct kx_ioctl_rec *)0)->arg)
+
+struct kx_task_rec {
+	struct kx_hdr hdr;
+	unsigned long long ts;
+	unsigned int pid;	/* tgid */
+	unsigned int tid;
+	unsigned int ppid;	/* for FORK: the parent tgid */
+	unsigned int what;	/* enum kx_task_what */
+	char comm[KX_COMM_LEN];
+};
+
+#endif /* KXPROF_BPF_H */

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kxprof needs to build and test, when missing.
+# Usage: scripts/install-deps.sh [--check]   (--check: only report, exit 1 if missing)
+set -euo pipefail
+
+# package -> a file that proves it is installed
+declare -A need=(
+	[clang]=/usr/bin/clang
+	[llvm]=/usr/bin/llvm-strip
+	[make]=/usr/bin/make
+	[gcc]=/usr/bin/gcc
+	[libbpf-dev]=/usr/include/bpf/libbpf.h
+	[libelf-dev]=/usr/include/libelf.h
+	[zlib1g-dev]=/usr/include/zlib.h
+	[bpftool]=/usr/sbin/bpftool
+	[protobuf-c-compiler]=/usr/bin/protoc-c
+	[libprotobuf-c-dev]=/usr/include/protobuf-c/protobuf-c.h
+	[protobuf-compiler]=/usr/bin/protoc
+	[python3]=/usr/bin/python3
+	[util-linux]=/usr/sbin/losetup
+	[procps]=/usr/bin/pgrep
+	[bpftrace]=/usr/bin/bpftrace
+	[strace]=/usr/bin/strace
+	[linux-perf]=/usr/bin/perf
+	[valgrind]=/usr/bin/valgrind
+)
+
+missing=()
+for pkg in "${!need[@]}"; do
+	[ -e "${need[$pkg]}" ] || missing+=("$pkg")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+	echo "missing packages: ${missing[*]}" >&2
+	exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "kxprof: missing packages: ${missing[*]}; run as root: apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+echo "kxprof: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

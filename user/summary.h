@@ -1,0 +1,29 @@
+/*
+ * Aggregate statistics of a capture (the summary format of specs/outputs.md):
+ * per category ("ioctl/<driver>") and name: count, errors (by errno), total,
+ * min, max, avg, p50/p90/p99 and a log2 latency histogram. Table and JSON.
+ */
+#ifndef KX_SUMMARY_H
+#define KX_SUMMARY_H
+
+#include <stdio.h>
+
+#include "capinfo.h"
+#include "store.h"
+
+enum kx_sort_key { KX_SORT_AVG = 0, KX_SORT_MIN, KX_SORT_MAX, KX_SORT_TOTAL, KX_SORT_COUNT };
+
+struct kx_summary;
+
+struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_capinfo *ci);
+void kx_summary_free(struct kx_summary *sum);
+/* Parses "avg|min|max|total|count"; -1 when unknown. */
+int kx_sort_key_parse(const char *s);
+void kx_summary_sort(struct kx_summary *sum, enum kx_sort_key key, int ascending);
+/* Table: capture line, warnings (drops, skipped hooks, store limit), rows per
+ * category; with hist, a log2 histogram under each row. */
+void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist);
+/* JSON: {"Time": {...}, "Memory": {...}, "Unit": {...}, "Capture": {...}, "Warnings": [...]} */
+void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist);
+
+#endif /* KX_SUMMARY_H */
