@@ -18,6 +18,7 @@ endif
 CC ?= gcc
 CLANG ?= clang
 BPFTOOL ?= bpftool
+LLVM_STRIP ?= llvm-strip
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
@@ -43,6 +44,9 @@ WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/tests/%,$(WORKLOAD_SRCS
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
+# Keep BPF objects: tests and benchmarks load them too.
+.SECONDARY: $(BPF_OBJS)
+
 .PHONY: all deps test unit demo install clean format bench
 all: $(BUILD)/kxprof $(UNIT_BINS) $(WORKLOAD_BINS)
 
@@ -60,8 +64,10 @@ $(BUILD)/vmlinux.h: | $(DEPS_STAMP)
 		exit 1; fi
 	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
+# BPF objects keep BTF (for CO-RE) but not DWARF, so skeletons stay small.
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/kxprof.h $(BUILD)/vmlinux.h
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
+	$(LLVM_STRIP) -g $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@

@@ -33,13 +33,16 @@ enum kx_task_what {
 	KX_TASK_EXEC = 2,
 	KX_TASK_RENAME = 3,
 	KX_TASK_EXIT = 4,
+	KX_TASK_SEEN = 5,	/* first traced ioctl of a thread: names it */
 };
 
-/* Counters in the per-CPU stats array. */
+/* Counters in the per-CPU stats array. received + dropped == emitted, per record kind. */
 enum kx_stat {
-	KX_STAT_EMITTED = 0,	/* records the BPF side tried to submit */
-	KX_STAT_DROPPED,	/* ring buffer reservation failed */
-	KX_STAT_INFLIGHT_FULL,	/* enter seen but the in-flight map was full */
+	KX_STAT_EMITTED = 0,	/* ioctl records the BPF side tried to submit */
+	KX_STAT_DROPPED,	/* ioctl records lost: ring buffer reservation failed */
+	KX_STAT_TASK_EMITTED,	/* task records tried */
+	KX_STAT_TASK_DROPPED,	/* task records lost: ring buffer full */
+	KX_STAT_INFLIGHT_FULL,	/* enter seen but the in-flight map was full: ioctl not traced */
 	KX_STAT_PIDSET_FULL,	/* a child could not be added to the pid set */
 	KX_STAT_ARG_FAULT,	/* argument copy from user memory failed */
 	KX_STAT_MAX,

@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Ioctl capture: one record per completed ioctl on a traced device, issued by
+ * a traced process, plus task records that name the threads. Filtering (pid
+ * set, device set) happens before any record is made. Three attach flavours
+ * of the same logic: tp_btf, raw_tp (raw syscalls filtered by syscall number)
+ * and classic syscall tracepoints; user space autoloads exactly one.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "kxprof.h"
+
+#define S_IFMT 00170000
+#define S_IFCHR 0020000
+#define S_IFBLK 0060000
+#define ANON_INODE_FS_MAGIC 0x09041934
+#define E2BIG 7
+
+const volatile bool targ_all = false;		/* trace every process */
+const volatile __u64 wakeup_bytes = 256 * 1024;	/* wake the consumer past this much data */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 * 1024 * 1024);	/* resized by user space */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, KX_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Target processes by tgid (children are added at fork). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+/* Traced devices: (fkind, dev) -> driver id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct kx_dev_key);
+	__type(value, __u32);
+} devs SEC(".maps");
+
+/* Which (driver, cmd) get an argument copy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct kx_arg_key);
+	__type(value, struct kx_arg_spec);
+} argspec SEC(".maps");
+
+/* f_op of anon-inode files -> fkind (0: not a traced kind), learned on first sight. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 512);
+	__type(key, __u64);
+	__type(value, __u32);
+} fopkind SEC(".maps");
+
+/* Threads already named by a task record. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen SEC(".maps");
+
+struct inflight {
+	__u64 ts;
+	__u64 arg;		/* user pointer to the argument (or inner XFER params) */
+	__u32 cmd;
+	__s32 fd;
+	__u32 dev;
+	__u16 fkind;
+	__u16 drv;
+	__u32 xfer_cmd;
+	__u16 in_len;
+	__u16 out_len;		/* planned copy at exit */
+	__u8 in[KX_ARG_MAX];
+};
+
+/* Ioctls in progress, by tid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct inflight);
+} inflight SEC(".maps");
+
+static __always_inline void stat_inc(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u64 submit_flags(void)
+{
+	/* Sampled notification: wake the consumer only once enough data waits. */
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									       : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void emit_task(__u32 what, __u32 pid, __u32 tid, __u32 ppid,
+				      const char *comm_kernel)
+{
+	struct kx_task_rec *r;
+
+	stat_inc(KX_STAT_TASK_EMITTED);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		stat_inc(KX_STAT_TASK_DROPPED);
+		return;
+	}
+	r->hdr.type = KX_REC_TASK;
+	r->hdr.size = sizeof(*r);
+	r->hdr.cpu = bpf_get_smp_processor_id();
+	r->ts = bpf_ktime_get_ns();
+	r->pid = pid;
+	r->tid = tid;
+	r->ppid = ppid;
+	r->what = what;
+	if (comm_kernel)
+		bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm_kernel);
+	else
+		bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, submit_flags());
+}
+
+static __always_inline bool pid_traced(__u32 tgid)
+{
+	return targ_all || bpf_map_lookup_elem(&pids, &tgid);
+}
+
+static __always_inline struct file *fd_to_file(struct task_struct *task, int fd)
+{
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds;
+	struct file *f = NULL;
+
+	if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+static __always_inline bool prefix_is(const char *s, const char *p, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (s[i] != p[i])
+			return false;
+	return true;
+}
+
+/* Classifies an anon-inode file once per f_op: kvm-vm, kvm-vcpu:N, kvm-<dev>, [vfio-device]. */
+static __always_inline __u32 anon_kind(struct file *f, struct inode *inode)
+{
+	__u64 fop = (__u64)BPF_CORE_READ(f, f_op);
+	__u32 *cached = bpf_map_lookup_elem(&fopkind, &fop);
+	char name[16] = {};
+	__u32 kind = KX_FK_NONE;
+
+	if (cached)
+		return *cached;
+	if (BPF_CORE_READ(inode, i_sb, s_magic) == ANON_INODE_FS_MAGIC) {
+		bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(f, f_path.dentry, d_name.name));
+		if (prefix_is(name, "kvm-vcpu", 8))
+			kind = KX_FK_KVM_VCPU;
+		else if (prefix_is(name, "kvm-vm", 7))
+			kind = KX_FK_KVM_VM;
+		else if (prefix_is(name, "kvm-", 4))
+			kind = KX_FK_KVM_DEV;
+		else if (prefix_is(name, "[vfio-device]", 13))
+			kind = KX_FK_VFIO_DEV;
+	}
+	bpf_map_update_elem(&fopkind, &fop, &kind, BPF_ANY);
+	return kind;
+}
+
+static __always_inline void name_thread(__u32 pid, __u32 tid)
+{
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&seen, &tid))
+		return;
+	bpf_map_update_elem(&seen, &tid, &one, BPF_ANY);
+	emit_task(KX_TASK_SEEN, pid, tid, 0, NULL);
+}
+
+static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct task_struct *task;
+	struct kx_dev_key key = {};
+	struct kx_arg_key akey;
+	struct kx_arg_spec *spec;
+	struct inflight v = {};
+	struct inode *inode;
+	struct file *f;
+	__u32 *drv;
+	umode_t mode;
+
+	if (!pid_traced(tgid))
+		return 0;
+	task = (struct task_struct *)bpf_get_current_task();
+	f = fd_to_file(task, fd);
+	if (!f)
+		return 0;
+	inode = BPF_CORE_READ(f, f_inode);
+	mode = BPF_CORE_READ(inode, i_mode) & S_IFMT;
+	if (mode == S_IFCHR || mode == S_IFBLK) {
+		key.fkind = mode == S_IFCHR ? KX_FK_CHR : KX_FK_BLK;
+		key.dev = BPF_CORE_READ(inode, i_rdev);
+		v.dev = key.dev;
+		drv = bpf_map_lookup_elem(&devs, &key);
+		if (!drv) {
+			key.dev = KX_DEV_ANY_MINOR(KX_MAJOR(key.dev));
+			drv = bpf_map_lookup_elem(&devs, &key);
+		}
+	} else {
+		key.fkind = anon_kind(f, inode);
+		if (key.fkind == KX_FK_NONE)
+			return 0;
+		drv = bpf_map_lookup_elem(&devs, &key);
+	}
+	if (!drv)
+		return 0;
+
+	v.ts = bpf_ktime_get_ns();
+	v.cmd = cmd;
+	v.fd = fd;
+	v.fkind = key.fkind;
+	v.drv = *drv;
+	v.arg = arg;
+
+	akey.drv = *drv;
+	akey.cmd = cmd;
+	spec = bpf_map_lookup_elem(&argspec, &akey);
+	if (!spec) {
+		akey.cmd = KX_ARG_BY_NR_KEY(cmd);
+		spec = bpf_map_lookup_elem(&argspec, &akey);
+	}
+	if (spec && arg) {
+		__u32 len = spec->len;
+
+		if (len > KX_ARG_MAX)
+			len = KX_ARG_MAX;
+		if (spec->flags & KX_ARGF_XFER) {
+			/* NVIDIA XFER: {u32 cmd; u32 size; u64 ptr}, params live at ptr. */
+			struct { __u32 cmd, size; __u64 ptr; } x;
+
+			if (bpf_probe_read_user(&x, sizeof(x), (void *)arg) == 0) {
+				v.xfer_cmd = x.cmd;
+				v.arg = x.ptr;
+				if (len > x.size)
+					len = x.size;
+			} else {
+				stat_inc(KX_STAT_ARG_FAULT);
+				len = 0;
+			}
+		}
+		if ((spec->flags & KX_ARGF_IN) && len) {
+			if (bpf_probe_read_user(v.in, len & (KX_ARG_MAX * 2 - 1), (void *)v.arg) == 0)
+				v.in_len = len;
+			else
+				stat_inc(KX_STAT_ARG_FAULT);
+		}
+		if (spec->flags & KX_ARGF_OUT)
+			v.out_len = len;
+	}
+	if (bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY))
+		stat_inc(KX_STAT_INFLIGHT_FULL);
+	return 0;
+}
+
+static __always_inline void fill_ioctl(struct kx_ioctl_rec *r, const struct inflight *v, __u32 tgid,
+				       __u32 tid, __u64 now, long ret)
+{
+	r->hdr.type = KX_REC_IOCTL;
+	r->hdr.cpu = bpf_get_smp_processor_id();
+	r->ts = v->ts;
+	r->dur = now - v->ts;
+	r->pid = tgid;
+	r->tid = tid;
+	r->dev = v->dev;
+	r->fkind = v->fkind;
+	r->drv = v->drv;
+	r->fd = v->fd;
+	r->cmd = v->cmd;
+	r->ret = ret;
+	r->xfer_cmd = v->xfer_cmd;
+	r->arg_in_len = 0;
+	r->arg_out_len = 0;
+}
+
+static __always_inline int on_exit(long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct kx_ioctl_rec *r;
+	struct inflight *v;
+	__u32 in_len, out_len;
+	__u64 now;
+
+	v = bpf_map_lookup_elem(&inflight, &tid);
+	if (!v)
+		return 0;
+	now = bpf_ktime_get_ns();
+	name_thread(tgid, tid);
+	stat_inc(KX_STAT_EMITTED);
+	in_len = v->in_len;
+	out_len = ret >= 0 ? v->out_len : 0;	/* output only means something on success */
+	if (!in_len && !out_len) {
+		/* Common case: no argument copy, the short record. */
+		r = bpf_ringbuf_reserve(&events, KX_IOCTL_REC_BASE_SIZE, 0);
+		if (!r)
+			goto drop;
+		fill_ioctl(r, v, tgid, tid, now, ret);
+		r->hdr.size = KX_IOCTL_REC_BASE_SIZE;
+	} else {
+		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+		if (!r)
+			goto drop;
+		fill_ioctl(r, v, tgid, tid, now, ret);
+		r->hdr.size = sizeof(*r);
+		if (in_len > KX_ARG_MAX)
+			in_len = KX_ARG_MAX;
+		if (out_len > KX_ARG_MAX)
+			out_len = KX_ARG_MAX;
+		if (in_len) {
+			__builtin_memcpy(r->arg, v->in, KX_ARG_MAX);
+			r->arg_in_len = in_len;
+		}
+		if (out_len) {
+			if (bpf_probe_read_user(r->arg + KX_ARG_MAX, out_len, (void *)v->arg) == 0)
+				r->arg_out_len = out_len;
+			else
+				stat_inc(KX_STAT_ARG_FAULT);
+		}
+	}
+	bpf_map_delete_elem(&inflight, &tid);
+	bpf_ringbuf_submit(r, submit_flags());
+	return 0;
+drop:
+	stat_inc(KX_STAT_DROPPED);
+	bpf_map_delete_elem(&inflight, &tid);
+	return 0;
+}
+
+static __always_inline void on_fork(__u32 parent_tgid, __u32 child_pid, __u32 child_tid)
+{
+	__u8 one = 1;
+
+	if (targ_all || !bpf_map_lookup_elem(&pids, &parent_tgid))
+		return;
+	if (bpf_map_update_elem(&pids, &child_pid, &one, BPF_NOEXIST) == -E2BIG)
+		stat_inc(KX_STAT_PIDSET_FULL);
+	(void)child_tid;
+}
+
+static __always_inline void on_exit_task(__u32 tgid, __u32 tid, bool group_dead)
+{
+	bpf_map_delete_elem(&inflight, &tid);
+	if (bpf_map_lookup_elem(&seen, &tid)) {
+		bpf_map_delete_elem(&seen, &tid);
+		emit_task(KX_TASK_EXIT, tgid, tid, 0, NULL);
+	}
+	if (!targ_all && (group_dead || tid != tgid))
+		bpf_map_delete_elem(&pids, &tid);
+}
+
+static __always_inline void on_rename(__u32 tgid, __u32 tid, const char *newcomm)
+{
+	if (bpf_map_lookup_elem(&seen, &tid))
+		emit_task(KX_TASK_RENAME, tgid, tid, 0, newcomm);
+}
+
+static __always_inline void on_exec(__u32 tgid, __u32 tid)
+{
+	if (pid_traced(tgid) && bpf_map_lookup_elem(&seen, &tid))
+		emit_task(KX_TASK_EXEC, tgid, tid, 0, NULL);
+}
+
+/* ---- tp_btf flavour ---- */
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(btf_sys_enter, struct pt_regs *regs, long id)
+{
+	if (id != KX_IOCTL_NR_X86_64)
+		return 0;
+	return on_enter((int)regs->di, (__u32)regs->si, regs->dx);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(btf_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (regs->orig_ax != KX_IOCTL_NR_X86_64)
+		return 0;
+	return on_exit(ret);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child)
+{
+	on_fork(parent->tgid, child->tgid, child->pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(btf_exit, struct task_struct *p, bool group_dead)
+{
+	on_exit_task(p->tgid, p->pid, group_dead);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(btf_exec, struct task_struct *p)
+{
+	on_exec(p->tgid, p->pid);
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(btf_rename, struct task_struct *task, const char *comm)
+{
+	on_rename(task->tgid, task->pid, comm);
+	return 0;
+}
+
+/* ---- raw_tp flavour: same arguments, read through probe reads ---- */
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
+{
+	if (id != KX_IOCTL_NR_X86_64)
+		return 0;
+	return on_enter((int)BPF_CORE_READ(regs, di), (__u32)BPF_CORE_READ(regs, si),
+			BPF_CORE_READ(regs, dx));
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (BPF_CORE_READ(regs, orig_ax) != KX_IOCTL_NR_X86_64)
+		return 0;
+	return on_exit(ret);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child)
+{
+	on_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid), BPF_CORE_READ(child, pid));
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(raw_exit, struct task_struct *p, bool group_dead)
+{
+	on_exit_task(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid), group_dead);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(raw_exec, struct task_struct *p)
+{
+	on_exec(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
+	return 0;
+}
+
+SEC("raw_tp/task_rename")
+int BPF_PROG(raw_rename, struct task_struct *task, const char *comm)
+{
+	on_rename(BPF_CORE_READ(task, tgid), BPF_CORE_READ(task, pid), comm);
+	return 0;
+}
+
+/* ---- classic tracepoint flavour (needs tracefs) ---- */
+
+SEC("tracepoint/syscalls/sys_enter_ioctl")
+int tp_sys_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return on_enter((int)ctx->args[0], (__u32)ctx->args[1], ctx->args[2]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_ioctl")
+int tp_sys_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return on_exit(ctx->ret);
+}
+
+SEC("tracepoint/sched/sched_process_fork")
+int tp_fork(struct trace_event_raw_sched_process_fork *ctx)
+{
+	/* Classic fork carries only the child's tid: adding it covers new processes
+	 * (tid == tgid); for new threads the tgid is already in the set. */
+	on_fork(bpf_get_current_pid_tgid() >> 32, ctx->child_pid, ctx->child_pid);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int tp_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	/* The exiting task is current; the group is dead when no thread is left alive. */
+	bool group_dead = BPF_CORE_READ(task, signal, live.counter) == 0;
+
+	on_exit_task(id >> 32, (__u32)id, group_dead);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exec")
+int tp_exec(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	on_exec(id >> 32, (__u32)id);
+	return 0;
+}
+
+SEC("tracepoint/task/task_rename")
+int tp_rename(struct trace_event_raw_task_rename *ctx)
+{
+	/* The renamed task may not be current (a write to /proc/PID/comm). */
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = ctx->pid;
+
+	on_rename(tid == (__u32)id ? id >> 32 : 0, tid, ctx->newcomm);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

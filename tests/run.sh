@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs every test: builds the normal and the sanitizer (ASan/UBSan) trees,
+# runs the unit tests in both, then the integration tests (root, real
+# drivers) against the normal build and a sanitizer pass of the CLI.
+# Each test prints PASS/FAIL/SKIP lines; the last line is the total.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+LOG=$ROOT/build/test-logs
+mkdir -p "$LOG"
+
+pass=0 fail=0 skip=0
+count() { # file with PASS/FAIL/SKIP lines
+	local p f s
+	p=$(grep -c '^PASS ' "$1" || true)
+	f=$(grep -c '^FAIL ' "$1" || true)
+	s=$(grep -c '^SKIP ' "$1" || true)
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	grep -E '^(FAIL|SKIP) ' "$1" || true
+}
+
+build() {
+	echo "== build $*"
+	if ! make -s -j2 "$@" all >"$LOG/build$*.log" 2>&1; then
+		cat "$LOG/build$*.log"
+		echo "FAIL build $*: make failed" | tee -a "$LOG/summary"
+		fail=$((fail + 1))
+		return 1
+	fi
+	echo "PASS build $*"
+	pass=$((pass + 1))
+}
+
+run_unit() { # build dir
+	for t in "$1"/tests/test_*; do
+		[ -x "$t" ] || continue
+		local name out rc
+		name="$(basename "$1")/$(basename "$t")"
+		out="$LOG/$(basename "$1")_$(basename "$t").log"
+		timeout 300 "$t" >"$out" 2>&1
+		rc=$?
+		echo "== $name"
+		count "$out"
+		if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+			echo "FAIL $name: exited $rc"
+			tail -20 "$out"
+			fail=$((fail + 1))
+		fi
+	done
+}
+
+run_integration() { # kxprof binary, label
+	for t in tests/integration/test_*.sh; do
+		local out rc name
+		name="$2/$(basename "$t" .sh)"
+		out="$LOG/$(echo "$name" | tr / _).log"
+		echo "== $name"
+		KXPROF="$1" BUILD_DIR="$(dirname "$1")" timeout 900 bash "$t" >"$out" 2>&1
+		rc=$?
+		count "$out"
+		if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+			echo "FAIL $name: exited $rc"
+			tail -30 "$out"
+			fail=$((fail + 1))
+		fi
+	done
+}
+
+scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+build && run_unit build
+build SAN=1 && run_unit build-san
+if [ "$(id -u)" -eq 0 ]; then
+	[ -x build/kxprof ] && run_integration "$ROOT/build/kxprof" build
+	[ -x build-san/kxprof ] && SAN_PASS=1 run_integration "$ROOT/build-san/kxprof" build-san
+else
+	echo "SKIP integration: not root (the integration tests load BPF programs)"
+	skip=$((skip + 1))
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

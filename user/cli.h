@@ -1,0 +1,20 @@
+/*
+ * CLI front end: subcommand entry points and the small helpers they share.
+ * Everything a subcommand does beyond parsing options and printing lives in
+ * the core library.
+ */
+#ifndef KX_CLI_H
+#define KX_CLI_H
+
+extern int kx_verbose;
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+
+/* "kxprof: <message>" on stderr. */
+void kx_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Human size: "12.3 KiB". */
+const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len);
+
+#endif /* KX_CLI_H */

@@ -1,0 +1,105 @@
+/* kxprof report: per driver and ioctl statistics of a record file. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kxp.h"
+#include "store.h"
+#include "summary.h"
+
+static void report_usage(FILE *f)
+{
+	fprintf(f, "usage: kxprof report [FILE] [--json] [--sort-by avg|min|max|total|count]\n"
+		   "                     [--ascending] [--hist]\n"
+		   "  FILE             record file (default kxprof.kxp)\n"
+		   "  --json           summary JSON (Time/Memory/Unit, plus Capture and Warnings)\n"
+		   "  --sort-by KEY    order rows within a category (default avg)\n"
+		   "  --ascending      smallest first (default largest first)\n"
+		   "  --hist           add a log2 latency histogram per row\n");
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "sort-by", required_argument, NULL, 's' },
+		{ "ascending", no_argument, NULL, 'A' },
+		{ "hist", no_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct kx_capinfo ci;
+	struct kx_kxp_read_result res = { 0 };
+	const char *path = "kxprof.kxp";
+	int json = 0, ascending = 0, hist = 0, opt, rc = 1;
+	int sort = KX_SORT_AVG;
+	struct kx_summary *sum;
+	struct kx_store *store;
+	char err[512];
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+			json = 1;
+			break;
+		case 's':
+			sort = kx_sort_key_parse(optarg);
+			if (sort < 0) {
+				kx_err("bad --sort-by '%s' (avg, min, max, total or count)", optarg);
+				return 2;
+			}
+			break;
+		case 'A':
+			ascending = 1;
+			break;
+		case 'H':
+			hist = 1;
+			break;
+		case 'h':
+			report_usage(stdout);
+			return 0;
+		default:
+			report_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		path = argv[optind++];
+	if (optind < argc) {
+		kx_err("one record file at a time ('%s' is extra)", argv[optind]);
+		return 2;
+	}
+	/* A report of a huge capture may need more than the default store. */
+	store = kx_store_new((size_t)8 << 30);
+	if (!store) {
+		kx_err("out of memory");
+		return 1;
+	}
+	if (kx_kxp_read(path, store, &ci, &res, err, sizeof(err)) != 0) {
+		kx_err("%s", err);
+		goto out;
+	}
+	if (res.truncated)
+		fprintf(stderr, "kxprof: warning: %s is incomplete (capture did not finish or file "
+				"was cut): reporting its %llu whole chunks\n",
+			path, (unsigned long long)res.chunks);
+	sum = kx_summary_build(store, &ci);
+	if (!sum) {
+		kx_err("out of memory building the summary");
+		goto out;
+	}
+	if (res.truncated)
+		kx_summary_set_truncated(sum, res.bad_tail_bytes);
+	kx_summary_sort(sum, (enum kx_sort_key)sort, ascending);
+	if (json)
+		kx_summary_print_json(sum, stdout, hist);
+	else
+		kx_summary_print_table(sum, stdout, hist);
+	kx_summary_free(sum);
+	rc = 0;
+out:
+	kx_store_free(store);
+	return rc;
+}

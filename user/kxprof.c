@@ -1,0 +1,85 @@
+/* kxprof command line: subcommand dispatch and shared CLI helpers. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int kx_verbose;
+
+void kx_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("kxprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} cmds[] = {
+	{ "record", cmd_record, "trace driver ioctls of a command, pids or the whole system into a .kxp file" },
+	{ "report", cmd_report, "per driver and ioctl statistics of a .kxp file (table or JSON)" },
+	{ "list", cmd_list, "accelerator devices present and which kernel hooks work here" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kxprof [-v] COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\n'kxprof COMMAND --help' shows a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			kx_verbose = 1;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("kxprof 0.1\n");
+			return 0;
+		} else {
+			kx_err("unknown option '%s'", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++)
+		if (!strcmp(argv[i], cmds[c].name))
+			return cmds[c].fn(argc - i, argv + i);
+	kx_err("unknown command '%s'", argv[i]);
+	usage(stderr);
+	return 2;
+}

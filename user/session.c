@@ -1,0 +1,374 @@
+/*
+ * Capture session: load/attach with fallback, filters, clock sync, start/stop,
+ * teardown. Owns the BPF skeleton's lifetime.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "clock.h"
+#include "consumer.h"
+#include "ioctl.skel.h"
+#include "ioctl_decode.h"
+#include "probe.h"
+#include "session.h"
+
+struct kx_session {
+	struct ioctl_bpf *skel;
+	struct kx_consumer *consumer;
+	struct bpf_link *links[8];
+	int nlinks;
+	const char *mech;
+	int started, stopped;
+	struct kx_capinfo ci;
+};
+
+static int verbose_libbpf;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!verbose_libbpf && level != LIBBPF_WARN)
+		return 0;
+	if (!verbose_libbpf)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* Program name prefix of each mechanism (see bpf/ioctl.bpf.c). */
+static const struct {
+	const char *mech;
+	const char *prefix;
+} mechs[] = {
+	{ "tp_btf", "btf_" },
+	{ "raw_tp", "raw_" },
+	{ "tp", "tp_" },
+};
+
+static void add_hook(struct kx_capinfo *ci, const char *name, const char *mech, int state,
+		     const char *fmt, ...)
+{
+	struct kx_hook *h;
+	va_list ap;
+
+	if (ci->nhooks >= KX_MAX_HOOKS)
+		return;
+	h = &ci->hooks[ci->nhooks++];
+	memset(h, 0, sizeof(*h));
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	snprintf(h->mech, sizeof(h->mech), "%s", mech);
+	h->state = (uint8_t)state;
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(h->why, sizeof(h->why), fmt, ap);
+		va_end(ap);
+	}
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = (uint32_t)sysconf(_SC_PAGESIZE);
+
+	while (p < v && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+static int fill_maps(struct kx_session *s, const struct kx_session_opts *o, char *err, size_t len)
+{
+	int devs_fd = bpf_map__fd(s->skel->maps.devs);
+	int arg_fd = bpf_map__fd(s->skel->maps.argspec);
+	const struct kx_arg_req *reqs;
+	size_t nreq;
+
+	for (int i = 0; i < o->ndevices; i++) {
+		const struct kx_device *d = &o->devices[i];
+		struct kx_dev_key k = { .fkind = d->fkind };
+		uint32_t drv = d->drv;
+
+		if (d->fkind == KX_FK_CHR || d->fkind == KX_FK_BLK)
+			k.dev = d->any_minor ? KX_DEV_ANY_MINOR(KX_MAJOR(d->dev)) : d->dev;
+		if (bpf_map_update_elem(devs_fd, &k, &drv, BPF_ANY)) {
+			snprintf(err, len, "cannot add device %s to the filter: %s", d->node,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	reqs = kx_ioctl_arg_reqs(&nreq);
+	for (size_t i = 0; i < nreq; i++) {
+		struct kx_arg_key k = { .drv = reqs[i].drv, .cmd = reqs[i].key };
+		struct kx_arg_spec v = { .len = reqs[i].len, .flags = reqs[i].flags };
+
+		if (bpf_map_update_elem(arg_fd, &k, &v, BPF_ANY)) {
+			snprintf(err, len, "cannot fill the argument-copy map: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Programs of one mechanism, by name after the prefix; the syscall pair is mandatory. */
+static const struct {
+	const char *suffix;
+	const char *hook;
+	int mandatory;
+} progs[] = {
+	{ "sys_enter", "ioctl enter", 1 },
+	{ "sys_exit", "ioctl exit", 1 },
+	{ "fork", "sched_process_fork", 0 },
+	{ "exit", "sched_process_exit", 0 },
+	{ "exec", "sched_process_exec", 0 },
+	{ "rename", "task_rename", 0 },
+};
+
+static int prog_index(const char *name, const char *prefix)
+{
+	const char *suffix = name + strlen(prefix);
+
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+		if (strcmp(suffix, progs[i].suffix) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Loads with one mechanism and attaches its programs. 0, or -1 with why. */
+static int try_mech(struct kx_session *s, const struct kx_session_opts *o, int m, char *why,
+		    size_t len)
+{
+	struct bpf_program *p;
+	uint32_t rb = pow2_at_least(o->ringbuf_bytes ? o->ringbuf_bytes : KX_RINGBUF_DEFAULT);
+	uint32_t nhooks = s->ci.nhooks;
+	int err;
+
+	s->skel = ioctl_bpf__open();
+	if (!s->skel) {
+		snprintf(why, len, "cannot open the BPF object: %s", strerror(errno));
+		return -1;
+	}
+	bpf_object__for_each_program(p, s->skel->obj)
+	{
+		const char *n = bpf_program__name(p);
+
+		bpf_program__set_autoload(p, strncmp(n, mechs[m].prefix,
+						     strlen(mechs[m].prefix)) == 0);
+	}
+	s->skel->rodata->targ_all = o->all != 0;
+	s->skel->rodata->wakeup_bytes = rb / 4;
+	bpf_map__set_max_entries(s->skel->maps.events, rb);
+	s->ci.ringbuf_bytes = rb;
+
+	if (strcmp(mechs[m].mech, "tp") == 0 && !kx_probe_tracefs(why, len))
+		goto fail;
+	err = ioctl_bpf__load(s->skel);
+	if (err) {
+		snprintf(why, len, "load failed (%s)", strerror(-err));
+		goto fail;
+	}
+	bpf_object__for_each_program(p, s->skel->obj)
+	{
+		const char *n = bpf_program__name(p);
+		int i = prog_index(n, mechs[m].prefix);
+		struct bpf_link *l;
+
+		if (!bpf_program__autoload(p) || i < 0)
+			continue;
+		l = bpf_program__attach(p);
+		if (!l) {
+			err = -errno;
+			if (progs[i].mandatory) {
+				snprintf(why, len, "attach of %s failed (%s)", progs[i].hook,
+					 strerror(-err));
+				goto fail;
+			}
+			/* Optional: threads keep their first name, children may be missed. */
+			add_hook(&s->ci, progs[i].hook, mechs[m].mech, KX_HOOK_FAILED,
+				 "attach failed (%s)", strerror(-err));
+			continue;
+		}
+		if (s->nlinks < (int)(sizeof(s->links) / sizeof(s->links[0])))
+			s->links[s->nlinks++] = l;
+		else
+			bpf_link__destroy(l);
+		if (!progs[i].mandatory)
+			add_hook(&s->ci, progs[i].hook, mechs[m].mech, KX_HOOK_ATTACHED, NULL);
+	}
+	return 0;
+fail:
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	s->nlinks = 0;
+	s->ci.nhooks = nhooks;
+	ioctl_bpf__destroy(s->skel);
+	s->skel = NULL;
+	return -1;
+}
+
+static void fill_host(struct kx_capinfo *ci)
+{
+	struct utsname u;
+
+	ci->version = 1;
+	if (gethostname(ci->hostname, sizeof(ci->hostname)) != 0)
+		snprintf(ci->hostname, sizeof(ci->hostname), "localhost");
+	ci->hostname[sizeof(ci->hostname) - 1] = 0;
+	if (uname(&u) == 0)
+		snprintf(ci->kernel, sizeof(ci->kernel), "%s", u.release);
+}
+
+struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, size_t len)
+{
+	struct kx_session *s;
+	char why[sizeof(((struct kx_hook *)0)->why)];
+	int chosen = -1;
+
+	if (!kx_probe_privileges(err, len) || !kx_probe_btf(err, len))
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, len, "out of memory");
+		return NULL;
+	}
+	verbose_libbpf = o->verbose;
+	libbpf_set_print(libbpf_print);
+	fill_host(&s->ci);
+	s->ci.all_pids = o->all != 0;
+	for (int i = 0; i < o->ndevices && s->ci.ndevices < KX_MAX_DEVICES; i++)
+		s->ci.devices[s->ci.ndevices++] = o->devices[i];
+
+	for (int m = 0; m < (int)(sizeof(mechs) / sizeof(mechs[0])); m++) {
+		if (o->mech && strcmp(o->mech, mechs[m].mech) != 0)
+			continue;
+		if (try_mech(s, o, m, why, sizeof(why)) == 0) {
+			chosen = m;
+			break;
+		}
+		add_hook(&s->ci, "ioctl", mechs[m].mech, KX_HOOK_SKIPPED, "%s", why);
+	}
+	if (chosen < 0) {
+		if (o->mech && s->ci.nhooks == 0)
+			snprintf(err, len, "unknown attach mechanism '%s' (use tp_btf, raw_tp or tp)",
+				 o->mech);
+		else
+			snprintf(err, len, "no attach mechanism worked for the ioctl hooks: last: %s%s",
+				 why, o->verbose ? "" : " (run with -v for libbpf's diagnostics)");
+		free(s);
+		return NULL;
+	}
+	s->mech = mechs[chosen].mech;
+	add_hook(&s->ci, "ioctl", s->mech, KX_HOOK_ATTACHED, NULL);
+	if (fill_maps(s, o, err, len) != 0)
+		goto fail;
+	s->consumer = kx_consumer_new(bpf_map__fd(s->skel->maps.events), &o->sink, err, len);
+	if (!s->consumer)
+		goto fail;
+	return s;
+fail:
+	kx_session_close(s);
+	return NULL;
+}
+
+int kx_session_add_pid(struct kx_session *s, uint32_t pid, char *err, size_t len)
+{
+	uint8_t one = 1;
+
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+		snprintf(err, len, "no such process: %u", pid);
+		return -1;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &pid, &one, BPF_ANY)) {
+		snprintf(err, len, "cannot add pid %u to the filter: %s", pid, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int kx_session_start(struct kx_session *s, char *err, size_t len)
+{
+	kx_clock_sync_measure(&s->ci.clock_start);
+	s->ci.start_mono_ns = kx_mono_ns();
+	if (kx_consumer_start(s->consumer, err, len) != 0)
+		return -1;
+	s->started = 1;
+	return 0;
+}
+
+static void read_stats(struct kx_session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.stats);
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t sum[KX_STAT_MAX] = { 0 };
+	uint64_t *vals;
+
+	if (ncpu <= 0)
+		return;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return;
+	for (uint32_t k = 0; k < KX_STAT_MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals) != 0)
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			sum[k] += vals[c];
+	}
+	free(vals);
+	s->ci.emitted = sum[KX_STAT_EMITTED];
+	s->ci.dropped = sum[KX_STAT_DROPPED];
+	s->ci.inflight_full = sum[KX_STAT_INFLIGHT_FULL];
+	s->ci.pidset_full = sum[KX_STAT_PIDSET_FULL];
+	s->ci.arg_faults = sum[KX_STAT_ARG_FAULT];
+	s->ci.received = kx_consumer_ioctls(s->consumer);
+}
+
+int kx_session_stop(struct kx_session *s)
+{
+	if (s->stopped)
+		return 0;
+	/* Detach first so nothing new arrives, then drain what is queued. */
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	s->nlinks = 0;
+	kx_consumer_stop(s->consumer);
+	kx_clock_sync_measure(&s->ci.clock_stop);
+	s->ci.stop_mono_ns = kx_mono_ns();
+	read_stats(s);
+	s->stopped = 1;
+	return 0;
+}
+
+const struct kx_capinfo *kx_session_capinfo(struct kx_session *s)
+{
+	if (!s->stopped && s->skel)
+		read_stats(s);
+	return &s->ci;
+}
+
+const char *kx_session_mech(const struct kx_session *s)
+{
+	return s->mech;
+}
+
+void kx_session_set_cmdline(struct kx_session *s, const char *cmdline)
+{
+	snprintf(s->ci.cmdline, sizeof(s->ci.cmdline), "%s", cmdline);
+}
+
+void kx_session_close(struct kx_session *s)
+{
+	if (!s)
+		return;
+	if (s->started && !s->stopped)
+		kx_session_stop(s);
+	kx_consumer_free(s->consumer);
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	if (s->skel)
+		ioctl_bpf__destroy(s->skel);
+	free(s);
+}
