@@ -40,7 +40,7 @@ static void record_usage(FILE *f)
 		"      --device SPEC     also trace this device: PATH, MAJOR:MINOR, MAJOR:*,\n"
 		"                        block:MAJOR:MINOR or a driver name from /proc/devices\n"
 		"                        (default: every accelerator device present, and kvm)\n"
-		"      --ringbuf-mb N    ring buffer size in MiB (default 8)\n"
+		"      --ringbuf-mb N    ring buffer size in MiB (default 8; fractions allowed)\n"
 		"      --attach MECH     force tp_btf, raw_tp or tp (default: best available)\n"
 		"  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n");
 }
@@ -152,7 +152,7 @@ int cmd_record(int argc, char **argv)
 	uint32_t pids[256];
 	int npids = 0, all = 0, ndev, opt, status = 0, rc = 1;
 	double duration = 0;
-	unsigned long ringbuf_mb = 0;
+	double ringbuf_mb = 0;
 	struct kx_session_opts so = { 0 };
 	struct kx_kxp_sink ks = { 0 };
 	struct kx_session *s = NULL;
@@ -201,9 +201,11 @@ int cmd_record(int argc, char **argv)
 		case 'r': {
 			char *end;
 
-			ringbuf_mb = strtoul(optarg, &end, 10);
-			if (*end || ringbuf_mb == 0 || ringbuf_mb > 1024) {
-				kx_err("bad --ringbuf-mb '%s' (1..1024)", optarg);
+			/* Fractions allowed (0.0625 = 64 KiB); the kernel needs a power of two
+			 * number of pages, so the size is rounded up. */
+			ringbuf_mb = strtod(optarg, &end);
+			if (*end || ringbuf_mb <= 0 || ringbuf_mb > 1024) {
+				kx_err("bad --ringbuf-mb '%s' (a size in MiB, up to 1024)", optarg);
 				return 2;
 			}
 			break;
@@ -234,7 +236,7 @@ int cmd_record(int argc, char **argv)
 	so.all = all;
 	so.devices = devices;
 	so.ndevices = ndev;
-	so.ringbuf_bytes = (uint32_t)(ringbuf_mb << 20);
+	so.ringbuf_bytes = (uint32_t)(ringbuf_mb * (1 << 20));
 	so.mech = mech;
 	so.verbose = kx_verbose;
 	so.sink = kx_sink_kxp(&ks);
