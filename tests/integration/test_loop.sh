@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Traces the loop driver (named with --device loop: block major 7 plus
+# /dev/loop-control): exact counts for the control, configure, size and clear
+# ioctls, decoded on the right fds.
+. "$(dirname "$0")/lib.sh"
+[ -e /dev/loop-control ] || { skip loop "no /dev/loop-control"; exit 0; }
+
+"$KXPROF" record --device loop -o "$TMP/loop.kxp" -- "$WL/loop_workload" -s 4 -p "$TMP" \
+	>"$TMP/loop.wl" 2>"$TMP/loop.err"
+rc=$?
+if [ $rc -ne 0 ]; then fail loop_record "exit $rc: $(cat "$TMP/loop.err")"; exit 0; fi
+"$KXPROF" report --json "$TMP/loop.kxp" >"$TMP/loop.json"
+check loop_counts_exact python3 "$(dirname "$0")/counts.py" "$TMP/loop.wl" "$TMP/loop.json" ioctl/loop
+check loop_no_other_drivers test "$(jget "$TMP/loop.json" 'sorted(d["Time"].keys())')" = "['ioctl/loop']"
+
+# Not named, not traced: the default set has no loop devices.
+"$KXPROF" record -o "$TMP/noloop.kxp" -- "$WL/loop_workload" -s 4 -p "$TMP" >/dev/null 2>&1
+"$KXPROF" report --json "$TMP/noloop.kxp" >"$TMP/noloop.json"
+check loop_not_traced_by_default test "$(jget "$TMP/noloop.json" '"ioctl/loop" in d["Time"]')" = False

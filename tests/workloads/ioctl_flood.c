@@ -1,0 +1,181 @@
+/*
+ * ioctl_flood: a tight loop of cheap KVM_GET_API_VERSION ioctls on /dev/kvm,
+ * used to measure a tracer's per-ioctl overhead and to check that it loses no
+ * events under a flood. Prints the exact count and the measured cost.
+ *
+ * Options: -n N (ioctls per thread, default 1000000), -t THREADS (default 1),
+ * -w SECONDS (run for a duration instead of a count; decimals allowed).
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <linux/kvm.h>
+
+#include "workload.h"
+
+#define MAX_THREADS 256
+#define CLOCK_EVERY 1024 /* iterations between clock reads in -w mode */
+
+struct flood {
+	pthread_t th;
+	int fd;
+	unsigned long target; /* count mode: ioctls to issue */
+	uint64_t deadline;    /* duration mode: CLOCK_MONOTONIC end, else 0 */
+	pthread_barrier_t *start;
+	pid_t tid;
+	unsigned long done;
+	uint64_t elapsed_ns;
+	int bad, err;
+	long bad_ret;
+};
+
+static void *flood_main(void *arg)
+{
+	struct flood *f = arg;
+	unsigned long n = 0;
+	uint64_t t0;
+	long r;
+
+	f->tid = gettid();
+	pthread_barrier_wait(f->start);
+	t0 = wl_now_ns();
+	if (f->deadline) {
+		for (;;) {
+			unsigned int i;
+
+			for (i = 0; i < CLOCK_EVERY; i++) {
+				r = ioctl(f->fd, KVM_GET_API_VERSION, 0);
+				n++;
+				if (r != KVM_API_VERSION)
+					goto bad;
+			}
+			if (wl_now_ns() >= f->deadline)
+				break;
+		}
+	} else {
+		while (n < f->target) {
+			r = ioctl(f->fd, KVM_GET_API_VERSION, 0);
+			n++;
+			if (r != KVM_API_VERSION)
+				goto bad;
+		}
+	}
+	f->elapsed_ns = wl_now_ns() - t0;
+	f->done = n;
+	return NULL;
+bad:
+	f->bad = 1;
+	f->err = r < 0 ? errno : 0;
+	f->bad_ret = r;
+	f->done = n;
+	return NULL;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: ioctl_flood [-n N] [-t THREADS] [-w SECONDS]\n"
+	                "  -n  KVM_GET_API_VERSION ioctls per thread (default 1000000)\n"
+	                "  -t  threads, each flooding the same /dev/kvm fd (default 1)\n"
+	                "  -w  run for SECONDS (e.g. 0.5) instead of a count\n");
+	exit(2);
+}
+
+static double parse_seconds(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !(v > 0) || v > 86400)
+		wl_die("option -w: expected seconds in (0, 86400], got '%s'", s);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long n = 1000000, total = 0;
+	unsigned int threads = 1, i;
+	double seconds = 0;
+	struct flood *fl;
+	pthread_barrier_t start;
+	uint64_t t0, wall, busy = 0;
+	int fd, c;
+
+	wl_prog = "ioctl_flood";
+	while ((c = getopt(argc, argv, "n:t:w:h")) != -1) {
+		switch (c) {
+		case 'n':
+			n = wl_parse_num("-n", optarg, 0, ULONG_MAX);
+			break;
+		case 't':
+			threads = wl_parse_num("-t", optarg, 1, MAX_THREADS);
+			break;
+		case 'w':
+			seconds = parse_seconds(optarg);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+
+	fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		wl_die("cannot open /dev/kvm: %s", strerror(errno));
+	fl = calloc(threads, sizeof(*fl));
+	if (!fl)
+		wl_die("out of memory");
+	errno = pthread_barrier_init(&start, NULL, threads + 1);
+	if (errno)
+		wl_die("pthread_barrier_init: %s", strerror(errno));
+	for (i = 0; i < threads; i++) {
+		fl[i].fd = fd;
+		fl[i].target = n;
+		fl[i].start = &start;
+	}
+	for (i = 0; i < threads; i++) {
+		errno = pthread_create(&fl[i].th, NULL, flood_main, &fl[i]);
+		if (errno)
+			wl_die("pthread_create: %s", strerror(errno));
+	}
+	t0 = wl_now_ns();
+	if (seconds > 0)
+		for (i = 0; i < threads; i++)
+			fl[i].deadline = t0 + (uint64_t)(seconds * 1e9);
+	pthread_barrier_wait(&start);
+	for (i = 0; i < threads; i++) {
+		errno = pthread_join(fl[i].th, NULL);
+		if (errno)
+			wl_die("pthread_join: %s", strerror(errno));
+	}
+	wall = wl_now_ns() - t0;
+	for (i = 0; i < threads; i++) {
+		if (fl[i].bad && fl[i].bad_ret < 0)
+			wl_die("KVM_GET_API_VERSION failed after %lu calls: %s", fl[i].done,
+			       strerror(fl[i].err));
+		if (fl[i].bad)
+			wl_die("KVM_GET_API_VERSION returned %ld, expected %d", fl[i].bad_ret,
+			       KVM_API_VERSION);
+		total += fl[i].done;
+		busy += fl[i].elapsed_ns;
+	}
+
+	printf("{\"workload\":\"ioctl_flood\",\"pid\":%d,\"tids\":[", (int)getpid());
+	for (i = 0; i < threads; i++)
+		printf("%s%d", i ? "," : "", (int)fl[i].tid);
+	printf("],\"threads\":%u,\"mode\":\"%s\",\"ioctls\":{\"KVM_GET_API_VERSION\":%lu},"
+	       "\"errors\":{},\"per_thread\":[",
+	       threads, seconds > 0 ? "duration" : "count", total);
+	for (i = 0; i < threads; i++)
+		printf("%s%lu", i ? "," : "", fl[i].done);
+	printf("],\"elapsed_ns\":%llu,\"ns_per_ioctl\":%.1f,\"ioctls_per_sec\":%.0f}\n",
+	       (unsigned long long)wall, total ? (double)busy / total : 0.0,
+	       wall ? total * 1e9 / wall : 0.0);
+	if (fflush(stdout))
+		wl_die("writing stdout failed: %s", strerror(errno));
+	pthread_barrier_destroy(&start);
+	free(fl);
+	close(fd);
+	return 0;
+}
