@@ -217,15 +217,14 @@ int cmd_record(int argc, char **argv)
 			record_usage(stdout);
 			return 0;
 		default:
-			record_usage(stderr);
+			kx_err("see kxprof record --help");
 			return 2;
 		}
 	}
 	if (optind < argc)
 		cmd = argv + optind;
 	if (!cmd && !npids && !all) {
-		kx_err("nothing to trace: give -- CMD, -p PID or -a");
-		record_usage(stderr);
+		kx_err("nothing to trace: give -- CMD, -p PID or -a (see kxprof record --help)");
 		return 2;
 	}
 	if (ndev == 0) {

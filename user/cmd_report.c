@@ -61,7 +61,7 @@ int cmd_report(int argc, char **argv)
 			report_usage(stdout);
 			return 0;
 		default:
-			report_usage(stderr);
+			kx_err("see kxprof report --help");
 			return 2;
 		}
 	}

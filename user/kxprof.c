@@ -67,8 +67,7 @@ int main(int argc, char **argv)
 			printf("kxprof 0.1\n");
 			return 0;
 		} else {
-			kx_err("unknown option '%s'", argv[i]);
-			usage(stderr);
+			kx_err("unknown option '%s' (kxprof --help lists them)", argv[i]);
 			return 2;
 		}
 	}
@@ -79,7 +78,6 @@ int main(int argc, char **argv)
 	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++)
 		if (!strcmp(argv[i], cmds[c].name))
 			return cmds[c].fn(argc - i, argv + i);
-	kx_err("unknown command '%s'", argv[i]);
-	usage(stderr);
+	kx_err("unknown command '%s' (kxprof --help lists them)", argv[i]);
 	return 2;
 }

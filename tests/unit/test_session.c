@@ -129,7 +129,11 @@ static void cycles_leak_nothing(void)
 		kx_store_free(st);
 	}
 	CHECK_EQ_U(count_fds(), fds0);
-	/* Other processes may load programs meanwhile; ours must all be gone. */
+	/* The kernel frees programs and maps after an RCU grace period: give it a
+	 * moment. Other processes may load programs meanwhile; ours must be gone. */
+	for (int i = 0; i < 50 && (count_bpf(bpf_prog_get_next_id) > progs0 ||
+				   count_bpf(bpf_map_get_next_id) > maps0); i++)
+		usleep(100000);
 	CHECK(count_bpf(bpf_prog_get_next_id) <= progs0);
 	CHECK(count_bpf(bpf_map_get_next_id) <= maps0);
 }

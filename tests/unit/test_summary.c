@@ -1,0 +1,585 @@
+/*
+ * Unit tests of the summary (user/summary.c): a store of known ioctl events
+ * -> exact counts, times, percentiles, errno breakdown and histogram buckets,
+ * checked through the JSON output (validated by a small JSON parser here and
+ * by python3 -m json.tool when present); sort orders, table rows and
+ * warnings; and the speed of summarizing millions of events.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ioctl_decode.h"
+#include "kxtest.h"
+#include "store.h"
+#include "summary.h"
+
+#define KVM_RUN_CMD         0xae80U /* _IO(KVMIO, 0x80) */
+#define KVM_CREATE_VCPU_CMD 0xae41U /* _IO(KVMIO, 0x41) */
+#define LOOP_SET_FD_CMD     0x4c00U /* LOOP_SET_FD */
+
+static void add(struct kx_store *s, uint8_t drv, uint32_t cmd, uint64_t dur, int64_t ret)
+{
+	struct kx_ioctl e;
+
+	memset(&e, 0, sizeof(e));
+	e.ts = 1000000 + dur;
+	e.dur = dur;
+	e.pid = e.tid = 42;
+	e.dev = 0;
+	e.fkind = KX_FK_KVM_VCPU;
+	e.cmd = cmd;
+	e.ret = ret;
+	e.drv = drv;
+	kx_store_add_ioctl(s, &e, NULL);
+}
+
+/*
+ * KVM_RUN: 100 calls of 1..100 us, added in a scrambled order; calls 3, 7
+ * and 11 fail with EINVAL, call 20 with EINTR. KVM_CREATE_VCPU: 5, 7, 9 us.
+ * LOOP_SET_FD: one call of 2 ms failing with ENOMEM.
+ */
+static struct kx_store *known_store(void)
+{
+	struct kx_store *s = kx_store_new(0);
+
+	for (int k = 0; k < 100; k++) {
+		int i = (k * 37) % 100 + 1; /* 37 is prime to 100: a permutation */
+		int64_t ret = 0;
+
+		if (i == 3 || i == 7 || i == 11)
+			ret = -22;
+		else if (i == 20)
+			ret = -4;
+		add(s, KX_DRV_KVM, KVM_RUN_CMD, (uint64_t)i * 1000, ret);
+	}
+	add(s, KX_DRV_KVM, KVM_CREATE_VCPU_CMD, 9000, 3);
+	add(s, KX_DRV_KVM, KVM_CREATE_VCPU_CMD, 5000, 0);
+	add(s, KX_DRV_KVM, KVM_CREATE_VCPU_CMD, 7000, 1);
+	add(s, KX_DRV_LOOP, LOOP_SET_FD_CMD, 2000000, -12);
+	return s;
+}
+
+static void known_capinfo(struct kx_capinfo *ci)
+{
+	memset(ci, 0, sizeof(*ci));
+	snprintf(ci->hostname, sizeof(ci->hostname), "testhost");
+	snprintf(ci->kernel, sizeof(ci->kernel), "6.18.0-test");
+	ci->start_mono_ns = 1000000000ULL;
+	ci->stop_mono_ns = 3500000000ULL;
+	ci->emitted = 227;
+	ci->received = 104;
+	ci->dropped = 123;
+	ci->not_stored = 0;
+	ci->nhooks = 2;
+	snprintf(ci->hooks[0].name, sizeof(ci->hooks[0].name), "sys_enter_ioctl");
+	snprintf(ci->hooks[0].mech, sizeof(ci->hooks[0].mech), "raw_tp");
+	ci->hooks[0].state = KX_HOOK_ATTACHED;
+	snprintf(ci->hooks[1].name, sizeof(ci->hooks[1].name), "drm_sched_job");
+	snprintf(ci->hooks[1].mech, sizeof(ci->hooks[1].mech), "-");
+	ci->hooks[1].state = KX_HOOK_SKIPPED;
+	snprintf(ci->hooks[1].why, sizeof(ci->hooks[1].why), "tracepoint absent");
+}
+
+/* Output of a print function as a malloc'd string. */
+static char *render(const struct kx_summary *sum, int json, int hist)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (json)
+		kx_summary_print_json(sum, f, hist);
+	else
+		kx_summary_print_table(sum, f, hist);
+	fclose(f);
+	return buf;
+}
+
+/* ---- a minimal strict JSON validator ---- */
+
+static const char *js_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *js_value(const char *p, int depth);
+
+static const char *js_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p != '"') {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF", p[i]) || !p[i])
+						return NULL;
+				p += 4;
+			} else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+				return NULL;
+			}
+		}
+		p++;
+	}
+	return p + 1;
+}
+
+static const char *js_number(const char *p)
+{
+	const char *s = p;
+
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (*p >= '0' && *p <= '9')
+			p++;
+	else
+		return NULL;
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (*p < '0' || *p > '9')
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	return p > s ? p : NULL;
+}
+
+static const char *js_value(const char *p, int depth)
+{
+	char open;
+
+	p = js_ws(p);
+	if (depth > 64)
+		return NULL;
+	if (*p == '"')
+		return js_string(p);
+	if (!strncmp(p, "true", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	if (!strncmp(p, "null", 4))
+		return p + 4;
+	if (*p != '{' && *p != '[')
+		return js_number(p);
+	open = *p++;
+	p = js_ws(p);
+	if (*p == (open == '{' ? '}' : ']'))
+		return p + 1;
+	for (;;) {
+		if (open == '{') {
+			p = js_string(js_ws(p));
+			if (!p)
+				return NULL;
+			p = js_ws(p);
+			if (*p++ != ':')
+				return NULL;
+		}
+		p = js_value(p, depth + 1);
+		if (!p)
+			return NULL;
+		p = js_ws(p);
+		if (*p == ',') {
+			p++;
+			continue;
+		}
+		if (*p == (open == '{' ? '}' : ']'))
+			return p + 1;
+		return NULL;
+	}
+}
+
+static int json_valid(const char *s)
+{
+	const char *end = js_value(s, 0);
+
+	return end && !*js_ws(end);
+}
+
+/* Also through Python's parser when there is one (not required). */
+static int python_json_ok(const char *text)
+{
+	char path[] = "/tmp/kxprof-summary.XXXXXX", cmd[128];
+	int fd = mkstemp(path), rc;
+	FILE *f;
+
+	if (fd < 0)
+		return -1;
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	if (system("python3 -c '' >/dev/null 2>&1")) {
+		unlink(path);
+		return -1;
+	}
+	snprintf(cmd, sizeof(cmd), "python3 -m json.tool %s >/dev/null", path);
+	rc = system(cmd);
+	unlink(path);
+	return rc == 0;
+}
+
+/* Start of the value of "key" inside row "name" of category cat, or NULL. */
+static const char *row_key(const char *json, const char *cat, const char *name, const char *key)
+{
+	char pat[128];
+	const char *p, *end;
+
+	snprintf(pat, sizeof(pat), "\"%s\": {", cat);
+	p = strstr(json, pat);
+	if (!p)
+		return NULL;
+	snprintf(pat, sizeof(pat), "\"%s\": {", name);
+	p = strstr(p, pat);
+	if (!p)
+		return NULL;
+	end = strchr(p, '\n'); /* one row per line */
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(p, pat);
+	if (!p || (end && p > end))
+		return NULL;
+	return p + strlen(pat);
+}
+
+static double row_num(const char *json, const char *cat, const char *name, const char *key)
+{
+	const char *p = row_key(json, cat, name, key);
+
+	return p ? strtod(p, NULL) : -1.0;
+}
+
+#define CHECK_NUM(json, name, key, want)                                                           \
+	do {                                                                                       \
+		double _v = row_num(json, "ioctl/kvm", name, key);                                 \
+		if (!(_v - (want) < 5e-7 && (want)-_v < 5e-7)) {                                   \
+			printf("FAIL %s: %s:%d: %s %s = %.9f, want %.9f\n", kxt_cur, __FILE__,     \
+			       __LINE__, name, key, _v, (double)(want));                           \
+			kxt_cur_failed = 1;                                                        \
+			goto out;                                                                  \
+		}                                                                                  \
+	} while (0)
+
+static void test_stats(void)
+{
+	struct kx_store *s = known_store();
+	struct kx_capinfo ci;
+	struct kx_summary *sum;
+	char *json = NULL;
+
+	known_capinfo(&ci);
+	sum = kx_summary_build(s, &ci);
+	CHECK(sum);
+	json = render(sum, 1, 0);
+	CHECK(json);
+	CHECK_NUM(json, "KVM_RUN", "Total Count", 100);
+	CHECK_NUM(json, "KVM_RUN", "Errors", 4);
+	CHECK_NUM(json, "KVM_RUN", "Total Time", 5.05);
+	CHECK_NUM(json, "KVM_RUN", "Min Time", 0.001);
+	CHECK_NUM(json, "KVM_RUN", "Max Time", 0.1);
+	CHECK_NUM(json, "KVM_RUN", "Avg Time", 0.0505);
+	/* Nearest rank: the 50th, 90th and 99th smallest of 1..100 us. */
+	CHECK_NUM(json, "KVM_RUN", "p50", 0.05);
+	CHECK_NUM(json, "KVM_RUN", "p90", 0.09);
+	CHECK_NUM(json, "KVM_RUN", "p99", 0.099);
+	CHECK_NUM(json, "KVM_CREATE_VCPU", "Total Count", 3);
+	CHECK_NUM(json, "KVM_CREATE_VCPU", "Errors", 0);
+	CHECK_NUM(json, "KVM_CREATE_VCPU", "Min Time", 0.005);
+	CHECK_NUM(json, "KVM_CREATE_VCPU", "Max Time", 0.009);
+	CHECK_NUM(json, "KVM_CREATE_VCPU", "Avg Time", 0.007);
+	CHECK_NUM(json, "KVM_CREATE_VCPU", "p50", 0.007);
+	CHECK_NUM(json, "KVM_CREATE_VCPU", "p90", 0.009);
+	CHECK_NUM(json, "KVM_CREATE_VCPU", "p99", 0.009);
+	CHECK(strstr(json, "\"KVM_RUN\": {\"Total Count\": 100,") != NULL);
+	CHECK(strstr(json, "\"Errno\": {\"EINVAL\": 3, \"EINTR\": 1}") != NULL);
+	CHECK(strstr(json, "\"KVM_CREATE_VCPU\": {\"Total Count\": 3,") != NULL);
+	/* Positive returns are results, not errors. */
+	CHECK(row_key(json, "ioctl/kvm", "KVM_CREATE_VCPU", "Errno") &&
+	      !strncmp(row_key(json, "ioctl/kvm", "KVM_CREATE_VCPU", "Errno"), "{}", 2));
+	CHECK(strstr(json, "\"ioctl/loop\": {") != NULL);
+	CHECK(strstr(json, "\"ENOMEM\": 1") != NULL);
+	CHECK(strstr(json, "Histogram") == NULL);
+out:
+	free(json);
+	kx_summary_free(sum);
+	kx_store_free(s);
+}
+
+static void test_json_shape(void)
+{
+	struct kx_store *s = known_store();
+	struct kx_capinfo ci;
+	struct kx_summary *sum;
+	char *json = NULL, *jh = NULL;
+	int py;
+
+	known_capinfo(&ci);
+	sum = kx_summary_build(s, &ci);
+	CHECK(sum);
+	json = render(sum, 1, 0);
+	jh = render(sum, 1, 1);
+	CHECK(json && jh);
+	CHECK(json_valid(json));
+	CHECK(json_valid(jh));
+	py = python_json_ok(jh);
+	CHECK(py != 0);
+	CHECK(strstr(json, "\"Time\": {") != NULL);
+	CHECK(strstr(json, "\"Memory\": {}") != NULL);
+	CHECK(strstr(json, "\"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"}") != NULL);
+	CHECK(strstr(json, "\"Capture\": {\"host\": \"testhost\", \"kernel\": \"6.18.0-test\", "
+	                   "\"duration_ms\": 2500.000000, \"emitted\": 227, \"received\": 104, "
+	                   "\"dropped\": 123, \"not_stored\": 0, \"truncated\": false}") != NULL);
+	CHECK(strstr(json, "\"123 events dropped (ring buffer full): raise --ringbuf-mb\"") !=
+	      NULL);
+	CHECK(strstr(json, "\"hook drm_sched_job skipped: tracepoint absent\"") != NULL);
+	CHECK(strstr(json, "sys_enter_ioctl") == NULL);
+	/* 1..100 us: floor(log2(ns)) is 9 for 1000 ns up to 16 for 65536..100000 ns. */
+	CHECK(strstr(jh, "\"Histogram\": {\"unit\": \"ns\", \"log2_buckets\": "
+	                 "[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 4, 8, 16, 33, 35]}") != NULL);
+	/* 5, 7, 9 us: buckets 12 (4096..8191) x2 and 13 (8192..16383) x1. */
+	CHECK(strstr(jh, "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1]}") != NULL);
+	free(json);
+	free(jh);
+	kx_summary_free(sum);
+	kx_store_free(s);
+}
+
+static void test_json_escaping(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_capinfo ci;
+	struct kx_summary *sum;
+	char *json = NULL;
+
+	known_capinfo(&ci);
+	/* Quote, backslash, newline, control byte, invalid UTF-8, then valid UTF-8. */
+	snprintf(ci.hostname, sizeof(ci.hostname), "we\"ird\\h\nst\x01\xff\xc3\xa9");
+	/* A field filling its whole array, without NUL. */
+	memset(ci.kernel, 'k', sizeof(ci.kernel));
+	snprintf(ci.hooks[1].why, sizeof(ci.hooks[1].why), "\"quoted\"");
+	sum = kx_summary_build(s, &ci);
+	CHECK(sum);
+	kx_summary_set_truncated(sum, 17);
+	json = render(sum, 1, 1);
+	CHECK(json);
+	CHECK(json_valid(json));
+	CHECK(python_json_ok(json) != 0);
+	CHECK(strstr(json, "\"host\": \"we\\\"ird\\\\h\\nst\\u0001\\ufffd\xc3\xa9\"") != NULL);
+	CHECK(strstr(json, "\"truncated\": true") != NULL);
+	CHECK(strstr(json, "17 bytes after the last whole chunk ignored") != NULL);
+	CHECK(strstr(json, "skipped: \\\"quoted\\\"\"") != NULL);
+	/* No events: "Time" is empty but present. */
+	CHECK(strstr(json, "\"Time\": {},") != NULL);
+	free(json);
+	kx_summary_free(sum);
+	kx_store_free(s);
+}
+
+/* Position of needle in hay, or SIZE_MAX. */
+static size_t pos(const char *hay, const char *needle)
+{
+	const char *p = strstr(hay, needle);
+
+	return p ? (size_t)(p - hay) : SIZE_MAX;
+}
+
+static void test_sorting(void)
+{
+	struct kx_store *s = known_store();
+	struct kx_summary *sum = kx_summary_build(s, NULL);
+	char *t = NULL;
+
+	CHECK(sum);
+	CHECK_EQ_U(kx_sort_key_parse("avg"), KX_SORT_AVG);
+	CHECK_EQ_U(kx_sort_key_parse("min"), KX_SORT_MIN);
+	CHECK_EQ_U(kx_sort_key_parse("max"), KX_SORT_MAX);
+	CHECK_EQ_U(kx_sort_key_parse("total"), KX_SORT_TOTAL);
+	CHECK_EQ_U(kx_sort_key_parse("count"), KX_SORT_COUNT);
+	CHECK(kx_sort_key_parse("median") == -1);
+	CHECK(kx_sort_key_parse("") == -1);
+
+	/* Default: avg descending. KVM_RUN avg 50.5 us > KVM_CREATE_VCPU 7 us. */
+	t = render(sum, 0, 0);
+	CHECK(t);
+	CHECK(pos(t, "\nKVM_RUN ") < pos(t, "\nKVM_CREATE_VCPU "));
+	/* Categories alphabetical, whatever the key. */
+	CHECK(pos(t, "\nioctl/kvm\n") < pos(t, "\nioctl/loop\n"));
+	free(t);
+
+	kx_summary_sort(sum, KX_SORT_COUNT, 1);
+	t = render(sum, 0, 0);
+	CHECK(pos(t, "\nKVM_CREATE_VCPU ") < pos(t, "\nKVM_RUN "));
+	CHECK(pos(t, "\nioctl/kvm\n") < pos(t, "\nioctl/loop\n"));
+	free(t);
+
+	kx_summary_sort(sum, KX_SORT_MIN, 0);
+	t = render(sum, 0, 0);
+	CHECK(pos(t, "\nKVM_CREATE_VCPU ") < pos(t, "\nKVM_RUN "));
+	free(t);
+
+	kx_summary_sort(sum, KX_SORT_MIN, 1);
+	t = render(sum, 0, 0);
+	CHECK(pos(t, "\nKVM_RUN ") < pos(t, "\nKVM_CREATE_VCPU "));
+	free(t);
+
+	kx_summary_sort(sum, KX_SORT_TOTAL, 1);
+	t = render(sum, 0, 0);
+	CHECK(pos(t, "\nKVM_CREATE_VCPU ") < pos(t, "\nKVM_RUN "));
+	free(t);
+
+	kx_summary_sort(sum, KX_SORT_MAX, 0);
+	t = render(sum, 0, 0);
+	CHECK(pos(t, "\nKVM_RUN ") < pos(t, "\nKVM_CREATE_VCPU "));
+	CHECK(pos(t, "\nioctl/kvm\n") < pos(t, "\nioctl/loop\n"));
+	free(t);
+	kx_summary_free(sum);
+	kx_store_free(s);
+}
+
+static void test_table(void)
+{
+	struct kx_store *s = known_store();
+	struct kx_capinfo ci;
+	struct kx_summary *sum;
+	char *t = NULL, *th = NULL;
+	const char *row;
+
+	known_capinfo(&ci);
+	sum = kx_summary_build(s, &ci);
+	CHECK(sum);
+	t = render(sum, 0, 0);
+	th = render(sum, 0, 1);
+	CHECK(t && th);
+	CHECK(!strncmp(t, "Capture: host testhost, kernel 6.18.0-test, 2.500 s;", 52));
+	CHECK(strstr(t, "\nWARNING: 123 events dropped (ring buffer full): raise --ringbuf-mb\n"));
+	CHECK(strstr(t, "\nWARNING: hook drm_sched_job skipped: tracepoint absent\n"));
+	CHECK(strstr(t, "\nioctl/kvm\nName ") != NULL);
+	CHECK(strstr(t, "Total Count  Errors  Total Time (ms)  Min Time (ms)  Max Time (ms)  "
+	                "Avg Time (ms)  p50 (ms)  p90 (ms)  p99 (ms)\n") != NULL);
+	row = strstr(t, "\nKVM_RUN ");
+	CHECK(row);
+	{
+		unsigned long long cnt, err;
+		double v[7];
+		int used = 0;
+
+		/* Count, errors, total, min, max, avg (rounded to us), p50, p90, p99. */
+		CHECK(sscanf(row, " KVM_RUN %llu %llu %lf %lf %lf %lf %lf %lf %lf%n", &cnt, &err,
+		             &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &used) == 9);
+		CHECK_EQ_U(cnt, 100);
+		CHECK_EQ_U(err, 4);
+		CHECK(v[0] == 5.05 && v[1] == 0.001 && v[2] == 0.1 && v[3] == 0.051);
+		CHECK(v[4] == 0.05 && v[5] == 0.09 && v[6] == 0.099);
+		CHECK(!strncmp(row + used, "\n    errors: EINVAL x3, EINTR x1\n", 33));
+	}
+	CHECK(strstr(t, "\nioctl/loop\nName ") != NULL);
+	CHECK(strstr(t, "    errors: ENOMEM x1\n"));
+	CHECK(strstr(t, "usecs") == NULL);
+	/* Histogram: 65.536 -> 131.071 us holds the 35 largest KVM_RUN calls. */
+	CHECK(strstr(th, "usecs") && strstr(th, "count    distribution"));
+	CHECK(strstr(th,
+	             "65.536 -> 131.071 : 35       |****************************************|"));
+	CHECK(strstr(th,
+	             " 1.024 -> 2.047   : 1        |*                                       |"));
+	free(t);
+	free(th);
+	kx_summary_free(sum);
+	kx_store_free(s);
+}
+
+static void test_store_limit_warning(void)
+{
+	struct kx_store *s = kx_store_new((size_t)1 << 20);
+	struct kx_summary *sum;
+	char *t = NULL, *j = NULL;
+	uint64_t refused;
+
+	for (int i = 0; i < 50000; i++)
+		add(s, KX_DRV_KVM, KVM_RUN_CMD, 1000, 0);
+	refused = kx_store_not_stored(s);
+	CHECK(refused > 0 && kx_store_ioctl_count(s) > 0);
+	sum = kx_summary_build(s, NULL);
+	CHECK(sum);
+	t = render(sum, 0, 0);
+	j = render(sum, 1, 0);
+	CHECK(t && j);
+	CHECK(strstr(t, "events not stored (store memory limit reached)") != NULL);
+	CHECK(json_valid(j));
+	CHECK(row_num(j, "ioctl/kvm", "KVM_RUN", "Total Count") == (double)kx_store_ioctl_count(s));
+	free(t);
+	free(j);
+	kx_summary_free(sum);
+	kx_store_free(s);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_speed(void)
+{
+	const size_t n = 2000000;
+	struct kx_store *s = kx_store_new((size_t)1 << 30);
+	struct kx_summary *sum;
+	uint64_t x = 88172645463325252ULL;
+	double t0, dt;
+	char *j;
+
+	for (size_t i = 0; i < n; i++) {
+		/* xorshift: durations spread over 1 ns .. 1 ms, 40 commands. */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		add(s, KX_DRV_KVM, 0xae00 | (uint32_t)(x % 40), x % 1000000 + 1,
+		    (x & 0xff) == 0 ? -22 : 0);
+	}
+	CHECK_EQ_U(kx_store_ioctl_count(s), n);
+	t0 = now_s();
+	sum = kx_summary_build(s, NULL);
+	dt = now_s() - t0;
+	CHECK(sum);
+	printf("INFO %s: %zu events summarized in %.3f s\n", kxt_cur, n, dt);
+	j = render(sum, 1, 1);
+	CHECK(j && json_valid(j));
+	free(j);
+	kx_summary_free(sum);
+	kx_store_free(s);
+	/* Well under a second unoptimized; sanitizers make it slower. */
+	CHECK(dt < 3.0);
+}
+
+int main(void)
+{
+	RUN(test_stats);
+	RUN(test_json_shape);
+	RUN(test_json_escaping);
+	RUN(test_sorting);
+	RUN(test_table);
+	RUN(test_store_limit_warning);
+	RUN(test_speed);
+	KXT_EXIT();
+}
