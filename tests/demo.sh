@@ -13,8 +13,8 @@ if [ ! -c /dev/kvm ]; then
 	exit 1
 fi
 out=$B/demo.kxp
-echo "\$ kxprof record -o $out -- kvm_workload -t 2 -j 200 -l 20000"
-"$B/kxprof" record -o "$out" -- "$B/tests/kvm_workload" -t 2 -j 200 -l 20000 >/dev/null
+echo "\$ kxprof record -o $out -- kvm_workload -t 2 -j 200 -l 2000"
+"$B/kxprof" record -o "$out" -- "$B/tests/kvm_workload" -t 2 -j 200 -l 2000 >/dev/null
 echo
 echo "\$ kxprof report $out"
 "$B/kxprof" report "$out"
