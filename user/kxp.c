@@ -1,0 +1,1281 @@
+/*
+ * The .kxp record file (see kxp.h): owns its byte layout, the writer and the
+ * reader. All integers are little-endian.
+ *
+ *   header   "KXPROF\0\0", u32 version, u32 header length (whole header),
+ *            capture info as TLV, u32 CRC32 of everything before it
+ *   chunk    "KXCK", u32 type (1 events, 2 trailer), u32 raw length,
+ *            u32 compressed length, u32 record count, u32 CRC32 of the
+ *            compressed bytes, u32 CRC32 of these 24 header bytes,
+ *            then the zlib stream
+ *   trailer  a chunk whose raw bytes are the final capture info as TLV
+ *
+ * TLV: u16 tag, u32 length, value; devices, hooks and clocks nest TLVs.
+ * Readers skip unknown tags, so fields can be added without a new version.
+ *
+ * Event records: u8 type, varint payload length, payload. Readers skip
+ * unknown record types and payload bytes past the fields they know.
+ * Varints are LEB128; signed values are zigzagged; ts is a delta from the
+ * previous record's ts in the same chunk (ioctls arrive in completion order,
+ * so it may be negative). Each chunk decodes on its own.
+ *   ioctl (1): u8 flags, tid, zz ts delta, dur, then only what the flags do
+ *              not say repeats the thread's previous ioctl in the chunk:
+ *              pid; u8 fkind, u8 drv, dev, zz fd; u32 cmd, xfer_cmd; zz ret
+ *              (absent when 0); cpu; u8 in len, u8 out len, bytes (IF_ARG)
+ *   task (2):  zz ts delta, pid, tid, ppid, what, u8 comm len, comm bytes
+ *
+ * Reading stops at the first chunk that is cut short or corrupt: what came
+ * before is kept and the result says truncated, with the bytes ignored.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "kxp.h"
+
+static const uint8_t file_magic[8] = {'K', 'X', 'P', 'R', 'O', 'F', 0, 0};
+static const uint8_t chunk_magic[4] = {'K', 'X', 'C', 'K'};
+
+#define HDR_FIXED     16 /* magic, version, header length */
+#define HDR_MAX       (1u << 20)
+#define CHDR_LEN      28
+#define CHUNK_EVENTS  1
+#define CHUNK_TRAILER 2
+#define CHUNK_RAW     (256u * 1024) /* a chunk is written once this much is pending */
+#define RAW_MAX       (64u << 20)   /* a hostile length cannot make us allocate more */
+#define REC_MAX       1024          /* worst-case encoded record, arguments included */
+/* Level 1: the writer runs beside the capture; level 3 saves ~4% for ~25% more CPU. */
+#define ZLEVEL 1
+
+#define REC_IOCTL 1
+#define REC_TASK  2
+
+/* ioctl record flags: which fields repeat this thread's previous ioctl. */
+#define IF_SAME_PID  0x01
+#define IF_SAME_FILE 0x02 /* fkind, drv, dev, fd */
+#define IF_SAME_CMD  0x04 /* cmd, xfer_cmd */
+#define IF_SAME_CPU  0x08
+#define IF_RET_ZERO  0x10
+#define IF_ARG       0x20 /* argument lengths and bytes follow */
+#define IF_KNOWN     0x3f
+
+/*
+ * Per-chunk state shared by writer and reader: the ts delta base and, per
+ * thread slot, the fields of that thread's last ioctl. A thread mostly
+ * repeats itself, so most records carry only tid, ts, dur and flags. Slots
+ * are direct-mapped by tid; a collision just means fields are written out.
+ */
+#define THR_SLOTS 256
+struct thr_ctx {
+	uint32_t tid, pid, dev, cmd, xfer_cmd;
+	int32_t fd;
+	uint16_t cpu;
+	uint8_t fkind, drv, used;
+};
+
+struct chunk_ctx {
+	uint64_t prev_ts;
+	struct thr_ctx thr[THR_SLOTS];
+};
+
+static struct thr_ctx *thr_slot(struct chunk_ctx *c, uint32_t tid)
+{
+	return &c->thr[(uint32_t)(tid * 2654435761u) >> 24];
+}
+
+static void thr_remember(struct thr_ctx *t, const struct kx_ioctl *e)
+{
+	t->used = 1;
+	t->tid = e->tid;
+	t->pid = e->pid;
+	t->dev = e->dev;
+	t->cmd = e->cmd;
+	t->xfer_cmd = e->xfer_cmd;
+	t->fd = e->fd;
+	t->cpu = (uint16_t)kx_ioctl_cpu(e);
+	t->fkind = e->fkind;
+	t->drv = e->drv;
+}
+
+/* Capture info tags. Numbers are part of the format: never reuse one. */
+enum {
+	CI_HOSTNAME = 1,
+	CI_KERNEL = 2,
+	CI_CMDLINE = 3,
+	CI_CLOCK_START = 4,
+	CI_CLOCK_STOP = 5,
+	CI_START_MONO = 6,
+	CI_STOP_MONO = 7,
+	CI_DEVICE = 8, /* repeated, nested */
+	CI_HOOK = 9,   /* repeated, nested */
+	CI_EMITTED = 10,
+	CI_RECEIVED = 11,
+	CI_DROPPED = 12,
+	CI_NOT_STORED = 13,
+	CI_INFLIGHT_FULL = 14,
+	CI_PIDSET_FULL = 15,
+	CI_ARG_FAULTS = 16,
+	CI_RINGBUF_BYTES = 17,
+	CI_ALL_PIDS = 18,
+};
+
+/* ---- little-endian and varint helpers ---- */
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Bounded cursor: any overrun or out-of-range value sets bad. */
+struct rd {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static uint8_t rd_u8(struct rd *r)
+{
+	if (r->p >= r->end) {
+		r->bad = 1;
+		return 0;
+	}
+	return *r->p++;
+}
+
+static uint32_t rd_le32(struct rd *r)
+{
+	uint32_t v;
+
+	if (r->end - r->p < 4) {
+		r->bad = 1;
+		return 0;
+	}
+	v = get_le32(r->p);
+	r->p += 4;
+	return v;
+}
+
+static uint64_t rd_varint(struct rd *r)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7) {
+		uint8_t b = rd_u8(r);
+
+		if (r->bad)
+			return 0;
+		/* The tenth byte may only carry the top bit. */
+		if (shift == 63 && b > 1)
+			break;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = 1;
+	return 0;
+}
+
+static uint32_t rd_varint32(struct rd *r)
+{
+	uint64_t v = rd_varint(r);
+
+	if (v > UINT32_MAX)
+		r->bad = 1;
+	return (uint32_t)v;
+}
+
+static const uint8_t *rd_bytes(struct rd *r, size_t n)
+{
+	const uint8_t *p = r->p;
+
+	if ((size_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		return NULL;
+	}
+	r->p += n;
+	return p;
+}
+
+/* ---- capture info as TLV ---- */
+
+/* Growable byte buffer; oom is sticky so callers check once at the end. */
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+	int oom;
+};
+
+static uint8_t *buf_room(struct buf *b, size_t n)
+{
+	if (b->oom)
+		return NULL;
+	if (b->cap - b->len < n) {
+		size_t ncap = b->cap ? b->cap : 4096;
+		uint8_t *p;
+
+		while (ncap - b->len < n)
+			ncap *= 2;
+		p = realloc(b->p, ncap);
+		if (!p) {
+			b->oom = 1;
+			return NULL;
+		}
+		b->p = p;
+		b->cap = ncap;
+	}
+	return b->p + b->len;
+}
+
+static void buf_put(struct buf *b, const void *v, size_t n)
+{
+	uint8_t *p = buf_room(b, n);
+
+	if (p) {
+		memcpy(p, v, n);
+		b->len += n;
+	}
+}
+
+/* Starts a TLV whose length is patched by tlv_end; returns its position. */
+static size_t tlv_begin(struct buf *b, uint16_t tag)
+{
+	uint8_t h[6];
+	size_t at = b->len;
+
+	put_le16(h, tag);
+	put_le32(h + 2, 0);
+	buf_put(b, h, sizeof(h));
+	return at;
+}
+
+static void tlv_end(struct buf *b, size_t at)
+{
+	if (!b->oom)
+		put_le32(b->p + at + 2, (uint32_t)(b->len - at - 6));
+}
+
+enum { F_UINT, F_STR, F_CLOCK };
+
+/* One struct member and how it is encoded. */
+struct field {
+	uint16_t tag;
+	uint8_t kind;
+	uint16_t off;
+	uint16_t size;
+};
+
+#define FLD(tag, kind, type, m)                                                                    \
+	{                                                                                          \
+		tag, kind, offsetof(type, m), sizeof(((type *)0)->m)                               \
+	}
+
+static const struct field clock_fields[] = {
+        FLD(1, F_UINT, struct kx_clock_sync, offset_ns),
+        FLD(2, F_UINT, struct kx_clock_sync, uncertainty_ns),
+        FLD(3, F_UINT, struct kx_clock_sync, mono_ns),
+        {0, 0, 0, 0},
+};
+
+static const struct field device_fields[] = {
+        FLD(1, F_UINT, struct kx_device, dev),
+        FLD(2, F_UINT, struct kx_device, fkind),
+        FLD(3, F_UINT, struct kx_device, drv),
+        FLD(4, F_UINT, struct kx_device, any_minor),
+        FLD(5, F_STR, struct kx_device, node),
+        FLD(6, F_STR, struct kx_device, driver),
+        {0, 0, 0, 0},
+};
+
+static const struct field hook_fields[] = {
+        FLD(1, F_STR, struct kx_hook, name),
+        FLD(2, F_STR, struct kx_hook, mech),
+        FLD(3, F_UINT, struct kx_hook, state),
+        FLD(4, F_STR, struct kx_hook, why),
+        {0, 0, 0, 0},
+};
+
+/* Devices and hooks are handled beside this table (repeated, counted). */
+static const struct field capinfo_fields[] = {
+        FLD(CI_HOSTNAME, F_STR, struct kx_capinfo, hostname),
+        FLD(CI_KERNEL, F_STR, struct kx_capinfo, kernel),
+        FLD(CI_CMDLINE, F_STR, struct kx_capinfo, cmdline),
+        FLD(CI_CLOCK_START, F_CLOCK, struct kx_capinfo, clock_start),
+        FLD(CI_CLOCK_STOP, F_CLOCK, struct kx_capinfo, clock_stop),
+        FLD(CI_START_MONO, F_UINT, struct kx_capinfo, start_mono_ns),
+        FLD(CI_STOP_MONO, F_UINT, struct kx_capinfo, stop_mono_ns),
+        FLD(CI_EMITTED, F_UINT, struct kx_capinfo, emitted),
+        FLD(CI_RECEIVED, F_UINT, struct kx_capinfo, received),
+        FLD(CI_DROPPED, F_UINT, struct kx_capinfo, dropped),
+        FLD(CI_NOT_STORED, F_UINT, struct kx_capinfo, not_stored),
+        FLD(CI_INFLIGHT_FULL, F_UINT, struct kx_capinfo, inflight_full),
+        FLD(CI_PIDSET_FULL, F_UINT, struct kx_capinfo, pidset_full),
+        FLD(CI_ARG_FAULTS, F_UINT, struct kx_capinfo, arg_faults),
+        FLD(CI_RINGBUF_BYTES, F_UINT, struct kx_capinfo, ringbuf_bytes),
+        FLD(CI_ALL_PIDS, F_UINT, struct kx_capinfo, all_pids),
+        {0, 0, 0, 0},
+};
+
+static uint64_t load_uint(const uint8_t *p, size_t size)
+{
+	uint8_t u8;
+	uint16_t u16;
+	uint32_t u32;
+	uint64_t u64;
+
+	switch (size) {
+	case 1:
+		memcpy(&u8, p, 1);
+		return u8;
+	case 2:
+		memcpy(&u16, p, 2);
+		return u16;
+	case 4:
+		memcpy(&u32, p, 4);
+		return u32;
+	default:
+		memcpy(&u64, p, 8);
+		return u64;
+	}
+}
+
+static void store_uint(uint8_t *p, size_t size, uint64_t v)
+{
+	uint8_t u8 = (uint8_t)v;
+	uint16_t u16 = (uint16_t)v;
+	uint32_t u32 = (uint32_t)v;
+
+	switch (size) {
+	case 1:
+		memcpy(p, &u8, 1);
+		break;
+	case 2:
+		memcpy(p, &u16, 2);
+		break;
+	case 4:
+		memcpy(p, &u32, 4);
+		break;
+	default:
+		memcpy(p, &v, 8);
+		break;
+	}
+}
+
+static void encode_fields(struct buf *b, const struct field *f, const void *base)
+{
+	const uint8_t *obj = base;
+
+	for (; f->tag; f++) {
+		const uint8_t *m = obj + f->off;
+		size_t at = tlv_begin(b, f->tag);
+
+		if (f->kind == F_UINT) {
+			uint64_t v = load_uint(m, f->size);
+			uint8_t le[8];
+
+			for (size_t i = 0; i < f->size; i++)
+				le[i] = (uint8_t)(v >> (8 * i));
+			buf_put(b, le, f->size);
+		} else if (f->kind == F_STR) {
+			/* Without the NUL: the reader terminates. */
+			buf_put(b, m, strnlen((const char *)m, f->size - 1));
+		} else {
+			encode_fields(b, clock_fields, m);
+		}
+		tlv_end(b, at);
+	}
+}
+
+static void encode_capinfo(struct buf *b, const struct kx_capinfo *ci)
+{
+	uint32_t nd = ci->ndevices < KX_MAX_DEVICES ? ci->ndevices : KX_MAX_DEVICES;
+	uint32_t nh = ci->nhooks < KX_MAX_HOOKS ? ci->nhooks : KX_MAX_HOOKS;
+
+	encode_fields(b, capinfo_fields, ci);
+	for (uint32_t i = 0; i < nd; i++) {
+		size_t at = tlv_begin(b, CI_DEVICE);
+
+		encode_fields(b, device_fields, &ci->devices[i]);
+		tlv_end(b, at);
+	}
+	for (uint32_t i = 0; i < nh; i++) {
+		size_t at = tlv_begin(b, CI_HOOK);
+
+		encode_fields(b, hook_fields, &ci->hooks[i]);
+		tlv_end(b, at);
+	}
+}
+
+/*
+ * Decodes TLVs in [p, p + len) into base. Unknown tags are skipped; a
+ * length that overruns its container is an error. ci is set at the top
+ * level only, where devices and hooks are collected.
+ */
+static int decode_fields(const uint8_t *p, size_t len, const struct field *fields, void *base,
+                         struct kx_capinfo *ci)
+{
+	uint8_t *obj = base;
+	struct rd r = {p, p + len, 0};
+
+	while (r.p < r.end) {
+		const uint8_t *h = rd_bytes(&r, 6);
+		const struct field *f;
+		const uint8_t *v;
+		uint16_t tag;
+		uint32_t vlen;
+
+		if (!h)
+			return -1;
+		tag = (uint16_t)(h[0] | h[1] << 8);
+		vlen = get_le32(h + 2);
+		v = rd_bytes(&r, vlen);
+		if (!v)
+			return -1;
+		if (ci && tag == CI_DEVICE) {
+			if (ci->ndevices < KX_MAX_DEVICES) {
+				struct kx_device *d = &ci->devices[ci->ndevices];
+
+				memset(d, 0, sizeof(*d));
+				if (decode_fields(v, vlen, device_fields, d, NULL))
+					return -1;
+				ci->ndevices++;
+			}
+			continue;
+		}
+		if (ci && tag == CI_HOOK) {
+			if (ci->nhooks < KX_MAX_HOOKS) {
+				struct kx_hook *k = &ci->hooks[ci->nhooks];
+
+				memset(k, 0, sizeof(*k));
+				if (decode_fields(v, vlen, hook_fields, k, NULL))
+					return -1;
+				ci->nhooks++;
+			}
+			continue;
+		}
+		for (f = fields; f->tag && f->tag != tag; f++)
+			;
+		if (!f->tag)
+			continue;
+		if (f->kind == F_UINT) {
+			uint64_t x = 0;
+
+			if (vlen < 1 || vlen > 8)
+				return -1;
+			for (uint32_t i = 0; i < vlen; i++)
+				x |= (uint64_t)v[i] << (8 * i);
+			store_uint(obj + f->off, f->size, x);
+		} else if (f->kind == F_STR) {
+			size_t n = vlen < f->size - 1u ? vlen : f->size - 1u;
+
+			memset(obj + f->off, 0, f->size);
+			memcpy(obj + f->off, v, n);
+		} else {
+			memset(obj + f->off, 0, f->size);
+			if (decode_fields(v, vlen, clock_fields, obj + f->off, NULL))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int decode_capinfo(const uint8_t *p, size_t len, struct kx_capinfo *ci)
+{
+	memset(ci, 0, sizeof(*ci));
+	ci->version = KX_KXP_VERSION;
+	return decode_fields(p, len, capinfo_fields, ci, ci);
+}
+
+/* ---- writer ---- */
+
+struct kx_kxp_writer {
+	int fd;
+	char *path;
+	uint8_t *raw; /* records of the pending chunk */
+	size_t raw_len;
+	uint32_t nrec;
+	struct chunk_ctx ctx; /* reset per chunk */
+	uint8_t *out;         /* chunk header + compressed bytes */
+	size_t out_cap;
+	uint64_t written;
+	int failed; /* sticky: later calls fail, close reports err */
+	char err[512];
+};
+
+static void werr(struct kx_kxp_writer *w, int e)
+{
+	if (!w->failed)
+		snprintf(w->err, sizeof(w->err), "cannot write %s: %s", w->path, strerror(e));
+	w->failed = 1;
+}
+
+static int write_all(struct kx_kxp_writer *w, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(w->fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			werr(w, k < 0 ? errno : EIO);
+			return -1;
+		}
+		p += k;
+		n -= (size_t)k;
+		w->written += (uint64_t)k;
+	}
+	return 0;
+}
+
+static int write_chunk(struct kx_kxp_writer *w, uint32_t type, const uint8_t *raw, size_t len,
+                       uint32_t nrec)
+{
+	size_t need = CHDR_LEN + compressBound(len);
+	uLongf clen;
+	uint8_t *h;
+
+	if (w->failed)
+		return -1;
+	if (need > w->out_cap) {
+		uint8_t *p = realloc(w->out, need);
+
+		if (!p) {
+			werr(w, ENOMEM);
+			return -1;
+		}
+		w->out = p;
+		w->out_cap = need;
+	}
+	clen = need - CHDR_LEN;
+	if (compress2(w->out + CHDR_LEN, &clen, raw, len, ZLEVEL) != Z_OK) {
+		snprintf(w->err, sizeof(w->err), "cannot write %s: compression failed", w->path);
+		w->failed = 1;
+		return -1;
+	}
+	h = w->out;
+	memcpy(h, chunk_magic, 4);
+	put_le32(h + 4, type);
+	put_le32(h + 8, (uint32_t)len);
+	put_le32(h + 12, (uint32_t)clen);
+	put_le32(h + 16, nrec);
+	put_le32(h + 20, (uint32_t)crc32(0, w->out + CHDR_LEN, (uInt)clen));
+	put_le32(h + 24, (uint32_t)crc32(0, h, 24));
+	return write_all(w, w->out, CHDR_LEN + clen);
+}
+
+static void writer_free(struct kx_kxp_writer *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	free(w->path);
+	free(w->raw);
+	free(w->out);
+	free(w);
+}
+
+struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *ci, char *err,
+                                    size_t errlen)
+{
+	struct kx_kxp_writer *w = calloc(1, sizeof(*w));
+	struct buf hdr = {0};
+	uint8_t fixed[HDR_FIXED], crc[4];
+
+	if (!w || !(w->path = strdup(path)) || !(w->raw = malloc(CHUNK_RAW + REC_MAX))) {
+		snprintf(err, errlen, "cannot create %s: out of memory", path);
+		if (w)
+			writer_free(w);
+		return NULL;
+	}
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		w->fd = -1;
+		writer_free(w);
+		return NULL;
+	}
+
+	memcpy(fixed, file_magic, 8);
+	put_le32(fixed + 8, KX_KXP_VERSION);
+	buf_put(&hdr, fixed, sizeof(fixed));
+	if (ci)
+		encode_capinfo(&hdr, ci);
+	if (!hdr.oom && hdr.len + 4 > HDR_MAX)
+		hdr.oom = 1;
+	if (!hdr.oom) {
+		put_le32(hdr.p + 12, (uint32_t)(hdr.len + 4));
+		put_le32(crc, (uint32_t)crc32(0, hdr.p, (uInt)hdr.len));
+		buf_put(&hdr, crc, 4);
+	}
+	if (hdr.oom)
+		werr(w, ENOMEM);
+	else
+		write_all(w, hdr.p, hdr.len);
+	free(hdr.p);
+	if (w->failed) {
+		struct stat st;
+
+		snprintf(err, errlen, "%s", w->err);
+		/* Leave no half header behind, but never remove a device node. */
+		if (fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode))
+			unlink(path);
+		writer_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+int kx_kxp_flush(struct kx_kxp_writer *w)
+{
+	if (w->failed)
+		return -1;
+	if (!w->nrec)
+		return 0;
+	if (write_chunk(w, CHUNK_EVENTS, w->raw, w->raw_len, w->nrec))
+		return -1;
+	w->raw_len = 0;
+	w->nrec = 0;
+	memset(&w->ctx, 0, sizeof(w->ctx));
+	return 0;
+}
+
+/* Frames a payload as a record and cuts a chunk when enough is pending. */
+static int add_record(struct kx_kxp_writer *w, uint8_t type, const uint8_t *pl, size_t len)
+{
+	uint8_t *p = w->raw + w->raw_len;
+
+	*p++ = type;
+	p = put_varint(p, len);
+	memcpy(p, pl, len);
+	w->raw_len = (size_t)(p + len - w->raw);
+	w->nrec++;
+	if (w->raw_len >= CHUNK_RAW)
+		return kx_kxp_flush(w);
+	return 0;
+}
+
+int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const uint8_t *arg)
+{
+	uint8_t pl[REC_MAX], *p = pl, flags = 0;
+	size_t alen = arg ? (size_t)e->arg_in_len + e->arg_out_len : 0;
+	struct thr_ctx *t = thr_slot(&w->ctx, e->tid);
+	unsigned int cpu = kx_ioctl_cpu(e);
+
+	if (w->failed)
+		return -1;
+	if (t->used && t->tid == e->tid) {
+		if (t->pid == e->pid)
+			flags |= IF_SAME_PID;
+		if (t->fkind == e->fkind && t->drv == e->drv && t->dev == e->dev && t->fd == e->fd)
+			flags |= IF_SAME_FILE;
+		if (t->cmd == e->cmd && t->xfer_cmd == e->xfer_cmd)
+			flags |= IF_SAME_CMD;
+		if (t->cpu == cpu)
+			flags |= IF_SAME_CPU;
+	}
+	if (!e->ret)
+		flags |= IF_RET_ZERO;
+	if (alen)
+		flags |= IF_ARG;
+
+	*p++ = flags;
+	p = put_varint(p, e->tid);
+	p = put_varint(p, zigzag((int64_t)(e->ts - w->ctx.prev_ts)));
+	p = put_varint(p, e->dur);
+	if (!(flags & IF_SAME_PID))
+		p = put_varint(p, e->pid);
+	if (!(flags & IF_SAME_FILE)) {
+		*p++ = e->fkind;
+		*p++ = e->drv;
+		p = put_varint(p, e->dev);
+		p = put_varint(p, zigzag(e->fd));
+	}
+	if (!(flags & IF_SAME_CMD)) {
+		put_le32(p, e->cmd);
+		p += 4;
+		p = put_varint(p, e->xfer_cmd);
+	}
+	if (!(flags & IF_RET_ZERO))
+		p = put_varint(p, zigzag(e->ret));
+	if (!(flags & IF_SAME_CPU))
+		p = put_varint(p, cpu);
+	if (alen) {
+		*p++ = e->arg_in_len;
+		*p++ = e->arg_out_len;
+		memcpy(p, arg, alen);
+		p += alen;
+	}
+	w->ctx.prev_ts = e->ts;
+	thr_remember(t, e);
+	return add_record(w, REC_IOCTL, pl, (size_t)(p - pl));
+}
+
+int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t)
+{
+	uint8_t pl[REC_MAX], *p = pl;
+	size_t n = strnlen(t->comm, KX_COMM_LEN - 1);
+
+	if (w->failed)
+		return -1;
+	p = put_varint(p, zigzag((int64_t)(t->ts - w->ctx.prev_ts)));
+	p = put_varint(p, t->pid);
+	p = put_varint(p, t->tid);
+	p = put_varint(p, t->ppid);
+	p = put_varint(p, t->what);
+	*p++ = (uint8_t)n;
+	memcpy(p, t->comm, n);
+	p += n;
+	w->ctx.prev_ts = t->ts;
+	return add_record(w, REC_TASK, pl, (size_t)(p - pl));
+}
+
+int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err, size_t errlen)
+{
+	int ret;
+
+	kx_kxp_flush(w);
+	/* Without ci no trailer is written: the file reads as unfinished. */
+	if (ci && !w->failed) {
+		struct buf b = {0};
+
+		encode_capinfo(&b, ci);
+		if (b.oom)
+			werr(w, ENOMEM);
+		else
+			write_chunk(w, CHUNK_TRAILER, b.p, b.len, 0);
+		free(b.p);
+	}
+	if (close(w->fd) && !w->failed)
+		werr(w, errno);
+	w->fd = -1;
+	ret = w->failed ? -1 : 0;
+	if (ret)
+		snprintf(err, errlen, "%s", w->err);
+	else if (errlen)
+		err[0] = '\0';
+	writer_free(w);
+	return ret;
+}
+
+uint64_t kx_kxp_bytes_written(const struct kx_kxp_writer *w)
+{
+	return w->written;
+}
+
+/* ---- reader ---- */
+
+/* Input bytes, from memory or read on demand from a file. */
+struct src {
+	const uint8_t *mem;
+	int fd;
+	uint64_t size;
+	uint8_t *buf; /* file bytes of the last get */
+	size_t cap;
+	const char *name; /* path for messages, NULL for memory */
+	int ioerr;        /* errno of a failed read */
+};
+
+/* n bytes at off (off + n <= size), valid until the next call; NULL on error. */
+static const uint8_t *src_get(struct src *s, uint64_t off, size_t n)
+{
+	size_t got = 0;
+
+	if (s->mem)
+		return s->mem + off;
+	if (n > s->cap) {
+		uint8_t *p = realloc(s->buf, n);
+
+		if (!p) {
+			s->ioerr = ENOMEM;
+			return NULL;
+		}
+		s->buf = p;
+		s->cap = n;
+	}
+	while (got < n) {
+		ssize_t k = pread(s->fd, s->buf + got, n - got, (off_t)(off + got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			s->ioerr = errno;
+			return NULL;
+		}
+		if (k == 0) {
+			/* Shrunk under us: what is left is all there is. */
+			s->size = off + got;
+			return NULL;
+		}
+		got += (size_t)k;
+	}
+	return s->buf;
+}
+
+struct reader {
+	struct src *src;
+	struct kx_store *store;
+	struct kx_capinfo *ci;
+	struct kx_kxp_read_result *res;
+	char *err;
+	size_t errlen;
+	uint8_t *raw; /* decompressed chunk */
+	size_t raw_cap;
+	struct chunk_ctx ctx;
+};
+
+static void msg(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void msg(struct reader *r, const char *fmt, ...)
+{
+	va_list ap;
+	int n = 0;
+
+	if (!r->errlen)
+		return;
+	if (r->src->name)
+		n = snprintf(r->err, r->errlen, "%s: ", r->src->name);
+	if (n < 0 || (size_t)n >= r->errlen)
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+/* One ioctl payload; ctx supplies the fields the flags say repeat. */
+static int decode_ioctl(struct rd *q, struct chunk_ctx *ctx, struct kx_ioctl *e,
+                        const uint8_t **arg)
+{
+	uint8_t flags = rd_u8(q);
+	struct thr_ctx *t;
+	uint64_t v;
+
+	memset(e, 0, sizeof(*e));
+	e->arg_off = KX_NO_ARG;
+	*arg = NULL;
+	e->tid = rd_varint32(q);
+	e->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	e->dur = rd_varint(q);
+	if (q->bad || (flags & ~IF_KNOWN))
+		return -1;
+	t = thr_slot(ctx, e->tid);
+	if ((flags & (IF_SAME_PID | IF_SAME_FILE | IF_SAME_CMD | IF_SAME_CPU)) &&
+	    (!t->used || t->tid != e->tid))
+		return -1;
+	e->pid = flags & IF_SAME_PID ? t->pid : rd_varint32(q);
+	if (flags & IF_SAME_FILE) {
+		e->fkind = t->fkind;
+		e->drv = t->drv;
+		e->dev = t->dev;
+		e->fd = t->fd;
+	} else {
+		e->fkind = rd_u8(q);
+		e->drv = rd_u8(q);
+		e->dev = rd_varint32(q);
+		v = rd_varint(q);
+		e->fd = (int32_t)unzigzag(v);
+		if (unzigzag(v) != e->fd)
+			return -1;
+	}
+	if (flags & IF_SAME_CMD) {
+		e->cmd = t->cmd;
+		e->xfer_cmd = t->xfer_cmd;
+	} else {
+		e->cmd = rd_le32(q);
+		e->xfer_cmd = rd_varint32(q);
+	}
+	if (!(flags & IF_RET_ZERO))
+		e->ret = unzigzag(rd_varint(q));
+	v = flags & IF_SAME_CPU ? t->cpu : rd_varint(q);
+	if (v > 0xffff)
+		return -1;
+	e->cpu_hi = (uint8_t)(v >> 8);
+	e->cpu_lo = (uint8_t)v;
+	if (flags & IF_ARG) {
+		e->arg_in_len = rd_u8(q);
+		e->arg_out_len = rd_u8(q);
+		*arg = rd_bytes(q, (size_t)e->arg_in_len + e->arg_out_len);
+		if (!e->arg_in_len && !e->arg_out_len)
+			return -1;
+	}
+	if (q->bad)
+		return -1;
+	ctx->prev_ts = e->ts;
+	thr_remember(t, e);
+	return 0;
+}
+
+static int decode_task(struct rd *q, struct chunk_ctx *ctx, struct kx_task *t)
+{
+	const uint8_t *comm;
+	uint8_t clen;
+
+	memset(t, 0, sizeof(*t));
+	t->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	t->pid = rd_varint32(q);
+	t->tid = rd_varint32(q);
+	t->ppid = rd_varint32(q);
+	t->what = rd_varint32(q);
+	clen = rd_u8(q);
+	comm = rd_bytes(q, clen);
+	if (q->bad || clen > KX_COMM_LEN)
+		return -1;
+	memcpy(t->comm, comm, clen < KX_COMM_LEN ? clen : KX_COMM_LEN - 1);
+	ctx->prev_ts = t->ts;
+	return 0;
+}
+
+/*
+ * Decodes the records of one chunk. With commit == 0 it only validates, so
+ * a bad record late in a chunk leaves nothing of that chunk in the store.
+ */
+static int decode_events(struct reader *rdr, const uint8_t *raw, size_t len, uint32_t nrec,
+                         int commit)
+{
+	struct rd r = {raw, raw + len, 0};
+	struct chunk_ctx *ctx = &rdr->ctx;
+	uint32_t n = 0;
+
+	memset(ctx, 0, sizeof(*ctx));
+	while (r.p < r.end) {
+		uint8_t type = rd_u8(&r);
+		uint64_t plen = rd_varint(&r);
+		struct rd q;
+
+		if (r.bad || plen > (uint64_t)(r.end - r.p))
+			return -1;
+		q.p = r.p;
+		q.end = r.p + plen;
+		q.bad = 0;
+		r.p = q.end;
+		n++;
+		if (type == REC_IOCTL) {
+			struct kx_ioctl e;
+			const uint8_t *arg;
+
+			if (decode_ioctl(&q, ctx, &e, &arg))
+				return -1;
+			if (commit && rdr->store)
+				kx_store_add_ioctl(rdr->store, &e, arg);
+		} else if (type == REC_TASK) {
+			struct kx_task t;
+
+			if (decode_task(&q, ctx, &t))
+				return -1;
+			if (commit && rdr->store)
+				kx_store_add_task(rdr->store, &t);
+		}
+		/* Other types come from a later writer: skipped whole. */
+	}
+	return n == nrec ? 0 : -1;
+}
+
+static int raw_reserve(struct reader *r, size_t n)
+{
+	uint8_t *p;
+
+	if (n <= r->raw_cap)
+		return 0;
+	p = realloc(r->raw, n);
+	if (!p)
+		return -1;
+	r->raw = p;
+	r->raw_cap = n;
+	return 0;
+}
+
+/* Reads and checks the header into r->ci; returns its length or 0 with a message. */
+static uint32_t read_header(struct reader *r)
+{
+	uint64_t size = r->src->size;
+	size_t n = size < HDR_FIXED ? (size_t)size : HDR_FIXED;
+	const uint8_t *h;
+	uint32_t version, hlen;
+
+	if (!size) {
+		msg(r, "empty file: not a kxprof record file");
+		return 0;
+	}
+	h = src_get(r->src, 0, n);
+	if (!h)
+		goto cut;
+	if (memcmp(h, file_magic, n < 8 ? n : 8) != 0) {
+		msg(r, "not a kxprof record file");
+		return 0;
+	}
+	if (n < HDR_FIXED) {
+		msg(r, "record file header is incomplete (%zu bytes): the file was cut short", n);
+		return 0;
+	}
+	version = get_le32(h + 8);
+	hlen = get_le32(h + 12);
+	if (version != KX_KXP_VERSION) {
+		msg(r, "unsupported record format version %u (this kxprof reads version %d)",
+		    version, KX_KXP_VERSION);
+		return 0;
+	}
+	if (hlen < HDR_FIXED + 4 || hlen > HDR_MAX) {
+		msg(r, "record file header is corrupt (length %u)", hlen);
+		return 0;
+	}
+	if (size < hlen) {
+		msg(r,
+		    "record file header is incomplete (%llu of %u bytes): the file was cut short",
+		    (unsigned long long)size, hlen);
+		return 0;
+	}
+	h = src_get(r->src, 0, hlen);
+	if (!h)
+		goto cut;
+	if (crc32(0, h, hlen - 4) != get_le32(h + hlen - 4)) {
+		msg(r, "record file header is corrupt (checksum mismatch)");
+		return 0;
+	}
+	if (decode_capinfo(h + HDR_FIXED, hlen - HDR_FIXED - 4, r->ci)) {
+		msg(r, "record file header is corrupt (bad capture info)");
+		return 0;
+	}
+	return hlen;
+cut:
+	if (r->src->ioerr)
+		msg(r, "cannot read: %s", strerror(r->src->ioerr));
+	else
+		msg(r, "record file header is incomplete: the file was cut short");
+	return 0;
+}
+
+/* Why a chunk was rejected, for the note left in err. */
+static void chunk_bad(struct reader *r, uint64_t off, const char *why)
+{
+	r->res->truncated = 1;
+	r->res->bad_tail_bytes = r->src->size - off;
+	msg(r,
+	    "chunk %llu at offset %llu is %s; it and the rest of the file (%llu bytes) were "
+	    "ignored",
+	    (unsigned long long)r->res->chunks + 1, (unsigned long long)off, why,
+	    (unsigned long long)r->res->bad_tail_bytes);
+}
+
+static void chunk_cut(struct reader *r, uint64_t off)
+{
+	r->res->truncated = 1;
+	r->res->bad_tail_bytes = r->src->size - off;
+	msg(r, "file cut short inside chunk %llu at offset %llu (%llu bytes ignored)",
+	    (unsigned long long)r->res->chunks + 1, (unsigned long long)off,
+	    (unsigned long long)r->res->bad_tail_bytes);
+}
+
+/* Reads chunks from off. Returns 0, or -1 on an I/O error (message set). */
+static int read_chunks(struct reader *r, uint64_t off)
+{
+	struct src *s = r->src;
+
+	for (;;) {
+		const uint8_t *h, *data;
+		uint32_t type, raw_len, comp_len, nrec, dcrc;
+		uLongf dlen;
+
+		if (off == s->size) {
+			r->res->truncated = 1;
+			msg(r,
+			    "no trailer after chunk %llu: the capture did not finish or the file "
+			    "was cut",
+			    (unsigned long long)r->res->chunks);
+			return 0;
+		}
+		if (s->size - off < CHDR_LEN) {
+			chunk_cut(r, off);
+			return 0;
+		}
+		h = src_get(s, off, CHDR_LEN);
+		if (!h)
+			goto ioerr;
+		if (memcmp(h, chunk_magic, 4) != 0) {
+			chunk_bad(r, off, "corrupt (bad magic)");
+			return 0;
+		}
+		if (crc32(0, h, 24) != get_le32(h + 24)) {
+			chunk_bad(r, off, "corrupt (header checksum mismatch)");
+			return 0;
+		}
+		type = get_le32(h + 4);
+		raw_len = get_le32(h + 8);
+		comp_len = get_le32(h + 12);
+		nrec = get_le32(h + 16);
+		dcrc = get_le32(h + 20);
+		if (raw_len > RAW_MAX || comp_len > compressBound(RAW_MAX)) {
+			chunk_bad(r, off, "corrupt (length over the limit)");
+			return 0;
+		}
+		if (s->size - off - CHDR_LEN < comp_len) {
+			chunk_cut(r, off);
+			return 0;
+		}
+		if (type != CHUNK_EVENTS && type != CHUNK_TRAILER) {
+			/* A later writer's chunk kind: its header checked out, so skip it whole. */
+			off += CHDR_LEN + comp_len;
+			r->res->chunks++;
+			continue;
+		}
+		data = src_get(s, off + CHDR_LEN, comp_len);
+		if (!data)
+			goto ioerr;
+		if (crc32(0, data, comp_len) != dcrc) {
+			chunk_bad(r, off, "corrupt (data checksum mismatch)");
+			return 0;
+		}
+		if (raw_reserve(r, raw_len ? raw_len : 1)) {
+			chunk_bad(r, off, "too large to decompress here (out of memory)");
+			return 0;
+		}
+		dlen = raw_len;
+		if (uncompress(r->raw, &dlen, data, comp_len) != Z_OK || dlen != raw_len) {
+			chunk_bad(r, off, "corrupt (decompression failed)");
+			return 0;
+		}
+		if (type == CHUNK_TRAILER) {
+			struct kx_capinfo *tmp = malloc(sizeof(*tmp));
+
+			if (!tmp || decode_capinfo(r->raw, raw_len, tmp)) {
+				free(tmp);
+				chunk_bad(r, off, "a corrupt trailer");
+				return 0;
+			}
+			memcpy(r->ci, tmp, sizeof(*tmp));
+			free(tmp);
+			r->res->chunks++;
+			off += CHDR_LEN + comp_len;
+			r->res->bad_tail_bytes = s->size - off;
+			if (r->res->bad_tail_bytes)
+				msg(r, "%llu bytes after the trailer were ignored",
+				    (unsigned long long)r->res->bad_tail_bytes);
+			return 0;
+		}
+		if (decode_events(r, r->raw, raw_len, nrec, 0)) {
+			chunk_bad(r, off, "corrupt (bad records)");
+			return 0;
+		}
+		decode_events(r, r->raw, raw_len, nrec, 1);
+		r->res->chunks++;
+		off += CHDR_LEN + comp_len;
+	}
+ioerr:
+	if (s->ioerr) {
+		msg(r, "cannot read: %s", strerror(s->ioerr));
+		return -1;
+	}
+	/* The file shrank while we read it. */
+	chunk_cut(r, off);
+	return 0;
+}
+
+static int read_src(struct src *s, struct kx_store *store, struct kx_capinfo *ci,
+                    struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct kx_kxp_read_result lres;
+	struct kx_capinfo *lci = NULL;
+	struct reader r = {0};
+	uint32_t hlen;
+	int ret = -1;
+
+	if (!res)
+		res = &lres;
+	memset(res, 0, sizeof(*res));
+	if (!ci) {
+		lci = malloc(sizeof(*lci));
+		if (!lci) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		ci = lci;
+	}
+	if (errlen)
+		err[0] = '\0';
+	r.src = s;
+	r.store = store;
+	r.ci = ci;
+	r.res = res;
+	r.err = err;
+	r.errlen = errlen;
+	hlen = read_header(&r);
+	if (hlen)
+		ret = read_chunks(&r, hlen);
+	free(r.raw);
+	free(lci);
+	return ret;
+}
+
+int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store, struct kx_capinfo *ci,
+                    struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct src s = {0};
+
+	/* A non-NULL pointer even for an empty input, so mem mode is chosen. */
+	s.mem = buf ? buf : (const uint8_t *)"";
+	s.size = buf ? len : 0;
+	s.fd = -1;
+	return read_src(&s, store, ci, res, err, errlen);
+}
+
+int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
+                struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct src s = {0};
+	struct stat st;
+	int ret;
+
+	s.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s.fd < 0) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(s.fd, &st)) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		close(s.fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		close(s.fd);
+		return -1;
+	}
+	s.size = (uint64_t)st.st_size;
+	s.name = path;
+	ret = read_src(&s, store, ci, res, err, errlen);
+	free(s.buf);
+	close(s.fd);
+	return ret;
+}
