@@ -4,6 +4,8 @@
 # `make SAN=1 ...` builds with AddressSanitizer/UBSan into build-san/.
 
 PREFIX ?= /usr/local
+# Also install the TensorFlow plugin here, e.g. <site-packages>/tensorflow-plugins.
+TF_PLUGIN_DIR ?=
 DESTDIR ?=
 SAN ?= 0
 
@@ -25,7 +27,7 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE $(SANFLAGS) -I$(BUILD) -Iuser -Ibpf
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -lelf -lz -lpthread
+LDLIBS := -lbpf -lelf -lz -lprotobuf-c -lpthread
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
@@ -36,6 +38,18 @@ LIB_SRCS := $(filter-out $(CLI_SRCS),$(wildcard user/*.c))
 LIB_OBJS := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 CLI_OBJS := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 LIB := $(BUILD)/libkxprof.a
+PLUGIN_SRCS := $(wildcard plugin/*.c)
+PLUGIN_OBJS := $(patsubst plugin/%.c,$(BUILD)/obj/plugin/%.o,$(PLUGIN_SRCS))
+PLUGIN := $(BUILD)/libkxprof_tf.so
+
+# protobuf-c code generated from proto/*.proto (XSpace parsing in tests and
+# tools), compiled into the library; the exporters encode the wire directly.
+PROTO_SRCS := $(wildcard proto/*.proto)
+PROTO_H := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.h,$(PROTO_SRCS))
+PROTO_OBJS := $(patsubst proto/%.proto,$(BUILD)/obj/%.pb-c.o,$(PROTO_SRCS))
+LIB_OBJS += $(PROTO_OBJS)
+# Generated files are only named in pattern rules: keep make from deleting them.
+.SECONDARY: $(PROTO_H) $(PROTO_H:.h=.c)
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -48,7 +62,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 .SECONDARY: $(BPF_OBJS)
 
 .PHONY: all deps test unit demo install clean format bench
-all: $(BUILD)/kxprof $(UNIT_BINS) $(WORKLOAD_BINS)
+all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
 deps: $(DEPS_STAMP)
@@ -72,7 +86,15 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/kxprof.h $(BUILD)/vmlinux.h
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/obj/%.o: user/%.c $(wildcard user/*.h) bpf/kxprof.h $(SKELS) | $(DEPS_STAMP)
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto | $(DEPS_STAMP)
+	@mkdir -p $(BUILD)/proto
+	protoc-c --c_out=$(BUILD)/proto -Iproto $<
+
+$(BUILD)/obj/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: user/%.c $(wildcard user/*.h) bpf/kxprof.h $(SKELS) $(PROTO_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -82,7 +104,22 @@ $(LIB): $(LIB_OBJS)
 $(BUILD)/kxprof: $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/kxtest.h $(LIB)
+$(BUILD)/obj/plugin/%.o: plugin/%.c $(wildcard plugin/*.h) $(wildcard user/*.h) $(SKELS) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iplugin -c $< -o $@
+
+# TensorFlow plugin: exports only TF_InitProfiler (plugin/exports.map); it
+# looks TF_SetStatus up at run time, so nothing is left undefined.
+$(PLUGIN): $(PLUGIN_OBJS) $(LIB) plugin/exports.map
+	$(CC) $(LDFLAGS) -shared -Wl,--version-script=plugin/exports.map -Wl,--no-undefined \
+		-o $@ $(PLUGIN_OBJS) $(LIB) $(LDLIBS) -ldl
+
+# The plugin harness dlopens the plugin and exports TF_Status functions to it.
+$(BUILD)/tests/test_tf_plugin: private LDLIBS += -ldl
+$(BUILD)/tests/test_tf_plugin: private LDFLAGS += -rdynamic
+$(BUILD)/tests/test_tf_plugin: plugin/tf_profiler_api.h | $(PLUGIN)
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/kxtest.h $(PROTO_H) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
@@ -102,9 +139,13 @@ bench: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/kxprof $(DESTDIR)$(PREFIX)/bin/kxprof
+	install -d $(DESTDIR)$(PREFIX)/lib/kxprof
+	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/kxprof/libkxprof_tf.so
+	$(if $(TF_PLUGIN_DIR),install -d $(DESTDIR)$(TF_PLUGIN_DIR))
+	$(if $(TF_PLUGIN_DIR),install -m 0755 $(PLUGIN) $(DESTDIR)$(TF_PLUGIN_DIR)/libkxprof_tf.so)
 
 format:
-	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/unit/*.c tests/workloads/*.c
+	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h plugin/*.c plugin/*.h tests/unit/*.c tests/workloads/*.c
 
 clean:
 	rm -rf build build-san

@@ -11,6 +11,7 @@ extern int kx_verbose;
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 /* "kxprof: <message>" on stderr. */
 void kx_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

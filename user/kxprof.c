@@ -42,6 +42,7 @@ static const struct {
 } cmds[] = {
 	{ "record", cmd_record, "trace driver ioctls of a command, pids or the whole system into a .kxp file" },
 	{ "report", cmd_report, "per driver and ioctl statistics of a .kxp file (table or JSON)" },
+	{ "convert", cmd_convert, "a .kxp file to XSpace (TensorBoard/XProf) and/or Chrome trace JSON" },
 	{ "list", cmd_list, "accelerator devices present and which kernel hooks work here" },
 };
 

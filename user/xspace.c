@@ -1,0 +1,1239 @@
+/*
+ * XSpace exporter (see xspace.h). Owns the protobuf wire encoding of a
+ * capture as tensorflow.profiler.XSpace (proto/xplane.proto): which planes,
+ * lines, events, stats and warnings it holds, and the TensorBoard log
+ * directory layout.
+ *
+ * The encoder writes the wire format directly into one growing buffer
+ * instead of building protobuf-c message trees: millions of events would
+ * cost several small allocations each and a second full copy at pack time.
+ * Events go through a small scratch buffer (their length is then known);
+ * lines and planes reserve five bytes for their length, and the body is
+ * moved back once its real varint length is known. Peak memory is the
+ * output plus 4 bytes per exported event (the per-thread ordering).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "devices.h"
+#include "ioctl_decode.h"
+#include "xspace.h"
+
+/* TSL's plane id for /host:CPU (kHostPlaneId); device planes use 0..n-1. */
+#define HOST_PLANE_ID 49
+#define HOST_PLANE_NAME "/host:CPU"
+/* XProf's trace viewer keeps this many events by default. */
+#define VIEWER_EVENT_LIMIT 1000000
+/* protobuf refuses messages of 2 GiB and more. */
+#define PB_MAX_MSG ((size_t)INT32_MAX)
+/* Distinct decoded string values interned as refs; more go inline. */
+#define MAX_REF_STRINGS 65536
+#define MAX_FIELDS 16
+/* An event never needs more: fixed fields + MAX_FIELDS stats of <= 80 bytes. */
+#define EVENT_SCRATCH 2048
+/* Bytes reserved for a nested message's length (covers lengths < 2^35). */
+#define LEN_RESERVE 5
+
+/* Wire types. */
+#define WT_VARINT 0
+#define WT_I64 1
+#define WT_LEN 2
+
+/* Field numbers (proto/xplane.proto). */
+enum {
+	XSPACE_PLANES = 1, XSPACE_WARNINGS = 3, XSPACE_HOSTNAMES = 4,
+	XPLANE_ID = 1, XPLANE_NAME = 2, XPLANE_LINES = 3, XPLANE_EVENT_METADATA = 4,
+	XPLANE_STAT_METADATA = 5, XPLANE_STATS = 6,
+	XLINE_ID = 1, XLINE_NAME = 2, XLINE_TIMESTAMP_NS = 3, XLINE_EVENTS = 4,
+	XLINE_DURATION_PS = 9, XLINE_DISPLAY_NAME = 11,
+	XEVENT_METADATA_ID = 1, XEVENT_OFFSET_PS = 2, XEVENT_DURATION_PS = 3, XEVENT_STATS = 4,
+	XSTAT_METADATA_ID = 1, XSTAT_UINT64 = 3, XSTAT_INT64 = 4, XSTAT_STR = 5, XSTAT_REF = 7,
+	XMETA_ID = 1, XMETA_NAME = 2,
+	MAP_KEY = 1, MAP_VALUE = 2,
+};
+
+/* ---- raw encoding into a caller-checked cursor ---- */
+
+static inline size_t vsize(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *put_tag(uint8_t *p, unsigned int field, unsigned int wt)
+{
+	return put_varint(p, (uint64_t)field << 3 | wt);
+}
+
+static inline uint8_t *put_vfield(uint8_t *p, unsigned int field, uint64_t v)
+{
+	return put_varint(put_tag(p, field, WT_VARINT), v);
+}
+
+static inline uint8_t *put_bytes(uint8_t *p, unsigned int field, const void *s, size_t len)
+{
+	p = put_varint(put_tag(p, field, WT_LEN), len);
+	memcpy(p, s, len);
+	return p + len;
+}
+
+/* XStat with a varint value (uint64, int64 or ref), as a repeated field. */
+static inline uint8_t *put_stat_varint(uint8_t *p, unsigned int field, uint64_t mid,
+				       unsigned int vfield, uint64_t v)
+{
+	p = put_tag(p, field, WT_LEN);
+	p = put_varint(p, 2 + vsize(mid) + vsize(v));	/* tags are one byte */
+	p = put_vfield(p, XSTAT_METADATA_ID, mid);
+	return put_vfield(p, vfield, v);
+}
+
+/* XStat with a str_value. */
+static inline uint8_t *put_stat_str(uint8_t *p, unsigned int field, uint64_t mid, const char *s,
+				    size_t len)
+{
+	p = put_tag(p, field, WT_LEN);
+	p = put_varint(p, 1 + vsize(mid) + 1 + vsize(len) + len);
+	p = put_vfield(p, XSTAT_METADATA_ID, mid);
+	return put_bytes(p, XSTAT_STR, s, len);
+}
+
+/* ---- the growing output buffer ---- */
+
+struct obuf {
+	uint8_t *p;
+	size_t len, cap;
+	int oom;
+};
+
+/* Makes room for n more bytes; returns the write cursor or NULL (oom set). */
+static uint8_t *ob_room(struct obuf *b, size_t n)
+{
+	size_t ncap;
+	uint8_t *np;
+
+	if (b->oom)
+		return NULL;
+	if (b->cap - b->len >= n)
+		return b->p + b->len;
+	ncap = b->cap ? b->cap : 4096;
+	while (ncap - b->len < n)
+		ncap *= 2;
+	np = realloc(b->p, ncap);
+	if (!np) {
+		b->oom = 1;
+		return NULL;
+	}
+	b->p = np;
+	b->cap = ncap;
+	return b->p + b->len;
+}
+
+static void ob_done(struct obuf *b, uint8_t *end)
+{
+	b->len = (size_t)(end - b->p);
+}
+
+/* A plain (non-oneof) scalar: proto3 leaves out default values. */
+static void ob_vfield(struct obuf *b, unsigned int field, uint64_t v)
+{
+	uint8_t *p = v ? ob_room(b, 16) : NULL;
+
+	if (p)
+		ob_done(b, put_vfield(p, field, v));
+}
+
+static void ob_str(struct obuf *b, unsigned int field, const char *s)
+{
+	size_t len = strlen(s);
+	uint8_t *p = ob_room(b, len + 16);
+
+	if (p)
+		ob_done(b, put_bytes(p, field, s, len));
+}
+
+/* Opens a length-delimited field; returns the body offset for ob_close. */
+static size_t ob_open(struct obuf *b, unsigned int field)
+{
+	uint8_t *p = ob_room(b, 8 + LEN_RESERVE);
+
+	if (!p)
+		return 0;
+	p = put_tag(p, field, WT_LEN);
+	ob_done(b, p + LEN_RESERVE);
+	return b->len;
+}
+
+/* Writes the body length in front of it, then moves the body up to it. */
+static void ob_close(struct obuf *b, size_t body)
+{
+	size_t len, k;
+	uint8_t *lp;
+
+	if (b->oom)
+		return;
+	len = b->len - body;
+	k = vsize(len);
+	lp = b->p + body - LEN_RESERVE;
+	put_varint(lp, len);
+	if (k < LEN_RESERVE) {
+		memmove(lp + k, b->p + body, len);
+		b->len -= LEN_RESERVE - k;
+	}
+}
+
+/* ---- interning ---- */
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* (a, b) -> id cache; id 0 marks an empty slot. */
+struct idslot {
+	uint64_t a, b;
+	uint32_t id;
+};
+struct idmap {
+	struct idslot *slot;
+	size_t cap, used;
+};
+
+static int idmap_grow(struct idmap *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 64;
+	struct idslot *ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return -1;
+	for (size_t i = 0; i < m->cap; i++) {
+		struct idslot *o = &m->slot[i];
+		size_t h;
+
+		if (!o->id)
+			continue;
+		for (h = mix64(o->a * 0x9e3779b97f4a7c15ULL ^ o->b) & (ncap - 1); ns[h].id;
+		     h = (h + 1) & (ncap - 1))
+			;
+		ns[h] = *o;
+	}
+	free(m->slot);
+	m->slot = ns;
+	m->cap = ncap;
+	return 0;
+}
+
+static struct idslot *idmap_probe(const struct idmap *m, uint64_t a, uint64_t b)
+{
+	size_t h = mix64(a * 0x9e3779b97f4a7c15ULL ^ b) & (m->cap - 1);
+
+	while (m->slot[h].id && (m->slot[h].a != a || m->slot[h].b != b))
+		h = (h + 1) & (m->cap - 1);
+	return &m->slot[h];
+}
+
+/* Slot for (a, b): its id is 0 when new (the caller fills it). NULL on OOM. */
+static struct idslot *idmap_slot(struct idmap *m, uint64_t a, uint64_t b)
+{
+	struct idslot *sl = m->cap ? idmap_probe(m, a, b) : NULL;
+
+	if (sl && sl->id)
+		return sl;
+	/* New key: grow first so that the table stays at most half full. */
+	if ((m->used + 1) * 2 > m->cap) {
+		if (idmap_grow(m))
+			return NULL;
+		sl = idmap_probe(m, a, b);
+	}
+	sl->a = a;
+	sl->b = b;
+	m->used++;
+	return sl;
+}
+
+static void idmap_free(struct idmap *m)
+{
+	free(m->slot);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Interned names of one plane's metadata: id i + 1 is name[i]. */
+struct strtab {
+	char **name;
+	size_t n, cap;
+	uint32_t *hslot;	/* id, 0 = empty */
+	size_t hcap;
+};
+
+static uint64_t str_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static int strtab_rehash(struct strtab *t)
+{
+	size_t ncap = t->hcap ? t->hcap * 2 : 64;
+	uint32_t *ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return -1;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t h = str_hash(t->name[i], strlen(t->name[i])) & (ncap - 1);
+
+		while (ns[h])
+			h = (h + 1) & (ncap - 1);
+		ns[h] = (uint32_t)(i + 1);
+	}
+	free(t->hslot);
+	t->hslot = ns;
+	t->hcap = ncap;
+	return 0;
+}
+
+/* Id (>= 1) of the name s[0..len), added when new; 0 on OOM. */
+static uint32_t strtab_id(struct strtab *t, const char *s, size_t len)
+{
+	size_t h;
+	char *copy;
+
+	if ((t->n + 1) * 2 > t->hcap && strtab_rehash(t))
+		return 0;
+	for (h = str_hash(s, len) & (t->hcap - 1); t->hslot[h]; h = (h + 1) & (t->hcap - 1)) {
+		const char *o = t->name[t->hslot[h] - 1];
+
+		if (!strncmp(o, s, len) && o[len] == '\0')
+			return t->hslot[h];
+	}
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 32;
+		char **nn = realloc(t->name, ncap * sizeof(*nn));
+
+		if (!nn)
+			return 0;
+		t->name = nn;
+		t->cap = ncap;
+	}
+	copy = strndup(s, len);
+	if (!copy)
+		return 0;
+	t->name[t->n++] = copy;
+	t->hslot[h] = (uint32_t)t->n;
+	return (uint32_t)t->n;
+}
+
+static uint32_t strtab_cstr(struct strtab *t, const char *s)
+{
+	return strtab_id(t, s, strlen(s));
+}
+
+static void strtab_free(struct strtab *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->name[i]);
+	free(t->name);
+	free(t->hslot);
+	memset(t, 0, sizeof(*t));
+}
+
+/*
+ * Emits a plane's metadata maps: event_metadata entries {key, XEventMetadata
+ * {id, name}} from ev (may be NULL), stat_metadata entries from st.
+ */
+static void put_metadata(struct obuf *b, const struct strtab *ev, const struct strtab *st)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		const struct strtab *t = pass ? st : ev;
+		unsigned int field = pass ? XPLANE_STAT_METADATA : XPLANE_EVENT_METADATA;
+
+		for (size_t i = 0; t && i < t->n; i++) {
+			size_t nl = strlen(t->name[i]), id = i + 1;
+			size_t val = 2 + vsize(id) + vsize(nl) + nl;
+			size_t ent = 2 + vsize(id) + vsize(val) + val;
+			uint8_t *p = ob_room(b, ent + 16);
+
+			if (!p)
+				return;
+			p = put_varint(put_tag(p, field, WT_LEN), ent);
+			p = put_vfield(p, MAP_KEY, id);
+			p = put_varint(put_tag(p, MAP_VALUE, WT_LEN), val);
+			p = put_vfield(p, XMETA_ID, id);
+			ob_done(b, put_bytes(p, XMETA_NAME, t->name[i], nl));
+		}
+	}
+}
+
+/* ---- selecting and ordering the events ---- */
+
+struct line {
+	uint32_t tid;
+	uint32_t sorted;	/* events already in (start, longest first) order */
+	uint64_t last_ts, last_dur;
+	size_t start, count;	/* range in the order array */
+};
+
+struct sortent {
+	uint64_t ts, dur;
+	uint32_t idx;
+};
+
+static int sortent_cmp(const void *a, const void *b)
+{
+	const struct sortent *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->dur != y->dur)	/* the longer one first, so shorter ones nest in it */
+		return x->dur > y->dur ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int line_tid_cmp(const void *a, const void *b)
+{
+	const struct line *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* ---- the exporter state ---- */
+
+/* Stat metadata interned first in the host plane, so their ids are fixed. */
+enum { ST_DRIVER = 1, ST_DEVICE, ST_FD, ST_CMD, ST_RET, ST_ERRNO, ST_PID, ST_NFIXED = ST_PID };
+static const char *const fixed_stats[] = { "driver", "device", "fd", "cmd", "ret", "errno", "pid" };
+
+struct exporter {
+	const struct kx_store *s;
+	const struct kx_capinfo *ci;
+	struct kx_xspace_opts o;
+	struct obuf out;
+
+	struct line *lines;
+	size_t nlines;
+	uint32_t *order;	/* store indices, grouped by line, each line sorted */
+	size_t nevents;
+
+	struct strtab ev;	/* host plane event metadata names */
+	struct strtab st;	/* host plane stat metadata names and interned values */
+	struct idmap ev_by_cmd;	/* (drv, cmd << 32 | xfer) -> event metadata id */
+	struct idmap dev_ref;	/* (fkind, dev) -> device label ref */
+	struct idmap field_id;	/* decoded field name pointer -> stat id */
+	uint32_t drv_ref[256];
+	uint64_t *stack;	/* ends of the open events of the current line */
+	size_t stack_cap;
+
+	uint64_t overlap_fixes, overlap_lines;
+	char *err;
+	size_t errlen;
+};
+
+static int fail(struct exporter *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct exporter *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (x->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(x->err, x->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+static int in_window(const struct kx_xspace_opts *o, uint64_t ts)
+{
+	return ts >= o->from_mono_ns && (!o->to_mono_ns || ts < o->to_mono_ns);
+}
+
+/*
+ * Groups the events in the window by thread: lines sorted by tid, and per
+ * line the store indices in start order (a counting sort; lines that are
+ * not already in order are sorted on their own).
+ */
+static int select_events(struct exporter *x)
+{
+	size_t n = kx_store_ioctl_count(x->s), cap = 0, pos = 0;
+	struct idmap by_tid = { 0 };
+	struct sortent *tmp = NULL;
+	size_t tmp_cap = 0;
+	int rc = -1;
+
+	if (n > UINT32_MAX)
+		return fail(x, "too many events for one XSpace (%zu)", n);
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, i);
+		struct idslot *sl;
+		struct line *l;
+
+		if (!in_window(&x->o, e->ts))
+			continue;
+		sl = idmap_slot(&by_tid, e->tid, 0);
+		if (!sl)
+			goto oom;
+		if (!sl->id) {
+			if (x->nlines == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				struct line *nl = realloc(x->lines, ncap * sizeof(*nl));
+
+				if (!nl)
+					goto oom;
+				x->lines = nl;
+				cap = ncap;
+			}
+			l = &x->lines[x->nlines++];
+			memset(l, 0, sizeof(*l));
+			l->tid = e->tid;
+			l->sorted = 1;
+			sl->id = (uint32_t)x->nlines;
+		}
+		l = &x->lines[sl->id - 1];
+		if (l->count && (e->ts < l->last_ts || (e->ts == l->last_ts && e->dur > l->last_dur)))
+			l->sorted = 0;
+		l->last_ts = e->ts;
+		l->last_dur = e->dur;
+		l->count++;
+		x->nevents++;
+	}
+	if (x->nlines)
+		qsort(x->lines, x->nlines, sizeof(*x->lines), line_tid_cmp);
+	for (size_t i = 0; i < x->nlines; i++) {
+		struct idslot *sl = idmap_probe(&by_tid, x->lines[i].tid, 0);
+
+		sl->id = (uint32_t)(i + 1);
+		x->lines[i].start = pos;
+		pos += x->lines[i].count;
+		x->lines[i].count = 0;	/* refilled below */
+	}
+	x->order = malloc((x->nevents ? x->nevents : 1) * sizeof(*x->order));
+	if (!x->order)
+		goto oom;
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, i);
+		struct line *l;
+
+		if (!in_window(&x->o, e->ts))
+			continue;
+		l = &x->lines[idmap_probe(&by_tid, e->tid, 0)->id - 1];
+		x->order[l->start + l->count++] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < x->nlines; i++) {
+		struct line *l = &x->lines[i];
+		uint32_t *ord = x->order + l->start;
+
+		if (l->sorted)
+			continue;
+		if (l->count > tmp_cap) {
+			free(tmp);
+			tmp_cap = l->count;
+			tmp = malloc(tmp_cap * sizeof(*tmp));
+			if (!tmp)
+				goto oom;
+		}
+		for (size_t k = 0; k < l->count; k++) {
+			const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
+
+			tmp[k] = (struct sortent){ e->ts, e->dur, ord[k] };
+		}
+		qsort(tmp, l->count, sizeof(*tmp), sortent_cmp);
+		for (size_t k = 0; k < l->count; k++)
+			ord[k] = tmp[k].idx;
+	}
+	rc = 0;
+	goto out;
+oom:
+	fail(x, "out of memory ordering %zu events", n);
+out:
+	free(tmp);
+	idmap_free(&by_tid);
+	return rc;
+}
+
+/* ---- the /host:CPU plane ---- */
+
+static uint32_t event_meta_id(struct exporter *x, const struct kx_ioctl *e)
+{
+	struct idslot *sl = idmap_slot(&x->ev_by_cmd, e->drv, (uint64_t)e->cmd << 32 | e->xfer_cmd);
+	char buf[64];
+
+	if (!sl)
+		return 0;
+	if (!sl->id)
+		sl->id = strtab_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd,
+							   e->xfer_cmd, buf, sizeof(buf)));
+	return sl->id;
+}
+
+static uint32_t device_ref(struct exporter *x, const struct kx_ioctl *e)
+{
+	struct idslot *sl = idmap_slot(&x->dev_ref, e->fkind, e->dev);
+	char buf[128];
+
+	if (!sl)
+		return 0;
+	if (!sl->id)
+		sl->id = strtab_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
+							     e->fkind, e->dev, buf, sizeof(buf)));
+	return sl->id;
+}
+
+static uint32_t field_stat_id(struct exporter *x, const char *name)
+{
+	struct idslot *sl = idmap_slot(&x->field_id, (uintptr_t)name, 0);
+
+	if (!sl)
+		return 0;
+	if (!sl->id)
+		sl->id = strtab_cstr(&x->st, name);
+	return sl->id;
+}
+
+/* Stats of the decoded argument fields; NULL on OOM. */
+static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint8_t *p)
+{
+	const uint8_t *arg = kx_store_arg(x->s, e);
+	struct kx_field f[MAX_FIELDS];
+	int nf;
+
+	if (!arg)
+		return p;
+	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg,
+				  e->arg_in_len, arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
+	for (int i = 0; i < nf; i++) {
+		uint32_t mid = field_stat_id(x, f[i].name), ref;
+		char hex[24];
+		size_t sl;
+
+		if (!mid)
+			return NULL;
+		switch (f[i].kind) {
+		case KX_FIELD_U64:
+			p = put_stat_varint(p, XEVENT_STATS, mid, XSTAT_UINT64, f[i].u);
+			break;
+		case KX_FIELD_I64:
+			p = put_stat_varint(p, XEVENT_STATS, mid, XSTAT_INT64, (uint64_t)f[i].i);
+			break;
+		case KX_FIELD_HEX:	/* addresses and flags read best in hex */
+			sl = (size_t)snprintf(hex, sizeof(hex), "0x%" PRIx64, f[i].u);
+			p = put_stat_str(p, XEVENT_STATS, mid, hex, sl);
+			break;
+		case KX_FIELD_STR:
+			sl = strnlen(f[i].s, sizeof(f[i].s));
+			/* enum-like names repeat: intern them, unless there are too many */
+			if (x->st.n < MAX_REF_STRINGS) {
+				ref = strtab_id(&x->st, f[i].s, sl);
+				if (!ref)
+					return NULL;
+				p = put_stat_varint(p, XEVENT_STATS, mid, XSTAT_REF, ref);
+			} else {
+				p = put_stat_str(p, XEVENT_STATS, mid, f[i].s, sl);
+			}
+			break;
+		}
+	}
+	return p;
+}
+
+/*
+ * One XEvent into the scratch buffer p (EVENT_SCRATCH bytes). Returns the
+ * end, or NULL on OOM.
+ */
+static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, uint64_t offset_ns,
+			  uint64_t dur_ns, uint8_t *p)
+{
+	uint32_t mid = event_meta_id(x, e), dev = device_ref(x, e), drv = x->drv_ref[e->drv];
+
+	if (!drv) {
+		drv = strtab_cstr(&x->st, kx_driver_name((enum kx_driver)e->drv));
+		x->drv_ref[e->drv] = drv;
+	}
+	if (!mid || !dev || !drv)
+		return NULL;
+	p = put_vfield(p, XEVENT_METADATA_ID, mid);
+	p = put_vfield(p, XEVENT_OFFSET_PS, offset_ns * 1000);	/* oneof: written even when 0 */
+	if (dur_ns)
+		p = put_vfield(p, XEVENT_DURATION_PS, dur_ns * 1000);
+	p = put_stat_varint(p, XEVENT_STATS, ST_DRIVER, XSTAT_REF, drv);
+	p = put_stat_varint(p, XEVENT_STATS, ST_DEVICE, XSTAT_REF, dev);
+	p = put_stat_varint(p, XEVENT_STATS, ST_FD, XSTAT_INT64, (uint64_t)(int64_t)e->fd);
+	p = put_stat_varint(p, XEVENT_STATS, ST_CMD, XSTAT_UINT64, e->cmd);
+	p = put_stat_varint(p, XEVENT_STATS, ST_RET, XSTAT_INT64, (uint64_t)e->ret);
+	if (e->ret < 0) {
+		const char *name = kx_errno_name(e->ret);
+		char buf[32];
+		uint32_t ref;
+
+		if (!name) {
+			snprintf(buf, sizeof(buf), "errno %" PRId64, -e->ret);
+			name = buf;
+		}
+		ref = strtab_cstr(&x->st, name);
+		if (!ref)
+			return NULL;
+		p = put_stat_varint(p, XEVENT_STATS, ST_ERRNO, XSTAT_REF, ref);
+	}
+	p = put_stat_varint(p, XEVENT_STATS, ST_PID, XSTAT_INT64, e->pid);
+	return put_arg_stats(x, e, p);
+}
+
+static int push_end(struct exporter *x, size_t depth, uint64_t end)
+{
+	if (depth == x->stack_cap) {
+		size_t ncap = x->stack_cap ? x->stack_cap * 2 : 16;
+		uint64_t *ns = realloc(x->stack, ncap * sizeof(*ns));
+
+		if (!ns)
+			return -1;
+		x->stack = ns;
+		x->stack_cap = ncap;
+	}
+	x->stack[depth] = end;
+	return 0;
+}
+
+/* ns values that stay below INT64_MAX once in ps. */
+#define MAX_NS ((uint64_t)INT64_MAX / 1000)
+
+static int put_line(struct exporter *x, const struct line *l)
+{
+	const uint32_t *ord = x->order + l->start;
+	const struct kx_ioctl *first = kx_store_ioctl(x->s, ord[0]);
+	const char *comm = kx_store_comm(x->s, l->tid);
+	uint64_t t0 = first->ts, max_end = 0, fixes = 0;
+	uint8_t scratch[EVENT_SCRATCH];
+	size_t depth = 0, body;
+	char name[32];
+
+	if (comm && comm[0])
+		snprintf(name, sizeof(name), "%.*s", KX_COMM_LEN, comm);
+	else
+		snprintf(name, sizeof(name), "tid %" PRIu32, l->tid);
+	body = ob_open(&x->out, XPLANE_LINES);
+	ob_vfield(&x->out, XLINE_ID, l->tid);
+	ob_str(&x->out, XLINE_NAME, name);
+	ob_str(&x->out, XLINE_DISPLAY_NAME, name);
+	ob_vfield(&x->out, XLINE_TIMESTAMP_NS, (uint64_t)kx_capinfo_realtime(x->ci, t0));
+	for (size_t k = 0; k < l->count; k++) {
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
+		uint64_t start = e->ts - t0, dur = e->dur, end;
+		uint8_t *sp, *p;
+		size_t elen;
+
+		if (start > MAX_NS)
+			start = MAX_NS;
+		if (dur > MAX_NS - start)
+			dur = MAX_NS - start;
+		end = start + dur;
+		/* Close the enclosing events that ended; then nest in the innermost. */
+		while (depth && x->stack[depth - 1] <= start)
+			depth--;
+		if (depth && end > x->stack[depth - 1]) {
+			end = x->stack[depth - 1];
+			dur = end - start;
+			fixes++;
+		}
+		if (push_end(x, depth++, end))
+			return fail(x, "out of memory");
+		if (end > max_end)
+			max_end = end;
+		sp = put_event(x, e, start, dur, scratch);
+		if (!sp)
+			return fail(x, "out of memory");
+		elen = (size_t)(sp - scratch);
+		p = ob_room(&x->out, elen + 16);
+		if (!p)
+			break;
+		p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
+		memcpy(p, scratch, elen);
+		ob_done(&x->out, p + elen);
+	}
+	ob_vfield(&x->out, XLINE_DURATION_PS, max_end * 1000);
+	ob_close(&x->out, body);
+	if (fixes) {
+		x->overlap_fixes += fixes;
+		x->overlap_lines++;
+	}
+	return 0;
+}
+
+static int put_host_plane(struct exporter *x)
+{
+	size_t body = ob_open(&x->out, XSPACE_PLANES);
+
+	for (int i = 0; i < ST_NFIXED; i++)
+		if (strtab_cstr(&x->st, fixed_stats[i]) != (uint32_t)i + 1)
+			return fail(x, "out of memory");
+	ob_vfield(&x->out, XPLANE_ID, HOST_PLANE_ID);
+	ob_str(&x->out, XPLANE_NAME, HOST_PLANE_NAME);
+	for (size_t i = 0; i < x->nlines; i++) {
+		if (put_line(x, &x->lines[i]))
+			return -1;
+		if (x->out.len > PB_MAX_MSG)
+			return fail(x, "XSpace is over protobuf's 2 GiB limit after %zu of %zu "
+				       "threads: export a shorter time window",
+				    i + 1, x->nlines);
+	}
+	put_metadata(&x->out, &x->ev, &x->st);
+	ob_close(&x->out, body);
+	return 0;
+}
+
+/* ---- device planes ---- */
+
+static int anon_kind(unsigned int fkind)
+{
+	return fkind == KX_FK_KVM_VM || fkind == KX_FK_KVM_VCPU || fkind == KX_FK_KVM_DEV ||
+	       fkind == KX_FK_VFIO_DEV;
+}
+
+static const char *device_driver(const struct kx_device *d)
+{
+	return d->driver[0] ? d->driver : kx_driver_name((enum kx_driver)d->drv);
+}
+
+static void device_node(const struct kx_capinfo *ci, const struct kx_device *d, char *buf,
+			size_t len)
+{
+	if (d->node[0])
+		snprintf(buf, len, "%s", d->node);
+	else if (d->any_minor)
+		snprintf(buf, len, "%s %u:*", d->fkind == KX_FK_BLK ? "block" : "char",
+			 KX_MAJOR(d->dev));
+	else
+		kx_device_label(ci->devices, (int)ci->ndevices, d->fkind, d->dev, buf, len);
+}
+
+/*
+ * One plane per traced device: anon-inode kinds (kvm-vm, kvm-vcpu, ...) are
+ * files of a driver's real device, so they get a plane only when their
+ * driver has no device node in the set; equal (driver, node) pairs once.
+ */
+static int device_has_plane(const struct kx_capinfo *ci, uint32_t i)
+{
+	const struct kx_device *d = &ci->devices[i];
+	char node[80], other[80];
+
+	if (anon_kind(d->fkind)) {
+		for (uint32_t j = 0; j < ci->ndevices; j++)
+			if (!anon_kind(ci->devices[j].fkind) && ci->devices[j].drv == d->drv)
+				return 0;
+	}
+	device_node(ci, d, node, sizeof(node));
+	for (uint32_t j = 0; j < i; j++) {
+		if (!device_has_plane(ci, j) ||
+		    strcmp(device_driver(&ci->devices[j]), device_driver(d)))
+			continue;
+		device_node(ci, &ci->devices[j], other, sizeof(other));
+		if (!strcmp(node, other))
+			return 0;
+	}
+	return 1;
+}
+
+/* Who makes the hardware a driver runs, where that is known. */
+static const char *device_vendor(enum kx_driver drv)
+{
+	switch (drv) {
+	case KX_DRV_AMDGPU:
+	case KX_DRV_KFD:
+	case KX_DRV_AMDXDNA:
+		return "amd";
+	case KX_DRV_I915:
+	case KX_DRV_XE:
+	case KX_DRV_IVPU:
+		return "intel";
+	case KX_DRV_NVIDIA:
+	case KX_DRV_NVIDIA_UVM:
+	case KX_DRV_NVIDIA_MODESET:
+	case KX_DRV_NOUVEAU:
+		return "nvidia";
+	case KX_DRV_HABANALABS:
+		return "habana";
+	case KX_DRV_NEURON:
+		return "aws";
+	case KX_DRV_GASKET:
+		return "google";
+	case KX_DRV_QAIC:
+		return "qualcomm";
+	case KX_DRV_TENSTORRENT:
+		return "tenstorrent";
+	default:
+		return NULL;
+	}
+}
+
+static void put_plane_str_stat(struct obuf *b, struct strtab *st, const char *name,
+			       const char *val)
+{
+	uint32_t mid = strtab_cstr(st, name);
+	size_t len = strlen(val);
+	uint8_t *p = ob_room(b, len + 32);
+
+	if (!mid)
+		b->oom = 1;
+	else if (p)
+		ob_done(b, put_stat_str(p, XPLANE_STATS, mid, val, len));
+}
+
+static void put_device_plane(struct exporter *x, const struct kx_device *d, int n)
+{
+	struct strtab st = { 0 };
+	char node[80], name[160], devt[32];
+	const char *vendor = device_vendor((enum kx_driver)d->drv);
+	size_t body = ob_open(&x->out, XSPACE_PLANES);
+
+	device_node(x->ci, d, node, sizeof(node));
+	snprintf(name, sizeof(name), "/device:%s:%d (%s %s)",
+		 x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, device_driver(d), node);
+	ob_vfield(&x->out, XPLANE_ID, (uint64_t)n);
+	ob_str(&x->out, XPLANE_NAME, name);
+	put_plane_str_stat(&x->out, &st, "driver", device_driver(d));
+	put_plane_str_stat(&x->out, &st, "node", node);
+	if (d->any_minor)
+		snprintf(devt, sizeof(devt), "%u:*", KX_MAJOR(d->dev));
+	else
+		snprintf(devt, sizeof(devt), "%u:%u", KX_MAJOR(d->dev), KX_MINOR(d->dev));
+	if (!anon_kind(d->fkind))
+		put_plane_str_stat(&x->out, &st, "dev_t", devt);
+	if (vendor)
+		put_plane_str_stat(&x->out, &st, "device_vendor", vendor);
+	put_metadata(&x->out, NULL, &st);
+	ob_close(&x->out, body);
+	strtab_free(&st);
+}
+
+/* ---- warnings ---- */
+
+static void warn(struct exporter *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct exporter *x, const char *fmt, ...)
+{
+	char msg[320];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ob_str(&x->out, XSPACE_WARNINGS, msg);
+}
+
+static void put_warnings(struct exporter *x)
+{
+	const struct kx_capinfo *ci = x->ci;
+	uint64_t refused = kx_store_not_stored(x->s);
+
+	if (ci->dropped)
+		warn(x, "%" PRIu64 " ioctl events dropped: ring buffer full", ci->dropped);
+	if (ci->not_stored)
+		warn(x, "%" PRIu64 " ioctl events not stored: capture memory limit reached",
+		     ci->not_stored);
+	if (refused)
+		warn(x, "%" PRIu64 " events not loaded: the converter's memory limit was reached",
+		     refused);
+	if (ci->inflight_full)
+		warn(x, "%" PRIu64 " ioctls not traced: in-flight map full", ci->inflight_full);
+	if (ci->pidset_full)
+		warn(x, "%" PRIu64 " new processes or threads not followed: pid set full",
+		     ci->pidset_full);
+	if (ci->arg_faults)
+		warn(x, "%" PRIu64 " ioctl argument copies failed: those events lack decoded "
+			"arguments", ci->arg_faults);
+	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++) {
+		const struct kx_hook *h = &ci->hooks[i];
+
+		if (h->state == KX_HOOK_ATTACHED)
+			continue;
+		warn(x, "hook %.48s %s%s%.96s", h->name,
+		     h->state == KX_HOOK_SKIPPED ? "skipped" : "failed", h->why[0] ? ": " : "",
+		     h->why);
+	}
+	if (x->overlap_fixes)
+		warn(x, "%" PRIu64 " events on %" PRIu64 " threads partially overlapped an "
+			"earlier event of the same thread: shortened to nest in it",
+		     x->overlap_fixes, x->overlap_lines);
+	if (x->nevents > VIEWER_EVENT_LIMIT)
+		warn(x, "%zu events exported: XProf's trace viewer shows only the first "
+			"1,000,000 by default; export a shorter time window to see the rest",
+		     x->nevents);
+}
+
+/* ---- entry points ---- */
+
+static void exporter_free(struct exporter *x)
+{
+	free(x->lines);
+	free(x->order);
+	free(x->stack);
+	strtab_free(&x->ev);
+	strtab_free(&x->st);
+	idmap_free(&x->ev_by_cmd);
+	idmap_free(&x->dev_ref);
+	idmap_free(&x->field_id);
+}
+
+int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
+			const struct kx_xspace_opts *o, uint8_t **out, size_t *len, char *err,
+			size_t errlen)
+{
+	struct exporter x;
+	int n = 0, rc = -1;
+
+	memset(&x, 0, sizeof(x));
+	x.s = s;
+	x.ci = ci;
+	if (o)
+		x.o = *o;
+	x.err = err;
+	x.errlen = errlen;
+	*out = NULL;
+	*len = 0;
+	if (select_events(&x))
+		goto out;
+	/* About 50 bytes an event; untouched capacity costs no memory. */
+	if (!ob_room(&x.out, x.nevents * 64 + 65536) || put_host_plane(&x))
+		goto out;
+	for (uint32_t i = 0; i < ci->ndevices && i < KX_MAX_DEVICES; i++)
+		if (device_has_plane(ci, i))
+			put_device_plane(&x, &ci->devices[i], n++);
+	put_warnings(&x);
+	if (ci->hostname[0])
+		ob_str(&x.out, XSPACE_HOSTNAMES, ci->hostname);
+	if (x.out.oom) {
+		fail(&x, "out of memory serializing the XSpace (%zu bytes so far)", x.out.len);
+		goto out;
+	}
+	if (x.out.len > PB_MAX_MSG) {
+		fail(&x, "XSpace of %zu bytes is over protobuf's 2 GiB limit: export a shorter "
+			 "time window", x.out.len);
+		goto out;
+	}
+	*out = realloc(x.out.p, x.out.len ? x.out.len : 1);
+	if (!*out)
+		*out = x.out.p;
+	*len = x.out.len;
+	x.out.p = NULL;
+	rc = 0;
+out:
+	free(x.out.p);
+	exporter_free(&x);
+	return rc;
+}
+
+/* ---- TensorBoard log directory ---- */
+
+static int mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static int write_file(const char *path, const void *buf, size_t len)
+{
+	char tmp[PATH_MAX + 8];
+	const uint8_t *p = buf;
+	int fd, saved;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			goto bad;
+		p += w;
+		len -= (size_t)w;
+	}
+	if (close(fd)) {
+		fd = -1;
+		goto bad;
+	}
+	/* Readers never see a half-written profile. */
+	return rename(tmp, path);
+bad:
+	saved = errno ? errno : EIO;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	errno = saved;
+	return -1;
+}
+
+/* CRC-32C (Castagnoli), as TFRecord framing wants it, masked. */
+static uint32_t crc32c_masked(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+	}
+	c = ~c;
+	return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int has_marker(const char *logdir)
+{
+	static const char suffix[] = ".profile-empty";
+	DIR *d = opendir(logdir);
+	struct dirent *de;
+	int found = 0;
+
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		found = n >= sizeof(suffix) - 1 &&
+			!strcmp(de->d_name + n - (sizeof(suffix) - 1), suffix);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * The marker TensorBoard needs to list the run: what TensorFlow writes, a
+ * TFRecord file holding one Event {wall_time, file_version "brain.Event:2"}.
+ * Like TensorFlow, only when the logdir has no *.profile-empty file yet.
+ */
+static int write_marker(const char *logdir, const char *host, time_t when, char *err,
+			size_t errlen)
+{
+	static const char version[] = "brain.Event:2";
+	uint8_t rec[64], *p = rec + 12;
+	double wall = (double)when;
+	char path[PATH_MAX];
+	uint64_t bits;
+	size_t elen;
+
+	if (has_marker(logdir))
+		return 0;
+	/* Event: wall_time = 1 (double), file_version = 3 (string). */
+	p = put_tag(p, 1, WT_I64);
+	memcpy(&bits, &wall, sizeof(bits));
+	put_le(p, bits, 8);
+	p = put_bytes(p + 8, 3, version, sizeof(version) - 1);
+	elen = (size_t)(p - (rec + 12));
+	/* TFRecord: u64 length, masked crc of it, data, masked crc of data. */
+	put_le(rec, elen, 8);
+	put_le(rec + 8, crc32c_masked(rec, 8), 4);
+	put_le(p, crc32c_masked(rec + 12, elen), 4);
+	p += 4;
+	if ((size_t)snprintf(path, sizeof(path), "%s/events.out.tfevents.%lld.%s.profile-empty",
+			     logdir, (long long)when, host) >= sizeof(path)) {
+		snprintf(err, errlen, "path too long under %s", logdir);
+		return -1;
+	}
+	if (write_file(path, rec, (size_t)(p - rec))) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci,
+			   const struct kx_xspace_opts *o, const char *logdir, char *path_out,
+			   size_t path_len, char *err, size_t errlen)
+{
+	int64_t start_rt = kx_capinfo_realtime(ci, ci->start_mono_ns);
+	char host[sizeof(ci->hostname)], run[32], dir[PATH_MAX], path[PATH_MAX];
+	time_t when;
+	struct tm tm;
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	/* The run is named after the capture start, in local time like TensorFlow. */
+	when = start_rt > 0 ? (time_t)(start_rt / 1000000000) : time(NULL);
+	if (!localtime_r(&when, &tm) || !strftime(run, sizeof(run), "%Y_%m_%d_%H_%M_%S", &tm)) {
+		snprintf(err, errlen, "cannot format the capture start time");
+		return -1;
+	}
+	snprintf(host, sizeof(host), "%s", ci->hostname[0] ? ci->hostname : "localhost");
+	for (char *c = host; *c; c++)
+		if (*c == ':' || *c == '/')
+			*c = '_';
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/plugins/profile/%s", logdir, run) >=
+		    sizeof(dir) ||
+	    (size_t)snprintf(path, sizeof(path), "%s/%s.xplane.pb", dir, host) >= sizeof(path)) {
+		snprintf(err, errlen, "log directory path too long: %s", logdir);
+		return -1;
+	}
+	if (kx_xspace_serialize(s, ci, o, &buf, &len, err, errlen))
+		return -1;
+	if (mkdir_p(dir)) {
+		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		free(buf);
+		return -1;
+	}
+	rc = write_file(path, buf, len);
+	free(buf);
+	if (rc) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (write_marker(logdir, host, when, err, errlen))
+		return -1;
+	if (path_out && path_len)
+		snprintf(path_out, path_len, "%s", path);
+	return 0;
+}
