@@ -1,0 +1,519 @@
+/*
+ * Unit tests of the Chrome trace JSON exporter (user/chrome.c): synthetic
+ * stores of known events (2 processes, 3 threads, awkward comm names,
+ * errors, decoded arguments, overlapping slices) are written as .json and
+ * .json.gz and validated by tests/unit/check_chrome.py against an
+ * expectation file written here; plus the empty store, the out-of-order
+ * path of the nesting guard, write errors (ENOSPC, EFBIG: no partial file
+ * left) and the warning past a million events.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chrome.h"
+#include "ioctl_decode.h"
+#include "kxtest.h"
+#include "store.h"
+
+#define KVM_GET_API_VERSION 0xae00U
+#define KVM_CREATE_VM       0xae01U
+#define KVM_RUN             0xae80U
+#define KVM_SET_USER_MEM    0x4020ae46U /* _IOW(KVMIO, 0x46, 32) */
+#define LOOP_SET_FD         0x4c00U
+#define LOOP_CLR_FD         0x4c01U
+#define OFFSET_NS           1700000000000000123LL /* mono -> realtime, not a whole us */
+
+static char tmpdir[64];
+
+/* What the checker should find: one row per X event. */
+struct exp_ev {
+	uint32_t pid, tid;
+	uint64_t ts, dur; /* mono ns; dur after the nesting guard */
+	uint8_t drv;
+	uint32_t cmd;
+};
+
+static struct exp_ev exp_evs[256];
+static int nexp;
+
+static void add(struct kx_store *s, uint32_t pid, uint32_t tid, uint8_t fkind, uint32_t dev,
+                uint8_t drv, uint32_t cmd, uint64_t ts, uint64_t dur, int64_t ret,
+                const uint8_t *arg, uint8_t in_len)
+{
+	struct kx_ioctl e;
+
+	memset(&e, 0, sizeof(e));
+	e.ts = ts;
+	e.dur = dur;
+	e.pid = pid;
+	e.tid = tid;
+	e.fkind = fkind;
+	e.dev = dev;
+	e.drv = drv;
+	e.cmd = cmd;
+	e.ret = ret;
+	e.fd = (int32_t)(tid % 7 + 3);
+	e.cpu_lo = (uint8_t)(tid & 3);
+	e.arg_in_len = in_len;
+	kx_store_add_ioctl(s, &e, arg);
+	if (nexp < (int)(sizeof(exp_evs) / sizeof(exp_evs[0])))
+		exp_evs[nexp++] = (struct exp_ev){pid, tid, ts, dur, drv, cmd};
+}
+
+static void add_comm(struct kx_store *s, uint32_t pid, uint32_t tid, const char *comm)
+{
+	struct kx_task t;
+
+	memset(&t, 0, sizeof(t));
+	t.pid = pid;
+	t.tid = tid;
+	t.what = KX_TASK_SEEN;
+	snprintf(t.comm, sizeof(t.comm), "%s", comm);
+	kx_store_add_task(s, &t);
+}
+
+static void add_dev(struct kx_capinfo *ci, uint8_t fkind, uint32_t dev, uint8_t drv,
+                    const char *node, const char *driver)
+{
+	struct kx_device *d = &ci->devices[ci->ndevices++];
+
+	d->fkind = fkind;
+	d->dev = dev;
+	d->drv = drv;
+	snprintf(d->node, sizeof(d->node), "%s", node);
+	snprintf(d->driver, sizeof(d->driver), "%s", driver);
+}
+
+static void base_capinfo(struct kx_capinfo *ci)
+{
+	memset(ci, 0, sizeof(*ci));
+	snprintf(ci->hostname, sizeof(ci->hostname), "testhost");
+	snprintf(ci->kernel, sizeof(ci->kernel), "6.18.0-test");
+	ci->clock_start.offset_ns = OFFSET_NS;
+	ci->start_mono_ns = 4000000000ULL;
+}
+
+static void known_capinfo(struct kx_capinfo *ci)
+{
+	base_capinfo(ci);
+	add_dev(ci, KX_FK_CHR, KX_MKDEV(10, 232), KX_DRV_KVM, "/dev/kvm", "kvm");
+	add_dev(ci, KX_FK_KVM_VM, 0, KX_DRV_KVM, "anon_inode:kvm-vm", "kvm");
+	add_dev(ci, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, "anon_inode:kvm-vcpu", "kvm");
+	add_dev(ci, KX_FK_CHR, KX_MKDEV(10, 232), KX_DRV_KVM, "/dev/kvm", "kvm"); /* duplicate */
+	add_dev(ci, KX_FK_BLK, KX_MKDEV(7, 0), KX_DRV_LOOP, "/dev/loop0", "loop");
+	ci->dropped = 5;
+	ci->emitted = 105;
+	ci->received = 100;
+	ci->nhooks = 2;
+	snprintf(ci->hooks[0].name, sizeof(ci->hooks[0].name), "sys_enter_ioctl");
+	snprintf(ci->hooks[0].mech, sizeof(ci->hooks[0].mech), "raw_tp");
+	ci->hooks[0].state = KX_HOOK_ATTACHED;
+	snprintf(ci->hooks[1].name, sizeof(ci->hooks[1].name), "drm_sched_job");
+	snprintf(ci->hooks[1].mech, sizeof(ci->hooks[1].mech), "-");
+	ci->hooks[1].state = KX_HOOK_SKIPPED;
+	snprintf(ci->hooks[1].why, sizeof(ci->hooks[1].why), "tracepoint \"absent\"\t here");
+}
+
+static uint64_t mem_ts, eintr_ts;
+
+/*
+ * pid 100: main thread 100 on /dev/kvm and the VM fd (one decoded
+ * KVM_SET_USER_MEMORY_REGION), vCPU threads 101 (50 KVM_RUN, one EINTR, one
+ * EINVAL, one overlapping the next) and 102 (30 KVM_RUN), stored
+ * interleaved. pid 200 (no comm known): two loop ioctls, one EBUSY.
+ */
+static struct kx_store *known_store(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	uint8_t mem[32] = {0};
+	uint64_t t0 = 5000000456ULL;
+
+	nexp = 0;
+	add_comm(s, 100, 100, "kvm\"main");
+	add_comm(s, 100, 101, "vcpu\3770"); /* 0xff, then '0' */
+	add_comm(s, 100, 102, "b\\s\x01-\xc3\xa9");
+	add(s, 100, 100, KX_FK_CHR, KX_MKDEV(10, 232), KX_DRV_KVM, KVM_GET_API_VERSION, t0, 1234,
+	    12, NULL, 0);
+	add(s, 100, 100, KX_FK_CHR, KX_MKDEV(10, 232), KX_DRV_KVM, KVM_CREATE_VM, t0 + 5000, 40001,
+	    4, NULL, 0);
+	mem[9] = 0x10;  /* guest_phys_addr 0x1000 */
+	mem[18] = 0x01; /* memory_size 65536 */
+	mem[29] = 0x7f; /* userspace_addr 0x7f0000000000 */
+	mem_ts = t0 + 60000;
+	add(s, 100, 100, KX_FK_KVM_VM, 0, KX_DRV_KVM, KVM_SET_USER_MEM, mem_ts, 777, 0, mem, 32);
+	for (int i = 0; i < 50; i++) {
+		uint64_t ts = t0 + 100000 + (uint64_t)i * 20000;
+		uint64_t dur = 10000 + (uint64_t)i * 7;
+		int64_t ret = 0;
+
+		if (i == 10)
+			dur = 25000; /* ends 5 us after the next one starts */
+		if (i == 20) {
+			ret = -4;
+			eintr_ts = ts;
+		}
+		if (i == 30)
+			ret = -22;
+		add(s, 100, 101, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, ts, dur, ret, NULL, 0);
+		if (i == 10)
+			exp_evs[nexp - 1].dur = 20000;
+		if (i < 30)
+			add(s, 100, 102, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, ts + 3001, 15999,
+			    0, NULL, 0);
+	}
+	add(s, 200, 200, KX_FK_BLK, KX_MKDEV(7, 0), KX_DRV_LOOP, LOOP_SET_FD, t0 + 2000000, 999,
+	    -16, NULL, 0);
+	add(s, 200, 200, KX_FK_BLK, KX_MKDEV(7, 0), KX_DRV_LOOP, LOOP_CLR_FD, t0 + 2001000, 1, 0,
+	    NULL, 0);
+	return s;
+}
+
+/* Expectation file for the checker: counts, events, names, warnings. */
+static int write_expect(const char *path, const char *extra)
+{
+	FILE *f = fopen(path, "w");
+	char names[64][64];
+	uint64_t counts[64];
+	int nn = 0;
+
+	if (!f)
+		return -1;
+	fprintf(f, "{\"events\": [");
+	for (int i = 0; i < nexp; i++) {
+		char buf[64];
+		const char *nm = kx_ioctl_name((enum kx_driver)exp_evs[i].drv, exp_evs[i].cmd, 0,
+		                               buf, sizeof(buf));
+		int k;
+
+		fprintf(f, "%s[%u, %u, %lld, %llu, \"%s\"]", i ? ", " : "", exp_evs[i].pid,
+		        exp_evs[i].tid, (long long)exp_evs[i].ts + OFFSET_NS,
+		        (unsigned long long)exp_evs[i].dur, nm);
+		for (k = 0; k < nn && strcmp(names[k], nm); k++)
+			;
+		if (k == nn) {
+			snprintf(names[nn], sizeof(names[nn]), "%s", nm);
+			counts[nn++] = 0;
+		}
+		counts[k]++;
+	}
+	fprintf(f, "], \"counts\": {");
+	for (int k = 0; k < nn; k++)
+		fprintf(f, "%s\"%s\": %llu", k ? ", " : "", names[k],
+		        (unsigned long long)counts[k]);
+	fprintf(f, "}, %s}\n", extra);
+	return fclose(f);
+}
+
+static const char *checker(void)
+{
+	static char path[512];
+	const char *env = getenv("KX_SRCDIR");
+	const char *file = __FILE__;
+	const char *slash = strrchr(file, '/');
+
+	if (env) {
+		snprintf(path, sizeof(path), "%s/tests/unit/check_chrome.py", env);
+		if (!access(path, R_OK))
+			return path;
+	}
+	if (!access("tests/unit/check_chrome.py", R_OK))
+		return "tests/unit/check_chrome.py";
+	snprintf(path, sizeof(path), "%.*s/check_chrome.py", slash ? (int)(slash - file) : 1,
+	         slash ? file : ".");
+	return access(path, R_OK) ? NULL : path;
+}
+
+/* Runs the checker; 0 when it says ok, else prints its complaints. */
+static int run_checker(const char *exp, const char *json, const char *gz)
+{
+	char cmd[2048], line[1024];
+	const char *py = checker();
+	FILE *p;
+	int rc;
+
+	if (!py) {
+		printf("  check_chrome.py not found (set KX_SRCDIR)\n");
+		return -1;
+	}
+	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' '%s' %s%s%s 2>&1", py, exp, json,
+	         gz ? "'" : "", gz ? gz : "", gz ? "'" : "");
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p))
+		if (strcmp(line, "ok\n"))
+			printf("  checker: %s", line);
+	rc = pclose(p);
+	return WIFEXITED(rc) && WEXITSTATUS(rc) == 0 ? 0 : -1;
+}
+
+static int have_python(void)
+{
+	return system("python3 -c 'import json,gzip,decimal' >/dev/null 2>&1") == 0;
+}
+
+static void test_known_store(void)
+{
+	struct kx_store *s;
+	struct kx_capinfo ci;
+	char json[128], gz[128], exp[128], err[512], extra[2048], buf[64];
+
+	if (!have_python())
+		SKIP("python3 not available");
+	CHECK_STR(kx_ioctl_name(KX_DRV_KVM, KVM_RUN, 0, buf, sizeof(buf)), "KVM_RUN");
+	s = known_store();
+	known_capinfo(&ci);
+	snprintf(json, sizeof(json), "%s/known.json", tmpdir);
+	snprintf(gz, sizeof(gz), "%s/known.json.gz", tmpdir);
+	snprintf(exp, sizeof(exp), "%s/known.expect", tmpdir);
+	CHECK(kx_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	CHECK(kx_chrome_write(s, &ci, gz, err, sizeof(err)) == 0);
+	snprintf(extra, sizeof(extra),
+	         "\"process_names\": {\"100\": \"kvm\\\"main\", \"200\": \"pid 200\"}, "
+	         "\"thread_names\": {\"100\": \"kvm\\\"main\", \"101\": \"vcpu\\ufffd0\", "
+	         "\"102\": \"b\\\\s\\u0001-\\u00e9\"}, "
+	         "\"devices\": [\"kvm /dev/kvm\", \"kvm anon_inode:kvm-vm\", "
+	         "\"kvm anon_inode:kvm-vcpu\", \"loop /dev/loop0\"], "
+	         "\"warnings\": [\"5 events dropped\", "
+	         "\"hook drm_sched_job skipped: tracepoint \\\"absent\\\"\\t here\", "
+	         "\"1 ioctl slices ended after\"], "
+	         "\"args\": [[100, %lld, \"memory_size\", 65536], "
+	         "[100, %lld, \"guest_phys_addr\", \"0x1000\"], "
+	         "[100, %lld, \"userspace_addr\", \"0x7f0000000000\"], "
+	         "[100, %lld, \"device\", \"anon_inode:kvm-vm\"], "
+	         "[101, %lld, \"errno\", \"EINTR\"], [101, %lld, \"ret\", -4], "
+	         "[101, %lld, \"cmd\", \"0xae80\"]]",
+	         (long long)mem_ts + OFFSET_NS, (long long)mem_ts + OFFSET_NS,
+	         (long long)mem_ts + OFFSET_NS, (long long)mem_ts + OFFSET_NS,
+	         (long long)eintr_ts + OFFSET_NS, (long long)eintr_ts + OFFSET_NS,
+	         (long long)eintr_ts + OFFSET_NS);
+	CHECK(write_expect(exp, extra) == 0);
+	kx_store_free(s);
+	CHECK(run_checker(exp, json, gz) == 0);
+}
+
+static void test_empty_store(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_capinfo ci;
+	char json[128], gz[128], exp[128], err[512];
+
+	if (!have_python()) {
+		kx_store_free(s);
+		SKIP("python3 not available");
+	}
+	base_capinfo(&ci);
+	add_dev(&ci, KX_FK_CHR, KX_MKDEV(10, 232), KX_DRV_KVM, "/dev/kvm", "kvm");
+	nexp = 0;
+	snprintf(json, sizeof(json), "%s/empty.json", tmpdir);
+	snprintf(gz, sizeof(gz), "%s/empty.json.gz", tmpdir);
+	snprintf(exp, sizeof(exp), "%s/empty.expect", tmpdir);
+	CHECK(kx_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	CHECK(kx_chrome_write(s, &ci, gz, err, sizeof(err)) == 0);
+	kx_store_free(s);
+	CHECK(write_expect(exp, "\"process_names\": {}, \"thread_names\": {}, "
+	                        "\"devices\": [\"kvm /dev/kvm\"], \"warnings\": []") == 0);
+	CHECK(run_checker(exp, json, gz) == 0);
+}
+
+/*
+ * A thread whose events are not stored in time order (a replayed or merged
+ * capture) takes the sorting path of the nesting guard: the slice at 50 us
+ * overlaps the one at 100 us stored before it and is cut at 100 us.
+ */
+static void test_out_of_order(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_capinfo ci;
+	char json[128], exp[128], err[512];
+
+	if (!have_python()) {
+		kx_store_free(s);
+		SKIP("python3 not available");
+	}
+	base_capinfo(&ci);
+	nexp = 0;
+	add(s, 300, 301, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000100000ULL, 10000, 0, NULL, 0);
+	add(s, 300, 301, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000050000ULL, 70000, 0, NULL, 0);
+	exp_evs[nexp - 1].dur = 50000;
+	add(s, 300, 301, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000200000ULL, 5000, 0, NULL, 0);
+	/* Same start: the one stored first is cut to zero, the second stays. */
+	add(s, 300, 302, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000300000ULL, 9000, 0, NULL, 0);
+	exp_evs[nexp - 1].dur = 0;
+	add(s, 300, 302, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000300000ULL, 3000, 0, NULL, 0);
+	snprintf(json, sizeof(json), "%s/ooo.json", tmpdir);
+	snprintf(exp, sizeof(exp), "%s/ooo.expect", tmpdir);
+	CHECK(kx_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	kx_store_free(s);
+	CHECK(write_expect(exp,
+	                   "\"process_names\": {\"300\": \"pid 300\"}, \"thread_names\": {}, "
+	                   "\"devices\": [], \"warnings\": [\"2 ioctl slices ended after\"]") == 0);
+	CHECK(run_checker(exp, json, NULL) == 0);
+}
+
+static void test_cannot_create(void)
+{
+	struct kx_store *s = known_store();
+	struct kx_capinfo ci;
+	char err[512] = "";
+	int rc;
+
+	known_capinfo(&ci);
+	rc = kx_chrome_write(s, &ci, "/nonexistent-dir/x.json", err, sizeof(err));
+	kx_store_free(s);
+	CHECK(rc == -1);
+	CHECK(strstr(err, "/nonexistent-dir/x.json") != NULL);
+	CHECK(strstr(err, "No such file") != NULL);
+}
+
+/* /dev/full behind a symlink: ENOSPC reported with the path, device not removed. */
+static void test_enospc(void)
+{
+	struct kx_store *s = known_store();
+	struct kx_capinfo ci;
+	char err[512], link[2][128];
+	struct stat st;
+
+	known_capinfo(&ci);
+	if (stat("/dev/full", &st) || !S_ISCHR(st.st_mode)) {
+		kx_store_free(s);
+		SKIP("no /dev/full");
+	}
+	snprintf(link[0], sizeof(link[0]), "%s/full.json", tmpdir);
+	snprintf(link[1], sizeof(link[1]), "%s/full.json.gz", tmpdir);
+	for (int i = 0; i < 2; i++) {
+		int rc;
+
+		unlink(link[i]);
+		if (symlink("/dev/full", link[i])) {
+			kx_store_free(s);
+			SKIP("cannot symlink");
+		}
+		err[0] = '\0';
+		rc = kx_chrome_write(s, &ci, link[i], err, sizeof(err));
+		if (rc != -1 || !strstr(err, link[i]) || !strstr(err, "No space left")) {
+			printf("  %s: rc %d, err \"%s\"\n", link[i], rc, err);
+			kx_store_free(s);
+			CHECK(0);
+		}
+		CHECK(stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode));
+		unlink(link[i]);
+	}
+	kx_store_free(s);
+}
+
+/* A regular file cut short by RLIMIT_FSIZE (EFBIG) is removed, plain and gzip. */
+static void test_partial_removed(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_capinfo ci;
+	char path[2][128];
+	pid_t pid;
+	int st;
+
+	known_capinfo(&ci);
+	for (uint32_t i = 0; i < 20000; i++)
+		add(s, 100, 101, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN,
+		    5000000000ULL + i * 10000ULL, (i * 2654435761U) % 9000, 0, NULL, 0);
+	snprintf(path[0], sizeof(path[0]), "%s/big.json", tmpdir);
+	snprintf(path[1], sizeof(path[1]), "%s/big.json.gz", tmpdir);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = {16384, 16384};
+		char err[512];
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(3);
+		for (int i = 0; i < 2; i++) {
+			err[0] = '\0';
+			if (kx_chrome_write(s, &ci, path[i], err, sizeof(err)) != -1) {
+				printf("  %s: written despite the size limit\n", path[i]);
+				_exit(1);
+			}
+			if (!strstr(err, path[i]) || !strstr(err, "too large")) {
+				printf("  %s: err \"%s\"\n", path[i], err);
+				_exit(1);
+			}
+			if (!access(path[i], F_OK)) {
+				printf("  %s: partial file left\n", path[i]);
+				_exit(1);
+			}
+		}
+		fflush(stdout);
+		_exit(0);
+	}
+	kx_store_free(s);
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Past a million events everything is still written, with a warning. */
+static void test_many_events_warning(void)
+{
+	struct kx_store *s = kx_store_new((size_t)256 << 20);
+	struct kx_capinfo ci;
+	char path[128], err[512], tail[4097];
+	size_t n = 1000001;
+	FILE *f;
+	long sz;
+	size_t got;
+
+	base_capinfo(&ci);
+	for (size_t i = 0; i < n; i++)
+		add(s, 400, 400 + (uint32_t)(i & 3), KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN,
+		    5000000000ULL + i * 1000ULL, 500, 0, NULL, 0);
+	nexp = 0;
+	CHECK_EQ_U(kx_store_ioctl_count(s), n);
+	snprintf(path, sizeof(path), "%s/many.json", tmpdir);
+	CHECK(kx_chrome_write(s, &ci, path, err, sizeof(err)) == 0);
+	kx_store_free(s);
+	f = fopen(path, "r");
+	CHECK(f != NULL);
+	fseek(f, 0, SEEK_END);
+	sz = ftell(f);
+	fseek(f, sz > 4096 ? sz - 4096 : 0, SEEK_SET);
+	got = fread(tail, 1, 4096, f);
+	fclose(f);
+	unlink(path);
+	tail[got] = '\0';
+	CHECK(strstr(tail, "1000001 events: Perfetto and chrome://tracing struggle") != NULL);
+	CHECK(strcmp(tail + got - 2, "}\n") == 0);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kx-chrome-test.XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(test_known_store);
+	RUN(test_empty_store);
+	RUN(test_out_of_order);
+	RUN(test_cannot_create);
+	RUN(test_enospc);
+	RUN(test_partial_removed);
+	RUN(test_many_events_warning);
+	/* KX_KEEP_TMP=1 keeps the outputs for a look. */
+	if (!kxt_failed_total && !getenv("KX_KEEP_TMP")) {
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd))
+			printf("  could not remove %s\n", tmpdir);
+	} else {
+		printf("  outputs kept in %s\n", tmpdir);
+	}
+	KXT_EXIT();
+}
