@@ -1,0 +1,410 @@
+/*
+ * TensorFlow pluggable profiler: TF_InitProfiler registers a profiler of
+ * device type "KXPROF" whose start/stop/collect_data_xspace drive one core
+ * capture session of the calling process (all its threads, and children it
+ * forks) and hand out that session's XSpace. A thin front end: capture is
+ * kx_session_*, storage kx_store_*, export kx_xspace_serialize.
+ *
+ * Environment (read at every start):
+ *   KXPROF_DISABLE=1        stay inactive (start/stop do nothing, collect gives 0 bytes)
+ *   KXPROF_DEVICES=SPEC,... also trace these devices, specs as for
+ *                           `kxprof record --device` (PATH, MAJOR:MINOR, MAJOR:*,
+ *                           block:MAJOR:MINOR, driver name); added to the defaults
+ *                           (every accelerator device present, and kvm)
+ *   KXPROF_RINGBUF_MB=N     BPF ring buffer size in MiB (default 8, fractions allowed)
+ *   KXPROF_MAX_MEM_MB=N     event store limit in MiB (default 256); events past it
+ *                           are counted, not stored
+ *   KXPROF_VERBOSE=1        libbpf diagnostics, and one stderr line per session with
+ *                           its event and drop counts
+ *
+ * Without the privilege to load BPF, with no device to trace or when the
+ * session cannot be opened, the plugin is inactive for that session and says
+ * why on stderr once per process. It never fails registration (TensorFlow
+ * would abort the process). Errors (too small a buffer, a failed export) go
+ * to TF_Status through TensorFlow's TF_SetStatus, looked up at run time so
+ * the library also loads into hosts without TensorFlow (they get none).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "devices.h"
+#include "probe.h"
+#include "session.h"
+#include "sinks.h"
+#include "store.h"
+#include "tf_profiler_api.h"
+#include "xspace.h"
+
+#define KX_TF_DEVICE_TYPE    "KXPROF"
+#define KX_TF_DEFAULT_MEM_MB 256
+
+/* One-time stderr messages, one bit each. */
+enum {
+	WARN_INACTIVE = 1 << 0,
+	WARN_DEVICES = 1 << 1,
+	WARN_RINGBUF = 1 << 2,
+	WARN_MEM = 1 << 3,
+};
+
+/*
+ * All plugin state. Static, never in the caller's structs: core copies
+ * TP_Profiler/TP_ProfilerFns by value and destroys the originals.
+ */
+static struct {
+	pthread_mutex_t lock;       /* start/stop/collect run under it */
+	struct kx_session *session; /* open between start and stop only */
+	struct kx_store *store;     /* the session's events */
+	pid_t owner;                /* process that opened the session */
+	uint8_t *xspace;            /* frozen at stop, handed out once */
+	size_t xspace_len;
+	unsigned int warned;  /* WARN_* already printed */
+	struct kx_capinfo ci; /* final facts of the last session */
+	struct kx_device devices[KX_MAX_DEVICES];
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- TF_Status, when TensorFlow provides it ------------------------------ */
+
+typedef void (*set_status_fn)(TF_Status *, TF_Code, const char *);
+static set_status_fn tf_set_status;
+static pthread_once_t status_once = PTHREAD_ONCE_INIT;
+
+static void find_status_fns(void)
+{
+	/* TensorFlow's libraries are in the global scope; a bare host has none. */
+	tf_set_status = (set_status_fn)dlsym(RTLD_DEFAULT, "TF_SetStatus");
+}
+
+static void set_status(TF_Status *status, TF_Code code, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void set_status(TF_Status *status, TF_Code code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	pthread_once(&status_once, find_status_fns);
+	if (!status || !tf_set_status)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	tf_set_status(status, code, msg);
+}
+
+/* ---- configuration --------------------------------------------------------- */
+
+static void warn_once(unsigned int bit, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_once(unsigned int bit, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g.warned & bit)
+		return;
+	g.warned |= bit;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+/* The one line that says why profiling does not happen, and what to do. */
+static void inactive(const char *why, const char *todo)
+{
+	warn_once(WARN_INACTIVE, "kxprof: TensorFlow profiler plugin inactive: %s; %s\n", why,
+	          todo);
+}
+
+static int env_flag(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+/* A positive size in MiB from the environment, or def when unset or bad. */
+static double env_mib(const char *name, double def, double max, unsigned int warn_bit)
+{
+	const char *v = getenv(name);
+	char *end;
+	double d;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || *end || !(d > 0) || d > max) {
+		warn_once(warn_bit,
+		          "kxprof: ignoring %s=%s (a size in MiB, above 0, at most %.0f)\n", name,
+		          v, max);
+		return def;
+	}
+	return d;
+}
+
+/* Default devices plus KXPROF_DEVICES; returns the count. */
+static int pick_devices(void)
+{
+	const char *env = getenv("KXPROF_DEVICES");
+	int n = kx_devices_default(g.devices, KX_MAX_DEVICES);
+	char *dup, *save = NULL, *tok;
+
+	if (!env || !*env)
+		return n;
+	dup = strdup(env);
+	if (!dup)
+		return n;
+	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char err[256];
+		int k;
+
+		while (*tok == ' ')
+			tok++;
+		if (!*tok)
+			continue;
+		k = kx_device_resolve(tok, g.devices + n, KX_MAX_DEVICES - n, err, sizeof(err));
+		if (k < 0)
+			warn_once(WARN_DEVICES, "kxprof: KXPROF_DEVICES: %s (ignored)\n", err);
+		else
+			n += k;
+	}
+	free(dup);
+	return n;
+}
+
+/* ---- session lifecycle ------------------------------------------------------ */
+
+static void drop_xspace(void)
+{
+	free(g.xspace);
+	g.xspace = NULL;
+	g.xspace_len = 0;
+}
+
+static void close_session(void)
+{
+	kx_session_close(g.session);
+	g.session = NULL;
+	kx_store_free(g.store);
+	g.store = NULL;
+}
+
+/* Serializes the stopped session once; no events means no data (size 0). */
+static void freeze_xspace(TF_Status *status)
+{
+	struct kx_xspace_opts xo = {
+	        .from_mono_ns = g.ci.start_mono_ns,
+	        .to_mono_ns = g.ci.stop_mono_ns,
+	};
+	char err[512];
+
+	if (kx_store_ioctl_count(g.store) == 0 && g.ci.dropped == 0 && g.ci.not_stored == 0)
+		return;
+	if (kx_xspace_serialize(g.store, &g.ci, &xo, &g.xspace, &g.xspace_len, err, sizeof(err)) !=
+	    0) {
+		g.xspace = NULL;
+		g.xspace_len = 0;
+		fprintf(stderr, "kxprof: cannot build this session's XSpace: %s\n", err);
+		set_status(status, TF_INTERNAL, "kxprof: cannot build the XSpace: %s", err);
+		return;
+	}
+	if (!g.xspace_len)
+		drop_xspace();
+}
+
+static void kx_tf_start(const TP_Profiler *profiler, TF_Status *status)
+{
+	struct kx_session_opts o = {0};
+	char err[512], cmdline[128];
+	int n;
+
+	(void)profiler;
+	(void)status;
+	pthread_mutex_lock(&g.lock);
+	/* Data not collected by now is stale. */
+	drop_xspace();
+	/* Core never starts twice in a row; if it did, keep the running capture. */
+	if (g.session)
+		goto out;
+	if (env_flag("KXPROF_DISABLE")) {
+		inactive("disabled by KXPROF_DISABLE", "unset KXPROF_DISABLE to profile");
+		goto out;
+	}
+	if (!kx_probe_privileges(err, sizeof(err))) {
+		inactive("not root and no CAP_BPF+CAP_PERFMON, so no BPF programs can be loaded",
+		         "run as root or grant CAP_BPF+CAP_PERFMON");
+		goto out;
+	}
+	n = pick_devices();
+	if (n == 0) {
+		inactive("no accelerator device found here",
+		         "name the device to trace in KXPROF_DEVICES (e.g. /dev/dri/renderD128)");
+		goto out;
+	}
+	g.store = kx_store_new(
+	        (size_t)(env_mib("KXPROF_MAX_MEM_MB", KX_TF_DEFAULT_MEM_MB, 1 << 20, WARN_MEM) *
+	                 (1 << 20)));
+	if (!g.store) {
+		inactive("out of memory for the event store", "lower KXPROF_MAX_MEM_MB");
+		goto out;
+	}
+	o.devices = g.devices;
+	o.ndevices = n;
+	o.ringbuf_bytes =
+	        (uint32_t)(env_mib("KXPROF_RINGBUF_MB", 0, 1024, WARN_RINGBUF) * (1 << 20));
+	o.verbose = env_flag("KXPROF_VERBOSE");
+	o.sink = kx_sink_store(g.store);
+	g.session = kx_session_open(&o, err, sizeof(err));
+	if (!g.session) {
+		inactive(err, "set KXPROF_VERBOSE=1 for libbpf's diagnostics");
+		close_session();
+		goto out;
+	}
+	g.owner = getpid();
+	snprintf(cmdline, sizeof(cmdline), "%s (TensorFlow profiler, pid %d)",
+	         program_invocation_short_name, (int)g.owner);
+	kx_session_set_cmdline(g.session, cmdline);
+	if (kx_session_add_pid(g.session, (uint32_t)g.owner, err, sizeof(err)) != 0 ||
+	    kx_session_start(g.session, err, sizeof(err)) != 0) {
+		inactive(err, "this session is not profiled");
+		close_session();
+	}
+out:
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void kx_tf_stop(const TP_Profiler *profiler, TF_Status *status)
+{
+	(void)profiler;
+	pthread_mutex_lock(&g.lock);
+	if (!g.session)
+		goto out;
+	/* Detach and drain (bounded by the consumer's 100 ms poll). */
+	kx_session_stop(g.session);
+	g.ci = *kx_session_capinfo(g.session);
+	g.ci.not_stored = kx_store_not_stored(g.store);
+	freeze_xspace(status);
+	if (env_flag("KXPROF_VERBOSE"))
+		fprintf(stderr,
+		        "kxprof: TensorFlow profiler session: %zu ioctl events, %llu dropped "
+		        "(ring buffer full), %llu not stored (store limit), XSpace %zu bytes, "
+		        "attach %s\n",
+		        kx_store_ioctl_count(g.store), (unsigned long long)g.ci.dropped,
+		        (unsigned long long)g.ci.not_stored, g.xspace_len,
+		        kx_session_mech(g.session));
+	/* Nothing stays attached or allocated between sessions. */
+	close_session();
+out:
+	pthread_mutex_unlock(&g.lock);
+}
+
+/*
+ * Core's two-call protocol: buffer NULL asks for the size (always written,
+ * 0 = no data); then a buffer of capacity *size_in_bytes gets exactly the
+ * frozen bytes, once. Too small a buffer is an error and nothing is written.
+ */
+static void kx_tf_collect(const TP_Profiler *profiler, uint8_t *buffer, size_t *size_in_bytes,
+                          TF_Status *status)
+{
+	(void)profiler;
+	if (!size_in_bytes) {
+		set_status(status, TF_INVALID_ARGUMENT, "kxprof: size_in_bytes is NULL");
+		return;
+	}
+	pthread_mutex_lock(&g.lock);
+	if (!buffer) {
+		*size_in_bytes = g.xspace ? g.xspace_len : 0;
+	} else if (!g.xspace) {
+		*size_in_bytes = 0;
+	} else if (*size_in_bytes < g.xspace_len) {
+		/* Kept, so a caller can ask for the size again and retry. */
+		set_status(status, TF_INVALID_ARGUMENT,
+		           "kxprof: buffer of %zu bytes is too small for the XSpace of %zu bytes",
+		           *size_in_bytes, g.xspace_len);
+	} else {
+		memcpy(buffer, g.xspace, g.xspace_len);
+		*size_in_bytes = g.xspace_len;
+		drop_xspace();
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* Core calls these right after registration while its copies stay in use. */
+static void kx_tf_destroy_profiler(TP_Profiler *profiler)
+{
+	(void)profiler;
+}
+
+static void kx_tf_destroy_profiler_fns(TP_ProfilerFns *fns)
+{
+	(void)fns;
+}
+
+/* ---- process events ------------------------------------------------------------ */
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&g.lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* The child has no consumer thread: forget the parent's capture, never touch it. */
+static void after_fork_child(void)
+{
+	g.session = NULL;
+	g.store = NULL;
+	drop_xspace();
+	pthread_mutex_unlock(&g.lock);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void install_atfork(void)
+{
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+/* Unload or exit with a capture running: stop it cleanly (never in a forked child). */
+__attribute__((destructor)) static void kx_tf_unload(void)
+{
+	if (pthread_mutex_trylock(&g.lock) != 0)
+		return;
+	if (g.session && g.owner == getpid())
+		close_session();
+	drop_xspace();
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* ---- entry point ------------------------------------------------------------------- */
+
+__attribute__((visibility("default"))) void TF_InitProfiler(TF_ProfilerRegistrationParams *params,
+                                                            TF_Status *status)
+{
+	(void)status;
+	pthread_once(&atfork_once, install_atfork);
+	/* Never fail: any error here makes TensorFlow abort the process. */
+	if (!params)
+		return;
+	params->struct_size = TF_PROFILER_REGISTRATION_PARAMS_STRUCT_SIZE;
+	params->destroy_profiler = kx_tf_destroy_profiler;
+	params->destroy_profiler_fns = kx_tf_destroy_profiler_fns;
+	if (params->profiler) {
+		params->profiler->struct_size = TP_PROFILER_STRUCT_SIZE;
+		params->profiler->ext = NULL;
+		params->profiler->device_type = KX_TF_DEVICE_TYPE;
+	}
+	if (params->profiler_fns) {
+		params->profiler_fns->struct_size = TP_PROFILER_FNS_STRUCT_SIZE;
+		params->profiler_fns->ext = NULL;
+		params->profiler_fns->start = kx_tf_start;
+		params->profiler_fns->stop = kx_tf_stop;
+		params->profiler_fns->collect_data_xspace = kx_tf_collect;
+	}
+}
