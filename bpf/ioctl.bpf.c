@@ -301,6 +301,8 @@ static __always_inline void fill_ioctl(struct kx_ioctl_rec *r, const struct infl
 	r->cmd = v->cmd;
 	r->ret = ret;
 	r->xfer_cmd = v->xfer_cmd;
+	r->pad = 0;
+	r->offcpu_ns = 0;
 	r->arg_in_len = 0;
 	r->arg_out_len = 0;
 }

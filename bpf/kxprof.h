@@ -26,6 +26,33 @@ enum kx_fkind {
 enum kx_rec_type {
 	KX_REC_IOCTL = 1,
 	KX_REC_TASK = 2,
+	KX_REC_JOB = 3,
+};
+
+/* Job lifecycle sources and phases (see struct kx_job in user/event.h). */
+enum kx_job_src {
+	KX_JOB_SRC_BLOCK = 1,
+	KX_JOB_SRC_KVM,
+	KX_JOB_SRC_GPU_SCHED,	/* drm_sched_job_queue/run/done (new) or drm_sched_job/drm_run_job/... (old) */
+	KX_JOB_SRC_DMA_FENCE,
+	KX_JOB_SRC_I915,
+	KX_JOB_SRC_XE,
+	KX_JOB_SRC_AMDGPU,
+	KX_JOB_SRC_MSM,
+	KX_JOB_SRC_V3D,
+	KX_JOB_SRC_VPU,
+	KX_JOB_SRC_AMDXDNA,
+	KX_JOB_SRC_MAX,
+};
+
+enum kx_job_phase {
+	KX_JOB_QUEUE = 1,
+	KX_JOB_RUN,
+	KX_JOB_DONE,
+	KX_JOB_WAIT_BEGIN,
+	KX_JOB_WAIT_END,
+	KX_JOB_DEP,		/* dependency added */
+	KX_JOB_UNSCHEDULABLE,
 };
 
 enum kx_task_what {
@@ -98,9 +125,27 @@ struct kx_ioctl_rec {
 	unsigned short arg_in_len;
 	unsigned short arg_out_len;
 	unsigned int xfer_cmd;	/* NVIDIA XFER: inner escape, else 0 */
+	unsigned int pad;
+	unsigned long long offcpu_ns;	/* blocked inside the call (sched_switch), 0 if not measured */
 	unsigned char arg[2 * KX_ARG_MAX];	/* in bytes, then out bytes */
 };
 #define KX_IOCTL_REC_BASE_SIZE ((unsigned long)&((struct kx_ioctl_rec *)0)->arg)
+
+struct kx_job_rec {
+	struct kx_hdr hdr;
+	unsigned long long ts;
+	unsigned long long ctx;
+	unsigned long long seqno;
+	unsigned long long aux;
+	unsigned long long aux2;
+	unsigned int dev;
+	unsigned int pid;
+	unsigned int tid;
+	unsigned short src;
+	unsigned char phase;
+	unsigned char flags;
+	char ring[16];
+};
 
 struct kx_task_rec {
 	struct kx_hdr hdr;

@@ -25,6 +25,7 @@ struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *c
 /* Buffer events; a chunk is compressed and written when the buffer fills. */
 int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const uint8_t *arg);
 int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t);
+int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j);
 /* Writes the pending chunk now (e.g. once a second so a crash loses little). */
 int kx_kxp_flush(struct kx_kxp_writer *w);
 /* Flushes, writes the trailer with ci, closes. Returns 0 or -1 (err filled). Frees w. */

@@ -20,6 +20,8 @@ struct kx_sink {
 	/* arg: arg_in_len + arg_out_len bytes (in, then out), NULL when none. */
 	void (*ioctl)(void *ctx, const struct kx_ioctl *e, const uint8_t *arg);
 	void (*task)(void *ctx, const struct kx_task *t);
+	/* Optional: job lifecycle events (device timelines). */
+	void (*job)(void *ctx, const struct kx_job *j);
 	/* Optional, roughly every 100 ms and once after the final drain. */
 	void (*tick)(void *ctx);
 };

@@ -25,12 +25,15 @@ void kx_store_reset(struct kx_store *s);
  * Returns 0, or -1 when the limit refused it (counted in not_stored). */
 int kx_store_add_ioctl(struct kx_store *s, const struct kx_ioctl *e, const uint8_t *arg);
 int kx_store_add_task(struct kx_store *s, const struct kx_task *t);
+int kx_store_add_job(struct kx_store *s, const struct kx_job *j);
 
 size_t kx_store_ioctl_count(const struct kx_store *s);
 size_t kx_store_task_count(const struct kx_store *s);
 /* i < kx_store_ioctl_count; stable pointers until reset/free. */
 const struct kx_ioctl *kx_store_ioctl(const struct kx_store *s, size_t i);
 const struct kx_task *kx_store_task(const struct kx_store *s, size_t i);
+size_t kx_store_job_count(const struct kx_store *s);
+const struct kx_job *kx_store_job(const struct kx_store *s, size_t i);
 /* Argument bytes of e (in then out), or NULL when it has none. */
 const uint8_t *kx_store_arg(const struct kx_store *s, const struct kx_ioctl *e);
 
