@@ -43,6 +43,39 @@ static inline unsigned int kx_ioctl_cpu(const struct kx_ioctl *e)
  * run/exit, gpu_scheduler, dma_fence, per-driver tracepoints), normalised
  * to a phase. Analysis (user/jobs.h) pairs phases into jobs by
  * (src, dev, ctx, seqno) and links them to the ioctls that submitted them.
+ *
+ * Field meaning per source (producer: bpf/jobs.bpf.c; consumer: user/jobs.c):
+ *   BLOCK      dev = disk dev_t, ctx = 0, seqno = sector, aux = bytes,
+ *              aux2 = op (1 read, 2 write, 3 flush/other), ring = disk name;
+ *              insert -> QUEUE, issue -> RUN, complete -> DONE (IRQ: pid 0).
+ *              Requests issued directly (no scheduler) have no QUEUE.
+ *   KVM        ctx = vCPU thread tid, seqno = 0, ring = "vcpu <tid>";
+ *              a job is one KVM_RUN: it starts at that ioctl's enter (the
+ *              ioctl record) and ends at DONE = kvm_userspace_exit
+ *              (aux = exit reason); intermediate kvm_pio/kvm_mmio exits
+ *              are RUN phases (aux = port/addr) if recorded.
+ *   GPU_SCHED  ctx = fence_context, seqno = fence_seqno (new names) or the
+ *              fence pointer in ctx and seqno = 0 (old names), aux = client_id
+ *              (new) or job id (old), ring = sched name ("gfx_0.0.0");
+ *              queue -> QUEUE, run -> RUN, done/process_job -> DONE,
+ *              add_dep/wait_dep -> DEP, unschedulable -> UNSCHEDULABLE.
+ *   DMA_FENCE  ctx = context, seqno = seqno; emit -> QUEUE, signaled -> DONE,
+ *              wait_start/end -> WAIT_BEGIN/WAIT_END.
+ *   I915       ctx = ctx, seqno = seqno, aux = class << 16 | instance,
+ *              ring = "<class>:<instance>"; add -> QUEUE, (execute/in ->
+ *              RUN when the low-level tracepoints exist), retire -> DONE,
+ *              wait_begin/end -> WAIT_BEGIN/WAIT_END.
+ *   XE         ctx = guc_id (or fence context), seqno = seqno; create ->
+ *              QUEUE, run/exec -> RUN, xe_hw_fence_signal or free -> DONE.
+ *   AMDGPU     amdgpu_sched_run_job: ctx = context, seqno = seqno, ring =
+ *              ring name, phase RUN (amdgpu_cs_ioctl -> QUEUE).
+ *   MSM        ctx = ringid, seqno = seqno, aux = start_ticks, aux2 =
+ *              end_ticks (device clock); submit -> QUEUE, submit_flush ->
+ *              RUN, submit_retired -> DONE.
+ *   V3D        ctx = queue (bin/render/tfu/csd), seqno = seqno;
+ *              submit -> QUEUE, *_irq -> DONE.
+ *   VPU        ctx = ctx_id, seqno = job_id, aux = engine_id.
+ *   AMDXDNA    ctx = fence_context, seqno = fence_seqno.
  */
 struct kx_job {
 	uint64_t ts;		/* CLOCK_MONOTONIC ns */
