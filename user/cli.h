@@ -15,6 +15,17 @@ int cmd_convert(int argc, char **argv);
 
 /* "kxprof: <message>" on stderr. */
 void kx_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct kx_store;
+struct kx_capinfo;
+struct kx_kxp_read_result;
+/*
+ * Reads a record file for a subcommand into a new store (with a budget large
+ * enough for big captures) and ci. Prints the error, or the "incomplete file"
+ * warning, itself. NULL on error.
+ */
+struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
+			     struct kx_kxp_read_result *res);
+
 /* Human size: "12.3 KiB". */
 const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len);
 

@@ -67,20 +67,9 @@ int cmd_convert(int argc, char **argv)
 		kx_err("nothing to write: give --xplane LOGDIR and/or --chrome OUT.json");
 		return 2;
 	}
-	/* Same budget as report: a huge capture needs more than the default store. */
-	store = kx_store_new((size_t)8 << 30);
-	if (!store) {
-		kx_err("out of memory");
+	store = kx_cli_load(path, &ci, &res);
+	if (!store)
 		return 1;
-	}
-	if (kx_kxp_read(path, store, &ci, &res, err, sizeof(err)) != 0) {
-		kx_err("%s", err);
-		goto out;
-	}
-	if (res.truncated)
-		fprintf(stderr, "kxprof: warning: %s is incomplete (capture did not finish or file "
-				"was cut): converting its %llu whole chunks\n",
-			path, (unsigned long long)res.chunks);
 	if (logdir) {
 		if (kx_xspace_write_logdir(store, &ci, &xo, logdir, out, sizeof(out), err,
 					   sizeof(err))) {

@@ -36,7 +36,6 @@ int cmd_report(int argc, char **argv)
 	int sort = KX_SORT_AVG;
 	struct kx_summary *sum;
 	struct kx_store *store;
-	char err[512];
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -71,20 +70,9 @@ int cmd_report(int argc, char **argv)
 		kx_err("one record file at a time ('%s' is extra)", argv[optind]);
 		return 2;
 	}
-	/* A report of a huge capture may need more than the default store. */
-	store = kx_store_new((size_t)8 << 30);
-	if (!store) {
-		kx_err("out of memory");
+	store = kx_cli_load(path, &ci, &res);
+	if (!store)
 		return 1;
-	}
-	if (kx_kxp_read(path, store, &ci, &res, err, sizeof(err)) != 0) {
-		kx_err("%s", err);
-		goto out;
-	}
-	if (res.truncated)
-		fprintf(stderr, "kxprof: warning: %s is incomplete (capture did not finish or file "
-				"was cut): reporting its %llu whole chunks\n",
-			path, (unsigned long long)res.chunks);
 	sum = kx_summary_build(store, &ci);
 	if (!sum) {
 		kx_err("out of memory building the summary");

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kxp.h"
+#include "store.h"
 
 int kx_verbose;
 
@@ -33,6 +35,29 @@ const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len)
 	else
 		snprintf(buf, len, "%.1f %s", v, unit[u]);
 	return buf;
+}
+
+struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
+			     struct kx_kxp_read_result *res)
+{
+	/* A capture of millions of events needs more than the default budget. */
+	struct kx_store *store = kx_store_new((size_t)8 << 30);
+	char err[512];
+
+	if (!store) {
+		kx_err("out of memory");
+		return NULL;
+	}
+	if (kx_kxp_read(path, store, ci, res, err, sizeof(err)) != 0) {
+		kx_err("%s", err);
+		kx_store_free(store);
+		return NULL;
+	}
+	if (res->truncated)
+		fprintf(stderr, "kxprof: warning: %s is incomplete (capture did not finish or file "
+				"was cut): using its %llu whole chunks\n",
+			path, (unsigned long long)res->chunks);
+	return store;
 }
 
 static const struct {
