@@ -694,7 +694,7 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, uint64_t
 		uint32_t ref;
 
 		if (!name) {
-			snprintf(buf, sizeof(buf), "errno %" PRId64, -e->ret);
+			snprintf(buf, sizeof(buf), "errno %" PRId64, -(int64_t)e->ret);
 			name = buf;
 		}
 		ref = strtab_cstr(&x->st, name);
