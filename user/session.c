@@ -33,10 +33,10 @@ struct kx_session {
 
 static int verbose_libbpf;
 
+/* libbpf's own diagnostics only with -v: failures are reported by the session itself. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (!verbose_libbpf && level != LIBBPF_WARN)
-		return 0;
+	(void)level;
 	if (!verbose_libbpf)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
