@@ -28,6 +28,8 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE $(SANFLAGS) -I$(BUILD) -Iuser -Ibpf
 LDFLAGS += $(SANFLAGS)
 LDLIBS := -lbpf -lelf -lz -lprotobuf-c -lpthread
+# Only the CLI serves HTTP (kxprof serve): keep libmicrohttpd out of the plugin.
+CLI_LDLIBS := -lmicrohttpd
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
@@ -55,6 +57,9 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/tests/%,$(WORKLOAD_SRCS))
+# Benchmarks (tests/bench/*.c): built by `make bench` only, into $(BUILD)/bench/.
+BENCH_SRCS := $(wildcard tests/bench/*.c)
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
@@ -102,7 +107,7 @@ $(LIB): $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/kxprof: $(CLI_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS) $(CLI_LDLIBS)
 
 $(BUILD)/obj/plugin/%.o: plugin/%.c $(wildcard plugin/*.h) $(wildcard user/*.h) $(SKELS) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -133,7 +138,16 @@ test: $(DEPS_STAMP)
 demo: all
 	@tests/demo.sh
 
-bench: all
+# The floor loader needs only its skeleton and libbpf.
+$(BUILD)/bench/floor: tests/bench/floor.c $(BUILD)/floor.skel.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) -lbpf -lelf -lz
+
+$(BUILD)/bench/%: tests/bench/%.c $(wildcard user/*.h) $(SKELS) $(PROTO_H) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
+
+bench: all $(BENCH_BINS)
 	@tests/bench/run.sh
 
 install: all

@@ -5,6 +5,9 @@
  * set, device set) happens before any record is made. Three attach flavours
  * of the same logic: tp_btf, raw_tp (raw syscalls filtered by syscall number)
  * and classic syscall tracepoints; user space autoloads exactly one.
+ * Aggregate mode (rodata `aggregate`, always-on profiling): the same capture
+ * counts each ioctl into the `agg` histogram map at exit instead of making
+ * a record (no ring buffer, no argument copies, no task records).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -18,9 +21,17 @@
 #define S_IFBLK 0060000
 #define ANON_INODE_FS_MAGIC 0x09041934
 #define E2BIG 7
+#define EEXIST 17
 
 const volatile bool targ_all = false;		/* trace every process */
 const volatile __u64 wakeup_bytes = 256 * 1024;	/* wake the consumer past this much data */
+/* Aggregate mode: count into the agg map at exit, no ring-buffer record. */
+const volatile bool aggregate = false;
+const volatile bool agg_by_pid = false;		/* split aggregates by tgid */
+const volatile bool agg_by_cgroup = false;	/* split aggregates by cgroup id */
+/* Set by user space while an NVIDIA device is traced: aggregates then still
+ * unwrap XFER escapes (their names); writable at run time (hot-plug). */
+bool agg_xfer = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -77,6 +88,8 @@ struct {
 struct inflight {
 	__u64 ts;
 	__u64 arg;		/* user pointer to the argument (or inner XFER params) */
+	__u64 offcpu_ns;	/* time switched out so far (sched_switch) */
+	__u64 off_since;	/* when it was switched out, 0 while on a CPU */
 	__u32 cmd;
 	__s32 fd;
 	__u32 dev;
@@ -86,7 +99,30 @@ struct inflight {
 	__u16 in_len;
 	__u16 out_len;		/* planned copy at exit */
 	__u8 in[KX_ARG_MAX];
+	/* Above: the call in progress (ts 0: none). Below: kept from call to call,
+	 * since a thread's entry lives until the thread exits and is updated in
+	 * place (a map update and delete per call cost more than the rest of
+	 * the call's recording; tests/bench/RESULTS.md). */
+	__u8 named;		/* a task record named the thread */
+	__u8 spec_valid;	/* spec_* hold the argspec answer for (spec_drv, spec_cmd) */
+	__u8 spec_found;
+	__u16 spec_drv;
+	__u32 spec_cmd;
+	struct kx_arg_spec spec;
 };
+#define INFLIGHT_CALL_SIZE __builtin_offsetof(struct inflight, named)
+
+/* Aggregate mode: (device, driver, cmd[, pid or cgroup]) -> counters and log2
+ * histogram. Sized by user space (KX_AGG_MAX_KEYS default, 1 when unused). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KX_AGG_MAX_KEYS);
+	__type(key, struct kx_agg_key);
+	__type(value, struct kx_agg_val);
+} agg SEC(".maps");
+
+/* Template of a new aggregate: min starts high so the first call sets it. */
+static const struct kx_agg_val agg_init = { .min_ns = ~0ULL };
 
 /* Ioctls in progress, by tid. */
 struct {
@@ -95,6 +131,28 @@ struct {
 	__type(key, __u32);
 	__type(value, struct inflight);
 } inflight SEC(".maps");
+
+/* Calls in flight (entries with ts != 0): sched_switch skips both lookups while it is 0. */
+__u64 nr_inflight = 0;
+
+/* A call ended: the thread's entry stays, idle until its next call. */
+static __always_inline void call_done(struct inflight *v)
+{
+	v->ts = 0;
+	__sync_fetch_and_add(&nr_inflight, -1);
+}
+
+/* The thread exited: its entry goes. */
+static __always_inline void inflight_del(__u32 tid)
+{
+	struct inflight *v = bpf_map_lookup_elem(&inflight, &tid);
+
+	if (!v)
+		return;
+	if (v->ts)
+		__sync_fetch_and_add(&nr_inflight, -1);
+	bpf_map_delete_elem(&inflight, &tid);
+}
 
 static __always_inline void stat_inc(__u32 which)
 {
@@ -155,6 +213,27 @@ static __always_inline struct file *fd_to_file(struct task_struct *task, int fd)
 	return f;
 }
 
+/* kfunc (6.2+): a kernel pointer held as a number, as a read-only typed
+ * pointer: tp_btf programs then read struct file and inode with plain
+ * loads instead of a probe-read helper call each (-~200 ns per ioctl here). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* tp_btf: the file behind fd with one probe read (the fd array slot); the
+ * task, files and fdtable are plain BTF loads. NULL when fd is not open. */
+static __always_inline struct file *fd_to_file_btf(int fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	struct file **fds;
+	struct file *f = NULL;
+
+	if (fd < 0 || (unsigned int)fd >= fdt->max_fds)
+		return NULL;
+	fds = fdt->fd;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
 static __always_inline bool prefix_is(const char *s, const char *p, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -198,32 +277,65 @@ static __always_inline void name_thread(__u32 pid, __u32 tid)
 	emit_task(KX_TASK_SEEN, pid, tid, 0, NULL);
 }
 
-static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg)
+/* The argspec entry for (drv, cmd), or NULL; the map is filled once at open,
+ * so the thread's entry keeps the last answer (threads repeat commands). */
+static __always_inline struct kx_arg_spec *arg_spec(struct inflight *e, __u32 drv, __u32 cmd)
+{
+	struct kx_arg_key akey = { .drv = drv, .cmd = cmd };
+	struct kx_arg_spec *spec;
+
+	if (!e->spec_valid || e->spec_drv != drv || e->spec_cmd != cmd) {
+		spec = bpf_map_lookup_elem(&argspec, &akey);
+		if (!spec) {
+			akey.cmd = KX_ARG_BY_NR_KEY(cmd);
+			spec = bpf_map_lookup_elem(&argspec, &akey);
+		}
+		e->spec_valid = 1;
+		e->spec_drv = drv;
+		e->spec_cmd = cmd;
+		e->spec_found = spec != NULL;
+		if (spec)
+			e->spec = *spec;
+	}
+	return e->spec_found ? &e->spec : NULL;
+}
+
+/* btf: called from tp_btf, where BTF pointers can be read directly. */
+static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
 	struct kx_dev_key key = {};
-	struct kx_arg_key akey;
 	struct kx_arg_spec *spec;
-	struct inflight v = {};
+	struct inflight v = {}, *e;
 	struct inode *inode;
 	struct file *f;
-	__u32 *drv;
+	__u32 *drv, rdev;
 	umode_t mode;
 
 	if (!pid_traced(tgid))
 		return 0;
-	task = (struct task_struct *)bpf_get_current_task();
-	f = fd_to_file(task, fd);
-	if (!f)
-		return 0;
-	inode = BPF_CORE_READ(f, f_inode);
-	mode = BPF_CORE_READ(inode, i_mode) & S_IFMT;
+	if (btf && bpf_rdonly_cast) {
+		f = fd_to_file_btf(fd);
+		if (!f)
+			return 0;
+		inode = ((struct file *)bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file)))->f_inode;
+		mode = inode->i_mode & S_IFMT;
+		rdev = inode->i_rdev;
+	} else {
+		task = (struct task_struct *)bpf_get_current_task();
+		f = fd_to_file(task, fd);
+		if (!f)
+			return 0;
+		inode = BPF_CORE_READ(f, f_inode);
+		mode = BPF_CORE_READ(inode, i_mode) & S_IFMT;
+		rdev = BPF_CORE_READ(inode, i_rdev);
+	}
 	if (mode == S_IFCHR || mode == S_IFBLK) {
 		key.fkind = mode == S_IFCHR ? KX_FK_CHR : KX_FK_BLK;
-		key.dev = BPF_CORE_READ(inode, i_rdev);
-		v.dev = key.dev;
+		key.dev = rdev;
+		v.dev = rdev;
 		drv = bpf_map_lookup_elem(&devs, &key);
 		if (!drv) {
 			key.dev = KX_DEV_ANY_MINOR(KX_MAJOR(key.dev));
@@ -245,13 +357,18 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg)
 	v.drv = *drv;
 	v.arg = arg;
 
-	akey.drv = *drv;
-	akey.cmd = cmd;
-	spec = bpf_map_lookup_elem(&argspec, &akey);
-	if (!spec) {
-		akey.cmd = KX_ARG_BY_NR_KEY(cmd);
-		spec = bpf_map_lookup_elem(&argspec, &akey);
+	e = bpf_map_lookup_elem(&inflight, &tid);
+	if (!e) {
+		/* First traced call of the thread: make its entry (idle, ts 0). */
+		bpf_map_update_elem(&inflight, &tid, &v, BPF_NOEXIST);
+		e = bpf_map_lookup_elem(&inflight, &tid);
+		if (!e) {
+			stat_inc(KX_STAT_INFLIGHT_FULL);
+			return 0;
+		}
 	}
+	/* Aggregates copy no arguments: skip the lookups unless XFER names are needed. */
+	spec = aggregate && !agg_xfer ? NULL : arg_spec(e, *drv, cmd);
 	if (spec && arg) {
 		__u32 len = spec->len;
 
@@ -271,7 +388,7 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg)
 				len = 0;
 			}
 		}
-		if ((spec->flags & KX_ARGF_IN) && len) {
+		if ((spec->flags & KX_ARGF_IN) && len && !aggregate) {
 			if (bpf_probe_read_user(v.in, len & (KX_ARG_MAX * 2 - 1), (void *)v.arg) == 0)
 				v.in_len = len;
 			else
@@ -280,8 +397,10 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg)
 		if (spec->flags & KX_ARGF_OUT)
 			v.out_len = len;
 	}
-	if (bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY))
-		stat_inc(KX_STAT_INFLIGHT_FULL);
+	/* Count new calls only: a stale one (exit never seen) is overwritten. */
+	if (!e->ts)
+		__sync_fetch_and_add(&nr_inflight, 1);
+	__builtin_memcpy(e, &v, INFLIGHT_CALL_SIZE);
 	return 0;
 }
 
@@ -302,9 +421,87 @@ static __always_inline void fill_ioctl(struct kx_ioctl_rec *r, const struct infl
 	r->ret = ret;
 	r->xfer_cmd = v->xfer_cmd;
 	r->pad = 0;
-	r->offcpu_ns = 0;
+	r->offcpu_ns = v->offcpu_ns;
 	r->arg_in_len = 0;
 	r->arg_out_len = 0;
+}
+
+/* floor(log2(v)) for v > 0 by halving steps: no loop for the verifier. */
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) {
+		v >>= 32;
+		r += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		r += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		r += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		r += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		r += 2;
+	}
+	return r + (__u32)(v >> 1);
+}
+
+/*
+ * Aggregate mode: fold one finished ioctl into its key. Atomic adds because
+ * the map is shared by all CPUs (a per-CPU map would cost value size times
+ * CPUs per key); min/max are plain stores, racy only for one key updated on
+ * two CPUs at once.
+ */
+static __always_inline void agg_add(const struct inflight *v, __u32 tgid, __u64 dur, long ret,
+				    __u64 offcpu)
+{
+	struct kx_agg_key k = {};
+	struct kx_agg_val *a;
+	__u32 slot;
+	long err;
+
+	if (agg_by_pid)
+		k.who = tgid;
+	else if (agg_by_cgroup)
+		k.who = bpf_get_current_cgroup_id();
+	k.dev = v->dev;
+	k.cmd = v->cmd;
+	k.xfer_cmd = v->xfer_cmd;
+	k.fkind = v->fkind;
+	k.drv = v->drv;
+	a = bpf_map_lookup_elem(&agg, &k);
+	if (!a) {
+		/* -EEXIST: another CPU created it first, fine. Full: counted, not silent. */
+		err = bpf_map_update_elem(&agg, &k, &agg_init, BPF_NOEXIST);
+		if (err && err != -EEXIST) {
+			stat_inc(KX_STAT_AGG_OVERFLOW);
+			return;
+		}
+		a = bpf_map_lookup_elem(&agg, &k);
+		if (!a)
+			return;
+	}
+	slot = dur ? log2_u64(dur) : 0;
+	if (slot >= KX_HIST_SLOTS)
+		slot = KX_HIST_SLOTS - 1;
+	__sync_fetch_and_add(&a->slots[slot], 1);
+	__sync_fetch_and_add(&a->sum_ns, dur);
+	if (ret < 0)
+		__sync_fetch_and_add(&a->errors, 1);
+	if (offcpu)
+		__sync_fetch_and_add(&a->offcpu_ns, offcpu);
+	if (dur > a->max_ns)
+		a->max_ns = dur;
+	if (dur < a->min_ns)
+		a->min_ns = dur;
 }
 
 static __always_inline int on_exit(long ret)
@@ -317,10 +514,19 @@ static __always_inline int on_exit(long ret)
 	__u64 now;
 
 	v = bpf_map_lookup_elem(&inflight, &tid);
-	if (!v)
+	if (!v || !v->ts)
 		return 0;
 	now = bpf_ktime_get_ns();
-	name_thread(tgid, tid);
+	if (aggregate) {
+		/* No record and no thread naming: the point of the mode is its cost. */
+		agg_add(v, tgid, now - v->ts, ret, v->offcpu_ns);
+		call_done(v);
+		return 0;
+	}
+	if (!v->named) {
+		v->named = 1;
+		name_thread(tgid, tid);
+	}
 	stat_inc(KX_STAT_EMITTED);
 	in_len = v->in_len;
 	out_len = ret >= 0 ? v->out_len : 0;	/* output only means something on success */
@@ -352,12 +558,12 @@ static __always_inline int on_exit(long ret)
 				stat_inc(KX_STAT_ARG_FAULT);
 		}
 	}
-	bpf_map_delete_elem(&inflight, &tid);
+	call_done(v);
 	bpf_ringbuf_submit(r, submit_flags());
 	return 0;
 drop:
 	stat_inc(KX_STAT_DROPPED);
-	bpf_map_delete_elem(&inflight, &tid);
+	call_done(v);
 	return 0;
 }
 
@@ -374,7 +580,7 @@ static __always_inline void on_fork(__u32 parent_tgid, __u32 child_pid, __u32 ch
 
 static __always_inline void on_exit_task(__u32 tgid, __u32 tid, bool group_dead)
 {
-	bpf_map_delete_elem(&inflight, &tid);
+	inflight_del(tid);
 	if (bpf_map_lookup_elem(&seen, &tid)) {
 		bpf_map_delete_elem(&seen, &tid);
 		emit_task(KX_TASK_EXIT, tgid, tid, 0, NULL);
@@ -387,6 +593,50 @@ static __always_inline void on_rename(__u32 tgid, __u32 tid, const char *newcomm
 {
 	if (bpf_map_lookup_elem(&seen, &tid))
 		emit_task(KX_TASK_RENAME, tgid, tid, 0, newcomm);
+}
+
+/*
+ * Off-CPU time inside a traced ioctl: prev blocks (stamp it), next comes back
+ * (add the time away, wakeup latency included). One lookup each, none while
+ * no ioctl is in flight anywhere. A preempted thread was still runnable, not
+ * waiting for its call, so preemption is not counted.
+ */
+static __always_inline void on_switch(__u32 prev, __u32 next, bool prev_blocked)
+{
+	struct inflight *v;
+	__u64 now = 0;
+
+	if (!*(volatile __u64 *)&nr_inflight)
+		return;
+	/* The clock only when a traced thread is involved: most switches are not. */
+	if (prev && prev_blocked) {
+		v = bpf_map_lookup_elem(&inflight, &prev);
+		if (v && v->ts) {
+			now = bpf_ktime_get_ns();
+			v->off_since = now;
+		}
+	}
+	if (next) {
+		v = bpf_map_lookup_elem(&inflight, &next);
+		if (v && v->off_since) {
+			if (!now)
+				now = bpf_ktime_get_ns();
+			v->offcpu_ns += now - v->off_since;
+			v->off_since = 0;
+		}
+	}
+}
+
+/* Kernels before 5.14 named the task state `state`. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline bool task_blocked(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state) != 0;	/* TASK_RUNNING is 0 */
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) != 0;
 }
 
 static __always_inline void on_exec(__u32 tgid, __u32 tid)
@@ -402,7 +652,7 @@ int BPF_PROG(btf_sys_enter, struct pt_regs *regs, long id)
 {
 	if (id != KX_IOCTL_NR_X86_64)
 		return 0;
-	return on_enter((int)regs->di, (__u32)regs->si, regs->dx);
+	return on_enter((int)regs->di, (__u32)regs->si, regs->dx, true);
 }
 
 SEC("tp_btf/sys_exit")
@@ -443,13 +693,20 @@ int BPF_PROG(btf_rename, struct task_struct *task, const char *comm)
 
 /* ---- raw_tp flavour: same arguments, read through probe reads ---- */
 
+SEC("tp_btf/sched_switch")
+int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(prev->pid, next->pid, !preempt && task_blocked(prev));
+	return 0;
+}
+
 SEC("raw_tp/sys_enter")
 int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 {
 	if (id != KX_IOCTL_NR_X86_64)
 		return 0;
 	return on_enter((int)BPF_CORE_READ(regs, di), (__u32)BPF_CORE_READ(regs, si),
-			BPF_CORE_READ(regs, dx));
+			BPF_CORE_READ(regs, dx), false);
 }
 
 SEC("raw_tp/sys_exit")
@@ -488,12 +745,20 @@ int BPF_PROG(raw_rename, struct task_struct *task, const char *comm)
 	return 0;
 }
 
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(next, pid),
+		  !preempt && task_blocked(prev));
+	return 0;
+}
+
 /* ---- classic tracepoint flavour (needs tracefs) ---- */
 
 SEC("tracepoint/syscalls/sys_enter_ioctl")
 int tp_sys_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	return on_enter((int)ctx->args[0], (__u32)ctx->args[1], ctx->args[2]);
+	return on_enter((int)ctx->args[0], (__u32)ctx->args[1], ctx->args[2], false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_ioctl")
@@ -540,6 +805,14 @@ int tp_rename(struct trace_event_raw_task_rename *ctx)
 	__u32 tid = ctx->pid;
 
 	on_rename(tid == (__u32)id ? id >> 32 : 0, tid, ctx->newcomm);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_switch")
+int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
+{
+	/* prev_state: the state bit when blocked, 0 or TASK_REPORT_MAX (0x100+) when runnable. */
+	on_switch(ctx->prev_pid, ctx->next_pid, (ctx->prev_state & 0xff) != 0);
 	return 0;
 }
 

@@ -55,6 +55,8 @@ enum kx_job_phase {
 	KX_JOB_UNSCHEDULABLE,
 };
 
+#define KX_JOB_F_ERROR 1		/* flags: the device reported an error (block DONE) */
+
 enum kx_task_what {
 	KX_TASK_FORK = 1,	/* new process or thread of a traced process */
 	KX_TASK_EXEC = 2,
@@ -72,6 +74,9 @@ enum kx_stat {
 	KX_STAT_INFLIGHT_FULL,	/* enter seen but the in-flight map was full: ioctl not traced */
 	KX_STAT_PIDSET_FULL,	/* a child could not be added to the pid set */
 	KX_STAT_ARG_FAULT,	/* argument copy from user memory failed */
+	KX_STAT_AGG_OVERFLOW,	/* aggregate mode: ioctl not counted, the agg map was full */
+	KX_STAT_JOB_EMITTED,	/* job lifecycle records tried (bpf/jobs.bpf.c) */
+	KX_STAT_JOB_DROPPED,	/* job records lost: ring buffer full */
 	KX_STAT_MAX,
 };
 
@@ -102,6 +107,49 @@ struct kx_arg_key {
 struct kx_arg_spec {
 	unsigned short len;	/* bytes to copy, <= KX_ARG_MAX */
 	unsigned short flags;
+};
+
+/*
+ * Aggregate mode (always-on): per key, counters and a log2 latency histogram
+ * updated in the kernel at ioctl exit; no ring-buffer record. Slot i counts
+ * durations in [2^i, 2^(i+1)) ns (slot 0 also holds 0 ns); the last slot
+ * also holds everything longer (>= 2^(KX_HIST_SLOTS-1) ns, about 34 s).
+ * The map is bounded (KX_AGG_MAX_KEYS unless user space sets another
+ * limit); an ioctl whose new key does not fit is counted in
+ * KX_STAT_AGG_OVERFLOW instead.
+ */
+#define KX_HIST_SLOTS 36
+#define KX_AGG_MAX_KEYS 4096
+struct kx_agg_key {
+	unsigned long long who;	/* tgid (agg_by_pid), cgroup id (agg_by_cgroup), else 0 */
+	unsigned int dev;	/* kernel dev_t for CHR/BLK, 0 for anon kinds */
+	unsigned int cmd;	/* full ioctl cmd */
+	unsigned int xfer_cmd;	/* NVIDIA XFER inner escape, else 0 */
+	unsigned short fkind;
+	unsigned short drv;	/* enum kx_driver */
+};
+struct kx_agg_val {
+	/* No count field: the count is the sum of the slots, so a reader never
+	 * sees a count that disagrees with the histogram (one atomic less too). */
+	unsigned long long errors;	/* calls that returned < 0 */
+	unsigned long long sum_ns;
+	unsigned long long offcpu_ns;	/* blocked inside the calls, 0 if not measured */
+	unsigned long long min_ns;	/* exact but for racing updates of one key on two CPUs */
+	unsigned long long max_ns;
+	unsigned long long slots[KX_HIST_SLOTS];
+};
+
+/*
+ * Driver entry hooks (bpf/drvcall.bpf.c): per hooked function (index into
+ * user space's function table, also the attach cookie), calls and a log2
+ * latency histogram with the slot rule of struct kx_agg_val.
+ */
+#define KX_DRV_FN_MAX 8
+struct kx_drvcall_val {
+	unsigned long long calls;
+	unsigned long long sum_ns;
+	unsigned long long max_ns;
+	unsigned long long slots[KX_HIST_SLOTS];
 };
 
 struct kx_hdr {

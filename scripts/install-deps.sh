@@ -23,6 +23,9 @@ declare -A need=(
 	[strace]=/usr/bin/strace
 	[linux-perf]=/usr/bin/perf
 	[valgrind]=/usr/bin/valgrind
+	[libmicrohttpd-dev]=/usr/include/microhttpd.h
+	[prometheus]=/usr/bin/promtool
+	[curl]=/usr/bin/curl
 )
 
 missing=()

@@ -7,6 +7,8 @@
 #define KX_CAPINFO_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "../bpf/kxprof.h"
 
@@ -28,6 +30,16 @@ struct kx_hook {
 	char mech[16];		/* "tp_btf", "raw_tp", "tp", "fentry", "kprobe", "-" */
 	uint8_t state;		/* enum kx_hook_state */
 	char why[96];		/* reason when skipped/failed, else "" */
+};
+
+/* Calls of one hooked driver function (driver entry hooks that attached). */
+struct kx_drvcall_stat {
+	char fn[40];		/* "drm_ioctl" */
+	char mech[8];		/* "fentry" or "kprobe" */
+	uint64_t calls;
+	uint64_t sum_ns;
+	uint64_t max_ns;
+	uint64_t slots[KX_HIST_SLOTS];	/* log2 latency histogram, see struct kx_agg_val */
 };
 
 /* Monotonic -> realtime: realtime_ns = mono_ns + offset_ns (best of several paired reads). */
@@ -60,7 +72,29 @@ struct kx_capinfo {
 	uint64_t arg_faults;
 	uint32_t ringbuf_bytes;
 	uint32_t all_pids;		/* -a */
+	/* Job lifecycle records (device timelines): received + dropped == emitted. */
+	uint64_t job_emitted;
+	uint64_t job_received;
+	uint64_t job_dropped;		/* ring buffer full */
+	uint32_t ndrvcalls;
+	struct kx_drvcall_stat drvcalls[KX_DRV_FN_MAX];
 };
+
+/* Appends a hook result (NULL when the table is full); why is the caller's to fill. */
+static inline struct kx_hook *kx_capinfo_hook(struct kx_capinfo *ci, const char *name,
+					      const char *mech, int state)
+{
+	struct kx_hook *h;
+
+	if (ci->nhooks >= KX_MAX_HOOKS)
+		return NULL;
+	h = &ci->hooks[ci->nhooks++];
+	memset(h, 0, sizeof(*h));
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	snprintf(h->mech, sizeof(h->mech), "%s", mech);
+	h->state = (uint8_t)state;
+	return h;
+}
 
 /* Realtime ns for a monotonic timestamp, using the start sync. */
 static inline int64_t kx_capinfo_realtime(const struct kx_capinfo *ci, uint64_t mono_ns)

@@ -11,6 +11,13 @@
  * does not grow with the capture. Names, categories and device labels are
  * escaped once per distinct (driver, cmd) or (file kind, dev) and cached.
  * Numbers are formatted by hand: snprintf would dominate the run time.
+ *
+ * Device timelines (user/jobs.h): each device pseudo-process gets one
+ * thread per ring lane (tid = ring index + 1, + 1000 per extra lane, named
+ * after the ring) with an "X" slice per job, a flow arrow ("s" in the
+ * submitting ioctl, "f" with "bp":"e" on the job, id = job index + 1) and
+ * "C" counter tracks "in flight" (jobs queued or running) and "memory"
+ * (bytes allocated through the device's ioctls).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -26,6 +33,8 @@
 #include "chrome.h"
 #include "devices.h"
 #include "ioctl_decode.h"
+#include "jobs.h"
+#include "warnings.h"
 
 #define WBUF_SIZE (1u << 20)
 #define EV_ROOM   1024                        /* bytes the fixed part of one event may take */
@@ -37,8 +46,9 @@
 #define DEV_PID_BASE 1000000000u
 #define MANY_EVENTS  1000000
 #define MAX_WARN     (KX_MAX_HOOKS + 16)
-#define WARN_LEN     320
+#define WARN_LEN     1024
 #define MAX_FIELDS   16
+#define LANE_TID_STEP 1000 /* tid of lane l of ring r: r + 1 + l * LANE_TID_STEP */
 
 /* ---- buffered writer ---- */
 
@@ -393,6 +403,9 @@ struct ctx {
 	size_t nfix, fixcap;
 	uint64_t first_ts;
 	int64_t base_ns; /* baseTimeNanoseconds */
+	struct kx_jobs *jobs;
+	uint32_t devpid[KX_MAX_DEVICES]; /* pseudo-process of each capinfo device */
+	uint32_t *jobpid;                /* pseudo-process of each job device */
 	char warn[MAX_WARN][WARN_LEN];
 	int nwarn;
 };
@@ -530,44 +543,18 @@ static void warn_add(struct ctx *c, const char *fmt, ...)
 	va_end(ap);
 }
 
+static void warn_cb(void *ctx, const char *msg)
+{
+	warn_add(ctx, "%s", msg);
+}
+
 /* The same warnings as the summary, plus what this exporter had to do. */
 static void collect_warnings(struct ctx *c)
 {
-	const struct kx_capinfo *ci = c->ci;
-	uint64_t not_stored = ci->not_stored;
 	size_t n = kx_store_ioctl_count(c->s);
 
-	if (kx_store_not_stored(c->s) > not_stored)
-		not_stored = kx_store_not_stored(c->s);
-	if (ci->dropped)
-		warn_add(c, "%" PRIu64 " events dropped (ring buffer full): raise --ringbuf-mb",
-		         ci->dropped);
-	if (not_stored)
-		warn_add(c,
-		         "%" PRIu64 " events not stored (store memory limit reached): "
-		         "raise --store-mb",
-		         not_stored);
-	if (ci->inflight_full)
-		warn_add(c,
-		         "%" PRIu64 " ioctls lost (in-flight map full: too many concurrent calls)",
-		         ci->inflight_full);
-	if (ci->pidset_full)
-		warn_add(c, "%" PRIu64 " child processes not traced (pid set full)",
-		         ci->pidset_full);
-	if (ci->arg_faults)
-		warn_add(c, "%" PRIu64 " ioctl arguments not copied (user memory fault)",
-		         ci->arg_faults);
-	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++) {
-		const struct kx_hook *h = &ci->hooks[i];
-		int nl = (int)strnlen(h->name, sizeof(h->name));
-		int wl = (int)strnlen(h->why, sizeof(h->why));
-
-		if (h->state == KX_HOOK_ATTACHED)
-			continue;
-		warn_add(c, "hook %.*s %s%s%.*s", nl, h->name,
-		         h->state == KX_HOOK_SKIPPED ? "skipped" : "failed", wl ? ": " : "", wl,
-		         h->why);
-	}
+	kx_capture_warnings(c->ci, kx_store_not_stored(c->s), warn_cb, c);
+	kx_jobs_warnings(c->jobs, warn_cb, c);
 	if (c->nfix)
 		warn_add(c,
 		         "%zu ioctl slices ended after the next one on their thread started "
@@ -634,8 +621,59 @@ static void meta_sort(struct wbuf *w, int *first, uint32_t pid, uint32_t index)
 	PUT_LIT(w, "}}");
 }
 
+/*
+ * Job devices live in their traced device's pseudo-process, else in one of
+ * their own; each ring lane is a named thread, sorted by ring.
+ */
+static void write_job_metadata(struct wbuf *w, struct ctx *c, int *first, uint32_t npids,
+                               uint32_t ndevp)
+{
+	const struct kx_jobs *jb = c->jobs;
+	char name[48];
+
+	for (size_t k = 0; jb && k < jb->ndevs; k++) {
+		const struct kx_jobdev *jd = &jb->devs[k];
+		uint32_t pid;
+
+		if (jd->ci_index >= 0 && jd->ci_index < c->ndev) {
+			pid = c->devpid[jd->ci_index];
+		} else {
+			pid = DEV_PID_BASE + ndevp;
+			meta_head(w, first, "process_name", pid, 0);
+			PUT_LIT(w, "\"name\":");
+			wb_str(w, jd->label);
+			wb_lit(w, "}}");
+			meta_head(w, first, "process_labels", pid, 0);
+			PUT_LIT(w, "\"labels\":\"device\"}}");
+			meta_sort(w, first, pid, npids + ndevp);
+			ndevp++;
+		}
+		c->jobpid[k] = pid;
+		for (uint32_t r = 0; r < jd->nrings; r++) {
+			const struct kx_jobring *rg = &jb->rings[jd->first_ring + r];
+
+			for (uint32_t l = 0; l < rg->nlanes; l++) {
+				uint32_t tid = rg->id + 1 + l * LANE_TID_STEP;
+
+				if (l)
+					snprintf(name, sizeof(name), "%s #%u", rg->name, l + 1);
+				else
+					snprintf(name, sizeof(name), "%s", rg->name);
+				meta_head(w, first, "thread_name", pid, tid);
+				PUT_LIT(w, "\"name\":");
+				wb_str(w, name);
+				wb_lit(w, "}}");
+				meta_head(w, first, "thread_sort_index", pid, tid);
+				PUT_LIT(w, "\"sort_index\":");
+				put_u64(w, tid);
+				PUT_LIT(w, "}}");
+			}
+		}
+	}
+}
+
 /* Process and thread names of the host, then one pseudo-process per device. */
-static int write_metadata(struct wbuf *w, const struct ctx *c, int *first)
+static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 {
 	const struct kx_capinfo *ci = c->ci;
 	uint64_t *th = malloc((c->threads.used + 1) * sizeof(*th));
@@ -685,11 +723,15 @@ static int write_metadata(struct wbuf *w, const struct ctx *c, int *first)
 		int nl = (int)strnlen(d->node, sizeof(d->node));
 		uint32_t pid = DEV_PID_BASE + ndevp;
 
-		for (int j = 0; j < i && !dup; j++)
+		for (int j = 0; j < i && !dup; j++) {
 			dup = !strncmp(ci->devices[j].driver, d->driver, sizeof(d->driver)) &&
 			      !strncmp(ci->devices[j].node, d->node, sizeof(d->node));
+			if (dup)
+				c->devpid[i] = c->devpid[j];
+		}
 		if (dup)
 			continue;
+		c->devpid[i] = pid;
 		/* "kvm /dev/kvm"; the canonical driver name when the kernel's is not known. */
 		snprintf(name, sizeof(name), "%.*s%s%.*s", dl ? dl : (int)sizeof(d->driver),
 		         dl ? d->driver : kx_driver_name((enum kx_driver)d->drv), nl ? " " : "", nl,
@@ -703,6 +745,7 @@ static int write_metadata(struct wbuf *w, const struct ctx *c, int *first)
 		meta_sort(w, first, pid, npids + ndevp);
 		ndevp++;
 	}
+	write_job_metadata(w, c, first, npids, ndevp);
 	return 0;
 }
 
@@ -842,10 +885,194 @@ static int write_event(struct wbuf *w, struct ctx *c, const struct kx_ioctl *e, 
 	}
 	PUT_LIT(w, ",\"cpu\":");
 	put_u64(w, kx_ioctl_cpu(e));
+	if (e->offcpu_us) {
+		/* Time blocked (off-CPU) inside the call. */
+		PUT_LIT(w, ",\"offcpu_us\":");
+		put_u64(w, e->offcpu_us);
+	}
 	if (e->arg_in_len || e->arg_out_len)
 		write_fields(w, c, e);
 	wb_lit(w, "}}");
 	return 0;
+}
+
+/* ---- device timelines ---- */
+
+/* Builds the jobs and moves the time base to their first event if earlier. */
+static int jobs_prepare(struct ctx *c)
+{
+	const struct kx_jobs *jb;
+
+	c->jobs = kx_jobs_build(c->s, c->ci);
+	if (!c->jobs)
+		return -1;
+	jb = c->jobs;
+	c->jobpid = calloc(jb->ndevs + 1, sizeof(*c->jobpid));
+	if (!c->jobpid)
+		return -1;
+	for (size_t k = 0; k < jb->njobs; k++) {
+		uint64_t t = kx_jobrec_start(&jb->jobs[k]);
+
+		if (t < c->first_ts)
+			c->first_ts = t;
+	}
+	for (size_t d = 0; d < jb->ndevs; d++) {
+		if (jb->devs[d].ndepth && jb->devs[d].depth[0].ts < c->first_ts)
+			c->first_ts = jb->devs[d].depth[0].ts;
+		if (jb->devs[d].nmem && jb->devs[d].mem[0].ts < c->first_ts)
+			c->first_ts = jb->devs[d].mem[0].ts;
+	}
+	return 0;
+}
+
+static const char *job_name(const struct ctx *c, const struct kx_jobrec *j, char *buf, size_t len)
+{
+	if (j->submit >= 0) {
+		const struct kx_ioctl *e = kx_store_ioctl(c->s, (size_t)j->submit);
+
+		return kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf, len);
+	}
+	if (j->src == KX_JOB_SRC_KVM)
+		return "KVM_RUN";
+	if (j->src == KX_JOB_SRC_BLOCK)
+		return j->aux2 == 1 ? "block read" : j->aux2 == 2 ? "block write" : "block other";
+	return "job";
+}
+
+static void arg_u64(struct wbuf *w, const char *key, uint64_t v)
+{
+	wb_need(w, 64);
+	PUT_LIT(w, ",\"");
+	put_mem(w, key, strlen(key));
+	PUT_LIT(w, "\":");
+	put_u64(w, v);
+}
+
+/* One job slice and, when it has a submitting ioctl, its flow arrow. */
+static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem,
+                      size_t k, uint32_t pid)
+{
+	const struct kx_jobs *jb = c->jobs;
+	const struct kx_jobrec *j = &jb->jobs[k];
+	const struct kx_jobring *rg = &jb->rings[j->ring];
+	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, jb->end_ns);
+	uint32_t tid = rg->id + 1 + j->lane * LANE_TID_STEP;
+	char buf[96];
+
+	wb_need(w, 2);
+	put_sep(w, first);
+	wb_lit(w, "{\"ph\":\"X\",\"name\":");
+	wb_str(w, job_name(c, j, buf, sizeof(buf)));
+	snprintf(buf, sizeof(buf), "job/%s", kx_job_src_name(j->src));
+	wb_lit(w, ",\"cat\":");
+	wb_str(w, buf);
+	wb_need(w, EV_ROOM);
+	PUT_LIT(w, ",\"pid\":");
+	put_u64(w, pid);
+	PUT_LIT(w, ",\"tid\":");
+	put_u64(w, tid);
+	PUT_LIT(w, ",\"ts\":");
+	put_us(w, start - c->first_ts + rem);
+	PUT_LIT(w, ",\"dur\":");
+	put_us(w, end - start);
+	PUT_LIT(w, ",\"args\":{\"ring\":");
+	wb_str(w, rg->name);
+	arg_u64(w, j->src == KX_JOB_SRC_BLOCK ? "sector" : "ctx",
+	        j->src == KX_JOB_SRC_BLOCK ? j->seqno : j->ctx);
+	if (j->src != KX_JOB_SRC_BLOCK)
+		arg_u64(w, "seqno", j->seqno);
+	if (j->pid)
+		arg_u64(w, "submitter_pid", j->pid);
+	if (j->tid)
+		arg_u64(w, "submitter_tid", j->tid);
+	if (j->client)
+		arg_u64(w, "client_id", j->client);
+	if (j->waiter_tid)
+		arg_u64(w, "waiter_tid", j->waiter_tid);
+	if (j->src == KX_JOB_SRC_BLOCK)
+		arg_u64(w, "bytes", j->aux);
+	if (j->src == KX_JOB_SRC_KVM && j->done_ts)
+		arg_u64(w, "exit_reason", j->aux);
+	if (j->src == KX_JOB_SRC_MSM && j->aux && j->aux2 >= j->aux)
+		arg_u64(w, "device_ticks", j->aux2 - j->aux);
+	if (j->submit >= 0)
+		arg_u64(w, "correlation_id", (uint64_t)j->submit + 1);
+	wb_need(w, 96);
+	if ((j->queue_ts && j->run_ts && j->src != KX_JOB_SRC_KVM) || (j->flags & KX_JOBF_DIRECT)) {
+		PUT_LIT(w, ",\"queue_delay_us\":");
+		put_us(w, j->queue_ts && j->run_ts ? j->run_ts - j->queue_ts : 0);
+	}
+	if (j->flags & KX_JOBF_INCOMPLETE)
+		PUT_LIT(w, ",\"incomplete\":true");
+	if (j->flags & KX_JOBF_NO_QUEUE)
+		PUT_LIT(w, ",\"no_queue\":true");
+	PUT_LIT(w, "}}");
+	if (j->submit >= 0) {
+		const struct kx_ioctl *e = kx_store_ioctl(c->s, (size_t)j->submit);
+
+		/* Mid-call, so the start binds to the ioctl's slice on its thread. */
+		wb_need(w, EV_ROOM);
+		PUT_LIT(w, ",\n{\"ph\":\"s\",\"id\":");
+		put_u64(w, k + 1);
+		PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
+		put_u64(w, e->pid);
+		PUT_LIT(w, ",\"tid\":");
+		put_u64(w, e->tid);
+		PUT_LIT(w, ",\"ts\":");
+		put_us(w, e->ts + e->dur / 2 - c->first_ts + rem);
+		PUT_LIT(w, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
+		put_u64(w, k + 1);
+		PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
+		put_u64(w, pid);
+		PUT_LIT(w, ",\"tid\":");
+		put_u64(w, tid);
+		PUT_LIT(w, ",\"ts\":");
+		put_us(w, start - c->first_ts + rem);
+		PUT_LIT(w, "}");
+	}
+}
+
+static void write_counter(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem,
+                          uint32_t pid, const char *name, const char *key, uint64_t ts,
+                          uint64_t v)
+{
+	wb_need(w, EV_ROOM);
+	put_sep(w, first);
+	PUT_LIT(w, "{\"ph\":\"C\",\"name\":\"");
+	put_mem(w, name, strlen(name));
+	PUT_LIT(w, "\",\"pid\":");
+	put_u64(w, pid);
+	PUT_LIT(w, ",\"ts\":");
+	put_us(w, ts - c->first_ts + rem);
+	PUT_LIT(w, ",\"args\":{\"");
+	put_mem(w, key, strlen(key));
+	PUT_LIT(w, "\":");
+	put_u64(w, v);
+	PUT_LIT(w, "}}");
+}
+
+/* Job slices, flows, and the in-flight and memory counters of every device. */
+static void write_jobs(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem)
+{
+	const struct kx_jobs *jb = c->jobs;
+
+	for (size_t d = 0; d < jb->ndevs && !w->err; d++) {
+		const struct kx_jobdev *jd = &jb->devs[d];
+		uint32_t pid = c->jobpid[d];
+
+		for (uint32_t r = 0; r < jd->nrings; r++) {
+			const struct kx_jobring *rg = &jb->rings[jd->first_ring + r];
+
+			for (size_t k = 0; k < rg->njobs; k++)
+				write_job(w, c, first, rem, rg->first + k, pid);
+		}
+		for (size_t k = 0; k < jd->ndepth; k++)
+			write_counter(w, c, first, rem, pid, "in flight", "jobs", jd->depth[k].ts,
+			              jd->depth[k].depth);
+		for (size_t k = 0; k < jd->nmem; k++)
+			write_counter(w, c, first, rem, pid, "memory", "bytes", jd->mem[k].ts,
+			              jd->mem[k].usage);
+	}
 }
 
 static void write_tail(struct wbuf *w, const struct ctx *c)
@@ -872,6 +1099,12 @@ static void write_tail(struct wbuf *w, const struct ctx *c)
 	put_u64(w, ci->dropped);
 	PUT_LIT(w, ",\"not_stored_events\":");
 	put_u64(w, not_stored);
+	PUT_LIT(w, ",\"job_events\":");
+	put_u64(w, kx_store_job_count(c->s));
+	PUT_LIT(w, ",\"jobs\":");
+	put_u64(w, c->jobs ? c->jobs->njobs : 0);
+	PUT_LIT(w, ",\"dropped_job_events\":");
+	put_u64(w, ci->job_dropped);
 	PUT_LIT(w, ",\"warnings\":[");
 	for (int i = 0; i < c->nwarn; i++) {
 		if (i)
@@ -888,7 +1121,8 @@ static int write_all(struct wbuf *w, struct ctx *c)
 	int first = 1;
 	int64_t first_rt, rem;
 
-	first_rt = kx_capinfo_realtime(c->ci, n ? c->first_ts : c->ci->start_mono_ns);
+	first_rt = kx_capinfo_realtime(c->ci, c->first_ts != UINT64_MAX ? c->first_ts
+	                                                                 : c->ci->start_mono_ns);
 	/* Rounded down to a microsecond; ts are then exact offsets from it. */
 	rem = first_rt % 1000;
 	if (rem < 0)
@@ -910,6 +1144,8 @@ static int write_all(struct wbuf *w, struct ctx *c)
 		if (write_event(w, c, e, e->ts - c->first_ts + (uint64_t)rem, dur))
 			return -1;
 	}
+	if (c->jobs)
+		write_jobs(w, c, &first, (uint64_t)rem);
 	write_tail(w, c);
 	wb_flush(w);
 	return 0;
@@ -924,6 +1160,8 @@ static int ends_with(const char *s, const char *suffix)
 
 static void ctx_free(struct ctx *c)
 {
+	kx_jobs_free(c->jobs);
+	free(c->jobpid);
 	tab_free(&c->threads);
 	tab_free(&c->names);
 	tab_free(&c->labels);
@@ -949,7 +1187,7 @@ int kx_chrome_write(const struct kx_store *s, const struct kx_capinfo *ci, const
 	c->s = s;
 	c->ci = ci;
 	c->ndev = ci->ndevices < KX_MAX_DEVICES ? (int)ci->ndevices : KX_MAX_DEVICES;
-	if (scan(c)) {
+	if (scan(c) || jobs_prepare(c)) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
 	}

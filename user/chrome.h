@@ -1,7 +1,9 @@
 /*
  * Chrome trace JSON exporter (Perfetto, chrome://tracing successors, PyTorch
  * tooling): host events on real pid/tid with process and thread name
- * metadata, one pseudo-process per device, ts/dur in microseconds with
+ * metadata, one pseudo-process per device (a thread per job ring, flow
+ * arrows from the submitting ioctls, in-flight and memory counters),
+ * ts/dur in microseconds with
  * sub-microsecond precision. Written streaming, gzip when the path ends in .gz.
  */
 #ifndef KX_CHROME_H

@@ -12,6 +12,9 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* "kxprof: <message>" on stderr. */
 void kx_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -19,8 +22,8 @@ struct kx_store;
 struct kx_capinfo;
 struct kx_kxp_read_result;
 /*
- * Reads a record file for a subcommand into a new store (with a budget large
- * enough for big captures) and ci. Prints the error, or the "incomplete file"
+ * Reads a record file (or a replay fixture, *.jsonl) for a subcommand into a
+ * new store (with a budget large enough for big captures) and ci. Prints the error, or the "incomplete file"
  * warning, itself. NULL on error.
  */
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,

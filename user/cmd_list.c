@@ -8,16 +8,11 @@
 
 #include "cli.h"
 #include "devices.h"
+#include "drvhook.h"
 #include "ioctl_decode.h"
+#include "jobsrc.h"
 #include "probe.h"
 #include "session.h"
-
-/* Driver submit-path entry points hooked when their modules are loaded. */
-static const char *const driver_fns[] = {
-	"drm_ioctl",	      "nvidia_unlocked_ioctl", "nvidia_frontend_unlocked_ioctl",
-	"uvm_unlocked_ioctl_entry", "i915_gem_do_execbuffer", "xe_exec_ioctl",
-	"amdgpu_cs_ioctl",    "kfd_ioctl",
-};
 
 struct family {
 	char name[40];
@@ -56,7 +51,8 @@ static void probe_ioctl_family(struct family *f)
 	snprintf(f->state, sizeof(f->state), "unavailable");
 	snprintf(f->mech, sizeof(f->mech), "-");
 	for (size_t i = 0; i < sizeof(mechs) / sizeof(mechs[0]); i++) {
-		struct kx_session_opts o = { .mech = mechs[i], .sink = { .ioctl = noop_ioctl } };
+		struct kx_session_opts o = { .mech = mechs[i], .sink = { .ioctl = noop_ioctl },
+					     .no_drvhooks = 1 };
 		struct kx_session *s = kx_session_open(&o, err, sizeof(err));
 
 		if (s) {
@@ -76,29 +72,55 @@ static void probe_ioctl_family(struct family *f)
 	}
 }
 
-static void probe_driver_family(struct family *f)
+/* One line per job lifecycle source: does this kernel have its tracepoints. */
+static int probe_job_families(struct family *f, int max, const char *ioctl_mech)
 {
-	char why_f[128] = "", why_k[128] = "";
-	int fentry = kx_probe_fentry("security_file_ioctl", why_f, sizeof(why_f));
-	int kprobe = kx_probe_kprobe("security_file_ioctl", why_k, sizeof(why_k));
-	int present = 0, n;
+	struct kx_jobsrc_avail a[16];
+	int n = kx_jobsrc_probe(a, 16 < max ? 16 : max);
 
-	snprintf(f->name, sizeof(f->name), "driver entry hooks");
-	for (size_t i = 0; i < sizeof(driver_fns) / sizeof(driver_fns[0]); i++)
-		present += kx_probe_kfunc_exists(driver_fns[i]);
-	if (fentry || kprobe) {
-		snprintf(f->state, sizeof(f->state), present ? "available" : "skipped");
-		snprintf(f->mech, sizeof(f->mech), "%s", fentry ? "fentry" : "kprobe");
-	} else {
-		snprintf(f->state, sizeof(f->state), "skipped");
-		snprintf(f->mech, sizeof(f->mech), "-");
+	for (int i = 0; i < n; i++) {
+		int typed = !strcmp(a[i].name, "block") || !strcmp(a[i].name, "kvm") ||
+			    !strcmp(a[i].name, "dma_fence");
+
+		snprintf(f[i].name, sizeof(f[i].name), "jobs: %.24s", a[i].name);
+		snprintf(f[i].state, sizeof(f[i].state), a[i].present ? "available" : "skipped");
+		/* Typed sources follow the ioctl hooks' mechanism; GPU ones are classic. */
+		snprintf(f[i].mech, sizeof(f[i].mech), "%s",
+			 !a[i].present ? "-" : typed ? ioctl_mech : "tp");
+		snprintf(f[i].note, sizeof(f[i].note), "%s", a[i].note);
 	}
-	n = snprintf(f->note, sizeof(f->note), "%s%s%s%s", fentry ? "fentry: ok" : why_f, "; ",
-		     kprobe ? "kprobe: ok" : why_k, "; ");
-	if (n < (int)sizeof(f->note))
-		snprintf(f->note + n, sizeof(f->note) - (size_t)n,
-			 "%d of %zu driver functions present", present,
-			 sizeof(driver_fns) / sizeof(driver_fns[0]));
+	return n;
+}
+
+/*
+ * Driver entry hooks: a summary line for the family, then one line per
+ * function (fentry, else kprobe, else skipped and why).
+ */
+static int probe_driver_families(struct family *f, int max)
+{
+	struct kx_drvhook_status st[KX_DRV_FN_MAX];
+	int n = kx_drvhook_probe(st, KX_DRV_FN_MAX < max - 1 ? KX_DRV_FN_MAX : max - 1);
+	int usable = 0, first_usable = -1, first_skipped = -1;
+
+	for (int i = 0; i < n; i++) {
+		struct family *l = &f[1 + i];
+
+		snprintf(l->name, sizeof(l->name), "driver: %.30s", st[i].fn);
+		snprintf(l->state, sizeof(l->state), st[i].usable ? "available" : "skipped");
+		snprintf(l->mech, sizeof(l->mech), "%s", st[i].mech);
+		snprintf(l->note, sizeof(l->note), "%s", st[i].usable ? "" : st[i].why);
+		usable += st[i].usable;
+		if (st[i].usable && first_usable < 0)
+			first_usable = i;
+		if (!st[i].usable && first_skipped < 0)
+			first_skipped = i;
+	}
+	snprintf(f->name, sizeof(f->name), "driver entry hooks");
+	snprintf(f->state, sizeof(f->state), usable ? "available" : "skipped");
+	snprintf(f->mech, sizeof(f->mech), "%s", first_usable >= 0 ? st[first_usable].mech : "-");
+	snprintf(f->note, sizeof(f->note), "%d of %d driver functions hookable%s%s", usable, n,
+		 first_skipped >= 0 ? "; " : "", first_skipped >= 0 ? st[first_skipped].why : "");
+	return n + 1;
 }
 
 static void probe_simple(struct family *f, const char *name, const char *mech,
@@ -122,7 +144,7 @@ int cmd_list(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct kx_device devs[KX_MAX_DEVICES];
-	struct family fam[6];
+	struct family fam[40];
 	int nfam = 0, json = 0, opt, ndev, priv;
 	char why[256] = "";
 
@@ -146,9 +168,10 @@ int cmd_list(int argc, char **argv)
 		snprintf(fam[nfam].state, sizeof(fam[nfam].state), "%s", fam[0].state);
 		snprintf(fam[nfam].mech, sizeof(fam[nfam].mech), "%s", fam[0].mech);
 		snprintf(fam[nfam].note, sizeof(fam[nfam].note),
-			 "sched_process_fork/exit/exec, task_rename");
+			 "sched_process_fork/exit/exec, task_rename, sched_switch (off-CPU time)");
 		nfam++;
-		probe_driver_family(&fam[nfam++]);
+		nfam += probe_job_families(&fam[nfam], 20, fam[0].mech);
+		nfam += probe_driver_families(&fam[nfam], KX_DRV_FN_MAX + 1);
 	}
 	probe_simple(&fam[nfam++], "uprobes/USDT", "uprobe", kx_probe_uprobe);
 	probe_simple(&fam[nfam++], "perf cpu-clock sampling", "perf_event", kx_probe_perf_cpu_clock);
@@ -211,11 +234,11 @@ int cmd_list(int argc, char **argv)
 	}
 	if (!ndev)
 		printf("  (none: name devices with kxprof record --device)\n");
-	printf("\nHooks:\n  %-26s %-12s %-11s %s\n", "FAMILY", "STATE", "MECHANISM", "NOTE");
+	printf("\nHooks:\n  %-40s %-12s %-11s %s\n", "FAMILY", "STATE", "MECHANISM", "NOTE");
 	if (!priv)
 		printf("  (BPF hooks not probed: %s)\n", why);
 	for (int i = 0; i < nfam; i++)
-		printf("  %-26s %-12s %-11s %s\n", fam[i].name, fam[i].state, fam[i].mech,
+		printf("  %-40s %-12s %-11s %s\n", fam[i].name, fam[i].state, fam[i].mech,
 		       fam[i].note);
 	return 0;
 }

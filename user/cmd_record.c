@@ -42,6 +42,7 @@ static void record_usage(FILE *f)
 		"                        (default: every accelerator device present, and kvm)\n"
 		"      --ringbuf-mb N    ring buffer size in MiB (default 8; fractions allowed)\n"
 		"      --attach MECH     force tp_btf, raw_tp or tp (default: best available)\n"
+		"      --no-jobs         no device timelines (job lifecycle tracepoints)\n"
 		"  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n");
 }
 
@@ -144,13 +145,14 @@ int cmd_record(int argc, char **argv)
 		{ "device", required_argument, NULL, 'D' },
 		{ "ringbuf-mb", required_argument, NULL, 'r' },
 		{ "attach", required_argument, NULL, 'm' },
+		{ "no-jobs", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct kx_device devices[KX_MAX_DEVICES];
 	const char *out = "kxprof.kxp", *mech = NULL;
 	uint32_t pids[256];
-	int npids = 0, all = 0, ndev, opt, status = 0, rc = 1;
+	int npids = 0, all = 0, no_jobs = 0, ndev, opt, status = 0, rc = 1;
 	double duration = 0;
 	double ringbuf_mb = 0;
 	struct kx_session_opts so = { 0 };
@@ -210,6 +212,9 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		}
+		case 'J':
+			no_jobs = 1;
+			break;
 		case 'm':
 			mech = optarg;
 			break;
@@ -238,6 +243,7 @@ int cmd_record(int argc, char **argv)
 	so.ringbuf_bytes = (uint32_t)(ringbuf_mb * (1 << 20));
 	so.mech = mech;
 	so.verbose = kx_verbose;
+	so.no_jobs = no_jobs;
 	so.sink = kx_sink_kxp(&ks);
 
 	s = kx_session_open(&so, err, sizeof(err));

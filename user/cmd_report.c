@@ -1,9 +1,12 @@
-/* kxprof report: per driver and ioctl statistics of a record file. */
+/* kxprof report: per driver and ioctl statistics of a record file, or of the
+ * live aggregates of a running kxprof serve (--from, --reset). */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "http_get.h"
 #include "kxp.h"
 #include "store.h"
 #include "summary.h"
@@ -12,11 +15,39 @@ static void report_usage(FILE *f)
 {
 	fprintf(f, "usage: kxprof report [FILE] [--json] [--sort-by avg|min|max|total|count]\n"
 		   "                     [--ascending] [--hist]\n"
+		   "       kxprof report --from URL [--reset] [--json] [--sort-by KEY] [--ascending] [--hist]\n"
 		   "  FILE             record file (default kxprof.kxp)\n"
+		   "  --from URL       the live aggregates of a running kxprof serve\n"
+		   "                   (e.g. http://127.0.0.1:9464)\n"
+		   "  --reset          with --from: clear the aggregates after reading them\n"
+		   "                   (a record file is a finished capture: nothing to reset)\n"
 		   "  --json           summary JSON (Time/Memory/Unit, plus Capture and Warnings)\n"
 		   "  --sort-by KEY    order rows within a category (default avg)\n"
 		   "  --ascending      smallest first (default largest first)\n"
 		   "  --hist           add a log2 latency histogram per row\n");
+}
+
+/* The summary of a running kxprof serve, rendered by the server (same code). */
+static int report_remote(const char *url, int json, int sort, int ascending, int hist, int reset,
+			 int extra)
+{
+	static const char *const keys[] = { "avg", "min", "max", "total", "count" };
+	char path[160], err[512], *body;
+	size_t len;
+
+	if (extra) {
+		kx_err("--from reads a server, not a file");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "/summary%s?sort=%s&ascending=%d&hist=%d&reset=%d",
+		 json ? ".json" : "", keys[sort], ascending, hist, reset);
+	if (kx_http_get(url, path, 10, &body, &len, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 1;
+	}
+	fwrite(body, 1, len, stdout);
+	free(body);
+	return 0;
 }
 
 int cmd_report(int argc, char **argv)
@@ -26,6 +57,8 @@ int cmd_report(int argc, char **argv)
 		{ "sort-by", required_argument, NULL, 's' },
 		{ "ascending", no_argument, NULL, 'A' },
 		{ "hist", no_argument, NULL, 'H' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "reset", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -33,7 +66,8 @@ int cmd_report(int argc, char **argv)
 	struct kx_kxp_read_result res = { 0 };
 	const char *path = "kxprof.kxp";
 	int json = 0, ascending = 0, hist = 0, opt, rc = 1;
-	int sort = KX_SORT_AVG;
+	int sort = KX_SORT_AVG, reset = 0;
+	const char *from = NULL;
 	struct kx_summary *sum;
 	struct kx_store *store;
 
@@ -56,6 +90,12 @@ int cmd_report(int argc, char **argv)
 		case 'H':
 			hist = 1;
 			break;
+		case 'F':
+			from = optarg;
+			break;
+		case 'R':
+			reset = 1;
+			break;
 		case 'h':
 			report_usage(stdout);
 			return 0;
@@ -64,6 +104,13 @@ int cmd_report(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (reset && !from) {
+		kx_err("--reset clears the live aggregates of a running kxprof serve: give --from URL "
+		       "(a record file is a finished capture, nothing to reset)");
+		return 2;
+	}
+	if (from)
+		return report_remote(from, json, sort, ascending, hist, reset, optind < argc);
 	if (optind < argc)
 		path = argv[optind++];
 	if (optind < argc) {

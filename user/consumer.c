@@ -1,10 +1,12 @@
 /* Ring-buffer consumer thread: batch drain, validate, convert, hand to the sink. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
@@ -18,8 +20,18 @@ struct kx_consumer {
 	pthread_t thread;
 	int running;
 	atomic_int stop;
-	_Atomic uint64_t ioctls, tasks, malformed;
+	_Atomic uint64_t ioctls, tasks, jobs, malformed;
+	uint32_t disk_dev;		/* last block disk named from sysfs */
+	char disk_name[16];
 };
+
+/* ns -> µs, rounded, saturated at the field's limit. */
+static uint32_t ns_to_us(uint64_t ns)
+{
+	uint64_t us = ns / 1000 + (ns % 1000 >= 500);
+
+	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
 
 static int on_ioctl(struct kx_consumer *c, const struct kx_ioctl_rec *r, size_t size)
 {
@@ -41,6 +53,7 @@ static int on_ioctl(struct kx_consumer *c, const struct kx_ioctl_rec *r, size_t 
 	e.cmd = r->cmd;
 	e.ret = r->ret;
 	e.fd = r->fd;
+	e.offcpu_us = ns_to_us(r->offcpu_ns);
 	e.xfer_cmd = r->xfer_cmd;
 	e.arg_off = KX_NO_ARG;
 	e.fkind = (uint8_t)r->fkind;
@@ -81,6 +94,66 @@ static int on_task(struct kx_consumer *c, const struct kx_task_rec *r, size_t si
 	return 0;
 }
 
+/* Disk name of a block dev_t from /sys/dev/block (classic records carry none). */
+static void disk_name(struct kx_consumer *c, uint32_t dev, char *out, size_t len)
+{
+	char path[64], link[256];
+	const char *base;
+	ssize_t n;
+
+	if (dev != c->disk_dev) {
+		c->disk_dev = dev;
+		c->disk_name[0] = 0;
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", KX_MAJOR(dev), KX_MINOR(dev));
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			base = strrchr(link, '/');
+			base = base ? base + 1 : link;
+			snprintf(c->disk_name, sizeof(c->disk_name), "%.15s", base);
+		}
+	}
+	snprintf(out, len, "%s", c->disk_name);
+}
+
+static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size)
+{
+	struct kx_job j;
+
+	if (size < sizeof(*r) || !r->src || r->src >= KX_JOB_SRC_MAX) {
+		c->malformed++;
+		return 0;
+	}
+	memset(&j, 0, sizeof(j));
+	j.ts = r->ts;
+	j.ctx = r->ctx;
+	j.seqno = r->seqno;
+	j.aux = r->aux;
+	j.aux2 = r->aux2;
+	j.dev = r->dev;
+	j.pid = r->pid;
+	j.tid = r->tid;
+	j.src = r->src;
+	j.phase = r->phase;
+	j.flags = r->flags;
+	memcpy(j.ring, r->ring, sizeof(j.ring));
+	j.ring[sizeof(j.ring) - 1] = 0;
+	/* Ring names the BPF side does not format (see struct kx_job). */
+	if (!j.ring[0]) {
+		if (j.src == KX_JOB_SRC_KVM)
+			snprintf(j.ring, sizeof(j.ring), "vcpu %u", (unsigned int)j.ctx);
+		else if (j.src == KX_JOB_SRC_I915)
+			snprintf(j.ring, sizeof(j.ring), "%u:%u", (unsigned int)(j.aux >> 16) & 0xffff,
+				 (unsigned int)j.aux & 0xffff);
+		else if (j.src == KX_JOB_SRC_BLOCK && j.dev)
+			disk_name(c, j.dev, j.ring, sizeof(j.ring));
+	}
+	c->jobs++;
+	if (c->sink.job)
+		c->sink.job(c->sink.ctx, &j);
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct kx_consumer *c = ctx;
@@ -95,6 +168,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		return on_ioctl(c, data, size);
 	case KX_REC_TASK:
 		return on_task(c, data, size);
+	case KX_REC_JOB:
+		return on_job(c, data, size);
 	default:
 		c->malformed++;
 		return 0;
@@ -180,6 +255,11 @@ uint64_t kx_consumer_ioctls(const struct kx_consumer *c)
 uint64_t kx_consumer_tasks(const struct kx_consumer *c)
 {
 	return c->tasks;
+}
+
+uint64_t kx_consumer_jobs(const struct kx_consumer *c)
+{
+	return c->jobs;
 }
 
 uint64_t kx_consumer_malformed(const struct kx_consumer *c)

@@ -10,7 +10,8 @@
  *            then the zlib stream
  *   trailer  a chunk whose raw bytes are the final capture info as TLV
  *
- * TLV: u16 tag, u32 length, value; devices, hooks and clocks nest TLVs.
+ * TLV: u16 tag, u32 length, value; devices, hooks, driver-call stats and
+ * clocks nest TLVs; u64 arrays (histogram slots) are their LE bytes.
  * Readers skip unknown tags, so fields can be added without a new version.
  *
  * Event records: u8 type, varint payload length, payload. Readers skip
@@ -21,8 +22,11 @@
  *   ioctl (1): u8 flags, tid, zz ts delta, dur, then only what the flags do
  *              not say repeats the thread's previous ioctl in the chunk:
  *              pid; u8 fkind, u8 drv, dev, zz fd; u32 cmd, xfer_cmd; zz ret
- *              (absent when 0); cpu; u8 in len, u8 out len, bytes (IF_ARG)
+ *              (absent when 0); cpu; offcpu_us (IF_OFFCPU); u8 in len,
+ *              u8 out len, bytes (IF_ARG)
  *   task (2):  zz ts delta, pid, tid, ppid, what, u8 comm len, comm bytes
+ *   job (3):   zz ts delta, src, phase, flags, dev, pid, tid, ctx, seqno,
+ *              aux, aux2, u8 ring len, ring bytes
  *
  * Reading stops at the first chunk that is cut short or corrupt: what came
  * before is kept and the result says truncated, with the bytes ignored.
@@ -55,6 +59,7 @@ static const uint8_t chunk_magic[4] = {'K', 'X', 'C', 'K'};
 
 #define REC_IOCTL 1
 #define REC_TASK  2
+#define REC_JOB   3
 
 /* ioctl record flags: which fields repeat this thread's previous ioctl. */
 #define IF_SAME_PID  0x01
@@ -63,7 +68,8 @@ static const uint8_t chunk_magic[4] = {'K', 'X', 'C', 'K'};
 #define IF_SAME_CPU  0x08
 #define IF_RET_ZERO  0x10
 #define IF_ARG       0x20 /* argument lengths and bytes follow */
-#define IF_KNOWN     0x3f
+#define IF_OFFCPU    0x40 /* off-CPU time follows (absent: 0, not measured) */
+#define IF_KNOWN     0x7f
 
 /*
  * Per-chunk state shared by writer and reader: the ts delta base and, per
@@ -123,6 +129,10 @@ enum {
 	CI_ARG_FAULTS = 16,
 	CI_RINGBUF_BYTES = 17,
 	CI_ALL_PIDS = 18,
+	CI_JOB_EMITTED = 19,
+	CI_JOB_RECEIVED = 20,
+	CI_JOB_DROPPED = 21,
+	CI_DRVCALL = 22, /* repeated, nested */
 };
 
 /* ---- little-endian and varint helpers ---- */
@@ -192,21 +202,23 @@ static uint32_t rd_le32(struct rd *r)
 	return v;
 }
 
-static uint64_t rd_varint(struct rd *r)
+/* Hot (several per event): inline, one bounds check per byte, no rd_u8 calls. */
+static inline uint64_t rd_varint(struct rd *r)
 {
+	const uint8_t *p = r->p;
 	uint64_t v = 0;
 
-	for (int shift = 0; shift < 64; shift += 7) {
-		uint8_t b = rd_u8(r);
+	for (int shift = 0; shift < 64 && p < r->end; shift += 7) {
+		uint8_t b = *p++;
 
-		if (r->bad)
-			return 0;
 		/* The tenth byte may only carry the top bit. */
 		if (shift == 63 && b > 1)
 			break;
 		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
+		if (!(b & 0x80)) {
+			r->p = p;
 			return v;
+		}
 	}
 	r->bad = 1;
 	return 0;
@@ -291,7 +303,8 @@ static void tlv_end(struct buf *b, size_t at)
 		put_le32(b->p + at + 2, (uint32_t)(b->len - at - 6));
 }
 
-enum { F_UINT, F_STR, F_CLOCK };
+/* F_U64S: an array of u64, written as its little-endian bytes. */
+enum { F_UINT, F_STR, F_CLOCK, F_U64S };
 
 /* One struct member and how it is encoded. */
 struct field {
@@ -323,6 +336,16 @@ static const struct field device_fields[] = {
         {0, 0, 0, 0},
 };
 
+static const struct field drvcall_fields[] = {
+        FLD(1, F_STR, struct kx_drvcall_stat, fn),
+        FLD(2, F_STR, struct kx_drvcall_stat, mech),
+        FLD(3, F_UINT, struct kx_drvcall_stat, calls),
+        FLD(4, F_UINT, struct kx_drvcall_stat, sum_ns),
+        FLD(5, F_UINT, struct kx_drvcall_stat, max_ns),
+        FLD(6, F_U64S, struct kx_drvcall_stat, slots),
+        {0, 0, 0, 0},
+};
+
 static const struct field hook_fields[] = {
         FLD(1, F_STR, struct kx_hook, name),
         FLD(2, F_STR, struct kx_hook, mech),
@@ -349,6 +372,9 @@ static const struct field capinfo_fields[] = {
         FLD(CI_ARG_FAULTS, F_UINT, struct kx_capinfo, arg_faults),
         FLD(CI_RINGBUF_BYTES, F_UINT, struct kx_capinfo, ringbuf_bytes),
         FLD(CI_ALL_PIDS, F_UINT, struct kx_capinfo, all_pids),
+        FLD(CI_JOB_EMITTED, F_UINT, struct kx_capinfo, job_emitted),
+        FLD(CI_JOB_RECEIVED, F_UINT, struct kx_capinfo, job_received),
+        FLD(CI_JOB_DROPPED, F_UINT, struct kx_capinfo, job_dropped),
         {0, 0, 0, 0},
 };
 
@@ -415,6 +441,15 @@ static void encode_fields(struct buf *b, const struct field *f, const void *base
 		} else if (f->kind == F_STR) {
 			/* Without the NUL: the reader terminates. */
 			buf_put(b, m, strnlen((const char *)m, f->size - 1));
+		} else if (f->kind == F_U64S) {
+			for (size_t i = 0; i < f->size / 8; i++) {
+				uint64_t v = load_uint(m + 8 * i, 8);
+				uint8_t le[8];
+
+				for (int k = 0; k < 8; k++)
+					le[k] = (uint8_t)(v >> (8 * k));
+				buf_put(b, le, 8);
+			}
 		} else {
 			encode_fields(b, clock_fields, m);
 		}
@@ -426,6 +461,7 @@ static void encode_capinfo(struct buf *b, const struct kx_capinfo *ci)
 {
 	uint32_t nd = ci->ndevices < KX_MAX_DEVICES ? ci->ndevices : KX_MAX_DEVICES;
 	uint32_t nh = ci->nhooks < KX_MAX_HOOKS ? ci->nhooks : KX_MAX_HOOKS;
+	uint32_t nc = ci->ndrvcalls < KX_DRV_FN_MAX ? ci->ndrvcalls : KX_DRV_FN_MAX;
 
 	encode_fields(b, capinfo_fields, ci);
 	for (uint32_t i = 0; i < nd; i++) {
@@ -438,6 +474,12 @@ static void encode_capinfo(struct buf *b, const struct kx_capinfo *ci)
 		size_t at = tlv_begin(b, CI_HOOK);
 
 		encode_fields(b, hook_fields, &ci->hooks[i]);
+		tlv_end(b, at);
+	}
+	for (uint32_t i = 0; i < nc; i++) {
+		size_t at = tlv_begin(b, CI_DRVCALL);
+
+		encode_fields(b, drvcall_fields, &ci->drvcalls[i]);
 		tlv_end(b, at);
 	}
 }
@@ -478,6 +520,17 @@ static int decode_fields(const uint8_t *p, size_t len, const struct field *field
 			}
 			continue;
 		}
+		if (ci && tag == CI_DRVCALL) {
+			if (ci->ndrvcalls < KX_DRV_FN_MAX) {
+				struct kx_drvcall_stat *c = &ci->drvcalls[ci->ndrvcalls];
+
+				memset(c, 0, sizeof(*c));
+				if (decode_fields(v, vlen, drvcall_fields, c, NULL))
+					return -1;
+				ci->ndrvcalls++;
+			}
+			continue;
+		}
 		if (ci && tag == CI_HOOK) {
 			if (ci->nhooks < KX_MAX_HOOKS) {
 				struct kx_hook *k = &ci->hooks[ci->nhooks];
@@ -506,6 +559,18 @@ static int decode_fields(const uint8_t *p, size_t len, const struct field *field
 
 			memset(obj + f->off, 0, f->size);
 			memcpy(obj + f->off, v, n);
+		} else if (f->kind == F_U64S) {
+			/* A writer with more slots: the ones this reader has. */
+			if (vlen % 8)
+				return -1;
+			memset(obj + f->off, 0, f->size);
+			for (uint32_t i = 0; i < vlen / 8 && i < f->size / 8u; i++) {
+				uint64_t x = 0;
+
+				for (int k = 0; k < 8; k++)
+					x |= (uint64_t)v[8 * i + k] << (8 * k);
+				store_uint(obj + f->off + 8 * i, 8, x);
+			}
 		} else {
 			memset(obj + f->off, 0, f->size);
 			if (decode_fields(v, vlen, clock_fields, obj + f->off, NULL))
@@ -712,6 +777,8 @@ int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const ui
 		flags |= IF_RET_ZERO;
 	if (alen)
 		flags |= IF_ARG;
+	if (e->offcpu_us)
+		flags |= IF_OFFCPU;
 
 	*p++ = flags;
 	p = put_varint(p, e->tid);
@@ -734,6 +801,8 @@ int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const ui
 		p = put_varint(p, zigzag(e->ret));
 	if (!(flags & IF_SAME_CPU))
 		p = put_varint(p, cpu);
+	if (flags & IF_OFFCPU)
+		p = put_varint(p, e->offcpu_us);
 	if (alen) {
 		*p++ = e->arg_in_len;
 		*p++ = e->arg_out_len;
@@ -762,6 +831,31 @@ int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t)
 	p += n;
 	w->ctx.prev_ts = t->ts;
 	return add_record(w, REC_TASK, pl, (size_t)(p - pl));
+}
+
+int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j)
+{
+	uint8_t pl[REC_MAX], *p = pl;
+	size_t n = strnlen(j->ring, sizeof(j->ring) - 1);
+
+	if (w->failed)
+		return -1;
+	p = put_varint(p, zigzag((int64_t)(j->ts - w->ctx.prev_ts)));
+	p = put_varint(p, j->src);
+	p = put_varint(p, j->phase);
+	p = put_varint(p, j->flags);
+	p = put_varint(p, j->dev);
+	p = put_varint(p, j->pid);
+	p = put_varint(p, j->tid);
+	p = put_varint(p, j->ctx);
+	p = put_varint(p, j->seqno);
+	p = put_varint(p, j->aux);
+	p = put_varint(p, j->aux2);
+	*p++ = (uint8_t)n;
+	memcpy(p, j->ring, n);
+	p += n;
+	w->ctx.prev_ts = j->ts;
+	return add_record(w, REC_JOB, pl, (size_t)(p - pl));
 }
 
 int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err, size_t errlen)
@@ -846,6 +940,22 @@ static const uint8_t *src_get(struct src *s, uint64_t off, size_t n)
 	return s->buf;
 }
 
+/*
+ * A chunk is stored only once all its records decoded: they wait here, so
+ * each is decoded once (a chunk of more than PEND_MAX records, which the
+ * writer never makes, is checked in a first pass and decoded again).
+ */
+#define PEND_MAX 65536
+struct pending {
+	uint8_t type;
+	const uint8_t *arg; /* ioctl argument bytes, inside the raw chunk */
+	union {
+		struct kx_ioctl ioctl;
+		struct kx_task task;
+		struct kx_job job;
+	} u;
+};
+
 struct reader {
 	struct src *src;
 	struct kx_store *store;
@@ -856,6 +966,8 @@ struct reader {
 	uint8_t *raw; /* decompressed chunk */
 	size_t raw_cap;
 	struct chunk_ctx ctx;
+	struct pending *pend; /* a chunk's decoded records, until it checks out whole */
+	size_t npend, pend_cap;
 };
 
 static void msg(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -917,13 +1029,21 @@ static int decode_ioctl(struct rd *q, struct chunk_ctx *ctx, struct kx_ioctl *e,
 		e->cmd = rd_le32(q);
 		e->xfer_cmd = rd_varint32(q);
 	}
-	if (!(flags & IF_RET_ZERO))
-		e->ret = unzigzag(rd_varint(q));
+	if (!(flags & IF_RET_ZERO)) {
+		int64_t ret = unzigzag(rd_varint(q));
+
+		/* Handlers return int: anything wider is not ours. */
+		if (ret < INT32_MIN || ret > INT32_MAX)
+			return -1;
+		e->ret = (int32_t)ret;
+	}
 	v = flags & IF_SAME_CPU ? t->cpu : rd_varint(q);
 	if (v > 0xffff)
 		return -1;
 	e->cpu_hi = (uint8_t)(v >> 8);
 	e->cpu_lo = (uint8_t)v;
+	if (flags & IF_OFFCPU)
+		e->offcpu_us = rd_varint32(q);
 	if (flags & IF_ARG) {
 		e->arg_in_len = rd_u8(q);
 		e->arg_out_len = rd_u8(q);
@@ -958,18 +1078,56 @@ static int decode_task(struct rd *q, struct chunk_ctx *ctx, struct kx_task *t)
 	return 0;
 }
 
+static int decode_job(struct rd *q, struct chunk_ctx *ctx, struct kx_job *j)
+{
+	const uint8_t *ring;
+	uint64_t src, phase, flags;
+	uint8_t rlen;
+
+	memset(j, 0, sizeof(*j));
+	j->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	src = rd_varint(q);
+	phase = rd_varint(q);
+	flags = rd_varint(q);
+	j->dev = rd_varint32(q);
+	j->pid = rd_varint32(q);
+	j->tid = rd_varint32(q);
+	j->ctx = rd_varint(q);
+	j->seqno = rd_varint(q);
+	j->aux = rd_varint(q);
+	j->aux2 = rd_varint(q);
+	rlen = rd_u8(q);
+	ring = rd_bytes(q, rlen);
+	/* Unknown sources and phases are kept: analysis counts what it skips. */
+	if (q->bad || src > 0xffff || phase > 0xff || flags > 0xff || rlen >= sizeof(j->ring))
+		return -1;
+	j->src = (uint16_t)src;
+	j->phase = (uint8_t)phase;
+	j->flags = (uint8_t)flags;
+	memcpy(j->ring, ring, rlen);
+	ctx->prev_ts = j->ts;
+	return 0;
+}
+
 /*
  * Decodes the records of one chunk. With commit == 0 it only validates, so
  * a bad record late in a chunk leaves nothing of that chunk in the store.
  */
+/* How decode_events treats what it decodes. */
+#define DEC_CHECK  0 /* nothing: only checks */
+#define DEC_COMMIT 1 /* into the store */
+#define DEC_STASH  2 /* into rdr->pend (room for nrec made by the caller) */
+
 static int decode_events(struct reader *rdr, const uint8_t *raw, size_t len, uint32_t nrec,
-                         int commit)
+                         int mode)
 {
 	struct rd r = {raw, raw + len, 0};
 	struct chunk_ctx *ctx = &rdr->ctx;
+	int commit = mode == DEC_COMMIT;
 	uint32_t n = 0;
 
 	memset(ctx, 0, sizeof(*ctx));
+	rdr->npend = 0;
 	while (r.p < r.end) {
 		uint8_t type = rd_u8(&r);
 		uint64_t plen = rd_varint(&r);
@@ -982,7 +1140,24 @@ static int decode_events(struct reader *rdr, const uint8_t *raw, size_t len, uin
 		q.bad = 0;
 		r.p = q.end;
 		n++;
-		if (type == REC_IOCTL) {
+		if (mode == DEC_STASH && (type == REC_IOCTL || type == REC_TASK || type == REC_JOB)) {
+			struct pending *pe;
+			int bad;
+
+			if (rdr->npend >= nrec)
+				return -1; /* more records than the header says */
+			pe = &rdr->pend[rdr->npend++];
+			pe->type = type;
+			pe->arg = NULL;
+			if (type == REC_IOCTL)
+				bad = decode_ioctl(&q, ctx, &pe->u.ioctl, &pe->arg);
+			else if (type == REC_TASK)
+				bad = decode_task(&q, ctx, &pe->u.task);
+			else
+				bad = decode_job(&q, ctx, &pe->u.job);
+			if (bad)
+				return -1;
+		} else if (type == REC_IOCTL) {
 			struct kx_ioctl e;
 			const uint8_t *arg;
 
@@ -997,10 +1172,48 @@ static int decode_events(struct reader *rdr, const uint8_t *raw, size_t len, uin
 				return -1;
 			if (commit && rdr->store)
 				kx_store_add_task(rdr->store, &t);
+		} else if (type == REC_JOB) {
+			struct kx_job j;
+
+			if (decode_job(&q, ctx, &j))
+				return -1;
+			if (commit && rdr->store)
+				kx_store_add_job(rdr->store, &j);
 		}
 		/* Other types come from a later writer: skipped whole. */
 	}
 	return n == nrec ? 0 : -1;
+}
+
+static int pend_reserve(struct reader *r, size_t n)
+{
+	struct pending *p;
+
+	if (n <= r->pend_cap)
+		return 0;
+	p = realloc(r->pend, n * sizeof(*p));
+	if (!p)
+		return -1;
+	r->pend = p;
+	r->pend_cap = n;
+	return 0;
+}
+
+/* The chunk checked out: its stashed records go to the store. */
+static void commit_pending(struct reader *r)
+{
+	if (!r->store)
+		return;
+	for (size_t i = 0; i < r->npend; i++) {
+		const struct pending *pe = &r->pend[i];
+
+		if (pe->type == REC_IOCTL)
+			kx_store_add_ioctl(r->store, &pe->u.ioctl, pe->arg);
+		else if (pe->type == REC_TASK)
+			kx_store_add_task(r->store, &pe->u.task);
+		else
+			kx_store_add_job(r->store, &pe->u.job);
+	}
 }
 
 static int raw_reserve(struct reader *r, size_t n)
@@ -1184,11 +1397,19 @@ static int read_chunks(struct reader *r, uint64_t off)
 				    (unsigned long long)r->res->bad_tail_bytes);
 			return 0;
 		}
-		if (decode_events(r, r->raw, raw_len, nrec, 0)) {
-			chunk_bad(r, off, "corrupt (bad records)");
-			return 0;
+		if (nrec <= PEND_MAX && pend_reserve(r, nrec) == 0) {
+			if (decode_events(r, r->raw, raw_len, nrec, DEC_STASH)) {
+				chunk_bad(r, off, "corrupt (bad records)");
+				return 0;
+			}
+			commit_pending(r);
+		} else {
+			if (decode_events(r, r->raw, raw_len, nrec, DEC_CHECK)) {
+				chunk_bad(r, off, "corrupt (bad records)");
+				return 0;
+			}
+			decode_events(r, r->raw, raw_len, nrec, DEC_COMMIT);
 		}
-		decode_events(r, r->raw, raw_len, nrec, 1);
 		r->res->chunks++;
 		off += CHDR_LEN + comp_len;
 	}
@@ -1234,6 +1455,7 @@ static int read_src(struct src *s, struct kx_store *store, struct kx_capinfo *ci
 	if (hlen)
 		ret = read_chunks(&r, hlen);
 	free(r.raw);
+	free(r.pend);
 	free(lci);
 	return ret;
 }

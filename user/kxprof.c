@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "kxp.h"
+#include "replay.h"
 #include "store.h"
 
 int kx_verbose;
@@ -48,6 +49,15 @@ struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 		kx_err("out of memory");
 		return NULL;
 	}
+	/* Replay fixtures load wherever record files do (see replay.h). */
+	if (kx_replay_is_fixture(path)) {
+		memset(res, 0, sizeof(*res));
+		if (kx_replay_load(path, store, ci, err, sizeof(err)) == 0)
+			return store;
+		kx_err("%s", err);
+		kx_store_free(store);
+		return NULL;
+	}
 	if (kx_kxp_read(path, store, ci, res, err, sizeof(err)) != 0) {
 		kx_err("%s", err);
 		kx_store_free(store);
@@ -69,6 +79,9 @@ static const struct {
 	{ "report", cmd_report, "per driver and ioctl statistics of a .kxp file (table or JSON)" },
 	{ "convert", cmd_convert, "a .kxp file to XSpace (TensorBoard/XProf) and/or Chrome trace JSON" },
 	{ "list", cmd_list, "accelerator devices present and which kernel hooks work here" },
+	{ "replay", cmd_replay, "a recorded event stream fixture (.jsonl) to a .kxp file" },
+	{ "top", cmd_top, "live per device and ioctl rates and latencies (in-kernel aggregation)" },
+	{ "serve", cmd_serve, "always-on daemon: Prometheus /metrics and live summary JSON over HTTP" },
 };
 
 static void usage(FILE *f)

@@ -16,18 +16,24 @@
 
 #include "clock.h"
 #include "consumer.h"
+#include "drvhook.h"
 #include "ioctl.skel.h"
 #include "ioctl_decode.h"
+#include "jobsrc.h"
 #include "probe.h"
 #include "session.h"
 
 struct kx_session {
 	struct ioctl_bpf *skel;
 	struct kx_consumer *consumer;
-	struct bpf_link *links[8];
+	struct bpf_link *links[16];
 	int nlinks;
+	struct kx_jobsrc *jobs;		/* job lifecycle sources, NULL when none */
+	struct kx_drvhook *drv;		/* driver entry hooks, NULL when none */
 	const char *mech;
 	int started, stopped;
+	int aggregate;
+	uint32_t agg_max;
 	struct kx_capinfo ci;
 };
 
@@ -81,6 +87,25 @@ static uint32_t pow2_at_least(uint32_t v)
 	return p;
 }
 
+static struct kx_dev_key dev_key(const struct kx_device *d)
+{
+	struct kx_dev_key k = { .fkind = d->fkind };
+
+	if (d->fkind == KX_FK_CHR || d->fkind == KX_FK_BLK)
+		k.dev = d->any_minor ? KX_DEV_ANY_MINOR(KX_MAJOR(d->dev)) : d->dev;
+	return k;
+}
+
+/* Aggregates unwrap NVIDIA XFER escapes only while such a device is traced. */
+static void set_agg_xfer(struct kx_session *s, const struct kx_device *d, int n)
+{
+	int nv = 0;
+
+	for (int i = 0; i < n; i++)
+		nv |= d[i].drv == KX_DRV_NVIDIA;
+	s->skel->bss->agg_xfer = nv;
+}
+
 static int fill_maps(struct kx_session *s, const struct kx_session_opts *o, char *err, size_t len)
 {
 	int devs_fd = bpf_map__fd(s->skel->maps.devs);
@@ -88,13 +113,12 @@ static int fill_maps(struct kx_session *s, const struct kx_session_opts *o, char
 	const struct kx_arg_req *reqs;
 	size_t nreq;
 
+	set_agg_xfer(s, o->devices, o->ndevices);
 	for (int i = 0; i < o->ndevices; i++) {
 		const struct kx_device *d = &o->devices[i];
-		struct kx_dev_key k = { .fkind = d->fkind };
+		struct kx_dev_key k = dev_key(d);
 		uint32_t drv = d->drv;
 
-		if (d->fkind == KX_FK_CHR || d->fkind == KX_FK_BLK)
-			k.dev = d->any_minor ? KX_DEV_ANY_MINOR(KX_MAJOR(d->dev)) : d->dev;
 		if (bpf_map_update_elem(devs_fd, &k, &drv, BPF_ANY)) {
 			snprintf(err, len, "cannot add device %s to the filter: %s", d->node,
 				 strerror(errno));
@@ -126,6 +150,7 @@ static const struct {
 	{ "exit", "sched_process_exit", 0 },
 	{ "exec", "sched_process_exec", 0 },
 	{ "rename", "task_rename", 0 },
+	{ "sched_switch", "sched_switch (off-CPU)", 0 },
 };
 
 static int prog_index(const char *name, const char *prefix)
@@ -161,6 +186,13 @@ static int try_mech(struct kx_session *s, const struct kx_session_opts *o, int m
 	}
 	s->skel->rodata->targ_all = o->all != 0;
 	s->skel->rodata->wakeup_bytes = rb / 4;
+	s->skel->rodata->aggregate = o->aggregate != 0;
+	s->skel->rodata->agg_by_pid = o->aggregate && o->agg_by_pid;
+	s->skel->rodata->agg_by_cgroup = o->aggregate && !o->agg_by_pid && o->agg_by_cgroup;
+	/* The agg map is preallocated: one entry only when it is not used. */
+	s->agg_max = o->aggregate ? (o->agg_max_keys ? o->agg_max_keys : KX_AGG_MAX_KEYS) : 0;
+	bpf_map__set_max_entries(s->skel->maps.agg, s->agg_max ? s->agg_max : 1);
+	s->aggregate = o->aggregate != 0;
 	bpf_map__set_max_entries(s->skel->maps.events, rb);
 	s->ci.ringbuf_bytes = rb;
 
@@ -265,6 +297,24 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 	add_hook(&s->ci, "ioctl", s->mech, KX_HOOK_ATTACHED, NULL);
 	if (fill_maps(s, o, err, len) != 0)
 		goto fail;
+	/* Optional extras: each reports what it attached, none fails the session. */
+	if (o->sink.job && !o->no_jobs) {
+		struct kx_jobsrc_opts jo = {
+			.events_fd = bpf_map__fd(s->skel->maps.events),
+			.stats_fd = bpf_map__fd(s->skel->maps.stats),
+			.pids_fd = bpf_map__fd(s->skel->maps.pids),
+			.devs_fd = bpf_map__fd(s->skel->maps.devs),
+			.all = o->all,
+			.wakeup_bytes = s->skel->rodata->wakeup_bytes,
+			.mech = s->mech,
+			.devices = o->devices,
+			.ndevices = o->ndevices,
+		};
+
+		s->jobs = kx_jobsrc_open(&jo, &s->ci);
+	}
+	if (!o->no_drvhooks)
+		s->drv = kx_drvhook_open(&s->ci);
 	s->consumer = kx_consumer_new(bpf_map__fd(s->skel->maps.events), &o->sink, err, len);
 	if (!s->consumer)
 		goto fail;
@@ -324,6 +374,9 @@ static void read_stats(struct kx_session *s)
 	s->ci.pidset_full = sum[KX_STAT_PIDSET_FULL];
 	s->ci.arg_faults = sum[KX_STAT_ARG_FAULT];
 	s->ci.received = kx_consumer_ioctls(s->consumer);
+	s->ci.job_emitted = sum[KX_STAT_JOB_EMITTED];
+	s->ci.job_dropped = sum[KX_STAT_JOB_DROPPED];
+	s->ci.job_received = kx_consumer_jobs(s->consumer);
 }
 
 int kx_session_stop(struct kx_session *s)
@@ -334,10 +387,13 @@ int kx_session_stop(struct kx_session *s)
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
 	s->nlinks = 0;
+	kx_jobsrc_detach(s->jobs);
+	kx_drvhook_detach(s->drv);
 	kx_consumer_stop(s->consumer);
 	kx_clock_sync_measure(&s->ci.clock_stop);
 	s->ci.stop_mono_ns = kx_mono_ns();
 	read_stats(s);
+	kx_drvhook_read(s->drv, &s->ci);
 	s->stopped = 1;
 	return 0;
 }
@@ -359,6 +415,87 @@ void kx_session_set_cmdline(struct kx_session *s, const char *cmdline)
 	snprintf(s->ci.cmdline, sizeof(s->ci.cmdline), "%s", cmdline);
 }
 
+int kx_session_agg_fd(const struct kx_session *s)
+{
+	return s->aggregate && s->skel ? bpf_map__fd(s->skel->maps.agg) : -1;
+}
+
+uint32_t kx_session_agg_max_keys(const struct kx_session *s)
+{
+	return s->aggregate ? s->agg_max : 0;
+}
+
+uint64_t kx_session_stat(struct kx_session *s, unsigned int which)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals, sum = 0;
+
+	if (!s->skel || which >= KX_STAT_MAX || ncpu <= 0)
+		return 0;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &which, vals) == 0)
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+	free(vals);
+	return sum;
+}
+
+static int dev_in(const struct kx_dev_key *k, const struct kx_device *d, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct kx_dev_key x = dev_key(&d[i]);
+
+		if (x.fkind == k->fkind && x.dev == k->dev)
+			return 1;
+	}
+	return 0;
+}
+
+int kx_session_set_devices(struct kx_session *s, const struct kx_device *d, int n, char *err,
+			   size_t len)
+{
+	int fd;
+	struct kx_dev_key k, next, *prev = NULL;
+	struct kx_dev_key stale[1024];	/* the devs map holds at most 1024 */
+	int nstale = 0;
+
+	if (!s->skel) {
+		snprintf(err, len, "session is closed");
+		return -1;
+	}
+	fd = bpf_map__fd(s->skel->maps.devs);
+	for (int i = 0; i < n; i++) {
+		uint32_t drv = d[i].drv;
+
+		k = dev_key(&d[i]);
+		if (bpf_map_update_elem(fd, &k, &drv, BPF_ANY)) {
+			snprintf(err, len, "cannot add device %s to the filter: %s", d[i].node,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	set_agg_xfer(s, d, n);
+	if (s->jobs && kx_jobsrc_set_devices(s->jobs, d, n)) {
+		snprintf(err, len, "cannot update the traced block disks: %s", strerror(errno));
+		return -1;
+	}
+	/* Collect first, delete after: deleting while walking restarts the walk. */
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (!dev_in(&next, d, n) && nstale < (int)(sizeof(stale) / sizeof(stale[0])))
+			stale[nstale++] = next;
+		k = next;
+		prev = &k;
+	}
+	for (int i = 0; i < nstale; i++)
+		bpf_map_delete_elem(fd, &stale[i]);
+	s->ci.ndevices = 0;
+	for (int i = 0; i < n && s->ci.ndevices < KX_MAX_DEVICES; i++)
+		s->ci.devices[s->ci.ndevices++] = d[i];
+	return 0;
+}
+
 void kx_session_close(struct kx_session *s)
 {
 	if (!s)
@@ -368,6 +505,8 @@ void kx_session_close(struct kx_session *s)
 	kx_consumer_free(s->consumer);
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
+	kx_jobsrc_close(s->jobs);
+	kx_drvhook_close(s->drv);
 	if (s->skel)
 		ioctl_bpf__destroy(s->skel);
 	free(s);

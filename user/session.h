@@ -34,6 +34,14 @@ struct kx_session_opts {
 	const char *mech;		/* NULL: best available; or "tp_btf", "raw_tp", "tp" */
 	struct kx_sink sink;
 	int verbose;			/* let libbpf print its diagnostics */
+	int no_jobs;			/* no job lifecycle sources (loaded only with sink.job) */
+	int no_drvhooks;		/* no driver entry hooks (fentry/kprobe) */
+	/* Aggregate mode (always-on): ioctls are counted into in-kernel
+	 * histograms (user/aggregate.h reads them), no ioctl records. */
+	int aggregate;
+	int agg_by_pid;			/* split aggregates by process */
+	int agg_by_cgroup;		/* split aggregates by cgroup id */
+	uint32_t agg_max_keys;		/* 0: KX_AGG_MAX_KEYS */
 };
 
 #define KX_RINGBUF_DEFAULT (8u << 20)
@@ -54,6 +62,20 @@ const struct kx_capinfo *kx_session_capinfo(struct kx_session *s);
 const char *kx_session_mech(const struct kx_session *s);
 /* What was traced, for the record header ("kvm_workload -j 100", "-a"). */
 void kx_session_set_cmdline(struct kx_session *s, const char *cmdline);
+/* Aggregate mode: fd of the BPF agg map and its key limit (-1 and 0 when
+ * the session does not aggregate). */
+int kx_session_agg_fd(const struct kx_session *s);
+uint32_t kx_session_agg_max_keys(const struct kx_session *s);
+/* One BPF counter (enum kx_stat) summed over CPUs, read now. */
+uint64_t kx_session_stat(struct kx_session *s, unsigned int which);
+/*
+ * Replaces the device filter (hot-plug rescans, SIGHUP): new entries are
+ * added before stale ones are removed, so a device in both sets is never
+ * untraced; the capinfo device list follows. Not thread-safe against
+ * readers of kx_session_capinfo: callers serialize.
+ */
+int kx_session_set_devices(struct kx_session *s, const struct kx_device *d, int n, char *err,
+			   size_t len);
 void kx_session_close(struct kx_session *s);
 
 #endif /* KX_SESSION_H */

@@ -1,6 +1,6 @@
 /*
  * Bounded event store (see store.h). Owns the memory of a capture's events:
- * fixed-size chunks of ioctl and task records, an arena of argument bytes
+ * fixed-size chunks of ioctl, task and job records, an arena of argument bytes
  * split in chunks, and a tid -> latest task index table for comm lookups.
  * Every allocation is charged against the limit before it is made, so the
  * store never holds more than the limit; what does not fit is counted.
@@ -17,6 +17,7 @@
  */
 #define IOC_PER_CHUNK  4096
 #define TASK_PER_CHUNK 512
+#define JOB_PER_CHUNK  2048
 #define ARENA_CHUNK    (256u * 1024)
 /* arg_off is a u32 that must stay below KX_NO_ARG. */
 #define ARENA_MAX_CHUNKS ((size_t)(UINT32_MAX / ARENA_CHUNK) - 1)
@@ -40,6 +41,9 @@ struct kx_store {
 
 	struct kx_task **task;
 	size_t ntask, task_chunks, task_dir;
+
+	struct kx_job **job;
+	size_t njob, job_chunks, job_dir;
 
 	uint8_t **arena;
 	size_t arena_chunks, arena_dir;
@@ -119,6 +123,7 @@ void kx_store_reset(struct kx_store *s)
 
 	free_dir((void **)s->ioc, s->ioc_chunks);
 	free_dir((void **)s->task, s->task_chunks);
+	free_dir((void **)s->job, s->job_chunks);
 	free_dir((void **)s->arena, s->arena_chunks);
 	free(s->comm);
 	memset(s, 0, sizeof(*s));
@@ -262,6 +267,24 @@ refuse:
 	return -1;
 }
 
+int kx_store_add_job(struct kx_store *s, const struct kx_job *j)
+{
+	struct kx_job *dst;
+
+	if (s->njob == s->job_chunks * JOB_PER_CHUNK &&
+	    !chunk_new(s, (void ***)&s->job, &s->job_dir, &s->job_chunks,
+	               JOB_PER_CHUNK * sizeof(struct kx_job))) {
+		s->not_stored++;
+		return -1;
+	}
+	dst = &s->job[s->njob / JOB_PER_CHUNK][s->njob % JOB_PER_CHUNK];
+	*dst = *j;
+	/* Readers treat ring as a C string. */
+	dst->ring[sizeof(dst->ring) - 1] = '\0';
+	s->njob++;
+	return 0;
+}
+
 size_t kx_store_ioctl_count(const struct kx_store *s)
 {
 	return s->nioc;
@@ -284,6 +307,18 @@ const struct kx_task *kx_store_task(const struct kx_store *s, size_t i)
 	if (i >= s->ntask)
 		return NULL;
 	return &s->task[i / TASK_PER_CHUNK][i % TASK_PER_CHUNK];
+}
+
+size_t kx_store_job_count(const struct kx_store *s)
+{
+	return s->njob;
+}
+
+const struct kx_job *kx_store_job(const struct kx_store *s, size_t i)
+{
+	if (i >= s->njob)
+		return NULL;
+	return &s->job[i / JOB_PER_CHUNK][i % JOB_PER_CHUNK];
 }
 
 const uint8_t *kx_store_arg(const struct kx_store *s, const struct kx_ioctl *e)

@@ -9,13 +9,23 @@
  * name (e.g. two sizes of one DRM command) are merged then. Percentiles use
  * the nearest-rank definition (the smallest duration with at least p% of
  * the row at or below it), found by selection, not a full sort.
+ *
+ * Rows also carry the time blocked off-CPU inside the calls ("Blocked
+ * Time", "On-CPU Time" when measured). Device timelines (user/jobs.h) add
+ * rows "<ring> exec" and "<ring> queue delay" under "jobs/<device>", the
+ * "Memory" section ("memory/<device>" -> "allocated"), a "Jobs" section
+ * (anomalies, per device and ring counts, busy time, depth) and a warning
+ * per anomaly.
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggregate.h"
 #include "ioctl_decode.h"
+#include "jobs.h"
 #include "summary.h"
+#include "warnings.h"
 
 #define HIST_BUCKETS 64
 #define ERRNO_SLOTS  32 /* distinct errnos kept per row; the rest are "other" */
@@ -41,6 +51,8 @@ struct row {
 	struct errno_count errs[ERRNO_SLOTS];
 	int nerrs;
 	uint64_t hist[HIST_BUCKETS];
+	uint64_t offcpu;	/* ns blocked (off-CPU) inside the calls */
+	int job;		/* a device ring row (jobs/<device>): no errors, no off-CPU */
 };
 
 struct kx_summary {
@@ -51,6 +63,11 @@ struct kx_summary {
 	uint64_t stored; /* ioctl events summarized */
 	int truncated;
 	uint64_t trunc_bytes;
+	struct kx_jobs *jobs;	/* device timelines, memory and anomalies; NULL from aggregates */
+	int offcpu_measured;	/* sched_switch attached, or some ioctl blocked */
+	int from_agg;		/* built from live aggregates: bucket percentiles */
+	uint64_t agg_overflow;	/* ioctls not aggregated: key limit */
+	uint32_t agg_max_keys;
 };
 
 /* Hash of (drv, cmd, xfer) -> row index + 1 (0 = empty slot). */
@@ -195,6 +212,7 @@ static int row_merge(struct row *a, struct row *b)
 	a->count += b->count;
 	a->errors += b->errors;
 	a->total += b->total;
+	a->offcpu += b->offcpu;
 	if (b->min < a->min)
 		a->min = b->min;
 	if (b->max > a->max)
@@ -254,10 +272,33 @@ static size_t rank_index(size_t n, unsigned int p)
 	return (size_t)(((unsigned __int128)n * p + 99) / 100) - 1;
 }
 
+/* Without durations (live aggregates): nearest rank over the log2 buckets,
+ * reported as the bucket's upper bound, clamped to the row's min and max. */
+static uint64_t hist_rank(const struct row *r, unsigned int p)
+{
+	uint64_t rank = (uint64_t)(((unsigned __int128)r->count * p + 99) / 100), seen = 0;
+
+	for (int i = 0; i < HIST_BUCKETS; i++) {
+		seen += r->hist[i];
+		if (seen >= rank && seen) {
+			uint64_t v = i >= 63 ? UINT64_MAX : 2ULL << i;
+
+			return v > r->max ? r->max : v < r->min ? r->min : v;
+		}
+	}
+	return r->max;
+}
+
 static void row_percentiles(struct row *r)
 {
 	size_t k50, k90, k99;
 
+	if (!r->ndurs && r->count) {
+		r->p50 = hist_rank(r, 50);
+		r->p90 = hist_rank(r, 90);
+		r->p99 = hist_rank(r, 99);
+		return;
+	}
 	if (!r->ndurs)
 		return;
 	k50 = rank_index(r->ndurs, 50);
@@ -308,6 +349,77 @@ static int rows_finalize(struct kx_summary *sum)
 	return 0;
 }
 
+/* A row of its own (category and name given), appended after the ioctl rows. */
+static struct row *row_new(struct kx_summary *sum, const char *cat, const char *name)
+{
+	struct row *nr = realloc(sum->rows, (sum->nrows + 1) * sizeof(*nr)), *r;
+
+	if (!nr)
+		return NULL;
+	sum->rows = nr;
+	r = &sum->rows[sum->nrows];
+	memset(r, 0, sizeof(*r));
+	r->min = UINT64_MAX;
+	r->job = 1;
+	snprintf(r->cat, sizeof(r->cat), "%s", cat);
+	r->name = strdup(name);
+	if (!r->name)
+		return NULL;
+	sum->nrows++;
+	return r;
+}
+
+/*
+ * Per ring of every device: "<ring> exec" (DONE - RUN, or - QUEUE where the
+ * source has no run) and "<ring> queue delay" (RUN - QUEUE), as time rows
+ * of category jobs/<device>.
+ */
+static int add_job_rows(struct kx_summary *sum)
+{
+	const struct kx_jobs *jb = sum->jobs;
+
+	for (size_t i = 0; i < jb->nrings; i++) {
+		const struct kx_jobring *rg = &jb->rings[i];
+		char cat[CAT_LEN], name[64];
+		struct row *ex, *qd = NULL;
+
+		/* A ring of only unfinished or DONE-only jobs has nothing to time. */
+		if (!rg->exec.count && !rg->queue.count)
+			continue;
+		snprintf(cat, sizeof(cat), "jobs/%.42s", jb->devs[rg->dev].name);
+		snprintf(name, sizeof(name), "%s exec", rg->name);
+		ex = row_new(sum, cat, name);
+		if (!ex)
+			return -1;
+		if (rg->queue.count) {
+			snprintf(name, sizeof(name), "%s queue delay", rg->name);
+			qd = row_new(sum, cat, name);
+			if (!qd)
+				return -1;
+			/* row_new may have moved the rows. */
+			ex = qd - 1;
+		}
+		for (size_t k = 0; k < rg->njobs; k++) {
+			const struct kx_jobrec *j = &jb->jobs[rg->first + k];
+			uint64_t start = kx_jobrec_start(j);
+
+			if (j->done_ts && (j->run_ts || j->queue_ts) &&
+			    row_add(ex, j->done_ts - start, 0))
+				return -1;
+			if (!qd || j->src == KX_JOB_SRC_KVM)
+				continue;
+			if (j->queue_ts && j->run_ts && row_add(qd, j->run_ts - j->queue_ts, 0))
+				return -1;
+			if (!j->queue_ts && (j->flags & KX_JOBF_DIRECT) && row_add(qd, 0, 0))
+				return -1;
+		}
+		row_percentiles(ex);
+		if (qd)
+			row_percentiles(qd);
+	}
+	return 0;
+}
+
 struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_capinfo *ci)
 {
 	struct kx_summary *sum = calloc(1, sizeof(*sum));
@@ -325,11 +437,88 @@ struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_ca
 	for (size_t i = 0; i < n; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(s, i);
 		struct row *r = row_get(sum, &rcap, &m, e);
+		uint64_t off = (uint64_t)e->offcpu_us * 1000;
 
 		if (!r || row_add(r, e->dur, e->ret))
 			goto fail;
+		/* µs rounding can put the blocked time past the call's end. */
+		r->offcpu += off < e->dur ? off : e->dur;
+		if (e->offcpu_us)
+			sum->offcpu_measured = 1;
 	}
+	for (uint32_t i = 0; i < sum->ci.nhooks && i < KX_MAX_HOOKS; i++)
+		if (!strncmp(sum->ci.hooks[i].name, "sched_switch", 12) &&
+		    sum->ci.hooks[i].state == KX_HOOK_ATTACHED)
+			sum->offcpu_measured = 1;
 	sum->stored = n;
+	free(m.slot);
+	m.slot = NULL;
+	if (rows_finalize(sum))
+		goto fail;
+	if (s) {
+		sum->jobs = kx_jobs_build(s, ci);
+		if (!sum->jobs || add_job_rows(sum))
+			goto fail;
+	}
+	kx_summary_sort(sum, KX_SORT_AVG, 0);
+	return sum;
+fail:
+	free(m.slot);
+	kx_summary_free(sum);
+	return NULL;
+}
+
+struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
+				       const struct kx_capinfo *ci)
+{
+	struct kx_summary *sum = calloc(1, sizeof(*sum));
+	struct row_map m = {NULL, 0};
+	size_t rcap = 0;
+
+	if (!sum)
+		return NULL;
+	if (ci)
+		sum->ci = *ci;
+	sum->from_agg = 1;
+	sum->ci.start_mono_ns = snap->since_mono_ns;
+	sum->ci.stop_mono_ns = snap->mono_ns;
+	sum->ci.dropped = snap->dropped;
+	sum->ci.inflight_full = snap->inflight_full;
+	sum->agg_overflow = snap->overflow;
+	sum->agg_max_keys = snap->max_keys;
+	for (size_t i = 0; i < snap->nrows; i++) {
+		const struct kx_agg_row *a = &snap->rows[i];
+		struct kx_ioctl e = {.drv = (uint8_t)a->key.drv, .cmd = a->key.cmd,
+		                     .xfer_cmd = a->key.xfer_cmd};
+		struct row *r;
+		uint64_t lo = 0, hi = 0;
+
+		if (!a->count)
+			continue;
+		r = row_get(sum, &rcap, &m, &e);
+		if (!r)
+			goto fail;
+		for (int b = 0; b < KX_HIST_SLOTS && b < HIST_BUCKETS; b++) {
+			r->hist[b] += a->slots[b];
+			if (a->slots[b] && !lo)
+				lo = b ? 1ULL << b : 1;
+			if (a->slots[b])
+				hi = kx_agg_bucket_upper_ns(b);
+		}
+		/* Exact extremes when the key knows them, else the bucket bounds. */
+		if (a->max_ns) {
+			lo = a->min_ns;
+			hi = a->max_ns;
+		}
+		r->count += a->count;
+		r->errors += a->errors;
+		r->total += a->sum_ns;
+		if (lo < r->min)
+			r->min = lo;
+		if (hi > r->max)
+			r->max = hi;
+		sum->stored += a->count;
+	}
 	free(m.slot);
 	m.slot = NULL;
 	if (rows_finalize(sum))
@@ -351,6 +540,7 @@ void kx_summary_free(struct kx_summary *sum)
 		free(sum->rows[i].name);
 	}
 	free(sum->rows);
+	kx_jobs_free(sum->jobs);
 	free(sum);
 }
 
@@ -474,7 +664,7 @@ static const char *errno_label(int64_t ret, char *buf, size_t len)
 	return buf;
 }
 
-typedef void (*warn_fn)(void *ctx, const char *msg);
+typedef kx_warn_fn warn_fn;
 
 /* Every warning of the summary, in a fixed order. */
 static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
@@ -482,49 +672,20 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 	const struct kx_capinfo *ci = &sum->ci;
 	char msg[256];
 
-	if (ci->dropped) {
+	kx_capture_warnings(ci, sum->not_stored, fn, ctx);
+	if (sum->agg_overflow) {
 		snprintf(msg, sizeof(msg),
-		         "%" PRIu64 " events dropped (ring buffer full): raise --ringbuf-mb",
-		         ci->dropped);
+		         "%" PRIu64 " ioctls not aggregated (key limit %u reached): raise --max-keys",
+		         sum->agg_overflow, sum->agg_max_keys);
 		fn(ctx, msg);
 	}
-	if (sum->not_stored) {
+	if (sum->from_agg) {
 		snprintf(msg, sizeof(msg),
-		         "%" PRIu64 " events not stored (store memory limit reached): "
-		         "raise the limit (KXPROF_MAX_MEM_MB for the TensorFlow plugin)",
-		         sum->not_stored);
+		         "live aggregates: p50/p90/p99 are log2 bucket upper bounds (within a "
+		         "factor 2); errors are not broken down by errno");
 		fn(ctx, msg);
 	}
-	if (ci->inflight_full) {
-		snprintf(msg, sizeof(msg),
-		         "%" PRIu64 " ioctls lost (in-flight map full: too many concurrent calls)",
-		         ci->inflight_full);
-		fn(ctx, msg);
-	}
-	if (ci->pidset_full) {
-		snprintf(msg, sizeof(msg), "%" PRIu64 " child processes not traced (pid set full)",
-		         ci->pidset_full);
-		fn(ctx, msg);
-	}
-	if (ci->arg_faults) {
-		snprintf(msg, sizeof(msg),
-		         "%" PRIu64 " ioctl arguments not copied (user memory fault)",
-		         ci->arg_faults);
-		fn(ctx, msg);
-	}
-	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++) {
-		const struct kx_hook *h = &ci->hooks[i];
-		char name[sizeof(h->name) + 1], why[sizeof(h->why) + 1];
-
-		if (h->state == KX_HOOK_ATTACHED)
-			continue;
-		field_str(name, sizeof(name), h->name, sizeof(h->name));
-		field_str(why, sizeof(why), h->why, sizeof(h->why));
-		snprintf(msg, sizeof(msg), "hook %s %s%s%s", name,
-		         h->state == KX_HOOK_SKIPPED ? "skipped" : "failed", why[0] ? ": " : "",
-		         why);
-		fn(ctx, msg);
-	}
+	kx_jobs_warnings(sum->jobs, fn, ctx);
 	if (sum->truncated) {
 		if (sum->trunc_bytes)
 			snprintf(msg, sizeof(msg),
@@ -540,17 +701,30 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 
 /* ---- table ---- */
 
-enum { COL_COUNT, COL_ERR, COL_TOTAL, COL_MIN, COL_MAX, COL_AVG, COL_P50, COL_P90, COL_P99, NCOL };
+/* The last two columns only when off-CPU time was measured. */
+enum {
+	COL_COUNT, COL_ERR, COL_TOTAL, COL_MIN, COL_MAX, COL_AVG, COL_P50, COL_P90, COL_P99,
+	COL_BLOCKED, COL_ONCPU, NCOL
+};
 
 static const char *const col_head[NCOL] = {
         "Total Count",   "Errors",   "Total Time (ms)", "Min Time (ms)", "Max Time (ms)",
-        "Avg Time (ms)", "p50 (ms)", "p90 (ms)",        "p99 (ms)",
+        "Avg Time (ms)", "p50 (ms)", "p90 (ms)",        "p99 (ms)",      "Blocked Time (ms)",
+        "On-CPU Time (ms)",
 };
 
 static void row_cols(const struct row *r, char cols[NCOL][32])
 {
 	snprintf(cols[COL_COUNT], 32, "%" PRIu64, r->count);
 	snprintf(cols[COL_ERR], 32, "%" PRIu64, r->errors);
+	if (r->job) {
+		snprintf(cols[COL_ERR], 32, "-");
+		snprintf(cols[COL_BLOCKED], 32, "-");
+		snprintf(cols[COL_ONCPU], 32, "-");
+	} else {
+		snprintf(cols[COL_BLOCKED], 32, "%.3f", ms(r->offcpu));
+		snprintf(cols[COL_ONCPU], 32, "%.3f", ms(r->total - r->offcpu));
+	}
 	/* 3 decimals of a millisecond: microsecond precision. */
 	snprintf(cols[COL_TOTAL], 32, "%.3f", ms(r->total));
 	snprintf(cols[COL_MIN], 32, "%.3f", ms(row_min(r)));
@@ -635,11 +809,44 @@ static void print_hist(const struct row *r, FILE *f)
 	}
 }
 
+/* Per device: jobs, busy fraction, depth and links; then the Memory rows. */
+static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
+{
+	int any = 0;
+
+	for (size_t i = 0; i < jb->ndevs; i++) {
+		const struct kx_jobdev *d = &jb->devs[i];
+
+		if (!d->nrings)
+			continue;
+		if (!any++)
+			fprintf(f, "\nDevices (job timelines)\n");
+		fprintf(f,
+		        "%s (%s): %" PRIu64 " jobs, %" PRIu64 " completed, %" PRIu64
+		        " incomplete; busy %.1f%%; max in flight %u; %" PRIu64
+		        " linked to their submitting ioctl\n",
+		        d->name, d->label, d->njobs, d->completed, d->incomplete,
+		        100.0 * d->busy_fraction, d->max_depth, d->linked);
+	}
+	any = 0;
+	for (size_t i = 0; i < jb->ndevs; i++) {
+		const struct kx_jobdev *d = &jb->devs[i];
+
+		if (!d->nmem)
+			continue;
+		if (!any++)
+			fprintf(f, "\nMemory (bytes)\n%-24s  %11s  %14s  %14s  %16s\n", "Name",
+			        "Total Count", "Min Usage", "Max Usage", "Avg Usage");
+		fprintf(f, "memory/%-17s  %11" PRIu64 "  %14" PRIu64 "  %14" PRIu64 "  %16.1f\n",
+		        d->name, (uint64_t)d->nmem, d->mem_min, d->mem_max, d->mem_avg);
+	}
+}
+
 void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist)
 {
 	const struct kx_capinfo *ci = &sum->ci;
 	char host[sizeof(ci->hostname) + 1], kernel[sizeof(ci->kernel) + 1];
-	int w[NCOL], namew = 4;
+	int w[NCOL], namew = 4, ncol = sum->offcpu_measured ? NCOL : COL_BLOCKED;
 	const char *cat = NULL;
 
 	field_str(host, sizeof(host), ci->hostname, sizeof(ci->hostname));
@@ -673,19 +880,21 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist)
 		if (!cat || strcmp(cat, r->cat)) {
 			cat = r->cat;
 			fprintf(f, "\n%s\n%-*s", cat, namew, "Name");
-			for (int c = 0; c < NCOL; c++)
+			for (int c = 0; c < ncol; c++)
 				fprintf(f, "  %*s", w[c], col_head[c]);
 			fputc('\n', f);
 		}
 		row_cols(r, cols);
 		fprintf(f, "%-*s", namew, r->name);
-		for (int c = 0; c < NCOL; c++)
+		for (int c = 0; c < ncol; c++)
 			fprintf(f, "  %*s", w[c], cols[c]);
 		fputc('\n', f);
 		print_errors(r, f);
 		if (hist)
 			print_hist(r, f);
 	}
+	if (sum->jobs)
+		print_jobs_table(sum->jobs, f);
 }
 
 /* ---- JSON ---- */
@@ -771,21 +980,28 @@ static void json_warning(void *ctx, const char *msg)
 	json_str(c->f, msg, SIZE_MAX);
 }
 
-static void json_row(const struct row *r, FILE *f, int hist)
+static void json_row(const struct row *r, FILE *f, int hist, int offcpu)
 {
 	char buf[32];
 
 	json_str(f, r->name, SIZE_MAX);
 	fprintf(f,
 	        ": {\"Total Count\": %" PRIu64 ", \"Total Time\": %.6f, \"Min Time\": %.6f, "
-	        "\"Max Time\": %.6f, \"Avg Time\": %.6f, \"Errors\": %" PRIu64 ", \"Errno\": {",
-	        r->count, ms(r->total), ms(row_min(r)), ms(r->max), row_avg_ms(r), r->errors);
-	for (int i = 0; i < r->nerrs; i++) {
-		fputs(i ? ", " : "", f);
-		json_str(f, errno_label(r->errs[i].ret, buf, sizeof(buf)), SIZE_MAX);
-		fprintf(f, ": %" PRIu64, r->errs[i].count);
+	        "\"Max Time\": %.6f, \"Avg Time\": %.6f",
+	        r->count, ms(r->total), ms(row_min(r)), ms(r->max), row_avg_ms(r));
+	if (!r->job) {
+		fprintf(f, ", \"Errors\": %" PRIu64 ", \"Errno\": {", r->errors);
+		for (int i = 0; i < r->nerrs; i++) {
+			fputs(i ? ", " : "", f);
+			json_str(f, errno_label(r->errs[i].ret, buf, sizeof(buf)), SIZE_MAX);
+			fprintf(f, ": %" PRIu64, r->errs[i].count);
+		}
+		fputc('}', f);
+		if (offcpu)
+			fprintf(f, ", \"Blocked Time\": %.6f, \"On-CPU Time\": %.6f", ms(r->offcpu),
+			        ms(r->total - r->offcpu));
 	}
-	fprintf(f, "}, \"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f", ms(r->p50), ms(r->p90),
+	fprintf(f, ", \"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f", ms(r->p50), ms(r->p90),
 	        ms(r->p99));
 	if (hist) {
 		int last = 0;
@@ -799,6 +1015,94 @@ static void json_row(const struct row *r, FILE *f, int hist)
 		fputs("]}", f);
 	}
 	fputc('}', f);
+}
+
+/* "Memory": {"memory/<device>": {"allocated": {Count, Max/Min/Avg Usage}}} */
+static void json_memory(const struct kx_jobs *jb, FILE *f)
+{
+	int n = 0;
+	char cat[64];
+
+	fputs("  \"Memory\": {", f);
+	for (size_t i = 0; jb && i < jb->ndevs; i++) {
+		const struct kx_jobdev *d = &jb->devs[i];
+
+		if (!d->nmem)
+			continue;
+		snprintf(cat, sizeof(cat), "memory/%s", d->name);
+		fputs(n++ ? ",\n    " : "\n    ", f);
+		json_str(f, cat, sizeof(cat));
+		fprintf(f,
+		        ": {\"allocated\": {\"Count\": %zu, \"Max Usage\": %" PRIu64
+		        ", \"Min Usage\": %" PRIu64 ", \"Avg Usage\": %.3f"
+		        ", \"Allocations\": %" PRIu64 ", \"Frees\": %" PRIu64
+		        ", \"Unknown Frees\": %" PRIu64 "}}",
+		        d->nmem, d->mem_max, d->mem_min, d->mem_avg, d->mem_allocs, d->mem_frees,
+		        d->mem_unknown_frees);
+	}
+	fputs(n ? "\n  },\n" : "},\n", f);
+}
+
+static void json_dist(const char *key, const struct kx_dist *d, FILE *f)
+{
+	fprintf(f,
+	        ", \"%s\": {\"count\": %" PRIu64 ", \"total_ms\": %.6f, \"min_ms\": %.6f, "
+	        "\"max_ms\": %.6f, \"p50_ms\": %.6f, \"p90_ms\": %.6f, \"p99_ms\": %.6f}",
+	        key, d->count, ms(d->total), ms(d->min), ms(d->max), ms(d->p50), ms(d->p90),
+	        ms(d->p99));
+}
+
+/* "Jobs": anomalies and, per device and ring, counts, links, busy time and depth. */
+static void json_jobs(const struct kx_jobs *jb, FILE *f)
+{
+	const struct kx_jobs_anomalies *a;
+	int n = 0;
+
+	if (!jb)
+		return;
+	a = &jb->anom;
+	fprintf(f,
+	        "  \"Jobs\": {\"anomalies\": {\"incomplete\": %" PRIu64 ", \"no_queue\": %" PRIu64
+	        ", \"duplicate\": %" PRIu64 ", \"out_of_order\": %" PRIu64
+	        ", \"unlinked\": %" PRIu64 ", \"runs_without_exit\": %" PRIu64
+	        ", \"unknown\": %" PRIu64 "}, \"devices\": {",
+	        a->incomplete, a->no_queue, a->duplicate, a->out_of_order, a->unlinked,
+	        a->runs_without_exit, a->unknown);
+	for (size_t i = 0; i < jb->ndevs; i++) {
+		const struct kx_jobdev *d = &jb->devs[i];
+
+		if (!d->nrings)
+			continue;
+		fputs(n++ ? ",\n    " : "\n    ", f);
+		json_str(f, d->name, sizeof(d->name));
+		fputs(": {\"label\": ", f);
+		json_str(f, d->label, sizeof(d->label));
+		fprintf(f,
+		        ", \"jobs\": %" PRIu64 ", \"completed\": %" PRIu64
+		        ", \"incomplete\": %" PRIu64 ", \"no_queue\": %" PRIu64
+		        ", \"linked\": %" PRIu64
+		        ", \"busy_ms\": %.6f, \"busy_fraction\": %.6f, \"max_in_flight\": %u"
+		        ", \"rings\": {",
+		        d->njobs, d->completed, d->incomplete, d->no_queue, d->linked,
+		        ms(d->busy_ns), d->busy_fraction, d->max_depth);
+		for (uint32_t k = 0; k < d->nrings; k++) {
+			const struct kx_jobring *r = &jb->rings[d->first_ring + k];
+
+			fputs(k ? ",\n      " : "\n      ", f);
+			json_str(f, r->name, sizeof(r->name));
+			fprintf(f,
+			        ": {\"id\": %u, \"jobs\": %zu, \"completed\": %" PRIu64
+			        ", \"linked\": %" PRIu64 ", \"waited\": %" PRIu64
+			        ", \"lanes\": %u, \"busy_ms\": %.6f",
+			        r->id, r->njobs, r->completed, r->linked, r->waited, r->nlanes,
+			        ms(r->busy_ns));
+			json_dist("exec", &r->exec, f);
+			json_dist("queue_delay", &r->queue, f);
+			fputc('}', f);
+		}
+		fputs("}}", f);
+	}
+	fputs(n ? "\n  }},\n" : "}},\n", f);
 }
 
 void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
@@ -819,19 +1123,24 @@ void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 		} else {
 			fputs(",\n      ", f);
 		}
-		json_row(r, f, hist);
+		json_row(r, f, hist, sum->offcpu_measured);
 	}
 	fputs(cat ? "\n    }\n  },\n" : "},\n", f);
-	fputs("  \"Memory\": {},\n  \"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"},\n", f);
+	json_memory(sum->jobs, f);
+	fputs("  \"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"},\n", f);
+	json_jobs(sum->jobs, f);
 	fputs("  \"Capture\": {\"host\": ", f);
 	json_str(f, ci->hostname, sizeof(ci->hostname));
 	fputs(", \"kernel\": ", f);
 	json_str(f, ci->kernel, sizeof(ci->kernel));
 	fprintf(f,
 	        ", \"duration_ms\": %.6f, \"emitted\": %" PRIu64 ", \"received\": %" PRIu64
-	        ", \"dropped\": %" PRIu64 ", \"not_stored\": %" PRIu64 ", \"truncated\": %s},\n",
+	        ", \"dropped\": %" PRIu64 ", \"not_stored\": %" PRIu64 ", \"truncated\": %s"
+	        ", \"job_emitted\": %" PRIu64 ", \"job_received\": %" PRIu64
+	        ", \"job_dropped\": %" PRIu64 ", \"offcpu_measured\": %s},\n",
 	        capture_ms(ci), ci->emitted, ci->received, ci->dropped, sum->not_stored,
-	        sum->truncated ? "true" : "false");
+	        sum->truncated ? "true" : "false", ci->job_emitted, ci->job_received,
+	        ci->job_dropped, sum->offcpu_measured ? "true" : "false");
 	fputs("  \"Warnings\": [", f);
 	each_warning(sum, json_warning, &wc);
 	fputs(wc.n ? "\n  ]\n}\n" : "]\n}\n", f);

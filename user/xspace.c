@@ -4,6 +4,15 @@
  * lines, events, stats and warnings it holds, and the TensorBoard log
  * directory layout.
  *
+ * Device timelines (user/jobs.h) go on the device planes: one line per ring
+ * lane (id = 1 + the ring's index in its device, + 1000 per extra lane, as
+ * the Chrome tids; name = the ring), one event per job from RUN (or QUEUE) to DONE, named after its
+ * submitting ioctl ("DRM_IOCTL_AMDGPU_CS", "KVM_RUN"), "block read|write|
+ * other" or "job"; a "memory" line (id MEM_LINE_ID) has one instant per
+ * allocation or free. A job and the ioctl that submitted it carry the same
+ * XProf flow stat (id = the ioctl's store index + 1, out on the ioctl, in on
+ * the job, category generic) and correlation_id, so XProf draws the arrow.
+ *
  * The encoder writes the wire format directly into one growing buffer
  * instead of building protobuf-c message trees: millions of events would
  * cost several small allocations each and a second full copy at pack time.
@@ -27,6 +36,8 @@
 
 #include "devices.h"
 #include "ioctl_decode.h"
+#include "jobs.h"
+#include "warnings.h"
 #include "xspace.h"
 
 /* TSL's plane id for /host:CPU (kHostPlaneId); device planes use 0..n-1. */
@@ -57,7 +68,8 @@ enum {
 	XLINE_ID = 1, XLINE_NAME = 2, XLINE_TIMESTAMP_NS = 3, XLINE_EVENTS = 4,
 	XLINE_DURATION_PS = 9, XLINE_DISPLAY_NAME = 11,
 	XEVENT_METADATA_ID = 1, XEVENT_OFFSET_PS = 2, XEVENT_DURATION_PS = 3, XEVENT_STATS = 4,
-	XSTAT_METADATA_ID = 1, XSTAT_UINT64 = 3, XSTAT_INT64 = 4, XSTAT_STR = 5, XSTAT_REF = 7,
+	XSTAT_METADATA_ID = 1, XSTAT_DOUBLE = 2, XSTAT_UINT64 = 3, XSTAT_INT64 = 4, XSTAT_STR = 5,
+	XSTAT_REF = 7,
 	XMETA_ID = 1, XMETA_NAME = 2,
 	MAP_KEY = 1, MAP_VALUE = 2,
 };
@@ -454,6 +466,9 @@ struct exporter {
 	size_t stack_cap;
 
 	uint64_t overlap_fixes, overlap_lines;
+	struct kx_jobs *jobs;	/* device timelines; NULL when they failed to build */
+	size_t job_events;	/* exported on device planes */
+	uint32_t st_offcpu, st_flow, st_corr;	/* host plane stat ids, 0 until used */
 	char *err;
 	size_t errlen;
 };
@@ -664,12 +679,28 @@ static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint
 	return p;
 }
 
+/* XProf's flow stat: 2-bit direction, 56-bit id, 6-bit category (0: generic). */
+#define FLOW_IN  1
+#define FLOW_OUT 2
+static uint64_t flow_value(uint64_t id, unsigned int dir)
+{
+	return (id & ((1ULL << 56) - 1)) << 2 | dir;
+}
+
+/* A host plane stat name interned on first use; 0 on OOM. */
+static uint32_t host_stat(struct exporter *x, uint32_t *id, const char *name)
+{
+	if (!*id)
+		*id = strtab_cstr(&x->st, name);
+	return *id;
+}
+
 /*
- * One XEvent into the scratch buffer p (EVENT_SCRATCH bytes). Returns the
- * end, or NULL on OOM.
+ * One XEvent of store ioctl idx into the scratch buffer p (EVENT_SCRATCH
+ * bytes). Returns the end, or NULL on OOM.
  */
-static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, uint64_t offset_ns,
-			  uint64_t dur_ns, uint8_t *p)
+static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t idx,
+			  uint64_t offset_ns, uint64_t dur_ns, uint8_t *p)
 {
 	uint32_t mid = event_meta_id(x, e), dev = device_ref(x, e), drv = x->drv_ref[e->drv];
 
@@ -703,6 +734,21 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, uint64_t
 		p = put_stat_varint(p, XEVENT_STATS, ST_ERRNO, XSTAT_REF, ref);
 	}
 	p = put_stat_varint(p, XEVENT_STATS, ST_PID, XSTAT_INT64, e->pid);
+	if (e->offcpu_us) {
+		if (!host_stat(x, &x->st_offcpu, "offcpu_ns"))
+			return NULL;
+		p = put_stat_varint(p, XEVENT_STATS, x->st_offcpu, XSTAT_UINT64,
+				    (uint64_t)e->offcpu_us * 1000);
+	}
+	/* The arrow to the jobs it submitted (the jobs carry the same flow). */
+	if (x->jobs && kx_jobs_ioctl_submitted(x->jobs, idx)) {
+		if (!host_stat(x, &x->st_flow, "flow") ||
+		    !host_stat(x, &x->st_corr, "correlation_id"))
+			return NULL;
+		p = put_stat_varint(p, XEVENT_STATS, x->st_flow, XSTAT_UINT64,
+				    flow_value(idx + 1, FLOW_OUT));
+		p = put_stat_varint(p, XEVENT_STATS, x->st_corr, XSTAT_UINT64, idx + 1);
+	}
 	return put_arg_stats(x, e, p);
 }
 
@@ -766,7 +812,7 @@ static int put_line(struct exporter *x, const struct line *l)
 			return fail(x, "out of memory");
 		if (end > max_end)
 			max_end = end;
-		sp = put_event(x, e, start, dur, scratch);
+		sp = put_event(x, e, ord[k], start, dur, scratch);
 		if (!sp)
 			return fail(x, "out of memory");
 		elen = (size_t)(sp - scratch);
@@ -905,31 +951,309 @@ static void put_plane_str_stat(struct obuf *b, struct strtab *st, const char *na
 		ob_done(b, put_stat_str(p, XPLANE_STATS, mid, val, len));
 }
 
-static void put_device_plane(struct exporter *x, const struct kx_device *d, int n)
+/* ---- device timelines: job lines and the memory line of a device plane ---- */
+
+#define LANE_ID_STEP 1000	/* line id of lane l of ring r: r + 1 + l * LANE_ID_STEP */
+#define MEM_LINE_ID  9999
+
+/* A device plane's own metadata: event names and stat names. */
+struct ptabs {
+	struct strtab ev, st;
+	int oom;
+};
+
+static uint32_t pid_of(struct ptabs *t, struct strtab *tab, const char *name)
 {
-	struct strtab st = { 0 };
-	char node[80], name[160], devt[32];
-	const char *vendor = device_vendor((enum kx_driver)d->drv);
+	uint32_t id = strtab_cstr(tab, name);
+
+	if (!id)
+		t->oom = 1;
+	return id;
+}
+
+static uint8_t *pstat_u(struct ptabs *t, uint8_t *p, const char *name, uint64_t v)
+{
+	uint32_t mid = pid_of(t, &t->st, name);
+
+	return mid ? put_stat_varint(p, XEVENT_STATS, mid, XSTAT_UINT64, v) : p;
+}
+
+static uint8_t *pstat_i(struct ptabs *t, uint8_t *p, const char *name, int64_t v)
+{
+	uint32_t mid = pid_of(t, &t->st, name);
+
+	return mid ? put_stat_varint(p, XEVENT_STATS, mid, XSTAT_INT64, (uint64_t)v) : p;
+}
+
+static uint8_t *pstat_ref(struct ptabs *t, uint8_t *p, const char *name, const char *val)
+{
+	uint32_t mid = pid_of(t, &t->st, name), ref = pid_of(t, &t->st, val);
+
+	return mid && ref ? put_stat_varint(p, XEVENT_STATS, mid, XSTAT_REF, ref) : p;
+}
+
+static const char *job_name(const struct exporter *x, const struct kx_jobrec *j, char *buf,
+			    size_t len)
+{
+	if (j->submit >= 0) {
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, (size_t)j->submit);
+
+		return kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf, len);
+	}
+	if (j->src == KX_JOB_SRC_KVM)
+		return "KVM_RUN";
+	if (j->src == KX_JOB_SRC_BLOCK)
+		return j->aux2 == 1 ? "block read" : j->aux2 == 2 ? "block write" : "block other";
+	return "job";
+}
+
+/* One job as an XEvent into p (EVENT_SCRATCH bytes). */
+static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct kx_jobrec *j,
+			      uint64_t t0, uint8_t *p)
+{
+	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, x->jobs->end_ns);
+	char buf[96];
+	uint32_t mid = pid_of(t, &t->ev, job_name(x, j, buf, sizeof(buf)));
+
+	if (!mid)
+		return p;
+	p = put_vfield(p, XEVENT_METADATA_ID, mid);
+	p = put_vfield(p, XEVENT_OFFSET_PS, (start - t0) * 1000);
+	if (end > start)
+		p = put_vfield(p, XEVENT_DURATION_PS, (end - start) * 1000);
+	p = pstat_ref(t, p, "source", kx_job_src_name(j->src));
+	if (j->src == KX_JOB_SRC_BLOCK) {
+		p = pstat_u(t, p, "sector", j->seqno);
+		p = pstat_u(t, p, "bytes", j->aux);
+	} else {
+		/* XProf's context_id is a string "$$<n>". */
+		snprintf(buf, sizeof(buf), "$$%llu", (unsigned long long)j->ctx);
+		p = pstat_ref(t, p, "context_id", buf);
+		p = pstat_u(t, p, "seqno", j->seqno);
+	}
+	if (j->pid)
+		p = pstat_i(t, p, "pid", j->pid);
+	if (j->tid)
+		p = pstat_i(t, p, "tid", j->tid);
+	if (j->client)
+		p = pstat_u(t, p, "client_id", j->client);
+	if (j->queue_ts && j->run_ts && j->src != KX_JOB_SRC_KVM)
+		p = pstat_u(t, p, "queue_delay_ps", (j->run_ts - j->queue_ts) * 1000);
+	else if (j->flags & KX_JOBF_DIRECT)
+		p = pstat_u(t, p, "queue_delay_ps", 0);
+	if (j->waiter_tid)
+		p = pstat_i(t, p, "waiter_tid", j->waiter_tid);
+	if (j->src == KX_JOB_SRC_KVM && j->done_ts)
+		p = pstat_u(t, p, "exit_reason", j->aux);
+	if (j->src == KX_JOB_SRC_MSM && j->aux && j->aux2 >= j->aux)
+		p = pstat_u(t, p, "device_ticks", j->aux2 - j->aux);
+	if (j->flags & KX_JOBF_INCOMPLETE)
+		p = pstat_u(t, p, "incomplete", 1);
+	if (j->flags & KX_JOBF_NO_QUEUE)
+		p = pstat_u(t, p, "no_queue", 1);
+	if (j->submit >= 0) {
+		p = pstat_u(t, p, "flow", flow_value((uint64_t)j->submit + 1, FLOW_IN));
+		p = pstat_u(t, p, "correlation_id", (uint64_t)j->submit + 1);
+	}
+	return p;
+}
+
+static void put_scratch_event(struct obuf *b, const uint8_t *scratch, size_t elen)
+{
+	uint8_t *p = ob_room(b, elen + 16);
+
+	if (!p)
+		return;
+	p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
+	memcpy(p, scratch, elen);
+	ob_done(b, p + elen);
+}
+
+/* One line per lane of each ring; lanes never overlap, jobs are by start. */
+static void put_job_lines(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
+{
+	const struct kx_jobs *jb = x->jobs;
+	uint8_t scratch[EVENT_SCRATCH];
+	char name[48];
+
+	for (uint32_t r = 0; r < jd->nrings; r++) {
+		const struct kx_jobring *rg = &jb->rings[jd->first_ring + r];
+
+		for (uint32_t lane = 0; lane < rg->nlanes; lane++) {
+			uint64_t t0 = 0, max_end = 0;
+			size_t body = 0, n = 0;
+
+			for (size_t k = 0; k < rg->njobs; k++) {
+				const struct kx_jobrec *j = &jb->jobs[rg->first + k];
+				uint64_t start = kx_jobrec_start(j), end;
+				uint8_t *sp;
+
+				if (j->lane != lane || !in_window(&x->o, start))
+					continue;
+				if (!n++) {
+					t0 = start;
+					if (lane)
+						snprintf(name, sizeof(name), "%s #%u", rg->name,
+							 lane + 1);
+					else
+						snprintf(name, sizeof(name), "%s", rg->name);
+					body = ob_open(&x->out, XPLANE_LINES);
+					ob_vfield(&x->out, XLINE_ID,
+						  rg->id + 1 + (uint64_t)lane * LANE_ID_STEP);
+					ob_str(&x->out, XLINE_NAME, name);
+					ob_vfield(&x->out, XLINE_TIMESTAMP_NS,
+						  (uint64_t)kx_capinfo_realtime(x->ci, t0));
+				}
+				end = kx_jobrec_end(j, jb->end_ns);
+				if (end - t0 > max_end)
+					max_end = end - t0;
+				sp = put_job_event(x, t, j, t0, scratch);
+				put_scratch_event(&x->out, scratch, (size_t)(sp - scratch));
+			}
+			if (n) {
+				ob_vfield(&x->out, XLINE_DURATION_PS, max_end * 1000);
+				ob_close(&x->out, body);
+				x->job_events += n;
+			}
+		}
+	}
+}
+
+/* The device's memory usage: an instant per allocation or free. */
+static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
+{
+	uint8_t scratch[EVENT_SCRATCH];
+	uint64_t t0 = 0, last = 0;
+	size_t body = 0, n = 0;
+
+	for (size_t k = 0; k < jd->nmem; k++) {
+		const struct kx_mem_pt *m = &jd->mem[k];
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, m->ioctl);
+		uint8_t *p = scratch;
+		uint32_t mid;
+		char buf[96];
+
+		if (!in_window(&x->o, m->ts))
+			continue;
+		if (!n++) {
+			t0 = m->ts;
+			body = ob_open(&x->out, XPLANE_LINES);
+			ob_vfield(&x->out, XLINE_ID, MEM_LINE_ID);
+			ob_str(&x->out, XLINE_NAME, "memory");
+			ob_vfield(&x->out, XLINE_TIMESTAMP_NS,
+				  (uint64_t)kx_capinfo_realtime(x->ci, t0));
+		}
+		last = m->ts - t0;
+		mid = pid_of(t, &t->ev, m->delta >= 0 ? "alloc" : "free");
+		if (!mid)
+			continue;
+		p = put_vfield(p, XEVENT_METADATA_ID, mid);
+		p = put_vfield(p, XEVENT_OFFSET_PS, (m->ts - t0) * 1000);
+		p = pstat_u(t, p, "bytes_allocated", m->usage);
+		p = pstat_u(t, p, "allocation_bytes",
+			    m->delta >= 0 ? (uint64_t)m->delta : (uint64_t)-m->delta);
+		p = pstat_ref(t, p, "ioctl",
+			      kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf,
+					    sizeof(buf)));
+		p = pstat_i(t, p, "pid", e->pid);
+		put_scratch_event(&x->out, scratch, (size_t)(p - scratch));
+	}
+	if (n) {
+		ob_vfield(&x->out, XLINE_DURATION_PS, last * 1000);
+		ob_close(&x->out, body);
+	}
+}
+
+/* Plane stats of a device with jobs: counts, busy fraction, depth. */
+static void put_job_plane_stats(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
+{
+	uint32_t mid;
+	uint8_t *p;
+	uint64_t bits;
+
+	if (!jd->nrings)
+		return;
+	p = ob_room(&x->out, 64);
+	mid = pid_of(t, &t->st, "jobs");
+	if (p && mid)
+		ob_done(&x->out, put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->njobs));
+	p = ob_room(&x->out, 64);
+	mid = pid_of(t, &t->st, "max_in_flight");
+	if (p && mid)
+		ob_done(&x->out,
+			put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->max_depth));
+	p = ob_room(&x->out, 64);
+	mid = pid_of(t, &t->st, "busy_fraction");
+	if (p && mid) {
+		/* XStat {metadata_id, double_value (fixed64)} */
+		p = put_tag(p, XPLANE_STATS, WT_LEN);
+		p = put_varint(p, 1 + vsize(mid) + 1 + 8);
+		p = put_vfield(p, XSTAT_METADATA_ID, mid);
+		p = put_tag(p, XSTAT_DOUBLE, WT_I64);
+		memcpy(&bits, &jd->busy_fraction, sizeof(bits));
+		for (int i = 0; i < 8; i++)
+			*p++ = (uint8_t)(bits >> (8 * i));
+		ob_done(&x->out, p);
+	}
+}
+
+/* The job device of capinfo device i, or NULL. */
+static const struct kx_jobdev *jobdev_of(const struct exporter *x, uint32_t i)
+{
+	for (size_t k = 0; x->jobs && k < x->jobs->ndevs; k++)
+		if (x->jobs->devs[k].ci_index == (int)i)
+			return &x->jobs->devs[k];
+	return NULL;
+}
+
+/*
+ * A device plane: a traced device d, with its job device jd if any, or a
+ * job device no traced device matches (d NULL).
+ */
+static void put_device_plane(struct exporter *x, const struct kx_device *d,
+			     const struct kx_jobdev *jd, int n)
+{
+	struct ptabs t;
+	char node[80], name[200], devt[32];
+	const char *vendor = d ? device_vendor((enum kx_driver)d->drv) : NULL;
 	size_t body = ob_open(&x->out, XSPACE_PLANES);
 
-	device_node(x->ci, d, node, sizeof(node));
-	snprintf(name, sizeof(name), "/device:%s:%d (%s %s)",
-		 x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, device_driver(d), node);
+	memset(&t, 0, sizeof(t));
+	if (d) {
+		device_node(x->ci, d, node, sizeof(node));
+		snprintf(name, sizeof(name), "/device:%s:%d (%s %s)",
+			 x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, device_driver(d), node);
+	} else {
+		snprintf(name, sizeof(name), "/device:%s:%d (%s)",
+			 x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, jd->label);
+	}
 	ob_vfield(&x->out, XPLANE_ID, (uint64_t)n);
 	ob_str(&x->out, XPLANE_NAME, name);
-	put_plane_str_stat(&x->out, &st, "driver", device_driver(d));
-	put_plane_str_stat(&x->out, &st, "node", node);
-	if (d->any_minor)
-		snprintf(devt, sizeof(devt), "%u:*", KX_MAJOR(d->dev));
-	else
-		snprintf(devt, sizeof(devt), "%u:%u", KX_MAJOR(d->dev), KX_MINOR(d->dev));
-	if (!anon_kind(d->fkind))
-		put_plane_str_stat(&x->out, &st, "dev_t", devt);
+	if (d) {
+		put_plane_str_stat(&x->out, &t.st, "driver", device_driver(d));
+		put_plane_str_stat(&x->out, &t.st, "node", node);
+		if (d->any_minor)
+			snprintf(devt, sizeof(devt), "%u:*", KX_MAJOR(d->dev));
+		else
+			snprintf(devt, sizeof(devt), "%u:%u", KX_MAJOR(d->dev), KX_MINOR(d->dev));
+		if (!anon_kind(d->fkind))
+			put_plane_str_stat(&x->out, &t.st, "dev_t", devt);
+	} else {
+		put_plane_str_stat(&x->out, &t.st, "driver", jd->name);
+	}
 	if (vendor)
-		put_plane_str_stat(&x->out, &st, "device_vendor", vendor);
-	put_metadata(&x->out, NULL, &st);
+		put_plane_str_stat(&x->out, &t.st, "device_vendor", vendor);
+	if (jd) {
+		put_job_plane_stats(x, &t, jd);
+		put_job_lines(x, &t, jd);
+		put_mem_line(x, &t, jd);
+	}
+	put_metadata(&x->out, &t.ev, &t.st);
 	ob_close(&x->out, body);
-	strtab_free(&st);
+	if (t.oom)
+		x->out.oom = 1;
+	strtab_free(&t.ev);
+	strtab_free(&t.st);
 }
 
 /* ---- warnings ---- */
@@ -937,7 +1261,7 @@ static void put_device_plane(struct exporter *x, const struct kx_device *d, int 
 static void warn(struct exporter *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct exporter *x, const char *fmt, ...)
 {
-	char msg[320];
+	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -946,44 +1270,23 @@ static void warn(struct exporter *x, const char *fmt, ...)
 	ob_str(&x->out, XSPACE_WARNINGS, msg);
 }
 
+static void warn_cb(void *ctx, const char *msg)
+{
+	warn(ctx, "%s", msg);
+}
+
 static void put_warnings(struct exporter *x)
 {
-	const struct kx_capinfo *ci = x->ci;
-	uint64_t refused = kx_store_not_stored(x->s);
-
-	if (ci->dropped)
-		warn(x, "%" PRIu64 " ioctl events dropped: ring buffer full", ci->dropped);
-	if (ci->not_stored)
-		warn(x, "%" PRIu64 " ioctl events not stored: capture memory limit reached",
-		     ci->not_stored);
-	if (refused)
-		warn(x, "%" PRIu64 " events not loaded: the converter's memory limit was reached",
-		     refused);
-	if (ci->inflight_full)
-		warn(x, "%" PRIu64 " ioctls not traced: in-flight map full", ci->inflight_full);
-	if (ci->pidset_full)
-		warn(x, "%" PRIu64 " new processes or threads not followed: pid set full",
-		     ci->pidset_full);
-	if (ci->arg_faults)
-		warn(x, "%" PRIu64 " ioctl argument copies failed: those events lack decoded "
-			"arguments", ci->arg_faults);
-	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++) {
-		const struct kx_hook *h = &ci->hooks[i];
-
-		if (h->state == KX_HOOK_ATTACHED)
-			continue;
-		warn(x, "hook %.48s %s%s%.96s", h->name,
-		     h->state == KX_HOOK_SKIPPED ? "skipped" : "failed", h->why[0] ? ": " : "",
-		     h->why);
-	}
+	kx_capture_warnings(x->ci, kx_store_not_stored(x->s), warn_cb, x);
+	kx_jobs_warnings(x->jobs, warn_cb, x);
 	if (x->overlap_fixes)
 		warn(x, "%" PRIu64 " events on %" PRIu64 " threads partially overlapped an "
 			"earlier event of the same thread: shortened to nest in it",
 		     x->overlap_fixes, x->overlap_lines);
-	if (x->nevents > VIEWER_EVENT_LIMIT)
+	if (x->nevents + x->job_events > VIEWER_EVENT_LIMIT)
 		warn(x, "%zu events exported: XProf's trace viewer shows only the first "
 			"1,000,000 by default; export a shorter time window to see the rest",
-		     x->nevents);
+		     x->nevents + x->job_events);
 }
 
 /* ---- entry points ---- */
@@ -998,6 +1301,7 @@ static void exporter_free(struct exporter *x)
 	idmap_free(&x->ev_by_cmd);
 	idmap_free(&x->dev_ref);
 	idmap_free(&x->field_id);
+	kx_jobs_free(x->jobs);
 }
 
 int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
@@ -1018,12 +1322,24 @@ int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
 	*len = 0;
 	if (select_events(&x))
 		goto out;
+	x.jobs = kx_jobs_build(s, ci);
+	if (!x.jobs) {
+		fail(&x, "out of memory analysing the device timelines");
+		goto out;
+	}
 	/* About 50 bytes an event; untouched capacity costs no memory. */
 	if (!ob_room(&x.out, x.nevents * 64 + 65536) || put_host_plane(&x))
 		goto out;
 	for (uint32_t i = 0; i < ci->ndevices && i < KX_MAX_DEVICES; i++)
 		if (device_has_plane(ci, i))
-			put_device_plane(&x, &ci->devices[i], n++);
+			put_device_plane(&x, &ci->devices[i], jobdev_of(&x, i), n++);
+	/* Job devices that no traced device stands for get planes of their own. */
+	for (size_t k = 0; x.jobs && k < x.jobs->ndevs; k++) {
+		const struct kx_jobdev *jd = &x.jobs->devs[k];
+
+		if (jd->ci_index < 0 && (jd->nrings || jd->nmem))
+			put_device_plane(&x, NULL, jd, n++);
+	}
 	put_warnings(&x);
 	if (ci->hostname[0])
 		ob_str(&x.out, XSPACE_HOSTNAMES, ci->hostname);

@@ -2,8 +2,10 @@
  * XSpace exporter (tensorflow.profiler.XSpace, wire-compatible with TSL's
  * xplane.proto): a /host:CPU plane with one line per OS thread (line id =
  * tid, so TensorFlow merges it with its own host threads) holding one event
- * per ioctl, one /device:CUSTOM:<n> plane per traced device, hostnames and
- * warnings. Timestamps in Unix-epoch ns, offsets and durations in ps.
+ * per ioctl, one /device:CUSTOM:<n> plane per traced device (with a line
+ * per ring of its jobs, a memory line, and flows from the submitting
+ * ioctls), hostnames and warnings. Timestamps in Unix-epoch ns, offsets and
+ * durations in ps.
  */
 #ifndef KX_XSPACE_H
 #define KX_XSPACE_H

@@ -9,7 +9,9 @@
 # EXPECT: {"counts": {name: n}, "events": [[pid, tid, ts_realtime_ns, dur_ns, name], ...],
 #          "process_names": {pid: name}, "thread_names": {tid: name},
 #          "devices": [name, ...], "warnings": [substring, ...],
-#          "args": [[tid, ts_realtime_ns, key, value], ...]}
+#          "args": [[tid, ts_realtime_ns, key, value], ...],
+#          optional device timelines: "jobs": [[pid, tid, ts_realtime_ns, dur_ns, name], ...],
+#          "flows": n, "counters": {name: n}}
 import gzip
 import json
 import sys
@@ -41,6 +43,43 @@ def ns(us):
     return int(Decimal(us) * 1000)
 
 
+def check_jobs(exp, ev, xs, js, base):
+    got = sorted((e["pid"], e["tid"], base + ns(e["ts"]), ns(e["dur"]), e["name"]) for e in js)
+    want = sorted(tuple(x) for x in exp.get("jobs", []))
+    if got != want:
+        err("job slices %r != expected %r" % (got, want))
+    for e in js:
+        if not e.get("cat", "").startswith("job/") or "ring" not in e.get("args", {}):
+            err("job slice without job/<source> category or ring: %r" % e)
+            break
+    # every flow: start inside an ioctl slice of its thread, end on a job slice
+    starts = {e["id"]: e for e in ev if e.get("ph") == "s"}
+    ends = [e for e in ev if e.get("ph") == "f"]
+
+    def inside(e, slices):
+        t = Decimal(e["ts"])
+        return any(x["pid"] == e["pid"] and x["tid"] == e["tid"] and
+                   Decimal(x["ts"]) <= t <= Decimal(x["ts"]) + Decimal(x["dur"]) for x in slices)
+
+    for f in ends:
+        s = starts.get(f["id"])
+        if s is None or f.get("bp") != "e":
+            err("flow end without start or bp=e: %r" % f)
+        elif not inside(s, xs) or not inside(f, js):
+            err("flow %r does not bind: start %r end %r" % (f["id"], s, f))
+    if len(ends) != exp.get("flows", 0) or len(starts) != len(ends):
+        err("%d flow ends, %d starts, expected %d" % (len(ends), len(starts),
+                                                     exp.get("flows", 0)))
+    counters = {}
+    for e in ev:
+        if e.get("ph") == "C":
+            counters[e["name"]] = counters.get(e["name"], 0) + 1
+            if e["pid"] < DEV_PID_BASE or len(e.get("args", {})) != 1:
+                err("counter not on a device or without one series: %r" % e)
+    if counters != exp.get("counters", {}):
+        err("counters %r != expected %r" % (counters, exp.get("counters", {})))
+
+
 def check(exp, d):
     for key in ("traceEvents", "displayTimeUnit", "schemaVersion", "baseTimeNanoseconds",
                 "otherData"):
@@ -57,7 +96,11 @@ def check(exp, d):
         if key not in od:
             err("otherData: no " + key)
     ev = d["traceEvents"]
-    xs = [e for e in ev if e.get("ph") == "X"]
+    # ioctl slices on real pids; job slices on device pseudo-processes
+    allx = [e for e in ev if e.get("ph") == "X"]
+    xs = [e for e in allx if e["pid"] < DEV_PID_BASE]
+    js = [e for e in allx if e["pid"] >= DEV_PID_BASE]
+    check_jobs(exp, ev, xs, js, base)
 
     # counts per name
     counts = {}
@@ -103,7 +146,7 @@ def check(exp, d):
 
     # slices nest on every thread (no partial overlap)
     per = {}
-    for e in xs:
+    for e in allx:
         per.setdefault((e["pid"], e["tid"]), []).append((Decimal(e["ts"]), Decimal(e["dur"])))
     for key, sl in per.items():
         sl.sort(key=lambda x: (x[0], -x[1]))

@@ -1,9 +1,11 @@
 /*
- * Test data for the record-file tests: a capture info with devices and hooks,
- * a deterministic, realistic event stream (a few processes and threads,
- * ts advancing by 1-50 us, a tenth of the ioctls with argument bytes, task
- * events now and then), writing it to a .kxp file and checking what a reader
- * got back against it.
+ * Test data for the record-file tests: a capture info with devices, hooks,
+ * job counters and driver-call stats, a deterministic, realistic event
+ * stream (a few processes and threads, ts advancing by 1-50 us, a tenth of
+ * the ioctls with argument bytes, a third with off-CPU time, task events now
+ * and then, a job event every few ioctls of every source and phase, with
+ * extreme keys and ring names of every length), writing it to a .kxp file
+ * and checking what a reader got back against it.
  */
 #ifndef KXP_GEN_H
 #define KXP_GEN_H
@@ -33,8 +35,10 @@ static inline void gen_arg(uint8_t *arg, size_t n, uint64_t i)
 		arg[k] = (uint8_t)(i * 131 + k * 29 + (i >> 8));
 }
 
+enum { GEN_IOCTL, GEN_TASK, GEN_JOB };
+
 struct gen_item {
-	uint8_t is_task;
+	uint8_t kind; /* GEN_* */
 	uint32_t idx;
 };
 
@@ -43,6 +47,8 @@ struct gen {
 	size_t nioc;
 	struct kx_task *task;
 	size_t ntask;
+	struct kx_job *job;
+	size_t njob;
 	struct gen_item *items; /* write order */
 	size_t nitems;
 };
@@ -51,6 +57,7 @@ static inline void gen_free(struct gen *g)
 {
 	free(g->ioc);
 	free(g->task);
+	free(g->job);
 	free(g->items);
 	memset(g, 0, sizeof(*g));
 }
@@ -58,14 +65,15 @@ static inline void gen_free(struct gen *g)
 static inline void gen_events(struct gen *g, size_t nioc, uint64_t seed)
 {
 	static const uint32_t cmds[] = {0xc008ae67, 0xae80, 0xc0106440, 0x40086409, 0xc0206466};
-	size_t ntask_max = nioc / 200 + 8;
+	size_t ntask_max = nioc / 200 + 8, njob_max = nioc / 3 + 8;
 	uint64_t ts = 5000000000ull, rng = seed | 1;
 
 	memset(g, 0, sizeof(*g));
 	g->ioc = calloc(nioc ? nioc : 1, sizeof(*g->ioc));
 	g->task = calloc(ntask_max, sizeof(*g->task));
-	g->items = calloc(nioc + ntask_max, sizeof(*g->items));
-	if (!g->ioc || !g->task || !g->items)
+	g->job = calloc(njob_max, sizeof(*g->job));
+	g->items = calloc(nioc + ntask_max + njob_max, sizeof(*g->items));
+	if (!g->ioc || !g->task || !g->job || !g->items)
 		abort();
 	for (size_t i = 0; i < nioc; i++) {
 		struct kx_ioctl *e = &g->ioc[i];
@@ -82,7 +90,29 @@ static inline void gen_events(struct gen *g, size_t nioc, uint64_t seed)
 			k->what = 1 + (uint32_t)(r >> 40) % 4;
 			snprintf(k->comm, sizeof(k->comm), "%s%u",
 			         (r >> 50) & 1 ? "vcpu" : "worker", (unsigned int)(g->ntask % 100));
-			g->items[g->nitems++] = (struct gen_item){1, (uint32_t)g->ntask++};
+			g->items[g->nitems++] = (struct gen_item){GEN_TASK, (uint32_t)g->ntask++};
+		}
+		if (i % 3 == 1 && g->njob < njob_max) {
+			struct kx_job *j = &g->job[g->njob];
+			uint64_t q = gen_rng(&rng);
+			size_t rl = (size_t)(q >> 60); /* 0..15 characters: empty to the limit */
+
+			/* Sources and phases cycle through all, plus unknown ones. */
+			j->ts = ts - (q % 3000); /* a little behind: the ring buffer reorders */
+			j->src = (uint16_t)(g->njob % 13 == 12 ? 300 : 1 + g->njob % 11);
+			j->phase = (uint8_t)(g->njob % 17 == 16 ? 200 : 1 + (q >> 8) % 7);
+			j->flags = (uint8_t)(q >> 16);
+			j->dev = (q >> 20) % 4 ? (253u << 20) : UINT32_MAX;
+			j->pid = (q >> 24) % 3 ? 4000 + t % 3 : 0;
+			j->tid = j->pid ? 4000 + t : 0;
+			j->ctx = (q >> 28) % 5 ? (q >> 32) % 64 : UINT64_MAX - (q & 0xff);
+			j->seqno = g->njob / 3 + ((q >> 36) % 9 ? 0 : (1ull << 63));
+			j->aux = (q >> 40) % 2 ? q : 0;
+			j->aux2 = (q >> 41) % 2 ? ~q : 0;
+			memset(j->ring, 0, sizeof(j->ring));
+			for (size_t k = 0; k < rl && k < sizeof(j->ring) - 1; k++)
+				j->ring[k] = (char)('a' + (k + g->njob) % 26);
+			g->items[g->nitems++] = (struct gen_item){GEN_JOB, (uint32_t)g->njob++};
 		}
 		ts += 1000 + (r >> 8) % 49000;
 		e->ts = ts;
@@ -102,8 +132,10 @@ static inline void gen_events(struct gen *g, size_t nioc, uint64_t seed)
 			e->arg_in_len = (uint8_t)(16 + (r >> 48) % 49);
 			e->arg_out_len = (uint8_t)((r >> 56) % 2 ? 16 : 0);
 		}
+		/* Off-CPU time on a third, one of them past what a u16 holds. */
+		e->offcpu_us = (r >> 52) % 3 ? 0 : (uint32_t)((r >> 8) % (i % 7 ? 5000 : 200000));
 		e->arg_off = KX_NO_ARG;
-		g->items[g->nitems++] = (struct gen_item){0, (uint32_t)i};
+		g->items[g->nitems++] = (struct gen_item){GEN_IOCTL, (uint32_t)i};
 	}
 	g->nioc = nioc;
 }
@@ -146,6 +178,20 @@ static inline void gen_capinfo(struct kx_capinfo *ci, int final)
 		ci->inflight_full = 1;
 		ci->pidset_full = 2;
 		ci->arg_faults = 9;
+		ci->job_emitted = 777;
+		ci->job_received = 770;
+		ci->job_dropped = 7;
+		ci->ndrvcalls = 2;
+		snprintf(ci->drvcalls[0].fn, sizeof(ci->drvcalls[0].fn), "drm_ioctl");
+		snprintf(ci->drvcalls[0].mech, sizeof(ci->drvcalls[0].mech), "fentry");
+		ci->drvcalls[0].calls = 12345;
+		ci->drvcalls[0].sum_ns = 987654321;
+		ci->drvcalls[0].max_ns = UINT64_MAX;
+		for (int k = 0; k < KX_HIST_SLOTS; k++)
+			ci->drvcalls[0].slots[k] = (uint64_t)k * k + (k == KX_HIST_SLOTS - 1);
+		snprintf(ci->drvcalls[1].fn, sizeof(ci->drvcalls[1].fn), "amdgpu_cs_ioctl");
+		snprintf(ci->drvcalls[1].mech, sizeof(ci->drvcalls[1].mech), "kprobe");
+		ci->drvcalls[1].calls = 1;
 	}
 }
 
@@ -170,8 +216,10 @@ static inline int gen_write(const char *path, const struct gen *g, int flush_eve
 	for (size_t i = 0; i < g->nitems; i++) {
 		const struct gen_item *it = &g->items[i];
 
-		if (it->is_task) {
+		if (it->kind == GEN_TASK) {
 			ret |= kx_kxp_add_task(w, &g->task[it->idx]);
+		} else if (it->kind == GEN_JOB) {
+			ret |= kx_kxp_add_job(w, &g->job[it->idx]);
 		} else {
 			const struct kx_ioctl *e = &g->ioc[it->idx];
 
@@ -216,16 +264,29 @@ static inline int gen_same_ioctl(const struct kx_ioctl *a, const struct kx_ioctl
 	       a->dev == b->dev && a->cmd == b->cmd && a->ret == b->ret && a->fd == b->fd &&
 	       a->xfer_cmd == b->xfer_cmd && a->fkind == b->fkind && a->cpu_hi == b->cpu_hi &&
 	       a->cpu_lo == b->cpu_lo && a->arg_in_len == b->arg_in_len &&
-	       a->arg_out_len == b->arg_out_len && a->drv == b->drv;
+	       a->arg_out_len == b->arg_out_len && a->drv == b->drv &&
+	       a->offcpu_us == b->offcpu_us;
 }
 
-/* 1 when the store holds a prefix of g's ioctls and tasks, args intact. */
+static inline int gen_same_job(const struct kx_job *a, const struct kx_job *b)
+{
+	return a->ts == b->ts && a->ctx == b->ctx && a->seqno == b->seqno && a->aux == b->aux &&
+	       a->aux2 == b->aux2 && a->dev == b->dev && a->pid == b->pid && a->tid == b->tid &&
+	       a->src == b->src && a->phase == b->phase && a->flags == b->flags &&
+	       !memcmp(a->ring, b->ring, sizeof(a->ring));
+}
+
+/* 1 when the store holds a prefix of g's ioctls, tasks and jobs, args intact. */
 static inline int gen_is_prefix(const struct gen *g, const struct kx_store *s)
 {
 	uint8_t arg[256];
 
-	if (kx_store_ioctl_count(s) > g->nioc || kx_store_task_count(s) > g->ntask)
+	if (kx_store_ioctl_count(s) > g->nioc || kx_store_task_count(s) > g->ntask ||
+	    kx_store_job_count(s) > g->njob)
 		return 0;
+	for (size_t i = 0; i < kx_store_job_count(s); i++)
+		if (!gen_same_job(kx_store_job(s, i), &g->job[i]))
+			return 0;
 	for (size_t i = 0; i < kx_store_ioctl_count(s); i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(s, i);
 		size_t n = (size_t)e->arg_in_len + e->arg_out_len;

@@ -21,6 +21,7 @@
 #include "chrome.h"
 #include "ioctl_decode.h"
 #include "kxtest.h"
+#include "replay.h"
 #include "store.h"
 
 #define KVM_GET_API_VERSION 0xae00U
@@ -282,7 +283,8 @@ static void test_known_store(void)
 	         "\"102\": \"b\\\\s\\u0001-\\u00e9\"}, "
 	         "\"devices\": [\"kvm /dev/kvm\", \"kvm anon_inode:kvm-vm\", "
 	         "\"kvm anon_inode:kvm-vcpu\", \"loop /dev/loop0\"], "
-	         "\"warnings\": [\"5 events dropped\", "
+	         "\"counters\": {\"memory\": 1}, "
+	         "\"warnings\": [\"5 ioctl events dropped\", "
 	         "\"hook drm_sched_job skipped: tracepoint \\\"absent\\\"\\t here\", "
 	         "\"1 ioctl slices ended after\"], "
 	         "\"args\": [[100, %lld, \"memory_size\", 65536], "
@@ -356,6 +358,56 @@ static void test_out_of_order(void)
 	CHECK(write_expect(exp,
 	                   "\"process_names\": {\"300\": \"pid 300\"}, \"thread_names\": {}, "
 	                   "\"devices\": [], \"warnings\": [\"2 ioctl slices ended after\"]") == 0);
+	CHECK(run_checker(exp, json, NULL) == 0);
+}
+
+/*
+ * Device timelines from the replayed msm fixture: job slices on the device
+ * pseudo-process (one thread per ring: "ctx 0" tid 1, "ctx 1" tid 2), a flow
+ * from each GEM_SUBMIT to its job, the in-flight and memory counters.
+ * Realtime = monotonic + 1699999990000000000; times in the fixture's µs.
+ */
+static void test_device_timelines(void)
+{
+	const char *dir = getenv("KX_FIXTURES");
+	struct kx_store *s = kx_store_new(0);
+	static struct kx_capinfo ci;
+	char path[512], json[128], exp[128], err[512];
+	FILE *f;
+
+	if (!have_python()) {
+		kx_store_free(s);
+		SKIP("python3 not available");
+	}
+	snprintf(path, sizeof(path), "%s/msm.jsonl", dir && *dir ? dir : "tests/fixtures");
+	CHECK(s && kx_replay_load(path, s, &ci, err, sizeof(err)) == 0);
+	snprintf(json, sizeof(json), "%s/jobs.json", tmpdir);
+	snprintf(exp, sizeof(exp), "%s/jobs.expect", tmpdir);
+	CHECK(kx_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	kx_store_free(s);
+	f = fopen(exp, "w");
+	CHECK(f);
+#define RT(us) (1700000000000000000LL + (long long)(us) * 1000)
+	fprintf(f,
+	        "{\"events\": [[6000, 6001, %lld, 20000, \"DRM_IOCTL_MSM_GEM_NEW\"], "
+	        "[6000, 6001, %lld, 100000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"], "
+	        "[6000, 6002, %lld, 650000, \"DRM_IOCTL_MSM_WAIT_FENCE\"], "
+	        "[6000, 6001, %lld, 60000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"], "
+	        "[6000, 6001, %lld, 100000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"]], "
+	        "\"counts\": {\"DRM_IOCTL_MSM_GEM_NEW\": 1, \"DRM_IOCTL_MSM_GEM_SUBMIT\": 3, "
+	        "\"DRM_IOCTL_MSM_WAIT_FENCE\": 1}, "
+	        "\"jobs\": [[1000000000, 1, %lld, 680000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"], "
+	        "[1000000000, 1, %lld, 500000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"], "
+	        "[1000000000, 2, %lld, 320000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"]], "
+	        "\"flows\": 3, \"counters\": {\"in flight\": 6, \"memory\": 1}, "
+	        "\"process_names\": {\"6000\": \"pid 6000\", "
+	        "\"1000000000\": \"msm /dev/dri/renderD128\"}, "
+	        "\"thread_names\": {\"6001\": \"glmark2-es2-drm\", \"6002\": \"glmark2:wait\", "
+	        "\"1\": \"ctx 0\", \"2\": \"ctx 1\"}, "
+	        "\"devices\": [\"msm /dev/dri/renderD128\"], \"warnings\": []}\n",
+	        RT(500), RT(1000), RT(2000), RT(2010), RT(3000), RT(1120), RT(2100), RT(3080));
+#undef RT
+	CHECK(fclose(f) == 0);
 	CHECK(run_checker(exp, json, NULL) == 0);
 }
 
@@ -501,6 +553,7 @@ int main(void)
 	RUN(test_known_store);
 	RUN(test_empty_store);
 	RUN(test_out_of_order);
+	RUN(test_device_timelines);
 	RUN(test_cannot_create);
 	RUN(test_enospc);
 	RUN(test_partial_removed);

@@ -28,8 +28,18 @@ static int same_capinfo(const struct kx_capinfo *a, const struct kx_capinfo *b)
 	    a->not_stored != b->not_stored || a->inflight_full != b->inflight_full ||
 	    a->pidset_full != b->pidset_full || a->arg_faults != b->arg_faults ||
 	    a->ringbuf_bytes != b->ringbuf_bytes || a->all_pids != b->all_pids ||
-	    a->version != b->version)
+	    a->version != b->version || a->job_emitted != b->job_emitted ||
+	    a->job_received != b->job_received || a->job_dropped != b->job_dropped ||
+	    a->ndrvcalls != b->ndrvcalls)
 		return 0;
+	for (uint32_t i = 0; i < a->ndrvcalls; i++) {
+		const struct kx_drvcall_stat *x = &a->drvcalls[i], *y = &b->drvcalls[i];
+
+		if (strcmp(x->fn, y->fn) || strcmp(x->mech, y->mech) || x->calls != y->calls ||
+		    x->sum_ns != y->sum_ns || x->max_ns != y->max_ns ||
+		    memcmp(x->slots, y->slots, sizeof(x->slots)))
+			return 0;
+	}
 	for (uint32_t i = 0; i < a->ndevices; i++) {
 		const struct kx_device *x = &a->devices[i], *y = &b->devices[i];
 
@@ -68,6 +78,8 @@ static void test_roundtrip(void)
 	CHECK(res.chunks >= 3); /* several event chunks and the trailer */
 	CHECK_EQ_U(kx_store_ioctl_count(s), g.nioc);
 	CHECK_EQ_U(kx_store_task_count(s), g.ntask);
+	CHECK_EQ_U(kx_store_job_count(s), g.njob);
+	CHECK(g.njob > 9000);
 	CHECK(gen_is_prefix(&g, s));
 	gen_capinfo(&ci_want, 1);
 	CHECK(same_capinfo(&ci_got, &ci_want));
@@ -141,7 +153,7 @@ static void cut_everywhere(const struct gen *g, const uint8_t *buf, size_t len, 
 		kx_store_reset(s);
 		err[0] = 'x';
 		rc = kx_kxp_read_mem(buf, cut, s, &ci_got, &res, err, sizeof(err));
-		n = kx_store_ioctl_count(s) + kx_store_task_count(s);
+		n = kx_store_ioctl_count(s) + kx_store_task_count(s) + kx_store_job_count(s);
 		if (rc) {
 			if (!err[0] || n || prev) {
 				printf("# %s cut %zu: rc %d n %zu prev %zu err '%s'\n", name, cut,
@@ -162,7 +174,7 @@ static void cut_everywhere(const struct gen *g, const uint8_t *buf, size_t len, 
 		if (cut == len)
 			break;
 	}
-	CHECK_EQ_U(prev, g->nioc + g->ntask);
+	CHECK_EQ_U(prev, g->nioc + g->ntask + g->njob);
 	kx_store_free(s);
 }
 
@@ -398,6 +410,7 @@ static void test_field_extremes(void)
 {
 	static struct kx_ioctl ev[3000];
 	static struct kx_task tk[4];
+	static struct kx_job jb[3];
 	struct kx_kxp_read_result res;
 	struct kx_store *s = kx_store_new(0);
 	struct kx_kxp_writer *w;
@@ -441,7 +454,8 @@ static void test_field_extremes(void)
 				e->cpu_lo = (uint8_t)i;
 				break;
 			case 5:
-				e->ret = i & 1 ? INT64_MIN : INT64_MAX;
+				e->ret = i & 1 ? INT32_MIN : INT32_MAX;
+				e->offcpu_us = i & 1 ? UINT32_MAX : 1;
 				break;
 			case 6:
 				e->fkind = 0xff;
@@ -485,6 +499,16 @@ static void test_field_extremes(void)
 	tk[1] = (struct kx_task){.ts = UINT64_MAX, .what = 1};
 	for (size_t i = 0; i < 2; i++)
 		CHECK(kx_kxp_add_task(w, &tk[i]) == 0);
+	/* Every job field at its extremes, the ring at its 15-character limit. */
+	jb[0] = (struct kx_job){.ts = UINT64_MAX, .ctx = UINT64_MAX, .seqno = UINT64_MAX,
+	                        .aux = UINT64_MAX, .aux2 = UINT64_MAX, .dev = UINT32_MAX,
+	                        .pid = UINT32_MAX, .tid = UINT32_MAX, .src = UINT16_MAX,
+	                        .phase = UINT8_MAX, .flags = UINT8_MAX, .ring = "fifteen-chars-r"};
+	jb[1] = (struct kx_job){.ts = 0, .src = KX_JOB_SRC_BLOCK, .phase = KX_JOB_DONE};
+	jb[2] = (struct kx_job){.ts = 7, .src = KX_JOB_SRC_GPU_SCHED, .phase = KX_JOB_QUEUE,
+	                        .ctx = 1, .seqno = 2, .ring = "gfx_0.0.0"};
+	for (size_t i = 0; i < 3; i++)
+		CHECK(kx_kxp_add_job(w, &jb[i]) == 0);
 	CHECK(kx_kxp_close(w, &ci_want, err, sizeof(err)) == 0);
 
 	CHECK(kx_kxp_read(path, s, &ci_got, &res, err, sizeof(err)) == 0);
@@ -505,6 +529,9 @@ static void test_field_extremes(void)
 	CHECK_EQ_U(kx_store_task_count(s), 2);
 	CHECK(memcmp(kx_store_task(s, 0), &tk[0], sizeof(tk[0])) == 0);
 	CHECK(memcmp(kx_store_task(s, 1), &tk[1], sizeof(tk[1])) == 0);
+	CHECK_EQ_U(kx_store_job_count(s), 3);
+	for (size_t i = 0; i < 3; i++)
+		CHECK(gen_same_job(kx_store_job(s, i), &jb[i]));
 	ci_want.cmdline[sizeof(ci_want.cmdline) - 1] = '\0';
 	CHECK(same_capinfo(&ci_got, &ci_want));
 	kx_store_free(s);
@@ -603,6 +630,7 @@ static void test_forward_compat(void)
 	CHECK_EQ_U(res.chunks, 3);
 	CHECK_EQ_U(kx_store_ioctl_count(s), g.nioc);
 	CHECK_EQ_U(kx_store_task_count(s), g.ntask);
+	CHECK_EQ_U(kx_store_job_count(s), g.njob);
 	CHECK(gen_is_prefix(&g, s));
 	gen_capinfo(&ci_want, 1);
 	CHECK(same_capinfo(&ci_got, &ci_want));

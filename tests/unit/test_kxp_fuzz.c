@@ -270,7 +270,7 @@ static int result_ok(int rc, const struct kx_store *s, const struct kx_capinfo *
 {
 	if (rc)
 		return rc == -1 && err[0] && kx_store_ioctl_count(s) == 0 &&
-		       kx_store_task_count(s) == 0;
+		       kx_store_task_count(s) == 0 && kx_store_job_count(s) == 0;
 	if ((res->truncated || res->bad_tail_bytes) && !err[0])
 		return 0;
 	if (res->bad_tail_bytes > len)
@@ -291,8 +291,20 @@ static int result_ok(int rc, const struct kx_store *s, const struct kx_capinfo *
 		if (!t || !str_ok(t->comm, sizeof(t->comm)) || !kx_store_comm(s, t->tid))
 			return 0;
 	}
-	if (ci->ndevices > KX_MAX_DEVICES || ci->nhooks > KX_MAX_HOOKS)
+	for (size_t i = 0; i < kx_store_job_count(s); i++) {
+		const struct kx_job *j = kx_store_job(s, i);
+
+		if (!j || !str_ok(j->ring, sizeof(j->ring)))
+			return 0;
+		sink += j->phase;
+	}
+	if (ci->ndevices > KX_MAX_DEVICES || ci->nhooks > KX_MAX_HOOKS ||
+	    ci->ndrvcalls > KX_DRV_FN_MAX)
 		return 0;
+	for (uint32_t i = 0; i < ci->ndrvcalls; i++)
+		if (!str_ok(ci->drvcalls[i].fn, sizeof(ci->drvcalls[i].fn)) ||
+		    !str_ok(ci->drvcalls[i].mech, sizeof(ci->drvcalls[i].mech)))
+			return 0;
 	if (!str_ok(ci->hostname, sizeof(ci->hostname)) ||
 	    !str_ok(ci->kernel, sizeof(ci->kernel)) || !str_ok(ci->cmdline, sizeof(ci->cmdline)))
 		return 0;

@@ -14,6 +14,7 @@
 
 #include "ioctl_decode.h"
 #include "kxtest.h"
+#include "replay.h"
 #include "store.h"
 #include "summary.h"
 
@@ -348,8 +349,10 @@ static void test_json_shape(void)
 	CHECK(strstr(json, "\"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"}") != NULL);
 	CHECK(strstr(json, "\"Capture\": {\"host\": \"testhost\", \"kernel\": \"6.18.0-test\", "
 	                   "\"duration_ms\": 2500.000000, \"emitted\": 227, \"received\": 104, "
-	                   "\"dropped\": 123, \"not_stored\": 0, \"truncated\": false}") != NULL);
-	CHECK(strstr(json, "\"123 events dropped (ring buffer full): raise --ringbuf-mb\"") !=
+	                   "\"dropped\": 123, \"not_stored\": 0, \"truncated\": false, "
+	                   "\"job_emitted\": 0, \"job_received\": 0, \"job_dropped\": 0, "
+	                   "\"offcpu_measured\": false}") != NULL);
+	CHECK(strstr(json, "\"123 ioctl events dropped (ring buffer full): raise --ringbuf-mb\"") !=
 	      NULL);
 	CHECK(strstr(json, "\"hook drm_sched_job skipped: tracepoint absent\"") != NULL);
 	CHECK(strstr(json, "sys_enter_ioctl") == NULL);
@@ -471,7 +474,7 @@ static void test_table(void)
 	th = render(sum, 0, 1);
 	CHECK(t && th);
 	CHECK(!strncmp(t, "Capture: host testhost, kernel 6.18.0-test, 2.500 s;", 52));
-	CHECK(strstr(t, "\nWARNING: 123 events dropped (ring buffer full): raise --ringbuf-mb\n"));
+	CHECK(strstr(t, "\nWARNING: 123 ioctl events dropped (ring buffer full): raise --ringbuf-mb\n"));
 	CHECK(strstr(t, "\nWARNING: hook drm_sched_job skipped: tracepoint absent\n"));
 	CHECK(strstr(t, "\nioctl/kvm\nName ") != NULL);
 	CHECK(strstr(t, "Total Count  Errors  Total Time (ms)  Min Time (ms)  Max Time (ms)  "
@@ -523,7 +526,7 @@ static void test_store_limit_warning(void)
 	t = render(sum, 0, 0);
 	j = render(sum, 1, 0);
 	CHECK(t && j);
-	CHECK(strstr(t, "events not stored (store memory limit reached)") != NULL);
+	CHECK(strstr(t, "events not stored (memory limit reached)") != NULL);
 	CHECK(json_valid(j));
 	CHECK(row_num(j, "ioctl/kvm", "KVM_RUN", "Total Count") == (double)kx_store_ioctl_count(s));
 	free(t);
@@ -538,6 +541,72 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#define CHECK_ROW(json, cat, name, key, want)                                                      \
+	do {                                                                                       \
+		double _v = row_num(json, cat, name, key);                                         \
+		if (!(_v - (want) < 5e-4 && (want)-_v < 5e-4)) {                                   \
+			printf("FAIL %s: %s:%d: %s %s %s = %.6f, want %.6f\n", kxt_cur, __FILE__,  \
+			       __LINE__, cat, name, key, _v, (double)(want));                      \
+			kxt_cur_failed = 1;                                                        \
+			goto out;                                                                  \
+		}                                                                                  \
+	} while (0)
+
+/*
+ * Device timelines, memory and off-CPU time of the replayed KVM fixture
+ * (numbers derived in tests/unit/test_jobs.c): jobs/kvm rows per vCPU ring
+ * (no queue delay for KVM), memory/kvm, Blocked/On-CPU time of KVM_RUN
+ * (0.4 ms of 2.3 ms blocked), anomalies as warnings, the table sections.
+ */
+static void test_jobs_and_memory(void)
+{
+	const char *dir = getenv("KX_FIXTURES");
+	static struct kx_capinfo ci;
+	struct kx_store *s = kx_store_new(0);
+	struct kx_summary *sum = NULL;
+	char path[512], err[512], *json = NULL, *table = NULL;
+
+	snprintf(path, sizeof(path), "%s/kvm.jsonl", dir && *dir ? dir : "tests/fixtures");
+	CHECK(s && kx_replay_load(path, s, &ci, err, sizeof(err)) == 0);
+	sum = kx_summary_build(s, &ci);
+	CHECK(sum);
+	json = render(sum, 1, 0);
+	table = render(sum, 0, 0);
+	CHECK(json && table && json_valid(json) && python_json_ok(json) != 0);
+	CHECK_ROW(json, "jobs/kvm", "vcpu 7002 exec", "Total Count", 2);
+	CHECK_ROW(json, "jobs/kvm", "vcpu 7002 exec", "Total Time", 1.38);
+	CHECK_ROW(json, "jobs/kvm", "vcpu 7002 exec", "Min Time", 0.49);
+	CHECK_ROW(json, "jobs/kvm", "vcpu 7002 exec", "Max Time", 0.89);
+	CHECK_ROW(json, "jobs/kvm", "vcpu 7003 exec", "Total Count", 1);
+	CHECK_ROW(json, "jobs/kvm", "vcpu 7003 exec", "Avg Time", 0.295);
+	CHECK(!row_key(json, "jobs/kvm", "vcpu 7002 exec", "Errors"));
+	CHECK(!strstr(json, "queue delay"));
+	CHECK_ROW(json, "memory/kvm", "allocated", "Count", 3);
+	CHECK_ROW(json, "memory/kvm", "allocated", "Max Usage", 1114112);
+	CHECK_ROW(json, "memory/kvm", "allocated", "Min Usage", 65536);
+	CHECK_ROW(json, "memory/kvm", "allocated", "Avg Usage", 415061.333);
+	CHECK_ROW(json, "memory/kvm", "allocated", "Unknown Frees", 1);
+	CHECK_ROW(json, "ioctl/kvm", "KVM_RUN", "Total Time", 2.3);
+	CHECK_ROW(json, "ioctl/kvm", "KVM_RUN", "Blocked Time", 0.4);
+	CHECK_ROW(json, "ioctl/kvm", "KVM_RUN", "On-CPU Time", 1.9);
+	CHECK(strstr(json, "\"runs_without_exit\": 1") != NULL);
+	CHECK(strstr(json, "\"busy_fraction\": 0.138000") != NULL);
+	CHECK(strstr(json, "\"1 KVM_RUN calls without an exit event\"") != NULL);
+	CHECK(strstr(json, "\"1 duplicate job events (ignored)\"") != NULL);
+	CHECK(strstr(json, "\"offcpu_measured\": true") != NULL);
+	CHECK(strstr(table, "\njobs/kvm\n") != NULL);
+	CHECK(strstr(table, "Blocked Time (ms)") != NULL);
+	CHECK(strstr(table, "\nMemory (bytes)\n") != NULL);
+	CHECK(strstr(table, "memory/kvm") != NULL);
+	CHECK(strstr(table, "kvm (kvm /dev/kvm): 4 jobs, 4 completed, 0 incomplete; busy 13.8%") !=
+	      NULL);
+out:
+	free(json);
+	free(table);
+	kx_summary_free(sum);
+	kx_store_free(s);
 }
 
 static void test_speed(void)
@@ -580,6 +649,7 @@ int main(void)
 	RUN(test_sorting);
 	RUN(test_table);
 	RUN(test_store_limit_warning);
+	RUN(test_jobs_and_memory);
 	RUN(test_speed);
 	KXT_EXIT();
 }

@@ -20,6 +20,7 @@
 #include "ioctl_decode.h"
 #include "kxtest.h"
 #include "proto/xplane.pb-c.h"
+#include "replay.h"
 #include "store.h"
 #include "xspace.h"
 
@@ -422,7 +423,7 @@ static void test_device_planes_and_warnings(void)
 	CHECK_STR(find_stat(kvm, kvm->stats, kvm->n_stats, "dev_t")->str_value, "10:232");
 	CHECK(!find_stat(kvm, kvm->stats, kvm->n_stats, "device_vendor"));
 	CHECK_STR(find_stat(loop, loop->stats, loop->n_stats, "dev_t")->str_value, "7:0");
-	CHECK(has_warning(xs, "100 ioctl events dropped: ring buffer full"));
+	CHECK(has_warning(xs, "100 ioctl events dropped (ring buffer full)"));
 	CHECK(has_warning(xs, "hook sched_process_fork skipped: tracefs not mounted"));
 	CHECK(!has_warning(xs, "sys_enter_ioctl"));
 	CHECK(!has_warning(xs, "overlap"));
@@ -444,6 +445,178 @@ static void test_device_planes_and_warnings(void)
 }
 
 /* Events of one thread that partially overlap are shortened to nest, and said so. */
+static const XLine *find_line(const XPlane *p, int64_t id)
+{
+	for (size_t i = 0; i < p->n_lines; i++)
+		if (p->lines[i]->id == id)
+			return p->lines[i];
+	return NULL;
+}
+
+static struct kx_store *load_fixture(const char *name, struct kx_capinfo *ci)
+{
+	const char *dir = getenv("KX_FIXTURES");
+	struct kx_store *s = kx_store_new(0);
+	char path[512], err[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir && *dir ? dir : "tests/fixtures", name);
+	if (s && kx_replay_load(path, s, ci, err, sizeof(err))) {
+		printf("# %s\n", err);
+		kx_store_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * Flow stats of a plane's events in direction dir (1 in, 2 out): their ids
+ * into ids, the count returned; SIZE_MAX when a flow's id is not its
+ * correlation_id or the category is not generic.
+ */
+static size_t flows(const XPlane *p, unsigned int dir, uint64_t *ids, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t l = 0; l < p->n_lines; l++) {
+		for (size_t e = 0; e < p->lines[l]->n_events; e++) {
+			const XEvent *ev = p->lines[l]->events[e];
+			const XStat *f = find_stat(p, ev->stats, ev->n_stats, "flow");
+			const XStat *c = find_stat(p, ev->stats, ev->n_stats, "correlation_id");
+
+			if (!f || (f->uint64_value & 3) != dir)
+				continue;
+			/* 2-bit direction, 56-bit id, 6-bit category (generic = 0) */
+			if (!c || f->uint64_value >> 58 ||
+			    (f->uint64_value >> 2) != c->uint64_value)
+				return SIZE_MAX;
+			if (n < max)
+				ids[n] = c->uint64_value;
+			n++;
+		}
+	}
+	return n;
+}
+
+static int u64cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Device timelines (replayed amdgpu_new fixture, numbers in test_jobs.c):
+ * ring lines by ring index + 1, a second lane for overlapping jobs, the
+ * memory line, job stats, plane stats and flows that pair host and device.
+ */
+static void test_device_timelines(void)
+{
+	static struct kx_capinfo ci;
+	struct kx_store *s = load_fixture("amdgpu_new.jsonl", &ci);
+	const XPlane *host, *dev;
+	const XLine *gfx, *gfx2, *mem;
+	const XEvent *ev;
+	const XStat *st;
+	uint64_t in[16], out[16];
+	size_t nin, nout;
+	double busy;
+	XSpace *xs;
+
+	CHECK(s);
+	xs = serialize(s, &ci, NULL, NULL);
+	CHECK(xs);
+	host = find_plane(xs, "/host:CPU");
+	dev = find_plane(xs, "/device:CUSTOM:0 (amdgpu /dev/dri/renderD128)");
+	CHECK(host && dev);
+	CHECK(!plane_valid(host));
+	CHECK(!plane_valid(dev));
+	CHECK_EQ_U(dev->n_lines, 5);
+	CHECK_STR(find_line(dev, 1)->name, "comp_1.0.0");
+	gfx = find_line(dev, 2);
+	gfx2 = find_line(dev, 1002);
+	mem = find_line(dev, 9999);
+	CHECK(gfx && gfx2 && mem && find_line(dev, 3));
+	CHECK_STR(gfx->name, "gfx_0.0.0");
+	CHECK_STR(gfx2->name, "gfx_0.0.0 #2");
+	CHECK_STR(find_line(dev, 3)->name, "sdma0");
+	CHECK_STR(mem->name, "memory");
+	/* realtime = monotonic + offset; the line starts at its first job's run (2200 us) */
+	CHECK_EQ_U(gfx->timestamp_ns, 10002200000ull + 1699999990000000000ull);
+	CHECK_EQ_U(gfx->n_events, 3);
+	CHECK_EQ_U(gfx2->n_events, 2);
+	ev = gfx->events[0];
+	CHECK_STR(event_name(dev, ev->metadata_id), "DRM_IOCTL_AMDGPU_CS");
+	CHECK_EQ_U(ev->offset_ps, 0);
+	CHECK_EQ_U(ev->duration_ps, 500000000ull);
+	st = find_stat(dev, ev->stats, ev->n_stats, "context_id");
+	CHECK(st && st->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE);
+	CHECK_STR(stat_name(dev, (int64_t)st->ref_value), "$$100");
+	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "seqno")->uint64_value, 1);
+	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "queue_delay_ps")->uint64_value,
+		   150000000ull);
+	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "client_id")->uint64_value, 5);
+	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "pid")->int64_value, 2000);
+	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "tid")->int64_value, 2001);
+	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "waiter_tid")->int64_value, 2001);
+	/* the job still running at the end is drawn to it and marked */
+	ev = gfx->events[2];
+	CHECK_EQ_U(ev->duration_ps, (100000ull - 6200) * 1000000);
+	CHECK(find_stat(dev, ev->stats, ev->n_stats, "incomplete"));
+	CHECK_STR(event_name(dev, gfx2->events[1]->metadata_id), "job");
+	CHECK(find_stat(dev, gfx2->events[1]->stats, gfx2->events[1]->n_stats, "no_queue"));
+	/* memory: +1 MiB, +4 MiB, -1 MiB */
+	CHECK_EQ_U(mem->n_events, 3);
+	CHECK_STR(event_name(dev, mem->events[2]->metadata_id), "free");
+	CHECK_EQ_U(find_stat(dev, mem->events[1]->stats, mem->events[1]->n_stats,
+			     "bytes_allocated")->uint64_value, 5242880);
+	CHECK_EQ_U(find_stat(dev, mem->events[2]->stats, mem->events[2]->n_stats,
+			     "allocation_bytes")->uint64_value, 1048576);
+	/* plane stats */
+	CHECK_EQ_U(find_stat(dev, dev->stats, dev->n_stats, "jobs")->uint64_value, 7);
+	CHECK_EQ_U(find_stat(dev, dev->stats, dev->n_stats, "max_in_flight")->uint64_value, 2);
+	busy = find_stat(dev, dev->stats, dev->n_stats, "busy_fraction")->double_value;
+	CHECK(busy > 0.95799 && busy < 0.95801);
+	/* flows: the five linked jobs, each paired with its ioctl (store index + 1) */
+	nin = flows(dev, 1, in, 16);
+	nout = flows(host, 2, out, 16);
+	CHECK_EQ_U(nin, 5);
+	CHECK_EQ_U(nout, 5);
+	qsort(in, nin, sizeof(*in), u64cmp);
+	qsort(out, nout, sizeof(*out), u64cmp);
+	CHECK(!memcmp(in, out, sizeof(*in) * nin));
+	CHECK(in[0] == 3 && in[1] == 5 && in[2] == 6 && in[3] == 8 && in[4] == 9);
+	/* off-CPU time on the host events that blocked */
+	ev = NULL;
+	for (size_t l = 0; l < host->n_lines; l++)
+		if (host->lines[l]->id == 2002)
+			ev = host->lines[l]->events[0];
+	CHECK(ev);
+	CHECK_EQ_U(find_stat(host, ev->stats, ev->n_stats, "offcpu_ns")->uint64_value, 1150000);
+	CHECK(has_warning(xs, "1 jobs never completed"));
+	CHECK(has_warning(xs, "1 duplicate job events"));
+	CHECK(has_warning(xs, "1 job events out of order"));
+	tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+	kx_store_free(s);
+
+	/* KVM: jobs on the /dev/kvm plane, one line per vCPU thread, flows from KVM_RUN */
+	s = load_fixture("kvm.jsonl", &ci);
+	CHECK(s);
+	xs = serialize(s, &ci, NULL, NULL);
+	CHECK(xs);
+	host = find_plane(xs, "/host:CPU");
+	dev = find_plane(xs, "/device:CUSTOM:0 (kvm /dev/kvm)");
+	CHECK(host && dev && !plane_valid(dev));
+	CHECK_STR(find_line(dev, 1)->name, "vcpu 7002");
+	CHECK_STR(find_line(dev, 2)->name, "vcpu 7003");
+	CHECK_EQ_U(find_line(dev, 1)->n_events, 2);
+	CHECK_STR(event_name(dev, find_line(dev, 1)->events[0]->metadata_id), "KVM_RUN");
+	CHECK_EQ_U(flows(dev, 1, in, 16), 3);
+	CHECK_EQ_U(flows(host, 2, out, 16), 3);
+	CHECK_EQ_U(find_line(dev, 9999)->n_events, 3);
+	tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+	kx_store_free(s);
+}
+
 static void test_overlap_guard(void)
 {
 	struct kx_store *s = kx_store_new(0);
@@ -751,6 +924,7 @@ int main(void)
 	RUN(test_host_plane);
 	RUN(test_counts_and_stats);
 	RUN(test_device_planes_and_warnings);
+	RUN(test_device_timelines);
 	RUN(test_overlap_guard);
 	RUN(test_window);
 	RUN(test_decoded_args);

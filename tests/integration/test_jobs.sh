@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Device timelines, live and replayed: every fixture goes through report,
+# replay -> .kxp -> report (same JSON) and convert; then real captures:
+# block I/O on a loop device (and O_DIRECT reads of /dev/vda when it can be
+# read) counted against the workload's own I/O counters, KVM jobs linked to
+# their KVM_RUN ioctls, flows in XSpace and Chrome, and the off-CPU time of
+# KVM_RUN in sleep mode (close to the whole call) and busy mode (close to 0).
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DUMP="$ROOT/scripts/xspace-dump.sh"
+quiet() { "$@" >/dev/null 2>&1; }
+
+# 0. replay: fixtures load wherever record files do, and survive a .kxp round trip
+for f in "$ROOT"/tests/fixtures/*.jsonl; do
+	n=$(basename "$f" .jsonl)
+	"$KXPROF" report --json "$f" >"$TMP/$n.a.json" 2>"$TMP/$n.err"
+	check "replay_report_$n" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' \
+		"$TMP/$n.a.json"
+	"$KXPROF" replay "$f" -o "$TMP/$n.kxp" >/dev/null 2>>"$TMP/$n.err" &&
+		"$KXPROF" report --json "$TMP/$n.kxp" >"$TMP/$n.b.json" 2>>"$TMP/$n.err"
+	check "replay_kxp_same_report_$n" cmp -s "$TMP/$n.a.json" "$TMP/$n.b.json"
+	"$KXPROF" convert "$f" --xplane "$TMP/$n.logdir" --chrome "$TMP/$n.trace.json" \
+		>"$TMP/$n.conv" 2>>"$TMP/$n.err"
+	check "replay_xspace_$n" quiet "$DUMP" --summary "$(head -1 "$TMP/$n.conv")"
+	check "replay_chrome_$n" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' \
+		"$TMP/$n.trace.json"
+done
+# the anomalies of a fixture reach the report, exactly
+check replay_anomalies test "$(jget "$TMP/amdgpu_new.a.json" 'd["Jobs"]["anomalies"]')" = \
+	"{'incomplete': 1, 'no_queue': 2, 'duplicate': 1, 'out_of_order': 1, 'unlinked': 0, 'runs_without_exit': 0, 'unknown': 0}"
+check replay_no_nvidia_jobs test "$(jget "$TMP/nvidia.a.json" '(d["Jobs"]["devices"], d["Memory"])')" = "({}, {})"
+
+# Job slices of a Chrome trace as "name submitter_pid bytes queue_delay_ok" lines.
+job_slices() {
+	python3 - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for e in d["traceEvents"]:
+    if e.get("ph") == "X" and e["pid"] >= 1000000000:
+        a = e["args"]
+        ok = e["dur"] >= 0 and a.get("queue_delay_us", 0) >= 0
+        print(e["name"].replace(" ", "_"), a.get("submitter_pid", 0), a.get("bytes", 0), int(ok))
+PY
+}
+
+# 1. block I/O on a loop device: 64 writes then 64 reads of 4 KiB, O_DIRECT
+if [ -e /dev/loop-control ]; then
+	"$KXPROF" record --device loop -o "$TMP/loop.kxp" -- "$WL/loop_workload" -d -b 64 -p "$TMP" \
+		>"$TMP/loop.wl" 2>"$TMP/loop.err"
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		fail loop_record "exit $rc: $(cat "$TMP/loop.err")"
+	else
+		"$KXPROF" report --json "$TMP/loop.kxp" >"$TMP/loop.json"
+		"$KXPROF" convert "$TMP/loop.kxp" --chrome "$TMP/loop.trace.json" \
+			--xplane "$TMP/loop.logdir" >"$TMP/loop.conv"
+		pid=$(jget "$TMP/loop.wl" 'd["pid"]')
+		dev=$(basename "$(jget "$TMP/loop.wl" 'd["loop_dev"]')")
+		job_slices "$TMP/loop.trace.json" >"$TMP/loop.slices"
+		check loop_writes_exact test "$(grep -c "^block_write $pid 4096 " "$TMP/loop.slices")" -eq \
+			"$(jget "$TMP/loop.wl" 'd["io"]["writes"]')"
+		check loop_reads_exact test "$(grep -c "^block_read $pid 4096 " "$TMP/loop.slices")" -eq \
+			"$(jget "$TMP/loop.wl" 'd["io"]["reads"]')"
+		check loop_phases_ordered test "$(grep -c ' 0$' "$TMP/loop.slices")" -eq 0
+		check loop_no_anomalies test "$(jget "$TMP/loop.json" \
+			'd["Jobs"]["anomalies"]["incomplete"] + d["Jobs"]["anomalies"]["out_of_order"] + d["Jobs"]["anomalies"]["duplicate"]')" -eq 0
+		check loop_jobs_category test "$(jget "$TMP/loop.json" \
+			'd["Time"]["jobs/loop"]["'"$dev"' exec"]["Total Count"] >= 128')" = True
+		check loop_no_job_loss test "$(jget "$TMP/loop.json" \
+			'd["Capture"]["job_received"] + d["Capture"]["job_dropped"] == d["Capture"]["job_emitted"] and d["Capture"]["job_dropped"] == 0')" = True
+		check loop_chrome_track python3 - "$TMP/loop.trace.json" "$dev" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = any(e.get("ph") == "M" and e["name"] == "thread_name" and e["pid"] >= 1000000000
+         and e["args"]["name"] == sys.argv[2] for e in d["traceEvents"])
+sys.exit(0 if ok else 1)
+PY
+		"$DUMP" --json "$(head -1 "$TMP/loop.conv")" >"$TMP/loop.x.json"
+		check loop_device_plane python3 - "$TMP/loop.x.json" "$dev" <<'PY'
+import json, sys
+x = json.load(open(sys.argv[1]))
+lines = [l for p in x["planes"] if p["name"].startswith("/device:")
+         for l in p["lines"] if l["name"] == sys.argv[2]]
+sys.exit(0 if lines and lines[0]["events"] >= 128 else 1)
+PY
+	fi
+else
+	skip loop_jobs "no /dev/loop-control"
+fi
+
+# 2. O_DIRECT reads of the virtio disk, when this machine lets us read it
+stat_sum() { awk '{print $1 + $5 + $12 + $15}' "/sys/block/$1/stat"; }
+if [ -b /dev/vda ] && dd if=/dev/vda of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null; then
+	before=$(stat_sum vda)
+	"$KXPROF" record --device /dev/vda -o "$TMP/vda.kxp" -- \
+		dd if=/dev/vda of=/dev/null bs=4k count=256 iflag=direct >/dev/null 2>"$TMP/vda.err"
+	after=$(stat_sum vda)
+	"$KXPROF" report --json "$TMP/vda.kxp" >"$TMP/vda.json"
+	"$KXPROF" convert "$TMP/vda.kxp" --chrome "$TMP/vda.trace.json" >/dev/null
+	job_slices "$TMP/vda.trace.json" >"$TMP/vda.slices"
+	# dd's reads: the most frequent submitter of 4 KiB reads
+	dd_reads=$(grep '^block_read [1-9][0-9]* 4096 ' "$TMP/vda.slices" | awk '{print $2}' |
+		sort | uniq -c | sort -rn | awk 'NR == 1 {print $1}')
+	check vda_dd_reads_exact test "${dd_reads:-0}" -eq 256
+	check vda_within_disk_stats test "$(wc -l <"$TMP/vda.slices")" -le $((after - before))
+	check vda_phases_ordered test "$(grep -c ' 0$' "$TMP/vda.slices")" -eq 0
+else
+	skip vda_jobs "/dev/vda missing or not readable here (O_DIRECT dd failed)"
+fi
+
+# 3. KVM: a job per KVM_RUN, linked to it, with a flow in XSpace and Chrome
+if need_kvm kvm_jobs; then
+	"$KXPROF" record -o "$TMP/kvm.kxp" -- "$WL/kvm_workload" -t 2 -j 50 >"$TMP/kvm.wl" 2>"$TMP/kvm.err"
+	"$KXPROF" report --json "$TMP/kvm.kxp" >"$TMP/kvm.json"
+	runs=$(jget "$TMP/kvm.wl" 'd["ioctls"]["KVM_RUN"]')
+	check kvm_jobs_linked test "$(jget "$TMP/kvm.json" \
+		'(d["Jobs"]["devices"]["kvm"]["jobs"], d["Jobs"]["devices"]["kvm"]["linked"])')" = "($runs, $runs)"
+	check kvm_no_anomalies test "$(jget "$TMP/kvm.json" 'sum(d["Jobs"]["anomalies"].values())')" -eq 0
+	check kvm_ring_per_vcpu python3 - "$TMP/kvm.json" "$TMP/kvm.wl" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["Jobs"]["devices"]["kvm"]["rings"]
+w = json.load(open(sys.argv[2]))
+sys.exit(0 if sorted(r) == sorted("vcpu %d" % t for t in w["tids"]) else 1)
+PY
+	"$KXPROF" convert "$TMP/kvm.kxp" --chrome "$TMP/kvm.trace.json" --xplane "$TMP/kvm.logdir" \
+		>"$TMP/kvm.conv"
+	check kvm_chrome_flows python3 - "$TMP/kvm.trace.json" "$runs" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+s = {e["id"] for e in ev if e.get("ph") == "s"}
+f = {e["id"] for e in ev if e.get("ph") == "f" and e.get("bp") == "e"}
+sys.exit(0 if s == f and len(f) == int(sys.argv[2]) else 1)
+PY
+	"$DUMP" "$(head -1 "$TMP/kvm.conv")" >"$TMP/kvm.x.txt"
+	check kvm_xspace_flows python3 - "$TMP/kvm.x.txt" "$runs" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+# flow stats: direction in the low 2 bits, id above
+planes = text.split("\nplanes {")
+def flows(chunk):
+    ids = {m.group(1) for m in re.finditer(r'\n      id: (\d+)\n      name: "flow"\n', chunk)}
+    out = []
+    for m in re.finditer(r"metadata_id: (\d+)\n        uint64_value: (\d+)", chunk):
+        if m.group(1) in ids:
+            out.append(int(m.group(2)))
+    return out
+host = [p for p in planes if 'name: "/host:CPU"' in p][0]
+dev = [p for p in planes if 'name: "/device:CUSTOM:0 (kvm /dev/kvm)"' in p][0]
+o = sorted(v >> 2 for v in flows(host) if v & 3 == 2)
+i = sorted(v >> 2 for v in flows(dev) if v & 3 == 1)
+sys.exit(0 if o == i and len(o) == int(sys.argv[2]) else 1)
+PY
+
+	# 4. off-CPU time of KVM_RUN: sleep mode blocks nearly all of it, busy mode almost none
+	"$KXPROF" record -o "$TMP/sleep.kxp" -- "$WL/kvm_workload" -t 1 -j 20 -s -u 3000 -l 0 \
+		>"$TMP/sleep.wl" 2>/dev/null
+	"$KXPROF" report --json "$TMP/sleep.kxp" >"$TMP/sleep.json"
+	"$KXPROF" record -o "$TMP/busy.kxp" -- "$WL/kvm_workload" -t 1 -j 20 -l 3000 \
+		>"$TMP/busy.wl" 2>/dev/null
+	"$KXPROF" report --json "$TMP/busy.kxp" >"$TMP/busy.json"
+	if [ "$(jget "$TMP/sleep.json" 'd["Capture"]["offcpu_measured"]')" = True ]; then
+		check offcpu_sleep_close_to_duration test "$(jget "$TMP/sleep.json" \
+			'(lambda r: r["Blocked Time"] >= 0.6 * r["Total Time"] and r["Blocked Time"] >= 0.7 * 20 * 3.0)(d["Time"]["ioctl/kvm"]["KVM_RUN"])')" = True
+		check offcpu_busy_close_to_zero test "$(jget "$TMP/busy.json" \
+			'(lambda r: r["Blocked Time"] <= 0.1 * r["Total Time"])(d["Time"]["ioctl/kvm"]["KVM_RUN"])')" = True
+		check offcpu_sums test "$(jget "$TMP/sleep.json" \
+			'(lambda r: abs(r["Blocked Time"] + r["On-CPU Time"] - r["Total Time"]) < 1e-3)(d["Time"]["ioctl/kvm"]["KVM_RUN"])')" = True
+	else
+		skip offcpu "sched_switch not attached: off-CPU time not measured"
+	fi
+fi
