@@ -127,6 +127,7 @@ static void probe_simple(struct family *f, const char *name, const char *mech,
 			 int (*probe)(char *, size_t))
 {
 	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->note[0] = 0;	/* probes write a reason only when they fail */
 	if (probe(f->note, sizeof(f->note))) {
 		snprintf(f->state, sizeof(f->state), "available");
 		snprintf(f->mech, sizeof(f->mech), "%s", mech);
