@@ -6,6 +6,8 @@
 #ifndef KX_CLI_H
 #define KX_CLI_H
 
+#include <stdint.h>
+
 extern int kx_verbose;
 
 int cmd_record(int argc, char **argv);
@@ -28,6 +30,12 @@ struct kx_kxp_read_result;
  */
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 			     struct kx_kxp_read_result *res);
+
+/* Parses "PID[,PID...]" into pids (at most max, *n counts). -1 with a message. */
+int kx_cli_parse_pids(const char *list, uint32_t *pids, int max, int *n);
+struct kx_session;
+/* Parses a pid list and adds each to the session's filter. -1 with a message. */
+int kx_cli_add_pids(struct kx_session *s, const char *list);
 
 /* Human size: "12.3 KiB". */
 const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len);

@@ -46,28 +46,6 @@ static void record_usage(FILE *f)
 		"  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n");
 }
 
-static int parse_pids(const char *s, uint32_t *pids, int max, int *n)
-{
-	char *dup = strdup(s), *save = NULL, *tok;
-	int rc = 0;
-
-	if (!dup)
-		return -1;
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		long v = strtol(tok, &end, 10);
-
-		if (*end || v <= 0 || v > 0x7fffffff || *n >= max) {
-			kx_err("bad pid '%s' (expected a comma-separated list of process ids)", tok);
-			rc = -1;
-			break;
-		}
-		pids[(*n)++] = (uint32_t)v;
-	}
-	free(dup);
-	return rc;
-}
-
 /*
  * Starts CMD stopped at a pipe: the parent adds its pid to the filter before
  * the child execs, so its first ioctl is traced. Exec failures come back over
@@ -173,7 +151,7 @@ int cmd_record(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'p':
-			if (parse_pids(optarg, pids, 256, &npids))
+			if (kx_cli_parse_pids(optarg, pids, 256, &npids))
 				return 2;
 			break;
 		case 'a':

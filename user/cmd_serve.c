@@ -304,30 +304,6 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
 	return 0;
 }
 
-static int add_pids(struct kx_session *s, const char *list)
-{
-	char *dup = strdup(list), *save = NULL, err[256];
-	int rc = 0;
-
-	for (char *t = dup ? strtok_r(dup, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
-		char *end;
-		long v = strtol(t, &end, 10);
-
-		if (*end || v <= 0 || v > 0x7fffffff) {
-			kx_err("bad pid '%s'", t);
-			rc = -1;
-			break;
-		}
-		if (kx_session_add_pid(s, (uint32_t)v, err, sizeof(err))) {
-			kx_err("%s", err);
-			rc = -1;
-			break;
-		}
-	}
-	free(dup);
-	return dup ? rc : -1;
-}
-
 static void nop_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
 	(void)ctx;
@@ -464,7 +440,7 @@ int cmd_serve(int argc, char **argv)
 		kx_err("%s", err);
 		goto out;
 	}
-	if (pids && add_pids(s, pids))
+	if (pids && kx_cli_add_pids(s, pids))
 		goto out;
 	kx_session_set_cmdline(s, "serve");
 	if (kx_session_start(s, err, sizeof(err))) {

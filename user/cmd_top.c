@@ -312,32 +312,6 @@ static int sort_parse(const char *s)
 	return -1;
 }
 
-static int add_pids(struct kx_session *s, const char *list)
-{
-	char *dup = strdup(list), *save = NULL, err[256];
-	int rc = 0;
-
-	if (!dup)
-		return -1;
-	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		char *end;
-		long v = strtol(t, &end, 10);
-
-		if (*end || v <= 0 || v > 0x7fffffff) {
-			kx_err("bad pid '%s'", t);
-			rc = -1;
-			break;
-		}
-		if (kx_session_add_pid(s, (uint32_t)v, err, sizeof(err))) {
-			kx_err("%s", err);
-			rc = -1;
-			break;
-		}
-	}
-	free(dup);
-	return rc;
-}
-
 static void nop_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
 	(void)ctx;
@@ -533,7 +507,7 @@ int cmd_top(int argc, char **argv)
 		kx_err("%s", err);
 		return 1;
 	}
-	if (pids && add_pids(s, pids))
+	if (pids && kx_cli_add_pids(s, pids))
 		goto out;
 	if (kx_session_start(s, err, sizeof(err))) {
 		kx_err("%s", err);

@@ -1,10 +1,12 @@
 /* kxprof command line: subcommand dispatch and shared CLI helpers. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "kxp.h"
+#include "session.h"
 #include "replay.h"
 #include "store.h"
 
@@ -68,6 +70,46 @@ struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 				"was cut): using its %llu whole chunks\n",
 			path, (unsigned long long)res->chunks);
 	return store;
+}
+
+int kx_cli_parse_pids(const char *list, uint32_t *pids, int max, int *n)
+{
+	char *dup = strdup(list), *save = NULL, *tok;
+	int rc = 0;
+
+	if (!dup) {
+		kx_err("out of memory");
+		return -1;
+	}
+	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long v = strtol(tok, &end, 10);
+
+		if (*end || v <= 0 || v > 0x7fffffff || *n >= max) {
+			kx_err("bad pid '%s' (expected a comma-separated list of process ids)", tok);
+			rc = -1;
+			break;
+		}
+		pids[(*n)++] = (uint32_t)v;
+	}
+	free(dup);
+	return rc;
+}
+
+int kx_cli_add_pids(struct kx_session *s, const char *list)
+{
+	uint32_t pids[256];
+	char err[256];
+	int n = 0;
+
+	if (kx_cli_parse_pids(list, pids, 256, &n))
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (kx_session_add_pid(s, pids[i], err, sizeof(err))) {
+			kx_err("%s", err);
+			return -1;
+		}
+	return 0;
 }
 
 static const struct {
