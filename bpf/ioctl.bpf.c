@@ -219,10 +219,9 @@ static __always_inline struct file *fd_to_file(struct task_struct *task, int fd)
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
 /* tp_btf: the file behind fd with one probe read (the fd array slot); the
- * task, files and fdtable are plain BTF loads. NULL when fd is not open. */
-static __always_inline struct file *fd_to_file_btf(int fd)
+ * files and fdtable are plain BTF loads. NULL when fd is not open. */
+static __always_inline struct file *fd_to_file_btf(struct task_struct *task, int fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt = task->files->fdt;
 	struct file **fds;
 	struct file *f = NULL;
@@ -303,9 +302,10 @@ static __always_inline struct kx_arg_spec *arg_spec(struct inflight *e, __u32 dr
 /* btf: called from tp_btf, where BTF pointers can be read directly. */
 static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	/* tp_btf: ids from the task, which the fd lookup needs anyway (a helper call less). */
+	struct task_struct *task = btf ? bpf_get_current_task_btf() : NULL;
+	__u64 id = btf ? (__u64)task->tgid << 32 | (__u32)task->pid : bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct task_struct *task;
 	struct kx_dev_key key = {};
 	struct kx_arg_spec *spec;
 	struct inflight v = {}, *e;
@@ -317,7 +317,7 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 	if (!pid_traced(tgid))
 		return 0;
 	if (btf && bpf_rdonly_cast) {
-		f = fd_to_file_btf(fd);
+		f = fd_to_file_btf(task, fd);
 		if (!f)
 			return 0;
 		inode = ((struct file *)bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file)))->f_inode;

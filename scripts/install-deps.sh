@@ -23,6 +23,7 @@ declare -A need=(
 	[strace]=/usr/bin/strace
 	[linux-perf]=/usr/bin/perf
 	[valgrind]=/usr/bin/valgrind
+	[time]=/usr/bin/time
 	[libmicrohttpd-dev]=/usr/include/microhttpd.h
 	[prometheus]=/usr/bin/promtool
 	[curl]=/usr/bin/curl

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Small extractors for tests/bench/run.sh (one concern: turn tool output
+into numbers).
+
+  jget.py FILE EXPR                 first JSON object in FILE as d; print eval(EXPR)
+  jget.py --bpftrace-hist FILE      total count of the histograms in bpftrace -f json output
+  jget.py --progstats NOW BEFORE LABEL
+                                    `bpftool prog show -j` snapshots: for programs
+                                    loaded since BEFORE and run at least 10000 times,
+                                    raw.tsv lines "progstats LABEL 1 NAME NS_PER_RUN"
+  jget.py --bench-lines FILE...     bench_export / bench_chrome output as raw.tsv lines
+"""
+import json
+import re
+import sys
+
+
+def first_json(path):
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    return json.loads(line)
+                except ValueError:
+                    pass
+    with open(path) as f:
+        return json.load(f)
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return "%.6g" % v
+    return str(v)
+
+
+def bpftrace_hist(path):
+    total = 0
+    with open(path) as f:
+        for line in f:
+            if not line.startswith('{"type": "hist"'):
+                continue
+            for buckets in json.loads(line)["data"].values():
+                total += sum(b["count"] for b in buckets)
+    return total
+
+
+# Program names of each tracer (others may load programs meanwhile: a
+# program counts only if it is new since BEFORE and has its tracer's name).
+NAMES = {
+    "floor": ("empty_",),
+    "record": ("btf_sys_",),
+    "baseline": ("btf_sys_",),
+    "aggregate": ("btf_sys_",),
+    "bpftrace": ("sys_enter_ioctl", "sys_exit_ioctl"),
+}
+
+
+def progstats(now, before, label):
+    with open(before) as f:
+        old = {p["id"] for p in json.load(f)}
+    with open(now) as f:
+        progs = json.load(f)
+    best = {}
+    for p in progs:
+        name = p.get("name", "")
+        if p["id"] in old or p.get("run_cnt", 0) < 10000:
+            continue
+        if not name.startswith(NAMES.get(label, ("",))):
+            continue
+        if name not in best or p["run_cnt"] > best[name]["run_cnt"]:
+            best[name] = p
+    for name, p in sorted(best.items()):
+        print("progstats\t%s\t1\t%s\t%.1f" % (label, name, p["run_time_ns"] / p["run_cnt"]))
+
+
+def bench_lines(paths):
+    num = r"([0-9.]+)"
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                m = re.match(r"bench_export: (\d+) events in " + num + r" s: " + num +
+                             r" M events/s; " + num + r" MiB out, " + num +
+                             r" B/event; peak RSS " + num + r" MiB \(store\) -> " + num +
+                             r" MiB, export \+" + num + r" MiB = " + num + "x", line)
+                if m:
+                    for i, k in enumerate(["events", "s", "mev_s", "out_mib", "out_b_ev",
+                                           "rss_store_mib", "rss_mib", "rss_add_mib",
+                                           "rss_x_out"]):
+                        print("synth\txplane\t1\t%s\t%s" % (k, m.group(i + 1)))
+                    continue
+                m = re.match(r"chrome store: (\d+) events, " + num + r" MB", line)
+                if m:
+                    print("synth\tstore\t1\tevents\t%s" % m.group(1))
+                    print("synth\tstore\t1\tmb\t%s" % m.group(2))
+                    continue
+                m = re.match(r"chrome (\S+)\s+(\d+) events in " + num + r" s \(" + num +
+                             r" s CPU\): " + num + r" M events/s \(" + num +
+                             r" M per CPU second\), " + num + r" bytes/event \(" + num +
+                             r" MB\), peak RSS " + num + " MB", line)
+                if m:
+                    v = "chrome_gz" if m.group(1).endswith(".gz") else "chrome_json"
+                    for i, k in enumerate(["events", "s", "cpu_s", "mev_s", "mev_cpu_s",
+                                           "out_b_ev", "out_mb", "rss_mb"]):
+                        print("synth\t%s\t1\t%s\t%s" % (v, k, m.group(i + 2)))
+                    continue
+                if line:
+                    sys.stderr.write("bench: unparsed benchmark line: %s\n" % line)
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "--bpftrace-hist":
+        print(bpftrace_hist(argv[2]))
+    elif len(argv) == 5 and argv[1] == "--progstats":
+        progstats(argv[2], argv[3], argv[4])
+    elif len(argv) >= 2 and argv[1] == "--bench-lines":
+        bench_lines(argv[2:])
+    elif len(argv) == 3:
+        try:
+            d = first_json(argv[1])
+            print(fmt(eval(argv[2], {}, {"d": d})))
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+            sys.stderr.write("jget: %s: %s\n" % (argv[1], e))
+            print("")
+    else:
+        sys.stderr.write(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,344 @@
+#!/usr/bin/env bash
+# Benchmarks (`make bench`; separate from the tests): kxprof's overhead,
+# throughput and export speed, side by side with the hook floor, bpftrace,
+# perf trace and strace. Every comparison runs in this one invocation, the
+# variants alternating round by round; results are medians with min-max.
+# Prints the markdown tables and rewrites tests/bench/RESULTS.md (machine,
+# kernel, date, exact commands, tables, then tests/bench/history.md).
+# Needs root and /dev/kvm. Reports where kxprof stands; never fails on a
+# missed target (exit 1 only when it cannot measure at all).
+#
+# Environment: BENCH_ROUNDS (default 5), BENCH_QUICK=1 (small sizes, for a
+# smoke run; RESULTS.md is then left alone), BUILD_DIR (default build),
+# BENCH_BASELINE=path/to/another/kxprof (adds its record and convert rows to
+# the same alternating runs: before/after comparisons of a change).
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+B=${BUILD_DIR:-$ROOT/build}
+KX=$B/kxprof
+FLOOD=$B/tests/ioctl_flood
+KVMW=$B/tests/kvm_workload
+FLOOR=$B/bench/floor
+BT=$ROOT/tests/bench/ioctl_latency.bt
+HERE=$ROOT/tests/bench
+ROUNDS=${BENCH_ROUNDS:-5}
+QUICK=${BENCH_QUICK:-0}
+BASE=${BENCH_BASELINE:-}
+
+# Sizes: long enough for stable medians, short enough for ~10 minutes in all.
+FLOOD_S=1			# seconds per flood run (ioctl_flood -w)
+KVMRUN_JOBS=20000		# shortest KVM_RUN jobs per run (~0.25 s untraced)
+JOB_ARGS="-t 2 -j 300 -l 2000"	# realistic jobs: ~1.7 ms each, 2 vCPU threads
+TPUT_S=3			# seconds per throughput run
+EXPORT_PER_THREAD=2600000	# x 2 threads: the >= 5 M event capture
+EXPORT_ROUNDS=3			# conversions of it, alternating builds
+if [ "$QUICK" = 1 ]; then
+	ROUNDS=2 FLOOD_S=0.3 KVMRUN_JOBS=500 JOB_ARGS="-t 2 -j 30 -l 2000" TPUT_S=1
+	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1
+fi
+
+die() { echo "bench: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (it loads BPF programs and traces /dev/kvm)"
+[ -c /dev/kvm ] || die "needs /dev/kvm"
+for f in "$KX" "$FLOOD" "$KVMW" "$FLOOR" "$B/bench/bench_export" "$B/bench/bench_chrome"; do
+	[ -x "$f" ] || die "$f missing: run make bench"
+done
+scripts/install-deps.sh || die "missing dependencies (scripts/install-deps.sh)"
+# bpftrace and perf trace use classic tracepoints: they need tracefs.
+if [ ! -d /sys/kernel/tracing/events ]; then
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
+		echo "bench: tracefs not mounted and mount failed: bpftrace/perf rows will be empty" >&2
+fi
+
+# Tracing programs of other tools (or other kxprof instances) run on every
+# syscall of the workloads too: wait a while for them to go, then say so.
+foreign() { bpftool prog show 2>/dev/null | grep -cE '^[0-9]+: (tracing|raw_tracepoint|tracepoint|kprobe|perf_event) '; }
+for _ in $(seq "${BENCH_WAIT:-120}"); do
+	[ "$(foreign)" -eq 0 ] && break
+	sleep 1
+done
+FOREIGN_START=$(foreign)
+[ "$FOREIGN_START" -eq 0 ] ||
+	echo "bench: $FOREIGN_START tracing BPF programs of others are attached: they add to every variant" >&2
+
+# In memory (tmpfs) when possible: disk writeback would time the disk, not kxprof.
+TMP=$(mktemp -d /dev/shm/kxbench.XXXXXX 2>/dev/null || mktemp -d /tmp/kxbench.XXXXXX)
+RAW=$TMP/raw.tsv
+STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+cleanup() {
+	sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+: >"$RAW"
+cd "$TMP" || die "cannot enter $TMP"
+
+put() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RAW"; }	# row variant round metric value
+jget() { python3 "$HERE/jget.py" "$@"; }			# FILE EXPR -> value
+
+# Aggregation mode (kxprof top), when this build has it.
+HAVE_AGG=0
+"$KX" top --help >/dev/null 2>&1 && HAVE_AGG=1
+
+# Waits until process $1 holds at least $2 BPF links (its programs are attached).
+wait_links() {
+	local i n
+	for i in $(seq 200); do
+		n=$(grep -l '^link_type' /proc/"$1"/fdinfo/* 2>/dev/null | wc -l)
+		[ "$n" -ge "$2" ] && return 0
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# Runs the workload under `kxprof top` (in-kernel aggregation, no records):
+# the workload is held until top has attached with its pid in the filter.
+under_aggregate() {
+	local go=$TMP/go wl tp
+	rm -f "$go"
+	mkfifo "$go"
+	(read -r _ <"$go"; exec "$@") >"$TMP/agg.out" &
+	wl=$!
+	"$KX" top --batch -i 0.5 -p "$wl" >"$TMP/top.txt" 2>"$TMP/top.err" &
+	tp=$!
+	if ! wait_links "$tp" 2; then
+		echo "bench: kxprof top did not attach: $(head -c 300 "$TMP/top.err")" >&2
+	fi
+	echo go >"$go"
+	wait "$wl"
+	kill -INT "$tp" 2>/dev/null
+	wait "$tp" 2>/dev/null
+	cat "$TMP/agg.out"
+}
+
+# Runs "$@" (a workload printing one JSON line) under variant $1; prints that line.
+under() {
+	local v=$1
+	shift
+	case $v in
+	untraced) "$@" ;;
+	floor) "$FLOOR" -- "$@" ;;
+	clock) "$FLOOR" -m clock -- "$@" ;;
+	latency) "$FLOOR" -m latency -- "$@" ;;
+	record) "$KX" record -o "$TMP/rec.kxp" -- "$@" 2>"$TMP/record.err" ;;
+	baseline) "$BASE" record -o "$TMP/rec.kxp" -- "$@" 2>"$TMP/record.err" ;;
+	aggregate) under_aggregate "$@" ;;
+	bpftrace) bpftrace -f json "$BT" -c "$*" 2>"$TMP/bpftrace.err" >"$TMP/bpftrace.out"
+		grep -v '^{"type"' "$TMP/bpftrace.out" ;;
+	perf) perf trace -s -e ioctl -o "$TMP/perf.txt" -- "$@" ;;
+	strace) strace -c -f -e trace=ioctl -o "$TMP/strace.txt" -- "$@" ;;
+	esac | grep '^{"workload"' | tail -1
+}
+
+# How many ioctls variant $1 saw in its last run (coverage check), or "".
+seen() {
+	case $1 in
+	record | baseline) "$KX" report "$TMP/rec.kxp" --json >"$TMP/rep.json" 2>/dev/null &&
+		jget "$TMP/rep.json" 'd["Capture"]["received"]' ;;
+	bpftrace) python3 "$HERE/jget.py" --bpftrace-hist "$TMP/bpftrace.out" ;;
+	perf) awk '$1 == "ioctl" { n += $2 } END { print n + 0 }' "$TMP/perf.txt" ;;	# per thread
+	strace) awk '$NF == "ioctl" { print $4 }' "$TMP/strace.txt" ;;
+	*) echo "" ;;
+	esac
+}
+
+# The share of both CPUs busy over 0.3 s (others' builds and tests share
+# this machine): each run starts only once it is under 15%, or after
+# BENCH_WAIT_RUN seconds (counted in the report as runs on a busy machine).
+busy_pct() {
+	local a b
+	a=($(head -1 /proc/stat))
+	sleep 0.3
+	b=($(head -1 /proc/stat))
+	local idle=$((b[4] + b[5] - a[4] - a[5])) total=0 i
+	for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+	[ "$total" -gt 0 ] || { echo 0; return; }
+	echo $((100 * (total - idle) / total))
+}
+BUSY_RUNS=0
+wait_quiet() {
+	local end=$((SECONDS + ${BENCH_WAIT_RUN:-20}))
+	while [ "$(busy_pct)" -ge 15 ]; do
+		if [ "$SECONDS" -ge "$end" ]; then
+			BUSY_RUNS=$((BUSY_RUNS + 1))
+			return
+		fi
+		sleep 0.5
+	done
+}
+
+# One measured section: variants alternate within each round; the start
+# variant rotates so no variant always runs first (or after the same one).
+#   section NAME METRIC_EXPR VARIANTS -- WORKLOAD...
+section() {
+	local name=$1 expr=$2 vars=() r i n v line val
+	shift 2
+	while [ "$1" != "--" ]; do vars+=("$1"); shift; done
+	shift
+	n=${#vars[@]}
+	for r in $(seq "$ROUNDS"); do
+		for i in $(seq 0 $((n - 1))); do
+			v=${vars[$(((i + r) % n))]}
+			wait_quiet
+			line=$(under "$v" "$@")
+			if [ -z "$line" ]; then
+				echo "bench: $name/$v round $r: no result" >&2
+				continue
+			fi
+			echo "$line" >"$TMP/wl.json"
+			val=$(jget "$TMP/wl.json" "$expr")
+			put "$name" "$v" "$r" value "$val"
+			if [ "$r" -eq 1 ]; then
+				put "$name" "$v" "$r" issued "$(jget "$TMP/wl.json" 'sum(d["ioctls"].values())')"
+				put "$name" "$v" "$r" seen "$(seen "$v")"
+			fi
+			printf '.' >&2
+		done
+	done
+	echo " $name done" >&2
+}
+
+VARIANTS=(untraced floor record)
+[ -n "$BASE" ] && VARIANTS+=(baseline)
+[ "$HAVE_AGG" = 1 ] && VARIANTS+=(aggregate)
+VARIANTS+=(bpftrace perf strace)
+START=$(date +%s)
+
+# ---- 1a. per-ioctl cost, tight loop of KVM_GET_API_VERSION ----
+echo "bench: 1a. ioctl flood, $ROUNDS rounds x ${#VARIANTS[@]}+2 variants" >&2
+section flood 'd["ns_per_ioctl"]' "${VARIANTS[@]}" clock latency -- "$FLOOD" -w "$FLOOD_S"
+
+# ---- 1b. per-job cost, shortest KVM_RUN jobs ----
+echo "bench: 1b. short KVM_RUN jobs" >&2
+section kvmrun 'd["kvm_run_ns"]["mean"]' "${VARIANTS[@]}" -- "$KVMW" -t 1 -j "$KVMRUN_JOBS" -l 0
+
+# ---- 4. workload overhead, realistic jobs ----
+echo "bench: 4. KVM job workload" >&2
+# shellcheck disable=SC2086
+section jobs 'd["elapsed_ns"]' "${VARIANTS[@]}" -- "$KVMW" $JOB_ARGS
+
+# ---- BPF program cost (run-time statistics) ----
+# Stats cost two clock reads per program run: a separate pass, never timed.
+echo "bench: BPF program run time (kernel.bpf_stats_enabled)" >&2
+progstats() { # variant
+	local bg
+	wait_quiet
+	bpftool prog show -j >"$TMP/progs0.json" 2>/dev/null
+	sysctl -qw kernel.bpf_stats_enabled=1
+	under "$1" "$FLOOD" -w 2.5 >/dev/null 2>&1 &
+	bg=$!
+	sleep 1.8
+	bpftool prog show -j >"$TMP/progs.json" 2>/dev/null
+	wait "$bg"
+	sysctl -qw kernel.bpf_stats_enabled=0
+	python3 "$HERE/jget.py" --progstats "$TMP/progs.json" "$TMP/progs0.json" "$1" >>"$RAW"
+}
+for v in floor record baseline aggregate bpftrace; do
+	[ "$v" = baseline ] && [ -z "$BASE" ] && continue
+	[ "$v" = aggregate ] && [ "$HAVE_AGG" != 1 ] && continue
+	progstats "$v"
+done
+
+# ---- 2. event throughput ----
+echo "bench: 2. throughput and drop accounting" >&2
+tput() { # label, ringbuf-mb ("" = default), flood threads
+	local label=$1 mb=$2 t=$3 opt=()
+	[ -n "$mb" ] && opt=(--ringbuf-mb "$mb")
+	"$KX" record "${opt[@]}" -o "$TMP/tp.kxp" -- "$FLOOD" -t "$t" -w "$TPUT_S" >"$TMP/tp.json" 2>"$TMP/tp.err"
+	"$KX" report "$TMP/tp.kxp" --json >"$TMP/tp.rep" 2>/dev/null
+	put tput "$label" 1 issued "$(jget "$TMP/tp.json" 'sum(d["ioctls"].values())')"
+	put tput "$label" 1 rate "$(jget "$TMP/tp.json" 'd["ioctls_per_sec"]')"
+	put tput "$label" 1 ns "$(jget "$TMP/tp.json" 'd["ns_per_ioctl"]')"
+	put tput "$label" 1 emitted "$(jget "$TMP/tp.rep" 'd["Capture"]["emitted"]')"
+	put tput "$label" 1 received "$(jget "$TMP/tp.rep" 'd["Capture"]["received"]')"
+	put tput "$label" 1 dropped "$(jget "$TMP/tp.rep" 'd["Capture"]["dropped"]')"
+	put tput "$label" 1 ring "${mb:-8}"
+	put tput "$label" 1 threads "$t"
+}
+tput "1 thread, default ring" "" 1
+tput "2 threads, default ring" "" 2
+tput "2 threads, 64 KiB ring (overload)" 0.0625 2
+
+# ---- 3. export ----
+echo "bench: 3. export of a >= 5 M event capture" >&2
+"$KX" record --ringbuf-mb 64 -o "$TMP/big.kxp" -- "$FLOOD" -t 2 -n "$EXPORT_PER_THREAD" \
+	>/dev/null 2>"$TMP/big.err"
+"$KX" report "$TMP/big.kxp" --json >"$TMP/big.rep" 2>/dev/null
+NEV=$(jget "$TMP/big.rep" 'd["Capture"]["received"]')
+put export capture 1 events "$NEV"
+put export capture 1 dropped "$(jget "$TMP/big.rep" 'd["Capture"]["dropped"]')"
+put export capture 1 kxp_bytes "$(stat -c %s "$TMP/big.kxp")"
+timed() { # label, output size command, then the command
+	local label=$1 sizecmd=$2
+	shift 2
+	wait_quiet
+	/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$@" >/dev/null 2>"$TMP/conv.err" ||
+		echo "bench: $label failed: $(head -c 300 "$TMP/conv.err")" >&2
+	put export "$label" "$r" wall_s "$(awk '{print $1}' "$TMP/time.txt")"
+	put export "$label" "$r" rss_kib "$(awk '{print $2}' "$TMP/time.txt")"
+	put export "$label" "$r" out_bytes "$(eval "$sizecmd")"
+}
+XP_SIZE='find "$TMP/xp" -name "*.xplane.pb" -exec stat -c %s {} + | head -1'
+GZ_SIZE='stat -c %s "$TMP/big.json.gz"'
+for r in $(seq "$EXPORT_ROUNDS"); do
+	for k in "$KX" $BASE; do
+		sfx=""
+		[ "$k" = "$KX" ] || sfx=_base
+		rm -rf "$TMP/xp"
+		timed "xplane$sfx" "$XP_SIZE" "$k" convert "$TMP/big.kxp" --xplane "$TMP/xp"
+		rm -rf "$TMP/xp"
+		timed "chrome_gz$sfx" "$GZ_SIZE" "$k" convert "$TMP/big.kxp" --chrome "$TMP/big.json.gz"
+		rm -f "$TMP/big.json.gz"
+		timed "report$sfx" 'echo 0' "$k" report "$TMP/big.kxp"
+	done
+	printf '.' >&2
+done
+echo " export done" >&2
+rm -f "$TMP/big.kxp"
+NSYN=5000000
+[ "$QUICK" = 1 ] && NSYN=200000
+"$B/bench/bench_export" -n "$NSYN" >"$TMP/be.txt" 2>&1
+"$B/bench/bench_chrome" "$NSYN" "$TMP" >"$TMP/bc.txt" 2>&1
+python3 "$HERE/jget.py" --bench-lines "$TMP/be.txt" "$TMP/bc.txt" >>"$RAW"
+
+ELAPSED=$(($(date +%s) - START))
+echo "bench: measured in ${ELAPSED} s" >&2
+
+# ---- report ----
+{
+	echo "ROUNDS=$ROUNDS"
+	echo "FLOOD=${FLOOD#"$ROOT"/} -w $FLOOD_S"
+	echo "KVMRUN=${KVMW#"$ROOT"/} -t 1 -j $KVMRUN_JOBS -l 0"
+	echo "JOBS=${KVMW#"$ROOT"/} $JOB_ARGS"
+	echo "TPUT_S=$TPUT_S"
+	echo "EXPORT=${KX#"$ROOT"/} record --ringbuf-mb 64 -o big.kxp -- ${FLOOD#"$ROOT"/} -t 2 -n $EXPORT_PER_THREAD"
+	echo "NSYN=$NSYN"
+	echo "ELAPSED=$ELAPSED"
+	echo "HAVE_AGG=$HAVE_AGG"
+	echo "BASELINE=$BASE"
+	echo "FOREIGN_START=$FOREIGN_START"
+	echo "BUSY_RUNS=$BUSY_RUNS"
+	echo "EXPORT_ROUNDS=$EXPORT_ROUNDS"
+	echo "FOREIGN_END=$(foreign)"
+	echo "LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$TMP/config"
+python3 "$HERE/report.py" "$RAW" "$TMP/config" "$ROOT" >"$TMP/tables.md" || die "report failed"
+cat "$TMP/tables.md"
+if [ "$QUICK" != 1 ]; then
+	python3 "$HERE/report.py" --machine "$ROOT" >"$TMP/machine.md"
+	{
+		echo "# kxprof benchmarks"
+		echo
+		echo "Generated by \`make bench\` (tests/bench/run.sh); do not edit by hand:"
+		echo "the next run rewrites this file. Before/after notes: tests/bench/history.md,"
+		echo "appended below."
+		echo
+		cat "$TMP/machine.md"
+		cat "$TMP/tables.md"
+		echo
+		cat "$HERE/history.md" 2>/dev/null
+	} >"$HERE/RESULTS.md"
+	echo "bench: wrote tests/bench/RESULTS.md" >&2
+fi
