@@ -54,7 +54,8 @@ static int on_ioctl(struct kx_consumer *c, const struct kx_ioctl_rec *r, size_t 
 	e.ret = r->ret;
 	e.fd = r->fd;
 	e.offcpu_us = ns_to_us(r->offcpu_ns);
-	e.xfer_cmd = r->xfer_cmd;
+	/* Escapes are 8-bit nrs; anything wider is not a valid XFER: name it as such. */
+	e.xfer_cmd = r->xfer_cmd <= 0xff ? (uint8_t)r->xfer_cmd : 0;
 	e.arg_off = KX_NO_ARG;
 	e.fkind = (uint8_t)r->fkind;
 	e.drv = (uint8_t)r->drv;

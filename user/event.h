@@ -11,6 +11,7 @@
 #include "../bpf/kxprof.h"
 
 /* One completed ioctl. 56 bytes; argument bytes live in the store's arena. */
+
 struct kx_ioctl {
 	uint64_t ts;		/* enter, CLOCK_MONOTONIC ns */
 	uint64_t dur;		/* ns */
@@ -21,7 +22,6 @@ struct kx_ioctl {
 	int32_t ret;		/* >= 0 result, < 0 -errno (ioctl handlers return int) */
 	uint32_t offcpu_us;	/* time blocked (off-CPU) inside the call, µs; 0 if not measured */
 	int32_t fd;
-	uint32_t xfer_cmd;	/* NVIDIA XFER inner escape, else 0 */
 	uint32_t arg_off;	/* offset in the store's arg arena, KX_NO_ARG if none */
 	uint8_t fkind;		/* enum kx_fkind */
 	uint8_t cpu_hi;		/* cpu = cpu_hi << 8 | cpu_lo */
@@ -29,9 +29,12 @@ struct kx_ioctl {
 	uint8_t arg_in_len;	/* <= KX_ARG_MAX */
 	uint8_t arg_out_len;
 	uint8_t drv;		/* enum kx_driver */
-	uint8_t pad[2];
+	uint8_t xfer_cmd;	/* NVIDIA XFER inner escape (an 8-bit nr), else 0 */
+	uint8_t pad;
 };
 #define KX_NO_ARG UINT32_MAX
+/* Memory per stored event is a benchmark target: keep it at 56 bytes. */
+_Static_assert(sizeof(struct kx_ioctl) == 56, "struct kx_ioctl grew");
 
 static inline unsigned int kx_ioctl_cpu(const struct kx_ioctl *e)
 {

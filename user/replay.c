@@ -564,6 +564,7 @@ static int rec_ioctl(struct ctx *c, struct obj *o, struct kx_store *s)
 	uint8_t arg[2 * KX_ARG_MAX];
 	struct kx_ioctl e;
 	int64_t ret = 0, fd = -1;
+	uint32_t xfer = 0;
 	uint16_t cpu = 0;
 	int in, out;
 
@@ -574,12 +575,15 @@ static int rec_ioctl(struct ctx *c, struct obj *o, struct kx_store *s)
 	    opt_driver(c, o, &e.drv) || opt_fkind(c, o, &e.fkind) || opt_dev(c, o, "dev", &e.dev) ||
 	    opt_i(c, o, "fd", INT32_MIN, INT32_MAX, &fd) ||
 	    opt_cmd(c, o, "cmd", (enum kx_driver)e.drv, &e.cmd, 0) ||
-	    opt_cmd(c, o, "xfer_cmd", (enum kx_driver)e.drv, &e.xfer_cmd, 1) ||
+	    opt_cmd(c, o, "xfer_cmd", (enum kx_driver)e.drv, &xfer, 1) ||
 	    opt_i(c, o, "ret", INT32_MIN, INT32_MAX, &ret) || opt_u(c, o, "cpu", 16, &cpu) ||
 	    opt_u(c, o, "offcpu_us", 32, &e.offcpu_us))
 		return -1;
 	if (!get(o, "cmd"))
 		return bad(c, "ioctl without \"cmd\"");
+	if (xfer > 0xff)
+		return bad(c, "\"xfer_cmd\" is an 8-bit NVIDIA escape number");
+	e.xfer_cmd = (uint8_t)xfer;
 	e.fd = (int32_t)fd;
 	e.ret = (int32_t)ret;
 	e.cpu_hi = (uint8_t)(cpu >> 8);

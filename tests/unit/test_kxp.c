@@ -447,7 +447,7 @@ static void test_field_extremes(void)
 				e->cmd ^= 0x80000000u;
 				break;
 			case 3:
-				e->xfer_cmd = UINT32_MAX - (uint32_t)i;
+				e->xfer_cmd = (uint8_t)(0xff - i);
 				break;
 			case 4:
 				e->cpu_hi = 0xff;
