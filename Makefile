@@ -84,7 +84,7 @@ $(BUILD)/vmlinux.h: | $(DEPS_STAMP)
 	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
 # BPF objects keep BTF (for CO-RE) but not DWARF, so skeletons stay small.
-$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/kxprof.h $(BUILD)/vmlinux.h
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
 	$(LLVM_STRIP) -g $@
 

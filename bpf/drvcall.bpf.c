@@ -12,6 +12,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "kxprof.h"
+#include "log2.bpf.h"
 
 /* Per function slot (user space's table index). */
 struct {
@@ -41,34 +42,6 @@ static __always_inline void call_enter(__u32 slot)
 	bpf_map_update_elem(&drvstart, &k, &now, BPF_ANY);
 }
 
-static __always_inline __u32 slot_of(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >> 32) {
-		v >>= 32;
-		r += 32;
-	}
-	if (v >> 16) {
-		v >>= 16;
-		r += 16;
-	}
-	if (v >> 8) {
-		v >>= 8;
-		r += 8;
-	}
-	if (v >> 4) {
-		v >>= 4;
-		r += 4;
-	}
-	if (v >> 2) {
-		v >>= 2;
-		r += 2;
-	}
-	r += (__u32)(v >> 1);
-	return r < KX_HIST_SLOTS ? r : KX_HIST_SLOTS - 1;
-}
-
 static __always_inline void call_exit(__u32 slot)
 {
 	__u64 k = start_key(slot), *t0, d;
@@ -86,7 +59,7 @@ static __always_inline void call_exit(__u32 slot)
 	s->sum_ns += d;
 	if (d > s->max_ns)
 		s->max_ns = d;
-	s->slots[slot_of(d)]++;
+	s->slots[log2_slot(d)]++;
 }
 
 /* fentry/fexit: one pair per slot, attach target set by user space before load. */

@@ -15,6 +15,8 @@
 #include <bpf/bpf_tracing.h>
 
 #include "kxprof.h"
+#include "log2.bpf.h"
+#include "shared.bpf.h"
 
 #define S_IFMT 00170000
 #define S_IFCHR 0020000
@@ -23,8 +25,6 @@
 #define E2BIG 7
 #define EEXIST 17
 
-const volatile bool targ_all = false;		/* trace every process */
-const volatile __u64 wakeup_bytes = 256 * 1024;	/* wake the consumer past this much data */
 /* Aggregate mode: count into the agg map at exit, no ring-buffer record. */
 const volatile bool aggregate = false;
 const volatile bool agg_by_pid = false;		/* split aggregates by tgid */
@@ -32,34 +32,6 @@ const volatile bool agg_by_cgroup = false;	/* split aggregates by cgroup id */
 /* Set by user space while an NVIDIA device is traced: aggregates then still
  * unwrap XFER escapes (their names); writable at run time (hot-plug). */
 bool agg_xfer = false;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 * 1024 * 1024);	/* resized by user space */
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KX_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-/* Target processes by tgid (children are added at fork). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);
-	__type(value, __u8);
-} pids SEC(".maps");
-
-/* Traced devices: (fkind, dev) -> driver id. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct kx_dev_key);
-	__type(value, __u32);
-} devs SEC(".maps");
 
 /* Which (driver, cmd) get an argument copy. */
 struct {
@@ -152,21 +124,6 @@ static __always_inline void inflight_del(__u32 tid)
 	if (v->ts)
 		__sync_fetch_and_add(&nr_inflight, -1);
 	bpf_map_delete_elem(&inflight, &tid);
-}
-
-static __always_inline void stat_inc(__u32 which)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &which);
-
-	if (v)
-		*v += 1;
-}
-
-static __always_inline __u64 submit_flags(void)
-{
-	/* Sampled notification: wake the consumer only once enough data waits. */
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									       : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void emit_task(__u32 what, __u32 pid, __u32 tid, __u32 ppid,
@@ -426,34 +383,6 @@ static __always_inline void fill_ioctl(struct kx_ioctl_rec *r, const struct infl
 	r->arg_out_len = 0;
 }
 
-/* floor(log2(v)) for v > 0 by halving steps: no loop for the verifier. */
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >> 32) {
-		v >>= 32;
-		r += 32;
-	}
-	if (v >> 16) {
-		v >>= 16;
-		r += 16;
-	}
-	if (v >> 8) {
-		v >>= 8;
-		r += 8;
-	}
-	if (v >> 4) {
-		v >>= 4;
-		r += 4;
-	}
-	if (v >> 2) {
-		v >>= 2;
-		r += 2;
-	}
-	return r + (__u32)(v >> 1);
-}
-
 /*
  * Aggregate mode: fold one finished ioctl into its key. Atomic adds because
  * the map is shared by all CPUs (a per-CPU map would cost value size times
@@ -489,9 +418,7 @@ static __always_inline void agg_add(const struct inflight *v, __u32 tgid, __u64 
 		if (!a)
 			return;
 	}
-	slot = dur ? log2_u64(dur) : 0;
-	if (slot >= KX_HIST_SLOTS)
-		slot = KX_HIST_SLOTS - 1;
+	slot = log2_slot(dur);
 	__sync_fetch_and_add(&a->slots[slot], 1);
 	__sync_fetch_and_add(&a->sum_ns, dur);
 	if (ret < 0)

@@ -26,38 +26,10 @@
 #include <bpf/bpf_tracing.h>
 
 #include "kxprof.h"
+#include "shared.bpf.h"
 
 #define DRM_MAJOR 226
 
-const volatile bool targ_all = false;
-const volatile __u64 wakeup_bytes = 256 * 1024;
-
-/* The next four are replaced by the ioctl object's maps before load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 * 1024 * 1024);
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KX_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);
-	__type(value, __u8);
-} pids SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct kx_dev_key);
-	__type(value, __u32);
-} devs SEC(".maps");
 
 /* Traced block disks: disk dev_t (or KX_DEV_ANY_MINOR(major)) -> 1. */
 struct {
@@ -94,20 +66,6 @@ struct {
 } xefences SEC(".maps");
 
 /* ---- common ---- */
-
-static __always_inline void stat_inc(__u32 which)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &which);
-
-	if (v)
-		*v += 1;
-}
-
-static __always_inline __u64 submit_flags(void)
-{
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									       : BPF_RB_NO_WAKEUP;
-}
 
 static __always_inline bool cur_traced(void)
 {
