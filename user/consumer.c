@@ -20,7 +20,8 @@ struct kx_consumer {
 	pthread_t thread;
 	int running;
 	atomic_int stop;
-	_Atomic uint64_t ioctls, tasks, jobs, malformed;
+	/* Written by the consumer thread only; read live by others. */
+	uint64_t ioctls, tasks, jobs, malformed;
 	uint32_t disk_dev;		/* last block disk named from sysfs */
 	char disk_name[16];
 };
@@ -33,6 +34,12 @@ static uint32_t ns_to_us(uint64_t ns)
 	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
+/* Single writer: a relaxed store is enough, and no locked add per event. */
+static inline void count(uint64_t *v)
+{
+	__atomic_store_n(v, *v + 1, __ATOMIC_RELAXED);
+}
+
 static int on_ioctl(struct kx_consumer *c, const struct kx_ioctl_rec *r, size_t size)
 {
 	uint8_t arg[2 * KX_ARG_MAX];
@@ -41,7 +48,7 @@ static int on_ioctl(struct kx_consumer *c, const struct kx_ioctl_rec *r, size_t 
 
 	if (size < KX_IOCTL_REC_BASE_SIZE || in > KX_ARG_MAX || out > KX_ARG_MAX ||
 	    ((in || out) && size < sizeof(*r))) {
-		c->malformed++;
+		count(&c->malformed);
 		return 0;
 	}
 	memset(&e, 0, sizeof(e));
@@ -68,7 +75,7 @@ static int on_ioctl(struct kx_consumer *c, const struct kx_ioctl_rec *r, size_t 
 		memcpy(arg, r->arg, in);
 	if (out)
 		memcpy(arg + in, r->arg + KX_ARG_MAX, out);
-	c->ioctls++;
+	count(&c->ioctls);
 	c->sink.ioctl(c->sink.ctx, &e, (in || out) ? arg : NULL);
 	return 0;
 }
@@ -78,7 +85,7 @@ static int on_task(struct kx_consumer *c, const struct kx_task_rec *r, size_t si
 	struct kx_task t;
 
 	if (size < sizeof(*r)) {
-		c->malformed++;
+		count(&c->malformed);
 		return 0;
 	}
 	memset(&t, 0, sizeof(t));
@@ -89,7 +96,7 @@ static int on_task(struct kx_consumer *c, const struct kx_task_rec *r, size_t si
 	t.what = r->what;
 	memcpy(t.comm, r->comm, sizeof(t.comm));
 	t.comm[sizeof(t.comm) - 1] = 0;
-	c->tasks++;
+	count(&c->tasks);
 	if (c->sink.task)
 		c->sink.task(c->sink.ctx, &t);
 	return 0;
@@ -122,7 +129,7 @@ static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size
 	struct kx_job j;
 
 	if (size < sizeof(*r) || !r->src || r->src >= KX_JOB_SRC_MAX) {
-		c->malformed++;
+		count(&c->malformed);
 		return 0;
 	}
 	memset(&j, 0, sizeof(j));
@@ -149,7 +156,7 @@ static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size
 		else if (j.src == KX_JOB_SRC_BLOCK && j.dev)
 			disk_name(c, j.dev, j.ring, sizeof(j.ring));
 	}
-	c->jobs++;
+	count(&c->jobs);
 	if (c->sink.job)
 		c->sink.job(c->sink.ctx, &j);
 	return 0;
@@ -161,7 +168,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	const struct kx_hdr *h = data;
 
 	if (size < sizeof(*h)) {
-		c->malformed++;
+		count(&c->malformed);
 		return 0;
 	}
 	switch (h->type) {
@@ -172,7 +179,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	case KX_REC_JOB:
 		return on_job(c, data, size);
 	default:
-		c->malformed++;
+		count(&c->malformed);
 		return 0;
 	}
 }
@@ -250,20 +257,20 @@ void kx_consumer_free(struct kx_consumer *c)
 
 uint64_t kx_consumer_ioctls(const struct kx_consumer *c)
 {
-	return c->ioctls;
+	return __atomic_load_n(&c->ioctls, __ATOMIC_RELAXED);
 }
 
 uint64_t kx_consumer_tasks(const struct kx_consumer *c)
 {
-	return c->tasks;
+	return __atomic_load_n(&c->tasks, __ATOMIC_RELAXED);
 }
 
 uint64_t kx_consumer_jobs(const struct kx_consumer *c)
 {
-	return c->jobs;
+	return __atomic_load_n(&c->jobs, __ATOMIC_RELAXED);
 }
 
 uint64_t kx_consumer_malformed(const struct kx_consumer *c)
 {
-	return c->malformed;
+	return __atomic_load_n(&c->malformed, __ATOMIC_RELAXED);
 }
