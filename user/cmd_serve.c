@@ -34,6 +34,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "devices.h"
+#include "jobagg.h"
 #include "prometheus.h"
 #include "session.h"
 #include "summary.h"
@@ -43,6 +44,7 @@
 
 struct serve {
 	struct kx_agg *agg;
+	struct kx_jobagg *jobs;	/* fed by the consumer thread, read by HTTP threads */
 	struct kx_prom_info info;
 	char kernel[96];
 	const char *mech;
@@ -155,20 +157,31 @@ static int arg_true(struct MHD_Connection *c, const char *name)
 static enum MHD_Result page_metrics(struct serve *sv, struct MHD_Connection *c)
 {
 	struct kx_agg_snapshot snap;
+	struct kx_jobagg_snapshot js;
+	struct kx_prom_info info = sv->info;
 	char err[256], *buf = NULL;
 	size_t len = 0;
 	FILE *f;
-	int rc;
+	int rc, jobs = sv->jobs && sv->info.jobs_attached;
 
 	if (kx_agg_snapshot(sv->agg, &snap, 0, err, sizeof(err)))
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the aggregates\n");
-	f = open_memstream(&buf, &len);
-	if (!f) {
+	if (jobs && kx_jobagg_snapshot(sv->jobs, &js, kx_mono_ns(), 0)) {
 		kx_agg_snapshot_free(&snap);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
-	rc = kx_prom_write(f, &snap, &sv->info);
+	info.jobs = jobs ? &js : NULL;
+	f = open_memstream(&buf, &len);
+	if (!f) {
+		kx_agg_snapshot_free(&snap);
+		if (jobs)
+			kx_jobagg_snapshot_free(&js);
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	rc = kx_prom_write(f, &snap, &info);
 	kx_agg_snapshot_free(&snap);
+	if (jobs)
+		kx_jobagg_snapshot_free(&js);
 	if (fclose(f) || rc) {
 		free(buf);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -198,6 +211,12 @@ static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, 
 	if (kx_agg_snapshot(sv->agg, &snap, arg_true(c, "reset"), err, sizeof(err))) {
 		free(ci);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the aggregates\n");
+	}
+	if (arg_true(c, "reset") && sv->jobs) {
+		struct kx_jobagg_snapshot js;
+
+		if (kx_jobagg_snapshot(sv->jobs, &js, kx_mono_ns(), 1) == 0)
+			kx_jobagg_snapshot_free(&js);
 	}
 	sum = kx_summary_from_agg(&snap, ci);
 	kx_agg_snapshot_free(&snap);
@@ -301,6 +320,19 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
 		kx_err("bad %s '%s' (a number from %g to %g)", opt, s, lo, hi);
 		return -1;
 	}
+	return 0;
+}
+
+static void on_job(void *ctx, const struct kx_job *j)
+{
+	kx_jobagg_add(ctx, j);
+}
+
+static int jobs_attached(const struct kx_capinfo *ci)
+{
+	for (uint32_t i = 0; i < ci->nhooks; i++)
+		if (!strncmp(ci->hooks[i].name, "jobs:", 5) && ci->hooks[i].state == KX_HOOK_ATTACHED)
+			return 1;
 	return 0;
 }
 
@@ -425,11 +457,19 @@ int cmd_serve(int argc, char **argv)
 	so.all = pids == NULL;
 	so.devices = devices;
 	so.ndevices = ndev;
-	so.ringbuf_bytes = 64 << 10;	/* aggregate mode emits no ioctl records */
+	/* Aggregate mode emits no ioctl records; job records (user/jobagg.h) do flow. */
+	so.ringbuf_bytes = 1 << 20;
 	so.mech = mech;
 	so.verbose = kx_verbose;
 	so.sink.ioctl = nop_ioctl;
-	/* Always-on cost: no driver entry hooks; job sources need records (no sink.job). */
+	/* Always-on cost: no driver entry hooks. Job records are paired online. */
+	sv.jobs = kx_jobagg_new(0, 0);
+	if (!sv.jobs) {
+		kx_err("out of memory");
+		goto out;
+	}
+	so.sink.ctx = sv.jobs;
+	so.sink.job = on_job;
 	so.no_drvhooks = 1;
 	so.aggregate = 1;
 	so.agg_by_pid = by == KX_AGG_BY_PID;
@@ -457,7 +497,7 @@ int cmd_serve(int argc, char **argv)
 	sv.info.version = SERVE_VERSION;
 	sv.info.kernel = sv.kernel;
 	sv.info.mech = sv.mech;
-	sv.info.jobs_attached = 0;
+	sv.info.jobs_attached = jobs_attached(kx_session_capinfo(s));
 
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
 				     (v6 ? MHD_USE_IPv6 : 0),
@@ -519,6 +559,7 @@ out:
 		MHD_stop_daemon(d);
 	kx_agg_free(sv.agg);
 	kx_session_close(s);
+	kx_jobagg_free(sv.jobs);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }

@@ -339,7 +339,7 @@ static void report(struct kx_capinfo *ci, const struct avail *a, const uint8_t *
 				snprintf(h->why, sizeof(h->why), "%s",
 					 strcmp(srcs[s], "block") == 0
 						 ? "no block device traced (--device /dev/vda, loop, ...)"
-						 : "no kvm device traced");
+						 : "no kvm device traced, or aggregation (no KVM jobs)");
 			continue;
 		}
 		if (gpu && !a->tracefs) {
@@ -382,7 +382,7 @@ struct kx_jobsrc *kx_jobsrc_open(const struct kx_jobsrc_opts *o, struct kx_capin
 	alt = alt_chosen(&a);
 	for (int i = 0; i < o->ndevices; i++) {
 		has_blk |= o->devices[i].fkind == KX_FK_BLK;
-		has_kvm |= o->devices[i].drv == KX_DRV_KVM;
+		has_kvm |= o->devices[i].drv == KX_DRV_KVM && !o->no_kvm;
 	}
 	for (size_t i = 0; i < NEVS; i++) {
 		st[i] = exists(&a, i) && (!evs[i].alt || evs[i].alt == alt) ? EV_OFF : EV_ABSENT;

@@ -22,6 +22,7 @@ struct kx_jobsrc_opts {
 	const char *mech;		/* the ioctl hooks' mechanism: tried first */
 	const struct kx_device *devices;	/* block devices among them are traced */
 	int ndevices;
+	int no_kvm;			/* leave the KVM run/exit source off (aggregation has no use for it) */
 };
 
 struct kx_jobsrc;

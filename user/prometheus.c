@@ -113,6 +113,16 @@ static void ioctl_labels(const struct kx_agg_row *r, enum kx_agg_by by, char *ou
 		snprintf(out + n, len - (size_t)n, ",cgroup_id=\"%" PRIu64 "\"", (uint64_t)r->key.who);
 }
 
+/* device="..",ring=".." */
+static void job_labels(const struct kx_jobagg_series *js, char *out, size_t len)
+{
+	char dev[192], ring[64];
+
+	snprintf(out, len, "device=\"%s\",ring=\"%s\"",
+		 kx_prom_label_escape(js->device, dev, sizeof(dev)),
+		 kx_prom_label_escape(js->ring, ring, sizeof(ring)));
+}
+
 /* One histogram series: cumulative buckets, +Inf == _count, _sum in seconds. */
 static void histogram(FILE *f, const char *name, const char *labels, const uint64_t *slots,
 		      uint64_t sum_ns)
@@ -183,8 +193,34 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 	jobs_help = info->jobs_attached ? "" : " (no job source attached: no series)";
 	fprintf(f, "# HELP kxprof_job_queue_seconds Time jobs wait between queue and run, per device and ring%s.\n"
 		   "# TYPE kxprof_job_queue_seconds histogram\n", jobs_help);
+	for (size_t i = 0; info->jobs && i < info->jobs->nseries; i++) {
+		const struct kx_jobagg_series *js = &info->jobs->series[i];
+
+		job_labels(js, labels, sizeof(labels));
+		histogram(f, "kxprof_job_queue_seconds", labels, js->queue_slots, js->queue_sum_ns);
+	}
 	fprintf(f, "# HELP kxprof_job_exec_seconds Time jobs run on the device, per device and ring%s.\n"
 		   "# TYPE kxprof_job_exec_seconds histogram\n", jobs_help);
+	for (size_t i = 0; info->jobs && i < info->jobs->nseries; i++) {
+		const struct kx_jobagg_series *js = &info->jobs->series[i];
+
+		job_labels(js, labels, sizeof(labels));
+		histogram(f, "kxprof_job_exec_seconds", labels, js->exec_slots, js->exec_sum_ns);
+	}
+	if (info->jobs) {
+		family(f, "kxprof_job_inflight", "gauge",
+		       "Jobs queued or running on the device now.");
+		for (size_t i = 0; i < info->jobs->ndevs; i++)
+			fprintf(f, "kxprof_job_inflight{device=\"%s\"} %" PRIu64 "\n",
+				kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
+				info->jobs->devs[i].inflight);
+		family(f, "kxprof_job_busy_seconds_total", "counter",
+		       "Time the device had at least one job queued or running.");
+		for (size_t i = 0; i < info->jobs->ndevs; i++)
+			fprintf(f, "kxprof_job_busy_seconds_total{device=\"%s\"} %s\n",
+				kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
+				secs(info->jobs->devs[i].busy_ns, t, sizeof(t)));
+	}
 
 	family(f, "kxprof_events_dropped_total", "counter",
 	       "Events lost: ring buffer full (records), or too many ioctls in flight.");
@@ -193,8 +229,12 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 		s.inflight_full);
 
 	family(f, "kxprof_map_overflow_total", "counter",
-	       "Ioctls not aggregated because the aggregation map reached its key limit.");
+	       info->jobs ? "Ioctls (map=ioctl) or jobs (map=jobs) not aggregated: key, pending or series limit reached."
+			  : "Ioctls not aggregated because the aggregation map reached its key limit.");
 	fprintf(f, "kxprof_map_overflow_total{map=\"ioctl\"} %" PRIu64 "\n", s.overflow);
+	if (info->jobs)
+		fprintf(f, "kxprof_map_overflow_total{map=\"jobs\"} %" PRIu64 "\n",
+			info->jobs->overflow);
 
 	family(f, "kxprof_aggregation_keys", "gauge", "Keys in use in the aggregation map.");
 	fprintf(f, "kxprof_aggregation_keys{map=\"ioctl\"} %zu\n", snap->nrows);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "aggregate.h"
+#include "jobagg.h"
 
 #define KX_PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -19,6 +20,7 @@ struct kx_prom_info {
 	const char *kernel;	/* uname -r */
 	const char *mech;	/* attach mechanism in use */
 	int jobs_attached;	/* a job source feeds the job histograms */
+	const struct kx_jobagg_snapshot *jobs;	/* job aggregates, NULL when none */
 };
 
 /* Writes every metric family (empty ones too, with HELP saying why).

@@ -309,6 +309,9 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 			.mech = s->mech,
 			.devices = o->devices,
 			.ndevices = o->ndevices,
+			/* Always-on pairs block and fence jobs only: every KVM exit of
+			 * the machine would otherwise cost a ring record. */
+			.no_kvm = o->aggregate,
 		};
 
 		s->jobs = kx_jobsrc_open(&jo, &s->ci);

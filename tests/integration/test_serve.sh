@@ -294,6 +294,63 @@ fi
 kill -TERM $SPID
 wait $SPID
 
+# 7b. job histograms: block requests of a loop device are paired online;
+# every O_DIRECT write and read is one completed request
+if [ -e /dev/loop-control ]; then
+	PORT=$(free_port)
+	URL=http://127.0.0.1:$PORT
+	"$KXPROF" serve --listen "127.0.0.1:$PORT" --device loop --rescan 0 2>"$TMP/jobs.err" &
+	SPID=$!
+	if wait_http "$URL/"; then
+		"$WL/loop_workload" -d -b 64 -s 4 -p "$TMP" >"$TMP/lw.json"
+		sleep 0.3 # the consumer drains job records every ~100 ms
+		fetch "$URL/metrics" >"$TMP/jobs.txt"
+		check job_exec_counts_equal_workload python3 - "$TMP/lw.json" "$TMP/jobs.txt" <<'PY'
+import json, os, re, sys
+w = json.load(open(sys.argv[1]))
+dev = os.path.basename(w["loop_dev"])
+want = w["io"]["writes"] + w["io"]["reads"]
+got = sum(int(v) for d, v in re.findall(r'^kxprof_job_exec_seconds_count\{device="([^"]*)",ring="[^"]*"\} (\d+)$',
+                                         open(sys.argv[2]).read(), re.M) if d == dev)
+print(f"{dev}: {got} completed requests, workload issued {want}")
+sys.exit(0 if got == want == 128 else 1)
+PY
+		check job_buckets_cumulative_inf_eq_count python3 - "$TMP/jobs.txt" <<'PY'
+import re, sys
+series = {}
+for line in open(sys.argv[1]):
+    m = re.match(r'(kxprof_job_\w+_seconds)_(bucket|count|sum)\{(.*?)(?:,le="([^"]*)")?\} (\S+)$', line)
+    if not m:
+        continue
+    s = series.setdefault((m.group(1), m.group(3)), {"b": []})
+    if m.group(2) == "bucket":
+        s["b"].append((float("inf") if m.group(4) == "+Inf" else float(m.group(4)), int(m.group(5))))
+    else:
+        s[m.group(2)] = float(m.group(5))
+ok = any(k[0] == "kxprof_job_exec_seconds" for k in series)
+for key, s in series.items():
+    les, counts = [x[0] for x in s["b"]], [x[1] for x in s["b"]]
+    if les != sorted(les) or les[-1] != float("inf") or counts != sorted(counts) \
+            or counts[-1] != s.get("count") or s.get("sum", -1) < 0:
+        print("bad series", key, s)
+        ok = False
+sys.exit(0 if ok else 1)
+PY
+		check job_overflow_exported grep -q '^kxprof_map_overflow_total{map="jobs"} 0$' "$TMP/jobs.txt"
+		if command -v promtool >/dev/null; then
+			check job_promtool_check_metrics sh -c "promtool check metrics <'$TMP/jobs.txt' >'$TMP/promtool2.out' 2>&1"
+		else
+			skip job_promtool_check_metrics "promtool not installed (Debian package prometheus)"
+		fi
+	else
+		fail job_exec_counts_equal_workload "serve did not start: $(cat "$TMP/jobs.err")"
+	fi
+	kill -TERM $SPID
+	wait $SPID
+else
+	skip job_exec_counts_equal_workload "no /dev/loop-control"
+fi
+
 # 8. soak: processes starting and exiting, scrapes, per-process keys
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
@@ -319,7 +376,7 @@ wait $LOOP
 rss1=$(rss_kb $SPID)
 fetch "$URL/metrics" >"$TMP/soak.txt"
 keys=$(awk '/^kxprof_aggregation_keys\{/ {print $2}' "$TMP/soak.txt")
-overflow=$(awk '/^kxprof_map_overflow_total\{/ {print $2}' "$TMP/soak.txt")
+overflow=$(awk '/^kxprof_map_overflow_total\{/ {s += $2} END {print s}' "$TMP/soak.txt")
 echo "soak: ${SOAK_SECS}s, $nproc scrape rounds, rss ${rss0} kB -> ${rss1} kB, keys at end ${keys}, overflow ${overflow}"
 if [ -n "${SAN_PASS:-}" ] || nm -D "$KXPROF" 2>/dev/null | grep -q __asan_init; then
 	# ASan keeps freed memory in quarantine (up to 256 MiB): RSS says nothing there.

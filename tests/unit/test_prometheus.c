@@ -50,7 +50,7 @@ static void row_add(struct kx_agg_row *r, uint64_t ns, uint64_t n)
 /* Exposition text of snap, NUL-terminated (caller frees). */
 static char *expose(const struct kx_agg_snapshot *snap)
 {
-	struct kx_prom_info info = { "0.1", "6.18.0-test", "tp_btf", 0 };
+	struct kx_prom_info info = { "0.1", "6.18.0-test", "tp_btf", 0, NULL };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
