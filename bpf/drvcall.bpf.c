@@ -49,7 +49,7 @@ static __always_inline void call_exit(__u32 slot)
 
 	t0 = bpf_map_lookup_elem(&drvstart, &k);
 	if (!t0)
-		return;	/* entered before the hook was attached */
+		return; /* entered before the hook was attached */
 	d = bpf_ktime_get_ns() - *t0;
 	bpf_map_delete_elem(&drvstart, &k);
 	s = bpf_map_lookup_elem(&drvstats, &slot);

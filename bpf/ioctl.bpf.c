@@ -18,17 +18,17 @@
 #include "log2.bpf.h"
 #include "shared.bpf.h"
 
-#define S_IFMT 00170000
-#define S_IFCHR 0020000
-#define S_IFBLK 0060000
+#define S_IFMT              00170000
+#define S_IFCHR             0020000
+#define S_IFBLK             0060000
 #define ANON_INODE_FS_MAGIC 0x09041934
-#define E2BIG 7
-#define EEXIST 17
+#define E2BIG               7
+#define EEXIST              17
 
 /* Aggregate mode: count into the agg map at exit, no ring-buffer record. */
 const volatile bool aggregate = false;
-const volatile bool agg_by_pid = false;		/* split aggregates by tgid */
-const volatile bool agg_by_cgroup = false;	/* split aggregates by cgroup id */
+const volatile bool agg_by_pid = false;    /* split aggregates by tgid */
+const volatile bool agg_by_cgroup = false; /* split aggregates by cgroup id */
 /* Set by user space while an NVIDIA device is traced: aggregates then still
  * unwrap XFER escapes (their names); writable at run time (hot-plug). */
 bool agg_xfer = false;
@@ -59,9 +59,9 @@ struct {
 
 struct inflight {
 	__u64 ts;
-	__u64 arg;		/* user pointer to the argument (or inner XFER params) */
-	__u64 offcpu_ns;	/* time switched out so far (sched_switch) */
-	__u64 off_since;	/* when it was switched out, 0 while on a CPU */
+	__u64 arg;       /* user pointer to the argument (or inner XFER params) */
+	__u64 offcpu_ns; /* time switched out so far (sched_switch) */
+	__u64 off_since; /* when it was switched out, 0 while on a CPU */
 	__u32 cmd;
 	__s32 fd;
 	__u32 dev;
@@ -69,14 +69,14 @@ struct inflight {
 	__u16 drv;
 	__u32 xfer_cmd;
 	__u16 in_len;
-	__u16 out_len;		/* planned copy at exit */
+	__u16 out_len; /* planned copy at exit */
 	__u8 in[KX_ARG_MAX];
 	/* Above: the call in progress (ts 0: none). Below: kept from call to call,
 	 * since a thread's entry lives until the thread exits and is updated in
 	 * place (a map update and delete per call cost more than the rest of
 	 * the call's recording; tests/bench/RESULTS.md). */
-	__u8 named;		/* a task record named the thread */
-	__u8 spec_valid;	/* spec_* hold the argspec answer for (spec_drv, spec_cmd) */
+	__u8 named;      /* a task record named the thread */
+	__u8 spec_valid; /* spec_* hold the argspec answer for (spec_drv, spec_cmd) */
 	__u8 spec_found;
 	__u16 spec_drv;
 	__u32 spec_cmd;
@@ -94,7 +94,7 @@ struct {
 } agg SEC(".maps");
 
 /* Template of a new aggregate: min starts high so the first call sets it. */
-static const struct kx_agg_val agg_init = { .min_ns = ~0ULL };
+static const struct kx_agg_val agg_init = {.min_ns = ~0ULL};
 
 /* Ioctls in progress, by tid. */
 struct {
@@ -127,7 +127,7 @@ static __always_inline void inflight_del(__u32 tid)
 }
 
 static __always_inline void emit_task(__u32 what, __u32 pid, __u32 tid, __u32 ppid,
-				      const char *comm_kernel)
+                                      const char *comm_kernel)
 {
 	struct kx_task_rec *r;
 
@@ -209,7 +209,8 @@ static __always_inline __u32 anon_kind(struct file *f, struct inode *inode)
 	if (cached)
 		return *cached;
 	if (BPF_CORE_READ(inode, i_sb, s_magic) == ANON_INODE_FS_MAGIC) {
-		bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(f, f_path.dentry, d_name.name));
+		bpf_probe_read_kernel_str(name, sizeof(name),
+		                          BPF_CORE_READ(f, f_path.dentry, d_name.name));
 		if (prefix_is(name, "kvm-vcpu", 8))
 			kind = KX_FK_KVM_VCPU;
 		else if (prefix_is(name, "kvm-vm", 7))
@@ -237,7 +238,7 @@ static __always_inline void name_thread(__u32 pid, __u32 tid)
  * so the thread's entry keeps the last answer (threads repeat commands). */
 static __always_inline struct kx_arg_spec *arg_spec(struct inflight *e, __u32 drv, __u32 cmd)
 {
-	struct kx_arg_key akey = { .drv = drv, .cmd = cmd };
+	struct kx_arg_key akey = {.drv = drv, .cmd = cmd};
 	struct kx_arg_spec *spec;
 
 	if (!e->spec_valid || e->spec_drv != drv || e->spec_cmd != cmd) {
@@ -277,7 +278,8 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 		f = fd_to_file_btf(task, fd);
 		if (!f)
 			return 0;
-		inode = ((struct file *)bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file)))->f_inode;
+		inode = ((struct file *)bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file)))
+		                ->f_inode;
 		mode = inode->i_mode & S_IFMT;
 		rdev = inode->i_rdev;
 	} else {
@@ -333,7 +335,10 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 			len = KX_ARG_MAX;
 		if (spec->flags & KX_ARGF_XFER) {
 			/* NVIDIA XFER: {u32 cmd; u32 size; u64 ptr}, params live at ptr. */
-			struct { __u32 cmd, size; __u64 ptr; } x;
+			struct {
+				__u32 cmd, size;
+				__u64 ptr;
+			} x;
 
 			if (bpf_probe_read_user(&x, sizeof(x), (void *)arg) == 0) {
 				v.xfer_cmd = x.cmd;
@@ -346,7 +351,8 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 			}
 		}
 		if ((spec->flags & KX_ARGF_IN) && len && !aggregate) {
-			if (bpf_probe_read_user(v.in, len & (KX_ARG_MAX * 2 - 1), (void *)v.arg) == 0)
+			if (bpf_probe_read_user(v.in, len & (KX_ARG_MAX * 2 - 1), (void *)v.arg) ==
+			    0)
 				v.in_len = len;
 			else
 				stat_inc(KX_STAT_ARG_FAULT);
@@ -362,7 +368,7 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 }
 
 static __always_inline void fill_ioctl(struct kx_ioctl_rec *r, const struct inflight *v, __u32 tgid,
-				       __u32 tid, __u64 now, long ret)
+                                       __u32 tid, __u64 now, long ret)
 {
 	r->hdr.type = KX_REC_IOCTL;
 	r->hdr.cpu = bpf_get_smp_processor_id();
@@ -390,7 +396,7 @@ static __always_inline void fill_ioctl(struct kx_ioctl_rec *r, const struct infl
  * two CPUs at once.
  */
 static __always_inline void agg_add(const struct inflight *v, __u32 tgid, __u64 dur, long ret,
-				    __u64 offcpu)
+                                    __u64 offcpu)
 {
 	struct kx_agg_key k = {};
 	struct kx_agg_val *a;
@@ -456,7 +462,7 @@ static __always_inline int on_exit(long ret)
 	}
 	stat_inc(KX_STAT_EMITTED);
 	in_len = v->in_len;
-	out_len = ret >= 0 ? v->out_len : 0;	/* output only means something on success */
+	out_len = ret >= 0 ? v->out_len : 0; /* output only means something on success */
 	if (!in_len && !out_len) {
 		/* Common case: no argument copy, the short record. */
 		r = bpf_ringbuf_reserve(&events, KX_IOCTL_REC_BASE_SIZE, 0);
@@ -562,7 +568,7 @@ struct task_struct___pre514 {
 static __always_inline bool task_blocked(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state) != 0;	/* TASK_RUNNING is 0 */
+		return BPF_CORE_READ(t, __state) != 0; /* TASK_RUNNING is 0 */
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) != 0;
 }
 
@@ -633,7 +639,7 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 	if (id != KX_IOCTL_NR_X86_64)
 		return 0;
 	return on_enter((int)BPF_CORE_READ(regs, di), (__u32)BPF_CORE_READ(regs, si),
-			BPF_CORE_READ(regs, dx), false);
+	                BPF_CORE_READ(regs, dx), false);
 }
 
 SEC("raw_tp/sys_exit")
@@ -676,7 +682,7 @@ SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(next, pid),
-		  !preempt && task_blocked(prev));
+	          !preempt && task_blocked(prev));
 	return 0;
 }
 

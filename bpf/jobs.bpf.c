@@ -30,7 +30,6 @@
 
 #define DRM_MAJOR 226
 
-
 /* Traced block disks: disk dev_t (or KX_DEV_ANY_MINOR(major)) -> 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -76,7 +75,7 @@ static __always_inline bool cur_traced(void)
 
 static __always_inline void key_add(__u32 src, __u64 ctx, __u64 seqno)
 {
-	struct job_key k = { .src = src, .ctx = ctx, .seqno = seqno };
+	struct job_key k = {.src = src, .ctx = ctx, .seqno = seqno};
 	__u8 one = 1;
 
 	if (!targ_all)
@@ -86,7 +85,7 @@ static __always_inline void key_add(__u32 src, __u64 ctx, __u64 seqno)
 /* A later phase of a job queued by a traced thread; done removes the key. */
 static __always_inline bool key_seen(__u32 src, __u64 ctx, __u64 seqno, bool done)
 {
-	struct job_key k = { .src = src, .ctx = ctx, .seqno = seqno };
+	struct job_key k = {.src = src, .ctx = ctx, .seqno = seqno};
 
 	if (targ_all)
 		return true;
@@ -134,7 +133,7 @@ static __always_inline void job_put(struct kx_job_rec *r)
 
 /* A job with no further fields; phases that carry more build their own. */
 static __always_inline void emit(__u16 src, __u8 phase, __u64 ctx, __u64 seqno, __u64 aux,
-				 __u64 aux2)
+                                 __u64 aux2)
 {
 	struct kx_job_rec *r = job_new(src, phase);
 
@@ -152,14 +151,15 @@ static __always_inline void emit(__u16 src, __u8 phase, __u64 ctx, __u64 seqno, 
  * u32 to u64 in places) and strings stored as __data_loc (offset in the low
  * 16 bits, from the start of the record). Missing fields read as 0.
  */
-#define TPV(ctx, f) (bpf_core_field_exists((ctx)->f) ? (__u64)BPF_CORE_READ_BITFIELD_PROBED(ctx, f) : 0)
+#define TPV(ctx, f)                                                                                \
+	(bpf_core_field_exists((ctx)->f) ? (__u64)BPF_CORE_READ_BITFIELD_PROBED(ctx, f) : 0)
 /* Pointer fields (kept as opaque keys, never dereferenced). */
 #define TPP(ctx, f)                                                                                \
 	({                                                                                         \
 		__u64 __v = 0;                                                                     \
 		if (bpf_core_field_exists((ctx)->f))                                               \
 			bpf_probe_read_kernel(&__v, sizeof(__v),                                   \
-					      (void *)(ctx) + bpf_core_field_offset((ctx)->f));    \
+			                      (void *)(ctx) + bpf_core_field_offset((ctx)->f));    \
 		__v;                                                                               \
 	})
 
@@ -184,10 +184,10 @@ static __always_inline bool disk_traced(__u32 dev)
 
 static __always_inline __u64 blk_op(__u32 cmd_flags)
 {
-	switch (cmd_flags & 0xff) {	/* REQ_OP_MASK */
-	case 0:				/* REQ_OP_READ */
+	switch (cmd_flags & 0xff) { /* REQ_OP_MASK */
+	case 0:                     /* REQ_OP_READ */
 		return 1;
-	case 1:				/* REQ_OP_WRITE */
+	case 1: /* REQ_OP_WRITE */
 		return 2;
 	default:
 		return 3;
@@ -288,7 +288,9 @@ static __always_inline int on_tp_rq(struct trace_event_raw_block_rq___kx *ctx, _
 	r->aux = TPV(ctx, bytes);
 	bpf_probe_read_kernel(rwbs, sizeof(rwbs), (void *)ctx + bpf_core_field_offset(ctx->rwbs));
 	/* "R", "W", "FW" (preflush + write), "D", "F", "N" ... */
-	r->aux2 = rwbs[0] == 'R' ? 1 : (rwbs[0] == 'W' || (rwbs[0] == 'F' && rwbs[1] == 'W')) ? 2 : 3;
+	r->aux2 = rwbs[0] == 'R'                                           ? 1
+	          : (rwbs[0] == 'W' || (rwbs[0] == 'F' && rwbs[1] == 'W')) ? 2
+	                                                                   : 3;
 	job_put(r);
 	return 0;
 }
@@ -330,7 +332,9 @@ int tp_blk_complete(struct trace_event_raw_block_rq_completion___kx *ctx)
 	r->seqno = TPV(ctx, sector);
 	r->aux = TPV(ctx, nr_sector) * 512;
 	bpf_probe_read_kernel(rwbs, sizeof(rwbs), (void *)ctx + bpf_core_field_offset(ctx->rwbs));
-	r->aux2 = rwbs[0] == 'R' ? 1 : (rwbs[0] == 'W' || (rwbs[0] == 'F' && rwbs[1] == 'W')) ? 2 : 3;
+	r->aux2 = rwbs[0] == 'R'                                           ? 1
+	          : (rwbs[0] == 'W' || (rwbs[0] == 'F' && rwbs[1] == 'W')) ? 2
+	                                                                   : 3;
 	r->pid = 0;
 	r->tid = 0;
 	r->flags = TPV(ctx, error) ? KX_JOB_F_ERROR : 0;
@@ -538,7 +542,8 @@ static __always_inline int on_sched_job(struct trace_event_raw_drm_sched_job___k
 			return 0;
 		key_add(KX_JOB_SRC_GPU_SCHED, c, s);
 		if (!bpf_core_field_exists(ctx->fence_context))
-			key_add(KX_JOB_SRC_GPU_SCHED | 0x100, aux, 0);	/* old wait_dep knows only the id */
+			key_add(KX_JOB_SRC_GPU_SCHED | 0x100, aux,
+			        0); /* old wait_dep knows only the id */
 	} else if (!key_seen(KX_JOB_SRC_GPU_SCHED, c, s, false)) {
 		return 0;
 	}
@@ -702,7 +707,7 @@ static __always_inline int on_i915(__u8 phase, __u32 minor, __u64 c, __u64 s, __
 	r = job_new(KX_JOB_SRC_I915, phase);
 	if (!r)
 		return 0;
-	r->dev = KX_MKDEV(DRM_MAJOR, minor);	/* dev is the primary node's index */
+	r->dev = KX_MKDEV(DRM_MAJOR, minor); /* dev is the primary node's index */
 	r->ctx = c;
 	r->seqno = s;
 	r->aux = engine;
@@ -715,16 +720,16 @@ static __always_inline int on_i915(__u8 phase, __u32 minor, __u64 c, __u64 s, __
 	int prog(struct type *ctx)                                                                 \
 	{                                                                                          \
 		return on_i915(phase, TPV(ctx, dev), TPV(ctx, ctx), TPV(ctx, seqno),               \
-			       TPV(ctx, class) << 16 | TPV(ctx, instance));                        \
+		               TPV(ctx, class) << 16 | TPV(ctx, instance));                        \
 	}
 
 I915_EVENT(tp_i915_add, i915_request_add, trace_event_raw_i915_request___kx, KX_JOB_QUEUE)
 I915_EVENT(tp_i915_execute, i915_request_execute, trace_event_raw_i915_request___kx, KX_JOB_RUN)
 I915_EVENT(tp_i915_retire, i915_request_retire, trace_event_raw_i915_request___kx, KX_JOB_DONE)
 I915_EVENT(tp_i915_wait_begin, i915_request_wait_begin,
-	   trace_event_raw_i915_request_wait_begin___kx, KX_JOB_WAIT_BEGIN)
+           trace_event_raw_i915_request_wait_begin___kx, KX_JOB_WAIT_BEGIN)
 I915_EVENT(tp_i915_wait_end, i915_request_wait_end, trace_event_raw_i915_request___kx,
-	   KX_JOB_WAIT_END)
+           KX_JOB_WAIT_END)
 
 /* ---- xe: sched_job exec (push) -> QUEUE, run -> RUN, hw fence signal -> DONE ---- */
 
@@ -743,7 +748,7 @@ struct trace_event_raw_xe_hw_fence___kx {
 SEC("tracepoint/xe/xe_sched_job_exec")
 int tp_xe_exec(struct trace_event_raw_xe_sched_job___kx *ctx)
 {
-	struct xe_job_id id = { .guc_id = TPV(ctx, guc_id), .seqno = TPV(ctx, seqno) };
+	struct xe_job_id id = {.guc_id = TPV(ctx, guc_id), .seqno = TPV(ctx, seqno)};
 	__u64 fence = TPP(ctx, fence);
 
 	/* Pushed from the exec ioctl, after the job's fence was armed. */
@@ -824,7 +829,7 @@ struct trace_event_raw_amdgpu_sched_run_job___kx {
 
 AMDGPU_EVENT(tp_amdgpu_cs, amdgpu_cs_ioctl, trace_event_raw_amdgpu_cs_ioctl___kx, KX_JOB_QUEUE)
 AMDGPU_EVENT(tp_amdgpu_run, amdgpu_sched_run_job, trace_event_raw_amdgpu_sched_run_job___kx,
-	     KX_JOB_RUN)
+             KX_JOB_RUN)
 
 /* ---- msm: submit -> QUEUE, submit_flush -> RUN, submit_retired -> DONE ---- */
 
@@ -915,7 +920,7 @@ V3D_LAYOUT(v3d_submit_csd);
 
 static __always_inline int on_v3d(__u8 phase, __u32 minor, __u64 queue, __u64 seqno)
 {
-	struct kx_dev_key k = { .fkind = KX_FK_CHR, .dev = KX_MKDEV(DRM_MAJOR, minor) };
+	struct kx_dev_key k = {.fkind = KX_FK_CHR, .dev = KX_MKDEV(DRM_MAJOR, minor)};
 	struct kx_job_rec *r;
 
 	if (!bpf_map_lookup_elem(&devs, &k)) {
@@ -941,7 +946,7 @@ SEC("tracepoint/v3d/v3d_submit_cl")
 int tp_v3d_submit_cl(struct trace_event_raw_v3d_submit_cl___kx *ctx)
 {
 	return on_v3d(KX_JOB_RUN, TPV(ctx, dev), TPV(ctx, is_render) ? V3D_RENDER : V3D_BIN,
-		      TPV(ctx, seqno));
+	              TPV(ctx, seqno));
 }
 
 #define V3D_EVENT(prog, event, phase, queue)                                                       \
@@ -976,12 +981,12 @@ int tp_vpu_job(struct trace_event_raw_job___kx *ctx)
 	__u8 phase;
 
 	bpf_probe_read_kernel_str(ev, sizeof(ev), evp);
-	if (ev[0] == 's' && ev[1] == 'u') {		/* "submit", in the ioctl */
+	if (ev[0] == 's' && ev[1] == 'u') { /* "submit", in the ioctl */
 		if (!cur_traced())
 			return 0;
 		key_add(KX_JOB_SRC_VPU, c, s);
 		phase = KX_JOB_QUEUE;
-	} else if (ev[0] == 'd' && ev[1] == 'o') {	/* "done" */
+	} else if (ev[0] == 'd' && ev[1] == 'o') { /* "done" */
 		if (!key_seen(KX_JOB_SRC_VPU, c, s, true))
 			return 0;
 		phase = KX_JOB_DONE;
@@ -1011,7 +1016,7 @@ int tp_xdna_job(struct trace_event_raw_xdna_job___kx *ctx)
 	__u8 phase;
 
 	if (!bpf_core_field_exists(ctx->fence_context))
-		return 0;	/* the oldest shape has no fence to key on */
+		return 0; /* the oldest shape has no fence to key on */
 	tp_str(what, ctx, TPV(ctx, __data_loc_str));
 	if (what[0] == 's' && what[1] == 'e')
 		phase = KX_JOB_RUN;

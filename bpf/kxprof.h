@@ -7,19 +7,19 @@
 #ifndef KXPROF_BPF_H
 #define KXPROF_BPF_H
 
-#define KX_ARG_MAX 64		/* bytes copied per direction of an ioctl argument */
-#define KX_COMM_LEN 16
-#define KX_IOCTL_NR_X86_64 16	/* __NR_ioctl */
+#define KX_ARG_MAX         64 /* bytes copied per direction of an ioctl argument */
+#define KX_COMM_LEN        16
+#define KX_IOCTL_NR_X86_64 16 /* __NR_ioctl */
 
 /* What kind of file an ioctl was issued on. */
 enum kx_fkind {
 	KX_FK_NONE = 0,
-	KX_FK_CHR = 1,		/* character device, dev = i_rdev */
-	KX_FK_BLK = 2,		/* block device, dev = i_rdev */
-	KX_FK_KVM_VM = 3,	/* anon_inode:kvm-vm */
-	KX_FK_KVM_VCPU = 4,	/* anon_inode:kvm-vcpu:N */
-	KX_FK_VFIO_DEV = 5,	/* anon_inode:[vfio-device] */
-	KX_FK_KVM_DEV = 6,	/* anon_inode:kvm-<device> (KVM_CREATE_DEVICE) */
+	KX_FK_CHR = 1,      /* character device, dev = i_rdev */
+	KX_FK_BLK = 2,      /* block device, dev = i_rdev */
+	KX_FK_KVM_VM = 3,   /* anon_inode:kvm-vm */
+	KX_FK_KVM_VCPU = 4, /* anon_inode:kvm-vcpu:N */
+	KX_FK_VFIO_DEV = 5, /* anon_inode:[vfio-device] */
+	KX_FK_KVM_DEV = 6,  /* anon_inode:kvm-<device> (KVM_CREATE_DEVICE) */
 	KX_FK_MAX,
 };
 
@@ -33,7 +33,8 @@ enum kx_rec_type {
 enum kx_job_src {
 	KX_JOB_SRC_BLOCK = 1,
 	KX_JOB_SRC_KVM,
-	KX_JOB_SRC_GPU_SCHED,	/* drm_sched_job_queue/run/done (new) or drm_sched_job/drm_run_job/... (old) */
+	KX_JOB_SRC_GPU_SCHED, /* drm_sched_job_queue/run/done (new) or drm_sched_job/drm_run_job/...
+	                         (old) */
 	KX_JOB_SRC_DMA_FENCE,
 	KX_JOB_SRC_I915,
 	KX_JOB_SRC_XE,
@@ -51,32 +52,32 @@ enum kx_job_phase {
 	KX_JOB_DONE,
 	KX_JOB_WAIT_BEGIN,
 	KX_JOB_WAIT_END,
-	KX_JOB_DEP,		/* dependency added */
+	KX_JOB_DEP, /* dependency added */
 	KX_JOB_UNSCHEDULABLE,
 };
 
-#define KX_JOB_F_ERROR 1		/* flags: the device reported an error (block DONE) */
+#define KX_JOB_F_ERROR 1 /* flags: the device reported an error (block DONE) */
 
 enum kx_task_what {
-	KX_TASK_FORK = 1,	/* new process or thread of a traced process */
+	KX_TASK_FORK = 1, /* new process or thread of a traced process */
 	KX_TASK_EXEC = 2,
 	KX_TASK_RENAME = 3,
 	KX_TASK_EXIT = 4,
-	KX_TASK_SEEN = 5,	/* first traced ioctl of a thread: names it */
+	KX_TASK_SEEN = 5, /* first traced ioctl of a thread: names it */
 };
 
 /* Counters in the per-CPU stats array. received + dropped == emitted, per record kind. */
 enum kx_stat {
-	KX_STAT_EMITTED = 0,	/* ioctl records the BPF side tried to submit */
-	KX_STAT_DROPPED,	/* ioctl records lost: ring buffer reservation failed */
-	KX_STAT_TASK_EMITTED,	/* task records tried */
-	KX_STAT_TASK_DROPPED,	/* task records lost: ring buffer full */
-	KX_STAT_INFLIGHT_FULL,	/* enter seen but the in-flight map was full: ioctl not traced */
-	KX_STAT_PIDSET_FULL,	/* a child could not be added to the pid set */
-	KX_STAT_ARG_FAULT,	/* argument copy from user memory failed */
-	KX_STAT_AGG_OVERFLOW,	/* aggregate mode: ioctl not counted, the agg map was full */
-	KX_STAT_JOB_EMITTED,	/* job lifecycle records tried (bpf/jobs.bpf.c) */
-	KX_STAT_JOB_DROPPED,	/* job records lost: ring buffer full */
+	KX_STAT_EMITTED = 0,   /* ioctl records the BPF side tried to submit */
+	KX_STAT_DROPPED,       /* ioctl records lost: ring buffer reservation failed */
+	KX_STAT_TASK_EMITTED,  /* task records tried */
+	KX_STAT_TASK_DROPPED,  /* task records lost: ring buffer full */
+	KX_STAT_INFLIGHT_FULL, /* enter seen but the in-flight map was full: ioctl not traced */
+	KX_STAT_PIDSET_FULL,   /* a child could not be added to the pid set */
+	KX_STAT_ARG_FAULT,     /* argument copy from user memory failed */
+	KX_STAT_AGG_OVERFLOW,  /* aggregate mode: ioctl not counted, the agg map was full */
+	KX_STAT_JOB_EMITTED,   /* job lifecycle records tried (bpf/jobs.bpf.c) */
+	KX_STAT_JOB_DROPPED,   /* job records lost: ring buffer full */
 	KX_STAT_MAX,
 };
 
@@ -88,24 +89,24 @@ struct kx_dev_key {
 	unsigned int fkind;
 	unsigned int dev;
 };
-#define KX_MINORBITS 20
-#define KX_MINORMASK ((1U << KX_MINORBITS) - 1)
-#define KX_MKDEV(ma, mi) (((ma) << KX_MINORBITS) | (mi))
-#define KX_MAJOR(d) ((unsigned int)((d) >> KX_MINORBITS))
-#define KX_MINOR(d) ((unsigned int)((d) & KX_MINORMASK))
+#define KX_MINORBITS         20
+#define KX_MINORMASK         ((1U << KX_MINORBITS) - 1)
+#define KX_MKDEV(ma, mi)     (((ma) << KX_MINORBITS) | (mi))
+#define KX_MAJOR(d)          ((unsigned int)((d) >> KX_MINORBITS))
+#define KX_MINOR(d)          ((unsigned int)((d)&KX_MINORMASK))
 #define KX_DEV_ANY_MINOR(ma) KX_MKDEV(ma, KX_MINORMASK)
 
 /* Argument copy request: which (fkind, ioctl type+nr) pairs get a copy, and how much. */
 struct kx_arg_key {
-	unsigned int drv;	/* enum kx_driver (user/ioctl_decode.h), from the device filter */
-	unsigned int cmd;	/* full cmd, or KX_ARG_BY_NR_KEY(cmd) for nr-dispatched drivers */
+	unsigned int drv; /* enum kx_driver (user/ioctl_decode.h), from the device filter */
+	unsigned int cmd; /* full cmd, or KX_ARG_BY_NR_KEY(cmd) for nr-dispatched drivers */
 };
-#define KX_ARG_BY_NR_KEY(cmd) (0x80000000U | ((cmd) & 0xffffU))
-#define KX_ARGF_IN 1		/* copy at enter */
-#define KX_ARGF_OUT 2		/* copy at exit */
-#define KX_ARGF_XFER 8		/* NVIDIA XFER: arg is {u32 cmd, u32 size, u64 ptr}; copy *ptr */
+#define KX_ARG_BY_NR_KEY(cmd) (0x80000000U | ((cmd)&0xffffU))
+#define KX_ARGF_IN            1 /* copy at enter */
+#define KX_ARGF_OUT           2 /* copy at exit */
+#define KX_ARGF_XFER          8 /* NVIDIA XFER: arg is {u32 cmd, u32 size, u64 ptr}; copy *ptr */
 struct kx_arg_spec {
-	unsigned short len;	/* bytes to copy, <= KX_ARG_MAX */
+	unsigned short len; /* bytes to copy, <= KX_ARG_MAX */
 	unsigned short flags;
 };
 
@@ -118,23 +119,23 @@ struct kx_arg_spec {
  * limit); an ioctl whose new key does not fit is counted in
  * KX_STAT_AGG_OVERFLOW instead.
  */
-#define KX_HIST_SLOTS 36
+#define KX_HIST_SLOTS   36
 #define KX_AGG_MAX_KEYS 4096
 struct kx_agg_key {
-	unsigned long long who;	/* tgid (agg_by_pid), cgroup id (agg_by_cgroup), else 0 */
-	unsigned int dev;	/* kernel dev_t for CHR/BLK, 0 for anon kinds */
-	unsigned int cmd;	/* full ioctl cmd */
-	unsigned int xfer_cmd;	/* NVIDIA XFER inner escape, else 0 */
+	unsigned long long who; /* tgid (agg_by_pid), cgroup id (agg_by_cgroup), else 0 */
+	unsigned int dev;       /* kernel dev_t for CHR/BLK, 0 for anon kinds */
+	unsigned int cmd;       /* full ioctl cmd */
+	unsigned int xfer_cmd;  /* NVIDIA XFER inner escape, else 0 */
 	unsigned short fkind;
-	unsigned short drv;	/* enum kx_driver */
+	unsigned short drv; /* enum kx_driver */
 };
 struct kx_agg_val {
 	/* No count field: the count is the sum of the slots, so a reader never
 	 * sees a count that disagrees with the histogram (one atomic less too). */
-	unsigned long long errors;	/* calls that returned < 0 */
+	unsigned long long errors; /* calls that returned < 0 */
 	unsigned long long sum_ns;
-	unsigned long long offcpu_ns;	/* blocked inside the calls, 0 if not measured */
-	unsigned long long min_ns;	/* exact but for racing updates of one key on two CPUs */
+	unsigned long long offcpu_ns; /* blocked inside the calls, 0 if not measured */
+	unsigned long long min_ns;    /* exact but for racing updates of one key on two CPUs */
 	unsigned long long max_ns;
 	unsigned long long slots[KX_HIST_SLOTS];
 };
@@ -153,29 +154,30 @@ struct kx_drvcall_val {
 };
 
 struct kx_hdr {
-	unsigned short type;	/* enum kx_rec_type */
-	unsigned short size;	/* bytes of the whole record */
+	unsigned short type; /* enum kx_rec_type */
+	unsigned short size; /* bytes of the whole record */
 	unsigned int cpu;
 };
 
 struct kx_ioctl_rec {
 	struct kx_hdr hdr;
-	unsigned long long ts;	/* enter, CLOCK_MONOTONIC ns */
-	unsigned long long dur;	/* ns */
-	unsigned int pid;	/* tgid */
+	unsigned long long ts;  /* enter, CLOCK_MONOTONIC ns */
+	unsigned long long dur; /* ns */
+	unsigned int pid;       /* tgid */
 	unsigned int tid;
-	unsigned int dev;	/* kernel dev_t for CHR/BLK, 0 for anon kinds */
+	unsigned int dev; /* kernel dev_t for CHR/BLK, 0 for anon kinds */
 	unsigned short fkind;
-	unsigned short drv;	/* enum kx_driver, from the device filter */
+	unsigned short drv; /* enum kx_driver, from the device filter */
 	int fd;
 	unsigned int cmd;
 	long long ret;
 	unsigned short arg_in_len;
 	unsigned short arg_out_len;
-	unsigned int xfer_cmd;	/* NVIDIA XFER: inner escape, else 0 */
+	unsigned int xfer_cmd; /* NVIDIA XFER: inner escape, else 0 */
 	unsigned int pad;
-	unsigned long long offcpu_ns;	/* blocked inside the call (sched_switch), 0 if not measured */
-	unsigned char arg[2 * KX_ARG_MAX];	/* in bytes, then out bytes */
+	unsigned long long
+	        offcpu_ns; /* blocked inside the call (sched_switch), 0 if not measured */
+	unsigned char arg[2 * KX_ARG_MAX]; /* in bytes, then out bytes */
 };
 #define KX_IOCTL_REC_BASE_SIZE ((unsigned long)&((struct kx_ioctl_rec *)0)->arg)
 
@@ -198,10 +200,10 @@ struct kx_job_rec {
 struct kx_task_rec {
 	struct kx_hdr hdr;
 	unsigned long long ts;
-	unsigned int pid;	/* tgid */
+	unsigned int pid; /* tgid */
 	unsigned int tid;
-	unsigned int ppid;	/* for FORK: the parent tgid */
-	unsigned int what;	/* enum kx_task_what */
+	unsigned int ppid; /* for FORK: the parent tgid */
+	unsigned int what; /* enum kx_task_what */
 	char comm[KX_COMM_LEN];
 };
 

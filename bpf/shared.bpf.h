@@ -8,12 +8,12 @@
 #ifndef KXPROF_SHARED_BPF_H
 #define KXPROF_SHARED_BPF_H
 
-const volatile bool targ_all = false;		/* trace every process */
-const volatile __u64 wakeup_bytes = 256 * 1024;	/* wake the consumer past this much data */
+const volatile bool targ_all = false;           /* trace every process */
+const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much data */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 * 1024 * 1024);	/* resized by user space */
+	__uint(max_entries, 8 * 1024 * 1024); /* resized by user space */
 } events SEC(".maps");
 
 struct {
@@ -51,7 +51,7 @@ static __always_inline __u64 submit_flags(void)
 {
 	/* Sampled notification: wake the consumer only once enough data waits. */
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									       : BPF_RB_NO_WAKEUP;
+	                                                                     : BPF_RB_NO_WAKEUP;
 }
 
 #endif /* KXPROF_SHARED_BPF_H */

@@ -67,6 +67,14 @@ run_integration() { # kxprof binary, label
 }
 
 scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+if make -s format-check >"$LOG/format.log" 2>&1; then
+	echo "PASS format (clang-format)"
+	pass=$((pass + 1))
+else
+	echo "FAIL format: files differ from .clang-format (run make format):"
+	grep -o '^[^:]*:' "$LOG/format.log" | sort -u | head -20
+	fail=$((fail + 1))
+fi
 build && run_unit build
 build SAN=1 && run_unit build-san
 if [ "$(id -u)" -eq 0 ]; then

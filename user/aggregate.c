@@ -69,7 +69,8 @@ static int key_cmp(const struct kx_agg_key *a, const struct kx_agg_key *b)
 
 static int row_cmp(const void *pa, const void *pb)
 {
-	return key_cmp(&((const struct kx_agg_row *)pa)->key, &((const struct kx_agg_row *)pb)->key);
+	return key_cmp(&((const struct kx_agg_row *)pa)->key,
+	               &((const struct kx_agg_row *)pb)->key);
 }
 
 static void read_comm(uint64_t pid, char *out, size_t len)
@@ -88,7 +89,7 @@ static void read_comm(uint64_t pid, char *out, size_t len)
 }
 
 static void row_set(struct kx_agg_row *r, const struct kx_agg_key *k, const struct kx_agg_val *v,
-		    const struct kx_capinfo *ci, enum kx_agg_by by)
+                    const struct kx_capinfo *ci, enum kx_agg_by by)
 {
 	char buf[96];
 
@@ -106,9 +107,9 @@ static void row_set(struct kx_agg_row *r, const struct kx_agg_key *k, const stru
 	r->min_ns = r->count && v->min_ns != ~0ULL ? v->min_ns : 0;
 	snprintf(r->driver, sizeof(r->driver), "%s", kx_driver_name(k->drv));
 	kx_device_label(ci->devices, (int)ci->ndevices, k->fkind, k->dev, r->device,
-			sizeof(r->device));
+	                sizeof(r->device));
 	snprintf(r->ioctl, sizeof(r->ioctl), "%s",
-		 kx_ioctl_name(k->drv, k->cmd, k->xfer_cmd, buf, sizeof(buf)));
+	         kx_ioctl_name(k->drv, k->cmd, k->xfer_cmd, buf, sizeof(buf)));
 	if (by == KX_AGG_BY_PID)
 		read_comm(k->who, r->comm, sizeof(r->comm));
 }
@@ -142,8 +143,7 @@ static struct kx_agg_key *all_keys(int fd, uint32_t max, size_t *n, char *err, s
 	return keys;
 }
 
-int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, char *err,
-		    size_t len)
+int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, char *err, size_t len)
 {
 	int fd = kx_session_agg_fd(a->s);
 	const struct kx_capinfo *ci;
@@ -173,7 +173,8 @@ int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, ch
 		if (reset && use_lad) {
 			rc = bpf_map_lookup_and_delete_elem(fd, &keys[i], &v);
 			/* Hash maps gained lookup-and-delete in 5.14: else two calls. */
-			if (rc && (errno == EINVAL || errno == 524 /* ENOTSUPP */ || errno == EOPNOTSUPP)) {
+			if (rc && (errno == EINVAL || errno == 524 /* ENOTSUPP */ ||
+			           errno == EOPNOTSUPP)) {
 				use_lad = 0;
 				rc = bpf_map_lookup_elem(fd, &keys[i], &v);
 				if (!rc)
@@ -185,7 +186,7 @@ int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, ch
 				bpf_map_delete_elem(fd, &keys[i]);
 		}
 		if (rc)
-			continue;	/* deleted since the walk */
+			continue; /* deleted since the walk */
 		row_set(&out->rows[nrows++], &keys[i], &v, ci, a->by);
 	}
 	out->nrows = nrows;
@@ -199,7 +200,7 @@ int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, ch
 	out->max_keys = kx_session_agg_max_keys(a->s);
 	out->overflow = kx_session_stat(a->s, KX_STAT_AGG_OVERFLOW);
 	out->dropped = kx_session_stat(a->s, KX_STAT_DROPPED) +
-		       kx_session_stat(a->s, KX_STAT_TASK_DROPPED);
+	               kx_session_stat(a->s, KX_STAT_TASK_DROPPED);
 	out->inflight_full = kx_session_stat(a->s, KX_STAT_INFLIGHT_FULL);
 	if (reset)
 		a->since_mono_ns = out->mono_ns;
@@ -268,7 +269,7 @@ static uint64_t sub0(uint64_t a, uint64_t b)
 }
 
 int kx_agg_diff(const struct kx_agg_snapshot *cur, const struct kx_agg_snapshot *prev,
-		struct kx_agg_snapshot *out)
+                struct kx_agg_snapshot *out)
 {
 	size_t j = 0;
 
@@ -296,7 +297,7 @@ int kx_agg_diff(const struct kx_agg_snapshot *cur, const struct kx_agg_snapshot 
 		if (!p)
 			continue;
 		if (c->count < p->count)
-			reset = 1;	/* deleted and recreated: all of cur is new */
+			reset = 1; /* deleted and recreated: all of cur is new */
 		for (int b = 0; b < KX_HIST_SLOTS && !reset; b++)
 			if (c->slots[b] < p->slots[b])
 				reset = 1;

@@ -31,30 +31,30 @@ enum kx_agg_by { KX_AGG_BY_NONE = 0, KX_AGG_BY_PID, KX_AGG_BY_CGROUP };
 
 struct kx_agg_row {
 	struct kx_agg_key key;
-	uint64_t count;		/* sum of slots */
+	uint64_t count; /* sum of slots */
 	uint64_t errors;
 	uint64_t sum_ns;
 	uint64_t offcpu_ns;
-	uint64_t min_ns, max_ns;	/* exact per key; 0 when unknown (diffs, merges of diffs) */
+	uint64_t min_ns, max_ns; /* exact per key; 0 when unknown (diffs, merges of diffs) */
 	uint64_t slots[KX_HIST_SLOTS];
-	char driver[24];	/* "kvm", "amdgpu" */
-	char device[64];	/* "/dev/kvm", "anon_inode:kvm-vcpu", "char 226:128 (amdgpu)" */
-	char ioctl[64];		/* "KVM_RUN", "_IOWR('d',0x44,24)" */
-	char comm[16];		/* BY_PID: the process name ("" once it exited) */
+	char driver[24]; /* "kvm", "amdgpu" */
+	char device[64]; /* "/dev/kvm", "anon_inode:kvm-vcpu", "char 226:128 (amdgpu)" */
+	char ioctl[64];  /* "KVM_RUN", "_IOWR('d',0x44,24)" */
+	char comm[16];   /* BY_PID: the process name ("" once it exited) */
 };
 
 struct kx_agg_snapshot {
-	uint64_t mono_ns;	/* when read (CLOCK_MONOTONIC) */
-	uint64_t since_mono_ns;	/* counting since: session start or the last reset */
-	int64_t realtime_offset_ns;	/* realtime = mono + offset */
-	double interval_s;	/* diffs: seconds between the two snapshots, else 0 */
+	uint64_t mono_ns;           /* when read (CLOCK_MONOTONIC) */
+	uint64_t since_mono_ns;     /* counting since: session start or the last reset */
+	int64_t realtime_offset_ns; /* realtime = mono + offset */
+	double interval_s;          /* diffs: seconds between the two snapshots, else 0 */
 	enum kx_agg_by by;
-	int offcpu_measured;	/* off-CPU time is measured (sched_switch attached) */
-	uint32_t max_keys;	/* cardinality limit of the kernel map */
-	uint64_t overflow;	/* ioctls not counted: key limit reached (cumulative) */
-	uint64_t dropped;	/* ring-buffer records lost (cumulative; 0 unless records flow) */
-	uint64_t inflight_full;	/* ioctls not traced: too many calls in flight (cumulative) */
-	struct kx_agg_row *rows;	/* sorted by key */
+	int offcpu_measured;     /* off-CPU time is measured (sched_switch attached) */
+	uint32_t max_keys;       /* cardinality limit of the kernel map */
+	uint64_t overflow;       /* ioctls not counted: key limit reached (cumulative) */
+	uint64_t dropped;        /* ring-buffer records lost (cumulative; 0 unless records flow) */
+	uint64_t inflight_full;  /* ioctls not traced: too many calls in flight (cumulative) */
+	struct kx_agg_row *rows; /* sorted by key */
 	size_t nrows;
 };
 
@@ -68,7 +68,7 @@ void kx_agg_free(struct kx_agg *a);
 /* Reads every key into out (freed with kx_agg_snapshot_free); with reset,
  * deletes what it read (see the reset semantics above). Thread-safe. */
 int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, char *err,
-		    size_t len);
+                    size_t len);
 /* Replaces the traced devices (kx_session_set_devices), serialized with
  * snapshots, which label rows from the device list. */
 int kx_agg_set_devices(struct kx_agg *a, const struct kx_device *d, int n, char *err, size_t len);
@@ -83,7 +83,7 @@ void kx_agg_snapshot_free(struct kx_agg_snapshot *snap);
 /* out = cur - prev, row by row (keys only in prev are gone: skipped; keys
  * only in cur count from zero). min_ns/max_ns are 0 in the result. */
 int kx_agg_diff(const struct kx_agg_snapshot *cur, const struct kx_agg_snapshot *prev,
-		struct kx_agg_snapshot *out);
+                struct kx_agg_snapshot *out);
 /* Folds rows that differ only in who (pid or cgroup) into one; by becomes NONE. */
 int kx_agg_fold_who(struct kx_agg_snapshot *snap);
 

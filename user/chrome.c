@@ -43,11 +43,11 @@
 #define GZ_MODE   "wb1"
 #define GZ_BUFFER (1u << 18)
 /* Device pseudo-processes: real pids stay below 2^22 (pid_max limit). */
-#define DEV_PID_BASE 1000000000u
-#define MANY_EVENTS  1000000
-#define MAX_WARN     (KX_MAX_HOOKS + 16)
-#define WARN_LEN     1024
-#define MAX_FIELDS   16
+#define DEV_PID_BASE  1000000000u
+#define MANY_EVENTS   1000000
+#define MAX_WARN      (KX_MAX_HOOKS + 16)
+#define WARN_LEN      1024
+#define MAX_FIELDS    16
 #define LANE_TID_STEP 1000 /* tid of lane l of ring r: r + 1 + l * LANE_TID_STEP */
 
 /* ---- buffered writer ---- */
@@ -949,8 +949,8 @@ static void arg_u64(struct wbuf *w, const char *key, uint64_t v)
 }
 
 /* One job slice and, when it has a submitting ioctl, its flow arrow. */
-static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem,
-                      size_t k, uint32_t pid)
+static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem, size_t k,
+                      uint32_t pid)
 {
 	const struct kx_jobs *jb = c->jobs;
 	const struct kx_jobrec *j = &jb->jobs[k];
@@ -1033,8 +1033,7 @@ static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t 
 }
 
 static void write_counter(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem,
-                          uint32_t pid, const char *name, const char *key, uint64_t ts,
-                          uint64_t v)
+                          uint32_t pid, const char *name, const char *key, uint64_t ts, uint64_t v)
 {
 	wb_need(w, EV_ROOM);
 	put_sep(w, first);
@@ -1122,7 +1121,7 @@ static int write_all(struct wbuf *w, struct ctx *c)
 	int64_t first_rt, rem;
 
 	first_rt = kx_capinfo_realtime(c->ci, c->first_ts != UINT64_MAX ? c->first_ts
-	                                                                 : c->ci->start_mono_ns);
+	                                                                : c->ci->start_mono_ns);
 	/* Rounded down to a microsecond; ts are then exact offsets from it. */
 	rem = first_rt % 1000;
 	if (rem < 0)

@@ -16,6 +16,6 @@
 
 /* Returns 0, or -1 with err set (path in the message). */
 int kx_chrome_write(const struct kx_store *s, const struct kx_capinfo *ci, const char *path,
-		    char *err, size_t errlen);
+                    char *err, size_t errlen);
 
 #endif /* KX_CHROME_H */

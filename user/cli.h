@@ -25,11 +25,11 @@ struct kx_capinfo;
 struct kx_kxp_read_result;
 /*
  * Reads a record file (or a replay fixture, *.jsonl) for a subcommand into a
- * new store (with a budget large enough for big captures) and ci. Prints the error, or the "incomplete file"
- * warning, itself. NULL on error.
+ * new store (with a budget large enough for big captures) and ci. Prints the error, or the
+ * "incomplete file" warning, itself. NULL on error.
  */
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
-			     struct kx_kxp_read_result *res);
+                             struct kx_kxp_read_result *res);
 
 /* Parses "PID[,PID...]" into pids (at most max, *n counts). -1 with a message. */
 int kx_cli_parse_pids(const char *list, uint32_t *pids, int max, int *n);

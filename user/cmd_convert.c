@@ -1,4 +1,5 @@
-/* kxprof convert: a record file to XSpace (TensorBoard/XProf log directory) and/or Chrome trace JSON. */
+/* kxprof convert: a record file to XSpace (TensorBoard/XProf log directory) and/or Chrome trace
+ * JSON. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,27 +12,29 @@
 
 static void convert_usage(FILE *f)
 {
-	fprintf(f, "usage: kxprof convert [FILE] [--xplane LOGDIR] [--chrome OUT.json[.gz]] [--gpu]\n"
-		   "  FILE             record file (default kxprof.kxp)\n"
-		   "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
-		   "                   TensorBoard/XProf (tensorboard --logdir LOGDIR)\n"
-		   "  --chrome OUT     Chrome trace JSON (Perfetto); gzip when OUT ends in .gz\n"
-		   "  --gpu            name device planes /device:GPU:<n> (default /device:CUSTOM:<n>)\n"
-		   "At least one of --xplane and --chrome; the written paths are printed.\n");
+	fprintf(f,
+	        "usage: kxprof convert [FILE] [--xplane LOGDIR] [--chrome OUT.json[.gz]] [--gpu]\n"
+	        "  FILE             record file (default kxprof.kxp)\n"
+	        "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
+	        "                   TensorBoard/XProf (tensorboard --logdir LOGDIR)\n"
+	        "  --chrome OUT     Chrome trace JSON (Perfetto); gzip when OUT ends in .gz\n"
+	        "  --gpu            name device planes /device:GPU:<n> (default "
+	        "/device:CUSTOM:<n>)\n"
+	        "At least one of --xplane and --chrome; the written paths are printed.\n");
 }
 
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "xplane", required_argument, NULL, 'x' },
-		{ "chrome", required_argument, NULL, 'c' },
-		{ "gpu", no_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	        {"xplane", required_argument, NULL, 'x'},
+	        {"chrome", required_argument, NULL, 'c'},
+	        {"gpu", no_argument, NULL, 'g'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
 	};
 	static struct kx_capinfo ci;
-	struct kx_kxp_read_result res = { 0 };
-	struct kx_xspace_opts xo = { 0 };
+	struct kx_kxp_read_result res = {0};
+	struct kx_xspace_opts xo = {0};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL;
 	struct kx_store *store;
 	char err[512], out[4096];
@@ -72,7 +75,7 @@ int cmd_convert(int argc, char **argv)
 		return 1;
 	if (logdir) {
 		if (kx_xspace_write_logdir(store, &ci, &xo, logdir, out, sizeof(out), err,
-					   sizeof(err))) {
+		                           sizeof(err))) {
 			kx_err("%s", err);
 			goto out;
 		}

@@ -16,7 +16,7 @@
 
 struct family {
 	char name[40];
-	char state[16];		/* "available", "unavailable", "skipped" */
+	char state[16]; /* "available", "unavailable", "skipped" */
 	char mech[16];
 	char note[256];
 };
@@ -43,7 +43,7 @@ static void noop_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 /* Tries each ioctl attach mechanism; the first that works is what record uses. */
 static void probe_ioctl_family(struct family *f)
 {
-	static const char *const mechs[] = { "tp_btf", "raw_tp", "tp" };
+	static const char *const mechs[] = {"tp_btf", "raw_tp", "tp"};
 	char err[256];
 	int n = 0;
 
@@ -51,8 +51,8 @@ static void probe_ioctl_family(struct family *f)
 	snprintf(f->state, sizeof(f->state), "unavailable");
 	snprintf(f->mech, sizeof(f->mech), "-");
 	for (size_t i = 0; i < sizeof(mechs) / sizeof(mechs[0]); i++) {
-		struct kx_session_opts o = { .mech = mechs[i], .sink = { .ioctl = noop_ioctl },
-					     .no_drvhooks = 1 };
+		struct kx_session_opts o = {
+		        .mech = mechs[i], .sink = {.ioctl = noop_ioctl}, .no_drvhooks = 1};
 		struct kx_session *s = kx_session_open(&o, err, sizeof(err));
 
 		if (s) {
@@ -62,10 +62,10 @@ static void probe_ioctl_family(struct family *f)
 				snprintf(f->state, sizeof(f->state), "available");
 			}
 			n += snprintf(f->note + n, sizeof(f->note) - (size_t)n, "%s%s: ok",
-				      n ? "; " : "", mechs[i]);
+			              n ? "; " : "", mechs[i]);
 		} else {
 			n += snprintf(f->note + n, sizeof(f->note) - (size_t)n, "%s%s: %s",
-				      n ? "; " : "", mechs[i], err);
+			              n ? "; " : "", mechs[i], err);
 		}
 		if (n >= (int)sizeof(f->note))
 			n = (int)sizeof(f->note) - 1;
@@ -80,13 +80,15 @@ static int probe_job_families(struct family *f, int max, const char *ioctl_mech)
 
 	for (int i = 0; i < n; i++) {
 		int typed = !strcmp(a[i].name, "block") || !strcmp(a[i].name, "kvm") ||
-			    !strcmp(a[i].name, "dma_fence");
+		            !strcmp(a[i].name, "dma_fence");
 
 		snprintf(f[i].name, sizeof(f[i].name), "jobs: %.24s", a[i].name);
 		snprintf(f[i].state, sizeof(f[i].state), a[i].present ? "available" : "skipped");
 		/* Typed sources follow the ioctl hooks' mechanism; GPU ones are classic. */
 		snprintf(f[i].mech, sizeof(f[i].mech), "%s",
-			 !a[i].present ? "-" : typed ? ioctl_mech : "tp");
+		         !a[i].present ? "-"
+		         : typed       ? ioctl_mech
+		                       : "tp");
 		snprintf(f[i].note, sizeof(f[i].note), "%s", a[i].note);
 	}
 	return n;
@@ -119,15 +121,15 @@ static int probe_driver_families(struct family *f, int max)
 	snprintf(f->state, sizeof(f->state), usable ? "available" : "skipped");
 	snprintf(f->mech, sizeof(f->mech), "%s", first_usable >= 0 ? st[first_usable].mech : "-");
 	snprintf(f->note, sizeof(f->note), "%d of %d driver functions hookable%s%s", usable, n,
-		 first_skipped >= 0 ? "; " : "", first_skipped >= 0 ? st[first_skipped].why : "");
+	         first_skipped >= 0 ? "; " : "", first_skipped >= 0 ? st[first_skipped].why : "");
 	return n + 1;
 }
 
 static void probe_simple(struct family *f, const char *name, const char *mech,
-			 int (*probe)(char *, size_t))
+                         int (*probe)(char *, size_t))
 {
 	snprintf(f->name, sizeof(f->name), "%s", name);
-	f->note[0] = 0;	/* probes write a reason only when they fail */
+	f->note[0] = 0; /* probes write a reason only when they fail */
 	if (probe(f->note, sizeof(f->note))) {
 		snprintf(f->state, sizeof(f->state), "available");
 		snprintf(f->mech, sizeof(f->mech), "%s", mech);
@@ -140,9 +142,9 @@ static void probe_simple(struct family *f, const char *name, const char *mech,
 int cmd_list(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	        {"json", no_argument, NULL, 'j'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
 	};
 	static struct kx_device devs[KX_MAX_DEVICES];
 	struct family fam[40];
@@ -169,13 +171,14 @@ int cmd_list(int argc, char **argv)
 		snprintf(fam[nfam].state, sizeof(fam[nfam].state), "%s", fam[0].state);
 		snprintf(fam[nfam].mech, sizeof(fam[nfam].mech), "%s", fam[0].mech);
 		snprintf(fam[nfam].note, sizeof(fam[nfam].note),
-			 "sched_process_fork/exit/exec, task_rename, sched_switch (off-CPU time)");
+		         "sched_process_fork/exit/exec, task_rename, sched_switch (off-CPU time)");
 		nfam++;
 		nfam += probe_job_families(&fam[nfam], 20, fam[0].mech);
 		nfam += probe_driver_families(&fam[nfam], KX_DRV_FN_MAX + 1);
 	}
 	probe_simple(&fam[nfam++], "uprobes/USDT", "uprobe", kx_probe_uprobe);
-	probe_simple(&fam[nfam++], "perf cpu-clock sampling", "perf_event", kx_probe_perf_cpu_clock);
+	probe_simple(&fam[nfam++], "perf cpu-clock sampling", "perf_event",
+	             kx_probe_perf_cpu_clock);
 	probe_simple(&fam[nfam++], "hardware counters", "perf_event", kx_probe_hw_counters);
 
 	if (json) {
@@ -191,7 +194,7 @@ int cmd_list(int argc, char **argv)
 			printf(", \"kind\": \"%s\", \"driver\": ",
 			       devs[i].fkind == KX_FK_CHR   ? "char"
 			       : devs[i].fkind == KX_FK_BLK ? "block"
-							    : "anon");
+			                                    : "anon");
 			json_str(stdout, kx_driver_name((enum kx_driver)devs[i].drv));
 			printf("}");
 		}
@@ -205,8 +208,8 @@ int cmd_list(int argc, char **argv)
 		for (int i = 0; i < nfam; i++) {
 			printf("%s{\"family\": ", i ? ", " : "");
 			json_str(stdout, fam[i].name);
-			printf(", \"state\": \"%s\", \"mechanism\": \"%s\", \"note\": ", fam[i].state,
-			       fam[i].mech);
+			printf(", \"state\": \"%s\", \"mechanism\": \"%s\", \"note\": ",
+			       fam[i].state, fam[i].mech);
 			json_str(stdout, fam[i].note);
 			printf("}");
 		}
@@ -223,14 +226,14 @@ int cmd_list(int argc, char **argv)
 				snprintf(dev, sizeof(dev), "%u:*", KX_MAJOR(devs[i].dev));
 			else
 				snprintf(dev, sizeof(dev), "%u:%u", KX_MAJOR(devs[i].dev),
-					 KX_MINOR(devs[i].dev));
+				         KX_MINOR(devs[i].dev));
 		} else {
 			snprintf(dev, sizeof(dev), "-");
 		}
 		printf("  %-28s %-10s %-6s %s\n", devs[i].node, dev,
 		       devs[i].fkind == KX_FK_CHR   ? "char"
 		       : devs[i].fkind == KX_FK_BLK ? "block"
-						    : "anon",
+		                                    : "anon",
 		       kx_driver_name((enum kx_driver)devs[i].drv));
 	}
 	if (!ndev)

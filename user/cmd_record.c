@@ -31,19 +31,20 @@ static void on_signal(int sig)
 static void record_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
-		"                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH] [-- CMD ARGS...]\n"
-		"  -o, --output FILE     record file (default kxprof.kxp)\n"
-		"  -p, --pid PIDS        trace these processes (and their future children)\n"
-		"  -a, --all             trace every process\n"
-		"  -d, --duration SECS   stop after this long\n"
-		"      --device SPEC     also trace this device: PATH, MAJOR:MINOR, MAJOR:*,\n"
-		"                        block:MAJOR:MINOR or a driver name from /proc/devices\n"
-		"                        (default: every accelerator device present, and kvm)\n"
-		"      --ringbuf-mb N    ring buffer size in MiB (default 8; fractions allowed)\n"
-		"      --attach MECH     force tp_btf, raw_tp or tp (default: best available)\n"
-		"      --no-jobs         no device timelines (job lifecycle tracepoints)\n"
-		"  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n");
+	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
+	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH] [-- CMD "
+	        "ARGS...]\n"
+	        "  -o, --output FILE     record file (default kxprof.kxp)\n"
+	        "  -p, --pid PIDS        trace these processes (and their future children)\n"
+	        "  -a, --all             trace every process\n"
+	        "  -d, --duration SECS   stop after this long\n"
+	        "      --device SPEC     also trace this device: PATH, MAJOR:MINOR, MAJOR:*,\n"
+	        "                        block:MAJOR:MINOR or a driver name from /proc/devices\n"
+	        "                        (default: every accelerator device present, and kvm)\n"
+	        "      --ringbuf-mb N    ring buffer size in MiB (default 8; fractions allowed)\n"
+	        "      --attach MECH     force tp_btf, raw_tp or tp (default: best available)\n"
+	        "      --no-jobs         no device timelines (job lifecycle tracepoints)\n"
+	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n");
 }
 
 /*
@@ -53,8 +54,8 @@ static void record_usage(FILE *f)
  */
 struct child {
 	pid_t pid;
-	int go_fd;	/* write end: release the child */
-	int err_fd;	/* read end: errno of a failed exec */
+	int go_fd;  /* write end: release the child */
+	int err_fd; /* read end: errno of a failed exec */
 };
 
 static int spawn_stopped(char **argv, struct child *c)
@@ -110,22 +111,22 @@ static int release_child(struct child *c)
 static void print_status(const struct kx_capinfo *ci, double elapsed)
 {
 	fprintf(stderr, "\r\033[Krecording: %llu events, %llu dropped, %.1f s",
-		(unsigned long long)ci->received, (unsigned long long)ci->dropped, elapsed);
+	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, elapsed);
 }
 
 int cmd_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "device", required_argument, NULL, 'D' },
-		{ "ringbuf-mb", required_argument, NULL, 'r' },
-		{ "attach", required_argument, NULL, 'm' },
-		{ "no-jobs", no_argument, NULL, 'J' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	        {"output", required_argument, NULL, 'o'},
+	        {"pid", required_argument, NULL, 'p'},
+	        {"all", no_argument, NULL, 'a'},
+	        {"duration", required_argument, NULL, 'd'},
+	        {"device", required_argument, NULL, 'D'},
+	        {"ringbuf-mb", required_argument, NULL, 'r'},
+	        {"attach", required_argument, NULL, 'm'},
+	        {"no-jobs", no_argument, NULL, 'J'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
 	};
 	static struct kx_device devices[KX_MAX_DEVICES];
 	const char *out = "kxprof.kxp", *mech = NULL;
@@ -133,10 +134,10 @@ int cmd_record(int argc, char **argv)
 	int npids = 0, all = 0, no_jobs = 0, ndev, opt, status = 0, rc = 1;
 	double duration = 0;
 	double ringbuf_mb = 0;
-	struct kx_session_opts so = { 0 };
-	struct kx_kxp_sink ks = { 0 };
+	struct kx_session_opts so = {0};
+	struct kx_kxp_sink ks = {0};
 	struct kx_session *s = NULL;
-	struct child child = { .pid = -1 };
+	struct child child = {.pid = -1};
 	char err[512], sz[32];
 	char **cmd = NULL;
 	int tty = isatty(STDERR_FILENO);
@@ -168,8 +169,8 @@ int cmd_record(int argc, char **argv)
 			break;
 		}
 		case 'D': {
-			int n = kx_device_resolve(optarg, devices + ndev, KX_MAX_DEVICES - ndev, err,
-						  sizeof(err));
+			int n = kx_device_resolve(optarg, devices + ndev, KX_MAX_DEVICES - ndev,
+			                          err, sizeof(err));
 
 			if (n < 0) {
 				kx_err("%s", err);
@@ -250,7 +251,7 @@ int cmd_record(int argc, char **argv)
 
 		for (char **a = cmd; a && *a && n < (int)sizeof(ci.cmdline) - 2; a++)
 			n += snprintf(ci.cmdline + n, sizeof(ci.cmdline) - (size_t)n, "%s%s",
-				      n ? " " : "", *a);
+			              n ? " " : "", *a);
 		if (!cmd)
 			snprintf(ci.cmdline, sizeof(ci.cmdline), "%s", all ? "-a" : "-p");
 		kx_session_set_cmdline(s, ci.cmdline);
@@ -290,7 +291,7 @@ int cmd_record(int argc, char **argv)
 	}
 
 	for (;;) {
-		struct timespec nap = { 0, 100 * 1000000 };
+		struct timespec nap = {0, 100 * 1000000};
 		double elapsed = (double)(kx_mono_ns() - t0) / 1e9;
 
 		if (stop_signal)
@@ -324,15 +325,18 @@ int cmd_record(int argc, char **argv)
 		ks.w = NULL;
 		bytes = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
 		fprintf(stderr, "kxprof: %llu events, %llu dropped -> %s (%s)\n",
-			(unsigned long long)ci->received, (unsigned long long)ci->dropped, out,
-			kx_human_bytes(bytes, sz, sizeof(sz)));
+		        (unsigned long long)ci->received, (unsigned long long)ci->dropped, out,
+		        kx_human_bytes(bytes, sz, sizeof(sz)));
 		if (ci->dropped)
-			fprintf(stderr, "kxprof: warning: %llu events were dropped because the ring "
-					"buffer was full: raise --ringbuf-mb\n",
-				(unsigned long long)ci->dropped);
+			fprintf(stderr,
+			        "kxprof: warning: %llu events were dropped because the ring "
+			        "buffer was full: raise --ringbuf-mb\n",
+			        (unsigned long long)ci->dropped);
 		if (ks.write_error)
-			fprintf(stderr, "kxprof: warning: writing %s failed during the capture; the "
-					"file holds what was written before\n", out);
+			fprintf(stderr,
+			        "kxprof: warning: writing %s failed during the capture; the "
+			        "file holds what was written before\n",
+			        out);
 	}
 	rc = 0;
 	if (cmd) {

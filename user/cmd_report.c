@@ -14,24 +14,25 @@
 static void report_usage(FILE *f)
 {
 	fprintf(f, "usage: kxprof report [FILE] [--json] [--sort-by avg|min|max|total|count]\n"
-		   "                     [--ascending] [--hist]\n"
-		   "       kxprof report --from URL [--reset] [--json] [--sort-by KEY] [--ascending] [--hist]\n"
-		   "  FILE             record file (default kxprof.kxp)\n"
-		   "  --from URL       the live aggregates of a running kxprof serve\n"
-		   "                   (e.g. http://127.0.0.1:9464)\n"
-		   "  --reset          with --from: clear the aggregates after reading them\n"
-		   "                   (a record file is a finished capture: nothing to reset)\n"
-		   "  --json           summary JSON (Time/Memory/Unit, plus Capture and Warnings)\n"
-		   "  --sort-by KEY    order rows within a category (default avg)\n"
-		   "  --ascending      smallest first (default largest first)\n"
-		   "  --hist           add a log2 latency histogram per row\n");
+	           "                     [--ascending] [--hist]\n"
+	           "       kxprof report --from URL [--reset] [--json] [--sort-by KEY] "
+	           "[--ascending] [--hist]\n"
+	           "  FILE             record file (default kxprof.kxp)\n"
+	           "  --from URL       the live aggregates of a running kxprof serve\n"
+	           "                   (e.g. http://127.0.0.1:9464)\n"
+	           "  --reset          with --from: clear the aggregates after reading them\n"
+	           "                   (a record file is a finished capture: nothing to reset)\n"
+	           "  --json           summary JSON (Time/Memory/Unit, plus Capture and Warnings)\n"
+	           "  --sort-by KEY    order rows within a category (default avg)\n"
+	           "  --ascending      smallest first (default largest first)\n"
+	           "  --hist           add a log2 latency histogram per row\n");
 }
 
 /* The summary of a running kxprof serve, rendered by the server (same code). */
 static int report_remote(const char *url, int json, int sort, int ascending, int hist, int reset,
-			 int extra)
+                         int extra)
 {
-	static const char *const keys[] = { "avg", "min", "max", "total", "count" };
+	static const char *const keys[] = {"avg", "min", "max", "total", "count"};
 	char path[160], err[512], *body;
 	size_t len;
 
@@ -40,7 +41,7 @@ static int report_remote(const char *url, int json, int sort, int ascending, int
 		return 2;
 	}
 	snprintf(path, sizeof(path), "/summary%s?sort=%s&ascending=%d&hist=%d&reset=%d",
-		 json ? ".json" : "", keys[sort], ascending, hist, reset);
+	         json ? ".json" : "", keys[sort], ascending, hist, reset);
 	if (kx_http_get(url, path, 10, &body, &len, err, sizeof(err))) {
 		kx_err("%s", err);
 		return 1;
@@ -53,17 +54,13 @@ static int report_remote(const char *url, int json, int sort, int ascending, int
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "sort-by", required_argument, NULL, 's' },
-		{ "ascending", no_argument, NULL, 'A' },
-		{ "hist", no_argument, NULL, 'H' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "reset", no_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	        {"json", no_argument, NULL, 'j'},       {"sort-by", required_argument, NULL, 's'},
+	        {"ascending", no_argument, NULL, 'A'},  {"hist", no_argument, NULL, 'H'},
+	        {"from", required_argument, NULL, 'F'}, {"reset", no_argument, NULL, 'R'},
+	        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
 	};
 	static struct kx_capinfo ci;
-	struct kx_kxp_read_result res = { 0 };
+	struct kx_kxp_read_result res = {0};
 	const char *path = "kxprof.kxp";
 	int json = 0, ascending = 0, hist = 0, opt, rc = 1;
 	int sort = KX_SORT_AVG, reset = 0;
@@ -80,7 +77,8 @@ int cmd_report(int argc, char **argv)
 		case 's':
 			sort = kx_sort_key_parse(optarg);
 			if (sort < 0) {
-				kx_err("bad --sort-by '%s' (avg, min, max, total or count)", optarg);
+				kx_err("bad --sort-by '%s' (avg, min, max, total or count)",
+				       optarg);
 				return 2;
 			}
 			break;
@@ -105,7 +103,8 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (reset && !from) {
-		kx_err("--reset clears the live aggregates of a running kxprof serve: give --from URL "
+		kx_err("--reset clears the live aggregates of a running kxprof serve: give --from "
+		       "URL "
 		       "(a record file is a finished capture, nothing to reset)");
 		return 2;
 	}

@@ -40,11 +40,11 @@
 #include "summary.h"
 
 #define SERVE_VERSION "0.1"
-#define MAX_SPECS 32
+#define MAX_SPECS     32
 
 struct serve {
 	struct kx_agg *agg;
-	struct kx_jobagg *jobs;	/* fed by the consumer thread, read by HTTP threads */
+	struct kx_jobagg *jobs; /* fed by the consumer thread, read by HTTP threads */
 	struct kx_prom_info info;
 	char kernel[96];
 	const char *mech;
@@ -53,28 +53,29 @@ struct serve {
 static void serve_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kxprof serve [--listen ADDR:PORT] [-p PID[,PID...]] [--device SPEC]...\n"
-		"                    [--by-pid | --by-cgroup] [--max-keys N] [--rescan SECONDS]\n"
-		"                    [--http-timeout SECONDS] [--max-clients N] [--attach MECH]\n"
-		"  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; loopback unless\n"
-		"                        another address is given; [::1]:PORT for IPv6)\n"
-		"  -p, --pid PIDS        aggregate only these processes and their children\n"
-		"                        (default: every process)\n"
-		"      --device SPEC     also trace this device (see kxprof record --help)\n"
-		"      --by-pid          split series by process (pid, comm labels); keys of\n"
-		"                        exited processes are dropped\n"
-		"      --by-cgroup       split series by cgroup id\n"
-		"      --max-keys N      aggregation key limit (default %u); ioctls of new keys\n"
-		"                        past it are counted in kxprof_map_overflow_total\n"
-		"      --rescan SECONDS  rescan devices this often (default 60, 0 = SIGHUP only)\n"
-		"      --http-timeout S  close idle or stalled connections after S seconds (default 10)\n"
-		"      --max-clients N   concurrent connections (default 32)\n"
-		"      --attach MECH     force tp_btf, raw_tp or tp\n"
-		"HTTP: GET /metrics (Prometheus text); GET /summary.json or /summary (table) of\n"
-		"      the live aggregates, ?reset=1 clears them after reading, sort=KEY,\n"
-		"      ascending=1, hist=1 as in kxprof report (also: kxprof report --from URL).\n"
-		"Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
-		KX_AGG_MAX_KEYS);
+	        "usage: kxprof serve [--listen ADDR:PORT] [-p PID[,PID...]] [--device SPEC]...\n"
+	        "                    [--by-pid | --by-cgroup] [--max-keys N] [--rescan SECONDS]\n"
+	        "                    [--http-timeout SECONDS] [--max-clients N] [--attach MECH]\n"
+	        "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; loopback unless\n"
+	        "                        another address is given; [::1]:PORT for IPv6)\n"
+	        "  -p, --pid PIDS        aggregate only these processes and their children\n"
+	        "                        (default: every process)\n"
+	        "      --device SPEC     also trace this device (see kxprof record --help)\n"
+	        "      --by-pid          split series by process (pid, comm labels); keys of\n"
+	        "                        exited processes are dropped\n"
+	        "      --by-cgroup       split series by cgroup id\n"
+	        "      --max-keys N      aggregation key limit (default %u); ioctls of new keys\n"
+	        "                        past it are counted in kxprof_map_overflow_total\n"
+	        "      --rescan SECONDS  rescan devices this often (default 60, 0 = SIGHUP only)\n"
+	        "      --http-timeout S  close idle or stalled connections after S seconds "
+	        "(default 10)\n"
+	        "      --max-clients N   concurrent connections (default 32)\n"
+	        "      --attach MECH     force tp_btf, raw_tp or tp\n"
+	        "HTTP: GET /metrics (Prometheus text); GET /summary.json or /summary (table) of\n"
+	        "      the live aggregates, ?reset=1 clears them after reading, sort=KEY,\n"
+	        "      ascending=1, hist=1 as in kxprof report (also: kxprof report --from URL).\n"
+	        "Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
+	        KX_AGG_MAX_KEYS);
 }
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, int *v6)
@@ -122,13 +123,13 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, int *v6)
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, const char *type,
-			     char *body, size_t len, int must_free)
+                             char *body, size_t len, int must_free)
 {
 	struct MHD_Response *r;
 	enum MHD_Result rc;
 
-	r = MHD_create_response_from_buffer(len, body,
-					    must_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	r = MHD_create_response_from_buffer(
+	        len, body, must_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (!r) {
 		if (must_free)
 			free(body);
@@ -165,7 +166,8 @@ static enum MHD_Result page_metrics(struct serve *sv, struct MHD_Connection *c)
 	int rc, jobs = sv->jobs && sv->info.jobs_attached;
 
 	if (kx_agg_snapshot(sv->agg, &snap, 0, err, sizeof(err)))
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the aggregates\n");
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		                  "cannot read the aggregates\n");
 	if (jobs && kx_jobagg_snapshot(sv->jobs, &js, kx_mono_ns(), 0)) {
 		kx_agg_snapshot_free(&snap);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -203,14 +205,16 @@ static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, 
 
 	if (sort < 0) {
 		free(ci);
-		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad sort (avg, min, max, total, count)\n");
+		return reply_text(c, MHD_HTTP_BAD_REQUEST,
+		                  "bad sort (avg, min, max, total, count)\n");
 	}
 	if (!ci)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	kx_agg_capinfo(sv->agg, ci);
 	if (kx_agg_snapshot(sv->agg, &snap, arg_true(c, "reset"), err, sizeof(err))) {
 		free(ci);
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the aggregates\n");
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		                  "cannot read the aggregates\n");
 	}
 	if (arg_true(c, "reset") && sv->jobs) {
 		struct kx_jobagg_snapshot js;
@@ -238,20 +242,20 @@ static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, 
 	if (!buf)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	return reply(c, MHD_HTTP_OK, json ? "application/json" : "text/plain; charset=utf-8", buf,
-		     len, 1);
+	             len, 1);
 }
 
 static const char index_page[] =
-	"kxprof serve: always-on driver ioctl aggregates\n"
-	"  /metrics                   Prometheus text exposition\n"
-	"  /summary.json              summary JSON of the live aggregates\n"
-	"  /summary                   the same as a table\n"
-	"  ?reset=1                   (either) then clears the aggregates\n"
-	"  ?sort=avg|min|max|total|count&ascending=1&hist=1   as kxprof report\n";
+        "kxprof serve: always-on driver ioctl aggregates\n"
+        "  /metrics                   Prometheus text exposition\n"
+        "  /summary.json              summary JSON of the live aggregates\n"
+        "  /summary                   the same as a table\n"
+        "  ?reset=1                   (either) then clears the aggregates\n"
+        "  ?sort=avg|min|max|total|count&ascending=1&hist=1   as kxprof report\n";
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
 	struct serve *sv = cls;
 
@@ -331,7 +335,8 @@ static void on_job(void *ctx, const struct kx_job *j)
 static int jobs_attached(const struct kx_capinfo *ci)
 {
 	for (uint32_t i = 0; i < ci->nhooks; i++)
-		if (!strncmp(ci->hooks[i].name, "jobs:", 5) && ci->hooks[i].state == KX_HOOK_ATTACHED)
+		if (!strncmp(ci->hooks[i].name, "jobs:", 5) &&
+		    ci->hooks[i].state == KX_HOOK_ATTACHED)
 			return 1;
 	return 0;
 }
@@ -346,18 +351,18 @@ static void nop_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "device", required_argument, NULL, 'D' },
-		{ "by-pid", no_argument, NULL, 'P' },
-		{ "by-cgroup", no_argument, NULL, 'C' },
-		{ "max-keys", required_argument, NULL, 'k' },
-		{ "rescan", required_argument, NULL, 'r' },
-		{ "http-timeout", required_argument, NULL, 't' },
-		{ "max-clients", required_argument, NULL, 'c' },
-		{ "attach", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	        {"listen", required_argument, NULL, 'l'},
+	        {"pid", required_argument, NULL, 'p'},
+	        {"device", required_argument, NULL, 'D'},
+	        {"by-pid", no_argument, NULL, 'P'},
+	        {"by-cgroup", no_argument, NULL, 'C'},
+	        {"max-keys", required_argument, NULL, 'k'},
+	        {"rescan", required_argument, NULL, 'r'},
+	        {"http-timeout", required_argument, NULL, 't'},
+	        {"max-clients", required_argument, NULL, 'c'},
+	        {"attach", required_argument, NULL, 'm'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
 	};
 	static struct kx_device devices[KX_MAX_DEVICES], fresh[KX_MAX_DEVICES];
 	const char *listen_s = "127.0.0.1:9464", *pids = NULL, *mech = NULL;
@@ -365,9 +370,9 @@ int cmd_serve(int argc, char **argv)
 	int nspecs = 0, by = KX_AGG_BY_NONE, ndev, opt, v6 = 0, rc = 1;
 	double max_keys = KX_AGG_MAX_KEYS, rescan = 60, timeout = 10, clients = 32;
 	struct sockaddr_storage addr;
-	struct kx_session_opts so = { 0 };
+	struct kx_session_opts so = {0};
 	struct kx_session *s = NULL;
-	struct serve sv = { 0 };
+	struct serve sv = {0};
 	struct MHD_Daemon *d = NULL;
 	sigset_t set, old;
 	uint64_t last_scan, last_prune;
@@ -427,7 +432,8 @@ int cmd_serve(int argc, char **argv)
 		return 2;
 	}
 	if (parse_listen(listen_s, &addr, &v6)) {
-		kx_err("bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464)", listen_s);
+		kx_err("bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464)",
+		       listen_s);
 		return 2;
 	}
 	for (int i = 0; i < nspecs; i++) {
@@ -443,7 +449,8 @@ int cmd_serve(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	ndev = scan_devices(devices, specs, nspecs, 1);
 	if (ndev == 0)
-		kx_err("warning: no accelerator device found yet; rescans (SIGHUP, --rescan) add them");
+		kx_err("warning: no accelerator device found yet; rescans (SIGHUP, --rescan) add "
+		       "them");
 
 	/* Signals are taken synchronously by the main loop: block them before any
 	 * thread (consumer, HTTP pool) exists so every thread inherits the mask. */
@@ -500,30 +507,27 @@ int cmd_serve(int argc, char **argv)
 	sv.info.jobs_attached = jobs_attached(kx_session_capinfo(s));
 
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-				     (v6 ? MHD_USE_IPv6 : 0),
-			     0, NULL, NULL, on_request, &sv,
-			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)2,
-			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)timeout,
-			     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)clients,
-			     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)clients,
-			     /* Request line + headers must fit: 32 KiB, else 431/413. */
-			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024,
-			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-			     MHD_OPTION_END);
+	                             (v6 ? MHD_USE_IPv6 : 0),
+	                     0, NULL, NULL, on_request, &sv, MHD_OPTION_SOCK_ADDR,
+	                     (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)2,
+	                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)timeout,
+	                     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)clients,
+	                     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)clients,
+	                     /* Request line + headers must fit: 32 KiB, else 431/413. */
+	                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024,
+	                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 	if (!d) {
 		kx_err("cannot listen on %s: %s", listen_s,
 		       errno ? strerror(errno) : "libmicrohttpd refused the options (-v says why)");
 		goto out;
 	}
-	fprintf(stderr,
-		"kxprof serve: http://%s/metrics (%s, %d devices, %s, key limit %u)\n",
-		listen_s, sv.mech, ndev, pids ? "given processes" : "all processes",
-		kx_session_agg_max_keys(s));
+	fprintf(stderr, "kxprof serve: http://%s/metrics (%s, %d devices, %s, key limit %u)\n",
+	        listen_s, sv.mech, ndev, pids ? "given processes" : "all processes",
+	        kx_session_agg_max_keys(s));
 
 	last_scan = last_prune = kx_mono_ns();
 	for (;;) {
-		struct timespec ts = { 1, 0 };
+		struct timespec ts = {1, 0};
 		int sig = sigtimedwait(&set, NULL, &ts);
 		uint64_t now = kx_mono_ns();
 		int due = rescan > 0 && now - last_scan >= (uint64_t)(rescan * 1e9);
@@ -536,13 +540,15 @@ int cmd_serve(int argc, char **argv)
 			if (!same_devices(fresh, n, devices, ndev)) {
 				if (kx_agg_set_devices(sv.agg, fresh, n, err, sizeof(err)) == 0) {
 					memcpy(devices, fresh, (size_t)n * sizeof(*fresh));
-					fprintf(stderr, "kxprof serve: devices: %d (were %d)\n", n, ndev);
+					fprintf(stderr, "kxprof serve: devices: %d (were %d)\n", n,
+					        ndev);
 					ndev = n;
 				} else {
 					kx_err("device rescan: %s", err);
 				}
 			} else if (sig == SIGHUP) {
-				fprintf(stderr, "kxprof serve: SIGHUP: devices unchanged (%d)\n", ndev);
+				fprintf(stderr, "kxprof serve: SIGHUP: devices unchanged (%d)\n",
+				        ndev);
 			}
 			last_scan = now;
 		}

@@ -26,12 +26,24 @@
 #include "devices.h"
 #include "session.h"
 
-enum col { C_RATE, C_ERR, C_P50, C_P99, C_MAX, C_OFFCPU, C_DEVICE, C_DRIVER, C_IOCTL, C_PID, NSORT };
+enum col {
+	C_RATE,
+	C_ERR,
+	C_P50,
+	C_P99,
+	C_MAX,
+	C_OFFCPU,
+	C_DEVICE,
+	C_DRIVER,
+	C_IOCTL,
+	C_PID,
+	NSORT
+};
 
 static const char *const sort_names[NSORT] = {
-	[C_RATE] = "rate", [C_ERR] = "err", [C_P50] = "p50", [C_P99] = "p99", [C_MAX] = "max",
-	[C_OFFCPU] = "offcpu", [C_DEVICE] = "device", [C_DRIVER] = "driver", [C_IOCTL] = "ioctl",
-	[C_PID] = "pid",
+        [C_RATE] = "rate",   [C_ERR] = "err",       [C_P50] = "p50",       [C_P99] = "p99",
+        [C_MAX] = "max",     [C_OFFCPU] = "offcpu", [C_DEVICE] = "device", [C_DRIVER] = "driver",
+        [C_IOCTL] = "ioctl", [C_PID] = "pid",
 };
 
 struct trow {
@@ -48,7 +60,7 @@ struct view {
 	int interactive;
 	double interval;
 	const char *mech;
-	const char *who;	/* "all processes" or "given processes" */
+	const char *who; /* "all processes" or "given processes" */
 };
 
 static volatile sig_atomic_t got_signal, got_winch;
@@ -98,27 +110,31 @@ static int term_raw(void)
 static void top_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kxprof top [-i SECONDS] [-n ROWS] [-s COLUMN] [-P] [-p PID[,PID...]]\n"
-		"                  [--device SPEC]... [--batch] [-d SECONDS] [-c COUNT] [--attach MECH]\n"
-		"  -i, --interval SECS   refresh interval (default 1; decimals allowed)\n"
-		"  -n, --rows N          show the top N rows (default 20; also bounded by the terminal)\n"
-		"  -s, --sort COLUMN     rate (default), err, p50, p99, max, offcpu, device, driver,\n"
-		"                        ioctl or pid\n"
-		"  -P, --per-process     one row per process too (PID, COMM)\n"
-		"  -p, --pid PIDS        only these processes and their children (default: all)\n"
-		"      --device SPEC     also trace this device (see kxprof record --help)\n"
-		"  -b, --batch           plain text blocks, one per interval (default when stdout\n"
-		"                        is not a terminal)\n"
-		"  -d, --duration SECS   stop after this long\n"
-		"  -c, --count N         stop after N refreshes\n"
-		"      --attach MECH     force tp_btf, raw_tp or tp\n"
-		"      --max-keys N      in-kernel key limit (default %u; keys are per process,\n"
-		"                        new keys past it are counted as overflow in the header)\n"
-		"Keys: q quit, p per-process on/off, s next sort column, r reverse order.\n"
-		"Rows are the ioctls seen in the last interval. P50/P99/MAX are log2 bucket upper\n"
-		"bounds (within a factor 2); OFFCPU%% is time blocked inside the calls ('-' when not\n"
-		"measured). Jobs in flight and device busy %% need job sources ('-' without).\n",
-		KX_AGG_MAX_KEYS);
+	        "usage: kxprof top [-i SECONDS] [-n ROWS] [-s COLUMN] [-P] [-p PID[,PID...]]\n"
+	        "                  [--device SPEC]... [--batch] [-d SECONDS] [-c COUNT] [--attach "
+	        "MECH]\n"
+	        "  -i, --interval SECS   refresh interval (default 1; decimals allowed)\n"
+	        "  -n, --rows N          show the top N rows (default 20; also bounded by the "
+	        "terminal)\n"
+	        "  -s, --sort COLUMN     rate (default), err, p50, p99, max, offcpu, device, "
+	        "driver,\n"
+	        "                        ioctl or pid\n"
+	        "  -P, --per-process     one row per process too (PID, COMM)\n"
+	        "  -p, --pid PIDS        only these processes and their children (default: all)\n"
+	        "      --device SPEC     also trace this device (see kxprof record --help)\n"
+	        "  -b, --batch           plain text blocks, one per interval (default when stdout\n"
+	        "                        is not a terminal)\n"
+	        "  -d, --duration SECS   stop after this long\n"
+	        "  -c, --count N         stop after N refreshes\n"
+	        "      --attach MECH     force tp_btf, raw_tp or tp\n"
+	        "      --max-keys N      in-kernel key limit (default %u; keys are per process,\n"
+	        "                        new keys past it are counted as overflow in the header)\n"
+	        "Keys: q quit, p per-process on/off, s next sort column, r reverse order.\n"
+	        "Rows are the ioctls seen in the last interval. P50/P99/MAX are log2 bucket upper\n"
+	        "bounds (within a factor 2); OFFCPU%% is time blocked inside the calls ('-' when "
+	        "not\n"
+	        "measured). Jobs in flight and device busy %% need job sources ('-' without).\n",
+	        KX_AGG_MAX_KEYS);
 }
 
 static const char *dur_str(uint64_t ns, char *buf, size_t len)
@@ -149,16 +165,40 @@ static int cmp_trow(const void *pa, const void *pb)
 	int c = 0, text = 0;
 
 	switch (sort_col) {
-	case C_RATE: c = cmp_num(a->rate, b->rate); break;
-	case C_ERR: c = cmp_num(a->err_rate, b->err_rate); break;
-	case C_P50: c = cmp_num((double)a->p50, (double)b->p50); break;
-	case C_P99: c = cmp_num((double)a->p99, (double)b->p99); break;
-	case C_MAX: c = cmp_num((double)a->max, (double)b->max); break;
-	case C_OFFCPU: c = cmp_num(a->offcpu_pct, b->offcpu_pct); break;
-	case C_DEVICE: c = strcmp(a->r->device, b->r->device); text = 1; break;
-	case C_DRIVER: c = strcmp(a->r->driver, b->r->driver); text = 1; break;
-	case C_IOCTL: c = strcmp(a->r->ioctl, b->r->ioctl); text = 1; break;
-	case C_PID: c = cmp_num((double)a->r->key.who, (double)b->r->key.who); text = 1; break;
+	case C_RATE:
+		c = cmp_num(a->rate, b->rate);
+		break;
+	case C_ERR:
+		c = cmp_num(a->err_rate, b->err_rate);
+		break;
+	case C_P50:
+		c = cmp_num((double)a->p50, (double)b->p50);
+		break;
+	case C_P99:
+		c = cmp_num((double)a->p99, (double)b->p99);
+		break;
+	case C_MAX:
+		c = cmp_num((double)a->max, (double)b->max);
+		break;
+	case C_OFFCPU:
+		c = cmp_num(a->offcpu_pct, b->offcpu_pct);
+		break;
+	case C_DEVICE:
+		c = strcmp(a->r->device, b->r->device);
+		text = 1;
+		break;
+	case C_DRIVER:
+		c = strcmp(a->r->driver, b->r->driver);
+		text = 1;
+		break;
+	case C_IOCTL:
+		c = strcmp(a->r->ioctl, b->r->ioctl);
+		text = 1;
+		break;
+	case C_PID:
+		c = cmp_num((double)a->r->key.who, (double)b->r->key.who);
+		text = 1;
+		break;
 	}
 	/* Numbers largest first, names A to Z; r flips either. */
 	if (!text)
@@ -174,7 +214,7 @@ static int cmp_trow(const void *pa, const void *pb)
 
 /* Prints one refresh: header, column titles, up to max rows. */
 static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *d, uint32_t nkeys,
-		   int max_lines, int cols)
+                   int max_lines, int cols)
 {
 	struct trow *t = calloc(d->nrows ? d->nrows : 1, sizeof(*t));
 	int n = 0, wdev = 6, wdrv = 6, wioc = 5, shown;
@@ -218,23 +258,25 @@ static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *
 	localtime_r(&now, &tm);
 	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
 	snprintf(line, sizeof(line),
-		 "kxprof top %s  every %.2gs  %s  %s  sort %s%s  rows %d/%d  keys %u/%u  overflow %" PRIu64,
-		 tbuf, v->interval, v->mech, v->who, sort_names[v->sort], v->reverse ? " (rev)" : "",
-		 shown, n, nkeys, d->max_keys, d->overflow);
+	         "kxprof top %s  every %.2gs  %s  %s  sort %s%s  rows %d/%d  keys %u/%u  overflow "
+	         "%" PRIu64,
+	         tbuf, v->interval, v->mech, v->who, sort_names[v->sort],
+	         v->reverse ? " (rev)" : "", shown, n, nkeys, d->max_keys, d->overflow);
 	fprintf(f, "%.*s\n", cols, line);
-	snprintf(line, sizeof(line), "jobs in flight: -  device busy: -  (no job source attached)%s",
-		 v->interactive ? "  [q quit, p per-process, s sort, r reverse]" : "");
+	snprintf(line, sizeof(line),
+	         "jobs in flight: -  device busy: -  (no job source attached)%s",
+	         v->interactive ? "  [q quit, p per-process, s sort, r reverse]" : "");
 	fprintf(f, "%.*s\n", cols, line);
 	if (v->interactive)
 		fputc('\n', f);
 	if (v->per_pid)
-		snprintf(line, sizeof(line), "%-*s %-*s %-*s %7s %-15s %10s %9s %9s %9s %9s %7s", wdev,
-			 "DEVICE", wdrv, "DRIVER", wioc, "IOCTL", "PID", "COMM", "RATE/s", "ERR/s",
-			 "P50", "P99", "MAX", "OFFCPU%");
+		snprintf(line, sizeof(line), "%-*s %-*s %-*s %7s %-15s %10s %9s %9s %9s %9s %7s",
+		         wdev, "DEVICE", wdrv, "DRIVER", wioc, "IOCTL", "PID", "COMM", "RATE/s",
+		         "ERR/s", "P50", "P99", "MAX", "OFFCPU%");
 	else
-		snprintf(line, sizeof(line), "%-*s %-*s %-*s %10s %9s %9s %9s %9s %7s", wdev, "DEVICE",
-			 wdrv, "DRIVER", wioc, "IOCTL", "RATE/s", "ERR/s", "P50", "P99", "MAX",
-			 "OFFCPU%");
+		snprintf(line, sizeof(line), "%-*s %-*s %-*s %10s %9s %9s %9s %9s %7s", wdev,
+		         "DEVICE", wdrv, "DRIVER", wioc, "IOCTL", "RATE/s", "ERR/s", "P50", "P99",
+		         "MAX", "OFFCPU%");
 	fprintf(f, "%.*s\n", cols, line);
 	for (int i = 0; i < shown; i++) {
 		const struct kx_agg_row *r = t[i].r;
@@ -245,16 +287,20 @@ static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *
 			snprintf(off, sizeof(off), "-");
 		if (v->per_pid)
 			snprintf(line, sizeof(line),
-				 "%-*.*s %-*s %-*.*s %7" PRIu64 " %-15.15s %10.1f %9.1f %9s %9s %9s %7s",
-				 wdev, wdev, r->device, wdrv, r->driver, wioc, wioc, r->ioctl,
-				 (uint64_t)r->key.who, r->comm[0] ? r->comm : "-", t[i].rate,
-				 t[i].err_rate, dur_str(t[i].p50, a, sizeof(a)),
-				 dur_str(t[i].p99, b, sizeof(b)), dur_str(t[i].max, c, sizeof(c)), off);
+			         "%-*.*s %-*s %-*.*s %7" PRIu64
+			         " %-15.15s %10.1f %9.1f %9s %9s %9s %7s",
+			         wdev, wdev, r->device, wdrv, r->driver, wioc, wioc, r->ioctl,
+			         (uint64_t)r->key.who, r->comm[0] ? r->comm : "-", t[i].rate,
+			         t[i].err_rate, dur_str(t[i].p50, a, sizeof(a)),
+			         dur_str(t[i].p99, b, sizeof(b)), dur_str(t[i].max, c, sizeof(c)),
+			         off);
 		else
-			snprintf(line, sizeof(line), "%-*.*s %-*s %-*.*s %10.1f %9.1f %9s %9s %9s %7s",
-				 wdev, wdev, r->device, wdrv, r->driver, wioc, wioc, r->ioctl,
-				 t[i].rate, t[i].err_rate, dur_str(t[i].p50, a, sizeof(a)),
-				 dur_str(t[i].p99, b, sizeof(b)), dur_str(t[i].max, c, sizeof(c)), off);
+			snprintf(line, sizeof(line),
+			         "%-*.*s %-*s %-*.*s %10.1f %9.1f %9s %9s %9s %7s", wdev, wdev,
+			         r->device, wdrv, r->driver, wioc, wioc, r->ioctl, t[i].rate,
+			         t[i].err_rate, dur_str(t[i].p50, a, sizeof(a)),
+			         dur_str(t[i].p99, b, sizeof(b)), dur_str(t[i].max, c, sizeof(c)),
+			         off);
 		fprintf(f, "%.*s\n", cols, line);
 	}
 	if (!n)
@@ -324,14 +370,14 @@ static int wait_keys(struct view *v, uint64_t deadline, int *redraw)
 {
 	for (;;) {
 		uint64_t now = kx_mono_ns();
-		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
 		int ms, r;
 		char ch;
 
 		if (got_signal)
 			return 1;
 		if (got_winch && v->interactive) {
-			got_winch = 0;	/* terminal resized: redraw to the new size */
+			got_winch = 0; /* terminal resized: redraw to the new size */
 			*redraw = 1;
 			return 0;
 		}
@@ -339,7 +385,7 @@ static int wait_keys(struct view *v, uint64_t deadline, int *redraw)
 			return 0;
 		ms = (int)((deadline - now + 999999) / 1000000);
 		if (!v->interactive || !tio_saved) {
-			struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+			struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
 
 			nanosleep(&ts, NULL);
 			continue;
@@ -376,31 +422,31 @@ static int wait_keys(struct view *v, uint64_t deadline, int *redraw)
 int cmd_top(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "interval", required_argument, NULL, 'i' },
-		{ "rows", required_argument, NULL, 'n' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "per-process", no_argument, NULL, 'P' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "device", required_argument, NULL, 'D' },
-		{ "batch", no_argument, NULL, 'b' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "attach", required_argument, NULL, 'm' },
-		{ "max-keys", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	        {"interval", required_argument, NULL, 'i'},
+	        {"rows", required_argument, NULL, 'n'},
+	        {"sort", required_argument, NULL, 's'},
+	        {"per-process", no_argument, NULL, 'P'},
+	        {"pid", required_argument, NULL, 'p'},
+	        {"device", required_argument, NULL, 'D'},
+	        {"batch", no_argument, NULL, 'b'},
+	        {"duration", required_argument, NULL, 'd'},
+	        {"count", required_argument, NULL, 'c'},
+	        {"attach", required_argument, NULL, 'm'},
+	        {"max-keys", required_argument, NULL, 'k'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
 	};
 	static struct kx_device devices[KX_MAX_DEVICES];
 	long max_keys = KX_AGG_MAX_KEYS;
-	struct view v = { .sort = C_RATE, .nrows = 20, .interval = 1 };
+	struct view v = {.sort = C_RATE, .nrows = 20, .interval = 1};
 	const char *pids = NULL, *mech = NULL;
 	int ndev, opt, batch = 0, rc = 1;
 	long count = 0, iter = 0;
 	double duration = 0;
-	struct kx_session_opts so = { 0 };
+	struct kx_session_opts so = {0};
 	struct kx_session *s = NULL;
 	struct kx_agg *agg = NULL;
-	struct kx_agg_snapshot prev = { 0 }, cur, last = { 0 };
+	struct kx_agg_snapshot prev = {0}, cur, last = {0};
 	uint64_t t0, next, stop;
 	int have_last = 0;
 	char err[512];
@@ -424,7 +470,8 @@ int cmd_top(int argc, char **argv)
 		case 's':
 			v.sort = sort_parse(optarg);
 			if (v.sort < 0) {
-				kx_err("bad -s '%s' (rate, err, p50, p99, max, offcpu, device, driver, ioctl, pid)",
+				kx_err("bad -s '%s' (rate, err, p50, p99, max, offcpu, device, "
+				       "driver, ioctl, pid)",
 				       optarg);
 				return 2;
 			}
@@ -436,8 +483,8 @@ int cmd_top(int argc, char **argv)
 			pids = optarg;
 			break;
 		case 'D': {
-			int n = kx_device_resolve(optarg, devices + ndev, KX_MAX_DEVICES - ndev, err,
-						  sizeof(err));
+			int n = kx_device_resolve(optarg, devices + ndev, KX_MAX_DEVICES - ndev,
+			                          err, sizeof(err));
 
 			if (n < 0) {
 				kx_err("%s", err);
@@ -492,7 +539,7 @@ int cmd_top(int argc, char **argv)
 	so.all = pids == NULL;
 	so.devices = devices;
 	so.ndevices = ndev;
-	so.ringbuf_bytes = 64 << 10;	/* aggregate mode emits no ioctl records */
+	so.ringbuf_bytes = 64 << 10; /* aggregate mode emits no ioctl records */
 	so.mech = mech;
 	so.verbose = kx_verbose;
 	so.sink.ioctl = nop_ioctl;

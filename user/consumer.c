@@ -22,7 +22,7 @@ struct kx_consumer {
 	atomic_int stop;
 	/* Written by the consumer thread only; read live by others. */
 	uint64_t ioctls, tasks, jobs, malformed;
-	uint32_t disk_dev;		/* last block disk named from sysfs */
+	uint32_t disk_dev; /* last block disk named from sysfs */
 	char disk_name[16];
 };
 
@@ -151,8 +151,9 @@ static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size
 		if (j.src == KX_JOB_SRC_KVM)
 			snprintf(j.ring, sizeof(j.ring), "vcpu %u", (unsigned int)j.ctx);
 		else if (j.src == KX_JOB_SRC_I915)
-			snprintf(j.ring, sizeof(j.ring), "%u:%u", (unsigned int)(j.aux >> 16) & 0xffff,
-				 (unsigned int)j.aux & 0xffff);
+			snprintf(j.ring, sizeof(j.ring), "%u:%u",
+			         (unsigned int)(j.aux >> 16) & 0xffff,
+			         (unsigned int)j.aux & 0xffff);
 		else if (j.src == KX_JOB_SRC_BLOCK && j.dev)
 			disk_name(c, j.dev, j.ring, sizeof(j.ring));
 	}
@@ -202,7 +203,7 @@ static void *consumer_main(void *arg)
 }
 
 struct kx_consumer *kx_consumer_new(int ringbuf_fd, const struct kx_sink *sink, char *err,
-				    size_t len)
+                                    size_t len)
 {
 	struct kx_consumer *c = calloc(1, sizeof(*c));
 

@@ -28,15 +28,14 @@ int kx_devices_default(struct kx_device *out, int max);
  * "kfd"). Returns the number of entries written (>= 1) or -1 with err set
  * ("no such device: /dev/foo", "no driver named foo in /proc/devices").
  */
-int kx_device_resolve(const char *spec, struct kx_device *out, int max,
-		      char *err, size_t errlen);
+int kx_device_resolve(const char *spec, struct kx_device *out, int max, char *err, size_t errlen);
 
 /* Entry of devs[0..n) that matches a record (fkind, dev), or NULL. */
-const struct kx_device *kx_device_find(const struct kx_device *devs, int n,
-				       unsigned int fkind, unsigned int dev);
+const struct kx_device *kx_device_find(const struct kx_device *devs, int n, unsigned int fkind,
+                                       unsigned int dev);
 
 /* Human label for a record's file: node path, or "anon_inode:kvm-vcpu", or "char 10:232". */
 const char *kx_device_label(const struct kx_device *devs, int n, unsigned int fkind,
-			    unsigned int dev, char *buf, size_t len);
+                            unsigned int dev, char *buf, size_t len);
 
 #endif /* KX_DEVICES_H */

@@ -22,14 +22,14 @@ static const struct {
 	const char *fn;
 	const char *mod;
 } fns[KX_DRV_FN_MAX] = {
-	{ "drm_ioctl", "drm" },
-	{ "nvidia_unlocked_ioctl", "nvidia" },
-	{ "nvidia_frontend_unlocked_ioctl", "nvidia" },
-	{ "uvm_unlocked_ioctl_entry", "nvidia_uvm" },
-	{ "i915_gem_do_execbuffer", "i915" },
-	{ "xe_exec_ioctl", "xe" },
-	{ "amdgpu_cs_ioctl", "amdgpu" },
-	{ "kfd_ioctl", "amdgpu" },
+        {"drm_ioctl", "drm"},
+        {"nvidia_unlocked_ioctl", "nvidia"},
+        {"nvidia_frontend_unlocked_ioctl", "nvidia"},
+        {"uvm_unlocked_ioctl_entry", "nvidia_uvm"},
+        {"i915_gem_do_execbuffer", "i915"},
+        {"xe_exec_ioctl", "xe"},
+        {"amdgpu_cs_ioctl", "amdgpu"},
+        {"kfd_ioctl", "amdgpu"},
 };
 #define NFNS KX_DRV_FN_MAX
 
@@ -101,15 +101,15 @@ static void plan_scan(struct plan *p)
 	memset(p, 0, sizeof(*p));
 	p->fentry_ok = kx_probe_fentry(PROBE_FN, why, sizeof(why));
 	snprintf(p->fentry_why, sizeof(p->fentry_why), "%s",
-		 p->fentry_ok			      ? "ok"
-		 : strstr(why, strerror(EPERM))	      ? "refused (EPERM)"
-		 : strstr(why, "not in kernel BTF") ? "untested (no BTF)"
-						      : "refused");
+	         p->fentry_ok                       ? "ok"
+	         : strstr(why, strerror(EPERM))     ? "refused (EPERM)"
+	         : strstr(why, "not in kernel BTF") ? "untested (no BTF)"
+	                                            : "refused");
 	p->kprobe_ok = kx_probe_kprobe(PROBE_FN, why, sizeof(why));
 	snprintf(p->kprobe_why, sizeof(p->kprobe_why), "%s",
-		 p->kprobe_ok			? "ok"
-		 : strstr(why, "no kprobe PMU") ? "absent (no kprobe PMU)"
-						: "refused");
+	         p->kprobe_ok                   ? "ok"
+	         : strstr(why, "no kprobe PMU") ? "absent (no kprobe PMU)"
+	                                        : "refused");
 	vmlinux = btf__load_vmlinux_btf();
 	for (int i = 0; i < NFNS; i++) {
 		p->in_btf[i] = vmlinux && btf_has_fn(vmlinux, fns[i].fn, fns[i].mod);
@@ -145,8 +145,9 @@ int kx_drvhook_probe(struct kx_drvhook_status *out, int max)
 		snprintf(s->fn, sizeof(s->fn), "%s", fns[i].fn);
 		snprintf(s->mech, sizeof(s->mech), "-");
 		if (!present(&p, i)) {
-			snprintf(s->why, sizeof(s->why), "not in this kernel (fentry %s; kprobe %s)",
-				 p.fentry_why, p.kprobe_why);
+			snprintf(s->why, sizeof(s->why),
+			         "not in this kernel (fentry %s; kprobe %s)", p.fentry_why,
+			         p.kprobe_why);
 		} else if (p.fentry_ok && p.in_btf[i]) {
 			s->usable = 1;
 			snprintf(s->mech, sizeof(s->mech), "fentry");
@@ -155,7 +156,7 @@ int kx_drvhook_probe(struct kx_drvhook_status *out, int max)
 			snprintf(s->mech, sizeof(s->mech), "kprobe");
 		} else {
 			snprintf(s->why, sizeof(s->why), "fentry %s, kprobes %s -> skipped",
-				 p.fentry_why, p.kprobe_why);
+			         p.fentry_why, p.kprobe_why);
 		}
 	}
 	return n;
@@ -164,7 +165,7 @@ int kx_drvhook_probe(struct kx_drvhook_status *out, int max)
 enum { VIA_NONE, VIA_FENTRY, VIA_KPROBE };
 
 struct kx_drvhook {
-	struct drvcall_bpf *fskel, *kskel;	/* fentry and kprobe flavours */
+	struct drvcall_bpf *fskel, *kskel; /* fentry and kprobe flavours */
 	struct bpf_link *links[4 * NFNS];
 	int nlinks;
 	uint8_t via[NFNS];
@@ -195,13 +196,13 @@ static int try_fentry(struct kx_drvhook *d, const struct plan *p, char (*why)[96
 	d->fskel = drvcall_bpf__open();
 	if (!d->fskel)
 		return -errno;
-	bpf_object__for_each_program(prog, d->fskel->obj)
-		bpf_program__set_autoload(prog, false);
+	bpf_object__for_each_program(prog, d->fskel->obj) bpf_program__set_autoload(prog, false);
 	for (int i = 0; i < NFNS; i++) {
 		struct bpf_program *en = slot_prog(d->fskel, "fentry", i);
 		struct bpf_program *ex = slot_prog(d->fskel, "fexit", i);
 
-		if (!p->in_btf[i] || !en || !ex || bpf_program__set_attach_target(en, 0, fns[i].fn) ||
+		if (!p->in_btf[i] || !en || !ex ||
+		    bpf_program__set_attach_target(en, 0, fns[i].fn) ||
 		    bpf_program__set_attach_target(ex, 0, fns[i].fn))
 			continue;
 		bpf_program__set_autoload(en, true);
@@ -227,7 +228,8 @@ static int try_fentry(struct kx_drvhook *d, const struct plan *p, char (*why)[96
 		if (err) {
 			while (d->nlinks > base)
 				bpf_link__destroy(d->links[--d->nlinks]);
-			snprintf(why[i], sizeof(why[i]), "fentry attach failed (%s)", strerror(-err));
+			snprintf(why[i], sizeof(why[i]), "fentry attach failed (%s)",
+			         strerror(-err));
 			continue;
 		}
 		d->via[i] = VIA_FENTRY;
@@ -250,16 +252,16 @@ static void try_kprobe(struct kx_drvhook *d, const struct plan *p, char (*why)[9
 	{
 		struct bpf_program *prog;
 
-		bpf_object__for_each_program(prog, d->kskel->obj)
-			bpf_program__set_autoload(prog, prog == d->kskel->progs.kprobe_call ||
-								prog == d->kskel->progs.kretprobe_call);
+		bpf_object__for_each_program(prog, d->kskel->obj) bpf_program__set_autoload(
+		        prog, prog == d->kskel->progs.kprobe_call ||
+		                      prog == d->kskel->progs.kretprobe_call);
 	}
 	err = drvcall_bpf__load(d->kskel);
 	if (err) {
 		for (int i = 0; i < NFNS; i++)
 			if (present(p, i) && d->via[i] == VIA_NONE)
 				snprintf(why[i], sizeof(why[i]), "kprobe load failed (%s)",
-					 strerror(-err));
+				         strerror(-err));
 		drvcall_bpf__destroy(d->kskel);
 		d->kskel = NULL;
 		return;
@@ -271,15 +273,16 @@ static void try_kprobe(struct kx_drvhook *d, const struct plan *p, char (*why)[9
 		if (!present(p, i) || d->via[i] != VIA_NONE)
 			continue;
 		err = keep(d, bpf_program__attach_kprobe_opts(d->kskel->progs.kprobe_call,
-							      fns[i].fn, &o));
+		                                              fns[i].fn, &o));
 		o.retprobe = true;
 		if (!err)
-			err = keep(d, bpf_program__attach_kprobe_opts(d->kskel->progs.kretprobe_call,
-								      fns[i].fn, &o));
+			err = keep(d, bpf_program__attach_kprobe_opts(
+			                      d->kskel->progs.kretprobe_call, fns[i].fn, &o));
 		if (err) {
 			while (d->nlinks > base)
 				bpf_link__destroy(d->links[--d->nlinks]);
-			snprintf(why[i], sizeof(why[i]), "kprobe attach failed (%s)", strerror(-err));
+			snprintf(why[i], sizeof(why[i]), "kprobe attach failed (%s)",
+			         strerror(-err));
 			continue;
 		}
 		d->via[i] = VIA_KPROBE;
@@ -312,7 +315,7 @@ struct kx_drvhook *kx_drvhook_open(struct kx_capinfo *ci)
 		snprintf(name, sizeof(name), "driver:%s", fns[i].fn);
 		if (d->via[i] != VIA_NONE) {
 			h = kx_capinfo_hook(ci, name, d->via[i] == VIA_FENTRY ? "fentry" : "kprobe",
-					    KX_HOOK_ATTACHED);
+			                    KX_HOOK_ATTACHED);
 			if (h && d->via[i] == VIA_KPROBE && p.in_btf[i])
 				snprintf(h->why, sizeof(h->why), "fentry %s", p.fentry_why);
 			continue;
@@ -321,8 +324,8 @@ struct kx_drvhook *kx_drvhook_open(struct kx_capinfo *ci)
 			h = kx_capinfo_hook(ci, name, "-", KX_HOOK_SKIPPED);
 			if (h)
 				snprintf(h->why, sizeof(h->why),
-					 "not in this kernel (fentry %s; kprobe %s)", p.fentry_why,
-					 p.kprobe_why);
+				         "not in this kernel (fentry %s; kprobe %s)", p.fentry_why,
+				         p.kprobe_why);
 		} else if (why[i][0]) {
 			h = kx_capinfo_hook(ci, name, "-", KX_HOOK_FAILED);
 			if (h)
@@ -331,7 +334,7 @@ struct kx_drvhook *kx_drvhook_open(struct kx_capinfo *ci)
 			h = kx_capinfo_hook(ci, name, "-", KX_HOOK_SKIPPED);
 			if (h)
 				snprintf(h->why, sizeof(h->why), "fentry %s, kprobes %s -> skipped",
-					 p.fentry_why, p.kprobe_why);
+				         p.fentry_why, p.kprobe_why);
 		}
 	}
 	if (!d->nlinks) {
@@ -387,7 +390,8 @@ void kx_drvhook_read(struct kx_drvhook *d, struct kx_capinfo *ci)
 		s = &ci->drvcalls[ci->ndrvcalls++];
 		memset(s, 0, sizeof(*s));
 		snprintf(s->fn, sizeof(s->fn), "%s", fns[i].fn);
-		snprintf(s->mech, sizeof(s->mech), "%s", d->via[i] == VIA_FENTRY ? "fentry" : "kprobe");
+		snprintf(s->mech, sizeof(s->mech), "%s",
+		         d->via[i] == VIA_FENTRY ? "fentry" : "kprobe");
 		add_counts(d->via[i] == VIA_FENTRY ? d->fskel : d->kskel, (uint32_t)i, s);
 	}
 }

@@ -18,9 +18,9 @@ const char *kx_drvhook_fn(int i);
 /* Per function: what a capture would do here (kxprof list), no attach. */
 struct kx_drvhook_status {
 	char fn[40];
-	char mech[16];		/* "fentry", "kprobe" or "-" */
+	char mech[16]; /* "fentry", "kprobe" or "-" */
 	int usable;
-	char why[96];		/* when not usable */
+	char why[96]; /* when not usable */
 };
 int kx_drvhook_probe(struct kx_drvhook_status *out, int max);
 

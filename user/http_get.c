@@ -61,7 +61,7 @@ static int split_url(const char *url, char *host, size_t hlen, char *port, size_
 /* Waits for fd to become ready for events; 0, or -1 on timeout/error. */
 static int wait_fd(int fd, short events, int timeout_s)
 {
-	struct pollfd p = { .fd = fd, .events = events };
+	struct pollfd p = {.fd = fd, .events = events};
 	int r;
 
 	do
@@ -72,7 +72,7 @@ static int wait_fd(int fd, short events, int timeout_s)
 
 static int dial(const char *host, const char *port, int timeout_s, char *err, size_t errlen)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res, *ai;
 	int rc = getaddrinfo(host, port, &hints, &res), fd = -1, e = 0;
 
 	if (rc) {
@@ -98,13 +98,13 @@ static int dial(const char *host, const char *port, int timeout_s, char *err, si
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		snprintf(err, errlen, "cannot connect to %s:%s: %s (is kxprof serve running?)", host,
-			 port, strerror(e ? e : ECONNREFUSED));
+		snprintf(err, errlen, "cannot connect to %s:%s: %s (is kxprof serve running?)",
+		         host, port, strerror(e ? e : ECONNREFUSED));
 	return fd;
 }
 
 int kx_http_get(const char *base, const char *path, int timeout_s, char **body, size_t *len,
-		char *err, size_t errlen)
+                char *err, size_t errlen)
 {
 	char host[256], port[16], *req = NULL, *buf = NULL, *hdr_end;
 	size_t cap = 0, n = 0, sent = 0, reqlen;
@@ -120,7 +120,7 @@ int kx_http_get(const char *base, const char *path, int timeout_s, char **body, 
 	if (fd < 0)
 		return -1;
 	if (asprintf(&req, "GET %s HTTP/1.0\r\nHost: %s:%s\r\nConnection: close\r\n\r\n", path,
-		     host, port) < 0) {
+	             host, port) < 0) {
 		req = NULL;
 		snprintf(err, errlen, "out of memory");
 		goto out;
@@ -148,8 +148,8 @@ int kx_http_get(const char *base, const char *path, int timeout_s, char **body, 
 			char *nb;
 
 			if (cap >= MAX_BODY) {
-				snprintf(err, errlen, "answer from %s:%s larger than %u MiB", host, port,
-					 MAX_BODY >> 20);
+				snprintf(err, errlen, "answer from %s:%s larger than %u MiB", host,
+				         port, MAX_BODY >> 20);
 				goto out;
 			}
 			cap = cap ? cap * 2 : 131072;

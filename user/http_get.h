@@ -17,6 +17,6 @@
  * 127.0.0.1:9464: Connection refused", "HTTP 404 from ...").
  */
 int kx_http_get(const char *base, const char *path, int timeout_s, char **body, size_t *len,
-		char *err, size_t errlen);
+                char *err, size_t errlen);
 
 #endif /* KX_HTTP_GET_H */

@@ -13,7 +13,7 @@
 /* Driver ids. Stored in records as one byte: keep below 256, append only. */
 enum kx_driver {
 	KX_DRV_UNKNOWN = 0,
-	KX_DRV_DRM,		/* a DRM/accel device whose driver is not known */
+	KX_DRV_DRM, /* a DRM/accel device whose driver is not known */
 	KX_DRV_AMDGPU,
 	KX_DRV_I915,
 	KX_DRV_XE,
@@ -25,22 +25,22 @@ enum kx_driver {
 	KX_DRV_ETNAVIV,
 	KX_DRV_LIMA,
 	KX_DRV_HABANALABS,
-	KX_DRV_IVPU,		/* "intel_vpu" */
+	KX_DRV_IVPU, /* "intel_vpu" */
 	KX_DRV_QAIC,
 	KX_DRV_AMDXDNA,
 	KX_DRV_ROCKET,
 	KX_DRV_ETHOSU,
 	KX_DRV_KFD,
-	KX_DRV_NVIDIA,		/* /dev/nvidiactl, /dev/nvidiaN */
+	KX_DRV_NVIDIA, /* /dev/nvidiactl, /dev/nvidiaN */
 	KX_DRV_NVIDIA_UVM,
 	KX_DRV_NVIDIA_MODESET,
 	KX_DRV_NEURON,
 	KX_DRV_TENSTORRENT,
-	KX_DRV_GASKET,		/* Google TPU v2-v4 */
+	KX_DRV_GASKET, /* Google TPU v2-v4 */
 	KX_DRV_VFIO,
 	KX_DRV_KVM,
-	KX_DRV_LOOP,		/* /dev/loopN and /dev/loop-control */
-	KX_DRV_BLOCK,		/* other block devices */
+	KX_DRV_LOOP,  /* /dev/loopN and /dev/loop-control */
+	KX_DRV_BLOCK, /* other block devices */
 	KX_DRV_MAX
 };
 
@@ -59,8 +59,8 @@ int kx_driver_by_nr(enum kx_driver drv);
  * _IOWR('d',0x44,24) (or 0x30000001 for non-_IOC raw numbers). Never returns
  * NULL or an empty string: the result is either a static string or buf.
  */
-const char *kx_ioctl_name(enum kx_driver drv, uint32_t cmd, uint32_t xfer_cmd,
-			  char *buf, size_t len);
+const char *kx_ioctl_name(enum kx_driver drv, uint32_t cmd, uint32_t xfer_cmd, char *buf,
+                          size_t len);
 
 /* Formats cmd as _IO/_IOR/_IOW/_IOWR('c',0xNN,size) into buf. Returns buf. */
 const char *kx_ioc_format(uint32_t cmd, char *buf, size_t len);
@@ -68,9 +68,9 @@ const char *kx_ioc_format(uint32_t cmd, char *buf, size_t len);
 /* Argument copy requests, for the BPF argument map (see bpf/kxprof.h). */
 struct kx_arg_req {
 	enum kx_driver drv;
-	uint32_t key;		/* full cmd, or KX_ARG_BY_NR_KEY(cmd) when kx_driver_by_nr */
-	uint16_t len;		/* <= KX_ARG_MAX */
-	uint16_t flags;		/* KX_ARGF_IN | KX_ARGF_OUT | KX_ARGF_XFER */
+	uint32_t key;   /* full cmd, or KX_ARG_BY_NR_KEY(cmd) when kx_driver_by_nr */
+	uint16_t len;   /* <= KX_ARG_MAX */
+	uint16_t flags; /* KX_ARGF_IN | KX_ARGF_OUT | KX_ARGF_XFER */
 };
 /* All requests; *n gets the count. Static storage. */
 const struct kx_arg_req *kx_ioctl_arg_reqs(size_t *n);
@@ -78,11 +78,11 @@ const struct kx_arg_req *kx_ioctl_arg_reqs(size_t *n);
 /* A decoded argument field. */
 enum kx_field_kind { KX_FIELD_U64, KX_FIELD_I64, KX_FIELD_HEX, KX_FIELD_STR };
 struct kx_field {
-	const char *name;	/* static, snake_case, e.g. "memory_size", "rm_class" */
+	const char *name; /* static, snake_case, e.g. "memory_size", "rm_class" */
 	enum kx_field_kind kind;
-	uint64_t u;		/* U64 and HEX */
-	int64_t i;		/* I64 */
-	char s[48];		/* STR */
+	uint64_t u; /* U64 and HEX */
+	int64_t i;  /* I64 */
+	char s[48]; /* STR */
 };
 
 /*
@@ -90,10 +90,9 @@ struct kx_field {
  * in/out may be NULL with length 0; short copies decode what they cover.
  * Returns the number of fields written (0 when no decoder applies).
  */
-int kx_ioctl_decode_args(enum kx_driver drv, uint32_t cmd, uint32_t xfer_cmd,
-			 const uint8_t *in, size_t in_len,
-			 const uint8_t *out, size_t out_len,
-			 struct kx_field *fields, int max);
+int kx_ioctl_decode_args(enum kx_driver drv, uint32_t cmd, uint32_t xfer_cmd, const uint8_t *in,
+                         size_t in_len, const uint8_t *out, size_t out_len, struct kx_field *fields,
+                         int max);
 
 /* errno name for a negative return ("EINVAL"), or NULL when ret >= 0 / unknown. */
 const char *kx_errno_name(int64_t ret);

@@ -13,13 +13,13 @@
 
 struct pend {
 	uint64_t ctx, seqno;
-	uint64_t q_ts, r_ts;	/* 0: phase not seen */
+	uint64_t q_ts, r_ts; /* 0: phase not seen */
 	uint64_t first_ts;
 	uint32_t dev;
 	uint16_t src;
 	uint16_t series;
-	uint32_t hnext;		/* hash chain, or free list */
-	uint32_t older, newer;	/* age list */
+	uint32_t hnext;        /* hash chain, or free list */
+	uint32_t older, newer; /* age list */
 };
 
 struct devst {
@@ -130,7 +130,7 @@ static long series_get(struct kx_jobagg *a, const struct kx_job *j)
 			snprintf(device, sizeof(device), "%s", ring);
 		else
 			snprintf(device, sizeof(device), "block %u:%u", KX_MAJOR(j->dev),
-				 KX_MINOR(j->dev));
+			         KX_MINOR(j->dev));
 	else
 		snprintf(device, sizeof(device), "%s", kx_job_src_name(j->src));
 	if (a->last < a->nseries && !strcmp(a->series[a->last].device, device) &&
@@ -158,8 +158,7 @@ static long series_get(struct kx_jobagg *a, const struct kx_job *j)
 	return (long)a->nseries++;
 }
 
-static uint32_t *find(struct kx_jobagg *a, uint16_t src, uint32_t dev, uint64_t ctx,
-		      uint64_t seqno)
+static uint32_t *find(struct kx_jobagg *a, uint16_t src, uint32_t dev, uint64_t ctx, uint64_t seqno)
 {
 	uint32_t *link = &a->heads[hash(src, dev, ctx, seqno, a->nbuckets)];
 
@@ -218,7 +217,7 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 	if (*link) {
 		e = &a->p[*link - 1];
 		if (j->phase == KX_JOB_QUEUE) {
-			if (e->r_ts) {	/* requeued after it ran: a new attempt */
+			if (e->r_ts) { /* requeued after it ran: a new attempt */
 				e->q_ts = j->ts;
 				e->r_ts = 0;
 			}
@@ -244,7 +243,7 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 		}
 		goto out;
 	}
-	if (j->phase == KX_JOB_DONE)	/* started before we looked: unpaired */
+	if (j->phase == KX_JOB_DONE) /* started before we looked: unpaired */
 		goto out;
 	s = series_get(a, j);
 	if (s < 0) {
@@ -253,7 +252,7 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 	}
 	if (!a->free_head) {
 		evict_oldest(a, j->ts);
-		link = find(a, j->src, dev, j->ctx, j->seqno);	/* chains changed */
+		link = find(a, j->src, dev, j->ctx, j->seqno); /* chains changed */
 	}
 	i = a->free_head;
 	e = &a->p[i - 1];
@@ -284,7 +283,7 @@ out:
 }
 
 int kx_jobagg_snapshot(struct kx_jobagg *a, struct kx_jobagg_snapshot *out, uint64_t now_ns,
-		       int reset)
+                       int reset)
 {
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&a->mu);

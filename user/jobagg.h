@@ -27,28 +27,28 @@
 #include "event.h"
 
 #define KX_JOBAGG_MAX_PENDING 65536
-#define KX_JOBAGG_MAX_SERIES 256
+#define KX_JOBAGG_MAX_SERIES  256
 
 struct kx_jobagg_series {
-	char device[48];	/* "loop0", "gpu_scheduler" */
-	char ring[16];		/* the record's ring name, "default" when it has none */
+	char device[48]; /* "loop0", "gpu_scheduler" */
+	char ring[16];   /* the record's ring name, "default" when it has none */
 	uint64_t queue_slots[KX_HIST_SLOTS], queue_sum_ns;
 	uint64_t exec_slots[KX_HIST_SLOTS], exec_sum_ns;
 };
 
 struct kx_jobagg_dev {
 	char device[48];
-	uint64_t inflight;	/* jobs queued or running now */
-	uint64_t busy_ns;	/* cumulative, up to the snapshot time */
+	uint64_t inflight; /* jobs queued or running now */
+	uint64_t busy_ns;  /* cumulative, up to the snapshot time */
 };
 
 struct kx_jobagg_snapshot {
-	struct kx_jobagg_series *series;	/* in order of first appearance */
+	struct kx_jobagg_series *series; /* in order of first appearance */
 	size_t nseries;
 	struct kx_jobagg_dev *devs;
 	size_t ndevs;
-	uint64_t overflow;	/* jobs lost to the bounds (cumulative) */
-	uint64_t pending;	/* entries in the pending table */
+	uint64_t overflow; /* jobs lost to the bounds (cumulative) */
+	uint64_t pending;  /* entries in the pending table */
 };
 
 struct kx_jobagg;
@@ -62,7 +62,7 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j);
  * busy); with reset, histograms and busy time start over (pending jobs and
  * series stay). Returns 0, -1 when out of memory. */
 int kx_jobagg_snapshot(struct kx_jobagg *a, struct kx_jobagg_snapshot *out, uint64_t now_ns,
-		       int reset);
+                       int reset);
 void kx_jobagg_snapshot_free(struct kx_jobagg_snapshot *s);
 
 #endif /* KX_JOBAGG_H */

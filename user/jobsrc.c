@@ -28,65 +28,64 @@ struct ev {
 	const char *src;
 	const char *sys;
 	const char *name;
-	const char *prog;	/* program name without the flavour prefix */
+	const char *prog; /* program name without the flavour prefix */
 	uint8_t tp_only;
 	uint8_t alt;
 	uint8_t key;
 };
 
 static const struct ev evs[] = {
-	{ "block", "block", "block_rq_insert", "blk_insert", 0, 0, 0 },
-	{ "block", "block", "block_rq_issue", "blk_issue", 0, 0, 1 },
-	{ "block", "block", "block_rq_complete", "blk_complete", 0, 0, 1 },
-	{ "kvm", "kvm", "kvm_userspace_exit", "kvm_exit", 0, 0, 1 },
-	{ "kvm", "kvm", "kvm_pio", "kvm_pio", 0, 0, 0 },
-	{ "dma_fence", "dma_fence", "dma_fence_emit", "fence_emit", 0, 0, 1 },
-	{ "dma_fence", "dma_fence", "dma_fence_signaled", "fence_signaled", 0, 0, 1 },
-	{ "dma_fence", "dma_fence", "dma_fence_wait_start", "fence_wait_start", 0, 0, 0 },
-	{ "dma_fence", "dma_fence", "dma_fence_wait_end", "fence_wait_end", 0, 0, 0 },
-	{ "gpu_scheduler", "gpu_scheduler", "drm_sched_job_queue", "sched_queue", 1, 1, 1 },
-	{ "gpu_scheduler", "gpu_scheduler", "drm_sched_job_run", "sched_run", 1, 1, 0 },
-	{ "gpu_scheduler", "gpu_scheduler", "drm_sched_job_done", "sched_done", 1, 1, 0 },
-	{ "gpu_scheduler", "gpu_scheduler", "drm_sched_job_add_dep", "sched_add_dep", 1, 1, 0 },
-	{ "gpu_scheduler", "gpu_scheduler", "drm_sched_job_unschedulable", "sched_unsched", 1, 1,
-	  0 },
-	{ "gpu_scheduler", "gpu_scheduler", "drm_sched_job", "sched_queue_old", 1, 2, 1 },
-	{ "gpu_scheduler", "gpu_scheduler", "drm_run_job", "sched_run_old", 1, 2, 0 },
-	{ "gpu_scheduler", "gpu_scheduler", "drm_sched_process_job", "sched_done_old", 1, 2, 0 },
-	{ "gpu_scheduler", "gpu_scheduler", "drm_sched_job_wait_dep", "sched_wait_dep", 1, 2, 0 },
-	{ "i915", "i915", "i915_request_add", "i915_add", 1, 0, 1 },
-	{ "i915", "i915", "i915_request_execute", "i915_execute", 1, 0, 0 },
-	{ "i915", "i915", "i915_request_retire", "i915_retire", 1, 0, 0 },
-	{ "i915", "i915", "i915_request_wait_begin", "i915_wait_begin", 1, 0, 0 },
-	{ "i915", "i915", "i915_request_wait_end", "i915_wait_end", 1, 0, 0 },
-	{ "xe", "xe", "xe_sched_job_exec", "xe_exec", 1, 0, 1 },
-	{ "xe", "xe", "xe_sched_job_run", "xe_run", 1, 0, 0 },
-	{ "xe", "xe", "xe_hw_fence_signal", "xe_signal", 1, 0, 0 },
-	{ "amdgpu", "amdgpu", "amdgpu_cs_ioctl", "amdgpu_cs", 1, 0, 1 },
-	{ "amdgpu", "amdgpu", "amdgpu_sched_run_job", "amdgpu_run", 1, 0, 0 },
-	{ "msm", "drm_msm_gpu", "msm_gpu_submit", "msm_submit", 1, 0, 1 },
-	{ "msm", "drm_msm_gpu", "msm_gpu_submit_flush", "msm_flush", 1, 0, 0 },
-	{ "msm", "drm_msm_gpu", "msm_gpu_submit_retired", "msm_retired", 1, 0, 0 },
-	{ "v3d", "v3d", "v3d_submit_cl", "v3d_submit_cl", 1, 0, 1 },
-	{ "v3d", "v3d", "v3d_bcl_irq", "v3d_bcl_irq", 1, 0, 0 },
-	{ "v3d", "v3d", "v3d_rcl_irq", "v3d_rcl_irq", 1, 0, 0 },
-	{ "v3d", "v3d", "v3d_submit_tfu", "v3d_submit_tfu", 1, 0, 0 },
-	{ "v3d", "v3d", "v3d_tfu_irq", "v3d_tfu_irq", 1, 0, 0 },
-	{ "v3d", "v3d", "v3d_submit_csd", "v3d_submit_csd", 1, 0, 0 },
-	{ "v3d", "v3d", "v3d_csd_irq", "v3d_csd_irq", 1, 0, 0 },
-	{ "vpu", "vpu", "job", "vpu_job", 1, 0, 1 },
-	{ "amdxdna", "amdxdna", "xdna_job", "xdna_job", 1, 0, 1 },
+        {"block", "block", "block_rq_insert", "blk_insert", 0, 0, 0},
+        {"block", "block", "block_rq_issue", "blk_issue", 0, 0, 1},
+        {"block", "block", "block_rq_complete", "blk_complete", 0, 0, 1},
+        {"kvm", "kvm", "kvm_userspace_exit", "kvm_exit", 0, 0, 1},
+        {"kvm", "kvm", "kvm_pio", "kvm_pio", 0, 0, 0},
+        {"dma_fence", "dma_fence", "dma_fence_emit", "fence_emit", 0, 0, 1},
+        {"dma_fence", "dma_fence", "dma_fence_signaled", "fence_signaled", 0, 0, 1},
+        {"dma_fence", "dma_fence", "dma_fence_wait_start", "fence_wait_start", 0, 0, 0},
+        {"dma_fence", "dma_fence", "dma_fence_wait_end", "fence_wait_end", 0, 0, 0},
+        {"gpu_scheduler", "gpu_scheduler", "drm_sched_job_queue", "sched_queue", 1, 1, 1},
+        {"gpu_scheduler", "gpu_scheduler", "drm_sched_job_run", "sched_run", 1, 1, 0},
+        {"gpu_scheduler", "gpu_scheduler", "drm_sched_job_done", "sched_done", 1, 1, 0},
+        {"gpu_scheduler", "gpu_scheduler", "drm_sched_job_add_dep", "sched_add_dep", 1, 1, 0},
+        {"gpu_scheduler", "gpu_scheduler", "drm_sched_job_unschedulable", "sched_unsched", 1, 1, 0},
+        {"gpu_scheduler", "gpu_scheduler", "drm_sched_job", "sched_queue_old", 1, 2, 1},
+        {"gpu_scheduler", "gpu_scheduler", "drm_run_job", "sched_run_old", 1, 2, 0},
+        {"gpu_scheduler", "gpu_scheduler", "drm_sched_process_job", "sched_done_old", 1, 2, 0},
+        {"gpu_scheduler", "gpu_scheduler", "drm_sched_job_wait_dep", "sched_wait_dep", 1, 2, 0},
+        {"i915", "i915", "i915_request_add", "i915_add", 1, 0, 1},
+        {"i915", "i915", "i915_request_execute", "i915_execute", 1, 0, 0},
+        {"i915", "i915", "i915_request_retire", "i915_retire", 1, 0, 0},
+        {"i915", "i915", "i915_request_wait_begin", "i915_wait_begin", 1, 0, 0},
+        {"i915", "i915", "i915_request_wait_end", "i915_wait_end", 1, 0, 0},
+        {"xe", "xe", "xe_sched_job_exec", "xe_exec", 1, 0, 1},
+        {"xe", "xe", "xe_sched_job_run", "xe_run", 1, 0, 0},
+        {"xe", "xe", "xe_hw_fence_signal", "xe_signal", 1, 0, 0},
+        {"amdgpu", "amdgpu", "amdgpu_cs_ioctl", "amdgpu_cs", 1, 0, 1},
+        {"amdgpu", "amdgpu", "amdgpu_sched_run_job", "amdgpu_run", 1, 0, 0},
+        {"msm", "drm_msm_gpu", "msm_gpu_submit", "msm_submit", 1, 0, 1},
+        {"msm", "drm_msm_gpu", "msm_gpu_submit_flush", "msm_flush", 1, 0, 0},
+        {"msm", "drm_msm_gpu", "msm_gpu_submit_retired", "msm_retired", 1, 0, 0},
+        {"v3d", "v3d", "v3d_submit_cl", "v3d_submit_cl", 1, 0, 1},
+        {"v3d", "v3d", "v3d_bcl_irq", "v3d_bcl_irq", 1, 0, 0},
+        {"v3d", "v3d", "v3d_rcl_irq", "v3d_rcl_irq", 1, 0, 0},
+        {"v3d", "v3d", "v3d_submit_tfu", "v3d_submit_tfu", 1, 0, 0},
+        {"v3d", "v3d", "v3d_tfu_irq", "v3d_tfu_irq", 1, 0, 0},
+        {"v3d", "v3d", "v3d_submit_csd", "v3d_submit_csd", 1, 0, 0},
+        {"v3d", "v3d", "v3d_csd_irq", "v3d_csd_irq", 1, 0, 0},
+        {"vpu", "vpu", "job", "vpu_job", 1, 0, 1},
+        {"amdxdna", "amdxdna", "xdna_job", "xdna_job", 1, 0, 1},
 };
 #define NEVS (sizeof(evs) / sizeof(evs[0]))
 
-static const char *const srcs[] = { "block", "kvm", "dma_fence", "gpu_scheduler", "i915", "xe",
-				    "amdgpu", "msm", "v3d", "vpu", "amdxdna" };
+static const char *const srcs[] = {"block",  "kvm", "dma_fence", "gpu_scheduler", "i915",   "xe",
+                                   "amdgpu", "msm", "v3d",       "vpu",           "amdxdna"};
 #define NSRCS (sizeof(srcs) / sizeof(srcs[0]))
 
 static const struct {
 	const char *mech;
 	const char *prefix;
-} mechs[] = { { "tp_btf", "btf_" }, { "raw_tp", "raw_" }, { "tp", "tp_" } };
+} mechs[] = {{"tp_btf", "btf_"}, {"raw_tp", "raw_"}, {"tp", "tp_"}};
 #define NMECHS (sizeof(mechs) / sizeof(mechs[0]))
 
 /* EV_UNUSED: present, but nothing the session traces could produce it. */
@@ -100,9 +99,9 @@ struct kx_jobsrc {
 
 /* What this kernel has: tracefs events dirs, else typed-tracepoint BTF. */
 struct avail {
-	const char *tracefs;	/* NULL: not usable (why in tracefs_why) */
+	const char *tracefs; /* NULL: not usable (why in tracefs_why) */
 	char tracefs_why[160];
-	struct btf *vmlinux;	/* loaded on first need */
+	struct btf *vmlinux; /* loaded on first need */
 	int btf_tried;
 	uint8_t tracefs_has[NEVS];
 	uint8_t btf_has[NEVS];
@@ -144,7 +143,7 @@ static void avail_scan(struct avail *a)
 
 		if (a->tracefs) {
 			snprintf(path, sizeof(path), "%s/events/%s/%s", a->tracefs, evs[i].sys,
-				 evs[i].name);
+			         evs[i].name);
 			a->tracefs_has[i] = access(path, F_OK) == 0;
 		}
 		/* Typed flavours need the BTF typedef; without tracefs it also tells
@@ -207,7 +206,8 @@ static uint32_t disk_of(uint32_t dev)
 	unsigned int ma, mi;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", KX_MAJOR(dev), KX_MINOR(dev));
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", KX_MAJOR(dev),
+	         KX_MINOR(dev));
 	if (access(path, F_OK) != 0)
 		return dev;
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", KX_MAJOR(dev), KX_MINOR(dev));
@@ -247,8 +247,8 @@ int kx_jobsrc_set_devices(struct kx_jobsrc *j, const struct kx_device *d, int n)
 }
 
 /* Opens the object with the enabled events of mechanism m; 0 or -errno. */
-static int try_load(struct kx_jobsrc *j, const struct kx_jobsrc_opts *o, uint8_t *st,
-		    size_t m, int with_gpu, struct avail *a)
+static int try_load(struct kx_jobsrc *j, const struct kx_jobsrc_opts *o, uint8_t *st, size_t m,
+                    int with_gpu, struct avail *a)
 {
 	struct bpf_program *p;
 	int n = 0, err;
@@ -256,8 +256,7 @@ static int try_load(struct kx_jobsrc *j, const struct kx_jobsrc_opts *o, uint8_t
 	j->skel = jobs_bpf__open();
 	if (!j->skel)
 		return -errno;
-	bpf_object__for_each_program(p, j->skel->obj)
-		bpf_program__set_autoload(p, false);
+	bpf_object__for_each_program(p, j->skel->obj) bpf_program__set_autoload(p, false);
 	for (size_t i = 0; i < NEVS; i++) {
 		if (st[i] != EV_WANTED && st[i] != EV_OFF)
 			continue;
@@ -292,7 +291,7 @@ static int try_load(struct kx_jobsrc *j, const struct kx_jobsrc_opts *o, uint8_t
 
 /* One line per source in the capture's hook list. */
 static void report(struct kx_capinfo *ci, const struct avail *a, const uint8_t *st,
-		   const char *mech, int alt, const char *load_err)
+                   const char *mech, int alt, const char *load_err)
 {
 	for (size_t s = 0; s < NSRCS; s++) {
 		int want = 0, ok = 0, failed = 0, gpu = 0, n = 0, unused = 0;
@@ -326,42 +325,45 @@ static void report(struct kx_capinfo *ci, const struct avail *a, const uint8_t *
 			h = kx_capinfo_hook(ci, name, "-", KX_HOOK_SKIPPED);
 			if (h && strcmp(srcs[s], "gpu_scheduler") == 0)
 				snprintf(h->why, sizeof(h->why),
-					 "tracepoint gpu_scheduler:drm_sched_job_queue not in this "
-					 "kernel (nor the old drm_sched_job)");
+				         "tracepoint gpu_scheduler:drm_sched_job_queue not in this "
+				         "kernel (nor the old drm_sched_job)");
 			else if (h)
-				snprintf(h->why, sizeof(h->why), "tracepoint %s:%s not in this kernel",
-					 sys, missing);
+				snprintf(h->why, sizeof(h->why),
+				         "tracepoint %s:%s not in this kernel", sys, missing);
 			continue;
 		}
 		if (want && unused == want) {
 			h = kx_capinfo_hook(ci, name, "-", KX_HOOK_SKIPPED);
 			if (h)
 				snprintf(h->why, sizeof(h->why), "%s",
-					 strcmp(srcs[s], "block") == 0
-						 ? "no block device traced (--device /dev/vda, loop, ...)"
-						 : "no kvm device traced, or aggregation (no KVM jobs)");
+				         strcmp(srcs[s], "block") == 0
+				                 ? "no block device traced (--device /dev/vda, "
+				                   "loop, ...)"
+				                 : "no kvm device traced, or aggregation (no KVM "
+				                   "jobs)");
 			continue;
 		}
 		if (gpu && !a->tracefs) {
 			h = kx_capinfo_hook(ci, name, "-", KX_HOOK_SKIPPED);
 			if (h)
-				snprintf(h->why, sizeof(h->why), "classic tracepoints need tracefs: %.60s",
-					 a->tracefs_why);
+				snprintf(h->why, sizeof(h->why),
+				         "classic tracepoints need tracefs: %.60s", a->tracefs_why);
 			continue;
 		}
 		if (!ok) {
 			h = kx_capinfo_hook(ci, name, "-", want ? KX_HOOK_FAILED : KX_HOOK_SKIPPED);
 			if (h)
 				snprintf(h->why, sizeof(h->why), "%.60s%s%.32s",
-					 load_err ? load_err : "no usable tracepoint",
-					 first_fail ? ": " : "", first_fail ? first_fail : "");
+				         load_err ? load_err : "no usable tracepoint",
+				         first_fail ? ": " : "", first_fail ? first_fail : "");
 			continue;
 		}
 		h = kx_capinfo_hook(ci, name, gpu ? "tp" : mech, KX_HOOK_ATTACHED);
 		if (h && (failed || ok < want)) {
 			n = snprintf(buf, sizeof(buf), "%d of %d tracepoints", ok, want);
 			if (first_fail && n > 0 && n < (int)sizeof(buf))
-				snprintf(buf + n, sizeof(buf) - (size_t)n, "; %s failed", first_fail);
+				snprintf(buf + n, sizeof(buf) - (size_t)n, "; %s failed",
+				         first_fail);
 			snprintf(h->why, sizeof(h->why), "%s", buf);
 		}
 	}
@@ -388,7 +390,7 @@ struct kx_jobsrc *kx_jobsrc_open(const struct kx_jobsrc_opts *o, struct kx_capin
 		st[i] = exists(&a, i) && (!evs[i].alt || evs[i].alt == alt) ? EV_OFF : EV_ABSENT;
 		/* Their filters would drop everything: do not pay for the hooks. */
 		if (st[i] == EV_OFF && ((!has_blk && !strcmp(evs[i].src, "block")) ||
-					(!has_kvm && !strcmp(evs[i].src, "kvm"))))
+		                        (!has_kvm && !strcmp(evs[i].src, "kvm"))))
 			st[i] = EV_UNUSED;
 	}
 
@@ -485,15 +487,16 @@ int kx_jobsrc_probe(struct kx_jobsrc_avail *out, int max)
 		r->present = found && !missing;
 		if (r->present)
 			snprintf(r->note, sizeof(r->note), "%d tracepoints%s", found,
-				 strcmp(srcs[s], "gpu_scheduler") == 0 ? (alt == 1 ? " (new names)"
-										 : " (old names)")
-								       : "");
+			         strcmp(srcs[s], "gpu_scheduler") == 0
+			                 ? (alt == 1 ? " (new names)" : " (old names)")
+			                 : "");
 		else if (strcmp(srcs[s], "gpu_scheduler") == 0)
-			snprintf(r->note, sizeof(r->note), "tracepoint gpu_scheduler:drm_sched_job_queue "
-							   "not in this kernel (nor the old drm_sched_job)");
+			snprintf(r->note, sizeof(r->note),
+			         "tracepoint gpu_scheduler:drm_sched_job_queue "
+			         "not in this kernel (nor the old drm_sched_job)");
 		else
-			snprintf(r->note, sizeof(r->note), "tracepoint %s:%s not in this kernel", sys,
-				 missing ? missing : "?");
+			snprintf(r->note, sizeof(r->note), "tracepoint %s:%s not in this kernel",
+			         sys, missing ? missing : "?");
 	}
 	avail_free(&a);
 	return n;
@@ -511,7 +514,7 @@ int kx_jobsrc_verify_all(char *err, size_t len)
 	}
 	/* Classic programs load without their tracepoint; typed ones need it. */
 	bpf_object__for_each_program(p, skel->obj)
-		bpf_program__set_autoload(p, strncmp(bpf_program__name(p), "tp_", 3) == 0);
+	        bpf_program__set_autoload(p, strncmp(bpf_program__name(p), "tp_", 3) == 0);
 	rc = jobs_bpf__load(skel);
 	if (rc)
 		snprintf(err, len, "load of every classic job program failed: %s", strerror(-rc));

@@ -16,13 +16,13 @@
 #include "capinfo.h"
 
 struct kx_jobsrc_opts {
-	int events_fd, stats_fd, pids_fd, devs_fd;	/* the ioctl object's maps */
-	int all;			/* every process: no pid filter */
+	int events_fd, stats_fd, pids_fd, devs_fd; /* the ioctl object's maps */
+	int all;                                   /* every process: no pid filter */
 	uint64_t wakeup_bytes;
-	const char *mech;		/* the ioctl hooks' mechanism: tried first */
-	const struct kx_device *devices;	/* block devices among them are traced */
+	const char *mech;                /* the ioctl hooks' mechanism: tried first */
+	const struct kx_device *devices; /* block devices among them are traced */
 	int ndevices;
-	int no_kvm;			/* leave the KVM run/exit source off (aggregation has no use for it) */
+	int no_kvm; /* leave the KVM run/exit source off (aggregation has no use for it) */
 };
 
 struct kx_jobsrc;
@@ -37,9 +37,9 @@ void kx_jobsrc_close(struct kx_jobsrc *j);
 
 /* For kxprof list: which sources this kernel has, without loading anything. */
 struct kx_jobsrc_avail {
-	char name[24];		/* "block", "gpu_scheduler", ... */
+	char name[24]; /* "block", "gpu_scheduler", ... */
 	int present;
-	char note[96];		/* tracepoints found, or the first one missing */
+	char note[96]; /* tracepoints found, or the first one missing */
 };
 int kx_jobsrc_probe(struct kx_jobsrc_avail *out, int max);
 

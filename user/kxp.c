@@ -1140,7 +1140,8 @@ static int decode_events(struct reader *rdr, const uint8_t *raw, size_t len, uin
 		q.bad = 0;
 		r.p = q.end;
 		n++;
-		if (mode == DEC_STASH && (type == REC_IOCTL || type == REC_TASK || type == REC_JOB)) {
+		if (mode == DEC_STASH &&
+		    (type == REC_IOCTL || type == REC_TASK || type == REC_JOB)) {
 			struct pending *pe;
 			int bad;
 

@@ -20,8 +20,8 @@
 struct kx_kxp_writer;
 
 /* Creates path and writes the header. NULL on error with a message in err. */
-struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *ci,
-				    char *err, size_t errlen);
+struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *ci, char *err,
+                                    size_t errlen);
 /* Buffer events; a chunk is compressed and written when the buffer fills. */
 int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const uint8_t *arg);
 int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t);
@@ -34,9 +34,9 @@ uint64_t kx_kxp_bytes_written(const struct kx_kxp_writer *w);
 
 /* Result of reading a file. */
 struct kx_kxp_read_result {
-	int truncated;		/* no trailer: capture did not finish or file was cut */
-	uint64_t chunks;	/* whole chunks read */
-	uint64_t bad_tail_bytes;	/* bytes after the last whole chunk that were ignored */
+	int truncated;           /* no trailer: capture did not finish or file was cut */
+	uint64_t chunks;         /* whole chunks read */
+	uint64_t bad_tail_bytes; /* bytes after the last whole chunk that were ignored */
 };
 
 /*
@@ -46,10 +46,9 @@ struct kx_kxp_read_result {
  * kxprof file, unsupported version N, header corrupt, ...).
  */
 int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
-		struct kx_kxp_read_result *res, char *err, size_t errlen);
+                struct kx_kxp_read_result *res, char *err, size_t errlen);
 /* Same, from memory (for tests and fuzzing). */
-int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store,
-		    struct kx_capinfo *ci, struct kx_kxp_read_result *res,
-		    char *err, size_t errlen);
+int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store, struct kx_capinfo *ci,
+                    struct kx_kxp_read_result *res, char *err, size_t errlen);
 
 #endif /* KX_KXP_H */

@@ -25,7 +25,7 @@ void kx_err(const char *fmt, ...)
 
 const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len)
 {
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	double v = (double)b;
 	int u = 0;
 
@@ -41,7 +41,7 @@ const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len)
 }
 
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
-			     struct kx_kxp_read_result *res)
+                             struct kx_kxp_read_result *res)
 {
 	/* A capture of millions of events needs more than the default budget. */
 	struct kx_store *store = kx_store_new((size_t)8 << 30);
@@ -66,9 +66,10 @@ struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 		return NULL;
 	}
 	if (res->truncated)
-		fprintf(stderr, "kxprof: warning: %s is incomplete (capture did not finish or file "
-				"was cut): using its %llu whole chunks\n",
-			path, (unsigned long long)res->chunks);
+		fprintf(stderr,
+		        "kxprof: warning: %s is incomplete (capture did not finish or file "
+		        "was cut): using its %llu whole chunks\n",
+		        path, (unsigned long long)res->chunks);
 	return store;
 }
 
@@ -86,7 +87,8 @@ int kx_cli_parse_pids(const char *list, uint32_t *pids, int max, int *n)
 		long v = strtol(tok, &end, 10);
 
 		if (*end || v <= 0 || v > 0x7fffffff || *n >= max) {
-			kx_err("bad pid '%s' (expected a comma-separated list of process ids)", tok);
+			kx_err("bad pid '%s' (expected a comma-separated list of process ids)",
+			       tok);
 			rc = -1;
 			break;
 		}
@@ -117,13 +119,16 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } cmds[] = {
-	{ "record", cmd_record, "trace driver ioctls of a command, pids or the whole system into a .kxp file" },
-	{ "report", cmd_report, "per driver and ioctl statistics of a .kxp file (table or JSON)" },
-	{ "convert", cmd_convert, "a .kxp file to XSpace (TensorBoard/XProf) and/or Chrome trace JSON" },
-	{ "list", cmd_list, "accelerator devices present and which kernel hooks work here" },
-	{ "replay", cmd_replay, "a recorded event stream fixture (.jsonl) to a .kxp file" },
-	{ "top", cmd_top, "live per device and ioctl rates and latencies (in-kernel aggregation)" },
-	{ "serve", cmd_serve, "always-on daemon: Prometheus /metrics and live summary JSON over HTTP" },
+        {"record", cmd_record,
+         "trace driver ioctls of a command, pids or the whole system into a .kxp file"},
+        {"report", cmd_report, "per driver and ioctl statistics of a .kxp file (table or JSON)"},
+        {"convert", cmd_convert,
+         "a .kxp file to XSpace (TensorBoard/XProf) and/or Chrome trace JSON"},
+        {"list", cmd_list, "accelerator devices present and which kernel hooks work here"},
+        {"replay", cmd_replay, "a recorded event stream fixture (.jsonl) to a .kxp file"},
+        {"top", cmd_top, "live per device and ioctl rates and latencies (in-kernel aggregation)"},
+        {"serve", cmd_serve,
+         "always-on daemon: Prometheus /metrics and live summary JSON over HTTP"},
 };
 
 static void usage(FILE *f)

@@ -21,7 +21,7 @@
 
 int kx_probe_privileges(char *why, size_t len)
 {
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2] = {};
 	unsigned long long eff;
 
@@ -35,8 +35,9 @@ int kx_probe_privileges(char *why, size_t len)
 	if ((eff & (1ull << CAP_SYS_ADMIN)) ||
 	    ((eff & (1ull << CAP_BPF)) && (eff & (1ull << CAP_PERFMON))))
 		return 1;
-	snprintf(why, len, "not root and no CAP_BPF+CAP_PERFMON: run as root (sudo) or grant "
-			   "cap_bpf,cap_perfmon");
+	snprintf(why, len,
+	         "not root and no CAP_BPF+CAP_PERFMON: run as root (sudo) or grant "
+	         "cap_bpf,cap_perfmon");
 	return 0;
 }
 
@@ -44,8 +45,9 @@ int kx_probe_btf(char *why, size_t len)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
 		return 1;
-	snprintf(why, len, "no kernel BTF at /sys/kernel/btf/vmlinux: a kernel with "
-			   "CONFIG_DEBUG_INFO_BTF=y is required");
+	snprintf(why, len,
+	         "no kernel BTF at /sys/kernel/btf/vmlinux: a kernel with "
+	         "CONFIG_DEBUG_INFO_BTF=y is required");
 	return 0;
 }
 
@@ -62,7 +64,7 @@ static int is_tracefs(const char *path)
 
 const char *kx_probe_tracefs(char *why, size_t len)
 {
-	static const char *const paths[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	static const char *const paths[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (is_tracefs(paths[i]))
@@ -70,8 +72,10 @@ const char *kx_probe_tracefs(char *why, size_t len)
 	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0 &&
 	    is_tracefs("/sys/kernel/tracing"))
 		return "/sys/kernel/tracing";
-	snprintf(why, len, "tracefs not mounted and mounting it failed (%s): run "
-			   "'mount -t tracefs nodev /sys/kernel/tracing'", strerror(errno));
+	snprintf(why, len,
+	         "tracefs not mounted and mounting it failed (%s): run "
+	         "'mount -t tracefs nodev /sys/kernel/tracing'",
+	         strerror(errno));
 	return NULL;
 }
 
@@ -93,8 +97,8 @@ int kx_probe_kfunc_exists(const char *fn)
 }
 
 static const struct bpf_insn ret0[] = {
-	{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-	{ .code = BPF_JMP | BPF_EXIT },
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+        {.code = BPF_JMP | BPF_EXIT},
 };
 
 int kx_probe_fentry(const char *fn, char *why, size_t len)
@@ -146,7 +150,7 @@ static int perf_open(struct perf_event_attr *attr, int pid, int cpu)
 
 int kx_probe_kprobe(const char *fn, char *why, size_t len)
 {
-	struct perf_event_attr attr = { .size = sizeof(attr) };
+	struct perf_event_attr attr = {.size = sizeof(attr)};
 	int type = pmu_type("kprobe"), fd;
 
 	if (type < 0) {
@@ -154,7 +158,7 @@ int kx_probe_kprobe(const char *fn, char *why, size_t len)
 		return 0;
 	}
 	attr.type = type;
-	attr.config1 = (unsigned long long)(unsigned long)fn;	/* kprobe_func */
+	attr.config1 = (unsigned long long)(unsigned long)fn; /* kprobe_func */
 	fd = perf_open(&attr, -1, 0);
 	if (fd < 0) {
 		snprintf(why, len, "kprobe on %s refused (%s)", fn, strerror(errno));
@@ -173,9 +177,9 @@ int kx_probe_uprobe(char *why, size_t len)
 }
 
 static int probe_perf(unsigned int type, unsigned long long config, const char *what, char *why,
-		      size_t len)
+                      size_t len)
 {
-	struct perf_event_attr attr = { .size = sizeof(attr), .type = type, .config = config };
+	struct perf_event_attr attr = {.size = sizeof(attr), .type = type, .config = config};
 	int fd;
 
 	attr.sample_period = 1000000;
@@ -191,11 +195,11 @@ static int probe_perf(unsigned int type, unsigned long long config, const char *
 int kx_probe_perf_cpu_clock(char *why, size_t len)
 {
 	return probe_perf(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "cpu-clock sampling", why,
-			  len);
+	                  len);
 }
 
 int kx_probe_hw_counters(char *why, size_t len)
 {
 	return probe_perf(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "hardware cycle counter",
-			  why, len);
+	                  why, len);
 }

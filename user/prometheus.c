@@ -47,8 +47,10 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 			return 0;
 		cp = cp << 6 | (s[i] & 0x3f);
 	}
-	if (cp < (need == 2 ? 0x80u : need == 3 ? 0x800u : 0x10000u) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
+	if (cp < (need == 2   ? 0x80u
+	          : need == 3 ? 0x800u
+	                      : 0x10000u) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
 	return need;
 }
@@ -101,16 +103,17 @@ static void ioctl_labels(const struct kx_agg_row *r, enum kx_agg_by by, char *ou
 	int n;
 
 	n = snprintf(out, len, "driver=\"%s\",device=\"%s\",ioctl=\"%s\"",
-		     kx_prom_label_escape(r->driver, drv, sizeof(drv)),
-		     kx_prom_label_escape(r->device, dev, sizeof(dev)),
-		     kx_prom_label_escape(r->ioctl, ioc, sizeof(ioc)));
+	             kx_prom_label_escape(r->driver, drv, sizeof(drv)),
+	             kx_prom_label_escape(r->device, dev, sizeof(dev)),
+	             kx_prom_label_escape(r->ioctl, ioc, sizeof(ioc)));
 	if (n < 0 || (size_t)n >= len)
 		return;
 	if (by == KX_AGG_BY_PID)
-		snprintf(out + n, len - (size_t)n, ",pid=\"%" PRIu64 "\",comm=\"%s\"", (uint64_t)r->key.who,
-			 kx_prom_label_escape(r->comm, comm, sizeof(comm)));
+		snprintf(out + n, len - (size_t)n, ",pid=\"%" PRIu64 "\",comm=\"%s\"",
+		         (uint64_t)r->key.who, kx_prom_label_escape(r->comm, comm, sizeof(comm)));
 	else if (by == KX_AGG_BY_CGROUP)
-		snprintf(out + n, len - (size_t)n, ",cgroup_id=\"%" PRIu64 "\"", (uint64_t)r->key.who);
+		snprintf(out + n, len - (size_t)n, ",cgroup_id=\"%" PRIu64 "\"",
+		         (uint64_t)r->key.who);
 }
 
 /* device="..",ring=".." */
@@ -119,13 +122,13 @@ static void job_labels(const struct kx_jobagg_series *js, char *out, size_t len)
 	char dev[192], ring[64];
 
 	snprintf(out, len, "device=\"%s\",ring=\"%s\"",
-		 kx_prom_label_escape(js->device, dev, sizeof(dev)),
-		 kx_prom_label_escape(js->ring, ring, sizeof(ring)));
+	         kx_prom_label_escape(js->device, dev, sizeof(dev)),
+	         kx_prom_label_escape(js->ring, ring, sizeof(ring)));
 }
 
 /* One histogram series: cumulative buckets, +Inf == _count, _sum in seconds. */
 static void histogram(FILE *f, const char *name, const char *labels, const uint64_t *slots,
-		      uint64_t sum_ns)
+                      uint64_t sum_ns)
 {
 	uint64_t cum = 0;
 	char le[32];
@@ -133,7 +136,7 @@ static void histogram(FILE *f, const char *name, const char *labels, const uint6
 	for (int i = 0; i < KX_HIST_SLOTS - 1; i++) {
 		cum += slots[i];
 		fprintf(f, "%s_bucket{%s,le=\"%s\"} %" PRIu64 "\n", name, labels,
-			secs(kx_agg_bucket_upper_ns(i), le, sizeof(le)), cum);
+		        secs(kx_agg_bucket_upper_ns(i), le, sizeof(le)), cum);
 	}
 	cum += slots[KX_HIST_SLOTS - 1];
 	fprintf(f, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels, cum);
@@ -156,22 +159,22 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 	family(f, "kxprof_build_info", "gauge",
 	       "kxprof build and capture facts (value is always 1).");
 	fprintf(f, "kxprof_build_info{version=\"%s\",kernel=\"%s\",mech=\"%s\"} 1\n",
-		kx_prom_label_escape(info->version ? info->version : "", a, sizeof(a)),
-		kx_prom_label_escape(info->kernel ? info->kernel : "", b, sizeof(b)),
-		kx_prom_label_escape(info->mech ? info->mech : "", c, sizeof(c)));
+	        kx_prom_label_escape(info->version ? info->version : "", a, sizeof(a)),
+	        kx_prom_label_escape(info->kernel ? info->kernel : "", b, sizeof(b)),
+	        kx_prom_label_escape(info->mech ? info->mech : "", c, sizeof(c)));
 
 	since_rt = (int64_t)s.since_mono_ns + s.realtime_offset_ns;
 	family(f, "kxprof_aggregation_start_time_seconds", "gauge",
 	       "Unix time the aggregates count from (start, or the last reset).");
 	fprintf(f, "kxprof_aggregation_start_time_seconds %s\n",
-		secs(since_rt > 0 ? (uint64_t)since_rt : 0, t, sizeof(t)));
+	        secs(since_rt > 0 ? (uint64_t)since_rt : 0, t, sizeof(t)));
 
 	family(f, "kxprof_ioctl_duration_seconds", "histogram",
 	       "Time from ioctl entry to exit, per driver, device and ioctl (log2 buckets).");
 	for (size_t i = 0; i < s.nrows; i++) {
 		ioctl_labels(&s.rows[i], s.by, labels, sizeof(labels));
 		histogram(f, "kxprof_ioctl_duration_seconds", labels, s.rows[i].slots,
-			  s.rows[i].sum_ns);
+		          s.rows[i].sum_ns);
 	}
 
 	family(f, "kxprof_ioctl_errors_total", "counter",
@@ -182,25 +185,33 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 	}
 
 	family(f, "kxprof_ioctl_offcpu_seconds_total", "counter",
-	       s.offcpu_measured ? "Time blocked off-CPU inside ioctls, per driver, device and ioctl."
-				 : "Time blocked off-CPU inside ioctls (not measured: sched_switch not attached).");
+	       s.offcpu_measured
+	               ? "Time blocked off-CPU inside ioctls, per driver, device and ioctl."
+	               : "Time blocked off-CPU inside ioctls (not measured: sched_switch not "
+	                 "attached).");
 	for (size_t i = 0; s.offcpu_measured && i < s.nrows; i++) {
 		ioctl_labels(&s.rows[i], s.by, labels, sizeof(labels));
 		fprintf(f, "kxprof_ioctl_offcpu_seconds_total{%s} %s\n", labels,
-			secs(s.rows[i].offcpu_ns, t, sizeof(t)));
+		        secs(s.rows[i].offcpu_ns, t, sizeof(t)));
 	}
 
 	jobs_help = info->jobs_attached ? "" : " (no job source attached: no series)";
-	fprintf(f, "# HELP kxprof_job_queue_seconds Time jobs wait between queue and run, per device and ring%s.\n"
-		   "# TYPE kxprof_job_queue_seconds histogram\n", jobs_help);
+	fprintf(f,
+	        "# HELP kxprof_job_queue_seconds Time jobs wait between queue and run, per device "
+	        "and ring%s.\n"
+	        "# TYPE kxprof_job_queue_seconds histogram\n",
+	        jobs_help);
 	for (size_t i = 0; info->jobs && i < info->jobs->nseries; i++) {
 		const struct kx_jobagg_series *js = &info->jobs->series[i];
 
 		job_labels(js, labels, sizeof(labels));
 		histogram(f, "kxprof_job_queue_seconds", labels, js->queue_slots, js->queue_sum_ns);
 	}
-	fprintf(f, "# HELP kxprof_job_exec_seconds Time jobs run on the device, per device and ring%s.\n"
-		   "# TYPE kxprof_job_exec_seconds histogram\n", jobs_help);
+	fprintf(f,
+	        "# HELP kxprof_job_exec_seconds Time jobs run on the device, per device and "
+	        "ring%s.\n"
+	        "# TYPE kxprof_job_exec_seconds histogram\n",
+	        jobs_help);
 	for (size_t i = 0; info->jobs && i < info->jobs->nseries; i++) {
 		const struct kx_jobagg_series *js = &info->jobs->series[i];
 
@@ -212,29 +223,31 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 		       "Jobs queued or running on the device now.");
 		for (size_t i = 0; i < info->jobs->ndevs; i++)
 			fprintf(f, "kxprof_job_inflight{device=\"%s\"} %" PRIu64 "\n",
-				kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
-				info->jobs->devs[i].inflight);
+			        kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
+			        info->jobs->devs[i].inflight);
 		family(f, "kxprof_job_busy_seconds_total", "counter",
 		       "Time the device had at least one job queued or running.");
 		for (size_t i = 0; i < info->jobs->ndevs; i++)
 			fprintf(f, "kxprof_job_busy_seconds_total{device=\"%s\"} %s\n",
-				kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
-				secs(info->jobs->devs[i].busy_ns, t, sizeof(t)));
+			        kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
+			        secs(info->jobs->devs[i].busy_ns, t, sizeof(t)));
 	}
 
 	family(f, "kxprof_events_dropped_total", "counter",
 	       "Events lost: ring buffer full (records), or too many ioctls in flight.");
 	fprintf(f, "kxprof_events_dropped_total{reason=\"ringbuf_full\"} %" PRIu64 "\n", s.dropped);
 	fprintf(f, "kxprof_events_dropped_total{reason=\"inflight_full\"} %" PRIu64 "\n",
-		s.inflight_full);
+	        s.inflight_full);
 
 	family(f, "kxprof_map_overflow_total", "counter",
-	       info->jobs ? "Ioctls (map=ioctl) or jobs (map=jobs) not aggregated: key, pending or series limit reached."
-			  : "Ioctls not aggregated because the aggregation map reached its key limit.");
+	       info->jobs ? "Ioctls (map=ioctl) or jobs (map=jobs) not aggregated: key, pending or "
+	                    "series limit reached."
+	                  : "Ioctls not aggregated because the aggregation map reached its key "
+	                    "limit.");
 	fprintf(f, "kxprof_map_overflow_total{map=\"ioctl\"} %" PRIu64 "\n", s.overflow);
 	if (info->jobs)
 		fprintf(f, "kxprof_map_overflow_total{map=\"jobs\"} %" PRIu64 "\n",
-			info->jobs->overflow);
+		        info->jobs->overflow);
 
 	family(f, "kxprof_aggregation_keys", "gauge", "Keys in use in the aggregation map.");
 	fprintf(f, "kxprof_aggregation_keys{map=\"ioctl\"} %zu\n", snap->nrows);

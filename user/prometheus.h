@@ -16,11 +16,11 @@
 #define KX_PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct kx_prom_info {
-	const char *version;	/* kxprof version, for kxprof_build_info */
-	const char *kernel;	/* uname -r */
-	const char *mech;	/* attach mechanism in use */
-	int jobs_attached;	/* a job source feeds the job histograms */
-	const struct kx_jobagg_snapshot *jobs;	/* job aggregates, NULL when none */
+	const char *version;                   /* kxprof version, for kxprof_build_info */
+	const char *kernel;                    /* uname -r */
+	const char *mech;                      /* attach mechanism in use */
+	int jobs_attached;                     /* a job source feeds the job histograms */
+	const struct kx_jobagg_snapshot *jobs; /* job aggregates, NULL when none */
 };
 
 /* Writes every metric family (empty ones too, with HELP saying why).

@@ -52,9 +52,9 @@ int kx_replay_is_fixture(const char *path);
  * Returns 0, or -1 with err set to "path:line: what is wrong".
  */
 int kx_replay_load(const char *path, struct kx_store *s, struct kx_capinfo *ci, char *err,
-		   size_t errlen);
+                   size_t errlen);
 /* Same, from memory; name is used in messages. */
 int kx_replay_load_mem(const char *text, size_t len, const char *name, struct kx_store *s,
-		       struct kx_capinfo *ci, char *err, size_t errlen);
+                       struct kx_capinfo *ci, char *err, size_t errlen);
 
 #endif /* KX_REPLAY_H */

@@ -28,8 +28,8 @@ struct kx_session {
 	struct kx_consumer *consumer;
 	struct bpf_link *links[16];
 	int nlinks;
-	struct kx_jobsrc *jobs;		/* job lifecycle sources, NULL when none */
-	struct kx_drvhook *drv;		/* driver entry hooks, NULL when none */
+	struct kx_jobsrc *jobs; /* job lifecycle sources, NULL when none */
+	struct kx_drvhook *drv; /* driver entry hooks, NULL when none */
 	const char *mech;
 	int started, stopped;
 	int aggregate;
@@ -53,13 +53,13 @@ static const struct {
 	const char *mech;
 	const char *prefix;
 } mechs[] = {
-	{ "tp_btf", "btf_" },
-	{ "raw_tp", "raw_" },
-	{ "tp", "tp_" },
+        {"tp_btf", "btf_"},
+        {"raw_tp", "raw_"},
+        {"tp", "tp_"},
 };
 
 static void add_hook(struct kx_capinfo *ci, const char *name, const char *mech, int state,
-		     const char *fmt, ...)
+                     const char *fmt, ...)
 {
 	struct kx_hook *h;
 	va_list ap;
@@ -89,7 +89,7 @@ static uint32_t pow2_at_least(uint32_t v)
 
 static struct kx_dev_key dev_key(const struct kx_device *d)
 {
-	struct kx_dev_key k = { .fkind = d->fkind };
+	struct kx_dev_key k = {.fkind = d->fkind};
 
 	if (d->fkind == KX_FK_CHR || d->fkind == KX_FK_BLK)
 		k.dev = d->any_minor ? KX_DEV_ANY_MINOR(KX_MAJOR(d->dev)) : d->dev;
@@ -121,17 +121,18 @@ static int fill_maps(struct kx_session *s, const struct kx_session_opts *o, char
 
 		if (bpf_map_update_elem(devs_fd, &k, &drv, BPF_ANY)) {
 			snprintf(err, len, "cannot add device %s to the filter: %s", d->node,
-				 strerror(errno));
+			         strerror(errno));
 			return -1;
 		}
 	}
 	reqs = kx_ioctl_arg_reqs(&nreq);
 	for (size_t i = 0; i < nreq; i++) {
-		struct kx_arg_key k = { .drv = reqs[i].drv, .cmd = reqs[i].key };
-		struct kx_arg_spec v = { .len = reqs[i].len, .flags = reqs[i].flags };
+		struct kx_arg_key k = {.drv = reqs[i].drv, .cmd = reqs[i].key};
+		struct kx_arg_spec v = {.len = reqs[i].len, .flags = reqs[i].flags};
 
 		if (bpf_map_update_elem(arg_fd, &k, &v, BPF_ANY)) {
-			snprintf(err, len, "cannot fill the argument-copy map: %s", strerror(errno));
+			snprintf(err, len, "cannot fill the argument-copy map: %s",
+			         strerror(errno));
 			return -1;
 		}
 	}
@@ -144,13 +145,13 @@ static const struct {
 	const char *hook;
 	int mandatory;
 } progs[] = {
-	{ "sys_enter", "ioctl enter", 1 },
-	{ "sys_exit", "ioctl exit", 1 },
-	{ "fork", "sched_process_fork", 0 },
-	{ "exit", "sched_process_exit", 0 },
-	{ "exec", "sched_process_exec", 0 },
-	{ "rename", "task_rename", 0 },
-	{ "sched_switch", "sched_switch (off-CPU)", 0 },
+        {"sys_enter", "ioctl enter", 1},
+        {"sys_exit", "ioctl exit", 1},
+        {"fork", "sched_process_fork", 0},
+        {"exit", "sched_process_exit", 0},
+        {"exec", "sched_process_exec", 0},
+        {"rename", "task_rename", 0},
+        {"sched_switch", "sched_switch (off-CPU)", 0},
 };
 
 static int prog_index(const char *name, const char *prefix)
@@ -165,7 +166,7 @@ static int prog_index(const char *name, const char *prefix)
 
 /* Loads with one mechanism and attaches its programs. 0, or -1 with why. */
 static int try_mech(struct kx_session *s, const struct kx_session_opts *o, int m, char *why,
-		    size_t len)
+                    size_t len)
 {
 	struct bpf_program *p;
 	uint32_t rb = pow2_at_least(o->ringbuf_bytes ? o->ringbuf_bytes : KX_RINGBUF_DEFAULT);
@@ -181,8 +182,8 @@ static int try_mech(struct kx_session *s, const struct kx_session_opts *o, int m
 	{
 		const char *n = bpf_program__name(p);
 
-		bpf_program__set_autoload(p, strncmp(n, mechs[m].prefix,
-						     strlen(mechs[m].prefix)) == 0);
+		bpf_program__set_autoload(p, strncmp(n, mechs[m].prefix, strlen(mechs[m].prefix)) ==
+		                                     0);
 	}
 	s->skel->rodata->targ_all = o->all != 0;
 	s->skel->rodata->wakeup_bytes = rb / 4;
@@ -216,12 +217,12 @@ static int try_mech(struct kx_session *s, const struct kx_session_opts *o, int m
 			err = -errno;
 			if (progs[i].mandatory) {
 				snprintf(why, len, "attach of %s failed (%s)", progs[i].hook,
-					 strerror(-err));
+				         strerror(-err));
 				goto fail;
 			}
 			/* Optional: threads keep their first name, children may be missed. */
 			add_hook(&s->ci, progs[i].hook, mechs[m].mech, KX_HOOK_FAILED,
-				 "attach failed (%s)", strerror(-err));
+			         "attach failed (%s)", strerror(-err));
 			continue;
 		}
 		if (s->nlinks < (int)(sizeof(s->links) / sizeof(s->links[0])))
@@ -285,11 +286,13 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 	}
 	if (chosen < 0) {
 		if (o->mech && s->ci.nhooks == 0)
-			snprintf(err, len, "unknown attach mechanism '%s' (use tp_btf, raw_tp or tp)",
-				 o->mech);
+			snprintf(err, len,
+			         "unknown attach mechanism '%s' (use tp_btf, raw_tp or tp)",
+			         o->mech);
 		else
-			snprintf(err, len, "no attach mechanism worked for the ioctl hooks: last: %s%s",
-				 why, o->verbose ? "" : " (run with -v for libbpf's diagnostics)");
+			snprintf(err, len,
+			         "no attach mechanism worked for the ioctl hooks: last: %s%s", why,
+			         o->verbose ? "" : " (run with -v for libbpf's diagnostics)");
 		free(s);
 		return NULL;
 	}
@@ -300,18 +303,18 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 	/* Optional extras: each reports what it attached, none fails the session. */
 	if (o->sink.job && !o->no_jobs) {
 		struct kx_jobsrc_opts jo = {
-			.events_fd = bpf_map__fd(s->skel->maps.events),
-			.stats_fd = bpf_map__fd(s->skel->maps.stats),
-			.pids_fd = bpf_map__fd(s->skel->maps.pids),
-			.devs_fd = bpf_map__fd(s->skel->maps.devs),
-			.all = o->all,
-			.wakeup_bytes = s->skel->rodata->wakeup_bytes,
-			.mech = s->mech,
-			.devices = o->devices,
-			.ndevices = o->ndevices,
-			/* Always-on pairs block and fence jobs only: every KVM exit of
-			 * the machine would otherwise cost a ring record. */
-			.no_kvm = o->aggregate,
+		        .events_fd = bpf_map__fd(s->skel->maps.events),
+		        .stats_fd = bpf_map__fd(s->skel->maps.stats),
+		        .pids_fd = bpf_map__fd(s->skel->maps.pids),
+		        .devs_fd = bpf_map__fd(s->skel->maps.devs),
+		        .all = o->all,
+		        .wakeup_bytes = s->skel->rodata->wakeup_bytes,
+		        .mech = s->mech,
+		        .devices = o->devices,
+		        .ndevices = o->ndevices,
+		        /* Always-on pairs block and fence jobs only: every KVM exit of
+		         * the machine would otherwise cost a ring record. */
+		        .no_kvm = o->aggregate,
 		};
 
 		s->jobs = kx_jobsrc_open(&jo, &s->ci);
@@ -356,7 +359,7 @@ static void read_stats(struct kx_session *s)
 {
 	int fd = bpf_map__fd(s->skel->maps.stats);
 	int ncpu = libbpf_num_possible_cpus();
-	uint64_t sum[KX_STAT_MAX] = { 0 };
+	uint64_t sum[KX_STAT_MAX] = {0};
 	uint64_t *vals;
 
 	if (ncpu <= 0)
@@ -457,11 +460,11 @@ static int dev_in(const struct kx_dev_key *k, const struct kx_device *d, int n)
 }
 
 int kx_session_set_devices(struct kx_session *s, const struct kx_device *d, int n, char *err,
-			   size_t len)
+                           size_t len)
 {
 	int fd;
 	struct kx_dev_key k, next, *prev = NULL;
-	struct kx_dev_key stale[1024];	/* the devs map holds at most 1024 */
+	struct kx_dev_key stale[1024]; /* the devs map holds at most 1024 */
 	int nstale = 0;
 
 	if (!s->skel) {
@@ -475,7 +478,7 @@ int kx_session_set_devices(struct kx_session *s, const struct kx_device *d, int 
 		k = dev_key(&d[i]);
 		if (bpf_map_update_elem(fd, &k, &drv, BPF_ANY)) {
 			snprintf(err, len, "cannot add device %s to the filter: %s", d[i].node,
-				 strerror(errno));
+			         strerror(errno));
 			return -1;
 		}
 	}

@@ -27,21 +27,21 @@ struct kx_sink {
 };
 
 struct kx_session_opts {
-	int all;			/* trace every process, not a pid set */
-	const struct kx_device *devices;	/* device filter */
+	int all;                         /* trace every process, not a pid set */
+	const struct kx_device *devices; /* device filter */
 	int ndevices;
-	uint32_t ringbuf_bytes;		/* 0: 8 MiB; rounded up to a power of two */
-	const char *mech;		/* NULL: best available; or "tp_btf", "raw_tp", "tp" */
+	uint32_t ringbuf_bytes; /* 0: 8 MiB; rounded up to a power of two */
+	const char *mech;       /* NULL: best available; or "tp_btf", "raw_tp", "tp" */
 	struct kx_sink sink;
-	int verbose;			/* let libbpf print its diagnostics */
-	int no_jobs;			/* no job lifecycle sources (loaded only with sink.job) */
-	int no_drvhooks;		/* no driver entry hooks (fentry/kprobe) */
+	int verbose;     /* let libbpf print its diagnostics */
+	int no_jobs;     /* no job lifecycle sources (loaded only with sink.job) */
+	int no_drvhooks; /* no driver entry hooks (fentry/kprobe) */
 	/* Aggregate mode (always-on): ioctls are counted into in-kernel
 	 * histograms (user/aggregate.h reads them), no ioctl records. */
 	int aggregate;
-	int agg_by_pid;			/* split aggregates by process */
-	int agg_by_cgroup;		/* split aggregates by cgroup id */
-	uint32_t agg_max_keys;		/* 0: KX_AGG_MAX_KEYS */
+	int agg_by_pid;        /* split aggregates by process */
+	int agg_by_cgroup;     /* split aggregates by cgroup id */
+	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
 };
 
 #define KX_RINGBUF_DEFAULT (8u << 20)
@@ -75,7 +75,7 @@ uint64_t kx_session_stat(struct kx_session *s, unsigned int which);
  * readers of kx_session_capinfo: callers serialize.
  */
 int kx_session_set_devices(struct kx_session *s, const struct kx_device *d, int n, char *err,
-			   size_t len);
+                           size_t len);
 void kx_session_close(struct kx_session *s);
 
 #endif /* KX_SESSION_H */

@@ -19,8 +19,8 @@ static void store_job(void *ctx, const struct kx_job *j)
 
 struct kx_sink kx_sink_store(struct kx_store *store)
 {
-	return (struct kx_sink){ .ctx = store, .ioctl = store_ioctl, .task = store_task,
-				 .job = store_job };
+	return (struct kx_sink){
+	        .ctx = store, .ioctl = store_ioctl, .task = store_task, .job = store_job};
 }
 
 static void kxp_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -64,6 +64,6 @@ struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks)
 	if (!ks->flush_ms)
 		ks->flush_ms = 1000;
 	ks->last_flush_ns = kx_mono_ns();
-	return (struct kx_sink){ .ctx = ks, .ioctl = kxp_ioctl, .task = kxp_task, .job = kxp_job,
-				 .tick = kxp_tick };
+	return (struct kx_sink){
+	        .ctx = ks, .ioctl = kxp_ioctl, .task = kxp_task, .job = kxp_job, .tick = kxp_tick};
 }

@@ -16,7 +16,7 @@ struct kx_kxp_sink {
 	struct kx_kxp_writer *w;
 	unsigned int flush_ms;
 	unsigned long long last_flush_ns;
-	int write_error;	/* first write error seen (the capture goes on, the file is cut) */
+	int write_error; /* first write error seen (the capture goes on, the file is cut) */
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);
 

@@ -37,8 +37,8 @@ const struct kx_job *kx_store_job(const struct kx_store *s, size_t i);
 /* Argument bytes of e (in then out), or NULL when it has none. */
 const uint8_t *kx_store_arg(const struct kx_store *s, const struct kx_ioctl *e);
 
-uint64_t kx_store_not_stored(const struct kx_store *s);	/* events refused by the limit */
-size_t kx_store_bytes(const struct kx_store *s);		/* memory currently allocated */
+uint64_t kx_store_not_stored(const struct kx_store *s); /* events refused by the limit */
+size_t kx_store_bytes(const struct kx_store *s);        /* memory currently allocated */
 size_t kx_store_limit(const struct kx_store *s);
 
 /* Latest comm known for tid (from task events), or NULL. */

@@ -51,8 +51,8 @@ struct row {
 	struct errno_count errs[ERRNO_SLOTS];
 	int nerrs;
 	uint64_t hist[HIST_BUCKETS];
-	uint64_t offcpu;	/* ns blocked (off-CPU) inside the calls */
-	int job;		/* a device ring row (jobs/<device>): no errors, no off-CPU */
+	uint64_t offcpu; /* ns blocked (off-CPU) inside the calls */
+	int job;         /* a device ring row (jobs/<device>): no errors, no off-CPU */
 };
 
 struct kx_summary {
@@ -63,10 +63,10 @@ struct kx_summary {
 	uint64_t stored; /* ioctl events summarized */
 	int truncated;
 	uint64_t trunc_bytes;
-	struct kx_jobs *jobs;	/* device timelines, memory and anomalies; NULL from aggregates */
-	int offcpu_measured;	/* sched_switch attached, or some ioctl blocked */
-	int from_agg;		/* built from live aggregates: bucket percentiles */
-	uint64_t agg_overflow;	/* ioctls not aggregated: key limit */
+	struct kx_jobs *jobs;  /* device timelines, memory and anomalies; NULL from aggregates */
+	int offcpu_measured;   /* sched_switch attached, or some ioctl blocked */
+	int from_agg;          /* built from live aggregates: bucket percentiles */
+	uint64_t agg_overflow; /* ioctls not aggregated: key limit */
 	uint32_t agg_max_keys;
 };
 
@@ -469,7 +469,7 @@ fail:
 }
 
 struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
-				       const struct kx_capinfo *ci)
+                                       const struct kx_capinfo *ci)
 {
 	struct kx_summary *sum = calloc(1, sizeof(*sum));
 	struct row_map m = {NULL, 0};
@@ -488,8 +488,8 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 	sum->agg_max_keys = snap->max_keys;
 	for (size_t i = 0; i < snap->nrows; i++) {
 		const struct kx_agg_row *a = &snap->rows[i];
-		struct kx_ioctl e = {.drv = (uint8_t)a->key.drv, .cmd = a->key.cmd,
-		                     .xfer_cmd = a->key.xfer_cmd};
+		struct kx_ioctl e = {
+		        .drv = (uint8_t)a->key.drv, .cmd = a->key.cmd, .xfer_cmd = a->key.xfer_cmd};
 		struct row *r;
 		uint64_t lo = 0, hi = 0;
 
@@ -675,7 +675,8 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 	kx_capture_warnings(ci, sum->not_stored, fn, ctx);
 	if (sum->agg_overflow) {
 		snprintf(msg, sizeof(msg),
-		         "%" PRIu64 " ioctls not aggregated (key limit %u reached): raise --max-keys",
+		         "%" PRIu64
+		         " ioctls not aggregated (key limit %u reached): raise --max-keys",
 		         sum->agg_overflow, sum->agg_max_keys);
 		fn(ctx, msg);
 	}
@@ -703,13 +704,23 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 
 /* The last two columns only when off-CPU time was measured. */
 enum {
-	COL_COUNT, COL_ERR, COL_TOTAL, COL_MIN, COL_MAX, COL_AVG, COL_P50, COL_P90, COL_P99,
-	COL_BLOCKED, COL_ONCPU, NCOL
+	COL_COUNT,
+	COL_ERR,
+	COL_TOTAL,
+	COL_MIN,
+	COL_MAX,
+	COL_AVG,
+	COL_P50,
+	COL_P90,
+	COL_P99,
+	COL_BLOCKED,
+	COL_ONCPU,
+	NCOL
 };
 
 static const char *const col_head[NCOL] = {
-        "Total Count",   "Errors",   "Total Time (ms)", "Min Time (ms)", "Max Time (ms)",
-        "Avg Time (ms)", "p50 (ms)", "p90 (ms)",        "p99 (ms)",      "Blocked Time (ms)",
+        "Total Count",      "Errors",   "Total Time (ms)", "Min Time (ms)", "Max Time (ms)",
+        "Avg Time (ms)",    "p50 (ms)", "p90 (ms)",        "p99 (ms)",      "Blocked Time (ms)",
         "On-CPU Time (ms)",
 };
 

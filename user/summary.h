@@ -23,7 +23,7 @@ struct kx_agg_snapshot;
  * factor 2), no per-errno breakdown (a warning says so); the capture time is
  * the time since the aggregates started or were last reset. */
 struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
-				       const struct kx_capinfo *ci);
+                                       const struct kx_capinfo *ci);
 void kx_summary_free(struct kx_summary *sum);
 /* Parses "avg|min|max|total|count"; -1 when unknown. */
 int kx_sort_key_parse(const char *s);

@@ -32,7 +32,7 @@ static int flen(const char *s, size_t cap)
 static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 {
 	uint32_t n = ci->nhooks < KX_MAX_HOOKS ? ci->nhooks : KX_MAX_HOOKS;
-	char done[KX_MAX_HOOKS] = { 0 };
+	char done[KX_MAX_HOOKS] = {0};
 	char msg[MSG_MAX];
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -44,9 +44,9 @@ static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 		if (h->state == KX_HOOK_ATTACHED || done[i])
 			continue;
 		if (!colon) {
-			snprintf(msg, sizeof(msg), "hook %.*s %s%s%.*s", flen(h->name, sizeof(h->name)),
-				 h->name, state, h->why[0] ? ": " : "", flen(h->why, sizeof(h->why)),
-				 h->why);
+			snprintf(msg, sizeof(msg), "hook %.*s %s%s%.*s",
+			         flen(h->name, sizeof(h->name)), h->name, state,
+			         h->why[0] ? ": " : "", flen(h->why, sizeof(h->why)), h->why);
 			fn(ctx, msg);
 			continue;
 		}
@@ -58,7 +58,8 @@ static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 		for (uint32_t j = i; j < n; j++) {
 			const struct kx_hook *o = &ci->hooks[j];
 
-			if (done[j] || o->state != h->state || strncmp(o->name, h->name, (size_t)fam + 1))
+			if (done[j] || o->state != h->state ||
+			    strncmp(o->name, h->name, (size_t)fam + 1))
 				continue;
 			done[j] = 1;
 			members++;
@@ -66,25 +67,24 @@ static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 			all_absent &= strstr(o->why, "not in this kernel") != NULL;
 			if (len < (int)sizeof(msg))
 				len += snprintf(msg + len, sizeof(msg) - (size_t)len, "%s %.*s",
-						members > 1 ? "," : "",
-						flen(o->name, sizeof(o->name)) - fam - 1,
-						o->name + fam + 1);
+				                members > 1 ? "," : "",
+				                flen(o->name, sizeof(o->name)) - fam - 1,
+				                o->name + fam + 1);
 		}
 		if (len < (int)sizeof(msg) && same_why && h->why[0])
 			snprintf(msg + len, sizeof(msg) - (size_t)len, " (%.*s)",
-				 flen(h->why, sizeof(h->why)), h->why);
+			         flen(h->why, sizeof(h->why)), h->why);
 		else if (len < (int)sizeof(msg) && all_absent)
 			snprintf(msg + len, sizeof(msg) - (size_t)len,
-				 " (not in this kernel; kxprof list shows each reason)");
+			         " (not in this kernel; kxprof list shows each reason)");
 		else if (len < (int)sizeof(msg))
 			snprintf(msg + len, sizeof(msg) - (size_t)len,
-				 " (reasons differ; kxprof list shows each)");
+			         " (reasons differ; kxprof list shows each)");
 		fn(ctx, msg);
 	}
 }
 
-void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_warn_fn fn,
-			 void *ctx)
+void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_warn_fn fn, void *ctx)
 {
 	if (not_stored < ci->not_stored)
 		not_stored = ci->not_stored;

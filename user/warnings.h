@@ -20,7 +20,7 @@ typedef void (*kx_warn_fn)(void *ctx, const char *msg);
  * the larger of the capture's and the reader's (0 to use ci's alone).
  */
 void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_warn_fn fn,
-			 void *ctx);
+                         void *ctx);
 
 /* Anomalies found while pairing and linking jobs (jobs may be NULL). */
 void kx_jobs_warnings(const struct kx_jobs *jobs, kx_warn_fn fn, void *ctx);

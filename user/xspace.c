@@ -41,7 +41,7 @@
 #include "xspace.h"
 
 /* TSL's plane id for /host:CPU (kHostPlaneId); device planes use 0..n-1. */
-#define HOST_PLANE_ID 49
+#define HOST_PLANE_ID   49
 #define HOST_PLANE_NAME "/host:CPU"
 /* XProf's trace viewer keeps this many events by default. */
 #define VIEWER_EVENT_LIMIT 1000000
@@ -49,7 +49,7 @@
 #define PB_MAX_MSG ((size_t)INT32_MAX)
 /* Distinct decoded string values interned as refs; more go inline. */
 #define MAX_REF_STRINGS 65536
-#define MAX_FIELDS 16
+#define MAX_FIELDS      16
 /* An event never needs more: fixed fields + MAX_FIELDS stats of <= 80 bytes. */
 #define EVENT_SCRATCH 2048
 /* Bytes reserved for a nested message's length (covers lengths < 2^35). */
@@ -57,21 +57,40 @@
 
 /* Wire types. */
 #define WT_VARINT 0
-#define WT_I64 1
-#define WT_LEN 2
+#define WT_I64    1
+#define WT_LEN    2
 
 /* Field numbers (proto/xplane.proto). */
 enum {
-	XSPACE_PLANES = 1, XSPACE_WARNINGS = 3, XSPACE_HOSTNAMES = 4,
-	XPLANE_ID = 1, XPLANE_NAME = 2, XPLANE_LINES = 3, XPLANE_EVENT_METADATA = 4,
-	XPLANE_STAT_METADATA = 5, XPLANE_STATS = 6,
-	XLINE_ID = 1, XLINE_NAME = 2, XLINE_TIMESTAMP_NS = 3, XLINE_EVENTS = 4,
-	XLINE_DURATION_PS = 9, XLINE_DISPLAY_NAME = 11,
-	XEVENT_METADATA_ID = 1, XEVENT_OFFSET_PS = 2, XEVENT_DURATION_PS = 3, XEVENT_STATS = 4,
-	XSTAT_METADATA_ID = 1, XSTAT_DOUBLE = 2, XSTAT_UINT64 = 3, XSTAT_INT64 = 4, XSTAT_STR = 5,
+	XSPACE_PLANES = 1,
+	XSPACE_WARNINGS = 3,
+	XSPACE_HOSTNAMES = 4,
+	XPLANE_ID = 1,
+	XPLANE_NAME = 2,
+	XPLANE_LINES = 3,
+	XPLANE_EVENT_METADATA = 4,
+	XPLANE_STAT_METADATA = 5,
+	XPLANE_STATS = 6,
+	XLINE_ID = 1,
+	XLINE_NAME = 2,
+	XLINE_TIMESTAMP_NS = 3,
+	XLINE_EVENTS = 4,
+	XLINE_DURATION_PS = 9,
+	XLINE_DISPLAY_NAME = 11,
+	XEVENT_METADATA_ID = 1,
+	XEVENT_OFFSET_PS = 2,
+	XEVENT_DURATION_PS = 3,
+	XEVENT_STATS = 4,
+	XSTAT_METADATA_ID = 1,
+	XSTAT_DOUBLE = 2,
+	XSTAT_UINT64 = 3,
+	XSTAT_INT64 = 4,
+	XSTAT_STR = 5,
 	XSTAT_REF = 7,
-	XMETA_ID = 1, XMETA_NAME = 2,
-	MAP_KEY = 1, MAP_VALUE = 2,
+	XMETA_ID = 1,
+	XMETA_NAME = 2,
+	MAP_KEY = 1,
+	MAP_VALUE = 2,
 };
 
 /* ---- raw encoding into a caller-checked cursor ---- */
@@ -116,17 +135,17 @@ static inline uint8_t *put_bytes(uint8_t *p, unsigned int field, const void *s, 
 
 /* XStat with a varint value (uint64, int64 or ref), as a repeated field. */
 static inline uint8_t *put_stat_varint(uint8_t *p, unsigned int field, uint64_t mid,
-				       unsigned int vfield, uint64_t v)
+                                       unsigned int vfield, uint64_t v)
 {
 	p = put_tag(p, field, WT_LEN);
-	p = put_varint(p, 2 + vsize(mid) + vsize(v));	/* tags are one byte */
+	p = put_varint(p, 2 + vsize(mid) + vsize(v)); /* tags are one byte */
 	p = put_vfield(p, XSTAT_METADATA_ID, mid);
 	return put_vfield(p, vfield, v);
 }
 
 /* XStat with a str_value. */
 static inline uint8_t *put_stat_str(uint8_t *p, unsigned int field, uint64_t mid, const char *s,
-				    size_t len)
+                                    size_t len)
 {
 	p = put_tag(p, field, WT_LEN);
 	p = put_varint(p, 1 + vsize(mid) + 1 + vsize(len) + len);
@@ -302,7 +321,7 @@ static void idmap_free(struct idmap *m)
 struct strtab {
 	char **name;
 	size_t n, cap;
-	uint32_t *hslot;	/* id, 0 = empty */
+	uint32_t *hslot; /* id, 0 = empty */
 	size_t hcap;
 };
 
@@ -411,9 +430,9 @@ static void put_metadata(struct obuf *b, const struct strtab *ev, const struct s
 
 struct line {
 	uint32_t tid;
-	uint32_t sorted;	/* events already in (start, longest first) order */
+	uint32_t sorted; /* events already in (start, longest first) order */
 	uint64_t last_ts, last_dur;
-	size_t start, count;	/* range in the order array */
+	size_t start, count; /* range in the order array */
 };
 
 struct sortent {
@@ -427,7 +446,7 @@ static int sortent_cmp(const void *a, const void *b)
 
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
-	if (x->dur != y->dur)	/* the longer one first, so shorter ones nest in it */
+	if (x->dur != y->dur) /* the longer one first, so shorter ones nest in it */
 		return x->dur > y->dur ? -1 : 1;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
@@ -443,7 +462,7 @@ static int line_tid_cmp(const void *a, const void *b)
 
 /* Stat metadata interned first in the host plane, so their ids are fixed. */
 enum { ST_DRIVER = 1, ST_DEVICE, ST_FD, ST_CMD, ST_RET, ST_ERRNO, ST_PID, ST_NFIXED = ST_PID };
-static const char *const fixed_stats[] = { "driver", "device", "fd", "cmd", "ret", "errno", "pid" };
+static const char *const fixed_stats[] = {"driver", "device", "fd", "cmd", "ret", "errno", "pid"};
 
 struct exporter {
 	const struct kx_store *s;
@@ -453,22 +472,22 @@ struct exporter {
 
 	struct line *lines;
 	size_t nlines;
-	uint32_t *order;	/* store indices, grouped by line, each line sorted */
+	uint32_t *order; /* store indices, grouped by line, each line sorted */
 	size_t nevents;
 
-	struct strtab ev;	/* host plane event metadata names */
-	struct strtab st;	/* host plane stat metadata names and interned values */
-	struct idmap ev_by_cmd;	/* (drv, cmd << 32 | xfer) -> event metadata id */
-	struct idmap dev_ref;	/* (fkind, dev) -> device label ref */
-	struct idmap field_id;	/* decoded field name pointer -> stat id */
+	struct strtab ev;       /* host plane event metadata names */
+	struct strtab st;       /* host plane stat metadata names and interned values */
+	struct idmap ev_by_cmd; /* (drv, cmd << 32 | xfer) -> event metadata id */
+	struct idmap dev_ref;   /* (fkind, dev) -> device label ref */
+	struct idmap field_id;  /* decoded field name pointer -> stat id */
 	uint32_t drv_ref[256];
-	uint64_t *stack;	/* ends of the open events of the current line */
+	uint64_t *stack; /* ends of the open events of the current line */
 	size_t stack_cap;
 
 	uint64_t overlap_fixes, overlap_lines;
-	struct kx_jobs *jobs;	/* device timelines; NULL when they failed to build */
-	size_t job_events;	/* exported on device planes */
-	uint32_t st_offcpu, st_flow, st_corr;	/* host plane stat ids, 0 until used */
+	struct kx_jobs *jobs;                 /* device timelines; NULL when they failed to build */
+	size_t job_events;                    /* exported on device planes */
+	uint32_t st_offcpu, st_flow, st_corr; /* host plane stat ids, 0 until used */
 	char *err;
 	size_t errlen;
 };
@@ -499,7 +518,7 @@ static int in_window(const struct kx_xspace_opts *o, uint64_t ts)
 static int select_events(struct exporter *x)
 {
 	size_t n = kx_store_ioctl_count(x->s), cap = 0, pos = 0;
-	struct idmap by_tid = { 0 };
+	struct idmap by_tid = {0};
 	struct sortent *tmp = NULL;
 	size_t tmp_cap = 0;
 	int rc = -1;
@@ -533,7 +552,8 @@ static int select_events(struct exporter *x)
 			sl->id = (uint32_t)x->nlines;
 		}
 		l = &x->lines[sl->id - 1];
-		if (l->count && (e->ts < l->last_ts || (e->ts == l->last_ts && e->dur > l->last_dur)))
+		if (l->count &&
+		    (e->ts < l->last_ts || (e->ts == l->last_ts && e->dur > l->last_dur)))
 			l->sorted = 0;
 		l->last_ts = e->ts;
 		l->last_dur = e->dur;
@@ -548,7 +568,7 @@ static int select_events(struct exporter *x)
 		sl->id = (uint32_t)(i + 1);
 		x->lines[i].start = pos;
 		pos += x->lines[i].count;
-		x->lines[i].count = 0;	/* refilled below */
+		x->lines[i].count = 0; /* refilled below */
 	}
 	x->order = malloc((x->nevents ? x->nevents : 1) * sizeof(*x->order));
 	if (!x->order)
@@ -578,7 +598,7 @@ static int select_events(struct exporter *x)
 		for (size_t k = 0; k < l->count; k++) {
 			const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
 
-			tmp[k] = (struct sortent){ e->ts, e->dur, ord[k] };
+			tmp[k] = (struct sortent){e->ts, e->dur, ord[k]};
 		}
 		qsort(tmp, l->count, sizeof(*tmp), sortent_cmp);
 		for (size_t k = 0; k < l->count; k++)
@@ -605,7 +625,7 @@ static uint32_t event_meta_id(struct exporter *x, const struct kx_ioctl *e)
 		return 0;
 	if (!sl->id)
 		sl->id = strtab_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd,
-							   e->xfer_cmd, buf, sizeof(buf)));
+		                                           e->xfer_cmd, buf, sizeof(buf)));
 	return sl->id;
 }
 
@@ -618,7 +638,7 @@ static uint32_t device_ref(struct exporter *x, const struct kx_ioctl *e)
 		return 0;
 	if (!sl->id)
 		sl->id = strtab_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
-							     e->fkind, e->dev, buf, sizeof(buf)));
+		                                             e->fkind, e->dev, buf, sizeof(buf)));
 	return sl->id;
 }
 
@@ -642,8 +662,8 @@ static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint
 
 	if (!arg)
 		return p;
-	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg,
-				  e->arg_in_len, arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
+	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg, e->arg_in_len,
+	                          arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
 	for (int i = 0; i < nf; i++) {
 		uint32_t mid = field_stat_id(x, f[i].name), ref;
 		char hex[24];
@@ -658,7 +678,7 @@ static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint
 		case KX_FIELD_I64:
 			p = put_stat_varint(p, XEVENT_STATS, mid, XSTAT_INT64, (uint64_t)f[i].i);
 			break;
-		case KX_FIELD_HEX:	/* addresses and flags read best in hex */
+		case KX_FIELD_HEX: /* addresses and flags read best in hex */
 			sl = (size_t)snprintf(hex, sizeof(hex), "0x%" PRIx64, f[i].u);
 			p = put_stat_str(p, XEVENT_STATS, mid, hex, sl);
 			break;
@@ -700,7 +720,7 @@ static uint32_t host_stat(struct exporter *x, uint32_t *id, const char *name)
  * bytes). Returns the end, or NULL on OOM.
  */
 static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t idx,
-			  uint64_t offset_ns, uint64_t dur_ns, uint8_t *p)
+                          uint64_t offset_ns, uint64_t dur_ns, uint8_t *p)
 {
 	uint32_t mid = event_meta_id(x, e), dev = device_ref(x, e), drv = x->drv_ref[e->drv];
 
@@ -711,7 +731,7 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 	if (!mid || !dev || !drv)
 		return NULL;
 	p = put_vfield(p, XEVENT_METADATA_ID, mid);
-	p = put_vfield(p, XEVENT_OFFSET_PS, offset_ns * 1000);	/* oneof: written even when 0 */
+	p = put_vfield(p, XEVENT_OFFSET_PS, offset_ns * 1000); /* oneof: written even when 0 */
 	if (dur_ns)
 		p = put_vfield(p, XEVENT_DURATION_PS, dur_ns * 1000);
 	p = put_stat_varint(p, XEVENT_STATS, ST_DRIVER, XSTAT_REF, drv);
@@ -738,7 +758,7 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 		if (!host_stat(x, &x->st_offcpu, "offcpu_ns"))
 			return NULL;
 		p = put_stat_varint(p, XEVENT_STATS, x->st_offcpu, XSTAT_UINT64,
-				    (uint64_t)e->offcpu_us * 1000);
+		                    (uint64_t)e->offcpu_us * 1000);
 	}
 	/* The arrow to the jobs it submitted (the jobs carry the same flow). */
 	if (x->jobs && kx_jobs_ioctl_submitted(x->jobs, idx)) {
@@ -746,7 +766,7 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 		    !host_stat(x, &x->st_corr, "correlation_id"))
 			return NULL;
 		p = put_stat_varint(p, XEVENT_STATS, x->st_flow, XSTAT_UINT64,
-				    flow_value(idx + 1, FLOW_OUT));
+		                    flow_value(idx + 1, FLOW_OUT));
 		p = put_stat_varint(p, XEVENT_STATS, x->st_corr, XSTAT_UINT64, idx + 1);
 	}
 	return put_arg_stats(x, e, p);
@@ -845,9 +865,10 @@ static int put_host_plane(struct exporter *x)
 		if (put_line(x, &x->lines[i]))
 			return -1;
 		if (x->out.len > PB_MAX_MSG)
-			return fail(x, "XSpace is over protobuf's 2 GiB limit after %zu of %zu "
-				       "threads: export a shorter time window",
-				    i + 1, x->nlines);
+			return fail(x,
+			            "XSpace is over protobuf's 2 GiB limit after %zu of %zu "
+			            "threads: export a shorter time window",
+			            i + 1, x->nlines);
 	}
 	put_metadata(&x->out, &x->ev, &x->st);
 	ob_close(&x->out, body);
@@ -868,13 +889,13 @@ static const char *device_driver(const struct kx_device *d)
 }
 
 static void device_node(const struct kx_capinfo *ci, const struct kx_device *d, char *buf,
-			size_t len)
+                        size_t len)
 {
 	if (d->node[0])
 		snprintf(buf, len, "%s", d->node);
 	else if (d->any_minor)
 		snprintf(buf, len, "%s %u:*", d->fkind == KX_FK_BLK ? "block" : "char",
-			 KX_MAJOR(d->dev));
+		         KX_MAJOR(d->dev));
 	else
 		kx_device_label(ci->devices, (int)ci->ndevices, d->fkind, d->dev, buf, len);
 }
@@ -938,8 +959,7 @@ static const char *device_vendor(enum kx_driver drv)
 	}
 }
 
-static void put_plane_str_stat(struct obuf *b, struct strtab *st, const char *name,
-			       const char *val)
+static void put_plane_str_stat(struct obuf *b, struct strtab *st, const char *name, const char *val)
 {
 	uint32_t mid = strtab_cstr(st, name);
 	size_t len = strlen(val);
@@ -953,7 +973,7 @@ static void put_plane_str_stat(struct obuf *b, struct strtab *st, const char *na
 
 /* ---- device timelines: job lines and the memory line of a device plane ---- */
 
-#define LANE_ID_STEP 1000	/* line id of lane l of ring r: r + 1 + l * LANE_ID_STEP */
+#define LANE_ID_STEP 1000 /* line id of lane l of ring r: r + 1 + l * LANE_ID_STEP */
 #define MEM_LINE_ID  9999
 
 /* A device plane's own metadata: event names and stat names. */
@@ -993,7 +1013,7 @@ static uint8_t *pstat_ref(struct ptabs *t, uint8_t *p, const char *name, const c
 }
 
 static const char *job_name(const struct exporter *x, const struct kx_jobrec *j, char *buf,
-			    size_t len)
+                            size_t len)
 {
 	if (j->submit >= 0) {
 		const struct kx_ioctl *e = kx_store_ioctl(x->s, (size_t)j->submit);
@@ -1009,7 +1029,7 @@ static const char *job_name(const struct exporter *x, const struct kx_jobrec *j,
 
 /* One job as an XEvent into p (EVENT_SCRATCH bytes). */
 static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct kx_jobrec *j,
-			      uint64_t t0, uint8_t *p)
+                              uint64_t t0, uint8_t *p)
 {
 	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, x->jobs->end_ns);
 	char buf[96];
@@ -1094,15 +1114,15 @@ static void put_job_lines(struct exporter *x, struct ptabs *t, const struct kx_j
 					t0 = start;
 					if (lane)
 						snprintf(name, sizeof(name), "%s #%u", rg->name,
-							 lane + 1);
+						         lane + 1);
 					else
 						snprintf(name, sizeof(name), "%s", rg->name);
 					body = ob_open(&x->out, XPLANE_LINES);
 					ob_vfield(&x->out, XLINE_ID,
-						  rg->id + 1 + (uint64_t)lane * LANE_ID_STEP);
+					          rg->id + 1 + (uint64_t)lane * LANE_ID_STEP);
 					ob_str(&x->out, XLINE_NAME, name);
 					ob_vfield(&x->out, XLINE_TIMESTAMP_NS,
-						  (uint64_t)kx_capinfo_realtime(x->ci, t0));
+					          (uint64_t)kx_capinfo_realtime(x->ci, t0));
 				}
 				end = kx_jobrec_end(j, jb->end_ns);
 				if (end - t0 > max_end)
@@ -1141,7 +1161,7 @@ static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jo
 			ob_vfield(&x->out, XLINE_ID, MEM_LINE_ID);
 			ob_str(&x->out, XLINE_NAME, "memory");
 			ob_vfield(&x->out, XLINE_TIMESTAMP_NS,
-				  (uint64_t)kx_capinfo_realtime(x->ci, t0));
+			          (uint64_t)kx_capinfo_realtime(x->ci, t0));
 		}
 		last = m->ts - t0;
 		mid = pid_of(t, &t->ev, m->delta >= 0 ? "alloc" : "free");
@@ -1151,10 +1171,10 @@ static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jo
 		p = put_vfield(p, XEVENT_OFFSET_PS, (m->ts - t0) * 1000);
 		p = pstat_u(t, p, "bytes_allocated", m->usage);
 		p = pstat_u(t, p, "allocation_bytes",
-			    m->delta >= 0 ? (uint64_t)m->delta : (uint64_t)-m->delta);
+		            m->delta >= 0 ? (uint64_t)m->delta : (uint64_t)-m->delta);
 		p = pstat_ref(t, p, "ioctl",
-			      kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf,
-					    sizeof(buf)));
+		              kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf,
+		                            sizeof(buf)));
 		p = pstat_i(t, p, "pid", e->pid);
 		put_scratch_event(&x->out, scratch, (size_t)(p - scratch));
 	}
@@ -1181,7 +1201,7 @@ static void put_job_plane_stats(struct exporter *x, struct ptabs *t, const struc
 	mid = pid_of(t, &t->st, "max_in_flight");
 	if (p && mid)
 		ob_done(&x->out,
-			put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->max_depth));
+		        put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->max_depth));
 	p = ob_room(&x->out, 64);
 	mid = pid_of(t, &t->st, "busy_fraction");
 	if (p && mid) {
@@ -1211,7 +1231,7 @@ static const struct kx_jobdev *jobdev_of(const struct exporter *x, uint32_t i)
  * job device no traced device matches (d NULL).
  */
 static void put_device_plane(struct exporter *x, const struct kx_device *d,
-			     const struct kx_jobdev *jd, int n)
+                             const struct kx_jobdev *jd, int n)
 {
 	struct ptabs t;
 	char node[80], name[200], devt[32];
@@ -1222,10 +1242,10 @@ static void put_device_plane(struct exporter *x, const struct kx_device *d,
 	if (d) {
 		device_node(x->ci, d, node, sizeof(node));
 		snprintf(name, sizeof(name), "/device:%s:%d (%s %s)",
-			 x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, device_driver(d), node);
+		         x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, device_driver(d), node);
 	} else {
 		snprintf(name, sizeof(name), "/device:%s:%d (%s)",
-			 x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, jd->label);
+		         x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, jd->label);
 	}
 	ob_vfield(&x->out, XPLANE_ID, (uint64_t)n);
 	ob_str(&x->out, XPLANE_NAME, name);
@@ -1280,12 +1300,14 @@ static void put_warnings(struct exporter *x)
 	kx_capture_warnings(x->ci, kx_store_not_stored(x->s), warn_cb, x);
 	kx_jobs_warnings(x->jobs, warn_cb, x);
 	if (x->overlap_fixes)
-		warn(x, "%" PRIu64 " events on %" PRIu64 " threads partially overlapped an "
-			"earlier event of the same thread: shortened to nest in it",
+		warn(x,
+		     "%" PRIu64 " events on %" PRIu64 " threads partially overlapped an "
+		     "earlier event of the same thread: shortened to nest in it",
 		     x->overlap_fixes, x->overlap_lines);
 	if (x->nevents + x->job_events > VIEWER_EVENT_LIMIT)
-		warn(x, "%zu events exported: XProf's trace viewer shows only the first "
-			"1,000,000 by default; export a shorter time window to see the rest",
+		warn(x,
+		     "%zu events exported: XProf's trace viewer shows only the first "
+		     "1,000,000 by default; export a shorter time window to see the rest",
 		     x->nevents + x->job_events);
 }
 
@@ -1305,8 +1327,8 @@ static void exporter_free(struct exporter *x)
 }
 
 int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
-			const struct kx_xspace_opts *o, uint8_t **out, size_t *len, char *err,
-			size_t errlen)
+                        const struct kx_xspace_opts *o, uint8_t **out, size_t *len, char *err,
+                        size_t errlen)
 {
 	struct exporter x;
 	int n = 0, rc = -1;
@@ -1348,8 +1370,10 @@ int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
 		goto out;
 	}
 	if (x.out.len > PB_MAX_MSG) {
-		fail(&x, "XSpace of %zu bytes is over protobuf's 2 GiB limit: export a shorter "
-			 "time window", x.out.len);
+		fail(&x,
+		     "XSpace of %zu bytes is over protobuf's 2 GiB limit: export a shorter "
+		     "time window",
+		     x.out.len);
 		goto out;
 	}
 	*out = realloc(x.out.p, x.out.len ? x.out.len : 1);
@@ -1460,7 +1484,7 @@ static int has_marker(const char *logdir)
 		size_t n = strlen(de->d_name);
 
 		found = n >= sizeof(suffix) - 1 &&
-			!strcmp(de->d_name + n - (sizeof(suffix) - 1), suffix);
+		        !strcmp(de->d_name + n - (sizeof(suffix) - 1), suffix);
 	}
 	closedir(d);
 	return found;
@@ -1471,8 +1495,7 @@ static int has_marker(const char *logdir)
  * TFRecord file holding one Event {wall_time, file_version "brain.Event:2"}.
  * Like TensorFlow, only when the logdir has no *.profile-empty file yet.
  */
-static int write_marker(const char *logdir, const char *host, time_t when, char *err,
-			size_t errlen)
+static int write_marker(const char *logdir, const char *host, time_t when, char *err, size_t errlen)
 {
 	static const char version[] = "brain.Event:2";
 	uint8_t rec[64], *p = rec + 12;
@@ -1495,7 +1518,7 @@ static int write_marker(const char *logdir, const char *host, time_t when, char 
 	put_le(p, crc32c_masked(rec + 12, elen), 4);
 	p += 4;
 	if ((size_t)snprintf(path, sizeof(path), "%s/events.out.tfevents.%lld.%s.profile-empty",
-			     logdir, (long long)when, host) >= sizeof(path)) {
+	                     logdir, (long long)when, host) >= sizeof(path)) {
 		snprintf(err, errlen, "path too long under %s", logdir);
 		return -1;
 	}
@@ -1507,8 +1530,8 @@ static int write_marker(const char *logdir, const char *host, time_t when, char 
 }
 
 int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci,
-			   const struct kx_xspace_opts *o, const char *logdir, char *path_out,
-			   size_t path_len, char *err, size_t errlen)
+                           const struct kx_xspace_opts *o, const char *logdir, char *path_out,
+                           size_t path_len, char *err, size_t errlen)
 {
 	int64_t start_rt = kx_capinfo_realtime(ci, ci->start_mono_ns);
 	char host[sizeof(ci->hostname)], run[32], dir[PATH_MAX], path[PATH_MAX];
@@ -1529,7 +1552,7 @@ int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci
 		if (*c == ':' || *c == '/')
 			*c = '_';
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/plugins/profile/%s", logdir, run) >=
-		    sizeof(dir) ||
+	            sizeof(dir) ||
 	    (size_t)snprintf(path, sizeof(path), "%s/%s.xplane.pb", dir, host) >= sizeof(path)) {
 		snprintf(err, errlen, "log directory path too long: %s", logdir);
 		return -1;

@@ -17,9 +17,9 @@
 #include "store.h"
 
 struct kx_xspace_opts {
-	int device_planes_as_gpu;	/* name device planes /device:GPU:<n> instead of CUSTOM */
-	uint64_t from_mono_ns;		/* only events starting at/after this (0: all) */
-	uint64_t to_mono_ns;		/* and before this (0: no limit) */
+	int device_planes_as_gpu; /* name device planes /device:GPU:<n> instead of CUSTOM */
+	uint64_t from_mono_ns;    /* only events starting at/after this (0: all) */
+	uint64_t to_mono_ns;      /* and before this (0: no limit) */
 };
 
 /*
@@ -27,8 +27,8 @@ struct kx_xspace_opts {
  * with err set. Memory stays proportional to the output.
  */
 int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
-			const struct kx_xspace_opts *o, uint8_t **out, size_t *len, char *err,
-			size_t errlen);
+                        const struct kx_xspace_opts *o, uint8_t **out, size_t *len, char *err,
+                        size_t errlen);
 
 /*
  * Writes LOGDIR/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb and the
@@ -36,7 +36,7 @@ int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
  * TensorBoard/XProf look for. path_out gets the .xplane.pb path.
  */
 int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci,
-			   const struct kx_xspace_opts *o, const char *logdir, char *path_out,
-			   size_t path_len, char *err, size_t errlen);
+                           const struct kx_xspace_opts *o, const char *logdir, char *path_out,
+                           size_t path_len, char *err, size_t errlen);
 
 #endif /* KX_XSPACE_H */

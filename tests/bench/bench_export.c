@@ -33,12 +33,12 @@ static double peak_rss_mib(void)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_maxrss / 1024.0;	/* KiB on Linux */
+	return (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
 }
 
 static void fill(struct kx_store *s, size_t n, struct kx_capinfo *ci)
 {
-	static const uint32_t kvm_cmds[] = { 0xae80, 0xae80, 0xae80, 0xae00, 0xae41, 0x4020ae46 };
+	static const uint32_t kvm_cmds[] = {0xae80, 0xae80, 0xae80, 0xae00, 0xae41, 0x4020ae46};
 	uint8_t arg[32];
 	uint64_t t[THREADS];
 
@@ -46,11 +46,16 @@ static void fill(struct kx_store *s, size_t n, struct kx_capinfo *ci)
 	snprintf(ci->hostname, sizeof(ci->hostname), "benchhost");
 	ci->clock_start.offset_ns = 1700000000000000000LL;
 	ci->ndevices = 2;
-	ci->devices[0] = (struct kx_device){ .dev = KX_MKDEV(10, 232), .fkind = KX_FK_CHR,
-					     .drv = KX_DRV_KVM, .node = "/dev/kvm", .driver = "kvm" };
-	ci->devices[1] = (struct kx_device){ .dev = KX_MKDEV(7, 0), .fkind = KX_FK_BLK,
-					     .drv = KX_DRV_LOOP, .node = "/dev/loop0",
-					     .driver = "loop" };
+	ci->devices[0] = (struct kx_device){.dev = KX_MKDEV(10, 232),
+	                                    .fkind = KX_FK_CHR,
+	                                    .drv = KX_DRV_KVM,
+	                                    .node = "/dev/kvm",
+	                                    .driver = "kvm"};
+	ci->devices[1] = (struct kx_device){.dev = KX_MKDEV(7, 0),
+	                                    .fkind = KX_FK_BLK,
+	                                    .drv = KX_DRV_LOOP,
+	                                    .node = "/dev/loop0",
+	                                    .driver = "loop"};
 	memset(arg, 0x11, sizeof(arg));
 	for (int i = 0; i < THREADS; i++)
 		t[i] = 1000000000ULL + (uint64_t)i * 333;

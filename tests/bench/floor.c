@@ -47,7 +47,8 @@ static void print_stats(struct floor_bpf *skel)
 	const char *sep = "";
 
 	fprintf(stderr, "{\"floor_progs\":[");
-	bpf_object__for_each_program(p, skel->obj) {
+	bpf_object__for_each_program(p, skel->obj)
+	{
 		struct bpf_prog_info info;
 		__u32 len = sizeof(info);
 
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	bpf_object__for_each_program(p, skel->obj)
-		bpf_program__set_autoload(p, wanted(bpf_program__name(p), level));
+	        bpf_program__set_autoload(p, wanted(bpf_program__name(p), level));
 	err = floor_bpf__load(skel);
 	if (!err)
 		err = floor_bpf__attach(skel);

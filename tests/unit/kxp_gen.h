@@ -264,8 +264,7 @@ static inline int gen_same_ioctl(const struct kx_ioctl *a, const struct kx_ioctl
 	       a->dev == b->dev && a->cmd == b->cmd && a->ret == b->ret && a->fd == b->fd &&
 	       a->xfer_cmd == b->xfer_cmd && a->fkind == b->fkind && a->cpu_hi == b->cpu_hi &&
 	       a->cpu_lo == b->cpu_lo && a->arg_in_len == b->arg_in_len &&
-	       a->arg_out_len == b->arg_out_len && a->drv == b->drv &&
-	       a->offcpu_us == b->offcpu_us;
+	       a->arg_out_len == b->arg_out_len && a->drv == b->drv && a->offcpu_us == b->offcpu_us;
 }
 
 static inline int gen_same_job(const struct kx_job *a, const struct kx_job *b)

@@ -13,55 +13,55 @@
 static int kxt_failed_total, kxt_cur_failed, kxt_cur_skipped;
 static const char *kxt_cur;
 
-#define CHECK(cond)                                                              \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			printf("FAIL %s: %s:%d: %s\n", kxt_cur, __FILE__, __LINE__, #cond); \
-			kxt_cur_failed = 1;                                      \
-			return;                                                  \
-		}                                                                \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			printf("FAIL %s: %s:%d: %s\n", kxt_cur, __FILE__, __LINE__, #cond);        \
+			kxt_cur_failed = 1;                                                        \
+			return;                                                                    \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_EQ_U(a, b)                                                         \
-	do {                                                                     \
-		unsigned long long _a = (a), _b = (b);                           \
-		if (_a != _b) {                                                  \
-			printf("FAIL %s: %s:%d: %s == %s (%llu != %llu)\n", kxt_cur, \
-			       __FILE__, __LINE__, #a, #b, _a, _b);              \
-			kxt_cur_failed = 1;                                      \
-			return;                                                  \
-		}                                                                \
+#define CHECK_EQ_U(a, b)                                                                           \
+	do {                                                                                       \
+		unsigned long long _a = (a), _b = (b);                                             \
+		if (_a != _b) {                                                                    \
+			printf("FAIL %s: %s:%d: %s == %s (%llu != %llu)\n", kxt_cur, __FILE__,     \
+			       __LINE__, #a, #b, _a, _b);                                          \
+			kxt_cur_failed = 1;                                                        \
+			return;                                                                    \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_STR(a, b)                                                          \
-	do {                                                                     \
-		const char *_a = (a), *_b = (b);                                 \
-		if (!_a || !_b || strcmp(_a, _b) != 0) {                         \
-			printf("FAIL %s: %s:%d: \"%s\" != \"%s\"\n", kxt_cur,    \
-			       __FILE__, __LINE__, _a ? _a : "(null)", _b ? _b : "(null)"); \
-			kxt_cur_failed = 1;                                      \
-			return;                                                  \
-		}                                                                \
+#define CHECK_STR(a, b)                                                                            \
+	do {                                                                                       \
+		const char *_a = (a), *_b = (b);                                                   \
+		if (!_a || !_b || strcmp(_a, _b) != 0) {                                           \
+			printf("FAIL %s: %s:%d: \"%s\" != \"%s\"\n", kxt_cur, __FILE__, __LINE__,  \
+			       _a ? _a : "(null)", _b ? _b : "(null)");                            \
+			kxt_cur_failed = 1;                                                        \
+			return;                                                                    \
+		}                                                                                  \
 	} while (0)
 
-#define SKIP(why)                                                                \
-	do {                                                                     \
-		printf("SKIP %s: %s\n", kxt_cur, why);                           \
-		kxt_cur_skipped = 1;                                             \
-		return;                                                          \
+#define SKIP(why)                                                                                  \
+	do {                                                                                       \
+		printf("SKIP %s: %s\n", kxt_cur, why);                                             \
+		kxt_cur_skipped = 1;                                                               \
+		return;                                                                            \
 	} while (0)
 
-#define RUN(fn)                                                                  \
-	do {                                                                     \
-		kxt_cur = #fn;                                                   \
-		kxt_cur_failed = 0;                                              \
-		kxt_cur_skipped = 0;                                             \
-		fn();                                                            \
-		if (kxt_cur_failed)                                              \
-			kxt_failed_total++;                                      \
-		else if (!kxt_cur_skipped)                                       \
-			printf("PASS %s\n", #fn);                                \
-		fflush(stdout);                                                  \
+#define RUN(fn)                                                                                    \
+	do {                                                                                       \
+		kxt_cur = #fn;                                                                     \
+		kxt_cur_failed = 0;                                                                \
+		kxt_cur_skipped = 0;                                                               \
+		fn();                                                                              \
+		if (kxt_cur_failed)                                                                \
+			kxt_failed_total++;                                                        \
+		else if (!kxt_cur_skipped)                                                         \
+			printf("PASS %s\n", #fn);                                                  \
+		fflush(stdout);                                                                    \
 	} while (0)
 
 #define KXT_EXIT() return kxt_failed_total ? 1 : 0

@@ -387,7 +387,7 @@ static void test_device_timelines(void)
 	kx_store_free(s);
 	f = fopen(exp, "w");
 	CHECK(f);
-#define RT(us) (1700000000000000000LL + (long long)(us) * 1000)
+#define RT(us) (1700000000000000000LL + (long long)(us)*1000)
 	fprintf(f,
 	        "{\"events\": [[6000, 6001, %lld, 20000, \"DRM_IOCTL_MSM_GEM_NEW\"], "
 	        "[6000, 6001, %lld, 100000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"], "

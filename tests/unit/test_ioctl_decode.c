@@ -65,8 +65,8 @@ static void test_driver_names(void)
 		CHECK((strcmp(n, "unknown") == 0) == (d == KX_DRV_UNKNOWN));
 		CHECK_EQ_U(kx_driver_from_name(n), d);
 		CHECK_EQ_U(!!kx_driver_by_nr((enum kx_driver)d),
-			   (d >= KX_DRV_DRM && d <= KX_DRV_ETHOSU) || d == KX_DRV_KFD ||
-			   d == KX_DRV_NVIDIA);
+		           (d >= KX_DRV_DRM && d <= KX_DRV_ETHOSU) || d == KX_DRV_KFD ||
+		                   d == KX_DRV_NVIDIA);
 	}
 	CHECK_STR(kx_driver_name(KX_DRV_MAX), "unknown");
 	CHECK_STR(kx_driver_name(KX_DRV_IVPU), "ivpu");
@@ -92,7 +92,7 @@ static const char *first_with_cmd(const struct kx_ioctl_tab *t, uint32_t cmd)
 static void test_table_shape(void)
 {
 	size_t i, j;
-	int seen[KX_DRV_MAX] = { 0 };
+	int seen[KX_DRV_MAX] = {0};
 
 	CHECK(kx_ioctl_ntabs >= 28);
 	for (i = 0; i < kx_ioctl_ntabs; i++) {
@@ -112,7 +112,7 @@ static void test_table_shape(void)
 			if (j)
 				CHECK(t->ents[j - 1].key <= e->key);
 			CHECK_EQ_U(!!(e->flags & KX_ENT_SHADOWED),
-				   strcmp(first_with_cmd(t, e->cmd), e->name) != 0);
+			           strcmp(first_with_cmd(t, e->cmd), e->name) != 0);
 		}
 	}
 }
@@ -188,10 +188,10 @@ static void test_spot_checks(void)
 	CHECK_STR(name(KX_DRV_KVM, 0x4020ae46), "KVM_SET_USER_MEMORY_REGION");
 	CHECK_STR(name(KX_DRV_KVM, 0x40a0ae49), "KVM_SET_USER_MEMORY_REGION2");
 	CHECK_STR(name(KX_DRV_KVM, 0xae41), "KVM_CREATE_VCPU");
-	CHECK_STR(name(KX_DRV_KVM, 0x8360ae81), "KVM_GET_REGS");	/* arm64 size, nr unambiguous */
+	CHECK_STR(name(KX_DRV_KVM, 0x8360ae81), "KVM_GET_REGS"); /* arm64 size, nr unambiguous */
 	CHECK_STR(name(KX_DRV_KVM, 0xc008ae67), "KVM_IRQ_LINE_STATUS");
 	CHECK_STR(name(KX_DRV_KVM, 0x4010ae67), "KVM_REGISTER_COALESCED_MMIO");
-	CHECK_STR(name(KX_DRV_KVM, 0x4018ae67), "_IOW(0xae,0x67,24)");	/* ambiguous nr */
+	CHECK_STR(name(KX_DRV_KVM, 0x4018ae67), "_IOW(0xae,0x67,24)"); /* ambiguous nr */
 	CHECK_STR(name(KX_DRV_KVM, 0x0000aea3), "KVM_GET_TSC_KHZ");
 	CHECK_STR(name(KX_DRV_KVM, 0x4068aea3), "KVM_ENABLE_CAP");
 	/* DRM core on any DRM driver, driver nr only with the driver */
@@ -200,11 +200,11 @@ static void test_spot_checks(void)
 	CHECK_STR(name(KX_DRV_HABANALABS, 0xc02864c3), "DRM_IOCTL_SYNCOBJ_WAIT");
 	CHECK_STR(name(KX_DRV_DRM, 0xc0186444), "_IOWR('d',0x44,24)");
 	CHECK_STR(name(KX_DRV_AMDGPU, 0xc0186444), "DRM_IOCTL_AMDGPU_CS");
-	CHECK_STR(name(KX_DRV_XE, 0xc0186444), "DRM_IOCTL_XE_VM_DESTROY");	/* by nr */
-	CHECK_STR(name(KX_DRV_AMDGPU, 0x40286448), "DRM_IOCTL_AMDGPU_GEM_VA");	/* old 40 B */
-	CHECK_STR(name(KX_DRV_AMDGPU, 0x40406448), "DRM_IOCTL_AMDGPU_GEM_VA");	/* new 64 B */
+	CHECK_STR(name(KX_DRV_XE, 0xc0186444), "DRM_IOCTL_XE_VM_DESTROY");     /* by nr */
+	CHECK_STR(name(KX_DRV_AMDGPU, 0x40286448), "DRM_IOCTL_AMDGPU_GEM_VA"); /* old 40 B */
+	CHECK_STR(name(KX_DRV_AMDGPU, 0x40406448), "DRM_IOCTL_AMDGPU_GEM_VA"); /* new 64 B */
 	CHECK_STR(name(KX_DRV_AMDGPU, 0xc0106450), "DRM_IOCTL_AMDGPU_GEM_OP");
-	CHECK_STR(name(KX_DRV_AMDGPU, 0xc01064a0), "DRM_IOCTL_MODE_GETRESOURCES");	/* size drift */
+	CHECK_STR(name(KX_DRV_AMDGPU, 0xc01064a0), "DRM_IOCTL_MODE_GETRESOURCES"); /* size drift */
 	/* i915 same-nr aliases */
 	CHECK_STR(name(KX_DRV_I915, 0xc0106464), "DRM_IOCTL_I915_GEM_MMAP_GTT");
 	CHECK_STR(name(KX_DRV_I915, 0xc0206464), "DRM_IOCTL_I915_GEM_MMAP_OFFSET");
@@ -227,14 +227,14 @@ static void test_spot_checks(void)
 	CHECK_STR(name(KX_DRV_NVIDIA, 0xc030462b), "NV_ESC_RM_ALLOC");
 	CHECK_STR(name(KX_DRV_NVIDIA, 0xc01046d3), "NV_ESC_IOCTL_XFER_CMD");
 	CHECK_STR(kx_ioctl_name(KX_DRV_NVIDIA, 0xc01046d3, 0x2a, buf, sizeof(buf)),
-		  "NV_ESC_RM_CONTROL");
+	          "NV_ESC_RM_CONTROL");
 	CHECK_STR(kx_ioctl_name(KX_DRV_NVIDIA, 0xc01046d3, 0x2b, buf, sizeof(buf)),
-		  "NV_ESC_RM_ALLOC");
+	          "NV_ESC_RM_ALLOC");
 	CHECK_STR(kx_ioctl_name(KX_DRV_NVIDIA, 0xc01046d3, 0x77, buf, sizeof(buf)),
-		  "NV_ESC_IOCTL_XFER_CMD(0x77)");
+	          "NV_ESC_IOCTL_XFER_CMD(0x77)");
 	/* xfer_cmd only matters for XFER */
 	CHECK_STR(kx_ioctl_name(KX_DRV_NVIDIA, 0xc020462b, 0x2a, buf, sizeof(buf)),
-		  "NV_ESC_RM_ALLOC");
+	          "NV_ESC_RM_ALLOC");
 	CHECK_STR(name(KX_DRV_NVIDIA_MODESET, 0xc0106d00), "NVKMS_IOCTL_IOWR");
 	/* UVM raw numbers */
 	CHECK_STR(name(KX_DRV_NVIDIA_UVM, 0x30000001), "UVM_INITIALIZE");
@@ -252,7 +252,7 @@ static void test_spot_checks(void)
 	CHECK_STR(name(KX_DRV_VFIO, 0x3b71), "VFIO_IOMMU_MAP_DMA");
 	CHECK_STR(name(KX_DRV_VFIO, 0x3b6b), "VFIO_DEVICE_GET_INFO");
 	CHECK_STR(name(KX_DRV_GASKET, 0x4020dc08), "GASKET_IOCTL_MAP_BUFFER");
-	CHECK_STR(name(KX_DRV_GASKET, 0x4018dc0d), "GASKET_IOCTL_MAP_DMA_BUF");	/* unpacked size */
+	CHECK_STR(name(KX_DRV_GASKET, 0x4018dc0d), "GASKET_IOCTL_MAP_DMA_BUF"); /* unpacked size */
 	CHECK_STR(name(KX_DRV_TENSTORRENT, 0xfa03), "TENSTORRENT_IOCTL_ALLOCATE_DMA_BUF");
 	CHECK_STR(name(KX_DRV_NEURON, 0x80384e66), "NEURON_IOCTL_MEM_ALLOC_V2MT64");
 	CHECK_STR(name(KX_DRV_NEURON, 0x80084e66), "NEURON_IOCTL_MEM_ALLOC_V2");
@@ -302,7 +302,7 @@ static void test_errno(void)
 
 static void test_decode_kvm_region(void)
 {
-	uint8_t in[32] = { 0 };
+	uint8_t in[32] = {0};
 	struct kx_field f[8];
 	const struct kx_field *x;
 	int n;
@@ -325,7 +325,8 @@ static void test_decode_kvm_region(void)
 	/* value-argument ioctls have no decoder */
 	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_KVM, 0xae41, 0, in, sizeof(in), NULL, 0, f, 8), 0);
 	/* a KVM cmd on another driver decodes nothing */
-	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_LOOP, 0x4020ae46, 0, in, sizeof(in), NULL, 0, f, 8), 0);
+	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_LOOP, 0x4020ae46, 0, in, sizeof(in), NULL, 0, f, 8),
+	           0);
 }
 
 static void nvos54(uint8_t *p)
@@ -362,7 +363,7 @@ static void test_decode_nv_control(void)
 
 static void test_decode_nv_alloc(void)
 {
-	uint8_t in[48] = { 0 }, out[48] = { 0 };
+	uint8_t in[48] = {0}, out[48] = {0};
 	struct kx_field f[16];
 	const struct kx_field *x;
 	int n;
@@ -371,11 +372,11 @@ static void test_decode_nv_alloc(void)
 	put_le(in + 4, 0xc1d00001, 4);
 	put_le(in + 8, 0xcaf00001, 4);
 	put_le(in + 12, 0xc46f, 4);
-	put_le(in + 24, 0x30, 4);	/* NVOS21 paramsSize / NVOS64 pRightsRequested low */
-	put_le(in + 32, 0x40, 4);	/* NVOS64 paramsSize */
+	put_le(in + 24, 0x30, 4); /* NVOS21 paramsSize / NVOS64 pRightsRequested low */
+	put_le(in + 32, 0x40, 4); /* NVOS64 paramsSize */
 	memcpy(out, in, sizeof(in));
-	put_le(out + 28, 0x11, 4);	/* NVOS21 status */
-	put_le(out + 40, 0x22, 4);	/* NVOS64 status */
+	put_le(out + 28, 0x11, 4); /* NVOS21 status */
+	put_le(out + 40, 0x22, 4); /* NVOS64 status */
 
 	n = kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc020462b, 0, in, 32, out, 32, f, 16);
 	CHECK((x = field(f, n, "rm_class")) && x->kind == KX_FIELD_HEX && x->u == 0xc46f);
@@ -403,8 +404,10 @@ static void test_decode_xfer(void)
 	CHECK((x = field(f, n, "rm_control_cmd")) && x->u == 0x20800102);
 	CHECK((x = field(f, n, "status")) && x->u == 0);
 	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc01046d3, 0, in, 32, out, 32, f, 16), 0);
-	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc01046d3, 0xd3, in, 32, out, 32, f, 16), 0);
-	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc01046d3, 0x12a, in, 32, out, 32, f, 16), 0);
+	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc01046d3, 0xd3, in, 32, out, 32, f, 16),
+	           0);
+	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc01046d3, 0x12a, in, 32, out, 32, f, 16),
+	           0);
 	/* wrapped RM_ALLOC: the block size is unknown, so only the common head */
 	n = kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc01046d3, 0x2b, in, 32, out, 32, f, 16);
 	CHECK((x = field(f, n, "h_new")) && x->u == 0x20800102);
@@ -414,7 +417,7 @@ static void test_decode_xfer(void)
 
 static void test_decode_short(void)
 {
-	uint8_t in[64] = { 0 }, out[64] = { 0 };
+	uint8_t in[64] = {0}, out[64] = {0};
 	struct kx_field f[16];
 	int n;
 
@@ -441,7 +444,7 @@ static void test_decode_short(void)
 
 static void test_decode_alloc_family(void)
 {
-	uint8_t in[64] = { 0 }, out[64] = { 0 };
+	uint8_t in[64] = {0}, out[64] = {0};
 	struct kx_field f[16];
 	const struct kx_field *x;
 	int n;
@@ -543,7 +546,7 @@ static void test_decode_alloc_family(void)
 
 static void test_decode_loop_block_uvm(void)
 {
-	uint8_t in[64] = { 0 }, out[64] = { 0 };
+	uint8_t in[64] = {0}, out[64] = {0};
 	struct kx_field f[16];
 	const struct kx_field *x;
 	int n;
@@ -576,7 +579,8 @@ static void test_decode_loop_block_uvm(void)
 	n = kx_ioctl_decode_args(KX_DRV_NVIDIA_UVM, 0x22, 0, in, 16, out, 16, f, 16);
 	CHECK((x = field(f, n, "base")) && x->u == 0x7f0000200000ULL);
 	CHECK(field(f, n, "length") == NULL);
-	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_NVIDIA_UVM, 0x30000001, 0, in, 16, out, 16, f, 16), 0);
+	CHECK_EQ_U(kx_ioctl_decode_args(KX_DRV_NVIDIA_UVM, 0x30000001, 0, in, 16, out, 16, f, 16),
+	           0);
 }
 
 static uint32_t req_cmd(const struct kx_arg_req *r)
@@ -584,8 +588,8 @@ static uint32_t req_cmd(const struct kx_arg_req *r)
 	return kx_driver_by_nr(r->drv) ? r->key & 0xffff : r->key;
 }
 
-static int decode_count(const struct kx_arg_req *r, uint32_t xfer, size_t in_len,
-			size_t out_len, uint8_t fill)
+static int decode_count(const struct kx_arg_req *r, uint32_t xfer, size_t in_len, size_t out_len,
+                        uint8_t fill)
 {
 	uint8_t in[KX_ARG_MAX], out[KX_ARG_MAX];
 	struct kx_field f[32];
@@ -597,7 +601,7 @@ static int decode_count(const struct kx_arg_req *r, uint32_t xfer, size_t in_len
 
 static void test_arg_reqs(void)
 {
-	static const uint32_t xfers[] = { 0x29, 0x2a, 0x2b, 0x4e, 0x57 };
+	static const uint32_t xfers[] = {0x29, 0x2a, 0x2b, 0x4e, 0x57};
 	const struct kx_arg_req *r;
 	size_t n, i, j, k;
 	int d, versions = 0;
@@ -630,9 +634,8 @@ static void test_arg_reqs(void)
 		for (k = 0; k < ((r[i].flags & KX_ARGF_XFER) ? 5 : 1); k++) {
 			uint32_t x = (r[i].flags & KX_ARGF_XFER) ? xfers[k] : 0;
 			int full = decode_count(&r[i], x, KX_ARG_MAX, KX_ARG_MAX, 0);
-			int fit = decode_count(&r[i], x,
-					       (r[i].flags & KX_ARGF_IN) ? r[i].len : 0,
-					       (r[i].flags & KX_ARGF_OUT) ? r[i].len : 0, 0);
+			int fit = decode_count(&r[i], x, (r[i].flags & KX_ARGF_IN) ? r[i].len : 0,
+			                       (r[i].flags & KX_ARGF_OUT) ? r[i].len : 0, 0);
 
 			CHECK(full > 0);
 			CHECK_EQ_U(fit, full);
@@ -653,7 +656,7 @@ static void test_arg_reqs(void)
 static void test_field_names(void)
 {
 	const struct kx_arg_req *r;
-	uint8_t in[KX_ARG_MAX] = { 0 }, out[KX_ARG_MAX] = { 0 };
+	uint8_t in[KX_ARG_MAX] = {0}, out[KX_ARG_MAX] = {0};
 	struct kx_field f[32];
 	size_t n, i;
 	int m, a, b;
@@ -661,14 +664,15 @@ static void test_field_names(void)
 	r = kx_ioctl_arg_reqs(&n);
 	for (i = 0; i < n; i++) {
 		m = kx_ioctl_decode_args(r[i].drv, req_cmd(&r[i]),
-					 (r[i].flags & KX_ARGF_XFER) ? 0x57 : 0,
-					 in, sizeof(in), out, sizeof(out), f, 32);
+		                         (r[i].flags & KX_ARGF_XFER) ? 0x57 : 0, in, sizeof(in),
+		                         out, sizeof(out), f, 32);
 		for (a = 0; a < m; a++) {
 			const char *s;
 
 			CHECK(f[a].kind <= KX_FIELD_STR);
 			for (s = f[a].name; *s; s++)
-				CHECK((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_');
+				CHECK((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+				      *s == '_');
 			for (b = a + 1; b < m; b++)
 				CHECK(strcmp(f[a].name, f[b].name) != 0);
 		}

@@ -17,7 +17,7 @@
 #define US(x) (T0 + (uint64_t)(x)*1000)
 
 static struct kx_job mk(uint16_t src, uint8_t phase, uint64_t ts, uint32_t dev, uint64_t ctx,
-			uint64_t seqno, const char *ring)
+                        uint64_t seqno, const char *ring)
 {
 	struct kx_job j;
 
@@ -34,7 +34,7 @@ static struct kx_job mk(uint16_t src, uint8_t phase, uint64_t ts, uint32_t dev, 
 }
 
 static void add(struct kx_jobagg *a, uint16_t src, uint8_t phase, uint64_t ts, uint32_t dev,
-		uint64_t ctx, uint64_t seqno, const char *ring)
+                uint64_t ctx, uint64_t seqno, const char *ring)
 {
 	struct kx_job j = mk(src, phase, ts, dev, ctx, seqno, ring);
 
@@ -51,7 +51,7 @@ static uint64_t total(const uint64_t *slots)
 }
 
 static const struct kx_jobagg_series *find(const struct kx_jobagg_snapshot *s, const char *dev,
-					   const char *ring)
+                                           const char *ring)
 {
 	for (size_t i = 0; i < s->nseries; i++)
 		if (!strcmp(s->series[i].device, dev) && !strcmp(s->series[i].ring, ring))
@@ -100,10 +100,10 @@ static void test_block_pairing(void)
 	CHECK_EQ_U(s.ndevs, 2);
 	CHECK_STR(s.devs[0].device, "loop0");
 	CHECK_EQ_U(s.devs[0].inflight, 0);
-	CHECK_EQ_U(s.devs[0].busy_ns, 10000);	/* [0, 10] µs: jobs overlap */
+	CHECK_EQ_U(s.devs[0].busy_ns, 10000); /* [0, 10] µs: jobs overlap */
 	CHECK_STR(s.devs[1].device, "loop1");
 	CHECK_EQ_U(s.devs[1].inflight, 1);
-	CHECK_EQ_U(s.devs[1].busy_ns, 13000);	/* still busy since 7 µs, now 20 µs */
+	CHECK_EQ_U(s.devs[1].busy_ns, 13000); /* still busy since 7 µs, now 20 µs */
 	CHECK_EQ_U(s.pending, 1);
 	CHECK_EQ_U(s.overflow, 0);
 	kx_jobagg_snapshot_free(&s);
@@ -136,7 +136,8 @@ static void test_fence_pairing(void)
 	add(a, KX_JOB_SRC_GPU_SCHED, KX_JOB_QUEUE, US(1), 0, 5, 2, "gfx_0.0.0");
 	add(a, KX_JOB_SRC_GPU_SCHED, KX_JOB_DEP, US(2), 0, 5, 2, "gfx_0.0.0");
 	add(a, KX_JOB_SRC_GPU_SCHED, KX_JOB_RUN, US(10), 0, 5, 1, "gfx_0.0.0");
-	add(a, KX_JOB_SRC_GPU_SCHED, KX_JOB_RUN, US(12), 0, 5, 1, "gfx_0.0.0"); /* dup: first kept */
+	add(a, KX_JOB_SRC_GPU_SCHED, KX_JOB_RUN, US(12), 0, 5, 1,
+	    "gfx_0.0.0"); /* dup: first kept */
 	add(a, KX_JOB_SRC_GPU_SCHED, KX_JOB_DONE, US(110), 0, 5, 1, "gfx_0.0.0");
 	add(a, KX_JOB_SRC_GPU_SCHED, KX_JOB_RUN, US(110), 0, 5, 2, "gfx_0.0.0");
 	add(a, KX_JOB_SRC_GPU_SCHED, KX_JOB_DONE, US(130), 0, 5, 2, "gfx_0.0.0");
@@ -171,7 +172,8 @@ static void test_bounds(void)
 	for (int i = 0; i < 20; i++)
 		add(a, KX_JOB_SRC_BLOCK, KX_JOB_RUN, US(i), LOOP0, 0, (uint64_t)i * 8, "loop0");
 	for (int i = 0; i < 20; i++)
-		add(a, KX_JOB_SRC_BLOCK, KX_JOB_DONE, US(100 + i), LOOP0, 0, (uint64_t)i * 8, "loop0");
+		add(a, KX_JOB_SRC_BLOCK, KX_JOB_DONE, US(100 + i), LOOP0, 0, (uint64_t)i * 8,
+		    "loop0");
 	/* a third (device, ring) past the series limit of 2 */
 	add(a, KX_JOB_SRC_BLOCK, KX_JOB_RUN, US(200), LOOP0 + 1, 0, 0, "loop1");
 	add(a, KX_JOB_SRC_BLOCK, KX_JOB_RUN, US(200), LOOP0 + 2, 0, 0, "loop2");
@@ -188,7 +190,8 @@ static void test_bounds(void)
 
 	/* many keys through a small table: chains stay consistent */
 	for (int r = 0; r < 1000; r++) {
-		add(a, KX_JOB_SRC_BLOCK, KX_JOB_QUEUE, US(1000 + r), LOOP0, 0, (uint64_t)r, "loop0");
+		add(a, KX_JOB_SRC_BLOCK, KX_JOB_QUEUE, US(1000 + r), LOOP0, 0, (uint64_t)r,
+		    "loop0");
 		add(a, KX_JOB_SRC_BLOCK, KX_JOB_RUN, US(1000 + r), LOOP0, 0, (uint64_t)r, "loop0");
 		if (r >= 10)
 			add(a, KX_JOB_SRC_BLOCK, KX_JOB_DONE, US(1001 + r), LOOP0, 0,
@@ -209,7 +212,7 @@ static void test_prometheus_families(void)
 	struct kx_jobagg *a = kx_jobagg_new(0, 0);
 	struct kx_agg_snapshot snap;
 	struct kx_jobagg_snapshot js;
-	struct kx_prom_info info = { "0.1", "6.18.0-test", "tp_btf", 1, NULL };
+	struct kx_prom_info info = {"0.1", "6.18.0-test", "tp_btf", 1, NULL};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -224,10 +227,15 @@ static void test_prometheus_families(void)
 	CHECK(f);
 	CHECK(kx_prom_write(f, &snap, &info) == 0);
 	fclose(f);
-	CHECK(strstr(buf, "kxprof_job_exec_seconds_bucket{device=\"loop0\",ring=\"loop0\",le=\"0.000002048\"} 0\n"));
-	CHECK(strstr(buf, "kxprof_job_exec_seconds_bucket{device=\"loop0\",ring=\"loop0\",le=\"0.000004096\"} 1\n"));
-	CHECK(strstr(buf, "kxprof_job_exec_seconds_bucket{device=\"loop0\",ring=\"loop0\",le=\"+Inf\"} 1\n"));
-	CHECK(strstr(buf, "kxprof_job_exec_seconds_sum{device=\"loop0\",ring=\"loop0\"} 0.000003\n"));
+	CHECK(strstr(buf, "kxprof_job_exec_seconds_bucket{device=\"loop0\",ring=\"loop0\",le=\"0."
+	                  "000002048\"} 0\n"));
+	CHECK(strstr(buf, "kxprof_job_exec_seconds_bucket{device=\"loop0\",ring=\"loop0\",le=\"0."
+	                  "000004096\"} 1\n"));
+	CHECK(strstr(
+	        buf,
+	        "kxprof_job_exec_seconds_bucket{device=\"loop0\",ring=\"loop0\",le=\"+Inf\"} 1\n"));
+	CHECK(strstr(buf,
+	             "kxprof_job_exec_seconds_sum{device=\"loop0\",ring=\"loop0\"} 0.000003\n"));
 	CHECK(strstr(buf, "kxprof_job_exec_seconds_count{device=\"loop0\",ring=\"loop0\"} 1\n"));
 	CHECK(strstr(buf, "kxprof_job_queue_seconds_count{device=\"loop0\",ring=\"loop0\"} 0\n"));
 	CHECK(strstr(buf, "kxprof_job_inflight{device=\"loop0\"} 0\n"));

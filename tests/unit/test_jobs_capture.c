@@ -28,10 +28,10 @@
 #include "sinks.h"
 #include "store.h"
 
-#define BLK 4096
-#define IO_BASE (1u << 20)	/* away from what udev/blkid probe at attach */
+#define BLK     4096
+#define IO_BASE (1u << 20) /* away from what udev/blkid probe at attach */
 
-static char wl_dir[512];	/* where kvm_workload was built (next to this test) */
+static char wl_dir[512]; /* where kvm_workload was built (next to this test) */
 
 static const struct kx_hook *find_hook(const struct kx_capinfo *ci, const char *name)
 {
@@ -43,21 +43,21 @@ static const struct kx_hook *find_hook(const struct kx_capinfo *ci, const char *
 
 static void print_hooks(const struct kx_capinfo *ci)
 {
-	static const char *const st[] = { "?", "attached", "skipped", "failed" };
+	static const char *const st[] = {"?", "attached", "skipped", "failed"};
 
 	for (uint32_t i = 0; i < ci->nhooks; i++)
 		printf("# hook %-36s %-7s %-8s %s\n", ci->hooks[i].name, ci->hooks[i].mech,
 		       st[ci->hooks[i].state < 4 ? ci->hooks[i].state : 0], ci->hooks[i].why);
 }
 
-static const char *mech;	/* attach mechanism under test, NULL: best */
-static const char *iosched;	/* loop device I/O scheduler to set, NULL: leave ("none") */
+static const char *mech;    /* attach mechanism under test, NULL: best */
+static const char *iosched; /* loop device I/O scheduler to set, NULL: leave ("none") */
 
 static struct kx_session *open_on(const struct kx_device *devs, int n, struct kx_store *st,
-				  char *err, size_t len)
+                                  char *err, size_t len)
 {
-	struct kx_session_opts o = { .devices = devs, .ndevices = n, .sink = kx_sink_store(st),
-				     .mech = mech };
+	struct kx_session_opts o = {
+	        .devices = devs, .ndevices = n, .sink = kx_sink_store(st), .mech = mech};
 
 	return kx_session_open(&o, err, len);
 }
@@ -123,7 +123,7 @@ static void loop_teardown(struct loopdev *l)
 /* Completed reads + writes of a disk, from /sys/block/<name>/stat. */
 static long long disk_ios(unsigned int minor)
 {
-	unsigned long long v[11] = { 0 };
+	unsigned long long v[11] = {0};
 	char path[64];
 	FILE *f;
 	int n;
@@ -132,8 +132,8 @@ static long long disk_ios(unsigned int minor)
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
-	n = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-		   &v[4], &v[5], &v[6], &v[7]);
+	n = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+	           &v[5], &v[6], &v[7]);
 	fclose(f);
 	return n == 8 ? (long long)(v[0] + v[4]) : -1;
 }
@@ -261,8 +261,8 @@ static void check_block(const char *spec)
 		printf("# jobs:block via %s\n", h ? h->mech : "(none)");
 	}
 	printf("# %s: %d I/Os, disk stat delta %lld, DONE in window %llu, other disks %llu, "
-	       "job records %llu (emitted %llu, dropped %llu)\n", spec, ok, ios1 - ios0,
-	       (unsigned long long)done_in_window, (unsigned long long)other,
+	       "job records %llu (emitted %llu, dropped %llu)\n",
+	       spec, ok, ios1 - ios0, (unsigned long long)done_in_window, (unsigned long long)other,
 	       (unsigned long long)ci->job_received, (unsigned long long)ci->job_emitted,
 	       (unsigned long long)ci->job_dropped);
 	emitted = ci->job_emitted;
@@ -279,8 +279,8 @@ static void check_block(const char *spec)
 			const struct req *r = &reqs[op][b];
 
 			if (r->nd != 1 || r->nr != 1 || r->nq > 1)
-				printf("# %s block %d: %d queue %d run %d done\n", op ? "write" : "read",
-				       b, r->nq, r->nr, r->nd);
+				printf("# %s block %d: %d queue %d run %d done\n",
+				       op ? "write" : "read", b, r->nq, r->nr, r->nd);
 			CHECK_EQ_U(r->nd, 1);
 			CHECK_EQ_U(r->nr, 1);
 			CHECK(r->nq <= 1);
@@ -337,7 +337,7 @@ static void block_jobs_loop_driver(void)
 {
 	if (geteuid() != 0)
 		SKIP("needs root");
-	check_block("loop");	/* major 7, any minor */
+	check_block("loop"); /* major 7, any minor */
 }
 
 /* ---- KVM ---- */
@@ -399,7 +399,7 @@ static struct kx_session *open_kvm(struct kx_store *st, char *err, size_t len)
 
 static void check_kvm(void)
 {
-	char *const args[] = { "-t", "2", "-j", "25", "-l", "100", NULL };
+	char *const args[] = {"-t", "2", "-j", "25", "-l", "100", NULL};
 	struct kx_store *st;
 	struct kx_session *s;
 	uint64_t runs = 0, dones = 0, inside = 0, pio = 0;
@@ -458,7 +458,7 @@ static void check_kvm(void)
 
 static void kvm_done_per_run(void)
 {
-	static const char *const mechs[] = { "tp_btf", "raw_tp", "tp" };
+	static const char *const mechs[] = {"tp_btf", "raw_tp", "tp"};
 
 	for (size_t m = 0; m < 3; m++) {
 		mech = mechs[m];
@@ -510,9 +510,9 @@ static int offcpu_share(char *const *args, double *minf, double *maxf, double *a
 static void offcpu_sleeping_vs_busy(void)
 {
 	/* Halts on the LAPIC timer with halt polling off: blocked ~2 ms per run. */
-	char *const sleep_args[] = { "-t", "1", "-j", "20", "-l", "0", "-s", "-u", "2000", NULL };
+	char *const sleep_args[] = {"-t", "1", "-j", "20", "-l", "0", "-s", "-u", "2000", NULL};
 	/* Spins ~4 ms in the guest per run. */
-	char *const busy_args[] = { "-t", "1", "-j", "20", "-l", "5000", NULL };
+	char *const busy_args[] = {"-t", "1", "-j", "20", "-l", "5000", NULL};
 	double mn, mx, all;
 	int n;
 
@@ -529,7 +529,8 @@ static void offcpu_sleeping_vs_busy(void)
 	CHECK(all > 0.80);
 	CHECK(mn > 0.50);
 	CHECK(offcpu_share(busy_args, &mn, &mx, &all, &n) == 0);
-	printf("# busy KVM_RUN x%d: off-CPU share min %.3f max %.3f overall %.3f\n", n, mn, mx, all);
+	printf("# busy KVM_RUN x%d: off-CPU share min %.3f max %.3f overall %.3f\n", n, mn, mx,
+	       all);
 	CHECK_EQ_U(n, 20);
 	CHECK(all < 0.20);
 	CHECK(mn < 0.05);

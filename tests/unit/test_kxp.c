@@ -500,13 +500,25 @@ static void test_field_extremes(void)
 	for (size_t i = 0; i < 2; i++)
 		CHECK(kx_kxp_add_task(w, &tk[i]) == 0);
 	/* Every job field at its extremes, the ring at its 15-character limit. */
-	jb[0] = (struct kx_job){.ts = UINT64_MAX, .ctx = UINT64_MAX, .seqno = UINT64_MAX,
-	                        .aux = UINT64_MAX, .aux2 = UINT64_MAX, .dev = UINT32_MAX,
-	                        .pid = UINT32_MAX, .tid = UINT32_MAX, .src = UINT16_MAX,
-	                        .phase = UINT8_MAX, .flags = UINT8_MAX, .ring = "fifteen-chars-r"};
+	jb[0] = (struct kx_job){.ts = UINT64_MAX,
+	                        .ctx = UINT64_MAX,
+	                        .seqno = UINT64_MAX,
+	                        .aux = UINT64_MAX,
+	                        .aux2 = UINT64_MAX,
+	                        .dev = UINT32_MAX,
+	                        .pid = UINT32_MAX,
+	                        .tid = UINT32_MAX,
+	                        .src = UINT16_MAX,
+	                        .phase = UINT8_MAX,
+	                        .flags = UINT8_MAX,
+	                        .ring = "fifteen-chars-r"};
 	jb[1] = (struct kx_job){.ts = 0, .src = KX_JOB_SRC_BLOCK, .phase = KX_JOB_DONE};
-	jb[2] = (struct kx_job){.ts = 7, .src = KX_JOB_SRC_GPU_SCHED, .phase = KX_JOB_QUEUE,
-	                        .ctx = 1, .seqno = 2, .ring = "gfx_0.0.0"};
+	jb[2] = (struct kx_job){.ts = 7,
+	                        .src = KX_JOB_SRC_GPU_SCHED,
+	                        .phase = KX_JOB_QUEUE,
+	                        .ctx = 1,
+	                        .seqno = 2,
+	                        .ring = "gfx_0.0.0"};
 	for (size_t i = 0; i < 3; i++)
 		CHECK(kx_kxp_add_job(w, &jb[i]) == 0);
 	CHECK(kx_kxp_close(w, &ci_want, err, sizeof(err)) == 0);

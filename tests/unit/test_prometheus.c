@@ -16,11 +16,11 @@
 #include "prometheus.h"
 #include "summary.h"
 
-#define KVM_RUN_CMD 0xae80u
+#define KVM_RUN_CMD             0xae80u
 #define KVM_GET_API_VERSION_CMD 0xae00u
 
 static void row_init(struct kx_agg_row *r, unsigned int drv, unsigned int cmd, const char *driver,
-		     const char *device, const char *ioctl)
+                     const char *device, const char *ioctl)
 {
 	memset(r, 0, sizeof(*r));
 	r->key.drv = (unsigned short)drv;
@@ -50,7 +50,7 @@ static void row_add(struct kx_agg_row *r, uint64_t ns, uint64_t n)
 /* Exposition text of snap, NUL-terminated (caller frees). */
 static char *expose(const struct kx_agg_snapshot *snap)
 {
-	struct kx_prom_info info = { "0.1", "6.18.0-test", "tp_btf", 0, NULL };
+	struct kx_prom_info info = {"0.1", "6.18.0-test", "tp_btf", 0, NULL};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -94,14 +94,14 @@ static void make_snap(struct kx_agg_snapshot *s)
 {
 	memset(s, 0, sizeof(*s));
 	row_init(&rows[0], KX_DRV_KVM, KVM_GET_API_VERSION_CMD, "kvm", "/dev/kvm",
-		 "KVM_GET_API_VERSION");
-	row_add(&rows[0], 150, 7);	/* bucket 7: [128, 256) */
-	row_add(&rows[0], 3000, 3);	/* bucket 11 */
+	         "KVM_GET_API_VERSION");
+	row_add(&rows[0], 150, 7);  /* bucket 7: [128, 256) */
+	row_add(&rows[0], 3000, 3); /* bucket 11 */
 	rows[0].errors = 2;
 	row_init(&rows[1], KX_DRV_KVM, KVM_RUN_CMD, "kvm", "anon_inode:kvm-vcpu", "KVM_RUN");
 	row_add(&rows[1], 900000, 100);
-	row_add(&rows[1], 1500000000, 1);	/* 1.5 s */
-	row_add(&rows[1], 1ULL << 40, 1);	/* beyond the last finite bucket */
+	row_add(&rows[1], 1500000000, 1); /* 1.5 s */
+	row_add(&rows[1], 1ULL << 40, 1); /* beyond the last finite bucket */
 	s->rows = rows;
 	s->nrows = 2;
 	s->max_keys = 4096;
@@ -134,14 +134,15 @@ static void test_buckets_cumulative(void)
 			le[k - 1] = 0;
 		if (le[strlen(le) - 1] == '.')
 			le[strlen(le) - 1] = 0;
-		snprintf(pre, sizeof(pre), "kxprof_ioctl_duration_seconds_bucket{%s,le=\"%s\"}", lbl, le);
+		snprintf(pre, sizeof(pre), "kxprof_ioctl_duration_seconds_bucket{%s,le=\"%s\"}",
+		         lbl, le);
 		v = sample(t, pre);
 		CHECK(v >= prev);
 		prev = v;
 	}
 	snprintf(pre, sizeof(pre), "kxprof_ioctl_duration_seconds_bucket{%s,le=\"+Inf\"}", lbl);
 	CHECK(sample(t, pre) == 102);
-	CHECK(prev == 101);	/* the 2^40 ns call is only in +Inf */
+	CHECK(prev == 101); /* the 2^40 ns call is only in +Inf */
 	snprintf(pre, sizeof(pre), "kxprof_ioctl_duration_seconds_count{%s}", lbl);
 	CHECK(sample(t, pre) == 102);
 	free(t);
@@ -159,14 +160,18 @@ static void test_exact_strings(void)
 	CHECK(strstr(t, "le=\"0.000001024\"} "));
 	CHECK(strstr(t, "le=\"34.359738368\"} "));
 	/* 100 x 0.9 ms + 1.5 s + 2^40 ns */
-	CHECK(strstr(t, "kxprof_ioctl_duration_seconds_sum{driver=\"kvm\",device=\"anon_inode:kvm-vcpu\","
-			"ioctl=\"KVM_RUN\"} 1101.101627776\n"));
+	CHECK(strstr(
+	        t,
+	        "kxprof_ioctl_duration_seconds_sum{driver=\"kvm\",device=\"anon_inode:kvm-vcpu\","
+	        "ioctl=\"KVM_RUN\"} 1101.101627776\n"));
 	CHECK(strstr(t, "kxprof_ioctl_errors_total{driver=\"kvm\",device=\"/dev/kvm\","
-			"ioctl=\"KVM_GET_API_VERSION\"} 2\n"));
+	                "ioctl=\"KVM_GET_API_VERSION\"} 2\n"));
 	CHECK(strstr(t, "kxprof_map_overflow_total{map=\"ioctl\"} 5\n"));
 	CHECK(strstr(t, "kxprof_events_dropped_total{reason=\"ringbuf_full\"} 1\n"));
 	CHECK(strstr(t, "kxprof_aggregation_keys_limit{map=\"ioctl\"} 4096\n"));
-	CHECK(strstr(t, "kxprof_build_info{version=\"0.1\",kernel=\"6.18.0-test\",mech=\"tp_btf\"} 1\n"));
+	CHECK(strstr(
+	        t,
+	        "kxprof_build_info{version=\"0.1\",kernel=\"6.18.0-test\",mech=\"tp_btf\"} 1\n"));
 	CHECK(strstr(t, "kxprof_aggregation_start_time_seconds 1700000000.000001\n"));
 	free(t);
 }
@@ -174,15 +179,15 @@ static void test_exact_strings(void)
 static void test_families(void)
 {
 	static const char *const fam[][2] = {
-		{ "kxprof_build_info", "gauge" },
-		{ "kxprof_ioctl_duration_seconds", "histogram" },
-		{ "kxprof_ioctl_errors_total", "counter" },
-		{ "kxprof_ioctl_offcpu_seconds_total", "counter" },
-		{ "kxprof_job_queue_seconds", "histogram" },
-		{ "kxprof_job_exec_seconds", "histogram" },
-		{ "kxprof_events_dropped_total", "counter" },
-		{ "kxprof_map_overflow_total", "counter" },
-		{ "kxprof_aggregation_keys", "gauge" },
+	        {"kxprof_build_info", "gauge"},
+	        {"kxprof_ioctl_duration_seconds", "histogram"},
+	        {"kxprof_ioctl_errors_total", "counter"},
+	        {"kxprof_ioctl_offcpu_seconds_total", "counter"},
+	        {"kxprof_job_queue_seconds", "histogram"},
+	        {"kxprof_job_exec_seconds", "histogram"},
+	        {"kxprof_events_dropped_total", "counter"},
+	        {"kxprof_map_overflow_total", "counter"},
+	        {"kxprof_aggregation_keys", "gauge"},
 	};
 	struct kx_agg_snapshot s;
 	char *t, line[128];
@@ -209,7 +214,8 @@ static void test_label_escaping(void)
 	char *t;
 
 	CHECK_STR(kx_prom_label_escape("a\"b\\c\nd", buf, sizeof(buf)), "a\\\"b\\\\c\\nd");
-	CHECK_STR(kx_prom_label_escape("bad\xff\x01utf\xc3\xa9", buf, sizeof(buf)), "bad??utf\xc3\xa9");
+	CHECK_STR(kx_prom_label_escape("bad\xff\x01utf\xc3\xa9", buf, sizeof(buf)),
+	          "bad??utf\xc3\xa9");
 	/* Truncation never splits an escape. */
 	CHECK_STR(kx_prom_label_escape("ab\"", buf, 4), "ab");
 	make_snap(&s);
@@ -228,16 +234,18 @@ static void test_unique_label_sets(void)
 	/* Two cmds (e.g. two sizes of one DRM command) with one name: one series. */
 	make_snap(&s);
 	row_init(&rows[2], KX_DRV_KVM, KVM_GET_API_VERSION_CMD | 0x10000u, "kvm", "/dev/kvm",
-		 "KVM_GET_API_VERSION");
+	         "KVM_GET_API_VERSION");
 	row_add(&rows[2], 150, 5);
 	s.nrows = 3;
 	t = expose(&s);
 	CHECK(t);
-	CHECK_EQ_U(count_lines(t, "kxprof_ioctl_duration_seconds_count{driver=\"kvm\",device=\"/dev/kvm\","
-				  "ioctl=\"KVM_GET_API_VERSION\"}"),
-		   1);
+	CHECK_EQ_U(count_lines(
+	                   t,
+	                   "kxprof_ioctl_duration_seconds_count{driver=\"kvm\",device=\"/dev/kvm\","
+	                   "ioctl=\"KVM_GET_API_VERSION\"}"),
+	           1);
 	CHECK(sample(t, "kxprof_ioctl_duration_seconds_count{driver=\"kvm\",device=\"/dev/kvm\","
-			"ioctl=\"KVM_GET_API_VERSION\"}") == 15);
+	                "ioctl=\"KVM_GET_API_VERSION\"}") == 15);
 	free(t);
 }
 
@@ -262,10 +270,10 @@ static void test_quantiles(void)
 
 	row_init(&r, KX_DRV_KVM, KVM_RUN_CMD, "kvm", "/dev/kvm", "KVM_RUN");
 	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.5), 0);
-	row_add(&r, 1000, 90);	/* bucket 9: [512, 1024) -> 1024 */
-	row_add(&r, 5000, 10);	/* bucket 12: [4096, 8192) */
+	row_add(&r, 1000, 90); /* bucket 9: [512, 1024) -> 1024 */
+	row_add(&r, 5000, 10); /* bucket 12: [4096, 8192) */
 	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.5), 1024);
-	r.min_ns = r.max_ns = 0;	/* as in a diff: bounds only */
+	r.min_ns = r.max_ns = 0; /* as in a diff: bounds only */
 	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.5), 1024);
 	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.9), 1024);
 	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.91), 8192);
@@ -273,7 +281,7 @@ static void test_quantiles(void)
 	CHECK_EQ_U(kx_agg_max_ns(&r), 8192);
 	r.max_ns = 5000;
 	r.min_ns = 1000;
-	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.99), 5000);	/* clamped to the exact max */
+	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.99), 5000); /* clamped to the exact max */
 	CHECK_EQ_U(kx_agg_max_ns(&r), 5000);
 	CHECK_EQ_U(kx_agg_bucket_upper_ns(0), 2);
 	CHECK_EQ_U(kx_agg_bucket_upper_ns(KX_HIST_SLOTS - 1), UINT64_MAX);
@@ -282,22 +290,24 @@ static void test_quantiles(void)
 static void test_diff_and_fold(void)
 {
 	struct kx_agg_row a[3], b[2];
-	struct kx_agg_snapshot prev = { 0 }, cur = { 0 }, d;
+	struct kx_agg_snapshot prev = {0}, cur = {0}, d;
 
-	row_init(&a[0], KX_DRV_KVM, KVM_GET_API_VERSION_CMD, "kvm", "/dev/kvm", "KVM_GET_API_VERSION");
+	row_init(&a[0], KX_DRV_KVM, KVM_GET_API_VERSION_CMD, "kvm", "/dev/kvm",
+	         "KVM_GET_API_VERSION");
 	row_add(&a[0], 200, 10);
 	a[0].key.who = 1;
-	row_init(&b[0], KX_DRV_KVM, KVM_GET_API_VERSION_CMD, "kvm", "/dev/kvm", "KVM_GET_API_VERSION");
+	row_init(&b[0], KX_DRV_KVM, KVM_GET_API_VERSION_CMD, "kvm", "/dev/kvm",
+	         "KVM_GET_API_VERSION");
 	row_add(&b[0], 200, 4);
 	b[0].key.who = 1;
 	row_init(&b[1], KX_DRV_KVM, KVM_RUN_CMD, "kvm", "/dev/kvm", "KVM_RUN");
 	row_add(&b[1], 1000, 3);
-	b[1].key.who = 9;	/* gone from cur: skipped */
+	b[1].key.who = 9; /* gone from cur: skipped */
 	a[1] = a[0];
-	a[1].key.who = 2;	/* new in cur: counts from zero */
+	a[1].key.who = 2; /* new in cur: counts from zero */
 	row_init(&a[2], KX_DRV_KVM, KVM_RUN_CMD, "kvm", "/dev/kvm", "KVM_RUN");
 	row_add(&a[2], 1000, 1);
-	a[2].key.who = 9;	/* fewer than before: recreated, all new */
+	a[2].key.who = 9; /* fewer than before: recreated, all new */
 	prev.rows = b;
 	prev.nrows = 2;
 	prev.mono_ns = 1000000000;
@@ -339,8 +349,9 @@ static void test_summary_json(void)
 	CHECK(strstr(buf, "\"ioctl/kvm\": {"));
 	CHECK(strstr(buf, "\"KVM_RUN\": {\"Total Count\": 102, "));
 	/* Exact min/max from the key: 0.15 us .. 3 us. */
-	CHECK(strstr(buf, "\"KVM_GET_API_VERSION\": {\"Total Count\": 10, \"Total Time\": 0.010050, "
-			  "\"Min Time\": 0.000150, \"Max Time\": 0.003000"));
+	CHECK(strstr(buf,
+	             "\"KVM_GET_API_VERSION\": {\"Total Count\": 10, \"Total Time\": 0.010050, "
+	             "\"Min Time\": 0.000150, \"Max Time\": 0.003000"));
 	CHECK(strstr(buf, "\"Errors\": 2"));
 	CHECK(strstr(buf, "\"duration_ms\": 2000.000000"));
 	CHECK(strstr(buf, "log2 bucket upper bounds"));

@@ -49,8 +49,7 @@ static int ndevs;
 static struct kx_session *open_self(const char *mech, struct kx_store *st, char *err, size_t len)
 {
 	struct kx_session_opts o = {
-		.devices = devs, .ndevices = ndevs, .mech = mech, .sink = kx_sink_store(st)
-	};
+	        .devices = devs, .ndevices = ndevs, .mech = mech, .sink = kx_sink_store(st)};
 	struct kx_session *s = kx_session_open(&o, err, len);
 
 	if (s && kx_session_add_pid(s, (uint32_t)getpid(), err, len) != 0) {
@@ -74,7 +73,7 @@ static int kvm_calls(int n)
 
 static void each_mechanism_traces_self(void)
 {
-	static const char *const mechs[] = { "tp_btf", "raw_tp", "tp" };
+	static const char *const mechs[] = {"tp_btf", "raw_tp", "tp"};
 
 	if (geteuid() != 0)
 		SKIP("needs root");
@@ -96,11 +95,11 @@ static void each_mechanism_traces_self(void)
 			const struct kx_ioctl *e = kx_store_ioctl(st, i);
 
 			hits += e->cmd == KVM_GET_API_VERSION && e->drv == KX_DRV_KVM &&
-				e->pid == (uint32_t)getpid() && e->ret == KVM_API_VERSION;
+			        e->pid == (uint32_t)getpid() && e->ret == KVM_API_VERSION;
 		}
 		CHECK_EQ_U(hits, 37);
-		CHECK_EQ_U(kx_session_capinfo(s)->emitted, kx_session_capinfo(s)->received +
-								kx_session_capinfo(s)->dropped);
+		CHECK_EQ_U(kx_session_capinfo(s)->emitted,
+		           kx_session_capinfo(s)->received + kx_session_capinfo(s)->dropped);
 		CHECK(kx_store_comm(st, (uint32_t)getpid()) != NULL);
 		kx_session_close(s);
 		kx_store_free(st);
@@ -132,7 +131,8 @@ static void cycles_leak_nothing(void)
 	/* The kernel frees programs and maps after an RCU grace period: give it a
 	 * moment. Other processes may load programs meanwhile; ours must be gone. */
 	for (int i = 0; i < 50 && (count_bpf(bpf_prog_get_next_id) > progs0 ||
-				   count_bpf(bpf_map_get_next_id) > maps0); i++)
+	                           count_bpf(bpf_map_get_next_id) > maps0);
+	     i++)
 		usleep(100000);
 	CHECK(count_bpf(bpf_prog_get_next_id) <= progs0);
 	CHECK(count_bpf(bpf_map_get_next_id) <= maps0);

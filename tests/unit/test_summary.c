@@ -474,7 +474,8 @@ static void test_table(void)
 	th = render(sum, 0, 1);
 	CHECK(t && th);
 	CHECK(!strncmp(t, "Capture: host testhost, kernel 6.18.0-test, 2.500 s;", 52));
-	CHECK(strstr(t, "\nWARNING: 123 ioctl events dropped (ring buffer full): raise --ringbuf-mb\n"));
+	CHECK(strstr(
+	        t, "\nWARNING: 123 ioctl events dropped (ring buffer full): raise --ringbuf-mb\n"));
 	CHECK(strstr(t, "\nWARNING: hook drm_sched_job skipped: tracepoint absent\n"));
 	CHECK(strstr(t, "\nioctl/kvm\nName ") != NULL);
 	CHECK(strstr(t, "Total Count  Errors  Total Time (ms)  Min Time (ms)  Max Time (ms)  "

@@ -40,7 +40,7 @@ typedef Tensorflow__Profiler__XEvent XEvent;
 typedef Tensorflow__Profiler__XStat XStat;
 
 static void add(struct kx_store *s, uint32_t pid, uint32_t tid, uint8_t fkind, uint32_t dev,
-		uint8_t drv, uint32_t cmd, uint64_t ts, uint64_t dur, int64_t ret)
+                uint8_t drv, uint32_t cmd, uint64_t ts, uint64_t dur, int64_t ret)
 {
 	struct kx_ioctl e;
 
@@ -71,7 +71,7 @@ static void name_task(struct kx_store *s, uint32_t pid, uint32_t tid, const char
 }
 
 static void add_dev(struct kx_capinfo *ci, uint8_t fkind, uint32_t dev, uint8_t drv,
-		    const char *node, const char *driver)
+                    const char *node, const char *driver)
 {
 	struct kx_device *d = &ci->devices[ci->ndevices++];
 
@@ -133,7 +133,7 @@ static struct kx_store *test_store(void)
 }
 
 static XSpace *serialize(const struct kx_store *s, const struct kx_capinfo *ci,
-			 const struct kx_xspace_opts *o, size_t *len_out)
+                         const struct kx_xspace_opts *o, size_t *len_out)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
@@ -147,8 +147,8 @@ static XSpace *serialize(const struct kx_store *s, const struct kx_capinfo *ci,
 	xs = tensorflow__profiler__xspace__unpack(NULL, len, buf);
 	/* Minimal varints everywhere: protobuf-c's own packing is just as long. */
 	if (xs && tensorflow__profiler__xspace__get_packed_size(xs) != len) {
-		printf("# packed size %zu != %zu\n", tensorflow__profiler__xspace__get_packed_size(xs),
-		       len);
+		printf("# packed size %zu != %zu\n",
+		       tensorflow__profiler__xspace__get_packed_size(xs), len);
 		tensorflow__profiler__xspace__free_unpacked(xs, NULL);
 		xs = NULL;
 	}
@@ -220,7 +220,7 @@ static const char *plane_valid(const XPlane *p)
 			return "stat metadata key != id";
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(p->stat_metadata[i]->value->name,
-				    p->stat_metadata[j]->value->name))
+			            p->stat_metadata[j]->value->name))
 				return "stat metadata names not unique";
 	}
 	for (size_t i = 0; i < p->n_stats; i++)
@@ -246,8 +246,9 @@ static const char *plane_valid(const XPlane *p)
 			while (depth && open[depth - 1] <= start)
 				depth--;
 			if (depth && end > open[depth - 1]) {
-				snprintf(why, sizeof(why), "partial overlap on line %" PRId64 " event %zu",
-					 line->id, e);
+				snprintf(why, sizeof(why),
+				         "partial overlap on line %" PRId64 " event %zu", line->id,
+				         e);
 				return why;
 			}
 			if (depth < 64)
@@ -259,7 +260,8 @@ static const char *plane_valid(const XPlane *p)
 
 				if (!stat_name(p, st->metadata_id))
 					return "stat without metadata";
-				if (st->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE &&
+				if (st->value_case ==
+				            TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE &&
 				    !stat_name(p, (int64_t)st->ref_value))
 					return "ref_value does not resolve";
 			}
@@ -275,8 +277,8 @@ static void test_host_plane(void)
 	const XPlane *host;
 	const char *why;
 	XSpace *xs;
-	static const uint32_t tids[] = { 100, 101, 102, 200 };
-	static const char *const names[] = { "trainer", "vcpu-0", "tid 102", "losetup" };
+	static const uint32_t tids[] = {100, 101, 102, 200};
+	static const char *const names[] = {"trainer", "vcpu-0", "tid 102", "losetup"};
 
 	test_capinfo(&ci);
 	xs = serialize(s, &ci, NULL, NULL);
@@ -316,7 +318,8 @@ static void test_host_plane(void)
 		for (size_t e = 0; e < l->n_events; e++) {
 			CHECK_STR(event_name(host, l->events[e]->metadata_id), "KVM_RUN");
 			CHECK_EQ_U(l->events[e]->offset_ps, e * 100000ULL * 1000);
-			CHECK_EQ_U(l->events[e]->duration_ps, (i == 1 ? 80000ULL : 90000ULL) * 1000);
+			CHECK_EQ_U(l->events[e]->duration_ps,
+			           (i == 1 ? 80000ULL : 90000ULL) * 1000);
 		}
 		CHECK_EQ_U(l->duration_ps, (49 * 100000ULL + (i == 1 ? 80000 : 90000)) * 1000);
 	}
@@ -329,7 +332,7 @@ static void test_counts_and_stats(void)
 {
 	struct kx_store *s = test_store();
 	static struct kx_capinfo ci;
-	size_t counts[16] = { 0 }, want_run = 0, want_api = 0, errors = 0;
+	size_t counts[16] = {0}, want_run = 0, want_api = 0, errors = 0;
 	const XPlane *host;
 	XSpace *xs;
 
@@ -359,7 +362,8 @@ static void test_counts_and_stats(void)
 			counts[ev->metadata_id]++;
 			CHECK(ret && drv && dev && cmd && pid && fd);
 			CHECK_EQ_U(ret->value_case, TENSORFLOW__PROFILER__XSTAT__VALUE_INT64_VALUE);
-			CHECK_EQ_U(cmd->value_case, TENSORFLOW__PROFILER__XSTAT__VALUE_UINT64_VALUE);
+			CHECK_EQ_U(cmd->value_case,
+			           TENSORFLOW__PROFILER__XSTAT__VALUE_UINT64_VALUE);
 			CHECK_EQ_U(drv->value_case, TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE);
 			CHECK_EQ_U(dev->value_case, TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE);
 			CHECK_EQ_U(fd->int64_value, host->lines[l]->id % 7 + 3);
@@ -367,7 +371,8 @@ static void test_counts_and_stats(void)
 			if (!strcmp(name, "KVM_RUN")) {
 				CHECK_EQ_U(cmd->uint64_value, KVM_RUN);
 				CHECK_STR(stat_name(host, (int64_t)drv->ref_value), "kvm");
-				CHECK_STR(stat_name(host, (int64_t)dev->ref_value), "anon_inode:kvm-vcpu");
+				CHECK_STR(stat_name(host, (int64_t)dev->ref_value),
+				          "anon_inode:kvm-vcpu");
 			}
 			if (!strcmp(name, "LOOP_SET_FD")) {
 				CHECK_STR(stat_name(host, (int64_t)drv->ref_value), "loop");
@@ -376,7 +381,7 @@ static void test_counts_and_stats(void)
 			if (ret->int64_value < 0) {
 				CHECK(err);
 				CHECK_STR(stat_name(host, (int64_t)err->ref_value),
-					  ret->int64_value == -4 ? "EINTR" : "EBUSY");
+				          ret->int64_value == -4 ? "EINTR" : "EBUSY");
 				errors++;
 			} else {
 				CHECK(!err);
@@ -403,7 +408,7 @@ static void test_device_planes_and_warnings(void)
 {
 	struct kx_store *s = test_store();
 	static struct kx_capinfo ci;
-	struct kx_xspace_opts o = { .device_planes_as_gpu = 1 };
+	struct kx_xspace_opts o = {.device_planes_as_gpu = 1};
 	const XPlane *kvm, *loop;
 	XSpace *xs;
 
@@ -553,7 +558,7 @@ static void test_device_timelines(void)
 	CHECK_STR(stat_name(dev, (int64_t)st->ref_value), "$$100");
 	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "seqno")->uint64_value, 1);
 	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "queue_delay_ps")->uint64_value,
-		   150000000ull);
+	           150000000ull);
 	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "client_id")->uint64_value, 5);
 	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "pid")->int64_value, 2000);
 	CHECK_EQ_U(find_stat(dev, ev->stats, ev->n_stats, "tid")->int64_value, 2001);
@@ -567,10 +572,13 @@ static void test_device_timelines(void)
 	/* memory: +1 MiB, +4 MiB, -1 MiB */
 	CHECK_EQ_U(mem->n_events, 3);
 	CHECK_STR(event_name(dev, mem->events[2]->metadata_id), "free");
-	CHECK_EQ_U(find_stat(dev, mem->events[1]->stats, mem->events[1]->n_stats,
-			     "bytes_allocated")->uint64_value, 5242880);
-	CHECK_EQ_U(find_stat(dev, mem->events[2]->stats, mem->events[2]->n_stats,
-			     "allocation_bytes")->uint64_value, 1048576);
+	CHECK_EQ_U(find_stat(dev, mem->events[1]->stats, mem->events[1]->n_stats, "bytes_allocated")
+	                   ->uint64_value,
+	           5242880);
+	CHECK_EQ_U(
+	        find_stat(dev, mem->events[2]->stats, mem->events[2]->n_stats, "allocation_bytes")
+	                ->uint64_value,
+	        1048576);
 	/* plane stats */
 	CHECK_EQ_U(find_stat(dev, dev->stats, dev->n_stats, "jobs")->uint64_value, 7);
 	CHECK_EQ_U(find_stat(dev, dev->stats, dev->n_stats, "max_in_flight")->uint64_value, 2);
@@ -626,12 +634,12 @@ static void test_overlap_guard(void)
 	XSpace *xs;
 
 	test_capinfo(&ci);
-	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 5000, 1000, 0);	/* 5000-6000 */
-	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 1000, 3000, 0);	/* 1000-4000 */
-	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 2000, 500, 0);	/* nests */
-	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 3000, 2500, 0);	/* -> 3000-4000 */
-	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 4000, 0, 0);	/* adjacent, 0 long */
-	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 1000, 3000, 0);	/* equal: nests */
+	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 5000, 1000, 0); /* 5000-6000 */
+	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 1000, 3000, 0); /* 1000-4000 */
+	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 2000, 500, 0);  /* nests */
+	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 3000, 2500, 0); /* -> 3000-4000 */
+	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 4000, 0, 0);    /* adjacent, 0 long */
+	add(s, 1, 7, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_RUN, 1000, 3000, 0); /* equal: nests */
 	xs = serialize(s, &ci, NULL, NULL);
 	CHECK(xs);
 	host = find_plane(xs, "/host:CPU");
@@ -652,7 +660,7 @@ static void test_window(void)
 {
 	struct kx_store *s = test_store();
 	static struct kx_capinfo ci;
-	struct kx_xspace_opts o = { .from_mono_ns = 3000000, .to_mono_ns = 3200000 };
+	struct kx_xspace_opts o = {.from_mono_ns = 3000000, .to_mono_ns = 3200000};
 	const XPlane *host;
 	XSpace *xs;
 
@@ -686,10 +694,10 @@ static void test_decoded_args(void)
 
 	test_capinfo(&ci);
 	memset(arg, 0, sizeof(arg));
-	arg[0] = 1;				/* slot */
-	arg[9] = 0x10;				/* guest_phys_addr 0x1000 */
-	arg[18] = 1;				/* memory_size 64 KiB */
-	arg[25] = 0x20, arg[29] = 0x7f;		/* userspace_addr */
+	arg[0] = 1;                     /* slot */
+	arg[9] = 0x10;                  /* guest_phys_addr 0x1000 */
+	arg[18] = 1;                    /* memory_size 64 KiB */
+	arg[25] = 0x20, arg[29] = 0x7f; /* userspace_addr */
 	memset(&e, 0, sizeof(e));
 	e.ts = 5000;
 	e.dur = 100;
@@ -699,7 +707,8 @@ static void test_decoded_args(void)
 	e.cmd = KVM_SET_USER_MEM;
 	e.arg_in_len = sizeof(arg);
 	kx_store_add_ioctl(s, &e, arg);
-	nf = kx_ioctl_decode_args(KX_DRV_KVM, KVM_SET_USER_MEM, 0, arg, sizeof(arg), NULL, 0, f, 16);
+	nf = kx_ioctl_decode_args(KX_DRV_KVM, KVM_SET_USER_MEM, 0, arg, sizeof(arg), NULL, 0, f,
+	                          16);
 	if (nf <= 0)
 		SKIP("no decoder for KVM_SET_USER_MEMORY_REGION");
 	xs = serialize(s, &ci, NULL, NULL);
@@ -775,11 +784,12 @@ static void test_large(void)
 
 	test_capinfo(&ci);
 	for (size_t i = 0; i < n; i++) {
-		size_t k = (i * 7919) % n;	/* prime to n: a permutation */
+		size_t k = (i * 7919) % n; /* prime to n: a permutation */
 		uint32_t tid = 1000 + (uint32_t)(k % 8);
 
-		add(s, 1000, tid, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, k % 5 ? KVM_RUN : KVM_GET_API_VERSION,
-		    10000000 + (uint64_t)k * 1000, 800, k % 97 ? 0 : -22);
+		add(s, 1000, tid, KX_FK_KVM_VCPU, 0, KX_DRV_KVM,
+		    k % 5 ? KVM_RUN : KVM_GET_API_VERSION, 10000000 + (uint64_t)k * 1000, 800,
+		    k % 97 ? 0 : -22);
 	}
 	xs = serialize(s, &ci, NULL, &len);
 	CHECK(xs);
@@ -838,8 +848,8 @@ static void test_million_warning(void)
 
 	test_capinfo(&ci);
 	for (uint64_t i = 0; i < 1000001; i++)
-		add(s, 1, 1 + (uint32_t)(i & 3), KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_GET_API_VERSION,
-		    i * 500, 300, 12);
+		add(s, 1, 1 + (uint32_t)(i & 3), KX_FK_CHR, KVM_DEV, KX_DRV_KVM,
+		    KVM_GET_API_VERSION, i * 500, 300, 12);
 	CHECK(!kx_xspace_serialize(s, &ci, NULL, &buf, &len, err, sizeof(err)));
 	CHECK(wire_has_warning(buf, len, "1000001 events exported"));
 	CHECK(wire_has_warning(buf, len, "ring buffer full"));
@@ -893,7 +903,8 @@ static void test_logdir(void)
 	CHECK(!stat(path, &st) && S_ISREG(st.st_mode) && st.st_size > 0);
 	CHECK_EQ_U(count_suffix(rundir, ".tmp", name, sizeof(name)), 0);
 	CHECK_EQ_U(count_suffix(tmp, ".profile-empty", name, sizeof(name)), 1);
-	snprintf(want, sizeof(want), "events.out.tfevents.%lld.node_7.profile-empty", (long long)when);
+	snprintf(want, sizeof(want), "events.out.tfevents.%lld.node_7.profile-empty",
+	         (long long)when);
 	CHECK_STR(name, want);
 	/* the file is the XSpace, not gzip */
 	buf = malloc((size_t)st.st_size);
@@ -912,7 +923,7 @@ static void test_logdir(void)
 	CHECK_EQ_U(count_suffix(tmp, ".profile-empty", name, sizeof(name)), 1);
 	/* unwritable logdir: an error that names the path */
 	CHECK(kx_xspace_write_logdir(s, &ci, NULL, "/proc/kxprof-no", path, sizeof(path), err,
-				     sizeof(err)));
+	                             sizeof(err)));
 	CHECK(strstr(err, "/proc/kxprof-no"));
 	snprintf(want, sizeof(want), "rm -rf '%s'", tmp);
 	CHECK(!system(want));
