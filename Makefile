@@ -124,7 +124,7 @@ $(BUILD)/tests/test_tf_plugin: private LDLIBS += -ldl
 $(BUILD)/tests/test_tf_plugin: private LDFLAGS += -rdynamic
 $(BUILD)/tests/test_tf_plugin: plugin/tf_profiler_api.h | $(PLUGIN)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/kxtest.h $(PROTO_H) $(LIB)
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(PROTO_H) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 

@@ -21,6 +21,7 @@
 #include "chrome.h"
 #include "ioctl_decode.h"
 #include "kxtest.h"
+#include "kxtest_capture.h"
 #include "replay.h"
 #include "store.h"
 
@@ -67,30 +68,6 @@ static void add(struct kx_store *s, uint32_t pid, uint32_t tid, uint8_t fkind, u
 	kx_store_add_ioctl(s, &e, arg);
 	if (nexp < (int)(sizeof(exp_evs) / sizeof(exp_evs[0])))
 		exp_evs[nexp++] = (struct exp_ev){pid, tid, ts, dur, drv, cmd};
-}
-
-static void add_comm(struct kx_store *s, uint32_t pid, uint32_t tid, const char *comm)
-{
-	struct kx_task t;
-
-	memset(&t, 0, sizeof(t));
-	t.pid = pid;
-	t.tid = tid;
-	t.what = KX_TASK_SEEN;
-	snprintf(t.comm, sizeof(t.comm), "%s", comm);
-	kx_store_add_task(s, &t);
-}
-
-static void add_dev(struct kx_capinfo *ci, uint8_t fkind, uint32_t dev, uint8_t drv,
-                    const char *node, const char *driver)
-{
-	struct kx_device *d = &ci->devices[ci->ndevices++];
-
-	d->fkind = fkind;
-	d->dev = dev;
-	d->drv = drv;
-	snprintf(d->node, sizeof(d->node), "%s", node);
-	snprintf(d->driver, sizeof(d->driver), "%s", driver);
 }
 
 static void base_capinfo(struct kx_capinfo *ci)

@@ -15,33 +15,10 @@
 #include "devices.h"
 #include "ioctl_decode.h"
 #include "kxtest.h"
+#include "kxtest_leaks.h"
 #include "session.h"
 #include "sinks.h"
 #include "store.h"
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
-static int count_bpf(int (*next)(__u32, __u32 *))
-{
-	__u32 id = 0;
-	int n = 0;
-
-	while (next(id, &id) == 0)
-		n++;
-	return n;
-}
 
 static struct kx_device devs[KX_MAX_DEVICES];
 static int ndevs;
@@ -128,14 +105,8 @@ static void cycles_leak_nothing(void)
 		kx_store_free(st);
 	}
 	CHECK_EQ_U(count_fds(), fds0);
-	/* The kernel frees programs and maps after an RCU grace period: give it a
-	 * moment. Other processes may load programs meanwhile; ours must be gone. */
-	for (int i = 0; i < 50 && (count_bpf(bpf_prog_get_next_id) > progs0 ||
-	                           count_bpf(bpf_map_get_next_id) > maps0);
-	     i++)
-		usleep(100000);
-	CHECK(count_bpf(bpf_prog_get_next_id) <= progs0);
-	CHECK(count_bpf(bpf_map_get_next_id) <= maps0);
+	/* Other processes may load programs meanwhile; ours must be gone. */
+	CHECK(bpf_back_to(progs0, maps0));
 }
 
 static void close_without_start(void)

@@ -37,6 +37,7 @@
 #include "../../plugin/tf_profiler_api.h"
 #include "../workloads/workload.h"
 #include "kxtest.h"
+#include "kxtest_leaks.h"
 #include "proto/xplane.pb-c.h"
 
 #define FAILF(...)                                                                                 \
@@ -1114,20 +1115,6 @@ static void concurrent_calls_are_safe(void)
 	CHECK_EQ_U(got, 5);
 }
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 static long rss_kib(void)
 {
 	long pages = 0, rss = 0;
@@ -1139,28 +1126,6 @@ static long rss_kib(void)
 		rss = -1;
 	fclose(f);
 	return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-static int count_bpf(int (*next)(__u32, __u32 *))
-{
-	__u32 id = 0;
-	int n = 0;
-
-	while (next(id, &id) == 0)
-		n++;
-	return n;
-}
-
-/* Other processes may load BPF meanwhile: wait up to 3 s for counts <= baseline. */
-static int bpf_back_to(int progs, int maps)
-{
-	for (int i = 0; i < 30; i++) {
-		if (count_bpf(bpf_prog_get_next_id) <= progs &&
-		    count_bpf(bpf_map_get_next_id) <= maps)
-			return 1;
-		usleep(100000);
-	}
-	return 0;
 }
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -19,6 +19,7 @@
 
 #include "ioctl_decode.h"
 #include "kxtest.h"
+#include "kxtest_capture.h"
 #include "proto/xplane.pb-c.h"
 #include "replay.h"
 #include "store.h"
@@ -58,30 +59,6 @@ static void add(struct kx_store *s, uint32_t pid, uint32_t tid, uint8_t fkind, u
 	kx_store_add_ioctl(s, &e, NULL);
 }
 
-static void name_task(struct kx_store *s, uint32_t pid, uint32_t tid, const char *comm)
-{
-	struct kx_task t;
-
-	memset(&t, 0, sizeof(t));
-	t.pid = pid;
-	t.tid = tid;
-	t.what = KX_TASK_SEEN;
-	snprintf(t.comm, sizeof(t.comm), "%s", comm);
-	kx_store_add_task(s, &t);
-}
-
-static void add_dev(struct kx_capinfo *ci, uint8_t fkind, uint32_t dev, uint8_t drv,
-                    const char *node, const char *driver)
-{
-	struct kx_device *d = &ci->devices[ci->ndevices++];
-
-	d->fkind = fkind;
-	d->dev = dev;
-	d->drv = drv;
-	snprintf(d->node, sizeof(d->node), "%s", node);
-	snprintf(d->driver, sizeof(d->driver), "%s", driver);
-}
-
 /* A KVM-like capture: /dev/kvm and its anon kinds (twice), a loop device. */
 static void test_capinfo(struct kx_capinfo *ci)
 {
@@ -115,9 +92,9 @@ static struct kx_store *test_store(void)
 {
 	struct kx_store *s = kx_store_new(0);
 
-	name_task(s, 100, 100, "trainer");
-	name_task(s, 100, 101, "vcpu-0");
-	name_task(s, 200, 200, "losetup");
+	add_comm(s, 100, 100, "trainer");
+	add_comm(s, 100, 101, "vcpu-0");
+	add_comm(s, 200, 200, "losetup");
 	add(s, 100, 100, KX_FK_CHR, KVM_DEV, KX_DRV_KVM, KVM_GET_API_VERSION, 2000000, 1000, 12);
 	add(s, 100, 100, KX_FK_KVM_VM, 0, KX_DRV_KVM, KVM_CREATE_VCPU, 2100000, 5000, 5);
 	for (int j = 0; j < 50; j++) {
