@@ -42,6 +42,7 @@
 #include <zlib.h>
 
 #include "kxp.h"
+#include "workq.h"
 
 static const uint8_t file_magic[8] = {'K', 'X', 'P', 'R', 'O', 'F', 0, 0};
 static const uint8_t chunk_magic[4] = {'K', 'X', 'C', 'K'};
@@ -941,19 +942,44 @@ static const uint8_t *src_get(struct src *s, uint64_t off, size_t n)
 }
 
 /*
- * A chunk is stored only once all its records decoded: they wait here, so
- * each is decoded once (a chunk of more than PEND_MAX records, which the
- * writer never makes, is checked in a first pass and decoded again).
+ * Chunks are checked and decoded on worker threads (kx_workq), each into
+ * its own slot, and stored by the reading thread in file order. A chunk is
+ * stored only once all its records decoded: they wait in the slot, so each
+ * is decoded once (a chunk of more than PEND_MAX records, which the writer
+ * never makes, is only checked there and decoded again into the store).
+ * Ioctls wait as themselves, arg_off holding the offset of their argument
+ * bytes in the raw chunk; tasks and jobs wait beside them, and kinds[]
+ * keeps the order of a chunk's records.
  */
 #define PEND_MAX 65536
-struct pending {
-	uint8_t type;
-	const uint8_t *arg; /* ioctl argument bytes, inside the raw chunk */
-	union {
-		struct kx_ioctl ioctl;
-		struct kx_task task;
-		struct kx_job job;
-	} u;
+#define PF_MAX   24 /* store chunks one kxp chunk's ioctls usually span, and more */
+
+enum { CS_EVENTS, CS_SKIP }; /* a chunk to decode, or one of a later writer's kinds */
+enum { CS_OK, CS_CRC, CS_INFLATE, CS_NOMEM, CS_RECORDS };
+
+struct cslot {
+	int kind;
+	uint64_t off; /* of the chunk header */
+	uint32_t raw_len, comp_len, nrec, dcrc;
+	const uint8_t *comp; /* compressed bytes: in the caller's memory, or cbuf */
+	uint8_t *cbuf;
+	size_t ccap;
+	uint8_t *raw; /* decompressed chunk */
+	size_t raw_cap;
+	int status;
+	int twopass; /* records only checked: decoded again into the store */
+	struct kx_ioctl *ioc;
+	size_t nioc, ioc_cap;
+	struct kx_task *task;
+	size_t ntask, task_cap;
+	struct kx_job *job;
+	size_t njob, job_cap;
+	uint8_t *kinds; /* record types in order */
+	size_t nkinds, kinds_cap;
+	struct chunk_ctx ctx;
+	/* Store memory this chunk's ioctls will likely take: faulted in by the worker. */
+	struct kx_store_range pf[PF_MAX];
+	size_t npf;
 };
 
 struct reader {
@@ -963,11 +989,7 @@ struct reader {
 	struct kx_kxp_read_result *res;
 	char *err;
 	size_t errlen;
-	uint8_t *raw; /* decompressed chunk */
-	size_t raw_cap;
-	struct chunk_ctx ctx;
-	struct pending *pend; /* a chunk's decoded records, until it checks out whole */
-	size_t npend, pend_cap;
+	int stopped; /* a chunk was bad: nothing after it is stored */
 };
 
 static void msg(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1109,25 +1131,41 @@ static int decode_job(struct rd *q, struct chunk_ctx *ctx, struct kx_job *j)
 	return 0;
 }
 
-/*
- * Decodes the records of one chunk. With commit == 0 it only validates, so
- * a bad record late in a chunk leaves nothing of that chunk in the store.
- */
 /* How decode_events treats what it decodes. */
 #define DEC_CHECK  0 /* nothing: only checks */
 #define DEC_COMMIT 1 /* into the store */
-#define DEC_STASH  2 /* into rdr->pend (room for nrec made by the caller) */
+#define DEC_STASH  2 /* into the slot (room for nrec ioctls and kinds made by the caller) */
 
-static int decode_events(struct reader *rdr, const uint8_t *raw, size_t len, uint32_t nrec,
-                         int mode)
+/* Room for one more task or job in a slot; -1 on OOM. */
+static int grow(void **p, size_t *cap, size_t used, size_t size)
 {
-	struct rd r = {raw, raw + len, 0};
-	struct chunk_ctx *ctx = &rdr->ctx;
-	int commit = mode == DEC_COMMIT;
+	size_t ncap;
+	void *np;
+
+	if (used < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	np = realloc(*p, ncap * size);
+	if (!np)
+		return -1;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+/*
+ * Decodes the records of a slot's raw chunk. Returns 0, -1 on a bad record
+ * (so a bad record late in a chunk leaves nothing of it in the store), or
+ * -2 when stashing ran out of memory.
+ */
+static int decode_events(struct cslot *c, struct kx_store *store, int mode)
+{
+	struct rd r = {c->raw, c->raw + c->raw_len, 0};
+	struct chunk_ctx *ctx = &c->ctx;
 	uint32_t n = 0;
 
 	memset(ctx, 0, sizeof(*ctx));
-	rdr->npend = 0;
+	c->nioc = c->ntask = c->njob = c->nkinds = 0;
 	while (r.p < r.end) {
 		uint8_t type = rd_u8(&r);
 		uint64_t plen = rd_varint(&r);
@@ -1139,96 +1177,211 @@ static int decode_events(struct reader *rdr, const uint8_t *raw, size_t len, uin
 		q.end = r.p + plen;
 		q.bad = 0;
 		r.p = q.end;
-		n++;
-		if (mode == DEC_STASH &&
-		    (type == REC_IOCTL || type == REC_TASK || type == REC_JOB)) {
-			struct pending *pe;
-			int bad;
-
-			if (rdr->npend >= nrec)
-				return -1; /* more records than the header says */
-			pe = &rdr->pend[rdr->npend++];
-			pe->type = type;
-			pe->arg = NULL;
-			if (type == REC_IOCTL)
-				bad = decode_ioctl(&q, ctx, &pe->u.ioctl, &pe->arg);
-			else if (type == REC_TASK)
-				bad = decode_task(&q, ctx, &pe->u.task);
-			else
-				bad = decode_job(&q, ctx, &pe->u.job);
-			if (bad)
-				return -1;
-		} else if (type == REC_IOCTL) {
-			struct kx_ioctl e;
+		if (++n > c->nrec)
+			return -1; /* more records than the header says */
+		if (type == REC_IOCTL) {
+			struct kx_ioctl tmp, *e = mode == DEC_STASH ? &c->ioc[c->nioc] : &tmp;
 			const uint8_t *arg;
 
-			if (decode_ioctl(&q, ctx, &e, &arg))
+			if (decode_ioctl(&q, ctx, e, &arg))
 				return -1;
-			if (commit && rdr->store)
-				kx_store_add_ioctl(rdr->store, &e, arg);
+			if (mode == DEC_STASH) {
+				e->arg_off = arg ? (uint32_t)(arg - c->raw) : KX_NO_ARG;
+				c->nioc++;
+			} else if (mode == DEC_COMMIT && store) {
+				kx_store_add_ioctl(store, e, arg);
+			}
 		} else if (type == REC_TASK) {
 			struct kx_task t;
 
 			if (decode_task(&q, ctx, &t))
 				return -1;
-			if (commit && rdr->store)
-				kx_store_add_task(rdr->store, &t);
+			if (mode == DEC_STASH) {
+				if (grow((void **)&c->task, &c->task_cap, c->ntask, sizeof(t)))
+					return -2;
+				c->task[c->ntask++] = t;
+			} else if (mode == DEC_COMMIT && store) {
+				kx_store_add_task(store, &t);
+			}
 		} else if (type == REC_JOB) {
 			struct kx_job j;
 
 			if (decode_job(&q, ctx, &j))
 				return -1;
-			if (commit && rdr->store)
-				kx_store_add_job(rdr->store, &j);
+			if (mode == DEC_STASH) {
+				if (grow((void **)&c->job, &c->job_cap, c->njob, sizeof(j)))
+					return -2;
+				c->job[c->njob++] = j;
+			} else if (mode == DEC_COMMIT && store) {
+				kx_store_add_job(store, &j);
+			}
+		} else {
+			continue; /* from a later writer: skipped whole */
 		}
-		/* Other types come from a later writer: skipped whole. */
+		if (mode == DEC_STASH)
+			c->kinds[c->nkinds++] = type;
 	}
-	return n == nrec ? 0 : -1;
+	return n == c->nrec ? 0 : -1;
 }
 
-static int pend_reserve(struct reader *r, size_t n)
+static int reserve(void **p, size_t *cap, size_t n, size_t size)
 {
-	struct pending *p;
+	void *np;
 
-	if (n <= r->pend_cap)
+	if (n <= *cap)
 		return 0;
-	p = realloc(r->pend, n * sizeof(*p));
-	if (!p)
+	np = realloc(*p, n * size);
+	if (!np)
 		return -1;
-	r->pend = p;
-	r->pend_cap = n;
+	*p = np;
+	*cap = n;
 	return 0;
 }
 
-/* The chunk checked out: its stashed records go to the store. */
-static void commit_pending(struct reader *r)
+/* Raw inflate: the chunk's CRC already covers its bytes, so zlib's Adler-32 is skipped. */
+static int inflate_chunk(struct cslot *c, z_stream *zs)
 {
-	if (!r->store)
+	const uint8_t *p = c->comp;
+	int zr;
+
+	/* zlib header: deflate, no preset dictionary, check bits. */
+	if (c->comp_len < 6 || (p[0] & 0x0f) != 8 || (p[0] >> 4) > 7 || (p[1] & 0x20) ||
+	    ((unsigned int)p[0] << 8 | p[1]) % 31)
+		return -1;
+	if (inflateReset(zs) != Z_OK)
+		return -1;
+	zs->next_in = (Bytef *)p + 2;
+	zs->avail_in = c->comp_len - 2;
+	zs->next_out = c->raw;
+	zs->avail_out = c->raw_len;
+	zr = inflate(zs, Z_FINISH);
+	if (zr != Z_STREAM_END)
+		return -1;
+	return zs->total_out == c->raw_len ? 0 : -1;
+}
+
+static void *inflater_new(void *arg)
+{
+	z_stream *zs = calloc(1, sizeof(*zs));
+
+	(void)arg;
+	if (zs && inflateInit2(zs, -15) != Z_OK) {
+		free(zs);
+		zs = NULL;
+	}
+	return zs;
+}
+
+static void inflater_free(void *wctx, void *arg)
+{
+	(void)arg;
+	if (wctx)
+		inflateEnd(wctx);
+	free(wctx);
+}
+
+/* Checks, inflates and decodes one chunk (on a worker thread). */
+static void chunk_run(void *slot, void *wctx, void *arg)
+{
+	struct cslot *c = slot;
+	int rc;
+
+	(void)arg;
+	c->status = CS_OK;
+	c->twopass = 0;
+	c->nioc = c->ntask = c->njob = c->nkinds = 0;
+	if (c->kind != CS_EVENTS)
 		return;
-	for (size_t i = 0; i < r->npend; i++) {
-		const struct pending *pe = &r->pend[i];
+	/* The page faults of the store's fresh memory, off the reading thread. */
+	kx_store_prefault(c->pf, c->npf);
+	c->npf = 0;
+	if (crc32(0, c->comp, c->comp_len) != c->dcrc) {
+		c->status = CS_CRC;
+		return;
+	}
+	if (!wctx || reserve((void **)&c->raw, &c->raw_cap, c->raw_len ? c->raw_len : 1, 1)) {
+		c->status = CS_NOMEM;
+		return;
+	}
+	if (inflate_chunk(c, wctx)) {
+		c->status = CS_INFLATE;
+		return;
+	}
+	rc = -2;
+	if (c->nrec <= PEND_MAX &&
+	    !reserve((void **)&c->ioc, &c->ioc_cap, c->nrec ? c->nrec : 1, sizeof(*c->ioc)) &&
+	    !reserve((void **)&c->kinds, &c->kinds_cap, c->nrec ? c->nrec : 1, 1))
+		rc = decode_events(c, NULL, DEC_STASH);
+	if (rc == -2) {
+		c->twopass = 1;
+		rc = decode_events(c, NULL, DEC_CHECK);
+	}
+	if (rc)
+		c->status = CS_RECORDS;
+}
 
-		if (pe->type == REC_IOCTL)
-			kx_store_add_ioctl(r->store, &pe->u.ioctl, pe->arg);
-		else if (pe->type == REC_TASK)
-			kx_store_add_task(r->store, &pe->u.task);
-		else
-			kx_store_add_job(r->store, &pe->u.job);
+/* Stores ioctls [from, to) of a slot: runs without arguments in bulk. */
+static void commit_ioctls(struct kx_store *st, const struct cslot *c, size_t from, size_t to)
+{
+	while (from < to) {
+		size_t i = from;
+
+		while (i < to && c->ioc[i].arg_off == KX_NO_ARG)
+			i++;
+		if (i > from)
+			kx_store_add_ioctls(st, c->ioc + from, i - from);
+		if (i < to) {
+			kx_store_add_ioctl(st, &c->ioc[i], c->raw + c->ioc[i].arg_off);
+			i++;
+		}
+		from = i;
 	}
 }
 
-static int raw_reserve(struct reader *r, size_t n)
+/* The chunk checked out: its records go to the store, in file order. */
+static void commit_slot(struct kx_store *st, struct cslot *c)
 {
-	uint8_t *p;
+	size_t io = 0, ta = 0, jo = 0, k = 0;
 
-	if (n <= r->raw_cap)
-		return 0;
-	p = realloc(r->raw, n);
-	if (!p)
-		return -1;
-	r->raw = p;
-	r->raw_cap = n;
-	return 0;
+	if (!st)
+		return;
+	if (c->twopass) {
+		decode_events(c, st, DEC_COMMIT);
+		return;
+	}
+	if (!c->ntask && !c->njob) {
+		commit_ioctls(st, c, 0, c->nioc);
+		return;
+	}
+	while (k < c->nkinds) {
+		size_t run = 0;
+
+		while (k + run < c->nkinds && c->kinds[k + run] == REC_IOCTL)
+			run++;
+		commit_ioctls(st, c, io, io + run);
+		io += run;
+		k += run;
+		if (k == c->nkinds)
+			break;
+		if (c->kinds[k] == REC_TASK)
+			kx_store_add_task(st, &c->task[ta++]);
+		else
+			kx_store_add_job(st, &c->job[jo++]);
+		k++;
+	}
+}
+
+static void cslot_free(void *slot, void *arg)
+{
+	struct cslot *c = slot;
+
+	(void)arg;
+	free(c->cbuf);
+	free(c->raw);
+	free(c->ioc);
+	free(c->task);
+	free(c->job);
+	free(c->kinds);
 }
 
 /* Reads and checks the header into r->ci; returns its length or 0 with a message. */
@@ -1312,15 +1465,79 @@ static void chunk_cut(struct reader *r, uint64_t off)
 	    (unsigned long long)r->res->bad_tail_bytes);
 }
 
-/* Reads chunks from off. Returns 0, or -1 on an I/O error (message set). */
-static int read_chunks(struct reader *r, uint64_t off)
+/* Why a slot's chunk was rejected. */
+static const char *cs_why(int status)
+{
+	switch (status) {
+	case CS_CRC:
+		return "corrupt (data checksum mismatch)";
+	case CS_NOMEM:
+		return "too large to decompress here (out of memory)";
+	case CS_INFLATE:
+		return "corrupt (decompression failed)";
+	default:
+		return "corrupt (bad records)";
+	}
+}
+
+/* A decoded chunk, in file order (on the reading thread). */
+static void chunk_done(void *slot, void *arg)
+{
+	struct cslot *c = slot;
+	struct reader *r = arg;
+
+	if (r->stopped)
+		return;
+	if (c->status != CS_OK) {
+		chunk_bad(r, c->off, cs_why(c->status));
+		r->stopped = 1;
+		return;
+	}
+	if (c->kind == CS_EVENTS)
+		commit_slot(r->store, c);
+	r->res->chunks++;
+}
+
+static const struct kx_workq_ops chunk_ops = {
+        .run = chunk_run,
+        .done = chunk_done,
+        .wctx_new = inflater_new,
+        .wctx_free = inflater_free,
+};
+
+/* n bytes at off into the slot (or pointed at, from memory); -1 on a read error. */
+static int src_fill(struct src *s, struct cslot *c, uint64_t off, size_t n)
+{
+	const uint8_t *p;
+
+	if (s->mem) {
+		c->comp = s->mem + off;
+		return 0;
+	}
+	if (reserve((void **)&c->cbuf, &c->ccap, n ? n : 1, 1)) {
+		s->ioerr = ENOMEM;
+		return -1;
+	}
+	/* src_get's buffer is the reading thread's; the slot needs its own copy. */
+	p = src_get(s, off, n);
+	if (!p)
+		return -1;
+	memcpy(c->cbuf, p, n);
+	c->comp = c->cbuf;
+	return 0;
+}
+
+/*
+ * Reads chunks from off, one at a time: every case but a whole events (or
+ * unknown) chunk ends here. Returns 0, or -1 on an I/O error (message set).
+ */
+static int read_chunks_seq(struct reader *r, struct cslot *c, void *zs, uint64_t off)
 {
 	struct src *s = r->src;
 
 	for (;;) {
-		const uint8_t *h, *data;
+		const uint8_t *h;
 		uint32_t type, raw_len, comp_len, nrec, dcrc;
-		uLongf dlen;
 
 		if (off == s->size) {
 			r->res->truncated = 1;
@@ -1364,26 +1581,32 @@ static int read_chunks(struct reader *r, uint64_t off)
 			r->res->chunks++;
 			continue;
 		}
-		data = src_get(s, off + CHDR_LEN, comp_len);
-		if (!data)
+		c->kind = CS_EVENTS;
+		c->off = off;
+		c->raw_len = raw_len;
+		c->comp_len = comp_len;
+		c->nrec = nrec;
+		c->dcrc = dcrc;
+		if (src_fill(s, c, off + CHDR_LEN, comp_len))
 			goto ioerr;
-		if (crc32(0, data, comp_len) != dcrc) {
-			chunk_bad(r, off, "corrupt (data checksum mismatch)");
-			return 0;
-		}
-		if (raw_reserve(r, raw_len ? raw_len : 1)) {
-			chunk_bad(r, off, "too large to decompress here (out of memory)");
-			return 0;
-		}
-		dlen = raw_len;
-		if (uncompress(r->raw, &dlen, data, comp_len) != Z_OK || dlen != raw_len) {
-			chunk_bad(r, off, "corrupt (decompression failed)");
-			return 0;
-		}
 		if (type == CHUNK_TRAILER) {
-			struct kx_capinfo *tmp = malloc(sizeof(*tmp));
+			struct kx_capinfo *tmp;
 
-			if (!tmp || decode_capinfo(r->raw, raw_len, tmp)) {
+			if (crc32(0, c->comp, comp_len) != dcrc) {
+				chunk_bad(r, off, "corrupt (data checksum mismatch)");
+				return 0;
+			}
+			if (!zs ||
+			    reserve((void **)&c->raw, &c->raw_cap, raw_len ? raw_len : 1, 1)) {
+				chunk_bad(r, off, "too large to decompress here (out of memory)");
+				return 0;
+			}
+			if (inflate_chunk(c, zs)) {
+				chunk_bad(r, off, "corrupt (decompression failed)");
+				return 0;
+			}
+			tmp = malloc(sizeof(*tmp));
+			if (!tmp || decode_capinfo(c->raw, raw_len, tmp)) {
 				free(tmp);
 				chunk_bad(r, off, "a corrupt trailer");
 				return 0;
@@ -1398,20 +1621,10 @@ static int read_chunks(struct reader *r, uint64_t off)
 				    (unsigned long long)r->res->bad_tail_bytes);
 			return 0;
 		}
-		if (nrec <= PEND_MAX && pend_reserve(r, nrec) == 0) {
-			if (decode_events(r, r->raw, raw_len, nrec, DEC_STASH)) {
-				chunk_bad(r, off, "corrupt (bad records)");
-				return 0;
-			}
-			commit_pending(r);
-		} else {
-			if (decode_events(r, r->raw, raw_len, nrec, DEC_CHECK)) {
-				chunk_bad(r, off, "corrupt (bad records)");
-				return 0;
-			}
-			decode_events(r, r->raw, raw_len, nrec, DEC_COMMIT);
-		}
-		r->res->chunks++;
+		chunk_run(c, zs, r);
+		chunk_done(c, r);
+		if (r->stopped)
+			return 0;
 		off += CHDR_LEN + comp_len;
 	}
 ioerr:
@@ -1422,6 +1635,86 @@ ioerr:
 	/* The file shrank while we read it. */
 	chunk_cut(r, off);
 	return 0;
+}
+
+/*
+ * Hands whole chunks of the known kinds to the work queue, in file order,
+ * from off; returns where it stopped: the trailer, the end, or anything
+ * the one-at-a-time reader has to judge and report.
+ */
+static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
+{
+	struct src *s = r->src;
+	/* Where the next chunk's ioctls start at most (every record an ioctl). */
+	size_t ahead = r->store ? kx_store_ioctl_count(r->store) : 0;
+
+	while (!r->stopped && s->size - off >= CHDR_LEN) {
+		const uint8_t *h = src_get(s, off, CHDR_LEN);
+		uint32_t type, raw_len, comp_len;
+		struct cslot *c;
+
+		if (!h || memcmp(h, chunk_magic, 4) || crc32(0, h, 24) != get_le32(h + 24))
+			break;
+		type = get_le32(h + 4);
+		raw_len = get_le32(h + 8);
+		comp_len = get_le32(h + 12);
+		if (raw_len > RAW_MAX || comp_len > compressBound(RAW_MAX) ||
+		    s->size - off - CHDR_LEN < comp_len || type == CHUNK_TRAILER)
+			break;
+		c = kx_workq_get(q);
+		c->kind = type == CHUNK_EVENTS ? CS_EVENTS : CS_SKIP;
+		c->off = off;
+		c->raw_len = raw_len;
+		c->comp_len = comp_len;
+		c->nrec = get_le32(h + 16);
+		c->dcrc = get_le32(h + 20);
+		c->npf = 0;
+		if (c->kind == CS_EVENTS && r->store && c->nrec <= PEND_MAX) {
+			size_t to = kx_store_ioctl_reserve(r->store, ahead + c->nrec);
+
+			c->npf = kx_store_ioctl_ranges(r->store, ahead, to, c->pf, PF_MAX);
+			ahead += c->nrec;
+		}
+		if (c->kind == CS_EVENTS && src_fill(s, c, off + CHDR_LEN, comp_len)) {
+			/* Not queued: the one-at-a-time reader meets the error again. */
+			s->ioerr = 0;
+			c->kind = CS_SKIP;
+			c->status = CS_OK;
+			break;
+		}
+		kx_workq_put(q, c);
+		off += CHDR_LEN + comp_len;
+	}
+	return off;
+}
+
+/* Reads chunks from off. Returns 0, or -1 on an I/O error (message set). */
+static int read_chunks(struct reader *r, uint64_t off)
+{
+	/* About 40 KiB per chunk: a small file is not worth the threads. */
+	int workers = kx_workq_workers((size_t)((r->src->size - off) / (256u * 1024)));
+	struct kx_workq *q = NULL;
+	struct cslot last;
+	void *zs;
+	int rc;
+
+	if (workers) {
+		q = kx_workq_new(workers, (size_t)workers + 2, sizeof(struct cslot), &chunk_ops, r);
+		if (q) {
+			off = queue_chunks(r, q, off);
+			kx_workq_finish(q);
+			kx_workq_each(q, cslot_free);
+			kx_workq_free(q);
+		}
+	}
+	if (r->stopped)
+		return 0;
+	memset(&last, 0, sizeof(last));
+	zs = inflater_new(NULL);
+	rc = read_chunks_seq(r, &last, zs, off);
+	inflater_free(zs, NULL);
+	cslot_free(&last, NULL);
+	return rc;
 }
 
 static int read_src(struct src *s, struct kx_store *store, struct kx_capinfo *ci,
@@ -1455,8 +1748,6 @@ static int read_src(struct src *s, struct kx_store *store, struct kx_capinfo *ci
 	hlen = read_header(&r);
 	if (hlen)
 		ret = read_chunks(&r, hlen);
-	free(r.raw);
-	free(r.pend);
 	free(lci);
 	return ret;
 }

@@ -5,8 +5,12 @@
  * Every allocation is charged against the limit before it is made, so the
  * store never holds more than the limit; what does not fit is counted.
  */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "store.h"
 
@@ -187,6 +191,84 @@ refuse:
 	return -1;
 }
 
+size_t kx_store_add_ioctls(struct kx_store *s, const struct kx_ioctl *e, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		size_t room, k;
+		struct kx_ioctl *dst;
+
+		if (s->nioc == s->ioc_chunks * IOC_PER_CHUNK &&
+		    !chunk_new(s, (void ***)&s->ioc, &s->ioc_dir, &s->ioc_chunks,
+		               IOC_PER_CHUNK * sizeof(struct kx_ioctl))) {
+			s->not_stored += n - done;
+			break;
+		}
+		room = IOC_PER_CHUNK - s->nioc % IOC_PER_CHUNK;
+		k = n - done < room ? n - done : room;
+		dst = &s->ioc[s->nioc / IOC_PER_CHUNK][s->nioc % IOC_PER_CHUNK];
+		memcpy(dst, e + done, k * sizeof(*dst));
+		for (size_t i = 0; i < k; i++) {
+			dst[i].arg_off = KX_NO_ARG;
+			dst[i].arg_in_len = 0;
+			dst[i].arg_out_len = 0;
+		}
+		s->nioc += k;
+		done += k;
+	}
+	return done;
+}
+
+size_t kx_store_ioctl_reserve(struct kx_store *s, size_t upto)
+{
+	while (s->ioc_chunks * IOC_PER_CHUNK < upto)
+		if (!chunk_new(s, (void ***)&s->ioc, &s->ioc_dir, &s->ioc_chunks,
+		               IOC_PER_CHUNK * sizeof(struct kx_ioctl)))
+			break;
+	return s->ioc_chunks * IOC_PER_CHUNK < upto ? s->ioc_chunks * IOC_PER_CHUNK : upto;
+}
+
+size_t kx_store_ioctl_ranges(const struct kx_store *s, size_t from, size_t to,
+                             struct kx_store_range *r, size_t max)
+{
+	size_t n = 0;
+
+	if (to > s->ioc_chunks * IOC_PER_CHUNK)
+		to = s->ioc_chunks * IOC_PER_CHUNK;
+	while (from < to && n < max) {
+		size_t end = (from / IOC_PER_CHUNK + 1) * IOC_PER_CHUNK;
+
+		if (end > to)
+			end = to;
+		r[n].p = &s->ioc[from / IOC_PER_CHUNK][from % IOC_PER_CHUNK];
+		r[n].len = (end - from) * sizeof(struct kx_ioctl);
+		n++;
+		from = end;
+	}
+	return n;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+void kx_store_prefault(const struct kx_store_range *r, size_t n)
+{
+	static int unsupported;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	for (size_t i = 0; i < n && !__atomic_load_n(&unsupported, __ATOMIC_RELAXED); i++) {
+		/* Whole pages inside the range: its neighbours' bytes are not ours. */
+		uintptr_t a = ((uintptr_t)r[i].p + pg - 1) & ~(uintptr_t)(pg - 1);
+		uintptr_t b = ((uintptr_t)r[i].p + r[i].len) & ~(uintptr_t)(pg - 1);
+
+		/* Faulting in keeps the bytes: safe while another thread writes there. */
+		if (b > a && madvise((void *)a, b - a, MADV_POPULATE_WRITE) && errno == EINVAL)
+			__atomic_store_n(&unsupported, 1, __ATOMIC_RELAXED);
+	}
+}
+
 static size_t comm_hash(uint32_t tid, size_t cap)
 {
 	uint32_t h = tid * 2654435761u;
@@ -299,6 +381,18 @@ const struct kx_ioctl *kx_store_ioctl(const struct kx_store *s, size_t i)
 {
 	if (i >= s->nioc)
 		return NULL;
+	return &s->ioc[i / IOC_PER_CHUNK][i % IOC_PER_CHUNK];
+}
+
+const struct kx_ioctl *kx_store_ioctl_run(const struct kx_store *s, size_t i, size_t *n)
+{
+	size_t left = IOC_PER_CHUNK - i % IOC_PER_CHUNK;
+
+	if (i >= s->nioc) {
+		*n = 0;
+		return NULL;
+	}
+	*n = s->nioc - i < left ? s->nioc - i : left;
 	return &s->ioc[i / IOC_PER_CHUNK][i % IOC_PER_CHUNK];
 }
 
