@@ -13,19 +13,22 @@
  * XProf flow stat (id = the ioctl's store index + 1, out on the ioctl, in on
  * the job, category generic) and correlation_id, so XProf draws the arrow.
  *
- * The encoder writes the wire format directly into one growing buffer
- * instead of building protobuf-c message trees: millions of events would
- * cost several small allocations each and a second full copy at pack time.
- * Events go through a small scratch buffer (their length is then known);
- * lines and planes reserve five bytes for their length, and the body is
- * moved back once its real varint length is known. Peak memory is the
- * output plus 4 bytes per exported event (the per-thread ordering).
+ * The encoder writes the wire format directly instead of building
+ * protobuf-c message trees: millions of events would cost several small
+ * allocations each and a second full copy at pack time. The host plane
+ * (nearly all the bytes) is sized first and then streamed (see "the
+ * /host:CPU plane"): to a file it never exists whole in memory, peak memory
+ * is a few MiB of segments plus 4 bytes per exported event (the per-thread
+ * ordering). Device planes are small: they go through a growing buffer
+ * whose nested lengths reserve five bytes, the body moved back once its
+ * real varint length is known.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +41,7 @@
 #include "ioctl_decode.h"
 #include "jobs.h"
 #include "warnings.h"
+#include "workq.h"
 #include "xspace.h"
 
 /* TSL's plane id for /host:CPU (kHostPlaneId); device planes use 0..n-1. */
@@ -97,13 +101,8 @@ enum {
 
 static inline size_t vsize(uint64_t v)
 {
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
+	/* 7 bits a byte: (floor(log2) * 9 + 73) / 64 rounds the bits used up to sevens. */
+	return ((size_t)(63 - __builtin_clzll(v | 1)) * 9 + 73) / 64;
 }
 
 static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
@@ -385,6 +384,21 @@ static uint32_t strtab_id(struct strtab *t, const char *s, size_t len)
 	return (uint32_t)t->n;
 }
 
+/* Id of the name s[0..len) when interned, else 0; never changes t (any thread). */
+static uint32_t strtab_find(const struct strtab *t, const char *s, size_t len)
+{
+	if (!t->hcap)
+		return 0;
+	for (size_t h = str_hash(s, len) & (t->hcap - 1); t->hslot[h];
+	     h = (h + 1) & (t->hcap - 1)) {
+		const char *o = t->name[t->hslot[h] - 1];
+
+		if (!strncmp(o, s, len) && o[len] == '\0')
+			return t->hslot[h];
+	}
+	return 0;
+}
+
 static uint32_t strtab_cstr(struct strtab *t, const char *s)
 {
 	return strtab_id(t, s, strlen(s));
@@ -458,7 +472,22 @@ static int line_tid_cmp(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+#define TID_CACHE 64
+
 /* ---- the exporter state ---- */
+
+/* An event the nesting guard shortened: its position in order, its new duration. */
+struct fixent {
+	size_t pos;
+	uint64_t dur;
+};
+
+/* A host line as the sizing pass found it. */
+struct hline {
+	size_t body;      /* bytes of the XLine message */
+	uint64_t max_end; /* ns after the line's first event */
+	size_t fix0;      /* its first entry in fix */
+};
 
 /* Stat metadata interned first in the host plane, so their ids are fixed. */
 enum { ST_DRIVER = 1, ST_DEVICE, ST_FD, ST_CMD, ST_RET, ST_ERRNO, ST_PID, ST_NFIXED = ST_PID };
@@ -488,6 +517,12 @@ struct exporter {
 	struct kx_jobs *jobs;                 /* device timelines; NULL when they failed to build */
 	size_t job_events;                    /* exported on device planes */
 	uint32_t st_offcpu, st_flow, st_corr; /* host plane stat ids, 0 until used */
+	struct fixent *fix;                   /* shortened events, by position in order */
+	size_t nfix, fixcap;
+	struct hline *hl; /* per line: what the sizing pass found */
+	/* The sizing pass's last answers: runs of one command on one file are the rule. */
+	uint64_t last_cmd_key, last_dev_key;
+	uint32_t last_drv, last_fkind, last_mid, last_dev;
 	char *err;
 	size_t errlen;
 };
@@ -519,19 +554,29 @@ static int select_events(struct exporter *x)
 {
 	size_t n = kx_store_ioctl_count(x->s), cap = 0, pos = 0;
 	struct idmap by_tid = {0};
+	/* Recent tids -> line id + 1 (0: empty): most events skip the hash table. */
+	uint32_t ctid[TID_CACHE], cline[TID_CACHE];
+	const struct kx_ioctl *cur;
 	struct sortent *tmp = NULL;
 	size_t tmp_cap = 0;
 	int rc = -1;
 
 	if (n > UINT32_MAX)
 		return fail(x, "too many events for one XSpace (%zu)", n);
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ioctl *e = kx_store_ioctl(x->s, i);
+	memset(cline, 0, sizeof(cline));
+	cur = NULL;
+	for (size_t i = 0, run = 0; i < n; i++, run--) {
+		const struct kx_ioctl *e = cur = run ? cur + 1 : kx_store_ioctl_run(x->s, i, &run);
+		unsigned int ci = e->tid % TID_CACHE;
 		struct idslot *sl;
 		struct line *l;
 
 		if (!in_window(&x->o, e->ts))
 			continue;
+		if (cline[ci] && ctid[ci] == e->tid) {
+			l = &x->lines[cline[ci] - 1];
+			goto counted;
+		}
 		sl = idmap_slot(&by_tid, e->tid, 0);
 		if (!sl)
 			goto oom;
@@ -552,6 +597,9 @@ static int select_events(struct exporter *x)
 			sl->id = (uint32_t)x->nlines;
 		}
 		l = &x->lines[sl->id - 1];
+		ctid[ci] = e->tid;
+		cline[ci] = sl->id;
+	counted:
 		if (l->count &&
 		    (e->ts < l->last_ts || (e->ts == l->last_ts && e->dur > l->last_dur)))
 			l->sorted = 0;
@@ -573,13 +621,20 @@ static int select_events(struct exporter *x)
 	x->order = malloc((x->nevents ? x->nevents : 1) * sizeof(*x->order));
 	if (!x->order)
 		goto oom;
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ioctl *e = kx_store_ioctl(x->s, i);
+	memset(cline, 0, sizeof(cline));
+	cur = NULL;
+	for (size_t i = 0, run = 0; i < n; i++, run--) {
+		const struct kx_ioctl *e = cur = run ? cur + 1 : kx_store_ioctl_run(x->s, i, &run);
+		unsigned int ci = e->tid % TID_CACHE;
 		struct line *l;
 
 		if (!in_window(&x->o, e->ts))
 			continue;
-		l = &x->lines[idmap_probe(&by_tid, e->tid, 0)->id - 1];
+		if (!cline[ci] || ctid[ci] != e->tid) {
+			ctid[ci] = e->tid;
+			cline[ci] = idmap_probe(&by_tid, e->tid, 0)->id;
+		}
+		l = &x->lines[cline[ci] - 1];
 		x->order[l->start + l->count++] = (uint32_t)i;
 	}
 	for (size_t i = 0; i < x->nlines; i++) {
@@ -616,36 +671,93 @@ out:
 
 /* ---- the /host:CPU plane ---- */
 
-static uint32_t event_meta_id(struct exporter *x, const struct kx_ioctl *e)
+/*
+ * The host plane is written in two passes. The sizing pass walks every
+ * line in order: it runs the nesting guard (shortened events are noted in
+ * fix), interns every name the events need (so ids come out as a single
+ * pass would give them) and adds up each line's size, so that every
+ * length is known before the first byte goes out. The writing pass then
+ * encodes segments of lines on worker threads with those tables frozen
+ * (lookups only) and writes them in order through a bounded buffer.
+ * Lookups take frozen: 1 in the writing pass (any thread, nothing
+ * changes), 0 in the sizing pass (names are added).
+ */
+
+static uint32_t event_meta_id(struct exporter *x, const struct kx_ioctl *e, int frozen)
 {
-	struct idslot *sl = idmap_slot(&x->ev_by_cmd, e->drv, (uint64_t)e->cmd << 32 | e->xfer_cmd);
+	uint64_t key = (uint64_t)e->cmd << 32 | e->xfer_cmd;
+	struct idslot *sl;
 	char buf[64];
 
+	if (frozen) {
+		sl = x->ev_by_cmd.cap ? idmap_probe(&x->ev_by_cmd, e->drv, key) : NULL;
+		return sl ? sl->id : 0;
+	}
+	if (x->last_mid && x->last_cmd_key == key && x->last_drv == e->drv)
+		return x->last_mid;
+	sl = idmap_slot(&x->ev_by_cmd, e->drv, key);
 	if (!sl)
 		return 0;
 	if (!sl->id)
 		sl->id = strtab_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd,
 		                                           e->xfer_cmd, buf, sizeof(buf)));
+	x->last_cmd_key = key;
+	x->last_drv = e->drv;
+	x->last_mid = sl->id;
 	return sl->id;
 }
 
-static uint32_t device_ref(struct exporter *x, const struct kx_ioctl *e)
+static uint32_t device_ref(struct exporter *x, const struct kx_ioctl *e, int frozen)
 {
-	struct idslot *sl = idmap_slot(&x->dev_ref, e->fkind, e->dev);
+	struct idslot *sl;
 	char buf[128];
 
+	if (frozen) {
+		sl = x->dev_ref.cap ? idmap_probe(&x->dev_ref, e->fkind, e->dev) : NULL;
+		return sl ? sl->id : 0;
+	}
+	if (x->last_dev && x->last_dev_key == e->dev && x->last_fkind == e->fkind)
+		return x->last_dev;
+	sl = idmap_slot(&x->dev_ref, e->fkind, e->dev);
 	if (!sl)
 		return 0;
 	if (!sl->id)
 		sl->id = strtab_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
 		                                             e->fkind, e->dev, buf, sizeof(buf)));
+	x->last_dev_key = e->dev;
+	x->last_fkind = e->fkind;
+	x->last_dev = sl->id;
 	return sl->id;
 }
 
-static uint32_t field_stat_id(struct exporter *x, const char *name)
+static uint32_t driver_ref(struct exporter *x, const struct kx_ioctl *e, int frozen)
 {
-	struct idslot *sl = idmap_slot(&x->field_id, (uintptr_t)name, 0);
+	if (!x->drv_ref[e->drv] && !frozen)
+		x->drv_ref[e->drv] = strtab_cstr(&x->st, kx_driver_name((enum kx_driver)e->drv));
+	return x->drv_ref[e->drv];
+}
 
+static uint32_t errno_ref(struct exporter *x, int32_t ret, int frozen)
+{
+	const char *name = kx_errno_name(ret);
+	char buf[32];
+
+	if (!name) {
+		snprintf(buf, sizeof(buf), "errno %" PRId64, -(int64_t)ret);
+		name = buf;
+	}
+	return frozen ? strtab_find(&x->st, name, strlen(name)) : strtab_cstr(&x->st, name);
+}
+
+static uint32_t field_stat_id(struct exporter *x, const char *name, int frozen)
+{
+	struct idslot *sl;
+
+	if (frozen) {
+		sl = x->field_id.cap ? idmap_probe(&x->field_id, (uintptr_t)name, 0) : NULL;
+		return sl ? sl->id : 0;
+	}
+	sl = idmap_slot(&x->field_id, (uintptr_t)name, 0);
 	if (!sl)
 		return 0;
 	if (!sl->id)
@@ -653,8 +765,8 @@ static uint32_t field_stat_id(struct exporter *x, const char *name)
 	return sl->id;
 }
 
-/* Stats of the decoded argument fields; NULL on OOM. */
-static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint8_t *p)
+/* Stats of the decoded argument fields; NULL on OOM (or a name not interned). */
+static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint8_t *p, int frozen)
 {
 	const uint8_t *arg = kx_store_arg(x->s, e);
 	struct kx_field f[MAX_FIELDS];
@@ -665,7 +777,7 @@ static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint
 	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg, e->arg_in_len,
 	                          arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
 	for (int i = 0; i < nf; i++) {
-		uint32_t mid = field_stat_id(x, f[i].name), ref;
+		uint32_t mid = field_stat_id(x, f[i].name, frozen), ref;
 		char hex[24];
 		size_t sl;
 
@@ -684,15 +796,17 @@ static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint
 			break;
 		case KX_FIELD_STR:
 			sl = strnlen(f[i].s, sizeof(f[i].s));
-			/* enum-like names repeat: intern them, unless there are too many */
-			if (x->st.n < MAX_REF_STRINGS) {
+			/* enum-like names repeat: interned, unless there are too many */
+			ref = strtab_find(&x->st, f[i].s, sl);
+			if (!ref && !frozen && x->st.n < MAX_REF_STRINGS) {
 				ref = strtab_id(&x->st, f[i].s, sl);
 				if (!ref)
 					return NULL;
-				p = put_stat_varint(p, XEVENT_STATS, mid, XSTAT_REF, ref);
-			} else {
-				p = put_stat_str(p, XEVENT_STATS, mid, f[i].s, sl);
 			}
+			if (ref)
+				p = put_stat_varint(p, XEVENT_STATS, mid, XSTAT_REF, ref);
+			else
+				p = put_stat_str(p, XEVENT_STATS, mid, f[i].s, sl);
 			break;
 		}
 	}
@@ -715,19 +829,69 @@ static uint32_t host_stat(struct exporter *x, uint32_t *id, const char *name)
 	return *id;
 }
 
+/* Bytes of an XStat with a varint value: field tag and length, two tags, two varints. */
+static inline size_t stat_size(uint64_t mid, uint64_t v)
+{
+	return 4 + vsize(mid) + vsize(v);
+}
+
 /*
- * One XEvent of store ioctl idx into the scratch buffer p (EVENT_SCRATCH
- * bytes). Returns the end, or NULL on OOM.
+ * The sizing pass's view of put_event: the bytes it will write for e,
+ * interning what it needs on the way. 0 on OOM.
+ */
+static size_t event_size(struct exporter *x, const struct kx_ioctl *e, size_t idx,
+                         uint64_t offset_ns, uint64_t dur_ns)
+{
+	uint32_t mid = event_meta_id(x, e, 0), dev = device_ref(x, e, 0), drv = driver_ref(x, e, 0);
+	size_t n;
+
+	if (!mid || !dev || !drv)
+		return 0;
+	n = 1 + vsize(mid) + 1 + vsize(offset_ns * 1000);
+	if (dur_ns)
+		n += 1 + vsize(dur_ns * 1000);
+	n += stat_size(ST_DRIVER, drv) + stat_size(ST_DEVICE, dev) +
+	     stat_size(ST_FD, (uint64_t)(int64_t)e->fd) + stat_size(ST_CMD, e->cmd) +
+	     stat_size(ST_RET, (uint64_t)e->ret);
+	if (e->ret < 0) {
+		uint32_t ref = errno_ref(x, e->ret, 0);
+
+		if (!ref)
+			return 0;
+		n += stat_size(ST_ERRNO, ref);
+	}
+	n += stat_size(ST_PID, e->pid);
+	if (e->offcpu_us) {
+		if (!host_stat(x, &x->st_offcpu, "offcpu_ns"))
+			return 0;
+		n += stat_size(x->st_offcpu, (uint64_t)e->offcpu_us * 1000);
+	}
+	if (x->jobs && kx_jobs_ioctl_submitted(x->jobs, idx)) {
+		if (!host_stat(x, &x->st_flow, "flow") ||
+		    !host_stat(x, &x->st_corr, "correlation_id"))
+			return 0;
+		n += stat_size(x->st_flow, flow_value(idx + 1, FLOW_OUT)) +
+		     stat_size(x->st_corr, idx + 1);
+	}
+	if (e->arg_off != KX_NO_ARG && kx_store_arg(x->s, e)) {
+		uint8_t scratch[EVENT_SCRATCH], *end = put_arg_stats(x, e, scratch, 0);
+
+		if (!end)
+			return 0;
+		n += (size_t)(end - scratch);
+	}
+	return n;
+}
+
+/*
+ * One XEvent of store ioctl idx into p (EVENT_SCRATCH bytes), with the
+ * tables frozen. Returns the end, or NULL when a name was not interned.
  */
 static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t idx,
                           uint64_t offset_ns, uint64_t dur_ns, uint8_t *p)
 {
-	uint32_t mid = event_meta_id(x, e), dev = device_ref(x, e), drv = x->drv_ref[e->drv];
+	uint32_t mid = event_meta_id(x, e, 1), dev = device_ref(x, e, 1), drv = driver_ref(x, e, 1);
 
-	if (!drv) {
-		drv = strtab_cstr(&x->st, kx_driver_name((enum kx_driver)e->drv));
-		x->drv_ref[e->drv] = drv;
-	}
 	if (!mid || !dev || !drv)
 		return NULL;
 	p = put_vfield(p, XEVENT_METADATA_ID, mid);
@@ -740,36 +904,25 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 	p = put_stat_varint(p, XEVENT_STATS, ST_CMD, XSTAT_UINT64, e->cmd);
 	p = put_stat_varint(p, XEVENT_STATS, ST_RET, XSTAT_INT64, (uint64_t)e->ret);
 	if (e->ret < 0) {
-		const char *name = kx_errno_name(e->ret);
-		char buf[32];
-		uint32_t ref;
+		uint32_t ref = errno_ref(x, e->ret, 1);
 
-		if (!name) {
-			snprintf(buf, sizeof(buf), "errno %" PRId64, -(int64_t)e->ret);
-			name = buf;
-		}
-		ref = strtab_cstr(&x->st, name);
 		if (!ref)
 			return NULL;
 		p = put_stat_varint(p, XEVENT_STATS, ST_ERRNO, XSTAT_REF, ref);
 	}
 	p = put_stat_varint(p, XEVENT_STATS, ST_PID, XSTAT_INT64, e->pid);
-	if (e->offcpu_us) {
-		if (!host_stat(x, &x->st_offcpu, "offcpu_ns"))
-			return NULL;
+	if (e->offcpu_us)
 		p = put_stat_varint(p, XEVENT_STATS, x->st_offcpu, XSTAT_UINT64,
 		                    (uint64_t)e->offcpu_us * 1000);
-	}
 	/* The arrow to the jobs it submitted (the jobs carry the same flow). */
 	if (x->jobs && kx_jobs_ioctl_submitted(x->jobs, idx)) {
-		if (!host_stat(x, &x->st_flow, "flow") ||
-		    !host_stat(x, &x->st_corr, "correlation_id"))
-			return NULL;
 		p = put_stat_varint(p, XEVENT_STATS, x->st_flow, XSTAT_UINT64,
 		                    flow_value(idx + 1, FLOW_OUT));
 		p = put_stat_varint(p, XEVENT_STATS, x->st_corr, XSTAT_UINT64, idx + 1);
 	}
-	return put_arg_stats(x, e, p);
+	if (e->arg_off == KX_NO_ARG)
+		return p;
+	return put_arg_stats(x, e, p, 1);
 }
 
 static int push_end(struct exporter *x, size_t depth, uint64_t end)
@@ -787,38 +940,86 @@ static int push_end(struct exporter *x, size_t depth, uint64_t end)
 	return 0;
 }
 
+static int fix_add(struct exporter *x, size_t pos, uint64_t dur)
+{
+	if (x->nfix == x->fixcap) {
+		size_t ncap = x->fixcap ? x->fixcap * 2 : 64;
+		struct fixent *nf = realloc(x->fix, ncap * sizeof(*nf));
+
+		if (!nf)
+			return -1;
+		x->fix = nf;
+		x->fixcap = ncap;
+	}
+	x->fix[x->nfix].pos = pos;
+	x->fix[x->nfix++].dur = dur;
+	return 0;
+}
+
 /* ns values that stay below INT64_MAX once in ps. */
 #define MAX_NS ((uint64_t)INT64_MAX / 1000)
 
-static int put_line(struct exporter *x, const struct line *l)
+/* An event's start and duration on its line, before the nesting guard. */
+static inline void event_span(const struct kx_ioctl *e, uint64_t t0, uint64_t *start, uint64_t *dur)
 {
-	const uint32_t *ord = x->order + l->start;
-	const struct kx_ioctl *first = kx_store_ioctl(x->s, ord[0]);
+	*start = e->ts - t0;
+	*dur = e->dur;
+	if (*start > MAX_NS)
+		*start = MAX_NS;
+	if (*dur > MAX_NS - *start)
+		*dur = MAX_NS - *start;
+}
+
+/* The XLine fields before the events (at most LINE_HEAD bytes). */
+#define LINE_HEAD 128
+static size_t line_head(struct exporter *x, const struct line *l, uint8_t *buf)
+{
+	const struct kx_ioctl *first = kx_store_ioctl(x->s, x->order[l->start]);
 	const char *comm = kx_store_comm(x->s, l->tid);
-	uint64_t t0 = first->ts, max_end = 0, fixes = 0;
-	uint8_t scratch[EVENT_SCRATCH];
-	size_t depth = 0, body;
+	uint64_t ts = (uint64_t)kx_capinfo_realtime(x->ci, first->ts);
+	uint8_t *p = buf;
 	char name[32];
+	size_t n;
 
 	if (comm && comm[0])
 		snprintf(name, sizeof(name), "%.*s", KX_COMM_LEN, comm);
 	else
 		snprintf(name, sizeof(name), "tid %" PRIu32, l->tid);
-	body = ob_open(&x->out, XPLANE_LINES);
-	ob_vfield(&x->out, XLINE_ID, l->tid);
-	ob_str(&x->out, XLINE_NAME, name);
-	ob_str(&x->out, XLINE_DISPLAY_NAME, name);
-	ob_vfield(&x->out, XLINE_TIMESTAMP_NS, (uint64_t)kx_capinfo_realtime(x->ci, t0));
+	n = strlen(name);
+	/* proto3 leaves out zero scalars */
+	if (l->tid)
+		p = put_vfield(p, XLINE_ID, l->tid);
+	p = put_bytes(p, XLINE_NAME, name, n);
+	p = put_bytes(p, XLINE_DISPLAY_NAME, name, n);
+	if (ts)
+		p = put_vfield(p, XLINE_TIMESTAMP_NS, ts);
+	return (size_t)(p - buf);
+}
+
+/* The XLine fields after the events. */
+static size_t line_tail(const struct hline *h, uint8_t *buf)
+{
+	return h->max_end ? (size_t)(put_vfield(buf, XLINE_DURATION_PS, h->max_end * 1000) - buf)
+	                  : 0;
+}
+
+/* Sizing pass over one line: nesting guard, names, byte count. */
+static int size_line(struct exporter *x, size_t li)
+{
+	const struct line *l = &x->lines[li];
+	struct hline *h = &x->hl[li];
+	const uint32_t *ord = x->order + l->start;
+	uint64_t t0 = kx_store_ioctl(x->s, ord[0])->ts, max_end = 0, fixes = 0;
+	uint8_t buf[LINE_HEAD];
+	size_t depth = 0, body = line_head(x, l, buf);
+
+	h->fix0 = x->nfix;
 	for (size_t k = 0; k < l->count; k++) {
 		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
-		uint64_t start = e->ts - t0, dur = e->dur, end;
-		uint8_t *sp, *p;
+		uint64_t start, dur, end;
 		size_t elen;
 
-		if (start > MAX_NS)
-			start = MAX_NS;
-		if (dur > MAX_NS - start)
-			dur = MAX_NS - start;
+		event_span(e, t0, &start, &dur);
 		end = start + dur;
 		/* Close the enclosing events that ended; then nest in the innermost. */
 		while (depth && x->stack[depth - 1] <= start)
@@ -827,24 +1028,21 @@ static int put_line(struct exporter *x, const struct line *l)
 			end = x->stack[depth - 1];
 			dur = end - start;
 			fixes++;
+			if (fix_add(x, l->start + k, dur))
+				return fail(x, "out of memory");
 		}
 		if (push_end(x, depth++, end))
 			return fail(x, "out of memory");
 		if (end > max_end)
 			max_end = end;
-		sp = put_event(x, e, ord[k], start, dur, scratch);
-		if (!sp)
+		elen = event_size(x, e, ord[k], start, dur);
+		if (!elen)
 			return fail(x, "out of memory");
-		elen = (size_t)(sp - scratch);
-		p = ob_room(&x->out, elen + 16);
-		if (!p)
-			break;
-		p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
-		memcpy(p, scratch, elen);
-		ob_done(&x->out, p + elen);
+		body += 1 + vsize(elen) + elen;
 	}
-	ob_vfield(&x->out, XLINE_DURATION_PS, max_end * 1000);
-	ob_close(&x->out, body);
+	h->max_end = max_end;
+	body += line_tail(h, buf);
+	h->body = body;
 	if (fixes) {
 		x->overlap_fixes += fixes;
 		x->overlap_lines++;
@@ -852,26 +1050,259 @@ static int put_line(struct exporter *x, const struct line *l)
 	return 0;
 }
 
-static int put_host_plane(struct exporter *x)
+/* Where the bytes go: a file descriptor, or the exporter's buffer. */
+struct sink {
+	int fd; /* < 0: x->out */
+	struct obuf *ob;
+	int err; /* errno of the first write failure */
+	uint64_t bytes;
+};
+
+static void sink_put(struct sink *k, const void *p, size_t n)
 {
-	size_t body = ob_open(&x->out, XSPACE_PLANES);
+	const uint8_t *c = p;
+
+	if (!n)
+		return;
+	k->bytes += n;
+	if (k->fd < 0) {
+		uint8_t *d = ob_room(k->ob, n);
+
+		if (d) {
+			memcpy(d, c, n);
+			k->ob->len += n;
+		}
+		return;
+	}
+	while (n && !k->err) {
+		ssize_t w = write(k->fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			k->err = w < 0 && errno ? errno : EIO;
+			break;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+}
+
+/* A piece of the host plane: literal bytes, then events [k0, k1) of line li. */
+#define SEG_EVENTS 16384
+struct seg {
+	size_t li, k0, k1;
+	uint8_t *out;
+	size_t len, cap;
+	int bad;
+};
+
+struct hwriter {
+	struct exporter *x;
+	struct sink *k;
+	int bad;
+};
+
+static uint8_t *seg_room(struct seg *g, size_t n)
+{
+	if (g->cap - g->len < n) {
+		size_t ncap = g->cap ? g->cap : 65536;
+		uint8_t *p;
+
+		while (ncap - g->len < n)
+			ncap *= 2;
+		p = realloc(g->out, ncap);
+		if (!p)
+			return NULL;
+		g->out = p;
+		g->cap = ncap;
+	}
+	return g->out + g->len;
+}
+
+static void seg_lit(struct seg *g, const void *p, size_t n)
+{
+	uint8_t *d = n ? seg_room(g, n) : NULL;
+
+	if (!n)
+		return;
+	if (!d) {
+		g->bad = 1;
+		return;
+	}
+	memcpy(d, p, n);
+	g->len += n;
+}
+
+/* Encodes a segment's events (on a worker thread; the exporter is read only). */
+static void seg_run(void *slot, void *wctx, void *arg)
+{
+	struct seg *g = slot;
+	struct hwriter *hw = arg;
+	struct exporter *x = hw->x;
+	const struct line *l;
+	const uint32_t *ord;
+	const struct hline *h;
+	uint64_t t0;
+	size_t fi;
+
+	(void)wctx;
+	if (g->k0 == g->k1 || g->bad)
+		return;
+	l = &x->lines[g->li];
+	h = &x->hl[g->li];
+	ord = x->order + l->start;
+	t0 = kx_store_ioctl(x->s, ord[0])->ts;
+	/* The line's first fix at or after this segment. */
+	fi = h->fix0;
+	{
+		size_t hi = g->li + 1 < x->nlines ? x->hl[g->li + 1].fix0 : x->nfix;
+
+		while (fi < hi) {
+			size_t mid = fi + (hi - fi) / 2;
+
+			if (x->fix[mid].pos < l->start + g->k0)
+				fi = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	for (size_t k = g->k0; k < g->k1; k++) {
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
+		uint8_t *p = seg_room(g, EVENT_SCRATCH + 16), *q;
+		uint8_t scratch[EVENT_SCRATCH];
+		uint64_t start, dur;
+		size_t elen;
+
+		if (!p) {
+			g->bad = 1;
+			return;
+		}
+		event_span(e, t0, &start, &dur);
+		if (fi < x->nfix && x->fix[fi].pos == l->start + k)
+			dur = x->fix[fi++].dur;
+		q = put_event(x, e, ord[k], start, dur, scratch);
+		if (!q) {
+			g->bad = 1;
+			return;
+		}
+		elen = (size_t)(q - scratch);
+		p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
+		memcpy(p, scratch, elen);
+		g->len = (size_t)(p + elen - g->out);
+	}
+}
+
+static void seg_done(void *slot, void *arg)
+{
+	struct seg *g = slot;
+	struct hwriter *hw = arg;
+
+	if (g->bad)
+		hw->bad = 1;
+	else if (!hw->bad)
+		sink_put(hw->k, g->out, g->len);
+	g->len = 0;
+	g->bad = 0;
+}
+
+static void seg_free(void *slot, void *arg)
+{
+	(void)arg;
+	free(((struct seg *)slot)->out);
+}
+
+static const struct kx_workq_ops seg_ops = {
+        .run = seg_run,
+        .done = seg_done,
+};
+
+/*
+ * The host plane: sizing pass, then the bytes to k. In memory the whole
+ * plane's room is made first, so the buffer grows once.
+ */
+static int put_host_plane(struct exporter *x, struct sink *k)
+{
+	uint8_t head[64 + sizeof(HOST_PLANE_NAME)], buf[LINE_HEAD], *p;
+	struct obuf meta = {0};
+	struct hwriter hw = {x, k, 0};
+	struct kx_workq *q;
+	struct seg *g;
+	size_t plane, head_len;
+	int workers;
 
 	for (int i = 0; i < ST_NFIXED; i++)
 		if (strtab_cstr(&x->st, fixed_stats[i]) != (uint32_t)i + 1)
 			return fail(x, "out of memory");
-	ob_vfield(&x->out, XPLANE_ID, HOST_PLANE_ID);
-	ob_str(&x->out, XPLANE_NAME, HOST_PLANE_NAME);
-	for (size_t i = 0; i < x->nlines; i++) {
-		if (put_line(x, &x->lines[i]))
+	x->hl = calloc(x->nlines + 1, sizeof(*x->hl));
+	if (!x->hl)
+		return fail(x, "out of memory");
+	for (size_t i = 0; i < x->nlines; i++)
+		if (size_line(x, i))
 			return -1;
-		if (x->out.len > PB_MAX_MSG)
-			return fail(x,
-			            "XSpace is over protobuf's 2 GiB limit after %zu of %zu "
-			            "threads: export a shorter time window",
-			            i + 1, x->nlines);
+	put_metadata(&meta, &x->ev, &x->st);
+	if (meta.oom) {
+		free(meta.p);
+		return fail(x, "out of memory");
 	}
-	put_metadata(&x->out, &x->ev, &x->st);
-	ob_close(&x->out, body);
+	p = put_vfield(head, XPLANE_ID, HOST_PLANE_ID);
+	p = put_bytes(p, XPLANE_NAME, HOST_PLANE_NAME, sizeof(HOST_PLANE_NAME) - 1);
+	head_len = (size_t)(p - head);
+	plane = head_len + meta.len;
+	for (size_t i = 0; i < x->nlines; i++)
+		plane += 1 + vsize(x->hl[i].body) + x->hl[i].body;
+	if (plane > PB_MAX_MSG) {
+		free(meta.p);
+		return fail(x,
+		            "XSpace is over protobuf's 2 GiB limit (%zu bytes of %zu threads): "
+		            "export a shorter time window",
+		            plane, x->nlines);
+	}
+	if (k->fd < 0 && !ob_room(k->ob, plane + 16 + 65536)) {
+		free(meta.p);
+		return fail(x, "out of memory serializing the XSpace");
+	}
+
+	workers = kx_workq_workers(x->nevents / SEG_EVENTS);
+	q = kx_workq_new(workers, (size_t)workers * 2 + 2, sizeof(struct seg), &seg_ops, &hw);
+	if (!q) {
+		free(meta.p);
+		return fail(x, "out of memory");
+	}
+	g = kx_workq_get(q);
+	p = put_varint(put_tag(buf, XSPACE_PLANES, WT_LEN), plane);
+	seg_lit(g, buf, (size_t)(p - buf));
+	seg_lit(g, head, head_len);
+	for (size_t i = 0; i < x->nlines; i++) {
+		const struct line *l = &x->lines[i];
+
+		p = put_varint(put_tag(buf, XPLANE_LINES, WT_LEN), x->hl[i].body);
+		seg_lit(g, buf, (size_t)(p - buf));
+		seg_lit(g, buf, line_head(x, l, buf));
+		for (size_t k0 = 0; k0 < l->count; k0 += SEG_EVENTS) {
+			g->li = i;
+			g->k0 = k0;
+			g->k1 = l->count - k0 < SEG_EVENTS ? l->count : k0 + SEG_EVENTS;
+			kx_workq_put(q, g);
+			g = kx_workq_get(q);
+			g->k0 = g->k1 = 0;
+		}
+		seg_lit(g, buf, line_tail(&x->hl[i], buf));
+	}
+	seg_lit(g, meta.p, meta.len);
+	kx_workq_put(q, g);
+	kx_workq_finish(q);
+	kx_workq_each(q, seg_free);
+	kx_workq_free(q);
+	free(meta.p);
+	if (hw.bad)
+		return fail(x, "out of memory encoding the host plane");
+	if (k->ob->oom)
+		return fail(x, "out of memory serializing the XSpace (%zu bytes so far)",
+		            k->ob->len);
+	if (k->bytes != 1 + vsize(plane) + plane)
+		return fail(x, "internal error: host plane of %" PRIu64 " bytes, %zu expected",
+		            k->bytes, 1 + vsize(plane) + plane);
 	return 0;
 }
 
@@ -1318,12 +1749,111 @@ static void exporter_free(struct exporter *x)
 	free(x->lines);
 	free(x->order);
 	free(x->stack);
+	free(x->fix);
+	free(x->hl);
 	strtab_free(&x->ev);
 	strtab_free(&x->st);
 	idmap_free(&x->ev_by_cmd);
 	idmap_free(&x->dev_ref);
 	idmap_free(&x->field_id);
 	kx_jobs_free(x->jobs);
+	free(x->out.p);
+}
+
+struct jobs_job {
+	const struct kx_store *s;
+	const struct kx_capinfo *ci;
+	struct kx_jobs *jobs;
+};
+
+static void *jobs_thread(void *arg)
+{
+	struct jobs_job *j = arg;
+
+	j->jobs = kx_jobs_build(j->s, j->ci);
+	return NULL;
+}
+
+/*
+ * The XSpace to fd (streamed: the host plane through a bounded buffer, the
+ * rest, which is small, from x->out), or into x->out when fd < 0.
+ */
+static int export(struct exporter *x, int fd)
+{
+	struct sink k = {fd, &x->out, 0, 0};
+	int n = 0;
+
+	struct jobs_job jj = {x->s, x->ci, NULL};
+	pthread_t th;
+	int threaded;
+
+	/* The device timelines do not need the ordering: both at once. */
+	threaded = kx_workq_workers(2) > 0 && !pthread_create(&th, NULL, jobs_thread, &jj);
+	if (!threaded)
+		jobs_thread(&jj);
+	if (select_events(x)) {
+		if (threaded)
+			pthread_join(th, NULL);
+		kx_jobs_free(jj.jobs);
+		return -1;
+	}
+	if (threaded)
+		pthread_join(th, NULL);
+	x->jobs = jj.jobs;
+	if (!x->jobs)
+		return fail(x, "out of memory analysing the device timelines");
+	if (put_host_plane(x, &k))
+		return -1;
+	if (fd >= 0)
+		x->out.len = 0; /* the rest goes here first */
+	for (uint32_t i = 0; i < x->ci->ndevices && i < KX_MAX_DEVICES; i++)
+		if (device_has_plane(x->ci, i))
+			put_device_plane(x, &x->ci->devices[i], jobdev_of(x, i), n++);
+	/* Job devices that no traced device stands for get planes of their own. */
+	for (size_t k = 0; x->jobs && k < x->jobs->ndevs; k++) {
+		const struct kx_jobdev *jd = &x->jobs->devs[k];
+
+		if (jd->ci_index < 0 && (jd->nrings || jd->nmem))
+			put_device_plane(x, NULL, jd, n++);
+	}
+	put_warnings(x);
+	if (x->ci->hostname[0])
+		ob_str(&x->out, XSPACE_HOSTNAMES, x->ci->hostname);
+	if (x->out.oom)
+		return fail(x, "out of memory serializing the XSpace (%zu bytes so far)",
+		            x->out.len);
+	if (fd >= 0) {
+		uint64_t host = k.bytes;
+
+		sink_put(&k, x->out.p, x->out.len);
+		if (k.err) {
+			errno = k.err;
+			return fail(x, "%s", strerror(k.err));
+		}
+		if (host + x->out.len > PB_MAX_MSG)
+			return fail(x,
+			            "XSpace of %" PRIu64 " bytes is over protobuf's 2 GiB limit: "
+			            "export a shorter time window",
+			            host + x->out.len);
+	} else if (x->out.len > PB_MAX_MSG) {
+		return fail(x,
+		            "XSpace of %zu bytes is over protobuf's 2 GiB limit: export a shorter "
+		            "time window",
+		            x->out.len);
+	}
+	return 0;
+}
+
+static void exporter_init(struct exporter *x, const struct kx_store *s, const struct kx_capinfo *ci,
+                          const struct kx_xspace_opts *o, char *err, size_t errlen)
+{
+	memset(x, 0, sizeof(*x));
+	x->s = s;
+	x->ci = ci;
+	if (o)
+		x->o = *o;
+	x->err = err;
+	x->errlen = errlen;
 }
 
 int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
@@ -1331,59 +1861,19 @@ int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
                         size_t errlen)
 {
 	struct exporter x;
-	int n = 0, rc = -1;
+	int rc = -1;
 
-	memset(&x, 0, sizeof(x));
-	x.s = s;
-	x.ci = ci;
-	if (o)
-		x.o = *o;
-	x.err = err;
-	x.errlen = errlen;
+	exporter_init(&x, s, ci, o, err, errlen);
 	*out = NULL;
 	*len = 0;
-	if (select_events(&x))
-		goto out;
-	x.jobs = kx_jobs_build(s, ci);
-	if (!x.jobs) {
-		fail(&x, "out of memory analysing the device timelines");
-		goto out;
+	if (!export(&x, -1)) {
+		*out = realloc(x.out.p, x.out.len ? x.out.len : 1);
+		if (!*out)
+			*out = x.out.p;
+		*len = x.out.len;
+		x.out.p = NULL;
+		rc = 0;
 	}
-	/* About 50 bytes an event; untouched capacity costs no memory. */
-	if (!ob_room(&x.out, x.nevents * 64 + 65536) || put_host_plane(&x))
-		goto out;
-	for (uint32_t i = 0; i < ci->ndevices && i < KX_MAX_DEVICES; i++)
-		if (device_has_plane(ci, i))
-			put_device_plane(&x, &ci->devices[i], jobdev_of(&x, i), n++);
-	/* Job devices that no traced device stands for get planes of their own. */
-	for (size_t k = 0; x.jobs && k < x.jobs->ndevs; k++) {
-		const struct kx_jobdev *jd = &x.jobs->devs[k];
-
-		if (jd->ci_index < 0 && (jd->nrings || jd->nmem))
-			put_device_plane(&x, NULL, jd, n++);
-	}
-	put_warnings(&x);
-	if (ci->hostname[0])
-		ob_str(&x.out, XSPACE_HOSTNAMES, ci->hostname);
-	if (x.out.oom) {
-		fail(&x, "out of memory serializing the XSpace (%zu bytes so far)", x.out.len);
-		goto out;
-	}
-	if (x.out.len > PB_MAX_MSG) {
-		fail(&x,
-		     "XSpace of %zu bytes is over protobuf's 2 GiB limit: export a shorter "
-		     "time window",
-		     x.out.len);
-		goto out;
-	}
-	*out = realloc(x.out.p, x.out.len ? x.out.len : 1);
-	if (!*out)
-		*out = x.out.p;
-	*len = x.out.len;
-	x.out.p = NULL;
-	rc = 0;
-out:
-	free(x.out.p);
 	exporter_free(&x);
 	return rc;
 }
@@ -1535,11 +2025,11 @@ int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci
 {
 	int64_t start_rt = kx_capinfo_realtime(ci, ci->start_mono_ns);
 	char host[sizeof(ci->hostname)], run[32], dir[PATH_MAX], path[PATH_MAX];
+	char tmp[PATH_MAX + 8], msg[512];
+	struct exporter x;
 	time_t when;
 	struct tm tm;
-	uint8_t *buf;
-	size_t len;
-	int rc;
+	int fd, rc;
 
 	/* The run is named after the capture start, in local time like TensorFlow. */
 	when = start_rt > 0 ? (time_t)(start_rt / 1000000000) : time(NULL);
@@ -1557,17 +2047,34 @@ int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci
 		snprintf(err, errlen, "log directory path too long: %s", logdir);
 		return -1;
 	}
-	if (kx_xspace_serialize(s, ci, o, &buf, &len, err, errlen))
-		return -1;
 	if (mkdir_p(dir)) {
 		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-		free(buf);
 		return -1;
 	}
-	rc = write_file(path, buf, len);
-	free(buf);
-	if (rc) {
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+		snprintf(err, errlen, "log directory path too long: %s", logdir);
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	exporter_init(&x, s, ci, o, msg, sizeof(msg));
+	rc = export(&x, fd);
+	exporter_free(&x);
+	if (close(fd) && !rc) {
+		snprintf(msg, sizeof(msg), "%s", strerror(errno));
+		rc = -1;
+	}
+	/* Readers never see a half-written profile. */
+	if (!rc && rename(tmp, path)) {
+		snprintf(msg, sizeof(msg), "%s", strerror(errno));
+		rc = -1;
+	}
+	if (rc) {
+		unlink(tmp);
+		snprintf(err, errlen, "cannot write %s: %s", path, msg);
 		return -1;
 	}
 	if (write_marker(logdir, host, when, err, errlen))
