@@ -1,9 +1,9 @@
 /*
  * Chrome trace JSON exporter (contract: chrome.h). Owns the JSON layout of a
  * capture for Perfetto, chrome://tracing successors and PyTorch tooling: the
- * buffered writer (plain file or zlib gzip stream), JSON string escaping,
- * the per-thread nesting guard, the process/thread/device metadata and the
- * warnings a trace carries.
+ * buffered writer (plain file, or gzip through user/pgz.h in 1 MiB blocks),
+ * JSON string escaping, the per-thread nesting guard, the process/thread/
+ * device metadata and the warnings a trace carries.
  *
  * Two passes over the store. The first finds the threads, the first
  * timestamp and the slices that end after the next slice of their thread
@@ -28,20 +28,19 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "chrome.h"
 #include "devices.h"
 #include "ioctl_decode.h"
 #include "jobs.h"
+#include "pgz.h"
 #include "warnings.h"
 
 #define WBUF_SIZE (1u << 20)
 #define EV_ROOM   1024                        /* bytes the fixed part of one event may take */
 #define STR_MAX   ((WBUF_SIZE - EV_ROOM) / 6) /* longest string escaped in one go */
 /* zlib level 1: JSON this repetitive compresses almost as well as at 6, 3x faster. */
-#define GZ_MODE   "wb1"
-#define GZ_BUFFER (1u << 18)
+#define GZ_LEVEL 1
 /* Device pseudo-processes: real pids stay below 2^22 (pid_max limit). */
 #define DEV_PID_BASE  1000000000u
 #define MANY_EVENTS   1000000
@@ -53,43 +52,59 @@
 /* ---- buffered writer ---- */
 
 struct wbuf {
-	char *buf;
+	char *buf; /* where events go: own, or the gzip writer's block */
+	char *own; /* WBUF_SIZE bytes for plain output */
 	size_t len;
-	FILE *f;
-	gzFile gz;
+	int fd; /* plain output */
+	struct kx_pgz *gz;
 	int err;        /* errno of the first failure, 0 while fine */
 	char zmsg[128]; /* zlib's own message when the failure is not an errno */
 	uint64_t bytes; /* uncompressed bytes written */
 };
 
-static void wb_fail_gz(struct wbuf *w)
+static void wb_write(struct wbuf *w, const char *p, size_t n)
 {
-	int saved = errno, zerr = 0;
-	const char *m = gzerror(w->gz, &zerr);
+	while (n && !w->err) {
+		ssize_t k = write(w->fd, p, n);
 
-	if (zerr == Z_ERRNO) {
-		w->err = saved ? saved : EIO;
-	} else {
-		w->err = EIO;
-		snprintf(w->zmsg, sizeof(w->zmsg), "zlib: %s", m ? m : "error");
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			w->err = k < 0 && errno ? errno : EIO;
+			break;
+		}
+		p += k;
+		n -= (size_t)k;
 	}
+}
+
+/* Hands the buffer on; last: it ends the output. */
+static void wb_flush_end(struct wbuf *w, int last)
+{
+	w->bytes += w->len;
+	if (w->gz && w->err) {
+		/* Failed: nothing more to compress, the error is reported at the end. */
+	} else if (w->gz && w->buf != w->own) {
+		kx_pgz_put(w->gz, w->len, last);
+		w->buf = last ? w->own : kx_pgz_next(w->gz);
+		if (!w->err)
+			w->err = kx_pgz_error(w->gz);
+		if (!w->buf) {
+			/* Out of memory: events go nowhere until the failure is reported. */
+			w->buf = w->own;
+			if (!w->err)
+				w->err = ENOMEM;
+		}
+	} else if (!w->gz) {
+		wb_write(w, w->buf, w->len);
+	}
+	w->len = 0;
 }
 
 static void wb_flush(struct wbuf *w)
 {
-	if (!w->len)
-		return;
-	if (!w->err) {
-		errno = 0;
-		if (w->gz) {
-			if (gzwrite(w->gz, w->buf, (unsigned int)w->len) != (int)w->len)
-				wb_fail_gz(w);
-		} else if (fwrite(w->buf, 1, w->len, w->f) != w->len) {
-			w->err = errno ? errno : EIO;
-		}
-	}
-	w->bytes += w->len;
-	w->len = 0;
+	if (w->len)
+		wb_flush_end(w, 0);
 }
 
 /* Guarantees n bytes of room (n <= WBUF_SIZE). */
@@ -1146,7 +1161,7 @@ static int write_all(struct wbuf *w, struct ctx *c)
 	if (c->jobs)
 		write_jobs(w, c, &first, (uint64_t)rem);
 	write_tail(w, c);
-	wb_flush(w);
+	wb_flush_end(w, 1);
 	return 0;
 }
 
@@ -1178,8 +1193,8 @@ int kx_chrome_write(const struct kx_store *s, const struct kx_capinfo *ci, const
 
 	memset(&w, 0, sizeof(w));
 	c = calloc(1, sizeof(*c));
-	w.buf = malloc(WBUF_SIZE);
-	if (!c || !w.buf) {
+	w.own = malloc(WBUF_SIZE);
+	if (!c || !w.own) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
@@ -1203,33 +1218,32 @@ int kx_chrome_write(const struct kx_store *s, const struct kx_capinfo *ci, const
 		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
 		goto out;
 	}
+	w.fd = fd;
+	w.buf = w.own;
 	if (!to_stdout && ends_with(path, ".gz")) {
-		w.gz = gzdopen(fd, GZ_MODE);
-		if (w.gz)
-			gzbuffer(w.gz, GZ_BUFFER);
-	} else {
-		w.f = fdopen(fd, "w");
-	}
-	if (!w.gz && !w.f) {
-		snprintf(err, errlen, "cannot write %s: %s", path,
-		         strerror(errno ? errno : ENOMEM));
-		close(fd);
-		goto fail;
+		w.gz = kx_pgz_new(fd, GZ_LEVEL);
+		w.buf = w.gz ? kx_pgz_next(w.gz) : NULL;
+		if (!w.buf) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			close(fd);
+			goto fail;
+		}
 	}
 
 	oom = write_all(&w, c) != 0;
 	if (w.gz) {
-		int zr;
+		char zmsg[128];
+		int zerr = 0;
 
-		errno = 0;
-		zr = gzclose(w.gz);
-		if (zr != Z_OK && !w.err)
-			w.err = zr == Z_ERRNO && errno ? errno : EIO;
-	} else {
-		errno = 0;
-		if (fclose(w.f) && !w.err)
-			w.err = errno ? errno : EIO;
+		zmsg[0] = '\0';
+		if (kx_pgz_finish(w.gz, &zerr, zmsg, sizeof(zmsg)) && !w.err) {
+			w.err = zerr ? zerr : EIO;
+			if (!zerr)
+				snprintf(w.zmsg, sizeof(w.zmsg), "%s", zmsg);
+		}
 	}
+	if (close(fd) && !w.err)
+		w.err = errno ? errno : EIO;
 	if (oom) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto fail;
@@ -1249,7 +1263,8 @@ fail:
 	if (regular)
 		unlink(path);
 out:
-	free(w.buf);
+	kx_pgz_free(w.gz);
+	free(w.own);
 	if (c)
 		ctx_free(c);
 	return rc;
