@@ -57,6 +57,14 @@ struct {
 	__type(value, __u8);
 } seen SEC(".maps");
 
+/* The traced-device answer for a file: found, and its fkind, driver and dev. */
+struct dev_answer {
+	__u32 found;
+	__u32 dev;
+	__u16 fkind;
+	__u16 drv;
+};
+
 struct inflight {
 	__u64 ts;
 	__u64 arg;       /* user pointer to the argument (or inner XFER params) */
@@ -86,10 +94,7 @@ struct inflight {
 	 * node, or the f_op of an anon-inode file. */
 	__u64 dev_ck;
 	__u32 dev_gen;
-	__u32 dev_rdev;
-	__u16 dev_fkind;
-	__u16 dev_drv;
-	__u8 dev_found;
+	struct dev_answer dev_known;
 	/* Aggregate mode: the slot of the thread's last key, valid while agg_gen
 	 * is unchanged (a thread repeating an ioctl costs no hash lookup). */
 	__u8 agg_valid;
@@ -333,14 +338,6 @@ static __always_inline struct kx_arg_spec *arg_spec(struct inflight *e, __u32 dr
 	return e->spec_found ? &e->spec : NULL;
 }
 
-/* The traced-device answer for a file: found, and its fkind, driver and dev. */
-struct dev_answer {
-	__u32 found;
-	__u32 dev;
-	__u16 fkind;
-	__u16 drv;
-};
-
 static __always_inline void resolve_dev(struct dev_answer *a, umode_t mode, __u32 rdev, __u64 fop,
                                         struct file *f, struct inode *inode)
 {
@@ -374,10 +371,7 @@ static __always_inline void dev_cache_put(struct inflight *e, __u64 ck, __u32 ge
 {
 	e->dev_ck = ck;
 	e->dev_gen = gen;
-	e->dev_found = a->found;
-	e->dev_rdev = a->dev;
-	e->dev_fkind = a->fkind;
-	e->dev_drv = a->drv;
+	e->dev_known = *a;
 }
 
 /* btf: called from tp_btf, where BTF pointers can be read directly. */
@@ -427,10 +421,7 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 	ck = fop ? fop : (__u64)mode << 32 | rdev;
 	gen = *(volatile __u32 *)&devs_gen;
 	if (e && e->dev_ck == ck && e->dev_gen == gen) {
-		a.found = e->dev_found;
-		a.dev = e->dev_rdev;
-		a.fkind = e->dev_fkind;
-		a.drv = e->dev_drv;
+		a = e->dev_known;
 	} else {
 		resolve_dev(&a, mode, rdev, fop, f, inode);
 		if (e)
