@@ -57,6 +57,14 @@ struct {
 	__type(value, __u8);
 } seen SEC(".maps");
 
+/* The traced-device answer for a file: found, and its fkind, driver and dev. */
+struct dev_answer {
+	__u32 found;
+	__u32 dev;
+	__u16 fkind;
+	__u16 drv;
+};
+
 struct inflight {
 	__u64 ts;
 	__u64 arg;       /* user pointer to the argument (or inner XFER params) */
@@ -81,20 +89,51 @@ struct inflight {
 	__u16 spec_drv;
 	__u32 spec_cmd;
 	struct kx_arg_spec spec;
+	/* The device answer for the thread's last file (threads repeat their fd):
+	 * valid while dev_gen == devs_gen. dev_ck: (mode, rdev) of a device
+	 * node, or the f_op of an anon-inode file. */
+	__u64 dev_ck;
+	__u32 dev_gen;
+	struct dev_answer dev_known;
+	/* Aggregate mode: the slot of the thread's last key, valid while agg_gen
+	 * is unchanged (a thread repeating an ioctl costs no hash lookup). */
+	__u8 agg_valid;
+	__u32 agg_gen;
+	__u32 agg_slot;
+	struct kx_agg_key agg_key;
 };
 #define INFLIGHT_CALL_SIZE __builtin_offsetof(struct inflight, named)
 
-/* Aggregate mode: (device, driver, cmd[, pid or cgroup]) -> counters and log2
- * histogram. Sized by user space (KX_AGG_MAX_KEYS default, 1 when unused). */
+/*
+ * Aggregate mode: (device, driver, cmd[, pid or cgroup]) -> a slot of the agg
+ * array (counters and log2 histogram). Values sit in an array, whose lookup
+ * the verifier inlines, and threads keep their last key's slot. Free slots
+ * wait in agg_free (filled by user space at load); user space deletes keys
+ * (reset, exited processes), bumps agg_gen so threads drop the slots they
+ * keep, and recycles the slots a while later. All three are sized by user
+ * space (KX_AGG_MAX_KEYS default, 1 when unused).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, KX_AGG_MAX_KEYS);
 	__type(key, struct kx_agg_key);
+	__type(value, __u32);
+} agg_index SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KX_AGG_MAX_KEYS);
+	__type(key, __u32);
 	__type(value, struct kx_agg_val);
 } agg SEC(".maps");
 
-/* Template of a new aggregate: min starts high so the first call sets it. */
-static const struct kx_agg_val agg_init = {.min_ns = ~0ULL};
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, KX_AGG_MAX_KEYS);
+	__type(value, __u32);
+} agg_free SEC(".maps");
+
+__u32 agg_gen = 0;
 
 /* Ioctls in progress, by tid. */
 struct {
@@ -104,14 +143,54 @@ struct {
 	__type(value, struct inflight);
 } inflight SEC(".maps");
 
-/* Calls in flight (entries with ts != 0): sched_switch skips both lookups while it is 0. */
+/*
+ * tp_btf: the same entries in task-local storage, found from the task by a
+ * pointer walk instead of a hash of the tid (two hash lookups and two
+ * atomics fewer per ioctl), and freed with the task. The tid hash above
+ * serves raw_tp and classic tracepoints, whose task pointers are untyped.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct inflight);
+} task_call SEC(".maps");
+
+/* tid hash only: calls in flight (entries with ts != 0); sched_switch skips
+ * both lookups while it is 0. */
 __u64 nr_inflight = 0;
 
+/* Bumped by user space after each change of the devs map: it voids the
+ * device answers the threads' entries keep. */
+__u32 devs_gen = 0;
+
+/* The thread's entry, or NULL when it made no traced call yet. */
+static __always_inline struct inflight *entry_get(struct task_struct *task, __u32 tid,
+                                                  const bool btf)
+{
+	if (btf)
+		return bpf_task_storage_get(&task_call, task, NULL, 0);
+	return bpf_map_lookup_elem(&inflight, &tid);
+}
+
+/* Makes the thread's entry (zeroed: idle, nothing cached). */
+static __always_inline struct inflight *entry_new(struct task_struct *task, __u32 tid,
+                                                  const bool btf)
+{
+	struct inflight zero = {};
+
+	if (btf)
+		return bpf_task_storage_get(&task_call, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	bpf_map_update_elem(&inflight, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&inflight, &tid);
+}
+
 /* A call ended: the thread's entry stays, idle until its next call. */
-static __always_inline void call_done(struct inflight *v)
+static __always_inline void call_done(struct inflight *v, const bool btf)
 {
 	v->ts = 0;
-	__sync_fetch_and_add(&nr_inflight, -1);
+	if (!btf)
+		__sync_fetch_and_add(&nr_inflight, -1);
 }
 
 /* The thread exited: its entry goes. */
@@ -175,19 +254,22 @@ static __always_inline struct file *fd_to_file(struct task_struct *task, int fd)
  * loads instead of a probe-read helper call each (-~200 ns per ioctl here). */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
-/* tp_btf: the file behind fd with one probe read (the fd array slot); the
- * files and fdtable are plain BTF loads. NULL when fd is not open. */
+/* tp_btf: the file behind fd with plain loads only. The fd array holds bare
+ * struct file pointers, which BTF cannot type; the slot is read as the
+ * ki_filp member of a struct kiocb laid over it (any struct with a file
+ * pointer would do): a load the JIT guards with an exception-table entry,
+ * instead of a probe-read helper call (~30 ns here). NULL when fd is not open. */
 static __always_inline struct file *fd_to_file_btf(struct task_struct *task, int fd)
 {
 	struct fdtable *fdt = task->files->fdt;
-	struct file **fds;
-	struct file *f = NULL;
+	unsigned long slot;
 
 	if (fd < 0 || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	fds = fdt->fd;
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
+	slot = (unsigned long)&fdt->fd[fd] - bpf_core_field_offset(struct kiocb, ki_filp);
+	return ((struct kiocb *)bpf_rdonly_cast((void *)slot,
+	                                        bpf_core_type_id_kernel(struct kiocb)))
+	        ->ki_filp;
 }
 
 static __always_inline bool prefix_is(const char *s, const char *p, int n)
@@ -199,9 +281,8 @@ static __always_inline bool prefix_is(const char *s, const char *p, int n)
 }
 
 /* Classifies an anon-inode file once per f_op: kvm-vm, kvm-vcpu:N, kvm-<dev>, [vfio-device]. */
-static __always_inline __u32 anon_kind(struct file *f, struct inode *inode)
+static __always_inline __u32 anon_kind(__u64 fop, struct file *f, struct inode *inode)
 {
-	__u64 fop = (__u64)BPF_CORE_READ(f, f_op);
 	__u32 *cached = bpf_map_lookup_elem(&fopkind, &fop);
 	char name[16] = {};
 	__u32 kind = KX_FK_NONE;
@@ -257,6 +338,42 @@ static __always_inline struct kx_arg_spec *arg_spec(struct inflight *e, __u32 dr
 	return e->spec_found ? &e->spec : NULL;
 }
 
+static __always_inline void resolve_dev(struct dev_answer *a, umode_t mode, __u32 rdev, __u64 fop,
+                                        struct file *f, struct inode *inode)
+{
+	struct kx_dev_key key = {};
+	__u32 *drv;
+
+	if (mode == S_IFCHR || mode == S_IFBLK) {
+		key.fkind = mode == S_IFCHR ? KX_FK_CHR : KX_FK_BLK;
+		key.dev = rdev;
+		a->dev = rdev;
+		drv = bpf_map_lookup_elem(&devs, &key);
+		if (!drv) {
+			key.dev = KX_DEV_ANY_MINOR(KX_MAJOR(key.dev));
+			drv = bpf_map_lookup_elem(&devs, &key);
+		}
+	} else {
+		key.fkind = anon_kind(fop, f, inode);
+		if (key.fkind == KX_FK_NONE)
+			return;
+		drv = bpf_map_lookup_elem(&devs, &key);
+	}
+	if (!drv)
+		return;
+	a->found = 1;
+	a->fkind = key.fkind;
+	a->drv = *drv;
+}
+
+static __always_inline void dev_cache_put(struct inflight *e, __u64 ck, __u32 gen,
+                                          const struct dev_answer *a)
+{
+	e->dev_ck = ck;
+	e->dev_gen = gen;
+	e->dev_known = *a;
+}
+
 /* btf: called from tp_btf, where BTF pointers can be read directly. */
 static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf)
 {
@@ -264,24 +381,31 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 	struct task_struct *task = btf ? bpf_get_current_task_btf() : NULL;
 	__u64 id = btf ? (__u64)task->tgid << 32 | (__u32)task->pid : bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct kx_dev_key key = {};
+	struct dev_answer a = {};
 	struct kx_arg_spec *spec;
-	struct inflight v = {}, *e;
+	struct inflight *e;
 	struct inode *inode;
 	struct file *f;
-	__u32 *drv, rdev;
+	__u32 rdev, gen;
+	__u64 ck, fop = 0;
 	umode_t mode;
 
-	if (!pid_traced(tgid))
+	/* A thread with an entry made a traced call: its process is traced. */
+	e = entry_get(task, tid, btf);
+	if (!e && !pid_traced(tgid))
 		return 0;
 	if (btf && bpf_rdonly_cast) {
+		struct file *fc;
+
 		f = fd_to_file_btf(task, fd);
 		if (!f)
 			return 0;
-		inode = ((struct file *)bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file)))
-		                ->f_inode;
+		fc = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+		inode = fc->f_inode;
 		mode = inode->i_mode & S_IFMT;
 		rdev = inode->i_rdev;
+		if (mode != S_IFCHR && mode != S_IFBLK)
+			fop = (__u64)fc->f_op;
 	} else {
 		task = (struct task_struct *)bpf_get_current_task();
 		f = fd_to_file(task, fd);
@@ -290,44 +414,46 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 		inode = BPF_CORE_READ(f, f_inode);
 		mode = BPF_CORE_READ(inode, i_mode) & S_IFMT;
 		rdev = BPF_CORE_READ(inode, i_rdev);
+		if (mode != S_IFCHR && mode != S_IFBLK)
+			fop = (__u64)BPF_CORE_READ(f, f_op);
 	}
-	if (mode == S_IFCHR || mode == S_IFBLK) {
-		key.fkind = mode == S_IFCHR ? KX_FK_CHR : KX_FK_BLK;
-		key.dev = rdev;
-		v.dev = rdev;
-		drv = bpf_map_lookup_elem(&devs, &key);
-		if (!drv) {
-			key.dev = KX_DEV_ANY_MINOR(KX_MAJOR(key.dev));
-			drv = bpf_map_lookup_elem(&devs, &key);
-		}
+	/* Device nodes by (mode, rdev), anon inodes by f_op: never 0, never equal. */
+	ck = fop ? fop : (__u64)mode << 32 | rdev;
+	gen = *(volatile __u32 *)&devs_gen;
+	if (e && e->dev_ck == ck && e->dev_gen == gen) {
+		a = e->dev_known;
 	} else {
-		key.fkind = anon_kind(f, inode);
-		if (key.fkind == KX_FK_NONE)
-			return 0;
-		drv = bpf_map_lookup_elem(&devs, &key);
+		resolve_dev(&a, mode, rdev, fop, f, inode);
+		if (e)
+			dev_cache_put(e, ck, gen, &a);
 	}
-	if (!drv)
+	if (!a.found)
 		return 0;
-
-	v.ts = bpf_ktime_get_ns();
-	v.cmd = cmd;
-	v.fd = fd;
-	v.fkind = key.fkind;
-	v.drv = *drv;
-	v.arg = arg;
-
-	e = bpf_map_lookup_elem(&inflight, &tid);
 	if (!e) {
-		/* First traced call of the thread: make its entry (idle, ts 0). */
-		bpf_map_update_elem(&inflight, &tid, &v, BPF_NOEXIST);
-		e = bpf_map_lookup_elem(&inflight, &tid);
+		/* First traced call of the thread: make its entry. */
+		e = entry_new(task, tid, btf);
 		if (!e) {
 			stat_inc(KX_STAT_INFLIGHT_FULL);
 			return 0;
 		}
+		dev_cache_put(e, ck, gen, &a);
 	}
+	/* Count new calls only: a stale one (exit never seen) is overwritten. */
+	if (!btf && !e->ts)
+		__sync_fetch_and_add(&nr_inflight, 1);
+	e->cmd = cmd;
+	e->fd = fd;
+	e->dev = a.dev;
+	e->fkind = a.fkind;
+	e->drv = a.drv;
+	e->arg = arg;
+	e->xfer_cmd = 0;
+	e->in_len = 0;
+	e->out_len = 0;
+	e->offcpu_ns = 0;
+	e->off_since = 0;
 	/* Aggregates copy no arguments: skip the lookups unless XFER names are needed. */
-	spec = aggregate && !agg_xfer ? NULL : arg_spec(e, *drv, cmd);
+	spec = aggregate && !agg_xfer ? NULL : arg_spec(e, a.drv, cmd);
 	if (spec && arg) {
 		__u32 len = spec->len;
 
@@ -341,8 +467,8 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 			} x;
 
 			if (bpf_probe_read_user(&x, sizeof(x), (void *)arg) == 0) {
-				v.xfer_cmd = x.cmd;
-				v.arg = x.ptr;
+				e->xfer_cmd = x.cmd;
+				e->arg = x.ptr;
 				if (len > x.size)
 					len = x.size;
 			} else {
@@ -351,19 +477,17 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 			}
 		}
 		if ((spec->flags & KX_ARGF_IN) && len && !aggregate) {
-			if (bpf_probe_read_user(v.in, len & (KX_ARG_MAX * 2 - 1), (void *)v.arg) ==
-			    0)
-				v.in_len = len;
+			if (bpf_probe_read_user(e->in, len & (KX_ARG_MAX * 2 - 1),
+			                        (void *)e->arg) == 0)
+				e->in_len = len;
 			else
 				stat_inc(KX_STAT_ARG_FAULT);
 		}
 		if (spec->flags & KX_ARGF_OUT)
-			v.out_len = len;
+			e->out_len = len;
 	}
-	/* Count new calls only: a stale one (exit never seen) is overwritten. */
-	if (!e->ts)
-		__sync_fetch_and_add(&nr_inflight, 1);
-	__builtin_memcpy(e, &v, INFLIGHT_CALL_SIZE);
+	/* Last: the call's time excludes this program's own work. */
+	e->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -389,19 +513,57 @@ static __always_inline void fill_ioctl(struct kx_ioctl_rec *r, const struct infl
 	r->arg_out_len = 0;
 }
 
+static __always_inline bool agg_key_eq(const struct kx_agg_key *a, const struct kx_agg_key *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
+}
+
+/* The value of key k: the thread's kept slot, else the index (making the
+ * key from a free slot). NULL when no slot is left: counted, not silent. */
+static __always_inline struct kx_agg_val *agg_value(struct inflight *e, const struct kx_agg_key *k)
+{
+	__u32 gen = *(volatile __u32 *)&agg_gen, slot, *found;
+
+	if (e->agg_valid && e->agg_gen == gen && agg_key_eq(&e->agg_key, k))
+		return bpf_map_lookup_elem(&agg, &e->agg_slot);
+	found = bpf_map_lookup_elem(&agg_index, k);
+	if (found) {
+		slot = *found;
+	} else {
+		if (bpf_map_pop_elem(&agg_free, &slot)) {
+			stat_inc(KX_STAT_AGG_OVERFLOW);
+			return NULL;
+		}
+		if (bpf_map_update_elem(&agg_index, k, &slot, BPF_NOEXIST)) {
+			/* Another CPU made the key first (or the index is full). */
+			bpf_map_push_elem(&agg_free, &slot, 0);
+			found = bpf_map_lookup_elem(&agg_index, k);
+			if (!found) {
+				stat_inc(KX_STAT_AGG_OVERFLOW);
+				return NULL;
+			}
+			slot = *found;
+		}
+	}
+	e->agg_key = *k;
+	e->agg_slot = slot;
+	e->agg_gen = gen;
+	e->agg_valid = 1;
+	return bpf_map_lookup_elem(&agg, &slot);
+}
+
 /*
  * Aggregate mode: fold one finished ioctl into its key. Atomic adds because
- * the map is shared by all CPUs (a per-CPU map would cost value size times
+ * the array is shared by all CPUs (a per-CPU map would cost value size times
  * CPUs per key); min/max are plain stores, racy only for one key updated on
  * two CPUs at once.
  */
-static __always_inline void agg_add(const struct inflight *v, __u32 tgid, __u64 dur, long ret,
-                                    __u64 offcpu)
+static __always_inline void agg_add(struct inflight *v, __u32 tgid, __u64 dur, long ret)
 {
 	struct kx_agg_key k = {};
 	struct kx_agg_val *a;
-	__u32 slot;
-	long err;
 
 	if (agg_by_pid)
 		k.who = tgid;
@@ -412,48 +574,38 @@ static __always_inline void agg_add(const struct inflight *v, __u32 tgid, __u64 
 	k.xfer_cmd = v->xfer_cmd;
 	k.fkind = v->fkind;
 	k.drv = v->drv;
-	a = bpf_map_lookup_elem(&agg, &k);
-	if (!a) {
-		/* -EEXIST: another CPU created it first, fine. Full: counted, not silent. */
-		err = bpf_map_update_elem(&agg, &k, &agg_init, BPF_NOEXIST);
-		if (err && err != -EEXIST) {
-			stat_inc(KX_STAT_AGG_OVERFLOW);
-			return;
-		}
-		a = bpf_map_lookup_elem(&agg, &k);
-		if (!a)
-			return;
-	}
-	slot = log2_slot(dur);
-	__sync_fetch_and_add(&a->slots[slot], 1);
+	a = agg_value(v, &k);
+	if (!a)
+		return;
+	__sync_fetch_and_add(&a->slots[log2_slot(dur)], 1);
 	__sync_fetch_and_add(&a->sum_ns, dur);
 	if (ret < 0)
 		__sync_fetch_and_add(&a->errors, 1);
-	if (offcpu)
-		__sync_fetch_and_add(&a->offcpu_ns, offcpu);
+	if (v->offcpu_ns)
+		__sync_fetch_and_add(&a->offcpu_ns, v->offcpu_ns);
 	if (dur > a->max_ns)
 		a->max_ns = dur;
 	if (dur < a->min_ns)
 		a->min_ns = dur;
 }
 
-static __always_inline int on_exit(long ret)
+static __always_inline int on_exit(long ret, const bool btf)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = btf ? bpf_get_current_task_btf() : NULL;
+	__u64 id = btf ? (__u64)task->tgid << 32 | (__u32)task->pid : bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct kx_ioctl_rec *r;
 	struct inflight *v;
 	__u32 in_len, out_len;
-	__u64 now;
+	__u64 now = bpf_ktime_get_ns(); /* first: the call's time excludes this program */
 
-	v = bpf_map_lookup_elem(&inflight, &tid);
+	v = entry_get(task, tid, btf);
 	if (!v || !v->ts)
 		return 0;
-	now = bpf_ktime_get_ns();
 	if (aggregate) {
 		/* No record and no thread naming: the point of the mode is its cost. */
-		agg_add(v, tgid, now - v->ts, ret, v->offcpu_ns);
-		call_done(v);
+		agg_add(v, tgid, now - v->ts, ret);
+		call_done(v, btf);
 		return 0;
 	}
 	if (!v->named) {
@@ -491,12 +643,12 @@ static __always_inline int on_exit(long ret)
 				stat_inc(KX_STAT_ARG_FAULT);
 		}
 	}
-	call_done(v);
+	call_done(v, btf);
 	bpf_ringbuf_submit(r, submit_flags());
 	return 0;
 drop:
 	stat_inc(KX_STAT_DROPPED);
-	call_done(v);
+	call_done(v, btf);
 	return 0;
 }
 
@@ -511,9 +663,10 @@ static __always_inline void on_fork(__u32 parent_tgid, __u32 child_pid, __u32 ch
 	(void)child_tid;
 }
 
-static __always_inline void on_exit_task(__u32 tgid, __u32 tid, bool group_dead)
+static __always_inline void on_exit_task(__u32 tgid, __u32 tid, bool group_dead, const bool btf)
 {
-	inflight_del(tid);
+	if (!btf) /* task storage goes with the task */
+		inflight_del(tid);
 	if (bpf_map_lookup_elem(&seen, &tid)) {
 		bpf_map_delete_elem(&seen, &tid);
 		emit_task(KX_TASK_EXIT, tgid, tid, 0, NULL);
@@ -560,6 +713,30 @@ static __always_inline void on_switch(__u32 prev, __u32 next, bool prev_blocked)
 	}
 }
 
+/* tp_btf: the same with task storage, no in-flight count needed (a task
+ * without storage costs a pointer test). */
+static __always_inline void on_switch_btf(struct task_struct *prev, struct task_struct *next,
+                                          bool prev_blocked)
+{
+	struct inflight *v;
+	__u64 now = 0;
+
+	if (prev_blocked) {
+		v = bpf_task_storage_get(&task_call, prev, NULL, 0);
+		if (v && v->ts) {
+			now = bpf_ktime_get_ns();
+			v->off_since = now;
+		}
+	}
+	v = bpf_task_storage_get(&task_call, next, NULL, 0);
+	if (v && v->off_since) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		v->offcpu_ns += now - v->off_since;
+		v->off_since = 0;
+	}
+}
+
 /* Kernels before 5.14 named the task state `state`. */
 struct task_struct___pre514 {
 	long state;
@@ -593,7 +770,7 @@ int BPF_PROG(btf_sys_exit, struct pt_regs *regs, long ret)
 {
 	if (regs->orig_ax != KX_IOCTL_NR_X86_64)
 		return 0;
-	return on_exit(ret);
+	return on_exit(ret, true);
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -606,7 +783,7 @@ int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(btf_exit, struct task_struct *p, bool group_dead)
 {
-	on_exit_task(p->tgid, p->pid, group_dead);
+	on_exit_task(p->tgid, p->pid, group_dead, true);
 	return 0;
 }
 
@@ -629,7 +806,7 @@ int BPF_PROG(btf_rename, struct task_struct *task, const char *comm)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch(prev->pid, next->pid, !preempt && task_blocked(prev));
+	on_switch_btf(prev, next, !preempt && task_blocked(prev));
 	return 0;
 }
 
@@ -647,7 +824,7 @@ int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
 {
 	if (BPF_CORE_READ(regs, orig_ax) != KX_IOCTL_NR_X86_64)
 		return 0;
-	return on_exit(ret);
+	return on_exit(ret, false);
 }
 
 SEC("raw_tp/sched_process_fork")
@@ -660,7 +837,7 @@ int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child)
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(raw_exit, struct task_struct *p, bool group_dead)
 {
-	on_exit_task(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid), group_dead);
+	on_exit_task(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid), group_dead, false);
 	return 0;
 }
 
@@ -697,7 +874,7 @@ int tp_sys_enter(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_ioctl")
 int tp_sys_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	return on_exit(ctx->ret);
+	return on_exit(ctx->ret, false);
 }
 
 SEC("tracepoint/sched/sched_process_fork")
@@ -717,7 +894,7 @@ int tp_exit(void *ctx)
 	/* The exiting task is current; the group is dead when no thread is left alive. */
 	bool group_dead = BPF_CORE_READ(task, signal, live.counter) == 0;
 
-	on_exit_task(id >> 32, (__u32)id, group_dead);
+	on_exit_task(id >> 32, (__u32)id, group_dead, false);
 	return 0;
 }
 

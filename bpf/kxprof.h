@@ -129,6 +129,8 @@ struct kx_agg_key {
 	unsigned short fkind;
 	unsigned short drv; /* enum kx_driver */
 };
+/* Compared as three 64-bit words in BPF: no padding, no tail. */
+_Static_assert(sizeof(struct kx_agg_key) == 24, "kx_agg_key is three words");
 struct kx_agg_val {
 	/* No count field: the count is the sum of the slots, so a reader never
 	 * sees a count that disagrees with the histogram (one atomic less too). */

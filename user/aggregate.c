@@ -19,12 +19,90 @@
 #include "devices.h"
 #include "ioctl_decode.h"
 
+/* A deleted key's slot waits this long before reuse: far longer than any
+ * program run that may still hold it. */
+#define RECYCLE_AFTER_NS 1000000000ULL
+
+struct recycle {
+	uint32_t slot;
+	uint64_t deleted_ns;
+};
+
 struct kx_agg {
 	struct kx_session *s;
 	enum kx_agg_by by;
 	uint64_t since_mono_ns;
 	pthread_mutex_t lock;
+	struct recycle *wait; /* slots of deleted keys, oldest first */
+	size_t nwait, capwait;
 };
+
+static const struct kx_agg_val empty_slot = {.min_ns = ~0ULL}; /* min: the first call sets it */
+
+static int slot_free(const struct kx_agg_maps *m, uint32_t slot)
+{
+	if (bpf_map_update_elem(m->values_fd, &slot, &empty_slot, BPF_ANY))
+		return -1;
+	return bpf_map_update_elem(m->free_fd, NULL, &slot, BPF_ANY);
+}
+
+int kx_agg_maps_init(const struct kx_agg_maps *m, uint32_t nslots, char *err, size_t len)
+{
+	for (uint32_t i = 0; i < nslots; i++)
+		if (slot_free(m, i)) {
+			snprintf(err, len, "cannot fill the aggregation slots: %s",
+			         strerror(errno));
+			return -1;
+		}
+	return 0;
+}
+
+/* Slots deleted long enough ago go back to the free queue. Under the lock. */
+static void recycle(struct kx_agg *a, const struct kx_agg_maps *m)
+{
+	uint64_t now = kx_mono_ns();
+	size_t i = 0;
+
+	while (i < a->nwait && now - a->wait[i].deleted_ns >= RECYCLE_AFTER_NS &&
+	       slot_free(m, a->wait[i].slot) == 0)
+		i++;
+	memmove(a->wait, a->wait + i, (a->nwait - i) * sizeof(*a->wait));
+	a->nwait -= i;
+}
+
+/* A key's slot leaves use now. Under the lock. A slot that cannot be queued
+ * (out of memory) is lost to the limit, which the overflow counter shows. */
+static void slot_retire(struct kx_agg *a, uint32_t slot, uint64_t now)
+{
+	if (a->nwait == a->capwait) {
+		size_t cap = a->capwait ? 2 * a->capwait : 64;
+		struct recycle *w = realloc(a->wait, cap * sizeof(*w));
+
+		if (!w)
+			return;
+		a->wait = w;
+		a->capwait = cap;
+	}
+	a->wait[a->nwait++] = (struct recycle){.slot = slot, .deleted_ns = now};
+}
+
+/* Takes key k out of the index; *slot gets its slot. 0, or -1 if gone. */
+static int index_take(int fd, const struct kx_agg_key *k, uint32_t *slot, int *use_lad)
+{
+	int rc;
+
+	if (*use_lad) {
+		rc = bpf_map_lookup_and_delete_elem(fd, k, slot);
+		/* Hash maps gained lookup-and-delete in 5.14: else two calls. */
+		if (!rc || !(errno == EINVAL || errno == 524 /* ENOTSUPP */ || errno == EOPNOTSUPP))
+			return rc;
+		*use_lad = 0;
+	}
+	rc = bpf_map_lookup_elem(fd, k, slot);
+	if (!rc)
+		rc = bpf_map_delete_elem(fd, k);
+	return rc;
+}
 
 struct kx_agg *kx_agg_new(struct kx_session *s, enum kx_agg_by by)
 {
@@ -46,6 +124,7 @@ void kx_agg_free(struct kx_agg *a)
 	if (!a)
 		return;
 	pthread_mutex_destroy(&a->lock);
+	free(a->wait);
 	free(a);
 }
 
@@ -145,54 +224,55 @@ static struct kx_agg_key *all_keys(int fd, uint32_t max, size_t *n, char *err, s
 
 int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, char *err, size_t len)
 {
-	int fd = kx_session_agg_fd(a->s);
 	const struct kx_capinfo *ci;
-	struct kx_agg_key *keys;
+	struct kx_agg_maps m;
+	struct kx_agg_key *keys = NULL;
+	uint32_t *slots = NULL;
 	struct kx_agg_val v;
 	size_t n, nrows = 0;
-	int use_lad = 1;
+	int use_lad = 1, taken = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (fd < 0) {
+	kx_session_agg_maps(a->s, &m);
+	if (m.index_fd < 0) {
 		snprintf(err, len, "the session does not aggregate");
 		return -1;
 	}
 	pthread_mutex_lock(&a->lock);
-	keys = all_keys(fd, kx_session_agg_max_keys(a->s), &n, err, len);
+	recycle(a, &m);
+	keys = all_keys(m.index_fd, kx_session_agg_max_keys(a->s), &n, err, len);
 	if (!keys)
 		goto fail;
+	slots = n ? calloc(n, sizeof(*slots)) : NULL;
 	out->rows = n ? calloc(n, sizeof(*out->rows)) : NULL;
-	if (n && !out->rows) {
+	if (n && (!out->rows || !slots)) {
 		snprintf(err, len, "out of memory");
 		goto fail;
 	}
-	ci = kx_session_capinfo(a->s);
 	for (size_t i = 0; i < n; i++) {
-		int rc;
+		int rc = reset ? index_take(m.index_fd, &keys[i], &slots[i], &use_lad)
+		               : bpf_map_lookup_elem(m.index_fd, &keys[i], &slots[i]);
 
-		if (reset && use_lad) {
-			rc = bpf_map_lookup_and_delete_elem(fd, &keys[i], &v);
-			/* Hash maps gained lookup-and-delete in 5.14: else two calls. */
-			if (rc && (errno == EINVAL || errno == 524 /* ENOTSUPP */ ||
-			           errno == EOPNOTSUPP)) {
-				use_lad = 0;
-				rc = bpf_map_lookup_elem(fd, &keys[i], &v);
-				if (!rc)
-					bpf_map_delete_elem(fd, &keys[i]);
-			}
-		} else {
-			rc = bpf_map_lookup_elem(fd, &keys[i], &v);
-			if (!rc && reset)
-				bpf_map_delete_elem(fd, &keys[i]);
-		}
 		if (rc)
-			continue; /* deleted since the walk */
+			slots[i] = UINT32_MAX; /* deleted since the walk */
+		else
+			taken |= reset;
+	}
+	/* Before reading: threads stop adding to the slots just taken. */
+	if (taken)
+		__atomic_add_fetch(m.gen, 1, __ATOMIC_SEQ_CST);
+	ci = kx_session_capinfo(a->s);
+	out->mono_ns = kx_mono_ns();
+	for (size_t i = 0; i < n; i++) {
+		if (slots[i] == UINT32_MAX || bpf_map_lookup_elem(m.values_fd, &slots[i], &v))
+			continue;
 		row_set(&out->rows[nrows++], &keys[i], &v, ci, a->by);
+		if (reset)
+			slot_retire(a, slots[i], out->mono_ns);
 	}
 	out->nrows = nrows;
 	if (nrows > 1)
 		qsort(out->rows, nrows, sizeof(*out->rows), row_cmp);
-	out->mono_ns = kx_mono_ns();
 	out->since_mono_ns = a->since_mono_ns;
 	out->realtime_offset_ns = ci->clock_start.offset_ns;
 	out->by = a->by;
@@ -206,10 +286,12 @@ int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, ch
 		a->since_mono_ns = out->mono_ns;
 	pthread_mutex_unlock(&a->lock);
 	free(keys);
+	free(slots);
 	return 0;
 fail:
 	pthread_mutex_unlock(&a->lock);
 	free(keys);
+	free(slots);
 	kx_agg_snapshot_free(out);
 	return -1;
 }
@@ -226,21 +308,29 @@ int kx_agg_set_devices(struct kx_agg *a, const struct kx_device *d, int n, char 
 
 int kx_agg_prune_exited(struct kx_agg *a)
 {
-	int fd = kx_session_agg_fd(a->s);
+	struct kx_agg_maps m;
 	struct kx_agg_key *keys;
+	uint64_t now = kx_mono_ns();
+	uint32_t slot;
 	size_t n;
-	int pruned = 0;
+	int pruned = 0, use_lad = 1;
 	char err[64];
 
-	if (fd < 0 || a->by != KX_AGG_BY_PID)
+	kx_session_agg_maps(a->s, &m);
+	if (m.index_fd < 0 || a->by != KX_AGG_BY_PID)
 		return 0;
 	pthread_mutex_lock(&a->lock);
-	keys = all_keys(fd, kx_session_agg_max_keys(a->s), &n, err, sizeof(err));
+	recycle(a, &m);
+	keys = all_keys(m.index_fd, kx_session_agg_max_keys(a->s), &n, err, sizeof(err));
 	for (size_t i = 0; keys && i < n; i++) {
 		if (keys[i].who && kill((pid_t)keys[i].who, 0) != 0 && errno == ESRCH &&
-		    bpf_map_delete_elem(fd, &keys[i]) == 0)
+		    index_take(m.index_fd, &keys[i], &slot, &use_lad) == 0) {
+			slot_retire(a, slot, now);
 			pruned++;
+		}
 	}
+	if (pruned)
+		__atomic_add_fetch(m.gen, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&a->lock);
 	free(keys);
 	return pruned;

@@ -10,12 +10,20 @@
  * 2^(i+1)) ns), so percentiles are bucket upper bounds (at most a factor 2
  * above the true value), clamped to the exact min/max of the key where known.
  *
- * Reset semantics: a reset reads and deletes each key in one kernel call
- * (BPF_MAP_LOOKUP_AND_DELETE_ELEM), so every ioctl is counted in exactly
- * one of the summaries before and after the reset, except an ioctl whose
- * exit updates the key in the few nanoseconds between its program's lookup
- * and the deletion: that one is lost (never counted twice). Resetting also
- * frees the keys, so the cardinality limit applies per reset period.
+ * Kernel side (bpf/ioctl.bpf.c): an index hash (key -> slot), an array of
+ * slot values and a queue of free slots, which kx_agg_maps_init fills at
+ * load. Deleting a key (reset, exited process) takes it out of the index,
+ * bumps the generation that makes threads drop the slot they keep, and
+ * recycles the slot (cleared, back in the queue) a second later, when no
+ * program can still hold it.
+ *
+ * Reset semantics: a reset takes each key out of the index in one kernel
+ * call (BPF_MAP_LOOKUP_AND_DELETE_ELEM), then reads its slot, so every
+ * ioctl is counted in exactly one of the summaries before and after the
+ * reset, except an ioctl whose exit updates the slot in the few
+ * nanoseconds between its program's generation check and the read: that
+ * one is lost (never counted twice). Resetting also frees the keys, so the
+ * cardinality limit applies per reset period.
  */
 #ifndef KX_AGGREGATE_H
 #define KX_AGGREGATE_H
@@ -59,6 +67,9 @@ struct kx_agg_snapshot {
 };
 
 struct kx_agg;
+
+/* At load, before any program runs: every slot cleared and queued as free. */
+int kx_agg_maps_init(const struct kx_agg_maps *m, uint32_t nslots, char *err, size_t len);
 
 /* Wraps an open aggregate-mode session (the caller keeps owning it). by
  * must match the session's agg_by_pid/agg_by_cgroup. NULL when out of memory. */

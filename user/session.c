@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "aggregate.h"
 #include "clock.h"
 #include "consumer.h"
 #include "drvhook.h"
@@ -190,12 +191,21 @@ static int try_mech(struct kx_session *s, const struct kx_session_opts *o, int m
 	s->skel->rodata->aggregate = o->aggregate != 0;
 	s->skel->rodata->agg_by_pid = o->aggregate && o->agg_by_pid;
 	s->skel->rodata->agg_by_cgroup = o->aggregate && !o->agg_by_pid && o->agg_by_cgroup;
-	/* The agg map is preallocated: one entry only when it is not used. */
+	/* The agg maps are preallocated: one entry only when they are not used. */
 	s->agg_max = o->aggregate ? (o->agg_max_keys ? o->agg_max_keys : KX_AGG_MAX_KEYS) : 0;
+	bpf_map__set_max_entries(s->skel->maps.agg_index, s->agg_max ? s->agg_max : 1);
 	bpf_map__set_max_entries(s->skel->maps.agg, s->agg_max ? s->agg_max : 1);
+	bpf_map__set_max_entries(s->skel->maps.agg_free, s->agg_max ? s->agg_max : 1);
 	s->aggregate = o->aggregate != 0;
 	bpf_map__set_max_entries(s->skel->maps.events, rb);
 	s->ci.ringbuf_bytes = rb;
+	/* In-flight calls: task storage under tp_btf, else the tid hash. Only
+	 * the one in use is sized (task storage needs 5.11: not made for the
+	 * fallbacks, which older kernels use). */
+	if (strcmp(mechs[m].mech, "tp_btf") == 0)
+		bpf_map__set_max_entries(s->skel->maps.inflight, 1);
+	else
+		bpf_map__set_autocreate(s->skel->maps.task_call, false);
 
 	if (strcmp(mechs[m].mech, "tp") == 0 && !kx_probe_tracefs(why, len))
 		goto fail;
@@ -203,6 +213,13 @@ static int try_mech(struct kx_session *s, const struct kx_session_opts *o, int m
 	if (err) {
 		snprintf(why, len, "load failed (%s)", strerror(-err));
 		goto fail;
+	}
+	if (s->aggregate) {
+		struct kx_agg_maps am;
+
+		kx_session_agg_maps(s, &am);
+		if (kx_agg_maps_init(&am, s->agg_max, why, len))
+			goto fail;
 	}
 	bpf_object__for_each_program(p, s->skel->obj)
 	{
@@ -421,9 +438,14 @@ void kx_session_set_cmdline(struct kx_session *s, const char *cmdline)
 	snprintf(s->ci.cmdline, sizeof(s->ci.cmdline), "%s", cmdline);
 }
 
-int kx_session_agg_fd(const struct kx_session *s)
+void kx_session_agg_maps(const struct kx_session *s, struct kx_agg_maps *out)
 {
-	return s->aggregate && s->skel ? bpf_map__fd(s->skel->maps.agg) : -1;
+	int on = s->aggregate && s->skel;
+
+	out->index_fd = on ? bpf_map__fd(s->skel->maps.agg_index) : -1;
+	out->values_fd = on ? bpf_map__fd(s->skel->maps.agg) : -1;
+	out->free_fd = on ? bpf_map__fd(s->skel->maps.agg_free) : -1;
+	out->gen = on ? &s->skel->bss->agg_gen : NULL;
 }
 
 uint32_t kx_session_agg_max_keys(const struct kx_session *s)
@@ -496,6 +518,8 @@ int kx_session_set_devices(struct kx_session *s, const struct kx_device *d, int 
 	}
 	for (int i = 0; i < nstale; i++)
 		bpf_map_delete_elem(fd, &stale[i]);
+	/* After the map is final: threads then drop their cached device answers. */
+	__atomic_add_fetch(&s->skel->bss->devs_gen, 1, __ATOMIC_SEQ_CST);
 	s->ci.ndevices = 0;
 	for (int i = 0; i < n && s->ci.ndevices < KX_MAX_DEVICES; i++)
 		s->ci.devices[s->ci.ndevices++] = d[i];

@@ -62,9 +62,16 @@ const struct kx_capinfo *kx_session_capinfo(struct kx_session *s);
 const char *kx_session_mech(const struct kx_session *s);
 /* What was traced, for the record header ("kvm_workload -j 100", "-a"). */
 void kx_session_set_cmdline(struct kx_session *s, const char *cmdline);
-/* Aggregate mode: fd of the BPF agg map and its key limit (-1 and 0 when
- * the session does not aggregate). */
-int kx_session_agg_fd(const struct kx_session *s);
+/* Aggregate mode: the BPF maps of the aggregates (user/aggregate.c reads
+ * them and owns their slot protocol): index (key -> slot), values (array of
+ * slots), free (queue of free slots) and the generation that threads check
+ * before reusing the slot they keep. */
+struct kx_agg_maps {
+	int index_fd, values_fd, free_fd; /* -1 when the session does not aggregate */
+	uint32_t *gen;
+};
+void kx_session_agg_maps(const struct kx_session *s, struct kx_agg_maps *out);
+/* The key limit (0 when the session does not aggregate). */
 uint32_t kx_session_agg_max_keys(const struct kx_session *s);
 /* One BPF counter (enum kx_stat) summed over CPUs, read now. */
 uint64_t kx_session_stat(struct kx_session *s, unsigned int which);

@@ -113,8 +113,23 @@ under_aggregate() {
 	cat "$TMP/agg.out"
 }
 
-# Runs "$@" (a workload printing one JSON line) under variant $1; prints that line.
+# Runs "$@" (a workload printing one JSON line) under variant $1; prints that
+# line. With CPU_COMM set (the workload's process name), the tracer's own CPU
+# in the middle of the run also goes to $TMP/tracer_cpu (tracer_cpu.py).
 under() {
+	local root
+	rm -f "$TMP/tracer_cpu"
+	if [ -z "${CPU_COMM:-}" ]; then
+		under_run "$@"
+		return
+	fi
+	under_run "$@" >"$TMP/under.out" &
+	root=$!
+	python3 "$HERE/tracer_cpu.py" "$root" "$CPU_COMM" "$CPU_WINDOW" >"$TMP/tracer_cpu"
+	wait "$root"
+	cat "$TMP/under.out"
+}
+under_run() {
 	local v=$1
 	shift
 	case $v in
@@ -190,6 +205,8 @@ section() {
 			echo "$line" >"$TMP/wl.json"
 			val=$(jget "$TMP/wl.json" "$expr")
 			put "$name" "$v" "$r" value "$val"
+			[ -s "$TMP/tracer_cpu" ] &&
+				put "$name" "$v" "$r" tracer_cpu "$(cat "$TMP/tracer_cpu")"
 			if [ "$r" -eq 1 ]; then
 				put "$name" "$v" "$r" issued "$(jget "$TMP/wl.json" 'sum(d["ioctls"].values())')"
 				put "$name" "$v" "$r" seen "$(seen "$v")"
@@ -208,7 +225,9 @@ START=$(date +%s)
 
 # ---- 1a. per-ioctl cost, tight loop of KVM_GET_API_VERSION ----
 echo "bench: 1a. ioctl flood, $ROUNDS rounds x ${#VARIANTS[@]}+2 variants" >&2
-section flood 'd["ns_per_ioctl"]' "${VARIANTS[@]}" clock latency -- "$FLOOD" -w "$FLOOD_S"
+# The tracers' own CPU is sampled here too (steady state, setup excluded).
+CPU_COMM=ioctl_flood CPU_WINDOW=$(python3 -c "print($FLOOD_S / 2)") \
+	section flood 'd["ns_per_ioctl"]' "${VARIANTS[@]}" clock latency -- "$FLOOD" -w "$FLOOD_S"
 
 # ---- 1b. per-job cost, shortest KVM_RUN jobs ----
 echo "bench: 1b. short KVM_RUN jobs" >&2
