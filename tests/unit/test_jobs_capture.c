@@ -471,7 +471,9 @@ static void kvm_done_per_run(void)
 }
 
 /* Off-CPU share of the KVM_RUNs of one workload: min and max per call, and overall. */
-static int offcpu_share(char *const *args, double *minf, double *maxf, double *all, int *nruns)
+/* Off-CPU share of each KVM_RUN: min, max, overall, runs, and runs under half. */
+static int offcpu_share(char *const *args, double *minf, double *maxf, double *all, int *nruns,
+                        int *nhalf)
 {
 	struct kx_store *st = kx_store_new(0);
 	struct kx_session *s;
@@ -488,6 +490,7 @@ static int offcpu_share(char *const *args, double *minf, double *maxf, double *a
 	*minf = 1e9;
 	*maxf = 0;
 	*nruns = 0;
+	*nhalf = 0;
 	for (size_t i = 0; i < kx_store_ioctl_count(st); i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(st, i);
 		double f;
@@ -497,6 +500,7 @@ static int offcpu_share(char *const *args, double *minf, double *maxf, double *a
 		f = e->offcpu_us * 1000.0 / (double)e->dur;
 		*minf = f < *minf ? f : *minf;
 		*maxf = f > *maxf ? f : *maxf;
+		*nhalf += f < 0.5;
 		dur += e->dur;
 		off += e->offcpu_us * 1000ull;
 		(*nruns)++;
@@ -514,21 +518,23 @@ static void offcpu_sleeping_vs_busy(void)
 	/* Spins ~4 ms in the guest per run. */
 	char *const busy_args[] = {"-t", "1", "-j", "20", "-l", "5000", NULL};
 	double mn, mx, all;
-	int n;
+	int n, nhalf;
 
 	if (geteuid() != 0)
 		SKIP("needs root");
 	if (access("/dev/kvm", R_OK | W_OK) != 0)
 		SKIP("no /dev/kvm");
-	CHECK(offcpu_share(sleep_args, &mn, &mx, &all, &n) == 0);
-	printf("# sleeping KVM_RUN x%d: off-CPU share min %.3f max %.3f overall %.3f\n", n, mn, mx,
-	       all);
+	CHECK(offcpu_share(sleep_args, &mn, &mx, &all, &n, &nhalf) == 0);
+	printf("# sleeping KVM_RUN x%d: off-CPU share min %.3f max %.3f overall %.3f, %d under "
+	       "half\n",
+	       n, mn, mx, all, nhalf);
 	CHECK_EQ_U(n, 20);
-	/* Overall share is the claim; single runs may lose a little to wakeup
-	 * latency when the machine is busy. */
+	/* Overall share is the claim. Single runs may lose to wakeup latency on
+	 * a busy machine, and a vCPU thread preempted for longer than the guest's
+	 * 2 ms timer between arming it and halting does not sleep at all. */
 	CHECK(all > 0.80);
-	CHECK(mn > 0.50);
-	CHECK(offcpu_share(busy_args, &mn, &mx, &all, &n) == 0);
+	CHECK(nhalf <= 2);
+	CHECK(offcpu_share(busy_args, &mn, &mx, &all, &n, &nhalf) == 0);
 	printf("# busy KVM_RUN x%d: off-CPU share min %.3f max %.3f overall %.3f\n", n, mn, mx,
 	       all);
 	CHECK_EQ_U(n, 20);
@@ -537,7 +543,7 @@ static void offcpu_sleeping_vs_busy(void)
 	/* The sched_switch flavours of the fallback mechanisms. */
 	for (int m = 0; m < 2; m++) {
 		mech = m ? "tp" : "raw_tp";
-		n = offcpu_share(sleep_args, &mn, &mx, &all, &n) == 0 ? n : -1;
+		n = offcpu_share(sleep_args, &mn, &mx, &all, &n, &nhalf) == 0 ? n : -1;
 		printf("# %s: sleeping KVM_RUN x%d: off-CPU share min %.3f overall %.3f\n", mech, n,
 		       mn, all);
 		mech = NULL;
