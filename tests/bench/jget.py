@@ -105,6 +105,14 @@ def bench_lines(paths):
                                            "out_b_ev", "out_mb", "rss_mb"]):
                         print("synth\t%s\t1\t%s\t%s" % (v, k, m.group(i + 2)))
                     continue
+                m = re.match(r"chrome gzip bound: " + num + r" MB of JSON, deflate level 1 " + num +
+                             r" s CPU \(" + num + r" MB/s\), crc32 " + num + r" s CPU; on (\d+) "
+                             r"CPUs at most " + num + r" M events/s", line)
+                if m:
+                    for i, k in enumerate(["json_mb", "deflate_cpu_s", "deflate_mb_s", "crc_cpu_s",
+                                           "ncpu", "mev_s"]):
+                        print("synth\tgzip_bound\t1\t%s\t%s" % (k, m.group(i + 1)))
+                    continue
                 if line:
                     sys.stderr.write("bench: unparsed benchmark line: %s\n" % line)
 
