@@ -31,6 +31,7 @@
 
 #include "chrome.h"
 #include "devices.h"
+#include "fdio.h"
 #include "ioctl_decode.h"
 #include "jobs.h"
 #include "pgz.h"
@@ -64,18 +65,8 @@ struct wbuf {
 
 static void wb_write(struct wbuf *w, const char *p, size_t n)
 {
-	while (n && !w->err) {
-		ssize_t k = write(w->fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			w->err = k < 0 && errno ? errno : EIO;
-			break;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
+	if (!w->err)
+		w->err = kx_write_all(w->fd, p, n);
 }
 
 /* Hands the buffer on; last: it ends the output. */

@@ -41,6 +41,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fdio.h"
 #include "kxp.h"
 #include "workq.h"
 
@@ -613,19 +614,13 @@ static void werr(struct kx_kxp_writer *w, int e)
 
 static int write_all(struct kx_kxp_writer *w, const uint8_t *p, size_t n)
 {
-	while (n) {
-		ssize_t k = write(w->fd, p, n);
+	int e = kx_write_all(w->fd, p, n);
 
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			werr(w, k < 0 ? errno : EIO);
-			return -1;
-		}
-		p += k;
-		n -= (size_t)k;
-		w->written += (uint64_t)k;
+	if (e) {
+		werr(w, e);
+		return -1;
 	}
+	w->written += n;
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fdio.h"
 #include "pgz.h"
 #include "workq.h"
 
@@ -111,20 +112,8 @@ static void blk_run(void *slot, void *wctx, void *arg)
 
 static void write_all(struct kx_pgz *z, const void *p, size_t n)
 {
-	const uint8_t *c = p;
-
-	while (n && !z->err) {
-		ssize_t w = write(z->fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			z->err = w < 0 && errno ? errno : EIO;
-			break;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
+	if (!z->err)
+		z->err = kx_write_all(z->fd, p, n);
 }
 
 static void blk_done(void *slot, void *arg)

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "devices.h"
+#include "fdio.h"
 #include "ioctl_decode.h"
 #include "jobs.h"
 #include "warnings.h"
@@ -1074,18 +1075,8 @@ static void sink_put(struct sink *k, const void *p, size_t n)
 		}
 		return;
 	}
-	while (n && !k->err) {
-		ssize_t w = write(k->fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			k->err = w < 0 && errno ? errno : EIO;
-			break;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
+	if (!k->err)
+		k->err = kx_write_all(k->fd, c, n);
 }
 
 /* A piece of the host plane: literal bytes, then events [k0, k1) of line li. */
@@ -1906,7 +1897,6 @@ static int mkdir_p(const char *path)
 static int write_file(const char *path, const void *buf, size_t len)
 {
 	char tmp[PATH_MAX + 8];
-	const uint8_t *p = buf;
 	int fd, saved;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
@@ -1916,15 +1906,9 @@ static int write_file(const char *path, const void *buf, size_t len)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			goto bad;
-		p += w;
-		len -= (size_t)w;
+	if ((saved = kx_write_all(fd, buf, len))) {
+		errno = saved;
+		goto bad;
 	}
 	if (close(fd)) {
 		fd = -1;
