@@ -66,6 +66,8 @@ static void recycle(struct kx_agg *a, const struct kx_agg_maps *m)
 	while (i < a->nwait && now - a->wait[i].deleted_ns >= RECYCLE_AFTER_NS &&
 	       slot_free(m, a->wait[i].slot) == 0)
 		i++;
+	if (!i)
+		return;
 	memmove(a->wait, a->wait + i, (a->nwait - i) * sizeof(*a->wait));
 	a->nwait -= i;
 }
