@@ -3,16 +3,22 @@
  * Reference programs for the benchmarks (tests/bench/floor.c loads them;
  * kxprof never does). All sit on exactly the hooks of the ioctl capture's
  * tp_btf flavour (bpf/ioctl.bpf.c): raw syscall enter/exit and the four
- * task hooks. Three levels, one attached at a time:
+ * task hooks. Five levels, one attached at a time:
  *   empty    the hook floor: programs that return at once. What they add to
  *            a syscall is the price of the attach mechanism itself (syscall
  *            tracepoint slow path plus one BPF call per hook), the physical
  *            limit of any tracer built on these hooks;
  *   clock    the floor plus one clock read at ioctl enter and one at exit:
  *            what any latency measurement must pay on top;
- *   latency  the smallest real latency tracer: ioctls of one process,
- *            per-thread start time in a hash at enter, log2 histogram at
- *            exit (what the bpftrace script does, on these hooks).
+ *   latency  the classic latency tracer: ioctls of one process, per-thread
+ *            start time in a hash at enter, log2 histogram at exit (what
+ *            the bpftrace script and libbpf-tools do, on these hooks);
+ *   tslat    the smallest latency tracer this kernel allows: the same with
+ *            the start time in task-local storage (no hash) and a per-CPU
+ *            histogram: the lower bound of in-kernel aggregation;
+ *   tsrec    the smallest event recorder: tslat's start time plus a 40-byte
+ *            ring-buffer record per call (times, ids, cmd, return value),
+ *            read by the loader: the lower bound of full-event recording.
  * The task hooks stay empty at every level.
  */
 #include "vmlinux.h"
@@ -44,6 +50,31 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } hist SEC(".maps");
+
+/* tslat, tsrec: the thread's call in progress. */
+struct call {
+	__u64 ts;
+	__u32 cmd;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct call);
+} calls SEC(".maps");
+
+/* tsrec: one record per call. */
+struct rec {
+	__u64 ts, dur;
+	__u32 pid, tid, cmd, cpu;
+	__s64 ret;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 * 1024 * 1024);
+} ring SEC(".maps");
 
 /* ---- empty ---- */
 
@@ -150,6 +181,98 @@ int BPF_PROG(latency_sys_exit, struct pt_regs *regs, long ret)
 	n = bpf_map_lookup_elem(&hist, &slot);
 	if (n)
 		*n += 1;
+	return 0;
+}
+
+/* ---- tslat and tsrec: start time in task storage ---- */
+
+static __always_inline int ts_enter(long id, __u32 cmd)
+{
+	struct task_struct *task;
+	struct call *c;
+
+	if (id != NR_IOCTL)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (task->tgid != target_tgid)
+		return 0;
+	c = bpf_task_storage_get(&calls, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c)
+		return 0;
+	c->cmd = cmd;
+	c->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* The finished call of the current thread, and its duration; NULL if none. */
+static __always_inline struct call *ts_done(struct pt_regs *regs, __u64 *dur)
+{
+	struct call *c;
+
+	if (regs->orig_ax != NR_IOCTL)
+		return NULL;
+	c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), NULL, 0);
+	if (!c || !c->ts)
+		return NULL;
+	*dur = bpf_ktime_get_ns() - c->ts;
+	return c;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(tslat_sys_enter, struct pt_regs *regs, long id)
+{
+	return ts_enter(id, (__u32)regs->si);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(tslat_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u32 slot = 0;
+	__u64 d, *n;
+	struct call *c = ts_done(regs, &d);
+
+	if (!c)
+		return 0;
+	c->ts = 0;
+	while (d > 1 && slot < SLOTS - 1) {
+		d >>= 1;
+		slot++;
+	}
+	n = bpf_map_lookup_elem(&hist, &slot);
+	if (n)
+		*n += 1;
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(tsrec_sys_enter, struct pt_regs *regs, long id)
+{
+	return ts_enter(id, (__u32)regs->si);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(tsrec_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct rec *r;
+	__u64 d;
+	struct call *c = ts_done(regs, &d);
+
+	if (!c)
+		return 0;
+	r = bpf_ringbuf_reserve(&ring, sizeof(*r), 0);
+	if (r) {
+		r->ts = c->ts;
+		r->dur = d;
+		r->pid = task->tgid;
+		r->tid = task->pid;
+		r->cmd = c->cmd;
+		r->cpu = bpf_get_smp_processor_id();
+		r->ret = ret;
+		/* The loader polls: no wakeup per record (kxprof samples them too). */
+		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	}
+	c->ts = 0;
 	return 0;
 }
 

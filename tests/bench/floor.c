@@ -2,9 +2,11 @@
  * Loader of the benchmark reference programs (bpf/floor.bpf.c): attaches
  * one level of them, runs a command under it, detaches, and exits with the
  * command's status. The command is held until the programs are attached
- * (and, for -m latency, until its pid is in the filter).
+ * (and, for the tracer levels, until its pid is in the filter). Under -m
+ * tsrec the loader reads the ring buffer every 10 ms while the command runs
+ * and prints how many records it got on stderr.
  *
- *     floor [-m empty|clock|latency] [-s] -- CMD ARGS...
+ *     floor [-m empty|clock|latency|tslat|tsrec] [-s] -- CMD ARGS...
  *
  * -m  which level (default empty: the hook floor)
  * -s  turn on BPF run-time statistics while the command runs and print,
@@ -41,6 +43,34 @@ static int wanted(const char *name, const char *level)
 	return strncmp(name, "empty_", 6) == 0;
 }
 
+static int count_record(void *ctx, void *data, size_t size)
+{
+	(void)data;
+	(void)size;
+	++*(unsigned long long *)ctx;
+	return 0;
+}
+
+/* Waits for the command; with a ring, drains it every 10 ms meanwhile. */
+static void wait_child(pid_t child, int *status, struct ring_buffer *rb)
+{
+	for (;;) {
+		pid_t w = waitpid(child, status, rb ? WNOHANG : 0);
+
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR)
+			break;
+		if (rb) {
+			/* No wakeups are sent: the poll only paces, consume reads. */
+			ring_buffer__poll(rb, 10);
+			ring_buffer__consume(rb);
+		}
+	}
+	if (rb)
+		ring_buffer__consume(rb);
+}
+
 static void print_stats(struct floor_bpf *skel)
 {
 	struct bpf_program *p;
@@ -71,6 +101,9 @@ static void print_stats(struct floor_bpf *skel)
 int main(int argc, char **argv)
 {
 	const char *level = "empty";
+	static const char *const levels[] = {"empty", "clock", "latency", "tslat", "tsrec"};
+	struct ring_buffer *rb = NULL;
+	unsigned long long records = 0;
 	struct floor_bpf *skel;
 	struct bpf_program *p;
 	int stats = 0, stats_fd = -1, opt, status = 0, err, go[2];
@@ -84,8 +117,11 @@ int main(int argc, char **argv)
 		else
 			goto usage;
 	}
-	if (optind >= argc ||
-	    (strcmp(level, "empty") && strcmp(level, "clock") && strcmp(level, "latency")))
+	if (optind >= argc)
+		goto usage;
+	for (opt = 0; opt < 5 && strcmp(level, levels[opt]); opt++)
+		;
+	if (opt == 5)
 		goto usage;
 
 	libbpf_set_print(print_nothing);
@@ -129,6 +165,11 @@ int main(int argc, char **argv)
 	}
 	close(go[0]);
 	skel->bss->target_tgid = (__u32)child;
+	if (!strcmp(level, "tsrec")) {
+		rb = ring_buffer__new(bpf_map__fd(skel->maps.ring), count_record, &records, NULL);
+		if (!rb)
+			fprintf(stderr, "floor: cannot map the ring buffer (%s)\n", strerror(errno));
+	}
 	if (stats) {
 		stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (stats_fd < 0)
@@ -139,8 +180,11 @@ int main(int argc, char **argv)
 	if (write(go[1], "g", 1) != 1)
 		perror("floor: releasing the command");
 	close(go[1]);
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
+	wait_child(child, &status, rb);
+	if (rb) {
+		fprintf(stderr, "{\"floor_records\":%llu}\n", records);
+		ring_buffer__free(rb);
+	}
 	if (stats)
 		print_stats(skel);
 	if (stats_fd >= 0)
@@ -151,6 +195,6 @@ int main(int argc, char **argv)
 	return WEXITSTATUS(status);
 
 usage:
-	fprintf(stderr, "usage: floor [-m empty|clock|latency] [-s] -- CMD ARGS...\n");
+	fprintf(stderr, "usage: floor [-m empty|clock|latency|tslat|tsrec] [-s] -- CMD ARGS...\n");
 	return 2;
 }

@@ -49,6 +49,8 @@ def bpftrace_hist(path):
 # program counts only if it is new since BEFORE and has its tracer's name).
 NAMES = {
     "floor": ("empty_",),
+    "tslat": ("tslat_sys_",),
+    "tsrec": ("tsrec_sys_",),
     "record": ("btf_sys_",),
     "baseline": ("btf_sys_",),
     "aggregate": ("btf_sys_",),

@@ -21,7 +21,9 @@ LABELS = {
     "untraced": "untraced",
     "floor": "hook floor: empty programs on kxprof's hooks",
     "clock": "floor + a clock read at enter and exit (reference)",
-    "latency": "smallest latency tracer on the same hooks (reference)",
+    "latency": "classic latency tracer: tid hash map, log2 histogram (reference)",
+    "tslat": "smallest latency tracer: task storage, log2 histogram (reference)",
+    "tsrec": "smallest event recorder: task storage, 40-byte ring record (reference)",
     "record": "**kxprof record** (full events)",
     "baseline": "kxprof record, baseline build (BENCH_BASELINE)",
     "aggregate": "**kxprof top** (in-kernel aggregation)",
@@ -29,7 +31,7 @@ LABELS = {
     "perf": "perf trace -s -e ioctl",
     "strace": "strace -c -f -e trace=ioctl",
 }
-ORDER = ["untraced", "floor", "clock", "latency", "record", "baseline", "aggregate", "bpftrace",
+ORDER = ["untraced", "floor", "clock", "latency", "tslat", "tsrec", "record", "baseline", "aggregate", "bpftrace",
          "perf", "strace"]
 
 
@@ -339,6 +341,16 @@ def targets(flood, kvmrun, jobs, tput, exp, have_agg, cfg, out, total=None, prog
                    "leaves %s ns for everything else, ≤ 1.3× is below the clock itself | "
                    "bounds the two targets |" % (
                        rfmt(rc), num(2 * flood["floor"] - flood["clock"])))
+    rl = ratio(flood.get("tslat"), flood.get("floor"))
+    rr0 = ratio(flood.get("tsrec"), flood.get("floor"))
+    rrb = ratio(flood.get("tsrec"), flood.get("bpftrace"))
+    if rl is not None and rr0 is not None:
+        out.append("| the smallest tracers this kernel allows on these hooks (reference rows: "
+                   "task storage, no filter but one pid) | latency histogram %s the floor (%s "
+                   "ns); event recorder %s the floor (%s ns), %s of bpftrace | lower bounds of "
+                   "aggregation and recording |" % (
+                       rfmt(rl), num(flood.get("tslat")), rfmt(rr0), num(flood.get("tsrec")),
+                       rfmt(rrb)))
     if have_agg:
         ra = ratio(flood.get("aggregate"), flood.get("floor"))
         out.append("| in-kernel aggregation adds ≤ 1.3× the hook floor (flood) | %s (%s vs %s ns) "
@@ -436,8 +448,8 @@ def commands(cfg, out):
     out.append("")
     out.append("```")
     out.append("untraced   WORKLOAD")
-    out.append("floor      build/bench/floor -- WORKLOAD            # -m clock / -m latency: "
-               "the reference rows")
+    out.append("floor      build/bench/floor -- WORKLOAD            # -m clock|latency|tslat|"
+               "tsrec: the reference rows")
     out.append("record     build/kxprof record -o rec.kxp -- WORKLOAD")
     if cfg.get("BASELINE"):
         out.append("baseline   %s record -o rec.kxp -- WORKLOAD" % cfg["BASELINE"])

@@ -137,6 +137,8 @@ under_run() {
 	floor) "$FLOOR" -- "$@" ;;
 	clock) "$FLOOR" -m clock -- "$@" ;;
 	latency) "$FLOOR" -m latency -- "$@" ;;
+	tslat) "$FLOOR" -m tslat -- "$@" ;;
+	tsrec) "$FLOOR" -m tsrec -- "$@" 2>/dev/null ;;
 	record) "$KX" record -o "$TMP/rec.kxp" -- "$@" 2>"$TMP/record.err" ;;
 	baseline) "$BASE" record -o "$TMP/rec.kxp" -- "$@" 2>"$TMP/record.err" ;;
 	aggregate) under_aggregate "$@" ;;
@@ -227,7 +229,7 @@ START=$(date +%s)
 echo "bench: 1a. ioctl flood, $ROUNDS rounds x ${#VARIANTS[@]}+2 variants" >&2
 # The tracers' own CPU is sampled here too (steady state, setup excluded).
 CPU_COMM=ioctl_flood CPU_WINDOW=$(python3 -c "print($FLOOD_S / 2)") \
-	section flood 'd["ns_per_ioctl"]' "${VARIANTS[@]}" clock latency -- "$FLOOD" -w "$FLOOD_S"
+	section flood 'd["ns_per_ioctl"]' "${VARIANTS[@]}" clock latency tslat tsrec -- "$FLOOD" -w "$FLOOD_S"
 
 # ---- 1b. per-job cost, shortest KVM_RUN jobs ----
 echo "bench: 1b. short KVM_RUN jobs" >&2
@@ -254,7 +256,7 @@ progstats() { # variant
 	sysctl -qw kernel.bpf_stats_enabled=0
 	python3 "$HERE/jget.py" --progstats "$TMP/progs.json" "$TMP/progs0.json" "$1" >>"$RAW"
 }
-for v in floor record baseline aggregate bpftrace; do
+for v in floor tslat tsrec record baseline aggregate bpftrace; do
 	[ "$v" = baseline ] && [ -z "$BASE" ] && continue
 	[ "$v" = aggregate ] && [ "$HAVE_AGG" != 1 ] && continue
 	progstats "$v"
