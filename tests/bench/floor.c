@@ -168,7 +168,8 @@ int main(int argc, char **argv)
 	if (!strcmp(level, "tsrec")) {
 		rb = ring_buffer__new(bpf_map__fd(skel->maps.ring), count_record, &records, NULL);
 		if (!rb)
-			fprintf(stderr, "floor: cannot map the ring buffer (%s)\n", strerror(errno));
+			fprintf(stderr, "floor: cannot map the ring buffer (%s)\n",
+			        strerror(errno));
 	}
 	if (stats) {
 		stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
