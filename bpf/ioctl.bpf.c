@@ -407,8 +407,8 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 		if (mode != S_IFCHR && mode != S_IFBLK)
 			fop = (__u64)fc->f_op;
 	} else {
-		task = (struct task_struct *)bpf_get_current_task();
-		f = fd_to_file(task, fd);
+		/* Untyped: `task` stays the BTF pointer task storage needs (tp_btf before 6.2). */
+		f = fd_to_file((struct task_struct *)bpf_get_current_task(), fd);
 		if (!f)
 			return 0;
 		inode = BPF_CORE_READ(f, f_inode);
