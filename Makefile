@@ -27,7 +27,7 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE $(SANFLAGS) -I$(BUILD) -Iuser -Ibpf
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -lelf -lz -lprotobuf-c -lpthread
+LDLIBS := -lbpf -lelf -lz -lzstd -lprotobuf-c -lpthread
 # Only the CLI serves HTTP (kxprof serve): keep libmicrohttpd out of the plugin.
 CLI_LDLIBS := -lmicrohttpd
 

@@ -1,6 +1,6 @@
 /*
  * The .kxp record file. Owns the on-disk format: a versioned header carrying
- * struct kx_capinfo, then zlib-compressed chunks each with a CRC32, then a
+ * struct kx_capinfo, then zstd-compressed chunks each with a CRC32, then a
  * trailer chunk with the final capinfo (stop clock, loss counters). Files
  * cut short are readable up to their last whole chunk; bad input is rejected
  * with a message, never a crash.
@@ -15,7 +15,7 @@
 #include "event.h"
 #include "store.h"
 
-#define KX_KXP_VERSION 1
+#define KX_KXP_VERSION 2 /* 2: zstd chunks; 1 (zlib chunks) is still read */
 
 struct kx_kxp_writer;
 

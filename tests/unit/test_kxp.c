@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "kxtest.h"
 #include "kxp_gen.h"
@@ -329,13 +330,16 @@ static void test_wrong_version(void)
 	gen_free(&g);
 	buf = gen_slurp(path, &len);
 	CHECK(buf && len > 16);
-	buf[8] = 2;
+	buf[8] = 3;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
-	CHECK_STR(err, "unsupported record format version 2 (this kxprof reads version 1)");
+	CHECK_STR(err, "unsupported record format version 3 (this kxprof reads versions 1 to 2)");
+	buf[8] = 0;
+	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
+	CHECK_STR(err, "unsupported record format version 0 (this kxprof reads versions 1 to 2)");
 	buf[8] = 0x2a;
 	buf[9] = 1;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
-	CHECK_STR(err, "unsupported record format version 298 (this kxprof reads version 1)");
+	CHECK_STR(err, "unsupported record format version 298 (this kxprof reads versions 1 to 2)");
 	/* From a path the message names the file. */
 	f = fopen(path, "wb");
 	CHECK(f);
@@ -343,7 +347,8 @@ static void test_wrong_version(void)
 	fclose(f);
 	CHECK(kx_kxp_read(path, s, &ci_got, &res, err, sizeof(err)) == -1);
 	snprintf(want, sizeof(want),
-	         "%s: unsupported record format version 298 (this kxprof reads version 1)", path);
+	         "%s: unsupported record format version 298 (this kxprof reads versions 1 to 2)",
+	         path);
 	CHECK_STR(err, want);
 	free(buf);
 	unlink(path);
@@ -560,13 +565,9 @@ static void set_le32(uint8_t *p, uint32_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* Writes a chunk (28-byte header + zlib data) of raw bytes at out. */
-static size_t make_chunk(uint8_t *out, uint32_t type, const uint8_t *raw, size_t len, uint32_t nrec)
+/* Writes a chunk header for clen compressed bytes already at out + 28. */
+static size_t chunk_header(uint8_t *out, uint32_t type, size_t len, size_t clen, uint32_t nrec)
 {
-	uLongf clen = compressBound(len);
-
-	if (compress2(out + 28, &clen, raw, len, 1) != Z_OK)
-		abort();
 	memcpy(out, "KXCK", 4);
 	set_le32(out + 4, type);
 	set_le32(out + 8, (uint32_t)len);
@@ -575,6 +576,27 @@ static size_t make_chunk(uint8_t *out, uint32_t type, const uint8_t *raw, size_t
 	set_le32(out + 20, (uint32_t)crc32(0, out + 28, (uInt)clen));
 	set_le32(out + 24, (uint32_t)crc32(0, out, 24));
 	return 28 + clen;
+}
+
+/* Writes a chunk (28-byte header + one zstd frame) of raw bytes at out. */
+static size_t make_chunk(uint8_t *out, uint32_t type, const uint8_t *raw, size_t len, uint32_t nrec)
+{
+	size_t clen = ZSTD_compress(out + 28, ZSTD_compressBound(len), raw, len, 1);
+
+	if (ZSTD_isError(clen))
+		abort();
+	return chunk_header(out, type, len, clen, nrec);
+}
+
+/* The same with a zlib stream, as version 1 files hold. */
+static size_t make_chunk_v1(uint8_t *out, uint32_t type, const uint8_t *raw, size_t len,
+                            uint32_t nrec)
+{
+	uLongf clen = compressBound(len);
+
+	if (compress2(out + 28, &clen, raw, len, 1) != Z_OK)
+		abort();
+	return chunk_header(out, type, len, clen, nrec);
 }
 
 /*
@@ -589,8 +611,7 @@ static void test_forward_compat(void)
 	struct gen g;
 	char path[256], err[512];
 	uint8_t *in, *out, *raw, *p;
-	size_t len, o = 0, hlen, c1, c1len, tr;
-	uLongf rlen;
+	size_t len, o = 0, hlen, c1, c1len, tr, rlen;
 
 	CHECK(s);
 	gen_tmp_path(path, sizeof(path), "fwd");
@@ -620,8 +641,8 @@ static void test_forward_compat(void)
 	 * appended to the first known record. */
 	c1 = hlen;
 	c1len = 28 + le32(in + c1 + 12);
-	rlen = 1 << 20;
-	CHECK(uncompress(raw + 6, &rlen, in + c1 + 28, le32(in + c1 + 12)) == Z_OK);
+	rlen = ZSTD_decompress(raw + 6, (1 << 20) - 6, in + c1 + 28, le32(in + c1 + 12));
+	CHECK(!ZSTD_isError(rlen));
 	memcpy(raw, "\xc8\x04\x01\x02\x03\x04", 6);
 	p = raw + 6;
 	CHECK(p[1] < 126); /* one-byte length: room to grow it in place */
@@ -640,6 +661,58 @@ static void test_forward_compat(void)
 	CHECK_STR(err, "");
 	CHECK_EQ_U(res.truncated, 0);
 	CHECK_EQ_U(res.chunks, 3);
+	CHECK_EQ_U(kx_store_ioctl_count(s), g.nioc);
+	CHECK_EQ_U(kx_store_task_count(s), g.ntask);
+	CHECK_EQ_U(kx_store_job_count(s), g.njob);
+	CHECK(gen_is_prefix(&g, s));
+	gen_capinfo(&ci_want, 1);
+	CHECK(same_capinfo(&ci_got, &ci_want));
+	free(in);
+	free(out);
+	free(raw);
+	gen_free(&g);
+	kx_store_free(s);
+}
+
+/*
+ * Files of version 1 (zlib chunks, before zstd) still read: a file written
+ * now, rewritten chunk by chunk with zlib and its header's version set to 1
+ * (header CRC fixed), gives the same store and capture info.
+ */
+static void test_reads_version1(void)
+{
+	struct kx_kxp_read_result res;
+	struct kx_store *s = kx_store_new(0);
+	struct gen g;
+	char path[256], err[512];
+	uint8_t *in, *out, *raw;
+	size_t len, hlen, off, o;
+
+	CHECK(s);
+	gen_tmp_path(path, sizeof(path), "v1");
+	gen_events(&g, 3000, 5);
+	CHECK(gen_write(path, &g, 0, 1) == 0);
+	in = gen_slurp(path, &len);
+	unlink(path);
+	CHECK(in && len > 16);
+	out = malloc(2 * len + 65536);
+	raw = malloc(64 << 20);
+	CHECK(out && raw);
+	hlen = le32(in + 12);
+	memcpy(out, in, hlen);
+	set_le32(out + 8, 1);
+	set_le32(out + hlen - 4, (uint32_t)crc32(0, out, (uInt)(hlen - 4)));
+	o = hlen;
+	for (off = hlen; off + 28 <= len; off += 28 + le32(in + off + 12)) {
+		size_t n = ZSTD_decompress(raw, 64 << 20, in + off + 28, le32(in + off + 12));
+
+		CHECK(!ZSTD_isError(n) && n == le32(in + off + 8));
+		o += make_chunk_v1(out + o, le32(in + off + 4), raw, n, le32(in + off + 16));
+	}
+	CHECK_EQ_U(off, len);
+	CHECK(kx_kxp_read_mem(out, o, s, &ci_got, &res, err, sizeof(err)) == 0);
+	CHECK_STR(err, "");
+	CHECK_EQ_U(res.truncated, 0);
 	CHECK_EQ_U(kx_store_ioctl_count(s), g.nioc);
 	CHECK_EQ_U(kx_store_task_count(s), g.ntask);
 	CHECK_EQ_U(kx_store_job_count(s), g.njob);
@@ -677,6 +750,7 @@ int main(void)
 	RUN(test_flush_and_size);
 	RUN(test_field_extremes);
 	RUN(test_forward_compat);
+	RUN(test_reads_version1);
 	RUN(test_cut_small);
 	RUN(test_cut_large);
 	RUN(test_flipped_bytes);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "kxtest.h"
 #include "kxp_gen.h"
@@ -138,21 +139,24 @@ static void mutate_records(struct bytes *b, size_t c_off)
 	uint8_t *h = b->p + c_off;
 	uint32_t raw_len = le32(h + 8), comp_len = le32(h + 12);
 	struct bytes raw = {0};
-	uLongf dlen = raw_len;
-	uLongf clen;
+	size_t dlen, clen;
 	uint8_t *comp;
 
 	if (raw_len > (64u << 20))
 		return;
 	b_reserve(&raw, (size_t)raw_len + 64);
-	if (uncompress(raw.p, &dlen, h + CHDR_LEN, comp_len) != Z_OK)
+	dlen = ZSTD_decompress(raw.p, raw_len, h + CHDR_LEN, comp_len);
+	if (ZSTD_isError(dlen))
 		goto out;
 	raw.len = dlen;
 	for (size_t k = 1 + rnd(3); k; k--)
 		damage(&raw);
-	clen = compressBound(raw.len);
+	clen = ZSTD_compressBound(raw.len);
 	comp = malloc(clen);
-	if (!comp || compress2(comp, &clen, raw.p, raw.len, 1) != Z_OK)
+	if (!comp)
+		abort();
+	clen = ZSTD_compress(comp, clen, raw.p, raw.len, 1);
+	if (ZSTD_isError(clen))
 		abort();
 	b_delete(b, c_off + CHDR_LEN, comp_len);
 	b_insert(b, c_off + CHDR_LEN, comp, clen);
