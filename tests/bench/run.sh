@@ -295,8 +295,11 @@ timed() { # label, output size command, then the command
 	local label=$1 sizecmd=$2
 	shift 2
 	wait_quiet
-	/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$@" >/dev/null 2>"$TMP/conv.err" ||
+	if ! /usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$@" >/dev/null 2>"$TMP/conv.err"; then
+		# e.g. a baseline build that predates the capture's format version: no row.
 		echo "bench: $label failed: $(head -c 300 "$TMP/conv.err")" >&2
+		return
+	fi
 	put export "$label" "$r" wall_s "$(awk '{print $1}' "$TMP/time.txt")"
 	put export "$label" "$r" rss_kib "$(awk '{print $2}' "$TMP/time.txt")"
 	put export "$label" "$r" out_bytes "$(eval "$sizecmd")"
