@@ -17,6 +17,7 @@
 #include "aggregate.h"
 #include "clock.h"
 #include "devices.h"
+#include "grow.h"
 #include "ioctl_decode.h"
 
 /* A deleted key's slot waits this long before reuse: far longer than any
@@ -76,15 +77,8 @@ static void recycle(struct kx_agg *a, const struct kx_agg_maps *m)
  * (out of memory) is lost to the limit, which the overflow counter shows. */
 static void slot_retire(struct kx_agg *a, uint32_t slot, uint64_t now)
 {
-	if (a->nwait == a->capwait) {
-		size_t cap = a->capwait ? 2 * a->capwait : 64;
-		struct recycle *w = realloc(a->wait, cap * sizeof(*w));
-
-		if (!w)
-			return;
-		a->wait = w;
-		a->capwait = cap;
-	}
+	if (kx_grow((void **)&a->wait, &a->capwait, a->nwait, sizeof(*a->wait)))
+		return;
 	a->wait[a->nwait++] = (struct recycle){.slot = slot, .deleted_ns = now};
 }
 

@@ -32,6 +32,7 @@
 #include "chrome.h"
 #include "devices.h"
 #include "fdio.h"
+#include "grow.h"
 #include "ioctl_decode.h"
 #include "jobs.h"
 #include "pgz.h"
@@ -418,15 +419,8 @@ struct ctx {
 
 static int fix_add(struct ctx *c, size_t idx, uint64_t dur)
 {
-	if (c->nfix == c->fixcap) {
-		size_t cap = c->fixcap ? c->fixcap * 2 : 64;
-		struct fix *f = realloc(c->fix, cap * sizeof(*f));
-
-		if (!f)
-			return -1;
-		c->fix = f;
-		c->fixcap = cap;
-	}
+	if (kx_grow((void **)&c->fix, &c->fixcap, c->nfix, sizeof(*c->fix)))
+		return -1;
 	c->fix[c->nfix].idx = idx;
 	c->fix[c->nfix++].dur = dur;
 	return 0;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "ioctl_decode.h"
 #include "jobs.h"
 
@@ -196,24 +197,6 @@ static void map_free(struct map *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* ---- growable arrays ---- */
-
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	size_t ncap;
-	void *np;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	np = realloc(*p, ncap * size);
-	if (!np)
-		return -1;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /* ---- the builder ---- */
 
 /* A job while pairing. */
@@ -369,7 +352,7 @@ static struct tjob *tjob_new(struct builder *b)
 {
 	struct tjob *t;
 
-	if (grow((void **)&b->tj, &b->tjcap, b->ntj, sizeof(*b->tj)))
+	if (kx_grow((void **)&b->tj, &b->tjcap, b->ntj, sizeof(*b->tj)))
 		return NULL;
 	t = &b->tj[b->ntj++];
 	memset(t, 0, sizeof(*t));
@@ -719,7 +702,7 @@ static long dev_get(struct builder *b, int kind, uint64_t val, const char *ring)
 	for (size_t i = 0; i < o->ndevs; i++)
 		if (b->dkeys[i].kind == kind && b->dkeys[i].val == val)
 			return (long)i;
-	if (grow((void **)&o->devs, &b->devcap, o->ndevs, sizeof(*o->devs)))
+	if (kx_grow((void **)&o->devs, &b->devcap, o->ndevs, sizeof(*o->devs)))
 		return -1;
 	if (b->devcap != cap) {
 		struct devkey *k = realloc(b->dkeys, b->devcap * sizeof(*k));
@@ -958,7 +941,7 @@ static int ring_stats(struct kx_jobs *o, struct kx_jobring *r, uint64_t *tmp, st
 		for (l = 0; l < r->nlanes && lane_end[l] > s; l++)
 			;
 		if (l == r->nlanes) {
-			if (grow((void **)&lane_end, &lanecap, r->nlanes, sizeof(*lane_end))) {
+			if (kx_grow((void **)&lane_end, &lanecap, r->nlanes, sizeof(*lane_end))) {
 				free(lane_end);
 				return -1;
 			}
@@ -1107,7 +1090,7 @@ static int finish_jobs(struct builder *b)
 		struct kx_jobring *r = o->nrings ? &o->rings[o->nrings - 1] : NULL;
 
 		if (!r || r->dev != t->r.dev || strcmp(r->name, t->ring)) {
-			if (grow((void **)&o->rings, &rcap, o->nrings, sizeof(*o->rings)))
+			if (kx_grow((void **)&o->rings, &rcap, o->nrings, sizeof(*o->rings)))
 				goto out;
 			r = &o->rings[o->nrings++];
 			memset(r, 0, sizeof(*r));
@@ -1191,7 +1174,7 @@ static int link_waiters(struct builder *b)
 			goto oom;
 		if (!wait)
 			continue;
-		if (grow((void **)&w, &cap, nw, sizeof(*w)))
+		if (kx_grow((void **)&w, &cap, nw, sizeof(*w)))
 			goto oom;
 		w[nw++] = (struct wix){e->ts, ioctl_end(e), i};
 		if (e->dur > maxdur)

@@ -44,6 +44,7 @@
 #include <zstd.h>
 
 #include "fdio.h"
+#include "grow.h"
 #include "kxp.h"
 #include "workq.h"
 
@@ -1138,23 +1139,6 @@ static int decode_job(struct rd *q, struct chunk_ctx *ctx, struct kx_job *j)
 #define DEC_COMMIT 1 /* into the store */
 #define DEC_STASH  2 /* into the slot (room for nrec ioctls and kinds made by the caller) */
 
-/* Room for one more task or job in a slot; -1 on OOM. */
-static int grow(void **p, size_t *cap, size_t used, size_t size)
-{
-	size_t ncap;
-	void *np;
-
-	if (used < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	np = realloc(*p, ncap * size);
-	if (!np)
-		return -1;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /*
  * Decodes the records of a slot's raw chunk. Returns 0, -1 on a bad record
  * (so a bad record late in a chunk leaves nothing of it in the store), or
@@ -1199,7 +1183,7 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 			if (decode_task(&q, ctx, &t))
 				return -1;
 			if (mode == DEC_STASH) {
-				if (grow((void **)&c->task, &c->task_cap, c->ntask, sizeof(t)))
+				if (kx_grow((void **)&c->task, &c->task_cap, c->ntask, sizeof(t)))
 					return -2;
 				c->task[c->ntask++] = t;
 			} else if (mode == DEC_COMMIT && store) {
@@ -1211,7 +1195,7 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 			if (decode_job(&q, ctx, &j))
 				return -1;
 			if (mode == DEC_STASH) {
-				if (grow((void **)&c->job, &c->job_cap, c->njob, sizeof(j)))
+				if (kx_grow((void **)&c->job, &c->job_cap, c->njob, sizeof(j)))
 					return -2;
 				c->job[c->njob++] = j;
 			} else if (mode == DEC_COMMIT && store) {

@@ -39,6 +39,7 @@
 
 #include "devices.h"
 #include "fdio.h"
+#include "grow.h"
 #include "ioctl_decode.h"
 #include "jobs.h"
 #include "warnings.h"
@@ -928,30 +929,16 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 
 static int push_end(struct exporter *x, size_t depth, uint64_t end)
 {
-	if (depth == x->stack_cap) {
-		size_t ncap = x->stack_cap ? x->stack_cap * 2 : 16;
-		uint64_t *ns = realloc(x->stack, ncap * sizeof(*ns));
-
-		if (!ns)
-			return -1;
-		x->stack = ns;
-		x->stack_cap = ncap;
-	}
+	if (kx_grow((void **)&x->stack, &x->stack_cap, depth, sizeof(*x->stack)))
+		return -1;
 	x->stack[depth] = end;
 	return 0;
 }
 
 static int fix_add(struct exporter *x, size_t pos, uint64_t dur)
 {
-	if (x->nfix == x->fixcap) {
-		size_t ncap = x->fixcap ? x->fixcap * 2 : 64;
-		struct fixent *nf = realloc(x->fix, ncap * sizeof(*nf));
-
-		if (!nf)
-			return -1;
-		x->fix = nf;
-		x->fixcap = ncap;
-	}
+	if (kx_grow((void **)&x->fix, &x->fixcap, x->nfix, sizeof(*x->fix)))
+		return -1;
 	x->fix[x->nfix].pos = pos;
 	x->fix[x->nfix++].dur = dur;
 	return 0;
