@@ -37,6 +37,11 @@ struct kx_session;
 /* Parses a pid list and adds each to the session's filter. -1 with a message. */
 int kx_cli_add_pids(struct kx_session *s, const char *list);
 
+struct kx_device;
+/* Resolves a --device SPEC and appends its devices to d (*n counts, at most
+ * max). -1 with a message. */
+int kx_cli_add_devices(const char *spec, struct kx_device *d, int max, int *n);
+
 /* Human size: "12.3 KiB". */
 const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len);
 

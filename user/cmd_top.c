@@ -482,17 +482,10 @@ int cmd_top(int argc, char **argv)
 		case 'p':
 			pids = optarg;
 			break;
-		case 'D': {
-			int n = kx_device_resolve(optarg, devices + ndev, KX_MAX_DEVICES - ndev,
-			                          err, sizeof(err));
-
-			if (n < 0) {
-				kx_err("%s", err);
+		case 'D':
+			if (kx_cli_add_devices(optarg, devices, KX_MAX_DEVICES, &ndev))
 				return 2;
-			}
-			ndev += n;
 			break;
-		}
 		case 'b':
 			batch = 1;
 			break;

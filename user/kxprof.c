@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "devices.h"
 #include "kxp.h"
 #include "session.h"
 #include "replay.h"
@@ -111,6 +112,19 @@ int kx_cli_add_pids(struct kx_session *s, const char *list)
 			kx_err("%s", err);
 			return -1;
 		}
+	return 0;
+}
+
+int kx_cli_add_devices(const char *spec, struct kx_device *d, int max, int *n)
+{
+	char err[256];
+	int k = kx_device_resolve(spec, d + *n, max - *n, err, sizeof(err));
+
+	if (k < 0) {
+		kx_err("%s", err);
+		return -1;
+	}
+	*n += k;
 	return 0;
 }
 
