@@ -25,8 +25,10 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "kxprof.h"
+#include "log2.bpf.h"
+
 #define NR_IOCTL 16 /* x86-64 */
-#define SLOTS    64
 
 __u32 target_tgid; /* latency: the traced process, set by the loader */
 
@@ -46,7 +48,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLOTS);
+	__uint(max_entries, KX_HIST_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } hist SEC(".maps");
@@ -75,6 +77,16 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 * 1024 * 1024);
 } ring SEC(".maps");
+
+/* latency, tslat: one more duration in the per-CPU log2 histogram (kxprof's slot rule). */
+static __always_inline void hist_add(__u64 d)
+{
+	__u32 slot = log2_slot(d);
+	__u64 *n = bpf_map_lookup_elem(&hist, &slot);
+
+	if (n)
+		*n += 1;
+}
 
 /* ---- empty ---- */
 
@@ -163,8 +175,8 @@ int BPF_PROG(latency_sys_enter, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(latency_sys_exit, struct pt_regs *regs, long ret)
 {
-	__u32 tid, slot = 0;
-	__u64 *ts, d, *n;
+	__u64 *ts, d;
+	__u32 tid;
 
 	if (regs->orig_ax != NR_IOCTL)
 		return 0;
@@ -174,13 +186,7 @@ int BPF_PROG(latency_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	d = bpf_ktime_get_ns() - *ts;
 	bpf_map_delete_elem(&start, &tid);
-	while (d > 1 && slot < SLOTS - 1) {
-		d >>= 1;
-		slot++;
-	}
-	n = bpf_map_lookup_elem(&hist, &slot);
-	if (n)
-		*n += 1;
+	hist_add(d);
 	return 0;
 }
 
@@ -227,20 +233,13 @@ int BPF_PROG(tslat_sys_enter, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(tslat_sys_exit, struct pt_regs *regs, long ret)
 {
-	__u32 slot = 0;
-	__u64 d, *n;
+	__u64 d;
 	struct call *c = ts_done(regs, &d);
 
 	if (!c)
 		return 0;
 	c->ts = 0;
-	while (d > 1 && slot < SLOTS - 1) {
-		d >>= 1;
-		slot++;
-	}
-	n = bpf_map_lookup_elem(&hist, &slot);
-	if (n)
-		*n += 1;
+	hist_add(d);
 	return 0;
 }
 
