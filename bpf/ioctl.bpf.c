@@ -168,8 +168,8 @@ __u32 devs_gen = 0;
 static __always_inline struct inflight *entry_get(struct task_struct *task, __u32 tid,
                                                   const bool btf)
 {
-	if (btf)
-		return bpf_task_storage_get(&task_call, task, NULL, 0);
+	if (btf) /* most tasks have no local storage at all: a load, not a helper call */
+		return task->bpf_storage ? bpf_task_storage_get(&task_call, task, NULL, 0) : NULL;
 	return bpf_map_lookup_elem(&inflight, &tid);
 }
 
@@ -390,10 +390,18 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 	__u64 ck, fop = 0;
 	umode_t mode;
 
-	/* A thread with an entry made a traced call: its process is traced. */
-	e = entry_get(task, tid, btf);
-	if (!e && !pid_traced(tgid))
-		return 0;
+	/* A thread with an entry made a traced call: its process is traced. Under
+	 * tp_btf a missing entry costs a load; the tid hash costs a lookup, so the
+	 * fallbacks ask the pid set first (most callers are not traced). */
+	if (btf) {
+		e = entry_get(task, tid, true);
+		if (!e && !pid_traced(tgid))
+			return 0;
+	} else {
+		if (!pid_traced(tgid))
+			return 0;
+		e = entry_get(NULL, tid, false);
+	}
 	if (btf && bpf_rdonly_cast) {
 		struct file *fc;
 
@@ -597,11 +605,13 @@ static __always_inline int on_exit(long ret, const bool btf)
 	struct kx_ioctl_rec *r;
 	struct inflight *v;
 	__u32 in_len, out_len;
-	__u64 now = bpf_ktime_get_ns(); /* first: the call's time excludes this program */
+	__u64 now;
 
 	v = entry_get(task, tid, btf);
 	if (!v || !v->ts)
 		return 0;
+	/* After the lookup: untraced calls, the most, read no clock. */
+	now = bpf_ktime_get_ns();
 	if (aggregate) {
 		/* No record and no thread naming: the point of the mode is its cost. */
 		agg_add(v, tgid, now - v->ts, ret);
@@ -722,13 +732,13 @@ static __always_inline void on_switch_btf(struct task_struct *prev, struct task_
 	__u64 now = 0;
 
 	if (prev_blocked) {
-		v = bpf_task_storage_get(&task_call, prev, NULL, 0);
+		v = entry_get(prev, 0, true);
 		if (v && v->ts) {
 			now = bpf_ktime_get_ns();
 			v->off_since = now;
 		}
 	}
-	v = bpf_task_storage_get(&task_call, next, NULL, 0);
+	v = entry_get(next, 0, true);
 	if (v && v->off_since) {
 		if (!now)
 			now = bpf_ktime_get_ns();
