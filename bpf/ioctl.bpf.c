@@ -102,7 +102,6 @@ struct inflight {
 	__u32 agg_slot;
 	struct kx_agg_key agg_key;
 };
-#define INFLIGHT_CALL_SIZE __builtin_offsetof(struct inflight, named)
 
 /*
  * Aggregate mode: (device, driver, cmd[, pid or cgroup]) -> a slot of the agg
