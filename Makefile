@@ -25,18 +25,25 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE $(SANFLAGS) -I$(BUILD) -Iuser -Ibpf
+# -MMD -MP: each object depends on exactly the headers it includes.
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -MMD -MP $(SANFLAGS) \
+	-I$(BUILD) -Iuser -Ibpf
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -lelf -lz -lzstd -lprotobuf-c -lpthread
+LDLIBS := -lbpf -lelf -lz -lzstd -lpthread
 # Only the CLI serves HTTP (kxprof serve): keep libmicrohttpd out of the plugin.
 CLI_LDLIBS := -lmicrohttpd
 
-BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
-SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+# The product's BPF objects; bpf/floor.bpf.c (the benchmarks' empty-program
+# floor) is built by `make bench` only.
+BENCH_BPF := floor
+BPF_SRCS := $(filter-out $(BENCH_BPF:%=bpf/%.bpf.c),$(wildcard bpf/*.bpf.c))
+BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
+BPF_HDRS := $(wildcard bpf/*.h)
 
-CLI_SRCS := user/kxprof.c $(wildcard user/cmd_*.c)
-LIB_SRCS := $(filter-out $(CLI_SRCS),$(wildcard user/*.c))
+# user/<stage>/*.c: the core library; user/cli/*.c: the CLI front end.
+USER_SRCS := $(wildcard user/*/*.c)
+CLI_SRCS := $(wildcard user/cli/*.c)
+LIB_SRCS := $(filter-out $(CLI_SRCS),$(USER_SRCS))
 LIB_OBJS := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 CLI_OBJS := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 LIB := $(BUILD)/libkxprof.a
@@ -44,17 +51,18 @@ PLUGIN_SRCS := $(wildcard plugin/*.c)
 PLUGIN_OBJS := $(patsubst plugin/%.c,$(BUILD)/obj/plugin/%.o,$(PLUGIN_SRCS))
 PLUGIN := $(BUILD)/libkxprof_tf.so
 
-# protobuf-c code generated from proto/*.proto (XSpace parsing in tests and
-# tools), compiled into the library; the exporters encode the wire directly.
+# protobuf-c code generated from proto/*.proto: only the tests that parse an
+# XSpace link it (the exporters encode the wire format themselves).
 PROTO_SRCS := $(wildcard proto/*.proto)
 PROTO_H := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.h,$(PROTO_SRCS))
-PROTO_OBJS := $(patsubst proto/%.proto,$(BUILD)/obj/%.pb-c.o,$(PROTO_SRCS))
-LIB_OBJS += $(PROTO_OBJS)
+PROTO_OBJS := $(patsubst proto/%.proto,$(BUILD)/obj/proto/%.pb-c.o,$(PROTO_SRCS))
 # Generated files are only named in pattern rules: keep make from deleting them.
 .SECONDARY: $(PROTO_H) $(PROTO_H:.h=.c)
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+# Unit tests that parse protobuf (#include "proto/...pb-c.h").
+PROTO_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(shell grep -l 'pb-c\.h' $(UNIT_SRCS)))
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/tests/%,$(WORKLOAD_SRCS))
 # Benchmarks (tests/bench/*.c): built by `make bench` only, into $(BUILD)/bench/.
@@ -64,7 +72,7 @@ BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 # Keep BPF objects: tests and benchmarks load them too.
-.SECONDARY: $(BPF_OBJS)
+.SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
 .PHONY: all deps test unit demo install clean format format-check bench
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS)
@@ -84,32 +92,41 @@ $(BUILD)/vmlinux.h: | $(DEPS_STAMP)
 	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
 # BPF objects keep BTF (for CO-RE) but not DWARF, so skeletons stay small.
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
 	$(LLVM_STRIP) -g $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
+# Each object waits only for the skeletons it includes (named X.skel.h after
+# bpf/X.bpf.c); -MMD records them, this orders the first build.
+define skel_users
+$(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst user/%,%,$(shell grep -l '"$(1).skel.h"' $(USER_SRCS) $(PLUGIN_SRCS)))): $(BUILD)/$(1).skel.h
+endef
+$(foreach s,$(BPF_NAMES),$(eval $(call skel_users,$(s))))
+
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto | $(DEPS_STAMP)
 	@mkdir -p $(BUILD)/proto
 	protoc-c --c_out=$(BUILD)/proto -Iproto $<
 
-$(BUILD)/obj/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h
+$(BUILD)/obj/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.o: user/%.c $(wildcard user/*.h) bpf/kxprof.h $(SKELS) $(PROTO_H) | $(DEPS_STAMP)
+$(BUILD)/obj/%.o: user/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# A thin archive: members keep their paths under obj/ (capture/jobs.o and
+# analysis/jobs.o are different objects); it is linked in the tree, not installed.
 $(LIB): $(LIB_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && ar --thin -rcs $@ $^
 
 $(BUILD)/kxprof: $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS) $(CLI_LDLIBS)
 
-$(BUILD)/obj/plugin/%.o: plugin/%.c $(wildcard plugin/*.h) $(wildcard user/*.h) $(SKELS) | $(DEPS_STAMP)
+$(BUILD)/obj/plugin/%.o: plugin/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Iplugin -c $< -o $@
 
@@ -122,13 +139,17 @@ $(PLUGIN): $(PLUGIN_OBJS) $(LIB) plugin/exports.map
 # The plugin harness dlopens the plugin and exports TF_Status functions to it.
 $(BUILD)/tests/test_tf_plugin: private LDLIBS += -ldl
 $(BUILD)/tests/test_tf_plugin: private LDFLAGS += -rdynamic
-$(BUILD)/tests/test_tf_plugin: plugin/tf_profiler_api.h | $(PLUGIN)
+$(BUILD)/tests/test_tf_plugin: | $(PLUGIN)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(PROTO_H) $(LIB)
+# Tests that parse protobuf get the generated code and the protobuf-c runtime.
+$(PROTO_TESTS): $(PROTO_H) $(PROTO_OBJS)
+$(PROTO_TESTS): private TEST_PROTO := $(PROTO_OBJS) -lprotobuf-c
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(TEST_PROTO) $(LIB) $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(DEPS_STAMP)
+$(BUILD)/tests/%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/workloads -o $@ $< $(LDFLAGS) -lpthread
 
@@ -143,7 +164,7 @@ $(BUILD)/bench/floor: tests/bench/floor.c $(BUILD)/floor.skel.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) -lbpf -lelf -lz
 
-$(BUILD)/bench/%: tests/bench/%.c $(wildcard user/*.h) $(SKELS) $(PROTO_H) $(LIB)
+$(BUILD)/bench/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
@@ -158,8 +179,8 @@ install: all
 	$(if $(TF_PLUGIN_DIR),install -d $(DESTDIR)$(TF_PLUGIN_DIR))
 	$(if $(TF_PLUGIN_DIR),install -m 0755 $(PLUGIN) $(DESTDIR)$(TF_PLUGIN_DIR)/libkxprof_tf.so)
 
-# user/ioctl_table.c is generated (scripts/gen-ioctl-tables.py): left as generated.
-FORMAT_SRCS = $(filter-out user/ioctl_table.c,$(wildcard bpf/*.c bpf/*.h user/*.c user/*.h \
+# user/registry/ioctl_table.c is generated (scripts/gen-ioctl-tables.py): left as generated.
+FORMAT_SRCS = $(filter-out user/registry/ioctl_table.c,$(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h \
 	plugin/*.c plugin/*.h tests/unit/*.c tests/unit/*.h tests/workloads/*.c tests/workloads/*.h \
 	tests/bench/*.c))
 
@@ -172,3 +193,5 @@ format-check:
 
 clean:
 	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -33,13 +33,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devices.h"
-#include "probe.h"
-#include "session.h"
-#include "sinks.h"
-#include "store.h"
+#include "registry/devices.h"
+#include "capture/probe.h"
+#include "capture/session.h"
+#include "capture/sinks.h"
+#include "model/store.h"
 #include "tf_profiler_api.h"
-#include "xspace.h"
+#include "export/xspace.h"
 
 #define KX_TF_DEVICE_TYPE    "KXPROF"
 #define KX_TF_DEFAULT_MEM_MB 256

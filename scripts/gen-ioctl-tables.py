@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generates user/ioctl_table.c (the ioctl name tables) from the ioctl spec.
+"""Generates user/registry/ioctl_table.c (the ioctl name tables) from the ioctl spec.
 
-Usage: gen-ioctl-tables.py ioctls.md user/ioctl_table.c
+Usage: gen-ioctl-tables.py ioctls.md user/registry/ioctl_table.c
 
 Owns the translation of the spec's markdown tables (and the few ioctl lists the
 spec gives as prose or bullets) into sorted C arrays. Every row is checked
@@ -18,10 +18,10 @@ IOC_NONE, IOC_WRITE, IOC_READ = 0, 1, 2
 DIRS = {'_IO': IOC_NONE, '_IOW': IOC_WRITE, '_IOR': IOC_READ,
         '_IOWR': IOC_WRITE | IOC_READ}
 
-# Table keying, mirrored by enum kx_tab_keying in user/ioctl_table.h.
+# Table keying, mirrored by enum kx_tab_keying in user/registry/ioctl_table.h.
 NR, CMD, RAW = 'KX_TAB_NR', 'KX_TAB_CMD', 'KX_TAB_RAW'
 
-# Row flags, mirrored by KX_ENT_* in user/ioctl_table.h.
+# Row flags, mirrored by KX_ENT_* in user/registry/ioctl_table.h.
 ENT_NOSIZE = 1     # the spec gives no size: cmd carries size 0
 ENT_SHADOWED = 2   # same cmd as an earlier row of the table, which names it
 

@@ -1,5 +1,5 @@
 /*
- * Benchmark of the Chrome trace JSON exporter (user/chrome.c): builds a
+ * Benchmark of the Chrome trace JSON exporter (user/export/chrome.c): builds a
  * synthetic store of N ioctl events (8 threads in 2 processes, mostly
  * KVM_RUN, 1% with decoded arguments, 0.5% failing) and times
  * kx_chrome_write to .json and .json.gz, printing events/s, output bytes
@@ -19,9 +19,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "chrome.h"
-#include "ioctl_decode.h"
-#include "store.h"
+#include "export/chrome.h"
+#include "registry/ioctl_decode.h"
+#include "model/store.h"
 
 static double clock_s(clockid_t id)
 {

@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ioctl_decode.h"
-#include "store.h"
-#include "xspace.h"
+#include "registry/ioctl_decode.h"
+#include "model/store.h"
+#include "export/xspace.h"
 
 #define THREADS 16
 

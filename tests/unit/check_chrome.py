@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Checker for the Chrome trace JSON exporter (user/chrome.c), run by
+# Checker for the Chrome trace JSON exporter (user/export/chrome.c), run by
 # tests/unit/test_chrome.c: validates a trace against an expectation file the
 # test writes from its synthetic store. Prints what is wrong and exits 1, or
 # prints "ok" and exits 0.

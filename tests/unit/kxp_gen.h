@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kxp.h"
-#include "store.h"
+#include "io/kxp.h"
+#include "model/store.h"
 
 static inline uint64_t gen_rng(uint64_t *s)
 {

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capinfo.h"
-#include "store.h"
+#include "model/capinfo.h"
+#include "model/store.h"
 
 static inline void add_comm(struct kx_store *s, uint32_t pid, uint32_t tid, const char *comm)
 {

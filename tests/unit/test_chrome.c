@@ -1,5 +1,5 @@
 /*
- * Unit tests of the Chrome trace JSON exporter (user/chrome.c): synthetic
+ * Unit tests of the Chrome trace JSON exporter (user/export/chrome.c): synthetic
  * stores of known events (2 processes, 3 threads, awkward comm names,
  * errors, decoded arguments, overlapping slices) are written as .json and
  * .json.gz and validated by tests/unit/check_chrome.py against an
@@ -18,12 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "chrome.h"
-#include "ioctl_decode.h"
+#include "export/chrome.h"
+#include "registry/ioctl_decode.h"
 #include "kxtest.h"
 #include "kxtest_capture.h"
-#include "replay.h"
-#include "store.h"
+#include "io/replay.h"
+#include "model/store.h"
 
 #define KVM_GET_API_VERSION 0xae00U
 #define KVM_CREATE_VM       0xae01U

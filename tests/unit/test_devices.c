@@ -1,5 +1,5 @@
 /*
- * Unit tests of the device registry (user/devices.c): a fake /proc, /sys and
+ * Unit tests of the device registry (user/registry/devices.c): a fake /proc, /sys and
  * /dev tree under a temporary KXPROF_SYSROOT, plus a check of the real
  * /dev/kvm when this machine has one. Device nodes in the fake tree need
  * mknod, so the node-based cases are skipped when not root.
@@ -16,8 +16,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "devices.h"
-#include "ioctl_decode.h"
+#include "registry/devices.h"
+#include "registry/ioctl_decode.h"
 #include "kxtest.h"
 
 static char root[64];

@@ -9,8 +9,8 @@
 
 #include "kxtest.h"
 #include "kxprof.h"
-#include "ioctl_decode.h"
-#include "ioctl_table.h"
+#include "registry/ioctl_decode.h"
+#include "registry/ioctl_table.h"
 
 static char buf[96];
 

@@ -1,5 +1,5 @@
 /*
- * Streaming job aggregates (user/jobagg.h): online pairing of BLOCK and
+ * Streaming job aggregates (user/live/jobs.h): online pairing of BLOCK and
  * fence-keyed phases into queue and exec histograms, KVM skipped, in-flight
  * and busy time, the pending-table bound (oldest evicted, counted), the
  * series bound, reset, and the Prometheus families they fill.
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobagg.h"
+#include "live/jobs.h"
 #include "kxtest.h"
-#include "prometheus.h"
+#include "export/prometheus.h"
 
 #define T0    10000000000ull
 #define US(x) (T0 + (uint64_t)(x)*1000)

@@ -1,6 +1,6 @@
 /*
  * Device timelines on replayed event streams (tests/fixtures/<name>.jsonl, loaded
- * with user/replay): pairing, submit and wait links, anomalies, per-ring and
+ * with user/io/replay): pairing, submit and wait links, anomalies, per-ring and
  * per-device statistics and memory, each checked exactly against numbers
  * derived by hand from the fixture (the derivations are in the comments).
  * Fixtures are found under $KX_FIXTURES, else tests/fixtures (the tests run
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobs.h"
+#include "analysis/jobs.h"
 #include "kxtest.h"
-#include "replay.h"
+#include "io/replay.h"
 
 #define T0    10000000000ull
 #define US(x) (T0 + (uint64_t)(x)*1000) /* µs after T0 as monotonic ns */

@@ -18,15 +18,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "devices.h"
-#include "drvhook.h"
-#include "ioctl_decode.h"
-#include "jobsrc.h"
+#include "capture/clock.h"
+#include "registry/devices.h"
+#include "capture/drvcall.h"
+#include "registry/ioctl_decode.h"
+#include "capture/jobs.h"
 #include "kxtest.h"
-#include "session.h"
-#include "sinks.h"
-#include "store.h"
+#include "capture/session.h"
+#include "capture/sinks.h"
+#include "model/store.h"
 
 #define BLK     4096
 #define IO_BASE (1u << 20) /* away from what udev/blkid probe at attach */

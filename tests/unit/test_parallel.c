@@ -1,5 +1,5 @@
 /*
- * The work queue's promise (user/workq.h): what the record reader, the
+ * The work queue's promise (user/util/workq.h): what the record reader, the
  * XSpace writer and the gzip writer produce does not depend on the thread
  * count. A generated capture (ioctls with and without arguments, tasks,
  * jobs, many chunks) is read, exported as XSpace and as Chrome .json.gz
@@ -15,13 +15,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "chrome.h"
-#include "kxp.h"
+#include "export/chrome.h"
+#include "io/kxp.h"
 #include "kxp_gen.h"
 #include "kxtest.h"
-#include "store.h"
-#include "workq.h"
-#include "xspace.h"
+#include "model/store.h"
+#include "util/workq.h"
+#include "export/xspace.h"
 
 #define NIOC 200000
 

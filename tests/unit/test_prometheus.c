@@ -11,10 +11,10 @@
 
 #include "kxtest.h"
 
-#include "aggregate.h"
-#include "ioctl_decode.h"
-#include "prometheus.h"
-#include "summary.h"
+#include "live/aggregate.h"
+#include "registry/ioctl_decode.h"
+#include "export/prometheus.h"
+#include "export/summary.h"
 
 #define KVM_RUN_CMD             0xae80u
 #define KVM_GET_API_VERSION_CMD 0xae00u

@@ -12,13 +12,13 @@
 
 #include <bpf/bpf.h>
 
-#include "devices.h"
-#include "ioctl_decode.h"
+#include "registry/devices.h"
+#include "registry/ioctl_decode.h"
 #include "kxtest.h"
 #include "kxtest_leaks.h"
-#include "session.h"
-#include "sinks.h"
-#include "store.h"
+#include "capture/session.h"
+#include "capture/sinks.h"
+#include "model/store.h"
 
 static struct kx_device devs[KX_MAX_DEVICES];
 static int ndevs;

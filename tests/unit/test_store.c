@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kxtest.h"
-#include "store.h"
+#include "model/store.h"
 
 static struct kx_ioctl mk_ioctl(uint64_t i, uint8_t in, uint8_t out)
 {

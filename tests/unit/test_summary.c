@@ -1,5 +1,5 @@
 /*
- * Unit tests of the summary (user/summary.c): a store of known ioctl events
+ * Unit tests of the summary (user/export/summary.c): a store of known ioctl events
  * -> exact counts, times, percentiles, errno breakdown and histogram buckets,
  * checked through the JSON output (validated by a small JSON parser here and
  * by python3 -m json.tool when present); sort orders, table rows and
@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ioctl_decode.h"
+#include "registry/ioctl_decode.h"
 #include "kxtest.h"
-#include "replay.h"
-#include "store.h"
-#include "summary.h"
+#include "io/replay.h"
+#include "model/store.h"
+#include "export/summary.h"
 
 #define KVM_RUN_CMD         0xae80U /* _IO(KVMIO, 0x80) */
 #define KVM_CREATE_VCPU_CMD 0xae41U /* _IO(KVMIO, 0x41) */

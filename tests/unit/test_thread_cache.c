@@ -12,13 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "aggregate.h"
-#include "devices.h"
-#include "ioctl_decode.h"
+#include "live/aggregate.h"
+#include "registry/devices.h"
+#include "registry/ioctl_decode.h"
 #include "kxtest.h"
-#include "session.h"
-#include "sinks.h"
-#include "store.h"
+#include "capture/session.h"
+#include "capture/sinks.h"
+#include "model/store.h"
 
 static const char *const mechs[] = {"tp_btf", "raw_tp", "tp"};
 static struct kx_device devs[KX_MAX_DEVICES], no_kvm[KX_MAX_DEVICES];

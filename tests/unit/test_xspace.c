@@ -1,5 +1,5 @@
 /*
- * Unit tests of the XSpace exporter (user/xspace.c): synthetic stores are
+ * Unit tests of the XSpace exporter (user/export/xspace.c): synthetic stores are
  * serialized, parsed back with the protobuf-c code generated from
  * proto/xplane.proto, and checked against the schema rules of
  * specs/xplane.md (ids resolve, map keys equal ids, realtime timestamps, ps
@@ -17,13 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ioctl_decode.h"
+#include "registry/ioctl_decode.h"
 #include "kxtest.h"
 #include "kxtest_capture.h"
 #include "proto/xplane.pb-c.h"
-#include "replay.h"
-#include "store.h"
-#include "xspace.h"
+#include "io/replay.h"
+#include "model/store.h"
+#include "export/xspace.h"
 
 #define KVM_GET_API_VERSION 0xae00U
 #define KVM_CREATE_VCPU     0xae41U

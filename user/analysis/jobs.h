@@ -1,0 +1,200 @@
+/*
+ * Device timelines: the analysis of a capture's job lifecycle events (struct
+ * kx_job) and ioctls into jobs per device and ring, their links to the
+ * ioctls that submitted and waited on them, per-ring and per-device
+ * statistics, the anomalies met on the way, and device memory accounting
+ * from decoded ioctl arguments. Exporters (summary, XSpace, Chrome) read the
+ * result; none of them pairs phases itself.
+ *
+ * Pairing. Phases pair by key within a namespace: block (disk dev_t,
+ * sector); fences (context, seqno), shared by gpu_scheduler (new names),
+ * dma_fence, i915, amdgpu and amdxdna, whose tracepoints all report the
+ * job's fence; the old gpu_scheduler names by fence pointer; xe, msm, v3d
+ * and vpu by (ctx, seqno) each. Events are taken in timestamp order. A job
+ * opens at its first QUEUE or RUN and closes at DONE. The same phase twice
+ * from the same source is a duplicate (from another source it corroborates:
+ * gpu_scheduler and amdgpu both report the run); a phase that goes back in
+ * the lifecycle (QUEUE after RUN, or QUEUE/RUN after DONE where keys are
+ * unique) is out of order. Both are counted and not applied. Block sectors
+ * and fence pointers are reused, so there a QUEUE/RUN after DONE opens a new
+ * job. KVM is paired apart: a job is one KVM_RUN ioctl, from its enter to
+ * the kvm_userspace_exit (DONE) on the same thread inside it; intermediate
+ * exits (RUN phases) are not jobs.
+ *
+ * Linking. Submit: a job whose QUEUE ran in a task (tid != 0) links to the
+ * ioctl of that thread whose [enter, exit] contains the QUEUE time, else
+ * (GPU sources only) to the latest ioctl of that thread that ended at most
+ * KX_JOBS_LINK_WINDOW_NS before it; the ioctl must be of a driver that can
+ * submit to the source (block: loop and block drivers; fence sources: DRM,
+ * accel and KFD drivers; per-driver sources: that driver). Block I/O is
+ * submitted by read/write, so block jobs normally have no submit ioctl and
+ * are not counted unlinked. Waiter: the tid of the first WAIT_BEGIN (or
+ * WAIT_END) phase on the job's key, else a wait ioctl (name contains WAIT,
+ * not VBLANK) of the job's driver whose [enter, exit] contains the DONE
+ * time, preferring the submitter's process, then the earliest return.
+ *
+ * Anomalies (counted, reported, never dropped silently):
+ *   incomplete    queued or running, no DONE by the end of the capture
+ *   no_queue      completed without a QUEUE phase (block requests issued
+ *                 directly have no QUEUE by design: flagged DIRECT, queue
+ *                 delay 0, not an anomaly); KVM exits outside any KVM_RUN
+ *   duplicate     a phase repeated by the same source (ignored)
+ *   out_of_order  a phase earlier in the lifecycle than one already seen
+ *   unlinked      queued in a task but no submitting ioctl found
+ *   runs_without_exit  KVM_RUN ioctls with no exit event, when the capture
+ *                 has KVM job events at all
+ *   unknown       events of an unknown source or phase (skipped)
+ *
+ * Devices. A job device is the traced device (capinfo entry) it belongs to
+ * when one matches, so exporters put its rings on that device's plane or
+ * track: block jobs by disk dev_t (a device given as any-minor major covers
+ * all its disks), KVM jobs to the kvm device (one ring per vCPU thread,
+ * "vcpu <tid>"), per-driver GPU sources to their driver's device, and the
+ * shared fence sources to the driver of their submitting ioctl, else of the
+ * other jobs of their ring, else the only GPU driver of the capture, else a
+ * device named after the source. Rings are named by the events ("gfx_0.0.0",
+ * "vda", "vcpu 812"; "ctx <n>" when a source names none) and numbered by
+ * name within their device. Jobs on one ring that overlap go to extra lanes
+ * (lane 0 first), so each lane's events nest.
+ *
+ * Memory. From decoded argument copies of successful ioctls, per device:
+ * allocations where the argument has a size and returns a handle (GEM and
+ * BO create of amdgpu, i915, xe, nouveau, msm, panfrost, panthor, v3d,
+ * etnaviv, lima, ivpu, qaic, amdxdna, DRM dumb buffers, KFD alloc of GPU
+ * memory, habanalabs MEMORY alloc); frees by handle (GEM close, dumb
+ * destroy, KFD free, habanalabs MEMORY free) of a handle allocated in the
+ * capture (others are counted as unknown frees); KVM memory slots by (vm
+ * fd, slot): memory_size > 0 adds or resizes the slot, 0 deletes it.
+ * NVIDIA RM_ALLOC carries only the object class and a pointer to its
+ * parameters, which are not copied: no sizes, so no NVIDIA memory
+ * accounting. Usage starts at 0 at capture start. Each event is stamped at
+ * the ioctl's return. Avg Usage is the mean of the usage after each event.
+ */
+#ifndef KX_JOBS_H
+#define KX_JOBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/capinfo.h"
+#include "model/store.h"
+
+#define KX_JOBS_LINK_WINDOW_NS 1000000ull
+
+/* struct kx_jobrec flags */
+#define KX_JOBF_NO_QUEUE   0x01 /* anomaly no_queue */
+#define KX_JOBF_INCOMPLETE 0x02 /* anomaly incomplete */
+#define KX_JOBF_DIRECT     0x04 /* block request issued directly: queue delay 0 */
+#define KX_JOBF_UNLINKED   0x08 /* anomaly unlinked */
+#define KX_JOBF_WAIT_PHASE 0x10 /* waiter found from a wait phase, not a wait ioctl */
+
+struct kx_jobrec {
+	uint64_t queue_ts; /* CLOCK_MONOTONIC ns, 0 when the phase was not seen */
+	uint64_t run_ts;
+	uint64_t done_ts;
+	uint64_t ctx, seqno; /* key as recorded */
+	uint64_t client;     /* gpu_scheduler client id (drm-client-id), else 0 */
+	uint64_t aux, aux2;  /* latest non-zero of the job's source (struct kx_job) */
+	uint32_t pid, tid;   /* submitter: the QUEUE's task, the KVM_RUN caller; 0 */
+	uint32_t waiter_tid; /* 0: none found */
+	int64_t submit;      /* store index of the submitting ioctl, -1 */
+	int64_t wait;        /* store index of the waiting ioctl, -1 */
+	uint16_t src;        /* enum kx_job_src that names the job */
+	uint16_t flags;      /* KX_JOBF_* */
+	uint32_t dev;        /* index in kx_jobs.devs */
+	uint32_t ring;       /* index in kx_jobs.rings */
+	uint32_t lane;       /* 0..ring nlanes-1 */
+};
+
+/* Start and end of a job as drawn: exec from RUN (or QUEUE) to DONE; an
+ * incomplete job ends at the capture end; a DONE-only job is an instant. */
+uint64_t kx_jobrec_start(const struct kx_jobrec *j);
+uint64_t kx_jobrec_end(const struct kx_jobrec *j, uint64_t end_ns);
+
+/* Nearest-rank percentiles, like the ioctl summary. */
+struct kx_dist {
+	uint64_t count, total, min, max, p50, p90, p99;
+};
+
+struct kx_jobring {
+	char name[32];
+	uint32_t dev; /* index in kx_jobs.devs */
+	uint32_t id;  /* index of the ring in its device: line/track id */
+	uint32_t nlanes;
+	size_t first, njobs; /* kx_jobs.jobs[first .. first + njobs), by start time */
+	uint64_t completed, linked, waited;
+	struct kx_dist exec;  /* DONE - (RUN or QUEUE) */
+	struct kx_dist queue; /* RUN - QUEUE; direct block requests count 0 */
+	uint64_t busy_ns;     /* union of [start, end] in the capture */
+};
+
+struct kx_depth_pt {
+	uint64_t ts;
+	uint32_t depth;
+};
+
+struct kx_mem_pt {
+	uint64_t ts;    /* ioctl return */
+	int64_t delta;  /* bytes: > 0 allocation, < 0 free */
+	uint64_t usage; /* after this event */
+	size_t ioctl;   /* store index */
+};
+
+struct kx_jobdev {
+	char name[48];   /* "amdgpu", "vda", "kvm": summary category jobs/<name> */
+	char label[112]; /* "amdgpu /dev/dri/renderD128" */
+	uint8_t drv;     /* enum kx_driver, KX_DRV_UNKNOWN when not known */
+	uint16_t src;    /* enum kx_job_src of a device named after a source */
+	uint32_t dev;    /* block: disk dev_t; else 0 */
+	int ci_index;    /* capinfo devices[] entry, -1 */
+	uint32_t first_ring, nrings;
+	uint64_t njobs, completed, incomplete, no_queue, linked;
+	uint64_t busy_ns;
+	double busy_fraction; /* busy_ns / capture span */
+	uint32_t max_depth;
+	struct kx_depth_pt *depth; /* in-flight jobs after each change */
+	size_t ndepth;
+	struct kx_mem_pt *mem; /* memory usage after each event */
+	size_t nmem;
+	uint64_t mem_allocs, mem_frees, mem_unknown_frees;
+	uint64_t mem_max, mem_min;
+	double mem_avg;
+};
+
+struct kx_jobs_anomalies {
+	uint64_t incomplete, no_queue, duplicate, out_of_order, unlinked;
+	uint64_t runs_without_exit, unknown;
+};
+
+struct kx_jobs {
+	struct kx_jobrec *jobs; /* grouped by ring, by start within a ring */
+	size_t njobs;
+	struct kx_jobring *rings; /* grouped by device, by name within a device */
+	size_t nrings;
+	struct kx_jobdev *devs; /* devices with jobs or memory events */
+	size_t ndevs;
+	struct kx_jobs_anomalies anom;
+	uint64_t start_ns, end_ns; /* capture span used for busy and incomplete jobs */
+	uint8_t *submitted;        /* bitmap over store ioctls: submitted a job */
+	size_t nioctls;
+};
+
+/* NULL on out of memory. ci may be NULL (no device mapping, span from events). */
+struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo *ci);
+void kx_jobs_free(struct kx_jobs *j);
+
+/* True when store ioctl i submitted at least one job. */
+static inline int kx_jobs_ioctl_submitted(const struct kx_jobs *j, size_t i)
+{
+	return i < j->nioctls && (j->submitted[i / 8] >> (i % 8) & 1);
+}
+
+/* "block", "kvm", "gpu_scheduler", ...; "unknown" past the table. */
+const char *kx_job_src_name(unsigned int src);
+/* "queue", "run", "done", "wait_begin", ...; "unknown". */
+const char *kx_job_phase_name(unsigned int phase);
+/* Inverses (also accept "gpu_sched", "sched"); 0 when unknown. */
+unsigned int kx_job_src_from_name(const char *name);
+unsigned int kx_job_phase_from_name(const char *name);
+
+#endif /* KX_JOBS_H */

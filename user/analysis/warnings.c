@@ -1,0 +1,128 @@
+/* Capture and job-analysis warnings, worded once for every output. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/jobs.h"
+#include "analysis/warnings.h"
+
+#define MSG_MAX 1024
+
+static void say(kx_warn_fn fn, void *ctx, uint64_t n, const char *what)
+{
+	char msg[MSG_MAX];
+
+	if (!n)
+		return;
+	snprintf(msg, sizeof(msg), "%" PRIu64 " %s", n, what);
+	fn(ctx, msg);
+}
+
+/* Length of a fixed-size, possibly unterminated field. */
+static int flen(const char *s, size_t cap)
+{
+	return (int)strnlen(s, cap);
+}
+
+/*
+ * Hooks named "family:member" (jobs:i915, driver:drm_ioctl) that did not
+ * attach are grouped into one line per family and reason; others get a line
+ * each.
+ */
+static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
+{
+	uint32_t n = ci->nhooks < KX_MAX_HOOKS ? ci->nhooks : KX_MAX_HOOKS;
+	char done[KX_MAX_HOOKS] = {0};
+	char msg[MSG_MAX];
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct kx_hook *h = &ci->hooks[i];
+		const char *colon = memchr(h->name, ':', sizeof(h->name));
+		const char *state = h->state == KX_HOOK_SKIPPED ? "skipped" : "failed";
+		int fam = colon ? (int)(colon - h->name) : 0, members = 0, len;
+
+		if (h->state == KX_HOOK_ATTACHED || done[i])
+			continue;
+		if (!colon) {
+			snprintf(msg, sizeof(msg), "hook %.*s %s%s%.*s",
+			         flen(h->name, sizeof(h->name)), h->name, state,
+			         h->why[0] ? ": " : "", flen(h->why, sizeof(h->why)), h->why);
+			fn(ctx, msg);
+			continue;
+		}
+		/* Same family and state: one line listing the members, with the reason
+		 * once when they share it. */
+		int same_why = 1, all_absent = 1;
+
+		len = snprintf(msg, sizeof(msg), "%.*s hooks %s:", fam, h->name, state);
+		for (uint32_t j = i; j < n; j++) {
+			const struct kx_hook *o = &ci->hooks[j];
+
+			if (done[j] || o->state != h->state ||
+			    strncmp(o->name, h->name, (size_t)fam + 1))
+				continue;
+			done[j] = 1;
+			members++;
+			same_why &= !strncmp(o->why, h->why, sizeof(h->why));
+			all_absent &= strstr(o->why, "not in this kernel") != NULL;
+			if (len < (int)sizeof(msg))
+				len += snprintf(msg + len, sizeof(msg) - (size_t)len, "%s %.*s",
+				                members > 1 ? "," : "",
+				                flen(o->name, sizeof(o->name)) - fam - 1,
+				                o->name + fam + 1);
+		}
+		if (len < (int)sizeof(msg) && same_why && h->why[0])
+			snprintf(msg + len, sizeof(msg) - (size_t)len, " (%.*s)",
+			         flen(h->why, sizeof(h->why)), h->why);
+		else if (len < (int)sizeof(msg) && all_absent)
+			snprintf(msg + len, sizeof(msg) - (size_t)len,
+			         " (not in this kernel; kxprof list shows each reason)");
+		else if (len < (int)sizeof(msg))
+			snprintf(msg + len, sizeof(msg) - (size_t)len,
+			         " (reasons differ; kxprof list shows each)");
+		fn(ctx, msg);
+	}
+}
+
+void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_warn_fn fn, void *ctx)
+{
+	if (not_stored < ci->not_stored)
+		not_stored = ci->not_stored;
+	say(fn, ctx, ci->dropped, "ioctl events dropped (ring buffer full): raise --ringbuf-mb");
+	say(fn, ctx, not_stored,
+	    "events not stored (memory limit reached): raise the limit (KXPROF_MAX_MEM_MB for "
+	    "the TensorFlow plugin)");
+	say(fn, ctx, ci->inflight_full,
+	    "ioctls not traced (in-flight map full: too many concurrent calls)");
+	say(fn, ctx, ci->pidset_full, "new processes or threads not followed (pid set full)");
+	say(fn, ctx, ci->arg_faults,
+	    "ioctl argument copies failed (user memory fault): those events lack decoded "
+	    "arguments");
+	say(fn, ctx, ci->job_dropped,
+	    "job events dropped (ring buffer full): device timelines have gaps; raise "
+	    "--ringbuf-mb");
+	hook_warnings(ci, fn, ctx);
+}
+
+void kx_jobs_warnings(const struct kx_jobs *jb, kx_warn_fn fn, void *ctx)
+{
+	uint64_t unknown_frees = 0;
+
+	if (!jb)
+		return;
+	say(fn, ctx, jb->anom.incomplete, "jobs never completed by the end of the capture");
+	say(fn, ctx, jb->anom.no_queue,
+	    "job completions without a queue phase (queued before the capture or the queue "
+	    "event was lost)");
+	say(fn, ctx, jb->anom.duplicate, "duplicate job events (ignored)");
+	say(fn, ctx, jb->anom.out_of_order,
+	    "job events out of order, earlier in the lifecycle than a phase already seen "
+	    "(ignored)");
+	say(fn, ctx, jb->anom.unlinked, "jobs queued by a thread with no submitting ioctl found");
+	say(fn, ctx, jb->anom.runs_without_exit, "KVM_RUN calls without an exit event");
+	say(fn, ctx, jb->anom.unknown, "job events of an unknown source or phase (skipped)");
+	for (size_t i = 0; i < jb->ndevs; i++)
+		unknown_frees += jb->devs[i].mem_unknown_frees;
+	say(fn, ctx, unknown_frees,
+	    "frees of device memory allocated before the capture (not counted in usage)");
+}

@@ -1,0 +1,27 @@
+/*
+ * Consumer: the thread that drains the BPF ring buffer in batches (the BPF
+ * side wakes it only past a fill threshold; it also polls on a timer),
+ * validates each record, converts it to the event model and hands it to the
+ * sink. Counts what it received so received + dropped == emitted can be shown.
+ */
+#ifndef KX_CONSUMER_H
+#define KX_CONSUMER_H
+
+#include <stdint.h>
+
+#include "capture/session.h"
+
+struct kx_consumer;
+
+struct kx_consumer *kx_consumer_new(int ringbuf_fd, const struct kx_sink *sink, char *err,
+                                    size_t len);
+int kx_consumer_start(struct kx_consumer *c, char *err, size_t len);
+/* Stops the thread, then drains everything still in the ring. */
+void kx_consumer_stop(struct kx_consumer *c);
+void kx_consumer_free(struct kx_consumer *c);
+uint64_t kx_consumer_ioctls(const struct kx_consumer *c);
+uint64_t kx_consumer_tasks(const struct kx_consumer *c);
+uint64_t kx_consumer_jobs(const struct kx_consumer *c); /* job records, sink or not */
+uint64_t kx_consumer_malformed(const struct kx_consumer *c);
+
+#endif /* KX_CONSUMER_H */

@@ -1,0 +1,248 @@
+/*
+ * kxprof list: accelerator and test devices present, and for each hook family
+ * whether it works here and which mechanism a capture would use.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "registry/devices.h"
+#include "capture/drvcall.h"
+#include "registry/ioctl_decode.h"
+#include "capture/jobs.h"
+#include "capture/probe.h"
+#include "capture/session.h"
+
+struct family {
+	char name[40];
+	char state[16]; /* "available", "unavailable", "skipped" */
+	char mech[16];
+	char note[256];
+};
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void noop_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
+{
+	(void)ctx, (void)e, (void)arg;
+}
+
+/* Tries each ioctl attach mechanism; the first that works is what record uses. */
+static void probe_ioctl_family(struct family *f)
+{
+	static const char *const mechs[] = {"tp_btf", "raw_tp", "tp"};
+	char err[256];
+	int n = 0;
+
+	snprintf(f->name, sizeof(f->name), "ioctl syscall hooks");
+	snprintf(f->state, sizeof(f->state), "unavailable");
+	snprintf(f->mech, sizeof(f->mech), "-");
+	for (size_t i = 0; i < sizeof(mechs) / sizeof(mechs[0]); i++) {
+		struct kx_session_opts o = {
+		        .mech = mechs[i], .sink = {.ioctl = noop_ioctl}, .no_drvhooks = 1};
+		struct kx_session *s = kx_session_open(&o, err, sizeof(err));
+
+		if (s) {
+			kx_session_close(s);
+			if (!strcmp(f->mech, "-")) {
+				snprintf(f->mech, sizeof(f->mech), "%s", mechs[i]);
+				snprintf(f->state, sizeof(f->state), "available");
+			}
+			n += snprintf(f->note + n, sizeof(f->note) - (size_t)n, "%s%s: ok",
+			              n ? "; " : "", mechs[i]);
+		} else {
+			n += snprintf(f->note + n, sizeof(f->note) - (size_t)n, "%s%s: %s",
+			              n ? "; " : "", mechs[i], err);
+		}
+		if (n >= (int)sizeof(f->note))
+			n = (int)sizeof(f->note) - 1;
+	}
+}
+
+/* One line per job lifecycle source: does this kernel have its tracepoints. */
+static int probe_job_families(struct family *f, int max, const char *ioctl_mech)
+{
+	struct kx_jobsrc_avail a[16];
+	int n = kx_jobsrc_probe(a, 16 < max ? 16 : max);
+
+	for (int i = 0; i < n; i++) {
+		int typed = !strcmp(a[i].name, "block") || !strcmp(a[i].name, "kvm") ||
+		            !strcmp(a[i].name, "dma_fence");
+
+		snprintf(f[i].name, sizeof(f[i].name), "jobs: %.24s", a[i].name);
+		snprintf(f[i].state, sizeof(f[i].state), a[i].present ? "available" : "skipped");
+		/* Typed sources follow the ioctl hooks' mechanism; GPU ones are classic. */
+		snprintf(f[i].mech, sizeof(f[i].mech), "%s",
+		         !a[i].present ? "-"
+		         : typed       ? ioctl_mech
+		                       : "tp");
+		snprintf(f[i].note, sizeof(f[i].note), "%s", a[i].note);
+	}
+	return n;
+}
+
+/*
+ * Driver entry hooks: a summary line for the family, then one line per
+ * function (fentry, else kprobe, else skipped and why).
+ */
+static int probe_driver_families(struct family *f, int max)
+{
+	struct kx_drvhook_status st[KX_DRV_FN_MAX];
+	int n = kx_drvhook_probe(st, KX_DRV_FN_MAX < max - 1 ? KX_DRV_FN_MAX : max - 1);
+	int usable = 0, first_usable = -1, first_skipped = -1;
+
+	for (int i = 0; i < n; i++) {
+		struct family *l = &f[1 + i];
+
+		snprintf(l->name, sizeof(l->name), "driver: %.30s", st[i].fn);
+		snprintf(l->state, sizeof(l->state), st[i].usable ? "available" : "skipped");
+		snprintf(l->mech, sizeof(l->mech), "%s", st[i].mech);
+		snprintf(l->note, sizeof(l->note), "%s", st[i].usable ? "" : st[i].why);
+		usable += st[i].usable;
+		if (st[i].usable && first_usable < 0)
+			first_usable = i;
+		if (!st[i].usable && first_skipped < 0)
+			first_skipped = i;
+	}
+	snprintf(f->name, sizeof(f->name), "driver entry hooks");
+	snprintf(f->state, sizeof(f->state), usable ? "available" : "skipped");
+	snprintf(f->mech, sizeof(f->mech), "%s", first_usable >= 0 ? st[first_usable].mech : "-");
+	snprintf(f->note, sizeof(f->note), "%d of %d driver functions hookable%s%s", usable, n,
+	         first_skipped >= 0 ? "; " : "", first_skipped >= 0 ? st[first_skipped].why : "");
+	return n + 1;
+}
+
+static void probe_simple(struct family *f, const char *name, const char *mech,
+                         int (*probe)(char *, size_t))
+{
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->note[0] = 0; /* probes write a reason only when they fail */
+	if (probe(f->note, sizeof(f->note))) {
+		snprintf(f->state, sizeof(f->state), "available");
+		snprintf(f->mech, sizeof(f->mech), "%s", mech);
+	} else {
+		snprintf(f->state, sizeof(f->state), "unavailable");
+		snprintf(f->mech, sizeof(f->mech), "-");
+	}
+}
+
+int cmd_list(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"json", no_argument, NULL, 'j'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
+	};
+	static struct kx_device devs[KX_MAX_DEVICES];
+	struct family fam[40];
+	int nfam = 0, json = 0, opt, ndev, priv;
+	char why[256] = "";
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (opt == 'j') {
+			json = 1;
+		} else if (opt == 'h') {
+			printf("usage: kxprof list [--json]\n");
+			return 0;
+		} else {
+			fprintf(stderr, "usage: kxprof list [--json]\n");
+			return 2;
+		}
+	}
+	ndev = kx_devices_default(devs, KX_MAX_DEVICES);
+	priv = kx_probe_privileges(why, sizeof(why)) && kx_probe_btf(why, sizeof(why));
+	if (priv) {
+		probe_ioctl_family(&fam[nfam++]);
+		snprintf(fam[nfam].name, sizeof(fam[nfam].name), "process tracking");
+		snprintf(fam[nfam].state, sizeof(fam[nfam].state), "%s", fam[0].state);
+		snprintf(fam[nfam].mech, sizeof(fam[nfam].mech), "%s", fam[0].mech);
+		snprintf(fam[nfam].note, sizeof(fam[nfam].note),
+		         "sched_process_fork/exit/exec, task_rename, sched_switch (off-CPU time)");
+		nfam++;
+		nfam += probe_job_families(&fam[nfam], 20, fam[0].mech);
+		nfam += probe_driver_families(&fam[nfam], KX_DRV_FN_MAX + 1);
+	}
+	probe_simple(&fam[nfam++], "uprobes/USDT", "uprobe", kx_probe_uprobe);
+	probe_simple(&fam[nfam++], "perf cpu-clock sampling", "perf_event",
+	             kx_probe_perf_cpu_clock);
+	probe_simple(&fam[nfam++], "hardware counters", "perf_event", kx_probe_hw_counters);
+
+	if (json) {
+		printf("{\"devices\": [");
+		for (int i = 0; i < ndev; i++) {
+			printf("%s{\"node\": ", i ? ", " : "");
+			json_str(stdout, devs[i].node);
+			printf(", \"major\": %u, \"minor\": ", KX_MAJOR(devs[i].dev));
+			if (devs[i].any_minor)
+				printf("\"*\"");
+			else
+				printf("%u", KX_MINOR(devs[i].dev));
+			printf(", \"kind\": \"%s\", \"driver\": ",
+			       devs[i].fkind == KX_FK_CHR   ? "char"
+			       : devs[i].fkind == KX_FK_BLK ? "block"
+			                                    : "anon");
+			json_str(stdout, kx_driver_name((enum kx_driver)devs[i].drv));
+			printf("}");
+		}
+		printf("], \"privileged\": %s, ", priv ? "true" : "false");
+		if (!priv) {
+			printf("\"privilege_note\": ");
+			json_str(stdout, why);
+			printf(", ");
+		}
+		printf("\"hooks\": [");
+		for (int i = 0; i < nfam; i++) {
+			printf("%s{\"family\": ", i ? ", " : "");
+			json_str(stdout, fam[i].name);
+			printf(", \"state\": \"%s\", \"mechanism\": \"%s\", \"note\": ",
+			       fam[i].state, fam[i].mech);
+			json_str(stdout, fam[i].note);
+			printf("}");
+		}
+		printf("]}\n");
+		return 0;
+	}
+	printf("Devices traced by default (%d):\n", ndev);
+	printf("  %-28s %-10s %-6s %s\n", "NODE", "DEV", "KIND", "DRIVER");
+	for (int i = 0; i < ndev; i++) {
+		char dev[24];
+
+		if (devs[i].fkind == KX_FK_CHR || devs[i].fkind == KX_FK_BLK) {
+			if (devs[i].any_minor)
+				snprintf(dev, sizeof(dev), "%u:*", KX_MAJOR(devs[i].dev));
+			else
+				snprintf(dev, sizeof(dev), "%u:%u", KX_MAJOR(devs[i].dev),
+				         KX_MINOR(devs[i].dev));
+		} else {
+			snprintf(dev, sizeof(dev), "-");
+		}
+		printf("  %-28s %-10s %-6s %s\n", devs[i].node, dev,
+		       devs[i].fkind == KX_FK_CHR   ? "char"
+		       : devs[i].fkind == KX_FK_BLK ? "block"
+		                                    : "anon",
+		       kx_driver_name((enum kx_driver)devs[i].drv));
+	}
+	if (!ndev)
+		printf("  (none: name devices with kxprof record --device)\n");
+	printf("\nHooks:\n  %-40s %-12s %-11s %s\n", "FAMILY", "STATE", "MECHANISM", "NOTE");
+	if (!priv)
+		printf("  (BPF hooks not probed: %s)\n", why);
+	for (int i = 0; i < nfam; i++)
+		printf("  %-40s %-12s %-11s %s\n", fam[i].name, fam[i].state, fam[i].mech,
+		       fam[i].note);
+	return 0;
+}

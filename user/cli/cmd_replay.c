@@ -1,0 +1,95 @@
+/* kxprof replay: a recorded event stream fixture (user/io/replay.h) to a .kxp record file. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "io/kxp.h"
+#include "io/replay.h"
+#include "model/store.h"
+
+static void replay_usage(FILE *f)
+{
+	fprintf(f, "usage: kxprof replay FIXTURE.jsonl -o OUT.kxp\n"
+	           "  Loads a fixture (format: user/io/replay.h) and writes it as a record file.\n"
+	           "  report and convert also read fixtures directly, by their .jsonl name.\n");
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"output", required_argument, NULL, 'o'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
+	};
+	struct kx_capinfo *ci = calloc(1, sizeof(*ci));
+	struct kx_kxp_writer *w = NULL;
+	const char *in = NULL, *out = NULL;
+	struct kx_store *s = NULL;
+	int opt, rc = 1;
+	char err[512];
+
+	if (!ci) {
+		kx_err("out of memory");
+		return 1;
+	}
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			replay_usage(stdout);
+			free(ci);
+			return 0;
+		default:
+			kx_err("see kxprof replay --help");
+			free(ci);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		in = argv[optind++];
+	if (!in || !out || optind < argc) {
+		kx_err(!in    ? "no fixture given (kxprof replay FIXTURE.jsonl -o OUT.kxp)"
+		       : !out ? "no output given: -o OUT.kxp"
+		              : "one fixture at a time");
+		free(ci);
+		return 2;
+	}
+	s = kx_store_new((size_t)8 << 30);
+	if (!s) {
+		kx_err("out of memory");
+		goto out;
+	}
+	if (kx_replay_load(in, s, ci, err, sizeof(err))) {
+		kx_err("%s", err);
+		goto out;
+	}
+	w = kx_kxp_create(out, ci, err, sizeof(err));
+	if (!w) {
+		kx_err("%s", err);
+		goto out;
+	}
+	for (size_t i = 0; i < kx_store_task_count(s); i++)
+		kx_kxp_add_task(w, kx_store_task(s, i));
+	for (size_t i = 0; i < kx_store_ioctl_count(s); i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(s, i);
+
+		kx_kxp_add_ioctl(w, e, kx_store_arg(s, e));
+	}
+	for (size_t i = 0; i < kx_store_job_count(s); i++)
+		kx_kxp_add_job(w, kx_store_job(s, i));
+	/* A failed add makes the writer fail: close reports it. */
+	if (kx_kxp_close(w, ci, err, sizeof(err))) {
+		kx_err("%s", err);
+		goto out;
+	}
+	printf("%s\n", out);
+	rc = 0;
+out:
+	kx_store_free(s);
+	free(ci);
+	return rc;
+}

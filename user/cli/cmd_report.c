@@ -1,0 +1,139 @@
+/* kxprof report: per driver and ioctl statistics of a record file, or of the
+ * live aggregates of a running kxprof serve (--from, --reset). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/http_get.h"
+#include "io/kxp.h"
+#include "model/store.h"
+#include "export/summary.h"
+
+static void report_usage(FILE *f)
+{
+	fprintf(f, "usage: kxprof report [FILE] [--json] [--sort-by avg|min|max|total|count]\n"
+	           "                     [--ascending] [--hist]\n"
+	           "       kxprof report --from URL [--reset] [--json] [--sort-by KEY] "
+	           "[--ascending] [--hist]\n"
+	           "  FILE             record file (default kxprof.kxp)\n"
+	           "  --from URL       the live aggregates of a running kxprof serve\n"
+	           "                   (e.g. http://127.0.0.1:9464)\n"
+	           "  --reset          with --from: clear the aggregates after reading them\n"
+	           "                   (a record file is a finished capture: nothing to reset)\n"
+	           "  --json           summary JSON (Time/Memory/Unit, plus Capture and Warnings)\n"
+	           "  --sort-by KEY    order rows within a category (default avg)\n"
+	           "  --ascending      smallest first (default largest first)\n"
+	           "  --hist           add a log2 latency histogram per row\n");
+}
+
+/* The summary of a running kxprof serve, rendered by the server (same code). */
+static int report_remote(const char *url, int json, int sort, int ascending, int hist, int reset,
+                         int extra)
+{
+	static const char *const keys[] = {"avg", "min", "max", "total", "count"};
+	char path[160], err[512], *body;
+	size_t len;
+
+	if (extra) {
+		kx_err("--from reads a server, not a file");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "/summary%s?sort=%s&ascending=%d&hist=%d&reset=%d",
+	         json ? ".json" : "", keys[sort], ascending, hist, reset);
+	if (kx_http_get(url, path, 10, &body, &len, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 1;
+	}
+	fwrite(body, 1, len, stdout);
+	free(body);
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"json", no_argument, NULL, 'j'},       {"sort-by", required_argument, NULL, 's'},
+	        {"ascending", no_argument, NULL, 'A'},  {"hist", no_argument, NULL, 'H'},
+	        {"from", required_argument, NULL, 'F'}, {"reset", no_argument, NULL, 'R'},
+	        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+	};
+	static struct kx_capinfo ci;
+	struct kx_kxp_read_result res = {0};
+	const char *path = "kxprof.kxp";
+	int json = 0, ascending = 0, hist = 0, opt, rc = 1;
+	int sort = KX_SORT_AVG, reset = 0;
+	const char *from = NULL;
+	struct kx_summary *sum;
+	struct kx_store *store;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+			json = 1;
+			break;
+		case 's':
+			sort = kx_sort_key_parse(optarg);
+			if (sort < 0) {
+				kx_err("bad --sort-by '%s' (avg, min, max, total or count)",
+				       optarg);
+				return 2;
+			}
+			break;
+		case 'A':
+			ascending = 1;
+			break;
+		case 'H':
+			hist = 1;
+			break;
+		case 'F':
+			from = optarg;
+			break;
+		case 'R':
+			reset = 1;
+			break;
+		case 'h':
+			report_usage(stdout);
+			return 0;
+		default:
+			kx_err("see kxprof report --help");
+			return 2;
+		}
+	}
+	if (reset && !from) {
+		kx_err("--reset clears the live aggregates of a running kxprof serve: give --from "
+		       "URL "
+		       "(a record file is a finished capture, nothing to reset)");
+		return 2;
+	}
+	if (from)
+		return report_remote(from, json, sort, ascending, hist, reset, optind < argc);
+	if (optind < argc)
+		path = argv[optind++];
+	if (optind < argc) {
+		kx_err("one record file at a time ('%s' is extra)", argv[optind]);
+		return 2;
+	}
+	store = kx_cli_load(path, &ci, &res);
+	if (!store)
+		return 1;
+	sum = kx_summary_build(store, &ci);
+	if (!sum) {
+		kx_err("out of memory building the summary");
+		goto out;
+	}
+	if (res.truncated)
+		kx_summary_set_truncated(sum, res.bad_tail_bytes);
+	kx_summary_sort(sum, (enum kx_sort_key)sort, ascending);
+	if (json)
+		kx_summary_print_json(sum, stdout, hist);
+	else
+		kx_summary_print_table(sum, stdout, hist);
+	kx_summary_free(sum);
+	rc = 0;
+out:
+	kx_store_free(store);
+	return rc;
+}

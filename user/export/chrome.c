@@ -1,0 +1,1256 @@
+/*
+ * Chrome trace JSON exporter (contract: chrome.h). Owns the JSON layout of a
+ * capture for Perfetto, chrome://tracing successors and PyTorch tooling: the
+ * buffered writer (plain file, or gzip through user/util/pgz.h in 1 MiB blocks),
+ * JSON string escaping, the per-thread nesting guard, the process/thread/
+ * device metadata and the warnings a trace carries.
+ *
+ * Two passes over the store. The first finds the threads, the first
+ * timestamp and the slices that end after the next slice of their thread
+ * starts; the second streams the events through a 1 MiB buffer, so memory
+ * does not grow with the capture. Names, categories and device labels are
+ * escaped once per distinct (driver, cmd) or (file kind, dev) and cached.
+ * Numbers are formatted by hand: snprintf would dominate the run time.
+ *
+ * Device timelines (user/analysis/jobs.h): each device pseudo-process gets one
+ * thread per ring lane (tid = ring index + 1, + 1000 per extra lane, named
+ * after the ring) with an "X" slice per job, a flow arrow ("s" in the
+ * submitting ioctl, "f" with "bp":"e" on the job, id = job index + 1) and
+ * "C" counter tracks "in flight" (jobs queued or running) and "memory"
+ * (bytes allocated through the device's ioctls).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "export/chrome.h"
+#include "registry/devices.h"
+#include "util/fdio.h"
+#include "util/grow.h"
+#include "registry/ioctl_decode.h"
+#include "analysis/jobs.h"
+#include "util/pgz.h"
+#include "analysis/warnings.h"
+
+#define WBUF_SIZE (1u << 20)
+#define EV_ROOM   1024                        /* bytes the fixed part of one event may take */
+#define STR_MAX   ((WBUF_SIZE - EV_ROOM) / 6) /* longest string escaped in one go */
+/* zlib level 1: JSON this repetitive compresses almost as well as at 6, 3x faster. */
+#define GZ_LEVEL 1
+/* Device pseudo-processes: real pids stay below 2^22 (pid_max limit). */
+#define DEV_PID_BASE  1000000000u
+#define MANY_EVENTS   1000000
+#define MAX_WARN      (KX_MAX_HOOKS + 16)
+#define WARN_LEN      1024
+#define MAX_FIELDS    16
+#define LANE_TID_STEP 1000 /* tid of lane l of ring r: r + 1 + l * LANE_TID_STEP */
+
+/* ---- buffered writer ---- */
+
+struct wbuf {
+	char *buf; /* where events go: own, or the gzip writer's block */
+	char *own; /* WBUF_SIZE bytes for plain output */
+	size_t len;
+	int fd; /* plain output */
+	struct kx_pgz *gz;
+	int err;        /* errno of the first failure, 0 while fine */
+	char zmsg[128]; /* zlib's own message when the failure is not an errno */
+	uint64_t bytes; /* uncompressed bytes written */
+};
+
+static void wb_write(struct wbuf *w, const char *p, size_t n)
+{
+	if (!w->err)
+		w->err = kx_write_all(w->fd, p, n);
+}
+
+/* Hands the buffer on; last: it ends the output. */
+static void wb_flush_end(struct wbuf *w, int last)
+{
+	w->bytes += w->len;
+	if (w->gz && w->err) {
+		/* Failed: nothing more to compress, the error is reported at the end. */
+	} else if (w->gz && w->buf != w->own) {
+		kx_pgz_put(w->gz, w->len, last);
+		w->buf = last ? w->own : kx_pgz_next(w->gz);
+		if (!w->err)
+			w->err = kx_pgz_error(w->gz);
+		if (!w->buf) {
+			/* Out of memory: events go nowhere until the failure is reported. */
+			w->buf = w->own;
+			if (!w->err)
+				w->err = ENOMEM;
+		}
+	} else if (!w->gz) {
+		wb_write(w, w->buf, w->len);
+	}
+	w->len = 0;
+}
+
+static void wb_flush(struct wbuf *w)
+{
+	if (w->len)
+		wb_flush_end(w, 0);
+}
+
+/* Guarantees n bytes of room (n <= WBUF_SIZE). */
+static inline void wb_need(struct wbuf *w, size_t n)
+{
+	if (WBUF_SIZE - w->len < n)
+		wb_flush(w);
+}
+
+/* Unchecked appends: the caller made room with wb_need. */
+static inline void put_mem(struct wbuf *w, const char *p, size_t n)
+{
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+#define PUT_LIT(w, lit) put_mem(w, lit, sizeof(lit) - 1)
+
+static inline void put_u64(struct wbuf *w, uint64_t v)
+{
+	char tmp[20];
+	int i = 20;
+
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put_mem(w, tmp + i, (size_t)(20 - i));
+}
+
+static inline void put_i64(struct wbuf *w, int64_t v)
+{
+	if (v < 0) {
+		w->buf[w->len++] = '-';
+		put_u64(w, (uint64_t)0 - (uint64_t)v);
+	} else {
+		put_u64(w, (uint64_t)v);
+	}
+}
+
+/* ns as microseconds with 3 decimals: exact, no floating point. */
+static inline void put_us(struct wbuf *w, uint64_t ns)
+{
+	uint64_t frac = ns % 1000;
+
+	put_u64(w, ns / 1000);
+	w->buf[w->len] = '.';
+	w->buf[w->len + 1] = (char)('0' + frac / 100);
+	w->buf[w->len + 2] = (char)('0' + frac / 10 % 10);
+	w->buf[w->len + 3] = (char)('0' + frac % 10);
+	w->len += 4;
+}
+
+static inline void put_hex(struct wbuf *w, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[16];
+	int i = 16;
+
+	do {
+		tmp[--i] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	PUT_LIT(w, "0x");
+	put_mem(w, tmp + i, (size_t)(16 - i));
+}
+
+/* ---- JSON strings ---- */
+
+/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlongs, no
+ * surrogates, nothing above U+10FFFF), or 0 when the lead byte is invalid. */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+{
+	unsigned int c = p[0], lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if ((size_t)(end - p) < n)
+		return 0;
+	/* The second byte's range is what rules out overlongs and surrogates. */
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * Writes s[0..n) as a quoted JSON string at o (room: 6 * n + 2) and returns
+ * the end. Quote, backslash and control characters are escaped; bytes that
+ * are not valid UTF-8 (a comm cut mid-character, Latin-1 names) become
+ * U+FFFD, so the file always parses.
+ */
+static char *json_esc(char *o, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+
+	*o++ = '"';
+	while (p < end) {
+		unsigned int c = *p;
+		size_t l;
+
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			*o++ = (char)c;
+			p++;
+			continue;
+		}
+		if (c < 0x80) {
+			*o++ = '\\';
+			switch (c) {
+			case '"':
+				*o++ = '"';
+				break;
+			case '\\':
+				*o++ = '\\';
+				break;
+			case '\n':
+				*o++ = 'n';
+				break;
+			case '\r':
+				*o++ = 'r';
+				break;
+			case '\t':
+				*o++ = 't';
+				break;
+			default:
+				memcpy(o, "u00", 3);
+				o[3] = hex[c >> 4];
+				o[4] = hex[c & 15];
+				o += 5;
+			}
+			p++;
+			continue;
+		}
+		l = utf8_len(p, end);
+		if (l) {
+			memcpy(o, p, l);
+			o += l;
+			p += l;
+		} else {
+			memcpy(o, "\\ufffd", 6);
+			o += 6;
+			p++;
+		}
+	}
+	*o++ = '"';
+	return o;
+}
+
+static void wb_strn(struct wbuf *w, const char *s, size_t n)
+{
+	if (n > STR_MAX)
+		n = STR_MAX;
+	wb_need(w, 6 * n + 2);
+	w->len = (size_t)(json_esc(w->buf + w->len, s, n) - w->buf);
+}
+
+static void wb_str(struct wbuf *w, const char *s)
+{
+	wb_strn(w, s, strlen(s));
+}
+
+/* A char array from the capture header, which may lack its terminator. */
+static void wb_field(struct wbuf *w, const char *s, size_t size)
+{
+	wb_strn(w, s, strnlen(s, size));
+}
+
+static void wb_lit(struct wbuf *w, const char *s)
+{
+	size_t n = strlen(s);
+
+	wb_need(w, n);
+	put_mem(w, s, n);
+}
+
+/* A malloc'd escaped copy of s, for the caches. */
+static char *esc_dup(const char *s, size_t n, size_t *len)
+{
+	char *d = malloc(6 * n + 2), *end;
+
+	if (!d)
+		return NULL;
+	end = json_esc(d, s, n);
+	*len = (size_t)(end - d);
+	return d;
+}
+
+/* ---- hash table (threads, and the name and label caches) ---- */
+
+struct slot {
+	uint64_t a; /* key */
+	uint32_t b; /* key */
+	uint32_t used;
+	/* threads: the thread's latest slice so far */
+	size_t last;
+	uint64_t last_ts, last_end;
+	/* caches: an escaped JSON fragment */
+	char *s;
+	size_t n;
+};
+
+struct tab {
+	struct slot *v;
+	size_t cap, used; /* cap: power of two */
+};
+
+static uint64_t key_hash(uint64_t a, uint32_t b)
+{
+	uint64_t h = a ^ ((uint64_t)b * 0x9e3779b97f4a7c15ULL);
+
+	/* splitmix64 finalizer: keys differ in few bits. */
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return h;
+}
+
+static int tab_grow(struct tab *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 64;
+	struct slot *v = calloc(cap, sizeof(*v));
+
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < t->cap; i++) {
+		size_t j;
+
+		if (!t->v[i].used)
+			continue;
+		j = key_hash(t->v[i].a, t->v[i].b) & (cap - 1);
+		while (v[j].used)
+			j = (j + 1) & (cap - 1);
+		v[j] = t->v[i];
+	}
+	free(t->v);
+	t->v = v;
+	t->cap = cap;
+	return 0;
+}
+
+/* The slot of (a, b), created zeroed (used = 1, *isnew = 1) when absent; NULL on OOM. */
+static struct slot *tab_get(struct tab *t, uint64_t a, uint32_t b, int *isnew)
+{
+	size_t j;
+
+	*isnew = 0;
+	if (t->cap) {
+		j = key_hash(a, b) & (t->cap - 1);
+		while (t->v[j].used) {
+			if (t->v[j].a == a && t->v[j].b == b)
+				return &t->v[j];
+			j = (j + 1) & (t->cap - 1);
+		}
+	}
+	if ((t->used + 1) * 2 > t->cap && tab_grow(t))
+		return NULL;
+	j = key_hash(a, b) & (t->cap - 1);
+	while (t->v[j].used)
+		j = (j + 1) & (t->cap - 1);
+	t->v[j].a = a;
+	t->v[j].b = b;
+	t->v[j].used = 1;
+	t->used++;
+	*isnew = 1;
+	return &t->v[j];
+}
+
+static void tab_free(struct tab *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->v[i].s);
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- pass 1: threads, first timestamp, nesting guard ---- */
+
+/* A slice shortened to end where the next slice of its thread starts. */
+struct fix {
+	size_t idx;
+	uint64_t dur;
+};
+
+struct ctx {
+	const struct kx_store *s;
+	const struct kx_capinfo *ci;
+	int ndev;
+	struct tab threads; /* key (pid << 32 | tid, 0) */
+	struct tab names;   /* key (cmd << 32 | xfer_cmd, drv) */
+	struct tab labels;  /* key (dev, fkind) */
+	struct fix *fix;
+	size_t nfix, fixcap;
+	uint64_t first_ts;
+	int64_t base_ns; /* baseTimeNanoseconds */
+	struct kx_jobs *jobs;
+	uint32_t devpid[KX_MAX_DEVICES]; /* pseudo-process of each capinfo device */
+	uint32_t *jobpid;                /* pseudo-process of each job device */
+	char warn[MAX_WARN][WARN_LEN];
+	int nwarn;
+};
+
+static int fix_add(struct ctx *c, size_t idx, uint64_t dur)
+{
+	if (kx_grow((void **)&c->fix, &c->fixcap, c->nfix, sizeof(*c->fix)))
+		return -1;
+	c->fix[c->nfix].idx = idx;
+	c->fix[c->nfix++].dur = dur;
+	return 0;
+}
+
+static uint64_t end_of(const struct kx_ioctl *e)
+{
+	return e->dur > UINT64_MAX - e->ts ? UINT64_MAX : e->ts + e->dur;
+}
+
+/* Order of one event for the slow path: by thread, then time, then arrival. */
+struct ord {
+	uint64_t thread; /* pid << 32 | tid */
+	uint64_t ts;
+	uint64_t end;
+	size_t idx;
+};
+
+static int ord_cmp(const void *pa, const void *pb)
+{
+	const struct ord *a = pa, *b = pb;
+
+	if (a->thread != b->thread)
+		return a->thread < b->thread ? -1 : 1;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int fix_cmp(const void *pa, const void *pb)
+{
+	const struct fix *a = pa, *b = pb;
+
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/*
+ * Slow path, when some thread's events are not stored in time order (replayed
+ * or merged captures): sort (thread, ts) and find the overlaps there.
+ */
+static int find_fixes_sorted(struct ctx *c, size_t n)
+{
+	struct ord *o = malloc(n * sizeof(*o));
+
+	if (!o)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
+
+		o[i].thread = (uint64_t)e->pid << 32 | e->tid;
+		o[i].ts = e->ts;
+		o[i].end = end_of(e);
+		o[i].idx = i;
+	}
+	qsort(o, n, sizeof(*o), ord_cmp);
+	c->nfix = 0;
+	for (size_t i = 1; i < n; i++) {
+		if (o[i].thread != o[i - 1].thread || o[i - 1].end <= o[i].ts)
+			continue;
+		if (fix_add(c, o[i - 1].idx, o[i].ts - o[i - 1].ts)) {
+			free(o);
+			return -1;
+		}
+	}
+	free(o);
+	return 0;
+}
+
+/*
+ * Ioctls of one thread never overlap in reality; when clocks or replayed data
+ * say otherwise, a slice that ends after the next one on its thread starts
+ * is shortened to end there, so slices nest and Perfetto keeps them on the
+ * thread's track instead of an overflow track.
+ */
+static int scan(struct ctx *c)
+{
+	size_t n = kx_store_ioctl_count(c->s);
+	int unordered = 0;
+
+	c->first_ts = UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
+		struct slot *t;
+		int isnew;
+
+		if (e->ts < c->first_ts)
+			c->first_ts = e->ts;
+		t = tab_get(&c->threads, (uint64_t)e->pid << 32 | e->tid, 0, &isnew);
+		if (!t)
+			return -1;
+		if (!isnew) {
+			if (e->ts < t->last_ts)
+				unordered = 1;
+			else if (t->last_end > e->ts && fix_add(c, t->last, e->ts - t->last_ts))
+				return -1;
+		}
+		t->last = i;
+		t->last_ts = e->ts;
+		t->last_end = end_of(e);
+	}
+	if (unordered && find_fixes_sorted(c, n))
+		return -1;
+	/* Fixes are applied while streaming in store order. */
+	if (c->nfix > 1)
+		qsort(c->fix, c->nfix, sizeof(*c->fix), fix_cmp);
+	return 0;
+}
+
+/* ---- warnings ---- */
+
+static void warn_add(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_add(struct ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->nwarn >= MAX_WARN)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->warn[c->nwarn++], WARN_LEN, fmt, ap);
+	va_end(ap);
+}
+
+static void warn_cb(void *ctx, const char *msg)
+{
+	warn_add(ctx, "%s", msg);
+}
+
+/* The same warnings as the summary, plus what this exporter had to do. */
+static void collect_warnings(struct ctx *c)
+{
+	size_t n = kx_store_ioctl_count(c->s);
+
+	kx_capture_warnings(c->ci, kx_store_not_stored(c->s), warn_cb, c);
+	kx_jobs_warnings(c->jobs, warn_cb, c);
+	if (c->nfix)
+		warn_add(c,
+		         "%zu ioctl slices ended after the next one on their thread started "
+		         "(clock skew?): shortened to end there, so slices nest",
+		         c->nfix);
+	if (n > MANY_EVENTS)
+		warn_add(c,
+		         "%zu events: Perfetto and chrome://tracing struggle past ~1M events; "
+		         "record less (-p PID, --device, a shorter -d) or use the summary "
+		         "(kxprof report)",
+		         n);
+}
+
+/* ---- output ---- */
+
+static void put_sep(struct wbuf *w, int *first)
+{
+	if (*first) {
+		*first = 0;
+		PUT_LIT(w, "\n");
+	} else {
+		PUT_LIT(w, ",\n");
+	}
+}
+
+static void write_warn_events(struct wbuf *w, const struct ctx *c, int *first)
+{
+	for (int i = 0; i < c->nwarn; i++) {
+		wb_need(w, 64);
+		put_sep(w, first);
+		/* Global instant at the start of the trace: visible without scrolling. */
+		PUT_LIT(w, "{\"ph\":\"i\",\"s\":\"g\",\"ts\":0.000,\"name\":\"kxprof warning\","
+		           "\"cat\":\"kxprof\",\"args\":{\"message\":");
+		wb_str(w, c->warn[i]);
+		wb_lit(w, "}}");
+	}
+}
+
+static int u64_cmp(const void *pa, const void *pb)
+{
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+static void meta_head(struct wbuf *w, int *first, const char *name, uint32_t pid, uint32_t tid)
+{
+	wb_need(w, 128);
+	put_sep(w, first);
+	PUT_LIT(w, "{\"ph\":\"M\",\"name\":\"");
+	put_mem(w, name, strlen(name));
+	PUT_LIT(w, "\",\"pid\":");
+	put_u64(w, pid);
+	PUT_LIT(w, ",\"tid\":");
+	put_u64(w, tid);
+	PUT_LIT(w, ",\"args\":{");
+}
+
+static void meta_sort(struct wbuf *w, int *first, uint32_t pid, uint32_t index)
+{
+	meta_head(w, first, "process_sort_index", pid, 0);
+	PUT_LIT(w, "\"sort_index\":");
+	put_u64(w, index);
+	PUT_LIT(w, "}}");
+}
+
+/*
+ * Job devices live in their traced device's pseudo-process, else in one of
+ * their own; each ring lane is a named thread, sorted by ring.
+ */
+static void write_job_metadata(struct wbuf *w, struct ctx *c, int *first, uint32_t npids,
+                               uint32_t ndevp)
+{
+	const struct kx_jobs *jb = c->jobs;
+	char name[48];
+
+	for (size_t k = 0; jb && k < jb->ndevs; k++) {
+		const struct kx_jobdev *jd = &jb->devs[k];
+		uint32_t pid;
+
+		if (jd->ci_index >= 0 && jd->ci_index < c->ndev) {
+			pid = c->devpid[jd->ci_index];
+		} else {
+			pid = DEV_PID_BASE + ndevp;
+			meta_head(w, first, "process_name", pid, 0);
+			PUT_LIT(w, "\"name\":");
+			wb_str(w, jd->label);
+			wb_lit(w, "}}");
+			meta_head(w, first, "process_labels", pid, 0);
+			PUT_LIT(w, "\"labels\":\"device\"}}");
+			meta_sort(w, first, pid, npids + ndevp);
+			ndevp++;
+		}
+		c->jobpid[k] = pid;
+		for (uint32_t r = 0; r < jd->nrings; r++) {
+			const struct kx_jobring *rg = &jb->rings[jd->first_ring + r];
+
+			for (uint32_t l = 0; l < rg->nlanes; l++) {
+				uint32_t tid = rg->id + 1 + l * LANE_TID_STEP;
+
+				if (l)
+					snprintf(name, sizeof(name), "%s #%u", rg->name, l + 1);
+				else
+					snprintf(name, sizeof(name), "%s", rg->name);
+				meta_head(w, first, "thread_name", pid, tid);
+				PUT_LIT(w, "\"name\":");
+				wb_str(w, name);
+				wb_lit(w, "}}");
+				meta_head(w, first, "thread_sort_index", pid, tid);
+				PUT_LIT(w, "\"sort_index\":");
+				put_u64(w, tid);
+				PUT_LIT(w, "}}");
+			}
+		}
+	}
+}
+
+/* Process and thread names of the host, then one pseudo-process per device. */
+static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
+{
+	const struct kx_capinfo *ci = c->ci;
+	uint64_t *th = malloc((c->threads.used + 1) * sizeof(*th));
+	uint32_t npids = 0, ndevp = 0;
+	size_t nth = 0;
+	char buf[32];
+
+	if (!th)
+		return -1;
+	for (size_t i = 0; i < c->threads.cap; i++)
+		if (c->threads.v[i].used)
+			th[nth++] = c->threads.v[i].a;
+	/* pid << 32 | tid: sorting groups threads under their process. */
+	qsort(th, nth, sizeof(*th), u64_cmp);
+	for (size_t i = 0; i < nth; i++) {
+		uint32_t pid = (uint32_t)(th[i] >> 32), tid = (uint32_t)th[i];
+		const char *comm;
+
+		if (i == 0 || (uint32_t)(th[i - 1] >> 32) != pid) {
+			comm = kx_store_comm(c->s, pid);
+			meta_head(w, first, "process_name", pid, 0);
+			PUT_LIT(w, "\"name\":");
+			if (comm) {
+				wb_field(w, comm, KX_COMM_LEN);
+			} else {
+				snprintf(buf, sizeof(buf), "pid %u", pid);
+				wb_str(w, buf);
+			}
+			wb_lit(w, "}}");
+			meta_sort(w, first, pid, npids++);
+		}
+		comm = kx_store_comm(c->s, tid);
+		if (comm) {
+			meta_head(w, first, "thread_name", pid, tid);
+			PUT_LIT(w, "\"name\":");
+			wb_field(w, comm, KX_COMM_LEN);
+			wb_lit(w, "}}");
+		}
+	}
+	free(th);
+
+	/* Device tracks: one per driver + node; their events come with ring tracing. */
+	for (int i = 0; i < c->ndev; i++) {
+		const struct kx_device *d = &ci->devices[i];
+		char name[sizeof(d->driver) + sizeof(d->node) + 2];
+		int dup = 0, dl = (int)strnlen(d->driver, sizeof(d->driver));
+		int nl = (int)strnlen(d->node, sizeof(d->node));
+		uint32_t pid = DEV_PID_BASE + ndevp;
+
+		for (int j = 0; j < i && !dup; j++) {
+			dup = !strncmp(ci->devices[j].driver, d->driver, sizeof(d->driver)) &&
+			      !strncmp(ci->devices[j].node, d->node, sizeof(d->node));
+			if (dup)
+				c->devpid[i] = c->devpid[j];
+		}
+		if (dup)
+			continue;
+		c->devpid[i] = pid;
+		/* "kvm /dev/kvm"; the canonical driver name when the kernel's is not known. */
+		snprintf(name, sizeof(name), "%.*s%s%.*s", dl ? dl : (int)sizeof(d->driver),
+		         dl ? d->driver : kx_driver_name((enum kx_driver)d->drv), nl ? " " : "", nl,
+		         d->node);
+		meta_head(w, first, "process_name", pid, 0);
+		PUT_LIT(w, "\"name\":");
+		wb_str(w, name);
+		wb_lit(w, "}}");
+		meta_head(w, first, "process_labels", pid, 0);
+		PUT_LIT(w, "\"labels\":\"device\"}}");
+		meta_sort(w, first, pid, npids + ndevp);
+		ndevp++;
+	}
+	write_job_metadata(w, c, first, npids, ndevp);
+	return 0;
+}
+
+/* `"name":"KVM_RUN","cat":"ioctl/kvm"` of an event, escaped once per command. */
+static const struct slot *name_frag(struct ctx *c, const struct kx_ioctl *e)
+{
+	enum kx_driver drv = (enum kx_driver)e->drv;
+	struct slot *sl;
+	char nbuf[64], frag[1024], *o;
+	const char *name, *dname;
+	int isnew;
+
+	sl = tab_get(&c->names, (uint64_t)e->cmd << 32 | e->xfer_cmd, e->drv, &isnew);
+	if (!sl || !isnew)
+		return sl;
+	name = kx_ioctl_name(drv, e->cmd, e->xfer_cmd, nbuf, sizeof(nbuf));
+	dname = kx_driver_name(drv);
+	/* Names are C identifiers or _IOWR(...) forms; bounds keep frag big enough. */
+	o = frag;
+	memcpy(o, "\"name\":", 7);
+	o = json_esc(o + 7, name, strnlen(name, 100));
+	memcpy(o, ",\"cat\":", 7);
+	snprintf(nbuf, sizeof(nbuf), "ioctl/%s", dname);
+	o = json_esc(o + 7, nbuf, strnlen(nbuf, sizeof(nbuf)));
+	sl->n = (size_t)(o - frag);
+	sl->s = malloc(sl->n);
+	if (!sl->s)
+		return NULL;
+	memcpy(sl->s, frag, sl->n);
+	return sl;
+}
+
+/* The device label of an event as a JSON string, escaped once per file. */
+static const struct slot *label_frag(struct ctx *c, const struct kx_ioctl *e)
+{
+	struct slot *sl;
+	char buf[160];
+	int isnew;
+
+	sl = tab_get(&c->labels, e->dev, e->fkind, &isnew);
+	if (!sl || !isnew)
+		return sl;
+	buf[0] = '\0';
+	kx_device_label(c->ci->devices, c->ndev, e->fkind, e->dev, buf, sizeof(buf));
+	sl->s = esc_dup(buf, strnlen(buf, sizeof(buf)), &sl->n);
+	return sl->s ? sl : NULL;
+}
+
+static int reserved_key(const char *k)
+{
+	static const char *const keys[] = {"device", "fd", "cmd", "ret", "errno", "cpu"};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(k, keys[i]))
+			return 1;
+	return 0;
+}
+
+/* Decoded argument fields, as more members of the event's args. */
+static void write_fields(struct wbuf *w, const struct ctx *c, const struct kx_ioctl *e)
+{
+	const uint8_t *arg = kx_store_arg(c->s, e);
+	struct kx_field f[MAX_FIELDS];
+	int nf;
+
+	if (!arg)
+		return;
+	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg, e->arg_in_len,
+	                          arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
+	for (int i = 0; i < nf; i++) {
+		wb_lit(w, ",");
+		if (reserved_key(f[i].name)) {
+			/* Keys stay unique: a field named like a fixed key gets a prefix. */
+			char k[64];
+
+			snprintf(k, sizeof(k), "arg_%s", f[i].name);
+			wb_str(w, k);
+		} else {
+			wb_str(w, f[i].name);
+		}
+		wb_need(w, 64);
+		PUT_LIT(w, ":");
+		switch (f[i].kind) {
+		case KX_FIELD_U64:
+			put_u64(w, f[i].u);
+			break;
+		case KX_FIELD_I64:
+			put_i64(w, f[i].i);
+			break;
+		case KX_FIELD_HEX:
+			PUT_LIT(w, "\"");
+			put_hex(w, f[i].u);
+			PUT_LIT(w, "\"");
+			break;
+		case KX_FIELD_STR:
+			wb_field(w, f[i].s, sizeof(f[i].s));
+			break;
+		}
+	}
+}
+
+/* One "X" slice; rel_ns: start relative to baseTimeNanoseconds. */
+static int write_event(struct wbuf *w, struct ctx *c, const struct kx_ioctl *e, uint64_t rel_ns,
+                       uint64_t dur)
+{
+	const struct slot *nm = name_frag(c, e), *lb = label_frag(c, e);
+
+	if (!nm || !lb)
+		return -1;
+	wb_need(w, EV_ROOM + nm->n + lb->n);
+	PUT_LIT(w, "{\"ph\":\"X\",");
+	put_mem(w, nm->s, nm->n);
+	PUT_LIT(w, ",\"pid\":");
+	put_u64(w, e->pid);
+	PUT_LIT(w, ",\"tid\":");
+	put_u64(w, e->tid);
+	PUT_LIT(w, ",\"ts\":");
+	put_us(w, rel_ns);
+	PUT_LIT(w, ",\"dur\":");
+	put_us(w, dur);
+	PUT_LIT(w, ",\"args\":{\"device\":");
+	put_mem(w, lb->s, lb->n);
+	PUT_LIT(w, ",\"fd\":");
+	put_i64(w, e->fd);
+	PUT_LIT(w, ",\"cmd\":\"");
+	put_hex(w, e->cmd);
+	PUT_LIT(w, "\",\"ret\":");
+	put_i64(w, e->ret);
+	if (e->ret < 0) {
+		const char *en = kx_errno_name(e->ret);
+
+		PUT_LIT(w, ",\"errno\":");
+		if (en)
+			w->len = (size_t)(json_esc(w->buf + w->len, en, strnlen(en, 32)) - w->buf);
+		else
+			put_u64(w, (uint64_t)0 - (uint64_t)e->ret);
+	}
+	PUT_LIT(w, ",\"cpu\":");
+	put_u64(w, kx_ioctl_cpu(e));
+	if (e->offcpu_us) {
+		/* Time blocked (off-CPU) inside the call. */
+		PUT_LIT(w, ",\"offcpu_us\":");
+		put_u64(w, e->offcpu_us);
+	}
+	if (e->arg_in_len || e->arg_out_len)
+		write_fields(w, c, e);
+	wb_lit(w, "}}");
+	return 0;
+}
+
+/* ---- device timelines ---- */
+
+/* Builds the jobs and moves the time base to their first event if earlier. */
+static int jobs_prepare(struct ctx *c)
+{
+	const struct kx_jobs *jb;
+
+	c->jobs = kx_jobs_build(c->s, c->ci);
+	if (!c->jobs)
+		return -1;
+	jb = c->jobs;
+	c->jobpid = calloc(jb->ndevs + 1, sizeof(*c->jobpid));
+	if (!c->jobpid)
+		return -1;
+	for (size_t k = 0; k < jb->njobs; k++) {
+		uint64_t t = kx_jobrec_start(&jb->jobs[k]);
+
+		if (t < c->first_ts)
+			c->first_ts = t;
+	}
+	for (size_t d = 0; d < jb->ndevs; d++) {
+		if (jb->devs[d].ndepth && jb->devs[d].depth[0].ts < c->first_ts)
+			c->first_ts = jb->devs[d].depth[0].ts;
+		if (jb->devs[d].nmem && jb->devs[d].mem[0].ts < c->first_ts)
+			c->first_ts = jb->devs[d].mem[0].ts;
+	}
+	return 0;
+}
+
+static const char *job_name(const struct ctx *c, const struct kx_jobrec *j, char *buf, size_t len)
+{
+	if (j->submit >= 0) {
+		const struct kx_ioctl *e = kx_store_ioctl(c->s, (size_t)j->submit);
+
+		return kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf, len);
+	}
+	if (j->src == KX_JOB_SRC_KVM)
+		return "KVM_RUN";
+	if (j->src == KX_JOB_SRC_BLOCK)
+		return j->aux2 == 1 ? "block read" : j->aux2 == 2 ? "block write" : "block other";
+	return "job";
+}
+
+static void arg_u64(struct wbuf *w, const char *key, uint64_t v)
+{
+	wb_need(w, 64);
+	PUT_LIT(w, ",\"");
+	put_mem(w, key, strlen(key));
+	PUT_LIT(w, "\":");
+	put_u64(w, v);
+}
+
+/* One job slice and, when it has a submitting ioctl, its flow arrow. */
+static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem, size_t k,
+                      uint32_t pid)
+{
+	const struct kx_jobs *jb = c->jobs;
+	const struct kx_jobrec *j = &jb->jobs[k];
+	const struct kx_jobring *rg = &jb->rings[j->ring];
+	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, jb->end_ns);
+	uint32_t tid = rg->id + 1 + j->lane * LANE_TID_STEP;
+	char buf[96];
+
+	wb_need(w, 2);
+	put_sep(w, first);
+	wb_lit(w, "{\"ph\":\"X\",\"name\":");
+	wb_str(w, job_name(c, j, buf, sizeof(buf)));
+	snprintf(buf, sizeof(buf), "job/%s", kx_job_src_name(j->src));
+	wb_lit(w, ",\"cat\":");
+	wb_str(w, buf);
+	wb_need(w, EV_ROOM);
+	PUT_LIT(w, ",\"pid\":");
+	put_u64(w, pid);
+	PUT_LIT(w, ",\"tid\":");
+	put_u64(w, tid);
+	PUT_LIT(w, ",\"ts\":");
+	put_us(w, start - c->first_ts + rem);
+	PUT_LIT(w, ",\"dur\":");
+	put_us(w, end - start);
+	PUT_LIT(w, ",\"args\":{\"ring\":");
+	wb_str(w, rg->name);
+	arg_u64(w, j->src == KX_JOB_SRC_BLOCK ? "sector" : "ctx",
+	        j->src == KX_JOB_SRC_BLOCK ? j->seqno : j->ctx);
+	if (j->src != KX_JOB_SRC_BLOCK)
+		arg_u64(w, "seqno", j->seqno);
+	if (j->pid)
+		arg_u64(w, "submitter_pid", j->pid);
+	if (j->tid)
+		arg_u64(w, "submitter_tid", j->tid);
+	if (j->client)
+		arg_u64(w, "client_id", j->client);
+	if (j->waiter_tid)
+		arg_u64(w, "waiter_tid", j->waiter_tid);
+	if (j->src == KX_JOB_SRC_BLOCK)
+		arg_u64(w, "bytes", j->aux);
+	if (j->src == KX_JOB_SRC_KVM && j->done_ts)
+		arg_u64(w, "exit_reason", j->aux);
+	if (j->src == KX_JOB_SRC_MSM && j->aux && j->aux2 >= j->aux)
+		arg_u64(w, "device_ticks", j->aux2 - j->aux);
+	if (j->submit >= 0)
+		arg_u64(w, "correlation_id", (uint64_t)j->submit + 1);
+	wb_need(w, 96);
+	if ((j->queue_ts && j->run_ts && j->src != KX_JOB_SRC_KVM) || (j->flags & KX_JOBF_DIRECT)) {
+		PUT_LIT(w, ",\"queue_delay_us\":");
+		put_us(w, j->queue_ts && j->run_ts ? j->run_ts - j->queue_ts : 0);
+	}
+	if (j->flags & KX_JOBF_INCOMPLETE)
+		PUT_LIT(w, ",\"incomplete\":true");
+	if (j->flags & KX_JOBF_NO_QUEUE)
+		PUT_LIT(w, ",\"no_queue\":true");
+	PUT_LIT(w, "}}");
+	if (j->submit >= 0) {
+		const struct kx_ioctl *e = kx_store_ioctl(c->s, (size_t)j->submit);
+
+		/* Mid-call, so the start binds to the ioctl's slice on its thread. */
+		wb_need(w, EV_ROOM);
+		PUT_LIT(w, ",\n{\"ph\":\"s\",\"id\":");
+		put_u64(w, k + 1);
+		PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
+		put_u64(w, e->pid);
+		PUT_LIT(w, ",\"tid\":");
+		put_u64(w, e->tid);
+		PUT_LIT(w, ",\"ts\":");
+		put_us(w, e->ts + e->dur / 2 - c->first_ts + rem);
+		PUT_LIT(w, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
+		put_u64(w, k + 1);
+		PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
+		put_u64(w, pid);
+		PUT_LIT(w, ",\"tid\":");
+		put_u64(w, tid);
+		PUT_LIT(w, ",\"ts\":");
+		put_us(w, start - c->first_ts + rem);
+		PUT_LIT(w, "}");
+	}
+}
+
+static void write_counter(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem,
+                          uint32_t pid, const char *name, const char *key, uint64_t ts, uint64_t v)
+{
+	wb_need(w, EV_ROOM);
+	put_sep(w, first);
+	PUT_LIT(w, "{\"ph\":\"C\",\"name\":\"");
+	put_mem(w, name, strlen(name));
+	PUT_LIT(w, "\",\"pid\":");
+	put_u64(w, pid);
+	PUT_LIT(w, ",\"ts\":");
+	put_us(w, ts - c->first_ts + rem);
+	PUT_LIT(w, ",\"args\":{\"");
+	put_mem(w, key, strlen(key));
+	PUT_LIT(w, "\":");
+	put_u64(w, v);
+	PUT_LIT(w, "}}");
+}
+
+/* Job slices, flows, and the in-flight and memory counters of every device. */
+static void write_jobs(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem)
+{
+	const struct kx_jobs *jb = c->jobs;
+
+	for (size_t d = 0; d < jb->ndevs && !w->err; d++) {
+		const struct kx_jobdev *jd = &jb->devs[d];
+		uint32_t pid = c->jobpid[d];
+
+		for (uint32_t r = 0; r < jd->nrings; r++) {
+			const struct kx_jobring *rg = &jb->rings[jd->first_ring + r];
+
+			for (size_t k = 0; k < rg->njobs; k++)
+				write_job(w, c, first, rem, rg->first + k, pid);
+		}
+		for (size_t k = 0; k < jd->ndepth; k++)
+			write_counter(w, c, first, rem, pid, "in flight", "jobs", jd->depth[k].ts,
+			              jd->depth[k].depth);
+		for (size_t k = 0; k < jd->nmem; k++)
+			write_counter(w, c, first, rem, pid, "memory", "bytes", jd->mem[k].ts,
+			              jd->mem[k].usage);
+	}
+}
+
+static void write_tail(struct wbuf *w, const struct ctx *c)
+{
+	const struct kx_capinfo *ci = c->ci;
+	uint64_t not_stored = ci->not_stored;
+
+	if (kx_store_not_stored(c->s) > not_stored)
+		not_stored = kx_store_not_stored(c->s);
+	wb_lit(w, "\n],\n\"displayTimeUnit\":\"ms\",\n\"schemaVersion\":1,\n"
+	          "\"baseTimeNanoseconds\":");
+	wb_need(w, 32);
+	put_i64(w, c->base_ns);
+	wb_lit(w, ",\n\"otherData\":{\"host\":");
+	wb_field(w, ci->hostname, sizeof(ci->hostname));
+	wb_lit(w, ",\"kernel\":");
+	wb_field(w, ci->kernel, sizeof(ci->kernel));
+	wb_lit(w, ",\"cmdline\":");
+	wb_field(w, ci->cmdline, sizeof(ci->cmdline));
+	wb_need(w, 160);
+	PUT_LIT(w, ",\"ioctl_events\":");
+	put_u64(w, kx_store_ioctl_count(c->s));
+	PUT_LIT(w, ",\"dropped_events\":");
+	put_u64(w, ci->dropped);
+	PUT_LIT(w, ",\"not_stored_events\":");
+	put_u64(w, not_stored);
+	PUT_LIT(w, ",\"job_events\":");
+	put_u64(w, kx_store_job_count(c->s));
+	PUT_LIT(w, ",\"jobs\":");
+	put_u64(w, c->jobs ? c->jobs->njobs : 0);
+	PUT_LIT(w, ",\"dropped_job_events\":");
+	put_u64(w, ci->job_dropped);
+	PUT_LIT(w, ",\"warnings\":[");
+	for (int i = 0; i < c->nwarn; i++) {
+		if (i)
+			wb_lit(w, ",");
+		wb_str(w, c->warn[i]);
+	}
+	wb_lit(w, "]}\n}\n");
+}
+
+/* Everything after the open: header, metadata, events, tail. */
+static int write_all(struct wbuf *w, struct ctx *c)
+{
+	size_t n = kx_store_ioctl_count(c->s), fi = 0;
+	int first = 1;
+	int64_t first_rt, rem;
+
+	first_rt = kx_capinfo_realtime(c->ci, c->first_ts != UINT64_MAX ? c->first_ts
+	                                                                : c->ci->start_mono_ns);
+	/* Rounded down to a microsecond; ts are then exact offsets from it. */
+	rem = first_rt % 1000;
+	if (rem < 0)
+		rem += 1000;
+	c->base_ns = first_rt - rem;
+
+	wb_lit(w, "{\"traceEvents\":[");
+	write_warn_events(w, c, &first);
+	if (write_metadata(w, c, &first))
+		return -1;
+	for (size_t i = 0; i < n && !w->err; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
+		uint64_t dur = e->dur;
+
+		if (fi < c->nfix && c->fix[fi].idx == i)
+			dur = c->fix[fi++].dur;
+		wb_need(w, 2);
+		put_sep(w, &first);
+		if (write_event(w, c, e, e->ts - c->first_ts + (uint64_t)rem, dur))
+			return -1;
+	}
+	if (c->jobs)
+		write_jobs(w, c, &first, (uint64_t)rem);
+	write_tail(w, c);
+	wb_flush_end(w, 1);
+	return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static void ctx_free(struct ctx *c)
+{
+	kx_jobs_free(c->jobs);
+	free(c->jobpid);
+	tab_free(&c->threads);
+	tab_free(&c->names);
+	tab_free(&c->labels);
+	free(c->fix);
+	free(c);
+}
+
+int kx_chrome_write(const struct kx_store *s, const struct kx_capinfo *ci, const char *path,
+                    char *err, size_t errlen)
+{
+	int to_stdout = !strcmp(path, "-"), regular = 0, fd, rc = -1, oom = 0;
+	struct wbuf w;
+	struct ctx *c;
+	struct stat st;
+
+	memset(&w, 0, sizeof(w));
+	c = calloc(1, sizeof(*c));
+	w.own = malloc(WBUF_SIZE);
+	if (!c || !w.own) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	c->s = s;
+	c->ci = ci;
+	c->ndev = ci->ndevices < KX_MAX_DEVICES ? (int)ci->ndevices : KX_MAX_DEVICES;
+	if (scan(c) || jobs_prepare(c)) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	collect_warnings(c);
+
+	if (to_stdout) {
+		fd = dup(STDOUT_FILENO);
+	} else {
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		/* Only a regular file is removed on failure, never a device or fifo. */
+		regular = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode);
+	}
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		goto out;
+	}
+	w.fd = fd;
+	w.buf = w.own;
+	if (!to_stdout && ends_with(path, ".gz")) {
+		w.gz = kx_pgz_new(fd, GZ_LEVEL);
+		w.buf = w.gz ? kx_pgz_next(w.gz) : NULL;
+		if (!w.buf) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			close(fd);
+			goto fail;
+		}
+	}
+
+	oom = write_all(&w, c) != 0;
+	if (w.gz) {
+		char zmsg[128];
+		int zerr = 0;
+
+		zmsg[0] = '\0';
+		if (kx_pgz_finish(w.gz, &zerr, zmsg, sizeof(zmsg)) && !w.err) {
+			w.err = zerr ? zerr : EIO;
+			if (!zerr)
+				snprintf(w.zmsg, sizeof(w.zmsg), "%s", zmsg);
+		}
+	}
+	if (close(fd) && !w.err)
+		w.err = errno ? errno : EIO;
+	if (oom) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto fail;
+	}
+	if (w.err) {
+		if (w.zmsg[0])
+			snprintf(err, errlen, "write %s: %s", path, w.zmsg);
+		else
+			snprintf(err, errlen, "write %s: %s%s", path, strerror(w.err),
+			         w.err == ENOSPC ? " (free some space or write elsewhere)" : "");
+		goto fail;
+	}
+	rc = 0;
+	goto out;
+fail:
+	/* No partial trace left behind: a viewer would reject it anyway. */
+	if (regular)
+		unlink(path);
+out:
+	kx_pgz_free(w.gz);
+	free(w.own);
+	if (c)
+		ctx_free(c);
+	return rc;
+}

@@ -1,0 +1,1158 @@
+/*
+ * Summary statistics (contract: summary.h). Owns the aggregation of a
+ * capture's ioctl events into rows keyed by (category "ioctl/<driver>",
+ * ioctl name), the exact percentiles, the log2 histograms, the warnings a
+ * summary shows, and the table and JSON renderings.
+ *
+ * Aggregation is one hash lookup per event on (driver, cmd, xfer_cmd);
+ * names are made once per row at the end, and rows whose commands share a
+ * name (e.g. two sizes of one DRM command) are merged then. Percentiles use
+ * the nearest-rank definition (the smallest duration with at least p% of
+ * the row at or below it), found by selection, not a full sort.
+ *
+ * Rows also carry the time blocked off-CPU inside the calls ("Blocked
+ * Time", "On-CPU Time" when measured). Device timelines (user/analysis/jobs.h) add
+ * rows "<ring> exec" and "<ring> queue delay" under "jobs/<device>", the
+ * "Memory" section ("memory/<device>" -> "allocated"), a "Jobs" section
+ * (anomalies, per device and ring counts, busy time, depth) and a warning
+ * per anomaly.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "live/aggregate.h"
+#include "registry/ioctl_decode.h"
+#include "analysis/jobs.h"
+#include "export/summary.h"
+#include "analysis/warnings.h"
+
+#define HIST_BUCKETS 64
+#define ERRNO_SLOTS  32 /* distinct errnos kept per row; the rest are "other" */
+#define ERRNO_OTHER  INT64_MIN
+#define CAT_LEN      48
+#define NS_PER_MS    1e6
+
+struct errno_count {
+	int64_t ret;
+	uint64_t count;
+};
+
+struct row {
+	uint8_t drv;
+	uint32_t cmd;
+	uint32_t xfer;
+	char *name;
+	char cat[CAT_LEN];
+	uint64_t count, errors, total, min, max;
+	uint64_t p50, p90, p99;
+	uint64_t *durs;
+	size_t ndurs, cap;
+	struct errno_count errs[ERRNO_SLOTS];
+	int nerrs;
+	uint64_t hist[HIST_BUCKETS];
+	uint64_t offcpu; /* ns blocked (off-CPU) inside the calls */
+	int job;         /* a device ring row (jobs/<device>): no errors, no off-CPU */
+};
+
+struct kx_summary {
+	struct row *rows;
+	size_t nrows;
+	struct kx_capinfo ci;
+	uint64_t not_stored;
+	uint64_t stored; /* ioctl events summarized */
+	int truncated;
+	uint64_t trunc_bytes;
+	struct kx_jobs *jobs;  /* device timelines, memory and anomalies; NULL from aggregates */
+	int offcpu_measured;   /* sched_switch attached, or some ioctl blocked */
+	int from_agg;          /* built from live aggregates: bucket percentiles */
+	uint64_t agg_overflow; /* ioctls not aggregated: key limit */
+	uint32_t agg_max_keys;
+};
+
+/* Hash of (drv, cmd, xfer) -> row index + 1 (0 = empty slot). */
+struct row_map {
+	uint32_t *slot;
+	size_t cap; /* power of two */
+};
+
+static uint64_t key_hash(uint8_t drv, uint32_t cmd, uint32_t xfer)
+{
+	uint64_t h = ((uint64_t)cmd << 32 | xfer) ^ ((uint64_t)drv << 56);
+
+	/* splitmix64 finalizer: cmds differ in few bits. */
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return h;
+}
+
+static int map_grow(struct row_map *m, const struct row *rows, size_t nrows)
+{
+	size_t cap = m->cap ? m->cap * 2 : 64;
+	uint32_t *slot = calloc(cap, sizeof(*slot));
+
+	if (!slot)
+		return -1;
+	for (size_t i = 0; i < nrows; i++) {
+		size_t j = key_hash(rows[i].drv, rows[i].cmd, rows[i].xfer) & (cap - 1);
+
+		while (slot[j])
+			j = (j + 1) & (cap - 1);
+		slot[j] = (uint32_t)i + 1;
+	}
+	free(m->slot);
+	m->slot = slot;
+	m->cap = cap;
+	return 0;
+}
+
+/* Row for an event, created when new; NULL when out of memory. */
+static struct row *row_get(struct kx_summary *sum, size_t *rcap, struct row_map *m,
+                           const struct kx_ioctl *e)
+{
+	size_t j;
+	struct row *r;
+
+	if (!m->cap || (sum->nrows + 1) * 2 > m->cap) {
+		if (map_grow(m, sum->rows, sum->nrows))
+			return NULL;
+	}
+	j = key_hash(e->drv, e->cmd, e->xfer_cmd) & (m->cap - 1);
+	while (m->slot[j]) {
+		r = &sum->rows[m->slot[j] - 1];
+		if (r->drv == e->drv && r->cmd == e->cmd && r->xfer == e->xfer_cmd)
+			return r;
+		j = (j + 1) & (m->cap - 1);
+	}
+	if (sum->nrows == *rcap) {
+		size_t ncap = *rcap ? *rcap * 2 : 16;
+		struct row *nr = realloc(sum->rows, ncap * sizeof(*nr));
+
+		if (!nr)
+			return NULL;
+		sum->rows = nr;
+		*rcap = ncap;
+	}
+	r = &sum->rows[sum->nrows];
+	memset(r, 0, sizeof(*r));
+	r->drv = e->drv;
+	r->cmd = e->cmd;
+	r->xfer = e->xfer_cmd;
+	r->min = UINT64_MAX;
+	m->slot[j] = (uint32_t)++sum->nrows;
+	return r;
+}
+
+static int hist_bucket(uint64_t ns)
+{
+	return ns ? 63 - __builtin_clzll(ns) : 0;
+}
+
+static void errno_add(struct row *r, int64_t ret, uint64_t n)
+{
+	int i;
+
+	for (i = 0; i < r->nerrs; i++) {
+		if (r->errs[i].ret == ret) {
+			r->errs[i].count += n;
+			return;
+		}
+	}
+	/* The last slot is kept for "other" once the others are taken. */
+	if (r->nerrs < ERRNO_SLOTS - 1 || (r->nerrs == ERRNO_SLOTS - 1 && ret == ERRNO_OTHER)) {
+		r->errs[r->nerrs].ret = ret;
+		r->errs[r->nerrs++].count = n;
+		return;
+	}
+	errno_add(r, ERRNO_OTHER, n);
+}
+
+static int row_add(struct row *r, uint64_t dur, int64_t ret)
+{
+	if (r->ndurs == r->cap) {
+		size_t ncap = r->cap ? r->cap * 2 : 16;
+		uint64_t *nd = realloc(r->durs, ncap * sizeof(*nd));
+
+		if (!nd)
+			return -1;
+		r->durs = nd;
+		r->cap = ncap;
+	}
+	r->durs[r->ndurs++] = dur;
+	r->count++;
+	r->total += dur;
+	if (dur < r->min)
+		r->min = dur;
+	if (dur > r->max)
+		r->max = dur;
+	r->hist[hist_bucket(dur)]++;
+	if (ret < 0) {
+		r->errors++;
+		errno_add(r, ret, 1);
+	}
+	return 0;
+}
+
+/* Folds b into a (same category and name); b is emptied. */
+static int row_merge(struct row *a, struct row *b)
+{
+	if (a->ndurs + b->ndurs > a->cap) {
+		uint64_t *nd = realloc(a->durs, (a->ndurs + b->ndurs) * sizeof(*nd));
+
+		if (!nd)
+			return -1;
+		a->durs = nd;
+		a->cap = a->ndurs + b->ndurs;
+	}
+	memcpy(a->durs + a->ndurs, b->durs, b->ndurs * sizeof(*b->durs));
+	a->ndurs += b->ndurs;
+	a->count += b->count;
+	a->errors += b->errors;
+	a->total += b->total;
+	a->offcpu += b->offcpu;
+	if (b->min < a->min)
+		a->min = b->min;
+	if (b->max > a->max)
+		a->max = b->max;
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		a->hist[i] += b->hist[i];
+	for (int i = 0; i < b->nerrs; i++)
+		errno_add(a, b->errs[i].ret, b->errs[i].count);
+	free(b->durs);
+	free(b->name);
+	b->durs = NULL;
+	b->name = NULL;
+	return 0;
+}
+
+static void swap_u64(uint64_t *a, uint64_t *b)
+{
+	uint64_t t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/*
+ * k-th smallest of a[lo..n), leaving everything after k >= it so a later
+ * call with lo = k can go on from there. Three-way partition: durations
+ * repeat a lot, and equal keys must not degrade it to quadratic.
+ */
+static uint64_t select_kth(uint64_t *a, size_t lo, size_t hi, size_t k)
+{
+	while (hi - lo > 1) {
+		uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1], p;
+		size_t lt = lo, i = lo, gt = hi;
+
+		p = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+		while (i < gt) {
+			if (a[i] < p)
+				swap_u64(&a[lt++], &a[i++]);
+			else if (a[i] > p)
+				swap_u64(&a[i], &a[--gt]);
+			else
+				i++;
+		}
+		if (k < lt)
+			hi = lt;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return p;
+	}
+	return a[k];
+}
+
+/* Nearest-rank index of percentile p in n sorted values. */
+static size_t rank_index(size_t n, unsigned int p)
+{
+	return (size_t)(((unsigned __int128)n * p + 99) / 100) - 1;
+}
+
+/* Without durations (live aggregates): nearest rank over the log2 buckets,
+ * reported as the bucket's upper bound, clamped to the row's min and max. */
+static uint64_t hist_rank(const struct row *r, unsigned int p)
+{
+	uint64_t rank = (uint64_t)(((unsigned __int128)r->count * p + 99) / 100), seen = 0;
+
+	for (int i = 0; i < HIST_BUCKETS; i++) {
+		seen += r->hist[i];
+		if (seen >= rank && seen) {
+			uint64_t v = i >= 63 ? UINT64_MAX : 2ULL << i;
+
+			return v > r->max ? r->max : v < r->min ? r->min : v;
+		}
+	}
+	return r->max;
+}
+
+static void row_percentiles(struct row *r)
+{
+	size_t k50, k90, k99;
+
+	if (!r->ndurs && r->count) {
+		r->p50 = hist_rank(r, 50);
+		r->p90 = hist_rank(r, 90);
+		r->p99 = hist_rank(r, 99);
+		return;
+	}
+	if (!r->ndurs)
+		return;
+	k50 = rank_index(r->ndurs, 50);
+	k90 = rank_index(r->ndurs, 90);
+	k99 = rank_index(r->ndurs, 99);
+	r->p50 = select_kth(r->durs, 0, r->ndurs, k50);
+	r->p90 = select_kth(r->durs, k50, r->ndurs, k90);
+	r->p99 = select_kth(r->durs, k90, r->ndurs, k99);
+}
+
+static int cmp_cat_name(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+	int c = strcmp(a->cat, b->cat);
+
+	return c ? c : strcmp(a->name, b->name);
+}
+
+/* Names every row, then merges rows that share (category, name). */
+static int rows_finalize(struct kx_summary *sum)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < sum->nrows; i++) {
+		struct row *r = &sum->rows[i];
+		char buf[96];
+
+		snprintf(r->cat, sizeof(r->cat), "ioctl/%s", kx_driver_name(r->drv));
+		r->name = strdup(kx_ioctl_name(r->drv, r->cmd, r->xfer, buf, sizeof(buf)));
+		if (!r->name)
+			return -1;
+	}
+	if (sum->nrows > 1)
+		qsort(sum->rows, sum->nrows, sizeof(*sum->rows), cmp_cat_name);
+	for (size_t i = 0; i < sum->nrows; i++) {
+		if (out && !cmp_cat_name(&sum->rows[out - 1], &sum->rows[i])) {
+			if (row_merge(&sum->rows[out - 1], &sum->rows[i]))
+				return -1;
+			continue;
+		}
+		if (out != i)
+			sum->rows[out] = sum->rows[i];
+		out++;
+	}
+	sum->nrows = out;
+	for (size_t i = 0; i < sum->nrows; i++)
+		row_percentiles(&sum->rows[i]);
+	return 0;
+}
+
+/* A row of its own (category and name given), appended after the ioctl rows. */
+static struct row *row_new(struct kx_summary *sum, const char *cat, const char *name)
+{
+	struct row *nr = realloc(sum->rows, (sum->nrows + 1) * sizeof(*nr)), *r;
+
+	if (!nr)
+		return NULL;
+	sum->rows = nr;
+	r = &sum->rows[sum->nrows];
+	memset(r, 0, sizeof(*r));
+	r->min = UINT64_MAX;
+	r->job = 1;
+	snprintf(r->cat, sizeof(r->cat), "%s", cat);
+	r->name = strdup(name);
+	if (!r->name)
+		return NULL;
+	sum->nrows++;
+	return r;
+}
+
+/*
+ * Per ring of every device: "<ring> exec" (DONE - RUN, or - QUEUE where the
+ * source has no run) and "<ring> queue delay" (RUN - QUEUE), as time rows
+ * of category jobs/<device>.
+ */
+static int add_job_rows(struct kx_summary *sum)
+{
+	const struct kx_jobs *jb = sum->jobs;
+
+	for (size_t i = 0; i < jb->nrings; i++) {
+		const struct kx_jobring *rg = &jb->rings[i];
+		char cat[CAT_LEN], name[64];
+		struct row *ex, *qd = NULL;
+
+		/* A ring of only unfinished or DONE-only jobs has nothing to time. */
+		if (!rg->exec.count && !rg->queue.count)
+			continue;
+		snprintf(cat, sizeof(cat), "jobs/%.42s", jb->devs[rg->dev].name);
+		snprintf(name, sizeof(name), "%s exec", rg->name);
+		ex = row_new(sum, cat, name);
+		if (!ex)
+			return -1;
+		if (rg->queue.count) {
+			snprintf(name, sizeof(name), "%s queue delay", rg->name);
+			qd = row_new(sum, cat, name);
+			if (!qd)
+				return -1;
+			/* row_new may have moved the rows. */
+			ex = qd - 1;
+		}
+		for (size_t k = 0; k < rg->njobs; k++) {
+			const struct kx_jobrec *j = &jb->jobs[rg->first + k];
+			uint64_t start = kx_jobrec_start(j);
+
+			if (j->done_ts && (j->run_ts || j->queue_ts) &&
+			    row_add(ex, j->done_ts - start, 0))
+				return -1;
+			if (!qd || j->src == KX_JOB_SRC_KVM)
+				continue;
+			if (j->queue_ts && j->run_ts && row_add(qd, j->run_ts - j->queue_ts, 0))
+				return -1;
+			if (!j->queue_ts && (j->flags & KX_JOBF_DIRECT) && row_add(qd, 0, 0))
+				return -1;
+		}
+		row_percentiles(ex);
+		if (qd)
+			row_percentiles(qd);
+	}
+	return 0;
+}
+
+struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_capinfo *ci)
+{
+	struct kx_summary *sum = calloc(1, sizeof(*sum));
+	struct row_map m = {NULL, 0};
+	size_t rcap = 0, n;
+
+	if (!sum)
+		return NULL;
+	if (ci)
+		sum->ci = *ci;
+	sum->not_stored = sum->ci.not_stored;
+	n = s ? kx_store_ioctl_count(s) : 0;
+	if (s && kx_store_not_stored(s) > sum->not_stored)
+		sum->not_stored = kx_store_not_stored(s);
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(s, i);
+		struct row *r = row_get(sum, &rcap, &m, e);
+		uint64_t off = (uint64_t)e->offcpu_us * 1000;
+
+		if (!r || row_add(r, e->dur, e->ret))
+			goto fail;
+		/* µs rounding can put the blocked time past the call's end. */
+		r->offcpu += off < e->dur ? off : e->dur;
+		if (e->offcpu_us)
+			sum->offcpu_measured = 1;
+	}
+	for (uint32_t i = 0; i < sum->ci.nhooks && i < KX_MAX_HOOKS; i++)
+		if (!strncmp(sum->ci.hooks[i].name, "sched_switch", 12) &&
+		    sum->ci.hooks[i].state == KX_HOOK_ATTACHED)
+			sum->offcpu_measured = 1;
+	sum->stored = n;
+	free(m.slot);
+	m.slot = NULL;
+	if (rows_finalize(sum))
+		goto fail;
+	if (s) {
+		sum->jobs = kx_jobs_build(s, ci);
+		if (!sum->jobs || add_job_rows(sum))
+			goto fail;
+	}
+	kx_summary_sort(sum, KX_SORT_AVG, 0);
+	return sum;
+fail:
+	free(m.slot);
+	kx_summary_free(sum);
+	return NULL;
+}
+
+struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
+                                       const struct kx_capinfo *ci)
+{
+	struct kx_summary *sum = calloc(1, sizeof(*sum));
+	struct row_map m = {NULL, 0};
+	size_t rcap = 0;
+
+	if (!sum)
+		return NULL;
+	if (ci)
+		sum->ci = *ci;
+	sum->from_agg = 1;
+	sum->ci.start_mono_ns = snap->since_mono_ns;
+	sum->ci.stop_mono_ns = snap->mono_ns;
+	sum->ci.dropped = snap->dropped;
+	sum->ci.inflight_full = snap->inflight_full;
+	sum->agg_overflow = snap->overflow;
+	sum->agg_max_keys = snap->max_keys;
+	for (size_t i = 0; i < snap->nrows; i++) {
+		const struct kx_agg_row *a = &snap->rows[i];
+		struct kx_ioctl e = {
+		        .drv = (uint8_t)a->key.drv, .cmd = a->key.cmd, .xfer_cmd = a->key.xfer_cmd};
+		struct row *r;
+		uint64_t lo = 0, hi = 0;
+
+		if (!a->count)
+			continue;
+		r = row_get(sum, &rcap, &m, &e);
+		if (!r)
+			goto fail;
+		for (int b = 0; b < KX_HIST_SLOTS && b < HIST_BUCKETS; b++) {
+			r->hist[b] += a->slots[b];
+			if (a->slots[b] && !lo)
+				lo = b ? 1ULL << b : 1;
+			if (a->slots[b])
+				hi = kx_agg_bucket_upper_ns(b);
+		}
+		/* Exact extremes when the key knows them, else the bucket bounds. */
+		if (a->max_ns) {
+			lo = a->min_ns;
+			hi = a->max_ns;
+		}
+		r->count += a->count;
+		r->errors += a->errors;
+		r->total += a->sum_ns;
+		if (lo < r->min)
+			r->min = lo;
+		if (hi > r->max)
+			r->max = hi;
+		sum->stored += a->count;
+	}
+	free(m.slot);
+	m.slot = NULL;
+	if (rows_finalize(sum))
+		goto fail;
+	kx_summary_sort(sum, KX_SORT_AVG, 0);
+	return sum;
+fail:
+	free(m.slot);
+	kx_summary_free(sum);
+	return NULL;
+}
+
+void kx_summary_free(struct kx_summary *sum)
+{
+	if (!sum)
+		return;
+	for (size_t i = 0; i < sum->nrows; i++) {
+		free(sum->rows[i].durs);
+		free(sum->rows[i].name);
+	}
+	free(sum->rows);
+	kx_jobs_free(sum->jobs);
+	free(sum);
+}
+
+void kx_summary_set_truncated(struct kx_summary *sum, uint64_t bad_tail_bytes)
+{
+	sum->truncated = 1;
+	sum->trunc_bytes = bad_tail_bytes;
+}
+
+int kx_sort_key_parse(const char *s)
+{
+	static const char *const keys[] = {
+	        [KX_SORT_AVG] = "avg",     [KX_SORT_MIN] = "min",     [KX_SORT_MAX] = "max",
+	        [KX_SORT_TOTAL] = "total", [KX_SORT_COUNT] = "count",
+	};
+
+	for (size_t i = 0; s && i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(s, keys[i]))
+			return (int)i;
+	return -1;
+}
+
+struct sort_ctx {
+	enum kx_sort_key key;
+	int ascending;
+};
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_rows(const void *pa, const void *pb, void *arg)
+{
+	const struct row *a = pa, *b = pb;
+	const struct sort_ctx *sc = arg;
+	int c = strcmp(a->cat, b->cat);
+
+	if (c)
+		return c;
+	switch (sc->key) {
+	case KX_SORT_MIN:
+		c = cmp_u64(a->min, b->min);
+		break;
+	case KX_SORT_MAX:
+		c = cmp_u64(a->max, b->max);
+		break;
+	case KX_SORT_TOTAL:
+		c = cmp_u64(a->total, b->total);
+		break;
+	case KX_SORT_COUNT:
+		c = cmp_u64(a->count, b->count);
+		break;
+	case KX_SORT_AVG:
+	default: {
+		/* Exact: total_a / count_a vs total_b / count_b. */
+		unsigned __int128 x = (unsigned __int128)a->total * b->count;
+		unsigned __int128 y = (unsigned __int128)b->total * a->count;
+
+		c = x < y ? -1 : x > y;
+		break;
+	}
+	}
+	if (!sc->ascending)
+		c = -c;
+	/* Ties by name, always ascending, so output is stable. */
+	return c ? c : strcmp(a->name, b->name);
+}
+
+void kx_summary_sort(struct kx_summary *sum, enum kx_sort_key key, int ascending)
+{
+	struct sort_ctx sc = {key, ascending};
+
+	if (sum->nrows > 1)
+		qsort_r(sum->rows, sum->nrows, sizeof(*sum->rows), cmp_rows, &sc);
+}
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / NS_PER_MS;
+}
+
+static double row_avg_ms(const struct row *r)
+{
+	return r->count ? (double)r->total / (double)r->count / NS_PER_MS : 0.0;
+}
+
+static uint64_t row_min(const struct row *r)
+{
+	return r->count ? r->min : 0;
+}
+
+static double capture_ms(const struct kx_capinfo *ci)
+{
+	if (ci->stop_mono_ns <= ci->start_mono_ns)
+		return 0.0;
+	return ms(ci->stop_mono_ns - ci->start_mono_ns);
+}
+
+/* NUL-terminated copy of a fixed capinfo field, which may come from a file. */
+static void field_str(char *dst, size_t len, const char *src, size_t srclen)
+{
+	size_t n = strnlen(src, srclen);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static const char *errno_label(int64_t ret, char *buf, size_t len)
+{
+	const char *n;
+
+	if (ret == ERRNO_OTHER)
+		return "other";
+	n = kx_errno_name(ret);
+	if (n)
+		return n;
+	snprintf(buf, len, "errno %" PRId64, -ret);
+	return buf;
+}
+
+typedef kx_warn_fn warn_fn;
+
+/* Every warning of the summary, in a fixed order. */
+static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
+{
+	const struct kx_capinfo *ci = &sum->ci;
+	char msg[256];
+
+	kx_capture_warnings(ci, sum->not_stored, fn, ctx);
+	if (sum->agg_overflow) {
+		snprintf(msg, sizeof(msg),
+		         "%" PRIu64
+		         " ioctls not aggregated (key limit %u reached): raise --max-keys",
+		         sum->agg_overflow, sum->agg_max_keys);
+		fn(ctx, msg);
+	}
+	if (sum->from_agg) {
+		snprintf(msg, sizeof(msg),
+		         "live aggregates: p50/p90/p99 are log2 bucket upper bounds (within a "
+		         "factor 2); errors are not broken down by errno");
+		fn(ctx, msg);
+	}
+	kx_jobs_warnings(sum->jobs, fn, ctx);
+	if (sum->truncated) {
+		if (sum->trunc_bytes)
+			snprintf(msg, sizeof(msg),
+			         "record file is truncated (capture did not finish cleanly): "
+			         "%" PRIu64 " bytes after the last whole chunk ignored",
+			         sum->trunc_bytes);
+		else
+			snprintf(msg, sizeof(msg),
+			         "record file is truncated (capture did not finish cleanly)");
+		fn(ctx, msg);
+	}
+}
+
+/* ---- table ---- */
+
+/* The last two columns only when off-CPU time was measured. */
+enum {
+	COL_COUNT,
+	COL_ERR,
+	COL_TOTAL,
+	COL_MIN,
+	COL_MAX,
+	COL_AVG,
+	COL_P50,
+	COL_P90,
+	COL_P99,
+	COL_BLOCKED,
+	COL_ONCPU,
+	NCOL
+};
+
+static const char *const col_head[NCOL] = {
+        "Total Count",      "Errors",   "Total Time (ms)", "Min Time (ms)", "Max Time (ms)",
+        "Avg Time (ms)",    "p50 (ms)", "p90 (ms)",        "p99 (ms)",      "Blocked Time (ms)",
+        "On-CPU Time (ms)",
+};
+
+static void row_cols(const struct row *r, char cols[NCOL][32])
+{
+	snprintf(cols[COL_COUNT], 32, "%" PRIu64, r->count);
+	snprintf(cols[COL_ERR], 32, "%" PRIu64, r->errors);
+	if (r->job) {
+		snprintf(cols[COL_ERR], 32, "-");
+		snprintf(cols[COL_BLOCKED], 32, "-");
+		snprintf(cols[COL_ONCPU], 32, "-");
+	} else {
+		snprintf(cols[COL_BLOCKED], 32, "%.3f", ms(r->offcpu));
+		snprintf(cols[COL_ONCPU], 32, "%.3f", ms(r->total - r->offcpu));
+	}
+	/* 3 decimals of a millisecond: microsecond precision. */
+	snprintf(cols[COL_TOTAL], 32, "%.3f", ms(r->total));
+	snprintf(cols[COL_MIN], 32, "%.3f", ms(row_min(r)));
+	snprintf(cols[COL_MAX], 32, "%.3f", ms(r->max));
+	snprintf(cols[COL_AVG], 32, "%.3f", row_avg_ms(r));
+	snprintf(cols[COL_P50], 32, "%.3f", ms(r->p50));
+	snprintf(cols[COL_P90], 32, "%.3f", ms(r->p90));
+	snprintf(cols[COL_P99], 32, "%.3f", ms(r->p99));
+}
+
+static void table_warning(void *ctx, const char *msg)
+{
+	fprintf(ctx, "WARNING: %s\n", msg);
+}
+
+static void print_errors(const struct row *r, FILE *f)
+{
+	struct errno_count e[ERRNO_SLOTS];
+	int n = r->nerrs;
+	char buf[32];
+
+	if (!r->errors)
+		return;
+	memcpy(e, r->errs, n * sizeof(*e));
+	/* Most frequent first. */
+	for (int i = 1; i < n; i++) {
+		struct errno_count t = e[i];
+		int j = i;
+
+		for (; j > 0 && e[j - 1].count < t.count; j--)
+			e[j] = e[j - 1];
+		e[j] = t;
+	}
+	fprintf(f, "    errors:");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s %s x%" PRIu64, i ? "," : "", errno_label(e[i].ret, buf, sizeof(buf)),
+		        e[i].count);
+	fputc('\n', f);
+}
+
+/* log2 buckets in ns, printed as microsecond ranges, biolatency style. */
+static void print_hist(const struct row *r, FILE *f)
+{
+	int first = -1, last = -1, lw = 5, hw = 0;
+	uint64_t peak = 0;
+	char lo[32], hi[32];
+
+	for (int i = 0; i < HIST_BUCKETS; i++) {
+		if (!r->hist[i])
+			continue;
+		if (first < 0)
+			first = i;
+		last = i;
+		if (r->hist[i] > peak)
+			peak = r->hist[i];
+	}
+	if (first < 0)
+		return;
+	for (int i = first; i <= last; i++) {
+		int a = snprintf(lo, sizeof(lo), "%.3f", (i ? (double)(1ULL << i) : 0.0) / 1e3);
+		int b = snprintf(hi, sizeof(hi), "%.3f",
+		                 (double)((i == 63 ? UINT64_MAX : (2ULL << i) - 1)) / 1e3);
+
+		if (a > lw)
+			lw = a;
+		if (b > hw)
+			hw = b;
+	}
+	fprintf(f, "    %*s%-*s : count    distribution\n", lw + 4 - 5, "", hw + 5, "usecs");
+	for (int i = first; i <= last; i++) {
+		char stars[41];
+		int ns = (int)(r->hist[i] * 40 / peak);
+
+		memset(stars, '*', ns);
+		memset(stars + ns, ' ', 40 - ns);
+		stars[40] = '\0';
+		snprintf(lo, sizeof(lo), "%.3f", (i ? (double)(1ULL << i) : 0.0) / 1e3);
+		snprintf(hi, sizeof(hi), "%.3f",
+		         (double)((i == 63 ? UINT64_MAX : (2ULL << i) - 1)) / 1e3);
+		fprintf(f, "    %*s -> %-*s : %-8" PRIu64 " |%s|\n", lw, lo, hw, hi, r->hist[i],
+		        stars);
+	}
+}
+
+/* Per device: jobs, busy fraction, depth and links; then the Memory rows. */
+static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
+{
+	int any = 0;
+
+	for (size_t i = 0; i < jb->ndevs; i++) {
+		const struct kx_jobdev *d = &jb->devs[i];
+
+		if (!d->nrings)
+			continue;
+		if (!any++)
+			fprintf(f, "\nDevices (job timelines)\n");
+		fprintf(f,
+		        "%s (%s): %" PRIu64 " jobs, %" PRIu64 " completed, %" PRIu64
+		        " incomplete; busy %.1f%%; max in flight %u; %" PRIu64
+		        " linked to their submitting ioctl\n",
+		        d->name, d->label, d->njobs, d->completed, d->incomplete,
+		        100.0 * d->busy_fraction, d->max_depth, d->linked);
+	}
+	any = 0;
+	for (size_t i = 0; i < jb->ndevs; i++) {
+		const struct kx_jobdev *d = &jb->devs[i];
+
+		if (!d->nmem)
+			continue;
+		if (!any++)
+			fprintf(f, "\nMemory (bytes)\n%-24s  %11s  %14s  %14s  %16s\n", "Name",
+			        "Total Count", "Min Usage", "Max Usage", "Avg Usage");
+		fprintf(f, "memory/%-17s  %11" PRIu64 "  %14" PRIu64 "  %14" PRIu64 "  %16.1f\n",
+		        d->name, (uint64_t)d->nmem, d->mem_min, d->mem_max, d->mem_avg);
+	}
+}
+
+void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist)
+{
+	const struct kx_capinfo *ci = &sum->ci;
+	char host[sizeof(ci->hostname) + 1], kernel[sizeof(ci->kernel) + 1];
+	int w[NCOL], namew = 4, ncol = sum->offcpu_measured ? NCOL : COL_BLOCKED;
+	const char *cat = NULL;
+
+	field_str(host, sizeof(host), ci->hostname, sizeof(ci->hostname));
+	field_str(kernel, sizeof(kernel), ci->kernel, sizeof(ci->kernel));
+	fprintf(f,
+	        "Capture: host %s, kernel %s, %.3f s; events emitted %" PRIu64 ", received %" PRIu64
+	        ", dropped %" PRIu64 ", not stored %" PRIu64 "; %" PRIu64 " ioctls summarized\n",
+	        host[0] ? host : "?", kernel[0] ? kernel : "?", capture_ms(ci) / 1e3, ci->emitted,
+	        ci->received, ci->dropped, sum->not_stored, sum->stored);
+	each_warning(sum, table_warning, f);
+
+	for (int c = 0; c < NCOL; c++)
+		w[c] = (int)strlen(col_head[c]);
+	for (size_t i = 0; i < sum->nrows; i++) {
+		char cols[NCOL][32];
+		int nl = (int)strlen(sum->rows[i].name);
+
+		if (nl > namew)
+			namew = nl;
+		row_cols(&sum->rows[i], cols);
+		for (int c = 0; c < NCOL; c++)
+			if ((int)strlen(cols[c]) > w[c])
+				w[c] = (int)strlen(cols[c]);
+	}
+	if (!sum->nrows)
+		fprintf(f, "\nno ioctl events\n");
+	for (size_t i = 0; i < sum->nrows; i++) {
+		const struct row *r = &sum->rows[i];
+		char cols[NCOL][32];
+
+		if (!cat || strcmp(cat, r->cat)) {
+			cat = r->cat;
+			fprintf(f, "\n%s\n%-*s", cat, namew, "Name");
+			for (int c = 0; c < ncol; c++)
+				fprintf(f, "  %*s", w[c], col_head[c]);
+			fputc('\n', f);
+		}
+		row_cols(r, cols);
+		fprintf(f, "%-*s", namew, r->name);
+		for (int c = 0; c < ncol; c++)
+			fprintf(f, "  %*s", w[c], cols[c]);
+		fputc('\n', f);
+		print_errors(r, f);
+		if (hist)
+			print_hist(r, f);
+	}
+	if (sum->jobs)
+		print_jobs_table(sum->jobs, f);
+}
+
+/* ---- JSON ---- */
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 when invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and beyond U+10FFFF are not UTF-8. */
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+/* A JSON string of at most maxlen bytes of s; bad UTF-8 becomes U+FFFD. */
+static void json_str(FILE *f, const char *s, size_t maxlen)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strnlen(s, maxlen);
+
+	fputc('"', f);
+	for (size_t i = 0; i < n;) {
+		unsigned char c = p[i];
+		size_t l;
+
+		if (c == '"' || c == '\\') {
+			fputc('\\', f);
+			fputc(c, f);
+			i++;
+		} else if (c == '\n') {
+			fputs("\\n", f);
+			i++;
+		} else if (c == '\t') {
+			fputs("\\t", f);
+			i++;
+		} else if (c == '\r') {
+			fputs("\\r", f);
+			i++;
+		} else if (c < 0x20 || c == 0x7f) {
+			fprintf(f, "\\u%04x", c);
+			i++;
+		} else if ((l = utf8_len(p + i, n - i)) != 0) {
+			fwrite(p + i, 1, l, f);
+			i += l;
+		} else {
+			fputs("\\ufffd", f);
+			i++;
+		}
+	}
+	fputc('"', f);
+}
+
+struct json_warn_ctx {
+	FILE *f;
+	int n;
+};
+
+static void json_warning(void *ctx, const char *msg)
+{
+	struct json_warn_ctx *c = ctx;
+
+	fputs(c->n++ ? ",\n    " : "\n    ", c->f);
+	json_str(c->f, msg, SIZE_MAX);
+}
+
+static void json_row(const struct row *r, FILE *f, int hist, int offcpu)
+{
+	char buf[32];
+
+	json_str(f, r->name, SIZE_MAX);
+	fprintf(f,
+	        ": {\"Total Count\": %" PRIu64 ", \"Total Time\": %.6f, \"Min Time\": %.6f, "
+	        "\"Max Time\": %.6f, \"Avg Time\": %.6f",
+	        r->count, ms(r->total), ms(row_min(r)), ms(r->max), row_avg_ms(r));
+	if (!r->job) {
+		fprintf(f, ", \"Errors\": %" PRIu64 ", \"Errno\": {", r->errors);
+		for (int i = 0; i < r->nerrs; i++) {
+			fputs(i ? ", " : "", f);
+			json_str(f, errno_label(r->errs[i].ret, buf, sizeof(buf)), SIZE_MAX);
+			fprintf(f, ": %" PRIu64, r->errs[i].count);
+		}
+		fputc('}', f);
+		if (offcpu)
+			fprintf(f, ", \"Blocked Time\": %.6f, \"On-CPU Time\": %.6f", ms(r->offcpu),
+			        ms(r->total - r->offcpu));
+	}
+	fprintf(f, ", \"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f", ms(r->p50), ms(r->p90),
+	        ms(r->p99));
+	if (hist) {
+		int last = 0;
+
+		for (int i = 0; i < HIST_BUCKETS; i++)
+			if (r->hist[i])
+				last = i;
+		fputs(", \"Histogram\": {\"unit\": \"ns\", \"log2_buckets\": [", f);
+		for (int i = 0; i <= last; i++)
+			fprintf(f, "%s%" PRIu64, i ? ", " : "", r->hist[i]);
+		fputs("]}", f);
+	}
+	fputc('}', f);
+}
+
+/* "Memory": {"memory/<device>": {"allocated": {Count, Max/Min/Avg Usage}}} */
+static void json_memory(const struct kx_jobs *jb, FILE *f)
+{
+	int n = 0;
+	char cat[64];
+
+	fputs("  \"Memory\": {", f);
+	for (size_t i = 0; jb && i < jb->ndevs; i++) {
+		const struct kx_jobdev *d = &jb->devs[i];
+
+		if (!d->nmem)
+			continue;
+		snprintf(cat, sizeof(cat), "memory/%s", d->name);
+		fputs(n++ ? ",\n    " : "\n    ", f);
+		json_str(f, cat, sizeof(cat));
+		fprintf(f,
+		        ": {\"allocated\": {\"Count\": %zu, \"Max Usage\": %" PRIu64
+		        ", \"Min Usage\": %" PRIu64 ", \"Avg Usage\": %.3f"
+		        ", \"Allocations\": %" PRIu64 ", \"Frees\": %" PRIu64
+		        ", \"Unknown Frees\": %" PRIu64 "}}",
+		        d->nmem, d->mem_max, d->mem_min, d->mem_avg, d->mem_allocs, d->mem_frees,
+		        d->mem_unknown_frees);
+	}
+	fputs(n ? "\n  },\n" : "},\n", f);
+}
+
+static void json_dist(const char *key, const struct kx_dist *d, FILE *f)
+{
+	fprintf(f,
+	        ", \"%s\": {\"count\": %" PRIu64 ", \"total_ms\": %.6f, \"min_ms\": %.6f, "
+	        "\"max_ms\": %.6f, \"p50_ms\": %.6f, \"p90_ms\": %.6f, \"p99_ms\": %.6f}",
+	        key, d->count, ms(d->total), ms(d->min), ms(d->max), ms(d->p50), ms(d->p90),
+	        ms(d->p99));
+}
+
+/* "Jobs": anomalies and, per device and ring, counts, links, busy time and depth. */
+static void json_jobs(const struct kx_jobs *jb, FILE *f)
+{
+	const struct kx_jobs_anomalies *a;
+	int n = 0;
+
+	if (!jb)
+		return;
+	a = &jb->anom;
+	fprintf(f,
+	        "  \"Jobs\": {\"anomalies\": {\"incomplete\": %" PRIu64 ", \"no_queue\": %" PRIu64
+	        ", \"duplicate\": %" PRIu64 ", \"out_of_order\": %" PRIu64
+	        ", \"unlinked\": %" PRIu64 ", \"runs_without_exit\": %" PRIu64
+	        ", \"unknown\": %" PRIu64 "}, \"devices\": {",
+	        a->incomplete, a->no_queue, a->duplicate, a->out_of_order, a->unlinked,
+	        a->runs_without_exit, a->unknown);
+	for (size_t i = 0; i < jb->ndevs; i++) {
+		const struct kx_jobdev *d = &jb->devs[i];
+
+		if (!d->nrings)
+			continue;
+		fputs(n++ ? ",\n    " : "\n    ", f);
+		json_str(f, d->name, sizeof(d->name));
+		fputs(": {\"label\": ", f);
+		json_str(f, d->label, sizeof(d->label));
+		fprintf(f,
+		        ", \"jobs\": %" PRIu64 ", \"completed\": %" PRIu64
+		        ", \"incomplete\": %" PRIu64 ", \"no_queue\": %" PRIu64
+		        ", \"linked\": %" PRIu64
+		        ", \"busy_ms\": %.6f, \"busy_fraction\": %.6f, \"max_in_flight\": %u"
+		        ", \"rings\": {",
+		        d->njobs, d->completed, d->incomplete, d->no_queue, d->linked,
+		        ms(d->busy_ns), d->busy_fraction, d->max_depth);
+		for (uint32_t k = 0; k < d->nrings; k++) {
+			const struct kx_jobring *r = &jb->rings[d->first_ring + k];
+
+			fputs(k ? ",\n      " : "\n      ", f);
+			json_str(f, r->name, sizeof(r->name));
+			fprintf(f,
+			        ": {\"id\": %u, \"jobs\": %zu, \"completed\": %" PRIu64
+			        ", \"linked\": %" PRIu64 ", \"waited\": %" PRIu64
+			        ", \"lanes\": %u, \"busy_ms\": %.6f",
+			        r->id, r->njobs, r->completed, r->linked, r->waited, r->nlanes,
+			        ms(r->busy_ns));
+			json_dist("exec", &r->exec, f);
+			json_dist("queue_delay", &r->queue, f);
+			fputc('}', f);
+		}
+		fputs("}}", f);
+	}
+	fputs(n ? "\n  }},\n" : "}},\n", f);
+}
+
+void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
+{
+	const struct kx_capinfo *ci = &sum->ci;
+	struct json_warn_ctx wc = {f, 0};
+	const char *cat = NULL;
+
+	fputs("{\n  \"Time\": {", f);
+	for (size_t i = 0; i < sum->nrows; i++) {
+		const struct row *r = &sum->rows[i];
+
+		if (!cat || strcmp(cat, r->cat)) {
+			fputs(cat ? "\n    },\n    " : "\n    ", f);
+			cat = r->cat;
+			json_str(f, cat, sizeof(r->cat));
+			fputs(": {\n      ", f);
+		} else {
+			fputs(",\n      ", f);
+		}
+		json_row(r, f, hist, sum->offcpu_measured);
+	}
+	fputs(cat ? "\n    }\n  },\n" : "},\n", f);
+	json_memory(sum->jobs, f);
+	fputs("  \"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"},\n", f);
+	json_jobs(sum->jobs, f);
+	fputs("  \"Capture\": {\"host\": ", f);
+	json_str(f, ci->hostname, sizeof(ci->hostname));
+	fputs(", \"kernel\": ", f);
+	json_str(f, ci->kernel, sizeof(ci->kernel));
+	fprintf(f,
+	        ", \"duration_ms\": %.6f, \"emitted\": %" PRIu64 ", \"received\": %" PRIu64
+	        ", \"dropped\": %" PRIu64 ", \"not_stored\": %" PRIu64 ", \"truncated\": %s"
+	        ", \"job_emitted\": %" PRIu64 ", \"job_received\": %" PRIu64
+	        ", \"job_dropped\": %" PRIu64 ", \"offcpu_measured\": %s},\n",
+	        capture_ms(ci), ci->emitted, ci->received, ci->dropped, sum->not_stored,
+	        sum->truncated ? "true" : "false", ci->job_emitted, ci->job_received,
+	        ci->job_dropped, sum->offcpu_measured ? "true" : "false");
+	fputs("  \"Warnings\": [", f);
+	each_warning(sum, json_warning, &wc);
+	fputs(wc.n ? "\n  ]\n}\n" : "]\n}\n", f);
+}

@@ -1,0 +1,41 @@
+/*
+ * Aggregate statistics of a capture (the summary format of specs/outputs.md):
+ * per category ("ioctl/<driver>") and name: count, errors (by errno), total,
+ * min, max, avg, p50/p90/p99 and a log2 latency histogram. Table and JSON.
+ */
+#ifndef KX_SUMMARY_H
+#define KX_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model/capinfo.h"
+#include "model/store.h"
+
+enum kx_sort_key { KX_SORT_AVG = 0, KX_SORT_MIN, KX_SORT_MAX, KX_SORT_TOTAL, KX_SORT_COUNT };
+
+struct kx_summary;
+
+struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_capinfo *ci);
+struct kx_agg_snapshot;
+/* Summary of live in-kernel aggregates (kxprof serve): same keys and rows;
+ * Min/Max exact per key, p50/p90/p99 are log2 bucket upper bounds (within a
+ * factor 2), no per-errno breakdown (a warning says so); the capture time is
+ * the time since the aggregates started or were last reset. */
+struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
+                                       const struct kx_capinfo *ci);
+void kx_summary_free(struct kx_summary *sum);
+/* Parses "avg|min|max|total|count"; -1 when unknown. */
+int kx_sort_key_parse(const char *s);
+void kx_summary_sort(struct kx_summary *sum, enum kx_sort_key key, int ascending);
+/* Marks the source record file as cut short (no trailer); bad_tail_bytes
+ * ignored after its last whole chunk (kx_kxp_read_result). Adds a warning. */
+void kx_summary_set_truncated(struct kx_summary *sum, uint64_t bad_tail_bytes);
+/* Table: capture line, warnings (drops, skipped hooks, store limit), rows per
+ * category; with hist, a log2 histogram under each row. */
+void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist);
+/* JSON: {"Time": {...}, "Memory": {...}, "Unit": {...}, "Jobs": {...}, "Capture": {...},
+ * "Warnings": [...]}; Time also has "jobs/<device>" categories (see summary.c). */
+void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist);
+
+#endif /* KX_SUMMARY_H */

@@ -1,0 +1,2056 @@
+/*
+ * XSpace exporter (see xspace.h). Owns the protobuf wire encoding of a
+ * capture as tensorflow.profiler.XSpace (proto/xplane.proto): which planes,
+ * lines, events, stats and warnings it holds, and the TensorBoard log
+ * directory layout.
+ *
+ * Device timelines (user/analysis/jobs.h) go on the device planes: one line per ring
+ * lane (id = 1 + the ring's index in its device, + 1000 per extra lane, as
+ * the Chrome tids; name = the ring), one event per job from RUN (or QUEUE) to DONE, named after its
+ * submitting ioctl ("DRM_IOCTL_AMDGPU_CS", "KVM_RUN"), "block read|write|
+ * other" or "job"; a "memory" line (id MEM_LINE_ID) has one instant per
+ * allocation or free. A job and the ioctl that submitted it carry the same
+ * XProf flow stat (id = the ioctl's store index + 1, out on the ioctl, in on
+ * the job, category generic) and correlation_id, so XProf draws the arrow.
+ *
+ * The encoder writes the wire format directly instead of building
+ * protobuf-c message trees: millions of events would cost several small
+ * allocations each and a second full copy at pack time. The host plane
+ * (nearly all the bytes) is sized first and then streamed (see "the
+ * /host:CPU plane"): to a file it never exists whole in memory, peak memory
+ * is a few MiB of segments plus 4 bytes per exported event (the per-thread
+ * ordering). Device planes are small: they go through a growing buffer
+ * whose nested lengths reserve five bytes, the body moved back once its
+ * real varint length is known.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry/devices.h"
+#include "util/fdio.h"
+#include "util/grow.h"
+#include "registry/ioctl_decode.h"
+#include "analysis/jobs.h"
+#include "analysis/warnings.h"
+#include "util/workq.h"
+#include "export/xspace.h"
+
+/* TSL's plane id for /host:CPU (kHostPlaneId); device planes use 0..n-1. */
+#define HOST_PLANE_ID   49
+#define HOST_PLANE_NAME "/host:CPU"
+/* XProf's trace viewer keeps this many events by default. */
+#define VIEWER_EVENT_LIMIT 1000000
+/* protobuf refuses messages of 2 GiB and more. */
+#define PB_MAX_MSG ((size_t)INT32_MAX)
+/* Distinct decoded string values interned as refs; more go inline. */
+#define MAX_REF_STRINGS 65536
+#define MAX_FIELDS      16
+/* An event never needs more: fixed fields + MAX_FIELDS stats of <= 80 bytes. */
+#define EVENT_SCRATCH 2048
+/* Bytes reserved for a nested message's length (covers lengths < 2^35). */
+#define LEN_RESERVE 5
+
+/* Wire types. */
+#define WT_VARINT 0
+#define WT_I64    1
+#define WT_LEN    2
+
+/* Field numbers (proto/xplane.proto). */
+enum {
+	XSPACE_PLANES = 1,
+	XSPACE_WARNINGS = 3,
+	XSPACE_HOSTNAMES = 4,
+	XPLANE_ID = 1,
+	XPLANE_NAME = 2,
+	XPLANE_LINES = 3,
+	XPLANE_EVENT_METADATA = 4,
+	XPLANE_STAT_METADATA = 5,
+	XPLANE_STATS = 6,
+	XLINE_ID = 1,
+	XLINE_NAME = 2,
+	XLINE_TIMESTAMP_NS = 3,
+	XLINE_EVENTS = 4,
+	XLINE_DURATION_PS = 9,
+	XLINE_DISPLAY_NAME = 11,
+	XEVENT_METADATA_ID = 1,
+	XEVENT_OFFSET_PS = 2,
+	XEVENT_DURATION_PS = 3,
+	XEVENT_STATS = 4,
+	XSTAT_METADATA_ID = 1,
+	XSTAT_DOUBLE = 2,
+	XSTAT_UINT64 = 3,
+	XSTAT_INT64 = 4,
+	XSTAT_STR = 5,
+	XSTAT_REF = 7,
+	XMETA_ID = 1,
+	XMETA_NAME = 2,
+	MAP_KEY = 1,
+	MAP_VALUE = 2,
+};
+
+/* ---- raw encoding into a caller-checked cursor ---- */
+
+static inline size_t vsize(uint64_t v)
+{
+	/* 7 bits a byte: (floor(log2) * 9 + 73) / 64 rounds the bits used up to sevens. */
+	return ((size_t)(63 - __builtin_clzll(v | 1)) * 9 + 73) / 64;
+}
+
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *put_tag(uint8_t *p, unsigned int field, unsigned int wt)
+{
+	return put_varint(p, (uint64_t)field << 3 | wt);
+}
+
+static inline uint8_t *put_vfield(uint8_t *p, unsigned int field, uint64_t v)
+{
+	return put_varint(put_tag(p, field, WT_VARINT), v);
+}
+
+static inline uint8_t *put_bytes(uint8_t *p, unsigned int field, const void *s, size_t len)
+{
+	p = put_varint(put_tag(p, field, WT_LEN), len);
+	memcpy(p, s, len);
+	return p + len;
+}
+
+/* XStat with a varint value (uint64, int64 or ref), as a repeated field. */
+static inline uint8_t *put_stat_varint(uint8_t *p, unsigned int field, uint64_t mid,
+                                       unsigned int vfield, uint64_t v)
+{
+	p = put_tag(p, field, WT_LEN);
+	p = put_varint(p, 2 + vsize(mid) + vsize(v)); /* tags are one byte */
+	p = put_vfield(p, XSTAT_METADATA_ID, mid);
+	return put_vfield(p, vfield, v);
+}
+
+/* XStat with a str_value. */
+static inline uint8_t *put_stat_str(uint8_t *p, unsigned int field, uint64_t mid, const char *s,
+                                    size_t len)
+{
+	p = put_tag(p, field, WT_LEN);
+	p = put_varint(p, 1 + vsize(mid) + 1 + vsize(len) + len);
+	p = put_vfield(p, XSTAT_METADATA_ID, mid);
+	return put_bytes(p, XSTAT_STR, s, len);
+}
+
+/* ---- the growing output buffer ---- */
+
+struct obuf {
+	uint8_t *p;
+	size_t len, cap;
+	int oom;
+};
+
+/* Makes room for n more bytes; returns the write cursor or NULL (oom set). */
+static uint8_t *ob_room(struct obuf *b, size_t n)
+{
+	size_t ncap;
+	uint8_t *np;
+
+	if (b->oom)
+		return NULL;
+	if (b->cap - b->len >= n)
+		return b->p + b->len;
+	ncap = b->cap ? b->cap : 4096;
+	while (ncap - b->len < n)
+		ncap *= 2;
+	np = realloc(b->p, ncap);
+	if (!np) {
+		b->oom = 1;
+		return NULL;
+	}
+	b->p = np;
+	b->cap = ncap;
+	return b->p + b->len;
+}
+
+static void ob_done(struct obuf *b, uint8_t *end)
+{
+	b->len = (size_t)(end - b->p);
+}
+
+/* A plain (non-oneof) scalar: proto3 leaves out default values. */
+static void ob_vfield(struct obuf *b, unsigned int field, uint64_t v)
+{
+	uint8_t *p = v ? ob_room(b, 16) : NULL;
+
+	if (p)
+		ob_done(b, put_vfield(p, field, v));
+}
+
+static void ob_str(struct obuf *b, unsigned int field, const char *s)
+{
+	size_t len = strlen(s);
+	uint8_t *p = ob_room(b, len + 16);
+
+	if (p)
+		ob_done(b, put_bytes(p, field, s, len));
+}
+
+/* Opens a length-delimited field; returns the body offset for ob_close. */
+static size_t ob_open(struct obuf *b, unsigned int field)
+{
+	uint8_t *p = ob_room(b, 8 + LEN_RESERVE);
+
+	if (!p)
+		return 0;
+	p = put_tag(p, field, WT_LEN);
+	ob_done(b, p + LEN_RESERVE);
+	return b->len;
+}
+
+/* Writes the body length in front of it, then moves the body up to it. */
+static void ob_close(struct obuf *b, size_t body)
+{
+	size_t len, k;
+	uint8_t *lp;
+
+	if (b->oom)
+		return;
+	len = b->len - body;
+	k = vsize(len);
+	lp = b->p + body - LEN_RESERVE;
+	put_varint(lp, len);
+	if (k < LEN_RESERVE) {
+		memmove(lp + k, b->p + body, len);
+		b->len -= LEN_RESERVE - k;
+	}
+}
+
+/* ---- interning ---- */
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* (a, b) -> id cache; id 0 marks an empty slot. */
+struct idslot {
+	uint64_t a, b;
+	uint32_t id;
+};
+struct idmap {
+	struct idslot *slot;
+	size_t cap, used;
+};
+
+static int idmap_grow(struct idmap *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 64;
+	struct idslot *ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return -1;
+	for (size_t i = 0; i < m->cap; i++) {
+		struct idslot *o = &m->slot[i];
+		size_t h;
+
+		if (!o->id)
+			continue;
+		for (h = mix64(o->a * 0x9e3779b97f4a7c15ULL ^ o->b) & (ncap - 1); ns[h].id;
+		     h = (h + 1) & (ncap - 1))
+			;
+		ns[h] = *o;
+	}
+	free(m->slot);
+	m->slot = ns;
+	m->cap = ncap;
+	return 0;
+}
+
+static struct idslot *idmap_probe(const struct idmap *m, uint64_t a, uint64_t b)
+{
+	size_t h = mix64(a * 0x9e3779b97f4a7c15ULL ^ b) & (m->cap - 1);
+
+	while (m->slot[h].id && (m->slot[h].a != a || m->slot[h].b != b))
+		h = (h + 1) & (m->cap - 1);
+	return &m->slot[h];
+}
+
+/* Slot for (a, b): its id is 0 when new (the caller fills it). NULL on OOM. */
+static struct idslot *idmap_slot(struct idmap *m, uint64_t a, uint64_t b)
+{
+	struct idslot *sl = m->cap ? idmap_probe(m, a, b) : NULL;
+
+	if (sl && sl->id)
+		return sl;
+	/* New key: grow first so that the table stays at most half full. */
+	if ((m->used + 1) * 2 > m->cap) {
+		if (idmap_grow(m))
+			return NULL;
+		sl = idmap_probe(m, a, b);
+	}
+	sl->a = a;
+	sl->b = b;
+	m->used++;
+	return sl;
+}
+
+static void idmap_free(struct idmap *m)
+{
+	free(m->slot);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Interned names of one plane's metadata: id i + 1 is name[i]. */
+struct strtab {
+	char **name;
+	size_t n, cap;
+	uint32_t *hslot; /* id, 0 = empty */
+	size_t hcap;
+};
+
+static uint64_t str_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static int strtab_rehash(struct strtab *t)
+{
+	size_t ncap = t->hcap ? t->hcap * 2 : 64;
+	uint32_t *ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return -1;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t h = str_hash(t->name[i], strlen(t->name[i])) & (ncap - 1);
+
+		while (ns[h])
+			h = (h + 1) & (ncap - 1);
+		ns[h] = (uint32_t)(i + 1);
+	}
+	free(t->hslot);
+	t->hslot = ns;
+	t->hcap = ncap;
+	return 0;
+}
+
+/* Id (>= 1) of the name s[0..len), added when new; 0 on OOM. */
+static uint32_t strtab_id(struct strtab *t, const char *s, size_t len)
+{
+	size_t h;
+	char *copy;
+
+	if ((t->n + 1) * 2 > t->hcap && strtab_rehash(t))
+		return 0;
+	for (h = str_hash(s, len) & (t->hcap - 1); t->hslot[h]; h = (h + 1) & (t->hcap - 1)) {
+		const char *o = t->name[t->hslot[h] - 1];
+
+		if (!strncmp(o, s, len) && o[len] == '\0')
+			return t->hslot[h];
+	}
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 32;
+		char **nn = realloc(t->name, ncap * sizeof(*nn));
+
+		if (!nn)
+			return 0;
+		t->name = nn;
+		t->cap = ncap;
+	}
+	copy = strndup(s, len);
+	if (!copy)
+		return 0;
+	t->name[t->n++] = copy;
+	t->hslot[h] = (uint32_t)t->n;
+	return (uint32_t)t->n;
+}
+
+/* Id of the name s[0..len) when interned, else 0; never changes t (any thread). */
+static uint32_t strtab_find(const struct strtab *t, const char *s, size_t len)
+{
+	if (!t->hcap)
+		return 0;
+	for (size_t h = str_hash(s, len) & (t->hcap - 1); t->hslot[h];
+	     h = (h + 1) & (t->hcap - 1)) {
+		const char *o = t->name[t->hslot[h] - 1];
+
+		if (!strncmp(o, s, len) && o[len] == '\0')
+			return t->hslot[h];
+	}
+	return 0;
+}
+
+static uint32_t strtab_cstr(struct strtab *t, const char *s)
+{
+	return strtab_id(t, s, strlen(s));
+}
+
+static void strtab_free(struct strtab *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->name[i]);
+	free(t->name);
+	free(t->hslot);
+	memset(t, 0, sizeof(*t));
+}
+
+/*
+ * Emits a plane's metadata maps: event_metadata entries {key, XEventMetadata
+ * {id, name}} from ev (may be NULL), stat_metadata entries from st.
+ */
+static void put_metadata(struct obuf *b, const struct strtab *ev, const struct strtab *st)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		const struct strtab *t = pass ? st : ev;
+		unsigned int field = pass ? XPLANE_STAT_METADATA : XPLANE_EVENT_METADATA;
+
+		for (size_t i = 0; t && i < t->n; i++) {
+			size_t nl = strlen(t->name[i]), id = i + 1;
+			size_t val = 2 + vsize(id) + vsize(nl) + nl;
+			size_t ent = 2 + vsize(id) + vsize(val) + val;
+			uint8_t *p = ob_room(b, ent + 16);
+
+			if (!p)
+				return;
+			p = put_varint(put_tag(p, field, WT_LEN), ent);
+			p = put_vfield(p, MAP_KEY, id);
+			p = put_varint(put_tag(p, MAP_VALUE, WT_LEN), val);
+			p = put_vfield(p, XMETA_ID, id);
+			ob_done(b, put_bytes(p, XMETA_NAME, t->name[i], nl));
+		}
+	}
+}
+
+/* ---- selecting and ordering the events ---- */
+
+struct line {
+	uint32_t tid;
+	uint32_t sorted; /* events already in (start, longest first) order */
+	uint64_t last_ts, last_dur;
+	size_t start, count; /* range in the order array */
+};
+
+struct sortent {
+	uint64_t ts, dur;
+	uint32_t idx;
+};
+
+static int sortent_cmp(const void *a, const void *b)
+{
+	const struct sortent *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->dur != y->dur) /* the longer one first, so shorter ones nest in it */
+		return x->dur > y->dur ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int line_tid_cmp(const void *a, const void *b)
+{
+	const struct line *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+#define TID_CACHE 64
+
+/* ---- the exporter state ---- */
+
+/* An event the nesting guard shortened: its position in order, its new duration. */
+struct fixent {
+	size_t pos;
+	uint64_t dur;
+};
+
+/* A host line as the sizing pass found it. */
+struct hline {
+	size_t body;      /* bytes of the XLine message */
+	uint64_t max_end; /* ns after the line's first event */
+	size_t fix0;      /* its first entry in fix */
+};
+
+/* Stat metadata interned first in the host plane, so their ids are fixed. */
+enum { ST_DRIVER = 1, ST_DEVICE, ST_FD, ST_CMD, ST_RET, ST_ERRNO, ST_PID, ST_NFIXED = ST_PID };
+static const char *const fixed_stats[] = {"driver", "device", "fd", "cmd", "ret", "errno", "pid"};
+
+struct exporter {
+	const struct kx_store *s;
+	const struct kx_capinfo *ci;
+	struct kx_xspace_opts o;
+	struct obuf out;
+
+	struct line *lines;
+	size_t nlines;
+	uint32_t *order; /* store indices, grouped by line, each line sorted */
+	size_t nevents;
+
+	struct strtab ev;       /* host plane event metadata names */
+	struct strtab st;       /* host plane stat metadata names and interned values */
+	struct idmap ev_by_cmd; /* (drv, cmd << 32 | xfer) -> event metadata id */
+	struct idmap dev_ref;   /* (fkind, dev) -> device label ref */
+	struct idmap field_id;  /* decoded field name pointer -> stat id */
+	uint32_t drv_ref[256];
+	uint64_t *stack; /* ends of the open events of the current line */
+	size_t stack_cap;
+
+	uint64_t overlap_fixes, overlap_lines;
+	struct kx_jobs *jobs;                 /* device timelines; NULL when they failed to build */
+	size_t job_events;                    /* exported on device planes */
+	uint32_t st_offcpu, st_flow, st_corr; /* host plane stat ids, 0 until used */
+	struct fixent *fix;                   /* shortened events, by position in order */
+	size_t nfix, fixcap;
+	struct hline *hl; /* per line: what the sizing pass found */
+	/* The sizing pass's last answers: runs of one command on one file are the rule. */
+	uint64_t last_cmd_key, last_dev_key;
+	uint32_t last_drv, last_fkind, last_mid, last_dev;
+	char *err;
+	size_t errlen;
+};
+
+static int fail(struct exporter *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct exporter *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (x->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(x->err, x->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+static int in_window(const struct kx_xspace_opts *o, uint64_t ts)
+{
+	return ts >= o->from_mono_ns && (!o->to_mono_ns || ts < o->to_mono_ns);
+}
+
+/*
+ * Groups the events in the window by thread: lines sorted by tid, and per
+ * line the store indices in start order (a counting sort; lines that are
+ * not already in order are sorted on their own).
+ */
+static int select_events(struct exporter *x)
+{
+	size_t n = kx_store_ioctl_count(x->s), cap = 0, pos = 0;
+	struct idmap by_tid = {0};
+	/* Recent tids -> line id + 1 (0: empty): most events skip the hash table. */
+	uint32_t ctid[TID_CACHE], cline[TID_CACHE];
+	const struct kx_ioctl *cur;
+	struct sortent *tmp = NULL;
+	size_t tmp_cap = 0;
+	int rc = -1;
+
+	if (n > UINT32_MAX)
+		return fail(x, "too many events for one XSpace (%zu)", n);
+	memset(cline, 0, sizeof(cline));
+	cur = NULL;
+	for (size_t i = 0, run = 0; i < n; i++, run--) {
+		const struct kx_ioctl *e = cur = run ? cur + 1 : kx_store_ioctl_run(x->s, i, &run);
+		unsigned int ci = e->tid % TID_CACHE;
+		struct idslot *sl;
+		struct line *l;
+
+		if (!in_window(&x->o, e->ts))
+			continue;
+		if (cline[ci] && ctid[ci] == e->tid) {
+			l = &x->lines[cline[ci] - 1];
+			goto counted;
+		}
+		sl = idmap_slot(&by_tid, e->tid, 0);
+		if (!sl)
+			goto oom;
+		if (!sl->id) {
+			if (x->nlines == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				struct line *nl = realloc(x->lines, ncap * sizeof(*nl));
+
+				if (!nl)
+					goto oom;
+				x->lines = nl;
+				cap = ncap;
+			}
+			l = &x->lines[x->nlines++];
+			memset(l, 0, sizeof(*l));
+			l->tid = e->tid;
+			l->sorted = 1;
+			sl->id = (uint32_t)x->nlines;
+		}
+		l = &x->lines[sl->id - 1];
+		ctid[ci] = e->tid;
+		cline[ci] = sl->id;
+	counted:
+		if (l->count &&
+		    (e->ts < l->last_ts || (e->ts == l->last_ts && e->dur > l->last_dur)))
+			l->sorted = 0;
+		l->last_ts = e->ts;
+		l->last_dur = e->dur;
+		l->count++;
+		x->nevents++;
+	}
+	if (x->nlines)
+		qsort(x->lines, x->nlines, sizeof(*x->lines), line_tid_cmp);
+	for (size_t i = 0; i < x->nlines; i++) {
+		struct idslot *sl = idmap_probe(&by_tid, x->lines[i].tid, 0);
+
+		sl->id = (uint32_t)(i + 1);
+		x->lines[i].start = pos;
+		pos += x->lines[i].count;
+		x->lines[i].count = 0; /* refilled below */
+	}
+	x->order = malloc((x->nevents ? x->nevents : 1) * sizeof(*x->order));
+	if (!x->order)
+		goto oom;
+	memset(cline, 0, sizeof(cline));
+	cur = NULL;
+	for (size_t i = 0, run = 0; i < n; i++, run--) {
+		const struct kx_ioctl *e = cur = run ? cur + 1 : kx_store_ioctl_run(x->s, i, &run);
+		unsigned int ci = e->tid % TID_CACHE;
+		struct line *l;
+
+		if (!in_window(&x->o, e->ts))
+			continue;
+		if (!cline[ci] || ctid[ci] != e->tid) {
+			ctid[ci] = e->tid;
+			cline[ci] = idmap_probe(&by_tid, e->tid, 0)->id;
+		}
+		l = &x->lines[cline[ci] - 1];
+		x->order[l->start + l->count++] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < x->nlines; i++) {
+		struct line *l = &x->lines[i];
+		uint32_t *ord = x->order + l->start;
+
+		if (l->sorted)
+			continue;
+		if (l->count > tmp_cap) {
+			free(tmp);
+			tmp_cap = l->count;
+			tmp = malloc(tmp_cap * sizeof(*tmp));
+			if (!tmp)
+				goto oom;
+		}
+		for (size_t k = 0; k < l->count; k++) {
+			const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
+
+			tmp[k] = (struct sortent){e->ts, e->dur, ord[k]};
+		}
+		qsort(tmp, l->count, sizeof(*tmp), sortent_cmp);
+		for (size_t k = 0; k < l->count; k++)
+			ord[k] = tmp[k].idx;
+	}
+	rc = 0;
+	goto out;
+oom:
+	fail(x, "out of memory ordering %zu events", n);
+out:
+	free(tmp);
+	idmap_free(&by_tid);
+	return rc;
+}
+
+/* ---- the /host:CPU plane ---- */
+
+/*
+ * The host plane is written in two passes. The sizing pass walks every
+ * line in order: it runs the nesting guard (shortened events are noted in
+ * fix), interns every name the events need (so ids come out as a single
+ * pass would give them) and adds up each line's size, so that every
+ * length is known before the first byte goes out. The writing pass then
+ * encodes segments of lines on worker threads with those tables frozen
+ * (lookups only) and writes them in order through a bounded buffer.
+ * Lookups take frozen: 1 in the writing pass (any thread, nothing
+ * changes), 0 in the sizing pass (names are added).
+ */
+
+static uint32_t event_meta_id(struct exporter *x, const struct kx_ioctl *e, int frozen)
+{
+	uint64_t key = (uint64_t)e->cmd << 32 | e->xfer_cmd;
+	struct idslot *sl;
+	char buf[64];
+
+	if (frozen) {
+		sl = x->ev_by_cmd.cap ? idmap_probe(&x->ev_by_cmd, e->drv, key) : NULL;
+		return sl ? sl->id : 0;
+	}
+	if (x->last_mid && x->last_cmd_key == key && x->last_drv == e->drv)
+		return x->last_mid;
+	sl = idmap_slot(&x->ev_by_cmd, e->drv, key);
+	if (!sl)
+		return 0;
+	if (!sl->id)
+		sl->id = strtab_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd,
+		                                           e->xfer_cmd, buf, sizeof(buf)));
+	x->last_cmd_key = key;
+	x->last_drv = e->drv;
+	x->last_mid = sl->id;
+	return sl->id;
+}
+
+static uint32_t device_ref(struct exporter *x, const struct kx_ioctl *e, int frozen)
+{
+	struct idslot *sl;
+	char buf[128];
+
+	if (frozen) {
+		sl = x->dev_ref.cap ? idmap_probe(&x->dev_ref, e->fkind, e->dev) : NULL;
+		return sl ? sl->id : 0;
+	}
+	if (x->last_dev && x->last_dev_key == e->dev && x->last_fkind == e->fkind)
+		return x->last_dev;
+	sl = idmap_slot(&x->dev_ref, e->fkind, e->dev);
+	if (!sl)
+		return 0;
+	if (!sl->id)
+		sl->id = strtab_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
+		                                             e->fkind, e->dev, buf, sizeof(buf)));
+	x->last_dev_key = e->dev;
+	x->last_fkind = e->fkind;
+	x->last_dev = sl->id;
+	return sl->id;
+}
+
+static uint32_t driver_ref(struct exporter *x, const struct kx_ioctl *e, int frozen)
+{
+	if (!x->drv_ref[e->drv] && !frozen)
+		x->drv_ref[e->drv] = strtab_cstr(&x->st, kx_driver_name((enum kx_driver)e->drv));
+	return x->drv_ref[e->drv];
+}
+
+static uint32_t errno_ref(struct exporter *x, int32_t ret, int frozen)
+{
+	const char *name = kx_errno_name(ret);
+	char buf[32];
+
+	if (!name) {
+		snprintf(buf, sizeof(buf), "errno %" PRId64, -(int64_t)ret);
+		name = buf;
+	}
+	return frozen ? strtab_find(&x->st, name, strlen(name)) : strtab_cstr(&x->st, name);
+}
+
+static uint32_t field_stat_id(struct exporter *x, const char *name, int frozen)
+{
+	struct idslot *sl;
+
+	if (frozen) {
+		sl = x->field_id.cap ? idmap_probe(&x->field_id, (uintptr_t)name, 0) : NULL;
+		return sl ? sl->id : 0;
+	}
+	sl = idmap_slot(&x->field_id, (uintptr_t)name, 0);
+	if (!sl)
+		return 0;
+	if (!sl->id)
+		sl->id = strtab_cstr(&x->st, name);
+	return sl->id;
+}
+
+/* Stats of the decoded argument fields; NULL on OOM (or a name not interned). */
+static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint8_t *p, int frozen)
+{
+	const uint8_t *arg = kx_store_arg(x->s, e);
+	struct kx_field f[MAX_FIELDS];
+	int nf;
+
+	if (!arg)
+		return p;
+	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg, e->arg_in_len,
+	                          arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
+	for (int i = 0; i < nf; i++) {
+		uint32_t mid = field_stat_id(x, f[i].name, frozen), ref;
+		char hex[24];
+		size_t sl;
+
+		if (!mid)
+			return NULL;
+		switch (f[i].kind) {
+		case KX_FIELD_U64:
+			p = put_stat_varint(p, XEVENT_STATS, mid, XSTAT_UINT64, f[i].u);
+			break;
+		case KX_FIELD_I64:
+			p = put_stat_varint(p, XEVENT_STATS, mid, XSTAT_INT64, (uint64_t)f[i].i);
+			break;
+		case KX_FIELD_HEX: /* addresses and flags read best in hex */
+			sl = (size_t)snprintf(hex, sizeof(hex), "0x%" PRIx64, f[i].u);
+			p = put_stat_str(p, XEVENT_STATS, mid, hex, sl);
+			break;
+		case KX_FIELD_STR:
+			sl = strnlen(f[i].s, sizeof(f[i].s));
+			/* enum-like names repeat: interned, unless there are too many */
+			ref = strtab_find(&x->st, f[i].s, sl);
+			if (!ref && !frozen && x->st.n < MAX_REF_STRINGS) {
+				ref = strtab_id(&x->st, f[i].s, sl);
+				if (!ref)
+					return NULL;
+			}
+			if (ref)
+				p = put_stat_varint(p, XEVENT_STATS, mid, XSTAT_REF, ref);
+			else
+				p = put_stat_str(p, XEVENT_STATS, mid, f[i].s, sl);
+			break;
+		}
+	}
+	return p;
+}
+
+/* XProf's flow stat: 2-bit direction, 56-bit id, 6-bit category (0: generic). */
+#define FLOW_IN  1
+#define FLOW_OUT 2
+static uint64_t flow_value(uint64_t id, unsigned int dir)
+{
+	return (id & ((1ULL << 56) - 1)) << 2 | dir;
+}
+
+/* A host plane stat name interned on first use; 0 on OOM. */
+static uint32_t host_stat(struct exporter *x, uint32_t *id, const char *name)
+{
+	if (!*id)
+		*id = strtab_cstr(&x->st, name);
+	return *id;
+}
+
+/* Bytes of an XStat with a varint value: field tag and length, two tags, two varints. */
+static inline size_t stat_size(uint64_t mid, uint64_t v)
+{
+	return 4 + vsize(mid) + vsize(v);
+}
+
+/*
+ * The sizing pass's view of put_event: the bytes it will write for e,
+ * interning what it needs on the way. 0 on OOM.
+ */
+static size_t event_size(struct exporter *x, const struct kx_ioctl *e, size_t idx,
+                         uint64_t offset_ns, uint64_t dur_ns)
+{
+	uint32_t mid = event_meta_id(x, e, 0), dev = device_ref(x, e, 0), drv = driver_ref(x, e, 0);
+	size_t n;
+
+	if (!mid || !dev || !drv)
+		return 0;
+	n = 1 + vsize(mid) + 1 + vsize(offset_ns * 1000);
+	if (dur_ns)
+		n += 1 + vsize(dur_ns * 1000);
+	n += stat_size(ST_DRIVER, drv) + stat_size(ST_DEVICE, dev) +
+	     stat_size(ST_FD, (uint64_t)(int64_t)e->fd) + stat_size(ST_CMD, e->cmd) +
+	     stat_size(ST_RET, (uint64_t)e->ret);
+	if (e->ret < 0) {
+		uint32_t ref = errno_ref(x, e->ret, 0);
+
+		if (!ref)
+			return 0;
+		n += stat_size(ST_ERRNO, ref);
+	}
+	n += stat_size(ST_PID, e->pid);
+	if (e->offcpu_us) {
+		if (!host_stat(x, &x->st_offcpu, "offcpu_ns"))
+			return 0;
+		n += stat_size(x->st_offcpu, (uint64_t)e->offcpu_us * 1000);
+	}
+	if (x->jobs && kx_jobs_ioctl_submitted(x->jobs, idx)) {
+		if (!host_stat(x, &x->st_flow, "flow") ||
+		    !host_stat(x, &x->st_corr, "correlation_id"))
+			return 0;
+		n += stat_size(x->st_flow, flow_value(idx + 1, FLOW_OUT)) +
+		     stat_size(x->st_corr, idx + 1);
+	}
+	if (e->arg_off != KX_NO_ARG && kx_store_arg(x->s, e)) {
+		uint8_t scratch[EVENT_SCRATCH], *end = put_arg_stats(x, e, scratch, 0);
+
+		if (!end)
+			return 0;
+		n += (size_t)(end - scratch);
+	}
+	return n;
+}
+
+/*
+ * One XEvent of store ioctl idx into p (EVENT_SCRATCH bytes), with the
+ * tables frozen. Returns the end, or NULL when a name was not interned.
+ */
+static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t idx,
+                          uint64_t offset_ns, uint64_t dur_ns, uint8_t *p)
+{
+	uint32_t mid = event_meta_id(x, e, 1), dev = device_ref(x, e, 1), drv = driver_ref(x, e, 1);
+
+	if (!mid || !dev || !drv)
+		return NULL;
+	p = put_vfield(p, XEVENT_METADATA_ID, mid);
+	p = put_vfield(p, XEVENT_OFFSET_PS, offset_ns * 1000); /* oneof: written even when 0 */
+	if (dur_ns)
+		p = put_vfield(p, XEVENT_DURATION_PS, dur_ns * 1000);
+	p = put_stat_varint(p, XEVENT_STATS, ST_DRIVER, XSTAT_REF, drv);
+	p = put_stat_varint(p, XEVENT_STATS, ST_DEVICE, XSTAT_REF, dev);
+	p = put_stat_varint(p, XEVENT_STATS, ST_FD, XSTAT_INT64, (uint64_t)(int64_t)e->fd);
+	p = put_stat_varint(p, XEVENT_STATS, ST_CMD, XSTAT_UINT64, e->cmd);
+	p = put_stat_varint(p, XEVENT_STATS, ST_RET, XSTAT_INT64, (uint64_t)e->ret);
+	if (e->ret < 0) {
+		uint32_t ref = errno_ref(x, e->ret, 1);
+
+		if (!ref)
+			return NULL;
+		p = put_stat_varint(p, XEVENT_STATS, ST_ERRNO, XSTAT_REF, ref);
+	}
+	p = put_stat_varint(p, XEVENT_STATS, ST_PID, XSTAT_INT64, e->pid);
+	if (e->offcpu_us)
+		p = put_stat_varint(p, XEVENT_STATS, x->st_offcpu, XSTAT_UINT64,
+		                    (uint64_t)e->offcpu_us * 1000);
+	/* The arrow to the jobs it submitted (the jobs carry the same flow). */
+	if (x->jobs && kx_jobs_ioctl_submitted(x->jobs, idx)) {
+		p = put_stat_varint(p, XEVENT_STATS, x->st_flow, XSTAT_UINT64,
+		                    flow_value(idx + 1, FLOW_OUT));
+		p = put_stat_varint(p, XEVENT_STATS, x->st_corr, XSTAT_UINT64, idx + 1);
+	}
+	if (e->arg_off == KX_NO_ARG)
+		return p;
+	return put_arg_stats(x, e, p, 1);
+}
+
+static int push_end(struct exporter *x, size_t depth, uint64_t end)
+{
+	if (kx_grow((void **)&x->stack, &x->stack_cap, depth, sizeof(*x->stack)))
+		return -1;
+	x->stack[depth] = end;
+	return 0;
+}
+
+static int fix_add(struct exporter *x, size_t pos, uint64_t dur)
+{
+	if (kx_grow((void **)&x->fix, &x->fixcap, x->nfix, sizeof(*x->fix)))
+		return -1;
+	x->fix[x->nfix].pos = pos;
+	x->fix[x->nfix++].dur = dur;
+	return 0;
+}
+
+/* ns values that stay below INT64_MAX once in ps. */
+#define MAX_NS ((uint64_t)INT64_MAX / 1000)
+
+/* An event's start and duration on its line, before the nesting guard. */
+static inline void event_span(const struct kx_ioctl *e, uint64_t t0, uint64_t *start, uint64_t *dur)
+{
+	*start = e->ts - t0;
+	*dur = e->dur;
+	if (*start > MAX_NS)
+		*start = MAX_NS;
+	if (*dur > MAX_NS - *start)
+		*dur = MAX_NS - *start;
+}
+
+/* The XLine fields before the events (at most LINE_HEAD bytes). */
+#define LINE_HEAD 128
+static size_t line_head(struct exporter *x, const struct line *l, uint8_t *buf)
+{
+	const struct kx_ioctl *first = kx_store_ioctl(x->s, x->order[l->start]);
+	const char *comm = kx_store_comm(x->s, l->tid);
+	uint64_t ts = (uint64_t)kx_capinfo_realtime(x->ci, first->ts);
+	uint8_t *p = buf;
+	char name[32];
+	size_t n;
+
+	if (comm && comm[0])
+		snprintf(name, sizeof(name), "%.*s", KX_COMM_LEN, comm);
+	else
+		snprintf(name, sizeof(name), "tid %" PRIu32, l->tid);
+	n = strlen(name);
+	/* proto3 leaves out zero scalars */
+	if (l->tid)
+		p = put_vfield(p, XLINE_ID, l->tid);
+	p = put_bytes(p, XLINE_NAME, name, n);
+	p = put_bytes(p, XLINE_DISPLAY_NAME, name, n);
+	if (ts)
+		p = put_vfield(p, XLINE_TIMESTAMP_NS, ts);
+	return (size_t)(p - buf);
+}
+
+/* The XLine fields after the events. */
+static size_t line_tail(const struct hline *h, uint8_t *buf)
+{
+	return h->max_end ? (size_t)(put_vfield(buf, XLINE_DURATION_PS, h->max_end * 1000) - buf)
+	                  : 0;
+}
+
+/* Sizing pass over one line: nesting guard, names, byte count. */
+static int size_line(struct exporter *x, size_t li)
+{
+	const struct line *l = &x->lines[li];
+	struct hline *h = &x->hl[li];
+	const uint32_t *ord = x->order + l->start;
+	uint64_t t0 = kx_store_ioctl(x->s, ord[0])->ts, max_end = 0, fixes = 0;
+	uint8_t buf[LINE_HEAD];
+	size_t depth = 0, body = line_head(x, l, buf);
+
+	h->fix0 = x->nfix;
+	for (size_t k = 0; k < l->count; k++) {
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
+		uint64_t start, dur, end;
+		size_t elen;
+
+		event_span(e, t0, &start, &dur);
+		end = start + dur;
+		/* Close the enclosing events that ended; then nest in the innermost. */
+		while (depth && x->stack[depth - 1] <= start)
+			depth--;
+		if (depth && end > x->stack[depth - 1]) {
+			end = x->stack[depth - 1];
+			dur = end - start;
+			fixes++;
+			if (fix_add(x, l->start + k, dur))
+				return fail(x, "out of memory");
+		}
+		if (push_end(x, depth++, end))
+			return fail(x, "out of memory");
+		if (end > max_end)
+			max_end = end;
+		elen = event_size(x, e, ord[k], start, dur);
+		if (!elen)
+			return fail(x, "out of memory");
+		body += 1 + vsize(elen) + elen;
+	}
+	h->max_end = max_end;
+	body += line_tail(h, buf);
+	h->body = body;
+	if (fixes) {
+		x->overlap_fixes += fixes;
+		x->overlap_lines++;
+	}
+	return 0;
+}
+
+/* Where the bytes go: a file descriptor, or the exporter's buffer. */
+struct sink {
+	int fd; /* < 0: x->out */
+	struct obuf *ob;
+	int err; /* errno of the first write failure */
+	uint64_t bytes;
+};
+
+static void sink_put(struct sink *k, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+
+	if (!n)
+		return;
+	k->bytes += n;
+	if (k->fd < 0) {
+		uint8_t *d = ob_room(k->ob, n);
+
+		if (d) {
+			memcpy(d, c, n);
+			k->ob->len += n;
+		}
+		return;
+	}
+	if (!k->err)
+		k->err = kx_write_all(k->fd, c, n);
+}
+
+/* A piece of the host plane: literal bytes, then events [k0, k1) of line li. */
+#define SEG_EVENTS 16384
+struct seg {
+	size_t li, k0, k1;
+	uint8_t *out;
+	size_t len, cap;
+	int bad;
+};
+
+struct hwriter {
+	struct exporter *x;
+	struct sink *k;
+	int bad;
+};
+
+static uint8_t *seg_room(struct seg *g, size_t n)
+{
+	if (g->cap - g->len < n) {
+		size_t ncap = g->cap ? g->cap : 65536;
+		uint8_t *p;
+
+		while (ncap - g->len < n)
+			ncap *= 2;
+		p = realloc(g->out, ncap);
+		if (!p)
+			return NULL;
+		g->out = p;
+		g->cap = ncap;
+	}
+	return g->out + g->len;
+}
+
+static void seg_lit(struct seg *g, const void *p, size_t n)
+{
+	uint8_t *d = n ? seg_room(g, n) : NULL;
+
+	if (!n)
+		return;
+	if (!d) {
+		g->bad = 1;
+		return;
+	}
+	memcpy(d, p, n);
+	g->len += n;
+}
+
+/* Encodes a segment's events (on a worker thread; the exporter is read only). */
+static void seg_run(void *slot, void *wctx, void *arg)
+{
+	struct seg *g = slot;
+	struct hwriter *hw = arg;
+	struct exporter *x = hw->x;
+	const struct line *l;
+	const uint32_t *ord;
+	const struct hline *h;
+	uint64_t t0;
+	size_t fi;
+
+	(void)wctx;
+	if (g->k0 == g->k1 || g->bad)
+		return;
+	l = &x->lines[g->li];
+	h = &x->hl[g->li];
+	ord = x->order + l->start;
+	t0 = kx_store_ioctl(x->s, ord[0])->ts;
+	/* The line's first fix at or after this segment. */
+	fi = h->fix0;
+	{
+		size_t hi = g->li + 1 < x->nlines ? x->hl[g->li + 1].fix0 : x->nfix;
+
+		while (fi < hi) {
+			size_t mid = fi + (hi - fi) / 2;
+
+			if (x->fix[mid].pos < l->start + g->k0)
+				fi = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	for (size_t k = g->k0; k < g->k1; k++) {
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
+		uint8_t *p = seg_room(g, EVENT_SCRATCH + 16), *q;
+		uint8_t scratch[EVENT_SCRATCH];
+		uint64_t start, dur;
+		size_t elen;
+
+		if (!p) {
+			g->bad = 1;
+			return;
+		}
+		event_span(e, t0, &start, &dur);
+		if (fi < x->nfix && x->fix[fi].pos == l->start + k)
+			dur = x->fix[fi++].dur;
+		q = put_event(x, e, ord[k], start, dur, scratch);
+		if (!q) {
+			g->bad = 1;
+			return;
+		}
+		elen = (size_t)(q - scratch);
+		p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
+		memcpy(p, scratch, elen);
+		g->len = (size_t)(p + elen - g->out);
+	}
+}
+
+static void seg_done(void *slot, void *arg)
+{
+	struct seg *g = slot;
+	struct hwriter *hw = arg;
+
+	if (g->bad)
+		hw->bad = 1;
+	else if (!hw->bad)
+		sink_put(hw->k, g->out, g->len);
+	g->len = 0;
+	g->bad = 0;
+}
+
+static void seg_free(void *slot, void *arg)
+{
+	(void)arg;
+	free(((struct seg *)slot)->out);
+}
+
+static const struct kx_workq_ops seg_ops = {
+        .run = seg_run,
+        .done = seg_done,
+};
+
+/*
+ * The host plane: sizing pass, then the bytes to k. In memory the whole
+ * plane's room is made first, so the buffer grows once.
+ */
+static int put_host_plane(struct exporter *x, struct sink *k)
+{
+	uint8_t head[64 + sizeof(HOST_PLANE_NAME)], buf[LINE_HEAD], *p;
+	struct obuf meta = {0};
+	struct hwriter hw = {x, k, 0};
+	struct kx_workq *q;
+	struct seg *g;
+	size_t plane, head_len;
+	int workers;
+
+	for (int i = 0; i < ST_NFIXED; i++)
+		if (strtab_cstr(&x->st, fixed_stats[i]) != (uint32_t)i + 1)
+			return fail(x, "out of memory");
+	x->hl = calloc(x->nlines + 1, sizeof(*x->hl));
+	if (!x->hl)
+		return fail(x, "out of memory");
+	for (size_t i = 0; i < x->nlines; i++)
+		if (size_line(x, i))
+			return -1;
+	put_metadata(&meta, &x->ev, &x->st);
+	if (meta.oom) {
+		free(meta.p);
+		return fail(x, "out of memory");
+	}
+	p = put_vfield(head, XPLANE_ID, HOST_PLANE_ID);
+	p = put_bytes(p, XPLANE_NAME, HOST_PLANE_NAME, sizeof(HOST_PLANE_NAME) - 1);
+	head_len = (size_t)(p - head);
+	plane = head_len + meta.len;
+	for (size_t i = 0; i < x->nlines; i++)
+		plane += 1 + vsize(x->hl[i].body) + x->hl[i].body;
+	if (plane > PB_MAX_MSG) {
+		free(meta.p);
+		return fail(x,
+		            "XSpace is over protobuf's 2 GiB limit (%zu bytes of %zu threads): "
+		            "export a shorter time window",
+		            plane, x->nlines);
+	}
+	if (k->fd < 0 && !ob_room(k->ob, plane + 16 + 65536)) {
+		free(meta.p);
+		return fail(x, "out of memory serializing the XSpace");
+	}
+
+	workers = kx_workq_workers(x->nevents / SEG_EVENTS);
+	q = kx_workq_new(workers, (size_t)workers * 2 + 2, sizeof(struct seg), &seg_ops, &hw);
+	if (!q) {
+		free(meta.p);
+		return fail(x, "out of memory");
+	}
+	g = kx_workq_get(q);
+	p = put_varint(put_tag(buf, XSPACE_PLANES, WT_LEN), plane);
+	seg_lit(g, buf, (size_t)(p - buf));
+	seg_lit(g, head, head_len);
+	for (size_t i = 0; i < x->nlines; i++) {
+		const struct line *l = &x->lines[i];
+
+		p = put_varint(put_tag(buf, XPLANE_LINES, WT_LEN), x->hl[i].body);
+		seg_lit(g, buf, (size_t)(p - buf));
+		seg_lit(g, buf, line_head(x, l, buf));
+		for (size_t k0 = 0; k0 < l->count; k0 += SEG_EVENTS) {
+			g->li = i;
+			g->k0 = k0;
+			g->k1 = l->count - k0 < SEG_EVENTS ? l->count : k0 + SEG_EVENTS;
+			kx_workq_put(q, g);
+			g = kx_workq_get(q);
+			g->k0 = g->k1 = 0;
+		}
+		seg_lit(g, buf, line_tail(&x->hl[i], buf));
+	}
+	seg_lit(g, meta.p, meta.len);
+	kx_workq_put(q, g);
+	kx_workq_finish(q);
+	kx_workq_each(q, seg_free);
+	kx_workq_free(q);
+	free(meta.p);
+	if (hw.bad)
+		return fail(x, "out of memory encoding the host plane");
+	if (k->ob->oom)
+		return fail(x, "out of memory serializing the XSpace (%zu bytes so far)",
+		            k->ob->len);
+	if (k->bytes != 1 + vsize(plane) + plane)
+		return fail(x, "internal error: host plane of %" PRIu64 " bytes, %zu expected",
+		            k->bytes, 1 + vsize(plane) + plane);
+	return 0;
+}
+
+/* ---- device planes ---- */
+
+static int anon_kind(unsigned int fkind)
+{
+	return fkind == KX_FK_KVM_VM || fkind == KX_FK_KVM_VCPU || fkind == KX_FK_KVM_DEV ||
+	       fkind == KX_FK_VFIO_DEV;
+}
+
+static const char *device_driver(const struct kx_device *d)
+{
+	return d->driver[0] ? d->driver : kx_driver_name((enum kx_driver)d->drv);
+}
+
+static void device_node(const struct kx_capinfo *ci, const struct kx_device *d, char *buf,
+                        size_t len)
+{
+	if (d->node[0])
+		snprintf(buf, len, "%s", d->node);
+	else if (d->any_minor)
+		snprintf(buf, len, "%s %u:*", d->fkind == KX_FK_BLK ? "block" : "char",
+		         KX_MAJOR(d->dev));
+	else
+		kx_device_label(ci->devices, (int)ci->ndevices, d->fkind, d->dev, buf, len);
+}
+
+/*
+ * One plane per traced device: anon-inode kinds (kvm-vm, kvm-vcpu, ...) are
+ * files of a driver's real device, so they get a plane only when their
+ * driver has no device node in the set; equal (driver, node) pairs once.
+ */
+static int device_has_plane(const struct kx_capinfo *ci, uint32_t i)
+{
+	const struct kx_device *d = &ci->devices[i];
+	char node[80], other[80];
+
+	if (anon_kind(d->fkind)) {
+		for (uint32_t j = 0; j < ci->ndevices; j++)
+			if (!anon_kind(ci->devices[j].fkind) && ci->devices[j].drv == d->drv)
+				return 0;
+	}
+	device_node(ci, d, node, sizeof(node));
+	for (uint32_t j = 0; j < i; j++) {
+		if (!device_has_plane(ci, j) ||
+		    strcmp(device_driver(&ci->devices[j]), device_driver(d)))
+			continue;
+		device_node(ci, &ci->devices[j], other, sizeof(other));
+		if (!strcmp(node, other))
+			return 0;
+	}
+	return 1;
+}
+
+/* Who makes the hardware a driver runs, where that is known. */
+static const char *device_vendor(enum kx_driver drv)
+{
+	switch (drv) {
+	case KX_DRV_AMDGPU:
+	case KX_DRV_KFD:
+	case KX_DRV_AMDXDNA:
+		return "amd";
+	case KX_DRV_I915:
+	case KX_DRV_XE:
+	case KX_DRV_IVPU:
+		return "intel";
+	case KX_DRV_NVIDIA:
+	case KX_DRV_NVIDIA_UVM:
+	case KX_DRV_NVIDIA_MODESET:
+	case KX_DRV_NOUVEAU:
+		return "nvidia";
+	case KX_DRV_HABANALABS:
+		return "habana";
+	case KX_DRV_NEURON:
+		return "aws";
+	case KX_DRV_GASKET:
+		return "google";
+	case KX_DRV_QAIC:
+		return "qualcomm";
+	case KX_DRV_TENSTORRENT:
+		return "tenstorrent";
+	default:
+		return NULL;
+	}
+}
+
+static void put_plane_str_stat(struct obuf *b, struct strtab *st, const char *name, const char *val)
+{
+	uint32_t mid = strtab_cstr(st, name);
+	size_t len = strlen(val);
+	uint8_t *p = ob_room(b, len + 32);
+
+	if (!mid)
+		b->oom = 1;
+	else if (p)
+		ob_done(b, put_stat_str(p, XPLANE_STATS, mid, val, len));
+}
+
+/* ---- device timelines: job lines and the memory line of a device plane ---- */
+
+#define LANE_ID_STEP 1000 /* line id of lane l of ring r: r + 1 + l * LANE_ID_STEP */
+#define MEM_LINE_ID  9999
+
+/* A device plane's own metadata: event names and stat names. */
+struct ptabs {
+	struct strtab ev, st;
+	int oom;
+};
+
+static uint32_t pid_of(struct ptabs *t, struct strtab *tab, const char *name)
+{
+	uint32_t id = strtab_cstr(tab, name);
+
+	if (!id)
+		t->oom = 1;
+	return id;
+}
+
+static uint8_t *pstat_u(struct ptabs *t, uint8_t *p, const char *name, uint64_t v)
+{
+	uint32_t mid = pid_of(t, &t->st, name);
+
+	return mid ? put_stat_varint(p, XEVENT_STATS, mid, XSTAT_UINT64, v) : p;
+}
+
+static uint8_t *pstat_i(struct ptabs *t, uint8_t *p, const char *name, int64_t v)
+{
+	uint32_t mid = pid_of(t, &t->st, name);
+
+	return mid ? put_stat_varint(p, XEVENT_STATS, mid, XSTAT_INT64, (uint64_t)v) : p;
+}
+
+static uint8_t *pstat_ref(struct ptabs *t, uint8_t *p, const char *name, const char *val)
+{
+	uint32_t mid = pid_of(t, &t->st, name), ref = pid_of(t, &t->st, val);
+
+	return mid && ref ? put_stat_varint(p, XEVENT_STATS, mid, XSTAT_REF, ref) : p;
+}
+
+static const char *job_name(const struct exporter *x, const struct kx_jobrec *j, char *buf,
+                            size_t len)
+{
+	if (j->submit >= 0) {
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, (size_t)j->submit);
+
+		return kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf, len);
+	}
+	if (j->src == KX_JOB_SRC_KVM)
+		return "KVM_RUN";
+	if (j->src == KX_JOB_SRC_BLOCK)
+		return j->aux2 == 1 ? "block read" : j->aux2 == 2 ? "block write" : "block other";
+	return "job";
+}
+
+/* One job as an XEvent into p (EVENT_SCRATCH bytes). */
+static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct kx_jobrec *j,
+                              uint64_t t0, uint8_t *p)
+{
+	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, x->jobs->end_ns);
+	char buf[96];
+	uint32_t mid = pid_of(t, &t->ev, job_name(x, j, buf, sizeof(buf)));
+
+	if (!mid)
+		return p;
+	p = put_vfield(p, XEVENT_METADATA_ID, mid);
+	p = put_vfield(p, XEVENT_OFFSET_PS, (start - t0) * 1000);
+	if (end > start)
+		p = put_vfield(p, XEVENT_DURATION_PS, (end - start) * 1000);
+	p = pstat_ref(t, p, "source", kx_job_src_name(j->src));
+	if (j->src == KX_JOB_SRC_BLOCK) {
+		p = pstat_u(t, p, "sector", j->seqno);
+		p = pstat_u(t, p, "bytes", j->aux);
+	} else {
+		/* XProf's context_id is a string "$$<n>". */
+		snprintf(buf, sizeof(buf), "$$%llu", (unsigned long long)j->ctx);
+		p = pstat_ref(t, p, "context_id", buf);
+		p = pstat_u(t, p, "seqno", j->seqno);
+	}
+	if (j->pid)
+		p = pstat_i(t, p, "pid", j->pid);
+	if (j->tid)
+		p = pstat_i(t, p, "tid", j->tid);
+	if (j->client)
+		p = pstat_u(t, p, "client_id", j->client);
+	if (j->queue_ts && j->run_ts && j->src != KX_JOB_SRC_KVM)
+		p = pstat_u(t, p, "queue_delay_ps", (j->run_ts - j->queue_ts) * 1000);
+	else if (j->flags & KX_JOBF_DIRECT)
+		p = pstat_u(t, p, "queue_delay_ps", 0);
+	if (j->waiter_tid)
+		p = pstat_i(t, p, "waiter_tid", j->waiter_tid);
+	if (j->src == KX_JOB_SRC_KVM && j->done_ts)
+		p = pstat_u(t, p, "exit_reason", j->aux);
+	if (j->src == KX_JOB_SRC_MSM && j->aux && j->aux2 >= j->aux)
+		p = pstat_u(t, p, "device_ticks", j->aux2 - j->aux);
+	if (j->flags & KX_JOBF_INCOMPLETE)
+		p = pstat_u(t, p, "incomplete", 1);
+	if (j->flags & KX_JOBF_NO_QUEUE)
+		p = pstat_u(t, p, "no_queue", 1);
+	if (j->submit >= 0) {
+		p = pstat_u(t, p, "flow", flow_value((uint64_t)j->submit + 1, FLOW_IN));
+		p = pstat_u(t, p, "correlation_id", (uint64_t)j->submit + 1);
+	}
+	return p;
+}
+
+static void put_scratch_event(struct obuf *b, const uint8_t *scratch, size_t elen)
+{
+	uint8_t *p = ob_room(b, elen + 16);
+
+	if (!p)
+		return;
+	p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
+	memcpy(p, scratch, elen);
+	ob_done(b, p + elen);
+}
+
+/* One line per lane of each ring; lanes never overlap, jobs are by start. */
+static void put_job_lines(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
+{
+	const struct kx_jobs *jb = x->jobs;
+	uint8_t scratch[EVENT_SCRATCH];
+	char name[48];
+
+	for (uint32_t r = 0; r < jd->nrings; r++) {
+		const struct kx_jobring *rg = &jb->rings[jd->first_ring + r];
+
+		for (uint32_t lane = 0; lane < rg->nlanes; lane++) {
+			uint64_t t0 = 0, max_end = 0;
+			size_t body = 0, n = 0;
+
+			for (size_t k = 0; k < rg->njobs; k++) {
+				const struct kx_jobrec *j = &jb->jobs[rg->first + k];
+				uint64_t start = kx_jobrec_start(j), end;
+				uint8_t *sp;
+
+				if (j->lane != lane || !in_window(&x->o, start))
+					continue;
+				if (!n++) {
+					t0 = start;
+					if (lane)
+						snprintf(name, sizeof(name), "%s #%u", rg->name,
+						         lane + 1);
+					else
+						snprintf(name, sizeof(name), "%s", rg->name);
+					body = ob_open(&x->out, XPLANE_LINES);
+					ob_vfield(&x->out, XLINE_ID,
+					          rg->id + 1 + (uint64_t)lane * LANE_ID_STEP);
+					ob_str(&x->out, XLINE_NAME, name);
+					ob_vfield(&x->out, XLINE_TIMESTAMP_NS,
+					          (uint64_t)kx_capinfo_realtime(x->ci, t0));
+				}
+				end = kx_jobrec_end(j, jb->end_ns);
+				if (end - t0 > max_end)
+					max_end = end - t0;
+				sp = put_job_event(x, t, j, t0, scratch);
+				put_scratch_event(&x->out, scratch, (size_t)(sp - scratch));
+			}
+			if (n) {
+				ob_vfield(&x->out, XLINE_DURATION_PS, max_end * 1000);
+				ob_close(&x->out, body);
+				x->job_events += n;
+			}
+		}
+	}
+}
+
+/* The device's memory usage: an instant per allocation or free. */
+static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
+{
+	uint8_t scratch[EVENT_SCRATCH];
+	uint64_t t0 = 0, last = 0;
+	size_t body = 0, n = 0;
+
+	for (size_t k = 0; k < jd->nmem; k++) {
+		const struct kx_mem_pt *m = &jd->mem[k];
+		const struct kx_ioctl *e = kx_store_ioctl(x->s, m->ioctl);
+		uint8_t *p = scratch;
+		uint32_t mid;
+		char buf[96];
+
+		if (!in_window(&x->o, m->ts))
+			continue;
+		if (!n++) {
+			t0 = m->ts;
+			body = ob_open(&x->out, XPLANE_LINES);
+			ob_vfield(&x->out, XLINE_ID, MEM_LINE_ID);
+			ob_str(&x->out, XLINE_NAME, "memory");
+			ob_vfield(&x->out, XLINE_TIMESTAMP_NS,
+			          (uint64_t)kx_capinfo_realtime(x->ci, t0));
+		}
+		last = m->ts - t0;
+		mid = pid_of(t, &t->ev, m->delta >= 0 ? "alloc" : "free");
+		if (!mid)
+			continue;
+		p = put_vfield(p, XEVENT_METADATA_ID, mid);
+		p = put_vfield(p, XEVENT_OFFSET_PS, (m->ts - t0) * 1000);
+		p = pstat_u(t, p, "bytes_allocated", m->usage);
+		p = pstat_u(t, p, "allocation_bytes",
+		            m->delta >= 0 ? (uint64_t)m->delta : (uint64_t)-m->delta);
+		p = pstat_ref(t, p, "ioctl",
+		              kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf,
+		                            sizeof(buf)));
+		p = pstat_i(t, p, "pid", e->pid);
+		put_scratch_event(&x->out, scratch, (size_t)(p - scratch));
+	}
+	if (n) {
+		ob_vfield(&x->out, XLINE_DURATION_PS, last * 1000);
+		ob_close(&x->out, body);
+	}
+}
+
+/* Plane stats of a device with jobs: counts, busy fraction, depth. */
+static void put_job_plane_stats(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
+{
+	uint32_t mid;
+	uint8_t *p;
+	uint64_t bits;
+
+	if (!jd->nrings)
+		return;
+	p = ob_room(&x->out, 64);
+	mid = pid_of(t, &t->st, "jobs");
+	if (p && mid)
+		ob_done(&x->out, put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->njobs));
+	p = ob_room(&x->out, 64);
+	mid = pid_of(t, &t->st, "max_in_flight");
+	if (p && mid)
+		ob_done(&x->out,
+		        put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->max_depth));
+	p = ob_room(&x->out, 64);
+	mid = pid_of(t, &t->st, "busy_fraction");
+	if (p && mid) {
+		/* XStat {metadata_id, double_value (fixed64)} */
+		p = put_tag(p, XPLANE_STATS, WT_LEN);
+		p = put_varint(p, 1 + vsize(mid) + 1 + 8);
+		p = put_vfield(p, XSTAT_METADATA_ID, mid);
+		p = put_tag(p, XSTAT_DOUBLE, WT_I64);
+		memcpy(&bits, &jd->busy_fraction, sizeof(bits));
+		for (int i = 0; i < 8; i++)
+			*p++ = (uint8_t)(bits >> (8 * i));
+		ob_done(&x->out, p);
+	}
+}
+
+/* The job device of capinfo device i, or NULL. */
+static const struct kx_jobdev *jobdev_of(const struct exporter *x, uint32_t i)
+{
+	for (size_t k = 0; x->jobs && k < x->jobs->ndevs; k++)
+		if (x->jobs->devs[k].ci_index == (int)i)
+			return &x->jobs->devs[k];
+	return NULL;
+}
+
+/*
+ * A device plane: a traced device d, with its job device jd if any, or a
+ * job device no traced device matches (d NULL).
+ */
+static void put_device_plane(struct exporter *x, const struct kx_device *d,
+                             const struct kx_jobdev *jd, int n)
+{
+	struct ptabs t;
+	char node[80], name[200], devt[32];
+	const char *vendor = d ? device_vendor((enum kx_driver)d->drv) : NULL;
+	size_t body = ob_open(&x->out, XSPACE_PLANES);
+
+	memset(&t, 0, sizeof(t));
+	if (d) {
+		device_node(x->ci, d, node, sizeof(node));
+		snprintf(name, sizeof(name), "/device:%s:%d (%s %s)",
+		         x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, device_driver(d), node);
+	} else {
+		snprintf(name, sizeof(name), "/device:%s:%d (%s)",
+		         x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, jd->label);
+	}
+	ob_vfield(&x->out, XPLANE_ID, (uint64_t)n);
+	ob_str(&x->out, XPLANE_NAME, name);
+	if (d) {
+		put_plane_str_stat(&x->out, &t.st, "driver", device_driver(d));
+		put_plane_str_stat(&x->out, &t.st, "node", node);
+		if (d->any_minor)
+			snprintf(devt, sizeof(devt), "%u:*", KX_MAJOR(d->dev));
+		else
+			snprintf(devt, sizeof(devt), "%u:%u", KX_MAJOR(d->dev), KX_MINOR(d->dev));
+		if (!anon_kind(d->fkind))
+			put_plane_str_stat(&x->out, &t.st, "dev_t", devt);
+	} else {
+		put_plane_str_stat(&x->out, &t.st, "driver", jd->name);
+	}
+	if (vendor)
+		put_plane_str_stat(&x->out, &t.st, "device_vendor", vendor);
+	if (jd) {
+		put_job_plane_stats(x, &t, jd);
+		put_job_lines(x, &t, jd);
+		put_mem_line(x, &t, jd);
+	}
+	put_metadata(&x->out, &t.ev, &t.st);
+	ob_close(&x->out, body);
+	if (t.oom)
+		x->out.oom = 1;
+	strtab_free(&t.ev);
+	strtab_free(&t.st);
+}
+
+/* ---- warnings ---- */
+
+static void warn(struct exporter *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct exporter *x, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ob_str(&x->out, XSPACE_WARNINGS, msg);
+}
+
+static void warn_cb(void *ctx, const char *msg)
+{
+	warn(ctx, "%s", msg);
+}
+
+static void put_warnings(struct exporter *x)
+{
+	kx_capture_warnings(x->ci, kx_store_not_stored(x->s), warn_cb, x);
+	kx_jobs_warnings(x->jobs, warn_cb, x);
+	if (x->overlap_fixes)
+		warn(x,
+		     "%" PRIu64 " events on %" PRIu64 " threads partially overlapped an "
+		     "earlier event of the same thread: shortened to nest in it",
+		     x->overlap_fixes, x->overlap_lines);
+	if (x->nevents + x->job_events > VIEWER_EVENT_LIMIT)
+		warn(x,
+		     "%zu events exported: XProf's trace viewer shows only the first "
+		     "1,000,000 by default; export a shorter time window to see the rest",
+		     x->nevents + x->job_events);
+}
+
+/* ---- entry points ---- */
+
+static void exporter_free(struct exporter *x)
+{
+	free(x->lines);
+	free(x->order);
+	free(x->stack);
+	free(x->fix);
+	free(x->hl);
+	strtab_free(&x->ev);
+	strtab_free(&x->st);
+	idmap_free(&x->ev_by_cmd);
+	idmap_free(&x->dev_ref);
+	idmap_free(&x->field_id);
+	kx_jobs_free(x->jobs);
+	free(x->out.p);
+}
+
+struct jobs_job {
+	const struct kx_store *s;
+	const struct kx_capinfo *ci;
+	struct kx_jobs *jobs;
+};
+
+static void *jobs_thread(void *arg)
+{
+	struct jobs_job *j = arg;
+
+	j->jobs = kx_jobs_build(j->s, j->ci);
+	return NULL;
+}
+
+/*
+ * The XSpace to fd (streamed: the host plane through a bounded buffer, the
+ * rest, which is small, from x->out), or into x->out when fd < 0.
+ */
+static int export(struct exporter *x, int fd)
+{
+	struct sink k = {fd, &x->out, 0, 0};
+	int n = 0;
+
+	struct jobs_job jj = {x->s, x->ci, NULL};
+	pthread_t th;
+	int threaded;
+
+	/* The device timelines do not need the ordering: both at once. */
+	threaded = kx_workq_workers(2) > 0 && !pthread_create(&th, NULL, jobs_thread, &jj);
+	if (!threaded)
+		jobs_thread(&jj);
+	if (select_events(x)) {
+		if (threaded)
+			pthread_join(th, NULL);
+		kx_jobs_free(jj.jobs);
+		return -1;
+	}
+	if (threaded)
+		pthread_join(th, NULL);
+	x->jobs = jj.jobs;
+	if (!x->jobs)
+		return fail(x, "out of memory analysing the device timelines");
+	if (put_host_plane(x, &k))
+		return -1;
+	if (fd >= 0)
+		x->out.len = 0; /* the rest goes here first */
+	for (uint32_t i = 0; i < x->ci->ndevices && i < KX_MAX_DEVICES; i++)
+		if (device_has_plane(x->ci, i))
+			put_device_plane(x, &x->ci->devices[i], jobdev_of(x, i), n++);
+	/* Job devices that no traced device stands for get planes of their own. */
+	for (size_t k = 0; x->jobs && k < x->jobs->ndevs; k++) {
+		const struct kx_jobdev *jd = &x->jobs->devs[k];
+
+		if (jd->ci_index < 0 && (jd->nrings || jd->nmem))
+			put_device_plane(x, NULL, jd, n++);
+	}
+	put_warnings(x);
+	if (x->ci->hostname[0])
+		ob_str(&x->out, XSPACE_HOSTNAMES, x->ci->hostname);
+	if (x->out.oom)
+		return fail(x, "out of memory serializing the XSpace (%zu bytes so far)",
+		            x->out.len);
+	if (fd >= 0) {
+		uint64_t host = k.bytes;
+
+		sink_put(&k, x->out.p, x->out.len);
+		if (k.err) {
+			errno = k.err;
+			return fail(x, "%s", strerror(k.err));
+		}
+		if (host + x->out.len > PB_MAX_MSG)
+			return fail(x,
+			            "XSpace of %" PRIu64 " bytes is over protobuf's 2 GiB limit: "
+			            "export a shorter time window",
+			            host + x->out.len);
+	} else if (x->out.len > PB_MAX_MSG) {
+		return fail(x,
+		            "XSpace of %zu bytes is over protobuf's 2 GiB limit: export a shorter "
+		            "time window",
+		            x->out.len);
+	}
+	return 0;
+}
+
+static void exporter_init(struct exporter *x, const struct kx_store *s, const struct kx_capinfo *ci,
+                          const struct kx_xspace_opts *o, char *err, size_t errlen)
+{
+	memset(x, 0, sizeof(*x));
+	x->s = s;
+	x->ci = ci;
+	if (o)
+		x->o = *o;
+	x->err = err;
+	x->errlen = errlen;
+}
+
+int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
+                        const struct kx_xspace_opts *o, uint8_t **out, size_t *len, char *err,
+                        size_t errlen)
+{
+	struct exporter x;
+	int rc = -1;
+
+	exporter_init(&x, s, ci, o, err, errlen);
+	*out = NULL;
+	*len = 0;
+	if (!export(&x, -1)) {
+		*out = realloc(x.out.p, x.out.len ? x.out.len : 1);
+		if (!*out)
+			*out = x.out.p;
+		*len = x.out.len;
+		x.out.p = NULL;
+		rc = 0;
+	}
+	exporter_free(&x);
+	return rc;
+}
+
+/* ---- TensorBoard log directory ---- */
+
+static int mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static int write_file(const char *path, const void *buf, size_t len)
+{
+	char tmp[PATH_MAX + 8];
+	int fd, saved;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if ((saved = kx_write_all(fd, buf, len))) {
+		errno = saved;
+		goto bad;
+	}
+	if (close(fd)) {
+		fd = -1;
+		goto bad;
+	}
+	/* Readers never see a half-written profile. */
+	return rename(tmp, path);
+bad:
+	saved = errno ? errno : EIO;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	errno = saved;
+	return -1;
+}
+
+/* CRC-32C (Castagnoli), as TFRecord framing wants it, masked. */
+static uint32_t crc32c_masked(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+	}
+	c = ~c;
+	return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int has_marker(const char *logdir)
+{
+	static const char suffix[] = ".profile-empty";
+	DIR *d = opendir(logdir);
+	struct dirent *de;
+	int found = 0;
+
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		found = n >= sizeof(suffix) - 1 &&
+		        !strcmp(de->d_name + n - (sizeof(suffix) - 1), suffix);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * The marker TensorBoard needs to list the run: what TensorFlow writes, a
+ * TFRecord file holding one Event {wall_time, file_version "brain.Event:2"}.
+ * Like TensorFlow, only when the logdir has no *.profile-empty file yet.
+ */
+static int write_marker(const char *logdir, const char *host, time_t when, char *err, size_t errlen)
+{
+	static const char version[] = "brain.Event:2";
+	uint8_t rec[64], *p = rec + 12;
+	double wall = (double)when;
+	char path[PATH_MAX];
+	uint64_t bits;
+	size_t elen;
+
+	if (has_marker(logdir))
+		return 0;
+	/* Event: wall_time = 1 (double), file_version = 3 (string). */
+	p = put_tag(p, 1, WT_I64);
+	memcpy(&bits, &wall, sizeof(bits));
+	put_le(p, bits, 8);
+	p = put_bytes(p + 8, 3, version, sizeof(version) - 1);
+	elen = (size_t)(p - (rec + 12));
+	/* TFRecord: u64 length, masked crc of it, data, masked crc of data. */
+	put_le(rec, elen, 8);
+	put_le(rec + 8, crc32c_masked(rec, 8), 4);
+	put_le(p, crc32c_masked(rec + 12, elen), 4);
+	p += 4;
+	if ((size_t)snprintf(path, sizeof(path), "%s/events.out.tfevents.%lld.%s.profile-empty",
+	                     logdir, (long long)when, host) >= sizeof(path)) {
+		snprintf(err, errlen, "path too long under %s", logdir);
+		return -1;
+	}
+	if (write_file(path, rec, (size_t)(p - rec))) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci,
+                           const struct kx_xspace_opts *o, const char *logdir, char *path_out,
+                           size_t path_len, char *err, size_t errlen)
+{
+	int64_t start_rt = kx_capinfo_realtime(ci, ci->start_mono_ns);
+	char host[sizeof(ci->hostname)], run[32], dir[PATH_MAX], path[PATH_MAX];
+	char tmp[PATH_MAX + 8], msg[512];
+	struct exporter x;
+	time_t when;
+	struct tm tm;
+	int fd, rc;
+
+	/* The run is named after the capture start, in local time like TensorFlow. */
+	when = start_rt > 0 ? (time_t)(start_rt / 1000000000) : time(NULL);
+	if (!localtime_r(&when, &tm) || !strftime(run, sizeof(run), "%Y_%m_%d_%H_%M_%S", &tm)) {
+		snprintf(err, errlen, "cannot format the capture start time");
+		return -1;
+	}
+	snprintf(host, sizeof(host), "%s", ci->hostname[0] ? ci->hostname : "localhost");
+	for (char *c = host; *c; c++)
+		if (*c == ':' || *c == '/')
+			*c = '_';
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/plugins/profile/%s", logdir, run) >=
+	            sizeof(dir) ||
+	    (size_t)snprintf(path, sizeof(path), "%s/%s.xplane.pb", dir, host) >= sizeof(path)) {
+		snprintf(err, errlen, "log directory path too long: %s", logdir);
+		return -1;
+	}
+	if (mkdir_p(dir)) {
+		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+		snprintf(err, errlen, "log directory path too long: %s", logdir);
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	exporter_init(&x, s, ci, o, msg, sizeof(msg));
+	rc = export(&x, fd);
+	exporter_free(&x);
+	if (close(fd) && !rc) {
+		snprintf(msg, sizeof(msg), "%s", strerror(errno));
+		rc = -1;
+	}
+	/* Readers never see a half-written profile. */
+	if (!rc && rename(tmp, path)) {
+		snprintf(msg, sizeof(msg), "%s", strerror(errno));
+		rc = -1;
+	}
+	if (rc) {
+		unlink(tmp);
+		snprintf(err, errlen, "cannot write %s: %s", path, msg);
+		return -1;
+	}
+	if (write_marker(logdir, host, when, err, errlen))
+		return -1;
+	if (path_out && path_len)
+		snprintf(path_out, path_len, "%s", path);
+	return 0;
+}

@@ -1,0 +1,1810 @@
+/*
+ * The .kxp record file (see kxp.h): owns its byte layout, the writer and the
+ * reader. All integers are little-endian.
+ *
+ *   header   "KXPROF\0\0", u32 version, u32 header length (whole header),
+ *            capture info as TLV, u32 CRC32 of everything before it
+ *   chunk    "KXCK", u32 type (1 events, 2 trailer), u32 raw length,
+ *            u32 compressed length, u32 record count, u32 CRC32 of the
+ *            compressed bytes, u32 CRC32 of these 24 header bytes,
+ *            then one zstd frame (version 2; version 1 files, still read,
+ *            hold a zlib stream)
+ *   trailer  a chunk whose raw bytes are the final capture info as TLV
+ *
+ * TLV: u16 tag, u32 length, value; devices, hooks, driver-call stats and
+ * clocks nest TLVs; u64 arrays (histogram slots) are their LE bytes.
+ * Readers skip unknown tags, so fields can be added without a new version.
+ *
+ * Event records: u8 type, varint payload length, payload. Readers skip
+ * unknown record types and payload bytes past the fields they know.
+ * Varints are LEB128; signed values are zigzagged; ts is a delta from the
+ * previous record's ts in the same chunk (ioctls arrive in completion order,
+ * so it may be negative). Each chunk decodes on its own.
+ *   ioctl (1): u8 flags, tid, zz ts delta, dur, then only what the flags do
+ *              not say repeats the thread's previous ioctl in the chunk:
+ *              pid; u8 fkind, u8 drv, dev, zz fd; u32 cmd, xfer_cmd; zz ret
+ *              (absent when 0); cpu; offcpu_us (IF_OFFCPU); u8 in len,
+ *              u8 out len, bytes (IF_ARG)
+ *   task (2):  zz ts delta, pid, tid, ppid, what, u8 comm len, comm bytes
+ *   job (3):   zz ts delta, src, phase, flags, dev, pid, tid, ctx, seqno,
+ *              aux, aux2, u8 ring len, ring bytes
+ *
+ * Reading stops at the first chunk that is cut short or corrupt: what came
+ * before is kept and the result says truncated, with the bytes ignored.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "util/fdio.h"
+#include "util/grow.h"
+#include "io/kxp.h"
+#include "util/workq.h"
+
+static const uint8_t file_magic[8] = {'K', 'X', 'P', 'R', 'O', 'F', 0, 0};
+static const uint8_t chunk_magic[4] = {'K', 'X', 'C', 'K'};
+
+#define HDR_FIXED     16 /* magic, version, header length */
+#define HDR_MAX       (1u << 20)
+#define CHDR_LEN      28
+#define CHUNK_EVENTS  1
+#define CHUNK_TRAILER 2
+#define CHUNK_RAW     (256u * 1024) /* a chunk is written once this much is pending */
+#define RAW_MAX       (64u << 20)   /* a hostile length cannot make us allocate more */
+#define REC_MAX       1024          /* worst-case encoded record, arguments included */
+/* zstd level 1: the writer runs beside the capture. On flood chunks it
+ * compresses ~1.8x faster than zlib level 1, and the files come out ~14%
+ * smaller (tests/bench/history.md). */
+#define ZLEVEL 1
+
+#define REC_IOCTL 1
+#define REC_TASK  2
+#define REC_JOB   3
+
+/* ioctl record flags: which fields repeat this thread's previous ioctl. */
+#define IF_SAME_PID  0x01
+#define IF_SAME_FILE 0x02 /* fkind, drv, dev, fd */
+#define IF_SAME_CMD  0x04 /* cmd, xfer_cmd */
+#define IF_SAME_CPU  0x08
+#define IF_RET_ZERO  0x10
+#define IF_ARG       0x20 /* argument lengths and bytes follow */
+#define IF_OFFCPU    0x40 /* off-CPU time follows (absent: 0, not measured) */
+#define IF_KNOWN     0x7f
+
+/*
+ * Per-chunk state shared by writer and reader: the ts delta base and, per
+ * thread slot, the fields of that thread's last ioctl. A thread mostly
+ * repeats itself, so most records carry only tid, ts, dur and flags. Slots
+ * are direct-mapped by tid; a collision just means fields are written out.
+ */
+#define THR_SLOTS 256
+struct thr_ctx {
+	uint32_t tid, pid, dev, cmd, xfer_cmd;
+	int32_t fd;
+	uint16_t cpu;
+	uint8_t fkind, drv, used;
+};
+
+struct chunk_ctx {
+	uint64_t prev_ts;
+	struct thr_ctx thr[THR_SLOTS];
+};
+
+static struct thr_ctx *thr_slot(struct chunk_ctx *c, uint32_t tid)
+{
+	return &c->thr[(uint32_t)(tid * 2654435761u) >> 24];
+}
+
+static void thr_remember(struct thr_ctx *t, const struct kx_ioctl *e)
+{
+	t->used = 1;
+	t->tid = e->tid;
+	t->pid = e->pid;
+	t->dev = e->dev;
+	t->cmd = e->cmd;
+	t->xfer_cmd = e->xfer_cmd;
+	t->fd = e->fd;
+	t->cpu = (uint16_t)kx_ioctl_cpu(e);
+	t->fkind = e->fkind;
+	t->drv = e->drv;
+}
+
+/* Capture info tags. Numbers are part of the format: never reuse one. */
+enum {
+	CI_HOSTNAME = 1,
+	CI_KERNEL = 2,
+	CI_CMDLINE = 3,
+	CI_CLOCK_START = 4,
+	CI_CLOCK_STOP = 5,
+	CI_START_MONO = 6,
+	CI_STOP_MONO = 7,
+	CI_DEVICE = 8, /* repeated, nested */
+	CI_HOOK = 9,   /* repeated, nested */
+	CI_EMITTED = 10,
+	CI_RECEIVED = 11,
+	CI_DROPPED = 12,
+	CI_NOT_STORED = 13,
+	CI_INFLIGHT_FULL = 14,
+	CI_PIDSET_FULL = 15,
+	CI_ARG_FAULTS = 16,
+	CI_RINGBUF_BYTES = 17,
+	CI_ALL_PIDS = 18,
+	CI_JOB_EMITTED = 19,
+	CI_JOB_RECEIVED = 20,
+	CI_JOB_DROPPED = 21,
+	CI_DRVCALL = 22, /* repeated, nested */
+};
+
+/* ---- little-endian and varint helpers ---- */
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Bounded cursor: any overrun or out-of-range value sets bad. */
+struct rd {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static uint8_t rd_u8(struct rd *r)
+{
+	if (r->p >= r->end) {
+		r->bad = 1;
+		return 0;
+	}
+	return *r->p++;
+}
+
+static uint32_t rd_le32(struct rd *r)
+{
+	uint32_t v;
+
+	if (r->end - r->p < 4) {
+		r->bad = 1;
+		return 0;
+	}
+	v = get_le32(r->p);
+	r->p += 4;
+	return v;
+}
+
+/* Hot (several per event): inline, one bounds check per byte, no rd_u8 calls. */
+static inline uint64_t rd_varint(struct rd *r)
+{
+	const uint8_t *p = r->p;
+	uint64_t v = 0;
+
+	for (int shift = 0; shift < 64 && p < r->end; shift += 7) {
+		uint8_t b = *p++;
+
+		/* The tenth byte may only carry the top bit. */
+		if (shift == 63 && b > 1)
+			break;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			r->p = p;
+			return v;
+		}
+	}
+	r->bad = 1;
+	return 0;
+}
+
+static uint32_t rd_varint32(struct rd *r)
+{
+	uint64_t v = rd_varint(r);
+
+	if (v > UINT32_MAX)
+		r->bad = 1;
+	return (uint32_t)v;
+}
+
+static const uint8_t *rd_bytes(struct rd *r, size_t n)
+{
+	const uint8_t *p = r->p;
+
+	if ((size_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		return NULL;
+	}
+	r->p += n;
+	return p;
+}
+
+/* ---- capture info as TLV ---- */
+
+/* Growable byte buffer; oom is sticky so callers check once at the end. */
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+	int oom;
+};
+
+static uint8_t *buf_room(struct buf *b, size_t n)
+{
+	if (b->oom)
+		return NULL;
+	if (b->cap - b->len < n) {
+		size_t ncap = b->cap ? b->cap : 4096;
+		uint8_t *p;
+
+		while (ncap - b->len < n)
+			ncap *= 2;
+		p = realloc(b->p, ncap);
+		if (!p) {
+			b->oom = 1;
+			return NULL;
+		}
+		b->p = p;
+		b->cap = ncap;
+	}
+	return b->p + b->len;
+}
+
+static void buf_put(struct buf *b, const void *v, size_t n)
+{
+	uint8_t *p = buf_room(b, n);
+
+	if (p) {
+		memcpy(p, v, n);
+		b->len += n;
+	}
+}
+
+/* Starts a TLV whose length is patched by tlv_end; returns its position. */
+static size_t tlv_begin(struct buf *b, uint16_t tag)
+{
+	uint8_t h[6];
+	size_t at = b->len;
+
+	put_le16(h, tag);
+	put_le32(h + 2, 0);
+	buf_put(b, h, sizeof(h));
+	return at;
+}
+
+static void tlv_end(struct buf *b, size_t at)
+{
+	if (!b->oom)
+		put_le32(b->p + at + 2, (uint32_t)(b->len - at - 6));
+}
+
+/* F_U64S: an array of u64, written as its little-endian bytes. */
+enum { F_UINT, F_STR, F_CLOCK, F_U64S };
+
+/* One struct member and how it is encoded. */
+struct field {
+	uint16_t tag;
+	uint8_t kind;
+	uint16_t off;
+	uint16_t size;
+};
+
+#define FLD(tag, kind, type, m)                                                                    \
+	{                                                                                          \
+		tag, kind, offsetof(type, m), sizeof(((type *)0)->m)                               \
+	}
+
+static const struct field clock_fields[] = {
+        FLD(1, F_UINT, struct kx_clock_sync, offset_ns),
+        FLD(2, F_UINT, struct kx_clock_sync, uncertainty_ns),
+        FLD(3, F_UINT, struct kx_clock_sync, mono_ns),
+        {0, 0, 0, 0},
+};
+
+static const struct field device_fields[] = {
+        FLD(1, F_UINT, struct kx_device, dev),
+        FLD(2, F_UINT, struct kx_device, fkind),
+        FLD(3, F_UINT, struct kx_device, drv),
+        FLD(4, F_UINT, struct kx_device, any_minor),
+        FLD(5, F_STR, struct kx_device, node),
+        FLD(6, F_STR, struct kx_device, driver),
+        {0, 0, 0, 0},
+};
+
+static const struct field drvcall_fields[] = {
+        FLD(1, F_STR, struct kx_drvcall_stat, fn),
+        FLD(2, F_STR, struct kx_drvcall_stat, mech),
+        FLD(3, F_UINT, struct kx_drvcall_stat, calls),
+        FLD(4, F_UINT, struct kx_drvcall_stat, sum_ns),
+        FLD(5, F_UINT, struct kx_drvcall_stat, max_ns),
+        FLD(6, F_U64S, struct kx_drvcall_stat, slots),
+        {0, 0, 0, 0},
+};
+
+static const struct field hook_fields[] = {
+        FLD(1, F_STR, struct kx_hook, name),
+        FLD(2, F_STR, struct kx_hook, mech),
+        FLD(3, F_UINT, struct kx_hook, state),
+        FLD(4, F_STR, struct kx_hook, why),
+        {0, 0, 0, 0},
+};
+
+/* Devices and hooks are handled beside this table (repeated, counted). */
+static const struct field capinfo_fields[] = {
+        FLD(CI_HOSTNAME, F_STR, struct kx_capinfo, hostname),
+        FLD(CI_KERNEL, F_STR, struct kx_capinfo, kernel),
+        FLD(CI_CMDLINE, F_STR, struct kx_capinfo, cmdline),
+        FLD(CI_CLOCK_START, F_CLOCK, struct kx_capinfo, clock_start),
+        FLD(CI_CLOCK_STOP, F_CLOCK, struct kx_capinfo, clock_stop),
+        FLD(CI_START_MONO, F_UINT, struct kx_capinfo, start_mono_ns),
+        FLD(CI_STOP_MONO, F_UINT, struct kx_capinfo, stop_mono_ns),
+        FLD(CI_EMITTED, F_UINT, struct kx_capinfo, emitted),
+        FLD(CI_RECEIVED, F_UINT, struct kx_capinfo, received),
+        FLD(CI_DROPPED, F_UINT, struct kx_capinfo, dropped),
+        FLD(CI_NOT_STORED, F_UINT, struct kx_capinfo, not_stored),
+        FLD(CI_INFLIGHT_FULL, F_UINT, struct kx_capinfo, inflight_full),
+        FLD(CI_PIDSET_FULL, F_UINT, struct kx_capinfo, pidset_full),
+        FLD(CI_ARG_FAULTS, F_UINT, struct kx_capinfo, arg_faults),
+        FLD(CI_RINGBUF_BYTES, F_UINT, struct kx_capinfo, ringbuf_bytes),
+        FLD(CI_ALL_PIDS, F_UINT, struct kx_capinfo, all_pids),
+        FLD(CI_JOB_EMITTED, F_UINT, struct kx_capinfo, job_emitted),
+        FLD(CI_JOB_RECEIVED, F_UINT, struct kx_capinfo, job_received),
+        FLD(CI_JOB_DROPPED, F_UINT, struct kx_capinfo, job_dropped),
+        {0, 0, 0, 0},
+};
+
+static uint64_t load_uint(const uint8_t *p, size_t size)
+{
+	uint8_t u8;
+	uint16_t u16;
+	uint32_t u32;
+	uint64_t u64;
+
+	switch (size) {
+	case 1:
+		memcpy(&u8, p, 1);
+		return u8;
+	case 2:
+		memcpy(&u16, p, 2);
+		return u16;
+	case 4:
+		memcpy(&u32, p, 4);
+		return u32;
+	default:
+		memcpy(&u64, p, 8);
+		return u64;
+	}
+}
+
+static void store_uint(uint8_t *p, size_t size, uint64_t v)
+{
+	uint8_t u8 = (uint8_t)v;
+	uint16_t u16 = (uint16_t)v;
+	uint32_t u32 = (uint32_t)v;
+
+	switch (size) {
+	case 1:
+		memcpy(p, &u8, 1);
+		break;
+	case 2:
+		memcpy(p, &u16, 2);
+		break;
+	case 4:
+		memcpy(p, &u32, 4);
+		break;
+	default:
+		memcpy(p, &v, 8);
+		break;
+	}
+}
+
+static void encode_fields(struct buf *b, const struct field *f, const void *base)
+{
+	const uint8_t *obj = base;
+
+	for (; f->tag; f++) {
+		const uint8_t *m = obj + f->off;
+		size_t at = tlv_begin(b, f->tag);
+
+		if (f->kind == F_UINT) {
+			uint64_t v = load_uint(m, f->size);
+			uint8_t le[8];
+
+			for (size_t i = 0; i < f->size; i++)
+				le[i] = (uint8_t)(v >> (8 * i));
+			buf_put(b, le, f->size);
+		} else if (f->kind == F_STR) {
+			/* Without the NUL: the reader terminates. */
+			buf_put(b, m, strnlen((const char *)m, f->size - 1));
+		} else if (f->kind == F_U64S) {
+			for (size_t i = 0; i < f->size / 8; i++) {
+				uint64_t v = load_uint(m + 8 * i, 8);
+				uint8_t le[8];
+
+				for (int k = 0; k < 8; k++)
+					le[k] = (uint8_t)(v >> (8 * k));
+				buf_put(b, le, 8);
+			}
+		} else {
+			encode_fields(b, clock_fields, m);
+		}
+		tlv_end(b, at);
+	}
+}
+
+static void encode_capinfo(struct buf *b, const struct kx_capinfo *ci)
+{
+	uint32_t nd = ci->ndevices < KX_MAX_DEVICES ? ci->ndevices : KX_MAX_DEVICES;
+	uint32_t nh = ci->nhooks < KX_MAX_HOOKS ? ci->nhooks : KX_MAX_HOOKS;
+	uint32_t nc = ci->ndrvcalls < KX_DRV_FN_MAX ? ci->ndrvcalls : KX_DRV_FN_MAX;
+
+	encode_fields(b, capinfo_fields, ci);
+	for (uint32_t i = 0; i < nd; i++) {
+		size_t at = tlv_begin(b, CI_DEVICE);
+
+		encode_fields(b, device_fields, &ci->devices[i]);
+		tlv_end(b, at);
+	}
+	for (uint32_t i = 0; i < nh; i++) {
+		size_t at = tlv_begin(b, CI_HOOK);
+
+		encode_fields(b, hook_fields, &ci->hooks[i]);
+		tlv_end(b, at);
+	}
+	for (uint32_t i = 0; i < nc; i++) {
+		size_t at = tlv_begin(b, CI_DRVCALL);
+
+		encode_fields(b, drvcall_fields, &ci->drvcalls[i]);
+		tlv_end(b, at);
+	}
+}
+
+/*
+ * Decodes TLVs in [p, p + len) into base. Unknown tags are skipped; a
+ * length that overruns its container is an error. ci is set at the top
+ * level only, where devices and hooks are collected.
+ */
+static int decode_fields(const uint8_t *p, size_t len, const struct field *fields, void *base,
+                         struct kx_capinfo *ci)
+{
+	uint8_t *obj = base;
+	struct rd r = {p, p + len, 0};
+
+	while (r.p < r.end) {
+		const uint8_t *h = rd_bytes(&r, 6);
+		const struct field *f;
+		const uint8_t *v;
+		uint16_t tag;
+		uint32_t vlen;
+
+		if (!h)
+			return -1;
+		tag = (uint16_t)(h[0] | h[1] << 8);
+		vlen = get_le32(h + 2);
+		v = rd_bytes(&r, vlen);
+		if (!v)
+			return -1;
+		if (ci && tag == CI_DEVICE) {
+			if (ci->ndevices < KX_MAX_DEVICES) {
+				struct kx_device *d = &ci->devices[ci->ndevices];
+
+				memset(d, 0, sizeof(*d));
+				if (decode_fields(v, vlen, device_fields, d, NULL))
+					return -1;
+				ci->ndevices++;
+			}
+			continue;
+		}
+		if (ci && tag == CI_DRVCALL) {
+			if (ci->ndrvcalls < KX_DRV_FN_MAX) {
+				struct kx_drvcall_stat *c = &ci->drvcalls[ci->ndrvcalls];
+
+				memset(c, 0, sizeof(*c));
+				if (decode_fields(v, vlen, drvcall_fields, c, NULL))
+					return -1;
+				ci->ndrvcalls++;
+			}
+			continue;
+		}
+		if (ci && tag == CI_HOOK) {
+			if (ci->nhooks < KX_MAX_HOOKS) {
+				struct kx_hook *k = &ci->hooks[ci->nhooks];
+
+				memset(k, 0, sizeof(*k));
+				if (decode_fields(v, vlen, hook_fields, k, NULL))
+					return -1;
+				ci->nhooks++;
+			}
+			continue;
+		}
+		for (f = fields; f->tag && f->tag != tag; f++)
+			;
+		if (!f->tag)
+			continue;
+		if (f->kind == F_UINT) {
+			uint64_t x = 0;
+
+			if (vlen < 1 || vlen > 8)
+				return -1;
+			for (uint32_t i = 0; i < vlen; i++)
+				x |= (uint64_t)v[i] << (8 * i);
+			store_uint(obj + f->off, f->size, x);
+		} else if (f->kind == F_STR) {
+			size_t n = vlen < f->size - 1u ? vlen : f->size - 1u;
+
+			memset(obj + f->off, 0, f->size);
+			memcpy(obj + f->off, v, n);
+		} else if (f->kind == F_U64S) {
+			/* A writer with more slots: the ones this reader has. */
+			if (vlen % 8)
+				return -1;
+			memset(obj + f->off, 0, f->size);
+			for (uint32_t i = 0; i < vlen / 8 && i < f->size / 8u; i++) {
+				uint64_t x = 0;
+
+				for (int k = 0; k < 8; k++)
+					x |= (uint64_t)v[8 * i + k] << (8 * k);
+				store_uint(obj + f->off + 8 * i, 8, x);
+			}
+		} else {
+			memset(obj + f->off, 0, f->size);
+			if (decode_fields(v, vlen, clock_fields, obj + f->off, NULL))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int decode_capinfo(const uint8_t *p, size_t len, struct kx_capinfo *ci)
+{
+	memset(ci, 0, sizeof(*ci));
+	ci->version = KX_KXP_VERSION;
+	return decode_fields(p, len, capinfo_fields, ci, ci);
+}
+
+/* ---- writer ---- */
+
+struct kx_kxp_writer {
+	int fd;
+	char *path;
+	uint8_t *raw; /* records of the pending chunk */
+	size_t raw_len;
+	uint32_t nrec;
+	struct chunk_ctx ctx; /* reset per chunk */
+	uint8_t *out;         /* chunk header + compressed bytes */
+	size_t out_cap;
+	ZSTD_CCtx *zc;
+	uint64_t written;
+	int failed; /* sticky: later calls fail, close reports err */
+	char err[512];
+};
+
+static void werr(struct kx_kxp_writer *w, int e)
+{
+	if (!w->failed)
+		snprintf(w->err, sizeof(w->err), "cannot write %s: %s", w->path, strerror(e));
+	w->failed = 1;
+}
+
+static int write_all(struct kx_kxp_writer *w, const uint8_t *p, size_t n)
+{
+	int e = kx_write_all(w->fd, p, n);
+
+	if (e) {
+		werr(w, e);
+		return -1;
+	}
+	w->written += n;
+	return 0;
+}
+
+static int write_chunk(struct kx_kxp_writer *w, uint32_t type, const uint8_t *raw, size_t len,
+                       uint32_t nrec)
+{
+	size_t need = CHDR_LEN + ZSTD_compressBound(len), clen;
+	uint8_t *h;
+
+	if (w->failed)
+		return -1;
+	if (need > w->out_cap) {
+		uint8_t *p = realloc(w->out, need);
+
+		if (!p) {
+			werr(w, ENOMEM);
+			return -1;
+		}
+		w->out = p;
+		w->out_cap = need;
+	}
+	clen = ZSTD_compressCCtx(w->zc, w->out + CHDR_LEN, need - CHDR_LEN, raw, len, ZLEVEL);
+	if (ZSTD_isError(clen)) {
+		snprintf(w->err, sizeof(w->err), "cannot write %s: compression failed (%s)",
+		         w->path, ZSTD_getErrorName(clen));
+		w->failed = 1;
+		return -1;
+	}
+	h = w->out;
+	memcpy(h, chunk_magic, 4);
+	put_le32(h + 4, type);
+	put_le32(h + 8, (uint32_t)len);
+	put_le32(h + 12, (uint32_t)clen);
+	put_le32(h + 16, nrec);
+	put_le32(h + 20, (uint32_t)crc32(0, w->out + CHDR_LEN, (uInt)clen));
+	put_le32(h + 24, (uint32_t)crc32(0, h, 24));
+	return write_all(w, w->out, CHDR_LEN + clen);
+}
+
+static void writer_free(struct kx_kxp_writer *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	free(w->path);
+	free(w->raw);
+	free(w->out);
+	ZSTD_freeCCtx(w->zc);
+	free(w);
+}
+
+struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *ci, char *err,
+                                    size_t errlen)
+{
+	struct kx_kxp_writer *w = calloc(1, sizeof(*w));
+	struct buf hdr = {0};
+	uint8_t fixed[HDR_FIXED], crc[4];
+
+	if (!w || !(w->path = strdup(path)) || !(w->raw = malloc(CHUNK_RAW + REC_MAX)) ||
+	    !(w->zc = ZSTD_createCCtx())) {
+		snprintf(err, errlen, "cannot create %s: out of memory", path);
+		if (w)
+			writer_free(w);
+		return NULL;
+	}
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		w->fd = -1;
+		writer_free(w);
+		return NULL;
+	}
+
+	memcpy(fixed, file_magic, 8);
+	put_le32(fixed + 8, KX_KXP_VERSION);
+	buf_put(&hdr, fixed, sizeof(fixed));
+	if (ci)
+		encode_capinfo(&hdr, ci);
+	if (!hdr.oom && hdr.len + 4 > HDR_MAX)
+		hdr.oom = 1;
+	if (!hdr.oom) {
+		put_le32(hdr.p + 12, (uint32_t)(hdr.len + 4));
+		put_le32(crc, (uint32_t)crc32(0, hdr.p, (uInt)hdr.len));
+		buf_put(&hdr, crc, 4);
+	}
+	if (hdr.oom)
+		werr(w, ENOMEM);
+	else
+		write_all(w, hdr.p, hdr.len);
+	free(hdr.p);
+	if (w->failed) {
+		struct stat st;
+
+		snprintf(err, errlen, "%s", w->err);
+		/* Leave no half header behind, but never remove a device node. */
+		if (fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode))
+			unlink(path);
+		writer_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+int kx_kxp_flush(struct kx_kxp_writer *w)
+{
+	if (w->failed)
+		return -1;
+	if (!w->nrec)
+		return 0;
+	if (write_chunk(w, CHUNK_EVENTS, w->raw, w->raw_len, w->nrec))
+		return -1;
+	w->raw_len = 0;
+	w->nrec = 0;
+	memset(&w->ctx, 0, sizeof(w->ctx));
+	return 0;
+}
+
+/* Frames a payload as a record and cuts a chunk when enough is pending. */
+static int add_record(struct kx_kxp_writer *w, uint8_t type, const uint8_t *pl, size_t len)
+{
+	uint8_t *p = w->raw + w->raw_len;
+
+	*p++ = type;
+	p = put_varint(p, len);
+	memcpy(p, pl, len);
+	w->raw_len = (size_t)(p + len - w->raw);
+	w->nrec++;
+	if (w->raw_len >= CHUNK_RAW)
+		return kx_kxp_flush(w);
+	return 0;
+}
+
+int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const uint8_t *arg)
+{
+	uint8_t pl[REC_MAX], *p = pl, flags = 0;
+	size_t alen = arg ? (size_t)e->arg_in_len + e->arg_out_len : 0;
+	struct thr_ctx *t = thr_slot(&w->ctx, e->tid);
+	unsigned int cpu = kx_ioctl_cpu(e);
+
+	if (w->failed)
+		return -1;
+	if (t->used && t->tid == e->tid) {
+		if (t->pid == e->pid)
+			flags |= IF_SAME_PID;
+		if (t->fkind == e->fkind && t->drv == e->drv && t->dev == e->dev && t->fd == e->fd)
+			flags |= IF_SAME_FILE;
+		if (t->cmd == e->cmd && t->xfer_cmd == e->xfer_cmd)
+			flags |= IF_SAME_CMD;
+		if (t->cpu == cpu)
+			flags |= IF_SAME_CPU;
+	}
+	if (!e->ret)
+		flags |= IF_RET_ZERO;
+	if (alen)
+		flags |= IF_ARG;
+	if (e->offcpu_us)
+		flags |= IF_OFFCPU;
+
+	*p++ = flags;
+	p = put_varint(p, e->tid);
+	p = put_varint(p, zigzag((int64_t)(e->ts - w->ctx.prev_ts)));
+	p = put_varint(p, e->dur);
+	if (!(flags & IF_SAME_PID))
+		p = put_varint(p, e->pid);
+	if (!(flags & IF_SAME_FILE)) {
+		*p++ = e->fkind;
+		*p++ = e->drv;
+		p = put_varint(p, e->dev);
+		p = put_varint(p, zigzag(e->fd));
+	}
+	if (!(flags & IF_SAME_CMD)) {
+		put_le32(p, e->cmd);
+		p += 4;
+		p = put_varint(p, e->xfer_cmd);
+	}
+	if (!(flags & IF_RET_ZERO))
+		p = put_varint(p, zigzag(e->ret));
+	if (!(flags & IF_SAME_CPU))
+		p = put_varint(p, cpu);
+	if (flags & IF_OFFCPU)
+		p = put_varint(p, e->offcpu_us);
+	if (alen) {
+		*p++ = e->arg_in_len;
+		*p++ = e->arg_out_len;
+		memcpy(p, arg, alen);
+		p += alen;
+	}
+	w->ctx.prev_ts = e->ts;
+	thr_remember(t, e);
+	return add_record(w, REC_IOCTL, pl, (size_t)(p - pl));
+}
+
+int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t)
+{
+	uint8_t pl[REC_MAX], *p = pl;
+	size_t n = strnlen(t->comm, KX_COMM_LEN - 1);
+
+	if (w->failed)
+		return -1;
+	p = put_varint(p, zigzag((int64_t)(t->ts - w->ctx.prev_ts)));
+	p = put_varint(p, t->pid);
+	p = put_varint(p, t->tid);
+	p = put_varint(p, t->ppid);
+	p = put_varint(p, t->what);
+	*p++ = (uint8_t)n;
+	memcpy(p, t->comm, n);
+	p += n;
+	w->ctx.prev_ts = t->ts;
+	return add_record(w, REC_TASK, pl, (size_t)(p - pl));
+}
+
+int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j)
+{
+	uint8_t pl[REC_MAX], *p = pl;
+	size_t n = strnlen(j->ring, sizeof(j->ring) - 1);
+
+	if (w->failed)
+		return -1;
+	p = put_varint(p, zigzag((int64_t)(j->ts - w->ctx.prev_ts)));
+	p = put_varint(p, j->src);
+	p = put_varint(p, j->phase);
+	p = put_varint(p, j->flags);
+	p = put_varint(p, j->dev);
+	p = put_varint(p, j->pid);
+	p = put_varint(p, j->tid);
+	p = put_varint(p, j->ctx);
+	p = put_varint(p, j->seqno);
+	p = put_varint(p, j->aux);
+	p = put_varint(p, j->aux2);
+	*p++ = (uint8_t)n;
+	memcpy(p, j->ring, n);
+	p += n;
+	w->ctx.prev_ts = j->ts;
+	return add_record(w, REC_JOB, pl, (size_t)(p - pl));
+}
+
+int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err, size_t errlen)
+{
+	int ret;
+
+	kx_kxp_flush(w);
+	/* Without ci no trailer is written: the file reads as unfinished. */
+	if (ci && !w->failed) {
+		struct buf b = {0};
+
+		encode_capinfo(&b, ci);
+		if (b.oom)
+			werr(w, ENOMEM);
+		else
+			write_chunk(w, CHUNK_TRAILER, b.p, b.len, 0);
+		free(b.p);
+	}
+	if (close(w->fd) && !w->failed)
+		werr(w, errno);
+	w->fd = -1;
+	ret = w->failed ? -1 : 0;
+	if (ret)
+		snprintf(err, errlen, "%s", w->err);
+	else if (errlen)
+		err[0] = '\0';
+	writer_free(w);
+	return ret;
+}
+
+uint64_t kx_kxp_bytes_written(const struct kx_kxp_writer *w)
+{
+	return w->written;
+}
+
+/* ---- reader ---- */
+
+/* Input bytes, from memory or read on demand from a file. */
+struct src {
+	const uint8_t *mem;
+	int fd;
+	uint64_t size;
+	uint8_t *buf; /* file bytes of the last get */
+	size_t cap;
+	const char *name; /* path for messages, NULL for memory */
+	int ioerr;        /* errno of a failed read */
+};
+
+/* n bytes at off (off + n <= size), valid until the next call; NULL on error. */
+static const uint8_t *src_get(struct src *s, uint64_t off, size_t n)
+{
+	size_t got = 0;
+
+	if (s->mem)
+		return s->mem + off;
+	if (n > s->cap) {
+		uint8_t *p = realloc(s->buf, n);
+
+		if (!p) {
+			s->ioerr = ENOMEM;
+			return NULL;
+		}
+		s->buf = p;
+		s->cap = n;
+	}
+	while (got < n) {
+		ssize_t k = pread(s->fd, s->buf + got, n - got, (off_t)(off + got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			s->ioerr = errno;
+			return NULL;
+		}
+		if (k == 0) {
+			/* Shrunk under us: what is left is all there is. */
+			s->size = off + got;
+			return NULL;
+		}
+		got += (size_t)k;
+	}
+	return s->buf;
+}
+
+/*
+ * Chunks are checked and decoded on worker threads (kx_workq), each into
+ * its own slot, and stored by the reading thread in file order. A chunk is
+ * stored only once all its records decoded: they wait in the slot, so each
+ * is decoded once (a chunk of more than PEND_MAX records, which the writer
+ * never makes, is only checked there and decoded again into the store).
+ * Ioctls wait as themselves, arg_off holding the offset of their argument
+ * bytes in the raw chunk; tasks and jobs wait beside them, and kinds[]
+ * keeps the order of a chunk's records.
+ */
+#define PEND_MAX 65536
+#define PF_MAX   24 /* store chunks one kxp chunk's ioctls usually span, and more */
+
+enum { CS_EVENTS, CS_SKIP }; /* a chunk to decode, or one of a later writer's kinds */
+enum { CS_OK, CS_CRC, CS_INFLATE, CS_NOMEM, CS_RECORDS };
+
+struct cslot {
+	int kind;
+	uint64_t off; /* of the chunk header */
+	uint32_t raw_len, comp_len, nrec, dcrc;
+	const uint8_t *comp; /* compressed bytes: in the caller's memory, or cbuf */
+	uint8_t *cbuf;
+	size_t ccap;
+	uint8_t *raw; /* decompressed chunk */
+	size_t raw_cap;
+	int status;
+	int twopass; /* records only checked: decoded again into the store */
+	struct kx_ioctl *ioc;
+	size_t nioc, ioc_cap;
+	struct kx_task *task;
+	size_t ntask, task_cap;
+	struct kx_job *job;
+	size_t njob, job_cap;
+	uint8_t *kinds; /* record types in order */
+	size_t nkinds, kinds_cap;
+	struct chunk_ctx ctx;
+	/* Store memory this chunk's ioctls will likely take: faulted in by the worker. */
+	struct kx_store_range pf[PF_MAX];
+	size_t npf;
+};
+
+struct reader {
+	struct src *src;
+	struct kx_store *store;
+	struct kx_capinfo *ci;
+	struct kx_kxp_read_result *res;
+	char *err;
+	size_t errlen;
+	int stopped;      /* a chunk was bad: nothing after it is stored */
+	uint32_t version; /* of the file: 1 zlib chunks, 2 zstd */
+};
+
+static void msg(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void msg(struct reader *r, const char *fmt, ...)
+{
+	va_list ap;
+	int n = 0;
+
+	if (!r->errlen)
+		return;
+	if (r->src->name)
+		n = snprintf(r->err, r->errlen, "%s: ", r->src->name);
+	if (n < 0 || (size_t)n >= r->errlen)
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+/* One ioctl payload; ctx supplies the fields the flags say repeat. */
+static int decode_ioctl(struct rd *q, struct chunk_ctx *ctx, struct kx_ioctl *e,
+                        const uint8_t **arg)
+{
+	uint8_t flags = rd_u8(q);
+	struct thr_ctx *t;
+	uint64_t v;
+
+	memset(e, 0, sizeof(*e));
+	e->arg_off = KX_NO_ARG;
+	*arg = NULL;
+	e->tid = rd_varint32(q);
+	e->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	e->dur = rd_varint(q);
+	if (q->bad || (flags & ~IF_KNOWN))
+		return -1;
+	t = thr_slot(ctx, e->tid);
+	if ((flags & (IF_SAME_PID | IF_SAME_FILE | IF_SAME_CMD | IF_SAME_CPU)) &&
+	    (!t->used || t->tid != e->tid))
+		return -1;
+	e->pid = flags & IF_SAME_PID ? t->pid : rd_varint32(q);
+	if (flags & IF_SAME_FILE) {
+		e->fkind = t->fkind;
+		e->drv = t->drv;
+		e->dev = t->dev;
+		e->fd = t->fd;
+	} else {
+		e->fkind = rd_u8(q);
+		e->drv = rd_u8(q);
+		e->dev = rd_varint32(q);
+		v = rd_varint(q);
+		e->fd = (int32_t)unzigzag(v);
+		if (unzigzag(v) != e->fd)
+			return -1;
+	}
+	if (flags & IF_SAME_CMD) {
+		e->cmd = t->cmd;
+		e->xfer_cmd = t->xfer_cmd;
+	} else {
+		e->cmd = rd_le32(q);
+		e->xfer_cmd = rd_varint32(q);
+	}
+	if (!(flags & IF_RET_ZERO)) {
+		int64_t ret = unzigzag(rd_varint(q));
+
+		/* Handlers return int: anything wider is not ours. */
+		if (ret < INT32_MIN || ret > INT32_MAX)
+			return -1;
+		e->ret = (int32_t)ret;
+	}
+	v = flags & IF_SAME_CPU ? t->cpu : rd_varint(q);
+	if (v > 0xffff)
+		return -1;
+	e->cpu_hi = (uint8_t)(v >> 8);
+	e->cpu_lo = (uint8_t)v;
+	if (flags & IF_OFFCPU)
+		e->offcpu_us = rd_varint32(q);
+	if (flags & IF_ARG) {
+		e->arg_in_len = rd_u8(q);
+		e->arg_out_len = rd_u8(q);
+		*arg = rd_bytes(q, (size_t)e->arg_in_len + e->arg_out_len);
+		if (!e->arg_in_len && !e->arg_out_len)
+			return -1;
+	}
+	if (q->bad)
+		return -1;
+	ctx->prev_ts = e->ts;
+	thr_remember(t, e);
+	return 0;
+}
+
+static int decode_task(struct rd *q, struct chunk_ctx *ctx, struct kx_task *t)
+{
+	const uint8_t *comm;
+	uint8_t clen;
+
+	memset(t, 0, sizeof(*t));
+	t->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	t->pid = rd_varint32(q);
+	t->tid = rd_varint32(q);
+	t->ppid = rd_varint32(q);
+	t->what = rd_varint32(q);
+	clen = rd_u8(q);
+	comm = rd_bytes(q, clen);
+	if (q->bad || clen > KX_COMM_LEN)
+		return -1;
+	memcpy(t->comm, comm, clen < KX_COMM_LEN ? clen : KX_COMM_LEN - 1);
+	ctx->prev_ts = t->ts;
+	return 0;
+}
+
+static int decode_job(struct rd *q, struct chunk_ctx *ctx, struct kx_job *j)
+{
+	const uint8_t *ring;
+	uint64_t src, phase, flags;
+	uint8_t rlen;
+
+	memset(j, 0, sizeof(*j));
+	j->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	src = rd_varint(q);
+	phase = rd_varint(q);
+	flags = rd_varint(q);
+	j->dev = rd_varint32(q);
+	j->pid = rd_varint32(q);
+	j->tid = rd_varint32(q);
+	j->ctx = rd_varint(q);
+	j->seqno = rd_varint(q);
+	j->aux = rd_varint(q);
+	j->aux2 = rd_varint(q);
+	rlen = rd_u8(q);
+	ring = rd_bytes(q, rlen);
+	/* Unknown sources and phases are kept: analysis counts what it skips. */
+	if (q->bad || src > 0xffff || phase > 0xff || flags > 0xff || rlen >= sizeof(j->ring))
+		return -1;
+	j->src = (uint16_t)src;
+	j->phase = (uint8_t)phase;
+	j->flags = (uint8_t)flags;
+	memcpy(j->ring, ring, rlen);
+	ctx->prev_ts = j->ts;
+	return 0;
+}
+
+/* How decode_events treats what it decodes. */
+#define DEC_CHECK  0 /* nothing: only checks */
+#define DEC_COMMIT 1 /* into the store */
+#define DEC_STASH  2 /* into the slot (room for nrec ioctls and kinds made by the caller) */
+
+/*
+ * Decodes the records of a slot's raw chunk. Returns 0, -1 on a bad record
+ * (so a bad record late in a chunk leaves nothing of it in the store), or
+ * -2 when stashing ran out of memory.
+ */
+static int decode_events(struct cslot *c, struct kx_store *store, int mode)
+{
+	struct rd r = {c->raw, c->raw + c->raw_len, 0};
+	struct chunk_ctx *ctx = &c->ctx;
+	uint32_t n = 0;
+
+	memset(ctx, 0, sizeof(*ctx));
+	c->nioc = c->ntask = c->njob = c->nkinds = 0;
+	while (r.p < r.end) {
+		uint8_t type = rd_u8(&r);
+		uint64_t plen = rd_varint(&r);
+		struct rd q;
+
+		if (r.bad || plen > (uint64_t)(r.end - r.p))
+			return -1;
+		q.p = r.p;
+		q.end = r.p + plen;
+		q.bad = 0;
+		r.p = q.end;
+		if (++n > c->nrec)
+			return -1; /* more records than the header says */
+		if (type == REC_IOCTL) {
+			struct kx_ioctl tmp, *e = mode == DEC_STASH ? &c->ioc[c->nioc] : &tmp;
+			const uint8_t *arg;
+
+			if (decode_ioctl(&q, ctx, e, &arg))
+				return -1;
+			if (mode == DEC_STASH) {
+				e->arg_off = arg ? (uint32_t)(arg - c->raw) : KX_NO_ARG;
+				c->nioc++;
+			} else if (mode == DEC_COMMIT && store) {
+				kx_store_add_ioctl(store, e, arg);
+			}
+		} else if (type == REC_TASK) {
+			struct kx_task t;
+
+			if (decode_task(&q, ctx, &t))
+				return -1;
+			if (mode == DEC_STASH) {
+				if (kx_grow((void **)&c->task, &c->task_cap, c->ntask, sizeof(t)))
+					return -2;
+				c->task[c->ntask++] = t;
+			} else if (mode == DEC_COMMIT && store) {
+				kx_store_add_task(store, &t);
+			}
+		} else if (type == REC_JOB) {
+			struct kx_job j;
+
+			if (decode_job(&q, ctx, &j))
+				return -1;
+			if (mode == DEC_STASH) {
+				if (kx_grow((void **)&c->job, &c->job_cap, c->njob, sizeof(j)))
+					return -2;
+				c->job[c->njob++] = j;
+			} else if (mode == DEC_COMMIT && store) {
+				kx_store_add_job(store, &j);
+			}
+		} else {
+			continue; /* from a later writer: skipped whole */
+		}
+		if (mode == DEC_STASH)
+			c->kinds[c->nkinds++] = type;
+	}
+	return n == c->nrec ? 0 : -1;
+}
+
+static int reserve(void **p, size_t *cap, size_t n, size_t size)
+{
+	void *np;
+
+	if (n <= *cap)
+		return 0;
+	np = realloc(*p, n * size);
+	if (!np)
+		return -1;
+	*p = np;
+	*cap = n;
+	return 0;
+}
+
+/* Raw inflate: the chunk's CRC already covers its bytes, so zlib's Adler-32 is skipped. */
+static int inflate_chunk(struct cslot *c, z_stream *zs)
+{
+	const uint8_t *p = c->comp;
+	int zr;
+
+	/* zlib header: deflate, no preset dictionary, check bits. */
+	if (c->comp_len < 6 || (p[0] & 0x0f) != 8 || (p[0] >> 4) > 7 || (p[1] & 0x20) ||
+	    ((unsigned int)p[0] << 8 | p[1]) % 31)
+		return -1;
+	if (inflateReset(zs) != Z_OK)
+		return -1;
+	zs->next_in = (Bytef *)p + 2;
+	zs->avail_in = c->comp_len - 2;
+	zs->next_out = c->raw;
+	zs->avail_out = c->raw_len;
+	zr = inflate(zs, Z_FINISH);
+	if (zr != Z_STREAM_END)
+		return -1;
+	return zs->total_out == c->raw_len ? 0 : -1;
+}
+
+/* A thread's decompression state, for the file's version: zstd, or raw inflate (1). */
+struct unpacker {
+	int zstd;
+	ZSTD_DCtx *zd;
+	z_stream zs;
+};
+
+static void *unpacker_new(void *arg)
+{
+	const struct reader *r = arg;
+	struct unpacker *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->zstd = r->version >= 2;
+	if (u->zstd ? !(u->zd = ZSTD_createDCtx()) : inflateInit2(&u->zs, -15) != Z_OK) {
+		free(u);
+		return NULL;
+	}
+	return u;
+}
+
+static void unpacker_free(void *wctx, void *arg)
+{
+	struct unpacker *u = wctx;
+
+	(void)arg;
+	if (!u)
+		return;
+	if (u->zstd)
+		ZSTD_freeDCtx(u->zd);
+	else
+		inflateEnd(&u->zs);
+	free(u);
+}
+
+/* The chunk's raw bytes, exactly raw_len of them; -1 when corrupt. */
+static int unpack_chunk(struct cslot *c, struct unpacker *u)
+{
+	size_t n;
+
+	if (!u->zstd)
+		return inflate_chunk(c, &u->zs);
+	n = ZSTD_decompressDCtx(u->zd, c->raw, c->raw_len, c->comp, c->comp_len);
+	return !ZSTD_isError(n) && n == c->raw_len ? 0 : -1;
+}
+
+/* Checks, inflates and decodes one chunk (on a worker thread). */
+static void chunk_run(void *slot, void *wctx, void *arg)
+{
+	struct cslot *c = slot;
+	int rc;
+
+	(void)arg;
+	c->status = CS_OK;
+	c->twopass = 0;
+	c->nioc = c->ntask = c->njob = c->nkinds = 0;
+	if (c->kind != CS_EVENTS)
+		return;
+	/* The page faults of the store's fresh memory, off the reading thread. */
+	kx_store_prefault(c->pf, c->npf);
+	c->npf = 0;
+	if (crc32(0, c->comp, c->comp_len) != c->dcrc) {
+		c->status = CS_CRC;
+		return;
+	}
+	if (!wctx || reserve((void **)&c->raw, &c->raw_cap, c->raw_len ? c->raw_len : 1, 1)) {
+		c->status = CS_NOMEM;
+		return;
+	}
+	if (unpack_chunk(c, wctx)) {
+		c->status = CS_INFLATE;
+		return;
+	}
+	rc = -2;
+	if (c->nrec <= PEND_MAX &&
+	    !reserve((void **)&c->ioc, &c->ioc_cap, c->nrec ? c->nrec : 1, sizeof(*c->ioc)) &&
+	    !reserve((void **)&c->kinds, &c->kinds_cap, c->nrec ? c->nrec : 1, 1))
+		rc = decode_events(c, NULL, DEC_STASH);
+	if (rc == -2) {
+		c->twopass = 1;
+		rc = decode_events(c, NULL, DEC_CHECK);
+	}
+	if (rc)
+		c->status = CS_RECORDS;
+}
+
+/* Stores ioctls [from, to) of a slot: runs without arguments in bulk. */
+static void commit_ioctls(struct kx_store *st, const struct cslot *c, size_t from, size_t to)
+{
+	while (from < to) {
+		size_t i = from;
+
+		while (i < to && c->ioc[i].arg_off == KX_NO_ARG)
+			i++;
+		if (i > from)
+			kx_store_add_ioctls(st, c->ioc + from, i - from);
+		if (i < to) {
+			kx_store_add_ioctl(st, &c->ioc[i], c->raw + c->ioc[i].arg_off);
+			i++;
+		}
+		from = i;
+	}
+}
+
+/* The chunk checked out: its records go to the store, in file order. */
+static void commit_slot(struct kx_store *st, struct cslot *c)
+{
+	size_t io = 0, ta = 0, jo = 0, k = 0;
+
+	if (!st)
+		return;
+	if (c->twopass) {
+		decode_events(c, st, DEC_COMMIT);
+		return;
+	}
+	if (!c->ntask && !c->njob) {
+		commit_ioctls(st, c, 0, c->nioc);
+		return;
+	}
+	while (k < c->nkinds) {
+		size_t run = 0;
+
+		while (k + run < c->nkinds && c->kinds[k + run] == REC_IOCTL)
+			run++;
+		commit_ioctls(st, c, io, io + run);
+		io += run;
+		k += run;
+		if (k == c->nkinds)
+			break;
+		if (c->kinds[k] == REC_TASK)
+			kx_store_add_task(st, &c->task[ta++]);
+		else
+			kx_store_add_job(st, &c->job[jo++]);
+		k++;
+	}
+}
+
+static void cslot_free(void *slot, void *arg)
+{
+	struct cslot *c = slot;
+
+	(void)arg;
+	free(c->cbuf);
+	free(c->raw);
+	free(c->ioc);
+	free(c->task);
+	free(c->job);
+	free(c->kinds);
+}
+
+/* Reads and checks the header into r->ci; returns its length or 0 with a message. */
+static uint32_t read_header(struct reader *r)
+{
+	uint64_t size = r->src->size;
+	size_t n = size < HDR_FIXED ? (size_t)size : HDR_FIXED;
+	const uint8_t *h;
+	uint32_t version, hlen;
+
+	if (!size) {
+		msg(r, "empty file: not a kxprof record file");
+		return 0;
+	}
+	h = src_get(r->src, 0, n);
+	if (!h)
+		goto cut;
+	if (memcmp(h, file_magic, n < 8 ? n : 8) != 0) {
+		msg(r, "not a kxprof record file");
+		return 0;
+	}
+	if (n < HDR_FIXED) {
+		msg(r, "record file header is incomplete (%zu bytes): the file was cut short", n);
+		return 0;
+	}
+	version = get_le32(h + 8);
+	hlen = get_le32(h + 12);
+	if (version < 1 || version > KX_KXP_VERSION) {
+		msg(r, "unsupported record format version %u (this kxprof reads versions 1 to %d)",
+		    version, KX_KXP_VERSION);
+		return 0;
+	}
+	r->version = version;
+	if (hlen < HDR_FIXED + 4 || hlen > HDR_MAX) {
+		msg(r, "record file header is corrupt (length %u)", hlen);
+		return 0;
+	}
+	if (size < hlen) {
+		msg(r,
+		    "record file header is incomplete (%llu of %u bytes): the file was cut short",
+		    (unsigned long long)size, hlen);
+		return 0;
+	}
+	h = src_get(r->src, 0, hlen);
+	if (!h)
+		goto cut;
+	if (crc32(0, h, hlen - 4) != get_le32(h + hlen - 4)) {
+		msg(r, "record file header is corrupt (checksum mismatch)");
+		return 0;
+	}
+	if (decode_capinfo(h + HDR_FIXED, hlen - HDR_FIXED - 4, r->ci)) {
+		msg(r, "record file header is corrupt (bad capture info)");
+		return 0;
+	}
+	return hlen;
+cut:
+	if (r->src->ioerr)
+		msg(r, "cannot read: %s", strerror(r->src->ioerr));
+	else
+		msg(r, "record file header is incomplete: the file was cut short");
+	return 0;
+}
+
+/* Why a chunk was rejected, for the note left in err. */
+static void chunk_bad(struct reader *r, uint64_t off, const char *why)
+{
+	r->res->truncated = 1;
+	r->res->bad_tail_bytes = r->src->size - off;
+	msg(r,
+	    "chunk %llu at offset %llu is %s; it and the rest of the file (%llu bytes) were "
+	    "ignored",
+	    (unsigned long long)r->res->chunks + 1, (unsigned long long)off, why,
+	    (unsigned long long)r->res->bad_tail_bytes);
+}
+
+static void chunk_cut(struct reader *r, uint64_t off)
+{
+	r->res->truncated = 1;
+	r->res->bad_tail_bytes = r->src->size - off;
+	msg(r, "file cut short inside chunk %llu at offset %llu (%llu bytes ignored)",
+	    (unsigned long long)r->res->chunks + 1, (unsigned long long)off,
+	    (unsigned long long)r->res->bad_tail_bytes);
+}
+
+/* Why a slot's chunk was rejected. */
+static const char *cs_why(int status)
+{
+	switch (status) {
+	case CS_CRC:
+		return "corrupt (data checksum mismatch)";
+	case CS_NOMEM:
+		return "too large to decompress here (out of memory)";
+	case CS_INFLATE:
+		return "corrupt (decompression failed)";
+	default:
+		return "corrupt (bad records)";
+	}
+}
+
+/* A decoded chunk, in file order (on the reading thread). */
+static void chunk_done(void *slot, void *arg)
+{
+	struct cslot *c = slot;
+	struct reader *r = arg;
+
+	if (r->stopped)
+		return;
+	if (c->status != CS_OK) {
+		chunk_bad(r, c->off, cs_why(c->status));
+		r->stopped = 1;
+		return;
+	}
+	if (c->kind == CS_EVENTS)
+		commit_slot(r->store, c);
+	r->res->chunks++;
+}
+
+static const struct kx_workq_ops chunk_ops = {
+        .run = chunk_run,
+        .done = chunk_done,
+        .wctx_new = unpacker_new,
+        .wctx_free = unpacker_free,
+};
+
+/* n bytes at off into the slot (or pointed at, from memory); -1 on a read error. */
+static int src_fill(struct src *s, struct cslot *c, uint64_t off, size_t n)
+{
+	const uint8_t *p;
+
+	if (s->mem) {
+		c->comp = s->mem + off;
+		return 0;
+	}
+	if (reserve((void **)&c->cbuf, &c->ccap, n ? n : 1, 1)) {
+		s->ioerr = ENOMEM;
+		return -1;
+	}
+	/* src_get's buffer is the reading thread's; the slot needs its own copy. */
+	p = src_get(s, off, n);
+	if (!p)
+		return -1;
+	memcpy(c->cbuf, p, n);
+	c->comp = c->cbuf;
+	return 0;
+}
+
+/*
+ * Reads chunks from off, one at a time: every case but a whole events (or
+ * unknown) chunk ends here. Returns 0, or -1 on an I/O error (message set).
+ */
+static int read_chunks_seq(struct reader *r, struct cslot *c, void *zs, uint64_t off)
+{
+	struct src *s = r->src;
+
+	for (;;) {
+		const uint8_t *h;
+		uint32_t type, raw_len, comp_len, nrec, dcrc;
+
+		if (off == s->size) {
+			r->res->truncated = 1;
+			msg(r,
+			    "no trailer after chunk %llu: the capture did not finish or the file "
+			    "was cut",
+			    (unsigned long long)r->res->chunks);
+			return 0;
+		}
+		if (s->size - off < CHDR_LEN) {
+			chunk_cut(r, off);
+			return 0;
+		}
+		h = src_get(s, off, CHDR_LEN);
+		if (!h)
+			goto ioerr;
+		if (memcmp(h, chunk_magic, 4) != 0) {
+			chunk_bad(r, off, "corrupt (bad magic)");
+			return 0;
+		}
+		if (crc32(0, h, 24) != get_le32(h + 24)) {
+			chunk_bad(r, off, "corrupt (header checksum mismatch)");
+			return 0;
+		}
+		type = get_le32(h + 4);
+		raw_len = get_le32(h + 8);
+		comp_len = get_le32(h + 12);
+		nrec = get_le32(h + 16);
+		dcrc = get_le32(h + 20);
+		if (raw_len > RAW_MAX || comp_len > compressBound(RAW_MAX)) {
+			chunk_bad(r, off, "corrupt (length over the limit)");
+			return 0;
+		}
+		if (s->size - off - CHDR_LEN < comp_len) {
+			chunk_cut(r, off);
+			return 0;
+		}
+		if (type != CHUNK_EVENTS && type != CHUNK_TRAILER) {
+			/* A later writer's chunk kind: its header checked out, so skip it whole. */
+			off += CHDR_LEN + comp_len;
+			r->res->chunks++;
+			continue;
+		}
+		c->kind = CS_EVENTS;
+		c->off = off;
+		c->raw_len = raw_len;
+		c->comp_len = comp_len;
+		c->nrec = nrec;
+		c->dcrc = dcrc;
+		if (src_fill(s, c, off + CHDR_LEN, comp_len))
+			goto ioerr;
+		if (type == CHUNK_TRAILER) {
+			struct kx_capinfo *tmp;
+
+			if (crc32(0, c->comp, comp_len) != dcrc) {
+				chunk_bad(r, off, "corrupt (data checksum mismatch)");
+				return 0;
+			}
+			if (!zs ||
+			    reserve((void **)&c->raw, &c->raw_cap, raw_len ? raw_len : 1, 1)) {
+				chunk_bad(r, off, "too large to decompress here (out of memory)");
+				return 0;
+			}
+			if (unpack_chunk(c, zs)) {
+				chunk_bad(r, off, "corrupt (decompression failed)");
+				return 0;
+			}
+			tmp = malloc(sizeof(*tmp));
+			if (!tmp || decode_capinfo(c->raw, raw_len, tmp)) {
+				free(tmp);
+				chunk_bad(r, off, "a corrupt trailer");
+				return 0;
+			}
+			memcpy(r->ci, tmp, sizeof(*tmp));
+			free(tmp);
+			r->res->chunks++;
+			off += CHDR_LEN + comp_len;
+			r->res->bad_tail_bytes = s->size - off;
+			if (r->res->bad_tail_bytes)
+				msg(r, "%llu bytes after the trailer were ignored",
+				    (unsigned long long)r->res->bad_tail_bytes);
+			return 0;
+		}
+		chunk_run(c, zs, r);
+		chunk_done(c, r);
+		if (r->stopped)
+			return 0;
+		off += CHDR_LEN + comp_len;
+	}
+ioerr:
+	if (s->ioerr) {
+		msg(r, "cannot read: %s", strerror(s->ioerr));
+		return -1;
+	}
+	/* The file shrank while we read it. */
+	chunk_cut(r, off);
+	return 0;
+}
+
+/*
+ * Hands whole chunks of the known kinds to the work queue, in file order,
+ * from off; returns where it stopped: the trailer, the end, or anything
+ * the one-at-a-time reader has to judge and report.
+ */
+static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
+{
+	struct src *s = r->src;
+	/* Where the next chunk's ioctls start at most (every record an ioctl). */
+	size_t ahead = r->store ? kx_store_ioctl_count(r->store) : 0;
+
+	while (!r->stopped && s->size - off >= CHDR_LEN) {
+		const uint8_t *h = src_get(s, off, CHDR_LEN);
+		uint32_t type, raw_len, comp_len;
+		struct cslot *c;
+
+		if (!h || memcmp(h, chunk_magic, 4) || crc32(0, h, 24) != get_le32(h + 24))
+			break;
+		type = get_le32(h + 4);
+		raw_len = get_le32(h + 8);
+		comp_len = get_le32(h + 12);
+		if (raw_len > RAW_MAX || comp_len > compressBound(RAW_MAX) ||
+		    s->size - off - CHDR_LEN < comp_len || type == CHUNK_TRAILER)
+			break;
+		c = kx_workq_get(q);
+		c->kind = type == CHUNK_EVENTS ? CS_EVENTS : CS_SKIP;
+		c->off = off;
+		c->raw_len = raw_len;
+		c->comp_len = comp_len;
+		c->nrec = get_le32(h + 16);
+		c->dcrc = get_le32(h + 20);
+		c->npf = 0;
+		if (c->kind == CS_EVENTS && r->store && c->nrec <= PEND_MAX) {
+			size_t to = kx_store_ioctl_reserve(r->store, ahead + c->nrec);
+
+			c->npf = kx_store_ioctl_ranges(r->store, ahead, to, c->pf, PF_MAX);
+			ahead += c->nrec;
+		}
+		if (c->kind == CS_EVENTS && src_fill(s, c, off + CHDR_LEN, comp_len)) {
+			/* Not queued: the one-at-a-time reader meets the error again. */
+			s->ioerr = 0;
+			c->kind = CS_SKIP;
+			c->status = CS_OK;
+			break;
+		}
+		kx_workq_put(q, c);
+		off += CHDR_LEN + comp_len;
+	}
+	return off;
+}
+
+/* Reads chunks from off. Returns 0, or -1 on an I/O error (message set). */
+static int read_chunks(struct reader *r, uint64_t off)
+{
+	/* About 40 KiB per chunk: a small file is not worth the threads. */
+	int workers = kx_workq_workers((size_t)((r->src->size - off) / (256u * 1024)));
+	struct kx_workq *q = NULL;
+	struct cslot last;
+	void *zs;
+	int rc;
+
+	if (workers) {
+		q = kx_workq_new(workers, (size_t)workers + 2, sizeof(struct cslot), &chunk_ops, r);
+		if (q) {
+			off = queue_chunks(r, q, off);
+			kx_workq_finish(q);
+			kx_workq_each(q, cslot_free);
+			kx_workq_free(q);
+		}
+	}
+	if (r->stopped)
+		return 0;
+	memset(&last, 0, sizeof(last));
+	zs = unpacker_new(r);
+	rc = read_chunks_seq(r, &last, zs, off);
+	unpacker_free(zs, NULL);
+	cslot_free(&last, NULL);
+	return rc;
+}
+
+static int read_src(struct src *s, struct kx_store *store, struct kx_capinfo *ci,
+                    struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct kx_kxp_read_result lres;
+	struct kx_capinfo *lci = NULL;
+	struct reader r = {0};
+	uint32_t hlen;
+	int ret = -1;
+
+	if (!res)
+		res = &lres;
+	memset(res, 0, sizeof(*res));
+	if (!ci) {
+		lci = malloc(sizeof(*lci));
+		if (!lci) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		ci = lci;
+	}
+	if (errlen)
+		err[0] = '\0';
+	r.src = s;
+	r.store = store;
+	r.ci = ci;
+	r.res = res;
+	r.err = err;
+	r.errlen = errlen;
+	hlen = read_header(&r);
+	if (hlen)
+		ret = read_chunks(&r, hlen);
+	free(lci);
+	return ret;
+}
+
+int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store, struct kx_capinfo *ci,
+                    struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct src s = {0};
+
+	/* A non-NULL pointer even for an empty input, so mem mode is chosen. */
+	s.mem = buf ? buf : (const uint8_t *)"";
+	s.size = buf ? len : 0;
+	s.fd = -1;
+	return read_src(&s, store, ci, res, err, errlen);
+}
+
+int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
+                struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct src s = {0};
+	struct stat st;
+	int ret;
+
+	s.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s.fd < 0) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(s.fd, &st)) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		close(s.fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		close(s.fd);
+		return -1;
+	}
+	s.size = (uint64_t)st.st_size;
+	s.name = path;
+	ret = read_src(&s, store, ci, res, err, errlen);
+	free(s.buf);
+	close(s.fd);
+	return ret;
+}

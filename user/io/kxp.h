@@ -1,0 +1,54 @@
+/*
+ * The .kxp record file. Owns the on-disk format: a versioned header carrying
+ * struct kx_capinfo, then zstd-compressed chunks each with a CRC32, then a
+ * trailer chunk with the final capinfo (stop clock, loss counters). Files
+ * cut short are readable up to their last whole chunk; bad input is rejected
+ * with a message, never a crash.
+ */
+#ifndef KX_KXP_H
+#define KX_KXP_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "model/capinfo.h"
+#include "model/event.h"
+#include "model/store.h"
+
+#define KX_KXP_VERSION 2 /* 2: zstd chunks; 1 (zlib chunks) is still read */
+
+struct kx_kxp_writer;
+
+/* Creates path and writes the header. NULL on error with a message in err. */
+struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *ci, char *err,
+                                    size_t errlen);
+/* Buffer events; a chunk is compressed and written when the buffer fills. */
+int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const uint8_t *arg);
+int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t);
+int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j);
+/* Writes the pending chunk now (e.g. once a second so a crash loses little). */
+int kx_kxp_flush(struct kx_kxp_writer *w);
+/* Flushes, writes the trailer with ci, closes. Returns 0 or -1 (err filled). Frees w. */
+int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err, size_t errlen);
+uint64_t kx_kxp_bytes_written(const struct kx_kxp_writer *w);
+
+/* Result of reading a file. */
+struct kx_kxp_read_result {
+	int truncated;           /* no trailer: capture did not finish or file was cut */
+	uint64_t chunks;         /* whole chunks read */
+	uint64_t bad_tail_bytes; /* bytes after the last whole chunk that were ignored */
+};
+
+/*
+ * Reads path into store (events) and ci (header, overwritten by the trailer
+ * when present). Returns 0 on success (possibly truncated, see res), -1 when
+ * the file is not a readable kxprof record (err says why: not found, not a
+ * kxprof file, unsupported version N, header corrupt, ...).
+ */
+int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
+                struct kx_kxp_read_result *res, char *err, size_t errlen);
+/* Same, from memory (for tests and fuzzing). */
+int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store, struct kx_capinfo *ci,
+                    struct kx_kxp_read_result *res, char *err, size_t errlen);
+
+#endif /* KX_KXP_H */

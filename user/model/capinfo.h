@@ -1,0 +1,105 @@
+/*
+ * Facts about a capture that are not events: host, kernel, clocks, devices,
+ * attach results and loss counters. Written into the record file header and
+ * trailer, shown by report and every exporter's warnings.
+ */
+#ifndef KX_CAPINFO_H
+#define KX_CAPINFO_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kxprof.h"
+
+#define KX_MAX_DEVICES 128
+#define KX_MAX_HOOKS   64
+
+struct kx_device {
+	uint32_t dev;      /* kernel dev_t; 0 for anon kinds */
+	uint8_t fkind;     /* enum kx_fkind */
+	uint8_t drv;       /* enum kx_driver */
+	uint8_t any_minor; /* matches every minor of the major */
+	char node[64];     /* "/dev/kvm", "anon_inode:kvm-vcpu", "/dev/dri/renderD128" */
+	char driver[32];   /* kernel driver name as found ("kvm", "amdgpu", "loop") */
+};
+
+enum kx_hook_state { KX_HOOK_ATTACHED = 1, KX_HOOK_SKIPPED = 2, KX_HOOK_FAILED = 3 };
+struct kx_hook {
+	char name[48]; /* "ioctl", "sched_process_fork", ... */
+	char mech[16]; /* "tp_btf", "raw_tp", "tp", "fentry", "kprobe", "-" */
+	uint8_t state; /* enum kx_hook_state */
+	char why[96];  /* reason when skipped/failed, else "" */
+};
+
+/* Calls of one hooked driver function (driver entry hooks that attached). */
+struct kx_drvcall_stat {
+	char fn[40];  /* "drm_ioctl" */
+	char mech[8]; /* "fentry" or "kprobe" */
+	uint64_t calls;
+	uint64_t sum_ns;
+	uint64_t max_ns;
+	uint64_t slots[KX_HIST_SLOTS]; /* log2 latency histogram, see struct kx_agg_val */
+};
+
+/* Monotonic -> realtime: realtime_ns = mono_ns + offset_ns (best of several paired reads). */
+struct kx_clock_sync {
+	int64_t offset_ns;
+	uint64_t uncertainty_ns; /* width of the tightest read pair */
+	uint64_t mono_ns;        /* when measured */
+};
+
+struct kx_capinfo {
+	uint32_t version; /* record format version that wrote this */
+	char hostname[64];
+	char kernel[96];   /* uname -r */
+	char cmdline[256]; /* what was recorded, e.g. "kvm_workload -j 100" */
+	struct kx_clock_sync clock_start;
+	struct kx_clock_sync clock_stop; /* zero when the capture did not stop cleanly */
+	uint64_t start_mono_ns;
+	uint64_t stop_mono_ns;
+	uint32_t ndevices;
+	struct kx_device devices[KX_MAX_DEVICES];
+	uint32_t nhooks;
+	struct kx_hook hooks[KX_MAX_HOOKS];
+	/* Loss accounting: received + dropped == emitted. */
+	uint64_t emitted;
+	uint64_t received;
+	uint64_t dropped;    /* ring buffer full */
+	uint64_t not_stored; /* store limit reached */
+	uint64_t inflight_full;
+	uint64_t pidset_full;
+	uint64_t arg_faults;
+	uint32_t ringbuf_bytes;
+	uint32_t all_pids; /* -a */
+	/* Job lifecycle records (device timelines): received + dropped == emitted. */
+	uint64_t job_emitted;
+	uint64_t job_received;
+	uint64_t job_dropped; /* ring buffer full */
+	uint32_t ndrvcalls;
+	struct kx_drvcall_stat drvcalls[KX_DRV_FN_MAX];
+};
+
+/* Appends a hook result (NULL when the table is full); why is the caller's to fill. */
+static inline struct kx_hook *kx_capinfo_hook(struct kx_capinfo *ci, const char *name,
+                                              const char *mech, int state)
+{
+	struct kx_hook *h;
+
+	if (ci->nhooks >= KX_MAX_HOOKS)
+		return NULL;
+	h = &ci->hooks[ci->nhooks++];
+	memset(h, 0, sizeof(*h));
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	snprintf(h->mech, sizeof(h->mech), "%s", mech);
+	h->state = (uint8_t)state;
+	return h;
+}
+
+/* Realtime ns for a monotonic timestamp, using the start sync. */
+static inline int64_t kx_capinfo_realtime(const struct kx_capinfo *ci, uint64_t mono_ns)
+{
+	return (int64_t)mono_ns + ci->clock_start.offset_ns;
+}
+
+#endif /* KX_CAPINFO_H */

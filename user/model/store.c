@@ -1,0 +1,457 @@
+/*
+ * Bounded event store (see store.h). Owns the memory of a capture's events:
+ * fixed-size chunks of ioctl, task and job records, an arena of argument bytes
+ * split in chunks, and a tid -> latest task index table for comm lookups.
+ * Every allocation is charged against the limit before it is made, so the
+ * store never holds more than the limit; what does not fit is counted.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "model/store.h"
+
+/*
+ * Small chunks keep the refusal granularity fine for small limits and cost
+ * one malloc per few thousand events; chunks never move, so element
+ * pointers stay valid while the directories of chunk pointers grow.
+ */
+#define IOC_PER_CHUNK  4096
+#define TASK_PER_CHUNK 512
+#define JOB_PER_CHUNK  2048
+#define ARENA_CHUNK    (256u * 1024)
+/* arg_off is a u32 that must stay below KX_NO_ARG. */
+#define ARENA_MAX_CHUNKS ((size_t)(UINT32_MAX / ARENA_CHUNK) - 1)
+#define DEFAULT_LIMIT    ((size_t)512 << 20)
+#define DIR_MIN          16
+#define COMM_MIN         64
+
+/* idx1 = task index + 1; 0 marks an empty slot. */
+struct comm_slot {
+	uint32_t tid;
+	uint32_t idx1;
+};
+
+struct kx_store {
+	size_t limit;
+	size_t bytes;
+	uint64_t not_stored;
+
+	struct kx_ioctl **ioc;
+	size_t nioc, ioc_chunks, ioc_dir;
+
+	struct kx_task **task;
+	size_t ntask, task_chunks, task_dir;
+
+	struct kx_job **job;
+	size_t njob, job_chunks, job_dir;
+
+	uint8_t **arena;
+	size_t arena_chunks, arena_dir;
+	size_t arena_pos; /* bytes used in the last arena chunk */
+
+	struct comm_slot *comm;
+	size_t comm_cap, comm_used;
+};
+
+/* Charges n bytes when they fit under the limit. */
+static int charge(struct kx_store *s, size_t n)
+{
+	if (n > s->limit || s->bytes > s->limit - n)
+		return -1;
+	s->bytes += n;
+	return 0;
+}
+
+/* Makes room for one more pointer in a chunk directory. */
+static int dir_reserve(struct kx_store *s, void ***dir, size_t *cap, size_t used)
+{
+	size_t ncap;
+	void **p;
+
+	if (used < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : DIR_MIN;
+	if (charge(s, (ncap - *cap) * sizeof(void *)))
+		return -1;
+	p = realloc(*dir, ncap * sizeof(void *));
+	if (!p) {
+		s->bytes -= (ncap - *cap) * sizeof(void *);
+		return -1;
+	}
+	*dir = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* Appends a new chunk of size bytes to a directory. */
+static void *chunk_new(struct kx_store *s, void ***dir, size_t *cap, size_t *nchunks, size_t size)
+{
+	void *c;
+
+	if (dir_reserve(s, dir, cap, *nchunks) || charge(s, size))
+		return NULL;
+	c = malloc(size);
+	if (!c) {
+		s->bytes -= size;
+		return NULL;
+	}
+	(*dir)[(*nchunks)++] = c;
+	return c;
+}
+
+struct kx_store *kx_store_new(size_t limit_bytes)
+{
+	struct kx_store *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->limit = limit_bytes ? limit_bytes : DEFAULT_LIMIT;
+	s->bytes = sizeof(*s);
+	return s;
+}
+
+static void free_dir(void **dir, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(dir[i]);
+	free(dir);
+}
+
+void kx_store_reset(struct kx_store *s)
+{
+	size_t limit = s->limit;
+
+	free_dir((void **)s->ioc, s->ioc_chunks);
+	free_dir((void **)s->task, s->task_chunks);
+	free_dir((void **)s->job, s->job_chunks);
+	free_dir((void **)s->arena, s->arena_chunks);
+	free(s->comm);
+	memset(s, 0, sizeof(*s));
+	s->limit = limit;
+	s->bytes = sizeof(*s);
+}
+
+void kx_store_free(struct kx_store *s)
+{
+	if (!s)
+		return;
+	kx_store_reset(s);
+	free(s);
+}
+
+/* Finds the arena offset for len bytes, allocating a chunk when needed. */
+static int arena_alloc(struct kx_store *s, size_t len, uint32_t *off)
+{
+	if (!s->arena_chunks || s->arena_pos + len > ARENA_CHUNK) {
+		if (s->arena_chunks >= ARENA_MAX_CHUNKS)
+			return -1;
+		if (!chunk_new(s, (void ***)&s->arena, &s->arena_dir, &s->arena_chunks,
+		               ARENA_CHUNK))
+			return -1;
+		s->arena_pos = 0;
+	}
+	*off = (uint32_t)((s->arena_chunks - 1) * ARENA_CHUNK + s->arena_pos);
+	return 0;
+}
+
+int kx_store_add_ioctl(struct kx_store *s, const struct kx_ioctl *e, const uint8_t *arg)
+{
+	size_t len = arg ? (size_t)e->arg_in_len + e->arg_out_len : 0;
+	struct kx_ioctl *dst;
+	uint32_t off = KX_NO_ARG;
+
+	/* Chunk first, arena second: a chunk kept after a refused arena
+	 * allocation is charged and simply used by the next event. */
+	if (s->nioc == s->ioc_chunks * IOC_PER_CHUNK &&
+	    !chunk_new(s, (void ***)&s->ioc, &s->ioc_dir, &s->ioc_chunks,
+	               IOC_PER_CHUNK * sizeof(struct kx_ioctl)))
+		goto refuse;
+	if (len && arena_alloc(s, len, &off))
+		goto refuse;
+
+	dst = &s->ioc[s->nioc / IOC_PER_CHUNK][s->nioc % IOC_PER_CHUNK];
+	*dst = *e;
+	if (len) {
+		memcpy(s->arena[s->arena_chunks - 1] + s->arena_pos, arg, len);
+		s->arena_pos += len;
+	} else {
+		/* No bytes known: say so rather than keep lengths without data. */
+		dst->arg_in_len = 0;
+		dst->arg_out_len = 0;
+	}
+	dst->arg_off = off;
+	s->nioc++;
+	return 0;
+refuse:
+	s->not_stored++;
+	return -1;
+}
+
+size_t kx_store_add_ioctls(struct kx_store *s, const struct kx_ioctl *e, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		size_t room, k;
+		struct kx_ioctl *dst;
+
+		if (s->nioc == s->ioc_chunks * IOC_PER_CHUNK &&
+		    !chunk_new(s, (void ***)&s->ioc, &s->ioc_dir, &s->ioc_chunks,
+		               IOC_PER_CHUNK * sizeof(struct kx_ioctl))) {
+			s->not_stored += n - done;
+			break;
+		}
+		room = IOC_PER_CHUNK - s->nioc % IOC_PER_CHUNK;
+		k = n - done < room ? n - done : room;
+		dst = &s->ioc[s->nioc / IOC_PER_CHUNK][s->nioc % IOC_PER_CHUNK];
+		memcpy(dst, e + done, k * sizeof(*dst));
+		for (size_t i = 0; i < k; i++) {
+			dst[i].arg_off = KX_NO_ARG;
+			dst[i].arg_in_len = 0;
+			dst[i].arg_out_len = 0;
+		}
+		s->nioc += k;
+		done += k;
+	}
+	return done;
+}
+
+size_t kx_store_ioctl_reserve(struct kx_store *s, size_t upto)
+{
+	while (s->ioc_chunks * IOC_PER_CHUNK < upto)
+		if (!chunk_new(s, (void ***)&s->ioc, &s->ioc_dir, &s->ioc_chunks,
+		               IOC_PER_CHUNK * sizeof(struct kx_ioctl)))
+			break;
+	return s->ioc_chunks * IOC_PER_CHUNK < upto ? s->ioc_chunks * IOC_PER_CHUNK : upto;
+}
+
+size_t kx_store_ioctl_ranges(const struct kx_store *s, size_t from, size_t to,
+                             struct kx_store_range *r, size_t max)
+{
+	size_t n = 0;
+
+	if (to > s->ioc_chunks * IOC_PER_CHUNK)
+		to = s->ioc_chunks * IOC_PER_CHUNK;
+	while (from < to && n < max) {
+		size_t end = (from / IOC_PER_CHUNK + 1) * IOC_PER_CHUNK;
+
+		if (end > to)
+			end = to;
+		r[n].p = &s->ioc[from / IOC_PER_CHUNK][from % IOC_PER_CHUNK];
+		r[n].len = (end - from) * sizeof(struct kx_ioctl);
+		n++;
+		from = end;
+	}
+	return n;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+void kx_store_prefault(const struct kx_store_range *r, size_t n)
+{
+	static int unsupported;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	for (size_t i = 0; i < n && !__atomic_load_n(&unsupported, __ATOMIC_RELAXED); i++) {
+		/* Whole pages inside the range: its neighbours' bytes are not ours. */
+		uintptr_t a = ((uintptr_t)r[i].p + pg - 1) & ~(uintptr_t)(pg - 1);
+		uintptr_t b = ((uintptr_t)r[i].p + r[i].len) & ~(uintptr_t)(pg - 1);
+
+		/* Faulting in keeps the bytes: safe while another thread writes there. */
+		if (b > a && madvise((void *)a, b - a, MADV_POPULATE_WRITE) && errno == EINVAL)
+			__atomic_store_n(&unsupported, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static size_t comm_hash(uint32_t tid, size_t cap)
+{
+	uint32_t h = tid * 2654435761u;
+
+	/* Fold the well-mixed high bits into the slot index. */
+	return (size_t)(h ^ h >> 16) & (cap - 1);
+}
+
+/* Index of tid's slot, or of the empty slot where it would go. */
+static size_t comm_find(const struct comm_slot *tab, size_t cap, uint32_t tid)
+{
+	size_t i = comm_hash(tid, cap);
+
+	while (tab[i].idx1 && tab[i].tid != tid)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+/* Keeps the load under 3/4 so probes stay short. */
+static int comm_reserve(struct kx_store *s)
+{
+	size_t ncap;
+	struct comm_slot *tab;
+
+	if (s->comm_cap && (s->comm_used + 1) * 4 <= s->comm_cap * 3)
+		return 0;
+	ncap = s->comm_cap ? s->comm_cap * 2 : COMM_MIN;
+	/* Old and new tables coexist while rehashing. */
+	if (charge(s, ncap * sizeof(*tab)))
+		return -1;
+	tab = calloc(ncap, sizeof(*tab));
+	if (!tab) {
+		s->bytes -= ncap * sizeof(*tab);
+		return -1;
+	}
+	for (size_t i = 0; i < s->comm_cap; i++)
+		if (s->comm[i].idx1)
+			tab[comm_find(tab, ncap, s->comm[i].tid)] = s->comm[i];
+	free(s->comm);
+	s->bytes -= s->comm_cap * sizeof(*tab);
+	s->comm = tab;
+	s->comm_cap = ncap;
+	return 0;
+}
+
+int kx_store_add_task(struct kx_store *s, const struct kx_task *t)
+{
+	struct comm_slot *slot = NULL;
+	struct kx_task *dst;
+
+	if (s->ntask >= UINT32_MAX - 1)
+		goto refuse;
+	if (s->comm_cap)
+		slot = &s->comm[comm_find(s->comm, s->comm_cap, t->tid)];
+	if (!slot || !slot->idx1) {
+		if (comm_reserve(s))
+			goto refuse;
+		slot = &s->comm[comm_find(s->comm, s->comm_cap, t->tid)];
+	}
+	if (s->ntask == s->task_chunks * TASK_PER_CHUNK &&
+	    !chunk_new(s, (void ***)&s->task, &s->task_dir, &s->task_chunks,
+	               TASK_PER_CHUNK * sizeof(struct kx_task)))
+		goto refuse;
+
+	dst = &s->task[s->ntask / TASK_PER_CHUNK][s->ntask % TASK_PER_CHUNK];
+	*dst = *t;
+	dst->comm[KX_COMM_LEN - 1] = '\0';
+	if (!slot->idx1) {
+		slot->tid = t->tid;
+		s->comm_used++;
+	}
+	/* Arrival order is the ring buffer's order: the last event wins. */
+	slot->idx1 = (uint32_t)s->ntask + 1;
+	s->ntask++;
+	return 0;
+refuse:
+	s->not_stored++;
+	return -1;
+}
+
+int kx_store_add_job(struct kx_store *s, const struct kx_job *j)
+{
+	struct kx_job *dst;
+
+	if (s->njob == s->job_chunks * JOB_PER_CHUNK &&
+	    !chunk_new(s, (void ***)&s->job, &s->job_dir, &s->job_chunks,
+	               JOB_PER_CHUNK * sizeof(struct kx_job))) {
+		s->not_stored++;
+		return -1;
+	}
+	dst = &s->job[s->njob / JOB_PER_CHUNK][s->njob % JOB_PER_CHUNK];
+	*dst = *j;
+	/* Readers treat ring as a C string. */
+	dst->ring[sizeof(dst->ring) - 1] = '\0';
+	s->njob++;
+	return 0;
+}
+
+size_t kx_store_ioctl_count(const struct kx_store *s)
+{
+	return s->nioc;
+}
+
+size_t kx_store_task_count(const struct kx_store *s)
+{
+	return s->ntask;
+}
+
+const struct kx_ioctl *kx_store_ioctl(const struct kx_store *s, size_t i)
+{
+	if (i >= s->nioc)
+		return NULL;
+	return &s->ioc[i / IOC_PER_CHUNK][i % IOC_PER_CHUNK];
+}
+
+const struct kx_ioctl *kx_store_ioctl_run(const struct kx_store *s, size_t i, size_t *n)
+{
+	size_t left = IOC_PER_CHUNK - i % IOC_PER_CHUNK;
+
+	if (i >= s->nioc) {
+		*n = 0;
+		return NULL;
+	}
+	*n = s->nioc - i < left ? s->nioc - i : left;
+	return &s->ioc[i / IOC_PER_CHUNK][i % IOC_PER_CHUNK];
+}
+
+const struct kx_task *kx_store_task(const struct kx_store *s, size_t i)
+{
+	if (i >= s->ntask)
+		return NULL;
+	return &s->task[i / TASK_PER_CHUNK][i % TASK_PER_CHUNK];
+}
+
+size_t kx_store_job_count(const struct kx_store *s)
+{
+	return s->njob;
+}
+
+const struct kx_job *kx_store_job(const struct kx_store *s, size_t i)
+{
+	if (i >= s->njob)
+		return NULL;
+	return &s->job[i / JOB_PER_CHUNK][i % JOB_PER_CHUNK];
+}
+
+const uint8_t *kx_store_arg(const struct kx_store *s, const struct kx_ioctl *e)
+{
+	size_t len = (size_t)e->arg_in_len + e->arg_out_len;
+	size_t c, pos;
+
+	if (e->arg_off == KX_NO_ARG || !len)
+		return NULL;
+	c = e->arg_off / ARENA_CHUNK;
+	pos = e->arg_off % ARENA_CHUNK;
+	if (c >= s->arena_chunks || pos + len > ARENA_CHUNK)
+		return NULL;
+	return s->arena[c] + pos;
+}
+
+uint64_t kx_store_not_stored(const struct kx_store *s)
+{
+	return s->not_stored;
+}
+
+size_t kx_store_bytes(const struct kx_store *s)
+{
+	return s->bytes;
+}
+
+size_t kx_store_limit(const struct kx_store *s)
+{
+	return s->limit;
+}
+
+const char *kx_store_comm(const struct kx_store *s, uint32_t tid)
+{
+	const struct comm_slot *slot;
+
+	if (!s->comm_cap)
+		return NULL;
+	slot = &s->comm[comm_find(s->comm, s->comm_cap, tid)];
+	if (!slot->idx1)
+		return NULL;
+	return kx_store_task(s, slot->idx1 - 1)->comm;
+}

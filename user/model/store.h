@@ -1,0 +1,69 @@
+/*
+ * Bounded event store: holds the ioctl and task events of a capture in
+ * chunked arrays plus an arena for argument copies. When the memory limit is
+ * reached it stops storing and counts what it refused; it never grows past
+ * the limit. Single writer (the consumer thread); readers after capture.
+ */
+#ifndef KX_STORE_H
+#define KX_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/event.h"
+
+struct kx_store;
+
+/* limit_bytes: total memory the store may allocate (0 = default 512 MiB). */
+struct kx_store *kx_store_new(size_t limit_bytes);
+void kx_store_free(struct kx_store *s);
+/* Drops every event, keeps the limit, resets counters. */
+void kx_store_reset(struct kx_store *s);
+
+/* Appends a copy. arg points at arg_in_len + arg_out_len bytes (may be NULL
+ * when both are 0); e->arg_off is ignored and set by the store.
+ * Returns 0, or -1 when the limit refused it (counted in not_stored). */
+int kx_store_add_ioctl(struct kx_store *s, const struct kx_ioctl *e, const uint8_t *arg);
+/* Appends n events that have no argument bytes (their lengths and arg_off
+ * are set so); returns how many were stored, the rest counted refused. */
+size_t kx_store_add_ioctls(struct kx_store *s, const struct kx_ioctl *e, size_t n);
+/*
+ * Bulk loading: memory for ioctl slots [count, upto) can be set up ahead
+ * (allocated and charged, not used yet), so that another thread can fault
+ * it in while this one still fills earlier slots. kx_store_ioctl_reserve
+ * returns how far it got (the limit may stop it); kx_store_ioctl_ranges
+ * gives the memory of reserved slots [from, to) as at most max ranges and
+ * returns how many; kx_store_prefault (any thread, store untouched) faults
+ * ranges in without changing their bytes.
+ */
+struct kx_store_range {
+	void *p;
+	size_t len;
+};
+size_t kx_store_ioctl_reserve(struct kx_store *s, size_t upto);
+size_t kx_store_ioctl_ranges(const struct kx_store *s, size_t from, size_t to,
+                             struct kx_store_range *r, size_t max);
+void kx_store_prefault(const struct kx_store_range *r, size_t n);
+int kx_store_add_task(struct kx_store *s, const struct kx_task *t);
+int kx_store_add_job(struct kx_store *s, const struct kx_job *j);
+
+size_t kx_store_ioctl_count(const struct kx_store *s);
+size_t kx_store_task_count(const struct kx_store *s);
+/* i < kx_store_ioctl_count; stable pointers until reset/free. */
+const struct kx_ioctl *kx_store_ioctl(const struct kx_store *s, size_t i);
+const struct kx_task *kx_store_task(const struct kx_store *s, size_t i);
+/* Ioctl i and, in *n, how many stored ioctls follow it contiguously (i included). */
+const struct kx_ioctl *kx_store_ioctl_run(const struct kx_store *s, size_t i, size_t *n);
+size_t kx_store_job_count(const struct kx_store *s);
+const struct kx_job *kx_store_job(const struct kx_store *s, size_t i);
+/* Argument bytes of e (in then out), or NULL when it has none. */
+const uint8_t *kx_store_arg(const struct kx_store *s, const struct kx_ioctl *e);
+
+uint64_t kx_store_not_stored(const struct kx_store *s); /* events refused by the limit */
+size_t kx_store_bytes(const struct kx_store *s);        /* memory currently allocated */
+size_t kx_store_limit(const struct kx_store *s);
+
+/* Latest comm known for tid (from task events), or NULL. */
+const char *kx_store_comm(const struct kx_store *s, uint32_t tid);
+
+#endif /* KX_STORE_H */
