@@ -10,13 +10,29 @@ LOG=$ROOT/build/test-logs
 mkdir -p "$LOG"
 
 pass=0 fail=0 skip=0
+# A FAIL counts wherever it starts: after output that had no newline too.
+FAIL_RE='(^|[^[:alnum:]_])FAIL '
 count() { # file with PASS/FAIL/SKIP lines
 	local p f s
 	p=$(grep -c '^PASS ' "$1" || true)
-	f=$(grep -c '^FAIL ' "$1" || true)
+	f=$(grep -Ec "$FAIL_RE" "$1" || true)
 	s=$(grep -c '^SKIP ' "$1" || true)
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
-	grep -E '^(FAIL|SKIP) ' "$1" || true
+	grep -E "$FAIL_RE|^SKIP " "$1" || true
+}
+
+# A unit binary ends with "CASES n": n must be its source's RUN() count.
+check_cases() { # log, source, name
+	local want got
+	want=$(grep -c '^[[:space:]]*RUN(' "$2")
+	got=$(sed -n 's/^CASES \([0-9]*\)$/\1/p' "$1" | tail -n 1)
+	if [ -z "$got" ]; then
+		echo "FAIL $3: stopped before its last case (no CASES line; $want cases expected)"
+		fail=$((fail + 1))
+	elif [ "$got" -ne "$want" ]; then
+		echo "FAIL $3: ran $got cases, its source has $want"
+		fail=$((fail + 1))
+	fi
 }
 
 build() {
@@ -36,12 +52,13 @@ run_unit() { # build dir
 		[ -x "$t" ] || continue
 		local name out rc
 		name="$(basename "$1")/$(basename "$t")"
-		out="$LOG/$(basename "$1")_$(basename "$t").log"
+		out="$LOG/unit_$(basename "$1")_$(basename "$t").log"
 		timeout 300 "$t" >"$out" 2>&1
 		rc=$?
 		echo "== $name"
 		count "$out"
-		if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+		check_cases "$out" "tests/unit/$(basename "$t").c" "$name"
+		if [ $rc -ne 0 ] && ! grep -Eq "$FAIL_RE" "$out"; then
 			echo "FAIL $name: exited $rc"
 			tail -20 "$out"
 			fail=$((fail + 1))
@@ -53,12 +70,12 @@ run_integration() { # kxprof binary, label
 	for t in tests/integration/test_*.sh; do
 		local out rc name
 		name="$2/$(basename "$t" .sh)"
-		out="$LOG/$(echo "$name" | tr / _).log"
+		out="$LOG/integration_$(echo "$name" | tr / _).log"
 		echo "== $name"
 		KXPROF="$1" BUILD_DIR="$(dirname "$1")" timeout 900 bash "$t" >"$out" 2>&1
 		rc=$?
 		count "$out"
-		if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+		if [ $rc -ne 0 ] && ! grep -Eq "$FAIL_RE" "$out"; then
 			echo "FAIL $name: exited $rc"
 			tail -30 "$out"
 			fail=$((fail + 1))

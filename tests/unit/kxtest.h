@@ -2,6 +2,9 @@
  * Minimal unit-test harness: each test binary runs its cases and prints one
  * line per case ("PASS name", "FAIL name: why", "SKIP name: why"); the runner
  * (tests/run.sh) counts them. A binary exits non-zero when any case failed.
+ * KXT_EXIT() ends with "CASES n", the number of cases run: the runner
+ * compares it with the RUN() lines of the source, so a binary that stops
+ * early (an exit(0) inside a case, a crash) cannot lose cases silently.
  */
 #ifndef KXTEST_H
 #define KXTEST_H
@@ -10,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int kxt_failed_total, kxt_cur_failed, kxt_cur_skipped;
+static int kxt_failed_total, kxt_cur_failed, kxt_cur_skipped, kxt_ran;
 static const char *kxt_cur;
 
 #define CHECK(cond)                                                                                \
@@ -54,6 +57,7 @@ static const char *kxt_cur;
 #define RUN(fn)                                                                                    \
 	do {                                                                                       \
 		kxt_cur = #fn;                                                                     \
+		kxt_ran++;                                                                         \
 		kxt_cur_failed = 0;                                                                \
 		kxt_cur_skipped = 0;                                                               \
 		fn();                                                                              \
@@ -64,6 +68,10 @@ static const char *kxt_cur;
 		fflush(stdout);                                                                    \
 	} while (0)
 
-#define KXT_EXIT() return kxt_failed_total ? 1 : 0
+#define KXT_EXIT()                                                                                 \
+	do {                                                                                       \
+		printf("CASES %d\n", kxt_ran);                                                     \
+		return kxt_failed_total ? 1 : 0;                                                   \
+	} while (0)
 
 #endif /* KXTEST_H */
