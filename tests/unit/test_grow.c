@@ -1,0 +1,64 @@
+/* util/grow.h: the doubling rule, its first size, and failure leaving the array alone. */
+#include <stdint.h>
+
+#include "kxtest.h"
+#include "util/grow.h"
+
+static void doubles_from_16(void)
+{
+	uint32_t *a = NULL;
+	size_t cap = 0;
+
+	CHECK(!kx_grow((void **)&a, &cap, 0, sizeof(*a)));
+	CHECK(a && cap == 16);
+	for (size_t i = 0; i < 1000; i++) {
+		size_t before = cap;
+
+		CHECK(!kx_grow((void **)&a, &cap, i, sizeof(*a)));
+		CHECK(i < cap);
+		CHECK(cap == before || cap == 2 * before);
+		a[i] = (uint32_t)i;
+	}
+	CHECK_EQ_U(cap, 1024);
+	for (size_t i = 0; i < 1000; i++)
+		CHECK_EQ_U(a[i], i);
+	free(a);
+}
+
+static void room_left_no_realloc(void)
+{
+	uint64_t *a = NULL, *was;
+	size_t cap = 0;
+
+	CHECK(!kx_grow((void **)&a, &cap, 0, sizeof(*a)));
+	was = a;
+	CHECK(!kx_grow((void **)&a, &cap, 15, sizeof(*a)));
+	CHECK(a == was && cap == 16);
+	free(a);
+}
+
+static void failure_keeps_array(void)
+{
+	char *a = NULL;
+	size_t cap = 0;
+
+	CHECK(!kx_grow((void **)&a, &cap, 0, 1));
+	a[0] = 'x';
+	/* Doubling the count overflows; then the count fits but not its bytes. */
+	cap = SIZE_MAX / 2 + 1;
+	CHECK(kx_grow((void **)&a, &cap, cap, 1) == -1);
+	CHECK(a && a[0] == 'x' && cap == SIZE_MAX / 2 + 1);
+	cap = SIZE_MAX / 4;
+	CHECK(kx_grow((void **)&a, &cap, cap, 4) == -1);
+	CHECK(a && a[0] == 'x' && cap == SIZE_MAX / 4);
+	cap = 16;
+	free(a);
+}
+
+int main(void)
+{
+	RUN(doubles_from_16);
+	RUN(room_left_no_realloc);
+	RUN(failure_keeps_array);
+	KXT_EXIT();
+}
