@@ -15,6 +15,7 @@
 #include "util/grow.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/jobs.h"
+#include "util/hist.h"
 
 #define KVM_RUN_CMD  0xae80u     /* _IO(KVMIO, 0x80) */
 #define KVM_SET_MEM  0x4020ae46u /* KVM_SET_USER_MEMORY_REGION */
@@ -856,32 +857,28 @@ static int jref_cmp(const void *pa, const void *pb, void *devs)
 	return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
-static int u64_cmp(const void *pa, const void *pb)
-{
-	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-
-	return a < b ? -1 : a > b;
-}
-
-static uint64_t rank_at(const uint64_t *v, size_t n, unsigned int p)
-{
-	return v[(size_t)(((unsigned __int128)n * p + 99) / 100) - 1];
-}
-
+/* Count, total, extremes and nearest-rank percentiles of v[0..n) (reordered). */
 static void dist_of(struct kx_dist *d, uint64_t *v, size_t n)
 {
+	static const uint32_t ppm[3] = {KX_PPM(50), KX_PPM(90), KX_PPM(99)};
+	uint64_t q[3];
+
 	memset(d, 0, sizeof(*d));
 	if (!n)
 		return;
-	qsort(v, n, sizeof(*v), u64_cmp);
 	d->count = n;
-	for (size_t i = 0; i < n; i++)
+	d->min = UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
 		d->total += v[i];
-	d->min = v[0];
-	d->max = v[n - 1];
-	d->p50 = rank_at(v, n, 50);
-	d->p90 = rank_at(v, n, 90);
-	d->p99 = rank_at(v, n, 99);
+		if (v[i] < d->min)
+			d->min = v[i];
+		if (v[i] > d->max)
+			d->max = v[i];
+	}
+	kx_quantiles_exact(v, n, ppm, q, 3);
+	d->p50 = q[0];
+	d->p90 = q[1];
+	d->p99 = q[2];
 }
 
 struct ival {

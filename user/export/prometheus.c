@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "export/prometheus.h"
+#include "util/hist.h"
 
 /* Exact decimal seconds of ns: "0.000001024", "34.359738368", "2". */
 static const char *secs(uint64_t ns, char *buf, size_t len)
@@ -136,7 +137,7 @@ static void histogram(FILE *f, const char *name, const char *labels, const uint6
 	for (int i = 0; i < KX_HIST_SLOTS - 1; i++) {
 		cum += slots[i];
 		fprintf(f, "%s_bucket{%s,le=\"%s\"} %" PRIu64 "\n", name, labels,
-		        secs(kx_agg_bucket_upper_ns(i), le, sizeof(le)), cum);
+		        secs(kx_hist_upper_ns((unsigned int)i), le, sizeof(le)), cum);
 	}
 	cum += slots[KX_HIST_SLOTS - 1];
 	fprintf(f, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels, cum);

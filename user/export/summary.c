@@ -26,12 +26,12 @@
 #include "analysis/jobs.h"
 #include "export/summary.h"
 #include "analysis/warnings.h"
+#include "util/hist.h"
 
-#define HIST_BUCKETS 64
-#define ERRNO_SLOTS  32 /* distinct errnos kept per row; the rest are "other" */
-#define ERRNO_OTHER  INT64_MIN
-#define CAT_LEN      48
-#define NS_PER_MS    1e6
+#define ERRNO_SLOTS 32 /* distinct errnos kept per row; the rest are "other" */
+#define ERRNO_OTHER INT64_MIN
+#define CAT_LEN     48
+#define NS_PER_MS   1e6
 
 struct errno_count {
 	int64_t ret;
@@ -50,9 +50,9 @@ struct row {
 	size_t ndurs, cap;
 	struct errno_count errs[ERRNO_SLOTS];
 	int nerrs;
-	uint64_t hist[HIST_BUCKETS];
-	uint64_t offcpu; /* ns blocked (off-CPU) inside the calls */
-	int job;         /* a device ring row (jobs/<device>): no errors, no off-CPU */
+	uint64_t hist[KX_HIST_SLOTS]; /* log2 slots (util/hist.h) */
+	uint64_t offcpu;              /* ns blocked (off-CPU) inside the calls */
+	int job;                      /* a device ring row (jobs/<device>): no errors, no off-CPU */
 };
 
 struct kx_summary {
@@ -146,11 +146,6 @@ static struct row *row_get(struct kx_summary *sum, size_t *rcap, struct row_map 
 	return r;
 }
 
-static int hist_bucket(uint64_t ns)
-{
-	return ns ? 63 - __builtin_clzll(ns) : 0;
-}
-
 static void errno_add(struct row *r, int64_t ret, uint64_t n)
 {
 	int i;
@@ -188,7 +183,7 @@ static int row_add(struct row *r, uint64_t dur, int64_t ret)
 		r->min = dur;
 	if (dur > r->max)
 		r->max = dur;
-	r->hist[hist_bucket(dur)]++;
+	r->hist[kx_hist_slot(dur)]++;
 	if (ret < 0) {
 		r->errors++;
 		errno_add(r, ret, 1);
@@ -217,7 +212,7 @@ static int row_merge(struct row *a, struct row *b)
 		a->min = b->min;
 	if (b->max > a->max)
 		a->max = b->max;
-	for (int i = 0; i < HIST_BUCKETS; i++)
+	for (int i = 0; i < KX_HIST_SLOTS; i++)
 		a->hist[i] += b->hist[i];
 	for (int i = 0; i < b->nerrs; i++)
 		errno_add(a, b->errs[i].ret, b->errs[i].count);
@@ -228,85 +223,25 @@ static int row_merge(struct row *a, struct row *b)
 	return 0;
 }
 
-static void swap_u64(uint64_t *a, uint64_t *b)
-{
-	uint64_t t = *a;
-
-	*a = *b;
-	*b = t;
-}
-
-/*
- * k-th smallest of a[lo..n), leaving everything after k >= it so a later
- * call with lo = k can go on from there. Three-way partition: durations
- * repeat a lot, and equal keys must not degrade it to quadratic.
- */
-static uint64_t select_kth(uint64_t *a, size_t lo, size_t hi, size_t k)
-{
-	while (hi - lo > 1) {
-		uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1], p;
-		size_t lt = lo, i = lo, gt = hi;
-
-		p = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-		while (i < gt) {
-			if (a[i] < p)
-				swap_u64(&a[lt++], &a[i++]);
-			else if (a[i] > p)
-				swap_u64(&a[i], &a[--gt]);
-			else
-				i++;
-		}
-		if (k < lt)
-			hi = lt;
-		else if (k >= gt)
-			lo = gt;
-		else
-			return p;
-	}
-	return a[k];
-}
-
-/* Nearest-rank index of percentile p in n sorted values. */
-static size_t rank_index(size_t n, unsigned int p)
-{
-	return (size_t)(((unsigned __int128)n * p + 99) / 100) - 1;
-}
-
-/* Without durations (live aggregates): nearest rank over the log2 buckets,
- * reported as the bucket's upper bound, clamped to the row's min and max. */
-static uint64_t hist_rank(const struct row *r, unsigned int p)
-{
-	uint64_t rank = (uint64_t)(((unsigned __int128)r->count * p + 99) / 100), seen = 0;
-
-	for (int i = 0; i < HIST_BUCKETS; i++) {
-		seen += r->hist[i];
-		if (seen >= rank && seen) {
-			uint64_t v = i >= 63 ? UINT64_MAX : 2ULL << i;
-
-			return v > r->max ? r->max : v < r->min ? r->min : v;
-		}
-	}
-	return r->max;
-}
-
 static void row_percentiles(struct row *r)
 {
-	size_t k50, k90, k99;
+	static const uint32_t ppm[3] = {KX_PPM(50), KX_PPM(90), KX_PPM(99)};
+	uint64_t q[3];
 
+	/* Without durations (live aggregates): from the buckets, clamped to
+	 * the row's min and max. */
 	if (!r->ndurs && r->count) {
-		r->p50 = hist_rank(r, 50);
-		r->p90 = hist_rank(r, 90);
-		r->p99 = hist_rank(r, 99);
+		r->p50 = kx_hist_quantile(r->hist, r->count, ppm[0], r->min, r->max);
+		r->p90 = kx_hist_quantile(r->hist, r->count, ppm[1], r->min, r->max);
+		r->p99 = kx_hist_quantile(r->hist, r->count, ppm[2], r->min, r->max);
 		return;
 	}
 	if (!r->ndurs)
 		return;
-	k50 = rank_index(r->ndurs, 50);
-	k90 = rank_index(r->ndurs, 90);
-	k99 = rank_index(r->ndurs, 99);
-	r->p50 = select_kth(r->durs, 0, r->ndurs, k50);
-	r->p90 = select_kth(r->durs, k50, r->ndurs, k90);
-	r->p99 = select_kth(r->durs, k90, r->ndurs, k99);
+	kx_quantiles_exact(r->durs, r->ndurs, ppm, q, 3);
+	r->p50 = q[0];
+	r->p90 = q[1];
+	r->p99 = q[2];
 }
 
 static int cmp_cat_name(const void *pa, const void *pb)
@@ -498,12 +433,12 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 		r = row_get(sum, &rcap, &m, &e);
 		if (!r)
 			goto fail;
-		for (int b = 0; b < KX_HIST_SLOTS && b < HIST_BUCKETS; b++) {
+		for (unsigned int b = 0; b < KX_HIST_SLOTS; b++) {
 			r->hist[b] += a->slots[b];
 			if (a->slots[b] && !lo)
-				lo = b ? 1ULL << b : 1;
+				lo = b ? kx_hist_lower_ns(b) : 1;
 			if (a->slots[b])
-				hi = kx_agg_bucket_upper_ns(b);
+				hi = kx_hist_upper_ns(b);
 		}
 		/* Exact extremes when the key knows them, else the bucket bounds. */
 		if (a->max_ns) {
@@ -776,6 +711,14 @@ static void print_errors(const struct row *r, FILE *f)
 	fputc('\n', f);
 }
 
+/* The last ns of slot i in µs; the open last slot ends at UINT64_MAX. */
+static double slot_last_us(unsigned int i)
+{
+	uint64_t hi = kx_hist_upper_ns(i);
+
+	return (double)(hi == UINT64_MAX ? hi : hi - 1) / 1e3;
+}
+
 /* log2 buckets in ns, printed as microsecond ranges, biolatency style. */
 static void print_hist(const struct row *r, FILE *f)
 {
@@ -783,7 +726,7 @@ static void print_hist(const struct row *r, FILE *f)
 	uint64_t peak = 0;
 	char lo[32], hi[32];
 
-	for (int i = 0; i < HIST_BUCKETS; i++) {
+	for (int i = 0; i < KX_HIST_SLOTS; i++) {
 		if (!r->hist[i])
 			continue;
 		if (first < 0)
@@ -795,9 +738,8 @@ static void print_hist(const struct row *r, FILE *f)
 	if (first < 0)
 		return;
 	for (int i = first; i <= last; i++) {
-		int a = snprintf(lo, sizeof(lo), "%.3f", (i ? (double)(1ULL << i) : 0.0) / 1e3);
-		int b = snprintf(hi, sizeof(hi), "%.3f",
-		                 (double)((i == 63 ? UINT64_MAX : (2ULL << i) - 1)) / 1e3);
+		int a = snprintf(lo, sizeof(lo), "%.3f", (double)kx_hist_lower_ns(i) / 1e3);
+		int b = snprintf(hi, sizeof(hi), "%.3f", slot_last_us(i));
 
 		if (a > lw)
 			lw = a;
@@ -812,9 +754,8 @@ static void print_hist(const struct row *r, FILE *f)
 		memset(stars, '*', ns);
 		memset(stars + ns, ' ', 40 - ns);
 		stars[40] = '\0';
-		snprintf(lo, sizeof(lo), "%.3f", (i ? (double)(1ULL << i) : 0.0) / 1e3);
-		snprintf(hi, sizeof(hi), "%.3f",
-		         (double)((i == 63 ? UINT64_MAX : (2ULL << i) - 1)) / 1e3);
+		snprintf(lo, sizeof(lo), "%.3f", (double)kx_hist_lower_ns(i) / 1e3);
+		snprintf(hi, sizeof(hi), "%.3f", slot_last_us(i));
 		fprintf(f, "    %*s -> %-*s : %-8" PRIu64 " |%s|\n", lw, lo, hw, hi, r->hist[i],
 		        stars);
 	}
@@ -1017,7 +958,7 @@ static void json_row(const struct row *r, FILE *f, int hist, int offcpu)
 	if (hist) {
 		int last = 0;
 
-		for (int i = 0; i < HIST_BUCKETS; i++)
+		for (int i = 0; i < KX_HIST_SLOTS; i++)
 			if (r->hist[i])
 				last = i;
 		fputs(", \"Histogram\": {\"unit\": \"ns\", \"log2_buckets\": [", f);

@@ -10,6 +10,7 @@
 
 #include "live/jobs.h"
 #include "analysis/jobs.h"
+#include "util/hist.h"
 
 struct pend {
 	uint64_t ctx, seqno;
@@ -91,13 +92,6 @@ static uint32_t hash(uint16_t src, uint32_t dev, uint64_t ctx, uint64_t seqno, u
 	h ^= seqno * 0x165667b19e3779f9ull;
 	h ^= h >> 29;
 	return (uint32_t)h & (nb - 1);
-}
-
-static int slot_of(uint64_t ns)
-{
-	int r = ns ? 63 - __builtin_clzll(ns) : 0;
-
-	return r < KX_HIST_SLOTS ? r : KX_HIST_SLOTS - 1;
 }
 
 static void dev_up(struct devst *d, uint64_t ts)
@@ -228,7 +222,7 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 
 				e->r_ts = j->ts;
 				if (e->q_ts) {
-					se->queue_slots[slot_of(d)]++;
+					se->queue_slots[kx_hist_slot(d)]++;
 					se->queue_sum_ns += d;
 				}
 			}
@@ -237,7 +231,7 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 			uint64_t start = e->r_ts ? e->r_ts : e->q_ts;
 			uint64_t d = j->ts > start ? j->ts - start : 0;
 
-			se->exec_slots[slot_of(d)]++;
+			se->exec_slots[kx_hist_slot(d)]++;
 			se->exec_sum_ns += d;
 			drop(a, link, j->ts);
 		}
