@@ -40,6 +40,7 @@
 #include "registry/devices.h"
 #include "util/fdio.h"
 #include "util/grow.h"
+#include "util/pbwire.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/jobs.h"
 #include "analysis/warnings.h"
@@ -60,11 +61,6 @@
 #define EVENT_SCRATCH 2048
 /* Bytes reserved for a nested message's length (covers lengths < 2^35). */
 #define LEN_RESERVE 5
-
-/* Wire types. */
-#define WT_VARINT 0
-#define WT_I64    1
-#define WT_LEN    2
 
 /* Field numbers (proto/xplane.proto). */
 enum {
@@ -101,57 +97,24 @@ enum {
 
 /* ---- raw encoding into a caller-checked cursor ---- */
 
-static inline size_t vsize(uint64_t v)
-{
-	/* 7 bits a byte: (floor(log2) * 9 + 73) / 64 rounds the bits used up to sevens. */
-	return ((size_t)(63 - __builtin_clzll(v | 1)) * 9 + 73) / 64;
-}
-
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static inline uint8_t *put_tag(uint8_t *p, unsigned int field, unsigned int wt)
-{
-	return put_varint(p, (uint64_t)field << 3 | wt);
-}
-
-static inline uint8_t *put_vfield(uint8_t *p, unsigned int field, uint64_t v)
-{
-	return put_varint(put_tag(p, field, WT_VARINT), v);
-}
-
-static inline uint8_t *put_bytes(uint8_t *p, unsigned int field, const void *s, size_t len)
-{
-	p = put_varint(put_tag(p, field, WT_LEN), len);
-	memcpy(p, s, len);
-	return p + len;
-}
-
 /* XStat with a varint value (uint64, int64 or ref), as a repeated field. */
 static inline uint8_t *put_stat_varint(uint8_t *p, unsigned int field, uint64_t mid,
                                        unsigned int vfield, uint64_t v)
 {
-	p = put_tag(p, field, WT_LEN);
-	p = put_varint(p, 2 + vsize(mid) + vsize(v)); /* tags are one byte */
-	p = put_vfield(p, XSTAT_METADATA_ID, mid);
-	return put_vfield(p, vfield, v);
+	p = kx_pb_len_head(p, field,
+	                   kx_pb_vfield_size(XSTAT_METADATA_ID, mid) + kx_pb_vfield_size(vfield, v));
+	p = kx_pb_vfield(p, XSTAT_METADATA_ID, mid);
+	return kx_pb_vfield(p, vfield, v);
 }
 
 /* XStat with a str_value. */
 static inline uint8_t *put_stat_str(uint8_t *p, unsigned int field, uint64_t mid, const char *s,
                                     size_t len)
 {
-	p = put_tag(p, field, WT_LEN);
-	p = put_varint(p, 1 + vsize(mid) + 1 + vsize(len) + len);
-	p = put_vfield(p, XSTAT_METADATA_ID, mid);
-	return put_bytes(p, XSTAT_STR, s, len);
+	p = kx_pb_len_head(p, field,
+	                   kx_pb_vfield_size(XSTAT_METADATA_ID, mid) + kx_pb_len_size(XSTAT_STR, len));
+	p = kx_pb_vfield(p, XSTAT_METADATA_ID, mid);
+	return kx_pb_bytes(p, XSTAT_STR, s, len);
 }
 
 /* ---- the growing output buffer ---- */
@@ -196,7 +159,7 @@ static void ob_vfield(struct obuf *b, unsigned int field, uint64_t v)
 	uint8_t *p = v ? ob_room(b, 16) : NULL;
 
 	if (p)
-		ob_done(b, put_vfield(p, field, v));
+		ob_done(b, kx_pb_vfield(p, field, v));
 }
 
 static void ob_str(struct obuf *b, unsigned int field, const char *s)
@@ -205,7 +168,7 @@ static void ob_str(struct obuf *b, unsigned int field, const char *s)
 	uint8_t *p = ob_room(b, len + 16);
 
 	if (p)
-		ob_done(b, put_bytes(p, field, s, len));
+		ob_done(b, kx_pb_bytes(p, field, s, len));
 }
 
 /* Opens a length-delimited field; returns the body offset for ob_close. */
@@ -215,7 +178,7 @@ static size_t ob_open(struct obuf *b, unsigned int field)
 
 	if (!p)
 		return 0;
-	p = put_tag(p, field, WT_LEN);
+	p = kx_pb_tag(p, field, KX_PB_LEN);
 	ob_done(b, p + LEN_RESERVE);
 	return b->len;
 }
@@ -229,9 +192,9 @@ static void ob_close(struct obuf *b, size_t body)
 	if (b->oom)
 		return;
 	len = b->len - body;
-	k = vsize(len);
+	k = kx_pb_varint_size(len);
 	lp = b->p + body - LEN_RESERVE;
-	put_varint(lp, len);
+	kx_pb_varint(lp, len);
 	if (k < LEN_RESERVE) {
 		memmove(lp + k, b->p + body, len);
 		b->len -= LEN_RESERVE - k;
@@ -427,17 +390,17 @@ static void put_metadata(struct obuf *b, const struct strtab *ev, const struct s
 
 		for (size_t i = 0; t && i < t->n; i++) {
 			size_t nl = strlen(t->name[i]), id = i + 1;
-			size_t val = 2 + vsize(id) + vsize(nl) + nl;
-			size_t ent = 2 + vsize(id) + vsize(val) + val;
+			size_t val = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(nl) + nl;
+			size_t ent = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(val) + val;
 			uint8_t *p = ob_room(b, ent + 16);
 
 			if (!p)
 				return;
-			p = put_varint(put_tag(p, field, WT_LEN), ent);
-			p = put_vfield(p, MAP_KEY, id);
-			p = put_varint(put_tag(p, MAP_VALUE, WT_LEN), val);
-			p = put_vfield(p, XMETA_ID, id);
-			ob_done(b, put_bytes(p, XMETA_NAME, t->name[i], nl));
+			p = kx_pb_len_head(p, field, ent);
+			p = kx_pb_vfield(p, MAP_KEY, id);
+			p = kx_pb_len_head(p, MAP_VALUE, val);
+			p = kx_pb_vfield(p, XMETA_ID, id);
+			ob_done(b, kx_pb_bytes(p, XMETA_NAME, t->name[i], nl));
 		}
 	}
 }
@@ -834,7 +797,7 @@ static uint32_t host_stat(struct exporter *x, uint32_t *id, const char *name)
 /* Bytes of an XStat with a varint value: field tag and length, two tags, two varints. */
 static inline size_t stat_size(uint64_t mid, uint64_t v)
 {
-	return 4 + vsize(mid) + vsize(v);
+	return 4 + kx_pb_varint_size(mid) + kx_pb_varint_size(v);
 }
 
 /*
@@ -849,9 +812,9 @@ static size_t event_size(struct exporter *x, const struct kx_ioctl *e, size_t id
 
 	if (!mid || !dev || !drv)
 		return 0;
-	n = 1 + vsize(mid) + 1 + vsize(offset_ns * 1000);
+	n = 1 + kx_pb_varint_size(mid) + 1 + kx_pb_varint_size(offset_ns * 1000);
 	if (dur_ns)
-		n += 1 + vsize(dur_ns * 1000);
+		n += 1 + kx_pb_varint_size(dur_ns * 1000);
 	n += stat_size(ST_DRIVER, drv) + stat_size(ST_DEVICE, dev) +
 	     stat_size(ST_FD, (uint64_t)(int64_t)e->fd) + stat_size(ST_CMD, e->cmd) +
 	     stat_size(ST_RET, (uint64_t)e->ret);
@@ -896,10 +859,10 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 
 	if (!mid || !dev || !drv)
 		return NULL;
-	p = put_vfield(p, XEVENT_METADATA_ID, mid);
-	p = put_vfield(p, XEVENT_OFFSET_PS, offset_ns * 1000); /* oneof: written even when 0 */
+	p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
+	p = kx_pb_vfield(p, XEVENT_OFFSET_PS, offset_ns * 1000); /* oneof: written even when 0 */
 	if (dur_ns)
-		p = put_vfield(p, XEVENT_DURATION_PS, dur_ns * 1000);
+		p = kx_pb_vfield(p, XEVENT_DURATION_PS, dur_ns * 1000);
 	p = put_stat_varint(p, XEVENT_STATS, ST_DRIVER, XSTAT_REF, drv);
 	p = put_stat_varint(p, XEVENT_STATS, ST_DEVICE, XSTAT_REF, dev);
 	p = put_stat_varint(p, XEVENT_STATS, ST_FD, XSTAT_INT64, (uint64_t)(int64_t)e->fd);
@@ -976,18 +939,18 @@ static size_t line_head(struct exporter *x, const struct line *l, uint8_t *buf)
 	n = strlen(name);
 	/* proto3 leaves out zero scalars */
 	if (l->tid)
-		p = put_vfield(p, XLINE_ID, l->tid);
-	p = put_bytes(p, XLINE_NAME, name, n);
-	p = put_bytes(p, XLINE_DISPLAY_NAME, name, n);
+		p = kx_pb_vfield(p, XLINE_ID, l->tid);
+	p = kx_pb_bytes(p, XLINE_NAME, name, n);
+	p = kx_pb_bytes(p, XLINE_DISPLAY_NAME, name, n);
 	if (ts)
-		p = put_vfield(p, XLINE_TIMESTAMP_NS, ts);
+		p = kx_pb_vfield(p, XLINE_TIMESTAMP_NS, ts);
 	return (size_t)(p - buf);
 }
 
 /* The XLine fields after the events. */
 static size_t line_tail(const struct hline *h, uint8_t *buf)
 {
-	return h->max_end ? (size_t)(put_vfield(buf, XLINE_DURATION_PS, h->max_end * 1000) - buf)
+	return h->max_end ? (size_t)(kx_pb_vfield(buf, XLINE_DURATION_PS, h->max_end * 1000) - buf)
 	                  : 0;
 }
 
@@ -1026,7 +989,7 @@ static int size_line(struct exporter *x, size_t li)
 		elen = event_size(x, e, ord[k], start, dur);
 		if (!elen)
 			return fail(x, "out of memory");
-		body += 1 + vsize(elen) + elen;
+		body += 1 + kx_pb_varint_size(elen) + elen;
 	}
 	h->max_end = max_end;
 	body += line_tail(h, buf);
@@ -1165,7 +1128,7 @@ static void seg_run(void *slot, void *wctx, void *arg)
 			return;
 		}
 		elen = (size_t)(q - scratch);
-		p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
+		p = kx_pb_len_head(p, XLINE_EVENTS, elen);
 		memcpy(p, scratch, elen);
 		g->len = (size_t)(p + elen - g->out);
 	}
@@ -1223,12 +1186,12 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		free(meta.p);
 		return fail(x, "out of memory");
 	}
-	p = put_vfield(head, XPLANE_ID, HOST_PLANE_ID);
-	p = put_bytes(p, XPLANE_NAME, HOST_PLANE_NAME, sizeof(HOST_PLANE_NAME) - 1);
+	p = kx_pb_vfield(head, XPLANE_ID, HOST_PLANE_ID);
+	p = kx_pb_bytes(p, XPLANE_NAME, HOST_PLANE_NAME, sizeof(HOST_PLANE_NAME) - 1);
 	head_len = (size_t)(p - head);
 	plane = head_len + meta.len;
 	for (size_t i = 0; i < x->nlines; i++)
-		plane += 1 + vsize(x->hl[i].body) + x->hl[i].body;
+		plane += 1 + kx_pb_varint_size(x->hl[i].body) + x->hl[i].body;
 	if (plane > PB_MAX_MSG) {
 		free(meta.p);
 		return fail(x,
@@ -1248,13 +1211,13 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		return fail(x, "out of memory");
 	}
 	g = kx_workq_get(q);
-	p = put_varint(put_tag(buf, XSPACE_PLANES, WT_LEN), plane);
+	p = kx_pb_len_head(buf, XSPACE_PLANES, plane);
 	seg_lit(g, buf, (size_t)(p - buf));
 	seg_lit(g, head, head_len);
 	for (size_t i = 0; i < x->nlines; i++) {
 		const struct line *l = &x->lines[i];
 
-		p = put_varint(put_tag(buf, XPLANE_LINES, WT_LEN), x->hl[i].body);
+		p = kx_pb_len_head(buf, XPLANE_LINES, x->hl[i].body);
 		seg_lit(g, buf, (size_t)(p - buf));
 		seg_lit(g, buf, line_head(x, l, buf));
 		for (size_t k0 = 0; k0 < l->count; k0 += SEG_EVENTS) {
@@ -1278,9 +1241,9 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 	if (k->ob->oom)
 		return fail(x, "out of memory serializing the XSpace (%zu bytes so far)",
 		            k->ob->len);
-	if (k->bytes != 1 + vsize(plane) + plane)
+	if (k->bytes != 1 + kx_pb_varint_size(plane) + plane)
 		return fail(x, "internal error: host plane of %" PRIu64 " bytes, %zu expected",
-		            k->bytes, 1 + vsize(plane) + plane);
+		            k->bytes, 1 + kx_pb_varint_size(plane) + plane);
 	return 0;
 }
 
@@ -1446,10 +1409,10 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 
 	if (!mid)
 		return p;
-	p = put_vfield(p, XEVENT_METADATA_ID, mid);
-	p = put_vfield(p, XEVENT_OFFSET_PS, (start - t0) * 1000);
+	p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
+	p = kx_pb_vfield(p, XEVENT_OFFSET_PS, (start - t0) * 1000);
 	if (end > start)
-		p = put_vfield(p, XEVENT_DURATION_PS, (end - start) * 1000);
+		p = kx_pb_vfield(p, XEVENT_DURATION_PS, (end - start) * 1000);
 	p = pstat_ref(t, p, "source", kx_job_src_name(j->src));
 	if (j->src == KX_JOB_SRC_BLOCK) {
 		p = pstat_u(t, p, "sector", j->seqno);
@@ -1493,7 +1456,7 @@ static void put_scratch_event(struct obuf *b, const uint8_t *scratch, size_t ele
 
 	if (!p)
 		return;
-	p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
+	p = kx_pb_len_head(p, XLINE_EVENTS, elen);
 	memcpy(p, scratch, elen);
 	ob_done(b, p + elen);
 }
@@ -1576,8 +1539,8 @@ static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jo
 		mid = pid_of(t, &t->ev, m->delta >= 0 ? "alloc" : "free");
 		if (!mid)
 			continue;
-		p = put_vfield(p, XEVENT_METADATA_ID, mid);
-		p = put_vfield(p, XEVENT_OFFSET_PS, (m->ts - t0) * 1000);
+		p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
+		p = kx_pb_vfield(p, XEVENT_OFFSET_PS, (m->ts - t0) * 1000);
 		p = pstat_u(t, p, "bytes_allocated", m->usage);
 		p = pstat_u(t, p, "allocation_bytes",
 		            m->delta >= 0 ? (uint64_t)m->delta : (uint64_t)-m->delta);
@@ -1615,14 +1578,12 @@ static void put_job_plane_stats(struct exporter *x, struct ptabs *t, const struc
 	mid = pid_of(t, &t->st, "busy_fraction");
 	if (p && mid) {
 		/* XStat {metadata_id, double_value (fixed64)} */
-		p = put_tag(p, XPLANE_STATS, WT_LEN);
-		p = put_varint(p, 1 + vsize(mid) + 1 + 8);
-		p = put_vfield(p, XSTAT_METADATA_ID, mid);
-		p = put_tag(p, XSTAT_DOUBLE, WT_I64);
+		p = kx_pb_tag(p, XPLANE_STATS, KX_PB_LEN);
+		p = kx_pb_varint(p, 1 + kx_pb_varint_size(mid) + 1 + 8);
+		p = kx_pb_vfield(p, XSTAT_METADATA_ID, mid);
+		p = kx_pb_tag(p, XSTAT_DOUBLE, KX_PB_FIXED64);
 		memcpy(&bits, &jd->busy_fraction, sizeof(bits));
-		for (int i = 0; i < 8; i++)
-			*p++ = (uint8_t)(bits >> (8 * i));
-		ob_done(&x->out, p);
+		ob_done(&x->out, kx_pb_fixed64(p, bits));
 	}
 }
 
@@ -1968,10 +1929,9 @@ static int write_marker(const char *logdir, const char *host, time_t when, char 
 	if (has_marker(logdir))
 		return 0;
 	/* Event: wall_time = 1 (double), file_version = 3 (string). */
-	p = put_tag(p, 1, WT_I64);
 	memcpy(&bits, &wall, sizeof(bits));
-	put_le(p, bits, 8);
-	p = put_bytes(p + 8, 3, version, sizeof(version) - 1);
+	p = kx_pb_f64field(p, 1, bits);
+	p = kx_pb_bytes(p, 3, version, sizeof(version) - 1);
 	elen = (size_t)(p - (rec + 12));
 	/* TFRecord: u64 length, masked crc of it, data, masked crc of data. */
 	put_le(rec, elen, 8);
