@@ -101,8 +101,8 @@ enum {
 static inline uint8_t *put_stat_varint(uint8_t *p, unsigned int field, uint64_t mid,
                                        unsigned int vfield, uint64_t v)
 {
-	p = kx_pb_len_head(p, field,
-	                   kx_pb_vfield_size(XSTAT_METADATA_ID, mid) + kx_pb_vfield_size(vfield, v));
+	p = kx_pb_len_head(
+	        p, field, kx_pb_vfield_size(XSTAT_METADATA_ID, mid) + kx_pb_vfield_size(vfield, v));
 	p = kx_pb_vfield(p, XSTAT_METADATA_ID, mid);
 	return kx_pb_vfield(p, vfield, v);
 }
@@ -112,7 +112,8 @@ static inline uint8_t *put_stat_str(uint8_t *p, unsigned int field, uint64_t mid
                                     size_t len)
 {
 	p = kx_pb_len_head(p, field,
-	                   kx_pb_vfield_size(XSTAT_METADATA_ID, mid) + kx_pb_len_size(XSTAT_STR, len));
+	                   kx_pb_vfield_size(XSTAT_METADATA_ID, mid) +
+	                           kx_pb_len_size(XSTAT_STR, len));
 	p = kx_pb_vfield(p, XSTAT_METADATA_ID, mid);
 	return kx_pb_bytes(p, XSTAT_STR, s, len);
 }

@@ -17,7 +17,7 @@
  *
  * Event records: u8 type, varint payload length, payload. Readers skip
  * unknown record types and payload bytes past the fields they know.
- * Varints are LEB128; signed values are zigzagged; ts is a delta from the
+ * Varints are LEB128 (util/pbwire.h); signed values are zigzagged; ts is a delta from the
  * previous record's ts in the same chunk (ioctls arrive in completion order,
  * so it may be negative). Each chunk decodes on its own.
  *   ioctl (1): u8 flags, tid, zz ts delta, dur, then only what the flags do
@@ -45,6 +45,7 @@
 
 #include "util/fdio.h"
 #include "util/grow.h"
+#include "util/pbwire.h"
 #include "io/kxp.h"
 #include "util/workq.h"
 
@@ -161,26 +162,6 @@ static uint32_t get_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 /* Bounded cursor: any overrun or out-of-range value sets bad. */
 struct rd {
 	const uint8_t *p, *end;
@@ -212,23 +193,7 @@ static uint32_t rd_le32(struct rd *r)
 /* Hot (several per event): inline, one bounds check per byte, no rd_u8 calls. */
 static inline uint64_t rd_varint(struct rd *r)
 {
-	const uint8_t *p = r->p;
-	uint64_t v = 0;
-
-	for (int shift = 0; shift < 64 && p < r->end; shift += 7) {
-		uint8_t b = *p++;
-
-		/* The tenth byte may only carry the top bit. */
-		if (shift == 63 && b > 1)
-			break;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			r->p = p;
-			return v;
-		}
-	}
-	r->bad = 1;
-	return 0;
+	return kx_pb_read_varint(&r->p, r->end, &r->bad);
 }
 
 static uint32_t rd_varint32(struct rd *r)
@@ -749,7 +714,7 @@ static int add_record(struct kx_kxp_writer *w, uint8_t type, const uint8_t *pl, 
 	uint8_t *p = w->raw + w->raw_len;
 
 	*p++ = type;
-	p = put_varint(p, len);
+	p = kx_pb_varint(p, len);
 	memcpy(p, pl, len);
 	w->raw_len = (size_t)(p + len - w->raw);
 	w->nrec++;
@@ -785,28 +750,28 @@ int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const ui
 		flags |= IF_OFFCPU;
 
 	*p++ = flags;
-	p = put_varint(p, e->tid);
-	p = put_varint(p, zigzag((int64_t)(e->ts - w->ctx.prev_ts)));
-	p = put_varint(p, e->dur);
+	p = kx_pb_varint(p, e->tid);
+	p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(e->ts - w->ctx.prev_ts)));
+	p = kx_pb_varint(p, e->dur);
 	if (!(flags & IF_SAME_PID))
-		p = put_varint(p, e->pid);
+		p = kx_pb_varint(p, e->pid);
 	if (!(flags & IF_SAME_FILE)) {
 		*p++ = e->fkind;
 		*p++ = e->drv;
-		p = put_varint(p, e->dev);
-		p = put_varint(p, zigzag(e->fd));
+		p = kx_pb_varint(p, e->dev);
+		p = kx_pb_varint(p, kx_pb_zigzag(e->fd));
 	}
 	if (!(flags & IF_SAME_CMD)) {
 		put_le32(p, e->cmd);
 		p += 4;
-		p = put_varint(p, e->xfer_cmd);
+		p = kx_pb_varint(p, e->xfer_cmd);
 	}
 	if (!(flags & IF_RET_ZERO))
-		p = put_varint(p, zigzag(e->ret));
+		p = kx_pb_varint(p, kx_pb_zigzag(e->ret));
 	if (!(flags & IF_SAME_CPU))
-		p = put_varint(p, cpu);
+		p = kx_pb_varint(p, cpu);
 	if (flags & IF_OFFCPU)
-		p = put_varint(p, e->offcpu_us);
+		p = kx_pb_varint(p, e->offcpu_us);
 	if (alen) {
 		*p++ = e->arg_in_len;
 		*p++ = e->arg_out_len;
@@ -825,11 +790,11 @@ int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t)
 
 	if (w->failed)
 		return -1;
-	p = put_varint(p, zigzag((int64_t)(t->ts - w->ctx.prev_ts)));
-	p = put_varint(p, t->pid);
-	p = put_varint(p, t->tid);
-	p = put_varint(p, t->ppid);
-	p = put_varint(p, t->what);
+	p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(t->ts - w->ctx.prev_ts)));
+	p = kx_pb_varint(p, t->pid);
+	p = kx_pb_varint(p, t->tid);
+	p = kx_pb_varint(p, t->ppid);
+	p = kx_pb_varint(p, t->what);
 	*p++ = (uint8_t)n;
 	memcpy(p, t->comm, n);
 	p += n;
@@ -844,17 +809,17 @@ int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j)
 
 	if (w->failed)
 		return -1;
-	p = put_varint(p, zigzag((int64_t)(j->ts - w->ctx.prev_ts)));
-	p = put_varint(p, j->src);
-	p = put_varint(p, j->phase);
-	p = put_varint(p, j->flags);
-	p = put_varint(p, j->dev);
-	p = put_varint(p, j->pid);
-	p = put_varint(p, j->tid);
-	p = put_varint(p, j->ctx);
-	p = put_varint(p, j->seqno);
-	p = put_varint(p, j->aux);
-	p = put_varint(p, j->aux2);
+	p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(j->ts - w->ctx.prev_ts)));
+	p = kx_pb_varint(p, j->src);
+	p = kx_pb_varint(p, j->phase);
+	p = kx_pb_varint(p, j->flags);
+	p = kx_pb_varint(p, j->dev);
+	p = kx_pb_varint(p, j->pid);
+	p = kx_pb_varint(p, j->tid);
+	p = kx_pb_varint(p, j->ctx);
+	p = kx_pb_varint(p, j->seqno);
+	p = kx_pb_varint(p, j->aux);
+	p = kx_pb_varint(p, j->aux2);
 	*p++ = (uint8_t)n;
 	memcpy(p, j->ring, n);
 	p += n;
@@ -1025,7 +990,7 @@ static int decode_ioctl(struct rd *q, struct chunk_ctx *ctx, struct kx_ioctl *e,
 	e->arg_off = KX_NO_ARG;
 	*arg = NULL;
 	e->tid = rd_varint32(q);
-	e->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	e->ts = ctx->prev_ts + (uint64_t)kx_pb_unzigzag(rd_varint(q));
 	e->dur = rd_varint(q);
 	if (q->bad || (flags & ~IF_KNOWN))
 		return -1;
@@ -1044,8 +1009,8 @@ static int decode_ioctl(struct rd *q, struct chunk_ctx *ctx, struct kx_ioctl *e,
 		e->drv = rd_u8(q);
 		e->dev = rd_varint32(q);
 		v = rd_varint(q);
-		e->fd = (int32_t)unzigzag(v);
-		if (unzigzag(v) != e->fd)
+		e->fd = (int32_t)kx_pb_unzigzag(v);
+		if (kx_pb_unzigzag(v) != e->fd)
 			return -1;
 	}
 	if (flags & IF_SAME_CMD) {
@@ -1056,7 +1021,7 @@ static int decode_ioctl(struct rd *q, struct chunk_ctx *ctx, struct kx_ioctl *e,
 		e->xfer_cmd = rd_varint32(q);
 	}
 	if (!(flags & IF_RET_ZERO)) {
-		int64_t ret = unzigzag(rd_varint(q));
+		int64_t ret = kx_pb_unzigzag(rd_varint(q));
 
 		/* Handlers return int: anything wider is not ours. */
 		if (ret < INT32_MIN || ret > INT32_MAX)
@@ -1090,7 +1055,7 @@ static int decode_task(struct rd *q, struct chunk_ctx *ctx, struct kx_task *t)
 	uint8_t clen;
 
 	memset(t, 0, sizeof(*t));
-	t->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	t->ts = ctx->prev_ts + (uint64_t)kx_pb_unzigzag(rd_varint(q));
 	t->pid = rd_varint32(q);
 	t->tid = rd_varint32(q);
 	t->ppid = rd_varint32(q);
@@ -1111,7 +1076,7 @@ static int decode_job(struct rd *q, struct chunk_ctx *ctx, struct kx_job *j)
 	uint8_t rlen;
 
 	memset(j, 0, sizeof(*j));
-	j->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	j->ts = ctx->prev_ts + (uint64_t)kx_pb_unzigzag(rd_varint(q));
 	src = rd_varint(q);
 	phase = rd_varint(q);
 	flags = rd_varint(q);
