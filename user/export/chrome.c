@@ -33,6 +33,7 @@
 #include "registry/devices.h"
 #include "util/fdio.h"
 #include "util/grow.h"
+#include "util/json.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/jobs.h"
 #include "util/pgz.h"
@@ -116,24 +117,12 @@ static inline void put_mem(struct wbuf *w, const char *p, size_t n)
 
 static inline void put_u64(struct wbuf *w, uint64_t v)
 {
-	char tmp[20];
-	int i = 20;
-
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put_mem(w, tmp + i, (size_t)(20 - i));
+	w->len = (size_t)(kx_json_put_u64(w->buf + w->len, v) - w->buf);
 }
 
 static inline void put_i64(struct wbuf *w, int64_t v)
 {
-	if (v < 0) {
-		w->buf[w->len++] = '-';
-		put_u64(w, (uint64_t)0 - (uint64_t)v);
-	} else {
-		put_u64(w, (uint64_t)v);
-	}
+	w->len = (size_t)(kx_json_put_i64(w->buf + w->len, v) - w->buf);
 }
 
 /* ns as microseconds with 3 decimals: exact, no floating point. */
@@ -165,109 +154,12 @@ static inline void put_hex(struct wbuf *w, uint64_t v)
 
 /* ---- JSON strings ---- */
 
-/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0 when the lead byte is invalid. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
-{
-	unsigned int c = p[0], lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if ((size_t)(end - p) < n)
-		return 0;
-	/* The second byte's range is what rules out overlongs and surrogates. */
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	return n;
-}
-
-/*
- * Writes s[0..n) as a quoted JSON string at o (room: 6 * n + 2) and returns
- * the end. Quote, backslash and control characters are escaped; bytes that
- * are not valid UTF-8 (a comm cut mid-character, Latin-1 names) become
- * U+FFFD, so the file always parses.
- */
-static char *json_esc(char *o, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)s, *end = p + n;
-
-	*o++ = '"';
-	while (p < end) {
-		unsigned int c = *p;
-		size_t l;
-
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-			*o++ = (char)c;
-			p++;
-			continue;
-		}
-		if (c < 0x80) {
-			*o++ = '\\';
-			switch (c) {
-			case '"':
-				*o++ = '"';
-				break;
-			case '\\':
-				*o++ = '\\';
-				break;
-			case '\n':
-				*o++ = 'n';
-				break;
-			case '\r':
-				*o++ = 'r';
-				break;
-			case '\t':
-				*o++ = 't';
-				break;
-			default:
-				memcpy(o, "u00", 3);
-				o[3] = hex[c >> 4];
-				o[4] = hex[c & 15];
-				o += 5;
-			}
-			p++;
-			continue;
-		}
-		l = utf8_len(p, end);
-		if (l) {
-			memcpy(o, p, l);
-			o += l;
-			p += l;
-		} else {
-			memcpy(o, "\\ufffd", 6);
-			o += 6;
-			p++;
-		}
-	}
-	*o++ = '"';
-	return o;
-}
-
 static void wb_strn(struct wbuf *w, const char *s, size_t n)
 {
 	if (n > STR_MAX)
 		n = STR_MAX;
-	wb_need(w, 6 * n + 2);
-	w->len = (size_t)(json_esc(w->buf + w->len, s, n) - w->buf);
+	wb_need(w, KX_JSON_STR_ROOM(n));
+	w->len = (size_t)(kx_json_put_str(w->buf + w->len, s, n) - w->buf);
 }
 
 static void wb_str(struct wbuf *w, const char *s)
@@ -292,11 +184,11 @@ static void wb_lit(struct wbuf *w, const char *s)
 /* A malloc'd escaped copy of s, for the caches. */
 static char *esc_dup(const char *s, size_t n, size_t *len)
 {
-	char *d = malloc(6 * n + 2), *end;
+	char *d = malloc(KX_JSON_STR_ROOM(n)), *end;
 
 	if (!d)
 		return NULL;
-	end = json_esc(d, s, n);
+	end = kx_json_put_str(d, s, n);
 	*len = (size_t)(end - d);
 	return d;
 }
@@ -766,10 +658,10 @@ static const struct slot *name_frag(struct ctx *c, const struct kx_ioctl *e)
 	/* Names are C identifiers or _IOWR(...) forms; bounds keep frag big enough. */
 	o = frag;
 	memcpy(o, "\"name\":", 7);
-	o = json_esc(o + 7, name, strnlen(name, 100));
+	o = kx_json_put_str(o + 7, name, strnlen(name, 100));
 	memcpy(o, ",\"cat\":", 7);
 	snprintf(nbuf, sizeof(nbuf), "ioctl/%s", dname);
-	o = json_esc(o + 7, nbuf, strnlen(nbuf, sizeof(nbuf)));
+	o = kx_json_put_str(o + 7, nbuf, strnlen(nbuf, sizeof(nbuf)));
 	sl->n = (size_t)(o - frag);
 	sl->s = malloc(sl->n);
 	if (!sl->s)
@@ -879,7 +771,8 @@ static int write_event(struct wbuf *w, struct ctx *c, const struct kx_ioctl *e, 
 
 		PUT_LIT(w, ",\"errno\":");
 		if (en)
-			w->len = (size_t)(json_esc(w->buf + w->len, en, strnlen(en, 32)) - w->buf);
+			w->len = (size_t)(kx_json_put_str(w->buf + w->len, en, strnlen(en, 32)) -
+			                  w->buf);
 		else
 			put_u64(w, (uint64_t)0 - (uint64_t)e->ret);
 	}

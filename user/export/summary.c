@@ -27,6 +27,7 @@
 #include "export/summary.h"
 #include "analysis/warnings.h"
 #include "util/hist.h"
+#include "util/json.h"
 
 #define ERRNO_SLOTS 32 /* distinct errnos kept per row; the rest are "other" */
 #define ERRNO_OTHER INT64_MIN
@@ -851,72 +852,10 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist)
 
 /* ---- JSON ---- */
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 when invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and beyond U+10FFFF are not UTF-8. */
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
-/* A JSON string of at most maxlen bytes of s; bad UTF-8 becomes U+FFFD. */
+/* A JSON string of a char array that may lack its terminator (util/json.h). */
 static void json_str(FILE *f, const char *s, size_t maxlen)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strnlen(s, maxlen);
-
-	fputc('"', f);
-	for (size_t i = 0; i < n;) {
-		unsigned char c = p[i];
-		size_t l;
-
-		if (c == '"' || c == '\\') {
-			fputc('\\', f);
-			fputc(c, f);
-			i++;
-		} else if (c == '\n') {
-			fputs("\\n", f);
-			i++;
-		} else if (c == '\t') {
-			fputs("\\t", f);
-			i++;
-		} else if (c == '\r') {
-			fputs("\\r", f);
-			i++;
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(f, "\\u%04x", c);
-			i++;
-		} else if ((l = utf8_len(p + i, n - i)) != 0) {
-			fwrite(p + i, 1, l, f);
-			i += l;
-		} else {
-			fputs("\\ufffd", f);
-			i++;
-		}
-	}
-	fputc('"', f);
+	kx_json_str(f, s, strnlen(s, maxlen));
 }
 
 struct json_warn_ctx {
@@ -929,14 +868,14 @@ static void json_warning(void *ctx, const char *msg)
 	struct json_warn_ctx *c = ctx;
 
 	fputs(c->n++ ? ",\n    " : "\n    ", c->f);
-	json_str(c->f, msg, SIZE_MAX);
+	kx_json_cstr(c->f, msg);
 }
 
 static void json_row(const struct row *r, FILE *f, int hist, int offcpu)
 {
 	char buf[32];
 
-	json_str(f, r->name, SIZE_MAX);
+	kx_json_cstr(f, r->name);
 	fprintf(f,
 	        ": {\"Total Count\": %" PRIu64 ", \"Total Time\": %.6f, \"Min Time\": %.6f, "
 	        "\"Max Time\": %.6f, \"Avg Time\": %.6f",
@@ -945,7 +884,7 @@ static void json_row(const struct row *r, FILE *f, int hist, int offcpu)
 		fprintf(f, ", \"Errors\": %" PRIu64 ", \"Errno\": {", r->errors);
 		for (int i = 0; i < r->nerrs; i++) {
 			fputs(i ? ", " : "", f);
-			json_str(f, errno_label(r->errs[i].ret, buf, sizeof(buf)), SIZE_MAX);
+			kx_json_cstr(f, errno_label(r->errs[i].ret, buf, sizeof(buf)));
 			fprintf(f, ": %" PRIu64, r->errs[i].count);
 		}
 		fputc('}', f);
