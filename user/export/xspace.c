@@ -40,6 +40,7 @@
 #include "registry/devices.h"
 #include "util/fdio.h"
 #include "util/grow.h"
+#include "util/hashmap.h"
 #include "util/pbwire.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/jobs.h"
@@ -204,165 +205,48 @@ static void ob_close(struct obuf *b, size_t body)
 
 /* ---- interning ---- */
 
-static inline uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-/* (a, b) -> id cache; id 0 marks an empty slot. */
-struct idslot {
-	uint64_t a, b;
-	uint32_t id;
-};
-struct idmap {
-	struct idslot *slot;
-	size_t cap, used;
-};
-
-static int idmap_grow(struct idmap *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 64;
-	struct idslot *ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < m->cap; i++) {
-		struct idslot *o = &m->slot[i];
-		size_t h;
-
-		if (!o->id)
-			continue;
-		for (h = mix64(o->a * 0x9e3779b97f4a7c15ULL ^ o->b) & (ncap - 1); ns[h].id;
-		     h = (h + 1) & (ncap - 1))
-			;
-		ns[h] = *o;
-	}
-	free(m->slot);
-	m->slot = ns;
-	m->cap = ncap;
-	return 0;
-}
-
-static struct idslot *idmap_probe(const struct idmap *m, uint64_t a, uint64_t b)
-{
-	size_t h = mix64(a * 0x9e3779b97f4a7c15ULL ^ b) & (m->cap - 1);
-
-	while (m->slot[h].id && (m->slot[h].a != a || m->slot[h].b != b))
-		h = (h + 1) & (m->cap - 1);
-	return &m->slot[h];
-}
-
-/* Slot for (a, b): its id is 0 when new (the caller fills it). NULL on OOM. */
-static struct idslot *idmap_slot(struct idmap *m, uint64_t a, uint64_t b)
-{
-	struct idslot *sl = m->cap ? idmap_probe(m, a, b) : NULL;
-
-	if (sl && sl->id)
-		return sl;
-	/* New key: grow first so that the table stays at most half full. */
-	if ((m->used + 1) * 2 > m->cap) {
-		if (idmap_grow(m))
-			return NULL;
-		sl = idmap_probe(m, a, b);
-	}
-	sl->a = a;
-	sl->b = b;
-	m->used++;
-	return sl;
-}
-
-static void idmap_free(struct idmap *m)
-{
-	free(m->slot);
-	memset(m, 0, sizeof(*m));
-}
-
 /* Interned names of one plane's metadata: id i + 1 is name[i]. */
 struct strtab {
 	char **name;
 	size_t n, cap;
-	uint32_t *hslot; /* id, 0 = empty */
-	size_t hcap;
+	struct kx_hmap ids; /* hash of a name -> its id (several names may share a hash) */
 };
 
-static uint64_t str_hash(const char *s, size_t len)
+/* Id of the name s[0..len) when interned, else 0; never changes t (any thread). */
+static uint32_t strtab_find(const struct strtab *t, const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = kx_hash_bytes(s, len);
+	size_t pos = KX_HMAP_START;
+	uint32_t *id;
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-	return h;
-}
+	while ((id = kx_hmap_next(&t->ids, h, &pos))) {
+		const char *o = t->name[*id - 1];
 
-static int strtab_rehash(struct strtab *t)
-{
-	size_t ncap = t->hcap ? t->hcap * 2 : 64;
-	uint32_t *ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t h = str_hash(t->name[i], strlen(t->name[i])) & (ncap - 1);
-
-		while (ns[h])
-			h = (h + 1) & (ncap - 1);
-		ns[h] = (uint32_t)(i + 1);
+		if (!strncmp(o, s, len) && o[len] == '\0')
+			return *id;
 	}
-	free(t->hslot);
-	t->hslot = ns;
-	t->hcap = ncap;
 	return 0;
 }
 
 /* Id (>= 1) of the name s[0..len), added when new; 0 on OOM. */
 static uint32_t strtab_id(struct strtab *t, const char *s, size_t len)
 {
-	size_t h;
+	uint32_t id = strtab_find(t, s, len);
 	char *copy;
 
-	if ((t->n + 1) * 2 > t->hcap && strtab_rehash(t))
+	if (id)
+		return id;
+	if (kx_grow((void **)&t->name, &t->cap, t->n, sizeof(*t->name)))
 		return 0;
-	for (h = str_hash(s, len) & (t->hcap - 1); t->hslot[h]; h = (h + 1) & (t->hcap - 1)) {
-		const char *o = t->name[t->hslot[h] - 1];
-
-		if (!strncmp(o, s, len) && o[len] == '\0')
-			return t->hslot[h];
-	}
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 32;
-		char **nn = realloc(t->name, ncap * sizeof(*nn));
-
-		if (!nn)
-			return 0;
-		t->name = nn;
-		t->cap = ncap;
-	}
 	copy = strndup(s, len);
 	if (!copy)
 		return 0;
-	t->name[t->n++] = copy;
-	t->hslot[h] = (uint32_t)t->n;
-	return (uint32_t)t->n;
-}
-
-/* Id of the name s[0..len) when interned, else 0; never changes t (any thread). */
-static uint32_t strtab_find(const struct strtab *t, const char *s, size_t len)
-{
-	if (!t->hcap)
+	if (kx_hmap_add(&t->ids, kx_hash_bytes(s, len), (uint32_t)t->n + 1)) {
+		free(copy);
 		return 0;
-	for (size_t h = str_hash(s, len) & (t->hcap - 1); t->hslot[h];
-	     h = (h + 1) & (t->hcap - 1)) {
-		const char *o = t->name[t->hslot[h] - 1];
-
-		if (!strncmp(o, s, len) && o[len] == '\0')
-			return t->hslot[h];
 	}
-	return 0;
+	t->name[t->n++] = copy;
+	return (uint32_t)t->n;
 }
 
 static uint32_t strtab_cstr(struct strtab *t, const char *s)
@@ -375,7 +259,7 @@ static void strtab_free(struct strtab *t)
 	for (size_t i = 0; i < t->n; i++)
 		free(t->name[i]);
 	free(t->name);
-	free(t->hslot);
+	kx_hmap_free(&t->ids);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -470,11 +354,11 @@ struct exporter {
 	uint32_t *order; /* store indices, grouped by line, each line sorted */
 	size_t nevents;
 
-	struct strtab ev;       /* host plane event metadata names */
-	struct strtab st;       /* host plane stat metadata names and interned values */
-	struct idmap ev_by_cmd; /* (drv, cmd << 32 | xfer) -> event metadata id */
-	struct idmap dev_ref;   /* (fkind, dev) -> device label ref */
-	struct idmap field_id;  /* decoded field name pointer -> stat id */
+	struct strtab ev;         /* host plane event metadata names */
+	struct strtab st;         /* host plane stat metadata names and interned values */
+	struct kx_hmap ev_by_cmd; /* cmd << 32 | xfer << 8 | drv -> event metadata id */
+	struct kx_hmap dev_ref;   /* dev << 8 | fkind -> device label ref */
+	struct kx_hmap field_id;  /* decoded field name pointer -> stat id */
 	uint32_t drv_ref[256];
 	uint64_t *stack; /* ends of the open events of the current line */
 	size_t stack_cap;
@@ -519,7 +403,7 @@ static int in_window(const struct kx_xspace_opts *o, uint64_t ts)
 static int select_events(struct exporter *x)
 {
 	size_t n = kx_store_ioctl_count(x->s), cap = 0, pos = 0;
-	struct idmap by_tid = {0};
+	struct kx_hmap by_tid = KX_HMAP_INIT; /* tid -> line id */
 	/* Recent tids -> line id + 1 (0: empty): most events skip the hash table. */
 	uint32_t ctid[TID_CACHE], cline[TID_CACHE];
 	const struct kx_ioctl *cur;
@@ -534,7 +418,7 @@ static int select_events(struct exporter *x)
 	for (size_t i = 0, run = 0; i < n; i++, run--) {
 		const struct kx_ioctl *e = cur = run ? cur + 1 : kx_store_ioctl_run(x->s, i, &run);
 		unsigned int ci = e->tid % TID_CACHE;
-		struct idslot *sl;
+		uint32_t *sl;
 		struct line *l;
 
 		if (!in_window(&x->o, e->ts))
@@ -543,28 +427,21 @@ static int select_events(struct exporter *x)
 			l = &x->lines[cline[ci] - 1];
 			goto counted;
 		}
-		sl = idmap_slot(&by_tid, e->tid, 0);
+		sl = kx_hmap_put(&by_tid, e->tid, 0, NULL);
 		if (!sl)
 			goto oom;
-		if (!sl->id) {
-			if (x->nlines == cap) {
-				size_t ncap = cap ? cap * 2 : 16;
-				struct line *nl = realloc(x->lines, ncap * sizeof(*nl));
-
-				if (!nl)
-					goto oom;
-				x->lines = nl;
-				cap = ncap;
-			}
+		if (!*sl) {
+			if (kx_grow((void **)&x->lines, &cap, x->nlines, sizeof(*x->lines)))
+				goto oom;
 			l = &x->lines[x->nlines++];
 			memset(l, 0, sizeof(*l));
 			l->tid = e->tid;
 			l->sorted = 1;
-			sl->id = (uint32_t)x->nlines;
+			*sl = (uint32_t)x->nlines;
 		}
-		l = &x->lines[sl->id - 1];
+		l = &x->lines[*sl - 1];
 		ctid[ci] = e->tid;
-		cline[ci] = sl->id;
+		cline[ci] = *sl;
 	counted:
 		if (l->count &&
 		    (e->ts < l->last_ts || (e->ts == l->last_ts && e->dur > l->last_dur)))
@@ -577,9 +454,7 @@ static int select_events(struct exporter *x)
 	if (x->nlines)
 		qsort(x->lines, x->nlines, sizeof(*x->lines), line_tid_cmp);
 	for (size_t i = 0; i < x->nlines; i++) {
-		struct idslot *sl = idmap_probe(&by_tid, x->lines[i].tid, 0);
-
-		sl->id = (uint32_t)(i + 1);
+		*kx_hmap_get(&by_tid, x->lines[i].tid) = (uint32_t)(i + 1);
 		x->lines[i].start = pos;
 		pos += x->lines[i].count;
 		x->lines[i].count = 0; /* refilled below */
@@ -598,7 +473,7 @@ static int select_events(struct exporter *x)
 			continue;
 		if (!cline[ci] || ctid[ci] != e->tid) {
 			ctid[ci] = e->tid;
-			cline[ci] = idmap_probe(&by_tid, e->tid, 0)->id;
+			cline[ci] = *kx_hmap_get(&by_tid, e->tid);
 		}
 		l = &x->lines[cline[ci] - 1];
 		x->order[l->start + l->count++] = (uint32_t)i;
@@ -631,7 +506,7 @@ oom:
 	fail(x, "out of memory ordering %zu events", n);
 out:
 	free(tmp);
-	idmap_free(&by_tid);
+	kx_hmap_free(&by_tid);
 	return rc;
 }
 
@@ -651,49 +526,50 @@ out:
 
 static uint32_t event_meta_id(struct exporter *x, const struct kx_ioctl *e, int frozen)
 {
-	uint64_t key = (uint64_t)e->cmd << 32 | e->xfer_cmd;
-	struct idslot *sl;
+	uint64_t key = (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv;
+	uint32_t *sl;
 	char buf[64];
 
 	if (frozen) {
-		sl = x->ev_by_cmd.cap ? idmap_probe(&x->ev_by_cmd, e->drv, key) : NULL;
-		return sl ? sl->id : 0;
+		sl = kx_hmap_get(&x->ev_by_cmd, key);
+		return sl ? *sl : 0;
 	}
 	if (x->last_mid && x->last_cmd_key == key && x->last_drv == e->drv)
 		return x->last_mid;
-	sl = idmap_slot(&x->ev_by_cmd, e->drv, key);
+	sl = kx_hmap_put(&x->ev_by_cmd, key, 0, NULL);
 	if (!sl)
 		return 0;
-	if (!sl->id)
-		sl->id = strtab_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd,
-		                                           e->xfer_cmd, buf, sizeof(buf)));
+	if (!*sl)
+		*sl = strtab_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd,
+		                                        buf, sizeof(buf)));
 	x->last_cmd_key = key;
 	x->last_drv = e->drv;
-	x->last_mid = sl->id;
-	return sl->id;
+	x->last_mid = *sl;
+	return *sl;
 }
 
 static uint32_t device_ref(struct exporter *x, const struct kx_ioctl *e, int frozen)
 {
-	struct idslot *sl;
+	uint64_t key = (uint64_t)e->dev << 8 | e->fkind;
+	uint32_t *sl;
 	char buf[128];
 
 	if (frozen) {
-		sl = x->dev_ref.cap ? idmap_probe(&x->dev_ref, e->fkind, e->dev) : NULL;
-		return sl ? sl->id : 0;
+		sl = kx_hmap_get(&x->dev_ref, key);
+		return sl ? *sl : 0;
 	}
 	if (x->last_dev && x->last_dev_key == e->dev && x->last_fkind == e->fkind)
 		return x->last_dev;
-	sl = idmap_slot(&x->dev_ref, e->fkind, e->dev);
+	sl = kx_hmap_put(&x->dev_ref, key, 0, NULL);
 	if (!sl)
 		return 0;
-	if (!sl->id)
-		sl->id = strtab_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
-		                                             e->fkind, e->dev, buf, sizeof(buf)));
+	if (!*sl)
+		*sl = strtab_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
+		                                          e->fkind, e->dev, buf, sizeof(buf)));
 	x->last_dev_key = e->dev;
 	x->last_fkind = e->fkind;
-	x->last_dev = sl->id;
-	return sl->id;
+	x->last_dev = *sl;
+	return *sl;
 }
 
 static uint32_t driver_ref(struct exporter *x, const struct kx_ioctl *e, int frozen)
@@ -717,18 +593,18 @@ static uint32_t errno_ref(struct exporter *x, int32_t ret, int frozen)
 
 static uint32_t field_stat_id(struct exporter *x, const char *name, int frozen)
 {
-	struct idslot *sl;
+	uint32_t *sl;
 
 	if (frozen) {
-		sl = x->field_id.cap ? idmap_probe(&x->field_id, (uintptr_t)name, 0) : NULL;
-		return sl ? sl->id : 0;
+		sl = kx_hmap_get(&x->field_id, (uintptr_t)name);
+		return sl ? *sl : 0;
 	}
-	sl = idmap_slot(&x->field_id, (uintptr_t)name, 0);
+	sl = kx_hmap_put(&x->field_id, (uintptr_t)name, 0, NULL);
 	if (!sl)
 		return 0;
-	if (!sl->id)
-		sl->id = strtab_cstr(&x->st, name);
-	return sl->id;
+	if (!*sl)
+		*sl = strtab_cstr(&x->st, name);
+	return *sl;
 }
 
 /* Stats of the decoded argument fields; NULL on OOM (or a name not interned). */
@@ -1693,9 +1569,9 @@ static void exporter_free(struct exporter *x)
 	free(x->hl);
 	strtab_free(&x->ev);
 	strtab_free(&x->st);
-	idmap_free(&x->ev_by_cmd);
-	idmap_free(&x->dev_ref);
-	idmap_free(&x->field_id);
+	kx_hmap_free(&x->ev_by_cmd);
+	kx_hmap_free(&x->dev_ref);
+	kx_hmap_free(&x->field_id);
 	kx_jobs_free(x->jobs);
 	free(x->out.p);
 }
