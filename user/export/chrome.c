@@ -33,6 +33,7 @@
 #include "registry/devices.h"
 #include "util/fdio.h"
 #include "util/grow.h"
+#include "util/hashmap.h"
 #include "util/json.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/jobs.h"
@@ -193,12 +194,10 @@ static char *esc_dup(const char *s, size_t n, size_t *len)
 	return d;
 }
 
-/* ---- hash table (threads, and the name and label caches) ---- */
+/* ---- keyed records (threads, and the name and label caches) ---- */
 
 struct slot {
-	uint64_t a; /* key */
-	uint32_t b; /* key */
-	uint32_t used;
+	uint64_t key;
 	/* threads: the thread's latest slice so far */
 	size_t last;
 	uint64_t last_ts, last_end;
@@ -208,78 +207,33 @@ struct slot {
 };
 
 struct tab {
+	struct kx_hmap map; /* key -> index in v */
 	struct slot *v;
-	size_t cap, used; /* cap: power of two */
+	size_t n, cap;
 };
 
-static uint64_t key_hash(uint64_t a, uint32_t b)
+/* The record of key, created zeroed (*isnew = 1) when absent; NULL on OOM.
+ * The pointer is valid until the next new record of t. */
+static struct slot *tab_get(struct tab *t, uint64_t key, int *isnew)
 {
-	uint64_t h = a ^ ((uint64_t)b * 0x9e3779b97f4a7c15ULL);
+	uint32_t *idx = kx_hmap_get(&t->map, key);
 
-	/* splitmix64 finalizer: keys differ in few bits. */
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return h;
-}
-
-static int tab_grow(struct tab *t)
-{
-	size_t cap = t->cap ? t->cap * 2 : 64;
-	struct slot *v = calloc(cap, sizeof(*v));
-
-	if (!v)
-		return -1;
-	for (size_t i = 0; i < t->cap; i++) {
-		size_t j;
-
-		if (!t->v[i].used)
-			continue;
-		j = key_hash(t->v[i].a, t->v[i].b) & (cap - 1);
-		while (v[j].used)
-			j = (j + 1) & (cap - 1);
-		v[j] = t->v[i];
-	}
-	free(t->v);
-	t->v = v;
-	t->cap = cap;
-	return 0;
-}
-
-/* The slot of (a, b), created zeroed (used = 1, *isnew = 1) when absent; NULL on OOM. */
-static struct slot *tab_get(struct tab *t, uint64_t a, uint32_t b, int *isnew)
-{
-	size_t j;
-
-	*isnew = 0;
-	if (t->cap) {
-		j = key_hash(a, b) & (t->cap - 1);
-		while (t->v[j].used) {
-			if (t->v[j].a == a && t->v[j].b == b)
-				return &t->v[j];
-			j = (j + 1) & (t->cap - 1);
-		}
-	}
-	if ((t->used + 1) * 2 > t->cap && tab_grow(t))
+	*isnew = !idx;
+	if (idx)
+		return &t->v[*idx];
+	if (t->n >= UINT32_MAX || kx_grow((void **)&t->v, &t->cap, t->n, sizeof(*t->v)) ||
+	    kx_hmap_add(&t->map, key, (uint32_t)t->n))
 		return NULL;
-	j = key_hash(a, b) & (t->cap - 1);
-	while (t->v[j].used)
-		j = (j + 1) & (t->cap - 1);
-	t->v[j].a = a;
-	t->v[j].b = b;
-	t->v[j].used = 1;
-	t->used++;
-	*isnew = 1;
-	return &t->v[j];
+	t->v[t->n] = (struct slot){.key = key};
+	return &t->v[t->n++];
 }
 
 static void tab_free(struct tab *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
+	for (size_t i = 0; i < t->n; i++)
 		free(t->v[i].s);
 	free(t->v);
+	kx_hmap_free(&t->map);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -295,9 +249,9 @@ struct ctx {
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
 	int ndev;
-	struct tab threads; /* key (pid << 32 | tid, 0) */
-	struct tab names;   /* key (cmd << 32 | xfer_cmd, drv) */
-	struct tab labels;  /* key (dev, fkind) */
+	struct tab threads; /* key pid << 32 | tid */
+	struct tab names;   /* key cmd << 32 | xfer_cmd << 8 | drv */
+	struct tab labels;  /* key dev << 8 | fkind */
 	struct fix *fix;
 	size_t nfix, fixcap;
 	uint64_t first_ts;
@@ -400,7 +354,7 @@ static int scan(struct ctx *c)
 
 		if (e->ts < c->first_ts)
 			c->first_ts = e->ts;
-		t = tab_get(&c->threads, (uint64_t)e->pid << 32 | e->tid, 0, &isnew);
+		t = tab_get(&c->threads, (uint64_t)e->pid << 32 | e->tid, &isnew);
 		if (!t)
 			return -1;
 		if (!isnew) {
@@ -568,16 +522,15 @@ static void write_job_metadata(struct wbuf *w, struct ctx *c, int *first, uint32
 static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 {
 	const struct kx_capinfo *ci = c->ci;
-	uint64_t *th = malloc((c->threads.used + 1) * sizeof(*th));
+	uint64_t *th = malloc((c->threads.n + 1) * sizeof(*th));
 	uint32_t npids = 0, ndevp = 0;
 	size_t nth = 0;
 	char buf[32];
 
 	if (!th)
 		return -1;
-	for (size_t i = 0; i < c->threads.cap; i++)
-		if (c->threads.v[i].used)
-			th[nth++] = c->threads.v[i].a;
+	for (size_t i = 0; i < c->threads.n; i++)
+		th[nth++] = c->threads.v[i].key;
 	/* pid << 32 | tid: sorting groups threads under their process. */
 	qsort(th, nth, sizeof(*th), u64_cmp);
 	for (size_t i = 0; i < nth; i++) {
@@ -650,7 +603,8 @@ static const struct slot *name_frag(struct ctx *c, const struct kx_ioctl *e)
 	const char *name, *dname;
 	int isnew;
 
-	sl = tab_get(&c->names, (uint64_t)e->cmd << 32 | e->xfer_cmd, e->drv, &isnew);
+	sl = tab_get(&c->names, (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv,
+	             &isnew);
 	if (!sl || !isnew)
 		return sl;
 	name = kx_ioctl_name(drv, e->cmd, e->xfer_cmd, nbuf, sizeof(nbuf));
@@ -677,7 +631,7 @@ static const struct slot *label_frag(struct ctx *c, const struct kx_ioctl *e)
 	char buf[160];
 	int isnew;
 
-	sl = tab_get(&c->labels, e->dev, e->fkind, &isnew);
+	sl = tab_get(&c->labels, (uint64_t)e->dev << 8 | e->fkind, &isnew);
 	if (!sl || !isnew)
 		return sl;
 	buf[0] = '\0';
