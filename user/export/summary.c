@@ -26,6 +26,8 @@
 #include "analysis/jobs.h"
 #include "export/summary.h"
 #include "analysis/warnings.h"
+#include "util/grow.h"
+#include "util/hashmap.h"
 #include "util/hist.h"
 #include "util/json.h"
 
@@ -71,79 +73,27 @@ struct kx_summary {
 	uint32_t agg_max_keys;
 };
 
-/* Hash of (drv, cmd, xfer) -> row index + 1 (0 = empty slot). */
-struct row_map {
-	uint32_t *slot;
-	size_t cap; /* power of two */
-};
-
-static uint64_t key_hash(uint8_t drv, uint32_t cmd, uint32_t xfer)
-{
-	uint64_t h = ((uint64_t)cmd << 32 | xfer) ^ ((uint64_t)drv << 56);
-
-	/* splitmix64 finalizer: cmds differ in few bits. */
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return h;
-}
-
-static int map_grow(struct row_map *m, const struct row *rows, size_t nrows)
-{
-	size_t cap = m->cap ? m->cap * 2 : 64;
-	uint32_t *slot = calloc(cap, sizeof(*slot));
-
-	if (!slot)
-		return -1;
-	for (size_t i = 0; i < nrows; i++) {
-		size_t j = key_hash(rows[i].drv, rows[i].cmd, rows[i].xfer) & (cap - 1);
-
-		while (slot[j])
-			j = (j + 1) & (cap - 1);
-		slot[j] = (uint32_t)i + 1;
-	}
-	free(m->slot);
-	m->slot = slot;
-	m->cap = cap;
-	return 0;
-}
-
-/* Row for an event, created when new; NULL when out of memory. */
-static struct row *row_get(struct kx_summary *sum, size_t *rcap, struct row_map *m,
+/* Row for an event, created when new; NULL when out of memory. m maps
+ * cmd << 32 | xfer << 8 | drv to the row index. */
+static struct row *row_get(struct kx_summary *sum, size_t *rcap, struct kx_hmap *m,
                            const struct kx_ioctl *e)
 {
-	size_t j;
+	uint64_t key = (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv;
+	uint32_t *idx = kx_hmap_get(m, key);
 	struct row *r;
 
-	if (!m->cap || (sum->nrows + 1) * 2 > m->cap) {
-		if (map_grow(m, sum->rows, sum->nrows))
-			return NULL;
-	}
-	j = key_hash(e->drv, e->cmd, e->xfer_cmd) & (m->cap - 1);
-	while (m->slot[j]) {
-		r = &sum->rows[m->slot[j] - 1];
-		if (r->drv == e->drv && r->cmd == e->cmd && r->xfer == e->xfer_cmd)
-			return r;
-		j = (j + 1) & (m->cap - 1);
-	}
-	if (sum->nrows == *rcap) {
-		size_t ncap = *rcap ? *rcap * 2 : 16;
-		struct row *nr = realloc(sum->rows, ncap * sizeof(*nr));
-
-		if (!nr)
-			return NULL;
-		sum->rows = nr;
-		*rcap = ncap;
-	}
-	r = &sum->rows[sum->nrows];
+	if (idx)
+		return &sum->rows[*idx];
+	if (sum->nrows >= UINT32_MAX ||
+	    kx_grow((void **)&sum->rows, rcap, sum->nrows, sizeof(*sum->rows)) ||
+	    kx_hmap_add(m, key, (uint32_t)sum->nrows))
+		return NULL;
+	r = &sum->rows[sum->nrows++];
 	memset(r, 0, sizeof(*r));
 	r->drv = e->drv;
 	r->cmd = e->cmd;
 	r->xfer = e->xfer_cmd;
 	r->min = UINT64_MAX;
-	m->slot[j] = (uint32_t)++sum->nrows;
 	return r;
 }
 
@@ -168,15 +118,8 @@ static void errno_add(struct row *r, int64_t ret, uint64_t n)
 
 static int row_add(struct row *r, uint64_t dur, int64_t ret)
 {
-	if (r->ndurs == r->cap) {
-		size_t ncap = r->cap ? r->cap * 2 : 16;
-		uint64_t *nd = realloc(r->durs, ncap * sizeof(*nd));
-
-		if (!nd)
-			return -1;
-		r->durs = nd;
-		r->cap = ncap;
-	}
+	if (kx_grow((void **)&r->durs, &r->cap, r->ndurs, sizeof(*r->durs)))
+		return -1;
 	r->durs[r->ndurs++] = dur;
 	r->count++;
 	r->total += dur;
@@ -195,6 +138,7 @@ static int row_add(struct row *r, uint64_t dur, int64_t ret)
 /* Folds b into a (same category and name); b is emptied. */
 static int row_merge(struct row *a, struct row *b)
 {
+	/* Exact fit: the merged row takes no more durations. */
 	if (a->ndurs + b->ndurs > a->cap) {
 		uint64_t *nd = realloc(a->durs, (a->ndurs + b->ndurs) * sizeof(*nd));
 
@@ -288,6 +232,7 @@ static int rows_finalize(struct kx_summary *sum)
 /* A row of its own (category and name given), appended after the ioctl rows. */
 static struct row *row_new(struct kx_summary *sum, const char *cat, const char *name)
 {
+	/* Exact fit: a few job rows after the ioctl rows, whose capacity is gone. */
 	struct row *nr = realloc(sum->rows, (sum->nrows + 1) * sizeof(*nr)), *r;
 
 	if (!nr)
@@ -359,7 +304,7 @@ static int add_job_rows(struct kx_summary *sum)
 struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_capinfo *ci)
 {
 	struct kx_summary *sum = calloc(1, sizeof(*sum));
-	struct row_map m = {NULL, 0};
+	struct kx_hmap m = KX_HMAP_INIT;
 	size_t rcap = 0, n;
 
 	if (!sum)
@@ -387,8 +332,7 @@ struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_ca
 		    sum->ci.hooks[i].state == KX_HOOK_ATTACHED)
 			sum->offcpu_measured = 1;
 	sum->stored = n;
-	free(m.slot);
-	m.slot = NULL;
+	kx_hmap_free(&m);
 	if (rows_finalize(sum))
 		goto fail;
 	if (s) {
@@ -399,7 +343,7 @@ struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_ca
 	kx_summary_sort(sum, KX_SORT_AVG, 0);
 	return sum;
 fail:
-	free(m.slot);
+	kx_hmap_free(&m);
 	kx_summary_free(sum);
 	return NULL;
 }
@@ -408,7 +352,7 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
                                        const struct kx_capinfo *ci)
 {
 	struct kx_summary *sum = calloc(1, sizeof(*sum));
-	struct row_map m = {NULL, 0};
+	struct kx_hmap m = KX_HMAP_INIT;
 	size_t rcap = 0;
 
 	if (!sum)
@@ -455,14 +399,13 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 			r->max = hi;
 		sum->stored += a->count;
 	}
-	free(m.slot);
-	m.slot = NULL;
+	kx_hmap_free(&m);
 	if (rows_finalize(sum))
 		goto fail;
 	kx_summary_sort(sum, KX_SORT_AVG, 0);
 	return sum;
 fail:
-	free(m.slot);
+	kx_hmap_free(&m);
 	kx_summary_free(sum);
 	return NULL;
 }
