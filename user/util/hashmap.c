@@ -70,8 +70,7 @@ size_t kx_hmap_grow_bytes(const struct kx_hmap *m)
 	return (m->cap ? m->cap * 2 : MIN_CAP) * sizeof(struct kx_hslot);
 }
 
-/* Room for one more entry: 0, or -1 (out of memory, or a full fixed map). */
-static int reserve(struct kx_hmap *m)
+int kx_hmap_reserve(struct kx_hmap *m)
 {
 	if (m->fixed)
 		return m->n < m->fixed ? 0 : -1;
@@ -98,7 +97,7 @@ uint32_t *kx_hmap_next(const struct kx_hmap *m, uint64_t key, size_t *pos)
 
 int kx_hmap_add(struct kx_hmap *m, uint64_t key, uint32_t val)
 {
-	if (reserve(m))
+	if (kx_hmap_reserve(m))
 		return -1;
 	place(m->slot, m->cap, key, val);
 	m->n++;

@@ -58,6 +58,9 @@ int kx_hmap_init_fixed(struct kx_hmap *m, size_t max);
 void kx_hmap_free(struct kx_hmap *m);
 /* Bytes the next add will allocate (the new table), 0 when it will not grow. */
 size_t kx_hmap_grow_bytes(const struct kx_hmap *m);
+/* Room for one more entry, so that the next add allocates nothing. 0, or -1
+ * when out of memory or a fixed map is full. */
+int kx_hmap_reserve(struct kx_hmap *m);
 
 static inline size_t kx_hmap_home(const struct kx_hmap *m, uint64_t key)
 {
