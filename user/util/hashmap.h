@@ -49,6 +49,12 @@ static inline uint64_t kx_hash_u64(uint64_t h)
 	return h ^ (h >> 31);
 }
 
+/* A key for a tuple, one word at a time: h = kx_hash_combine(h, word), from 0. */
+static inline uint64_t kx_hash_combine(uint64_t h, uint64_t word)
+{
+	return kx_hash_u64(h ^ word);
+}
+
 /* Hash of n bytes (FNV-1a, 64 bits). */
 uint64_t kx_hash_bytes(const void *s, size_t n);
 
