@@ -55,10 +55,31 @@ static void failure_keeps_array(void)
 	free(a);
 }
 
+/* Room for many at once: doubling from the given first size until they fit. */
+static void room_for_many(void)
+{
+	char *b = NULL;
+	size_t cap = 0;
+
+	CHECK(!kx_grow_by((void **)&b, &cap, 0, 10, 1, 4096));
+	CHECK_EQ_U(cap, 4096);
+	CHECK(!kx_grow_by((void **)&b, &cap, 4000, 96, 1, 4096)); /* fits exactly */
+	CHECK_EQ_U(cap, 4096);
+	CHECK(!kx_grow_by((void **)&b, &cap, 4000, 97, 1, 4096));
+	CHECK_EQ_U(cap, 8192);
+	CHECK(!kx_grow_by((void **)&b, &cap, 8000, 20000, 1, 4096));
+	CHECK_EQ_U(cap, 32768);
+	memset(b, 'y', cap);
+	CHECK(kx_grow_by((void **)&b, &cap, 10, SIZE_MAX - 5, 1, 4096) == -1);
+	CHECK_EQ_U(cap, 32768);
+	free(b);
+}
+
 int main(void)
 {
 	RUN(doubles_from_16);
 	RUN(room_left_no_realloc);
 	RUN(failure_keeps_array);
+	RUN(room_for_many);
 	KXT_EXIT();
 }

@@ -130,23 +130,12 @@ struct obuf {
 /* Makes room for n more bytes; returns the write cursor or NULL (oom set). */
 static uint8_t *ob_room(struct obuf *b, size_t n)
 {
-	size_t ncap;
-	uint8_t *np;
-
 	if (b->oom)
 		return NULL;
-	if (b->cap - b->len >= n)
-		return b->p + b->len;
-	ncap = b->cap ? b->cap : 4096;
-	while (ncap - b->len < n)
-		ncap *= 2;
-	np = realloc(b->p, ncap);
-	if (!np) {
+	if (kx_grow_by((void **)&b->p, &b->cap, b->len, n, 1, 4096)) {
 		b->oom = 1;
 		return NULL;
 	}
-	b->p = np;
-	b->cap = ncap;
 	return b->p + b->len;
 }
 
@@ -923,18 +912,8 @@ struct hwriter {
 
 static uint8_t *seg_room(struct seg *g, size_t n)
 {
-	if (g->cap - g->len < n) {
-		size_t ncap = g->cap ? g->cap : 65536;
-		uint8_t *p;
-
-		while (ncap - g->len < n)
-			ncap *= 2;
-		p = realloc(g->out, ncap);
-		if (!p)
-			return NULL;
-		g->out = p;
-		g->cap = ncap;
-	}
+	if (kx_grow_by((void **)&g->out, &g->cap, g->len, n, 1, 65536))
+		return NULL;
 	return g->out + g->len;
 }
 

@@ -230,19 +230,9 @@ static uint8_t *buf_room(struct buf *b, size_t n)
 {
 	if (b->oom)
 		return NULL;
-	if (b->cap - b->len < n) {
-		size_t ncap = b->cap ? b->cap : 4096;
-		uint8_t *p;
-
-		while (ncap - b->len < n)
-			ncap *= 2;
-		p = realloc(b->p, ncap);
-		if (!p) {
-			b->oom = 1;
-			return NULL;
-		}
-		b->p = p;
-		b->cap = ncap;
+	if (kx_grow_by((void **)&b->p, &b->cap, b->len, n, 1, 4096)) {
+		b->oom = 1;
+		return NULL;
 	}
 	return b->p + b->len;
 }
@@ -603,6 +593,7 @@ static int write_chunk(struct kx_kxp_writer *w, uint32_t type, const uint8_t *ra
 
 	if (w->failed)
 		return -1;
+	/* Exact fit: the compression bound of the largest chunk so far. */
 	if (need > w->out_cap) {
 		uint8_t *p = realloc(w->out, need);
 
@@ -880,6 +871,7 @@ static const uint8_t *src_get(struct src *s, uint64_t off, size_t n)
 
 	if (s->mem)
 		return s->mem + off;
+	/* Exact fit: the largest piece read so far. */
 	if (n > s->cap) {
 		uint8_t *p = realloc(s->buf, n);
 
@@ -1176,6 +1168,7 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 	return n == c->nrec ? 0 : -1;
 }
 
+/* Exact fit: callers know the whole count before they fill the array. */
 static int reserve(void **p, size_t *cap, size_t n, size_t size)
 {
 	void *np;

@@ -59,7 +59,8 @@ static int charge(struct kx_store *s, size_t n)
 	return 0;
 }
 
-/* Makes room for one more pointer in a chunk directory. */
+/* Makes room for one more pointer in a chunk directory. The doubling is
+ * written out: the new size is charged to the limit before it is allocated. */
 static int dir_reserve(struct kx_store *s, void ***dir, size_t *cap, size_t used)
 {
 	size_t ncap;
