@@ -75,11 +75,32 @@ static void room_for_many(void)
 	free(b);
 }
 
+/* A byte buffer's failure sticks: later writers get NULL too. */
+static void bytes_oom_sticks(void)
+{
+	struct kx_bytes b = {0};
+	uint8_t *w = kx_bytes_room(&b, 10);
+	size_t len;
+
+	CHECK(w && b.cap == 4096 && !b.oom);
+	memcpy(w, "0123456789", 10);
+	b.len = 10;
+	len = b.len;
+	b.len = SIZE_MAX - 1; /* room for 10 more cannot be had */
+	CHECK(!kx_bytes_room(&b, 10));
+	CHECK(b.oom);
+	b.len = len;
+	CHECK(!kx_bytes_room(&b, 1));
+	CHECK(!memcmp(b.p, "0123456789", 10));
+	free(b.p);
+}
+
 int main(void)
 {
 	RUN(doubles_from_16);
 	RUN(room_left_no_realloc);
 	RUN(failure_keeps_array);
 	RUN(room_for_many);
+	RUN(bytes_oom_sticks);
 	KXT_EXIT();
 }

@@ -121,51 +121,33 @@ static inline uint8_t *put_stat_str(uint8_t *p, unsigned int field, uint64_t mid
 
 /* ---- the growing output buffer ---- */
 
-struct obuf {
-	uint8_t *p;
-	size_t len, cap;
-	int oom;
-};
-
-/* Makes room for n more bytes; returns the write cursor or NULL (oom set). */
-static uint8_t *ob_room(struct obuf *b, size_t n)
-{
-	if (b->oom)
-		return NULL;
-	if (kx_grow_by((void **)&b->p, &b->cap, b->len, n, 1, 4096)) {
-		b->oom = 1;
-		return NULL;
-	}
-	return b->p + b->len;
-}
-
-static void ob_done(struct obuf *b, uint8_t *end)
+static void ob_done(struct kx_bytes *b, uint8_t *end)
 {
 	b->len = (size_t)(end - b->p);
 }
 
 /* A plain (non-oneof) scalar: proto3 leaves out default values. */
-static void ob_vfield(struct obuf *b, unsigned int field, uint64_t v)
+static void ob_vfield(struct kx_bytes *b, unsigned int field, uint64_t v)
 {
-	uint8_t *p = v ? ob_room(b, 16) : NULL;
+	uint8_t *p = v ? kx_bytes_room(b, 16) : NULL;
 
 	if (p)
 		ob_done(b, kx_pb_vfield(p, field, v));
 }
 
-static void ob_str(struct obuf *b, unsigned int field, const char *s)
+static void ob_str(struct kx_bytes *b, unsigned int field, const char *s)
 {
 	size_t len = strlen(s);
-	uint8_t *p = ob_room(b, len + 16);
+	uint8_t *p = kx_bytes_room(b, len + 16);
 
 	if (p)
 		ob_done(b, kx_pb_bytes(p, field, s, len));
 }
 
 /* Opens a length-delimited field; returns the body offset for ob_close. */
-static size_t ob_open(struct obuf *b, unsigned int field)
+static size_t ob_open(struct kx_bytes *b, unsigned int field)
 {
-	uint8_t *p = ob_room(b, 8 + LEN_RESERVE);
+	uint8_t *p = kx_bytes_room(b, 8 + LEN_RESERVE);
 
 	if (!p)
 		return 0;
@@ -175,7 +157,7 @@ static size_t ob_open(struct obuf *b, unsigned int field)
 }
 
 /* Writes the body length in front of it, then moves the body up to it. */
-static void ob_close(struct obuf *b, size_t body)
+static void ob_close(struct kx_bytes *b, size_t body)
 {
 	size_t len, k;
 	uint8_t *lp;
@@ -256,7 +238,7 @@ static void strtab_free(struct strtab *t)
  * Emits a plane's metadata maps: event_metadata entries {key, XEventMetadata
  * {id, name}} from ev (may be NULL), stat_metadata entries from st.
  */
-static void put_metadata(struct obuf *b, const struct strtab *ev, const struct strtab *st)
+static void put_metadata(struct kx_bytes *b, const struct strtab *ev, const struct strtab *st)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		const struct strtab *t = pass ? st : ev;
@@ -266,7 +248,7 @@ static void put_metadata(struct obuf *b, const struct strtab *ev, const struct s
 			size_t nl = strlen(t->name[i]), id = i + 1;
 			size_t val = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(nl) + nl;
 			size_t ent = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(val) + val;
-			uint8_t *p = ob_room(b, ent + 16);
+			uint8_t *p = kx_bytes_room(b, ent + 16);
 
 			if (!p)
 				return;
@@ -336,7 +318,7 @@ struct exporter {
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
 	struct kx_xspace_opts o;
-	struct obuf out;
+	struct kx_bytes out;
 
 	struct line *lines;
 	size_t nlines;
@@ -870,7 +852,7 @@ static int size_line(struct exporter *x, size_t li)
 /* Where the bytes go: a file descriptor, or the exporter's buffer. */
 struct sink {
 	int fd; /* < 0: x->out */
-	struct obuf *ob;
+	struct kx_bytes *ob;
 	int err; /* errno of the first write failure */
 	uint64_t bytes;
 };
@@ -883,7 +865,7 @@ static void sink_put(struct sink *k, const void *p, size_t n)
 		return;
 	k->bytes += n;
 	if (k->fd < 0) {
-		uint8_t *d = ob_room(k->ob, n);
+		uint8_t *d = kx_bytes_room(k->ob, n);
 
 		if (d) {
 			memcpy(d, c, n);
@@ -1021,7 +1003,7 @@ static const struct kx_workq_ops seg_ops = {
 static int put_host_plane(struct exporter *x, struct sink *k)
 {
 	uint8_t head[64 + sizeof(HOST_PLANE_NAME)], buf[LINE_HEAD], *p;
-	struct obuf meta = {0};
+	struct kx_bytes meta = {0};
 	struct hwriter hw = {x, k, 0};
 	struct kx_workq *q;
 	struct seg *g;
@@ -1055,7 +1037,7 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		            "export a shorter time window",
 		            plane, x->nlines);
 	}
-	if (k->fd < 0 && !ob_room(k->ob, plane + 16 + 65536)) {
+	if (k->fd < 0 && !kx_bytes_room(k->ob, plane + 16 + 65536)) {
 		free(meta.p);
 		return fail(x, "out of memory serializing the XSpace");
 	}
@@ -1187,11 +1169,12 @@ static const char *device_vendor(enum kx_driver drv)
 	}
 }
 
-static void put_plane_str_stat(struct obuf *b, struct strtab *st, const char *name, const char *val)
+static void put_plane_str_stat(struct kx_bytes *b, struct strtab *st, const char *name,
+                               const char *val)
 {
 	uint32_t mid = strtab_cstr(st, name);
 	size_t len = strlen(val);
-	uint8_t *p = ob_room(b, len + 32);
+	uint8_t *p = kx_bytes_room(b, len + 32);
 
 	if (!mid)
 		b->oom = 1;
@@ -1306,9 +1289,9 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 	return p;
 }
 
-static void put_scratch_event(struct obuf *b, const uint8_t *scratch, size_t elen)
+static void put_scratch_event(struct kx_bytes *b, const uint8_t *scratch, size_t elen)
 {
-	uint8_t *p = ob_room(b, elen + 16);
+	uint8_t *p = kx_bytes_room(b, elen + 16);
 
 	if (!p)
 		return;
@@ -1421,16 +1404,16 @@ static void put_job_plane_stats(struct exporter *x, struct ptabs *t, const struc
 
 	if (!jd->nrings)
 		return;
-	p = ob_room(&x->out, 64);
+	p = kx_bytes_room(&x->out, 64);
 	mid = pid_of(t, &t->st, "jobs");
 	if (p && mid)
 		ob_done(&x->out, put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->njobs));
-	p = ob_room(&x->out, 64);
+	p = kx_bytes_room(&x->out, 64);
 	mid = pid_of(t, &t->st, "max_in_flight");
 	if (p && mid)
 		ob_done(&x->out,
 		        put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->max_depth));
-	p = ob_room(&x->out, 64);
+	p = kx_bytes_room(&x->out, 64);
 	mid = pid_of(t, &t->st, "busy_fraction");
 	if (p && mid) {
 		/* XStat {metadata_id, double_value (fixed64)} */

@@ -219,27 +219,9 @@ static const uint8_t *rd_bytes(struct rd *r, size_t n)
 
 /* ---- capture info as TLV ---- */
 
-/* Growable byte buffer; oom is sticky so callers check once at the end. */
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-	int oom;
-};
-
-static uint8_t *buf_room(struct buf *b, size_t n)
+static void buf_put(struct kx_bytes *b, const void *v, size_t n)
 {
-	if (b->oom)
-		return NULL;
-	if (kx_grow_by((void **)&b->p, &b->cap, b->len, n, 1, 4096)) {
-		b->oom = 1;
-		return NULL;
-	}
-	return b->p + b->len;
-}
-
-static void buf_put(struct buf *b, const void *v, size_t n)
-{
-	uint8_t *p = buf_room(b, n);
+	uint8_t *p = kx_bytes_room(b, n);
 
 	if (p) {
 		memcpy(p, v, n);
@@ -248,7 +230,7 @@ static void buf_put(struct buf *b, const void *v, size_t n)
 }
 
 /* Starts a TLV whose length is patched by tlv_end; returns its position. */
-static size_t tlv_begin(struct buf *b, uint16_t tag)
+static size_t tlv_begin(struct kx_bytes *b, uint16_t tag)
 {
 	uint8_t h[6];
 	size_t at = b->len;
@@ -259,7 +241,7 @@ static size_t tlv_begin(struct buf *b, uint16_t tag)
 	return at;
 }
 
-static void tlv_end(struct buf *b, size_t at)
+static void tlv_end(struct kx_bytes *b, size_t at)
 {
 	if (!b->oom)
 		put_le32(b->p + at + 2, (uint32_t)(b->len - at - 6));
@@ -385,7 +367,7 @@ static void store_uint(uint8_t *p, size_t size, uint64_t v)
 	}
 }
 
-static void encode_fields(struct buf *b, const struct field *f, const void *base)
+static void encode_fields(struct kx_bytes *b, const struct field *f, const void *base)
 {
 	const uint8_t *obj = base;
 
@@ -419,7 +401,7 @@ static void encode_fields(struct buf *b, const struct field *f, const void *base
 	}
 }
 
-static void encode_capinfo(struct buf *b, const struct kx_capinfo *ci)
+static void encode_capinfo(struct kx_bytes *b, const struct kx_capinfo *ci)
 {
 	uint32_t nd = ci->ndevices < KX_MAX_DEVICES ? ci->ndevices : KX_MAX_DEVICES;
 	uint32_t nh = ci->nhooks < KX_MAX_HOOKS ? ci->nhooks : KX_MAX_HOOKS;
@@ -637,7 +619,7 @@ struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *c
                                     size_t errlen)
 {
 	struct kx_kxp_writer *w = calloc(1, sizeof(*w));
-	struct buf hdr = {0};
+	struct kx_bytes hdr = {0};
 	uint8_t fixed[HDR_FIXED], crc[4];
 
 	if (!w || !(w->path = strdup(path)) || !(w->raw = malloc(CHUNK_RAW + REC_MAX)) ||
@@ -825,7 +807,7 @@ int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err
 	kx_kxp_flush(w);
 	/* Without ci no trailer is written: the file reads as unfinished. */
 	if (ci && !w->failed) {
-		struct buf b = {0};
+		struct kx_bytes b = {0};
 
 		encode_capinfo(&b, ci);
 		if (b.oom)

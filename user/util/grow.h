@@ -46,4 +46,24 @@ static inline int kx_grow(void **p, size_t *cap, size_t used, size_t size)
 	return kx_grow_by(p, cap, used, 1, size, 16);
 }
 
+/* A growing byte buffer whose failure is sticky (oom): writers check once, at the end. */
+struct kx_bytes {
+	uint8_t *p;
+	size_t len, cap; /* bytes */
+	int oom;
+};
+
+/* Room for n more bytes (capacity doubled from 4 KiB): the write cursor, or
+ * NULL (oom set). */
+static inline uint8_t *kx_bytes_room(struct kx_bytes *b, size_t n)
+{
+	if (b->oom)
+		return NULL;
+	if (kx_grow_by((void **)&b->p, &b->cap, b->len, n, 1, 4096)) {
+		b->oom = 1;
+		return NULL;
+	}
+	return b->p + b->len;
+}
+
 #endif /* KX_GROW_H */
