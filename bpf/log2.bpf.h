@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Log2 histogram slots for in-kernel latency histograms. */
+/*
+ * Log2 histogram slots for latency histograms: the one rule of the project.
+ * The BPF programs include it, and so does user space through
+ * user/util/hist.h (which supplies the __u64 and __always_inline it needs).
+ */
 #ifndef KXPROF_LOG2_BPF_H
 #define KXPROF_LOG2_BPF_H
 

@@ -15,6 +15,7 @@
 #include "registry/ioctl_decode.h"
 #include "export/prometheus.h"
 #include "export/summary.h"
+#include "util/hist.h"
 
 #define KVM_RUN_CMD             0xae80u
 #define KVM_GET_API_VERSION_CMD 0xae00u
@@ -34,17 +35,18 @@ static void row_init(struct kx_agg_row *r, unsigned int drv, unsigned int cmd, c
 
 static void row_add(struct kx_agg_row *r, uint64_t ns, uint64_t n)
 {
-	int b = ns ? 63 - __builtin_clzll(ns) : 0;
-
-	if (b >= KX_HIST_SLOTS)
-		b = KX_HIST_SLOTS - 1;
-	r->slots[b] += n;
+	r->slots[kx_hist_slot(ns)] += n;
 	r->count += n;
 	r->sum_ns += ns * n;
 	if (!r->min_ns || ns < r->min_ns)
 		r->min_ns = ns;
 	if (ns > r->max_ns)
 		r->max_ns = ns;
+}
+
+static uint64_t row_quantile(const struct kx_agg_row *r, unsigned int pct)
+{
+	return kx_hist_quantile(r->slots, r->count, KX_PPM(pct), r->min_ns, r->max_ns);
 }
 
 /* Exposition text of snap, NUL-terminated (caller frees). */
@@ -269,22 +271,20 @@ static void test_quantiles(void)
 	struct kx_agg_row r;
 
 	row_init(&r, KX_DRV_KVM, KVM_RUN_CMD, "kvm", "/dev/kvm", "KVM_RUN");
-	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.5), 0);
+	CHECK_EQ_U(row_quantile(&r, 50), 0);
 	row_add(&r, 1000, 90); /* bucket 9: [512, 1024) -> 1024 */
 	row_add(&r, 5000, 10); /* bucket 12: [4096, 8192) */
-	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.5), 1024);
+	CHECK_EQ_U(row_quantile(&r, 50), 1024);
 	r.min_ns = r.max_ns = 0; /* as in a diff: bounds only */
-	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.5), 1024);
-	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.9), 1024);
-	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.91), 8192);
-	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.99), 8192);
-	CHECK_EQ_U(kx_agg_max_ns(&r), 8192);
+	CHECK_EQ_U(row_quantile(&r, 50), 1024);
+	CHECK_EQ_U(row_quantile(&r, 90), 1024);
+	CHECK_EQ_U(row_quantile(&r, 91), 8192);
+	CHECK_EQ_U(row_quantile(&r, 99), 8192);
+	CHECK_EQ_U(kx_hist_max(r.slots, r.min_ns, r.max_ns), 8192);
 	r.max_ns = 5000;
 	r.min_ns = 1000;
-	CHECK_EQ_U(kx_agg_quantile_ns(&r, 0.99), 5000); /* clamped to the exact max */
-	CHECK_EQ_U(kx_agg_max_ns(&r), 5000);
-	CHECK_EQ_U(kx_agg_bucket_upper_ns(0), 2);
-	CHECK_EQ_U(kx_agg_bucket_upper_ns(KX_HIST_SLOTS - 1), UINT64_MAX);
+	CHECK_EQ_U(row_quantile(&r, 99), 5000); /* clamped to the exact max */
+	CHECK_EQ_U(kx_hist_max(r.slots, r.min_ns, r.max_ns), 5000);
 }
 
 static void test_diff_and_fold(void)

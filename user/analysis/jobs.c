@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "util/grow.h"
+#include "util/hashmap.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/jobs.h"
+#include "util/hist.h"
 
 #define KVM_RUN_CMD  0xae80u     /* _IO(KVMIO, 0x80) */
 #define KVM_SET_MEM  0x4020ae46u /* KVM_SET_USER_MEMORY_REGION */
@@ -95,104 +97,82 @@ uint64_t kx_jobrec_end(const struct kx_jobrec *j, uint64_t end_ns)
 	return end_ns > s ? end_ns : s;
 }
 
-/* ---- a small open-addressing map: three u64 key words -> u64 ---- */
+/* ---- a map of three u64 key words -> u64, indexed by util/hashmap.h ---- */
 
 struct mslot {
 	uint64_t k[3];
 	uint64_t v;
-	int used;
 };
 
 struct map {
+	struct kx_hmap idx; /* hash of k -> index in v */
 	struct mslot *v;
-	size_t cap, used;
+	size_t n, cap;
 };
 
-static uint64_t mix(uint64_t h)
+static uint64_t map_key(const uint64_t k[3])
 {
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	return h ^ (h >> 31);
+	return kx_hash_combine(kx_hash_combine(kx_hash_combine(0, k[0]), k[1]), k[2]);
 }
 
-static size_t map_pos(const struct map *m, const uint64_t k[3])
+/* The index of entry i (of key k) in m->idx, *pos its place; it must exist. */
+static uint32_t *map_ref(const struct map *m, const uint64_t k[3], size_t i, size_t *pos)
 {
-	uint64_t h = mix(k[0] ^ mix(k[1] ^ mix(k[2])));
-	size_t i = h & (m->cap - 1);
+	uint32_t *at;
 
-	while (m->v[i].used && memcmp(m->v[i].k, k, sizeof(m->v[i].k)))
-		i = (i + 1) & (m->cap - 1);
-	return i;
+	*pos = KX_HMAP_START;
+	while ((at = kx_hmap_next(&m->idx, map_key(k), pos)) && *at != i)
+		;
+	return at;
 }
 
 static struct mslot *map_find(const struct map *m, uint64_t a, uint64_t b, uint64_t c)
 {
-	uint64_t k[3] = {a, b, c};
-	struct mslot *s;
+	const uint64_t k[3] = {a, b, c};
+	size_t pos = KX_HMAP_START;
+	uint32_t *i;
 
-	if (!m->cap)
-		return NULL;
-	s = &m->v[map_pos(m, k)];
-	return s->used ? s : NULL;
+	while ((i = kx_hmap_next(&m->idx, map_key(k), &pos)))
+		if (!memcmp(m->v[*i].k, k, sizeof(k)))
+			return &m->v[*i];
+	return NULL;
 }
 
-/* The slot of the key, added with v = 0 when new; NULL on OOM. */
+/* The slot of the key, added with v = 0 when new; NULL on OOM. The pointer
+ * is valid until the next change of m. */
 static struct mslot *map_get(struct map *m, uint64_t a, uint64_t b, uint64_t c)
 {
-	uint64_t k[3] = {a, b, c};
-	struct mslot *s;
+	struct mslot *s = map_find(m, a, b, c);
 
-	if ((m->used + 1) * 2 > m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 64;
-		struct map n = {calloc(ncap, sizeof(struct mslot)), ncap, m->used};
-
-		if (!n.v)
-			return NULL;
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->v[i].used)
-				n.v[map_pos(&n, m->v[i].k)] = m->v[i];
-		free(m->v);
-		*m = n;
-	}
-	s = &m->v[map_pos(m, k)];
-	if (!s->used) {
-		memcpy(s->k, k, sizeof(k));
-		s->v = 0;
-		s->used = 1;
-		m->used++;
-	}
+	if (s)
+		return s;
+	if (m->n >= UINT32_MAX || kx_grow((void **)&m->v, &m->cap, m->n, sizeof(*m->v)))
+		return NULL;
+	s = &m->v[m->n];
+	*s = (struct mslot){{a, b, c}, 0};
+	if (kx_hmap_add(&m->idx, map_key(s->k), (uint32_t)m->n))
+		return NULL;
+	m->n++;
 	return s;
 }
 
+/* Removes s; the last entry moves into its place. */
 static void map_del(struct map *m, struct mslot *s)
 {
-	size_t i = (size_t)(s - m->v), j = i;
+	size_t i = (size_t)(s - m->v), last = m->n - 1, pos;
 
-	/* Backward-shift deletion keeps probe chains whole. */
-	s->used = 0;
-	m->used--;
-	for (;;) {
-		size_t home;
-		uint64_t h;
-
-		j = (j + 1) & (m->cap - 1);
-		if (!m->v[j].used)
-			return;
-		h = mix(m->v[j].k[0] ^ mix(m->v[j].k[1] ^ mix(m->v[j].k[2])));
-		home = h & (m->cap - 1);
-		/* Move j back to i when its home is not in (i, j]. */
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			m->v[i] = m->v[j];
-			m->v[j].used = 0;
-			i = j;
-		}
+	map_ref(m, s->k, i, &pos);
+	kx_hmap_del_at(&m->idx, pos);
+	if (i != last) {
+		*map_ref(m, m->v[last].k, last, &pos) = (uint32_t)i;
+		m->v[i] = m->v[last];
 	}
+	m->n--;
 }
 
 static void map_free(struct map *m)
 {
+	kx_hmap_free(&m->idx);
 	free(m->v);
 	memset(m, 0, sizeof(*m));
 }
@@ -704,6 +684,7 @@ static long dev_get(struct builder *b, int kind, uint64_t val, const char *ring)
 			return (long)i;
 	if (kx_grow((void **)&o->devs, &b->devcap, o->ndevs, sizeof(*o->devs)))
 		return -1;
+	/* dkeys keeps the capacity of devs, exactly. */
 	if (b->devcap != cap) {
 		struct devkey *k = realloc(b->dkeys, b->devcap * sizeof(*k));
 
@@ -758,13 +739,9 @@ static int learn_ring_drivers(struct builder *b, struct map *m)
 	for (size_t i = 0; i < b->ntj; i++) {
 		const struct tjob *t = &b->tj[i];
 		struct mslot *sl;
-		uint64_t h = 0xcbf29ce484222325ULL;
-
 		if (t->r.submit < 0 || src_driver(t->r.src) || !gpu_src(t->r.src))
 			continue;
-		for (const char *c = t->ring; *c; c++)
-			h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
-		sl = map_get(m, t->r.src, h, 0);
+		sl = map_get(m, t->r.src, kx_hash_bytes(t->ring, strlen(t->ring)), 0);
 		if (!sl)
 			return -1;
 		if (!sl->v)
@@ -777,7 +754,6 @@ static long assign_device(struct builder *b, const struct map *ringdrv, const st
 {
 	unsigned int drv = src_driver(t->r.src);
 	struct mslot *sl;
-	uint64_t h = 0xcbf29ce484222325ULL;
 
 	if (t->r.src == KX_JOB_SRC_BLOCK) {
 		int ci = ci_by_blk(b, t->blkdev);
@@ -789,9 +765,7 @@ static long assign_device(struct builder *b, const struct map *ringdrv, const st
 	if (!drv && t->r.submit >= 0)
 		drv = kx_store_ioctl(b->s, (size_t)t->r.submit)->drv;
 	if (!drv) {
-		for (const char *c = t->ring; *c; c++)
-			h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
-		sl = map_find(ringdrv, t->r.src, h, 0);
+		sl = map_find(ringdrv, t->r.src, kx_hash_bytes(t->ring, strlen(t->ring)), 0);
 		if (sl)
 			drv = (unsigned int)sl->v;
 	}
@@ -856,32 +830,28 @@ static int jref_cmp(const void *pa, const void *pb, void *devs)
 	return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
-static int u64_cmp(const void *pa, const void *pb)
-{
-	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-
-	return a < b ? -1 : a > b;
-}
-
-static uint64_t rank_at(const uint64_t *v, size_t n, unsigned int p)
-{
-	return v[(size_t)(((unsigned __int128)n * p + 99) / 100) - 1];
-}
-
+/* Count, total, extremes and nearest-rank percentiles of v[0..n) (reordered). */
 static void dist_of(struct kx_dist *d, uint64_t *v, size_t n)
 {
+	static const uint32_t ppm[3] = {KX_PPM(50), KX_PPM(90), KX_PPM(99)};
+	uint64_t q[3];
+
 	memset(d, 0, sizeof(*d));
 	if (!n)
 		return;
-	qsort(v, n, sizeof(*v), u64_cmp);
 	d->count = n;
-	for (size_t i = 0; i < n; i++)
+	d->min = UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
 		d->total += v[i];
-	d->min = v[0];
-	d->max = v[n - 1];
-	d->p50 = rank_at(v, n, 50);
-	d->p90 = rank_at(v, n, 90);
-	d->p99 = rank_at(v, n, 99);
+		if (v[i] < d->min)
+			d->min = v[i];
+		if (v[i] > d->max)
+			d->max = v[i];
+	}
+	kx_quantiles_exact(v, n, ppm, q, 3);
+	d->p50 = q[0];
+	d->p90 = q[1];
+	d->p99 = q[2];
 }
 
 struct ival {
@@ -1278,15 +1248,12 @@ static int mem_add(struct builder *b, long dev, const struct kx_ioctl *e, size_t
 	struct kx_jobdev *d = &b->out->devs[dev];
 	uint64_t usage = d->nmem ? d->mem[d->nmem - 1].usage : 0;
 	size_t n = d->nmem;
+	/* The capacity is not kept: kx_grow's sizes are 0, 16, 32, 64, ..., so
+	 * it is the count rounded up to one of them. */
+	size_t cap = n <= 16 ? (n ? 16 : 0) : (size_t)1 << (64 - __builtin_clzll(n - 1));
 
-	/* Capacity is 16, then the next power of two: full at 0, 16, 32, ... */
-	if (!n || (n >= 16 && !(n & (n - 1)))) {
-		struct kx_mem_pt *p = realloc(d->mem, (n ? 2 * n : 16) * sizeof(*p));
-
-		if (!p)
-			return -1;
-		d->mem = p;
-	}
+	if (kx_grow((void **)&d->mem, &cap, n, sizeof(*d->mem)))
+		return -1;
 	usage = delta < 0 && (uint64_t)-delta > usage ? 0 : usage + (uint64_t)delta;
 	d->mem[d->nmem++] = (struct kx_mem_pt){ioctl_end(e), delta, usage, idx};
 	if (delta >= 0)

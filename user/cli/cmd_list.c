@@ -13,6 +13,7 @@
 #include "capture/jobs.h"
 #include "capture/probe.h"
 #include "capture/session.h"
+#include "util/json.h"
 
 struct family {
 	char name[40];
@@ -20,20 +21,6 @@ struct family {
 	char mech[16];
 	char note[256];
 };
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
 
 static void noop_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
@@ -185,7 +172,7 @@ int cmd_list(int argc, char **argv)
 		printf("{\"devices\": [");
 		for (int i = 0; i < ndev; i++) {
 			printf("%s{\"node\": ", i ? ", " : "");
-			json_str(stdout, devs[i].node);
+			kx_json_cstr(stdout, devs[i].node);
 			printf(", \"major\": %u, \"minor\": ", KX_MAJOR(devs[i].dev));
 			if (devs[i].any_minor)
 				printf("\"*\"");
@@ -195,22 +182,22 @@ int cmd_list(int argc, char **argv)
 			       devs[i].fkind == KX_FK_CHR   ? "char"
 			       : devs[i].fkind == KX_FK_BLK ? "block"
 			                                    : "anon");
-			json_str(stdout, kx_driver_name((enum kx_driver)devs[i].drv));
+			kx_json_cstr(stdout, kx_driver_name((enum kx_driver)devs[i].drv));
 			printf("}");
 		}
 		printf("], \"privileged\": %s, ", priv ? "true" : "false");
 		if (!priv) {
 			printf("\"privilege_note\": ");
-			json_str(stdout, why);
+			kx_json_cstr(stdout, why);
 			printf(", ");
 		}
 		printf("\"hooks\": [");
 		for (int i = 0; i < nfam; i++) {
 			printf("%s{\"family\": ", i ? ", " : "");
-			json_str(stdout, fam[i].name);
+			kx_json_cstr(stdout, fam[i].name);
 			printf(", \"state\": \"%s\", \"mechanism\": \"%s\", \"note\": ",
 			       fam[i].state, fam[i].mech);
-			json_str(stdout, fam[i].note);
+			kx_json_cstr(stdout, fam[i].note);
 			printf("}");
 		}
 		printf("]}\n");

@@ -25,6 +25,7 @@
 #include "capture/clock.h"
 #include "registry/devices.h"
 #include "capture/session.h"
+#include "util/hist.h"
 
 enum col {
 	C_RATE,
@@ -232,9 +233,9 @@ static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *
 		t[n].r = r;
 		t[n].rate = d->interval_s > 0 ? r->count / d->interval_s : 0;
 		t[n].err_rate = d->interval_s > 0 ? r->errors / d->interval_s : 0;
-		t[n].p50 = kx_agg_quantile_ns(r, 0.50);
-		t[n].p99 = kx_agg_quantile_ns(r, 0.99);
-		t[n].max = kx_agg_max_ns(r);
+		t[n].p50 = kx_hist_quantile(r->slots, r->count, KX_PPM(50), r->min_ns, r->max_ns);
+		t[n].p99 = kx_hist_quantile(r->slots, r->count, KX_PPM(99), r->min_ns, r->max_ns);
+		t[n].max = kx_hist_max(r->slots, r->min_ns, r->max_ns);
 		t[n].offcpu_pct = r->sum_ns ? 100.0 * (double)r->offcpu_ns / (double)r->sum_ns : 0;
 		n++;
 	}

@@ -33,6 +33,8 @@
 #include "registry/devices.h"
 #include "util/fdio.h"
 #include "util/grow.h"
+#include "util/hashmap.h"
+#include "util/json.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/jobs.h"
 #include "util/pgz.h"
@@ -116,24 +118,12 @@ static inline void put_mem(struct wbuf *w, const char *p, size_t n)
 
 static inline void put_u64(struct wbuf *w, uint64_t v)
 {
-	char tmp[20];
-	int i = 20;
-
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put_mem(w, tmp + i, (size_t)(20 - i));
+	w->len = (size_t)(kx_json_put_u64(w->buf + w->len, v) - w->buf);
 }
 
 static inline void put_i64(struct wbuf *w, int64_t v)
 {
-	if (v < 0) {
-		w->buf[w->len++] = '-';
-		put_u64(w, (uint64_t)0 - (uint64_t)v);
-	} else {
-		put_u64(w, (uint64_t)v);
-	}
+	w->len = (size_t)(kx_json_put_i64(w->buf + w->len, v) - w->buf);
 }
 
 /* ns as microseconds with 3 decimals: exact, no floating point. */
@@ -165,109 +155,12 @@ static inline void put_hex(struct wbuf *w, uint64_t v)
 
 /* ---- JSON strings ---- */
 
-/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0 when the lead byte is invalid. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
-{
-	unsigned int c = p[0], lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if ((size_t)(end - p) < n)
-		return 0;
-	/* The second byte's range is what rules out overlongs and surrogates. */
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	return n;
-}
-
-/*
- * Writes s[0..n) as a quoted JSON string at o (room: 6 * n + 2) and returns
- * the end. Quote, backslash and control characters are escaped; bytes that
- * are not valid UTF-8 (a comm cut mid-character, Latin-1 names) become
- * U+FFFD, so the file always parses.
- */
-static char *json_esc(char *o, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)s, *end = p + n;
-
-	*o++ = '"';
-	while (p < end) {
-		unsigned int c = *p;
-		size_t l;
-
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-			*o++ = (char)c;
-			p++;
-			continue;
-		}
-		if (c < 0x80) {
-			*o++ = '\\';
-			switch (c) {
-			case '"':
-				*o++ = '"';
-				break;
-			case '\\':
-				*o++ = '\\';
-				break;
-			case '\n':
-				*o++ = 'n';
-				break;
-			case '\r':
-				*o++ = 'r';
-				break;
-			case '\t':
-				*o++ = 't';
-				break;
-			default:
-				memcpy(o, "u00", 3);
-				o[3] = hex[c >> 4];
-				o[4] = hex[c & 15];
-				o += 5;
-			}
-			p++;
-			continue;
-		}
-		l = utf8_len(p, end);
-		if (l) {
-			memcpy(o, p, l);
-			o += l;
-			p += l;
-		} else {
-			memcpy(o, "\\ufffd", 6);
-			o += 6;
-			p++;
-		}
-	}
-	*o++ = '"';
-	return o;
-}
-
 static void wb_strn(struct wbuf *w, const char *s, size_t n)
 {
 	if (n > STR_MAX)
 		n = STR_MAX;
-	wb_need(w, 6 * n + 2);
-	w->len = (size_t)(json_esc(w->buf + w->len, s, n) - w->buf);
+	wb_need(w, KX_JSON_STR_ROOM(n));
+	w->len = (size_t)(kx_json_put_str(w->buf + w->len, s, n) - w->buf);
 }
 
 static void wb_str(struct wbuf *w, const char *s)
@@ -292,21 +185,19 @@ static void wb_lit(struct wbuf *w, const char *s)
 /* A malloc'd escaped copy of s, for the caches. */
 static char *esc_dup(const char *s, size_t n, size_t *len)
 {
-	char *d = malloc(6 * n + 2), *end;
+	char *d = malloc(KX_JSON_STR_ROOM(n)), *end;
 
 	if (!d)
 		return NULL;
-	end = json_esc(d, s, n);
+	end = kx_json_put_str(d, s, n);
 	*len = (size_t)(end - d);
 	return d;
 }
 
-/* ---- hash table (threads, and the name and label caches) ---- */
+/* ---- keyed records (threads, and the name and label caches) ---- */
 
 struct slot {
-	uint64_t a; /* key */
-	uint32_t b; /* key */
-	uint32_t used;
+	uint64_t key;
 	/* threads: the thread's latest slice so far */
 	size_t last;
 	uint64_t last_ts, last_end;
@@ -316,78 +207,33 @@ struct slot {
 };
 
 struct tab {
+	struct kx_hmap map; /* key -> index in v */
 	struct slot *v;
-	size_t cap, used; /* cap: power of two */
+	size_t n, cap;
 };
 
-static uint64_t key_hash(uint64_t a, uint32_t b)
+/* The record of key, created zeroed (*isnew = 1) when absent; NULL on OOM.
+ * The pointer is valid until the next new record of t. */
+static struct slot *tab_get(struct tab *t, uint64_t key, int *isnew)
 {
-	uint64_t h = a ^ ((uint64_t)b * 0x9e3779b97f4a7c15ULL);
+	uint32_t *idx = kx_hmap_get(&t->map, key);
 
-	/* splitmix64 finalizer: keys differ in few bits. */
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return h;
-}
-
-static int tab_grow(struct tab *t)
-{
-	size_t cap = t->cap ? t->cap * 2 : 64;
-	struct slot *v = calloc(cap, sizeof(*v));
-
-	if (!v)
-		return -1;
-	for (size_t i = 0; i < t->cap; i++) {
-		size_t j;
-
-		if (!t->v[i].used)
-			continue;
-		j = key_hash(t->v[i].a, t->v[i].b) & (cap - 1);
-		while (v[j].used)
-			j = (j + 1) & (cap - 1);
-		v[j] = t->v[i];
-	}
-	free(t->v);
-	t->v = v;
-	t->cap = cap;
-	return 0;
-}
-
-/* The slot of (a, b), created zeroed (used = 1, *isnew = 1) when absent; NULL on OOM. */
-static struct slot *tab_get(struct tab *t, uint64_t a, uint32_t b, int *isnew)
-{
-	size_t j;
-
-	*isnew = 0;
-	if (t->cap) {
-		j = key_hash(a, b) & (t->cap - 1);
-		while (t->v[j].used) {
-			if (t->v[j].a == a && t->v[j].b == b)
-				return &t->v[j];
-			j = (j + 1) & (t->cap - 1);
-		}
-	}
-	if ((t->used + 1) * 2 > t->cap && tab_grow(t))
+	*isnew = !idx;
+	if (idx)
+		return &t->v[*idx];
+	if (t->n >= UINT32_MAX || kx_grow((void **)&t->v, &t->cap, t->n, sizeof(*t->v)) ||
+	    kx_hmap_add(&t->map, key, (uint32_t)t->n))
 		return NULL;
-	j = key_hash(a, b) & (t->cap - 1);
-	while (t->v[j].used)
-		j = (j + 1) & (t->cap - 1);
-	t->v[j].a = a;
-	t->v[j].b = b;
-	t->v[j].used = 1;
-	t->used++;
-	*isnew = 1;
-	return &t->v[j];
+	t->v[t->n] = (struct slot){.key = key};
+	return &t->v[t->n++];
 }
 
 static void tab_free(struct tab *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
+	for (size_t i = 0; i < t->n; i++)
 		free(t->v[i].s);
 	free(t->v);
+	kx_hmap_free(&t->map);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -403,9 +249,9 @@ struct ctx {
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
 	int ndev;
-	struct tab threads; /* key (pid << 32 | tid, 0) */
-	struct tab names;   /* key (cmd << 32 | xfer_cmd, drv) */
-	struct tab labels;  /* key (dev, fkind) */
+	struct tab threads; /* key pid << 32 | tid */
+	struct tab names;   /* key cmd << 32 | xfer_cmd << 8 | drv */
+	struct tab labels;  /* key dev << 8 | fkind */
 	struct fix *fix;
 	size_t nfix, fixcap;
 	uint64_t first_ts;
@@ -508,7 +354,7 @@ static int scan(struct ctx *c)
 
 		if (e->ts < c->first_ts)
 			c->first_ts = e->ts;
-		t = tab_get(&c->threads, (uint64_t)e->pid << 32 | e->tid, 0, &isnew);
+		t = tab_get(&c->threads, (uint64_t)e->pid << 32 | e->tid, &isnew);
 		if (!t)
 			return -1;
 		if (!isnew) {
@@ -676,16 +522,15 @@ static void write_job_metadata(struct wbuf *w, struct ctx *c, int *first, uint32
 static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 {
 	const struct kx_capinfo *ci = c->ci;
-	uint64_t *th = malloc((c->threads.used + 1) * sizeof(*th));
+	uint64_t *th = malloc((c->threads.n + 1) * sizeof(*th));
 	uint32_t npids = 0, ndevp = 0;
 	size_t nth = 0;
 	char buf[32];
 
 	if (!th)
 		return -1;
-	for (size_t i = 0; i < c->threads.cap; i++)
-		if (c->threads.v[i].used)
-			th[nth++] = c->threads.v[i].a;
+	for (size_t i = 0; i < c->threads.n; i++)
+		th[nth++] = c->threads.v[i].key;
 	/* pid << 32 | tid: sorting groups threads under their process. */
 	qsort(th, nth, sizeof(*th), u64_cmp);
 	for (size_t i = 0; i < nth; i++) {
@@ -758,7 +603,8 @@ static const struct slot *name_frag(struct ctx *c, const struct kx_ioctl *e)
 	const char *name, *dname;
 	int isnew;
 
-	sl = tab_get(&c->names, (uint64_t)e->cmd << 32 | e->xfer_cmd, e->drv, &isnew);
+	sl = tab_get(&c->names, (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv,
+	             &isnew);
 	if (!sl || !isnew)
 		return sl;
 	name = kx_ioctl_name(drv, e->cmd, e->xfer_cmd, nbuf, sizeof(nbuf));
@@ -766,10 +612,10 @@ static const struct slot *name_frag(struct ctx *c, const struct kx_ioctl *e)
 	/* Names are C identifiers or _IOWR(...) forms; bounds keep frag big enough. */
 	o = frag;
 	memcpy(o, "\"name\":", 7);
-	o = json_esc(o + 7, name, strnlen(name, 100));
+	o = kx_json_put_str(o + 7, name, strnlen(name, 100));
 	memcpy(o, ",\"cat\":", 7);
 	snprintf(nbuf, sizeof(nbuf), "ioctl/%s", dname);
-	o = json_esc(o + 7, nbuf, strnlen(nbuf, sizeof(nbuf)));
+	o = kx_json_put_str(o + 7, nbuf, strnlen(nbuf, sizeof(nbuf)));
 	sl->n = (size_t)(o - frag);
 	sl->s = malloc(sl->n);
 	if (!sl->s)
@@ -785,7 +631,7 @@ static const struct slot *label_frag(struct ctx *c, const struct kx_ioctl *e)
 	char buf[160];
 	int isnew;
 
-	sl = tab_get(&c->labels, e->dev, e->fkind, &isnew);
+	sl = tab_get(&c->labels, (uint64_t)e->dev << 8 | e->fkind, &isnew);
 	if (!sl || !isnew)
 		return sl;
 	buf[0] = '\0';
@@ -879,7 +725,8 @@ static int write_event(struct wbuf *w, struct ctx *c, const struct kx_ioctl *e, 
 
 		PUT_LIT(w, ",\"errno\":");
 		if (en)
-			w->len = (size_t)(json_esc(w->buf + w->len, en, strnlen(en, 32)) - w->buf);
+			w->len = (size_t)(kx_json_put_str(w->buf + w->len, en, strnlen(en, 32)) -
+			                  w->buf);
 		else
 			put_u64(w, (uint64_t)0 - (uint64_t)e->ret);
 	}

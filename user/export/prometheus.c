@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "export/prometheus.h"
+#include "util/hist.h"
+#include "util/json.h"
 
 /* Exact decimal seconds of ns: "0.000001024", "34.359738368", "2". */
 static const char *secs(uint64_t ns, char *buf, size_t len)
@@ -22,37 +24,6 @@ static const char *secs(uint64_t ns, char *buf, size_t len)
 	if (n > 0 && buf[n - 1] == '.')
 		buf[--n] = 0;
 	return buf;
-}
-
-/* Bytes of a valid UTF-8 sequence at s (n bytes left), 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	size_t need;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		need = 2, cp = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		need = 3, cp = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		need = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (need > n)
-		return 0;
-	for (size_t i = 1; i < need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (cp < (need == 2   ? 0x80u
-	          : need == 3 ? 0x800u
-	                      : 0x10000u) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return need;
 }
 
 const char *kx_prom_label_escape(const char *s, char *buf, size_t len)
@@ -72,7 +43,7 @@ const char *kx_prom_label_escape(const char *s, char *buf, size_t len)
 			esc = "\\\"";
 		else if (p[i] == '\n')
 			esc = "\\n";
-		else if (p[i] < 0x20 || p[i] == 0x7f || !(l = utf8_seq(p + i, n - i)))
+		else if (p[i] < 0x20 || p[i] == 0x7f || !(l = kx_utf8_len(p + i, n - i)))
 			esc = "?", l = 1;
 		if (esc) {
 			if (o + strlen(esc) >= len)
@@ -136,7 +107,7 @@ static void histogram(FILE *f, const char *name, const char *labels, const uint6
 	for (int i = 0; i < KX_HIST_SLOTS - 1; i++) {
 		cum += slots[i];
 		fprintf(f, "%s_bucket{%s,le=\"%s\"} %" PRIu64 "\n", name, labels,
-		        secs(kx_agg_bucket_upper_ns(i), le, sizeof(le)), cum);
+		        secs(kx_hist_upper_ns((unsigned int)i), le, sizeof(le)), cum);
 	}
 	cum += slots[KX_HIST_SLOTS - 1];
 	fprintf(f, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels, cum);

@@ -26,12 +26,15 @@
 #include "analysis/jobs.h"
 #include "export/summary.h"
 #include "analysis/warnings.h"
+#include "util/grow.h"
+#include "util/hashmap.h"
+#include "util/hist.h"
+#include "util/json.h"
 
-#define HIST_BUCKETS 64
-#define ERRNO_SLOTS  32 /* distinct errnos kept per row; the rest are "other" */
-#define ERRNO_OTHER  INT64_MIN
-#define CAT_LEN      48
-#define NS_PER_MS    1e6
+#define ERRNO_SLOTS 32 /* distinct errnos kept per row; the rest are "other" */
+#define ERRNO_OTHER INT64_MIN
+#define CAT_LEN     48
+#define NS_PER_MS   1e6
 
 struct errno_count {
 	int64_t ret;
@@ -50,9 +53,9 @@ struct row {
 	size_t ndurs, cap;
 	struct errno_count errs[ERRNO_SLOTS];
 	int nerrs;
-	uint64_t hist[HIST_BUCKETS];
-	uint64_t offcpu; /* ns blocked (off-CPU) inside the calls */
-	int job;         /* a device ring row (jobs/<device>): no errors, no off-CPU */
+	uint64_t hist[KX_HIST_SLOTS]; /* log2 slots (util/hist.h) */
+	uint64_t offcpu;              /* ns blocked (off-CPU) inside the calls */
+	int job;                      /* a device ring row (jobs/<device>): no errors, no off-CPU */
 };
 
 struct kx_summary {
@@ -70,85 +73,28 @@ struct kx_summary {
 	uint32_t agg_max_keys;
 };
 
-/* Hash of (drv, cmd, xfer) -> row index + 1 (0 = empty slot). */
-struct row_map {
-	uint32_t *slot;
-	size_t cap; /* power of two */
-};
-
-static uint64_t key_hash(uint8_t drv, uint32_t cmd, uint32_t xfer)
-{
-	uint64_t h = ((uint64_t)cmd << 32 | xfer) ^ ((uint64_t)drv << 56);
-
-	/* splitmix64 finalizer: cmds differ in few bits. */
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return h;
-}
-
-static int map_grow(struct row_map *m, const struct row *rows, size_t nrows)
-{
-	size_t cap = m->cap ? m->cap * 2 : 64;
-	uint32_t *slot = calloc(cap, sizeof(*slot));
-
-	if (!slot)
-		return -1;
-	for (size_t i = 0; i < nrows; i++) {
-		size_t j = key_hash(rows[i].drv, rows[i].cmd, rows[i].xfer) & (cap - 1);
-
-		while (slot[j])
-			j = (j + 1) & (cap - 1);
-		slot[j] = (uint32_t)i + 1;
-	}
-	free(m->slot);
-	m->slot = slot;
-	m->cap = cap;
-	return 0;
-}
-
-/* Row for an event, created when new; NULL when out of memory. */
-static struct row *row_get(struct kx_summary *sum, size_t *rcap, struct row_map *m,
+/* Row for an event, created when new; NULL when out of memory. m maps
+ * cmd << 32 | xfer << 8 | drv to the row index. */
+static struct row *row_get(struct kx_summary *sum, size_t *rcap, struct kx_hmap *m,
                            const struct kx_ioctl *e)
 {
-	size_t j;
+	uint64_t key = (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv;
+	uint32_t *idx = kx_hmap_get(m, key);
 	struct row *r;
 
-	if (!m->cap || (sum->nrows + 1) * 2 > m->cap) {
-		if (map_grow(m, sum->rows, sum->nrows))
-			return NULL;
-	}
-	j = key_hash(e->drv, e->cmd, e->xfer_cmd) & (m->cap - 1);
-	while (m->slot[j]) {
-		r = &sum->rows[m->slot[j] - 1];
-		if (r->drv == e->drv && r->cmd == e->cmd && r->xfer == e->xfer_cmd)
-			return r;
-		j = (j + 1) & (m->cap - 1);
-	}
-	if (sum->nrows == *rcap) {
-		size_t ncap = *rcap ? *rcap * 2 : 16;
-		struct row *nr = realloc(sum->rows, ncap * sizeof(*nr));
-
-		if (!nr)
-			return NULL;
-		sum->rows = nr;
-		*rcap = ncap;
-	}
-	r = &sum->rows[sum->nrows];
+	if (idx)
+		return &sum->rows[*idx];
+	if (sum->nrows >= UINT32_MAX ||
+	    kx_grow((void **)&sum->rows, rcap, sum->nrows, sizeof(*sum->rows)) ||
+	    kx_hmap_add(m, key, (uint32_t)sum->nrows))
+		return NULL;
+	r = &sum->rows[sum->nrows++];
 	memset(r, 0, sizeof(*r));
 	r->drv = e->drv;
 	r->cmd = e->cmd;
 	r->xfer = e->xfer_cmd;
 	r->min = UINT64_MAX;
-	m->slot[j] = (uint32_t)++sum->nrows;
 	return r;
-}
-
-static int hist_bucket(uint64_t ns)
-{
-	return ns ? 63 - __builtin_clzll(ns) : 0;
 }
 
 static void errno_add(struct row *r, int64_t ret, uint64_t n)
@@ -172,15 +118,8 @@ static void errno_add(struct row *r, int64_t ret, uint64_t n)
 
 static int row_add(struct row *r, uint64_t dur, int64_t ret)
 {
-	if (r->ndurs == r->cap) {
-		size_t ncap = r->cap ? r->cap * 2 : 16;
-		uint64_t *nd = realloc(r->durs, ncap * sizeof(*nd));
-
-		if (!nd)
-			return -1;
-		r->durs = nd;
-		r->cap = ncap;
-	}
+	if (kx_grow((void **)&r->durs, &r->cap, r->ndurs, sizeof(*r->durs)))
+		return -1;
 	r->durs[r->ndurs++] = dur;
 	r->count++;
 	r->total += dur;
@@ -188,7 +127,7 @@ static int row_add(struct row *r, uint64_t dur, int64_t ret)
 		r->min = dur;
 	if (dur > r->max)
 		r->max = dur;
-	r->hist[hist_bucket(dur)]++;
+	r->hist[kx_hist_slot(dur)]++;
 	if (ret < 0) {
 		r->errors++;
 		errno_add(r, ret, 1);
@@ -199,6 +138,7 @@ static int row_add(struct row *r, uint64_t dur, int64_t ret)
 /* Folds b into a (same category and name); b is emptied. */
 static int row_merge(struct row *a, struct row *b)
 {
+	/* Exact fit: the merged row takes no more durations. */
 	if (a->ndurs + b->ndurs > a->cap) {
 		uint64_t *nd = realloc(a->durs, (a->ndurs + b->ndurs) * sizeof(*nd));
 
@@ -217,7 +157,7 @@ static int row_merge(struct row *a, struct row *b)
 		a->min = b->min;
 	if (b->max > a->max)
 		a->max = b->max;
-	for (int i = 0; i < HIST_BUCKETS; i++)
+	for (int i = 0; i < KX_HIST_SLOTS; i++)
 		a->hist[i] += b->hist[i];
 	for (int i = 0; i < b->nerrs; i++)
 		errno_add(a, b->errs[i].ret, b->errs[i].count);
@@ -228,85 +168,25 @@ static int row_merge(struct row *a, struct row *b)
 	return 0;
 }
 
-static void swap_u64(uint64_t *a, uint64_t *b)
-{
-	uint64_t t = *a;
-
-	*a = *b;
-	*b = t;
-}
-
-/*
- * k-th smallest of a[lo..n), leaving everything after k >= it so a later
- * call with lo = k can go on from there. Three-way partition: durations
- * repeat a lot, and equal keys must not degrade it to quadratic.
- */
-static uint64_t select_kth(uint64_t *a, size_t lo, size_t hi, size_t k)
-{
-	while (hi - lo > 1) {
-		uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1], p;
-		size_t lt = lo, i = lo, gt = hi;
-
-		p = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-		while (i < gt) {
-			if (a[i] < p)
-				swap_u64(&a[lt++], &a[i++]);
-			else if (a[i] > p)
-				swap_u64(&a[i], &a[--gt]);
-			else
-				i++;
-		}
-		if (k < lt)
-			hi = lt;
-		else if (k >= gt)
-			lo = gt;
-		else
-			return p;
-	}
-	return a[k];
-}
-
-/* Nearest-rank index of percentile p in n sorted values. */
-static size_t rank_index(size_t n, unsigned int p)
-{
-	return (size_t)(((unsigned __int128)n * p + 99) / 100) - 1;
-}
-
-/* Without durations (live aggregates): nearest rank over the log2 buckets,
- * reported as the bucket's upper bound, clamped to the row's min and max. */
-static uint64_t hist_rank(const struct row *r, unsigned int p)
-{
-	uint64_t rank = (uint64_t)(((unsigned __int128)r->count * p + 99) / 100), seen = 0;
-
-	for (int i = 0; i < HIST_BUCKETS; i++) {
-		seen += r->hist[i];
-		if (seen >= rank && seen) {
-			uint64_t v = i >= 63 ? UINT64_MAX : 2ULL << i;
-
-			return v > r->max ? r->max : v < r->min ? r->min : v;
-		}
-	}
-	return r->max;
-}
-
 static void row_percentiles(struct row *r)
 {
-	size_t k50, k90, k99;
+	static const uint32_t ppm[3] = {KX_PPM(50), KX_PPM(90), KX_PPM(99)};
+	uint64_t q[3];
 
+	/* Without durations (live aggregates): from the buckets, clamped to
+	 * the row's min and max. */
 	if (!r->ndurs && r->count) {
-		r->p50 = hist_rank(r, 50);
-		r->p90 = hist_rank(r, 90);
-		r->p99 = hist_rank(r, 99);
+		r->p50 = kx_hist_quantile(r->hist, r->count, ppm[0], r->min, r->max);
+		r->p90 = kx_hist_quantile(r->hist, r->count, ppm[1], r->min, r->max);
+		r->p99 = kx_hist_quantile(r->hist, r->count, ppm[2], r->min, r->max);
 		return;
 	}
 	if (!r->ndurs)
 		return;
-	k50 = rank_index(r->ndurs, 50);
-	k90 = rank_index(r->ndurs, 90);
-	k99 = rank_index(r->ndurs, 99);
-	r->p50 = select_kth(r->durs, 0, r->ndurs, k50);
-	r->p90 = select_kth(r->durs, k50, r->ndurs, k90);
-	r->p99 = select_kth(r->durs, k90, r->ndurs, k99);
+	kx_quantiles_exact(r->durs, r->ndurs, ppm, q, 3);
+	r->p50 = q[0];
+	r->p90 = q[1];
+	r->p99 = q[2];
 }
 
 static int cmp_cat_name(const void *pa, const void *pb)
@@ -352,6 +232,7 @@ static int rows_finalize(struct kx_summary *sum)
 /* A row of its own (category and name given), appended after the ioctl rows. */
 static struct row *row_new(struct kx_summary *sum, const char *cat, const char *name)
 {
+	/* Exact fit: a few job rows after the ioctl rows, whose capacity is gone. */
 	struct row *nr = realloc(sum->rows, (sum->nrows + 1) * sizeof(*nr)), *r;
 
 	if (!nr)
@@ -423,7 +304,7 @@ static int add_job_rows(struct kx_summary *sum)
 struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_capinfo *ci)
 {
 	struct kx_summary *sum = calloc(1, sizeof(*sum));
-	struct row_map m = {NULL, 0};
+	struct kx_hmap m = KX_HMAP_INIT;
 	size_t rcap = 0, n;
 
 	if (!sum)
@@ -451,8 +332,7 @@ struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_ca
 		    sum->ci.hooks[i].state == KX_HOOK_ATTACHED)
 			sum->offcpu_measured = 1;
 	sum->stored = n;
-	free(m.slot);
-	m.slot = NULL;
+	kx_hmap_free(&m);
 	if (rows_finalize(sum))
 		goto fail;
 	if (s) {
@@ -463,7 +343,7 @@ struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_ca
 	kx_summary_sort(sum, KX_SORT_AVG, 0);
 	return sum;
 fail:
-	free(m.slot);
+	kx_hmap_free(&m);
 	kx_summary_free(sum);
 	return NULL;
 }
@@ -472,7 +352,7 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
                                        const struct kx_capinfo *ci)
 {
 	struct kx_summary *sum = calloc(1, sizeof(*sum));
-	struct row_map m = {NULL, 0};
+	struct kx_hmap m = KX_HMAP_INIT;
 	size_t rcap = 0;
 
 	if (!sum)
@@ -498,12 +378,12 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 		r = row_get(sum, &rcap, &m, &e);
 		if (!r)
 			goto fail;
-		for (int b = 0; b < KX_HIST_SLOTS && b < HIST_BUCKETS; b++) {
+		for (unsigned int b = 0; b < KX_HIST_SLOTS; b++) {
 			r->hist[b] += a->slots[b];
 			if (a->slots[b] && !lo)
-				lo = b ? 1ULL << b : 1;
+				lo = b ? kx_hist_lower_ns(b) : 1;
 			if (a->slots[b])
-				hi = kx_agg_bucket_upper_ns(b);
+				hi = kx_hist_upper_ns(b);
 		}
 		/* Exact extremes when the key knows them, else the bucket bounds. */
 		if (a->max_ns) {
@@ -519,14 +399,13 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 			r->max = hi;
 		sum->stored += a->count;
 	}
-	free(m.slot);
-	m.slot = NULL;
+	kx_hmap_free(&m);
 	if (rows_finalize(sum))
 		goto fail;
 	kx_summary_sort(sum, KX_SORT_AVG, 0);
 	return sum;
 fail:
-	free(m.slot);
+	kx_hmap_free(&m);
 	kx_summary_free(sum);
 	return NULL;
 }
@@ -776,6 +655,14 @@ static void print_errors(const struct row *r, FILE *f)
 	fputc('\n', f);
 }
 
+/* The last ns of slot i in µs; the open last slot ends at UINT64_MAX. */
+static double slot_last_us(unsigned int i)
+{
+	uint64_t hi = kx_hist_upper_ns(i);
+
+	return (double)(hi == UINT64_MAX ? hi : hi - 1) / 1e3;
+}
+
 /* log2 buckets in ns, printed as microsecond ranges, biolatency style. */
 static void print_hist(const struct row *r, FILE *f)
 {
@@ -783,7 +670,7 @@ static void print_hist(const struct row *r, FILE *f)
 	uint64_t peak = 0;
 	char lo[32], hi[32];
 
-	for (int i = 0; i < HIST_BUCKETS; i++) {
+	for (int i = 0; i < KX_HIST_SLOTS; i++) {
 		if (!r->hist[i])
 			continue;
 		if (first < 0)
@@ -795,9 +682,8 @@ static void print_hist(const struct row *r, FILE *f)
 	if (first < 0)
 		return;
 	for (int i = first; i <= last; i++) {
-		int a = snprintf(lo, sizeof(lo), "%.3f", (i ? (double)(1ULL << i) : 0.0) / 1e3);
-		int b = snprintf(hi, sizeof(hi), "%.3f",
-		                 (double)((i == 63 ? UINT64_MAX : (2ULL << i) - 1)) / 1e3);
+		int a = snprintf(lo, sizeof(lo), "%.3f", (double)kx_hist_lower_ns(i) / 1e3);
+		int b = snprintf(hi, sizeof(hi), "%.3f", slot_last_us(i));
 
 		if (a > lw)
 			lw = a;
@@ -812,9 +698,8 @@ static void print_hist(const struct row *r, FILE *f)
 		memset(stars, '*', ns);
 		memset(stars + ns, ' ', 40 - ns);
 		stars[40] = '\0';
-		snprintf(lo, sizeof(lo), "%.3f", (i ? (double)(1ULL << i) : 0.0) / 1e3);
-		snprintf(hi, sizeof(hi), "%.3f",
-		         (double)((i == 63 ? UINT64_MAX : (2ULL << i) - 1)) / 1e3);
+		snprintf(lo, sizeof(lo), "%.3f", (double)kx_hist_lower_ns(i) / 1e3);
+		snprintf(hi, sizeof(hi), "%.3f", slot_last_us(i));
 		fprintf(f, "    %*s -> %-*s : %-8" PRIu64 " |%s|\n", lw, lo, hw, hi, r->hist[i],
 		        stars);
 	}
@@ -910,72 +795,10 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist)
 
 /* ---- JSON ---- */
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 when invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and beyond U+10FFFF are not UTF-8. */
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
-/* A JSON string of at most maxlen bytes of s; bad UTF-8 becomes U+FFFD. */
+/* A JSON string of a char array that may lack its terminator (util/json.h). */
 static void json_str(FILE *f, const char *s, size_t maxlen)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strnlen(s, maxlen);
-
-	fputc('"', f);
-	for (size_t i = 0; i < n;) {
-		unsigned char c = p[i];
-		size_t l;
-
-		if (c == '"' || c == '\\') {
-			fputc('\\', f);
-			fputc(c, f);
-			i++;
-		} else if (c == '\n') {
-			fputs("\\n", f);
-			i++;
-		} else if (c == '\t') {
-			fputs("\\t", f);
-			i++;
-		} else if (c == '\r') {
-			fputs("\\r", f);
-			i++;
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(f, "\\u%04x", c);
-			i++;
-		} else if ((l = utf8_len(p + i, n - i)) != 0) {
-			fwrite(p + i, 1, l, f);
-			i += l;
-		} else {
-			fputs("\\ufffd", f);
-			i++;
-		}
-	}
-	fputc('"', f);
+	kx_json_str(f, s, strnlen(s, maxlen));
 }
 
 struct json_warn_ctx {
@@ -988,14 +811,14 @@ static void json_warning(void *ctx, const char *msg)
 	struct json_warn_ctx *c = ctx;
 
 	fputs(c->n++ ? ",\n    " : "\n    ", c->f);
-	json_str(c->f, msg, SIZE_MAX);
+	kx_json_cstr(c->f, msg);
 }
 
 static void json_row(const struct row *r, FILE *f, int hist, int offcpu)
 {
 	char buf[32];
 
-	json_str(f, r->name, SIZE_MAX);
+	kx_json_cstr(f, r->name);
 	fprintf(f,
 	        ": {\"Total Count\": %" PRIu64 ", \"Total Time\": %.6f, \"Min Time\": %.6f, "
 	        "\"Max Time\": %.6f, \"Avg Time\": %.6f",
@@ -1004,7 +827,7 @@ static void json_row(const struct row *r, FILE *f, int hist, int offcpu)
 		fprintf(f, ", \"Errors\": %" PRIu64 ", \"Errno\": {", r->errors);
 		for (int i = 0; i < r->nerrs; i++) {
 			fputs(i ? ", " : "", f);
-			json_str(f, errno_label(r->errs[i].ret, buf, sizeof(buf)), SIZE_MAX);
+			kx_json_cstr(f, errno_label(r->errs[i].ret, buf, sizeof(buf)));
 			fprintf(f, ": %" PRIu64, r->errs[i].count);
 		}
 		fputc('}', f);
@@ -1017,7 +840,7 @@ static void json_row(const struct row *r, FILE *f, int hist, int offcpu)
 	if (hist) {
 		int last = 0;
 
-		for (int i = 0; i < HIST_BUCKETS; i++)
+		for (int i = 0; i < KX_HIST_SLOTS; i++)
 			if (r->hist[i])
 				last = i;
 		fputs(", \"Histogram\": {\"unit\": \"ns\", \"log2_buckets\": [", f);

@@ -40,6 +40,8 @@
 #include "registry/devices.h"
 #include "util/fdio.h"
 #include "util/grow.h"
+#include "util/hashmap.h"
+#include "util/pbwire.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/jobs.h"
 #include "analysis/warnings.h"
@@ -60,11 +62,6 @@
 #define EVENT_SCRATCH 2048
 /* Bytes reserved for a nested message's length (covers lengths < 2^35). */
 #define LEN_RESERVE 5
-
-/* Wire types. */
-#define WT_VARINT 0
-#define WT_I64    1
-#define WT_LEN    2
 
 /* Field numbers (proto/xplane.proto). */
 enum {
@@ -101,127 +98,66 @@ enum {
 
 /* ---- raw encoding into a caller-checked cursor ---- */
 
-static inline size_t vsize(uint64_t v)
-{
-	/* 7 bits a byte: (floor(log2) * 9 + 73) / 64 rounds the bits used up to sevens. */
-	return ((size_t)(63 - __builtin_clzll(v | 1)) * 9 + 73) / 64;
-}
-
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static inline uint8_t *put_tag(uint8_t *p, unsigned int field, unsigned int wt)
-{
-	return put_varint(p, (uint64_t)field << 3 | wt);
-}
-
-static inline uint8_t *put_vfield(uint8_t *p, unsigned int field, uint64_t v)
-{
-	return put_varint(put_tag(p, field, WT_VARINT), v);
-}
-
-static inline uint8_t *put_bytes(uint8_t *p, unsigned int field, const void *s, size_t len)
-{
-	p = put_varint(put_tag(p, field, WT_LEN), len);
-	memcpy(p, s, len);
-	return p + len;
-}
-
 /* XStat with a varint value (uint64, int64 or ref), as a repeated field. */
 static inline uint8_t *put_stat_varint(uint8_t *p, unsigned int field, uint64_t mid,
                                        unsigned int vfield, uint64_t v)
 {
-	p = put_tag(p, field, WT_LEN);
-	p = put_varint(p, 2 + vsize(mid) + vsize(v)); /* tags are one byte */
-	p = put_vfield(p, XSTAT_METADATA_ID, mid);
-	return put_vfield(p, vfield, v);
+	p = kx_pb_len_head(
+	        p, field, kx_pb_vfield_size(XSTAT_METADATA_ID, mid) + kx_pb_vfield_size(vfield, v));
+	p = kx_pb_vfield(p, XSTAT_METADATA_ID, mid);
+	return kx_pb_vfield(p, vfield, v);
 }
 
 /* XStat with a str_value. */
 static inline uint8_t *put_stat_str(uint8_t *p, unsigned int field, uint64_t mid, const char *s,
                                     size_t len)
 {
-	p = put_tag(p, field, WT_LEN);
-	p = put_varint(p, 1 + vsize(mid) + 1 + vsize(len) + len);
-	p = put_vfield(p, XSTAT_METADATA_ID, mid);
-	return put_bytes(p, XSTAT_STR, s, len);
+	p = kx_pb_len_head(p, field,
+	                   kx_pb_vfield_size(XSTAT_METADATA_ID, mid) +
+	                           kx_pb_len_size(XSTAT_STR, len));
+	p = kx_pb_vfield(p, XSTAT_METADATA_ID, mid);
+	return kx_pb_bytes(p, XSTAT_STR, s, len);
 }
 
 /* ---- the growing output buffer ---- */
 
-struct obuf {
-	uint8_t *p;
-	size_t len, cap;
-	int oom;
-};
-
-/* Makes room for n more bytes; returns the write cursor or NULL (oom set). */
-static uint8_t *ob_room(struct obuf *b, size_t n)
-{
-	size_t ncap;
-	uint8_t *np;
-
-	if (b->oom)
-		return NULL;
-	if (b->cap - b->len >= n)
-		return b->p + b->len;
-	ncap = b->cap ? b->cap : 4096;
-	while (ncap - b->len < n)
-		ncap *= 2;
-	np = realloc(b->p, ncap);
-	if (!np) {
-		b->oom = 1;
-		return NULL;
-	}
-	b->p = np;
-	b->cap = ncap;
-	return b->p + b->len;
-}
-
-static void ob_done(struct obuf *b, uint8_t *end)
+static void ob_done(struct kx_bytes *b, uint8_t *end)
 {
 	b->len = (size_t)(end - b->p);
 }
 
 /* A plain (non-oneof) scalar: proto3 leaves out default values. */
-static void ob_vfield(struct obuf *b, unsigned int field, uint64_t v)
+static void ob_vfield(struct kx_bytes *b, unsigned int field, uint64_t v)
 {
-	uint8_t *p = v ? ob_room(b, 16) : NULL;
+	uint8_t *p = v ? kx_bytes_room(b, 16) : NULL;
 
 	if (p)
-		ob_done(b, put_vfield(p, field, v));
+		ob_done(b, kx_pb_vfield(p, field, v));
 }
 
-static void ob_str(struct obuf *b, unsigned int field, const char *s)
+static void ob_str(struct kx_bytes *b, unsigned int field, const char *s)
 {
 	size_t len = strlen(s);
-	uint8_t *p = ob_room(b, len + 16);
+	uint8_t *p = kx_bytes_room(b, len + 16);
 
 	if (p)
-		ob_done(b, put_bytes(p, field, s, len));
+		ob_done(b, kx_pb_bytes(p, field, s, len));
 }
 
 /* Opens a length-delimited field; returns the body offset for ob_close. */
-static size_t ob_open(struct obuf *b, unsigned int field)
+static size_t ob_open(struct kx_bytes *b, unsigned int field)
 {
-	uint8_t *p = ob_room(b, 8 + LEN_RESERVE);
+	uint8_t *p = kx_bytes_room(b, 8 + LEN_RESERVE);
 
 	if (!p)
 		return 0;
-	p = put_tag(p, field, WT_LEN);
+	p = kx_pb_tag(p, field, KX_PB_LEN);
 	ob_done(b, p + LEN_RESERVE);
 	return b->len;
 }
 
 /* Writes the body length in front of it, then moves the body up to it. */
-static void ob_close(struct obuf *b, size_t body)
+static void ob_close(struct kx_bytes *b, size_t body)
 {
 	size_t len, k;
 	uint8_t *lp;
@@ -229,9 +165,9 @@ static void ob_close(struct obuf *b, size_t body)
 	if (b->oom)
 		return;
 	len = b->len - body;
-	k = vsize(len);
+	k = kx_pb_varint_size(len);
 	lp = b->p + body - LEN_RESERVE;
-	put_varint(lp, len);
+	kx_pb_varint(lp, len);
 	if (k < LEN_RESERVE) {
 		memmove(lp + k, b->p + body, len);
 		b->len -= LEN_RESERVE - k;
@@ -240,165 +176,48 @@ static void ob_close(struct obuf *b, size_t body)
 
 /* ---- interning ---- */
 
-static inline uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-/* (a, b) -> id cache; id 0 marks an empty slot. */
-struct idslot {
-	uint64_t a, b;
-	uint32_t id;
-};
-struct idmap {
-	struct idslot *slot;
-	size_t cap, used;
-};
-
-static int idmap_grow(struct idmap *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 64;
-	struct idslot *ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < m->cap; i++) {
-		struct idslot *o = &m->slot[i];
-		size_t h;
-
-		if (!o->id)
-			continue;
-		for (h = mix64(o->a * 0x9e3779b97f4a7c15ULL ^ o->b) & (ncap - 1); ns[h].id;
-		     h = (h + 1) & (ncap - 1))
-			;
-		ns[h] = *o;
-	}
-	free(m->slot);
-	m->slot = ns;
-	m->cap = ncap;
-	return 0;
-}
-
-static struct idslot *idmap_probe(const struct idmap *m, uint64_t a, uint64_t b)
-{
-	size_t h = mix64(a * 0x9e3779b97f4a7c15ULL ^ b) & (m->cap - 1);
-
-	while (m->slot[h].id && (m->slot[h].a != a || m->slot[h].b != b))
-		h = (h + 1) & (m->cap - 1);
-	return &m->slot[h];
-}
-
-/* Slot for (a, b): its id is 0 when new (the caller fills it). NULL on OOM. */
-static struct idslot *idmap_slot(struct idmap *m, uint64_t a, uint64_t b)
-{
-	struct idslot *sl = m->cap ? idmap_probe(m, a, b) : NULL;
-
-	if (sl && sl->id)
-		return sl;
-	/* New key: grow first so that the table stays at most half full. */
-	if ((m->used + 1) * 2 > m->cap) {
-		if (idmap_grow(m))
-			return NULL;
-		sl = idmap_probe(m, a, b);
-	}
-	sl->a = a;
-	sl->b = b;
-	m->used++;
-	return sl;
-}
-
-static void idmap_free(struct idmap *m)
-{
-	free(m->slot);
-	memset(m, 0, sizeof(*m));
-}
-
 /* Interned names of one plane's metadata: id i + 1 is name[i]. */
 struct strtab {
 	char **name;
 	size_t n, cap;
-	uint32_t *hslot; /* id, 0 = empty */
-	size_t hcap;
+	struct kx_hmap ids; /* hash of a name -> its id (several names may share a hash) */
 };
 
-static uint64_t str_hash(const char *s, size_t len)
+/* Id of the name s[0..len) when interned, else 0; never changes t (any thread). */
+static uint32_t strtab_find(const struct strtab *t, const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = kx_hash_bytes(s, len);
+	size_t pos = KX_HMAP_START;
+	uint32_t *id;
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-	return h;
-}
+	while ((id = kx_hmap_next(&t->ids, h, &pos))) {
+		const char *o = t->name[*id - 1];
 
-static int strtab_rehash(struct strtab *t)
-{
-	size_t ncap = t->hcap ? t->hcap * 2 : 64;
-	uint32_t *ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t h = str_hash(t->name[i], strlen(t->name[i])) & (ncap - 1);
-
-		while (ns[h])
-			h = (h + 1) & (ncap - 1);
-		ns[h] = (uint32_t)(i + 1);
+		if (!strncmp(o, s, len) && o[len] == '\0')
+			return *id;
 	}
-	free(t->hslot);
-	t->hslot = ns;
-	t->hcap = ncap;
 	return 0;
 }
 
 /* Id (>= 1) of the name s[0..len), added when new; 0 on OOM. */
 static uint32_t strtab_id(struct strtab *t, const char *s, size_t len)
 {
-	size_t h;
+	uint32_t id = strtab_find(t, s, len);
 	char *copy;
 
-	if ((t->n + 1) * 2 > t->hcap && strtab_rehash(t))
+	if (id)
+		return id;
+	if (kx_grow((void **)&t->name, &t->cap, t->n, sizeof(*t->name)))
 		return 0;
-	for (h = str_hash(s, len) & (t->hcap - 1); t->hslot[h]; h = (h + 1) & (t->hcap - 1)) {
-		const char *o = t->name[t->hslot[h] - 1];
-
-		if (!strncmp(o, s, len) && o[len] == '\0')
-			return t->hslot[h];
-	}
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 32;
-		char **nn = realloc(t->name, ncap * sizeof(*nn));
-
-		if (!nn)
-			return 0;
-		t->name = nn;
-		t->cap = ncap;
-	}
 	copy = strndup(s, len);
 	if (!copy)
 		return 0;
-	t->name[t->n++] = copy;
-	t->hslot[h] = (uint32_t)t->n;
-	return (uint32_t)t->n;
-}
-
-/* Id of the name s[0..len) when interned, else 0; never changes t (any thread). */
-static uint32_t strtab_find(const struct strtab *t, const char *s, size_t len)
-{
-	if (!t->hcap)
+	if (kx_hmap_add(&t->ids, kx_hash_bytes(s, len), (uint32_t)t->n + 1)) {
+		free(copy);
 		return 0;
-	for (size_t h = str_hash(s, len) & (t->hcap - 1); t->hslot[h];
-	     h = (h + 1) & (t->hcap - 1)) {
-		const char *o = t->name[t->hslot[h] - 1];
-
-		if (!strncmp(o, s, len) && o[len] == '\0')
-			return t->hslot[h];
 	}
-	return 0;
+	t->name[t->n++] = copy;
+	return (uint32_t)t->n;
 }
 
 static uint32_t strtab_cstr(struct strtab *t, const char *s)
@@ -411,7 +230,7 @@ static void strtab_free(struct strtab *t)
 	for (size_t i = 0; i < t->n; i++)
 		free(t->name[i]);
 	free(t->name);
-	free(t->hslot);
+	kx_hmap_free(&t->ids);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -419,7 +238,7 @@ static void strtab_free(struct strtab *t)
  * Emits a plane's metadata maps: event_metadata entries {key, XEventMetadata
  * {id, name}} from ev (may be NULL), stat_metadata entries from st.
  */
-static void put_metadata(struct obuf *b, const struct strtab *ev, const struct strtab *st)
+static void put_metadata(struct kx_bytes *b, const struct strtab *ev, const struct strtab *st)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		const struct strtab *t = pass ? st : ev;
@@ -427,17 +246,17 @@ static void put_metadata(struct obuf *b, const struct strtab *ev, const struct s
 
 		for (size_t i = 0; t && i < t->n; i++) {
 			size_t nl = strlen(t->name[i]), id = i + 1;
-			size_t val = 2 + vsize(id) + vsize(nl) + nl;
-			size_t ent = 2 + vsize(id) + vsize(val) + val;
-			uint8_t *p = ob_room(b, ent + 16);
+			size_t val = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(nl) + nl;
+			size_t ent = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(val) + val;
+			uint8_t *p = kx_bytes_room(b, ent + 16);
 
 			if (!p)
 				return;
-			p = put_varint(put_tag(p, field, WT_LEN), ent);
-			p = put_vfield(p, MAP_KEY, id);
-			p = put_varint(put_tag(p, MAP_VALUE, WT_LEN), val);
-			p = put_vfield(p, XMETA_ID, id);
-			ob_done(b, put_bytes(p, XMETA_NAME, t->name[i], nl));
+			p = kx_pb_len_head(p, field, ent);
+			p = kx_pb_vfield(p, MAP_KEY, id);
+			p = kx_pb_len_head(p, MAP_VALUE, val);
+			p = kx_pb_vfield(p, XMETA_ID, id);
+			ob_done(b, kx_pb_bytes(p, XMETA_NAME, t->name[i], nl));
 		}
 	}
 }
@@ -499,18 +318,18 @@ struct exporter {
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
 	struct kx_xspace_opts o;
-	struct obuf out;
+	struct kx_bytes out;
 
 	struct line *lines;
 	size_t nlines;
 	uint32_t *order; /* store indices, grouped by line, each line sorted */
 	size_t nevents;
 
-	struct strtab ev;       /* host plane event metadata names */
-	struct strtab st;       /* host plane stat metadata names and interned values */
-	struct idmap ev_by_cmd; /* (drv, cmd << 32 | xfer) -> event metadata id */
-	struct idmap dev_ref;   /* (fkind, dev) -> device label ref */
-	struct idmap field_id;  /* decoded field name pointer -> stat id */
+	struct strtab ev;         /* host plane event metadata names */
+	struct strtab st;         /* host plane stat metadata names and interned values */
+	struct kx_hmap ev_by_cmd; /* cmd << 32 | xfer << 8 | drv -> event metadata id */
+	struct kx_hmap dev_ref;   /* dev << 8 | fkind -> device label ref */
+	struct kx_hmap field_id;  /* decoded field name pointer -> stat id */
 	uint32_t drv_ref[256];
 	uint64_t *stack; /* ends of the open events of the current line */
 	size_t stack_cap;
@@ -555,7 +374,7 @@ static int in_window(const struct kx_xspace_opts *o, uint64_t ts)
 static int select_events(struct exporter *x)
 {
 	size_t n = kx_store_ioctl_count(x->s), cap = 0, pos = 0;
-	struct idmap by_tid = {0};
+	struct kx_hmap by_tid = KX_HMAP_INIT; /* tid -> line id */
 	/* Recent tids -> line id + 1 (0: empty): most events skip the hash table. */
 	uint32_t ctid[TID_CACHE], cline[TID_CACHE];
 	const struct kx_ioctl *cur;
@@ -570,7 +389,7 @@ static int select_events(struct exporter *x)
 	for (size_t i = 0, run = 0; i < n; i++, run--) {
 		const struct kx_ioctl *e = cur = run ? cur + 1 : kx_store_ioctl_run(x->s, i, &run);
 		unsigned int ci = e->tid % TID_CACHE;
-		struct idslot *sl;
+		uint32_t *sl;
 		struct line *l;
 
 		if (!in_window(&x->o, e->ts))
@@ -579,28 +398,21 @@ static int select_events(struct exporter *x)
 			l = &x->lines[cline[ci] - 1];
 			goto counted;
 		}
-		sl = idmap_slot(&by_tid, e->tid, 0);
+		sl = kx_hmap_put(&by_tid, e->tid, 0, NULL);
 		if (!sl)
 			goto oom;
-		if (!sl->id) {
-			if (x->nlines == cap) {
-				size_t ncap = cap ? cap * 2 : 16;
-				struct line *nl = realloc(x->lines, ncap * sizeof(*nl));
-
-				if (!nl)
-					goto oom;
-				x->lines = nl;
-				cap = ncap;
-			}
+		if (!*sl) {
+			if (kx_grow((void **)&x->lines, &cap, x->nlines, sizeof(*x->lines)))
+				goto oom;
 			l = &x->lines[x->nlines++];
 			memset(l, 0, sizeof(*l));
 			l->tid = e->tid;
 			l->sorted = 1;
-			sl->id = (uint32_t)x->nlines;
+			*sl = (uint32_t)x->nlines;
 		}
-		l = &x->lines[sl->id - 1];
+		l = &x->lines[*sl - 1];
 		ctid[ci] = e->tid;
-		cline[ci] = sl->id;
+		cline[ci] = *sl;
 	counted:
 		if (l->count &&
 		    (e->ts < l->last_ts || (e->ts == l->last_ts && e->dur > l->last_dur)))
@@ -613,9 +425,7 @@ static int select_events(struct exporter *x)
 	if (x->nlines)
 		qsort(x->lines, x->nlines, sizeof(*x->lines), line_tid_cmp);
 	for (size_t i = 0; i < x->nlines; i++) {
-		struct idslot *sl = idmap_probe(&by_tid, x->lines[i].tid, 0);
-
-		sl->id = (uint32_t)(i + 1);
+		*kx_hmap_get(&by_tid, x->lines[i].tid) = (uint32_t)(i + 1);
 		x->lines[i].start = pos;
 		pos += x->lines[i].count;
 		x->lines[i].count = 0; /* refilled below */
@@ -634,7 +444,7 @@ static int select_events(struct exporter *x)
 			continue;
 		if (!cline[ci] || ctid[ci] != e->tid) {
 			ctid[ci] = e->tid;
-			cline[ci] = idmap_probe(&by_tid, e->tid, 0)->id;
+			cline[ci] = *kx_hmap_get(&by_tid, e->tid);
 		}
 		l = &x->lines[cline[ci] - 1];
 		x->order[l->start + l->count++] = (uint32_t)i;
@@ -667,7 +477,7 @@ oom:
 	fail(x, "out of memory ordering %zu events", n);
 out:
 	free(tmp);
-	idmap_free(&by_tid);
+	kx_hmap_free(&by_tid);
 	return rc;
 }
 
@@ -687,49 +497,50 @@ out:
 
 static uint32_t event_meta_id(struct exporter *x, const struct kx_ioctl *e, int frozen)
 {
-	uint64_t key = (uint64_t)e->cmd << 32 | e->xfer_cmd;
-	struct idslot *sl;
+	uint64_t key = (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv;
+	uint32_t *sl;
 	char buf[64];
 
 	if (frozen) {
-		sl = x->ev_by_cmd.cap ? idmap_probe(&x->ev_by_cmd, e->drv, key) : NULL;
-		return sl ? sl->id : 0;
+		sl = kx_hmap_get(&x->ev_by_cmd, key);
+		return sl ? *sl : 0;
 	}
 	if (x->last_mid && x->last_cmd_key == key && x->last_drv == e->drv)
 		return x->last_mid;
-	sl = idmap_slot(&x->ev_by_cmd, e->drv, key);
+	sl = kx_hmap_put(&x->ev_by_cmd, key, 0, NULL);
 	if (!sl)
 		return 0;
-	if (!sl->id)
-		sl->id = strtab_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd,
-		                                           e->xfer_cmd, buf, sizeof(buf)));
+	if (!*sl)
+		*sl = strtab_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd,
+		                                        buf, sizeof(buf)));
 	x->last_cmd_key = key;
 	x->last_drv = e->drv;
-	x->last_mid = sl->id;
-	return sl->id;
+	x->last_mid = *sl;
+	return *sl;
 }
 
 static uint32_t device_ref(struct exporter *x, const struct kx_ioctl *e, int frozen)
 {
-	struct idslot *sl;
+	uint64_t key = (uint64_t)e->dev << 8 | e->fkind;
+	uint32_t *sl;
 	char buf[128];
 
 	if (frozen) {
-		sl = x->dev_ref.cap ? idmap_probe(&x->dev_ref, e->fkind, e->dev) : NULL;
-		return sl ? sl->id : 0;
+		sl = kx_hmap_get(&x->dev_ref, key);
+		return sl ? *sl : 0;
 	}
 	if (x->last_dev && x->last_dev_key == e->dev && x->last_fkind == e->fkind)
 		return x->last_dev;
-	sl = idmap_slot(&x->dev_ref, e->fkind, e->dev);
+	sl = kx_hmap_put(&x->dev_ref, key, 0, NULL);
 	if (!sl)
 		return 0;
-	if (!sl->id)
-		sl->id = strtab_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
-		                                             e->fkind, e->dev, buf, sizeof(buf)));
+	if (!*sl)
+		*sl = strtab_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
+		                                          e->fkind, e->dev, buf, sizeof(buf)));
 	x->last_dev_key = e->dev;
 	x->last_fkind = e->fkind;
-	x->last_dev = sl->id;
-	return sl->id;
+	x->last_dev = *sl;
+	return *sl;
 }
 
 static uint32_t driver_ref(struct exporter *x, const struct kx_ioctl *e, int frozen)
@@ -753,18 +564,18 @@ static uint32_t errno_ref(struct exporter *x, int32_t ret, int frozen)
 
 static uint32_t field_stat_id(struct exporter *x, const char *name, int frozen)
 {
-	struct idslot *sl;
+	uint32_t *sl;
 
 	if (frozen) {
-		sl = x->field_id.cap ? idmap_probe(&x->field_id, (uintptr_t)name, 0) : NULL;
-		return sl ? sl->id : 0;
+		sl = kx_hmap_get(&x->field_id, (uintptr_t)name);
+		return sl ? *sl : 0;
 	}
-	sl = idmap_slot(&x->field_id, (uintptr_t)name, 0);
+	sl = kx_hmap_put(&x->field_id, (uintptr_t)name, 0, NULL);
 	if (!sl)
 		return 0;
-	if (!sl->id)
-		sl->id = strtab_cstr(&x->st, name);
-	return sl->id;
+	if (!*sl)
+		*sl = strtab_cstr(&x->st, name);
+	return *sl;
 }
 
 /* Stats of the decoded argument fields; NULL on OOM (or a name not interned). */
@@ -834,7 +645,7 @@ static uint32_t host_stat(struct exporter *x, uint32_t *id, const char *name)
 /* Bytes of an XStat with a varint value: field tag and length, two tags, two varints. */
 static inline size_t stat_size(uint64_t mid, uint64_t v)
 {
-	return 4 + vsize(mid) + vsize(v);
+	return 4 + kx_pb_varint_size(mid) + kx_pb_varint_size(v);
 }
 
 /*
@@ -849,9 +660,9 @@ static size_t event_size(struct exporter *x, const struct kx_ioctl *e, size_t id
 
 	if (!mid || !dev || !drv)
 		return 0;
-	n = 1 + vsize(mid) + 1 + vsize(offset_ns * 1000);
+	n = 1 + kx_pb_varint_size(mid) + 1 + kx_pb_varint_size(offset_ns * 1000);
 	if (dur_ns)
-		n += 1 + vsize(dur_ns * 1000);
+		n += 1 + kx_pb_varint_size(dur_ns * 1000);
 	n += stat_size(ST_DRIVER, drv) + stat_size(ST_DEVICE, dev) +
 	     stat_size(ST_FD, (uint64_t)(int64_t)e->fd) + stat_size(ST_CMD, e->cmd) +
 	     stat_size(ST_RET, (uint64_t)e->ret);
@@ -896,10 +707,10 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 
 	if (!mid || !dev || !drv)
 		return NULL;
-	p = put_vfield(p, XEVENT_METADATA_ID, mid);
-	p = put_vfield(p, XEVENT_OFFSET_PS, offset_ns * 1000); /* oneof: written even when 0 */
+	p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
+	p = kx_pb_vfield(p, XEVENT_OFFSET_PS, offset_ns * 1000); /* oneof: written even when 0 */
 	if (dur_ns)
-		p = put_vfield(p, XEVENT_DURATION_PS, dur_ns * 1000);
+		p = kx_pb_vfield(p, XEVENT_DURATION_PS, dur_ns * 1000);
 	p = put_stat_varint(p, XEVENT_STATS, ST_DRIVER, XSTAT_REF, drv);
 	p = put_stat_varint(p, XEVENT_STATS, ST_DEVICE, XSTAT_REF, dev);
 	p = put_stat_varint(p, XEVENT_STATS, ST_FD, XSTAT_INT64, (uint64_t)(int64_t)e->fd);
@@ -976,18 +787,18 @@ static size_t line_head(struct exporter *x, const struct line *l, uint8_t *buf)
 	n = strlen(name);
 	/* proto3 leaves out zero scalars */
 	if (l->tid)
-		p = put_vfield(p, XLINE_ID, l->tid);
-	p = put_bytes(p, XLINE_NAME, name, n);
-	p = put_bytes(p, XLINE_DISPLAY_NAME, name, n);
+		p = kx_pb_vfield(p, XLINE_ID, l->tid);
+	p = kx_pb_bytes(p, XLINE_NAME, name, n);
+	p = kx_pb_bytes(p, XLINE_DISPLAY_NAME, name, n);
 	if (ts)
-		p = put_vfield(p, XLINE_TIMESTAMP_NS, ts);
+		p = kx_pb_vfield(p, XLINE_TIMESTAMP_NS, ts);
 	return (size_t)(p - buf);
 }
 
 /* The XLine fields after the events. */
 static size_t line_tail(const struct hline *h, uint8_t *buf)
 {
-	return h->max_end ? (size_t)(put_vfield(buf, XLINE_DURATION_PS, h->max_end * 1000) - buf)
+	return h->max_end ? (size_t)(kx_pb_vfield(buf, XLINE_DURATION_PS, h->max_end * 1000) - buf)
 	                  : 0;
 }
 
@@ -1026,7 +837,7 @@ static int size_line(struct exporter *x, size_t li)
 		elen = event_size(x, e, ord[k], start, dur);
 		if (!elen)
 			return fail(x, "out of memory");
-		body += 1 + vsize(elen) + elen;
+		body += 1 + kx_pb_varint_size(elen) + elen;
 	}
 	h->max_end = max_end;
 	body += line_tail(h, buf);
@@ -1041,7 +852,7 @@ static int size_line(struct exporter *x, size_t li)
 /* Where the bytes go: a file descriptor, or the exporter's buffer. */
 struct sink {
 	int fd; /* < 0: x->out */
-	struct obuf *ob;
+	struct kx_bytes *ob;
 	int err; /* errno of the first write failure */
 	uint64_t bytes;
 };
@@ -1054,7 +865,7 @@ static void sink_put(struct sink *k, const void *p, size_t n)
 		return;
 	k->bytes += n;
 	if (k->fd < 0) {
-		uint8_t *d = ob_room(k->ob, n);
+		uint8_t *d = kx_bytes_room(k->ob, n);
 
 		if (d) {
 			memcpy(d, c, n);
@@ -1083,18 +894,8 @@ struct hwriter {
 
 static uint8_t *seg_room(struct seg *g, size_t n)
 {
-	if (g->cap - g->len < n) {
-		size_t ncap = g->cap ? g->cap : 65536;
-		uint8_t *p;
-
-		while (ncap - g->len < n)
-			ncap *= 2;
-		p = realloc(g->out, ncap);
-		if (!p)
-			return NULL;
-		g->out = p;
-		g->cap = ncap;
-	}
+	if (kx_grow_by((void **)&g->out, &g->cap, g->len, n, 1, 65536))
+		return NULL;
 	return g->out + g->len;
 }
 
@@ -1165,7 +966,7 @@ static void seg_run(void *slot, void *wctx, void *arg)
 			return;
 		}
 		elen = (size_t)(q - scratch);
-		p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
+		p = kx_pb_len_head(p, XLINE_EVENTS, elen);
 		memcpy(p, scratch, elen);
 		g->len = (size_t)(p + elen - g->out);
 	}
@@ -1202,7 +1003,7 @@ static const struct kx_workq_ops seg_ops = {
 static int put_host_plane(struct exporter *x, struct sink *k)
 {
 	uint8_t head[64 + sizeof(HOST_PLANE_NAME)], buf[LINE_HEAD], *p;
-	struct obuf meta = {0};
+	struct kx_bytes meta = {0};
 	struct hwriter hw = {x, k, 0};
 	struct kx_workq *q;
 	struct seg *g;
@@ -1223,12 +1024,12 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		free(meta.p);
 		return fail(x, "out of memory");
 	}
-	p = put_vfield(head, XPLANE_ID, HOST_PLANE_ID);
-	p = put_bytes(p, XPLANE_NAME, HOST_PLANE_NAME, sizeof(HOST_PLANE_NAME) - 1);
+	p = kx_pb_vfield(head, XPLANE_ID, HOST_PLANE_ID);
+	p = kx_pb_bytes(p, XPLANE_NAME, HOST_PLANE_NAME, sizeof(HOST_PLANE_NAME) - 1);
 	head_len = (size_t)(p - head);
 	plane = head_len + meta.len;
 	for (size_t i = 0; i < x->nlines; i++)
-		plane += 1 + vsize(x->hl[i].body) + x->hl[i].body;
+		plane += 1 + kx_pb_varint_size(x->hl[i].body) + x->hl[i].body;
 	if (plane > PB_MAX_MSG) {
 		free(meta.p);
 		return fail(x,
@@ -1236,7 +1037,7 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		            "export a shorter time window",
 		            plane, x->nlines);
 	}
-	if (k->fd < 0 && !ob_room(k->ob, plane + 16 + 65536)) {
+	if (k->fd < 0 && !kx_bytes_room(k->ob, plane + 16 + 65536)) {
 		free(meta.p);
 		return fail(x, "out of memory serializing the XSpace");
 	}
@@ -1248,13 +1049,13 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		return fail(x, "out of memory");
 	}
 	g = kx_workq_get(q);
-	p = put_varint(put_tag(buf, XSPACE_PLANES, WT_LEN), plane);
+	p = kx_pb_len_head(buf, XSPACE_PLANES, plane);
 	seg_lit(g, buf, (size_t)(p - buf));
 	seg_lit(g, head, head_len);
 	for (size_t i = 0; i < x->nlines; i++) {
 		const struct line *l = &x->lines[i];
 
-		p = put_varint(put_tag(buf, XPLANE_LINES, WT_LEN), x->hl[i].body);
+		p = kx_pb_len_head(buf, XPLANE_LINES, x->hl[i].body);
 		seg_lit(g, buf, (size_t)(p - buf));
 		seg_lit(g, buf, line_head(x, l, buf));
 		for (size_t k0 = 0; k0 < l->count; k0 += SEG_EVENTS) {
@@ -1278,9 +1079,9 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 	if (k->ob->oom)
 		return fail(x, "out of memory serializing the XSpace (%zu bytes so far)",
 		            k->ob->len);
-	if (k->bytes != 1 + vsize(plane) + plane)
+	if (k->bytes != 1 + kx_pb_varint_size(plane) + plane)
 		return fail(x, "internal error: host plane of %" PRIu64 " bytes, %zu expected",
-		            k->bytes, 1 + vsize(plane) + plane);
+		            k->bytes, 1 + kx_pb_varint_size(plane) + plane);
 	return 0;
 }
 
@@ -1368,11 +1169,12 @@ static const char *device_vendor(enum kx_driver drv)
 	}
 }
 
-static void put_plane_str_stat(struct obuf *b, struct strtab *st, const char *name, const char *val)
+static void put_plane_str_stat(struct kx_bytes *b, struct strtab *st, const char *name,
+                               const char *val)
 {
 	uint32_t mid = strtab_cstr(st, name);
 	size_t len = strlen(val);
-	uint8_t *p = ob_room(b, len + 32);
+	uint8_t *p = kx_bytes_room(b, len + 32);
 
 	if (!mid)
 		b->oom = 1;
@@ -1446,10 +1248,10 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 
 	if (!mid)
 		return p;
-	p = put_vfield(p, XEVENT_METADATA_ID, mid);
-	p = put_vfield(p, XEVENT_OFFSET_PS, (start - t0) * 1000);
+	p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
+	p = kx_pb_vfield(p, XEVENT_OFFSET_PS, (start - t0) * 1000);
 	if (end > start)
-		p = put_vfield(p, XEVENT_DURATION_PS, (end - start) * 1000);
+		p = kx_pb_vfield(p, XEVENT_DURATION_PS, (end - start) * 1000);
 	p = pstat_ref(t, p, "source", kx_job_src_name(j->src));
 	if (j->src == KX_JOB_SRC_BLOCK) {
 		p = pstat_u(t, p, "sector", j->seqno);
@@ -1487,13 +1289,13 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 	return p;
 }
 
-static void put_scratch_event(struct obuf *b, const uint8_t *scratch, size_t elen)
+static void put_scratch_event(struct kx_bytes *b, const uint8_t *scratch, size_t elen)
 {
-	uint8_t *p = ob_room(b, elen + 16);
+	uint8_t *p = kx_bytes_room(b, elen + 16);
 
 	if (!p)
 		return;
-	p = put_varint(put_tag(p, XLINE_EVENTS, WT_LEN), elen);
+	p = kx_pb_len_head(p, XLINE_EVENTS, elen);
 	memcpy(p, scratch, elen);
 	ob_done(b, p + elen);
 }
@@ -1576,8 +1378,8 @@ static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jo
 		mid = pid_of(t, &t->ev, m->delta >= 0 ? "alloc" : "free");
 		if (!mid)
 			continue;
-		p = put_vfield(p, XEVENT_METADATA_ID, mid);
-		p = put_vfield(p, XEVENT_OFFSET_PS, (m->ts - t0) * 1000);
+		p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
+		p = kx_pb_vfield(p, XEVENT_OFFSET_PS, (m->ts - t0) * 1000);
 		p = pstat_u(t, p, "bytes_allocated", m->usage);
 		p = pstat_u(t, p, "allocation_bytes",
 		            m->delta >= 0 ? (uint64_t)m->delta : (uint64_t)-m->delta);
@@ -1602,27 +1404,25 @@ static void put_job_plane_stats(struct exporter *x, struct ptabs *t, const struc
 
 	if (!jd->nrings)
 		return;
-	p = ob_room(&x->out, 64);
+	p = kx_bytes_room(&x->out, 64);
 	mid = pid_of(t, &t->st, "jobs");
 	if (p && mid)
 		ob_done(&x->out, put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->njobs));
-	p = ob_room(&x->out, 64);
+	p = kx_bytes_room(&x->out, 64);
 	mid = pid_of(t, &t->st, "max_in_flight");
 	if (p && mid)
 		ob_done(&x->out,
 		        put_stat_varint(p, XPLANE_STATS, mid, XSTAT_UINT64, jd->max_depth));
-	p = ob_room(&x->out, 64);
+	p = kx_bytes_room(&x->out, 64);
 	mid = pid_of(t, &t->st, "busy_fraction");
 	if (p && mid) {
 		/* XStat {metadata_id, double_value (fixed64)} */
-		p = put_tag(p, XPLANE_STATS, WT_LEN);
-		p = put_varint(p, 1 + vsize(mid) + 1 + 8);
-		p = put_vfield(p, XSTAT_METADATA_ID, mid);
-		p = put_tag(p, XSTAT_DOUBLE, WT_I64);
+		p = kx_pb_tag(p, XPLANE_STATS, KX_PB_LEN);
+		p = kx_pb_varint(p, 1 + kx_pb_varint_size(mid) + 1 + 8);
+		p = kx_pb_vfield(p, XSTAT_METADATA_ID, mid);
+		p = kx_pb_tag(p, XSTAT_DOUBLE, KX_PB_FIXED64);
 		memcpy(&bits, &jd->busy_fraction, sizeof(bits));
-		for (int i = 0; i < 8; i++)
-			*p++ = (uint8_t)(bits >> (8 * i));
-		ob_done(&x->out, p);
+		ob_done(&x->out, kx_pb_fixed64(p, bits));
 	}
 }
 
@@ -1731,9 +1531,9 @@ static void exporter_free(struct exporter *x)
 	free(x->hl);
 	strtab_free(&x->ev);
 	strtab_free(&x->st);
-	idmap_free(&x->ev_by_cmd);
-	idmap_free(&x->dev_ref);
-	idmap_free(&x->field_id);
+	kx_hmap_free(&x->ev_by_cmd);
+	kx_hmap_free(&x->dev_ref);
+	kx_hmap_free(&x->field_id);
 	kx_jobs_free(x->jobs);
 	free(x->out.p);
 }
@@ -1968,10 +1768,9 @@ static int write_marker(const char *logdir, const char *host, time_t when, char 
 	if (has_marker(logdir))
 		return 0;
 	/* Event: wall_time = 1 (double), file_version = 3 (string). */
-	p = put_tag(p, 1, WT_I64);
 	memcpy(&bits, &wall, sizeof(bits));
-	put_le(p, bits, 8);
-	p = put_bytes(p + 8, 3, version, sizeof(version) - 1);
+	p = kx_pb_f64field(p, 1, bits);
+	p = kx_pb_bytes(p, 3, version, sizeof(version) - 1);
 	elen = (size_t)(p - (rec + 12));
 	/* TFRecord: u64 length, masked crc of it, data, masked crc of data. */
 	put_le(rec, elen, 8);

@@ -17,7 +17,7 @@
  *
  * Event records: u8 type, varint payload length, payload. Readers skip
  * unknown record types and payload bytes past the fields they know.
- * Varints are LEB128; signed values are zigzagged; ts is a delta from the
+ * Varints are LEB128 (util/pbwire.h); signed values are zigzagged; ts is a delta from the
  * previous record's ts in the same chunk (ioctls arrive in completion order,
  * so it may be negative). Each chunk decodes on its own.
  *   ioctl (1): u8 flags, tid, zz ts delta, dur, then only what the flags do
@@ -45,6 +45,7 @@
 
 #include "util/fdio.h"
 #include "util/grow.h"
+#include "util/pbwire.h"
 #include "io/kxp.h"
 #include "util/workq.h"
 
@@ -161,26 +162,6 @@ static uint32_t get_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 /* Bounded cursor: any overrun or out-of-range value sets bad. */
 struct rd {
 	const uint8_t *p, *end;
@@ -212,23 +193,7 @@ static uint32_t rd_le32(struct rd *r)
 /* Hot (several per event): inline, one bounds check per byte, no rd_u8 calls. */
 static inline uint64_t rd_varint(struct rd *r)
 {
-	const uint8_t *p = r->p;
-	uint64_t v = 0;
-
-	for (int shift = 0; shift < 64 && p < r->end; shift += 7) {
-		uint8_t b = *p++;
-
-		/* The tenth byte may only carry the top bit. */
-		if (shift == 63 && b > 1)
-			break;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			r->p = p;
-			return v;
-		}
-	}
-	r->bad = 1;
-	return 0;
+	return kx_pb_read_varint(&r->p, r->end, &r->bad);
 }
 
 static uint32_t rd_varint32(struct rd *r)
@@ -254,37 +219,9 @@ static const uint8_t *rd_bytes(struct rd *r, size_t n)
 
 /* ---- capture info as TLV ---- */
 
-/* Growable byte buffer; oom is sticky so callers check once at the end. */
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-	int oom;
-};
-
-static uint8_t *buf_room(struct buf *b, size_t n)
+static void buf_put(struct kx_bytes *b, const void *v, size_t n)
 {
-	if (b->oom)
-		return NULL;
-	if (b->cap - b->len < n) {
-		size_t ncap = b->cap ? b->cap : 4096;
-		uint8_t *p;
-
-		while (ncap - b->len < n)
-			ncap *= 2;
-		p = realloc(b->p, ncap);
-		if (!p) {
-			b->oom = 1;
-			return NULL;
-		}
-		b->p = p;
-		b->cap = ncap;
-	}
-	return b->p + b->len;
-}
-
-static void buf_put(struct buf *b, const void *v, size_t n)
-{
-	uint8_t *p = buf_room(b, n);
+	uint8_t *p = kx_bytes_room(b, n);
 
 	if (p) {
 		memcpy(p, v, n);
@@ -293,7 +230,7 @@ static void buf_put(struct buf *b, const void *v, size_t n)
 }
 
 /* Starts a TLV whose length is patched by tlv_end; returns its position. */
-static size_t tlv_begin(struct buf *b, uint16_t tag)
+static size_t tlv_begin(struct kx_bytes *b, uint16_t tag)
 {
 	uint8_t h[6];
 	size_t at = b->len;
@@ -304,7 +241,7 @@ static size_t tlv_begin(struct buf *b, uint16_t tag)
 	return at;
 }
 
-static void tlv_end(struct buf *b, size_t at)
+static void tlv_end(struct kx_bytes *b, size_t at)
 {
 	if (!b->oom)
 		put_le32(b->p + at + 2, (uint32_t)(b->len - at - 6));
@@ -430,7 +367,7 @@ static void store_uint(uint8_t *p, size_t size, uint64_t v)
 	}
 }
 
-static void encode_fields(struct buf *b, const struct field *f, const void *base)
+static void encode_fields(struct kx_bytes *b, const struct field *f, const void *base)
 {
 	const uint8_t *obj = base;
 
@@ -464,7 +401,7 @@ static void encode_fields(struct buf *b, const struct field *f, const void *base
 	}
 }
 
-static void encode_capinfo(struct buf *b, const struct kx_capinfo *ci)
+static void encode_capinfo(struct kx_bytes *b, const struct kx_capinfo *ci)
 {
 	uint32_t nd = ci->ndevices < KX_MAX_DEVICES ? ci->ndevices : KX_MAX_DEVICES;
 	uint32_t nh = ci->nhooks < KX_MAX_HOOKS ? ci->nhooks : KX_MAX_HOOKS;
@@ -638,6 +575,7 @@ static int write_chunk(struct kx_kxp_writer *w, uint32_t type, const uint8_t *ra
 
 	if (w->failed)
 		return -1;
+	/* Exact fit: the compression bound of the largest chunk so far. */
 	if (need > w->out_cap) {
 		uint8_t *p = realloc(w->out, need);
 
@@ -681,7 +619,7 @@ struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *c
                                     size_t errlen)
 {
 	struct kx_kxp_writer *w = calloc(1, sizeof(*w));
-	struct buf hdr = {0};
+	struct kx_bytes hdr = {0};
 	uint8_t fixed[HDR_FIXED], crc[4];
 
 	if (!w || !(w->path = strdup(path)) || !(w->raw = malloc(CHUNK_RAW + REC_MAX)) ||
@@ -749,7 +687,7 @@ static int add_record(struct kx_kxp_writer *w, uint8_t type, const uint8_t *pl, 
 	uint8_t *p = w->raw + w->raw_len;
 
 	*p++ = type;
-	p = put_varint(p, len);
+	p = kx_pb_varint(p, len);
 	memcpy(p, pl, len);
 	w->raw_len = (size_t)(p + len - w->raw);
 	w->nrec++;
@@ -785,28 +723,28 @@ int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const ui
 		flags |= IF_OFFCPU;
 
 	*p++ = flags;
-	p = put_varint(p, e->tid);
-	p = put_varint(p, zigzag((int64_t)(e->ts - w->ctx.prev_ts)));
-	p = put_varint(p, e->dur);
+	p = kx_pb_varint(p, e->tid);
+	p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(e->ts - w->ctx.prev_ts)));
+	p = kx_pb_varint(p, e->dur);
 	if (!(flags & IF_SAME_PID))
-		p = put_varint(p, e->pid);
+		p = kx_pb_varint(p, e->pid);
 	if (!(flags & IF_SAME_FILE)) {
 		*p++ = e->fkind;
 		*p++ = e->drv;
-		p = put_varint(p, e->dev);
-		p = put_varint(p, zigzag(e->fd));
+		p = kx_pb_varint(p, e->dev);
+		p = kx_pb_varint(p, kx_pb_zigzag(e->fd));
 	}
 	if (!(flags & IF_SAME_CMD)) {
 		put_le32(p, e->cmd);
 		p += 4;
-		p = put_varint(p, e->xfer_cmd);
+		p = kx_pb_varint(p, e->xfer_cmd);
 	}
 	if (!(flags & IF_RET_ZERO))
-		p = put_varint(p, zigzag(e->ret));
+		p = kx_pb_varint(p, kx_pb_zigzag(e->ret));
 	if (!(flags & IF_SAME_CPU))
-		p = put_varint(p, cpu);
+		p = kx_pb_varint(p, cpu);
 	if (flags & IF_OFFCPU)
-		p = put_varint(p, e->offcpu_us);
+		p = kx_pb_varint(p, e->offcpu_us);
 	if (alen) {
 		*p++ = e->arg_in_len;
 		*p++ = e->arg_out_len;
@@ -825,11 +763,11 @@ int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t)
 
 	if (w->failed)
 		return -1;
-	p = put_varint(p, zigzag((int64_t)(t->ts - w->ctx.prev_ts)));
-	p = put_varint(p, t->pid);
-	p = put_varint(p, t->tid);
-	p = put_varint(p, t->ppid);
-	p = put_varint(p, t->what);
+	p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(t->ts - w->ctx.prev_ts)));
+	p = kx_pb_varint(p, t->pid);
+	p = kx_pb_varint(p, t->tid);
+	p = kx_pb_varint(p, t->ppid);
+	p = kx_pb_varint(p, t->what);
 	*p++ = (uint8_t)n;
 	memcpy(p, t->comm, n);
 	p += n;
@@ -844,17 +782,17 @@ int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j)
 
 	if (w->failed)
 		return -1;
-	p = put_varint(p, zigzag((int64_t)(j->ts - w->ctx.prev_ts)));
-	p = put_varint(p, j->src);
-	p = put_varint(p, j->phase);
-	p = put_varint(p, j->flags);
-	p = put_varint(p, j->dev);
-	p = put_varint(p, j->pid);
-	p = put_varint(p, j->tid);
-	p = put_varint(p, j->ctx);
-	p = put_varint(p, j->seqno);
-	p = put_varint(p, j->aux);
-	p = put_varint(p, j->aux2);
+	p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(j->ts - w->ctx.prev_ts)));
+	p = kx_pb_varint(p, j->src);
+	p = kx_pb_varint(p, j->phase);
+	p = kx_pb_varint(p, j->flags);
+	p = kx_pb_varint(p, j->dev);
+	p = kx_pb_varint(p, j->pid);
+	p = kx_pb_varint(p, j->tid);
+	p = kx_pb_varint(p, j->ctx);
+	p = kx_pb_varint(p, j->seqno);
+	p = kx_pb_varint(p, j->aux);
+	p = kx_pb_varint(p, j->aux2);
 	*p++ = (uint8_t)n;
 	memcpy(p, j->ring, n);
 	p += n;
@@ -869,7 +807,7 @@ int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err
 	kx_kxp_flush(w);
 	/* Without ci no trailer is written: the file reads as unfinished. */
 	if (ci && !w->failed) {
-		struct buf b = {0};
+		struct kx_bytes b = {0};
 
 		encode_capinfo(&b, ci);
 		if (b.oom)
@@ -915,6 +853,7 @@ static const uint8_t *src_get(struct src *s, uint64_t off, size_t n)
 
 	if (s->mem)
 		return s->mem + off;
+	/* Exact fit: the largest piece read so far. */
 	if (n > s->cap) {
 		uint8_t *p = realloc(s->buf, n);
 
@@ -1025,7 +964,7 @@ static int decode_ioctl(struct rd *q, struct chunk_ctx *ctx, struct kx_ioctl *e,
 	e->arg_off = KX_NO_ARG;
 	*arg = NULL;
 	e->tid = rd_varint32(q);
-	e->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	e->ts = ctx->prev_ts + (uint64_t)kx_pb_unzigzag(rd_varint(q));
 	e->dur = rd_varint(q);
 	if (q->bad || (flags & ~IF_KNOWN))
 		return -1;
@@ -1044,8 +983,8 @@ static int decode_ioctl(struct rd *q, struct chunk_ctx *ctx, struct kx_ioctl *e,
 		e->drv = rd_u8(q);
 		e->dev = rd_varint32(q);
 		v = rd_varint(q);
-		e->fd = (int32_t)unzigzag(v);
-		if (unzigzag(v) != e->fd)
+		e->fd = (int32_t)kx_pb_unzigzag(v);
+		if (kx_pb_unzigzag(v) != e->fd)
 			return -1;
 	}
 	if (flags & IF_SAME_CMD) {
@@ -1056,7 +995,7 @@ static int decode_ioctl(struct rd *q, struct chunk_ctx *ctx, struct kx_ioctl *e,
 		e->xfer_cmd = rd_varint32(q);
 	}
 	if (!(flags & IF_RET_ZERO)) {
-		int64_t ret = unzigzag(rd_varint(q));
+		int64_t ret = kx_pb_unzigzag(rd_varint(q));
 
 		/* Handlers return int: anything wider is not ours. */
 		if (ret < INT32_MIN || ret > INT32_MAX)
@@ -1090,7 +1029,7 @@ static int decode_task(struct rd *q, struct chunk_ctx *ctx, struct kx_task *t)
 	uint8_t clen;
 
 	memset(t, 0, sizeof(*t));
-	t->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	t->ts = ctx->prev_ts + (uint64_t)kx_pb_unzigzag(rd_varint(q));
 	t->pid = rd_varint32(q);
 	t->tid = rd_varint32(q);
 	t->ppid = rd_varint32(q);
@@ -1111,7 +1050,7 @@ static int decode_job(struct rd *q, struct chunk_ctx *ctx, struct kx_job *j)
 	uint8_t rlen;
 
 	memset(j, 0, sizeof(*j));
-	j->ts = ctx->prev_ts + (uint64_t)unzigzag(rd_varint(q));
+	j->ts = ctx->prev_ts + (uint64_t)kx_pb_unzigzag(rd_varint(q));
 	src = rd_varint(q);
 	phase = rd_varint(q);
 	flags = rd_varint(q);
@@ -1211,6 +1150,7 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 	return n == c->nrec ? 0 : -1;
 }
 
+/* Exact fit: callers know the whole count before they fill the array. */
 static int reserve(void **p, size_t *cap, size_t n, size_t size)
 {
 	void *np;

@@ -15,6 +15,7 @@
 #include "registry/ioctl_table.h"
 #include "analysis/jobs.h"
 #include "io/replay.h"
+#include "util/grow.h"
 
 #define MAX_KEYS 32
 #define STR_MAX  512
@@ -712,17 +713,11 @@ int kx_replay_load(const char *path, struct kx_store *s, struct kx_capinfo *ci, 
 	for (;;) {
 		size_t k;
 
-		if (cap - len < 65536) {
-			char *nb = realloc(buf, cap ? cap * 2 : 131072);
-
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				snprintf(err, errlen, "%s: out of memory", path);
-				return -1;
-			}
-			buf = nb;
-			cap = cap ? cap * 2 : 131072;
+		if (kx_grow_by((void **)&buf, &cap, len, 65536, 1, 131072)) {
+			free(buf);
+			fclose(f);
+			snprintf(err, errlen, "%s: out of memory", path);
+			return -1;
 		}
 		k = fread(buf + len, 1, cap - len, f);
 		len += k;

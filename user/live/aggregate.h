@@ -1,14 +1,14 @@
 /*
  * Live aggregates of an aggregate-mode session (always-on profiling): reads
  * the in-kernel aggregation map into a named, key-sorted snapshot; diffs two
- * snapshots (rates); folds per-process rows; estimates percentiles from the
- * log2 buckets; resets; forgets exited processes. `kxprof top`, `kxprof
+ * snapshots (rates); folds per-process rows; resets; forgets exited
+ * processes. `kxprof top`, `kxprof
  * serve`, the Prometheus exposition and the live summary JSON all read
  * aggregates through this module.
  *
- * Precision: durations are kept as log2 histograms (bucket i = [2^i,
- * 2^(i+1)) ns), so percentiles are bucket upper bounds (at most a factor 2
- * above the true value), clamped to the exact min/max of the key where known.
+ * Precision: durations are kept as log2 histograms (util/hist.h, which also
+ * estimates their percentiles: bucket upper bounds, at most a factor 2 above
+ * the true value, clamped to the exact min/max of the key where known).
  *
  * Kernel side (bpf/ioctl.bpf.c): an index hash (key -> slot), an array of
  * slot values and a queue of free slots, which kx_agg_maps_init fills at
@@ -104,16 +104,5 @@ int kx_agg_fold_who(struct kx_agg_snapshot *snap);
 int kx_agg_fold_names(struct kx_agg_snapshot *snap);
 /* Deep copy (free with kx_agg_snapshot_free). */
 int kx_agg_snapshot_copy(const struct kx_agg_snapshot *in, struct kx_agg_snapshot *out);
-
-/* Upper bound in ns of log2 bucket i (2^(i+1)); the last bucket is open and
- * has none: UINT64_MAX. */
-uint64_t kx_agg_bucket_upper_ns(int i);
-/* Nearest-rank q-quantile (0 < q <= 1) of a row, as the upper bound of the
- * bucket that holds it, clamped to [min_ns, max_ns] when those are known.
- * For the open last bucket: its lower bound. 0 for an empty row. */
-uint64_t kx_agg_quantile_ns(const struct kx_agg_row *r, double q);
-/* Largest duration of a row: max_ns when known, else the upper bound of the
- * highest non-empty bucket (lower bound for the open one). */
-uint64_t kx_agg_max_ns(const struct kx_agg_row *r);
 
 #endif /* KX_AGGREGATE_H */

@@ -1,7 +1,7 @@
 /*
  * Streaming job aggregates (contract: jobagg.h). The pending table is a
- * fixed pool of entries chained in a hash (index + 1 links, 0 = none) and
- * kept on an age list for eviction, oldest first.
+ * fixed pool of entries, indexed by a fixed-size util/hashmap.h map (so
+ * memory stays bounded) and kept on an age list for eviction, oldest first.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +10,8 @@
 
 #include "live/jobs.h"
 #include "analysis/jobs.h"
+#include "util/hashmap.h"
+#include "util/hist.h"
 
 struct pend {
 	uint64_t ctx, seqno;
@@ -18,7 +20,7 @@ struct pend {
 	uint32_t dev;
 	uint16_t src;
 	uint16_t series;
-	uint32_t hnext;        /* hash chain, or free list */
+	uint32_t nextfree;     /* free list (index + 1, 0 = end) */
 	uint32_t older, newer; /* age list */
 };
 
@@ -29,9 +31,9 @@ struct devst {
 
 struct kx_jobagg {
 	pthread_mutex_t mu;
-	uint32_t max_pending, max_series, nbuckets;
+	uint32_t max_pending, max_series;
 	struct pend *p;
-	uint32_t *heads;
+	struct kx_hmap map; /* key of (src, dev, ctx, seqno) -> index in p */
 	uint32_t free_head, npending, oldest, newest;
 	struct kx_jobagg_series *series;
 	uint16_t *series_dev;
@@ -51,19 +53,17 @@ struct kx_jobagg *kx_jobagg_new(uint32_t max_pending, uint32_t max_series)
 	a->max_series = max_series ? max_series : KX_JOBAGG_MAX_SERIES;
 	if (a->max_series > UINT16_MAX)
 		a->max_series = UINT16_MAX;
-	for (a->nbuckets = 16; a->nbuckets < a->max_pending; a->nbuckets <<= 1)
-		;
 	a->p = calloc(a->max_pending, sizeof(*a->p));
-	a->heads = calloc(a->nbuckets, sizeof(*a->heads));
 	a->series = calloc(a->max_series, sizeof(*a->series));
 	a->series_dev = calloc(a->max_series, sizeof(*a->series_dev));
 	a->devs = calloc(a->max_series, sizeof(*a->devs));
-	if (!a->p || !a->heads || !a->series || !a->series_dev || !a->devs) {
+	if (!a->p || !a->series || !a->series_dev || !a->devs ||
+	    kx_hmap_init_fixed(&a->map, a->max_pending)) {
 		kx_jobagg_free(a);
 		return NULL;
 	}
 	for (uint32_t i = 0; i < a->max_pending; i++)
-		a->p[i].hnext = i + 1 < a->max_pending ? i + 2 : 0;
+		a->p[i].nextfree = i + 1 < a->max_pending ? i + 2 : 0;
 	a->free_head = 1;
 	pthread_mutex_init(&a->mu, NULL);
 	return a;
@@ -73,31 +73,20 @@ void kx_jobagg_free(struct kx_jobagg *a)
 {
 	if (!a)
 		return;
-	if (a->p && a->heads && a->series && a->series_dev && a->devs)
+	if (a->p && a->map.slot && a->series && a->series_dev && a->devs)
 		pthread_mutex_destroy(&a->mu);
 	free(a->p);
-	free(a->heads);
+	kx_hmap_free(&a->map);
 	free(a->series);
 	free(a->series_dev);
 	free(a->devs);
 	free(a);
 }
 
-static uint32_t hash(uint16_t src, uint32_t dev, uint64_t ctx, uint64_t seqno, uint32_t nb)
+static uint64_t pend_key(uint16_t src, uint32_t dev, uint64_t ctx, uint64_t seqno)
 {
-	uint64_t h = ((uint64_t)src << 32 | dev) * 0x9e3779b97f4a7c15ull;
-
-	h ^= ctx * 0xc2b2ae3d27d4eb4full;
-	h ^= seqno * 0x165667b19e3779f9ull;
-	h ^= h >> 29;
-	return (uint32_t)h & (nb - 1);
-}
-
-static int slot_of(uint64_t ns)
-{
-	int r = ns ? 63 - __builtin_clzll(ns) : 0;
-
-	return r < KX_HIST_SLOTS ? r : KX_HIST_SLOTS - 1;
+	return kx_hash_combine(kx_hash_combine(kx_hash_combine(0, (uint64_t)src << 32 | dev), ctx),
+	                       seqno);
 }
 
 static void dev_up(struct devst *d, uint64_t ts)
@@ -158,27 +147,28 @@ static long series_get(struct kx_jobagg *a, const struct kx_job *j)
 	return (long)a->nseries++;
 }
 
-static uint32_t *find(struct kx_jobagg *a, uint16_t src, uint32_t dev, uint64_t ctx, uint64_t seqno)
+/* Entry (index + 1) of the key, 0 when absent; *pos is its place in the map. */
+static uint32_t find(const struct kx_jobagg *a, uint16_t src, uint32_t dev, uint64_t ctx,
+                     uint64_t seqno, size_t *pos)
 {
-	uint32_t *link = &a->heads[hash(src, dev, ctx, seqno, a->nbuckets)];
+	uint32_t *i;
 
-	while (*link) {
-		struct pend *e = &a->p[*link - 1];
+	*pos = KX_HMAP_START;
+	while ((i = kx_hmap_next(&a->map, pend_key(src, dev, ctx, seqno), pos))) {
+		const struct pend *e = &a->p[*i];
 
 		if (e->src == src && e->dev == dev && e->ctx == ctx && e->seqno == seqno)
-			return link;
-		link = &e->hnext;
+			return *i + 1;
 	}
-	return link;
+	return 0;
 }
 
-/* Unlinks entry i (1-based) whose chain link is *link and frees it. */
-static void drop(struct kx_jobagg *a, uint32_t *link, uint64_t ts)
+/* Removes entry i (1-based), at pos in the map, and frees it. */
+static void drop(struct kx_jobagg *a, uint32_t i, size_t pos, uint64_t ts)
 {
-	uint32_t i = *link;
 	struct pend *e = &a->p[i - 1];
 
-	*link = e->hnext;
+	kx_hmap_del_at(&a->map, pos);
 	if (e->older)
 		a->p[e->older - 1].newer = e->newer;
 	else
@@ -188,23 +178,25 @@ static void drop(struct kx_jobagg *a, uint32_t *link, uint64_t ts)
 	else
 		a->newest = e->older;
 	dev_down(&a->devs[a->series_dev[e->series]], ts);
-	e->hnext = a->free_head;
+	e->nextfree = a->free_head;
 	a->free_head = i;
 	a->npending--;
 }
 
 static void evict_oldest(struct kx_jobagg *a, uint64_t ts)
 {
-	struct pend *o = &a->p[a->oldest - 1];
-	uint32_t *link = find(a, o->src, o->dev, o->ctx, o->seqno);
+	const struct pend *o = &a->p[a->oldest - 1];
+	size_t pos;
+	uint32_t i = find(a, o->src, o->dev, o->ctx, o->seqno, &pos);
 
-	drop(a, link, ts);
+	drop(a, i, pos, ts);
 	a->overflow++;
 }
 
 void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 {
-	uint32_t dev = j->src == KX_JOB_SRC_BLOCK ? j->dev : 0, *link, i;
+	uint32_t dev = j->src == KX_JOB_SRC_BLOCK ? j->dev : 0, i;
+	size_t pos;
 	struct pend *e;
 	long s;
 
@@ -213,9 +205,9 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 	if (j->phase != KX_JOB_QUEUE && j->phase != KX_JOB_RUN && j->phase != KX_JOB_DONE)
 		return;
 	pthread_mutex_lock(&a->mu);
-	link = find(a, j->src, dev, j->ctx, j->seqno);
-	if (*link) {
-		e = &a->p[*link - 1];
+	i = find(a, j->src, dev, j->ctx, j->seqno, &pos);
+	if (i) {
+		e = &a->p[i - 1];
 		if (j->phase == KX_JOB_QUEUE) {
 			if (e->r_ts) { /* requeued after it ran: a new attempt */
 				e->q_ts = j->ts;
@@ -228,7 +220,7 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 
 				e->r_ts = j->ts;
 				if (e->q_ts) {
-					se->queue_slots[slot_of(d)]++;
+					se->queue_slots[kx_hist_slot(d)]++;
 					se->queue_sum_ns += d;
 				}
 			}
@@ -237,9 +229,9 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 			uint64_t start = e->r_ts ? e->r_ts : e->q_ts;
 			uint64_t d = j->ts > start ? j->ts - start : 0;
 
-			se->exec_slots[slot_of(d)]++;
+			se->exec_slots[kx_hist_slot(d)]++;
 			se->exec_sum_ns += d;
-			drop(a, link, j->ts);
+			drop(a, i, pos, j->ts);
 		}
 		goto out;
 	}
@@ -250,13 +242,11 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 		a->overflow++;
 		goto out;
 	}
-	if (!a->free_head) {
+	if (!a->free_head)
 		evict_oldest(a, j->ts);
-		link = find(a, j->src, dev, j->ctx, j->seqno); /* chains changed */
-	}
 	i = a->free_head;
 	e = &a->p[i - 1];
-	a->free_head = e->hnext;
+	a->free_head = e->nextfree;
 	memset(e, 0, sizeof(*e));
 	e->src = j->src;
 	e->dev = dev;
@@ -268,8 +258,8 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j)
 		e->q_ts = j->ts;
 	else
 		e->r_ts = j->ts;
-	e->hnext = 0;
-	*link = i;
+	/* Cannot fail: the map holds max_pending entries and one was free. */
+	kx_hmap_add(&a->map, pend_key(e->src, dev, e->ctx, e->seqno), i - 1);
 	e->older = a->newest;
 	if (a->newest)
 		a->p[a->newest - 1].newer = i;

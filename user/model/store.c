@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "model/store.h"
+#include "util/hashmap.h"
 
 /*
  * Small chunks keep the refusal granularity fine for small limits and cost
@@ -27,13 +28,6 @@
 #define ARENA_MAX_CHUNKS ((size_t)(UINT32_MAX / ARENA_CHUNK) - 1)
 #define DEFAULT_LIMIT    ((size_t)512 << 20)
 #define DIR_MIN          16
-#define COMM_MIN         64
-
-/* idx1 = task index + 1; 0 marks an empty slot. */
-struct comm_slot {
-	uint32_t tid;
-	uint32_t idx1;
-};
 
 struct kx_store {
 	size_t limit;
@@ -53,8 +47,7 @@ struct kx_store {
 	size_t arena_chunks, arena_dir;
 	size_t arena_pos; /* bytes used in the last arena chunk */
 
-	struct comm_slot *comm;
-	size_t comm_cap, comm_used;
+	struct kx_hmap comm; /* tid -> index of its latest task */
 };
 
 /* Charges n bytes when they fit under the limit. */
@@ -66,7 +59,8 @@ static int charge(struct kx_store *s, size_t n)
 	return 0;
 }
 
-/* Makes room for one more pointer in a chunk directory. */
+/* Makes room for one more pointer in a chunk directory. The doubling is
+ * written out: the new size is charged to the limit before it is allocated. */
 static int dir_reserve(struct kx_store *s, void ***dir, size_t *cap, size_t used)
 {
 	size_t ncap;
@@ -129,7 +123,7 @@ void kx_store_reset(struct kx_store *s)
 	free_dir((void **)s->task, s->task_chunks);
 	free_dir((void **)s->job, s->job_chunks);
 	free_dir((void **)s->arena, s->arena_chunks);
-	free(s->comm);
+	kx_hmap_free(&s->comm);
 	memset(s, 0, sizeof(*s));
 	s->limit = limit;
 	s->bytes = sizeof(*s);
@@ -269,65 +263,33 @@ void kx_store_prefault(const struct kx_store_range *r, size_t n)
 	}
 }
 
-static size_t comm_hash(uint32_t tid, size_t cap)
-{
-	uint32_t h = tid * 2654435761u;
-
-	/* Fold the well-mixed high bits into the slot index. */
-	return (size_t)(h ^ h >> 16) & (cap - 1);
-}
-
-/* Index of tid's slot, or of the empty slot where it would go. */
-static size_t comm_find(const struct comm_slot *tab, size_t cap, uint32_t tid)
-{
-	size_t i = comm_hash(tid, cap);
-
-	while (tab[i].idx1 && tab[i].tid != tid)
-		i = (i + 1) & (cap - 1);
-	return i;
-}
-
-/* Keeps the load under 3/4 so probes stay short. */
+/* Room for one more tid in the comm map, charged to the limit. */
 static int comm_reserve(struct kx_store *s)
 {
-	size_t ncap;
-	struct comm_slot *tab;
+	size_t grow = kx_hmap_grow_bytes(&s->comm), old = s->comm.cap * sizeof(struct kx_hslot);
 
-	if (s->comm_cap && (s->comm_used + 1) * 4 <= s->comm_cap * 3)
+	if (!grow)
 		return 0;
-	ncap = s->comm_cap ? s->comm_cap * 2 : COMM_MIN;
 	/* Old and new tables coexist while rehashing. */
-	if (charge(s, ncap * sizeof(*tab)))
+	if (charge(s, grow))
 		return -1;
-	tab = calloc(ncap, sizeof(*tab));
-	if (!tab) {
-		s->bytes -= ncap * sizeof(*tab);
+	if (kx_hmap_reserve(&s->comm)) {
+		s->bytes -= grow;
 		return -1;
 	}
-	for (size_t i = 0; i < s->comm_cap; i++)
-		if (s->comm[i].idx1)
-			tab[comm_find(tab, ncap, s->comm[i].tid)] = s->comm[i];
-	free(s->comm);
-	s->bytes -= s->comm_cap * sizeof(*tab);
-	s->comm = tab;
-	s->comm_cap = ncap;
+	s->bytes -= old;
 	return 0;
 }
 
 int kx_store_add_task(struct kx_store *s, const struct kx_task *t)
 {
-	struct comm_slot *slot = NULL;
+	uint32_t *latest = kx_hmap_get(&s->comm, t->tid);
 	struct kx_task *dst;
 
 	if (s->ntask >= UINT32_MAX - 1)
 		goto refuse;
-	if (s->comm_cap)
-		slot = &s->comm[comm_find(s->comm, s->comm_cap, t->tid)];
-	if (!slot || !slot->idx1) {
-		if (comm_reserve(s))
-			goto refuse;
-		slot = &s->comm[comm_find(s->comm, s->comm_cap, t->tid)];
-	}
+	if (!latest && comm_reserve(s))
+		goto refuse;
 	if (s->ntask == s->task_chunks * TASK_PER_CHUNK &&
 	    !chunk_new(s, (void ***)&s->task, &s->task_dir, &s->task_chunks,
 	               TASK_PER_CHUNK * sizeof(struct kx_task)))
@@ -336,12 +298,12 @@ int kx_store_add_task(struct kx_store *s, const struct kx_task *t)
 	dst = &s->task[s->ntask / TASK_PER_CHUNK][s->ntask % TASK_PER_CHUNK];
 	*dst = *t;
 	dst->comm[KX_COMM_LEN - 1] = '\0';
-	if (!slot->idx1) {
-		slot->tid = t->tid;
-		s->comm_used++;
-	}
-	/* Arrival order is the ring buffer's order: the last event wins. */
-	slot->idx1 = (uint32_t)s->ntask + 1;
+	/* Arrival order is the ring buffer's order: the last event wins. The
+	 * add allocates nothing: comm_reserve made room. */
+	if (latest)
+		*latest = (uint32_t)s->ntask;
+	else
+		kx_hmap_add(&s->comm, t->tid, (uint32_t)s->ntask);
 	s->ntask++;
 	return 0;
 refuse:
@@ -446,12 +408,7 @@ size_t kx_store_limit(const struct kx_store *s)
 
 const char *kx_store_comm(const struct kx_store *s, uint32_t tid)
 {
-	const struct comm_slot *slot;
+	const uint32_t *latest = kx_hmap_get(&s->comm, tid);
 
-	if (!s->comm_cap)
-		return NULL;
-	slot = &s->comm[comm_find(s->comm, s->comm_cap, tid)];
-	if (!slot->idx1)
-		return NULL;
-	return kx_store_task(s, slot->idx1 - 1)->comm;
+	return latest ? kx_store_task(s, *latest)->comm : NULL;
 }

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/grow.h"
 #include "util/http_get.h"
 
 #define MAX_BODY (64u << 20)
@@ -145,20 +146,16 @@ int kx_http_get(const char *base, const char *path, int timeout_s, char **body, 
 		ssize_t r;
 
 		if (n + 65536 + 1 > cap) {
-			char *nb;
-
 			if (cap >= MAX_BODY) {
 				snprintf(err, errlen, "answer from %s:%s larger than %u MiB", host,
 				         port, MAX_BODY >> 20);
 				goto out;
 			}
-			cap = cap ? cap * 2 : 131072;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				snprintf(err, errlen, "out of memory");
+			if (kx_grow_by((void **)&buf, &cap, n, 65536 + 1, 1, 131072)) {
+				snprintf(err, errlen, "out of memory reading the answer from %s:%s",
+				         host, port);
 				goto out;
 			}
-			buf = nb;
 		}
 		if (wait_fd(fd, POLLIN, timeout_s)) {
 			snprintf(err, errlen, "timeout reading from %s:%s", host, port);

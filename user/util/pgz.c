@@ -88,6 +88,7 @@ static void blk_run(void *slot, void *wctx, void *arg)
 	for (;;) {
 		int zr;
 
+		/* Exact fit: deflateBound says how much the rest of the block needs. */
 		if (b->out_cap - b->out_len < need) {
 			uint8_t *p = realloc(b->out, b->out_len + need);
 

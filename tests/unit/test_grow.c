@@ -1,0 +1,106 @@
+/* util/grow.h: the doubling rule, its first size, and failure leaving the array alone. */
+#include <stdint.h>
+
+#include "kxtest.h"
+#include "util/grow.h"
+
+static void doubles_from_16(void)
+{
+	uint32_t *a = NULL;
+	size_t cap = 0;
+
+	CHECK(!kx_grow((void **)&a, &cap, 0, sizeof(*a)));
+	CHECK(a && cap == 16);
+	for (size_t i = 0; i < 1000; i++) {
+		size_t before = cap;
+
+		CHECK(!kx_grow((void **)&a, &cap, i, sizeof(*a)));
+		CHECK(i < cap);
+		CHECK(cap == before || cap == 2 * before);
+		a[i] = (uint32_t)i;
+	}
+	CHECK_EQ_U(cap, 1024);
+	for (size_t i = 0; i < 1000; i++)
+		CHECK_EQ_U(a[i], i);
+	free(a);
+}
+
+static void room_left_no_realloc(void)
+{
+	uint64_t *a = NULL, *was;
+	size_t cap = 0;
+
+	CHECK(!kx_grow((void **)&a, &cap, 0, sizeof(*a)));
+	was = a;
+	CHECK(!kx_grow((void **)&a, &cap, 15, sizeof(*a)));
+	CHECK(a == was && cap == 16);
+	free(a);
+}
+
+static void failure_keeps_array(void)
+{
+	char *a = NULL;
+	size_t cap = 0;
+
+	CHECK(!kx_grow((void **)&a, &cap, 0, 1));
+	a[0] = 'x';
+	/* Doubling the count overflows; then the count fits but not its bytes. */
+	cap = SIZE_MAX / 2 + 1;
+	CHECK(kx_grow((void **)&a, &cap, cap, 1) == -1);
+	CHECK(a && a[0] == 'x' && cap == SIZE_MAX / 2 + 1);
+	cap = SIZE_MAX / 4;
+	CHECK(kx_grow((void **)&a, &cap, cap, 4) == -1);
+	CHECK(a && a[0] == 'x' && cap == SIZE_MAX / 4);
+	cap = 16;
+	free(a);
+}
+
+/* Room for many at once: doubling from the given first size until they fit. */
+static void room_for_many(void)
+{
+	char *b = NULL;
+	size_t cap = 0;
+
+	CHECK(!kx_grow_by((void **)&b, &cap, 0, 10, 1, 4096));
+	CHECK_EQ_U(cap, 4096);
+	CHECK(!kx_grow_by((void **)&b, &cap, 4000, 96, 1, 4096)); /* fits exactly */
+	CHECK_EQ_U(cap, 4096);
+	CHECK(!kx_grow_by((void **)&b, &cap, 4000, 97, 1, 4096));
+	CHECK_EQ_U(cap, 8192);
+	CHECK(!kx_grow_by((void **)&b, &cap, 8000, 20000, 1, 4096));
+	CHECK_EQ_U(cap, 32768);
+	memset(b, 'y', cap);
+	CHECK(kx_grow_by((void **)&b, &cap, 10, SIZE_MAX - 5, 1, 4096) == -1);
+	CHECK_EQ_U(cap, 32768);
+	free(b);
+}
+
+/* A byte buffer's failure sticks: later writers get NULL too. */
+static void bytes_oom_sticks(void)
+{
+	struct kx_bytes b = {0};
+	uint8_t *w = kx_bytes_room(&b, 10);
+	size_t len;
+
+	CHECK(w && b.cap == 4096 && !b.oom);
+	memcpy(w, "0123456789", 10);
+	b.len = 10;
+	len = b.len;
+	b.len = SIZE_MAX - 1; /* room for 10 more cannot be had */
+	CHECK(!kx_bytes_room(&b, 10));
+	CHECK(b.oom);
+	b.len = len;
+	CHECK(!kx_bytes_room(&b, 1));
+	CHECK(!memcmp(b.p, "0123456789", 10));
+	free(b.p);
+}
+
+int main(void)
+{
+	RUN(doubles_from_16);
+	RUN(room_left_no_realloc);
+	RUN(failure_keeps_array);
+	RUN(room_for_many);
+	RUN(bytes_oom_sticks);
+	KXT_EXIT();
+}

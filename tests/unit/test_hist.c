@@ -1,0 +1,114 @@
+/* util/hist: slots agree with the kernel's rule, bounds, and both percentile rules. */
+#include <stdint.h>
+
+#include "kxtest.h"
+#include "util/hist.h"
+
+/* The kernel's rule restated from its definition: floor(log2), capped. */
+static unsigned int ref_slot(uint64_t v)
+{
+	unsigned int r = 0;
+
+	while (v >>= 1)
+		r++;
+	return r < KX_HIST_SLOTS ? r : KX_HIST_SLOTS - 1;
+}
+
+static void slots_match_kernel_rule(void)
+{
+	CHECK_EQ_U(kx_hist_slot(0), 0);
+	CHECK_EQ_U(kx_hist_slot(UINT64_MAX), KX_HIST_SLOTS - 1);
+	for (int b = 0; b < 64; b++) {
+		uint64_t p = 1ULL << b;
+
+		CHECK_EQ_U(kx_hist_slot(p), ref_slot(p));
+		CHECK_EQ_U(kx_hist_slot(p - 1), ref_slot(p - 1));
+		CHECK_EQ_U(kx_hist_slot(p + 1), ref_slot(p + 1));
+		CHECK_EQ_U(log2_slot(p), kx_hist_slot(p));
+	}
+}
+
+static void slot_bounds(void)
+{
+	for (unsigned int i = 0; i < KX_HIST_SLOTS; i++) {
+		uint64_t lo = kx_hist_lower_ns(i), hi = kx_hist_upper_ns(i);
+
+		CHECK_EQ_U(kx_hist_slot(lo), i);
+		if (i == KX_HIST_SLOTS - 1) {
+			CHECK_EQ_U(hi, UINT64_MAX);
+			CHECK_EQ_U(kx_hist_slot(hi), i); /* the open slot holds everything above */
+		} else {
+			CHECK_EQ_U(kx_hist_slot(hi - 1), i);
+			CHECK_EQ_U(kx_hist_slot(hi), i + 1);
+		}
+	}
+	CHECK_EQ_U(kx_hist_lower_ns(0), 0);
+	CHECK_EQ_U(kx_hist_upper_ns(0), 2);
+}
+
+static void rank_rule(void)
+{
+	CHECK_EQ_U(kx_hist_rank(0, KX_PPM(50)), 1);
+	CHECK_EQ_U(kx_hist_rank(1, KX_PPM(99)), 1);
+	CHECK_EQ_U(kx_hist_rank(100, KX_PPM(99)), 99);
+	CHECK_EQ_U(kx_hist_rank(101, KX_PPM(99)), 100);
+	CHECK_EQ_U(kx_hist_rank(10, KX_PPM(50)), 5);
+	CHECK_EQ_U(kx_hist_rank(11, KX_PPM(50)), 6);
+	CHECK_EQ_U(kx_hist_rank(UINT64_MAX, 1000000), UINT64_MAX);
+	CHECK_EQ_U(kx_hist_rank(7, 2000000), 7); /* above 1: the largest */
+}
+
+static void bucket_quantile(void)
+{
+	uint64_t s[KX_HIST_SLOTS] = {0};
+
+	CHECK_EQ_U(kx_hist_quantile(s, 0, KX_PPM(50), 0, 0), 0);
+	CHECK_EQ_U(kx_hist_max(s, 0, 0), 0);
+	s[9] = 90;  /* 512..1023 ns */
+	s[12] = 10; /* 4096..8191 ns */
+	CHECK_EQ_U(kx_hist_quantile(s, 100, KX_PPM(50), 0, 0), 1024);
+	CHECK_EQ_U(kx_hist_quantile(s, 100, KX_PPM(90), 0, 0), 1024);
+	CHECK_EQ_U(kx_hist_quantile(s, 100, KX_PPM(91), 0, 0), 8192);
+	CHECK_EQ_U(kx_hist_quantile(s, 100, KX_PPM(99), 0, 5000), 5000);
+	CHECK_EQ_U(kx_hist_quantile(s, 100, KX_PPM(50), 2000, 0), 2000);
+	CHECK_EQ_U(kx_hist_max(s, 0, 0), 8192);
+	CHECK_EQ_U(kx_hist_max(s, 0, 6000), 6000);
+	/* The open last slot reports its lower bound, clamped to a known max. */
+	s[KX_HIST_SLOTS - 1] = 100;
+	CHECK_EQ_U(kx_hist_quantile(s, 200, KX_PPM(99), 0, 0), 1ULL << (KX_HIST_SLOTS - 1));
+	CHECK_EQ_U(kx_hist_max(s, 0, 0), 1ULL << (KX_HIST_SLOTS - 1));
+	CHECK_EQ_U(kx_hist_quantile(s, 200, KX_PPM(99), 0, 1000), 1000);
+}
+
+static void exact_quantiles(void)
+{
+	uint64_t v[1000], out[3];
+	const uint32_t q[3] = {KX_PPM(50), KX_PPM(90), KX_PPM(99)};
+
+	/* 1000..1 descending, with repeats: nearest rank of the sorted values. */
+	for (int i = 0; i < 1000; i++)
+		v[i] = (uint64_t)(1000 - i) / 2 * 2;
+	kx_quantiles_exact(v, 1000, q, out, 3);
+	CHECK_EQ_U(out[0], 500);
+	CHECK_EQ_U(out[1], 900);
+	CHECK_EQ_U(out[2], 990);
+	for (int i = 0; i < 1000; i++)
+		v[i] = 7;
+	kx_quantiles_exact(v, 1000, q, out, 3);
+	CHECK_EQ_U(out[0], 7);
+	CHECK_EQ_U(out[2], 7);
+	v[0] = 42;
+	kx_quantiles_exact(v, 1, q, out, 3);
+	CHECK_EQ_U(out[0], 42);
+	CHECK_EQ_U(out[2], 42);
+}
+
+int main(void)
+{
+	RUN(slots_match_kernel_rule);
+	RUN(slot_bounds);
+	RUN(rank_rule);
+	RUN(bucket_quantile);
+	RUN(exact_quantiles);
+	KXT_EXIT();
+}
