@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbol/arena.h"
 #include "symbol/filecache.h"
 #include "symbol/kallsyms.h"
 #include "symbol/procmaps.h"
@@ -15,7 +16,7 @@
 
 /* One process's executable mappings and the symbol file of each. */
 struct snapshot {
-	pid_t pid;
+	uint64_t pid; /* first: kx_addr_floor finds snapshots by pid */
 	struct kx_procmap *maps;
 	const struct kx_symfile **files; /* per mapping; NULL when out of memory */
 	size_t n;
@@ -60,20 +61,13 @@ const char *kx_symbolizer_warning(const struct kx_symbolizer *s)
 	return s->kwarn;
 }
 
+/* The snapshot of pid, or where it would go; *found when it is there. */
 static long snap_index(const struct kx_symbolizer *s, pid_t pid, int *found)
 {
-	size_t lo = 0, hi = s->nsnaps;
+	long i = kx_addr_floor(s->snaps, s->nsnaps, sizeof(*s->snaps), (uint64_t)pid);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->snaps[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = lo < s->nsnaps && s->snaps[lo].pid == pid;
-	return (long)lo;
+	*found = i >= 0 && s->snaps[i].pid == (uint64_t)pid;
+	return *found ? i : i + 1;
 }
 
 static void snap_clear(struct snapshot *sn)
