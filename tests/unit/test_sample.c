@@ -31,11 +31,13 @@
 
 static volatile unsigned long sink;
 
-/* The work unit of both named functions: the same cost per unit. Their
- * accumulator lives on the stack: GCC gives a leaf function a frame only
- * when it uses the stack, and a leaf without one hides its caller from a
- * frame-pointer walk. */
-#define UNIT_ITERS 200000
+/* The work unit of both named functions: the same cost per unit, tens of
+ * microseconds, so that one sampling period spans many heavy+light rounds
+ * (rounds as long as the period would alias with it). Their accumulator
+ * lives on the stack: GCC gives a leaf function a frame only when it uses
+ * the stack, and a leaf without one hides its caller from a frame-pointer
+ * walk. */
+#define UNIT_ITERS 10000
 
 __attribute__((noinline)) void kxt_heavy(int units)
 {
@@ -253,7 +255,7 @@ static void test_capture(void)
 	if (!s)
 		printf("# %s\n", err);
 	CHECK(s);
-	child_cpu = sample_child(s, 1.2, 0.4, 0, &child_pid);
+	child_cpu = sample_child(s, 1.5, 0.4, 0, &child_pid);
 	kx_sampler_counts(s, &cnt);
 	kx_sampler_close(s);
 	CHECK_EQ_U(count_fds(), fds); /* perf events, links, maps, ring buffer: all closed */
@@ -299,7 +301,7 @@ static void test_frequency(void)
 
 static void test_ratio(void)
 {
-	size_t heavy = 0, light = 0;
+	size_t heavy = 0, light = 0, n;
 
 	if (!run.n)
 		SKIP("no capture");
@@ -307,9 +309,15 @@ static void test_ratio(void)
 		heavy += has_user_fn(&run, &run.s[i], "kxt_heavy");
 		light += has_user_fn(&run, &run.s[i], "kxt_light");
 	}
+	n = heavy + light;
 	printf("# kxt_heavy %zu, kxt_light %zu samples (want 3:1)\n", heavy, light);
-	CHECK(light > 50);
-	CHECK(heavy >= 2.4 * light && heavy <= 3.9 * light);
+	CHECK(n >= 400);
+	/* The share of kxt_heavy within 4 standard deviations of a binomial 3/4. */
+	{
+		double d = (double)heavy / n - 0.75;
+
+		CHECK(d * d <= 16 * 0.75 * 0.25 / n);
+	}
 }
 
 /* Samples in the named functions unwind through their callers to main. */

@@ -15,6 +15,7 @@
 
 #include "capture/probe.h"
 #include "capture/sample.h"
+#include "capture/session.h"
 #include "sample.skel.h"
 /* bpf/sample.h, the record layout (angle brackets: a quoted name would find
  * this folder's sample.h first). */
@@ -71,18 +72,21 @@ static int on_record(void *ctx, void *data, size_t len)
 	return s->fn ? s->fn(s->ctx, &smp) : 0;
 }
 
-static uint32_t pow2_at_least(uint32_t v)
+/* The ring buffer's size for a wish: a power of two, from a page to 1 GiB. */
+static uint32_t ringbuf_size(uint32_t want)
 {
-	uint32_t p = 4096;
+	uint32_t page = (uint32_t)sysconf(_SC_PAGESIZE);
 
-	while (p < v && p < (1u << 31))
-		p <<= 1;
-	return p;
+	if (want <= page)
+		return page;
+	if (want > 1u << 30)
+		return 1u << 30;
+	return 1u << (32 - __builtin_clz(want - 1));
 }
 
 static int load(struct kx_sampler *s, const struct kx_sampler_opts *o, char *err, size_t len)
 {
-	uint32_t rb = pow2_at_least(o->ringbuf_bytes ? o->ringbuf_bytes : 8u << 20);
+	uint32_t rb = ringbuf_size(o->ringbuf_bytes ? o->ringbuf_bytes : KX_RINGBUF_DEFAULT);
 	int e;
 
 	s->skel = sample_bpf__open();
@@ -93,6 +97,9 @@ static int load(struct kx_sampler *s, const struct kx_sampler_opts *o, char *err
 	s->skel->rodata->targ_all = o->all != 0;
 	s->skel->rodata->wakeup_bytes = rb / 4;
 	bpf_map__set_max_entries(s->skel->maps.events, rb);
+	/* Declared by shared.bpf.h for the ioctl capture, unused by sampling. */
+	bpf_map__set_autocreate(s->skel->maps.devs, false);
+	bpf_map__set_autocreate(s->skel->maps.stats, false);
 	e = sample_bpf__load(s->skel);
 	if (e) {
 		snprintf(err, len,
