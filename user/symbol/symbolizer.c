@@ -20,6 +20,7 @@ struct snapshot {
 	struct kx_procmap *maps;
 	const struct kx_symfile **files; /* per mapping; NULL when out of memory */
 	size_t n;
+	int missed; /* the process was gone (or unreadable): no maps, not tried again */
 };
 
 struct kx_symbolizer {
@@ -82,10 +83,8 @@ static void snap_clear(struct snapshot *sn)
 /* Reads pid's maps and their symbol files into sn. */
 static int snap_take(struct kx_symbolizer *s, struct snapshot *sn, pid_t pid, char *err, size_t len)
 {
-	if (kx_procmaps_read(pid, &sn->maps, &sn->n, err, len) != 0) {
-		s->st.procs_missed++;
+	if (kx_procmaps_read(pid, &sn->maps, &sn->n, err, len) != 0)
 		return -1;
-	}
 	sn->pid = pid;
 	sn->files = calloc(sn->n ? sn->n : 1, sizeof(*sn->files));
 	for (size_t i = 0; sn->files && i < sn->n; i++)
@@ -99,19 +98,26 @@ int kx_symbolizer_snapshot(struct kx_symbolizer *s, pid_t pid, char *err, size_t
 	struct snapshot sn = {0};
 	int found;
 	long i = snap_index(s, pid, &found);
+	int rc;
 
+	if (found && s->snaps[i].missed)
+		snprintf(err, len, "process %d was gone before its maps were read", (int)pid);
 	if (found)
-		return 0;
+		return s->snaps[i].missed ? -1 : 0;
 	if (kx_grow((void **)&s->snaps, &s->snaps_cap, s->nsnaps, sizeof(*s->snaps))) {
 		snprintf(err, len, "out of memory");
 		return -1;
 	}
-	if (snap_take(s, &sn, pid, err, len) != 0)
-		return -1;
+	rc = snap_take(s, &sn, pid, err, len);
+	if (rc != 0) { /* kept, empty: its frames are [unknown] without asking again */
+		sn.pid = (uint64_t)pid;
+		sn.missed = 1;
+		s->st.procs_missed++;
+	}
 	memmove(&s->snaps[i + 1], &s->snaps[i], (s->nsnaps - i) * sizeof(*s->snaps));
 	s->snaps[i] = sn;
 	s->nsnaps++;
-	return 0;
+	return rc;
 }
 
 int kx_symbolizer_refresh(struct kx_symbolizer *s, pid_t pid, char *err, size_t len)
@@ -207,8 +213,10 @@ void kx_symbolizer_user(struct kx_symbolizer *s, pid_t pid, uint64_t addr, struc
 	int found;
 	long i = snap_index(s, pid, &found);
 
-	if (!found && kx_symbolizer_snapshot(s, pid, err, sizeof(err)) == 0)
+	if (!found) { /* kept even when the process is gone (then empty) */
+		kx_symbolizer_snapshot(s, pid, err, sizeof(err));
 		i = snap_index(s, pid, &found);
+	}
 	sn = found ? &s->snaps[i] : NULL;
 	m = sn ? kx_procmaps_find(sn->maps, sn->n, addr) : NULL;
 	if (!m) {

@@ -55,7 +55,8 @@ struct kx_symbolizer *kx_symbolizer_new(const char *kallsyms, char *err, size_t 
 /* Why kernel frames will not resolve ("" when they will). */
 const char *kx_symbolizer_warning(const struct kx_symbolizer *s);
 /* Takes pid's map snapshot unless it has one: 0, or -1 with err set when
- * the process is gone or its maps cannot be read (counted in procs_missed). */
+ * the process is gone or its maps cannot be read (counted once in
+ * procs_missed; later calls do not try again, kx_symbolizer_refresh does). */
 int kx_symbolizer_snapshot(struct kx_symbolizer *s, pid_t pid, char *err, size_t len);
 /* Takes pid's snapshot again (after exec): 0 or -1 as above. */
 int kx_symbolizer_refresh(struct kx_symbolizer *s, pid_t pid, char *err, size_t len);
