@@ -115,7 +115,7 @@ struct run {
 	int oom, snap_failed;
 };
 
-static int on_sample(void *ctx, const struct kx_sample *smp)
+static void on_sample(void *ctx, const struct kx_sample *smp)
 {
 	struct run *r = ctx;
 	char err[200];
@@ -126,7 +126,7 @@ static int on_sample(void *ctx, const struct kx_sample *smp)
 		printf("# snapshot of %u: %s\n", smp->pid, err);
 	if (kx_grow((void **)&r->s, &r->cap, r->n, sizeof(*r->s))) {
 		r->oom = 1;
-		return 0;
+		return;
 	}
 	k = &r->s[r->n++];
 	k->pid = smp->pid;
@@ -142,7 +142,6 @@ static int on_sample(void *ctx, const struct kx_sample *smp)
 		k->ips[smp->nk + i] = kx_frame_addr(smp->uips[i], i);
 		r->oom |= kx_symres_add(&r->res, smp->pid, k->ips[smp->nk + i]) != 0;
 	}
-	return 0;
 }
 
 static int count_fds(void)

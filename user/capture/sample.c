@@ -69,7 +69,9 @@ static int on_record(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	s->c.received++;
-	return s->fn ? s->fn(s->ctx, &smp) : 0;
+	if (s->fn)
+		s->fn(s->ctx, &smp);
+	return 0;
 }
 
 /* The ring buffer's size for a wish: a power of two, from a page to 1 GiB. */

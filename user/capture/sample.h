@@ -34,8 +34,8 @@ struct kx_sample {
  * consistent sample record. */
 int kx_sample_parse(const void *rec, size_t len, struct kx_sample *out);
 
-/* Called on the polling thread for each sample; a non-zero return stops that poll. */
-typedef int (*kx_sample_fn)(void *ctx, const struct kx_sample *s);
+/* Called on the polling thread for each sample (at stop too, for the last ones). */
+typedef void (*kx_sample_fn)(void *ctx, const struct kx_sample *s);
 
 struct kx_sampler_opts {
 	uint32_t freq_hz;       /* samples per second on each CPU */
