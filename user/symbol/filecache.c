@@ -170,14 +170,30 @@ static void *copy_vdso(pid_t pid, const struct kx_procmap *m, char *why, size_t 
 	return img;
 }
 
-/* vdso entries are found by build id: one entry per distinct image. */
+/* The vdso entry for an image with build id hex, or for an image that could
+ * not be copied (copied == 0); NULL when there is none yet. */
+static struct entry *vdso_entry(struct kx_filecache *fc, const char *hex, int copied)
+{
+	for (size_t i = 0; i < fc->n; i++) {
+		const struct kx_symfile *f = &fc->e[i]->f;
+
+		if (strcmp(f->path, "[vdso]") != 0)
+			continue;
+		if (copied ? f->syms && *hex && strcmp(f->build_id, hex) == 0 : !f->syms)
+			return fc->e[i];
+	}
+	return NULL;
+}
+
+/* One entry per distinct vdso image (by build id), and one for all that
+ * could not be copied. */
 static const struct kx_symfile *get_vdso(struct kx_filecache *fc, pid_t pid,
                                          const struct kx_procmap *m)
 {
 	char why[sizeof(((struct kx_symfile *)0)->why)] = "", hex[2 * KX_BUILD_ID_MAX + 1] = "";
 	struct image im = {.size = m->end - m->start};
 	uint8_t id[KX_BUILD_ID_MAX];
-	struct entry *e, *same;
+	struct entry *e;
 	int n = 0;
 
 	im.p = copy_vdso(pid, m, why, sizeof(why));
@@ -185,9 +201,8 @@ static const struct kx_symfile *get_vdso(struct kx_filecache *fc, pid_t pid,
 		n = kx_elf_build_id_mem(im.p, im.size, id);
 	if (n > 0)
 		kx_build_id_hex(id, n, hex);
-	same = by_build_id(fc, hex);
-	e = same && strcmp(same->f.path, "[vdso]") == 0 ? same : add(fc, m);
-	if (e && e != same) {
+	e = vdso_entry(fc, hex, im.p != NULL);
+	if (!e && (e = add(fc, m)) != NULL) {
 		snprintf(e->f.why, sizeof(e->f.why), "%s", why);
 		if (im.p)
 			load(fc, e, id, n, read_image, &im);
