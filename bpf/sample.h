@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * CPU samples: the record bpf/sample.bpf.c writes for each cpu-clock sample
+ * of a traced process, and the per-CPU counters that account for every
+ * sample the program kept (received + dropped == emitted) and for the
+ * stacks it could not read. Shared by the BPF program and user space.
+ */
+#ifndef KXPROF_SAMPLE_H
+#define KXPROF_SAMPLE_H
+
+#include "kxprof.h"
+
+/* kx_hdr.type of a sample record: the next value after enum kx_rec_type's last. */
+#define KX_REC_SAMPLE 4
+
+/* Frames kept per stack, kernel and user each: the kernel's default
+ * kernel.perf_event_max_stack, so no stack is cut shorter than perf's. */
+#define KX_SAMPLE_MAX_DEPTH 127
+
+/* Counters in the program's per-CPU array (one slot each, summed by user space). */
+enum kx_sample_stat {
+	KX_SSTAT_EMITTED = 0, /* samples of traced processes the program tried to submit */
+	KX_SSTAT_DROPPED,     /* of those, lost: the ring buffer was full */
+	KX_SSTAT_NO_USTACK,   /* user task sampled, but no user frame could be read */
+	KX_SSTAT_NO_KSTACK,   /* sample taken in kernel mode, but no kernel frame could be read */
+	KX_SSTAT_USTACK_FULL, /* user stack cut at KX_SAMPLE_MAX_DEPTH frames */
+	KX_SSTAT_KSTACK_FULL, /* kernel stack cut at KX_SAMPLE_MAX_DEPTH frames */
+	KX_SSTAT_MAX,
+};
+
+#define KX_SAMPLE_F_KERNEL  1 /* flags: the sample interrupted the thread in kernel mode */
+#define KX_SAMPLE_F_KTHREAD 2 /* flags: a kernel thread (it has no user stack) */
+
+/*
+ * One sample. Only base + (kdepth + udepth) * 8 bytes are written (hdr.size):
+ * ips holds the kernel frames (leaf first), then the user frames (leaf
+ * first). Addresses are instruction pointers; callers' frames hold return
+ * addresses.
+ */
+struct kx_sample_rec {
+	struct kx_hdr hdr;
+	unsigned long long ts; /* CLOCK_MONOTONIC ns */
+	unsigned int pid;      /* tgid */
+	unsigned int tid;
+	unsigned short kdepth; /* kernel frames in ips */
+	unsigned short udepth; /* user frames in ips, after the kernel frames */
+	unsigned short flags;  /* KX_SAMPLE_F_* */
+	unsigned short pad;
+	char comm[KX_COMM_LEN];
+	unsigned long long ips[2 * KX_SAMPLE_MAX_DEPTH];
+};
+#define KX_SAMPLE_REC_BASE_SIZE ((unsigned long)&((struct kx_sample_rec *)0)->ips)
+
+#endif /* KXPROF_SAMPLE_H */

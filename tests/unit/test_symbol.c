@@ -1,0 +1,470 @@
+/*
+ * Symbolisation against this very process (built with frame pointers and
+ * known functions): its own functions resolve by name and offset through
+ * its map snapshot (PIE: run-time address -> file offset -> link address),
+ * a libc function resolves in libc, the vdso resolves from a copy of the
+ * process's image, a child's addresses still resolve after it exited,
+ * kernel functions resolve through /proc/kallsyms (module names, hidden
+ * addresses said), the build id matches the one in memory, unresolvable
+ * addresses are [unknown] with their module and counted, and the storable
+ * table survives a store and reload (and refuses a broken one).
+ */
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kxtest.h"
+#include "symbol/elfsyms.h"
+#include "symbol/kallsyms.h"
+#include "symbol/procmaps.h"
+#include "symbol/resolved.h"
+#include "symbol/symbolizer.h"
+
+/* Known functions of this binary; volatile keeps their bodies. */
+static volatile int sink;
+
+__attribute__((noinline)) void kxt_sym_alpha(int n)
+{
+	for (int i = 0; i < n; i++)
+		sink += i;
+}
+
+__attribute__((noinline)) static void kxt_sym_beta(int n)
+{
+	for (int i = 0; i < n; i++)
+		sink -= i;
+}
+
+static char self_exe[PATH_MAX];
+
+static struct kx_symbolizer *new_sz(const char *kallsyms)
+{
+	char err[200];
+	struct kx_symbolizer *s = kx_symbolizer_new(kallsyms, err, sizeof(err));
+
+	if (!s)
+		printf("# symbolizer: %s\n", err);
+	return s;
+}
+
+static void test_own_functions(void)
+{
+	struct kx_symbolizer *s = new_sz(NULL);
+	struct kx_frame f;
+
+	CHECK(s);
+	kx_symbolizer_user(s, getpid(), (uint64_t)(uintptr_t)kxt_sym_alpha, &f);
+	CHECK(f.known);
+	CHECK_STR(f.func, "kxt_sym_alpha");
+	CHECK_EQ_U(f.offset, 0);
+	CHECK_STR(f.module, self_exe);
+	kx_symbolizer_user(s, getpid(), (uint64_t)(uintptr_t)kxt_sym_beta + 7, &f);
+	CHECK_STR(f.func, "kxt_sym_beta"); /* static: only in .symtab */
+	CHECK_EQ_U(f.offset, 7);
+	kx_symbolizer_free(s);
+}
+
+static void test_libc_function(void)
+{
+	struct kx_symbolizer *s = new_sz(NULL);
+	/* A libc function no sanitizer runtime wraps (so its address is libc's). */
+	int (*volatile fn)(int) = abs;
+	struct kx_frame f;
+
+	CHECK(s);
+	kx_symbolizer_user(s, getpid(), (uint64_t)(uintptr_t)fn + 2, &f);
+	CHECK(f.known);
+	CHECK_STR(f.func, "abs");
+	CHECK_EQ_U(f.offset, 2);
+	CHECK(strstr(f.module, "libc.so") != NULL);
+	CHECK(strlen(f.build_id) == 40);
+	kx_symbolizer_free(s);
+}
+
+/* The executable mapping of this binary holding addr. */
+static int own_mapping(uint64_t addr, struct kx_procmap *out)
+{
+	struct kx_procmap *m;
+	size_t n;
+	char err[200];
+	const struct kx_procmap *hit;
+
+	if (kx_procmaps_read(getpid(), &m, &n, err, sizeof(err)) != 0)
+		return -1;
+	hit = kx_procmaps_find(m, n, addr);
+	if (hit) {
+		*out = *hit;
+		out->path = strdup(hit->path);
+	}
+	kx_procmaps_free(m, n);
+	return hit ? 0 : -1;
+}
+
+static void test_pie_offsets(void)
+{
+	uint64_t addr = (uint64_t)(uintptr_t)kxt_sym_alpha, link;
+	struct kx_procmap m;
+	struct kx_elfsyms *e;
+	char err[200];
+	int fd = open(self_exe, O_RDONLY);
+
+	CHECK(fd >= 0);
+	e = kx_elfsyms_read_fd(fd, err, sizeof(err));
+	close(fd);
+	CHECK(e);
+	CHECK(own_mapping(addr, &m) == 0);
+	link = kx_elfsyms_addr_of(e, "kxt_sym_alpha");
+	CHECK(link != 0);
+	/* A PIE runs away from its link addresses: the mapping rule must undo that. */
+	CHECK(link != addr);
+	CHECK_EQ_U(kx_elfsyms_link_addr(e, addr, m.start, m.offset), link);
+	CHECK_EQ_U(kx_elfsyms_link_addr(e, addr + 9, m.start, m.offset), link + 9);
+	CHECK_STR(m.path, self_exe);
+	free(m.path);
+	kx_elfsyms_free(e);
+}
+
+/* The GNU build id of the main program, from its notes in memory. */
+static int mem_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+	char *hex = data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr),
+		           *end = p + ph->p_memsz;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const void *)p;
+			const char *name = p + sizeof(*nh);
+			const uint8_t *desc = (const uint8_t *)name + ((nh->n_namesz + 3) & ~3u);
+
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0) {
+				kx_build_id_hex(desc, (int)nh->n_descsz, hex);
+				return 1;
+			}
+			p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1; /* the first object is the main program: stop either way */
+}
+
+static void test_build_id(void)
+{
+	char want[2 * KX_BUILD_ID_MAX + 1] = "", got[2 * KX_BUILD_ID_MAX + 1];
+	const uint8_t *id;
+	struct kx_elfsyms *e;
+	char err[200];
+	int fd = open(self_exe, O_RDONLY), n;
+
+	CHECK(fd >= 0);
+	e = kx_elfsyms_read_fd(fd, err, sizeof(err));
+	close(fd);
+	CHECK(e);
+	dl_iterate_phdr(mem_build_id, want);
+	if (!want[0]) {
+		kx_elfsyms_free(e);
+		SKIP("this binary was linked without a build id");
+	}
+	n = kx_elfsyms_build_id(e, &id);
+	kx_build_id_hex(id, n, got);
+	kx_elfsyms_free(e);
+	CHECK_EQ_U(n, 20);
+	CHECK_STR(got, want);
+}
+
+static void test_vdso(void)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), link;
+	struct kx_symbolizer *s;
+	struct kx_procmap m;
+	struct kx_elfsyms *e;
+	struct kx_frame f;
+	char err[200];
+
+	if (!base)
+		SKIP("no vdso in this process");
+	CHECK(own_mapping(base, &m) == 0);
+	CHECK_STR(m.path, "[vdso]");
+	e = kx_elfsyms_read_mem((const void *)(uintptr_t)m.start, m.end - m.start, err,
+	                        sizeof(err));
+	free(m.path);
+	CHECK(e);
+	link = kx_elfsyms_addr_of(e, "__vdso_clock_gettime");
+	kx_elfsyms_free(e);
+	CHECK(link != 0);
+	s = new_sz(NULL);
+	CHECK(s);
+	/* Some address of the mapping must resolve to it through the snapshot
+	 * (a copy of the vdso taken out of this process's memory). */
+	kx_symbolizer_user(s, getpid(), 0, &f); /* takes the snapshot */
+	for (uint64_t a = m.start; a < m.end && !f.known; a++) {
+		kx_symbolizer_user(s, getpid(), a, &f);
+		if (f.known && strcmp(f.func, "__vdso_clock_gettime") != 0)
+			f.known = 0;
+	}
+	CHECK(f.known);
+	CHECK_STR(f.module, "[vdso]");
+	CHECK(strlen(f.build_id) == 40);
+	kx_symbolizer_free(s);
+}
+
+/* A child's addresses resolve after it exited, from the snapshot taken while it lived. */
+static void test_short_lived(void)
+{
+	struct kx_symbolizer_stats st;
+	struct kx_symbolizer *s = new_sz(NULL);
+	struct kx_frame f;
+	char err[200];
+	int p[2], status;
+	pid_t child;
+	char c;
+
+	CHECK(s);
+	CHECK(pipe(p) == 0);
+	child = fork();
+	if (child == 0) {
+		close(p[1]);
+		(void)!read(p[0], &c, 1); /* until the parent closes its end */
+		_exit(0);
+	}
+	close(p[0]);
+	CHECK(kx_symbolizer_snapshot(s, getpid(), err, sizeof(err)) == 0);
+	kx_symbolizer_stats(s, &st);
+	CHECK(st.files_read >= 2); /* this binary and libc at least */
+	CHECK(kx_symbolizer_snapshot(s, child, err, sizeof(err)) == 0);
+	close(p[1]);
+	CHECK(waitpid(child, &status, 0) == child);
+	{
+		struct kx_symbolizer_stats st2;
+
+		kx_symbolizer_stats(s, &st2);
+		CHECK_EQ_U(st2.files_read, st.files_read); /* same files: read once */
+		CHECK_EQ_U(st2.procs, 2);
+	}
+	kx_symbolizer_user(s, child, (uint64_t)(uintptr_t)kxt_sym_alpha + 3, &f);
+	CHECK_STR(f.func, "kxt_sym_alpha");
+	CHECK_EQ_U(f.offset, 3);
+	/* The same child again: gone now, and the snapshot is kept. */
+	CHECK(kx_symbolizer_refresh(s, child, err, sizeof(err)) != 0);
+	kx_symbolizer_user(s, child, (uint64_t)(uintptr_t)kxt_sym_beta, &f);
+	CHECK_STR(f.func, "kxt_sym_beta");
+	kx_symbolizer_free(s);
+}
+
+static void test_unknown_counted(void)
+{
+	struct kx_symbolizer *s = new_sz(NULL);
+	struct kx_symbolizer_stats st;
+	struct kx_frame f;
+	void *jit = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char err[200];
+	pid_t gone;
+
+	CHECK(s);
+	CHECK(jit != MAP_FAILED);
+	kx_symbolizer_user(s, getpid(), 0x10, &f); /* outside every mapping */
+	CHECK(!f.known);
+	CHECK_STR(f.func, KX_UNKNOWN_FN);
+	CHECK_STR(f.module, KX_UNKNOWN_MOD);
+	kx_symbolizer_user(s, getpid(), (uint64_t)(uintptr_t)jit + 16, &f); /* anonymous code */
+	CHECK(!f.known);
+	CHECK_STR(f.func, KX_UNKNOWN_FN);
+	/* A process gone before its snapshot: counted, its frames unknown. */
+	gone = fork();
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	CHECK(kx_symbolizer_snapshot(s, gone, err, sizeof(err)) != 0);
+	CHECK(strstr(err, "gone") != NULL);
+	kx_symbolizer_user(s, gone, (uint64_t)(uintptr_t)kxt_sym_alpha, &f);
+	CHECK(!f.known);
+	kx_symbolizer_user(s, gone, (uint64_t)(uintptr_t)kxt_sym_beta, &f);
+	CHECK(!f.known);
+	CHECK(kx_symbolizer_snapshot(s, gone, err, sizeof(err)) != 0); /* still said */
+	kx_symbolizer_stats(s, &st);
+	CHECK_EQ_U(st.user_unknown, 4);
+	CHECK_EQ_U(st.user_resolved, 0);
+	CHECK_EQ_U(st.procs_missed, 1); /* once per process, not per frame */
+	munmap(jit, 4096);
+	kx_symbolizer_free(s);
+}
+
+static void test_kallsyms_live(void)
+{
+	struct kx_kallsyms *k;
+	const struct kx_ksym *sym, *hit;
+	struct kx_symbolizer *s;
+	struct kx_frame f;
+	char err[200];
+	uint64_t off = 0;
+
+	k = kx_kallsyms_load(NULL, err, sizeof(err));
+	CHECK(k);
+	if (kx_kallsyms_hidden(k)) {
+		kx_kallsyms_free(k);
+		SKIP("kernel addresses hidden here (not root, or kptr_restrict)");
+	}
+	CHECK(kx_kallsyms_count(k) > 1000);
+	sym = kx_kallsyms_by_name(k, "__x64_sys_getpid");
+	CHECK(sym);
+	hit = kx_kallsyms_find(k, sym->addr + 3, &off);
+	CHECK(hit);
+	CHECK_STR(hit->name, "__x64_sys_getpid");
+	CHECK_EQ_U(off, 3);
+	s = new_sz(NULL);
+	CHECK(s);
+	CHECK_STR(kx_symbolizer_warning(s), "");
+	kx_symbolizer_kernel(s, sym->addr + 1, &f);
+	kx_kallsyms_free(k);
+	CHECK(f.known);
+	CHECK_STR(f.func, "__x64_sys_getpid");
+	CHECK_STR(f.module, KX_KERNEL_MOD);
+	CHECK_EQ_U(f.offset, 1);
+	kx_symbolizer_kernel(s, 0x1000, &f); /* user-space address: no kernel symbol */
+	CHECK(!f.known);
+	kx_symbolizer_free(s);
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* Modules, unsorted input, data symbols skipped (a file in kallsyms' format). */
+static void test_kallsyms_modules(void)
+{
+	char path[] = "/tmp/kxt_kallsymsXXXXXX";
+	struct kx_symbolizer *s;
+	struct kx_frame f;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(write_file(path, "ffffffffc0002000 t drv_submit\t[fakedrv]\n"
+	                       "ffffffff81000000 T _stext\n"
+	                       "ffffffff81000100 T core_fn\n"
+	                       "ffffffff81000180 D some_data\n"
+	                       "ffffffffc0001000 t drv_ioctl\t[fakedrv]\n") == 0);
+	s = new_sz(path);
+	unlink(path);
+	CHECK(s);
+	kx_symbolizer_kernel(s, 0xffffffffc0001010, &f);
+	CHECK_STR(f.func, "drv_ioctl");
+	CHECK_STR(f.module, "[fakedrv]");
+	CHECK_EQ_U(f.offset, 0x10);
+	kx_symbolizer_kernel(s, 0xffffffff810001a0, &f); /* past the data symbol */
+	CHECK_STR(f.func, "core_fn");
+	CHECK_EQ_U(f.offset, 0xa0);
+	kx_symbolizer_kernel(s, 0xffffffffc0002004, &f);
+	CHECK_STR(f.func, "drv_submit");
+	kx_symbolizer_free(s);
+}
+
+/* Without privilege every address reads 0: said, and kernel frames unknown and counted. */
+static void test_kallsyms_hidden(void)
+{
+	char path[] = "/tmp/kxt_kallsymsXXXXXX";
+	struct kx_symbolizer_stats st;
+	struct kx_symbolizer *s;
+	struct kx_frame f;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(write_file(path, "0000000000000000 T _stext\n0000000000000000 t kvm_vcpu_ioctl\n") ==
+	      0);
+	s = new_sz(path);
+	unlink(path);
+	CHECK(s);
+	CHECK(strstr(kx_symbolizer_warning(s), "every address as 0") != NULL);
+	kx_symbolizer_kernel(s, 0xffffffff81000010, &f);
+	CHECK(!f.known);
+	CHECK_STR(f.func, KX_UNKNOWN_FN);
+	CHECK_STR(f.module, KX_KERNEL_MOD);
+	kx_symbolizer_stats(s, &st);
+	CHECK_EQ_U(st.kernel_unknown, 1);
+	kx_symbolizer_free(s);
+}
+
+/* The storable table: each address once, names interned, stored and reloaded. */
+static void test_resolved_table(void)
+{
+	struct kx_symbolizer *s = new_sz(NULL);
+	struct kx_symres r = {0}, back = {0};
+	const struct kx_symres_entry *e;
+	uint64_t a = (uint64_t)(uintptr_t)kxt_sym_alpha, b = (uint64_t)(uintptr_t)kxt_sym_beta;
+	uint32_t me = (uint32_t)getpid();
+	struct kx_symres_entry bad;
+	char err[200];
+
+	CHECK(s);
+	CHECK(kx_symres_add(&r, me, a + 1) == 0);
+	CHECK(kx_symres_add(&r, me, b) == 0);
+	CHECK(kx_symres_add(&r, me, a + 1) == 0);
+	CHECK(kx_symres_add(&r, me, 0x10) == 0);
+	CHECK(kx_symres_resolve(&r, s) == 0);
+	CHECK_EQ_U(r.n, 3);
+	CHECK_EQ_U(r.unknown, 1);
+	CHECK(kx_symres_add(&r, me, b) == 0); /* again, after a resolve */
+	CHECK(kx_symres_resolve(&r, s) == 0);
+	CHECK_EQ_U(r.n, 3);
+	e = kx_symres_find(&r, me, a + 1);
+	CHECK(e);
+	CHECK_STR(kx_symres_str(&r, e->func), "kxt_sym_alpha");
+	CHECK_EQ_U(e->offset, 1);
+	CHECK_EQ_U(e->module, kx_symres_find(&r, me, b)->module); /* one copy of the path */
+	CHECK(kx_symres_find(&r, me, a) == NULL);
+	CHECK(kx_symres_load(&back, r.e, r.n, r.strs.buf, r.strs.len, err, sizeof(err)) == 0);
+	e = kx_symres_find(&back, me, b);
+	CHECK(e);
+	CHECK_STR(kx_symres_str(&back, e->func), "kxt_sym_beta");
+	CHECK_STR(kx_symres_str(&back, e->module), self_exe);
+	CHECK_EQ_U(back.unknown, 1);
+	kx_symres_free(&back);
+	bad = r.e[0];
+	bad.func = (uint32_t)r.strs.len; /* past the strings */
+	CHECK(kx_symres_load(&back, &bad, 1, r.strs.buf, r.strs.len, err, sizeof(err)) != 0);
+	CHECK(strstr(err, "entry 0") != NULL);
+	CHECK(kx_symres_load(&back, r.e, r.n, r.strs.buf, r.strs.len - 1, err, sizeof(err)) != 0);
+	kx_symres_free(&r);
+	kx_symbolizer_free(s);
+}
+
+int main(void)
+{
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+
+	self_exe[n > 0 ? n : 0] = 0;
+	kxt_sym_alpha(1);
+	kxt_sym_beta(1);
+	RUN(test_own_functions);
+	RUN(test_libc_function);
+	RUN(test_pie_offsets);
+	RUN(test_build_id);
+	RUN(test_vdso);
+	RUN(test_short_lived);
+	RUN(test_unknown_counted);
+	RUN(test_kallsyms_live);
+	RUN(test_kallsyms_modules);
+	RUN(test_kallsyms_hidden);
+	RUN(test_resolved_table);
+	KXT_EXIT();
+}

@@ -1,0 +1,332 @@
+/*
+ * CPU sampler (see sample.h): the perf events, the program's links, the ring
+ * buffer and the loss counters of bpf/sample.bpf.c.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "capture/probe.h"
+#include "capture/sample.h"
+#include "capture/session.h"
+#include "sample.skel.h"
+/* bpf/sample.h, the record layout (angle brackets: a quoted name would find
+ * this folder's sample.h first). */
+#include <sample.h>
+
+struct kx_sampler {
+	struct sample_bpf *skel;
+	struct ring_buffer *rb;
+	int ncpu;                /* possible CPUs */
+	int *pfd;                /* per possible CPU: perf event fd, -1 when none */
+	struct bpf_link **links; /* per possible CPU */
+	kx_sample_fn fn;
+	void *ctx;
+	uint32_t freq_hz;
+	int started, stopped;
+	struct kx_sample_counts c;
+};
+
+int kx_sample_parse(const void *rec, size_t len, struct kx_sample *out)
+{
+	const struct kx_sample_rec *r = rec;
+	size_t need;
+
+	if (len < KX_SAMPLE_REC_BASE_SIZE || r->hdr.type != KX_REC_SAMPLE ||
+	    r->kdepth > KX_SAMPLE_MAX_DEPTH || r->udepth > KX_SAMPLE_MAX_DEPTH)
+		return -1;
+	need = KX_SAMPLE_REC_BASE_SIZE + ((size_t)r->kdepth + r->udepth) * sizeof(r->ips[0]);
+	if (r->hdr.size != need || len < need)
+		return -1;
+	out->ts_ns = r->ts;
+	out->pid = r->pid;
+	out->tid = r->tid;
+	out->cpu = r->hdr.cpu;
+	out->flags = r->flags;
+	memcpy(out->comm, r->comm, sizeof(out->comm));
+	out->comm[sizeof(out->comm) - 1] = 0;
+	out->kips = r->ips;
+	out->nk = r->kdepth;
+	out->uips = r->ips + r->kdepth;
+	out->nu = r->udepth;
+	return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t len)
+{
+	struct kx_sampler *s = ctx;
+	struct kx_sample smp;
+
+	if (kx_sample_parse(data, len, &smp) != 0) {
+		s->c.malformed++;
+		return 0;
+	}
+	s->c.received++;
+	if (s->fn)
+		s->fn(s->ctx, &smp);
+	return 0;
+}
+
+/* The ring buffer's size for a wish: a power of two, from a page to 1 GiB. */
+static uint32_t ringbuf_size(uint32_t want)
+{
+	uint32_t page = (uint32_t)sysconf(_SC_PAGESIZE);
+
+	if (want <= page)
+		return page;
+	if (want > 1u << 30)
+		return 1u << 30;
+	return 1u << (32 - __builtin_clz(want - 1));
+}
+
+static int load(struct kx_sampler *s, const struct kx_sampler_opts *o, char *err, size_t len)
+{
+	uint32_t rb = ringbuf_size(o->ringbuf_bytes ? o->ringbuf_bytes : KX_RINGBUF_DEFAULT);
+	int e;
+
+	s->skel = sample_bpf__open();
+	if (!s->skel) {
+		snprintf(err, len, "cannot open the sampling program: %s", strerror(errno));
+		return -1;
+	}
+	s->skel->rodata->targ_all = o->all != 0;
+	s->skel->rodata->wakeup_bytes = rb / 4;
+	bpf_map__set_max_entries(s->skel->maps.events, rb);
+	/* Declared by shared.bpf.h for the ioctl capture, unused by sampling. */
+	bpf_map__set_autocreate(s->skel->maps.devs, false);
+	bpf_map__set_autocreate(s->skel->maps.stats, false);
+	e = sample_bpf__load(s->skel);
+	if (e) {
+		snprintf(err, len,
+		         "cannot load the sampling program: %s (the kernel's verifier "
+		         "log: run with libbpf diagnostics on)",
+		         strerror(-e));
+		return -1;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+	if (!s->rb) {
+		snprintf(err, len, "cannot map the sampling ring buffer: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+struct kx_sampler *kx_sampler_open(const struct kx_sampler_opts *o, char *err, size_t len)
+{
+	struct kx_sampler *s;
+
+	if (o->freq_hz == 0) {
+		snprintf(err, len, "sampling frequency must be at least 1 Hz");
+		return NULL;
+	}
+	if (!kx_probe_privileges(err, len))
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, len, "out of memory");
+		return NULL;
+	}
+	s->fn = o->fn;
+	s->ctx = o->ctx;
+	s->freq_hz = o->freq_hz;
+	s->ncpu = libbpf_num_possible_cpus();
+	if (s->ncpu <= 0) {
+		snprintf(err, len, "cannot count the possible CPUs: %s", strerror(-s->ncpu));
+		goto fail;
+	}
+	s->pfd = malloc(sizeof(*s->pfd) * s->ncpu);
+	s->links = calloc(s->ncpu, sizeof(*s->links));
+	if (!s->pfd || !s->links) {
+		snprintf(err, len, "out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < s->ncpu; i++)
+		s->pfd[i] = -1;
+	if (load(s, o, err, len) == 0)
+		return s;
+fail:
+	kx_sampler_close(s);
+	return NULL;
+}
+
+int kx_sampler_add_pid(struct kx_sampler *s, uint32_t pid, char *err, size_t len)
+{
+	uint8_t one = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &pid, &one, BPF_ANY)) {
+		snprintf(err, len, "cannot add pid %u to the sampling filter: %s", pid,
+		         strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static long perf_open(struct perf_event_attr *a, int cpu)
+{
+	return syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* The kernel's ceiling for sample_freq, 0 when unreadable. */
+static unsigned long max_sample_rate(void)
+{
+	unsigned long v = 0;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+static int open_cpu(struct kx_sampler *s, int cpu, char *err, size_t len)
+{
+	struct perf_event_attr a = {
+	        .type = PERF_TYPE_SOFTWARE,
+	        .size = sizeof(a),
+	        .config = PERF_COUNT_SW_CPU_CLOCK,
+	        .freq = 1,
+	        .sample_freq = s->freq_hz,
+	};
+	long fd = perf_open(&a, cpu);
+
+	if (fd < 0 && errno == ENODEV) { /* offline CPU */
+		s->c.cpus_offline++;
+		return 0;
+	}
+	if (fd < 0) {
+		snprintf(err, len, "cannot open a cpu-clock perf event on CPU %d: %s%s", cpu,
+		         strerror(errno),
+		         errno == EACCES || errno == EPERM ? " (needs root or CAP_PERFMON, or a "
+		                                             "lower kernel.perf_event_paranoid)"
+		                                           : "");
+		return -1;
+	}
+	s->pfd[cpu] = (int)fd;
+	s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.kx_sample, (int)fd);
+	if (!s->links[cpu]) {
+		snprintf(err, len, "cannot attach the sampling program to CPU %d: %s", cpu,
+		         strerror(errno));
+		return -1;
+	}
+	s->c.cpus++;
+	return 0;
+}
+
+int kx_sampler_start(struct kx_sampler *s, char *err, size_t len)
+{
+	unsigned long max = max_sample_rate();
+
+	if (s->started) {
+		snprintf(err, len, "the sampler is already started");
+		return -1;
+	}
+	if (max && s->freq_hz > max) {
+		snprintf(err, len,
+		         "sampling frequency %u Hz is above the kernel's limit of %lu Hz "
+		         "(kernel.perf_event_max_sample_rate): use a lower one",
+		         s->freq_hz, max);
+		return -1;
+	}
+	s->started = 1;
+	for (int cpu = 0; cpu < s->ncpu; cpu++) {
+		if (open_cpu(s, cpu, err, len) != 0) {
+			kx_sampler_stop(s);
+			return -1;
+		}
+	}
+	if (s->c.cpus == 0) {
+		snprintf(err, len, "no online CPU to sample (%u offline)", s->c.cpus_offline);
+		kx_sampler_stop(s);
+		return -1;
+	}
+	return 0;
+}
+
+int kx_sampler_poll(struct kx_sampler *s, int timeout_ms, char *err, size_t len)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms), more;
+
+	if (n < 0 && n != -EINTR) {
+		snprintf(err, len, "reading the sampling ring buffer failed: %s", strerror(-n));
+		return -1;
+	}
+	/* Wakeups are sampled: pick up whatever arrived below the threshold. */
+	more = ring_buffer__consume(s->rb);
+	return (n < 0 ? 0 : n) + (more < 0 ? 0 : more);
+}
+
+static void detach(struct kx_sampler *s)
+{
+	for (int i = 0; i < s->ncpu; i++) {
+		bpf_link__destroy(s->links[i]);
+		s->links[i] = NULL;
+		if (s->pfd[i] >= 0)
+			close(s->pfd[i]);
+		s->pfd[i] = -1;
+	}
+}
+
+static void read_counts(struct kx_sampler *s)
+{
+	uint64_t sum[KX_SSTAT_MAX] = {0};
+	uint64_t *vals = calloc(s->ncpu, sizeof(*vals));
+	int fd = bpf_map__fd(s->skel->maps.sample_stats);
+
+	if (!vals) {
+		fprintf(stderr, "kxprof: out of memory reading the sampling counters\n");
+		return;
+	}
+	for (uint32_t k = 0; k < KX_SSTAT_MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals) != 0)
+			continue;
+		for (int i = 0; i < s->ncpu; i++)
+			sum[k] += vals[i];
+	}
+	free(vals);
+	s->c.emitted = sum[KX_SSTAT_EMITTED];
+	s->c.dropped = sum[KX_SSTAT_DROPPED];
+	s->c.no_ustack = sum[KX_SSTAT_NO_USTACK];
+	s->c.no_kstack = sum[KX_SSTAT_NO_KSTACK];
+	s->c.ustack_full = sum[KX_SSTAT_USTACK_FULL];
+	s->c.kstack_full = sum[KX_SSTAT_KSTACK_FULL];
+}
+
+void kx_sampler_stop(struct kx_sampler *s)
+{
+	if (!s || s->stopped || !s->skel)
+		return;
+	s->stopped = 1;
+	detach(s);
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+	read_counts(s);
+}
+
+void kx_sampler_counts(struct kx_sampler *s, struct kx_sample_counts *c)
+{
+	if (!s->stopped) /* live: the kernel's counters as of now */
+		read_counts(s);
+	*c = s->c;
+}
+
+void kx_sampler_close(struct kx_sampler *s)
+{
+	if (!s)
+		return;
+	if (s->pfd && s->links)
+		kx_sampler_stop(s);
+	ring_buffer__free(s->rb);
+	sample_bpf__destroy(s->skel);
+	free(s->pfd);
+	free(s->links);
+	free(s);
+}
