@@ -659,7 +659,6 @@ int kx_replay_load_mem(const char *text, size_t len, const char *name, struct kx
 	if (!o)
 		return bad(&c, "out of memory");
 	memset(ci, 0, sizeof(*ci));
-	ci->version = 1;
 	if (errlen)
 		err[0] = '\0';
 	while (p < end) {
