@@ -724,9 +724,9 @@ AMDGPU_EVENT(tp_amdgpu_run, amdgpu_sched_run_job, trace_event_raw_amdgpu_sched_r
 /* ---- msm: submit -> QUEUE, submit_flush -> RUN, submit_retired -> DONE ---- */
 
 /*
- * The submit event has no seqno yet (assigned at flush): all three carry the
- * submit id, which keys the filter; QUEUE has seqno 0 and aux = id, RUN
- * aux = id, aux2 = ticks at flush, DONE aux/aux2 = device start/end ticks.
+ * The submit event has no hardware seqno yet (assigned at flush): the submit
+ * id is what all three carry, so it is the job's seqno (and the filter key).
+ * DONE's aux/aux2 are the device's counter at start and end (ticks).
  */
 struct trace_event_raw_msm_gpu_submit___kx {
 	__u32 id;
@@ -736,14 +736,11 @@ struct trace_event_raw_msm_gpu_submit___kx {
 struct trace_event_raw_msm_gpu_submit_flush___kx {
 	__u32 id;
 	__u32 ringid;
-	__u32 seqno;
-	__u64 ticks;
 } __attribute__((preserve_access_index));
 
 struct trace_event_raw_msm_gpu_submit_retired___kx {
 	__u32 id;
 	__u32 ringid;
-	__u32 seqno;
 	__u64 start_ticks;
 	__u64 end_ticks;
 } __attribute__((preserve_access_index));
@@ -756,7 +753,7 @@ int tp_msm_submit(struct trace_event_raw_msm_gpu_submit___kx *ctx)
 	if (!cur_traced())
 		return 0;
 	key_add(KX_JOB_SRC_MSM, ring, id);
-	emit(KX_JOB_SRC_MSM, KX_JOB_QUEUE, ring, 0, id, 0);
+	emit(KX_JOB_SRC_MSM, KX_JOB_QUEUE, ring, id, 0, 0);
 	return 0;
 }
 
@@ -766,7 +763,7 @@ int tp_msm_flush(struct trace_event_raw_msm_gpu_submit_flush___kx *ctx)
 	__u64 ring = TPV(ctx, ringid), id = TPV(ctx, id);
 
 	if (key_seen(KX_JOB_SRC_MSM, ring, id, false))
-		emit(KX_JOB_SRC_MSM, KX_JOB_RUN, ring, TPV(ctx, seqno), id, TPV(ctx, ticks));
+		emit(KX_JOB_SRC_MSM, KX_JOB_RUN, ring, id, 0, 0);
 	return 0;
 }
 
@@ -776,7 +773,7 @@ int tp_msm_retired(struct trace_event_raw_msm_gpu_submit_retired___kx *ctx)
 	__u64 ring = TPV(ctx, ringid), id = TPV(ctx, id);
 
 	if (key_seen(KX_JOB_SRC_MSM, ring, id, true))
-		emit(KX_JOB_SRC_MSM, KX_JOB_DONE, ring, TPV(ctx, seqno), TPV(ctx, start_ticks),
+		emit(KX_JOB_SRC_MSM, KX_JOB_DONE, ring, id, TPV(ctx, start_ticks),
 		     TPV(ctx, end_ticks));
 	return 0;
 }
