@@ -17,7 +17,7 @@
 struct kx_ioctl {
 	uint64_t ts;  /* enter, CLOCK_MONOTONIC ns */
 	uint64_t dur; /* ns */
-	uint32_t pid;
+	uint32_t pid; /* tgid */
 	uint32_t tid;
 	uint32_t dev; /* kernel dev_t (major << 20 | minor) */
 	uint32_t cmd;
@@ -152,10 +152,10 @@ struct kx_job {
 
 /* A thread's identity change (fork, exec, rename, exit). */
 struct kx_task {
-	uint64_t ts;
-	uint32_t pid;
+	uint64_t ts;  /* CLOCK_MONOTONIC ns */
+	uint32_t pid; /* tgid */
 	uint32_t tid;
-	uint32_t ppid;
+	uint32_t ppid; /* FORK: the parent's tgid, else 0 */
 	uint32_t what; /* enum kx_task_what */
 	char comm[KX_COMM_LEN];
 };
