@@ -110,21 +110,17 @@ struct trace_event_raw_block_rq___kx {
  * record type was trace_event_raw_block_rq_complete before, with the same
  * fields.
  */
-struct trace_event_raw_block_rq_completion___kx {
-	__u32 dev;
-	__u64 sector;
-	__u32 nr_sector;
-	int error;
-	char rwbs[8];
-} __attribute__((preserve_access_index));
+#define KX_BLK_DONE_LAYOUT(type)                                                                   \
+	struct type {                                                                              \
+		__u32 dev;                                                                         \
+		__u64 sector;                                                                      \
+		__u32 nr_sector;                                                                   \
+		int error;                                                                         \
+		char rwbs[8];                                                                      \
+	} __attribute__((preserve_access_index))
 
-struct trace_event_raw_block_rq_complete___kx {
-	__u32 dev;
-	__u64 sector;
-	__u32 nr_sector;
-	int error;
-	char rwbs[8];
-} __attribute__((preserve_access_index));
+KX_BLK_DONE_LAYOUT(trace_event_raw_block_rq_completion___kx);
+KX_BLK_DONE_LAYOUT(trace_event_raw_block_rq_complete___kx);
 
 /* What a block_rq_complete record says, whichever its type. */
 struct kx_blk_done {
@@ -135,27 +131,23 @@ struct kx_blk_done {
 	char rwbs[4];
 };
 
+/* The same fields from either record type (a macro: the types differ). */
+#define KX_BLK_DONE_FILL(c, d)                                                                     \
+	do {                                                                                       \
+		(d)->dev = TPV(c, dev);                                                            \
+		(d)->sector = TPV(c, sector);                                                      \
+		(d)->nr_sector = TPV(c, nr_sector);                                                \
+		(d)->error = (int)TPV(c, error);                                                   \
+		bpf_probe_read_kernel((d)->rwbs, sizeof((d)->rwbs),                                \
+		                      (void *)(c) + bpf_core_field_offset((c)->rwbs));             \
+	} while (0)
+
 static __always_inline void kx_blk_done_read(void *ctx, struct kx_blk_done *d)
 {
-	if (bpf_core_type_exists(struct trace_event_raw_block_rq_completion___kx)) {
-		struct trace_event_raw_block_rq_completion___kx *c = ctx;
-
-		d->dev = TPV(c, dev);
-		d->sector = TPV(c, sector);
-		d->nr_sector = TPV(c, nr_sector);
-		d->error = (int)TPV(c, error);
-		bpf_probe_read_kernel(d->rwbs, sizeof(d->rwbs),
-		                      (void *)c + bpf_core_field_offset(c->rwbs));
-	} else {
-		struct trace_event_raw_block_rq_complete___kx *c = ctx;
-
-		d->dev = TPV(c, dev);
-		d->sector = TPV(c, sector);
-		d->nr_sector = TPV(c, nr_sector);
-		d->error = (int)TPV(c, error);
-		bpf_probe_read_kernel(d->rwbs, sizeof(d->rwbs),
-		                      (void *)c + bpf_core_field_offset(c->rwbs));
-	}
+	if (bpf_core_type_exists(struct trace_event_raw_block_rq_completion___kx))
+		KX_BLK_DONE_FILL((struct trace_event_raw_block_rq_completion___kx *)ctx, d);
+	else
+		KX_BLK_DONE_FILL((struct trace_event_raw_block_rq_complete___kx *)ctx, d);
 }
 
 /* ---- dma_fence: the classic record ---- */
