@@ -2,8 +2,9 @@
  * Ioctl naming and argument decoding (contract in ioctl_decode.h): driver
  * names, command names looked up in the generated tables (ioctl_table.c),
  * errno names, and the argument copy requests with their field decoders.
- * Struct layouts come from the uapi headers named in ioctls.md; each one is
- * consistent with the size the spec gives for its command.
+ * Struct layouts come from the uapi headers named in the ioctl spec
+ * (scripts/ioctl-tables/ioctls.md); each one is consistent with the size
+ * the spec gives for its command.
  */
 #include <errno.h>
 #include <limits.h>
