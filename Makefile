@@ -74,7 +74,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps test unit demo install clean format format-check bench
+.PHONY: all deps test unit demo install clean format format-check bench ioctl-tables
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
@@ -181,6 +181,14 @@ install: all
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/kxprof/libkxprof_tf.so
 	$(if $(TF_PLUGIN_DIR),install -d $(DESTDIR)$(TF_PLUGIN_DIR))
 	$(if $(TF_PLUGIN_DIR),install -m 0755 $(PLUGIN) $(DESTDIR)$(TF_PLUGIN_DIR)/libkxprof_tf.so)
+
+# The ioctl name tables: user/registry/ioctl_table.c is generated from the spec
+# kept in the tree; `make ioctl-tables` remakes it byte for byte (IOCTL_TABLE=
+# another path writes elsewhere, as the test that compares them does).
+IOCTL_SPEC := scripts/ioctl-tables/ioctls.md
+IOCTL_TABLE ?= user/registry/ioctl_table.c
+ioctl-tables:
+	python3 scripts/gen-ioctl-tables.py $(IOCTL_SPEC) $(IOCTL_TABLE)
 
 # user/registry/ioctl_table.c is generated (scripts/gen-ioctl-tables.py): left as generated.
 FORMAT_SRCS = $(filter-out user/registry/ioctl_table.c,$(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h \

@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "core_fixes.bpf.h"
 #include "kxprof.h"
 #include "log2.bpf.h"
 #include "shared.bpf.h"
@@ -248,10 +249,10 @@ static __always_inline struct file *fd_to_file(struct task_struct *task, int fd)
 	return f;
 }
 
-/* kfunc (6.2+): a kernel pointer held as a number, as a read-only typed
- * pointer: tp_btf programs then read struct file and inode with plain
- * loads instead of a probe-read helper call each (-~200 ns per ioctl here). */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+/* bpf_rdonly_cast (core_fixes.bpf.h, 6.2+): a kernel pointer held as a number, as
+ * a read-only typed pointer: tp_btf programs then read struct file and inode
+ * with plain loads instead of a probe-read helper call each (-~200 ns per ioctl
+ * here). */
 
 /* tp_btf: the file behind fd with plain loads only. The fd array holds bare
  * struct file pointers, which BTF cannot type; the slot is read as the
@@ -746,18 +747,6 @@ static __always_inline void on_switch_btf(struct task_struct *prev, struct task_
 	}
 }
 
-/* Kernels before 5.14 named the task state `state`. */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline bool task_blocked(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state) != 0; /* TASK_RUNNING is 0 */
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) != 0;
-}
-
 static __always_inline void on_exec(__u32 tgid, __u32 tid)
 {
 	if (pid_traced(tgid) && bpf_map_lookup_elem(&seen, &tid))
@@ -815,7 +804,7 @@ int BPF_PROG(btf_rename, struct task_struct *task, const char *comm)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch_btf(prev, next, !preempt && task_blocked(prev));
+	on_switch_btf(prev, next, !preempt && kx_task_blocked(prev));
 	return 0;
 }
 
@@ -868,7 +857,7 @@ SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(next, pid),
-	          !preempt && task_blocked(prev));
+	          !preempt && kx_task_blocked(prev));
 	return 0;
 }
 

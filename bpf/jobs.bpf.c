@@ -5,15 +5,16 @@
  * emitted into the ioctl object's ring buffer (user space hands this object
  * the same `events`, `stats`, `pids` and `devs` maps, so ordering and loss
  * accounting stay in one place). Field meanings per source are the contract
- * in user/event.h (struct kx_job).
+ * in user/model/event.h (struct kx_job).
  *
  * Sources: block requests and KVM vCPU exits (tp_btf, raw_tp and classic
  * flavours, user space loads one), dma_fence (same three), and the GPU and
  * NPU driver tracepoints (classic only: their record layouts are declared
- * here as CO-RE flavours of the kernel's trace_event_raw_* types, so fields
+ * as CO-RE flavours of the kernel's trace_event_raw_* types, so fields
  * that moved, changed size or vanished between kernels are read through
- * relocations and existence checks). User space enables only the programs
- * whose tracepoint exists in this kernel.
+ * relocations and existence checks; the records and structs that differ
+ * between kernels, with their accessors, are in core_fixes.bpf.h). User
+ * space enables only the programs whose tracepoint exists in this kernel.
  *
  * Filtering, before any record: block by disk in `jobdevs`; KVM, and the
  * phases that fire in the submitting thread, by the traced pid set; later
@@ -25,6 +26,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "core_fixes.bpf.h"
 #include "kxprof.h"
 #include "shared.bpf.h"
 
@@ -146,34 +148,7 @@ static __always_inline void emit(__u16 src, __u8 phase, __u64 ctx, __u64 seqno, 
 	job_put(r);
 }
 
-/*
- * Classic tracepoint records: integer fields of any size (they widened from
- * u32 to u64 in places) and strings stored as __data_loc (offset in the low
- * 16 bits, from the start of the record). Missing fields read as 0.
- */
-#define TPV(ctx, f)                                                                                \
-	(bpf_core_field_exists((ctx)->f) ? (__u64)BPF_CORE_READ_BITFIELD_PROBED(ctx, f) : 0)
-/* Pointer fields (kept as opaque keys, never dereferenced). */
-#define TPP(ctx, f)                                                                                \
-	({                                                                                         \
-		__u64 __v = 0;                                                                     \
-		if (bpf_core_field_exists((ctx)->f))                                               \
-			bpf_probe_read_kernel(&__v, sizeof(__v),                                   \
-			                      (void *)(ctx) + bpf_core_field_offset((ctx)->f));    \
-		__v;                                                                               \
-	})
-
-static __always_inline void tp_str(char *dst, const void *ctx, __u64 loc)
-{
-	bpf_probe_read_kernel_str(dst, 16, ctx + (loc & 0xffff));
-}
-
 /* ---- block: insert -> QUEUE, issue -> RUN, complete -> DONE ---- */
-
-/* Kernels before 5.16 kept the disk in the request itself. */
-struct request___old {
-	struct gendisk *rq_disk;
-} __attribute__((preserve_access_index));
 
 static __always_inline bool disk_traced(__u32 dev)
 {
@@ -196,15 +171,10 @@ static __always_inline __u64 blk_op(__u32 cmd_flags)
 
 static __always_inline int on_rq(struct request *rq, __u8 phase, __s64 nr_bytes, int error)
 {
-	struct request_queue *q = BPF_CORE_READ(rq, q);
-	struct gendisk *disk;
+	struct gendisk *disk = kx_rq_disk(rq);
 	struct kx_job_rec *r;
 	__u32 dev;
 
-	if (bpf_core_field_exists(q->disk))
-		disk = BPF_CORE_READ(q, disk);
-	else
-		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
 	if (!disk)
 		return 0;
 	dev = KX_MKDEV((__u32)BPF_CORE_READ(disk, major), (__u32)BPF_CORE_READ(disk, first_minor));
@@ -264,13 +234,12 @@ int BPF_PROG(raw_blk_complete, struct request *rq, blk_status_t error, unsigned 
 	return on_rq(rq, KX_JOB_DONE, nr_bytes, error);
 }
 
-/* Classic records: dev is already the disk's, op from the rwbs letters. */
-struct trace_event_raw_block_rq___kx {
-	__u32 dev;
-	__u64 sector;
-	__u32 bytes;
-	char rwbs[8];
-} __attribute__((preserve_access_index));
+/* Classic records: dev is already the disk's, op from the rwbs letters:
+ * "R", "W", "FW" (preflush + write), "D", "F", "N" ... */
+static __always_inline __u64 rwbs_op(const char *rwbs)
+{
+	return rwbs[0] == 'R' ? 1 : (rwbs[0] == 'W' || (rwbs[0] == 'F' && rwbs[1] == 'W')) ? 2 : 3;
+}
 
 static __always_inline int on_tp_rq(struct trace_event_raw_block_rq___kx *ctx, __u8 phase)
 {
@@ -287,10 +256,7 @@ static __always_inline int on_tp_rq(struct trace_event_raw_block_rq___kx *ctx, _
 	r->seqno = TPV(ctx, sector);
 	r->aux = TPV(ctx, bytes);
 	bpf_probe_read_kernel(rwbs, sizeof(rwbs), (void *)ctx + bpf_core_field_offset(ctx->rwbs));
-	/* "R", "W", "FW" (preflush + write), "D", "F", "N" ... */
-	r->aux2 = rwbs[0] == 'R'                                           ? 1
-	          : (rwbs[0] == 'W' || (rwbs[0] == 'F' && rwbs[1] == 'W')) ? 2
-	                                                                   : 3;
+	r->aux2 = rwbs_op(rwbs);
 	job_put(r);
 	return 0;
 }
@@ -307,37 +273,26 @@ int tp_blk_issue(struct trace_event_raw_block_rq___kx *ctx)
 	return on_tp_rq(ctx, KX_JOB_RUN);
 }
 
-/* block_rq_complete's record class: no bytes, an error instead. */
-struct trace_event_raw_block_rq_completion___kx {
-	__u32 dev;
-	__u64 sector;
-	__u32 nr_sector;
-	int error;
-	char rwbs[8];
-} __attribute__((preserve_access_index));
-
+/* block_rq_complete's record: no bytes, an error instead (core_fixes.bpf.h). */
 SEC("tracepoint/block/block_rq_complete")
-int tp_blk_complete(struct trace_event_raw_block_rq_completion___kx *ctx)
+int tp_blk_complete(void *ctx)
 {
+	struct kx_blk_done d = {};
 	struct kx_job_rec *r;
-	char rwbs[4] = {};
-	__u32 dev = TPV(ctx, dev);
 
-	if (!disk_traced(dev))
+	kx_blk_done_read(ctx, &d);
+	if (!disk_traced(d.dev))
 		return 0;
 	r = job_new(KX_JOB_SRC_BLOCK, KX_JOB_DONE);
 	if (!r)
 		return 0;
-	r->dev = dev;
-	r->seqno = TPV(ctx, sector);
-	r->aux = TPV(ctx, nr_sector) * 512;
-	bpf_probe_read_kernel(rwbs, sizeof(rwbs), (void *)ctx + bpf_core_field_offset(ctx->rwbs));
-	r->aux2 = rwbs[0] == 'R'                                           ? 1
-	          : (rwbs[0] == 'W' || (rwbs[0] == 'F' && rwbs[1] == 'W')) ? 2
-	                                                                   : 3;
+	r->dev = d.dev;
+	r->seqno = d.sector;
+	r->aux = d.nr_sector * 512;
+	r->aux2 = rwbs_op(d.rwbs);
 	r->pid = 0;
 	r->tid = 0;
-	r->flags = TPV(ctx, error) ? KX_JOB_F_ERROR : 0;
+	r->flags = d.error ? KX_JOB_F_ERROR : 0;
 	job_put(r);
 	return 0;
 }
@@ -475,12 +430,7 @@ int BPF_PROG(raw_fence_wait_end, struct dma_fence *f)
 	return on_fence_ptr(KX_JOB_WAIT_END, f);
 }
 
-/* The classic record keeps context and seqno (32 bits wide in older kernels). */
-struct trace_event_raw_dma_fence___kx {
-	__u64 context;
-	__u64 seqno;
-} __attribute__((preserve_access_index));
-
+/* The classic record keeps context and seqno at 32 bits (core_fixes.bpf.h). */
 SEC("tracepoint/dma_fence/dma_fence_emit")
 int tp_fence_emit(struct trace_event_raw_dma_fence___kx *ctx)
 {
@@ -508,40 +458,22 @@ int tp_fence_wait_end(struct trace_event_raw_dma_fence___kx *ctx)
 /* ---- gpu_scheduler (classic only) ---- */
 
 /*
- * One record class, two shapes. New (6.16+): name, job_count, hw_job_count,
- * dev, fence_context, fence_seqno, client_id. Old: entity, fence, name, id,
- * job_count, hw_job_count. Jobs are keyed by (fence_context, fence_seqno),
- * or by the finished-fence pointer in the old shape.
+ * Two name sets and two record shapes (core_fixes.bpf.h). Jobs are keyed by
+ * (fence_context, fence_seqno), or by the finished-fence pointer in the old
+ * shape.
  */
-struct trace_event_raw_drm_sched_job___kx {
-	void *fence;
-	__u32 __data_loc_name;
-	__u64 id;
-	__u64 fence_context;
-	__u64 fence_seqno;
-	__u64 client_id;
-} __attribute__((preserve_access_index));
-
 static __always_inline int on_sched_job(struct trace_event_raw_drm_sched_job___kx *ctx, __u8 phase)
 {
 	struct kx_job_rec *r;
 	__u64 c, s, aux;
 
-	if (bpf_core_field_exists(ctx->fence_context)) {
-		c = TPV(ctx, fence_context);
-		s = TPV(ctx, fence_seqno);
-		aux = TPV(ctx, client_id);
-	} else {
-		c = TPP(ctx, fence);
-		s = 0;
-		aux = TPV(ctx, id);
-	}
+	kx_sched_job_key(ctx, &c, &s, &aux);
 	if (phase == KX_JOB_QUEUE) {
 		/* Queue fires in the submitting task. */
 		if (!cur_traced())
 			return 0;
 		key_add(KX_JOB_SRC_GPU_SCHED, c, s);
-		if (!bpf_core_field_exists(ctx->fence_context))
+		if (!kx_sched_job_new_shape(ctx))
 			key_add(KX_JOB_SRC_GPU_SCHED | 0x100, aux,
 			        0); /* old wait_dep knows only the id */
 	} else if (!key_seen(KX_JOB_SRC_GPU_SCHED, c, s, false)) {
@@ -583,11 +515,6 @@ int tp_sched_run_old(struct trace_event_raw_drm_sched_job___kx *ctx)
 	return on_sched_job(ctx, KX_JOB_RUN);
 }
 
-struct trace_event_raw_drm_sched_job_done___kx {
-	__u64 fence_context;
-	__u64 fence_seqno;
-} __attribute__((preserve_access_index));
-
 SEC("tracepoint/gpu_scheduler/drm_sched_job_done")
 int tp_sched_done(struct trace_event_raw_drm_sched_job_done___kx *ctx)
 {
@@ -597,10 +524,6 @@ int tp_sched_done(struct trace_event_raw_drm_sched_job_done___kx *ctx)
 		emit(KX_JOB_SRC_GPU_SCHED, KX_JOB_DONE, c, s, 0, 0);
 	return 0;
 }
-
-struct trace_event_raw_drm_sched_process_job___kx {
-	void *fence;
-} __attribute__((preserve_access_index));
 
 SEC("tracepoint/gpu_scheduler/drm_sched_process_job")
 int tp_sched_done_old(struct trace_event_raw_drm_sched_process_job___kx *ctx)
@@ -613,20 +536,6 @@ int tp_sched_done_old(struct trace_event_raw_drm_sched_process_job___kx *ctx)
 }
 
 /* add_dep / unschedulable: the job (fence_context, fence_seqno) waits on (ctx, seqno). */
-struct trace_event_raw_drm_sched_job_add_dep___kx {
-	__u64 fence_context;
-	__u64 fence_seqno;
-	__u64 ctx;
-	__u64 seqno;
-} __attribute__((preserve_access_index));
-
-struct trace_event_raw_drm_sched_job_unschedulable___kx {
-	__u64 fence_context;
-	__u64 fence_seqno;
-	__u64 ctx;
-	__u64 seqno;
-} __attribute__((preserve_access_index));
-
 SEC("tracepoint/gpu_scheduler/drm_sched_job_add_dep")
 int tp_sched_add_dep(struct trace_event_raw_drm_sched_job_add_dep___kx *ctx)
 {
@@ -650,13 +559,6 @@ int tp_sched_unsched(struct trace_event_raw_drm_sched_job_unschedulable___kx *ct
 }
 
 /* Old: the job is known by id only; the event's fence is the dependency. */
-struct trace_event_raw_drm_sched_job_wait_dep___kx {
-	__u32 __data_loc_name;
-	__u64 id;
-	__u64 ctx;
-	__u64 seqno;
-} __attribute__((preserve_access_index));
-
 SEC("tracepoint/gpu_scheduler/drm_sched_job_wait_dep")
 int tp_sched_wait_dep(struct trace_event_raw_drm_sched_job_wait_dep___kx *ctx)
 {
@@ -790,18 +692,6 @@ int tp_xe_signal(struct trace_event_raw_xe_hw_fence___kx *ctx)
 
 /* ---- amdgpu: cs_ioctl -> QUEUE, sched_run_job -> RUN (done: gpu_scheduler) ---- */
 
-struct trace_event_raw_amdgpu_cs_ioctl___kx {
-	__u64 context;
-	__u64 seqno;
-	__u32 __data_loc_ring;
-} __attribute__((preserve_access_index));
-
-struct trace_event_raw_amdgpu_sched_run_job___kx {
-	__u64 context;
-	__u64 seqno;
-	__u32 __data_loc_ring;
-} __attribute__((preserve_access_index));
-
 #define AMDGPU_EVENT(prog, event, type, phase)                                                     \
 	SEC("tracepoint/amdgpu/" #event)                                                           \
 	int prog(struct type *ctx)                                                                 \
@@ -834,9 +724,9 @@ AMDGPU_EVENT(tp_amdgpu_run, amdgpu_sched_run_job, trace_event_raw_amdgpu_sched_r
 /* ---- msm: submit -> QUEUE, submit_flush -> RUN, submit_retired -> DONE ---- */
 
 /*
- * The submit event has no seqno yet (assigned at flush): all three carry the
- * submit id, which keys the filter; QUEUE has seqno 0 and aux = id, RUN
- * aux = id, aux2 = ticks at flush, DONE aux/aux2 = device start/end ticks.
+ * The submit event has no hardware seqno yet (assigned at flush): the submit
+ * id is what all three carry, so it is the job's seqno (and the filter key).
+ * DONE's aux/aux2 are the device's counter at start and end (ticks).
  */
 struct trace_event_raw_msm_gpu_submit___kx {
 	__u32 id;
@@ -846,14 +736,11 @@ struct trace_event_raw_msm_gpu_submit___kx {
 struct trace_event_raw_msm_gpu_submit_flush___kx {
 	__u32 id;
 	__u32 ringid;
-	__u32 seqno;
-	__u64 ticks;
 } __attribute__((preserve_access_index));
 
 struct trace_event_raw_msm_gpu_submit_retired___kx {
 	__u32 id;
 	__u32 ringid;
-	__u32 seqno;
 	__u64 start_ticks;
 	__u64 end_ticks;
 } __attribute__((preserve_access_index));
@@ -866,7 +753,7 @@ int tp_msm_submit(struct trace_event_raw_msm_gpu_submit___kx *ctx)
 	if (!cur_traced())
 		return 0;
 	key_add(KX_JOB_SRC_MSM, ring, id);
-	emit(KX_JOB_SRC_MSM, KX_JOB_QUEUE, ring, 0, id, 0);
+	emit(KX_JOB_SRC_MSM, KX_JOB_QUEUE, ring, id, 0, 0);
 	return 0;
 }
 
@@ -876,7 +763,7 @@ int tp_msm_flush(struct trace_event_raw_msm_gpu_submit_flush___kx *ctx)
 	__u64 ring = TPV(ctx, ringid), id = TPV(ctx, id);
 
 	if (key_seen(KX_JOB_SRC_MSM, ring, id, false))
-		emit(KX_JOB_SRC_MSM, KX_JOB_RUN, ring, TPV(ctx, seqno), id, TPV(ctx, ticks));
+		emit(KX_JOB_SRC_MSM, KX_JOB_RUN, ring, id, 0, 0);
 	return 0;
 }
 
@@ -886,7 +773,7 @@ int tp_msm_retired(struct trace_event_raw_msm_gpu_submit_retired___kx *ctx)
 	__u64 ring = TPV(ctx, ringid), id = TPV(ctx, id);
 
 	if (key_seen(KX_JOB_SRC_MSM, ring, id, true))
-		emit(KX_JOB_SRC_MSM, KX_JOB_DONE, ring, TPV(ctx, seqno), TPV(ctx, start_ticks),
+		emit(KX_JOB_SRC_MSM, KX_JOB_DONE, ring, id, TPV(ctx, start_ticks),
 		     TPV(ctx, end_ticks));
 	return 0;
 }
@@ -999,14 +886,6 @@ int tp_vpu_job(struct trace_event_raw_job___kx *ctx)
 
 /* ---- AMD NPU (amdxdna): xdna_job "sent to device" -> RUN, "signal..." -> DONE ---- */
 
-struct trace_event_raw_xdna_job___kx {
-	__u32 __data_loc_name;
-	__u32 __data_loc_str;
-	__u64 fence_context;
-	__u64 fence_seqno;
-	__u64 seq;
-} __attribute__((preserve_access_index));
-
 SEC("tracepoint/amdxdna/xdna_job")
 int tp_xdna_job(struct trace_event_raw_xdna_job___kx *ctx)
 {
@@ -1015,7 +894,7 @@ int tp_xdna_job(struct trace_event_raw_xdna_job___kx *ctx)
 	char what[8] = {};
 	__u8 phase;
 
-	if (!bpf_core_field_exists(ctx->fence_context))
+	if (!kx_xdna_has_fence(ctx))
 		return 0; /* the oldest shape has no fence to key on */
 	tp_str(what, ctx, TPV(ctx, __data_loc_str));
 	if (what[0] == 's' && what[1] == 'e')

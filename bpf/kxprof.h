@@ -29,7 +29,7 @@ enum kx_rec_type {
 	KX_REC_JOB = 3,
 };
 
-/* Job lifecycle sources and phases (see struct kx_job in user/event.h). */
+/* Job lifecycle sources and phases (see struct kx_job in user/model/event.h). */
 enum kx_job_src {
 	KX_JOB_SRC_BLOCK = 1,
 	KX_JOB_SRC_KVM,
@@ -98,7 +98,7 @@ struct kx_dev_key {
 
 /* Argument copy request: which (fkind, ioctl type+nr) pairs get a copy, and how much. */
 struct kx_arg_key {
-	unsigned int drv; /* enum kx_driver (user/ioctl_decode.h), from the device filter */
+	unsigned int drv; /* enum kx_driver (user/registry/drivers.h), from the device filter */
 	unsigned int cmd; /* full cmd, or KX_ARG_BY_NR_KEY(cmd) for nr-dispatched drivers */
 };
 #define KX_ARG_BY_NR_KEY(cmd) (0x80000000U | ((cmd)&0xffffU))

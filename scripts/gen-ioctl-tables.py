@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Generates user/registry/ioctl_table.c (the ioctl name tables) from the ioctl spec.
+"""Generates user/registry/ioctl_table.c (the ioctl name tables) from the ioctl spec,
+scripts/ioctl-tables/ioctls.md (kept in the repository: the tables are
+regenerated from a checkout, and a test checks the committed file is what this
+script makes from it).
 
-Usage: gen-ioctl-tables.py ioctls.md user/registry/ioctl_table.c
+Usage: gen-ioctl-tables.py scripts/ioctl-tables/ioctls.md user/registry/ioctl_table.c
+       (or `make ioctl-tables`)
 
 Owns the translation of the spec's markdown tables (and the few ioctl lists the
 spec gives as prose or bullets) into sorted C arrays. Every row is checked
@@ -466,7 +470,7 @@ def render(spec_bytes, rows):
     o.append(' * ioctl name tables, one per driver, sorted by key (see ioctl_table.h).')
     o.append(' * spec sha256: %s' % h)
     o.append(' */')
-    o.append('#include "ioctl_table.h"')
+    o.append('#include "registry/ioctl_table.h"')
     o.append('')
     for key, _, keying, _ in TABLES:
         ident = key.replace('-', '_')

@@ -143,7 +143,6 @@ static inline void gen_events(struct gen *g, size_t nioc, uint64_t seed)
 static inline void gen_capinfo(struct kx_capinfo *ci, int final)
 {
 	memset(ci, 0, sizeof(*ci));
-	ci->version = KX_KXP_VERSION;
 	snprintf(ci->hostname, sizeof(ci->hostname), "testhost");
 	snprintf(ci->kernel, sizeof(ci->kernel), "6.1.0-test-amd64");
 	snprintf(ci->cmdline, sizeof(ci->cmdline), "kvm_workload -j 100 --name \"a b\"");

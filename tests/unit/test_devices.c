@@ -407,6 +407,79 @@ static void test_find_and_label(void)
 	CHECK_STR(kx_device_label(d, 5, KX_FK_CHR, KX_MKDEV(10, 232), buf, 5), "/dev");
 }
 
+static int link_at(const char *target, const char *rel)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s%s", root, rel);
+	return symlink(target, p);
+}
+
+static int unlink_at(const char *rel)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s%s", root, rel);
+	return unlink(p);
+}
+
+static const char *disk(uint32_t dev)
+{
+	static char buf[KX_DISK_NAME_LEN];
+
+	return kx_block_disk_name(dev, buf, sizeof(buf));
+}
+
+/* Block disks: a partition's disk, names read once per dev_t, and afresh at capture start. */
+static void test_block_disks(void)
+{
+	struct kx_device set[2] = {{.dev = KX_DEV_ANY_MINOR(7), .fkind = KX_FK_BLK, .any_minor = 1},
+	                           {.dev = KX_MKDEV(254, 1), .fkind = KX_FK_BLK}};
+	char small[3];
+
+	mk("/sys/dev/block");
+	mk("/sys/devices");
+	mk("/sys/devices/block");
+	mk("/sys/devices/block/vda");
+	mk("/sys/devices/block/vda/vda1");
+	mk("/sys/devices/block/loop3");
+	mk("/sys/devices/block/nvme0n1p12345678");
+	CHECK(put("/sys/devices/block/vda/dev", "254:0\n") == 0);
+	CHECK(put("/sys/devices/block/vda/vda1/partition", "1\n") == 0);
+	CHECK(link_at("../../devices/block/vda", "/sys/dev/block/254:0") == 0);
+	CHECK(link_at("../../devices/block/vda/vda1", "/sys/dev/block/254:1") == 0);
+	CHECK(link_at("../../devices/block/loop3", "/sys/dev/block/7:3") == 0);
+	CHECK(link_at("../../devices/block/nvme0n1p12345678", "/sys/dev/block/259:0") == 0);
+
+	CHECK_EQ_U(kx_block_disk_of(KX_MKDEV(254, 1)), KX_MKDEV(254, 0));
+	CHECK_EQ_U(kx_block_disk_of(KX_MKDEV(254, 0)), KX_MKDEV(254, 0));
+	CHECK_EQ_U(kx_block_disk_of(KX_MKDEV(7, 3)), KX_MKDEV(7, 3));
+	CHECK_EQ_U(kx_block_disk_of(KX_MKDEV(8, 0)), KX_MKDEV(8, 0)); /* unknown: itself */
+
+	CHECK_STR(disk(KX_MKDEV(254, 0)), "vda");
+	CHECK_STR(disk(KX_MKDEV(7, 3)), "loop3");
+	CHECK_STR(disk(KX_MKDEV(8, 0)), "");
+	CHECK_STR(disk(KX_MKDEV(259, 0)), "nvme0n1p1234567"); /* cut as a record's ring is */
+	CHECK_STR(kx_block_disk_name(KX_MKDEV(254, 0), small, sizeof(small)), "vd");
+	CHECK(kx_block_disk_name(KX_MKDEV(254, 0), small, 0) == small);
+
+	/* Read once: a disk gone from sysfs keeps its name, an unknown one stays unknown. */
+	CHECK(unlink_at("/sys/dev/block/7:3") == 0);
+	CHECK_STR(disk(KX_MKDEV(7, 3)), "loop3");
+	CHECK_STR(disk(KX_MKDEV(7, 5)), "");
+	mk("/sys/devices/block/loop5");
+	CHECK(link_at("../../devices/block/loop5", "/sys/dev/block/7:5") == 0);
+	CHECK_STR(disk(KX_MKDEV(7, 5)), "");
+
+	/* A capture start reads its set afresh: every disk of a whole major, a partition's disk. */
+	CHECK(unlink_at("/sys/dev/block/254:0") == 0);
+	CHECK(link_at("../../devices/block/loop5", "/sys/dev/block/254:0") == 0);
+	kx_block_disks_note(set, 2);
+	CHECK_STR(disk(KX_MKDEV(7, 5)), "loop5");
+	CHECK_STR(disk(KX_MKDEV(7, 3)), "loop3");
+	CHECK_STR(disk(KX_MKDEV(254, 0)), "loop5");
+}
+
 static void test_real_kvm(void)
 {
 	struct kx_device d[KX_MAX_DEVICES];
@@ -449,6 +522,7 @@ int main(void)
 	RUN(test_resolve_paths);
 	RUN(test_default_set);
 	RUN(test_find_and_label);
+	RUN(test_block_disks);
 	RUN(test_real_kvm);
 	teardown();
 	KXT_EXIT();

@@ -180,6 +180,38 @@ static void test_names_map_back(void)
 	}
 }
 
+/* Name -> cmd (the replay fixtures' notation): the driver's table, then the DRM core's. */
+static void test_cmd_by_name(void)
+{
+	uint32_t cmd = 0;
+
+	CHECK(kx_ioctl_cmd_by_name(KX_DRV_KVM, "KVM_RUN", &cmd) == 0);
+	CHECK_EQ_U(cmd, 0xae80);
+	CHECK(kx_ioctl_cmd_by_name(KX_DRV_AMDGPU, "DRM_IOCTL_VERSION", &cmd) == 0);
+	CHECK_EQ_U(cmd, 0xc0406400);
+	CHECK(kx_ioctl_cmd_by_name(KX_DRV_UNKNOWN, "DRM_IOCTL_VERSION", &cmd) == 0);
+	CHECK_EQ_U(cmd, 0xc0406400);
+	/* Another driver's name is not found, and *cmd is left alone. */
+	cmd = 7;
+	CHECK(kx_ioctl_cmd_by_name(KX_DRV_LOOP, "KVM_RUN", &cmd) == -1);
+	CHECK(kx_ioctl_cmd_by_name(KX_DRV_MAX, "KVM_RUN", &cmd) == -1);
+	CHECK(kx_ioctl_cmd_by_name(KX_DRV_KVM, "NO_SUCH_IOCTL", &cmd) == -1);
+	CHECK_EQ_U(cmd, 7);
+	/* Every row's name maps back to a command named the same way (a shadowed
+	 * row's cmd is named by the earlier row that shares it). */
+	for (size_t i = 0; i < kx_ioctl_ntabs; i++) {
+		const struct kx_ioctl_tab *t = &kx_ioctl_tabs[i];
+		char buf[64];
+
+		for (size_t j = 0; j < t->n; j++) {
+			CHECK(kx_ioctl_cmd_by_name(t->drv, t->ents[j].name, &cmd) == 0);
+			if (t->ents[j].flags & KX_ENT_SHADOWED)
+				continue;
+			CHECK_STR(kx_ioctl_name(t->drv, cmd, 0, buf, sizeof(buf)), t->ents[j].name);
+		}
+	}
+}
+
 static void test_spot_checks(void)
 {
 	/* KVM */
@@ -686,6 +718,7 @@ int main(void)
 	RUN(test_table_shape);
 	RUN(test_tables_resolve);
 	RUN(test_names_map_back);
+	RUN(test_cmd_by_name);
 	RUN(test_spot_checks);
 	RUN(test_unknown_format);
 	RUN(test_errno);

@@ -247,10 +247,17 @@ static void check_block(const char *spec)
 		else if (j->phase == KX_JOB_RUN)
 			r->r = j->ts, r->nr++;
 		else if (j->phase == KX_JOB_DONE) {
+			/* Classic records carry no disk name: the registry gives it. */
+			char dn[KX_DISK_NAME_LEN], want[KX_DISK_NAME_LEN];
+			const char *name =
+			        j->ring[0] ? j->ring : kx_block_disk_name(j->dev, dn, sizeof(dn));
+
+			snprintf(want, sizeof(want), "loop%u", l.minor);
+
 			r->d = j->ts, r->nd++;
-			if (j->aux != BLK || j->pid != 0 || strncmp(j->ring, "loop", 4) != 0) {
-				printf("# DONE fields: aux %llu pid %u ring '%s'\n",
-				       (unsigned long long)j->aux, j->pid, j->ring);
+			if (j->aux != BLK || j->pid != 0 || strcmp(name, want) != 0) {
+				printf("# DONE fields: aux %llu pid %u ring '%s' disk '%s'\n",
+				       (unsigned long long)j->aux, j->pid, j->ring, name);
 				r->nd = 99;
 			}
 		}

@@ -14,6 +14,7 @@
 
 #include "util/grow.h"
 #include "util/hashmap.h"
+#include "registry/devices.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/jobs.h"
 #include "util/hist.h"
@@ -1490,7 +1491,12 @@ static int classify(struct builder *b)
 		goto out;
 	for (size_t i = 0; i < b->ntj; i++) {
 		struct tjob *t = &b->tj[i];
-		long d = assign_device(b, &ringdrv, t);
+		long d;
+
+		/* Classic block records carry the disk's dev_t only: the registry names it. */
+		if (!t->ring[0] && t->r.src == KX_JOB_SRC_BLOCK)
+			kx_block_disk_name(t->blkdev, t->ring, KX_DISK_NAME_LEN);
+		d = assign_device(b, &ringdrv, t);
 
 		if (d < 0)
 			goto out;

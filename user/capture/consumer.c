@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
@@ -22,8 +21,6 @@ struct kx_consumer {
 	atomic_int stop;
 	/* Written by the consumer thread only; read live by others. */
 	uint64_t ioctls, tasks, jobs, malformed;
-	uint32_t disk_dev; /* last block disk named from sysfs */
-	char disk_name[16];
 };
 
 /* ns -> µs, rounded, saturated at the field's limit. */
@@ -102,28 +99,6 @@ static int on_task(struct kx_consumer *c, const struct kx_task_rec *r, size_t si
 	return 0;
 }
 
-/* Disk name of a block dev_t from /sys/dev/block (classic records carry none). */
-static void disk_name(struct kx_consumer *c, uint32_t dev, char *out, size_t len)
-{
-	char path[64], link[256];
-	const char *base;
-	ssize_t n;
-
-	if (dev != c->disk_dev) {
-		c->disk_dev = dev;
-		c->disk_name[0] = 0;
-		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", KX_MAJOR(dev), KX_MINOR(dev));
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n > 0) {
-			link[n] = 0;
-			base = strrchr(link, '/');
-			base = base ? base + 1 : link;
-			snprintf(c->disk_name, sizeof(c->disk_name), "%.15s", base);
-		}
-	}
-	snprintf(out, len, "%s", c->disk_name);
-}
-
 static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size)
 {
 	struct kx_job j;
@@ -146,7 +121,9 @@ static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size
 	j.flags = r->flags;
 	memcpy(j.ring, r->ring, sizeof(j.ring));
 	j.ring[sizeof(j.ring) - 1] = 0;
-	/* Ring names the BPF side does not format (see struct kx_job). */
+	/* Ring names the BPF side does not format, from the record's own fields
+	 * (see struct kx_job). Nothing outside the record is read here: a block
+	 * record without its disk's name keeps "" (registry/devices.h names it). */
 	if (!j.ring[0]) {
 		if (j.src == KX_JOB_SRC_KVM)
 			snprintf(j.ring, sizeof(j.ring), "vcpu %u", (unsigned int)j.ctx);
@@ -154,8 +131,6 @@ static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size
 			snprintf(j.ring, sizeof(j.ring), "%u:%u",
 			         (unsigned int)(j.aux >> 16) & 0xffff,
 			         (unsigned int)j.aux & 0xffff);
-		else if (j.src == KX_JOB_SRC_BLOCK && j.dev)
-			disk_name(c, j.dev, j.ring, sizeof(j.ring));
 	}
 	count(&c->jobs);
 	if (c->sink.job)

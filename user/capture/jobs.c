@@ -13,6 +13,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "registry/devices.h"
 #include "registry/ioctl_decode.h"
 #include "jobs.skel.h"
 #include "capture/jobs.h"
@@ -199,27 +200,6 @@ static size_t mech_index(const char *mech)
 	return 0;
 }
 
-/* A partition's requests carry its whole disk's dev_t. */
-static uint32_t disk_of(uint32_t dev)
-{
-	char path[96], buf[32];
-	unsigned int ma, mi;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", KX_MAJOR(dev),
-	         KX_MINOR(dev));
-	if (access(path, F_OK) != 0)
-		return dev;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", KX_MAJOR(dev), KX_MINOR(dev));
-	f = fopen(path, "r");
-	if (!f)
-		return dev;
-	if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%u:%u", &ma, &mi) == 2)
-		dev = KX_MKDEV(ma, mi);
-	fclose(f);
-	return dev;
-}
-
 int kx_jobsrc_set_devices(struct kx_jobsrc *j, const struct kx_device *d, int n)
 {
 	int fd = bpf_map__fd(j->skel->maps.jobdevs);
@@ -239,10 +219,13 @@ int kx_jobsrc_set_devices(struct kx_jobsrc *j, const struct kx_device *d, int n)
 
 		if (d[i].fkind != KX_FK_BLK)
 			continue;
-		dev = d[i].any_minor ? KX_DEV_ANY_MINOR(KX_MAJOR(d[i].dev)) : disk_of(d[i].dev);
+		dev = d[i].any_minor ? KX_DEV_ANY_MINOR(KX_MAJOR(d[i].dev))
+		                     : kx_block_disk_of(d[i].dev);
 		if (bpf_map_update_elem(fd, &dev, &one, BPF_ANY))
 			rc = -1;
 	}
+	/* Records name disks by dev_t: their names are read now, while they exist. */
+	kx_block_disks_note(d, n);
 	return rc;
 }
 

@@ -264,7 +264,6 @@ static void fill_host(struct kx_capinfo *ci)
 {
 	struct utsname u;
 
-	ci->version = 1;
 	if (gethostname(ci->hostname, sizeof(ci->hostname)) != 0)
 		snprintf(ci->hostname, sizeof(ci->hostname), "localhost");
 	ci->hostname[sizeof(ci->hostname) - 1] = 0;

@@ -527,7 +527,6 @@ static int decode_fields(const uint8_t *p, size_t len, const struct field *field
 static int decode_capinfo(const uint8_t *p, size_t len, struct kx_capinfo *ci)
 {
 	memset(ci, 0, sizeof(*ci));
-	ci->version = KX_KXP_VERSION;
 	return decode_fields(p, len, capinfo_fields, ci, ci);
 }
 
@@ -1363,7 +1362,14 @@ static uint32_t read_header(struct reader *r)
 	}
 	version = get_le32(h + 8);
 	hlen = get_le32(h + 12);
-	if (version < 1 || version > KX_KXP_VERSION) {
+	if (version > KX_KXP_VERSION) {
+		msg(r,
+		    "record format version %u is newer than this kxprof reads (versions 1 to %d): "
+		    "read it with the kxprof that wrote it, or a newer one",
+		    version, KX_KXP_VERSION);
+		return 0;
+	}
+	if (version < 1) {
 		msg(r, "unsupported record format version %u (this kxprof reads versions 1 to %d)",
 		    version, KX_KXP_VERSION);
 		return 0;

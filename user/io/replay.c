@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "registry/ioctl_decode.h"
-#include "registry/ioctl_table.h"
 #include "analysis/jobs.h"
 #include "io/replay.h"
 #include "util/grow.h"
@@ -348,25 +347,6 @@ static int opt_fkind(struct ctx *c, struct obj *o, uint8_t *fkind)
 	return bad(c, "unknown file kind \"%s\"", kv->str);
 }
 
-/* An ioctl command by name, looked up in the driver's table then the DRM core's. */
-static int cmd_by_name(enum kx_driver drv, const char *name, uint32_t *cmd)
-{
-	const struct kx_ioctl_tab *tabs[2] = {NULL, NULL};
-
-	if ((unsigned int)drv < KX_DRV_MAX)
-		tabs[0] = kx_ioctl_tab_by_drv[drv];
-	tabs[1] = kx_ioctl_tab_by_drv[KX_DRV_DRM];
-	for (int t = 0; t < 2; t++) {
-		for (size_t i = 0; tabs[t] && i < tabs[t]->n; i++) {
-			if (!strcmp(tabs[t]->ents[i].name, name)) {
-				*cmd = tabs[t]->ents[i].cmd;
-				return 0;
-			}
-		}
-	}
-	return -1;
-}
-
 static int opt_cmd(struct ctx *c, struct obj *o, const char *key, enum kx_driver drv, uint32_t *cmd,
                    int nr_only)
 {
@@ -375,7 +355,7 @@ static int opt_cmd(struct ctx *c, struct obj *o, const char *key, enum kx_driver
 	if (!kv)
 		return 0;
 	if (kv->is_str && (kv->str[0] < '0' || kv->str[0] > '9')) {
-		if (cmd_by_name(drv, kv->str, cmd))
+		if (kx_ioctl_cmd_by_name(drv, kv->str, cmd))
 			return bad(c, "\"%s\": no ioctl named %s for driver %s", key, kv->str,
 			           kx_driver_name(drv));
 		if (nr_only)
@@ -680,7 +660,6 @@ int kx_replay_load_mem(const char *text, size_t len, const char *name, struct kx
 	if (!o)
 		return bad(&c, "out of memory");
 	memset(ci, 0, sizeof(*ci));
-	ci->version = 1;
 	if (errlen)
 		err[0] = '\0';
 	while (p < end) {

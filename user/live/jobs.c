@@ -10,6 +10,7 @@
 
 #include "live/jobs.h"
 #include "analysis/jobs.h"
+#include "registry/devices.h"
 #include "util/hashmap.h"
 #include "util/hist.h"
 
@@ -106,12 +107,16 @@ static void dev_down(struct devst *d, uint64_t ts)
 /* Series index of (device, ring), added when new; -1 past the limit. */
 static long series_get(struct kx_jobagg *a, const struct kx_job *j)
 {
-	char device[48], ring[sizeof(a->series->ring)];
+	char device[48], ring[sizeof(a->series->ring)], disk[KX_DISK_NAME_LEN];
 	size_t rl = strnlen(j->ring, sizeof(j->ring)), d;
+	const char *name = j->ring;
 	struct kx_jobagg_series *s;
 
+	/* Classic block records carry the disk's dev_t only: the registry names it. */
+	if (!rl && j->src == KX_JOB_SRC_BLOCK && j->dev)
+		rl = strlen(name = kx_block_disk_name(j->dev, disk, sizeof(disk)));
 	if (rl)
-		snprintf(ring, sizeof(ring), "%.*s", (int)rl, j->ring);
+		snprintf(ring, sizeof(ring), "%.*s", (int)rl, name);
 	else
 		snprintf(ring, sizeof(ring), "default");
 	if (j->src == KX_JOB_SRC_BLOCK)

@@ -1,7 +1,8 @@
 /*
  * Facts about a capture that are not events: host, kernel, clocks, devices,
  * attach results and loss counters. Written into the record file header and
- * trailer, shown by report and every exporter's warnings.
+ * trailer, shown by report and every exporter's warnings. The record format
+ * version is the file's, not the capture's: io/kxp.c writes and checks it.
  */
 #ifndef KX_CAPINFO_H
 #define KX_CAPINFO_H
@@ -50,7 +51,6 @@ struct kx_clock_sync {
 };
 
 struct kx_capinfo {
-	uint32_t version; /* record format version that wrote this */
 	char hostname[64];
 	char kernel[96];   /* uname -r */
 	char cmdline[256]; /* what was recorded, e.g. "kvm_workload -j 100" */

@@ -11,9 +11,15 @@
  *
  * Entries with any_minor set use dev = KX_DEV_ANY_MINOR(major), the same key
  * the BPF device filter matches, so a filter map can be filled from dev as is.
+ *
+ * Block disk names (records carry the disk's dev_t, some also its name) come
+ * from /sys/dev/block once per dev_t into a cache shared by the capture
+ * (which fills it for its device set at start) and the analysis (which asks
+ * for the disks the records name), never from the record path.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -757,4 +763,128 @@ const char *kx_device_label(const struct kx_device *devs, int n, unsigned int fk
 		snprintf(buf, len, "%s %u:%u", kind, KX_MAJOR(dev), KX_MINOR(dev));
 	}
 	return buf;
+}
+
+/* ---- block disks: the whole disk of a partition, and disk names ---- */
+
+uint32_t kx_block_disk_of(uint32_t dev)
+{
+	char path[160], buf[32];
+	unsigned int ma, mi;
+	FILE *f;
+
+	if (rpath(path, sizeof(path), "/sys/dev/block/%u:%u/partition", KX_MAJOR(dev),
+	          KX_MINOR(dev)) ||
+	    access(path, F_OK) != 0)
+		return dev;
+	if (rpath(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", KX_MAJOR(dev), KX_MINOR(dev)))
+		return dev;
+	f = fopen(path, "r");
+	if (!f)
+		return dev;
+	if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%u:%u", &ma, &mi) == 2)
+		dev = KX_MKDEV(ma, mi);
+	fclose(f);
+	return dev;
+}
+
+/*
+ * Names by dev_t, kept for the process's life: one sysfs read per disk, not
+ * per record. Misses are kept too (a record's disk may be gone); a capture
+ * start reads its device set afresh. Full: the oldest entry is replaced.
+ */
+#define DISK_CACHE_MAX 256
+
+struct disk_name {
+	uint32_t dev;
+	char name[KX_DISK_NAME_LEN]; /* "" when sysfs did not know the disk */
+};
+
+static pthread_mutex_t disk_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct disk_name disk_cache[DISK_CACHE_MAX];
+static size_t disk_n, disk_next; /* entries in use; next to replace once full */
+
+/* The kernel's name of a disk: the last component of /sys/dev/block/MA:MI's target. */
+static void disk_read(uint32_t dev, char *name, size_t len)
+{
+	char path[160], link[256];
+	const char *base;
+	ssize_t n;
+
+	name[0] = 0;
+	if (rpath(path, sizeof(path), "/sys/dev/block/%u:%u", KX_MAJOR(dev), KX_MINOR(dev)))
+		return;
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = 0;
+	base = strrchr(link, '/');
+	set_str(name, len, base ? base + 1 : link);
+}
+
+/* The cache entry of dev, made (and read from sysfs) when new or when fresh is set. */
+static const struct disk_name *disk_entry(uint32_t dev, int fresh)
+{
+	struct disk_name *e = NULL;
+
+	for (size_t i = 0; i < disk_n; i++)
+		if (disk_cache[i].dev == dev)
+			e = &disk_cache[i];
+	if (e && !fresh)
+		return e;
+	if (!e) {
+		if (disk_n < DISK_CACHE_MAX) {
+			e = &disk_cache[disk_n++];
+		} else {
+			e = &disk_cache[disk_next];
+			disk_next = (disk_next + 1) % DISK_CACHE_MAX;
+		}
+		e->dev = dev;
+	}
+	disk_read(dev, e->name, sizeof(e->name));
+	return e;
+}
+
+const char *kx_block_disk_name(uint32_t dev, char *buf, size_t len)
+{
+	if (!len)
+		return buf;
+	pthread_mutex_lock(&disk_lock);
+	set_str(buf, len, disk_entry(dev, 0)->name);
+	pthread_mutex_unlock(&disk_lock);
+	return buf;
+}
+
+/* Every disk of a major present now (a whole-major entry such as "loop"). */
+static void note_major(unsigned int major)
+{
+	char path[160];
+	struct dirent *de;
+	unsigned int ma, mi;
+	DIR *d;
+
+	if (rpath(path, sizeof(path), "/sys/dev/block"))
+		return;
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (sscanf(de->d_name, "%u:%u", &ma, &mi) == 2 && ma == major &&
+		    kx_block_disk_of(KX_MKDEV(ma, mi)) == KX_MKDEV(ma, mi))
+			disk_entry(KX_MKDEV(ma, mi), 1);
+	closedir(d);
+}
+
+void kx_block_disks_note(const struct kx_device *devs, int n)
+{
+	pthread_mutex_lock(&disk_lock);
+	for (int i = 0; i < n; i++) {
+		if (devs[i].fkind != KX_FK_BLK)
+			continue;
+		if (devs[i].any_minor)
+			note_major(KX_MAJOR(devs[i].dev));
+		else
+			disk_entry(kx_block_disk_of(devs[i].dev), 1);
+	}
+	pthread_mutex_unlock(&disk_lock);
 }

@@ -9,6 +9,7 @@
 #define KX_DEVICES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model/capinfo.h"
 
@@ -37,5 +38,24 @@ const struct kx_device *kx_device_find(const struct kx_device *devs, int n, unsi
 /* Human label for a record's file: node path, or "anon_inode:kvm-vcpu", or "char 10:232". */
 const char *kx_device_label(const struct kx_device *devs, int n, unsigned int fkind,
                             unsigned int dev, char *buf, size_t len);
+
+/* The whole disk of a block dev_t (a partition's requests carry their disk's dev_t). */
+uint32_t kx_block_disk_of(uint32_t dev);
+
+/*
+ * Kernel name of a block disk ("vda", "loop0", as /sys/dev/block names it),
+ * into buf; "" when this host does not know the dev_t. Read once per dev_t
+ * and kept for the process's life (thread-safe), so per-record callers cost
+ * a cache lookup. Returns buf.
+ */
+#define KX_DISK_NAME_LEN 16 /* bytes with the NUL: a record's ring name */
+const char *kx_block_disk_name(uint32_t dev, char *buf, size_t len);
+
+/*
+ * Capture start: reads afresh the names of the set's block disks (a
+ * partition's disk; every present disk of a whole-major entry), so they are
+ * still known after a disk goes away during the capture.
+ */
+void kx_block_disks_note(const struct kx_device *devs, int n);
 
 #endif /* KX_DEVICES_H */

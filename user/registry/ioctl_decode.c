@@ -2,8 +2,9 @@
  * Ioctl naming and argument decoding (contract in ioctl_decode.h): driver
  * names, command names looked up in the generated tables (ioctl_table.c),
  * errno names, and the argument copy requests with their field decoders.
- * Struct layouts come from the uapi headers named in ioctls.md; each one is
- * consistent with the size the spec gives for its command.
+ * Struct layouts come from the uapi headers named in the ioctl spec
+ * (scripts/ioctl-tables/ioctls.md); each one is consistent with the size
+ * the spec gives for its command.
  */
 #include <errno.h>
 #include <limits.h>
@@ -226,6 +227,25 @@ static const struct kx_ioctl_tab *name_tab(enum kx_driver drv, uint32_t cmd)
 			return NULL;
 	}
 	return kx_ioctl_tab_by_drv[drv];
+}
+
+/* Rows in spec order within a key: the first row with the name gives its cmd. */
+static int tab_find_name(const struct kx_ioctl_tab *t, const char *name, uint32_t *cmd)
+{
+	for (size_t i = 0; t && i < t->n; i++) {
+		if (!strcmp(t->ents[i].name, name)) {
+			*cmd = t->ents[i].cmd;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int kx_ioctl_cmd_by_name(enum kx_driver drv, const char *name, uint32_t *cmd)
+{
+	if ((unsigned int)drv < KX_DRV_MAX && !tab_find_name(kx_ioctl_tab_by_drv[drv], name, cmd))
+		return 0;
+	return tab_find_name(kx_ioctl_tab_by_drv[KX_DRV_DRM], name, cmd);
 }
 
 static int nv_is_xfer(enum kx_driver drv, uint32_t cmd)

@@ -1,8 +1,9 @@
 /*
- * Ioctl naming and argument decoding. Owns the driver ids, the name tables
- * (generated from the ioctl spec into ioctl_table.c by
- * scripts/gen-ioctl-tables.py) and the per-command argument decoders,
- * including which argument bytes the BPF side must copy.
+ * Ioctl naming and argument decoding. Owns driver names, command names
+ * (looked up in the generated tables of ioctl_table.h, made from
+ * scripts/ioctl-tables/ioctls.md by scripts/gen-ioctl-tables.py) and the
+ * per-command argument decoders, including which argument bytes the BPF
+ * side must copy. The driver ids themselves are registry/drivers.h's.
  */
 #ifndef KX_IOCTL_DECODE_H
 #define KX_IOCTL_DECODE_H
@@ -10,39 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Driver ids. Stored in records as one byte: keep below 256, append only. */
-enum kx_driver {
-	KX_DRV_UNKNOWN = 0,
-	KX_DRV_DRM, /* a DRM/accel device whose driver is not known */
-	KX_DRV_AMDGPU,
-	KX_DRV_I915,
-	KX_DRV_XE,
-	KX_DRV_NOUVEAU,
-	KX_DRV_MSM,
-	KX_DRV_PANFROST,
-	KX_DRV_PANTHOR,
-	KX_DRV_V3D,
-	KX_DRV_ETNAVIV,
-	KX_DRV_LIMA,
-	KX_DRV_HABANALABS,
-	KX_DRV_IVPU, /* "intel_vpu" */
-	KX_DRV_QAIC,
-	KX_DRV_AMDXDNA,
-	KX_DRV_ROCKET,
-	KX_DRV_ETHOSU,
-	KX_DRV_KFD,
-	KX_DRV_NVIDIA, /* /dev/nvidiactl, /dev/nvidiaN */
-	KX_DRV_NVIDIA_UVM,
-	KX_DRV_NVIDIA_MODESET,
-	KX_DRV_NEURON,
-	KX_DRV_TENSTORRENT,
-	KX_DRV_GASKET, /* Google TPU v2-v4 */
-	KX_DRV_VFIO,
-	KX_DRV_KVM,
-	KX_DRV_LOOP,  /* /dev/loopN and /dev/loop-control */
-	KX_DRV_BLOCK, /* other block devices */
-	KX_DRV_MAX
-};
+#include "registry/drivers.h"
 
 /* Canonical lower-case name ("amdgpu", "kvm", "nvidia-uvm", "unknown"). */
 const char *kx_driver_name(enum kx_driver drv);
@@ -61,6 +30,13 @@ int kx_driver_by_nr(enum kx_driver drv);
  */
 const char *kx_ioctl_name(enum kx_driver drv, uint32_t cmd, uint32_t xfer_cmd, char *buf,
                           size_t len);
+
+/*
+ * Inverse of kx_ioctl_name for the tables' names: the cmd of the row named
+ * name in drv's table, else in the DRM core's (DRM drivers issue both).
+ * Returns 0 and sets *cmd, or -1 when no table has that name.
+ */
+int kx_ioctl_cmd_by_name(enum kx_driver drv, const char *name, uint32_t *cmd);
 
 /* Formats cmd as _IO/_IOR/_IOW/_IOWR('c',0xNN,size) into buf. Returns buf. */
 const char *kx_ioc_format(uint32_t cmd, char *buf, size_t len);

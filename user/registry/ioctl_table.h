@@ -1,7 +1,9 @@
 /*
  * Internal to the ioctl decoder: layout of the generated name tables
- * (ioctl_table.c, written by scripts/gen-ioctl-tables.py from ioctls.md).
- * ioctl_decode.c looks names up in them; the unit test iterates them.
+ * (ioctl_table.c, written by `make ioctl-tables`: scripts/gen-ioctl-tables.py
+ * from scripts/ioctl-tables/ioctls.md). ioctl_decode.c looks names up in
+ * them (others use its functions: kx_ioctl_name, kx_ioctl_cmd_by_name); the
+ * unit test iterates them. Includes only the driver ids, never the decoder.
  */
 #ifndef KX_IOCTL_TABLE_H
 #define KX_IOCTL_TABLE_H
@@ -9,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "registry/ioctl_decode.h"
+#include "registry/drivers.h"
 
 #define KX_ENT_NOSIZE   1 /* the spec gives no size: cmd carries size 0 */
 #define KX_ENT_SHADOWED 2 /* same cmd as an earlier row, which names it */
