@@ -191,6 +191,40 @@ format:
 format-check:
 	clang-format --dry-run --Werror $(FORMAT_SRCS)
 
+# ---- Annotations: plugin/kxprof_annotate.h and its library ----
+# libkxprof_annotate.so holds the USDT probes. It is built without
+# sanitizers, since uninstrumented programs (python3) load it.
+ANNOT_LIB := $(BUILD)/libkxprof_annotate.so
+ANNOT_PY_TEST := $(BUILD)/tests/test_annotate_py
+ANNOT_CFLAGS = $(filter-out $(SANFLAGS),$(CFLAGS)) -Iplugin -Iplugin/annotate
+# Where `make install` puts the Python module: python3.X/dist-packages, on
+# Debian's python3 path for PREFIX /usr/local.
+PYTHON_DIR ?= $(PREFIX)/lib/python$(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
+
+all: $(ANNOT_LIB) $(ANNOT_PY_TEST)
+
+$(ANNOT_LIB): plugin/annotate/annotate.c plugin/kxprof_annotate.h plugin/annotate/annotate.map \
+		| $(DEPS_STAMP)
+	$(CC) $(ANNOT_CFLAGS) -shared -Wl,--version-script=plugin/annotate/annotate.map \
+		-Wl,--no-undefined -o $@ $<
+
+# The Python module's test, run by the system python3 like the unit tests.
+$(ANNOT_PY_TEST): tests/unit/test_annotate_py.py | $(ANNOT_LIB)
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nKXPROF_ANNOTATE_LIB=%s PYTHONPATH=%s PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 %s "$$@"\n' \
+		$(abspath $(ANNOT_LIB)) $(abspath plugin/python) $(abspath $<) >$@.tmp
+	chmod +x $@.tmp && mv $@.tmp $@
+
+.PHONY: install-annotate
+install: install-annotate
+install-annotate: $(ANNOT_LIB)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PYTHON_DIR)
+	install -m 0644 plugin/kxprof_annotate.h $(DESTDIR)$(PREFIX)/include/kxprof_annotate.h
+	install -m 0755 $(ANNOT_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_annotate.so
+	install -m 0644 plugin/python/kxprof_annotate.py $(DESTDIR)$(PYTHON_DIR)/kxprof_annotate.py
+
+FORMAT_SRCS += $(wildcard plugin/annotate/*.c plugin/annotate/*.h)
+
 clean:
 	rm -rf build build-san
 
