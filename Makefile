@@ -197,16 +197,27 @@ format-check:
 ANNOT_LIB := $(BUILD)/libkxprof_annotate.so
 ANNOT_PY_TEST := $(BUILD)/tests/test_annotate_py
 ANNOT_CFLAGS = $(filter-out $(SANFLAGS),$(CFLAGS)) -Iplugin -Iplugin/annotate
+ANNOT_USERS := $(BUILD)/tests/annotate_workload $(BUILD)/bench/bench_annotate
 # Where `make install` puts the Python module: python3.X/dist-packages, on
 # Debian's python3 path for PREFIX /usr/local.
 PYTHON_DIR ?= $(PREFIX)/lib/python$(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
 all: $(ANNOT_LIB) $(ANNOT_PY_TEST)
+
+# <bpf/usdt.bpf.h> includes <linux/errno.h>, whose <asm/errno.h> is under the multiarch dir.
+$(BUILD)/annotate.bpf.o: private CLANG += -idirafter /usr/include/$(MULTIARCH)
 
 $(ANNOT_LIB): plugin/annotate/annotate.c plugin/kxprof_annotate.h plugin/annotate/annotate.map \
 		| $(DEPS_STAMP)
 	$(CC) $(ANNOT_CFLAGS) -shared -Wl,--version-script=plugin/annotate/annotate.map \
 		-Wl,--no-undefined -o $@ $<
+
+# Programs that call the library find it next to build/ (RUNPATH).
+$(ANNOT_USERS): $(ANNOT_LIB)
+$(ANNOT_USERS): private CFLAGS += -Iplugin
+$(ANNOT_USERS): private LDFLAGS += -L$(BUILD) -lkxprof_annotate -Wl,-rpath,'$$ORIGIN/..'
+$(BUILD)/tests/test_annotate_capture: | $(ANNOT_LIB) $(ANNOT_PY_TEST) $(BUILD)/tests/annotate_workload
 
 # The Python module's test, run by the system python3 like the unit tests.
 $(ANNOT_PY_TEST): tests/unit/test_annotate_py.py | $(ANNOT_LIB)
