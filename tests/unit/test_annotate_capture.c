@@ -7,7 +7,8 @@
  * exactly what the workload did: nested thread ranges paired with their
  * begin times, marks at their depth, cross-thread ranges ended on another
  * thread, unbalanced pops and too deep nests counted, nothing from an
- * untraced process. The Python module goes through the same capture.
+ * untraced process. The Python module and the NVTX injection go through
+ * the same capture.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -395,6 +396,37 @@ static void test_python_module(void)
 	CHECK_EQ_U(ended, 1);
 }
 
+static void test_nvtx_injection(void)
+{
+	char drv[PATH_MAX + 32], nvtx[PATH_MAX + 32], out[4096];
+	char *argv[] = {drv, "-S", NULL};
+	struct child c;
+	struct kx_annot *a;
+
+	snprintf(drv, sizeof(drv), "%s/tests/nvtx_driver", bdir);
+	snprintf(nvtx, sizeof(nvtx), "%s/libkxprof_nvtx.so", bdir);
+	nrecs = 0;
+	CHECK(spawn(&c, argv, "NVTX_INJECTION64_PATH", nvtx) == 0);
+	a = trace_stopped(&c);
+	CHECK(a);
+	CHECK(finish(&c, out, sizeof(out)) == 0);
+	drain(a);
+	kx_annot_close(a);
+	/* The driver's sequence (tests/workloads/nvtx_driver.c), as kxprof records it. */
+	CHECK(has_rec(c.pid, KX_ANN_MARK, "m1", "", 0));
+	CHECK(has_rec(c.pid, KX_ANN_PUSH, "a", "", 1));
+	CHECK(has_rec(c.pid, KX_ANN_PUSH, "b", "", 2));
+	CHECK(has_rec(c.pid, KX_ANN_PUSH, "c\xc3\xa9", "", 3)); /* the W form, in UTF-8 */
+	CHECK(has_rec(c.pid, KX_ANN_PUSH, "d", "dom1", 1));
+	CHECK(has_rec(c.pid, KX_ANN_MARK, "reg", "dom1", 1)); /* a registered string */
+	CHECK(has_rec(c.pid, KX_ANN_START, "x", "", -1));
+	CHECK(has_rec(c.pid, KX_ANN_START, "y", "dom1", -1));
+	CHECK(has_rec(c.pid, KX_ANN_PUSH, "c2", "", 1)); /* the second client */
+	CHECK_EQ_U(count(c.pid, KX_ANN_PUSH, NULL, -1), 5);
+	CHECK_EQ_U(count(c.pid, KX_ANN_POP, NULL, -1), 5);
+	CHECK_EQ_U(count(c.pid, KX_ANN_END, NULL, -1), 2);
+}
+
 int main(int argc, char **argv)
 {
 	char self[PATH_MAX];
@@ -420,6 +452,7 @@ int main(int argc, char **argv)
 		return 1;
 	RUN(test_copies_threads_xranges);
 	RUN(test_python_module);
+	RUN(test_nvtx_injection);
 	{
 		char cmd[256];
 
