@@ -29,7 +29,7 @@ struct api {
 	void (*push)(const char *);
 	void (*pop)(void);
 	void (*mark)(const char *);
-	char prefix[8];
+	char prefix[16];
 };
 
 static int threads = 4, iters = 20, sleep_us = 1000, xranges = 10, unbalanced = 0, depth = 0;
