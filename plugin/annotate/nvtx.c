@@ -21,15 +21,20 @@
 
 #define MSG_MAX 96 /* bytes of a converted wide message */
 
-struct domain {
-	char name[64];
-	nvtxDomainHandle_t prev;
-};
-
 struct string {
 	char text[MSG_MAX];
 	nvtxStringHandle_t prev;
+	struct string *next; /* of its domain */
 };
+
+struct domain {
+	char name[64];
+	nvtxDomainHandle_t prev;
+	struct string *strings; /* registered in it: freed with it */
+};
+
+/* Strings registered in the default domain (NULL): live as long as the process. */
+static struct string *default_strings;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -435,14 +440,25 @@ static nvtxDomainHandle_t d_create_w(const wchar_t *name)
 
 static void d_destroy(nvtxDomainHandle_t d)
 {
+	struct domain *dom = (struct domain *)d;
+
 	if (PREV(core2, CORE2_DomainDestroy, nvtx_d_destroy_fn))
 		PREV(core2, CORE2_DomainDestroy, nvtx_d_destroy_fn)(prev_domain(d));
-	free(d);
+	if (!dom)
+		return;
+	while (dom->strings) {
+		struct string *s = dom->strings;
+
+		dom->strings = s->next;
+		free(s);
+	}
+	free(dom);
 }
 
-static nvtxStringHandle_t d_string(const char *text, nvtxStringHandle_t prev)
+static nvtxStringHandle_t d_string(nvtxDomainHandle_t d, const char *text, nvtxStringHandle_t prev)
 {
 	struct string *s = calloc(1, sizeof(*s));
+	struct string **list = d ? &((struct domain *)d)->strings : &default_strings;
 
 	if (!s) {
 		fprintf(stderr, "kxprof_nvtx: out of memory registering NVTX string %s\n", text);
@@ -450,6 +466,10 @@ static nvtxStringHandle_t d_string(const char *text, nvtxStringHandle_t prev)
 	}
 	snprintf(s->text, sizeof(s->text), "%s", text);
 	s->prev = prev;
+	pthread_mutex_lock(&lock);
+	s->next = *list;
+	*list = s;
+	pthread_mutex_unlock(&lock);
 	return (nvtxStringHandle_t)s;
 }
 
@@ -457,7 +477,7 @@ static nvtxStringHandle_t d_register_a(nvtxDomainHandle_t d, const char *text)
 {
 	nvtx_d_register_a_fn p = PREV(core2, CORE2_DomainRegisterStringA, nvtx_d_register_a_fn);
 
-	return d_string(text ? text : "", p ? p(prev_domain(d), text) : NULL);
+	return d_string(d, text ? text : "", p ? p(prev_domain(d), text) : NULL);
 }
 
 static nvtxStringHandle_t d_register_w(nvtxDomainHandle_t d, const wchar_t *text)
@@ -465,7 +485,7 @@ static nvtxStringHandle_t d_register_w(nvtxDomainHandle_t d, const wchar_t *text
 	nvtx_d_register_w_fn p = PREV(core2, CORE2_DomainRegisterStringW, nvtx_d_register_w_fn);
 	char buf[MSG_MAX];
 
-	return d_string(utf8(text, buf, sizeof(buf)), p ? p(prev_domain(d), text) : NULL);
+	return d_string(d, utf8(text, buf, sizeof(buf)), p ? p(prev_domain(d), text) : NULL);
 }
 
 /* Calls that only need the previous tool's domain handle. */
