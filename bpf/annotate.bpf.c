@@ -28,7 +28,9 @@ struct {
 } ann_stats SEC(".maps");
 
 /* A thread's open ranges: depth counts beyond KX_ANN_DEPTH, begin[] holds
- * the levels that fit. The entry goes when the thread's depth is 0 again. */
+ * the levels that fit. The entry goes when the thread's depth is 0 again;
+ * a thread that exits inside a range leaves it (bounded: a full map is
+ * counted in KX_ANN_STAT_THREADS_FULL). */
 struct ann_thread {
 	__u32 depth;
 	__u32 pad;
@@ -42,7 +44,8 @@ struct {
 	__type(value, struct ann_thread);
 } ann_threads SEC(".maps");
 
-/* Open cross-thread ranges: (tgid, id) -> begin time. */
+/* Open cross-thread ranges: (tgid, id) -> begin time (bounded: a full map
+ * is counted in KX_ANN_STAT_RANGES_FULL). */
 struct ann_range_key {
 	__u64 id;
 	__u32 tgid;

@@ -30,6 +30,7 @@ declare -A need=(
 	[prometheus]=/usr/bin/promtool
 	[curl]=/usr/bin/curl
 	[systemtap-sdt-dev]=/usr/bin/dtrace
+	[binutils]=/usr/bin/objcopy
 )
 
 missing=()

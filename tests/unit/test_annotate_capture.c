@@ -87,6 +87,18 @@ struct child {
 	int out; /* its stdout */
 };
 
+/* Children a failed check may leave stopped: killed after each case. */
+static pid_t spawned[8];
+static int nspawned;
+
+static void reap_spawned(void)
+{
+	for (int i = 0; i < nspawned; i++)
+		if (kill(spawned[i], SIGKILL) == 0)
+			waitpid(spawned[i], NULL, 0);
+	nspawned = 0;
+}
+
 static int spawn(struct child *c, char *const argv[], const char *env_name, const char *env_val)
 {
 	int p[2];
@@ -96,6 +108,8 @@ static int spawn(struct child *c, char *const argv[], const char *env_name, cons
 	c->pid = fork();
 	if (c->pid < 0)
 		return -1;
+	if (c->pid > 0 && nspawned < (int)(sizeof(spawned) / sizeof(spawned[0])))
+		spawned[nspawned++] = c->pid;
 	if (c->pid == 0) {
 		dup2(p[1], 1);
 		close(p[0]);
@@ -127,7 +141,12 @@ static int finish(struct child *c, char *out, size_t len)
 		got += n;
 	out[got] = 0;
 	close(c->out);
-	if (waitpid(c->pid, &st, 0) != c->pid || !WIFEXITED(st))
+	if (waitpid(c->pid, &st, 0) != c->pid)
+		return -1;
+	for (int i = 0; i < nspawned; i++) /* reaped: its pid may be reused */
+		if (spawned[i] == c->pid)
+			spawned[i] = spawned[--nspawned];
+	if (!WIFEXITED(st))
 		return -1;
 	return WEXITSTATUS(st);
 }
@@ -451,8 +470,11 @@ int main(int argc, char **argv)
 	if (!mkdtemp(tmpdir))
 		return 1;
 	RUN(test_copies_threads_xranges);
+	reap_spawned();
 	RUN(test_python_module);
+	reap_spawned();
 	RUN(test_nvtx_injection);
+	reap_spawned();
 	{
 		char cmd[256];
 

@@ -24,7 +24,8 @@
 
 struct kx_annot_opts {
 	int all;                /* every process: no pid filter */
-	const pid_t *pids;      /* else these tgids (own pid set only) */
+	const pid_t *pids;      /* else these tgids (own pid set only; it does not follow forks,
+	                           a session's pid set does) */
 	int npids;              /* entries of pids */
 	int events_fd, pids_fd; /* a session's ring buffer and pid set; 0: its own */
 	uint32_t ring_bytes;    /* own ring buffer size in bytes (0: 8 MiB) */
