@@ -202,6 +202,67 @@ format:
 format-check:
 	clang-format --dry-run --Werror $(FORMAT_SRCS)
 
+# ---- Annotations: plugin/kxprof_annotate.h, its library, the NVTX injection ----
+# libkxprof_annotate.so holds the USDT probes; libkxprof_nvtx.so calls it
+# (RUNPATH $ORIGIN: the two stay in one directory). Both are built without
+# sanitizers, since uninstrumented programs (python3) load them.
+ANNOT_LIB := $(BUILD)/libkxprof_annotate.so
+NVTX_LIB := $(BUILD)/libkxprof_nvtx.so
+NVTX_RECORDER := $(BUILD)/tests/libnvtx_recorder.so
+ANNOT_PY_TEST := $(BUILD)/tests/test_annotate_py
+ANNOT_CFLAGS = $(filter-out $(SANFLAGS),$(CFLAGS)) -Iplugin -Iplugin/annotate
+ANNOT_USERS := $(BUILD)/tests/annotate_workload $(BUILD)/bench/bench_annotate
+# Where `make install` puts the Python module: python3.X/dist-packages, on
+# Debian's python3 path for PREFIX /usr/local.
+PYTHON_DIR ?= $(PREFIX)/lib/python$(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+
+all: $(ANNOT_LIB) $(NVTX_LIB) $(NVTX_RECORDER) $(ANNOT_PY_TEST)
+
+# <bpf/usdt.bpf.h> includes <linux/errno.h>, whose <asm/errno.h> is under the multiarch dir.
+$(BUILD)/annotate.bpf.o: private CLANG += -idirafter /usr/include/$(MULTIARCH)
+
+$(ANNOT_LIB): plugin/annotate/annotate.c plugin/kxprof_annotate.h plugin/annotate/annotate.map \
+		| $(DEPS_STAMP)
+	$(CC) $(ANNOT_CFLAGS) -shared -Wl,--version-script=plugin/annotate/annotate.map \
+		-Wl,--no-undefined -o $@ $<
+
+$(NVTX_LIB): plugin/annotate/nvtx.c plugin/annotate/nvtx_types.h plugin/annotate/nvtx.map \
+		$(ANNOT_LIB)
+	$(CC) $(ANNOT_CFLAGS) -shared -Wl,--version-script=plugin/annotate/nvtx.map \
+		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ $< -L$(BUILD) -lkxprof_annotate -lpthread
+
+# A previous NVTX injection for the forwarding tests: records what it is given.
+$(NVTX_RECORDER): tests/unit/nvtx_recorder.c plugin/annotate/nvtx_types.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ANNOT_CFLAGS) -shared -o $@ $< -lpthread
+
+# Programs that call the library find it next to build/ (RUNPATH).
+$(ANNOT_USERS): $(ANNOT_LIB)
+$(ANNOT_USERS): private CFLAGS += -Iplugin
+$(ANNOT_USERS): private LDFLAGS += -L$(BUILD) -lkxprof_annotate -Wl,-rpath,'$$ORIGIN/..'
+$(BUILD)/tests/nvtx_driver: private CFLAGS += -Iplugin/annotate
+$(BUILD)/tests/test_annotate_capture $(BUILD)/tests/test_nvtx_inject: | $(ANNOT_LIB) $(NVTX_LIB) \
+		$(NVTX_RECORDER) $(ANNOT_PY_TEST) $(BUILD)/tests/annotate_workload $(BUILD)/tests/nvtx_driver
+
+# The Python module's test, run by the system python3 like the unit tests.
+$(ANNOT_PY_TEST): tests/unit/test_annotate_py.py | $(ANNOT_LIB)
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nKXPROF_ANNOTATE_LIB=%s PYTHONPATH=%s PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 %s "$$@"\n' \
+		$(abspath $(ANNOT_LIB)) $(abspath plugin/python) $(abspath $<) >$@.tmp
+	chmod +x $@.tmp && mv $@.tmp $@
+
+.PHONY: install-annotate
+install: install-annotate
+install-annotate: $(ANNOT_LIB) $(NVTX_LIB)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PYTHON_DIR)
+	install -m 0644 plugin/kxprof_annotate.h $(DESTDIR)$(PREFIX)/include/kxprof_annotate.h
+	install -m 0755 $(ANNOT_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_annotate.so
+	install -m 0755 $(NVTX_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_nvtx.so
+	install -m 0644 plugin/python/kxprof_annotate.py $(DESTDIR)$(PYTHON_DIR)/kxprof_annotate.py
+
+FORMAT_SRCS += $(wildcard plugin/annotate/*.c plugin/annotate/*.h)
+
 clean:
 	rm -rf build build-san
 

@@ -29,6 +29,8 @@ declare -A need=(
 	[libmicrohttpd-dev]=/usr/include/microhttpd.h
 	[prometheus]=/usr/bin/promtool
 	[curl]=/usr/bin/curl
+	[systemtap-sdt-dev]=/usr/bin/dtrace
+	[binutils]=/usr/bin/objcopy
 )
 
 missing=()

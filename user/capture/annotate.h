@@ -1,0 +1,76 @@
+/*
+ * Annotation capture: loads bpf/annotate.bpf.c and attaches its programs to
+ * the USDT probes (provider "kxprof") of every copy of libkxprof_annotate.so
+ * the traced processes map: a named file, or the files found in
+ * /proc/PID/maps that carry kxprof's .note.stapsdt probes (vendored copies
+ * at other paths; copies dlopen'ed later are found by the next rescan).
+ * Each file is attached once, for every process (pid -1, the in-kernel pid
+ * filter decides) or for one pid. A copy lacking some probes (an older
+ * library) or all of them (stripped of its notes) is reported in the copy
+ * list, never fatal. Owns the object, its links and the copy list; records
+ * go to the ring buffer (its own, or a session's) in bpf/annotate.h's layout.
+ */
+#ifndef KX_CAPTURE_ANNOTATE_H
+#define KX_CAPTURE_ANNOTATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* bpf/annotate.h (the record layout): "annotate.h" would name this file. */
+#include <annotate.h>
+
+#define KX_ANN_NPROBES 5 /* range_push, range_pop, mark, range_start, range_end */
+
+struct kx_annot_opts {
+	int all;                /* every process: no pid filter */
+	const pid_t *pids;      /* else these tgids (own pid set only; it does not follow forks,
+	                           a session's pid set does) */
+	int npids;              /* entries of pids */
+	int events_fd, pids_fd; /* a session's ring buffer and pid set; 0: its own */
+	uint32_t ring_bytes;    /* own ring buffer size in bytes (0: 8 MiB) */
+	uint64_t wakeup_bytes;  /* wake the reader past this much data (0: 256 KiB) */
+};
+
+/* One file that carries (or should carry) the probes. */
+struct kx_annot_copy {
+	char path[512];   /* as attached (/proc/PID/root/... when found in a process) */
+	dev_t dev;        /* identity of the file */
+	ino_t ino;        /* identity of the file */
+	pid_t pid;        /* attached for this pid, -1: every process */
+	uint8_t found;    /* bit i: probe i is in the file's notes (kx_annot_probe_name) */
+	uint8_t attached; /* bit i: probe i attached */
+	char why[160];    /* what is missing or failed, "" when all five attached */
+};
+
+struct kx_annot;
+
+/* NULL on failure, with what failed and what to do in err. */
+struct kx_annot *kx_annot_open(const struct kx_annot_opts *o, char *err, size_t len);
+/* Attaches the probes of the file at path for pid (-1: every process). 1 when
+ * the file is new and at least one probe attached, 0 when it was attached
+ * already or has none (see the copy list), -errno when it cannot be read. */
+int kx_annot_attach_path(struct kx_annot *a, const char *path, pid_t pid);
+/* Finds and attaches (pid -1) the copies process pid maps: new copies
+ * attached, or -errno when its maps cannot be read (process gone). */
+int kx_annot_scan_pid(struct kx_annot *a, pid_t pid);
+/* Scans every traced process (the pid set, or all with opts.all): new
+ * copies attached. Call it now and then to find dlopen'ed copies. */
+int kx_annot_rescan(struct kx_annot *a);
+/* Adds a tgid to its own pid set (0, or -errno). */
+int kx_annot_add_pid(struct kx_annot *a, pid_t pid);
+
+const struct kx_annot_copy *kx_annot_copies(const struct kx_annot *a, int *n);
+const char *kx_annot_probe_name(int i);
+
+/* Own ring buffer only: calls cb for each record for up to timeout_ms;
+ * records handled, or -errno. cb returns 0 to go on. */
+typedef int (*kx_annot_cb)(void *ctx, const struct kx_ann_rec *r, size_t size);
+int kx_annot_poll(struct kx_annot *a, int timeout_ms, kx_annot_cb cb, void *ctx);
+/* Sums of the per-CPU counters (enum kx_ann_stat). 0, or -errno. */
+int kx_annot_stats(const struct kx_annot *a, uint64_t out[KX_ANN_STAT_MAX]);
+/* Detaches every probe (records already made stay in the ring). */
+void kx_annot_detach(struct kx_annot *a);
+void kx_annot_close(struct kx_annot *a);
+
+#endif /* KX_CAPTURE_ANNOTATE_H */
