@@ -2,7 +2,7 @@
 /*
  * Annotation capture: the USDT probes of libkxprof_annotate.so (range push
  * and pop, marks, cross-thread range start and end) become records of
- * bpf/annotate.h for traced processes. Thread ranges are paired here (a
+ * bpf/annotate_rec.h for traced processes. Thread ranges are paired here (a
  * per-thread stack of begin times), cross-thread ones by (tgid, id), so a
  * POP or END record says when its range began; what cannot be paired or
  * recorded is counted in ann_stats. Names are copied at the call, bounded.
@@ -15,7 +15,7 @@
 #include <bpf/usdt.bpf.h>
 
 #include "kxprof.h"
-#include "annotate.h"
+#include "annotate_rec.h"
 #include "shared.bpf.h"
 
 #define E2BIG 7

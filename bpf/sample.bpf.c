@@ -13,7 +13,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "kxprof.h"
-#include "sample.h"
+#include "sample_rec.h"
 #include "shared.bpf.h"
 
 #define PF_KTHREAD 0x00200000 /* task_struct.flags: a kernel thread */

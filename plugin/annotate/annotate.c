@@ -18,7 +18,7 @@
 
 #include "kxprof_annotate.h"
 
-/* Bytes of a name kxprof keeps (bpf/annotate.h KX_ANN_NAME_MAX). */
+/* Bytes of a name kxprof keeps (bpf/annotate_rec.h KX_ANN_NAME_MAX). */
 #define NAME_KEEP 96
 
 /*

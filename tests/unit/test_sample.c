@@ -22,7 +22,7 @@
 
 #include "capture/sample.h"
 #include "kxtest.h"
-#include "sample.h" /* bpf/sample.h: the record layout */
+#include "sample_rec.h" /* bpf/: the record layout */
 #include "symbol/resolved.h"
 #include "symbol/symbolizer.h"
 #include "util/grow.h"

@@ -8,7 +8,7 @@
  * filter decides) or for one pid. A copy lacking some probes (an older
  * library) or all of them (stripped of its notes) is reported in the copy
  * list, never fatal. Owns the object, its links and the copy list; records
- * go to the ring buffer (its own, or a session's) in bpf/annotate.h's layout.
+ * go to the ring buffer (its own, or a session's) in bpf/annotate_rec.h's layout.
  */
 #ifndef KX_CAPTURE_ANNOTATE_H
 #define KX_CAPTURE_ANNOTATE_H
@@ -17,8 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* bpf/annotate.h (the record layout): "annotate.h" would name this file. */
-#include <annotate.h>
+#include "annotate_rec.h" /* bpf/: the record layout */
 
 #define KX_ANN_NPROBES 5 /* range_push, range_pop, mark, range_start, range_end */
 

@@ -17,9 +17,7 @@
 #include "capture/sample.h"
 #include "capture/session.h"
 #include "sample.skel.h"
-/* bpf/sample.h, the record layout (angle brackets: a quoted name would find
- * this folder's sample.h first). */
-#include <sample.h>
+#include "sample_rec.h" /* bpf/: the record layout */
 
 struct kx_sampler {
 	struct sample_bpf *skel;

@@ -22,7 +22,7 @@ struct kx_sample {
 	uint32_t pid;   /* tgid */
 	uint32_t tid;
 	uint32_t cpu;
-	uint16_t flags; /* KX_SAMPLE_F_* (bpf/sample.h) */
+	uint16_t flags; /* KX_SAMPLE_F_* (bpf/sample_rec.h) */
 	char comm[KX_COMM_LEN];
 	const unsigned long long *kips; /* kernel frames, leaf first */
 	uint32_t nk;
