@@ -21,10 +21,15 @@ count() { # file with PASS/FAIL/SKIP lines
 	grep -E "$FAIL_RE|^SKIP " "$1" || true
 }
 
-# A unit binary ends with "CASES n": n must be its source's RUN() count.
-check_cases() { # log, source, name
+# A unit binary ends with "CASES n": n must be its source's RUN() count (a
+# Python test's: its test_ functions).
+check_cases() { # log, source without extension, name
 	local want got
-	want=$(grep -c '^[[:space:]]*RUN(' "$2")
+	if [ -f "$2.py" ]; then
+		want=$(grep -c '^def test_' "$2.py")
+	else
+		want=$(grep -c '^[[:space:]]*RUN(' "$2.c")
+	fi
 	got=$(sed -n 's/^CASES \([0-9]*\)$/\1/p' "$1" | tail -n 1)
 	if [ -z "$got" ]; then
 		echo "FAIL $3: stopped before its last case (no CASES line; $want cases expected)"
@@ -57,7 +62,7 @@ run_unit() { # build dir
 		rc=$?
 		echo "== $name"
 		count "$out"
-		check_cases "$out" "tests/unit/$(basename "$t").c" "$name"
+		check_cases "$out" "tests/unit/$(basename "$t")" "$name"
 		if [ $rc -ne 0 ] && ! grep -Eq "$FAIL_RE" "$out"; then
 			echo "FAIL $name: exited $rc"
 			tail -20 "$out"
