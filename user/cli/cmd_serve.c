@@ -287,8 +287,7 @@ struct serve_opts {
 	const char *listen_s;
 	struct sockaddr_storage addr;
 	int v6;
-	const char *pids; /* -p list, checked when the capture opens */
-	uint32_t pidv[KX_MAX_PIDS];
+	const char *pids;                /* -p list, checked when the capture opens */
 	int by;                          /* enum kx_agg_by */
 	double rescan;                   /* seconds, 0: SIGHUP only */
 	long long timeout, clients;      /* HTTP idle timeout (seconds), connection cap */
@@ -360,23 +359,6 @@ static int serve_opt(struct serve_opts *o, int opt)
 	return -1;
 }
 
-/* The capture serve runs: in-kernel aggregation, no driver entry hooks
- * (always-on cost), job records paired online into the job aggregates. */
-static void serve_capture_opts(struct serve_opts *o)
-{
-	o->cap.devices = &o->devices;
-	o->cap.pids = o->pidv;
-	o->cap.all = o->pids == NULL;
-	/* Aggregate mode emits no ioctl records; job records (user/live/jobs.h) do flow. */
-	o->cap.ringbuf_bytes = 1 << 20;
-	o->cap.verbose = kx_verbose;
-	o->cap.no_drvhooks = 1;
-	o->cap.aggregate = 1;
-	o->cap.agg_by_pid = o->by == KX_AGG_BY_PID;
-	o->cap.agg_by_cgroup = o->by == KX_AGG_BY_CGROUP;
-	o->cap.cmdline = "serve";
-}
-
 /* Options into o. 0 to serve; else the exit code (0 after --help). */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
@@ -414,7 +396,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 		       o->listen_s);
 		return 2;
 	}
-	serve_capture_opts(o);
+	o->cap.devices = &o->devices;
+	o->cap.verbose = kx_verbose;
+	o->cap.agg_by_pid = o->by == KX_AGG_BY_PID;
+	o->cap.agg_by_cgroup = o->by == KX_AGG_BY_CGROUP;
+	o->cap.cmdline = "serve";
 	return 0;
 }
 
@@ -423,16 +409,7 @@ static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts
 {
 	char err[512];
 
-	if (o->pids &&
-	    kx_pidset_parse(o->pids, o->pidv, KX_MAX_PIDS, &o->cap.npids, err, sizeof(err)))
-		goto fail;
-	sv->jobs = kx_jobagg_new(0, 0);
-	if (!sv->jobs) {
-		snprintf(err, sizeof(err), "out of memory");
-		goto fail;
-	}
-	o->cap.sink = kx_sink_jobagg(sv->jobs);
-	if (kx_capture_open(c, &o->cap, err, sizeof(err)) || kx_capture_start(c, err, sizeof(err)))
+	if (kx_capture_live(c, &o->cap, o->pids, &sv->jobs, err, sizeof(err)))
 		goto fail;
 	sv->agg = kx_agg_new(c->s, o->by);
 	if (!sv->agg) {

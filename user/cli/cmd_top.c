@@ -478,7 +478,6 @@ struct top_opts {
 	long long count;  /* refreshes, 0: no limit */
 	double duration;  /* seconds, 0: no limit */
 	const char *pids; /* -p list, checked when the capture opens */
-	uint32_t pidv[KX_MAX_PIDS];
 	struct kx_devset devices;
 	struct kx_capture_opts cap;
 };
@@ -557,22 +556,6 @@ static int top_opt(struct top_opts *o, int opt)
 	return -1;
 }
 
-/* The capture top runs: in-kernel aggregation split by process ('p' then only
- * changes the fold), no driver entry hooks (always-on cost), job records into
- * the live job aggregates. */
-static void top_capture_opts(struct top_opts *o)
-{
-	o->cap.devices = &o->devices;
-	o->cap.pids = o->pidv;
-	o->cap.all = o->pids == NULL;
-	/* Aggregate mode sends no ioctl records; job records do flow. */
-	o->cap.ringbuf_bytes = 1 << 20;
-	o->cap.verbose = kx_verbose;
-	o->cap.no_drvhooks = 1;
-	o->cap.aggregate = 1;
-	o->cap.agg_by_pid = 1;
-}
-
 /* Options into o. 0 to run; else the exit code (0 after --help). */
 static int top_parse(int argc, char **argv, struct top_opts *o)
 {
@@ -609,7 +592,10 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 	}
 	if (o->v.sort == C_PID && !o->v.per_pid)
 		o->v.per_pid = 1;
-	top_capture_opts(o);
+	o->cap.devices = &o->devices;
+	o->cap.verbose = kx_verbose;
+	/* Always split by process in the kernel: 'p' then only changes the fold. */
+	o->cap.agg_by_pid = 1;
 	return 0;
 }
 
@@ -718,18 +704,10 @@ static int top_start(struct top_state *t, struct top_opts *o)
 {
 	char err[512];
 
-	if (o->pids &&
-	    kx_pidset_parse(o->pids, o->pidv, KX_MAX_PIDS, &o->cap.npids, err, sizeof(err)))
-		goto fail;
-	t->jobs = kx_jobagg_new(0, 0);
-	if (!t->jobs) {
-		snprintf(err, sizeof(err), "out of memory");
-		goto fail;
+	if (kx_capture_live(&t->c, &o->cap, o->pids, &t->jobs, err, sizeof(err))) {
+		kx_err("%s", err);
+		return -1;
 	}
-	o->cap.sink = kx_sink_jobagg(t->jobs);
-	if (kx_capture_open(&t->c, &o->cap, err, sizeof(err)) ||
-	    kx_capture_start(&t->c, err, sizeof(err)))
-		goto fail;
 	t->agg = kx_agg_new(t->c.s, KX_AGG_BY_PID);
 	if (!t->agg || kx_agg_snapshot(t->agg, &t->prev, 0, err, sizeof(err))) {
 		kx_err("%s", t->agg ? err : "out of memory");
@@ -737,9 +715,6 @@ static int top_start(struct top_state *t, struct top_opts *o)
 	}
 	o->v.jobs.attached = kx_capture_jobs_attached(kx_session_capinfo(t->c.s));
 	return 0;
-fail:
-	kx_err("%s", err);
-	return -1;
 }
 
 static void top_view(struct top_state *t, struct top_opts *o)
