@@ -3,7 +3,8 @@
  * device type "KXPROF" whose start/stop/collect_data_xspace drive one core
  * capture session of the calling process (all its threads, and children it
  * forks) and hand out that session's XSpace. A thin front end: capture is
- * kx_session_*, storage kx_store_*, export kx_xspace_serialize.
+ * kx_capture_* (the set-up shared with the CLI), storage kx_store_*, export
+ * kx_xspace_serialize.
  *
  * Environment (read at every start):
  *   KXPROF_DISABLE=1        stay inactive (start/stop do nothing, collect gives 0 bytes)
@@ -33,13 +34,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "registry/devices.h"
 #include "capture/probe.h"
-#include "capture/session.h"
-#include "capture/sinks.h"
+#include "capture/setup.h"
 #include "model/store.h"
 #include "tf_profiler_api.h"
 #include "export/xspace.h"
+#include "util/parse.h"
 
 #define KX_TF_DEVICE_TYPE    "KXPROF"
 #define KX_TF_DEFAULT_MEM_MB 256
@@ -57,15 +57,16 @@ enum {
  * TP_Profiler/TP_ProfilerFns by value and destroys the originals.
  */
 static struct {
-	pthread_mutex_t lock;       /* start/stop/collect run under it */
-	struct kx_session *session; /* open between start and stop only */
-	struct kx_store *store;     /* the session's events */
-	pid_t owner;                /* process that opened the session */
-	uint8_t *xspace;            /* frozen at stop, handed out once */
+	pthread_mutex_t lock;   /* start/stop/collect run under it */
+	struct kx_capture cap;  /* cap.s: the session, open between start and stop only */
+	struct kx_store *store; /* the session's events */
+	pid_t owner;            /* process that opened the session */
+	char *device_list;      /* KXPROF_DEVICES, cut into the specs of devices */
+	uint8_t *xspace;        /* frozen at stop, handed out once */
 	size_t xspace_len;
 	unsigned int warned;  /* WARN_* already printed */
 	struct kx_capinfo ci; /* final facts of the last session */
-	struct kx_device devices[KX_MAX_DEVICES];
+	struct kx_devset devices;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- TF_Status, when TensorFlow provides it ------------------------------ */
@@ -128,51 +129,37 @@ static int env_flag(const char *name)
 /* A positive size in MiB from the environment, or def when unset or bad. */
 static double env_mib(const char *name, double def, double max, unsigned int warn_bit)
 {
+	const struct kx_num_range r = {.lo = 0, .hi = max, .lo_open = 1};
 	const char *v = getenv(name);
-	char *end;
+	char err[128];
 	double d;
 
 	if (!v || !*v)
 		return def;
-	errno = 0;
-	d = strtod(v, &end);
-	if (errno || *end || !(d > 0) || d > max) {
-		warn_once(warn_bit,
-		          "kxprof: ignoring %s=%s (a size in MiB, above 0, at most %.0f)\n", name,
-		          v, max);
+	if (kx_parse_double(NULL, v, &r, &d, err, sizeof(err)) != 0) {
+		warn_once(warn_bit, "kxprof: ignoring %s=%s (%s MiB)\n", name, v, err);
 		return def;
 	}
 	return d;
+}
+
+static void warn_device(void *ctx, const char *msg)
+{
+	(void)ctx;
+	warn_once(WARN_DEVICES, "kxprof: KXPROF_DEVICES: %s (ignored)\n", msg);
 }
 
 /* Default devices plus KXPROF_DEVICES; returns the count. */
 static int pick_devices(void)
 {
 	const char *env = getenv("KXPROF_DEVICES");
-	int n = kx_devices_default(g.devices, KX_MAX_DEVICES);
-	char *dup, *save = NULL, *tok;
 
-	if (!env || !*env)
-		return n;
-	dup = strdup(env);
-	if (!dup)
-		return n;
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char err[256];
-		int k;
-
-		while (*tok == ' ')
-			tok++;
-		if (!*tok)
-			continue;
-		k = kx_device_resolve(tok, g.devices + n, KX_MAX_DEVICES - n, err, sizeof(err));
-		if (k < 0)
-			warn_once(WARN_DEVICES, "kxprof: KXPROF_DEVICES: %s (ignored)\n", err);
-		else
-			n += k;
-	}
-	free(dup);
-	return n;
+	memset(&g.devices, 0, sizeof(g.devices));
+	free(g.device_list);
+	g.device_list = env && *env ? strdup(env) : NULL;
+	if (g.device_list)
+		kx_devset_add_list(&g.devices, g.device_list, warn_device, NULL);
+	return kx_devset_resolve(&g.devices, warn_device, NULL);
 }
 
 /* ---- session lifecycle ------------------------------------------------------ */
@@ -186,8 +173,7 @@ static void drop_xspace(void)
 
 static void close_session(void)
 {
-	kx_session_close(g.session);
-	g.session = NULL;
+	kx_capture_close(&g.cap);
 	kx_store_free(g.store);
 	g.store = NULL;
 }
@@ -215,76 +201,87 @@ static void freeze_xspace(TF_Status *status)
 		drop_xspace();
 }
 
-static void kx_tf_start(const TP_Profiler *profiler, TF_Status *status)
+/* Devices and the store from the environment; 0, or -1 after saying why not. */
+static int configure(void)
 {
-	struct kx_session_opts o = {0};
-	char err[512], cmdline[128];
-	int n;
+	char err[512];
 
-	(void)profiler;
-	(void)status;
-	pthread_mutex_lock(&g.lock);
-	/* Data not collected by now is stale. */
-	drop_xspace();
-	/* Core never starts twice in a row; if it did, keep the running capture. */
-	if (g.session)
-		goto out;
 	if (env_flag("KXPROF_DISABLE")) {
 		inactive("disabled by KXPROF_DISABLE", "unset KXPROF_DISABLE to profile");
-		goto out;
+		return -1;
 	}
 	if (!kx_probe_privileges(err, sizeof(err))) {
 		inactive("not root and no CAP_BPF+CAP_PERFMON, so no BPF programs can be loaded",
 		         "run as root or grant CAP_BPF+CAP_PERFMON");
-		goto out;
+		return -1;
 	}
-	n = pick_devices();
-	if (n == 0) {
+	if (pick_devices() == 0) {
 		inactive("no accelerator device found here",
 		         "name the device to trace in KXPROF_DEVICES (e.g. /dev/dri/renderD128)");
-		goto out;
+		return -1;
 	}
 	g.store = kx_store_new(
 	        (size_t)(env_mib("KXPROF_MAX_MEM_MB", KX_TF_DEFAULT_MEM_MB, 1 << 20, WARN_MEM) *
 	                 (1 << 20)));
 	if (!g.store) {
 		inactive("out of memory for the event store", "lower KXPROF_MAX_MEM_MB");
-		goto out;
+		return -1;
 	}
-	o.devices = g.devices;
-	o.ndevices = n;
+	return 0;
+}
+
+/* Captures this process (its threads and children) into the store. */
+static void open_session(void)
+{
+	struct kx_capture_opts o = {0};
+	char err[512], cmdline[128];
+
+	g.owner = getpid();
+	snprintf(cmdline, sizeof(cmdline), "%s (TensorFlow profiler, pid %d)",
+	         program_invocation_short_name, (int)g.owner);
+	o.devices = &g.devices;
 	o.ringbuf_bytes =
 	        (uint32_t)(env_mib("KXPROF_RINGBUF_MB", 0, 1024, WARN_RINGBUF) * (1 << 20));
 	o.verbose = env_flag("KXPROF_VERBOSE");
 	o.sink = kx_sink_store(g.store);
-	g.session = kx_session_open(&o, err, sizeof(err));
-	if (!g.session) {
+	o.cmdline = cmdline;
+	memset(&g.cap, 0, sizeof(g.cap));
+	if (kx_capture_open(&g.cap, &o, err, sizeof(err)) != 0) {
 		inactive(err, "set KXPROF_VERBOSE=1 for libbpf's diagnostics");
 		close_session();
-		goto out;
+		return;
 	}
-	g.owner = getpid();
-	snprintf(cmdline, sizeof(cmdline), "%s (TensorFlow profiler, pid %d)",
-	         program_invocation_short_name, (int)g.owner);
-	kx_session_set_cmdline(g.session, cmdline);
-	if (kx_session_add_pid(g.session, (uint32_t)g.owner, err, sizeof(err)) != 0 ||
-	    kx_session_start(g.session, err, sizeof(err)) != 0) {
+	if (kx_session_add_pid(g.cap.s, (uint32_t)g.owner, err, sizeof(err)) != 0 ||
+	    kx_capture_start(&g.cap, err, sizeof(err)) != 0) {
 		inactive(err, "this session is not profiled");
 		close_session();
 	}
-out:
+}
+
+static void kx_tf_start(const TP_Profiler *profiler, TF_Status *status)
+{
+	(void)profiler;
+	(void)status;
+	pthread_mutex_lock(&g.lock);
+	/* Data not collected by now is stale. */
+	drop_xspace();
+	/* Core never starts twice in a row; if it did, keep the running capture. */
+	if (!g.cap.s && configure() == 0)
+		open_session();
 	pthread_mutex_unlock(&g.lock);
 }
 
 static void kx_tf_stop(const TP_Profiler *profiler, TF_Status *status)
 {
+	char err[256]; /* no record file: stopping cannot fail */
+
 	(void)profiler;
 	pthread_mutex_lock(&g.lock);
-	if (!g.session)
+	if (!g.cap.s)
 		goto out;
 	/* Detach and drain (bounded by the consumer's 100 ms poll). */
-	kx_session_stop(g.session);
-	g.ci = *kx_session_capinfo(g.session);
+	kx_capture_stop(&g.cap, err, sizeof(err));
+	g.ci = *kx_session_capinfo(g.cap.s);
 	g.ci.not_stored = kx_store_not_stored(g.store);
 	freeze_xspace(status);
 	if (env_flag("KXPROF_VERBOSE"))
@@ -294,7 +291,7 @@ static void kx_tf_stop(const TP_Profiler *profiler, TF_Status *status)
 		        "attach %s\n",
 		        kx_store_ioctl_count(g.store), (unsigned long long)g.ci.dropped,
 		        (unsigned long long)g.ci.not_stored, g.xspace_len,
-		        kx_session_mech(g.session));
+		        kx_session_mech(g.cap.s));
 	/* Nothing stays attached or allocated between sessions. */
 	close_session();
 out:
@@ -358,7 +355,7 @@ static void after_fork_parent(void)
 /* The child has no consumer thread: forget the parent's capture, never touch it. */
 static void after_fork_child(void)
 {
-	g.session = NULL;
+	memset(&g.cap, 0, sizeof(g.cap));
 	g.store = NULL;
 	drop_xspace();
 	pthread_mutex_unlock(&g.lock);
@@ -376,9 +373,11 @@ __attribute__((destructor)) static void kx_tf_unload(void)
 {
 	if (pthread_mutex_trylock(&g.lock) != 0)
 		return;
-	if (g.session && g.owner == getpid())
+	if (g.cap.s && g.owner == getpid())
 		close_session();
 	drop_xspace();
+	free(g.device_list);
+	g.device_list = NULL;
 	pthread_mutex_unlock(&g.lock);
 }
 

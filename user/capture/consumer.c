@@ -73,7 +73,8 @@ static int on_ioctl(struct kx_consumer *c, const struct kx_ioctl_rec *r, size_t 
 	if (out)
 		memcpy(arg + in, r->arg + KX_ARG_MAX, out);
 	count(&c->ioctls);
-	c->sink.ioctl(c->sink.ctx, &e, (in || out) ? arg : NULL);
+	if (c->sink.ioctl)
+		c->sink.ioctl(c->sink.ctx, &e, (in || out) ? arg : NULL);
 	return 0;
 }
 

@@ -35,6 +35,7 @@ struct kx_session {
 	int started, stopped;
 	int aggregate;
 	uint32_t agg_max;
+	struct kx_sink sink;
 	struct kx_capinfo ci;
 };
 
@@ -287,6 +288,7 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
 	fill_host(&s->ci);
+	s->sink = o->sink;
 	s->ci.all_pids = o->all != 0;
 	for (int i = 0; i < o->ndevices && s->ci.ndevices < KX_MAX_DEVICES; i++)
 		s->ci.devices[s->ci.ndevices++] = o->devices[i];
@@ -365,6 +367,9 @@ int kx_session_start(struct kx_session *s, char *err, size_t len)
 {
 	kx_clock_sync_measure(&s->ci.clock_start);
 	s->ci.start_mono_ns = kx_mono_ns();
+	/* A record header then carries this session's own start clock. */
+	if (s->sink.begin && s->sink.begin(s->sink.ctx, kx_session_capinfo(s), err, len) != 0)
+		return -1;
 	if (kx_consumer_start(s->consumer, err, len) != 0)
 		return -1;
 	s->started = 1;

@@ -14,16 +14,20 @@
 #include "model/capinfo.h"
 #include "model/event.h"
 
-/* Where received events go. Called on the consumer thread. */
+/* Where received events go. Called on the consumer thread, except begin.
+ * Every callback is optional (NULL: that kind of event is counted, not kept). */
 struct kx_sink {
 	void *ctx;
 	/* arg: arg_in_len + arg_out_len bytes (in, then out), NULL when none. */
 	void (*ioctl)(void *ctx, const struct kx_ioctl *e, const uint8_t *arg);
 	void (*task)(void *ctx, const struct kx_task *t);
-	/* Optional: job lifecycle events (device timelines). */
+	/* Job lifecycle events (device timelines); job sources load only with it. */
 	void (*job)(void *ctx, const struct kx_job *j);
-	/* Optional, roughly every 100 ms and once after the final drain. */
+	/* Roughly every 100 ms and once after the final drain. */
 	void (*tick)(void *ctx);
+	/* Once in kx_session_start, on the caller's thread, with the session's
+	 * facts and start clock, before any event: 0, or -1 with err (start fails). */
+	int (*begin)(void *ctx, const struct kx_capinfo *ci, char *err, size_t len);
 };
 
 struct kx_session_opts {

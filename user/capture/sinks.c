@@ -1,6 +1,7 @@
-/* Event sinks: bounded store, streamed record file. */
+/* Event sinks: bounded store, live job aggregates, streamed record file. */
 #include "capture/clock.h"
 #include "capture/sinks.h"
+#include "live/jobs.h"
 
 static void store_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
@@ -21,6 +22,16 @@ struct kx_sink kx_sink_store(struct kx_store *store)
 {
 	return (struct kx_sink){
 	        .ctx = store, .ioctl = store_ioctl, .task = store_task, .job = store_job};
+}
+
+static void jobagg_job(void *ctx, const struct kx_job *j)
+{
+	kx_jobagg_add(ctx, j);
+}
+
+struct kx_sink kx_sink_jobagg(struct kx_jobagg *jobs)
+{
+	return (struct kx_sink){.ctx = jobs, .job = jobagg_job};
 }
 
 static void kxp_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -59,11 +70,34 @@ static void kxp_tick(void *ctx)
 	}
 }
 
+static int kxp_begin(void *ctx, const struct kx_capinfo *ci, char *err, size_t len)
+{
+	struct kx_kxp_sink *ks = ctx;
+
+	ks->w = kx_kxp_create(ks->path, ci, err, len);
+	ks->last_flush_ns = kx_mono_ns();
+	return ks->w ? 0 : -1;
+}
+
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks)
 {
 	if (!ks->flush_ms)
 		ks->flush_ms = 1000;
 	ks->last_flush_ns = kx_mono_ns();
-	return (struct kx_sink){
-	        .ctx = ks, .ioctl = kxp_ioctl, .task = kxp_task, .job = kxp_job, .tick = kxp_tick};
+	return (struct kx_sink){.ctx = ks,
+	                        .ioctl = kxp_ioctl,
+	                        .task = kxp_task,
+	                        .job = kxp_job,
+	                        .tick = kxp_tick,
+	                        .begin = kxp_begin};
+}
+
+int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char *err, size_t len)
+{
+	struct kx_kxp_writer *w = ks->w;
+
+	if (!w)
+		return 0;
+	ks->w = NULL;
+	return kx_kxp_close(w, ci, err, len);
 }

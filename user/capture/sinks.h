@@ -1,6 +1,8 @@
 /*
  * Ready-made event sinks: into a bounded store (plugin, live views) or
- * streamed into a .kxp record file (kxprof record).
+ * streamed into a .kxp record file (kxprof record), or job records into live
+ * job aggregates (kxprof top, serve). Callbacks a sink does
+ * not need stay NULL.
  */
 #ifndef KX_SINKS_H
 #define KX_SINKS_H
@@ -10,14 +12,25 @@
 #include "model/store.h"
 
 struct kx_sink kx_sink_store(struct kx_store *store);
+/* Job records only, paired online into live job aggregates (top, serve). */
+struct kx_jobagg;
+struct kx_sink kx_sink_jobagg(struct kx_jobagg *jobs);
 
-/* Streams into w and flushes a chunk at least every flush_ms so a crash loses little. */
+/*
+ * Streams into the record file path: the file is created with the session's
+ * header (its facts and start clock) when the session starts, and a chunk is
+ * flushed at least every flush_ms so a crash loses little.
+ */
 struct kx_kxp_sink {
-	struct kx_kxp_writer *w;
+	const char *path;
+	struct kx_kxp_writer *w; /* open from the session's start to kx_kxp_sink_close */
 	unsigned int flush_ms;
 	unsigned long long last_flush_ns;
 	int write_error; /* first write error seen (the capture goes on, the file is cut) */
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);
+/* Writes the trailer (ci: the stopped session's final facts) and closes the
+ * file. 0, or -1 with err. Nothing to do when the file was never created. */
+int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char *err, size_t len);
 
 #endif /* KX_SINKS_H */

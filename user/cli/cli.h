@@ -31,16 +31,8 @@ struct kx_kxp_read_result;
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
                              struct kx_kxp_read_result *res);
 
-/* Parses "PID[,PID...]" into pids (at most max, *n counts). -1 with a message. */
-int kx_cli_parse_pids(const char *list, uint32_t *pids, int max, int *n);
-struct kx_session;
-/* Parses a pid list and adds each to the session's filter. -1 with a message. */
-int kx_cli_add_pids(struct kx_session *s, const char *list);
-
-struct kx_device;
-/* Resolves a --device SPEC and appends its devices to d (*n counts, at most
- * max). -1 with a message. */
-int kx_cli_add_devices(const char *spec, struct kx_device *d, int max, int *n);
+/* Prints msg as "kxprof: MSG" (a kx_devset_warn_fn: a spec that was skipped). */
+void kx_cli_warn(void *ctx, const char *msg);
 
 /* Human size: "12.3 KiB". */
 const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len);

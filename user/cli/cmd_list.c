@@ -22,11 +22,6 @@ struct family {
 	char note[256];
 };
 
-static void noop_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
-{
-	(void)ctx, (void)e, (void)arg;
-}
-
 /* Tries each ioctl attach mechanism; the first that works is what record uses. */
 static void probe_ioctl_family(struct family *f)
 {
@@ -38,8 +33,8 @@ static void probe_ioctl_family(struct family *f)
 	snprintf(f->state, sizeof(f->state), "unavailable");
 	snprintf(f->mech, sizeof(f->mech), "-");
 	for (size_t i = 0; i < sizeof(mechs) / sizeof(mechs[0]); i++) {
-		struct kx_session_opts o = {
-		        .mech = mechs[i], .sink = {.ioctl = noop_ioctl}, .no_drvhooks = 1};
+		/* No sink: nothing is kept, the session only has to load. */
+		struct kx_session_opts o = {.mech = mechs[i], .no_drvhooks = 1};
 		struct kx_session *s = kx_session_open(&o, err, sizeof(err));
 
 		if (s) {
@@ -126,22 +121,20 @@ static void probe_simple(struct family *f, const char *name, const char *mech,
 	}
 }
 
-int cmd_list(int argc, char **argv)
+/* --json into *json. -1 to go on; else the exit code. */
+static int list_parse(int argc, char **argv, int *json)
 {
 	static const struct option opts[] = {
 	        {"json", no_argument, NULL, 'j'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
-	static struct kx_device devs[KX_MAX_DEVICES];
-	struct family fam[40];
-	int nfam = 0, json = 0, opt, ndev, priv;
-	char why[256] = "";
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (opt == 'j') {
-			json = 1;
+			*json = 1;
 		} else if (opt == 'h') {
 			printf("usage: kxprof list [--json]\n");
 			return 0;
@@ -150,8 +143,14 @@ int cmd_list(int argc, char **argv)
 			return 2;
 		}
 	}
-	ndev = kx_devices_default(devs, KX_MAX_DEVICES);
-	priv = kx_probe_privileges(why, sizeof(why)) && kx_probe_btf(why, sizeof(why));
+	return -1;
+}
+
+/* Every hook family, BPF ones only when privileged; the count. */
+static int probe_families(struct family *fam, int priv)
+{
+	int nfam = 0;
+
 	if (priv) {
 		probe_ioctl_family(&fam[nfam++]);
 		snprintf(fam[nfam].name, sizeof(fam[nfam].name), "process tracking");
@@ -167,6 +166,24 @@ int cmd_list(int argc, char **argv)
 	probe_simple(&fam[nfam++], "perf cpu-clock sampling", "perf_event",
 	             kx_probe_perf_cpu_clock);
 	probe_simple(&fam[nfam++], "hardware counters", "perf_event", kx_probe_hw_counters);
+	return nfam;
+}
+
+static void print_text(const struct kx_device *devs, int ndev, const struct family *fam, int nfam,
+                       int priv, const char *why);
+
+int cmd_list(int argc, char **argv)
+{
+	static struct kx_device devs[KX_MAX_DEVICES];
+	struct family fam[40];
+	int nfam, json = 0, ndev, priv, rc = list_parse(argc, argv, &json);
+	char why[256] = "";
+
+	if (rc >= 0)
+		return rc;
+	ndev = kx_devices_default(devs, KX_MAX_DEVICES);
+	priv = kx_probe_privileges(why, sizeof(why)) && kx_probe_btf(why, sizeof(why));
+	nfam = probe_families(fam, priv);
 
 	if (json) {
 		printf("{\"devices\": [");
@@ -203,6 +220,13 @@ int cmd_list(int argc, char **argv)
 		printf("]}\n");
 		return 0;
 	}
+	print_text(devs, ndev, fam, nfam, priv, why);
+	return 0;
+}
+
+static void print_text(const struct kx_device *devs, int ndev, const struct family *fam, int nfam,
+                       int priv, const char *why)
+{
 	printf("Devices traced by default (%d):\n", ndev);
 	printf("  %-28s %-10s %-6s %s\n", "NODE", "DEV", "KIND", "DRIVER");
 	for (int i = 0; i < ndev; i++) {
@@ -231,5 +255,4 @@ int cmd_list(int argc, char **argv)
 	for (int i = 0; i < nfam; i++)
 		printf("  %-40s %-12s %-11s %s\n", fam[i].name, fam[i].state, fam[i].mech,
 		       fam[i].note);
-	return 0;
 }

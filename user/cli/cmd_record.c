@@ -2,24 +2,17 @@
  * kxprof record: trace driver ioctls of a command (and its children and
  * threads), of pids, or of every process, into a .kxp record file.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "capture/clock.h"
-#include "registry/devices.h"
-#include "io/kxp.h"
-#include "capture/session.h"
-#include "capture/sinks.h"
+#include "capture/setup.h"
+#include "util/parse.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -47,66 +40,13 @@ static void record_usage(FILE *f)
 	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n");
 }
 
-/*
- * Starts CMD stopped at a pipe: the parent adds its pid to the filter before
- * the child execs, so its first ioctl is traced. Exec failures come back over
- * a close-on-exec pipe.
- */
-struct child {
-	pid_t pid;
-	int go_fd;  /* write end: release the child */
-	int err_fd; /* read end: errno of a failed exec */
+struct record_opts {
+	const char *out;
+	double duration; /* seconds, 0: until the command exits or a signal */
+	uint32_t pids[KX_MAX_PIDS];
+	struct kx_devset devices;
+	struct kx_capture_opts cap;
 };
-
-static int spawn_stopped(char **argv, struct child *c)
-{
-	int go[2], err[2];
-
-	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
-		kx_err("cannot create a pipe: %s", strerror(errno));
-		return -1;
-	}
-	c->pid = fork();
-	if (c->pid < 0) {
-		kx_err("cannot fork: %s", strerror(errno));
-		return -1;
-	}
-	if (c->pid == 0) {
-		char b;
-		int e;
-
-		close(go[1]);
-		close(err[0]);
-		if (read(go[0], &b, 1) != 1)
-			_exit(127);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		execvp(argv[0], argv);
-		e = errno;
-		if (write(err[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(err[1]);
-	c->go_fd = go[1];
-	c->err_fd = err[0];
-	return 0;
-}
-
-/* Releases the child; returns 0 when exec worked, else the errno. */
-static int release_child(struct child *c)
-{
-	int e = 0;
-	ssize_t n;
-
-	if (write(c->go_fd, "g", 1) != 1)
-		return EPIPE;
-	close(c->go_fd);
-	n = read(c->err_fd, &e, sizeof(e));
-	close(c->err_fd);
-	return n == (ssize_t)sizeof(e) ? e : 0;
-}
 
 static void print_status(const struct kx_capinfo *ci, double elapsed)
 {
@@ -114,7 +54,57 @@ static void print_status(const struct kx_capinfo *ci, double elapsed)
 	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, elapsed);
 }
 
-int cmd_record(int argc, char **argv)
+/* One option into o. 0, 1 for --help, or -1 after a message. */
+static int record_opt(struct record_opts *o, int opt)
+{
+	/* Fractions allowed (0.0625 = 64 KiB): the size is rounded up to a power of two pages. */
+	static const struct kx_num_range mib = {.lo = 0, .hi = 1024, .lo_open = 1};
+	static const struct kx_num_range secs = {.lo = 0, .hi = 1e9, .lo_open = 1};
+	char err[256];
+	double mb;
+
+	switch (opt) {
+	case 'o':
+		o->out = optarg;
+		return 0;
+	case 'p':
+		if (kx_pidset_parse(optarg, o->pids, KX_MAX_PIDS, &o->cap.npids, err, sizeof(err)))
+			break;
+		return 0;
+	case 'a':
+		o->cap.all = 1;
+		return 0;
+	case 'd':
+		if (kx_parse_double("-d", optarg, &secs, &o->duration, err, sizeof(err)))
+			break;
+		return 0;
+	case 'D':
+		if (kx_devset_add(&o->devices, optarg, err, sizeof(err)))
+			break;
+		return 0;
+	case 'r':
+		if (kx_parse_double("--ringbuf-mb", optarg, &mib, &mb, err, sizeof(err)))
+			break;
+		o->cap.ringbuf_bytes = (uint32_t)(mb * (1 << 20));
+		return 0;
+	case 'J':
+		o->cap.no_jobs = 1;
+		return 0;
+	case 'm':
+		o->cap.mech = optarg;
+		return 0;
+	case 'h':
+		record_usage(stdout);
+		return 1;
+	default:
+		snprintf(err, sizeof(err), "see kxprof record --help");
+	}
+	kx_err("%s", err);
+	return -1;
+}
+
+/* Options into o. 0 to record; else the exit code (0 after --help). */
+static int record_parse(int argc, char **argv, struct record_opts *o)
 {
 	static const struct option opts[] = {
 	        {"output", required_argument, NULL, 'o'},
@@ -128,226 +118,109 @@ int cmd_record(int argc, char **argv)
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
-	static struct kx_device devices[KX_MAX_DEVICES];
-	const char *out = "kxprof.kxp", *mech = NULL;
-	uint32_t pids[256];
-	int npids = 0, all = 0, no_jobs = 0, ndev, opt, status = 0, rc = 1;
-	double duration = 0;
-	double ringbuf_mb = 0;
-	struct kx_session_opts so = {0};
-	struct kx_kxp_sink ks = {0};
-	struct kx_session *s = NULL;
-	struct child child = {.pid = -1};
-	char err[512], sz[32];
-	char **cmd = NULL;
-	int tty = isatty(STDERR_FILENO);
-	uint64_t t0;
-	struct stat st;
+	int opt, rc;
 
-	ndev = kx_devices_default(devices, KX_MAX_DEVICES);
+	o->out = "kxprof.kxp";
+	o->cap.pids = o->pids;
+	o->cap.devices = &o->devices;
+	o->cap.verbose = kx_verbose;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+o:p:ad:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'p':
-			if (kx_cli_parse_pids(optarg, pids, 256, &npids))
-				return 2;
-			break;
-		case 'a':
-			all = 1;
-			break;
-		case 'd': {
-			char *end;
-
-			duration = strtod(optarg, &end);
-			if (*end || duration <= 0) {
-				kx_err("bad duration '%s' (seconds, e.g. 10 or 0.5)", optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'D':
-			if (kx_cli_add_devices(optarg, devices, KX_MAX_DEVICES, &ndev))
-				return 2;
-			break;
-		case 'r': {
-			char *end;
-
-			/* Fractions allowed (0.0625 = 64 KiB); the kernel needs a power of two
-			 * number of pages, so the size is rounded up. */
-			ringbuf_mb = strtod(optarg, &end);
-			if (*end || ringbuf_mb <= 0 || ringbuf_mb > 1024) {
-				kx_err("bad --ringbuf-mb '%s' (a size in MiB, up to 1024)", optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'J':
-			no_jobs = 1;
-			break;
-		case 'm':
-			mech = optarg;
-			break;
-		case 'h':
-			record_usage(stdout);
-			return 0;
-		default:
-			kx_err("see kxprof record --help");
-			return 2;
-		}
-	}
+	while ((opt = getopt_long(argc, argv, "+o:p:ad:h", opts, NULL)) != -1)
+		if ((rc = record_opt(o, opt)) != 0)
+			return rc < 0 ? 2 : -1;
 	if (optind < argc)
-		cmd = argv + optind;
-	if (!cmd && !npids && !all) {
+		o->cap.argv = argv + optind;
+	if (!o->cap.argv && !o->cap.npids && !o->cap.all) {
 		kx_err("nothing to trace: give -- CMD, -p PID or -a (see kxprof record --help)");
 		return 2;
 	}
-	if (ndev == 0) {
+	if (kx_devset_resolve(&o->devices, kx_cli_warn, NULL) == 0) {
 		kx_err("no accelerator device found here and none named: use --device PATH");
 		return 2;
 	}
+	o->cap.record_path = o->out;
+	return 0;
+}
 
-	so.all = all;
-	so.devices = devices;
-	so.ndevices = ndev;
-	so.ringbuf_bytes = (uint32_t)(ringbuf_mb * (1 << 20));
-	so.mech = mech;
-	so.verbose = kx_verbose;
-	so.no_jobs = no_jobs;
-	so.sink = kx_sink_kxp(&ks);
-
-	s = kx_session_open(&so, err, sizeof(err));
-	if (!s) {
-		kx_err("%s", err);
-		return 1;
-	}
-	for (int i = 0; i < npids; i++)
-		if (kx_session_add_pid(s, pids[i], err, sizeof(err))) {
-			kx_err("%s", err);
-			goto out;
-		}
-	if (cmd) {
-		if (spawn_stopped(cmd, &child))
-			goto out;
-		if (!all && kx_session_add_pid(s, (uint32_t)child.pid, err, sizeof(err))) {
-			kx_err("%s", err);
-			kill(child.pid, SIGKILL);
-			waitpid(child.pid, NULL, 0);
-			goto out;
-		}
-	}
-	{
-		struct kx_capinfo ci = *kx_session_capinfo(s);
-		int n = 0;
-
-		for (char **a = cmd; a && *a && n < (int)sizeof(ci.cmdline) - 2; a++)
-			n += snprintf(ci.cmdline + n, sizeof(ci.cmdline) - (size_t)n, "%s%s",
-			              n ? " " : "", *a);
-		if (!cmd)
-			snprintf(ci.cmdline, sizeof(ci.cmdline), "%s", all ? "-a" : "-p");
-		kx_session_set_cmdline(s, ci.cmdline);
-		kx_clock_sync_measure(&ci.clock_start);
-		ci.start_mono_ns = kx_mono_ns();
-		ks.w = kx_kxp_create(out, &ci, err, sizeof(err));
-		if (!ks.w) {
-			kx_err("%s", err);
-			if (child.pid > 0) {
-				kill(child.pid, SIGKILL);
-				waitpid(child.pid, NULL, 0);
-			}
-			goto out;
-		}
-	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	if (kx_session_start(s, err, sizeof(err))) {
-		kx_err("%s", err);
-		goto out;
-	}
-	t0 = kx_mono_ns();
-	if (cmd) {
-		int e = release_child(&child);
-
-		if (e) {
-			kx_err("cannot run '%s': %s", cmd[0], strerror(e));
-			waitpid(child.pid, NULL, 0);
-			child.pid = -1;
-			rc = e == ENOENT ? 127 : 126;
-			kx_session_stop(s);
-			kx_kxp_close(ks.w, kx_session_capinfo(s), err, sizeof(err));
-			ks.w = NULL;
-			unlink(out);
-			goto out;
-		}
-	}
+/* Records until a signal, the duration or the command's exit. */
+static void record_loop(struct kx_capture *c, double duration)
+{
+	uint64_t t0 = kx_mono_ns();
+	int tty = isatty(STDERR_FILENO);
 
 	for (;;) {
 		struct timespec nap = {0, 100 * 1000000};
 		double elapsed = (double)(kx_mono_ns() - t0) / 1e9;
 
-		if (stop_signal)
+		if (stop_signal || (duration > 0 && elapsed >= duration))
 			break;
-		if (duration > 0 && elapsed >= duration)
+		if (!kx_capture_cmd_running(c))
 			break;
-		if (child.pid > 0) {
-			pid_t w = waitpid(child.pid, &status, WNOHANG);
-
-			if (w == child.pid) {
-				child.pid = -1;
-				break;
-			}
-		}
 		if (tty)
-			print_status(kx_session_capinfo(s), elapsed);
+			print_status(kx_session_capinfo(c->s), elapsed);
 		nanosleep(&nap, NULL);
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
-	kx_session_stop(s);
-	{
-		const struct kx_capinfo *ci = kx_session_capinfo(s);
-		uint64_t bytes;
+}
 
-		if (kx_kxp_close(ks.w, ci, err, sizeof(err)) != 0) {
-			ks.w = NULL;
-			kx_err("%s", err);
-			goto out;
-		}
-		ks.w = NULL;
-		bytes = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
-		fprintf(stderr, "kxprof: %llu events, %llu dropped -> %s (%s)\n",
-		        (unsigned long long)ci->received, (unsigned long long)ci->dropped, out,
-		        kx_human_bytes(bytes, sz, sizeof(sz)));
-		if (ci->dropped)
-			fprintf(stderr,
-			        "kxprof: warning: %llu events were dropped because the ring "
-			        "buffer was full: raise --ringbuf-mb\n",
-			        (unsigned long long)ci->dropped);
-		if (ks.write_error)
-			fprintf(stderr,
-			        "kxprof: warning: writing %s failed during the capture; the "
-			        "file holds what was written before\n",
-			        out);
+static void record_report(const struct kx_capture *c, const char *out)
+{
+	const struct kx_capinfo *ci = kx_session_capinfo(c->s);
+	struct stat st;
+	uint64_t bytes = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
+	char sz[32];
+
+	fprintf(stderr, "kxprof: %llu events, %llu dropped -> %s (%s)\n",
+	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, out,
+	        kx_human_bytes(bytes, sz, sizeof(sz)));
+	if (ci->dropped)
+		fprintf(stderr,
+		        "kxprof: warning: %llu events were dropped because the ring "
+		        "buffer was full: raise --ringbuf-mb\n",
+		        (unsigned long long)ci->dropped);
+	if (c->rec.write_error)
+		fprintf(stderr,
+		        "kxprof: warning: writing %s failed during the capture; the "
+		        "file holds what was written before\n",
+		        out);
+}
+
+/* Set-up, capture, trailer. The exit code: the command's, else 0, or 1 on error. */
+static int record_run(struct record_opts *o, struct kx_capture *c)
+{
+	char err[512];
+	int rc;
+
+	if (kx_capture_open(c, &o->cap, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 1;
 	}
-	rc = 0;
-	if (cmd) {
-		if (child.pid > 0) {
-			/* Stopped by a signal or -d while the command still runs. */
-			kill(child.pid, SIGTERM);
-			waitpid(child.pid, &status, 0);
-		}
-		if (WIFEXITED(status))
-			rc = WEXITSTATUS(status);
-		else if (WIFSIGNALED(status))
-			rc = 128 + WTERMSIG(status);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	rc = kx_capture_start(c, err, sizeof(err));
+	if (rc) {
+		kx_err("%s", err);
+		return rc < 0 ? 1 : rc;
 	}
-out:
-	if (ks.w) {
-		kx_kxp_close(ks.w, kx_session_capinfo(s), err, sizeof(err));
-		ks.w = NULL;
+	record_loop(c, o->duration);
+	if (kx_capture_stop(c, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 1;
 	}
-	kx_session_close(s);
+	record_report(c, o->out);
+	return kx_capture_cmd_exit(c);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static struct record_opts o;
+	struct kx_capture c = {0};
+	int rc = record_parse(argc, argv, &o);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	rc = record_run(&o, &c);
+	kx_capture_close(&c);
 	return rc;
 }

@@ -15,48 +15,57 @@ static void replay_usage(FILE *f)
 	           "  report and convert also read fixtures directly, by their .jsonl name.\n");
 }
 
-int cmd_replay(int argc, char **argv)
+/* FIXTURE and -o OUT. -1 to replay; else the exit code. */
+static int replay_parse(int argc, char **argv, const char **in, const char **out)
 {
 	static const struct option opts[] = {
 	        {"output", required_argument, NULL, 'o'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
-	struct kx_capinfo *ci = calloc(1, sizeof(*ci));
-	struct kx_kxp_writer *w = NULL;
-	const char *in = NULL, *out = NULL;
-	struct kx_store *s = NULL;
-	int opt, rc = 1;
-	char err[512];
+	int opt;
 
-	if (!ci) {
-		kx_err("out of memory");
-		return 1;
-	}
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'o':
-			out = optarg;
+			*out = optarg;
 			break;
 		case 'h':
 			replay_usage(stdout);
-			free(ci);
 			return 0;
 		default:
 			kx_err("see kxprof replay --help");
-			free(ci);
 			return 2;
 		}
 	}
 	if (optind < argc)
-		in = argv[optind++];
-	if (!in || !out || optind < argc) {
-		kx_err(!in    ? "no fixture given (kxprof replay FIXTURE.jsonl -o OUT.kxp)"
-		       : !out ? "no output given: -o OUT.kxp"
-		              : "one fixture at a time");
-		free(ci);
+		*in = argv[optind++];
+	if (!*in || !*out || optind < argc) {
+		kx_err(!*in    ? "no fixture given (kxprof replay FIXTURE.jsonl -o OUT.kxp)"
+		       : !*out ? "no output given: -o OUT.kxp"
+		               : "one fixture at a time");
 		return 2;
+	}
+	return -1;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	struct kx_capinfo *ci = NULL;
+	struct kx_kxp_writer *w = NULL;
+	const char *in = NULL, *out = NULL;
+	struct kx_store *s = NULL;
+	int rc = replay_parse(argc, argv, &in, &out);
+	char err[512];
+
+	if (rc >= 0)
+		return rc;
+	rc = 1;
+	ci = calloc(1, sizeof(*ci));
+	if (!ci) {
+		kx_err("out of memory");
+		return 1;
 	}
 	s = kx_store_new((size_t)8 << 30);
 	if (!s) {

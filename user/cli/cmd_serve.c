@@ -33,14 +33,13 @@
 #include "live/aggregate.h"
 #include "cli/cli.h"
 #include "capture/clock.h"
-#include "registry/devices.h"
+#include "capture/setup.h"
 #include "live/jobs.h"
 #include "export/prometheus.h"
-#include "capture/session.h"
 #include "export/summary.h"
+#include "util/parse.h"
 
 #define SERVE_VERSION "0.1"
-#define MAX_SPECS     32
 
 struct serve {
 	struct kx_agg *agg;
@@ -82,8 +81,8 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, int *v6)
 {
 	char host[64];
 	const char *colon = strrchr(s, ':');
-	char *end;
-	long port;
+	char err[96];
+	long long port;
 
 	memset(ss, 0, sizeof(*ss));
 	if (!colon) {
@@ -95,8 +94,7 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, int *v6)
 		memcpy(host, s, (size_t)(colon - s));
 		host[colon - s] = 0;
 	}
-	port = strtol(colon + 1, &end, 10);
-	if (*end || colon[1] == 0 || port < 0 || port > 65535)
+	if (kx_parse_long(NULL, colon + 1, 0, 65535, &port, err, sizeof(err)))
 		return -1;
 	if (host[0] == '[') {
 		size_t n = strlen(host);
@@ -285,70 +283,84 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
-/* Default devices plus the user's specs, resolved now (hot-plug changes both). */
-static int scan_devices(struct kx_device *out, char **specs, int nspecs, int quiet)
+struct serve_opts {
+	const char *listen_s;
+	struct sockaddr_storage addr;
+	int v6;
+	const char *pids;                /* -p list, checked when the capture opens */
+	int by;                          /* enum kx_agg_by */
+	double rescan;                   /* seconds, 0: SIGHUP only */
+	long long timeout, clients;      /* HTTP idle timeout (seconds), connection cap */
+	struct kx_devset devices, fresh; /* traced now; the last rescan */
+	struct kx_capture_opts cap;
+};
+
+/* One numeric option into o. 0, or -1 with err. */
+static int serve_num(struct serve_opts *o, int opt, char *err, size_t len)
 {
-	int n = kx_devices_default(out, KX_MAX_DEVICES);
+	static const struct kx_num_range rescan = {.lo = 0, .hi = 86400};
+	long long v = 0;
+	int rc;
+
+	switch (opt) {
+	case 'k':
+		rc = kx_parse_long("--max-keys", optarg, 16, 1 << 20, &v, err, len);
+		o->cap.agg_max_keys = rc ? o->cap.agg_max_keys : (uint32_t)v;
+		return rc;
+	case 'r':
+		return kx_parse_double("--rescan", optarg, &rescan, &o->rescan, err, len);
+	case 't':
+		return kx_parse_long("--http-timeout", optarg, 1, 3600, &o->timeout, err, len);
+	default: /* 'c' */
+		return kx_parse_long("--max-clients", optarg, 1, 1024, &o->clients, err, len);
+	}
+}
+
+/* One option into o. 0, 1 for --help, or -1 after a message. */
+static int serve_opt(struct serve_opts *o, int opt)
+{
 	char err[256];
 
-	for (int i = 0; i < nspecs && n < KX_MAX_DEVICES; i++) {
-		int k = kx_device_resolve(specs[i], out + n, KX_MAX_DEVICES - n, err, sizeof(err));
-
-		if (k < 0) {
-			if (!quiet)
-				kx_err("%s", err);
-			continue;
-		}
-		n += k;
-	}
-	return n;
-}
-
-static int same_devices(const struct kx_device *a, int na, const struct kx_device *b, int nb)
-{
-	if (na != nb)
+	switch (opt) {
+	case 'l':
+		o->listen_s = optarg;
 		return 0;
-	for (int i = 0; i < na; i++)
-		if (a[i].dev != b[i].dev || a[i].fkind != b[i].fkind || a[i].drv != b[i].drv ||
-		    a[i].any_minor != b[i].any_minor || strcmp(a[i].node, b[i].node))
-			return 0;
-	return 1;
-}
-
-static int parse_num(const char *opt, const char *s, double lo, double hi, double *out)
-{
-	char *end;
-
-	*out = strtod(s, &end);
-	if (*end || s == end || !(*out >= lo && *out <= hi)) {
-		kx_err("bad %s '%s' (a number from %g to %g)", opt, s, lo, hi);
-		return -1;
+	case 'p':
+		o->pids = optarg;
+		return 0;
+	case 'D':
+		/* Fail early on a typo; later rescans only warn. */
+		if (kx_devset_add(&o->devices, optarg, err, sizeof(err)))
+			break;
+		return 0;
+	case 'P':
+		o->by = KX_AGG_BY_PID;
+		return 0;
+	case 'C':
+		o->by = KX_AGG_BY_CGROUP;
+		return 0;
+	case 'k':
+	case 'r':
+	case 't':
+	case 'c':
+		if (serve_num(o, opt, err, sizeof(err)))
+			break;
+		return 0;
+	case 'm':
+		o->cap.mech = optarg;
+		return 0;
+	case 'h':
+		serve_usage(stdout);
+		return 1;
+	default:
+		snprintf(err, sizeof(err), "see kxprof serve --help");
 	}
-	return 0;
+	kx_err("%s", err);
+	return -1;
 }
 
-static void on_job(void *ctx, const struct kx_job *j)
-{
-	kx_jobagg_add(ctx, j);
-}
-
-static int jobs_attached(const struct kx_capinfo *ci)
-{
-	for (uint32_t i = 0; i < ci->nhooks; i++)
-		if (!strncmp(ci->hooks[i].name, "jobs:", 5) &&
-		    ci->hooks[i].state == KX_HOOK_ATTACHED)
-			return 1;
-	return 0;
-}
-
-static void nop_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
-{
-	(void)ctx;
-	(void)e;
-	(void)arg;
-}
-
-int cmd_serve(int argc, char **argv)
+/* Options into o. 0 to serve; else the exit code (0 after --help). */
+static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
 	static const struct option opts[] = {
 	        {"listen", required_argument, NULL, 'l'},
@@ -364,94 +376,161 @@ int cmd_serve(int argc, char **argv)
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
-	static struct kx_device devices[KX_MAX_DEVICES], fresh[KX_MAX_DEVICES];
-	const char *listen_s = "127.0.0.1:9464", *pids = NULL, *mech = NULL;
-	char *specs[MAX_SPECS];
-	int nspecs = 0, by = KX_AGG_BY_NONE, ndev, opt, v6 = 0, rc = 1;
-	double max_keys = KX_AGG_MAX_KEYS, rescan = 60, timeout = 10, clients = 32;
-	struct sockaddr_storage addr;
-	struct kx_session_opts so = {0};
-	struct kx_session *s = NULL;
-	struct serve sv = {0};
-	struct MHD_Daemon *d = NULL;
-	sigset_t set, old;
-	uint64_t last_scan, last_prune;
-	char err[512];
+	int opt, rc;
 
+	o->listen_s = "127.0.0.1:9464";
+	o->cap.agg_max_keys = KX_AGG_MAX_KEYS;
+	o->rescan = 60;
+	o->timeout = 10;
+	o->clients = 32;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'l':
-			listen_s = optarg;
-			break;
-		case 'p':
-			pids = optarg;
-			break;
-		case 'D':
-			if (nspecs == MAX_SPECS) {
-				kx_err("at most %d --device options", MAX_SPECS);
-				return 2;
-			}
-			specs[nspecs++] = optarg;
-			break;
-		case 'P':
-			by = KX_AGG_BY_PID;
-			break;
-		case 'C':
-			by = KX_AGG_BY_CGROUP;
-			break;
-		case 'k':
-			if (parse_num("--max-keys", optarg, 16, 1 << 20, &max_keys))
-				return 2;
-			break;
-		case 'r':
-			if (parse_num("--rescan", optarg, 0, 86400, &rescan))
-				return 2;
-			break;
-		case 't':
-			if (parse_num("--http-timeout", optarg, 1, 3600, &timeout))
-				return 2;
-			break;
-		case 'c':
-			if (parse_num("--max-clients", optarg, 1, 1024, &clients))
-				return 2;
-			break;
-		case 'm':
-			mech = optarg;
-			break;
-		case 'h':
-			serve_usage(stdout);
-			return 0;
-		default:
-			kx_err("see kxprof serve --help");
-			return 2;
-		}
-	}
+	while ((opt = getopt_long(argc, argv, "p:h", opts, NULL)) != -1)
+		if ((rc = serve_opt(o, opt)) != 0)
+			return rc < 0 ? 2 : -1;
 	if (optind < argc) {
 		kx_err("unexpected argument '%s' (see kxprof serve --help)", argv[optind]);
 		return 2;
 	}
-	if (parse_listen(listen_s, &addr, &v6)) {
+	if (parse_listen(o->listen_s, &o->addr, &o->v6)) {
 		kx_err("bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464)",
-		       listen_s);
+		       o->listen_s);
 		return 2;
 	}
-	for (int i = 0; i < nspecs; i++) {
-		/* Fail early on a typo; later rescans only warn. */
-		if (kx_device_resolve(specs[i], fresh, KX_MAX_DEVICES, err, sizeof(err)) < 0) {
-			kx_err("%s", err);
-			return 2;
+	o->cap.devices = &o->devices;
+	o->cap.verbose = kx_verbose;
+	o->cap.agg_by_pid = o->by == KX_AGG_BY_PID;
+	o->cap.agg_by_cgroup = o->by == KX_AGG_BY_CGROUP;
+	o->cap.cmdline = "serve";
+	return 0;
+}
+
+/* Opens and starts the capture and the readers of its aggregates. 0, or -1 after a message. */
+static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts *o)
+{
+	char err[512];
+
+	if (kx_capture_live(c, &o->cap, o->pids, &sv->jobs, err, sizeof(err)))
+		goto fail;
+	sv->agg = kx_agg_new(c->s, o->by);
+	if (!sv->agg) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
+	sv->mech = kx_session_mech(c->s);
+	snprintf(sv->kernel, sizeof(sv->kernel), "%s", kx_session_capinfo(c->s)->kernel);
+	sv->info.version = SERVE_VERSION;
+	sv->info.kernel = sv->kernel;
+	sv->info.mech = sv->mech;
+	sv->info.jobs_attached = kx_capture_jobs_attached(kx_session_capinfo(c->s));
+	return 0;
+fail:
+	kx_err("%s", err);
+	return -1;
+}
+
+static struct MHD_Daemon *serve_listen(struct serve *sv, const struct serve_opts *o)
+{
+	struct MHD_Daemon *d;
+
+	d = MHD_start_daemon(
+	        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+	                (o->v6 ? MHD_USE_IPv6 : 0),
+	        0, NULL, NULL, on_request, sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&o->addr,
+	        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)2, MHD_OPTION_CONNECTION_TIMEOUT,
+	        (unsigned int)o->timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->clients,
+	        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o->clients,
+	        /* Request line + headers must fit: 32 KiB, else 431/413. */
+	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024, MHD_OPTION_EXTERNAL_LOGGER,
+	        mhd_log, NULL, MHD_OPTION_END);
+	if (!d)
+		kx_err("cannot listen on %s: %s", o->listen_s,
+		       errno ? strerror(errno) : "libmicrohttpd refused the options (-v says why)");
+	return d;
+}
+
+/* Rescans the devices (hot-plug; on SIGHUP saying what it found). */
+static void serve_rescan(struct serve *sv, struct serve_opts *o, int hup)
+{
+	char err[512];
+	int was = o->devices.n;
+
+	o->fresh = o->devices;
+	kx_devset_resolve(&o->fresh, hup ? kx_cli_warn : NULL, NULL);
+	if (kx_devset_same(&o->fresh, &o->devices)) {
+		if (hup)
+			fprintf(stderr, "kxprof serve: SIGHUP: devices unchanged (%d)\n", was);
+		return;
+	}
+	if (kx_agg_set_devices(sv->agg, o->fresh.dev, o->fresh.n, err, sizeof(err)) != 0) {
+		kx_err("device rescan: %s", err);
+		return;
+	}
+	o->devices = o->fresh;
+	fprintf(stderr, "kxprof serve: devices: %d (were %d)\n", o->devices.n, was);
+}
+
+/* Serves until SIGTERM/SIGINT; rescans on SIGHUP and every --rescan seconds. */
+static void serve_loop(struct serve *sv, struct serve_opts *o, const sigset_t *set)
+{
+	uint64_t last_scan = kx_mono_ns(), last_prune = last_scan;
+
+	for (;;) {
+		struct timespec ts = {1, 0};
+		int sig = sigtimedwait(set, NULL, &ts);
+		uint64_t now = kx_mono_ns();
+		int due = o->rescan > 0 && now - last_scan >= (uint64_t)(o->rescan * 1e9);
+
+		if (sig == SIGTERM || sig == SIGINT)
+			return;
+		if (sig == SIGHUP || due) {
+			serve_rescan(sv, o, sig == SIGHUP);
+			last_scan = now;
+		}
+		/* Per-process keys of exited processes would fill the map over days. */
+		if (o->by == KX_AGG_BY_PID && now - last_prune >= 2000000000ULL) {
+			kx_agg_prune_exited(sv->agg);
+			last_prune = now;
 		}
 	}
+}
+
+/* Capture, HTTP, loop. 0 after a signal, 1 on error. */
+static int serve_run(struct serve *sv, struct kx_capture *c, struct serve_opts *o,
+                     const sigset_t *set)
+{
+	struct MHD_Daemon *d;
+
+	if (serve_start(sv, c, o))
+		return 1;
+	d = serve_listen(sv, o);
+	if (!d)
+		return 1;
+	fprintf(stderr, "kxprof serve: http://%s/metrics (%s, %d devices, %s, key limit %u)\n",
+	        o->listen_s, sv->mech, o->devices.n, o->pids ? "given processes" : "all processes",
+	        kx_session_agg_max_keys(c->s));
+	serve_loop(sv, o, set);
+	fprintf(stderr, "kxprof serve: stopping\n");
+	MHD_stop_daemon(d);
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static struct serve_opts o;
+	struct kx_capture c = {0};
+	struct serve sv = {0};
+	sigset_t set, old;
+	int rc = serve_parse(argc, argv, &o);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
 	/* Snapshots and responses are large and short-lived: a fixed mmap
 	 * threshold returns them to the kernel when freed, so a burst of keys
 	 * does not leave the heap (and RSS) at its high-water mark for days. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	ndev = scan_devices(devices, specs, nspecs, 1);
-	if (ndev == 0)
+	if (kx_devset_resolve(&o.devices, NULL, NULL) == 0)
 		kx_err("warning: no accelerator device found yet; rescans (SIGHUP, --rescan) add "
 		       "them");
-
 	/* Signals are taken synchronously by the main loop: block them before any
 	 * thread (consumer, HTTP pool) exists so every thread inherits the mask. */
 	sigemptyset(&set);
@@ -460,111 +539,9 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	signal(SIGPIPE, SIG_IGN);
-
-	so.all = pids == NULL;
-	so.devices = devices;
-	so.ndevices = ndev;
-	/* Aggregate mode emits no ioctl records; job records (user/live/jobs.h) do flow. */
-	so.ringbuf_bytes = 1 << 20;
-	so.mech = mech;
-	so.verbose = kx_verbose;
-	so.sink.ioctl = nop_ioctl;
-	/* Always-on cost: no driver entry hooks. Job records are paired online. */
-	sv.jobs = kx_jobagg_new(0, 0);
-	if (!sv.jobs) {
-		kx_err("out of memory");
-		goto out;
-	}
-	so.sink.ctx = sv.jobs;
-	so.sink.job = on_job;
-	so.no_drvhooks = 1;
-	so.aggregate = 1;
-	so.agg_by_pid = by == KX_AGG_BY_PID;
-	so.agg_by_cgroup = by == KX_AGG_BY_CGROUP;
-	so.agg_max_keys = (uint32_t)max_keys;
-	s = kx_session_open(&so, err, sizeof(err));
-	if (!s) {
-		kx_err("%s", err);
-		goto out;
-	}
-	if (pids && kx_cli_add_pids(s, pids))
-		goto out;
-	kx_session_set_cmdline(s, "serve");
-	if (kx_session_start(s, err, sizeof(err))) {
-		kx_err("%s", err);
-		goto out;
-	}
-	sv.agg = kx_agg_new(s, by);
-	if (!sv.agg) {
-		kx_err("out of memory");
-		goto out;
-	}
-	sv.mech = kx_session_mech(s);
-	snprintf(sv.kernel, sizeof(sv.kernel), "%s", kx_session_capinfo(s)->kernel);
-	sv.info.version = SERVE_VERSION;
-	sv.info.kernel = sv.kernel;
-	sv.info.mech = sv.mech;
-	sv.info.jobs_attached = jobs_attached(kx_session_capinfo(s));
-
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-	                             (v6 ? MHD_USE_IPv6 : 0),
-	                     0, NULL, NULL, on_request, &sv, MHD_OPTION_SOCK_ADDR,
-	                     (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)2,
-	                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)timeout,
-	                     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)clients,
-	                     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)clients,
-	                     /* Request line + headers must fit: 32 KiB, else 431/413. */
-	                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024,
-	                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
-	if (!d) {
-		kx_err("cannot listen on %s: %s", listen_s,
-		       errno ? strerror(errno) : "libmicrohttpd refused the options (-v says why)");
-		goto out;
-	}
-	fprintf(stderr, "kxprof serve: http://%s/metrics (%s, %d devices, %s, key limit %u)\n",
-	        listen_s, sv.mech, ndev, pids ? "given processes" : "all processes",
-	        kx_session_agg_max_keys(s));
-
-	last_scan = last_prune = kx_mono_ns();
-	for (;;) {
-		struct timespec ts = {1, 0};
-		int sig = sigtimedwait(&set, NULL, &ts);
-		uint64_t now = kx_mono_ns();
-		int due = rescan > 0 && now - last_scan >= (uint64_t)(rescan * 1e9);
-
-		if (sig == SIGTERM || sig == SIGINT)
-			break;
-		if (sig == SIGHUP || due) {
-			int n = scan_devices(fresh, specs, nspecs, !(sig == SIGHUP));
-
-			if (!same_devices(fresh, n, devices, ndev)) {
-				if (kx_agg_set_devices(sv.agg, fresh, n, err, sizeof(err)) == 0) {
-					memcpy(devices, fresh, (size_t)n * sizeof(*fresh));
-					fprintf(stderr, "kxprof serve: devices: %d (were %d)\n", n,
-					        ndev);
-					ndev = n;
-				} else {
-					kx_err("device rescan: %s", err);
-				}
-			} else if (sig == SIGHUP) {
-				fprintf(stderr, "kxprof serve: SIGHUP: devices unchanged (%d)\n",
-				        ndev);
-			}
-			last_scan = now;
-		}
-		/* Per-process keys of exited processes would fill the map over days. */
-		if (by == KX_AGG_BY_PID && now - last_prune >= 2000000000ULL) {
-			kx_agg_prune_exited(sv.agg);
-			last_prune = now;
-		}
-	}
-	fprintf(stderr, "kxprof serve: stopping\n");
-	rc = 0;
-out:
-	if (d)
-		MHD_stop_daemon(d);
+	rc = serve_run(&sv, &c, &o, &set);
 	kx_agg_free(sv.agg);
-	kx_session_close(s);
+	kx_capture_close(&c);
 	kx_jobagg_free(sv.jobs);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;

@@ -23,9 +23,10 @@
 #include "live/aggregate.h"
 #include "cli/cli.h"
 #include "capture/clock.h"
-#include "registry/devices.h"
-#include "capture/session.h"
+#include "capture/setup.h"
+#include "live/jobs.h"
 #include "util/hist.h"
+#include "util/parse.h"
 
 enum col {
 	C_RATE,
@@ -53,6 +54,14 @@ struct trow {
 	uint64_t p50, p99, max;
 };
 
+/* Device timelines of the last interval, when job sources are attached. */
+struct jobline {
+	int attached;
+	uint64_t inflight; /* jobs queued or running now, all devices */
+	double busy_pct;   /* busiest device's share of the interval */
+	char device[48];   /* the busiest device, "" when no job was seen */
+};
+
 struct view {
 	int per_pid;
 	int sort;
@@ -62,6 +71,7 @@ struct view {
 	double interval;
 	const char *mech;
 	const char *who; /* "all processes" or "given processes" */
+	struct jobline jobs;
 };
 
 static volatile sig_atomic_t got_signal, got_winch;
@@ -213,18 +223,11 @@ static int cmp_trow(const void *pa, const void *pb)
 	return c;
 }
 
-/* Prints one refresh: header, column titles, up to max rows. */
-static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *d, uint32_t nkeys,
-                   int max_lines, int cols)
+/* Rows with traffic in this interval, with their rates and quantiles; the count. */
+static int fill_rows(const struct kx_agg_snapshot *d, struct trow *t)
 {
-	struct trow *t = calloc(d->nrows ? d->nrows : 1, sizeof(*t));
-	int n = 0, wdev = 6, wdrv = 6, wioc = 5, shown;
-	char tbuf[16], line[512], a[16], b[16], c[16], off[16];
-	time_t now = time(NULL);
-	struct tm tm;
+	int n = 0;
 
-	if (!t)
-		return;
 	for (size_t i = 0; i < d->nrows; i++) {
 		const struct kx_agg_row *r = &d->rows[i];
 
@@ -239,23 +242,53 @@ static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *
 		t[n].offcpu_pct = r->sum_ns ? 100.0 * (double)r->offcpu_ns / (double)r->sum_ns : 0;
 		n++;
 	}
-	sort_col = v->sort;
-	sort_rev = v->reverse;
-	if (n > 1)
-		qsort(t, (size_t)n, sizeof(*t), cmp_trow);
-	shown = n < v->nrows ? n : v->nrows;
-	if (max_lines > 0 && shown > max_lines - 4)
-		shown = max_lines - 4 > 0 ? max_lines - 4 : 0;
+	return n;
+}
+
+struct widths {
+	int dev, drv, ioc;
+};
+
+static struct widths col_widths(const struct trow *t, int shown)
+{
+	struct widths w = {6, 6, 5};
+
 	for (int i = 0; i < shown; i++) {
 		int l;
 
-		if ((l = (int)strlen(t[i].r->device)) > wdev)
-			wdev = l < 28 ? l : 28;
-		if ((l = (int)strlen(t[i].r->driver)) > wdrv)
-			wdrv = l;
-		if ((l = (int)strlen(t[i].r->ioctl)) > wioc)
-			wioc = l < 32 ? l : 32;
+		if ((l = (int)strlen(t[i].r->device)) > w.dev)
+			w.dev = l < 28 ? l : 28;
+		if ((l = (int)strlen(t[i].r->driver)) > w.drv)
+			w.drv = l;
+		if ((l = (int)strlen(t[i].r->ioctl)) > w.ioc)
+			w.ioc = l < 32 ? l : 32;
 	}
+	return w;
+}
+
+/* "jobs in flight: 3  device busy: 42% (loop0)", or why they are unknown. */
+static void job_header(const struct view *v, char *buf, size_t len)
+{
+	const struct jobline *j = &v->jobs;
+
+	if (!j->attached)
+		snprintf(buf, len, "jobs in flight: -  device busy: -  (no job source attached)");
+	else if (!j->device[0])
+		snprintf(buf, len,
+		         "jobs in flight: %" PRIu64 "  device busy: -  (no jobs seen yet)",
+		         j->inflight);
+	else
+		snprintf(buf, len, "jobs in flight: %" PRIu64 "  device busy: %.0f%% (%s)",
+		         j->inflight, j->busy_pct, j->device);
+}
+
+static void print_header(FILE *f, const struct view *v, const struct kx_agg_snapshot *d,
+                         uint32_t nkeys, int shown, int n, int cols)
+{
+	char tbuf[16], line[512], jobs[160];
+	time_t now = time(NULL);
+	struct tm tm;
+
 	localtime_r(&now, &tm);
 	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
 	snprintf(line, sizeof(line),
@@ -264,46 +297,77 @@ static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *
 	         tbuf, v->interval, v->mech, v->who, sort_names[v->sort],
 	         v->reverse ? " (rev)" : "", shown, n, nkeys, d->max_keys, d->overflow);
 	fprintf(f, "%.*s\n", cols, line);
-	snprintf(line, sizeof(line),
-	         "jobs in flight: -  device busy: -  (no job source attached)%s",
+	job_header(v, jobs, sizeof(jobs));
+	snprintf(line, sizeof(line), "%s%s", jobs,
 	         v->interactive ? "  [q quit, p per-process, s sort, r reverse]" : "");
 	fprintf(f, "%.*s\n", cols, line);
 	if (v->interactive)
 		fputc('\n', f);
+}
+
+static void print_titles(FILE *f, const struct view *v, struct widths w, int cols)
+{
+	char line[512];
+
 	if (v->per_pid)
 		snprintf(line, sizeof(line), "%-*s %-*s %-*s %7s %-15s %10s %9s %9s %9s %9s %7s",
-		         wdev, "DEVICE", wdrv, "DRIVER", wioc, "IOCTL", "PID", "COMM", "RATE/s",
+		         w.dev, "DEVICE", w.drv, "DRIVER", w.ioc, "IOCTL", "PID", "COMM", "RATE/s",
 		         "ERR/s", "P50", "P99", "MAX", "OFFCPU%");
 	else
-		snprintf(line, sizeof(line), "%-*s %-*s %-*s %10s %9s %9s %9s %9s %7s", wdev,
-		         "DEVICE", wdrv, "DRIVER", wioc, "IOCTL", "RATE/s", "ERR/s", "P50", "P99",
+		snprintf(line, sizeof(line), "%-*s %-*s %-*s %10s %9s %9s %9s %9s %7s", w.dev,
+		         "DEVICE", w.drv, "DRIVER", w.ioc, "IOCTL", "RATE/s", "ERR/s", "P50", "P99",
 		         "MAX", "OFFCPU%");
 	fprintf(f, "%.*s\n", cols, line);
-	for (int i = 0; i < shown; i++) {
-		const struct kx_agg_row *r = t[i].r;
+}
 
-		if (d->offcpu_measured)
-			snprintf(off, sizeof(off), "%.1f", t[i].offcpu_pct);
-		else
-			snprintf(off, sizeof(off), "-");
-		if (v->per_pid)
-			snprintf(line, sizeof(line),
-			         "%-*.*s %-*s %-*.*s %7" PRIu64
-			         " %-15.15s %10.1f %9.1f %9s %9s %9s %7s",
-			         wdev, wdev, r->device, wdrv, r->driver, wioc, wioc, r->ioctl,
-			         (uint64_t)r->key.who, r->comm[0] ? r->comm : "-", t[i].rate,
-			         t[i].err_rate, dur_str(t[i].p50, a, sizeof(a)),
-			         dur_str(t[i].p99, b, sizeof(b)), dur_str(t[i].max, c, sizeof(c)),
-			         off);
-		else
-			snprintf(line, sizeof(line),
-			         "%-*.*s %-*s %-*.*s %10.1f %9.1f %9s %9s %9s %7s", wdev, wdev,
-			         r->device, wdrv, r->driver, wioc, wioc, r->ioctl, t[i].rate,
-			         t[i].err_rate, dur_str(t[i].p50, a, sizeof(a)),
-			         dur_str(t[i].p99, b, sizeof(b)), dur_str(t[i].max, c, sizeof(c)),
-			         off);
-		fprintf(f, "%.*s\n", cols, line);
-	}
+static void print_row(FILE *f, const struct view *v, const struct trow *t, struct widths w,
+                      int offcpu_measured, int cols)
+{
+	const struct kx_agg_row *r = t->r;
+	char line[512], a[16], b[16], c[16], off[16];
+
+	if (offcpu_measured)
+		snprintf(off, sizeof(off), "%.1f", t->offcpu_pct);
+	else
+		snprintf(off, sizeof(off), "-");
+	if (v->per_pid)
+		snprintf(line, sizeof(line),
+		         "%-*.*s %-*s %-*.*s %7" PRIu64 " %-15.15s %10.1f %9.1f %9s %9s %9s %7s",
+		         w.dev, w.dev, r->device, w.drv, r->driver, w.ioc, w.ioc, r->ioctl,
+		         (uint64_t)r->key.who, r->comm[0] ? r->comm : "-", t->rate, t->err_rate,
+		         dur_str(t->p50, a, sizeof(a)), dur_str(t->p99, b, sizeof(b)),
+		         dur_str(t->max, c, sizeof(c)), off);
+	else
+		snprintf(line, sizeof(line), "%-*.*s %-*s %-*.*s %10.1f %9.1f %9s %9s %9s %7s",
+		         w.dev, w.dev, r->device, w.drv, r->driver, w.ioc, w.ioc, r->ioctl, t->rate,
+		         t->err_rate, dur_str(t->p50, a, sizeof(a)), dur_str(t->p99, b, sizeof(b)),
+		         dur_str(t->max, c, sizeof(c)), off);
+	fprintf(f, "%.*s\n", cols, line);
+}
+
+/* Prints one refresh: header, column titles, up to max rows. */
+static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *d, uint32_t nkeys,
+                   int max_lines, int cols)
+{
+	struct trow *t = calloc(d->nrows ? d->nrows : 1, sizeof(*t));
+	int n, shown;
+	struct widths w;
+
+	if (!t)
+		return;
+	n = fill_rows(d, t);
+	sort_col = v->sort;
+	sort_rev = v->reverse;
+	if (n > 1)
+		qsort(t, (size_t)n, sizeof(*t), cmp_trow);
+	shown = n < v->nrows ? n : v->nrows;
+	if (max_lines > 0 && shown > max_lines - 4)
+		shown = max_lines - 4 > 0 ? max_lines - 4 : 0;
+	w = col_widths(t, shown);
+	print_header(f, v, d, nkeys, shown, n, cols);
+	print_titles(f, v, w, cols);
+	for (int i = 0; i < shown; i++)
+		print_row(f, v, &t[i], w, d->offcpu_measured, cols);
 	if (!n)
 		fprintf(f, "(no traced ioctls in this interval)\n");
 	free(t);
@@ -339,18 +403,6 @@ static int show(const struct view *v, const struct kx_agg_snapshot *last, uint32
 	return 0;
 }
 
-static int parse_secs(const char *opt, const char *s, double *out)
-{
-	char *end;
-
-	*out = strtod(s, &end);
-	if (*end || s == end || !(*out >= 0.05 && *out <= 86400)) {
-		kx_err("bad %s '%s' (seconds from 0.05, e.g. 1 or 0.5)", opt, s);
-		return -1;
-	}
-	return 0;
-}
-
 static int sort_parse(const char *s)
 {
 	for (int i = 0; i < NSORT; i++)
@@ -359,11 +411,29 @@ static int sort_parse(const char *s)
 	return -1;
 }
 
-static void nop_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
+/* One key: 1 when it asks to quit; *redraw when the view changed. */
+static int on_key(struct view *v, char ch, int *redraw)
 {
-	(void)ctx;
-	(void)e;
-	(void)arg;
+	switch (ch) {
+	case 'q':
+	case 'Q':
+		return 1;
+	case 'p':
+		v->per_pid = !v->per_pid;
+		*redraw = 1;
+		break;
+	case 's':
+		v->sort = (v->sort + 1) % NSORT;
+		if (v->sort == C_PID && !v->per_pid)
+			v->sort = C_RATE;
+		*redraw = 1;
+		break;
+	case 'r':
+		v->reverse = !v->reverse;
+		*redraw = 1;
+		break;
+	}
+	return 0;
 }
 
 /* Reads keys until the deadline; returns 1 to quit. */
@@ -396,31 +466,99 @@ static int wait_keys(struct view *v, uint64_t deadline, int *redraw)
 			continue;
 		if (read(STDIN_FILENO, &ch, 1) != 1)
 			continue;
-		switch (ch) {
-		case 'q':
-		case 'Q':
+		if (on_key(v, ch, redraw))
 			return 1;
-		case 'p':
-			v->per_pid = !v->per_pid;
-			*redraw = 1;
-			break;
-		case 's':
-			v->sort = (v->sort + 1) % NSORT;
-			if (v->sort == C_PID && !v->per_pid)
-				v->sort = C_RATE;
-			*redraw = 1;
-			break;
-		case 'r':
-			v->reverse = !v->reverse;
-			*redraw = 1;
-			break;
-		}
 		if (*redraw)
 			return 0;
 	}
 }
 
-int cmd_top(int argc, char **argv)
+struct top_opts {
+	struct view v;
+	int batch;
+	long long count;  /* refreshes, 0: no limit */
+	double duration;  /* seconds, 0: no limit */
+	const char *pids; /* -p list, checked when the capture opens */
+	struct kx_devset devices;
+	struct kx_capture_opts cap;
+};
+
+/* One numeric option into o. 0, or -1 with err. */
+static int top_num(struct top_opts *o, int opt, char *err, size_t len)
+{
+	static const struct kx_num_range secs = {.lo = 0.05, .hi = 86400};
+	long long v = 0;
+	int rc;
+
+	switch (opt) {
+	case 'i':
+		return kx_parse_double("-i", optarg, &secs, &o->v.interval, err, len);
+	case 'd':
+		return kx_parse_double("-d", optarg, &secs, &o->duration, err, len);
+	case 'n':
+		rc = kx_parse_long("-n", optarg, 1, 10000, &v, err, len);
+		o->v.nrows = rc ? o->v.nrows : (int)v;
+		return rc;
+	case 'c':
+		return kx_parse_long("-c", optarg, 1, 1000000000, &o->count, err, len);
+	default: /* 'k' */
+		rc = kx_parse_long("--max-keys", optarg, 16, 1 << 20, &v, err, len);
+		o->cap.agg_max_keys = rc ? o->cap.agg_max_keys : (uint32_t)v;
+		return rc;
+	}
+}
+
+/* One option into o. 0, 1 for --help, or -1 after a message. */
+static int top_opt(struct top_opts *o, int opt)
+{
+	char err[256];
+
+	switch (opt) {
+	case 'i':
+	case 'n':
+	case 'd':
+	case 'c':
+	case 'k':
+		if (top_num(o, opt, err, sizeof(err)))
+			break;
+		return 0;
+	case 's':
+		o->v.sort = sort_parse(optarg);
+		if (o->v.sort >= 0)
+			return 0;
+		snprintf(err, sizeof(err),
+		         "bad -s '%s' (rate, err, p50, p99, max, offcpu, device, driver, ioctl, "
+		         "pid)",
+		         optarg);
+		break;
+	case 'P':
+		o->v.per_pid = 1;
+		return 0;
+	case 'p':
+		o->pids = optarg;
+		return 0;
+	case 'D':
+		if (kx_devset_add(&o->devices, optarg, err, sizeof(err)))
+			break;
+		return 0;
+	case 'b':
+		o->batch = 1;
+		return 0;
+	case 'm':
+		o->cap.mech = optarg;
+		return 0;
+	case 'h':
+		top_usage(stdout);
+		return 1;
+	default:
+		snprintf(err, sizeof(err), "see kxprof top --help");
+	}
+	kx_err("%s", err);
+	return -1;
+}
+
+/* Options into o. 0 to run; else the exit code (0 after --help). */
+static int top_parse(int argc, char **argv, struct top_opts *o)
 {
 	static const struct option opts[] = {
 	        {"interval", required_argument, NULL, 'i'},
@@ -437,180 +575,182 @@ int cmd_top(int argc, char **argv)
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
-	static struct kx_device devices[KX_MAX_DEVICES];
-	long max_keys = KX_AGG_MAX_KEYS;
-	struct view v = {.sort = C_RATE, .nrows = 20, .interval = 1};
-	const char *pids = NULL, *mech = NULL;
-	int ndev, opt, batch = 0, rc = 1;
-	long count = 0, iter = 0;
-	double duration = 0;
-	struct kx_session_opts so = {0};
-	struct kx_session *s = NULL;
-	struct kx_agg *agg = NULL;
-	struct kx_agg_snapshot prev = {0}, cur, last = {0};
-	uint64_t t0, next, stop;
-	int have_last = 0;
-	char err[512];
-	char *end;
+	int opt, rc;
 
-	ndev = kx_devices_default(devices, KX_MAX_DEVICES);
+	o->v = (struct view){.sort = C_RATE, .nrows = 20, .interval = 1};
+	o->cap.agg_max_keys = KX_AGG_MAX_KEYS;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "i:n:s:Pp:bd:c:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'i':
-			if (parse_secs("-i", optarg, &v.interval))
-				return 2;
-			break;
-		case 'n':
-			v.nrows = (int)strtol(optarg, &end, 10);
-			if (*end || v.nrows < 1 || v.nrows > 10000) {
-				kx_err("bad -n '%s' (rows, 1 to 10000)", optarg);
-				return 2;
-			}
-			break;
-		case 's':
-			v.sort = sort_parse(optarg);
-			if (v.sort < 0) {
-				kx_err("bad -s '%s' (rate, err, p50, p99, max, offcpu, device, "
-				       "driver, ioctl, pid)",
-				       optarg);
-				return 2;
-			}
-			break;
-		case 'P':
-			v.per_pid = 1;
-			break;
-		case 'p':
-			pids = optarg;
-			break;
-		case 'D':
-			if (kx_cli_add_devices(optarg, devices, KX_MAX_DEVICES, &ndev))
-				return 2;
-			break;
-		case 'b':
-			batch = 1;
-			break;
-		case 'd':
-			if (parse_secs("-d", optarg, &duration))
-				return 2;
-			break;
-		case 'c':
-			count = strtol(optarg, &end, 10);
-			if (*end || count < 1) {
-				kx_err("bad -c '%s' (a number of refreshes)", optarg);
-				return 2;
-			}
-			break;
-		case 'm':
-			mech = optarg;
-			break;
-		case 'k':
-			max_keys = strtol(optarg, &end, 10);
-			if (*end || max_keys < 16 || max_keys > (1 << 20)) {
-				kx_err("bad --max-keys '%s' (16 to %d)", optarg, 1 << 20);
-				return 2;
-			}
-			break;
-		case 'h':
-			top_usage(stdout);
-			return 0;
-		default:
-			kx_err("see kxprof top --help");
-			return 2;
-		}
-	}
+	while ((opt = getopt_long(argc, argv, "i:n:s:Pp:bd:c:h", opts, NULL)) != -1)
+		if ((rc = top_opt(o, opt)) != 0)
+			return rc < 0 ? 2 : -1;
 	if (optind < argc) {
 		kx_err("unexpected argument '%s' (see kxprof top --help)", argv[optind]);
 		return 2;
 	}
-	if (ndev == 0) {
+	if (kx_devset_resolve(&o->devices, kx_cli_warn, NULL) == 0) {
 		kx_err("no accelerator device found here and none named: use --device PATH");
 		return 2;
 	}
-	if (v.sort == C_PID && !v.per_pid)
-		v.per_pid = 1;
-
-	so.all = pids == NULL;
-	so.devices = devices;
-	so.ndevices = ndev;
-	so.ringbuf_bytes = 64 << 10; /* aggregate mode emits no ioctl records */
-	so.mech = mech;
-	so.verbose = kx_verbose;
-	so.sink.ioctl = nop_ioctl;
-	/* Always-on cost: no driver entry hooks; job sources need records (no sink.job). */
-	so.no_drvhooks = 1;
-	so.aggregate = 1;
+	if (o->v.sort == C_PID && !o->v.per_pid)
+		o->v.per_pid = 1;
+	o->cap.devices = &o->devices;
+	o->cap.verbose = kx_verbose;
 	/* Always split by process in the kernel: 'p' then only changes the fold. */
-	so.agg_by_pid = 1;
-	so.agg_max_keys = (uint32_t)max_keys;
-	s = kx_session_open(&so, err, sizeof(err));
-	if (!s) {
-		kx_err("%s", err);
-		return 1;
-	}
-	if (pids && kx_cli_add_pids(s, pids))
-		goto out;
-	if (kx_session_start(s, err, sizeof(err))) {
-		kx_err("%s", err);
-		goto out;
-	}
-	agg = kx_agg_new(s, KX_AGG_BY_PID);
-	if (!agg || kx_agg_snapshot(agg, &prev, 0, err, sizeof(err))) {
-		kx_err("%s", agg ? err : "out of memory");
-		goto out;
-	}
-	v.mech = kx_session_mech(s);
-	v.who = pids ? "given processes" : "all processes";
-	v.interactive = !batch && isatty(STDOUT_FILENO);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
-	signal(SIGWINCH, on_winch);
-	if (v.interactive && term_raw() != 0 && isatty(STDIN_FILENO))
-		kx_err("warning: cannot set the terminal to raw mode: keys need Enter");
+	o->cap.agg_by_pid = 1;
+	return 0;
+}
 
-	t0 = kx_mono_ns();
-	next = t0 + (uint64_t)(v.interval * 1e9);
-	stop = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : UINT64_MAX;
+/* What top keeps between refreshes. */
+struct top_state {
+	struct kx_capture c;
+	struct kx_agg *agg;
+	struct kx_jobagg *jobs;
+	struct kx_agg_snapshot prev, last; /* totals at the last refresh; its interval */
+	int have_last;
+};
+
+/* Jobs in flight now, and the busiest device over the interval just ended. */
+static void jobs_refresh(struct top_state *t, struct view *v, uint64_t now, double interval_s)
+{
+	struct kx_jobagg_snapshot js;
+
+	if (!v->jobs.attached || kx_jobagg_snapshot(t->jobs, &js, now, 1))
+		return;
+	v->jobs.inflight = 0;
+	v->jobs.busy_pct = 0;
+	v->jobs.device[0] = 0;
+	for (size_t i = 0; i < js.ndevs; i++) {
+		double pct =
+		        interval_s > 0 ? 100.0 * (double)js.devs[i].busy_ns / 1e9 / interval_s : 0;
+
+		v->jobs.inflight += js.devs[i].inflight;
+		if (!v->jobs.device[0] || pct > v->jobs.busy_pct) {
+			v->jobs.busy_pct = pct > 100 ? 100 : pct;
+			snprintf(v->jobs.device, sizeof(v->jobs.device), "%s", js.devs[i].device);
+		}
+	}
+	kx_jobagg_snapshot_free(&js);
+}
+
+/* A process that exited during the interval keeps the name it had before. */
+static void keep_names(struct kx_agg_snapshot *cur, const struct kx_agg_snapshot *prev)
+{
+	for (size_t i = 0; i < cur->nrows; i++) {
+		struct kx_agg_row *r = &cur->rows[i];
+
+		for (size_t j = 0; !r->comm[0] && j < prev->nrows; j++)
+			if (prev->rows[j].key.who == r->key.who && prev->rows[j].comm[0])
+				memcpy(r->comm, prev->rows[j].comm, sizeof(r->comm));
+	}
+}
+
+/* New totals; last becomes the interval since the previous refresh. 0 or -1. */
+static int refresh(struct top_state *t, struct view *v, uint64_t now)
+{
+	struct kx_agg_snapshot cur;
+	char err[512];
+
+	if (kx_agg_snapshot(t->agg, &cur, 0, err, sizeof(err))) {
+		kx_err("%s", err);
+		return -1;
+	}
+	keep_names(&cur, &t->prev);
+	kx_agg_snapshot_free(&t->last);
+	if (kx_agg_diff(&cur, &t->prev, &t->last)) {
+		kx_agg_snapshot_free(&cur);
+		kx_err("out of memory");
+		return -1;
+	}
+	kx_agg_snapshot_free(&t->prev);
+	t->prev = cur;
+	t->have_last = 1;
+	jobs_refresh(t, v, now, t->last.interval_s);
+	/* Per-process keys of exited processes would fill the map. */
+	kx_agg_prune_exited(t->agg);
+	return 0;
+}
+
+/* Refreshes every interval until q, a signal, -c or -d. 0 or -1. */
+static int top_loop(struct top_state *t, struct top_opts *o)
+{
+	struct view *v = &o->v;
+	uint64_t step = (uint64_t)(v->interval * 1e9), next = kx_mono_ns() + step;
+	uint64_t stop = o->duration > 0 ? kx_mono_ns() + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+	long long iter = 0;
+
 	for (;;) {
 		int redraw = 0;
 		uint64_t now;
 
-		if (wait_keys(&v, next < stop ? next : stop, &redraw))
-			break;
+		if (wait_keys(v, next < stop ? next : stop, &redraw))
+			return 0;
 		now = kx_mono_ns();
 		if (!redraw) {
-			if (kx_agg_snapshot(agg, &cur, 0, err, sizeof(err))) {
-				kx_err("%s", err);
-				goto out;
-			}
-			kx_agg_snapshot_free(&last);
-			if (kx_agg_diff(&cur, &prev, &last)) {
-				kx_agg_snapshot_free(&cur);
-				kx_err("out of memory");
-				goto out;
-			}
-			kx_agg_snapshot_free(&prev);
-			prev = cur;
-			have_last = 1;
-			/* Per-process keys of exited processes would fill the map. */
-			kx_agg_prune_exited(agg);
+			if (refresh(t, v, now))
+				return -1;
 			iter++;
-			next += (uint64_t)(v.interval * 1e9);
+			next += step;
 			if (next <= now)
-				next = now + (uint64_t)(v.interval * 1e9);
+				next = now + step;
 		}
-		if (have_last && show(&v, &last, (uint32_t)prev.nrows))
-			goto out;
-		if (!redraw && ((count && iter >= count) || now >= stop))
-			break;
+		if (t->have_last && show(v, &t->last, (uint32_t)t->prev.nrows))
+			return -1;
+		if (!redraw && ((o->count && iter >= o->count) || now >= stop))
+			return 0;
 	}
-	rc = 0;
-out:
+}
+
+/* Opens and starts the capture and the aggregate readers. 0, or -1 after a message. */
+static int top_start(struct top_state *t, struct top_opts *o)
+{
+	char err[512];
+
+	if (kx_capture_live(&t->c, &o->cap, o->pids, &t->jobs, err, sizeof(err))) {
+		kx_err("%s", err);
+		return -1;
+	}
+	t->agg = kx_agg_new(t->c.s, KX_AGG_BY_PID);
+	if (!t->agg || kx_agg_snapshot(t->agg, &t->prev, 0, err, sizeof(err))) {
+		kx_err("%s", t->agg ? err : "out of memory");
+		return -1;
+	}
+	o->v.jobs.attached = kx_capture_jobs_attached(kx_session_capinfo(t->c.s));
+	return 0;
+}
+
+static void top_view(struct top_state *t, struct top_opts *o)
+{
+	struct view *v = &o->v;
+
+	v->mech = kx_session_mech(t->c.s);
+	v->who = o->pids ? "given processes" : "all processes";
+	v->interactive = !o->batch && isatty(STDOUT_FILENO);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	signal(SIGWINCH, on_winch);
+	if (v->interactive && term_raw() != 0 && isatty(STDIN_FILENO))
+		kx_err("warning: cannot set the terminal to raw mode: keys need Enter");
+}
+
+int cmd_top(int argc, char **argv)
+{
+	static struct top_opts o;
+	static struct top_state t;
+	int rc = top_parse(argc, argv, &o);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	rc = 1;
+	if (top_start(&t, &o) == 0) {
+		top_view(&t, &o);
+		rc = top_loop(&t, &o) ? 1 : 0;
+	}
 	term_restore();
-	kx_agg_snapshot_free(&prev);
-	kx_agg_snapshot_free(&last);
-	kx_agg_free(agg);
-	kx_session_close(s);
+	kx_agg_snapshot_free(&t.prev);
+	kx_agg_snapshot_free(&t.last);
+	kx_agg_free(t.agg);
+	kx_capture_close(&t.c);
+	kx_jobagg_free(t.jobs);
 	return rc;
 }

@@ -5,9 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "registry/devices.h"
 #include "io/kxp.h"
-#include "capture/session.h"
 #include "io/replay.h"
 #include "model/store.h"
 
@@ -74,58 +72,10 @@ struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 	return store;
 }
 
-int kx_cli_parse_pids(const char *list, uint32_t *pids, int max, int *n)
+void kx_cli_warn(void *ctx, const char *msg)
 {
-	char *dup = strdup(list), *save = NULL, *tok;
-	int rc = 0;
-
-	if (!dup) {
-		kx_err("out of memory");
-		return -1;
-	}
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		long v = strtol(tok, &end, 10);
-
-		if (*end || v <= 0 || v > 0x7fffffff || *n >= max) {
-			kx_err("bad pid '%s' (expected a comma-separated list of process ids)",
-			       tok);
-			rc = -1;
-			break;
-		}
-		pids[(*n)++] = (uint32_t)v;
-	}
-	free(dup);
-	return rc;
-}
-
-int kx_cli_add_pids(struct kx_session *s, const char *list)
-{
-	uint32_t pids[256];
-	char err[256];
-	int n = 0;
-
-	if (kx_cli_parse_pids(list, pids, 256, &n))
-		return -1;
-	for (int i = 0; i < n; i++)
-		if (kx_session_add_pid(s, pids[i], err, sizeof(err))) {
-			kx_err("%s", err);
-			return -1;
-		}
-	return 0;
-}
-
-int kx_cli_add_devices(const char *spec, struct kx_device *d, int max, int *n)
-{
-	char err[256];
-	int k = kx_device_resolve(spec, d + *n, max - *n, err, sizeof(err));
-
-	if (k < 0) {
-		kx_err("%s", err);
-		return -1;
-	}
-	*n += k;
-	return 0;
+	(void)ctx;
+	kx_err("%s", msg);
 }
 
 static const struct {

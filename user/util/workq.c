@@ -8,10 +8,12 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "util/parse.h"
 #include "util/workq.h"
 
 #define MAX_WORKERS 8
@@ -42,13 +44,27 @@ void kx_workq_set_threads(int n)
 	forced_threads = n < 0 ? 0 : n;
 }
 
+/* KXPROF_THREADS: threads to use, 0 for one per CPU; a bad value is said once and ignored. */
+static long env_threads(const char *v)
+{
+	static int warned;
+	char err[128];
+	long long n;
+
+	if (kx_parse_long("KXPROF_THREADS", v, 0, 1024, &n, err, sizeof(err)) == 0)
+		return (long)n;
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "kxprof: %s (ignored: one thread per CPU)\n", err);
+	return 0;
+}
+
 int kx_workq_workers(size_t pieces)
 {
 	const char *env = getenv("KXPROF_THREADS");
 	long n = forced_threads;
 
 	if (!n && env && *env)
-		n = strtol(env, NULL, 10);
+		n = env_threads(env);
 	if (n > 0) {
 		/* Asked for: used even on small inputs (tests run the threaded paths so). */
 		n--;

@@ -1,0 +1,222 @@
+/*
+ * Capture set-up shared by the front ends: the record file's header carries
+ * the session's own start clock (root and /dev/kvm, else skipped); workload
+ * launch exit codes; device-set and pid-list parsing.
+ */
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "capture/setup.h"
+#include "io/kxp.h"
+#include "kxtest.h"
+#include "model/store.h"
+
+static int kvm_calls(int n)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), ok = 0;
+
+	if (fd < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		ok += ioctl(fd, KVM_GET_API_VERSION, 0) == KVM_API_VERSION;
+	close(fd);
+	return ok;
+}
+
+/* Reads path's capinfo: the header while the capture runs, the trailer after. */
+static int read_info(const char *path, struct kx_capinfo *ci, struct kx_kxp_read_result *res,
+                     size_t *ioctls)
+{
+	struct kx_store *st = kx_store_new(0);
+	char err[256];
+	int rc;
+
+	if (!st)
+		return -1;
+	rc = kx_kxp_read(path, st, ci, res, err, sizeof(err));
+	*ioctls = kx_store_ioctl_count(st);
+	kx_store_free(st);
+	return rc;
+}
+
+static int same_sync(const struct kx_clock_sync *a, const struct kx_clock_sync *b)
+{
+	return a->offset_ns == b->offset_ns && a->mono_ns == b->mono_ns &&
+	       a->uncertainty_ns == b->uncertainty_ns;
+}
+
+static void open_self(struct kx_capture *c, struct kx_devset *ds, uint32_t *self, const char *path,
+                      char *err, size_t len, int *rc)
+{
+	struct kx_capture_opts o = {0};
+
+	kx_devset_resolve(ds, NULL, NULL);
+	*self = (uint32_t)getpid();
+	o.devices = ds;
+	o.pids = self;
+	o.npids = 1;
+	o.record_path = path;
+	*rc = kx_capture_open(c, &o, err, len);
+}
+
+static void header_has_session_start_clock(void)
+{
+	static struct kx_devset ds;
+	static struct kx_capinfo ci;
+	struct kx_capture c = {0};
+	struct kx_kxp_read_result res;
+	char path[] = "/tmp/kxtest-capture-XXXXXX", err[512];
+	const struct kx_capinfo *sci;
+	uint32_t self;
+	size_t n;
+	int fd, rc;
+
+	if (geteuid() != 0)
+		SKIP("needs root");
+	if (access("/dev/kvm", R_OK | W_OK) != 0)
+		SKIP("no /dev/kvm");
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	open_self(&c, &ds, &self, path, err, sizeof(err), &rc);
+	if (rc == 0)
+		rc = kx_capture_start(&c, err, sizeof(err));
+	if (rc != 0) {
+		printf("FAIL header_has_session_start_clock: %s\n", err);
+		kxt_cur_failed = 1;
+		kx_capture_close(&c);
+		unlink(path);
+		return;
+	}
+	sci = kx_session_capinfo(c.s);
+	/* Running: the file holds the header only. */
+	rc = read_info(path, &ci, &res, &n);
+	CHECK(rc == 0 && res.truncated);
+	CHECK(sci->clock_start.mono_ns != 0);
+	CHECK(same_sync(&ci.clock_start, &sci->clock_start));
+	CHECK_EQ_U(ci.start_mono_ns, sci->start_mono_ns);
+	CHECK(kvm_calls(50) == 50);
+	CHECK(kx_capture_stop(&c, err, sizeof(err)) == 0);
+	/* Stopped: the trailer's clocks come from the same session. */
+	rc = read_info(path, &ci, &res, &n);
+	CHECK(rc == 0 && !res.truncated);
+	CHECK(same_sync(&ci.clock_start, &sci->clock_start));
+	CHECK(same_sync(&ci.clock_stop, &sci->clock_stop));
+	CHECK(ci.clock_stop.mono_ns > ci.clock_start.mono_ns);
+	CHECK(n >= 50);
+	kx_capture_close(&c);
+	unlink(path);
+}
+
+static int launch(char **argv, char *err, size_t len)
+{
+	struct kx_launch l = KX_LAUNCH_INIT;
+	int rc;
+
+	if (kx_launch_hold(&l, argv, err, len))
+		return -1;
+	rc = kx_launch_release(&l, argv, err, len);
+	if (rc)
+		return rc;
+	/* As the record loop does: wait for the exit (at most 10 s), then collect it. */
+	for (int i = 0; i < 1000 && !kx_launch_exited(&l); i++)
+		usleep(10000);
+	return kx_launch_finish(&l);
+}
+
+static void launch_exit_codes(void)
+{
+	char *ok[] = {"true", NULL}, *three[] = {"sh", "-c", "exit 3", NULL};
+	char *killed[] = {"sh", "-c", "kill -KILL $$", NULL};
+	char *missing[] = {"kxtest-no-such-command", NULL}, *notexec[] = {"/etc/passwd", NULL};
+	char err[256] = "";
+
+	CHECK(launch(ok, err, sizeof(err)) == 0);
+	CHECK(launch(three, err, sizeof(err)) == 3);
+	CHECK(launch(killed, err, sizeof(err)) == 128 + 9);
+	CHECK(launch(missing, err, sizeof(err)) == 127);
+	CHECK_STR(err, "cannot run 'kxtest-no-such-command': No such file or directory");
+	CHECK(launch(notexec, err, sizeof(err)) == 126);
+	CHECK(strstr(err, "cannot run '/etc/passwd'") != NULL);
+}
+
+/* A command still running when the capture ends gets SIGTERM. */
+static void launch_finish_ends_command(void)
+{
+	char *sleeper[] = {"sleep", "30", NULL};
+	struct kx_launch l = KX_LAUNCH_INIT;
+	char err[256];
+
+	CHECK(kx_launch_hold(&l, sleeper, err, sizeof(err)) == 0);
+	CHECK(kx_launch_release(&l, sleeper, err, sizeof(err)) == 0);
+	CHECK(!kx_launch_exited(&l));
+	CHECK(kx_launch_finish(&l) == 128 + 15);
+	CHECK(kx_launch_exited(&l));
+}
+
+static int warnings;
+static char last_warning[256];
+
+static void count_warning(void *ctx, const char *msg)
+{
+	(void)ctx;
+	warnings++;
+	snprintf(last_warning, sizeof(last_warning), "%s", msg);
+}
+
+static void devset_specs(void)
+{
+	static struct kx_devset ds, defaults;
+	char list[] = " /dev/null , /dev/kxtest-no-such-device,,/dev/null";
+	char err[256];
+	int skipped;
+
+	CHECK(kx_devset_add(&ds, "/dev/kxtest-no-such-device", err, sizeof(err)) == -1);
+	CHECK(strstr(err, "/dev/kxtest-no-such-device") != NULL);
+	CHECK_EQ_U(ds.nspecs, 0);
+	skipped = kx_devset_add_list(&ds, list, count_warning, NULL);
+	CHECK_EQ_U(skipped, 1);
+	CHECK_EQ_U(warnings, 1);
+	CHECK(strstr(last_warning, "/dev/kxtest-no-such-device") != NULL);
+	CHECK_EQ_U(ds.nspecs, 2);
+	CHECK_STR(ds.specs[0], "/dev/null");
+	CHECK_STR(ds.specs[1], "/dev/null");
+	/* Defaults first, then each spec's devices in order. */
+	kx_devset_resolve(&defaults, NULL, NULL);
+	CHECK_EQ_U(kx_devset_resolve(&ds, NULL, NULL), defaults.n + 2);
+	CHECK_STR(ds.dev[defaults.n].node, "/dev/null");
+	CHECK(!kx_devset_same(&ds, &defaults));
+	ds.n = defaults.n;
+	CHECK(kx_devset_same(&ds, &defaults));
+}
+
+static void pid_lists(void)
+{
+	uint32_t pids[4];
+	char err[256];
+	int n = 0;
+
+	CHECK(kx_pidset_parse("12,34", pids, 4, &n, err, sizeof(err)) == 0);
+	CHECK(n == 2 && pids[0] == 12 && pids[1] == 34);
+	CHECK(kx_pidset_parse("56", pids, 4, &n, err, sizeof(err)) == 0);
+	CHECK(n == 3 && pids[2] == 56);
+	CHECK(kx_pidset_parse("7,x", pids, 4, &n, err, sizeof(err)) == -1);
+	CHECK_STR(err, "bad pid 'x' (expected a comma-separated list of process ids)");
+	n = 0;
+	CHECK(kx_pidset_parse("0", pids, 4, &n, err, sizeof(err)) == -1);
+	CHECK(kx_pidset_parse("1,2,3,4,5", pids, 4, &n, err, sizeof(err)) == -1);
+	CHECK_STR(err, "bad pid '5' (expected a comma-separated list of process ids)");
+}
+
+int main(void)
+{
+	RUN(header_has_session_start_clock);
+	RUN(launch_exit_codes);
+	RUN(launch_finish_ends_command);
+	RUN(devset_specs);
+	RUN(pid_lists);
+	KXT_EXIT();
+}

@@ -1,0 +1,251 @@
+/* Capture set-up shared by the front ends: devices, pids, options -> a running session. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/setup.h"
+#include "live/jobs.h"
+#include "registry/devices.h"
+#include "util/parse.h"
+
+int kx_devset_add(struct kx_devset *ds, const char *spec, char *err, size_t len)
+{
+	static struct kx_device scratch[KX_MAX_DEVICES];
+
+	if (ds->nspecs == KX_MAX_DEVICE_SPECS) {
+		snprintf(err, len, "at most %d --device options", KX_MAX_DEVICE_SPECS);
+		return -1;
+	}
+	if (kx_device_resolve(spec, scratch, KX_MAX_DEVICES, err, len) < 0)
+		return -1;
+	ds->specs[ds->nspecs++] = spec;
+	return 0;
+}
+
+int kx_devset_add_list(struct kx_devset *ds, char *list, kx_devset_warn_fn warn, void *ctx)
+{
+	char *save = NULL, err[256];
+	int skipped = 0;
+
+	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+
+		while (*tok == ' ')
+			tok++;
+		for (end = tok + strlen(tok); end > tok && end[-1] == ' '; end--)
+			end[-1] = 0;
+		if (!*tok)
+			continue;
+		if (kx_devset_add(ds, tok, err, sizeof(err)) != 0) {
+			skipped++;
+			if (warn)
+				warn(ctx, err);
+		}
+	}
+	return skipped;
+}
+
+int kx_devset_resolve(struct kx_devset *ds, kx_devset_warn_fn warn, void *ctx)
+{
+	char err[256];
+
+	ds->n = kx_devices_default(ds->dev, KX_MAX_DEVICES);
+	for (int i = 0; i < ds->nspecs && ds->n < KX_MAX_DEVICES; i++) {
+		int k = kx_device_resolve(ds->specs[i], ds->dev + ds->n, KX_MAX_DEVICES - ds->n,
+		                          err, sizeof(err));
+
+		if (k < 0) {
+			if (warn)
+				warn(ctx, err);
+			continue;
+		}
+		ds->n += k;
+	}
+	return ds->n;
+}
+
+int kx_devset_same(const struct kx_devset *a, const struct kx_devset *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (int i = 0; i < a->n; i++) {
+		const struct kx_device *x = &a->dev[i], *y = &b->dev[i];
+
+		if (x->dev != y->dev || x->fkind != y->fkind || x->drv != y->drv ||
+		    x->any_minor != y->any_minor || strcmp(x->node, y->node))
+			return 0;
+	}
+	return 1;
+}
+
+int kx_pidset_parse(const char *list, uint32_t *pids, int max, int *n, char *err, size_t len)
+{
+	char *dup = strdup(list), *save = NULL;
+	int rc = 0;
+
+	if (!dup) {
+		snprintf(err, len, "out of memory");
+		return -1;
+	}
+	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long long v;
+
+		if (*n >= max || kx_parse_long(NULL, tok, 1, 0x7fffffff, &v, err, len) != 0) {
+			snprintf(err, len,
+			         "bad pid '%s' (expected a comma-separated list of process ids)",
+			         tok);
+			rc = -1;
+			break;
+		}
+		pids[(*n)++] = (uint32_t)v;
+	}
+	free(dup);
+	return rc;
+}
+
+static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
+                         struct kx_session_opts *so)
+{
+	memset(so, 0, sizeof(*so));
+	so->all = o->all;
+	so->devices = o->devices->dev;
+	so->ndevices = o->devices->n;
+	so->ringbuf_bytes = o->ringbuf_bytes;
+	so->mech = o->mech;
+	so->verbose = o->verbose;
+	so->no_jobs = o->no_jobs;
+	so->no_drvhooks = o->no_drvhooks;
+	so->aggregate = o->aggregate;
+	so->agg_by_pid = o->agg_by_pid;
+	so->agg_by_cgroup = o->agg_by_cgroup;
+	so->agg_max_keys = o->agg_max_keys;
+	if (o->record_path) {
+		c->rec.path = o->record_path;
+		so->sink = kx_sink_kxp(&c->rec);
+	} else {
+		so->sink = o->sink;
+	}
+}
+
+/* What was traced, for the header: the given line, the command, or -a / -p. */
+static void set_cmdline(struct kx_capture *c, const struct kx_capture_opts *o)
+{
+	char line[sizeof(((struct kx_capinfo *)0)->cmdline)] = "";
+	int n = 0;
+
+	if (o->cmdline)
+		snprintf(line, sizeof(line), "%s", o->cmdline);
+	else if (!o->argv)
+		snprintf(line, sizeof(line), "%s", o->all ? "-a" : "-p");
+	for (char **a = o->cmdline ? NULL : o->argv; a && *a && n < (int)sizeof(line) - 2; a++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s", n ? " " : "", *a);
+	kx_session_set_cmdline(c->s, line);
+}
+
+int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len)
+{
+	struct kx_session_opts so;
+
+	session_opts(c, o, &so);
+	c->s = kx_session_open(&so, err, len);
+	if (!c->s)
+		return -1;
+	for (int i = 0; i < o->npids; i++)
+		if (kx_session_add_pid(c->s, o->pids[i], err, len))
+			return -1;
+	set_cmdline(c, o);
+	if (!o->argv)
+		return 0;
+	if (kx_launch_hold(&c->cmd, o->argv, err, len))
+		return -1;
+	c->argv = o->argv;
+	if (!o->all && kx_session_add_pid(c->s, (uint32_t)c->cmd.pid, err, len))
+		return -1;
+	return 0;
+}
+
+int kx_capture_start(struct kx_capture *c, char *err, size_t len)
+{
+	char ignored[256];
+	int rc;
+
+	if (kx_session_start(c->s, err, len))
+		return -1;
+	c->started = 1;
+	if (!c->argv)
+		return 0;
+	rc = kx_launch_release(&c->cmd, c->argv, err, len);
+	if (rc) {
+		/* Nothing was traced: no file is left behind. */
+		kx_session_stop(c->s);
+		kx_kxp_sink_close(&c->rec, kx_session_capinfo(c->s), ignored, sizeof(ignored));
+		if (c->rec.path)
+			unlink(c->rec.path);
+	}
+	return rc;
+}
+
+int kx_capture_live(struct kx_capture *c, struct kx_capture_opts *o, const char *pid_list,
+                    struct kx_jobagg **jobs, char *err, size_t len)
+{
+	o->all = pid_list == NULL;
+	o->pids = c->live_pids;
+	o->npids = 0;
+	if (pid_list &&
+	    kx_pidset_parse(pid_list, c->live_pids, KX_MAX_PIDS, &o->npids, err, len) != 0)
+		return -1;
+	*jobs = kx_jobagg_new(0, 0);
+	if (!*jobs) {
+		snprintf(err, len, "out of memory");
+		return -1;
+	}
+	/* Aggregate mode sends no ioctl records; job records do flow. */
+	o->ringbuf_bytes = 1 << 20;
+	o->no_drvhooks = 1;
+	o->aggregate = 1;
+	o->sink = kx_sink_jobagg(*jobs);
+	if (kx_capture_open(c, o, err, len) != 0)
+		return -1;
+	return kx_capture_start(c, err, len);
+}
+
+int kx_capture_cmd_running(struct kx_capture *c)
+{
+	return !c->argv || !kx_launch_exited(&c->cmd);
+}
+
+int kx_capture_stop(struct kx_capture *c, char *err, size_t len)
+{
+	kx_session_stop(c->s);
+	return kx_kxp_sink_close(&c->rec, kx_session_capinfo(c->s), err, len);
+}
+
+int kx_capture_cmd_exit(struct kx_capture *c)
+{
+	return c->argv ? kx_launch_finish(&c->cmd) : 0;
+}
+
+int kx_capture_jobs_attached(const struct kx_capinfo *ci)
+{
+	for (uint32_t i = 0; i < ci->nhooks; i++)
+		if (!strncmp(ci->hooks[i].name, "jobs:", 5) &&
+		    ci->hooks[i].state == KX_HOOK_ATTACHED)
+			return 1;
+	return 0;
+}
+
+void kx_capture_close(struct kx_capture *c)
+{
+	char ignored[256];
+
+	if (c->argv)
+		kx_launch_abort(&c->cmd);
+	/* The consumer writes into the file until the session stops. */
+	if (c->started && c->s)
+		kx_session_stop(c->s);
+	if (c->s)
+		kx_kxp_sink_close(&c->rec, kx_session_capinfo(c->s), ignored, sizeof(ignored));
+	kx_session_close(c->s);
+	c->s = NULL;
+}

@@ -1,0 +1,112 @@
+/*
+ * Capture set-up shared by every front end (record, top, serve, the
+ * TensorFlow plugin): the traced device set (defaults plus --device specs or
+ * KXPROF_DEVICES), the pid set (-p, -a or a launched command), the attach
+ * mechanism, ring size, aggregate mode and sink, turned into a running
+ * session; then start, stop (with the record file's trailer) and teardown.
+ */
+#ifndef KX_SETUP_H
+#define KX_SETUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture/launch.h"
+#include "capture/session.h"
+#include "capture/sinks.h"
+#include "model/capinfo.h"
+
+#define KX_MAX_DEVICE_SPECS 32
+#define KX_MAX_PIDS         256
+
+/* Devices to trace: every accelerator present and kvm, plus the given specs
+ * (PATH, MAJOR:MINOR, MAJOR:*, block:MAJOR:MINOR, driver name), kept so a
+ * rescan finds hot-plugged devices again. */
+struct kx_devset {
+	const char *specs[KX_MAX_DEVICE_SPECS]; /* not copied: must outlive the set */
+	int nspecs;
+	struct kx_device dev[KX_MAX_DEVICES];
+	int n; /* devices in dev after kx_devset_resolve */
+};
+
+/* Adds one spec, resolved now so a typo fails at once. 0, or -1 with err. */
+int kx_devset_add(struct kx_devset *ds, const char *spec, char *err, size_t len);
+/* Says why a spec was skipped (a bad KXPROF_DEVICES entry, an unplugged device). */
+typedef void (*kx_devset_warn_fn)(void *ctx, const char *msg);
+/* Adds each spec of a comma-separated list (spaces around names allowed);
+ * list is cut in place and must outlive the set. A bad spec is skipped and
+ * passed to warn. Returns the number skipped. */
+int kx_devset_add_list(struct kx_devset *ds, char *list, kx_devset_warn_fn warn, void *ctx);
+/* Fills dev/n: the defaults, then each spec's devices in order. A spec that
+ * no longer resolves is skipped and passed to warn (when not NULL). Returns n. */
+int kx_devset_resolve(struct kx_devset *ds, kx_devset_warn_fn warn, void *ctx);
+/* 1 when a and b hold the same devices in the same order. */
+int kx_devset_same(const struct kx_devset *a, const struct kx_devset *b);
+
+/* Parses "PID[,PID...]" into pids (*n counts, at most max). 0, or -1 with err. */
+int kx_pidset_parse(const char *list, uint32_t *pids, int max, int *n, char *err, size_t len);
+
+/* What a front end asks to capture. */
+struct kx_capture_opts {
+	const struct kx_devset *devices; /* resolved */
+	int all;                         /* every process (-a) */
+	const uint32_t *pids;            /* processes to trace (kx_pidset_parse) */
+	int npids;
+	char **argv;            /* command to launch and trace, or NULL */
+	const char *mech;       /* --attach, NULL: best available */
+	uint32_t ringbuf_bytes; /* 0: KX_RINGBUF_DEFAULT */
+	int verbose;            /* libbpf diagnostics */
+	int no_jobs;            /* no device timelines */
+	int no_drvhooks;        /* no driver entry hooks */
+	/* Aggregate mode (top, serve): ioctls counted in the kernel, split by
+	 * pid or cgroup, at most agg_max_keys keys (0: the default). */
+	int aggregate, agg_by_pid, agg_by_cgroup;
+	uint32_t agg_max_keys;
+	const char *record_path; /* stream into this record file (sink is then ignored) */
+	struct kx_sink sink;     /* where events go otherwise; NULL callbacks are skipped */
+	const char *cmdline; /* what is traced, for the record header; NULL: from argv, -a, -p */
+};
+
+/* A capture in progress. Zero it, then kx_capture_open; never copy it (the
+ * record sink points into it). */
+struct kx_capture {
+	struct kx_session *s;
+	struct kx_kxp_sink rec;          /* record file, when record_path */
+	struct kx_launch cmd;            /* launched command, when argv */
+	char **argv;                     /* set once the command is held */
+	int started;                     /* the session ran (events reached the sink) */
+	uint32_t live_pids[KX_MAX_PIDS]; /* kx_capture_live's pid list */
+};
+
+/* Opens the session, adds the pid set, launches the command held before exec
+ * and adds its pid. 0, or -1 with err (kx_capture_close still needed). */
+int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len);
+/* Starts the session (the record file is created with its start clock), then
+ * releases the command. 0; -1 with err; or 127/126 when the command cannot
+ * run (err says so; the capture is stopped and the record file removed). */
+int kx_capture_start(struct kx_capture *c, char *err, size_t len);
+/*
+ * Opens and starts the always-on capture of top and serve: ioctls counted in
+ * the kernel (o's agg_* options), no driver entry hooks (always-on cost), job
+ * records paired online into a new *jobs (the caller frees it after
+ * kx_capture_close). pid_list: "PID[,PID...]", or NULL for every process.
+ * The rest of o (devices, mech, verbose, cmdline) is the caller's.
+ * 0, or -1 with err.
+ */
+struct kx_jobagg;
+int kx_capture_live(struct kx_capture *c, struct kx_capture_opts *o, const char *pid_list,
+                    struct kx_jobagg **jobs, char *err, size_t len);
+/* 1 while there is no command or it still runs. */
+int kx_capture_cmd_running(struct kx_capture *c);
+/* Stops the session and writes the record file's trailer with the session's
+ * final facts and stop clock. 0, or -1 with err. */
+int kx_capture_stop(struct kx_capture *c, char *err, size_t len);
+/* The command's exit code as a shell gives it (ending it first if it still
+ * runs); 0 without a command. */
+int kx_capture_cmd_exit(struct kx_capture *c);
+/* 1 when a job lifecycle source attached (the sink's job callback gets records). */
+int kx_capture_jobs_attached(const struct kx_capinfo *ci);
+/* Ends whatever is left: a command still held, an unfinished file, the session. */
+void kx_capture_close(struct kx_capture *c);
+
+#endif /* KX_SETUP_H */
