@@ -74,7 +74,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps test unit demo install clean format format-check bench ioctl-tables
+.PHONY: all deps test unit demo install clean format format-check bench layering ioctl-tables
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
@@ -197,6 +197,10 @@ FORMAT_SRCS = $(filter-out user/registry/ioctl_table.c,$(wildcard bpf/*.c bpf/*.
 
 format:
 	clang-format -i $(FORMAT_SRCS)
+
+# Fails on an include cycle or a layer including one above it (scripts/check-layering.py).
+layering:
+	@python3 scripts/check-layering.py
 
 # Fails when a file differs from .clang-format's layout.
 format-check:

@@ -54,6 +54,7 @@ enum kx_job_phase {
 	KX_JOB_WAIT_END,
 	KX_JOB_DEP, /* dependency added */
 	KX_JOB_UNSCHEDULABLE,
+	KX_JOB_PHASE_MAX,
 };
 
 #define KX_JOB_F_ERROR 1 /* flags: the device reported an error (block DONE) */

@@ -97,6 +97,14 @@ else
 	grep -o '^[^:]*:' "$LOG/format.log" | sort -u | head -20
 	fail=$((fail + 1))
 fi
+# Layering: no include cycle, no layer reaching above itself (and the
+# check's own tests, on copies of the tree with violations injected).
+python3 scripts/check-layering.py >"$LOG/layering.log" 2>&1
+count "$LOG/layering.log"
+grep -q '^PASS layering_cycles' "$LOG/layering.log" || { echo "FAIL layering: the check did not run"; fail=$((fail + 1)); }
+python3 tests/unit/test_check_layering.py >"$LOG/unit_check_layering.log" 2>&1
+count "$LOG/unit_check_layering.log"
+check_cases "$LOG/unit_check_layering.log" tests/unit/test_check_layering check_layering
 build && run_unit build
 build SAN=1 && run_unit build-san
 if [ "$(id -u)" -eq 0 ]; then

@@ -189,12 +189,4 @@ static inline int kx_jobs_ioctl_submitted(const struct kx_jobs *j, size_t i)
 	return i < j->nioctls && (j->submitted[i / 8] >> (i % 8) & 1);
 }
 
-/* "block", "kvm", "gpu_scheduler", ...; "unknown" past the table. */
-const char *kx_job_src_name(unsigned int src);
-/* "queue", "run", "done", "wait_begin", ...; "unknown". */
-const char *kx_job_phase_name(unsigned int phase);
-/* Inverses (also accept "gpu_sched", "sched"); 0 when unknown. */
-unsigned int kx_job_src_from_name(const char *name);
-unsigned int kx_job_phase_from_name(const char *name);
-
 #endif /* KX_JOBS_H */

@@ -7,9 +7,10 @@
 #ifndef KX_CONSUMER_H
 #define KX_CONSUMER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "capture/session.h"
+#include "capture/sink.h"
 
 struct kx_consumer;
 

@@ -11,24 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "capture/ioctl.h"
+#include "capture/sink.h"
 #include "model/capinfo.h"
 #include "model/event.h"
-
-/* Where received events go. Called on the consumer thread, except begin.
- * Every callback is optional (NULL: that kind of event is counted, not kept). */
-struct kx_sink {
-	void *ctx;
-	/* arg: arg_in_len + arg_out_len bytes (in, then out), NULL when none. */
-	void (*ioctl)(void *ctx, const struct kx_ioctl *e, const uint8_t *arg);
-	void (*task)(void *ctx, const struct kx_task *t);
-	/* Job lifecycle events (device timelines); job sources load only with it. */
-	void (*job)(void *ctx, const struct kx_job *j);
-	/* Roughly every 100 ms and once after the final drain. */
-	void (*tick)(void *ctx);
-	/* Once in kx_session_start, on the caller's thread, with the session's
-	 * facts and start clock, before any event: 0, or -1 with err (start fails). */
-	int (*begin)(void *ctx, const struct kx_capinfo *ci, char *err, size_t len);
-};
 
 struct kx_session_opts {
 	int all;                         /* trace every process, not a pid set */
@@ -48,8 +34,6 @@ struct kx_session_opts {
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
 };
 
-#define KX_RINGBUF_DEFAULT (8u << 20)
-
 struct kx_session;
 
 /* Loads and attaches (events queue in the ring buffer until start). NULL
@@ -66,17 +50,16 @@ const struct kx_capinfo *kx_session_capinfo(struct kx_session *s);
 const char *kx_session_mech(const struct kx_session *s);
 /* What was traced, for the record header ("kvm_workload -j 100", "-a"). */
 void kx_session_set_cmdline(struct kx_session *s, const char *cmdline);
-/* Aggregate mode: the BPF maps of the aggregates (user/live/aggregate.c reads
- * them and owns their slot protocol): index (key -> slot), values (array of
- * slots), free (queue of free slots) and the generation that threads check
- * before reusing the slot they keep. */
-struct kx_agg_maps {
-	int index_fd, values_fd, free_fd; /* -1 when the session does not aggregate */
-	uint32_t *gen;
-};
-void kx_session_agg_maps(const struct kx_session *s, struct kx_agg_maps *out);
 /* The key limit (0 when the session does not aggregate). */
 uint32_t kx_session_agg_max_keys(const struct kx_session *s);
+/* Aggregate mode: every key with its value, read now; with take, the keys
+ * are reset (see kx_ioctl_agg_read for what a reset promises). Callers
+ * serialize (live/aggregate.c holds a lock). */
+int kx_session_agg_read(struct kx_session *s, int take, struct kx_agg_entry **out, size_t *n,
+                        char *err, size_t len);
+/* Aggregate mode: resets every key drop(key, ctx) picks; returns how many. */
+int kx_session_agg_drop(struct kx_session *s, int (*drop)(const struct kx_agg_key *, void *),
+                        void *ctx);
 /* One BPF counter (enum kx_stat) summed over CPUs, read now. */
 uint64_t kx_session_stat(struct kx_session *s, unsigned int which);
 /*

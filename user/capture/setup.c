@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include "capture/setup.h"
-#include "live/jobs.h"
 #include "registry/devices.h"
 #include "util/parse.h"
 
@@ -184,30 +183,6 @@ int kx_capture_start(struct kx_capture *c, char *err, size_t len)
 			unlink(c->rec.path);
 	}
 	return rc;
-}
-
-int kx_capture_live(struct kx_capture *c, struct kx_capture_opts *o, const char *pid_list,
-                    struct kx_jobagg **jobs, char *err, size_t len)
-{
-	o->all = pid_list == NULL;
-	o->pids = c->live_pids;
-	o->npids = 0;
-	if (pid_list &&
-	    kx_pidset_parse(pid_list, c->live_pids, KX_MAX_PIDS, &o->npids, err, len) != 0)
-		return -1;
-	*jobs = kx_jobagg_new(0, 0);
-	if (!*jobs) {
-		snprintf(err, len, "out of memory");
-		return -1;
-	}
-	/* Aggregate mode sends no ioctl records; job records do flow. */
-	o->ringbuf_bytes = 1 << 20;
-	o->no_drvhooks = 1;
-	o->aggregate = 1;
-	o->sink = kx_sink_jobagg(*jobs);
-	if (kx_capture_open(c, o, err, len) != 0)
-		return -1;
-	return kx_capture_start(c, err, len);
 }
 
 int kx_capture_cmd_running(struct kx_capture *c)

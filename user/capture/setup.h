@@ -85,17 +85,6 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
  * releases the command. 0; -1 with err; or 127/126 when the command cannot
  * run (err says so; the capture is stopped and the record file removed). */
 int kx_capture_start(struct kx_capture *c, char *err, size_t len);
-/*
- * Opens and starts the always-on capture of top and serve: ioctls counted in
- * the kernel (o's agg_* options), no driver entry hooks (always-on cost), job
- * records paired online into a new *jobs (the caller frees it after
- * kx_capture_close). pid_list: "PID[,PID...]", or NULL for every process.
- * The rest of o (devices, mech, verbose, cmdline) is the caller's.
- * 0, or -1 with err.
- */
-struct kx_jobagg;
-int kx_capture_live(struct kx_capture *c, struct kx_capture_opts *o, const char *pid_list,
-                    struct kx_jobagg **jobs, char *err, size_t len);
 /* 1 while there is no command or it still runs. */
 int kx_capture_cmd_running(struct kx_capture *c);
 /* Stops the session and writes the record file's trailer with the session's

@@ -1,7 +1,6 @@
-/* Event sinks: bounded store, live job aggregates, streamed record file. */
+/* Event sinks: bounded store, streamed record file. */
 #include "capture/clock.h"
 #include "capture/sinks.h"
-#include "live/jobs.h"
 
 static void store_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
@@ -22,16 +21,6 @@ struct kx_sink kx_sink_store(struct kx_store *store)
 {
 	return (struct kx_sink){
 	        .ctx = store, .ioctl = store_ioctl, .task = store_task, .job = store_job};
-}
-
-static void jobagg_job(void *ctx, const struct kx_job *j)
-{
-	kx_jobagg_add(ctx, j);
-}
-
-struct kx_sink kx_sink_jobagg(struct kx_jobagg *jobs)
-{
-	return (struct kx_sink){.ctx = jobs, .job = jobagg_job};
 }
 
 static void kxp_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)

@@ -1,8 +1,7 @@
 /*
  * Ready-made event sinks: into a bounded store (plugin, live views) or
- * streamed into a .kxp record file (kxprof record), or job records into live
- * job aggregates (kxprof top, serve). Callbacks a sink does
- * not need stay NULL.
+ * streamed into a .kxp record file (kxprof record). Callbacks a sink does
+ * not need stay NULL (live/jobs.h has the sink of live job aggregates).
  */
 #ifndef KX_SINKS_H
 #define KX_SINKS_H
@@ -12,9 +11,6 @@
 #include "model/store.h"
 
 struct kx_sink kx_sink_store(struct kx_store *store);
-/* Job records only, paired online into live job aggregates (top, serve). */
-struct kx_jobagg;
-struct kx_sink kx_sink_jobagg(struct kx_jobagg *jobs);
 
 /*
  * Streams into the record file path: the file is created with the session's

@@ -35,6 +35,7 @@
 #include "capture/clock.h"
 #include "capture/setup.h"
 #include "live/jobs.h"
+#include "live/open.h"
 #include "export/prometheus.h"
 #include "export/summary.h"
 #include "util/parse.h"

@@ -25,6 +25,7 @@
 #include "capture/clock.h"
 #include "capture/setup.h"
 #include "live/jobs.h"
+#include "live/open.h"
 #include "util/hist.h"
 #include "util/parse.h"
 

@@ -10,8 +10,7 @@
 
 #include <stdio.h>
 
-#include "live/aggregate.h"
-#include "live/jobs.h"
+#include "model/agg.h"
 
 #define KX_PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "registry/ioctl_decode.h"
-#include "analysis/jobs.h"
 #include "io/replay.h"
 #include "util/grow.h"
 

@@ -326,3 +326,13 @@ void kx_jobagg_snapshot_free(struct kx_jobagg_snapshot *s)
 	free(s->devs);
 	memset(s, 0, sizeof(*s));
 }
+
+static void sink_job(void *ctx, const struct kx_job *j)
+{
+	kx_jobagg_add(ctx, j);
+}
+
+struct kx_sink kx_jobagg_sink(struct kx_jobagg *a)
+{
+	return (struct kx_sink){.ctx = a, .job = sink_job};
+}

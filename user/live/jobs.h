@@ -24,32 +24,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "capture/sink.h"
+#include "model/agg.h"
 #include "model/event.h"
 
 #define KX_JOBAGG_MAX_PENDING 65536
 #define KX_JOBAGG_MAX_SERIES  256
-
-struct kx_jobagg_series {
-	char device[48]; /* "loop0", "gpu_scheduler" */
-	char ring[16];   /* the record's ring name, "default" when it has none */
-	uint64_t queue_slots[KX_HIST_SLOTS], queue_sum_ns;
-	uint64_t exec_slots[KX_HIST_SLOTS], exec_sum_ns;
-};
-
-struct kx_jobagg_dev {
-	char device[48];
-	uint64_t inflight; /* jobs queued or running now */
-	uint64_t busy_ns;  /* cumulative, up to the snapshot time */
-};
-
-struct kx_jobagg_snapshot {
-	struct kx_jobagg_series *series; /* in order of first appearance */
-	size_t nseries;
-	struct kx_jobagg_dev *devs;
-	size_t ndevs;
-	uint64_t overflow; /* jobs lost to the bounds (cumulative) */
-	uint64_t pending;  /* entries in the pending table */
-};
 
 struct kx_jobagg;
 
@@ -64,5 +44,8 @@ void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j);
 int kx_jobagg_snapshot(struct kx_jobagg *a, struct kx_jobagg_snapshot *out, uint64_t now_ns,
                        int reset);
 void kx_jobagg_snapshot_free(struct kx_jobagg_snapshot *s);
+
+/* A sink of job records only, paired online into a (top, serve). */
+struct kx_sink kx_jobagg_sink(struct kx_jobagg *a);
 
 #endif /* KX_JOBAGG_H */

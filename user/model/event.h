@@ -160,4 +160,13 @@ struct kx_task {
 	char comm[KX_COMM_LEN];
 };
 
+/* Names of job sources and phases, as fixtures and outputs spell them. */
+/* "block", "kvm", "gpu_scheduler", ...; "unknown" past the table. */
+const char *kx_job_src_name(unsigned int src);
+/* "queue", "run", "done", "wait_begin", ...; "unknown". */
+const char *kx_job_phase_name(unsigned int phase);
+/* Inverses (also accept "gpu_sched", "sched"); 0 when unknown. */
+unsigned int kx_job_src_from_name(const char *name);
+unsigned int kx_job_phase_from_name(const char *name);
+
 #endif /* KX_EVENT_H */

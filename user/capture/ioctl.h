@@ -1,0 +1,86 @@
+/*
+ * Loader of bpf/ioctl.bpf.c: opens, sizes, loads and attaches the ioctl
+ * capture with one attach mechanism (tp_btf, raw_tp or tp; the session tries
+ * them in order), fills its pid, device and argument-copy maps, reads its
+ * per-CPU counters, and runs the kernel side of the aggregate maps: the index
+ * (key -> slot), the slot values, the free-slot queue, the generation that
+ * makes threads drop a cached slot, and the recycling of retired slots a
+ * second after their key left the index. Nothing outside this file sees the
+ * skeleton, its map fds or its .bss.
+ */
+#ifndef KX_CAPTURE_IOCTL_H
+#define KX_CAPTURE_IOCTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kxprof.h"
+#include "model/capinfo.h"
+
+struct kx_ioctl_bpf;
+
+#define KX_RINGBUF_DEFAULT (8u << 20) /* bytes */
+
+struct kx_ioctl_bpf_opts {
+	int all;                         /* trace every process, not a pid set */
+	const struct kx_device *devices; /* device filter */
+	int ndevices;
+	uint32_t ringbuf_bytes; /* 0: KX_RINGBUF_DEFAULT; rounded up to a power of two */
+	int aggregate;          /* count into the aggregate maps, no ioctl records */
+	int agg_by_pid, agg_by_cgroup;
+	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
+};
+
+/* Map fds other loaders share (job sources write into the same ring). */
+struct kx_ioctl_bpf_fds {
+	int events, stats, pids, devs;
+	uint32_t wakeup_bytes; /* the ring's wakeup threshold */
+};
+
+/* Loads with mechanism mech and attaches its programs; the optional ones
+ * that fail are reported into ci's hooks. NULL with why. */
+struct kx_ioctl_bpf *kx_ioctl_bpf_open(const struct kx_ioctl_bpf_opts *o, const char *mech,
+                                       struct kx_capinfo *ci, char *why, size_t len);
+/* Fills the device filter and the argument-copy plan. 0, or -1 with err. */
+int kx_ioctl_bpf_fill(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o, char *err,
+                      size_t len);
+void kx_ioctl_bpf_fds(const struct kx_ioctl_bpf *b, struct kx_ioctl_bpf_fds *out);
+int kx_ioctl_bpf_add_pid(struct kx_ioctl_bpf *b, uint32_t pid, char *err, size_t len);
+/* Replaces the device filter: new entries first, stale ones after, then the
+ * generation bump that makes threads drop their cached device answer. */
+int kx_ioctl_bpf_set_devices(struct kx_ioctl_bpf *b, const struct kx_device *d, int n, char *err,
+                             size_t len);
+/* Sum over CPUs of every counter (enum kx_stat) into sum[KX_STAT_MAX]. */
+void kx_ioctl_bpf_stats(struct kx_ioctl_bpf *b, uint64_t *sum);
+/* One counter summed over CPUs; 0 when unknown. */
+uint64_t kx_ioctl_bpf_stat(struct kx_ioctl_bpf *b, unsigned int which);
+/* Detaches every program (maps stay readable). */
+void kx_ioctl_bpf_detach(struct kx_ioctl_bpf *b);
+void kx_ioctl_bpf_close(struct kx_ioctl_bpf *b);
+
+/* ---- aggregate maps ---- */
+
+/* The key limit (0 when not aggregating). */
+uint32_t kx_ioctl_agg_max_keys(const struct kx_ioctl_bpf *b);
+
+struct kx_agg_entry {
+	struct kx_agg_key key;
+	struct kx_agg_val val;
+};
+
+/*
+ * Every key with its value, read now (*out malloc'd, *n entries). With take,
+ * each key is taken out of the index in one kernel call before its slot is
+ * read, threads are told to drop the slots they keep, and the slots are
+ * recycled a second later: every ioctl is then counted in exactly one read,
+ * except one whose exit updates a slot between its program's generation check
+ * and the read (lost, never counted twice). Not thread-safe: callers serialize.
+ */
+int kx_ioctl_agg_read(struct kx_ioctl_bpf *b, int take, struct kx_agg_entry **out, size_t *n,
+                      char *err, size_t len);
+/* Takes every key for which drop(key, ctx) is true out of the index (slots
+ * recycled as above). Returns how many. Not thread-safe: callers serialize. */
+int kx_ioctl_agg_drop(struct kx_ioctl_bpf *b, int (*drop)(const struct kx_agg_key *, void *),
+                      void *ctx);
+
+#endif /* KX_CAPTURE_IOCTL_H */

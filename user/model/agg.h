@@ -1,0 +1,90 @@
+/*
+ * Snapshots of live aggregates: per key (device, driver, ioctl and, when
+ * split, process or cgroup) the call count, errors, time and the log2
+ * latency histogram of the kernel's aggregation maps (bpf/kxprof.h, slot rule
+ * in util/hist.h), named for display; and of the live job aggregates.
+ * live/ makes them from a running session; the exporters (Prometheus, the
+ * live summary) read them.
+ */
+#ifndef KX_MODEL_AGG_H
+#define KX_MODEL_AGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kxprof.h"
+
+/* How rows are split beyond (device, driver, ioctl). */
+enum kx_agg_by { KX_AGG_BY_NONE = 0, KX_AGG_BY_PID, KX_AGG_BY_CGROUP };
+
+struct kx_agg_row {
+	struct kx_agg_key key;
+	uint64_t count; /* sum of slots */
+	uint64_t errors;
+	uint64_t sum_ns;
+	uint64_t offcpu_ns;
+	uint64_t min_ns, max_ns; /* exact per key; 0 when unknown (diffs, merges of diffs) */
+	uint64_t slots[KX_HIST_SLOTS];
+	char driver[24]; /* "kvm", "amdgpu" */
+	char device[64]; /* "/dev/kvm", "anon_inode:kvm-vcpu", "char 226:128 (amdgpu)" */
+	char ioctl[64];  /* "KVM_RUN", "_IOWR('d',0x44,24)" */
+	char comm[16];   /* BY_PID: the process name ("" once it exited) */
+};
+
+struct kx_agg_snapshot {
+	uint64_t mono_ns;           /* when read (CLOCK_MONOTONIC) */
+	uint64_t since_mono_ns;     /* counting since: session start or the last reset */
+	int64_t realtime_offset_ns; /* realtime = mono + offset */
+	double interval_s;          /* diffs: seconds between the two snapshots, else 0 */
+	enum kx_agg_by by;
+	int offcpu_measured;     /* off-CPU time is measured (sched_switch attached) */
+	uint32_t max_keys;       /* cardinality limit of the kernel map */
+	uint64_t overflow;       /* ioctls not counted: key limit reached (cumulative) */
+	uint64_t dropped;        /* ring-buffer records lost (cumulative; 0 unless records flow) */
+	uint64_t inflight_full;  /* ioctls not traced: too many calls in flight (cumulative) */
+	struct kx_agg_row *rows; /* sorted by key */
+	size_t nrows;
+};
+
+/* Live job aggregates (live/jobs.c): per (device, ring) histograms of queue
+ * delay and exec time, and per device the jobs in flight and busy time. */
+struct kx_jobagg_series {
+	char device[48]; /* "loop0", "gpu_scheduler" */
+	char ring[16];   /* the record's ring name, "default" when it has none */
+	uint64_t queue_slots[KX_HIST_SLOTS], queue_sum_ns;
+	uint64_t exec_slots[KX_HIST_SLOTS], exec_sum_ns;
+};
+
+struct kx_jobagg_dev {
+	char device[48];
+	uint64_t inflight; /* jobs queued or running now */
+	uint64_t busy_ns;  /* cumulative, up to the snapshot time */
+};
+
+struct kx_jobagg_snapshot {
+	struct kx_jobagg_series *series; /* in order of first appearance */
+	size_t nseries;
+	struct kx_jobagg_dev *devs;
+	size_t ndevs;
+	uint64_t overflow; /* jobs lost to the bounds (cumulative) */
+	uint64_t pending;  /* entries in the pending table */
+};
+
+/* Sorts rows by key. */
+void kx_agg_snapshot_sort(struct kx_agg_snapshot *snap);
+void kx_agg_snapshot_free(struct kx_agg_snapshot *snap);
+/* out = cur - prev, row by row (keys only in prev are gone: skipped; keys
+ * only in cur count from zero). min_ns/max_ns are 0 in the result. */
+int kx_agg_diff(const struct kx_agg_snapshot *cur, const struct kx_agg_snapshot *prev,
+                struct kx_agg_snapshot *out);
+/* Folds rows that differ only in who (pid or cgroup) into one; by becomes NONE. */
+int kx_agg_fold_who(struct kx_agg_snapshot *snap);
+
+/* Folds rows whose names (driver, device, ioctl, who) are equal, e.g. two
+ * sizes of one DRM command, so every label set is unique; rows end up sorted
+ * by those names. Diff raw snapshots first (diffs match on keys). */
+int kx_agg_fold_names(struct kx_agg_snapshot *snap);
+/* Deep copy (free with kx_agg_snapshot_free). */
+int kx_agg_snapshot_copy(const struct kx_agg_snapshot *in, struct kx_agg_snapshot *out);
+
+#endif /* KX_MODEL_AGG_H */
