@@ -4,21 +4,39 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capture/launch.h"
 
+/* In the child: what kxprof set for itself (handlers, ignored or blocked
+ * signals) is not the command's; it dies with kxprof. 0, or -1 when kxprof
+ * is already gone. */
+static int child_signals(pid_t parent)
+{
+	static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+	                           SIGUSR1, SIGUSR2, SIGPIPE, SIGCHLD};
+	sigset_t none;
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		return 0; /* not fatal: kxprof still ends it on every stop it sees */
+	return getppid() == parent ? 0 : -1;
+}
+
 /* In the child: wait for the go byte, then exec; a failed exec sends its errno. */
-static void child_run(char **argv, int go_fd, int err_fd)
+static void child_run(char **argv, int go_fd, int err_fd, pid_t parent)
 {
 	char b;
 	int e;
 
-	if (read(go_fd, &b, 1) != 1)
+	if (child_signals(parent) || read(go_fd, &b, 1) != 1)
 		_exit(127);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
 	execvp(argv[0], argv);
 	e = errno;
 	if (write(err_fd, &e, sizeof(e)) < 0)
@@ -35,9 +53,11 @@ static void close_pair(int p[2])
 int kx_launch_hold(struct kx_launch *l, char **argv, char *err, size_t len)
 {
 	int go[2], fail[2];
+	pid_t parent = getpid();
 
 	l->pid = -1;
 	l->status = 0;
+	l->killed = 0;
 	l->go_fd = l->err_fd = -1;
 	if (pipe2(go, O_CLOEXEC)) {
 		snprintf(err, len, "cannot create a pipe: %s", strerror(errno));
@@ -58,7 +78,7 @@ int kx_launch_hold(struct kx_launch *l, char **argv, char *err, size_t len)
 	if (l->pid == 0) {
 		close(go[1]);
 		close(fail[0]);
-		child_run(argv, go[0], fail[1]);
+		child_run(argv, go[0], fail[1], parent);
 	}
 	close(go[0]);
 	close(fail[1]);
@@ -100,13 +120,30 @@ int kx_launch_exited(struct kx_launch *l)
 	return l->pid <= 0;
 }
 
+/* Waits up to ms for the command to exit. 1 once reaped. */
+static int wait_for(struct kx_launch *l, int ms)
+{
+	struct timespec nap = {0, 20 * 1000000};
+
+	for (int waited = 0; waited < ms; waited += 20) {
+		if (kx_launch_exited(l))
+			return 1;
+		nanosleep(&nap, NULL);
+	}
+	return kx_launch_exited(l);
+}
+
 int kx_launch_finish(struct kx_launch *l)
 {
 	if (l->pid > 0) {
 		/* Stopped by a signal or a time limit while the command still runs. */
 		kill(l->pid, SIGTERM);
-		waitpid(l->pid, &l->status, 0);
-		l->pid = -1;
+		if (!wait_for(l, KX_LAUNCH_GRACE_MS)) {
+			kill(l->pid, SIGKILL);
+			l->killed = 1;
+			waitpid(l->pid, &l->status, 0);
+			l->pid = -1;
+		}
 	}
 	if (WIFEXITED(l->status))
 		return WEXITSTATUS(l->status);

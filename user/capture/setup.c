@@ -1,7 +1,11 @@
 /* Capture set-up shared by the front ends: devices, pids, options -> a running session. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capture/setup.h"
@@ -78,29 +82,47 @@ int kx_devset_same(const struct kx_devset *a, const struct kx_devset *b)
 	return 1;
 }
 
-int kx_pidset_parse(const char *list, uint32_t *pids, int max, int *n, char *err, size_t len)
+/* One entry of a pid list (tok, n bytes, not terminated) into *pid. 0, or -1 with err. */
+static int pid_entry(const char *tok, size_t n, uint32_t *pid, char *err, size_t len)
 {
-	char *dup = strdup(list), *save = NULL;
-	int rc = 0;
+	char buf[24];
+	long long v;
 
-	if (!dup) {
-		snprintf(err, len, "out of memory");
+	if (n == 0 || n >= sizeof(buf)) {
+		snprintf(err, len, "bad pid list: %s (expected PID[,PID...], process ids above 0)",
+		         n ? "an entry is too long" : "an empty entry");
 		return -1;
 	}
-	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		long long v;
-
-		if (*n >= max || kx_parse_long(NULL, tok, 1, 0x7fffffff, &v, err, len) != 0) {
-			snprintf(err, len,
-			         "bad pid '%s' (expected a comma-separated list of process ids)",
-			         tok);
-			rc = -1;
-			break;
-		}
-		pids[(*n)++] = (uint32_t)v;
+	memcpy(buf, tok, n);
+	buf[n] = 0;
+	if (kx_parse_long(NULL, buf, 1, 0x7fffffff, &v, err, len) != 0) {
+		snprintf(err, len,
+		         "bad pid '%s' (expected a comma-separated list of process ids above 0)",
+		         buf);
+		return -1;
 	}
-	free(dup);
-	return rc;
+	*pid = (uint32_t)v;
+	return 0;
+}
+
+int kx_pidset_parse(const char *list, uint32_t *pids, int max, int *n, char *err, size_t len)
+{
+	const char *p = list;
+
+	for (;;) {
+		size_t k = strcspn(p, ",");
+
+		if (*n >= max) {
+			snprintf(err, len, "too many pids (at most %d)", max);
+			return -1;
+		}
+		if (pid_entry(p, k, &pids[*n], err, len))
+			return -1;
+		(*n)++;
+		if (!p[k])
+			return 0;
+		p += k + 1;
+	}
 }
 
 static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
@@ -142,6 +164,19 @@ static void set_cmdline(struct kx_capture *c, const struct kx_capture_opts *o)
 	kx_session_set_cmdline(c->s, line);
 }
 
+/* Watches pid for its exit: a pidfd where the kernel has them, else kill(pid, 0). */
+static void watch_pid(struct kx_capture *c, uint32_t pid)
+{
+	int fd = -1;
+
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#endif
+	c->watch[c->nwatch].pid = pid;
+	c->watch[c->nwatch].fd = fd < 0 ? -1 : fd;
+	c->nwatch++;
+}
+
 int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len)
 {
 	struct kx_session_opts so;
@@ -150,9 +185,11 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
 	c->s = kx_session_open(&so, err, len);
 	if (!c->s)
 		return -1;
-	for (int i = 0; i < o->npids; i++)
+	for (int i = 0; i < o->npids; i++) {
 		if (kx_session_add_pid(c->s, o->pids[i], err, len))
 			return -1;
+		watch_pid(c, o->pids[i]);
+	}
 	set_cmdline(c, o);
 	if (!o->argv)
 		return 0;
@@ -190,6 +227,18 @@ int kx_capture_cmd_running(struct kx_capture *c)
 	return !c->argv || !kx_launch_exited(&c->cmd);
 }
 
+int kx_capture_pids_running(const struct kx_capture *c)
+{
+	for (int i = 0; i < c->nwatch; i++) {
+		struct pollfd p = {.fd = c->watch[i].fd, .events = POLLIN};
+
+		if (p.fd >= 0 ? poll(&p, 1, 0) == 0
+		              : kill((pid_t)c->watch[i].pid, 0) == 0 || errno == EPERM)
+			return 1;
+	}
+	return c->nwatch == 0;
+}
+
 int kx_capture_stop(struct kx_capture *c, char *err, size_t len)
 {
 	kx_session_stop(c->s);
@@ -223,4 +272,8 @@ void kx_capture_close(struct kx_capture *c)
 		kx_kxp_sink_close(&c->rec, kx_session_capinfo(c->s), ignored, sizeof(ignored));
 	kx_session_close(c->s);
 	c->s = NULL;
+	for (int i = 0; i < c->nwatch; i++)
+		if (c->watch[i].fd >= 0)
+			close(c->watch[i].fd);
+	c->nwatch = 0;
 }

@@ -43,7 +43,8 @@ int kx_devset_resolve(struct kx_devset *ds, kx_devset_warn_fn warn, void *ctx);
 /* 1 when a and b hold the same devices in the same order. */
 int kx_devset_same(const struct kx_devset *a, const struct kx_devset *b);
 
-/* Parses "PID[,PID...]" into pids (*n counts, at most max). 0, or -1 with err. */
+/* Parses "PID[,PID...]" into pids (*n counts, at most max). Empty entries
+ * ("1,,2", ",1", "1,"), junk and ids below 1 are refused. 0, or -1 with err. */
 int kx_pidset_parse(const char *list, uint32_t *pids, int max, int *n, char *err, size_t len);
 
 /* What a front end asks to capture. */
@@ -76,6 +77,11 @@ struct kx_capture {
 	char **argv;                     /* set once the command is held */
 	int started;                     /* the session ran (events reached the sink) */
 	uint32_t live_pids[KX_MAX_PIDS]; /* kx_capture_live's pid list */
+	struct {
+		uint32_t pid;
+		int fd;       /* pidfd, readable once pid exits; -1: checked with kill(pid, 0) */
+	} watch[KX_MAX_PIDS]; /* the given pids (not the command) */
+	int nwatch;
 };
 
 /* Opens the session, adds the pid set, launches the command held before exec
@@ -87,11 +93,14 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
 int kx_capture_start(struct kx_capture *c, char *err, size_t len);
 /* 1 while there is no command or it still runs. */
 int kx_capture_cmd_running(struct kx_capture *c);
+/* 1 while no pid was given or one of the given pids still runs; 0 once
+ * every one has exited. */
+int kx_capture_pids_running(const struct kx_capture *c);
 /* Stops the session and writes the record file's trailer with the session's
  * final facts and stop clock. 0, or -1 with err. */
 int kx_capture_stop(struct kx_capture *c, char *err, size_t len);
 /* The command's exit code as a shell gives it (ending it first if it still
- * runs); 0 without a command. */
+ * runs: SIGTERM, SIGKILL after KX_LAUNCH_GRACE_MS); 0 without a command. */
 int kx_capture_cmd_exit(struct kx_capture *c);
 /* 1 when a job lifecycle source attached (the sink's job callback gets records). */
 int kx_capture_jobs_attached(const struct kx_capinfo *ci);

@@ -1,10 +1,17 @@
 /*
  * kxprof record: trace driver ioctls of a command (and its children and
  * threads), of pids, or of every process, into a .kxp record file.
+ *
+ * Stops: SIGINT, SIGTERM, SIGHUP and SIGQUIT end the capture cleanly (the
+ * file gets its trailer), as do -d, the command's exit and, with -p and no
+ * command, the exit of every given process. A command still running at the
+ * stop gets SIGTERM, then SIGKILL after KX_LAUNCH_GRACE_MS. SIGUSR1, SIGUSR2
+ * and SIGPIPE are ignored (a reader of stderr that went away stops nothing).
  */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +28,24 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+/* Stop signals set stop_signal; the user signals and SIGPIPE are ignored. */
+static void record_signals(void)
+{
+	static const int stops[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	static const int ignored[] = {SIGUSR1, SIGUSR2, SIGPIPE};
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = on_signal;
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		sigaction(stops[i], &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		sigaction(ignored[i], &sa, NULL);
+}
+
 static void record_usage(FILE *f)
 {
 	fprintf(f,
@@ -28,8 +53,9 @@ static void record_usage(FILE *f)
 	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH] [-- CMD "
 	        "ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp)\n"
-	        "  -p, --pid PIDS        trace these processes (and their future children)\n"
-	        "  -a, --all             trace every process\n"
+	        "  -p, --pid PIDS        trace these processes (and their future children);\n"
+	        "                        without a command, stop when all of them have exited\n"
+	        "  -a, --all             trace every process (not with -p)\n"
 	        "  -d, --duration SECS   stop after this long\n"
 	        "      --device SPEC     also trace this device: PATH, MAJOR:MINOR, MAJOR:*,\n"
 	        "                        block:MAJOR:MINOR or a driver name from /proc/devices\n"
@@ -37,7 +63,12 @@ static void record_usage(FILE *f)
 	        "      --ringbuf-mb N    ring buffer size in MiB (default 8; fractions allowed)\n"
 	        "      --attach MECH     force tp_btf, raw_tp or tp (default: best available)\n"
 	        "      --no-jobs         no device timelines (job lifecycle tracepoints)\n"
-	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n");
+	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n"
+	        "Stops: SIGINT, SIGTERM, SIGHUP and SIGQUIT stop cleanly (the file is complete);\n"
+	        "SIGUSR1 and SIGUSR2 are ignored. A command still running at a stop (a signal\n"
+	        "or -d) gets SIGTERM, then SIGKILL after %d s, and record exits with its status\n"
+	        "(143 after SIGTERM); if record is killed, the kernel kills the command.\n",
+	        KX_LAUNCH_GRACE_MS / 1000);
 }
 
 struct record_opts {
@@ -130,6 +161,10 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 			return rc < 0 ? 2 : -1;
 	if (optind < argc)
 		o->cap.argv = argv + optind;
+	if (o->cap.npids && o->cap.all) {
+		kx_err("-p and -a exclude each other: -a already traces every process");
+		return 2;
+	}
 	if (!o->cap.argv && !o->cap.npids && !o->cap.all) {
 		kx_err("nothing to trace: give -- CMD, -p PID or -a (see kxprof record --help)");
 		return 2;
@@ -142,19 +177,46 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	return 0;
 }
 
-/* Records until a signal, the duration or the command's exit. */
+static const char *sig_name(int sig)
+{
+	switch (sig) {
+	case SIGINT:
+		return "SIGINT";
+	case SIGTERM:
+		return "SIGTERM";
+	case SIGHUP:
+		return "SIGHUP";
+	default:
+		return "SIGQUIT";
+	}
+}
+
+/* Why the capture should stop now, or NULL to go on. */
+static const char *record_should_stop(struct kx_capture *c, double duration, double elapsed)
+{
+	if (stop_signal)
+		return sig_name(stop_signal);
+	if (duration > 0 && elapsed >= duration)
+		return "-d";
+	if (!kx_capture_cmd_running(c))
+		return "command exited";
+	if (!c->argv && !kx_capture_pids_running(c))
+		return "pids exited";
+	return NULL;
+}
+
+/* Records until a signal, the duration, the command's or the pids' exit. */
 static void record_loop(struct kx_capture *c, double duration)
 {
 	uint64_t t0 = kx_mono_ns();
 	int tty = isatty(STDERR_FILENO);
+	const char *why;
 
 	for (;;) {
 		struct timespec nap = {0, 100 * 1000000};
 		double elapsed = (double)(kx_mono_ns() - t0) / 1e9;
 
-		if (stop_signal || (duration > 0 && elapsed >= duration))
-			break;
-		if (!kx_capture_cmd_running(c))
+		if ((why = record_should_stop(c, duration, elapsed)) != NULL)
 			break;
 		if (tty)
 			print_status(kx_session_capinfo(c->s), elapsed);
@@ -162,6 +224,19 @@ static void record_loop(struct kx_capture *c, double duration)
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
+	if (!strcmp(why, "pids exited"))
+		kx_err("every process given with -p has exited: stopping");
+	else if (why[0] == 'S')
+		kx_err("%s: stopping", why);
+}
+
+/* Ends a command that outlived the capture (a signal or -d); its exit code. */
+static int record_end_cmd(struct kx_capture *c)
+{
+	if (c->argv && kx_capture_cmd_running(c))
+		kx_err("ending the command (pid %d): SIGTERM, SIGKILL after %d s", (int)c->cmd.pid,
+		       KX_LAUNCH_GRACE_MS / 1000);
+	return kx_capture_cmd_exit(c);
 }
 
 static void record_report(const struct kx_capture *c, const char *out)
@@ -192,24 +267,28 @@ static int record_run(struct record_opts *o, struct kx_capture *c)
 	char err[512];
 	int rc;
 
+	record_signals();
 	if (kx_capture_open(c, &o->cap, err, sizeof(err))) {
 		kx_err("%s", err);
 		return 1;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	rc = kx_capture_start(c, err, sizeof(err));
 	if (rc) {
 		kx_err("%s", err);
 		return rc < 0 ? 1 : rc;
 	}
 	record_loop(c, o->duration);
+	/* The command ends first, so what it does on its way out is traced. */
+	rc = record_end_cmd(c);
+	if (c->cmd.killed)
+		kx_err("the command ignored SIGTERM for %d s: killed it (SIGKILL)",
+		       KX_LAUNCH_GRACE_MS / 1000);
 	if (kx_capture_stop(c, err, sizeof(err))) {
 		kx_err("%s", err);
 		return 1;
 	}
 	record_report(c, o->out);
-	return kx_capture_cmd_exit(c);
+	return rc;
 }
 
 int cmd_record(int argc, char **argv)
