@@ -34,6 +34,10 @@ struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 /* Prints msg as "kxprof: MSG" (a kx_devset_warn_fn: a spec that was skipped). */
 void kx_cli_warn(void *ctx, const char *msg);
 
+/* Checks a -p list (PID[,PID...]) before any capture, so a bad one is a
+ * usage error. 0, or -1 after a message. */
+int kx_cli_check_pids(const char *list);
+
 /* Human size: "12.3 KiB". */
 const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len);
 

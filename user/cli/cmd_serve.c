@@ -11,7 +11,11 @@
  * freed when sent. libmicrohttpd enforces the request size limit (per
  * connection memory), an idle timeout, a connection cap and per-IP cap, and
  * serves from a small thread pool with non-blocking sockets, so a slow or
- * stalled client holds one connection slot, not a thread.
+ * stalled client holds one connection slot, not a thread. The idle timeout
+ * alone lets a client that trickles one byte a second keep its slot for
+ * ever, so every connection also has a total deadline per request
+ * (--http-deadline, counted from its accept or its previous response): the
+ * main loop shuts down the sockets of connections past it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,8 +46,19 @@
 
 #define SERVE_VERSION "0.1"
 
+/* One open HTTP connection (libmicrohttpd's socket context). */
+struct conn {
+	struct conn *prev, *next;
+	int fd;            /* its socket; valid until the close notification */
+	uint64_t start_ns; /* accept or end of the previous response, monotonic ns */
+	int cut;           /* shut down for its deadline */
+};
+
 struct serve {
 	struct kx_agg *agg;
+	pthread_mutex_t lock;   /* conns */
+	struct conn conns;      /* list head of the open connections */
+	uint64_t deadline_ns;   /* --http-deadline */
 	struct kx_jobagg *jobs; /* fed by the consumer thread, read by HTTP threads */
 	struct kx_prom_info info;
 	char kernel[96];
@@ -57,23 +72,29 @@ static void serve_usage(FILE *f)
 	        "                    [--by-pid | --by-cgroup] [--max-keys N] [--rescan SECONDS]\n"
 	        "                    [--http-timeout SECONDS] [--max-clients N] [--attach MECH]\n"
 	        "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; loopback unless\n"
-	        "                        another address is given; [::1]:PORT for IPv6)\n"
+	        "                        another address is given; [::1]:PORT for IPv6; port 0:\n"
+	        "                        any free port, the one bound is printed)\n"
 	        "  -p, --pid PIDS        aggregate only these processes and their children\n"
 	        "                        (default: every process)\n"
 	        "      --device SPEC     also trace this device (see kxprof record --help)\n"
 	        "      --by-pid          split series by process (pid, comm labels); keys of\n"
 	        "                        exited processes are dropped\n"
-	        "      --by-cgroup       split series by cgroup id\n"
+	        "      --by-cgroup       split series by cgroup id (not with --by-pid)\n"
 	        "      --max-keys N      aggregation key limit (default %u); ioctls of new keys\n"
 	        "                        past it are counted in kxprof_map_overflow_total\n"
 	        "      --rescan SECONDS  rescan devices this often (default 60, 0 = SIGHUP only)\n"
 	        "      --http-timeout S  close idle or stalled connections after S seconds "
 	        "(default 10)\n"
+	        "      --http-deadline S close a connection whose request is not answered S\n"
+	        "                        seconds after its connection or previous response,\n"
+	        "                        however slowly it trickles in (default 30)\n"
 	        "      --max-clients N   concurrent connections (default 32)\n"
 	        "      --attach MECH     force tp_btf, raw_tp or tp\n"
 	        "HTTP: GET /metrics (Prometheus text); GET /summary.json or /summary (table) of\n"
 	        "      the live aggregates, ?reset=1 clears them after reading, sort=KEY,\n"
-	        "      ascending=1, hist=1 as in kxprof report (also: kxprof report --from URL).\n"
+	        "      ascending=1, hist=1 as in kxprof report (also: kxprof report --from URL);\n"
+	        "      flags take 1, true, yes, 0, false or no. Other parameters, or any on\n"
+	        "      /metrics and /, get 400 with the reason.\n"
 	        "Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
 	        KX_AGG_MAX_KEYS);
 }
@@ -145,6 +166,59 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, cons
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status, const char *msg)
 {
 	return reply(c, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), 0);
+}
+
+/* The query parameters a page takes: flags (1/true/yes, 0/false/no) and sort. */
+struct query_check {
+	int summary; /* /summary, /summary.json: reset, hist, ascending, sort */
+	char why[256];
+};
+
+static int flag_ok(const char *v)
+{
+	static const char *const ok[] = {"1", "true", "yes", "0", "false", "no"};
+
+	for (size_t i = 0; v && i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(v, ok[i]))
+			return 1;
+	return 0;
+}
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+	struct query_check *q = cls;
+	int flag = !strcmp(key, "reset") || !strcmp(key, "hist") || !strcmp(key, "ascending");
+
+	(void)kind;
+	if (!q->summary || (!flag && strcmp(key, "sort")))
+		snprintf(q->why, sizeof(q->why), "bad query: unknown parameter '%.64s' (%s)\n", key,
+		         q->summary ? "reset, sort, ascending, hist" : "this page takes none");
+	else if (flag && !flag_ok(value))
+		snprintf(q->why, sizeof(q->why),
+		         "bad query: %s='%.64s' (1, true, yes, 0, false or no)\n", key,
+		         value ? value : "");
+	else if (!flag && (!value || kx_sort_key_parse(value) < 0))
+		snprintf(q->why, sizeof(q->why),
+		         "bad query: sort='%.64s' (avg, min, max, total, count)\n",
+		         value ? value : "");
+	return q->why[0] ? MHD_NO : MHD_YES;
+}
+
+/* 400 with the reason for a bad query, or MHD_YES with *bad 0 to go on. */
+static enum MHD_Result check_query(struct MHD_Connection *c, int summary, int *bad)
+{
+	struct query_check q = {.summary = summary};
+	char *body;
+
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+	*bad = q.why[0] != 0;
+	if (!*bad)
+		return MHD_YES;
+	body = strdup(q.why);
+	if (!body)
+		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad query\n");
+	return reply(c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", body, strlen(body), 1);
 }
 
 static int arg_true(struct MHD_Connection *c, const char *name)
@@ -257,6 +331,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   size_t *upload_size, void **con_cls)
 {
 	struct serve *sv = cls;
+	int summary = !strcmp(url, "/summary.json") || !strcmp(url, "/summary"), bad;
+	enum MHD_Result rc;
 
 	(void)version;
 	(void)upload;
@@ -266,6 +342,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+	if (summary || !strcmp(url, "/metrics") || !strcmp(url, "/")) {
+		rc = check_query(c, summary, &bad);
+		if (bad)
+			return rc;
+	}
 	if (!strcmp(url, "/metrics"))
 		return page_metrics(sv, c);
 	if (!strcmp(url, "/summary.json") || !strcmp(url, "/summary"))
@@ -273,6 +354,81 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!strcmp(url, "/"))
 		return reply_text(c, MHD_HTTP_OK, index_page);
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+}
+
+/* Connection accepted or closed: kept in sv->conns for the deadline. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	struct serve *sv = cls;
+	struct conn *k = *socket_context;
+	const union MHD_ConnectionInfo *fd;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!k)
+			return;
+		pthread_mutex_lock(&sv->lock);
+		k->prev->next = k->next;
+		k->next->prev = k->prev;
+		pthread_mutex_unlock(&sv->lock);
+		free(k);
+		*socket_context = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	k = fd ? calloc(1, sizeof(*k)) : NULL;
+	if (!k) {
+		/* Without its deadline it could hold a slot: refuse it. */
+		if (fd)
+			shutdown(fd->connect_fd, SHUT_RDWR);
+		return;
+	}
+	k->fd = fd->connect_fd;
+	k->start_ns = kx_mono_ns();
+	pthread_mutex_lock(&sv->lock);
+	k->next = sv->conns.next;
+	k->prev = &sv->conns;
+	k->next->prev = k;
+	sv->conns.next = k;
+	pthread_mutex_unlock(&sv->lock);
+	*socket_context = k;
+}
+
+/* A response was sent (or the request ended): the next request's clock starts. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	struct serve *sv = cls;
+	const union MHD_ConnectionInfo *i =
+	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *k = i ? i->socket_context : NULL;
+
+	(void)con_cls;
+	(void)toe;
+	if (!k)
+		return;
+	pthread_mutex_lock(&sv->lock);
+	k->start_ns = kx_mono_ns();
+	pthread_mutex_unlock(&sv->lock);
+}
+
+/* Shuts down connections past the deadline (libmicrohttpd then closes them). */
+static void cut_late(struct serve *sv, uint64_t now)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&sv->lock);
+	for (struct conn *k = sv->conns.next; k != &sv->conns; k = k->next)
+		if (!k->cut && now - k->start_ns >= sv->deadline_ns) {
+			shutdown(k->fd, SHUT_RDWR);
+			k->cut = 1;
+			n++;
+		}
+	pthread_mutex_unlock(&sv->lock);
+	if (n)
+		fprintf(stderr,
+		        "kxprof serve: closed %d connection%s past the request deadline (%.0f s)\n",
+		        n, n > 1 ? "s" : "", (double)sv->deadline_ns / 1e9);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -290,8 +446,10 @@ struct serve_opts {
 	int v6;
 	const char *pids;                /* -p list, checked when the capture opens */
 	int by;                          /* enum kx_agg_by */
+	int by_pid, by_cgroup;           /* given options, to refuse both */
 	double rescan;                   /* seconds, 0: SIGHUP only */
 	long long timeout, clients;      /* HTTP idle timeout (seconds), connection cap */
+	long long deadline;              /* HTTP total deadline per request, seconds */
 	struct kx_devset devices, fresh; /* traced now; the last rescan */
 	struct kx_capture_opts cap;
 };
@@ -312,6 +470,8 @@ static int serve_num(struct serve_opts *o, int opt, char *err, size_t len)
 		return kx_parse_double("--rescan", optarg, &rescan, &o->rescan, err, len);
 	case 't':
 		return kx_parse_long("--http-timeout", optarg, 1, 3600, &o->timeout, err, len);
+	case 'T':
+		return kx_parse_long("--http-deadline", optarg, 1, 3600, &o->deadline, err, len);
 	default: /* 'c' */
 		return kx_parse_long("--max-clients", optarg, 1, 1024, &o->clients, err, len);
 	}
@@ -336,13 +496,16 @@ static int serve_opt(struct serve_opts *o, int opt)
 		return 0;
 	case 'P':
 		o->by = KX_AGG_BY_PID;
+		o->by_pid = 1;
 		return 0;
 	case 'C':
 		o->by = KX_AGG_BY_CGROUP;
+		o->by_cgroup = 1;
 		return 0;
 	case 'k':
 	case 'r':
 	case 't':
+	case 'T':
 	case 'c':
 		if (serve_num(o, opt, err, sizeof(err)))
 			break;
@@ -360,6 +523,16 @@ static int serve_opt(struct serve_opts *o, int opt)
 	return -1;
 }
 
+/* Conflicting options and a bad -p list. 0, or -1 after a message. */
+static int serve_check(const struct serve_opts *o)
+{
+	if (o->by_pid && o->by_cgroup) {
+		kx_err("--by-pid and --by-cgroup exclude each other: give one");
+		return -1;
+	}
+	return o->pids ? kx_cli_check_pids(o->pids) : 0;
+}
+
 /* Options into o. 0 to serve; else the exit code (0 after --help). */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
@@ -372,6 +545,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	        {"max-keys", required_argument, NULL, 'k'},
 	        {"rescan", required_argument, NULL, 'r'},
 	        {"http-timeout", required_argument, NULL, 't'},
+	        {"http-deadline", required_argument, NULL, 'T'},
 	        {"max-clients", required_argument, NULL, 'c'},
 	        {"attach", required_argument, NULL, 'm'},
 	        {"help", no_argument, NULL, 'h'},
@@ -383,6 +557,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	o->cap.agg_max_keys = KX_AGG_MAX_KEYS;
 	o->rescan = 60;
 	o->timeout = 10;
+	o->deadline = 30;
 	o->clients = 32;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "p:h", opts, NULL)) != -1)
@@ -392,6 +567,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 		kx_err("unexpected argument '%s' (see kxprof serve --help)", argv[optind]);
 		return 2;
 	}
+	if (serve_check(o))
+		return 2;
 	if (parse_listen(o->listen_s, &o->addr, &o->v6)) {
 		kx_err("bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464)",
 		       o->listen_s);
@@ -441,8 +618,9 @@ static struct MHD_Daemon *serve_listen(struct serve *sv, const struct serve_opts
 	        (unsigned int)o->timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->clients,
 	        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o->clients,
 	        /* Request line + headers must fit: 32 KiB, else 431/413. */
-	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024, MHD_OPTION_EXTERNAL_LOGGER,
-	        mhd_log, NULL, MHD_OPTION_END);
+	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024, MHD_OPTION_NOTIFY_CONNECTION,
+	        on_connection, sv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
+	        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 	if (!d)
 		kx_err("cannot listen on %s: %s", o->listen_s,
 		       errno ? strerror(errno) : "libmicrohttpd refused the options (-v says why)");
@@ -483,6 +661,7 @@ static void serve_loop(struct serve *sv, struct serve_opts *o, const sigset_t *s
 
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
+		cut_late(sv, now);
 		if (sig == SIGHUP || due) {
 			serve_rescan(sv, o, sig == SIGHUP);
 			last_scan = now;
@@ -495,19 +674,45 @@ static void serve_loop(struct serve *sv, struct serve_opts *o, const sigset_t *s
 	}
 }
 
+/* The address the daemon listens on, as ADDR:PORT ([ADDR]:PORT for IPv6):
+ * the port bound when --listen asked for port 0. */
+static void bound_address(struct MHD_Daemon *d, const struct serve_opts *o, char *buf, size_t len)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN];
+	int v6;
+
+	if (!i || getsockname(i->listen_fd, (struct sockaddr *)&ss, &sl) != 0) {
+		snprintf(buf, len, "%s", o->listen_s);
+		return;
+	}
+	v6 = ss.ss_family == AF_INET6;
+	if (v6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof(host));
+	else
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
+	snprintf(buf, len, v6 ? "[%s]:%u" : "%s:%u", host,
+	         ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+	                  : ((struct sockaddr_in *)&ss)->sin_port));
+}
+
 /* Capture, HTTP, loop. 0 after a signal, 1 on error. */
 static int serve_run(struct serve *sv, struct kx_capture *c, struct serve_opts *o,
                      const sigset_t *set)
 {
 	struct MHD_Daemon *d;
+	char where[80];
 
 	if (serve_start(sv, c, o))
 		return 1;
 	d = serve_listen(sv, o);
 	if (!d)
 		return 1;
+	bound_address(d, o, where, sizeof(where));
 	fprintf(stderr, "kxprof serve: http://%s/metrics (%s, %d devices, %s, key limit %u)\n",
-	        o->listen_s, sv->mech, o->devices.n, o->pids ? "given processes" : "all processes",
+	        where, sv->mech, o->devices.n, o->pids ? "given processes" : "all processes",
 	        kx_session_agg_max_keys(c->s));
 	serve_loop(sv, o, set);
 	fprintf(stderr, "kxprof serve: stopping\n");
@@ -525,6 +730,9 @@ int cmd_serve(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	pthread_mutex_init(&sv.lock, NULL);
+	sv.conns.next = sv.conns.prev = &sv.conns;
+	sv.deadline_ns = (uint64_t)o.deadline * 1000000000ULL;
 	/* Snapshots and responses are large and short-lived: a fixed mmap
 	 * threshold returns them to the kernel when freed, so a burst of keys
 	 * does not leave the heap (and RSS) at its high-water mark for days. */
@@ -545,5 +753,6 @@ int cmd_serve(int argc, char **argv)
 	kx_capture_close(&c);
 	kx_jobagg_free(sv.jobs);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_destroy(&sv.lock);
 	return rc;
 }

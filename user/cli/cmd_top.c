@@ -588,6 +588,8 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		kx_err("unexpected argument '%s' (see kxprof top --help)", argv[optind]);
 		return 2;
 	}
+	if (o->pids && kx_cli_check_pids(o->pids))
+		return 2;
 	if (kx_devset_resolve(&o->devices, kx_cli_warn, NULL) == 0) {
 		kx_err("no accelerator device found here and none named: use --device PATH");
 		return 2;

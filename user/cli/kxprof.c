@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/setup.h"
 #include "cli/cli.h"
 #include "io/kxp.h"
 #include "io/replay.h"
@@ -70,6 +71,18 @@ struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 		        "was cut): using its %llu whole chunks\n",
 		        path, (unsigned long long)res->chunks);
 	return store;
+}
+
+int kx_cli_check_pids(const char *list)
+{
+	uint32_t pids[KX_MAX_PIDS];
+	char err[256];
+	int n = 0;
+
+	if (kx_pidset_parse(list, pids, KX_MAX_PIDS, &n, err, sizeof(err)) == 0)
+		return 0;
+	kx_err("-p: %s", err);
+	return -1;
 }
 
 void kx_cli_warn(void *ctx, const char *msg)
