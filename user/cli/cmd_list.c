@@ -143,6 +143,10 @@ static int list_parse(int argc, char **argv, int *json)
 			return 2;
 		}
 	}
+	if (optind < argc) {
+		kx_err("unexpected argument '%s' (usage: kxprof list [--json])", argv[optind]);
+		return 2;
+	}
 	return -1;
 }
 

@@ -161,6 +161,11 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 			return rc < 0 ? 2 : -1;
 	if (optind < argc)
 		o->cap.argv = argv + optind;
+	else if (optind > 1 && !strcmp(argv[optind - 1], "--") &&
+	         (optind < 3 || strcmp(argv[optind - 2], "-o"))) {
+		kx_err("'--' without a command after it (see kxprof record --help)");
+		return 2;
+	}
 	if (o->cap.npids && o->cap.all) {
 		kx_err("-p and -a exclude each other: -a already traces every process");
 		return 2;
