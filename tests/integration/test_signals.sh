@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# kxprof record and signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT stop it
+# cleanly (the file has its trailer: report shows a complete capture), with
+# and without a command; the command it started is ended (SIGTERM, SIGKILL
+# after the grace period when it ignores SIGTERM) and is gone, not left
+# running under init, also when kxprof itself is killed; SIGUSR1/SIGUSR2 do
+# not stop it; -p PID alone stops when PID exits; -d ends a command with
+# SIGTERM (exit 143).
+. "$(dirname "$0")/lib.sh"
+need_kvm signals || exit 0
+trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+
+# gone PID: the process no longer runs (no such pid, or a zombie of its new parent).
+gone() {
+	local st
+	st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 0
+	[ -z "$st" ] || [ "$st" = Z ] || [ "$st" = X ]
+}
+# complete NAME FILE: report reads FILE as a complete capture (trailer present).
+complete() {
+	local name=$1 f=$2
+	if ! "$KXPROF" report --json "$f" >"$TMP/rep.json" 2>"$TMP/rep.err"; then
+		fail "$name" "report exited non-zero: $(head -c 300 "$TMP/rep.err")"
+	elif [ "$(jget "$TMP/rep.json" 'd["Capture"]["truncated"]')" != False ]; then
+		fail "$name" "capture marked truncated: $(head -c 300 "$TMP/rep.err")"
+	elif grep -q incomplete "$TMP/rep.err"; then
+		fail "$name" "report warns: $(head -c 300 "$TMP/rep.err")"
+	else
+		pass "$name"
+	fi
+}
+# wait_child RECORDER: the pid of the command record started (up to 5 s).
+wait_child() {
+	local c
+	for _ in $(seq 1 50); do
+		c=$(pgrep -P "$1" | head -1)
+		[ -n "$c" ] && { echo "$c"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+# wait_started: time for record to load its programs and start the capture.
+wait_started() { sleep 1.5; }
+
+for sig in INT TERM HUP QUIT; do
+	# Without a command (-a): rc 0, a complete file.
+	"$KXPROF" record -a -o "$TMP/a-$sig.kxp" 2>"$TMP/a.err" &
+	k=$!
+	wait_started
+	"$WL/kvm_workload" -t 1 -j 5 >/dev/null
+	kill -"$sig" $k
+	wait $k
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "SIG$sig: stopping" "$TMP/a.err"; then
+		pass "sig${sig}_all_stops_rc0"
+	else
+		fail "sig${sig}_all_stops_rc0" "rc=$rc $(head -c 300 "$TMP/a.err")"
+	fi
+	complete "sig${sig}_all_file_complete" "$TMP/a-$sig.kxp"
+
+	# With a command: the command gets SIGTERM (exit 143) and is gone.
+	"$KXPROF" record -o "$TMP/c-$sig.kxp" -- sleep 60 2>"$TMP/c.err" &
+	k=$!
+	c=$(wait_child $k) || c=
+	wait_started
+	kill -"$sig" $k
+	wait $k
+	rc=$?
+	if [ -n "$c" ] && [ $rc -eq 143 ] && gone "$c"; then
+		pass "sig${sig}_cmd_ended"
+	else
+		fail "sig${sig}_cmd_ended" "rc=$rc child=${c:-none} $(head -c 300 "$TMP/c.err")"
+	fi
+	complete "sig${sig}_cmd_file_complete" "$TMP/c-$sig.kxp"
+done
+
+# SIGUSR1 and SIGUSR2 do not stop record; a later SIGINT does, cleanly.
+"$KXPROF" record -a -o "$TMP/usr.kxp" 2>"$TMP/usr.err" &
+k=$!
+wait_started
+kill -USR1 $k
+kill -USR2 $k
+sleep 0.5
+if kill -0 $k 2>/dev/null; then pass usr_signals_ignored; else fail usr_signals_ignored "record ended"; fi
+kill -INT $k
+wait $k
+check usr_then_int_rc0 test $? -eq 0
+complete usr_file_complete "$TMP/usr.kxp"
+
+# The command ignores SIGTERM: SIGKILL after the grace period (exit 137), said so.
+"$KXPROF" record -o "$TMP/ign.kxp" -- sh -c 'trap "" TERM; while :; do sleep 0.1; done' \
+	2>"$TMP/ign.err" &
+k=$!
+c=$(wait_child $k) || c=
+wait_started
+start=$(date +%s%N)
+kill -TERM $k
+wait $k
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+if [ -n "$c" ] && [ $rc -eq 137 ] && gone "$c" && [ $ms -lt 6000 ] &&
+	grep -q 'killed it (SIGKILL)' "$TMP/ign.err"; then
+	pass sigterm_ignored_then_sigkill
+else
+	fail sigterm_ignored_then_sigkill "rc=$rc ${ms}ms child=${c:-none} $(head -c 300 "$TMP/ign.err")"
+fi
+complete sigkill_file_complete "$TMP/ign.kxp"
+
+# kxprof killed outright (SIGKILL): the kernel ends the command too.
+"$KXPROF" record -o "$TMP/kill.kxp" -- sleep 60 2>/dev/null &
+k=$!
+c=$(wait_child $k) || c=
+wait_started
+kill -KILL $k
+wait $k 2>/dev/null
+sleep 0.3
+if [ -n "$c" ] && gone "$c"; then pass recorder_killed_cmd_gone; else
+	fail recorder_killed_cmd_gone "child ${c:-none} still runs"
+fi
+
+# -d with a command: SIGTERM at the deadline, exit 143, complete file.
+"$KXPROF" record -d 1 -o "$TMP/d.kxp" -- sleep 60 2>"$TMP/d.err"
+rc=$?
+if [ $rc -eq 143 ] && grep -q 'ending the command' "$TMP/d.err"; then pass duration_ends_cmd_143; else
+	fail duration_ends_cmd_143 "rc=$rc $(head -c 300 "$TMP/d.err")"
+fi
+complete duration_file_complete "$TMP/d.kxp"
+
+# -p PID alone: record stops by itself when PID exits, with a message.
+sleep 2.5 &
+p=$!
+start=$(date +%s%N)
+"$KXPROF" record -p $p -o "$TMP/p.kxp" 2>"$TMP/p.err"
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+if [ $rc -eq 0 ] && [ $ms -lt 8000 ] && grep -q 'every process given with -p has exited' "$TMP/p.err"; then
+	pass pid_exit_stops_record
+else
+	fail pid_exit_stops_record "rc=$rc ${ms}ms $(head -c 300 "$TMP/p.err")"
+fi
+complete pid_exit_file_complete "$TMP/p.kxp"
