@@ -34,6 +34,40 @@ expect report_garbage 1 'not a kxprof record file' -- "$KXPROF" report "$TMP/gar
 expect unknown_command 2 "unknown command 'frobnicate'" -- "$KXPROF" frobnicate
 expect bad_sort 2 "bad --sort-by" -- "$KXPROF" report --sort-by median "$TMP/garbage.kxp"
 
+# Usage errors exit 2 in every subcommand (runtime failures exit 1), with a
+# message: unknown options, missing values, junk, conflicting options.
+expect usage_record_unknown_opt 2 'unrecognized option' -- "$KXPROF" record --bogus
+expect usage_record_missing_value 2 'requires an argument' -- "$KXPROF" record -d
+expect usage_record_p_with_a 2 '-p and -a exclude each other' -- "$KXPROF" record -p 1 -a -o "$TMP/u.kxp"
+expect usage_record_empty_pid 2 'an empty entry' -- "$KXPROF" record -p 1,,2 -o "$TMP/u.kxp"
+expect usage_record_trailing_comma 2 'an empty entry' -- "$KXPROF" record -p 1, -o "$TMP/u.kxp"
+expect usage_record_pid_junk 2 "bad pid '1x'" -- "$KXPROF" record -p 1x -o "$TMP/u.kxp"
+expect usage_record_pid_zero 2 "bad pid '0'" -- "$KXPROF" record -p 0 -o "$TMP/u.kxp"
+expect usage_record_dash_dash_alone 2 "'--' without a command" -- "$KXPROF" record -a -o "$TMP/u.kxp" --
+expect usage_record_nan 2 "'nan' is not a number" -- "$KXPROF" record -a -d nan -o "$TMP/u.kxp"
+check usage_record_leaves_no_file test ! -e "$TMP/u.kxp"
+expect usage_report_unknown_opt 2 'unrecognized option' -- "$KXPROF" report --bogus
+expect usage_report_extra_arg 2 'extra' -- "$KXPROF" report a.kxp b.kxp
+# (convert prints its usage after the message: only the exit code is checked)
+"$KXPROF" convert --bogus >/dev/null 2>&1
+check usage_convert_unknown_opt test $? -eq 2
+"$KXPROF" convert --chrome >/dev/null 2>&1
+check usage_convert_missing_value test $? -eq 2
+expect usage_list_unknown_opt 2 'usage: kxprof list' -- "$KXPROF" list --bogus
+expect usage_list_extra_arg 2 "unexpected argument 'extra'" -- "$KXPROF" list extra
+expect usage_replay_unknown_opt 2 'unrecognized option' -- "$KXPROF" replay --bogus
+expect usage_replay_no_output 2 'no output given' -- "$KXPROF" replay a.jsonl
+expect usage_top_unknown_opt 2 'unrecognized option' -- "$KXPROF" top --bogus
+expect usage_top_empty_pid 2 'an empty entry' -- "$KXPROF" top -b -c 1 -p 1,,2
+expect usage_top_extra_arg 2 "unexpected argument 'x'" -- "$KXPROF" top x
+expect usage_serve_unknown_opt 2 'unrecognized option' -- "$KXPROF" serve --bogus
+expect usage_serve_by_both 2 '--by-pid and --by-cgroup exclude each other' -- "$KXPROF" serve --by-pid --by-cgroup
+expect usage_serve_empty_pid 2 'an empty entry' -- "$KXPROF" serve -p ,1
+expect usage_serve_bad_deadline 2 "'0' is not a whole number" -- "$KXPROF" serve --http-deadline 0
+expect usage_serve_bad_listen 2 'bad --listen' -- "$KXPROF" serve --listen nowhere
+expect usage_main_unknown_opt 2 "unknown option '--bogus'" -- "$KXPROF" --bogus record
+expect runtime_record_no_such_pid 1 'no such process: 999999' -- "$KXPROF" record -p 999999 -o "$TMP/u.kxp" -d 1
+
 # Unprivileged: one clear line about privileges, no libbpf dump.
 if command -v setpriv >/dev/null; then
 	cp "$KXPROF" "$TMP/kxprof-unpriv" && chmod 755 "$TMP" "$TMP/kxprof-unpriv"

@@ -3,7 +3,8 @@
 # the workload's own counts, buckets are cumulative and +Inf == _count,
 # promtool accepts the text, a real Prometheus server scrapes it and answers
 # a query, malformed/oversized/stalled requests do not hurt the server or
-# other clients, SIGHUP keeps it serving, /summary.json?reset=1 resets,
+# other clients, trickling clients are cut at the request deadline, port 0
+# prints the bound port, bad query parameters get 400, SIGHUP keeps it serving, /summary.json?reset=1 resets,
 # SIGTERM exits 0 with nothing left attached, and a soak with processes
 # coming and going keeps memory and keys flat.
 . "$(dirname "$0")/lib.sh"
@@ -268,6 +269,69 @@ if mknod "$R/dev/kvm" c 10 232 2>/dev/null; then
 else
 	skip hotplug_rescan_adds "mknod not permitted"
 fi
+
+# 6c. --listen 127.0.0.1:0 prints the port it bound and serves there; bad query
+# parameters get 400 with the reason; clients that trickle a byte a second
+# into every slot (--max-clients 2) are cut at --http-deadline while a
+# scraper waiting for a slot still gets its answer.
+"$KXPROF" serve --listen 127.0.0.1:0 -p $$ --rescan 0 --max-clients 2 --http-timeout 10 \
+	--http-deadline 3 2>"$TMP/p0.err" &
+SPID=$!
+PORT0=
+for _ in $(seq 1 100); do
+	PORT0=$(sed -n 's|^kxprof serve: http://127\.0\.0\.1:\([0-9]*\)/metrics .*|\1|p' "$TMP/p0.err")
+	[ -n "$PORT0" ] && break
+	sleep 0.1
+done
+if [ -n "$PORT0" ] && [ "$PORT0" != 0 ] && fetch -o /dev/null "http://127.0.0.1:$PORT0/metrics"; then
+	pass listen_port0_prints_bound_port
+else
+	fail listen_port0_prints_bound_port "port '${PORT0}': $(head -c 300 "$TMP/p0.err")"
+fi
+# query CODE PATTERN PATH: the status and the reason in the body
+query() {
+	local code
+	code=$(curl -s --max-time 5 -o "$TMP/q.body" -w '%{http_code}' "http://127.0.0.1:$PORT0$3")
+	if [ "$code" = "$1" ] && grep -q -- "$2" "$TMP/q.body"; then pass "query_$4"; else
+		fail "query_$4" "$3: $code $(head -c 200 "$TMP/q.body")"
+	fi
+}
+query 400 "reset='abc'" '/summary.json?reset=abc' bad_flag
+query 400 "unknown parameter 'frob'" '/summary.json?frob=1' unknown_param
+query 400 "unknown parameter 'x'" '/metrics?x=1' metrics_takes_none
+query 400 "sort='median'" '/summary?sort=median' bad_sort
+query 200 '"Time"' '/summary.json?reset=no&hist=1&sort=max&ascending=true' good_params
+check trickle_cut_scraper_served python3 - "$PORT0" <<'PY'
+import socket, subprocess, sys, time
+port = int(sys.argv[1])
+req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 200
+slow = [socket.create_connection(("127.0.0.1", port), timeout=1) for _ in range(2)]
+t0 = time.time()
+# A scraper arrives while both slots trickle: it must be answered within the
+# deadline (3 s) plus slack, not after the tricklers give up.
+scraper = subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                            "--max-time", "9", f"http://127.0.0.1:{port}/metrics"],
+                           stdout=subprocess.PIPE)
+cut = [None, None]
+for i in range(len(req)):
+    for j, s in enumerate(slow):
+        if cut[j] is None:
+            try:
+                s.send(req[i:i + 1])
+            except OSError:
+                cut[j] = time.time() - t0
+    if all(c is not None for c in cut) or time.time() - t0 > 12:
+        break
+    time.sleep(1)
+code = scraper.communicate()[0].decode()
+took = time.time() - t0
+print(f"cut after {cut} s; scraper {code}")
+sys.exit(0 if code == "200" and all(c is not None and 2.5 <= c <= 7 for c in cut) else 1)
+PY
+check deadline_cut_logged grep -q 'past the request deadline (3 s)' "$TMP/p0.err"
+kill -TERM $SPID
+wait $SPID
+check port0_sigterm_exit_0 test $? -eq 0
 
 # 7. key limit: overflow is counted, never silent (aggregated + overflow == issued)
 PORT=$(free_port)
