@@ -70,7 +70,8 @@ static void serve_usage(FILE *f)
 	fprintf(f,
 	        "usage: kxprof serve [--listen ADDR:PORT] [-p PID[,PID...]] [--device SPEC]...\n"
 	        "                    [--by-pid | --by-cgroup] [--max-keys N] [--rescan SECONDS]\n"
-	        "                    [--http-timeout SECONDS] [--max-clients N] [--attach MECH]\n"
+	        "                    [--http-timeout SECONDS] [--http-deadline SECONDS]\n"
+	        "                    [--max-clients N] [--attach MECH]\n"
 	        "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; loopback unless\n"
 	        "                        another address is given; [::1]:PORT for IPv6; port 0:\n"
 	        "                        any free port, the one bound is printed)\n"

@@ -113,7 +113,10 @@ static void usage(FILE *f)
 	fprintf(f, "usage: kxprof [-v] COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
-	fprintf(f, "\n'kxprof COMMAND --help' shows a command's options.\n");
+	fprintf(f, "\n'kxprof COMMAND --help' shows a command's options.\n"
+	           "Exit status: 2 for usage errors (unknown, bad or conflicting options), 1 for\n"
+	           "failures while running, 0 otherwise; record with a command exits with the\n"
+	           "command's status.\n");
 }
 
 int main(int argc, char **argv)
