@@ -5,9 +5,13 @@
  * thread's events (a direct-mapped cache of recent tids spares most events
  * the hash lookup, since runs of one thread are the rule), threads are
  * sorted by tid, a second pass places the store indices, and threads whose
- * events were not stored in start order are sorted on their own. A third
- * pass walks each thread with a stack of the ends of its open events and
- * applies the rule.
+ * events were not stored in start order are sorted on their own.
+ *
+ * The rule keeps, per thread, a stack of the ends of its open events. A
+ * thread stored in start order (the rule in a live capture) gets it during
+ * the first pass, while its events are in cache; the fixes are noted by
+ * (thread, rank in the thread) and placed once the ranges are known. Only
+ * threads found out of order are walked again, in their sorted order.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,16 @@ struct line {
 	uint32_t sorted;   /* stored events already in (start, longest first) order */
 	uint64_t last_ts;  /* ns, start of the latest event seen */
 	uint64_t last_dur; /* ns, its duration */
+	uint64_t *stack;   /* ns, ends of the open events (while sorted) */
+	size_t depth, scap;
+	size_t nfix; /* events the rule shortened while sorted */
+};
+
+/* A fix found in the first pass: the thread's tid and the event's rank in it. */
+struct early_fix {
+	uint32_t tid;
+	size_t k, idx;
+	uint64_t dur; /* ns */
 };
 
 /* tid -> line index + 1 (0: empty slot); open addressing, at most half full. */
@@ -42,7 +56,61 @@ struct build {
 	size_t nlines, cap;
 	struct tidmap map;
 	uint32_t ctid[TID_CACHE], cline[TID_CACHE]; /* recent tid -> line id + 1 (0: none) */
+	struct early_fix *early;
+	size_t nearly, earlycap;
+	size_t fixcap; /* room of tl->fix */
 };
+
+static uint64_t end_of(const struct kx_ioctl *e)
+{
+	return e->dur > UINT64_MAX - e->ts ? UINT64_MAX : e->ts + e->dur;
+}
+
+/*
+ * The rule for the next event e of a thread: pops the enclosing events
+ * that ended, then nests e in the innermost. Returns e's end (ns), cut to
+ * that event's end on a partial overlap (*cut set).
+ */
+static int nest(uint64_t **stack, size_t *depth, size_t *cap, const struct kx_ioctl *e,
+                uint64_t *end, int *cut)
+{
+	uint64_t start = e->ts;
+
+	*end = end_of(e);
+	*cut = 0;
+	while (*depth && (*stack)[*depth - 1] <= start)
+		(*depth)--;
+	if (*depth && *end > (*stack)[*depth - 1]) {
+		*end = (*stack)[*depth - 1];
+		*cut = 1;
+	}
+	if (kx_grow((void **)stack, cap, *depth, sizeof(**stack)))
+		return -1;
+	(*stack)[(*depth)++] = *end;
+	return 0;
+}
+
+/* The rule for event i, the next of line l, stored in order so far. */
+static int nest_early(struct build *b, struct line *l, const struct kx_ioctl *e, size_t i)
+{
+	uint64_t end;
+	int cut;
+
+	/* The common case: calls one after the other, none open. */
+	if (l->depth == 1 && l->stack[0] <= e->ts) {
+		l->stack[0] = end_of(e);
+		return 0;
+	}
+	if (nest(&l->stack, &l->depth, &l->scap, e, &end, &cut))
+		return -1;
+	if (!cut)
+		return 0;
+	if (kx_grow((void **)&b->early, &b->earlycap, b->nearly, sizeof(*b->early)))
+		return -1;
+	b->early[b->nearly++] = (struct early_fix){l->t.tid, l->t.count, i, end - e->ts};
+	l->nfix++;
+	return 0;
+}
 
 static size_t tid_home(uint32_t tid, size_t cap)
 {
@@ -134,6 +202,8 @@ static int count_events(struct build *b, size_t n)
 		if (l->t.count &&
 		    (e->ts < l->last_ts || (e->ts == l->last_ts && e->dur > l->last_dur)))
 			l->sorted = 0;
+		if (l->sorted && nest_early(b, l, e, i))
+			return -1;
 		if (e->pid != l->t.pid)
 			l->t.mixed_pids = 1;
 		l->last_ts = e->ts;
@@ -234,43 +304,41 @@ static int sort_lines(struct build *b)
 	return 0;
 }
 
-static uint64_t end_of(const struct kx_ioctl *e)
+static int add_fix(struct build *b, size_t pos, size_t idx, uint64_t dur)
 {
-	return e->dur > UINT64_MAX - e->ts ? UINT64_MAX : e->ts + e->dur;
+	struct kx_timeline *tl = b->tl;
+
+	if (kx_grow((void **)&tl->fix, &b->fixcap, tl->nfix, sizeof(*tl->fix)))
+		return -1;
+	tl->fix[tl->nfix++] = (struct kx_tl_fix){pos, idx, dur};
+	return 0;
 }
 
-struct rule {
-	uint64_t *stack; /* ns, ends of the open events of the thread, innermost last */
-	size_t cap;
-	size_t fixcap;
-};
-
-/* The rule over one thread; 0, or -1 on OOM. */
-static int apply_rule(struct kx_timeline *tl, const struct kx_store *s,
-                      const struct kx_tl_thread *t, struct rule *r)
+/* The rule over a thread stored out of order, in its sorted order. */
+static int nest_sorted(struct build *b, const struct kx_tl_thread *t, uint64_t **stack, size_t *cap)
 {
+	struct kx_timeline *tl = b->tl;
 	size_t depth = 0, nfix0 = tl->nfix;
 
 	for (size_t pos = t->first; pos < t->first + t->count; pos++) {
-		const struct kx_ioctl *e = kx_store_ioctl(s, tl->order[pos]);
-		uint64_t start = e->ts, end = end_of(e);
+		const struct kx_ioctl *e = kx_store_ioctl(b->s, tl->order[pos]);
+		uint64_t end;
+		int cut;
 
-		/* Close the enclosing events that ended; then nest in the innermost. */
-		while (depth && r->stack[depth - 1] <= start)
-			depth--;
-		if (depth && end > r->stack[depth - 1]) {
-			end = r->stack[depth - 1];
-			if (kx_grow((void **)&tl->fix, &r->fixcap, tl->nfix, sizeof(*tl->fix)))
-				return -1;
-			tl->fix[tl->nfix++] = (struct kx_tl_fix){pos, tl->order[pos], end - start};
-		}
-		if (kx_grow((void **)&r->stack, &r->cap, depth, sizeof(*r->stack)))
+		if (nest(stack, &depth, cap, e, &end, &cut) ||
+		    (cut && add_fix(b, pos, tl->order[pos], end - e->ts)))
 			return -1;
-		r->stack[depth++] = end;
 	}
 	if (tl->nfix > nfix0)
 		tl->fixed_threads++;
 	return 0;
+}
+
+static int fix_pos_cmp(const void *a, const void *b)
+{
+	const struct kx_tl_fix *x = a, *y = b;
+
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
 static int fix_idx_cmp(const void *a, const void *b)
@@ -280,17 +348,35 @@ static int fix_idx_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Third pass: the rule on every thread, then the fixes by store index too. */
-static int resolve(struct kx_timeline *tl, const struct kx_store *s)
+/*
+ * The fixes: those of the first pass placed at their positions (threads
+ * found out of order drop theirs), the out-of-order threads walked again;
+ * then by position, and a copy by store index.
+ */
+static int resolve(struct build *b)
 {
-	struct rule r = {NULL, 0, 0};
+	struct kx_timeline *tl = b->tl;
+	uint64_t *stack = NULL;
+	size_t cap = 0;
 	int rc = 0;
 
-	for (size_t i = 0; i < tl->nthreads && !rc; i++)
-		rc = apply_rule(tl, s, &tl->threads[i], &r);
-	free(r.stack);
+	for (size_t i = 0; i < b->nearly && !rc; i++) {
+		const struct early_fix *f = &b->early[i];
+		const struct line *l = &b->lines[tid_find(&b->map, f->tid)->id - 1];
+
+		if (l->sorted)
+			rc = add_fix(b, l->t.first + f->k, f->idx, f->dur);
+	}
+	for (size_t i = 0; i < b->nlines && !rc; i++) {
+		if (b->lines[i].sorted)
+			tl->fixed_threads += b->lines[i].nfix > 0;
+		else
+			rc = nest_sorted(b, &b->lines[i].t, &stack, &cap);
+	}
+	free(stack);
 	if (rc || !tl->nfix)
 		return rc;
+	qsort(tl->fix, tl->nfix, sizeof(*tl->fix), fix_pos_cmp);
 	tl->fix_by_idx = malloc(tl->nfix * sizeof(*tl->fix_by_idx));
 	if (!tl->fix_by_idx)
 		return -1;
@@ -344,12 +430,15 @@ struct kx_timeline *kx_timeline_build(const struct kx_store *s, char *err, size_
 	if (!tl->order)
 		goto out;
 	place_events(&b, n);
-	if (sort_lines(&b) || publish(&b) || resolve(tl, s))
+	if (sort_lines(&b) || publish(&b) || resolve(&b))
 		goto out;
 	rc = 0;
 out:
+	for (size_t i = 0; i < b.nlines; i++)
+		free(b.lines[i].stack);
 	free(b.lines);
 	free(b.map.slot);
+	free(b.early);
 	if (rc) {
 		snprintf(err, errlen, "out of memory ordering %zu events by thread", n);
 		kx_timeline_free(tl);
