@@ -367,6 +367,19 @@ static int add_job_rows(struct kx_stats *sum, const struct kx_jobs *jb)
 	return 0;
 }
 
+/*
+ * Once the rows are filled (ok) or an allocation failed (!ok): the map
+ * goes, the rows are named, merged and ranked. 0, or -1 with sum emptied.
+ */
+static int rows_close(struct kx_stats *sum, struct row_map *m, int ok)
+{
+	free(m->slot);
+	if (ok && !rows_finalize(sum))
+		return 0;
+	kx_stats_free(sum);
+	return -1;
+}
+
 int kx_stats_build(struct kx_stats *sum, const struct kx_store *s, const struct kx_capinfo *ci,
                    const struct kx_jobs *jobs)
 {
@@ -380,7 +393,7 @@ int kx_stats_build(struct kx_stats *sum, const struct kx_store *s, const struct 
 		uint64_t off = (uint64_t)e->offcpu_us * 1000;
 
 		if (!r || row_add(r, e->dur, e->ret))
-			goto fail;
+			return rows_close(sum, &m, 0);
 		/* µs rounding can put the blocked time past the call's end. */
 		r->offcpu += off < e->dur ? off : e->dur;
 		if (e->offcpu_us)
@@ -391,17 +404,13 @@ int kx_stats_build(struct kx_stats *sum, const struct kx_store *s, const struct 
 		    ci->hooks[i].state == KX_HOOK_ATTACHED)
 			sum->offcpu_measured = 1;
 	sum->stored = n;
-	free(m.slot);
-	m.slot = NULL;
-	if (rows_finalize(sum))
-		goto fail;
-	if (jobs && add_job_rows(sum, jobs))
-		goto fail;
+	if (rows_close(sum, &m, 1))
+		return -1;
+	if (jobs && add_job_rows(sum, jobs)) {
+		kx_stats_free(sum);
+		return -1;
+	}
 	return 0;
-fail:
-	free(m.slot);
-	kx_stats_free(sum);
-	return -1;
 }
 
 int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap)
@@ -421,7 +430,7 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap)
 			continue;
 		r = row_get(sum, &rcap, &m, &e);
 		if (!r)
-			goto fail;
+			return rows_close(sum, &m, 0);
 		for (int b = 0; b < KX_HIST_SLOTS && b < KX_STAT_HIST_BUCKETS; b++) {
 			r->hist[b] += a->slots[b];
 			if (a->slots[b] && !lo)
@@ -443,15 +452,7 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap)
 			r->max = hi;
 		sum->stored += a->count;
 	}
-	free(m.slot);
-	m.slot = NULL;
-	if (rows_finalize(sum))
-		goto fail;
-	return 0;
-fail:
-	free(m.slot);
-	kx_stats_free(sum);
-	return -1;
+	return rows_close(sum, &m, 1);
 }
 
 void kx_stats_free(struct kx_stats *sum)

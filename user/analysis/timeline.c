@@ -458,14 +458,15 @@ void kx_timeline_free(struct kx_timeline *tl)
 	free(tl);
 }
 
-size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos)
+/* The first of n fixes whose pos (by_idx: idx) is at least key; n when none. */
+static size_t fix_lower(const struct kx_tl_fix *f, size_t n, size_t key, int by_idx)
 {
-	size_t lo = 0, hi = tl->nfix;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (tl->fix[mid].pos < pos)
+		if ((by_idx ? f[mid].idx : f[mid].pos) < key)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -473,17 +474,14 @@ size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos)
 	return lo;
 }
 
+size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos)
+{
+	return fix_lower(tl->fix, tl->nfix, pos, 0);
+}
+
 uint64_t kx_timeline_dur(const struct kx_timeline *tl, size_t idx, uint64_t dur)
 {
-	size_t lo = 0, hi = tl->nfix;
+	size_t k = fix_lower(tl->fix_by_idx, tl->nfix, idx, 1);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (tl->fix_by_idx[mid].idx < idx)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < tl->nfix && tl->fix_by_idx[lo].idx == idx ? tl->fix_by_idx[lo].dur : dur;
+	return k < tl->nfix && tl->fix_by_idx[k].idx == idx ? tl->fix_by_idx[k].dur : dur;
 }
