@@ -129,7 +129,6 @@ static void test_out_of_order(void)
 {
 	struct kx_store *s = kx_store_new(0);
 	struct kx_timeline *tl;
-	size_t cur = 0;
 
 	add(s, 1, 1, 5000, 4000); /* 0: 5000-9000 -> ends with 1 at 7000 */
 	add(s, 1, 1, 2000, 5000); /* 1: 2000-7000 */
@@ -142,10 +141,10 @@ static void test_out_of_order(void)
 	CHECK_EQ_U(tl->nfix, 1);
 	CHECK_EQ_U(dur_of(tl, s, 0), 2000);
 	CHECK_EQ_U(dur_of(tl, s, 1), 5000);
-	/* A walk in store order reads the same durations. */
-	CHECK_EQ_U(kx_timeline_dur_next(tl, &cur, 0, 4000), 2000);
-	CHECK_EQ_U(kx_timeline_dur_next(tl, &cur, 1, 5000), 5000);
-	CHECK_EQ_U(kx_timeline_dur_next(tl, &cur, 2, 1000), 1000);
+	/* The lookup by store index. */
+	CHECK_EQ_U(kx_timeline_dur(tl, 0, 4000), 2000);
+	CHECK_EQ_U(kx_timeline_dur(tl, 1, 5000), 5000);
+	CHECK_EQ_U(kx_timeline_dur(tl, 2, 1000), 1000);
 	kx_timeline_free(tl);
 	kx_store_free(s);
 }
@@ -202,7 +201,6 @@ static void test_many_threads(void)
 	struct kx_store *s = kx_store_new(0);
 	struct kx_timeline *tl;
 	const size_t nth = 3000;
-	size_t cur = 0;
 
 	/* Interleaved across threads, tids in a scrambled order. */
 	for (uint64_t k = 0; k < 3; k++)
@@ -237,9 +235,65 @@ static void test_many_threads(void)
 		const struct kx_ioctl *e = kx_store_ioctl(s, i);
 		uint64_t want = e->ts == 1500 && e->tid % 2 ? 500 : e->dur;
 
-		CHECK_EQ_U(kx_timeline_dur_next(tl, &cur, i, e->dur), want);
+		CHECK_EQ_U(kx_timeline_dur(tl, i, e->dur), want);
 		CHECK_EQ_U(dur_of(tl, s, i), want);
 	}
+	kx_timeline_free(tl);
+	kx_store_free(s);
+}
+
+/*
+ * Random starts and durations over wide ranges, stored in no order: each
+ * thread comes out by (start, longer first, store index), its resolved
+ * spans nest, no event grows, and the fixes are exactly the changed ones.
+ */
+static void test_random_order(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_timeline *tl;
+	uint64_t x = 0x9e3779b97f4a7c15ULL, *stack;
+	size_t n = 30000, changed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* Starts repeat (low 41 bits, coarse), durations from 0 to ~2^40 ns. */
+		add(s, 1, 1 + (uint32_t)(x % 3), (x >> 20) % (1ULL << 41) & ~0xfffULL,
+		    x % 5 ? (x >> 3) % 100000 : (x >> 24));
+	}
+	tl = timeline(s);
+	CHECK(tl);
+	stack = malloc(n * sizeof(*stack));
+	CHECK(stack);
+	for (size_t t = 0; t < tl->nthreads; t++) {
+		const struct kx_tl_thread *th = &tl->threads[t];
+		size_t depth = 0;
+
+		for (size_t k = 0; k < th->count; k++) {
+			size_t idx = tl->order[th->first + k];
+			const struct kx_ioctl *e = kx_store_ioctl(s, idx);
+			uint64_t dur = dur_of(tl, s, idx);
+
+			if (k) {
+				size_t pidx = tl->order[th->first + k - 1];
+				const struct kx_ioctl *p = kx_store_ioctl(s, pidx);
+
+				CHECK(p->ts < e->ts ||
+				      (p->ts == e->ts &&
+				       (p->dur > e->dur || (p->dur == e->dur && pidx < idx))));
+			}
+			CHECK(dur <= e->dur);
+			changed += dur != e->dur;
+			while (depth && stack[depth - 1] <= e->ts)
+				depth--;
+			CHECK(!depth || e->ts + dur <= stack[depth - 1]);
+			stack[depth++] = e->ts + dur;
+		}
+	}
+	CHECK(tl->nfix > 0);
+	CHECK_EQ_U(tl->nfix, changed);
+	free(stack);
 	kx_timeline_free(tl);
 	kx_store_free(s);
 }
@@ -509,6 +563,7 @@ int main(void)
 	RUN(test_identical_starts);
 	RUN(test_zero_length);
 	RUN(test_many_threads);
+	RUN(test_random_order);
 	RUN(test_reused_tid);
 	RUN(test_empty);
 	RUN(test_same_in_every_output);

@@ -10,8 +10,9 @@
  * The rule keeps, per thread, a stack of the ends of its open events. A
  * thread stored in start order (the rule in a live capture) gets it during
  * the first pass, while its events are in cache; the fixes are noted by
- * (thread, rank in the thread) and placed once the ranges are known. Only
- * threads found out of order are walked again, in their sorted order.
+ * (thread, rank in the thread) and placed once the ranges are known.
+ * Threads found out of order are radix-sorted on (start, duration) copies
+ * and get the rule on those, so the store is read in order only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ struct line {
 	uint64_t last_dur; /* ns, its duration */
 	uint64_t *stack;   /* ns, ends of the open events (while sorted) */
 	size_t depth, scap;
-	size_t nfix; /* events the rule shortened while sorted */
+	size_t nfix;   /* events the rule shortened */
+	size_t fix_at; /* while placing the fixes: the next slot of this thread's */
 };
 
 /* A fix found in the first pass: the thread's tid and the event's rank in it. */
@@ -58,25 +60,24 @@ struct build {
 	uint32_t ctid[TID_CACHE], cline[TID_CACHE]; /* recent tid -> line id + 1 (0: none) */
 	struct early_fix *early;
 	size_t nearly, earlycap;
-	size_t fixcap; /* room of tl->fix */
+	struct kx_tl_fix *late; /* fixes of threads stored out of order, by pos */
+	size_t nlate, latecap;
 };
 
-static uint64_t end_of(const struct kx_ioctl *e)
+static uint64_t end_of(uint64_t ts, uint64_t dur)
 {
-	return e->dur > UINT64_MAX - e->ts ? UINT64_MAX : e->ts + e->dur;
+	return dur > UINT64_MAX - ts ? UINT64_MAX : ts + dur;
 }
 
 /*
- * The rule for the next event e of a thread: pops the enclosing events
- * that ended, then nests e in the innermost. Returns e's end (ns), cut to
- * that event's end on a partial overlap (*cut set).
+ * The rule for the next event of a thread (start and duration in ns):
+ * pops the enclosing events that ended, then nests it in the innermost.
+ * *end is its end, cut to that event's end on a partial overlap (*cut set).
  */
-static int nest(uint64_t **stack, size_t *depth, size_t *cap, const struct kx_ioctl *e,
+static int nest(uint64_t **stack, size_t *depth, size_t *cap, uint64_t start, uint64_t dur,
                 uint64_t *end, int *cut)
 {
-	uint64_t start = e->ts;
-
-	*end = end_of(e);
+	*end = end_of(start, dur);
 	*cut = 0;
 	while (*depth && (*stack)[*depth - 1] <= start)
 		(*depth)--;
@@ -98,10 +99,10 @@ static int nest_early(struct build *b, struct line *l, const struct kx_ioctl *e,
 
 	/* The common case: calls one after the other, none open. */
 	if (l->depth == 1 && l->stack[0] <= e->ts) {
-		l->stack[0] = end_of(e);
+		l->stack[0] = end_of(e->ts, e->dur);
 		return 0;
 	}
-	if (nest(&l->stack, &l->depth, &l->scap, e, &end, &cut))
+	if (nest(&l->stack, &l->depth, &l->scap, e->ts, e->dur, &end, &cut))
 		return -1;
 	if (!cut)
 		return 0;
@@ -261,25 +262,84 @@ struct sortent {
 	uint32_t idx;
 };
 
-static int sortent_cmp(const void *a, const void *b)
+/*
+ * One stable counting pass on byte `shift / 8` of the key (ts, or the
+ * duration complemented so that longer comes first) from a into out; 0
+ * when every entry has the same byte there (nothing moved).
+ */
+static int radix_pass(const struct sortent *a, struct sortent *out, size_t n, int by_ts,
+                      unsigned int shift)
 {
-	const struct sortent *x = a, *y = b;
+	size_t count[256] = {0}, pos = 0;
 
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	if (x->dur != y->dur) /* the longer one first, so shorter ones nest in it */
-		return x->dur > y->dur ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+	for (size_t k = 0; k < n; k++)
+		count[((by_ts ? a[k].ts : ~a[k].dur) >> shift) & 0xff]++;
+	for (int d = 0; d < 256; d++) {
+		size_t c = count[d];
+
+		if (c == n)
+			return 0;
+		count[d] = pos;
+		pos += c;
+	}
+	for (size_t k = 0; k < n; k++)
+		out[count[((by_ts ? a[k].ts : ~a[k].dur) >> shift) & 0xff]++] = a[k];
+	return 1;
 }
 
-/* Threads whose events were not stored in start order are sorted. */
+/*
+ * Sorts a[0..n) by (start, longer first, store index) with a radix sort,
+ * least significant key first: the entries come in store order, so each
+ * stable pass keeps the order of the keys after it. Returns the sorted
+ * array: a or tmp.
+ */
+static struct sortent *sort_entries(struct sortent *a, struct sortent *tmp, size_t n)
+{
+	for (int by_ts = 0; by_ts < 2; by_ts++)
+		for (unsigned int shift = 0; shift < 64; shift += 8) {
+			if (radix_pass(a, tmp, n, by_ts, shift)) {
+				struct sortent *t = a;
+
+				a = tmp;
+				tmp = t;
+			}
+		}
+	return a;
+}
+
+/* The rule over a thread stored out of order, on its sorted entries. */
+static int nest_sorted(struct build *b, struct line *l, const struct sortent *se, uint64_t **stack,
+                       size_t *cap)
+{
+	size_t depth = 0;
+
+	l->nfix = 0;
+	for (size_t k = 0; k < l->t.count; k++) {
+		uint64_t end;
+		int cut;
+
+		if (nest(stack, &depth, cap, se[k].ts, se[k].dur, &end, &cut))
+			return -1;
+		if (!cut)
+			continue;
+		if (kx_grow((void **)&b->late, &b->latecap, b->nlate, sizeof(*b->late)))
+			return -1;
+		b->late[b->nlate++] = (struct kx_tl_fix){l->t.first + k, se[k].idx, end - se[k].ts};
+		l->nfix++;
+	}
+	return 0;
+}
+
+/* Threads whose events were not stored in start order are sorted, then walked by the rule. */
 static int sort_lines(struct build *b)
 {
-	struct sortent *tmp = NULL;
-	size_t tmp_cap = 0;
+	struct sortent *tmp = NULL, *sorted;
+	uint64_t *stack = NULL;
+	size_t tmp_cap = 0, cap = 0;
+	int rc = 0;
 
-	for (size_t i = 0; i < b->nlines; i++) {
-		const struct line *l = &b->lines[i];
+	for (size_t i = 0; i < b->nlines && !rc; i++) {
+		struct line *l = &b->lines[i];
 		uint32_t *ord = b->tl->order + l->t.first;
 
 		if (l->sorted)
@@ -287,102 +347,96 @@ static int sort_lines(struct build *b)
 		if (l->t.count > tmp_cap) {
 			free(tmp);
 			tmp_cap = l->t.count;
-			tmp = malloc(tmp_cap * sizeof(*tmp));
-			if (!tmp)
-				return -1;
+			tmp = malloc(2 * tmp_cap * sizeof(*tmp));
+			if (!tmp) {
+				rc = -1;
+				break;
+			}
 		}
 		for (size_t k = 0; k < l->t.count; k++) {
 			const struct kx_ioctl *e = kx_store_ioctl(b->s, ord[k]);
 
 			tmp[k] = (struct sortent){e->ts, e->dur, ord[k]};
 		}
-		qsort(tmp, l->t.count, sizeof(*tmp), sortent_cmp);
+		sorted = sort_entries(tmp, tmp + tmp_cap, l->t.count);
 		for (size_t k = 0; k < l->t.count; k++)
-			ord[k] = tmp[k].idx;
+			ord[k] = sorted[k].idx;
+		rc = nest_sorted(b, l, sorted, &stack, &cap);
 	}
 	free(tmp);
-	return 0;
-}
-
-static int add_fix(struct build *b, size_t pos, size_t idx, uint64_t dur)
-{
-	struct kx_timeline *tl = b->tl;
-
-	if (kx_grow((void **)&tl->fix, &b->fixcap, tl->nfix, sizeof(*tl->fix)))
-		return -1;
-	tl->fix[tl->nfix++] = (struct kx_tl_fix){pos, idx, dur};
-	return 0;
-}
-
-/* The rule over a thread stored out of order, in its sorted order. */
-static int nest_sorted(struct build *b, const struct kx_tl_thread *t, uint64_t **stack, size_t *cap)
-{
-	struct kx_timeline *tl = b->tl;
-	size_t depth = 0, nfix0 = tl->nfix;
-
-	for (size_t pos = t->first; pos < t->first + t->count; pos++) {
-		const struct kx_ioctl *e = kx_store_ioctl(b->s, tl->order[pos]);
-		uint64_t end;
-		int cut;
-
-		if (nest(stack, &depth, cap, e, &end, &cut) ||
-		    (cut && add_fix(b, pos, tl->order[pos], end - e->ts)))
-			return -1;
-	}
-	if (tl->nfix > nfix0)
-		tl->fixed_threads++;
-	return 0;
-}
-
-static int fix_pos_cmp(const void *a, const void *b)
-{
-	const struct kx_tl_fix *x = a, *y = b;
-
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-static int fix_idx_cmp(const void *a, const void *b)
-{
-	const struct kx_tl_fix *x = a, *y = b;
-
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+	free(stack);
+	return rc;
 }
 
 /*
- * The fixes: those of the first pass placed at their positions (threads
- * found out of order drop theirs), the out-of-order threads walked again;
- * then by position, and a copy by store index.
+ * All fixes by position without sorting: each thread's run starts after
+ * those of the threads before it; a thread stored in order brings its
+ * first-pass fixes (in store order, which is its order), one walked again
+ * its late ones. Threads found out of order drop their first-pass fixes.
  */
-static int resolve(struct build *b)
+static int place_fixes(struct build *b)
 {
 	struct kx_timeline *tl = b->tl;
-	uint64_t *stack = NULL;
-	size_t cap = 0;
-	int rc = 0;
+	size_t n = 0, li = 0;
 
-	for (size_t i = 0; i < b->nearly && !rc; i++) {
+	for (size_t i = 0; i < b->nlines; i++) {
+		b->lines[i].fix_at = n;
+		n += b->lines[i].nfix;
+		tl->fixed_threads += b->lines[i].nfix > 0;
+	}
+	tl->fix = malloc((n ? n : 1) * sizeof(*tl->fix));
+	if (!tl->fix)
+		return -1;
+	tl->nfix = n;
+	for (size_t i = 0; i < b->nearly; i++) {
 		const struct early_fix *f = &b->early[i];
-		const struct line *l = &b->lines[tid_find(&b->map, f->tid)->id - 1];
+		struct line *l = &b->lines[tid_find(&b->map, f->tid)->id - 1];
 
 		if (l->sorted)
-			rc = add_fix(b, l->t.first + f->k, f->idx, f->dur);
+			tl->fix[l->fix_at++] =
+			        (struct kx_tl_fix){l->t.first + f->k, f->idx, f->dur};
 	}
-	for (size_t i = 0; i < b->nlines && !rc; i++) {
-		if (b->lines[i].sorted)
-			tl->fixed_threads += b->lines[i].nfix > 0;
-		else
-			rc = nest_sorted(b, &b->lines[i].t, &stack, &cap);
+	for (size_t i = 0; i < b->nlate; i++) {
+		while (b->lines[li].t.first + b->lines[li].t.count <= b->late[i].pos)
+			li++;
+		tl->fix[b->lines[li].fix_at++] = b->late[i];
 	}
-	free(stack);
-	if (rc || !tl->nfix)
-		return rc;
-	qsort(tl->fix, tl->nfix, sizeof(*tl->fix), fix_pos_cmp);
-	tl->fix_by_idx = malloc(tl->nfix * sizeof(*tl->fix_by_idx));
-	if (!tl->fix_by_idx)
-		return -1;
-	memcpy(tl->fix_by_idx, tl->fix, tl->nfix * sizeof(*tl->fix));
-	qsort(tl->fix_by_idx, tl->nfix, sizeof(*tl->fix_by_idx), fix_idx_cmp);
 	return 0;
+}
+
+/* The bitmap and rank table of the shortened events, and their durations by store index. */
+static int index_fixes(struct kx_timeline *tl)
+{
+	size_t words = (tl->nevents + 63) / 64;
+	uint32_t rank = 0;
+
+	tl->fixed = calloc(words, sizeof(*tl->fixed));
+	tl->fixed_rank = malloc(words * sizeof(*tl->fixed_rank));
+	tl->dur_by_rank = malloc(tl->nfix * sizeof(*tl->dur_by_rank));
+	if (!tl->fixed || !tl->fixed_rank || !tl->dur_by_rank)
+		return -1;
+	for (size_t i = 0; i < tl->nfix; i++)
+		tl->fixed[tl->fix[i].idx / 64] |= 1ULL << (tl->fix[i].idx % 64);
+	for (size_t w = 0; w < words; w++) {
+		tl->fixed_rank[w] = rank;
+		rank += (uint32_t)__builtin_popcountll(tl->fixed[w]);
+	}
+	for (size_t i = 0; i < tl->nfix; i++) {
+		size_t idx = tl->fix[i].idx;
+		uint64_t below = tl->fixed[idx / 64] & ((1ULL << (idx % 64)) - 1);
+
+		tl->dur_by_rank[tl->fixed_rank[idx / 64] + (size_t)__builtin_popcountll(below)] =
+		        tl->fix[i].dur;
+	}
+	return 0;
+}
+
+/* Every fix placed by position and indexed by store index. */
+static int resolve(struct build *b)
+{
+	if (place_fixes(b))
+		return -1;
+	return b->tl->nfix ? index_fixes(b->tl) : 0;
 }
 
 /* The public thread records, and the earliest start. */
@@ -439,6 +493,7 @@ out:
 	free(b.lines);
 	free(b.map.slot);
 	free(b.early);
+	free(b.late);
 	if (rc) {
 		snprintf(err, errlen, "out of memory ordering %zu events by thread", n);
 		kx_timeline_free(tl);
@@ -454,34 +509,23 @@ void kx_timeline_free(struct kx_timeline *tl)
 	free(tl->threads);
 	free(tl->order);
 	free(tl->fix);
-	free(tl->fix_by_idx);
+	free(tl->fixed);
+	free(tl->fixed_rank);
+	free(tl->dur_by_rank);
 	free(tl);
 }
 
-/* The first of n fixes whose pos (by_idx: idx) is at least key; n when none. */
-static size_t fix_lower(const struct kx_tl_fix *f, size_t n, size_t key, int by_idx)
+size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = 0, hi = tl->nfix;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if ((by_idx ? f[mid].idx : f[mid].pos) < key)
+		if (tl->fix[mid].pos < pos)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo;
-}
-
-size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos)
-{
-	return fix_lower(tl->fix, tl->nfix, pos, 0);
-}
-
-uint64_t kx_timeline_dur(const struct kx_timeline *tl, size_t idx, uint64_t dur)
-{
-	size_t k = fix_lower(tl->fix_by_idx, tl->nfix, idx, 1);
-
-	return k < tl->nfix && tl->fix_by_idx[k].idx == idx ? tl->fix_by_idx[k].dur : dur;
 }

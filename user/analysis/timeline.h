@@ -17,8 +17,9 @@
  * counted (events and threads) and reported once as a warning
  * (analysis/warnings.h), the same in the summary, XSpace and Chrome.
  *
- * Memory: 4 bytes per event (the ordering) plus a record per shortened
- * event; the store is not copied.
+ * Memory: 4 bytes per event (the ordering), and when some event was
+ * shortened a bitmap and rank table over the store (3 bits per event) and
+ * a record per shortened event; the store is not copied.
  */
 #ifndef KX_TIMELINE_H
 #define KX_TIMELINE_H
@@ -49,9 +50,11 @@ struct kx_timeline {
 	size_t nevents;
 	struct kx_tl_fix *fix; /* shortened events, by pos */
 	size_t nfix;
-	struct kx_tl_fix *fix_by_idx; /* the same, by store index */
-	uint64_t fixed_threads;       /* threads with at least one shortened event */
-	uint64_t first_ts;            /* ns, earliest event start; UINT64_MAX with no events */
+	uint64_t *fixed;        /* bit i: store event i was shortened (NULL when none was) */
+	uint32_t *fixed_rank;   /* per word of fixed: set bits in the words before it */
+	uint64_t *dur_by_rank;  /* ns, resolved durations of the shortened, by store index */
+	uint64_t fixed_threads; /* threads with at least one shortened event */
+	uint64_t first_ts;      /* ns, earliest event start; UINT64_MAX with no events */
 };
 
 /*
@@ -64,21 +67,18 @@ void kx_timeline_free(struct kx_timeline *tl);
 /* The first fix at position pos of order or after it (nfix when none). */
 size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos);
 
-/* The resolved duration (ns) of store ioctl idx, whose stored duration is dur. */
-uint64_t kx_timeline_dur(const struct kx_timeline *tl, size_t idx, uint64_t dur);
-
-/*
- * The same for a walk over the store in index order: *cursor starts at 0
- * and follows the walk, so each call is O(1).
- */
-static inline uint64_t kx_timeline_dur_next(const struct kx_timeline *tl, size_t *cursor,
-                                            size_t idx, uint64_t dur)
+/* The resolved duration (ns) of store ioctl idx, whose stored duration is dur; O(1). */
+static inline uint64_t kx_timeline_dur(const struct kx_timeline *tl, size_t idx, uint64_t dur)
 {
-	while (*cursor < tl->nfix && tl->fix_by_idx[*cursor].idx < idx)
-		(*cursor)++;
-	if (*cursor < tl->nfix && tl->fix_by_idx[*cursor].idx == idx)
-		return tl->fix_by_idx[*cursor].dur;
-	return dur;
+	uint64_t w, below;
+
+	if (!tl->fixed)
+		return dur;
+	w = tl->fixed[idx / 64];
+	below = w & ((1ULL << (idx % 64)) - 1);
+	if (!(w >> (idx % 64) & 1))
+		return dur;
+	return tl->dur_by_rank[tl->fixed_rank[idx / 64] + (uint64_t)__builtin_popcountll(below)];
 }
 
 #endif /* KX_TIMELINE_H */

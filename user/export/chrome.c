@@ -1012,7 +1012,7 @@ static void write_tail(struct wbuf *w, const struct ctx *c)
 /* Everything after the open: header, metadata, events, tail. */
 static int write_all(struct wbuf *w, struct ctx *c)
 {
-	size_t n = kx_store_ioctl_count(c->s), fi = 0;
+	size_t n = kx_store_ioctl_count(c->s);
 	int first = 1;
 	int64_t first_rt, rem;
 
@@ -1030,7 +1030,7 @@ static int write_all(struct wbuf *w, struct ctx *c)
 		return -1;
 	for (size_t i = 0; i < n && !w->err; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
-		uint64_t dur = kx_timeline_dur_next(c->tl, &fi, i, e->dur);
+		uint64_t dur = kx_timeline_dur(c->tl, i, e->dur);
 
 		wb_need(w, 2);
 		put_sep(w, &first);
