@@ -20,6 +20,7 @@
 
 #include "analysis/timeline.h"
 #include "util/grow.h"
+#include "util/hashmap.h"
 
 #define TID_CACHE 64
 
@@ -42,21 +43,12 @@ struct early_fix {
 	uint64_t dur; /* ns */
 };
 
-/* tid -> line index + 1 (0: empty slot); open addressing, at most half full. */
-struct tidslot {
-	uint32_t tid, id;
-};
-struct tidmap {
-	struct tidslot *slot;
-	size_t cap, used; /* cap: a power of two */
-};
-
 struct build {
 	const struct kx_store *s;
 	struct kx_timeline *tl;
 	struct line *lines;
 	size_t nlines, cap;
-	struct tidmap map;
+	struct kx_hmap map;                         /* tid -> line index + 1 */
 	uint32_t ctid[TID_CACHE], cline[TID_CACHE]; /* recent tid -> line id + 1 (0: none) */
 	struct early_fix *early;
 	size_t nearly, earlycap;
@@ -113,68 +105,19 @@ static int nest_early(struct build *b, struct line *l, const struct kx_ioctl *e,
 	return 0;
 }
 
-static size_t tid_home(uint32_t tid, size_t cap)
-{
-	/* Fibonacci hashing: consecutive tids spread over the table. */
-	return (size_t)(((uint64_t)tid * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
-}
-
-static struct tidslot *tid_find(const struct tidmap *m, uint32_t tid)
-{
-	size_t h = tid_home(tid, m->cap);
-
-	while (m->slot[h].id && m->slot[h].tid != tid)
-		h = (h + 1) & (m->cap - 1);
-	return &m->slot[h];
-}
-
-static int tid_grow(struct tidmap *m)
-{
-	struct tidmap n = {NULL, m->cap ? m->cap * 2 : 64, 0};
-
-	n.slot = calloc(n.cap, sizeof(*n.slot));
-	if (!n.slot)
-		return -1;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slot[i].id)
-			*tid_find(&n, m->slot[i].tid) = m->slot[i];
-	n.used = m->used;
-	free(m->slot);
-	*m = n;
-	return 0;
-}
-
-/* The slot of tid, its id 0 when new (the caller sets it); NULL on OOM. */
-static struct tidslot *tid_slot(struct tidmap *m, uint32_t tid)
-{
-	struct tidslot *sl = m->cap ? tid_find(m, tid) : NULL;
-
-	if (sl && sl->id)
-		return sl;
-	/* New: grow first, so that the table stays at most half full. */
-	if ((m->used + 1) * 2 > m->cap) {
-		if (tid_grow(m))
-			return NULL;
-		sl = tid_find(m, tid);
-	}
-	sl->tid = tid;
-	m->used++;
-	return sl;
-}
-
 /* The line of e's thread, created when new; NULL on OOM. */
 static struct line *line_of(struct build *b, const struct kx_ioctl *e)
 {
 	unsigned int c = e->tid % TID_CACHE;
-	struct tidslot *sl;
+	uint32_t *sl;
 	struct line *l;
 
 	if (b->cline[c] && b->ctid[c] == e->tid)
 		return &b->lines[b->cline[c] - 1];
-	sl = tid_slot(&b->map, e->tid);
+	sl = kx_hmap_put(&b->map, e->tid, 0, NULL);
 	if (!sl)
 		return NULL;
-	if (!sl->id) {
+	if (!*sl) {
 		if (kx_grow((void **)&b->lines, &b->cap, b->nlines, sizeof(*b->lines)))
 			return NULL;
 		l = &b->lines[b->nlines++];
@@ -182,11 +125,11 @@ static struct line *line_of(struct build *b, const struct kx_ioctl *e)
 		l->t.tid = e->tid;
 		l->t.pid = e->pid;
 		l->sorted = 1;
-		sl->id = (uint32_t)b->nlines;
+		*sl = (uint32_t)b->nlines;
 	}
 	b->ctid[c] = e->tid;
-	b->cline[c] = sl->id;
-	return &b->lines[sl->id - 1];
+	b->cline[c] = *sl;
+	return &b->lines[*sl - 1];
 }
 
 /* First pass: the threads and how many events each has. */
@@ -229,7 +172,7 @@ static void lay_out(struct build *b)
 	if (b->nlines)
 		qsort(b->lines, b->nlines, sizeof(*b->lines), line_tid_cmp);
 	for (size_t i = 0; i < b->nlines; i++) {
-		tid_find(&b->map, b->lines[i].t.tid)->id = (uint32_t)(i + 1);
+		*kx_hmap_get(&b->map, b->lines[i].t.tid) = (uint32_t)(i + 1);
 		b->lines[i].t.first = pos;
 		pos += b->lines[i].t.count;
 		b->lines[i].t.count = 0; /* refilled by place_events */
@@ -249,7 +192,7 @@ static void place_events(struct build *b, size_t n)
 
 		if (!b->cline[c] || b->ctid[c] != e->tid) {
 			b->ctid[c] = e->tid;
-			b->cline[c] = tid_find(&b->map, e->tid)->id; /* known since count_events */
+			b->cline[c] = *kx_hmap_get(&b->map, e->tid); /* known since count_events */
 		}
 		l = &b->lines[b->cline[c] - 1];
 
@@ -390,7 +333,7 @@ static int place_fixes(struct build *b)
 	tl->nfix = n;
 	for (size_t i = 0; i < b->nearly; i++) {
 		const struct early_fix *f = &b->early[i];
-		struct line *l = &b->lines[tid_find(&b->map, f->tid)->id - 1];
+		struct line *l = &b->lines[*kx_hmap_get(&b->map, f->tid) - 1];
 
 		if (l->sorted)
 			tl->fix[l->fix_at++] =
@@ -491,7 +434,7 @@ out:
 	for (size_t i = 0; i < b.nlines; i++)
 		free(b.lines[i].stack);
 	free(b.lines);
-	free(b.map.slot);
+	kx_hmap_free(&b.map);
 	free(b.early);
 	free(b.late);
 	if (rc) {
