@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "analysis/stats.h"
-#include "live/aggregate.h"
+#include "model/agg.h"
 #include "registry/ioctl_decode.h"
 #include "util/grow.h"
 #include "util/hashmap.h"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "live/aggregate.h"
+#include "model/agg.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/stats.h"
 #include "export/summary.h"
