@@ -5,10 +5,14 @@
  */
 #include <fcntl.h>
 #include <linux/kvm.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "capture/clock.h"
 #include "capture/setup.h"
 #include "io/kxp.h"
 #include "kxtest.h"
@@ -204,11 +208,62 @@ static void pid_lists(void)
 	CHECK(kx_pidset_parse("56", pids, 4, &n, err, sizeof(err)) == 0);
 	CHECK(n == 3 && pids[2] == 56);
 	CHECK(kx_pidset_parse("7,x", pids, 4, &n, err, sizeof(err)) == -1);
-	CHECK_STR(err, "bad pid 'x' (expected a comma-separated list of process ids)");
+	CHECK_STR(err, "bad pid 'x' (expected a comma-separated list of process ids above 0)");
 	n = 0;
 	CHECK(kx_pidset_parse("0", pids, 4, &n, err, sizeof(err)) == -1);
+	CHECK_STR(err, "bad pid '0' (expected a comma-separated list of process ids above 0)");
 	CHECK(kx_pidset_parse("1,2,3,4,5", pids, 4, &n, err, sizeof(err)) == -1);
-	CHECK_STR(err, "bad pid '5' (expected a comma-separated list of process ids)");
+	CHECK_STR(err, "too many pids (at most 4)");
+	/* Empty entries are refused, not skipped. */
+	for (int i = 0; i < 5; i++) {
+		static const char *const bad[] = {"1,,2", ",1", "1,", "", ","};
+
+		n = 0;
+		CHECK(kx_pidset_parse(bad[i], pids, 4, &n, err, sizeof(err)) == -1);
+		CHECK(strstr(err, "an empty entry") != NULL);
+	}
+}
+
+/* A command that ignores SIGTERM is killed after the grace period. */
+static void launch_finish_kills_after_grace(void)
+{
+	char *stubborn[] = {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done", NULL};
+	struct kx_launch l = KX_LAUNCH_INIT;
+	char err[256];
+	uint64_t t0;
+	struct timespec nap = {0, 200 * 1000000};
+
+	CHECK(kx_launch_hold(&l, stubborn, err, sizeof(err)) == 0);
+	CHECK(kx_launch_release(&l, stubborn, err, sizeof(err)) == 0);
+	nanosleep(&nap, NULL); /* let the shell set its trap */
+	t0 = kx_mono_ns();
+	CHECK(kx_launch_finish(&l) == 128 + 9);
+	CHECK(l.killed == 1);
+	CHECK(kx_mono_ns() - t0 >= (uint64_t)KX_LAUNCH_GRACE_MS * 1000000 * 9 / 10);
+	CHECK(kx_launch_exited(&l));
+}
+
+/* kx_capture_pids_running: 1 while a watched pid runs, 0 once all have exited. */
+static void pids_running_follows_exit(void)
+{
+	static struct kx_capture c;
+	pid_t p = fork();
+	int st;
+
+	if (p == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(p > 0);
+	CHECK(kx_capture_pids_running(&c) == 1); /* nothing watched */
+	c.watch[0].pid = (uint32_t)p;
+	c.watch[0].fd = -1; /* the kill(pid, 0) path */
+	c.nwatch = 1;
+	CHECK(kx_capture_pids_running(&c) == 1);
+	kill(p, SIGKILL);
+	waitpid(p, &st, 0);
+	CHECK(kx_capture_pids_running(&c) == 0);
+	c.nwatch = 0;
 }
 
 int main(void)
@@ -216,6 +271,8 @@ int main(void)
 	RUN(header_has_session_start_clock);
 	RUN(launch_exit_codes);
 	RUN(launch_finish_ends_command);
+	RUN(launch_finish_kills_after_grace);
+	RUN(pids_running_follows_exit);
 	RUN(devset_specs);
 	RUN(pid_lists);
 	KXT_EXIT();

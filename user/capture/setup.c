@@ -111,14 +111,15 @@ int kx_pidset_parse(const char *list, uint32_t *pids, int max, int *n, char *err
 
 	for (;;) {
 		size_t k = strcspn(p, ",");
+		uint32_t pid;
 
+		if (pid_entry(p, k, &pid, err, len))
+			return -1;
 		if (*n >= max) {
 			snprintf(err, len, "too many pids (at most %d)", max);
 			return -1;
 		}
-		if (pid_entry(p, k, &pids[*n], err, len))
-			return -1;
-		(*n)++;
+		pids[(*n)++] = pid;
 		if (!p[k])
 			return 0;
 		p += k + 1;
