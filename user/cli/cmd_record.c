@@ -99,8 +99,11 @@ static int record_opt(struct record_opts *o, int opt)
 		o->out = optarg;
 		return 0;
 	case 'p':
-		if (kx_pidset_parse(optarg, o->pids, KX_MAX_PIDS, &o->cap.npids, err, sizeof(err)))
-			break;
+		if (kx_pidset_parse(optarg, o->pids, KX_MAX_PIDS, &o->cap.npids, err,
+		                    sizeof(err))) {
+			kx_err("-p: %s", err);
+			return -1;
+		}
 		return 0;
 	case 'a':
 		o->cap.all = 1;
