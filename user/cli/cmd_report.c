@@ -69,7 +69,7 @@ int cmd_report(int argc, char **argv)
 	struct kx_store *store;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((opt = kx_getopt(argc, argv, "h", opts)) != -1) {
 		switch (opt) {
 		case 'j':
 			json = 1;

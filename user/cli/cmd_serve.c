@@ -385,7 +385,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	o->timeout = 10;
 	o->clients = 32;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "p:h", opts, NULL)) != -1)
+	while ((opt = kx_getopt(argc, argv, "p:h", opts)) != -1)
 		if ((rc = serve_opt(o, opt)) != 0)
 			return rc < 0 ? 2 : -1;
 	if (optind < argc) {
