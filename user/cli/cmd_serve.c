@@ -190,7 +190,7 @@ static enum MHD_Result page_metrics(struct serve *sv, struct MHD_Connection *c)
 	return reply(c, MHD_HTTP_OK, KX_PROM_CONTENT_TYPE, buf, len, 1);
 }
 
-/* /summary.json (JSON) or /summary (table); ?reset=1, hist=1, sort=KEY, ascending=1. */
+/* /summary.json (JSON) or /summary (table); ?reset=1, hist=1, sort=KEY, ascending=1, wide=1. */
 static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, int json)
 {
 	const char *sort_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sort");
@@ -231,7 +231,9 @@ static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, 
 		if (json)
 			kx_summary_print_json(sum, f, arg_true(c, "hist"));
 		else
-			kx_summary_print_table(sum, f, arg_true(c, "hist"));
+			kx_summary_print_table(sum, f,
+			                       (arg_true(c, "hist") ? KX_TABLE_HIST : 0) |
+			                               (arg_true(c, "wide") ? KX_TABLE_WIDE : 0));
 		if (fclose(f)) {
 			free(buf);
 			buf = NULL;
@@ -250,7 +252,7 @@ static const char index_page[] =
         "  /summary.json              summary JSON of the live aggregates\n"
         "  /summary                   the same as a table\n"
         "  ?reset=1                   (either) then clears the aggregates\n"
-        "  ?sort=avg|min|max|total|count&ascending=1&hist=1   as kxprof report\n";
+        "  ?sort=avg|min|max|total|count&ascending=1&hist=1&wide=1   as kxprof report\n";
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
