@@ -800,6 +800,84 @@ static void test_live_table(void)
 	free(t);
 }
 
+/* hook name, state (KX_HOOK_*), reason */
+static void hook(struct kx_capinfo *ci, const char *name, int state, const char *why)
+{
+	struct kx_hook *h = &ci->hooks[ci->nhooks++];
+
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	snprintf(h->mech, sizeof(h->mech), "-");
+	h->state = (uint8_t)state;
+	snprintf(h->why, sizeof(h->why), "%s", why);
+}
+
+static void device(struct kx_capinfo *ci, uint8_t drv, const char *node)
+{
+	struct kx_device *d = &ci->devices[ci->ndevices++];
+
+	d->drv = drv;
+	snprintf(d->node, sizeof(d->node), "%s", node);
+}
+
+/* The table of an empty store with capture header ci. */
+static char *hooks_table(const struct kx_capinfo *ci)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_analysis *an = s ? kxt_analyse(s, ci) : NULL;
+	struct kx_summary *sum = an ? kx_summary_build(an) : NULL;
+	char *t = sum ? render(sum, 0, 0) : NULL;
+
+	kx_summary_free(sum);
+	kx_analysis_free(an);
+	kx_store_free(s);
+	return t;
+}
+
+/*
+ * Hook warnings name only hooks that serve a traced device's driver: on a
+ * kvm-only capture no i915, drm or NVIDIA hook; jobs:kvm and hooks of no
+ * driver family (sched_switch) always; every hook when the capture has no
+ * device list or traced a device of a driver kxprof does not know.
+ */
+static void test_hook_warnings(void)
+{
+	static struct kx_capinfo ci;
+	char *t = NULL, *all = NULL, *unk = NULL;
+
+	memset(&ci, 0, sizeof(ci));
+	hook(&ci, "jobs:kvm", KX_HOOK_FAILED, "no usable tracepoint");
+	hook(&ci, "jobs:i915", KX_HOOK_SKIPPED,
+	     "tracepoint i915:i915_request_add not in this kernel");
+	hook(&ci, "jobs:block", KX_HOOK_SKIPPED, "no block device traced");
+	hook(&ci, "driver:drm_ioctl", KX_HOOK_SKIPPED, "not in this kernel");
+	hook(&ci, "driver:nvidia_unlocked_ioctl", KX_HOOK_SKIPPED, "not in this kernel");
+	hook(&ci, "sched_switch", KX_HOOK_FAILED, "EPERM");
+	all = hooks_table(&ci);
+	device(&ci, KX_DRV_KVM, "/dev/kvm");
+	t = hooks_table(&ci);
+	device(&ci, KX_DRV_UNKNOWN, "/dev/mystery");
+	unk = hooks_table(&ci);
+	CHECK(t && all && unk);
+	CHECK(strstr(t, "WARNING: jobs hooks failed: kvm (no usable tracepoint)\n"));
+	CHECK(strstr(t, "WARNING: hook sched_switch failed: EPERM\n"));
+	CHECK(!strstr(t, "i915") && !strstr(t, "drm_ioctl") && !strstr(t, "nvidia") &&
+	      !strstr(t, "block"));
+	/* No device list, or an unknown driver: every hook. */
+	for (int i = 0; i < 2; i++) {
+		const char *x = i ? unk : all;
+
+		CHECK(strstr(x, "WARNING: jobs hooks skipped: i915, block (reasons differ"));
+		CHECK(strstr(
+		        x,
+		        "WARNING: driver hooks skipped: drm_ioctl, nvidia_unlocked_ioctl (not in "
+		        "this kernel)"));
+		CHECK(strstr(x, "WARNING: jobs hooks failed: kvm"));
+	}
+	free(t);
+	free(all);
+	free(unk);
+}
+
 static void test_store_limit_warning(void)
 {
 	struct kx_store *s = kx_store_new((size_t)1 << 20);
@@ -950,6 +1028,7 @@ int main(void)
 	RUN(test_table_widths);
 	RUN(test_job_table);
 	RUN(test_live_table);
+	RUN(test_hook_warnings);
 	RUN(test_store_limit_warning);
 	RUN(test_jobs_and_memory);
 	RUN(test_speed);
