@@ -375,6 +375,8 @@ uint64_t kx_ioctl_bpf_stat(struct kx_ioctl_bpf *b, unsigned int which)
 
 void kx_ioctl_bpf_detach(struct kx_ioctl_bpf *b)
 {
+	if (!b)
+		return;
 	for (int i = 0; i < b->nlinks; i++)
 		bpf_link__destroy(b->links[i]);
 	b->nlinks = 0;

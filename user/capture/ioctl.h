@@ -54,9 +54,9 @@ int kx_ioctl_bpf_set_devices(struct kx_ioctl_bpf *b, const struct kx_device *d, 
 void kx_ioctl_bpf_stats(struct kx_ioctl_bpf *b, uint64_t *sum);
 /* One counter summed over CPUs; 0 when unknown. */
 uint64_t kx_ioctl_bpf_stat(struct kx_ioctl_bpf *b, unsigned int which);
-/* Detaches every program (maps stay readable). */
+/* Detaches every program (maps stay readable). NULL: nothing to do. */
 void kx_ioctl_bpf_detach(struct kx_ioctl_bpf *b);
-void kx_ioctl_bpf_close(struct kx_ioctl_bpf *b);
+void kx_ioctl_bpf_close(struct kx_ioctl_bpf *b); /* NULL: nothing to do */
 
 /* ---- aggregate maps ---- */
 
