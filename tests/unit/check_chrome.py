@@ -11,7 +11,11 @@
 #          "devices": [name, ...], "warnings": [substring, ...],
 #          "args": [[tid, ts_realtime_ns, key, value], ...],
 #          optional device timelines: "jobs": [[pid, tid, ts_realtime_ns, dur_ns, name], ...],
-#          "flows": n, "counters": {name: n}}
+#          "flows": n, "flow_points": [[start_realtime_ns, finish_realtime_ns], ...],
+#          "counters": {name: n}}
+# Every flow runs forward: it starts at the submit point (its ioctl slice's
+# start, or the job's queue time: the job's start minus its queue_delay_us)
+# and finishes at its job slice's start, not earlier.
 import gzip
 import json
 import sys
@@ -43,6 +47,24 @@ def ns(us):
     return int(Decimal(us) * 1000)
 
 
+def check_flow_points(s, f, xs, js):
+    """A flow starts at its submit point and finishes at its job's start, not before."""
+    t0, t1 = Decimal(s["ts"]), Decimal(f["ts"])
+    if t0 > t1:
+        err("flow %r runs backwards: starts at %s, finishes at %s" % (f["id"], t0, t1))
+    job = [j for j in js if j["pid"] == f["pid"] and j["tid"] == f["tid"] and
+           Decimal(j["ts"]) == t1]
+    if not job:
+        err("flow %r does not finish at a job's start: %r" % (f["id"], f))
+        return
+    queued = [Decimal(j["ts"]) - Decimal(j["args"]["queue_delay_us"]) for j in job
+              if "queue_delay_us" in j["args"]]
+    enter = [Decimal(x["ts"]) for x in xs if x["pid"] == s["pid"] and x["tid"] == s["tid"]]
+    if t0 not in enter and t0 not in queued:
+        err("flow %r starts at %s: neither an ioctl's enter nor its job's queue time" %
+            (f["id"], t0))
+
+
 def check_jobs(exp, ev, xs, js, base):
     got = sorted((e["pid"], e["tid"], base + ns(e["ts"]), ns(e["dur"]), e["name"]) for e in js)
     want = sorted(tuple(x) for x in exp.get("jobs", []))
@@ -67,6 +89,13 @@ def check_jobs(exp, ev, xs, js, base):
             err("flow end without start or bp=e: %r" % f)
         elif not inside(s, xs) or not inside(f, js):
             err("flow %r does not bind: start %r end %r" % (f["id"], s, f))
+        else:
+            check_flow_points(s, f, xs, js)
+    if "flow_points" in exp:
+        got = sorted([base + ns(starts[f["id"]]["ts"]), base + ns(f["ts"])]
+                     for f in ends if f["id"] in starts)
+        if got != sorted(exp["flow_points"]):
+            err("flow points %r != expected %r" % (got, sorted(exp["flow_points"])))
     if len(ends) != exp.get("flows", 0) or len(starts) != len(ends):
         err("%d flow ends, %d starts, expected %d" % (len(ends), len(starts),
                                                      exp.get("flows", 0)))

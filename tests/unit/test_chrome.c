@@ -346,16 +346,23 @@ static void test_out_of_order(void)
 /*
  * Device timelines from the replayed msm fixture: job slices on the device
  * pseudo-process (one thread per ring: "ctx 0" tid 1, "ctx 1" tid 2), a flow
- * from each GEM_SUBMIT to its job, the in-flight and memory counters.
+ * from each GEM_SUBMIT's queue event (inside the call) to its job's run,
+ * the in-flight and memory counters.
  * Realtime = monotonic + 1699999990000000000; times in the fixture's µs.
+ * With skew, the ring 1 job runs at 3040 instead of 3080, before its queue
+ * event at 3050 (as a device clock that disagrees with the host's would
+ * say; the analysis itself never pairs a run before its queue): that job
+ * gets no flow, and a warning counts it.
  */
-static void test_device_timelines(void)
+static void device_timelines(int skew)
 {
 	const char *dir = getenv("KX_FIXTURES");
 	struct kx_store *s = kx_store_new(0);
 	static struct kx_capinfo ci;
-	char path[512], json[128], exp[128], err[512];
+	struct kx_analysis *an = NULL;
+	char path[512], json[128], exp[128], err[512], flows[160];
 	FILE *f;
+	int n;
 
 	if (!have_python()) {
 		kx_store_free(s);
@@ -363,13 +370,26 @@ static void test_device_timelines(void)
 	}
 	snprintf(path, sizeof(path), "%s/msm.jsonl", dir && *dir ? dir : "tests/fixtures");
 	CHECK(s && kx_replay_load(path, s, &ci, err, sizeof(err)) == 0);
-	snprintf(json, sizeof(json), "%s/jobs.json", tmpdir);
-	snprintf(exp, sizeof(exp), "%s/jobs.expect", tmpdir);
-	CHECK(kxt_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	snprintf(json, sizeof(json), "%s/jobs%d.json", tmpdir, skew);
+	snprintf(exp, sizeof(exp), "%s/jobs%d.expect", tmpdir, skew);
+	an = kxt_analyse(s, &ci);
+	CHECK(an);
+	for (size_t k = 0; skew && k < an->jobs->njobs; k++)
+		if (an->jobs->jobs[k].run_ts == 10003080000ULL)
+			an->jobs->jobs[k].run_ts = 10003040000ULL;
+	CHECK(kx_chrome_write(an, json, err, sizeof(err)) == 0);
+	kx_analysis_free(an);
 	kx_store_free(s);
 	f = fopen(exp, "w");
 	CHECK(f);
 #define RT(us) (1700000000000000000LL + (long long)(us)*1000)
+	n = snprintf(flows, sizeof(flows),
+	             "\"flows\": %d, \"flow_points\": [[%lld, %lld], [%lld, %lld]", skew ? 2 : 3,
+	             RT(1050), RT(1120), RT(2050), RT(2100));
+	if (!skew)
+		n += snprintf(flows + n, sizeof(flows) - (size_t)n, ", [%lld, %lld]", RT(3050),
+		              RT(3080));
+	snprintf(flows + n, sizeof(flows) - (size_t)n, "]");
 	fprintf(f,
 	        "{\"events\": [[6000, 6001, %lld, 20000, \"DRM_IOCTL_MSM_GEM_NEW\"], "
 	        "[6000, 6001, %lld, 100000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"], "
@@ -380,17 +400,31 @@ static void test_device_timelines(void)
 	        "\"DRM_IOCTL_MSM_WAIT_FENCE\": 1}, "
 	        "\"jobs\": [[1000000000, 1, %lld, 680000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"], "
 	        "[1000000000, 1, %lld, 500000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"], "
-	        "[1000000000, 2, %lld, 320000, \"DRM_IOCTL_MSM_GEM_SUBMIT\"]], "
-	        "\"flows\": 3, \"counters\": {\"in flight\": 6, \"memory\": 1}, "
+	        "[1000000000, 2, %lld, %d, \"DRM_IOCTL_MSM_GEM_SUBMIT\"]], "
+	        "%s, "
+	        "\"counters\": {\"in flight\": 6, \"memory\": 1}, "
 	        "\"process_names\": {\"6000\": \"pid 6000\", "
 	        "\"1000000000\": \"msm /dev/dri/renderD128\"}, "
 	        "\"thread_names\": {\"6001\": \"glmark2-es2-drm\", \"6002\": \"glmark2:wait\", "
 	        "\"1\": \"ctx 0\", \"2\": \"ctx 1\"}, "
-	        "\"devices\": [\"msm /dev/dri/renderD128\"], \"warnings\": []}\n",
-	        RT(500), RT(1000), RT(2000), RT(2010), RT(3000), RT(1120), RT(2100), RT(3080));
+	        "\"devices\": [\"msm /dev/dri/renderD128\"], \"warnings\": [%s]}\n",
+	        RT(500), RT(1000), RT(2000), RT(2010), RT(3000), RT(1120), RT(2100),
+	        RT(skew ? 3040 : 3080), skew ? 360000 : 320000, flows,
+	        skew ? "\"1 jobs start on their device before their submitting ioctl\"" : "");
 #undef RT
 	CHECK(fclose(f) == 0);
 	CHECK(run_checker(exp, json, NULL) == 0);
+}
+
+static void test_device_timelines(void)
+{
+	device_timelines(0);
+}
+
+/* A job that starts on its device before its submit point: no flow, a warning. */
+static void test_flow_never_backwards(void)
+{
+	device_timelines(1);
 }
 
 static void test_cannot_create(void)
@@ -536,6 +570,7 @@ int main(void)
 	RUN(test_empty_store);
 	RUN(test_out_of_order);
 	RUN(test_device_timelines);
+	RUN(test_flow_never_backwards);
 	RUN(test_cannot_create);
 	RUN(test_enospc);
 	RUN(test_partial_removed);

@@ -16,6 +16,7 @@
 #include "kxtest.h"
 #include "kxtest_analysis.h"
 #include "io/replay.h"
+#include "model/agg.h"
 #include "model/store.h"
 #include "export/summary.h"
 
@@ -86,8 +87,8 @@ static void known_capinfo(struct kx_capinfo *ci)
 	snprintf(ci->hooks[1].why, sizeof(ci->hooks[1].why), "tracepoint absent");
 }
 
-/* Output of a print function as a malloc'd string. */
-static char *render(const struct kx_summary *sum, int json, int hist)
+/* Output of a print function as a malloc'd string; for a table, hist may be KX_TABLE_*. */
+static char *render(const struct kx_summary *sum, int json, unsigned int hist)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -96,7 +97,7 @@ static char *render(const struct kx_summary *sum, int json, int hist)
 	if (!f)
 		return NULL;
 	if (json)
-		kx_summary_print_json(sum, f, hist);
+		kx_summary_print_json(sum, f, (int)hist);
 	else
 		kx_summary_print_table(sum, f, hist);
 	fclose(f);
@@ -471,13 +472,84 @@ static void test_sorting(void)
 	kx_store_free(s);
 }
 
+/* The line of t that starts with prefix (after a newline), or NULL. */
+static const char *line_of(const char *t, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	for (const char *p = t; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, prefix, n))
+			return p;
+	return NULL;
+}
+
+/* The line at p split at spaces into tok (each at most 31 bytes): the count. */
+static int tokens(const char *p, char tok[][32], int max)
+{
+	int n = 0;
+
+	while (*p && *p != '\n') {
+		size_t len;
+
+		while (*p == ' ')
+			p++;
+		len = strcspn(p, " \n");
+		if (!len)
+			break;
+		if (n < max)
+			snprintf(tok[n], 32, "%.*s", (int)len, p);
+		n++;
+		p += len;
+	}
+	return n;
+}
+
+/* The line at p is these space-separated words, exactly. */
+static int line_is(const char *p, const char *const *want, int nwant)
+{
+	char tok[24][32];
+	int n = p ? tokens(p, tok, 24) : -1;
+
+	if (n != nwant)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (strcmp(tok[i], want[i]))
+			return 0;
+	return 1;
+}
+#define LINE_IS(p, ...)                                                                            \
+	line_is(p, (const char *const[]){__VA_ARGS__},                                             \
+	        (int)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)))
+
+/*
+ * The widest line of table t in terminal columns (UTF-8 "µ" is one), but
+ * the "Capture:" line: a header of facts, not a table line.
+ */
+static int table_width(const char *t)
+{
+	int max = 0;
+
+	for (const char *p = t; *p;) {
+		const char *e = strchr(p, '\n');
+		int w = 0;
+
+		if (!e)
+			e = p + strlen(p);
+		for (const char *c = p; c < e; c++)
+			w += ((unsigned char)*c & 0xc0) != 0x80;
+		if (strncmp(p, "Capture: ", 9) && w > max)
+			max = w;
+		p = *e ? e + 1 : e;
+	}
+	return max;
+}
+
 static void test_table(void)
 {
 	struct kx_store *s = known_store();
 	struct kx_capinfo ci;
 	struct kx_summary *sum;
-	char *t = NULL, *th = NULL;
-	const char *row;
+	char *t = NULL, *th = NULL, *tw = NULL;
 
 	known_capinfo(&ci);
 	struct kx_analysis *an = kxt_analyse(s, &ci);
@@ -485,33 +557,32 @@ static void test_table(void)
 	sum = an ? kx_summary_build(an) : NULL;
 	CHECK(sum);
 	t = render(sum, 0, 0);
-	th = render(sum, 0, 1);
-	CHECK(t && th);
+	th = render(sum, 0, KX_TABLE_HIST);
+	tw = render(sum, 0, KX_TABLE_WIDE);
+	CHECK(t && th && tw);
 	CHECK(!strncmp(t, "Capture: host testhost, kernel 6.18.0-test, 2.500 s;", 52));
 	CHECK(strstr(
 	        t, "\nWARNING: 123 ioctl events dropped (ring buffer full): raise --ringbuf-mb\n"));
 	CHECK(strstr(t, "\nWARNING: hook drm_sched_job skipped: tracepoint absent\n"));
 	CHECK(strstr(t, "\nioctl/kvm\nName ") != NULL);
-	CHECK(strstr(t, "Total Count  Errors  Total Time (ms)  Min Time (ms)  Max Time (ms)  "
-	                "Avg Time (ms)  p50 (ms)  p90 (ms)  p99 (ms)\n") != NULL);
-	row = strstr(t, "\nKVM_RUN ");
-	CHECK(row);
-	{
-		unsigned long long cnt, err;
-		double v[7];
-		int used = 0;
-
-		/* Count, errors, total, min, max, avg (rounded to us), p50, p90, p99. */
-		CHECK(sscanf(row, " KVM_RUN %llu %llu %lf %lf %lf %lf %lf %lf %lf%n", &cnt, &err,
-		             &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &used) == 9);
-		CHECK_EQ_U(cnt, 100);
-		CHECK_EQ_U(err, 4);
-		CHECK(v[0] == 5.05 && v[1] == 0.001 && v[2] == 0.1 && v[3] == 0.051);
-		CHECK(v[4] == 0.05 && v[5] == 0.09 && v[6] == 0.099);
-		CHECK(!strncmp(row + used, "\n    errors: EINVAL x3, EINTR x1\n", 33));
-	}
+	/* Default columns; no off-CPU measured here, so no Blocked%. Times in µs and ms. */
+	CHECK(LINE_IS(line_of(t, "Name "), "Name", "Count", "Errors", "Total", "Avg", "p50", "p99",
+	              "Max"));
+	CHECK(LINE_IS(line_of(t, "KVM_RUN "), "KVM_RUN", "100", "4", "5.050ms", "50.50µs",
+	              "50.00µs", "99.00µs", "100.0µs"));
+	CHECK(strstr(line_of(t, "KVM_RUN "), "\n    errors: EINVAL x3, EINTR x1\n"));
+	CHECK(LINE_IS(line_of(t, "KVM_CREATE_VCPU "), "KVM_CREATE_VCPU", "3", "0", "21.00µs",
+	              "7.000µs", "7.000µs", "9.000µs", "9.000µs"));
+	CHECK(LINE_IS(line_of(t, "LOOP_SET_FD "), "LOOP_SET_FD", "1", "1", "2.000ms", "2.000ms",
+	              "2.000ms", "2.000ms", "2.000ms"));
 	CHECK(strstr(t, "\nioctl/loop\nName ") != NULL);
 	CHECK(strstr(t, "    errors: ENOMEM x1\n"));
+	CHECK(table_width(t) <= 120);
+	/* --wide: Min and p90 too. */
+	CHECK(LINE_IS(line_of(tw, "Name "), "Name", "Count", "Errors", "Total", "Min", "Avg", "p50",
+	              "p90", "p99", "Max"));
+	CHECK(LINE_IS(line_of(tw, "KVM_RUN "), "KVM_RUN", "100", "4", "5.050ms", "1.000µs",
+	              "50.50µs", "50.00µs", "90.00µs", "99.00µs", "100.0µs"));
 	CHECK(strstr(t, "usecs") == NULL);
 	/* Histogram: 65.536 -> 131.071 us holds the 35 largest KVM_RUN calls. */
 	CHECK(strstr(th, "usecs") && strstr(th, "count    distribution"));
@@ -521,9 +592,290 @@ static void test_table(void)
 	             " 1.024 -> 2.047   : 1        |*                                       |"));
 	free(t);
 	free(th);
+	free(tw);
 	kx_summary_free(sum);
 	kx_analysis_free(an);
 	kx_store_free(s);
+}
+
+/*
+ * Each time in a unit chosen per value: whole ns below 1 µs, else 4
+ * significant digits in µs, ms or s, rounded, carried into the next unit
+ * when rounding reaches 1000; whole seconds from 10000 s. One call per
+ * command, so Total, Avg, p50, p99 and Max are that call's duration.
+ */
+static void test_time_units(void)
+{
+	static const struct {
+		uint64_t ns;
+		const char *shown;
+	} want[] = {
+	        {0, "0ns"},
+	        {126, "126ns"},
+	        {999, "999ns"},
+	        {1000, "1.000µs"},
+	        {9999, "9.999µs"},
+	        {99995, "100.0µs"},
+	        {999949, "999.9µs"},
+	        {999950, "1.000ms"},
+	        {1379000, "1.379ms"},
+	        {333678190, "333.7ms"},
+	        {999950000, "1.000s"},
+	        {12345678901ULL, "12.35s"},
+	        {9999500000000ULL, "10000s"},
+	        {123456789012345ULL, "123457s"},
+	};
+	const size_t n = sizeof(want) / sizeof(want[0]);
+	struct kx_store *s = kx_store_new(0);
+	struct kx_summary *sum;
+	char *t = NULL, name[64];
+
+	for (size_t i = 0; i < n; i++) /* KVM command numbers 0xae00 + i, named _IO(0xae,..) */
+		add(s, KX_DRV_KVM, 0xae00U + 0x90U + (uint32_t)i, want[i].ns, 0);
+	struct kx_analysis *an = kxt_analyse(s, NULL);
+
+	sum = an ? kx_summary_build(an) : NULL;
+	CHECK(sum);
+	t = render(sum, 0, 0);
+	CHECK(t);
+	for (size_t i = 0; i < n; i++) {
+		char buf[96];
+		const char *row;
+
+		snprintf(name, sizeof(name), "%s ",
+		         kx_ioctl_name(KX_DRV_KVM, 0xae00U + 0x90U + (uint32_t)i, 0, buf,
+		                       sizeof(buf)));
+		row = line_of(t, name);
+		if (!row)
+			printf("# no row %s\n", name);
+		CHECK(row);
+		name[strlen(name) - 1] = '\0';
+		if (!LINE_IS(row, name, "1", "0", want[i].shown, want[i].shown, want[i].shown,
+		             want[i].shown, want[i].shown))
+			printf("# %llu ns: %.*s\n", (unsigned long long)want[i].ns,
+			       (int)strcspn(row, "\n"), row);
+		CHECK(LINE_IS(row, name, "1", "0", want[i].shown, want[i].shown, want[i].shown,
+		              want[i].shown, want[i].shown));
+	}
+	/* No time printed as 0.000 (the Capture line's span is not a table cell). */
+	CHECK(strstr(strchr(t, '\n'), "0.000") == NULL);
+	free(t);
+	kx_summary_free(sum);
+	kx_analysis_free(an);
+	kx_store_free(s);
+}
+
+/* Every fixture's default table fits in 120 columns; --wide may not. */
+static void test_table_widths(void)
+{
+	static const char *const names[] = {"amdgpu_new", "amdgpu_old", "block",  "i915",
+	                                    "kvm",        "msm",        "nvidia", "xe"};
+	const char *dir = getenv("KX_FIXTURES");
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		static struct kx_capinfo ci;
+		struct kx_store *s = kx_store_new(0);
+		struct kx_analysis *an = NULL;
+		struct kx_summary *sum = NULL;
+		char path[512], err[512], *t = NULL, *th = NULL;
+		int w, wh;
+
+		snprintf(path, sizeof(path), "%s/%s.jsonl", dir && *dir ? dir : "tests/fixtures",
+		         names[i]);
+		CHECK(s && kx_replay_load(path, s, &ci, err, sizeof(err)) == 0);
+		an = kxt_analyse(s, &ci);
+		sum = an ? kx_summary_build(an) : NULL;
+		t = sum ? render(sum, 0, 0) : NULL;
+		th = sum ? render(sum, 0, KX_TABLE_HIST) : NULL;
+		w = t ? table_width(t) : 999;
+		wh = th ? table_width(th) : 999;
+		if (w > 120 || wh > 120)
+			printf("# %s: %d and %d columns with --hist\n", names[i], w, wh);
+		free(t);
+		free(th);
+		kx_summary_free(sum);
+		kx_analysis_free(an);
+		kx_store_free(s);
+		CHECK(w <= 120 && wh <= 120);
+	}
+}
+
+/*
+ * Job rows ("jobs/<device>") get their own table: Jobs and times, no Errors
+ * and no Blocked% column, no "-" cells; the ioctl table above them has the
+ * Blocked% share (the kvm fixture measured off-CPU time).
+ */
+static void test_job_table(void)
+{
+	const char *dir = getenv("KX_FIXTURES");
+	static struct kx_capinfo ci;
+	struct kx_store *s = kx_store_new(0);
+	struct kx_analysis *an = NULL;
+	struct kx_summary *sum = NULL;
+	char path[512], err[512], *t = NULL, *tw = NULL;
+	const char *jobs;
+
+	snprintf(path, sizeof(path), "%s/kvm.jsonl", dir && *dir ? dir : "tests/fixtures");
+	CHECK(s && kx_replay_load(path, s, &ci, err, sizeof(err)) == 0);
+	an = kxt_analyse(s, &ci);
+	sum = an ? kx_summary_build(an) : NULL;
+	t = sum ? render(sum, 0, 0) : NULL;
+	tw = sum ? render(sum, 0, KX_TABLE_WIDE) : NULL;
+	CHECK(t && tw);
+	CHECK(LINE_IS(line_of(t, "Name "), "Name", "Count", "Errors", "Total", "Avg", "p50", "p99",
+	              "Max", "Blocked%"));
+	/* 0.4 ms of KVM_RUN's 2.3 ms blocked */
+	CHECK(LINE_IS(line_of(t, "KVM_RUN "), "KVM_RUN", "4", "0", "2.300ms", "575.0µs", "500.0µs",
+	              "900.0µs", "900.0µs", "17.4%"));
+	jobs = strstr(t, "\njobs/kvm\n");
+	CHECK(jobs);
+	CHECK(LINE_IS(jobs + 10, "Name", "Jobs", "Total", "Avg", "p50", "p99", "Max"));
+	CHECK(LINE_IS(line_of(jobs, "vcpu 7002 exec "), "vcpu", "7002", "exec", "2", "1.380ms",
+	              "690.0µs", "490.0µs", "890.0µs", "890.0µs"));
+	CHECK(strstr(t, " - ") == NULL && strstr(t, " -\n") == NULL);
+	jobs = strstr(tw, "\njobs/kvm\n");
+	CHECK(jobs);
+	CHECK(LINE_IS(jobs + 10, "Name", "Jobs", "Total", "Min", "Avg", "p50", "p90", "p99",
+	              "Max"));
+	CHECK(LINE_IS(line_of(tw, "Name "), "Name", "Count", "Errors", "Total", "Min", "Avg", "p50",
+	              "p90", "p99", "Max", "Blocked", "On-CPU", "Blocked%"));
+	CHECK(LINE_IS(line_of(tw, "KVM_RUN "), "KVM_RUN", "4", "0", "2.300ms", "300.0µs", "575.0µs",
+	              "500.0µs", "900.0µs", "900.0µs", "900.0µs", "400.0µs", "1.900ms", "17.4%"));
+	CHECK(strstr(t, "kvm (kvm /dev/kvm): 4 jobs, 4 completed, 0 incomplete, 3 linked to their "
+	                "submitting ioctl\n    busy 13.8%; max in flight 2\n"));
+	free(t);
+	free(tw);
+	kx_summary_free(sum);
+	kx_analysis_free(an);
+	kx_store_free(s);
+}
+
+/*
+ * The summary of live aggregates (kxprof serve's /summary) says what it is,
+ * with no emitted or received figures (aggregates have none); a name too
+ * long for its column next to wide figures gets a line of its own, and the
+ * table still fits in 120 columns.
+ */
+static void test_live_table(void)
+{
+	struct kx_agg_row row;
+	struct kx_agg_snapshot snap;
+	struct kx_summary *sum;
+	const char *name = "NEURON_IOCTL_NOTIFICATIONS_INIT_WITH_REALLOC_V2";
+	const char *p;
+	char *t = NULL;
+
+	memset(&row, 0, sizeof(row));
+	memset(&snap, 0, sizeof(snap));
+	row.key.drv = KX_DRV_NEURON;
+	row.key.cmd = 0x80084e36U;
+	row.count = row.errors = 1000000000000ULL;
+	row.slots[20] = row.count;
+	row.sum_ns = 1000000000000000000ULL; /* 1e9 s: 1 ms a call */
+	row.min_ns = 1000000;
+	row.max_ns = 2000000;
+	snap.rows = &row;
+	snap.nrows = 1;
+	snap.since_mono_ns = 1000000000ULL;
+	snap.mono_ns = 13345000000ULL;
+	sum = kx_summary_from_agg(&snap, NULL);
+	CHECK(sum);
+	t = render(sum, 0, 0);
+	kx_summary_free(sum);
+	CHECK(t);
+	CHECK(!strncmp(t,
+	               "Live aggregates: host ?, kernel ?, 12.345 s since the start or the last "
+	               "reset; 1000000000000 ioctls aggregated\n",
+	               106));
+	CHECK(strstr(t, "emitted") == NULL && strstr(t, "received") == NULL);
+	p = line_of(t, name);
+	CHECK(p && p[strlen(name)] == '\n');
+	/* p50 and p99 from the log2 bucket [1.049 ms, 2.097 ms), clamped to the max */
+	CHECK(LINE_IS(p + strlen(name) + 1, "1000000000000", "1000000000000", "1000000000s",
+	              "1.000ms", "2.000ms", "2.000ms", "2.000ms"));
+	CHECK(p[strlen(name) + 1] == ' ');
+	/* Errors without a per-errno breakdown: no empty "errors:" line. */
+	CHECK(strstr(t, "errors:") == NULL);
+	CHECK(table_width(t) <= 120);
+	free(t);
+}
+
+/* hook name, state (KX_HOOK_*), reason */
+static void hook(struct kx_capinfo *ci, const char *name, int state, const char *why)
+{
+	struct kx_hook *h = &ci->hooks[ci->nhooks++];
+
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	snprintf(h->mech, sizeof(h->mech), "-");
+	h->state = (uint8_t)state;
+	snprintf(h->why, sizeof(h->why), "%s", why);
+}
+
+static void device(struct kx_capinfo *ci, uint8_t drv, const char *node)
+{
+	struct kx_device *d = &ci->devices[ci->ndevices++];
+
+	d->drv = drv;
+	snprintf(d->node, sizeof(d->node), "%s", node);
+}
+
+/* The table of an empty store with capture header ci. */
+static char *hooks_table(const struct kx_capinfo *ci)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_analysis *an = s ? kxt_analyse(s, ci) : NULL;
+	struct kx_summary *sum = an ? kx_summary_build(an) : NULL;
+	char *t = sum ? render(sum, 0, 0) : NULL;
+
+	kx_summary_free(sum);
+	kx_analysis_free(an);
+	kx_store_free(s);
+	return t;
+}
+
+/*
+ * Hook warnings name only hooks that serve a traced device's driver: on a
+ * kvm-only capture no i915, drm or NVIDIA hook; jobs:kvm and hooks of no
+ * driver family (sched_switch) always; every hook when the capture has no
+ * device list or traced a device of a driver kxprof does not know.
+ */
+static void test_hook_warnings(void)
+{
+	static struct kx_capinfo ci;
+	char *t = NULL, *all = NULL, *unk = NULL;
+
+	memset(&ci, 0, sizeof(ci));
+	hook(&ci, "jobs:kvm", KX_HOOK_FAILED, "no usable tracepoint");
+	hook(&ci, "jobs:i915", KX_HOOK_SKIPPED,
+	     "tracepoint i915:i915_request_add not in this kernel");
+	hook(&ci, "jobs:block", KX_HOOK_SKIPPED, "no block device traced");
+	hook(&ci, "driver:drm_ioctl", KX_HOOK_SKIPPED, "not in this kernel");
+	hook(&ci, "driver:nvidia_unlocked_ioctl", KX_HOOK_SKIPPED, "not in this kernel");
+	hook(&ci, "sched_switch", KX_HOOK_FAILED, "EPERM");
+	all = hooks_table(&ci);
+	device(&ci, KX_DRV_KVM, "/dev/kvm");
+	t = hooks_table(&ci);
+	device(&ci, KX_DRV_UNKNOWN, "/dev/mystery");
+	unk = hooks_table(&ci);
+	CHECK(t && all && unk);
+	CHECK(strstr(t, "WARNING: jobs hooks failed: kvm (no usable tracepoint)\n"));
+	CHECK(strstr(t, "WARNING: hook sched_switch failed: EPERM\n"));
+	CHECK(!strstr(t, "i915") && !strstr(t, "drm_ioctl") && !strstr(t, "nvidia") &&
+	      !strstr(t, "block"));
+	/* No device list, or an unknown driver: every hook. */
+	for (int i = 0; i < 2; i++) {
+		const char *x = i ? unk : all;
+
+		CHECK(strstr(x, "WARNING: jobs hooks skipped: i915, block (reasons differ"));
+		CHECK(strstr(
+		        x,
+		        "WARNING: driver hooks skipped: drm_ioctl, nvidia_unlocked_ioctl (not in "
+		        "this kernel)"));
+		CHECK(strstr(x, "WARNING: jobs hooks failed: kvm"));
+	}
+	free(t);
+	free(all);
+	free(unk);
 }
 
 static void test_store_limit_warning(void)
@@ -618,11 +970,10 @@ static void test_jobs_and_memory(void)
 	CHECK(strstr(json, "\"1 duplicate job events (ignored)\"") != NULL);
 	CHECK(strstr(json, "\"offcpu_measured\": true") != NULL);
 	CHECK(strstr(table, "\njobs/kvm\n") != NULL);
-	CHECK(strstr(table, "Blocked Time (ms)") != NULL);
+	CHECK(strstr(table, "Blocked%") != NULL);
 	CHECK(strstr(table, "\nMemory (bytes)\n") != NULL);
 	CHECK(strstr(table, "memory/kvm") != NULL);
-	CHECK(strstr(table, "kvm (kvm /dev/kvm): 4 jobs, 4 completed, 0 incomplete; busy 13.8%") !=
-	      NULL);
+	CHECK(strstr(table, "kvm (kvm /dev/kvm): 4 jobs, 4 completed, 0 incomplete") != NULL);
 out:
 	free(json);
 	free(table);
@@ -673,6 +1024,11 @@ int main(void)
 	RUN(test_json_escaping);
 	RUN(test_sorting);
 	RUN(test_table);
+	RUN(test_time_units);
+	RUN(test_table_widths);
+	RUN(test_job_table);
+	RUN(test_live_table);
+	RUN(test_hook_warnings);
 	RUN(test_store_limit_warning);
 	RUN(test_jobs_and_memory);
 	RUN(test_speed);

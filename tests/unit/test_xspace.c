@@ -603,6 +603,114 @@ static void test_device_timelines(void)
 	kx_store_free(s);
 }
 
+/*
+ * Flow events of direction dir (1 in, 2 out) on every plane of xs whose
+ * name starts with prefix: their ids and absolute starts (ns); the count.
+ */
+static size_t flow_points(const XSpace *xs, const char *prefix, unsigned int dir, uint64_t *ids,
+                          uint64_t *at, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t pi = 0; pi < xs->n_planes; pi++) {
+		const XPlane *p = xs->planes[pi];
+
+		if (strncmp(p->name, prefix, strlen(prefix)))
+			continue;
+		for (size_t l = 0; l < p->n_lines; l++) {
+			const XLine *ln = p->lines[l];
+
+			for (size_t e = 0; e < ln->n_events; e++) {
+				const XStat *f = find_stat(p, ln->events[e]->stats,
+				                           ln->events[e]->n_stats, "flow");
+
+				if (!f || (f->uint64_value & 3) != dir)
+					continue;
+				if (n < max) {
+					ids[n] = f->uint64_value >> 2;
+					at[n] = (uint64_t)ln->timestamp_ns +
+					        ln->events[e]->offset_ps / 1000;
+				}
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+/* Events of plane p (may be NULL) that carry a correlation_id. */
+static size_t correlated(const XPlane *p)
+{
+	size_t n = 0;
+
+	for (size_t l = 0; p && l < p->n_lines; l++)
+		for (size_t e = 0; e < p->lines[l]->n_events; e++)
+			n += find_stat(p, p->lines[l]->events[e]->stats,
+			               p->lines[l]->events[e]->n_stats, "correlation_id") != NULL;
+	return n;
+}
+
+/*
+ * XSpace flows run forward: in every fixture each job's in-flow starts at or
+ * after the start of the ioctl event holding the same out-flow; a job
+ * skewed to start before its submit point (msm's ring 1 job run at 3040 µs,
+ * queued at 3050 µs inside its GEM_SUBMIT) keeps its correlation_id but gets
+ * no flow, its ioctl no out-flow, and a warning counts it.
+ */
+static void test_flows_forward(void)
+{
+	static const char *const fixtures[] = {"amdgpu_new.jsonl", "amdgpu_old.jsonl", "i915.jsonl",
+	                                       "kvm.jsonl",        "msm.jsonl",        "xe.jsonl"};
+	static struct kx_capinfo ci;
+	uint64_t in[64], out[64], tin[64], tout[64];
+	struct kx_analysis *an;
+	struct kx_store *s;
+	uint8_t *buf = NULL;
+	size_t nin, nout, len;
+	char err[256];
+	XSpace *xs;
+
+	for (size_t f = 0; f < sizeof(fixtures) / sizeof(fixtures[0]); f++) {
+		s = load_fixture(fixtures[f], &ci);
+		CHECK(s);
+		xs = serialize(s, &ci, NULL, NULL);
+		kx_store_free(s);
+		CHECK(xs);
+		nin = flow_points(xs, "/device:", 1, in, tin, 64);
+		nout = flow_points(xs, "/host:CPU", 2, out, tout, 64);
+		tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+		CHECK(nin > 0 && nin <= 64 && nout > 0 && nout <= 64);
+		for (size_t i = 0; i < nin; i++) {
+			size_t o = 0;
+
+			while (o < nout && out[o] != in[i])
+				o++;
+			CHECK(o < nout);
+			CHECK(tin[i] >= tout[o]);
+		}
+	}
+	s = load_fixture("msm.jsonl", &ci);
+	CHECK(s);
+	an = kxt_analyse(s, &ci);
+	CHECK(an);
+	for (size_t k = 0; k < an->jobs->njobs; k++)
+		if (an->jobs->jobs[k].run_ts == 10003080000ULL)
+			an->jobs->jobs[k].run_ts = 10003040000ULL;
+	CHECK(kx_xspace_serialize(an, NULL, &buf, &len, err, sizeof(err)) == 0);
+	kx_analysis_free(an);
+	kx_store_free(s);
+	xs = tensorflow__profiler__xspace__unpack(NULL, len, buf);
+	free(buf);
+	CHECK(xs);
+	nin = flow_points(xs, "/device:", 1, in, tin, 64);
+	nout = flow_points(xs, "/host:CPU", 2, out, tout, 64);
+	CHECK_EQ_U(nin, 2);
+	CHECK_EQ_U(nout, 2);
+	CHECK_EQ_U(correlated(find_plane(xs, "/device:CUSTOM:0 (msm /dev/dri/renderD128)")), 3);
+	CHECK(has_warning(xs, "1 jobs start on their device before their submitting ioctl"));
+	tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+}
+
 static void test_overlap_guard(void)
 {
 	struct kx_store *s = kx_store_new(0);
@@ -914,6 +1022,7 @@ int main(void)
 	RUN(test_counts_and_stats);
 	RUN(test_device_planes_and_warnings);
 	RUN(test_device_timelines);
+	RUN(test_flows_forward);
 	RUN(test_overlap_guard);
 	RUN(test_window);
 	RUN(test_decoded_args);

@@ -6,6 +6,7 @@
 #include "analysis/jobs.h"
 #include "analysis/timeline.h"
 #include "analysis/warnings.h"
+#include "registry/drivers.h"
 
 #define MSG_MAX 1024
 
@@ -25,16 +26,87 @@ static int flen(const char *s, size_t cap)
 	return (int)strnlen(s, cap);
 }
 
+#define DRV_BIT(d) (1ULL << (d))
+_Static_assert(KX_DRV_MAX <= 64, "a driver set is a 64-bit mask");
+/* Every DRM and accel driver: they share drm_ioctl, dma_fence and gpu_scheduler. */
+#define DRV_DRM_ANY                                                                                \
+	(DRV_BIT(KX_DRV_DRM) | DRV_BIT(KX_DRV_AMDGPU) | DRV_BIT(KX_DRV_I915) |                     \
+	 DRV_BIT(KX_DRV_XE) | DRV_BIT(KX_DRV_NOUVEAU) | DRV_BIT(KX_DRV_MSM) |                      \
+	 DRV_BIT(KX_DRV_PANFROST) | DRV_BIT(KX_DRV_PANTHOR) | DRV_BIT(KX_DRV_V3D) |                \
+	 DRV_BIT(KX_DRV_ETNAVIV) | DRV_BIT(KX_DRV_LIMA) | DRV_BIT(KX_DRV_HABANALABS) |             \
+	 DRV_BIT(KX_DRV_IVPU) | DRV_BIT(KX_DRV_QAIC) | DRV_BIT(KX_DRV_AMDXDNA) |                   \
+	 DRV_BIT(KX_DRV_ROCKET) | DRV_BIT(KX_DRV_ETHOSU))
+#define DRV_NVIDIA (DRV_BIT(KX_DRV_NVIDIA) | DRV_BIT(KX_DRV_NVIDIA_MODESET))
+
+/*
+ * The drivers each device-specific hook serves (the job sources of
+ * capture/jobs.c, the driver entry functions of capture/drvcall.c). A hook
+ * not listed here matters to every capture.
+ */
+static const struct {
+	const char *name;
+	uint64_t drivers; /* DRV_BIT()s */
+} hook_drivers[] = {
+        {"jobs:block", DRV_BIT(KX_DRV_LOOP) | DRV_BIT(KX_DRV_BLOCK)},
+        {"jobs:kvm", DRV_BIT(KX_DRV_KVM)},
+        {"jobs:dma_fence", DRV_DRM_ANY},
+        {"jobs:gpu_scheduler", DRV_DRM_ANY},
+        {"jobs:i915", DRV_BIT(KX_DRV_I915)},
+        {"jobs:xe", DRV_BIT(KX_DRV_XE)},
+        {"jobs:amdgpu", DRV_BIT(KX_DRV_AMDGPU)},
+        {"jobs:msm", DRV_BIT(KX_DRV_MSM)},
+        {"jobs:v3d", DRV_BIT(KX_DRV_V3D)},
+        {"jobs:vpu", DRV_BIT(KX_DRV_IVPU)},
+        {"jobs:amdxdna", DRV_BIT(KX_DRV_AMDXDNA)},
+        {"driver:drm_ioctl", DRV_DRM_ANY},
+        {"driver:nvidia_unlocked_ioctl", DRV_NVIDIA},
+        {"driver:nvidia_frontend_unlocked_ioctl", DRV_NVIDIA},
+        {"driver:uvm_unlocked_ioctl_entry", DRV_BIT(KX_DRV_NVIDIA_UVM)},
+        {"driver:i915_gem_do_execbuffer", DRV_BIT(KX_DRV_I915)},
+        {"driver:xe_exec_ioctl", DRV_BIT(KX_DRV_XE)},
+        {"driver:amdgpu_cs_ioctl", DRV_BIT(KX_DRV_AMDGPU)},
+        {"driver:kfd_ioctl", DRV_BIT(KX_DRV_KFD)},
+};
+
+/* The drivers of the devices ci traced; every driver when the list is
+ * empty or holds a device of a driver kxprof does not know. */
+static uint64_t traced_drivers(const struct kx_capinfo *ci)
+{
+	uint32_t nd = ci->ndevices < KX_MAX_DEVICES ? ci->ndevices : KX_MAX_DEVICES;
+	uint64_t traced = 0;
+
+	for (uint32_t i = 0; i < nd; i++) {
+		if (ci->devices[i].drv == KX_DRV_UNKNOWN || ci->devices[i].drv >= KX_DRV_MAX)
+			return UINT64_MAX;
+		traced |= DRV_BIT(ci->devices[i].drv);
+	}
+	return nd ? traced : UINT64_MAX;
+}
+
+/* True when hook h serves one of the traced drivers (or every device). */
+static int hook_matters(const struct kx_hook *h, uint64_t traced)
+{
+	for (size_t i = 0; i < sizeof(hook_drivers) / sizeof(hook_drivers[0]); i++)
+		if (!strncmp(h->name, hook_drivers[i].name, sizeof(h->name)))
+			return (hook_drivers[i].drivers & traced) != 0;
+	return 1;
+}
+
 /*
  * Hooks named "family:member" (jobs:i915, driver:drm_ioctl) that did not
  * attach are grouped into one line per family and reason; others get a line
- * each.
+ * each. Hooks of drivers the capture did not trace are left out (no i915
+ * hook on a kvm-only capture): kxprof list shows every hook.
  */
 static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 {
 	uint32_t n = ci->nhooks < KX_MAX_HOOKS ? ci->nhooks : KX_MAX_HOOKS;
+	uint64_t traced = traced_drivers(ci);
 	char done[KX_MAX_HOOKS] = {0};
 	char msg[MSG_MAX];
+
+	for (uint32_t i = 0; i < n; i++)
+		done[i] = !hook_matters(&ci->hooks[i], traced);
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct kx_hook *h = &ci->hooks[i];

@@ -1,8 +1,9 @@
 /*
  * Warnings of a capture, worded once for every output (report, XSpace,
  * Chrome JSON, live summaries): loss counters, hooks that did not attach
- * (grouped per family so a machine without GPUs does not print a page of
- * them), job-analysis anomalies, and the partial overlaps the timeline's
+ * (grouped per family, and only those that serve a traced device's driver,
+ * so a machine without GPUs does not print a page of them), job-analysis
+ * anomalies, and the partial overlaps the timeline's
  * nesting rule resolved. Exporters add only their own.
  */
 #ifndef KX_WARNINGS_H

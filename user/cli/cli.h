@@ -18,8 +18,14 @@ int cmd_replay(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
-/* "kxprof: <message>" on stderr. */
+/* "kxprof CMD: <message>" on stderr ("kxprof: " outside a subcommand). */
 void kx_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct option;
+/*
+ * getopt_long for a subcommand, which also takes -v/--verbose (sets
+ * kx_verbose) anywhere among its options; never returns 'v'.
+ */
+int kx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
 struct kx_store;
 struct kx_capinfo;
 struct kx_kxp_read_result;

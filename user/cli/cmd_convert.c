@@ -42,7 +42,7 @@ int cmd_convert(int argc, char **argv)
 	int opt, rc = 1;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((opt = kx_getopt(argc, argv, "h", opts)) != -1) {
 		switch (opt) {
 		case 'x':
 			logdir = optarg;

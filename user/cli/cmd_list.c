@@ -132,7 +132,7 @@ static int list_parse(int argc, char **argv, int *json)
 	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((opt = kx_getopt(argc, argv, "h", opts)) != -1) {
 		if (opt == 'j') {
 			*json = 1;
 		} else if (opt == 'h') {

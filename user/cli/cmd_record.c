@@ -157,11 +157,11 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	o->out = "kxprof.kxp";
 	o->cap.pids = o->pids;
 	o->cap.devices = &o->devices;
-	o->cap.verbose = kx_verbose;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+o:p:ad:h", opts, NULL)) != -1)
+	while ((opt = kx_getopt(argc, argv, "+o:p:ad:h", opts)) != -1)
 		if ((rc = record_opt(o, opt)) != 0)
 			return rc < 0 ? 2 : -1;
+	o->cap.verbose = kx_verbose;
 	if (optind < argc)
 		o->cap.argv = argv + optind;
 	else if (optind > 1 && !strcmp(argv[optind - 1], "--") &&
@@ -254,17 +254,17 @@ static void record_report(const struct kx_capture *c, const char *out)
 	uint64_t bytes = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
 	char sz[32];
 
-	fprintf(stderr, "kxprof: %llu events, %llu dropped -> %s (%s)\n",
+	fprintf(stderr, "kxprof record: %llu events, %llu dropped -> %s (%s)\n",
 	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, out,
 	        kx_human_bytes(bytes, sz, sizeof(sz)));
 	if (ci->dropped)
 		fprintf(stderr,
-		        "kxprof: warning: %llu events were dropped because the ring "
+		        "kxprof record: warning: %llu events were dropped because the ring "
 		        "buffer was full: raise --ringbuf-mb\n",
 		        (unsigned long long)ci->dropped);
 	if (c->rec.write_error)
 		fprintf(stderr,
-		        "kxprof: warning: writing %s failed during the capture; the "
+		        "kxprof record: warning: writing %s failed during the capture; the "
 		        "file holds what was written before\n",
 		        out);
 }

@@ -26,7 +26,7 @@ static int replay_parse(int argc, char **argv, const char **in, const char **out
 	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((opt = kx_getopt(argc, argv, "o:h", opts)) != -1) {
 		switch (opt) {
 		case 'o':
 			*out = optarg;

@@ -93,7 +93,9 @@ static void serve_usage(FILE *f)
 	        "      --attach MECH     force tp_btf, raw_tp or tp\n"
 	        "HTTP: GET /metrics (Prometheus text); GET /summary.json or /summary (table) of\n"
 	        "      the live aggregates, ?reset=1 clears them after reading, sort=KEY,\n"
-	        "      ascending=1, hist=1 as in kxprof report (also: kxprof report --from URL);\n"
+	        "      ascending=1, hist=1, wide=1 as in kxprof report (also: kxprof report "
+	        "--from\n"
+	        "      URL);\n"
 	        "      flags take 1, true, yes, 0, false or no. Other parameters, or any on\n"
 	        "      /metrics and /, get 400 with the reason.\n"
 	        "Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
@@ -171,7 +173,7 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status,
 
 /* The query parameters a page takes: flags (1/true/yes, 0/false/no) and sort. */
 struct query_check {
-	int summary; /* /summary, /summary.json: reset, hist, ascending, sort */
+	int summary; /* /summary, /summary.json: reset, hist, ascending, sort, wide */
 	char why[256];
 };
 
@@ -189,12 +191,14 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
                                  const char *value)
 {
 	struct query_check *q = cls;
-	int flag = !strcmp(key, "reset") || !strcmp(key, "hist") || !strcmp(key, "ascending");
+	int flag = !strcmp(key, "reset") || !strcmp(key, "hist") || !strcmp(key, "ascending") ||
+	           !strcmp(key, "wide");
 
 	(void)kind;
 	if (!q->summary || (!flag && strcmp(key, "sort")))
 		snprintf(q->why, sizeof(q->why), "bad query: unknown parameter '%.64s' (%s)\n", key,
-		         q->summary ? "reset, sort, ascending, hist" : "this page takes none");
+		         q->summary ? "reset, sort, ascending, hist, wide"
+		                    : "this page takes none");
 	else if (flag && !flag_ok(value))
 		snprintf(q->why, sizeof(q->why),
 		         "bad query: %s='%.64s' (1, true, yes, 0, false or no)\n", key,
@@ -265,7 +269,7 @@ static enum MHD_Result page_metrics(struct serve *sv, struct MHD_Connection *c)
 	return reply(c, MHD_HTTP_OK, KX_PROM_CONTENT_TYPE, buf, len, 1);
 }
 
-/* /summary.json (JSON) or /summary (table); ?reset=1, hist=1, sort=KEY, ascending=1. */
+/* /summary.json (JSON) or /summary (table); ?reset=1, hist=1, sort=KEY, ascending=1, wide=1. */
 static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, int json)
 {
 	const char *sort_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sort");
@@ -306,7 +310,9 @@ static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, 
 		if (json)
 			kx_summary_print_json(sum, f, arg_true(c, "hist"));
 		else
-			kx_summary_print_table(sum, f, arg_true(c, "hist"));
+			kx_summary_print_table(sum, f,
+			                       (arg_true(c, "hist") ? KX_TABLE_HIST : 0) |
+			                               (arg_true(c, "wide") ? KX_TABLE_WIDE : 0));
 		if (fclose(f)) {
 			free(buf);
 			buf = NULL;
@@ -325,7 +331,7 @@ static const char index_page[] =
         "  /summary.json              summary JSON of the live aggregates\n"
         "  /summary                   the same as a table\n"
         "  ?reset=1                   (either) then clears the aggregates\n"
-        "  ?sort=avg|min|max|total|count&ascending=1&hist=1   as kxprof report\n";
+        "  ?sort=avg|min|max|total|count&ascending=1&hist=1&wide=1   as kxprof report\n";
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
@@ -561,7 +567,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	o->deadline = 30;
 	o->clients = 32;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "p:h", opts, NULL)) != -1)
+	while ((opt = kx_getopt(argc, argv, "p:h", opts)) != -1)
 		if ((rc = serve_opt(o, opt)) != 0)
 			return rc < 0 ? 2 : -1;
 	if (optind < argc) {

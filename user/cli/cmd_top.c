@@ -581,7 +581,7 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 	o->v = (struct view){.sort = C_RATE, .nrows = 20, .interval = 1};
 	o->cap.agg_max_keys = KX_AGG_MAX_KEYS;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "i:n:s:Pp:bd:c:h", opts, NULL)) != -1)
+	while ((opt = kx_getopt(argc, argv, "i:n:s:Pp:bd:c:h", opts)) != -1)
 		if ((rc = top_opt(o, opt)) != 0)
 			return rc < 0 ? 2 : -1;
 	if (optind < argc) {

@@ -1,4 +1,5 @@
 /* kxprof command line: subcommand dispatch and shared CLI helpers. */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +13,17 @@
 
 int kx_verbose;
 
+/* The running subcommand ("report"), named in every message; NULL before one runs. */
+static const char *cmd_name;
+
 void kx_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("kxprof: ", stderr);
+	if (cmd_name)
+		fprintf(stderr, "kxprof %s: ", cmd_name);
+	else
+		fputs("kxprof: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -66,10 +73,9 @@ struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 		return NULL;
 	}
 	if (res->truncated)
-		fprintf(stderr,
-		        "kxprof: warning: %s is incomplete (capture did not finish or file "
-		        "was cut): using its %llu whole chunks\n",
-		        path, (unsigned long long)res->chunks);
+		kx_err("warning: %s is incomplete (capture did not finish or file "
+		       "was cut): using its %llu whole chunks",
+		       path, (unsigned long long)res->chunks);
 	return store;
 }
 
@@ -89,6 +95,52 @@ void kx_cli_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
 	kx_err("%s", msg);
+}
+
+#define GETOPT_MAX_LONG 64 /* long options of one subcommand, without --verbose */
+
+/*
+ * The subcommand's tables with -v/--verbose added, built again when a
+ * command passes other tables. 0, or -1 when they do not fit (or already use
+ * 'v').
+ */
+static int verbose_tables(const char *shortopts, const struct option *longopts, char *so,
+                          size_t solen, struct option *lo)
+{
+	size_t n = 0;
+
+	if (strchr(shortopts, 'v') || strlen(shortopts) + 2 > solen)
+		return -1;
+	for (; longopts[n].name; n++) {
+		if (n >= GETOPT_MAX_LONG || longopts[n].val == 'v')
+			return -1;
+		lo[n] = longopts[n];
+	}
+	lo[n] = (struct option){"verbose", no_argument, NULL, 'v'};
+	lo[n + 1] = (struct option){NULL, 0, NULL, 0};
+	snprintf(so, solen, "%sv", shortopts);
+	return 0;
+}
+
+int kx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	static const char *last_so;
+	static const struct option *last_lo;
+	static char so[128];
+	static struct option lo[GETOPT_MAX_LONG + 2];
+	int opt;
+
+	if (shortopts != last_so || longopts != last_lo) {
+		if (verbose_tables(shortopts, longopts, so, sizeof(so), lo)) {
+			kx_err("internal error: the options of this command do not fit kx_getopt");
+			return '?';
+		}
+		last_so = shortopts;
+		last_lo = longopts;
+	}
+	while ((opt = getopt_long(argc, argv, so, lo, NULL)) == 'v')
+		kx_verbose = 1;
+	return opt;
 }
 
 static const struct {
@@ -113,15 +165,59 @@ static void usage(FILE *f)
 	fprintf(f, "usage: kxprof [-v] COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
-	fprintf(f, "\n'kxprof COMMAND --help' shows a command's options.\n"
+	fprintf(f, "\n'kxprof help COMMAND' (or 'kxprof COMMAND --help') shows a command's "
+	           "options.\n"
+	           "-v, --verbose (before or after COMMAND) adds libbpf's diagnostics.\n"
 	           "Exit status: 2 for usage errors (unknown, bad or conflicting options), 1 for\n"
 	           "failures while running, 0 otherwise; record with a command exits with the\n"
 	           "command's status.\n");
 }
 
+/* Runs command c; argv[0] becomes "kxprof NAME", which getopt's messages print. */
+static int run_cmd(size_t c, int argc, char **argv)
+{
+	char prog[32];
+
+	snprintf(prog, sizeof(prog), "kxprof %s", cmds[c].name);
+	argv[0] = prog;
+	cmd_name = cmds[c].name;
+	return cmds[c].fn(argc, argv);
+}
+
+static int find_cmd(const char *name)
+{
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++)
+		if (!strcmp(name, cmds[c].name))
+			return (int)c;
+	return -1;
+}
+
+/* kxprof help [COMMAND]: the command's --help, or the command list. */
+static int help(int argc, char **argv)
+{
+	char opt[] = "--help", *hargv[] = {argv[1], opt, NULL};
+	int c;
+
+	cmd_name = "help";
+	if (argc < 2 || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 2) {
+		kx_err("help takes one command ('%s' is extra)", argv[2]);
+		return 2;
+	}
+	c = find_cmd(argv[1]);
+	if (c < 0) {
+		kx_err("unknown command '%s' (kxprof --help lists them)", argv[1]);
+		return 2;
+	}
+	return run_cmd((size_t)c, 2, hargv);
+}
+
 int main(int argc, char **argv)
 {
-	int i = 1;
+	int i = 1, c;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
@@ -141,9 +237,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++)
-		if (!strcmp(argv[i], cmds[c].name))
-			return cmds[c].fn(argc - i, argv + i);
+	if (!strcmp(argv[i], "help"))
+		return help(argc - i, argv + i);
+	c = find_cmd(argv[i]);
+	if (c >= 0)
+		return run_cmd((size_t)c, argc - i, argv + i);
 	kx_err("unknown command '%s' (kxprof --help lists them)", argv[i]);
 	return 2;
 }

@@ -14,8 +14,9 @@
  *
  * Device timelines (user/analysis/jobs.h): each device pseudo-process gets one
  * thread per ring lane (tid = ring index + 1, + 1000 per extra lane, named
- * after the ring) with an "X" slice per job, a flow arrow ("s" in the
- * submitting ioctl, "f" with "bp":"e" on the job, id = job index + 1) and
+ * after the ring) with an "X" slice per job, a flow arrow ("s" at the
+ * submit point inside the submitting ioctl, "f" with "bp":"e" at the job's
+ * start, never earlier: analysis/flows.h; id = job index + 1) and
  * "C" counter tracks "in flight" (jobs queued or running) and "memory"
  * (bytes allocated through the device's ioctls).
  */
@@ -29,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/flows.h"
 #include "export/chrome.h"
 #include "registry/devices.h"
 #include "util/fdio.h"
@@ -272,17 +274,23 @@ static void warn_cb(void *ctx, const char *msg)
 }
 
 /* The same warnings as the summary, plus what this exporter had to do. */
-static void collect_warnings(struct ctx *c)
+static int collect_warnings(struct ctx *c)
 {
 	size_t n = kx_store_ioctl_count(c->s);
+	struct kx_flows fl;
 
+	if (kx_flows_build(&fl, c->an))
+		return -1;
 	kx_analysis_warnings(c->an, warn_cb, c);
+	kx_flows_warnings(&fl, warn_cb, c);
+	kx_flows_free(&fl);
 	if (n > MANY_EVENTS)
 		warn_add(c,
 		         "%zu events: Perfetto and chrome://tracing struggle past ~1M events; "
 		         "record less (-p PID, --device, a shorter -d) or use the summary "
 		         "(kxprof report)",
 		         n);
+	return 0;
 }
 
 /* ---- output ---- */
@@ -701,6 +709,7 @@ static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t 
 	const struct kx_jobring *rg = &jb->rings[j->ring];
 	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, jb->end_ns);
 	uint32_t tid = rg->id + 1 + j->lane * LANE_TID_STEP;
+	struct kx_flow fl;
 	char buf[96];
 
 	wb_need(w, 2);
@@ -751,10 +760,11 @@ static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t 
 	if (j->flags & KX_JOBF_NO_QUEUE)
 		PUT_LIT(w, ",\"no_queue\":true");
 	PUT_LIT(w, "}}");
-	if (j->submit >= 0) {
+	/* The arrow from the submit point to the job's start (analysis/flows.h). */
+	if (kx_job_flow(c->an, k, &fl)) {
 		const struct kx_ioctl *e = kx_store_ioctl(c->s, (size_t)j->submit);
 
-		/* Mid-call, so the start binds to the ioctl's slice on its thread. */
+		/* The start lies inside the ioctl's slice on its thread: it binds there. */
 		wb_need(w, EV_ROOM);
 		PUT_LIT(w, ",\n{\"ph\":\"s\",\"id\":");
 		put_u64(w, k + 1);
@@ -763,8 +773,7 @@ static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t 
 		PUT_LIT(w, ",\"tid\":");
 		put_u64(w, e->tid);
 		PUT_LIT(w, ",\"ts\":");
-		put_us(w, e->ts + kx_timeline_dur(c->tl, (size_t)j->submit, e->dur) / 2 -
-		                  c->first_ts + rem);
+		put_us(w, fl.from_ns - c->first_ts + rem);
 		PUT_LIT(w, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
 		put_u64(w, k + 1);
 		PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
@@ -772,7 +781,7 @@ static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t 
 		PUT_LIT(w, ",\"tid\":");
 		put_u64(w, tid);
 		PUT_LIT(w, ",\"ts\":");
-		put_us(w, start - c->first_ts + rem);
+		put_us(w, fl.to_ns - c->first_ts + rem);
 		PUT_LIT(w, "}");
 	}
 }
@@ -930,11 +939,10 @@ int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, s
 	c->jobs = an->jobs;
 	c->first_ts = c->tl->first_ts;
 	c->ndev = ci->ndevices < KX_MAX_DEVICES ? (int)ci->ndevices : KX_MAX_DEVICES;
-	if (jobs_prepare(c)) {
+	if (jobs_prepare(c) || collect_warnings(c)) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
-	collect_warnings(c);
 
 	if (to_stdout) {
 		fd = dup(STDOUT_FILENO);

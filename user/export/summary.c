@@ -248,53 +248,266 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 
 /* ---- table ---- */
 
-/* The last two columns only when off-CPU time was measured. */
-enum {
-	COL_COUNT,
-	COL_ERR,
-	COL_TOTAL,
-	COL_MIN,
-	COL_MAX,
-	COL_AVG,
-	COL_P50,
-	COL_P90,
-	COL_P99,
-	COL_BLOCKED,
-	COL_ONCPU,
+#define TABLE_WIDTH 120 /* columns: the default table fits a terminal this wide */
+#define NAME_MIN_W  12  /* the name column never narrows below this */
+#define CELL_LEN    32
+
+/* Which tables show a column: ioctl or job rows, default or --wide. */
+#define IN_IOCTL      0x1u
+#define IN_IOCTL_WIDE 0x2u
+#define IN_JOB        0x4u
+#define IN_JOB_WIDE   0x8u
+#define IN_ALL        0xfu
+#define NEEDS_OFFCPU  0x10u /* only when off-CPU time was measured */
+
+enum col {
+	COL_COUNT,   /* calls */
+	COL_JOBS,    /* jobs timed */
+	COL_ERR,     /* calls that failed */
+	COL_TOTAL,   /* ns */
+	COL_MIN,     /* ns */
+	COL_AVG,     /* ns */
+	COL_P50,     /* ns */
+	COL_P90,     /* ns */
+	COL_P99,     /* ns */
+	COL_MAX,     /* ns */
+	COL_BLOCKED, /* ns blocked off-CPU inside the calls */
+	COL_ONCPU,   /* ns on the CPU */
+	COL_SHARE,   /* blocked share of the total time, % */
 	NCOL
 };
 
-static const char *const col_head[NCOL] = {
-        "Total Count",      "Errors",   "Total Time (ms)", "Min Time (ms)", "Max Time (ms)",
-        "Avg Time (ms)",    "p50 (ms)", "p90 (ms)",        "p99 (ms)",      "Blocked Time (ms)",
-        "On-CPU Time (ms)",
+static const struct {
+	const char *head;
+	unsigned int in; /* IN_* and NEEDS_OFFCPU */
+} cols[NCOL] = {
+        [COL_COUNT] = {"Count", IN_IOCTL | IN_IOCTL_WIDE},
+        [COL_JOBS] = {"Jobs", IN_JOB | IN_JOB_WIDE},
+        [COL_ERR] = {"Errors", IN_IOCTL | IN_IOCTL_WIDE},
+        [COL_TOTAL] = {"Total", IN_ALL},
+        [COL_MIN] = {"Min", IN_IOCTL_WIDE | IN_JOB_WIDE},
+        [COL_AVG] = {"Avg", IN_ALL},
+        [COL_P50] = {"p50", IN_ALL},
+        [COL_P90] = {"p90", IN_IOCTL_WIDE | IN_JOB_WIDE},
+        [COL_P99] = {"p99", IN_ALL},
+        [COL_MAX] = {"Max", IN_ALL},
+        [COL_BLOCKED] = {"Blocked", IN_IOCTL_WIDE | NEEDS_OFFCPU},
+        [COL_ONCPU] = {"On-CPU", IN_IOCTL_WIDE | NEEDS_OFFCPU},
+        [COL_SHARE] = {"Blocked%", IN_IOCTL | IN_IOCTL_WIDE | NEEDS_OFFCPU},
 };
 
-static void row_cols(const struct kx_stat_row *r, char cols[NCOL][32])
+/* The columns and widths of one kind of table (ioctl or job rows). */
+struct layout {
+	enum col col[NCOL];
+	int w[NCOL]; /* display columns of each */
+	int n;
+	int namew; /* display columns of the name; longer names get a line of their own */
+};
+
+/* Terminal columns of a UTF-8 string ("µs" is two). */
+static int disp_width(const char *s)
 {
-	snprintf(cols[COL_COUNT], 32, "%" PRIu64, r->count);
-	snprintf(cols[COL_ERR], 32, "%" PRIu64, r->errors);
-	if (r->job) {
-		snprintf(cols[COL_ERR], 32, "-");
-		snprintf(cols[COL_BLOCKED], 32, "-");
-		snprintf(cols[COL_ONCPU], 32, "-");
-	} else {
-		snprintf(cols[COL_BLOCKED], 32, "%.3f", ms(r->offcpu));
-		snprintf(cols[COL_ONCPU], 32, "%.3f", ms(r->total - r->offcpu));
+	int n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* s right-aligned (left when left is set) in w terminal columns. */
+static void put_padded(FILE *f, const char *s, int w, int left)
+{
+	int pad = w - disp_width(s);
+
+	if (left)
+		fputs(s, f);
+	for (; pad > 0; pad--)
+		fputc(' ', f);
+	if (!left)
+		fputs(s, f);
+}
+
+/*
+ * ns as a time a reader takes in at a glance, the unit chosen per value as
+ * perf and bcc scale theirs: whole ns below 1 µs ("412ns"), else 4
+ * significant digits in µs, ms or s ("9.512µs", "834.2µs", "1.379ms",
+ * "333.7ms", "12.41s"; whole seconds from 10000 s).
+ */
+static void fmt_time(char *buf, size_t len, uint64_t ns)
+{
+	static const struct {
+		uint64_t ns;
+		const char *name;
+	} unit[] = {{1000, "µs"}, {1000000, "ms"}, {1000000000, "s"}};
+
+	if (ns < 1000) {
+		snprintf(buf, len, "%" PRIu64 "ns", ns);
+		return;
 	}
-	/* 3 decimals of a millisecond: microsecond precision. */
-	snprintf(cols[COL_TOTAL], 32, "%.3f", ms(r->total));
-	snprintf(cols[COL_MIN], 32, "%.3f", ms(row_min(r)));
-	snprintf(cols[COL_MAX], 32, "%.3f", ms(r->max));
-	snprintf(cols[COL_AVG], 32, "%.3f", row_avg_ms(r));
-	snprintf(cols[COL_P50], 32, "%.3f", ms(r->p50));
-	snprintf(cols[COL_P90], 32, "%.3f", ms(r->p90));
-	snprintf(cols[COL_P99], 32, "%.3f", ms(r->p99));
+	for (int u = 0; u < 3; u++) {
+		uint64_t pow10 = 1000;
+
+		/* The most decimals that keep 4 digits; 0 decimals only in seconds. */
+		for (int dec = 3; dec >= (u == 2 ? 0 : 1); dec--, pow10 /= 10) {
+			unsigned __int128 v =
+			        ((unsigned __int128)ns * pow10 + unit[u].ns / 2) / unit[u].ns;
+
+			if (v >= 10000 && !(u == 2 && dec == 0))
+				continue;
+			if (dec)
+				snprintf(buf, len, "%" PRIu64 ".%0*" PRIu64 "%s",
+				         (uint64_t)(v / pow10), dec, (uint64_t)(v % pow10),
+				         unit[u].name);
+			else
+				snprintf(buf, len, "%" PRIu64 "%s", (uint64_t)v, unit[u].name);
+			return;
+		}
+	}
+}
+
+/* part / whole as a percentage with one decimal, rounded. */
+static void fmt_share(char *buf, size_t len, uint64_t part, uint64_t whole)
+{
+	uint64_t permille =
+	        whole ? (uint64_t)(((unsigned __int128)part * 1000 + whole / 2) / whole) : 0;
+
+	snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%%", permille / 10, permille % 10);
+}
+
+static void cell(const struct kx_stat_row *r, enum col c, char *buf)
+{
+	switch (c) {
+	case COL_COUNT:
+	case COL_JOBS:
+		snprintf(buf, CELL_LEN, "%" PRIu64, r->count);
+		return;
+	case COL_ERR:
+		snprintf(buf, CELL_LEN, "%" PRIu64, r->errors);
+		return;
+	case COL_TOTAL:
+		return fmt_time(buf, CELL_LEN, r->total);
+	case COL_MIN:
+		return fmt_time(buf, CELL_LEN, row_min(r));
+	case COL_AVG:
+		return fmt_time(buf, CELL_LEN, r->count ? r->total / r->count : 0);
+	case COL_P50:
+		return fmt_time(buf, CELL_LEN, r->p50);
+	case COL_P90:
+		return fmt_time(buf, CELL_LEN, r->p90);
+	case COL_P99:
+		return fmt_time(buf, CELL_LEN, r->p99);
+	case COL_MAX:
+		return fmt_time(buf, CELL_LEN, r->max);
+	case COL_BLOCKED:
+		return fmt_time(buf, CELL_LEN, r->offcpu);
+	case COL_ONCPU:
+		return fmt_time(buf, CELL_LEN, r->total - r->offcpu);
+	case COL_SHARE:
+	default:
+		fmt_share(buf, CELL_LEN, r->offcpu, r->total);
+		return;
+	}
+}
+
+/* The columns of the job (job != 0) or ioctl table and their widths over its rows. */
+static void layout_build(const struct kx_summary *sum, int job, int wide, struct layout *lo)
+{
+	unsigned int in = job ? (wide ? IN_JOB_WIDE : IN_JOB) : (wide ? IN_IOCTL_WIDE : IN_IOCTL);
+	int used = 0, cap;
+	char buf[CELL_LEN];
+
+	lo->n = 0;
+	lo->namew = 4;
+	for (int c = 0; c < NCOL; c++)
+		if ((cols[c].in & in) &&
+		    (sum->st.offcpu_measured || !(cols[c].in & NEEDS_OFFCPU))) {
+			lo->w[lo->n] = (int)strlen(cols[c].head);
+			lo->col[lo->n++] = (enum col)c;
+		}
+	for (size_t i = 0; i < sum->st.nrows; i++) {
+		const struct kx_stat_row *r = &sum->st.rows[i];
+
+		if (!r->job != !job)
+			continue;
+		if (disp_width(r->name) > lo->namew)
+			lo->namew = disp_width(r->name);
+		for (int k = 0; k < lo->n; k++) {
+			cell(r, lo->col[k], buf);
+			if (disp_width(buf) > lo->w[k])
+				lo->w[k] = disp_width(buf);
+		}
+	}
+	for (int k = 0; k < lo->n; k++)
+		used += 2 + lo->w[k];
+	cap = TABLE_WIDTH - used < NAME_MIN_W ? NAME_MIN_W : TABLE_WIDTH - used;
+	if (!wide && lo->namew > cap)
+		lo->namew = cap;
+}
+
+static void print_head(const struct layout *lo, const char *cat, FILE *f)
+{
+	fprintf(f, "\n%s\n", cat);
+	put_padded(f, "Name", lo->namew, 1);
+	for (int k = 0; k < lo->n; k++) {
+		fputs("  ", f);
+		put_padded(f, cols[lo->col[k]].head, lo->w[k], 0);
+	}
+	fputc('\n', f);
+}
+
+static void print_row(const struct layout *lo, const struct kx_stat_row *r, FILE *f)
+{
+	char buf[CELL_LEN];
+
+	/* A name wider than its column: alone on its line, the figures below it. */
+	if (disp_width(r->name) > lo->namew) {
+		fprintf(f, "%s\n", r->name);
+		put_padded(f, "", lo->namew, 1);
+	} else {
+		put_padded(f, r->name, lo->namew, 1);
+	}
+	for (int k = 0; k < lo->n; k++) {
+		cell(r, lo->col[k], buf);
+		fputs("  ", f);
+		put_padded(f, buf, lo->w[k], 0);
+	}
+	fputc('\n', f);
+}
+
+/*
+ * lead then msg, broken at spaces into lines of at most TABLE_WIDTH
+ * columns; the lines after the first are indented by indent columns.
+ */
+static void put_wrapped(FILE *f, const char *lead, int indent, const char *msg)
+{
+	int col = disp_width(lead), start = col;
+
+	fputs(lead, f);
+	while (*msg) {
+		size_t word = strcspn(msg, " ");
+		int ww = 0;
+
+		for (size_t i = 0; i < word; i++)
+			ww += ((unsigned char)msg[i] & 0xc0) != 0x80;
+		if (col > start && col + 1 + ww > TABLE_WIDTH) {
+			fprintf(f, "\n%*s", indent, "");
+			col = start = indent;
+		} else if (col > start) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(msg, 1, word, f);
+		col += ww;
+		msg += word;
+		while (*msg == ' ')
+			msg++;
+	}
+	fputc('\n', f);
 }
 
 static void table_warning(void *ctx, const char *msg)
 {
-	fprintf(ctx, "WARNING: %s\n", msg);
+	put_wrapped(ctx, "WARNING: ", 9, msg);
 }
 
 static void print_errors(const struct kx_stat_row *r, FILE *f)
@@ -303,7 +516,8 @@ static void print_errors(const struct kx_stat_row *r, FILE *f)
 	int n = r->nerrs;
 	char buf[32];
 
-	if (!r->errors)
+	/* Live aggregates count errors without a breakdown (a warning says so). */
+	if (!r->errors || !n)
 		return;
 	memcpy(e, r->errs, n * sizeof(*e));
 	/* Most frequent first. */
@@ -375,6 +589,7 @@ static void print_hist(const struct kx_stat_row *r, FILE *f)
 /* Per device: jobs, busy fraction, depth and links; then the Memory rows. */
 static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 {
+	char line[512];
 	int any = 0;
 
 	for (size_t i = 0; i < jb->ndevs; i++) {
@@ -384,12 +599,13 @@ static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 			continue;
 		if (!any++)
 			fprintf(f, "\nDevices (job timelines)\n");
-		fprintf(f,
-		        "%s (%s): %" PRIu64 " jobs, %" PRIu64 " completed, %" PRIu64
-		        " incomplete; busy %.1f%%; max in flight %u; %" PRIu64
-		        " linked to their submitting ioctl\n",
-		        d->name, d->label, d->njobs, d->completed, d->incomplete,
-		        100.0 * d->busy_fraction, d->max_depth, d->linked);
+		snprintf(line, sizeof(line),
+		         "%s (%s): %" PRIu64 " jobs, %" PRIu64 " completed, %" PRIu64
+		         " incomplete, %" PRIu64 " linked to their submitting ioctl",
+		         d->name, d->label, d->njobs, d->completed, d->incomplete, d->linked);
+		put_wrapped(f, "", 4, line);
+		fprintf(f, "    busy %.1f%%; max in flight %u\n", 100.0 * d->busy_fraction,
+		        d->max_depth);
 	}
 	any = 0;
 	for (size_t i = 0; i < jb->ndevs; i++) {
@@ -405,55 +621,56 @@ static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 	}
 }
 
-void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist)
+/* The header of a summary of live aggregates: no record, so no emitted or received counts. */
+static void print_live_line(const struct kx_summary *sum, FILE *f)
 {
 	const struct kx_capinfo *ci = &sum->ci;
 	char host[sizeof(ci->hostname) + 1], kernel[sizeof(ci->kernel) + 1];
-	int w[NCOL], namew = 4, ncol = sum->st.offcpu_measured ? NCOL : COL_BLOCKED;
-	const char *cat = NULL;
 
 	field_str(host, sizeof(host), ci->hostname, sizeof(ci->hostname));
 	field_str(kernel, sizeof(kernel), ci->kernel, sizeof(ci->kernel));
 	fprintf(f,
-	        "Capture: host %s, kernel %s, %.3f s; events emitted %" PRIu64 ", received %" PRIu64
-	        ", dropped %" PRIu64 ", not stored %" PRIu64 "; %" PRIu64 " ioctls summarized\n",
-	        host[0] ? host : "?", kernel[0] ? kernel : "?", capture_ms(ci) / 1e3, ci->emitted,
-	        ci->received, ci->dropped, sum->not_stored, sum->st.stored);
+	        "Live aggregates: host %s, kernel %s, %.3f s since the start or the last reset; "
+	        "%" PRIu64 " ioctls aggregated\n",
+	        host[0] ? host : "?", kernel[0] ? kernel : "?", capture_ms(ci) / 1e3,
+	        sum->st.stored);
+}
+
+void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int flags)
+{
+	const struct kx_capinfo *ci = &sum->ci;
+	char host[sizeof(ci->hostname) + 1], kernel[sizeof(ci->kernel) + 1];
+	int wide = (flags & KX_TABLE_WIDE) != 0;
+	struct layout lo[2]; /* ioctl rows, job rows */
+	const char *cat = NULL;
+
+	field_str(host, sizeof(host), ci->hostname, sizeof(ci->hostname));
+	field_str(kernel, sizeof(kernel), ci->kernel, sizeof(ci->kernel));
+	if (sum->from_agg)
+		print_live_line(sum, f);
+	else
+		fprintf(f,
+		        "Capture: host %s, kernel %s, %.3f s; events emitted %" PRIu64
+		        ", received %" PRIu64 ", dropped %" PRIu64 ", not stored %" PRIu64
+		        "; %" PRIu64 " ioctls summarized\n",
+		        host[0] ? host : "?", kernel[0] ? kernel : "?", capture_ms(ci) / 1e3,
+		        ci->emitted, ci->received, ci->dropped, sum->not_stored, sum->st.stored);
 	each_warning(sum, table_warning, f);
 
-	for (int c = 0; c < NCOL; c++)
-		w[c] = (int)strlen(col_head[c]);
-	for (size_t i = 0; i < sum->st.nrows; i++) {
-		char cols[NCOL][32];
-		int nl = (int)strlen(sum->st.rows[i].name);
-
-		if (nl > namew)
-			namew = nl;
-		row_cols(&sum->st.rows[i], cols);
-		for (int c = 0; c < NCOL; c++)
-			if ((int)strlen(cols[c]) > w[c])
-				w[c] = (int)strlen(cols[c]);
-	}
+	layout_build(sum, 0, wide, &lo[0]);
+	layout_build(sum, 1, wide, &lo[1]);
 	if (!sum->st.nrows)
 		fprintf(f, "\nno ioctl events\n");
 	for (size_t i = 0; i < sum->st.nrows; i++) {
 		const struct kx_stat_row *r = &sum->st.rows[i];
-		char cols[NCOL][32];
 
 		if (!cat || strcmp(cat, r->cat)) {
 			cat = r->cat;
-			fprintf(f, "\n%s\n%-*s", cat, namew, "Name");
-			for (int c = 0; c < ncol; c++)
-				fprintf(f, "  %*s", w[c], col_head[c]);
-			fputc('\n', f);
+			print_head(&lo[r->job != 0], cat, f);
 		}
-		row_cols(r, cols);
-		fprintf(f, "%-*s", namew, r->name);
-		for (int c = 0; c < ncol; c++)
-			fprintf(f, "  %*s", w[c], cols[c]);
-		fputc('\n', f);
+		print_row(&lo[r->job != 0], r, f);
 		print_errors(r, f);
-		if (hist)
+		if (flags & KX_TABLE_HIST)
 			print_hist(r, f);
 	}
 	if (sum->jobs)

@@ -34,9 +34,18 @@ void kx_summary_sort(struct kx_summary *sum, enum kx_sort_key key, int ascending
 /* Marks the source record file as cut short (no trailer); bad_tail_bytes
  * ignored after its last whole chunk (kx_kxp_read_result). Adds a warning. */
 void kx_summary_set_truncated(struct kx_summary *sum, uint64_t bad_tail_bytes);
-/* Table: capture line, warnings (drops, skipped hooks, store limit), rows per
- * category; with hist, a log2 histogram under each row. */
-void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist);
+#define KX_TABLE_HIST 1u /* a log2 latency histogram under each row */
+#define KX_TABLE_WIDE 2u /* every column (Min, p90, Blocked and On-CPU times), no width limit */
+/*
+ * Table: capture line (a live-aggregates line for kx_summary_from_agg),
+ * warnings (drops, skipped hooks of the traced devices, store limit), then
+ * per category the rows: ioctl rows with Count, Errors, Total, Avg, p50,
+ * p99, Max and the Blocked% share (when off-CPU time was measured), job
+ * rows ("jobs/<device>") with Jobs, Total, Avg, p50, p99, Max. Times in a
+ * unit chosen per value (ns, µs, ms, s). Within 120 columns unless
+ * KX_TABLE_WIDE; flags: KX_TABLE_*.
+ */
+void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int flags);
 /* JSON: {"Time": {...}, "Memory": {...}, "Unit": {...}, "Jobs": {...}, "Capture": {...},
  * "Warnings": [...]}; Time also has "jobs/<device>" categories (see summary.c). */
 void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist);

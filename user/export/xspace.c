@@ -10,8 +10,10 @@
  * submitting ioctl ("DRM_IOCTL_AMDGPU_CS", "KVM_RUN"), "block read|write|
  * other" or "job"; a "memory" line (id MEM_LINE_ID) has one instant per
  * allocation or free. A job and the ioctl that submitted it carry the same
- * XProf flow stat (id = the ioctl's store index + 1, out on the ioctl, in on
- * the job, category generic) and correlation_id, so XProf draws the arrow.
+ * correlation_id and XProf flow stat (id = the ioctl's store index + 1, out
+ * on the ioctl, in on the job, category generic), so XProf draws the arrow;
+ * the flow only when it runs forward, from the ioctl's enter to a job that
+ * starts at or after its submit point (analysis/flows.h).
  *
  * Host lines are the threads of the analysis' timeline (analysis/timeline.h):
  * its ordering and its resolved durations, so events nest as in every other
@@ -46,6 +48,7 @@
 #include "util/pbwire.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/analysis.h"
+#include "analysis/flows.h"
 #include "util/workq.h"
 #include "export/xspace.h"
 
@@ -303,6 +306,7 @@ struct exporter {
 	uint32_t drv_ref[256];
 
 	const struct kx_jobs *jobs;           /* device timelines (the analysis') */
+	struct kx_flows flows;                /* which submitting ioctls start a flow */
 	size_t job_events;                    /* exported on device planes */
 	uint32_t st_offcpu, st_flow, st_corr; /* host plane stat ids, 0 until used */
 	struct hline *hl;                     /* per line: what the sizing pass found */
@@ -575,8 +579,9 @@ static size_t event_size(struct exporter *x, const struct kx_ioctl *e, size_t id
 		if (!host_stat(x, &x->st_flow, "flow") ||
 		    !host_stat(x, &x->st_corr, "correlation_id"))
 			return 0;
-		n += stat_size(x->st_flow, flow_value(idx + 1, FLOW_OUT)) +
-		     stat_size(x->st_corr, idx + 1);
+		if (kx_flows_from(&x->flows, idx))
+			n += stat_size(x->st_flow, flow_value(idx + 1, FLOW_OUT));
+		n += stat_size(x->st_corr, idx + 1);
 	}
 	if (e->arg_off != KX_NO_ARG && kx_store_arg(x->s, e)) {
 		uint8_t scratch[EVENT_SCRATCH], *end = put_arg_stats(x, e, scratch, 0);
@@ -619,10 +624,11 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 	if (e->offcpu_us)
 		p = put_stat_varint(p, XEVENT_STATS, x->st_offcpu, XSTAT_UINT64,
 		                    (uint64_t)e->offcpu_us * 1000);
-	/* The arrow to the jobs it submitted (the jobs carry the same flow). */
+	/* The arrow to the jobs it submitted (those with a flow carry the same one). */
 	if (x->jobs && kx_jobs_ioctl_submitted(x->jobs, idx)) {
-		p = put_stat_varint(p, XEVENT_STATS, x->st_flow, XSTAT_UINT64,
-		                    flow_value(idx + 1, FLOW_OUT));
+		if (kx_flows_from(&x->flows, idx))
+			p = put_stat_varint(p, XEVENT_STATS, x->st_flow, XSTAT_UINT64,
+			                    flow_value(idx + 1, FLOW_OUT));
 		p = put_stat_varint(p, XEVENT_STATS, x->st_corr, XSTAT_UINT64, idx + 1);
 	}
 	if (e->arg_off == KX_NO_ARG)
@@ -1099,6 +1105,7 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, x->jobs->end_ns);
 	char buf[96];
 	uint32_t mid = pid_of(t, &t->ev, job_name(x, j, buf, sizeof(buf)));
+	struct kx_flow fl;
 
 	if (!mid)
 		return p;
@@ -1137,7 +1144,9 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 	if (j->flags & KX_JOBF_NO_QUEUE)
 		p = pstat_u(t, p, "no_queue", 1);
 	if (j->submit >= 0) {
-		p = pstat_u(t, p, "flow", flow_value((uint64_t)j->submit + 1, FLOW_IN));
+		/* Only a flow that runs forward (analysis/flows.h). */
+		if (kx_job_flow(x->an, (size_t)(j - x->jobs->jobs), &fl))
+			p = pstat_u(t, p, "flow", flow_value((uint64_t)j->submit + 1, FLOW_IN));
 		p = pstat_u(t, p, "correlation_id", (uint64_t)j->submit + 1);
 	}
 	return p;
@@ -1361,6 +1370,7 @@ static void warn_cb(void *ctx, const char *msg)
 static void put_warnings(struct exporter *x)
 {
 	kx_analysis_warnings(x->an, warn_cb, x);
+	kx_flows_warnings(&x->flows, warn_cb, x);
 	if (x->nevents + x->job_events > VIEWER_EVENT_LIMIT)
 		warn(x,
 		     "%zu events exported: XProf's trace viewer shows only the first "
@@ -1379,6 +1389,7 @@ static void exporter_free(struct exporter *x)
 	kx_hmap_free(&x->ev_by_cmd);
 	kx_hmap_free(&x->dev_ref);
 	kx_hmap_free(&x->field_id);
+	kx_flows_free(&x->flows);
 	free(x->out.p);
 }
 
@@ -1391,6 +1402,9 @@ static int export(struct exporter *x, int fd)
 	struct sink k = {fd, &x->out, 0, 0};
 	int n = 0;
 
+	if (kx_flows_build(&x->flows, x->an))
+		return fail(x, "out of memory finding the flows of %zu ioctls",
+		            kx_store_ioctl_count(x->s));
 	if (select_events(x))
 		return -1;
 	if (put_host_plane(x, &k))
