@@ -1,6 +1,7 @@
 /*
  * Unit tests of the .kxp record file: full round trips (typical and extreme
- * field values), files cut at every length, flipped bytes, garbage, wrong
+ * field values), files cut at every length, flipped bytes (each chunk in
+ * turn: only that chunk is lost), garbage, wrong
  * version, empty and missing files, additions a later writer may make, and
  * write errors.
  */
@@ -136,7 +137,7 @@ static void test_flush_and_size(void)
 	kx_store_free(s);
 }
 
-/* Every cut length: rejected with a message, or a prefix marked truncated. */
+/* Every cut length: rejected with a message, or a prefix marked truncated, never corrupt. */
 static void cut_everywhere(const struct gen *g, const uint8_t *buf, size_t len, size_t step,
                            const char *name)
 {
@@ -162,8 +163,10 @@ static void cut_everywhere(const struct gen *g, const uint8_t *buf, size_t len, 
 			}
 			continue;
 		}
+		/* Cut short is never called corrupt, and is worded as cut. */
 		if (n < prev || !gen_is_prefix(g, s) || res.truncated != (cut < len) ||
-		    res.bad_tail_bytes > cut) {
+		    res.bad_tail_bytes > cut || res.ncorrupt || strstr(err, "corrupt") ||
+		    (res.bad_tail_bytes && !strstr(err, "cut short"))) {
 			printf("# %s cut %zu: n %zu prev %zu truncated %d\n", name, cut, n, prev,
 			       res.truncated);
 			CHECK(0);
@@ -216,39 +219,120 @@ static void test_cut_large(void)
 	gen_free(&g);
 }
 
-/* One flipped byte anywhere: a clear error or an intact prefix. */
+#define MAX_CHUNKS 4096
+
+/* The chunk holding byte pos, or nch when pos is in the file header. */
+static size_t chunk_at(const struct gen_chunk *ch, size_t nch, size_t pos)
+{
+	for (size_t k = 0; k < nch; k++)
+		if (pos >= ch[k].off && pos < ch[k].off + ch[k].len)
+			return k;
+	return nch;
+}
+
+/*
+ * Reads buf, where only chunk k (or the file header, k == nch) was
+ * damaged: the header is fatal; otherwise exactly chunk k is skipped and
+ * reported by number, offset and size, and every other chunk and the
+ * trailer are kept. Returns 1 when all of that holds.
+ */
+static int only_chunk_lost(const struct gen *g, const uint8_t *buf, size_t len,
+                           const struct gen_chunk *ch, size_t nch, size_t k, struct kx_store *s)
+{
+	static uint8_t lost[MAX_CHUNKS];
+	struct kx_kxp_read_result res;
+	char err[512], want[128];
+	int rc;
+
+	kx_store_reset(s);
+	err[0] = '\0';
+	rc = kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err));
+	if (k == nch)
+		return rc == -1 && err[0];
+	memset(lost, 0, nch);
+	lost[k] = 1;
+	snprintf(want, sizeof(want), "chunk %zu at offset %zu is corrupt (", k + 1, ch[k].off);
+	gen_capinfo(&ci_want, !ch[k].trailer);
+	if (rc == 0 && gen_matches_except(g, s, ch, nch, lost) && res.ncorrupt == 1 &&
+	    res.corrupt[0].chunk == k + 1 && res.corrupt[0].offset == ch[k].off &&
+	    res.corrupt[0].bytes == ch[k].len && res.corrupt_bytes == ch[k].len &&
+	    res.chunks == nch - 1 && res.truncated == ch[k].trailer && !res.bad_tail_bytes &&
+	    strstr(err, want) && strstr(err, "bytes lost") && !strstr(err, "cut short") &&
+	    same_capinfo(&ci_got, &ci_want))
+		return 1;
+	printf("# chunk %zu of %zu: rc %d corrupt %llu truncated %d err '%s'\n", k + 1, nch, rc,
+	       (unsigned long long)res.ncorrupt, res.truncated, err);
+	return 0;
+}
+
+/* One flipped byte anywhere: a fatal header, or exactly its chunk lost. */
 static void flip_many(const struct gen *g, const uint8_t *orig, size_t len, int iters,
                       uint64_t seed)
 {
-	struct kx_kxp_read_result res;
+	static struct gen_chunk ch[MAX_CHUNKS];
 	struct kx_store *s = kx_store_new(0);
+	size_t nch = gen_chunks(orig, len, ch, MAX_CHUNKS);
 	uint8_t *buf = malloc(len);
 	uint64_t rng = seed;
-	char err[512];
 
-	CHECK(s && buf);
+	CHECK(s && buf && nch);
 	for (int it = 0; it < iters; it++) {
 		size_t pos = gen_rng(&rng) % len;
 		uint8_t x = (uint8_t)(gen_rng(&rng) % 255 + 1);
-		int rc;
 
 		memcpy(buf, orig, len);
 		buf[pos] ^= x;
-		kx_store_reset(s);
-		err[0] = '\0';
-		rc = kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err));
-		if (rc) {
-			CHECK(err[0]);
-			continue;
-		}
 		/* CRCs catch every single-byte change, so data is never wrong. */
-		if (!gen_is_prefix(g, s) || !res.truncated || !err[0]) {
-			printf("# flip at %zu by %02x: truncated %d err '%s'\n", pos, x,
-			       res.truncated, err);
+		if (!only_chunk_lost(g, buf, len, ch, nch, chunk_at(ch, nch, pos), s)) {
+			printf("# flip at %zu by %02x\n", pos, x);
 			CHECK(0);
 		}
 	}
 	free(buf);
+	kx_store_free(s);
+}
+
+/*
+ * A capture of many chunks, one bit flipped in each chunk in turn, once in
+ * its header and once in its data (the trailer too): every other chunk's
+ * events and the trailer are kept, and the message names the chunk.
+ */
+static void test_flip_each_chunk(void)
+{
+	static struct gen_chunk ch[MAX_CHUNKS];
+	struct kx_store *s = kx_store_new(0);
+	char path[256];
+	uint8_t *buf;
+	size_t len, nch;
+	struct gen g;
+
+	CHECK(s);
+	gen_tmp_path(path, sizeof(path), "flipeach");
+	gen_events(&g, 6000, 17);
+	CHECK(gen_write(path, &g, 400, 1) == 0);
+	buf = gen_slurp(path, &len);
+	unlink(path);
+	CHECK(buf);
+	nch = gen_chunks(buf, len, ch, MAX_CHUNKS);
+	CHECK(nch > 20 && ch[nch - 1].trailer);
+	for (size_t k = 0; k < nch; k++) {
+		size_t at[2] = {ch[k].off + (k * 7) % 28,
+		                ch[k].off + 28 + (k * 7919) % (ch[k].len - 28)};
+
+		for (int i = 0; i < 2; i++) {
+			uint8_t bit = (uint8_t)(1u << ((k + (size_t)i) % 8));
+
+			buf[at[i]] ^= bit;
+			if (!only_chunk_lost(&g, buf, len, ch, nch, k, s)) {
+				printf("# bit %02x at %zu (%s)\n", bit, at[i],
+				       i ? "data" : "header");
+				CHECK(0);
+			}
+			buf[at[i]] ^= bit;
+		}
+	}
+	free(buf);
+	gen_free(&g);
 	kx_store_free(s);
 }
 
@@ -756,6 +840,7 @@ int main(void)
 	RUN(test_cut_small);
 	RUN(test_cut_large);
 	RUN(test_flipped_bytes);
+	RUN(test_flip_each_chunk);
 	RUN(test_garbage);
 	RUN(test_wrong_version);
 	RUN(test_empty_and_missing);
