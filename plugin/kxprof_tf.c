@@ -185,12 +185,17 @@ static void freeze_xspace(TF_Status *status)
 	        .from_mono_ns = g.ci.start_mono_ns,
 	        .to_mono_ns = g.ci.stop_mono_ns,
 	};
+	struct kx_analysis *an;
 	char err[512];
+	int rc = -1;
 
 	if (kx_store_ioctl_count(g.store) == 0 && g.ci.dropped == 0 && g.ci.not_stored == 0)
 		return;
-	if (kx_xspace_serialize(g.store, &g.ci, &xo, &g.xspace, &g.xspace_len, err, sizeof(err)) !=
-	    0) {
+	an = kx_analysis_build(g.store, &g.ci, err, sizeof(err));
+	if (an)
+		rc = kx_xspace_serialize(an, &xo, &g.xspace, &g.xspace_len, err, sizeof(err));
+	kx_analysis_free(an);
+	if (rc != 0) {
 		g.xspace = NULL;
 		g.xspace_len = 0;
 		fprintf(stderr, "kxprof: cannot build this session's XSpace: %s\n", err);

@@ -21,6 +21,7 @@
 #include "export/chrome.h"
 #include "registry/ioctl_decode.h"
 #include "kxtest.h"
+#include "kxtest_analysis.h"
 #include "kxtest_capture.h"
 #include "io/replay.h"
 #include "model/store.h"
@@ -133,7 +134,7 @@ static struct kx_store *known_store(void)
 		int64_t ret = 0;
 
 		if (i == 10)
-			dur = 25000; /* ends 5 us after the next one starts */
+			dur = 25000; /* the next one starts inside it and ends 5.077 us after it */
 		if (i == 20) {
 			ret = -4;
 			eintr_ts = ts;
@@ -141,8 +142,8 @@ static struct kx_store *known_store(void)
 		if (i == 30)
 			ret = -22;
 		add(s, 100, 101, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, ts, dur, ret, NULL, 0);
-		if (i == 10)
-			exp_evs[nexp - 1].dur = 20000;
+		if (i == 11)
+			exp_evs[nexp - 1].dur = 5000; /* cut to end where event 10 ends */
 		if (i < 30)
 			add(s, 100, 102, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, ts + 3001, 15999,
 			    0, NULL, 0);
@@ -252,8 +253,8 @@ static void test_known_store(void)
 	snprintf(json, sizeof(json), "%s/known.json", tmpdir);
 	snprintf(gz, sizeof(gz), "%s/known.json.gz", tmpdir);
 	snprintf(exp, sizeof(exp), "%s/known.expect", tmpdir);
-	CHECK(kx_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
-	CHECK(kx_chrome_write(s, &ci, gz, err, sizeof(err)) == 0);
+	CHECK(kxt_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	CHECK(kxt_chrome_write(s, &ci, gz, err, sizeof(err)) == 0);
 	snprintf(extra, sizeof(extra),
 	         "\"process_names\": {\"100\": \"kvm\\\"main\", \"200\": \"pid 200\"}, "
 	         "\"thread_names\": {\"100\": \"kvm\\\"main\", \"101\": \"vcpu\\ufffd0\", "
@@ -263,7 +264,7 @@ static void test_known_store(void)
 	         "\"counters\": {\"memory\": 1}, "
 	         "\"warnings\": [\"5 ioctl events dropped\", "
 	         "\"hook drm_sched_job skipped: tracepoint \\\"absent\\\"\\t here\", "
-	         "\"1 ioctl slices ended after\"], "
+	         "\"1 events on 1 threads partially overlapped\"], "
 	         "\"args\": [[100, %lld, \"memory_size\", 65536], "
 	         "[100, %lld, \"guest_phys_addr\", \"0x1000\"], "
 	         "[100, %lld, \"userspace_addr\", \"0x7f0000000000\"], "
@@ -295,8 +296,8 @@ static void test_empty_store(void)
 	snprintf(json, sizeof(json), "%s/empty.json", tmpdir);
 	snprintf(gz, sizeof(gz), "%s/empty.json.gz", tmpdir);
 	snprintf(exp, sizeof(exp), "%s/empty.expect", tmpdir);
-	CHECK(kx_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
-	CHECK(kx_chrome_write(s, &ci, gz, err, sizeof(err)) == 0);
+	CHECK(kxt_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	CHECK(kxt_chrome_write(s, &ci, gz, err, sizeof(err)) == 0);
 	kx_store_free(s);
 	CHECK(write_expect(exp, "\"process_names\": {}, \"thread_names\": {}, "
 	                        "\"devices\": [\"kvm /dev/kvm\"], \"warnings\": []") == 0);
@@ -304,9 +305,11 @@ static void test_empty_store(void)
 }
 
 /*
- * A thread whose events are not stored in time order (a replayed or merged
- * capture) takes the sorting path of the nesting guard: the slice at 50 us
- * overlaps the one at 100 us stored before it and is cut at 100 us.
+ * Threads whose events are not stored in time order (a replayed or merged
+ * capture) are sorted before the nesting rule: the slice at 100 us lies
+ * inside the one at 50 us stored after it, and both keep their durations;
+ * on tid 303 the slice at 400 us, stored first, starts inside the one at
+ * 395 us and ends after it, so it is cut to end at 405 us.
  */
 static void test_out_of_order(void)
 {
@@ -322,19 +325,21 @@ static void test_out_of_order(void)
 	nexp = 0;
 	add(s, 300, 301, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000100000ULL, 10000, 0, NULL, 0);
 	add(s, 300, 301, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000050000ULL, 70000, 0, NULL, 0);
-	exp_evs[nexp - 1].dur = 50000;
 	add(s, 300, 301, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000200000ULL, 5000, 0, NULL, 0);
-	/* Same start: the one stored first is cut to zero, the second stays. */
-	add(s, 300, 302, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000300000ULL, 9000, 0, NULL, 0);
-	exp_evs[nexp - 1].dur = 0;
+	/* Same start: the shorter nests in the longer, whatever the stored order. */
 	add(s, 300, 302, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000300000ULL, 3000, 0, NULL, 0);
+	add(s, 300, 302, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000300000ULL, 9000, 0, NULL, 0);
+	add(s, 300, 303, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000400000ULL, 10000, 0, NULL, 0);
+	exp_evs[nexp - 1].dur = 5000;
+	add(s, 300, 303, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000395000ULL, 10000, 0, NULL, 0);
 	snprintf(json, sizeof(json), "%s/ooo.json", tmpdir);
 	snprintf(exp, sizeof(exp), "%s/ooo.expect", tmpdir);
-	CHECK(kx_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	CHECK(kxt_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
 	kx_store_free(s);
 	CHECK(write_expect(exp,
 	                   "\"process_names\": {\"300\": \"pid 300\"}, \"thread_names\": {}, "
-	                   "\"devices\": [], \"warnings\": [\"2 ioctl slices ended after\"]") == 0);
+	                   "\"devices\": [], "
+	                   "\"warnings\": [\"1 events on 1 threads partially overlapped\"]") == 0);
 	CHECK(run_checker(exp, json, NULL) == 0);
 }
 
@@ -360,7 +365,7 @@ static void test_device_timelines(void)
 	CHECK(s && kx_replay_load(path, s, &ci, err, sizeof(err)) == 0);
 	snprintf(json, sizeof(json), "%s/jobs.json", tmpdir);
 	snprintf(exp, sizeof(exp), "%s/jobs.expect", tmpdir);
-	CHECK(kx_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	CHECK(kxt_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
 	kx_store_free(s);
 	f = fopen(exp, "w");
 	CHECK(f);
@@ -396,7 +401,7 @@ static void test_cannot_create(void)
 	int rc;
 
 	known_capinfo(&ci);
-	rc = kx_chrome_write(s, &ci, "/nonexistent-dir/x.json", err, sizeof(err));
+	rc = kxt_chrome_write(s, &ci, "/nonexistent-dir/x.json", err, sizeof(err));
 	kx_store_free(s);
 	CHECK(rc == -1);
 	CHECK(strstr(err, "/nonexistent-dir/x.json") != NULL);
@@ -427,7 +432,7 @@ static void test_enospc(void)
 			SKIP("cannot symlink");
 		}
 		err[0] = '\0';
-		rc = kx_chrome_write(s, &ci, link[i], err, sizeof(err));
+		rc = kxt_chrome_write(s, &ci, link[i], err, sizeof(err));
 		if (rc != -1 || !strstr(err, link[i]) || !strstr(err, "No space left")) {
 			printf("  %s: rc %d, err \"%s\"\n", link[i], rc, err);
 			kx_store_free(s);
@@ -465,7 +470,7 @@ static void test_partial_removed(void)
 			_exit(3);
 		for (int i = 0; i < 2; i++) {
 			err[0] = '\0';
-			if (kx_chrome_write(s, &ci, path[i], err, sizeof(err)) != -1) {
+			if (kxt_chrome_write(s, &ci, path[i], err, sizeof(err)) != -1) {
 				printf("  %s: written despite the size limit\n", path[i]);
 				_exit(1);
 			}
@@ -505,7 +510,7 @@ static void test_many_events_warning(void)
 	nexp = 0;
 	CHECK_EQ_U(kx_store_ioctl_count(s), n);
 	snprintf(path, sizeof(path), "%s/many.json", tmpdir);
-	CHECK(kx_chrome_write(s, &ci, path, err, sizeof(err)) == 0);
+	CHECK(kxt_chrome_write(s, &ci, path, err, sizeof(err)) == 0);
 	kx_store_free(s);
 	f = fopen(path, "r");
 	CHECK(f != NULL);

@@ -19,6 +19,7 @@
 #include "io/kxp.h"
 #include "kxp_gen.h"
 #include "kxtest.h"
+#include "kxtest_analysis.h"
 #include "model/store.h"
 #include "util/workq.h"
 #include "export/xspace.h"
@@ -192,9 +193,9 @@ static void test_xspace_same(void)
 	s = load(kxp_path, 1, &ci, &r, err, sizeof(err));
 	CHECK(s);
 	kx_workq_set_threads(1);
-	CHECK(!kx_xspace_serialize(s, &ci, NULL, &b1, &n1, err, sizeof(err)));
+	CHECK(!kxt_xspace_serialize(s, &ci, NULL, &b1, &n1, err, sizeof(err)));
 	kx_workq_set_threads(3);
-	CHECK(!kx_xspace_serialize(s, &ci, NULL, &b3, &n3, err, sizeof(err)));
+	CHECK(!kxt_xspace_serialize(s, &ci, NULL, &b3, &n3, err, sizeof(err)));
 	kx_workq_set_threads(0);
 	CHECK(n1 > (size_t)NIOC * 20);
 	CHECK_EQ_U(n1, n3);
@@ -220,10 +221,10 @@ static void test_chrome_gz_same(void)
 	snprintf(p3, sizeof(p3), "%s.3.json.gz", kxp_path);
 	snprintf(pj, sizeof(pj), "%s.json", kxp_path);
 	kx_workq_set_threads(1);
-	CHECK(!kx_chrome_write(s, &ci, p1, err, sizeof(err)));
-	CHECK(!kx_chrome_write(s, &ci, pj, err, sizeof(err)));
+	CHECK(!kxt_chrome_write(s, &ci, p1, err, sizeof(err)));
+	CHECK(!kxt_chrome_write(s, &ci, pj, err, sizeof(err)));
 	kx_workq_set_threads(3);
-	CHECK(!kx_chrome_write(s, &ci, p3, err, sizeof(err)));
+	CHECK(!kxt_chrome_write(s, &ci, p3, err, sizeof(err)));
 	kx_workq_set_threads(0);
 	g1 = gen_slurp(p1, &n1);
 	g3 = gen_slurp(p3, &n3);

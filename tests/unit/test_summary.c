@@ -14,6 +14,7 @@
 
 #include "registry/ioctl_decode.h"
 #include "kxtest.h"
+#include "kxtest_analysis.h"
 #include "io/replay.h"
 #include "model/store.h"
 #include "export/summary.h"
@@ -289,7 +290,9 @@ static void test_stats(void)
 	char *json = NULL;
 
 	known_capinfo(&ci);
-	sum = kx_summary_build(s, &ci);
+	struct kx_analysis *an = kxt_analyse(s, &ci);
+
+	sum = an ? kx_summary_build(an) : NULL;
 	CHECK(sum);
 	json = render(sum, 1, 0);
 	CHECK(json);
@@ -323,6 +326,7 @@ static void test_stats(void)
 out:
 	free(json);
 	kx_summary_free(sum);
+	kx_analysis_free(an);
 	kx_store_free(s);
 }
 
@@ -335,7 +339,9 @@ static void test_json_shape(void)
 	int py;
 
 	known_capinfo(&ci);
-	sum = kx_summary_build(s, &ci);
+	struct kx_analysis *an = kxt_analyse(s, &ci);
+
+	sum = an ? kx_summary_build(an) : NULL;
 	CHECK(sum);
 	json = render(sum, 1, 0);
 	jh = render(sum, 1, 1);
@@ -364,6 +370,7 @@ static void test_json_shape(void)
 	free(json);
 	free(jh);
 	kx_summary_free(sum);
+	kx_analysis_free(an);
 	kx_store_free(s);
 }
 
@@ -380,7 +387,9 @@ static void test_json_escaping(void)
 	/* A field filling its whole array, without NUL. */
 	memset(ci.kernel, 'k', sizeof(ci.kernel));
 	snprintf(ci.hooks[1].why, sizeof(ci.hooks[1].why), "\"quoted\"");
-	sum = kx_summary_build(s, &ci);
+	struct kx_analysis *an = kxt_analyse(s, &ci);
+
+	sum = an ? kx_summary_build(an) : NULL;
 	CHECK(sum);
 	kx_summary_set_truncated(sum, 17);
 	json = render(sum, 1, 1);
@@ -395,6 +404,7 @@ static void test_json_escaping(void)
 	CHECK(strstr(json, "\"Time\": {},") != NULL);
 	free(json);
 	kx_summary_free(sum);
+	kx_analysis_free(an);
 	kx_store_free(s);
 }
 
@@ -409,7 +419,8 @@ static size_t pos(const char *hay, const char *needle)
 static void test_sorting(void)
 {
 	struct kx_store *s = known_store();
-	struct kx_summary *sum = kx_summary_build(s, NULL);
+	struct kx_analysis *an = kxt_analyse(s, NULL);
+	struct kx_summary *sum = an ? kx_summary_build(an) : NULL;
 	char *t = NULL;
 
 	CHECK(sum);
@@ -456,6 +467,7 @@ static void test_sorting(void)
 	CHECK(pos(t, "\nioctl/kvm\n") < pos(t, "\nioctl/loop\n"));
 	free(t);
 	kx_summary_free(sum);
+	kx_analysis_free(an);
 	kx_store_free(s);
 }
 
@@ -468,7 +480,9 @@ static void test_table(void)
 	const char *row;
 
 	known_capinfo(&ci);
-	sum = kx_summary_build(s, &ci);
+	struct kx_analysis *an = kxt_analyse(s, &ci);
+
+	sum = an ? kx_summary_build(an) : NULL;
 	CHECK(sum);
 	t = render(sum, 0, 0);
 	th = render(sum, 0, 1);
@@ -508,6 +522,7 @@ static void test_table(void)
 	free(t);
 	free(th);
 	kx_summary_free(sum);
+	kx_analysis_free(an);
 	kx_store_free(s);
 }
 
@@ -522,7 +537,9 @@ static void test_store_limit_warning(void)
 		add(s, KX_DRV_KVM, KVM_RUN_CMD, 1000, 0);
 	refused = kx_store_not_stored(s);
 	CHECK(refused > 0 && kx_store_ioctl_count(s) > 0);
-	sum = kx_summary_build(s, NULL);
+	struct kx_analysis *an = kxt_analyse(s, NULL);
+
+	sum = an ? kx_summary_build(an) : NULL;
 	CHECK(sum);
 	t = render(sum, 0, 0);
 	j = render(sum, 1, 0);
@@ -533,6 +550,7 @@ static void test_store_limit_warning(void)
 	free(t);
 	free(j);
 	kx_summary_free(sum);
+	kx_analysis_free(an);
 	kx_store_free(s);
 }
 
@@ -571,7 +589,9 @@ static void test_jobs_and_memory(void)
 
 	snprintf(path, sizeof(path), "%s/kvm.jsonl", dir && *dir ? dir : "tests/fixtures");
 	CHECK(s && kx_replay_load(path, s, &ci, err, sizeof(err)) == 0);
-	sum = kx_summary_build(s, &ci);
+	struct kx_analysis *an = kxt_analyse(s, &ci);
+
+	sum = an ? kx_summary_build(an) : NULL;
 	CHECK(sum);
 	json = render(sum, 1, 0);
 	table = render(sum, 0, 0);
@@ -607,6 +627,7 @@ out:
 	free(json);
 	free(table);
 	kx_summary_free(sum);
+	kx_analysis_free(an);
 	kx_store_free(s);
 }
 
@@ -629,7 +650,9 @@ static void test_speed(void)
 	}
 	CHECK_EQ_U(kx_store_ioctl_count(s), n);
 	t0 = now_s();
-	sum = kx_summary_build(s, NULL);
+	struct kx_analysis *an = kxt_analyse(s, NULL);
+
+	sum = an ? kx_summary_build(an) : NULL;
 	dt = now_s() - t0;
 	CHECK(sum);
 	printf("INFO %s: %zu events summarized in %.3f s\n", kxt_cur, n, dt);
@@ -637,6 +660,7 @@ static void test_speed(void)
 	CHECK(j && json_valid(j));
 	free(j);
 	kx_summary_free(sum);
+	kx_analysis_free(an);
 	kx_store_free(s);
 	/* Well under a second unoptimized; sanitizers make it slower. */
 	CHECK(dt < 3.0);

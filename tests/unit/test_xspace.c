@@ -19,6 +19,7 @@
 
 #include "registry/ioctl_decode.h"
 #include "kxtest.h"
+#include "kxtest_analysis.h"
 #include "kxtest_capture.h"
 #include "proto/xplane.pb-c.h"
 #include "io/replay.h"
@@ -117,7 +118,7 @@ static XSpace *serialize(const struct kx_store *s, const struct kx_capinfo *ci,
 	char err[256] = "";
 	XSpace *xs;
 
-	if (kx_xspace_serialize(s, ci, o, &buf, &len, err, sizeof(err))) {
+	if (kxt_xspace_serialize(s, ci, o, &buf, &len, err, sizeof(err))) {
 		printf("# serialize: %s\n", err);
 		return NULL;
 	}
@@ -827,7 +828,7 @@ static void test_million_warning(void)
 	for (uint64_t i = 0; i < 1000001; i++)
 		add(s, 1, 1 + (uint32_t)(i & 3), KX_FK_CHR, KVM_DEV, KX_DRV_KVM,
 		    KVM_GET_API_VERSION, i * 500, 300, 12);
-	CHECK(!kx_xspace_serialize(s, &ci, NULL, &buf, &len, err, sizeof(err)));
+	CHECK(!kxt_xspace_serialize(s, &ci, NULL, &buf, &len, err, sizeof(err)));
 	CHECK(wire_has_warning(buf, len, "1000001 events exported"));
 	CHECK(wire_has_warning(buf, len, "ring buffer full"));
 	free(buf);
@@ -870,7 +871,7 @@ static void test_logdir(void)
 	test_capinfo(&ci);
 	snprintf(ci.hostname, sizeof(ci.hostname), "node:7");
 	CHECK(mkdtemp(tmp));
-	CHECK(!kx_xspace_write_logdir(s, &ci, NULL, tmp, path, sizeof(path), err, sizeof(err)));
+	CHECK(!kxt_xspace_write_logdir(s, &ci, NULL, tmp, path, sizeof(path), err, sizeof(err)));
 	when = (time_t)((ci.start_mono_ns + OFFSET_NS) / 1000000000);
 	localtime_r(&when, &tm);
 	strftime(run, sizeof(run), "%Y_%m_%d_%H_%M_%S", &tm);
@@ -896,11 +897,11 @@ static void test_logdir(void)
 	CHECK_STR(xs->hostnames[0], "node:7");
 	tensorflow__profiler__xspace__free_unpacked(xs, NULL);
 	/* a second export into the same logdir keeps the one marker */
-	CHECK(!kx_xspace_write_logdir(s, &ci, NULL, tmp, path, sizeof(path), err, sizeof(err)));
+	CHECK(!kxt_xspace_write_logdir(s, &ci, NULL, tmp, path, sizeof(path), err, sizeof(err)));
 	CHECK_EQ_U(count_suffix(tmp, ".profile-empty", name, sizeof(name)), 1);
 	/* unwritable logdir: an error that names the path */
-	CHECK(kx_xspace_write_logdir(s, &ci, NULL, "/proc/kxprof-no", path, sizeof(path), err,
-	                             sizeof(err)));
+	CHECK(kxt_xspace_write_logdir(s, &ci, NULL, "/proc/kxprof-no", path, sizeof(path), err,
+	                              sizeof(err)));
 	CHECK(strstr(err, "/proc/kxprof-no"));
 	snprintf(want, sizeof(want), "rm -rf '%s'", tmp);
 	CHECK(!system(want));

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analysis/jobs.h"
+#include "analysis/timeline.h"
 #include "analysis/warnings.h"
 
 #define MSG_MAX 1024
@@ -125,4 +126,17 @@ void kx_jobs_warnings(const struct kx_jobs *jb, kx_warn_fn fn, void *ctx)
 		unknown_frees += jb->devs[i].mem_unknown_frees;
 	say(fn, ctx, unknown_frees,
 	    "frees of device memory allocated before the capture (not counted in usage)");
+}
+
+void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx)
+{
+	char msg[MSG_MAX];
+
+	if (!tl || !tl->nfix)
+		return;
+	snprintf(msg, sizeof(msg),
+	         "%zu events on %" PRIu64 " threads partially overlapped an earlier event of "
+	         "the same thread: shortened to nest in it",
+	         tl->nfix, tl->fixed_threads);
+	fn(ctx, msg);
 }

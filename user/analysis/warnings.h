@@ -2,7 +2,8 @@
  * Warnings of a capture, worded once for every output (report, XSpace,
  * Chrome JSON, live summaries): loss counters, hooks that did not attach
  * (grouped per family so a machine without GPUs does not print a page of
- * them), and job-analysis anomalies. Exporters add only their own.
+ * them), job-analysis anomalies, and the partial overlaps the timeline's
+ * nesting rule resolved. Exporters add only their own.
  */
 #ifndef KX_WARNINGS_H
 #define KX_WARNINGS_H
@@ -12,6 +13,7 @@
 #include "model/capinfo.h"
 
 struct kx_jobs;
+struct kx_timeline;
 
 typedef void (*kx_warn_fn)(void *ctx, const char *msg);
 
@@ -24,5 +26,8 @@ void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_wa
 
 /* Anomalies found while pairing and linking jobs (jobs may be NULL). */
 void kx_jobs_warnings(const struct kx_jobs *jobs, kx_warn_fn fn, void *ctx);
+
+/* Events the nesting rule shortened (timeline may be NULL). */
+void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx);
 
 #endif /* KX_WARNINGS_H */

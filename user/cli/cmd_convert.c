@@ -37,6 +37,7 @@ int cmd_convert(int argc, char **argv)
 	struct kx_xspace_opts xo = {0};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL;
 	struct kx_store *store;
+	struct kx_analysis *an;
 	char err[512], out[4096];
 	int opt, rc = 1;
 
@@ -73,16 +74,21 @@ int cmd_convert(int argc, char **argv)
 	store = kx_cli_load(path, &ci, &res);
 	if (!store)
 		return 1;
+	/* One analysis for both outputs: they show the same jobs and durations. */
+	an = kx_analysis_build(store, &ci, err, sizeof(err));
+	if (!an) {
+		kx_err("%s: %s", path, err);
+		goto out;
+	}
 	if (logdir) {
-		if (kx_xspace_write_logdir(store, &ci, &xo, logdir, out, sizeof(out), err,
-		                           sizeof(err))) {
+		if (kx_xspace_write_logdir(an, &xo, logdir, out, sizeof(out), err, sizeof(err))) {
 			kx_err("%s", err);
 			goto out;
 		}
 		printf("%s\n", out);
 	}
 	if (chrome) {
-		if (kx_chrome_write(store, &ci, chrome, err, sizeof(err))) {
+		if (kx_chrome_write(an, chrome, err, sizeof(err))) {
 			kx_err("%s", err);
 			goto out;
 		}
@@ -90,6 +96,7 @@ int cmd_convert(int argc, char **argv)
 	}
 	rc = 0;
 out:
+	kx_analysis_free(an);
 	kx_store_free(store);
 	return rc;
 }

@@ -67,6 +67,8 @@ int cmd_report(int argc, char **argv)
 	const char *from = NULL;
 	struct kx_summary *sum;
 	struct kx_store *store;
+	struct kx_analysis *an;
+	char err[512];
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -119,7 +121,12 @@ int cmd_report(int argc, char **argv)
 	store = kx_cli_load(path, &ci, &res);
 	if (!store)
 		return 1;
-	sum = kx_summary_build(store, &ci);
+	an = kx_analysis_build(store, &ci, err, sizeof(err));
+	if (!an) {
+		kx_err("%s: %s", path, err);
+		goto out;
+	}
+	sum = kx_summary_build(an);
 	if (!sum) {
 		kx_err("out of memory building the summary");
 		goto out;
@@ -134,6 +141,7 @@ int cmd_report(int argc, char **argv)
 	kx_summary_free(sum);
 	rc = 0;
 out:
+	kx_analysis_free(an);
 	kx_store_free(store);
 	return rc;
 }

@@ -2,13 +2,13 @@
  * Chrome trace JSON exporter (contract: chrome.h). Owns the JSON layout of a
  * capture for Perfetto, chrome://tracing successors and PyTorch tooling: the
  * buffered writer (plain file, or gzip through user/util/pgz.h in 1 MiB blocks),
- * JSON string escaping, the per-thread nesting guard, the process/thread/
- * device metadata and the warnings a trace carries.
+ * JSON string escaping, the process/thread/device metadata and the
+ * warnings a trace carries.
  *
- * Two passes over the store. The first finds the threads, the first
- * timestamp and the slices that end after the next slice of their thread
- * starts; the second streams the events through a 1 MiB buffer, so memory
- * does not grow with the capture. Names, categories and device labels are
+ * The threads, the first timestamp and each slice's duration (the nesting
+ * rule applied) come from the analysis (analysis/analysis.h), as in every
+ * other output. One pass over the store streams the events through a 1 MiB
+ * buffer, so memory does not grow with the capture. Names, categories and device labels are
  * escaped once per distinct (driver, cmd) or (file kind, dev) and cached.
  * Numbers are formatted by hand: snprintf would dominate the run time.
  *
@@ -36,9 +36,8 @@
 #include "util/hashmap.h"
 #include "util/json.h"
 #include "registry/ioctl_decode.h"
-#include "analysis/jobs.h"
+#include "analysis/analysis.h"
 #include "util/pgz.h"
-#include "analysis/warnings.h"
 
 #define WBUF_SIZE (1u << 20)
 #define EV_ROOM   1024                        /* bytes the fixed part of one event may take */
@@ -194,14 +193,11 @@ static char *esc_dup(const char *s, size_t n, size_t *len)
 	return d;
 }
 
-/* ---- keyed records (threads, and the name and label caches) ---- */
+/* ---- keyed records (the name and label caches) ---- */
 
 struct slot {
 	uint64_t key;
-	/* threads: the thread's latest slice so far */
-	size_t last;
-	uint64_t last_ts, last_end;
-	/* caches: an escaped JSON fragment */
+	/* an escaped JSON fragment */
 	char *s;
 	size_t n;
 };
@@ -237,143 +233,24 @@ static void tab_free(struct tab *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* ---- pass 1: threads, first timestamp, nesting guard ---- */
-
-/* A slice shortened to end where the next slice of its thread starts. */
-struct fix {
-	size_t idx;
-	uint64_t dur;
-};
+/* ---- the exporter state ---- */
 
 struct ctx {
+	const struct kx_analysis *an;
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
+	const struct kx_timeline *tl; /* threads, first timestamp, resolved durations */
 	int ndev;
-	struct tab threads; /* key pid << 32 | tid */
-	struct tab names;   /* key cmd << 32 | xfer_cmd << 8 | drv */
-	struct tab labels;  /* key dev << 8 | fkind */
-	struct fix *fix;
-	size_t nfix, fixcap;
+	struct tab names;  /* key cmd << 32 | xfer_cmd << 8 | drv */
+	struct tab labels; /* key dev << 8 | fkind */
 	uint64_t first_ts;
 	int64_t base_ns; /* baseTimeNanoseconds */
-	struct kx_jobs *jobs;
+	const struct kx_jobs *jobs;
 	uint32_t devpid[KX_MAX_DEVICES]; /* pseudo-process of each capinfo device */
 	uint32_t *jobpid;                /* pseudo-process of each job device */
 	char warn[MAX_WARN][WARN_LEN];
 	int nwarn;
 };
-
-static int fix_add(struct ctx *c, size_t idx, uint64_t dur)
-{
-	if (kx_grow((void **)&c->fix, &c->fixcap, c->nfix, sizeof(*c->fix)))
-		return -1;
-	c->fix[c->nfix].idx = idx;
-	c->fix[c->nfix++].dur = dur;
-	return 0;
-}
-
-static uint64_t end_of(const struct kx_ioctl *e)
-{
-	return e->dur > UINT64_MAX - e->ts ? UINT64_MAX : e->ts + e->dur;
-}
-
-/* Order of one event for the slow path: by thread, then time, then arrival. */
-struct ord {
-	uint64_t thread; /* pid << 32 | tid */
-	uint64_t ts;
-	uint64_t end;
-	size_t idx;
-};
-
-static int ord_cmp(const void *pa, const void *pb)
-{
-	const struct ord *a = pa, *b = pb;
-
-	if (a->thread != b->thread)
-		return a->thread < b->thread ? -1 : 1;
-	if (a->ts != b->ts)
-		return a->ts < b->ts ? -1 : 1;
-	return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-static int fix_cmp(const void *pa, const void *pb)
-{
-	const struct fix *a = pa, *b = pb;
-
-	return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-/*
- * Slow path, when some thread's events are not stored in time order (replayed
- * or merged captures): sort (thread, ts) and find the overlaps there.
- */
-static int find_fixes_sorted(struct ctx *c, size_t n)
-{
-	struct ord *o = malloc(n * sizeof(*o));
-
-	if (!o)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
-
-		o[i].thread = (uint64_t)e->pid << 32 | e->tid;
-		o[i].ts = e->ts;
-		o[i].end = end_of(e);
-		o[i].idx = i;
-	}
-	qsort(o, n, sizeof(*o), ord_cmp);
-	c->nfix = 0;
-	for (size_t i = 1; i < n; i++) {
-		if (o[i].thread != o[i - 1].thread || o[i - 1].end <= o[i].ts)
-			continue;
-		if (fix_add(c, o[i - 1].idx, o[i].ts - o[i - 1].ts)) {
-			free(o);
-			return -1;
-		}
-	}
-	free(o);
-	return 0;
-}
-
-/*
- * Ioctls of one thread never overlap in reality; when clocks or replayed data
- * say otherwise, a slice that ends after the next one on its thread starts
- * is shortened to end there, so slices nest and Perfetto keeps them on the
- * thread's track instead of an overflow track.
- */
-static int scan(struct ctx *c)
-{
-	size_t n = kx_store_ioctl_count(c->s);
-	int unordered = 0;
-
-	c->first_ts = UINT64_MAX;
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
-		struct slot *t;
-		int isnew;
-
-		if (e->ts < c->first_ts)
-			c->first_ts = e->ts;
-		t = tab_get(&c->threads, (uint64_t)e->pid << 32 | e->tid, &isnew);
-		if (!t)
-			return -1;
-		if (!isnew) {
-			if (e->ts < t->last_ts)
-				unordered = 1;
-			else if (t->last_end > e->ts && fix_add(c, t->last, e->ts - t->last_ts))
-				return -1;
-		}
-		t->last = i;
-		t->last_ts = e->ts;
-		t->last_end = end_of(e);
-	}
-	if (unordered && find_fixes_sorted(c, n))
-		return -1;
-	/* Fixes are applied while streaming in store order. */
-	if (c->nfix > 1)
-		qsort(c->fix, c->nfix, sizeof(*c->fix), fix_cmp);
-	return 0;
-}
 
 /* ---- warnings ---- */
 
@@ -399,13 +276,7 @@ static void collect_warnings(struct ctx *c)
 {
 	size_t n = kx_store_ioctl_count(c->s);
 
-	kx_capture_warnings(c->ci, kx_store_not_stored(c->s), warn_cb, c);
-	kx_jobs_warnings(c->jobs, warn_cb, c);
-	if (c->nfix)
-		warn_add(c,
-		         "%zu ioctl slices ended after the next one on their thread started "
-		         "(clock skew?): shortened to end there, so slices nest",
-		         c->nfix);
+	kx_analysis_warnings(c->an, warn_cb, c);
 	if (n > MANY_EVENTS)
 		warn_add(c,
 		         "%zu events: Perfetto and chrome://tracing struggle past ~1M events; "
@@ -518,21 +389,51 @@ static void write_job_metadata(struct wbuf *w, struct ctx *c, int *first, uint32
 	}
 }
 
+/*
+ * The host threads as pid << 32 | tid, sorted (which groups threads under
+ * their process), each once; NULL on OOM. A tid seen with several pids (a
+ * reused tid) is a thread of each.
+ */
+static uint64_t *thread_keys(const struct ctx *c, size_t *nth)
+{
+	const struct kx_timeline *tl = c->tl;
+	size_t cap = tl->nthreads, n = 0, out = 0;
+	uint64_t *th;
+
+	for (size_t i = 0; i < tl->nthreads; i++)
+		if (tl->threads[i].mixed_pids)
+			cap += tl->threads[i].count;
+	th = malloc((cap + 1) * sizeof(*th));
+	if (!th)
+		return NULL;
+	for (size_t i = 0; i < tl->nthreads; i++) {
+		const struct kx_tl_thread *t = &tl->threads[i];
+
+		th[n++] = (uint64_t)t->pid << 32 | t->tid;
+		for (size_t k = 0; t->mixed_pids && k < t->count; k++)
+			th[n++] = (uint64_t)kx_store_ioctl(c->s, tl->order[t->first + k])->pid
+			                  << 32 |
+			          t->tid;
+	}
+	qsort(th, n, sizeof(*th), u64_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!out || th[out - 1] != th[i])
+			th[out++] = th[i];
+	*nth = out;
+	return th;
+}
+
 /* Process and thread names of the host, then one pseudo-process per device. */
 static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 {
 	const struct kx_capinfo *ci = c->ci;
-	uint64_t *th = malloc((c->threads.n + 1) * sizeof(*th));
 	uint32_t npids = 0, ndevp = 0;
 	size_t nth = 0;
+	uint64_t *th = thread_keys(c, &nth);
 	char buf[32];
 
 	if (!th)
 		return -1;
-	for (size_t i = 0; i < c->threads.n; i++)
-		th[nth++] = c->threads.v[i].key;
-	/* pid << 32 | tid: sorting groups threads under their process. */
-	qsort(th, nth, sizeof(*th), u64_cmp);
 	for (size_t i = 0; i < nth; i++) {
 		uint32_t pid = (uint32_t)(th[i] >> 32), tid = (uint32_t)th[i];
 		const char *comm;
@@ -745,15 +646,11 @@ static int write_event(struct wbuf *w, struct ctx *c, const struct kx_ioctl *e, 
 
 /* ---- device timelines ---- */
 
-/* Builds the jobs and moves the time base to their first event if earlier. */
+/* Moves the time base to the jobs' first event if earlier. */
 static int jobs_prepare(struct ctx *c)
 {
-	const struct kx_jobs *jb;
+	const struct kx_jobs *jb = c->jobs;
 
-	c->jobs = kx_jobs_build(c->s, c->ci);
-	if (!c->jobs)
-		return -1;
-	jb = c->jobs;
 	c->jobpid = calloc(jb->ndevs + 1, sizeof(*c->jobpid));
 	if (!c->jobpid)
 		return -1;
@@ -866,7 +763,8 @@ static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t 
 		PUT_LIT(w, ",\"tid\":");
 		put_u64(w, e->tid);
 		PUT_LIT(w, ",\"ts\":");
-		put_us(w, e->ts + e->dur / 2 - c->first_ts + rem);
+		put_us(w, e->ts + kx_timeline_dur(c->tl, (size_t)j->submit, e->dur) / 2 -
+		                  c->first_ts + rem);
 		PUT_LIT(w, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
 		put_u64(w, k + 1);
 		PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
@@ -963,7 +861,7 @@ static void write_tail(struct wbuf *w, const struct ctx *c)
 /* Everything after the open: header, metadata, events, tail. */
 static int write_all(struct wbuf *w, struct ctx *c)
 {
-	size_t n = kx_store_ioctl_count(c->s), fi = 0;
+	size_t n = kx_store_ioctl_count(c->s);
 	int first = 1;
 	int64_t first_rt, rem;
 
@@ -981,10 +879,8 @@ static int write_all(struct wbuf *w, struct ctx *c)
 		return -1;
 	for (size_t i = 0; i < n && !w->err; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
-		uint64_t dur = e->dur;
+		uint64_t dur = kx_timeline_dur(c->tl, i, e->dur);
 
-		if (fi < c->nfix && c->fix[fi].idx == i)
-			dur = c->fix[fi++].dur;
 		wb_need(w, 2);
 		put_sep(w, &first);
 		if (write_event(w, c, e, e->ts - c->first_ts + (uint64_t)rem, dur))
@@ -1006,18 +902,15 @@ static int ends_with(const char *s, const char *suffix)
 
 static void ctx_free(struct ctx *c)
 {
-	kx_jobs_free(c->jobs);
 	free(c->jobpid);
-	tab_free(&c->threads);
 	tab_free(&c->names);
 	tab_free(&c->labels);
-	free(c->fix);
 	free(c);
 }
 
-int kx_chrome_write(const struct kx_store *s, const struct kx_capinfo *ci, const char *path,
-                    char *err, size_t errlen)
+int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, size_t errlen)
 {
+	const struct kx_capinfo *ci = an->ci;
 	int to_stdout = !strcmp(path, "-"), regular = 0, fd, rc = -1, oom = 0;
 	struct wbuf w;
 	struct ctx *c;
@@ -1030,10 +923,14 @@ int kx_chrome_write(const struct kx_store *s, const struct kx_capinfo *ci, const
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
-	c->s = s;
+	c->an = an;
+	c->s = an->store;
 	c->ci = ci;
+	c->tl = an->timeline;
+	c->jobs = an->jobs;
+	c->first_ts = c->tl->first_ts;
 	c->ndev = ci->ndevices < KX_MAX_DEVICES ? (int)ci->ndevices : KX_MAX_DEVICES;
-	if (scan(c) || jobs_prepare(c)) {
+	if (jobs_prepare(c)) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
 	}

@@ -11,11 +11,10 @@
 
 #include <stddef.h>
 
-#include "model/capinfo.h"
-#include "model/store.h"
+#include "analysis/analysis.h"
 
-/* Returns 0, or -1 with err set (path in the message). */
-int kx_chrome_write(const struct kx_store *s, const struct kx_capinfo *ci, const char *path,
-                    char *err, size_t errlen);
+/* Writes the analysed capture (analysis/analysis.h) to path ("-": stdout).
+ * Returns 0, or -1 with err set (path in the message). */
+int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, size_t errlen);
 
 #endif /* KX_CHROME_H */

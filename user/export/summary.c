@@ -1,14 +1,8 @@
 /*
- * Summary statistics (contract: summary.h). Owns the aggregation of a
- * capture's ioctl events into rows keyed by (category "ioctl/<driver>",
- * ioctl name), the exact percentiles, the log2 histograms, the warnings a
- * summary shows, and the table and JSON renderings.
- *
- * Aggregation is one hash lookup per event on (driver, cmd, xfer_cmd);
- * names are made once per row at the end, and rows whose commands share a
- * name (e.g. two sizes of one DRM command) are merged then. Percentiles use
- * the nearest-rank definition (the smallest duration with at least p% of
- * the row at or below it), found by selection, not a full sort.
+ * Summary of a capture (contract: summary.h). Owns the order of the rows,
+ * the warnings a summary shows, and the table and JSON renderings; the
+ * rows are the statistics of analysis/stats.h, the device timelines and
+ * warnings those of the capture's analysis (analysis/analysis.h).
  *
  * Rows also carry the time blocked off-CPU inside the calls ("Blocked
  * Time", "On-CPU Time" when measured). Device timelines (user/analysis/jobs.h) add
@@ -21,339 +15,52 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "live/aggregate.h"
+#include "model/agg.h"
 #include "registry/ioctl_decode.h"
-#include "analysis/jobs.h"
+#include "analysis/stats.h"
 #include "export/summary.h"
-#include "analysis/warnings.h"
-#include "util/grow.h"
-#include "util/hashmap.h"
 #include "util/hist.h"
 #include "util/json.h"
 
-#define ERRNO_SLOTS 32 /* distinct errnos kept per row; the rest are "other" */
-#define ERRNO_OTHER INT64_MIN
-#define CAT_LEN     48
-#define NS_PER_MS   1e6
-
-struct errno_count {
-	int64_t ret;
-	uint64_t count;
-};
-
-struct row {
-	uint8_t drv;
-	uint32_t cmd;
-	uint32_t xfer;
-	char *name;
-	char cat[CAT_LEN];
-	uint64_t count, errors, total, min, max;
-	uint64_t p50, p90, p99;
-	uint64_t *durs;
-	size_t ndurs, cap;
-	struct errno_count errs[ERRNO_SLOTS];
-	int nerrs;
-	uint64_t hist[KX_HIST_SLOTS]; /* log2 slots (util/hist.h) */
-	uint64_t offcpu;              /* ns blocked (off-CPU) inside the calls */
-	int job;                      /* a device ring row (jobs/<device>): no errors, no off-CPU */
-};
+#define NS_PER_MS 1e6
 
 struct kx_summary {
-	struct row *rows;
-	size_t nrows;
+	struct kx_stats st; /* the rows */
 	struct kx_capinfo ci;
 	uint64_t not_stored;
-	uint64_t stored; /* ioctl events summarized */
 	int truncated;
 	uint64_t trunc_bytes;
-	struct kx_jobs *jobs;  /* device timelines, memory and anomalies; NULL from aggregates */
-	int offcpu_measured;   /* sched_switch attached, or some ioctl blocked */
-	int from_agg;          /* built from live aggregates: bucket percentiles */
-	uint64_t agg_overflow; /* ioctls not aggregated: key limit */
+	const struct kx_analysis *an; /* the capture's analysis; NULL from aggregates */
+	const struct kx_jobs *jobs;   /* its device timelines, memory and anomalies */
+	int from_agg;                 /* built from live aggregates: bucket percentiles */
+	uint64_t agg_overflow;        /* ioctls not aggregated: key limit */
 	uint32_t agg_max_keys;
 };
 
-/* Row for an event, created when new; NULL when out of memory. m maps
- * cmd << 32 | xfer << 8 | drv to the row index. */
-static struct row *row_get(struct kx_summary *sum, size_t *rcap, struct kx_hmap *m,
-                           const struct kx_ioctl *e)
-{
-	uint64_t key = (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv;
-	uint32_t *idx = kx_hmap_get(m, key);
-	struct row *r;
-
-	if (idx)
-		return &sum->rows[*idx];
-	if (sum->nrows >= UINT32_MAX ||
-	    kx_grow((void **)&sum->rows, rcap, sum->nrows, sizeof(*sum->rows)) ||
-	    kx_hmap_add(m, key, (uint32_t)sum->nrows))
-		return NULL;
-	r = &sum->rows[sum->nrows++];
-	memset(r, 0, sizeof(*r));
-	r->drv = e->drv;
-	r->cmd = e->cmd;
-	r->xfer = e->xfer_cmd;
-	r->min = UINT64_MAX;
-	return r;
-}
-
-static void errno_add(struct row *r, int64_t ret, uint64_t n)
-{
-	int i;
-
-	for (i = 0; i < r->nerrs; i++) {
-		if (r->errs[i].ret == ret) {
-			r->errs[i].count += n;
-			return;
-		}
-	}
-	/* The last slot is kept for "other" once the others are taken. */
-	if (r->nerrs < ERRNO_SLOTS - 1 || (r->nerrs == ERRNO_SLOTS - 1 && ret == ERRNO_OTHER)) {
-		r->errs[r->nerrs].ret = ret;
-		r->errs[r->nerrs++].count = n;
-		return;
-	}
-	errno_add(r, ERRNO_OTHER, n);
-}
-
-static int row_add(struct row *r, uint64_t dur, int64_t ret)
-{
-	if (kx_grow((void **)&r->durs, &r->cap, r->ndurs, sizeof(*r->durs)))
-		return -1;
-	r->durs[r->ndurs++] = dur;
-	r->count++;
-	r->total += dur;
-	if (dur < r->min)
-		r->min = dur;
-	if (dur > r->max)
-		r->max = dur;
-	r->hist[kx_hist_slot(dur)]++;
-	if (ret < 0) {
-		r->errors++;
-		errno_add(r, ret, 1);
-	}
-	return 0;
-}
-
-/* Folds b into a (same category and name); b is emptied. */
-static int row_merge(struct row *a, struct row *b)
-{
-	/* Exact fit: the merged row takes no more durations. */
-	if (a->ndurs + b->ndurs > a->cap) {
-		uint64_t *nd = realloc(a->durs, (a->ndurs + b->ndurs) * sizeof(*nd));
-
-		if (!nd)
-			return -1;
-		a->durs = nd;
-		a->cap = a->ndurs + b->ndurs;
-	}
-	memcpy(a->durs + a->ndurs, b->durs, b->ndurs * sizeof(*b->durs));
-	a->ndurs += b->ndurs;
-	a->count += b->count;
-	a->errors += b->errors;
-	a->total += b->total;
-	a->offcpu += b->offcpu;
-	if (b->min < a->min)
-		a->min = b->min;
-	if (b->max > a->max)
-		a->max = b->max;
-	for (int i = 0; i < KX_HIST_SLOTS; i++)
-		a->hist[i] += b->hist[i];
-	for (int i = 0; i < b->nerrs; i++)
-		errno_add(a, b->errs[i].ret, b->errs[i].count);
-	free(b->durs);
-	free(b->name);
-	b->durs = NULL;
-	b->name = NULL;
-	return 0;
-}
-
-static void row_percentiles(struct row *r)
-{
-	static const uint32_t ppm[3] = {KX_PPM(50), KX_PPM(90), KX_PPM(99)};
-	uint64_t q[3];
-
-	/* Without durations (live aggregates): from the buckets, clamped to
-	 * the row's min and max. */
-	if (!r->ndurs && r->count) {
-		r->p50 = kx_hist_quantile(r->hist, r->count, ppm[0], r->min, r->max);
-		r->p90 = kx_hist_quantile(r->hist, r->count, ppm[1], r->min, r->max);
-		r->p99 = kx_hist_quantile(r->hist, r->count, ppm[2], r->min, r->max);
-		return;
-	}
-	if (!r->ndurs)
-		return;
-	kx_quantiles_exact(r->durs, r->ndurs, ppm, q, 3);
-	r->p50 = q[0];
-	r->p90 = q[1];
-	r->p99 = q[2];
-}
-
-static int cmp_cat_name(const void *pa, const void *pb)
-{
-	const struct row *a = pa, *b = pb;
-	int c = strcmp(a->cat, b->cat);
-
-	return c ? c : strcmp(a->name, b->name);
-}
-
-/* Names every row, then merges rows that share (category, name). */
-static int rows_finalize(struct kx_summary *sum)
-{
-	size_t out = 0;
-
-	for (size_t i = 0; i < sum->nrows; i++) {
-		struct row *r = &sum->rows[i];
-		char buf[96];
-
-		snprintf(r->cat, sizeof(r->cat), "ioctl/%s", kx_driver_name(r->drv));
-		r->name = strdup(kx_ioctl_name(r->drv, r->cmd, r->xfer, buf, sizeof(buf)));
-		if (!r->name)
-			return -1;
-	}
-	if (sum->nrows > 1)
-		qsort(sum->rows, sum->nrows, sizeof(*sum->rows), cmp_cat_name);
-	for (size_t i = 0; i < sum->nrows; i++) {
-		if (out && !cmp_cat_name(&sum->rows[out - 1], &sum->rows[i])) {
-			if (row_merge(&sum->rows[out - 1], &sum->rows[i]))
-				return -1;
-			continue;
-		}
-		if (out != i)
-			sum->rows[out] = sum->rows[i];
-		out++;
-	}
-	sum->nrows = out;
-	for (size_t i = 0; i < sum->nrows; i++)
-		row_percentiles(&sum->rows[i]);
-	return 0;
-}
-
-/* A row of its own (category and name given), appended after the ioctl rows. */
-static struct row *row_new(struct kx_summary *sum, const char *cat, const char *name)
-{
-	/* Exact fit: a few job rows after the ioctl rows, whose capacity is gone. */
-	struct row *nr = realloc(sum->rows, (sum->nrows + 1) * sizeof(*nr)), *r;
-
-	if (!nr)
-		return NULL;
-	sum->rows = nr;
-	r = &sum->rows[sum->nrows];
-	memset(r, 0, sizeof(*r));
-	r->min = UINT64_MAX;
-	r->job = 1;
-	snprintf(r->cat, sizeof(r->cat), "%s", cat);
-	r->name = strdup(name);
-	if (!r->name)
-		return NULL;
-	sum->nrows++;
-	return r;
-}
-
-/*
- * Per ring of every device: "<ring> exec" (DONE - RUN, or - QUEUE where the
- * source has no run) and "<ring> queue delay" (RUN - QUEUE), as time rows
- * of category jobs/<device>.
- */
-static int add_job_rows(struct kx_summary *sum)
-{
-	const struct kx_jobs *jb = sum->jobs;
-
-	for (size_t i = 0; i < jb->nrings; i++) {
-		const struct kx_jobring *rg = &jb->rings[i];
-		char cat[CAT_LEN], name[64];
-		struct row *ex, *qd = NULL;
-
-		/* A ring of only unfinished or DONE-only jobs has nothing to time. */
-		if (!rg->exec.count && !rg->queue.count)
-			continue;
-		snprintf(cat, sizeof(cat), "jobs/%.42s", jb->devs[rg->dev].name);
-		snprintf(name, sizeof(name), "%s exec", rg->name);
-		ex = row_new(sum, cat, name);
-		if (!ex)
-			return -1;
-		if (rg->queue.count) {
-			snprintf(name, sizeof(name), "%s queue delay", rg->name);
-			qd = row_new(sum, cat, name);
-			if (!qd)
-				return -1;
-			/* row_new may have moved the rows. */
-			ex = qd - 1;
-		}
-		for (size_t k = 0; k < rg->njobs; k++) {
-			const struct kx_jobrec *j = &jb->jobs[rg->first + k];
-			uint64_t start = kx_jobrec_start(j);
-
-			if (j->done_ts && (j->run_ts || j->queue_ts) &&
-			    row_add(ex, j->done_ts - start, 0))
-				return -1;
-			if (!qd || j->src == KX_JOB_SRC_KVM)
-				continue;
-			if (j->queue_ts && j->run_ts && row_add(qd, j->run_ts - j->queue_ts, 0))
-				return -1;
-			if (!j->queue_ts && (j->flags & KX_JOBF_DIRECT) && row_add(qd, 0, 0))
-				return -1;
-		}
-		row_percentiles(ex);
-		if (qd)
-			row_percentiles(qd);
-	}
-	return 0;
-}
-
-struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_capinfo *ci)
+struct kx_summary *kx_summary_build(const struct kx_analysis *an)
 {
 	struct kx_summary *sum = calloc(1, sizeof(*sum));
-	struct kx_hmap m = KX_HMAP_INIT;
-	size_t rcap = 0, n;
 
 	if (!sum)
 		return NULL;
-	if (ci)
-		sum->ci = *ci;
+	sum->an = an;
+	sum->ci = *an->ci;
+	sum->jobs = an->jobs;
 	sum->not_stored = sum->ci.not_stored;
-	n = s ? kx_store_ioctl_count(s) : 0;
-	if (s && kx_store_not_stored(s) > sum->not_stored)
-		sum->not_stored = kx_store_not_stored(s);
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ioctl *e = kx_store_ioctl(s, i);
-		struct row *r = row_get(sum, &rcap, &m, e);
-		uint64_t off = (uint64_t)e->offcpu_us * 1000;
-
-		if (!r || row_add(r, e->dur, e->ret))
-			goto fail;
-		/* µs rounding can put the blocked time past the call's end. */
-		r->offcpu += off < e->dur ? off : e->dur;
-		if (e->offcpu_us)
-			sum->offcpu_measured = 1;
-	}
-	for (uint32_t i = 0; i < sum->ci.nhooks && i < KX_MAX_HOOKS; i++)
-		if (!strncmp(sum->ci.hooks[i].name, "sched_switch", 12) &&
-		    sum->ci.hooks[i].state == KX_HOOK_ATTACHED)
-			sum->offcpu_measured = 1;
-	sum->stored = n;
-	kx_hmap_free(&m);
-	if (rows_finalize(sum))
-		goto fail;
-	if (s) {
-		sum->jobs = kx_jobs_build(s, ci);
-		if (!sum->jobs || add_job_rows(sum))
-			goto fail;
+	if (kx_store_not_stored(an->store) > sum->not_stored)
+		sum->not_stored = kx_store_not_stored(an->store);
+	if (kx_stats_build(&sum->st, an->store, an->ci, an->jobs)) {
+		free(sum);
+		return NULL;
 	}
 	kx_summary_sort(sum, KX_SORT_AVG, 0);
 	return sum;
-fail:
-	kx_hmap_free(&m);
-	kx_summary_free(sum);
-	return NULL;
 }
 
 struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
                                        const struct kx_capinfo *ci)
 {
 	struct kx_summary *sum = calloc(1, sizeof(*sum));
-	struct kx_hmap m = KX_HMAP_INIT;
-	size_t rcap = 0;
 
 	if (!sum)
 		return NULL;
@@ -366,60 +73,19 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 	sum->ci.inflight_full = snap->inflight_full;
 	sum->agg_overflow = snap->overflow;
 	sum->agg_max_keys = snap->max_keys;
-	for (size_t i = 0; i < snap->nrows; i++) {
-		const struct kx_agg_row *a = &snap->rows[i];
-		struct kx_ioctl e = {
-		        .drv = (uint8_t)a->key.drv, .cmd = a->key.cmd, .xfer_cmd = a->key.xfer_cmd};
-		struct row *r;
-		uint64_t lo = 0, hi = 0;
-
-		if (!a->count)
-			continue;
-		r = row_get(sum, &rcap, &m, &e);
-		if (!r)
-			goto fail;
-		for (unsigned int b = 0; b < KX_HIST_SLOTS; b++) {
-			r->hist[b] += a->slots[b];
-			if (a->slots[b] && !lo)
-				lo = b ? kx_hist_lower_ns(b) : 1;
-			if (a->slots[b])
-				hi = kx_hist_upper_ns(b);
-		}
-		/* Exact extremes when the key knows them, else the bucket bounds. */
-		if (a->max_ns) {
-			lo = a->min_ns;
-			hi = a->max_ns;
-		}
-		r->count += a->count;
-		r->errors += a->errors;
-		r->total += a->sum_ns;
-		if (lo < r->min)
-			r->min = lo;
-		if (hi > r->max)
-			r->max = hi;
-		sum->stored += a->count;
+	if (kx_stats_from_agg(&sum->st, snap)) {
+		free(sum);
+		return NULL;
 	}
-	kx_hmap_free(&m);
-	if (rows_finalize(sum))
-		goto fail;
 	kx_summary_sort(sum, KX_SORT_AVG, 0);
 	return sum;
-fail:
-	kx_hmap_free(&m);
-	kx_summary_free(sum);
-	return NULL;
 }
 
 void kx_summary_free(struct kx_summary *sum)
 {
 	if (!sum)
 		return;
-	for (size_t i = 0; i < sum->nrows; i++) {
-		free(sum->rows[i].durs);
-		free(sum->rows[i].name);
-	}
-	free(sum->rows);
-	kx_jobs_free(sum->jobs);
+	kx_stats_free(&sum->st);
 	free(sum);
 }
 
@@ -454,7 +120,7 @@ static int cmp_u64(uint64_t a, uint64_t b)
 
 static int cmp_rows(const void *pa, const void *pb, void *arg)
 {
-	const struct row *a = pa, *b = pb;
+	const struct kx_stat_row *a = pa, *b = pb;
 	const struct sort_ctx *sc = arg;
 	int c = strcmp(a->cat, b->cat);
 
@@ -493,8 +159,8 @@ void kx_summary_sort(struct kx_summary *sum, enum kx_sort_key key, int ascending
 {
 	struct sort_ctx sc = {key, ascending};
 
-	if (sum->nrows > 1)
-		qsort_r(sum->rows, sum->nrows, sizeof(*sum->rows), cmp_rows, &sc);
+	if (sum->st.nrows > 1)
+		qsort_r(sum->st.rows, sum->st.nrows, sizeof(*sum->st.rows), cmp_rows, &sc);
 }
 
 static double ms(uint64_t ns)
@@ -502,12 +168,12 @@ static double ms(uint64_t ns)
 	return (double)ns / NS_PER_MS;
 }
 
-static double row_avg_ms(const struct row *r)
+static double row_avg_ms(const struct kx_stat_row *r)
 {
 	return r->count ? (double)r->total / (double)r->count / NS_PER_MS : 0.0;
 }
 
-static uint64_t row_min(const struct row *r)
+static uint64_t row_min(const struct kx_stat_row *r)
 {
 	return r->count ? r->min : 0;
 }
@@ -534,7 +200,7 @@ static const char *errno_label(int64_t ret, char *buf, size_t len)
 {
 	const char *n;
 
-	if (ret == ERRNO_OTHER)
+	if (ret == KX_STAT_ERRNO_OTHER)
 		return "other";
 	n = kx_errno_name(ret);
 	if (n)
@@ -566,6 +232,7 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 		fn(ctx, msg);
 	}
 	kx_jobs_warnings(sum->jobs, fn, ctx);
+	kx_timeline_warnings(sum->an ? sum->an->timeline : NULL, fn, ctx);
 	if (sum->truncated) {
 		if (sum->trunc_bytes)
 			snprintf(msg, sizeof(msg),
@@ -603,7 +270,7 @@ static const char *const col_head[NCOL] = {
         "On-CPU Time (ms)",
 };
 
-static void row_cols(const struct row *r, char cols[NCOL][32])
+static void row_cols(const struct kx_stat_row *r, char cols[NCOL][32])
 {
 	snprintf(cols[COL_COUNT], 32, "%" PRIu64, r->count);
 	snprintf(cols[COL_ERR], 32, "%" PRIu64, r->errors);
@@ -630,9 +297,9 @@ static void table_warning(void *ctx, const char *msg)
 	fprintf(ctx, "WARNING: %s\n", msg);
 }
 
-static void print_errors(const struct row *r, FILE *f)
+static void print_errors(const struct kx_stat_row *r, FILE *f)
 {
-	struct errno_count e[ERRNO_SLOTS];
+	struct kx_errno_count e[KX_STAT_ERRNO_SLOTS];
 	int n = r->nerrs;
 	char buf[32];
 
@@ -641,7 +308,7 @@ static void print_errors(const struct row *r, FILE *f)
 	memcpy(e, r->errs, n * sizeof(*e));
 	/* Most frequent first. */
 	for (int i = 1; i < n; i++) {
-		struct errno_count t = e[i];
+		struct kx_errno_count t = e[i];
 		int j = i;
 
 		for (; j > 0 && e[j - 1].count < t.count; j--)
@@ -664,7 +331,7 @@ static double slot_last_us(unsigned int i)
 }
 
 /* log2 buckets in ns, printed as microsecond ranges, biolatency style. */
-static void print_hist(const struct row *r, FILE *f)
+static void print_hist(const struct kx_stat_row *r, FILE *f)
 {
 	int first = -1, last = -1, lw = 5, hw = 0;
 	uint64_t peak = 0;
@@ -742,7 +409,7 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist)
 {
 	const struct kx_capinfo *ci = &sum->ci;
 	char host[sizeof(ci->hostname) + 1], kernel[sizeof(ci->kernel) + 1];
-	int w[NCOL], namew = 4, ncol = sum->offcpu_measured ? NCOL : COL_BLOCKED;
+	int w[NCOL], namew = 4, ncol = sum->st.offcpu_measured ? NCOL : COL_BLOCKED;
 	const char *cat = NULL;
 
 	field_str(host, sizeof(host), ci->hostname, sizeof(ci->hostname));
@@ -751,26 +418,26 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist)
 	        "Capture: host %s, kernel %s, %.3f s; events emitted %" PRIu64 ", received %" PRIu64
 	        ", dropped %" PRIu64 ", not stored %" PRIu64 "; %" PRIu64 " ioctls summarized\n",
 	        host[0] ? host : "?", kernel[0] ? kernel : "?", capture_ms(ci) / 1e3, ci->emitted,
-	        ci->received, ci->dropped, sum->not_stored, sum->stored);
+	        ci->received, ci->dropped, sum->not_stored, sum->st.stored);
 	each_warning(sum, table_warning, f);
 
 	for (int c = 0; c < NCOL; c++)
 		w[c] = (int)strlen(col_head[c]);
-	for (size_t i = 0; i < sum->nrows; i++) {
+	for (size_t i = 0; i < sum->st.nrows; i++) {
 		char cols[NCOL][32];
-		int nl = (int)strlen(sum->rows[i].name);
+		int nl = (int)strlen(sum->st.rows[i].name);
 
 		if (nl > namew)
 			namew = nl;
-		row_cols(&sum->rows[i], cols);
+		row_cols(&sum->st.rows[i], cols);
 		for (int c = 0; c < NCOL; c++)
 			if ((int)strlen(cols[c]) > w[c])
 				w[c] = (int)strlen(cols[c]);
 	}
-	if (!sum->nrows)
+	if (!sum->st.nrows)
 		fprintf(f, "\nno ioctl events\n");
-	for (size_t i = 0; i < sum->nrows; i++) {
-		const struct row *r = &sum->rows[i];
+	for (size_t i = 0; i < sum->st.nrows; i++) {
+		const struct kx_stat_row *r = &sum->st.rows[i];
 		char cols[NCOL][32];
 
 		if (!cat || strcmp(cat, r->cat)) {
@@ -814,7 +481,7 @@ static void json_warning(void *ctx, const char *msg)
 	kx_json_cstr(c->f, msg);
 }
 
-static void json_row(const struct row *r, FILE *f, int hist, int offcpu)
+static void json_row(const struct kx_stat_row *r, FILE *f, int hist, int offcpu)
 {
 	char buf[32];
 
@@ -946,8 +613,8 @@ void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 	const char *cat = NULL;
 
 	fputs("{\n  \"Time\": {", f);
-	for (size_t i = 0; i < sum->nrows; i++) {
-		const struct row *r = &sum->rows[i];
+	for (size_t i = 0; i < sum->st.nrows; i++) {
+		const struct kx_stat_row *r = &sum->st.rows[i];
 
 		if (!cat || strcmp(cat, r->cat)) {
 			fputs(cat ? "\n    },\n    " : "\n    ", f);
@@ -957,7 +624,7 @@ void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 		} else {
 			fputs(",\n      ", f);
 		}
-		json_row(r, f, hist, sum->offcpu_measured);
+		json_row(r, f, hist, sum->st.offcpu_measured);
 	}
 	fputs(cat ? "\n    }\n  },\n" : "},\n", f);
 	json_memory(sum->jobs, f);
@@ -974,7 +641,7 @@ void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 	        ", \"job_dropped\": %" PRIu64 ", \"offcpu_measured\": %s},\n",
 	        capture_ms(ci), ci->emitted, ci->received, ci->dropped, sum->not_stored,
 	        sum->truncated ? "true" : "false", ci->job_emitted, ci->job_received,
-	        ci->job_dropped, sum->offcpu_measured ? "true" : "false");
+	        ci->job_dropped, sum->st.offcpu_measured ? "true" : "false");
 	fputs("  \"Warnings\": [", f);
 	each_warning(sum, json_warning, &wc);
 	fputs(wc.n ? "\n  ]\n}\n" : "]\n}\n", f);

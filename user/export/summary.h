@@ -1,7 +1,9 @@
 /*
- * Aggregate statistics of a capture (the summary format of specs/outputs.md):
- * per category ("ioctl/<driver>") and name: count, errors (by errno), total,
- * min, max, avg, p50/p90/p99 and a log2 latency histogram. Table and JSON.
+ * Summary of a capture (the summary format of specs/outputs.md): the
+ * statistics of analysis/stats.h per category ("ioctl/<driver>") and name
+ * (count, errors by errno, total, min, max, avg, p50/p90/p99, a log2
+ * latency histogram), the device timelines and the warnings of the
+ * capture's analysis, sorted and rendered as a table or JSON.
  */
 #ifndef KX_SUMMARY_H
 #define KX_SUMMARY_H
@@ -9,14 +11,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/analysis.h"
 #include "model/capinfo.h"
-#include "model/store.h"
 
 enum kx_sort_key { KX_SORT_AVG = 0, KX_SORT_MIN, KX_SORT_MAX, KX_SORT_TOTAL, KX_SORT_COUNT };
 
 struct kx_summary;
 
-struct kx_summary *kx_summary_build(const struct kx_store *s, const struct kx_capinfo *ci);
+/* Summary of an analysed capture; the analysis must outlive it. NULL on out of memory. */
+struct kx_summary *kx_summary_build(const struct kx_analysis *an);
 struct kx_agg_snapshot;
 /* Summary of live in-kernel aggregates (kxprof serve): same keys and rows;
  * Min/Max exact per key, p50/p90/p99 are log2 bucket upper bounds (within a

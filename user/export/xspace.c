@@ -13,22 +13,24 @@
  * XProf flow stat (id = the ioctl's store index + 1, out on the ioctl, in on
  * the job, category generic) and correlation_id, so XProf draws the arrow.
  *
+ * Host lines are the threads of the analysis' timeline (analysis/timeline.h):
+ * its ordering and its resolved durations, so events nest as in every other
+ * output; the exporter has no nesting rule of its own.
+ *
  * The encoder writes the wire format directly instead of building
  * protobuf-c message trees: millions of events would cost several small
  * allocations each and a second full copy at pack time. The host plane
  * (nearly all the bytes) is sized first and then streamed (see "the
  * /host:CPU plane"): to a file it never exists whole in memory, peak memory
- * is a few MiB of segments plus 4 bytes per exported event (the per-thread
- * ordering). Device planes are small: they go through a growing buffer
- * whose nested lengths reserve five bytes, the body moved back once its
- * real varint length is known.
+ * is a few MiB of segments beyond the analysis. Device planes are small: they go through a growing
+ * buffer whose nested lengths reserve five bytes, the body moved back once its real varint length
+ * is known.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +45,7 @@
 #include "util/hashmap.h"
 #include "util/pbwire.h"
 #include "registry/ioctl_decode.h"
-#include "analysis/jobs.h"
-#include "analysis/warnings.h"
+#include "analysis/analysis.h"
 #include "util/workq.h"
 #include "export/xspace.h"
 
@@ -263,51 +264,18 @@ static void put_metadata(struct kx_bytes *b, const struct strtab *ev, const stru
 
 /* ---- selecting and ordering the events ---- */
 
+/* A host line: a timeline thread's events in the window. */
 struct line {
 	uint32_t tid;
-	uint32_t sorted; /* events already in (start, longest first) order */
-	uint64_t last_ts, last_dur;
-	size_t start, count; /* range in the order array */
+	size_t start, count; /* range in the timeline's order */
 };
-
-struct sortent {
-	uint64_t ts, dur;
-	uint32_t idx;
-};
-
-static int sortent_cmp(const void *a, const void *b)
-{
-	const struct sortent *x = a, *y = b;
-
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	if (x->dur != y->dur) /* the longer one first, so shorter ones nest in it */
-		return x->dur > y->dur ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-static int line_tid_cmp(const void *a, const void *b)
-{
-	const struct line *x = a, *y = b;
-
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
-
-#define TID_CACHE 64
 
 /* ---- the exporter state ---- */
-
-/* An event the nesting guard shortened: its position in order, its new duration. */
-struct fixent {
-	size_t pos;
-	uint64_t dur;
-};
 
 /* A host line as the sizing pass found it. */
 struct hline {
 	size_t body;      /* bytes of the XLine message */
 	uint64_t max_end; /* ns after the line's first event */
-	size_t fix0;      /* its first entry in fix */
 };
 
 /* Stat metadata interned first in the host plane, so their ids are fixed. */
@@ -315,14 +283,16 @@ enum { ST_DRIVER = 1, ST_DEVICE, ST_FD, ST_CMD, ST_RET, ST_ERRNO, ST_PID, ST_NFI
 static const char *const fixed_stats[] = {"driver", "device", "fd", "cmd", "ret", "errno", "pid"};
 
 struct exporter {
+	const struct kx_analysis *an;
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
+	const struct kx_timeline *tl; /* threads, ordering, resolved durations */
 	struct kx_xspace_opts o;
 	struct kx_bytes out;
 
 	struct line *lines;
 	size_t nlines;
-	uint32_t *order; /* store indices, grouped by line, each line sorted */
+	const uint32_t *order; /* the timeline's: store indices by thread, each in start order */
 	size_t nevents;
 
 	struct strtab ev;         /* host plane event metadata names */
@@ -331,16 +301,11 @@ struct exporter {
 	struct kx_hmap dev_ref;   /* dev << 8 | fkind -> device label ref */
 	struct kx_hmap field_id;  /* decoded field name pointer -> stat id */
 	uint32_t drv_ref[256];
-	uint64_t *stack; /* ends of the open events of the current line */
-	size_t stack_cap;
 
-	uint64_t overlap_fixes, overlap_lines;
-	struct kx_jobs *jobs;                 /* device timelines; NULL when they failed to build */
+	const struct kx_jobs *jobs;           /* device timelines (the analysis') */
 	size_t job_events;                    /* exported on device planes */
 	uint32_t st_offcpu, st_flow, st_corr; /* host plane stat ids, 0 until used */
-	struct fixent *fix;                   /* shortened events, by position in order */
-	size_t nfix, fixcap;
-	struct hline *hl; /* per line: what the sizing pass found */
+	struct hline *hl;                     /* per line: what the sizing pass found */
 	/* The sizing pass's last answers: runs of one command on one file are the rule. */
 	uint64_t last_cmd_key, last_dev_key;
 	uint32_t last_drv, last_fkind, last_mid, last_dev;
@@ -366,127 +331,54 @@ static int in_window(const struct kx_xspace_opts *o, uint64_t ts)
 	return ts >= o->from_mono_ns && (!o->to_mono_ns || ts < o->to_mono_ns);
 }
 
+/* The first event of thread t at position k0..k1 starting at or after ts (k1: none). */
+static size_t first_from(const struct exporter *x, const struct kx_tl_thread *t, size_t k0,
+                         size_t k1, uint64_t ts)
+{
+	while (k0 < k1) {
+		size_t mid = k0 + (k1 - k0) / 2;
+
+		if (kx_store_ioctl(x->s, x->order[t->first + mid])->ts < ts)
+			k0 = mid + 1;
+		else
+			k1 = mid;
+	}
+	return k0;
+}
+
 /*
- * Groups the events in the window by thread: lines sorted by tid, and per
- * line the store indices in start order (a counting sort; lines that are
- * not already in order are sorted on their own).
+ * The host lines: the timeline's threads (by tid) with events in the
+ * window. A thread's events are in start order, so those in the window are
+ * one range of it.
  */
 static int select_events(struct exporter *x)
 {
-	size_t n = kx_store_ioctl_count(x->s), cap = 0, pos = 0;
-	struct kx_hmap by_tid = KX_HMAP_INIT; /* tid -> line id */
-	/* Recent tids -> line id + 1 (0: empty): most events skip the hash table. */
-	uint32_t ctid[TID_CACHE], cline[TID_CACHE];
-	const struct kx_ioctl *cur;
-	struct sortent *tmp = NULL;
-	size_t tmp_cap = 0;
-	int rc = -1;
+	const struct kx_timeline *tl = x->tl;
 
-	if (n > UINT32_MAX)
-		return fail(x, "too many events for one XSpace (%zu)", n);
-	memset(cline, 0, sizeof(cline));
-	cur = NULL;
-	for (size_t i = 0, run = 0; i < n; i++, run--) {
-		const struct kx_ioctl *e = cur = run ? cur + 1 : kx_store_ioctl_run(x->s, i, &run);
-		unsigned int ci = e->tid % TID_CACHE;
-		uint32_t *sl;
-		struct line *l;
+	x->order = tl->order;
+	x->lines = malloc((tl->nthreads ? tl->nthreads : 1) * sizeof(*x->lines));
+	if (!x->lines)
+		return fail(x, "out of memory selecting %zu threads", tl->nthreads);
+	for (size_t i = 0; i < tl->nthreads; i++) {
+		const struct kx_tl_thread *t = &tl->threads[i];
+		size_t k0 = first_from(x, t, 0, t->count, x->o.from_mono_ns), k1 = t->count;
 
-		if (!in_window(&x->o, e->ts))
+		if (x->o.to_mono_ns)
+			k1 = first_from(x, t, k0, t->count, x->o.to_mono_ns);
+		if (k0 == k1)
 			continue;
-		if (cline[ci] && ctid[ci] == e->tid) {
-			l = &x->lines[cline[ci] - 1];
-			goto counted;
-		}
-		sl = kx_hmap_put(&by_tid, e->tid, 0, NULL);
-		if (!sl)
-			goto oom;
-		if (!*sl) {
-			if (kx_grow((void **)&x->lines, &cap, x->nlines, sizeof(*x->lines)))
-				goto oom;
-			l = &x->lines[x->nlines++];
-			memset(l, 0, sizeof(*l));
-			l->tid = e->tid;
-			l->sorted = 1;
-			*sl = (uint32_t)x->nlines;
-		}
-		l = &x->lines[*sl - 1];
-		ctid[ci] = e->tid;
-		cline[ci] = *sl;
-	counted:
-		if (l->count &&
-		    (e->ts < l->last_ts || (e->ts == l->last_ts && e->dur > l->last_dur)))
-			l->sorted = 0;
-		l->last_ts = e->ts;
-		l->last_dur = e->dur;
-		l->count++;
-		x->nevents++;
+		x->lines[x->nlines++] = (struct line){t->tid, t->first + k0, k1 - k0};
+		x->nevents += k1 - k0;
 	}
-	if (x->nlines)
-		qsort(x->lines, x->nlines, sizeof(*x->lines), line_tid_cmp);
-	for (size_t i = 0; i < x->nlines; i++) {
-		*kx_hmap_get(&by_tid, x->lines[i].tid) = (uint32_t)(i + 1);
-		x->lines[i].start = pos;
-		pos += x->lines[i].count;
-		x->lines[i].count = 0; /* refilled below */
-	}
-	x->order = malloc((x->nevents ? x->nevents : 1) * sizeof(*x->order));
-	if (!x->order)
-		goto oom;
-	memset(cline, 0, sizeof(cline));
-	cur = NULL;
-	for (size_t i = 0, run = 0; i < n; i++, run--) {
-		const struct kx_ioctl *e = cur = run ? cur + 1 : kx_store_ioctl_run(x->s, i, &run);
-		unsigned int ci = e->tid % TID_CACHE;
-		struct line *l;
-
-		if (!in_window(&x->o, e->ts))
-			continue;
-		if (!cline[ci] || ctid[ci] != e->tid) {
-			ctid[ci] = e->tid;
-			cline[ci] = *kx_hmap_get(&by_tid, e->tid);
-		}
-		l = &x->lines[cline[ci] - 1];
-		x->order[l->start + l->count++] = (uint32_t)i;
-	}
-	for (size_t i = 0; i < x->nlines; i++) {
-		struct line *l = &x->lines[i];
-		uint32_t *ord = x->order + l->start;
-
-		if (l->sorted)
-			continue;
-		if (l->count > tmp_cap) {
-			free(tmp);
-			tmp_cap = l->count;
-			tmp = malloc(tmp_cap * sizeof(*tmp));
-			if (!tmp)
-				goto oom;
-		}
-		for (size_t k = 0; k < l->count; k++) {
-			const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
-
-			tmp[k] = (struct sortent){e->ts, e->dur, ord[k]};
-		}
-		qsort(tmp, l->count, sizeof(*tmp), sortent_cmp);
-		for (size_t k = 0; k < l->count; k++)
-			ord[k] = tmp[k].idx;
-	}
-	rc = 0;
-	goto out;
-oom:
-	fail(x, "out of memory ordering %zu events", n);
-out:
-	free(tmp);
-	kx_hmap_free(&by_tid);
-	return rc;
+	return 0;
 }
 
 /* ---- the /host:CPU plane ---- */
 
 /*
  * The host plane is written in two passes. The sizing pass walks every
- * line in order: it runs the nesting guard (shortened events are noted in
- * fix), interns every name the events need (so ids come out as a single
+ * line in order: it takes each event's resolved duration from the
+ * timeline, interns every name the events need (so ids come out as a single
  * pass would give them) and adds up each line's size, so that every
  * length is known before the first byte goes out. The writing pass then
  * encodes segments of lines on worker threads with those tables frozen
@@ -738,31 +630,15 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 	return put_arg_stats(x, e, p, 1);
 }
 
-static int push_end(struct exporter *x, size_t depth, uint64_t end)
-{
-	if (kx_grow((void **)&x->stack, &x->stack_cap, depth, sizeof(*x->stack)))
-		return -1;
-	x->stack[depth] = end;
-	return 0;
-}
-
-static int fix_add(struct exporter *x, size_t pos, uint64_t dur)
-{
-	if (kx_grow((void **)&x->fix, &x->fixcap, x->nfix, sizeof(*x->fix)))
-		return -1;
-	x->fix[x->nfix].pos = pos;
-	x->fix[x->nfix++].dur = dur;
-	return 0;
-}
-
 /* ns values that stay below INT64_MAX once in ps. */
 #define MAX_NS ((uint64_t)INT64_MAX / 1000)
 
-/* An event's start and duration on its line, before the nesting guard. */
-static inline void event_span(const struct kx_ioctl *e, uint64_t t0, uint64_t *start, uint64_t *dur)
+/* An event's start and duration (dur_ns: resolved by the timeline) on its line. */
+static inline void event_span(const struct kx_ioctl *e, uint64_t dur_ns, uint64_t t0,
+                              uint64_t *start, uint64_t *dur)
 {
 	*start = e->ts - t0;
-	*dur = e->dur;
+	*dur = dur_ns;
 	if (*start > MAX_NS)
 		*start = MAX_NS;
 	if (*dur > MAX_NS - *start)
@@ -802,38 +678,36 @@ static size_t line_tail(const struct hline *h, uint8_t *buf)
 	                  : 0;
 }
 
-/* Sizing pass over one line: nesting guard, names, byte count. */
+/*
+ * The duration of the event at position pos of the order: the timeline's
+ * fix when there is one (*fi: the next fix, walking positions upwards).
+ */
+static inline uint64_t resolved_dur(const struct exporter *x, size_t *fi, size_t pos,
+                                    const struct kx_ioctl *e)
+{
+	if (*fi < x->tl->nfix && x->tl->fix[*fi].pos == pos)
+		return x->tl->fix[(*fi)++].dur;
+	return e->dur;
+}
+
+/* Sizing pass over one line: names, byte count, span. */
 static int size_line(struct exporter *x, size_t li)
 {
 	const struct line *l = &x->lines[li];
 	struct hline *h = &x->hl[li];
 	const uint32_t *ord = x->order + l->start;
-	uint64_t t0 = kx_store_ioctl(x->s, ord[0])->ts, max_end = 0, fixes = 0;
+	uint64_t t0 = kx_store_ioctl(x->s, ord[0])->ts, max_end = 0;
 	uint8_t buf[LINE_HEAD];
-	size_t depth = 0, body = line_head(x, l, buf);
+	size_t body = line_head(x, l, buf), fi = kx_timeline_fix_from(x->tl, l->start);
 
-	h->fix0 = x->nfix;
 	for (size_t k = 0; k < l->count; k++) {
 		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
-		uint64_t start, dur, end;
+		uint64_t start, dur;
 		size_t elen;
 
-		event_span(e, t0, &start, &dur);
-		end = start + dur;
-		/* Close the enclosing events that ended; then nest in the innermost. */
-		while (depth && x->stack[depth - 1] <= start)
-			depth--;
-		if (depth && end > x->stack[depth - 1]) {
-			end = x->stack[depth - 1];
-			dur = end - start;
-			fixes++;
-			if (fix_add(x, l->start + k, dur))
-				return fail(x, "out of memory");
-		}
-		if (push_end(x, depth++, end))
-			return fail(x, "out of memory");
-		if (end > max_end)
-			max_end = end;
+		event_span(e, resolved_dur(x, &fi, l->start + k, e), t0, &start, &dur);
+		if (start + dur > max_end)
+			max_end = start + dur;
 		elen = event_size(x, e, ord[k], start, dur);
 		if (!elen)
 			return fail(x, "out of memory");
@@ -842,10 +716,6 @@ static int size_line(struct exporter *x, size_t li)
 	h->max_end = max_end;
 	body += line_tail(h, buf);
 	h->body = body;
-	if (fixes) {
-		x->overlap_fixes += fixes;
-		x->overlap_lines++;
-	}
 	return 0;
 }
 
@@ -921,7 +791,6 @@ static void seg_run(void *slot, void *wctx, void *arg)
 	struct exporter *x = hw->x;
 	const struct line *l;
 	const uint32_t *ord;
-	const struct hline *h;
 	uint64_t t0;
 	size_t fi;
 
@@ -929,23 +798,10 @@ static void seg_run(void *slot, void *wctx, void *arg)
 	if (g->k0 == g->k1 || g->bad)
 		return;
 	l = &x->lines[g->li];
-	h = &x->hl[g->li];
 	ord = x->order + l->start;
 	t0 = kx_store_ioctl(x->s, ord[0])->ts;
-	/* The line's first fix at or after this segment. */
-	fi = h->fix0;
-	{
-		size_t hi = g->li + 1 < x->nlines ? x->hl[g->li + 1].fix0 : x->nfix;
-
-		while (fi < hi) {
-			size_t mid = fi + (hi - fi) / 2;
-
-			if (x->fix[mid].pos < l->start + g->k0)
-				fi = mid + 1;
-			else
-				hi = mid;
-		}
-	}
+	/* The first fix at or after this segment. */
+	fi = kx_timeline_fix_from(x->tl, l->start + g->k0);
 	for (size_t k = g->k0; k < g->k1; k++) {
 		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
 		uint8_t *p = seg_room(g, EVENT_SCRATCH + 16), *q;
@@ -957,9 +813,7 @@ static void seg_run(void *slot, void *wctx, void *arg)
 			g->bad = 1;
 			return;
 		}
-		event_span(e, t0, &start, &dur);
-		if (fi < x->nfix && x->fix[fi].pos == l->start + k)
-			dur = x->fix[fi++].dur;
+		event_span(e, resolved_dur(x, &fi, l->start + k, e), t0, &start, &dur);
 		q = put_event(x, e, ord[k], start, dur, scratch);
 		if (!q) {
 			g->bad = 1;
@@ -1506,13 +1360,7 @@ static void warn_cb(void *ctx, const char *msg)
 
 static void put_warnings(struct exporter *x)
 {
-	kx_capture_warnings(x->ci, kx_store_not_stored(x->s), warn_cb, x);
-	kx_jobs_warnings(x->jobs, warn_cb, x);
-	if (x->overlap_fixes)
-		warn(x,
-		     "%" PRIu64 " events on %" PRIu64 " threads partially overlapped an "
-		     "earlier event of the same thread: shortened to nest in it",
-		     x->overlap_fixes, x->overlap_lines);
+	kx_analysis_warnings(x->an, warn_cb, x);
 	if (x->nevents + x->job_events > VIEWER_EVENT_LIMIT)
 		warn(x,
 		     "%zu events exported: XProf's trace viewer shows only the first "
@@ -1525,31 +1373,13 @@ static void put_warnings(struct exporter *x)
 static void exporter_free(struct exporter *x)
 {
 	free(x->lines);
-	free(x->order);
-	free(x->stack);
-	free(x->fix);
 	free(x->hl);
 	strtab_free(&x->ev);
 	strtab_free(&x->st);
 	kx_hmap_free(&x->ev_by_cmd);
 	kx_hmap_free(&x->dev_ref);
 	kx_hmap_free(&x->field_id);
-	kx_jobs_free(x->jobs);
 	free(x->out.p);
-}
-
-struct jobs_job {
-	const struct kx_store *s;
-	const struct kx_capinfo *ci;
-	struct kx_jobs *jobs;
-};
-
-static void *jobs_thread(void *arg)
-{
-	struct jobs_job *j = arg;
-
-	j->jobs = kx_jobs_build(j->s, j->ci);
-	return NULL;
 }
 
 /*
@@ -1561,25 +1391,8 @@ static int export(struct exporter *x, int fd)
 	struct sink k = {fd, &x->out, 0, 0};
 	int n = 0;
 
-	struct jobs_job jj = {x->s, x->ci, NULL};
-	pthread_t th;
-	int threaded;
-
-	/* The device timelines do not need the ordering: both at once. */
-	threaded = kx_workq_workers(2) > 0 && !pthread_create(&th, NULL, jobs_thread, &jj);
-	if (!threaded)
-		jobs_thread(&jj);
-	if (select_events(x)) {
-		if (threaded)
-			pthread_join(th, NULL);
-		kx_jobs_free(jj.jobs);
+	if (select_events(x))
 		return -1;
-	}
-	if (threaded)
-		pthread_join(th, NULL);
-	x->jobs = jj.jobs;
-	if (!x->jobs)
-		return fail(x, "out of memory analysing the device timelines");
 	if (put_host_plane(x, &k))
 		return -1;
 	if (fd >= 0)
@@ -1622,26 +1435,28 @@ static int export(struct exporter *x, int fd)
 	return 0;
 }
 
-static void exporter_init(struct exporter *x, const struct kx_store *s, const struct kx_capinfo *ci,
+static void exporter_init(struct exporter *x, const struct kx_analysis *an,
                           const struct kx_xspace_opts *o, char *err, size_t errlen)
 {
 	memset(x, 0, sizeof(*x));
-	x->s = s;
-	x->ci = ci;
+	x->an = an;
+	x->s = an->store;
+	x->ci = an->ci;
+	x->tl = an->timeline;
+	x->jobs = an->jobs;
 	if (o)
 		x->o = *o;
 	x->err = err;
 	x->errlen = errlen;
 }
 
-int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
-                        const struct kx_xspace_opts *o, uint8_t **out, size_t *len, char *err,
-                        size_t errlen)
+int kx_xspace_serialize(const struct kx_analysis *an, const struct kx_xspace_opts *o, uint8_t **out,
+                        size_t *len, char *err, size_t errlen)
 {
 	struct exporter x;
 	int rc = -1;
 
-	exporter_init(&x, s, ci, o, err, errlen);
+	exporter_init(&x, an, o, err, errlen);
 	*out = NULL;
 	*len = 0;
 	if (!export(&x, -1)) {
@@ -1789,10 +1604,11 @@ static int write_marker(const char *logdir, const char *host, time_t when, char 
 	return 0;
 }
 
-int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci,
-                           const struct kx_xspace_opts *o, const char *logdir, char *path_out,
-                           size_t path_len, char *err, size_t errlen)
+int kx_xspace_write_logdir(const struct kx_analysis *an, const struct kx_xspace_opts *o,
+                           const char *logdir, char *path_out, size_t path_len, char *err,
+                           size_t errlen)
 {
+	const struct kx_capinfo *ci = an->ci;
 	int64_t start_rt = kx_capinfo_realtime(ci, ci->start_mono_ns);
 	char host[sizeof(ci->hostname)], run[32], dir[PATH_MAX], path[PATH_MAX];
 	char tmp[PATH_MAX + 8], msg[512];
@@ -1830,7 +1646,7 @@ int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		return -1;
 	}
-	exporter_init(&x, s, ci, o, msg, sizeof(msg));
+	exporter_init(&x, an, o, msg, sizeof(msg));
 	rc = export(&x, fd);
 	exporter_free(&x);
 	if (close(fd) && !rc) {

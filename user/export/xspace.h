@@ -13,8 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/capinfo.h"
-#include "model/store.h"
+#include "analysis/analysis.h"
 
 struct kx_xspace_opts {
 	int device_planes_as_gpu; /* name device planes /device:GPU:<n> instead of CUSTOM */
@@ -23,20 +22,20 @@ struct kx_xspace_opts {
 };
 
 /*
- * Serializes the store into a malloc'ed buffer (*out, *len). Returns 0, or -1
+ * Serializes the analysed capture (analysis/analysis.h: its store, header,
+ * jobs and timeline) into a malloc'ed buffer (*out, *len). Returns 0, or -1
  * with err set. Memory stays proportional to the output.
  */
-int kx_xspace_serialize(const struct kx_store *s, const struct kx_capinfo *ci,
-                        const struct kx_xspace_opts *o, uint8_t **out, size_t *len, char *err,
-                        size_t errlen);
+int kx_xspace_serialize(const struct kx_analysis *an, const struct kx_xspace_opts *o, uint8_t **out,
+                        size_t *len, char *err, size_t errlen);
 
 /*
  * Writes LOGDIR/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb and the
  * empty LOGDIR/events.out.tfevents.<ts>.<host>.profile-empty file that
  * TensorBoard/XProf look for. path_out gets the .xplane.pb path.
  */
-int kx_xspace_write_logdir(const struct kx_store *s, const struct kx_capinfo *ci,
-                           const struct kx_xspace_opts *o, const char *logdir, char *path_out,
-                           size_t path_len, char *err, size_t errlen);
+int kx_xspace_write_logdir(const struct kx_analysis *an, const struct kx_xspace_opts *o,
+                           const char *logdir, char *path_out, size_t path_len, char *err,
+                           size_t errlen);
 
 #endif /* KX_XSPACE_H */

@@ -1,0 +1,74 @@
+/*
+ * The analysis of one input (contract: analysis.h). The jobs analysis and
+ * the per-thread timeline do not depend on each other: they are built at
+ * the same time, on two threads when the machine has a spare CPU.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "analysis/analysis.h"
+#include "util/workq.h"
+
+static const struct kx_capinfo no_capinfo;
+
+struct jobs_job {
+	const struct kx_store *s;
+	const struct kx_capinfo *ci;
+	struct kx_jobs *jobs;
+};
+
+static void *jobs_thread(void *arg)
+{
+	struct jobs_job *j = arg;
+
+	j->jobs = kx_jobs_build(j->s, j->ci);
+	return NULL;
+}
+
+struct kx_analysis *kx_analysis_build(const struct kx_store *s, const struct kx_capinfo *ci,
+                                      char *err, size_t errlen)
+{
+	struct kx_analysis *an = calloc(1, sizeof(*an));
+	struct jobs_job jj = {s, ci, NULL};
+	pthread_t th;
+	int threaded;
+
+	if (!an) {
+		snprintf(err, errlen, "out of memory for the analysis");
+		return NULL;
+	}
+	an->store = s;
+	an->ci = ci ? ci : &no_capinfo;
+	an->has_ci = ci != NULL;
+	threaded = kx_workq_workers(2) > 0 && !pthread_create(&th, NULL, jobs_thread, &jj);
+	if (!threaded)
+		jobs_thread(&jj);
+	an->timeline = kx_timeline_build(s, err, errlen);
+	if (threaded)
+		pthread_join(th, NULL);
+	an->jobs = jj.jobs;
+	if (an->timeline && !an->jobs)
+		snprintf(err, errlen, "out of memory analysing the device timelines");
+	if (!an->timeline || !an->jobs) {
+		kx_analysis_free(an);
+		return NULL;
+	}
+	return an;
+}
+
+void kx_analysis_free(struct kx_analysis *an)
+{
+	if (!an)
+		return;
+	kx_jobs_free(an->jobs);
+	kx_timeline_free(an->timeline);
+	free(an);
+}
+
+void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx)
+{
+	kx_capture_warnings(an->ci, kx_store_not_stored(an->store), fn, ctx);
+	kx_jobs_warnings(an->jobs, fn, ctx);
+	kx_timeline_warnings(an->timeline, fn, ctx);
+}

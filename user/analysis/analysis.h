@@ -1,0 +1,43 @@
+/*
+ * The analysis of one input (a store and its capture header), built once
+ * and handed to every exporter (summary, XSpace, Chrome): the device
+ * timelines and memory accounting (analysis/jobs.h), the per-thread
+ * timeline with the nesting rule applied (analysis/timeline.h), and the
+ * warnings all of them show. Exporters read it and never analyse the
+ * store themselves, so they agree.
+ *
+ * The analysis borrows the store and the capture header: both must outlive
+ * it, and neither may change while it lives.
+ */
+#ifndef KX_ANALYSIS_H
+#define KX_ANALYSIS_H
+
+#include <stddef.h>
+
+#include "analysis/jobs.h"
+#include "analysis/timeline.h"
+#include "analysis/warnings.h"
+#include "model/capinfo.h"
+#include "model/store.h"
+
+struct kx_analysis {
+	const struct kx_store *store;
+	const struct kx_capinfo *ci; /* never NULL: an empty header when built without one */
+	int has_ci;                  /* 0 when built without a capture header */
+	struct kx_jobs *jobs;        /* device timelines, links, memory, anomalies */
+	struct kx_timeline *timeline;
+};
+
+/*
+ * Analyses s (ci may be NULL: no device mapping, span from the events).
+ * Returns NULL with err set (what failed: out of memory, too many events).
+ */
+struct kx_analysis *kx_analysis_build(const struct kx_store *s, const struct kx_capinfo *ci,
+                                      char *err, size_t errlen);
+void kx_analysis_free(struct kx_analysis *an);
+
+/* Every warning of the analysed capture, in a fixed order: loss and hooks,
+ * job anomalies, events the nesting rule shortened. */
+void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx);
+
+#endif /* KX_ANALYSIS_H */

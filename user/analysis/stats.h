@@ -1,0 +1,71 @@
+/*
+ * Statistics of a capture's calls: rows keyed by category ("ioctl/<driver>")
+ * and ioctl name with count, errors (by errno), total, min, max, p50/p90/p99
+ * and a log2 latency histogram, the time blocked off-CPU inside the calls,
+ * and per job ring "<ring> exec" and "<ring> queue delay" rows under
+ * "jobs/<device>". From a store (exact nearest-rank percentiles) or from a
+ * snapshot of the live in-kernel aggregates (percentiles from the log2
+ * buckets). Statistics only: export/summary.c sorts and renders them.
+ */
+#ifndef KX_STATS_H
+#define KX_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/jobs.h"
+#include "model/capinfo.h"
+#include "model/store.h"
+#include "util/hist.h"
+
+#define KX_STAT_ERRNO_SLOTS 32        /* distinct errnos kept per row; the rest are "other" */
+#define KX_STAT_ERRNO_OTHER INT64_MIN /* the errno key of "other" */
+#define KX_STAT_CAT_LEN     48
+
+struct kx_errno_count {
+	int64_t ret;    /* the negative return value (-errno), or KX_STAT_ERRNO_OTHER */
+	uint64_t count; /* calls */
+};
+
+struct kx_stat_row {
+	uint8_t drv;   /* enum kx_driver of an ioctl row */
+	uint32_t cmd;  /* ioctl command of an ioctl row */
+	uint32_t xfer; /* transfer command (multiplexed ioctls), else 0 */
+	char *name;
+	char cat[KX_STAT_CAT_LEN];
+	uint64_t count, errors;   /* calls; calls that failed */
+	uint64_t total, min, max; /* ns */
+	uint64_t p50, p90, p99;   /* ns */
+	uint64_t *durs;           /* ns, every call's duration (not from aggregates) */
+	size_t ndurs, cap;        /* durations held, room */
+	struct kx_errno_count errs[KX_STAT_ERRNO_SLOTS];
+	int nerrs;
+	uint64_t hist[KX_HIST_SLOTS]; /* calls per log2 slot (util/hist.h) */
+	uint64_t offcpu;              /* ns blocked (off-CPU) inside the calls */
+	int job;                      /* a device ring row (jobs/<device>): no errors, no off-CPU */
+};
+
+struct kx_stats {
+	struct kx_stat_row *rows; /* ioctl rows by (category, name), then job rows */
+	size_t nrows;
+	uint64_t stored;     /* ioctl events summarized */
+	int offcpu_measured; /* sched_switch attached, or some ioctl blocked */
+};
+
+/*
+ * Statistics of every ioctl of s and, when jobs is not NULL, of its job
+ * rings; ci (may be NULL) tells whether off-CPU time was measured. 0, or -1
+ * when out of memory (sum left empty).
+ */
+int kx_stats_build(struct kx_stats *sum, const struct kx_store *s, const struct kx_capinfo *ci,
+                   const struct kx_jobs *jobs);
+
+struct kx_agg_snapshot;
+/* Statistics of live aggregates: same rows; Min/Max exact per key, p50/p90/p99
+ * log2 bucket upper bounds, no per-errno breakdown. 0, or -1 when out of
+ * memory (sum left empty). */
+int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap);
+
+void kx_stats_free(struct kx_stats *sum);
+
+#endif /* KX_STATS_H */

@@ -1,0 +1,84 @@
+/*
+ * Per-thread timeline of a capture's ioctls and the one nesting rule every
+ * exporter shows: the store's events grouped by thread (a thread is a tid,
+ * as Linux names it), each thread's events in start order, and the
+ * durations the rule changed.
+ *
+ * The rule, for the events of one thread taken by start (the longer first
+ * at equal starts, then by store index):
+ *   - an event that starts and ends inside an earlier one nests: both keep
+ *     their durations;
+ *   - an event that starts inside an earlier one and ends after it (a
+ *     partial overlap: ioctls of one thread do not really overlap, clocks
+ *     or replayed data say so) is shortened to end where the innermost
+ *     event enclosing its start ends, so that it nests there;
+ *   - an event that starts at or after an earlier one's end is not inside it.
+ * Zero-length events are instants at their start. Shortened events are
+ * counted (events and threads) and reported once as a warning
+ * (analysis/warnings.h), the same in the summary, XSpace and Chrome.
+ *
+ * Memory: 4 bytes per event (the ordering), and when some event was
+ * shortened a bitmap and rank table over the store (3 bits per event) and
+ * a record per shortened event; the store is not copied.
+ */
+#ifndef KX_TIMELINE_H
+#define KX_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/store.h"
+
+struct kx_tl_thread {
+	uint32_t tid;
+	uint32_t pid;        /* pid of its first stored event */
+	uint32_t mixed_pids; /* 1 when other events of this tid carry other pids (a reused tid) */
+	size_t first, count; /* its events: kx_timeline.order[first .. first + count) */
+};
+
+/* An event the rule shortened. */
+struct kx_tl_fix {
+	size_t pos;   /* in kx_timeline.order */
+	size_t idx;   /* store ioctl index */
+	uint64_t dur; /* ns, the resolved duration (the stored one is longer) */
+};
+
+struct kx_timeline {
+	struct kx_tl_thread *threads; /* by tid */
+	size_t nthreads;
+	uint32_t *order; /* store indices, grouped by thread, each thread in start order */
+	size_t nevents;
+	struct kx_tl_fix *fix; /* shortened events, by pos */
+	size_t nfix;
+	uint64_t *fixed;        /* bit i: store event i was shortened (NULL when none was) */
+	uint32_t *fixed_rank;   /* per word of fixed: set bits in the words before it */
+	uint64_t *dur_by_rank;  /* ns, resolved durations of the shortened, by store index */
+	uint64_t fixed_threads; /* threads with at least one shortened event */
+	uint64_t first_ts;      /* ns, earliest event start; UINT64_MAX with no events */
+};
+
+/*
+ * Builds the timeline of every ioctl of s. Returns NULL with err set (out of
+ * memory, or more events than 32-bit indices hold).
+ */
+struct kx_timeline *kx_timeline_build(const struct kx_store *s, char *err, size_t errlen);
+void kx_timeline_free(struct kx_timeline *tl);
+
+/* The first fix at position pos of order or after it (nfix when none). */
+size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos);
+
+/* The resolved duration (ns) of store ioctl idx, whose stored duration is dur; O(1). */
+static inline uint64_t kx_timeline_dur(const struct kx_timeline *tl, size_t idx, uint64_t dur)
+{
+	uint64_t w, below;
+
+	if (!tl->fixed)
+		return dur;
+	w = tl->fixed[idx / 64];
+	below = w & ((1ULL << (idx % 64)) - 1);
+	if (!(w >> (idx % 64) & 1))
+		return dur;
+	return tl->dur_by_rank[tl->fixed_rank[idx / 64] + (uint64_t)__builtin_popcountll(below)];
+}
+
+#endif /* KX_TIMELINE_H */
