@@ -80,6 +80,7 @@ int cmd_convert(int argc, char **argv)
 		kx_err("%s: %s", path, err);
 		goto out;
 	}
+	kx_cli_read_loss(&res, &an->loss);
 	if (logdir) {
 		if (kx_xspace_write_logdir(an, &xo, logdir, out, sizeof(out), err, sizeof(err))) {
 			kx_err("%s", err);

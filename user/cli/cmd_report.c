@@ -126,13 +126,12 @@ int cmd_report(int argc, char **argv)
 		kx_err("%s: %s", path, err);
 		goto out;
 	}
+	kx_cli_read_loss(&res, &an->loss);
 	sum = kx_summary_build(an);
 	if (!sum) {
 		kx_err("out of memory building the summary");
 		goto out;
 	}
-	if (res.truncated)
-		kx_summary_set_truncated(sum, res.bad_tail_bytes);
 	kx_summary_sort(sum, (enum kx_sort_key)sort, ascending);
 	if (json)
 		kx_summary_print_json(sum, stdout, hist);

@@ -31,11 +31,9 @@ void kx_summary_free(struct kx_summary *sum);
 /* Parses "avg|min|max|total|count"; -1 when unknown. */
 int kx_sort_key_parse(const char *s);
 void kx_summary_sort(struct kx_summary *sum, enum kx_sort_key key, int ascending);
-/* Marks the source record file as cut short (no trailer); bad_tail_bytes
- * ignored after its last whole chunk (kx_kxp_read_result). Adds a warning. */
-void kx_summary_set_truncated(struct kx_summary *sum, uint64_t bad_tail_bytes);
-/* Table: capture line, warnings (drops, skipped hooks, store limit), rows per
- * category; with hist, a log2 histogram under each row. */
+/* Table: capture line (figures the record file lost with its trailer, see
+ * kx_analysis.loss, print as unknown; JSON null), warnings (drops, skipped hooks, store limit),
+ * rows per category; with hist, a log2 histogram under each row. */
 void kx_summary_print_table(const struct kx_summary *sum, FILE *f, int hist);
 /* JSON: {"Time": {...}, "Memory": {...}, "Unit": {...}, "Jobs": {...}, "Capture": {...},
  * "Warnings": [...]}; Time also has "jobs/<device>" categories (see summary.c). */
