@@ -20,7 +20,9 @@ static void convert_usage(FILE *f)
 	        "  --chrome OUT     Chrome trace JSON (Perfetto); gzip when OUT ends in .gz\n"
 	        "  --gpu            name device planes /device:GPU:<n> (default "
 	        "/device:CUSTOM:<n>)\n"
-	        "At least one of --xplane and --chrome; the written paths are printed.\n");
+	        "At least one of --xplane and --chrome; the written paths are printed.\n"
+	        "A damaged FILE is read around the damage (exit 0): corrupt chunks are skipped\n"
+	        "and named in a warning.\n");
 }
 
 int cmd_convert(int argc, char **argv)

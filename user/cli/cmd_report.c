@@ -25,7 +25,10 @@ static void report_usage(FILE *f)
 	           "  --json           summary JSON (Time/Memory/Unit, plus Capture and Warnings)\n"
 	           "  --sort-by KEY    order rows within a category (default avg)\n"
 	           "  --ascending      smallest first (default largest first)\n"
-	           "  --hist           add a log2 latency histogram per row\n");
+	           "  --hist           add a log2 latency histogram per row\n"
+	           "A damaged FILE is read around the damage (exit 0): corrupt chunks are skipped\n"
+	           "and named in a warning; without a trailer, the figures only the trailer holds\n"
+	           "print as unknown (JSON null).\n");
 }
 
 /* The summary of a running kxprof serve, rendered by the server (same code). */
