@@ -18,16 +18,16 @@ run() {
 	return 1
 }
 
-# chunks FILE: "offset length" of each chunk (28-byte headers, see user/io/kxp.c)
+# chunks FILE: "offset length" of each chunk (32-byte headers, see user/io/kxp.c)
 chunks() {
 	python3 - "$1" <<'EOF'
 import struct, sys
 b = open(sys.argv[1], 'rb').read()
 off = struct.unpack_from('<I', b, 12)[0]
-while off + 28 <= len(b):
+while off + 32 <= len(b):
     clen = struct.unpack_from('<I', b, off + 12)[0]
-    print(off, 28 + clen)
-    off += 28 + clen
+    print(off, 32 + clen)
+    off += 32 + clen
 EOF
 }
 
@@ -61,7 +61,7 @@ check first_chunk_has_ioctls test "$in_first" -gt 0
 
 # A bit flipped in the first chunk's data, then in its header.
 for where in data header; do
-	if [ $where = data ]; then at=$((off1 + 28 + len1 / 2)); else at=$((off1 + 9)); fi
+	if [ $where = data ]; then at=$((off1 + 32 + len1 / 2)); else at=$((off1 + 9)); fi
 	flip "$TMP/full.kxp" "$at" "$TMP/bad_$where.kxp"
 	run "bad_$where" "$KXPROF" report --json "$TMP/bad_$where.kxp" || continue
 	got=$(summarized "bad_$where")

@@ -318,7 +318,7 @@ struct gen_chunk {
 };
 
 /*
- * The chunks of an undamaged file buf written by gen_write (28-byte chunk
+ * The chunks of an undamaged file buf written by gen_write (32-byte chunk
  * headers: type at 4, compressed length at 12, record count at 16); at
  * most max of them. Returns how many, or 0 when the layout does not add up.
  */
@@ -327,14 +327,14 @@ static inline size_t gen_chunks(const uint8_t *buf, size_t len, struct gen_chunk
 	size_t off = buf[12] | buf[13] << 8 | buf[14] << 16 | (size_t)buf[15] << 24, n = 0,
 	       item = 0;
 
-	while (off + 28 <= len && n < max) {
+	while (off + 32 <= len && n < max) {
 		const uint8_t *h = buf + off;
 		size_t clen = h[12] | h[13] << 8 | h[14] << 16 | (size_t)h[15] << 24;
 		size_t nrec = h[16] | h[17] << 8 | h[18] << 16 | (size_t)h[19] << 24;
 
-		out[n] = (struct gen_chunk){off, 28 + clen, item, nrec, h[4] == 2};
+		out[n] = (struct gen_chunk){off, 32 + clen, item, nrec, h[4] == 2};
 		item += nrec;
-		off += 28 + clen;
+		off += 32 + clen;
 		n++;
 	}
 	return off == len ? n : 0;

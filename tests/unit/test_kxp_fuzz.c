@@ -19,7 +19,7 @@
 
 /* Layout facts the mutators need (see the comment at the top of kxp.c). */
 #define HDR_FIXED 16
-#define CHDR_LEN  28
+#define CHDR_LEN  32
 
 static uint64_t rng;
 
@@ -97,7 +97,7 @@ static size_t chunk_offs(const struct bytes *b, size_t *offs, size_t max)
 
 static void fix_chunk_hdr_crc(uint8_t *h)
 {
-	set_le32(h + 24, (uint32_t)crc32(0, h, 24));
+	set_le32(h + 28, (uint32_t)crc32(0, h, 28));
 }
 
 static void fix_header_crc(struct bytes *b)

@@ -156,10 +156,10 @@ static void test_read_corrupt(void)
 	/* the sixth chunk: skip the header, then chunks by their lengths */
 	off = buf[12] | buf[13] << 8 | buf[14] << 16 | (size_t)buf[15] << 24;
 	while (k++ < 5)
-		off += 28 + (buf[off + 12] | buf[off + 13] << 8 | buf[off + 14] << 16 |
+		off += 32 + (buf[off + 12] | buf[off + 13] << 8 | buf[off + 14] << 16 |
 		             (size_t)buf[off + 15] << 24);
 	CHECK(off + 40 < len);
-	buf[off + 28 + 10] ^= 0x55;
+	buf[off + 32 + 10] ^= 0x55;
 	gen_tmp_path(path, sizeof(path), "par-bad");
 	f = fopen(path, "wb");
 	CHECK(f && fwrite(buf, 1, len, f) == len);

@@ -6,9 +6,11 @@
  *            capture info as TLV, u32 CRC32 of everything before it
  *   chunk    "KXCK", u32 type (1 events, 2 trailer), u32 raw length,
  *            u32 compressed length, u32 record count, u32 CRC32 of the
- *            compressed bytes, u32 CRC32 of these 24 header bytes,
- *            then one zstd frame (version 2; version 1 files, still read,
- *            hold a zlib stream)
+ *            compressed bytes, u32 chunk number (from 1, the trailer's
+ *            included), u32 CRC32 of these 28 header bytes, then one zstd
+ *            frame. Versions 1 and 2, still read, have no chunk number (a
+ *            24-byte header before its CRC); version 1 chunks hold a zlib
+ *            stream.
  *   trailer  a chunk whose raw bytes are the final capture info as TLV
  *
  * TLV: u16 tag, u32 length, value; devices, hooks, driver-call stats and
@@ -59,7 +61,8 @@ static const uint8_t chunk_magic[4] = {'K', 'X', 'C', 'K'};
 
 #define HDR_FIXED     16 /* magic, version, header length */
 #define HDR_MAX       (1u << 20)
-#define CHDR_LEN      28
+#define CHDR_LEN      32 /* chunk header; 28 in versions 1 and 2 */
+#define CHDR_LEN_V2   28
 #define CHUNK_EVENTS  1
 #define CHUNK_TRAILER 2
 #define CHUNK_RAW     (256u * 1024) /* a chunk is written once this much is pending */
@@ -543,6 +546,7 @@ struct kx_kxp_writer {
 	uint8_t *raw; /* records of the pending chunk */
 	size_t raw_len;
 	uint32_t nrec;
+	uint32_t nchunks;     /* chunks written: the last one's number */
 	struct chunk_ctx ctx; /* reset per chunk */
 	uint8_t *out;         /* chunk header + compressed bytes */
 	size_t out_cap;
@@ -604,7 +608,8 @@ static int write_chunk(struct kx_kxp_writer *w, uint32_t type, const uint8_t *ra
 	put_le32(h + 12, (uint32_t)clen);
 	put_le32(h + 16, nrec);
 	put_le32(h + 20, (uint32_t)crc32(0, w->out + CHDR_LEN, (uInt)clen));
-	put_le32(h + 24, (uint32_t)crc32(0, h, 24));
+	put_le32(h + 24, ++w->nchunks);
+	put_le32(h + 28, (uint32_t)crc32(0, h, 28));
 	return write_all(w, w->out, CHDR_LEN + clen);
 }
 
@@ -936,9 +941,14 @@ struct reader {
 	struct kx_kxp_read_result *res;
 	char *err;
 	size_t errlen;
-	uint32_t version;            /* of the file: 1 zlib chunks, 2 zstd */
-	uint64_t nseen;              /* chunks met so far, corrupt ones included */
-	int trailer;                 /* the trailer was read */
+	uint32_t version; /* of the file: 1 zlib chunks, 2 zstd, 3 numbered chunks */
+	uint32_t chl;     /* its chunk header length, bytes */
+	uint64_t nseen;   /* chunks met so far, corrupt ones included */
+	int trailer;      /* the trailer was read */
+	/* A corrupt stretch not yet noted: its chunk count is known at the next chunk. */
+	int pend;
+	uint64_t pend_off, pend_bytes;
+	const char *pend_why;
 	uint64_t cut_chunk, cut_off; /* the chunk the file ends inside (number, offset), or 0 */
 	const char *why[KX_KXP_DAMAGE_MAX]; /* why each listed stretch is corrupt */
 };
@@ -1384,6 +1394,7 @@ static uint32_t read_header(struct reader *r)
 		return 0;
 	}
 	r->version = version;
+	r->chl = version >= 3 ? CHDR_LEN : CHDR_LEN_V2;
 	if (hlen < HDR_FIXED + 4 || hlen > HDR_MAX) {
 		msg(r, "record file header is corrupt (length %u)", hlen);
 		return 0;
@@ -1417,12 +1428,15 @@ cut:
 /* A chunk header that checks out: magic, header CRC, lengths within limits. */
 struct chdr {
 	uint32_t type, raw_len, comp_len, nrec, dcrc;
+	uint32_t num; /* chunk number (version 3), else 0 */
 };
 
-static int chdr_parse(const uint8_t *h, struct chdr *c)
+/* The chl bytes at h as a chunk header; -1 when they are not a valid one. */
+static int chdr_parse(const uint8_t *h, uint32_t chl, struct chdr *c)
 {
-	if (memcmp(h, chunk_magic, 4) != 0 || crc32(0, h, 24) != get_le32(h + 24))
+	if (memcmp(h, chunk_magic, 4) != 0 || crc32(0, h, chl - 4) != get_le32(h + chl - 4))
 		return -1;
+	c->num = chl > CHDR_LEN_V2 ? get_le32(h + 24) : 0;
 	c->type = get_le32(h + 4);
 	c->raw_len = get_le32(h + 8);
 	c->comp_len = get_le32(h + 12);
@@ -1431,13 +1445,15 @@ static int chdr_parse(const uint8_t *h, struct chdr *c)
 	return c->raw_len > RAW_MAX || c->comp_len > compressBound(RAW_MAX) ? -1 : 0;
 }
 
-/* Notes a corrupt stretch of len bytes at off, where chunk number num was. */
-static void damage(struct reader *r, uint64_t num, uint64_t off, uint64_t len, const char *why)
+/* Notes a corrupt stretch of len bytes at off: n chunks (0: unknown) from number num. */
+static void damage(struct reader *r, uint64_t num, uint64_t n, uint64_t off, uint64_t len,
+                   const char *why)
 {
 	struct kx_kxp_read_result *res = r->res;
 
 	if (res->ncorrupt < KX_KXP_DAMAGE_MAX) {
 		res->corrupt[res->ncorrupt].chunk = num;
+		res->corrupt[res->ncorrupt].nchunks = n;
 		res->corrupt[res->ncorrupt].offset = off;
 		res->corrupt[res->ncorrupt].bytes = len;
 		r->why[res->ncorrupt] = why;
@@ -1468,7 +1484,7 @@ static void chunk_done(void *slot, void *arg)
 	struct reader *r = arg;
 
 	if (c->status != CS_OK) {
-		damage(r, c->num, c->off, CHDR_LEN + (uint64_t)c->comp_len, cs_why(c->status));
+		damage(r, c->num, 1, c->off, r->chl + (uint64_t)c->comp_len, cs_why(c->status));
 		return;
 	}
 	if (c->kind == CS_EVENTS)
@@ -1512,18 +1528,19 @@ static int src_fill(struct src *s, struct cslot *c, uint64_t off, size_t n)
  * size when there is none; UINT64_MAX on a read error. A header is trusted
  * only with its CRC, so bytes that merely look like the magic are passed.
  */
-static uint64_t resync(struct src *s, uint64_t from)
+static uint64_t resync(struct reader *r, uint64_t from)
 {
+	struct src *s = r->src;
 	struct chdr ch;
 
-	while (s->size - from >= CHDR_LEN) {
+	while (s->size - from >= r->chl) {
 		size_t n = s->size - from < SCAN_WIN ? (size_t)(s->size - from) : SCAN_WIN, i;
 		const uint8_t *w = src_get(s, from, n);
 
 		if (!w)
 			return s->ioerr ? UINT64_MAX : s->size;
-		for (i = 0; i + CHDR_LEN <= n; i++)
-			if (w[i] == chunk_magic[0] && !chdr_parse(w + i, &ch))
+		for (i = 0; i + r->chl <= n; i++)
+			if (w[i] == chunk_magic[0] && !chdr_parse(w + i, r->chl, &ch))
 				return from + i;
 		if (n == s->size - from)
 			break;
@@ -1543,19 +1560,51 @@ static uint64_t skip_bad(struct reader *r, uint64_t off, const uint8_t *h, const
 {
 	struct src *s = r->src;
 	uint64_t left = s->size - off;
-	uint64_t next = resync(s, off + 1);
+	uint64_t next = resync(r, off + 1);
 
 	if (next == UINT64_MAX)
 		return next;
-	if (next == s->size && left < CHDR_LEN && !memcmp(h, chunk_magic, left < 4 ? left : 4)) {
+	if (next == s->size && left < r->chl && !memcmp(h, chunk_magic, left < 4 ? left : 4)) {
 		/* The start of a chunk header: the file ends inside it. */
 		r->res->bad_tail_bytes = left;
 		r->cut_chunk = ++r->nseen;
 		r->cut_off = off;
 		return next;
 	}
-	damage(r, ++r->nseen, off, next - off, why);
+	/* How many chunks it held is known at the next one (version 3). */
+	r->pend = 1;
+	r->pend_off = off;
+	r->pend_bytes = next - off;
+	r->pend_why = why;
 	return next;
+}
+
+/*
+ * The number of the chunk of valid header ch at off: its own (version 3),
+ * else the next in file order. Notes the corrupt stretch before it, with
+ * the chunks it held, or chunks missing before it (numbers that skip).
+ */
+static uint64_t chunk_number(struct reader *r, const struct chdr *ch, uint64_t off)
+{
+	uint64_t next = r->nseen + 1;
+	uint64_t num = r->version >= 3 ? ch->num : next + (uint64_t)r->pend;
+
+	if (r->pend)
+		damage(r, next, num > next ? num - next : 1, r->pend_off, r->pend_bytes,
+		       r->pend_why);
+	else if (num > next)
+		damage(r, next, num - next, off, 0, "the chunk numbers skip");
+	r->pend = 0;
+	r->nseen = num;
+	return num;
+}
+
+/* A corrupt stretch at the end of the file: how many chunks it held is unknown. */
+static void end_stretch(struct reader *r)
+{
+	if (r->pend)
+		damage(r, r->nseen + 1, 0, r->pend_off, r->pend_bytes, r->pend_why);
+	r->pend = 0;
 }
 
 /* Reads and stores the trailer of a slot filled with its bytes; why it is bad, or NULL. */
@@ -1600,13 +1649,13 @@ static int read_one(struct reader *r, struct cslot *c, void *zs, const struct ch
 {
 	const char *why;
 
-	slot_set(c, ch, off, ++r->nseen);
+	slot_set(c, ch, off, chunk_number(r, ch, off));
 	if (ch->type != CHUNK_EVENTS && ch->type != CHUNK_TRAILER) {
 		/* A later writer's chunk kind: its header checked out, so skip it whole. */
 		r->res->chunks++;
 		return 0;
 	}
-	if (src_fill(r->src, c, off + CHDR_LEN, ch->comp_len))
+	if (src_fill(r->src, c, off + r->chl, ch->comp_len))
 		return -1;
 	if (ch->type == CHUNK_EVENTS) {
 		chunk_run(c, zs, r);
@@ -1615,7 +1664,7 @@ static int read_one(struct reader *r, struct cslot *c, void *zs, const struct ch
 	}
 	why = read_trailer(r, c, zs);
 	if (why) {
-		damage(r, c->num, off, CHDR_LEN + (uint64_t)ch->comp_len, why);
+		damage(r, c->num, 1, off, r->chl + (uint64_t)ch->comp_len, why);
 		return 0;
 	}
 	r->res->chunks++;
@@ -1633,28 +1682,29 @@ static int read_chunks_seq(struct reader *r, struct cslot *c, void *zs, uint64_t
 	struct src *s = r->src;
 
 	while (off < s->size && !r->trailer) {
-		size_t n = s->size - off < CHDR_LEN ? (size_t)(s->size - off) : CHDR_LEN;
+		size_t n = s->size - off < r->chl ? (size_t)(s->size - off) : r->chl;
 		const uint8_t *h = src_get(s, off, n);
 		struct chdr ch;
 
 		if (!h)
 			goto ioerr;
-		if (n < CHDR_LEN || chdr_parse(h, &ch)) {
+		if (n < r->chl || chdr_parse(h, r->chl, &ch)) {
 			off = skip_bad(r, off, h, "bad chunk header");
 			if (off == UINT64_MAX)
 				goto ioerr;
 			continue;
 		}
-		if (s->size - off - CHDR_LEN < ch.comp_len) {
+		if (s->size - off - r->chl < ch.comp_len) {
 			r->res->bad_tail_bytes = s->size - off;
-			r->cut_chunk = ++r->nseen;
+			r->cut_chunk = chunk_number(r, &ch, off);
 			r->cut_off = off;
 			break;
 		}
 		if (read_one(r, c, zs, &ch, off))
 			goto ioerr;
-		off += CHDR_LEN + ch.comp_len;
+		off += r->chl + ch.comp_len;
 	}
+	end_stretch(r);
 	if (r->trailer)
 		r->res->bad_tail_bytes = s->size - off;
 	else
@@ -1684,13 +1734,14 @@ static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 	/* Where the next chunk's ioctls start at most (every record an ioctl). */
 	size_t ahead = r->store ? kx_store_ioctl_count(r->store) : 0;
 
-	while (s->size - off >= CHDR_LEN) {
-		const uint8_t *h = src_get(s, off, CHDR_LEN);
+	while (s->size - off >= r->chl) {
+		const uint8_t *h = src_get(s, off, r->chl);
 		struct chdr ch;
 		struct cslot *c;
 
-		if (!h || chdr_parse(h, &ch) || s->size - off - CHDR_LEN < ch.comp_len ||
-		    ch.type == CHUNK_TRAILER)
+		/* Numbers that skip are for the one-at-a-time reader to note. */
+		if (!h || chdr_parse(h, r->chl, &ch) || s->size - off - r->chl < ch.comp_len ||
+		    ch.type == CHUNK_TRAILER || (r->version >= 3 && ch.num != r->nseen + 1))
 			break;
 		c = kx_workq_get(q);
 		slot_set(c, &ch, off, r->nseen + 1);
@@ -1701,7 +1752,7 @@ static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 			c->npf = kx_store_ioctl_ranges(r->store, ahead, to, c->pf, PF_MAX);
 			ahead += c->nrec;
 		}
-		if (c->kind == CS_EVENTS && src_fill(s, c, off + CHDR_LEN, ch.comp_len)) {
+		if (c->kind == CS_EVENTS && src_fill(s, c, off + r->chl, ch.comp_len)) {
 			/* Not queued: the one-at-a-time reader meets the error again. */
 			s->ioerr = 0;
 			c->kind = CS_SKIP;
@@ -1710,7 +1761,7 @@ static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 		}
 		r->nseen++;
 		kx_workq_put(q, c);
-		off += CHDR_LEN + ch.comp_len;
+		off += r->chl + ch.comp_len;
 	}
 	return off;
 }
@@ -1732,26 +1783,42 @@ static void msg_add(struct reader *r, const char *fmt, ...)
 #define MSG_LISTED 4 /* corrupt stretches named one by one in the message */
 
 /* The corrupt stretches, for the message. */
+/* "chunk 3", "chunks 3 to 5", or "chunk 3 onward" (a stretch at the end). */
+static void say_chunks(struct reader *r, const struct kx_kxp_damage *d)
+{
+	if (d->nchunks > 1)
+		msg_add(r, "chunks %llu to %llu", (unsigned long long)d->chunk,
+		        (unsigned long long)(d->chunk + d->nchunks - 1));
+	else
+		msg_add(r, "chunk %llu%s", (unsigned long long)d->chunk,
+		        d->nchunks ? "" : " onward");
+}
+
 static void say_corrupt(struct reader *r)
 {
 	const struct kx_kxp_read_result *res = r->res;
+	const struct kx_kxp_damage *d = res->corrupt;
 	uint64_t i;
 
 	if (res->ncorrupt == 1) {
-		msg_add(r, "chunk %llu at offset %llu is corrupt (%s): skipped, %llu bytes lost",
-		        (unsigned long long)res->corrupt[0].chunk,
-		        (unsigned long long)res->corrupt[0].offset, r->why[0],
-		        (unsigned long long)res->corrupt[0].bytes);
+		say_chunks(r, d);
+		if (!d->bytes)
+			msg_add(r, " missing before offset %llu (%s)",
+			        (unsigned long long)d->offset, r->why[0]);
+		else
+			msg_add(r, " at offset %llu %s corrupt (%s): skipped, %llu bytes lost",
+			        (unsigned long long)d->offset, d->nchunks > 1 ? "are" : "is",
+			        r->why[0], (unsigned long long)d->bytes);
 		return;
 	}
-	msg_add(r,
-	        "%llu corrupt chunks skipped, %llu bytes lost:", (unsigned long long)res->ncorrupt,
-	        (unsigned long long)res->corrupt_bytes);
-	for (i = 0; i < res->ncorrupt && i < MSG_LISTED; i++)
-		msg_add(r, "%s chunk %llu at offset %llu (%s, %llu bytes)", i ? "," : "",
-		        (unsigned long long)res->corrupt[i].chunk,
-		        (unsigned long long)res->corrupt[i].offset, r->why[i],
-		        (unsigned long long)res->corrupt[i].bytes);
+	msg_add(r, "%llu corrupt stretches skipped, %llu bytes lost:",
+	        (unsigned long long)res->ncorrupt, (unsigned long long)res->corrupt_bytes);
+	for (i = 0; i < res->ncorrupt && i < MSG_LISTED; i++) {
+		msg_add(r, "%s", i ? ", " : " ");
+		say_chunks(r, &d[i]);
+		msg_add(r, " at offset %llu (%s, %llu bytes)", (unsigned long long)d[i].offset,
+		        r->why[i], (unsigned long long)d[i].bytes);
+	}
 	if (res->ncorrupt > MSG_LISTED)
 		msg_add(r, ", and %llu more", (unsigned long long)(res->ncorrupt - MSG_LISTED));
 }
@@ -1774,8 +1841,9 @@ static void say_losses(struct reader *r)
 		        sep, (unsigned long long)r->cut_chunk, (unsigned long long)r->cut_off,
 		        (unsigned long long)res->bad_tail_bytes);
 	else if (res->truncated)
-		msg_add(r, "%sno trailer after chunk %llu: the capture did not finish", sep,
-		        (unsigned long long)r->nseen);
+		msg_add(r, "%sno trailer after chunk %llu: the capture did not finish%s", sep,
+		        (unsigned long long)r->nseen,
+		        res->ncorrupt ? ", or its trailer was lost with the damage" : "");
 	else if (res->bad_tail_bytes)
 		msg_add(r, "%s%llu bytes after the trailer were ignored", sep,
 		        (unsigned long long)res->bad_tail_bytes);
