@@ -310,6 +310,14 @@ static inline int gen_is_prefix(const struct gen *g, const struct kx_store *s)
 	return 1;
 }
 
+/* A fresh temp path in $TMPDIR (or /tmp); the caller unlinks it. */
+static inline void gen_tmp_path(char *buf, size_t len, const char *tag)
+{
+	const char *dir = getenv("TMPDIR");
+
+	snprintf(buf, len, "%s/kxp-test-%s-%d.kxp", dir && *dir ? dir : "/tmp", tag, (int)getpid());
+}
+
 /* A chunk of a record file as written: where it is, and which items it holds. */
 struct gen_chunk {
 	size_t off, len;    /* bytes: header included */
@@ -338,6 +346,27 @@ static inline size_t gen_chunks(const uint8_t *buf, size_t len, struct gen_chunk
 		n++;
 	}
 	return off == len ? n : 0;
+}
+
+/*
+ * The bytes of g written with a trailer (flushing every flush_every items)
+ * to a temp file named after tag, and their chunks in ch (at most max, *nch
+ * of them; 0 when the layout does not add up). NULL when writing failed.
+ */
+static inline uint8_t *gen_file(const struct gen *g, int flush_every, const char *tag, size_t *len,
+                                struct gen_chunk *ch, size_t max, size_t *nch)
+{
+	uint8_t *buf = NULL;
+	char path[256];
+
+	gen_tmp_path(path, sizeof(path), tag);
+	*nch = 0;
+	if (gen_write(path, g, flush_every, 1) == 0)
+		buf = gen_slurp(path, len);
+	unlink(path);
+	if (buf)
+		*nch = gen_chunks(buf, *len, ch, max);
+	return buf;
 }
 
 /* Ioctl i of g against a stored one, argument bytes included. */
@@ -394,14 +423,6 @@ static inline int gen_matches_except(const struct gen *g, const struct kx_store 
 	}
 	return io == kx_store_ioctl_count(s) && ta == kx_store_task_count(s) &&
 	       jo == kx_store_job_count(s);
-}
-
-/* A fresh temp path in $TMPDIR (or /tmp); the caller unlinks it. */
-static inline void gen_tmp_path(char *buf, size_t len, const char *tag)
-{
-	const char *dir = getenv("TMPDIR");
-
-	snprintf(buf, len, "%s/kxp-test-%s-%d.kxp", dir && *dir ? dir : "/tmp", tag, (int)getpid());
 }
 
 #endif /* KXP_GEN_H */

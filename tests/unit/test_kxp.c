@@ -307,20 +307,14 @@ static void test_flip_each_chunk(void)
 {
 	static struct gen_chunk ch[MAX_CHUNKS];
 	struct kx_store *s = kx_store_new(0);
-	char path[256];
 	uint8_t *buf;
 	size_t len, nch;
 	struct gen g;
 
 	CHECK(s);
-	gen_tmp_path(path, sizeof(path), "flipeach");
 	gen_events(&g, 6000, 17);
-	CHECK(gen_write(path, &g, 400, 1) == 0);
-	buf = gen_slurp(path, &len);
-	unlink(path);
-	CHECK(buf);
-	nch = gen_chunks(buf, len, ch, MAX_CHUNKS);
-	CHECK(nch > 20 && ch[nch - 1].trailer);
+	buf = gen_file(&g, 400, "flipeach", &len, ch, MAX_CHUNKS, &nch);
+	CHECK(buf && nch > 20 && ch[nch - 1].trailer);
 	for (size_t k = 0; k < nch; k++) {
 		size_t at[2] = {ch[k].off + (k * 7) % 32,
 		                ch[k].off + 32 + (k * 7919) % (ch[k].len - 32)};
@@ -378,20 +372,15 @@ static void test_numbered_chunks(void)
 	static uint8_t lost[MAX_CHUNKS];
 	struct kx_kxp_read_result res;
 	struct kx_store *s = kx_store_new(0);
-	char path[256], err[512], want[512];
+	char err[512], want[512];
 	uint8_t *buf, *cut;
 	size_t len, nch, from, to;
 	struct gen g;
 
 	CHECK(s);
-	gen_tmp_path(path, sizeof(path), "num");
 	gen_events(&g, 3000, 23);
-	CHECK(gen_write(path, &g, 300, 1) == 0);
-	buf = gen_slurp(path, &len);
-	unlink(path);
-	CHECK(buf && (cut = malloc(len)));
-	nch = gen_chunks(buf, len, ch, MAX_CHUNKS);
-	CHECK(nch > 8);
+	buf = gen_file(&g, 300, "num", &len, ch, MAX_CHUNKS, &nch);
+	CHECK(buf && nch > 8 && (cut = malloc(len)));
 
 	/* Zeros from the middle of chunk 3 to the middle of chunk 5. */
 	memcpy(cut, buf, len);
@@ -860,19 +849,14 @@ static void reads_old_version(int version)
 	struct kx_kxp_read_result res;
 	struct kx_store *s = kx_store_new(0);
 	struct gen g;
-	char path[256], err[512];
+	char err[512];
 	uint8_t *in, *out, *raw;
 	size_t len, hlen, off, o, nch, k = 0;
 
 	CHECK(s);
-	gen_tmp_path(path, sizeof(path), "old");
 	gen_events(&g, 3000, 5);
-	CHECK(gen_write(path, &g, 500, 1) == 0);
-	in = gen_slurp(path, &len);
-	unlink(path);
-	CHECK(in && len > 16);
-	nch = gen_chunks(in, len, ch, 64);
-	CHECK(nch > 3);
+	in = gen_file(&g, 500, "old", &len, ch, 64, &nch);
+	CHECK(in && nch > 3);
 	out = malloc(2 * len + 65536);
 	raw = malloc(64 << 20);
 	CHECK(out && raw);

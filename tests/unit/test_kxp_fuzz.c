@@ -398,20 +398,15 @@ static void fuzz_intact(size_t nioc, int flush_every, long iters, uint64_t seed)
 	static uint8_t lost[MAX_CHUNKS];
 	struct kx_kxp_read_result res;
 	struct kx_store *s = kx_store_new(0);
-	char path[256], err[512];
 	uint8_t *orig, *buf;
 	size_t len, nch;
 	struct gen g;
+	char err[512];
 
 	CHECK(s);
-	gen_tmp_path(path, sizeof(path), "fuzzintact");
 	gen_events(&g, nioc, seed);
-	CHECK(gen_write(path, &g, flush_every, 1) == 0);
-	orig = gen_slurp(path, &len);
-	unlink(path);
-	CHECK(orig && (buf = malloc(len)));
-	nch = gen_chunks(orig, len, ch, MAX_CHUNKS);
-	CHECK(nch > 3);
+	orig = gen_file(&g, flush_every, "fuzzintact", &len, ch, MAX_CHUNKS, &nch);
+	CHECK(orig && nch > 3 && (buf = malloc(len)));
 	rng = seed * 0x9e3779b97f4a7c15ull + 7;
 	for (long it = 0; it < iters; it++) {
 		size_t cut = len, nlost = 0;
