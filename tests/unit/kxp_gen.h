@@ -318,4 +318,111 @@ static inline void gen_tmp_path(char *buf, size_t len, const char *tag)
 	snprintf(buf, len, "%s/kxp-test-%s-%d.kxp", dir && *dir ? dir : "/tmp", tag, (int)getpid());
 }
 
+/* A chunk of a record file as written: where it is, and which items it holds. */
+struct gen_chunk {
+	size_t off, len;    /* bytes: header included */
+	size_t first, nrec; /* its records: g->items[first .. first + nrec) */
+	int trailer;
+};
+
+/*
+ * The chunks of an undamaged file buf written by gen_write (32-byte chunk
+ * headers: type at 4, compressed length at 12, record count at 16); at
+ * most max of them. Returns how many, or 0 when the layout does not add up.
+ */
+static inline size_t gen_chunks(const uint8_t *buf, size_t len, struct gen_chunk *out, size_t max)
+{
+	size_t off = buf[12] | buf[13] << 8 | buf[14] << 16 | (size_t)buf[15] << 24, n = 0,
+	       item = 0;
+
+	while (off + 32 <= len && n < max) {
+		const uint8_t *h = buf + off;
+		size_t clen = h[12] | h[13] << 8 | h[14] << 16 | (size_t)h[15] << 24;
+		size_t nrec = h[16] | h[17] << 8 | h[18] << 16 | (size_t)h[19] << 24;
+
+		out[n] = (struct gen_chunk){off, 32 + clen, item, nrec, h[4] == 2};
+		item += nrec;
+		off += 32 + clen;
+		n++;
+	}
+	return off == len ? n : 0;
+}
+
+/*
+ * The bytes of g written with a trailer (flushing every flush_every items)
+ * to a temp file named after tag, and their chunks in ch (at most max, *nch
+ * of them; 0 when the layout does not add up). NULL when writing failed.
+ */
+static inline uint8_t *gen_file(const struct gen *g, int flush_every, const char *tag, size_t *len,
+                                struct gen_chunk *ch, size_t max, size_t *nch)
+{
+	uint8_t *buf = NULL;
+	char path[256];
+
+	gen_tmp_path(path, sizeof(path), tag);
+	*nch = 0;
+	if (gen_write(path, g, flush_every, 1) == 0)
+		buf = gen_slurp(path, len);
+	unlink(path);
+	if (buf)
+		*nch = gen_chunks(buf, *len, ch, max);
+	return buf;
+}
+
+/* Ioctl i of g against a stored one, argument bytes included. */
+static inline int gen_same_stored_ioctl(const struct kx_store *s, const struct kx_ioctl *e,
+                                        const struct gen *g, size_t i)
+{
+	size_t n = (size_t)e->arg_in_len + e->arg_out_len;
+	const uint8_t *a = kx_store_arg(s, e);
+	uint8_t arg[256];
+
+	if (!gen_same_ioctl(e, &g->ioc[i]))
+		return 0;
+	if (!n)
+		return !a;
+	gen_arg(arg, n, i);
+	return a && memcmp(a, arg, n) == 0;
+}
+
+static inline int gen_same_task(const struct kx_task *t, const struct kx_task *w)
+{
+	return t->ts == w->ts && t->pid == w->pid && t->tid == w->tid && t->ppid == w->ppid &&
+	       t->what == w->what && strcmp(t->comm, w->comm) == 0;
+}
+
+/*
+ * 1 when the store holds exactly the items of g's chunks not marked lost[k],
+ * in file order, arguments intact: nothing of an intact chunk is missing
+ * and nothing else is there.
+ */
+static inline int gen_matches_except(const struct gen *g, const struct kx_store *s,
+                                     const struct gen_chunk *ch, size_t nch, const uint8_t *lost)
+{
+	size_t io = 0, ta = 0, jo = 0;
+
+	for (size_t k = 0; k < nch; k++) {
+		if (lost[k])
+			continue;
+		for (size_t i = ch[k].first; i < ch[k].first + ch[k].nrec && i < g->nitems; i++) {
+			const struct gen_item *it = &g->items[i];
+
+			if (it->kind == GEN_TASK) {
+				if (ta >= kx_store_task_count(s) ||
+				    !gen_same_task(kx_store_task(s, ta++), &g->task[it->idx]))
+					return 0;
+			} else if (it->kind == GEN_JOB) {
+				if (jo >= kx_store_job_count(s) ||
+				    !gen_same_job(kx_store_job(s, jo++), &g->job[it->idx]))
+					return 0;
+			} else if (io >= kx_store_ioctl_count(s) ||
+			           !gen_same_stored_ioctl(s, kx_store_ioctl(s, io++), g, it->idx)) {
+				return 0;
+			}
+		}
+	}
+	return io == kx_store_ioctl_count(s) && ta == kx_store_task_count(s) &&
+	       jo == kx_store_job_count(s);
+}
+
 #endif /* KXP_GEN_H */

@@ -1,6 +1,7 @@
 /*
  * Unit tests of the .kxp record file: full round trips (typical and extreme
- * field values), files cut at every length, flipped bytes, garbage, wrong
+ * field values), files cut at every length, flipped bytes (each chunk in
+ * turn: only that chunk is lost), garbage, wrong
  * version, empty and missing files, additions a later writer may make, and
  * write errors.
  */
@@ -136,7 +137,7 @@ static void test_flush_and_size(void)
 	kx_store_free(s);
 }
 
-/* Every cut length: rejected with a message, or a prefix marked truncated. */
+/* Every cut length: rejected with a message, or a prefix marked truncated, never corrupt. */
 static void cut_everywhere(const struct gen *g, const uint8_t *buf, size_t len, size_t step,
                            const char *name)
 {
@@ -162,8 +163,10 @@ static void cut_everywhere(const struct gen *g, const uint8_t *buf, size_t len, 
 			}
 			continue;
 		}
+		/* Cut short is never called corrupt, and is worded as cut. */
 		if (n < prev || !gen_is_prefix(g, s) || res.truncated != (cut < len) ||
-		    res.bad_tail_bytes > cut) {
+		    res.bad_tail_bytes > cut || res.ncorrupt || strstr(err, "corrupt") ||
+		    (res.bad_tail_bytes && !strstr(err, "cut short"))) {
 			printf("# %s cut %zu: n %zu prev %zu truncated %d\n", name, cut, n, prev,
 			       res.truncated);
 			CHECK(0);
@@ -216,39 +219,120 @@ static void test_cut_large(void)
 	gen_free(&g);
 }
 
-/* One flipped byte anywhere: a clear error or an intact prefix. */
+#define MAX_CHUNKS 4096
+
+/* The chunk holding byte pos, or nch when pos is in the file header. */
+static size_t chunk_at(const struct gen_chunk *ch, size_t nch, size_t pos)
+{
+	for (size_t k = 0; k < nch; k++)
+		if (pos >= ch[k].off && pos < ch[k].off + ch[k].len)
+			return k;
+	return nch;
+}
+
+/*
+ * Reads buf, where only chunk k (or the file header, k == nch) was
+ * damaged: the header is fatal; otherwise exactly chunk k is skipped and
+ * reported by number, offset and size, and every other chunk and the
+ * trailer are kept. Returns 1 when all of that holds.
+ */
+static int only_chunk_lost(const struct gen *g, const uint8_t *buf, size_t len,
+                           const struct gen_chunk *ch, size_t nch, size_t k, struct kx_store *s)
+{
+	static uint8_t lost[MAX_CHUNKS];
+	struct kx_kxp_read_result res;
+	char err[512], want[128], want_end[128];
+	int rc;
+
+	kx_store_reset(s);
+	err[0] = '\0';
+	rc = kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err));
+	if (k == nch)
+		return rc == -1 && err[0];
+	memset(lost, 0, nch);
+	lost[k] = 1;
+	snprintf(want, sizeof(want), "chunk %zu at offset %zu is corrupt (", k + 1, ch[k].off);
+	/* The last chunk's header broken: the stretch runs to the end, its chunk count unknown. */
+	snprintf(want_end, sizeof(want_end), "chunk %zu onward at offset %zu is corrupt (", k + 1,
+	         ch[k].off);
+	gen_capinfo(&ci_want, !ch[k].trailer);
+	if (rc == 0 && gen_matches_except(g, s, ch, nch, lost) && res.ncorrupt == 1 &&
+	    res.corrupt[0].chunk == k + 1 && res.corrupt[0].offset == ch[k].off &&
+	    res.corrupt[0].bytes == ch[k].len && res.corrupt_bytes == ch[k].len &&
+	    res.chunks == nch - 1 && res.truncated == ch[k].trailer && !res.bad_tail_bytes &&
+	    (strstr(err, want)
+	             ? res.corrupt[0].nchunks == 1
+	             : k == nch - 1 && strstr(err, want_end) && !res.corrupt[0].nchunks) &&
+	    strstr(err, "bytes lost") && !strstr(err, "cut short") &&
+	    same_capinfo(&ci_got, &ci_want))
+		return 1;
+	printf("# chunk %zu of %zu: rc %d corrupt %llu truncated %d err '%s'\n", k + 1, nch, rc,
+	       (unsigned long long)res.ncorrupt, res.truncated, err);
+	return 0;
+}
+
+/* One flipped byte anywhere: a fatal header, or exactly its chunk lost. */
 static void flip_many(const struct gen *g, const uint8_t *orig, size_t len, int iters,
                       uint64_t seed)
 {
-	struct kx_kxp_read_result res;
+	static struct gen_chunk ch[MAX_CHUNKS];
 	struct kx_store *s = kx_store_new(0);
+	size_t nch = gen_chunks(orig, len, ch, MAX_CHUNKS);
 	uint8_t *buf = malloc(len);
 	uint64_t rng = seed;
-	char err[512];
 
-	CHECK(s && buf);
+	CHECK(s && buf && nch);
 	for (int it = 0; it < iters; it++) {
 		size_t pos = gen_rng(&rng) % len;
 		uint8_t x = (uint8_t)(gen_rng(&rng) % 255 + 1);
-		int rc;
 
 		memcpy(buf, orig, len);
 		buf[pos] ^= x;
-		kx_store_reset(s);
-		err[0] = '\0';
-		rc = kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err));
-		if (rc) {
-			CHECK(err[0]);
-			continue;
-		}
 		/* CRCs catch every single-byte change, so data is never wrong. */
-		if (!gen_is_prefix(g, s) || !res.truncated || !err[0]) {
-			printf("# flip at %zu by %02x: truncated %d err '%s'\n", pos, x,
-			       res.truncated, err);
+		if (!only_chunk_lost(g, buf, len, ch, nch, chunk_at(ch, nch, pos), s)) {
+			printf("# flip at %zu by %02x\n", pos, x);
 			CHECK(0);
 		}
 	}
 	free(buf);
+	kx_store_free(s);
+}
+
+/*
+ * A capture of many chunks, one bit flipped in each chunk in turn, once in
+ * its header and once in its data (the trailer too): every other chunk's
+ * events and the trailer are kept, and the message names the chunk.
+ */
+static void test_flip_each_chunk(void)
+{
+	static struct gen_chunk ch[MAX_CHUNKS];
+	struct kx_store *s = kx_store_new(0);
+	uint8_t *buf;
+	size_t len, nch;
+	struct gen g;
+
+	CHECK(s);
+	gen_events(&g, 6000, 17);
+	buf = gen_file(&g, 400, "flipeach", &len, ch, MAX_CHUNKS, &nch);
+	CHECK(buf && nch > 20 && ch[nch - 1].trailer);
+	for (size_t k = 0; k < nch; k++) {
+		size_t at[2] = {ch[k].off + (k * 7) % 32,
+		                ch[k].off + 32 + (k * 7919) % (ch[k].len - 32)};
+
+		for (int i = 0; i < 2; i++) {
+			uint8_t bit = (uint8_t)(1u << ((k + (size_t)i) % 8));
+
+			buf[at[i]] ^= bit;
+			if (!only_chunk_lost(&g, buf, len, ch, nch, k, s)) {
+				printf("# bit %02x at %zu (%s)\n", bit, at[i],
+				       i ? "data" : "header");
+				CHECK(0);
+			}
+			buf[at[i]] ^= bit;
+		}
+	}
+	free(buf);
+	gen_free(&g);
 	kx_store_free(s);
 }
 
@@ -276,6 +360,72 @@ static void test_flipped_bytes(void)
 	flip_many(&g, buf, len, 300, 0x7654321);
 	free(buf);
 	gen_free(&g);
+}
+
+/*
+ * Version 3 numbers its chunks, so damage across several chunks is reported
+ * with the exact chunks lost, and a chunk cut out cleanly is found missing.
+ */
+static void test_numbered_chunks(void)
+{
+	static struct gen_chunk ch[MAX_CHUNKS];
+	static uint8_t lost[MAX_CHUNKS];
+	struct kx_kxp_read_result res;
+	struct kx_store *s = kx_store_new(0);
+	char err[512], want[512];
+	uint8_t *buf, *cut;
+	size_t len, nch, from, to;
+	struct gen g;
+
+	CHECK(s);
+	gen_events(&g, 3000, 23);
+	buf = gen_file(&g, 300, "num", &len, ch, MAX_CHUNKS, &nch);
+	CHECK(buf && nch > 8 && (cut = malloc(len)));
+
+	/* Zeros from the middle of chunk 3 to the middle of chunk 5. */
+	memcpy(cut, buf, len);
+	from = ch[2].off + ch[2].len / 2;
+	to = ch[4].off + ch[4].len / 2;
+	memset(cut + from, 0, to - from);
+	CHECK(kx_kxp_read_mem(cut, len, s, &ci_got, &res, err, sizeof(err)) == 0);
+	memset(lost, 0, nch);
+	lost[2] = lost[3] = lost[4] = 1;
+	CHECK(gen_matches_except(&g, s, ch, nch, lost));
+	CHECK_EQ_U(res.ncorrupt, 2);
+	CHECK_EQ_U(res.corrupt[0].chunk, 3);
+	CHECK_EQ_U(res.corrupt[0].nchunks, 1);
+	CHECK_EQ_U(res.corrupt[0].bytes, ch[2].len);
+	CHECK_EQ_U(res.corrupt[1].chunk, 4);
+	CHECK_EQ_U(res.corrupt[1].nchunks, 2);
+	CHECK_EQ_U(res.corrupt[1].offset, ch[3].off);
+	CHECK_EQ_U(res.corrupt[1].bytes, ch[5].off - ch[3].off);
+	CHECK_EQ_U(res.truncated, 0);
+	snprintf(want, sizeof(want),
+	         "2 corrupt stretches skipped, %zu bytes lost: chunk 3 at offset %zu (data "
+	         "checksum mismatch, %zu bytes), chunks 4 to 5 at offset %zu (bad chunk header, "
+	         "%zu bytes)",
+	         ch[5].off - ch[2].off, ch[2].off, ch[2].len, ch[3].off, ch[5].off - ch[3].off);
+	CHECK_STR(err, want);
+
+	/* Chunk 4 cut out whole: no damage to see, but its number is missing. */
+	memcpy(cut, buf, ch[3].off);
+	memcpy(cut + ch[3].off, buf + ch[4].off, len - ch[4].off);
+	kx_store_reset(s);
+	CHECK(kx_kxp_read_mem(cut, len - ch[3].len, s, &ci_got, &res, err, sizeof(err)) == 0);
+	memset(lost, 0, nch);
+	lost[3] = 1;
+	CHECK(gen_matches_except(&g, s, ch, nch, lost));
+	CHECK_EQ_U(res.ncorrupt, 1);
+	CHECK_EQ_U(res.corrupt[0].chunk, 4);
+	CHECK_EQ_U(res.corrupt[0].nchunks, 1);
+	CHECK_EQ_U(res.corrupt[0].bytes, 0);
+	snprintf(want, sizeof(want), "chunk 4 missing before offset %zu (the chunk numbers skip)",
+	         ch[3].off);
+	CHECK_STR(err, want);
+	free(cut);
+	free(buf);
+	gen_free(&g);
+	kx_store_free(s);
 }
 
 static void test_garbage(void)
@@ -329,18 +479,18 @@ static void test_wrong_version(void)
 	gen_free(&g);
 	buf = gen_slurp(path, &len);
 	CHECK(buf && len > 16);
-	buf[8] = 3;
+	buf[8] = 4;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
-	CHECK_STR(err, "record format version 3 is newer than this kxprof reads (versions 1 to 2): "
+	CHECK_STR(err, "record format version 4 is newer than this kxprof reads (versions 1 to 3): "
 	               "read it with the kxprof that wrote it, or a newer one");
 	buf[8] = 0;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
-	CHECK_STR(err, "unsupported record format version 0 (this kxprof reads versions 1 to 2)");
+	CHECK_STR(err, "unsupported record format version 0 (this kxprof reads versions 1 to 3)");
 	buf[8] = 0x2a;
 	buf[9] = 1;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
 	CHECK_STR(err, "record format version 298 is newer than this kxprof reads (versions 1 to "
-	               "2): read it with the kxprof that wrote it, or a newer one");
+	               "3): read it with the kxprof that wrote it, or a newer one");
 	/* From a path the message names the file. */
 	f = fopen(path, "wb");
 	CHECK(f);
@@ -348,7 +498,7 @@ static void test_wrong_version(void)
 	fclose(f);
 	CHECK(kx_kxp_read(path, s, &ci_got, &res, err, sizeof(err)) == -1);
 	snprintf(want, sizeof(want),
-	         "%s: record format version 298 is newer than this kxprof reads (versions 1 to 2): "
+	         "%s: record format version 298 is newer than this kxprof reads (versions 1 to 3): "
 	         "read it with the kxprof that wrote it, or a newer one",
 	         path);
 	CHECK_STR(err, want);
@@ -567,38 +717,46 @@ static void set_le32(uint8_t *p, uint32_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* Writes a chunk header for clen compressed bytes already at out + 28. */
-static size_t chunk_header(uint8_t *out, uint32_t type, size_t len, size_t clen, uint32_t nrec)
+/*
+ * Writes a chunk header as the given version has it (3: 32 bytes with the
+ * chunk number num; 1 and 2: 28 bytes) for clen compressed bytes already
+ * after it. Returns the chunk's length.
+ */
+static size_t chunk_header(uint8_t *out, int version, uint32_t type, size_t len, size_t clen,
+                           uint32_t nrec, uint32_t num)
 {
+	size_t hl = version >= 3 ? 32 : 28;
+
 	memcpy(out, "KXCK", 4);
 	set_le32(out + 4, type);
 	set_le32(out + 8, (uint32_t)len);
 	set_le32(out + 12, (uint32_t)clen);
 	set_le32(out + 16, nrec);
-	set_le32(out + 20, (uint32_t)crc32(0, out + 28, (uInt)clen));
-	set_le32(out + 24, (uint32_t)crc32(0, out, 24));
-	return 28 + clen;
+	set_le32(out + 20, (uint32_t)crc32(0, out + hl, (uInt)clen));
+	if (version >= 3)
+		set_le32(out + 24, num);
+	set_le32(out + hl - 4, (uint32_t)crc32(0, out, (uInt)(hl - 4)));
+	return hl + clen;
 }
 
-/* Writes a chunk (28-byte header + one zstd frame) of raw bytes at out. */
-static size_t make_chunk(uint8_t *out, uint32_t type, const uint8_t *raw, size_t len, uint32_t nrec)
+/* Writes a chunk of raw bytes at out as the given version has it: zstd, or zlib (1). */
+static size_t make_chunk(uint8_t *out, int version, uint32_t type, const uint8_t *raw, size_t len,
+                         uint32_t nrec, uint32_t num)
 {
-	size_t clen = ZSTD_compress(out + 28, ZSTD_compressBound(len), raw, len, 1);
+	size_t hl = version >= 3 ? 32 : 28, clen;
 
-	if (ZSTD_isError(clen))
-		abort();
-	return chunk_header(out, type, len, clen, nrec);
-}
+	if (version >= 2) {
+		clen = ZSTD_compress(out + hl, ZSTD_compressBound(len), raw, len, 1);
+		if (ZSTD_isError(clen))
+			abort();
+	} else {
+		uLongf zlen = compressBound(len);
 
-/* The same with a zlib stream, as version 1 files hold. */
-static size_t make_chunk_v1(uint8_t *out, uint32_t type, const uint8_t *raw, size_t len,
-                            uint32_t nrec)
-{
-	uLongf clen = compressBound(len);
-
-	if (compress2(out + 28, &clen, raw, len, 1) != Z_OK)
-		abort();
-	return chunk_header(out, type, len, clen, nrec);
+		if (compress2(out + hl, &zlen, raw, len, 1) != Z_OK)
+			abort();
+		clen = zlen;
+	}
+	return chunk_header(out, version, type, len, clen, nrec, num);
 }
 
 /*
@@ -642,8 +800,8 @@ static void test_forward_compat(void)
 	/* The one events chunk, with a record of type 200 first and 2 bytes
 	 * appended to the first known record. */
 	c1 = hlen;
-	c1len = 28 + le32(in + c1 + 12);
-	rlen = ZSTD_decompress(raw + 6, (1 << 20) - 6, in + c1 + 28, le32(in + c1 + 12));
+	c1len = 32 + le32(in + c1 + 12);
+	rlen = ZSTD_decompress(raw + 6, (1 << 20) - 6, in + c1 + 32, le32(in + c1 + 12));
 	CHECK(!ZSTD_isError(rlen));
 	memcpy(raw, "\xc8\x04\x01\x02\x03\x04", 6);
 	p = raw + 6;
@@ -651,12 +809,13 @@ static void test_forward_compat(void)
 	memmove(p + 2 + p[1] + 2, p + 2 + p[1], rlen - 2 - p[1]);
 	memset(p + 2 + p[1], 0xee, 2);
 	p[1] += 2;
-	o += make_chunk(out + o, 1, raw, rlen + 8, le32(in + c1 + 16) + 1);
+	o += make_chunk(out + o, 3, 1, raw, rlen + 8, le32(in + c1 + 16) + 1, 1);
 
 	/* An unknown chunk type before the trailer, then the trailer. */
-	o += make_chunk(out + o, 77, (const uint8_t *)"later", 5, 0);
+	o += make_chunk(out + o, 3, 77, (const uint8_t *)"later", 5, 0, 2);
 	tr = c1 + c1len;
 	memcpy(out + o, in + tr, len - tr);
+	chunk_header(out + o, 3, 2, le32(in + tr + 8), le32(in + tr + 12), 0, 3);
 	o += len - tr;
 
 	CHECK(kx_kxp_read_mem(out, o, s, &ci_got, &res, err, sizeof(err)) == 0);
@@ -677,39 +836,42 @@ static void test_forward_compat(void)
 }
 
 /*
- * Files of version 1 (zlib chunks, before zstd) still read: a file written
- * now, rewritten chunk by chunk with zlib and its header's version set to 1
- * (header CRC fixed), gives the same store and capture info.
+ * Files of versions 1 (zlib chunks) and 2 (zstd chunks, no chunk numbers)
+ * still read: a file written now, rewritten chunk by chunk as the old
+ * writer had it and its header's version set (header CRC fixed), gives the
+ * same store and capture info; and a corrupt chunk there costs that chunk
+ * alone too.
  */
-static void test_reads_version1(void)
+static void reads_old_version(int version)
 {
+	static struct gen_chunk ch[64];
+	static uint8_t lost[64];
 	struct kx_kxp_read_result res;
 	struct kx_store *s = kx_store_new(0);
 	struct gen g;
-	char path[256], err[512];
+	char err[512];
 	uint8_t *in, *out, *raw;
-	size_t len, hlen, off, o;
+	size_t len, hlen, off, o, nch, k = 0;
 
 	CHECK(s);
-	gen_tmp_path(path, sizeof(path), "v1");
 	gen_events(&g, 3000, 5);
-	CHECK(gen_write(path, &g, 0, 1) == 0);
-	in = gen_slurp(path, &len);
-	unlink(path);
-	CHECK(in && len > 16);
+	in = gen_file(&g, 500, "old", &len, ch, 64, &nch);
+	CHECK(in && nch > 3);
 	out = malloc(2 * len + 65536);
 	raw = malloc(64 << 20);
 	CHECK(out && raw);
 	hlen = le32(in + 12);
 	memcpy(out, in, hlen);
-	set_le32(out + 8, 1);
+	set_le32(out + 8, (uint32_t)version);
 	set_le32(out + hlen - 4, (uint32_t)crc32(0, out, (uInt)(hlen - 4)));
 	o = hlen;
-	for (off = hlen; off + 28 <= len; off += 28 + le32(in + off + 12)) {
-		size_t n = ZSTD_decompress(raw, 64 << 20, in + off + 28, le32(in + off + 12));
+	for (off = hlen; off + 32 <= len; off += 32 + le32(in + off + 12)) {
+		size_t n = ZSTD_decompress(raw, 64 << 20, in + off + 32, le32(in + off + 12));
 
 		CHECK(!ZSTD_isError(n) && n == le32(in + off + 8));
-		o += make_chunk_v1(out + o, le32(in + off + 4), raw, n, le32(in + off + 16));
+		ch[k++].off = o; /* where the chunk is now */
+		o += make_chunk(out + o, version, le32(in + off + 4), raw, n, le32(in + off + 16),
+		                0);
 	}
 	CHECK_EQ_U(off, len);
 	CHECK(kx_kxp_read_mem(out, o, s, &ci_got, &res, err, sizeof(err)) == 0);
@@ -721,11 +883,34 @@ static void test_reads_version1(void)
 	CHECK(gen_is_prefix(&g, s));
 	gen_capinfo(&ci_want, 1);
 	CHECK(same_capinfo(&ci_got, &ci_want));
+	/* The second chunk's magic broken: that chunk alone is lost. */
+	out[ch[1].off] ^= 1;
+	kx_store_reset(s);
+	CHECK(kx_kxp_read_mem(out, o, s, &ci_got, &res, err, sizeof(err)) == 0);
+	memset(lost, 0, sizeof(lost));
+	lost[1] = 1;
+	CHECK(gen_matches_except(&g, s, ch, nch, lost));
+	CHECK_EQ_U(res.ncorrupt, 1);
+	CHECK_EQ_U(res.corrupt[0].chunk, 2);
+	CHECK_EQ_U(res.corrupt[0].offset, ch[1].off);
+	CHECK_EQ_U(res.corrupt[0].bytes, ch[2].off - ch[1].off);
+	CHECK_EQ_U(res.truncated, 0);
+	CHECK(same_capinfo(&ci_got, &ci_want));
 	free(in);
 	free(out);
 	free(raw);
 	gen_free(&g);
 	kx_store_free(s);
+}
+
+static void test_reads_version1(void)
+{
+	reads_old_version(1);
+}
+
+static void test_reads_version2(void)
+{
+	reads_old_version(2);
 }
 
 static void test_write_errors(void)
@@ -753,9 +938,12 @@ int main(void)
 	RUN(test_field_extremes);
 	RUN(test_forward_compat);
 	RUN(test_reads_version1);
+	RUN(test_reads_version2);
 	RUN(test_cut_small);
 	RUN(test_cut_large);
 	RUN(test_flipped_bytes);
+	RUN(test_flip_each_chunk);
+	RUN(test_numbered_chunks);
 	RUN(test_garbage);
 	RUN(test_wrong_version);
 	RUN(test_empty_and_missing);

@@ -4,7 +4,8 @@
  * the checksums (chunk length fields, duplicated/dropped/swapped chunks,
  * records and header fields changed with their CRCs fixed up). Passes when
  * nothing crashes and every result is either an error with a message or a
- * consistent store. KXP_FUZZ_SEED and KXP_FUZZ_ITERS override the defaults
+ * consistent store; and, for damage that keeps offsets, when no chunk whose
+ * bytes were untouched is lost. KXP_FUZZ_SEED and KXP_FUZZ_ITERS override the defaults
  * for longer runs.
  */
 #include <stdint.h>
@@ -18,7 +19,7 @@
 
 /* Layout facts the mutators need (see the comment at the top of kxp.c). */
 #define HDR_FIXED 16
-#define CHDR_LEN  28
+#define CHDR_LEN  32
 
 static uint64_t rng;
 
@@ -96,7 +97,7 @@ static size_t chunk_offs(const struct bytes *b, size_t *offs, size_t max)
 
 static void fix_chunk_hdr_crc(uint8_t *h)
 {
-	set_le32(h + 24, (uint32_t)crc32(0, h, 24));
+	set_le32(h + 28, (uint32_t)crc32(0, h, 28));
 }
 
 static void fix_header_crc(struct bytes *b)
@@ -374,6 +375,81 @@ static void fuzz_file(size_t nioc, int flush_every, int trailer, long iters, uin
 	kx_store_free(s);
 }
 
+#define MAX_CHUNKS 1024
+
+/* Marks the chunks holding any byte of [from, to) lost; 1 when the file header is hit. */
+static int mark_lost(const struct gen_chunk *ch, size_t nch, size_t from, size_t to, uint8_t *lost)
+{
+	for (size_t k = 0; k < nch; k++)
+		if (from < ch[k].off + ch[k].len && to > ch[k].off)
+			lost[k] = 1;
+	return nch && from < ch[0].off;
+}
+
+/*
+ * Seeded damage that keeps offsets (runs of bytes changed, then perhaps a
+ * cut): no intact chunk is lost. The store holds exactly the events of the
+ * chunks whose bytes were not touched, the trailer is kept when untouched,
+ * and each damaged stretch is reported as corrupt or cut short.
+ */
+static void fuzz_intact(size_t nioc, int flush_every, long iters, uint64_t seed)
+{
+	static struct gen_chunk ch[MAX_CHUNKS];
+	static uint8_t lost[MAX_CHUNKS];
+	struct kx_kxp_read_result res;
+	struct kx_store *s = kx_store_new(0);
+	uint8_t *orig, *buf;
+	size_t len, nch;
+	struct gen g;
+	char err[512];
+
+	CHECK(s);
+	gen_events(&g, nioc, seed);
+	orig = gen_file(&g, flush_every, "fuzzintact", &len, ch, MAX_CHUNKS, &nch);
+	CHECK(orig && nch > 3 && (buf = malloc(len)));
+	rng = seed * 0x9e3779b97f4a7c15ull + 7;
+	for (long it = 0; it < iters; it++) {
+		size_t cut = len, nlost = 0;
+		int fatal = 0, rc;
+
+		memcpy(buf, orig, len);
+		memset(lost, 0, nch);
+		for (size_t n = 1 + rnd(3); n; n--) {
+			size_t at = rnd(len), run = 1 + rnd(rnd(2) ? 4 : 300);
+
+			run = at + run < len ? run : len - at;
+			for (size_t i = 0; i < run; i++)
+				buf[at + i] ^= (uint8_t)(1 + rnd(255));
+			fatal |= mark_lost(ch, nch, at, at + run, lost);
+		}
+		if (rnd(4) == 0) {
+			cut = rnd(len);
+			fatal |= mark_lost(ch, nch, cut, len, lost);
+		}
+		for (size_t k = 0; k < nch; k++)
+			nlost += lost[k];
+		kx_store_reset(s);
+		err[0] = '\0';
+		rc = kx_kxp_read_mem(buf, cut, s, &ci, &res, err, sizeof(err));
+		if (fatal ? rc == -1 && err[0]
+		          : rc == 0 && gen_matches_except(&g, s, ch, nch, lost) &&
+		                    res.chunks == nch - nlost && res.truncated == lost[nch - 1] &&
+		                    (!nlost || err[0]) &&
+		                    (cut < len || (res.ncorrupt > 0) == (nlost > 0)))
+			continue;
+		printf("# iteration %ld (seed %llu): rc %d lost %zu of %zu, cut %zu of %zu, "
+		       "corrupt "
+		       "%llu, err '%s'\n",
+		       it, (unsigned long long)seed, rc, nlost, nch, cut, len,
+		       (unsigned long long)res.ncorrupt, err);
+		CHECK(0);
+	}
+	free(buf);
+	free(orig);
+	gen_free(&g);
+	kx_store_free(s);
+}
+
 static uint64_t seed = 1;
 static long iters = 6000;
 
@@ -394,6 +470,13 @@ static void test_fuzz_no_trailer(void)
 	fuzz_file(300, 25, 0, iters / 4, seed + 2);
 }
 
+/* Damage in place, small and full chunks: every untouched chunk is read. */
+static void test_fuzz_intact_kept(void)
+{
+	fuzz_intact(3000, 60, iters / 2, seed + 3);
+	fuzz_intact(25000, 0, iters / 40, seed + 4);
+}
+
 int main(void)
 {
 	const char *e;
@@ -405,5 +488,6 @@ int main(void)
 	RUN(test_fuzz_small_chunks);
 	RUN(test_fuzz_full_chunks);
 	RUN(test_fuzz_no_trailer);
+	RUN(test_fuzz_intact_kept);
 	KXT_EXIT();
 }

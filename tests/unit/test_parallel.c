@@ -141,7 +141,7 @@ static void test_read(void)
 	kx_store_free(s3);
 }
 
-/* A chunk in the middle fails its CRC: the same prefix, the same message. */
+/* A chunk in the middle fails its CRC: it alone is skipped, the same store, the same message. */
 static void test_read_corrupt(void)
 {
 	struct kx_kxp_read_result r1, r3;
@@ -156,10 +156,10 @@ static void test_read_corrupt(void)
 	/* the sixth chunk: skip the header, then chunks by their lengths */
 	off = buf[12] | buf[13] << 8 | buf[14] << 16 | (size_t)buf[15] << 24;
 	while (k++ < 5)
-		off += 28 + (buf[off + 12] | buf[off + 13] << 8 | buf[off + 14] << 16 |
+		off += 32 + (buf[off + 12] | buf[off + 13] << 8 | buf[off + 14] << 16 |
 		             (size_t)buf[off + 15] << 24);
 	CHECK(off + 40 < len);
-	buf[off + 28 + 10] ^= 0x55;
+	buf[off + 32 + 10] ^= 0x55;
 	gen_tmp_path(path, sizeof(path), "par-bad");
 	f = fopen(path, "wb");
 	CHECK(f && fwrite(buf, 1, len, f) == len);
@@ -168,8 +168,9 @@ static void test_read_corrupt(void)
 	s1 = load(path, 1, &c1, &r1, e1, sizeof(e1));
 	s3 = load(path, 3, &c3, &r3, e3, sizeof(e3));
 	CHECK(s1 && s3);
-	CHECK_EQ_U(r1.chunks, 5);
-	CHECK_EQ_U(r1.truncated, 1);
+	CHECK_EQ_U(r1.ncorrupt, 1);
+	CHECK_EQ_U(r1.corrupt[0].chunk, 6);
+	CHECK_EQ_U(r1.truncated, 0);
 	CHECK(strstr(e1, "data checksum mismatch") != NULL);
 	CHECK(same_store(s1, s3));
 	CHECK_EQ_U(r1.chunks, r3.chunks);

@@ -71,4 +71,5 @@ void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx
 	kx_capture_warnings(an->ci, kx_store_not_stored(an->store), fn, ctx);
 	kx_jobs_warnings(an->jobs, fn, ctx);
 	kx_timeline_warnings(an->timeline, fn, ctx);
+	kx_read_loss_warnings(&an->loss, fn, ctx);
 }

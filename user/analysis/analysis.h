@@ -26,6 +26,7 @@ struct kx_analysis {
 	int has_ci;                  /* 0 when built without a capture header */
 	struct kx_jobs *jobs;        /* device timelines, links, memory, anomalies */
 	struct kx_timeline *timeline;
+	struct kx_read_loss loss; /* what reading the record file lost (set by the caller) */
 };
 
 /*
@@ -37,7 +38,7 @@ struct kx_analysis *kx_analysis_build(const struct kx_store *s, const struct kx_
 void kx_analysis_free(struct kx_analysis *an);
 
 /* Every warning of the analysed capture, in a fixed order: loss and hooks,
- * job anomalies, events the nesting rule shortened. */
+ * job anomalies, events the nesting rule shortened, what the reader lost. */
 void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx);
 
 #endif /* KX_ANALYSIS_H */

@@ -212,3 +212,30 @@ void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx
 	         tl->nfix, tl->fixed_threads);
 	fn(ctx, msg);
 }
+
+void kx_read_loss_warnings(const struct kx_read_loss *loss, kx_warn_fn fn, void *ctx)
+{
+	char msg[256];
+
+	if (!loss)
+		return;
+	if (loss->corrupt_chunks) {
+		snprintf(msg, sizeof(msg),
+		         "record file is corrupt: %" PRIu64 " damaged stretch%s skipped (first at "
+		         "chunk %" PRIu64 "), %" PRIu64 " bytes lost with their events; the rest "
+		         "was read",
+		         loss->corrupt_chunks, loss->corrupt_chunks == 1 ? "" : "es",
+		         loss->first_corrupt, loss->corrupt_bytes);
+		fn(ctx, msg);
+	}
+	if (loss->cut_bytes) {
+		snprintf(msg, sizeof(msg),
+		         "record file was cut short: %" PRIu64
+		         " bytes after the last whole chunk ignored",
+		         loss->cut_bytes);
+		fn(ctx, msg);
+	}
+	if (loss->no_trailer)
+		fn(ctx, "record file has no trailer (the capture did not finish, or its end was "
+		        "lost): the capture's duration and loss counters are unknown");
+}

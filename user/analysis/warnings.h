@@ -3,8 +3,9 @@
  * Chrome JSON, live summaries): loss counters, hooks that did not attach
  * (grouped per family, and only those that serve a traced device's driver,
  * so a machine without GPUs does not print a page of them), job-analysis
- * anomalies, and the partial overlaps the timeline's
- * nesting rule resolved. Exporters add only their own.
+ * anomalies, the partial overlaps the timeline's nesting rule resolved, and
+ * what reading the record file lost (corrupt chunks, a cut, no trailer).
+ * Exporters add only their own.
  */
 #ifndef KX_WARNINGS_H
 #define KX_WARNINGS_H
@@ -24,6 +25,18 @@ typedef void (*kx_warn_fn)(void *ctx, const char *msg);
  */
 void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_warn_fn fn,
                          void *ctx);
+
+/* What reading a record file lost; all zero when it read whole. */
+struct kx_read_loss {
+	int no_trailer;          /* closing figures (stop time, loss counters) are unknown */
+	uint64_t cut_bytes;      /* bytes at the end that are not a whole chunk */
+	uint64_t corrupt_chunks; /* corrupt stretches skipped */
+	uint64_t corrupt_bytes;  /* bytes they held */
+	uint64_t first_corrupt;  /* number of the first corrupt chunk, from 1 (0: none) */
+};
+
+/* Corrupt chunks, a cut, a missing trailer: one warning each (loss may be NULL). */
+void kx_read_loss_warnings(const struct kx_read_loss *loss, kx_warn_fn fn, void *ctx);
 
 /* Anomalies found while pairing and linking jobs (jobs may be NULL). */
 void kx_jobs_warnings(const struct kx_jobs *jobs, kx_warn_fn fn, void *ctx);

@@ -29,6 +29,7 @@ int kx_getopt(int argc, char **argv, const char *shortopts, const struct option 
 struct kx_store;
 struct kx_capinfo;
 struct kx_kxp_read_result;
+struct kx_read_loss;
 /*
  * Reads a record file (or a replay fixture, *.jsonl) for a subcommand into a
  * new store (with a budget large enough for big captures) and ci. Prints the error, or the
@@ -36,6 +37,8 @@ struct kx_kxp_read_result;
  */
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
                              struct kx_kxp_read_result *res);
+/* What kx_cli_load's reading lost, for the analysis' warnings and unknown figures. */
+void kx_cli_read_loss(const struct kx_kxp_read_result *res, struct kx_read_loss *loss);
 
 /* Prints msg as "kxprof: MSG" (a kx_devset_warn_fn: a spec that was skipped). */
 void kx_cli_warn(void *ctx, const char *msg);

@@ -20,7 +20,9 @@ static void convert_usage(FILE *f)
 	        "  --chrome OUT     Chrome trace JSON (Perfetto); gzip when OUT ends in .gz\n"
 	        "  --gpu            name device planes /device:GPU:<n> (default "
 	        "/device:CUSTOM:<n>)\n"
-	        "At least one of --xplane and --chrome; the written paths are printed.\n");
+	        "At least one of --xplane and --chrome; the written paths are printed.\n"
+	        "A damaged FILE is read around the damage (exit 0): corrupt chunks are skipped\n"
+	        "and named in a warning.\n");
 }
 
 int cmd_convert(int argc, char **argv)
@@ -80,6 +82,7 @@ int cmd_convert(int argc, char **argv)
 		kx_err("%s: %s", path, err);
 		goto out;
 	}
+	kx_cli_read_loss(&res, &an->loss);
 	if (logdir) {
 		if (kx_xspace_write_logdir(an, &xo, logdir, out, sizeof(out), err, sizeof(err))) {
 			kx_err("%s", err);

@@ -28,7 +28,10 @@ static void report_usage(FILE *f)
 	           "  --hist           add a log2 latency histogram per row\n"
 	           "  --wide           every column: Min, p90, Blocked and On-CPU times too\n"
 	           "                   (the default table fits in 120 columns)\n"
-	           "Times are in ns, µs, ms or s, the unit chosen per value; --json keeps ms.\n");
+	           "Times are in ns, µs, ms or s, the unit chosen per value; --json keeps ms.\n"
+	           "A damaged FILE is read around the damage (exit 0): corrupt chunks are skipped\n"
+	           "and named in a warning; without a trailer, the figures only the trailer holds\n"
+	           "print as unknown (JSON null).\n");
 }
 
 /* The summary of a running kxprof serve, rendered by the server (same code). */
@@ -138,13 +141,12 @@ int cmd_report(int argc, char **argv)
 		kx_err("%s: %s", path, err);
 		goto out;
 	}
+	kx_cli_read_loss(&res, &an->loss);
 	sum = kx_summary_build(an);
 	if (!sum) {
 		kx_err("out of memory building the summary");
 		goto out;
 	}
-	if (res.truncated)
-		kx_summary_set_truncated(sum, res.bad_tail_bytes);
 	kx_summary_sort(sum, (enum kx_sort_key)sort, ascending);
 	if (json)
 		kx_summary_print_json(sum, stdout, hist);

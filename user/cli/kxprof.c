@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "capture/setup.h"
+#include "analysis/warnings.h"
 #include "cli/cli.h"
 #include "io/kxp.h"
 #include "io/replay.h"
@@ -47,6 +48,28 @@ const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len)
 	return buf;
 }
 
+/* What the reader skipped or missed (err, which starts with the path), as a warning. */
+static void load_warning(const char *path, const struct kx_kxp_read_result *res, const char *err)
+{
+	size_t n = strlen(path);
+
+	if (!strncmp(err, path, n) && !strncmp(err + n, ": ", 2))
+		err += n + 2;
+	kx_err("warning: %s is %s: %s; using its %llu intact chunks", path,
+	       res->ncorrupt ? "damaged" : "incomplete", err, (unsigned long long)res->chunks);
+}
+
+void kx_cli_read_loss(const struct kx_kxp_read_result *res, struct kx_read_loss *loss)
+{
+	memset(loss, 0, sizeof(*loss));
+	loss->no_trailer = res->truncated;
+	loss->corrupt_chunks = res->ncorrupt;
+	loss->corrupt_bytes = res->corrupt_bytes;
+	loss->first_corrupt = res->ncorrupt ? res->corrupt[0].chunk : 0;
+	if (res->truncated)
+		loss->cut_bytes = res->bad_tail_bytes;
+}
+
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
                              struct kx_kxp_read_result *res)
 {
@@ -72,10 +95,8 @@ struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 		kx_store_free(store);
 		return NULL;
 	}
-	if (res->truncated)
-		kx_err("warning: %s is incomplete (capture did not finish or file "
-		       "was cut): using its %llu whole chunks",
-		       path, (unsigned long long)res->chunks);
+	if (err[0])
+		load_warning(path, res, err);
 	return store;
 }
 

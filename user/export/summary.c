@@ -28,8 +28,6 @@ struct kx_summary {
 	struct kx_stats st; /* the rows */
 	struct kx_capinfo ci;
 	uint64_t not_stored;
-	int truncated;
-	uint64_t trunc_bytes;
 	const struct kx_analysis *an; /* the capture's analysis; NULL from aggregates */
 	const struct kx_jobs *jobs;   /* its device timelines, memory and anomalies */
 	int from_agg;                 /* built from live aggregates: bucket percentiles */
@@ -89,10 +87,10 @@ void kx_summary_free(struct kx_summary *sum)
 	free(sum);
 }
 
-void kx_summary_set_truncated(struct kx_summary *sum, uint64_t bad_tail_bytes)
+/* Reading the record file lost its trailer: the closing figures are unknown. */
+static int no_trailer(const struct kx_summary *sum)
 {
-	sum->truncated = 1;
-	sum->trunc_bytes = bad_tail_bytes;
+	return sum->an && sum->an->loss.no_trailer;
 }
 
 int kx_sort_key_parse(const char *s)
@@ -233,17 +231,7 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 	}
 	kx_jobs_warnings(sum->jobs, fn, ctx);
 	kx_timeline_warnings(sum->an ? sum->an->timeline : NULL, fn, ctx);
-	if (sum->truncated) {
-		if (sum->trunc_bytes)
-			snprintf(msg, sizeof(msg),
-			         "record file is truncated (capture did not finish cleanly): "
-			         "%" PRIu64 " bytes after the last whole chunk ignored",
-			         sum->trunc_bytes);
-		else
-			snprintf(msg, sizeof(msg),
-			         "record file is truncated (capture did not finish cleanly)");
-		fn(ctx, msg);
-	}
+	kx_read_loss_warnings(sum->an ? &sum->an->loss : NULL, fn, ctx);
 }
 
 /* ---- table ---- */
@@ -621,6 +609,53 @@ static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 	}
 }
 
+/*
+ * "Capture: ..." line. Without a trailer the stop time and the capture's
+ * counters were never written: unknown, not 0; received is then what the
+ * file held.
+ */
+static void print_capture_line(const struct kx_summary *sum, const char *host, const char *kernel,
+                               FILE *f)
+{
+	const struct kx_capinfo *ci = &sum->ci;
+
+	if (no_trailer(sum)) {
+		fprintf(f,
+		        "Capture: host %s, kernel %s, duration unknown; events emitted unknown (no "
+		        "trailer), received %zu, dropped unknown, not stored unknown; %" PRIu64
+		        " ioctls summarized\n",
+		        host, kernel, kx_store_ioctl_count(sum->an->store), sum->st.stored);
+		return;
+	}
+	fprintf(f,
+	        "Capture: host %s, kernel %s, %.3f s; events emitted %" PRIu64 ", received %" PRIu64
+	        ", dropped %" PRIu64 ", not stored %" PRIu64 "; %" PRIu64 " ioctls summarized\n",
+	        host, kernel, capture_ms(ci) / 1e3, ci->emitted, ci->received, ci->dropped,
+	        sum->not_stored, sum->st.stored);
+}
+
+/* JSON "Capture" figures; null where the file has no trailer to say them. */
+static void json_capture_figures(const struct kx_summary *sum, FILE *f)
+{
+	const struct kx_capinfo *ci = &sum->ci;
+
+	if (no_trailer(sum)) {
+		fprintf(f,
+		        ", \"duration_ms\": null, \"emitted\": null, \"received\": %zu"
+		        ", \"dropped\": null, \"not_stored\": null, \"truncated\": true"
+		        ", \"job_emitted\": null, \"job_received\": null, \"job_dropped\": null",
+		        kx_store_ioctl_count(sum->an->store));
+		return;
+	}
+	fprintf(f,
+	        ", \"duration_ms\": %.6f, \"emitted\": %" PRIu64 ", \"received\": %" PRIu64
+	        ", \"dropped\": %" PRIu64 ", \"not_stored\": %" PRIu64 ", \"truncated\": false"
+	        ", \"job_emitted\": %" PRIu64 ", \"job_received\": %" PRIu64
+	        ", \"job_dropped\": %" PRIu64,
+	        capture_ms(ci), ci->emitted, ci->received, ci->dropped, sum->not_stored,
+	        ci->job_emitted, ci->job_received, ci->job_dropped);
+}
+
 /* The header of a summary of live aggregates: no record, so no emitted or received counts. */
 static void print_live_line(const struct kx_summary *sum, FILE *f)
 {
@@ -649,12 +684,7 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int 
 	if (sum->from_agg)
 		print_live_line(sum, f);
 	else
-		fprintf(f,
-		        "Capture: host %s, kernel %s, %.3f s; events emitted %" PRIu64
-		        ", received %" PRIu64 ", dropped %" PRIu64 ", not stored %" PRIu64
-		        "; %" PRIu64 " ioctls summarized\n",
-		        host[0] ? host : "?", kernel[0] ? kernel : "?", capture_ms(ci) / 1e3,
-		        ci->emitted, ci->received, ci->dropped, sum->not_stored, sum->st.stored);
+		print_capture_line(sum, host[0] ? host : "?", kernel[0] ? kernel : "?", f);
 	each_warning(sum, table_warning, f);
 
 	layout_build(sum, 0, wide, &lo[0]);
@@ -851,14 +881,8 @@ void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 	json_str(f, ci->hostname, sizeof(ci->hostname));
 	fputs(", \"kernel\": ", f);
 	json_str(f, ci->kernel, sizeof(ci->kernel));
-	fprintf(f,
-	        ", \"duration_ms\": %.6f, \"emitted\": %" PRIu64 ", \"received\": %" PRIu64
-	        ", \"dropped\": %" PRIu64 ", \"not_stored\": %" PRIu64 ", \"truncated\": %s"
-	        ", \"job_emitted\": %" PRIu64 ", \"job_received\": %" PRIu64
-	        ", \"job_dropped\": %" PRIu64 ", \"offcpu_measured\": %s},\n",
-	        capture_ms(ci), ci->emitted, ci->received, ci->dropped, sum->not_stored,
-	        sum->truncated ? "true" : "false", ci->job_emitted, ci->job_received,
-	        ci->job_dropped, sum->st.offcpu_measured ? "true" : "false");
+	json_capture_figures(sum, f);
+	fprintf(f, ", \"offcpu_measured\": %s},\n", sum->st.offcpu_measured ? "true" : "false");
 	fputs("  \"Warnings\": [", f);
 	each_warning(sum, json_warning, &wc);
 	fputs(wc.n ? "\n  ]\n}\n" : "]\n}\n", f);

@@ -31,13 +31,12 @@ void kx_summary_free(struct kx_summary *sum);
 /* Parses "avg|min|max|total|count"; -1 when unknown. */
 int kx_sort_key_parse(const char *s);
 void kx_summary_sort(struct kx_summary *sum, enum kx_sort_key key, int ascending);
-/* Marks the source record file as cut short (no trailer); bad_tail_bytes
- * ignored after its last whole chunk (kx_kxp_read_result). Adds a warning. */
-void kx_summary_set_truncated(struct kx_summary *sum, uint64_t bad_tail_bytes);
 #define KX_TABLE_HIST 1u /* a log2 latency histogram under each row */
 #define KX_TABLE_WIDE 2u /* every column (Min, p90, Blocked and On-CPU times), no width limit */
 /*
- * Table: capture line (a live-aggregates line for kx_summary_from_agg),
+ * Table: capture line (a live-aggregates line for kx_summary_from_agg;
+ * figures the record file lost with its trailer, see kx_analysis.loss, print
+ * as unknown, JSON null),
  * warnings (drops, skipped hooks of the traced devices, store limit), then
  * per category the rows: ioctl rows with Count, Errors, Total, Avg, p50,
  * p99, Max and the Blocked% share (when off-CPU time was measured), job

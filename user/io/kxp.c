@@ -6,9 +6,11 @@
  *            capture info as TLV, u32 CRC32 of everything before it
  *   chunk    "KXCK", u32 type (1 events, 2 trailer), u32 raw length,
  *            u32 compressed length, u32 record count, u32 CRC32 of the
- *            compressed bytes, u32 CRC32 of these 24 header bytes,
- *            then one zstd frame (version 2; version 1 files, still read,
- *            hold a zlib stream)
+ *            compressed bytes, u32 chunk number (from 1, the trailer's
+ *            included), u32 CRC32 of these 28 header bytes, then one zstd
+ *            frame. Versions 1 and 2, still read, have no chunk number (a
+ *            24-byte header before its CRC); version 1 chunks hold a zlib
+ *            stream.
  *   trailer  a chunk whose raw bytes are the final capture info as TLV
  *
  * TLV: u16 tag, u32 length, value; devices, hooks, driver-call stats and
@@ -29,8 +31,13 @@
  *   job (3):   zz ts delta, src, phase, flags, dev, pid, tid, ctx, seqno,
  *              aux, aux2, u8 ring len, ring bytes
  *
- * Reading stops at the first chunk that is cut short or corrupt: what came
- * before is kept and the result says truncated, with the bytes ignored.
+ * Damage: a chunk whose header checks out but whose data does not (data
+ * CRC, decompression, records) is skipped whole. Bytes that do not start a
+ * valid chunk header are skipped up to the next offset that does (magic,
+ * header CRC, lengths within limits). Either way the stretch is noted
+ * (chunk number, offset, bytes) and reading goes on, so every intact chunk
+ * after it and the trailer are kept. A file that ends inside a chunk was
+ * cut short: its last whole chunk is kept and the bytes after it counted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +61,8 @@ static const uint8_t chunk_magic[4] = {'K', 'X', 'C', 'K'};
 
 #define HDR_FIXED     16 /* magic, version, header length */
 #define HDR_MAX       (1u << 20)
-#define CHDR_LEN      28
+#define CHDR_LEN      32 /* chunk header; 28 in versions 1 and 2 */
+#define CHDR_LEN_V2   28
 #define CHUNK_EVENTS  1
 #define CHUNK_TRAILER 2
 #define CHUNK_RAW     (256u * 1024) /* a chunk is written once this much is pending */
@@ -538,6 +546,7 @@ struct kx_kxp_writer {
 	uint8_t *raw; /* records of the pending chunk */
 	size_t raw_len;
 	uint32_t nrec;
+	uint32_t nchunks;     /* chunks written: the last one's number */
 	struct chunk_ctx ctx; /* reset per chunk */
 	uint8_t *out;         /* chunk header + compressed bytes */
 	size_t out_cap;
@@ -599,7 +608,8 @@ static int write_chunk(struct kx_kxp_writer *w, uint32_t type, const uint8_t *ra
 	put_le32(h + 12, (uint32_t)clen);
 	put_le32(h + 16, nrec);
 	put_le32(h + 20, (uint32_t)crc32(0, w->out + CHDR_LEN, (uInt)clen));
-	put_le32(h + 24, (uint32_t)crc32(0, h, 24));
+	put_le32(h + 24, ++w->nchunks);
+	put_le32(h + 28, (uint32_t)crc32(0, h, 28));
 	return write_all(w, w->out, CHDR_LEN + clen);
 }
 
@@ -900,6 +910,7 @@ enum { CS_OK, CS_CRC, CS_INFLATE, CS_NOMEM, CS_RECORDS };
 
 struct cslot {
 	int kind;
+	uint64_t num; /* chunk number, from 1 in file order */
 	uint64_t off; /* of the chunk header */
 	uint32_t raw_len, comp_len, nrec, dcrc;
 	const uint8_t *comp; /* compressed bytes: in the caller's memory, or cbuf */
@@ -930,8 +941,16 @@ struct reader {
 	struct kx_kxp_read_result *res;
 	char *err;
 	size_t errlen;
-	int stopped;      /* a chunk was bad: nothing after it is stored */
-	uint32_t version; /* of the file: 1 zlib chunks, 2 zstd */
+	uint32_t version; /* of the file: 1 zlib chunks, 2 zstd, 3 numbered chunks */
+	uint32_t chl;     /* its chunk header length, bytes */
+	uint64_t nseen;   /* chunks met so far, corrupt ones included */
+	int trailer;      /* the trailer was read */
+	/* A corrupt stretch not yet noted: its chunk count is known at the next chunk. */
+	int pend;
+	uint64_t pend_off, pend_bytes;
+	const char *pend_why;
+	uint64_t cut_chunk, cut_off; /* the chunk the file ends inside (number, offset), or 0 */
+	const char *why[KX_KXP_DAMAGE_MAX]; /* why each listed stretch is corrupt */
 };
 
 static void msg(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1375,6 +1394,7 @@ static uint32_t read_header(struct reader *r)
 		return 0;
 	}
 	r->version = version;
+	r->chl = version >= 3 ? CHDR_LEN : CHDR_LEN_V2;
 	if (hlen < HDR_FIXED + 4 || hlen > HDR_MAX) {
 		msg(r, "record file header is corrupt (length %u)", hlen);
 		return 0;
@@ -1405,25 +1425,41 @@ cut:
 	return 0;
 }
 
-/* Why a chunk was rejected, for the note left in err. */
-static void chunk_bad(struct reader *r, uint64_t off, const char *why)
+/* A chunk header that checks out: magic, header CRC, lengths within limits. */
+struct chdr {
+	uint32_t type, raw_len, comp_len, nrec, dcrc;
+	uint32_t num; /* chunk number (version 3), else 0 */
+};
+
+/* The chl bytes at h as a chunk header; -1 when they are not a valid one. */
+static int chdr_parse(const uint8_t *h, uint32_t chl, struct chdr *c)
 {
-	r->res->truncated = 1;
-	r->res->bad_tail_bytes = r->src->size - off;
-	msg(r,
-	    "chunk %llu at offset %llu is %s; it and the rest of the file (%llu bytes) were "
-	    "ignored",
-	    (unsigned long long)r->res->chunks + 1, (unsigned long long)off, why,
-	    (unsigned long long)r->res->bad_tail_bytes);
+	if (memcmp(h, chunk_magic, 4) != 0 || crc32(0, h, chl - 4) != get_le32(h + chl - 4))
+		return -1;
+	c->num = chl > CHDR_LEN_V2 ? get_le32(h + 24) : 0;
+	c->type = get_le32(h + 4);
+	c->raw_len = get_le32(h + 8);
+	c->comp_len = get_le32(h + 12);
+	c->nrec = get_le32(h + 16);
+	c->dcrc = get_le32(h + 20);
+	return c->raw_len > RAW_MAX || c->comp_len > compressBound(RAW_MAX) ? -1 : 0;
 }
 
-static void chunk_cut(struct reader *r, uint64_t off)
+/* Notes a corrupt stretch of len bytes at off: n chunks (0: unknown) from number num. */
+static void damage(struct reader *r, uint64_t num, uint64_t n, uint64_t off, uint64_t len,
+                   const char *why)
 {
-	r->res->truncated = 1;
-	r->res->bad_tail_bytes = r->src->size - off;
-	msg(r, "file cut short inside chunk %llu at offset %llu (%llu bytes ignored)",
-	    (unsigned long long)r->res->chunks + 1, (unsigned long long)off,
-	    (unsigned long long)r->res->bad_tail_bytes);
+	struct kx_kxp_read_result *res = r->res;
+
+	if (res->ncorrupt < KX_KXP_DAMAGE_MAX) {
+		res->corrupt[res->ncorrupt].chunk = num;
+		res->corrupt[res->ncorrupt].nchunks = n;
+		res->corrupt[res->ncorrupt].offset = off;
+		res->corrupt[res->ncorrupt].bytes = len;
+		r->why[res->ncorrupt] = why;
+	}
+	res->ncorrupt++;
+	res->corrupt_bytes += len;
 }
 
 /* Why a slot's chunk was rejected. */
@@ -1431,13 +1467,13 @@ static const char *cs_why(int status)
 {
 	switch (status) {
 	case CS_CRC:
-		return "corrupt (data checksum mismatch)";
+		return "data checksum mismatch";
 	case CS_NOMEM:
-		return "too large to decompress here (out of memory)";
+		return "too large to decompress here: out of memory";
 	case CS_INFLATE:
-		return "corrupt (decompression failed)";
+		return "decompression failed";
 	default:
-		return "corrupt (bad records)";
+		return "bad records";
 	}
 }
 
@@ -1447,11 +1483,8 @@ static void chunk_done(void *slot, void *arg)
 	struct cslot *c = slot;
 	struct reader *r = arg;
 
-	if (r->stopped)
-		return;
 	if (c->status != CS_OK) {
-		chunk_bad(r, c->off, cs_why(c->status));
-		r->stopped = 1;
+		damage(r, c->num, 1, c->off, r->chl + (uint64_t)c->comp_len, cs_why(c->status));
 		return;
 	}
 	if (c->kind == CS_EVENTS)
@@ -1488,113 +1521,205 @@ static int src_fill(struct src *s, struct cslot *c, uint64_t off, size_t n)
 	return 0;
 }
 
+#define SCAN_WIN (1u << 20) /* bytes searched per read while looking for a chunk */
+
+/*
+ * The offset of the first valid chunk header at or after from, or the file
+ * size when there is none; UINT64_MAX on a read error. A header is trusted
+ * only with its CRC, so bytes that merely look like the magic are passed.
+ */
+static uint64_t resync(struct reader *r, uint64_t from)
+{
+	struct src *s = r->src;
+	struct chdr ch;
+
+	while (s->size - from >= r->chl) {
+		size_t n = s->size - from < SCAN_WIN ? (size_t)(s->size - from) : SCAN_WIN, i;
+		const uint8_t *w = src_get(s, from, n);
+
+		if (!w)
+			return s->ioerr ? UINT64_MAX : s->size;
+		for (i = 0; i + r->chl <= n; i++)
+			if (w[i] == chunk_magic[0] && !chdr_parse(w + i, r->chl, &ch))
+				return from + i;
+		if (n == s->size - from)
+			break;
+		/* The next window starts where a header no longer fit in this one. */
+		from += i;
+	}
+	return s->size;
+}
+
+/*
+ * The bytes at off do not start a valid chunk: skips to the next one that
+ * does and notes the stretch, or judges the rest of the file. Returns the
+ * offset to go on from (the file size when nothing is left), or
+ * UINT64_MAX on a read error.
+ */
+static uint64_t skip_bad(struct reader *r, uint64_t off, const uint8_t *h, const char *why)
+{
+	struct src *s = r->src;
+	uint64_t left = s->size - off;
+	uint64_t next = resync(r, off + 1);
+
+	if (next == UINT64_MAX)
+		return next;
+	if (next == s->size && left < r->chl && !memcmp(h, chunk_magic, left < 4 ? left : 4)) {
+		/* The start of a chunk header: the file ends inside it. */
+		r->res->bad_tail_bytes = left;
+		r->cut_chunk = ++r->nseen;
+		r->cut_off = off;
+		return next;
+	}
+	/* How many chunks it held is known at the next one (version 3). */
+	r->pend = 1;
+	r->pend_off = off;
+	r->pend_bytes = next - off;
+	r->pend_why = why;
+	return next;
+}
+
+/*
+ * The number of the chunk of valid header ch at off: its own (version 3),
+ * else the next in file order. Notes the corrupt stretch before it, with
+ * the chunks it held, or chunks missing before it (numbers that skip).
+ */
+static uint64_t chunk_number(struct reader *r, const struct chdr *ch, uint64_t off)
+{
+	uint64_t next = r->nseen + 1;
+	uint64_t num = r->version >= 3 ? ch->num : next + (uint64_t)r->pend;
+
+	if (r->pend)
+		damage(r, next, num > next ? num - next : 1, r->pend_off, r->pend_bytes,
+		       r->pend_why);
+	else if (num > next)
+		damage(r, next, num - next, off, 0, "the chunk numbers skip");
+	r->pend = 0;
+	r->nseen = num;
+	return num;
+}
+
+/* A corrupt stretch at the end of the file: how many chunks it held is unknown. */
+static void end_stretch(struct reader *r)
+{
+	if (r->pend)
+		damage(r, r->nseen + 1, 0, r->pend_off, r->pend_bytes, r->pend_why);
+	r->pend = 0;
+}
+
+/* Reads and stores the trailer of a slot filled with its bytes; why it is bad, or NULL. */
+static const char *read_trailer(struct reader *r, struct cslot *c, void *zs)
+{
+	struct kx_capinfo *tmp;
+
+	if (crc32(0, c->comp, c->comp_len) != c->dcrc)
+		return "trailer: data checksum mismatch";
+	if (!zs || reserve((void **)&c->raw, &c->raw_cap, c->raw_len ? c->raw_len : 1, 1))
+		return "trailer too large to decompress here: out of memory";
+	if (unpack_chunk(c, zs))
+		return "trailer: decompression failed";
+	tmp = malloc(sizeof(*tmp));
+	if (!tmp || decode_capinfo(c->raw, c->raw_len, tmp)) {
+		free(tmp);
+		return tmp ? "trailer: bad capture info" : "trailer: out of memory";
+	}
+	memcpy(r->ci, tmp, sizeof(*tmp));
+	free(tmp);
+	return NULL;
+}
+
+/* Fills slot c with the chunk of header ch at off, numbered num. */
+static void slot_set(struct cslot *c, const struct chdr *ch, uint64_t off, uint64_t num)
+{
+	c->kind = ch->type == CHUNK_EVENTS ? CS_EVENTS : CS_SKIP;
+	c->num = num;
+	c->off = off;
+	c->raw_len = ch->raw_len;
+	c->comp_len = ch->comp_len;
+	c->nrec = ch->nrec;
+	c->dcrc = ch->dcrc;
+}
+
+/*
+ * Reads one whole chunk of header ch at off, one at a time. Returns 0 or -1
+ * on a read error (s->ioerr set, or the file shrank).
+ */
+static int read_one(struct reader *r, struct cslot *c, void *zs, const struct chdr *ch,
+                    uint64_t off)
+{
+	const char *why;
+
+	slot_set(c, ch, off, chunk_number(r, ch, off));
+	if (ch->type != CHUNK_EVENTS && ch->type != CHUNK_TRAILER) {
+		/* A later writer's chunk kind: its header checked out, so skip it whole. */
+		r->res->chunks++;
+		return 0;
+	}
+	if (src_fill(r->src, c, off + r->chl, ch->comp_len))
+		return -1;
+	if (ch->type == CHUNK_EVENTS) {
+		chunk_run(c, zs, r);
+		chunk_done(c, r);
+		return 0;
+	}
+	why = read_trailer(r, c, zs);
+	if (why) {
+		damage(r, c->num, 1, off, r->chl + (uint64_t)ch->comp_len, why);
+		return 0;
+	}
+	r->res->chunks++;
+	r->trailer = 1;
+	return 0;
+}
+
 /*
  * Reads chunks from off, one at a time: every case but a whole events (or
- * unknown) chunk ends here. Returns 0, or -1 on an I/O error (message set).
+ * unknown) chunk ends here. Damage is skipped over; the trailer or the end
+ * of the file ends it. Returns 0, or -1 on an I/O error (message set).
  */
 static int read_chunks_seq(struct reader *r, struct cslot *c, void *zs, uint64_t off)
 {
 	struct src *s = r->src;
 
-	for (;;) {
-		const uint8_t *h;
-		uint32_t type, raw_len, comp_len, nrec, dcrc;
+	while (off < s->size && !r->trailer) {
+		size_t n = s->size - off < r->chl ? (size_t)(s->size - off) : r->chl;
+		const uint8_t *h = src_get(s, off, n);
+		struct chdr ch;
 
-		if (off == s->size) {
-			r->res->truncated = 1;
-			msg(r,
-			    "no trailer after chunk %llu: the capture did not finish or the file "
-			    "was cut",
-			    (unsigned long long)r->res->chunks);
-			return 0;
-		}
-		if (s->size - off < CHDR_LEN) {
-			chunk_cut(r, off);
-			return 0;
-		}
-		h = src_get(s, off, CHDR_LEN);
 		if (!h)
 			goto ioerr;
-		if (memcmp(h, chunk_magic, 4) != 0) {
-			chunk_bad(r, off, "corrupt (bad magic)");
-			return 0;
-		}
-		if (crc32(0, h, 24) != get_le32(h + 24)) {
-			chunk_bad(r, off, "corrupt (header checksum mismatch)");
-			return 0;
-		}
-		type = get_le32(h + 4);
-		raw_len = get_le32(h + 8);
-		comp_len = get_le32(h + 12);
-		nrec = get_le32(h + 16);
-		dcrc = get_le32(h + 20);
-		if (raw_len > RAW_MAX || comp_len > compressBound(RAW_MAX)) {
-			chunk_bad(r, off, "corrupt (length over the limit)");
-			return 0;
-		}
-		if (s->size - off - CHDR_LEN < comp_len) {
-			chunk_cut(r, off);
-			return 0;
-		}
-		if (type != CHUNK_EVENTS && type != CHUNK_TRAILER) {
-			/* A later writer's chunk kind: its header checked out, so skip it whole. */
-			off += CHDR_LEN + comp_len;
-			r->res->chunks++;
+		if (n < r->chl || chdr_parse(h, r->chl, &ch)) {
+			off = skip_bad(r, off, h, "bad chunk header");
+			if (off == UINT64_MAX)
+				goto ioerr;
 			continue;
 		}
-		c->kind = CS_EVENTS;
-		c->off = off;
-		c->raw_len = raw_len;
-		c->comp_len = comp_len;
-		c->nrec = nrec;
-		c->dcrc = dcrc;
-		if (src_fill(s, c, off + CHDR_LEN, comp_len))
-			goto ioerr;
-		if (type == CHUNK_TRAILER) {
-			struct kx_capinfo *tmp;
-
-			if (crc32(0, c->comp, comp_len) != dcrc) {
-				chunk_bad(r, off, "corrupt (data checksum mismatch)");
-				return 0;
-			}
-			if (!zs ||
-			    reserve((void **)&c->raw, &c->raw_cap, raw_len ? raw_len : 1, 1)) {
-				chunk_bad(r, off, "too large to decompress here (out of memory)");
-				return 0;
-			}
-			if (unpack_chunk(c, zs)) {
-				chunk_bad(r, off, "corrupt (decompression failed)");
-				return 0;
-			}
-			tmp = malloc(sizeof(*tmp));
-			if (!tmp || decode_capinfo(c->raw, raw_len, tmp)) {
-				free(tmp);
-				chunk_bad(r, off, "a corrupt trailer");
-				return 0;
-			}
-			memcpy(r->ci, tmp, sizeof(*tmp));
-			free(tmp);
-			r->res->chunks++;
-			off += CHDR_LEN + comp_len;
+		if (s->size - off - r->chl < ch.comp_len) {
 			r->res->bad_tail_bytes = s->size - off;
-			if (r->res->bad_tail_bytes)
-				msg(r, "%llu bytes after the trailer were ignored",
-				    (unsigned long long)r->res->bad_tail_bytes);
-			return 0;
+			r->cut_chunk = chunk_number(r, &ch, off);
+			r->cut_off = off;
+			break;
 		}
-		chunk_run(c, zs, r);
-		chunk_done(c, r);
-		if (r->stopped)
-			return 0;
-		off += CHDR_LEN + comp_len;
+		if (read_one(r, c, zs, &ch, off))
+			goto ioerr;
+		off += r->chl + ch.comp_len;
 	}
+	end_stretch(r);
+	if (r->trailer)
+		r->res->bad_tail_bytes = s->size - off;
+	else
+		r->res->truncated = 1;
+	return 0;
 ioerr:
 	if (s->ioerr) {
 		msg(r, "cannot read: %s", strerror(s->ioerr));
 		return -1;
 	}
 	/* The file shrank while we read it. */
-	chunk_cut(r, off);
+	r->res->truncated = 1;
+	r->res->bad_tail_bytes = 0;
+	r->cut_chunk = r->nseen + 1;
+	r->cut_off = off;
 	return 0;
 }
 
@@ -1609,26 +1734,17 @@ static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 	/* Where the next chunk's ioctls start at most (every record an ioctl). */
 	size_t ahead = r->store ? kx_store_ioctl_count(r->store) : 0;
 
-	while (!r->stopped && s->size - off >= CHDR_LEN) {
-		const uint8_t *h = src_get(s, off, CHDR_LEN);
-		uint32_t type, raw_len, comp_len;
+	while (s->size - off >= r->chl) {
+		const uint8_t *h = src_get(s, off, r->chl);
+		struct chdr ch;
 		struct cslot *c;
 
-		if (!h || memcmp(h, chunk_magic, 4) || crc32(0, h, 24) != get_le32(h + 24))
-			break;
-		type = get_le32(h + 4);
-		raw_len = get_le32(h + 8);
-		comp_len = get_le32(h + 12);
-		if (raw_len > RAW_MAX || comp_len > compressBound(RAW_MAX) ||
-		    s->size - off - CHDR_LEN < comp_len || type == CHUNK_TRAILER)
+		/* Numbers that skip are for the one-at-a-time reader to note. */
+		if (!h || chdr_parse(h, r->chl, &ch) || s->size - off - r->chl < ch.comp_len ||
+		    ch.type == CHUNK_TRAILER || (r->version >= 3 && ch.num != r->nseen + 1))
 			break;
 		c = kx_workq_get(q);
-		c->kind = type == CHUNK_EVENTS ? CS_EVENTS : CS_SKIP;
-		c->off = off;
-		c->raw_len = raw_len;
-		c->comp_len = comp_len;
-		c->nrec = get_le32(h + 16);
-		c->dcrc = get_le32(h + 20);
+		slot_set(c, &ch, off, r->nseen + 1);
 		c->npf = 0;
 		if (c->kind == CS_EVENTS && r->store && c->nrec <= PEND_MAX) {
 			size_t to = kx_store_ioctl_reserve(r->store, ahead + c->nrec);
@@ -1636,17 +1752,101 @@ static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 			c->npf = kx_store_ioctl_ranges(r->store, ahead, to, c->pf, PF_MAX);
 			ahead += c->nrec;
 		}
-		if (c->kind == CS_EVENTS && src_fill(s, c, off + CHDR_LEN, comp_len)) {
+		if (c->kind == CS_EVENTS && src_fill(s, c, off + r->chl, ch.comp_len)) {
 			/* Not queued: the one-at-a-time reader meets the error again. */
 			s->ioerr = 0;
 			c->kind = CS_SKIP;
 			c->status = CS_OK;
 			break;
 		}
+		r->nseen++;
 		kx_workq_put(q, c);
-		off += CHDR_LEN + comp_len;
+		off += r->chl + ch.comp_len;
 	}
 	return off;
+}
+
+/* Appends to the message in err (after the path msg() put first). */
+static void msg_add(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void msg_add(struct reader *r, const char *fmt, ...)
+{
+	size_t n = strlen(r->err);
+	va_list ap;
+
+	if (n + 1 >= r->errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->err + n, r->errlen - n, fmt, ap);
+	va_end(ap);
+}
+
+#define MSG_LISTED 4 /* corrupt stretches named one by one in the message */
+
+/* The corrupt stretches, for the message. */
+/* "chunk 3", "chunks 3 to 5", or "chunk 3 onward" (a stretch at the end). */
+static void say_chunks(struct reader *r, const struct kx_kxp_damage *d)
+{
+	if (d->nchunks > 1)
+		msg_add(r, "chunks %llu to %llu", (unsigned long long)d->chunk,
+		        (unsigned long long)(d->chunk + d->nchunks - 1));
+	else
+		msg_add(r, "chunk %llu%s", (unsigned long long)d->chunk,
+		        d->nchunks ? "" : " onward");
+}
+
+static void say_corrupt(struct reader *r)
+{
+	const struct kx_kxp_read_result *res = r->res;
+	const struct kx_kxp_damage *d = res->corrupt;
+	uint64_t i;
+
+	if (res->ncorrupt == 1) {
+		say_chunks(r, d);
+		if (!d->bytes)
+			msg_add(r, " missing before offset %llu (%s)",
+			        (unsigned long long)d->offset, r->why[0]);
+		else
+			msg_add(r, " at offset %llu %s corrupt (%s): skipped, %llu bytes lost",
+			        (unsigned long long)d->offset, d->nchunks > 1 ? "are" : "is",
+			        r->why[0], (unsigned long long)d->bytes);
+		return;
+	}
+	msg_add(r, "%llu corrupt stretches skipped, %llu bytes lost:",
+	        (unsigned long long)res->ncorrupt, (unsigned long long)res->corrupt_bytes);
+	for (i = 0; i < res->ncorrupt && i < MSG_LISTED; i++) {
+		msg_add(r, "%s", i ? ", " : " ");
+		say_chunks(r, &d[i]);
+		msg_add(r, " at offset %llu (%s, %llu bytes)", (unsigned long long)d[i].offset,
+		        r->why[i], (unsigned long long)d[i].bytes);
+	}
+	if (res->ncorrupt > MSG_LISTED)
+		msg_add(r, ", and %llu more", (unsigned long long)(res->ncorrupt - MSG_LISTED));
+}
+
+/* What was lost, in err: corrupt chunks, then a cut or missing trailer. */
+static void say_losses(struct reader *r)
+{
+	const struct kx_kxp_read_result *res = r->res;
+	const char *sep = "";
+
+	if (!res->ncorrupt && !res->truncated && !res->bad_tail_bytes)
+		return;
+	msg(r, "%s", "");
+	if (res->ncorrupt) {
+		say_corrupt(r);
+		sep = "; ";
+	}
+	if (r->cut_chunk)
+		msg_add(r, "%sfile cut short inside chunk %llu at offset %llu (%llu bytes ignored)",
+		        sep, (unsigned long long)r->cut_chunk, (unsigned long long)r->cut_off,
+		        (unsigned long long)res->bad_tail_bytes);
+	else if (res->truncated)
+		msg_add(r, "%sno trailer after chunk %llu: the capture did not finish%s", sep,
+		        (unsigned long long)r->nseen,
+		        res->ncorrupt ? ", or its trailer was lost with the damage" : "");
+	else if (res->bad_tail_bytes)
+		msg_add(r, "%s%llu bytes after the trailer were ignored", sep,
+		        (unsigned long long)res->bad_tail_bytes);
 }
 
 /* Reads chunks from off. Returns 0, or -1 on an I/O error (message set). */
@@ -1668,13 +1868,13 @@ static int read_chunks(struct reader *r, uint64_t off)
 			kx_workq_free(q);
 		}
 	}
-	if (r->stopped)
-		return 0;
 	memset(&last, 0, sizeof(last));
 	zs = unpacker_new(r);
 	rc = read_chunks_seq(r, &last, zs, off);
 	unpacker_free(zs, NULL);
 	cslot_free(&last, NULL);
+	if (!rc)
+		say_losses(r);
 	return rc;
 }
 

@@ -1,8 +1,12 @@
 /*
  * The .kxp record file. Owns the on-disk format: a versioned header carrying
  * struct kx_capinfo, then zstd-compressed chunks each with a CRC32, then a
- * trailer chunk with the final capinfo (stop clock, loss counters). Files
- * cut short are readable up to their last whole chunk; bad input is rejected
+ * trailer chunk with the final capinfo (stop clock, loss counters). Each
+ * chunk header starts with a magic, carries the chunk's number and its own
+ * CRC, so a reader finds the next chunk again after damage: a corrupt chunk
+ * is skipped and reported, every intact chunk after it and the trailer are
+ * kept. Files cut
+ * short are readable up to their last whole chunk; bad input is rejected
  * with a message, never a crash.
  */
 #ifndef KX_KXP_H
@@ -15,7 +19,7 @@
 #include "model/event.h"
 #include "model/store.h"
 
-#define KX_KXP_VERSION 2 /* 2: zstd chunks; 1 (zlib chunks) is still read */
+#define KX_KXP_VERSION 3 /* 3: numbered chunks; 2 (zstd chunks) and 1 (zlib) are still read */
 
 struct kx_kxp_writer;
 
@@ -32,16 +36,33 @@ int kx_kxp_flush(struct kx_kxp_writer *w);
 int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err, size_t errlen);
 uint64_t kx_kxp_bytes_written(const struct kx_kxp_writer *w);
 
-/* Result of reading a file. */
+/* A corrupt stretch of the file that was skipped, or chunks found missing. */
+struct kx_kxp_damage {
+	uint64_t chunk;   /* number of its first chunk, from 1 in file order */
+	uint64_t nchunks; /* chunks lost there: 1 for one bad chunk, more when the chunk
+	                   * numbers (version 3) say so, 0 when unknown (a stretch at the end) */
+	uint64_t offset;  /* of its first byte (of the next chunk when missing), from the file start
+	                   */
+	uint64_t bytes;   /* bytes skipped: the chunk, or up to the next valid chunk header;
+	                   * 0 for chunks missing without damage (their numbers skip) */
+};
+
+#define KX_KXP_DAMAGE_MAX 16 /* corrupt stretches listed one by one; more are only counted */
+
+/* Result of reading a file: cut short and corrupt are told apart. */
 struct kx_kxp_read_result {
-	int truncated;           /* no trailer: capture did not finish or file was cut */
-	uint64_t chunks;         /* whole chunks read */
-	uint64_t bad_tail_bytes; /* bytes after the last whole chunk that were ignored */
+	int truncated;           /* no trailer: capture did not finish, file cut, trailer corrupt */
+	uint64_t chunks;         /* intact chunks read (trailer included) */
+	uint64_t bad_tail_bytes; /* cut short: bytes at the end that are not a whole chunk */
+	uint64_t ncorrupt;       /* corrupt stretches skipped (the first ones in corrupt[]) */
+	uint64_t corrupt_bytes;  /* bytes they held, all of them */
+	struct kx_kxp_damage corrupt[KX_KXP_DAMAGE_MAX];
 };
 
 /*
  * Reads path into store (events) and ci (header, overwritten by the trailer
- * when present). Returns 0 on success (possibly truncated, see res), -1 when
+ * when present). Returns 0 on success (possibly cut short, corrupt in places
+ * or without trailer: see res, and err says what was lost), -1 when
  * the file is not a readable kxprof record (err says why: not found, not a
  * kxprof file, unsupported version N, header corrupt, ...).
  */
