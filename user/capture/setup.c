@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "capture/setup.h"
 #include "registry/devices.h"
+#include "util/outfile.h"
 #include "util/parse.h"
 
 int kx_devset_add(struct kx_devset *ds, const char *spec, char *err, size_t len)
@@ -178,10 +180,42 @@ static void watch_pid(struct kx_capture *c, uint32_t pid)
 	c->nwatch++;
 }
 
+/* The file execvp would run for name (searched in PATH when it has no '/'),
+ * or NULL when there is none. */
+static const char *command_file(const char *name, char *buf, size_t len)
+{
+	const char *dirs = getenv("PATH");
+
+	if (strchr(name, '/'))
+		return name;
+	for (const char *d = dirs ? dirs : "/bin:/usr/bin"; *d;) {
+		size_t n = strcspn(d, ":");
+
+		if ((size_t)snprintf(buf, len, "%.*s/%s", (int)n, n ? d : ".", name) < len &&
+		    access(buf, X_OK) == 0)
+			return buf;
+		d += n + (d[n] == ':');
+	}
+	return NULL;
+}
+
+/* The record file: a regular file (or a new one), not the command to run. */
+static int check_output(const struct kx_capture_opts *o, char *err, size_t len)
+{
+	char buf[PATH_MAX];
+	const char *cmd = o->argv && o->argv[0] ? command_file(o->argv[0], buf, sizeof(buf)) : NULL;
+
+	if (!o->record_path)
+		return 0;
+	return kx_outfile_check(o->record_path, 0, &cmd, 1, err, len);
+}
+
 int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len)
 {
 	struct kx_session_opts so;
 
+	if (check_output(o, err, len))
+		return -1;
 	session_opts(c, o, &so);
 	c->s = kx_session_open(&so, err, len);
 	if (!c->s)
@@ -204,7 +238,6 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
 
 int kx_capture_start(struct kx_capture *c, char *err, size_t len)
 {
-	char ignored[256];
 	int rc;
 
 	if (kx_session_start(c->s, err, len))
@@ -214,11 +247,10 @@ int kx_capture_start(struct kx_capture *c, char *err, size_t len)
 		return 0;
 	rc = kx_launch_release(&c->cmd, c->argv, err, len);
 	if (rc) {
-		/* Nothing was traced: no file is left behind. */
+		/* Nothing was traced: only the temporary file goes; whatever
+		 * the output path names (a previous recording) is untouched. */
 		kx_session_stop(c->s);
-		kx_kxp_sink_close(&c->rec, kx_session_capinfo(c->s), ignored, sizeof(ignored));
-		if (c->rec.path)
-			unlink(c->rec.path);
+		kx_kxp_sink_discard(&c->rec);
 	}
 	return rc;
 }
@@ -269,8 +301,12 @@ void kx_capture_close(struct kx_capture *c)
 	/* The consumer writes into the file until the session stops. */
 	if (c->started && c->s)
 		kx_session_stop(c->s);
-	if (c->s)
+	/* Events recorded are kept; a capture that never started leaves the
+	 * output path untouched. */
+	if (c->s && c->started)
 		kx_kxp_sink_close(&c->rec, kx_session_capinfo(c->s), ignored, sizeof(ignored));
+	else
+		kx_kxp_sink_discard(&c->rec);
 	kx_session_close(c->s);
 	c->s = NULL;
 	for (int i = 0; i < c->nwatch; i++)

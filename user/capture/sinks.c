@@ -90,3 +90,10 @@ int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char 
 	ks->w = NULL;
 	return kx_kxp_close(w, ci, err, len);
 }
+
+void kx_kxp_sink_discard(struct kx_kxp_sink *ks)
+{
+	if (ks->w)
+		kx_kxp_discard(ks->w);
+	ks->w = NULL;
+}

@@ -13,9 +13,11 @@
 struct kx_sink kx_sink_store(struct kx_store *store);
 
 /*
- * Streams into the record file path: the file is created with the session's
- * header (its facts and start clock) when the session starts, and a chunk is
- * flushed at least every flush_ms so a crash loses little.
+ * Streams into the record file path: a temporary file next to it is created
+ * with the session's header (its facts and start clock) when the session
+ * starts, a chunk is flushed at least every flush_ms so a crash loses little,
+ * and the file is renamed to path when closed (an existing path is kept as
+ * path.old).
  */
 struct kx_kxp_sink {
 	const char *path;
@@ -25,8 +27,11 @@ struct kx_kxp_sink {
 	int write_error; /* first write error seen (the capture goes on, the file is cut) */
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);
-/* Writes the trailer (ci: the stopped session's final facts) and closes the
- * file. 0, or -1 with err. Nothing to do when the file was never created. */
+/* Writes the trailer (ci: the stopped session's final facts), closes the
+ * file and renames it to path. 0, or -1 with err. Nothing to do when the file
+ * was never created. */
 int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char *err, size_t len);
+/* Nothing was recorded: removes the temporary file; path is untouched. */
+void kx_kxp_sink_discard(struct kx_kxp_sink *ks);
 
 #endif /* KX_SINKS_H */

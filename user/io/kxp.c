@@ -52,6 +52,7 @@
 
 #include "util/fdio.h"
 #include "util/grow.h"
+#include "util/outfile.h"
 #include "util/pbwire.h"
 #include "io/kxp.h"
 #include "util/workq.h"
@@ -541,8 +542,9 @@ static int decode_capinfo(const uint8_t *p, size_t len, struct kx_capinfo *ci)
 /* ---- writer ---- */
 
 struct kx_kxp_writer {
-	int fd;
-	char *path;
+	int fd;     /* of.fd: the temporary file */
+	char *path; /* as given, for messages */
+	struct kx_outfile of;
 	uint8_t *raw; /* records of the pending chunk */
 	size_t raw_len;
 	uint32_t nrec;
@@ -615,8 +617,9 @@ static int write_chunk(struct kx_kxp_writer *w, uint32_t type, const uint8_t *ra
 
 static void writer_free(struct kx_kxp_writer *w)
 {
+	/* Unfinished: only the temporary file goes, the target is untouched. */
 	if (w->fd >= 0)
-		close(w->fd);
+		kx_outfile_abort(&w->of);
 	free(w->path);
 	free(w->raw);
 	free(w->out);
@@ -634,17 +637,20 @@ struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *c
 	if (!w || !(w->path = strdup(path)) || !(w->raw = malloc(CHUNK_RAW + REC_MAX)) ||
 	    !(w->zc = ZSTD_createCCtx())) {
 		snprintf(err, errlen, "cannot create %s: out of memory", path);
-		if (w)
+		if (w) {
+			w->fd = -1;
 			writer_free(w);
+		}
 		return NULL;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+	/* A temporary file renamed into place by kx_kxp_close; the file it
+	 * replaces is kept as NAME.old. */
+	if (kx_outfile_open(&w->of, path, KX_OUT_KEEP_OLD, err, errlen)) {
 		w->fd = -1;
 		writer_free(w);
 		return NULL;
 	}
+	w->fd = w->of.fd;
 
 	memcpy(fixed, file_magic, 8);
 	put_le32(fixed + 8, KX_KXP_VERSION);
@@ -664,12 +670,7 @@ struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *c
 		write_all(w, hdr.p, hdr.len);
 	free(hdr.p);
 	if (w->failed) {
-		struct stat st;
-
 		snprintf(err, errlen, "%s", w->err);
-		/* Leave no half header behind, but never remove a device node. */
-		if (fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode))
-			unlink(path);
 		writer_free(w);
 		return NULL;
 	}
@@ -825,9 +826,12 @@ int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err
 			write_chunk(w, CHUNK_TRAILER, b.p, b.len, 0);
 		free(b.p);
 	}
-	if (close(w->fd) && !w->failed)
-		werr(w, errno);
-	w->fd = -1;
+	/* Complete: renamed into place. Failed: nothing partial is left. */
+	if (!w->failed) {
+		w->fd = -1;
+		if (kx_outfile_commit(&w->of, w->err, sizeof(w->err)))
+			w->failed = 1;
+	}
 	ret = w->failed ? -1 : 0;
 	if (ret)
 		snprintf(err, errlen, "%s", w->err);
@@ -835,6 +839,16 @@ int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err
 		err[0] = '\0';
 	writer_free(w);
 	return ret;
+}
+
+void kx_kxp_discard(struct kx_kxp_writer *w)
+{
+	writer_free(w);
+}
+
+const char *kx_kxp_writing_path(const struct kx_kxp_writer *w)
+{
+	return w->of.tmp;
 }
 
 uint64_t kx_kxp_bytes_written(const struct kx_kxp_writer *w)

@@ -23,7 +23,8 @@
 
 struct kx_kxp_writer;
 
-/* Creates path and writes the header. NULL on error with a message in err. */
+/* Writes the header into a temporary file next to path (util/outfile.h).
+ * NULL on error with a message in err; path itself is untouched. */
 struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *ci, char *err,
                                     size_t errlen);
 /* Buffer events; a chunk is compressed and written when the buffer fills. */
@@ -32,9 +33,16 @@ int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t);
 int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j);
 /* Writes the pending chunk now (e.g. once a second so a crash loses little). */
 int kx_kxp_flush(struct kx_kxp_writer *w);
-/* Flushes, writes the trailer with ci, closes. Returns 0 or -1 (err filled). Frees w. */
+/* Flushes, writes the trailer with ci, renames the file into place (an
+ * existing path is kept as path.old). Returns 0, or -1 (err filled) with the
+ * temporary file removed and path untouched. Frees w. */
 int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err, size_t errlen);
+/* Removes the temporary file without touching path. Frees w. */
+void kx_kxp_discard(struct kx_kxp_writer *w);
 uint64_t kx_kxp_bytes_written(const struct kx_kxp_writer *w);
+/* Where the bytes go until kx_kxp_close: the temporary file (a recorder that
+ * is killed leaves its flushed chunks there). */
+const char *kx_kxp_writing_path(const struct kx_kxp_writer *w);
 
 /* A corrupt stretch of the file that was skipped, or chunks found missing. */
 struct kx_kxp_damage {

@@ -1,0 +1,60 @@
+/*
+ * Safe outputs: the one rule every file kxprof writes follows. Bytes go to a
+ * temporary file created (O_EXCL, unique name NAME.<pid>-<n>.tmp) in the
+ * target's directory; kx_outfile_commit syncs it and renames it into place
+ * only when complete; kx_outfile_abort, an error, or a fatal signal caught
+ * through kx_outfile_catch_signals removes that temporary file. An existing
+ * file can be kept as NAME.old (KX_OUT_KEEP_OLD, as record files are).
+ * Refused with a message saying what to do: an empty path, an existing path
+ * that is not a regular file (devices, fifos, directories; "-" is standard
+ * output only with KX_OUT_STDOUT), and an output that is one of the inputs
+ * (same device and inode once links are resolved). Nothing is unlinked or
+ * truncated that this module did not create in this run.
+ * The signal registry holds the live temporary files of the main thread: open,
+ * commit and abort are called from one thread at a time.
+ */
+#ifndef KX_OUTFILE_H
+#define KX_OUTFILE_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#define KX_OUT_KEEP_OLD 1u /* an existing NAME is kept as NAME.old on commit */
+#define KX_OUT_STDOUT   2u /* "-" means standard output */
+
+struct kx_outfile {
+	int fd;              /* where the bytes go: the temporary file, or a dup of stdout */
+	int to_stdout;       /* 1: "-" with KX_OUT_STDOUT; nothing is renamed */
+	unsigned int flags;  /* KX_OUT_* */
+	int slot;            /* index in the signal registry, -1 when none */
+	char path[PATH_MAX]; /* final path, symbolic links resolved */
+	char tmp[PATH_MAX];  /* the temporary file; "" once renamed or removed */
+};
+
+/* Refuses an output path that is empty, not a regular file (when it exists),
+ * or the same file as one of the n inputs (NULL entries are skipped).
+ * 0, or -1 with err saying what to do. */
+int kx_outfile_check(const char *path, unsigned int flags, const char *const *inputs, int n,
+                     char *err, size_t len);
+
+/* Checks path (no inputs) and creates its temporary file. 0, or -1 with err. */
+int kx_outfile_open(struct kx_outfile *o, const char *path, unsigned int flags, char *err,
+                    size_t len);
+
+/* Syncs and closes the temporary file and renames it to the final path
+ * (keeping an existing file as NAME.old with KX_OUT_KEEP_OLD). On failure
+ * the temporary file is removed. 0, or -1 with err. */
+int kx_outfile_commit(struct kx_outfile *o, char *err, size_t len);
+
+/* Closes and removes the temporary file; the final path is left untouched. */
+void kx_outfile_abort(struct kx_outfile *o);
+
+/* Async-signal-safe: unlinks every live temporary file (and nothing else). */
+void kx_outfile_unlink_live(void);
+
+/* SIGINT, SIGTERM, SIGHUP, SIGQUIT: remove the live temporary files, then die
+ * of the same signal (default action). For commands that stop on a signal
+ * without finishing their outputs (convert). 0, or -1 with errno. */
+int kx_outfile_catch_signals(void);
+
+#endif /* KX_OUTFILE_H */
