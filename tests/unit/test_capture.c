@@ -72,7 +72,7 @@ static void header_has_session_start_clock(void)
 	static struct kx_capinfo ci;
 	struct kx_capture c = {0};
 	struct kx_kxp_read_result res;
-	char path[] = "/tmp/kxtest-capture-XXXXXX", err[512];
+	char path[] = "/tmp/kxtest-capture-XXXXXX", err[512], old[64];
 	const struct kx_capinfo *sci;
 	uint32_t self;
 	size_t n;
@@ -96,8 +96,9 @@ static void header_has_session_start_clock(void)
 		return;
 	}
 	sci = kx_session_capinfo(c.s);
-	/* Running: the file holds the header only. */
-	rc = read_info(path, &ci, &res, &n);
+	/* Running: the temporary file being written holds the header only. */
+	CHECK(c.rec.w != NULL);
+	rc = read_info(kx_kxp_writing_path(c.rec.w), &ci, &res, &n);
 	CHECK(rc == 0 && res.truncated);
 	CHECK(sci->clock_start.mono_ns != 0);
 	CHECK(same_sync(&ci.clock_start, &sci->clock_start));
@@ -113,6 +114,9 @@ static void header_has_session_start_clock(void)
 	CHECK(n >= 50);
 	kx_capture_close(&c);
 	unlink(path);
+	/* mkstemp's empty file was kept as the previous capture. */
+	snprintf(old, sizeof(old), "%s.old", path);
+	unlink(old);
 }
 
 static int launch(char **argv, char *err, size_t len)
