@@ -21,13 +21,13 @@ expect() {
 	fi
 }
 
-expect unknown_pid nonzero 'no such process: 999999' -- "$KXPROF" record -p 999999 -o "$TMP/x.kxp" -d 1
+expect unknown_pid nonzero 'no such process: 999999' -- "$KXPROF" record "${ACCEL_DEV[@]}" -p 999999 -o "$TMP/x.kxp" -d 1
 expect no_such_device 2 'no such device: /dev/nonexistent' -- "$KXPROF" record --device /dev/nonexistent -- true
 expect not_a_device 2 'not a device' -- "$KXPROF" record --device /etc/passwd -- true
-expect command_not_found 127 "cannot run 'no-such-command-kx'" -- "$KXPROF" record -o "$TMP/x.kxp" -- no-such-command-kx
+expect command_not_found 127 "cannot run 'no-such-command-kx'" -- "$KXPROF" record "${ACCEL_DEV[@]}" -o "$TMP/x.kxp" -- no-such-command-kx
 check command_not_found_leaves_no_file test ! -e "$TMP/x.kxp"
 expect nothing_to_trace 2 'nothing to trace' -- "$KXPROF" record
-expect bad_attach nonzero "unknown attach mechanism" -- "$KXPROF" record --attach bogus -- true
+expect bad_attach nonzero "unknown attach mechanism" -- "$KXPROF" record "${ACCEL_DEV[@]}" --attach bogus -- true
 expect report_missing_file 1 'no-such.kxp' -- "$KXPROF" report "$TMP/no-such.kxp"
 head -c 4096 /dev/urandom >"$TMP/garbage.kxp"
 expect report_garbage 1 'not a kxprof record file' -- "$KXPROF" report "$TMP/garbage.kxp"
@@ -66,13 +66,13 @@ expect usage_serve_empty_pid 2 'an empty entry' -- "$KXPROF" serve -p ,1
 expect usage_serve_bad_deadline 2 "'0' is not a whole number" -- "$KXPROF" serve --http-deadline 0
 expect usage_serve_bad_listen 2 'bad --listen' -- "$KXPROF" serve --listen nowhere
 expect usage_main_unknown_opt 2 "unknown option '--bogus'" -- "$KXPROF" --bogus record
-expect runtime_record_no_such_pid 1 'no such process: 999999' -- "$KXPROF" record -p 999999 -o "$TMP/u.kxp" -d 1
+expect runtime_record_no_such_pid 1 'no such process: 999999' -- "$KXPROF" record "${ACCEL_DEV[@]}" -p 999999 -o "$TMP/u.kxp" -d 1
 
 # Unprivileged: one clear line about privileges, no libbpf dump.
 if command -v setpriv >/dev/null; then
 	cp "$KXPROF" "$TMP/kxprof-unpriv" && chmod 755 "$TMP" "$TMP/kxprof-unpriv"
 	expect unprivileged 1 'CAP_BPF' -- setpriv --reuid=65534 --regid=65534 --clear-groups \
-		--inh-caps=-all "$TMP/kxprof-unpriv" record -o /tmp/kx-unpriv-$$.kxp -- true
+		--inh-caps=-all "$TMP/kxprof-unpriv" record "${ACCEL_DEV[@]}" -o /tmp/kx-unpriv-$$.kxp -- true
 	rm -f /tmp/kx-unpriv-$$.kxp
 else
 	skip unprivileged "setpriv not installed"
@@ -80,17 +80,17 @@ fi
 
 # SIGINT and SIGTERM stop cleanly and leave a complete, readable file.
 for sig in INT TERM; do
-	"$KXPROF" record -a -o "$TMP/sig.kxp" 2>"$TMP/sig.err" &
+	"$KXPROF" record "${ACCEL_DEV[@]}" -a -o "$TMP/sig.kxp" 2>"$TMP/sig.err" &
 	k=$!
 	sleep 1.5
-	"$WL/kvm_workload" -t 1 -j 10 >/dev/null
+	accel_workload 1 10 >/dev/null
 	sleep 0.3
 	kill -"$sig" $k
 	wait $k
 	rc=$?
 	"$KXPROF" report --json "$TMP/sig.kxp" >"$TMP/sig.json" 2>"$TMP/sig.rep.err"
 	if [ $rc -eq 0 ] && [ "$(jget "$TMP/sig.json" 'd["Capture"]["truncated"]')" = False ] &&
-		[ "$(jget "$TMP/sig.json" 'd["Time"]["ioctl/kvm"]["KVM_RUN"]["Total Count"]')" -ge 10 ]; then
+		[ "$(jget "$TMP/sig.json" 'd["Time"]["ioctl/'$ACCEL'"]["'$ACCEL_JOB'"]["Total Count"]')" -ge 10 ]; then
 		pass "sig${sig}_clean_stop"
 	else
 		fail "sig${sig}_clean_stop" "rc=$rc $(cat "$TMP/sig.err" "$TMP/sig.rep.err")"
@@ -99,12 +99,13 @@ done
 
 # -d stops on time
 start=$(date +%s%N)
-"$KXPROF" record -a -d 1 -o "$TMP/d.kxp" 2>/dev/null
+"$KXPROF" record "${ACCEL_DEV[@]}" -a -d 1 -o "$TMP/d.kxp" 2>/dev/null
 el=$(( ($(date +%s%N) - start) / 1000000 ))
 check duration_stops_on_time test "$el" -lt 4000
 
 # a record file cut short (as by a crash) is still reported, with a warning
-"$KXPROF" record -o "$TMP/full.kxp" -- "$WL/kvm_workload" -t 1 -j 10 >/dev/null 2>&1
+accel_argv 1 10
+"$KXPROF" record "${ACCEL_DEV[@]}" -o "$TMP/full.kxp" -- "${ACCEL_ARGV[@]}" >/dev/null 2>&1
 sz=$(stat -c %s "$TMP/full.kxp")
 head -c $((sz - 10)) "$TMP/full.kxp" >"$TMP/cut.kxp"
 "$KXPROF" report "$TMP/cut.kxp" >"$TMP/cut.out" 2>"$TMP/cut.err"

@@ -45,18 +45,19 @@ static size_t api_version_records(struct kx_store *st)
 	return n;
 }
 
-static void need_root_and_kvm(void)
-{
-	if (geteuid() != 0)
-		SKIP("needs root");
-	if (access("/dev/kvm", R_OK | W_OK) != 0)
-		SKIP("no /dev/kvm");
-}
+/* Skips the calling case (SKIP returns from it) without root or /dev/kvm. */
+#define NEED_ROOT_AND_KVM()                                                                        \
+	do {                                                                                       \
+		if (geteuid() != 0)                                                                \
+			SKIP("needs root");                                                        \
+		if (access("/dev/kvm", R_OK | W_OK) != 0)                                          \
+			SKIP("no /dev/kvm");                                                       \
+	} while (0)
 
 /* Same thread, same fd throughout: kvm traced, untraced, traced again. */
 static void device_answer_follows_device_list(void)
 {
-	need_root_and_kvm();
+	NEED_ROOT_AND_KVM();
 	for (size_t m = 0; m < 3; m++) {
 		struct kx_store *st = kx_store_new(0);
 		struct kx_session_opts o = {.devices = devs,
@@ -125,7 +126,7 @@ static void recycled(struct kx_agg *a)
  * reset 6 times, never overflows). */
 static void aggregate_slot_follows_resets(void)
 {
-	need_root_and_kvm();
+	NEED_ROOT_AND_KVM();
 	for (size_t m = 0; m < 3; m++) {
 		struct kx_session_opts o = {.devices = devs,
 		                            .ndevices = ndevs,

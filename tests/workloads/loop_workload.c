@@ -14,8 +14,22 @@
  * (4 KiB blocks written then read back with -d, default 64), -L (legacy
  * attach: LOOP_SET_FD + LOOP_SET_STATUS64), -p DIR (parent of the temp dir),
  * -F (fail on purpose once attached, to test the cleanup path).
+ *
+ * Job mode (the loop driver standing in for an accelerator where there is no
+ * /dev/kvm): -t THREADS threads each issue -j JOBS jobs on the device, one
+ * ioctl per job, of kind -k:
+ *   zero   BLKZEROOUT of -z KiB at the thread's own range: a submit-and-wait
+ *          ioctl (block requests queued, issued and completed inside it; the
+ *          caller sleeps until they are done).
+ *   flush  BLKFLSBUF after reading the whole device through the page cache:
+ *          the call spends its time on the CPU, dropping the cached pages
+ *          (needs CAP_SYS_ADMIN).
+ * -g N adds N BLKGETSIZE64 calls from the main thread while the jobs run.
+ * -D DEV uses an already attached loop device (no loop-control, no attach or
+ * detach): what a user given the device through its group can run.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -24,8 +38,9 @@
 
 #include "workload.h"
 
-#define IO_BLOCK  4096u
-#define MAX_TRIES 20 /* LOOP_CTL_GET_FREE rounds when other processes race us */
+#define IO_BLOCK    4096u
+#define MAX_TRIES   20 /* LOOP_CTL_GET_FREE rounds when other processes race us */
+#define MAX_THREADS 64
 
 struct state {
 	char dir[PATH_MAX];
@@ -34,7 +49,31 @@ struct state {
 	int have_dir, have_file;
 	int backing_fd, ctl_fd, loop_fd, dio_fd;
 	int attached;
+	int given; /* -D: the device was attached by someone else */
 	struct wl_counts counts;
+};
+
+enum job_kind { JOB_NONE, JOB_ZERO, JOB_FLUSH };
+
+struct jobs;
+
+/* One job thread: its own counts and timings, merged after join. */
+struct job_thread {
+	struct jobs *J;
+	pthread_t th;
+	int idx;
+	int tid;
+	int fd; /* flush: its own buffered fd for the page-cache fill */
+	struct wl_counts counts;
+	struct wl_stats job_ns;
+};
+
+struct jobs {
+	enum job_kind kind;
+	unsigned long nthreads, njobs, extra;
+	unsigned long long zero_bytes, size;
+	pthread_barrier_t go;
+	struct job_thread t[MAX_THREADS];
 };
 
 static struct state st = {.backing_fd = -1, .ctl_fd = -1, .loop_fd = -1, .dio_fd = -1};
@@ -194,25 +233,214 @@ static void direct_io(unsigned long blocks, unsigned long *writes, unsigned long
 	close_fd(&st.dio_fd);
 }
 
+/* Reads the whole device through the page cache (the flush job's set-up). */
+static void fill_cache(int fd, unsigned long long size)
+{
+	static __thread char buf[1 << 16];
+	unsigned long long off = 0;
+	ssize_t n;
+
+	while (off < size) {
+		n = pread(fd, buf, sizeof(buf), (off_t)off);
+		if (n <= 0)
+			wl_die("reading %s at %llu failed: %s", st.dev, off,
+			       n < 0 ? strerror(errno) : "end of device");
+		off += (unsigned long long)n;
+	}
+}
+
+static void one_job(struct jobs *J, struct job_thread *t, unsigned long j)
+{
+	uint64_t range[2];
+	uint64_t t0;
+
+	if (J->kind == JOB_FLUSH) {
+		fill_cache(t->fd, J->size);
+		t0 = wl_now_ns();
+		wl_ioctl_ok(&t->counts, "BLKFLSBUF", t->fd, BLKFLSBUF, 0);
+	} else {
+		/* Each thread zeroes its own stretch, a different range per job. */
+		unsigned long long slots = J->size / J->zero_bytes / J->nthreads;
+
+		range[0] = ((unsigned long long)t->idx * slots + j % slots) * J->zero_bytes;
+		range[1] = J->zero_bytes;
+		t0 = wl_now_ns();
+		wl_ioctl_ok(&t->counts, "BLKZEROOUT", st.loop_fd, BLKZEROOUT, (unsigned long)range);
+	}
+	wl_stats_add(&t->job_ns, wl_now_ns() - t0);
+}
+
+static void *job_main(void *arg)
+{
+	struct job_thread *t = arg;
+	struct jobs *J = t->J;
+	unsigned long j;
+
+	t->tid = (int)gettid();
+	pthread_barrier_wait(&J->go);
+	for (j = 0; j < J->njobs; j++)
+		one_job(J, t, j);
+	return NULL;
+}
+
+/* Starts the job threads, issues the main thread's extra calls, joins. */
+static void run_jobs(struct jobs *J)
+{
+	unsigned long i;
+	uint64_t got;
+
+	if (pthread_barrier_init(&J->go, NULL, (unsigned)J->nthreads + 1))
+		wl_die("pthread_barrier_init failed");
+	for (i = 0; i < J->nthreads; i++) {
+		struct job_thread *t = &J->t[i];
+
+		t->J = J;
+		t->idx = (int)i;
+		t->fd = -1;
+		if (J->kind == JOB_FLUSH) {
+			t->fd = open(st.dev, O_RDONLY | O_CLOEXEC);
+			if (t->fd < 0)
+				wl_die("cannot open %s: %s", st.dev, strerror(errno));
+		}
+		if ((errno = pthread_create(&t->th, NULL, job_main, t)))
+			wl_die("pthread_create: %s", strerror(errno));
+	}
+	pthread_barrier_wait(&J->go);
+	for (i = 0; i < J->extra; i++)
+		wl_ioctl_ok(&st.counts, "BLKGETSIZE64", st.loop_fd, BLKGETSIZE64,
+		            (unsigned long)&got);
+	for (i = 0; i < J->nthreads; i++) {
+		pthread_join(J->t[i].th, NULL);
+		if (J->t[i].fd >= 0)
+			close(J->t[i].fd);
+	}
+	pthread_barrier_destroy(&J->go);
+}
+
+static const char *kind_name(enum job_kind k)
+{
+	return k == JOB_ZERO ? "zero" : k == JOB_FLUSH ? "flush" : "none";
+}
+
+/* "tids":[...],"threads":[...],"jobs":{...}, for job mode. */
+static void print_jobs(const struct jobs *J, const struct wl_counts *main_counts)
+{
+	struct wl_stats all = {0};
+	unsigned long i;
+
+	printf("\"tids\":[%d", (int)gettid());
+	for (i = 0; i < J->nthreads; i++)
+		printf(",%d", J->t[i].tid);
+	printf("],\"main_thread\":{\"tid\":%d,", (int)gettid());
+	wl_print_counts(stdout, main_counts);
+	printf("},\"threads\":[");
+	for (i = 0; i < J->nthreads; i++) {
+		printf("%s{\"tid\":%d,", i ? "," : "", J->t[i].tid);
+		wl_print_counts(stdout, &J->t[i].counts);
+		putchar(',');
+		wl_print_stats(stdout, "job_ns", &J->t[i].job_ns);
+		putchar('}');
+		wl_stats_merge(&all, &J->t[i].job_ns);
+	}
+	printf("],\"jobs\":{\"kind\":\"%s\",\"threads\":%lu,\"per_thread\":%lu,\"bytes\":%llu,",
+	       kind_name(J->kind), J->nthreads, J->njobs,
+	       J->kind == JOB_ZERO ? J->zero_bytes : J->size);
+	wl_print_stats(stdout, "job_ns", &all);
+	printf("},");
+}
+
+/* -D: a loop device someone else attached; this process only opens it. */
+static void use_given(const char *dev)
+{
+	snprintf(st.dev, sizeof(st.dev), "%s", dev);
+	st.loop_fd = open(st.dev, O_RDWR | O_CLOEXEC);
+	if (st.loop_fd < 0)
+		wl_die("cannot open %s: %s", st.dev, strerror(errno));
+	st.given = 1;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 	        "usage: loop_workload [-s MiB] [-d] [-b BLOCKS] [-L] [-p DIR] [-F]\n"
+	        "                     [-t THREADS -j JOBS [-k zero|flush] [-z KiB] [-g N]] [-D "
+	        "DEV]\n"
 	        "  -s  backing file size in MiB (default 8)\n"
 	        "  -d  O_DIRECT writes then reads of -b blocks on the loop device\n"
 	        "  -b  4 KiB blocks for -d (default 64)\n"
 	        "  -L  attach with LOOP_SET_FD + LOOP_SET_STATUS64 instead of LOOP_CONFIGURE\n"
 	        "  -p  parent dir of the temp dir (default $TMPDIR or /tmp)\n"
-	        "  -F  fail on purpose once attached (tests cleanup)\n");
+	        "  -F  fail on purpose once attached (tests cleanup)\n"
+	        "  -t  job threads (default 0: no jobs; at most 64)\n"
+	        "  -j  jobs per thread, one ioctl each (default 10)\n"
+	        "  -k  job kind: zero (BLKZEROOUT, submit and wait; default) or flush\n"
+	        "      (read the device, then BLKFLSBUF: busy on the CPU; needs root)\n"
+	        "  -z  KiB zeroed per job (default 64)\n"
+	        "  -g  BLKGETSIZE64 calls from the main thread while the jobs run\n"
+	        "  -D  use this attached loop device (no set-up or detach ioctls)\n");
 	exit(2);
+}
+
+/* The one JSON object on stdout. */
+static void output(const struct jobs *J, const struct stat *sb, unsigned long long size,
+                   const char *how, int direct, unsigned long writes, unsigned long reads)
+{
+	struct wl_counts all = st.counts;
+	unsigned long i;
+
+	cleanup();
+	for (i = 0; i < J->nthreads; i++)
+		wl_counts_merge(&all, &J->t[i].counts);
+	printf("{\"workload\":\"loop_workload\",\"pid\":%d,", (int)getpid());
+	if (J->nthreads)
+		print_jobs(J, &st.counts);
+	else
+		printf("\"tids\":[%d],", (int)gettid());
+	printf("\"loop_dev\":\"%s\",\"loop_major\":%u,\"loop_minor\":%u,\"backing_file\":", st.dev,
+	       major(sb->st_rdev), minor(sb->st_rdev));
+	wl_print_str(stdout, st.given ? "" : st.file);
+	printf(",\"size_bytes\":%llu,\"attach\":\"%s\",", size, how);
+	wl_print_counts(stdout, &all);
+	printf(",\"io\":{\"direct\":%s,\"block_size\":%u,\"writes\":%lu,\"reads\":%lu,"
+	       "\"write_bytes\":%llu,\"read_bytes\":%llu}}\n",
+	       direct ? "true" : "false", IO_BLOCK, writes, reads,
+	       (unsigned long long)writes * IO_BLOCK, (unsigned long long)reads * IO_BLOCK);
+	if (fflush(stdout))
+		wl_die("writing stdout failed: %s", strerror(errno));
+}
+
+static enum job_kind parse_kind(const char *s)
+{
+	if (strcmp(s, "zero") == 0)
+		return JOB_ZERO;
+	if (strcmp(s, "flush") == 0)
+		return JOB_FLUSH;
+	wl_die("option -k: expected zero or flush, got '%s'", s);
+}
+
+static void check_jobs(struct jobs *J, int direct)
+{
+	if (!J->nthreads) {
+		if (J->extra)
+			wl_die("-g needs job threads (-t)");
+		return;
+	}
+	if (!J->kind)
+		J->kind = JOB_ZERO;
+	if (direct)
+		wl_die("-d and job threads (-t) exclude each other");
+	if (J->kind == JOB_ZERO && J->size / J->zero_bytes < J->nthreads)
+		wl_die("-t %lu threads of -z %llu KiB do not fit in the device", J->nthreads,
+		       J->zero_bytes >> 10);
 }
 
 int main(int argc, char **argv)
 {
+	static struct jobs J = {.njobs = 10, .zero_bytes = 64 << 10};
 	unsigned long long mib = 8, size, got = 0;
 	unsigned long blocks = 64, writes = 0, reads = 0;
 	const char *parent = getenv("TMPDIR");
-	const char *how;
+	const char *how = "none", *given = NULL;
 	int direct = 0, legacy = 0, fail = 0, c;
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct stat sb;
@@ -220,7 +448,7 @@ int main(int argc, char **argv)
 	wl_prog = "loop_workload";
 	if (!parent || !*parent)
 		parent = "/tmp";
-	while ((c = getopt(argc, argv, "s:db:Lp:Fh")) != -1) {
+	while ((c = getopt(argc, argv, "s:db:Lp:Ft:j:k:z:g:D:h")) != -1) {
 		switch (c) {
 		case 's':
 			mib = wl_parse_num("-s", optarg, 1, 1024 * 1024);
@@ -240,6 +468,24 @@ int main(int argc, char **argv)
 		case 'F':
 			fail = 1;
 			break;
+		case 't':
+			J.nthreads = wl_parse_num("-t", optarg, 0, MAX_THREADS);
+			break;
+		case 'j':
+			J.njobs = wl_parse_num("-j", optarg, 0, 100000000);
+			break;
+		case 'k':
+			J.kind = parse_kind(optarg);
+			break;
+		case 'z':
+			J.zero_bytes = wl_parse_num("-z", optarg, 4, 1 << 20) << 10;
+			break;
+		case 'g':
+			J.extra = wl_parse_num("-g", optarg, 0, 100000000);
+			break;
+		case 'D':
+			given = optarg;
+			break;
 		default:
 			usage();
 		}
@@ -256,33 +502,32 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	make_backing(parent, size);
-	how = attach(legacy);
+	if (given) {
+		use_given(given);
+	} else {
+		make_backing(parent, size);
+		how = attach(legacy);
+	}
 	if (fstat(st.loop_fd, &sb) || !S_ISBLK(sb.st_mode))
 		wl_die("%s is not a block device", st.dev);
 	wl_ioctl_ok(&st.counts, "BLKGETSIZE64", st.loop_fd, BLKGETSIZE64, (unsigned long)&got);
-	if (got != size)
+	if (given)
+		size = got;
+	else if (got != size)
 		wl_die("BLKGETSIZE64 on %s says %llu bytes, expected %llu", st.dev, got, size);
+	J.size = size;
+	check_jobs(&J, direct);
 	if (direct)
 		direct_io(blocks, &writes, &reads);
 	if (fail)
 		wl_die("injected failure (-F) with %s attached", st.dev);
+	if (J.nthreads)
+		run_jobs(&J);
 
-	wl_ioctl_ok(&st.counts, "LOOP_CLR_FD", st.loop_fd, LOOP_CLR_FD, 0);
-	st.attached = 0;
-	cleanup();
-
-	printf("{\"workload\":\"loop_workload\",\"pid\":%d,\"tids\":[%d],\"loop_dev\":\"%s\","
-	       "\"loop_major\":%u,\"loop_minor\":%u,\"backing_file\":",
-	       (int)getpid(), (int)gettid(), st.dev, major(sb.st_rdev), minor(sb.st_rdev));
-	wl_print_str(stdout, st.file);
-	printf(",\"size_bytes\":%llu,\"attach\":\"%s\",", size, how);
-	wl_print_counts(stdout, &st.counts);
-	printf(",\"io\":{\"direct\":%s,\"block_size\":%u,\"writes\":%lu,\"reads\":%lu,"
-	       "\"write_bytes\":%llu,\"read_bytes\":%llu}}\n",
-	       direct ? "true" : "false", IO_BLOCK, writes, reads,
-	       (unsigned long long)writes * IO_BLOCK, (unsigned long long)reads * IO_BLOCK);
-	if (fflush(stdout))
-		wl_die("writing stdout failed: %s", strerror(errno));
+	if (!given) {
+		wl_ioctl_ok(&st.counts, "LOOP_CLR_FD", st.loop_fd, LOOP_CLR_FD, 0);
+		st.attached = 0;
+	}
+	output(&J, &sb, size, how, direct, writes, reads);
 	return 0;
 }
