@@ -233,7 +233,7 @@ static __always_inline void emit_task(__u32 what, __u32 pid, __u32 tid, __u32 pp
 
 static __always_inline bool pid_traced(__u32 tgid)
 {
-	return targ_all || bpf_map_lookup_elem(&pids, &tgid);
+	return kx_tgid_traced(tgid);
 }
 
 static __always_inline struct file *fd_to_file(struct task_struct *task, int fd)
@@ -402,6 +402,9 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 			return 0;
 		e = entry_get(NULL, tid, false);
 	}
+	/* A daemon session's uid rule: a thread with an entry may have left. */
+	if (e && !kx_still_traced(tgid))
+		return 0;
 	if (btf && bpf_rdonly_cast) {
 		struct file *fc;
 
@@ -610,6 +613,10 @@ static __always_inline int on_exit(long ret, const bool btf)
 	v = entry_get(task, tid, btf);
 	if (!v || !v->ts)
 		return 0;
+	if (!kx_still_traced(tgid)) {
+		call_done(v, btf);
+		return 0;
+	}
 	/* After the lookup: untraced calls, the most, read no clock. */
 	now = bpf_ktime_get_ns();
 	if (aggregate) {
@@ -666,7 +673,7 @@ static __always_inline void on_fork(__u32 parent_tgid, __u32 child_pid, __u32 ch
 {
 	__u8 one = 1;
 
-	if (targ_all || !bpf_map_lookup_elem(&pids, &parent_tgid))
+	if (targ_all || !kx_tgid_traced(parent_tgid))
 		return;
 	if (bpf_map_update_elem(&pids, &child_pid, &one, BPF_NOEXIST) == -E2BIG)
 		stat_inc(KX_STAT_PIDSET_FULL);
@@ -687,7 +694,7 @@ static __always_inline void on_exit_task(__u32 tgid, __u32 tid, bool group_dead,
 
 static __always_inline void on_rename(__u32 tgid, __u32 tid, const char *newcomm)
 {
-	if (bpf_map_lookup_elem(&seen, &tid))
+	if (bpf_map_lookup_elem(&seen, &tid) && kx_still_traced(tgid))
 		emit_task(KX_TASK_RENAME, tgid, tid, 0, newcomm);
 }
 

@@ -137,6 +137,8 @@ static void configure(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o,
 	uint32_t slots;
 
 	sk->rodata->targ_all = o->all != 0;
+	sk->rodata->targ_uid_only = o->uid_only != 0;
+	sk->rodata->targ_uid = o->uid;
 	sk->rodata->wakeup_bytes = rb / 4;
 	sk->rodata->aggregate = o->aggregate != 0;
 	sk->rodata->agg_by_pid = o->aggregate && o->agg_by_pid;

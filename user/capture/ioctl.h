@@ -29,6 +29,8 @@ struct kx_ioctl_bpf_opts {
 	int aggregate;          /* count into the aggregate maps, no ioctl records */
 	int agg_by_pid, agg_by_cgroup;
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
+	int uid_only;          /* only processes whose real and effective uid are uid */
+	uint32_t uid;
 };
 
 /* Map fds other loaders share (job sources write into the same ring). */

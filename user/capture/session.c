@@ -69,6 +69,8 @@ static void ioctl_opts(const struct kx_session_opts *o, struct kx_ioctl_bpf_opts
 	        .agg_by_pid = o->agg_by_pid,
 	        .agg_by_cgroup = o->agg_by_cgroup,
 	        .agg_max_keys = o->agg_max_keys,
+	        .uid_only = o->uid_only,
+	        .uid = o->uid,
 	};
 }
 
@@ -123,8 +125,20 @@ static void open_jobs(struct kx_session *s, const struct kx_session_opts *o)
 	        /* Always-on pairs block and fence jobs only: every KVM exit of
 	         * the machine would otherwise cost a ring record. */
 	        .no_kvm = o->aggregate,
+	        .uid_only = o->uid_only,
+	        .uid = o->uid,
 	};
 	s->jobs = kx_jobsrc_open(&jo, &s->ci);
+}
+
+/* Driver entry hooks count every process's calls: said, not loaded. */
+static void skip_drvhooks(struct kx_capinfo *ci)
+{
+	struct kx_hook *h = kx_capinfo_hook(ci, "driver:*", "-", KX_HOOK_SKIPPED);
+
+	if (h)
+		snprintf(h->why, sizeof(h->why),
+		         "count every process's calls: not in a session restricted to one user");
 }
 
 struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, size_t len)
@@ -151,7 +165,9 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 	/* Optional extras: each reports what it attached, none fails the session. */
 	if (o->sink.job && !o->no_jobs)
 		open_jobs(s, o);
-	if (!o->no_drvhooks)
+	if (o->uid_only)
+		skip_drvhooks(&s->ci);
+	else if (!o->no_drvhooks)
 		s->drv = kx_drvhook_open(&s->ci);
 	kx_ioctl_bpf_fds(s->ioctl, &fds);
 	s->consumer = kx_consumer_new(fds.events, &o->sink, err, len);

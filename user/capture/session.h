@@ -32,6 +32,12 @@ struct kx_session_opts {
 	int agg_by_pid;        /* split aggregates by process */
 	int agg_by_cgroup;     /* split aggregates by cgroup id */
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
+	/* A daemon session for an unprivileged client: only processes whose
+	 * real and effective uid are uid, checked in the kernel at every event
+	 * (one that changes uid leaves for good); sources that would record
+	 * other processes (driver entry hooks, block and v3d jobs) stay off. */
+	int uid_only;
+	uint32_t uid;
 };
 
 struct kx_session;
