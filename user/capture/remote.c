@@ -434,3 +434,9 @@ void kx_remote_close(struct kx_remote *r)
 	pthread_cond_destroy(&r->cond);
 	free(r);
 }
+
+void kx_remote_forget(struct kx_remote *r)
+{
+	if (r && r->fd >= 0)
+		close(r->fd);
+}

@@ -63,5 +63,8 @@ int kx_remote_write_error(const struct kx_remote *r);
 /* Ends whatever is left: the connection (the daemon then ends the session
  * and releases its BPF state), an unfinished file. NULL: nothing to do. */
 void kx_remote_close(struct kx_remote *r);
+/* In a forked child: closes its copy of the connection, touches nothing
+ * else (the parent's capture goes on). NULL: nothing to do. */
+void kx_remote_forget(struct kx_remote *r);
 
 #endif /* KX_REMOTE_H */
