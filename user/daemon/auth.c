@@ -129,6 +129,12 @@ static int pin_one(const struct kx_peer *p, uint32_t pid, struct kx_target *t, c
 		return -1;
 	}
 	fd = pidfd_open((pid_t)pid);
+	if (fd < 0 && errno == ENOENT && read_status(pid, &st) == 0 && st.tgid != (long)pid) {
+		/* pidfd_open takes processes only (before PIDFD_THREAD). */
+		snprintf(err, len, "%u is a thread of process %ld: give the process id", pid,
+		         st.tgid);
+		return -1;
+	}
 	if (fd < 0) {
 		snprintf(err, len,
 		         errno == ESRCH ? "no such process: %u" : "cannot pin process %u: %s", pid,
