@@ -140,6 +140,8 @@ $(PLUGIN): $(PLUGIN_OBJS) $(LIB) plugin/exports.map
 $(BUILD)/tests/test_tf_plugin: private LDLIBS += -ldl
 $(BUILD)/tests/test_tf_plugin: private LDFLAGS += -rdynamic
 $(BUILD)/tests/test_tf_plugin: | $(PLUGIN)
+# The daemon's plugin test loads the plugin too.
+$(BUILD)/tests/test_daemon_plugin: | $(PLUGIN)
 
 # Tests that parse protobuf get the generated code and the protobuf-c runtime.
 $(PROTO_TESTS): $(PROTO_H) $(PROTO_OBJS)
