@@ -144,9 +144,13 @@ struct kx_remote *kx_remote_open(const struct kx_remote_opts *o, char *err, size
 		goto fail;
 	kx_dw_request_encode(&req, o->req);
 	e = req.oom ? ENOMEM : kx_dw_send(r->fd, KX_DW_OPEN, req.p, req.len);
+	/* A daemon that turns a client away says why and closes: read that. */
+	if (e && e != ENOMEM && await_reply(r, KX_DW_OPENED, &msg, err, len) == 0)
+		e = EPROTO;
 	if (e) {
-		snprintf(err, len, "kxprof daemon at %s: cannot send the request: %s", o->socket,
-		         strerror(e));
+		if (e == ENOMEM || e == EPROTO || !strstr(err, "kxprof daemon"))
+			snprintf(err, len, "kxprof daemon at %s: cannot send the request: %s",
+			         o->socket, strerror(e));
 		goto fail;
 	}
 	if (await_reply(r, KX_DW_OPENED, &msg, err, len) ||

@@ -89,8 +89,10 @@ static uint64_t secs_ns(double s)
 }
 
 /* Reads the next client message within the idle limit. KX_DW_MSG or the
- * reason it could not (said to the client when it is still there). */
-static int next_msg(struct conn *c, int *type, struct kx_bytes *msg, const char *waiting_for)
+ * reason it could not (said to the client when it is still there; an end
+ * of file is logged unless quiet_eof). */
+static int next_msg(struct conn *c, int *type, struct kx_bytes *msg, const char *waiting_for,
+                    int quiet_eof)
 {
 	char why[256];
 	int rc = kx_dw_read(c->fd, kx_mono_ns() + secs_ns(c->cfg->idle_seconds), 1, type, msg, why,
@@ -100,8 +102,8 @@ static int next_msg(struct conn *c, int *type, struct kx_bytes *msg, const char 
 		refuse(c, "no %s within %.0f s: closing", waiting_for, c->cfg->idle_seconds);
 	else if (rc == KX_DW_BAD)
 		refuse(c, "bad message: %s", why);
-	else if (rc == KX_DW_EOF)
-		say(c, "disconnected before %s", waiting_for);
+	else if (rc == KX_DW_EOF && !quiet_eof)
+		say(c, "disconnected before the %s", waiting_for);
 	return rc;
 }
 
@@ -109,7 +111,7 @@ static int read_request(struct conn *c)
 {
 	struct kx_bytes msg = {0};
 	char why[256];
-	int type, rc = next_msg(c, &type, &msg, "request");
+	int type, rc = next_msg(c, &type, &msg, "request", 0);
 
 	if (rc == KX_DW_MSG && type != KX_DW_OPEN) {
 		refuse(c, "expected a request (OPEN), got %s", kx_dw_type_name(type));
@@ -201,7 +203,7 @@ static int start_capture(struct conn *c)
 {
 	struct kx_bytes msg = {0};
 	char err[512];
-	int type, rc = next_msg(c, &type, &msg, "start");
+	int type, rc = next_msg(c, &type, &msg, "START", 0);
 
 	free(msg.p);
 	if (rc != KX_DW_MSG)
@@ -249,7 +251,7 @@ static void send_status(struct conn *c)
 static const char *on_client(struct conn *c)
 {
 	struct kx_bytes msg = {0};
-	int type, rc = next_msg(c, &type, &msg, "the rest of a message");
+	int type, rc = next_msg(c, &type, &msg, "whole message", 1);
 
 	free(msg.p);
 	if (rc == KX_DW_EOF) {
