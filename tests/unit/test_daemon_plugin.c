@@ -239,8 +239,8 @@ static int run_host(int how, char *out, size_t len)
 		close(pfd[0]);
 		close(pfd[1]);
 		setenv("KXPROF_DEVICES", "/dev/null", 1);
-		setenv("KXPROF_SOCKET", how == AS_NOBODY_ALONE ? "/nonexistent/kxprof.sock" : sock_path,
-		       1);
+		setenv("KXPROF_SOCKET",
+		       how == AS_NOBODY_ALONE ? "/nonexistent/kxprof.sock" : sock_path, 1);
 		if (how != AS_ROOT && drop_privileges())
 			_exit(10);
 		rc = host_session(how != AS_NOBODY_ALONE);
@@ -387,7 +387,8 @@ static void find_plugin(void)
 	if (env && *env)
 		snprintf(plugin_path, sizeof(plugin_path), "%s", env);
 	else
-		snprintf(plugin_path, sizeof(plugin_path), "%s/libkxprof_tf.so", dirname(dirname(tmp)));
+		snprintf(plugin_path, sizeof(plugin_path), "%s/libkxprof_tf.so",
+		         dirname(dirname(tmp)));
 }
 
 int main(void)
