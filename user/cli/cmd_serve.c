@@ -76,6 +76,7 @@ static void serve_usage(FILE *f)
 	        "                    [--by-pid | --by-cgroup] [--max-keys N] [--rescan SECONDS]\n"
 	        "                    [--http-timeout SECONDS] [--http-deadline SECONDS]\n"
 	        "                    [--max-clients N] [--attach MECH]\n"
+	        "                    [--socket PATH [--socket-mode M] [--socket-group G] ...]\n"
 	        "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; loopback unless\n"
 	        "                        another address is given; [::1]:PORT for IPv6; port 0:\n"
 	        "                        any free port, the one bound is printed)\n"

@@ -15,8 +15,8 @@ const char serve_socket_usage[] =
         "      --socket PATH     also accept capture sessions from local users on this\n"
         "                        Unix socket (without --listen: only this); record and\n"
         "                        the TensorFlow plugin use it when they cannot load BPF\n"
-        "                        (clients look at $KXPROF_SOCKET, default " KX_DAEMON_SOCKET_DEFAULT
-        ")\n"
+        "                        (clients look at $KXPROF_SOCKET, default\n"
+        "                        " KX_DAEMON_SOCKET_DEFAULT ")\n"
         "      --socket-mode M   its file mode, octal (default 0666: any local user)\n"
         "      --socket-group G  its group (name or number), e.g. with --socket-mode 0660\n"
         "      --max-sessions N  sessions at once (default 32)\n"
