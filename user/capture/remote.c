@@ -17,8 +17,9 @@
 #include "util/fdio.h"
 #include "util/outfile.h"
 
-#define REPLY_WAIT_NS (60ull * 1000000000ull) /* for OPENED and STARTED */
-#define STOP_QUIET_NS (60ull * 1000000000ull) /* after STOP: longest silence accepted */
+/* Generous: a loaded host takes long to verify many sessions' programs at once. */
+#define REPLY_WAIT_NS (300ull * 1000000000ull) /* for OPENED and STARTED */
+#define STOP_QUIET_NS (300ull * 1000000000ull) /* after STOP: longest silence accepted */
 
 enum state { RUNNING, ENDED, FAILED };
 
@@ -118,7 +119,7 @@ static int await_reply(struct kx_remote *r, int want, struct kx_bytes *msg, char
 	else
 		snprintf(err, len, "kxprof daemon at %s: %s", r->socket,
 		         rc == KX_DW_EOF       ? "closed the connection without a reply"
-		         : rc == KX_DW_TIMEOUT ? "no reply within 60 s"
+		         : rc == KX_DW_TIMEOUT ? "no reply within 300 s"
 		                               : why);
 	return -1;
 }
@@ -340,7 +341,7 @@ static void await_end(struct kx_remote *r)
 		if (r->state == RUNNING && kx_mono_ns() - r->last_msg_ns > STOP_QUIET_NS) {
 			r->state = FAILED;
 			snprintf(r->why, sizeof(r->why),
-			         "kxprof daemon: nothing received for 60 s after the stop");
+			         "kxprof daemon: nothing received for 300 s after the stop");
 			shutdown(r->fd, SHUT_RDWR);
 		}
 	}
