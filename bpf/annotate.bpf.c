@@ -7,7 +7,10 @@
  * POP or END record says when its range began; what cannot be paired or
  * recorded is counted in ann_stats. Names are copied at the call, bounded.
  * The ring buffer and the pid set are declared as in the ioctl object
- * (shared.bpf.h), so user space can point them at a session's.
+ * (shared.bpf.h), so user space can point them at a session's. A uprobe
+ * on the dynamic loader's debugger hook tells user space, on ann_notes,
+ * when a traced process has mapped new objects, so new copies of the
+ * library get their probes attached.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -58,6 +61,12 @@ struct {
 	__type(key, struct ann_range_key);
 	__type(value, __u64);
 } ann_ranges SEC(".maps");
+
+/* Library loads of traced processes (struct kx_ann_note), for the attacher. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} ann_notes SEC(".maps");
 
 static __always_inline void ann_stat(__u32 which)
 {
@@ -276,6 +285,29 @@ int BPF_USDT(ann_end, __u64 id)
 	r->id = id;
 	r->begin = begin;
 	rec_send(r);
+	return 0;
+}
+
+/* On the dynamic loader's _dl_debug_state (r_brk): a traced process mapped
+ * new objects; user space attaches the probes of new copies of the library
+ * before it goes on far (the library waits for that when asked to). */
+SEC("uprobe")
+int ann_loaded(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct kx_ann_note *n;
+
+	(void)ctx;
+	if (!ann_traced(pid_tgid))
+		return 0;
+	n = bpf_ringbuf_reserve(&ann_notes, sizeof(*n), 0);
+	if (!n) {
+		ann_stat(KX_ANN_STAT_NOTES_LOST);
+		return 0;
+	}
+	n->pid = pid_tgid >> 32;
+	n->tid = (__u32)pid_tgid;
+	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
