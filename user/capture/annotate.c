@@ -609,6 +609,8 @@ static int load(struct kx_annot *a, const struct kx_annot_opts *o, char *err, si
 		                              o->ring_bytes ? o->ring_bytes : DEFAULT_RING);
 	if (!rc && o->pids_fd > 0)
 		rc = bpf_map__reuse_fd(a->skel->maps.pids, o->pids_fd);
+	if (!rc && o->stats_fd > 0)
+		rc = bpf_map__reuse_fd(a->skel->maps.stats, o->stats_fd);
 	if (rc) {
 		snprintf(err, len, "annotations: cannot set up the shared maps: %s", strerror(-rc));
 		return rc;

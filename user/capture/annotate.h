@@ -36,6 +36,7 @@ struct kx_annot_opts {
 	                           a session's pid set does) */
 	int npids;              /* entries of pids */
 	int events_fd, pids_fd; /* a session's ring buffer and pid set; 0: its own */
+	int stats_fd;           /* a session's counters (task records the probes make) */
 	uint32_t ring_bytes;    /* own ring buffer size in bytes (0: 8 MiB) */
 	uint64_t wakeup_bytes;  /* wake the reader past this much data (0: 256 KiB) */
 };

@@ -151,6 +151,7 @@ static void open_annot(struct kx_session *s, const struct kx_session_opts *o)
 	        .all = o->all,
 	        .events_fd = fds.events,
 	        .pids_fd = fds.pids,
+	        .stats_fd = fds.stats,
 	        .wakeup_bytes = fds.wakeup_bytes,
 	};
 	s->ann = kx_annot_open(&ao, why, sizeof(why));
