@@ -74,7 +74,8 @@ static void query(int idx)
 		wl_ioctl_ok(&dev_counts[idx], "BLKGETSIZE64", dev_fd, BLKGETSIZE64,
 		            (unsigned long)&size);
 	else
-		wl_ioctl_ok(&dev_counts[idx], "KVM_GET_API_VERSION", dev_fd, KVM_GET_API_VERSION, 0);
+		wl_ioctl_ok(&dev_counts[idx], "KVM_GET_API_VERSION", dev_fd, KVM_GET_API_VERSION,
+		            0);
 }
 
 /* One device job (-z): 4 KiB zeroed at a block of the worker's own. */

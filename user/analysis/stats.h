@@ -44,7 +44,8 @@ struct kx_stat_row {
 	uint64_t offcpu;              /* ns blocked (off-CPU) inside the calls */
 	int job;                      /* a device ring row (jobs/<device>): no errors, no off-CPU */
 	/* Annotation rows (analysis/ranges.h): no errors, no off-CPU. */
-	int annot;          /* a range row: Ioctls and Device time below */
+	int annot;          /* a range row: 1 with Ioctls and Device time below, 2 from live
+	                       aggregates (not known) */
 	int mark;           /* a row of marks: counts only, zero time */
 	uint64_t ioctls;    /* ioctls the threads issued inside the ranges (nested included) */
 	uint64_t device_ns; /* device time of the jobs those ioctls submitted, ns */

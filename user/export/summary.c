@@ -33,6 +33,8 @@ struct kx_summary {
 	int from_agg;                 /* built from live aggregates: bucket percentiles */
 	uint64_t agg_overflow;        /* ioctls not aggregated: key limit */
 	uint32_t agg_max_keys;
+	uint64_t ann_overflow; /* live annotation ranges not aggregated: series limit */
+	uint64_t ann_lost;     /* live annotation range ends whose start was not seen */
 };
 
 struct kx_summary *kx_summary_build(const struct kx_analysis *an)
@@ -81,6 +83,65 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 	}
 	kx_summary_sort(sum, KX_SORT_AVG, 0);
 	return sum;
+}
+
+/* A row of a live annotation series; a mark sharing its name with a range says it is one. */
+static int annagg_row(struct kx_stat_row *r, const struct kx_annagg_snapshot *as, size_t i)
+{
+	const struct kx_annagg_series *s = &as->series[i];
+	int clash = 0;
+
+	memset(r, 0, sizeof(*r));
+	for (size_t k = 0; s->mark && k < as->nseries; k++)
+		clash |= !as->series[k].mark && !strcmp(as->series[k].name, s->name) &&
+		         !strcmp(as->series[k].cat, s->cat);
+	if (s->cat[0])
+		snprintf(r->cat, sizeof(r->cat), "annotation/%.*s", KX_STAT_CAT_LEN - 12, s->cat);
+	else
+		snprintf(r->cat, sizeof(r->cat), "annotation");
+	r->name = malloc(strlen(s->name) + sizeof(" (mark)"));
+	if (!r->name)
+		return -1;
+	sprintf(r->name, "%s%s", s->name, clash ? " (mark)" : "");
+	r->annot = 2;
+	r->mark = s->mark;
+	r->count = s->count;
+	r->total = s->sum_ns;
+	r->min = s->min_ns;
+	r->max = s->max_ns;
+	memcpy(r->hist, s->slots, sizeof(r->hist));
+	if (!s->mark && s->count) {
+		r->p50 = kx_hist_quantile(s->slots, s->count, KX_PPM(50), s->min_ns, s->max_ns);
+		r->p90 = kx_hist_quantile(s->slots, s->count, KX_PPM(90), s->min_ns, s->max_ns);
+		r->p99 = kx_hist_quantile(s->slots, s->count, KX_PPM(99), s->min_ns, s->max_ns);
+	}
+	return 0;
+}
+
+int kx_summary_add_annagg(struct kx_summary *sum, const struct kx_annagg_snapshot *as)
+{
+	struct kx_stat_row *rows;
+	size_t n = 0;
+
+	for (size_t i = 0; i < as->nseries; i++)
+		n += as->series[i].count != 0;
+	if (!n)
+		return 0;
+	rows = realloc(sum->st.rows, (sum->st.nrows + n) * sizeof(*rows));
+	if (!rows)
+		return -1;
+	sum->st.rows = rows;
+	for (size_t i = 0; i < as->nseries; i++) {
+		if (!as->series[i].count)
+			continue;
+		if (annagg_row(&sum->st.rows[sum->st.nrows], as, i))
+			return -1;
+		sum->st.nrows++;
+	}
+	sum->ann_overflow = as->overflow;
+	sum->ann_lost = as->lost;
+	kx_summary_sort(sum, KX_SORT_AVG, 0);
+	return 0;
 }
 
 void kx_summary_free(struct kx_summary *sum)
@@ -231,6 +292,20 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 		snprintf(msg, sizeof(msg),
 		         "live aggregates: p50/p90/p99 are log2 bucket upper bounds (within a "
 		         "factor 2); errors are not broken down by errno");
+		fn(ctx, msg);
+	}
+	if (sum->ann_overflow) {
+		snprintf(msg, sizeof(msg),
+		         "%" PRIu64 " annotation ranges not aggregated (name limit %u reached): "
+		         "raise --max-keys",
+		         sum->ann_overflow, sum->agg_max_keys);
+		fn(ctx, msg);
+	}
+	if (sum->ann_lost) {
+		snprintf(msg, sizeof(msg),
+		         "%" PRIu64 " annotation range ends whose start was not seen (begun before "
+		         "the start or a reset)",
+		         sum->ann_lost);
 		fn(ctx, msg);
 	}
 	kx_jobs_warnings(sum->jobs, fn, ctx);
@@ -410,7 +485,7 @@ static void cell(const struct kx_stat_row *r, enum col c, char *buf)
 	case COL_ONCPU:
 		return fmt_time(buf, CELL_LEN, r->total - r->offcpu);
 	case COL_IOCTLS:
-		if (r->mark)
+		if (r->mark || r->annot == 2)
 			snprintf(buf, CELL_LEN, "-");
 		else
 			snprintf(buf, CELL_LEN, "%" PRIu64, r->ioctls);
@@ -775,9 +850,10 @@ static void json_row(const struct kx_stat_row *r, FILE *f, int hist, int offcpu)
 	        r->count, ms(r->total), ms(row_min(r)), ms(r->max), row_avg_ms(r));
 	if (r->annot) {
 		fprintf(f, ", \"Kind\": \"%s\"", r->mark ? "mark" : "range");
-		if (!r->mark)
+		if (!r->mark && r->annot == 1)
 			fprintf(f, ", \"Ioctls\": %" PRIu64, r->ioctls);
-		fprintf(f, ", \"Device Jobs\": %" PRIu64, r->jobs);
+		if (r->annot == 1)
+			fprintf(f, ", \"Device Jobs\": %" PRIu64, r->jobs);
 		if (r->jobs)
 			fprintf(f, ", \"Device Time\": %.6f", ms(r->device_ns));
 	} else if (!r->job) {
