@@ -90,7 +90,7 @@ const char *TF_Message(const TF_Status *s)
 typedef void (*init_fn)(TF_ProfilerRegistrationParams *, TF_Status *);
 
 static char plugin_path[PATH_MAX];
-static char root_dir[PATH_MAX]; /* source tree (for proto/xplane.proto) */
+static char root_dir[PATH_MAX];   /* source tree (for proto/xplane.proto) */
 static char annot_path[PATH_MAX]; /* libkxprof_annotate.so beside the plugin */
 static void *handle;
 static init_fn init_profiler;
@@ -1152,8 +1152,7 @@ static void session_annotations(void)
 	{
 		uint64_t id = api.start("tf/xfer");
 
-		CHECK(pthread_create(&pt[0], NULL, ann_end_main, &(struct ann_end){&api, id}) ==
-		      0);
+		CHECK(pthread_create(&pt[0], NULL, ann_end_main, &(struct ann_end){&api, id}) == 0);
 		pthread_join(pt[0], NULL);
 	}
 	CHECK(call_fn(fns.stop) == TF_OK);
