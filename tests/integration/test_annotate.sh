@@ -324,3 +324,79 @@ ok = not any(k.startswith("annotation") for k in r["Time"]) and not r["Annotatio
 sys.exit(0 if ok else 1)
 PY
 fi
+
+# ---- 8. serve and top: per-range counts and histograms, live ----
+# Processes serve did not launch: the library holds until attached when
+# KXPROF_ANNOTATE_WAIT names the tracer (what record sets for its command).
+"$KXPROF" serve "${ACCEL_DEV[@]}" --listen 127.0.0.1:0 -p $$ --rescan 0 2>"$TMP/serve.err" &
+SERVE=$!
+PORT=
+for _ in $(seq 1 100); do
+	PORT=$(sed -n 's|^kxprof serve: http://127\.0\.0\.1:\([0-9]*\)/metrics .*|\1|p' "$TMP/serve.err")
+	[ -n "$PORT" ] && break
+	sleep 0.1
+done
+if [ -z "$PORT" ]; then
+	fail serve_start "$(cat "$TMP/serve.err")"
+else
+	KXPROF_ANNOTATE_WAIT=$SERVE:5000 "$WL/annotate_workload" -t 2 -n 7 -s 500 -x 3 >"$TMP/sw.json"
+	# The consumer drains the ring every 100 ms: the last records may still be on their way.
+	for _ in $(seq 1 30); do
+		curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$TMP/m.txt"
+		grep -q '^kxprof_annotation_duration_seconds_count{name="outer",category=""} 14$' \
+			"$TMP/m.txt" && break
+		sleep 0.1
+	done
+	check serve_metrics python3 - "$TMP/m.txt" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+def val(series):
+    m = re.search("^" + re.escape(series) + r" (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+ok = val('kxprof_annotation_duration_seconds_count{name="outer",category=""}') == 14
+ok = ok and val('kxprof_annotation_duration_seconds_count{name="inner",category=""}') == 14
+ok = ok and val('kxprof_annotation_duration_seconds_count{name="xrange",category=""}') == 3
+ok = ok and val('kxprof_annotation_marks_total{name="tick",category=""}') == 14
+ok = ok and val('kxprof_annotation_duration_seconds_sum{name="inner",category=""}') >= 14 * 0.0005
+ok = ok and val('kxprof_map_overflow_total{map="annotations"}') == 0
+ok = ok and val('kxprof_annotation_lost_total') == 0
+if not ok:
+    print("\n".join("# " + l for l in text.split("\n") if "annotation" in l and "_bucket" not in l))
+sys.exit(0 if ok else 1)
+PY
+	if command -v promtool >/dev/null; then
+		check serve_promtool sh -c "promtool check metrics <'$TMP/m.txt' >'$TMP/promtool.out' 2>&1"
+	else
+		skip serve_promtool "promtool not installed (Debian package prometheus)"
+	fi
+	curl -sf --max-time 5 "http://127.0.0.1:$PORT/summary.json" >"$TMP/s.json"
+	check serve_summary python3 - "$TMP/s.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["Time"]["annotation"]
+ok = a["outer"]["Total Count"] == 14 and a["tick"]["Kind"] == "mark" and "Ioctls" not in a["outer"]
+sys.exit(0 if ok else 1)
+PY
+fi
+kill "$SERVE" 2>/dev/null
+wait "$SERVE" 2>/dev/null
+
+"$KXPROF" top "${ACCEL_DEV[@]}" --batch -c 4 -i 1 -p $$ >"$TMP/top.txt" 2>"$TMP/top.err" &
+TOP=$!
+# Traced from its first refresh on (the capture is open by then).
+for _ in $(seq 1 100); do
+	grep -q '^kxprof top ' "$TMP/top.txt" && break
+	sleep 0.1
+done
+KXPROF_ANNOTATE_WAIT=$TOP:5000 "$WL/annotate_workload" -t 2 -n 20 -s 500 -x 0 >/dev/null
+wait "$TOP"
+check top_exit test $? -eq 0
+check top_ranges python3 - "$TMP/top.txt" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+heads = [i for i, l in enumerate(lines) if l.split()[:2] == ["RANGE", "CATEGORY"]]
+rows = [l.split() for i in heads for l in lines[i + 1:i + 5]]
+ok = bool(heads) and any(r[:1] == ["outer"] for r in rows) and any(r[:2] == ["tick", "(mark)"] for r in rows)
+if not ok:
+    print("\n".join("# " + l for l in lines))
+sys.exit(0 if ok else 1)
+PY
