@@ -2,7 +2,7 @@
  * The summary rows of annotation ranges (contract: kx_stats_add_ranges in
  * ranges.h): closed ranges and marks grouped by (category, name, kind)
  * through one hash lookup each, then per row the exact nearest-rank
- * percentiles and the log2 histogram, as the ioctl rows have them.
+ * percentiles and the log2 histogram, through the ioctl rows' own code.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,6 @@
 #include "analysis/ranges.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
-#include "util/hist.h"
 
 static uint64_t row_key(const struct kx_range *r)
 {
@@ -75,18 +74,8 @@ static struct kx_stat_row *row_of(struct rows *w, const struct kx_range *r)
 
 static int row_add_range(struct kx_stat_row *row, const struct kx_range *r)
 {
-	uint64_t d = r->dur_meas;
-
-	if (kx_grow((void **)&row->durs, &row->cap, row->ndurs, sizeof(*row->durs)))
+	if (kx_stat_row_add(row, r->dur_meas, 0))
 		return -1;
-	row->durs[row->ndurs++] = d;
-	row->count++;
-	row->total += d;
-	if (d < row->min)
-		row->min = d;
-	if (d > row->max)
-		row->max = d;
-	row->hist[kx_hist_slot(d)]++;
 	row->ioctls += r->ioctls;
 	row->device_ns += r->device_ns;
 	row->jobs += r->jobs;
@@ -96,18 +85,10 @@ static int row_add_range(struct kx_stat_row *row, const struct kx_range *r)
 /* Percentiles; a mark row sharing its name with a range row says it is one. */
 static int rows_finish(struct rows *w)
 {
-	static const uint32_t ppm[3] = {KX_PPM(50), KX_PPM(90), KX_PPM(99)};
-
 	for (size_t i = w->first; i < w->sum->nrows; i++) {
 		struct kx_stat_row *row = &w->sum->rows[i];
-		uint64_t q[3];
 
-		if (row->ndurs) {
-			kx_quantiles_exact(row->durs, row->ndurs, ppm, q, 3);
-			row->p50 = q[0];
-			row->p90 = q[1];
-			row->p99 = q[2];
-		}
+		kx_stat_row_percentiles(row);
 		if (!row->mark)
 			continue;
 		for (size_t k = w->first; k < w->sum->nrows; k++) {

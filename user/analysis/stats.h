@@ -75,4 +75,11 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap);
 
 void kx_stats_free(struct kx_stats *sum);
 
+/* For rows made elsewhere (annotation rows, analysis/ranges.h): one more
+ * call of dur ns that returned ret (0, or -1 when out of memory), and the
+ * percentiles once every call is in (exact, or from the buckets when the
+ * row holds no durations). */
+int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret);
+void kx_stat_row_percentiles(struct kx_stat_row *r);
+
 #endif /* KX_STATS_H */

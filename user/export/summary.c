@@ -110,11 +110,8 @@ static int annagg_row(struct kx_stat_row *r, const struct kx_annagg_snapshot *as
 	r->min = s->min_ns;
 	r->max = s->max_ns;
 	memcpy(r->hist, s->slots, sizeof(r->hist));
-	if (!s->mark && s->count) {
-		r->p50 = kx_hist_quantile(s->slots, s->count, KX_PPM(50), s->min_ns, s->max_ns);
-		r->p90 = kx_hist_quantile(s->slots, s->count, KX_PPM(90), s->min_ns, s->max_ns);
-		r->p99 = kx_hist_quantile(s->slots, s->count, KX_PPM(99), s->min_ns, s->max_ns);
-	}
+	if (!s->mark)
+		kx_stat_row_percentiles(r);
 	return 0;
 }
 
