@@ -1119,6 +1119,7 @@ static void session_annotations(void)
 {
 	struct ann_api api;
 	struct ann_thread th[2];
+	struct ann_end xfer;
 	pthread_t pt[2];
 	const XPlane *host;
 	uint8_t *buf = NULL;
@@ -1149,12 +1150,10 @@ static void session_annotations(void)
 	}
 	for (int i = 0; i < 2; i++)
 		pthread_join(pt[i], NULL);
-	{
-		uint64_t id = api.start("tf/xfer");
-
-		CHECK(pthread_create(&pt[0], NULL, ann_end_main, &(struct ann_end){&api, id}) == 0);
-		pthread_join(pt[0], NULL);
-	}
+	xfer.api = &api;
+	xfer.id = api.start("tf/xfer");
+	CHECK(pthread_create(&pt[0], NULL, ann_end_main, &xfer) == 0);
+	pthread_join(pt[0], NULL);
 	CHECK(call_fn(fns.stop) == TF_OK);
 	unsetenv("KXPROF_DEVICES");
 	if (core_collect(&buf, &len) || !buf)
