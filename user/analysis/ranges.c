@@ -346,6 +346,8 @@ static int nest_all(struct kx_ranges *rg, const struct kx_store *s, struct kx_ti
 	struct walk w;
 	int rc = 0;
 
+	if (!rg->nthreads)
+		return 0; /* no thread ranges: nothing to nest or attribute */
 	memset(&w, 0, sizeof(w));
 	if (devtime_build(&dt, jobs))
 		rc = -1;
