@@ -139,17 +139,25 @@ PY
 	check chrome_nesting python3 - "$TMP/a.json.gz" "$TMP/main.out" $T $N $X $ZN <<'PY'
 import gzip, json, sys
 from collections import defaultdict
-d = json.loads(gzip.decompress(open(sys.argv[1], "rb").read()))
+from decimal import Decimal
+# Decimal: ts and dur are exact µs with ns digits; floats would blur equal ends.
+d = json.loads(gzip.decompress(open(sys.argv[1], "rb").read()), parse_float=Decimal)
 w = json.load(open(sys.argv[2])); t, n, x, z = map(int, sys.argv[3:])
 ev = d["traceEvents"]
 ann = [e for e in ev if e.get("cat") == "annotation"]
 sl = [e for e in ann if e["ph"] == "X"]
 cnt = lambda name: sum(1 for e in sl if e["name"] == name)
-ok = cnt("outer") == cnt("inner") == t * n and cnt("deep") == 32 and cnt("open") == 2
-ok = ok and sum(1 for e in ann if e["ph"] == "i" and e["name"] == "tick" and e["s"] == "t") == t * n
+why = []
+def need(cond, msg):
+    if not cond:
+        why.append(msg)
+need(cnt("outer") == cnt("inner") == t * n and cnt("deep") == 32 and cnt("open") == 2,
+     "slice counts %s" % [cnt(k) for k in ("outer", "inner", "deep", "open")])
+need(sum(1 for e in ann if e["ph"] == "i" and e["name"] == "tick" and e["s"] == "t") == t * n,
+     "marks")
 b = {e["id"]: e for e in ann if e["ph"] == "b"}; en = {e["id"]: e for e in ann if e["ph"] == "e"}
-ok = ok and len(b) == len(en) == x and set(b) == set(en)
-ok = ok and all(b[i]["tid"] != en[i]["tid"] and en[i]["ts"] > b[i]["ts"] for i in b)
+need(len(b) == len(en) == x and set(b) == set(en), "async pairs %d/%d" % (len(b), len(en)))
+need(all(b[i]["tid"] != en[i]["tid"] and en[i]["ts"] > b[i]["ts"] for i in b), "async threads")
 # every ioctl slice of a worker lies in exactly one outer or none; per thread no partial overlap
 io = [e for e in ev if e["ph"] == "X" and str(e.get("cat", "")).startswith("ioctl/")]
 inside = defaultdict(int)
@@ -162,17 +170,20 @@ for tid, es in by_tid.items():
     for e in es:
         while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
             stack.pop()
-        if stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"]:
-            ok = False  # partial overlap
+        need(not stack or e["ts"] + e["dur"] <= stack[-1]["ts"] + stack[-1]["dur"],
+             "partial overlap on %s: %s in %s" % (tid, e, stack[-1] if stack else None))
         if e in io:
             for s in stack:
                 inside[s["name"]] += 1
         stack.append(e)
-ok = ok and inside["outer"] == t * n * (3 + z) and inside["inner"] == t * n * (2 + z)
-ok = ok and all(e["args"]["ioctls"] == (3 + z if e["name"] == "outer" else 2 + z)
-                for e in sl if e["name"] in ("outer", "inner"))
-ok = ok and d["otherData"]["annotation_events"] > 0
-sys.exit(0 if ok else 1)
+need(inside["outer"] == t * n * (3 + z) and inside["inner"] == t * n * (2 + z),
+     "inside %s" % dict(inside))
+need(all(e["args"]["ioctls"] == (3 + z if e["name"] == "outer" else 2 + z)
+         for e in sl if e["name"] in ("outer", "inner")), "ioctls args")
+need(d["otherData"]["annotation_events"] > 0, "otherData")
+for w in why[:5]:
+    print("# " + w)
+sys.exit(0 if not why else 1)
 PY
 
 	# ---- 3. XSpace: ranges on the thread's /host:CPU line, ioctls inside ----

@@ -870,7 +870,8 @@ static uint8_t *put_short_str(uint8_t *p, const char *s, size_t max)
 	size_t n = s ? strnlen(s, max - 1) : 0;
 
 	*p++ = (uint8_t)n;
-	memcpy(p, s, n);
+	if (n)
+		memcpy(p, s, n);
 	return p + n;
 }
 
