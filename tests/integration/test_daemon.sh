@@ -55,8 +55,10 @@ chmod 1777 "$OUT"
 cp "$KXPROF" "$BIN/kxprof"
 cp "$WL/loop_workload" "$BIN/"
 [ -x "$WL/kvm_workload" ] && cp "$WL/kvm_workload" "$BIN/"
+# annotate_workload finds the annotation library at $ORIGIN/.. (RUNPATH).
+cp "$WL/annotate_workload" "$BIN/" && cp "$BUILD_DIR/libkxprof_annotate.so" "$TMP/"
 cp "$HERE/daemon_client.py" "$BIN/"
-chmod 755 "$BIN" "$BIN"/*
+chmod 755 "$BIN" "$BIN"/* "$TMP/libkxprof_annotate.so"
 SOCK=$TMP/run/kxprof.sock
 COUNTS="$PY $HERE/counts.py"
 
@@ -144,6 +146,17 @@ else
 	check daemon_session_logged grep -q "uid 65534, pid [0-9]*): ended (stopped by the client)" "$TMP/serve.log"
 fi
 D_FDS0=$(d_fds)
+
+# Annotations come through too: the daemon attaches the probes of the user's
+# copy of the library, which holds its constructor until they are.
+if [ "$ACCEL" = kvm ]; then ADEV=(-i /dev/kvm); else ADEV=(-i "$LOOPDEV" -z); fi
+as 65534 "$BIN/kxprof" record "${REC_DEV[@]}" -o "$OUT/ann.kxp" -- "$BIN/annotate_workload" \
+	-t 2 -n 5 -s 1000 "${ADEV[@]}" >"$TMP/ann.wl" 2>"$TMP/ann.err"
+rc=$?
+"$KXPROF" report --json "$OUT/ann.kxp" >"$TMP/ann.json" 2>/dev/null
+check daemon_record_annotations test $rc -eq 0 -a "$(jget "$TMP/ann.json" '[d["Time"]["annotation"][k]["Total Count"] for k in ("outer", "inner", "tick")]' 2>/dev/null)" = "[10, 10, 10]"
+check daemon_record_annotations_ioctls test "$(jget "$TMP/ann.json" 'sum(r["Total Count"] for c, rows in d["Time"].items() if c.startswith("ioctl/") for r in rows.values())' 2>/dev/null)" = \
+	"$(jget "$TMP/ann.wl" 'sum(d["ioctls"].values())' 2>/dev/null)"
 
 # ---- refusals, each one line with the reason ----
 as_bg 65533 sleep 60

@@ -38,6 +38,7 @@ static struct kx_dw_request full_request(void)
 	snprintf(r.mech, sizeof(r.mech), "raw_tp");
 	r.ringbuf_bytes = 3u << 20;
 	r.no_jobs = 1;
+	r.annotate = 1;
 	snprintf(r.cmdline, sizeof(r.cmdline), "loop_workload -t 2 -j 5 --name \"a b\"");
 	return r;
 }
@@ -45,8 +46,9 @@ static struct kx_dw_request full_request(void)
 static int same_request(const struct kx_dw_request *a, const struct kx_dw_request *b)
 {
 	if (a->npids != b->npids || a->ndevices != b->ndevices || a->all != b->all ||
-	    a->no_jobs != b->no_jobs || a->ringbuf_bytes != b->ringbuf_bytes ||
-	    strcmp(a->mech, b->mech) || strcmp(a->cmdline, b->cmdline))
+	    a->no_jobs != b->no_jobs || a->annotate != b->annotate ||
+	    a->ringbuf_bytes != b->ringbuf_bytes || strcmp(a->mech, b->mech) ||
+	    strcmp(a->cmdline, b->cmdline))
 		return 0;
 	for (int i = 0; i < a->npids; i++)
 		if (a->pids[i] != b->pids[i])

@@ -16,13 +16,14 @@
 
 /* Request fields. Numbers are part of the protocol: never reuse one. */
 enum {
-	RQ_PID = 1,     /* varint, repeated */
-	RQ_ALL = 2,     /* varint 0/1 */
-	RQ_DEVICE = 3,  /* string, repeated */
-	RQ_MECH = 4,    /* string */
-	RQ_RINGBUF = 5, /* varint, bytes */
-	RQ_NO_JOBS = 6, /* varint 0/1 */
-	RQ_CMDLINE = 7, /* string */
+	RQ_PID = 1,      /* varint, repeated */
+	RQ_ALL = 2,      /* varint 0/1 */
+	RQ_DEVICE = 3,   /* string, repeated */
+	RQ_MECH = 4,     /* string */
+	RQ_RINGBUF = 5,  /* varint, bytes */
+	RQ_NO_JOBS = 6,  /* varint 0/1 */
+	RQ_CMDLINE = 7,  /* string */
+	RQ_ANNOTATE = 8, /* varint 0/1 */
 };
 enum { OP_MECH = 1 };
 enum { ST_EMITTED = 1, ST_RECEIVED = 2, ST_DROPPED = 3 };
@@ -93,6 +94,8 @@ void kx_dw_request_encode(struct kx_bytes *b, const struct kx_dw_request *r)
 		put_varint(b, RQ_NO_JOBS, 1);
 	if (r->cmdline[0])
 		put_str(b, RQ_CMDLINE, r->cmdline);
+	if (r->annotate)
+		put_varint(b, RQ_ANNOTATE, 1);
 }
 
 void kx_dw_opened_encode(struct kx_bytes *b, const char *mech)
@@ -212,9 +215,12 @@ static int request_field(const struct field *f, struct kx_dw_request *r, unsigne
 		return 0;
 	case RQ_ALL:
 	case RQ_NO_JOBS:
+	case RQ_ANNOTATE:
 		if (get_u32(f, 1, &v))
 			return fail(err, len, "field %u is not a flag", f->num);
-		*(f->num == RQ_ALL ? &r->all : &r->no_jobs) = (int)v;
+		*(f->num == RQ_ALL       ? &r->all
+		  : f->num == RQ_NO_JOBS ? &r->no_jobs
+		                         : &r->annotate) = (int)v;
 		return 0;
 	case RQ_DEVICE:
 		if (r->ndevices == KX_DW_DEVICES_MAX)

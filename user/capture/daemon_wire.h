@@ -60,6 +60,7 @@ struct kx_dw_request {
 	char mech[16];          /* "" or tp_btf, raw_tp, tp */
 	uint32_t ringbuf_bytes; /* 0: the daemon's default */
 	int no_jobs;
+	int annotate; /* annotation probes (capture/annotate.h) */
 	char cmdline[sizeof(((struct kx_capinfo *)0)->cmdline)]; /* for the record header */
 };
 

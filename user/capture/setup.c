@@ -11,6 +11,7 @@
 
 #include "capture/probe.h"
 #include "capture/setup.h"
+#include "annotate_rec.h" /* bpf/: KX_ANN_WAIT_ENV */
 #include "registry/devices.h"
 #include "util/outfile.h"
 #include "util/parse.h"
@@ -130,6 +131,10 @@ int kx_pidset_parse(const char *list, uint32_t *pids, int max, int *n, char *err
 	}
 }
 
+/* The longest a launched command's copy of the annotation library waits
+ * for its probes, ms (they attach in a few ms). */
+#define ANN_WAIT_MS 2000
+
 static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
                          struct kx_session_opts *so)
 {
@@ -148,6 +153,7 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->agg_max_keys = o->agg_max_keys;
 	so->uid_only = o->uid_only;
 	so->uid = o->uid;
+	so->annotate = o->annotate;
 	if (o->record_path || o->record_stream) {
 		c->rec.path = o->record_path;
 		c->rec.stream = o->record_stream;
@@ -260,6 +266,7 @@ static void request_of(const struct kx_capture_opts *o, struct kx_dw_request *r)
 	snprintf(r->mech, sizeof(r->mech), "%s", o->mech ? o->mech : "");
 	r->ringbuf_bytes = o->ringbuf_bytes;
 	r->no_jobs = o->no_jobs;
+	r->annotate = o->annotate;
 	cmdline_of(o, r->cmdline, sizeof(r->cmdline));
 }
 
@@ -280,6 +287,11 @@ static int open_remote(struct kx_capture *c, const struct kx_capture_opts *o, co
 	for (int i = 0; i < o->npids; i++)
 		watch_pid(c, o->pids[i]);
 	if (o->argv) {
+		/* The daemon attaches the annotation probes; the library holds
+		 * while this process lives, as for a local capture. */
+		if (o->annotate)
+			snprintf(c->cmd.env, sizeof(c->cmd.env), "%s=%d:%d", KX_ANN_WAIT_ENV,
+			         (int)getpid(), ANN_WAIT_MS);
 		if (kx_launch_hold(&c->cmd, o->argv, err, len))
 			return -1;
 		c->argv = o->argv;
@@ -319,6 +331,11 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
 	set_cmdline(c, o);
 	if (!o->argv)
 		return 0;
+	/* Its copies of the annotation library hold until their probes are
+	 * attached, so its first annotations are traced too. */
+	if (kx_session_annotating(c->s))
+		snprintf(c->cmd.env, sizeof(c->cmd.env), "%s=%d:%d", KX_ANN_WAIT_ENV, (int)getpid(),
+		         ANN_WAIT_MS);
 	if (kx_launch_hold(&c->cmd, o->argv, err, len))
 		return -1;
 	c->argv = o->argv;

@@ -157,6 +157,7 @@ static void capture_opts(struct conn *c, struct kx_capture_opts *o, uint32_t *pi
 	        c->req.ringbuf_bytes ? c->req.ringbuf_bytes : c->cfg->default_ringbuf_bytes;
 	o->verbose = c->cfg->verbose;
 	o->no_jobs = c->req.no_jobs;
+	o->annotate = c->req.annotate;
 	o->record_stream = &c->stream;
 	o->cmdline = c->req.cmdline;
 	o->uid_only = c->peer->uid != 0;
