@@ -102,18 +102,20 @@ def bench_lines(paths):
                              r" M per CPU second\), " + num + r" bytes/event \(" + num +
                              r" MB\), peak RSS " + num + " MB", line)
                 if m:
-                    v = "chrome_gz" if m.group(1).endswith(".gz") else "chrome_json"
+                    v = {".json": "chrome_json", ".json.gz": "chrome_gz",
+                         ".json.gz/zlib": "chrome_gz_zlib"}.get(m.group(1), m.group(1))
                     for i, k in enumerate(["events", "s", "cpu_s", "mev_s", "mev_cpu_s",
                                            "out_b_ev", "out_mb", "rss_mb"]):
                         print("synth\t%s\t1\t%s\t%s" % (v, k, m.group(i + 2)))
                     continue
-                m = re.match(r"chrome gzip bound: " + num + r" MB of JSON, deflate level 1 " + num +
-                             r" s CPU \(" + num + r" MB/s\), crc32 " + num + r" s CPU; on (\d+) "
-                             r"CPUs at most " + num + r" M events/s", line)
+                m = re.match(r"chrome gzip bound \((\S+)\): " + num + r" MB of JSON, deflate level 1 " +
+                             num + r" s CPU \(" + num + r" MB/s\), crc32 " + num +
+                             r" s CPU; on (\d+) CPUs at most " + num + r" M events/s", line)
                 if m:
+                    v = "gzip_bound" if m.group(1) == "isa-l" else "gzip_bound_" + m.group(1)
                     for i, k in enumerate(["json_mb", "deflate_cpu_s", "deflate_mb_s", "crc_cpu_s",
                                            "ncpu", "mev_s"]):
-                        print("synth\tgzip_bound\t1\t%s\t%s" % (k, m.group(i + 1)))
+                        print("synth\t%s\t1\t%s\t%s" % (v, k, m.group(i + 2)))
                     continue
                 if line:
                     sys.stderr.write("bench: unparsed benchmark line: %s\n" % line)
