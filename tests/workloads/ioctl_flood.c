@@ -120,18 +120,6 @@ static int open_block(const char *dev)
 	return fd;
 }
 
-static double parse_seconds(const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !(v > 0) || v > 86400)
-		wl_die("option -w: expected seconds in (0, 86400], got '%s'", s);
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	unsigned long n = 1000000, total = 0;
@@ -153,7 +141,7 @@ int main(int argc, char **argv)
 			threads = wl_parse_num("-t", optarg, 1, MAX_THREADS);
 			break;
 		case 'w':
-			seconds = parse_seconds(optarg);
+			seconds = wl_parse_seconds("-w", optarg, 86400);
 			break;
 		case 'D':
 			dev = optarg;

@@ -149,18 +149,6 @@ static void run_pingpong(double seconds, struct pp_side *me, struct pp_side *pee
 	close(b[1]);
 }
 
-static double parse_seconds(const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !(v > 0) || v > 3600)
-		wl_die("option -w: expected seconds in (0, 3600], got '%s'", s);
-	return v;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: syscall_loop [-m getppid|pingpong|both] [-w SECONDS]\n"
@@ -182,7 +170,7 @@ int main(int argc, char **argv)
 		if (c == 'm')
 			mode = optarg;
 		else if (c == 'w')
-			seconds = parse_seconds(optarg);
+			seconds = wl_parse_seconds("-w", optarg, 3600);
 		else
 			usage();
 	}
