@@ -384,7 +384,10 @@ progstats() { # row variant workload...
 	done | sort -u >"$TMP/progids"
 	wait "$bg"
 	sysctl -qw kernel.bpf_stats_enabled=0
-	python3 "$HERE/jget.py" --progstats "$TMP/progs.json" "$TMP/progids" "$v" "$row" >>"$RAW"
+	python3 "$HERE/jget.py" --progstats "$TMP/progs.json" "$TMP/progids" "$v" "$row" >"$TMP/ps.tsv"
+	[ -s "$TMP/ps.tsv" ] || echo "bench: $row/$v: no program of the tracer ran 10000 times" \
+		"($(wc -l <"$TMP/progids") programs held)" >&2
+	cat "$TMP/ps.tsv" >>"$RAW"
 }
 for v in floor tslat tsrec record "${MECH_VARIANTS[@]}" baseline aggregate bpftrace; do
 	[ "$v" = baseline ] && [ -z "$BASE" ] && continue
