@@ -310,6 +310,34 @@ def export_table(data, out):
     return res
 
 
+def annot_table(data, out):
+    """ns per annotation call (bench_annotate): untraced, traced, and probes
+    attached for other processes only; medians of rounds alternating in one run."""
+    d = data.get("annot", {})
+    if not d.get("untraced"):
+        out.append("_no annotation measurement: table skipped_\n")
+        return
+    labels = (("untraced", "untraced (one predictable branch on the semaphore)"),
+              ("traced", "traced by kxprof (uprobe, BPF program, ring record)"),
+              ("filtered", "probes attached, this process not traced (pid filter)"))
+    ops = ("push+pop", "mark", "start+end")
+    out.append("ns per call (per pair for push+pop and start+end), median (min–max); "
+               "× untraced: the median over the untraced median of the same op.")
+    out.append("")
+    out.append("| mode | push+pop | mark | start+end | × untraced (mark) |")
+    out.append("| --- | ---: | ---: | ---: | ---: |")
+    base = d["untraced"].get("mark", {})
+    for mode, label in labels:
+        m = d.get(mode)
+        if not m:
+            continue
+        cells = [spread(list(m.get(op, {}).values()), 1) for op in ops]
+        r = ratio(med(list(m.get("mark", {}).values())), med(list(base.values())))
+        out.append("| %s | %s | %s | %s | %s |" % (label, cells[0], cells[1], cells[2],
+                                                   "1×" if mode == "untraced" else rfmt(r)))
+    out.append("")
+
+
 def progstats_table(data, out):
     """Returns {variant: ns of its programs per ioctl, over the empty programs'}:
     the statistics' own cost (two clock reads per run) cancels out."""
@@ -369,7 +397,7 @@ def host_costs(data):
 
 
 def host_table(data, out):
-    """Section 5: what each tracer, attached host-wide, adds to a syscall that
+    """Section 6: what each tracer, attached host-wide, adds to a syscall that
     is not an ioctl and to a context switch. Returns host_costs() medians:
     {variant: {"sys": ns, "rt": ns, "sw": ns}} plus "offcpu" (serve's
     off-CPU program per switch: serve minus serve --no-offcpu) and
@@ -685,7 +713,7 @@ def commands(cfg, out):
     out.append("## Exact commands")
     out.append("")
     out.append("Workloads (`build/tests/…`, see tests/workloads/README.md): 1a `%s` (metric: its "
-               "`ns_per_ioctl`), 1b `%s` (metric: %s), 4 `%s` (metric: `elapsed_ns`), 5 `%s` "
+               "`ns_per_ioctl`), 1b `%s` (metric: %s), 4 `%s` (metric: `elapsed_ns`), 6 `%s` "
                "(metrics: `getppid.ns_per_call`, `pingpong.ns_per_round_trip` and "
                "`switches_per_round_trip`). %s rounds; in each round every variant runs once, "
                "in an order rotated per round. Each variant runs the workload as:" % (
@@ -696,7 +724,7 @@ def commands(cfg, out):
     out.append("floor       build/bench/floor -- WORKLOAD            # -m clock|latency|tslat|"
                "tsrec: the reference rows;")
     out.append("                                                     # -m tpempty|fenempty|"
-               "swempty: the floors of section 5")
+               "swempty: the floors of section 6")
     out.append("record      build/kxprof record %s-o rec.kxp -- WORKLOAD    # record@MECH: "
                "--attach MECH" % dev)
     if cfg.get("BASELINE"):
@@ -776,7 +804,10 @@ def tables(raw, cfgpath):
                "## 4. Workload overhead: loop jobs (BLKZEROOUT of 256 KiB, 2 threads)")
     out.append("")
     jobs = overhead_table(data, out)
-    out.append("## 5. Host cost: what other syscalls and context switches pay")
+    out.append("## 5. Annotations: ns per call of libkxprof_annotate.so (bench_annotate)")
+    out.append("")
+    annot_table(data, out)
+    out.append("## 6. Host cost: what other syscalls and context switches pay")
     out.append("")
     out.append("`syscall_loop` issues no ioctl: a getppid() loop, then two threads pinned to one "
                "CPU passing a byte through two pipes (each round trip: 2 context switches, 4 "

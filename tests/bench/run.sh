@@ -50,7 +50,7 @@ fi
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (it loads BPF programs and traces a driver)"
 for f in "$KX" "$FLOOD" "$KVMW" "$LOOPW" "$SYSL" "$FLOOR" "$B/bench/bench_export" \
-	"$B/bench/bench_chrome"; do
+	"$B/bench/bench_chrome" "$B/bench/bench_annotate"; do
 	[ -x "$f" ] || die "$f missing: run make bench"
 done
 scripts/install-deps.sh || die "missing dependencies (scripts/install-deps.sh)"
@@ -335,7 +335,7 @@ else
 	section jobs 'd["jobs"]["elapsed_ns"]' "${VARIANTS[@]}" -- "$LOOPW" -D "$LOOPDEV" $LOOPJOB_ARGS
 fi
 
-# ---- 5. host cost: other syscalls and context switches ----
+# ---- 6. host cost: other syscalls and context switches ----
 # Nothing here issues an ioctl: what each tracer, left attached host-wide,
 # charges a getppid() and a pipe ping-pong round trip (2 context switches,
 # 4 syscalls), in CPU time of the workload's threads.
@@ -347,7 +347,7 @@ for m in $MECHS_OK; do
 	[ "$m" != "$MECH_HOST" ] && HOST_VARIANTS+=("reca@$m")
 done
 HOST_VARIANTS+=(bpftrace perfa)
-echo "bench: 5. host cost, $ROUNDS rounds x ${#HOST_VARIANTS[@]} variants" >&2
+echo "bench: 6. host cost, $ROUNDS rounds x ${#HOST_VARIANTS[@]} variants" >&2
 section host 'hostsys=d["getppid"]["ns_per_call"]|hostsw=d["pingpong"]["ns_per_round_trip"]|hostsw:switches=d["pingpong"]["switches_per_round_trip"]' \
 	"${HOST_VARIANTS[@]}" -- "$SYSL" -w "$HOST_S"
 
@@ -469,6 +469,11 @@ NSYN=5000000
 "$B/bench/bench_export" -n "$NSYN" >"$TMP/be.txt" 2>&1
 "$B/bench/bench_chrome" "$NSYN" "$TMP" >"$TMP/bc.txt" 2>&1
 python3 "$HERE/jget.py" --bench-lines "$TMP/be.txt" "$TMP/bc.txt" >>"$RAW"
+
+# ---- 5. annotations: what a call of libkxprof_annotate.so costs ----
+echo "bench: 5. annotations" >&2
+"$B/bench/bench_annotate" -r "$ROUNDS" >>"$RAW" 2>"$TMP/ba.err" ||
+	echo "bench: bench_annotate failed: $(head -c 300 "$TMP/ba.err")" >&2
 
 ELAPSED=$(($(date +%s) - START))
 echo "bench: measured in ${ELAPSED} s" >&2

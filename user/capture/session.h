@@ -35,6 +35,9 @@ struct kx_session_opts {
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
 	int no_offcpu;         /* no sched_switch program (no off-CPU time) */
 	const char *entry_fn;  /* fentry target; NULL: found through BTF (tests only) */
+	/* Annotations (capture/annotate.h): the probes of every copy of
+	 * libkxprof_annotate.so the traced processes map, now or later. */
+	int annotate;
 };
 
 /* The ioctl attach mechanisms the session tries, best first: for host-wide
@@ -67,6 +70,8 @@ int kx_session_agg_read(struct kx_session *s, int take, struct kx_agg_entry **ou
 /* Aggregate mode: resets every key drop(key, ctx) picks; returns how many. */
 int kx_session_agg_drop(struct kx_session *s, int (*drop)(const struct kx_agg_key *, void *),
                         void *ctx);
+/* 1 when the annotation probes are loaded (opts.annotate and they could be). */
+int kx_session_annotating(const struct kx_session *s);
 /* One BPF counter (enum kx_stat) summed over CPUs, read now. */
 uint64_t kx_session_stat(struct kx_session *s, unsigned int which);
 /*

@@ -50,8 +50,8 @@ static void record_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
-	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH] [-- CMD "
-	        "ARGS...]\n"
+	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH]\n"
+	        "                     [--no-jobs] [--no-annotations] [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
 	        "                        file and renamed at the end, an existing FILE kept as\n"
 	        "                        FILE.old; devices and the traced command are refused\n"
@@ -67,6 +67,7 @@ static void record_usage(FILE *f)
 	        "                        else tp_btf, the least per traced call; with -a,\n"
 	        "                        fentry else tp, the least for other syscalls)\n"
 	        "      --no-jobs         no device timelines (job lifecycle tracepoints)\n"
+	        "      --no-annotations  no annotation ranges (probes of libkxprof_annotate.so)\n"
 	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n"
 	        "Stops: SIGINT, SIGTERM, SIGHUP and SIGQUIT stop cleanly (the file is complete);\n"
 	        "SIGUSR1 and SIGUSR2 are ignored. A command still running at a stop (a signal\n"
@@ -128,6 +129,9 @@ static int record_opt(struct record_opts *o, int opt)
 	case 'J':
 		o->cap.no_jobs = 1;
 		return 0;
+	case 'N':
+		o->cap.annotate = 0;
+		return 0;
 	case 'm':
 		o->cap.mech = optarg;
 		return 0;
@@ -153,6 +157,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"ringbuf-mb", required_argument, NULL, 'r'},
 	        {"attach", required_argument, NULL, 'm'},
 	        {"no-jobs", no_argument, NULL, 'J'},
+	        {"no-annotations", no_argument, NULL, 'N'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -161,6 +166,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	o->out = "kxprof.kxp";
 	o->cap.pids = o->pids;
 	o->cap.devices = &o->devices;
+	o->cap.annotate = 1;
 	optind = 1;
 	while ((opt = kx_getopt(argc, argv, "+o:p:ad:h", opts)) != -1)
 		if ((rc = record_opt(o, opt)) != 0)
@@ -257,16 +263,20 @@ static void record_report(const struct kx_capture *c, const char *out)
 	struct stat st;
 	uint64_t bytes = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
 	char sz[32], mech[sizeof(ci->hooks[0].mech) + sizeof(ci->hooks[0].why) + 8];
+	char ann[64] = "";
 
-	fprintf(stderr, "kxprof record: %llu events, %llu dropped -> %s (%s); ioctl hooks: %s\n",
-	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, out,
+	if (ci->ann.received || ci->ann.dropped)
+		snprintf(ann, sizeof(ann), ", %llu annotations (%llu dropped)",
+		         (unsigned long long)ci->ann.received, (unsigned long long)ci->ann.dropped);
+	fprintf(stderr, "kxprof record: %llu events, %llu dropped%s -> %s (%s); ioctl hooks: %s\n",
+	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, ann, out,
 	        kx_human_bytes(bytes, sz, sizeof(sz)),
 	        kx_capinfo_ioctl_mech(ci, mech, sizeof(mech)) ?: "?");
-	if (ci->dropped)
+	if (ci->dropped || ci->ann.dropped)
 		fprintf(stderr,
 		        "kxprof record: warning: %llu events were dropped because the ring "
 		        "buffer was full: raise --ringbuf-mb\n",
-		        (unsigned long long)ci->dropped);
+		        (unsigned long long)(ci->dropped + ci->ann.dropped));
 	if (c->rec.write_error)
 		fprintf(stderr,
 		        "kxprof record: warning: writing %s failed during the capture; the "
