@@ -33,7 +33,7 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -MMD -MP $(SANFLAGS) \
 	-I$(BUILD) -Iuser -Ibpf
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -lelf -lz -lzstd -lpthread
+LDLIBS := -lbpf -lelf -lz -lisal -lzstd -lpthread
 # Only the CLI serves HTTP (kxprof serve): keep libmicrohttpd out of the plugin.
 CLI_LDLIBS := -lmicrohttpd
 

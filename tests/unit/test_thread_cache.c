@@ -3,8 +3,8 @@
  * real kernel (root only, else skipped): the device answer for its last
  * file must follow changes of the device list, and the aggregate slot of
  * its last key must follow resets, also for a thread that never closes its
- * fd or changes its ioctl. Every attach mechanism is checked (task storage
- * under tp_btf, the tid hash under raw_tp and tp).
+ * fd or changes its ioctl. Every tracepoint mechanism is checked (task
+ * storage under tp_btf and tp, the tid hash under raw_tp).
  */
 #include <fcntl.h>
 #include <linux/kvm.h>

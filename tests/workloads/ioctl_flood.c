@@ -4,16 +4,40 @@
  * events under a flood. Prints the exact count and the measured cost.
  *
  * Options: -n N (ioctls per thread, default 1000000), -t THREADS (default 1),
- * -w SECONDS (run for a duration instead of a count; decimals allowed).
+ * -w SECONDS (run for a duration instead of a count; decimals allowed),
+ * -D DEV (flood the cheap BLKGETSIZE64 on block device DEV instead, e.g. an
+ * attached loop device: the same measurement where there is no /dev/kvm).
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <linux/fs.h>
 #include <linux/kvm.h>
 
 #include "workload.h"
 
 #define MAX_THREADS 256
 #define CLOCK_EVERY 1024 /* iterations between clock reads in -w mode */
+
+/* The flooded call: KVM_GET_API_VERSION on /dev/kvm, or BLKGETSIZE64 with -D. */
+static int blk_mode;
+static uint64_t blk_size; /* -D: the answer every call must give */
+
+static long one_call(int fd)
+{
+	uint64_t size;
+	long r;
+
+	if (!blk_mode)
+		return ioctl(fd, KVM_GET_API_VERSION, 0);
+	r = ioctl(fd, BLKGETSIZE64, &size);
+	return r < 0 ? r : size == blk_size ? KVM_API_VERSION : -2;
+}
+
+static const char *call_name(void)
+{
+	return blk_mode ? "BLKGETSIZE64" : "KVM_GET_API_VERSION";
+}
 
 struct flood {
 	pthread_t th;
@@ -43,7 +67,7 @@ static void *flood_main(void *arg)
 			unsigned int i;
 
 			for (i = 0; i < CLOCK_EVERY; i++) {
-				r = ioctl(f->fd, KVM_GET_API_VERSION, 0);
+				r = one_call(f->fd);
 				n++;
 				if (r != KVM_API_VERSION)
 					goto bad;
@@ -53,7 +77,7 @@ static void *flood_main(void *arg)
 		}
 	} else {
 		while (n < f->target) {
-			r = ioctl(f->fd, KVM_GET_API_VERSION, 0);
+			r = one_call(f->fd);
 			n++;
 			if (r != KVM_API_VERSION)
 				goto bad;
@@ -72,23 +96,28 @@ bad:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ioctl_flood [-n N] [-t THREADS] [-w SECONDS]\n"
+	fprintf(stderr, "usage: ioctl_flood [-n N] [-t THREADS] [-w SECONDS] [-D BLOCKDEV]\n"
 	                "  -n  KVM_GET_API_VERSION ioctls per thread (default 1000000)\n"
 	                "  -t  threads, each flooding the same /dev/kvm fd (default 1)\n"
-	                "  -w  run for SECONDS (e.g. 0.5) instead of a count\n");
+	                "  -w  run for SECONDS (e.g. 0.5) instead of a count\n"
+	                "  -D  flood BLKGETSIZE64 on this block device instead of /dev/kvm\n");
 	exit(2);
 }
 
-static double parse_seconds(const char *s)
+/* -D: the block device, whose size every call checks. */
+static int open_block(const char *dev)
 {
-	char *end;
-	double v;
+	struct stat sb;
+	int fd = open(dev, O_RDONLY | O_CLOEXEC);
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !(v > 0) || v > 86400)
-		wl_die("option -w: expected seconds in (0, 86400], got '%s'", s);
-	return v;
+	if (fd < 0)
+		wl_die("cannot open %s: %s", dev, strerror(errno));
+	if (fstat(fd, &sb) || !S_ISBLK(sb.st_mode))
+		wl_die("%s is not a block device", dev);
+	if (ioctl(fd, BLKGETSIZE64, &blk_size) < 0)
+		wl_die("BLKGETSIZE64 on %s failed: %s", dev, strerror(errno));
+	blk_mode = 1;
+	return fd;
 }
 
 int main(int argc, char **argv)
@@ -96,13 +125,14 @@ int main(int argc, char **argv)
 	unsigned long n = 1000000, total = 0;
 	unsigned int threads = 1, i;
 	double seconds = 0;
+	const char *dev = NULL;
 	struct flood *fl;
 	pthread_barrier_t start;
 	uint64_t t0, wall, busy = 0;
 	int fd, c;
 
 	wl_prog = "ioctl_flood";
-	while ((c = getopt(argc, argv, "n:t:w:h")) != -1) {
+	while ((c = getopt(argc, argv, "n:t:w:D:h")) != -1) {
 		switch (c) {
 		case 'n':
 			n = wl_parse_num("-n", optarg, 0, ULONG_MAX);
@@ -111,7 +141,10 @@ int main(int argc, char **argv)
 			threads = wl_parse_num("-t", optarg, 1, MAX_THREADS);
 			break;
 		case 'w':
-			seconds = parse_seconds(optarg);
+			seconds = wl_parse_seconds("-w", optarg, 86400);
+			break;
+		case 'D':
+			dev = optarg;
 			break;
 		default:
 			usage();
@@ -120,7 +153,7 @@ int main(int argc, char **argv)
 	if (optind != argc)
 		usage();
 
-	fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	fd = dev ? open_block(dev) : open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		wl_die("cannot open /dev/kvm: %s", strerror(errno));
 	fl = calloc(threads, sizeof(*fl));
@@ -151,8 +184,10 @@ int main(int argc, char **argv)
 	}
 	wall = wl_now_ns() - t0;
 	for (i = 0; i < threads; i++) {
+		if (fl[i].bad && fl[i].bad_ret == -2)
+			wl_die("BLKGETSIZE64 changed its answer after %lu calls", fl[i].done);
 		if (fl[i].bad && fl[i].bad_ret < 0)
-			wl_die("KVM_GET_API_VERSION failed after %lu calls: %s", fl[i].done,
+			wl_die("%s failed after %lu calls: %s", call_name(), fl[i].done,
 			       strerror(fl[i].err));
 		if (fl[i].bad)
 			wl_die("KVM_GET_API_VERSION returned %ld, expected %d", fl[i].bad_ret,
@@ -164,9 +199,11 @@ int main(int argc, char **argv)
 	printf("{\"workload\":\"ioctl_flood\",\"pid\":%d,\"tids\":[", (int)getpid());
 	for (i = 0; i < threads; i++)
 		printf("%s%d", i ? "," : "", (int)fl[i].tid);
-	printf("],\"threads\":%u,\"mode\":\"%s\",\"ioctls\":{\"KVM_GET_API_VERSION\":%lu},"
+	/* ioctls: every call issued, -D's size check at open included. */
+	printf("],\"threads\":%u,\"mode\":\"%s\",\"ioctls\":{\"%s\":%lu},"
 	       "\"errors\":{},\"per_thread\":[",
-	       threads, seconds > 0 ? "duration" : "count", total);
+	       threads, seconds > 0 ? "duration" : "count", call_name(),
+	       total + (unsigned long)blk_mode);
 	for (i = 0; i < threads; i++)
 		printf("%s%lu", i ? "," : "", fl[i].done);
 	printf("],\"elapsed_ns\":%llu,\"ns_per_ioctl\":%.1f,\"ioctls_per_sec\":%.0f}\n",

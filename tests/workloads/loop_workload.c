@@ -72,6 +72,7 @@ struct jobs {
 	enum job_kind kind;
 	unsigned long nthreads, njobs, extra;
 	unsigned long long zero_bytes, size;
+	uint64_t elapsed_ns; /* from the start of the jobs to the last one's end */
 	pthread_barrier_t go;
 	struct job_thread t[MAX_THREADS];
 };
@@ -306,6 +307,7 @@ static void run_jobs(struct jobs *J)
 			wl_die("pthread_create: %s", strerror(errno));
 	}
 	pthread_barrier_wait(&J->go);
+	J->elapsed_ns = wl_now_ns();
 	for (i = 0; i < J->extra; i++)
 		wl_ioctl_ok(&st.counts, "BLKGETSIZE64", st.loop_fd, BLKGETSIZE64,
 		            (unsigned long)&got);
@@ -314,6 +316,7 @@ static void run_jobs(struct jobs *J)
 		if (J->t[i].fd >= 0)
 			close(J->t[i].fd);
 	}
+	J->elapsed_ns = wl_now_ns() - J->elapsed_ns;
 	pthread_barrier_destroy(&J->go);
 }
 
@@ -342,9 +345,10 @@ static void print_jobs(const struct jobs *J, const struct wl_counts *main_counts
 		putchar('}');
 		wl_stats_merge(&all, &J->t[i].job_ns);
 	}
-	printf("],\"jobs\":{\"kind\":\"%s\",\"threads\":%lu,\"per_thread\":%lu,\"bytes\":%llu,",
+	printf("],\"jobs\":{\"kind\":\"%s\",\"threads\":%lu,\"per_thread\":%lu,\"bytes\":%llu,"
+	       "\"elapsed_ns\":%llu,",
 	       kind_name(J->kind), J->nthreads, J->njobs,
-	       J->kind == JOB_ZERO ? J->zero_bytes : J->size);
+	       J->kind == JOB_ZERO ? J->zero_bytes : J->size, (unsigned long long)J->elapsed_ns);
 	wl_print_stats(stdout, "job_ns", &all);
 	printf("},");
 }

@@ -147,6 +147,7 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->verbose = o->verbose;
 	so->no_jobs = o->no_jobs;
 	so->no_drvhooks = o->no_drvhooks;
+	so->no_offcpu = o->no_offcpu;
 	so->aggregate = o->aggregate;
 	so->agg_by_pid = o->agg_by_pid;
 	so->agg_by_cgroup = o->agg_by_cgroup;

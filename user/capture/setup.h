@@ -59,11 +59,12 @@ struct kx_capture_opts {
 	const uint32_t *pids;            /* processes to trace (kx_pidset_parse) */
 	int npids;
 	char **argv;            /* command to launch and trace, or NULL */
-	const char *mech;       /* --attach, NULL: best available */
+	const char *mech;       /* --attach, NULL: the best for the mode */
 	uint32_t ringbuf_bytes; /* 0: KX_RINGBUF_DEFAULT */
 	int verbose;            /* libbpf diagnostics */
 	int no_jobs;            /* no device timelines */
 	int no_drvhooks;        /* no driver entry hooks */
+	int no_offcpu;          /* no off-CPU time (no sched_switch program) */
 	/* Aggregate mode (top, serve): ioctls counted in the kernel, split by
 	 * pid or cgroup, at most agg_max_keys keys (0: the default). */
 	int aggregate, agg_by_pid, agg_by_cgroup;

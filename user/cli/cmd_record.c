@@ -66,7 +66,9 @@ static void record_usage(FILE *f)
 	        "                        block:MAJOR:MINOR or a driver name from /proc/devices\n"
 	        "                        (default: every accelerator device present, and kvm)\n"
 	        "      --ringbuf-mb N    ring buffer size in MiB (default 8; fractions allowed)\n"
-	        "      --attach MECH     force tp_btf, raw_tp or tp (default: best available)\n"
+	        "      --attach MECH     force fentry, tp_btf, raw_tp or tp (default: fentry,\n"
+	        "                        else tp_btf, the least per traced call; with -a,\n"
+	        "                        fentry else tp, the least for other syscalls)\n"
 	        "      --no-jobs         no device timelines (job lifecycle tracepoints)\n"
 	        "      --no-annotations  no annotation ranges (probes of libkxprof_annotate.so)\n"
 	        "      --no-daemon       never record through the kxprof daemon (which record\n"
@@ -272,16 +274,16 @@ static void record_report(struct kx_capture *c, const char *out)
 	const struct kx_capinfo *ci = kx_capture_capinfo(c);
 	struct stat st;
 	uint64_t bytes = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
-	char sz[32];
-
+	char sz[32], mech[sizeof(ci->hooks[0].mech) + sizeof(ci->hooks[0].why) + 8];
 	char ann[64] = "";
 
 	if (ci->ann.received || ci->ann.dropped)
 		snprintf(ann, sizeof(ann), ", %llu annotations (%llu dropped)",
 		         (unsigned long long)ci->ann.received, (unsigned long long)ci->ann.dropped);
-	fprintf(stderr, "kxprof record: %llu events, %llu dropped%s -> %s (%s)\n",
+	fprintf(stderr, "kxprof record: %llu events, %llu dropped%s -> %s (%s); ioctl hooks: %s\n",
 	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, ann, out,
-	        kx_human_bytes(bytes, sz, sizeof(sz)));
+	        kx_human_bytes(bytes, sz, sizeof(sz)),
+	        kx_capinfo_ioctl_mech(ci, mech, sizeof(mech)) ?: "?");
 	if (ci->dropped || ci->ann.dropped)
 		fprintf(stderr,
 		        "kxprof record: warning: %llu events were dropped because the ring "

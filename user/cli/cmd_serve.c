@@ -77,7 +77,7 @@ static void serve_usage(FILE *f)
 	        "usage: kxprof serve [--listen ADDR:PORT] [-p PID[,PID...]] [--device SPEC]...\n"
 	        "                    [--by-pid | --by-cgroup] [--max-keys N] [--rescan SECONDS]\n"
 	        "                    [--http-timeout SECONDS] [--http-deadline SECONDS]\n"
-	        "                    [--max-clients N] [--attach MECH]\n"
+	        "                    [--max-clients N] [--attach MECH] [--no-offcpu]\n"
 	        "                    [--socket PATH [--socket-mode M] [--socket-group G] ...]\n"
 	        "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; loopback unless\n"
 	        "                        another address is given; [::1]:PORT for IPv6; port 0:\n"
@@ -97,7 +97,9 @@ static void serve_usage(FILE *f)
 	        "                        seconds after its connection or previous response,\n"
 	        "                        however slowly it trickles in (default 30)\n"
 	        "      --max-clients N   concurrent connections (default 32)\n"
-	        "      --attach MECH     force tp_btf, raw_tp or tp\n"
+	        "      --attach MECH     force fentry, tp_btf, raw_tp or tp (default: fentry,\n"
+	        "                        else tp: the least for the host's other syscalls)\n"
+	        "      --no-offcpu       no off-CPU time (nothing runs on context switches)\n"
 	        "%s"
 	        "HTTP: GET /metrics (Prometheus text); GET /summary.json or /summary (table) of\n"
 	        "      the live aggregates, ?reset=1 clears them after reading, sort=KEY,\n"
@@ -551,6 +553,9 @@ static int serve_opt(struct serve_opts *o, int opt)
 	case 'm':
 		o->cap.mech = optarg;
 		return 0;
+	case 'O':
+		o->cap.no_offcpu = 1;
+		return 0;
 	case 'h':
 		serve_usage(stdout);
 		return 1;
@@ -590,6 +595,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	        {"http-deadline", required_argument, NULL, 'T'},
 	        {"max-clients", required_argument, NULL, 'c'},
 	        {"attach", required_argument, NULL, 'm'},
+	        {"no-offcpu", no_argument, NULL, 'O'},
 	        {"help", no_argument, NULL, 'h'},
 	        SERVE_SOCKET_OPTIONS,
 	        {NULL, 0, NULL, 0},
