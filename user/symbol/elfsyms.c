@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbol/arena.h"
+#include "util/arena.h"
 #include "symbol/elfsyms.h"
 #include "util/grow.h"
 

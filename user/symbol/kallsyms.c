@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbol/arena.h"
+#include "util/arena.h"
 #include "symbol/kallsyms.h"
 #include "util/grow.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "symbol/arena.h"
+#include "util/arena.h"
 #include "symbol/procmaps.h"
 #include "util/grow.h"
 
