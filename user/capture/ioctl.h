@@ -31,10 +31,14 @@ struct kx_ioctl_bpf_opts {
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
 };
 
-/* Map fds other loaders share (job sources write into the same ring). */
+/* Map fds other loaders share (job sources write into the same ring; the
+ * sampler reads the calls in flight). */
 struct kx_ioctl_bpf_fds {
 	int events, stats, pids, devs;
 	uint32_t wakeup_bytes; /* the ring's wakeup threshold */
+	int inflight;          /* calls in flight by tid (bpf/inflight.bpf.h) */
+	int task_call;         /* the same in task storage; -1 when not made (not tp_btf) */
+	int call_btf;          /* calls are kept in task_call (tp_btf), else in inflight */
 };
 
 /* Loads with mechanism mech and attaches its programs; the optional ones
