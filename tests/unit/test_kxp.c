@@ -479,18 +479,18 @@ static void test_wrong_version(void)
 	gen_free(&g);
 	buf = gen_slurp(path, &len);
 	CHECK(buf && len > 16);
-	buf[8] = 4;
+	buf[8] = 5;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
-	CHECK_STR(err, "record format version 4 is newer than this kxprof reads (versions 1 to 3): "
+	CHECK_STR(err, "record format version 5 is newer than this kxprof reads (versions 1 to 4): "
 	               "read it with the kxprof that wrote it, or a newer one");
 	buf[8] = 0;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
-	CHECK_STR(err, "unsupported record format version 0 (this kxprof reads versions 1 to 3)");
+	CHECK_STR(err, "unsupported record format version 0 (this kxprof reads versions 1 to 4)");
 	buf[8] = 0x2a;
 	buf[9] = 1;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
 	CHECK_STR(err, "record format version 298 is newer than this kxprof reads (versions 1 to "
-	               "3): read it with the kxprof that wrote it, or a newer one");
+	               "4): read it with the kxprof that wrote it, or a newer one");
 	/* From a path the message names the file. */
 	f = fopen(path, "wb");
 	CHECK(f);
@@ -498,7 +498,7 @@ static void test_wrong_version(void)
 	fclose(f);
 	CHECK(kx_kxp_read(path, s, &ci_got, &res, err, sizeof(err)) == -1);
 	snprintf(want, sizeof(want),
-	         "%s: record format version 298 is newer than this kxprof reads (versions 1 to 3): "
+	         "%s: record format version 298 is newer than this kxprof reads (versions 1 to 4): "
 	         "read it with the kxprof that wrote it, or a newer one",
 	         path);
 	CHECK_STR(err, want);
@@ -836,8 +836,8 @@ static void test_forward_compat(void)
 }
 
 /*
- * Files of versions 1 (zlib chunks) and 2 (zstd chunks, no chunk numbers)
- * still read: a file written now, rewritten chunk by chunk as the old
+ * Files of versions 1 (zlib chunks), 2 (zstd chunks, no chunk numbers) and
+ * 3 (no sample records) still read: a file written now, rewritten chunk by chunk as the old
  * writer had it and its header's version set (header CRC fixed), gives the
  * same store and capture info; and a corrupt chunk there costs that chunk
  * alone too.
@@ -871,7 +871,7 @@ static void reads_old_version(int version)
 		CHECK(!ZSTD_isError(n) && n == le32(in + off + 8));
 		ch[k++].off = o; /* where the chunk is now */
 		o += make_chunk(out + o, version, le32(in + off + 4), raw, n, le32(in + off + 16),
-		                0);
+		                version >= 3 ? (uint32_t)k : 0);
 	}
 	CHECK_EQ_U(off, len);
 	CHECK(kx_kxp_read_mem(out, o, s, &ci_got, &res, err, sizeof(err)) == 0);
@@ -913,6 +913,11 @@ static void test_reads_version2(void)
 	reads_old_version(2);
 }
 
+static void test_reads_version3(void)
+{
+	reads_old_version(3);
+}
+
 static void test_write_errors(void)
 {
 	struct kx_kxp_writer *w;
@@ -940,6 +945,7 @@ int main(void)
 	RUN(test_forward_compat);
 	RUN(test_reads_version1);
 	RUN(test_reads_version2);
+	RUN(test_reads_version3);
 	RUN(test_cut_small);
 	RUN(test_cut_large);
 	RUN(test_flipped_bytes);

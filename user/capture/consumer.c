@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "capture/consumer.h"
+#include "capture/sample.h"
 
 #define POLL_MS 100
 
@@ -20,7 +21,7 @@ struct kx_consumer {
 	int running;
 	atomic_int stop;
 	/* Written by the consumer thread only; read live by others. */
-	uint64_t ioctls, tasks, jobs, malformed;
+	uint64_t ioctls, tasks, jobs, malformed, samples, offcpu;
 };
 
 /* ns -> µs, rounded, saturated at the field's limit. */
@@ -139,6 +140,20 @@ static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size
 	return 0;
 }
 
+static int on_sample(struct kx_consumer *c, const void *r, size_t size)
+{
+	struct kx_sample smp;
+
+	if (kx_sample_parse(r, size, &smp)) {
+		count(&c->malformed);
+		return 0;
+	}
+	count(smp.kind == KX_SAMPLE_OFFCPU ? &c->offcpu : &c->samples);
+	if (c->sink.sample)
+		c->sink.sample(c->sink.ctx, &smp);
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct kx_consumer *c = ctx;
@@ -155,6 +170,9 @@ static int on_record(void *ctx, void *data, size_t size)
 		return on_task(c, data, size);
 	case KX_REC_JOB:
 		return on_job(c, data, size);
+	case KX_REC_SAMPLE:
+	case KX_REC_OFFCPU:
+		return on_sample(c, data, size);
 	default:
 		count(&c->malformed);
 		return 0;
@@ -250,4 +268,14 @@ uint64_t kx_consumer_jobs(const struct kx_consumer *c)
 uint64_t kx_consumer_malformed(const struct kx_consumer *c)
 {
 	return __atomic_load_n(&c->malformed, __ATOMIC_RELAXED);
+}
+
+uint64_t kx_consumer_samples(const struct kx_consumer *c)
+{
+	return __atomic_load_n(&c->samples, __ATOMIC_RELAXED);
+}
+
+uint64_t kx_consumer_offcpu(const struct kx_consumer *c)
+{
+	return __atomic_load_n(&c->offcpu, __ATOMIC_RELAXED);
 }

@@ -24,5 +24,7 @@ uint64_t kx_consumer_ioctls(const struct kx_consumer *c);
 uint64_t kx_consumer_tasks(const struct kx_consumer *c);
 uint64_t kx_consumer_jobs(const struct kx_consumer *c); /* job records, sink or not */
 uint64_t kx_consumer_malformed(const struct kx_consumer *c);
+uint64_t kx_consumer_samples(const struct kx_consumer *c); /* CPU sample records */
+uint64_t kx_consumer_offcpu(const struct kx_consumer *c);  /* off-CPU records */
 
 #endif /* KX_CONSUMER_H */

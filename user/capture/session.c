@@ -20,13 +20,15 @@
 #include "capture/ioctl.h"
 #include "capture/jobs.h"
 #include "capture/probe.h"
+#include "capture/sample.h"
 #include "capture/session.h"
 
 struct kx_session {
 	struct kx_ioctl_bpf *ioctl; /* the loaded bpf/ioctl.bpf.c */
 	struct kx_consumer *consumer;
-	struct kx_jobsrc *jobs; /* job lifecycle sources, NULL when none */
-	struct kx_drvhook *drv; /* driver entry hooks, NULL when none */
+	struct kx_jobsrc *jobs;     /* job lifecycle sources, NULL when none */
+	struct kx_drvhook *drv;     /* driver entry hooks, NULL when none */
+	struct kx_sampler *sampler; /* CPU samples and off-CPU intervals, NULL when none */
 	const char *mech;
 	int started, stopped;
 	struct kx_sink sink;
@@ -127,6 +129,42 @@ static void open_jobs(struct kx_session *s, const struct kx_session_opts *o)
 	s->jobs = kx_jobsrc_open(&jo, &s->ci);
 }
 
+/* The sampler on the ioctl capture's ring, pid set and calls in flight;
+ * asked for explicitly, so a failure fails the session. */
+static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, char *err,
+                        size_t len)
+{
+	struct kx_ioctl_bpf_fds fds;
+	struct kx_sampler_maps maps;
+	struct kx_sampler_opts so;
+	char why[256];
+	struct kx_hook *h;
+
+	kx_ioctl_bpf_fds(s->ioctl, &fds);
+	maps = (struct kx_sampler_maps){.events = fds.events,
+	                                .pids = fds.pids,
+	                                .inflight = fds.inflight,
+	                                .task_call = fds.task_call,
+	                                .call_btf = fds.call_btf,
+	                                .wakeup_bytes = fds.wakeup_bytes};
+	so = (struct kx_sampler_opts){
+	        .freq_hz = o->sample_hz, .off_cpu = o->off_cpu, .all = o->all, .maps = &maps};
+	s->sampler = kx_sampler_open(&so, why, sizeof(why));
+	if (!s->sampler || kx_sampler_start(s->sampler, why, sizeof(why))) {
+		snprintf(err, len, "%s", why);
+		return -1;
+	}
+	s->ci.samples.hz = o->sample_hz;
+	s->ci.samples.off_cpu = o->off_cpu != 0;
+	if (o->sample_hz)
+		kx_capinfo_hook(&s->ci, "cpu-clock sampling", "perf_event", KX_HOOK_ATTACHED);
+	if (o->off_cpu &&
+	    (h = kx_capinfo_hook(&s->ci, "off-CPU stacks", kx_sampler_offcpu_mech(s->sampler),
+	                         KX_HOOK_ATTACHED)))
+		snprintf(h->why, sizeof(h->why), "sched_switch, inside traced ioctls");
+	return 0;
+}
+
 struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, size_t len)
 {
 	struct kx_ioctl_bpf_fds fds;
@@ -153,6 +191,8 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 		open_jobs(s, o);
 	if (!o->no_drvhooks)
 		s->drv = kx_drvhook_open(&s->ci);
+	if ((o->sample_hz || o->off_cpu) && open_sampler(s, o, err, len) != 0)
+		goto fail;
 	kx_ioctl_bpf_fds(s->ioctl, &fds);
 	s->consumer = kx_consumer_new(fds.events, &o->sink, err, len);
 	if (!s->consumer)
@@ -185,6 +225,26 @@ int kx_session_start(struct kx_session *s, char *err, size_t len)
 	return 0;
 }
 
+static void read_sample_stats(struct kx_session *s)
+{
+	struct kx_sample_info *si = &s->ci.samples;
+	struct kx_sample_counts c;
+
+	kx_sampler_counts(s->sampler, &c);
+	si->cpus = c.cpus;
+	si->emitted = c.emitted;
+	si->dropped = c.dropped;
+	si->received = kx_consumer_samples(s->consumer);
+	si->off_emitted = c.off_emitted;
+	si->off_dropped = c.off_dropped;
+	si->off_received = kx_consumer_offcpu(s->consumer);
+	si->off_noslot = c.off_noslot;
+	si->stacks[KX_NO_USTACK] = c.no_ustack;
+	si->stacks[KX_NO_KSTACK] = c.no_kstack;
+	si->stacks[KX_USTACK_CUT] = c.ustack_full;
+	si->stacks[KX_KSTACK_CUT] = c.kstack_full;
+}
+
 static void read_stats(struct kx_session *s)
 {
 	uint64_t sum[KX_STAT_MAX];
@@ -199,6 +259,8 @@ static void read_stats(struct kx_session *s)
 	s->ci.job_emitted = sum[KX_STAT_JOB_EMITTED];
 	s->ci.job_dropped = sum[KX_STAT_JOB_DROPPED];
 	s->ci.job_received = kx_consumer_jobs(s->consumer);
+	if (s->sampler)
+		read_sample_stats(s);
 }
 
 int kx_session_stop(struct kx_session *s)
@@ -209,6 +271,7 @@ int kx_session_stop(struct kx_session *s)
 	kx_ioctl_bpf_detach(s->ioctl);
 	kx_jobsrc_detach(s->jobs);
 	kx_drvhook_detach(s->drv);
+	kx_sampler_stop(s->sampler);
 	kx_consumer_stop(s->consumer);
 	kx_clock_sync_measure(&s->ci.clock_stop);
 	s->ci.stop_mono_ns = kx_mono_ns();
@@ -287,6 +350,7 @@ void kx_session_close(struct kx_session *s)
 	if (s->started && !s->stopped)
 		kx_session_stop(s);
 	kx_consumer_free(s->consumer);
+	kx_sampler_close(s->sampler);
 	kx_ioctl_bpf_detach(s->ioctl);
 	kx_jobsrc_close(s->jobs);
 	kx_drvhook_close(s->drv);

@@ -32,6 +32,9 @@ struct kx_session_opts {
 	int agg_by_pid;        /* split aggregates by process */
 	int agg_by_cgroup;     /* split aggregates by cgroup id */
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
+	/* CPU samples of the traced processes (sink.sample gets them). */
+	uint32_t sample_hz; /* cpu-clock samples per second per CPU; 0: none */
+	int off_cpu;        /* off-CPU intervals of threads blocked inside traced ioctls */
 };
 
 struct kx_session;

@@ -144,6 +144,8 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->agg_by_pid = o->agg_by_pid;
 	so->agg_by_cgroup = o->agg_by_cgroup;
 	so->agg_max_keys = o->agg_max_keys;
+	so->sample_hz = o->sample_hz;
+	so->off_cpu = o->off_cpu;
 	if (o->record_path) {
 		c->rec.path = o->record_path;
 		so->sink = kx_sink_kxp(&c->rec);

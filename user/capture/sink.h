@@ -10,6 +10,7 @@
 
 #include "model/capinfo.h"
 #include "model/event.h"
+#include "model/sample.h"
 
 /* Where received events go. Called on the consumer thread, except begin.
  * Every callback is optional (NULL: that kind of event is counted, not kept). */
@@ -20,6 +21,8 @@ struct kx_sink {
 	void (*task)(void *ctx, const struct kx_task *t);
 	/* Job lifecycle events (device timelines); job sources load only with it. */
 	void (*job)(void *ctx, const struct kx_job *j);
+	/* CPU samples and off-CPU intervals (frames borrowed for the call). */
+	void (*sample)(void *ctx, const struct kx_sample *s);
 	/* Roughly every 100 ms and once after the final drain. */
 	void (*tick)(void *ctx);
 	/* Once in kx_session_start, on the caller's thread, with the session's

@@ -1,4 +1,8 @@
 /* Event sinks: bounded store, streamed record file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "capture/clock.h"
 #include "capture/sinks.h"
 
@@ -17,10 +21,18 @@ static void store_job(void *ctx, const struct kx_job *j)
 	kx_store_add_job(ctx, j);
 }
 
+static void store_sample(void *ctx, const struct kx_sample *s)
+{
+	kx_store_add_sample(ctx, s);
+}
+
 struct kx_sink kx_sink_store(struct kx_store *store)
 {
-	return (struct kx_sink){
-	        .ctx = store, .ioctl = store_ioctl, .task = store_task, .job = store_job};
+	return (struct kx_sink){.ctx = store,
+	                        .ioctl = store_ioctl,
+	                        .task = store_task,
+	                        .job = store_job,
+	                        .sample = store_sample};
 }
 
 static void kxp_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -47,12 +59,38 @@ static void kxp_job(void *ctx, const struct kx_job *j)
 		ks->write_error = 1;
 }
 
+static void kxp_sample(void *ctx, const struct kx_sample *s)
+{
+	struct kx_kxp_sink *ks = ctx;
+
+	if (kx_kxp_add_sample(ks->w, s) != 0 && !ks->write_error)
+		ks->write_error = 1;
+	if (ks->syms && kx_symcollect_sample(ks->syms, s))
+		ks->sym_oom = 1;
+}
+
+static void kxp_put_sym(void *ctx, const struct kx_symres *r, const struct kx_symres_entry *e)
+{
+	struct kx_kxp_sink *ks = ctx;
+
+	if (kx_kxp_add_sym(ks->w, r, e) != 0 && !ks->write_error)
+		ks->write_error = 1;
+}
+
+/* Resolves what the samples since the last call noted, into the file. */
+static void kxp_syms(struct kx_kxp_sink *ks)
+{
+	if (ks->syms && kx_symcollect_resolve(ks->syms))
+		ks->sym_oom = 1;
+}
+
 static void kxp_tick(void *ctx)
 {
 	struct kx_kxp_sink *ks = ctx;
 	unsigned long long now = kx_mono_ns();
 
 	if (now - ks->last_flush_ns >= (unsigned long long)ks->flush_ms * 1000000ull) {
+		kxp_syms(ks);
 		if (kx_kxp_flush(ks->w) != 0 && !ks->write_error)
 			ks->write_error = 1;
 		ks->last_flush_ns = now;
@@ -63,6 +101,9 @@ static int kxp_begin(void *ctx, const struct kx_capinfo *ci, char *err, size_t l
 {
 	struct kx_kxp_sink *ks = ctx;
 
+	if ((ci->samples.hz || ci->samples.off_cpu) &&
+	    !(ks->syms = kx_symcollect_new(&ks->res, NULL, kxp_put_sym, ks, err, len)))
+		return -1;
 	ks->w = kx_kxp_create(ks->path, ci, err, len);
 	ks->last_flush_ns = kx_mono_ns();
 	return ks->w ? 0 : -1;
@@ -77,18 +118,60 @@ struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks)
 	                        .ioctl = kxp_ioctl,
 	                        .task = kxp_task,
 	                        .job = kxp_job,
+	                        .sample = kxp_sample,
 	                        .tick = kxp_tick,
 	                        .begin = kxp_begin};
 }
 
+/* The symbolisation figures of the capture, into its trailer. */
+static void sym_facts(struct kx_kxp_sink *ks, struct kx_capinfo *ci)
+{
+	struct kx_symbolizer_stats st;
+	uint64_t *y = ci->samples.syms;
+
+	kx_symcollect_stats(ks->syms, &st);
+	y[KX_SYM_KERNEL_RESOLVED] = st.kernel_resolved;
+	y[KX_SYM_KERNEL_UNKNOWN] = st.kernel_unknown;
+	y[KX_SYM_USER_RESOLVED] = st.user_resolved;
+	y[KX_SYM_USER_UNKNOWN] = st.user_unknown;
+	y[KX_SYM_PROCS] = st.procs;
+	y[KX_SYM_PROCS_MISSED] = st.procs_missed;
+	snprintf(ci->samples.sym_warning, sizeof(ci->samples.sym_warning), "%s",
+	         ks->sym_oom ? "some frames unresolved: out of memory"
+	                     : kx_symcollect_warning(ks->syms));
+}
+
+static void syms_free(struct kx_kxp_sink *ks)
+{
+	kx_symcollect_free(ks->syms);
+	ks->syms = NULL;
+	kx_symres_free(&ks->res);
+}
+
 int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char *err, size_t len)
 {
+	struct kx_capinfo *fin = NULL; /* too large for the stack */
 	struct kx_kxp_writer *w = ks->w;
+	int rc;
 
-	if (!w)
+	if (!w) {
+		syms_free(ks);
 		return 0;
+	}
+	if (ks->syms && ci) {
+		kxp_syms(ks);
+		fin = malloc(sizeof(*fin));
+		if (fin) { /* else the trailer goes without the symbol figures */
+			*fin = *ci;
+			sym_facts(ks, fin);
+			ci = fin;
+		}
+	}
 	ks->w = NULL;
-	return kx_kxp_close(w, ci, err, len);
+	rc = kx_kxp_close(w, ci, err, len);
+	free(fin);
+	syms_free(ks);
+	return rc;
 }
 
 void kx_kxp_sink_discard(struct kx_kxp_sink *ks)
@@ -96,4 +179,5 @@ void kx_kxp_sink_discard(struct kx_kxp_sink *ks)
 	if (ks->w)
 		kx_kxp_discard(ks->w);
 	ks->w = NULL;
+	syms_free(ks);
 }

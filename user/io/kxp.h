@@ -17,9 +17,13 @@
 
 #include "model/capinfo.h"
 #include "model/event.h"
+#include "model/sample.h"
 #include "model/store.h"
+#include "model/symres.h"
 
-#define KX_KXP_VERSION 3 /* 3: numbered chunks; 2 (zstd chunks) and 1 (zlib) are still read */
+/* 4: sample and symbol records; 3 (numbered chunks), 2 (zstd chunks) and
+ * 1 (zlib) are still read. */
+#define KX_KXP_VERSION 4
 
 struct kx_kxp_writer;
 
@@ -31,6 +35,11 @@ struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *c
 int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const uint8_t *arg);
 int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t);
 int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j);
+/* A CPU sample or off-CPU interval, its frames as addresses. */
+int kx_kxp_add_sample(struct kx_kxp_writer *w, const struct kx_sample *s);
+/* A resolved symbol of the table r: the reader puts it in the store's samples. */
+int kx_kxp_add_sym(struct kx_kxp_writer *w, const struct kx_symres *r,
+                   const struct kx_symres_entry *e);
 /* Writes the pending chunk now (e.g. once a second so a crash loses little). */
 int kx_kxp_flush(struct kx_kxp_writer *w);
 /* Flushes, writes the trailer with ci, renames the file into place (an

@@ -43,6 +43,30 @@ struct kx_drvcall_stat {
 	uint64_t slots[KX_HIST_SLOTS]; /* log2 latency histogram, see struct kx_agg_val */
 };
 
+/* CPU samples and off-CPU intervals of a capture (record -F, --off-cpu):
+ * received + dropped == emitted for each kind. */
+enum kx_stack_loss { KX_NO_USTACK, KX_NO_KSTACK, KX_USTACK_CUT, KX_KSTACK_CUT, KX_STACK_LOSS_MAX };
+enum kx_sym_stat {
+	KX_SYM_KERNEL_RESOLVED, /* distinct kernel addresses resolved */
+	KX_SYM_KERNEL_UNKNOWN,  /*   left [unknown] */
+	KX_SYM_USER_RESOLVED,   /* distinct user addresses resolved */
+	KX_SYM_USER_UNKNOWN,    /*   left [unknown] */
+	KX_SYM_PROCS,           /* process images whose maps were read */
+	KX_SYM_PROCS_MISSED,    /* processes gone before their maps could be read */
+	KX_SYM_STAT_MAX
+};
+struct kx_sample_info {
+	uint32_t hz;      /* cpu-clock samples per second per CPU; 0: not sampled */
+	uint32_t off_cpu; /* off-CPU intervals inside traced ioctls were recorded */
+	uint32_t cpus;    /* CPUs sampled */
+	uint64_t emitted, received, dropped;             /* CPU samples */
+	uint64_t off_emitted, off_received, off_dropped; /* off-CPU intervals */
+	uint64_t off_noslot;                             /* blocked threads not kept (stash full) */
+	uint64_t stacks[KX_STACK_LOSS_MAX];              /* stacks missing or cut */
+	uint64_t syms[KX_SYM_STAT_MAX];                  /* symbolisation (the recorder's) */
+	char sym_warning[160]; /* why kernel frames did not resolve, "" when they did */
+};
+
 /* Monotonic -> realtime: realtime_ns = mono_ns + offset_ns (best of several paired reads). */
 struct kx_clock_sync {
 	int64_t offset_ns;
@@ -78,6 +102,7 @@ struct kx_capinfo {
 	uint64_t job_dropped; /* ring buffer full */
 	uint32_t ndrvcalls;
 	struct kx_drvcall_stat drvcalls[KX_DRV_FN_MAX];
+	struct kx_sample_info samples; /* all 0 when not sampled */
 };
 
 /* Appends a hook result (NULL when the table is full); why is the caller's to fill. */

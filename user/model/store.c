@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "model/samples.h"
 #include "model/store.h"
 #include "util/hashmap.h"
 
@@ -48,6 +49,8 @@ struct kx_store {
 	size_t arena_pos; /* bytes used in the last arena chunk */
 
 	struct kx_hmap comm; /* tid -> index of its latest task */
+
+	struct kx_samples *samples; /* CPU samples and their stacks, charged to the same limit */
 };
 
 /* Charges n bytes when they fit under the limit. */
@@ -97,6 +100,18 @@ static void *chunk_new(struct kx_store *s, void ***dir, size_t *cap, size_t *nch
 	return c;
 }
 
+/* The samples table's budget: the store's limit. */
+static int charge_samples(void *ctx, long long n)
+{
+	struct kx_store *s = ctx;
+
+	if (n < 0) {
+		s->bytes -= (size_t)-n;
+		return 0;
+	}
+	return charge(s, (size_t)n);
+}
+
 struct kx_store *kx_store_new(size_t limit_bytes)
 {
 	struct kx_store *s = calloc(1, sizeof(*s));
@@ -105,6 +120,11 @@ struct kx_store *kx_store_new(size_t limit_bytes)
 		return NULL;
 	s->limit = limit_bytes ? limit_bytes : DEFAULT_LIMIT;
 	s->bytes = sizeof(*s);
+	s->samples = kx_samples_new(charge_samples, s);
+	if (!s->samples) {
+		free(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -124,9 +144,12 @@ void kx_store_reset(struct kx_store *s)
 	free_dir((void **)s->job, s->job_chunks);
 	free_dir((void **)s->arena, s->arena_chunks);
 	kx_hmap_free(&s->comm);
+	kx_samples_free(s->samples);
 	memset(s, 0, sizeof(*s));
 	s->limit = limit;
 	s->bytes = sizeof(*s);
+	/* Out of memory: NULL, and kx_store_add_sample refuses what comes. */
+	s->samples = kx_samples_new(charge_samples, s);
 }
 
 void kx_store_free(struct kx_store *s)
@@ -134,6 +157,7 @@ void kx_store_free(struct kx_store *s)
 	if (!s)
 		return;
 	kx_store_reset(s);
+	kx_samples_free(s->samples);
 	free(s);
 }
 
@@ -411,4 +435,18 @@ const char *kx_store_comm(const struct kx_store *s, uint32_t tid)
 	const uint32_t *latest = kx_hmap_get(&s->comm, tid);
 
 	return latest ? kx_store_task(s, *latest)->comm : NULL;
+}
+
+struct kx_samples *kx_store_samples(const struct kx_store *s)
+{
+	return s->samples;
+}
+
+int kx_store_add_sample(struct kx_store *s, const struct kx_sample *smp)
+{
+	if (!s->samples) {
+		s->not_stored++;
+		return -1;
+	}
+	return kx_samples_add(s->samples, smp);
 }

@@ -1,0 +1,232 @@
+/* The record file's sample and symbol records (layout: kxp_samples.h). */
+#include <string.h>
+
+#include "io/kxp_samples.h"
+#include "util/pbwire.h"
+
+/* Bounded cursor: an overrun or an out-of-range value sets bad. */
+struct cur {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static uint64_t get(struct cur *c)
+{
+	return kx_pb_read_varint(&c->p, c->end, &c->bad);
+}
+
+static uint32_t get32(struct cur *c)
+{
+	uint64_t v = get(c);
+
+	if (v > UINT32_MAX)
+		c->bad = 1;
+	return (uint32_t)v;
+}
+
+static const uint8_t *get_bytes(struct cur *c, size_t n)
+{
+	const uint8_t *p = c->p;
+
+	if ((size_t)(c->end - c->p) < n) {
+		c->bad = 1;
+		return NULL;
+	}
+	c->p += n;
+	return p;
+}
+
+static uint8_t *put_u32le(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	return p + 4;
+}
+
+size_t kx_kxp_enc_sample(uint8_t *out, const struct kx_sample *s, uint64_t *prev_ts)
+{
+	size_t clen = strnlen(s->comm, KX_COMM_LEN - 1);
+	uint8_t *p = out;
+	uint64_t prev = 0;
+	uint32_t nk = s->nk > KX_SAMPLE_MAX_DEPTH ? KX_SAMPLE_MAX_DEPTH : s->nk;
+	uint32_t nu = s->nu > KX_SAMPLE_MAX_DEPTH ? KX_SAMPLE_MAX_DEPTH : s->nu;
+
+	p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(s->ts_ns - *prev_ts)));
+	*prev_ts = s->ts_ns;
+	p = kx_pb_varint(p, s->weight_ns);
+	p = kx_pb_varint(p, s->pid);
+	p = kx_pb_varint(p, s->tid);
+	p = kx_pb_varint(p, s->exec_id);
+	p = kx_pb_varint(p, s->cpu);
+	p = kx_pb_varint(p, s->flags);
+	*p++ = (uint8_t)clen;
+	memcpy(p, s->comm, clen);
+	p += clen;
+	/* A call starts at or before the sample: the distance plus one, 0 for none. */
+	p = kx_pb_varint(p, s->call.ts && s->call.ts <= s->ts_ns ? s->ts_ns - s->call.ts + 1 : 0);
+	if (s->call.ts && s->call.ts <= s->ts_ns) {
+		p = put_u32le(p, s->call.cmd);
+		p = kx_pb_varint(p, s->call.dev);
+		p = kx_pb_varint(p, s->call.xfer_cmd);
+		*p++ = (uint8_t)s->call.fkind;
+		*p++ = (uint8_t)s->call.drv;
+	}
+	p = kx_pb_varint(p, nk);
+	p = kx_pb_varint(p, nu);
+	for (uint32_t i = 0; i < nk + nu; i++) {
+		uint64_t ip = i < nk ? s->kips[i] : s->uips[i - nk];
+
+		p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(ip - prev)));
+		prev = ip;
+	}
+	return (size_t)(p - out);
+}
+
+/* The call fields after a present call's distance. */
+static void dec_call(struct cur *c, struct kx_sample *s, uint64_t dist)
+{
+	const uint8_t *cmd;
+
+	memset(&s->call, 0, sizeof(s->call));
+	if (!dist)
+		return;
+	if (dist - 1 > s->ts_ns) {
+		c->bad = 1;
+		return;
+	}
+	s->call.ts = s->ts_ns - (dist - 1);
+	cmd = get_bytes(c, 4);
+	s->call.cmd = cmd ? (uint32_t)cmd[0] | (uint32_t)cmd[1] << 8 | (uint32_t)cmd[2] << 16 |
+	                              (uint32_t)cmd[3] << 24
+	                  : 0;
+	s->call.dev = get32(c);
+	s->call.xfer_cmd = get32(c);
+	s->call.fkind = c->p < c->end ? *c->p++ : (c->bad = 1, 0);
+	s->call.drv = c->p < c->end ? *c->p++ : (c->bad = 1, 0);
+}
+
+int kx_kxp_dec_sample(const uint8_t *p, size_t n, unsigned int type, uint64_t *prev_ts,
+                      struct kx_sample *s, uint64_t *ips)
+{
+	struct cur c = {p, p + n, 0};
+	const uint8_t *comm;
+	uint64_t prev = 0, v;
+	uint8_t clen;
+
+	memset(s, 0, sizeof(*s));
+	s->kind = type == KX_KXP_REC_OFFCPU ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU;
+	s->ts_ns = *prev_ts + (uint64_t)kx_pb_unzigzag(get(&c));
+	s->weight_ns = get(&c);
+	s->pid = get32(&c);
+	s->tid = get32(&c);
+	s->exec_id = get32(&c);
+	s->cpu = get32(&c);
+	v = get(&c);
+	clen = c.p < c.end ? *c.p++ : 0;
+	comm = get_bytes(&c, clen);
+	if (c.bad || v > 0xffff || clen >= KX_COMM_LEN || s->cpu > 0xffff)
+		return -1;
+	s->flags = (uint16_t)v;
+	memcpy(s->comm, comm, clen);
+	dec_call(&c, s, get(&c));
+	s->nk = get32(&c);
+	s->nu = get32(&c);
+	if (c.bad || s->nk > KX_SAMPLE_MAX_DEPTH || s->nu > KX_SAMPLE_MAX_DEPTH)
+		return -1;
+	for (uint32_t i = 0; i < s->nk + s->nu; i++) {
+		prev += (uint64_t)kx_pb_unzigzag(get(&c));
+		ips[i] = prev;
+	}
+	if (c.bad)
+		return -1;
+	s->kips = ips;
+	s->uips = ips + s->nk;
+	*prev_ts = s->ts_ns;
+	return 0;
+}
+
+/* Length of s kept in a record: at most KX_KXP_SYM_STR bytes, never
+ * ending inside a UTF-8 sequence. */
+static size_t sym_len(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n <= KX_KXP_SYM_STR)
+		return n;
+	n = KX_KXP_SYM_STR;
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+static uint8_t *put_str(uint8_t *p, const char *s)
+{
+	size_t n = sym_len(s);
+
+	p = kx_pb_varint(p, n);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+size_t kx_kxp_enc_sym(uint8_t *out, const struct kx_symres *r, const struct kx_symres_entry *e)
+{
+	uint8_t *p = out;
+
+	p = kx_pb_varint(p, e->pid);
+	p = kx_pb_varint(p, e->gen);
+	p = kx_pb_varint(p, e->addr);
+	p = kx_pb_varint(p, e->offset);
+	p = kx_pb_varint(p, e->mod_offset);
+	p = kx_pb_varint(p, e->known);
+	p = put_str(p, kx_symres_str(r, e->func));
+	p = put_str(p, kx_symres_str(r, e->module));
+	p = put_str(p, kx_symres_str(r, e->build_id));
+	return (size_t)(p - out);
+}
+
+/* A stored string: copied out NUL-terminated into buf (room KX_KXP_SYM_STR + 1). */
+static void get_str(struct cur *c, char *buf)
+{
+	uint64_t n = get(c);
+	const uint8_t *s;
+
+	buf[0] = 0;
+	if (n > KX_KXP_SYM_STR) {
+		c->bad = 1;
+		return;
+	}
+	s = get_bytes(c, (size_t)n);
+	if (!s)
+		return;
+	memcpy(buf, s, (size_t)n);
+	buf[n] = 0;
+	if (memchr(buf, 0, (size_t)n))
+		c->bad = 1; /* a NUL inside would cut the name short: not ours */
+}
+
+int kx_kxp_dec_sym(const uint8_t *p, size_t n, struct kx_symres *r)
+{
+	static __thread char fn[KX_KXP_SYM_STR + 1], mod[KX_KXP_SYM_STR + 1],
+	        bid[KX_KXP_SYM_STR + 1];
+	struct cur c = {p, p + n, 0};
+	struct kx_symres_names nm;
+	uint32_t pid, gen;
+	uint64_t addr, known;
+
+	pid = get32(&c);
+	gen = get32(&c);
+	addr = get(&c);
+	nm.offset = get(&c);
+	nm.mod_offset = get(&c);
+	known = get(&c);
+	get_str(&c, fn);
+	get_str(&c, mod);
+	get_str(&c, bid);
+	if (c.bad || known > 1)
+		return -1;
+	nm.func = fn;
+	nm.module = mod;
+	nm.build_id = bid;
+	nm.known = (int)known;
+	return r && kx_symres_put(r, pid, gen, addr, &nm) ? -2 : 0;
+}
