@@ -50,8 +50,8 @@ static void record_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
-	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH] [-- CMD "
-	        "ARGS...]\n"
+	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH]\n"
+	        "                     [-F HZ] [--off-cpu] [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
 	        "                        file and renamed at the end, an existing FILE kept as\n"
 	        "                        FILE.old; devices and the traced command are refused\n"
@@ -65,6 +65,11 @@ static void record_usage(FILE *f)
 	        "      --ringbuf-mb N    ring buffer size in MiB (default 8; fractions allowed)\n"
 	        "      --attach MECH     force tp_btf, raw_tp or tp (default: best available)\n"
 	        "      --no-jobs         no device timelines (job lifecycle tracepoints)\n"
+	        "  -F, --freq HZ         also sample the traced processes' CPU stacks HZ times a\n"
+	        "                        second per CPU (user and kernel frames, and the traced\n"
+	        "                        ioctl a sample was taken in; off by default)\n"
+	        "      --off-cpu         also record where threads blocked inside traced ioctls\n"
+	        "                        waited: their stacks, weighted by the time off the CPU\n"
 	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n"
 	        "Stops: SIGINT, SIGTERM, SIGHUP and SIGQUIT stop cleanly (the file is complete);\n"
 	        "SIGUSR1 and SIGUSR2 are ignored. A command still running at a stop (a signal\n"
@@ -94,6 +99,7 @@ static int record_opt(struct record_opts *o, int opt)
 	static const struct kx_num_range mib = {.lo = 0, .hi = 1024, .lo_open = 1};
 	static const struct kx_num_range secs = {.lo = 0, .hi = 1e9, .lo_open = 1};
 	char err[256];
+	long long hz;
 	double mb;
 
 	switch (opt) {
@@ -126,6 +132,14 @@ static int record_opt(struct record_opts *o, int opt)
 	case 'J':
 		o->cap.no_jobs = 1;
 		return 0;
+	case 'F':
+		if (kx_parse_long("-F", optarg, 1, 1000000, &hz, err, sizeof(err)))
+			break;
+		o->cap.sample_hz = (uint32_t)hz;
+		return 0;
+	case 'O':
+		o->cap.off_cpu = 1;
+		return 0;
 	case 'm':
 		o->cap.mech = optarg;
 		return 0;
@@ -151,6 +165,8 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"ringbuf-mb", required_argument, NULL, 'r'},
 	        {"attach", required_argument, NULL, 'm'},
 	        {"no-jobs", no_argument, NULL, 'J'},
+	        {"freq", required_argument, NULL, 'F'},
+	        {"off-cpu", no_argument, NULL, 'O'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -160,7 +176,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	o->cap.pids = o->pids;
 	o->cap.devices = &o->devices;
 	optind = 1;
-	while ((opt = kx_getopt(argc, argv, "+o:p:ad:h", opts)) != -1)
+	while ((opt = kx_getopt(argc, argv, "+o:p:ad:F:h", opts)) != -1)
 		if ((rc = record_opt(o, opt)) != 0)
 			return rc < 0 ? 2 : -1;
 	o->cap.verbose = kx_verbose;
@@ -249,6 +265,27 @@ static int record_end_cmd(struct kx_capture *c)
 	return kx_capture_cmd_exit(c);
 }
 
+/* The samples line, and what was lost of them. */
+static void record_report_samples(const struct kx_capinfo *ci)
+{
+	const struct kx_sample_info *si = &ci->samples;
+
+	fprintf(stderr, "kxprof record: %llu CPU samples, %llu dropped",
+	        (unsigned long long)si->received, (unsigned long long)si->dropped);
+	if (si->off_cpu)
+		fprintf(stderr, "; %llu off-CPU intervals, %llu dropped",
+		        (unsigned long long)si->off_received, (unsigned long long)si->off_dropped);
+	fputc('\n', stderr);
+	if (si->dropped || si->off_dropped)
+		fprintf(stderr, "kxprof record: warning: samples were dropped because the ring "
+		                "buffer was full: raise --ringbuf-mb or lower -F\n");
+	if (si->off_noslot)
+		fprintf(stderr,
+		        "kxprof record: warning: %llu blocked threads were not kept (more than "
+		        "4096 blocked at once inside traced ioctls)\n",
+		        (unsigned long long)si->off_noslot);
+}
+
 static void record_report(const struct kx_capture *c, const char *out)
 {
 	const struct kx_capinfo *ci = kx_session_capinfo(c->s);
@@ -264,6 +301,8 @@ static void record_report(const struct kx_capture *c, const char *out)
 		        "kxprof record: warning: %llu events were dropped because the ring "
 		        "buffer was full: raise --ringbuf-mb\n",
 		        (unsigned long long)ci->dropped);
+	if (ci->samples.hz || ci->samples.off_cpu)
+		record_report_samples(ci);
 	if (c->rec.write_error)
 		fprintf(stderr,
 		        "kxprof record: warning: writing %s failed during the capture; the "

@@ -6,12 +6,14 @@
  * across blocks) and ended byte-aligned with a sync flush, the last one
  * with the final block; the CRC-32s of the blocks are combined. The bytes
  * depend only on the input and where the caller cut it, never on the
- * thread count.
+ * thread count. For small outputs, one call gzips a buffer in memory.
  */
 #ifndef KX_PGZ_H
 #define KX_PGZ_H
 
 #include <stddef.h>
+
+#include "util/grow.h"
 
 #define KX_PGZ_BLOCK (1u << 20) /* room of one block */
 
@@ -32,5 +34,9 @@ int kx_pgz_finish(struct kx_pgz *z, int *err_no, char *msg, size_t msglen);
 int kx_pgz_error(const struct kx_pgz *z);
 /* Frees (after kx_pgz_finish, or to give up). NULL is fine. */
 void kx_pgz_free(struct kx_pgz *z);
+
+/* One gzip member of the n bytes at in, appended to out in one call (small
+ * outputs kept in memory: a pprof profile). 0, or -1 out of memory. */
+int kx_gzip_buf(const void *in, size_t n, int level, struct kx_bytes *out);
 
 #endif /* KX_PGZ_H */
