@@ -213,10 +213,11 @@ static __always_inline void offcpu_out(void *ctx, const struct inflight *v, __u3
 	r = bpf_map_lookup_elem(&sample_buf, &zero);
 	if (!r)
 		return;
+	/* First: the time away starts now, not after the stacks are read. */
+	r->ts = bpf_ktime_get_ns();
 	r->hdr.size = read_stacks(ctx, r, true, false);
 	r->hdr.type = KX_REC_OFFCPU;
 	r->hdr.cpu = bpf_get_smp_processor_id();
-	r->ts = bpf_ktime_get_ns();
 	r->weight = 0;
 	fill_call(&r->call, v);
 	r->pid = tgid;

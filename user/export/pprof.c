@@ -128,15 +128,60 @@ static void value_type(struct enc *e, unsigned int f, const char *type, const ch
 	sub(&e->out, f, &e->msg);
 }
 
-/* Mappings: one per module, in order of first use; frame_map gets each frame's. */
+/* The frame whose module pprof should name first ("File:"): the known user
+ * code where the most samples were taken; -1 when there is none. */
+static long main_frame(const struct kx_profile *p)
+{
+	uint64_t *self = calloc(p->nframes ? p->nframes : 1, sizeof(*self)), best = 0;
+	long at = -1;
+
+	if (!self)
+		return -1;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct kx_pstack *st = &p->stacks[i];
+
+		if (st->depth)
+			self[p->fids[st->first + st->depth - 1]] += st->count;
+	}
+	for (size_t i = 0; i < p->nframes; i++) {
+		const struct kx_pframe *f = &p->frames[i];
+
+		if (f->kind == KX_PF_USER && f->known && f->module[0] != '[' && self[i] > best) {
+			best = self[i];
+			at = (long)i;
+		}
+	}
+	free(self);
+	return at;
+}
+
+static void mapping(struct enc *e, uint64_t id, const struct kx_pframe *f)
+{
+	vfield(&e->msg, M_ID, id);
+	vfield(&e->msg, M_FILENAME, str(e, f->module));
+	if (f->build_id[0])
+		vfield(&e->msg, M_BUILD_ID, str(e, f->build_id));
+	vfield(&e->msg, M_HAS_FUNCTIONS, 1); /* symbolised: pprof must not try again */
+	sub(&e->out, P_MAPPING, &e->msg);
+}
+
+/* Mappings: one per module, the main one first, the others in order of
+ * first use; frame_map gets each frame's. */
 static void mappings(struct enc *e, const struct kx_profile *p)
 {
+	long first = main_frame(p);
 	uint64_t nmaps = 0;
 
+	if (first >= 0)
+		mapping(e, ++nmaps, &p->frames[first]);
 	for (size_t i = 0; i < p->nframes && !e->oom; i++) {
 		const struct kx_pframe *f = &p->frames[i];
 		size_t j;
 
+		if (first >= 0 && !strcmp(p->frames[first].module, f->module)) {
+			e->frame_map[i] = 1;
+			continue;
+		}
 		for (j = 0; j < i && strcmp(p->frames[j].module, f->module); j++)
 			;
 		if (j < i) {
@@ -144,12 +189,7 @@ static void mappings(struct enc *e, const struct kx_profile *p)
 			continue;
 		}
 		e->frame_map[i] = (uint32_t)++nmaps;
-		vfield(&e->msg, M_ID, nmaps);
-		vfield(&e->msg, M_FILENAME, str(e, f->module));
-		if (f->build_id[0])
-			vfield(&e->msg, M_BUILD_ID, str(e, f->build_id));
-		vfield(&e->msg, M_HAS_FUNCTIONS, 1); /* symbolised: pprof must not try again */
-		sub(&e->out, P_MAPPING, &e->msg);
+		mapping(e, nmaps, f);
 	}
 }
 

@@ -8,12 +8,14 @@
 #include <string.h>
 
 #include "export/proftable.h"
+#include "model/samples.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 #include "util/json.h"
 #include "util/units.h"
 
 #define NAME_W 60 /* columns of a function name in the tables */
+#define MOD_W  29 /* columns of a module's file name (120 in all) */
 
 /* A function of a process, or a process (fid UINT32_MAX), or a call. */
 struct fig {
@@ -165,6 +167,13 @@ static void fmt_value(const struct kx_profile *p, uint64_t v, char *buf, size_t 
 		snprintf(buf, len, "%" PRIu64, v);
 }
 
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
 /* name cut to w columns (bytes; names are ASCII in practice) with "...". */
 static const char *cut(const char *name, char *buf, size_t w)
 {
@@ -215,7 +224,7 @@ static void print_head(const struct kx_profile *p, const struct kx_capinfo *ci, 
 static void print_functions(const struct kx_profile *p, const struct kx_store *s,
                             const struct tables *t, FILE *f)
 {
-	char a[32], b[16], c[16], nm[NAME_W + 1];
+	char a[32], b[16], c[16], nm[NAME_W + 1], mod[MOD_W + 1];
 	const char *unit = p->kind == KX_SAMPLE_OFFCPU ? "Time" : "Samples";
 
 	for (size_t i = 0; i < t->procs.n; i++) {
@@ -236,7 +245,7 @@ static void print_functions(const struct kx_profile *p, const struct kx_store *s
 			kx_fmt_share(b, sizeof(b), g->self, t->total);
 			kx_fmt_share(c, sizeof(c), g->total, t->total);
 			fprintf(f, "%-*s %10s %7s %7s  %s\n", NAME_W, cut(fr->name, nm, NAME_W), a,
-			        b, c, fr->module);
+			        b, c, cut(base_name(fr->module), mod, MOD_W));
 			rows++;
 		}
 	}
@@ -395,10 +404,21 @@ int kx_proftable_json(const struct kx_profile *p, const struct kx_store *s,
 	        p->kind == KX_SAMPLE_OFFCPU ? "off-cpu" : "cpu",
 	        p->kind == KX_SAMPLE_OFFCPU ? "ns" : "samples", p->hz, p->samples, t.total,
 	        p->in_calls, p->unknown[0], p->unknown[1]);
-	if (ci)
-		fprintf(f, ", \"Dropped\": %" PRIu64,
-		        p->kind == KX_SAMPLE_OFFCPU ? ci->samples.off_dropped
-		                                    : ci->samples.dropped);
+	if (ci) {
+		const struct kx_sample_info *si = &ci->samples;
+		int off = p->kind == KX_SAMPLE_OFFCPU;
+
+		/* Received + Dropped == Emitted (the record file's trailer holds them). */
+		fprintf(f,
+		        ", \"Emitted\": %" PRIu64 ", \"Received\": %" PRIu64
+		        ", \"Dropped\": %" PRIu64,
+		        off ? si->off_emitted : si->emitted, off ? si->off_received : si->received,
+		        off ? si->off_dropped : si->dropped);
+		if (off)
+			fprintf(f, ", \"NotKept\": %" PRIu64, si->off_noslot);
+	}
+	fprintf(f, ", \"NotStored\": %" PRIu64,
+	        kx_store_samples(s) ? kx_samples_not_stored(kx_store_samples(s)) : 0);
 	json_procs(p, s, &t, f);
 	json_calls(p, &t, f);
 	json_stacks(p, &t, f);

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# CPU sampling end to end: record -F and --off-cpu of a workload with a known
+# profile (build/tests/profile_workload, frame pointers: kxw_heavy and
+# kxw_light at 3:1, then a busy BLKFLSBUF and a sleeping BLKZEROOUT on a loop
+# device), the report's profile, convert --pprof and --folded checked with
+# go tool pprof (-top, -traces, -raw) and by parsing, the off-CPU profile
+# against the blocked time the ioctl capture measured, exact loss accounting
+# under a sampling flood, and the errors. Where /dev/kvm exists, the same
+# for a busy KVM_RUN.
+. "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip sample "needs root (loads BPF, opens perf events)"
+	exit 0
+fi
+# go tool pprof, offline: its caches in the test's own directory, no network.
+export HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOPROXY=off GOFLAGS= GOTOOLCHAIN=local
+mkdir -p "$HOME"
+PPROF_OK=1
+command -v go >/dev/null || { fail pprof_tool "go is missing (Debian golang-go; scripts/install-deps.sh installs it)"; PPROF_OK=0; }
+TRACES=$(dirname "$0")/pprof_traces.py
+
+truncate -s 64M "$TMP/back.img"
+LOOP=$(losetup -f --show "$TMP/back.img") || { fail loop_setup "losetup failed"; exit 0; }
+trap 'losetup -d "$LOOP" 2>/dev/null; rm -rf "$TMP"' EXIT
+
+# ---- the capture ----
+"$KXPROF" record -F 999 --off-cpu --device loop -o "$TMP/p.kxp" -- \
+	"$WL/profile_workload" -s 1.5 -D "$LOOP" -f 1.5 -z 0.5 >"$TMP/wl.json" 2>"$TMP/rec.err"
+rc=$?
+check record_exit [ "$rc" -eq 0 ]
+check record_says_samples grep -q "CPU samples, 0 dropped" "$TMP/rec.err"
+"$KXPROF" report "$TMP/p.kxp" --json >"$TMP/r.json"
+check report_json_exit [ $? -eq 0 ]
+
+# The capture's own accounting: every sample emitted was received or dropped.
+check cpu_samples_accounted python3 -c '
+import json,sys
+p = json.load(open(sys.argv[1]))["Profile"]
+print("# cpu samples:", {k: p[k] for k in ("Samples", "Emitted", "Received", "Dropped", "NotStored", "InCalls")})
+sys.exit(not (p["Received"] + p["Dropped"] == p["Emitted"] and p["Samples"] == p["Received"] and p["Samples"] > 1000 and p["InCalls"] > 20))' "$TMP/r.json"
+check offcpu_accounted python3 -c '
+import json,sys
+p = json.load(open(sys.argv[1]))["OffCpuProfile"]
+print("# off-cpu:", {k: p[k] for k in ("Samples", "Emitted", "Received", "Dropped", "NotKept")})
+sys.exit(not (p["Received"] + p["Dropped"] == p["Emitted"] and p["Samples"] > 10))' "$TMP/r.json"
+
+# The table: the profile section names the driver call and the functions.
+"$KXPROF" report "$TMP/p.kxp" >"$TMP/r.txt"
+check report_table_exit [ $? -eq 0 ]
+check report_table_functions grep -q "^kxw_heavy " "$TMP/r.txt"
+check report_table_call grep -q "^\[loop\] BLKFLSBUF " "$TMP/r.txt"
+check report_profile_width awk '/^CPU profile:/ { on = 1 } on && length($0) > 120 { bad = 1 } END { exit bad }' "$TMP/r.txt"
+
+# ---- pprof ----
+"$KXPROF" convert "$TMP/p.kxp" --pprof "$TMP/p.pb.gz" --folded "$TMP/p.folded" >/dev/null
+check convert_exit [ $? -eq 0 ]
+check pprof_gzip python3 -c 'import sys; sys.exit(open(sys.argv[1], "rb").read(2) != b"\x1f\x8b")' "$TMP/p.pb.gz"
+if [ "$PPROF_OK" -eq 1 ]; then
+	go tool pprof -sample_index=samples -top -nodecount=200 "$TMP/p.pb.gz" >"$TMP/top.txt" 2>&1
+	check pprof_top_exit [ $? -eq 0 ]
+	# kxw_heavy's share of the two within 4 standard deviations of a binomial 3/4.
+	check pprof_ratio python3 -c '
+import re,sys
+flat = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*(\d+)\s+\S+\s+\S+\s+\d+\s+\S+\s+(\S+)\s*$", line)
+    if m: flat[m.group(2)] = int(m.group(1))
+h, l = flat.get("kxw_heavy", 0), flat.get("kxw_light", 0)
+n = h + l
+print("# kxw_heavy %d, kxw_light %d samples (3:1 wanted)" % (h, l))
+sys.exit(not (n >= 400 and ((h / n - 0.75) ** 2) <= 16 * 0.75 * 0.25 / n))' "$TMP/top.txt"
+	go tool pprof -traces "$TMP/p.pb.gz" >"$TMP/traces.txt" 2>"$TMP/traces.err"
+	check pprof_traces_exit [ $? -eq 0 ]
+	check pprof_no_fetch_attempt bash -c '! grep -qi "fetch\|symboliz" "$1"' _ "$TMP/traces.err"
+	check pprof_unwind_heavy python3 "$TRACES" "$TMP/traces.txt" unwind kxw_heavy kxw_spin_phase main
+	check pprof_unwind_light python3 "$TRACES" "$TMP/traces.txt" unwind kxw_light kxw_spin_phase main
+	# The driver frame sits between the user frames that made the call (libc's
+	# ioctl, main: ioctl has no frame of its own, so its caller is not seen by a
+	# frame-pointer walk) and the kernel's page-cache invalidation under it.
+	check pprof_driver_frame python3 "$TRACES" "$TMP/traces.txt" call "[loop] BLKFLSBUF" main invalidate
+	check pprof_driver_frame_ioctl python3 "$TRACES" "$TMP/traces.txt" call "[loop] BLKFLSBUF" ioctl _ioctl
+	check pprof_driver_label python3 "$TRACES" "$TMP/traces.txt" labels "[loop] BLKFLSBUF"
+	go tool pprof -raw "$TMP/p.pb.gz" >"$TMP/raw.txt" 2>&1
+	check pprof_raw_exit [ $? -eq 0 ]
+	check pprof_raw_labels grep -q "pid:\[[0-9]*\] tid:\[[0-9]*\]" "$TMP/raw.txt"
+	check pprof_raw_period grep -q "^Period: 1001001$" "$TMP/raw.txt"
+fi
+
+# ---- folded ----
+check folded_format python3 -c '
+import re,sys
+lines = open(sys.argv[1]).read().splitlines()
+bad = [l for l in lines if not re.match(r"^[^;]+(;[^;]+)* \d+$", l)]
+print("# %d lines, %d malformed" % (len(lines), len(bad)))
+sys.exit(bool(bad) or not lines)' "$TMP/p.folded"
+check folded_total python3 -c '
+import json,sys
+total = sum(int(l.rsplit(" ", 1)[1]) for l in open(sys.argv[1]))
+want = json.load(open(sys.argv[2]))["Profile"]["Samples"]
+print("# folded %d, profile %d" % (total, want))
+sys.exit(total != want)' "$TMP/p.folded" "$TMP/r.json"
+check folded_stack grep -q ";main;kxw_spin_phase;kxw_heavy [0-9]*$" "$TMP/p.folded"
+check folded_driver_frame grep -q ";ioctl;\[loop\] BLKFLSBUF;.*invalidate" "$TMP/p.folded"
+"$KXPROF" convert "$TMP/p.kxp" --folded - >"$TMP/stdout.folded"
+check folded_stdout cmp -s "$TMP/stdout.folded" "$TMP/p.folded"
+
+# ---- off-CPU ----
+"$KXPROF" convert "$TMP/p.kxp" --off-cpu --pprof "$TMP/off.pb.gz" --folded "$TMP/off.folded" >/dev/null
+check convert_offcpu_exit [ $? -eq 0 ]
+check offcpu_folded_zero grep -q ";\[loop\] BLKZEROOUT;.*schedule" "$TMP/off.folded"
+# The intervals add up to the blocked time the ioctl capture measured for
+# the same calls (both from sched_switch), within 2%.
+check offcpu_matches_blocked python3 -c '
+import json,sys
+d = json.load(open(sys.argv[1]))
+blocked_ms = sum(r.get("Blocked Time", 0) for r in d["Time"]["ioctl/loop"].values())
+off_ms = next(c["Total"] for c in d["OffCpuProfile"]["Calls"] if c["Call"] == "[loop] BLKZEROOUT") / 1e6
+zero_blocked = d["Time"]["ioctl/loop"]["BLKZEROOUT"]["Blocked Time"]
+print("# BLKZEROOUT blocked %.3f ms (all loop ioctls %.3f), off-CPU intervals %.3f ms" % (zero_blocked, blocked_ms, off_ms))
+sys.exit(not (zero_blocked > 0 and abs(off_ms - zero_blocked) <= 0.02 * zero_blocked))' "$TMP/r.json"
+if [ "$PPROF_OK" -eq 1 ]; then
+	go tool pprof -traces "$TMP/off.pb.gz" >"$TMP/offtraces.txt" 2>&1
+	check pprof_offcpu_exit [ $? -eq 0 ]
+	check pprof_offcpu_frame python3 "$TRACES" "$TMP/offtraces.txt" call "[loop] BLKZEROOUT" main schedule
+	check pprof_offcpu_type bash -c 'go tool pprof -raw "$1" 2>&1 | grep -q "off_cpu/nanoseconds"' _ "$TMP/off.pb.gz"
+fi
+
+# ---- loss accounting under a sampling flood ----
+max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
+hz=$((max < 20000 ? max : 20000))
+"$KXPROF" record -F "$hz" --ringbuf-mb 0.004 --device loop -o "$TMP/flood.kxp" -- \
+	"$WL/profile_workload" -s 1 -D "$LOOP" -f 0.5 >/dev/null 2>"$TMP/flood.err"
+check flood_record_exit [ $? -eq 0 ]
+"$KXPROF" report "$TMP/flood.kxp" --json >"$TMP/flood.json"
+check flood_exact python3 -c '
+import json,sys
+d = json.load(open(sys.argv[1]))
+p, c = d["Profile"], d["Capture"]
+print("# at %s Hz in a 4 KiB ring: samples emitted %d received %d dropped %d; ioctls emitted %d received %d dropped %d" % (sys.argv[2], p["Emitted"], p["Received"], p["Dropped"], c["emitted"], c["received"], c["dropped"]))
+sys.exit(not (p["Dropped"] > 0 and p["Received"] + p["Dropped"] == p["Emitted"] and c["received"] + c["dropped"] == c["emitted"]))' "$TMP/flood.json" "$hz"
+check flood_warns grep -q "samples were dropped" "$TMP/flood.err"
+
+# ---- errors ----
+"$KXPROF" record -F 0 -o "$TMP/x.kxp" -- true 2>"$TMP/e1"
+check bad_freq_exit2 [ $? -eq 2 ]
+"$KXPROF" record -F abc -o "$TMP/x.kxp" -- true 2>/dev/null
+check bad_freq_text_exit2 [ $? -eq 2 ]
+"$KXPROF" convert "$TMP/p.kxp" --off-cpu 2>"$TMP/e2"
+check offcpu_alone_exit2 [ $? -eq 2 ]
+"$KXPROF" record --device loop -o "$TMP/nos.kxp" -- "$WL/profile_workload" -s 0.1 >/dev/null 2>&1
+"$KXPROF" convert "$TMP/nos.kxp" --pprof "$TMP/nos.pb.gz" 2>"$TMP/e3"
+rc=$?
+check no_samples_exit1 [ "$rc" -eq 1 ]
+check no_samples_message grep -q "has no CPU samples: record them with -F" "$TMP/e3"
+check no_samples_no_file [ ! -e "$TMP/nos.pb.gz" ]
+
+# ---- KVM: a busy KVM_RUN, where /dev/kvm exists ----
+if [ -c /dev/kvm ]; then
+	"$KXPROF" record -F 999 -o "$TMP/kvm.kxp" -- "$WL/profile_workload" -s 0.3 -- \
+		"$WL/kvm_workload" -t 1 -j 10 -l 50000 >/dev/null 2>&1
+	check kvm_record_exit [ $? -eq 0 ]
+	"$KXPROF" convert "$TMP/kvm.kxp" --folded "$TMP/kvm.folded" >/dev/null
+	check kvm_convert_exit [ $? -eq 0 ]
+	check kvm_driver_frame grep -Eq ";\[kvm\] KVM_RUN;.*(kvm|vcpu|vmx|svm)" "$TMP/kvm.folded"
+	# Across the exec: the spin phase (the workload's image) and KVM_RUN (kvm_workload's).
+	check kvm_exec_both_images grep -q "kxw_heavy" "$TMP/kvm.folded"
+else
+	skip kvm_driver_frame "no /dev/kvm"
+fi
