@@ -105,6 +105,39 @@ check folded_driver_frame grep -q ";ioctl;\[loop\] BLKFLSBUF;.*invalidate" "$TMP
 "$KXPROF" convert "$TMP/p.kxp" --folded - >"$TMP/stdout.folded"
 check folded_stdout cmp -s "$TMP/stdout.folded" "$TMP/p.folded"
 
+# ---- Chrome trace JSON ----
+"$KXPROF" convert "$TMP/p.kxp" --chrome "$TMP/p.json.gz" >/dev/null
+check chrome_exit [ $? -eq 0 ]
+# Each CPU sample an instant on its thread, each off-CPU interval a slice
+# inside the ioctl it blocked in; stackFrames and samples agree with them.
+check chrome_samples python3 -c '
+import gzip,json,sys
+d = json.load(gzip.open(sys.argv[1]))
+r = json.load(open(sys.argv[2]))
+ev = d["traceEvents"]
+inst = [e for e in ev if e.get("cat") == "cpu_sample"]
+off = [e for e in ev if e.get("cat") == "off_cpu"]
+calls = {}
+for e in ev:
+    if e.get("ph") == "X" and str(e.get("cat", "")).startswith("ioctl/"):
+        calls.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+def inside(e):
+    return any(a <= e["ts"] and e["ts"] + e["dur"] <= b + 0.001 for a, b in calls.get(e["tid"], []))
+nested = sum(inside(e) for e in off)
+sf, smp = d["stackFrames"], d["samples"]
+def chain(i):
+    n = []
+    while i is not None:
+        n.append(sf[str(i)]["name"]); i = sf[str(i)].get("parent")
+    return ";".join(reversed(n))
+same = sum(chain(s["sf"]) == e["args"]["stack"] for s, e in zip(smp, inst))
+named = {e["tid"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+print("# %d instants, %d samples (%d same stacks), %d off-CPU slices (%d inside their ioctl), %d stack frames" % (len(inst), len(smp), same, len(off), nested, len(sf)))
+sys.exit(not (len(inst) == r["Profile"]["Samples"] == len(smp) == same
+              and len(off) == r["OffCpuProfile"]["Samples"] and nested == len(off)
+              and any(e["args"].get("driver_call") == "[loop] BLKFLSBUF" for e in inst)
+              and {e["tid"] for e in inst} <= named))' "$TMP/p.json.gz" "$TMP/r.json"
+
 # ---- off-CPU ----
 "$KXPROF" convert "$TMP/p.kxp" --off-cpu --pprof "$TMP/off.pb.gz" --folded "$TMP/off.folded" >/dev/null
 check convert_offcpu_exit [ $? -eq 0 ]

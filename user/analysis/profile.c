@@ -60,8 +60,8 @@ static int raw_eq(const struct raw *a, const struct raw *b)
 	       a->in_call == b->in_call && a->kmode == b->kmode;
 }
 
-/* Counts one sample under its raw key. */
-static void count_sample(struct builder *b, const struct kx_sample_ev *e)
+/* Counts one sample under its raw key; the key's index. */
+static uint32_t count_sample(struct builder *b, const struct kx_sample_ev *e)
 {
 	struct raw k = {
 	        .stack = e->stack,
@@ -88,13 +88,14 @@ static void count_sample(struct builder *b, const struct kx_sample_ev *e)
 		    kx_grow((void **)&b->raw, &b->raw_cap, b->nraw, sizeof(*b->raw)) ||
 		    kx_hmap_add(&b->raw_ix, h, (uint32_t)b->nraw)) {
 			b->oom = 1;
-			return;
+			return 0;
 		}
 		i = b->nraw++;
 		b->raw[i] = k;
 	}
 	b->raw[i].count++;
 	b->raw[i].weight += e->weight;
+	return (uint32_t)i;
 }
 
 /* A name made here, freed with the profile. NULL when out of memory. */
@@ -262,8 +263,9 @@ static uint64_t stack_hash(const struct kx_profile *p, size_t first, size_t dept
 }
 
 /* The stack just appended at fids[first ..] with its key: merged into an
- * equal one (its frames given back) or kept as a new stack. */
-static int add_stack(struct builder *b, const struct raw *r, size_t first, uint32_t call)
+ * equal one (its frames given back) or kept as a new stack; *id gets its index. */
+static int add_stack(struct builder *b, const struct raw *r, size_t first, uint32_t call,
+                     uint32_t *id)
 {
 	struct kx_profile *p = b->p;
 	size_t depth = p->nfids - first, pos = KX_HMAP_START;
@@ -294,6 +296,7 @@ static int add_stack(struct builder *b, const struct raw *r, size_t first, uint3
 	}
 	st->count += r->count;
 	st->weight_ns += p->kind == KX_SAMPLE_OFFCPU ? r->weight : r->count * p->period_ns;
+	*id = (uint32_t)(st - p->stacks);
 	return 0;
 }
 
@@ -301,13 +304,19 @@ static int build(struct builder *b)
 {
 	struct kx_profile *p = b->p;
 	size_t n = kx_samples_count(b->t);
+	uint32_t *raw_stack;
 
+	p->by_sample = malloc((n ? n : 1) * sizeof(*p->by_sample));
+	if (!p->by_sample)
+		return -1;
+	p->nby_sample = n;
 	for (size_t i = 0; i < n && !b->oom; i++) {
 		const struct kx_sample_ev *e = kx_samples_get(b->t, i);
 
+		p->by_sample[i] = UINT32_MAX;
 		if (e->kind != p->kind)
 			continue;
-		count_sample(b, e);
+		p->by_sample[i] = count_sample(b, e); /* the raw key, for now */
 		p->samples++;
 		p->in_calls += e->call_ts != 0;
 		if (!p->start_ns || e->ts < p->start_ns)
@@ -315,13 +324,21 @@ static int build(struct builder *b)
 		if (e->ts > p->end_ns)
 			p->end_ns = e->ts;
 	}
+	raw_stack = malloc((b->nraw ? b->nraw : 1) * sizeof(*raw_stack));
+	if (!raw_stack)
+		b->oom = 1;
 	for (size_t i = 0; i < b->nraw && !b->oom; i++) {
 		size_t first = p->nfids;
 		uint32_t call;
 
-		if (name_frames(b, &b->raw[i], &call) || add_stack(b, &b->raw[i], first, call))
+		if (name_frames(b, &b->raw[i], &call) ||
+		    add_stack(b, &b->raw[i], first, call, &raw_stack[i]))
 			b->oom = 1;
 	}
+	for (size_t i = 0; i < n && !b->oom; i++)
+		if (p->by_sample[i] != UINT32_MAX)
+			p->by_sample[i] = raw_stack[p->by_sample[i]];
+	free(raw_stack);
 	for (size_t i = 0; i < p->nstacks; i++)
 		p->weight_ns += p->stacks[i].weight_ns;
 	return b->oom ? -1 : 0;
@@ -376,6 +393,7 @@ void kx_profile_free(struct kx_profile *p)
 	free(p->frames);
 	free(p->fids);
 	free(p->stacks);
+	free(p->by_sample);
 	free(p);
 }
 

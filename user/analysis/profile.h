@@ -56,7 +56,9 @@ struct kx_profile {
 	uint64_t in_calls;         /* of them, taken inside traced ioctls */
 	uint64_t unknown[2];       /* frames shown as [unknown]: user, kernel (per sample frame) */
 	uint64_t start_ns, end_ns; /* first and last sample (CLOCK_MONOTONIC), 0 with none */
-	char **owned;              /* names made for the profile (freed with it) */
+	uint32_t *by_sample; /* per sample of the store: its stack, UINT32_MAX for other kinds */
+	size_t nby_sample;
+	char **owned; /* names made for the profile (freed with it) */
 	size_t nowned;
 };
 
