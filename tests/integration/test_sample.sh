@@ -159,6 +159,69 @@ if [ "$PPROF_OK" -eq 1 ]; then
 	check pprof_offcpu_type bash -c 'go tool pprof -raw "$1" 2>&1 | grep -q "off_cpu/nanoseconds"' _ "$TMP/off.pb.gz"
 fi
 
+# ---- serve: GET /debug/pprof/profile?seconds=N ----
+# The workload waits on a fifo; serve traces it (-p); the profile is asked
+# for, then the workload is let go inside its window.
+mkfifo "$TMP/go"
+"$WL/profile_workload" -w -s 1.5 -D "$LOOP" -f 1.5 <"$TMP/go" >/dev/null &
+wl=$!
+exec 3>"$TMP/go"
+"$KXPROF" serve --listen 127.0.0.1:0 -p "$wl" --device loop --http-deadline 2 2>"$TMP/serve.err" &
+srv=$!
+for _ in $(seq 100); do grep -q "http://" "$TMP/serve.err" && break; sleep 0.1; done
+port=$(sed -n 's|.*http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/serve.err" | head -n 1)
+check serve_started [ -n "$port" ]
+url="http://127.0.0.1:$port/debug/pprof/profile"
+if [ "$PPROF_OK" -eq 1 ] && [ -n "$port" ]; then
+	# Six seconds, past --http-deadline 2: a profile's own seconds extend it.
+	go tool pprof -traces "$url?seconds=6" >"$TMP/served.txt" 2>"$TMP/served.err" &
+	gp=$!
+	sleep 1.5
+	echo go >&3
+	wait "$gp"
+	check served_pprof_exit [ $? -eq 0 ]
+	check served_fetched grep -q "Fetching profile over HTTP" "$TMP/served.err"
+	check served_unwind python3 "$TRACES" "$TMP/served.txt" unwind kxw_heavy kxw_spin_phase main
+	check served_driver_frame python3 "$TRACES" "$TMP/served.txt" call "[loop] BLKFLSBUF" main invalidate
+	check served_only_pid python3 -c '
+import sys
+pids = {l.split(":", 1)[1].strip() for l in open(sys.argv[1]) if l.strip().startswith("pid:")}
+print("# pids in the served profile:", sorted(pids))
+sys.exit(pids != {sys.argv[2]})' "$TMP/served.txt" "$wl"
+else
+	echo go >&3
+fi
+exec 3>&-
+if [ -n "$port" ]; then
+	for q in "seconds=0" "seconds=61" "seconds=abc" "s=1"; do
+		code=$(curl -s -o "$TMP/q.txt" -w "%{http_code}" "$url?$q")
+		check "served_bad_query_${q%%=*}_$(echo "$q" | tr -dc 'a-z0-9')" [ "$code" = 400 ]
+	done
+	check served_bad_query_says grep -q "bad query" "$TMP/q.txt"
+	# At most two at once: the third is refused at once, not queued.
+	for i in 1 2 3; do
+		curl -s -o /dev/null -w "%{http_code}\n" "$url?seconds=2" >"$TMP/conc.$i" &
+	done
+	wait $(jobs -p | grep -v "^$srv\$" | grep -v "^$wl\$") 2>/dev/null
+	check served_concurrency bash -c 'cat "$1".1 "$1".2 "$1".3 | sort | tr "\n" " " | grep -q "^200 200 429 $"' _ "$TMP/conc"
+	# SIGTERM during a long profile: the profile ends early, serve exits 0 at once.
+	curl -s -o "$TMP/late.pb.gz" -w "%{http_code}" "$url?seconds=30" >"$TMP/late.code" &
+	cpid=$!
+	sleep 1
+	t0=$(date +%s%N)
+	kill -TERM "$srv"
+	wait "$srv"
+	rc=$?
+	t1=$(date +%s%N)
+	wait "$cpid"
+	check served_sigterm_exit [ "$rc" -eq 0 ]
+	check served_sigterm_prompt [ $(((t1 - t0) / 1000000)) -lt 5000 ]
+	check served_sigterm_answered grep -q "^200$" "$TMP/late.code"
+else
+	kill "$srv" 2>/dev/null
+fi
+wait "$wl"
+
 # ---- loss accounting under a sampling flood ----
 max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
 hz=$((max < 20000 ? max : 20000))

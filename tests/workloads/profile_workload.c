@@ -14,6 +14,8 @@
  *           (-Z KiB), a submit-and-wait ioctl: the thread sleeps inside it
  *   exec    -- CMD ARGS: then becomes CMD (same pid), e.g. kvm_workload for a
  *           busy KVM_RUN; CMD prints its own JSON instead of this one
+ * With -w it first waits for a line on its standard input (a tracer
+ * attached to its pid gets ready meanwhile).
  *
  * JSON: workload, pid, tid, spin{seconds, heavy_units, light_units},
  * ioctls{BLKFLSBUF, BLKZEROOUT}, errors, flush_ns{n,min,mean,max},
@@ -122,12 +124,13 @@ static void usage(void)
 {
 	fprintf(stderr,
 	        "usage: profile_workload [-s SECONDS] [-D DEV [-f SECONDS] [-z SECONDS] [-Z KiB]]\n"
-	        "                        [-T SECONDS] [-- CMD ARGS...]\n"
+	        "                        [-T SECONDS] [-w] [-- CMD ARGS...]\n"
 	        "  -s  spin phase: kxw_heavy and kxw_light at 3:1 CPU (default 1)\n"
 	        "  -D  block device (a loop device) for the flush and zero phases\n"
 	        "  -f  flush phase: read DEV through the page cache, then BLKFLSBUF, repeated\n"
 	        "  -z  zero phase: BLKZEROOUT of -Z KiB (default 1024), repeated (sleeps inside)\n"
 	        "  -T  watchdog seconds (default 60, 0 = off)\n"
+	        "  -w  wait for a line on standard input before the first phase\n"
 	        "  --  then exec CMD (its JSON replaces this one)\n");
 	exit(2);
 }
@@ -137,6 +140,7 @@ struct opts {
 	const char *dev;
 	unsigned long long zero_bytes;
 	char **cmd;
+	int wait; /* -w */
 };
 
 static void parse(int argc, char **argv, struct opts *o)
@@ -145,7 +149,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 	o->spin = 1;
 	o->zero_bytes = 1 << 20;
-	while ((c = getopt(argc, argv, "s:D:f:z:Z:T:h")) != -1) {
+	while ((c = getopt(argc, argv, "s:D:f:z:Z:T:wh")) != -1) {
 		switch (c) {
 		case 's':
 			o->spin = parse_secs("-s", optarg);
@@ -164,6 +168,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'T':
 			watchdog(wl_parse_num("-T", optarg, 0, 86400));
+			break;
+		case 'w':
+			o->wait = 1;
 			break;
 		default:
 			usage();
@@ -208,6 +215,12 @@ int main(int argc, char **argv)
 			wl_die("cannot read the size of %s: %s", o.dev, strerror(errno));
 		if (o.zero > 0 && size < o.zero_bytes)
 			wl_die("%s is smaller than -Z", o.dev);
+	}
+	if (o.wait) {
+		char line[16];
+
+		if (!fgets(line, sizeof(line), stdin))
+			wl_die("-w: standard input ended before the go line");
 	}
 	kxw_spin_phase(o.spin);
 	if (o.flush > 0)

@@ -100,12 +100,18 @@ static int share_maps(struct sample_bpf *sk, const struct kx_sampler_maps *m)
 {
 	int e;
 
-	if ((e = bpf_map__reuse_fd(sk->maps.events, m->events)) ||
+	/* events < 0: the sampler keeps its own ring (a profile on demand). */
+	if ((m->events >= 0 && (e = bpf_map__reuse_fd(sk->maps.events, m->events))) ||
 	    (e = bpf_map__reuse_fd(sk->maps.pids, m->pids)) ||
 	    (e = bpf_map__reuse_fd(sk->maps.inflight, m->inflight)))
 		return e;
 	/* Without the session's task storage, ours is made (and never used). */
 	return m->task_call >= 0 ? bpf_map__reuse_fd(sk->maps.task_call, m->task_call) : 0;
+}
+
+static int own_ring(const struct kx_sampler_opts *o)
+{
+	return !o->maps || o->maps->events < 0;
 }
 
 /* Sizes the maps, sets the configuration and picks the programs (before load). */
@@ -115,7 +121,7 @@ static int configure(struct kx_sampler *s, const struct kx_sampler_opts *o)
 	uint32_t rb = ringbuf_size(o->ringbuf_bytes ? o->ringbuf_bytes : KX_RINGBUF_DEFAULT);
 
 	sk->rodata->targ_all = o->all != 0;
-	sk->rodata->wakeup_bytes = o->maps ? o->maps->wakeup_bytes : rb / 4;
+	sk->rodata->wakeup_bytes = own_ring(o) ? rb / 4 : o->maps->wakeup_bytes;
 	sk->rodata->call_btf = s->call_btf;
 	/* Declared by shared.bpf.h for the ioctl capture, unused here. */
 	bpf_map__set_autocreate(sk->maps.devs, false);
@@ -125,9 +131,10 @@ static int configure(struct kx_sampler *s, const struct kx_sampler_opts *o)
 	bpf_program__set_autoload(sk->progs.kx_sample, o->freq_hz > 0);
 	bpf_program__set_autoload(sk->progs.kx_offcpu_btf, o->off_cpu && s->call_btf);
 	bpf_program__set_autoload(sk->progs.kx_offcpu_raw, o->off_cpu && !s->call_btf);
+	if (own_ring(o))
+		bpf_map__set_max_entries(sk->maps.events, rb);
 	if (o->maps)
 		return share_maps(sk, o->maps);
-	bpf_map__set_max_entries(sk->maps.events, rb);
 	bpf_map__set_max_entries(sk->maps.inflight, 1); /* no ioctl capture: never a call */
 	return 0;
 }
@@ -155,7 +162,7 @@ static int load(struct kx_sampler *s, const struct kx_sampler_opts *o, char *err
 		         strerror(-e));
 		return -1;
 	}
-	if (o->maps)
+	if (!own_ring(o))
 		return 0;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 	if (!s->rb) {

@@ -29,7 +29,7 @@ typedef void (*kx_sample_fn)(void *ctx, const struct kx_sample *s);
 
 /* A capture session's maps the sampler uses instead of its own. */
 struct kx_sampler_maps {
-	int events;    /* ring buffer (records go to the session's consumer) */
+	int events;    /* ring buffer (records go to the session's consumer); -1: its own */
 	int pids;      /* traced pid set */
 	int inflight;  /* in-flight calls by tid (bpf/inflight.bpf.h) */
 	int task_call; /* the same in task storage, -1 when the session has none */

@@ -141,12 +141,9 @@ static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, c
 	struct kx_hook *h;
 
 	kx_ioctl_bpf_fds(s->ioctl, &fds);
-	maps = (struct kx_sampler_maps){.events = fds.events,
-	                                .pids = fds.pids,
-	                                .inflight = fds.inflight,
-	                                .task_call = fds.task_call,
-	                                .call_btf = fds.call_btf,
-	                                .wakeup_bytes = fds.wakeup_bytes};
+	kx_session_sampler_maps(s, &maps);
+	maps.events = fds.events;
+	maps.wakeup_bytes = fds.wakeup_bytes;
 	so = (struct kx_sampler_opts){
 	        .freq_hz = o->sample_hz, .off_cpu = o->off_cpu, .all = o->all, .maps = &maps};
 	s->sampler = kx_sampler_open(&so, why, sizeof(why));
@@ -317,6 +314,21 @@ int kx_session_agg_drop(struct kx_session *s, int (*drop)(const struct kx_agg_ke
                         void *ctx)
 {
 	return s->ioctl ? kx_ioctl_agg_drop(s->ioctl, drop, ctx) : 0;
+}
+
+int kx_session_sampler_maps(const struct kx_session *s, struct kx_sampler_maps *m)
+{
+	struct kx_ioctl_bpf_fds fds;
+
+	if (!s->ioctl)
+		return -1;
+	kx_ioctl_bpf_fds(s->ioctl, &fds);
+	*m = (struct kx_sampler_maps){.events = -1,
+	                              .pids = fds.pids,
+	                              .inflight = fds.inflight,
+	                              .task_call = fds.task_call,
+	                              .call_btf = fds.call_btf};
+	return 0;
 }
 
 uint64_t kx_session_stat(struct kx_session *s, unsigned int which)

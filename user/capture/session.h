@@ -63,6 +63,11 @@ int kx_session_agg_read(struct kx_session *s, int take, struct kx_agg_entry **ou
 /* Aggregate mode: resets every key drop(key, ctx) picks; returns how many. */
 int kx_session_agg_drop(struct kx_session *s, int (*drop)(const struct kx_agg_key *, void *),
                         void *ctx);
+struct kx_sampler_maps;
+/* The session's pid set and calls in flight, for a sampler of its own
+ * (its own ring: events -1), e.g. a profile taken on demand. 0, or -1 when
+ * the session is closed. */
+int kx_session_sampler_maps(const struct kx_session *s, struct kx_sampler_maps *m);
 /* One BPF counter (enum kx_stat) summed over CPUs, read now. */
 uint64_t kx_session_stat(struct kx_session *s, unsigned int which);
 /*

@@ -123,24 +123,6 @@ struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks)
 	                        .begin = kxp_begin};
 }
 
-/* The symbolisation figures of the capture, into its trailer. */
-static void sym_facts(struct kx_kxp_sink *ks, struct kx_capinfo *ci)
-{
-	struct kx_symbolizer_stats st;
-	uint64_t *y = ci->samples.syms;
-
-	kx_symcollect_stats(ks->syms, &st);
-	y[KX_SYM_KERNEL_RESOLVED] = st.kernel_resolved;
-	y[KX_SYM_KERNEL_UNKNOWN] = st.kernel_unknown;
-	y[KX_SYM_USER_RESOLVED] = st.user_resolved;
-	y[KX_SYM_USER_UNKNOWN] = st.user_unknown;
-	y[KX_SYM_PROCS] = st.procs;
-	y[KX_SYM_PROCS_MISSED] = st.procs_missed;
-	snprintf(ci->samples.sym_warning, sizeof(ci->samples.sym_warning), "%s",
-	         ks->sym_oom ? "some frames unresolved: out of memory"
-	                     : kx_symcollect_warning(ks->syms));
-}
-
 static void syms_free(struct kx_kxp_sink *ks)
 {
 	kx_symcollect_free(ks->syms);
@@ -163,7 +145,7 @@ int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char 
 		fin = malloc(sizeof(*fin));
 		if (fin) { /* else the trailer goes without the symbol figures */
 			*fin = *ci;
-			sym_facts(ks, fin);
+			kx_symcollect_facts(ks->syms, ks->sym_oom, &fin->samples);
 			ci = fin;
 		}
 	}

@@ -5,11 +5,13 @@
  * scratch buffer first, so its length can precede it.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export/pprof.h"
+#include "model/samples.h"
 #include "util/fdio.h"
 #include "util/hashmap.h"
 #include "util/outfile.h"
@@ -253,7 +255,7 @@ static void samples(struct enc *e, const struct kx_profile *p, const struct kx_s
 
 /* The header fields: value types, times, period, comment. */
 static void header(struct enc *e, const struct kx_profile *p, const struct kx_capinfo *ci,
-                   char *comment)
+                   const char *comment, const char *loss)
 {
 	int cpu = p->kind == KX_SAMPLE_CPU;
 	const char *type = cpu ? "cpu" : "off_cpu";
@@ -271,9 +273,10 @@ static void header(struct enc *e, const struct kx_profile *p, const struct kx_ca
 	value_type(e, P_PERIOD_TYPE, type, "nanoseconds");
 	vfield(&e->out, P_PERIOD, cpu ? p->period_ns : 1);
 	vfield(&e->out, P_DEFAULT_SAMPLE_TYPE, str(e, type));
-	if (ci && ci->hostname[0]) {
+	if (ci && ci->hostname[0])
 		vfield(&e->out, P_COMMENT, str(e, comment));
-	}
+	if (loss[0])
+		vfield(&e->out, P_COMMENT, str(e, loss));
 }
 
 static void string_table(struct enc *e)
@@ -302,17 +305,24 @@ int kx_pprof_encode(const struct kx_profile *p, const struct kx_store *s,
                     const struct kx_capinfo *ci, struct kx_bytes *out)
 {
 	struct enc e = {0};
-	char comment[512] = "";
+	char comment[512] = "", loss[160] = "";
+	uint64_t lost = kx_samples_not_stored(kx_store_samples(s));
 	int rc = -1;
 
 	if (ci)
 		snprintf(comment, sizeof(comment), "kxprof: host %s, kernel %s, %s", ci->hostname,
 		         ci->kernel, ci->cmdline);
+	/* Samples the profile lacks: it says so, pprof shows comments. */
+	if (ci && (ci->samples.dropped || lost))
+		snprintf(loss, sizeof(loss),
+		         "kxprof: %" PRIu64 " samples dropped (ring buffer full), %" PRIu64
+		         " not stored (memory limit)",
+		         ci->samples.dropped, lost);
 	str(&e, ""); /* index 0 */
 	e.frame_map = calloc(p->nframes ? p->nframes : 1, sizeof(*e.frame_map));
 	if (!e.frame_map)
 		goto out;
-	header(&e, p, ci, comment);
+	header(&e, p, ci, comment, loss);
 	mappings(&e, p);
 	frames(&e, p);
 	samples(&e, p, s);

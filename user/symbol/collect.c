@@ -156,6 +156,22 @@ void kx_symcollect_stats(const struct kx_symcollect *c, struct kx_symbolizer_sta
 	kx_symbolizer_stats(c->sz, st);
 }
 
+void kx_symcollect_facts(const struct kx_symcollect *c, int oom, struct kx_sample_info *si)
+{
+	struct kx_symbolizer_stats st;
+	uint64_t *y = si->syms;
+
+	kx_symbolizer_stats(c->sz, &st);
+	y[KX_SYM_KERNEL_RESOLVED] = st.kernel_resolved;
+	y[KX_SYM_KERNEL_UNKNOWN] = st.kernel_unknown;
+	y[KX_SYM_USER_RESOLVED] = st.user_resolved;
+	y[KX_SYM_USER_UNKNOWN] = st.user_unknown;
+	y[KX_SYM_PROCS] = st.procs;
+	y[KX_SYM_PROCS_MISSED] = st.procs_missed;
+	snprintf(si->sym_warning, sizeof(si->sym_warning), "%s",
+	         oom ? "some frames unresolved: out of memory" : kx_symbolizer_warning(c->sz));
+}
+
 void kx_symcollect_free(struct kx_symcollect *c)
 {
 	if (!c)

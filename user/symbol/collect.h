@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/capinfo.h"
 #include "model/sample.h"
 #include "model/symres.h"
 #include "symbol/symbolizer.h"
@@ -38,6 +39,9 @@ int kx_symcollect_resolve(struct kx_symcollect *c);
 /* Why kernel frames will not resolve ("" when they will). */
 const char *kx_symcollect_warning(const struct kx_symcollect *c);
 void kx_symcollect_stats(const struct kx_symcollect *c, struct kx_symbolizer_stats *st);
+/* The symbolisation figures and warning of a capture's sample facts
+ * (oom: some addresses were lost to memory). */
+void kx_symcollect_facts(const struct kx_symcollect *c, int oom, struct kx_sample_info *si);
 void kx_symcollect_free(struct kx_symcollect *c);
 
 #endif /* KX_SYMBOL_COLLECT_H */
