@@ -74,7 +74,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps test unit demo install clean format format-check bench layering ioctl-tables
+.PHONY: all deps test unit demo install clean format format-check bench bench-sampling layering ioctl-tables
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
@@ -174,6 +174,10 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIB)
 
 bench: all $(BENCH_BINS)
 	@tests/bench/run.sh
+
+# The CPU sampling section of the benchmarks alone (no /dev/kvm needed).
+bench-sampling: all
+	@tests/bench/sampling.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

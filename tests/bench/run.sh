@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks (`make bench`; separate from the tests): kxprof's overhead,
 # throughput and export speed, side by side with the hook floor, bpftrace,
-# perf trace and strace. Every comparison runs in this one invocation, the
+# perf trace and strace, and CPU sampling against perf record
+# (tests/bench/sampling.sh). Every comparison runs in this one invocation, the
 # variants alternating round by round; results are medians with min-max.
 # Prints the markdown tables and rewrites tests/bench/RESULTS.md (machine,
 # kernel, date, exact commands, tables, then tests/bench/history.md).
@@ -327,6 +328,11 @@ NSYN=5000000
 "$B/bench/bench_chrome" "$NSYN" "$TMP" >"$TMP/bc.txt" 2>&1
 python3 "$HERE/jget.py" --bench-lines "$TMP/be.txt" "$TMP/bc.txt" >>"$RAW"
 
+# ---- 5. CPU sampling against perf record (tests/bench/sampling.sh) ----
+echo "bench: 5. CPU sampling" >&2
+BENCH_ROUNDS=$ROUNDS BENCH_QUICK=$QUICK BUILD_DIR=$B bash "$HERE/sampling.sh" >"$TMP/sampling.md" ||
+	echo "bench: the sampling section failed" >&2
+
 ELAPSED=$(($(date +%s) - START))
 echo "bench: measured in ${ELAPSED} s" >&2
 
@@ -349,6 +355,7 @@ echo "bench: measured in ${ELAPSED} s" >&2
 	echo "LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$TMP/config"
 python3 "$HERE/report.py" "$RAW" "$TMP/config" "$ROOT" >"$TMP/tables.md" || die "report failed"
+[ -s "$TMP/sampling.md" ] && { echo; cat "$TMP/sampling.md"; } >>"$TMP/tables.md"
 cat "$TMP/tables.md"
 if [ "$QUICK" != 1 ]; then
 	python3 "$HERE/report.py" --machine "$ROOT" >"$TMP/machine.md"

@@ -19,11 +19,12 @@
  *
  * JSON: workload, pid, tid, spin{seconds, heavy_units, light_units},
  * ioctls{BLKFLSBUF, BLKZEROOUT}, errors, flush_ns{n,min,mean,max},
- * zero_ns{n,min,mean,max}.
+ * zero_ns{n,min,mean,max}, cpu_ns (its own user + system time).
  */
 #include <fcntl.h>
 #include <getopt.h>
 #include <linux/fs.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -182,6 +183,17 @@ static void parse(int argc, char **argv, struct opts *o)
 		o->cmd = argv + optind;
 }
 
+/* This process's CPU time so far (user + system), ns. */
+static unsigned long long cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+	       (unsigned long long)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
+
 static void print_json(const struct opts *o, const struct wl_counts *wc, const struct wl_stats *fl,
                        const struct wl_stats *zs)
 {
@@ -193,7 +205,7 @@ static void print_json(const struct opts *o, const struct wl_counts *wc, const s
 	wl_print_stats(stdout, "flush_ns", fl);
 	fputc(',', stdout);
 	wl_print_stats(stdout, "zero_ns", zs);
-	printf("}\n");
+	printf(",\"cpu_ns\":%llu}\n", cpu_ns());
 }
 
 int main(int argc, char **argv)

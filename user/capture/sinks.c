@@ -63,10 +63,16 @@ static void kxp_sample(void *ctx, const struct kx_sample *s)
 {
 	struct kx_kxp_sink *ks = ctx;
 
+	unsigned long long t0;
+
 	if (kx_kxp_add_sample(ks->w, s) != 0 && !ks->write_error)
 		ks->write_error = 1;
-	if (ks->syms && kx_symcollect_sample(ks->syms, s))
+	if (!ks->syms)
+		return;
+	t0 = kx_mono_ns();
+	if (kx_symcollect_sample(ks->syms, s))
 		ks->sym_oom = 1;
+	ks->sym_ns += kx_mono_ns() - t0;
 }
 
 static void kxp_put_sym(void *ctx, const struct kx_symres *r, const struct kx_symres_entry *e)
@@ -80,8 +86,11 @@ static void kxp_put_sym(void *ctx, const struct kx_symres *r, const struct kx_sy
 /* Resolves what the samples since the last call noted, into the file. */
 static void kxp_syms(struct kx_kxp_sink *ks)
 {
+	unsigned long long t0 = kx_mono_ns();
+
 	if (ks->syms && kx_symcollect_resolve(ks->syms))
 		ks->sym_oom = 1;
+	ks->sym_ns += kx_mono_ns() - t0;
 }
 
 static void kxp_tick(void *ctx)
@@ -146,6 +155,7 @@ int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char 
 		if (fin) { /* else the trailer goes without the symbol figures */
 			*fin = *ci;
 			kx_symcollect_facts(ks->syms, ks->sym_oom, &fin->samples);
+			fin->samples.sym_ns = ks->sym_ns;
 			ci = fin;
 		}
 	}

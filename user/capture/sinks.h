@@ -31,7 +31,8 @@ struct kx_kxp_sink {
 	 * resolved at each flush and stored as symbol records. */
 	struct kx_symcollect *syms; /* made at begin when the capture samples */
 	struct kx_symres res;
-	int sym_oom; /* symbols lost to memory (their frames read [unknown]) */
+	int sym_oom;               /* symbols lost to memory (their frames read [unknown]) */
+	unsigned long long sym_ns; /* time spent reading maps and resolving, ns */
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);
 /* Writes the trailer (ci: the stopped session's final facts), closes the

@@ -416,6 +416,10 @@ int kx_proftable_json(const struct kx_profile *p, const struct kx_store *s,
 		        off ? si->off_dropped : si->dropped);
 		if (off)
 			fprintf(f, ", \"NotKept\": %" PRIu64, si->off_noslot);
+		fprintf(f,
+		        ", \"SymbolizeNs\": %" PRIu64 ", \"Processes\": %" PRIu64
+		        ", \"ProcessesMissed\": %" PRIu64,
+		        si->sym_ns, si->syms[KX_SYM_PROCS], si->syms[KX_SYM_PROCS_MISSED]);
 	}
 	fprintf(f, ", \"NotStored\": %" PRIu64,
 	        kx_store_samples(s) ? kx_samples_not_stored(kx_store_samples(s)) : 0);

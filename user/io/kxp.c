@@ -169,6 +169,7 @@ enum {
 	CI_SAMPLE_STACKS = 42, /* u64 per enum kx_stack_loss */
 	CI_SAMPLE_SYMS = 43,   /* u64 per enum kx_sym_stat */
 	CI_SAMPLE_SYM_WARNING = 44,
+	CI_SAMPLE_SYM_NS = 45,
 };
 
 /* ---- little-endian and varint helpers ---- */
@@ -360,6 +361,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_SAMPLE_STACKS, F_U64S, struct kx_capinfo, samples.stacks),
         FLD(CI_SAMPLE_SYMS, F_U64S, struct kx_capinfo, samples.syms),
         FLD(CI_SAMPLE_SYM_WARNING, F_STR, struct kx_capinfo, samples.sym_warning),
+        FLD(CI_SAMPLE_SYM_NS, F_UINT, struct kx_capinfo, samples.sym_ns),
         {0, 0, 0, 0},
 };
 

@@ -64,6 +64,7 @@ struct kx_sample_info {
 	uint64_t off_noslot;                             /* blocked threads not kept (stash full) */
 	uint64_t stacks[KX_STACK_LOSS_MAX];              /* stacks missing or cut */
 	uint64_t syms[KX_SYM_STAT_MAX];                  /* symbolisation (the recorder's) */
+	uint64_t sym_ns;       /* time the recorder spent reading maps and resolving */
 	char sym_warning[160]; /* why kernel frames did not resolve, "" when they did */
 };
 
