@@ -19,6 +19,7 @@
 #include "inflight.bpf.h"
 #include "log2.bpf.h"
 #include "shared.bpf.h"
+#include "counters.bpf.h"
 
 #define S_IFMT              00170000
 #define S_IFCHR             0020000
@@ -430,6 +431,7 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 	}
 	/* Last: the call's time excludes this program's own work. */
 	e->ts = bpf_ktime_get_ns();
+	kx_ctr_enter(tid, e->ts);
 	return 0;
 }
 
@@ -552,6 +554,7 @@ static __always_inline int on_exit(long ret, const bool btf)
 		call_done(v, btf);
 		return 0;
 	}
+	kx_ctr_exit(tgid, tid);
 	if (!v->named) {
 		v->named = 1;
 		name_thread(tgid, tid);
@@ -638,6 +641,7 @@ static __always_inline void on_switch(__u32 prev, __u32 next, bool prev_blocked)
 
 	if (!*(volatile __u64 *)&nr_inflight)
 		return;
+	kx_ctr_switch(prev, next);
 	/* The clock only when a traced thread is involved: most switches are not. */
 	if (prev && prev_blocked) {
 		v = bpf_map_lookup_elem(&inflight, &prev);
@@ -665,6 +669,7 @@ static __always_inline void on_switch_btf(struct task_struct *prev, struct task_
 	struct inflight *v;
 	__u64 now = 0;
 
+	kx_ctr_switch(prev->pid, next->pid);
 	if (prev_blocked) {
 		v = entry_get(prev, 0, true);
 		if (v && v->ts) {

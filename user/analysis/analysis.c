@@ -50,6 +50,11 @@ struct kx_analysis *kx_analysis_build(const struct kx_store *s, const struct kx_
 	an->jobs = jj.jobs;
 	if (an->timeline && !an->jobs)
 		snprintf(err, errlen, "out of memory analysing the device timelines");
+	if (an->timeline && an->jobs) {
+		an->counters = kx_ctrstats_build(s, ci, err, errlen);
+		if (!an->counters && err[0])
+			an->jobs = (kx_jobs_free(an->jobs), NULL);
+	}
 	if (!an->timeline || !an->jobs) {
 		kx_analysis_free(an);
 		return NULL;
@@ -63,6 +68,7 @@ void kx_analysis_free(struct kx_analysis *an)
 		return;
 	kx_jobs_free(an->jobs);
 	kx_timeline_free(an->timeline);
+	kx_ctrstats_free(an->counters);
 	free(an);
 }
 

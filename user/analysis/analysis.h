@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "analysis/ctrstats.h"
 #include "analysis/jobs.h"
 #include "analysis/timeline.h"
 #include "analysis/warnings.h"
@@ -26,7 +27,8 @@ struct kx_analysis {
 	int has_ci;                  /* 0 when built without a capture header */
 	struct kx_jobs *jobs;        /* device timelines, links, memory, anomalies */
 	struct kx_timeline *timeline;
-	struct kx_read_loss loss; /* what reading the record file lost (set by the caller) */
+	struct kx_ctrstats *counters; /* perf counters inside calls, NULL when none */
+	struct kx_read_loss loss;     /* what reading the record file lost (set by the caller) */
 };
 
 /*

@@ -21,7 +21,7 @@ struct kx_consumer {
 	int running;
 	atomic_int stop;
 	/* Written by the consumer thread only; read live by others. */
-	uint64_t ioctls, tasks, jobs, malformed, samples, offcpu;
+	uint64_t ioctls, tasks, jobs, malformed, samples, offcpu, counters;
 };
 
 /* ns -> µs, rounded, saturated at the field's limit. */
@@ -154,6 +154,21 @@ static int on_sample(struct kx_consumer *c, const void *r, size_t size)
 	return 0;
 }
 
+static int on_counters(struct kx_consumer *c, const struct kx_counter_rec *r, size_t size)
+{
+	struct kx_ctr_ev e;
+
+	if (size < sizeof(*r) || r->n > KX_MAX_COUNTERS) {
+		count(&c->malformed);
+		return 0;
+	}
+	kx_ctr_ev_from_rec(r, &e);
+	count(&c->counters);
+	if (c->sink.counters)
+		c->sink.counters(c->sink.ctx, &e);
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct kx_consumer *c = ctx;
@@ -173,6 +188,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	case KX_REC_SAMPLE:
 	case KX_REC_OFFCPU:
 		return on_sample(c, data, size);
+	case KX_REC_COUNTERS:
+		return on_counters(c, data, size);
 	default:
 		count(&c->malformed);
 		return 0;
@@ -278,4 +295,9 @@ uint64_t kx_consumer_samples(const struct kx_consumer *c)
 uint64_t kx_consumer_offcpu(const struct kx_consumer *c)
 {
 	return __atomic_load_n(&c->offcpu, __ATOMIC_RELAXED);
+}
+
+uint64_t kx_consumer_counters(const struct kx_consumer *c)
+{
+	return __atomic_load_n(&c->counters, __ATOMIC_RELAXED);
 }

@@ -14,10 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counters_rec.h" /* bpf/: KX_CSTAT_MAX */
 #include "kxprof.h"
 #include "model/capinfo.h"
 
 struct kx_ioctl_bpf;
+struct kx_counter_list;
 
 #define KX_RINGBUF_DEFAULT (8u << 20) /* bytes */
 
@@ -29,7 +31,11 @@ struct kx_ioctl_bpf_opts {
 	int aggregate;          /* count into the aggregate maps, no ioctl records */
 	int agg_by_pid, agg_by_cgroup;
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
+	/* Perf counters read inside each call (record --counters; not with
+	 * aggregate): opened before load, refused ones noted in the hooks. */
+	const struct kx_counter_list *counters;
 };
+#define KX_CTR_THREADS 16384 /* threads inside traced calls at once whose counters are kept */
 
 /* Map fds other loaders share (job sources write into the same ring; the
  * sampler reads the calls in flight). */
@@ -56,6 +62,8 @@ int kx_ioctl_bpf_set_devices(struct kx_ioctl_bpf *b, const struct kx_device *d, 
                              size_t len);
 /* Sum over CPUs of every counter (enum kx_stat) into sum[KX_STAT_MAX]. */
 void kx_ioctl_bpf_stats(struct kx_ioctl_bpf *b, uint64_t *sum);
+/* Sum over CPUs of the counter records' counters (enum kx_ctr_stat) into sum[KX_CSTAT_MAX]. */
+void kx_ioctl_bpf_ctr_stats(struct kx_ioctl_bpf *b, uint64_t *sum);
 /* One counter summed over CPUs; 0 when unknown. */
 uint64_t kx_ioctl_bpf_stat(struct kx_ioctl_bpf *b, unsigned int which);
 /* Detaches every program (maps stay readable). NULL: nothing to do. */

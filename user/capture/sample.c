@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 
 #include "capture/ioctl.h"
+#include "capture/percpu.h"
 #include "capture/probe.h"
 #include "capture/sample.h"
 #include "sample.skel.h"
@@ -375,21 +376,10 @@ static void detach(struct kx_sampler *s)
 
 static void read_counts(struct kx_sampler *s)
 {
-	uint64_t sum[KX_SSTAT_MAX] = {0};
-	uint64_t *vals = calloc(s->ncpu, sizeof(*vals));
-	int fd = bpf_map__fd(s->skel->maps.sample_stats);
+	uint64_t sum[KX_SSTAT_MAX];
 
-	if (!vals) {
+	if (kx_percpu_sum(bpf_map__fd(s->skel->maps.sample_stats), KX_SSTAT_MAX, sum))
 		fprintf(stderr, "kxprof: out of memory reading the sampling counters\n");
-		return;
-	}
-	for (uint32_t k = 0; k < KX_SSTAT_MAX; k++) {
-		if (bpf_map_lookup_elem(fd, &k, vals) != 0)
-			continue;
-		for (int i = 0; i < s->ncpu; i++)
-			sum[k] += vals[i];
-	}
-	free(vals);
 	s->c.emitted = sum[KX_SSTAT_EMITTED];
 	s->c.dropped = sum[KX_SSTAT_DROPPED];
 	s->c.no_ustack = sum[KX_SSTAT_NO_USTACK];

@@ -71,6 +71,7 @@ static void ioctl_opts(const struct kx_session_opts *o, struct kx_ioctl_bpf_opts
 	        .agg_by_pid = o->agg_by_pid,
 	        .agg_by_cgroup = o->agg_by_cgroup,
 	        .agg_max_keys = o->agg_max_keys,
+	        .counters = o->counters,
 	};
 }
 
@@ -242,6 +243,18 @@ static void read_sample_stats(struct kx_session *s)
 	si->stacks[KX_KSTACK_CUT] = c.kstack_full;
 }
 
+static void read_counter_stats(struct kx_session *s)
+{
+	uint64_t sum[KX_CSTAT_MAX], *st = s->ci.counters.stats;
+
+	kx_ioctl_bpf_ctr_stats(s->ioctl, sum);
+	st[KX_CTR_EMITTED] = sum[KX_CSTAT_EMITTED];
+	st[KX_CTR_DROPPED] = sum[KX_CSTAT_DROPPED];
+	st[KX_CTR_READ_FAIL] = sum[KX_CSTAT_READ_FAIL];
+	st[KX_CTR_NOSLOT] = sum[KX_CSTAT_NOSLOT];
+	st[KX_CTR_RECEIVED] = kx_consumer_counters(s->consumer);
+}
+
 static void read_stats(struct kx_session *s)
 {
 	uint64_t sum[KX_STAT_MAX];
@@ -258,6 +271,8 @@ static void read_stats(struct kx_session *s)
 	s->ci.job_received = kx_consumer_jobs(s->consumer);
 	if (s->sampler)
 		read_sample_stats(s);
+	if (s->ci.counters.names[0])
+		read_counter_stats(s);
 }
 
 int kx_session_stop(struct kx_session *s)

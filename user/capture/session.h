@@ -35,6 +35,8 @@ struct kx_session_opts {
 	/* CPU samples of the traced processes (sink.sample gets them). */
 	uint32_t sample_hz; /* cpu-clock samples per second per CPU; 0: none */
 	int off_cpu;        /* off-CPU intervals of threads blocked inside traced ioctls */
+	/* Perf counters read inside each traced call (sink.counters gets them). */
+	const struct kx_counter_list *counters;
 };
 
 struct kx_session;

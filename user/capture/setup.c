@@ -146,6 +146,7 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->agg_max_keys = o->agg_max_keys;
 	so->sample_hz = o->sample_hz;
 	so->off_cpu = o->off_cpu;
+	so->counters = o->counters;
 	if (o->record_path) {
 		c->rec.path = o->record_path;
 		so->sink = kx_sink_kxp(&c->rec);

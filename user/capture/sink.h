@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "model/capinfo.h"
+#include "model/counter.h"
 #include "model/event.h"
 #include "model/sample.h"
 
@@ -23,6 +24,8 @@ struct kx_sink {
 	void (*job)(void *ctx, const struct kx_job *j);
 	/* CPU samples and off-CPU intervals (frames borrowed for the call). */
 	void (*sample)(void *ctx, const struct kx_sample *s);
+	/* The perf counters of one traced call (record --counters). */
+	void (*counters)(void *ctx, const struct kx_ctr_ev *e);
 	/* Roughly every 100 ms and once after the final drain. */
 	void (*tick)(void *ctx);
 	/* Once in kx_session_start, on the caller's thread, with the session's

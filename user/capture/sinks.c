@@ -5,6 +5,7 @@
 
 #include "capture/clock.h"
 #include "capture/sinks.h"
+#include "model/samples.h"
 
 static void store_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
@@ -26,13 +27,20 @@ static void store_sample(void *ctx, const struct kx_sample *s)
 	kx_store_add_sample(ctx, s);
 }
 
+static void store_counters(void *ctx, const struct kx_ctr_ev *e)
+{
+	if (kx_store_samples(ctx))
+		kx_samples_add_ctr(kx_store_samples(ctx), e);
+}
+
 struct kx_sink kx_sink_store(struct kx_store *store)
 {
 	return (struct kx_sink){.ctx = store,
 	                        .ioctl = store_ioctl,
 	                        .task = store_task,
 	                        .job = store_job,
-	                        .sample = store_sample};
+	                        .sample = store_sample,
+	                        .counters = store_counters};
 }
 
 static void kxp_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -73,6 +81,14 @@ static void kxp_sample(void *ctx, const struct kx_sample *s)
 	if (kx_symcollect_sample(ks->syms, s))
 		ks->sym_oom = 1;
 	ks->sym_ns += kx_mono_ns() - t0;
+}
+
+static void kxp_counters(void *ctx, const struct kx_ctr_ev *e)
+{
+	struct kx_kxp_sink *ks = ctx;
+
+	if (kx_kxp_add_ctr(ks->w, e) != 0 && !ks->write_error)
+		ks->write_error = 1;
 }
 
 static void kxp_put_sym(void *ctx, const struct kx_symres *r, const struct kx_symres_entry *e)
@@ -128,6 +144,7 @@ struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks)
 	                        .task = kxp_task,
 	                        .job = kxp_job,
 	                        .sample = kxp_sample,
+	                        .counters = kxp_counters,
 	                        .tick = kxp_tick,
 	                        .begin = kxp_begin};
 }

@@ -18,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "capture/clock.h"
+#include "capture/counters.h"
 #include "capture/setup.h"
 #include "util/parse.h"
 
@@ -51,7 +52,7 @@ static void record_usage(FILE *f)
 	fprintf(f,
 	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
 	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH]\n"
-	        "                     [-F HZ] [--off-cpu] [-- CMD ARGS...]\n"
+	        "                     [-F HZ] [--off-cpu] [--counters LIST] [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
 	        "                        file and renamed at the end, an existing FILE kept as\n"
 	        "                        FILE.old; devices and the traced command are refused\n"
@@ -70,6 +71,11 @@ static void record_usage(FILE *f)
 	        "                        ioctl a sample was taken in; off by default)\n"
 	        "      --off-cpu         also record where threads blocked inside traced ioctls\n"
 	        "                        waited: their stacks, weighted by the time off the CPU\n"
+	        "      --counters LIST   also count these perf counters inside each traced ioctl,\n"
+	        "                        on the calling thread only (at most 4): cycles,\n"
+	        "                        instructions, cache-misses, page-faults,\n"
+	        "                        context-switches, cpu-migrations, ... (counters this\n"
+	        "                        machine lacks are skipped and reported)\n"
 	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n"
 	        "Stops: SIGINT, SIGTERM, SIGHUP and SIGQUIT stop cleanly (the file is complete);\n"
 	        "SIGUSR1 and SIGUSR2 are ignored. A command still running at a stop (a signal\n"
@@ -82,6 +88,7 @@ struct record_opts {
 	const char *out;
 	double duration; /* seconds, 0: until the command exits or a signal */
 	uint32_t pids[KX_MAX_PIDS];
+	struct kx_counter_list counters;
 	struct kx_devset devices;
 	struct kx_capture_opts cap;
 };
@@ -140,6 +147,11 @@ static int record_opt(struct record_opts *o, int opt)
 	case 'O':
 		o->cap.off_cpu = 1;
 		return 0;
+	case 'C':
+		if (kx_counters_parse(optarg, &o->counters, err, sizeof(err)))
+			break;
+		o->cap.counters = &o->counters;
+		return 0;
 	case 'm':
 		o->cap.mech = optarg;
 		return 0;
@@ -167,6 +179,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"no-jobs", no_argument, NULL, 'J'},
 	        {"freq", required_argument, NULL, 'F'},
 	        {"off-cpu", no_argument, NULL, 'O'},
+	        {"counters", required_argument, NULL, 'C'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -286,6 +299,30 @@ static void record_report_samples(const struct kx_capinfo *ci)
 		        (unsigned long long)si->off_noslot);
 }
 
+/* The counters line (record --counters), what was lost of them, and the
+ * counters this machine refused. */
+static void record_report_counters(const struct kx_capinfo *ci)
+{
+	const uint64_t *st = ci->counters.stats;
+
+	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++)
+		if (!strncmp(ci->hooks[i].name, "counter:", 8) &&
+		    ci->hooks[i].state != KX_HOOK_ATTACHED)
+			fprintf(stderr, "kxprof record: %s skipped: %s\n", ci->hooks[i].name + 8,
+			        ci->hooks[i].why);
+	if (!ci->counters.names[0])
+		return;
+	fprintf(stderr, "kxprof record: counters (%s) of %llu calls, %llu dropped\n",
+	        ci->counters.names, (unsigned long long)st[KX_CTR_RECEIVED],
+	        (unsigned long long)st[KX_CTR_DROPPED]);
+	if (st[KX_CTR_READ_FAIL] || st[KX_CTR_NOSLOT])
+		fprintf(stderr,
+		        "kxprof record: warning: %llu counter readings failed and %llu calls "
+		        "were not measured\n",
+		        (unsigned long long)st[KX_CTR_READ_FAIL],
+		        (unsigned long long)st[KX_CTR_NOSLOT]);
+}
+
 static void record_report(const struct kx_capture *c, const char *out)
 {
 	const struct kx_capinfo *ci = kx_session_capinfo(c->s);
@@ -303,6 +340,7 @@ static void record_report(const struct kx_capture *c, const char *out)
 		        (unsigned long long)ci->dropped);
 	if (ci->samples.hz || ci->samples.off_cpu)
 		record_report_samples(ci);
+	record_report_counters(ci);
 	if (c->rec.write_error)
 		fprintf(stderr,
 		        "kxprof record: warning: writing %s failed during the capture; the "

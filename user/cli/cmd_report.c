@@ -7,6 +7,7 @@
 
 #include "analysis/profile.h"
 #include "cli/cli.h"
+#include "export/ctrtable.h"
 #include "export/proftable.h"
 #include "util/http_get.h"
 #include "io/kxp.h"
@@ -65,6 +66,7 @@ struct report_profiles {
 	struct kx_profile *p[2];
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
+	const struct kx_ctrstats *counters;
 };
 
 static int report_profiles_build(struct report_profiles *rp, const char *path)
@@ -82,12 +84,18 @@ static int report_profiles_build(struct report_profiles *rp, const char *path)
 	return 0;
 }
 
-/* "Profile" and "OffCpuProfile" keys of the report JSON (kinds with samples). */
+/* "Counters", "Profile" and "OffCpuProfile" keys of the report JSON (when
+ * the capture has them). */
 static void report_profiles_json(void *ctx, FILE *f)
 {
 	static const char *const keys[2] = {"Profile", "OffCpuProfile"};
 	struct report_profiles *rp = ctx;
 
+	if (rp->counters) {
+		fputs("  \"Counters\": ", f);
+		kx_ctrtable_json(rp->counters, f);
+		fputs(",\n", f);
+	}
 	for (int i = 0; i < 2; i++) {
 		if (!rp->p[i]->samples)
 			continue;
@@ -197,6 +205,7 @@ int cmd_report(int argc, char **argv)
 	kx_summary_sort(sum, (enum kx_sort_key)sort, ascending);
 	rp.s = store;
 	rp.ci = &ci;
+	rp.counters = an->counters;
 	if (report_profiles_build(&rp, path)) {
 		kx_summary_free(sum);
 		goto out;
@@ -206,6 +215,7 @@ int cmd_report(int argc, char **argv)
 	} else {
 		kx_summary_print_table(sum, stdout,
 		                       (hist ? KX_TABLE_HIST : 0) | (wide ? KX_TABLE_WIDE : 0));
+		kx_ctrtable_print(an->counters, stdout);
 		for (int i = 0; i < 2; i++)
 			if (kx_proftable_print(rp.p[i], store, &ci, stdout))
 				kx_err("out of memory printing the profile");

@@ -567,12 +567,14 @@ static void write_fields(struct wbuf *w, const struct ctx *c, const struct kx_io
 {
 	const uint8_t *arg = kx_store_arg(c->s, e);
 	struct kx_field f[MAX_FIELDS];
-	int nf;
+	int nf = 0;
 
-	if (!arg)
-		return;
-	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg, e->arg_in_len,
-	                          arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
+	if (arg)
+		nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg,
+		                          e->arg_in_len, arg + e->arg_in_len, e->arg_out_len, f,
+		                          MAX_FIELDS);
+	/* Perf counters inside the call (record --counters), as more fields. */
+	nf += kx_ctrstats_fields(c->an->counters, e, f + nf, MAX_FIELDS - nf);
 	for (int i = 0; i < nf; i++) {
 		wb_lit(w, ",");
 		if (reserved_key(f[i].name)) {
@@ -649,7 +651,7 @@ static int write_event(struct wbuf *w, struct ctx *c, const struct kx_ioctl *e, 
 		PUT_LIT(w, ",\"offcpu_us\":");
 		put_u64(w, e->offcpu_us);
 	}
-	if (e->arg_in_len || e->arg_out_len)
+	if (e->arg_in_len || e->arg_out_len || c->an->counters)
 		write_fields(w, c, e);
 	wb_lit(w, "}}");
 	return 0;

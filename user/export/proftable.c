@@ -194,22 +194,22 @@ static void print_head(const struct kx_profile *p, const struct kx_capinfo *ci, 
 		kx_fmt_time(w, sizeof(w), p->weight_ns);
 		fprintf(f,
 		        "Off-CPU profile: %" PRIu64
-		        " intervals blocked inside traced ioctls, %s off the CPU",
+		        " intervals blocked inside traced ioctls, %s off the CPU\n",
 		        p->samples, w);
 		if (si && (si->off_dropped || si->off_noslot))
 			snprintf(lost, sizeof(lost),
-			         "; %" PRIu64 " dropped, %" PRIu64 " not kept (stash full)",
+			         "%" PRIu64 " dropped, %" PRIu64 " not kept (stash full); ",
 			         si->off_dropped, si->off_noslot);
 	} else {
 		fprintf(f, "CPU profile: %" PRIu64 " samples", p->samples);
 		if (p->hz)
 			fprintf(f, " at %u Hz", p->hz);
-		fprintf(f, ", %s inside traced ioctls", share);
+		fprintf(f, ", %s inside traced ioctls\n", share);
 		if (si && si->dropped)
-			snprintf(lost, sizeof(lost), "; %" PRIu64 " dropped (ring buffer full)",
+			snprintf(lost, sizeof(lost), "%" PRIu64 " dropped (ring buffer full); ",
 			         si->dropped);
 	}
-	fprintf(f, "%s; [unknown] frames: %" PRIu64 " user, %" PRIu64 " kernel\n", lost,
+	fprintf(f, "%s[unknown] frames: %" PRIu64 " user, %" PRIu64 " kernel\n", lost,
 	        p->unknown[0], p->unknown[1]);
 	if (si && si->sym_warning[0])
 		fprintf(f, "WARNING: %s\n", si->sym_warning);

@@ -479,12 +479,14 @@ static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint
 {
 	const uint8_t *arg = kx_store_arg(x->s, e);
 	struct kx_field f[MAX_FIELDS];
-	int nf;
+	int nf = 0;
 
-	if (!arg)
-		return p;
-	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg, e->arg_in_len,
-	                          arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
+	if (arg)
+		nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg,
+		                          e->arg_in_len, arg + e->arg_in_len, e->arg_out_len, f,
+		                          MAX_FIELDS);
+	/* Perf counters inside the call (record --counters), as more stats. */
+	nf += kx_ctrstats_fields(x->an->counters, e, f + nf, MAX_FIELDS - nf);
 	for (int i = 0; i < nf; i++) {
 		uint32_t mid = field_stat_id(x, f[i].name, frozen), ref;
 		char hex[24];
@@ -583,7 +585,7 @@ static size_t event_size(struct exporter *x, const struct kx_ioctl *e, size_t id
 			n += stat_size(x->st_flow, flow_value(idx + 1, FLOW_OUT));
 		n += stat_size(x->st_corr, idx + 1);
 	}
-	if (e->arg_off != KX_NO_ARG && kx_store_arg(x->s, e)) {
+	if ((e->arg_off != KX_NO_ARG && kx_store_arg(x->s, e)) || x->an->counters) {
 		uint8_t scratch[EVENT_SCRATCH], *end = put_arg_stats(x, e, scratch, 0);
 
 		if (!end)
@@ -631,7 +633,7 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 			                    flow_value(idx + 1, FLOW_OUT));
 		p = put_stat_varint(p, XEVENT_STATS, x->st_corr, XSTAT_UINT64, idx + 1);
 	}
-	if (e->arg_off == KX_NO_ARG)
+	if (e->arg_off == KX_NO_ARG && !x->an->counters)
 		return p;
 	return put_arg_stats(x, e, p, 1);
 }

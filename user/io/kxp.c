@@ -30,7 +30,8 @@
  *   task (2):  zz ts delta, pid, tid, ppid, what, u8 comm len, comm bytes
  *   job (3):   zz ts delta, src, phase, flags, dev, pid, tid, ctx, seqno,
  *              aux, aux2, u8 ring len, ring bytes
- *   sample (4), off-CPU (5), symbol (6): see io/kxp_samples.h (version 4)
+ *   sample (4), off-CPU (5), symbol (6), counters (7): see io/kxp_samples.h
+ *              (version 4)
  *
  * Damage: a chunk whose header checks out but whose data does not (data
  * CRC, decompression, records) is skipped whole. Bytes that do not start a
@@ -170,6 +171,8 @@ enum {
 	CI_SAMPLE_SYMS = 43,   /* u64 per enum kx_sym_stat */
 	CI_SAMPLE_SYM_WARNING = 44,
 	CI_SAMPLE_SYM_NS = 45,
+	CI_COUNTER_NAMES = 46,
+	CI_COUNTER_STATS = 47, /* u64 per enum kx_ctr_info_stat */
 };
 
 /* ---- little-endian and varint helpers ---- */
@@ -362,6 +365,8 @@ static const struct field capinfo_fields[] = {
         FLD(CI_SAMPLE_SYMS, F_U64S, struct kx_capinfo, samples.syms),
         FLD(CI_SAMPLE_SYM_WARNING, F_STR, struct kx_capinfo, samples.sym_warning),
         FLD(CI_SAMPLE_SYM_NS, F_UINT, struct kx_capinfo, samples.sym_ns),
+        FLD(CI_COUNTER_NAMES, F_STR, struct kx_capinfo, counters.names),
+        FLD(CI_COUNTER_STATS, F_U64S, struct kx_capinfo, counters.stats),
         {0, 0, 0, 0},
 };
 
@@ -856,6 +861,15 @@ int kx_kxp_add_sample(struct kx_kxp_writer *w, const struct kx_sample *s)
 	                  pl, n);
 }
 
+int kx_kxp_add_ctr(struct kx_kxp_writer *w, const struct kx_ctr_ev *e)
+{
+	uint8_t pl[KX_KXP_SAMPLE_MAX];
+
+	if (w->failed)
+		return -1;
+	return add_record(w, KX_KXP_REC_CTR, pl, kx_kxp_enc_ctr(pl, e, &w->ctx.prev_ts));
+}
+
 int kx_kxp_add_sym(struct kx_kxp_writer *w, const struct kx_symres *r,
                    const struct kx_symres_entry *e)
 {
@@ -1175,16 +1189,24 @@ static int decode_job(struct rd *q, struct chunk_ctx *ctx, struct kx_job *j)
 #define DEC_COMMIT 1 /* into the store */
 #define DEC_STASH  2 /* into the slot (room for nrec ioctls and kinds made by the caller) */
 
-/* One sample or symbol payload [p, p + n) of type: checked, and with a
+/* One sample, symbol or counters payload [p, p + n) of type: checked, and with a
  * store put in it. 0; -1 when bad; -2 out of memory (the store counts what
  * its limit refuses). */
 static int late_decode(const uint8_t *p, size_t n, unsigned int type, uint64_t *prev_ts,
                        struct kx_store *store)
 {
 	uint64_t ips[2 * KX_SAMPLE_MAX_DEPTH];
+	struct kx_ctr_ev ce;
 	struct kx_sample s;
 	int rc;
 
+	if (type == KX_KXP_REC_CTR) {
+		if (kx_kxp_dec_ctr(p, n, prev_ts, &ce))
+			return -1;
+		if (store && kx_store_samples(store))
+			kx_samples_add_ctr(kx_store_samples(store), &ce);
+		return 0;
+	}
 	if (type == KX_KXP_REC_SYM) {
 		rc = kx_kxp_dec_sym(p, n, store ? kx_samples_syms(kx_store_samples(store)) : NULL);
 		return rc == -2 ? 0 : rc; /* a name lost to memory: that frame stays unknown */
@@ -1285,7 +1307,7 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 			} else if (mode == DEC_COMMIT && store) {
 				kx_store_add_job(store, &j);
 			}
-		} else if (type >= KX_KXP_REC_SAMPLE && type <= KX_KXP_REC_SYM) {
+		} else if (type >= KX_KXP_REC_SAMPLE && type <= KX_KXP_REC_CTR) {
 			int rc = decode_late(c, &q, type, store, mode);
 
 			if (rc)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "model/capinfo.h"
+#include "model/counter.h"
 #include "model/event.h"
 #include "model/sample.h"
 #include "model/store.h"
@@ -37,6 +38,8 @@ int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t);
 int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j);
 /* A CPU sample or off-CPU interval, its frames as addresses. */
 int kx_kxp_add_sample(struct kx_kxp_writer *w, const struct kx_sample *s);
+/* The counters of one traced call (record --counters). */
+int kx_kxp_add_ctr(struct kx_kxp_writer *w, const struct kx_ctr_ev *e);
 /* A resolved symbol of the table r: the reader puts it in the store's samples. */
 int kx_kxp_add_sym(struct kx_kxp_writer *w, const struct kx_symres *r,
                    const struct kx_symres_entry *e);

@@ -230,3 +230,48 @@ int kx_kxp_dec_sym(const uint8_t *p, size_t n, struct kx_symres *r)
 	nm.known = (int)known;
 	return r && kx_symres_put(r, pid, gen, addr, &nm) ? -2 : 0;
 }
+
+size_t kx_kxp_enc_ctr(uint8_t *out, const struct kx_ctr_ev *e, uint64_t *prev_ts)
+{
+	uint8_t *p = out;
+	uint32_t n = e->n < KX_MAX_COUNTERS ? e->n : KX_MAX_COUNTERS;
+
+	p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(e->ts - *prev_ts)));
+	*prev_ts = e->ts;
+	p = kx_pb_varint(p, e->pid);
+	p = kx_pb_varint(p, e->tid);
+	p = kx_pb_varint(p, n);
+	p = kx_pb_varint(p, e->flags);
+	p = kx_pb_varint(p, e->not_counted);
+	p = kx_pb_varint(p, e->multiplexed);
+	for (uint32_t i = 0; i < n; i++)
+		p = kx_pb_varint(p, e->v[i]);
+	return (size_t)(p - out);
+}
+
+int kx_kxp_dec_ctr(const uint8_t *p, size_t n, uint64_t *prev_ts, struct kx_ctr_ev *e)
+{
+	struct cur c = {p, p + n, 0};
+	uint64_t cnt, flags, nc, mx;
+
+	memset(e, 0, sizeof(*e));
+	e->ts = *prev_ts + (uint64_t)kx_pb_unzigzag(get(&c));
+	e->pid = get32(&c);
+	e->tid = get32(&c);
+	cnt = get(&c);
+	flags = get(&c);
+	nc = get(&c);
+	mx = get(&c);
+	if (c.bad || cnt > KX_MAX_COUNTERS || flags > 0xff || nc > 0xff || mx > 0xff)
+		return -1;
+	e->n = (uint8_t)cnt;
+	e->flags = (uint8_t)flags;
+	e->not_counted = (uint8_t)nc;
+	e->multiplexed = (uint8_t)mx;
+	for (uint32_t i = 0; i < cnt; i++)
+		e->v[i] = get(&c);
+	if (c.bad)
+		return -1;
+	*prev_ts = e->ts;
+	return 0;
+}

@@ -68,6 +68,20 @@ struct kx_sample_info {
 	char sym_warning[160]; /* why kernel frames did not resolve, "" when they did */
 };
 
+/* Counters inside traced calls (record --counters): received + dropped == emitted. */
+enum kx_ctr_info_stat {
+	KX_CTR_EMITTED,   /* counter records tried (one per traced call) */
+	KX_CTR_RECEIVED,  /* received */
+	KX_CTR_DROPPED,   /* lost: the ring buffer was full */
+	KX_CTR_READ_FAIL, /* readings that failed (those calls' values are short) */
+	KX_CTR_NOSLOT,    /* calls not measured: no room for their thread's state */
+	KX_CTR_INFO_MAX
+};
+struct kx_counter_info {
+	char names[128]; /* the counters in each record, comma-separated, in order; "" when none */
+	uint64_t stats[KX_CTR_INFO_MAX];
+};
+
 /* Monotonic -> realtime: realtime_ns = mono_ns + offset_ns (best of several paired reads). */
 struct kx_clock_sync {
 	int64_t offset_ns;
@@ -103,7 +117,8 @@ struct kx_capinfo {
 	uint64_t job_dropped; /* ring buffer full */
 	uint32_t ndrvcalls;
 	struct kx_drvcall_stat drvcalls[KX_DRV_FN_MAX];
-	struct kx_sample_info samples; /* all 0 when not sampled */
+	struct kx_sample_info samples;   /* all 0 when not sampled */
+	struct kx_counter_info counters; /* all 0 without --counters */
 };
 
 /* Appends a hook result (NULL when the table is full); why is the caller's to fill. */

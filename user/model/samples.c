@@ -27,6 +27,8 @@ struct kx_samples {
 	struct comm_ent *comms;
 	size_t ncomms, comms_cap;
 	struct kx_hmap by_tid; /* tid -> index in comms */
+	struct kx_ctr_ev *ctr; /* counters per traced call */
+	size_t nctr, ctr_cap;
 	uint64_t not_stored;
 	uint64_t kinds[3]; /* samples stored per kind */
 	struct kx_symres syms;
@@ -51,6 +53,7 @@ void kx_samples_free(struct kx_samples *t)
 	free(t->stacks);
 	free(t->frames);
 	free(t->comms);
+	free(t->ctr);
 	kx_hmap_free(&t->by_hash);
 	kx_hmap_free(&t->by_tid);
 	kx_symres_free(&t->syms);
@@ -271,4 +274,24 @@ struct kx_symres *kx_samples_syms(struct kx_samples *t)
 const struct kx_symres *kx_samples_syms_const(const struct kx_samples *t)
 {
 	return &t->syms;
+}
+
+int kx_samples_add_ctr(struct kx_samples *t, const struct kx_ctr_ev *e)
+{
+	if (room(t, (void **)&t->ctr, &t->ctr_cap, t->nctr, 1, sizeof(*t->ctr))) {
+		t->not_stored++;
+		return -1;
+	}
+	t->ctr[t->nctr++] = *e;
+	return 0;
+}
+
+size_t kx_samples_nctr(const struct kx_samples *t)
+{
+	return t->nctr;
+}
+
+const struct kx_ctr_ev *kx_samples_ctr(const struct kx_samples *t, size_t i)
+{
+	return i < t->nctr ? &t->ctr[i] : NULL;
 }

@@ -1,8 +1,9 @@
 /*
- * The samples of a capture: CPU samples and off-CPU intervals (model/sample.h)
- * with their stacks interned (a stack that repeats is kept once), the latest
- * name of each sampled thread, and the resolved symbols of the addresses the
- * stacks use (symbol/resolved.h's table, filled by whoever symbolised them:
+ * The perf-event data of a capture: CPU samples and off-CPU intervals
+ * (model/sample.h) with their stacks interned (a stack that repeats is kept
+ * once), the latest name of each sampled thread, the counters read inside
+ * traced calls (model/counter.h), and the resolved symbols of the addresses
+ * the stacks use (symbol/resolved.h's table, filled by whoever symbolised them:
  * the recorder, or the record file's reader). Bounded: every allocation is
  * charged to the owner's budget first (the event store's limit); a sample
  * that does not fit is counted, never half stored. Single writer, readers
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/counter.h"
 #include "model/sample.h"
 
 /* Charges (bytes > 0) or gives back (bytes < 0) memory: 0, or -1 when a
@@ -55,6 +57,11 @@ uint64_t kx_samples_of_kind(const struct kx_samples *t, unsigned int kind);
 const char *kx_samples_comm(const struct kx_samples *t, uint32_t tid);
 /* Sets tid's name (readers: names come with the samples). 0, or -1 as above. */
 int kx_samples_set_comm(struct kx_samples *t, uint32_t tid, const char *comm);
+
+/* Counters of one traced call. 0, or -1 when the budget refused it (counted). */
+int kx_samples_add_ctr(struct kx_samples *t, const struct kx_ctr_ev *e);
+size_t kx_samples_nctr(const struct kx_samples *t);
+const struct kx_ctr_ev *kx_samples_ctr(const struct kx_samples *t, size_t i);
 
 struct kx_symres;
 /* The resolved symbols of the stacks' addresses (filled by the owner). */
