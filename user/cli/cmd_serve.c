@@ -52,7 +52,7 @@ struct conn {
 	struct conn *prev, *next;
 	int fd;            /* its socket; valid until the close notification */
 	uint64_t start_ns; /* accept or end of the previous response, monotonic ns */
-	uint64_t extra_ns; /* a CPU profile's own seconds, on top of the deadline */
+	int waiting;       /* the server is working on its answer (a CPU profile): not cut */
 	int cut;           /* shut down for its deadline */
 };
 
@@ -346,16 +346,21 @@ static const char index_page[] =
 /* One profile request: suspended until its profile's thread is done. */
 struct prof_req {
 	struct MHD_Connection *c;
+	struct serve *sv;
+	struct conn *k;      /* its socket context, kept while it waits */
 	unsigned int status; /* of the answer: 200, or why not */
 	struct kx_bytes body;
 	char err[320];
 };
+
+static void profile_waiting(struct prof_req *r, int waiting);
 
 /* The profile's thread: keeps the result, wakes the connection. */
 static void profile_done(void *ctx, int rc, struct kx_bytes *body, const char *err)
 {
 	struct prof_req *r = ctx;
 
+	profile_waiting(r, 0);
 	r->status = rc ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_OK;
 	r->body = *body;
 	snprintf(r->err, sizeof(r->err), "%s\n", err);
@@ -396,18 +401,17 @@ static enum MHD_Result profile_answer(struct MHD_Connection *c, struct prof_req 
 	return rc;
 }
 
-/* Gives the connection's deadline the profile's seconds. */
-static void profile_deadline(struct serve *sv, struct MHD_Connection *c, uint32_t secs)
+/* The deadline stops while the server works on the answer (the client is not
+ * the slow one then) and starts again when the answer is ready. */
+static void profile_waiting(struct prof_req *r, int waiting)
 {
-	const union MHD_ConnectionInfo *i =
-	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct conn *k = i ? i->socket_context : NULL;
-
-	if (!k)
+	if (!r->k)
 		return;
-	pthread_mutex_lock(&sv->lock);
-	k->extra_ns = (uint64_t)secs * 1000000000ULL;
-	pthread_mutex_unlock(&sv->lock);
+	pthread_mutex_lock(&r->sv->lock);
+	r->k->waiting = waiting;
+	if (!waiting)
+		r->k->start_ns = kx_mono_ns();
+	pthread_mutex_unlock(&r->sv->lock);
 }
 
 /* GET /debug/pprof/profile?seconds=N: the connection waits suspended while
@@ -415,6 +419,7 @@ static void profile_deadline(struct serve *sv, struct MHD_Connection *c, uint32_
 static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, void **con_cls)
 {
 	const char *q[2] = {NULL, NULL}; /* seconds, an unknown parameter */
+	const union MHD_ConnectionInfo *conn;
 	struct prof_req *r = *con_cls;
 	char why[256];
 	uint32_t secs;
@@ -438,14 +443,18 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 	if (!r)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	r->c = c;
+	r->sv = sv;
+	conn = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	r->k = conn ? conn->socket_context : NULL;
 	*con_cls = r;
-	profile_deadline(sv, c, secs);
+	profile_waiting(r, 1);
 	/* Suspended first: the profile's thread may finish at once. */
 	MHD_suspend_connection(c);
 	rc = kx_cpuprof_start(sv->prof, secs, profile_done, r, why, sizeof(why) - 1);
 	if (rc) {
 		r->status = rc == -2 ? MHD_HTTP_TOO_MANY_REQUESTS : MHD_HTTP_SERVICE_UNAVAILABLE;
 		snprintf(r->err, sizeof(r->err), "%s\n", why);
+		profile_waiting(r, 0);
 		MHD_resume_connection(c);
 	}
 	return MHD_YES;
@@ -541,7 +550,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	pthread_mutex_lock(&sv->lock);
 	k->start_ns = kx_mono_ns();
-	k->extra_ns = 0;
 	pthread_mutex_unlock(&sv->lock);
 }
 
@@ -552,7 +560,7 @@ static void cut_late(struct serve *sv, uint64_t now)
 
 	pthread_mutex_lock(&sv->lock);
 	for (struct conn *k = sv->conns.next; k != &sv->conns; k = k->next)
-		if (!k->cut && now - k->start_ns >= sv->deadline_ns + k->extra_ns) {
+		if (!k->cut && !k->waiting && now - k->start_ns >= sv->deadline_ns) {
 			shutdown(k->fd, SHUT_RDWR);
 			k->cut = 1;
 			n++;

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/fields.h"
 #include "analysis/flows.h"
 #include "export/chrome.h"
 #include "export/chrome_samples.h"
@@ -565,16 +566,8 @@ static int reserved_key(const char *k)
 /* Decoded argument fields, as more members of the event's args. */
 static void write_fields(struct wbuf *w, const struct ctx *c, const struct kx_ioctl *e)
 {
-	const uint8_t *arg = kx_store_arg(c->s, e);
 	struct kx_field f[MAX_FIELDS];
-	int nf = 0;
-
-	if (arg)
-		nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg,
-		                          e->arg_in_len, arg + e->arg_in_len, e->arg_out_len, f,
-		                          MAX_FIELDS);
-	/* Perf counters inside the call (record --counters), as more fields. */
-	nf += kx_ctrstats_fields(c->an->counters, e, f + nf, MAX_FIELDS - nf);
+	int nf = kx_event_fields(c->an, e, f, MAX_FIELDS);
 	for (int i = 0; i < nf; i++) {
 		wb_lit(w, ",");
 		if (reserved_key(f[i].name)) {
@@ -651,7 +644,7 @@ static int write_event(struct wbuf *w, struct ctx *c, const struct kx_ioctl *e, 
 		PUT_LIT(w, ",\"offcpu_us\":");
 		put_u64(w, e->offcpu_us);
 	}
-	if (e->arg_in_len || e->arg_out_len || c->an->counters)
+	if (kx_event_has_fields(c->an, e))
 		write_fields(w, c, e);
 	wb_lit(w, "}}");
 	return 0;

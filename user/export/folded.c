@@ -2,13 +2,11 @@
  * Folded stacks (see folded.h): each stack's line is built, equal lines
  * (stacks of different threads of one name) are merged, the lines sorted.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export/folded.h"
-#include "util/fdio.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 #include "util/outfile.h"
@@ -129,8 +127,7 @@ int kx_folded_write(const struct kx_profile *p, const struct kx_store *s, const 
 {
 	struct lines ls = {0};
 	struct kx_bytes b = {0};
-	struct kx_outfile of;
-	int e = 0;
+	int e;
 
 	if (build(p, s, &ls)) {
 		snprintf(err, len, "%s: out of memory", path);
@@ -151,16 +148,7 @@ int kx_folded_write(const struct kx_profile *p, const struct kx_store *s, const 
 		free(b.p);
 		return -1;
 	}
-	if (kx_outfile_open(&of, path, KX_OUT_STDOUT, err, len)) {
-		free(b.p);
-		return -1;
-	}
-	e = kx_write_all(of.fd, b.p, b.len);
+	e = kx_outfile_write(path, KX_OUT_STDOUT, b.p, b.len, err, len);
 	free(b.p);
-	if (e) {
-		snprintf(err, len, "cannot write %s: %s", path, strerror(e));
-		kx_outfile_abort(&of);
-		return -1;
-	}
-	return kx_outfile_commit(&of, err, len);
+	return e;
 }

@@ -4,7 +4,6 @@
  * proto/profile.proto), then gzipped. Each sub-message is encoded into a
  * scratch buffer first, so its length can precede it.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,6 @@
 
 #include "export/pprof.h"
 #include "model/samples.h"
-#include "util/fdio.h"
 #include "util/hashmap.h"
 #include "util/outfile.h"
 #include "util/pbwire.h"
@@ -339,24 +337,14 @@ int kx_pprof_write(const struct kx_profile *p, const struct kx_store *s,
                    const struct kx_capinfo *ci, const char *path, char *err, size_t len)
 {
 	struct kx_bytes b = {0};
-	struct kx_outfile of;
-	int e;
+	int rc;
 
 	if (kx_pprof_encode(p, s, ci, &b)) {
 		snprintf(err, len, "%s: out of memory encoding the profile", path);
 		free(b.p);
 		return -1;
 	}
-	if (kx_outfile_open(&of, path, 0, err, len)) {
-		free(b.p);
-		return -1;
-	}
-	e = kx_write_all(of.fd, b.p, b.len);
+	rc = kx_outfile_write(path, 0, b.p, b.len, err, len);
 	free(b.p);
-	if (e) {
-		snprintf(err, len, "cannot write %s: %s", path, strerror(e));
-		kx_outfile_abort(&of);
-		return -1;
-	}
-	return kx_outfile_commit(&of, err, len);
+	return rc;
 }

@@ -1,47 +1,8 @@
 /* The record file's sample and symbol records (layout: kxp_samples.h). */
 #include <string.h>
 
+#include "io/kxp_bytes.h"
 #include "io/kxp_samples.h"
-#include "util/pbwire.h"
-
-/* Bounded cursor: an overrun or an out-of-range value sets bad. */
-struct cur {
-	const uint8_t *p, *end;
-	int bad;
-};
-
-static uint64_t get(struct cur *c)
-{
-	return kx_pb_read_varint(&c->p, c->end, &c->bad);
-}
-
-static uint32_t get32(struct cur *c)
-{
-	uint64_t v = get(c);
-
-	if (v > UINT32_MAX)
-		c->bad = 1;
-	return (uint32_t)v;
-}
-
-static const uint8_t *get_bytes(struct cur *c, size_t n)
-{
-	const uint8_t *p = c->p;
-
-	if ((size_t)(c->end - c->p) < n) {
-		c->bad = 1;
-		return NULL;
-	}
-	c->p += n;
-	return p;
-}
-
-static uint8_t *put_u32le(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-	return p + 4;
-}
 
 size_t kx_kxp_enc_sample(uint8_t *out, const struct kx_sample *s, uint64_t *prev_ts)
 {
@@ -65,7 +26,8 @@ size_t kx_kxp_enc_sample(uint8_t *out, const struct kx_sample *s, uint64_t *prev
 	/* A call starts at or before the sample: the distance plus one, 0 for none. */
 	p = kx_pb_varint(p, s->call.ts && s->call.ts <= s->ts_ns ? s->ts_ns - s->call.ts + 1 : 0);
 	if (s->call.ts && s->call.ts <= s->ts_ns) {
-		p = put_u32le(p, s->call.cmd);
+		put_le32(p, s->call.cmd);
+		p += 4;
 		p = kx_pb_varint(p, s->call.dev);
 		p = kx_pb_varint(p, s->call.xfer_cmd);
 		*p++ = (uint8_t)s->call.fkind;
@@ -83,10 +45,8 @@ size_t kx_kxp_enc_sample(uint8_t *out, const struct kx_sample *s, uint64_t *prev
 }
 
 /* The call fields after a present call's distance. */
-static void dec_call(struct cur *c, struct kx_sample *s, uint64_t dist)
+static void dec_call(struct rd *c, struct kx_sample *s, uint64_t dist)
 {
-	const uint8_t *cmd;
-
 	memset(&s->call, 0, sizeof(s->call));
 	if (!dist)
 		return;
@@ -95,46 +55,43 @@ static void dec_call(struct cur *c, struct kx_sample *s, uint64_t dist)
 		return;
 	}
 	s->call.ts = s->ts_ns - (dist - 1);
-	cmd = get_bytes(c, 4);
-	s->call.cmd = cmd ? (uint32_t)cmd[0] | (uint32_t)cmd[1] << 8 | (uint32_t)cmd[2] << 16 |
-	                              (uint32_t)cmd[3] << 24
-	                  : 0;
-	s->call.dev = get32(c);
-	s->call.xfer_cmd = get32(c);
-	s->call.fkind = c->p < c->end ? *c->p++ : (c->bad = 1, 0);
-	s->call.drv = c->p < c->end ? *c->p++ : (c->bad = 1, 0);
+	s->call.cmd = rd_le32(c);
+	s->call.dev = rd_varint32(c);
+	s->call.xfer_cmd = rd_varint32(c);
+	s->call.fkind = rd_u8(c);
+	s->call.drv = rd_u8(c);
 }
 
 int kx_kxp_dec_sample(const uint8_t *p, size_t n, unsigned int type, uint64_t *prev_ts,
                       struct kx_sample *s, uint64_t *ips)
 {
-	struct cur c = {p, p + n, 0};
+	struct rd c = {p, p + n, 0};
 	const uint8_t *comm;
 	uint64_t prev = 0, v;
 	uint8_t clen;
 
 	memset(s, 0, sizeof(*s));
 	s->kind = type == KX_KXP_REC_OFFCPU ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU;
-	s->ts_ns = *prev_ts + (uint64_t)kx_pb_unzigzag(get(&c));
-	s->weight_ns = get(&c);
-	s->pid = get32(&c);
-	s->tid = get32(&c);
-	s->exec_id = get32(&c);
-	s->cpu = get32(&c);
-	v = get(&c);
-	clen = c.p < c.end ? *c.p++ : 0;
-	comm = get_bytes(&c, clen);
+	s->ts_ns = *prev_ts + (uint64_t)kx_pb_unzigzag(rd_varint(&c));
+	s->weight_ns = rd_varint(&c);
+	s->pid = rd_varint32(&c);
+	s->tid = rd_varint32(&c);
+	s->exec_id = rd_varint32(&c);
+	s->cpu = rd_varint32(&c);
+	v = rd_varint(&c);
+	clen = rd_u8(&c);
+	comm = rd_bytes(&c, clen);
 	if (c.bad || v > 0xffff || clen >= KX_COMM_LEN || s->cpu > 0xffff)
 		return -1;
 	s->flags = (uint16_t)v;
 	memcpy(s->comm, comm, clen);
-	dec_call(&c, s, get(&c));
-	s->nk = get32(&c);
-	s->nu = get32(&c);
+	dec_call(&c, s, rd_varint(&c));
+	s->nk = rd_varint32(&c);
+	s->nu = rd_varint32(&c);
 	if (c.bad || s->nk > KX_SAMPLE_MAX_DEPTH || s->nu > KX_SAMPLE_MAX_DEPTH)
 		return -1;
 	for (uint32_t i = 0; i < s->nk + s->nu; i++) {
-		prev += (uint64_t)kx_pb_unzigzag(get(&c));
+		prev += (uint64_t)kx_pb_unzigzag(rd_varint(&c));
 		ips[i] = prev;
 	}
 	if (c.bad)
@@ -185,9 +142,9 @@ size_t kx_kxp_enc_sym(uint8_t *out, const struct kx_symres *r, const struct kx_s
 }
 
 /* A stored string: copied out NUL-terminated into buf (room KX_KXP_SYM_STR + 1). */
-static void get_str(struct cur *c, char *buf)
+static void get_str(struct rd *c, char *buf)
 {
-	uint64_t n = get(c);
+	uint64_t n = rd_varint(c);
 	const uint8_t *s;
 
 	buf[0] = 0;
@@ -195,7 +152,7 @@ static void get_str(struct cur *c, char *buf)
 		c->bad = 1;
 		return;
 	}
-	s = get_bytes(c, (size_t)n);
+	s = rd_bytes(c, (size_t)n);
 	if (!s)
 		return;
 	memcpy(buf, s, (size_t)n);
@@ -208,17 +165,17 @@ int kx_kxp_dec_sym(const uint8_t *p, size_t n, struct kx_symres *r)
 {
 	static __thread char fn[KX_KXP_SYM_STR + 1], mod[KX_KXP_SYM_STR + 1],
 	        bid[KX_KXP_SYM_STR + 1];
-	struct cur c = {p, p + n, 0};
+	struct rd c = {p, p + n, 0};
 	struct kx_symres_names nm;
 	uint32_t pid, gen;
 	uint64_t addr, known;
 
-	pid = get32(&c);
-	gen = get32(&c);
-	addr = get(&c);
-	nm.offset = get(&c);
-	nm.mod_offset = get(&c);
-	known = get(&c);
+	pid = rd_varint32(&c);
+	gen = rd_varint32(&c);
+	addr = rd_varint(&c);
+	nm.offset = rd_varint(&c);
+	nm.mod_offset = rd_varint(&c);
+	known = rd_varint(&c);
 	get_str(&c, fn);
 	get_str(&c, mod);
 	get_str(&c, bid);
@@ -251,17 +208,17 @@ size_t kx_kxp_enc_ctr(uint8_t *out, const struct kx_ctr_ev *e, uint64_t *prev_ts
 
 int kx_kxp_dec_ctr(const uint8_t *p, size_t n, uint64_t *prev_ts, struct kx_ctr_ev *e)
 {
-	struct cur c = {p, p + n, 0};
+	struct rd c = {p, p + n, 0};
 	uint64_t cnt, flags, nc, mx;
 
 	memset(e, 0, sizeof(*e));
-	e->ts = *prev_ts + (uint64_t)kx_pb_unzigzag(get(&c));
-	e->pid = get32(&c);
-	e->tid = get32(&c);
-	cnt = get(&c);
-	flags = get(&c);
-	nc = get(&c);
-	mx = get(&c);
+	e->ts = *prev_ts + (uint64_t)kx_pb_unzigzag(rd_varint(&c));
+	e->pid = rd_varint32(&c);
+	e->tid = rd_varint32(&c);
+	cnt = rd_varint(&c);
+	flags = rd_varint(&c);
+	nc = rd_varint(&c);
+	mx = rd_varint(&c);
 	if (c.bad || cnt > KX_MAX_COUNTERS || flags > 0xff || nc > 0xff || mx > 0xff)
 		return -1;
 	e->n = (uint8_t)cnt;
@@ -269,7 +226,7 @@ int kx_kxp_dec_ctr(const uint8_t *p, size_t n, uint64_t *prev_ts, struct kx_ctr_
 	e->not_counted = (uint8_t)nc;
 	e->multiplexed = (uint8_t)mx;
 	for (uint32_t i = 0; i < cnt; i++)
-		e->v[i] = get(&c);
+		e->v[i] = rd_varint(&c);
 	if (c.bad)
 		return -1;
 	*prev_ts = e->ts;
