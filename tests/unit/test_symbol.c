@@ -6,7 +6,8 @@
  * process's image, a child's addresses still resolve after it exited,
  * kernel functions resolve through /proc/kallsyms (module names, hidden
  * addresses said), the build id matches the one in memory, unresolvable
- * addresses are [unknown] with their module and counted, and the storable
+ * addresses are [unknown] with their module and counted, an exited
+ * child's empty maps read as no mappings, and the storable
  * table survives a store and reload (and refuses a broken one).
  */
 #include <elf.h>
@@ -107,6 +108,24 @@ static int own_mapping(uint64_t addr, struct kx_procmap *out)
 	}
 	kx_procmaps_free(m, n);
 	return hit ? 0 : -1;
+}
+
+/* An exited, unreaped child's maps file reads empty: no mappings, no error. */
+static void test_zombie_maps(void)
+{
+	struct kx_procmap *m = NULL;
+	size_t n = 99;
+	char err[200];
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	CHECK(pid > 0);
+	usleep(100 * 1000);
+	CHECK(kx_procmaps_read(pid, &m, &n, err, sizeof(err)) == 0);
+	CHECK_EQ_U(n, 0);
+	kx_procmaps_free(m, n);
+	waitpid(pid, NULL, 0);
 }
 
 static void test_pie_offsets(void)
@@ -518,6 +537,7 @@ int main(void)
 	kxt_sym_beta(1);
 	RUN(test_own_functions);
 	RUN(test_libc_function);
+	RUN(test_zombie_maps);
 	RUN(test_pie_offsets);
 	RUN(test_build_id);
 	RUN(test_vdso);

@@ -128,7 +128,8 @@ static int rows(struct kx_ctrstats *cs, const struct kx_store *s)
 	}
 	kx_hmap_free(&ix);
 	cs->unmatched = kx_samples_nctr(cs->t) - matched;
-	qsort(cs->rows, cs->nrows, sizeof(*cs->rows), by_cat_calls);
+	if (cs->nrows > 1)
+		qsort(cs->rows, cs->nrows, sizeof(*cs->rows), by_cat_calls);
 	return rc;
 }
 

@@ -137,6 +137,13 @@ static void tables_free(struct tables *t)
 	free(t->order);
 }
 
+/* qsort, which must not be handed an empty list's null pointer. */
+static void sort_some(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(v, n, size, cmp);
+}
+
 static int tables_build(struct tables *t, const struct kx_profile *p)
 {
 	t->seen = calloc(p->nframes ? p->nframes : 1, sizeof(*t->seen));
@@ -150,11 +157,11 @@ static int tables_build(struct tables *t, const struct kx_profile *p)
 	if (t->oom)
 		return -1;
 	sort_p = p;
-	qsort(t->order, p->nstacks, sizeof(*t->order), by_stack_value);
-	qsort(t->fn.f, t->fn.n, sizeof(*t->fn.f), by_self);
-	qsort(t->procs.f, t->procs.n, sizeof(*t->procs.f), by_total);
-	qsort(t->calls.f, t->calls.n, sizeof(*t->calls.f), by_total);
-	qsort(t->under.f, t->under.n, sizeof(*t->under.f), by_self);
+	sort_some(t->order, p->nstacks, sizeof(*t->order), by_stack_value);
+	sort_some(t->fn.f, t->fn.n, sizeof(*t->fn.f), by_self);
+	sort_some(t->procs.f, t->procs.n, sizeof(*t->procs.f), by_total);
+	sort_some(t->calls.f, t->calls.n, sizeof(*t->calls.f), by_total);
+	sort_some(t->under.f, t->under.n, sizeof(*t->under.f), by_self);
 	return 0;
 }
 
