@@ -42,7 +42,8 @@ fi
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (it loads BPF programs and traces /dev/kvm)"
 [ -c /dev/kvm ] || die "needs /dev/kvm"
-for f in "$KX" "$FLOOD" "$KVMW" "$FLOOR" "$B/bench/bench_export" "$B/bench/bench_chrome"; do
+for f in "$KX" "$FLOOD" "$KVMW" "$FLOOR" "$B/bench/bench_export" "$B/bench/bench_chrome" \
+	"$B/bench/bench_annotate"; do
 	[ -x "$f" ] || die "$f missing: run make bench"
 done
 scripts/install-deps.sh || die "missing dependencies (scripts/install-deps.sh)"
@@ -328,8 +329,13 @@ NSYN=5000000
 "$B/bench/bench_chrome" "$NSYN" "$TMP" >"$TMP/bc.txt" 2>&1
 python3 "$HERE/jget.py" --bench-lines "$TMP/be.txt" "$TMP/bc.txt" >>"$RAW"
 
-# ---- 5. CPU sampling against perf record (tests/bench/sampling.sh) ----
-echo "bench: 5. CPU sampling" >&2
+# ---- 5. annotations: what a call of libkxprof_annotate.so costs ----
+echo "bench: 5. annotations" >&2
+"$B/bench/bench_annotate" -r "$ROUNDS" >>"$RAW" 2>"$TMP/ba.err" ||
+	echo "bench: bench_annotate failed: $(head -c 300 "$TMP/ba.err")" >&2
+
+# ---- 6. CPU sampling against perf record (tests/bench/sampling.sh) ----
+echo "bench: 6. CPU sampling" >&2
 BENCH_ROUNDS=$ROUNDS BENCH_QUICK=$QUICK BUILD_DIR=$B bash "$HERE/sampling.sh" >"$TMP/sampling.md" ||
 	echo "bench: the sampling section failed" >&2
 

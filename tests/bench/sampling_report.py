@@ -47,7 +47,7 @@ def main():
         "kxprof-999": "**kxprof record -F 999**",
         "perf-999": "perf record -e cpu-clock -F 999 -g",
     }
-    print("## 5. CPU sampling: kxprof record -F against perf record -F -g\n")
+    print("## 6. CPU sampling: kxprof record -F against perf record -F -g\n")
     print("Workload `%s -s %s -D /dev/loopN -f %s`: %s s of user-space spinning, then %s s of "
           "BLKFLSBUF kept busy in the kernel; work done per second, medians of %s alternating "
           "rounds (min–max). *Cost* is the work lost against the untraced runs of this "

@@ -55,7 +55,12 @@ struct kx_analysis *kx_analysis_build(const struct kx_store *s, const struct kx_
 		if (!an->counters && err[0])
 			an->jobs = (kx_jobs_free(an->jobs), NULL);
 	}
-	if (!an->timeline || !an->jobs) {
+	if (an->timeline && an->jobs) {
+		an->ranges = kx_ranges_build(s, ci, an->timeline, an->jobs);
+		if (!an->ranges)
+			snprintf(err, errlen, "out of memory analysing the annotation ranges");
+	}
+	if (!an->timeline || !an->jobs || !an->ranges) {
 		kx_analysis_free(an);
 		return NULL;
 	}
@@ -67,6 +72,7 @@ void kx_analysis_free(struct kx_analysis *an)
 	if (!an)
 		return;
 	kx_jobs_free(an->jobs);
+	kx_ranges_free(an->ranges);
 	kx_timeline_free(an->timeline);
 	kx_ctrstats_free(an->counters);
 	free(an);
@@ -76,6 +82,7 @@ void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx
 {
 	kx_capture_warnings(an->ci, kx_store_not_stored(an->store), fn, ctx);
 	kx_jobs_warnings(an->jobs, fn, ctx);
+	kx_ranges_warnings(an->ranges, fn, ctx);
 	kx_timeline_warnings(an->timeline, fn, ctx);
 	kx_read_loss_warnings(&an->loss, fn, ctx);
 }

@@ -37,6 +37,9 @@ struct kx_session_opts {
 	int off_cpu;        /* off-CPU intervals of threads blocked inside traced ioctls */
 	/* Perf counters read inside each traced call (sink.counters gets them). */
 	const struct kx_counter_list *counters;
+	/* Annotations (capture/annotate.h): the probes of every copy of
+	 * libkxprof_annotate.so the traced processes map, now or later. */
+	int annotate;
 };
 
 struct kx_session;
@@ -70,6 +73,8 @@ struct kx_sampler_maps;
  * (its own ring: events -1), e.g. a profile taken on demand. 0, or -1 when
  * the session is closed. */
 int kx_session_sampler_maps(const struct kx_session *s, struct kx_sampler_maps *m);
+/* 1 when the annotation probes are loaded (opts.annotate and they could be). */
+int kx_session_annotating(const struct kx_session *s);
 /* One BPF counter (enum kx_stat) summed over CPUs, read now. */
 uint64_t kx_session_stat(struct kx_session *s, unsigned int which);
 /*

@@ -66,6 +66,8 @@ struct kx_capture_opts {
 	uint32_t sample_hz; /* cpu-clock samples per second per CPU (record -F); 0: none */
 	int off_cpu;        /* off-CPU intervals inside traced ioctls (record --off-cpu) */
 	const struct kx_counter_list *counters; /* perf counters inside calls (--counters) */
+	int annotate;            /* annotation probes (a launched command waits for them, see
+	                            KX_ANN_WAIT_ENV) */
 	const char *record_path; /* stream into this record file (sink is then ignored) */
 	struct kx_sink sink;     /* where events go otherwise; NULL callbacks are skipped */
 	const char *cmdline; /* what is traced, for the record header; NULL: from argv, -a, -p */

@@ -33,6 +33,11 @@ static void store_counters(void *ctx, const struct kx_ctr_ev *e)
 		kx_samples_add_ctr(kx_store_samples(ctx), e);
 }
 
+static void store_annot(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
+{
+	kx_store_add_ann(ctx, a, name, cat);
+}
+
 struct kx_sink kx_sink_store(struct kx_store *store)
 {
 	return (struct kx_sink){.ctx = store,
@@ -40,7 +45,8 @@ struct kx_sink kx_sink_store(struct kx_store *store)
 	                        .task = store_task,
 	                        .job = store_job,
 	                        .sample = store_sample,
-	                        .counters = store_counters};
+	                        .counters = store_counters,
+	                        .annot = store_annot};
 }
 
 static void kxp_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -109,6 +115,14 @@ static void kxp_syms(struct kx_kxp_sink *ks)
 	ks->sym_ns += kx_mono_ns() - t0;
 }
 
+static void kxp_annot(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
+{
+	struct kx_kxp_sink *ks = ctx;
+
+	if (kx_kxp_add_ann(ks->w, a, name, cat) != 0 && !ks->write_error)
+		ks->write_error = 1;
+}
+
 static void kxp_tick(void *ctx)
 {
 	struct kx_kxp_sink *ks = ctx;
@@ -145,6 +159,7 @@ struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks)
 	                        .job = kxp_job,
 	                        .sample = kxp_sample,
 	                        .counters = kxp_counters,
+	                        .annot = kxp_annot,
 	                        .tick = kxp_tick,
 	                        .begin = kxp_begin};
 }

@@ -22,8 +22,8 @@
 #include "model/store.h"
 #include "model/symres.h"
 
-/* 4: sample and symbol records; 3 (numbered chunks), 2 (zstd chunks) and
- * 1 (zlib) are still read. */
+/* 4: annotation, sample, counter and symbol records; 3 (numbered chunks),
+ * 2 (zstd chunks) and 1 (zlib) are still read. */
 #define KX_KXP_VERSION 4
 
 struct kx_kxp_writer;
@@ -43,6 +43,10 @@ int kx_kxp_add_ctr(struct kx_kxp_writer *w, const struct kx_ctr_ev *e);
 /* A resolved symbol of the table r: the reader puts it in the store's samples. */
 int kx_kxp_add_sym(struct kx_kxp_writer *w, const struct kx_symres *r,
                    const struct kx_symres_entry *e);
+/* name and cat: PUSH, MARK, START (NULL: ""); at most KX_ANN_NAME_MAX - 1 and
+ * KX_ANN_CAT_MAX - 1 bytes kept. */
+int kx_kxp_add_ann(struct kx_kxp_writer *w, const struct kx_ann *a, const char *name,
+                   const char *cat);
 /* Writes the pending chunk now (e.g. once a second so a crash loses little). */
 int kx_kxp_flush(struct kx_kxp_writer *w);
 /* Flushes, writes the trailer with ci, renames the file into place (an
