@@ -1,5 +1,6 @@
 /* Safe outputs: temporary file, rename when complete, NAME.old, refusals. */
 #include "util/outfile.h"
+#include "util/fdio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -263,4 +264,21 @@ int kx_outfile_commit(struct kx_outfile *o, char *err, size_t len)
 	o->tmp[0] = '\0';
 	slot_drop(o);
 	return 0;
+}
+
+int kx_outfile_write(const char *path, unsigned int flags, const void *p, size_t n, char *err,
+                     size_t len)
+{
+	struct kx_outfile o;
+	int e;
+
+	if (kx_outfile_open(&o, path, flags, err, len))
+		return -1;
+	e = kx_write_all(o.fd, p, n);
+	if (e) {
+		snprintf(err, len, "cannot write %s: %s", path, strerror(e));
+		kx_outfile_abort(&o);
+		return -1;
+	}
+	return kx_outfile_commit(&o, err, len);
 }
