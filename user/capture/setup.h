@@ -86,6 +86,11 @@ struct kx_capture {
 
 /* Opens the session, adds the pid set, launches the command held before exec
  * and adds its pid. 0, or -1 with err (kx_capture_close still needed). */
+/* The record file o names (record_path) is one kxprof may write: a regular
+ * file or a new path, not empty, not the command to run (util/outfile).
+ * 0, or -1 with err. kx_capture_open checks it too. */
+int kx_capture_check_output(const struct kx_capture_opts *o, char *err, size_t len);
+
 int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len);
 /* Starts the session (the record file is created with its start clock), then
  * releases the command. 0; -1 with err; or 127/126 when the command cannot

@@ -154,6 +154,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
+	char err[512];
 	int opt, rc;
 
 	o->out = "kxprof.kxp";
@@ -184,6 +185,11 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 		return 2;
 	}
 	o->cap.record_path = o->out;
+	/* An output kxprof will not write is a bad option value, like a bad --device. */
+	if (kx_capture_check_output(&o->cap, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 2;
+	}
 	return 0;
 }
 
