@@ -22,8 +22,9 @@
  *          ioctl (block requests queued, issued and completed inside it; the
  *          caller sleeps until they are done).
  *   flush  BLKFLSBUF after reading the whole device through the page cache:
- *          the call spends its time on the CPU, dropping the cached pages
- *          (needs CAP_SYS_ADMIN).
+ *          the call drops the cached pages (needs CAP_SYS_ADMIN); on 6.18 it
+ *          also waits for lru_add_drain_all's per-CPU work, so it is mostly
+ *          off the CPU too. BLKGETSIZE64 (-g) is the call that stays on it.
  * -g N adds N BLKGETSIZE64 calls from the main thread while the jobs run;
  * -i USEC pauses each job thread that long between its jobs (outside the
  * ioctl), to make a long-running workload.
@@ -424,7 +425,7 @@ static void usage(void)
 	        "  -t  job threads (default 0: no jobs; at most 64)\n"
 	        "  -j  jobs per thread, one ioctl each (default 10)\n"
 	        "  -k  job kind: zero (BLKZEROOUT, submit and wait; default) or flush\n"
-	        "      (read the device, then BLKFLSBUF: busy on the CPU; needs root)\n"
+	        "      (read the device, then BLKFLSBUF: drops the cache; needs root)\n"
 	        "  -z  KiB zeroed per job (default 64)\n"
 	        "  -g  BLKGETSIZE64 calls from the main thread while the jobs run\n"
 	        "  -i  pause between a thread's jobs, in microseconds (default 0)\n"
