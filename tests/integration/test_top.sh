@@ -66,9 +66,19 @@ echo \$? >"$TMP/rc"
 date +%s%N >"$TMP/exittime"
 stty -g >"$TMP/after"
 EOF
+# drawn FILE: wait (up to 30 s) until top has drawn its first screen into the
+# typescript FILE: it has attached and handles keys and signals (a sanitizer
+# build on a loaded machine takes seconds to get there).
+drawn() {
+	for _ in $(seq 1 300); do
+		grep -q 'DEVICE' "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
 # Keys go through script's stdin to the pty: 'p', 's', 'r', then 'q'.
-{ sleep 1.2; printf 'psr'; sleep 0.5; printf 'q'; date +%s%N >"$TMP/qtime"; sleep 3; } |
-	timeout 20 script -qfec "bash $TMP/inner.sh" "$TMP/typescript" >/dev/null 2>&1
+{ drawn "$TMP/typescript"; sleep 0.5; printf 'psr'; sleep 0.8; printf 'q'; date +%s%N >"$TMP/qtime"; sleep 3; } |
+	timeout 60 script -qfec "bash $TMP/inner.sh" "$TMP/typescript" >/dev/null 2>&1
 check interactive_exit_0 test "$(cat "$TMP/rc" 2>/dev/null)" = 0
 check interactive_quits_fast test $((($(cat "$TMP/exittime") - $(cat "$TMP/qtime")) / 1000000)) -lt 1000
 check interactive_restores_termios cmp -s "$TMP/before" "$TMP/after"
@@ -80,12 +90,14 @@ check interactive_per_process_key grep -q 'PID *COMM' "$TMP/typescript"
 cat >"$TMP/inner2.sh" <<EOF
 stty -g >"$TMP/before2"
 "$KXPROF" top ${ACCEL_DEV[*]} -i 0.3 &
-sleep 1
+for _ in \$(seq 1 300); do grep -q DEVICE "$TMP/typescript2" && break; sleep 0.1; done
 kill -TERM \$!
 wait \$!
 echo \$? >"$TMP/rc2"
 stty -g >"$TMP/after2"
 EOF
-{ sleep 4; } | timeout 20 script -qfec "bash $TMP/inner2.sh" "$TMP/typescript2" >/dev/null 2>&1
+# stdin stays open until the inner script is done
+{ for _ in $(seq 1 600); do [ -s "$TMP/rc2" ] && break; sleep 0.1; done; } |
+	timeout 60 script -qfec "bash $TMP/inner2.sh" "$TMP/typescript2" >/dev/null 2>&1
 check sigterm_exit_0 test "$(cat "$TMP/rc2" 2>/dev/null)" = 0
 check sigterm_restores_termios cmp -s "$TMP/before2" "$TMP/after2"

@@ -381,6 +381,27 @@ fail:
 	return NULL;
 }
 
+/* WL_THREADS threads running fn on fd (the VM, or the loop device), joined;
+ * the first thread that failed says why in r->err. */
+static void run_threads(struct wl_result *r, void *(*fn)(void *), int fd, size_t run_size)
+{
+	for (unsigned int i = 0; i < WL_THREADS; i++) {
+		r->t[i].vm_fd = fd;
+		r->t[i].run_size = run_size;
+		r->t[i].id = i;
+		if (pthread_create(&r->t[i].th, NULL, fn, &r->t[i]) != 0) {
+			snprintf(r->t[i].err, sizeof(r->t[i].err), "pthread_create failed");
+			r->t[i].th = 0;
+		}
+	}
+	for (unsigned int i = 0; i < WL_THREADS; i++)
+		if (r->t[i].th)
+			pthread_join(r->t[i].th, NULL);
+	for (unsigned int i = WL_THREADS; i-- > 0;)
+		if (r->t[i].err[0])
+			snprintf(r->err, sizeof(r->err), "thread %u: %s", i, r->t[i].err);
+}
+
 /* Runs the KVM workload; returns NULL or what failed. */
 static const char *run_kvm_workload(struct wl_result *r)
 {
@@ -419,21 +440,7 @@ static const char *run_kvm_workload(struct wl_result *r)
 		snprintf(r->err, sizeof(r->err), "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
 		goto out;
 	}
-	for (unsigned int i = 0; i < WL_THREADS; i++) {
-		r->t[i].vm_fd = vm;
-		r->t[i].run_size = (size_t)run_size;
-		r->t[i].id = i;
-		if (pthread_create(&r->t[i].th, NULL, vcpu_main, &r->t[i]) != 0) {
-			snprintf(r->t[i].err, sizeof(r->t[i].err), "pthread_create failed");
-			r->t[i].th = 0;
-		}
-	}
-	for (unsigned int i = 0; i < WL_THREADS; i++)
-		if (r->t[i].th)
-			pthread_join(r->t[i].th, NULL);
-	for (unsigned int i = 0; i < WL_THREADS; i++)
-		if (r->t[i].err[0])
-			snprintf(r->err, sizeof(r->err), "vcpu %u: %s", i, r->t[i].err);
+	run_threads(r, vcpu_main, vm, (size_t)run_size);
 out:
 	if (mem != MAP_FAILED)
 		munmap(mem, GUEST_SIZE);
@@ -529,20 +536,7 @@ static const char *run_loop_workload(struct wl_result *r)
 		close(fd);
 		return r->err;
 	}
-	for (unsigned int i = 0; i < WL_THREADS; i++) {
-		r->t[i].vm_fd = fd;
-		r->t[i].id = i;
-		if (pthread_create(&r->t[i].th, NULL, zero_main, &r->t[i]) != 0) {
-			snprintf(r->t[i].err, sizeof(r->t[i].err), "pthread_create failed");
-			r->t[i].th = 0;
-		}
-	}
-	for (unsigned int i = 0; i < WL_THREADS; i++)
-		if (r->t[i].th)
-			pthread_join(r->t[i].th, NULL);
-	for (unsigned int i = 0; i < WL_THREADS; i++)
-		if (r->t[i].err[0])
-			snprintf(r->err, sizeof(r->err), "thread %u: %s", i, r->t[i].err);
+	run_threads(r, zero_main, fd, 0);
 	wl_ioctl(&r->main_wc, "LOOP_CLR_FD", fd, LOOP_CLR_FD, 0);
 	close(fd);
 	return r->err[0] ? r->err : NULL;
