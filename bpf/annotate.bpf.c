@@ -7,7 +7,10 @@
  * POP or END record says when its range began; what cannot be paired or
  * recorded is counted in ann_stats. Names are copied at the call, bounded.
  * The ring buffer and the pid set are declared as in the ioctl object
- * (shared.bpf.h), so user space can point them at a session's.
+ * (shared.bpf.h), so user space can point them at a session's. A uprobe
+ * on the dynamic loader's debugger hook tells user space, on ann_notes,
+ * when a traced process has mapped new objects, so new copies of the
+ * library get their probes attached.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -59,6 +62,20 @@ struct {
 	__type(value, __u64);
 } ann_ranges SEC(".maps");
 
+/* Library loads of traced processes (struct kx_ann_note), for the attacher. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} ann_notes SEC(".maps");
+
+/* Threads already named by a task record of this object. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} ann_named SEC(".maps");
+
 static __always_inline void ann_stat(__u32 which)
 {
 	__u64 *v = bpf_map_lookup_elem(&ann_stats, &which);
@@ -72,6 +89,35 @@ static __always_inline bool ann_traced(__u64 pid_tgid)
 	__u32 tgid = pid_tgid >> 32;
 
 	return targ_all || bpf_map_lookup_elem(&pids, &tgid);
+}
+
+/* The first annotation of a thread names it (a task record, as an ioctl's
+ * first does; counted in the shared stats with the other task records). */
+static __always_inline void name_thread(__u64 pid_tgid)
+{
+	__u32 tid = (__u32)pid_tgid;
+	struct kx_task_rec *t;
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&ann_named, &tid))
+		return;
+	bpf_map_update_elem(&ann_named, &tid, &one, BPF_ANY);
+	stat_inc(KX_STAT_TASK_EMITTED);
+	t = bpf_ringbuf_reserve(&events, sizeof(*t), 0);
+	if (!t) {
+		stat_inc(KX_STAT_TASK_DROPPED);
+		return;
+	}
+	t->hdr.type = KX_REC_TASK;
+	t->hdr.size = sizeof(*t);
+	t->hdr.cpu = bpf_get_smp_processor_id();
+	t->ts = bpf_ktime_get_ns();
+	t->pid = pid_tgid >> 32;
+	t->tid = tid;
+	t->ppid = 0;
+	t->what = KX_TASK_SEEN;
+	bpf_get_current_comm(t->comm, sizeof(t->comm));
+	bpf_ringbuf_submit(t, submit_flags());
 }
 
 /* Copies a user string into dst (size bytes); returns flags to add. */
@@ -158,6 +204,7 @@ int BPF_USDT(ann_push, __u64 name, __u64 cat)
 
 	if (!ann_traced(pid_tgid))
 		return 0;
+	name_thread(pid_tgid);
 	ts = bpf_ktime_get_ns();
 	t = thread_state((__u32)pid_tgid);
 	if (!t) {
@@ -220,6 +267,7 @@ int BPF_USDT(ann_mark, __u64 name, __u64 cat)
 
 	if (!ann_traced(pid_tgid))
 		return 0;
+	name_thread(pid_tgid);
 	r = rec_new(KX_ANN_MARK, pid_tgid, bpf_ktime_get_ns(), true);
 	if (!r)
 		return 0;
@@ -239,6 +287,7 @@ int BPF_USDT(ann_start, __u64 id, __u64 name, __u64 cat)
 
 	if (!ann_traced(pid_tgid))
 		return 0;
+	name_thread(pid_tgid);
 	ts = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&ann_ranges, &k, &ts, BPF_ANY)) {
 		ann_stat(KX_ANN_STAT_RANGES_FULL);
@@ -262,6 +311,7 @@ int BPF_USDT(ann_end, __u64 id)
 
 	if (!ann_traced(pid_tgid))
 		return 0;
+	name_thread(pid_tgid);
 	ts = bpf_ktime_get_ns();
 	b = bpf_map_lookup_elem(&ann_ranges, &k);
 	if (!b) {
@@ -276,6 +326,29 @@ int BPF_USDT(ann_end, __u64 id)
 	r->id = id;
 	r->begin = begin;
 	rec_send(r);
+	return 0;
+}
+
+/* On the dynamic loader's _dl_debug_state (r_brk): a traced process mapped
+ * new objects; user space attaches the probes of new copies of the library
+ * before it goes on far (the library waits for that when asked to). */
+SEC("uprobe")
+int ann_loaded(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct kx_ann_note *n;
+
+	(void)ctx;
+	if (!ann_traced(pid_tgid))
+		return 0;
+	n = bpf_ringbuf_reserve(&ann_notes, sizeof(*n), 0);
+	if (!n) {
+		ann_stat(KX_ANN_STAT_NOTES_LOST);
+		return 0;
+	}
+	n->pid = pid_tgid >> 32;
+	n->tid = (__u32)pid_tgid;
+	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

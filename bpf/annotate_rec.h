@@ -21,6 +21,14 @@
 /* The library's probes: provider and names, in probe order. */
 #define KX_ANN_PROVIDER "kxprof"
 
+/*
+ * Set by a tracer in the environment of a program it launches:
+ * "TRACER_PID:MAX_MS". Each copy of the library the program (or a child)
+ * loads then holds its constructor until its probes are attached, for at
+ * most MAX_MS, and not once TRACER_PID is gone.
+ */
+#define KX_ANN_WAIT_ENV "KXPROF_ANNOTATE_WAIT"
+
 enum kx_ann_what {
 	KX_ANN_PUSH = 1, /* a thread range began: name, category, depth */
 	KX_ANN_POP,      /* the thread's innermost range ended: begin, depth */
@@ -67,7 +75,20 @@ enum kx_ann_stat {
 	KX_ANN_STAT_THREADS_FULL,   /* pushes lost: the per-thread state map was full */
 	KX_ANN_STAT_RANGES_FULL,    /* starts lost: the open cross-thread range map was full */
 	KX_ANN_STAT_NAME_FAULT,     /* names or categories that could not be read */
+	KX_ANN_STAT_NOTES_LOST,     /* library loads of traced processes not reported: the
+	                               notes ring was full (a rescan finds their copies) */
 	KX_ANN_STAT_MAX,
+};
+
+/*
+ * A traced process finished mapping libraries (the dynamic loader's
+ * debugger hook, _dl_debug_state, after a start-up load or a dlopen, before
+ * the new objects' constructors run): user space scans it for copies of
+ * the library. Sent on the ann_notes ring, not the events ring.
+ */
+struct kx_ann_note {
+	unsigned int pid; /* tgid */
+	unsigned int tid;
 };
 
 #endif /* KXPROF_ANNOTATE_H_BPF */

@@ -17,6 +17,8 @@
  *                           are counted, not stored
  *   KXPROF_VERBOSE=1        libbpf diagnostics, and one stderr line per session with
  *                           its event and drop counts
+ *   KXPROF_NO_ANNOTATIONS=1 no annotation ranges (the probes of libkxprof_annotate.so,
+ *                           which the session otherwise attaches in this process)
  *
  * Without the privilege to load BPF, with no device to trace or when the
  * session cannot be opened, the plugin is inactive for that session and says
@@ -189,7 +191,8 @@ static void freeze_xspace(TF_Status *status)
 	char err[512];
 	int rc = -1;
 
-	if (kx_store_ioctl_count(g.store) == 0 && g.ci.dropped == 0 && g.ci.not_stored == 0)
+	if (kx_store_ioctl_count(g.store) == 0 && kx_store_ann_count(g.store) == 0 &&
+	    g.ci.dropped == 0 && g.ci.not_stored == 0 && g.ci.ann.dropped == 0)
 		return;
 	an = kx_analysis_build(g.store, &g.ci, err, sizeof(err));
 	if (an)
@@ -250,6 +253,9 @@ static void open_session(void)
 	o.verbose = env_flag("KXPROF_VERBOSE");
 	o.sink = kx_sink_store(g.store);
 	o.cmdline = cmdline;
+	/* Annotation ranges of this process (libkxprof_annotate.so, NVTX) nest
+	 * with its ioctls on TensorFlow's thread rows. */
+	o.annotate = !env_flag("KXPROF_NO_ANNOTATIONS");
 	memset(&g.cap, 0, sizeof(g.cap));
 	if (kx_capture_open(&g.cap, &o, err, sizeof(err)) != 0) {
 		inactive(err, "set KXPROF_VERBOSE=1 for libbpf's diagnostics");
@@ -291,10 +297,11 @@ static void kx_tf_stop(const TP_Profiler *profiler, TF_Status *status)
 	freeze_xspace(status);
 	if (env_flag("KXPROF_VERBOSE"))
 		fprintf(stderr,
-		        "kxprof: TensorFlow profiler session: %zu ioctl events, %llu dropped "
-		        "(ring buffer full), %llu not stored (store limit), XSpace %zu bytes, "
-		        "attach %s\n",
-		        kx_store_ioctl_count(g.store), (unsigned long long)g.ci.dropped,
+		        "kxprof: TensorFlow profiler session: %zu ioctl events, %zu annotation "
+		        "events, %llu dropped (ring buffer full), %llu not stored (store limit), "
+		        "XSpace %zu bytes, attach %s\n",
+		        kx_store_ioctl_count(g.store), kx_store_ann_count(g.store),
+		        (unsigned long long)(g.ci.dropped + g.ci.ann.dropped),
 		        (unsigned long long)g.ci.not_stored, g.xspace_len,
 		        kx_session_mech(g.cap.s));
 	/* Nothing stays attached or allocated between sessions. */

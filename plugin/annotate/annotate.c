@@ -8,18 +8,25 @@
  *   kxprof:range_start(id, name, category)   kxprof:range_end(id)
  * name and category are C strings; category is 0 when there is none.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
 
+#include "annotate_rec.h" /* bpf/: KX_ANN_NAME_MAX, KX_ANN_WAIT_ENV */
 #include "kxprof_annotate.h"
 
-/* Bytes of a name kxprof keeps (bpf/annotate_rec.h KX_ANN_NAME_MAX). */
-#define NAME_KEEP 96
+/* Bytes of a name kxprof keeps. */
+#define NAME_KEEP    KX_ANN_NAME_MAX
+#define WAIT_MAX_MS  10000 /* the longest hold KX_ANN_WAIT_ENV may ask for */
+#define WAIT_STEP_NS 200000
 
 /*
  * One semaphore per probe: the kernel raises it while a uprobe with a
@@ -50,8 +57,59 @@ static pthread_key_t id_key;
 static uint64_t id_tag = ID_TAG_NONE;
 static _Atomic uint64_t id_seq;
 
+static int all_attached(void)
+{
+	return kxprof_range_push_semaphore && kxprof_range_pop_semaphore && kxprof_mark_semaphore &&
+	       kxprof_range_start_semaphore && kxprof_range_end_semaphore;
+}
+
+/*
+ * A tracer that launched this program asks (KX_ANN_WAIT_ENV
+ * "TRACER_PID:MAX_MS") that this copy wait here, before the program can
+ * annotate, until the tracer has attached its probes: it notices the new
+ * copy when the dynamic loader maps it, before constructors run. The wait
+ * ends when every probe is attached, the tracer is gone, or MAX_MS passed.
+ */
+static void wait_for_tracer(void)
+{
+	const char *v = getenv(KX_ANN_WAIT_ENV);
+	struct timespec step = {0, WAIT_STEP_NS}, now, end;
+	long pid, ms;
+	char *p;
+
+	if (!v || all_attached())
+		return;
+	pid = strtol(v, &p, 10);
+	if (pid <= 0 || *p != ':')
+		return;
+	ms = strtol(p + 1, &p, 10);
+	if (*p || ms <= 0)
+		return;
+	if (ms > WAIT_MAX_MS)
+		ms = WAIT_MAX_MS;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000 + (end.tv_nsec + ms % 1000 * 1000000L) / 1000000000L;
+	end.tv_nsec = (end.tv_nsec + ms % 1000 * 1000000L) % 1000000000L;
+	while (!all_attached()) {
+		if (kill((pid_t)pid, 0) && errno == ESRCH)
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)) {
+			fprintf(stderr,
+			        "kxprof_annotate: the tracer (pid %ld) did not attach this copy's "
+			        "probes within %ld ms: going on; its annotations are not traced "
+			        "(a copy stripped of its probe notes cannot be)\n",
+			        pid, ms);
+			return;
+		}
+		nanosleep(&step, NULL);
+	}
+}
+
 __attribute__((constructor)) static void id_init(void)
 {
+	wait_for_tracer();
 	if (pthread_key_create(&id_key, NULL) == 0 && id_key < ID_TAG_NONE - 1) {
 		id_tag = (uint64_t)id_key + 1;
 		return;

@@ -3,15 +3,18 @@
  * call of libkxprof_annotate.so: untraced (the semaphore branch), traced by
  * kxprof (uprobe, BPF program, ring buffer record, drained by a reader
  * thread), and probes attached for other processes only (the uprobe runs,
- * the pid filter drops the call). Each figure is the median of ROUNDS runs.
- * Traced modes need root; without it only the untraced row is printed.
- * Usage: bench_annotate [ROUNDS]
+ * the pid filter drops the call). The modes alternate round by round; each
+ * figure is the median (min–max) of ROUNDS rounds. Traced modes need root;
+ * without it only the untraced row is measured. -r prints raw.tsv lines
+ * (row "annot") for tests/bench/run.sh and report.py instead of the table.
+ * Usage: bench_annotate [-r] [ROUNDS]
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,22 +52,15 @@ static double run(enum op op, long n)
 	return (now_ns() - t0) / (double)n;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
+enum mode { M_UNTRACED, M_TRACED, M_FILTERED, NMODES };
+static const char *const mode_names[NMODES] = {"untraced", "traced", "filtered"};
+static const char *const mode_labels[NMODES] = {"untraced (the semaphore branch)",
+                                                "traced (uprobe, BPF, ring record)",
+                                                "probes attached, process not traced"};
+/* Calls per measurement: untraced calls cost ~1 ns, traced ones ~1 µs. */
+static const long mode_calls[NMODES] = {20000000, 200000, 200000};
 
-	return x < y ? -1 : x > y;
-}
-
-static double median(enum op op, long n, int rounds)
-{
-	double v[MAX_ROUNDS];
-
-	for (int r = 0; r < rounds; r++)
-		v[r] = run(op, n);
-	qsort(v, (size_t)rounds, sizeof(v[0]), cmp);
-	return v[rounds / 2];
-}
+static double ns[NMODES][NOPS][MAX_ROUNDS];
 
 static atomic_int stop;
 static atomic_long received;
@@ -85,17 +81,9 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-static void row(const char *mode, long n, int rounds)
-{
-	printf("| %-36s", mode);
-	for (int op = 0; op < NOPS; op++)
-		printf(" | %10.1f", median((enum op)op, n, rounds));
-	printf(" |\n");
-	fflush(stdout);
-}
-
-/* Traced by a capture of pid (ours: traced; another: filtered out). */
-static int traced_row(const char *mode, pid_t pid, long n, int rounds)
+/* One round of every op, traced by a capture of pid (ours: traced; another:
+ * filtered out in the kernel). 0, or -1 after a message. */
+static int traced_round(enum mode m, pid_t pid, int round)
 {
 	struct kx_annot_opts o = {.pids = &pid, .npids = 1, .ring_bytes = 64u << 20};
 	uint64_t st[KX_ANN_STAT_MAX];
@@ -115,36 +103,87 @@ static int traced_row(const char *mode, pid_t pid, long n, int rounds)
 	}
 	atomic_store(&stop, 0);
 	pthread_create(&th, NULL, reader, a);
-	row(mode, n, rounds);
+	for (int op = 0; op < NOPS; op++)
+		ns[m][op][round] = run((enum op)op, mode_calls[m]);
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
 	if (kx_annot_stats(a, st) == 0 && st[KX_ANN_STAT_DROPPED])
-		printf("  (%llu of %llu records dropped: ring buffer full)\n",
-		       (unsigned long long)st[KX_ANN_STAT_DROPPED],
-		       (unsigned long long)st[KX_ANN_STAT_EMITTED]);
+		fprintf(stderr, "bench_annotate: %llu of %llu records dropped (ring buffer full)\n",
+		        (unsigned long long)st[KX_ANN_STAT_DROPPED],
+		        (unsigned long long)st[KX_ANN_STAT_EMITTED]);
 	kx_annot_close(a);
 	return 0;
 }
 
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "median (min–max)" of one mode and op over the rounds. */
+static const char *spread(enum mode m, int op, int rounds, char *buf, size_t len)
+{
+	double v[MAX_ROUNDS];
+
+	memcpy(v, ns[m][op], sizeof(v[0]) * (size_t)rounds);
+	qsort(v, (size_t)rounds, sizeof(v[0]), cmp);
+	snprintf(buf, len, "%.1f (%.1f-%.1f)", v[rounds / 2], v[0], v[rounds - 1]);
+	return buf;
+}
+
+static void print_table(int rounds, int nmodes)
+{
+	char buf[64];
+
+	printf("ns per call, or per pair for push+pop and start+end: median (min-max) of %d "
+	       "alternating rounds\n\n",
+	       rounds);
+	printf("| %-36s | %22s | %22s | %22s |\n", "mode", op_names[0], op_names[1], op_names[2]);
+	printf("| %-36s | %22s | %22s | %22s |\n", "---", "---:", "---:", "---:");
+	for (int m = 0; m < nmodes; m++) {
+		printf("| %-36s", mode_labels[m]);
+		for (int op = 0; op < NOPS; op++)
+			printf(" | %22s", spread((enum mode)m, op, rounds, buf, sizeof(buf)));
+		printf(" |\n");
+	}
+	if (nmodes == 1)
+		printf("\n(traced rows need root)\n");
+}
+
+/* raw.tsv lines for tests/bench/report.py: row mode round op ns. */
+static void print_raw(int rounds, int nmodes)
+{
+	for (int m = 0; m < nmodes; m++)
+		for (int op = 0; op < NOPS; op++)
+			for (int r = 0; r < rounds; r++)
+				printf("annot\t%s\t%d\t%s\t%.3f\n", mode_names[m], r + 1,
+				       op_names[op], ns[m][op][r]);
+}
+
 int main(int argc, char **argv)
 {
-	int rounds = argc > 1 ? atoi(argv[1]) : 5;
+	int raw = argc > 1 && !strcmp(argv[1], "-r");
+	int rounds = argc > 1 + raw ? atoi(argv[1 + raw]) : 5, nmodes = NMODES;
 
 	if (rounds < 1 || rounds > MAX_ROUNDS) {
-		fprintf(stderr, "usage: bench_annotate [ROUNDS (1-%d)]\n", MAX_ROUNDS);
+		fprintf(stderr, "usage: bench_annotate [-r] [ROUNDS (1-%d)]\n", MAX_ROUNDS);
 		return 2;
 	}
-	printf("ns per call, or per pair for push+pop and start+end (median of %d rounds)\n\n",
-	       rounds);
-	printf("| %-36s | %10s | %10s | %10s |\n", "mode", op_names[0], op_names[1], op_names[2]);
-	printf("| %-36s | %10s | %10s | %10s |\n", "---", "---:", "---:", "---:");
-	row("untraced", 20000000, rounds);
-	if (geteuid() != 0) {
-		printf("\n(traced rows need root)\n");
-		return 0;
+	if (geteuid() != 0)
+		nmodes = 1;
+	/* The modes alternate round by round: drift hits them alike. */
+	for (int r = 0; r < rounds; r++) {
+		for (int op = 0; op < NOPS; op++)
+			ns[M_UNTRACED][op][r] = run((enum op)op, mode_calls[M_UNTRACED]);
+		if (nmodes > 1 &&
+		    (traced_round(M_TRACED, getpid(), r) || traced_round(M_FILTERED, 1, r)))
+			return 1;
 	}
-	if (traced_row("traced", getpid(), 200000, rounds) ||
-	    traced_row("probes attached, process not traced", 1, 200000, rounds))
-		return 1;
+	if (raw)
+		print_raw(rounds, nmodes);
+	else
+		print_table(rounds, nmodes);
 	return 0;
 }

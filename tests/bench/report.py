@@ -275,6 +275,34 @@ def export_table(data, out):
     return res
 
 
+def annot_table(data, out):
+    """ns per annotation call (bench_annotate): untraced, traced, and probes
+    attached for other processes only; medians of rounds alternating in one run."""
+    d = data.get("annot", {})
+    if not d.get("untraced"):
+        out.append("_no annotation measurement: table skipped_\n")
+        return
+    labels = (("untraced", "untraced (one predictable branch on the semaphore)"),
+              ("traced", "traced by kxprof (uprobe, BPF program, ring record)"),
+              ("filtered", "probes attached, this process not traced (pid filter)"))
+    ops = ("push+pop", "mark", "start+end")
+    out.append("ns per call (per pair for push+pop and start+end), median (min–max); "
+               "× untraced: the median over the untraced median of the same op.")
+    out.append("")
+    out.append("| mode | push+pop | mark | start+end | × untraced (mark) |")
+    out.append("| --- | ---: | ---: | ---: | ---: |")
+    base = d["untraced"].get("mark", {})
+    for mode, label in labels:
+        m = d.get(mode)
+        if not m:
+            continue
+        cells = [spread(list(m.get(op, {}).values()), 1) for op in ops]
+        r = ratio(med(list(m.get("mark", {}).values())), med(list(base.values())))
+        out.append("| %s | %s | %s | %s | %s |" % (label, cells[0], cells[1], cells[2],
+                                                   "1×" if mode == "untraced" else rfmt(r)))
+    out.append("")
+
+
 def progstats_table(data, out):
     """Returns {variant: ns of its programs per ioctl, over the empty programs'}:
     the statistics' own cost (two clock reads per run) cancels out."""
@@ -526,6 +554,9 @@ def tables(raw, cfgpath):
     out.append("## 4. Workload overhead: KVM jobs of realistic length")
     out.append("")
     jobs = overhead_table(data, out)
+    out.append("## 5. Annotations: ns per call of libkxprof_annotate.so (bench_annotate)")
+    out.append("")
+    annot_table(data, out)
     out.append("## BPF program cost (kernel.bpf_stats_enabled, flood)")
     out.append("")
     prog = progstats_table(data, out)

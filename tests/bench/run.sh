@@ -41,7 +41,8 @@ fi
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (it loads BPF programs and traces /dev/kvm)"
 [ -c /dev/kvm ] || die "needs /dev/kvm"
-for f in "$KX" "$FLOOD" "$KVMW" "$FLOOR" "$B/bench/bench_export" "$B/bench/bench_chrome"; do
+for f in "$KX" "$FLOOD" "$KVMW" "$FLOOR" "$B/bench/bench_export" "$B/bench/bench_chrome" \
+	"$B/bench/bench_annotate"; do
 	[ -x "$f" ] || die "$f missing: run make bench"
 done
 scripts/install-deps.sh || die "missing dependencies (scripts/install-deps.sh)"
@@ -328,6 +329,11 @@ NSYN=5000000
 "$B/bench/bench_export" -n "$NSYN" >"$TMP/be.txt" 2>&1
 "$B/bench/bench_chrome" "$NSYN" "$TMP" >"$TMP/bc.txt" 2>&1
 python3 "$HERE/jget.py" --bench-lines "$TMP/be.txt" "$TMP/bc.txt" >>"$RAW"
+
+# ---- 5. annotations: what a call of libkxprof_annotate.so costs ----
+echo "bench: 5. annotations" >&2
+"$B/bench/bench_annotate" -r "$ROUNDS" >>"$RAW" 2>"$TMP/ba.err" ||
+	echo "bench: bench_annotate failed: $(head -c 300 "$TMP/ba.err")" >&2
 
 ELAPSED=$(($(date +%s) - START))
 echo "bench: measured in ${ELAPSED} s" >&2

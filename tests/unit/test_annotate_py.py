@@ -5,6 +5,8 @@ range on exceptions and keep the function's identity, cross-thread ids.
 With --workload N (a traced process for test_annotate_capture): stops itself
 once imported, then N times: range "py/step" around a decorated "py/work"
 and a mark "py/tick"; one cross-thread range "py/x"; prints its pid.
+--traced N does the same without stopping (under kxprof record, which
+holds the library until its probes are attached).
 Run through build/tests/test_annotate_py (made by make), which sets
 KXPROF_ANNOTATE_LIB and PYTHONPATH.
 """
@@ -32,10 +34,11 @@ def case(fn):
     sys.stdout.flush()
 
 
-def workload(n):
+def workload(n, stop=True):
     import kxprof_annotate as kxprof
 
-    os.kill(os.getpid(), signal.SIGSTOP)
+    if stop:
+        os.kill(os.getpid(), signal.SIGSTOP)
 
     @kxprof.annotate("py/work")
     def work():
@@ -121,8 +124,8 @@ def test_range_ids():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--workload":
-        workload(int(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] in ("--workload", "--traced"):
+        workload(int(sys.argv[2]), sys.argv[1] == "--workload")
         sys.exit(0)
     for c in (test_library_found, test_missing_library_says_where, test_range_ends_on_exception,
               test_decorator_keeps_function, test_range_ids):

@@ -212,7 +212,7 @@ static void test_prometheus_families(void)
 	struct kx_jobagg *a = kx_jobagg_new(0, 0);
 	struct kx_agg_snapshot snap;
 	struct kx_jobagg_snapshot js;
-	struct kx_prom_info info = {"0.1", "6.18.0-test", "tp_btf", 1, NULL};
+	struct kx_prom_info info = {"0.1", "6.18.0-test", "tp_btf", 1, NULL, NULL};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;

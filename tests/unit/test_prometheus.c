@@ -52,7 +52,7 @@ static uint64_t row_quantile(const struct kx_agg_row *r, unsigned int pct)
 /* Exposition text of snap, NUL-terminated (caller frees). */
 static char *expose(const struct kx_agg_snapshot *snap)
 {
-	struct kx_prom_info info = {"0.1", "6.18.0-test", "tp_btf", 0, NULL};
+	struct kx_prom_info info = {"0.1", "6.18.0-test", "tp_btf", 0, NULL, NULL};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);

@@ -95,7 +95,8 @@ const char *TF_Message(const TF_Status *s)
 typedef void (*init_fn)(TF_ProfilerRegistrationParams *, TF_Status *);
 
 static char plugin_path[PATH_MAX];
-static char root_dir[PATH_MAX]; /* source tree (for proto/xplane.proto) */
+static char root_dir[PATH_MAX];   /* source tree (for proto/xplane.proto) */
+static char annot_path[PATH_MAX]; /* libkxprof_annotate.so beside the plugin */
 static void *handle;
 static init_fn init_profiler;
 static TP_Profiler prof; /* core's by-value copies */
@@ -119,6 +120,7 @@ static void find_paths(void)
 		snprintf(plugin_path, sizeof(plugin_path), "%s", env);
 	else
 		snprintf(plugin_path, sizeof(plugin_path), "%s/libkxprof_tf.so", build);
+	snprintf(annot_path, sizeof(annot_path), "%s/libkxprof_annotate.so", build);
 	snprintf(root_dir, sizeof(root_dir), "%s", dirname(build));
 }
 
@@ -1165,6 +1167,125 @@ static void empty_session(void)
 	CHECK(why == NULL && buf == NULL);
 }
 
+/* The annotation API of a dlopen'ed library. */
+struct ann_api {
+	void (*push)(const char *);
+	void (*pop)(void);
+	void (*mark)(const char *);
+	uint64_t (*start)(const char *);
+	void (*end)(uint64_t);
+};
+
+#define ANN_ITERS 25
+
+struct ann_thread {
+	const struct ann_api *api;
+	int64_t tid;
+};
+
+static void *ann_thread_main(void *arg)
+{
+	struct ann_thread *t = arg;
+
+	t->tid = (int64_t)syscall(SYS_gettid);
+	for (int i = 0; i < ANN_ITERS; i++) {
+		t->api->push("tf/step");
+		t->api->mark("tf/tick");
+		t->api->push("tf/layer");
+		usleep(200);
+		t->api->pop();
+		t->api->pop();
+	}
+	return NULL;
+}
+
+struct ann_end {
+	const struct ann_api *api;
+	uint64_t id;
+};
+
+static void *ann_end_main(void *arg)
+{
+	const struct ann_end *e = arg;
+
+	e->api->end(e->id);
+	return NULL;
+}
+
+/*
+ * A session of a process that annotates (the library loaded before the
+ * session starts, as a framework would): its ranges land on the /host:CPU
+ * line of each thread, nested, marks as zero-length events; a range started
+ * on one thread and ended on another on a line of its own.
+ */
+static void session_annotations(void)
+{
+	struct ann_api api;
+	struct ann_thread th[2];
+	struct ann_end xfer;
+	pthread_t pt[2];
+	const XPlane *host;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	XSpace *x;
+	void *h;
+	int cross = 0;
+
+	if (!registered)
+		SKIP("plugin not registered");
+	if (geteuid() != 0)
+		SKIP("needs root (loads BPF programs)");
+	h = dlopen(annot_path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		FAILF("dlopen %s: %s", annot_path, dlerror());
+	api.push = (void (*)(const char *))dlsym(h, "kxprof_range_push");
+	api.pop = (void (*)(void))dlsym(h, "kxprof_range_pop");
+	api.mark = (void (*)(const char *))dlsym(h, "kxprof_mark");
+	api.start = (uint64_t(*)(const char *))dlsym(h, "kxprof_range_start");
+	api.end = (void (*)(uint64_t))dlsym(h, "kxprof_range_end");
+	CHECK(api.push && api.pop && api.mark && api.start && api.end);
+	/* No accelerator needed for annotations: the loop driver keeps the session up. */
+	setenv("KXPROF_DEVICES", "loop", 1);
+	CHECK(call_fn(fns.start) == TF_OK);
+	for (int i = 0; i < 2; i++) {
+		th[i].api = &api;
+		CHECK(pthread_create(&pt[i], NULL, ann_thread_main, &th[i]) == 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(pt[i], NULL);
+	xfer.api = &api;
+	xfer.id = api.start("tf/xfer");
+	CHECK(pthread_create(&pt[0], NULL, ann_end_main, &xfer) == 0);
+	pthread_join(pt[0], NULL);
+	CHECK(call_fn(fns.stop) == TF_OK);
+	unsetenv("KXPROF_DEVICES");
+	if (core_collect(&buf, &len) || !buf)
+		FAILF("no XSpace collected (%zu bytes)", len);
+	x = tensorflow__profiler__xspace__unpack(NULL, len, buf);
+	free(buf);
+	CHECK(x != NULL);
+	host = find_plane(x, "/host:CPU");
+	CHECK(host != NULL);
+	for (int i = 0; i < 2; i++) {
+		const XLine *l = find_line(host, th[i].tid);
+		const char *why;
+
+		CHECK(l != NULL);
+		CHECK_EQ_U(line_count(host, l, "tf/step"), ANN_ITERS);
+		CHECK_EQ_U(line_count(host, l, "tf/layer"), ANN_ITERS);
+		CHECK_EQ_U(line_count(host, l, "tf/tick"), ANN_ITERS);
+		why = check_nesting(l);
+		if (why)
+			FAILF("thread %lld: %s", (long long)th[i].tid, why);
+	}
+	for (size_t i = 0; i < host->n_lines; i++)
+		cross += host->lines[i]->id >= 0x40000000 &&
+		         line_count(host, host->lines[i], "tf/xfer") == 1;
+	CHECK_EQ_U(cross, 1);
+	tensorflow__profiler__xspace__free_unpacked(x, NULL);
+	dlclose(h);
+}
+
 static _Atomic int poll_stop;
 
 /* Asks for the size over and over, as a confused host thread might. */
@@ -1318,6 +1439,7 @@ int main(void)
 	RUN(session_traces_workload);
 	RUN(too_small_buffer_is_an_error);
 	RUN(empty_session);
+	RUN(session_annotations);
 	RUN(concurrent_calls_are_safe);
 	RUN(restartable_without_leaks);
 	kxt_accel_close(&acc);

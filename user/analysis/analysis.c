@@ -50,7 +50,12 @@ struct kx_analysis *kx_analysis_build(const struct kx_store *s, const struct kx_
 	an->jobs = jj.jobs;
 	if (an->timeline && !an->jobs)
 		snprintf(err, errlen, "out of memory analysing the device timelines");
-	if (!an->timeline || !an->jobs) {
+	if (an->timeline && an->jobs) {
+		an->ranges = kx_ranges_build(s, ci, an->timeline, an->jobs);
+		if (!an->ranges)
+			snprintf(err, errlen, "out of memory analysing the annotation ranges");
+	}
+	if (!an->timeline || !an->jobs || !an->ranges) {
 		kx_analysis_free(an);
 		return NULL;
 	}
@@ -62,6 +67,7 @@ void kx_analysis_free(struct kx_analysis *an)
 	if (!an)
 		return;
 	kx_jobs_free(an->jobs);
+	kx_ranges_free(an->ranges);
 	kx_timeline_free(an->timeline);
 	free(an);
 }
@@ -70,6 +76,7 @@ void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx
 {
 	kx_capture_warnings(an->ci, kx_store_not_stored(an->store), fn, ctx);
 	kx_jobs_warnings(an->jobs, fn, ctx);
+	kx_ranges_warnings(an->ranges, fn, ctx);
 	kx_timeline_warnings(an->timeline, fn, ctx);
 	kx_read_loss_warnings(&an->loss, fn, ctx);
 }

@@ -2,8 +2,9 @@
  * The analysis of one input (a store and its capture header), built once
  * and handed to every exporter (summary, XSpace, Chrome): the device
  * timelines and memory accounting (analysis/jobs.h), the per-thread
- * timeline with the nesting rule applied (analysis/timeline.h), and the
- * warnings all of them show. Exporters read it and never analyse the
+ * timeline with the nesting rule applied (analysis/timeline.h), the
+ * annotation ranges nested with it (analysis/ranges.h), and the warnings
+ * all of them show. Exporters read it and never analyse the
  * store themselves, so they agree.
  *
  * The analysis borrows the store and the capture header: both must outlive
@@ -15,6 +16,7 @@
 #include <stddef.h>
 
 #include "analysis/jobs.h"
+#include "analysis/ranges.h"
 #include "analysis/timeline.h"
 #include "analysis/warnings.h"
 #include "model/capinfo.h"
@@ -26,6 +28,7 @@ struct kx_analysis {
 	int has_ci;                  /* 0 when built without a capture header */
 	struct kx_jobs *jobs;        /* device timelines, links, memory, anomalies */
 	struct kx_timeline *timeline;
+	struct kx_ranges *ranges; /* annotation ranges, nested with the timeline's ioctls */
 	struct kx_read_loss loss; /* what reading the record file lost (set by the caller) */
 };
 
@@ -38,7 +41,8 @@ struct kx_analysis *kx_analysis_build(const struct kx_store *s, const struct kx_
 void kx_analysis_free(struct kx_analysis *an);
 
 /* Every warning of the analysed capture, in a fixed order: loss and hooks,
- * job anomalies, events the nesting rule shortened, what the reader lost. */
+ * job anomalies, annotation anomalies, events the nesting rule shortened,
+ * what the reader lost. */
 void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx);
 
 #endif /* KX_ANALYSIS_H */

@@ -336,6 +336,16 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap)
 	return rows_close(sum, &m, 1);
 }
 
+int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
+{
+	return row_add(r, dur, ret);
+}
+
+void kx_stat_row_percentiles(struct kx_stat_row *r)
+{
+	row_percentiles(r);
+}
+
 void kx_stats_free(struct kx_stats *sum)
 {
 	for (size_t i = 0; i < sum->nrows; i++) {

@@ -43,6 +43,13 @@ struct kx_stat_row {
 	uint64_t hist[KX_HIST_SLOTS]; /* calls per log2 slot (util/hist.h) */
 	uint64_t offcpu;              /* ns blocked (off-CPU) inside the calls */
 	int job;                      /* a device ring row (jobs/<device>): no errors, no off-CPU */
+	/* Annotation rows (analysis/ranges.h): no errors, no off-CPU. */
+	int annot;          /* a range row: 1 with Ioctls and Device time below, 2 from live
+	                       aggregates (not known) */
+	int mark;           /* a row of marks: counts only, zero time */
+	uint64_t ioctls;    /* ioctls the threads issued inside the ranges (nested included) */
+	uint64_t device_ns; /* device time of the jobs those ioctls submitted, ns */
+	uint64_t jobs;      /* those jobs (0: no device time known) */
 };
 
 struct kx_stats {
@@ -67,5 +74,12 @@ struct kx_agg_snapshot;
 int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap);
 
 void kx_stats_free(struct kx_stats *sum);
+
+/* For rows made elsewhere (annotation rows, analysis/ranges.h): one more
+ * call of dur ns that returned ret (0, or -1 when out of memory), and the
+ * percentiles once every call is in (exact, or from the buckets when the
+ * row holds no durations). */
+int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret);
+void kx_stat_row_percentiles(struct kx_stat_row *r);
 
 #endif /* KX_STATS_H */

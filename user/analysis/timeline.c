@@ -61,13 +61,8 @@ static uint64_t end_of(uint64_t ts, uint64_t dur)
 	return dur > UINT64_MAX - ts ? UINT64_MAX : ts + dur;
 }
 
-/*
- * The rule for the next event of a thread (start and duration in ns):
- * pops the enclosing events that ended, then nests it in the innermost.
- * *end is its end, cut to that event's end on a partial overlap (*cut set).
- */
-static int nest(uint64_t **stack, size_t *depth, size_t *cap, uint64_t start, uint64_t dur,
-                uint64_t *end, int *cut)
+int kx_timeline_nest(uint64_t **stack, size_t *depth, size_t *cap, uint64_t start, uint64_t dur,
+                     uint64_t *end, int *cut)
 {
 	*end = end_of(start, dur);
 	*cut = 0;
@@ -94,7 +89,7 @@ static int nest_early(struct build *b, struct line *l, const struct kx_ioctl *e,
 		l->stack[0] = end_of(e->ts, e->dur);
 		return 0;
 	}
-	if (nest(&l->stack, &l->depth, &l->scap, e->ts, e->dur, &end, &cut))
+	if (kx_timeline_nest(&l->stack, &l->depth, &l->scap, e->ts, e->dur, &end, &cut))
 		return -1;
 	if (!cut)
 		return 0;
@@ -261,7 +256,7 @@ static int nest_sorted(struct build *b, struct line *l, const struct sortent *se
 		uint64_t end;
 		int cut;
 
-		if (nest(stack, &depth, cap, se[k].ts, se[k].dur, &end, &cut))
+		if (kx_timeline_nest(stack, &depth, cap, se[k].ts, se[k].dur, &end, &cut))
 			return -1;
 		if (!cut)
 			continue;
@@ -471,4 +466,49 @@ size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos)
 			hi = mid;
 	}
 	return lo;
+}
+
+static int fix_pos_cmp(const void *pa, const void *pb)
+{
+	const struct kx_tl_fix *a = pa, *b = pb;
+
+	if (a->pos != b->pos)
+		return a->pos < b->pos ? -1 : 1;
+	return a->dur < b->dur ? -1 : a->dur > b->dur;
+}
+
+int kx_timeline_add_fixes(struct kx_timeline *tl, const struct kx_tl_fix *add, size_t n)
+{
+	struct kx_tl_fix *all;
+	size_t out = 0, li = 0;
+
+	if (!n)
+		return 0;
+	all = malloc((tl->nfix + n) * sizeof(*all));
+	if (!all)
+		return -1;
+	memcpy(all, tl->fix, tl->nfix * sizeof(*all));
+	memcpy(all + tl->nfix, add, n * sizeof(*all));
+	qsort(all, tl->nfix + n, sizeof(*all), fix_pos_cmp);
+	/* An event cut twice keeps the shorter duration (sorted first). */
+	for (size_t i = 0; i < tl->nfix + n; i++)
+		if (!out || all[out - 1].pos != all[i].pos)
+			all[out++] = all[i];
+	free(tl->fix);
+	free(tl->fixed);
+	free(tl->fixed_rank);
+	free(tl->dur_by_rank);
+	tl->fix = all;
+	tl->nfix = out;
+	tl->fixed = NULL;
+	tl->fixed_rank = NULL;
+	tl->dur_by_rank = NULL;
+	tl->fixed_threads = 0;
+	for (size_t i = 0; i < out; i++) {
+		while (tl->threads[li].first + tl->threads[li].count <= all[i].pos)
+			li++;
+		if (!i || all[i - 1].pos < tl->threads[li].first)
+			tl->fixed_threads++;
+	}
+	return index_fixes(tl);
 }

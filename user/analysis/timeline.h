@@ -64,6 +64,26 @@ struct kx_timeline {
 struct kx_timeline *kx_timeline_build(const struct kx_store *s, char *err, size_t errlen);
 void kx_timeline_free(struct kx_timeline *tl);
 
+/*
+ * The rule for the next event of a thread, events taken by start (the
+ * longer first at equal starts): *stack holds the ends (ns) of the *depth
+ * events open before it; those that ended by start are popped, then its
+ * end is pushed, cut to the innermost open event's end when it would end
+ * after it (*cut set). *end: its end. Other event kinds that nest with a
+ * thread's ioctls (analysis/ranges.h) go through this same rule. 0, or -1
+ * when out of memory.
+ */
+int kx_timeline_nest(uint64_t **stack, size_t *depth, size_t *cap, uint64_t start, uint64_t dur,
+                     uint64_t *end, int *cut);
+
+/*
+ * Adds fixes found when the thread's ioctls were nested with other events
+ * (add[i].pos, idx, dur as in struct kx_tl_fix; an event fixed already
+ * keeps the shorter duration), and rebuilds the tables. 0, or -1 when out
+ * of memory (the timeline is then left without fixes: free it).
+ */
+int kx_timeline_add_fixes(struct kx_timeline *tl, const struct kx_tl_fix *add, size_t n);
+
 /* The first fix at position pos of order or after it (nfix when none). */
 size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos);
 

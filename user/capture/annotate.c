@@ -1,12 +1,17 @@
 /*
  * Annotation capture (see annotate.h): the object, the probe notes of a
- * file, the copies found in /proc/PID/maps, attach and report per copy.
+ * file, the copies found in /proc/PID/maps, attach and report per copy, and
+ * the watcher thread that attaches the copies traced processes load later.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +24,14 @@
 #include "annotate.skel.h"
 #include "capture/annotate.h"
 #include "util/grow.h"
+#include "util/hashmap.h"
 
 #define NT_STAPSDT   3
 #define API_SYMBOL   "kxprof_range_push" /* what marks a copy of the library */
 #define ALL_PROBES   ((1u << KX_ANN_NPROBES) - 1)
 #define DEFAULT_RING (8u << 20)
+#define MAX_PENDING  256 /* processes to scan, noted between two rounds of the watcher */
+#define WATCH_MS     100 /* the watcher's longest sleep, ms */
 
 static const char *const probe_names[KX_ANN_NPROBES] = {"range_push", "range_pop", "mark",
                                                         "range_start", "range_end"};
@@ -42,11 +50,24 @@ struct kx_annot {
 	kx_annot_cb cb;
 	void *cb_ctx;
 	int all;
+	/* Guards the copies, their links and the files seen: the watcher
+	 * thread and the callers both attach. */
+	pthread_mutex_t lock;
 	struct kx_annot_copy *copies;
 	struct bpf_link *(*links)[KX_ANN_NPROBES]; /* per copy */
 	size_t ncopies, copies_cap, links_cap;
 	struct seen *seen;
 	size_t nseen, seen_cap;
+	struct kx_hmap seen_ids; /* hash of (dev, ino) -> index in seen */
+	/* The watcher: library loads of traced processes, periodic rescans. */
+	struct bpf_link *loads;    /* uprobe on the dynamic loader's debugger hook */
+	struct ring_buffer *notes; /* its notes */
+	pthread_t thread;
+	int watching;
+	atomic_int stop;
+	unsigned int rescan_ms;
+	pid_t pending[MAX_PENDING]; /* noted by the notes callback, scanned by the watcher */
+	int npending, pending_all;  /* pending_all: too many to list, rescan every one */
 };
 
 const char *kx_annot_probe_name(int i)
@@ -148,11 +169,19 @@ out:
 	return err;
 }
 
+static uint64_t seen_key(dev_t dev, ino_t ino)
+{
+	return kx_hash_combine(kx_hash_combine(0, (uint64_t)dev), (uint64_t)ino);
+}
+
 static struct seen *seen_find(struct kx_annot *a, dev_t dev, ino_t ino)
 {
-	for (size_t i = 0; i < a->nseen; i++)
-		if (a->seen[i].dev == dev && a->seen[i].ino == ino)
-			return &a->seen[i];
+	size_t pos = KX_HMAP_START;
+	uint32_t *i;
+
+	while ((i = kx_hmap_next(&a->seen_ids, seen_key(dev, ino), &pos)))
+		if (a->seen[*i].dev == dev && a->seen[*i].ino == ino)
+			return &a->seen[*i];
 	return NULL;
 }
 
@@ -160,7 +189,9 @@ static struct seen *seen_add(struct kx_annot *a, dev_t dev, ino_t ino)
 {
 	struct seen *s;
 
-	if (kx_grow((void **)&a->seen, &a->seen_cap, a->nseen, sizeof(*a->seen)))
+	if (a->nseen >= UINT32_MAX ||
+	    kx_grow((void **)&a->seen, &a->seen_cap, a->nseen, sizeof(*a->seen)) ||
+	    kx_hmap_add(&a->seen_ids, seen_key(dev, ino), (uint32_t)a->nseen))
 		return NULL;
 	s = &a->seen[a->nseen++];
 	s->dev = dev;
@@ -250,7 +281,7 @@ static int copy_add(struct kx_annot *a, const char *path, const struct stat *st,
 	return c->attached ? 1 : 0;
 }
 
-int kx_annot_attach_path(struct kx_annot *a, const char *path, pid_t pid)
+static int attach_path(struct kx_annot *a, const char *path, pid_t pid)
 {
 	struct stat st;
 	struct seen *s;
@@ -274,6 +305,16 @@ int kx_annot_attach_path(struct kx_annot *a, const char *path, pid_t pid)
 	rc = copy_add(a, path, &st, pid, found);
 	if (rc >= 0)
 		s->copy = (int)a->ncopies - 1;
+	return rc;
+}
+
+int kx_annot_attach_path(struct kx_annot *a, const char *path, pid_t pid)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->lock);
+	rc = attach_path(a, path, pid);
+	pthread_mutex_unlock(&a->lock);
 	return rc;
 }
 
@@ -310,7 +351,9 @@ int kx_annot_scan_pid(struct kx_annot *a, pid_t pid)
 			continue;
 		/* Through the process's root: right in other mount namespaces too. */
 		snprintf(full, sizeof(full), "/proc/%d/root%s", (int)pid, path);
-		rc = kx_annot_attach_path(a, full, -1);
+		pthread_mutex_lock(&a->lock);
+		rc = attach_path(a, full, -1);
+		pthread_mutex_unlock(&a->lock);
 		if (rc > 0)
 			added += rc;
 	}
@@ -373,6 +416,186 @@ const struct kx_annot_copy *kx_annot_copies(const struct kx_annot *a, int *n)
 	return a->copies;
 }
 
+/* The path a process sees: /proc/PID/root/... without its prefix. */
+static const char *seen_path(const char *path)
+{
+	const char *p = path;
+
+	if (strncmp(p, "/proc/", 6) != 0)
+		return path;
+	p += 6;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return strncmp(p, "/root/", 6) == 0 ? p + 5 : path;
+}
+
+int kx_annot_info(struct kx_annot *a, struct kx_ann_info *info)
+{
+	uint64_t st[KX_ANN_STAT_MAX];
+	int rc = kx_annot_stats(a, st);
+
+	pthread_mutex_lock(&a->lock);
+	info->enabled = 1;
+	info->ncopies = 0;
+	info->more_copies = 0;
+	for (size_t i = 0; i < a->ncopies; i++) {
+		const struct kx_annot_copy *c = &a->copies[i];
+		struct kx_ann_copy *o;
+
+		if (info->ncopies == KX_ANN_MAX_COPIES) {
+			info->more_copies++;
+			continue;
+		}
+		o = &info->copies[info->ncopies++];
+		memset(o, 0, sizeof(*o));
+		snprintf(o->path, sizeof(o->path), "%.*s", (int)sizeof(o->path) - 1,
+		         seen_path(c->path));
+		o->found = c->found;
+		o->attached = c->attached;
+		snprintf(o->why, sizeof(o->why), "%.*s", (int)sizeof(o->why) - 1, c->why);
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (rc)
+		return rc;
+	info->emitted = st[KX_ANN_STAT_EMITTED];
+	info->dropped = st[KX_ANN_STAT_DROPPED];
+	info->pop_no_push = st[KX_ANN_STAT_POP_NO_PUSH];
+	info->depth_overflow = st[KX_ANN_STAT_DEPTH_OVERFLOW];
+	info->end_no_start = st[KX_ANN_STAT_END_NO_START];
+	info->threads_full = st[KX_ANN_STAT_THREADS_FULL];
+	info->ranges_full = st[KX_ANN_STAT_RANGES_FULL];
+	info->name_faults = st[KX_ANN_STAT_NAME_FAULT];
+	return 0;
+}
+
+/* ---- the watcher ---- */
+
+/*
+ * Where this process's dynamic loader calls its debugger hook
+ * (_dl_debug_state, _r_debug.r_brk) after mapping objects, as a file and an
+ * offset in it: the same loader file serves the traced programs. 0, or
+ * -errno.
+ */
+static int loader_hook(char *path, size_t len, unsigned long *off)
+{
+	/* Looked up, not linked: a copy relocation would hide the loader's own. */
+	const struct r_debug *r = dlsym(RTLD_DEFAULT, "_r_debug");
+	char line[1024];
+	FILE *f;
+
+	if (!r || !r->r_brk)
+		return -ENOENT;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, pgoff;
+		int n = 0;
+
+		if (sscanf(line, "%lx-%lx %*s %lx %*x:%*x %*u %n", &lo, &hi, &pgoff, &n) != 3 ||
+		    !n || r->r_brk < lo || r->r_brk >= hi || line[n] != '/')
+			continue;
+		line[n + strcspn(line + n, "\n")] = 0;
+		snprintf(path, len, "%s", line + n);
+		*off = r->r_brk - lo + pgoff;
+		fclose(f);
+		return 0;
+	}
+	fclose(f);
+	return -ENOENT;
+}
+
+static int on_note(void *ctx, void *data, size_t size)
+{
+	struct kx_annot *a = ctx;
+	const struct kx_ann_note *n = data;
+
+	if (size < sizeof(*n))
+		return 0;
+	for (int i = 0; i < a->npending; i++)
+		if (a->pending[i] == (pid_t)n->pid)
+			return 0;
+	if (a->npending == MAX_PENDING)
+		a->pending_all = 1;
+	else
+		a->pending[a->npending++] = (pid_t)n->pid;
+	return 0;
+}
+
+static void *watch_main(void *arg)
+{
+	struct kx_annot *a = arg;
+	unsigned int since = 0;
+
+	while (!atomic_load(&a->stop)) {
+		int rc = a->notes ? ring_buffer__poll(a->notes, WATCH_MS) : 0;
+
+		if (!a->notes)
+			usleep(WATCH_MS * 1000);
+		if (rc < 0 && rc != -EINTR)
+			break;
+		since += WATCH_MS;
+		if (a->pending_all || (a->rescan_ms && since >= a->rescan_ms && !a->all)) {
+			kx_annot_rescan(a);
+			since = 0;
+		} else {
+			for (int i = 0; i < a->npending; i++)
+				kx_annot_scan_pid(a, a->pending[i]);
+		}
+		a->npending = 0;
+		a->pending_all = 0;
+	}
+	return NULL;
+}
+
+int kx_annot_watch(struct kx_annot *a, unsigned int rescan_ms, char *why, size_t len)
+{
+	char path[512];
+	unsigned long off = 0;
+	int rc = loader_hook(path, sizeof(path), &off), err = 0;
+
+	a->rescan_ms = rescan_ms;
+	if (rc) {
+		snprintf(why, len, "the dynamic loader's debugger hook was not found (%s)",
+		         strerror(-rc));
+		err = rc;
+	} else {
+		a->loads =
+		        bpf_program__attach_uprobe(a->skel->progs.ann_loaded, false, -1, path, off);
+		if (!a->loads) {
+			err = -errno;
+			snprintf(why, len, "uprobe on %s+0x%lx failed: %s", path, off,
+			         strerror(errno));
+		} else {
+			a->notes = ring_buffer__new(bpf_map__fd(a->skel->maps.ann_notes), on_note,
+			                            a, NULL);
+			if (!a->notes) {
+				err = -errno;
+				snprintf(why, len, "cannot map the notes ring: %s",
+				         strerror(errno));
+			}
+		}
+	}
+	rc = pthread_create(&a->thread, NULL, watch_main, a);
+	if (rc) {
+		snprintf(why, len, "cannot start the annotation watcher thread: %s", strerror(rc));
+		return -rc;
+	}
+	a->watching = 1;
+	return err;
+}
+
+static void watch_stop(struct kx_annot *a)
+{
+	if (a->watching) {
+		atomic_store(&a->stop, 1);
+		pthread_join(a->thread, NULL);
+		a->watching = 0;
+	}
+	ring_buffer__free(a->notes);
+	a->notes = NULL;
+}
+
 static int load(struct kx_annot *a, const struct kx_annot_opts *o, char *err, size_t len)
 {
 	int rc;
@@ -386,6 +609,8 @@ static int load(struct kx_annot *a, const struct kx_annot_opts *o, char *err, si
 		                              o->ring_bytes ? o->ring_bytes : DEFAULT_RING);
 	if (!rc && o->pids_fd > 0)
 		rc = bpf_map__reuse_fd(a->skel->maps.pids, o->pids_fd);
+	if (!rc && o->stats_fd > 0)
+		rc = bpf_map__reuse_fd(a->skel->maps.stats, o->stats_fd);
 	if (rc) {
 		snprintf(err, len, "annotations: cannot set up the shared maps: %s", strerror(-rc));
 		return rc;
@@ -409,6 +634,7 @@ struct kx_annot *kx_annot_open(const struct kx_annot_opts *o, char *err, size_t 
 	}
 	a->all = o->all;
 	a->own_events = o->events_fd <= 0;
+	pthread_mutex_init(&a->lock, NULL);
 	a->skel = annotate_bpf__open();
 	if (!a->skel) {
 		snprintf(err, len, "annotations: cannot open the BPF object: %s", strerror(errno));
@@ -478,11 +704,16 @@ int kx_annot_stats(const struct kx_annot *a, uint64_t out[KX_ANN_STAT_MAX])
 
 void kx_annot_detach(struct kx_annot *a)
 {
+	watch_stop(a);
+	pthread_mutex_lock(&a->lock);
+	bpf_link__destroy(a->loads);
+	a->loads = NULL;
 	for (size_t c = 0; c < a->ncopies; c++)
 		for (int i = 0; i < KX_ANN_NPROBES; i++) {
 			bpf_link__destroy(a->links[c][i]);
 			a->links[c][i] = NULL;
 		}
+	pthread_mutex_unlock(&a->lock);
 }
 
 void kx_annot_close(struct kx_annot *a)
@@ -495,5 +726,7 @@ void kx_annot_close(struct kx_annot *a)
 	free(a->copies);
 	free(a->links);
 	free(a->seen);
+	kx_hmap_free(&a->seen_ids);
+	pthread_mutex_destroy(&a->lock);
 	free(a);
 }

@@ -9,6 +9,14 @@
  * library) or all of them (stripped of its notes) is reported in the copy
  * list, never fatal. Owns the object, its links and the copy list; records
  * go to the ring buffer (its own, or a session's) in bpf/annotate_rec.h's layout.
+ *
+ * Copies loaded while a capture runs: kx_annot_watch puts a uprobe on the
+ * dynamic loader's debugger hook (_dl_debug_state, which it calls after
+ * mapping objects and before running their constructors) and scans each
+ * traced process that hits it, on a thread of its own; a process launched
+ * with KX_ANN_WAIT_ENV set has its copies of the library hold their
+ * constructor until their probes are attached, so nothing it annotates is
+ * missed. Others may run on for the few ms the scan takes.
  */
 #ifndef KX_CAPTURE_ANNOTATE_H
 #define KX_CAPTURE_ANNOTATE_H
@@ -18,6 +26,7 @@
 #include <sys/types.h>
 
 #include "annotate_rec.h" /* bpf/: the record layout */
+#include "model/annot.h"
 
 #define KX_ANN_NPROBES 5 /* range_push, range_pop, mark, range_start, range_end */
 
@@ -27,6 +36,7 @@ struct kx_annot_opts {
 	                           a session's pid set does) */
 	int npids;              /* entries of pids */
 	int events_fd, pids_fd; /* a session's ring buffer and pid set; 0: its own */
+	int stats_fd;           /* a session's counters (task records the probes make) */
 	uint32_t ring_bytes;    /* own ring buffer size in bytes (0: 8 MiB) */
 	uint64_t wakeup_bytes;  /* wake the reader past this much data (0: 256 KiB) */
 };
@@ -59,7 +69,20 @@ int kx_annot_rescan(struct kx_annot *a);
 /* Adds a tgid to its own pid set (0, or -errno). */
 int kx_annot_add_pid(struct kx_annot *a, pid_t pid);
 
+/*
+ * Watches traced processes for objects they map later (start-up loads of
+ * a new program, dlopen) and attaches the copies among them, on a thread
+ * of its own that also rescans the pid set every rescan_ms (0: never; not
+ * with opts.all). 0, or -errno with why when the loader hook could not be
+ * had (the thread still rescans: copies loaded later are found late).
+ */
+int kx_annot_watch(struct kx_annot *a, unsigned int rescan_ms, char *why, size_t len);
+/* The copy list, as it is now (not while kx_annot_watch's thread runs:
+ * use kx_annot_info then). */
 const struct kx_annot_copy *kx_annot_copies(const struct kx_annot *a, int *n);
+/* The copies and the counters (enum kx_ann_stat) into info; info's received
+ * count is the reader's to fill. Thread-safe. 0, or -errno (counters unread). */
+int kx_annot_info(struct kx_annot *a, struct kx_ann_info *info);
 const char *kx_annot_probe_name(int i);
 
 /* Own ring buffer only: calls cb for each record for up to timeout_ms;
@@ -68,7 +91,7 @@ typedef int (*kx_annot_cb)(void *ctx, const struct kx_ann_rec *r, size_t size);
 int kx_annot_poll(struct kx_annot *a, int timeout_ms, kx_annot_cb cb, void *ctx);
 /* Sums of the per-CPU counters (enum kx_ann_stat). 0, or -errno. */
 int kx_annot_stats(const struct kx_annot *a, uint64_t out[KX_ANN_STAT_MAX]);
-/* Detaches every probe (records already made stay in the ring). */
+/* Stops the watcher, detaches every probe (records already made stay in the ring). */
 void kx_annot_detach(struct kx_annot *a);
 void kx_annot_close(struct kx_annot *a);
 

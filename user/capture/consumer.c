@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "capture/consumer.h"
+#include "model/annot.h"
 
 #define POLL_MS 100
 
@@ -20,7 +21,7 @@ struct kx_consumer {
 	int running;
 	atomic_int stop;
 	/* Written by the consumer thread only; read live by others. */
-	uint64_t ioctls, tasks, jobs, malformed;
+	uint64_t ioctls, tasks, jobs, anns, malformed;
 };
 
 /* ns -> µs, rounded, saturated at the field's limit. */
@@ -139,6 +140,36 @@ static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size
 	return 0;
 }
 
+static int on_annot(struct kx_consumer *c, const struct kx_ann_rec *r, size_t size)
+{
+	char name[KX_ANN_NAME_MAX] = "", cat[KX_ANN_CAT_MAX] = "";
+	int named = kx_ann_named(r->what);
+	struct kx_ann a;
+
+	if (size < KX_ANN_REC_BASE_SIZE || !r->what || r->what > KX_ANN_END ||
+	    (named && size < sizeof(*r))) {
+		count(&c->malformed);
+		return 0;
+	}
+	memset(&a, 0, sizeof(a));
+	a.ts = r->ts;
+	a.begin = r->begin;
+	a.id = r->id;
+	a.pid = r->pid;
+	a.tid = r->tid;
+	a.what = r->what;
+	a.depth = r->depth;
+	a.flags = r->flags;
+	if (named) {
+		memcpy(name, r->name, sizeof(name) - 1);
+		memcpy(cat, r->category, sizeof(cat) - 1);
+	}
+	count(&c->anns);
+	if (c->sink.annot)
+		c->sink.annot(c->sink.ctx, &a, name, cat);
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct kx_consumer *c = ctx;
@@ -155,6 +186,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		return on_task(c, data, size);
 	case KX_REC_JOB:
 		return on_job(c, data, size);
+	case KX_REC_ANNOTATION:
+		return on_annot(c, data, size);
 	default:
 		count(&c->malformed);
 		return 0;
@@ -245,6 +278,11 @@ uint64_t kx_consumer_tasks(const struct kx_consumer *c)
 uint64_t kx_consumer_jobs(const struct kx_consumer *c)
 {
 	return __atomic_load_n(&c->jobs, __ATOMIC_RELAXED);
+}
+
+uint64_t kx_consumer_anns(const struct kx_consumer *c)
+{
+	return __atomic_load_n(&c->anns, __ATOMIC_RELAXED);
 }
 
 uint64_t kx_consumer_malformed(const struct kx_consumer *c)

@@ -23,6 +23,7 @@ void kx_consumer_free(struct kx_consumer *c);
 uint64_t kx_consumer_ioctls(const struct kx_consumer *c);
 uint64_t kx_consumer_tasks(const struct kx_consumer *c);
 uint64_t kx_consumer_jobs(const struct kx_consumer *c); /* job records, sink or not */
+uint64_t kx_consumer_anns(const struct kx_consumer *c); /* annotation records */
 uint64_t kx_consumer_malformed(const struct kx_consumer *c);
 
 #endif /* KX_CONSUMER_H */

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -30,12 +31,14 @@ static int child_signals(pid_t parent)
 }
 
 /* In the child: wait for the go byte, then exec; a failed exec sends its errno. */
-static void child_run(char **argv, int go_fd, int err_fd, pid_t parent)
+static void child_run(char **argv, char *env, int go_fd, int err_fd, pid_t parent)
 {
 	char b;
 	int e;
 
 	if (child_signals(parent) || read(go_fd, &b, 1) != 1)
+		_exit(127);
+	if (env[0] && putenv(env))
 		_exit(127);
 	execvp(argv[0], argv);
 	e = errno;
@@ -78,7 +81,7 @@ int kx_launch_hold(struct kx_launch *l, char **argv, char *err, size_t len)
 	if (l->pid == 0) {
 		close(go[1]);
 		close(fail[0]);
-		child_run(argv, go[0], fail[1], parent);
+		child_run(argv, l->env, go[0], fail[1], parent);
 	}
 	close(go[0]);
 	close(fail[1]);

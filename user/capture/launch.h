@@ -17,11 +17,13 @@
 #include <sys/types.h>
 
 struct kx_launch {
-	pid_t pid;  /* the command, -1 once reaped (or never started) */
-	int go_fd;  /* write end: releases the held child */
-	int err_fd; /* read end: errno of a failed exec */
-	int status; /* wait status once reaped */
-	int killed; /* 1 when it outlived the grace period and got SIGKILL */
+	pid_t pid;    /* the command, -1 once reaped (or never started) */
+	int go_fd;    /* write end: releases the held child */
+	int err_fd;   /* read end: errno of a failed exec */
+	int status;   /* wait status once reaped */
+	int killed;   /* 1 when it outlived the grace period and got SIGKILL */
+	char env[96]; /* "NAME=VALUE" added to the command's environment, "" for none
+	                 (set before kx_launch_hold) */
 };
 
 /* Time a command has between SIGTERM and SIGKILL when a capture stops, ms. */

@@ -1,6 +1,7 @@
 /*
  * Capture session: load/attach with fallback, filters, clock sync, start/stop,
- * teardown. Owns the loaders' lifetimes (capture/ioctl.c, jobs.c, drvcall.c).
+ * teardown. Owns the loaders' lifetimes (capture/ioctl.c, jobs.c, drvcall.c,
+ * annotate.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "capture/annotate.h"
 #include "capture/clock.h"
 #include "capture/consumer.h"
 #include "capture/drvcall.h"
@@ -27,6 +29,7 @@ struct kx_session {
 	struct kx_consumer *consumer;
 	struct kx_jobsrc *jobs; /* job lifecycle sources, NULL when none */
 	struct kx_drvhook *drv; /* driver entry hooks, NULL when none */
+	struct kx_annot *ann;   /* annotation probes, NULL when not asked or not loaded */
 	const char *mech;
 	int started, stopped;
 	struct kx_sink sink;
@@ -127,6 +130,52 @@ static void open_jobs(struct kx_session *s, const struct kx_session_opts *o)
 	s->jobs = kx_jobsrc_open(&jo, &s->ci);
 }
 
+/* How often the annotation watcher rescans the pid set for copies whose
+ * loads it did not see (a loader other than kxprof's), ms. */
+#define ANN_RESCAN_MS 1000
+
+/*
+ * Annotation probes on the ioctl capture's ring and pid set: the copies of
+ * the library mapped now (every process with -a; pids as they are added)
+ * and, through the watcher, later. Optional: a failure is a hook result.
+ */
+static void open_annot(struct kx_session *s, const struct kx_session_opts *o)
+{
+	struct kx_ioctl_bpf_fds fds;
+	struct kx_annot_opts ao;
+	char why[sizeof(((struct kx_hook *)0)->why)];
+	struct kx_hook *h;
+
+	kx_ioctl_bpf_fds(s->ioctl, &fds);
+	ao = (struct kx_annot_opts){
+	        .all = o->all,
+	        .events_fd = fds.events,
+	        .pids_fd = fds.pids,
+	        .stats_fd = fds.stats,
+	        .wakeup_bytes = fds.wakeup_bytes,
+	};
+	s->ann = kx_annot_open(&ao, why, sizeof(why));
+	h = kx_capinfo_hook(&s->ci, "annotations", s->ann ? "usdt" : "-",
+	                    s->ann ? KX_HOOK_ATTACHED : KX_HOOK_FAILED);
+	if (!s->ann) {
+		if (h)
+			snprintf(h->why, sizeof(h->why), "%s", why);
+		return;
+	}
+	s->ci.ann.enabled = 1;
+	why[0] = 0;
+	if (kx_annot_watch(s->ann, o->all ? 0 : ANN_RESCAN_MS, why, sizeof(why)) == 0) {
+		kx_capinfo_hook(&s->ci, "annotations:loads", "uprobe", KX_HOOK_ATTACHED);
+	} else {
+		h = kx_capinfo_hook(&s->ci, "annotations:loads", "-", KX_HOOK_FAILED);
+		if (h)
+			snprintf(h->why, sizeof(h->why), "%s (copies loaded later: found by %s)",
+			         why, o->all ? "no rescan" : "a rescan every second");
+	}
+	if (o->all)
+		kx_annot_rescan(s->ann);
+}
+
 struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, size_t len)
 {
 	struct kx_ioctl_bpf_fds fds;
@@ -153,6 +202,8 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 		open_jobs(s, o);
 	if (!o->no_drvhooks)
 		s->drv = kx_drvhook_open(&s->ci);
+	if (o->annotate)
+		open_annot(s, o);
 	kx_ioctl_bpf_fds(s->ioctl, &fds);
 	s->consumer = kx_consumer_new(fds.events, &o->sink, err, len);
 	if (!s->consumer)
@@ -169,7 +220,18 @@ int kx_session_add_pid(struct kx_session *s, uint32_t pid, char *err, size_t len
 		snprintf(err, len, "no such process: %u", pid);
 		return -1;
 	}
-	return kx_ioctl_bpf_add_pid(s->ioctl, pid, err, len);
+	if (kx_ioctl_bpf_add_pid(s->ioctl, pid, err, len))
+		return -1;
+	/* Its copies of the library mapped so far (a process held before
+	 * exec has none yet: the watcher sees the program's). */
+	if (s->ann)
+		kx_annot_scan_pid(s->ann, (pid_t)pid);
+	return 0;
+}
+
+int kx_session_annotating(const struct kx_session *s)
+{
+	return s->ann != NULL;
 }
 
 int kx_session_start(struct kx_session *s, char *err, size_t len)
@@ -199,6 +261,10 @@ static void read_stats(struct kx_session *s)
 	s->ci.job_emitted = sum[KX_STAT_JOB_EMITTED];
 	s->ci.job_dropped = sum[KX_STAT_JOB_DROPPED];
 	s->ci.job_received = kx_consumer_jobs(s->consumer);
+	if (s->ann) {
+		kx_annot_info(s->ann, &s->ci.ann);
+		s->ci.ann.received = kx_consumer_anns(s->consumer);
+	}
 }
 
 int kx_session_stop(struct kx_session *s)
@@ -209,6 +275,8 @@ int kx_session_stop(struct kx_session *s)
 	kx_ioctl_bpf_detach(s->ioctl);
 	kx_jobsrc_detach(s->jobs);
 	kx_drvhook_detach(s->drv);
+	if (s->ann)
+		kx_annot_detach(s->ann);
 	kx_consumer_stop(s->consumer);
 	kx_clock_sync_measure(&s->ci.clock_stop);
 	s->ci.stop_mono_ns = kx_mono_ns();
@@ -290,6 +358,7 @@ void kx_session_close(struct kx_session *s)
 	kx_ioctl_bpf_detach(s->ioctl);
 	kx_jobsrc_close(s->jobs);
 	kx_drvhook_close(s->drv);
+	kx_annot_close(s->ann);
 	kx_ioctl_bpf_close(s->ioctl);
 	free(s);
 }

@@ -32,6 +32,9 @@ struct kx_session_opts {
 	int agg_by_pid;        /* split aggregates by process */
 	int agg_by_cgroup;     /* split aggregates by cgroup id */
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
+	/* Annotations (capture/annotate.h): the probes of every copy of
+	 * libkxprof_annotate.so the traced processes map, now or later. */
+	int annotate;
 };
 
 struct kx_session;
@@ -60,6 +63,8 @@ int kx_session_agg_read(struct kx_session *s, int take, struct kx_agg_entry **ou
 /* Aggregate mode: resets every key drop(key, ctx) picks; returns how many. */
 int kx_session_agg_drop(struct kx_session *s, int (*drop)(const struct kx_agg_key *, void *),
                         void *ctx);
+/* 1 when the annotation probes are loaded (opts.annotate and they could be). */
+int kx_session_annotating(const struct kx_session *s);
 /* One BPF counter (enum kx_stat) summed over CPUs, read now. */
 uint64_t kx_session_stat(struct kx_session *s, unsigned int which);
 /*

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "capture/setup.h"
+#include "annotate_rec.h" /* bpf/: KX_ANN_WAIT_ENV */
 #include "registry/devices.h"
 #include "util/outfile.h"
 #include "util/parse.h"
@@ -128,6 +129,10 @@ int kx_pidset_parse(const char *list, uint32_t *pids, int max, int *n, char *err
 	}
 }
 
+/* The longest a launched command's copy of the annotation library waits
+ * for its probes, ms (they attach in a few ms). */
+#define ANN_WAIT_MS 2000
+
 static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
                          struct kx_session_opts *so)
 {
@@ -144,6 +149,7 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->agg_by_pid = o->agg_by_pid;
 	so->agg_by_cgroup = o->agg_by_cgroup;
 	so->agg_max_keys = o->agg_max_keys;
+	so->annotate = o->annotate;
 	if (o->record_path) {
 		c->rec.path = o->record_path;
 		so->sink = kx_sink_kxp(&c->rec);
@@ -227,6 +233,11 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
 	set_cmdline(c, o);
 	if (!o->argv)
 		return 0;
+	/* Its copies of the annotation library hold until their probes are
+	 * attached, so its first annotations are traced too. */
+	if (kx_session_annotating(c->s))
+		snprintf(c->cmd.env, sizeof(c->cmd.env), "%s=%d:%d", KX_ANN_WAIT_ENV, (int)getpid(),
+		         ANN_WAIT_MS);
 	if (kx_launch_hold(&c->cmd, o->argv, err, len))
 		return -1;
 	c->argv = o->argv;

@@ -63,6 +63,8 @@ struct kx_capture_opts {
 	 * pid or cgroup, at most agg_max_keys keys (0: the default). */
 	int aggregate, agg_by_pid, agg_by_cgroup;
 	uint32_t agg_max_keys;
+	int annotate;            /* annotation probes (a launched command waits for them, see
+	                            KX_ANN_WAIT_ENV) */
 	const char *record_path; /* stream into this record file (sink is then ignored) */
 	struct kx_sink sink;     /* where events go otherwise; NULL callbacks are skipped */
 	const char *cmdline; /* what is traced, for the record header; NULL: from argv, -a, -p */

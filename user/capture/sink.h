@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/annot.h"
 #include "model/capinfo.h"
 #include "model/event.h"
 
@@ -20,6 +21,9 @@ struct kx_sink {
 	void (*task)(void *ctx, const struct kx_task *t);
 	/* Job lifecycle events (device timelines); job sources load only with it. */
 	void (*job)(void *ctx, const struct kx_job *j);
+	/* Annotation events: name and cat (PUSH, MARK, START; else "") are
+	 * NUL-terminated, a's name and cat ids unset. */
+	void (*annot)(void *ctx, const struct kx_ann *a, const char *name, const char *cat);
 	/* Roughly every 100 ms and once after the final drain. */
 	void (*tick)(void *ctx);
 	/* Once in kx_session_start, on the caller's thread, with the session's

@@ -17,10 +17,18 @@ static void store_job(void *ctx, const struct kx_job *j)
 	kx_store_add_job(ctx, j);
 }
 
+static void store_annot(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
+{
+	kx_store_add_ann(ctx, a, name, cat);
+}
+
 struct kx_sink kx_sink_store(struct kx_store *store)
 {
-	return (struct kx_sink){
-	        .ctx = store, .ioctl = store_ioctl, .task = store_task, .job = store_job};
+	return (struct kx_sink){.ctx = store,
+	                        .ioctl = store_ioctl,
+	                        .task = store_task,
+	                        .job = store_job,
+	                        .annot = store_annot};
 }
 
 static void kxp_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -44,6 +52,14 @@ static void kxp_job(void *ctx, const struct kx_job *j)
 	struct kx_kxp_sink *ks = ctx;
 
 	if (kx_kxp_add_job(ks->w, j) != 0 && !ks->write_error)
+		ks->write_error = 1;
+}
+
+static void kxp_annot(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
+{
+	struct kx_kxp_sink *ks = ctx;
+
+	if (kx_kxp_add_ann(ks->w, a, name, cat) != 0 && !ks->write_error)
 		ks->write_error = 1;
 }
 
@@ -77,6 +93,7 @@ struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks)
 	                        .ioctl = kxp_ioctl,
 	                        .task = kxp_task,
 	                        .job = kxp_job,
+	                        .annot = kxp_annot,
 	                        .tick = kxp_tick,
 	                        .begin = kxp_begin};
 }

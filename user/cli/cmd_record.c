@@ -50,8 +50,8 @@ static void record_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
-	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH] [-- CMD "
-	        "ARGS...]\n"
+	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH]\n"
+	        "                     [--no-jobs] [--no-annotations] [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
 	        "                        file and renamed at the end, an existing FILE kept as\n"
 	        "                        FILE.old; a device, a directory, the traced command\n"
@@ -66,6 +66,7 @@ static void record_usage(FILE *f)
 	        "      --ringbuf-mb N    ring buffer size in MiB (default 8; fractions allowed)\n"
 	        "      --attach MECH     force tp_btf, raw_tp or tp (default: best available)\n"
 	        "      --no-jobs         no device timelines (job lifecycle tracepoints)\n"
+	        "      --no-annotations  no annotation ranges (probes of libkxprof_annotate.so)\n"
 	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n"
 	        "Stops: SIGINT, SIGTERM, SIGHUP and SIGQUIT stop cleanly (the file is complete);\n"
 	        "SIGUSR1 and SIGUSR2 are ignored. A command still running at a stop (a signal\n"
@@ -127,6 +128,9 @@ static int record_opt(struct record_opts *o, int opt)
 	case 'J':
 		o->cap.no_jobs = 1;
 		return 0;
+	case 'N':
+		o->cap.annotate = 0;
+		return 0;
 	case 'm':
 		o->cap.mech = optarg;
 		return 0;
@@ -152,6 +156,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"ringbuf-mb", required_argument, NULL, 'r'},
 	        {"attach", required_argument, NULL, 'm'},
 	        {"no-jobs", no_argument, NULL, 'J'},
+	        {"no-annotations", no_argument, NULL, 'N'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -161,6 +166,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	o->out = "kxprof.kxp";
 	o->cap.pids = o->pids;
 	o->cap.devices = &o->devices;
+	o->cap.annotate = 1;
 	optind = 1;
 	while ((opt = kx_getopt(argc, argv, "+o:p:ad:h", opts)) != -1)
 		if ((rc = record_opt(o, opt)) != 0)
@@ -263,14 +269,19 @@ static void record_report(const struct kx_capture *c, const char *out)
 	uint64_t bytes = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
 	char sz[32];
 
-	fprintf(stderr, "kxprof record: %llu events, %llu dropped -> %s (%s)\n",
-	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, out,
+	char ann[64] = "";
+
+	if (ci->ann.received || ci->ann.dropped)
+		snprintf(ann, sizeof(ann), ", %llu annotations (%llu dropped)",
+		         (unsigned long long)ci->ann.received, (unsigned long long)ci->ann.dropped);
+	fprintf(stderr, "kxprof record: %llu events, %llu dropped%s -> %s (%s)\n",
+	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, ann, out,
 	        kx_human_bytes(bytes, sz, sizeof(sz)));
-	if (ci->dropped)
+	if (ci->dropped || ci->ann.dropped)
 		fprintf(stderr,
 		        "kxprof record: warning: %llu events were dropped because the ring "
 		        "buffer was full: raise --ringbuf-mb\n",
-		        (unsigned long long)ci->dropped);
+		        (unsigned long long)(ci->dropped + ci->ann.dropped));
 	if (c->rec.write_error)
 		fprintf(stderr,
 		        "kxprof record: warning: writing %s failed during the capture; the "

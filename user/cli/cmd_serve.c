@@ -38,6 +38,7 @@
 #include "cli/cli.h"
 #include "capture/clock.h"
 #include "capture/setup.h"
+#include "live/annot.h"
 #include "live/jobs.h"
 #include "live/open.h"
 #include "export/prometheus.h"
@@ -60,6 +61,7 @@ struct serve {
 	struct conn conns;      /* list head of the open connections */
 	uint64_t deadline_ns;   /* --http-deadline */
 	struct kx_jobagg *jobs; /* fed by the consumer thread, read by HTTP threads */
+	struct kx_annagg *anns; /* the same, annotation ranges */
 	struct kx_prom_info info;
 	char kernel[96];
 	const char *mech;
@@ -242,24 +244,33 @@ static enum MHD_Result page_metrics(struct serve *sv, struct MHD_Connection *c)
 	size_t len = 0;
 	FILE *f;
 	int rc, jobs = sv->jobs && sv->info.jobs_attached;
+	struct kx_annagg_snapshot as = {0};
 
-	if (kx_agg_snapshot(sv->agg, &snap, 0, err, sizeof(err)))
+	if (sv->anns && kx_annagg_snapshot(sv->anns, &as, 0))
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	info.anns = sv->anns ? &as : NULL;
+	if (kx_agg_snapshot(sv->agg, &snap, 0, err, sizeof(err))) {
+		kx_annagg_snapshot_free(&as);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
 		                  "cannot read the aggregates\n");
+	}
 	if (jobs && kx_jobagg_snapshot(sv->jobs, &js, kx_mono_ns(), 0)) {
 		kx_agg_snapshot_free(&snap);
+		kx_annagg_snapshot_free(&as);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
 	info.jobs = jobs ? &js : NULL;
 	f = open_memstream(&buf, &len);
 	if (!f) {
 		kx_agg_snapshot_free(&snap);
+		kx_annagg_snapshot_free(&as);
 		if (jobs)
 			kx_jobagg_snapshot_free(&js);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
 	rc = kx_prom_write(f, &snap, &info);
 	kx_agg_snapshot_free(&snap);
+	kx_annagg_snapshot_free(&as);
 	if (jobs)
 		kx_jobagg_snapshot_free(&js);
 	if (fclose(f) || rc) {
@@ -302,6 +313,16 @@ static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, 
 	}
 	sum = kx_summary_from_agg(&snap, ci);
 	kx_agg_snapshot_free(&snap);
+	if (sum && sv->anns) {
+		struct kx_annagg_snapshot as;
+
+		if (kx_annagg_snapshot(sv->anns, &as, arg_true(c, "reset")) ||
+		    kx_summary_add_annagg(sum, &as)) {
+			kx_summary_free(sum);
+			sum = NULL;
+		}
+		kx_annagg_snapshot_free(&as);
+	}
 	free(ci);
 	if (sum)
 		f = open_memstream(&buf, &len);
@@ -594,7 +615,7 @@ static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts
 {
 	char err[512];
 
-	if (kx_capture_live(c, &o->cap, o->pids, &sv->jobs, err, sizeof(err)))
+	if (kx_capture_live(c, &o->cap, o->pids, &sv->jobs, &sv->anns, err, sizeof(err)))
 		goto fail;
 	sv->agg = kx_agg_new(c->s, o->by);
 	if (!sv->agg) {
@@ -759,6 +780,7 @@ int cmd_serve(int argc, char **argv)
 	kx_agg_free(sv.agg);
 	kx_capture_close(&c);
 	kx_jobagg_free(sv.jobs);
+	kx_annagg_free(sv.anns);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_mutex_destroy(&sv.lock);
 	return rc;

@@ -5,7 +5,8 @@
  * rate, p50/p99/max latency (log2 bucket upper bounds) and off-CPU share.
  * Interactive on a terminal (raw mode, ANSI redraw on the alternate screen,
  * restored on exit and on signals; keys q p s r); plain text blocks with
- * --batch or when stdout is not a terminal.
+ * --batch or when stdout is not a terminal. Annotation ranges of the
+ * interval (live/annot.h) follow the ioctls: rate and latency per name.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +25,7 @@
 #include "cli/cli.h"
 #include "capture/clock.h"
 #include "capture/setup.h"
+#include "live/annot.h"
 #include "live/jobs.h"
 #include "live/open.h"
 #include "util/hist.h"
@@ -73,6 +75,7 @@ struct view {
 	const char *mech;
 	const char *who; /* "all processes" or "given processes" */
 	struct jobline jobs;
+	struct kx_annagg_snapshot ann; /* annotation ranges of the last interval */
 };
 
 static volatile sig_atomic_t got_signal, got_winch;
@@ -145,7 +148,8 @@ static void top_usage(FILE *f)
 	        "Rows are the ioctls seen in the last interval. P50/P99/MAX are log2 bucket upper\n"
 	        "bounds (within a factor 2); OFFCPU%% is time blocked inside the calls ('-' when "
 	        "not\n"
-	        "measured). Jobs in flight and device busy %% need job sources ('-' without).\n",
+	        "measured). Jobs in flight and device busy %% need job sources ('-' without).\n"
+	        "Annotation ranges of the interval follow: RATE/s, P50, P99, MAX per name.\n",
 	        KX_AGG_MAX_KEYS);
 }
 
@@ -346,6 +350,52 @@ static void print_row(FILE *f, const struct view *v, const struct trow *t, struc
 	fprintf(f, "%.*s\n", cols, line);
 }
 
+static int cmp_series(const void *pa, const void *pb)
+{
+	const struct kx_annagg_series *a = pa, *b = pb;
+
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* Annotation ranges and marks seen in the interval, busiest first, at most rows of them. */
+static void render_ranges(FILE *f, const struct view *v, double interval_s, int rows, int cols)
+{
+	struct kx_annagg_series *s = malloc((v->ann.nseries + 1) * sizeof(*s));
+	char line[512], a[16], b[16], c[16], name[64];
+	size_t n = 0;
+
+	if (!s)
+		return;
+	for (size_t i = 0; i < v->ann.nseries; i++)
+		if (v->ann.series[i].count)
+			s[n++] = v->ann.series[i];
+	qsort(s, n, sizeof(*s), cmp_series);
+	if (n && rows > 0) {
+		snprintf(line, sizeof(line), "\n%-40s %-16s %10s %9s %9s %9s", "RANGE", "CATEGORY",
+		         "RATE/s", "P50", "P99", "MAX");
+		fprintf(f, "%.*s\n", cols + 1, line);
+	}
+	for (size_t i = 0; i < n && (int)i < rows; i++) {
+		const struct kx_annagg_series *r = &s[i];
+		uint64_t p50 =
+		        kx_hist_quantile(r->slots, r->count, KX_PPM(50), r->min_ns, r->max_ns);
+		uint64_t p99 =
+		        kx_hist_quantile(r->slots, r->count, KX_PPM(99), r->min_ns, r->max_ns);
+
+		snprintf(name, sizeof(name), "%s%s", r->name, r->mark ? " (mark)" : "");
+		snprintf(line, sizeof(line), "%-40.40s %-16.16s %10.1f %9s %9s %9s", name,
+		         r->cat[0] ? r->cat : "-",
+		         interval_s > 0 ? (double)r->count / interval_s : 0,
+		         r->mark ? "-" : dur_str(p50, a, sizeof(a)),
+		         r->mark ? "-" : dur_str(p99, b, sizeof(b)),
+		         r->mark ? "-" : dur_str(r->max_ns, c, sizeof(c)));
+		fprintf(f, "%.*s\n", cols, line);
+	}
+	free(s);
+}
+
 /* Prints one refresh: header, column titles, up to max rows. */
 static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *d, uint32_t nkeys,
                    int max_lines, int cols)
@@ -371,6 +421,12 @@ static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *
 		print_row(f, v, &t[i], w, d->offcpu_measured, cols);
 	if (!n)
 		fprintf(f, "(no traced ioctls in this interval)\n");
+	render_ranges(f, v, d->interval_s,
+	              max_lines > 0 ? (max_lines - 7 - (shown > 1 ? shown : 1) < v->nrows
+	                                       ? max_lines - 7 - (shown > 1 ? shown : 1)
+	                                       : v->nrows)
+	                            : v->nrows,
+	              cols);
 	free(t);
 }
 
@@ -608,6 +664,7 @@ struct top_state {
 	struct kx_capture c;
 	struct kx_agg *agg;
 	struct kx_jobagg *jobs;
+	struct kx_annagg *anns;
 	struct kx_agg_snapshot prev, last; /* totals at the last refresh; its interval */
 	int have_last;
 };
@@ -668,6 +725,11 @@ static int refresh(struct top_state *t, struct view *v, uint64_t now)
 	t->prev = cur;
 	t->have_last = 1;
 	jobs_refresh(t, v, now, t->last.interval_s);
+	kx_annagg_snapshot_free(&v->ann);
+	if (kx_annagg_snapshot(t->anns, &v->ann, 1)) {
+		kx_err("out of memory");
+		return -1;
+	}
 	/* Per-process keys of exited processes would fill the map. */
 	kx_agg_prune_exited(t->agg);
 	return 0;
@@ -708,7 +770,7 @@ static int top_start(struct top_state *t, struct top_opts *o)
 {
 	char err[512];
 
-	if (kx_capture_live(&t->c, &o->cap, o->pids, &t->jobs, err, sizeof(err))) {
+	if (kx_capture_live(&t->c, &o->cap, o->pids, &t->jobs, &t->anns, err, sizeof(err))) {
 		kx_err("%s", err);
 		return -1;
 	}
@@ -755,5 +817,7 @@ int cmd_top(int argc, char **argv)
 	kx_agg_free(t.agg);
 	kx_capture_close(&t.c);
 	kx_jobagg_free(t.jobs);
+	kx_annagg_free(t.anns);
+	kx_annagg_snapshot_free(&o.v.ann);
 	return rc;
 }

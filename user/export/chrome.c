@@ -404,7 +404,8 @@ static void write_job_metadata(struct wbuf *w, struct ctx *c, int *first, uint32
 static uint64_t *thread_keys(const struct ctx *c, size_t *nth)
 {
 	const struct kx_timeline *tl = c->tl;
-	size_t cap = tl->nthreads, n = 0, out = 0;
+	const struct kx_ranges *rg = c->an->ranges;
+	size_t cap = tl->nthreads + rg->nthreads + 2 * (rg->n - rg->cross_first), n = 0, out = 0;
 	uint64_t *th;
 
 	for (size_t i = 0; i < tl->nthreads; i++)
@@ -421,6 +422,14 @@ static uint64_t *thread_keys(const struct ctx *c, size_t *nth)
 			th[n++] = (uint64_t)kx_store_ioctl(c->s, tl->order[t->first + k])->pid
 			                  << 32 |
 			          t->tid;
+	}
+	/* Threads with annotations only: their ranges, marks and async ends. */
+	for (size_t i = 0; i < rg->nthreads; i++)
+		th[n++] = (uint64_t)rg->threads[i].pid << 32 | rg->threads[i].tid;
+	for (size_t i = rg->cross_first; i < rg->n; i++) {
+		th[n++] = (uint64_t)rg->r[i].pid << 32 | rg->r[i].tid;
+		if (rg->r[i].end_tid)
+			th[n++] = (uint64_t)rg->r[i].pid << 32 | rg->r[i].end_tid;
 	}
 	qsort(th, n, sizeof(*th), u64_cmp);
 	for (size_t i = 0; i < n; i++)
@@ -827,6 +836,96 @@ static void write_jobs(struct wbuf *w, const struct ctx *c, int *first, uint64_t
 	}
 }
 
+/* ---- annotations ---- */
+
+/* The start of an annotation event: phase, name, category, pid, tid, ts. */
+static void ann_head(struct wbuf *w, const struct ctx *c, int *first, const char *ph,
+                     const struct kx_range *r, uint32_t tid, uint64_t rel_ns)
+{
+	wb_need(w, 64);
+	put_sep(w, first);
+	PUT_LIT(w, "{\"ph\":\"");
+	put_mem(w, ph, strlen(ph));
+	PUT_LIT(w, "\",\"name\":");
+	wb_str(w, kx_store_ann_str(c->s, r->name));
+	wb_need(w, EV_ROOM);
+	PUT_LIT(w, ",\"cat\":\"annotation\",\"pid\":");
+	put_u64(w, r->pid);
+	PUT_LIT(w, ",\"tid\":");
+	put_u64(w, tid);
+	PUT_LIT(w, ",\"ts\":");
+	put_us(w, rel_ns);
+}
+
+/* The args of an annotation: its category, what it holds, whether it stayed open. */
+static void ann_args(struct wbuf *w, const struct ctx *c, const struct kx_range *r)
+{
+	const char *cat = kx_store_ann_str(c->s, r->cat);
+
+	wb_need(w, EV_ROOM);
+	PUT_LIT(w, ",\"args\":{\"depth\":");
+	put_u64(w, r->depth);
+	if (r->kind == KX_RANGE_THREAD) {
+		PUT_LIT(w, ",\"ioctls\":");
+		put_u64(w, r->ioctls);
+	}
+	if (r->jobs) {
+		PUT_LIT(w, ",\"device_jobs\":");
+		put_u64(w, r->jobs);
+		PUT_LIT(w, ",\"device_us\":");
+		put_us(w, r->device_ns);
+	}
+	if (r->kind == KX_RANGE_CROSS) {
+		PUT_LIT(w, ",\"range_id\":");
+		put_u64(w, r->id);
+	}
+	if (r->open)
+		PUT_LIT(w, ",\"open\":true");
+	if (cat[0]) {
+		wb_lit(w, ",\"category\":");
+		wb_str(w, cat);
+	}
+	wb_lit(w, "}}");
+}
+
+/*
+ * Thread ranges as "X" slices on their thread (the ioctls they hold nest
+ * under them), marks as thread-scoped instants, cross-thread ranges as
+ * async "b"/"e" pairs (id: the range's index + 1, on the threads that
+ * started and ended them).
+ */
+static void write_annotations(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem)
+{
+	const struct kx_ranges *rg = c->an->ranges;
+
+	for (size_t i = 0; i < rg->n && !w->err; i++) {
+		const struct kx_range *r = &rg->r[i];
+		uint64_t rel = r->begin - c->first_ts + rem;
+
+		if (r->kind == KX_RANGE_MARK) {
+			ann_head(w, c, first, "i", r, r->tid, rel);
+			PUT_LIT(w, ",\"s\":\"t\"");
+			ann_args(w, c, r);
+			continue;
+		}
+		if (r->kind == KX_RANGE_THREAD) {
+			ann_head(w, c, first, "X", r, r->tid, rel);
+			PUT_LIT(w, ",\"dur\":");
+			put_us(w, r->dur);
+			ann_args(w, c, r);
+			continue;
+		}
+		ann_head(w, c, first, "b", r, r->tid, rel);
+		PUT_LIT(w, ",\"id\":");
+		put_u64(w, i + 1);
+		ann_args(w, c, r);
+		ann_head(w, c, first, "e", r, r->end_tid ? r->end_tid : r->tid, rel + r->dur);
+		PUT_LIT(w, ",\"id\":");
+		put_u64(w, i + 1);
+		wb_lit(w, "}");
+	}
+}
+
 static void write_tail(struct wbuf *w, const struct ctx *c)
 {
 	const struct kx_capinfo *ci = c->ci;
@@ -857,6 +956,10 @@ static void write_tail(struct wbuf *w, const struct ctx *c)
 	put_u64(w, c->jobs ? c->jobs->njobs : 0);
 	PUT_LIT(w, ",\"dropped_job_events\":");
 	put_u64(w, ci->job_dropped);
+	PUT_LIT(w, ",\"annotation_events\":");
+	put_u64(w, kx_store_ann_count(c->s));
+	PUT_LIT(w, ",\"dropped_annotation_events\":");
+	put_u64(w, ci->ann.dropped);
 	PUT_LIT(w, ",\"warnings\":[");
 	for (int i = 0; i < c->nwarn; i++) {
 		if (i)
@@ -896,6 +999,7 @@ static int write_all(struct wbuf *w, struct ctx *c)
 	}
 	if (c->jobs)
 		write_jobs(w, c, &first, (uint64_t)rem);
+	write_annotations(w, c, &first, (uint64_t)rem);
 	write_tail(w, c);
 	wb_flush_end(w, 1);
 	return 0;
@@ -937,6 +1041,8 @@ int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char 
 	c->tl = an->timeline;
 	c->jobs = an->jobs;
 	c->first_ts = c->tl->first_ts;
+	if (an->ranges->first_ts < c->first_ts)
+		c->first_ts = an->ranges->first_ts;
 	c->ndev = ci->ndevices < KX_MAX_DEVICES ? (int)ci->ndevices : KX_MAX_DEVICES;
 	if (jobs_prepare(c) || collect_warnings(c)) {
 		snprintf(err, errlen, "%s: out of memory", path);

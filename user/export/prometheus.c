@@ -97,6 +97,16 @@ static void job_labels(const struct kx_jobagg_series *js, char *out, size_t len)
 	         kx_prom_label_escape(js->ring, ring, sizeof(ring)));
 }
 
+/* name="..",category=".." of an annotation series. */
+static void ann_labels(const struct kx_annagg_series *as, char *out, size_t len)
+{
+	char name[4 * KX_ANN_NAME_MAX], cat[4 * KX_ANN_CAT_MAX];
+
+	snprintf(out, len, "name=\"%s\",category=\"%s\"",
+	         kx_prom_label_escape(as->name, name, sizeof(name)),
+	         kx_prom_label_escape(as->cat, cat, sizeof(cat)));
+}
+
 /* One histogram series: cumulative buckets, +Inf == _count, _sum in seconds. */
 static void histogram(FILE *f, const char *name, const char *labels, const uint64_t *slots,
                       uint64_t sum_ns)
@@ -113,6 +123,36 @@ static void histogram(FILE *f, const char *name, const char *labels, const uint6
 	fprintf(f, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels, cum);
 	fprintf(f, "%s_sum{%s} %s\n", name, labels, secs(sum_ns, le, sizeof(le)));
 	fprintf(f, "%s_count{%s} %" PRIu64 "\n", name, labels, cum);
+}
+
+/* Annotation ranges (histogram) and marks (counter) per name and category. */
+static void annotation_families(FILE *f, const struct kx_annagg_snapshot *as)
+{
+	char labels[1024];
+
+	family(f, "kxprof_annotation_duration_seconds", "histogram",
+	       "Time from an annotation range's start to its end, per name and category "
+	       "(log2 buckets).");
+	for (size_t i = 0; i < as->nseries; i++) {
+		if (as->series[i].mark)
+			continue;
+		ann_labels(&as->series[i], labels, sizeof(labels));
+		histogram(f, "kxprof_annotation_duration_seconds", labels, as->series[i].slots,
+		          as->series[i].sum_ns);
+	}
+	family(f, "kxprof_annotation_marks_total", "counter",
+	       "Annotation marks, per name and category.");
+	for (size_t i = 0; i < as->nseries; i++) {
+		if (!as->series[i].mark)
+			continue;
+		ann_labels(&as->series[i], labels, sizeof(labels));
+		fprintf(f, "kxprof_annotation_marks_total{%s} %" PRIu64 "\n", labels,
+		        as->series[i].count);
+	}
+	family(f, "kxprof_annotation_lost_total", "counter",
+	       "Annotation range ends whose start was not seen (begun before the start or a "
+	       "reset, or evicted from a full table).");
+	fprintf(f, "kxprof_annotation_lost_total %" PRIu64 "\n", as->lost);
 }
 
 int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_prom_info *info)
@@ -204,6 +244,9 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 			        secs(info->jobs->devs[i].busy_ns, t, sizeof(t)));
 	}
 
+	if (info->anns)
+		annotation_families(f, info->anns);
+
 	family(f, "kxprof_events_dropped_total", "counter",
 	       "Events lost: ring buffer full (records), or too many ioctls in flight.");
 	fprintf(f, "kxprof_events_dropped_total{reason=\"ringbuf_full\"} %" PRIu64 "\n", s.dropped);
@@ -211,14 +254,18 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 	        s.inflight_full);
 
 	family(f, "kxprof_map_overflow_total", "counter",
-	       info->jobs ? "Ioctls (map=ioctl) or jobs (map=jobs) not aggregated: key, pending or "
-	                    "series limit reached."
-	                  : "Ioctls not aggregated because the aggregation map reached its key "
-	                    "limit.");
+	       info->jobs || info->anns
+	               ? "Ioctls (map=ioctl), jobs (map=jobs) or annotations (map=annotations) "
+	                 "not aggregated: key, pending or series limit reached."
+	               : "Ioctls not aggregated because the aggregation map reached its key "
+	                 "limit.");
 	fprintf(f, "kxprof_map_overflow_total{map=\"ioctl\"} %" PRIu64 "\n", s.overflow);
 	if (info->jobs)
 		fprintf(f, "kxprof_map_overflow_total{map=\"jobs\"} %" PRIu64 "\n",
 		        info->jobs->overflow);
+	if (info->anns)
+		fprintf(f, "kxprof_map_overflow_total{map=\"annotations\"} %" PRIu64 "\n",
+		        info->anns->overflow);
 
 	family(f, "kxprof_aggregation_keys", "gauge", "Keys in use in the aggregation map.");
 	fprintf(f, "kxprof_aggregation_keys{map=\"ioctl\"} %zu\n", snap->nrows);

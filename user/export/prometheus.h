@@ -20,6 +20,7 @@ struct kx_prom_info {
 	const char *mech;                      /* attach mechanism in use */
 	int jobs_attached;                     /* a job source feeds the job histograms */
 	const struct kx_jobagg_snapshot *jobs; /* job aggregates, NULL when none */
+	const struct kx_annagg_snapshot *anns; /* annotation aggregates, NULL when none */
 };
 
 /* Writes every metric family (empty ones too, with HELP saying why).

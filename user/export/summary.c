@@ -33,6 +33,8 @@ struct kx_summary {
 	int from_agg;                 /* built from live aggregates: bucket percentiles */
 	uint64_t agg_overflow;        /* ioctls not aggregated: key limit */
 	uint32_t agg_max_keys;
+	uint64_t ann_overflow; /* live annotation ranges not aggregated: series limit */
+	uint64_t ann_lost;     /* live annotation range ends whose start was not seen */
 };
 
 struct kx_summary *kx_summary_build(const struct kx_analysis *an)
@@ -49,6 +51,10 @@ struct kx_summary *kx_summary_build(const struct kx_analysis *an)
 		sum->not_stored = kx_store_not_stored(an->store);
 	if (kx_stats_build(&sum->st, an->store, an->ci, an->jobs)) {
 		free(sum);
+		return NULL;
+	}
+	if (kx_stats_add_ranges(&sum->st, an->ranges, an->store)) {
+		kx_summary_free(sum);
 		return NULL;
 	}
 	kx_summary_sort(sum, KX_SORT_AVG, 0);
@@ -77,6 +83,62 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 	}
 	kx_summary_sort(sum, KX_SORT_AVG, 0);
 	return sum;
+}
+
+/* A row of a live annotation series; a mark sharing its name with a range says it is one. */
+static int annagg_row(struct kx_stat_row *r, const struct kx_annagg_snapshot *as, size_t i)
+{
+	const struct kx_annagg_series *s = &as->series[i];
+	int clash = 0;
+
+	memset(r, 0, sizeof(*r));
+	for (size_t k = 0; s->mark && k < as->nseries; k++)
+		clash |= !as->series[k].mark && !strcmp(as->series[k].name, s->name) &&
+		         !strcmp(as->series[k].cat, s->cat);
+	if (s->cat[0])
+		snprintf(r->cat, sizeof(r->cat), "annotation/%.*s", KX_STAT_CAT_LEN - 12, s->cat);
+	else
+		snprintf(r->cat, sizeof(r->cat), "annotation");
+	r->name = malloc(strlen(s->name) + sizeof(" (mark)"));
+	if (!r->name)
+		return -1;
+	sprintf(r->name, "%s%s", s->name, clash ? " (mark)" : "");
+	r->annot = 2;
+	r->mark = s->mark;
+	r->count = s->count;
+	r->total = s->sum_ns;
+	r->min = s->min_ns;
+	r->max = s->max_ns;
+	memcpy(r->hist, s->slots, sizeof(r->hist));
+	if (!s->mark)
+		kx_stat_row_percentiles(r);
+	return 0;
+}
+
+int kx_summary_add_annagg(struct kx_summary *sum, const struct kx_annagg_snapshot *as)
+{
+	struct kx_stat_row *rows;
+	size_t n = 0;
+
+	for (size_t i = 0; i < as->nseries; i++)
+		n += as->series[i].count != 0;
+	if (!n)
+		return 0;
+	rows = realloc(sum->st.rows, (sum->st.nrows + n) * sizeof(*rows));
+	if (!rows)
+		return -1;
+	sum->st.rows = rows;
+	for (size_t i = 0; i < as->nseries; i++) {
+		if (!as->series[i].count)
+			continue;
+		if (annagg_row(&sum->st.rows[sum->st.nrows], as, i))
+			return -1;
+		sum->st.nrows++;
+	}
+	sum->ann_overflow = as->overflow;
+	sum->ann_lost = as->lost;
+	kx_summary_sort(sum, KX_SORT_AVG, 0);
+	return 0;
 }
 
 void kx_summary_free(struct kx_summary *sum)
@@ -229,7 +291,22 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 		         "factor 2); errors are not broken down by errno");
 		fn(ctx, msg);
 	}
+	if (sum->ann_overflow) {
+		snprintf(msg, sizeof(msg),
+		         "%" PRIu64 " annotation ranges not aggregated (name limit %u reached): "
+		         "raise --max-keys",
+		         sum->ann_overflow, sum->agg_max_keys);
+		fn(ctx, msg);
+	}
+	if (sum->ann_lost) {
+		snprintf(msg, sizeof(msg),
+		         "%" PRIu64 " annotation range ends whose start was not seen (begun before "
+		         "the start or a reset)",
+		         sum->ann_lost);
+		fn(ctx, msg);
+	}
 	kx_jobs_warnings(sum->jobs, fn, ctx);
+	kx_ranges_warnings(sum->an ? sum->an->ranges : NULL, fn, ctx);
 	kx_timeline_warnings(sum->an ? sum->an->timeline : NULL, fn, ctx);
 	kx_read_loss_warnings(sum->an ? &sum->an->loss : NULL, fn, ctx);
 }
@@ -240,13 +317,23 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 #define NAME_MIN_W  12  /* the name column never narrows below this */
 #define CELL_LEN    32
 
-/* Which tables show a column: ioctl or job rows, default or --wide. */
+/* Which tables show a column: ioctl, job or annotation rows, default or --wide. */
 #define IN_IOCTL      0x1u
 #define IN_IOCTL_WIDE 0x2u
 #define IN_JOB        0x4u
 #define IN_JOB_WIDE   0x8u
-#define IN_ALL        0xfu
+#define IN_ANN        0x20u
+#define IN_ANN_WIDE   0x40u
+#define IN_ALL        0x6fu
 #define NEEDS_OFFCPU  0x10u /* only when off-CPU time was measured */
+
+/* The tables: ioctl rows, job rows, annotation rows. */
+enum table { T_IOCTL, T_JOB, T_ANN, NTABLE };
+
+static enum table row_table(const struct kx_stat_row *r)
+{
+	return r->annot ? T_ANN : r->job ? T_JOB : T_IOCTL;
+}
 
 enum col {
 	COL_COUNT,   /* calls */
@@ -262,6 +349,8 @@ enum col {
 	COL_BLOCKED, /* ns blocked off-CPU inside the calls */
 	COL_ONCPU,   /* ns on the CPU */
 	COL_SHARE,   /* blocked share of the total time, % */
+	COL_IOCTLS,  /* annotation rows: ioctls inside the ranges */
+	COL_DEVICE,  /* annotation rows: device time of their jobs, ns */
 	NCOL
 };
 
@@ -269,19 +358,21 @@ static const struct {
 	const char *head;
 	unsigned int in; /* IN_* and NEEDS_OFFCPU */
 } cols[NCOL] = {
-        [COL_COUNT] = {"Count", IN_IOCTL | IN_IOCTL_WIDE},
+        [COL_COUNT] = {"Count", IN_IOCTL | IN_IOCTL_WIDE | IN_ANN | IN_ANN_WIDE},
         [COL_JOBS] = {"Jobs", IN_JOB | IN_JOB_WIDE},
         [COL_ERR] = {"Errors", IN_IOCTL | IN_IOCTL_WIDE},
         [COL_TOTAL] = {"Total", IN_ALL},
-        [COL_MIN] = {"Min", IN_IOCTL_WIDE | IN_JOB_WIDE},
+        [COL_MIN] = {"Min", IN_IOCTL_WIDE | IN_JOB_WIDE | IN_ANN_WIDE},
         [COL_AVG] = {"Avg", IN_ALL},
         [COL_P50] = {"p50", IN_ALL},
-        [COL_P90] = {"p90", IN_IOCTL_WIDE | IN_JOB_WIDE},
+        [COL_P90] = {"p90", IN_IOCTL_WIDE | IN_JOB_WIDE | IN_ANN_WIDE},
         [COL_P99] = {"p99", IN_ALL},
         [COL_MAX] = {"Max", IN_ALL},
         [COL_BLOCKED] = {"Blocked", IN_IOCTL_WIDE | NEEDS_OFFCPU},
         [COL_ONCPU] = {"On-CPU", IN_IOCTL_WIDE | NEEDS_OFFCPU},
         [COL_SHARE] = {"Blocked%", IN_IOCTL | IN_IOCTL_WIDE | NEEDS_OFFCPU},
+        [COL_IOCTLS] = {"Ioctls", IN_ANN | IN_ANN_WIDE},
+        [COL_DEVICE] = {"Device", IN_ANN | IN_ANN_WIDE},
 };
 
 /* The columns and widths of one kind of table (ioctl or job rows). */
@@ -390,6 +481,18 @@ static void cell(const struct kx_stat_row *r, enum col c, char *buf)
 		return fmt_time(buf, CELL_LEN, r->offcpu);
 	case COL_ONCPU:
 		return fmt_time(buf, CELL_LEN, r->total - r->offcpu);
+	case COL_IOCTLS:
+		if (r->mark || r->annot == 2)
+			snprintf(buf, CELL_LEN, "-");
+		else
+			snprintf(buf, CELL_LEN, "%" PRIu64, r->ioctls);
+		return;
+	case COL_DEVICE:
+		if (!r->jobs)
+			snprintf(buf, CELL_LEN, "-");
+		else
+			fmt_time(buf, CELL_LEN, r->device_ns);
+		return;
 	case COL_SHARE:
 	default:
 		fmt_share(buf, CELL_LEN, r->offcpu, r->total);
@@ -397,10 +500,15 @@ static void cell(const struct kx_stat_row *r, enum col c, char *buf)
 	}
 }
 
-/* The columns of the job (job != 0) or ioctl table and their widths over its rows. */
-static void layout_build(const struct kx_summary *sum, int job, int wide, struct layout *lo)
+/* The columns of one table and their widths over its rows. */
+static void layout_build(const struct kx_summary *sum, enum table t, int wide, struct layout *lo)
 {
-	unsigned int in = job ? (wide ? IN_JOB_WIDE : IN_JOB) : (wide ? IN_IOCTL_WIDE : IN_IOCTL);
+	static const unsigned int in_of[NTABLE][2] = {
+	        [T_IOCTL] = {IN_IOCTL, IN_IOCTL_WIDE},
+	        [T_JOB] = {IN_JOB, IN_JOB_WIDE},
+	        [T_ANN] = {IN_ANN, IN_ANN_WIDE},
+	};
+	unsigned int in = in_of[t][wide != 0];
 	int used = 0, cap;
 	char buf[CELL_LEN];
 
@@ -415,7 +523,7 @@ static void layout_build(const struct kx_summary *sum, int job, int wide, struct
 	for (size_t i = 0; i < sum->st.nrows; i++) {
 		const struct kx_stat_row *r = &sum->st.rows[i];
 
-		if (!r->job != !job)
+		if (row_table(r) != t)
 			continue;
 		if (disp_width(r->name) > lo->namew)
 			lo->namew = disp_width(r->name);
@@ -676,7 +784,7 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int 
 	const struct kx_capinfo *ci = &sum->ci;
 	char host[sizeof(ci->hostname) + 1], kernel[sizeof(ci->kernel) + 1];
 	int wide = (flags & KX_TABLE_WIDE) != 0;
-	struct layout lo[2]; /* ioctl rows, job rows */
+	struct layout lo[NTABLE];
 	const char *cat = NULL;
 
 	field_str(host, sizeof(host), ci->hostname, sizeof(ci->hostname));
@@ -687,8 +795,8 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int 
 		print_capture_line(sum, host[0] ? host : "?", kernel[0] ? kernel : "?", f);
 	each_warning(sum, table_warning, f);
 
-	layout_build(sum, 0, wide, &lo[0]);
-	layout_build(sum, 1, wide, &lo[1]);
+	for (int t = 0; t < NTABLE; t++)
+		layout_build(sum, (enum table)t, wide, &lo[t]);
 	if (!sum->st.nrows)
 		fprintf(f, "\nno ioctl events\n");
 	for (size_t i = 0; i < sum->st.nrows; i++) {
@@ -696,9 +804,9 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int 
 
 		if (!cat || strcmp(cat, r->cat)) {
 			cat = r->cat;
-			print_head(&lo[r->job != 0], cat, f);
+			print_head(&lo[row_table(r)], cat, f);
 		}
-		print_row(&lo[r->job != 0], r, f);
+		print_row(&lo[row_table(r)], r, f);
 		print_errors(r, f);
 		if (flags & KX_TABLE_HIST)
 			print_hist(r, f);
@@ -737,7 +845,15 @@ static void json_row(const struct kx_stat_row *r, FILE *f, int hist, int offcpu)
 	        ": {\"Total Count\": %" PRIu64 ", \"Total Time\": %.6f, \"Min Time\": %.6f, "
 	        "\"Max Time\": %.6f, \"Avg Time\": %.6f",
 	        r->count, ms(r->total), ms(row_min(r)), ms(r->max), row_avg_ms(r));
-	if (!r->job) {
+	if (r->annot) {
+		fprintf(f, ", \"Kind\": \"%s\"", r->mark ? "mark" : "range");
+		if (!r->mark && r->annot == 1)
+			fprintf(f, ", \"Ioctls\": %" PRIu64, r->ioctls);
+		if (r->annot == 1)
+			fprintf(f, ", \"Device Jobs\": %" PRIu64, r->jobs);
+		if (r->jobs)
+			fprintf(f, ", \"Device Time\": %.6f", ms(r->device_ns));
+	} else if (!r->job) {
 		fprintf(f, ", \"Errors\": %" PRIu64 ", \"Errno\": {", r->errors);
 		for (int i = 0; i < r->nerrs; i++) {
 			fputs(i ? ", " : "", f);
@@ -853,6 +969,41 @@ static void json_jobs(const struct kx_jobs *jb, FILE *f)
 	fputs(n ? "\n  }},\n" : "}},\n", f);
 }
 
+/* "Annotations": the capture's counts, the anomalies and the library copies found. */
+static void json_annotations(const struct kx_summary *sum, FILE *f)
+{
+	const struct kx_ranges *rg = sum->an ? sum->an->ranges : NULL;
+	const struct kx_ann_info *k = &sum->ci.ann;
+
+	if (!rg)
+		return;
+	fprintf(f,
+	        "  \"Annotations\": {\"enabled\": %s, \"emitted\": %" PRIu64
+	        ", \"received\": %" PRIu64 ", \"dropped\": %" PRIu64
+	        ", \"events\": %zu, \"ranges\": %zu, \"anomalies\": {\"open\": %" PRIu64
+	        ", \"open_cross\": %" PRIu64 ", \"lost_begin\": %" PRIu64
+	        ", \"shortened\": %" PRIu64 ", \"pop_no_push\": %" PRIu64
+	        ", \"depth_overflow\": %" PRIu64 ", \"end_no_start\": %" PRIu64
+	        ", \"threads_full\": %" PRIu64 ", \"ranges_full\": %" PRIu64
+	        ", \"name_faults\": %" PRIu64 "}, \"copies\": [",
+	        k->enabled ? "true" : "false", k->emitted, k->received, k->dropped,
+	        kx_store_ann_count(sum->an->store), rg->n, rg->anom.open, rg->anom.open_cross,
+	        rg->anom.lost_begin, rg->anom.shortened, k->pop_no_push, k->depth_overflow,
+	        k->end_no_start, k->threads_full, k->ranges_full, k->name_faults);
+	for (uint32_t i = 0; i < k->ncopies && i < KX_ANN_MAX_COPIES; i++) {
+		const struct kx_ann_copy *c = &k->copies[i];
+
+		fputs(i ? ",\n    {\"path\": " : "\n    {\"path\": ", f);
+		json_str(f, c->path, sizeof(c->path));
+		fprintf(f, ", \"probes_found\": %u, \"probes_attached\": %u, \"why\": ",
+		        (unsigned int)__builtin_popcount(c->found),
+		        (unsigned int)__builtin_popcount(c->attached));
+		json_str(f, c->why, sizeof(c->why));
+		fputc('}', f);
+	}
+	fputs(k->ncopies ? "\n  ]},\n" : "]},\n", f);
+}
+
 void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 {
 	const struct kx_capinfo *ci = &sum->ci;
@@ -877,6 +1028,7 @@ void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 	json_memory(sum->jobs, f);
 	fputs("  \"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"},\n", f);
 	json_jobs(sum->jobs, f);
+	json_annotations(sum, f);
 	fputs("  \"Capture\": {\"host\": ", f);
 	json_str(f, ci->hostname, sizeof(ci->hostname));
 	fputs(", \"kernel\": ", f);

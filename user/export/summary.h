@@ -27,6 +27,11 @@ struct kx_agg_snapshot;
  * the time since the aggregates started or were last reset. */
 struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
                                        const struct kx_capinfo *ci);
+/* Adds the rows of live annotation aggregates (category "annotation[/<cat>]",
+ * percentiles from the log2 buckets; which ioctls they hold is not known
+ * live). 0, or -1 when out of memory. */
+struct kx_annagg_snapshot;
+int kx_summary_add_annagg(struct kx_summary *sum, const struct kx_annagg_snapshot *as);
 void kx_summary_free(struct kx_summary *sum);
 /* Parses "avg|min|max|total|count"; -1 when unknown. */
 int kx_sort_key_parse(const char *s);

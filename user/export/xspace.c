@@ -268,11 +268,32 @@ static void put_metadata(struct kx_bytes *b, const struct strtab *ev, const stru
 
 /* ---- selecting and ordering the events ---- */
 
-/* A host line: a timeline thread's events in the window. */
+/*
+ * A host line: a thread's ioctls and annotations in the window, or a lane
+ * of one process's cross-thread ranges. Annotations go between the ioctls
+ * in start order: ins[j] is how many of the line's ioctls come before
+ * annotation j (the order of the nesting walk, analysis/ranges.h).
+ */
 struct line {
-	uint32_t tid;
-	size_t start, count; /* range in the timeline's order */
+	uint32_t tid;        /* line id: the tid, or ASYNC_LINE_ID for a lane of ranges */
+	size_t start, count; /* ioctls: range in the timeline's order */
+	size_t *ann;         /* annotations: indices in the analysis' ranges, by start */
+	size_t *ins;         /* per annotation: ioctls of the line before it */
+	size_t nann;
+	uint64_t t0;   /* ns, the line's first event */
+	uint32_t pid;  /* async lanes: the process */
+	uint32_t lane; /* async lanes: from 0 */
 };
+
+/*
+ * Lines of cross-thread ranges (they may end on another thread, so they
+ * nest on no thread's line): per process, lanes of ranges that do not
+ * overlap, with ids above every tid (pid_max <= 2^22) and below XProf's
+ * derived lines (0xdeadbeef).
+ */
+#define ASYNC_LINE_BASE          0x40000000u
+#define ASYNC_LINE_ID(pid, lane) (ASYNC_LINE_BASE | (uint32_t)(lane) << 22 | (pid))
+#define ASYNC_MAX_LANES          64
 
 /* ---- the exporter state ---- */
 
@@ -310,7 +331,12 @@ struct exporter {
 	struct kx_flows flows;                /* which submitting ioctls start a flow */
 	size_t job_events;                    /* exported on device planes */
 	uint32_t st_offcpu, st_flow, st_corr; /* host plane stat ids, 0 until used */
-	struct hline *hl;                     /* per line: what the sizing pass found */
+	const struct kx_ranges *rg;           /* annotation ranges (the analysis') */
+	uint32_t *ann_mid;  /* per annotation string id: its event metadata id, 0 until used */
+	uint32_t *ann_cat;  /* per annotation string id: its ref as a stat value, 0 until used */
+	uint32_t st_ann[9]; /* host plane stat ids of annotation events (ann_stat_names) */
+	size_t ann_events;  /* exported on the host plane */
+	struct hline *hl;   /* per line: what the sizing pass found */
 	/* The sizing pass's last answers: runs of one command on one file are the rule. */
 	uint64_t last_cmd_key, last_dev_key;
 	uint32_t last_drv, last_fkind, last_mid, last_dev;
@@ -356,14 +382,11 @@ static size_t first_from(const struct exporter *x, const struct kx_tl_thread *t,
  * window. A thread's events are in start order, so those in the window are
  * one range of it.
  */
-static int select_events(struct exporter *x)
+static int select_ioctls(struct exporter *x)
 {
 	const struct kx_timeline *tl = x->tl;
 
 	x->order = tl->order;
-	x->lines = malloc((tl->nthreads ? tl->nthreads : 1) * sizeof(*x->lines));
-	if (!x->lines)
-		return fail(x, "out of memory selecting %zu threads", tl->nthreads);
 	for (size_t i = 0; i < tl->nthreads; i++) {
 		const struct kx_tl_thread *t = &tl->threads[i];
 		size_t k0 = first_from(x, t, 0, t->count, x->o.from_mono_ns), k1 = t->count;
@@ -372,9 +395,185 @@ static int select_events(struct exporter *x)
 			k1 = first_from(x, t, k0, t->count, x->o.to_mono_ns);
 		if (k0 == k1)
 			continue;
-		x->lines[x->nlines++] = (struct line){t->tid, t->first + k0, k1 - k0};
+		x->lines[x->nlines++] =
+		        (struct line){.tid = t->tid,
+		                      .start = t->first + k0,
+		                      .count = k1 - k0,
+		                      .t0 = kx_store_ioctl(x->s, x->order[t->first + k0])->ts};
 		x->nevents += k1 - k0;
 	}
+	return 0;
+}
+
+/* The line of tid among lines [lo, hi), sorted by tid; NULL when none. */
+static struct line *find_line(struct exporter *x, size_t lo, size_t hi, uint32_t tid)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->lines[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < x->nlines && x->lines[lo].tid == tid ? &x->lines[lo] : NULL;
+}
+
+/*
+ * The line of thread tid, added when it has none yet: lines [0, nio) are
+ * the ioctl threads' and those after them threads with annotations only,
+ * each run by tid.
+ */
+static struct line *line_of_tid(struct exporter *x, size_t nio, uint32_t tid, size_t *cap)
+{
+	struct line *l = find_line(x, 0, nio, tid);
+
+	if (!l)
+		l = find_line(x, nio, x->nlines, tid);
+	if (l && l < x->lines + x->nlines)
+		return l;
+	if (kx_grow((void **)&x->lines, cap, x->nlines, sizeof(*x->lines)))
+		return NULL;
+	x->lines[x->nlines] = (struct line){.tid = tid, .t0 = UINT64_MAX};
+	return &x->lines[x->nlines++];
+}
+
+/* Room for n more annotations on line l. */
+static int line_ann_room(struct line *l, size_t n)
+{
+	size_t *a = realloc(l->ann, (l->nann + n) * sizeof(*a)), *b;
+
+	if (a)
+		l->ann = a;
+	b = realloc(l->ins, (l->nann + n) * sizeof(*b));
+	if (b)
+		l->ins = b;
+	return a && b ? 0 : -1;
+}
+
+/* Where each annotation of l goes among its ioctls: the nesting walk's order. */
+static void line_insertions(struct exporter *x, struct line *l)
+{
+	size_t k = 0;
+
+	for (size_t j = 0; j < l->nann; j++) {
+		const struct kx_range *r = &x->rg->r[l->ann[j]];
+
+		while (k < l->count) {
+			size_t idx = x->order[l->start + k];
+			const struct kx_ioctl *e = kx_store_ioctl(x->s, idx);
+
+			if (e->ts > r->begin ||
+			    (e->ts == r->begin && kx_timeline_dur(x->tl, idx, e->dur) <= r->dur))
+				break;
+			k++;
+		}
+		l->ins[j] = k;
+	}
+	if (l->nann && x->rg->r[l->ann[0]].begin < l->t0)
+		l->t0 = x->rg->r[l->ann[0]].begin;
+}
+
+/* Each thread's ranges and marks in the window join its line. */
+static int select_thread_ranges(struct exporter *x, size_t *cap)
+{
+	const struct kx_ranges *rg = x->rg;
+	size_t nio = x->nlines;
+
+	for (size_t t = 0; t < rg->nthreads; t++) {
+		const struct kx_range_thread *th = &rg->threads[t];
+		struct line *l = NULL;
+
+		for (size_t i = th->first; i < th->first + th->count; i++) {
+			if (!in_window(&x->o, rg->r[i].begin))
+				continue;
+			if (!l && !(l = line_of_tid(x, nio, th->tid, cap)))
+				return -1;
+			if (line_ann_room(l, 1))
+				return -1;
+			l->ann[l->nann++] = i;
+		}
+	}
+	return 0;
+}
+
+/* Cross-thread ranges in the window into lanes of their process. */
+static int select_cross_ranges(struct exporter *x, size_t *cap)
+{
+	const struct kx_ranges *rg = x->rg;
+	uint64_t lane_end[ASYNC_MAX_LANES];
+	size_t first_line = x->nlines;
+
+	for (size_t i = rg->cross_first; i < rg->n; i++) {
+		const struct kx_range *r = &rg->r[i];
+		struct line *l = NULL;
+		uint32_t lane = 0;
+
+		if (!in_window(&x->o, r->begin))
+			continue;
+		if (i == rg->cross_first || rg->r[i - 1].pid != r->pid) {
+			first_line = x->nlines;
+			memset(lane_end, 0, sizeof(lane_end));
+		}
+		/* The first lane free at its start; the last one takes what is left. */
+		while (lane + 1 < ASYNC_MAX_LANES && lane_end[lane] > r->begin)
+			lane++;
+		lane_end[lane] =
+		        r->begin + r->dur > lane_end[lane] ? r->begin + r->dur : lane_end[lane];
+		for (size_t k = first_line; k < x->nlines && !l; k++)
+			if (x->lines[k].lane == lane)
+				l = &x->lines[k];
+		if (!l) {
+			if (kx_grow((void **)&x->lines, cap, x->nlines, sizeof(*x->lines)))
+				return -1;
+			l = &x->lines[x->nlines++];
+			*l = (struct line){.tid = ASYNC_LINE_ID(r->pid, lane),
+			                   .t0 = r->begin,
+			                   .pid = r->pid,
+			                   .lane = lane};
+		}
+		if (line_ann_room(l, 1))
+			return -1;
+		l->ann[l->nann] = i;
+		l->ins[l->nann++] = 0;
+	}
+	return 0;
+}
+
+static int line_cmp(const void *pa, const void *pb)
+{
+	const struct line *a = pa, *b = pb;
+
+	return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+
+/*
+ * The host lines: the timeline's threads (by tid) with events in the
+ * window, threads with annotations only, then the lanes of cross-thread
+ * ranges. A thread's events are in start order, so those in the window are
+ * one range of it.
+ */
+static int select_events(struct exporter *x)
+{
+	size_t cap = x->tl->nthreads + x->rg->nthreads + 1;
+
+	x->lines = calloc(cap, sizeof(*x->lines));
+	if (!x->lines)
+		return fail(x, "out of memory selecting %zu threads", x->tl->nthreads);
+	if (select_ioctls(x) || select_thread_ranges(x, &cap))
+		return fail(x, "out of memory selecting the annotations of %zu threads",
+		            x->rg->nthreads);
+	for (size_t i = 0; i < x->nlines; i++) {
+		line_insertions(x, &x->lines[i]);
+		x->ann_events += x->lines[i].nann;
+	}
+	if (x->nlines > 1)
+		qsort(x->lines, x->nlines, sizeof(*x->lines), line_cmp);
+	if (select_cross_ranges(x, &cap))
+		return fail(x, "out of memory selecting the cross-thread annotation ranges");
+	for (size_t i = 0; i < x->nlines; i++)
+		if (x->lines[i].tid >= ASYNC_LINE_BASE)
+			x->ann_events += x->lines[i].nann;
 	return 0;
 }
 
@@ -652,18 +851,140 @@ static inline void event_span(const struct kx_ioctl *e, uint64_t dur_ns, uint64_
 		*dur = MAX_NS - *start;
 }
 
+/* ---- annotations on the host plane ---- */
+
+/* A range's start and resolved duration on its line (marks: zero length). */
+static inline void ann_span(const struct kx_range *r, uint64_t t0, uint64_t *start, uint64_t *dur)
+{
+	*start = r->begin - t0;
+	*dur = r->dur;
+	if (*start > MAX_NS)
+		*start = MAX_NS;
+	if (*dur > MAX_NS - *start)
+		*dur = MAX_NS - *start;
+}
+
+/* An annotation string's id in a per-string table, interned when new (not frozen). */
+static uint32_t ann_string(struct exporter *x, uint32_t *table, struct strtab *t, uint32_t sid,
+                           int frozen)
+{
+	if (!table[sid] && !frozen)
+		table[sid] = strtab_cstr(t, kx_store_ann_str(x->s, sid));
+	return table[sid];
+}
+
+/* The stats of a range event: (metadata id, value field, value), n of them. */
+struct ann_stats {
+	uint32_t mid[9];
+	uint64_t v[9];
+	unsigned int vfield[9];
+	int n;
+};
+
+enum { SA_DEPTH, SA_IOCTLS, SA_DJOBS, SA_DTIME, SA_CAT, SA_OPEN, SA_RID, SA_TID, SA_ETID };
+static const char *const ann_stat_names[] = {"depth",          "ioctls",   "device_jobs",
+                                             "device_time_ps", "category", "open",
+                                             "range_id",       "tid",      "end_tid"};
+
+static void ann_stat_add(struct ann_stats *a, uint32_t mid, unsigned int vfield, uint64_t v)
+{
+	a->mid[a->n] = mid;
+	a->vfield[a->n] = vfield;
+	a->v[a->n++] = v;
+}
+
+/*
+ * What a range event carries: depth; thread ranges the ioctls they hold
+ * and their jobs' device time; cross-thread ones their id and threads; its
+ * category; "open" when it never ended. 0, or -1 when a name is missing.
+ */
+static int ann_stats_of(struct exporter *x, const struct kx_range *r, struct ann_stats *a,
+                        int frozen)
+{
+	const uint32_t *id = x->st_ann;
+
+	a->n = 0;
+	for (int i = 0; !frozen && i < (int)(sizeof(ann_stat_names) / sizeof(ann_stat_names[0]));
+	     i++)
+		if (!host_stat(x, &x->st_ann[i], ann_stat_names[i]))
+			return -1;
+	ann_stat_add(a, id[SA_DEPTH], XSTAT_UINT64, r->depth);
+	if (r->kind == KX_RANGE_THREAD)
+		ann_stat_add(a, id[SA_IOCTLS], XSTAT_UINT64, r->ioctls);
+	if (r->jobs) {
+		ann_stat_add(a, id[SA_DJOBS], XSTAT_UINT64, r->jobs);
+		ann_stat_add(a, id[SA_DTIME], XSTAT_UINT64, r->device_ns * 1000);
+	}
+	if (r->kind == KX_RANGE_CROSS) {
+		ann_stat_add(a, id[SA_RID], XSTAT_UINT64, r->id);
+		ann_stat_add(a, id[SA_TID], XSTAT_INT64, r->tid);
+		if (r->end_tid)
+			ann_stat_add(a, id[SA_ETID], XSTAT_INT64, r->end_tid);
+	}
+	if (r->cat) {
+		uint32_t ref = ann_string(x, x->ann_cat, &x->st, r->cat, frozen);
+
+		if (!ref)
+			return -1;
+		ann_stat_add(a, id[SA_CAT], XSTAT_REF, ref);
+	}
+	if (r->open)
+		ann_stat_add(a, id[SA_OPEN], XSTAT_UINT64, 1);
+	return 0;
+}
+
+/* The sizing pass's view of put_ann_event, interning what it needs. 0 on OOM. */
+static size_t ann_event_size(struct exporter *x, const struct kx_range *r, uint64_t start,
+                             uint64_t dur)
+{
+	uint32_t mid = ann_string(x, x->ann_mid, &x->ev, r->name, 0);
+	struct ann_stats a;
+	size_t n;
+
+	if (!mid || ann_stats_of(x, r, &a, 0))
+		return 0;
+	n = 1 + kx_pb_varint_size(mid) + 1 + kx_pb_varint_size(start * 1000);
+	if (dur)
+		n += 1 + kx_pb_varint_size(dur * 1000);
+	for (int i = 0; i < a.n; i++)
+		n += stat_size(a.mid[i], a.v[i]);
+	return n;
+}
+
+/* One range or mark as an XEvent into p (EVENT_SCRATCH bytes), tables frozen. */
+static uint8_t *put_ann_event(struct exporter *x, const struct kx_range *r, uint64_t start,
+                              uint64_t dur, uint8_t *p)
+{
+	uint32_t mid = ann_string(x, x->ann_mid, &x->ev, r->name, 1);
+	struct ann_stats a;
+
+	if (!mid || ann_stats_of(x, r, &a, 1))
+		return NULL;
+	p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
+	p = kx_pb_vfield(p, XEVENT_OFFSET_PS, start * 1000); /* oneof: written even when 0 */
+	if (dur)
+		p = kx_pb_vfield(p, XEVENT_DURATION_PS, dur * 1000);
+	for (int i = 0; i < a.n; i++)
+		p = put_stat_varint(p, XEVENT_STATS, a.mid[i], a.vfield[i], a.v[i]);
+	return p;
+}
+
 /* The XLine fields before the events (at most LINE_HEAD bytes). */
 #define LINE_HEAD 128
 static size_t line_head(struct exporter *x, const struct line *l, uint8_t *buf)
 {
-	const struct kx_ioctl *first = kx_store_ioctl(x->s, x->order[l->start]);
-	const char *comm = kx_store_comm(x->s, l->tid);
-	uint64_t ts = (uint64_t)kx_capinfo_realtime(x->ci, first->ts);
+	const char *comm = l->tid < ASYNC_LINE_BASE ? kx_store_comm(x->s, l->tid) : NULL;
+	uint64_t ts = (uint64_t)kx_capinfo_realtime(x->ci, l->t0);
 	uint8_t *p = buf;
 	char name[32];
 	size_t n;
 
-	if (comm && comm[0])
+	if (l->tid >= ASYNC_LINE_BASE && l->lane)
+		snprintf(name, sizeof(name), "ranges of pid %" PRIu32 " #%" PRIu32, l->pid,
+		         l->lane + 1);
+	else if (l->tid >= ASYNC_LINE_BASE)
+		snprintf(name, sizeof(name), "ranges of pid %" PRIu32, l->pid);
+	else if (comm && comm[0])
 		snprintf(name, sizeof(name), "%.*s", KX_COMM_LEN, comm);
 	else
 		snprintf(name, sizeof(name), "tid %" PRIu32, l->tid);
@@ -703,9 +1024,23 @@ static int size_line(struct exporter *x, size_t li)
 	const struct line *l = &x->lines[li];
 	struct hline *h = &x->hl[li];
 	const uint32_t *ord = x->order + l->start;
-	uint64_t t0 = kx_store_ioctl(x->s, ord[0])->ts, max_end = 0;
+	uint64_t t0 = l->t0, max_end = 0;
 	uint8_t buf[LINE_HEAD];
 	size_t body = line_head(x, l, buf), fi = kx_timeline_fix_from(x->tl, l->start);
+
+	for (size_t j = 0; j < l->nann; j++) {
+		const struct kx_range *r = &x->rg->r[l->ann[j]];
+		uint64_t start, dur;
+		size_t elen;
+
+		ann_span(r, t0, &start, &dur);
+		if (start + dur > max_end)
+			max_end = start + dur;
+		elen = ann_event_size(x, r, start, dur);
+		if (!elen)
+			return fail(x, "out of memory");
+		body += 1 + kx_pb_varint_size(elen) + elen;
+	}
 
 	for (size_t k = 0; k < l->count; k++) {
 		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
@@ -758,6 +1093,7 @@ static void sink_put(struct sink *k, const void *p, size_t n)
 #define SEG_EVENTS 16384
 struct seg {
 	size_t li, k0, k1;
+	int last; /* the line's last segment: the annotations after its last ioctl too */
 	uint8_t *out;
 	size_t len, cap;
 	int bad;
@@ -790,6 +1126,43 @@ static void seg_lit(struct seg *g, const void *p, size_t n)
 	g->len += n;
 }
 
+/* The first annotation of line l at or after ioctl k (ins is sorted). */
+static size_t ann_from(const struct line *l, size_t k)
+{
+	size_t lo = 0, hi = l->nann;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->ins[mid] < k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* One annotation event of a segment (bad set when out of memory). */
+static void seg_ann(struct exporter *x, struct seg *g, const struct kx_range *r, uint64_t t0)
+{
+	uint8_t scratch[EVENT_SCRATCH], *p = seg_room(g, EVENT_SCRATCH + 16), *q;
+	uint64_t start, dur;
+
+	if (!p) {
+		g->bad = 1;
+		return;
+	}
+	ann_span(r, t0, &start, &dur);
+	q = put_ann_event(x, r, start, dur, scratch);
+	if (!q) {
+		g->bad = 1;
+		return;
+	}
+	p = kx_pb_len_head(p, XLINE_EVENTS, (size_t)(q - scratch));
+	memcpy(p, scratch, (size_t)(q - scratch));
+	g->len = (size_t)(p + (q - scratch) - g->out);
+}
+
 /* Encodes a segment's events (on a worker thread; the exporter is read only). */
 static void seg_run(void *slot, void *wctx, void *arg)
 {
@@ -799,24 +1172,28 @@ static void seg_run(void *slot, void *wctx, void *arg)
 	const struct line *l;
 	const uint32_t *ord;
 	uint64_t t0;
-	size_t fi;
+	size_t fi, aj;
 
 	(void)wctx;
-	if (g->k0 == g->k1 || g->bad)
+	if ((g->k0 == g->k1 && !g->last) || g->bad)
 		return;
 	l = &x->lines[g->li];
 	ord = x->order + l->start;
-	t0 = kx_store_ioctl(x->s, ord[0])->ts;
-	/* The first fix at or after this segment. */
+	t0 = l->t0;
+	/* The first fix at or after this segment, its first annotation. */
 	fi = kx_timeline_fix_from(x->tl, l->start + g->k0);
+	aj = ann_from(l, g->k0);
 	for (size_t k = g->k0; k < g->k1; k++) {
 		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
-		uint8_t *p = seg_room(g, EVENT_SCRATCH + 16), *q;
+		uint8_t *p, *q;
 		uint8_t scratch[EVENT_SCRATCH];
 		uint64_t start, dur;
 		size_t elen;
 
-		if (!p) {
+		for (; aj < l->nann && l->ins[aj] == k; aj++)
+			seg_ann(x, g, &x->rg->r[l->ann[aj]], t0);
+		p = seg_room(g, EVENT_SCRATCH + 16);
+		if (!p || g->bad) {
 			g->bad = 1;
 			return;
 		}
@@ -831,6 +1208,8 @@ static void seg_run(void *slot, void *wctx, void *arg)
 		memcpy(p, scratch, elen);
 		g->len = (size_t)(p + elen - g->out);
 	}
+	for (; g->last && aj < l->nann; aj++)
+		seg_ann(x, g, &x->rg->r[l->ann[aj]], t0);
 }
 
 static void seg_done(void *slot, void *arg)
@@ -910,6 +1289,8 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		return fail(x, "out of memory");
 	}
 	g = kx_workq_get(q);
+	g->k0 = g->k1 = 0;
+	g->last = 0;
 	p = kx_pb_len_head(buf, XSPACE_PLANES, plane);
 	seg_lit(g, buf, (size_t)(p - buf));
 	seg_lit(g, head, head_len);
@@ -919,13 +1300,15 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		p = kx_pb_len_head(buf, XPLANE_LINES, x->hl[i].body);
 		seg_lit(g, buf, (size_t)(p - buf));
 		seg_lit(g, buf, line_head(x, l, buf));
-		for (size_t k0 = 0; k0 < l->count; k0 += SEG_EVENTS) {
+		for (size_t k0 = 0; k0 < l->count || (!k0 && l->nann); k0 += SEG_EVENTS) {
 			g->li = i;
 			g->k0 = k0;
 			g->k1 = l->count - k0 < SEG_EVENTS ? l->count : k0 + SEG_EVENTS;
+			g->last = g->k1 == l->count;
 			kx_workq_put(q, g);
 			g = kx_workq_get(q);
 			g->k0 = g->k1 = 0;
+			g->last = 0;
 		}
 		seg_lit(g, buf, line_tail(&x->hl[i], buf));
 	}
@@ -1372,18 +1755,24 @@ static void put_warnings(struct exporter *x)
 {
 	kx_analysis_warnings(x->an, warn_cb, x);
 	kx_flows_warnings(&x->flows, warn_cb, x);
-	if (x->nevents + x->job_events > VIEWER_EVENT_LIMIT)
+	if (x->nevents + x->job_events + x->ann_events > VIEWER_EVENT_LIMIT)
 		warn(x,
 		     "%zu events exported: XProf's trace viewer shows only the first "
 		     "1,000,000 by default; export a shorter time window to see the rest",
-		     x->nevents + x->job_events);
+		     x->nevents + x->job_events + x->ann_events);
 }
 
 /* ---- entry points ---- */
 
 static void exporter_free(struct exporter *x)
 {
+	for (size_t i = 0; x->lines && i < x->nlines; i++) {
+		free(x->lines[i].ann);
+		free(x->lines[i].ins);
+	}
 	free(x->lines);
+	free(x->ann_mid);
+	free(x->ann_cat);
 	free(x->hl);
 	strtab_free(&x->ev);
 	strtab_free(&x->st);
@@ -1406,6 +1795,10 @@ static int export(struct exporter *x, int fd)
 	if (kx_flows_build(&x->flows, x->an))
 		return fail(x, "out of memory finding the flows of %zu ioctls",
 		            kx_store_ioctl_count(x->s));
+	x->ann_mid = calloc(kx_store_ann_strings(x->s) + 1, sizeof(*x->ann_mid));
+	x->ann_cat = calloc(kx_store_ann_strings(x->s) + 1, sizeof(*x->ann_cat));
+	if (!x->ann_mid || !x->ann_cat)
+		return fail(x, "out of memory");
 	if (select_events(x))
 		return -1;
 	if (put_host_plane(x, &k))
@@ -1459,6 +1852,7 @@ static void exporter_init(struct exporter *x, const struct kx_analysis *an,
 	x->ci = an->ci;
 	x->tl = an->timeline;
 	x->jobs = an->jobs;
+	x->rg = an->ranges;
 	if (o)
 		x->o = *o;
 	x->err = err;

@@ -30,6 +30,10 @@
  *   task (2):  zz ts delta, pid, tid, ppid, what, u8 comm len, comm bytes
  *   job (3):   zz ts delta, src, phase, flags, dev, pid, tid, ctx, seqno,
  *              aux, aux2, u8 ring len, ring bytes
+ *   annotation (10, version 4): u8 what, u8 flags, tid, zz ts delta, pid,
+ *              depth; POP/END: zz (ts - begin); START/END: id;
+ *              PUSH/MARK/START: u8 name len, name bytes, u8 category len,
+ *              category bytes
  *
  * Damage: a chunk whose header checks out but whose data does not (data
  * CRC, decompression, records) is skipped whole. Bytes that do not start a
@@ -77,6 +81,7 @@ static const uint8_t chunk_magic[4] = {'K', 'X', 'C', 'K'};
 #define REC_IOCTL 1
 #define REC_TASK  2
 #define REC_JOB   3
+#define REC_ANN   10
 
 /* ioctl record flags: which fields repeat this thread's previous ioctl. */
 #define IF_SAME_PID  0x01
@@ -150,6 +155,19 @@ enum {
 	CI_JOB_RECEIVED = 20,
 	CI_JOB_DROPPED = 21,
 	CI_DRVCALL = 22, /* repeated, nested */
+	/* Annotations (struct kx_ann_info): tags 48 to 63. */
+	CI_ANN_ENABLED = 48,
+	CI_ANN_EMITTED = 49,
+	CI_ANN_RECEIVED = 50,
+	CI_ANN_DROPPED = 51,
+	CI_ANN_POP_NO_PUSH = 52,
+	CI_ANN_DEPTH_OVERFLOW = 53,
+	CI_ANN_END_NO_START = 54,
+	CI_ANN_THREADS_FULL = 55,
+	CI_ANN_RANGES_FULL = 56,
+	CI_ANN_NAME_FAULTS = 57,
+	CI_ANN_COPY = 58, /* repeated, nested */
+	CI_ANN_MORE_COPIES = 59,
 };
 
 /* ---- little-endian and varint helpers ---- */
@@ -299,6 +317,14 @@ static const struct field drvcall_fields[] = {
         {0, 0, 0, 0},
 };
 
+static const struct field ann_copy_fields[] = {
+        FLD(1, F_STR, struct kx_ann_copy, path),
+        FLD(2, F_UINT, struct kx_ann_copy, found),
+        FLD(3, F_UINT, struct kx_ann_copy, attached),
+        FLD(4, F_STR, struct kx_ann_copy, why),
+        {0, 0, 0, 0},
+};
+
 static const struct field hook_fields[] = {
         FLD(1, F_STR, struct kx_hook, name),
         FLD(2, F_STR, struct kx_hook, mech),
@@ -328,6 +354,17 @@ static const struct field capinfo_fields[] = {
         FLD(CI_JOB_EMITTED, F_UINT, struct kx_capinfo, job_emitted),
         FLD(CI_JOB_RECEIVED, F_UINT, struct kx_capinfo, job_received),
         FLD(CI_JOB_DROPPED, F_UINT, struct kx_capinfo, job_dropped),
+        FLD(CI_ANN_ENABLED, F_UINT, struct kx_capinfo, ann.enabled),
+        FLD(CI_ANN_EMITTED, F_UINT, struct kx_capinfo, ann.emitted),
+        FLD(CI_ANN_RECEIVED, F_UINT, struct kx_capinfo, ann.received),
+        FLD(CI_ANN_DROPPED, F_UINT, struct kx_capinfo, ann.dropped),
+        FLD(CI_ANN_POP_NO_PUSH, F_UINT, struct kx_capinfo, ann.pop_no_push),
+        FLD(CI_ANN_DEPTH_OVERFLOW, F_UINT, struct kx_capinfo, ann.depth_overflow),
+        FLD(CI_ANN_END_NO_START, F_UINT, struct kx_capinfo, ann.end_no_start),
+        FLD(CI_ANN_THREADS_FULL, F_UINT, struct kx_capinfo, ann.threads_full),
+        FLD(CI_ANN_RANGES_FULL, F_UINT, struct kx_capinfo, ann.ranges_full),
+        FLD(CI_ANN_NAME_FAULTS, F_UINT, struct kx_capinfo, ann.name_faults),
+        FLD(CI_ANN_MORE_COPIES, F_UINT, struct kx_capinfo, ann.more_copies),
         {0, 0, 0, 0},
 };
 
@@ -435,6 +472,12 @@ static void encode_capinfo(struct kx_bytes *b, const struct kx_capinfo *ci)
 		encode_fields(b, drvcall_fields, &ci->drvcalls[i]);
 		tlv_end(b, at);
 	}
+	for (uint32_t i = 0; i < ci->ann.ncopies && i < KX_ANN_MAX_COPIES; i++) {
+		size_t at = tlv_begin(b, CI_ANN_COPY);
+
+		encode_fields(b, ann_copy_fields, &ci->ann.copies[i]);
+		tlv_end(b, at);
+	}
 }
 
 /*
@@ -481,6 +524,17 @@ static int decode_fields(const uint8_t *p, size_t len, const struct field *field
 				if (decode_fields(v, vlen, drvcall_fields, c, NULL))
 					return -1;
 				ci->ndrvcalls++;
+			}
+			continue;
+		}
+		if (ci && tag == CI_ANN_COPY) {
+			if (ci->ann.ncopies < KX_ANN_MAX_COPIES) {
+				struct kx_ann_copy *c = &ci->ann.copies[ci->ann.ncopies];
+
+				memset(c, 0, sizeof(*c));
+				if (decode_fields(v, vlen, ann_copy_fields, c, NULL))
+					return -1;
+				ci->ann.ncopies++;
 			}
 			continue;
 		}
@@ -810,6 +864,42 @@ int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j)
 	return add_record(w, REC_JOB, pl, (size_t)(p - pl));
 }
 
+/* A string as u8 length and bytes, at most max - 1 of them. */
+static uint8_t *put_short_str(uint8_t *p, const char *s, size_t max)
+{
+	size_t n = s ? strnlen(s, max - 1) : 0;
+
+	*p++ = (uint8_t)n;
+	if (n)
+		memcpy(p, s, n);
+	return p + n;
+}
+
+int kx_kxp_add_ann(struct kx_kxp_writer *w, const struct kx_ann *a, const char *name,
+                   const char *cat)
+{
+	uint8_t pl[REC_MAX], *p = pl;
+
+	if (w->failed)
+		return -1;
+	*p++ = (uint8_t)a->what;
+	*p++ = (uint8_t)a->flags;
+	p = kx_pb_varint(p, a->tid);
+	p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(a->ts - w->ctx.prev_ts)));
+	p = kx_pb_varint(p, a->pid);
+	p = kx_pb_varint(p, a->depth);
+	if (a->what == KX_ANN_POP || a->what == KX_ANN_END)
+		p = kx_pb_varint(p, kx_pb_zigzag((int64_t)(a->ts - a->begin)));
+	if (a->what == KX_ANN_START || a->what == KX_ANN_END)
+		p = kx_pb_varint(p, a->id);
+	if (kx_ann_named(a->what)) {
+		p = put_short_str(p, name, KX_ANN_NAME_MAX);
+		p = put_short_str(p, cat, KX_ANN_CAT_MAX);
+	}
+	w->ctx.prev_ts = a->ts;
+	return add_record(w, REC_ANN, pl, (size_t)(p - pl));
+}
+
 int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err, size_t errlen)
 {
 	int ret;
@@ -917,7 +1007,14 @@ static const uint8_t *src_get(struct src *s, uint64_t off, size_t n)
  * keeps the order of a chunk's records.
  */
 #define PEND_MAX 65536
-#define PF_MAX   24 /* store chunks one kxp chunk's ioctls usually span, and more */
+
+/* An annotation waiting in a slot: its strings are offsets into the raw chunk. */
+struct ann_stash {
+	struct kx_ann a;
+	uint32_t name_off, cat_off;
+	uint8_t name_len, cat_len;
+};
+#define PF_MAX 24 /* store chunks one kxp chunk's ioctls usually span, and more */
 
 enum { CS_EVENTS, CS_SKIP }; /* a chunk to decode, or one of a later writer's kinds */
 enum { CS_OK, CS_CRC, CS_INFLATE, CS_NOMEM, CS_RECORDS };
@@ -940,6 +1037,8 @@ struct cslot {
 	size_t ntask, task_cap;
 	struct kx_job *job;
 	size_t njob, job_cap;
+	struct ann_stash *ann; /* annotations, their strings in raw */
+	size_t nann, ann_cap;
 	uint8_t *kinds; /* record types in order */
 	size_t nkinds, kinds_cap;
 	struct chunk_ctx ctx;
@@ -1106,6 +1205,56 @@ static int decode_job(struct rd *q, struct chunk_ctx *ctx, struct kx_job *j)
 	return 0;
 }
 
+/* One annotation payload; its strings as offsets into raw (not terminated). */
+static int decode_ann(struct rd *q, struct chunk_ctx *ctx, const uint8_t *raw, struct ann_stash *st)
+{
+	struct kx_ann *a = &st->a;
+	const uint8_t *name = NULL, *cat = NULL;
+	uint64_t depth;
+
+	memset(st, 0, sizeof(*st));
+	a->what = rd_u8(q);
+	a->flags = rd_u8(q);
+	a->tid = rd_varint32(q);
+	a->ts = ctx->prev_ts + (uint64_t)kx_pb_unzigzag(rd_varint(q));
+	a->pid = rd_varint32(q);
+	depth = rd_varint(q);
+	if (q->bad || !a->what || a->what > KX_ANN_END || depth > 0xffff)
+		return -1;
+	a->depth = (uint16_t)depth;
+	a->begin = a->ts;
+	if (a->what == KX_ANN_POP || a->what == KX_ANN_END)
+		a->begin = a->ts - (uint64_t)kx_pb_unzigzag(rd_varint(q));
+	if (a->what == KX_ANN_START || a->what == KX_ANN_END)
+		a->id = rd_varint(q);
+	if (kx_ann_named(a->what)) {
+		st->name_len = rd_u8(q);
+		name = rd_bytes(q, st->name_len);
+		st->cat_len = rd_u8(q);
+		cat = rd_bytes(q, st->cat_len);
+		if (q->bad || st->name_len >= KX_ANN_NAME_MAX || st->cat_len >= KX_ANN_CAT_MAX)
+			return -1;
+		st->name_off = (uint32_t)(name - raw);
+		st->cat_off = (uint32_t)(cat - raw);
+	}
+	if (q->bad)
+		return -1;
+	ctx->prev_ts = a->ts;
+	return 0;
+}
+
+/* Stores a decoded annotation, its strings terminated. */
+static void commit_ann(struct kx_store *st, const struct ann_stash *an, const uint8_t *raw)
+{
+	char name[KX_ANN_NAME_MAX], cat[KX_ANN_CAT_MAX];
+
+	memcpy(name, raw + an->name_off, an->name_len);
+	name[an->name_len] = 0;
+	memcpy(cat, raw + an->cat_off, an->cat_len);
+	cat[an->cat_len] = 0;
+	kx_store_add_ann(st, &an->a, name, cat);
+}
+
 /* How decode_events treats what it decodes. */
 #define DEC_CHECK  0 /* nothing: only checks */
 #define DEC_COMMIT 1 /* into the store */
@@ -1123,7 +1272,7 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 	uint32_t n = 0;
 
 	memset(ctx, 0, sizeof(*ctx));
-	c->nioc = c->ntask = c->njob = c->nkinds = 0;
+	c->nioc = c->ntask = c->njob = c->nann = c->nkinds = 0;
 	while (r.p < r.end) {
 		uint8_t type = rd_u8(&r);
 		uint64_t plen = rd_varint(&r);
@@ -1172,6 +1321,18 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 				c->job[c->njob++] = j;
 			} else if (mode == DEC_COMMIT && store) {
 				kx_store_add_job(store, &j);
+			}
+		} else if (type == REC_ANN) {
+			struct ann_stash an;
+
+			if (decode_ann(&q, ctx, c->raw, &an))
+				return -1;
+			if (mode == DEC_STASH) {
+				if (kx_grow((void **)&c->ann, &c->ann_cap, c->nann, sizeof(an)))
+					return -2;
+				c->ann[c->nann++] = an;
+			} else if (mode == DEC_COMMIT && store) {
+				commit_ann(store, &an, c->raw);
 			}
 		} else {
 			continue; /* from a later writer: skipped whole */
@@ -1275,7 +1436,7 @@ static void chunk_run(void *slot, void *wctx, void *arg)
 	(void)arg;
 	c->status = CS_OK;
 	c->twopass = 0;
-	c->nioc = c->ntask = c->njob = c->nkinds = 0;
+	c->nioc = c->ntask = c->njob = c->nann = c->nkinds = 0;
 	if (c->kind != CS_EVENTS)
 		return;
 	/* The page faults of the store's fresh memory, off the reading thread. */
@@ -1327,7 +1488,7 @@ static void commit_ioctls(struct kx_store *st, const struct cslot *c, size_t fro
 /* The chunk checked out: its records go to the store, in file order. */
 static void commit_slot(struct kx_store *st, struct cslot *c)
 {
-	size_t io = 0, ta = 0, jo = 0, k = 0;
+	size_t io = 0, ta = 0, jo = 0, an = 0, k = 0;
 
 	if (!st)
 		return;
@@ -1335,7 +1496,7 @@ static void commit_slot(struct kx_store *st, struct cslot *c)
 		decode_events(c, st, DEC_COMMIT);
 		return;
 	}
-	if (!c->ntask && !c->njob) {
+	if (!c->ntask && !c->njob && !c->nann) {
 		commit_ioctls(st, c, 0, c->nioc);
 		return;
 	}
@@ -1351,6 +1512,8 @@ static void commit_slot(struct kx_store *st, struct cslot *c)
 			break;
 		if (c->kinds[k] == REC_TASK)
 			kx_store_add_task(st, &c->task[ta++]);
+		else if (c->kinds[k] == REC_ANN)
+			commit_ann(st, &c->ann[an++], c->raw);
 		else
 			kx_store_add_job(st, &c->job[jo++]);
 		k++;
@@ -1367,6 +1530,7 @@ static void cslot_free(void *slot, void *arg)
 	free(c->ioc);
 	free(c->task);
 	free(c->job);
+	free(c->ann);
 	free(c->kinds);
 }
 

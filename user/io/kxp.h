@@ -19,7 +19,8 @@
 #include "model/event.h"
 #include "model/store.h"
 
-#define KX_KXP_VERSION 3 /* 3: numbered chunks; 2 (zstd chunks) and 1 (zlib) are still read */
+/* 4: annotation records; 3 (numbered chunks), 2 (zstd chunks) and 1 (zlib) are still read */
+#define KX_KXP_VERSION 4
 
 struct kx_kxp_writer;
 
@@ -31,6 +32,10 @@ struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *c
 int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const uint8_t *arg);
 int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t);
 int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j);
+/* name and cat: PUSH, MARK, START (NULL: ""); at most KX_ANN_NAME_MAX - 1 and
+ * KX_ANN_CAT_MAX - 1 bytes kept. */
+int kx_kxp_add_ann(struct kx_kxp_writer *w, const struct kx_ann *a, const char *name,
+                   const char *cat);
 /* Writes the pending chunk now (e.g. once a second so a crash loses little). */
 int kx_kxp_flush(struct kx_kxp_writer *w);
 /* Flushes, writes the trailer with ci, renames the file into place (an

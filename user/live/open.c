@@ -1,12 +1,15 @@
 /* The always-on capture of top and serve (contract: open.h). */
 #include <stdio.h>
 
+#include "live/annot.h"
 #include "live/jobs.h"
 #include "live/open.h"
 
 int kx_capture_live(struct kx_capture *c, struct kx_capture_opts *o, const char *pid_list,
-                    struct kx_jobagg **jobs, char *err, size_t len)
+                    struct kx_jobagg **jobs, struct kx_annagg **anns, char *err, size_t len)
 {
+	struct kx_sink job_sink;
+
 	o->all = pid_list == NULL;
 	o->pids = c->live_pids;
 	o->npids = 0;
@@ -14,15 +17,18 @@ int kx_capture_live(struct kx_capture *c, struct kx_capture_opts *o, const char 
 	    kx_pidset_parse(pid_list, c->live_pids, KX_MAX_PIDS, &o->npids, err, len) != 0)
 		return -1;
 	*jobs = kx_jobagg_new(0, 0);
-	if (!*jobs) {
+	*anns = kx_annagg_new(o->agg_max_keys);
+	if (!*jobs || !*anns) {
 		snprintf(err, len, "out of memory");
 		return -1;
 	}
-	/* Aggregate mode sends no ioctl records; job records do flow. */
+	/* Aggregate mode sends no ioctl records; job and annotation records do flow. */
 	o->ringbuf_bytes = 1 << 20;
 	o->no_drvhooks = 1;
 	o->aggregate = 1;
-	o->sink = kx_jobagg_sink(*jobs);
+	o->annotate = 1;
+	job_sink = kx_jobagg_sink(*jobs);
+	o->sink = kx_annagg_sink(*anns, &job_sink);
 	if (kx_capture_open(c, o, err, len) != 0)
 		return -1;
 	return kx_capture_start(c, err, len);

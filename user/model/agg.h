@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "kxprof.h"
+#include "model/annot.h"
 
 /* How rows are split beyond (device, driver, ioctl). */
 enum kx_agg_by { KX_AGG_BY_NONE = 0, KX_AGG_BY_PID, KX_AGG_BY_CGROUP };
@@ -68,6 +69,27 @@ struct kx_jobagg_snapshot {
 	size_t ndevs;
 	uint64_t overflow; /* jobs lost to the bounds (cumulative) */
 	uint64_t pending;  /* entries in the pending table */
+};
+
+/* Live annotation aggregates (live/annot.c): per range name and category
+ * the count and a log2 histogram of range durations (util/hist.h); per mark
+ * name, the count. */
+struct kx_annagg_series {
+	char name[KX_ANN_NAME_MAX];
+	char cat[KX_ANN_CAT_MAX]; /* "" when none */
+	int mark;                 /* a mark: count only */
+	uint64_t count;
+	uint64_t sum_ns, min_ns, max_ns; /* min/max 0 when count is 0 */
+	uint64_t slots[KX_HIST_SLOTS];
+};
+
+struct kx_annagg_snapshot {
+	struct kx_annagg_series *series; /* in order of first appearance */
+	size_t nseries;
+	uint32_t max_series; /* the limit */
+	uint64_t overflow;   /* ranges and marks not aggregated: series limit (cumulative) */
+	uint64_t lost;       /* ends whose begin was not seen: begun before the start or a
+	                        reset, or evicted from a full table (cumulative) */
 };
 
 /* Sorts rows by key. */

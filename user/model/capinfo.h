@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kxprof.h"
+#include "model/annot.h"
 
 #define KX_MAX_DEVICES 128
 #define KX_MAX_HOOKS   64
@@ -78,6 +79,7 @@ struct kx_capinfo {
 	uint64_t job_dropped; /* ring buffer full */
 	uint32_t ndrvcalls;
 	struct kx_drvcall_stat drvcalls[KX_DRV_FN_MAX];
+	struct kx_ann_info ann; /* annotations: copies of the library, loss and anomalies */
 };
 
 /* Appends a hook result (NULL when the table is full); why is the caller's to fill. */

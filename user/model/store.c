@@ -23,6 +23,8 @@
 #define IOC_PER_CHUNK  4096
 #define TASK_PER_CHUNK 512
 #define JOB_PER_CHUNK  2048
+#define ANN_PER_CHUNK  1024
+#define TEXT_CHUNK     (64u * 1024)
 #define ARENA_CHUNK    (256u * 1024)
 /* arg_off is a u32 that must stay below KX_NO_ARG. */
 #define ARENA_MAX_CHUNKS ((size_t)(UINT32_MAX / ARENA_CHUNK) - 1)
@@ -48,6 +50,14 @@ struct kx_store {
 	size_t arena_pos; /* bytes used in the last arena chunk */
 
 	struct kx_hmap comm; /* tid -> index of its latest task */
+
+	struct kx_ann **ann; /* annotation events */
+	size_t nann, ann_chunks, ann_dir;
+	char **str; /* annotation strings: id i + 1 is str[i], in the text chunks */
+	size_t nstr, str_cap;
+	char **text; /* chunks of string bytes */
+	size_t text_chunks, text_dir, text_pos;
+	struct kx_hmap str_ids; /* hash of a string -> its id */
 };
 
 /* Charges n bytes when they fit under the limit. */
@@ -124,6 +134,10 @@ void kx_store_reset(struct kx_store *s)
 	free_dir((void **)s->job, s->job_chunks);
 	free_dir((void **)s->arena, s->arena_chunks);
 	kx_hmap_free(&s->comm);
+	free_dir((void **)s->ann, s->ann_chunks);
+	free_dir((void **)s->text, s->text_chunks);
+	free(s->str);
+	kx_hmap_free(&s->str_ids);
 	memset(s, 0, sizeof(*s));
 	s->limit = limit;
 	s->bytes = sizeof(*s);
@@ -411,4 +425,128 @@ const char *kx_store_comm(const struct kx_store *s, uint32_t tid)
 	const uint32_t *latest = kx_hmap_get(&s->comm, tid);
 
 	return latest ? kx_store_task(s, *latest)->comm : NULL;
+}
+
+/* ---- annotation events and their strings ---- */
+
+/* The id of s[0..len) when interned, else 0. */
+static uint32_t str_find(const struct kx_store *s, const char *str, size_t len, uint64_t h)
+{
+	size_t pos = KX_HMAP_START;
+	uint32_t *id;
+
+	while ((id = kx_hmap_next(&s->str_ids, h, &pos))) {
+		const char *o = s->str[*id - 1];
+
+		if (!strncmp(o, str, len) && o[len] == '\0')
+			return *id;
+	}
+	return 0;
+}
+
+/* Room for len + 1 bytes of string text: where they go, or NULL. */
+static char *text_room(struct kx_store *s, size_t len)
+{
+	if (!s->text_chunks || s->text_pos + len + 1 > TEXT_CHUNK) {
+		if (!chunk_new(s, (void ***)&s->text, &s->text_dir, &s->text_chunks, TEXT_CHUNK))
+			return NULL;
+		s->text_pos = 0;
+	}
+	return s->text[s->text_chunks - 1] + s->text_pos;
+}
+
+/* The id (>= 1) of str, interned when new (NULL and "": 0); UINT32_MAX when refused. */
+static uint32_t str_id(struct kx_store *s, const char *str)
+{
+	size_t len = str ? strnlen(str, KX_ANN_NAME_MAX - 1) : 0, grow, old;
+	uint64_t h;
+	uint32_t id;
+	char *d;
+
+	if (!len)
+		return 0;
+	h = kx_hash_bytes(str, len);
+	id = str_find(s, str, len, h);
+	if (id)
+		return id;
+	if (s->nstr >= UINT32_MAX - 2 || !(d = text_room(s, len)))
+		return UINT32_MAX;
+	if (s->nstr == s->str_cap) {
+		size_t ncap = s->str_cap ? s->str_cap * 2 : 64;
+		char **p;
+
+		if (charge(s, (ncap - s->str_cap) * sizeof(*s->str)))
+			return UINT32_MAX;
+		p = realloc(s->str, ncap * sizeof(*s->str));
+		if (!p) {
+			s->bytes -= (ncap - s->str_cap) * sizeof(*s->str);
+			return UINT32_MAX;
+		}
+		s->str = p;
+		s->str_cap = ncap;
+	}
+	grow = kx_hmap_grow_bytes(&s->str_ids);
+	old = s->str_ids.cap * sizeof(struct kx_hslot);
+	if (grow && charge(s, grow))
+		return UINT32_MAX;
+	if (kx_hmap_add(&s->str_ids, h, (uint32_t)s->nstr + 1)) {
+		s->bytes -= grow;
+		return UINT32_MAX;
+	}
+	if (grow)
+		s->bytes -= old; /* the old table went */
+	memcpy(d, str, len);
+	d[len] = '\0';
+	s->text_pos += len + 1;
+	s->str[s->nstr++] = d;
+	return (uint32_t)s->nstr;
+}
+
+int kx_store_add_ann(struct kx_store *s, const struct kx_ann *a, const char *name, const char *cat)
+{
+	uint32_t nid = 0, cid = 0;
+	struct kx_ann *dst;
+
+	if (kx_ann_named(a->what)) {
+		nid = str_id(s, name);
+		cid = str_id(s, cat);
+		if (nid == UINT32_MAX || cid == UINT32_MAX)
+			goto refuse;
+	}
+	if (s->nann == s->ann_chunks * ANN_PER_CHUNK &&
+	    !chunk_new(s, (void ***)&s->ann, &s->ann_dir, &s->ann_chunks,
+	               ANN_PER_CHUNK * sizeof(struct kx_ann)))
+		goto refuse;
+	dst = &s->ann[s->nann / ANN_PER_CHUNK][s->nann % ANN_PER_CHUNK];
+	*dst = *a;
+	dst->name = nid;
+	dst->cat = cid;
+	dst->pad = 0;
+	s->nann++;
+	return 0;
+refuse:
+	s->not_stored++;
+	return -1;
+}
+
+size_t kx_store_ann_count(const struct kx_store *s)
+{
+	return s->nann;
+}
+
+const struct kx_ann *kx_store_ann(const struct kx_store *s, size_t i)
+{
+	if (i >= s->nann)
+		return NULL;
+	return &s->ann[i / ANN_PER_CHUNK][i % ANN_PER_CHUNK];
+}
+
+const char *kx_store_ann_str(const struct kx_store *s, uint32_t id)
+{
+	return id && id <= s->nstr ? s->str[id - 1] : "";
+}
+
+size_t kx_store_ann_strings(const struct kx_store *s)
+{
+	return s->nstr;
 }

@@ -1,6 +1,7 @@
 /*
- * Bounded event store: holds the ioctl and task events of a capture in
- * chunked arrays plus an arena for argument copies. When the memory limit is
+ * Bounded event store: holds the ioctl, task, job and annotation events of
+ * a capture in chunked arrays plus an arena for argument copies and the
+ * interned annotation names. When the memory limit is
  * reached it stops storing and counts what it refused; it never grows past
  * the limit. Single writer (the consumer thread); readers after capture.
  */
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/annot.h"
 #include "model/event.h"
 
 struct kx_store;
@@ -65,5 +67,19 @@ size_t kx_store_limit(const struct kx_store *s);
 
 /* Latest comm known for tid (from task events), or NULL. */
 const char *kx_store_comm(const struct kx_store *s, uint32_t tid);
+
+/*
+ * Annotation events (model/annot.h), in arrival order. name and cat are
+ * interned (at most KX_ANN_NAME_MAX - 1 bytes kept; NULL or "": id 0) and
+ * a's name and cat fields ignored; events without names (POP, END) ignore
+ * both. 0, or -1 when the limit refused it (counted in not_stored).
+ */
+int kx_store_add_ann(struct kx_store *s, const struct kx_ann *a, const char *name, const char *cat);
+size_t kx_store_ann_count(const struct kx_store *s);
+const struct kx_ann *kx_store_ann(const struct kx_store *s, size_t i);
+/* The string of an id of an annotation event's name or cat; "" for 0 or unknown ids. */
+const char *kx_store_ann_str(const struct kx_store *s, uint32_t id);
+/* Strings interned: ids run from 1 to this. */
+size_t kx_store_ann_strings(const struct kx_store *s);
 
 #endif /* KX_STORE_H */

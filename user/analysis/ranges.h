@@ -1,0 +1,116 @@
+/*
+ * Annotation ranges of a capture: the store's annotation events
+ * (model/annot.h) paired into thread ranges (a PUSH and its POP: the
+ * kernel pairs them and a POP says when its range began), cross-thread
+ * ranges (START and END of one id in one process) and marks, with the
+ * ioctls each thread range holds. Every exporter and the summary read them
+ * from here.
+ *
+ * Nesting: each thread's ranges and ioctls go through the one rule of
+ * analysis/timeline.h together (ranges first at equal start and length):
+ * a range or ioctl that partially overlaps an earlier one of its thread is
+ * shortened to nest (the ioctls' fixes join the timeline's, so every output
+ * agrees, and the warning counts them). Live captures never need it: a
+ * thread's ranges and calls follow one another.
+ *
+ * Attribution: an ioctl counts for every thread range open around it on
+ * its thread (the enclosing ones of nested ranges included), with the
+ * device time of the jobs it submitted (analysis/jobs.h: exec time of
+ * completed jobs linked to it). Ioctls outside every range count for none.
+ * Cross-thread ranges are not attributed.
+ *
+ * Anomalies (counted, reported): thread ranges still open at the end of
+ * the capture (drawn to its end, left out of the statistics), cross-thread
+ * ranges never ended (same), pops and ends whose begin record is not in the
+ * capture (lost in the ring buffer, or not stored), and the kernel's own
+ * counts (struct kx_ann_info: pops without a push, too deep nesting, ends
+ * without a start, full tables, unreadable names).
+ */
+#ifndef KX_RANGES_H
+#define KX_RANGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/jobs.h"
+#include "analysis/stats.h"
+#include "analysis/timeline.h"
+#include "analysis/warnings.h"
+#include "model/capinfo.h"
+#include "model/store.h"
+
+enum kx_range_kind {
+	KX_RANGE_THREAD = 1, /* push .. pop on one thread */
+	KX_RANGE_MARK,       /* a point on one thread (dur 0) */
+	KX_RANGE_CROSS,      /* start .. end, on any threads of one process */
+};
+
+struct kx_range {
+	uint64_t begin;     /* ns, CLOCK_MONOTONIC */
+	uint64_t dur;       /* ns: the nesting rule's (open ranges: to the capture's end) */
+	uint64_t dur_meas;  /* ns as measured (statistics use it) */
+	uint64_t id;        /* cross-thread: the range id; else 0 */
+	uint64_t ioctls;    /* thread ranges: ioctls of the thread inside it */
+	uint64_t device_ns; /* device time of the jobs those ioctls submitted, ns */
+	uint64_t jobs;      /* those jobs (completed ones) */
+	uint32_t pid;
+	uint32_t tid;     /* its thread; cross-thread: the thread that started it */
+	uint32_t end_tid; /* cross-thread: the thread that ended it (0: open) */
+	uint32_t name;    /* store string id (kx_store_ann_str) */
+	uint32_t cat;     /* store string id of its category, 0: none */
+	uint16_t depth;   /* thread ranges: level, 1 = outermost; marks: ranges open */
+	uint8_t kind;     /* enum kx_range_kind */
+	uint8_t open;     /* still open at the end of the capture */
+};
+
+/* A thread's ranges and marks: kx_ranges.r[first .. first + count), by start. */
+struct kx_range_thread {
+	uint32_t tid, pid;
+	size_t first, count;
+};
+
+struct kx_ranges_anomalies {
+	uint64_t open;       /* thread ranges open at the end of the capture */
+	uint64_t open_cross; /* cross-thread ranges never ended */
+	uint64_t lost_begin; /* pops and ends whose push or start is not in the capture */
+	uint64_t shortened;  /* ranges the nesting rule shortened */
+};
+
+struct kx_ranges {
+	struct kx_range *r;              /* thread ranges and marks by (tid, start), then
+	                                    cross-thread ranges by (pid, start) */
+	size_t n;                        /* entries of r */
+	size_t cross_first;              /* index of the first cross-thread range */
+	struct kx_range_thread *threads; /* by tid */
+	size_t nthreads;
+	struct kx_ranges_anomalies anom;
+	struct kx_ann_info kernel; /* the capture's own counts (capinfo) */
+	uint64_t first_ts;         /* ns, earliest start; UINT64_MAX when none */
+};
+
+/*
+ * Pairs the annotation events of s, nests each thread's ranges with its
+ * ioctls (tl: fixes are added to it) and attributes the ioctls and their
+ * jobs (may be NULL). ci (may be NULL) gives the capture end and the
+ * kernel's counts. Returns NULL when out of memory.
+ */
+struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capinfo *ci,
+                                  struct kx_timeline *tl, const struct kx_jobs *jobs);
+void kx_ranges_free(struct kx_ranges *rg);
+
+/* The ranges of thread tid, or NULL. */
+const struct kx_range_thread *kx_ranges_thread(const struct kx_ranges *rg, uint32_t tid);
+
+/* The anomalies, worded once for every output. */
+void kx_ranges_warnings(const struct kx_ranges *rg, kx_warn_fn fn, void *ctx);
+
+/*
+ * Appends the summary rows of the ranges to sum: per category
+ * ("annotation", or "annotation/<category>") and name, the closed ranges
+ * (count, times, percentiles, Ioctls, Device time) and the marks (a row of
+ * their own, zero time, named "<name> (mark)" when a range has the name).
+ * 0, or -1 when out of memory.
+ */
+int kx_stats_add_ranges(struct kx_stats *sum, const struct kx_ranges *rg, const struct kx_store *s);
+
+#endif /* KX_RANGES_H */
