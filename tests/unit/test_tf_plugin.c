@@ -297,6 +297,16 @@ static int64_t realtime_ns(void)
 static struct kxt_accel acc;
 static char no_acc[128]; /* why there is no stand-in device, when there is none */
 
+/* The sessions' KXPROF_DEVICES, which a case that changes it puts back:
+ * without /dev/kvm every session also traces the loop driver. */
+static void devices_env(void)
+{
+	if (acc.loop)
+		setenv("KXPROF_DEVICES", "loop", 1);
+	else
+		unsetenv("KXPROF_DEVICES");
+}
+
 #define NEED_BPF()                                                                                 \
 	do {                                                                                       \
 		if (!registered)                                                                   \
@@ -1258,7 +1268,7 @@ static void session_annotations(void)
 	CHECK(pthread_create(&pt[0], NULL, ann_end_main, &xfer) == 0);
 	pthread_join(pt[0], NULL);
 	CHECK(call_fn(fns.stop) == TF_OK);
-	unsetenv("KXPROF_DEVICES");
+	devices_env();
 	if (core_collect(&buf, &len) || !buf)
 		FAILF("no XSpace collected (%zu bytes)", len);
 	x = tensorflow__profiler__xspace__unpack(NULL, len, buf);
@@ -1421,15 +1431,11 @@ int main(void)
 {
 	/* The cases set what they need; inherited settings would change them. */
 	unsetenv("KXPROF_DISABLE");
-	unsetenv("KXPROF_DEVICES");
 	unsetenv("KXPROF_MAX_MEM_MB");
 	unsetenv("KXPROF_RINGBUF_MB");
-	/* Without /dev/kvm, every session also traces the loop driver. */
-	if (kxt_accel_open(&acc, no_acc, sizeof(no_acc)) == 0) {
+	if (kxt_accel_open(&acc, no_acc, sizeof(no_acc)) == 0)
 		printf("# stand-in accelerator: %s (%s)\n", acc.name, acc.path);
-		if (acc.loop)
-			setenv("KXPROF_DEVICES", "loop", 1);
-	}
+	devices_env();
 	find_paths();
 	RUN(registration);
 	RUN(unprivileged_is_inactive);
