@@ -128,7 +128,10 @@ fi
 # flow in XSpace and Chrome
 if [ "$ACCEL" = kvm ]; then PLANE="kvm /dev/kvm"; else PLANE="loop /dev/loop*"; fi
 accel_argv 2 50
-if kx 0 record "${ACCEL_DEV[@]}" -o "$TMP/acc.kxp" -- "${ACCEL_ARGV[@]}" >"$TMP/acc.wl" 2>"$TMP/acc.err" &&
+# (no annotations: the capture is also written as a fixture below, and the
+# replay format has none)
+if kx 0 record "${ACCEL_DEV[@]}" --no-annotations -o "$TMP/acc.kxp" -- "${ACCEL_ARGV[@]}" \
+	>"$TMP/acc.wl" 2>"$TMP/acc.err" &&
 	kx 0 report --json "$TMP/acc.kxp" >"$TMP/acc.json" &&
 	kx 0 convert "$TMP/acc.kxp" --chrome "$TMP/acc.trace.json" --xplane "$TMP/acc.logdir" \
 		>"$TMP/acc.conv"; then

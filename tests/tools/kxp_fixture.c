@@ -4,11 +4,12 @@
  * than written by hand: every fact the replay loader reads (capture, devices,
  * hooks, tasks, ioctls with their argument copies, job events) is written
  * from the file, numbers as the kernel gave them. Lines given with -c come
- * first, as comments.
+ * first, as comments. The format holds no annotations: a capture that traced
+ * them (record without --no-annotations) is refused.
  *
  * usage: kxp_fixture FILE.kxp [-c COMMENT]... > FIXTURE.jsonl
  * Exit 0, 1 when the file cannot be read (or is damaged: a fixture is made
- * only from a complete capture), 2 for bad usage.
+ * only from a complete capture, or traced annotations), 2 for bad usage.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -173,6 +174,15 @@ int main(int argc, char **argv)
 	}
 	if (res.truncated || res.ncorrupt || res.bad_tail_bytes) {
 		fprintf(stderr, "kxp_fixture: %s is not a complete capture: %s\n", argv[1], err);
+		kx_store_free(s);
+		return 1;
+	}
+	/* The replay format has no annotations: a fixture would lose them. */
+	if (ci.ann.enabled) {
+		fprintf(stderr,
+		        "kxp_fixture: %s traced annotations, which the replay format does not hold: "
+		        "record with --no-annotations\n",
+		        argv[1]);
 		kx_store_free(s);
 		return 1;
 	}
