@@ -6,6 +6,10 @@
 PREFIX ?= /usr/local
 # Also install the TensorFlow plugin here, e.g. <site-packages>/tensorflow-plugins.
 TF_PLUGIN_DIR ?=
+# The capture daemon's systemd units (kxprof.socket, kxprof.service) go here;
+# /usr/local/lib/systemd/system is on systemd's search path.
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR ?= $(PREFIX)/share/doc/kxprof
 DESTDIR ?=
 SAN ?= 0
 
@@ -29,7 +33,7 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -MMD -MP $(SANFLAGS) \
 	-I$(BUILD) -Iuser -Ibpf
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -lelf -lz -lzstd -lpthread
+LDLIBS := -lbpf -lelf -lz -lisal -lzstd -lpthread
 # Only the CLI serves HTTP (kxprof serve): keep libmicrohttpd out of the plugin.
 CLI_LDLIBS := -lmicrohttpd
 
@@ -143,6 +147,8 @@ $(PLUGIN): $(PLUGIN_OBJS) $(LIB) plugin/exports.map
 $(BUILD)/tests/test_tf_plugin: private LDLIBS += -ldl
 $(BUILD)/tests/test_tf_plugin: private LDFLAGS += -rdynamic
 $(BUILD)/tests/test_tf_plugin: | $(PLUGIN)
+# The daemon's plugin test loads the plugin too.
+$(BUILD)/tests/test_daemon_plugin: | $(PLUGIN)
 
 # Tests that parse protobuf get the generated code and the protobuf-c runtime.
 $(PROTO_TESTS): $(PROTO_H) $(PROTO_OBJS)
@@ -188,6 +194,13 @@ install: all
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/kxprof/libkxprof_tf.so
 	$(if $(TF_PLUGIN_DIR),install -d $(DESTDIR)$(TF_PLUGIN_DIR))
 	$(if $(TF_PLUGIN_DIR),install -m 0755 $(PLUGIN) $(DESTDIR)$(TF_PLUGIN_DIR)/libkxprof_tf.so)
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR) $(DESTDIR)$(DOCDIR)
+	for u in kxprof.socket kxprof.service; do \
+		sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@DOCDIR@|$(DOCDIR)|g' scripts/systemd/$$u \
+			>$(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u.tmp && chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u.tmp && \
+		mv $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u.tmp $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u || exit 1; \
+	done
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
 
 # The ioctl name tables: user/registry/ioctl_table.c is generated from the spec
 # kept in the tree; `make ioctl-tables` remakes it byte for byte (IOCTL_TABLE=

@@ -88,7 +88,7 @@ static __always_inline bool ann_traced(__u64 pid_tgid)
 {
 	__u32 tgid = pid_tgid >> 32;
 
-	return targ_all || bpf_map_lookup_elem(&pids, &tgid);
+	return kx_tgid_traced(tgid);
 }
 
 /* The first annotation of a thread names it (a task record, as an ioctl's

@@ -74,6 +74,15 @@ static __always_inline bool kx_task_blocked(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) != 0;
 }
 
+/* The same for a BTF task pointer (tp_btf, fentry, bpf_get_current_task_btf):
+ * a plain load instead of a probe-read helper call. */
+static __always_inline bool kx_task_blocked_btf(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return t->__state != 0;
+	return ((struct task_struct___pre514 *)t)->state != 0;
+}
+
 /* ---- struct request: where the disk is ---- */
 
 /*

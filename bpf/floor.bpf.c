@@ -19,7 +19,15 @@
  *   tsrec    the smallest event recorder: tslat's start time plus a 40-byte
  *            ring-buffer record per call (times, ids, cmd, return value),
  *            read by the loader: the lower bound of full-event recording.
- * The task hooks stay empty at every level.
+ * The task hooks stay empty at every level. Three more floors, for the
+ * host-cost rows (what other syscalls and context switches pay):
+ *   tpempty   empty programs on the classic syscalls:sys_{enter,exit}_ioctl
+ *             tracepoints (kxprof's tp flavour, bpftrace), with the empty
+ *             task hooks;
+ *   fenempty  empty fentry/fexit on the ioctl syscall's entry function
+ *             (the loader sets the target), with the empty task hooks;
+ *   swempty   one empty tp_btf program on sched_switch, nothing else: the
+ *             floor of any off-CPU measurement.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -122,6 +130,38 @@ int BPF_PROG(empty_exec, struct task_struct *p)
 
 SEC("tp_btf/task_rename")
 int BPF_PROG(empty_rename, struct task_struct *task, const char *comm)
+{
+	return 0;
+}
+
+/* ---- tpempty, fenempty, swempty ---- */
+
+SEC("tracepoint/syscalls/sys_enter_ioctl")
+int tpempty_sys_enter(void *ctx)
+{
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_ioctl")
+int tpempty_sys_exit(void *ctx)
+{
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(fenempty_sys_enter, struct pt_regs *regs)
+{
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(fenempty_sys_exit, struct pt_regs *regs, long ret)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(swempty_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	return 0;
 }

@@ -2,9 +2,20 @@
 /*
  * Ioctl capture: one record per completed ioctl on a traced device, issued by
  * a traced process, plus task records that name the threads. Filtering (pid
- * set, device set) happens before any record is made. Three attach flavours
- * of the same logic: tp_btf, raw_tp (raw syscalls filtered by syscall number)
- * and classic syscall tracepoints; user space autoloads exactly one.
+ * set, device set) happens before any record is made. Four attach flavours
+ * of the same logic for the ioctl enter/exit pair, user space autoloads
+ * exactly one (capture/ioctl.c):
+ *   fen_  fentry/fexit on the ioctl syscall's entry function (user space sets
+ *         the architecture's name, found through BTF): no other syscall runs
+ *         any of this;
+ *   btf_  tp_btf on the raw syscall tracepoints (every syscall of the host
+ *         runs the program, which returns unless it is an ioctl);
+ *   raw_  the same as raw_tp, for kernels without BTF task pointers;
+ *   tp_   the classic syscalls:sys_{enter,exit}_ioctl tracepoints (the kernel
+ *         filters other syscalls out before any program runs).
+ * The task hooks (fork, exit, exec, rename, sched_switch) are tp_btf with
+ * every flavour but raw_tp, which has its own. All flavours but raw_tp keep
+ * a thread's call in task-local storage and read the task through BTF.
  * Aggregate mode (rodata `aggregate`, always-on profiling): the same capture
  * counts each ioctl into the `agg` histogram map at exit instead of making
  * a record (no ring buffer, no argument copies, no task records).
@@ -144,10 +155,10 @@ struct {
 } inflight SEC(".maps");
 
 /*
- * tp_btf: the same entries in task-local storage, found from the task by a
- * pointer walk instead of a hash of the tid (two hash lookups and two
- * atomics fewer per ioctl), and freed with the task. The tid hash above
- * serves raw_tp and classic tracepoints, whose task pointers are untyped.
+ * fentry, tp_btf and tp: the same entries in task-local storage, found from
+ * the task by a pointer walk instead of a hash of the tid (two hash lookups
+ * and two atomics fewer per ioctl), and freed with the task. The tid hash
+ * above serves raw_tp, whose task pointers are untyped.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -156,9 +167,15 @@ struct {
 	__type(value, struct inflight);
 } task_call SEC(".maps");
 
-/* tid hash only: calls in flight (entries with ts != 0); sched_switch skips
- * both lookups while it is 0. */
+/* tid hash only: calls in flight (entries with ts != 0); sched_switch and
+ * sys_exit skip every read while it is 0. */
 __u64 nr_inflight = 0;
+
+/* Task storage only: traced calls whose thread is switched out, blocked
+ * inside the call (set at switch-out, cleared at switch-in: only calls that
+ * block touch it). While it is 0 no thread coming back to a CPU can have
+ * off-CPU time to add, and sched_switch skips the lookup for next. */
+__u64 nr_blocked = 0;
 
 /* Bumped by user space after each change of the devs map: it voids the
  * device answers the threads' entries keep. */
@@ -233,7 +250,7 @@ static __always_inline void emit_task(__u32 what, __u32 pid, __u32 tid, __u32 pp
 
 static __always_inline bool pid_traced(__u32 tgid)
 {
-	return targ_all || bpf_map_lookup_elem(&pids, &tgid);
+	return kx_tgid_traced(tgid);
 }
 
 static __always_inline struct file *fd_to_file(struct task_struct *task, int fd)
@@ -374,10 +391,11 @@ static __always_inline void dev_cache_put(struct inflight *e, __u64 ck, __u32 ge
 	e->dev_known = *a;
 }
 
-/* btf: called from tp_btf, where BTF pointers can be read directly. */
+/* btf: the current task read through BTF and the call kept in task storage
+ * (every flavour but raw_tp). */
 static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf)
 {
-	/* tp_btf: ids from the task, which the fd lookup needs anyway (a helper call less). */
+	/* BTF: ids from the task, which the fd lookup needs anyway (a helper call less). */
 	struct task_struct *task = btf ? bpf_get_current_task_btf() : NULL;
 	__u64 id = btf ? (__u64)task->tgid << 32 | (__u32)task->pid : bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
@@ -390,9 +408,9 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 	__u64 ck, fop = 0;
 	umode_t mode;
 
-	/* A thread with an entry made a traced call: its process is traced. Under
-	 * tp_btf a missing entry costs a load; the tid hash costs a lookup, so the
-	 * fallbacks ask the pid set first (most callers are not traced). */
+	/* A thread with an entry made a traced call: its process is traced. With
+	 * task storage a missing entry costs a load; the tid hash costs a lookup,
+	 * so raw_tp asks the pid set first (most callers are not traced). */
 	if (btf) {
 		e = entry_get(task, tid, true);
 		if (!e && !pid_traced(tgid))
@@ -402,6 +420,9 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 			return 0;
 		e = entry_get(NULL, tid, false);
 	}
+	/* A daemon session's uid rule: a thread with an entry may have left. */
+	if (e && !kx_still_traced(tgid))
+		return 0;
 	if (btf && bpf_rdonly_cast) {
 		struct file *fc;
 
@@ -415,7 +436,7 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 		if (mode != S_IFCHR && mode != S_IFBLK)
 			fop = (__u64)fc->f_op;
 	} else {
-		/* Untyped: `task` stays the BTF pointer task storage needs (tp_btf before 6.2). */
+		/* Untyped: `task` stays the BTF pointer task storage needs (before 6.2). */
 		f = fd_to_file((struct task_struct *)bpf_get_current_task(), fd);
 		if (!f)
 			return 0;
@@ -610,6 +631,10 @@ static __always_inline int on_exit(long ret, const bool btf)
 	v = entry_get(task, tid, btf);
 	if (!v || !v->ts)
 		return 0;
+	if (!kx_still_traced(tgid)) {
+		call_done(v, btf);
+		return 0;
+	}
 	/* After the lookup: untraced calls, the most, read no clock. */
 	now = bpf_ktime_get_ns();
 	if (aggregate) {
@@ -666,7 +691,7 @@ static __always_inline void on_fork(__u32 parent_tgid, __u32 child_pid, __u32 ch
 {
 	__u8 one = 1;
 
-	if (targ_all || !bpf_map_lookup_elem(&pids, &parent_tgid))
+	if (targ_all || !kx_tgid_traced(parent_tgid))
 		return;
 	if (bpf_map_update_elem(&pids, &child_pid, &one, BPF_NOEXIST) == -E2BIG)
 		stat_inc(KX_STAT_PIDSET_FULL);
@@ -687,23 +712,22 @@ static __always_inline void on_exit_task(__u32 tgid, __u32 tid, bool group_dead,
 
 static __always_inline void on_rename(__u32 tgid, __u32 tid, const char *newcomm)
 {
-	if (bpf_map_lookup_elem(&seen, &tid))
+	if (bpf_map_lookup_elem(&seen, &tid) && kx_still_traced(tgid))
 		emit_task(KX_TASK_RENAME, tgid, tid, 0, newcomm);
 }
 
 /*
  * Off-CPU time inside a traced ioctl: prev blocks (stamp it), next comes back
- * (add the time away, wakeup latency included). One lookup each, none while
- * no ioctl is in flight anywhere. A preempted thread was still runnable, not
- * waiting for its call, so preemption is not counted.
+ * (add the time away, wakeup latency included). One lookup each; the caller
+ * returns before any read while no ioctl is in flight anywhere. A preempted
+ * thread was still runnable, not waiting for its call, so preemption is not
+ * counted.
  */
 static __always_inline void on_switch(__u32 prev, __u32 next, bool prev_blocked)
 {
 	struct inflight *v;
 	__u64 now = 0;
 
-	if (!*(volatile __u64 *)&nr_inflight)
-		return;
 	/* The clock only when a traced thread is involved: most switches are not. */
 	if (prev && prev_blocked) {
 		v = bpf_map_lookup_elem(&inflight, &prev);
@@ -723,27 +747,35 @@ static __always_inline void on_switch(__u32 prev, __u32 next, bool prev_blocked)
 	}
 }
 
-/* tp_btf: the same with task storage, no in-flight count needed (a task
- * without storage costs a pointer test). */
-static __always_inline void on_switch_btf(struct task_struct *prev, struct task_struct *next,
-                                          bool prev_blocked)
+/*
+ * Task storage: the same. A task that never made a traced call has no
+ * storage at all: two loads and out, the case of almost every switch. prev
+ * is looked up only when it blocks, next only while some traced call is
+ * blocked (nr_blocked); the clock is read only for a traced call.
+ */
+static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev,
+                                          struct task_struct *next)
 {
 	struct inflight *v;
 	__u64 now = 0;
 
-	if (prev_blocked) {
-		v = entry_get(prev, 0, true);
-		if (v && v->ts) {
+	if (!preempt && prev->bpf_storage && kx_task_blocked_btf(prev)) {
+		v = bpf_task_storage_get(&task_call, prev, NULL, 0);
+		if (v && v->ts && !v->off_since) {
 			now = bpf_ktime_get_ns();
 			v->off_since = now;
+			__sync_fetch_and_add(&nr_blocked, 1);
 		}
 	}
-	v = entry_get(next, 0, true);
+	if (!*(volatile __u64 *)&nr_blocked || !next->bpf_storage)
+		return;
+	v = bpf_task_storage_get(&task_call, next, NULL, 0);
 	if (v && v->off_since) {
 		if (!now)
 			now = bpf_ktime_get_ns();
 		v->offcpu_ns += now - v->off_since;
 		v->off_since = 0;
+		__sync_fetch_and_add(&nr_blocked, -1);
 	}
 }
 
@@ -753,7 +785,24 @@ static __always_inline void on_exec(__u32 tgid, __u32 tid)
 		emit_task(KX_TASK_EXEC, tgid, tid, 0, NULL);
 }
 
-/* ---- tp_btf flavour ---- */
+/* ---- fentry flavour: the ioctl syscall's entry function itself ---- */
+
+/* The target (__x64_sys_ioctl on x86-64) is set by user space; its one
+ * argument is the syscall's registers. */
+SEC("fentry")
+int BPF_PROG(fen_sys_enter, struct pt_regs *regs)
+{
+	return on_enter((int)PT_REGS_PARM1_SYSCALL(regs), (__u32)PT_REGS_PARM2_SYSCALL(regs),
+	                PT_REGS_PARM3_SYSCALL(regs), true);
+}
+
+SEC("fexit")
+int BPF_PROG(fen_sys_exit, struct pt_regs *regs, long ret)
+{
+	return on_exit(ret, true);
+}
+
+/* ---- tp_btf flavour (its task hooks also serve fentry and tp) ---- */
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(btf_sys_enter, struct pt_regs *regs, long id)
@@ -799,14 +848,14 @@ int BPF_PROG(btf_rename, struct task_struct *task, const char *comm)
 	return 0;
 }
 
-/* ---- raw_tp flavour: same arguments, read through probe reads ---- */
-
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch_btf(prev, next, !preempt && kx_task_blocked(prev));
+	on_switch_btf(preempt, prev, next);
 	return 0;
 }
+
+/* ---- raw_tp flavour: same arguments, read through probe reads ---- */
 
 SEC("raw_tp/sys_enter")
 int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
@@ -820,6 +869,9 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 SEC("raw_tp/sys_exit")
 int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
 {
+	/* No traced call in flight anywhere: out before the register read. */
+	if (!*(volatile __u64 *)&nr_inflight)
+		return 0;
 	if (BPF_CORE_READ(regs, orig_ax) != KX_IOCTL_NR_X86_64)
 		return 0;
 	return on_exit(ret, false);
@@ -856,72 +908,27 @@ int BPF_PROG(raw_rename, struct task_struct *task, const char *comm)
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	/* No traced call in flight anywhere: out before the probe reads. */
+	if (!*(volatile __u64 *)&nr_inflight)
+		return 0;
 	on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(next, pid),
 	          !preempt && kx_task_blocked(prev));
 	return 0;
 }
 
-/* ---- classic tracepoint flavour (needs tracefs) ---- */
+/* ---- classic tracepoint flavour: only ioctls run it (needs tracefs) ---- */
 
+/* The record holds the arguments: plain loads from the context. */
 SEC("tracepoint/syscalls/sys_enter_ioctl")
 int tp_sys_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	return on_enter((int)ctx->args[0], (__u32)ctx->args[1], ctx->args[2], false);
+	return on_enter((int)ctx->args[0], (__u32)ctx->args[1], ctx->args[2], true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_ioctl")
 int tp_sys_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	return on_exit(ctx->ret, false);
-}
-
-SEC("tracepoint/sched/sched_process_fork")
-int tp_fork(struct trace_event_raw_sched_process_fork *ctx)
-{
-	/* Classic fork carries only the child's tid: adding it covers new processes
-	 * (tid == tgid); for new threads the tgid is already in the set. */
-	on_fork(bpf_get_current_pid_tgid() >> 32, ctx->child_pid, ctx->child_pid);
-	return 0;
-}
-
-SEC("tracepoint/sched/sched_process_exit")
-int tp_exit(void *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	/* The exiting task is current; the group is dead when no thread is left alive. */
-	bool group_dead = BPF_CORE_READ(task, signal, live.counter) == 0;
-
-	on_exit_task(id >> 32, (__u32)id, group_dead, false);
-	return 0;
-}
-
-SEC("tracepoint/sched/sched_process_exec")
-int tp_exec(void *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-
-	on_exec(id >> 32, (__u32)id);
-	return 0;
-}
-
-SEC("tracepoint/task/task_rename")
-int tp_rename(struct trace_event_raw_task_rename *ctx)
-{
-	/* The renamed task may not be current (a write to /proc/PID/comm). */
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = ctx->pid;
-
-	on_rename(tid == (__u32)id ? id >> 32 : 0, tid, ctx->newcomm);
-	return 0;
-}
-
-SEC("tracepoint/sched/sched_switch")
-int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
-{
-	/* prev_state: the state bit when blocked, 0 or TASK_REPORT_MAX (0x100+) when runnable. */
-	on_switch(ctx->prev_pid, ctx->next_pid, (ctx->prev_state & 0xff) != 0);
-	return 0;
+	return on_exit(ctx->ret, true);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -72,7 +72,7 @@ static __always_inline bool cur_traced(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	return targ_all || bpf_map_lookup_elem(&pids, &tgid);
+	return kx_tgid_traced(tgid);
 }
 
 static __always_inline void key_add(__u32 src, __u64 ctx, __u64 seqno)

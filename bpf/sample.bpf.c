@@ -76,7 +76,7 @@ int kx_sample(struct bpf_perf_event_data *ctx)
 	struct kx_sample_rec *r;
 	bool kmode, kthread;
 
-	if (tgid == 0 || !(targ_all || bpf_map_lookup_elem(&pids, &tgid)))
+	if (tgid == 0 || !kx_tgid_traced(tgid))
 		return 0;
 	r = bpf_map_lookup_elem(&sample_buf, &zero);
 	if (!r)

@@ -4,11 +4,19 @@
  * set and the device filter. ioctl.bpf.c owns them; jobs.bpf.c declares the
  * same maps and user space points them at the ioctl object's before load
  * (bpf_map__reuse_fd), so ordering and loss accounting stay in one place.
+ * Also the one pid-set test every program uses (kx_tgid_traced), with the
+ * uid rule of a daemon session for an unprivileged client.
  */
 #ifndef KXPROF_SHARED_BPF_H
 #define KXPROF_SHARED_BPF_H
 
-const volatile bool targ_all = false;           /* trace every process */
+#include <bpf/bpf_core_read.h>
+
+const volatile bool targ_all = false; /* trace every process */
+/* A daemon session for an unprivileged client (user/daemon/): a process is
+ * traced only while its real and effective uid are targ_uid. */
+const volatile bool targ_uid_only = false;
+const volatile __u32 targ_uid = 0;
 const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much data */
 
 struct {
@@ -52,6 +60,45 @@ static __always_inline __u64 submit_flags(void)
 	/* Sampled notification: wake the consumer only once enough data waits. */
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 	                                                                     : BPF_RB_NO_WAKEUP;
+}
+
+/* The current task's real and effective uid are targ_uid (always true
+ * unless targ_uid_only). Read from real_cred, the credentials
+ * /proc/PID/status shows and other processes act on. */
+static __always_inline bool kx_cur_uid_ok(void)
+{
+	struct task_struct *t;
+
+	if (!targ_uid_only)
+		return true;
+	t = (struct task_struct *)bpf_get_current_task();
+	return BPF_CORE_READ(t, real_cred, uid.val) == targ_uid &&
+	       BPF_CORE_READ(t, real_cred, euid.val) == targ_uid;
+}
+
+/*
+ * The current task's process tgid is traced: -a, or in the pid set. Under
+ * the uid rule a member whose uid changed (it exec'd a setuid program or
+ * called setresuid) leaves the set at that moment, for good: changing back
+ * does not bring it back, and its later children are not added.
+ */
+static __always_inline bool kx_tgid_traced(__u32 tgid)
+{
+	if (targ_all)
+		return true;
+	if (!bpf_map_lookup_elem(&pids, &tgid))
+		return false;
+	if (kx_cur_uid_ok())
+		return true;
+	bpf_map_delete_elem(&pids, &tgid);
+	return false;
+}
+
+/* For paths that found the thread traced without asking the pid set (its
+ * entry exists): under the uid rule, ask it now. */
+static __always_inline bool kx_still_traced(__u32 tgid)
+{
+	return !targ_uid_only || kx_tgid_traced(tgid);
 }
 
 #endif /* KXPROF_SHARED_BPF_H */

@@ -20,7 +20,10 @@
  *   KXPROF_NO_ANNOTATIONS=1 no annotation ranges (the probes of libkxprof_annotate.so,
  *                           which the session otherwise attaches in this process)
  *
- * Without the privilege to load BPF, with no device to trace or when the
+ * Without the privilege to load BPF, the session runs in the kxprof daemon
+ * when its socket exists (KXPROF_SOCKET, else /run/kxprof/kxprof.sock): the
+ * same capture, streamed back and read into the same store; stderr says so
+ * once per process. Without either, with no device to trace or when the
  * session cannot be opened, the plugin is inactive for that session and says
  * why on stderr once per process. It never fails registration (TensorFlow
  * would abort the process). Errors (too small a buffer, a failed export) go
@@ -52,6 +55,7 @@ enum {
 	WARN_DEVICES = 1 << 1,
 	WARN_RINGBUF = 1 << 2,
 	WARN_MEM = 1 << 3,
+	WARN_DAEMON = 1 << 4,
 };
 
 /*
@@ -218,9 +222,14 @@ static int configure(void)
 		inactive("disabled by KXPROF_DISABLE", "unset KXPROF_DISABLE to profile");
 		return -1;
 	}
-	if (!kx_probe_privileges(err, sizeof(err))) {
-		inactive("not root and no CAP_BPF+CAP_PERFMON, so no BPF programs can be loaded",
-		         "run as root or grant CAP_BPF+CAP_PERFMON");
+	if (!kx_probe_privileges(err, sizeof(err)) &&
+	    !kx_remote_available(kx_remote_socket_path())) {
+		snprintf(err, sizeof(err),
+		         "not root and no CAP_BPF+CAP_PERFMON, so no BPF programs can be loaded, "
+		         "and no kxprof daemon at %s",
+		         kx_remote_socket_path());
+		inactive(err, "run as root, grant CAP_BPF+CAP_PERFMON, or have the daemon set up "
+		              "(kxprof serve --socket; KXPROF_SOCKET names its socket)");
 		return -1;
 	}
 	if (pick_devices() == 0) {
@@ -243,27 +252,37 @@ static void open_session(void)
 {
 	struct kx_capture_opts o = {0};
 	char err[512], cmdline[128];
+	uint32_t self;
 
 	g.owner = getpid();
+	self = (uint32_t)g.owner;
 	snprintf(cmdline, sizeof(cmdline), "%s (TensorFlow profiler, pid %d)",
 	         program_invocation_short_name, (int)g.owner);
 	o.devices = &g.devices;
 	o.ringbuf_bytes =
 	        (uint32_t)(env_mib("KXPROF_RINGBUF_MB", 0, 1024, WARN_RINGBUF) * (1 << 20));
 	o.verbose = env_flag("KXPROF_VERBOSE");
-	o.sink = kx_sink_store(g.store);
+	o.store = g.store;
+	o.pids = &self;
+	o.npids = 1;
 	o.cmdline = cmdline;
 	/* Annotation ranges of this process (libkxprof_annotate.so, NVTX) nest
 	 * with its ioctls on TensorFlow's thread rows. */
 	o.annotate = !env_flag("KXPROF_NO_ANNOTATIONS");
 	memset(&g.cap, 0, sizeof(g.cap));
 	if (kx_capture_open(&g.cap, &o, err, sizeof(err)) != 0) {
-		inactive(err, "set KXPROF_VERBOSE=1 for libbpf's diagnostics");
+		inactive(err, kx_probe_privileges(NULL, 0)
+		                      ? "set KXPROF_VERBOSE=1 for libbpf's diagnostics"
+		                      : "this session is not profiled");
 		close_session();
 		return;
 	}
-	if (kx_session_add_pid(g.cap.s, (uint32_t)g.owner, err, sizeof(err)) != 0 ||
-	    kx_capture_start(&g.cap, err, sizeof(err)) != 0) {
+	if (g.cap.daemon)
+		warn_once(WARN_DAEMON,
+		          "kxprof: TensorFlow profiler plugin: no BPF privilege in this process: "
+		          "capturing through the kxprof daemon at %s\n",
+		          g.cap.daemon);
+	if (kx_capture_start(&g.cap, err, sizeof(err)) != 0) {
 		inactive(err, "this session is not profiled");
 		close_session();
 	}
@@ -277,22 +296,24 @@ static void kx_tf_start(const TP_Profiler *profiler, TF_Status *status)
 	/* Data not collected by now is stale. */
 	drop_xspace();
 	/* Core never starts twice in a row; if it did, keep the running capture. */
-	if (!g.cap.s && configure() == 0)
+	if (!kx_capture_opened(&g.cap) && configure() == 0)
 		open_session();
 	pthread_mutex_unlock(&g.lock);
 }
 
 static void kx_tf_stop(const TP_Profiler *profiler, TF_Status *status)
 {
-	char err[256]; /* no record file: stopping cannot fail */
+	char err[512]; /* locally no record file: stopping cannot fail */
 
 	(void)profiler;
 	pthread_mutex_lock(&g.lock);
-	if (!g.cap.s)
+	if (!kx_capture_opened(&g.cap))
 		goto out;
-	/* Detach and drain (bounded by the consumer's 100 ms poll). */
-	kx_capture_stop(&g.cap, err, sizeof(err));
-	g.ci = *kx_session_capinfo(g.cap.s);
+	/* Detach and drain (bounded by the consumer's 100 ms poll); through the
+	 * daemon, the rest of the stream and the trailer. */
+	if (kx_capture_stop(&g.cap, err, sizeof(err)) != 0)
+		fprintf(stderr, "kxprof: TensorFlow profiler session: %s\n", err);
+	g.ci = *kx_capture_capinfo(&g.cap);
 	g.ci.not_stored = kx_store_not_stored(g.store);
 	freeze_xspace(status);
 	if (env_flag("KXPROF_VERBOSE"))
@@ -302,8 +323,7 @@ static void kx_tf_stop(const TP_Profiler *profiler, TF_Status *status)
 		        "XSpace %zu bytes, attach %s\n",
 		        kx_store_ioctl_count(g.store), kx_store_ann_count(g.store),
 		        (unsigned long long)(g.ci.dropped + g.ci.ann.dropped),
-		        (unsigned long long)g.ci.not_stored, g.xspace_len,
-		        kx_session_mech(g.cap.s));
+		        (unsigned long long)g.ci.not_stored, g.xspace_len, kx_capture_mech(&g.cap));
 	/* Nothing stays attached or allocated between sessions. */
 	close_session();
 out:
@@ -367,6 +387,7 @@ static void after_fork_parent(void)
 /* The child has no consumer thread: forget the parent's capture, never touch it. */
 static void after_fork_child(void)
 {
+	kx_remote_forget(g.cap.remote);
 	memset(&g.cap, 0, sizeof(g.cap));
 	g.store = NULL;
 	drop_xspace();
@@ -385,7 +406,7 @@ __attribute__((destructor)) static void kx_tf_unload(void)
 {
 	if (pthread_mutex_trylock(&g.lock) != 0)
 		return;
-	if (g.cap.s && g.owner == getpid())
+	if (kx_capture_opened(&g.cap) && g.owner == getpid())
 		close_session();
 	drop_xspace();
 	free(g.device_list);

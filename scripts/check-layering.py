@@ -18,6 +18,7 @@ for it, nothing else):
   export    the output formats
   capture   loading BPF and receiving its records
   live      in-kernel aggregates and online pairing over a running capture
+  daemon    the privileged daemon's listener, authorisation and client sessions
   cli, plugin: the front ends, on top (plugin never includes cli)
 BPF skeletons (X.skel.h) are included by their loaders in capture/ only.
 Besides the folder rules, no two modules (a .c and its .h) may include each
@@ -37,6 +38,7 @@ ALLOWED = {
     "export": {"export", "analysis", "symbol", "registry", "model", "util"},
     "capture": {"capture", "symbol", "io", "registry", "model", "util"},
     "live": {"live", "capture", "analysis", "registry", "model", "util"},
+    "daemon": {"daemon", "capture", "io", "registry", "model", "util"},
 }
 FRONT_ENDS = {"cli", "plugin"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

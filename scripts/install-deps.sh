@@ -13,6 +13,7 @@ declare -A need=(
 	[libbpf-dev]=/usr/include/bpf/libbpf.h
 	[libelf-dev]=/usr/include/libelf.h
 	[zlib1g-dev]=/usr/include/zlib.h
+	[libisal-dev]=/usr/include/isa-l.h
 	[libzstd-dev]=/usr/include/zstd.h
 	[bpftool]=/usr/sbin/bpftool
 	[protobuf-c-compiler]=/usr/bin/protoc-c

@@ -4,11 +4,15 @@ into numbers).
 
   jget.py FILE EXPR                 first JSON object in FILE as d; print eval(EXPR)
   jget.py --bpftrace-hist FILE      total count of the histograms in bpftrace -f json output
-  jget.py --progstats NOW BEFORE LABEL
-                                    `bpftool prog show -j` snapshots: for programs
-                                    loaded since BEFORE and run at least 10000 times,
-                                    raw.tsv lines "progstats LABEL 1 NAME NS_PER_RUN"
+  jget.py --progstats NOW IDS LABEL ROW
+                                    a `bpftool prog show -j` snapshot: for the programs
+                                    whose ids are in the file IDS (the tracer's own) run
+                                    at least 10000 times, raw.tsv lines
+                                    "ROW LABEL 1 NAME NS_PER_RUN"
   jget.py --bench-lines FILE...     bench_export / bench_chrome output as raw.tsv lines
+  jget.py --mechs LIST.json         from `kxprof list --json`: the ioctl hooks' default
+                                    mechanism for targeted and for host-wide captures,
+                                    then every mechanism that works here, on one line
 """
 import json
 import re
@@ -45,35 +49,22 @@ def bpftrace_hist(path):
     return total
 
 
-# Program names of each tracer (others may load programs meanwhile: a
-# program counts only if it is new since BEFORE and has its tracer's name).
-NAMES = {
-    "floor": ("empty_",),
-    "tslat": ("tslat_sys_",),
-    "tsrec": ("tsrec_sys_",),
-    "record": ("btf_sys_",),
-    "baseline": ("btf_sys_",),
-    "aggregate": ("btf_sys_",),
-    "bpftrace": ("sys_enter_ioctl", "sys_exit_ioctl"),
-}
-
-
-def progstats(now, before, label):
-    with open(before) as f:
-        old = {p["id"] for p in json.load(f)}
+def progstats(now, ids_path, label, row):
+    """`bpftool prog show -j` snapshot: the tracer's programs (ids it holds)
+    run at least 10000 times, as raw.tsv lines "ROW LABEL 1 NAME NS_PER_RUN"."""
+    with open(ids_path) as f:
+        ids = {int(x) for x in f.read().split()}
     with open(now) as f:
         progs = json.load(f)
     best = {}
     for p in progs:
         name = p.get("name", "")
-        if p["id"] in old or p.get("run_cnt", 0) < 10000:
-            continue
-        if not name.startswith(NAMES.get(label, ("",))):
+        if p["id"] not in ids or p.get("run_cnt", 0) < 10000:
             continue
         if name not in best or p["run_cnt"] > best[name]["run_cnt"]:
             best[name] = p
     for name, p in sorted(best.items()):
-        print("progstats\t%s\t1\t%s\t%.1f" % (label, name, p["run_time_ns"] / p["run_cnt"]))
+        print("%s\t%s\t1\t%s\t%.1f" % (row, label, name, p["run_time_ns"] / p["run_cnt"]))
 
 
 def bench_lines(paths):
@@ -102,28 +93,42 @@ def bench_lines(paths):
                              r" M per CPU second\), " + num + r" bytes/event \(" + num +
                              r" MB\), peak RSS " + num + " MB", line)
                 if m:
-                    v = "chrome_gz" if m.group(1).endswith(".gz") else "chrome_json"
+                    v = {".json": "chrome_json", ".json.gz": "chrome_gz",
+                         ".json.gz/zlib": "chrome_gz_zlib"}.get(m.group(1), m.group(1))
                     for i, k in enumerate(["events", "s", "cpu_s", "mev_s", "mev_cpu_s",
                                            "out_b_ev", "out_mb", "rss_mb"]):
                         print("synth\t%s\t1\t%s\t%s" % (v, k, m.group(i + 2)))
                     continue
-                m = re.match(r"chrome gzip bound: " + num + r" MB of JSON, deflate level 1 " + num +
-                             r" s CPU \(" + num + r" MB/s\), crc32 " + num + r" s CPU; on (\d+) "
-                             r"CPUs at most " + num + r" M events/s", line)
+                m = re.match(r"chrome gzip bound \((\S+)\): " + num + r" MB of JSON, deflate level 1 " +
+                             num + r" s CPU \(" + num + r" MB/s\), crc32 " + num +
+                             r" s CPU; on (\d+) CPUs at most " + num + r" M events/s", line)
                 if m:
+                    v = "gzip_bound" if m.group(1) == "isa-l" else "gzip_bound_" + m.group(1)
                     for i, k in enumerate(["json_mb", "deflate_cpu_s", "deflate_mb_s", "crc_cpu_s",
                                            "ncpu", "mev_s"]):
-                        print("synth\tgzip_bound\t1\t%s\t%s" % (k, m.group(i + 1)))
+                        print("synth\t%s\t1\t%s\t%s" % (v, k, m.group(i + 2)))
                     continue
                 if line:
                     sys.stderr.write("bench: unparsed benchmark line: %s\n" % line)
 
 
+def mechs(path):
+    with open(path) as f:
+        hooks = {h["family"]: h for h in json.load(f)["hooks"]}
+    t = hooks.get("ioctl syscall hooks", {})
+    h = hooks.get("ioctl syscall hooks, host-wide", {})
+    # The note: "MECH: ok" or "MECH...: why" per mechanism, "; " between them.
+    ok = [part.split(":")[0] for part in t.get("note", "").split("; ") if part.endswith(": ok")]
+    print(t.get("mechanism", "-"), h.get("mechanism", "-"), " ".join(ok))
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "--bpftrace-hist":
         print(bpftrace_hist(argv[2]))
-    elif len(argv) == 5 and argv[1] == "--progstats":
-        progstats(argv[2], argv[3], argv[4])
+    elif len(argv) == 6 and argv[1] == "--progstats":
+        progstats(argv[2], argv[3], argv[4], argv[5])
+    elif len(argv) == 3 and argv[1] == "--mechs":
+        mechs(argv[2])
     elif len(argv) >= 2 and argv[1] == "--bench-lines":
         bench_lines(argv[2:])
     elif len(argv) == 3:

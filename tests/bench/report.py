@@ -7,7 +7,8 @@
 RAW.tsv lines: row, variant, round, metric, value (tab separated). Medians
 and min-max are over rounds; "added" is per round, traced minus the
 untraced run of the same round (the variants alternate inside a round, so
-the pair saw the same machine state).
+the pair saw the same machine state). A variant NAME@MECH is NAME run with
+--attach MECH; NAME alone runs with its mode's default (CONFIG says which).
 """
 import os
 import platform
@@ -19,6 +20,13 @@ from collections import defaultdict
 
 LABELS = {
     "untraced": "untraced",
+    "tpempty": "empty programs on syscalls:sys_{enter,exit}_ioctl (floor of tp and bpftrace)",
+    "fenempty": "empty fentry/fexit on the ioctl syscall's entry (floor of fentry)",
+    "swempty": "one empty program on sched_switch (floor of off-CPU time)",
+    "reca": "**kxprof record -a**",
+    "serve": "**kxprof serve** (same programs as top)",
+    "servenooff": "kxprof serve --no-offcpu",
+    "perfa": "perf trace -a -s -e ioctl",
     "floor": "hook floor: empty programs on kxprof's hooks",
     "clock": "floor + a clock read at enter and exit (reference)",
     "latency": "classic latency tracer: tid hash map, log2 histogram (reference)",
@@ -31,8 +39,45 @@ LABELS = {
     "perf": "perf trace -s -e ioctl",
     "strace": "strace -c -f -e trace=ioctl",
 }
-ORDER = ["untraced", "floor", "clock", "latency", "tslat", "tsrec", "record", "baseline", "aggregate", "bpftrace",
-         "perf", "strace"]
+BASES = ["untraced", "floor", "tpempty", "fenempty", "swempty", "clock", "latency", "tslat", "tsrec",
+         "record", "baseline", "reca", "aggregate", "serve", "servenooff", "bpftrace", "perf", "perfa",
+         "strace"]
+MECHS = ["fentry", "tp_btf", "raw_tp", "tp"]
+CFG = {}	# the run's configuration (defaults of each mode), set by tables()
+
+
+def default_mech(base):
+    """The mechanism a kxprof variant runs with when none is forced."""
+    if base in ("record", "baseline"):
+        return CFG.get("MECH_TARGETED")
+    if base in ("reca", "aggregate", "serve", "servenooff"):
+        return CFG.get("MECH_HOST")
+    return None
+
+
+def label(v):
+    base, _, mech = v.partition("@")
+    text = LABELS.get(base, base)
+    if mech:
+        return text.replace("**", "") + " --attach " + mech
+    dm = default_mech(base)
+    return text + (" (default here: %s)" % dm if dm else "")
+
+
+def order(variants):
+    """Variants in table order: by base, each base's default first, then forced
+    mechanisms in MECHS order."""
+    def key(v):
+        base, _, mech = v.partition("@")
+        return (BASES.index(base) if base in BASES else len(BASES),
+                MECHS.index(mech) + 1 if mech in MECHS else 0, v)
+    return sorted(variants, key=key)
+
+
+def mech_of(v):
+    """The mechanism variant v ran with (forced or its mode's default)."""
+    base, _, mech = v.partition("@")
+    return mech or default_mech(base)
 
 
 def load(path):
@@ -90,7 +135,7 @@ def cost_table(data, row, unit, scale, digits, out):
         out.append("_no untraced measurement: table skipped_\n")
         return {}
     added, values = {}, {}
-    for v in ORDER:
+    for v in order(d):
         vals = d.get(v, {}).get("value", {})
         if not vals:
             continue
@@ -102,20 +147,18 @@ def cost_table(data, row, unit, scale, digits, out):
     out.append("| variant | %s per call, median (min–max) | added, median (min–max) "
                "| × floor | × bpftrace | calls seen / issued |" % unit)
     out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for v in ORDER:
-        if v not in values:
-            continue
+    for v in order(values):
         seen = d[v].get("seen", {}).get(1)
         issued = d[v].get("issued", {}).get(1)
         cov = "—"
         if seen is not None and issued:
             cov = "%s / %s" % (num(seen), num(issued))
         if v == "untraced":
-            out.append("| %s | %s | — | — | — | %s |" % (LABELS[v], spread(values[v], digits, scale),
+            out.append("| %s | %s | — | — | — | %s |" % (label(v), spread(values[v], digits, scale),
                                                        cov))
             continue
         out.append("| %s | %s | %s | %s | %s | %s |" % (
-            LABELS[v], spread(values[v], digits, scale), spread(added[v], digits, scale),
+            label(v), spread(values[v], digits, scale), spread(added[v], digits, scale),
             rfmt(ratio(madd.get(v), madd.get("floor"))) if v != "floor" else "1×",
             rfmt(ratio(madd.get(v), madd.get("bpftrace"))) if v != "bpftrace" else "1×", cov))
     out.append("")
@@ -129,13 +172,13 @@ def total_table(data, out):
     tracer_cpu.py, setup excluded). Returns {variant: median total ns}."""
     d = data.get("flood", {})
     base = d.get("untraced", {}).get("value", {})
-    if not base or not any(d.get(v, {}).get("tracer_cpu") for v in ORDER):
+    if not base or not any(d.get(v, {}).get("tracer_cpu") for v in d):
         return {}
     out.append("| variant | added to the call, ns | tracer's own CPU, ns per call | "
                "total ns per call, median (min–max) | × record |")
     out.append("| --- | ---: | ---: | ---: | ---: |")
     rows, tot = [], {}
-    for v in ORDER:
+    for v in order(d):
         vals = d.get(v, {}).get("value", {})
         share = d.get(v, {}).get("tracer_cpu", {})
         if v == "untraced" or not vals:
@@ -148,7 +191,7 @@ def total_table(data, out):
         rows.append((v, added, own, both))
     for v, added, own, both in rows:
         out.append("| %s | %s | %s | %s | %s |" % (
-            LABELS[v], num(med(added)), num(med(own)), spread(both),
+            label(v), num(med(added)), num(med(own)), spread(both),
             rfmt(ratio(tot.get(v), tot.get("record")))))
     out.append("")
     return tot
@@ -165,18 +208,18 @@ def overhead_table(data, out):
     res = {"noise": (max(b) - min(b)) / med(b) * 100}
     out.append("| variant | wall time ms, median (min–max) | overhead %, median (min–max) |")
     out.append("| --- | ---: | ---: |")
-    for v in ORDER:
+    for v in order(d):
         vals = d.get(v, {}).get("value", {})
         if not vals:
             continue
         wall = list(vals.values())
         if v == "untraced":
-            out.append("| %s | %s | — |" % (LABELS[v], spread(wall, 1, 1e-6)))
+            out.append("| %s | %s | — |" % (label(v), spread(wall, 1, 1e-6)))
             continue
         pct = [(vals[r] / base[r] - 1) * 100 for r in vals if r in base and base[r] > 0]
         if pct:
             res[v] = (med(pct), min(pct), max(pct))
-        out.append("| %s | %s | %s |" % (LABELS[v], spread(wall, 1, 1e-6), spread(pct, 2)))
+        out.append("| %s | %s | %s |" % (label(v), spread(wall, 1, 1e-6), spread(pct, 2)))
     out.append("")
     return res
 
@@ -221,7 +264,8 @@ def export_table(data, out):
     out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, name in (("xplane", "`kxprof convert --xplane` (.xplane.pb)"),
                         ("xplane_base", "same, baseline build"),
-                        ("chrome_gz", "`kxprof convert --chrome x.json.gz`"),
+                        ("chrome_gz", "`kxprof convert --chrome x.json.gz` (ISA-L)"),
+                        ("chrome_gz_zlib", "same with zlib (`KXPROF_GZIP=zlib`)"),
                         ("chrome_gz_base", "same, baseline build"),
                         ("report", "`kxprof report` (summary table, for scale)"),
                         ("report_base", "same, baseline build")):
@@ -239,7 +283,8 @@ def export_table(data, out):
             num(g["out_bytes"] / n, 1) if g.get("out_bytes") else "—"))
     for label, name in (("xplane", "XSpace encoder alone (bench_export, synthetic store)"),
                         ("chrome_json", "Chrome JSON encoder alone (bench_chrome)"),
-                        ("chrome_gz", "Chrome .json.gz encoder alone (bench_chrome)")):
+                        ("chrome_gz", "Chrome .json.gz encoder alone, ISA-L (bench_chrome)"),
+                        ("chrome_gz_zlib", "Chrome .json.gz encoder alone, zlib (bench_chrome)")):
         g = {k: v.get(1) for k, v in s.get(label, {}).items()}
         if not g:
             continue
@@ -250,13 +295,15 @@ def export_table(data, out):
             name, num(g.get("events")), num(g.get("s"), 2), num(g.get("mev_s"), 2), num(rss),
             num(outm, 1), num(g.get("out_b_ev"), 1)))
     out.append("")
-    gb = {k: v.get(1) for k, v in s.get("gzip_bound", {}).items()}
-    if gb:
-        res["gzip_bound"] = gb
-        out.append("gzip's own bound (bench_chrome, same JSON bytes): zlib level 1 deflates %s MB "
-                   "in %s CPU-s (%s MB/s), CRC-32 takes %s CPU-s: with nothing else to do, %s "
+    for key, eng in (("gzip_bound", "ISA-L"), ("gzip_bound_zlib", "zlib")):
+        gb = {k: v.get(1) for k, v in s.get(key, {}).items()}
+        if not gb:
+            continue
+        res[key] = gb
+        out.append("gzip's own bound with %s (bench_chrome, same JSON bytes): level 1 deflates %s "
+                   "MB in %s CPU-s (%s MB/s), CRC-32 takes %s CPU-s: with nothing else to do, %s "
                    "CPUs write at most **%s M events/s** of .json.gz.\n" % (
-                       num(gb.get("json_mb")), num(gb.get("deflate_cpu_s"), 2),
+                       eng, num(gb.get("json_mb")), num(gb.get("deflate_cpu_s"), 2),
                        num(gb.get("deflate_mb_s")), num(gb.get("crc_cpu_s"), 2),
                        num(gb.get("ncpu")), num(gb.get("mev_s"), 2)))
     kxp = cap.get("kxp_bytes")
@@ -311,12 +358,12 @@ def progstats_table(data, out):
         return {}
     out.append("| tracer | program | ns per run |")
     out.append("| --- | --- | ---: |")
-    for v in ORDER:
+    for v in order(d):
         for prog, vals in sorted(d.get(v, {}).items()):
-            out.append("| %s | `%s` | %s |" % (LABELS[v], prog, num(vals.get(1), 1)))
+            out.append("| %s | `%s` | %s |" % (label(v), prog, num(vals.get(1), 1)))
     out.append("")
     per_call = {}
-    for v in ORDER:
+    for v in order(d):
         runs = [vals.get(1) for prog, vals in d.get(v, {}).items()
                 if prog.endswith(("sys_enter", "sys_exit", "_ioctl")) and vals.get(1)]
         if len(runs) == 2:
@@ -325,6 +372,145 @@ def progstats_table(data, out):
         empty = per_call["floor"]
         per_call = {v: x - empty for v, x in per_call.items()}
     return per_call
+
+
+SYSCALLS_PER_ROUND_TRIP = 4	# syscall_loop's ping-pong: a write and a read per thread
+
+
+def paired(d, v, metric="value"):
+    """Per round: variant v's value minus the untraced one of the same round."""
+    base = d.get("untraced", {}).get(metric, {})
+    vals = d.get(v, {}).get(metric, {})
+    return [vals[r] - base[r] for r in vals if r in base]
+
+
+def host_costs(data):
+    """{variant: {"sys": [added ns per getppid], "rt": [added ns per round trip],
+    "sw": [ns per context switch: the round trip's added cost less its 4
+    syscalls', over its switches]}}, per round."""
+    sys_d, sw_d = data.get("hostsys", {}), data.get("hostsw", {})
+    res = {}
+    for v in order(set(sys_d) | set(sw_d)):
+        if v == "untraced":
+            continue
+        sysv = sys_d.get(v, {}).get("value", {})
+        swv = sw_d.get(v, {}).get("value", {})
+        nsw = sw_d.get(v, {}).get("switches", {})
+        b_sys = sys_d.get("untraced", {}).get("value", {})
+        b_sw = sw_d.get("untraced", {}).get("value", {})
+        one = {"sys": [sysv[r] - b_sys[r] for r in sysv if r in b_sys],
+               "rt": [swv[r] - b_sw[r] for r in swv if r in b_sw], "sw": []}
+        for r in swv:
+            if r in b_sw and r in sysv and r in b_sys and nsw.get(r):
+                one["sw"].append((swv[r] - b_sw[r] - SYSCALLS_PER_ROUND_TRIP *
+                                  (sysv[r] - b_sys[r])) / nsw[r])
+        res[v] = one
+    return res
+
+
+def host_table(data, out):
+    """Section 6: what each tracer, attached host-wide, adds to a syscall that
+    is not an ioctl and to a context switch. Returns host_costs() medians:
+    {variant: {"sys": ns, "rt": ns, "sw": ns}} plus "offcpu" (serve's
+    off-CPU program per switch: serve minus serve --no-offcpu) and
+    "swfloor" (the empty sched_switch program per switch)."""
+    sys_d, sw_d = data.get("hostsys", {}), data.get("hostsw", {})
+    if not sys_d.get("untraced"):
+        out.append("_no untraced measurement: table skipped_\n")
+        return {}
+    hc = host_costs(data)
+    m = {v: {k: med(x) for k, x in c.items()} for v, c in hc.items()}
+    bt = m.get("bpftrace", {}).get("sys")
+    fl = m.get("swempty", {}).get("sw")
+    out.append("| variant | getppid CPU ns, median (min–max) | added | × bpftrace | ping-pong round "
+               "trip CPU ns, median (min–max) | added | per context switch (round trip less 4 "
+               "syscalls, over its switches) |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for v in order(set(sys_d) | set(sw_d)):
+        sysv = list(sys_d.get(v, {}).get("value", {}).values())
+        swv = list(sw_d.get(v, {}).get("value", {}).values())
+        if v == "untraced":
+            out.append("| %s | %s | — | — | %s | — | — |" % (label(v), spread(sysv), spread(swv)))
+            continue
+        c = hc.get(v, {})
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            label(v), spread(sysv), spread(c.get("sys")),
+            rfmt(ratio(m[v].get("sys"), bt)) if v != "bpftrace" else "1×", spread(swv),
+            spread(c.get("rt")), spread(c.get("sw"))))
+    out.append("")
+    nsw = med(list(sw_d.get("serve", {}).get("switches", {}).values()))
+    sv, so = sw_d.get("serve", {}).get("value", {}), sw_d.get("servenooff", {}).get("value", {})
+    off = [(sv[r] - so[r]) / nsw for r in sv if r in so] if nsw else []
+    m["offcpu"] = med(off)
+    m["offcpu_runs"] = off
+    m["swfloor"] = fl
+    if off:
+        out.append("The off-CPU program alone, on the same ping-pong: `serve` minus `serve "
+                   "--no-offcpu` in the same round is %s ns per context switch (median, min–max); "
+                   "one empty program on sched_switch costs %s ns per switch (its row above)."
+                   "\n" % (spread(off), num(fl)))
+    return m
+
+
+def progstats_sw_table(data, out):
+    """The sched_switch programs' run time on the ping-pong: kxprof's off-CPU
+    program next to an empty one. Returns {variant: ns per run}."""
+    d = data.get("progstats_sw", {})
+    res = {}
+    rows = []
+    for v in order(d):
+        for prog, vals in sorted(d[v].items()):
+            if prog.endswith("sched_switch") and vals.get(1) is not None:
+                res[v] = vals[1]
+                rows.append("| %s | `%s` | %s |" % (label(v), prog, num(vals[1], 1)))
+    if rows:
+        out.append("Context switches (the ping-pong, kernel.bpf_stats_enabled; the statistics "
+                   "add two clock reads to every run, the empty program shows how much):")
+        out.append("")
+        out.append("| tracer | program | ns per run |")
+        out.append("| --- | --- | ---: |")
+        out.extend(rows)
+        out.append("")
+    return res
+
+
+def model_table(flood, host, out):
+    """The host-cost model's coefficients per mode and mechanism: ns added per
+    traced ioctl (the flood), per other syscall (getppid) and per context
+    switch (the ping-pong), and what they make on an example host."""
+    rows = []
+    for mode, fb, hb in (("record", "record", "reca"), ("top/serve", "aggregate", "serve")):
+        for mech in MECHS:
+            fv = [v for v in flood if mech_of(v) == mech and v.partition("@")[0] == fb]
+            hv = [v for v in host if mech_of(v) == mech and v.partition("@")[0] == hb]
+            proxy = ""
+            if not hv and mode == "top/serve":
+                # The aggregation's programs leave non-ioctls exactly as record's do.
+                hv = [v for v in host if mech_of(v) == mech and v.partition("@")[0] == "reca"]
+                proxy = " (other syscalls and switches: record -a's programs, the same code path)"
+            ci = flood.get(fv[0]) if fv else None
+            hs = host.get(hv[0], {}) if hv else {}
+            if ci is None and not hs:
+                continue
+            rows.append((mode, mech + proxy, ci, hs.get("sys"), hs.get("sw")))
+    if not rows:
+        return
+    rates = (10000, 300000, 50000)
+    out.append("Host cost ≈ c_ioctl × traced ioctls/s + c_syscall × other syscalls/s + c_switch "
+               "× context switches/s (ns per second = CPU share × 10⁹). Coefficients measured "
+               "above, in ns; the last column applies them to an example of %s traced ioctls, "
+               "%s other syscalls and %s context switches per second (record also spends its "
+               "own CPU per event, table 1c):" % tuple(num(x) for x in rates))
+    out.append("")
+    out.append("| mode | mechanism | c_ioctl | c_syscall | c_switch | example: share of one CPU |")
+    out.append("| --- | --- | ---: | ---: | ---: | ---: |")
+    for mode, mech, ci, cs, cw in rows:
+        tot = None
+        if None not in (ci, cs, cw):
+            tot = (ci * rates[0] + max(cs, 0) * rates[1] + max(cw, 0) * rates[2]) / 1e9 * 100
+        out.append("| %s | %s | %s | %s | %s | %s |" % (
+            mode, mech, num(ci), num(cs), num(cw), "n/a" if tot is None else "%.2f%%" % tot))
+    out.append("")
 
 
 def verdict(ok):
@@ -352,11 +538,64 @@ def job_bound(flood, kvmrun, cfg):
     return out
 
 
-def targets(flood, kvmrun, jobs, tput, exp, have_agg, cfg, out, total=None, prog=None):
+def host_targets(flood, host, swprog, out):
+    """The whole host's cost: serve against bpftrace and the floors."""
+    sv, bt = host.get("serve", {}), host.get("bpftrace", {})
+    mech = CFG.get("MECH_HOST")
+    if sv.get("sys") is not None and bt.get("sys") is not None:
+        if mech == "fentry":
+            noise = host.get("floor", {}).get("sys")
+            out.append("| serve (default %s): a non-ioctl syscall pays nothing | %s ns added per "
+                       "getppid (run-to-run noise of the untraced runs applies) | %s |" % (
+                           mech, num(sv["sys"]), verdict(abs(sv["sys"]) < 10)))
+        else:
+            r = ratio(sv["sys"], bt["sys"])
+            out.append("| serve (default %s): a non-ioctl syscall pays at most what bpftrace's "
+                       "ioctl-latency script makes it pay (zero needs fentry, refused here) | %s "
+                       "vs %s ns per getppid (%s) | %s |" % (
+                           mech, num(sv["sys"]), num(bt["sys"]), rfmt(r),
+                           verdict(sv["sys"] <= max(bt["sys"], 0) + 5)))
+    ra = ratio(flood.get("aggregate"), flood.get("bpftrace"))
+    out.append("| a traced ioctl under serve/top costs at most half of what bpftrace adds (flood) | "
+               "%s (%s vs %s ns) | %s |" % (rfmt(ra), num(flood.get("aggregate")),
+                                            num(flood.get("bpftrace")),
+                                            verdict(None if ra is None else ra <= 0.5)))
+    if flood.get("baseline") is not None:
+        rb = ratio(flood.get("record"), flood.get("baseline"))
+        out.append("| record's cost per traced ioctl no worse than before (BENCH_BASELINE) | %s "
+                   "(%s vs %s ns) | %s |" % (rfmt(rb), num(flood.get("record")),
+                                            num(flood.get("baseline")),
+                                            verdict(None if rb is None else rb <= 1.05)))
+    else:
+        out.append("| record's cost per traced ioctl no worse than before | %s ns now; run with "
+                   "BENCH_BASELINE=<previous kxprof> for the comparison | not measured |" %
+                   num(flood.get("record")))
+    off, fl, runs = host.get("offcpu"), host.get("swfloor"), host.get("offcpu_runs") or []
+    ps, pe = swprog.get("serve"), swprog.get("swempty")
+    if off is not None or (ps is not None and pe is not None):
+        timed = (off is not None and fl is not None and fl > 0 and runs and
+                 not (min(runs) < 0 < max(runs)))
+        rp = ratio(ps, pe)
+        if timed:
+            ok, how = off <= 1.2 * fl, "timed"
+        elif rp is not None:
+            ok, how = rp <= 1.2, "by the program run times; the timed difference is below the noise"
+        else:
+            ok, how = None, "not resolvable here"
+        out.append("| a context switch under serve pays at most 1.2× an empty program on "
+                   "sched_switch | timed: off-CPU program %s ns vs empty %s ns per switch (%s); "
+                   "program run time %s vs %s ns (%s, bpf_stats, two clock reads in each) | %s "
+                   "(%s) |" % (num(off), num(fl), rfmt(ratio(off, fl)), num(ps, 1), num(pe, 1),
+                               rfmt(rp), verdict(ok), how))
+
+
+def targets(flood, kvmrun, jobs, tput, exp, have_agg, cfg, out, total=None, prog=None,
+            host=None, swprog=None):
     out.append("## Targets")
     out.append("")
     out.append("| target | measured | |")
     out.append("| --- | --- | --- |")
+    host_targets(flood, host or {}, swprog or {}, out)
     rf = ratio(flood.get("record"), flood.get("floor"))
     out.append("| full-event recording adds ≤ 2× the hook floor's added cost (flood) | %s "
                "(%s vs %s ns) | %s |" % (rfmt(rf), num(flood.get("record")), num(flood.get("floor")),
@@ -436,9 +675,11 @@ def targets(flood, kvmrun, jobs, tput, exp, have_agg, cfg, out, total=None, prog
         v = g.get("mev_s")
         bound = exp.get("gzip_bound", {}).get("mev_s") if label == "chrome_gz" else None
         why = ""
+        if label == "chrome_gz" and exp.get("chrome_gz_zlib", {}).get("mev_s"):
+            why += "; with zlib %s M/s" % num(exp["chrome_gz_zlib"]["mev_s"], 2)
         if bound is not None and bound < 5:
-            why = ("; deflate + CRC-32 alone allow at most %s M/s on this machine: out of reach "
-                   "with zlib" % num(bound, 2))
+            why += ("; deflate + CRC-32 alone allow at most %s M/s on this machine" %
+                    num(bound, 2))
         out.append("| export ≥ 5 M events/s to %s | %s M/s end to end (read + encode); encoder "
                    "alone %s M/s%s | %s |" % (name, num(v, 2), num(syn.get("mev_s"), 2), why,
                                               verdict(None if v is None else v >= 5)))
@@ -482,38 +723,50 @@ def targets(flood, kvmrun, jobs, tput, exp, have_agg, cfg, out, total=None, prog
 
 def commands(cfg, out):
     flood, kvmrun, jobs = cfg["FLOOD"], cfg["KVMRUN"], cfg["JOBS"]
+    dev = cfg.get("KXDEV", "")
+    dev = dev + " " if dev else ""
+    metric = "mean `kvm_run_ns`" if cfg.get("ACCEL", "kvm") == "kvm" else "mean `jobs.job_ns`"
     out.append("## Exact commands")
     out.append("")
     out.append("Workloads (`build/tests/…`, see tests/workloads/README.md): 1a `%s` (metric: its "
-               "`ns_per_ioctl`), 1b `%s` (metric: mean `kvm_run_ns`), 4 `%s` (metric: "
-               "`elapsed_ns`). %s rounds; in each round every variant runs once, in an order "
-               "rotated per round. Each variant runs the workload as:" % (
-                   flood, kvmrun, jobs, cfg["ROUNDS"]))
+               "`ns_per_ioctl`), 1b `%s` (metric: %s), 4 `%s` (metric: `elapsed_ns`), 6 `%s` "
+               "(metrics: `getppid.ns_per_call`, `pingpong.ns_per_round_trip` and "
+               "`switches_per_round_trip`). %s rounds; in each round every variant runs once, "
+               "in an order rotated per round. Each variant runs the workload as:" % (
+                   flood, kvmrun, metric, jobs, cfg.get("HOST", "?"), cfg["ROUNDS"]))
     out.append("")
     out.append("```")
-    out.append("untraced   WORKLOAD")
-    out.append("floor      build/bench/floor -- WORKLOAD            # -m clock|latency|tslat|"
-               "tsrec: the reference rows")
-    out.append("record     build/kxprof record -o rec.kxp -- WORKLOAD")
+    out.append("untraced    WORKLOAD")
+    out.append("floor       build/bench/floor -- WORKLOAD            # -m clock|latency|tslat|"
+               "tsrec: the reference rows;")
+    out.append("                                                     # -m tpempty|fenempty|"
+               "swempty: the floors of section 6")
+    out.append("record      build/kxprof record %s-o rec.kxp -- WORKLOAD    # record@MECH: "
+               "--attach MECH" % dev)
     if cfg.get("BASELINE"):
-        out.append("baseline   %s record -o rec.kxp -- WORKLOAD" % cfg["BASELINE"])
+        out.append("baseline    %s record %s-o rec.kxp -- WORKLOAD" % (cfg["BASELINE"], dev))
+    out.append("reca        build/kxprof record -a %s-o rec.kxp -- WORKLOAD" % dev)
     if cfg.get("HAVE_AGG") == "1":
-        out.append("aggregate  build/kxprof top --batch -i 0.5 -p PID   # PID = WORKLOAD, held "
-                   "until top has attached")
-    out.append("bpftrace   bpftrace -f json tests/bench/ioctl_latency.bt -c 'WORKLOAD'")
-    out.append("perf       perf trace -s -e ioctl -o perf.txt -- WORKLOAD")
-    out.append("strace     strace -c -f -e trace=ioctl -o strace.txt -- WORKLOAD")
+        out.append("aggregate   build/kxprof top --batch -i 0.5 -p PID %s  # PID = WORKLOAD, "
+                   "held until top has attached" % dev)
+        out.append("serve       build/kxprof serve --listen 127.0.0.1:0 %s& WORKLOAD; kill "
+                   "-TERM  # servenooff: --no-offcpu" % dev)
+    out.append("bpftrace    bpftrace -f json tests/bench/ioctl_latency.bt -c 'WORKLOAD'")
+    out.append("perf        perf trace -s -e ioctl -o perf.txt -- WORKLOAD    # perfa: -a")
+    out.append("strace      strace -c -f -e trace=ioctl -o strace.txt -- WORKLOAD")
     out.append("```")
     out.append("")
-    out.append("Throughput: `build/kxprof record [--ringbuf-mb 0.0625] -o tp.kxp -- "
-               "build/tests/ioctl_flood -t T -w %s`, then `kxprof report --json` "
-               "(Capture: received, dropped). Export: `%s`, then `/usr/bin/time -f '%%e %%M' "
-               "build/kxprof convert big.kxp --xplane DIR` and `... --chrome big.json.gz`; "
-               "synthetic: `build/bench/bench_export -n %s`, `build/bench/bench_chrome %s`. "
-               "Program cost: `sysctl kernel.bpf_stats_enabled=1`, the flood under each "
-               "tracer, `bpftool prog show -j` mid-run (run_time_ns / run_cnt; the statistics "
+    out.append("Throughput: `build/kxprof record %s[--ringbuf-mb 0.0625] -o tp.kxp -- %s -t T -w "
+               "%s`, then `kxprof report --json` (Capture: received, dropped). Export: `%s`, then "
+               "`/usr/bin/time -f '%%e %%M' build/kxprof convert big.kxp --xplane DIR` and `... "
+               "--chrome big.json.gz` (and with `KXPROF_GZIP=zlib`); synthetic: "
+               "`build/bench/bench_export -n %s`, `build/bench/bench_chrome %s`. Program cost: "
+               "`sysctl kernel.bpf_stats_enabled=1`, the flood (and, for sched_switch, "
+               "`syscall_loop -m pingpong`) under each tracer, `bpftool prog show -j` mid-run for "
+               "the programs the tracer's process holds (run_time_ns / run_cnt; the statistics "
                "add two clock reads per run, so this pass is never timed). Whole run: %s s." % (
-                   cfg["TPUT_S"], cfg["EXPORT"], cfg["NSYN"], cfg["NSYN"], cfg["ELAPSED"]))
+                   dev, flood.rsplit(" -w", 1)[0], cfg["TPUT_S"], cfg["EXPORT"], cfg["NSYN"],
+                   cfg["NSYN"], cfg["ELAPSED"]))
     out.append("")
     out.append("Files (captures, conversions) go to tmpfs (/dev/shm) when there is one, so "
                "disk writeback is not timed.")
@@ -535,14 +788,26 @@ def tables(raw, cfgpath):
             k, _, v = line.rstrip("\n").partition("=")
             cfg[k] = v
     data = load(raw)
+    CFG.clear()
+    CFG.update(cfg)
+    kvm = cfg.get("ACCEL", "kvm") == "kvm"
     out = []
-    out.append("## 1a. Per-ioctl cost: tight loop of KVM_GET_API_VERSION on /dev/kvm")
+    out.append("Ioctl hooks that work here: %s. Defaults: `record` of a command or pids %s; "
+               "`record -a`, `top` and `serve` %s." % (
+                   cfg.get("MECHS_OK", "?"), cfg.get("MECH_TARGETED", "?"),
+                   cfg.get("MECH_HOST", "?")))
+    out.append("")
+    if kvm:
+        out.append("## 1a. Per-ioctl cost: tight loop of KVM_GET_API_VERSION on /dev/kvm")
+    else:
+        out.append("## 1a. Per-ioctl cost: tight loop of BLKGETSIZE64 on a loop device (no /dev/kvm)")
     out.append("")
     flood = cost_table(data, "flood", "ns", 1, 0, out)
     out.append("## 1c. Whole cost per ioctl: added to the call plus the tracer's own CPU (flood)")
     out.append("")
     total = total_table(data, out)
-    out.append("## 1b. Per-job cost: shortest KVM_RUN jobs (kvm_workload -l 0)")
+    out.append("## 1b. Per-job cost: shortest KVM_RUN jobs (kvm_workload -l 0)" if kvm else
+               "## 1b. Per-job cost: shortest loop jobs (BLKZEROOUT of 4 KiB)")
     out.append("")
     kvmrun = cost_table(data, "kvmrun", "µs", 1e-3, 2, out)
     out.append("## 2. Event throughput and drop accounting")
@@ -551,19 +816,33 @@ def tables(raw, cfgpath):
     out.append("## 3. Export")
     out.append("")
     exp = export_table(data, out)
-    out.append("## 4. Workload overhead: KVM jobs of realistic length")
+    out.append("## 4. Workload overhead: KVM jobs of realistic length" if kvm else
+               "## 4. Workload overhead: loop jobs (BLKZEROOUT of 256 KiB, 2 threads)")
     out.append("")
     jobs = overhead_table(data, out)
     out.append("## 5. Annotations: ns per call of libkxprof_annotate.so (bench_annotate)")
     out.append("")
     annot_table(data, out)
+    out.append("## 6. Host cost: what other syscalls and context switches pay")
+    out.append("")
+    out.append("`syscall_loop` issues no ioctl: a getppid() loop, then two threads pinned to one "
+               "CPU passing a byte through two pipes (each round trip: 2 context switches, 4 "
+               "syscalls). CPU time of the workload's own threads, so time others spend on the "
+               "CPU is not counted. Every tracer here is attached to the whole host.")
+    out.append("")
+    host = host_table(data, out)
+    swprog = progstats_sw_table(data, out)
+    out.append("### Host-cost model")
+    out.append("")
+    model_table(flood, host, out)
     out.append("## BPF program cost (kernel.bpf_stats_enabled, flood)")
     out.append("")
     prog = progstats_table(data, out)
     ub = data.get("jobs", {}).get("untraced", {}).get("value", {})
     if ub:
         cfg["JOB_NS"] = str(med(list(ub.values())))
-    targets(flood, kvmrun, jobs, tput, exp, cfg.get("HAVE_AGG") == "1", cfg, out, total, prog)
+    targets(flood, kvmrun, jobs, tput, exp, cfg.get("HAVE_AGG") == "1", cfg, out, total, prog,
+            host, swprog)
     commands(cfg, out)
     print("\n".join(out))
 

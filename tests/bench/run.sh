@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Benchmarks (`make bench`; separate from the tests): kxprof's overhead,
 # throughput and export speed, side by side with the hook floor, bpftrace,
-# perf trace and strace. Every comparison runs in this one invocation, the
-# variants alternating round by round; results are medians with min-max.
-# Prints the markdown tables and rewrites tests/bench/RESULTS.md (machine,
-# kernel, date, exact commands, tables, then tests/bench/history.md).
-# Needs root and /dev/kvm. Reports where kxprof stands; never fails on a
-# missed target (exit 1 only when it cannot measure at all).
+# perf trace and strace; and what kxprof charges the rest of the host (other
+# syscalls, context switches) per attach mechanism. Every comparison runs in
+# this one invocation, the variants alternating round by round; results are
+# medians with min-max. Prints the markdown tables and rewrites
+# tests/bench/RESULTS.md (machine, kernel, date, exact commands, tables, then
+# tests/bench/history.md). Needs root. The accelerator is /dev/kvm where it
+# exists, else a loop device over a tmpfs file (the flood then issues
+# BLKGETSIZE64, the jobs are BLKZEROOUT). Reports where kxprof stands; never
+# fails on a missed target (exit 1 only when it cannot measure at all).
 #
 # Environment: BENCH_ROUNDS (default 5), BENCH_QUICK=1 (small sizes, for a
 # smoke run; RESULTS.md is then left alone), BUILD_DIR (default build),
@@ -19,6 +22,8 @@ B=${BUILD_DIR:-$ROOT/build}
 KX=$B/kxprof
 FLOOD=$B/tests/ioctl_flood
 KVMW=$B/tests/kvm_workload
+LOOPW=$B/tests/loop_workload
+SYSL=$B/tests/syscall_loop
 FLOOR=$B/bench/floor
 BT=$ROOT/tests/bench/ioctl_latency.bt
 HERE=$ROOT/tests/bench
@@ -30,19 +35,22 @@ BASE=${BENCH_BASELINE:-}
 FLOOD_S=1			# seconds per flood run (ioctl_flood -w)
 KVMRUN_JOBS=20000		# shortest KVM_RUN jobs per run (~0.25 s untraced)
 JOB_ARGS="-t 2 -j 300 -l 2000"	# realistic jobs: ~1.7 ms each, 2 vCPU threads
+LOOPRUN_JOBS=5000		# shortest loop jobs (BLKZEROOUT of 4 KiB) without /dev/kvm
+LOOPJOB_ARGS="-t 2 -j 300 -k zero -z 256"	# longer loop jobs without /dev/kvm
 TPUT_S=3			# seconds per throughput run
 EXPORT_PER_THREAD=2600000	# x 2 threads: the >= 5 M event capture
 EXPORT_ROUNDS=3			# conversions of it, alternating builds
+HOST_S=0.5			# seconds per part of syscall_loop (getppid, then ping-pong)
 if [ "$QUICK" = 1 ]; then
 	ROUNDS=2 FLOOD_S=0.3 KVMRUN_JOBS=500 JOB_ARGS="-t 2 -j 30 -l 2000" TPUT_S=1
-	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1
+	LOOPRUN_JOBS=300 LOOPJOB_ARGS="-t 2 -j 30 -k zero -z 256"
+	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1 HOST_S=0.2
 fi
 
 die() { echo "bench: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || die "needs root (it loads BPF programs and traces /dev/kvm)"
-[ -c /dev/kvm ] || die "needs /dev/kvm"
-for f in "$KX" "$FLOOD" "$KVMW" "$FLOOR" "$B/bench/bench_export" "$B/bench/bench_chrome" \
-	"$B/bench/bench_annotate"; do
+[ "$(id -u)" -eq 0 ] || die "needs root (it loads BPF programs and traces a driver)"
+for f in "$KX" "$FLOOD" "$KVMW" "$LOOPW" "$SYSL" "$FLOOR" "$B/bench/bench_export" \
+	"$B/bench/bench_chrome" "$B/bench/bench_annotate"; do
 	[ -x "$f" ] || die "$f missing: run make bench"
 done
 scripts/install-deps.sh || die "missing dependencies (scripts/install-deps.sh)"
@@ -67,13 +75,42 @@ FOREIGN_START=$(foreign)
 TMP=$(mktemp -d /dev/shm/kxbench.XXXXXX 2>/dev/null || mktemp -d /tmp/kxbench.XXXXXX)
 RAW=$TMP/raw.tsv
 STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+LOOPDEV=""
 cleanup() {
 	sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS" 2>/dev/null
+	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 : >"$RAW"
 cd "$TMP" || die "cannot enter $TMP"
+
+# The accelerator: kvm, else a loop device standing in for it. KXDEV is what
+# kxprof needs to trace it (loop is not in the default device set).
+if [ -c /dev/kvm ]; then
+	ACCEL=kvm
+	KXDEV=()
+	FLOODCMD=("$FLOOD")
+else
+	ACCEL=loop
+	truncate -s 64M "$TMP/accel.img" || die "cannot make the loop device's backing file"
+	LOOPDEV=$(losetup -f --show "$TMP/accel.img") || die "no free loop device (losetup -f)"
+	KXDEV=(--device "$LOOPDEV")
+	FLOODCMD=("$FLOOD" -D "$LOOPDEV")
+	echo "bench: no /dev/kvm: the loop device $LOOPDEV stands in for the accelerator" >&2
+fi
+
+# The mechanisms this kernel allows, and the default of each mode (kxprof list).
+"$KX" list --json >"$TMP/list.json" 2>/dev/null || die "kxprof list failed"
+read -r MECH_TARGETED MECH_HOST MECHS_OK < <(python3 "$HERE/jget.py" --mechs "$TMP/list.json")
+[ -n "$MECHS_OK" ] || die "no ioctl attach mechanism works here (kxprof list)"
+HAVE_FENTRY=0
+case " $MECHS_OK " in *" fentry "*) HAVE_FENTRY=1 ;; esac
+echo "bench: ioctl hooks here: $MECHS_OK; defaults: targeted $MECH_TARGETED, host-wide $MECH_HOST" >&2
+# One untraced run of each driver workload first: the first run warms what
+# every later one finds warm (the loop device's backing pages, caches).
+"${FLOODCMD[@]}" -w 0.2 >/dev/null 2>&1
+[ "$ACCEL" = loop ] && "$LOOPW" -D "$LOOPDEV" $LOOPJOB_ARGS >/dev/null 2>&1
 
 put() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RAW"; }	# row variant round metric value
 jget() { python3 "$HERE/jget.py" "$@"; }			# FILE EXPR -> value
@@ -96,13 +133,14 @@ wait_links() {
 
 # Runs the workload under `kxprof top` (in-kernel aggregation, no records):
 # the workload is held until top has attached with its pid in the filter.
+# MECHOPT: --attach MECH, or nothing for the default.
 under_aggregate() {
 	local go=$TMP/go wl tp
 	rm -f "$go"
 	mkfifo "$go"
 	(read -r _ <"$go"; exec "$@") >"$TMP/agg.out" &
 	wl=$!
-	"$KX" top --batch -i 0.5 -p "$wl" >"$TMP/top.txt" 2>"$TMP/top.err" &
+	"$KX" top --batch -i 0.5 -p "$wl" "${KXDEV[@]}" "${MECHOPT[@]}" >"$TMP/top.txt" 2>"$TMP/top.err" &
 	tp=$!
 	if ! wait_links "$tp" 2; then
 		echo "bench: kxprof top did not attach: $(head -c 300 "$TMP/top.err")" >&2
@@ -112,6 +150,27 @@ under_aggregate() {
 	kill -INT "$tp" 2>/dev/null
 	wait "$tp" 2>/dev/null
 	cat "$TMP/agg.out"
+}
+
+# Runs the workload while `kxprof serve` is attached (every process, the
+# daemon's default), started before it and stopped after it; "$1" is
+# --no-offcpu or "".
+under_serve() {
+	local extra=$1 sv i
+	shift
+	rm -f "$TMP/serve.err"
+	"$KX" serve --listen 127.0.0.1:0 "${KXDEV[@]}" "${MECHOPT[@]}" $extra 2>"$TMP/serve.err" &
+	sv=$!
+	for i in $(seq 200); do
+		grep -q 'kxprof serve: http://' "$TMP/serve.err" 2>/dev/null && break
+		kill -0 "$sv" 2>/dev/null || break
+		sleep 0.05
+	done
+	grep -q 'kxprof serve: http://' "$TMP/serve.err" ||
+		echo "bench: kxprof serve did not start: $(head -c 300 "$TMP/serve.err")" >&2
+	"$@"
+	kill -TERM "$sv" 2>/dev/null
+	wait "$sv" 2>/dev/null
 }
 
 # Runs "$@" (a workload printing one JSON line) under variant $1; prints that
@@ -130,29 +189,35 @@ under() {
 	wait "$root"
 	cat "$TMP/under.out"
 }
+# Variants are NAME or NAME@MECH (kxprof with --attach MECH).
 under_run() {
-	local v=$1
+	local v=${1%@*} MECHOPT=()
+	[ "$1" != "$v" ] && MECHOPT=(--attach "${1#*@}")
 	shift
 	case $v in
 	untraced) "$@" ;;
 	floor) "$FLOOR" -- "$@" ;;
-	clock) "$FLOOR" -m clock -- "$@" ;;
-	latency) "$FLOOR" -m latency -- "$@" ;;
-	tslat) "$FLOOR" -m tslat -- "$@" ;;
+	clock | latency | tslat | tpempty | fenempty | swempty) "$FLOOR" -m "$v" -- "$@" ;;
 	tsrec) "$FLOOR" -m tsrec -- "$@" 2>/dev/null ;;
-	record) "$KX" record -o "$TMP/rec.kxp" -- "$@" 2>"$TMP/record.err" ;;
-	baseline) "$BASE" record -o "$TMP/rec.kxp" -- "$@" 2>"$TMP/record.err" ;;
+	record) "$KX" record "${KXDEV[@]}" "${MECHOPT[@]}" -o "$TMP/rec.kxp" -- "$@" \
+		2>"$TMP/record.err" ;;
+	baseline) "$BASE" record "${KXDEV[@]}" -o "$TMP/rec.kxp" -- "$@" 2>"$TMP/record.err" ;;
+	reca) "$KX" record -a "${KXDEV[@]}" "${MECHOPT[@]}" -o "$TMP/rec.kxp" -- "$@" \
+		2>"$TMP/record.err" ;;
 	aggregate) under_aggregate "$@" ;;
+	serve) under_serve "" "$@" ;;
+	servenooff) under_serve --no-offcpu "$@" ;;
 	bpftrace) bpftrace -f json "$BT" -c "$*" 2>"$TMP/bpftrace.err" >"$TMP/bpftrace.out"
 		grep -v '^{"type"' "$TMP/bpftrace.out" ;;
 	perf) perf trace -s -e ioctl -o "$TMP/perf.txt" -- "$@" ;;
+	perfa) perf trace -a -s -e ioctl -o "$TMP/perf.txt" -- "$@" ;;
 	strace) strace -c -f -e trace=ioctl -o "$TMP/strace.txt" -- "$@" ;;
 	esac | grep '^{"workload"' | tail -1
 }
 
 # How many ioctls variant $1 saw in its last run (coverage check), or "".
 seen() {
-	case $1 in
+	case ${1%@*} in
 	record | baseline) "$KX" report "$TMP/rec.kxp" --json >"$TMP/rep.json" 2>/dev/null &&
 		jget "$TMP/rep.json" 'd["Capture"]["received"]' ;;
 	bpftrace) python3 "$HERE/jget.py" --bpftrace-hist "$TMP/bpftrace.out" ;;
@@ -189,9 +254,12 @@ wait_quiet() {
 
 # One measured section: variants alternate within each round; the start
 # variant rotates so no variant always runs first (or after the same one).
-#   section NAME METRIC_EXPR VARIANTS -- WORKLOAD...
+#   section NAME METRIC VARIANTS -- WORKLOAD...
+# METRIC is an expression on the workload's JSON d (row NAME, metric value),
+# or ROW=EXPR|ROW=EXPR... for several rows from each run (metric
+# "value" of each ROW; a ROW:METRIC=EXPR entry adds another metric to ROW).
 section() {
-	local name=$1 expr=$2 vars=() r i n v line val
+	local name=$1 expr=$2 vars=() r i n v line spec row
 	shift 2
 	while [ "$1" != "--" ]; do vars+=("$1"); shift; done
 	shift
@@ -206,8 +274,15 @@ section() {
 				continue
 			fi
 			echo "$line" >"$TMP/wl.json"
-			val=$(jget "$TMP/wl.json" "$expr")
-			put "$name" "$v" "$r" value "$val"
+			case $expr in
+			*=*) IFS='|' read -ra spec <<<"$expr" ;;
+			*) spec=("$name=$expr") ;;
+			esac
+			for row in "${spec[@]}"; do
+				local rn=${row%%=*} metric=value
+				[ "${rn#*:}" != "$rn" ] && metric=${rn#*:} rn=${rn%%:*}
+				put "$rn" "$v" "$r" "$metric" "$(jget "$TMP/wl.json" "${row#*=}")"
+			done
 			[ -s "$TMP/tracer_cpu" ] &&
 				put "$name" "$v" "$r" tracer_cpu "$(cat "$TMP/tracer_cpu")"
 			if [ "$r" -eq 1 ]; then
@@ -226,43 +301,104 @@ VARIANTS=(untraced floor record)
 [ -n "$BASE" ] && VARIANTS+=(baseline)
 [ "$HAVE_AGG" = 1 ] && VARIANTS+=(aggregate)
 VARIANTS+=(bpftrace perf strace)
+# The other mechanisms, forced (the defaults run as record and aggregate).
+MECH_VARIANTS=()
+for m in $MECHS_OK; do
+	[ "$m" != "$MECH_TARGETED" ] && MECH_VARIANTS+=("record@$m")
+	[ "$HAVE_AGG" = 1 ] && [ "$m" != "$MECH_HOST" ] && MECH_VARIANTS+=("aggregate@$m")
+done
 START=$(date +%s)
 
-# ---- 1a. per-ioctl cost, tight loop of KVM_GET_API_VERSION ----
-echo "bench: 1a. ioctl flood, $ROUNDS rounds x ${#VARIANTS[@]}+2 variants" >&2
+# ---- 1a. per-ioctl cost, tight loop of a cheap ioctl ----
+echo "bench: 1a. ioctl flood, $ROUNDS rounds x $((${#VARIANTS[@]} + ${#MECH_VARIANTS[@]} + 4)) variants" >&2
 # The tracers' own CPU is sampled here too (steady state, setup excluded).
 CPU_COMM=ioctl_flood CPU_WINDOW=$(python3 -c "print($FLOOD_S / 2)") \
-	section flood 'd["ns_per_ioctl"]' "${VARIANTS[@]}" clock latency tslat tsrec -- "$FLOOD" -w "$FLOOD_S"
+	section flood 'd["ns_per_ioctl"]' "${VARIANTS[@]}" "${MECH_VARIANTS[@]}" clock latency tslat \
+	tsrec -- "${FLOODCMD[@]}" -w "$FLOOD_S"
 
-# ---- 1b. per-job cost, shortest KVM_RUN jobs ----
-echo "bench: 1b. short KVM_RUN jobs" >&2
-section kvmrun 'd["kvm_run_ns"]["mean"]' "${VARIANTS[@]}" -- "$KVMW" -t 1 -j "$KVMRUN_JOBS" -l 0
+# ---- 1b. per-job cost, shortest jobs ----
+if [ "$ACCEL" = kvm ]; then
+	echo "bench: 1b. short KVM_RUN jobs" >&2
+	section kvmrun 'd["kvm_run_ns"]["mean"]' "${VARIANTS[@]}" -- "$KVMW" -t 1 -j "$KVMRUN_JOBS" -l 0
+else
+	echo "bench: 1b. short loop jobs (BLKZEROOUT of 4 KiB)" >&2
+	section kvmrun 'd["jobs"]["job_ns"]["mean"]' "${VARIANTS[@]}" -- \
+		"$LOOPW" -D "$LOOPDEV" -t 1 -j "$LOOPRUN_JOBS" -k zero -z 4
+fi
 
 # ---- 4. workload overhead, realistic jobs ----
-echo "bench: 4. KVM job workload" >&2
-# shellcheck disable=SC2086
-section jobs 'd["elapsed_ns"]' "${VARIANTS[@]}" -- "$KVMW" $JOB_ARGS
+if [ "$ACCEL" = kvm ]; then
+	echo "bench: 4. KVM job workload" >&2
+	# shellcheck disable=SC2086
+	section jobs 'd["elapsed_ns"]' "${VARIANTS[@]}" -- "$KVMW" $JOB_ARGS
+else
+	echo "bench: 4. loop job workload" >&2
+	# shellcheck disable=SC2086
+	section jobs 'd["jobs"]["elapsed_ns"]' "${VARIANTS[@]}" -- "$LOOPW" -D "$LOOPDEV" $LOOPJOB_ARGS
+fi
+
+# ---- 6. host cost: other syscalls and context switches ----
+# Nothing here issues an ioctl: what each tracer, left attached host-wide,
+# charges a getppid() and a pipe ping-pong round trip (2 context switches,
+# 4 syscalls), in CPU time of the workload's threads.
+HOST_VARIANTS=(untraced floor tpempty swempty)
+[ "$HAVE_FENTRY" = 1 ] && HOST_VARIANTS+=(fenempty)
+[ "$HAVE_AGG" = 1 ] && HOST_VARIANTS+=(serve servenooff)
+HOST_VARIANTS+=(reca)
+for m in $MECHS_OK; do
+	[ "$m" != "$MECH_HOST" ] && HOST_VARIANTS+=("reca@$m")
+done
+HOST_VARIANTS+=(bpftrace perfa)
+echo "bench: 6. host cost, $ROUNDS rounds x ${#HOST_VARIANTS[@]} variants" >&2
+section host 'hostsys=d["getppid"]["ns_per_call"]|hostsw=d["pingpong"]["ns_per_round_trip"]|hostsw:switches=d["pingpong"]["switches_per_round_trip"]' \
+	"${HOST_VARIANTS[@]}" -- "$SYSL" -w "$HOST_S"
 
 # ---- BPF program cost (run-time statistics) ----
 # Stats cost two clock reads per program run: a separate pass, never timed.
+# Programs are the tracer's own: the ids its process holds (other tools'
+# programs on the machine are not counted).
 echo "bench: BPF program run time (kernel.bpf_stats_enabled)" >&2
-progstats() { # variant
-	local bg
+tracer_pids() { # variant: the pids of its tracer processes
+	case ${1%@*} in
+	record | reca | aggregate | serve | servenooff) pgrep -f "^$KX " ;;
+	baseline) pgrep -f "^$BASE " ;;
+	bpftrace) pgrep -f "bpftrace -f json $BT" ;;
+	*) pgrep -f "^$FLOOR " ;;
+	esac
+}
+progstats() { # row variant workload...
+	local row=$1 v=$2 bg p i
+	shift 2
 	wait_quiet
-	bpftool prog show -j >"$TMP/progs0.json" 2>/dev/null
 	sysctl -qw kernel.bpf_stats_enabled=1
-	under "$1" "$FLOOD" -w 2.5 >/dev/null 2>&1 &
+	under "$v" "$@" >/dev/null 2>&1 &
 	bg=$!
-	sleep 1.8
+	# Once the workload runs (the tracer has attached: its start-up is not
+	# counted), a second of it.
+	for i in $(seq 200); do
+		pgrep -f "^$1" >/dev/null && break
+		sleep 0.05
+	done
+	sleep 1.2
 	bpftool prog show -j >"$TMP/progs.json" 2>/dev/null
+	for p in $(tracer_pids "$v"); do
+		grep -h '^prog_id:' /proc/"$p"/fdinfo/* 2>/dev/null | awk '{print $2}'
+	done | sort -u >"$TMP/progids"
 	wait "$bg"
 	sysctl -qw kernel.bpf_stats_enabled=0
-	python3 "$HERE/jget.py" --progstats "$TMP/progs.json" "$TMP/progs0.json" "$1" >>"$RAW"
+	python3 "$HERE/jget.py" --progstats "$TMP/progs.json" "$TMP/progids" "$v" "$row" >"$TMP/ps.tsv"
+	[ -s "$TMP/ps.tsv" ] || echo "bench: $row/$v: no program of the tracer ran 10000 times" \
+		"($(wc -l <"$TMP/progids") programs held)" >&2
+	cat "$TMP/ps.tsv" >>"$RAW"
 }
-for v in floor tslat tsrec record baseline aggregate bpftrace; do
+for v in floor tslat tsrec record "${MECH_VARIANTS[@]}" baseline aggregate bpftrace; do
 	[ "$v" = baseline ] && [ -z "$BASE" ] && continue
 	[ "$v" = aggregate ] && [ "$HAVE_AGG" != 1 ] && continue
-	progstats "$v"
+	progstats progstats "$v" "${FLOODCMD[@]}" -w 2.5
+done
+# The off-CPU program against an empty one on sched_switch, on the ping-pong.
+for v in "${HOST_VARIANTS[@]}"; do
+	case $v in swempty | serve | reca*) progstats progstats_sw "$v" "$SYSL" -m pingpong -w 2.5 ;; esac
 done
 
 # ---- 2. event throughput ----
@@ -270,7 +406,8 @@ echo "bench: 2. throughput and drop accounting" >&2
 tput() { # label, ringbuf-mb ("" = default), flood threads
 	local label=$1 mb=$2 t=$3 opt=()
 	[ -n "$mb" ] && opt=(--ringbuf-mb "$mb")
-	"$KX" record "${opt[@]}" -o "$TMP/tp.kxp" -- "$FLOOD" -t "$t" -w "$TPUT_S" >"$TMP/tp.json" 2>"$TMP/tp.err"
+	"$KX" record "${KXDEV[@]}" "${opt[@]}" -o "$TMP/tp.kxp" -- "${FLOODCMD[@]}" -t "$t" -w "$TPUT_S" \
+		>"$TMP/tp.json" 2>"$TMP/tp.err"
 	"$KX" report "$TMP/tp.kxp" --json >"$TMP/tp.rep" 2>/dev/null
 	put tput "$label" 1 issued "$(jget "$TMP/tp.json" 'sum(d["ioctls"].values())')"
 	put tput "$label" 1 rate "$(jget "$TMP/tp.json" 'd["ioctls_per_sec"]')"
@@ -287,8 +424,8 @@ tput "2 threads, 64 KiB ring (overload)" 0.0625 2
 
 # ---- 3. export ----
 echo "bench: 3. export of a >= 5 M event capture" >&2
-"$KX" record --ringbuf-mb 64 -o "$TMP/big.kxp" -- "$FLOOD" -t 2 -n "$EXPORT_PER_THREAD" \
-	>/dev/null 2>"$TMP/big.err"
+"$KX" record "${KXDEV[@]}" --ringbuf-mb 64 -o "$TMP/big.kxp" -- "${FLOODCMD[@]}" -t 2 \
+	-n "$EXPORT_PER_THREAD" >/dev/null 2>"$TMP/big.err"
 "$KX" report "$TMP/big.kxp" --json >"$TMP/big.rep" 2>/dev/null
 NEV=$(jget "$TMP/big.rep" 'd["Capture"]["received"]')
 put export capture 1 events "$NEV"
@@ -318,6 +455,11 @@ for r in $(seq "$EXPORT_ROUNDS"); do
 		rm -rf "$TMP/xp"
 		timed "chrome_gz$sfx" "$GZ_SIZE" "$k" convert "$TMP/big.kxp" --chrome "$TMP/big.json.gz"
 		rm -f "$TMP/big.json.gz"
+		if [ "$k" = "$KX" ]; then # the same with zlib (KXPROF_GZIP=zlib)
+			timed chrome_gz_zlib "$GZ_SIZE" env KXPROF_GZIP=zlib "$k" convert "$TMP/big.kxp" \
+				--chrome "$TMP/big.json.gz"
+			rm -f "$TMP/big.json.gz"
+		fi
 		timed "report$sfx" 'echo 0' "$k" report "$TMP/big.kxp"
 	done
 	printf '.' >&2
@@ -341,11 +483,22 @@ echo "bench: measured in ${ELAPSED} s" >&2
 # ---- report ----
 {
 	echo "ROUNDS=$ROUNDS"
-	echo "FLOOD=${FLOOD#"$ROOT"/} -w $FLOOD_S"
-	echo "KVMRUN=${KVMW#"$ROOT"/} -t 1 -j $KVMRUN_JOBS -l 0"
-	echo "JOBS=${KVMW#"$ROOT"/} $JOB_ARGS"
+	echo "ACCEL=$ACCEL"
+	echo "KXDEV=${KXDEV[*]}"
+	echo "FLOOD=${FLOODCMD[*]#"$ROOT"/} -w $FLOOD_S"
+	if [ "$ACCEL" = kvm ]; then
+		echo "KVMRUN=${KVMW#"$ROOT"/} -t 1 -j $KVMRUN_JOBS -l 0"
+		echo "JOBS=${KVMW#"$ROOT"/} $JOB_ARGS"
+	else
+		echo "KVMRUN=${LOOPW#"$ROOT"/} -D $LOOPDEV -t 1 -j $LOOPRUN_JOBS -k zero -z 4"
+		echo "JOBS=${LOOPW#"$ROOT"/} -D $LOOPDEV $LOOPJOB_ARGS"
+	fi
+	echo "HOST=${SYSL#"$ROOT"/} -w $HOST_S"
+	echo "MECHS_OK=$MECHS_OK"
+	echo "MECH_TARGETED=$MECH_TARGETED"
+	echo "MECH_HOST=$MECH_HOST"
 	echo "TPUT_S=$TPUT_S"
-	echo "EXPORT=${KX#"$ROOT"/} record --ringbuf-mb 64 -o big.kxp -- ${FLOOD#"$ROOT"/} -t 2 -n $EXPORT_PER_THREAD"
+	echo "EXPORT=${KX#"$ROOT"/} record ${KXDEV[*]} --ringbuf-mb 64 -o big.kxp -- ${FLOODCMD[*]#"$ROOT"/} -t 2 -n $EXPORT_PER_THREAD"
 	echo "NSYN=$NSYN"
 	echo "ELAPSED=$ELAPSED"
 	echo "HAVE_AGG=$HAVE_AGG"

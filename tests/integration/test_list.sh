@@ -14,7 +14,7 @@ if [ -c /dev/kvm ]; then
 		'any(x["node"]=="anon_inode:kvm-vcpu" and x["kind"]=="anon" for x in d["devices"])')" = True
 fi
 check list_ioctl_mech_chosen test "$(jget "$TMP/list.json" \
-	'[h["mechanism"] for h in d["hooks"] if h["family"]=="ioctl syscall hooks"][0] in ("tp_btf","raw_tp","tp")')" = True
+	'[h["mechanism"] for h in d["hooks"] if h["family"]=="ioctl syscall hooks"][0] in ("fentry","tp_btf","raw_tp","tp")')" = True
 # Driver entry hooks: whatever this kernel allows must be said, with a reason when skipped.
 check list_driver_hooks_reason test "$(jget "$TMP/list.json" \
 	'[h for h in d["hooks"] if h["family"]=="driver entry hooks"][0]["state"] in ("available","skipped") and len([h for h in d["hooks"] if h["family"]=="driver entry hooks"][0]["note"])>10')" = True

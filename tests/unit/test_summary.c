@@ -358,7 +358,7 @@ static void test_json_shape(void)
 	                   "\"duration_ms\": 2500.000000, \"emitted\": 227, \"received\": 104, "
 	                   "\"dropped\": 123, \"not_stored\": 0, \"truncated\": false, "
 	                   "\"job_emitted\": 0, \"job_received\": 0, \"job_dropped\": 0, "
-	                   "\"offcpu_measured\": false}") != NULL);
+	                   "\"ioctl_hooks\": null, \"offcpu_measured\": false}") != NULL);
 	CHECK(strstr(json, "\"123 ioctl events dropped (ring buffer full): raise --ringbuf-mb\"") !=
 	      NULL);
 	CHECK(strstr(json, "\"hook drm_sched_job skipped: tracepoint absent\"") != NULL);

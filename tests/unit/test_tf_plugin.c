@@ -860,6 +860,8 @@ static void unprivileged_child(void)
 		_exit(11);
 	/* Credential changes clear dumpable; LeakSanitizer needs it at exit. */
 	prctl(PR_SET_DUMPABLE, 1);
+	/* No daemon either (a kxprof daemon on this host would be used). */
+	setenv("KXPROF_SOCKET", "/nonexistent/kxprof.sock", 1);
 	child_sessions_give_nothing(3);
 }
 

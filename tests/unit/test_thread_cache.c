@@ -3,9 +3,9 @@
  * real kernel (root only, else skipped): the device answer for its last
  * file must follow changes of the device list, and the aggregate slot of
  * its last key must follow resets, also for a thread that never closes its
- * fd or changes its ioctl. Every attach mechanism is checked (task storage
- * under tp_btf, the tid hash under raw_tp and tp). The calls go to the
- * stand-in accelerator (kxtest_accel.h: kvm, else a loop device).
+ * fd or changes its ioctl. Every tracepoint mechanism is checked (task
+ * storage under tp_btf and tp, the tid hash under raw_tp). The calls go to
+ * the stand-in accelerator (kxtest_accel.h: kvm, else a loop device).
  */
 #include <fcntl.h>
 #include <sys/ioctl.h>

@@ -4,14 +4,16 @@
  * events under a flood. Prints the exact count and the measured cost.
  *
  * Options: -n N (ioctls per thread, default 1000000), -t THREADS (default 1),
- * -w SECONDS (run for a duration instead of a count; decimals allowed).
- * Where there is no /dev/kvm the loop driver's cheap call stands in:
- * -L floods BLKGETSIZE64 on a free loop device (found with one
- * LOOP_CTL_GET_FREE on /dev/loop-control, counted; the device is only opened,
- * never attached), -D DEV on the given block device.
+ * -w SECONDS (run for a duration instead of a count; decimals allowed),
+ * -D DEV (flood the cheap BLKGETSIZE64 on block device DEV instead, e.g. an
+ * attached loop device: the same measurement where there is no /dev/kvm),
+ * -L (the same on a free loop device, found with one LOOP_CTL_GET_FREE on
+ * /dev/loop-control, counted; the device is only opened, never attached, so
+ * there is nothing to undo).
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <linux/fs.h>
 #include <linux/kvm.h>
 #include <linux/loop.h>
@@ -21,23 +23,29 @@
 #define MAX_THREADS 256
 #define CLOCK_EVERY 1024 /* iterations between clock reads in -w mode */
 
-/* The call flooded: KVM_GET_API_VERSION, or BLKGETSIZE64 on a block device. */
-struct call {
-	const char *name;
-	unsigned long req;
-	int with_arg; /* BLKGETSIZE64 writes a u64 */
-	long want;    /* its return value */
-};
+/* The flooded call: KVM_GET_API_VERSION on /dev/kvm, or BLKGETSIZE64 with -D. */
+static int blk_mode;
+static uint64_t blk_size; /* -D: the answer every call must give */
 
-static const struct call kvm_call = {"KVM_GET_API_VERSION", KVM_GET_API_VERSION, 0,
-                                     KVM_API_VERSION};
-static const struct call blk_call = {"BLKGETSIZE64", BLKGETSIZE64, 1, 0};
-static const struct call *call = &kvm_call;
+static long one_call(int fd)
+{
+	uint64_t size;
+	long r;
+
+	if (!blk_mode)
+		return ioctl(fd, KVM_GET_API_VERSION, 0);
+	r = ioctl(fd, BLKGETSIZE64, &size);
+	return r < 0 ? r : size == blk_size ? KVM_API_VERSION : -2;
+}
+
+static const char *call_name(void)
+{
+	return blk_mode ? "BLKGETSIZE64" : "KVM_GET_API_VERSION";
+}
 
 struct flood {
 	pthread_t th;
 	int fd;
-	uint64_t size;        /* BLKGETSIZE64's answer */
 	unsigned long target; /* count mode: ioctls to issue */
 	uint64_t deadline;    /* duration mode: CLOCK_MONOTONIC end, else 0 */
 	pthread_barrier_t *start;
@@ -55,9 +63,6 @@ static void *flood_main(void *arg)
 	uint64_t t0;
 	long r;
 
-	unsigned long req = call->req, ioarg = call->with_arg ? (unsigned long)&f->size : 0;
-	long want = call->want;
-
 	f->tid = gettid();
 	pthread_barrier_wait(f->start);
 	t0 = wl_now_ns();
@@ -66,9 +71,9 @@ static void *flood_main(void *arg)
 			unsigned int i;
 
 			for (i = 0; i < CLOCK_EVERY; i++) {
-				r = ioctl(f->fd, req, ioarg);
+				r = one_call(f->fd);
 				n++;
-				if (r != want)
+				if (r != KVM_API_VERSION)
 					goto bad;
 			}
 			if (wl_now_ns() >= f->deadline)
@@ -76,9 +81,9 @@ static void *flood_main(void *arg)
 		}
 	} else {
 		while (n < f->target) {
-			r = ioctl(f->fd, req, ioarg);
+			r = one_call(f->fd);
 			n++;
-			if (r != want)
+			if (r != KVM_API_VERSION)
 				goto bad;
 		}
 	}
@@ -95,21 +100,35 @@ bad:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ioctl_flood [-n N] [-t THREADS] [-w SECONDS] [-L | -D DEV]\n"
+	fprintf(stderr, "usage: ioctl_flood [-n N] [-t THREADS] [-w SECONDS] [-D BLOCKDEV | -L]\n"
 	                "  -n  KVM_GET_API_VERSION ioctls per thread (default 1000000)\n"
 	                "  -t  threads, each flooding the same /dev/kvm fd (default 1)\n"
 	                "  -w  run for SECONDS (e.g. 0.5) instead of a count\n"
-	                "  -L  BLKGETSIZE64 on a free loop device instead (not attached)\n"
-	                "  -D  BLKGETSIZE64 on this block device instead\n");
+	                "  -D  flood BLKGETSIZE64 on this block device instead of /dev/kvm\n"
+	                "  -L  the same on a free loop device (not attached)\n");
 	exit(2);
 }
 
-/* A free loop device, opened read-only: its number comes from one counted
- * LOOP_CTL_GET_FREE. Nothing is attached, so there is nothing to undo. */
-static int open_free_loop(unsigned long *getfree_calls)
+/* -D: the block device, whose size every call checks. */
+static int open_block(const char *dev)
 {
-	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC), fd;
-	char dev[32];
+	struct stat sb;
+	int fd = open(dev, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		wl_die("cannot open %s: %s", dev, strerror(errno));
+	if (fstat(fd, &sb) || !S_ISBLK(sb.st_mode))
+		wl_die("%s is not a block device", dev);
+	if (ioctl(fd, BLKGETSIZE64, &blk_size) < 0)
+		wl_die("BLKGETSIZE64 on %s failed: %s", dev, strerror(errno));
+	blk_mode = 1;
+	return fd;
+}
+
+/* -L: a free loop device's node, its number from one LOOP_CTL_GET_FREE. */
+static const char *free_loop(char *buf, size_t len, unsigned long *getfree_calls)
+{
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	long n;
 
 	if (ctl < 0)
@@ -119,23 +138,8 @@ static int open_free_loop(unsigned long *getfree_calls)
 	if (n < 0)
 		wl_die("LOOP_CTL_GET_FREE failed: %s", strerror(errno));
 	close(ctl);
-	snprintf(dev, sizeof(dev), "/dev/loop%ld", n);
-	fd = open(dev, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		wl_die("cannot open %s: %s", dev, strerror(errno));
-	return fd;
-}
-
-static double parse_seconds(const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !(v > 0) || v > 86400)
-		wl_die("option -w: expected seconds in (0, 86400], got '%s'", s);
-	return v;
+	snprintf(buf, len, "/dev/loop%ld", n);
+	return buf;
 }
 
 int main(int argc, char **argv)
@@ -143,15 +147,17 @@ int main(int argc, char **argv)
 	unsigned long n = 1000000, total = 0;
 	unsigned int threads = 1, i;
 	double seconds = 0;
+	const char *dev = NULL;
+	unsigned long getfree = 0;
+	char loopdev[32];
+	int use_free_loop = 0;
 	struct flood *fl;
 	pthread_barrier_t start;
 	uint64_t t0, wall, busy = 0;
-	unsigned long getfree = 0;
-	const char *dev = NULL;
-	int fd, c, free_loop = 0;
+	int fd, c;
 
 	wl_prog = "ioctl_flood";
-	while ((c = getopt(argc, argv, "n:t:w:LD:h")) != -1) {
+	while ((c = getopt(argc, argv, "n:t:w:D:Lh")) != -1) {
 		switch (c) {
 		case 'n':
 			n = wl_parse_num("-n", optarg, 0, ULONG_MAX);
@@ -160,29 +166,26 @@ int main(int argc, char **argv)
 			threads = wl_parse_num("-t", optarg, 1, MAX_THREADS);
 			break;
 		case 'w':
-			seconds = parse_seconds(optarg);
-			break;
-		case 'L':
-			free_loop = 1;
-			call = &blk_call;
+			seconds = wl_parse_seconds("-w", optarg, 86400);
 			break;
 		case 'D':
 			dev = optarg;
-			call = &blk_call;
+			break;
+		case 'L':
+			use_free_loop = 1;
 			break;
 		default:
 			usage();
 		}
 	}
-	if (optind != argc || (free_loop && dev))
+	if (optind != argc || (dev && use_free_loop))
 		usage();
 
-	if (free_loop)
-		fd = open_free_loop(&getfree);
-	else
-		fd = open(dev ? dev : "/dev/kvm", (dev ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (use_free_loop)
+		dev = free_loop(loopdev, sizeof(loopdev), &getfree);
+	fd = dev ? open_block(dev) : open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		wl_die("cannot open %s: %s", dev ? dev : "/dev/kvm", strerror(errno));
+		wl_die("cannot open /dev/kvm: %s", strerror(errno));
 	fl = calloc(threads, sizeof(*fl));
 	if (!fl)
 		wl_die("out of memory");
@@ -211,12 +214,14 @@ int main(int argc, char **argv)
 	}
 	wall = wl_now_ns() - t0;
 	for (i = 0; i < threads; i++) {
+		if (fl[i].bad && fl[i].bad_ret == -2)
+			wl_die("BLKGETSIZE64 changed its answer after %lu calls", fl[i].done);
 		if (fl[i].bad && fl[i].bad_ret < 0)
-			wl_die("%s failed after %lu calls: %s", call->name, fl[i].done,
+			wl_die("%s failed after %lu calls: %s", call_name(), fl[i].done,
 			       strerror(fl[i].err));
 		if (fl[i].bad)
-			wl_die("%s returned %ld, expected %ld", call->name, fl[i].bad_ret,
-			       call->want);
+			wl_die("KVM_GET_API_VERSION returned %ld, expected %d", fl[i].bad_ret,
+			       KVM_API_VERSION);
 		total += fl[i].done;
 		busy += fl[i].elapsed_ns;
 	}
@@ -224,8 +229,9 @@ int main(int argc, char **argv)
 	printf("{\"workload\":\"ioctl_flood\",\"pid\":%d,\"tids\":[", (int)getpid());
 	for (i = 0; i < threads; i++)
 		printf("%s%d", i ? "," : "", (int)fl[i].tid);
+	/* ioctls: every call issued, -D's size check at open included. */
 	printf("],\"threads\":%u,\"mode\":\"%s\",\"ioctls\":{\"%s\":%lu", threads,
-	       seconds > 0 ? "duration" : "count", call->name, total);
+	       seconds > 0 ? "duration" : "count", call_name(), total + (unsigned long)blk_mode);
 	if (getfree)
 		printf(",\"LOOP_CTL_GET_FREE\":%lu", getfree);
 	printf("},\"errors\":{},\"per_thread\":[");

@@ -83,6 +83,7 @@ struct jobs {
 	unsigned long nthreads, njobs, extra;
 	unsigned long pause_us; /* -i: between a thread's jobs */
 	unsigned long long zero_bytes, size;
+	uint64_t elapsed_ns; /* from the start of the jobs to the last one's end */
 	pthread_barrier_t go;
 	struct job_thread t[MAX_THREADS];
 };
@@ -320,6 +321,7 @@ static void run_jobs(struct jobs *J)
 			wl_die("pthread_create: %s", strerror(errno));
 	}
 	pthread_barrier_wait(&J->go);
+	J->elapsed_ns = wl_now_ns();
 	for (i = 0; i < J->extra; i++)
 		wl_ioctl_ok(&st.counts, "BLKGETSIZE64", st.loop_fd, BLKGETSIZE64,
 		            (unsigned long)&got);
@@ -328,6 +330,7 @@ static void run_jobs(struct jobs *J)
 		if (J->t[i].fd >= 0)
 			close(J->t[i].fd);
 	}
+	J->elapsed_ns = wl_now_ns() - J->elapsed_ns;
 	pthread_barrier_destroy(&J->go);
 }
 
@@ -357,9 +360,11 @@ static void print_jobs(FILE *f, const struct jobs *J, const struct wl_counts *ma
 		fputc('}', f);
 		wl_stats_merge(&all, &J->t[i].job_ns);
 	}
-	fprintf(f, "],\"jobs\":{\"kind\":\"%s\",\"threads\":%lu,\"per_thread\":%lu,\"bytes\":%llu,",
+	fprintf(f,
+	        "],\"jobs\":{\"kind\":\"%s\",\"threads\":%lu,\"per_thread\":%lu,\"bytes\":%llu,"
+	        "\"elapsed_ns\":%llu,",
 	        kind_name(J->kind), J->nthreads, J->njobs,
-	        J->kind == JOB_ZERO ? J->zero_bytes : J->size);
+	        J->kind == JOB_ZERO ? J->zero_bytes : J->size, (unsigned long long)J->elapsed_ns);
 	wl_print_stats(f, "job_ns", &all);
 	fprintf(f, "},");
 	/* The same, by the name every job workload uses. */

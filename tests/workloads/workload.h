@@ -200,6 +200,19 @@ static inline unsigned long long wl_parse_num(const char *opt, const char *s,
 	return v;
 }
 
+/* Seconds for option opt: a decimal in (0, max]; dies with a message otherwise. */
+static inline double wl_parse_seconds(const char *opt, const char *s, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !(v > 0) || v > max)
+		wl_die("option %s: expected seconds in (0, %g], got '%s'", opt, max, s);
+	return v;
+}
+
 /* Simple min/total/max of durations. */
 struct wl_stats {
 	uint64_t n, total, min, max;

@@ -300,6 +300,7 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap)
 	size_t rcap = 0;
 
 	memset(sum, 0, sizeof(*sum));
+	sum->offcpu_measured = snap->offcpu_measured;
 	for (size_t i = 0; i < snap->nrows; i++) {
 		const struct kx_agg_row *a = &snap->rows[i];
 		struct kx_ioctl e = {
@@ -327,6 +328,7 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap)
 		r->count += a->count;
 		r->errors += a->errors;
 		r->total += a->sum_ns;
+		r->offcpu += a->offcpu_ns < a->sum_ns ? a->offcpu_ns : a->sum_ns;
 		if (lo < r->min)
 			r->min = lo;
 		if (hi > r->max)

@@ -92,6 +92,18 @@ static int hook_matters(const struct kx_hook *h, uint64_t traced)
 	return 1;
 }
 
+/* True when hook i did not attach but another mechanism of the same hook did
+ * (the ioctl hooks refused fentry, then attached tp_btf): nothing is missing,
+ * and every output says which mechanism ran. */
+static int fell_back(const struct kx_capinfo *ci, uint32_t n, uint32_t i)
+{
+	for (uint32_t j = 0; j < n; j++)
+		if (j != i && ci->hooks[j].state == KX_HOOK_ATTACHED &&
+		    !strncmp(ci->hooks[j].name, ci->hooks[i].name, sizeof(ci->hooks[i].name)))
+			return 1;
+	return 0;
+}
+
 /*
  * Hooks named "family:member" (jobs:i915, driver:drm_ioctl) that did not
  * attach are grouped into one line per family and reason; others get a line
@@ -106,7 +118,7 @@ static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 	char msg[MSG_MAX];
 
 	for (uint32_t i = 0; i < n; i++)
-		done[i] = !hook_matters(&ci->hooks[i], traced);
+		done[i] = !hook_matters(&ci->hooks[i], traced) || fell_back(ci, n, i);
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct kx_hook *h = &ci->hooks[i];

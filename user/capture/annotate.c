@@ -601,6 +601,8 @@ static int load(struct kx_annot *a, const struct kx_annot_opts *o, char *err, si
 	int rc;
 
 	a->skel->rodata->targ_all = o->all != 0;
+	a->skel->rodata->targ_uid_only = o->uid_only != 0;
+	a->skel->rodata->targ_uid = o->uid;
 	a->skel->rodata->wakeup_bytes = o->wakeup_bytes ? o->wakeup_bytes : 256 * 1024;
 	if (o->events_fd > 0)
 		rc = bpf_map__reuse_fd(a->skel->maps.events, o->events_fd);

@@ -39,6 +39,8 @@ struct kx_annot_opts {
 	int stats_fd;           /* a session's counters (task records the probes make) */
 	uint32_t ring_bytes;    /* own ring buffer size in bytes (0: 8 MiB) */
 	uint64_t wakeup_bytes;  /* wake the reader past this much data (0: 256 KiB) */
+	int uid_only;           /* only processes of this uid (capture/session.h) */
+	uint32_t uid;
 };
 
 /* One file that carries (or should carry) the probes. */

@@ -31,27 +31,33 @@ struct kx_ioctl_bpf {
 	struct ioctl_bpf *skel;
 	struct bpf_link *links[16];
 	int nlinks;
+	char entry_fn[64];    /* fentry: the function hooked, else "" */
 	uint32_t agg_max;     /* 0: not aggregating */
 	int use_lad;          /* the kernel has lookup-and-delete on hash maps */
 	struct recycle *wait; /* retired slots, oldest first */
 	size_t nwait, capwait;
 };
 
-/* Program name prefix of each mechanism (see bpf/ioctl.bpf.c). */
+/* Each mechanism: the program name prefix of its ioctl enter/exit pair, and
+ * of the task hooks it runs with (see bpf/ioctl.bpf.c). */
 static const struct {
 	const char *mech;
-	const char *prefix;
+	const char *prefix; /* the ioctl pair */
+	const char *hooks;  /* fork, exit, exec, rename, sched_switch */
+	const char *hooks_mech;
 } mechs[] = {
-        {"tp_btf", "btf_"},
-        {"raw_tp", "raw_"},
-        {"tp", "tp_"},
+        {"fentry", "fen_", "btf_", "tp_btf"},
+        {"tp_btf", "btf_", "btf_", "tp_btf"},
+        {"raw_tp", "raw_", "raw_", "raw_tp"},
+        {"tp", "tp_", "btf_", "tp_btf"},
 };
+#define NMECHS (sizeof(mechs) / sizeof(mechs[0]))
 
 /* Programs of one mechanism, by name after the prefix; the syscall pair is mandatory. */
 static const struct {
 	const char *suffix;
 	const char *hook;
-	int mandatory;
+	int mandatory; /* also: the ioctl pair, named by mechs[].prefix */
 } progs[] = {
         {"sys_enter", "ioctl enter", 1},
         {"sys_exit", "ioctl exit", 1},
@@ -66,20 +72,36 @@ static const struct kx_agg_val empty_slot = {.min_ns = ~0ULL}; /* min: the first
 
 static int mech_index(const char *mech)
 {
-	for (int m = 0; m < (int)(sizeof(mechs) / sizeof(mechs[0])); m++)
+	for (int m = 0; m < (int)NMECHS; m++)
 		if (strcmp(mech, mechs[m].mech) == 0)
 			return m;
 	return -1;
 }
 
-static int prog_index(const char *name, const char *prefix)
+const char *kx_ioctl_hooks_mech(const char *mech)
 {
-	const char *suffix = name + strlen(prefix);
+	int m = mech ? mech_index(mech) : -1;
 
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
-		if (strcmp(suffix, progs[i].suffix) == 0)
+	return m < 0 ? NULL : mechs[m].hooks_mech;
+}
+
+/* Index in progs[] of program name under mechanism m, or -1 when the
+ * mechanism does not run it. */
+static int prog_index(const char *name, int m)
+{
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		const char *prefix = progs[i].mandatory ? mechs[m].prefix : mechs[m].hooks;
+		size_t n = strlen(prefix);
+
+		if (!strncmp(name, prefix, n) && !strcmp(name + n, progs[i].suffix))
 			return (int)i;
+	}
 	return -1;
+}
+
+static int is_offcpu(int i)
+{
+	return !strcmp(progs[i].suffix, "sched_switch");
 }
 
 static uint32_t pow2_at_least(uint32_t v)
@@ -137,6 +159,8 @@ static void configure(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o,
 	uint32_t slots;
 
 	sk->rodata->targ_all = o->all != 0;
+	sk->rodata->targ_uid_only = o->uid_only != 0;
+	sk->rodata->targ_uid = o->uid;
 	sk->rodata->wakeup_bytes = rb / 4;
 	sk->rodata->aggregate = o->aggregate != 0;
 	sk->rodata->agg_by_pid = o->aggregate && o->agg_by_pid;
@@ -148,10 +172,10 @@ static void configure(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o,
 	bpf_map__set_max_entries(sk->maps.agg, slots);
 	bpf_map__set_max_entries(sk->maps.agg_free, slots);
 	bpf_map__set_max_entries(sk->maps.events, rb);
-	/* In-flight calls: task storage under tp_btf, else the tid hash. Only
-	 * the one in use is sized (task storage needs 5.11: not made for the
-	 * fallbacks, which older kernels use). */
-	if (strcmp(mechs[m].mech, "tp_btf") == 0)
+	/* In-flight calls: task storage, else (raw_tp) the tid hash. Only the
+	 * one in use is sized (task storage needs 5.11: not made for raw_tp,
+	 * the fallback older kernels use). */
+	if (strcmp(mechs[m].mech, "raw_tp") != 0)
 		bpf_map__set_max_entries(sk->maps.inflight, 1);
 	else
 		bpf_map__set_autocreate(sk->maps.task_call, false);
@@ -172,7 +196,7 @@ static int attach(struct kx_ioctl_bpf *b, int m, struct kx_capinfo *ci, char *wh
 
 	bpf_object__for_each_program(p, b->skel->obj)
 	{
-		int i = prog_index(bpf_program__name(p), mechs[m].prefix);
+		int i = prog_index(bpf_program__name(p), m);
 		struct bpf_link *l;
 		struct kx_hook *h;
 
@@ -188,7 +212,7 @@ static int attach(struct kx_ioctl_bpf *b, int m, struct kx_capinfo *ci, char *wh
 				return -1;
 			}
 			/* Optional: threads keep their first name, children may be missed. */
-			h = kx_capinfo_hook(ci, progs[i].hook, mechs[m].mech, KX_HOOK_FAILED);
+			h = kx_capinfo_hook(ci, progs[i].hook, mechs[m].hooks_mech, KX_HOOK_FAILED);
 			if (h)
 				snprintf(h->why, sizeof(h->why), "attach failed (%s)",
 				         strerror(err));
@@ -196,8 +220,59 @@ static int attach(struct kx_ioctl_bpf *b, int m, struct kx_capinfo *ci, char *wh
 		}
 		keep_link(b, l);
 		if (!progs[i].mandatory)
-			kx_capinfo_hook(ci, progs[i].hook, mechs[m].mech, KX_HOOK_ATTACHED);
+			kx_capinfo_hook(ci, progs[i].hook, mechs[m].hooks_mech, KX_HOOK_ATTACHED);
 	}
+	return 0;
+}
+
+/* The programs of mechanism m load, the others do not (nor the off-CPU one
+ * with no_offcpu, which is then a skipped hook). */
+static void select_programs(struct kx_ioctl_bpf *b, int m, const struct kx_ioctl_bpf_opts *o,
+                            struct kx_capinfo *ci)
+{
+	struct bpf_program *p;
+	struct kx_hook *h;
+
+	bpf_object__for_each_program(p, b->skel->obj)
+	{
+		int i = prog_index(bpf_program__name(p), m);
+
+		if (i >= 0 && o->no_offcpu && is_offcpu(i)) {
+			h = kx_capinfo_hook(ci, progs[i].hook, "-", KX_HOOK_SKIPPED);
+			if (h)
+				snprintf(h->why, sizeof(h->why), "not attached (--no-offcpu)");
+			i = -1;
+		}
+		bpf_program__set_autoload(p, i >= 0);
+	}
+}
+
+/* fentry: the ioctl syscall's entry function, which must accept a fentry
+ * program (probed with a minimal one first: far cheaper than a refused load
+ * of the whole object), set as the target of the pair. 0, or -1 with why. */
+static int fentry_target(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o, char *why,
+                         size_t len)
+{
+	char fn[64], pwhy[160];
+
+	if (o->entry_fn)
+		snprintf(fn, sizeof(fn), "%s", o->entry_fn);
+	else if (!kx_probe_ioctl_entry(fn, sizeof(fn), why, len))
+		return -1;
+	if (!kx_probe_fentry(fn, pwhy, sizeof(pwhy))) {
+		/* "fentry on F refused: load failed (...)", "fentry: F not in kernel BTF" */
+		if (!strncmp(pwhy, "fentry ", 7))
+			snprintf(why, len, "fentry on %s %s", fn, pwhy + 7);
+		else
+			snprintf(why, len, "fentry: %s", pwhy);
+		return -1;
+	}
+	if (bpf_program__set_attach_target(b->skel->progs.fen_sys_enter, 0, fn) ||
+	    bpf_program__set_attach_target(b->skel->progs.fen_sys_exit, 0, fn)) {
+		snprintf(why, len, "fentry on %s: cannot set the target (%s)", fn, strerror(errno));
+		return -1;
+	}
+	snprintf(b->entry_fn, sizeof(b->entry_fn), "%s", fn);
 	return 0;
 }
 
@@ -207,7 +282,6 @@ struct kx_ioctl_bpf *kx_ioctl_bpf_open(const struct kx_ioctl_bpf_opts *o, const 
 	int m = mech_index(mech), err;
 	uint32_t nhooks = ci->nhooks;
 	struct kx_ioctl_bpf *b;
-	struct bpf_program *p;
 
 	if (m < 0) {
 		snprintf(why, len, "unknown attach mechanism '%s'", mech);
@@ -224,12 +298,9 @@ struct kx_ioctl_bpf *kx_ioctl_bpf_open(const struct kx_ioctl_bpf_opts *o, const 
 		snprintf(why, len, "cannot open the BPF object: %s", strerror(errno));
 		goto fail;
 	}
-	bpf_object__for_each_program(p, b->skel->obj)
-	{
-		const char *n = bpf_program__name(p);
-
-		bpf_program__set_autoload(p, !strncmp(n, mechs[m].prefix, strlen(mechs[m].prefix)));
-	}
+	if (strcmp(mech, "fentry") == 0 && fentry_target(b, o, why, len))
+		goto fail;
+	select_programs(b, m, o, ci);
 	configure(b, o, m);
 	ci->ringbuf_bytes = (uint32_t)bpf_map__max_entries(b->skel->maps.events);
 	if (strcmp(mech, "tp") == 0 && !kx_probe_tracefs(why, len))
@@ -269,6 +340,11 @@ int kx_ioctl_bpf_fill(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o,
 		}
 	}
 	return 0;
+}
+
+const char *kx_ioctl_bpf_entry_fn(const struct kx_ioctl_bpf *b)
+{
+	return b->entry_fn;
 }
 
 void kx_ioctl_bpf_fds(const struct kx_ioctl_bpf *b, struct kx_ioctl_bpf_fds *out)

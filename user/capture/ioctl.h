@@ -1,7 +1,7 @@
 /*
  * Loader of bpf/ioctl.bpf.c: opens, sizes, loads and attaches the ioctl
- * capture with one attach mechanism (tp_btf, raw_tp or tp; the session tries
- * them in order), fills its pid, device and argument-copy maps, reads its
+ * capture with one attach mechanism (fentry, tp_btf, raw_tp or tp; the
+ * session tries them in order), fills its pid, device and argument-copy maps, reads its
  * per-CPU counters, and runs the kernel side of the aggregate maps: the index
  * (key -> slot), the slot values, the free-slot queue, the generation that
  * makes threads drop a cached slot, and the recycling of retired slots a
@@ -29,6 +29,12 @@ struct kx_ioctl_bpf_opts {
 	int aggregate;          /* count into the aggregate maps, no ioctl records */
 	int agg_by_pid, agg_by_cgroup;
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
+	int uid_only;          /* only processes whose real and effective uid are uid */
+	uint32_t uid;
+	int no_offcpu;         /* no sched_switch program: no off-CPU time */
+	/* fentry: the function to hook; NULL: the ioctl syscall's entry function
+	 * found through BTF (tests name a missing one to see the refusal). */
+	const char *entry_fn;
 };
 
 /* Map fds other loaders share (job sources write into the same ring). */
@@ -38,13 +44,22 @@ struct kx_ioctl_bpf_fds {
 };
 
 /* Loads with mechanism mech and attaches its programs; the optional ones
- * that fail are reported into ci's hooks. NULL with why. */
+ * that fail are reported into ci's hooks. NULL with why. Mechanisms:
+ * "fentry" (fentry/fexit on the ioctl syscall's entry function: no other
+ * syscall pays), "tp_btf" and "raw_tp" (the raw syscall tracepoints: every
+ * syscall runs a program), "tp" (syscalls:sys_{enter,exit}_ioctl: the kernel
+ * filters other syscalls first; needs tracefs). */
 struct kx_ioctl_bpf *kx_ioctl_bpf_open(const struct kx_ioctl_bpf_opts *o, const char *mech,
                                        struct kx_capinfo *ci, char *why, size_t len);
 /* Fills the device filter and the argument-copy plan. 0, or -1 with err. */
 int kx_ioctl_bpf_fill(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o, char *err,
                       size_t len);
 void kx_ioctl_bpf_fds(const struct kx_ioctl_bpf *b, struct kx_ioctl_bpf_fds *out);
+/* fentry: the function hooked ("__x64_sys_ioctl"); "" with other mechanisms. */
+const char *kx_ioctl_bpf_entry_fn(const struct kx_ioctl_bpf *b);
+/* The mechanism of the task hooks (fork, exit, exec, rename, sched_switch)
+ * that run with ioctl mechanism mech ("tp_btf" or "raw_tp"); NULL if unknown. */
+const char *kx_ioctl_hooks_mech(const char *mech);
 int kx_ioctl_bpf_add_pid(struct kx_ioctl_bpf *b, uint32_t pid, char *err, size_t len);
 /* Replaces the device filter: new entries first, stale ones after, then the
  * generation bump that makes threads drop their cached device answer. */

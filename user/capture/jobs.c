@@ -89,8 +89,16 @@ static const struct {
 } mechs[] = {{"tp_btf", "btf_"}, {"raw_tp", "raw_"}, {"tp", "tp_"}};
 #define NMECHS (sizeof(mechs) / sizeof(mechs[0]))
 
-/* EV_UNUSED: present, but nothing the session traces could produce it. */
-enum ev_state { EV_ABSENT, EV_UNUSED, EV_OFF, EV_WANTED, EV_ATTACHED, EV_FAILED };
+/* EV_UNUSED: present, but nothing the session traces could produce it.
+ * EV_PRIVATE: present, but filtered by device alone, so it would record
+ * other users' jobs: off in a session restricted to one uid. */
+enum ev_state { EV_ABSENT, EV_UNUSED, EV_PRIVATE, EV_OFF, EV_WANTED, EV_ATTACHED, EV_FAILED };
+
+/* Sources whose later phases are not tied to the processes that queued them. */
+static int device_filtered(const char *src)
+{
+	return !strcmp(src, "block") || !strcmp(src, "v3d");
+}
 
 struct kx_jobsrc {
 	struct jobs_bpf *skel;
@@ -259,6 +267,8 @@ static int try_load(struct kx_jobsrc *j, const struct kx_jobsrc_opts *o, uint8_t
 		return -ENOENT;
 	}
 	j->skel->rodata->targ_all = o->all != 0;
+	j->skel->rodata->targ_uid_only = o->uid_only != 0;
+	j->skel->rodata->targ_uid = o->uid;
 	j->skel->rodata->wakeup_bytes = o->wakeup_bytes;
 	if ((err = bpf_map__reuse_fd(j->skel->maps.events, o->events_fd)) ||
 	    (err = bpf_map__reuse_fd(j->skel->maps.stats, o->stats_fd)) ||
@@ -277,7 +287,7 @@ static void report(struct kx_capinfo *ci, const struct avail *a, const uint8_t *
                    const char *mech, int alt, const char *load_err)
 {
 	for (size_t s = 0; s < NSRCS; s++) {
-		int want = 0, ok = 0, failed = 0, gpu = 0, n = 0, unused = 0;
+		int want = 0, ok = 0, failed = 0, gpu = 0, n = 0, unused = 0, priv = 0;
 		const char *missing = NULL, *first_fail = NULL, *sys = NULL;
 		char buf[96] = "";
 		struct kx_hook *h;
@@ -295,6 +305,7 @@ static void report(struct kx_capinfo *ci, const struct avail *a, const uint8_t *
 			}
 			want++;
 			unused += st[i] == EV_UNUSED;
+			priv += st[i] == EV_PRIVATE;
 			if (st[i] == EV_ATTACHED)
 				ok++;
 			else if (st[i] == EV_FAILED || st[i] == EV_WANTED) {
@@ -313,6 +324,14 @@ static void report(struct kx_capinfo *ci, const struct avail *a, const uint8_t *
 			else if (h)
 				snprintf(h->why, sizeof(h->why),
 				         "tracepoint %s:%s not in this kernel", sys, missing);
+			continue;
+		}
+		if (want && priv == want) {
+			h = kx_capinfo_hook(ci, name, "-", KX_HOOK_SKIPPED);
+			if (h)
+				snprintf(h->why, sizeof(h->why),
+				         "records every process's jobs on the device: not in a "
+				         "session restricted to one user");
 			continue;
 		}
 		if (want && unused == want) {
@@ -375,6 +394,8 @@ struct kx_jobsrc *kx_jobsrc_open(const struct kx_jobsrc_opts *o, struct kx_capin
 		if (st[i] == EV_OFF && ((!has_blk && !strcmp(evs[i].src, "block")) ||
 		                        (!has_kvm && !strcmp(evs[i].src, "kvm"))))
 			st[i] = EV_UNUSED;
+		if (st[i] == EV_OFF && o->uid_only && device_filtered(evs[i].src))
+			st[i] = EV_PRIVATE;
 	}
 
 	/* Same mechanism as the ioctl hooks first, then the fallbacks. A failing

@@ -96,6 +96,65 @@ int kx_probe_kfunc_exists(const char *fn)
 	return kfunc_btf_id(fn) > 0;
 }
 
+/* The ioctl syscall's entry function of this architecture: the wrapper that
+ * takes the syscall's registers (ARCH_HAS_SYSCALL_WRAPPER). */
+#if defined(__x86_64__)
+#define IOCTL_ENTRY "__x64_sys_ioctl"
+#elif defined(__aarch64__)
+#define IOCTL_ENTRY "__arm64_sys_ioctl"
+#elif defined(__s390x__)
+#define IOCTL_ENTRY "__s390x_sys_ioctl"
+#elif defined(__riscv)
+#define IOCTL_ENTRY "__riscv_sys_ioctl"
+#else
+#define IOCTL_ENTRY NULL
+#endif
+
+/* 1 when function id of btf takes exactly one argument, a struct pt_regs pointer. */
+static int takes_regs(const struct btf *btf, int id)
+{
+	const struct btf_type *t = btf__type_by_id(btf, btf__type_by_id(btf, id)->type);
+	const struct btf_param *p;
+
+	if (!t || !btf_is_func_proto(t) || btf_vlen(t) != 1)
+		return 0;
+	p = btf_params(t);
+	t = btf__type_by_id(btf, p->type);
+	if (!t || !btf_is_ptr(t))
+		return 0;
+	t = btf__type_by_id(btf, t->type);
+	while (t && (btf_is_const(t) || btf_is_volatile(t) || btf_is_typedef(t)))
+		t = btf__type_by_id(btf, t->type);
+	return t && btf_is_struct(t) && !strcmp(btf__name_by_offset(btf, t->name_off), "pt_regs");
+}
+
+int kx_probe_ioctl_entry(char *fn, size_t fnlen, char *why, size_t len)
+{
+	const char *name = IOCTL_ENTRY;
+	struct btf *btf;
+	int id, ok;
+
+	if (!name) {
+		snprintf(why, len, "no known ioctl syscall entry function on this architecture");
+		return 0;
+	}
+	btf = btf__load_vmlinux_btf();
+	if (!btf) {
+		snprintf(why, len, "cannot read the kernel's BTF (%s)", strerror(errno));
+		return 0;
+	}
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC);
+	ok = id > 0 && takes_regs(btf, id);
+	btf__free(btf);
+	if (!ok) {
+		snprintf(why, len, "%s %s", name,
+		         id > 0 ? "does not take the syscall's registers" : "not in kernel BTF");
+		return 0;
+	}
+	snprintf(fn, fnlen, "%s", name);
+	return 1;
+}
+
 static const struct bpf_insn ret0[] = {
         {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
         {.code = BPF_JMP | BPF_EXIT},

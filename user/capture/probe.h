@@ -24,5 +24,9 @@ int kx_probe_perf_cpu_clock(char *why, size_t len);
 int kx_probe_hw_counters(char *why, size_t len);
 /* 1 when kernel function fn exists in the kernel's BTF (so can be hooked). */
 int kx_probe_kfunc_exists(const char *fn);
+/* The ioctl syscall's entry function of this architecture (__x64_sys_ioctl on
+ * x86-64) into fn, when the kernel's BTF has it taking the syscall's
+ * registers: 1, else 0 with why. */
+int kx_probe_ioctl_entry(char *fn, size_t fnlen, char *why, size_t len);
 
 #endif /* KX_PROBE_H */

@@ -47,8 +47,18 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-/* The ioctl attach mechanisms, best first. */
-static const char *const mechs[] = {"tp_btf", "raw_tp", "tp"};
+/*
+ * The ioctl attach mechanisms, best first, per mode (tests/bench/RESULTS.md
+ * has the measurements). fentry on the ioctl syscall's entry function is the
+ * cheapest in every respect where the kernel allows it. Without it, host-wide
+ * modes (aggregation, -a), which stay attached while the whole host runs,
+ * take the classic syscalls:sys_{enter,exit}_ioctl tracepoints, whose kernel
+ * side filters out every other syscall before a program runs; a targeted
+ * capture takes the raw syscall tracepoints, cheapest per traced call.
+ */
+static const char *const mechs_targeted[] = {"fentry", "tp_btf", "raw_tp", "tp"};
+static const char *const mechs_host[] = {"fentry", "tp", "tp_btf", "raw_tp"};
+#define NMECHS (sizeof(mechs_targeted) / sizeof(mechs_targeted[0]))
 
 static void fill_host(struct kx_capinfo *ci)
 {
@@ -72,25 +82,41 @@ static void ioctl_opts(const struct kx_session_opts *o, struct kx_ioctl_bpf_opts
 	        .agg_by_pid = o->agg_by_pid,
 	        .agg_by_cgroup = o->agg_by_cgroup,
 	        .agg_max_keys = o->agg_max_keys,
+	        .uid_only = o->uid_only,
+	        .uid = o->uid,
+	        .no_offcpu = o->no_offcpu,
+	        .entry_fn = o->entry_fn,
 	};
 }
 
+const char *const *kx_session_mechs(int host_wide, size_t *n)
+{
+	*n = NMECHS;
+	return host_wide ? mechs_host : mechs_targeted;
+}
+
 /* Loads the ioctl capture with the first mechanism that works (or the one
- * asked for); each refusal is a skipped hook with its reason. */
+ * asked for); each refusal is a skipped hook with its reason. The attached
+ * hook notes the function fentry hooked. */
 static int open_ioctl(struct kx_session *s, const struct kx_session_opts *o, char *err, size_t len)
 {
 	char why[sizeof(((struct kx_hook *)0)->why)] = "";
 	struct kx_ioctl_bpf_opts io;
 	struct kx_hook *h;
+	size_t n;
+	const char *const *mechs = kx_session_mechs(o->aggregate || o->all, &n);
 
 	ioctl_opts(o, &io);
-	for (size_t m = 0; m < sizeof(mechs) / sizeof(mechs[0]); m++) {
+	for (size_t m = 0; m < n; m++) {
 		if (o->mech && strcmp(o->mech, mechs[m]) != 0)
 			continue;
 		s->ioctl = kx_ioctl_bpf_open(&io, mechs[m], &s->ci, why, sizeof(why));
 		if (s->ioctl) {
 			s->mech = mechs[m];
-			kx_capinfo_hook(&s->ci, "ioctl", s->mech, KX_HOOK_ATTACHED);
+			h = kx_capinfo_hook(&s->ci, "ioctl", s->mech, KX_HOOK_ATTACHED);
+			if (h)
+				snprintf(h->why, sizeof(h->why), "%s",
+				         kx_ioctl_bpf_entry_fn(s->ioctl));
 			return kx_ioctl_bpf_fill(s->ioctl, &io, err, len);
 		}
 		h = kx_capinfo_hook(&s->ci, "ioctl", mechs[m], KX_HOOK_SKIPPED);
@@ -98,8 +124,12 @@ static int open_ioctl(struct kx_session *s, const struct kx_session_opts *o, cha
 			snprintf(h->why, sizeof(h->why), "%s", why);
 	}
 	if (o->mech && s->ci.nhooks == 0)
-		snprintf(err, len, "unknown attach mechanism '%s' (use tp_btf, raw_tp or tp)",
+		snprintf(err, len,
+		         "unknown attach mechanism '%s' (use fentry, tp_btf, raw_tp or tp)",
 		         o->mech);
+	else if (o->mech)
+		snprintf(err, len, "--attach %s: %s%s", o->mech, why,
+		         o->verbose ? "" : " (run with -v for libbpf's diagnostics)");
 	else
 		snprintf(err, len, "no attach mechanism worked for the ioctl hooks: last: %s%s",
 		         why, o->verbose ? "" : " (run with -v for libbpf's diagnostics)");
@@ -120,14 +150,27 @@ static void open_jobs(struct kx_session *s, const struct kx_session_opts *o)
 	        .devs_fd = fds.devs,
 	        .all = o->all,
 	        .wakeup_bytes = fds.wakeup_bytes,
-	        .mech = s->mech,
+	        /* Typed job sources run as the task hooks do (tp_btf unless raw_tp). */
+	        .mech = kx_ioctl_hooks_mech(s->mech),
 	        .devices = o->devices,
 	        .ndevices = o->ndevices,
 	        /* Always-on pairs block and fence jobs only: every KVM exit of
 	         * the machine would otherwise cost a ring record. */
 	        .no_kvm = o->aggregate,
+	        .uid_only = o->uid_only,
+	        .uid = o->uid,
 	};
 	s->jobs = kx_jobsrc_open(&jo, &s->ci);
+}
+
+/* Driver entry hooks count every process's calls: said, not loaded. */
+static void skip_drvhooks(struct kx_capinfo *ci)
+{
+	struct kx_hook *h = kx_capinfo_hook(ci, "driver:*", "-", KX_HOOK_SKIPPED);
+
+	if (h)
+		snprintf(h->why, sizeof(h->why),
+		         "count every process's calls: not in a session restricted to one user");
 }
 
 /* How often the annotation watcher rescans the pid set for copies whose
@@ -153,6 +196,8 @@ static void open_annot(struct kx_session *s, const struct kx_session_opts *o)
 	        .pids_fd = fds.pids,
 	        .stats_fd = fds.stats,
 	        .wakeup_bytes = fds.wakeup_bytes,
+	        .uid_only = o->uid_only,
+	        .uid = o->uid,
 	};
 	s->ann = kx_annot_open(&ao, why, sizeof(why));
 	h = kx_capinfo_hook(&s->ci, "annotations", s->ann ? "usdt" : "-",
@@ -200,7 +245,9 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 	/* Optional extras: each reports what it attached, none fails the session. */
 	if (o->sink.job && !o->no_jobs)
 		open_jobs(s, o);
-	if (!o->no_drvhooks)
+	if (o->uid_only)
+		skip_drvhooks(&s->ci);
+	else if (!o->no_drvhooks)
 		s->drv = kx_drvhook_open(&s->ci);
 	if (o->annotate)
 		open_annot(s, o);

@@ -1,6 +1,7 @@
 /*
  * Capture session: probes the kernel, loads the BPF programs with the best
- * attach mechanism available (tp_btf > raw_tp > classic tracepoints), fills
+ * attach mechanism available for the mode (fentry, then the tracepoint
+ * flavour cheapest for a host-wide or a targeted capture), fills
  * the pid and device filters, syncs clocks, runs the consumer, and tears
  * everything down again (no fds, maps or links left after close). The CLI,
  * the TensorFlow plugin and any daemon all capture through this.
@@ -21,7 +22,7 @@ struct kx_session_opts {
 	const struct kx_device *devices; /* device filter */
 	int ndevices;
 	uint32_t ringbuf_bytes; /* 0: 8 MiB; rounded up to a power of two */
-	const char *mech;       /* NULL: best available; or "tp_btf", "raw_tp", "tp" */
+	const char *mech;       /* NULL: best available; or "fentry", "tp_btf", "raw_tp", "tp" */
 	struct kx_sink sink;
 	int verbose;     /* let libbpf print its diagnostics */
 	int no_jobs;     /* no job lifecycle sources (loaded only with sink.job) */
@@ -32,10 +33,22 @@ struct kx_session_opts {
 	int agg_by_pid;        /* split aggregates by process */
 	int agg_by_cgroup;     /* split aggregates by cgroup id */
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
+	/* A daemon session for an unprivileged client: only processes whose
+	 * real and effective uid are uid, checked in the kernel at every event
+	 * (one that changes uid leaves for good); sources that would record
+	 * other processes (driver entry hooks, block and v3d jobs) stay off. */
+	int uid_only;
+	uint32_t uid;
+	int no_offcpu;         /* no sched_switch program (no off-CPU time) */
+	const char *entry_fn;  /* fentry target; NULL: found through BTF (tests only) */
 	/* Annotations (capture/annotate.h): the probes of every copy of
 	 * libkxprof_annotate.so the traced processes map, now or later. */
 	int annotate;
 };
+
+/* The ioctl attach mechanisms the session tries, best first: for host-wide
+ * modes (aggregation or every process) or for a targeted capture. */
+const char *const *kx_session_mechs(int host_wide, size_t *n);
 
 struct kx_session;
 

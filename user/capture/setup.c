@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "capture/probe.h"
 #include "capture/setup.h"
 #include "annotate_rec.h" /* bpf/: KX_ANN_WAIT_ENV */
 #include "registry/devices.h"
@@ -17,7 +18,8 @@
 
 int kx_devset_add(struct kx_devset *ds, const char *spec, char *err, size_t len)
 {
-	static struct kx_device scratch[KX_MAX_DEVICES];
+	struct kx_device
+	        scratch[KX_MAX_DEVICES]; /* checked, not kept (not static: daemon threads) */
 
 	if (ds->nspecs == KX_MAX_DEVICE_SPECS) {
 		snprintf(err, len, "at most %d --device options", KX_MAX_DEVICE_SPECS);
@@ -145,31 +147,44 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->verbose = o->verbose;
 	so->no_jobs = o->no_jobs;
 	so->no_drvhooks = o->no_drvhooks;
+	so->no_offcpu = o->no_offcpu;
 	so->aggregate = o->aggregate;
 	so->agg_by_pid = o->agg_by_pid;
 	so->agg_by_cgroup = o->agg_by_cgroup;
 	so->agg_max_keys = o->agg_max_keys;
+	so->uid_only = o->uid_only;
+	so->uid = o->uid;
 	so->annotate = o->annotate;
-	if (o->record_path) {
+	if (o->record_path || o->record_stream) {
 		c->rec.path = o->record_path;
+		c->rec.stream = o->record_stream;
 		so->sink = kx_sink_kxp(&c->rec);
+	} else if (o->store) {
+		so->sink = kx_sink_store(o->store);
 	} else {
 		so->sink = o->sink;
 	}
 }
 
 /* What was traced, for the header: the given line, the command, or -a / -p. */
-static void set_cmdline(struct kx_capture *c, const struct kx_capture_opts *o)
+static void cmdline_of(const struct kx_capture_opts *o, char *line, size_t size)
 {
-	char line[sizeof(((struct kx_capinfo *)0)->cmdline)] = "";
 	int n = 0;
 
+	line[0] = 0;
 	if (o->cmdline)
-		snprintf(line, sizeof(line), "%s", o->cmdline);
+		snprintf(line, size, "%s", o->cmdline);
 	else if (!o->argv)
-		snprintf(line, sizeof(line), "%s", o->all ? "-a" : "-p");
-	for (char **a = o->cmdline ? NULL : o->argv; a && *a && n < (int)sizeof(line) - 2; a++)
-		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s", n ? " " : "", *a);
+		snprintf(line, size, "%s", o->all ? "-a" : "-p");
+	for (char **a = o->cmdline ? NULL : o->argv; a && *a && n < (int)size - 2; a++)
+		n += snprintf(line + n, size - (size_t)n, "%s%s", n ? " " : "", *a);
+}
+
+static void set_cmdline(struct kx_capture *c, const struct kx_capture_opts *o)
+{
+	char line[sizeof(((struct kx_capinfo *)0)->cmdline)];
+
+	cmdline_of(o, line, sizeof(line));
 	kx_session_set_cmdline(c->s, line);
 }
 
@@ -215,11 +230,94 @@ int kx_capture_check_output(const struct kx_capture_opts *o, char *err, size_t l
 	return kx_outfile_check(o->record_path, 0, &cmd, 1, err, len);
 }
 
+_Static_assert(KX_DW_PIDS_MAX == KX_MAX_PIDS && KX_DW_DEVICES_MAX == KX_MAX_DEVICE_SPECS,
+               "a request carries what kx_capture_opts holds");
+
+/* The daemon's socket when this capture should go through it (no privilege
+ * here, a file or store to fill, a socket there), else NULL; err then says
+ * what to do when privilege is missing. */
+static const char *daemon_path(const struct kx_capture_opts *o, char *err, size_t len)
+{
+	const char *path = kx_remote_socket_path();
+	char why[256];
+
+	if (o->no_daemon || o->aggregate || o->record_stream || (!o->record_path && !o->store) ||
+	    kx_probe_privileges(why, sizeof(why)))
+		return NULL;
+	if (kx_remote_available(path))
+		return path;
+	snprintf(err, len,
+	         "not root and no CAP_BPF+CAP_PERFMON, and no kxprof daemon at %s: run as root "
+	         "(sudo), grant cap_bpf,cap_perfmon, or have the daemon set up (kxprof serve "
+	         "--socket; README: Profiling without root)",
+	         path);
+	return NULL;
+}
+
+/* The request for the daemon: what o asks, with the pids given. */
+static void request_of(const struct kx_capture_opts *o, struct kx_dw_request *r)
+{
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < o->npids && i < KX_DW_PIDS_MAX; i++)
+		r->pids[r->npids++] = o->pids[i];
+	r->all = o->all;
+	for (int i = 0; i < o->devices->nspecs; i++)
+		snprintf(r->devices[r->ndevices++], KX_DW_SPEC_MAX, "%s", o->devices->specs[i]);
+	snprintf(r->mech, sizeof(r->mech), "%s", o->mech ? o->mech : "");
+	r->ringbuf_bytes = o->ringbuf_bytes;
+	r->no_jobs = o->no_jobs;
+	r->annotate = o->annotate;
+	cmdline_of(o, r->cmdline, sizeof(r->cmdline));
+}
+
+/* The same as a local open, with the session in the daemon at path. */
+static int open_remote(struct kx_capture *c, const struct kx_capture_opts *o, const char *path,
+                       char *err, size_t len)
+{
+	struct kx_dw_request req;
+	struct kx_remote_opts ro = {
+	        .socket = path,
+	        .req = &req,
+	        .record_path = o->record_path,
+	        .store = o->store,
+	        .mem_limit = o->store ? kx_store_limit(o->store) : 0,
+	};
+
+	request_of(o, &req);
+	for (int i = 0; i < o->npids; i++)
+		watch_pid(c, o->pids[i]);
+	if (o->argv) {
+		/* The daemon attaches the annotation probes; the library holds
+		 * while this process lives, as for a local capture. */
+		if (o->annotate)
+			snprintf(c->cmd.env, sizeof(c->cmd.env), "%s=%d:%d", KX_ANN_WAIT_ENV,
+			         (int)getpid(), ANN_WAIT_MS);
+		if (kx_launch_hold(&c->cmd, o->argv, err, len))
+			return -1;
+		c->argv = o->argv;
+		if (!o->all && req.npids < KX_DW_PIDS_MAX)
+			req.pids[req.npids++] = (uint32_t)c->cmd.pid;
+	}
+	c->remote = kx_remote_open(&ro, err, len);
+	if (!c->remote)
+		return -1;
+	c->daemon = path;
+	snprintf(c->rci.cmdline, sizeof(c->rci.cmdline), "%s", req.cmdline);
+	return 0;
+}
+
 int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len)
 {
 	struct kx_session_opts so;
+	const char *path;
 
 	if (kx_capture_check_output(o, err, len))
+		return -1;
+	err[0] = 0;
+	path = daemon_path(o, err, len);
+	if (path)
+		return open_remote(c, o, path, err, len);
+	if (err[0])
 		return -1;
 	session_opts(c, o, &so);
 	c->s = kx_session_open(&so, err, len);
@@ -250,13 +348,17 @@ int kx_capture_start(struct kx_capture *c, char *err, size_t len)
 {
 	int rc;
 
-	if (kx_session_start(c->s, err, len))
+	if (c->remote ? kx_remote_start(c->remote, err, len) : kx_session_start(c->s, err, len))
 		return -1;
 	c->started = 1;
 	if (!c->argv)
 		return 0;
 	rc = kx_launch_release(&c->cmd, c->argv, err, len);
-	if (rc) {
+	if (rc && c->remote) {
+		/* The daemon ends the session; the unfinished file goes. */
+		kx_remote_close(c->remote);
+		c->remote = NULL;
+	} else if (rc) {
 		/* Nothing was traced: only the temporary file goes; whatever
 		 * the output path names (a previous recording) is untouched. */
 		kx_session_stop(c->s);
@@ -284,6 +386,10 @@ int kx_capture_pids_running(const struct kx_capture *c)
 
 int kx_capture_stop(struct kx_capture *c, char *err, size_t len)
 {
+	if (c->remote) {
+		c->started = 0; /* over: rci holds the final facts from here on */
+		return kx_remote_stop(c->remote, &c->rci, err, len);
+	}
 	kx_session_stop(c->s);
 	return kx_kxp_sink_close(&c->rec, kx_session_capinfo(c->s), err, len);
 }
@@ -308,6 +414,8 @@ void kx_capture_close(struct kx_capture *c)
 
 	if (c->argv)
 		kx_launch_abort(&c->cmd);
+	kx_remote_close(c->remote);
+	c->remote = NULL;
 	/* The consumer writes into the file until the session stops. */
 	if (c->started && c->s)
 		kx_session_stop(c->s);
@@ -323,4 +431,33 @@ void kx_capture_close(struct kx_capture *c)
 		if (c->watch[i].fd >= 0)
 			close(c->watch[i].fd);
 	c->nwatch = 0;
+}
+
+int kx_capture_opened(const struct kx_capture *c)
+{
+	return c->s || c->remote;
+}
+
+const struct kx_capinfo *kx_capture_capinfo(struct kx_capture *c)
+{
+	if (!c->remote)
+		return kx_session_capinfo(c->s);
+	if (c->started)
+		kx_remote_status(c->remote, &c->rci);
+	return &c->rci;
+}
+
+const char *kx_capture_mech(const struct kx_capture *c)
+{
+	return c->remote ? kx_remote_mech(c->remote) : kx_session_mech(c->s);
+}
+
+const char *kx_capture_ended(struct kx_capture *c)
+{
+	return c->remote && c->started ? kx_remote_ended(c->remote) : NULL;
+}
+
+int kx_capture_write_error(const struct kx_capture *c)
+{
+	return c->remote ? kx_remote_write_error(c->remote) : c->rec.write_error;
 }

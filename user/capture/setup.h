@@ -4,6 +4,10 @@
  * KXPROF_DEVICES), the pid set (-p, -a or a launched command), the attach
  * mechanism, ring size, aggregate mode and sink, turned into a running
  * session; then start, stop (with the record file's trailer) and teardown.
+ * A process that cannot load BPF captures into a record file or a store
+ * through the kxprof daemon instead (capture/remote.h), when its socket is
+ * there: the same calls, the same file or store, only the session runs in
+ * the daemon.
  */
 #ifndef KX_SETUP_H
 #define KX_SETUP_H
@@ -12,6 +16,7 @@
 #include <stdint.h>
 
 #include "capture/launch.h"
+#include "capture/remote.h"
 #include "capture/session.h"
 #include "capture/sinks.h"
 #include "model/capinfo.h"
@@ -54,11 +59,12 @@ struct kx_capture_opts {
 	const uint32_t *pids;            /* processes to trace (kx_pidset_parse) */
 	int npids;
 	char **argv;            /* command to launch and trace, or NULL */
-	const char *mech;       /* --attach, NULL: best available */
+	const char *mech;       /* --attach, NULL: the best for the mode */
 	uint32_t ringbuf_bytes; /* 0: KX_RINGBUF_DEFAULT */
 	int verbose;            /* libbpf diagnostics */
 	int no_jobs;            /* no device timelines */
 	int no_drvhooks;        /* no driver entry hooks */
+	int no_offcpu;          /* no off-CPU time (no sched_switch program) */
 	/* Aggregate mode (top, serve): ioctls counted in the kernel, split by
 	 * pid or cgroup, at most agg_max_keys keys (0: the default). */
 	int aggregate, agg_by_pid, agg_by_cgroup;
@@ -66,8 +72,17 @@ struct kx_capture_opts {
 	int annotate;            /* annotation probes (a launched command waits for them, see
 	                            KX_ANN_WAIT_ENV) */
 	const char *record_path; /* stream into this record file (sink is then ignored) */
-	struct kx_sink sink;     /* where events go otherwise; NULL callbacks are skipped */
-	const char *cmdline; /* what is traced, for the record header; NULL: from argv, -a, -p */
+	/* Or stream the record's bytes here (a daemon's session; sink ignored). */
+	const struct kx_kxp_stream *record_stream;
+	struct kx_store *store; /* or events into this store (sink ignored) */
+	struct kx_sink sink;    /* where events go otherwise; NULL callbacks are skipped */
+	const char *cmdline;    /* what is traced, for the record header; NULL: from argv, -a, -p */
+	int uid_only;           /* only processes of this uid (see kx_session_opts) */
+	uint32_t uid;
+	/* Without the privilege to load BPF, a capture into record_path or store
+	 * goes through the kxprof daemon when its socket exists (KXPROF_SOCKET,
+	 * else KX_DAEMON_SOCKET_DEFAULT); no_daemon refuses that. */
+	int no_daemon;
 };
 
 /* A capture in progress. Zero it, then kx_capture_open; never copy it (the
@@ -78,6 +93,9 @@ struct kx_capture {
 	struct kx_launch cmd;            /* launched command, when argv */
 	char **argv;                     /* set once the command is held */
 	int started;                     /* the session ran (events reached the sink) */
+	struct kx_remote *remote;        /* capturing through the daemon: no session here */
+	const char *daemon;              /* then its socket path */
+	struct kx_capinfo rci;           /* then the live, later the final, capture facts */
 	uint32_t live_pids[KX_MAX_PIDS]; /* kx_capture_live's pid list */
 	struct {
 		uint32_t pid;
@@ -87,13 +105,13 @@ struct kx_capture {
 };
 
 /* Opens the session, adds the pid set, launches the command held before exec
- * and adds its pid. 0, or -1 with err (kx_capture_close still needed). */
+ * and adds its pid; or asks the daemon for all that (see no_daemon). 0, or
+ * -1 with err (kx_capture_close still needed). */
+int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len);
 /* The record file o names (record_path) is one kxprof may write: a regular
  * file or a new path, not empty, not the command to run (util/outfile).
  * 0, or -1 with err. kx_capture_open checks it too. */
 int kx_capture_check_output(const struct kx_capture_opts *o, char *err, size_t len);
-
-int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len);
 /* Starts the session (the record file is created with its start clock), then
  * releases the command. 0; -1 with err; or 127/126 when the command cannot
  * run (err says so; the capture is stopped and the record file removed). */
@@ -113,5 +131,17 @@ int kx_capture_cmd_exit(struct kx_capture *c);
 int kx_capture_jobs_attached(const struct kx_capinfo *ci);
 /* Ends whatever is left: a command still held, an unfinished file, the session. */
 void kx_capture_close(struct kx_capture *c);
+
+/* 1 between a successful open and close (locally or through the daemon). */
+int kx_capture_opened(const struct kx_capture *c);
+/* Capture facts: counters live while running, final after stop. */
+const struct kx_capinfo *kx_capture_capinfo(struct kx_capture *c);
+/* The ioctl hooks' attach mechanism. */
+const char *kx_capture_mech(const struct kx_capture *c);
+/* NULL while the capture can go on; else why it ended by itself (the
+ * daemon's time limit or shutdown, a lost connection to it). */
+const char *kx_capture_ended(struct kx_capture *c);
+/* 1 when writing the record file failed during the capture. */
+int kx_capture_write_error(const struct kx_capture *c);
 
 #endif /* KX_SETUP_H */

@@ -79,7 +79,8 @@ static int kxp_begin(void *ctx, const struct kx_capinfo *ci, char *err, size_t l
 {
 	struct kx_kxp_sink *ks = ctx;
 
-	ks->w = kx_kxp_create(ks->path, ci, err, len);
+	ks->w = ks->stream ? kx_kxp_create_stream(ks->stream, ci, err, len)
+	                   : kx_kxp_create(ks->path, ci, err, len);
 	ks->last_flush_ns = kx_mono_ns();
 	return ks->w ? 0 : -1;
 }

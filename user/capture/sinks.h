@@ -17,10 +17,12 @@ struct kx_sink kx_sink_store(struct kx_store *store);
  * with the session's header (its facts and start clock) when the session
  * starts, a chunk is flushed at least every flush_ms so a crash loses little,
  * and the file is renamed to path when closed (an existing path is kept as
- * path.old).
+ * path.old). With stream set instead of path, the same bytes go there (a
+ * daemon streaming a client's capture).
  */
 struct kx_kxp_sink {
 	const char *path;
+	const struct kx_kxp_stream *stream;
 	struct kx_kxp_writer *w; /* open from the session's start to kx_kxp_sink_close */
 	unsigned int flush_ms;
 	unsigned long long last_flush_ns;

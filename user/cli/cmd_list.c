@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "registry/devices.h"
 #include "capture/drvcall.h"
+#include "capture/ioctl.h"
 #include "registry/ioctl_decode.h"
 #include "capture/jobs.h"
 #include "capture/probe.h"
@@ -22,36 +23,72 @@ struct family {
 	char note[256];
 };
 
-/* Tries each ioctl attach mechanism; the first that works is what record uses. */
-static void probe_ioctl_family(struct family *f)
+/* Tries each ioctl attach mechanism: ok[i] and a note per mechanism into note. */
+static void probe_ioctl_mechs(const char *const *mechs, size_t n, int *ok, char *note, size_t len)
 {
-	static const char *const mechs[] = {"tp_btf", "raw_tp", "tp"};
 	char err[256];
-	int n = 0;
+	int w = 0;
 
-	snprintf(f->name, sizeof(f->name), "ioctl syscall hooks");
-	snprintf(f->state, sizeof(f->state), "unavailable");
-	snprintf(f->mech, sizeof(f->mech), "-");
-	for (size_t i = 0; i < sizeof(mechs) / sizeof(mechs[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		/* No sink: nothing is kept, the session only has to load. */
 		struct kx_session_opts o = {.mech = mechs[i], .no_drvhooks = 1};
 		struct kx_session *s = kx_session_open(&o, err, sizeof(err));
 
-		if (s) {
-			kx_session_close(s);
-			if (!strcmp(f->mech, "-")) {
-				snprintf(f->mech, sizeof(f->mech), "%s", mechs[i]);
-				snprintf(f->state, sizeof(f->state), "available");
-			}
-			n += snprintf(f->note + n, sizeof(f->note) - (size_t)n, "%s%s: ok",
-			              n ? "; " : "", mechs[i]);
-		} else {
-			n += snprintf(f->note + n, sizeof(f->note) - (size_t)n, "%s%s: %s",
-			              n ? "; " : "", mechs[i], err);
-		}
-		if (n >= (int)sizeof(f->note))
-			n = (int)sizeof(f->note) - 1;
+		ok[i] = s != NULL;
+		kx_session_close(s);
+		if (!ok[i] && strstr(err, " (run with -v"))
+			*strstr(err, " (run with -v") = 0;
+		/* "--attach fentry: fentry on F refused: ..." -> "fentry on F refused: ..." */
+		if (!ok[i] && !strncmp(err, "--attach ", 9) && strchr(err, ':'))
+			memmove(err, strchr(err, ':') + 2, strlen(strchr(err, ':') + 2) + 1);
+		if (!ok[i] && strncmp(err, mechs[i], strlen(mechs[i])))
+			w += snprintf(note + w, len - (size_t)w, "%s%s: %s", w ? "; " : "",
+			              mechs[i], err);
+		else
+			w += snprintf(note + w, len - (size_t)w, "%s%s%s", w ? "; " : "",
+			              ok[i] ? mechs[i] : err, ok[i] ? ": ok" : "");
+		if (w >= (int)len)
+			w = (int)len - 1;
 	}
+}
+
+/* The mechanism a mode takes: the first of its order that works here. */
+static const char *first_ok(const char *const *order, size_t n, const char *const *mechs,
+                            const int *ok)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++)
+			if (ok[j] && !strcmp(order[i], mechs[j]))
+				return order[i];
+	return NULL;
+}
+
+/*
+ * The ioctl hooks: one line for targeted captures (record -p or a command,
+ * the plugin) with every mechanism's result, one for host-wide modes (top,
+ * serve, record -a), whose default differs.
+ */
+static void probe_ioctl_family(struct family *f)
+{
+	size_t n;
+	const char *const *mechs = kx_session_mechs(0, &n);
+	const char *const *host = kx_session_mechs(1, &n);
+	const char *t, *h;
+	int ok[8] = {0};
+
+	probe_ioctl_mechs(mechs, n < 8 ? n : 8, ok, f[0].note, sizeof(f[0].note));
+	t = first_ok(mechs, n, mechs, ok);
+	h = first_ok(host, n, mechs, ok);
+	snprintf(f[0].name, sizeof(f[0].name), "ioctl syscall hooks");
+	snprintf(f[1].name, sizeof(f[1].name), "ioctl syscall hooks, host-wide");
+	for (int i = 0; i < 2; i++) {
+		const char *m = i ? h : t;
+
+		snprintf(f[i].state, sizeof(f[i].state), m ? "available" : "unavailable");
+		snprintf(f[i].mech, sizeof(f[i].mech), "%s", m ? m : "-");
+	}
+	snprintf(f[1].note, sizeof(f[1].note),
+	         "top, serve and record -a: the least for the host's other syscalls");
 }
 
 /* One line per job lifecycle source: does this kernel have its tracepoints. */
@@ -156,14 +193,18 @@ static int probe_families(struct family *fam, int priv)
 	int nfam = 0;
 
 	if (priv) {
-		probe_ioctl_family(&fam[nfam++]);
+		const char *hooks;
+
+		probe_ioctl_family(&fam[nfam]);
+		nfam += 2;
+		hooks = kx_ioctl_hooks_mech(fam[0].mech);
 		snprintf(fam[nfam].name, sizeof(fam[nfam].name), "process tracking");
 		snprintf(fam[nfam].state, sizeof(fam[nfam].state), "%s", fam[0].state);
-		snprintf(fam[nfam].mech, sizeof(fam[nfam].mech), "%s", fam[0].mech);
+		snprintf(fam[nfam].mech, sizeof(fam[nfam].mech), "%s", hooks ? hooks : "-");
 		snprintf(fam[nfam].note, sizeof(fam[nfam].note),
 		         "sched_process_fork/exit/exec, task_rename, sched_switch (off-CPU time)");
 		nfam++;
-		nfam += probe_job_families(&fam[nfam], 20, fam[0].mech);
+		nfam += probe_job_families(&fam[nfam], 20, hooks ? hooks : "-");
 		nfam += probe_driver_families(&fam[nfam], KX_DRV_FN_MAX + 1);
 	}
 	probe_simple(&fam[nfam++], "uprobes/USDT", "uprobe", kx_probe_uprobe);

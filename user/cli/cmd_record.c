@@ -7,6 +7,9 @@
  * command, the exit of every given process. A command still running at the
  * stop gets SIGTERM, then SIGKILL after KX_LAUNCH_GRACE_MS. SIGUSR1, SIGUSR2
  * and SIGPIPE are ignored (a reader of stderr that went away stops nothing).
+ * Without the privilege to load BPF, the capture goes through the kxprof
+ * daemon when its socket exists (--no-daemon refuses), with the same
+ * options and the same file; record says so.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -64,9 +67,14 @@ static void record_usage(FILE *f)
 	        "                        block:MAJOR:MINOR or a driver name from /proc/devices\n"
 	        "                        (default: every accelerator device present, and kvm)\n"
 	        "      --ringbuf-mb N    ring buffer size in MiB (default 8; fractions allowed)\n"
-	        "      --attach MECH     force tp_btf, raw_tp or tp (default: best available)\n"
+	        "      --attach MECH     force fentry, tp_btf, raw_tp or tp (default: fentry,\n"
+	        "                        else tp_btf, the least per traced call; with -a,\n"
+	        "                        fentry else tp, the least for other syscalls)\n"
 	        "      --no-jobs         no device timelines (job lifecycle tracepoints)\n"
 	        "      --no-annotations  no annotation ranges (probes of libkxprof_annotate.so)\n"
+	        "      --no-daemon       never record through the kxprof daemon (which record\n"
+	        "                        uses without BPF privilege: $KXPROF_SOCKET, default\n"
+	        "                        " KX_DAEMON_SOCKET_DEFAULT ")\n"
 	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n"
 	        "Stops: SIGINT, SIGTERM, SIGHUP and SIGQUIT stop cleanly (the file is complete);\n"
 	        "SIGUSR1 and SIGUSR2 are ignored. A command still running at a stop (a signal\n"
@@ -128,6 +136,9 @@ static int record_opt(struct record_opts *o, int opt)
 	case 'J':
 		o->cap.no_jobs = 1;
 		return 0;
+	case 'n':
+		o->cap.no_daemon = 1;
+		return 0;
 	case 'N':
 		o->cap.annotate = 0;
 		return 0;
@@ -157,6 +168,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"attach", required_argument, NULL, 'm'},
 	        {"no-jobs", no_argument, NULL, 'J'},
 	        {"no-annotations", no_argument, NULL, 'N'},
+	        {"no-daemon", no_argument, NULL, 'n'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -219,6 +231,8 @@ static const char *record_should_stop(struct kx_capture *c, double duration, dou
 {
 	if (stop_signal)
 		return sig_name(stop_signal);
+	if (kx_capture_ended(c))
+		return kx_capture_ended(c);
 	if (duration > 0 && elapsed >= duration)
 		return "-d";
 	if (!kx_capture_cmd_running(c))
@@ -242,14 +256,14 @@ static void record_loop(struct kx_capture *c, double duration)
 		if ((why = record_should_stop(c, duration, elapsed)) != NULL)
 			break;
 		if (tty)
-			print_status(kx_session_capinfo(c->s), elapsed);
+			print_status(kx_capture_capinfo(c), elapsed);
 		nanosleep(&nap, NULL);
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
 	if (!strcmp(why, "pids exited"))
 		kx_err("every process given with -p has exited: stopping");
-	else if (why[0] == 'S')
+	else if (why[0] == 'S' || kx_capture_ended(c))
 		kx_err("%s: stopping", why);
 }
 
@@ -262,27 +276,27 @@ static int record_end_cmd(struct kx_capture *c)
 	return kx_capture_cmd_exit(c);
 }
 
-static void record_report(const struct kx_capture *c, const char *out)
+static void record_report(struct kx_capture *c, const char *out)
 {
-	const struct kx_capinfo *ci = kx_session_capinfo(c->s);
+	const struct kx_capinfo *ci = kx_capture_capinfo(c);
 	struct stat st;
 	uint64_t bytes = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
-	char sz[32];
-
+	char sz[32], mech[sizeof(ci->hooks[0].mech) + sizeof(ci->hooks[0].why) + 8];
 	char ann[64] = "";
 
 	if (ci->ann.received || ci->ann.dropped)
 		snprintf(ann, sizeof(ann), ", %llu annotations (%llu dropped)",
 		         (unsigned long long)ci->ann.received, (unsigned long long)ci->ann.dropped);
-	fprintf(stderr, "kxprof record: %llu events, %llu dropped%s -> %s (%s)\n",
+	fprintf(stderr, "kxprof record: %llu events, %llu dropped%s -> %s (%s); ioctl hooks: %s\n",
 	        (unsigned long long)ci->received, (unsigned long long)ci->dropped, ann, out,
-	        kx_human_bytes(bytes, sz, sizeof(sz)));
+	        kx_human_bytes(bytes, sz, sizeof(sz)),
+	        kx_capinfo_ioctl_mech(ci, mech, sizeof(mech)) ?: "?");
 	if (ci->dropped || ci->ann.dropped)
 		fprintf(stderr,
 		        "kxprof record: warning: %llu events were dropped because the ring "
 		        "buffer was full: raise --ringbuf-mb\n",
 		        (unsigned long long)(ci->dropped + ci->ann.dropped));
-	if (c->rec.write_error)
+	if (kx_capture_write_error(c))
 		fprintf(stderr,
 		        "kxprof record: warning: writing %s failed during the capture; the "
 		        "file holds what was written before\n",
@@ -300,6 +314,9 @@ static int record_run(struct record_opts *o, struct kx_capture *c)
 		kx_err("%s", err);
 		return 1;
 	}
+	if (c->daemon)
+		kx_err("no BPF privilege here: recording through the kxprof daemon at %s (%s)",
+		       c->daemon, kx_capture_mech(c));
 	rc = kx_capture_start(c, err, sizeof(err));
 	if (rc) {
 		kx_err("%s", err);

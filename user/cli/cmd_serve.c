@@ -16,6 +16,9 @@
  * ever, so every connection also has a total deadline per request
  * (--http-deadline, counted from its accept or its previous response): the
  * main loop shuts down the sockets of connections past it.
+ * With --socket (or a socket systemd passes), serve also runs the capture
+ * daemon for unprivileged users (cli/serve_socket.c over user/daemon/);
+ * --socket without --listen runs only that.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +39,7 @@
 
 #include "live/aggregate.h"
 #include "cli/cli.h"
+#include "cli/serve_socket.h"
 #include "capture/clock.h"
 #include "capture/setup.h"
 #include "live/annot.h"
@@ -73,7 +77,8 @@ static void serve_usage(FILE *f)
 	        "usage: kxprof serve [--listen ADDR:PORT] [-p PID[,PID...]] [--device SPEC]...\n"
 	        "                    [--by-pid | --by-cgroup] [--max-keys N] [--rescan SECONDS]\n"
 	        "                    [--http-timeout SECONDS] [--http-deadline SECONDS]\n"
-	        "                    [--max-clients N] [--attach MECH]\n"
+	        "                    [--max-clients N] [--attach MECH] [--no-offcpu]\n"
+	        "                    [--socket PATH [--socket-mode M] [--socket-group G] ...]\n"
 	        "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; loopback unless\n"
 	        "                        another address is given; [::1]:PORT for IPv6; port 0:\n"
 	        "                        any free port, the one bound is printed)\n"
@@ -92,7 +97,10 @@ static void serve_usage(FILE *f)
 	        "                        seconds after its connection or previous response,\n"
 	        "                        however slowly it trickles in (default 30)\n"
 	        "      --max-clients N   concurrent connections (default 32)\n"
-	        "      --attach MECH     force tp_btf, raw_tp or tp\n"
+	        "      --attach MECH     force fentry, tp_btf, raw_tp or tp (default: fentry,\n"
+	        "                        else tp: the least for the host's other syscalls)\n"
+	        "      --no-offcpu       no off-CPU time (nothing runs on context switches)\n"
+	        "%s"
 	        "HTTP: GET /metrics (Prometheus text); GET /summary.json or /summary (table) of\n"
 	        "      the live aggregates, ?reset=1 clears them after reading, sort=KEY,\n"
 	        "      ascending=1, hist=1, wide=1 as in kxprof report (also: kxprof report "
@@ -101,7 +109,7 @@ static void serve_usage(FILE *f)
 	        "      flags take 1, true, yes, 0, false or no. Other parameters, or any on\n"
 	        "      /metrics and /, get 400 with the reason.\n"
 	        "Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
-	        KX_AGG_MAX_KEYS);
+	        KX_AGG_MAX_KEYS, serve_socket_usage);
 }
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, int *v6)
@@ -480,6 +488,8 @@ struct serve_opts {
 	long long deadline;              /* HTTP total deadline per request, seconds */
 	struct kx_devset devices, fresh; /* traced now; the last rescan */
 	struct kx_capture_opts cap;
+	int listen_given;         /* --listen: HTTP too when --socket is given */
+	struct serve_socket sock; /* --socket and its options */
 };
 
 /* One numeric option into o. 0, or -1 with err. */
@@ -509,10 +519,12 @@ static int serve_num(struct serve_opts *o, int opt, char *err, size_t len)
 static int serve_opt(struct serve_opts *o, int opt)
 {
 	char err[256];
+	int rc;
 
 	switch (opt) {
 	case 'l':
 		o->listen_s = optarg;
+		o->listen_given = 1;
 		return 0;
 	case 'p':
 		o->pids = optarg;
@@ -541,10 +553,17 @@ static int serve_opt(struct serve_opts *o, int opt)
 	case 'm':
 		o->cap.mech = optarg;
 		return 0;
+	case 'O':
+		o->cap.no_offcpu = 1;
+		return 0;
 	case 'h':
 		serve_usage(stdout);
 		return 1;
 	default:
+		/* --socket and its options (a bad one has been reported). */
+		rc = optarg ? serve_socket_opt(&o->sock, opt, optarg) : 0;
+		if (rc)
+			return rc > 0 ? 0 : -1;
 		snprintf(err, sizeof(err), "see kxprof serve --help");
 	}
 	kx_err("%s", err);
@@ -576,11 +595,14 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	        {"http-deadline", required_argument, NULL, 'T'},
 	        {"max-clients", required_argument, NULL, 'c'},
 	        {"attach", required_argument, NULL, 'm'},
+	        {"no-offcpu", no_argument, NULL, 'O'},
 	        {"help", no_argument, NULL, 'h'},
+	        SERVE_SOCKET_OPTIONS,
 	        {NULL, 0, NULL, 0},
 	};
 	int opt, rc;
 
+	serve_socket_defaults(&o->sock);
 	o->listen_s = "127.0.0.1:9464";
 	o->cap.agg_max_keys = KX_AGG_MAX_KEYS;
 	o->rescan = 60;
@@ -690,12 +712,12 @@ static void serve_loop(struct serve *sv, struct serve_opts *o, const sigset_t *s
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
 		cut_late(sv, now);
-		if (sig == SIGHUP || due) {
+		if (sv->agg && (sig == SIGHUP || due)) {
 			serve_rescan(sv, o, sig == SIGHUP);
 			last_scan = now;
 		}
 		/* Per-process keys of exited processes would fill the map over days. */
-		if (o->by == KX_AGG_BY_PID && now - last_prune >= 2000000000ULL) {
+		if (sv->agg && o->by == KX_AGG_BY_PID && now - last_prune >= 2000000000ULL) {
 			kx_agg_prune_exited(sv->agg);
 			last_prune = now;
 		}
@@ -730,21 +752,33 @@ static void bound_address(struct MHD_Daemon *d, const struct serve_opts *o, char
 static int serve_run(struct serve *sv, struct kx_capture *c, struct serve_opts *o,
                      const sigset_t *set)
 {
-	struct MHD_Daemon *d;
+	struct MHD_Daemon *d = NULL;
 	char where[80];
 
-	if (serve_start(sv, c, o))
+	/* HTTP unless only --socket was asked for. */
+	if (!serve_socket_wanted(&o->sock) || o->listen_given) {
+		if (serve_start(sv, c, o))
+			return 1;
+		d = serve_listen(sv, o);
+		if (!d)
+			return 1;
+		bound_address(d, o, where, sizeof(where));
+		fprintf(stderr,
+		        "kxprof serve: http://%s/metrics (%s, %d devices, %s, key limit %u)\n",
+		        where, sv->mech, o->devices.n,
+		        o->pids ? "given processes" : "all processes",
+		        kx_session_agg_max_keys(c->s));
+	}
+	if (serve_socket_start(&o->sock, kx_verbose)) {
+		if (d)
+			MHD_stop_daemon(d);
 		return 1;
-	d = serve_listen(sv, o);
-	if (!d)
-		return 1;
-	bound_address(d, o, where, sizeof(where));
-	fprintf(stderr, "kxprof serve: http://%s/metrics (%s, %d devices, %s, key limit %u)\n",
-	        where, sv->mech, o->devices.n, o->pids ? "given processes" : "all processes",
-	        kx_session_agg_max_keys(c->s));
+	}
 	serve_loop(sv, o, set);
 	fprintf(stderr, "kxprof serve: stopping\n");
-	MHD_stop_daemon(d);
+	serve_socket_stop(&o->sock);
+	if (d)
+		MHD_stop_daemon(d);
 	return 0;
 }
 
@@ -758,6 +792,8 @@ int cmd_serve(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	if (serve_socket_inherit(&o.sock))
+		return 1;
 	pthread_mutex_init(&sv.lock, NULL);
 	sv.conns.next = sv.conns.prev = &sv.conns;
 	sv.deadline_ns = (uint64_t)o.deadline * 1000000000ULL;
@@ -765,7 +801,8 @@ int cmd_serve(int argc, char **argv)
 	 * threshold returns them to the kernel when freed, so a burst of keys
 	 * does not leave the heap (and RSS) at its high-water mark for days. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	if (kx_devset_resolve(&o.devices, NULL, NULL) == 0)
+	if ((!serve_socket_wanted(&o.sock) || o.listen_given) &&
+	    kx_devset_resolve(&o.devices, NULL, NULL) == 0)
 		kx_err("warning: no accelerator device found yet; rescans (SIGHUP, --rescan) add "
 		       "them");
 	/* Signals are taken synchronously by the main loop: block them before any

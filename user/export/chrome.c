@@ -930,6 +930,7 @@ static void write_tail(struct wbuf *w, const struct ctx *c)
 {
 	const struct kx_capinfo *ci = c->ci;
 	uint64_t not_stored = ci->not_stored;
+	char mech[sizeof(ci->hooks[0].mech) + sizeof(ci->hooks[0].why) + 8];
 
 	if (kx_store_not_stored(c->s) > not_stored)
 		not_stored = kx_store_not_stored(c->s);
@@ -943,6 +944,11 @@ static void write_tail(struct wbuf *w, const struct ctx *c)
 	wb_field(w, ci->kernel, sizeof(ci->kernel));
 	wb_lit(w, ",\"cmdline\":");
 	wb_field(w, ci->cmdline, sizeof(ci->cmdline));
+	wb_lit(w, ",\"ioctl_hooks\":");
+	if (kx_capinfo_ioctl_mech(ci, mech, sizeof(mech)))
+		wb_str(w, mech);
+	else
+		wb_lit(w, "null");
 	wb_need(w, 160);
 	PUT_LIT(w, ",\"ioctl_events\":");
 	put_u64(w, kx_store_ioctl_count(c->s));

@@ -717,6 +717,17 @@ static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 	}
 }
 
+/* "; ioctl hooks: tp_btf" and the end of the header line (nothing when the
+ * capture facts do not say). */
+static void print_mech(const struct kx_capinfo *ci, FILE *f)
+{
+	char mech[sizeof(ci->hooks[0].mech) + sizeof(ci->hooks[0].why) + 8];
+
+	if (kx_capinfo_ioctl_mech(ci, mech, sizeof(mech)))
+		fprintf(f, "; ioctl hooks: %s", mech);
+	fputc('\n', f);
+}
+
 /*
  * "Capture: ..." line. Without a trailer the stop time and the capture's
  * counters were never written: unknown, not 0; received is then what the
@@ -731,15 +742,17 @@ static void print_capture_line(const struct kx_summary *sum, const char *host, c
 		fprintf(f,
 		        "Capture: host %s, kernel %s, duration unknown; events emitted unknown (no "
 		        "trailer), received %zu, dropped unknown, not stored unknown; %" PRIu64
-		        " ioctls summarized\n",
+		        " ioctls summarized",
 		        host, kernel, kx_store_ioctl_count(sum->an->store), sum->st.stored);
-		return;
+	} else {
+		fprintf(f,
+		        "Capture: host %s, kernel %s, %.3f s; events emitted %" PRIu64
+		        ", received %" PRIu64 ", dropped %" PRIu64 ", not stored %" PRIu64
+		        "; %" PRIu64 " ioctls summarized",
+		        host, kernel, capture_ms(ci) / 1e3, ci->emitted, ci->received, ci->dropped,
+		        sum->not_stored, sum->st.stored);
 	}
-	fprintf(f,
-	        "Capture: host %s, kernel %s, %.3f s; events emitted %" PRIu64 ", received %" PRIu64
-	        ", dropped %" PRIu64 ", not stored %" PRIu64 "; %" PRIu64 " ioctls summarized\n",
-	        host, kernel, capture_ms(ci) / 1e3, ci->emitted, ci->received, ci->dropped,
-	        sum->not_stored, sum->st.stored);
+	print_mech(ci, f);
 }
 
 /* JSON "Capture" figures; null where the file has no trailer to say them. */
@@ -774,9 +787,10 @@ static void print_live_line(const struct kx_summary *sum, FILE *f)
 	field_str(kernel, sizeof(kernel), ci->kernel, sizeof(ci->kernel));
 	fprintf(f,
 	        "Live aggregates: host %s, kernel %s, %.3f s since the start or the last reset; "
-	        "%" PRIu64 " ioctls aggregated\n",
+	        "%" PRIu64 " ioctls aggregated",
 	        host[0] ? host : "?", kernel[0] ? kernel : "?", capture_ms(ci) / 1e3,
 	        sum->st.stored);
+	print_mech(ci, f);
 }
 
 void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int flags)
@@ -1009,6 +1023,7 @@ void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 	const struct kx_capinfo *ci = &sum->ci;
 	struct json_warn_ctx wc = {f, 0};
 	const char *cat = NULL;
+	char mech[sizeof(ci->hooks[0].mech) + sizeof(ci->hooks[0].why) + 8];
 
 	fputs("{\n  \"Time\": {", f);
 	for (size_t i = 0; i < sum->st.nrows; i++) {
@@ -1034,6 +1049,11 @@ void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 	fputs(", \"kernel\": ", f);
 	json_str(f, ci->kernel, sizeof(ci->kernel));
 	json_capture_figures(sum, f);
+	fputs(", \"ioctl_hooks\": ", f);
+	if (kx_capinfo_ioctl_mech(ci, mech, sizeof(mech)))
+		json_str(f, mech, sizeof(mech));
+	else
+		fputs("null", f);
 	fprintf(f, ", \"offcpu_measured\": %s},\n", sum->st.offcpu_measured ? "true" : "false");
 	fputs("  \"Warnings\": [", f);
 	each_warning(sum, json_warning, &wc);

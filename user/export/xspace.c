@@ -1240,10 +1240,32 @@ static const struct kx_workq_ops seg_ops = {
  * The host plane: sizing pass, then the bytes to k. In memory the whole
  * plane's room is made first, so the buffer grows once.
  */
+static void put_plane_str_stat(struct kx_bytes *b, struct strtab *st, const char *name,
+                               const char *val)
+{
+	uint32_t mid = strtab_cstr(st, name);
+	size_t len = strlen(val);
+	uint8_t *p = kx_bytes_room(b, len + 32);
+
+	if (!mid)
+		b->oom = 1;
+	else if (p)
+		ob_done(b, put_stat_str(p, XPLANE_STATS, mid, val, len));
+}
+
+/* The host plane's own stats: which attach mechanism the ioctl hooks ran with. */
+static void host_plane_stats(struct exporter *x, struct kx_bytes *b)
+{
+	char mech[sizeof(x->ci->hooks[0].mech) + sizeof(x->ci->hooks[0].why) + 8];
+
+	if (kx_capinfo_ioctl_mech(x->ci, mech, sizeof(mech)))
+		put_plane_str_stat(b, &x->st, "ioctl_hooks", mech);
+}
+
 static int put_host_plane(struct exporter *x, struct sink *k)
 {
 	uint8_t head[64 + sizeof(HOST_PLANE_NAME)], buf[LINE_HEAD], *p;
-	struct kx_bytes meta = {0};
+	struct kx_bytes meta = {0}, pstats = {0};
 	struct hwriter hw = {x, k, 0};
 	struct kx_workq *q;
 	struct seg *g;
@@ -1259,19 +1281,22 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 	for (size_t i = 0; i < x->nlines; i++)
 		if (size_line(x, i))
 			return -1;
+	host_plane_stats(x, &pstats);
 	put_metadata(&meta, &x->ev, &x->st);
-	if (meta.oom) {
+	if (meta.oom || pstats.oom) {
 		free(meta.p);
+		free(pstats.p);
 		return fail(x, "out of memory");
 	}
 	p = kx_pb_vfield(head, XPLANE_ID, HOST_PLANE_ID);
 	p = kx_pb_bytes(p, XPLANE_NAME, HOST_PLANE_NAME, sizeof(HOST_PLANE_NAME) - 1);
 	head_len = (size_t)(p - head);
-	plane = head_len + meta.len;
+	plane = head_len + meta.len + pstats.len;
 	for (size_t i = 0; i < x->nlines; i++)
 		plane += 1 + kx_pb_varint_size(x->hl[i].body) + x->hl[i].body;
 	if (plane > PB_MAX_MSG) {
 		free(meta.p);
+		free(pstats.p);
 		return fail(x,
 		            "XSpace is over protobuf's 2 GiB limit (%zu bytes of %zu threads): "
 		            "export a shorter time window",
@@ -1279,6 +1304,7 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 	}
 	if (k->fd < 0 && !kx_bytes_room(k->ob, plane + 16 + 65536)) {
 		free(meta.p);
+		free(pstats.p);
 		return fail(x, "out of memory serializing the XSpace");
 	}
 
@@ -1286,6 +1312,7 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 	q = kx_workq_new(workers, (size_t)workers * 2 + 2, sizeof(struct seg), &seg_ops, &hw);
 	if (!q) {
 		free(meta.p);
+		free(pstats.p);
 		return fail(x, "out of memory");
 	}
 	g = kx_workq_get(q);
@@ -1313,11 +1340,13 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		seg_lit(g, buf, line_tail(&x->hl[i], buf));
 	}
 	seg_lit(g, meta.p, meta.len);
+	seg_lit(g, pstats.p, pstats.len);
 	kx_workq_put(q, g);
 	kx_workq_finish(q);
 	kx_workq_each(q, seg_free);
 	kx_workq_free(q);
 	free(meta.p);
+	free(pstats.p);
 	if (hw.bad)
 		return fail(x, "out of memory encoding the host plane");
 	if (k->ob->oom)
@@ -1411,19 +1440,6 @@ static const char *device_vendor(enum kx_driver drv)
 	default:
 		return NULL;
 	}
-}
-
-static void put_plane_str_stat(struct kx_bytes *b, struct strtab *st, const char *name,
-                               const char *val)
-{
-	uint32_t mid = strtab_cstr(st, name);
-	size_t len = strlen(val);
-	uint8_t *p = kx_bytes_room(b, len + 32);
-
-	if (!mid)
-		b->oom = 1;
-	else if (p)
-		ob_done(b, put_stat_str(p, XPLANE_STATS, mid, val, len));
 }
 
 /* ---- device timelines: job lines and the memory line of a device plane ---- */

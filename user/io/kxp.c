@@ -593,11 +593,22 @@ static int decode_capinfo(const uint8_t *p, size_t len, struct kx_capinfo *ci)
 	return decode_fields(p, len, capinfo_fields, ci, ci);
 }
 
+void kx_kxp_capinfo_encode(struct kx_bytes *b, const struct kx_capinfo *ci)
+{
+	encode_capinfo(b, ci);
+}
+
+int kx_kxp_capinfo_decode(const void *p, size_t len, struct kx_capinfo *ci)
+{
+	return decode_capinfo(p, len, ci);
+}
+
 /* ---- writer ---- */
 
 struct kx_kxp_writer {
-	int fd;     /* of.fd: the temporary file */
-	char *path; /* as given, for messages */
+	int fd;                      /* of.fd: the temporary file; -1 when streaming */
+	struct kx_kxp_stream stream; /* where the bytes go instead, when write is set */
+	char *path;                  /* as given, for messages */
 	struct kx_outfile of;
 	uint8_t *raw; /* records of the pending chunk */
 	size_t raw_len;
@@ -621,7 +632,7 @@ static void werr(struct kx_kxp_writer *w, int e)
 
 static int write_all(struct kx_kxp_writer *w, const uint8_t *p, size_t n)
 {
-	int e = kx_write_all(w->fd, p, n);
+	int e = w->stream.write ? w->stream.write(w->stream.ctx, p, n) : kx_write_all(w->fd, p, n);
 
 	if (e) {
 		werr(w, e);
@@ -681,30 +692,29 @@ static void writer_free(struct kx_kxp_writer *w)
 	free(w);
 }
 
-struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *ci, char *err,
-                                    size_t errlen)
+/* A writer with its buffers, writing nowhere yet (fd -1); NULL when out of memory. */
+static struct kx_kxp_writer *writer_new(const char *path, char *err, size_t errlen)
 {
 	struct kx_kxp_writer *w = calloc(1, sizeof(*w));
-	struct kx_bytes hdr = {0};
-	uint8_t fixed[HDR_FIXED], crc[4];
 
+	if (w)
+		w->fd = -1;
 	if (!w || !(w->path = strdup(path)) || !(w->raw = malloc(CHUNK_RAW + REC_MAX)) ||
 	    !(w->zc = ZSTD_createCCtx())) {
 		snprintf(err, errlen, "cannot create %s: out of memory", path);
-		if (w) {
-			w->fd = -1;
+		if (w)
 			writer_free(w);
-		}
 		return NULL;
 	}
-	/* A temporary file renamed into place by kx_kxp_close; the file it
-	 * replaces is kept as NAME.old. */
-	if (kx_outfile_open(&w->of, path, KX_OUT_KEEP_OLD, err, errlen)) {
-		w->fd = -1;
-		writer_free(w);
-		return NULL;
-	}
-	w->fd = w->of.fd;
+	return w;
+}
+
+/* Writes the file header with ci. w, or NULL (freed) with err. */
+static struct kx_kxp_writer *write_header(struct kx_kxp_writer *w, const struct kx_capinfo *ci,
+                                          char *err, size_t errlen)
+{
+	struct kx_bytes hdr = {0};
+	uint8_t fixed[HDR_FIXED], crc[4];
 
 	memcpy(fixed, file_magic, 8);
 	put_le32(fixed + 8, KX_KXP_VERSION);
@@ -729,6 +739,34 @@ struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *c
 		return NULL;
 	}
 	return w;
+}
+
+struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *ci, char *err,
+                                    size_t errlen)
+{
+	struct kx_kxp_writer *w = writer_new(path, err, errlen);
+
+	if (!w)
+		return NULL;
+	/* A temporary file renamed into place by kx_kxp_close; the file it
+	 * replaces is kept as NAME.old. */
+	if (kx_outfile_open(&w->of, path, KX_OUT_KEEP_OLD, err, errlen)) {
+		writer_free(w);
+		return NULL;
+	}
+	w->fd = w->of.fd;
+	return write_header(w, ci, err, errlen);
+}
+
+struct kx_kxp_writer *kx_kxp_create_stream(const struct kx_kxp_stream *out,
+                                           const struct kx_capinfo *ci, char *err, size_t errlen)
+{
+	struct kx_kxp_writer *w = writer_new("the record stream", err, errlen);
+
+	if (!w)
+		return NULL;
+	w->stream = *out;
+	return write_header(w, ci, err, errlen);
 }
 
 int kx_kxp_flush(struct kx_kxp_writer *w)
@@ -917,7 +955,7 @@ int kx_kxp_close(struct kx_kxp_writer *w, const struct kx_capinfo *ci, char *err
 		free(b.p);
 	}
 	/* Complete: renamed into place. Failed: nothing partial is left. */
-	if (!w->failed) {
+	if (!w->failed && !w->stream.write) {
 		w->fd = -1;
 		if (kx_outfile_commit(&w->of, w->err, sizeof(w->err)))
 			w->failed = 1;

@@ -18,6 +18,7 @@
 #include "model/capinfo.h"
 #include "model/event.h"
 #include "model/store.h"
+#include "util/grow.h"
 
 /* 4: annotation records; 3 (numbered chunks), 2 (zstd chunks) and 1 (zlib) are still read */
 #define KX_KXP_VERSION 4
@@ -28,6 +29,19 @@ struct kx_kxp_writer;
  * NULL on error with a message in err; path itself is untouched. */
 struct kx_kxp_writer *kx_kxp_create(const char *path, const struct kx_capinfo *ci, char *err,
                                     size_t errlen);
+
+/* Where a streamed record goes (a daemon's socket): write gets each piece
+ * whole, the header first, then one chunk at a time, the trailer last, and
+ * returns 0 or an errno (the writer then fails as on a write error). The
+ * pieces concatenated are the bytes kx_kxp_create would have written. */
+struct kx_kxp_stream {
+	int (*write)(void *ctx, const void *p, size_t n);
+	void *ctx;
+};
+/* Same as kx_kxp_create, into out (copied) instead of a file; kx_kxp_close
+ * then writes the trailer and renames nothing. */
+struct kx_kxp_writer *kx_kxp_create_stream(const struct kx_kxp_stream *out,
+                                           const struct kx_capinfo *ci, char *err, size_t errlen);
 /* Buffer events; a chunk is compressed and written when the buffer fills. */
 int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const uint8_t *arg);
 int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t);
@@ -84,5 +98,12 @@ int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
 /* Same, from memory (for tests and fuzzing). */
 int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store, struct kx_capinfo *ci,
                     struct kx_kxp_read_result *res, char *err, size_t errlen);
+
+/* Capture info as the file's TLV (header and trailer), for carrying it
+ * elsewhere (a daemon's end-of-session message). Appends to b (b->oom on
+ * failure). */
+void kx_kxp_capinfo_encode(struct kx_bytes *b, const struct kx_capinfo *ci);
+/* The reverse: 0, or -1 when the bytes are not a well-formed TLV list. */
+int kx_kxp_capinfo_decode(const void *p, size_t len, struct kx_capinfo *ci);
 
 #endif /* KX_KXP_H */

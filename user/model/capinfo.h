@@ -31,7 +31,8 @@ struct kx_hook {
 	char name[48]; /* "ioctl", "sched_process_fork", ... */
 	char mech[16]; /* "tp_btf", "raw_tp", "tp", "fentry", "kprobe", "-" */
 	uint8_t state; /* enum kx_hook_state */
-	char why[96];  /* reason when skipped/failed, else "" */
+	char why[96];  /* reason when skipped/failed; attached: a note (the function
+	                * fentry hooked) or "" */
 };
 
 /* Calls of one hooked driver function (driver entry hooks that attached). */
@@ -96,6 +97,28 @@ static inline struct kx_hook *kx_capinfo_hook(struct kx_capinfo *ci, const char 
 	snprintf(h->mech, sizeof(h->mech), "%s", mech);
 	h->state = (uint8_t)state;
 	return h;
+}
+
+/* The attach mechanism the ioctl hooks ran with, into buf: "tp_btf", or
+ * "fentry on __x64_sys_ioctl"; NULL when the facts do not say (replayed
+ * fixtures without hook lines). */
+static inline const char *kx_capinfo_ioctl_mech(const struct kx_capinfo *ci, char *buf, size_t len)
+{
+	uint32_t n = ci->nhooks < KX_MAX_HOOKS ? ci->nhooks : KX_MAX_HOOKS;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct kx_hook *h = &ci->hooks[i];
+
+		if (h->state != KX_HOOK_ATTACHED || strncmp(h->name, "ioctl", sizeof(h->name)))
+			continue;
+		if (h->why[0])
+			snprintf(buf, len, "%.*s on %.*s", (int)strnlen(h->mech, sizeof(h->mech)),
+			         h->mech, (int)strnlen(h->why, sizeof(h->why)), h->why);
+		else
+			snprintf(buf, len, "%.*s", (int)strnlen(h->mech, sizeof(h->mech)), h->mech);
+		return buf;
+	}
+	return NULL;
 }
 
 /* Realtime ns for a monotonic timestamp, using the start sync. */

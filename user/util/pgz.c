@@ -1,8 +1,9 @@
 /*
  * Parallel gzip writer (see pgz.h). Owns the gzip framing, the per-thread
- * deflate streams and the history window handed from block to block.
- * The calling thread fills blocks and writes the compressed ones in order
- * (kx_workq consumes them there), so write errors keep their errno.
+ * deflate streams of the two engines (ISA-L's igzip, zlib) and the history
+ * window handed from block to block. The calling thread fills blocks and
+ * writes the compressed ones in order (kx_workq consumes them there), so
+ * write errors keep their errno.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -11,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
 
 #include "util/fdio.h"
 #include "util/pgz.h"
@@ -33,6 +37,7 @@ struct blk {
 struct kx_pgz {
 	int fd;
 	int level;
+	enum kx_pgz_engine engine;
 	struct kx_workq *q;
 	struct blk *cur;
 	char hist[DICT]; /* the last DICT input bytes so far */
@@ -44,43 +49,148 @@ struct kx_pgz {
 	int ended;
 };
 
-static void *zctx_new(void *arg)
+enum kx_pgz_engine kx_pgz_engine_env(void)
 {
-	struct kx_pgz *z = arg;
+	const char *e = getenv("KXPROF_GZIP");
+
+	return e && !strcmp(e, "zlib") ? KX_PGZ_ZLIB : KX_PGZ_ISAL;
+}
+
+const char *kx_pgz_engine_name(enum kx_pgz_engine e)
+{
+	return e == KX_PGZ_ZLIB ? "zlib" : "isa-l";
+}
+
+/* ---- ISA-L igzip: its level 1 (level 2 and 3 for higher zlib levels) ---- */
+
+struct isal_ctx {
+	struct isal_zstream s;
+	uint32_t level;
+	uint8_t *buf; /* the level's working memory */
+	uint32_t buf_size;
+};
+
+static void *isal_ctx_new(int zlevel)
+{
+	struct isal_ctx *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->level = zlevel <= 1 ? 1 : zlevel <= 5 ? 2 : 3;
+	c->buf_size = c->level == 1   ? ISAL_DEF_LVL1_DEFAULT
+	              : c->level == 2 ? ISAL_DEF_LVL2_DEFAULT
+	                              : ISAL_DEF_LVL3_DEFAULT;
+	c->buf = malloc(c->buf_size);
+	if (!c->buf) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void isal_ctx_free(void *ctx)
+{
+	struct isal_ctx *c = ctx;
+
+	if (c)
+		free(c->buf);
+	free(c);
+}
+
+/* Grows b->out to hold at least need more bytes. 0, or -1 on OOM. */
+static int out_room(struct blk *b, size_t need)
+{
+	uint8_t *p;
+
+	if (b->out_cap - b->out_len >= need)
+		return 0;
+	p = realloc(b->out, b->out_len + need);
+	if (!p)
+		return -1;
+	b->out = p;
+	b->out_cap = b->out_len + need;
+	return 0;
+}
+
+/* Raw deflate of the block, primed with its history; sync flush unless last. */
+static int isal_block(void *ctx, struct blk *b)
+{
+	struct isal_ctx *c = ctx;
+	struct isal_zstream *s = &c->s;
+
+	isal_deflate_init(s);
+	s->level = c->level;
+	s->level_buf = c->buf;
+	s->level_buf_size = c->buf_size;
+	s->gzip_flag = IGZIP_DEFLATE;
+	s->flush = b->last ? NO_FLUSH : SYNC_FLUSH;
+	s->end_of_stream = (uint16_t)(b->last != 0);
+	if (b->dict && isal_deflate_set_dict(s, (uint8_t *)b->in + DICT - b->dict,
+	                                     (uint32_t)b->dict) != COMP_OK)
+		return -1;
+	s->next_in = (uint8_t *)b->in + DICT;
+	s->avail_in = (uint32_t)b->len;
+	/* Incompressible input goes out as stored blocks: a little over its size. */
+	if (out_room(b, b->len + b->len / 64 + 1024))
+		return -1;
+	for (;;) {
+		s->next_out = b->out + b->out_len;
+		s->avail_out = (uint32_t)(b->out_cap - b->out_len);
+		if (isal_deflate(s) != COMP_OK)
+			return -1;
+		b->out_len = b->out_cap - s->avail_out;
+		/* Done: the end written, or all input flushed with room to spare. */
+		if (b->last ? s->internal_state.state == ZSTATE_END
+		            : !s->avail_in && s->avail_out &&
+		                      s->internal_state.state == ZSTATE_NEW_HDR)
+			return 0;
+		if (out_room(b, 65536))
+			return -1;
+	}
+}
+
+static uint32_t isal_crc(const void *p, size_t n)
+{
+	return crc32_gzip_refl(0, (const unsigned char *)p, (uint64_t)n);
+}
+
+/* ---- zlib ---- */
+
+static void *zlib_ctx_new(int level)
+{
 	z_stream *s = calloc(1, sizeof(*s));
 
 	/* Raw deflate: the gzip framing is ours. */
-	if (s && deflateInit2(s, z->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+	if (s && deflateInit2(s, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 		free(s);
 		s = NULL;
 	}
 	return s;
 }
 
-static void zctx_free(void *wctx, void *arg)
+static void zlib_ctx_free(void *ctx)
 {
-	(void)arg;
-	if (wctx)
-		deflateEnd(wctx);
-	free(wctx);
+	if (ctx)
+		deflateEnd(ctx);
+	free(ctx);
 }
 
-static void blk_run(void *slot, void *wctx, void *arg)
+static uint32_t zlib_crc(const void *p, size_t n)
 {
-	struct blk *b = slot;
-	z_stream *s = wctx;
+	return (uint32_t)crc32(0, (const Bytef *)p, (uInt)n);
+}
+
+static int zlib_block(void *ctx, struct blk *b)
+{
+	z_stream *s = ctx;
 	int flush = b->last ? Z_FINISH : Z_SYNC_FLUSH;
 	size_t need;
 
-	(void)arg;
-	b->out_len = 0;
-	b->bad = 1;
-	if (!b->in || !s || deflateReset(s) != Z_OK)
-		return;
-	b->crc = (uint32_t)crc32(0, (const Bytef *)b->in + DICT, (uInt)b->len);
+	if (deflateReset(s) != Z_OK)
+		return -1;
 	if (b->dict &&
 	    deflateSetDictionary(s, (const Bytef *)b->in + DICT - b->dict, (uInt)b->dict) != Z_OK)
-		return;
+		return -1;
 	/* Bound plus the sync flush's empty stored block and the final block. */
 	need = deflateBound(s, (uLong)b->len) + 64;
 	s->next_in = (Bytef *)b->in + DICT;
@@ -89,26 +199,61 @@ static void blk_run(void *slot, void *wctx, void *arg)
 		int zr;
 
 		/* Exact fit: deflateBound says how much the rest of the block needs. */
-		if (b->out_cap - b->out_len < need) {
-			uint8_t *p = realloc(b->out, b->out_len + need);
-
-			if (!p)
-				return;
-			b->out = p;
-			b->out_cap = b->out_len + need;
-		}
+		if (out_room(b, need))
+			return -1;
 		s->next_out = b->out + b->out_len;
 		s->avail_out = (uInt)(b->out_cap - b->out_len);
 		zr = deflate(s, flush);
 		b->out_len = b->out_cap - s->avail_out;
 		if (zr == Z_STREAM_ERROR)
-			return;
+			return -1;
 		/* Done once a call returns with output space left (zlib's rule). */
 		if (b->last ? zr == Z_STREAM_END : !s->avail_in && s->avail_out)
-			break;
+			return 0;
 		need = 65536;
 	}
-	b->bad = 0;
+}
+
+/* ---- the engine of a writer ---- */
+
+static const struct engine {
+	void *(*ctx_new)(int level);
+	void (*ctx_free)(void *ctx);
+	int (*block)(void *ctx, struct blk *b); /* 0, or -1 on failure */
+	uint32_t (*crc)(const void *p, size_t n);
+} engines[] = {
+        [KX_PGZ_ISAL] = {isal_ctx_new, isal_ctx_free, isal_block, isal_crc},
+        [KX_PGZ_ZLIB] = {zlib_ctx_new, zlib_ctx_free, zlib_block, zlib_crc},
+};
+
+static void *wctx_new(void *arg)
+{
+	struct kx_pgz *z = arg;
+
+	return engines[z->engine].ctx_new(z->level);
+}
+
+static void wctx_free(void *wctx, void *arg)
+{
+	struct kx_pgz *z = arg;
+
+	engines[z->engine].ctx_free(wctx);
+}
+
+static void blk_run(void *slot, void *wctx, void *arg)
+{
+	struct blk *b = slot;
+	struct kx_pgz *z = arg;
+	const struct engine *e = &engines[z->engine];
+
+	b->out_len = 0;
+	b->bad = 1;
+	if (!b->in || !wctx)
+		return;
+	b->crc = e->crc(b->in + DICT, b->len);
+	b->bad = e->block(wctx, b) != 0;
+	if (b->bad)
+		b->out_len = 0;
 }
 
 static void write_all(struct kx_pgz *z, const void *p, size_t n)
@@ -145,11 +290,16 @@ static void blk_free(void *slot, void *arg)
 static const struct kx_workq_ops pgz_ops = {
         .run = blk_run,
         .done = blk_done,
-        .wctx_new = zctx_new,
-        .wctx_free = zctx_free,
+        .wctx_new = wctx_new,
+        .wctx_free = wctx_free,
 };
 
 struct kx_pgz *kx_pgz_new(int fd, int level)
+{
+	return kx_pgz_new_engine(fd, level, kx_pgz_engine_env());
+}
+
+struct kx_pgz *kx_pgz_new_engine(int fd, int level, enum kx_pgz_engine engine)
 {
 	/* gzip header: deflate, no name, no mtime, "fastest" when level 1, Unix. */
 	uint8_t hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, level == 1 ? 4 : 0, 3};
@@ -160,6 +310,7 @@ struct kx_pgz *kx_pgz_new(int fd, int level)
 		return NULL;
 	z->fd = fd;
 	z->level = level;
+	z->engine = engine == KX_PGZ_ZLIB ? KX_PGZ_ZLIB : KX_PGZ_ISAL;
 	/* Two blocks per worker keep them busy while the caller writes. */
 	z->q = kx_workq_new(workers, (size_t)2 * workers + 2, sizeof(struct blk), &pgz_ops, z);
 	if (!z->q) {
@@ -243,7 +394,8 @@ int kx_pgz_finish(struct kx_pgz *z, int *err_no, char *msg, size_t msglen)
 	if (z->err)
 		return -1;
 	if (z->zbad) {
-		snprintf(msg, msglen, "zlib: compression failed (out of memory?)");
+		snprintf(msg, msglen, "%s: compression failed (out of memory?)",
+		         kx_pgz_engine_name(z->engine));
 		return -1;
 	}
 	return 0;
