@@ -81,7 +81,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps test unit demo install clean format format-check bench layering ioctl-tables
+.PHONY: all deps test unit demo install clean format format-check bench bench-sampling layering ioctl-tables
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS) $(TOOL_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
@@ -155,7 +155,8 @@ $(PROTO_TESTS): $(PROTO_H) $(PROTO_OBJS)
 $(PROTO_TESTS): private TEST_PROTO := $(PROTO_OBJS) -lprotobuf-c
 
 # Tests that check stack unwinding and symbols: frames are walked by frame pointer.
-$(BUILD)/tests/test_symbol $(BUILD)/tests/test_sample: private CFLAGS += -fno-omit-frame-pointer
+$(BUILD)/tests/test_symbol $(BUILD)/tests/test_sample $(BUILD)/tests/profile_workload: \
+	private CFLAGS += -fno-omit-frame-pointer
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -186,6 +187,10 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIB)
 
 bench: all $(BENCH_BINS)
 	@tests/bench/run.sh
+
+# The CPU sampling section of the benchmarks alone (no /dev/kvm needed).
+bench-sampling: all
+	@tests/bench/sampling.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -27,8 +27,10 @@
 
 #include "core_fixes.bpf.h"
 #include "kxprof.h"
+#include "inflight.bpf.h"
 #include "log2.bpf.h"
 #include "shared.bpf.h"
+#include "counters.bpf.h"
 
 #define S_IFMT              00170000
 #define S_IFCHR             0020000
@@ -69,52 +71,6 @@ struct {
 	__type(value, __u8);
 } seen SEC(".maps");
 
-/* The traced-device answer for a file: found, and its fkind, driver and dev. */
-struct dev_answer {
-	__u32 found;
-	__u32 dev;
-	__u16 fkind;
-	__u16 drv;
-};
-
-struct inflight {
-	__u64 ts;
-	__u64 arg;       /* user pointer to the argument (or inner XFER params) */
-	__u64 offcpu_ns; /* time switched out so far (sched_switch) */
-	__u64 off_since; /* when it was switched out, 0 while on a CPU */
-	__u32 cmd;
-	__s32 fd;
-	__u32 dev;
-	__u16 fkind;
-	__u16 drv;
-	__u32 xfer_cmd;
-	__u16 in_len;
-	__u16 out_len; /* planned copy at exit */
-	__u8 in[KX_ARG_MAX];
-	/* Above: the call in progress (ts 0: none). Below: kept from call to call,
-	 * since a thread's entry lives until the thread exits and is updated in
-	 * place (a map update and delete per call cost more than the rest of
-	 * the call's recording; tests/bench/RESULTS.md). */
-	__u8 named;      /* a task record named the thread */
-	__u8 spec_valid; /* spec_* hold the argspec answer for (spec_drv, spec_cmd) */
-	__u8 spec_found;
-	__u16 spec_drv;
-	__u32 spec_cmd;
-	struct kx_arg_spec spec;
-	/* The device answer for the thread's last file (threads repeat their fd):
-	 * valid while dev_gen == devs_gen. dev_ck: (mode, rdev) of a device
-	 * node, or the f_op of an anon-inode file. */
-	__u64 dev_ck;
-	__u32 dev_gen;
-	struct dev_answer dev_known;
-	/* Aggregate mode: the slot of the thread's last key, valid while agg_gen
-	 * is unchanged (a thread repeating an ioctl costs no hash lookup). */
-	__u8 agg_valid;
-	__u32 agg_gen;
-	__u32 agg_slot;
-	struct kx_agg_key agg_key;
-};
-
 /*
  * Aggregate mode: (device, driver, cmd[, pid or cgroup]) -> a slot of the agg
  * array (counters and log2 histogram). Values sit in an array, whose lookup
@@ -145,27 +101,6 @@ struct {
 } agg_free SEC(".maps");
 
 __u32 agg_gen = 0;
-
-/* Ioctls in progress, by tid. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct inflight);
-} inflight SEC(".maps");
-
-/*
- * fentry, tp_btf and tp: the same entries in task-local storage, found from
- * the task by a pointer walk instead of a hash of the tid (two hash lookups
- * and two atomics fewer per ioctl), and freed with the task. The tid hash
- * above serves raw_tp, whose task pointers are untyped.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct inflight);
-} task_call SEC(".maps");
 
 /* tid hash only: calls in flight (entries with ts != 0); sched_switch and
  * sys_exit skip every read while it is 0. */
@@ -517,6 +452,7 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 	}
 	/* Last: the call's time excludes this program's own work. */
 	e->ts = bpf_ktime_get_ns();
+	kx_ctr_enter(tid, e->ts);
 	return 0;
 }
 
@@ -643,6 +579,7 @@ static __always_inline int on_exit(long ret, const bool btf)
 		call_done(v, btf);
 		return 0;
 	}
+	kx_ctr_exit(tgid, tid);
 	if (!v->named) {
 		v->named = 1;
 		name_thread(tgid, tid);
@@ -728,6 +665,7 @@ static __always_inline void on_switch(__u32 prev, __u32 next, bool prev_blocked)
 	struct inflight *v;
 	__u64 now = 0;
 
+	kx_ctr_switch(prev, next);
 	/* The clock only when a traced thread is involved: most switches are not. */
 	if (prev && prev_blocked) {
 		v = bpf_map_lookup_elem(&inflight, &prev);
@@ -759,6 +697,7 @@ static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev
 	struct inflight *v;
 	__u64 now = 0;
 
+	kx_ctr_switch(prev->pid, next->pid);
 	if (!preempt && prev->bpf_storage && kx_task_blocked_btf(prev)) {
 		v = bpf_task_storage_get(&task_call, prev, NULL, 0);
 		if (v && v->ts && !v->off_since) {

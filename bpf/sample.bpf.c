@@ -1,22 +1,41 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * CPU sampling: runs on each cpu-clock perf event (one per online CPU, opened
+ * CPU sampling and off-CPU intervals of traced threads.
+ *
+ * kx_sample runs on each cpu-clock perf event (one per online CPU, opened
  * by user/capture/sample.c). A sample of a traced process (the pid set, or
- * every process) becomes one record with its kernel and user stacks, read by
- * frame pointers through bpf_get_stack; the idle task is never recorded.
- * Every sample kept is counted as emitted, and as dropped when the ring
- * buffer is full; stacks that could not be read or were cut are counted.
+ * every process) becomes one record with its kernel and user stacks, read
+ * by frame pointers through bpf_get_stack, and the traced ioctl its thread
+ * was inside, if any (the entry bpf/ioctl.bpf.c keeps, inflight.bpf.h); the
+ * idle task is never recorded.
+ *
+ * kx_offcpu_btf / kx_offcpu_raw (sched_switch; user space loads at most
+ * one): a thread that blocks inside a traced ioctl has its stacks stashed
+ * at switch-out; when it is switched in again, the stash becomes an
+ * off-CPU record weighted by the time it was away.
+ *
+ * Every record kept is counted as emitted, and as dropped when the ring
+ * buffer is full; stacks that could not be read or were cut are counted,
+ * and so are blocked threads the stash had no room for. The first record
+ * of a process image (a pid after each exec) wakes the consumer at once,
+ * so user space reads its maps while it lives.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "core_fixes.bpf.h"
 #include "kxprof.h"
+#include "inflight.bpf.h"
 #include "sample_rec.h"
 #include "shared.bpf.h"
 
 #define PF_KTHREAD 0x00200000 /* task_struct.flags: a kernel thread */
+#define EEXIST     17
+
+/* The ioctl capture keeps its entries in task storage (fentry, tp_btf or tp). */
+const volatile bool call_btf = false;
 
 /* The record under construction (too large for the BPF stack). */
 struct {
@@ -32,6 +51,27 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } sample_stats SEC(".maps");
+
+/* The exec_id each process was last recorded with: a new one wakes user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u32);
+} images SEC(".maps");
+
+/* Threads blocked inside a traced call: their record, waiting for the weight.
+ * Sized by user space (1 when off-CPU intervals are not recorded). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct kx_sample_rec);
+} offcpu_stash SEC(".maps");
+
+/* Entries in offcpu_stash: switch-ins skip the lookup while it is 0. */
+__u64 nr_stashed = 0;
 
 static __always_inline void sstat_inc(__u32 which)
 {
@@ -49,8 +89,8 @@ static __always_inline bool in_kernel_mode(struct bpf_perf_event_data *ctx)
 }
 
 /* Reads one stack into ips; returns its frames, counting a missing or cut stack. */
-static __always_inline __u32 read_stack(struct bpf_perf_event_data *ctx, __u64 *ips, __u64 flags,
-                                        bool expected, __u32 missing, __u32 full)
+static __always_inline __u32 read_stack(void *ctx, __u64 *ips, __u64 flags, bool expected,
+                                        __u32 missing, __u32 full)
 {
 	long n = bpf_get_stack(ctx, ips, KX_SAMPLE_MAX_DEPTH * sizeof(__u64), flags);
 
@@ -67,11 +107,72 @@ static __always_inline __u32 read_stack(struct bpf_perf_event_data *ctx, __u64 *
 	return n;
 }
 
+/* Both stacks of the current task into r; the record's size. */
+static __always_inline __u32 read_stacks(void *ctx, struct kx_sample_rec *r, bool kmode,
+                                         bool kthread)
+{
+	__u32 kn, un;
+
+	kn = read_stack(ctx, r->ips, 0, kmode, KX_SSTAT_NO_KSTACK, KX_SSTAT_KSTACK_FULL);
+	if (kn > KX_SAMPLE_MAX_DEPTH) /* for the verifier: the user frames fit after */
+		kn = KX_SAMPLE_MAX_DEPTH;
+	un = read_stack(ctx, &r->ips[kn], BPF_F_USER_STACK, !kthread, KX_SSTAT_NO_USTACK,
+	                KX_SSTAT_USTACK_FULL);
+	if (un > KX_SAMPLE_MAX_DEPTH)
+		un = KX_SAMPLE_MAX_DEPTH;
+	r->kdepth = kn;
+	r->udepth = un;
+	return KX_SAMPLE_REC_BASE_SIZE + (kn + un) * sizeof(__u64);
+}
+
+static __always_inline void fill_call(struct kx_sample_call *c, const struct inflight *v)
+{
+	if (!v) {
+		__builtin_memset(c, 0, sizeof(*c));
+		return;
+	}
+	c->ts = v->ts;
+	c->cmd = v->cmd;
+	c->dev = v->dev;
+	c->xfer_cmd = v->xfer_cmd;
+	c->fkind = v->fkind;
+	c->drv = v->drv;
+}
+
+/* The call the current thread is inside, NULL when none. */
+static __always_inline struct inflight *current_call(__u32 tid)
+{
+	if (call_btf)
+		return kx_call_in_progress(bpf_get_current_task_btf(), tid, true);
+	return kx_call_in_progress(NULL, tid, false);
+}
+
+/* Submit flags for a record of (tgid, exec_id): a wakeup now for a new image. */
+static __always_inline __u64 image_flags(__u32 tgid, __u32 exec_id)
+{
+	__u32 *known = bpf_map_lookup_elem(&images, &tgid);
+
+	if (known && *known == exec_id)
+		return submit_flags();
+	bpf_map_update_elem(&images, &tgid, &exec_id, BPF_ANY);
+	return BPF_RB_FORCE_WAKEUP;
+}
+
+/* Emits the record of size bytes, counting it under emitted/dropped. */
+static __always_inline void emit(struct kx_sample_rec *r, __u32 size, __u32 emitted, __u32 dropped)
+{
+	sstat_inc(emitted);
+	if (size > sizeof(*r)) /* for the verifier: never past the record */
+		size = sizeof(*r);
+	if (bpf_ringbuf_output(&events, r, size, image_flags(r->pid, r->exec_id)))
+		sstat_inc(dropped);
+}
+
 SEC("perf_event")
 int kx_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, zero = 0, kn, un, size;
+	__u32 tgid = id >> 32, zero = 0, size;
 	struct task_struct *task;
 	struct kx_sample_rec *r;
 	bool kmode, kthread;
@@ -84,30 +185,100 @@ int kx_sample(struct bpf_perf_event_data *ctx)
 	task = (struct task_struct *)bpf_get_current_task();
 	kthread = BPF_CORE_READ(task, flags) & PF_KTHREAD;
 	kmode = in_kernel_mode(ctx);
-	kn = read_stack(ctx, r->ips, 0, kmode, KX_SSTAT_NO_KSTACK, KX_SSTAT_KSTACK_FULL);
-	if (kn > KX_SAMPLE_MAX_DEPTH) /* for the verifier: the user frames fit after */
-		kn = KX_SAMPLE_MAX_DEPTH;
-	un = read_stack(ctx, &r->ips[kn], BPF_F_USER_STACK, !kthread, KX_SSTAT_NO_USTACK,
-	                KX_SSTAT_USTACK_FULL);
-	if (un > KX_SAMPLE_MAX_DEPTH)
-		un = KX_SAMPLE_MAX_DEPTH;
-	size = KX_SAMPLE_REC_BASE_SIZE + (kn + un) * sizeof(__u64);
+	size = read_stacks(ctx, r, kmode, kthread);
 	r->hdr.type = KX_REC_SAMPLE;
 	r->hdr.size = size;
 	r->hdr.cpu = bpf_get_smp_processor_id();
 	r->ts = bpf_ktime_get_ns();
+	r->weight = 0;
+	fill_call(&r->call, current_call((__u32)id));
 	r->pid = tgid;
 	r->tid = (__u32)id;
-	r->kdepth = kn;
-	r->udepth = un;
+	r->exec_id = (__u32)BPF_CORE_READ(task, self_exec_id);
 	r->flags = (kmode ? KX_SAMPLE_F_KERNEL : 0) | (kthread ? KX_SAMPLE_F_KTHREAD : 0);
 	r->pad = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	sstat_inc(KX_SSTAT_EMITTED);
-	if (size > sizeof(*r)) /* for the verifier: never past the record */
-		size = sizeof(*r);
-	if (bpf_ringbuf_output(&events, r, size, submit_flags()))
-		sstat_inc(KX_SSTAT_DROPPED);
+	emit(r, size, KX_SSTAT_EMITTED, KX_SSTAT_DROPPED);
+	return 0;
+}
+
+/* prev (the current task) blocks inside traced call v: stash its record. */
+static __always_inline void offcpu_out(void *ctx, const struct inflight *v, __u32 tgid, __u32 tid,
+                                       __u32 exec_id)
+{
+	struct kx_sample_rec *r;
+	__u32 zero = 0;
+	long err;
+
+	r = bpf_map_lookup_elem(&sample_buf, &zero);
+	if (!r)
+		return;
+	/* First: the time away starts now, not after the stacks are read. */
+	r->ts = bpf_ktime_get_ns();
+	r->hdr.size = read_stacks(ctx, r, true, false);
+	r->hdr.type = KX_REC_OFFCPU;
+	r->hdr.cpu = bpf_get_smp_processor_id();
+	r->weight = 0;
+	fill_call(&r->call, v);
+	r->pid = tgid;
+	r->tid = tid;
+	r->exec_id = exec_id;
+	r->flags = KX_SAMPLE_F_KERNEL;
+	r->pad = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	err = bpf_map_update_elem(&offcpu_stash, &tid, r, BPF_NOEXIST);
+	if (err == -EEXIST) /* left by a switch-in this program missed: replaced */
+		err = bpf_map_update_elem(&offcpu_stash, &tid, r, BPF_EXIST);
+	else if (!err)
+		__sync_fetch_and_add(&nr_stashed, 1);
+	if (err)
+		sstat_inc(KX_SSTAT_OFF_NOSLOT);
+}
+
+/* Thread tid is switched in: its stash, if any, becomes an off-CPU record. */
+static __always_inline void offcpu_in(__u32 tid)
+{
+	struct kx_sample_rec *r;
+
+	if (!*(volatile __u64 *)&nr_stashed)
+		return;
+	r = bpf_map_lookup_elem(&offcpu_stash, &tid);
+	if (!r)
+		return;
+	r->weight = bpf_ktime_get_ns() - r->ts;
+	emit(r, r->hdr.size, KX_SSTAT_OFF_EMITTED, KX_SSTAT_OFF_DROPPED);
+	if (!bpf_map_delete_elem(&offcpu_stash, &tid))
+		__sync_fetch_and_add(&nr_stashed, -1);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(kx_offcpu_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct inflight *v;
+
+	if (!preempt && kx_task_blocked(prev)) {
+		v = call_btf ? kx_call_in_progress(prev, 0, true)
+		             : kx_call_in_progress(NULL, prev->pid, false);
+		if (v)
+			offcpu_out(ctx, v, prev->tgid, prev->pid, (__u32)prev->self_exec_id);
+	}
+	offcpu_in(next->pid);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(kx_offcpu_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 tid = BPF_CORE_READ(prev, pid);
+	struct inflight *v;
+
+	if (!preempt && kx_task_blocked(prev)) {
+		v = kx_call_in_progress(NULL, tid, false);
+		if (v)
+			offcpu_out(ctx, v, BPF_CORE_READ(prev, tgid), tid,
+			           (__u32)BPF_CORE_READ(prev, self_exec_id));
+	}
+	offcpu_in(BPF_CORE_READ(next, pid));
 	return 0;
 }
 

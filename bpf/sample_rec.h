@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * CPU samples: the record bpf/sample.bpf.c writes for each cpu-clock sample
- * of a traced process, and the per-CPU counters that account for every
- * sample the program kept (received + dropped == emitted) and for the
- * stacks it could not read. Shared by the BPF program and user space.
+ * CPU samples and off-CPU intervals: the record bpf/sample.bpf.c writes for
+ * each cpu-clock sample of a traced process and for each time a thread
+ * blocked inside a traced ioctl came back, and the per-CPU counters that
+ * account for every record the programs kept (received + dropped ==
+ * emitted, per kind) and for the stacks they could not read. Shared by the
+ * BPF program and user space.
  */
 #ifndef KXPROF_SAMPLE_H
 #define KXPROF_SAMPLE_H
 
 #include "kxprof.h"
 
-/* kx_hdr.type of a sample record: the next value after enum kx_rec_type's last. */
-#define KX_REC_SAMPLE 4
+/* kx_hdr.type of the records: the next values after enum kx_rec_type's last. */
+#define KX_REC_SAMPLE 4 /* a cpu-clock sample */
+#define KX_REC_OFFCPU 5 /* a thread blocked inside a traced ioctl, back on a CPU */
 
 /* Frames kept per stack, kernel and user each: the kernel's default
  * kernel.perf_event_max_stack, so no stack is cut shorter than perf's. */
@@ -25,23 +28,39 @@ enum kx_sample_stat {
 	KX_SSTAT_NO_KSTACK,   /* sample taken in kernel mode, but no kernel frame could be read */
 	KX_SSTAT_USTACK_FULL, /* user stack cut at KX_SAMPLE_MAX_DEPTH frames */
 	KX_SSTAT_KSTACK_FULL, /* kernel stack cut at KX_SAMPLE_MAX_DEPTH frames */
+	KX_SSTAT_OFF_EMITTED, /* off-CPU records tried (a blocked thread came back) */
+	KX_SSTAT_OFF_DROPPED, /* of those, lost: the ring buffer was full */
+	KX_SSTAT_OFF_NOSLOT,  /* blocked inside a traced call, not kept: the stash was full */
 	KX_SSTAT_MAX,
 };
 
 #define KX_SAMPLE_F_KERNEL  1 /* flags: the sample interrupted the thread in kernel mode */
 #define KX_SAMPLE_F_KTHREAD 2 /* flags: a kernel thread (it has no user stack) */
 
+/* The traced ioctl a thread was inside when sampled (ts 0: none). */
+struct kx_sample_call {
+	unsigned long long ts; /* the call's enter, CLOCK_MONOTONIC ns (its ioctl record's ts) */
+	unsigned int cmd;
+	unsigned int dev;      /* kernel dev_t for CHR/BLK, 0 for anon kinds */
+	unsigned int xfer_cmd; /* NVIDIA XFER inner escape, else 0 */
+	unsigned short fkind;  /* enum kx_fkind */
+	unsigned short drv;    /* enum kx_driver */
+};
+
 /*
- * One sample. Only base + (kdepth + udepth) * 8 bytes are written (hdr.size):
+ * One record. Only base + (kdepth + udepth) * 8 bytes are written (hdr.size):
  * ips holds the kernel frames (leaf first), then the user frames (leaf
  * first). Addresses are instruction pointers; callers' frames hold return
  * addresses.
  */
 struct kx_sample_rec {
 	struct kx_hdr hdr;
-	unsigned long long ts; /* CLOCK_MONOTONIC ns */
-	unsigned int pid;      /* tgid */
+	unsigned long long ts;     /* CLOCK_MONOTONIC ns: when sampled; off-CPU: switched out */
+	unsigned long long weight; /* off-CPU: ns until it was switched in again; sample: 0 */
+	struct kx_sample_call call;
+	unsigned int pid; /* tgid */
 	unsigned int tid;
+	unsigned int exec_id;  /* low bits of task->self_exec_id: a new value after each exec */
 	unsigned short kdepth; /* kernel frames in ips */
 	unsigned short udepth; /* user frames in ips, after the kernel frames */
 	unsigned short flags;  /* KX_SAMPLE_F_* */

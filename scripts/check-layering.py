@@ -17,7 +17,8 @@ for it, nothing else):
   analysis  offline analysis of a capture
   export    the output formats
   capture   loading BPF and receiving its records
-  live      in-kernel aggregates and online pairing over a running capture
+  live      in-kernel aggregates, online pairing and on-demand profiles over a
+            running capture
   daemon    the privileged daemon's listener, authorisation and client sessions
   cli, plugin: the front ends, on top (plugin never includes cli)
 BPF skeletons (X.skel.h) are included by their loaders in capture/ only.
@@ -37,7 +38,7 @@ ALLOWED = {
     "analysis": {"analysis", "symbol", "io", "registry", "model", "util"},
     "export": {"export", "analysis", "symbol", "registry", "model", "util"},
     "capture": {"capture", "symbol", "io", "registry", "model", "util"},
-    "live": {"live", "capture", "analysis", "registry", "model", "util"},
+    "live": {"live", "capture", "export", "analysis", "symbol", "registry", "model", "util"},
     "daemon": {"daemon", "capture", "io", "registry", "model", "util"},
 }
 FRONT_ENDS = {"cli", "plugin"}

@@ -32,6 +32,7 @@ declare -A need=(
 	[curl]=/usr/bin/curl
 	[systemtap-sdt-dev]=/usr/bin/dtrace
 	[binutils]=/usr/bin/objcopy
+	[golang-go]=/usr/bin/go
 )
 
 missing=()

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Benchmarks (`make bench`; separate from the tests): kxprof's overhead,
 # throughput and export speed, side by side with the hook floor, bpftrace,
-# perf trace and strace; and what kxprof charges the rest of the host (other
-# syscalls, context switches) per attach mechanism. Every comparison runs in
-# this one invocation, the variants alternating round by round; results are
-# medians with min-max. Prints the markdown tables and rewrites
-# tests/bench/RESULTS.md (machine, kernel, date, exact commands, tables, then
-# tests/bench/history.md). Needs root. The accelerator is /dev/kvm where it
-# exists, else a loop device over a tmpfs file (the flood then issues
-# BLKGETSIZE64, the jobs are BLKZEROOUT). Reports where kxprof stands; never
-# fails on a missed target (exit 1 only when it cannot measure at all).
+# perf trace and strace; what kxprof charges the rest of the host (other
+# syscalls, context switches) per attach mechanism; and CPU sampling against
+# perf record (tests/bench/sampling.sh). Every comparison runs in this one
+# invocation, the variants alternating round by round; results are medians
+# with min-max. Prints the markdown tables and rewrites tests/bench/RESULTS.md
+# (machine, kernel, date, exact commands, tables, then tests/bench/history.md).
+# Needs root. The accelerator is /dev/kvm where it exists, else a loop device
+# over a tmpfs file (the flood then issues BLKGETSIZE64, the jobs are
+# BLKZEROOUT). Reports where kxprof stands; never fails on a missed target
+# (exit 1 only when it cannot measure at all).
 #
 # Environment: BENCH_ROUNDS (default 5), BENCH_QUICK=1 (small sizes, for a
 # smoke run; RESULTS.md is then left alone), BUILD_DIR (default build),
@@ -477,6 +478,11 @@ echo "bench: 5. annotations" >&2
 "$B/bench/bench_annotate" -r "$ROUNDS" >>"$RAW" 2>"$TMP/ba.err" ||
 	echo "bench: bench_annotate failed: $(head -c 300 "$TMP/ba.err")" >&2
 
+# ---- 7. CPU sampling against perf record (tests/bench/sampling.sh) ----
+echo "bench: 7. CPU sampling" >&2
+BENCH_ROUNDS=$ROUNDS BENCH_QUICK=$QUICK BUILD_DIR=$B bash "$HERE/sampling.sh" >"$TMP/sampling.md" ||
+	echo "bench: the sampling section failed" >&2
+
 ELAPSED=$(($(date +%s) - START))
 echo "bench: measured in ${ELAPSED} s" >&2
 
@@ -510,6 +516,7 @@ echo "bench: measured in ${ELAPSED} s" >&2
 	echo "LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$TMP/config"
 python3 "$HERE/report.py" "$RAW" "$TMP/config" "$ROOT" >"$TMP/tables.md" || die "report failed"
+[ -s "$TMP/sampling.md" ] && { echo; cat "$TMP/sampling.md"; } >>"$TMP/tables.md"
 cat "$TMP/tables.md"
 if [ "$QUICK" != 1 ]; then
 	python3 "$HERE/report.py" --machine "$ROOT" >"$TMP/machine.md"

@@ -836,8 +836,8 @@ static void test_forward_compat(void)
 }
 
 /*
- * Files of versions 1 (zlib chunks) and 2 (zstd chunks, no chunk numbers)
- * still read: a file written now, rewritten chunk by chunk as the old
+ * Files of versions 1 (zlib chunks), 2 (zstd chunks, no chunk numbers) and
+ * 3 (no sample records) still read: a file written now, rewritten chunk by chunk as the old
  * writer had it and its header's version set (header CRC fixed), gives the
  * same store and capture info; and a corrupt chunk there costs that chunk
  * alone too.
@@ -871,7 +871,7 @@ static void reads_old_version(int version)
 		CHECK(!ZSTD_isError(n) && n == le32(in + off + 8));
 		ch[k++].off = o; /* where the chunk is now */
 		o += make_chunk(out + o, version, le32(in + off + 4), raw, n, le32(in + off + 16),
-		                0);
+		                version >= 3 ? (uint32_t)k : 0);
 	}
 	CHECK_EQ_U(off, len);
 	CHECK(kx_kxp_read_mem(out, o, s, &ci_got, &res, err, sizeof(err)) == 0);
@@ -913,6 +913,11 @@ static void test_reads_version2(void)
 	reads_old_version(2);
 }
 
+static void test_reads_version3(void)
+{
+	reads_old_version(3);
+}
+
 static void test_write_errors(void)
 {
 	struct kx_kxp_writer *w;
@@ -940,6 +945,7 @@ int main(void)
 	RUN(test_forward_compat);
 	RUN(test_reads_version1);
 	RUN(test_reads_version2);
+	RUN(test_reads_version3);
 	RUN(test_cut_small);
 	RUN(test_cut_large);
 	RUN(test_flipped_bytes);

@@ -23,8 +23,8 @@
 #include "capture/sample.h"
 #include "kxtest.h"
 #include "sample_rec.h" /* bpf/: the record layout */
-#include "symbol/resolved.h"
-#include "symbol/symbolizer.h"
+#include "model/symres.h"
+#include "symbol/collect.h"
 #include "util/grow.h"
 
 #define HZ 999
@@ -102,46 +102,41 @@ __attribute__((noinline)) static void child_work(int go, double spin, double sys
 
 /* A sample as kept by the test. */
 struct kept {
-	uint32_t pid;
+	uint32_t pid, exec_id;
 	uint16_t flags, nk, nu;
 	uint64_t ips[2 * KX_SAMPLE_MAX_DEPTH];
 };
 
 struct run {
-	struct kx_symbolizer *sz;
+	struct kx_symcollect *sc; /* maps read at the first sample, addresses noted */
 	struct kx_symres res;
 	struct kept *s;
 	size_t n, cap;
-	int oom, snap_failed;
+	int oom;
 };
 
 static void on_sample(void *ctx, const struct kx_sample *smp)
 {
 	struct run *r = ctx;
-	char err[200];
 	struct kept *k;
 
-	if (kx_symbolizer_snapshot(r->sz, (pid_t)smp->pid, err, sizeof(err)) != 0 &&
-	    !r->snap_failed++)
-		printf("# snapshot of %u: %s\n", smp->pid, err);
+	r->oom |= kx_symcollect_sample(r->sc, smp) != 0;
 	if (kx_grow((void **)&r->s, &r->cap, r->n, sizeof(*r->s))) {
 		r->oom = 1;
 		return;
 	}
 	k = &r->s[r->n++];
 	k->pid = smp->pid;
+	k->exec_id = smp->exec_id;
 	k->flags = smp->flags;
 	k->nk = smp->nk;
 	k->nu = smp->nu;
 	/* Kept as they will be looked up: callers one byte into their call. */
-	for (uint32_t i = 0; i < smp->nk; i++) {
+	for (uint32_t i = 0; i < smp->nk; i++)
 		k->ips[i] = kx_frame_addr(smp->kips[i], i);
-		r->oom |= kx_symres_add(&r->res, KX_SYMRES_KERNEL, k->ips[i]) != 0;
-	}
-	for (uint32_t i = 0; i < smp->nu; i++) {
-		k->ips[smp->nk + i] = kx_frame_addr(smp->uips[i], i);
-		r->oom |= kx_symres_add(&r->res, smp->pid, k->ips[smp->nk + i]) != 0;
-	}
+	for (uint32_t i = 0; i < smp->nu; i++)
+		k->ips[smp->nk + i] =
+		        kx_user_frame_addr(smp->uips[i], i, (smp->flags & KX_SAMPLE_F_KERNEL) != 0);
 }
 
 static int count_fds(void)
@@ -199,9 +194,9 @@ static double sample_child(struct kx_sampler *s, double spin, double sys, int no
 	       ru.ru_stime.tv_usec / 1e6;
 }
 
-static const char *fn_of(const struct run *r, uint32_t pid, uint64_t addr)
+static const char *fn_of(const struct run *r, uint32_t pid, uint32_t gen, uint64_t addr)
 {
-	const struct kx_symres_entry *e = kx_symres_find(&r->res, pid, addr);
+	const struct kx_symres_entry *e = kx_symres_find(&r->res, pid, gen, addr);
 
 	return e ? kx_symres_str(&r->res, e->func) : "(not resolved)";
 }
@@ -210,7 +205,7 @@ static const char *fn_of(const struct run *r, uint32_t pid, uint64_t addr)
 static int has_user_fn(const struct run *r, const struct kept *k, const char *fn)
 {
 	for (int i = 0; i < k->nu; i++)
-		if (strcmp(fn_of(r, k->pid, k->ips[k->nk + i]), fn) == 0)
+		if (strcmp(fn_of(r, k->pid, k->exec_id, k->ips[k->nk + i]), fn) == 0)
 			return 1;
 	return 0;
 }
@@ -218,7 +213,7 @@ static int has_user_fn(const struct run *r, const struct kept *k, const char *fn
 static int has_kernel_fn_part(const struct run *r, const struct kept *k, const char *part)
 {
 	for (int i = 0; i < k->nk; i++)
-		if (strstr(fn_of(r, KX_SYMRES_KERNEL, k->ips[i]), part))
+		if (strstr(fn_of(r, KX_SYMRES_KERNEL, 0, k->ips[i]), part))
 			return 1;
 	return 0;
 }
@@ -227,9 +222,9 @@ static void print_stack(const struct run *r, const struct kept *k)
 {
 	printf("# stack:");
 	for (int i = 0; i < k->nk; i++)
-		printf(" k:%s", fn_of(r, KX_SYMRES_KERNEL, k->ips[i]));
+		printf(" k:%s", fn_of(r, KX_SYMRES_KERNEL, 0, k->ips[i]));
 	for (int i = 0; i < k->nu; i++)
-		printf(" %s", fn_of(r, k->pid, k->ips[k->nk + i]));
+		printf(" %s", fn_of(r, k->pid, k->exec_id, k->ips[k->nk + i]));
 	printf("\n");
 }
 
@@ -248,8 +243,8 @@ static void test_capture(void)
 
 	if (geteuid() != 0)
 		SKIP("needs root (loads BPF and opens perf events)");
-	run.sz = kx_symbolizer_new(NULL, err, sizeof(err));
-	CHECK(run.sz);
+	run.sc = kx_symcollect_new(&run.res, NULL, NULL, NULL, err, sizeof(err));
+	CHECK(run.sc);
 	s = kx_sampler_open(&o, err, sizeof(err));
 	if (!s)
 		printf("# %s\n", err);
@@ -260,7 +255,7 @@ static void test_capture(void)
 	CHECK_EQ_U(count_fds(), fds); /* perf events, links, maps, ring buffer: all closed */
 	CHECK(child_cpu > 0);
 	CHECK(!run.oom);
-	CHECK(kx_symres_resolve(&run.res, run.sz) == 0); /* the child is gone by now */
+	CHECK(kx_symcollect_resolve(run.sc) == 0); /* the child is gone by now */
 	printf("# %zu samples, %.2f s of child CPU; emitted %llu dropped %llu received %llu, "
 	       "%u CPUs (%u offline); no user stack %llu, no kernel stack %llu, cut %llu/%llu\n",
 	       run.n, child_cpu, (unsigned long long)cnt.emitted, (unsigned long long)cnt.dropped,
@@ -360,7 +355,7 @@ static void test_kernel_stacks(void)
 			print_stack(&run, k);
 		for (int j = 0; j < k->nk; j++) {
 			const struct kx_symres_entry *e =
-			        kx_symres_find(&run.res, KX_SYMRES_KERNEL, k->ips[j]);
+			        kx_symres_find(&run.res, KX_SYMRES_KERNEL, 0, k->ips[j]);
 
 			kframes++;
 			kknown += e && e->known;
@@ -428,7 +423,7 @@ int main(void)
 	RUN(test_overflow_counted);
 	RUN(test_bad_frequency);
 	kx_symres_free(&run.res);
-	kx_symbolizer_free(run.sz);
+	kx_symcollect_free(run.sc);
 	free(run.s);
 	KXT_EXIT();
 }

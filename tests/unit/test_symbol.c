@@ -6,7 +6,8 @@
  * process's image, a child's addresses still resolve after it exited,
  * kernel functions resolve through /proc/kallsyms (module names, hidden
  * addresses said), the build id matches the one in memory, unresolvable
- * addresses are [unknown] with their module and counted, and the storable
+ * addresses are [unknown] with their module and counted, an exited
+ * child's empty maps read as no mappings, and the storable
  * table survives a store and reload (and refuses a broken one).
  */
 #include <elf.h>
@@ -25,7 +26,8 @@
 #include "symbol/elfsyms.h"
 #include "symbol/kallsyms.h"
 #include "symbol/procmaps.h"
-#include "symbol/resolved.h"
+#include "model/symres.h"
+#include "symbol/collect.h"
 #include "symbol/symbolizer.h"
 
 /* Known functions of this binary; volatile keeps their bodies. */
@@ -106,6 +108,24 @@ static int own_mapping(uint64_t addr, struct kx_procmap *out)
 	}
 	kx_procmaps_free(m, n);
 	return hit ? 0 : -1;
+}
+
+/* An exited, unreaped child's maps file reads empty: no mappings, no error. */
+static void test_zombie_maps(void)
+{
+	struct kx_procmap *m = NULL;
+	size_t n = 99;
+	char err[200];
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	CHECK(pid > 0);
+	usleep(100 * 1000);
+	CHECK(kx_procmaps_read(pid, &m, &n, err, sizeof(err)) == 0);
+	CHECK_EQ_U(n, 0);
+	kx_procmaps_free(m, n);
+	waitpid(pid, NULL, 0);
 }
 
 static void test_pie_offsets(void)
@@ -404,36 +424,74 @@ static void test_kallsyms_hidden(void)
 	kx_symbolizer_free(s);
 }
 
-/* The storable table: each address once, names interned, stored and reloaded. */
+/* A user-mode sample of this process at the given leaf address. */
+static void one_sample(struct kx_sample *smp, const uint64_t *ip, uint32_t exec_id)
+{
+	memset(smp, 0, sizeof(*smp));
+	smp->kind = KX_SAMPLE_CPU;
+	smp->pid = smp->tid = (uint32_t)getpid();
+	smp->exec_id = exec_id;
+	smp->uips = ip;
+	smp->nu = 1;
+}
+
+/* Collected from samples: each address once, names interned, each entry
+ * handed over once, the table stored and reloaded. */
+static int handed;
+static void count_handed(void *ctx, const struct kx_symres *r, const struct kx_symres_entry *e)
+{
+	(void)ctx;
+	(void)r;
+	(void)e;
+	handed++;
+}
+
 static void test_resolved_table(void)
 {
-	struct kx_symbolizer *s = new_sz(NULL);
 	struct kx_symres r = {0}, back = {0};
 	const struct kx_symres_entry *e;
-	uint64_t a = (uint64_t)(uintptr_t)kxt_sym_alpha, b = (uint64_t)(uintptr_t)kxt_sym_beta;
+	uint64_t a = (uint64_t)(uintptr_t)kxt_sym_alpha + 1, b = (uint64_t)(uintptr_t)kxt_sym_beta,
+	         junk = 0x10;
 	uint32_t me = (uint32_t)getpid();
 	struct kx_symres_entry bad;
+	struct kx_symcollect *c;
+	struct kx_sample smp;
 	char err[200];
 
-	CHECK(s);
-	CHECK(kx_symres_add(&r, me, a + 1) == 0);
-	CHECK(kx_symres_add(&r, me, b) == 0);
-	CHECK(kx_symres_add(&r, me, a + 1) == 0);
-	CHECK(kx_symres_add(&r, me, 0x10) == 0);
-	CHECK(kx_symres_resolve(&r, s) == 0);
+	c = kx_symcollect_new(&r, NULL, count_handed, NULL, err, sizeof(err));
+	CHECK(c);
+	one_sample(&smp, &a, 7);
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	one_sample(&smp, &b, 7);
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	one_sample(&smp, &a, 7);
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	one_sample(&smp, &junk, 7);
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	CHECK(kx_symcollect_resolve(c) == 0);
+	CHECK_EQ_U(handed, 3);
 	CHECK_EQ_U(r.n, 3);
 	CHECK_EQ_U(r.unknown, 1);
-	CHECK(kx_symres_add(&r, me, b) == 0); /* again, after a resolve */
-	CHECK(kx_symres_resolve(&r, s) == 0);
+	one_sample(&smp, &b, 7); /* again, after a resolve: nothing new */
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	CHECK(kx_symcollect_resolve(c) == 0);
+	CHECK_EQ_U(handed, 3);
 	CHECK_EQ_U(r.n, 3);
-	e = kx_symres_find(&r, me, a + 1);
+	e = kx_symres_find(&r, me, 7, a);
 	CHECK(e);
 	CHECK_STR(kx_symres_str(&r, e->func), "kxt_sym_alpha");
 	CHECK_EQ_U(e->offset, 1);
-	CHECK_EQ_U(e->module, kx_symres_find(&r, me, b)->module); /* one copy of the path */
-	CHECK(kx_symres_find(&r, me, a) == NULL);
+	CHECK_EQ_U(e->module, kx_symres_find(&r, me, 7, b)->module); /* one copy of the path */
+	CHECK(kx_symres_find(&r, me, 7, a - 1) == NULL);
+	CHECK(kx_symres_find(&r, me, 8, a) == NULL); /* another image of the pid */
+	/* A new exec_id: the same address is noted again, for the new image. */
+	one_sample(&smp, &a, 8);
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	CHECK(kx_symcollect_resolve(c) == 0);
+	CHECK_EQ_U(handed, 4);
+	CHECK(kx_symres_find(&r, me, 8, a) != NULL);
 	CHECK(kx_symres_load(&back, r.e, r.n, r.strs.buf, r.strs.len, err, sizeof(err)) == 0);
-	e = kx_symres_find(&back, me, b);
+	e = kx_symres_find(&back, me, 7, b);
 	CHECK(e);
 	CHECK_STR(kx_symres_str(&back, e->func), "kxt_sym_beta");
 	CHECK_STR(kx_symres_str(&back, e->module), self_exe);
@@ -444,8 +502,30 @@ static void test_resolved_table(void)
 	CHECK(kx_symres_load(&back, &bad, 1, r.strs.buf, r.strs.len, err, sizeof(err)) != 0);
 	CHECK(strstr(err, "entry 0") != NULL);
 	CHECK(kx_symres_load(&back, r.e, r.n, r.strs.buf, r.strs.len - 1, err, sizeof(err)) != 0);
+	kx_symcollect_free(c);
 	kx_symres_free(&r);
-	kx_symbolizer_free(s);
+}
+
+/* Entries put in whole (a record file's): found once settled, strings interned. */
+static void test_symres_put(void)
+{
+	struct kx_symres_names n = {"f", "/lib/x.so", "abcd", 4, 0x1004, 1};
+	struct kx_symres r = {0};
+	const struct kx_symres_entry *e;
+
+	CHECK(kx_symres_put(&r, 5, 1, 0x1000, &n) == 0);
+	n.func = "g";
+	CHECK(kx_symres_put(&r, 5, 1, 0x2000, &n) == 0);
+	CHECK(kx_symres_put(&r, 5, 1, 0x2000, &n) == 0); /* a repeat */
+	CHECK(kx_symres_find(&r, 5, 1, 0x1000) == NULL); /* not settled yet */
+	kx_symres_settle(&r);
+	CHECK_EQ_U(r.n, 2);
+	e = kx_symres_find(&r, 5, 1, 0x2000);
+	CHECK(e);
+	CHECK_STR(kx_symres_str(&r, e->func), "g");
+	CHECK_EQ_U(e->module, kx_symres_find(&r, 5, 1, 0x1000)->module);
+	CHECK(kx_symres_find(&r, 5, 0, 0x2000) == NULL);
+	kx_symres_free(&r);
 }
 
 int main(void)
@@ -457,6 +537,7 @@ int main(void)
 	kxt_sym_beta(1);
 	RUN(test_own_functions);
 	RUN(test_libc_function);
+	RUN(test_zombie_maps);
 	RUN(test_pie_offsets);
 	RUN(test_build_id);
 	RUN(test_vdso);
@@ -466,5 +547,6 @@ int main(void)
 	RUN(test_kallsyms_modules);
 	RUN(test_kallsyms_hidden);
 	RUN(test_resolved_table);
+	RUN(test_symres_put);
 	KXT_EXIT();
 }

@@ -51,6 +51,11 @@ struct kx_analysis *kx_analysis_build(const struct kx_store *s, const struct kx_
 	if (an->timeline && !an->jobs)
 		snprintf(err, errlen, "out of memory analysing the device timelines");
 	if (an->timeline && an->jobs) {
+		an->counters = kx_ctrstats_build(s, ci, err, errlen);
+		if (!an->counters && err[0])
+			an->jobs = (kx_jobs_free(an->jobs), NULL);
+	}
+	if (an->timeline && an->jobs) {
 		an->ranges = kx_ranges_build(s, ci, an->timeline, an->jobs);
 		if (!an->ranges)
 			snprintf(err, errlen, "out of memory analysing the annotation ranges");
@@ -69,6 +74,7 @@ void kx_analysis_free(struct kx_analysis *an)
 	kx_jobs_free(an->jobs);
 	kx_ranges_free(an->ranges);
 	kx_timeline_free(an->timeline);
+	kx_ctrstats_free(an->counters);
 	free(an);
 }
 

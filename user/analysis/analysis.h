@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "analysis/ctrstats.h"
 #include "analysis/jobs.h"
 #include "analysis/ranges.h"
 #include "analysis/timeline.h"
@@ -28,8 +29,9 @@ struct kx_analysis {
 	int has_ci;                  /* 0 when built without a capture header */
 	struct kx_jobs *jobs;        /* device timelines, links, memory, anomalies */
 	struct kx_timeline *timeline;
-	struct kx_ranges *ranges; /* annotation ranges, nested with the timeline's ioctls */
-	struct kx_read_loss loss; /* what reading the record file lost (set by the caller) */
+	struct kx_ctrstats *counters; /* perf counters inside calls, NULL when none */
+	struct kx_ranges *ranges;     /* annotation ranges, nested with the timeline's ioctls */
+	struct kx_read_loss loss;     /* what reading the record file lost (set by the caller) */
 };
 
 /*

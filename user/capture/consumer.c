@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "capture/consumer.h"
+#include "capture/sample.h"
 #include "model/annot.h"
 
 #define POLL_MS 100
@@ -21,7 +22,7 @@ struct kx_consumer {
 	int running;
 	atomic_int stop;
 	/* Written by the consumer thread only; read live by others. */
-	uint64_t ioctls, tasks, jobs, anns, malformed;
+	uint64_t ioctls, tasks, jobs, anns, malformed, samples, offcpu, counters;
 };
 
 /* ns -> µs, rounded, saturated at the field's limit. */
@@ -140,6 +141,35 @@ static int on_job(struct kx_consumer *c, const struct kx_job_rec *r, size_t size
 	return 0;
 }
 
+static int on_sample(struct kx_consumer *c, const void *r, size_t size)
+{
+	struct kx_sample smp;
+
+	if (kx_sample_parse(r, size, &smp)) {
+		count(&c->malformed);
+		return 0;
+	}
+	count(smp.kind == KX_SAMPLE_OFFCPU ? &c->offcpu : &c->samples);
+	if (c->sink.sample)
+		c->sink.sample(c->sink.ctx, &smp);
+	return 0;
+}
+
+static int on_counters(struct kx_consumer *c, const struct kx_counter_rec *r, size_t size)
+{
+	struct kx_ctr_ev e;
+
+	if (size < sizeof(*r) || r->n > KX_MAX_COUNTERS) {
+		count(&c->malformed);
+		return 0;
+	}
+	kx_ctr_ev_from_rec(r, &e);
+	count(&c->counters);
+	if (c->sink.counters)
+		c->sink.counters(c->sink.ctx, &e);
+	return 0;
+}
+
 static int on_annot(struct kx_consumer *c, const struct kx_ann_rec *r, size_t size)
 {
 	char name[KX_ANN_NAME_MAX] = "", cat[KX_ANN_CAT_MAX] = "";
@@ -186,6 +216,11 @@ static int on_record(void *ctx, void *data, size_t size)
 		return on_task(c, data, size);
 	case KX_REC_JOB:
 		return on_job(c, data, size);
+	case KX_REC_SAMPLE:
+	case KX_REC_OFFCPU:
+		return on_sample(c, data, size);
+	case KX_REC_COUNTERS:
+		return on_counters(c, data, size);
 	case KX_REC_ANNOTATION:
 		return on_annot(c, data, size);
 	default:
@@ -288,4 +323,19 @@ uint64_t kx_consumer_anns(const struct kx_consumer *c)
 uint64_t kx_consumer_malformed(const struct kx_consumer *c)
 {
 	return __atomic_load_n(&c->malformed, __ATOMIC_RELAXED);
+}
+
+uint64_t kx_consumer_samples(const struct kx_consumer *c)
+{
+	return __atomic_load_n(&c->samples, __ATOMIC_RELAXED);
+}
+
+uint64_t kx_consumer_offcpu(const struct kx_consumer *c)
+{
+	return __atomic_load_n(&c->offcpu, __ATOMIC_RELAXED);
+}
+
+uint64_t kx_consumer_counters(const struct kx_consumer *c)
+{
+	return __atomic_load_n(&c->counters, __ATOMIC_RELAXED);
 }

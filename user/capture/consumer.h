@@ -25,5 +25,8 @@ uint64_t kx_consumer_tasks(const struct kx_consumer *c);
 uint64_t kx_consumer_jobs(const struct kx_consumer *c); /* job records, sink or not */
 uint64_t kx_consumer_anns(const struct kx_consumer *c); /* annotation records */
 uint64_t kx_consumer_malformed(const struct kx_consumer *c);
+uint64_t kx_consumer_samples(const struct kx_consumer *c);  /* CPU sample records */
+uint64_t kx_consumer_offcpu(const struct kx_consumer *c);   /* off-CPU records */
+uint64_t kx_consumer_counters(const struct kx_consumer *c); /* counter records */
 
 #endif /* KX_CONSUMER_H */

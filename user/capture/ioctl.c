@@ -12,7 +12,9 @@
 #include <bpf/libbpf.h>
 
 #include "capture/clock.h"
+#include "capture/counters.h"
 #include "capture/ioctl.h"
+#include "capture/percpu.h"
 #include "capture/probe.h"
 #include "ioctl.skel.h"
 #include "registry/ioctl_decode.h"
@@ -36,6 +38,7 @@ struct kx_ioctl_bpf {
 	int use_lad;          /* the kernel has lookup-and-delete on hash maps */
 	struct recycle *wait; /* retired slots, oldest first */
 	size_t nwait, capwait;
+	struct kx_counters *ctr; /* perf counters read inside calls, NULL when none */
 };
 
 /* Each mechanism: the program name prefix of its ioctl enter/exit pair, and
@@ -151,6 +154,24 @@ static int agg_init(struct kx_ioctl_bpf *b, char *err, size_t len)
 	return 0;
 }
 
+/* Counter slots (bpf/counters.bpf.h): the kept counters' arrays sized per CPU,
+ * a state per thread in a call; one entry each while unused. */
+static void configure_counters(struct kx_ioctl_bpf *b)
+{
+	struct ioctl_bpf *sk = b->skel;
+	struct bpf_map *arrays[KX_MAX_COUNTERS] = {sk->maps.ctr0, sk->maps.ctr1, sk->maps.ctr2,
+	                                           sk->maps.ctr3};
+	uint32_t n = kx_counters_nslots(b->ctr);
+	int ncpu = libbpf_num_possible_cpus();
+
+	sk->rodata->nr_counters = n;
+	sk->rodata->ctr_migrations = kx_counters_switch_slot(b->ctr);
+	for (uint32_t i = 0; i < n; i++)
+		bpf_map__set_max_entries(arrays[i], ncpu > 0 ? (uint32_t)ncpu : 1);
+	if (n)
+		bpf_map__set_max_entries(sk->maps.ctr_state, KX_CTR_THREADS);
+}
+
 /* Sizes the maps and sets the read-only configuration before load. */
 static void configure(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o, int m)
 {
@@ -179,6 +200,17 @@ static void configure(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o,
 		bpf_map__set_max_entries(sk->maps.inflight, 1);
 	else
 		bpf_map__set_autocreate(sk->maps.task_call, false);
+	configure_counters(b);
+}
+
+/* The counters' perf event fds into the loaded object's arrays. */
+static int counters_attach(struct kx_ioctl_bpf *b, char *why, size_t len)
+{
+	struct ioctl_bpf *sk = b->skel;
+	const int fds[KX_MAX_COUNTERS] = {bpf_map__fd(sk->maps.ctr0), bpf_map__fd(sk->maps.ctr1),
+	                                  bpf_map__fd(sk->maps.ctr2), bpf_map__fd(sk->maps.ctr3)};
+
+	return b->ctr ? kx_counters_attach(b->ctr, fds, why, len) : 0;
 }
 
 static void keep_link(struct kx_ioctl_bpf *b, struct bpf_link *l)
@@ -301,6 +333,13 @@ struct kx_ioctl_bpf *kx_ioctl_bpf_open(const struct kx_ioctl_bpf_opts *o, const 
 	if (strcmp(mech, "fentry") == 0 && fentry_target(b, o, why, len))
 		goto fail;
 	select_programs(b, m, o, ci);
+	if (o->counters && o->counters->n && !o->aggregate) {
+		b->ctr = kx_counters_open(o->counters, ci);
+		if (!b->ctr) {
+			snprintf(why, len, "out of memory");
+			goto fail;
+		}
+	}
 	configure(b, o, m);
 	ci->ringbuf_bytes = (uint32_t)bpf_map__max_entries(b->skel->maps.events);
 	if (strcmp(mech, "tp") == 0 && !kx_probe_tracefs(why, len))
@@ -310,7 +349,7 @@ struct kx_ioctl_bpf *kx_ioctl_bpf_open(const struct kx_ioctl_bpf_opts *o, const 
 		snprintf(why, len, "load failed (%s)", strerror(-err));
 		goto fail;
 	}
-	if (agg_init(b, why, len) || attach(b, m, ci, why, len))
+	if (agg_init(b, why, len) || counters_attach(b, why, len) || attach(b, m, ci, why, len))
 		goto fail;
 	return b;
 fail:
@@ -354,6 +393,9 @@ void kx_ioctl_bpf_fds(const struct kx_ioctl_bpf *b, struct kx_ioctl_bpf_fds *out
 	out->pids = bpf_map__fd(b->skel->maps.pids);
 	out->devs = bpf_map__fd(b->skel->maps.devs);
 	out->wakeup_bytes = b->skel->rodata->wakeup_bytes;
+	out->inflight = bpf_map__fd(b->skel->maps.inflight);
+	out->call_btf = bpf_map__autocreate(b->skel->maps.task_call);
+	out->task_call = out->call_btf ? bpf_map__fd(b->skel->maps.task_call) : -1;
 }
 
 int kx_ioctl_bpf_add_pid(struct kx_ioctl_bpf *b, uint32_t pid, char *err, size_t len)
@@ -413,23 +455,12 @@ int kx_ioctl_bpf_set_devices(struct kx_ioctl_bpf *b, const struct kx_device *d, 
 
 void kx_ioctl_bpf_stats(struct kx_ioctl_bpf *b, uint64_t *sum)
 {
-	int fd = bpf_map__fd(b->skel->maps.stats);
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals;
+	kx_percpu_sum(bpf_map__fd(b->skel->maps.stats), KX_STAT_MAX, sum);
+}
 
-	memset(sum, 0, KX_STAT_MAX * sizeof(*sum));
-	if (ncpu <= 0)
-		return;
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return;
-	for (uint32_t k = 0; k < KX_STAT_MAX; k++) {
-		if (bpf_map_lookup_elem(fd, &k, vals) != 0)
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			sum[k] += vals[c];
-	}
-	free(vals);
+void kx_ioctl_bpf_ctr_stats(struct kx_ioctl_bpf *b, uint64_t *sum)
+{
+	kx_percpu_sum(bpf_map__fd(b->skel->maps.ctr_stats), KX_CSTAT_MAX, sum);
 }
 
 uint64_t kx_ioctl_bpf_stat(struct kx_ioctl_bpf *b, unsigned int which)
@@ -465,6 +496,7 @@ void kx_ioctl_bpf_close(struct kx_ioctl_bpf *b)
 	kx_ioctl_bpf_detach(b);
 	if (b->skel)
 		ioctl_bpf__destroy(b->skel);
+	kx_counters_close(b->ctr);
 	free(b->wait);
 	free(b);
 }

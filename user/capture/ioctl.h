@@ -14,10 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counters_rec.h" /* bpf/: KX_CSTAT_MAX */
 #include "kxprof.h"
 #include "model/capinfo.h"
 
 struct kx_ioctl_bpf;
+struct kx_counter_list;
 
 #define KX_RINGBUF_DEFAULT (8u << 20) /* bytes */
 
@@ -31,16 +33,24 @@ struct kx_ioctl_bpf_opts {
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
 	int uid_only;          /* only processes whose real and effective uid are uid */
 	uint32_t uid;
-	int no_offcpu;         /* no sched_switch program: no off-CPU time */
+	int no_offcpu; /* no sched_switch program: no off-CPU time */
 	/* fentry: the function to hook; NULL: the ioctl syscall's entry function
 	 * found through BTF (tests name a missing one to see the refusal). */
 	const char *entry_fn;
+	/* Perf counters read inside each call (record --counters; not with
+	 * aggregate): opened before load, refused ones noted in the hooks. */
+	const struct kx_counter_list *counters;
 };
+#define KX_CTR_THREADS 16384 /* threads inside traced calls at once whose counters are kept */
 
-/* Map fds other loaders share (job sources write into the same ring). */
+/* Map fds other loaders share (job sources write into the same ring; the
+ * sampler reads the calls in flight). */
 struct kx_ioctl_bpf_fds {
 	int events, stats, pids, devs;
 	uint32_t wakeup_bytes; /* the ring's wakeup threshold */
+	int inflight;          /* calls in flight by tid (bpf/inflight.bpf.h) */
+	int task_call;         /* the same in task storage; -1 when not made (not tp_btf) */
+	int call_btf;          /* calls are kept in task_call (tp_btf), else in inflight */
 };
 
 /* Loads with mechanism mech and attaches its programs; the optional ones
@@ -67,6 +77,8 @@ int kx_ioctl_bpf_set_devices(struct kx_ioctl_bpf *b, const struct kx_device *d, 
                              size_t len);
 /* Sum over CPUs of every counter (enum kx_stat) into sum[KX_STAT_MAX]. */
 void kx_ioctl_bpf_stats(struct kx_ioctl_bpf *b, uint64_t *sum);
+/* Sum over CPUs of the counter records' counters (enum kx_ctr_stat) into sum[KX_CSTAT_MAX]. */
+void kx_ioctl_bpf_ctr_stats(struct kx_ioctl_bpf *b, uint64_t *sum);
 /* One counter summed over CPUs; 0 when unknown. */
 uint64_t kx_ioctl_bpf_stat(struct kx_ioctl_bpf *b, unsigned int which);
 /* Detaches every program (maps stay readable). NULL: nothing to do. */

@@ -13,21 +13,25 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "capture/ioctl.h"
+#include "capture/percpu.h"
 #include "capture/probe.h"
 #include "capture/sample.h"
-#include "capture/session.h"
 #include "sample.skel.h"
 #include "sample_rec.h" /* bpf/: the record layout */
 
 struct kx_sampler {
 	struct sample_bpf *skel;
-	struct ring_buffer *rb;
+	struct ring_buffer *rb;  /* standalone only */
 	int ncpu;                /* possible CPUs */
 	int *pfd;                /* per possible CPU: perf event fd, -1 when none */
 	struct bpf_link **links; /* per possible CPU */
+	struct bpf_link *offcpu; /* the sched_switch program's link */
+	const char *offcpu_mech;
 	kx_sample_fn fn;
 	void *ctx;
 	uint32_t freq_hz;
+	int off_cpu, call_btf;
 	int started, stopped;
 	struct kx_sample_counts c;
 };
@@ -37,22 +41,27 @@ int kx_sample_parse(const void *rec, size_t len, struct kx_sample *out)
 	const struct kx_sample_rec *r = rec;
 	size_t need;
 
-	if (len < KX_SAMPLE_REC_BASE_SIZE || r->hdr.type != KX_REC_SAMPLE ||
+	if (len < KX_SAMPLE_REC_BASE_SIZE ||
+	    (r->hdr.type != KX_REC_SAMPLE && r->hdr.type != KX_REC_OFFCPU) ||
 	    r->kdepth > KX_SAMPLE_MAX_DEPTH || r->udepth > KX_SAMPLE_MAX_DEPTH)
 		return -1;
 	need = KX_SAMPLE_REC_BASE_SIZE + ((size_t)r->kdepth + r->udepth) * sizeof(r->ips[0]);
 	if (r->hdr.size != need || len < need)
 		return -1;
+	out->kind = r->hdr.type == KX_REC_OFFCPU ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU;
 	out->ts_ns = r->ts;
+	out->weight_ns = r->weight;
 	out->pid = r->pid;
 	out->tid = r->tid;
 	out->cpu = r->hdr.cpu;
+	out->exec_id = r->exec_id;
 	out->flags = r->flags;
+	out->call = r->call;
 	memcpy(out->comm, r->comm, sizeof(out->comm));
 	out->comm[sizeof(out->comm) - 1] = 0;
-	out->kips = r->ips;
+	out->kips = (const uint64_t *)r->ips;
 	out->nk = r->kdepth;
-	out->uips = r->ips + r->kdepth;
+	out->uips = (const uint64_t *)r->ips + r->kdepth;
 	out->nu = r->udepth;
 	return 0;
 }
@@ -66,7 +75,10 @@ static int on_record(void *ctx, void *data, size_t len)
 		s->c.malformed++;
 		return 0;
 	}
-	s->c.received++;
+	if (smp.kind == KX_SAMPLE_OFFCPU)
+		s->c.off_received++;
+	else
+		s->c.received++;
 	if (s->fn)
 		s->fn(s->ctx, &smp);
 	return 0;
@@ -84,9 +96,52 @@ static uint32_t ringbuf_size(uint32_t want)
 	return 1u << (32 - __builtin_clz(want - 1));
 }
 
+/* Points the object's shared maps at the session's (before load). */
+static int share_maps(struct sample_bpf *sk, const struct kx_sampler_maps *m)
+{
+	int e;
+
+	/* events < 0: the sampler keeps its own ring (a profile on demand). */
+	if ((m->events >= 0 && (e = bpf_map__reuse_fd(sk->maps.events, m->events))) ||
+	    (e = bpf_map__reuse_fd(sk->maps.pids, m->pids)) ||
+	    (e = bpf_map__reuse_fd(sk->maps.inflight, m->inflight)))
+		return e;
+	/* Without the session's task storage, ours is made (and never used). */
+	return m->task_call >= 0 ? bpf_map__reuse_fd(sk->maps.task_call, m->task_call) : 0;
+}
+
+static int own_ring(const struct kx_sampler_opts *o)
+{
+	return !o->maps || o->maps->events < 0;
+}
+
+/* Sizes the maps, sets the configuration and picks the programs (before load). */
+static int configure(struct kx_sampler *s, const struct kx_sampler_opts *o)
+{
+	struct sample_bpf *sk = s->skel;
+	uint32_t rb = ringbuf_size(o->ringbuf_bytes ? o->ringbuf_bytes : KX_RINGBUF_DEFAULT);
+
+	sk->rodata->targ_all = o->all != 0;
+	sk->rodata->wakeup_bytes = own_ring(o) ? rb / 4 : o->maps->wakeup_bytes;
+	sk->rodata->call_btf = s->call_btf;
+	/* Declared by shared.bpf.h for the ioctl capture, unused here. */
+	bpf_map__set_autocreate(sk->maps.devs, false);
+	bpf_map__set_autocreate(sk->maps.stats, false);
+	bpf_map__set_max_entries(sk->maps.offcpu_stash,
+	                         o->off_cpu ? (o->offcpu_slots ? o->offcpu_slots : 4096) : 1);
+	bpf_program__set_autoload(sk->progs.kx_sample, o->freq_hz > 0);
+	bpf_program__set_autoload(sk->progs.kx_offcpu_btf, o->off_cpu && s->call_btf);
+	bpf_program__set_autoload(sk->progs.kx_offcpu_raw, o->off_cpu && !s->call_btf);
+	if (own_ring(o))
+		bpf_map__set_max_entries(sk->maps.events, rb);
+	if (o->maps)
+		return share_maps(sk, o->maps);
+	bpf_map__set_max_entries(sk->maps.inflight, 1); /* no ioctl capture: never a call */
+	return 0;
+}
+
 static int load(struct kx_sampler *s, const struct kx_sampler_opts *o, char *err, size_t len)
 {
-	uint32_t rb = ringbuf_size(o->ringbuf_bytes ? o->ringbuf_bytes : KX_RINGBUF_DEFAULT);
 	int e;
 
 	s->skel = sample_bpf__open();
@@ -94,12 +149,12 @@ static int load(struct kx_sampler *s, const struct kx_sampler_opts *o, char *err
 		snprintf(err, len, "cannot open the sampling program: %s", strerror(errno));
 		return -1;
 	}
-	s->skel->rodata->targ_all = o->all != 0;
-	s->skel->rodata->wakeup_bytes = rb / 4;
-	bpf_map__set_max_entries(s->skel->maps.events, rb);
-	/* Declared by shared.bpf.h for the ioctl capture, unused by sampling. */
-	bpf_map__set_autocreate(s->skel->maps.devs, false);
-	bpf_map__set_autocreate(s->skel->maps.stats, false);
+	e = configure(s, o);
+	if (e) {
+		snprintf(err, len, "cannot share the capture's maps with the sampler: %s",
+		         strerror(-e));
+		return -1;
+	}
 	e = sample_bpf__load(s->skel);
 	if (e) {
 		snprintf(err, len,
@@ -108,6 +163,8 @@ static int load(struct kx_sampler *s, const struct kx_sampler_opts *o, char *err
 		         strerror(-e));
 		return -1;
 	}
+	if (!own_ring(o))
+		return 0;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 	if (!s->rb) {
 		snprintf(err, len, "cannot map the sampling ring buffer: %s", strerror(errno));
@@ -120,8 +177,14 @@ struct kx_sampler *kx_sampler_open(const struct kx_sampler_opts *o, char *err, s
 {
 	struct kx_sampler *s;
 
-	if (o->freq_hz == 0) {
+	if (o->freq_hz == 0 && !o->off_cpu) {
 		snprintf(err, len, "sampling frequency must be at least 1 Hz");
+		return NULL;
+	}
+	if (o->off_cpu && !o->maps) {
+		snprintf(err, len,
+		         "off-CPU intervals are those of traced ioctls: they need a capture "
+		         "session");
 		return NULL;
 	}
 	if (!kx_probe_privileges(err, len))
@@ -134,6 +197,8 @@ struct kx_sampler *kx_sampler_open(const struct kx_sampler_opts *o, char *err, s
 	s->fn = o->fn;
 	s->ctx = o->ctx;
 	s->freq_hz = o->freq_hz;
+	s->off_cpu = o->off_cpu;
+	s->call_btf = o->maps && o->maps->call_btf;
 	s->ncpu = libbpf_num_possible_cpus();
 	if (s->ncpu <= 0) {
 		snprintf(err, len, "cannot count the possible CPUs: %s", strerror(-s->ncpu));
@@ -219,14 +284,11 @@ static int open_cpu(struct kx_sampler *s, int cpu, char *err, size_t len)
 	return 0;
 }
 
-int kx_sampler_start(struct kx_sampler *s, char *err, size_t len)
+/* The cpu-clock event of every online CPU, each with the program attached. */
+static int start_sampling(struct kx_sampler *s, char *err, size_t len)
 {
 	unsigned long max = max_sample_rate();
 
-	if (s->started) {
-		snprintf(err, len, "the sampler is already started");
-		return -1;
-	}
 	if (max && s->freq_hz > max) {
 		snprintf(err, len,
 		         "sampling frequency %u Hz is above the kernel's limit of %lu Hz "
@@ -234,24 +296,61 @@ int kx_sampler_start(struct kx_sampler *s, char *err, size_t len)
 		         s->freq_hz, max);
 		return -1;
 	}
-	s->started = 1;
-	for (int cpu = 0; cpu < s->ncpu; cpu++) {
-		if (open_cpu(s, cpu, err, len) != 0) {
-			kx_sampler_stop(s);
+	for (int cpu = 0; cpu < s->ncpu; cpu++)
+		if (open_cpu(s, cpu, err, len) != 0)
 			return -1;
-		}
-	}
 	if (s->c.cpus == 0) {
 		snprintf(err, len, "no online CPU to sample (%u offline)", s->c.cpus_offline);
+		return -1;
+	}
+	return 0;
+}
+
+static int start_offcpu(struct kx_sampler *s, char *err, size_t len)
+{
+	struct bpf_program *p =
+	        s->call_btf ? s->skel->progs.kx_offcpu_btf : s->skel->progs.kx_offcpu_raw;
+
+	s->offcpu = bpf_program__attach(p);
+	if (!s->offcpu) {
+		snprintf(err, len, "cannot attach the off-CPU program to sched_switch: %s",
+		         strerror(errno));
+		return -1;
+	}
+	s->offcpu_mech = s->call_btf ? "tp_btf" : "raw_tp";
+	return 0;
+}
+
+int kx_sampler_start(struct kx_sampler *s, char *err, size_t len)
+{
+	if (s->started) {
+		snprintf(err, len, "the sampler is already started");
+		return -1;
+	}
+	s->started = 1;
+	if ((s->freq_hz && start_sampling(s, err, len)) ||
+	    (s->off_cpu && start_offcpu(s, err, len))) {
 		kx_sampler_stop(s);
 		return -1;
 	}
 	return 0;
 }
 
+const char *kx_sampler_offcpu_mech(const struct kx_sampler *s)
+{
+	return s->offcpu_mech;
+}
+
 int kx_sampler_poll(struct kx_sampler *s, int timeout_ms, char *err, size_t len)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms), more;
+	int n, more;
+
+	if (!s->rb) {
+		snprintf(err, len,
+		         "the sampler shares a capture's ring buffer: its consumer reads it");
+		return -1;
+	}
+	n = ring_buffer__poll(s->rb, timeout_ms);
 
 	if (n < 0 && n != -EINTR) {
 		snprintf(err, len, "reading the sampling ring buffer failed: %s", strerror(-n));
@@ -264,6 +363,8 @@ int kx_sampler_poll(struct kx_sampler *s, int timeout_ms, char *err, size_t len)
 
 static void detach(struct kx_sampler *s)
 {
+	bpf_link__destroy(s->offcpu);
+	s->offcpu = NULL;
 	for (int i = 0; i < s->ncpu; i++) {
 		bpf_link__destroy(s->links[i]);
 		s->links[i] = NULL;
@@ -275,27 +376,19 @@ static void detach(struct kx_sampler *s)
 
 static void read_counts(struct kx_sampler *s)
 {
-	uint64_t sum[KX_SSTAT_MAX] = {0};
-	uint64_t *vals = calloc(s->ncpu, sizeof(*vals));
-	int fd = bpf_map__fd(s->skel->maps.sample_stats);
+	uint64_t sum[KX_SSTAT_MAX];
 
-	if (!vals) {
+	if (kx_percpu_sum(bpf_map__fd(s->skel->maps.sample_stats), KX_SSTAT_MAX, sum))
 		fprintf(stderr, "kxprof: out of memory reading the sampling counters\n");
-		return;
-	}
-	for (uint32_t k = 0; k < KX_SSTAT_MAX; k++) {
-		if (bpf_map_lookup_elem(fd, &k, vals) != 0)
-			continue;
-		for (int i = 0; i < s->ncpu; i++)
-			sum[k] += vals[i];
-	}
-	free(vals);
 	s->c.emitted = sum[KX_SSTAT_EMITTED];
 	s->c.dropped = sum[KX_SSTAT_DROPPED];
 	s->c.no_ustack = sum[KX_SSTAT_NO_USTACK];
 	s->c.no_kstack = sum[KX_SSTAT_NO_KSTACK];
 	s->c.ustack_full = sum[KX_SSTAT_USTACK_FULL];
 	s->c.kstack_full = sum[KX_SSTAT_KSTACK_FULL];
+	s->c.off_emitted = sum[KX_SSTAT_OFF_EMITTED];
+	s->c.off_dropped = sum[KX_SSTAT_OFF_DROPPED];
+	s->c.off_noslot = sum[KX_SSTAT_OFF_NOSLOT];
 }
 
 void kx_sampler_stop(struct kx_sampler *s)

@@ -1,12 +1,16 @@
 /*
  * CPU sampler: loads bpf/sample.bpf.c, opens one cpu-clock perf event per
- * online CPU at a given frequency (offline CPUs are skipped), attaches the
- * program to each, and hands every sample record of the ring buffer to a
- * callback. It owns the perf events, the links and the ring buffer, and
- * leaves none of them behind at close. Loss accounting: the program counts
- * emitted and dropped per CPU, the loader counts what it received, so
- * received + dropped == emitted after stop; missing and cut stacks are
- * counted too.
+ * online CPU at a given frequency (offline CPUs are skipped) and attaches
+ * the program to each; optionally attaches the off-CPU program to
+ * sched_switch (threads blocked inside traced ioctls). Standalone it owns a
+ * ring buffer and hands each record to a callback; inside a capture session
+ * it shares the session's ring buffer, pid set and in-flight call entries
+ * (struct kx_sampler_maps), so samples arrive with the other events and
+ * carry the traced call they were taken in. It owns the perf events, the
+ * links and its own ring buffer, and leaves none of them behind at close.
+ * Loss accounting: the programs count emitted and dropped per CPU and per
+ * kind, the receiver counts what it received, so received + dropped ==
+ * emitted after stop; missing and cut stacks are counted too.
  */
 #ifndef KX_CAPTURE_SAMPLE_H
 #define KX_CAPTURE_SAMPLE_H
@@ -14,63 +18,69 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kxprof.h"
+#include "model/sample.h"
 
-/* One sample, as parsed from its record (pointers into the record). */
-struct kx_sample {
-	uint64_t ts_ns; /* CLOCK_MONOTONIC ns */
-	uint32_t pid;   /* tgid */
-	uint32_t tid;
-	uint32_t cpu;
-	uint16_t flags; /* KX_SAMPLE_F_* (bpf/sample_rec.h) */
-	char comm[KX_COMM_LEN];
-	const unsigned long long *kips; /* kernel frames, leaf first */
-	uint32_t nk;
-	const unsigned long long *uips; /* user frames, leaf first */
-	uint32_t nu;
-};
-
-/* Parses a sample record of len bytes; 0, or -1 when it is not a whole,
- * consistent sample record. */
+/* Parses a sample or off-CPU record of len bytes; 0, or -1 when it is not a
+ * whole, consistent record. */
 int kx_sample_parse(const void *rec, size_t len, struct kx_sample *out);
 
-/* Called on the polling thread for each sample (at stop too, for the last ones). */
+/* Called on the polling thread for each record (at stop too, for the last ones). */
 typedef void (*kx_sample_fn)(void *ctx, const struct kx_sample *s);
 
+/* A capture session's maps the sampler uses instead of its own. */
+struct kx_sampler_maps {
+	int events;    /* ring buffer (records go to the session's consumer); -1: its own */
+	int pids;      /* traced pid set */
+	int inflight;  /* in-flight calls by tid (bpf/inflight.bpf.h) */
+	int task_call; /* the same in task storage, -1 when the session has none */
+	int call_btf;  /* the session keeps its calls in task storage (tp_btf) */
+	uint32_t wakeup_bytes;
+};
+
 struct kx_sampler_opts {
-	uint32_t freq_hz;       /* samples per second on each CPU */
-	int all;                /* every process, else only the pids added */
-	uint32_t ringbuf_bytes; /* 0: 8 MiB; rounded up to a power of two */
-	kx_sample_fn fn;
+	uint32_t freq_hz; /* samples per second on each CPU; 0: no cpu-clock sampling */
+	int off_cpu;      /* also off-CPU intervals of threads blocked inside traced ioctls */
+	int all;          /* every process, else only the pids added (or the session's set) */
+	const struct kx_sampler_maps *maps; /* NULL: standalone, with its own maps */
+	uint32_t ringbuf_bytes;             /* standalone: 0 is 8 MiB; a power of two */
+	uint32_t offcpu_slots;              /* threads blocked at once that can be kept (0: 4096) */
+	kx_sample_fn fn;                    /* standalone: where records go */
 	void *ctx;
 };
 
 /* Summed over CPUs; live while sampling, final after kx_sampler_stop. */
 struct kx_sample_counts {
-	uint64_t emitted;     /* samples of traced processes the kernel tried to submit */
-	uint64_t dropped;     /* lost: ring buffer full */
-	uint64_t received;    /* handed to the callback */
-	uint64_t malformed;   /* records that did not parse (never expected) */
-	uint64_t no_ustack;   /* user tasks sampled without any user frame */
-	uint64_t no_kstack;   /* kernel-mode samples without any kernel frame */
-	uint64_t ustack_full; /* user stacks cut at KX_SAMPLE_MAX_DEPTH */
-	uint64_t kstack_full; /* kernel stacks cut at KX_SAMPLE_MAX_DEPTH */
-	uint32_t cpus;        /* CPUs sampled (perf events open) */
+	uint64_t emitted;      /* samples of traced processes the kernel tried to submit */
+	uint64_t dropped;      /* lost: ring buffer full */
+	uint64_t received;     /* standalone: handed to the callback */
+	uint64_t malformed;    /* standalone: records that did not parse (never expected) */
+	uint64_t no_ustack;    /* user tasks sampled without any user frame */
+	uint64_t no_kstack;    /* kernel-mode samples without any kernel frame */
+	uint64_t ustack_full;  /* user stacks cut at KX_SAMPLE_MAX_DEPTH */
+	uint64_t kstack_full;  /* kernel stacks cut at KX_SAMPLE_MAX_DEPTH */
+	uint64_t off_emitted;  /* off-CPU records tried */
+	uint64_t off_dropped;  /* lost: ring buffer full */
+	uint64_t off_received; /* standalone: off-CPU records handed to the callback */
+	uint64_t off_noslot;   /* blocked threads not kept: the stash was full */
+	uint32_t cpus;         /* CPUs sampled (perf events open) */
 	uint32_t cpus_offline;
 };
 
 struct kx_sampler;
 
-/* Loads the program (nothing sampled yet). NULL with err set. */
+/* Loads the programs (nothing sampled yet). NULL with err set. */
 struct kx_sampler *kx_sampler_open(const struct kx_sampler_opts *o, char *err, size_t len);
+/* Standalone: adds a pid to the sampler's own pid set. */
 int kx_sampler_add_pid(struct kx_sampler *s, uint32_t pid, char *err, size_t len);
 /* Opens the perf events and attaches: sampling starts. */
 int kx_sampler_start(struct kx_sampler *s, char *err, size_t len);
-/* Hands waiting samples to the callback, waiting up to timeout_ms for some;
- * the number handed, or -1 with err set. */
+/* The attach mechanism of the off-CPU program ("tp_btf", "raw_tp"), NULL when none. */
+const char *kx_sampler_offcpu_mech(const struct kx_sampler *s);
+/* Standalone: hands waiting records to the callback, waiting up to
+ * timeout_ms for some; the number handed, or -1 with err set. */
 int kx_sampler_poll(struct kx_sampler *s, int timeout_ms, char *err, size_t len);
-/* Detaches and closes the perf events, drains the ring buffer, reads the
- * counters. Idempotent. */
+/* Detaches and closes the perf events, drains its own ring buffer, reads
+ * the counters. Idempotent. */
 void kx_sampler_stop(struct kx_sampler *s);
 void kx_sampler_counts(struct kx_sampler *s, struct kx_sample_counts *c);
 /* Stops if needed and frees everything (NULL is fine). */

@@ -22,14 +22,16 @@
 #include "capture/ioctl.h"
 #include "capture/jobs.h"
 #include "capture/probe.h"
+#include "capture/sample.h"
 #include "capture/session.h"
 
 struct kx_session {
 	struct kx_ioctl_bpf *ioctl; /* the loaded bpf/ioctl.bpf.c */
 	struct kx_consumer *consumer;
-	struct kx_jobsrc *jobs; /* job lifecycle sources, NULL when none */
-	struct kx_drvhook *drv; /* driver entry hooks, NULL when none */
-	struct kx_annot *ann;   /* annotation probes, NULL when not asked or not loaded */
+	struct kx_jobsrc *jobs;     /* job lifecycle sources, NULL when none */
+	struct kx_drvhook *drv;     /* driver entry hooks, NULL when none */
+	struct kx_sampler *sampler; /* CPU samples and off-CPU intervals, NULL when none */
+	struct kx_annot *ann;       /* annotation probes, NULL when not asked or not loaded */
 	const char *mech;
 	int started, stopped;
 	struct kx_sink sink;
@@ -86,6 +88,7 @@ static void ioctl_opts(const struct kx_session_opts *o, struct kx_ioctl_bpf_opts
 	        .uid = o->uid,
 	        .no_offcpu = o->no_offcpu,
 	        .entry_fn = o->entry_fn,
+	        .counters = o->counters,
 	};
 }
 
@@ -173,6 +176,39 @@ static void skip_drvhooks(struct kx_capinfo *ci)
 		         "count every process's calls: not in a session restricted to one user");
 }
 
+/* The sampler on the ioctl capture's ring, pid set and calls in flight;
+ * asked for explicitly, so a failure fails the session. */
+static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, char *err,
+                        size_t len)
+{
+	struct kx_ioctl_bpf_fds fds;
+	struct kx_sampler_maps maps;
+	struct kx_sampler_opts so;
+	char why[256];
+	struct kx_hook *h;
+
+	kx_ioctl_bpf_fds(s->ioctl, &fds);
+	kx_session_sampler_maps(s, &maps);
+	maps.events = fds.events;
+	maps.wakeup_bytes = fds.wakeup_bytes;
+	so = (struct kx_sampler_opts){
+	        .freq_hz = o->sample_hz, .off_cpu = o->off_cpu, .all = o->all, .maps = &maps};
+	s->sampler = kx_sampler_open(&so, why, sizeof(why));
+	if (!s->sampler || kx_sampler_start(s->sampler, why, sizeof(why))) {
+		snprintf(err, len, "%s", why);
+		return -1;
+	}
+	s->ci.samples.hz = o->sample_hz;
+	s->ci.samples.off_cpu = o->off_cpu != 0;
+	if (o->sample_hz)
+		kx_capinfo_hook(&s->ci, "cpu-clock sampling", "perf_event", KX_HOOK_ATTACHED);
+	if (o->off_cpu &&
+	    (h = kx_capinfo_hook(&s->ci, "off-CPU stacks", kx_sampler_offcpu_mech(s->sampler),
+	                         KX_HOOK_ATTACHED)))
+		snprintf(h->why, sizeof(h->why), "sched_switch, inside traced ioctls");
+	return 0;
+}
+
 /* How often the annotation watcher rescans the pid set for copies whose
  * loads it did not see (a loader other than kxprof's), ms. */
 #define ANN_RESCAN_MS 1000
@@ -249,6 +285,8 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 		skip_drvhooks(&s->ci);
 	else if (!o->no_drvhooks)
 		s->drv = kx_drvhook_open(&s->ci);
+	if ((o->sample_hz || o->off_cpu) && open_sampler(s, o, err, len) != 0)
+		goto fail;
 	if (o->annotate)
 		open_annot(s, o);
 	kx_ioctl_bpf_fds(s->ioctl, &fds);
@@ -294,6 +332,38 @@ int kx_session_start(struct kx_session *s, char *err, size_t len)
 	return 0;
 }
 
+static void read_sample_stats(struct kx_session *s)
+{
+	struct kx_sample_info *si = &s->ci.samples;
+	struct kx_sample_counts c;
+
+	kx_sampler_counts(s->sampler, &c);
+	si->cpus = c.cpus;
+	si->emitted = c.emitted;
+	si->dropped = c.dropped;
+	si->received = kx_consumer_samples(s->consumer);
+	si->off_emitted = c.off_emitted;
+	si->off_dropped = c.off_dropped;
+	si->off_received = kx_consumer_offcpu(s->consumer);
+	si->off_noslot = c.off_noslot;
+	si->stacks[KX_NO_USTACK] = c.no_ustack;
+	si->stacks[KX_NO_KSTACK] = c.no_kstack;
+	si->stacks[KX_USTACK_CUT] = c.ustack_full;
+	si->stacks[KX_KSTACK_CUT] = c.kstack_full;
+}
+
+static void read_counter_stats(struct kx_session *s)
+{
+	uint64_t sum[KX_CSTAT_MAX], *st = s->ci.counters.stats;
+
+	kx_ioctl_bpf_ctr_stats(s->ioctl, sum);
+	st[KX_CTR_EMITTED] = sum[KX_CSTAT_EMITTED];
+	st[KX_CTR_DROPPED] = sum[KX_CSTAT_DROPPED];
+	st[KX_CTR_READ_FAIL] = sum[KX_CSTAT_READ_FAIL];
+	st[KX_CTR_NOSLOT] = sum[KX_CSTAT_NOSLOT];
+	st[KX_CTR_RECEIVED] = kx_consumer_counters(s->consumer);
+}
+
 static void read_stats(struct kx_session *s)
 {
 	uint64_t sum[KX_STAT_MAX];
@@ -308,6 +378,10 @@ static void read_stats(struct kx_session *s)
 	s->ci.job_emitted = sum[KX_STAT_JOB_EMITTED];
 	s->ci.job_dropped = sum[KX_STAT_JOB_DROPPED];
 	s->ci.job_received = kx_consumer_jobs(s->consumer);
+	if (s->sampler)
+		read_sample_stats(s);
+	if (s->ci.counters.names[0])
+		read_counter_stats(s);
 	if (s->ann) {
 		kx_annot_info(s->ann, &s->ci.ann);
 		s->ci.ann.received = kx_consumer_anns(s->consumer);
@@ -322,6 +396,7 @@ int kx_session_stop(struct kx_session *s)
 	kx_ioctl_bpf_detach(s->ioctl);
 	kx_jobsrc_detach(s->jobs);
 	kx_drvhook_detach(s->drv);
+	kx_sampler_stop(s->sampler);
 	if (s->ann)
 		kx_annot_detach(s->ann);
 	kx_consumer_stop(s->consumer);
@@ -371,6 +446,21 @@ int kx_session_agg_drop(struct kx_session *s, int (*drop)(const struct kx_agg_ke
 	return s->ioctl ? kx_ioctl_agg_drop(s->ioctl, drop, ctx) : 0;
 }
 
+int kx_session_sampler_maps(const struct kx_session *s, struct kx_sampler_maps *m)
+{
+	struct kx_ioctl_bpf_fds fds;
+
+	if (!s->ioctl)
+		return -1;
+	kx_ioctl_bpf_fds(s->ioctl, &fds);
+	*m = (struct kx_sampler_maps){.events = -1,
+	                              .pids = fds.pids,
+	                              .inflight = fds.inflight,
+	                              .task_call = fds.task_call,
+	                              .call_btf = fds.call_btf};
+	return 0;
+}
+
 uint64_t kx_session_stat(struct kx_session *s, unsigned int which)
 {
 	return s->ioctl ? kx_ioctl_bpf_stat(s->ioctl, which) : 0;
@@ -402,6 +492,7 @@ void kx_session_close(struct kx_session *s)
 	if (s->started && !s->stopped)
 		kx_session_stop(s);
 	kx_consumer_free(s->consumer);
+	kx_sampler_close(s->sampler);
 	kx_ioctl_bpf_detach(s->ioctl);
 	kx_jobsrc_close(s->jobs);
 	kx_drvhook_close(s->drv);

@@ -39,8 +39,13 @@ struct kx_session_opts {
 	 * other processes (driver entry hooks, block and v3d jobs) stay off. */
 	int uid_only;
 	uint32_t uid;
-	int no_offcpu;         /* no sched_switch program (no off-CPU time) */
-	const char *entry_fn;  /* fentry target; NULL: found through BTF (tests only) */
+	int no_offcpu;        /* no sched_switch program (no off-CPU time) */
+	const char *entry_fn; /* fentry target; NULL: found through BTF (tests only) */
+	/* CPU samples of the traced processes (sink.sample gets them). */
+	uint32_t sample_hz; /* cpu-clock samples per second per CPU; 0: none */
+	int off_cpu;        /* off-CPU intervals of threads blocked inside traced ioctls */
+	/* Perf counters read inside each traced call (sink.counters gets them). */
+	const struct kx_counter_list *counters;
 	/* Annotations (capture/annotate.h): the probes of every copy of
 	 * libkxprof_annotate.so the traced processes map, now or later. */
 	int annotate;
@@ -76,6 +81,11 @@ int kx_session_agg_read(struct kx_session *s, int take, struct kx_agg_entry **ou
 /* Aggregate mode: resets every key drop(key, ctx) picks; returns how many. */
 int kx_session_agg_drop(struct kx_session *s, int (*drop)(const struct kx_agg_key *, void *),
                         void *ctx);
+struct kx_sampler_maps;
+/* The session's pid set and calls in flight, for a sampler of its own
+ * (its own ring: events -1), e.g. a profile taken on demand. 0, or -1 when
+ * the session is closed. */
+int kx_session_sampler_maps(const struct kx_session *s, struct kx_sampler_maps *m);
 /* 1 when the annotation probes are loaded (opts.annotate and they could be). */
 int kx_session_annotating(const struct kx_session *s);
 /* One BPF counter (enum kx_stat) summed over CPUs, read now. */

@@ -154,6 +154,9 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->agg_max_keys = o->agg_max_keys;
 	so->uid_only = o->uid_only;
 	so->uid = o->uid;
+	so->sample_hz = o->sample_hz;
+	so->off_cpu = o->off_cpu;
+	so->counters = o->counters;
 	so->annotate = o->annotate;
 	if (o->record_path || o->record_stream) {
 		c->rec.path = o->record_path;

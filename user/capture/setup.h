@@ -69,6 +69,9 @@ struct kx_capture_opts {
 	 * pid or cgroup, at most agg_max_keys keys (0: the default). */
 	int aggregate, agg_by_pid, agg_by_cgroup;
 	uint32_t agg_max_keys;
+	uint32_t sample_hz; /* cpu-clock samples per second per CPU (record -F); 0: none */
+	int off_cpu;        /* off-CPU intervals inside traced ioctls (record --off-cpu) */
+	const struct kx_counter_list *counters; /* perf counters inside calls (--counters) */
 	int annotate;            /* annotation probes (a launched command waits for them, see
 	                            KX_ANN_WAIT_ENV) */
 	const char *record_path; /* stream into this record file (sink is then ignored) */

@@ -10,7 +10,9 @@
 
 #include "model/annot.h"
 #include "model/capinfo.h"
+#include "model/counter.h"
 #include "model/event.h"
+#include "model/sample.h"
 
 /* Where received events go. Called on the consumer thread, except begin.
  * Every callback is optional (NULL: that kind of event is counted, not kept). */
@@ -21,6 +23,10 @@ struct kx_sink {
 	void (*task)(void *ctx, const struct kx_task *t);
 	/* Job lifecycle events (device timelines); job sources load only with it. */
 	void (*job)(void *ctx, const struct kx_job *j);
+	/* CPU samples and off-CPU intervals (frames borrowed for the call). */
+	void (*sample)(void *ctx, const struct kx_sample *s);
+	/* The perf counters of one traced call (record --counters). */
+	void (*counters)(void *ctx, const struct kx_ctr_ev *e);
 	/* Annotation events: name and cat (PUSH, MARK, START; else "") are
 	 * NUL-terminated, a's name and cat ids unset. */
 	void (*annot)(void *ctx, const struct kx_ann *a, const char *name, const char *cat);

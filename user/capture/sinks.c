@@ -1,6 +1,11 @@
 /* Event sinks: bounded store, streamed record file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "capture/clock.h"
 #include "capture/sinks.h"
+#include "model/samples.h"
 
 static void store_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
@@ -17,6 +22,17 @@ static void store_job(void *ctx, const struct kx_job *j)
 	kx_store_add_job(ctx, j);
 }
 
+static void store_sample(void *ctx, const struct kx_sample *s)
+{
+	kx_store_add_sample(ctx, s);
+}
+
+static void store_counters(void *ctx, const struct kx_ctr_ev *e)
+{
+	if (kx_store_samples(ctx))
+		kx_samples_add_ctr(kx_store_samples(ctx), e);
+}
+
 static void store_annot(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
 {
 	kx_store_add_ann(ctx, a, name, cat);
@@ -28,6 +44,8 @@ struct kx_sink kx_sink_store(struct kx_store *store)
 	                        .ioctl = store_ioctl,
 	                        .task = store_task,
 	                        .job = store_job,
+	                        .sample = store_sample,
+	                        .counters = store_counters,
 	                        .annot = store_annot};
 }
 
@@ -55,6 +73,48 @@ static void kxp_job(void *ctx, const struct kx_job *j)
 		ks->write_error = 1;
 }
 
+static void kxp_sample(void *ctx, const struct kx_sample *s)
+{
+	struct kx_kxp_sink *ks = ctx;
+
+	unsigned long long t0;
+
+	if (kx_kxp_add_sample(ks->w, s) != 0 && !ks->write_error)
+		ks->write_error = 1;
+	if (!ks->syms)
+		return;
+	t0 = kx_mono_ns();
+	if (kx_symcollect_sample(ks->syms, s))
+		ks->sym_oom = 1;
+	ks->sym_ns += kx_mono_ns() - t0;
+}
+
+static void kxp_counters(void *ctx, const struct kx_ctr_ev *e)
+{
+	struct kx_kxp_sink *ks = ctx;
+
+	if (kx_kxp_add_ctr(ks->w, e) != 0 && !ks->write_error)
+		ks->write_error = 1;
+}
+
+static void kxp_put_sym(void *ctx, const struct kx_symres *r, const struct kx_symres_entry *e)
+{
+	struct kx_kxp_sink *ks = ctx;
+
+	if (kx_kxp_add_sym(ks->w, r, e) != 0 && !ks->write_error)
+		ks->write_error = 1;
+}
+
+/* Resolves what the samples since the last call noted, into the file. */
+static void kxp_syms(struct kx_kxp_sink *ks)
+{
+	unsigned long long t0 = kx_mono_ns();
+
+	if (ks->syms && kx_symcollect_resolve(ks->syms))
+		ks->sym_oom = 1;
+	ks->sym_ns += kx_mono_ns() - t0;
+}
+
 static void kxp_annot(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
 {
 	struct kx_kxp_sink *ks = ctx;
@@ -69,6 +129,7 @@ static void kxp_tick(void *ctx)
 	unsigned long long now = kx_mono_ns();
 
 	if (now - ks->last_flush_ns >= (unsigned long long)ks->flush_ms * 1000000ull) {
+		kxp_syms(ks);
 		if (kx_kxp_flush(ks->w) != 0 && !ks->write_error)
 			ks->write_error = 1;
 		ks->last_flush_ns = now;
@@ -79,6 +140,9 @@ static int kxp_begin(void *ctx, const struct kx_capinfo *ci, char *err, size_t l
 {
 	struct kx_kxp_sink *ks = ctx;
 
+	if ((ci->samples.hz || ci->samples.off_cpu) &&
+	    !(ks->syms = kx_symcollect_new(&ks->res, NULL, kxp_put_sym, ks, err, len)))
+		return -1;
 	ks->w = ks->stream ? kx_kxp_create_stream(ks->stream, ci, err, len)
 	                   : kx_kxp_create(ks->path, ci, err, len);
 	ks->last_flush_ns = kx_mono_ns();
@@ -94,19 +158,45 @@ struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks)
 	                        .ioctl = kxp_ioctl,
 	                        .task = kxp_task,
 	                        .job = kxp_job,
+	                        .sample = kxp_sample,
+	                        .counters = kxp_counters,
 	                        .annot = kxp_annot,
 	                        .tick = kxp_tick,
 	                        .begin = kxp_begin};
 }
 
+static void syms_free(struct kx_kxp_sink *ks)
+{
+	kx_symcollect_free(ks->syms);
+	ks->syms = NULL;
+	kx_symres_free(&ks->res);
+}
+
 int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char *err, size_t len)
 {
+	struct kx_capinfo *fin = NULL; /* too large for the stack */
 	struct kx_kxp_writer *w = ks->w;
+	int rc;
 
-	if (!w)
+	if (!w) {
+		syms_free(ks);
 		return 0;
+	}
+	if (ks->syms && ci) {
+		kxp_syms(ks);
+		fin = malloc(sizeof(*fin));
+		if (fin) { /* else the trailer goes without the symbol figures */
+			*fin = *ci;
+			kx_symcollect_facts(ks->syms, ks->sym_oom, &fin->samples);
+			fin->samples.sym_ns = ks->sym_ns;
+			ci = fin;
+		}
+	}
 	ks->w = NULL;
-	return kx_kxp_close(w, ci, err, len);
+	rc = kx_kxp_close(w, ci, err, len);
+	free(fin);
+	syms_free(ks);
+	return rc;
 }
 
 void kx_kxp_sink_discard(struct kx_kxp_sink *ks)
@@ -114,4 +204,5 @@ void kx_kxp_sink_discard(struct kx_kxp_sink *ks)
 	if (ks->w)
 		kx_kxp_discard(ks->w);
 	ks->w = NULL;
+	syms_free(ks);
 }

@@ -9,6 +9,8 @@
 #include "io/kxp.h"
 #include "capture/session.h"
 #include "model/store.h"
+#include "model/symres.h"
+#include "symbol/collect.h"
 
 struct kx_sink kx_sink_store(struct kx_store *store);
 
@@ -27,6 +29,12 @@ struct kx_kxp_sink {
 	unsigned int flush_ms;
 	unsigned long long last_flush_ns;
 	int write_error; /* first write error seen (the capture goes on, the file is cut) */
+	/* Samples: their images' maps are read as they arrive, their addresses
+	 * resolved at each flush and stored as symbol records. */
+	struct kx_symcollect *syms; /* made at begin when the capture samples */
+	struct kx_symres res;
+	int sym_oom;               /* symbols lost to memory (their frames read [unknown]) */
+	unsigned long long sym_ns; /* time spent reading maps and resolving, ns */
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);
 /* Writes the trailer (ci: the stopped session's final facts), closes the

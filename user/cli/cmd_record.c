@@ -21,6 +21,7 @@
 
 #include "cli/cli.h"
 #include "capture/clock.h"
+#include "capture/counters.h"
 #include "capture/setup.h"
 #include "util/parse.h"
 
@@ -54,7 +55,8 @@ static void record_usage(FILE *f)
 	fprintf(f,
 	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
 	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH]\n"
-	        "                     [--no-jobs] [--no-annotations] [-- CMD ARGS...]\n"
+	        "                     [--no-jobs] [--no-annotations] [-F HZ] [--off-cpu]\n"
+	        "                     [--counters LIST] [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
 	        "                        file and renamed at the end, an existing FILE kept as\n"
 	        "                        FILE.old; a device, a directory, the traced command\n"
@@ -75,6 +77,16 @@ static void record_usage(FILE *f)
 	        "      --no-daemon       never record through the kxprof daemon (which record\n"
 	        "                        uses without BPF privilege: $KXPROF_SOCKET, default\n"
 	        "                        " KX_DAEMON_SOCKET_DEFAULT ")\n"
+	        "  -F, --freq HZ         also sample the traced processes' CPU stacks HZ times a\n"
+	        "                        second per CPU (user and kernel frames, and the traced\n"
+	        "                        ioctl a sample was taken in; off by default)\n"
+	        "      --off-cpu         also record where threads blocked inside traced ioctls\n"
+	        "                        waited: their stacks, weighted by the time off the CPU\n"
+	        "      --counters LIST   also count these perf counters inside each traced ioctl,\n"
+	        "                        on the calling thread only (at most 4): cycles,\n"
+	        "                        instructions, cache-misses, page-faults,\n"
+	        "                        context-switches, cpu-migrations, ... (counters this\n"
+	        "                        machine lacks are skipped and reported)\n"
 	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n"
 	        "Stops: SIGINT, SIGTERM, SIGHUP and SIGQUIT stop cleanly (the file is complete);\n"
 	        "SIGUSR1 and SIGUSR2 are ignored. A command still running at a stop (a signal\n"
@@ -87,6 +99,7 @@ struct record_opts {
 	const char *out;
 	double duration; /* seconds, 0: until the command exits or a signal */
 	uint32_t pids[KX_MAX_PIDS];
+	struct kx_counter_list counters;
 	struct kx_devset devices;
 	struct kx_capture_opts cap;
 };
@@ -104,6 +117,7 @@ static int record_opt(struct record_opts *o, int opt)
 	static const struct kx_num_range mib = {.lo = 0, .hi = 1024, .lo_open = 1};
 	static const struct kx_num_range secs = {.lo = 0, .hi = 1e9, .lo_open = 1};
 	char err[256];
+	long long hz;
 	double mb;
 
 	switch (opt) {
@@ -139,6 +153,19 @@ static int record_opt(struct record_opts *o, int opt)
 	case 'n':
 		o->cap.no_daemon = 1;
 		return 0;
+	case 'F':
+		if (kx_parse_long("-F", optarg, 1, 1000000, &hz, err, sizeof(err)))
+			break;
+		o->cap.sample_hz = (uint32_t)hz;
+		return 0;
+	case 'O':
+		o->cap.off_cpu = 1;
+		return 0;
+	case 'C':
+		if (kx_counters_parse(optarg, &o->counters, err, sizeof(err)))
+			break;
+		o->cap.counters = &o->counters;
+		return 0;
 	case 'N':
 		o->cap.annotate = 0;
 		return 0;
@@ -167,6 +194,9 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"ringbuf-mb", required_argument, NULL, 'r'},
 	        {"attach", required_argument, NULL, 'm'},
 	        {"no-jobs", no_argument, NULL, 'J'},
+	        {"freq", required_argument, NULL, 'F'},
+	        {"off-cpu", no_argument, NULL, 'O'},
+	        {"counters", required_argument, NULL, 'C'},
 	        {"no-annotations", no_argument, NULL, 'N'},
 	        {"no-daemon", no_argument, NULL, 'n'},
 	        {"help", no_argument, NULL, 'h'},
@@ -180,7 +210,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	o->cap.devices = &o->devices;
 	o->cap.annotate = 1;
 	optind = 1;
-	while ((opt = kx_getopt(argc, argv, "+o:p:ad:h", opts)) != -1)
+	while ((opt = kx_getopt(argc, argv, "+o:p:ad:F:h", opts)) != -1)
 		if ((rc = record_opt(o, opt)) != 0)
 			return rc < 0 ? 2 : -1;
 	o->cap.verbose = kx_verbose;
@@ -276,6 +306,51 @@ static int record_end_cmd(struct kx_capture *c)
 	return kx_capture_cmd_exit(c);
 }
 
+/* The samples line, and what was lost of them. */
+static void record_report_samples(const struct kx_capinfo *ci)
+{
+	const struct kx_sample_info *si = &ci->samples;
+
+	fprintf(stderr, "kxprof record: %llu CPU samples, %llu dropped",
+	        (unsigned long long)si->received, (unsigned long long)si->dropped);
+	if (si->off_cpu)
+		fprintf(stderr, "; %llu off-CPU intervals, %llu dropped",
+		        (unsigned long long)si->off_received, (unsigned long long)si->off_dropped);
+	fputc('\n', stderr);
+	if (si->dropped || si->off_dropped)
+		fprintf(stderr, "kxprof record: warning: samples were dropped because the ring "
+		                "buffer was full: raise --ringbuf-mb or lower -F\n");
+	if (si->off_noslot)
+		fprintf(stderr,
+		        "kxprof record: warning: %llu blocked threads were not kept (more than "
+		        "4096 blocked at once inside traced ioctls)\n",
+		        (unsigned long long)si->off_noslot);
+}
+
+/* The counters line (record --counters), what was lost of them, and the
+ * counters this machine refused. */
+static void record_report_counters(const struct kx_capinfo *ci)
+{
+	const uint64_t *st = ci->counters.stats;
+
+	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++)
+		if (!strncmp(ci->hooks[i].name, "counter:", 8) &&
+		    ci->hooks[i].state != KX_HOOK_ATTACHED)
+			fprintf(stderr, "kxprof record: %s skipped: %s\n", ci->hooks[i].name + 8,
+			        ci->hooks[i].why);
+	if (!ci->counters.names[0])
+		return;
+	fprintf(stderr, "kxprof record: counters (%s) of %llu calls, %llu dropped\n",
+	        ci->counters.names, (unsigned long long)st[KX_CTR_RECEIVED],
+	        (unsigned long long)st[KX_CTR_DROPPED]);
+	if (st[KX_CTR_READ_FAIL] || st[KX_CTR_NOSLOT])
+		fprintf(stderr,
+		        "kxprof record: warning: %llu counter readings failed and %llu calls "
+		        "were not measured\n",
+		        (unsigned long long)st[KX_CTR_READ_FAIL],
+		        (unsigned long long)st[KX_CTR_NOSLOT]);
+}
+
 static void record_report(struct kx_capture *c, const char *out)
 {
 	const struct kx_capinfo *ci = kx_capture_capinfo(c);
@@ -296,6 +371,9 @@ static void record_report(struct kx_capture *c, const char *out)
 		        "kxprof record: warning: %llu events were dropped because the ring "
 		        "buffer was full: raise --ringbuf-mb\n",
 		        (unsigned long long)(ci->dropped + ci->ann.dropped));
+	if (ci->samples.hz || ci->samples.off_cpu)
+		record_report_samples(ci);
+	record_report_counters(ci);
 	if (kx_capture_write_error(c))
 		fprintf(stderr,
 		        "kxprof record: warning: writing %s failed during the capture; the "

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/profile.h"
 #include "cli/cli.h"
+#include "export/ctrtable.h"
+#include "export/proftable.h"
 #include "util/http_get.h"
 #include "io/kxp.h"
 #include "model/store.h"
@@ -58,6 +61,57 @@ static int report_remote(const char *url, int json, int sort, int ascending, int
 	return 0;
 }
 
+/* The CPU and off-CPU profiles of a capture, for the report. */
+struct report_profiles {
+	struct kx_profile *p[2];
+	const struct kx_store *s;
+	const struct kx_capinfo *ci;
+	const struct kx_ctrstats *counters;
+};
+
+static int report_profiles_build(struct report_profiles *rp, const char *path)
+{
+	static const unsigned int kinds[2] = {KX_SAMPLE_CPU, KX_SAMPLE_OFFCPU};
+	char err[256];
+
+	for (int i = 0; i < 2; i++) {
+		rp->p[i] = kx_profile_build(rp->s, rp->ci, kinds[i], err, sizeof(err));
+		if (!rp->p[i]) {
+			kx_err("%s: %s", path, err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* "Counters", "Profile" and "OffCpuProfile" keys of the report JSON (when
+ * the capture has them). */
+static void report_profiles_json(void *ctx, FILE *f)
+{
+	static const char *const keys[2] = {"Profile", "OffCpuProfile"};
+	struct report_profiles *rp = ctx;
+
+	if (rp->counters) {
+		fputs("  \"Counters\": ", f);
+		kx_ctrtable_json(rp->counters, f);
+		fputs(",\n", f);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (!rp->p[i]->samples)
+			continue;
+		fprintf(f, "  \"%s\": ", keys[i]);
+		if (kx_proftable_json(rp->p[i], rp->s, rp->ci, f))
+			fputs("null", f);
+		fputs(",\n", f);
+	}
+}
+
+static void report_profiles_free(struct report_profiles *rp)
+{
+	kx_profile_free(rp->p[0]);
+	kx_profile_free(rp->p[1]);
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -77,6 +131,7 @@ int cmd_report(int argc, char **argv)
 	int json = 0, ascending = 0, hist = 0, wide = 0, opt, rc = 1;
 	int sort = KX_SORT_AVG, reset = 0;
 	const char *from = NULL;
+	struct report_profiles rp = {0};
 	struct kx_summary *sum;
 	struct kx_store *store;
 	struct kx_analysis *an;
@@ -148,14 +203,27 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	kx_summary_sort(sum, (enum kx_sort_key)sort, ascending);
-	if (json)
-		kx_summary_print_json(sum, stdout, hist);
-	else
+	rp.s = store;
+	rp.ci = &ci;
+	rp.counters = an->counters;
+	if (report_profiles_build(&rp, path)) {
+		kx_summary_free(sum);
+		goto out;
+	}
+	if (json) {
+		kx_summary_print_json_ext(sum, stdout, hist, report_profiles_json, &rp);
+	} else {
 		kx_summary_print_table(sum, stdout,
 		                       (hist ? KX_TABLE_HIST : 0) | (wide ? KX_TABLE_WIDE : 0));
+		kx_ctrtable_print(an->counters, stdout);
+		for (int i = 0; i < 2; i++)
+			if (kx_proftable_print(rp.p[i], store, &ci, stdout))
+				kx_err("out of memory printing the profile");
+	}
 	kx_summary_free(sum);
 	rc = 0;
 out:
+	report_profiles_free(&rp);
 	kx_analysis_free(an);
 	kx_store_free(store);
 	return rc;

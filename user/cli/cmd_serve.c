@@ -38,6 +38,7 @@
 #include <microhttpd.h>
 
 #include "live/aggregate.h"
+#include "live/cpuprof.h"
 #include "cli/cli.h"
 #include "cli/serve_socket.h"
 #include "capture/clock.h"
@@ -56,6 +57,7 @@ struct conn {
 	struct conn *prev, *next;
 	int fd;            /* its socket; valid until the close notification */
 	uint64_t start_ns; /* accept or end of the previous response, monotonic ns */
+	int waiting;       /* the server is working on its answer (a CPU profile): not cut */
 	int cut;           /* shut down for its deadline */
 };
 
@@ -69,6 +71,7 @@ struct serve {
 	struct kx_prom_info info;
 	char kernel[96];
 	const char *mech;
+	struct kx_cpuprof *prof; /* GET /debug/pprof/profile */
 };
 
 static void serve_usage(FILE *f)
@@ -78,6 +81,7 @@ static void serve_usage(FILE *f)
 	        "                    [--by-pid | --by-cgroup] [--max-keys N] [--rescan SECONDS]\n"
 	        "                    [--http-timeout SECONDS] [--http-deadline SECONDS]\n"
 	        "                    [--max-clients N] [--attach MECH] [--no-offcpu]\n"
+	        "                    [--profile-hz HZ] [--profile-max-seconds S]\n"
 	        "                    [--socket PATH [--socket-mode M] [--socket-group G] ...]\n"
 	        "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; loopback unless\n"
 	        "                        another address is given; [::1]:PORT for IPv6; port 0:\n"
@@ -100,6 +104,8 @@ static void serve_usage(FILE *f)
 	        "      --attach MECH     force fentry, tp_btf, raw_tp or tp (default: fentry,\n"
 	        "                        else tp: the least for the host's other syscalls)\n"
 	        "      --no-offcpu       no off-CPU time (nothing runs on context switches)\n"
+	        "      --profile-hz HZ   sampling frequency of /debug/pprof/profile (default %u)\n"
+	        "      --profile-max-seconds S  the longest profile served (default %u)\n"
 	        "%s"
 	        "HTTP: GET /metrics (Prometheus text); GET /summary.json or /summary (table) of\n"
 	        "      the live aggregates, ?reset=1 clears them after reading, sort=KEY,\n"
@@ -108,8 +114,12 @@ static void serve_usage(FILE *f)
 	        "      URL);\n"
 	        "      flags take 1, true, yes, 0, false or no. Other parameters, or any on\n"
 	        "      /metrics and /, get 400 with the reason.\n"
+	        "      GET /debug/pprof/profile?seconds=N: a CPU profile (gzipped pprof, with the\n"
+	        "      driver calls as frames) of the traced processes over the next N seconds\n"
+	        "      (default 30); %u at once, others get 429.\n"
 	        "Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
-	        KX_AGG_MAX_KEYS, serve_socket_usage);
+	        KX_AGG_MAX_KEYS, KX_CPUPROF_HZ, KX_CPUPROF_MAX_SECONDS, serve_socket_usage,
+	        KX_CPUPROF_MAX_RUNNING);
 }
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, int *v6)
@@ -360,7 +370,125 @@ static const char index_page[] =
         "  /summary.json              summary JSON of the live aggregates\n"
         "  /summary                   the same as a table\n"
         "  ?reset=1                   (either) then clears the aggregates\n"
-        "  ?sort=avg|min|max|total|count&ascending=1&hist=1&wide=1   as kxprof report\n";
+        "  ?sort=avg|min|max|total|count&ascending=1&hist=1&wide=1   as kxprof report\n"
+        "  /debug/pprof/profile?seconds=N   CPU profile (gzipped pprof) over N seconds\n";
+
+/* One profile request: suspended until its profile's thread is done. */
+struct prof_req {
+	struct MHD_Connection *c;
+	struct serve *sv;
+	struct conn *k;      /* its socket context, kept while it waits */
+	unsigned int status; /* of the answer: 200, or why not */
+	struct kx_bytes body;
+	char err[320];
+};
+
+static void profile_waiting(struct prof_req *r, int waiting);
+
+/* The profile's thread: keeps the result, wakes the connection. */
+static void profile_done(void *ctx, int rc, struct kx_bytes *body, const char *err)
+{
+	struct prof_req *r = ctx;
+
+	profile_waiting(r, 0);
+	r->status = rc ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_OK;
+	r->body = *body;
+	snprintf(r->err, sizeof(r->err), "%s\n", err);
+	MHD_resume_connection(r->c);
+}
+
+/* Query parameters of the profile page: "seconds" only. */
+static enum MHD_Result profile_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+	const char **seconds = cls;
+
+	(void)kind;
+	if (strcmp(key, "seconds")) {
+		seconds[1] = key;
+		return MHD_NO;
+	}
+	seconds[0] = value ? value : "";
+	return MHD_YES;
+}
+
+/* The answer of a resumed profile request. */
+static enum MHD_Result profile_answer(struct MHD_Connection *c, struct prof_req *r)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result rc;
+
+	if (r->status != MHD_HTTP_OK)
+		return reply_text(c, r->status, r->err);
+	resp = MHD_create_response_from_buffer(r->body.len, r->body.p, MHD_RESPMEM_MUST_FREE);
+	if (!resp)
+		return MHD_NO;
+	r->body.p = NULL; /* the response's now */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+	MHD_add_response_header(resp, "Content-Disposition", "attachment; filename=\"profile\"");
+	rc = MHD_queue_response(c, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+/* The deadline stops while the server works on the answer (the client is not
+ * the slow one then) and starts again when the answer is ready. */
+static void profile_waiting(struct prof_req *r, int waiting)
+{
+	if (!r->k)
+		return;
+	pthread_mutex_lock(&r->sv->lock);
+	r->k->waiting = waiting;
+	if (!waiting)
+		r->k->start_ns = kx_mono_ns();
+	pthread_mutex_unlock(&r->sv->lock);
+}
+
+/* GET /debug/pprof/profile?seconds=N: the connection waits suspended while
+ * the library profiles (live/cpuprof.h), then gets the gzipped pprof. */
+static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, void **con_cls)
+{
+	const char *q[2] = {NULL, NULL}; /* seconds, an unknown parameter */
+	const union MHD_ConnectionInfo *conn;
+	struct prof_req *r = *con_cls;
+	char why[256];
+	uint32_t secs;
+	int rc;
+
+	if (r)
+		return profile_answer(c, r);
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, profile_arg, q);
+	if (q[1]) {
+		snprintf(why, sizeof(why), "bad query: unknown parameter '%s' (seconds=N only)\n",
+		         q[1]);
+		return reply(c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", strdup(why),
+		             strlen(why), 1);
+	}
+	if (kx_cpuprof_seconds(sv->prof, q[0], &secs, why, sizeof(why) - 1)) {
+		strcat(why, "\n");
+		return reply(c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", strdup(why),
+		             strlen(why), 1);
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	r->c = c;
+	r->sv = sv;
+	conn = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	r->k = conn ? conn->socket_context : NULL;
+	*con_cls = r;
+	profile_waiting(r, 1);
+	/* Suspended first: the profile's thread may finish at once. */
+	MHD_suspend_connection(c);
+	rc = kx_cpuprof_start(sv->prof, secs, profile_done, r, why, sizeof(why) - 1);
+	if (rc) {
+		r->status = rc == -2 ? MHD_HTTP_TOO_MANY_REQUESTS : MHD_HTTP_SERVICE_UNAVAILABLE;
+		snprintf(r->err, sizeof(r->err), "%s\n", why);
+		profile_waiting(r, 0);
+		MHD_resume_connection(c);
+	}
+	return MHD_YES;
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
@@ -372,7 +500,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	(void)version;
 	(void)upload;
-	(void)con_cls;
 	/* Bodies are never wanted: answer on the first call, MHD drops the rest. */
 	if (*upload_size)
 		*upload_size = 0;
@@ -387,6 +514,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return page_metrics(sv, c);
 	if (!strcmp(url, "/summary.json") || !strcmp(url, "/summary"))
 		return page_summary(sv, c, !strcmp(url, "/summary.json"));
+	if (!strcmp(url, "/debug/pprof/profile"))
+		return page_profile(sv, c, con_cls);
 	if (!strcmp(url, "/"))
 		return reply_text(c, MHD_HTTP_OK, index_page);
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
@@ -439,8 +568,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct conn *k = i ? i->socket_context : NULL;
 
-	(void)con_cls;
 	(void)toe;
+	if (*con_cls) { /* a profile request (the only page that keeps state) */
+		struct prof_req *r = *con_cls;
+
+		free(r->body.p);
+		free(r);
+		*con_cls = NULL;
+	}
 	if (!k)
 		return;
 	pthread_mutex_lock(&sv->lock);
@@ -455,7 +590,7 @@ static void cut_late(struct serve *sv, uint64_t now)
 
 	pthread_mutex_lock(&sv->lock);
 	for (struct conn *k = sv->conns.next; k != &sv->conns; k = k->next)
-		if (!k->cut && now - k->start_ns >= sv->deadline_ns) {
+		if (!k->cut && !k->waiting && now - k->start_ns >= sv->deadline_ns) {
 			shutdown(k->fd, SHUT_RDWR);
 			k->cut = 1;
 			n++;
@@ -486,6 +621,7 @@ struct serve_opts {
 	double rescan;                   /* seconds, 0: SIGHUP only */
 	long long timeout, clients;      /* HTTP idle timeout (seconds), connection cap */
 	long long deadline;              /* HTTP total deadline per request, seconds */
+	long long prof_hz, prof_secs;    /* /debug/pprof/profile: frequency, longest profile */
 	struct kx_devset devices, fresh; /* traced now; the last rescan */
 	struct kx_capture_opts cap;
 	int listen_given;         /* --listen: HTTP too when --socket is given */
@@ -510,6 +646,11 @@ static int serve_num(struct serve_opts *o, int opt, char *err, size_t len)
 		return kx_parse_long("--http-timeout", optarg, 1, 3600, &o->timeout, err, len);
 	case 'T':
 		return kx_parse_long("--http-deadline", optarg, 1, 3600, &o->deadline, err, len);
+	case 'z':
+		return kx_parse_long("--profile-hz", optarg, 1, 10000, &o->prof_hz, err, len);
+	case 'Z':
+		return kx_parse_long("--profile-max-seconds", optarg, 1, 3600, &o->prof_secs, err,
+		                     len);
 	default: /* 'c' */
 		return kx_parse_long("--max-clients", optarg, 1, 1024, &o->clients, err, len);
 	}
@@ -547,6 +688,8 @@ static int serve_opt(struct serve_opts *o, int opt)
 	case 't':
 	case 'T':
 	case 'c':
+	case 'z':
+	case 'Z':
 		if (serve_num(o, opt, err, sizeof(err)))
 			break;
 		return 0;
@@ -596,6 +739,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	        {"max-clients", required_argument, NULL, 'c'},
 	        {"attach", required_argument, NULL, 'm'},
 	        {"no-offcpu", no_argument, NULL, 'O'},
+	        {"profile-hz", required_argument, NULL, 'z'},
+	        {"profile-max-seconds", required_argument, NULL, 'Z'},
 	        {"help", no_argument, NULL, 'h'},
 	        SERVE_SOCKET_OPTIONS,
 	        {NULL, 0, NULL, 0},
@@ -609,6 +754,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	o->timeout = 10;
 	o->deadline = 30;
 	o->clients = 32;
+	o->prof_hz = KX_CPUPROF_HZ;
+	o->prof_secs = KX_CPUPROF_MAX_SECONDS;
 	optind = 1;
 	while ((opt = kx_getopt(argc, argv, "p:h", opts)) != -1)
 		if ((rc = serve_opt(o, opt)) != 0)
@@ -635,6 +782,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 /* Opens and starts the capture and the readers of its aggregates. 0, or -1 after a message. */
 static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts *o)
 {
+	struct kx_cpuprof_limits lim;
 	char err[512];
 
 	if (kx_capture_live(c, &o->cap, o->pids, &sv->jobs, &sv->anns, err, sizeof(err)))
@@ -650,6 +798,15 @@ static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts
 	sv->info.kernel = sv->kernel;
 	sv->info.mech = sv->mech;
 	sv->info.jobs_attached = kx_capture_jobs_attached(kx_session_capinfo(c->s));
+	lim = (struct kx_cpuprof_limits){.hz = (uint32_t)o->prof_hz,
+	                                 .max_seconds = (uint32_t)o->prof_secs,
+	                                 .max_running = KX_CPUPROF_MAX_RUNNING,
+	                                 .max_bytes = KX_CPUPROF_MAX_BYTES};
+	sv->prof = kx_cpuprof_new(c->s, !o->pids, &lim);
+	if (!sv->prof) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
 	return 0;
 fail:
 	kx_err("%s", err);
@@ -662,7 +819,7 @@ static struct MHD_Daemon *serve_listen(struct serve *sv, const struct serve_opts
 
 	d = MHD_start_daemon(
 	        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-	                (o->v6 ? MHD_USE_IPv6 : 0),
+	                MHD_ALLOW_SUSPEND_RESUME | (o->v6 ? MHD_USE_IPv6 : 0),
 	        0, NULL, NULL, on_request, sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&o->addr,
 	        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)2, MHD_OPTION_CONNECTION_TIMEOUT,
 	        (unsigned int)o->timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->clients,
@@ -777,6 +934,8 @@ static int serve_run(struct serve *sv, struct kx_capture *c, struct serve_opts *
 	serve_loop(sv, o, set);
 	fprintf(stderr, "kxprof serve: stopping\n");
 	serve_socket_stop(&o->sock);
+	/* Profiles end early and wake their connections before the daemon goes. */
+	kx_cpuprof_shutdown(sv->prof);
 	if (d)
 		MHD_stop_daemon(d);
 	return 0;
@@ -814,6 +973,7 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	signal(SIGPIPE, SIG_IGN);
 	rc = serve_run(&sv, &c, &o, &set);
+	kx_cpuprof_free(sv.prof);
 	kx_agg_free(sv.agg);
 	kx_capture_close(&c);
 	kx_jobagg_free(sv.jobs);

@@ -28,8 +28,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/fields.h"
 #include "analysis/flows.h"
 #include "export/chrome.h"
+#include "export/chrome_samples.h"
 #include "registry/devices.h"
 #include "util/fdio.h"
 #include "util/grow.h"
@@ -251,6 +253,8 @@ struct ctx {
 	uint32_t *jobpid;                /* pseudo-process of each job device */
 	char warn[MAX_WARN][WARN_LEN];
 	int nwarn;
+	struct kx_chrome_samples *smp; /* CPU samples and off-CPU intervals */
+	uint64_t origin_ns;            /* the monotonic time of ts 0 */
 };
 
 /* ---- warnings ---- */
@@ -570,14 +574,8 @@ static int reserved_key(const char *k)
 /* Decoded argument fields, as more members of the event's args. */
 static void write_fields(struct wbuf *w, const struct ctx *c, const struct kx_ioctl *e)
 {
-	const uint8_t *arg = kx_store_arg(c->s, e);
 	struct kx_field f[MAX_FIELDS];
-	int nf;
-
-	if (!arg)
-		return;
-	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg, e->arg_in_len,
-	                          arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
+	int nf = kx_event_fields(c->an, e, f, MAX_FIELDS);
 	for (int i = 0; i < nf; i++) {
 		wb_lit(w, ",");
 		if (reserved_key(f[i].name)) {
@@ -654,7 +652,7 @@ static int write_event(struct wbuf *w, struct ctx *c, const struct kx_ioctl *e, 
 		PUT_LIT(w, ",\"offcpu_us\":");
 		put_u64(w, e->offcpu_us);
 	}
-	if (e->arg_in_len || e->arg_out_len)
+	if (kx_event_has_fields(c->an, e))
 		write_fields(w, c, e);
 	wb_lit(w, "}}");
 	return 0;
@@ -836,6 +834,21 @@ static void write_jobs(struct wbuf *w, const struct ctx *c, int *first, uint64_t
 	}
 }
 
+/* Text of the sample writer, in pieces of any size. */
+static void put_text(void *ctx, const char *p, size_t n)
+{
+	struct wbuf *w = ctx;
+
+	while (n) {
+		size_t k = n < WBUF_SIZE / 2 ? n : WBUF_SIZE / 2;
+
+		wb_need(w, k);
+		put_mem(w, p, k);
+		p += k;
+		n -= k;
+	}
+}
+
 /* ---- annotations ---- */
 
 /* The start of an annotation event: phase, name, category, pid, tid, ts. */
@@ -926,7 +939,7 @@ static void write_annotations(struct wbuf *w, const struct ctx *c, int *first, u
 	}
 }
 
-static void write_tail(struct wbuf *w, const struct ctx *c)
+static int write_tail(struct wbuf *w, const struct ctx *c)
 {
 	const struct kx_capinfo *ci = c->ci;
 	uint64_t not_stored = ci->not_stored;
@@ -934,7 +947,10 @@ static void write_tail(struct wbuf *w, const struct ctx *c)
 
 	if (kx_store_not_stored(c->s) > not_stored)
 		not_stored = kx_store_not_stored(c->s);
-	wb_lit(w, "\n],\n\"displayTimeUnit\":\"ms\",\n\"schemaVersion\":1,\n"
+	wb_lit(w, "\n],\n");
+	if (kx_chrome_samples_members(c->smp, c->origin_ns, put_text, w))
+		return -1;
+	wb_lit(w, "\"displayTimeUnit\":\"ms\",\n\"schemaVersion\":1,\n"
 	          "\"baseTimeNanoseconds\":");
 	wb_need(w, 32);
 	put_i64(w, c->base_ns);
@@ -973,6 +989,7 @@ static void write_tail(struct wbuf *w, const struct ctx *c)
 		wb_str(w, c->warn[i]);
 	}
 	wb_lit(w, "]}\n}\n");
+	return 0;
 }
 
 /* Everything after the open: header, metadata, events, tail. */
@@ -1006,7 +1023,9 @@ static int write_all(struct wbuf *w, struct ctx *c)
 	if (c->jobs)
 		write_jobs(w, c, &first, (uint64_t)rem);
 	write_annotations(w, c, &first, (uint64_t)rem);
-	write_tail(w, c);
+	c->origin_ns = c->first_ts - (uint64_t)rem;
+	if (kx_chrome_samples_events(c->smp, c->origin_ns, put_text, w) || write_tail(w, c))
+		return -1;
 	wb_flush_end(w, 1);
 	return 0;
 }
@@ -1021,6 +1040,7 @@ static int ends_with(const char *s, const char *suffix)
 static void ctx_free(struct ctx *c)
 {
 	free(c->jobpid);
+	kx_chrome_samples_free(c->smp);
 	tab_free(&c->names);
 	tab_free(&c->labels);
 	free(c);
@@ -1054,6 +1074,11 @@ int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char 
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
+	c->smp = kx_chrome_samples_new(an, err, errlen);
+	if (!c->smp)
+		goto out;
+	if (kx_chrome_samples_first_ts(c->smp) < c->first_ts)
+		c->first_ts = kx_chrome_samples_first_ts(c->smp);
 
 	w.fd = o->fd;
 	w.buf = w.own;

@@ -19,6 +19,7 @@
 #include "registry/ioctl_decode.h"
 #include "analysis/stats.h"
 #include "export/summary.h"
+#include "util/units.h"
 #include "util/hist.h"
 #include "util/json.h"
 
@@ -406,53 +407,6 @@ static void put_padded(FILE *f, const char *s, int w, int left)
 		fputs(s, f);
 }
 
-/*
- * ns as a time a reader takes in at a glance, the unit chosen per value as
- * perf and bcc scale theirs: whole ns below 1 µs ("412ns"), else 4
- * significant digits in µs, ms or s ("9.512µs", "834.2µs", "1.379ms",
- * "333.7ms", "12.41s"; whole seconds from 10000 s).
- */
-static void fmt_time(char *buf, size_t len, uint64_t ns)
-{
-	static const struct {
-		uint64_t ns;
-		const char *name;
-	} unit[] = {{1000, "µs"}, {1000000, "ms"}, {1000000000, "s"}};
-
-	if (ns < 1000) {
-		snprintf(buf, len, "%" PRIu64 "ns", ns);
-		return;
-	}
-	for (int u = 0; u < 3; u++) {
-		uint64_t pow10 = 1000;
-
-		/* The most decimals that keep 4 digits; 0 decimals only in seconds. */
-		for (int dec = 3; dec >= (u == 2 ? 0 : 1); dec--, pow10 /= 10) {
-			unsigned __int128 v =
-			        ((unsigned __int128)ns * pow10 + unit[u].ns / 2) / unit[u].ns;
-
-			if (v >= 10000 && !(u == 2 && dec == 0))
-				continue;
-			if (dec)
-				snprintf(buf, len, "%" PRIu64 ".%0*" PRIu64 "%s",
-				         (uint64_t)(v / pow10), dec, (uint64_t)(v % pow10),
-				         unit[u].name);
-			else
-				snprintf(buf, len, "%" PRIu64 "%s", (uint64_t)v, unit[u].name);
-			return;
-		}
-	}
-}
-
-/* part / whole as a percentage with one decimal, rounded. */
-static void fmt_share(char *buf, size_t len, uint64_t part, uint64_t whole)
-{
-	uint64_t permille =
-	        whole ? (uint64_t)(((unsigned __int128)part * 1000 + whole / 2) / whole) : 0;
-
-	snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%%", permille / 10, permille % 10);
-}
-
 static void cell(const struct kx_stat_row *r, enum col c, char *buf)
 {
 	switch (c) {
@@ -464,23 +418,23 @@ static void cell(const struct kx_stat_row *r, enum col c, char *buf)
 		snprintf(buf, CELL_LEN, "%" PRIu64, r->errors);
 		return;
 	case COL_TOTAL:
-		return fmt_time(buf, CELL_LEN, r->total);
+		return kx_fmt_time(buf, CELL_LEN, r->total);
 	case COL_MIN:
-		return fmt_time(buf, CELL_LEN, row_min(r));
+		return kx_fmt_time(buf, CELL_LEN, row_min(r));
 	case COL_AVG:
-		return fmt_time(buf, CELL_LEN, r->count ? r->total / r->count : 0);
+		return kx_fmt_time(buf, CELL_LEN, r->count ? r->total / r->count : 0);
 	case COL_P50:
-		return fmt_time(buf, CELL_LEN, r->p50);
+		return kx_fmt_time(buf, CELL_LEN, r->p50);
 	case COL_P90:
-		return fmt_time(buf, CELL_LEN, r->p90);
+		return kx_fmt_time(buf, CELL_LEN, r->p90);
 	case COL_P99:
-		return fmt_time(buf, CELL_LEN, r->p99);
+		return kx_fmt_time(buf, CELL_LEN, r->p99);
 	case COL_MAX:
-		return fmt_time(buf, CELL_LEN, r->max);
+		return kx_fmt_time(buf, CELL_LEN, r->max);
 	case COL_BLOCKED:
-		return fmt_time(buf, CELL_LEN, r->offcpu);
+		return kx_fmt_time(buf, CELL_LEN, r->offcpu);
 	case COL_ONCPU:
-		return fmt_time(buf, CELL_LEN, r->total - r->offcpu);
+		return kx_fmt_time(buf, CELL_LEN, r->total - r->offcpu);
 	case COL_IOCTLS:
 		if (r->mark || r->annot == 2)
 			snprintf(buf, CELL_LEN, "-");
@@ -491,11 +445,11 @@ static void cell(const struct kx_stat_row *r, enum col c, char *buf)
 		if (!r->jobs)
 			snprintf(buf, CELL_LEN, "-");
 		else
-			fmt_time(buf, CELL_LEN, r->device_ns);
+			kx_fmt_time(buf, CELL_LEN, r->device_ns);
 		return;
 	case COL_SHARE:
 	default:
-		fmt_share(buf, CELL_LEN, r->offcpu, r->total);
+		kx_fmt_share(buf, CELL_LEN, r->offcpu, r->total);
 		return;
 	}
 }
@@ -1020,6 +974,12 @@ static void json_annotations(const struct kx_summary *sum, FILE *f)
 
 void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 {
+	kx_summary_print_json_ext(sum, f, hist, NULL, NULL);
+}
+
+void kx_summary_print_json_ext(const struct kx_summary *sum, FILE *f, int hist,
+                               void (*extra)(void *ctx, FILE *f), void *ctx)
+{
 	const struct kx_capinfo *ci = &sum->ci;
 	struct json_warn_ctx wc = {f, 0};
 	const char *cat = NULL;
@@ -1055,6 +1015,8 @@ void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)
 	else
 		fputs("null", f);
 	fprintf(f, ", \"offcpu_measured\": %s},\n", sum->st.offcpu_measured ? "true" : "false");
+	if (extra)
+		extra(ctx, f);
 	fputs("  \"Warnings\": [", f);
 	each_warning(sum, json_warning, &wc);
 	fputs(wc.n ? "\n  ]\n}\n" : "]\n}\n", f);

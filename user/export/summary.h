@@ -53,5 +53,9 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int 
 /* JSON: {"Time": {...}, "Memory": {...}, "Unit": {...}, "Jobs": {...}, "Capture": {...},
  * "Warnings": [...]}; Time also has "jobs/<device>" categories (see summary.c). */
 void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist);
+/* The same with more top-level keys: extra(ctx, f) writes them before
+ * "Warnings", each as `  "Key": value,` and a line break. */
+void kx_summary_print_json_ext(const struct kx_summary *sum, FILE *f, int hist,
+                               void (*extra)(void *ctx, FILE *f), void *ctx);
 
 #endif /* KX_SUMMARY_H */

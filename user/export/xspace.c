@@ -48,6 +48,7 @@
 #include "util/pbwire.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/analysis.h"
+#include "analysis/fields.h"
 #include "analysis/flows.h"
 #include "util/outfile.h"
 #include "util/workq.h"
@@ -677,14 +678,8 @@ static uint32_t field_stat_id(struct exporter *x, const char *name, int frozen)
 /* Stats of the decoded argument fields; NULL on OOM (or a name not interned). */
 static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint8_t *p, int frozen)
 {
-	const uint8_t *arg = kx_store_arg(x->s, e);
 	struct kx_field f[MAX_FIELDS];
-	int nf;
-
-	if (!arg)
-		return p;
-	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg, e->arg_in_len,
-	                          arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
+	int nf = kx_event_fields(x->an, e, f, MAX_FIELDS);
 	for (int i = 0; i < nf; i++) {
 		uint32_t mid = field_stat_id(x, f[i].name, frozen), ref;
 		char hex[24];
@@ -783,7 +778,7 @@ static size_t event_size(struct exporter *x, const struct kx_ioctl *e, size_t id
 			n += stat_size(x->st_flow, flow_value(idx + 1, FLOW_OUT));
 		n += stat_size(x->st_corr, idx + 1);
 	}
-	if (e->arg_off != KX_NO_ARG && kx_store_arg(x->s, e)) {
+	if (kx_event_has_fields(x->an, e)) {
 		uint8_t scratch[EVENT_SCRATCH], *end = put_arg_stats(x, e, scratch, 0);
 
 		if (!end)
@@ -831,7 +826,7 @@ static uint8_t *put_event(struct exporter *x, const struct kx_ioctl *e, size_t i
 			                    flow_value(idx + 1, FLOW_OUT));
 		p = put_stat_varint(p, XEVENT_STATS, x->st_corr, XSTAT_UINT64, idx + 1);
 	}
-	if (e->arg_off == KX_NO_ARG)
+	if (!kx_event_has_fields(x->an, e))
 		return p;
 	return put_arg_stats(x, e, p, 1);
 }

@@ -30,6 +30,8 @@
  *   task (2):  zz ts delta, pid, tid, ppid, what, u8 comm len, comm bytes
  *   job (3):   zz ts delta, src, phase, flags, dev, pid, tid, ctx, seqno,
  *              aux, aux2, u8 ring len, ring bytes
+ *   sample (4), off-CPU (5), symbol (6), counters (7): see io/kxp_samples.h
+ *              (version 4)
  *   annotation (10, version 4): u8 what, u8 flags, tid, zz ts delta, pid,
  *              depth; POP/END: zz (ts - begin); START/END: id;
  *              PUSH/MARK/START: u8 name len, name bytes, u8 category len,
@@ -59,6 +61,9 @@
 #include "util/outfile.h"
 #include "util/pbwire.h"
 #include "io/kxp.h"
+#include "io/kxp_bytes.h"
+#include "io/kxp_samples.h"
+#include "model/samples.h"
 #include "util/workq.h"
 
 static const uint8_t file_magic[8] = {'K', 'X', 'P', 'R', 'O', 'F', 0, 0};
@@ -73,6 +78,8 @@ static const uint8_t chunk_magic[4] = {'K', 'X', 'C', 'K'};
 #define CHUNK_RAW     (256u * 1024) /* a chunk is written once this much is pending */
 #define RAW_MAX       (64u << 20)   /* a hostile length cannot make us allocate more */
 #define REC_MAX       1024          /* worst-case encoded record, arguments included */
+/* Room past CHUNK_RAW for the largest record of any kind, framing included. */
+#define REC_ROOM (KX_KXP_SAMPLE_MAX > REC_MAX ? KX_KXP_SAMPLE_MAX + 16 : REC_MAX + 16)
 /* zstd level 1: the writer runs beside the capture. On flood chunks it
  * compresses ~1.8x faster than zlib level 1, and the files come out ~14%
  * smaller (tests/bench/history.md). */
@@ -155,6 +162,23 @@ enum {
 	CI_JOB_RECEIVED = 20,
 	CI_JOB_DROPPED = 21,
 	CI_DRVCALL = 22, /* repeated, nested */
+	/* CPU samples (32 to 47) */
+	CI_SAMPLE_HZ = 32,
+	CI_SAMPLE_OFF_CPU = 33,
+	CI_SAMPLE_CPUS = 34,
+	CI_SAMPLE_EMITTED = 35,
+	CI_SAMPLE_RECEIVED = 36,
+	CI_SAMPLE_DROPPED = 37,
+	CI_OFFCPU_EMITTED = 38,
+	CI_OFFCPU_RECEIVED = 39,
+	CI_OFFCPU_DROPPED = 40,
+	CI_OFFCPU_NOSLOT = 41,
+	CI_SAMPLE_STACKS = 42, /* u64 per enum kx_stack_loss */
+	CI_SAMPLE_SYMS = 43,   /* u64 per enum kx_sym_stat */
+	CI_SAMPLE_SYM_WARNING = 44,
+	CI_SAMPLE_SYM_NS = 45,
+	CI_COUNTER_NAMES = 46,
+	CI_COUNTER_STATS = 47, /* u64 per enum kx_ctr_info_stat */
 	/* Annotations (struct kx_ann_info): tags 48 to 63. */
 	CI_ANN_ENABLED = 48,
 	CI_ANN_EMITTED = 49,
@@ -176,72 +200,6 @@ static void put_le16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* Bounded cursor: any overrun or out-of-range value sets bad. */
-struct rd {
-	const uint8_t *p, *end;
-	int bad;
-};
-
-static uint8_t rd_u8(struct rd *r)
-{
-	if (r->p >= r->end) {
-		r->bad = 1;
-		return 0;
-	}
-	return *r->p++;
-}
-
-static uint32_t rd_le32(struct rd *r)
-{
-	uint32_t v;
-
-	if (r->end - r->p < 4) {
-		r->bad = 1;
-		return 0;
-	}
-	v = get_le32(r->p);
-	r->p += 4;
-	return v;
-}
-
-/* Hot (several per event): inline, one bounds check per byte, no rd_u8 calls. */
-static inline uint64_t rd_varint(struct rd *r)
-{
-	return kx_pb_read_varint(&r->p, r->end, &r->bad);
-}
-
-static uint32_t rd_varint32(struct rd *r)
-{
-	uint64_t v = rd_varint(r);
-
-	if (v > UINT32_MAX)
-		r->bad = 1;
-	return (uint32_t)v;
-}
-
-static const uint8_t *rd_bytes(struct rd *r, size_t n)
-{
-	const uint8_t *p = r->p;
-
-	if ((size_t)(r->end - r->p) < n) {
-		r->bad = 1;
-		return NULL;
-	}
-	r->p += n;
-	return p;
 }
 
 /* ---- capture info as TLV ---- */
@@ -354,6 +312,22 @@ static const struct field capinfo_fields[] = {
         FLD(CI_JOB_EMITTED, F_UINT, struct kx_capinfo, job_emitted),
         FLD(CI_JOB_RECEIVED, F_UINT, struct kx_capinfo, job_received),
         FLD(CI_JOB_DROPPED, F_UINT, struct kx_capinfo, job_dropped),
+        FLD(CI_SAMPLE_HZ, F_UINT, struct kx_capinfo, samples.hz),
+        FLD(CI_SAMPLE_OFF_CPU, F_UINT, struct kx_capinfo, samples.off_cpu),
+        FLD(CI_SAMPLE_CPUS, F_UINT, struct kx_capinfo, samples.cpus),
+        FLD(CI_SAMPLE_EMITTED, F_UINT, struct kx_capinfo, samples.emitted),
+        FLD(CI_SAMPLE_RECEIVED, F_UINT, struct kx_capinfo, samples.received),
+        FLD(CI_SAMPLE_DROPPED, F_UINT, struct kx_capinfo, samples.dropped),
+        FLD(CI_OFFCPU_EMITTED, F_UINT, struct kx_capinfo, samples.off_emitted),
+        FLD(CI_OFFCPU_RECEIVED, F_UINT, struct kx_capinfo, samples.off_received),
+        FLD(CI_OFFCPU_DROPPED, F_UINT, struct kx_capinfo, samples.off_dropped),
+        FLD(CI_OFFCPU_NOSLOT, F_UINT, struct kx_capinfo, samples.off_noslot),
+        FLD(CI_SAMPLE_STACKS, F_U64S, struct kx_capinfo, samples.stacks),
+        FLD(CI_SAMPLE_SYMS, F_U64S, struct kx_capinfo, samples.syms),
+        FLD(CI_SAMPLE_SYM_WARNING, F_STR, struct kx_capinfo, samples.sym_warning),
+        FLD(CI_SAMPLE_SYM_NS, F_UINT, struct kx_capinfo, samples.sym_ns),
+        FLD(CI_COUNTER_NAMES, F_STR, struct kx_capinfo, counters.names),
+        FLD(CI_COUNTER_STATS, F_U64S, struct kx_capinfo, counters.stats),
         FLD(CI_ANN_ENABLED, F_UINT, struct kx_capinfo, ann.enabled),
         FLD(CI_ANN_EMITTED, F_UINT, struct kx_capinfo, ann.emitted),
         FLD(CI_ANN_RECEIVED, F_UINT, struct kx_capinfo, ann.received),
@@ -699,7 +673,7 @@ static struct kx_kxp_writer *writer_new(const char *path, char *err, size_t errl
 
 	if (w)
 		w->fd = -1;
-	if (!w || !(w->path = strdup(path)) || !(w->raw = malloc(CHUNK_RAW + REC_MAX)) ||
+	if (!w || !(w->path = strdup(path)) || !(w->raw = malloc(CHUNK_RAW + REC_ROOM)) ||
 	    !(w->zc = ZSTD_createCCtx())) {
 		snprintf(err, errlen, "cannot create %s: out of memory", path);
 		if (w)
@@ -902,6 +876,37 @@ int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j)
 	return add_record(w, REC_JOB, pl, (size_t)(p - pl));
 }
 
+int kx_kxp_add_sample(struct kx_kxp_writer *w, const struct kx_sample *s)
+{
+	uint8_t pl[KX_KXP_SAMPLE_MAX];
+	size_t n;
+
+	if (w->failed)
+		return -1;
+	n = kx_kxp_enc_sample(pl, s, &w->ctx.prev_ts);
+	return add_record(w, s->kind == KX_SAMPLE_OFFCPU ? KX_KXP_REC_OFFCPU : KX_KXP_REC_SAMPLE,
+	                  pl, n);
+}
+
+int kx_kxp_add_ctr(struct kx_kxp_writer *w, const struct kx_ctr_ev *e)
+{
+	uint8_t pl[KX_KXP_SAMPLE_MAX];
+
+	if (w->failed)
+		return -1;
+	return add_record(w, KX_KXP_REC_CTR, pl, kx_kxp_enc_ctr(pl, e, &w->ctx.prev_ts));
+}
+
+int kx_kxp_add_sym(struct kx_kxp_writer *w, const struct kx_symres *r,
+                   const struct kx_symres_entry *e)
+{
+	uint8_t pl[KX_KXP_SAMPLE_MAX];
+
+	if (w->failed)
+		return -1;
+	return add_record(w, KX_KXP_REC_SYM, pl, kx_kxp_enc_sym(pl, r, e));
+}
+
 /* A string as u8 length and bytes, at most max - 1 of them. */
 static uint8_t *put_short_str(uint8_t *p, const char *s, size_t max)
 {
@@ -1055,6 +1060,12 @@ struct ann_stash {
 #define PF_MAX 24 /* store chunks one kxp chunk's ioctls usually span, and more */
 
 enum { CS_EVENTS, CS_SKIP }; /* a chunk to decode, or one of a later writer's kinds */
+
+/* A record checked on a worker and decoded into the store at commit. */
+struct late {
+	uint32_t off, len; /* its payload in the raw chunk */
+	uint64_t prev_ts;  /* the chunk's running ts before it */
+};
 enum { CS_OK, CS_CRC, CS_INFLATE, CS_NOMEM, CS_RECORDS };
 
 struct cslot {
@@ -1075,6 +1086,8 @@ struct cslot {
 	size_t ntask, task_cap;
 	struct kx_job *job;
 	size_t njob, job_cap;
+	struct late *late; /* sample and symbol records, decoded again at commit */
+	size_t nlate, late_cap;
 	struct ann_stash *ann; /* annotations, their strings in raw */
 	size_t nann, ann_cap;
 	uint8_t *kinds; /* record types in order */
@@ -1298,6 +1311,62 @@ static void commit_ann(struct kx_store *st, const struct ann_stash *an, const ui
 #define DEC_COMMIT 1 /* into the store */
 #define DEC_STASH  2 /* into the slot (room for nrec ioctls and kinds made by the caller) */
 
+/* One sample, symbol or counters payload [p, p + n) of type: checked, and with a
+ * store put in it. 0; -1 when bad; -2 out of memory (the store counts what
+ * its limit refuses). */
+static int late_decode(const uint8_t *p, size_t n, unsigned int type, uint64_t *prev_ts,
+                       struct kx_store *store)
+{
+	uint64_t ips[2 * KX_SAMPLE_MAX_DEPTH];
+	struct kx_ctr_ev ce;
+	struct kx_sample s;
+	int rc;
+
+	if (type == KX_KXP_REC_CTR) {
+		if (kx_kxp_dec_ctr(p, n, prev_ts, &ce))
+			return -1;
+		if (store && kx_store_samples(store))
+			kx_samples_add_ctr(kx_store_samples(store), &ce);
+		return 0;
+	}
+	if (type == KX_KXP_REC_SYM) {
+		rc = kx_kxp_dec_sym(p, n, store ? kx_samples_syms(kx_store_samples(store)) : NULL);
+		return rc == -2 ? 0 : rc; /* a name lost to memory: that frame stays unknown */
+	}
+	if (kx_kxp_dec_sample(p, n, type, prev_ts, &s, ips))
+		return -1;
+	if (store)
+		kx_store_add_sample(store, &s);
+	return 0;
+}
+
+/* A sample or symbol record at q: decoded now (DEC_COMMIT), or checked and
+ * noted in the slot to be stored at commit (DEC_STASH). */
+static int decode_late(struct cslot *c, const struct rd *q, uint8_t type, struct kx_store *store,
+                       int mode)
+{
+	uint64_t before = c->ctx.prev_ts;
+
+	if (late_decode(q->p, (size_t)(q->end - q->p), type, &c->ctx.prev_ts,
+	                mode == DEC_COMMIT ? store : NULL))
+		return -1;
+	if (mode != DEC_STASH)
+		return 0;
+	if (kx_grow((void **)&c->late, &c->late_cap, c->nlate, sizeof(*c->late)))
+		return -2;
+	c->late[c->nlate++] =
+	        (struct late){(uint32_t)(q->p - c->raw), (uint32_t)(q->end - q->p), before};
+	return 0;
+}
+
+/* Stores the slot's late record i (checked when it was stashed). */
+static void commit_late(struct kx_store *st, const struct cslot *c, size_t i, uint8_t type)
+{
+	uint64_t ts = c->late[i].prev_ts;
+
+	late_decode(c->raw + c->late[i].off, c->late[i].len, type, &ts, st);
+}
+
 /*
  * Decodes the records of a slot's raw chunk. Returns 0, -1 on a bad record
  * (so a bad record late in a chunk leaves nothing of it in the store), or
@@ -1310,7 +1379,7 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 	uint32_t n = 0;
 
 	memset(ctx, 0, sizeof(*ctx));
-	c->nioc = c->ntask = c->njob = c->nann = c->nkinds = 0;
+	c->nioc = c->ntask = c->njob = c->nann = c->nkinds = c->nlate = 0;
 	while (r.p < r.end) {
 		uint8_t type = rd_u8(&r);
 		uint64_t plen = rd_varint(&r);
@@ -1360,6 +1429,11 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 			} else if (mode == DEC_COMMIT && store) {
 				kx_store_add_job(store, &j);
 			}
+		} else if (type >= KX_KXP_REC_SAMPLE && type <= KX_KXP_REC_CTR) {
+			int rc = decode_late(c, &q, type, store, mode);
+
+			if (rc)
+				return rc;
 		} else if (type == REC_ANN) {
 			struct ann_stash an;
 
@@ -1474,7 +1548,7 @@ static void chunk_run(void *slot, void *wctx, void *arg)
 	(void)arg;
 	c->status = CS_OK;
 	c->twopass = 0;
-	c->nioc = c->ntask = c->njob = c->nann = c->nkinds = 0;
+	c->nioc = c->ntask = c->njob = c->nann = c->nkinds = c->nlate = 0;
 	if (c->kind != CS_EVENTS)
 		return;
 	/* The page faults of the store's fresh memory, off the reading thread. */
@@ -1526,7 +1600,7 @@ static void commit_ioctls(struct kx_store *st, const struct cslot *c, size_t fro
 /* The chunk checked out: its records go to the store, in file order. */
 static void commit_slot(struct kx_store *st, struct cslot *c)
 {
-	size_t io = 0, ta = 0, jo = 0, an = 0, k = 0;
+	size_t io = 0, ta = 0, jo = 0, an = 0, lt = 0, k = 0;
 
 	if (!st)
 		return;
@@ -1534,7 +1608,7 @@ static void commit_slot(struct kx_store *st, struct cslot *c)
 		decode_events(c, st, DEC_COMMIT);
 		return;
 	}
-	if (!c->ntask && !c->njob && !c->nann) {
+	if (!c->ntask && !c->njob && !c->nann && !c->nlate) {
 		commit_ioctls(st, c, 0, c->nioc);
 		return;
 	}
@@ -1550,10 +1624,12 @@ static void commit_slot(struct kx_store *st, struct cslot *c)
 			break;
 		if (c->kinds[k] == REC_TASK)
 			kx_store_add_task(st, &c->task[ta++]);
+		else if (c->kinds[k] == REC_JOB)
+			kx_store_add_job(st, &c->job[jo++]);
 		else if (c->kinds[k] == REC_ANN)
 			commit_ann(st, &c->ann[an++], c->raw);
 		else
-			kx_store_add_job(st, &c->job[jo++]);
+			commit_late(st, c, lt++, c->kinds[k]);
 		k++;
 	}
 }
@@ -1568,6 +1644,7 @@ static void cslot_free(void *slot, void *arg)
 	free(c->ioc);
 	free(c->task);
 	free(c->job);
+	free(c->late);
 	free(c->ann);
 	free(c->kinds);
 }
@@ -2125,6 +2202,9 @@ static int read_src(struct src *s, struct kx_store *store, struct kx_capinfo *ci
 	hlen = read_header(&r);
 	if (hlen)
 		ret = read_chunks(&r, hlen);
+	/* Symbols arrive in batches through the file: lookups start now. */
+	if (store && kx_store_samples(store))
+		kx_symres_settle(kx_samples_syms(kx_store_samples(store)));
 	free(lci);
 	return ret;
 }

@@ -16,11 +16,15 @@
 #include <stdio.h>
 
 #include "model/capinfo.h"
+#include "model/counter.h"
 #include "model/event.h"
+#include "model/sample.h"
 #include "model/store.h"
+#include "model/symres.h"
 #include "util/grow.h"
 
-/* 4: annotation records; 3 (numbered chunks), 2 (zstd chunks) and 1 (zlib) are still read */
+/* 4: annotation, sample, counter and symbol records; 3 (numbered chunks),
+ * 2 (zstd chunks) and 1 (zlib) are still read. */
 #define KX_KXP_VERSION 4
 
 struct kx_kxp_writer;
@@ -46,6 +50,13 @@ struct kx_kxp_writer *kx_kxp_create_stream(const struct kx_kxp_stream *out,
 int kx_kxp_add_ioctl(struct kx_kxp_writer *w, const struct kx_ioctl *e, const uint8_t *arg);
 int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t);
 int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j);
+/* A CPU sample or off-CPU interval, its frames as addresses. */
+int kx_kxp_add_sample(struct kx_kxp_writer *w, const struct kx_sample *s);
+/* The counters of one traced call (record --counters). */
+int kx_kxp_add_ctr(struct kx_kxp_writer *w, const struct kx_ctr_ev *e);
+/* A resolved symbol of the table r: the reader puts it in the store's samples. */
+int kx_kxp_add_sym(struct kx_kxp_writer *w, const struct kx_symres *r,
+                   const struct kx_symres_entry *e);
 /* name and cat: PUSH, MARK, START (NULL: ""); at most KX_ANN_NAME_MAX - 1 and
  * KX_ANN_CAT_MAX - 1 bytes kept. */
 int kx_kxp_add_ann(struct kx_kxp_writer *w, const struct kx_ann *a, const char *name,

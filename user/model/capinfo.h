@@ -45,6 +45,45 @@ struct kx_drvcall_stat {
 	uint64_t slots[KX_HIST_SLOTS]; /* log2 latency histogram, see struct kx_agg_val */
 };
 
+/* CPU samples and off-CPU intervals of a capture (record -F, --off-cpu):
+ * received + dropped == emitted for each kind. */
+enum kx_stack_loss { KX_NO_USTACK, KX_NO_KSTACK, KX_USTACK_CUT, KX_KSTACK_CUT, KX_STACK_LOSS_MAX };
+enum kx_sym_stat {
+	KX_SYM_KERNEL_RESOLVED, /* distinct kernel addresses resolved */
+	KX_SYM_KERNEL_UNKNOWN,  /*   left [unknown] */
+	KX_SYM_USER_RESOLVED,   /* distinct user addresses resolved */
+	KX_SYM_USER_UNKNOWN,    /*   left [unknown] */
+	KX_SYM_PROCS,           /* process images whose maps were read */
+	KX_SYM_PROCS_MISSED,    /* processes gone before their maps could be read */
+	KX_SYM_STAT_MAX
+};
+struct kx_sample_info {
+	uint32_t hz;      /* cpu-clock samples per second per CPU; 0: not sampled */
+	uint32_t off_cpu; /* off-CPU intervals inside traced ioctls were recorded */
+	uint32_t cpus;    /* CPUs sampled */
+	uint64_t emitted, received, dropped;             /* CPU samples */
+	uint64_t off_emitted, off_received, off_dropped; /* off-CPU intervals */
+	uint64_t off_noslot;                             /* blocked threads not kept (stash full) */
+	uint64_t stacks[KX_STACK_LOSS_MAX];              /* stacks missing or cut */
+	uint64_t syms[KX_SYM_STAT_MAX];                  /* symbolisation (the recorder's) */
+	uint64_t sym_ns;       /* time the recorder spent reading maps and resolving */
+	char sym_warning[160]; /* why kernel frames did not resolve, "" when they did */
+};
+
+/* Counters inside traced calls (record --counters): received + dropped == emitted. */
+enum kx_ctr_info_stat {
+	KX_CTR_EMITTED,   /* counter records tried (one per traced call) */
+	KX_CTR_RECEIVED,  /* received */
+	KX_CTR_DROPPED,   /* lost: the ring buffer was full */
+	KX_CTR_READ_FAIL, /* readings that failed (those calls' values are short) */
+	KX_CTR_NOSLOT,    /* calls not measured: no room for their thread's state */
+	KX_CTR_INFO_MAX
+};
+struct kx_counter_info {
+	char names[128]; /* the counters in each record, comma-separated, in order; "" when none */
+	uint64_t stats[KX_CTR_INFO_MAX];
+};
+
 /* Monotonic -> realtime: realtime_ns = mono_ns + offset_ns (best of several paired reads). */
 struct kx_clock_sync {
 	int64_t offset_ns;
@@ -80,6 +119,8 @@ struct kx_capinfo {
 	uint64_t job_dropped; /* ring buffer full */
 	uint32_t ndrvcalls;
 	struct kx_drvcall_stat drvcalls[KX_DRV_FN_MAX];
+	struct kx_sample_info samples;   /* all 0 when not sampled */
+	struct kx_counter_info counters; /* all 0 without --counters */
 	struct kx_ann_info ann; /* annotations: copies of the library, loss and anomalies */
 };
 

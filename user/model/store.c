@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "model/samples.h"
 #include "model/store.h"
 #include "util/hashmap.h"
 
@@ -51,7 +52,8 @@ struct kx_store {
 
 	struct kx_hmap comm; /* tid -> index of its latest task */
 
-	struct kx_ann **ann; /* annotation events */
+	struct kx_samples *samples; /* CPU samples and their stacks, charged to the same limit */
+	struct kx_ann **ann;        /* annotation events */
 	size_t nann, ann_chunks, ann_dir;
 	char **str; /* annotation strings: id i + 1 is str[i], in the text chunks */
 	size_t nstr, str_cap;
@@ -107,6 +109,18 @@ static void *chunk_new(struct kx_store *s, void ***dir, size_t *cap, size_t *nch
 	return c;
 }
 
+/* The samples table's budget: the store's limit. */
+static int charge_samples(void *ctx, long long n)
+{
+	struct kx_store *s = ctx;
+
+	if (n < 0) {
+		s->bytes -= (size_t)-n;
+		return 0;
+	}
+	return charge(s, (size_t)n);
+}
+
 struct kx_store *kx_store_new(size_t limit_bytes)
 {
 	struct kx_store *s = calloc(1, sizeof(*s));
@@ -115,6 +129,11 @@ struct kx_store *kx_store_new(size_t limit_bytes)
 		return NULL;
 	s->limit = limit_bytes ? limit_bytes : DEFAULT_LIMIT;
 	s->bytes = sizeof(*s);
+	s->samples = kx_samples_new(charge_samples, s);
+	if (!s->samples) {
+		free(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -134,6 +153,7 @@ void kx_store_reset(struct kx_store *s)
 	free_dir((void **)s->job, s->job_chunks);
 	free_dir((void **)s->arena, s->arena_chunks);
 	kx_hmap_free(&s->comm);
+	kx_samples_free(s->samples);
 	free_dir((void **)s->ann, s->ann_chunks);
 	free_dir((void **)s->text, s->text_chunks);
 	free(s->str);
@@ -141,6 +161,8 @@ void kx_store_reset(struct kx_store *s)
 	memset(s, 0, sizeof(*s));
 	s->limit = limit;
 	s->bytes = sizeof(*s);
+	/* Out of memory: NULL, and kx_store_add_sample refuses what comes. */
+	s->samples = kx_samples_new(charge_samples, s);
 }
 
 void kx_store_free(struct kx_store *s)
@@ -148,6 +170,7 @@ void kx_store_free(struct kx_store *s)
 	if (!s)
 		return;
 	kx_store_reset(s);
+	kx_samples_free(s->samples);
 	free(s);
 }
 
@@ -425,6 +448,20 @@ const char *kx_store_comm(const struct kx_store *s, uint32_t tid)
 	const uint32_t *latest = kx_hmap_get(&s->comm, tid);
 
 	return latest ? kx_store_task(s, *latest)->comm : NULL;
+}
+
+struct kx_samples *kx_store_samples(const struct kx_store *s)
+{
+	return s->samples;
+}
+
+int kx_store_add_sample(struct kx_store *s, const struct kx_sample *smp)
+{
+	if (!s->samples) {
+		s->not_stored++;
+		return -1;
+	}
+	return kx_samples_add(s->samples, smp);
 }
 
 /* ---- annotation events and their strings ---- */

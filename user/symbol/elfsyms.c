@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbol/arena.h"
+#include "util/arena.h"
 #include "symbol/elfsyms.h"
 #include "util/grow.h"
 
@@ -159,7 +159,8 @@ static void sort_unique(struct kx_elfsyms *e)
 {
 	size_t w = 0;
 
-	qsort(e->syms, e->n, sizeof(*e->syms), by_addr);
+	if (e->n > 1)
+		qsort(e->syms, e->n, sizeof(*e->syms), by_addr);
 	for (size_t i = 0; i < e->n; i++)
 		if (w == 0 || e->syms[w - 1].addr != e->syms[i].addr)
 			e->syms[w++] = e->syms[i];

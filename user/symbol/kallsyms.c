@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbol/arena.h"
+#include "util/arena.h"
 #include "symbol/kallsyms.h"
 #include "util/grow.h"
 
@@ -100,7 +100,8 @@ struct kx_kallsyms *kx_kallsyms_load(const char *path, char *err, size_t len)
 	if (k->hidden)
 		k->n = 0; /* every address reads 0: nothing can be looked up */
 	resolve_refs(k);
-	qsort(k->syms, k->n, sizeof(*k->syms), by_addr);
+	if (k->n > 1)
+		qsort(k->syms, k->n, sizeof(*k->syms), by_addr);
 	return k;
 }
 

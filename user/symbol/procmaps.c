@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "symbol/arena.h"
+#include "util/arena.h"
 #include "symbol/procmaps.h"
 #include "util/grow.h"
 
@@ -72,7 +72,8 @@ int kx_procmaps_read(pid_t pid, struct kx_procmap **out, size_t *n, char *err, s
 		kx_procmaps_free(m, used);
 		return -1;
 	}
-	qsort(m, used, sizeof(*m), by_start);
+	if (used > 1)
+		qsort(m, used, sizeof(*m), by_start);
 	*out = m;
 	*n = used;
 	return 0;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbol/arena.h"
+#include "util/arena.h"
 #include "symbol/filecache.h"
 #include "symbol/kallsyms.h"
 #include "symbol/procmaps.h"
@@ -133,6 +133,14 @@ int kx_symbolizer_refresh(struct kx_symbolizer *s, pid_t pid, char *err, size_t 
 	snap_clear(&s->snaps[i]);
 	s->snaps[i] = sn;
 	return 0;
+}
+
+int kx_symbolizer_has_map(const struct kx_symbolizer *s, pid_t pid, uint64_t addr)
+{
+	int found;
+	long i = snap_index(s, pid, &found);
+
+	return found && kx_procmaps_find(s->snaps[i].maps, s->snaps[i].n, addr) != NULL;
 }
 
 static void unknown(struct kx_frame *out, const char *module)

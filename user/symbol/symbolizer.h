@@ -48,6 +48,14 @@ static inline uint64_t kx_frame_addr(uint64_t ip, unsigned int depth)
 	return depth > 0 && ip > 0 ? ip - 1 : ip;
 }
 
+/* The same for user frame i of a sample: its leaf is the interrupted
+ * instruction only when the sample was taken in user mode; otherwise it is
+ * where the thread entered the kernel (after its syscall instruction). */
+static inline uint64_t kx_user_frame_addr(uint64_t ip, unsigned int i, int in_kernel)
+{
+	return kx_frame_addr(ip, i + (in_kernel ? 1u : 0u));
+}
+
 /* kallsyms: NULL for /proc/kallsyms (a path for tests). Never fails but for
  * memory: without kernel symbols, kernel frames are [unknown] and
  * kx_symbolizer_warning says why. NULL with err set when out of memory. */
@@ -60,6 +68,8 @@ const char *kx_symbolizer_warning(const struct kx_symbolizer *s);
 int kx_symbolizer_snapshot(struct kx_symbolizer *s, pid_t pid, char *err, size_t len);
 /* Takes pid's snapshot again (after exec): 0 or -1 as above. */
 int kx_symbolizer_refresh(struct kx_symbolizer *s, pid_t pid, char *err, size_t len);
+/* 1 when pid's snapshot has a mapping holding addr (0 also without a snapshot). */
+int kx_symbolizer_has_map(const struct kx_symbolizer *s, pid_t pid, uint64_t addr);
 void kx_symbolizer_kernel(struct kx_symbolizer *s, uint64_t addr, struct kx_frame *out);
 /* An address of process pid, through its snapshot (taken now if it has none). */
 void kx_symbolizer_user(struct kx_symbolizer *s, pid_t pid, uint64_t addr, struct kx_frame *out);

@@ -1,5 +1,6 @@
 /* Safe outputs: temporary file, rename when complete, NAME.old, refusals, run folders. */
 #include "util/outfile.h"
+#include "util/fdio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -342,6 +343,23 @@ int kx_outfile_commit(struct kx_outfile *o, char *err, size_t len)
 	slot_drop(o);
 	kx_outfile_release_signals(&old);
 	return 0;
+}
+
+int kx_outfile_write(const char *path, unsigned int flags, const void *p, size_t n, char *err,
+                     size_t len)
+{
+	struct kx_outfile o;
+	int e;
+
+	if (kx_outfile_open(&o, path, flags, err, len))
+		return -1;
+	e = kx_write_all(o.fd, p, n);
+	if (e) {
+		snprintf(err, len, "cannot write %s: %s", path, strerror(e));
+		kx_outfile_abort(&o);
+		return -1;
+	}
+	return kx_outfile_commit(&o, err, len);
 }
 
 /* ---- run folders ---- */

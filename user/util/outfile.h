@@ -54,6 +54,11 @@ int kx_outfile_commit(struct kx_outfile *o, char *err, size_t len);
 /* Closes and removes the temporary file; the final path is left untouched. */
 void kx_outfile_abort(struct kx_outfile *o);
 
+/* The whole of an output made in memory (n bytes at p) written to path by
+ * this rule: open, write, commit. 0, or -1 with err. */
+int kx_outfile_write(const char *path, unsigned int flags, const void *p, size_t n, char *err,
+                     size_t len);
+
 /* Async-signal-safe: unlinks every live temporary file, then removes the
  * live new directories (deepest first, only when empty); nothing else. */
 void kx_outfile_unlink_live(void);

@@ -416,3 +416,31 @@ void kx_pgz_free(struct kx_pgz *z)
 	kx_workq_free(z->q);
 	free(z);
 }
+
+int kx_gzip_buf(const void *in, size_t n, int level, struct kx_bytes *out)
+{
+	z_stream zs;
+	size_t bound;
+	uint8_t *p;
+	int zr;
+
+	memset(&zs, 0, sizeof(zs));
+	/* windowBits 15 + 16: a gzip header and trailer around the deflate stream. */
+	if (n > UINT32_MAX || deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
+		return -1;
+	bound = deflateBound(&zs, (uLong)n);
+	p = kx_bytes_room(out, bound);
+	if (!p) {
+		deflateEnd(&zs);
+		return -1;
+	}
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)n;
+	zs.next_out = p;
+	zs.avail_out = (uInt)bound;
+	zr = deflate(&zs, Z_FINISH);
+	if (zr == Z_STREAM_END)
+		out->len += zs.total_out;
+	deflateEnd(&zs);
+	return zr == Z_STREAM_END ? 0 : -1;
+}

@@ -8,12 +8,15 @@
  * depend only on the input, where the caller cut it and the engine, never on
  * the thread count. Two engines: ISA-L's igzip (the default: several times
  * zlib's speed at level 1, its CRC-32 folded with carry-less multiplies) and
- * zlib; KXPROF_GZIP=zlib picks zlib.
+ * zlib; KXPROF_GZIP=zlib picks zlib. For small outputs, one call gzips a
+ * buffer in memory.
  */
 #ifndef KX_PGZ_H
 #define KX_PGZ_H
 
 #include <stddef.h>
+
+#include "util/grow.h"
 
 #define KX_PGZ_BLOCK (1u << 20) /* room of one block */
 
@@ -43,5 +46,9 @@ int kx_pgz_finish(struct kx_pgz *z, int *err_no, char *msg, size_t msglen);
 int kx_pgz_error(const struct kx_pgz *z);
 /* Frees (after kx_pgz_finish, or to give up). NULL is fine. */
 void kx_pgz_free(struct kx_pgz *z);
+
+/* One gzip member of the n bytes at in, appended to out in one call (small
+ * outputs kept in memory: a pprof profile). 0, or -1 out of memory. */
+int kx_gzip_buf(const void *in, size_t n, int level, struct kx_bytes *out);
 
 #endif /* KX_PGZ_H */

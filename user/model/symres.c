@@ -1,25 +1,70 @@
 /*
- * Resolved symbols (see resolved.h). Strings are interned: the index keeps
+ * Resolved symbols (see symres.h). Strings are interned: the index keeps
  * the arena offsets sorted by content, so each name is stored once.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbol/resolved.h"
-#include "symbol/symbolizer.h"
+#include "model/symres.h"
 #include "util/grow.h"
 
-int kx_symres_add(struct kx_symres *r, uint32_t pid, uint64_t addr)
+int kx_symres_add(struct kx_symres *r, uint32_t pid, uint32_t gen, uint64_t addr)
 {
 	if (kx_grow((void **)&r->e, &r->cap, r->n, sizeof(*r->e)))
 		return -1;
 	memset(&r->e[r->n], 0, sizeof(r->e[r->n]));
 	r->e[r->n].pid = pid;
+	r->e[r->n].gen = gen;
 	r->e[r->n].addr = addr;
 	r->e[r->n].pending = 1;
 	r->n++;
 	return 0;
+}
+
+/* By (pid, gen, addr), resolved entries before pending ones. */
+static int by_key(const void *a, const void *b)
+{
+	const struct kx_symres_entry *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return (int)x->pending - (int)y->pending;
+}
+
+/* The sorted entry of the key, resolved or not; NULL when none. */
+static struct kx_symres_entry *sorted_find(const struct kx_symres *r, uint32_t pid, uint32_t gen,
+                                           uint64_t addr)
+{
+	size_t lo = 0, hi = r->nsorted;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct kx_symres_entry *e = &r->e[mid];
+		int c = e->pid != pid     ? (e->pid < pid ? -1 : 1)
+		        : e->gen != gen   ? (e->gen < gen ? -1 : 1)
+		        : e->addr != addr ? (e->addr < addr ? -1 : 1)
+		                          : 0;
+
+		if (c == 0)
+			return &r->e[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int kx_symres_note(struct kx_symres *r, uint32_t pid, uint32_t gen, uint64_t addr)
+{
+	if (sorted_find(r, pid, gen, addr))
+		return 0;
+	return kx_symres_add(r, pid, gen, addr) ? -1 : 1;
 }
 
 /* Where s is, or would go, in the index; *found when it is there. */
@@ -56,8 +101,7 @@ static int index_insert(struct kx_symres *r, size_t at, size_t off)
 	return 0;
 }
 
-/* The offset of s in the arena, added once; -1 when out of memory. */
-static int64_t intern(struct kx_symres *r, const char *s)
+int64_t kx_symres_intern(struct kx_symres *r, const char *s)
 {
 	int found;
 	size_t at = index_pos(r, s, &found), off;
@@ -70,67 +114,55 @@ static int64_t intern(struct kx_symres *r, const char *s)
 	return (int64_t)off;
 }
 
-/* By (pid, addr), resolved entries before pending ones. */
-static int by_key(const void *a, const void *b)
+/* Fills e (a pending entry) from n. 0, or -1 out of memory. */
+static int fill(struct kx_symres *r, struct kx_symres_entry *e, const struct kx_symres_names *n)
 {
-	const struct kx_symres_entry *x = a, *y = b;
+	int64_t fn = kx_symres_intern(r, n->func), mod = kx_symres_intern(r, n->module),
+	        bid = kx_symres_intern(r, n->build_id);
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return (int)x->pending - (int)y->pending;
-}
-
-static void sort_unique(struct kx_symres *r)
-{
-	size_t w = 0;
-
-	qsort(r->e, r->n, sizeof(*r->e), by_key);
-	for (size_t i = 0; i < r->n; i++) /* the first of each key: resolved if one is */
-		if (w == 0 || r->e[w - 1].pid != r->e[i].pid || r->e[w - 1].addr != r->e[i].addr)
-			r->e[w++] = r->e[i];
-	r->n = r->nsorted = w;
-}
-
-static int resolve_one(struct kx_symres *r, struct kx_symbolizer *s, struct kx_symres_entry *e)
-{
-	struct kx_frame f;
-	int64_t fn, mod, bid;
-
-	if (e->pid == KX_SYMRES_KERNEL)
-		kx_symbolizer_kernel(s, e->addr, &f);
-	else
-		kx_symbolizer_user(s, (pid_t)e->pid, e->addr, &f);
-	fn = intern(r, f.func);
-	mod = intern(r, f.module);
-	bid = intern(r, f.build_id);
 	if (fn < 0 || mod < 0 || bid < 0)
 		return -1;
 	e->func = (uint32_t)fn;
 	e->module = (uint32_t)mod;
 	e->build_id = (uint32_t)bid;
-	e->offset = f.offset;
-	e->mod_offset = f.mod_offset;
-	e->known = f.known != 0;
+	e->offset = n->offset;
+	e->mod_offset = n->mod_offset;
+	e->known = n->known != 0;
 	e->pending = 0;
-	r->unknown += !f.known;
+	r->unknown += !n->known;
 	return 0;
 }
 
-int kx_symres_resolve(struct kx_symres *r, struct kx_symbolizer *s)
+int kx_symres_put(struct kx_symres *r, uint32_t pid, uint32_t gen, uint64_t addr,
+                  const struct kx_symres_names *n)
 {
-	sort_unique(r);
-	for (size_t i = 0; i < r->n; i++)
-		if (r->e[i].pending && resolve_one(r, s, &r->e[i]) != 0)
-			return -1;
+	if (kx_symres_add(r, pid, gen, addr))
+		return -1;
+	if (fill(r, &r->e[r->n - 1], n)) {
+		r->n--;
+		return -1;
+	}
 	return 0;
 }
 
-const struct kx_symres_entry *kx_symres_find(const struct kx_symres *r, uint32_t pid, uint64_t addr)
+void kx_symres_settle(struct kx_symres *r)
 {
-	struct kx_symres_entry key = {.pid = pid, .addr = addr};
-	const struct kx_symres_entry *e = bsearch(&key, r->e, r->nsorted, sizeof(*r->e), by_key);
+	size_t w = 0;
+
+	if (r->nsorted == r->n)
+		return;
+	qsort(r->e, r->n, sizeof(*r->e), by_key);
+	for (size_t i = 0; i < r->n; i++) /* the first of each key: resolved if one is */
+		if (w == 0 || r->e[w - 1].pid != r->e[i].pid || r->e[w - 1].gen != r->e[i].gen ||
+		    r->e[w - 1].addr != r->e[i].addr)
+			r->e[w++] = r->e[i];
+	r->n = r->nsorted = w;
+}
+
+const struct kx_symres_entry *kx_symres_find(const struct kx_symres *r, uint32_t pid, uint32_t gen,
+                                             uint64_t addr)
+{
+	const struct kx_symres_entry *e = sorted_find(r, pid, gen, addr);
 
 	return e && !e->pending ? e : NULL;
 }
@@ -182,7 +214,7 @@ int kx_symres_load(struct kx_symres *r, const struct kx_symres_entry *e, size_t 
 	r->strs.len = r->strs.cap = strs_len;
 	for (size_t i = 0; i < n; i++)
 		r->unknown += !e[i].known;
-	sort_unique(r);
+	kx_symres_settle(r);
 	if (index_arena(r) != 0) {
 		snprintf(err, len, "out of memory");
 		kx_symres_free(r);

@@ -1,8 +1,8 @@
-/* String arena and address search of the symbol tables (see arena.h). */
+/* String arena and address-floor search (see arena.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbol/arena.h"
+#include "util/arena.h"
 
 size_t kx_arena_addn(struct kx_arena *a, const char *s, size_t n)
 {

@@ -1,11 +1,11 @@
 /*
- * String arena of the symbol tables: NUL-terminated strings appended to one
- * growing buffer and named by their offset (offsets stay valid when the
- * buffer moves). Also the one "last entry at or below an address" search
- * of the address-sorted tables.
+ * String arena: NUL-terminated strings appended to one growing buffer and
+ * named by their offset (offsets stay valid when the buffer moves), as the
+ * symbol tables keep their names. Also the one "last entry at or below an
+ * address" search of address-sorted tables.
  */
-#ifndef KX_SYMBOL_ARENA_H
-#define KX_SYMBOL_ARENA_H
+#ifndef KX_UTIL_ARENA_H
+#define KX_UTIL_ARENA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -32,4 +32,4 @@ void kx_arena_free(struct kx_arena *a);
  * <= addr, or -1 when none is. */
 long kx_addr_floor(const void *base, size_t n, size_t size, uint64_t addr);
 
-#endif /* KX_SYMBOL_ARENA_H */
+#endif /* KX_UTIL_ARENA_H */

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Reads `go tool pprof -traces` output and answers questions about it.
+
+Usage: pprof_traces.py TRACES_FILE CHECK [ARGS...]   (prints one line, exits 1 when the check fails)
+
+Each trace of -traces output is a block of label lines ("key:  value"), then
+the stack leaf first, its first line led by the trace's value. Checks:
+  call CALL USER_FRAME KERNEL_PART  traces whose frames hold the call frame
+      CALL: in each, every frame after it (the callers) is a user frame and
+      the kernel frames come before it; some trace has USER_FRAME among the
+      callers and a kernel frame containing KERNEL_PART under the call
+  unwind LEAF CALLER...  traces whose leaf is LEAF: at least 95% of them
+      have the CALLERs, in this order, above it
+  labels CALL  every trace holding CALL carries the label driver_call=CALL
+"""
+import re
+import sys
+
+SEP = re.compile(r"^-+\+-+$")
+LABEL = re.compile(r"^\s*([A-Za-z_]+):\s+(.*)$")
+VALUE = re.compile(r"^\s*(\S+)\s{2,}(.*)$")
+
+
+def parse(path):
+    """The traces: labels, value and frames (leaf first) of each."""
+    traces, cur = [], None
+    for line in open(path, encoding="utf-8", errors="replace"):
+        line = line.rstrip("\n")
+        if SEP.match(line):
+            cur = {"labels": {}, "frames": [], "value": None}
+            traces.append(cur)
+        elif cur is None or not line.strip():
+            continue
+        elif cur["frames"]:
+            cur["frames"].append(line.strip())
+        elif VALUE.match(line) and re.match(r"^\s*[0-9.]", line):
+            v = VALUE.match(line)
+            cur["value"] = v.group(1)
+            cur["frames"].append(v.group(2).strip())
+        elif LABEL.match(line):
+            m = LABEL.match(line)
+            cur["labels"][m.group(1)] = m.group(2).strip()
+    return [t for t in traces if t["frames"]]
+
+
+def check_call(traces, call, user_frame, kernel_part):
+    with_call = [t for t in traces if call in t["frames"]]
+    if not with_call:
+        return False, f"no trace holds {call}"
+    good = 0
+    for t in with_call:
+        fr = t["frames"]
+        i = fr.index(call)
+        callers, under = fr[i + 1:], fr[:i]
+        if user_frame in callers and any(kernel_part in f for f in under):
+            good += 1
+    msg = f"{len(with_call)} traces hold {call}; {good} have {user_frame} above and a *{kernel_part}* frame under it"
+    return good > 0, msg
+
+
+def check_unwind(traces, leaf, callers):
+    with_leaf = [t for t in traces if t["frames"][0] == leaf]
+    if not with_leaf:
+        return False, f"no trace has the leaf {leaf}"
+    ok = 0
+    for t in with_leaf:
+        fr = t["frames"][1:]
+        pos = -1
+        for c in callers:
+            try:
+                pos = fr.index(c, pos + 1)
+            except ValueError:
+                pos = None
+                break
+        ok += pos is not None
+    msg = f"{ok} of {len(with_leaf)} traces with leaf {leaf} unwind through {' '.join(callers)}"
+    return ok >= 0.95 * len(with_leaf), msg
+
+
+def check_labels(traces, call):
+    with_call = [t for t in traces if call in t["frames"]]
+    bad = [t for t in with_call if t["labels"].get("driver_call") != call]
+    msg = f"{len(with_call)} traces hold {call}, {len(bad)} without the label driver_call={call}"
+    return bool(with_call) and not bad, msg
+
+
+def main():
+    traces = parse(sys.argv[1])
+    what, args = sys.argv[2], sys.argv[3:]
+    if what == "call":
+        ok, msg = check_call(traces, args[0], args[1], args[2])
+    elif what == "unwind":
+        ok, msg = check_unwind(traces, args[0], args[1:])
+    elif what == "labels":
+        ok, msg = check_labels(traces, args[0])
+    else:
+        print(f"unknown check {what}")
+        return 2
+    print(msg)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

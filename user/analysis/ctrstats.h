@@ -1,0 +1,51 @@
+/*
+ * Counters inside driver calls, analysed (record --counters): each counter
+ * record joined to its ioctl (same thread, same enter time), then totals
+ * and means per ioctl name ("ioctl/<driver>" and the decoded name, as the
+ * summary's rows), and each ioctl's own values for the exporters that show
+ * them per event (Chrome args, XSpace stats). Borrows the store.
+ */
+#ifndef KX_ANALYSIS_CTRSTATS_H
+#define KX_ANALYSIS_CTRSTATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/capinfo.h"
+#include "model/counter.h"
+#include "model/event.h"
+#include "model/store.h"
+#include "registry/ioctl_decode.h"
+#include "util/hashmap.h"
+
+struct kx_ctrrow {
+	char cat[40];                      /* "ioctl/<driver>" */
+	char name[64];                     /* the decoded ioctl name */
+	uint64_t calls;                    /* calls measured */
+	uint64_t total[KX_MAX_COUNTERS];   /* sum over them */
+	uint64_t counted[KX_MAX_COUNTERS]; /* calls with a value (the mean's divisor) */
+};
+
+struct kx_ctrstats {
+	int n;                              /* counters */
+	const char *names[KX_MAX_COUNTERS]; /* static strings (model/counter.h) */
+	struct kx_ctrrow *rows;             /* by category, then calls, most first */
+	size_t nrows;
+	uint64_t unmatched;   /* counter records without their ioctl (dropped, or not stored) */
+	uint64_t partial;     /* calls whose readings were short (a read failed) */
+	uint64_t multiplexed; /* values scaled because the counter ran part of the time */
+	uint64_t stats[KX_CTR_INFO_MAX]; /* the capture's record counts (model/capinfo.h) */
+	const struct kx_samples *t;
+	struct kx_hmap by_call; /* hash(tid, ts) -> counter record */
+};
+
+/* NULL when the capture has no counters (err empty) or out of memory (err set). */
+struct kx_ctrstats *kx_ctrstats_build(const struct kx_store *s, const struct kx_capinfo *ci,
+                                      char *err, size_t len);
+void kx_ctrstats_free(struct kx_ctrstats *cs);
+/* The counters of ioctl e as fields named by counter (KX_FIELD_U64), at
+ * most max; how many (0 when it has none). cs may be NULL. */
+int kx_ctrstats_fields(const struct kx_ctrstats *cs, const struct kx_ioctl *e, struct kx_field *f,
+                       int max);
+
+#endif /* KX_ANALYSIS_CTRSTATS_H */

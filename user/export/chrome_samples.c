@@ -1,0 +1,381 @@
+/*
+ * Samples in Chrome trace JSON (see chrome_samples.h). The CPU and off-CPU
+ * profiles are built once; each stack's text (frames root first, joined by
+ * ';') is escaped once and reused by every sample of it; the call tree of
+ * "stackFrames" gives each CPU stack the node of its leaf.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/profile.h"
+#include "export/chrome_samples.h"
+#include "model/samples.h"
+#include "util/grow.h"
+#include "util/hashmap.h"
+#include "util/json.h"
+
+#define FLUSH_AT (64u << 10) /* bytes buffered before they are handed on */
+
+struct node {
+	uint32_t parent; /* node id, 0 for a root */
+	uint32_t fid;    /* frame in the CPU profile */
+};
+
+struct kx_chrome_samples {
+	const struct kx_analysis *an;
+	struct kx_profile *prof[2]; /* CPU, off-CPU */
+	struct kx_bytes text;       /* each stack's escaped text, one after another */
+	size_t *text_off[2];        /* per stack of each profile: [off, off + len) */
+	struct node *nodes;         /* stackFrames, node id i + 1 */
+	size_t nnodes, nodes_cap;
+	uint32_t *leaf_node; /* per CPU stack */
+	uint64_t first_ts;
+};
+
+/* Escaped "a;b;c" of stack st into cs->text; its offset. */
+static size_t stack_text(struct kx_chrome_samples *cs, const struct kx_profile *p,
+                         const struct kx_pstack *st)
+{
+	struct kx_bytes raw = {0};
+	size_t off = cs->text.len;
+	char *d;
+
+	for (uint32_t k = 0; k < st->depth; k++) {
+		const char *n = p->frames[p->fids[st->first + k]].name;
+		size_t len = strlen(n);
+		uint8_t *q = kx_bytes_room(&raw, len + 1);
+
+		if (!q)
+			break;
+		if (k)
+			*q++ = ';';
+		memcpy(q, n, len);
+		raw.len += len + (k ? 1 : 0);
+	}
+	d = (char *)kx_bytes_room(&cs->text, KX_JSON_STR_ROOM(raw.len));
+	if (d && !raw.oom)
+		cs->text.len = (size_t)(kx_json_put_str(d, (const char *)raw.p, raw.len) -
+		                        (char *)cs->text.p);
+	else
+		cs->text.oom = 1;
+	free(raw.p);
+	return off;
+}
+
+/* The node of (parent, fid), added when new. */
+static uint32_t node_of(struct kx_chrome_samples *cs, struct kx_hmap *ix, uint32_t parent,
+                        uint32_t fid)
+{
+	uint64_t key = (uint64_t)parent << 32 | fid;
+	uint32_t *v = kx_hmap_get(ix, key);
+
+	if (v)
+		return *v;
+	if (cs->nnodes >= UINT32_MAX - 1 ||
+	    kx_grow((void **)&cs->nodes, &cs->nodes_cap, cs->nnodes, sizeof(*cs->nodes)) ||
+	    kx_hmap_add(ix, key, (uint32_t)cs->nnodes + 1))
+		return 0;
+	cs->nodes[cs->nnodes] = (struct node){parent, fid};
+	return (uint32_t)++cs->nnodes;
+}
+
+/* The call tree of the CPU stacks; 0, or -1 out of memory. */
+static int build_tree(struct kx_chrome_samples *cs)
+{
+	const struct kx_profile *p = cs->prof[0];
+	struct kx_hmap ix = KX_HMAP_INIT;
+	int rc = 0;
+
+	cs->leaf_node = calloc(p->nstacks ? p->nstacks : 1, sizeof(*cs->leaf_node));
+	if (!cs->leaf_node)
+		return -1;
+	for (size_t i = 0; i < p->nstacks && !rc; i++) {
+		const struct kx_pstack *st = &p->stacks[i];
+		uint32_t at = 0;
+
+		for (uint32_t k = 0; k < st->depth && !rc; k++) {
+			at = node_of(cs, &ix, at, p->fids[st->first + k]);
+			rc = at ? 0 : -1;
+		}
+		cs->leaf_node[i] = at;
+	}
+	kx_hmap_free(&ix);
+	return rc;
+}
+
+static int prepare(struct kx_chrome_samples *cs, char *err, size_t len)
+{
+	static const unsigned int kinds[2] = {KX_SAMPLE_CPU, KX_SAMPLE_OFFCPU};
+	const struct kx_store *s = cs->an->store;
+
+	for (int k = 0; k < 2; k++) {
+		struct kx_profile *p = kx_profile_build(s, cs->an->ci, kinds[k], err, len);
+
+		if (!p)
+			return -1;
+		cs->prof[k] = p;
+		cs->text_off[k] = malloc((p->nstacks + 1) * sizeof(*cs->text_off[k]));
+		if (!cs->text_off[k])
+			goto oom;
+		for (size_t i = 0; i < p->nstacks; i++)
+			cs->text_off[k][i] = stack_text(cs, p, &p->stacks[i]);
+		cs->text_off[k][p->nstacks] = cs->text.len;
+		if (p->samples && p->start_ns < cs->first_ts)
+			cs->first_ts = p->start_ns;
+	}
+	if (!cs->text.oom && build_tree(cs) == 0)
+		return 0;
+oom:
+	snprintf(err, len, "out of memory for the samples");
+	return -1;
+}
+
+struct kx_chrome_samples *kx_chrome_samples_new(const struct kx_analysis *an, char *err, size_t len)
+{
+	struct kx_chrome_samples *cs = calloc(1, sizeof(*cs));
+
+	if (!cs) {
+		snprintf(err, len, "out of memory for the samples");
+		return NULL;
+	}
+	cs->an = an;
+	cs->first_ts = UINT64_MAX;
+	if (prepare(cs, err, len)) {
+		kx_chrome_samples_free(cs);
+		return NULL;
+	}
+	return cs;
+}
+
+uint64_t kx_chrome_samples_first_ts(const struct kx_chrome_samples *cs)
+{
+	return cs->first_ts;
+}
+
+/* A buffer handed on in pieces. */
+struct out {
+	struct kx_bytes b;
+	kx_chrome_put_fn put;
+	void *ctx;
+};
+
+static char *room(struct out *o, size_t n)
+{
+	if (o->b.len >= FLUSH_AT && !o->b.oom) {
+		o->put(o->ctx, (const char *)o->b.p, o->b.len);
+		o->b.len = 0;
+	}
+	return (char *)kx_bytes_room(&o->b, n);
+}
+
+static void lit(struct out *o, const char *s)
+{
+	size_t n = strlen(s);
+	char *d = room(o, n);
+
+	if (d) {
+		memcpy(d, s, n);
+		o->b.len += n;
+	}
+}
+
+static void str(struct out *o, const char *s)
+{
+	size_t n = strlen(s);
+	char *d = room(o, KX_JSON_STR_ROOM(n));
+
+	if (d)
+		o->b.len = (size_t)(kx_json_put_str(d, s, n) - (char *)o->b.p);
+}
+
+static void num(struct out *o, uint64_t v)
+{
+	char *d = room(o, KX_JSON_NUM_ROOM);
+
+	if (d)
+		o->b.len = (size_t)(kx_json_put_u64(d, v) - (char *)o->b.p);
+}
+
+/* ns as µs with three decimals. */
+static void us(struct out *o, uint64_t ns)
+{
+	char *d = room(o, KX_JSON_NUM_ROOM + 4);
+
+	if (d)
+		o->b.len += (size_t)snprintf(d, KX_JSON_NUM_ROOM + 4, "%" PRIu64 ".%03" PRIu64,
+		                             ns / 1000, ns % 1000);
+}
+
+static void raw(struct out *o, const char *p, size_t n)
+{
+	char *d = room(o, n);
+
+	if (d) {
+		memcpy(d, p, n);
+		o->b.len += n;
+	}
+}
+
+static int finish(struct out *o)
+{
+	if (!o->b.oom && o->b.len)
+		o->put(o->ctx, (const char *)o->b.p, o->b.len);
+	free(o->b.p);
+	return o->b.oom ? -1 : 0;
+}
+
+/* The args of a sample of stack i of profile k: its stack and call. */
+static void args(struct out *o, const struct kx_chrome_samples *cs, int k, uint32_t i)
+{
+	const struct kx_profile *p = cs->prof[k];
+	const struct kx_pstack *st = &p->stacks[i];
+
+	lit(o, ",\"args\":{\"stack\":");
+	raw(o, (const char *)cs->text.p + cs->text_off[k][i],
+	    cs->text_off[k][i + 1] - cs->text_off[k][i]);
+	if (st->call) {
+		lit(o, ",\"driver_call\":");
+		str(o, p->frames[st->call - 1].name);
+	}
+	lit(o, "}}");
+}
+
+/* One sample of the store (e, its stack i in profile k) as an event. */
+static void event(struct out *o, const struct kx_chrome_samples *cs, int k,
+                  const struct kx_sample_ev *e, uint32_t i, uint64_t origin)
+{
+	const struct kx_profile *p = cs->prof[k];
+	const struct kx_pstack *st = &p->stacks[i];
+	const char *leaf = st->depth ? p->frames[p->fids[st->first + st->depth - 1]].name : "?";
+
+	if (k == 0) {
+		lit(o, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_sample\",\"name\":");
+		str(o, leaf);
+	} else {
+		lit(o, ",\n{\"ph\":\"X\",\"cat\":\"off_cpu\",\"name\":\"off-CPU\",\"dur\":");
+		us(o, e->weight);
+	}
+	lit(o, ",\"pid\":");
+	num(o, e->pid);
+	lit(o, ",\"tid\":");
+	num(o, e->tid);
+	lit(o, ",\"ts\":");
+	us(o, e->ts - origin);
+	args(o, cs, k, i);
+}
+
+/* thread_name (and process_name) metadata for threads the ioctls did not name. */
+static void names(struct out *o, const struct kx_chrome_samples *cs)
+{
+	const struct kx_timeline *tl = cs->an->timeline;
+	const struct kx_samples *t = kx_store_samples(cs->an->store);
+	struct kx_hmap seen = KX_HMAP_INIT;
+
+	for (size_t i = 0; i < kx_samples_count(t); i++) {
+		const struct kx_sample_ev *e = kx_samples_get(t, i);
+		int isnew, known = 0;
+
+		if (!kx_hmap_put(&seen, e->tid, 1, &isnew) || !isnew)
+			continue;
+		for (size_t k = 0; k < tl->nthreads && !known; k++)
+			known = tl->threads[k].tid == e->tid;
+		if (known)
+			continue;
+		lit(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+		num(o, e->pid);
+		lit(o, ",\"tid\":");
+		num(o, e->tid);
+		lit(o, ",\"args\":{\"name\":");
+		str(o, kx_profile_comm(cs->an->store, e->tid));
+		lit(o, "}}");
+	}
+	kx_hmap_free(&seen);
+}
+
+int kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns,
+                             kx_chrome_put_fn put, void *ctx)
+{
+	const struct kx_samples *t = kx_store_samples(cs->an->store);
+	struct out o = {{0}, put, ctx};
+
+	if (cs->first_ts == UINT64_MAX)
+		return 0;
+	names(&o, cs);
+	for (size_t i = 0; i < kx_samples_count(t); i++) {
+		const struct kx_sample_ev *e = kx_samples_get(t, i);
+		int k = e->kind == KX_SAMPLE_OFFCPU;
+
+		if (i < cs->prof[k]->nby_sample && cs->prof[k]->by_sample[i] != UINT32_MAX &&
+		    e->ts >= origin_ns)
+			event(&o, cs, k, e, cs->prof[k]->by_sample[i], origin_ns);
+	}
+	return finish(&o);
+}
+
+int kx_chrome_samples_members(const struct kx_chrome_samples *cs, uint64_t origin_ns,
+                              kx_chrome_put_fn put, void *ctx)
+{
+	static const char *const cat[] = {"", "user", "kernel", "driver call"};
+	const struct kx_profile *p = cs->prof[0];
+	const struct kx_samples *t = kx_store_samples(cs->an->store);
+	struct out o = {{0}, put, ctx};
+	int first = 1;
+
+	if (!p->samples)
+		return 0;
+	lit(&o, "\"stackFrames\":{");
+	for (size_t i = 0; i < cs->nnodes; i++) {
+		const struct kx_pframe *f = &p->frames[cs->nodes[i].fid];
+
+		lit(&o, i ? ",\n\"" : "\n\"");
+		num(&o, i + 1);
+		lit(&o, "\":{\"name\":");
+		str(&o, f->name);
+		lit(&o, ",\"category\":\"");
+		lit(&o, cat[f->kind < 4 ? f->kind : 0]);
+		lit(&o, "\"");
+		if (cs->nodes[i].parent) {
+			lit(&o, ",\"parent\":\"");
+			num(&o, cs->nodes[i].parent);
+			lit(&o, "\"");
+		}
+		lit(&o, "}");
+	}
+	lit(&o, "},\n\"samples\":[");
+	for (size_t i = 0; i < kx_samples_count(t); i++) {
+		const struct kx_sample_ev *e = kx_samples_get(t, i);
+
+		if (i >= p->nby_sample || p->by_sample[i] == UINT32_MAX || e->ts < origin_ns)
+			continue;
+		lit(&o, first ? "\n{\"cpu\":" : ",\n{\"cpu\":");
+		first = 0;
+		num(&o, e->cpu);
+		lit(&o, ",\"pid\":");
+		num(&o, e->pid);
+		lit(&o, ",\"tid\":");
+		num(&o, e->tid);
+		lit(&o, ",\"ts\":");
+		us(&o, e->ts - origin_ns);
+		lit(&o, ",\"name\":\"cpu-clock\",\"sf\":");
+		num(&o, cs->leaf_node[p->by_sample[i]]);
+		lit(&o, ",\"weight\":1}");
+	}
+	lit(&o, "],\n");
+	return finish(&o);
+}
+
+void kx_chrome_samples_free(struct kx_chrome_samples *cs)
+{
+	if (!cs)
+		return;
+	for (int k = 0; k < 2; k++) {
+		kx_profile_free(cs->prof[k]);
+		free(cs->text_off[k]);
+	}
+	free(cs->text.p);
+	free(cs->nodes);
+	free(cs->leaf_node);
+	free(cs);
+}

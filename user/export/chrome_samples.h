@@ -1,0 +1,44 @@
+/*
+ * The samples of a capture in Chrome trace JSON (export/chrome.c writes
+ * them with the rest of the trace):
+ *   - each CPU sample an instant event on its thread ("ph":"i", "s":"t",
+ *     category "cpu_sample", named after its leaf function, args: the stack
+ *     root first and the traced call it was taken in), and each off-CPU
+ *     interval a complete event ("X", "off-CPU") inside the slice of the
+ *     ioctl it blocked in: Perfetto shows both under the thread's slices;
+ *   - the trace format's own "stackFrames" (the call tree, one node per
+ *     frame in context: name, category, parent) and "samples" (cpu, pid,
+ *     tid, ts, sf, weight) for the CPU samples, which catapult's trace
+ *     viewer and speedscope read.
+ * Threads that only have samples get their thread_name metadata here.
+ */
+#ifndef KX_EXPORT_CHROME_SAMPLES_H
+#define KX_EXPORT_CHROME_SAMPLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+
+/* Where the JSON text goes. */
+typedef void (*kx_chrome_put_fn)(void *ctx, const char *p, size_t n);
+
+struct kx_chrome_samples;
+
+/* The profiles of an analysed capture. NULL with err set when out of
+ * memory; an object with nothing to write when the capture has no samples. */
+struct kx_chrome_samples *kx_chrome_samples_new(const struct kx_analysis *an, char *err,
+                                                size_t len);
+/* The earliest sample (CLOCK_MONOTONIC ns), UINT64_MAX when none. */
+uint64_t kx_chrome_samples_first_ts(const struct kx_chrome_samples *cs);
+/* The events, each preceded by a comma; ts are (ts - origin_ns) in µs. 0,
+ * or -1 out of memory. */
+int kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns,
+                             kx_chrome_put_fn put, void *ctx);
+/* The top-level members "stackFrames" and "samples", each followed by a
+ * comma (nothing when there are no CPU samples). 0, or -1 out of memory. */
+int kx_chrome_samples_members(const struct kx_chrome_samples *cs, uint64_t origin_ns,
+                              kx_chrome_put_fn put, void *ctx);
+void kx_chrome_samples_free(struct kx_chrome_samples *cs);
+
+#endif /* KX_EXPORT_CHROME_SAMPLES_H */
