@@ -3,7 +3,7 @@
  * are distinct per frame address, outside every real address, and keep the
  * caller-frame adjustment (kx_frame_addr) consistent, a frame that got none
  * is unknown, never its real address. End to end through the record sink
- * of a daemon session (capture/sinks.h hide_kaddrs): the same samples
+ * of a daemon session (capture/sinks.h for_user): the same samples
  * written with and without hiding read back with the same names for every
  * frame, and the hidden record holds no real kernel address in its stacks
  * or its symbols. Real kernel addresses come from /proc/kallsyms when it
@@ -104,7 +104,7 @@ static int mem_write(void *ctx, const void *p, size_t n)
 static int record(int hide, const uint64_t *kips, uint32_t nk, struct mem *m)
 {
 	struct kx_kxp_stream out = {.write = mem_write, .ctx = m};
-	struct kx_kxp_sink ks = {.stream = &out, .hide_kaddrs = hide};
+	struct kx_kxp_sink ks = {.stream = &out, .for_user = hide};
 	struct kx_sink sk = kx_sink_kxp(&ks);
 	static struct kx_capinfo ci;
 	uint64_t uips[1] = {(uint64_t)(uintptr_t)&record + 4}, rot[8];

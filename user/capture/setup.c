@@ -163,7 +163,7 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	if (o->record_path || o->record_stream) {
 		c->rec.path = o->record_path;
 		c->rec.stream = o->record_stream;
-		c->rec.hide_kaddrs = o->uid_only;
+		c->rec.for_user = o->uid_only;
 		so->sink = kx_sink_kxp(&c->rec);
 	} else if (o->store) {
 		so->sink = kx_sink_store(o->store);

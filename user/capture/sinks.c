@@ -73,13 +73,13 @@ static void kxp_job(void *ctx, const struct kx_job *j)
 		ks->write_error = 1;
 }
 
-/* s as stored: with hide_kaddrs, a copy in *tmp whose kernel frames (in
+/* s as stored: with for_user, a copy in *tmp whose kernel frames (in
  * kips) are stand-ins. */
 static const struct kx_sample *stored_sample(struct kx_kxp_sink *ks, const struct kx_sample *s,
                                              struct kx_sample *tmp,
                                              uint64_t kips[KX_SAMPLE_MAX_DEPTH])
 {
-	if (!ks->hide_kaddrs || !s->nk)
+	if (!ks->for_user || !s->nk)
 		return s;
 	*tmp = *s;
 	tmp->nk = s->nk < KX_SAMPLE_MAX_DEPTH ? s->nk : KX_SAMPLE_MAX_DEPTH;
@@ -119,7 +119,7 @@ static void kxp_put_sym(void *ctx, const struct kx_symres *r, const struct kx_sy
 	struct kx_kxp_sink *ks = ctx;
 	struct kx_symres_entry hidden;
 
-	if (ks->hide_kaddrs && e->pid == KX_SYMRES_KERNEL) {
+	if (ks->for_user && e->pid == KX_SYMRES_KERNEL) {
 		/* Under its stand-in; none: its frames were stored as unknown. */
 		hidden = *e;
 		hidden.addr = kx_kmask_addr(&ks->kmask, e->addr);
@@ -169,6 +169,8 @@ static int kxp_begin(void *ctx, const struct kx_capinfo *ci, char *err, size_t l
 	if ((ci->samples.hz || ci->samples.off_cpu) &&
 	    !(ks->syms = kx_symcollect_new(&ks->res, NULL, kxp_put_sym, ks, err, len)))
 		return -1;
+	if (ks->syms && ks->for_user)
+		kx_symcollect_as_process(ks->syms);
 	ks->w = ks->stream ? kx_kxp_create_stream(ks->stream, ci, err, len)
 	                   : kx_kxp_create(ks->path, ci, err, len);
 	ks->last_flush_ns = kx_mono_ns();
