@@ -15,6 +15,8 @@
 #  - a traced child that execs a setuid program is not sampled from then on
 #    (the kernel checks the sampled thread's real and effective uid), its
 #    sibling is;
+#  - symbols only from files the user could read: an execute-only program's
+#    frames are [unknown], counted;
 #  - --off-cpu: the blocked BLKZEROOUTs of the user's threads only;
 #  - --counters: every BLKZEROOUT measured, a context switch each;
 #  - -F over serve --max-sample-hz is refused with the limit (exit 1), and a
@@ -119,6 +121,7 @@ if [ $rc -ne 0 ]; then
 fi
 check user_record_through_daemon grep -q "recording through the kxprof daemon" "$TMP/u.err"
 check user_record_says_samples grep -q "CPU samples, 0 dropped" "$TMP/u.err"
+check user_record_says_no_kernel grep -q "user frames only, no kernel frames: not for users on this daemon (kxprof serve --user-kernel no)" "$TMP/u.err"
 kx 0 report --json "$OUT/u.kxp" >"$TMP/u.r.json" || exit 0
 check user_samples_accounted python3 -c '
 import json,sys
@@ -126,8 +129,11 @@ d = json.load(open(sys.argv[1]))
 p, o = d["Profile"], d["OffCpuProfile"]
 print("# cpu:", {k: p[k] for k in ("Samples", "Emitted", "Received", "Dropped", "InCalls")},
       "off-cpu:", {k: o[k] for k in ("Samples", "Emitted", "Received", "Dropped")})
-sys.exit(not (p["Received"] + p["Dropped"] == p["Emitted"] and p["Samples"] > 200
-              and o["Received"] + o["Dropped"] == o["Emitted"] and o["Samples"] > 10))' "$TMP/u.r.json"
+cpu = json.load(open(sys.argv[2]))["cpu_ns"] / 1e9
+print("# %.2f s of the workload'"'"'s CPU: %d samples at 999 Hz expected" % (cpu, 999 * cpu))
+sys.exit(not (p["Received"] + p["Dropped"] == p["Emitted"] and p["Samples"] > 0.5 * 999 * cpu
+              and p["InCalls"] > 0 and o["Received"] + o["Dropped"] == o["Emitted"]
+              and o["Samples"] > 10))' "$TMP/u.r.json" "$TMP/u.json"
 check user_kernel_skipped_said python3 -c '
 import json,sys
 t = open(sys.argv[1]).read()
@@ -209,6 +215,28 @@ d = json.load(open(sys.argv[1]))
 sys.exit(not (d["spin"]["heavy_units"] > 0 and d["cpu_ns"] > 0))' "$OUT/suid.json"
 	check setuid_child_not_sampled bash -c '! python3 "$@"' _ "$TRACES" "$TMP/s.traces" pidframe "$SUIDPID" kxw_heavy
 	check setuid_sibling_sampled python3 "$TRACES" "$TMP/s.traces" pidframe "$OWNPID" kxw_heavy
+fi
+
+# ---- symbols only from files the user could read ----
+# An execute-only copy of the workload (mode 0711) runs as the user, but its
+# symbols are not the user's to read: its frames are [unknown] (counted),
+# while libc's, which the user may read, still resolve.
+cp "$WL/profile_workload" "$BIN/xonly"
+chmod 711 "$BIN/xonly"
+as 65534 "$BIN/kxprof" record -F 999 --device "$LOOPDEV" -o "$OUT/x.kxp" -- "$BIN/xonly" -s 0.5 \
+	>/dev/null 2>"$TMP/x.err"
+rc=$?
+if [ $rc -ne 0 ]; then
+	fail xonly_record "exit $rc: $(cat "$TMP/x.err")"
+else
+	kx 0 convert "$OUT/x.kxp" --folded "$TMP/x.folded" >/dev/null
+	kx 0 report --json "$OUT/x.kxp" >"$TMP/x.json"
+	check xonly_no_symbols bash -c '! grep -q "kxw_" "$1" && grep -q "\[unknown\] (xonly)" "$1"' _ "$TMP/x.folded"
+	check xonly_unknown_counted python3 -c '
+import json,sys
+p = json.load(open(sys.argv[1]))["Profile"]
+print("# samples %d, unknown frames %s" % (p["Samples"], p["Unknown"]))
+sys.exit(not (p["Samples"] > 0 and p["Unknown"]["user"] > 0))' "$TMP/x.json"
 fi
 
 # ---- the frequency limit ----
