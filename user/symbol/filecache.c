@@ -14,6 +14,7 @@
 
 #include "symbol/filecache.h"
 #include "util/grow.h"
+#include "util/procstatus.h"
 
 struct entry {
 	struct kx_symfile f;
@@ -25,15 +26,6 @@ struct kx_filecache {
 	size_t n, cap;
 	int as_process; /* kx_filecache_as_process */
 	struct kx_filecache_stats st;
-};
-
-/* Groups a process may have that are checked, at most. */
-#define MAX_GROUPS 256
-
-/* A process's file-system credentials, from /proc/PID/status. */
-struct fscred {
-	unsigned int uid, gid, groups[MAX_GROUPS];
-	int ngroups;
 };
 
 struct kx_filecache *kx_filecache_new(void)
@@ -110,43 +102,12 @@ void kx_filecache_as_process(struct kx_filecache *fc)
 	fc->as_process = 1;
 }
 
-/* pid's file-system uid and gid (the 4th of each line) and groups. 0, or -1. */
-static int read_fscred(pid_t pid, struct fscred *c)
-{
-	char path[64], line[4096];
-	int got = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	c->ngroups = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned int a, b, d;
-
-		if (sscanf(line, "Uid: %u %u %u %u", &a, &b, &d, &c->uid) == 4)
-			got |= 1;
-		else if (sscanf(line, "Gid: %u %u %u %u", &a, &b, &d, &c->gid) == 4)
-			got |= 2;
-		else if (!strncmp(line, "Groups:", 7))
-			for (char *p = line + 7, *end; c->ngroups < MAX_GROUPS; p = end) {
-				unsigned long g = strtoul(p, &end, 10);
-
-				if (end == p)
-					break;
-				c->groups[c->ngroups++] = (unsigned int)g;
-			}
-	}
-	if (f)
-		fclose(f);
-	return got == 3 ? 0 : -1;
-}
-
 /* The permission bit that decides whether credentials c may read a file of st. */
-static mode_t read_bit(const struct fscred *c, const struct stat *st)
+static mode_t read_bit(const struct kx_procstatus *c, const struct stat *st)
 {
-	if (st->st_uid == c->uid)
+	if ((long)st->st_uid == c->uid[3])
 		return S_IRUSR;
-	if (st->st_gid == c->gid)
+	if ((long)st->st_gid == c->gid[3])
 		return S_IRGRP;
 	for (int i = 0; i < c->ngroups; i++)
 		if (st->st_gid == c->groups[i])
@@ -157,17 +118,17 @@ static mode_t read_bit(const struct fscred *c, const struct stat *st)
 /* Whether process pid could read the file open at fd (mode bits); why when not. */
 static int process_may_read(pid_t pid, int fd, const char *path, char *why, size_t len)
 {
-	struct fscred c;
+	struct kx_procstatus c;
 	struct stat st;
 
-	if (read_fscred(pid, &c) != 0 || fstat(fd, &st) != 0) {
+	if (kx_procstatus_read((uint32_t)pid, &c) != 0 || fstat(fd, &st) != 0) {
 		snprintf(why, len, "cannot tell whether process %d may read %s", (int)pid, path);
 		return 0;
 	}
-	if (c.uid == 0 || (st.st_mode & read_bit(&c, &st)))
+	if (c.uid[3] == 0 || (st.st_mode & read_bit(&c, &st)))
 		return 1;
-	snprintf(why, len, "%s: not readable by its process's user (uid %u): not read", path,
-	         c.uid);
+	snprintf(why, len, "%s: not readable by its process's user (uid %ld): not read", path,
+	         c.uid[3]);
 	return 0;
 }
 
