@@ -14,6 +14,13 @@
  * at switch-out; when it is switched in again, the stash becomes an
  * off-CPU record weighted by the time it was away.
  *
+ * In a daemon session for an unprivileged client (targ_uid_only), the uid
+ * rule of shared.bpf.h decides for both: a sample is kept only when the
+ * sampled thread's real and effective uid are the client's (the perf event
+ * program runs in the interrupted task's context), a blocked thread's
+ * stacks only when its own are (sched_switch runs while prev is current);
+ * and without kernel_stacks no kernel frame is ever read.
+ *
  * Every record kept is counted as emitted, and as dropped when the ring
  * buffer is full; stacks that could not be read or were cut are counted,
  * and so are blocked threads the stash had no room for. The first record
@@ -36,6 +43,9 @@
 
 /* The ioctl capture keeps its entries in task storage (fentry, tp_btf or tp). */
 const volatile bool call_btf = false;
+/* Kernel stacks are read (false: a daemon session not allowed kernel-mode
+ * profiling; records then hold user frames only). */
+const volatile bool kernel_stacks = true;
 
 /* The record under construction (too large for the BPF stack). */
 struct {
@@ -113,7 +123,9 @@ static __always_inline __u32 read_stacks(void *ctx, struct kx_sample_rec *r, boo
 {
 	__u32 kn, un;
 
-	kn = read_stack(ctx, r->ips, 0, kmode, KX_SSTAT_NO_KSTACK, KX_SSTAT_KSTACK_FULL);
+	kn = kernel_stacks
+	             ? read_stack(ctx, r->ips, 0, kmode, KX_SSTAT_NO_KSTACK, KX_SSTAT_KSTACK_FULL)
+	             : 0;
 	if (kn > KX_SAMPLE_MAX_DEPTH) /* for the verifier: the user frames fit after */
 		kn = KX_SAMPLE_MAX_DEPTH;
 	un = read_stack(ctx, &r->ips[kn], BPF_F_USER_STACK, !kthread, KX_SSTAT_NO_USTACK,
@@ -259,7 +271,7 @@ int BPF_PROG(kx_offcpu_btf, bool preempt, struct task_struct *prev, struct task_
 	if (!preempt && kx_task_blocked(prev)) {
 		v = call_btf ? kx_call_in_progress(prev, 0, true)
 		             : kx_call_in_progress(NULL, prev->pid, false);
-		if (v)
+		if (v && kx_still_traced(prev->tgid))
 			offcpu_out(ctx, v, prev->tgid, prev->pid, (__u32)prev->self_exec_id);
 	}
 	offcpu_in(next->pid);
@@ -274,7 +286,7 @@ int BPF_PROG(kx_offcpu_raw, bool preempt, struct task_struct *prev, struct task_
 
 	if (!preempt && kx_task_blocked(prev)) {
 		v = kx_call_in_progress(NULL, tid, false);
-		if (v)
+		if (v && kx_still_traced(BPF_CORE_READ(prev, tgid)))
 			offcpu_out(ctx, v, BPF_CORE_READ(prev, tgid), tid,
 			           (__u32)BPF_CORE_READ(prev, self_exec_id));
 	}

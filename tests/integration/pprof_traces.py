@@ -9,6 +9,11 @@ the stack leaf first, its first line led by the trace's value. Checks:
       CALL: in each, every frame after it (the callers) is a user frame and
       the kernel frames come before it; some trace has USER_FRAME among the
       callers and a kernel frame containing KERNEL_PART under the call
+  callleaf CALL USER_FRAME  traces whose frames hold CALL: in every one it
+      is the leaf (no kernel frame under it: a user not given kernel-mode
+      profiling), and some trace has USER_FRAME among its callers
+  pidframe PID FRAME  some trace of process PID (its pid label) holds FRAME
+      (negate it with the shell to check that none does)
   unwind LEAF CALLER...  traces whose leaf is LEAF: at least 95% of them
       have the CALLERs, in this order, above it
   labels CALL  every trace holding CALL carries the label driver_call=CALL
@@ -58,6 +63,22 @@ def check_call(traces, call, user_frame, kernel_part):
     return good > 0, msg
 
 
+def check_callleaf(traces, call, user_frame):
+    with_call = [t for t in traces if call in t["frames"]]
+    if not with_call:
+        return False, f"no trace holds {call}"
+    leaf = sum(t["frames"][0] == call for t in with_call)
+    above = sum(user_frame in t["frames"][1:] for t in with_call)
+    msg = f"{len(with_call)} traces hold {call}: {leaf} as the leaf, {above} with {user_frame} above"
+    return leaf == len(with_call) and above > 0, msg
+
+
+def check_pidframe(traces, pid, frame):
+    mine = [t for t in traces if t["labels"].get("pid") == pid]
+    hits = sum(frame in t["frames"] for t in mine)
+    return hits > 0, f"{len(mine)} traces of pid {pid}, {hits} holding {frame}"
+
+
 def check_unwind(traces, leaf, callers):
     with_leaf = [t for t in traces if t["frames"][0] == leaf]
     if not with_leaf:
@@ -89,6 +110,10 @@ def main():
     what, args = sys.argv[2], sys.argv[3:]
     if what == "call":
         ok, msg = check_call(traces, args[0], args[1], args[2])
+    elif what == "callleaf":
+        ok, msg = check_callleaf(traces, args[0], args[1])
+    elif what == "pidframe":
+        ok, msg = check_pidframe(traces, args[0], args[1])
     elif what == "unwind":
         ok, msg = check_unwind(traces, args[0], args[1:])
     elif what == "labels":

@@ -12,7 +12,9 @@
  *    children are not added; a process that keeps the uid has its children
  *    traced; the same run unrestricted traces everything (the test can fail);
  *  - restricted sessions leave out driver hooks and block job timelines
- *    (they would show other users' work) and say why.
+ *    (they would show other users' work) and say why; not given kernel-mode
+ *    profiling, they read no kernel stacks and open no hardware counter,
+ *    and say why.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "kxtest.h"
+#include "capture/counters.h"
 #include "capture/session.h"
 #include "capture/sinks.h"
 #include "daemon/auth.h"
@@ -430,6 +433,56 @@ static void restricted_hooks_said(void)
 	CHECK(block);
 }
 
+/* A restricted session not given kernel-mode profiling says so: no kernel
+ * stacks and no hardware counter, each with the daemon's reason; software
+ * counters and sampling stay on. */
+static void restricted_profiles_said(void)
+{
+	static const char why[] = "test: not for users";
+	struct kx_counter_list ctrs;
+	struct kx_store *st;
+	struct kx_session *s;
+	const struct kx_capinfo *ci;
+	char err[512];
+	int kstacks = 0, cycles = 0, cs = 0, sampling = 0;
+
+	if (geteuid() != 0)
+		SKIP("needs root (loads BPF)");
+	CHECK(kx_counters_parse("cycles,context-switches", &ctrs, err, sizeof(err)) == 0);
+	ndevs = kx_device_resolve("/dev/null", devs, KX_MAX_DEVICES, err, sizeof(err));
+	CHECK(ndevs == 1);
+	st = kx_store_new(1 << 20);
+	{
+		struct kx_session_opts o = {.devices = devs,
+		                            .ndevices = ndevs,
+		                            .sink = kx_sink_store(st),
+		                            .uid_only = 1,
+		                            .uid = NOBODY,
+		                            .sample_hz = 99,
+		                            .counters = &ctrs,
+		                            .no_kernel_why = why};
+
+		s = kx_session_open(&o, err, sizeof(err));
+	}
+	if (!s)
+		printf("  %s\n", err);
+	CHECK(s != NULL);
+	ci = kx_session_capinfo(s);
+	for (uint32_t i = 0; i < ci->nhooks; i++) {
+		const struct kx_hook *h = &ci->hooks[i];
+		int said = h->state == KX_HOOK_SKIPPED && !strcmp(h->why, why);
+
+		kstacks |= !strcmp(h->name, "kernel stacks") && said;
+		cycles |= !strcmp(h->name, "counter:cycles") && said;
+		cs |= !strcmp(h->name, "counter:context-switches") && h->state == KX_HOOK_ATTACHED;
+		sampling |= !strcmp(h->name, "cpu-clock sampling") && h->state == KX_HOOK_ATTACHED;
+	}
+	CHECK_STR(ci->counters.names, "context-switches");
+	kx_session_close(s);
+	kx_store_free(st);
+	CHECK(kstacks && cycles && cs && sampling);
+}
+
 int main(void)
 {
 	RUN(peer_credentials);
@@ -437,5 +490,6 @@ int main(void)
 	RUN(exited_target_caught);
 	RUN(uid_rule_in_kernel);
 	RUN(restricted_hooks_said);
+	RUN(restricted_profiles_said);
 	KXT_EXIT();
 }

@@ -39,6 +39,9 @@ static struct kx_dw_request full_request(void)
 	r.ringbuf_bytes = 3u << 20;
 	r.no_jobs = 1;
 	r.annotate = 1;
+	r.sample_hz = 999;
+	r.off_cpu = 1;
+	snprintf(r.counters, sizeof(r.counters), "context-switches,cycles");
 	snprintf(r.cmdline, sizeof(r.cmdline), "loop_workload -t 2 -j 5 --name \"a b\"");
 	return r;
 }
@@ -48,7 +51,8 @@ static int same_request(const struct kx_dw_request *a, const struct kx_dw_reques
 	if (a->npids != b->npids || a->ndevices != b->ndevices || a->all != b->all ||
 	    a->no_jobs != b->no_jobs || a->annotate != b->annotate ||
 	    a->ringbuf_bytes != b->ringbuf_bytes || strcmp(a->mech, b->mech) ||
-	    strcmp(a->cmdline, b->cmdline))
+	    strcmp(a->cmdline, b->cmdline) || a->sample_hz != b->sample_hz ||
+	    a->off_cpu != b->off_cpu || strcmp(a->counters, b->counters))
 		return 0;
 	for (int i = 0; i < a->npids; i++)
 		if (a->pids[i] != b->pids[i])
@@ -101,7 +105,13 @@ static void request_limits(void)
 	static const uint8_t big_pid[] = {0x08, 0x80, 0x80, 0x80, 0x80, 0x08};
 	static const uint8_t flag2[] = {0x10, 0x02};
 	static const uint8_t twice[] = {0x10, 0x01, 0x10, 0x01};
-	static const uint8_t unknown[] = {0x48, 0x01};
+	static const uint8_t unknown[] = {0x60, 0x01};
+	static const uint8_t hz0[] = {0x48, 0x00};
+	static const uint8_t hz_big[] = {0x48, 0xc1, 0x84, 0x3d}; /* 1000001 */
+	static const uint8_t hz_twice[] = {0x48, 0x01, 0x48, 0x01};
+	static const uint8_t off2[] = {0x50, 0x02};
+	static const uint8_t no_ctrs[] = {0x5a, 0x00};
+	static const uint8_t ctrs_nul[] = {0x5a, 0x02, 'a', 0};
 	static const uint8_t nul[] = {0x1a, 0x03, 'a', 0, 'b'};
 	static const uint8_t empty_spec[] = {0x1a, 0x00};
 	static const uint8_t cut_len[] = {0x1a, 0x09, 'a'};
@@ -115,7 +125,14 @@ static void request_limits(void)
 	CHECK(refused(big_pid, sizeof(big_pid), "bad pid"));
 	CHECK(refused(flag2, sizeof(flag2), "not a flag"));
 	CHECK(refused(twice, sizeof(twice), "given twice"));
-	CHECK(refused(unknown, sizeof(unknown), "unknown field 9"));
+	CHECK(refused(unknown, sizeof(unknown),
+	              "unknown field 12 (a client newer than this daemon?)"));
+	CHECK(refused(hz0, sizeof(hz0), "bad sampling frequency (1 to 1000000 Hz)"));
+	CHECK(refused(hz_big, sizeof(hz_big), "bad sampling frequency"));
+	CHECK(refused(hz_twice, sizeof(hz_twice), "given twice"));
+	CHECK(refused(off2, sizeof(off2), "not a flag"));
+	CHECK(refused(no_ctrs, sizeof(no_ctrs), "bad counter list"));
+	CHECK(refused(ctrs_nul, sizeof(ctrs_nul), "bad counter list"));
 	CHECK(refused(nul, sizeof(nul), "bad device spec"));
 	CHECK(refused(empty_spec, sizeof(empty_spec), "bad device spec"));
 	CHECK(refused(cut_len, sizeof(cut_len), "bad field encoding"));
@@ -146,6 +163,62 @@ static void request_limits(void)
 	                 b.p);
 	CHECK(refused(b.p, b.len, "bad device spec"));
 	free(long_spec);
+	free(b.p);
+}
+
+/*
+ * The profile fields came after the first release. A request that asks for
+ * no profile is the first release's bytes exactly (so an older daemon serves
+ * it as before), and each profile option alone is encoded as fields past
+ * the first release's last (8), which an older daemon refuses by its
+ * unknown-field rule (checked above with field 12) instead of ignoring them.
+ */
+static void profile_fields_are_new(void)
+{
+	/* pid 4242, device "/dev/loop3", 256 KiB ring, no jobs, cmdline "wl -j 1",
+	 * annotations: as the first release's encoder wrote it. */
+	static const uint8_t v1[] = {0x08, 0x92, 0x21, 0x1a, 0x0a, '/',  'd',  'e',
+	                             'v',  '/',  'l',  'o',  'o',  'p',  '3',  0x28,
+	                             0x80, 0x80, 0x10, 0x30, 0x01, 0x3a, 0x07, 'w',
+	                             'l',  ' ',  '-',  'j',  ' ',  '1',  0x40, 0x01};
+	struct kx_dw_request r, alone;
+	struct kx_bytes b = {0};
+	char err[256];
+
+	CHECK(kx_dw_request_decode(v1, sizeof(v1), &r, err, sizeof(err)) == 0);
+	CHECK(r.npids == 1 && r.pids[0] == 4242 && r.ndevices == 1 && r.no_jobs && r.annotate);
+	CHECK(r.ringbuf_bytes == 256 * 1024);
+	CHECK(r.sample_hz == 0 && r.off_cpu == 0 && r.counters[0] == 0);
+	kx_dw_request_encode(&b, &r);
+	CHECK(b.len == sizeof(v1) && memcmp(b.p, v1, sizeof(v1)) == 0);
+	for (int opt = 0; opt < 3; opt++) {
+		const uint8_t *p, *end;
+		int bad = 0, fields = 0;
+
+		memset(&alone, 0, sizeof(alone));
+		if (opt == 0)
+			alone.sample_hz = 99;
+		else if (opt == 1)
+			alone.off_cpu = 1;
+		else
+			snprintf(alone.counters, sizeof(alone.counters), "page-faults");
+		b.len = 0;
+		kx_dw_request_encode(&b, &alone);
+		CHECK(!b.oom && b.len > 0);
+		for (p = b.p, end = b.p + b.len; p < end && !bad; fields++) {
+			uint64_t tag = kx_pb_read_varint(&p, end, &bad);
+
+			CHECK(!bad && tag >> 3 > 8);
+			if ((tag & 7) == KX_PB_LEN)
+				p += kx_pb_read_varint(&p, end, &bad);
+			else
+				kx_pb_read_varint(&p, end, &bad);
+		}
+		CHECK(!bad && fields == 1);
+		CHECK(kx_dw_request_decode(b.p, b.len, &r, err, sizeof(err)) == 0);
+		CHECK(r.sample_hz == alone.sample_hz && r.off_cpu == alone.off_cpu &&
+		      !strcmp(r.counters, alone.counters));
+	}
 	free(b.p);
 }
 
@@ -484,6 +557,7 @@ int main(void)
 {
 	RUN(request_round_trip);
 	RUN(request_limits);
+	RUN(profile_fields_are_new);
 	RUN(replies_round_trip);
 	RUN(headers);
 	RUN(messages_over_a_socket);

@@ -8,7 +8,9 @@
  * stacks (resolved) for samples taken in the syscall, the sample count
  * against the child's CPU time, received + dropped == emitted (also with a
  * ring buffer too small to hold them), refused frequencies, and nothing
- * left open after close.
+ * left open after close. Restricted as in a daemon session: the uid rule
+ * in the perf event program (a child of another uid is never sampled) and
+ * samples without kernel stacks.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -411,6 +413,93 @@ static void test_bad_frequency(void)
 	CHECK(strstr(err, "perf_event_max_sample_rate") != NULL);
 }
 
+/* What a restricted sampler kept of one child. */
+struct tally {
+	size_t n, kmode, with_kstack, with_ustack;
+};
+
+static void on_tally(void *ctx, const struct kx_sample *smp)
+{
+	struct tally *t = ctx;
+
+	t->n++;
+	t->kmode += (smp->flags & KX_SAMPLE_F_KERNEL) != 0;
+	t->with_kstack += smp->nk > 0;
+	t->with_ustack += smp->nu > 0;
+}
+
+/* Samples a child (root, like this test) for spin + sys seconds under o. */
+static int tally_child(struct kx_sampler_opts *o, double spin, double sys, struct tally *t,
+                       struct kx_sample_counts *c)
+{
+	struct kx_sampler *s;
+	char err[256];
+	pid_t pid;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	o->freq_hz = HZ;
+	o->fn = on_tally;
+	o->ctx = t;
+	s = kx_sampler_open(o, err, sizeof(err));
+	if (!s) {
+		printf("# %s\n", err);
+		return -1;
+	}
+	rc = sample_child(s, spin, sys, 0, &pid) > 0 ? 0 : -1;
+	kx_sampler_counts(s, c);
+	kx_sampler_close(s);
+	return rc;
+}
+
+/* The uid rule of a daemon session, in the perf event program: a child of
+ * another uid than the session's is never sampled; of the same uid, it is. */
+static void test_uid_rule(void)
+{
+	struct kx_sampler_opts o = {.uid_only = 1, .uid = 65534};
+	struct kx_sample_counts c;
+	struct tally t;
+
+	if (geteuid() != 0)
+		SKIP("needs root (loads BPF and opens perf events)");
+	CHECK(tally_child(&o, 0.4, 0, &t, &c) == 0);
+	printf("# uid 65534 only: %zu samples of a root child (emitted %llu)\n", t.n,
+	       (unsigned long long)c.emitted);
+	CHECK_EQ_U(t.n, 0);
+	CHECK_EQ_U(c.emitted, 0);
+	o = (struct kx_sampler_opts){.uid_only = 1, .uid = 0};
+	CHECK(tally_child(&o, 0.4, 0, &t, &c) == 0);
+	printf("# uid 0 only: %zu samples of a root child\n", t.n);
+	CHECK(t.n > 50);
+	CHECK_EQ_U(t.n + c.dropped, c.emitted);
+}
+
+/* Without kernel stacks (a session not given kernel-mode profiling), samples
+ * in the kernel keep their user stack and kernel-mode flag, and no kernel
+ * frame is read (nor counted missing); a sample without user frames is
+ * counted as such. */
+static void test_no_kernel_stacks(void)
+{
+	struct kx_sampler_opts o = {.no_kstacks = 1};
+	struct kx_sample_counts c;
+	struct tally t;
+
+	if (geteuid() != 0)
+		SKIP("needs root (loads BPF and opens perf events)");
+	CHECK(tally_child(&o, 0, 0.4, &t, &c) == 0);
+	printf("# %zu samples, %zu in kernel mode, %zu with kernel frames, %zu with user "
+	       "frames; no kernel stack counted %llu, no user stack %llu\n",
+	       t.n, t.kmode, t.with_kstack, t.with_ustack, (unsigned long long)c.no_kstack,
+	       (unsigned long long)c.no_ustack);
+	CHECK(t.kmode >= 20);
+	CHECK_EQ_U(t.with_kstack, 0);
+	CHECK_EQ_U(c.no_kstack, 0);
+	/* Nearly all keep their user frames; those that read none are counted
+	 * (dropped records count there too, never in the tally). */
+	CHECK(t.with_ustack >= 0.9 * t.n);
+	CHECK(t.n - t.with_ustack <= c.no_ustack);
+}
+
 int main(void)
 {
 	RUN(test_capture);
@@ -422,6 +511,8 @@ int main(void)
 	RUN(test_kernel_stacks);
 	RUN(test_overflow_counted);
 	RUN(test_bad_frequency);
+	RUN(test_uid_rule);
+	RUN(test_no_kernel_stacks);
 	kx_symres_free(&run.res);
 	kx_symcollect_free(run.sc);
 	free(run.s);

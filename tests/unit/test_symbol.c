@@ -7,7 +7,8 @@
  * kernel functions resolve through /proc/kallsyms (module names, hidden
  * addresses said), the build id matches the one in memory, unresolvable
  * addresses are [unknown] with their module and counted, an exited
- * child's empty maps read as no mappings, and the storable
+ * child's empty maps read as no mappings, a symbolizer acting for a user
+ * reads no file that user may only execute, and the storable
  * table survives a store and reload (and refuses a broken one).
  */
 #include <elf.h>
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <grp.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -284,6 +287,118 @@ static void test_short_lived(void)
 	kx_symbolizer_free(s);
 }
 
+/* kxt_sym_alpha's file offset in this binary (from its own mapping). */
+static uint64_t alpha_file_offset(void)
+{
+	struct kx_procmap *m;
+	const struct kx_procmap *hit;
+	uint64_t a = (uint64_t)(uintptr_t)kxt_sym_alpha, off = 0;
+	size_t n;
+	char err[200];
+
+	if (kx_procmaps_read(getpid(), &m, &n, err, sizeof(err)) != 0)
+		return 0;
+	hit = kx_procmaps_find(m, n, a);
+	if (hit)
+		off = a - hit->start + hit->offset;
+	kx_procmaps_free(m, n);
+	return off;
+}
+
+/* A child that maps file (opened while root) executable at offset 0, becomes
+ * uid/gid 65534, writes the mapping's address to q[1] and waits until p[1]
+ * is closed. */
+static pid_t mapper_child(const char *file, int p[2], int q[2])
+{
+	pid_t child = fork();
+
+	if (child == 0) {
+		int fd = open(file, O_RDONLY);
+		struct stat st;
+		void *base = MAP_FAILED;
+		char c;
+
+		close(p[1]);
+		close(q[0]);
+		if (fd >= 0 && fstat(fd, &st) == 0)
+			base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE,
+			            fd, 0);
+		if (base == MAP_FAILED || setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(1);
+		(void)!write(q[1], &base, sizeof(base));
+		(void)!read(p[0], &c, 1);
+		_exit(0);
+	}
+	return child;
+}
+
+/* What a symbolizer acting for the process (as_process) makes of its
+ * mapping of file: the function at kxt_sym_alpha's offset. */
+static int resolve_as_process(const char *file, int as_process, struct kx_frame *f, char *why,
+                              size_t len)
+{
+	struct kx_symbolizer *s = new_sz(NULL);
+	int p[2], q[2], status, rc = -1;
+	void *base = NULL;
+	pid_t child;
+
+	if (!s || pipe(p) || pipe(q))
+		return -1;
+	if (as_process)
+		kx_symbolizer_as_process(s);
+	child = mapper_child(file, p, q);
+	close(q[1]); /* a child that failed before writing reads as EOF */
+	if (child > 0 && read(q[0], &base, sizeof(base)) == sizeof(base) &&
+	    kx_symbolizer_snapshot(s, child, why, len) == 0) {
+		kx_symbolizer_user(s, child, (uint64_t)(uintptr_t)base + alpha_file_offset(), f);
+		snprintf(why, len, "%s", f->func);
+		rc = 0;
+	}
+	close(p[1]);
+	if (child > 0)
+		waitpid(child, &status, 0);
+	close(p[0]);
+	close(q[0]);
+	if (rc == 0) /* f's strings live in the symbolizer: keep what is checked */
+		f->func = strcmp(why, "kxt_sym_alpha") ? "other" : "kxt_sym_alpha";
+	kx_symbolizer_free(s);
+	return rc;
+}
+
+/* Acting for a user (as_process), symbols come only from files that user's
+ * process could read: a copy of this binary it may only execute is not
+ * read; readable, or without as_process, it resolves. */
+static void test_as_process(void)
+{
+	char copy[64], why[200];
+	struct kx_frame f;
+	int in, out;
+	ssize_t k;
+	char buf[65536];
+
+	if (geteuid() != 0)
+		SKIP("needs root (changes uids)");
+	snprintf(copy, sizeof(copy), "/tmp/kxt_symcopy.%d", (int)getpid());
+	in = open(self_exe, O_RDONLY);
+	out = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0700);
+	CHECK(in >= 0 && out >= 0);
+	while ((k = read(in, buf, sizeof(buf))) > 0)
+		CHECK(write(out, buf, (size_t)k) == k);
+	close(in);
+	close(out);
+	CHECK(alpha_file_offset() > 0);
+	CHECK(resolve_as_process(copy, 0, &f, why, sizeof(why)) == 0);
+	CHECK_STR(f.func, "kxt_sym_alpha");
+	CHECK(resolve_as_process(copy, 1, &f, why, sizeof(why)) == 0);
+	printf("# mode 0700, as the process: %s\n", why);
+	CHECK_STR(f.func, "other");
+	CHECK(chmod(copy, 0755) == 0);
+	CHECK(resolve_as_process(copy, 1, &f, why, sizeof(why)) == 0);
+	CHECK_STR(f.func, "kxt_sym_alpha");
+	unlink(copy);
+}
+
 static void test_unknown_counted(void)
 {
 	struct kx_symbolizer *s = new_sz(NULL);
@@ -542,6 +657,7 @@ int main(void)
 	RUN(test_build_id);
 	RUN(test_vdso);
 	RUN(test_short_lived);
+	RUN(test_as_process);
 	RUN(test_unknown_counted);
 	RUN(test_kallsyms_live);
 	RUN(test_kallsyms_modules);

@@ -61,6 +61,21 @@ int kx_counters_parse(const char *list, struct kx_counter_list *out, char *err, 
 	}
 }
 
+void kx_counters_format(const struct kx_counter_list *l, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	if (len)
+		buf[0] = 0;
+	for (int i = 0; i < l->n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? "," : "", l->c[i]->name);
+}
+
+int kx_counter_is_hw(const struct kx_counter_def *d)
+{
+	return d->type != PERF_TYPE_SOFTWARE && !d->at_switch;
+}
+
 static long perf_open(struct perf_event_attr *a, int cpu)
 {
 	return syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -145,7 +160,20 @@ static void names(const struct kx_counters *c, struct kx_capinfo *ci)
 		                       "%s%s", i ? "," : "", c->s[i].def->name);
 }
 
-struct kx_counters *kx_counters_open(const struct kx_counter_list *want, struct kx_capinfo *ci)
+/* Notes a counter this session may not have as a skipped hook. */
+static void refused(struct kx_capinfo *ci, const struct kx_counter_def *d, const char *why)
+{
+	struct kx_hook *h;
+	char name[48];
+
+	snprintf(name, sizeof(name), "counter:%s", d->name);
+	h = kx_capinfo_hook(ci, name, "perf_event", KX_HOOK_SKIPPED);
+	if (h)
+		snprintf(h->why, sizeof(h->why), "%s", why);
+}
+
+struct kx_counters *kx_counters_open(const struct kx_counter_list *want, const char *no_hw_why,
+                                     struct kx_capinfo *ci)
 {
 	struct kx_counters *c = calloc(1, sizeof(*c));
 
@@ -155,7 +183,13 @@ struct kx_counters *kx_counters_open(const struct kx_counter_list *want, struct 
 	if (c->ncpu <= 0)
 		c->ncpu = 1;
 	for (int i = 0; i < want->n; i++) {
-		int err = open_slot(c, &c->s[c->n], want->c[i]);
+		int err;
+
+		if (no_hw_why && kx_counter_is_hw(want->c[i])) {
+			refused(ci, want->c[i], no_hw_why);
+			continue;
+		}
+		err = open_slot(c, &c->s[c->n], want->c[i]);
 
 		if (err == ENOMEM) {
 			kx_counters_close(c);

@@ -24,6 +24,10 @@ enum {
 	RQ_NO_JOBS = 6,  /* varint 0/1 */
 	RQ_CMDLINE = 7,  /* string */
 	RQ_ANNOTATE = 8, /* varint 0/1 */
+	/* After the first release (see daemon_wire.h). */
+	RQ_SAMPLE_HZ = 9, /* varint, Hz, 1..KX_DW_HZ_MAX */
+	RQ_OFF_CPU = 10,  /* varint 0/1 */
+	RQ_COUNTERS = 11, /* string: "NAME[,NAME...]" */
 };
 enum { OP_MECH = 1 };
 enum { ST_EMITTED = 1, ST_RECEIVED = 2, ST_DROPPED = 3 };
@@ -96,6 +100,12 @@ void kx_dw_request_encode(struct kx_bytes *b, const struct kx_dw_request *r)
 		put_str(b, RQ_CMDLINE, r->cmdline);
 	if (r->annotate)
 		put_varint(b, RQ_ANNOTATE, 1);
+	if (r->sample_hz)
+		put_varint(b, RQ_SAMPLE_HZ, r->sample_hz);
+	if (r->off_cpu)
+		put_varint(b, RQ_OFF_CPU, 1);
+	if (r->counters[0])
+		put_str(b, RQ_COUNTERS, r->counters);
 }
 
 void kx_dw_opened_encode(struct kx_bytes *b, const char *mech)
@@ -193,6 +203,31 @@ static int get_u32(const struct field *f, uint32_t max, uint32_t *out)
 	return 0;
 }
 
+/* A field of the profiles (CPU samples, off-CPU stacks, counters) into r. */
+static int profile_field(const struct field *f, struct kx_dw_request *r, char *err, size_t len)
+{
+	uint32_t v;
+
+	switch (f->num) {
+	case RQ_SAMPLE_HZ:
+		if (get_u32(f, KX_DW_HZ_MAX, &r->sample_hz) || r->sample_hz == 0)
+			return fail(err, len, "bad sampling frequency (1 to %u Hz)", KX_DW_HZ_MAX);
+		return 0;
+	case RQ_OFF_CPU:
+		if (get_u32(f, 1, &v))
+			return fail(err, len, "field %u is not a flag", f->num);
+		r->off_cpu = (int)v;
+		return 0;
+	case RQ_COUNTERS:
+		if (get_str(f, r->counters, sizeof(r->counters)) || !r->counters[0])
+			return fail(err, len, "bad counter list (empty, too long or not text)");
+		return 0;
+	default:
+		return fail(err, len, "unknown field %u (a client newer than this daemon?)",
+		            f->num);
+	}
+}
+
 /* One request field into r; seen: singular fields already met (bit per number). */
 static int request_field(const struct field *f, struct kx_dw_request *r, unsigned int *seen,
                          char *err, size_t len)
@@ -243,8 +278,7 @@ static int request_field(const struct field *f, struct kx_dw_request *r, unsigne
 			return fail(err, len, "bad command line (too long or not text)");
 		return 0;
 	default:
-		return fail(err, len, "unknown field %u (a client newer than this daemon?)",
-		            f->num);
+		return profile_field(f, r, err, len);
 	}
 }
 

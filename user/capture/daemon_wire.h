@@ -15,7 +15,12 @@
  *   its final capture facts), ERROR (one line; the session is over)
  * Payloads other than DATA and ERROR are protocol-buffer wire fields
  * (util/pbwire.h). The request refuses fields it does not know: a newer
- * client's option must not be silently ignored by an older daemon.
+ * client's option must not be silently ignored by an older daemon. The
+ * protocol grows by new field numbers, never by a new meaning for an old
+ * one: fields 9-11 (CPU sampling, off-CPU stacks, counters) came after the
+ * first release, so a daemon from before them refuses a client that asks
+ * for them ("unknown field 9 (a client newer than this daemon?)") and a
+ * client from before them, which never sends them, is served as it was.
  */
 #ifndef KX_DAEMON_WIRE_H
 #define KX_DAEMON_WIRE_H
@@ -34,6 +39,8 @@
 #define KX_DW_PIDS_MAX    256          /* pids in a request (as capture/setup.h's KX_MAX_PIDS) */
 #define KX_DW_DEVICES_MAX 32           /* device specs in a request (KX_MAX_DEVICE_SPECS) */
 #define KX_DW_TEXT_MAX    512          /* an ERROR line or END reason, bytes */
+#define KX_DW_HZ_MAX      1000000      /* sampling frequency in a request (record -F's limit), Hz */
+#define KX_DW_CTRS_MAX    256          /* the counter list in a request, bytes with the NUL */
 
 enum kx_dw_type {
 	KX_DW_OPEN = 1,
@@ -60,7 +67,11 @@ struct kx_dw_request {
 	char mech[16];          /* "" or tp_btf, raw_tp, tp */
 	uint32_t ringbuf_bytes; /* 0: the daemon's default */
 	int no_jobs;
-	int annotate; /* annotation probes (capture/annotate.h) */
+	int annotate;                  /* annotation probes (capture/annotate.h) */
+	uint32_t sample_hz;            /* CPU samples per second per CPU (record -F); 0: none */
+	int off_cpu;                   /* off-CPU stacks inside traced ioctls (--off-cpu) */
+	char counters[KX_DW_CTRS_MAX]; /* perf counters inside calls, as --counters takes them; ""
+	                                */
 	char cmdline[sizeof(((struct kx_capinfo *)0)->cmdline)]; /* for the record header */
 };
 

@@ -334,7 +334,7 @@ struct kx_ioctl_bpf *kx_ioctl_bpf_open(const struct kx_ioctl_bpf_opts *o, const 
 		goto fail;
 	select_programs(b, m, o, ci);
 	if (o->counters && o->counters->n && !o->aggregate) {
-		b->ctr = kx_counters_open(o->counters, ci);
+		b->ctr = kx_counters_open(o->counters, o->no_hw_counters, ci);
 		if (!b->ctr) {
 			snprintf(why, len, "out of memory");
 			goto fail;

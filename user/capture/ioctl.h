@@ -40,6 +40,7 @@ struct kx_ioctl_bpf_opts {
 	/* Perf counters read inside each call (record --counters; not with
 	 * aggregate): opened before load, refused ones noted in the hooks. */
 	const struct kx_counter_list *counters;
+	const char *no_hw_counters; /* not NULL: hardware counters are skipped, for this reason */
 };
 #define KX_CTR_THREADS 16384 /* threads inside traced calls at once whose counters are kept */
 

@@ -122,6 +122,9 @@ static int configure(struct kx_sampler *s, const struct kx_sampler_opts *o)
 	uint32_t rb = ringbuf_size(o->ringbuf_bytes ? o->ringbuf_bytes : KX_RINGBUF_DEFAULT);
 
 	sk->rodata->targ_all = o->all != 0;
+	sk->rodata->targ_uid_only = o->uid_only != 0;
+	sk->rodata->targ_uid = o->uid;
+	sk->rodata->kernel_stacks = !o->no_kstacks;
 	sk->rodata->wakeup_bytes = own_ring(o) ? rb / 4 : o->maps->wakeup_bytes;
 	sk->rodata->call_btf = s->call_btf;
 	/* Declared by shared.bpf.h for the ioctl capture, unused here. */

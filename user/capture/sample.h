@@ -41,6 +41,12 @@ struct kx_sampler_opts {
 	uint32_t freq_hz; /* samples per second on each CPU; 0: no cpu-clock sampling */
 	int off_cpu;      /* also off-CPU intervals of threads blocked inside traced ioctls */
 	int all;          /* every process, else only the pids added (or the session's set) */
+	/* A daemon session for an unprivileged client: only threads whose real
+	 * and effective uid are uid, checked in the kernel at every sample and
+	 * switch-out (as capture/session.h's uid rule). */
+	int uid_only;
+	uint32_t uid;
+	int no_kstacks;                     /* user frames only: kernel stacks are never read */
 	const struct kx_sampler_maps *maps; /* NULL: standalone, with its own maps */
 	uint32_t ringbuf_bytes;             /* standalone: 0 is 8 MiB; a power of two */
 	uint32_t offcpu_slots;              /* threads blocked at once that can be kept (0: 4096) */

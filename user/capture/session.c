@@ -89,6 +89,7 @@ static void ioctl_opts(const struct kx_session_opts *o, struct kx_ioctl_bpf_opts
 	        .no_offcpu = o->no_offcpu,
 	        .entry_fn = o->entry_fn,
 	        .counters = o->counters,
+	        .no_hw_counters = o->no_kernel_why,
 	};
 }
 
@@ -191,8 +192,13 @@ static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, c
 	kx_session_sampler_maps(s, &maps);
 	maps.events = fds.events;
 	maps.wakeup_bytes = fds.wakeup_bytes;
-	so = (struct kx_sampler_opts){
-	        .freq_hz = o->sample_hz, .off_cpu = o->off_cpu, .all = o->all, .maps = &maps};
+	so = (struct kx_sampler_opts){.freq_hz = o->sample_hz,
+	                              .off_cpu = o->off_cpu,
+	                              .all = o->all,
+	                              .uid_only = o->uid_only,
+	                              .uid = o->uid,
+	                              .no_kstacks = o->no_kernel_why != NULL,
+	                              .maps = &maps};
 	s->sampler = kx_sampler_open(&so, why, sizeof(why));
 	if (!s->sampler || kx_sampler_start(s->sampler, why, sizeof(why))) {
 		snprintf(err, len, "%s", why);
@@ -206,6 +212,9 @@ static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, c
 	    (h = kx_capinfo_hook(&s->ci, "off-CPU stacks", kx_sampler_offcpu_mech(s->sampler),
 	                         KX_HOOK_ATTACHED)))
 		snprintf(h->why, sizeof(h->why), "sched_switch, inside traced ioctls");
+	if (o->no_kernel_why &&
+	    (h = kx_capinfo_hook(&s->ci, "kernel stacks", "-", KX_HOOK_SKIPPED)))
+		snprintf(h->why, sizeof(h->why), "%s", o->no_kernel_why);
 	return 0;
 }
 

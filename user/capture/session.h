@@ -46,6 +46,10 @@ struct kx_session_opts {
 	int off_cpu;        /* off-CPU intervals of threads blocked inside traced ioctls */
 	/* Perf counters read inside each traced call (sink.counters gets them). */
 	const struct kx_counter_list *counters;
+	/* A daemon session not allowed kernel-mode profiling: why (samples and
+	 * off-CPU stacks then have no kernel frames, and hardware counters,
+	 * which count the kernel's code too, are skipped). NULL: allowed. */
+	const char *no_kernel_why;
 	/* Annotations (capture/annotate.h): the probes of every copy of
 	 * libkxprof_annotate.so the traced processes map, now or later. */
 	int annotate;

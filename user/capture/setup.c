@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "capture/counters.h"
 #include "capture/probe.h"
 #include "capture/setup.h"
 #include "annotate_rec.h" /* bpf/: KX_ANN_WAIT_ENV */
@@ -157,10 +158,12 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->sample_hz = o->sample_hz;
 	so->off_cpu = o->off_cpu;
 	so->counters = o->counters;
+	so->no_kernel_why = o->no_kernel_why;
 	so->annotate = o->annotate;
 	if (o->record_path || o->record_stream) {
 		c->rec.path = o->record_path;
 		c->rec.stream = o->record_stream;
+		c->rec.for_user = o->uid_only;
 		so->sink = kx_sink_kxp(&c->rec);
 	} else if (o->store) {
 		so->sink = kx_sink_store(o->store);
@@ -270,6 +273,10 @@ static void request_of(const struct kx_capture_opts *o, struct kx_dw_request *r)
 	r->ringbuf_bytes = o->ringbuf_bytes;
 	r->no_jobs = o->no_jobs;
 	r->annotate = o->annotate;
+	r->sample_hz = o->sample_hz;
+	r->off_cpu = o->off_cpu;
+	if (o->counters)
+		kx_counters_format(o->counters, r->counters, sizeof(r->counters));
 	cmdline_of(o, r->cmdline, sizeof(r->cmdline));
 }
 

@@ -80,8 +80,10 @@ struct kx_capture_opts {
 	struct kx_store *store; /* or events into this store (sink ignored) */
 	struct kx_sink sink;    /* where events go otherwise; NULL callbacks are skipped */
 	const char *cmdline;    /* what is traced, for the record header; NULL: from argv, -a, -p */
-	int uid_only;           /* only processes of this uid (see kx_session_opts) */
+	int uid_only;           /* only processes of this uid (see kx_session_opts); the
+	                           record then holds no kernel address (sinks.h) */
 	uint32_t uid;
+	const char *no_kernel_why; /* no kernel-mode profiling, for this reason (kx_session_opts) */
 	/* Without the privilege to load BPF, a capture into record_path or store
 	 * goes through the kxprof daemon when its socket exists (KXPROF_SOCKET,
 	 * else KX_DAEMON_SOCKET_DEFAULT); no_daemon refuses that. */

@@ -73,13 +73,30 @@ static void kxp_job(void *ctx, const struct kx_job *j)
 		ks->write_error = 1;
 }
 
+/* s as stored: with for_user, a copy in *tmp whose kernel frames (in
+ * kips) are stand-ins. */
+static const struct kx_sample *stored_sample(struct kx_kxp_sink *ks, const struct kx_sample *s,
+                                             struct kx_sample *tmp,
+                                             uint64_t kips[KX_SAMPLE_MAX_DEPTH])
+{
+	if (!ks->for_user || !s->nk)
+		return s;
+	*tmp = *s;
+	tmp->nk = s->nk < KX_SAMPLE_MAX_DEPTH ? s->nk : KX_SAMPLE_MAX_DEPTH;
+	if (kx_kmask_frames(&ks->kmask, s->kips, tmp->nk, kips))
+		ks->sym_oom = 1;
+	tmp->kips = kips;
+	return tmp;
+}
+
 static void kxp_sample(void *ctx, const struct kx_sample *s)
 {
 	struct kx_kxp_sink *ks = ctx;
-
+	uint64_t kips[KX_SAMPLE_MAX_DEPTH];
+	struct kx_sample tmp;
 	unsigned long long t0;
 
-	if (kx_kxp_add_sample(ks->w, s) != 0 && !ks->write_error)
+	if (kx_kxp_add_sample(ks->w, stored_sample(ks, s, &tmp, kips)) != 0 && !ks->write_error)
 		ks->write_error = 1;
 	if (!ks->syms)
 		return;
@@ -100,7 +117,16 @@ static void kxp_counters(void *ctx, const struct kx_ctr_ev *e)
 static void kxp_put_sym(void *ctx, const struct kx_symres *r, const struct kx_symres_entry *e)
 {
 	struct kx_kxp_sink *ks = ctx;
+	struct kx_symres_entry hidden;
 
+	if (ks->for_user && e->pid == KX_SYMRES_KERNEL) {
+		/* Under its stand-in; none: its frames were stored as unknown. */
+		hidden = *e;
+		hidden.addr = kx_kmask_addr(&ks->kmask, e->addr);
+		if (!hidden.addr)
+			return;
+		e = &hidden;
+	}
 	if (kx_kxp_add_sym(ks->w, r, e) != 0 && !ks->write_error)
 		ks->write_error = 1;
 }
@@ -143,6 +169,8 @@ static int kxp_begin(void *ctx, const struct kx_capinfo *ci, char *err, size_t l
 	if ((ci->samples.hz || ci->samples.off_cpu) &&
 	    !(ks->syms = kx_symcollect_new(&ks->res, NULL, kxp_put_sym, ks, err, len)))
 		return -1;
+	if (ks->syms && ks->for_user)
+		kx_symcollect_as_process(ks->syms);
 	ks->w = ks->stream ? kx_kxp_create_stream(ks->stream, ci, err, len)
 	                   : kx_kxp_create(ks->path, ci, err, len);
 	ks->last_flush_ns = kx_mono_ns();
@@ -170,6 +198,7 @@ static void syms_free(struct kx_kxp_sink *ks)
 	kx_symcollect_free(ks->syms);
 	ks->syms = NULL;
 	kx_symres_free(&ks->res);
+	kx_kmask_free(&ks->kmask);
 }
 
 int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char *err, size_t len)

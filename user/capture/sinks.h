@@ -11,6 +11,7 @@
 #include "model/store.h"
 #include "model/symres.h"
 #include "symbol/collect.h"
+#include "symbol/kmask.h"
 
 struct kx_sink kx_sink_store(struct kx_store *store);
 
@@ -20,7 +21,10 @@ struct kx_sink kx_sink_store(struct kx_store *store);
  * starts, a chunk is flushed at least every flush_ms so a crash loses little,
  * and the file is renamed to path when closed (an existing path is kept as
  * path.old). With stream set instead of path, the same bytes go there (a
- * daemon streaming a client's capture).
+ * daemon streaming a client's capture). With for_user (a daemon session
+ * for an unprivileged client) no kernel address reaches the file (kernel
+ * frames and their symbols are stored under stand-ins, symbol/kmask.h), and
+ * user symbols come only from files the traced process could read itself.
  */
 struct kx_kxp_sink {
 	const char *path;
@@ -35,6 +39,8 @@ struct kx_kxp_sink {
 	struct kx_symres res;
 	int sym_oom;               /* symbols lost to memory (their frames read [unknown]) */
 	unsigned long long sym_ns; /* time spent reading maps and resolving, ns */
+	int for_user;              /* for an unprivileged client (set before the session starts) */
+	struct kx_kmask kmask;
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);
 /* Writes the trailer (ci: the stopped session's final facts), closes the

@@ -325,6 +325,11 @@ static void record_report_samples(const struct kx_capinfo *ci)
 		        "kxprof record: warning: %llu blocked threads were not kept (more than "
 		        "4096 blocked at once inside traced ioctls)\n",
 		        (unsigned long long)si->off_noslot);
+	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++)
+		if (!strcmp(ci->hooks[i].name, "kernel stacks") &&
+		    ci->hooks[i].state != KX_HOOK_ATTACHED)
+			fprintf(stderr, "kxprof record: user frames only, no kernel frames: %s\n",
+			        ci->hooks[i].why);
 }
 
 /* The counters line (record --counters), what was lost of them, and the

@@ -24,7 +24,11 @@ const char serve_socket_usage[] =
         "      --session-limit S end a session after S seconds (default 3600, 0: never)\n"
         "      --idle-timeout S  close a client that sends no request, or reads nothing\n"
         "                        of its stream, for S seconds (default 30)\n"
-        "      --session-ringbuf-mb N  largest ring buffer a session may ask (default 16)\n";
+        "      --session-ringbuf-mb N  largest ring buffer a session may ask (default 16)\n"
+        "      --max-sample-hz N highest record -F a user may ask (default 999; root: any)\n"
+        "      --user-kernel auto|yes|no  kernel frames in users' CPU and off-CPU stacks,\n"
+        "                        hardware counters in their calls (default auto: when\n"
+        "                        kernel.perf_event_paranoid <= 1, as perf allows)\n";
 
 void serve_socket_defaults(struct serve_socket *s)
 {
@@ -37,6 +41,8 @@ void serve_socket_defaults(struct serve_socket *s)
 	s->limit = 3600;
 	s->idle = 30;
 	s->ringbuf_mb = 16;
+	s->max_hz = 999;
+	s->user_kernel = KX_USER_KERNEL_AUTO;
 }
 
 static int parse_mode(const char *arg, unsigned int *mode, char *err, size_t len)
@@ -87,6 +93,8 @@ static int socket_num(struct serve_socket *s, int opt, const char *arg, char *er
 		return kx_parse_double("--session-limit", arg, &secs, &s->limit, err, len);
 	case 'I':
 		return kx_parse_double("--idle-timeout", arg, &idle, &s->idle, err, len);
+	case 'H':
+		return kx_parse_long("--max-sample-hz", arg, 1, KX_DW_HZ_MAX, &s->max_hz, err, len);
 	default: /* 'B' */
 		return kx_parse_double("--session-ringbuf-mb", arg, &mib, &s->ringbuf_mb, err, len);
 	}
@@ -112,7 +120,11 @@ int serve_socket_opt(struct serve_socket *s, int opt, const char *arg)
 	case 'L':
 	case 'I':
 	case 'B':
+	case 'H':
 		rc = socket_num(s, opt, arg, err, sizeof(err));
+		break;
+	case 'K':
+		rc = kx_user_kernel_parse(arg, &s->user_kernel, err, sizeof(err));
 		break;
 	default:
 		return 0;
@@ -164,6 +176,8 @@ int serve_socket_start(struct serve_socket *s, int verbose)
 	                        .idle_seconds = s->idle,
 	                        .max_ringbuf_bytes = max_rb,
 	                        .default_ringbuf_bytes = max_rb < (8u << 20) ? max_rb : 8u << 20,
+	                        .profiles = {.max_hz = (uint32_t)s->max_hz,
+	                                     .user_kernel = s->user_kernel},
 	                        .verbose = verbose,
 	                        .log = log_line,
 	                },
@@ -182,7 +196,10 @@ int serve_socket_start(struct serve_socket *s, int verbose)
 	else
 		fprintf(stderr, "kxprof serve: capture sessions on %s (mode %04o)", s->path,
 		        s->mode);
-	fprintf(stderr, "; at most %lld sessions, %lld per user\n", s->max_sessions, s->max_user);
+	fprintf(stderr,
+	        "; at most %lld sessions, %lld per user; users' samples at most %lld Hz, "
+	        "kernel-mode profiling for users: %s\n",
+	        s->max_sessions, s->max_user, s->max_hz, kx_user_kernel_name(s->user_kernel));
 	return 0;
 }
 

@@ -18,10 +18,13 @@ struct serve_socket {
 	long gid;          /* --socket-group, -1: unchanged */
 	long long max_sessions, max_user;
 	double limit, idle, ringbuf_mb;
+	long long max_hz; /* --max-sample-hz */
+	int user_kernel;  /* --user-kernel (daemon/profiles.h) */
 	struct kx_daemon *d;
 };
 
-/* The getopt_long entries of these options (their vals are 'S','M','G','N','U','L','I','B'). */
+/* The getopt_long entries of these options (their vals are 'S','M','G','N','U','L','I','B',
+ * 'H','K'). */
 #define SERVE_SOCKET_OPTIONS                                                                       \
 	{"socket", required_argument, NULL, 'S'}, {"socket-mode", required_argument, NULL, 'M'},   \
 	        {"socket-group", required_argument, NULL, 'G'},                                    \
@@ -29,8 +32,10 @@ struct serve_socket {
 	        {"max-user-sessions", required_argument, NULL, 'U'},                               \
 	        {"session-limit", required_argument, NULL, 'L'},                                   \
 	        {"idle-timeout", required_argument, NULL, 'I'},                                    \
+	        {"session-ringbuf-mb", required_argument, NULL, 'B'},                              \
+	        {"max-sample-hz", required_argument, NULL, 'H'},                                   \
 	{                                                                                          \
-		"session-ringbuf-mb", required_argument, NULL, 'B'                                 \
+		"user-kernel", required_argument, NULL, 'K'                                        \
 	}
 
 /* Their lines of serve --help. */

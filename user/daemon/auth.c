@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "daemon/auth.h"
+#include "util/procstatus.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77 /* Linux 6.5, asm-generic/socket.h */
@@ -60,45 +61,8 @@ void kx_peer_release(struct kx_peer *p)
 	p->pidfd = -1;
 }
 
-/* What /proc/PID/status says of a process. */
-struct proc_status {
-	char name[64];
-	long uid[4]; /* real, effective, saved, filesystem */
-	long tgid, ppid;
-	int kthread; /* -1 when the kernel does not say (before 6.x) */
-};
-
-static int read_status(uint32_t pid, struct proc_status *st)
-{
-	char path[64], line[256];
-	FILE *f;
-	int got = 0;
-
-	memset(st, 0, sizeof(*st));
-	st->kthread = -1;
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Name:\t%63[^\n]", st->name) == 1)
-			continue;
-		if (sscanf(line, "Uid:\t%ld\t%ld\t%ld\t%ld", &st->uid[0], &st->uid[1], &st->uid[2],
-		           &st->uid[3]) == 4)
-			got |= 1;
-		else if (sscanf(line, "Tgid:\t%ld", &st->tgid) == 1)
-			got |= 2;
-		else if (sscanf(line, "PPid:\t%ld", &st->ppid) == 1)
-			got |= 4;
-		else
-			sscanf(line, "Kthread:\t%d", &st->kthread);
-	}
-	fclose(f);
-	return got == 7 ? 0 : -1;
-}
-
 /* The rules for one pinned process of a client that is not root. */
-static int check_other(const struct kx_peer *p, uint32_t pid, const struct proc_status *st,
+static int check_other(const struct kx_peer *p, uint32_t pid, const struct kx_procstatus *st,
                        char *err, size_t len)
 {
 	if (st->kthread == 1 || pid == 2 || st->ppid == 2) {
@@ -121,7 +85,7 @@ static int check_other(const struct kx_peer *p, uint32_t pid, const struct proc_
 static int pin_one(const struct kx_peer *p, uint32_t pid, struct kx_target *t, char *err,
                    size_t len)
 {
-	struct proc_status st;
+	struct kx_procstatus st;
 	int fd;
 
 	if (pid == 1 && p->uid != 0) {
@@ -129,7 +93,8 @@ static int pin_one(const struct kx_peer *p, uint32_t pid, struct kx_target *t, c
 		return -1;
 	}
 	fd = pidfd_open((pid_t)pid);
-	if (fd < 0 && errno == ENOENT && read_status(pid, &st) == 0 && st.tgid != (long)pid) {
+	if (fd < 0 && errno == ENOENT && kx_procstatus_read(pid, &st) == 0 &&
+	    st.tgid != (long)pid) {
 		/* pidfd_open takes processes only (before PIDFD_THREAD). */
 		snprintf(err, len, "%u is a thread of process %ld: give the process id", pid,
 		         st.tgid);
@@ -142,7 +107,7 @@ static int pin_one(const struct kx_peer *p, uint32_t pid, struct kx_target *t, c
 		return -1;
 	}
 	/* Pinned first, read second, alive third: the status read is the pinned process's. */
-	if (read_status(pid, &st) != 0 || !pidfd_alive(fd)) {
+	if (kx_procstatus_read(pid, &st) != 0 || !pidfd_alive(fd)) {
 		snprintf(err, len, "no such process: %u", pid);
 		goto fail;
 	}

@@ -26,6 +26,7 @@ struct conn {
 	atomic_int broken;         /* errno of a failed send: the client is gone or stuck */
 	struct kx_dw_request req;
 	struct kx_targets targets;
+	struct kx_profile_grant grant; /* what it gets of the profiles it asks */
 	struct kx_devset devices;
 	struct kx_kxp_stream stream;
 	struct kx_capture cap;
@@ -162,6 +163,10 @@ static void capture_opts(struct conn *c, struct kx_capture_opts *o, uint32_t *pi
 	o->cmdline = c->req.cmdline;
 	o->uid_only = c->peer->uid != 0;
 	o->uid = (uint32_t)c->peer->uid;
+	o->sample_hz = c->req.sample_hz;
+	o->off_cpu = c->req.off_cpu;
+	o->counters = c->grant.counters.n ? &c->grant.counters : NULL;
+	o->no_kernel_why = c->grant.no_kernel_why[0] ? c->grant.no_kernel_why : NULL;
 	o->no_daemon = 1;
 }
 
@@ -185,6 +190,11 @@ static int open_capture(struct conn *c)
 		       c->req.ringbuf_bytes / 1048576.0, c->cfg->max_ringbuf_bytes / 1048576.0);
 		return -1;
 	}
+	if (kx_profile_grant(&c->cfg->profiles, c->peer->uid, &c->req, &c->grant, err,
+	                     sizeof(err))) {
+		refuse(c, "%s", err);
+		return -1;
+	}
 	if (resolve_devices(c))
 		return -1;
 	capture_opts(c, &o, pids);
@@ -197,6 +207,25 @@ static int open_capture(struct conn *c)
 	e = msg.oom ? ENOMEM : send_msg(c, KX_DW_OPENED, msg.p, msg.len);
 	free(msg.p);
 	return e ? -1 : 0;
+}
+
+/* The profiles of the session for the log ("" when none), in buf. */
+static const char *profiles_said(const struct conn *c, char *buf, size_t len)
+{
+	const struct kx_dw_request *r = &c->req;
+	int n = 0;
+
+	buf[0] = 0;
+	if (r->sample_hz)
+		n += snprintf(buf + n, len - (size_t)n, ", CPU samples at %u Hz", r->sample_hz);
+	if (r->off_cpu && n < (int)len)
+		n += snprintf(buf + n, len - (size_t)n, ", off-CPU stacks");
+	if (c->grant.counters.n && n < (int)len)
+		n += snprintf(buf + n, len - (size_t)n, ", counters %s", r->counters);
+	if ((r->sample_hz || r->off_cpu || c->grant.counters.n) && n < (int)len)
+		snprintf(buf + n, len - (size_t)n, ", kernel-mode profiling %s",
+		         c->grant.no_kernel_why[0] ? "not given" : "given");
+	return buf;
 }
 
 /* Waits for START and starts: 0; or -1 (refused, or the client left). */
@@ -222,8 +251,9 @@ static int start_capture(struct conn *c)
 		return -1;
 	}
 	c->t0 = kx_mono_ns();
-	say(c, "tracing %d process%s (%s), %d devices", c->targets.n, c->targets.n == 1 ? "" : "es",
-	    kx_capture_mech(&c->cap), c->devices.n);
+	say(c, "tracing %d process%s (%s), %d devices%s", c->targets.n,
+	    c->targets.n == 1 ? "" : "es", kx_capture_mech(&c->cap), c->devices.n,
+	    profiles_said(c, err, sizeof(err)));
 	return send_msg(c, KX_DW_STARTED, NULL, 0) ? -1 : 0;
 }
 

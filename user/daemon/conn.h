@@ -24,15 +24,17 @@
 #include <stdint.h>
 
 #include "daemon/auth.h"
+#include "daemon/profiles.h"
 
 /* What every session of a daemon shares. */
 struct kx_conn_cfg {
-	double max_seconds;             /* session time limit, 0: none */
-	double idle_seconds;            /* request wait; longest stall of a client's reads */
-	uint32_t max_ringbuf_bytes;     /* a request may ask up to this */
-	uint32_t default_ringbuf_bytes; /* when it asks nothing */
-	int verbose;                    /* libbpf diagnostics */
-	atomic_int *shutdown;           /* set: end every session (stop, END, close) */
+	double max_seconds;               /* session time limit, 0: none */
+	double idle_seconds;              /* request wait; longest stall of a client's reads */
+	uint32_t max_ringbuf_bytes;       /* a request may ask up to this */
+	uint32_t default_ringbuf_bytes;   /* when it asks nothing */
+	struct kx_profile_rules profiles; /* CPU samples, off-CPU stacks, counters */
+	int verbose;                      /* libbpf diagnostics */
+	atomic_int *shutdown;             /* set: end every session (stop, END, close) */
 	void (*log)(void *ctx, const char *line); /* one line per session start and end */
 	void *log_ctx;
 };

@@ -42,6 +42,11 @@ struct kx_symcollect *kx_symcollect_new(struct kx_symres *res, const char *kalls
 	return c;
 }
 
+void kx_symcollect_as_process(struct kx_symcollect *c)
+{
+	kx_symbolizer_as_process(c->sz);
+}
+
 /* The image of s has a snapshot: taken now for a new pid, again for a new exec_id. */
 static int image_seen(struct kx_symcollect *c, const struct kx_sample *s)
 {

@@ -30,6 +30,9 @@ typedef void (*kx_symres_fn)(void *ctx, const struct kx_symres *r, const struct 
  * set when out of memory. */
 struct kx_symcollect *kx_symcollect_new(struct kx_symres *res, const char *kallsyms,
                                         kx_symres_fn fn, void *ctx, char *err, size_t len);
+/* User symbols only from files the sampled process could read itself
+ * (kx_symbolizer_as_process): a daemon collecting for a user. */
+void kx_symcollect_as_process(struct kx_symcollect *c);
 /* Notes the addresses of s, taking its image's snapshot first when new.
  * 0, or -1 when out of memory (the sample's frames stay unresolved). */
 int kx_symcollect_sample(struct kx_symcollect *c, const struct kx_sample *s);

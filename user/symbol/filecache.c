@@ -1,7 +1,8 @@
 /*
  * Symbol files (see filecache.h). Files are opened through the process
  * (/proc/PID/map_files, then /proc/PID/root), so deleted files and other
- * mount namespaces still resolve while the process lives.
+ * mount namespaces still resolve while the process lives; as_process, each
+ * only when the process's own credentials could read it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 
 #include "symbol/filecache.h"
 #include "util/grow.h"
+#include "util/procstatus.h"
 
 struct entry {
 	struct kx_symfile f;
@@ -22,6 +24,7 @@ struct entry {
 struct kx_filecache {
 	struct entry **e; /* pointers: entries never move */
 	size_t n, cap;
+	int as_process; /* kx_filecache_as_process */
 	struct kx_filecache_stats st;
 };
 
@@ -94,6 +97,41 @@ static int open_mapped(pid_t pid, const struct kx_procmap *m, char *why, size_t 
 	return fd;
 }
 
+void kx_filecache_as_process(struct kx_filecache *fc)
+{
+	fc->as_process = 1;
+}
+
+/* The permission bit that decides whether credentials c may read a file of st. */
+static mode_t read_bit(const struct kx_procstatus *c, const struct stat *st)
+{
+	if ((long)st->st_uid == c->uid[3])
+		return S_IRUSR;
+	if ((long)st->st_gid == c->gid[3])
+		return S_IRGRP;
+	for (int i = 0; i < c->ngroups; i++)
+		if (st->st_gid == c->groups[i])
+			return S_IRGRP;
+	return S_IROTH;
+}
+
+/* Whether process pid could read the file open at fd (mode bits); why when not. */
+static int process_may_read(pid_t pid, int fd, const char *path, char *why, size_t len)
+{
+	struct kx_procstatus c;
+	struct stat st;
+
+	if (kx_procstatus_read((uint32_t)pid, &c) != 0 || fstat(fd, &st) != 0) {
+		snprintf(why, len, "cannot tell whether process %d may read %s", (int)pid, path);
+		return 0;
+	}
+	if (c.uid[3] == 0 || (st.st_mode & read_bit(&c, &st)))
+		return 1;
+	snprintf(why, len, "%s: not readable by its process's user (uid %ld): not read", path,
+	         c.uid[3]);
+	return 0;
+}
+
 /* Reads the symbols, or shares those of a file with the same build id. */
 static void load(struct kx_filecache *fc, struct entry *e, const uint8_t *id, int idlen,
                  struct kx_elfsyms *(*read)(const void *arg, char *err, size_t len),
@@ -140,6 +178,11 @@ static void load_file(struct kx_filecache *fc, struct entry *e, pid_t pid,
 	uint8_t id[KX_BUILD_ID_MAX];
 	int fd = open_mapped(pid, m, e->f.why, sizeof(e->f.why)), n;
 
+	if (fd >= 0 && fc->as_process &&
+	    !process_may_read(pid, fd, m->path, e->f.why, sizeof(e->f.why))) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0) {
 		fc->st.failed++;
 		return;

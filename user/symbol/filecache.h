@@ -33,6 +33,15 @@ struct kx_filecache_stats {
 struct kx_filecache;
 
 struct kx_filecache *kx_filecache_new(void);
+/*
+ * From now on a file's symbols are read only when the process that maps it
+ * could read the file itself: its file-system uid, gid and groups (from
+ * /proc/PID/status) against the file's mode bits. A privileged reader acting
+ * for an unprivileged user (the daemon) so learns nothing from a file that
+ * user may only execute. ACLs and capabilities are not consulted: a file
+ * readable through an ACL alone stays unread (its frames [unknown]).
+ */
+void kx_filecache_as_process(struct kx_filecache *fc);
 /* The symbols of mapping m of live process pid (a file, or the vdso).
  * NULL only when out of memory. */
 const struct kx_symfile *kx_filecache_get(struct kx_filecache *fc, pid_t pid,

@@ -57,6 +57,11 @@ struct kx_symbolizer *kx_symbolizer_new(const char *kallsyms, char *err, size_t 
 	return s;
 }
 
+void kx_symbolizer_as_process(struct kx_symbolizer *s)
+{
+	kx_filecache_as_process(s->files);
+}
+
 const char *kx_symbolizer_warning(const struct kx_symbolizer *s)
 {
 	return s->kwarn;

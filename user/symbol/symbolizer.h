@@ -60,6 +60,9 @@ static inline uint64_t kx_user_frame_addr(uint64_t ip, unsigned int i, int in_ke
  * memory: without kernel symbols, kernel frames are [unknown] and
  * kx_symbolizer_warning says why. NULL with err set when out of memory. */
 struct kx_symbolizer *kx_symbolizer_new(const char *kallsyms, char *err, size_t len);
+/* User symbols only from files each process could read itself
+ * (kx_filecache_as_process): a privileged reader acting for a user. */
+void kx_symbolizer_as_process(struct kx_symbolizer *s);
 /* Why kernel frames will not resolve ("" when they will). */
 const char *kx_symbolizer_warning(const struct kx_symbolizer *s);
 /* Takes pid's map snapshot unless it has one: 0, or -1 with err set when

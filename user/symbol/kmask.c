@@ -1,0 +1,46 @@
+/* Stand-ins for kernel addresses (see kmask.h). */
+#include "symbol/kmask.h"
+#include "symbol/symbolizer.h"
+
+static uint64_t stand_in(uint32_t id)
+{
+	return KX_KMASK_BASE + KX_KMASK_STEP * ((uint64_t)id + 1);
+}
+
+int kx_kmask_frames(struct kx_kmask *m, const uint64_t *ips, uint32_t nk, uint64_t *out)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < nk; i++) {
+		uint64_t a = kx_frame_addr(ips[i], i);
+		uint32_t *id;
+		int isnew;
+
+		out[i] = 0;
+		if (!a)
+			continue;
+		id = kx_hmap_put(&m->ids, a, m->n, &isnew);
+		if (!id) {
+			rc = -1;
+			continue;
+		}
+		if (isnew)
+			m->n++;
+		/* A caller's frame: kx_frame_addr takes one off again. */
+		out[i] = stand_in(*id) + (i > 0);
+	}
+	return rc;
+}
+
+uint64_t kx_kmask_addr(const struct kx_kmask *m, uint64_t addr)
+{
+	const uint32_t *id = kx_hmap_get(&m->ids, addr);
+
+	return id ? stand_in(*id) : 0;
+}
+
+void kx_kmask_free(struct kx_kmask *m)
+{
+	kx_hmap_free(&m->ids);
+	m->n = 0;
+}
