@@ -267,6 +267,11 @@ rc=$?
 wait $pn
 rn=$?
 check daemon_nonreader_cut_off test $rn -eq 0 -a -n "$(grep -E '^closed after' "$TMP/noread.out")"
+# the daemon logs after closing the connection: give the line a moment
+for _ in $(seq 1 100); do
+	grep -q "the client read nothing for the idle limit: session aborted" "$TMP/serve.log" && break
+	sleep 0.1
+done
 check daemon_nonreader_logged grep -q "the client read nothing for the idle limit: session aborted" "$TMP/serve.log"
 "$KXPROF" report --json "$OUT/mw2.kxp" >"$TMP/mw2.json" 2>/dev/null
 check daemon_nonreader_others_exact test $rc -eq 0 -a -n "$($COUNTS "$TMP/mw2.wl" "$TMP/mw2.json" "$WL_CAT" && echo ok)"
