@@ -1294,7 +1294,8 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		free(pstats.p);
 		return fail(x,
 		            "XSpace is over protobuf's 2 GiB limit (%zu bytes of %zu threads): "
-		            "export a shorter time window",
+		            "export a shorter time window (kxprof convert --split-events N "
+		            "with a smaller N)",
 		            plane, x->nlines);
 	}
 	if (k->fd < 0 && !kx_bytes_room(k->ob, plane + 16 + 65536)) {
@@ -1771,7 +1772,8 @@ static void put_warnings(struct exporter *x)
 	if (x->nevents + x->job_events + x->ann_events > VIEWER_EVENT_LIMIT)
 		warn(x,
 		     "%zu events exported: XProf's trace viewer shows only the first "
-		     "1,000,000 by default; export a shorter time window to see the rest",
+		     "1,000,000 by default; export shorter time windows to see the rest "
+		     "(kxprof convert splits by time unless --split-events is 0 or larger)",
 		     x->nevents + x->job_events + x->ann_events);
 }
 
@@ -1845,7 +1847,8 @@ static int export(struct exporter *x, int fd)
 		if (host + x->out.len > PB_MAX_MSG)
 			return fail(x,
 			            "XSpace of %" PRIu64 " bytes is over protobuf's 2 GiB limit: "
-			            "export a shorter time window",
+			            "export a shorter time window (kxprof convert --split-events N "
+			            "with a smaller N)",
 			            host + x->out.len);
 	} else if (x->out.len > PB_MAX_MSG) {
 		return fail(x,
