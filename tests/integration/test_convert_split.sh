@@ -157,6 +157,15 @@ kx 2 convert "$TMP/c.kxp" --split-events 1000 --chrome - >"$TMP/stdout.json" 2>"
 check split_stdout_refused_says grep -q "give --chrome a file name" "$TMP/stdout.err"
 check split_stdout_nothing_written test ! -s "$TMP/stdout.json"
 
+# A part's Chrome name that cannot be written (a directory): refused (exit 2)
+# before any part is written.
+mkdir -p "$TMP/refuse.0002.json"
+kx 2 convert "$TMP/c.kxp" --split-events 1000 --xplane "$TMP/refuse" --chrome "$TMP/refuse.json" \
+	>/dev/null 2>"$TMP/refuse.err"
+check split_part_refused_says grep -q "refuse.0002.json" "$TMP/refuse.err"
+check split_part_refused_nothing_written sh -c "! ls '$TMP'/refuse.0001.json >/dev/null 2>&1 &&
+	! find '$TMP/refuse' -name '*.xplane.pb' 2>/dev/null | grep -q ."
+
 # Bad values: usage errors, before the file is read.
 for bad in -1 abc "" 1.5 10x 2000000000000; do
 	kx 2 convert "$TMP/c.kxp" --split-events "$bad" --chrome "$TMP/bad.json" >/dev/null \

@@ -213,14 +213,18 @@ static int convert_traces(const struct kx_analysis *an, const struct kx_xspace_o
 		kx_windows_free(&wn);
 		return 2;
 	}
+	/* Every part's names checked before the first part is written. */
+	for (size_t k = 0; k < wn.n; k++)
+		if (part_of(an, &wn, k, xo, chrome, input, &pt)) {
+			kx_windows_free(&wn);
+			return 2;
+		}
 	kx_err("%zu events are more than %zu per trace (--split-events; XProf's trace viewer "
 	       "keeps 1,000,000): writing %zu parts split by time, each a complete trace; an "
 	       "event spanning a cut is in the part where it starts",
 	       wn.total, split, wn.n);
 	for (size_t k = 0; k < wn.n && !rc; k++) {
-		if (part_of(an, &wn, k, xo, chrome, input, &pt))
-			rc = 2;
-		else if (convert_write(an, &pt, logdir))
+		if (part_of(an, &wn, k, xo, chrome, input, &pt) || convert_write(an, &pt, logdir))
 			rc = 1;
 		if (rc && k)
 			kx_err("parts 1 to %zu of %zu were written and stay; part %zu and later "
