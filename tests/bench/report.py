@@ -267,12 +267,18 @@ def export_table(data, out, kvm=True):
                         ("chrome_gz", "`kxprof convert --chrome x.json.gz` (ISA-L)"),
                         ("chrome_gz_zlib", "same with zlib (`KXPROF_GZIP=zlib`)"),
                         ("chrome_gz_base", "same, baseline build"),
+                        ("xplane_split", "`kxprof convert --xplane`, split by default "
+                                         "(%s runs of ≤ 1,000,000 events)"),
+                        ("chrome_gz_split", "`kxprof convert --chrome x.json.gz`, split by "
+                                            "default (%s files)"),
                         ("report", "`kxprof report` (summary table, for scale)"),
                         ("report_base", "same, baseline build")):
         m = d.get(label, {})
         g = {k: med(list(v.values())) for k, v in m.items()}
         if not g or not n:
             continue
+        if "%s" in name:
+            name = name % num(g.get("parts"))
         walls = list(m.get("wall_s", {}).values())
         evs = n / g["wall_s"] if g.get("wall_s") else None
         res[label] = {"mev_s": evs / 1e6 if evs else None, "rss_mib": g.get("rss_kib", 0) / 1024,
@@ -697,6 +703,16 @@ def targets(flood, kvmrun, jobs, tput, exp, have_agg, cfg, out, total=None, prog
                    "+ %s MiB for a %s MiB output | %s |" % (
                        name, num(g["rss_mib"]), num(store), num(extra), num(g["out_mib"], 1),
                        verdict(ok)))
+    for label, name in (("xplane_split", ".xplane.pb runs"), ("chrome_gz_split", ".json.gz files")):
+        g = exp.get(label, {})
+        if not g or not g.get("out_mib"):
+            continue
+        mem_x = g["rss_mib"] / g["out_mib"]
+        out.append("| `convert` within 2x the output's size in memory (%s, split by default) | "
+                   "peak RSS %s MiB for %s MiB of output: %sx; %s bytes per event | %s |" % (
+                       name, num(g["rss_mib"]), num(g["out_mib"], 1), num(mem_x, 2),
+                       num(g["rss_mib"] * 1048576 / exp["events"]) if exp.get("events") else "—",
+                       verdict(mem_x <= 2)))
     kb, mb, jb = exp.get("kxp_b_ev"), exp.get("mem_b_ev"), exp.get("job_kxp_b_ev")
     worst = [x for x in (kb, jb, mb) if x is not None]
     out.append("| ≤ 64 bytes per stored event | .kxp %s B on the flood of one identical ioctl, "

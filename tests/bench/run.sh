@@ -445,21 +445,35 @@ timed() { # label, output size command, then the command
 	put export "$label" "$r" rss_kib "$(awk '{print $2}' "$TMP/time.txt")"
 	put export "$label" "$r" out_bytes "$(eval "$sizecmd")"
 }
-XP_SIZE='find "$TMP/xp" -name "*.xplane.pb" -exec stat -c %s {} + | head -1'
-GZ_SIZE='stat -c %s "$TMP/big.json.gz"'
+# Output bytes: every run of the logdir, every Chrome file (all the parts of a split one).
+XP_SIZE='find "$TMP/xp" -name "*.xplane.pb" -exec stat -c %s {} + | awk "{s += \$1} END {print s}"'
+GZ_SIZE='stat -c %s "$TMP"/big.*json.gz | awk "{s += \$1} END {print s}"'
+# One output whatever the size (--split-events 0), for builds that split captures.
+one_output() { "$1" convert --help 2>/dev/null | grep -q -- --split-events && echo --split-events 0; }
 for r in $(seq "$EXPORT_ROUNDS"); do
 	for k in "$KX" $BASE; do
 		sfx=""
 		[ "$k" = "$KX" ] || sfx=_base
+		one=$(one_output "$k")
 		rm -rf "$TMP/xp"
-		timed "xplane$sfx" "$XP_SIZE" "$k" convert "$TMP/big.kxp" --xplane "$TMP/xp"
+		timed "xplane$sfx" "$XP_SIZE" "$k" convert "$TMP/big.kxp" $one --xplane "$TMP/xp"
 		rm -rf "$TMP/xp"
-		timed "chrome_gz$sfx" "$GZ_SIZE" "$k" convert "$TMP/big.kxp" --chrome "$TMP/big.json.gz"
-		rm -f "$TMP/big.json.gz"
+		timed "chrome_gz$sfx" "$GZ_SIZE" "$k" convert "$TMP/big.kxp" $one --chrome "$TMP/big.json.gz"
+		rm -f "$TMP"/big*.json.gz
 		if [ "$k" = "$KX" ]; then # the same with zlib (KXPROF_GZIP=zlib)
 			timed chrome_gz_zlib "$GZ_SIZE" env KXPROF_GZIP=zlib "$k" convert "$TMP/big.kxp" \
-				--chrome "$TMP/big.json.gz"
-			rm -f "$TMP/big.json.gz"
+				$one --chrome "$TMP/big.json.gz"
+			rm -f "$TMP"/big*.json.gz
+		fi
+		if [ "$k" = "$KX" ] && [ "$r" = 1 ]; then
+			# The default: split by time into parts of at most 1,000,000 events
+			# (one round: the cost of splitting, next to the single outputs).
+			timed xplane_split "$XP_SIZE" "$k" convert "$TMP/big.kxp" --xplane "$TMP/xp"
+			put export xplane_split "$r" parts "$(find "$TMP/xp" -name '*.xplane.pb' | wc -l)"
+			rm -rf "$TMP/xp"
+			timed chrome_gz_split "$GZ_SIZE" "$k" convert "$TMP/big.kxp" --chrome "$TMP/big.json.gz"
+			put export chrome_gz_split "$r" parts "$(find "$TMP" -maxdepth 1 -name 'big*.json.gz' | wc -l)"
+			rm -f "$TMP"/big*.json.gz
 		fi
 		timed "report$sfx" 'echo 0' "$k" report "$TMP/big.kxp"
 	done

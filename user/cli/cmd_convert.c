@@ -2,11 +2,13 @@
  * JSON. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "analysis/profile.h"
+#include "analysis/windows.h"
 #include "export/chrome.h"
 #include "export/folded.h"
 #include "export/pprof.h"
@@ -15,12 +17,14 @@
 #include "model/store.h"
 #include "export/xspace.h"
 #include "util/outfile.h"
+#include "util/parse.h"
 
 static void convert_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: kxprof convert [FILE] [--xplane LOGDIR] [--chrome OUT.json[.gz]] [--gpu]\n"
 	        "                      [--pprof OUT.pb.gz] [--folded OUT] [--off-cpu]\n"
+	        "                      [--split-events N]\n"
 	        "  FILE             record file (default kxprof.kxp)\n"
 	        "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
 	        "                   TensorBoard/XProf (tensorboard --logdir LOGDIR)\n"
@@ -32,6 +36,12 @@ static void convert_usage(FILE *f)
 	        "                   '-' for standard output\n"
 	        "  --off-cpu        --pprof and --folded hold the off-CPU profile instead\n"
 	        "                   (record --off-cpu; folded values are microseconds)\n"
+	        "  --split-events N at most N trace events per XSpace run and Chrome file\n"
+	        "                   (default 1000000, XProf's viewer limit; 0: never split):\n"
+	        "                   more are split by time into runs <run>_partNNNN_<from>-<to>s\n"
+	        "                   and files OUT.NNNN.json[.gz], each complete; an event\n"
+	        "                   spanning a cut is in the part where it starts; parts\n"
+	        "                   are committed in turn (a failure keeps those before it)\n"
 	        "At least one output; the written paths are printed.\n"
 	        "Each output is written to a temporary file beside it and renamed into place\n"
 	        "when complete; the XSpace and the Chrome trace when both are: an error or a\n"
@@ -44,26 +54,44 @@ static void convert_usage(FILE *f)
 	        "and named in a warning.\n");
 }
 
-/* Both outputs written, then committed together: an error or a signal
- * leaves neither. 0, or 1 with the message printed. */
-static int convert_write(const struct kx_analysis *an, const struct kx_xspace_opts *xo,
-                         const char *logdir, const char *chrome)
+/* Trace events per output before a capture is split by time (XProf's trace viewer keeps 1,000,000).
+ */
+#define SPLIT_EVENTS_DEFAULT 1000000
+#define SPLIT_EVENTS_MAX     1000000000000LL
+
+/* One output of the XSpace/Chrome pair: the whole capture, or one time window of it. */
+struct conv_part {
+	const char *chrome;         /* its Chrome file, or NULL */
+	char suffix[96];            /* run folder suffix ("" for the whole capture) */
+	struct kx_xspace_opts xo;   /* with the window and the note of a part */
+	struct kx_chrome_part cp;   /* the window, for the Chrome writer */
+	int is_part;                /* 0: the whole capture */
+	char chrome_path[PATH_MAX]; /* the part's Chrome file name */
+	char note[256];             /* the warning each part carries */
+};
+
+/* Both outputs of one part written, then committed together: an error or a
+ * signal leaves neither. 0, or 1 with the message printed. */
+static int convert_write(const struct kx_analysis *an, const struct conv_part *pt,
+                         const char *logdir)
 {
 	struct kx_xspace_out xs;
 	struct kx_outfile co = {.fd = -1, .slot = -1};
+	const char *chrome = pt->chrome;
 	int have_xs = 0, rc = 1;
 	char err[512];
 	sigset_t old;
 
 	if (logdir) {
-		if (kx_xspace_logdir_open(an->ci, logdir, &xs, err, sizeof(err)))
+		if (kx_xspace_logdir_open_run(an->ci, logdir, pt->suffix, &xs, err, sizeof(err)))
 			goto fail;
 		have_xs = 1;
 	}
 	if (chrome && kx_outfile_open(&co, chrome, KX_OUT_STDOUT, err, sizeof(err)))
 		goto fail;
-	if ((logdir && kx_xspace_logdir_write(an, xo, &xs, err, sizeof(err))) ||
-	    (chrome && kx_chrome_write_to(an, &co, err, sizeof(err))))
+	if ((logdir && kx_xspace_logdir_write(an, &pt->xo, &xs, err, sizeof(err))) ||
+	    (chrome &&
+	     kx_chrome_write_part(an, pt->is_part ? &pt->cp : NULL, &co, err, sizeof(err))))
 		goto fail;
 	kx_outfile_hold_signals(&old);
 	if (logdir && kx_xspace_logdir_commit(&xs, err, sizeof(err))) {
@@ -87,6 +115,123 @@ fail:
 	if (have_xs)
 		kx_xspace_logdir_abort(&xs);
 	kx_outfile_abort(&co);
+	return rc;
+}
+
+/* NAME.0001.json.gz for NAME.json.gz (and .json, .gz, or no suffix). 0, or -1 when too long. */
+static int part_name(char *buf, size_t len, const char *path, size_t index, size_t count)
+{
+	static const char *const sfx[] = {".json.gz", ".json", ".gz"};
+	size_t n = strlen(path), cut = n;
+	int w = count > 9999 ? snprintf(NULL, 0, "%zu", count) : 4;
+
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]) && cut == n; i++) {
+		size_t m = strlen(sfx[i]);
+
+		if (n > m && !strcmp(path + n - m, sfx[i]))
+			cut = n - m;
+	}
+	return (size_t)snprintf(buf, len, "%.*s.%0*zu%s", (int)cut, path, w, index, path + cut) >=
+	                       len
+	               ? -1
+	               : 0;
+}
+
+/* Seconds of t from the capture start (negative for events before it). */
+static double rel_s(const struct kx_capinfo *ci, uint64_t t)
+{
+	return (double)((int64_t)t - (int64_t)ci->start_mono_ns) / 1e9;
+}
+
+/* Part k of the plan: its window, names and note. 0, or -1 after a message (exit 2). */
+static int part_of(const struct kx_analysis *an, const struct kx_windows *wn, size_t k,
+                   const struct kx_xspace_opts *base, const char *chrome, const char *input,
+                   struct conv_part *pt)
+{
+	const struct kx_window *w = &wn->w[k];
+	uint64_t from = k ? w->from_ns : w->first_ns, to = k + 1 < wn->n ? w->to_ns : w->last_ns;
+	char err[512];
+
+	memset(pt, 0, sizeof(*pt));
+	pt->is_part = 1;
+	pt->xo = *base;
+	pt->xo.from_mono_ns = w->from_ns;
+	pt->xo.to_mono_ns = w->to_ns;
+	pt->xo.note = pt->note;
+	pt->cp = (struct kx_chrome_part){k + 1, wn->n, w->from_ns, w->to_ns, w->events};
+	snprintf(pt->suffix, sizeof(pt->suffix), "_part%04zu_%.3fs-%.3fs", k + 1,
+	         rel_s(an->ci, from), rel_s(an->ci, to));
+	snprintf(pt->note, sizeof(pt->note),
+	         "part %zu of %zu of a capture split by time (--split-events): the %zu events "
+	         "starting from %.3f s to %.3f s after the capture start; an event spanning a cut "
+	         "is in the part where it starts",
+	         k + 1, wn->n, w->events, rel_s(an->ci, from), rel_s(an->ci, to));
+	if (!chrome)
+		return 0;
+	if (part_name(pt->chrome_path, sizeof(pt->chrome_path), chrome, k + 1, wn->n)) {
+		kx_err("output path too long: %s", chrome);
+		return -1;
+	}
+	if (kx_outfile_check(pt->chrome_path, 0, &input, 1, err, sizeof(err))) {
+		kx_err("%s", err);
+		return -1;
+	}
+	pt->chrome = pt->chrome_path;
+	return 0;
+}
+
+/*
+ * The XSpace and Chrome outputs: one of each, or, when the capture holds
+ * more events than split allows, one run and one Chrome file per time
+ * window, each part committed when complete. 0, 1 (runtime failure) or 2
+ * (refused).
+ */
+static int convert_traces(const struct kx_analysis *an, const struct kx_xspace_opts *xo,
+                          const char *logdir, const char *chrome, size_t split, const char *input)
+{
+	struct kx_windows wn;
+	struct conv_part pt;
+	char err[512];
+	int rc = 0;
+
+	if (kx_windows_plan(an, split, &wn, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 1;
+	}
+	if (wn.n == 1) {
+		memset(&pt, 0, sizeof(pt));
+		pt.xo = *xo;
+		pt.chrome = chrome;
+		kx_windows_free(&wn);
+		return convert_write(an, &pt, logdir);
+	}
+	if (chrome && !strcmp(chrome, "-")) {
+		kx_err("%zu events need %zu traces of at most %zu (--split-events): give --chrome "
+		       "a file name for the parts, or --split-events 0 for one trace on standard "
+		       "output",
+		       wn.total, wn.n, split);
+		kx_windows_free(&wn);
+		return 2;
+	}
+	/* Every part's names checked before the first part is written. */
+	for (size_t k = 0; k < wn.n; k++)
+		if (part_of(an, &wn, k, xo, chrome, input, &pt)) {
+			kx_windows_free(&wn);
+			return 2;
+		}
+	kx_err("%zu events are more than %zu per trace (--split-events; XProf's trace viewer "
+	       "keeps 1,000,000): writing %zu parts split by time, each a complete trace; an "
+	       "event spanning a cut is in the part where it starts",
+	       wn.total, split, wn.n);
+	for (size_t k = 0; k < wn.n && !rc; k++) {
+		if (part_of(an, &wn, k, xo, chrome, input, &pt) || convert_write(an, &pt, logdir))
+			rc = 1;
+		if (rc && k)
+			kx_err("parts 1 to %zu of %zu were written and stay; part %zu and later "
+			       "were not",
+			       k, wn.n, k + 1);
+	}
+	kx_windows_free(&wn);
 	return rc;
 }
 
@@ -133,10 +278,15 @@ out:
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	        {"xplane", required_argument, NULL, 'x'}, {"chrome", required_argument, NULL, 'c'},
-	        {"gpu", no_argument, NULL, 'g'},          {"pprof", required_argument, NULL, 'P'},
-	        {"folded", required_argument, NULL, 'f'}, {"off-cpu", no_argument, NULL, 'O'},
-	        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+	        {"xplane", required_argument, NULL, 'x'},
+	        {"chrome", required_argument, NULL, 'c'},
+	        {"gpu", no_argument, NULL, 'g'},
+	        {"pprof", required_argument, NULL, 'P'},
+	        {"folded", required_argument, NULL, 'f'},
+	        {"off-cpu", no_argument, NULL, 'O'},
+	        {"split-events", required_argument, NULL, 'S'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
 	};
 	static struct kx_capinfo ci;
 	struct kx_kxp_read_result res = {0};
@@ -144,6 +294,7 @@ int cmd_convert(int argc, char **argv)
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
 	           *folded = NULL;
 	int off_cpu = 0;
+	long long split = SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store;
 	struct kx_analysis *an = NULL;
 	char err[512];
@@ -169,6 +320,13 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'O':
 			off_cpu = 1;
+			break;
+		case 'S':
+			if (kx_parse_long("--split-events", optarg, 0, SPLIT_EVENTS_MAX, &split,
+			                  err, sizeof(err))) {
+				kx_err("%s", err);
+				return 2;
+			}
 			break;
 		case 'h':
 			convert_usage(stdout);
@@ -217,7 +375,7 @@ int cmd_convert(int argc, char **argv)
 		goto out;
 	}
 	kx_cli_read_loss(&res, &an->loss);
-	rc = convert_write(an, &xo, logdir, chrome);
+	rc = logdir || chrome ? convert_traces(an, &xo, logdir, chrome, (size_t)split, path) : 0;
 	if (!rc && (pprof || folded) &&
 	    convert_profile(path, store, &ci, off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU, pprof,
 	                    folded))

@@ -253,9 +253,16 @@ struct ctx {
 	uint32_t *jobpid;                /* pseudo-process of each job device */
 	char warn[MAX_WARN][WARN_LEN];
 	int nwarn;
-	struct kx_chrome_samples *smp; /* CPU samples and off-CPU intervals */
-	uint64_t origin_ns;            /* the monotonic time of ts 0 */
+	struct kx_chrome_samples *smp;     /* CPU samples and off-CPU intervals */
+	uint64_t origin_ns;                /* the monotonic time of ts 0 */
+	const struct kx_chrome_part *part; /* the time window written; NULL: all */
 };
+
+/* Whether an event starting at ts is in the part written. */
+static inline int in_part(const struct ctx *c, uint64_t ts)
+{
+	return !c->part || (ts >= c->part->from_ns && (!c->part->to_ns || ts < c->part->to_ns));
+}
 
 /* ---- warnings ---- */
 
@@ -287,7 +294,7 @@ static int collect_warnings(struct ctx *c)
 	kx_analysis_warnings(c->an, warn_cb, c);
 	kx_flows_warnings(&fl, warn_cb, c);
 	kx_flows_free(&fl);
-	if (n > MANY_EVENTS)
+	if (n > MANY_EVENTS && !c->part)
 		warn_add(c,
 		         "%zu events: Perfetto and chrome://tracing struggle past ~1M events; "
 		         "record less (-p PID, --device, a shorter -d) or use the summary "
@@ -823,14 +830,17 @@ static void write_jobs(struct wbuf *w, const struct ctx *c, int *first, uint64_t
 			const struct kx_jobring *rg = &jb->rings[jd->first_ring + r];
 
 			for (size_t k = 0; k < rg->njobs; k++)
-				write_job(w, c, first, rem, rg->first + k, pid);
+				if (in_part(c, kx_jobrec_start(&jb->jobs[rg->first + k])))
+					write_job(w, c, first, rem, rg->first + k, pid);
 		}
 		for (size_t k = 0; k < jd->ndepth; k++)
-			write_counter(w, c, first, rem, pid, "in flight", "jobs", jd->depth[k].ts,
-			              jd->depth[k].depth);
+			if (in_part(c, jd->depth[k].ts))
+				write_counter(w, c, first, rem, pid, "in flight", "jobs",
+				              jd->depth[k].ts, jd->depth[k].depth);
 		for (size_t k = 0; k < jd->nmem; k++)
-			write_counter(w, c, first, rem, pid, "memory", "bytes", jd->mem[k].ts,
-			              jd->mem[k].usage);
+			if (in_part(c, jd->mem[k].ts))
+				write_counter(w, c, first, rem, pid, "memory", "bytes",
+				              jd->mem[k].ts, jd->mem[k].usage);
 	}
 }
 
@@ -915,6 +925,8 @@ static void write_annotations(struct wbuf *w, const struct ctx *c, int *first, u
 		const struct kx_range *r = &rg->r[i];
 		uint64_t rel = r->begin - c->first_ts + rem;
 
+		if (!in_part(c, r->begin))
+			continue;
 		if (r->kind == KX_RANGE_MARK) {
 			ann_head(w, c, first, "i", r, r->tid, rel);
 			PUT_LIT(w, ",\"s\":\"t\"");
@@ -937,6 +949,26 @@ static void write_annotations(struct wbuf *w, const struct ctx *c, int *first, u
 		put_u64(w, i + 1);
 		wb_lit(w, "}");
 	}
+}
+
+/* otherData.part: which part of a split capture this file holds. */
+static void write_part(struct wbuf *w, const struct kx_chrome_part *p)
+{
+	wb_need(w, 256);
+	PUT_LIT(w, ",\"part\":{\"index\":");
+	put_u64(w, p->index);
+	PUT_LIT(w, ",\"count\":");
+	put_u64(w, p->count);
+	PUT_LIT(w, ",\"from_mono_ns\":");
+	put_u64(w, p->from_ns);
+	PUT_LIT(w, ",\"to_mono_ns\":");
+	if (p->to_ns)
+		put_u64(w, p->to_ns);
+	else
+		PUT_LIT(w, "null");
+	PUT_LIT(w, ",\"events\":");
+	put_u64(w, p->events);
+	PUT_LIT(w, "}");
 }
 
 static int write_tail(struct wbuf *w, const struct ctx *c)
@@ -988,7 +1020,10 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 			wb_lit(w, ",");
 		wb_str(w, c->warn[i]);
 	}
-	wb_lit(w, "]}\n}\n");
+	wb_lit(w, "]");
+	if (c->part)
+		write_part(w, c->part);
+	wb_lit(w, "}\n}\n");
 	return 0;
 }
 
@@ -1013,8 +1048,11 @@ static int write_all(struct wbuf *w, struct ctx *c)
 		return -1;
 	for (size_t i = 0; i < n && !w->err; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
-		uint64_t dur = kx_timeline_dur(c->tl, i, e->dur);
+		uint64_t dur;
 
+		if (!in_part(c, e->ts))
+			continue;
+		dur = kx_timeline_dur(c->tl, i, e->dur);
 		wb_need(w, 2);
 		put_sep(w, &first);
 		if (write_event(w, c, e, e->ts - c->first_ts + (uint64_t)rem, dur))
@@ -1048,6 +1086,12 @@ static void ctx_free(struct ctx *c)
 
 int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char *err, size_t errlen)
 {
+	return kx_chrome_write_part(an, NULL, o, err, errlen);
+}
+
+int kx_chrome_write_part(const struct kx_analysis *an, const struct kx_chrome_part *part,
+                         struct kx_outfile *o, char *err, size_t errlen)
+{
 	const struct kx_capinfo *ci = an->ci;
 	const char *path = o->path;
 	int rc = -1, oom = 0;
@@ -1066,6 +1110,7 @@ int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char 
 	c->ci = ci;
 	c->tl = an->timeline;
 	c->jobs = an->jobs;
+	c->part = part;
 	c->first_ts = c->tl->first_ts;
 	if (an->ranges->first_ts < c->first_ts)
 		c->first_ts = an->ranges->first_ts;
@@ -1077,6 +1122,8 @@ int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char 
 	c->smp = kx_chrome_samples_new(an, err, errlen);
 	if (!c->smp)
 		goto out;
+	if (part)
+		kx_chrome_samples_window(c->smp, part->from_ns, part->to_ns);
 	if (kx_chrome_samples_first_ts(c->smp) < c->first_ts)
 		c->first_ts = kx_chrome_samples_first_ts(c->smp);
 

@@ -25,4 +25,18 @@ int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, s
 int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char *err,
                        size_t errlen);
 
+/* One part of a capture split by time (analysis/windows.h): the events
+ * starting in [from_ns, to_ns) (CLOCK_MONOTONIC; to_ns 0: no end). */
+struct kx_chrome_part {
+	size_t index, count; /* part index (1-based) of count */
+	uint64_t from_ns, to_ns;
+	size_t events; /* events the window holds (analysis/windows.h) */
+};
+
+/* As kx_chrome_write_to, only the part's events (part NULL: all): every
+ * part keeps the whole capture's metadata, time base and totals, and says
+ * in otherData.part which part it is. */
+int kx_chrome_write_part(const struct kx_analysis *an, const struct kx_chrome_part *part,
+                         struct kx_outfile *o, char *err, size_t errlen);
+
 #endif /* KX_CHROME_H */

@@ -32,7 +32,14 @@ struct kx_chrome_samples {
 	size_t nnodes, nodes_cap;
 	uint32_t *leaf_node; /* per CPU stack */
 	uint64_t first_ts;
+	uint64_t from_ns, to_ns; /* the window written (to_ns 0: no end) */
 };
+
+/* A sample is written when it starts in the window and not before the origin. */
+static int written(const struct kx_chrome_samples *cs, uint64_t ts, uint64_t origin_ns)
+{
+	return ts >= origin_ns && ts >= cs->from_ns && (!cs->to_ns || ts < cs->to_ns);
+}
 
 /* Escaped "a;b;c" of stack st into cs->text; its offset. */
 static size_t stack_text(struct kx_chrome_samples *cs, const struct kx_profile *p,
@@ -147,6 +154,12 @@ struct kx_chrome_samples *kx_chrome_samples_new(const struct kx_analysis *an, ch
 		return NULL;
 	}
 	return cs;
+}
+
+void kx_chrome_samples_window(struct kx_chrome_samples *cs, uint64_t from_ns, uint64_t to_ns)
+{
+	cs->from_ns = from_ns;
+	cs->to_ns = to_ns;
 }
 
 uint64_t kx_chrome_samples_first_ts(const struct kx_chrome_samples *cs)
@@ -308,7 +321,7 @@ int kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin
 		int k = e->kind == KX_SAMPLE_OFFCPU;
 
 		if (i < cs->prof[k]->nby_sample && cs->prof[k]->by_sample[i] != UINT32_MAX &&
-		    e->ts >= origin_ns)
+		    written(cs, e->ts, origin_ns))
 			event(&o, cs, k, e, cs->prof[k]->by_sample[i], origin_ns);
 	}
 	return finish(&o);
@@ -347,7 +360,8 @@ int kx_chrome_samples_members(const struct kx_chrome_samples *cs, uint64_t origi
 	for (size_t i = 0; i < kx_samples_count(t); i++) {
 		const struct kx_sample_ev *e = kx_samples_get(t, i);
 
-		if (i >= p->nby_sample || p->by_sample[i] == UINT32_MAX || e->ts < origin_ns)
+		if (i >= p->nby_sample || p->by_sample[i] == UINT32_MAX ||
+		    !written(cs, e->ts, origin_ns))
 			continue;
 		lit(&o, first ? "\n{\"cpu\":" : ",\n{\"cpu\":");
 		first = 0;

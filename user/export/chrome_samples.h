@@ -29,6 +29,9 @@ struct kx_chrome_samples;
  * memory; an object with nothing to write when the capture has no samples. */
 struct kx_chrome_samples *kx_chrome_samples_new(const struct kx_analysis *an, char *err,
                                                 size_t len);
+/* Only the samples starting in [from_ns, to_ns) (CLOCK_MONOTONIC; to_ns 0:
+ * no end) are written from now on; by default all are. */
+void kx_chrome_samples_window(struct kx_chrome_samples *cs, uint64_t from_ns, uint64_t to_ns);
 /* The earliest sample (CLOCK_MONOTONIC ns), UINT64_MAX when none. */
 uint64_t kx_chrome_samples_first_ts(const struct kx_chrome_samples *cs);
 /* The events, each preceded by a comma; ts are (ts - origin_ns) in µs. 0,

@@ -1294,7 +1294,8 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		free(pstats.p);
 		return fail(x,
 		            "XSpace is over protobuf's 2 GiB limit (%zu bytes of %zu threads): "
-		            "export a shorter time window",
+		            "export a shorter time window (kxprof convert --split-events N "
+		            "with a smaller N)",
 		            plane, x->nlines);
 	}
 	if (k->fd < 0 && !kx_bytes_room(k->ob, plane + 16 + 65536)) {
@@ -1766,10 +1767,13 @@ static void put_warnings(struct exporter *x)
 {
 	kx_analysis_warnings(x->an, warn_cb, x);
 	kx_flows_warnings(&x->flows, warn_cb, x);
+	if (x->o.note && x->o.note[0])
+		warn(x, "%s", x->o.note);
 	if (x->nevents + x->job_events + x->ann_events > VIEWER_EVENT_LIMIT)
 		warn(x,
 		     "%zu events exported: XProf's trace viewer shows only the first "
-		     "1,000,000 by default; export a shorter time window to see the rest",
+		     "1,000,000 by default; export shorter time windows to see the rest "
+		     "(kxprof convert splits by time unless --split-events is 0 or larger)",
 		     x->nevents + x->job_events + x->ann_events);
 }
 
@@ -1843,7 +1847,8 @@ static int export(struct exporter *x, int fd)
 		if (host + x->out.len > PB_MAX_MSG)
 			return fail(x,
 			            "XSpace of %" PRIu64 " bytes is over protobuf's 2 GiB limit: "
-			            "export a shorter time window",
+			            "export a shorter time window (kxprof convert --split-events N "
+			            "with a smaller N)",
 			            host + x->out.len);
 	} else if (x->out.len > PB_MAX_MSG) {
 		return fail(x,
@@ -1978,8 +1983,14 @@ static int open_marker(struct kx_xspace_out *xo, const char *logdir, char *err, 
 int kx_xspace_logdir_open(const struct kx_capinfo *ci, const char *logdir, struct kx_xspace_out *xo,
                           char *err, size_t errlen)
 {
+	return kx_xspace_logdir_open_run(ci, logdir, NULL, xo, err, errlen);
+}
+
+int kx_xspace_logdir_open_run(const struct kx_capinfo *ci, const char *logdir, const char *suffix,
+                              struct kx_xspace_out *xo, char *err, size_t errlen)
+{
 	int64_t start_rt = kx_capinfo_realtime(ci, ci->start_mono_ns);
-	char run[32], parent[PATH_MAX], path[PATH_MAX];
+	char run[128], parent[PATH_MAX], path[PATH_MAX];
 	struct tm tm;
 
 	memset(xo, 0, sizeof(*xo));
@@ -1993,6 +2004,12 @@ int kx_xspace_logdir_open(const struct kx_capinfo *ci, const char *logdir, struc
 		snprintf(err, errlen, "cannot format the capture start time");
 		return -1;
 	}
+	if (suffix && strlen(run) + strlen(suffix) >= sizeof(run)) {
+		snprintf(err, errlen, "run name suffix too long: %s", suffix);
+		return -1;
+	}
+	if (suffix)
+		strcat(run, suffix);
 	snprintf(xo->host, sizeof(xo->host), "%s", ci->hostname[0] ? ci->hostname : "localhost");
 	for (char *c = xo->host; *c; c++)
 		if (*c == ':' || *c == '/')

@@ -22,6 +22,7 @@ struct kx_xspace_opts {
 	int device_planes_as_gpu; /* name device planes /device:GPU:<n> instead of CUSTOM */
 	uint64_t from_mono_ns;    /* only events starting at/after this (0: all) */
 	uint64_t to_mono_ns;      /* and before this (0: no limit) */
+	const char *note;         /* one more warning, e.g. which part of a split capture */
 };
 
 /*
@@ -60,6 +61,10 @@ struct kx_xspace_out {
  * 0, or -1 with err (nothing left behind). */
 int kx_xspace_logdir_open(const struct kx_capinfo *ci, const char *logdir, struct kx_xspace_out *xo,
                           char *err, size_t errlen);
+/* As kx_xspace_logdir_open, the run folder named <run><suffix> (suffix NULL
+ * or "": <run>), e.g. one part of a capture split by time. */
+int kx_xspace_logdir_open_run(const struct kx_capinfo *ci, const char *logdir, const char *suffix,
+                              struct kx_xspace_out *xo, char *err, size_t errlen);
 /* Writes the XSpace and the marker into them. 0, or -1 with err: abort then. */
 int kx_xspace_logdir_write(const struct kx_analysis *an, const struct kx_xspace_opts *o,
                            struct kx_xspace_out *xo, char *err, size_t errlen);

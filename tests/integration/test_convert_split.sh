@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# `kxprof convert` of a capture over the trace consumers' limit
+# (--split-events N, default 1,000,000 trace events per output): a
+# synthesised capture (a replay fixture of 6001 events: KVM_RUN calls longer
+# than their spacing, so they span the cuts, and one job each) is split by
+# time into several XSpace runs and Chrome files. Each part opens in the real
+# consumers (protoc --decode against proto/xplane.proto, python's gzip and
+# json), every event of the unsplit output is in exactly one part, each
+# part's events start inside its window, a capture under the limit gives
+# byte for byte the output it gives unsplit, and bad values are refused
+# with exit 2. Needs no BPF: it runs the same with and without /dev/kvm.
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DUMP="$ROOT/scripts/xspace-dump.sh"
+OFFSET=1699999990000000000 # the fixture's realtime offset (ns)
+
+python3 - "$OFFSET" >"$TMP/split.jsonl" <<'PY'
+import json, sys
+off, n, T0 = int(sys.argv[1]), 3000, 10_000_000_000
+def w(d): print(json.dumps(d, separators=(",", ":")))
+w({"type": "capture", "host": "splitbox", "kernel": "6.18.0", "cmdline": "synthetic",
+   "start_ns": T0, "stop_ns": T0 + (n + 10) * 1_000_000, "realtime_offset_ns": off,
+   "emitted": n + 1, "received": n + 1, "job_emitted": n, "job_received": n})
+w({"type": "device", "node": "/dev/kvm", "driver": "kvm", "kind": "chr", "dev": "10:232"})
+w({"type": "device", "node": "anon_inode:kvm-vcpu", "driver": "kvm", "kind": "kvm-vcpu", "dev": "0:0"})
+w({"type": "task", "ts": T0, "pid": 7001, "tid": 7001, "what": "exec", "comm": "split_wl"})
+for t in (7002, 7003):
+    w({"type": "task", "ts": T0 + 1000, "pid": 7001, "tid": t, "what": "fork", "comm": "vcpu%d" % (t - 7002)})
+w({"type": "ioctl", "ts": T0 + 100000, "dur": 200000, "pid": 7001, "tid": 7001, "driver": "kvm",
+   "kind": "chr", "dev": "10:232", "fd": 3, "cmd": "KVM_CREATE_VM", "ret": 4, "cpu": 0})
+for i in range(n):
+    tid, ts = 7002 + i % 2, T0 + 1_000_000 + i * 1_000_000
+    w({"type": "ioctl", "ts": ts, "dur": 1_500_000 if i % 2 else 700_000, "pid": 7001, "tid": tid,
+       "driver": "kvm", "kind": "kvm-vcpu", "dev": "0:0", "fd": 5, "cmd": "KVM_RUN", "cpu": i % 2})
+    w({"type": "job", "ts": ts + 300_000, "src": "kvm", "phase": "done", "ctx": tid, "aux": 2,
+       "pid": 7001, "tid": tid, "ring": "vcpu %d" % tid})
+PY
+kx 0 replay "$TMP/split.jsonl" -o "$TMP/c.kxp" >/dev/null 2>"$TMP/replay.err" || {
+	fail replay "$(cat "$TMP/replay.err")"
+	exit 0
+}
+
+# The whole capture in one output (--split-events 0), the reference.
+kx 0 convert "$TMP/c.kxp" --split-events 0 --xplane "$TMP/whole" --chrome "$TMP/whole.json.gz" \
+	>"$TMP/whole.out" 2>"$TMP/whole.err"
+check unsplit_no_message test ! -s "$TMP/whole.err"
+WHOLE_XP=$(head -1 "$TMP/whole.out")
+
+# Under the limit (the default, and a limit equal to the event count): the same bytes.
+for lim in default 6001; do
+	opt=(--split-events "$lim")
+	[ "$lim" = default ] && opt=()
+	kx 0 convert "$TMP/c.kxp" "${opt[@]}" --xplane "$TMP/u$lim" --chrome "$TMP/u$lim.json.gz" \
+		>"$TMP/u$lim.out" 2>"$TMP/u$lim.err"
+	check "under_limit_${lim}_one_run" test "$(find "$TMP/u$lim" -name '*.xplane.pb' | wc -l)" -eq 1
+	check "under_limit_${lim}_xspace_bytes" cmp -s "$(head -1 "$TMP/u$lim.out")" "$WHOLE_XP"
+	check "under_limit_${lim}_chrome_bytes" cmp -s "$TMP/u$lim.json.gz" "$TMP/whole.json.gz"
+	check "under_limit_${lim}_no_message" test ! -s "$TMP/u$lim.err"
+done
+
+# Over the limit: parts.
+kx 0 convert "$TMP/c.kxp" --split-events 1000 --xplane "$TMP/split" --chrome "$TMP/part.json.gz" \
+	>"$TMP/split.out" 2>"$TMP/split.err"
+find "$TMP/split" -name '*.xplane.pb' | sort >"$TMP/runs"
+ls "$TMP"/part.*.json.gz 2>/dev/null | sort >"$TMP/chromes"
+NPARTS=$(wc -l <"$TMP/runs")
+check split_several_parts test "$NPARTS" -gt 1
+check split_as_many_chrome_files test "$(wc -l <"$TMP/chromes")" -eq "$NPARTS"
+check split_message_says_parts grep -q "6001 events are more than 1000 per trace.*writing $NPARTS parts split by time" "$TMP/split.err"
+check split_message_says_cut_rule grep -q "in the part where it starts" "$TMP/split.err"
+check split_paths_printed test "$(wc -l <"$TMP/split.out")" -eq $((2 * NPARTS))
+check split_chrome_names python3 - "$TMP/chromes" <<'PY'
+import re, sys
+names = [l.strip() for l in open(sys.argv[1])]
+sys.exit(0 if all(re.search(r"/part\.%04d\.json\.gz$" % (i + 1), n) for i, n in enumerate(names)) else 1)
+PY
+check split_run_names python3 - "$TMP/runs" <<'PY'
+import re, sys
+runs = [l.strip().split("/")[-2] for l in open(sys.argv[1])]
+pat = r"\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d_part%04d_-?\d+\.\d{3}s--?\d+\.\d{3}s"
+sys.exit(0 if all(re.fullmatch(pat % (i + 1), r) for i, r in enumerate(runs)) else 1)
+PY
+check split_one_marker test "$(find "$TMP/split" -maxdepth 1 -name '*.profile-empty' | wc -l)" -eq 1
+check split_no_temp sh -c "! find '$TMP' -name '*.tmp' | grep -q ."
+
+# Every XSpace part decodes with protoc against our schema.
+ok=1
+i=0
+while read -r xp; do
+	i=$((i + 1))
+	"$DUMP" "$xp" >"$TMP/part$i.txt" 2>"$TMP/part$i.dump.err" || ok=0
+done <"$TMP/runs"
+"$DUMP" "$WHOLE_XP" >"$TMP/whole.txt" 2>/dev/null || ok=0
+check split_xspace_protoc_decodes test "$ok" -eq 1
+
+# Events: each of the unsplit output's in exactly one part, inside its window
+# (the windows from each Chrome part's otherData.part; part k of both outputs
+# is the same window).
+check split_events_once_in_window python3 - "$TMP" "$NPARTS" "$OFFSET" <<'PY'
+import gzip, json, re, sys
+tmp, nparts, off = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+def chrome(path):
+    d = json.load(gzip.open(path))
+    base = d["baseTimeNanoseconds"]
+    ev = sorted((e["name"], e["pid"], e["tid"], base + round(e["ts"] * 1000) - off)
+                for e in d["traceEvents"] if e["ph"] == "X")
+    return d, ev
+
+def xspace(path):
+    # protoc's text form: events sit under a line (timestamp_ns) with their offset_ps
+    out, plane, ts, cur = [], None, 0, None
+    for l in open(path):
+        s = l.strip()
+        if l.startswith("  name: "):
+            plane = s
+        m = re.fullmatch(r"timestamp_ns: (\d+)", s)
+        if m and l.startswith("    timestamp_ns"):
+            ts = int(m.group(1))
+        if l == "    events {\n":
+            cur = [plane, ts - off, 0]
+            out.append(cur)
+        m = re.fullmatch(r"offset_ps: (\d+)", s)
+        if m and l.startswith("      offset_ps") and cur is not None:
+            cur[2] = int(m.group(1))
+    return sorted((p, t + o // 1000) for p, t, o in out)
+
+_, whole_c = chrome(tmp + "/whole.json.gz")
+whole_x = xspace(tmp + "/whole.txt")
+parts_c, parts_x = [], []
+for k in range(1, nparts + 1):
+    d, ev = chrome("%s/part.%04d.json.gz" % (tmp, k))
+    p = d["otherData"]["part"]
+    lo, hi = p["from_mono_ns"], p["to_mono_ns"]
+    inwin = lambda t: t >= lo and (hi is None or t < hi)
+    xev = xspace("%s/part%d.txt" % (tmp, k))
+    if p["index"] != k or p["count"] != nparts or not ev or not xev:
+        sys.exit("part %d: header %s" % (k, p))
+    if not all(inwin(e[3]) for e in ev) or not all(inwin(t) for _, t in xev):
+        sys.exit("part %d: an event outside [%s, %s)" % (k, lo, hi))
+    # the window's count: ioctls + jobs, as in both outputs
+    if len(ev) != p["events"] or len(xev) != p["events"]:
+        sys.exit("part %d: %d chrome, %d xspace events, window says %d" % (k, len(ev), len(xev), p["events"]))
+    if p["events"] > 1000:
+        sys.exit("part %d: %d events over the limit" % (k, p["events"]))
+    parts_c += ev
+    parts_x += xev
+ok = sorted(parts_c) == whole_c and sorted(parts_x) == whole_x and len(whole_c) == 6001
+sys.exit(0 if ok else "parts hold %d/%d events, whole %d/%d" % (len(parts_c), len(parts_x), len(whole_c), len(whole_x)))
+PY
+
+# Each XSpace part says which part it is.
+check split_xspace_part_warning grep -q "part 1 of $NPARTS of a capture split by time" "$TMP/part1.txt"
+
+# A split trace cannot go to standard output: refused, nothing written.
+kx 2 convert "$TMP/c.kxp" --split-events 1000 --chrome - >"$TMP/stdout.json" 2>"$TMP/stdout.err"
+check split_stdout_refused_says grep -q "give --chrome a file name" "$TMP/stdout.err"
+check split_stdout_nothing_written test ! -s "$TMP/stdout.json"
+
+# A part's Chrome name that cannot be written (a directory): refused (exit 2)
+# before any part is written.
+mkdir -p "$TMP/refuse.0002.json"
+kx 2 convert "$TMP/c.kxp" --split-events 1000 --xplane "$TMP/refuse" --chrome "$TMP/refuse.json" \
+	>/dev/null 2>"$TMP/refuse.err"
+check split_part_refused_says grep -q "refuse.0002.json" "$TMP/refuse.err"
+check split_part_refused_nothing_written sh -c "! ls '$TMP'/refuse.0001.json >/dev/null 2>&1 &&
+	! find '$TMP/refuse' -name '*.xplane.pb' 2>/dev/null | grep -q ."
+
+# Bad values: usage errors, before the file is read.
+for bad in -1 abc "" 1.5 10x 2000000000000; do
+	kx 2 convert "$TMP/c.kxp" --split-events "$bad" --chrome "$TMP/bad.json" >/dev/null \
+		2>"$TMP/bad.err"
+	check "split_events_refused_${bad:-empty}" grep -q -- "--split-events" "$TMP/bad.err"
+done
+check split_events_bad_nothing_written test ! -e "$TMP/bad.json"

@@ -1,0 +1,194 @@
+/*
+ * Unit tests of the time windows a capture is split into for outputs whose
+ * consumers cap the events of one run (user/analysis/windows.c): a capture
+ * under the limit is one window; over it, the windows are consecutive, each
+ * holds at most the limit, and together they hold every event once (each by
+ * its start, counted again here by brute force); events starting in the
+ * same nanosecond are never separated; bursts far denser than the first
+ * histogram's buckets are refined; limit 0 never splits.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/windows.h"
+#include "kxtest.h"
+#include "model/store.h"
+
+#define KVM_RUN 0xae80U
+
+static void add(struct kx_store *s, uint32_t tid, uint64_t ts, uint64_t dur)
+{
+	struct kx_ioctl e;
+
+	memset(&e, 0, sizeof(e));
+	e.ts = ts;
+	e.dur = dur;
+	e.pid = 100;
+	e.tid = tid;
+	e.fkind = KX_FK_KVM_VCPU;
+	e.drv = KX_DRV_KVM;
+	e.cmd = KVM_RUN;
+	e.fd = 5;
+	kx_store_add_ioctl(s, &e, NULL);
+}
+
+static struct kx_analysis *analyse(const struct kx_store *s)
+{
+	char err[256];
+	struct kx_analysis *an = kx_analysis_build(s, NULL, err, sizeof(err));
+
+	if (!an)
+		printf("# analysis: %s\n", err);
+	return an;
+}
+
+/* The windows tile time, hold at most limit each (unless one nanosecond
+ * holds more), and each holds exactly the events starting in it. */
+static int windows_ok(const struct kx_store *s, const struct kx_windows *w, size_t limit)
+{
+	size_t n = kx_store_ioctl_count(s), sum = 0;
+
+	if (!w->n || w->w[0].from_ns != 0 || w->w[w->n - 1].to_ns != 0)
+		return 0;
+	for (size_t k = 0; k < w->n; k++) {
+		const struct kx_window *x = &w->w[k];
+		size_t in = 0;
+
+		if (k + 1 < w->n && (x->to_ns != w->w[k + 1].from_ns || x->to_ns <= x->from_ns))
+			return 0;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t ts = kx_store_ioctl(s, i)->ts;
+
+			in += ts >= x->from_ns && (!x->to_ns || ts < x->to_ns);
+		}
+		if (in != x->events || !in || x->first_ns > x->last_ns)
+			return 0;
+		if (in > limit && x->first_ns != x->last_ns)
+			return 0;
+		sum += in;
+	}
+	return sum == n && w->total == n;
+}
+
+static void test_under_limit_one_window(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_analysis *an;
+	struct kx_windows w;
+	char err[256];
+
+	for (int i = 0; i < 100; i++)
+		add(s, 1 + i % 3, 1000000 + (uint64_t)i * 1000, 500);
+	an = analyse(s);
+	CHECK(an);
+	CHECK(kx_windows_plan(an, 100, &w, err, sizeof(err)) == 0);
+	CHECK_EQ_U(w.n, 1);
+	CHECK_EQ_U(w.total, 100);
+	CHECK_EQ_U(w.w[0].first_ns, 1000000);
+	CHECK_EQ_U(w.w[0].last_ns, 1000000 + 99 * 1000);
+	CHECK(windows_ok(s, &w, 100));
+	kx_windows_free(&w);
+	CHECK(kx_windows_plan(an, 0, &w, err, sizeof(err)) == 0);
+	CHECK_EQ_U(w.n, 1);
+	kx_windows_free(&w);
+	kx_analysis_free(an);
+	kx_store_free(s);
+}
+
+static void test_even_split(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_analysis *an;
+	struct kx_windows w;
+	char err[256];
+
+	/* Events longer than the step: they span the cuts, and stay whole in one window. */
+	for (int i = 0; i < 5000; i++)
+		add(s, 1 + i % 2, 5000000 + (uint64_t)i * 1000, 1500);
+	an = analyse(s);
+	CHECK(an);
+	CHECK(kx_windows_plan(an, 1000, &w, err, sizeof(err)) == 0);
+	CHECK(w.n >= 5 && w.n <= 10);
+	CHECK(windows_ok(s, &w, 1000));
+	kx_windows_free(&w);
+	kx_analysis_free(an);
+	kx_store_free(s);
+}
+
+static void test_same_nanosecond_kept(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_analysis *an;
+	struct kx_windows w;
+	char err[256];
+
+	for (int i = 0; i < 50; i++)
+		add(s, 1, 1000 + (uint64_t)i, 1);
+	for (int i = 0; i < 300; i++) /* 300 threads starting at one instant */
+		add(s, 10 + (uint32_t)i, 777777, 10);
+	for (int i = 0; i < 50; i++)
+		add(s, 2, 900000 + (uint64_t)i, 1);
+	an = analyse(s);
+	CHECK(an);
+	CHECK(kx_windows_plan(an, 100, &w, err, sizeof(err)) == 0);
+	CHECK(windows_ok(s, &w, 100));
+	CHECK_EQ_U(w.n, 3);
+	CHECK_EQ_U(w.w[1].events, 300);
+	CHECK_EQ_U(w.w[1].first_ns, 777777);
+	kx_windows_free(&w);
+	kx_analysis_free(an);
+	kx_store_free(s);
+}
+
+static void test_dense_burst_refined(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_analysis *an;
+	struct kx_windows w;
+	char err[256];
+
+	/* A long quiet span and a burst of 3000 events 1 ns apart: the burst falls
+	 * in one bucket of the first pass and needs refining. */
+	add(s, 1, 1000, 1);
+	for (int i = 0; i < 3000; i++)
+		add(s, 2 + (uint32_t)(i % 4), 50000000000ull + (uint64_t)i, 1);
+	add(s, 1, 100000000000ull, 1);
+	an = analyse(s);
+	CHECK(an);
+	CHECK(kx_windows_plan(an, 500, &w, err, sizeof(err)) == 0);
+	CHECK(windows_ok(s, &w, 500));
+	CHECK(w.n >= 7);
+	CHECK(w.passes > 1);
+	kx_windows_free(&w);
+	kx_analysis_free(an);
+	kx_store_free(s);
+}
+
+static void test_empty(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_analysis *an = analyse(s);
+	struct kx_windows w;
+	char err[256];
+
+	CHECK(an);
+	CHECK(kx_windows_plan(an, 10, &w, err, sizeof(err)) == 0);
+	CHECK_EQ_U(w.n, 1);
+	CHECK_EQ_U(w.total, 0);
+	kx_windows_free(&w);
+	kx_analysis_free(an);
+	kx_store_free(s);
+}
+
+int main(void)
+{
+	RUN(test_under_limit_one_window);
+	RUN(test_even_split);
+	RUN(test_same_nanosecond_kept);
+	RUN(test_dense_burst_refined);
+	RUN(test_empty);
+	KXT_EXIT();
+}

@@ -1,0 +1,49 @@
+/*
+ * Time windows of an analysed capture for outputs whose consumers cap the
+ * events of one run (XProf's trace viewer keeps 1,000,000; a serialized
+ * XSpace must stay under 2 GiB). Owns the splitting rule: the events counted
+ * are every timed event an output draws (ioctls, device jobs, annotation
+ * ranges and marks, memory events, CPU samples and off-CPU intervals), each
+ * placed by its start; the windows are consecutive, cover all time, and
+ * hold at most `limit` events each, except when more than `limit` events
+ * start in the same nanosecond (they are never separated). An event that
+ * spans a cut belongs to the window where it starts.
+ *
+ * Memory is fixed (a histogram of KX_WINDOW_BUCKETS counts per level of
+ * refinement), whatever the capture's length: each pass walks the
+ * analysis' events once; a bucket holding more than `limit` events is
+ * refined by another pass over its span.
+ */
+#ifndef KX_WINDOWS_H
+#define KX_WINDOWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+
+#define KX_WINDOW_BUCKETS 65536 /* histogram buckets per pass */
+
+struct kx_window {
+	uint64_t from_ns;           /* CLOCK_MONOTONIC ns, inclusive; 0 for the first window */
+	uint64_t to_ns;             /* exclusive; 0 for the last window (no end) */
+	uint64_t first_ns, last_ns; /* starts of its first and last event */
+	size_t events;              /* events starting in it */
+};
+
+struct kx_windows {
+	struct kx_window *w; /* in time order */
+	size_t n;            /* windows: 1 when the capture fits */
+	size_t total;        /* events counted, sum of the windows' */
+	size_t passes;       /* passes over the events the plan took */
+};
+
+/*
+ * Splits the capture into windows of at most limit events (limit 0: one
+ * window). 0, or -1 when out of memory (err set).
+ */
+int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_windows *out, char *err,
+                    size_t errlen);
+void kx_windows_free(struct kx_windows *w);
+
+#endif /* KX_WINDOWS_H */
