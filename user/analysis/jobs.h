@@ -157,8 +157,10 @@ struct kx_jobdev {
 	struct kx_mem_pt *mem; /* memory usage after each event */
 	size_t nmem;
 	uint64_t mem_allocs, mem_frees, mem_unknown_frees;
-	uint64_t mem_max, mem_min;
+	uint64_t mem_max, mem_min; /* bytes: extremes of the usage after each event */
 	double mem_avg;
+	uint64_t mem_usage; /* bytes in use after the last event */
+	double mem_sum;     /* bytes: the usage after each event, summed (for mem_avg) */
 };
 
 struct kx_jobs_anomalies {

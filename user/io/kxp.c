@@ -1109,7 +1109,7 @@ struct dest {
 
 struct reader {
 	struct src *src;
-	struct dest dest; /* where records go */
+	struct dest dest;       /* where records go */
 	struct kx_store *store; /* dest.store */
 	struct kx_capinfo *ci;
 	struct kx_kxp_read_result *res;
@@ -1633,7 +1633,8 @@ static void commit_ioctls(const struct dest *d, const struct cslot *c, size_t fr
 	if (!d->store) {
 		for (size_t i = from; i < to; i++)
 			put_ioctl(d, &c->ioc[i],
-			          c->ioc[i].arg_off == KX_NO_ARG ? NULL : c->raw + c->ioc[i].arg_off);
+			          c->ioc[i].arg_off == KX_NO_ARG ? NULL
+			                                         : c->raw + c->ioc[i].arg_off);
 		return;
 	}
 	while (from < to) {

@@ -134,7 +134,8 @@ struct kx_kxp_visitor {
 	/* Frames borrowed from the record for the call. */
 	void (*sample)(void *ctx, const struct kx_sample *s);
 	void (*ctr)(void *ctx, const struct kx_ctr_ev *e);
-	struct kx_symres *syms; /* symbol records are added here (NULL: skipped), settled at the end */
+	struct kx_symres
+	        *syms; /* symbol records are added here (NULL: skipped), settled at the end */
 };
 /* NULL callbacks skip their records. Returns as kx_kxp_read. */
 int kx_kxp_read_stream(const char *path, const struct kx_kxp_visitor *sink, struct kx_capinfo *ci,
