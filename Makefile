@@ -69,6 +69,9 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 PROTO_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(shell grep -l 'pb-c\.h' $(UNIT_SRCS)))
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/tests/%,$(WORKLOAD_SRCS))
+# Test tools over the core library (tests/tools/*.c), e.g. a record file to a fixture.
+TOOL_SRCS := $(wildcard tests/tools/*.c)
+TOOL_BINS := $(patsubst tests/tools/%.c,$(BUILD)/tests/%,$(TOOL_SRCS))
 # Benchmarks (tests/bench/*.c): built by `make bench` only, into $(BUILD)/bench/.
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
@@ -79,7 +82,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
 .PHONY: all deps test unit demo install clean format format-check bench bench-sampling layering ioctl-tables
-all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS)
+all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS) $(TOOL_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
 deps: $(DEPS_STAMP)
@@ -162,6 +165,10 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) | $(DEPS_STAMP)
 $(BUILD)/tests/%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/workloads -o $@ $< $(LDFLAGS) -lpthread
+
+$(BUILD)/tests/%: tests/tools/%.c $(LIB) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
 test: $(DEPS_STAMP)
 	@tests/run.sh

@@ -245,7 +245,15 @@ def tput_table(data, out):
     return res
 
 
-def export_table(data, out):
+def job_b_ev(data):
+    """Bytes per event of the record file of the job workload (section 4,
+    round 1), or None."""
+    rec = data.get("jobs", {}).get("record", {})
+    size, seen = rec.get("kxp_bytes", {}).get(1), rec.get("seen", {}).get(1)
+    return size / seen if size and seen else None
+
+
+def export_table(data, out, kvm=True):
     d = data.get("export", {})
     s = data.get("synth", {})
     cap = {k: v.get(1) for k, v in d.get("capture", {}).items()}
@@ -299,13 +307,20 @@ def export_table(data, out):
                        num(gb.get("deflate_mb_s")), num(gb.get("crc_cpu_s"), 2),
                        num(gb.get("ncpu")), num(gb.get("mev_s"), 2)))
     kxp = cap.get("kxp_bytes")
+    res["job_kxp_b_ev"] = job_b_ev(data)
     store = {k: v.get(1) for k, v in s.get("store", {}).items()}
     res["kxp_b_ev"] = kxp / n if kxp and n else None
     res["mem_b_ev"] = (store["mb"] * 1e6 / store["events"]) if store.get("events") else None
-    out.append("Capture: %s events (%s dropped), `.kxp` file %s MiB = **%s bytes per event**; "
-               "in memory (event store, bench_chrome) **%s bytes per event**." % (
-                   num(n), num(cap.get("dropped")), num(kxp / 1048576 if kxp else None, 1),
-                   num(res["kxp_b_ev"], 2), num(res["mem_b_ev"], 1)))
+    out.append("Capture: %s events (%s dropped) of the two-thread flood, one identical ioctl "
+               "(%s) repeated, the best case for compression: `.kxp` file %s "
+               "MiB = **%s bytes per event**; in memory (event store, bench_chrome) **%s bytes "
+               "per event**. The record file of the %s job workload (section 4) takes %s bytes "
+               "per event." % (
+                   num(n), num(cap.get("dropped")),
+                   "KVM_GET_API_VERSION" if kvm else "BLKGETSIZE64",
+                   num(kxp / 1048576 if kxp else None, 1),
+                   num(res["kxp_b_ev"], 2), num(res["mem_b_ev"], 1),
+                   "KVM" if kvm else "loop", num(job_b_ev(data), 1)))
     out.append("")
     return res
 
@@ -682,26 +697,30 @@ def targets(flood, kvmrun, jobs, tput, exp, have_agg, cfg, out, total=None, prog
                    "+ %s MiB for a %s MiB output | %s |" % (
                        name, num(g["rss_mib"]), num(store), num(extra), num(g["out_mib"], 1),
                        verdict(ok)))
-    kb, mb = exp.get("kxp_b_ev"), exp.get("mem_b_ev")
-    out.append("| ≤ 64 bytes per stored event | .kxp %s B, in memory %s B | %s |" % (
-        num(kb, 2), num(mb, 1), verdict(None if kb is None or mb is None else kb <= 64 and mb <= 64)))
+    kb, mb, jb = exp.get("kxp_b_ev"), exp.get("mem_b_ev"), exp.get("job_kxp_b_ev")
+    worst = [x for x in (kb, jb, mb) if x is not None]
+    out.append("| ≤ 64 bytes per stored event | .kxp %s B on the flood of one identical ioctl, "
+               "%s B on the job workload; in memory %s B | %s |" % (
+                   num(kb, 2), num(jb, 1), num(mb, 1),
+                   verdict(None if kb is None or mb is None else max(worst) <= 64)))
     bound = job_bound(flood, kvmrun, cfg)
     for v in ("record", "aggregate"):
         if v not in jobs:
             continue
         m, lo, hi = jobs[v]
         b = bound.get(v)
+        # Met only by a measurement: when the run-to-run noise is above the
+        # target, the direct number cannot decide, and the bound computed
+        # from the per-call cost is a model, not a measurement.
         if hi - lo > 2 or jobs.get("noise", 0) > 2:
-            # Run to run noise far above 1%: the direct number cannot decide.
-            ok = None if b is None else b < 1
-            how = "by the per-call bound" if b is not None else "not resolvable here"
+            status = "**not resolved**: the noise is above the target"
         else:
-            ok, how = m < 1, "measured"
-        out.append("| < 1%% wall-time overhead on the KVM job workload (%s) | measured %s%% "
-                   "(paired rounds %s to %s%%; untraced runs alone spread %s%%); bound from the "
-                   "per-call cost: %s%% | %s (%s) |" % (
+            status = verdict(m < 1) + " (measured)"
+        out.append("| < 1%% wall-time overhead on the job workload (%s) | measured %s%% "
+                   "(paired rounds %s to %s%%; untraced runs alone spread %s%%); modelled "
+                   "bound from the per-call cost (not a measurement): %s%% | %s |" % (
                        v, num(m, 2), num(lo, 1), num(hi, 1), num(jobs.get("noise"), 0),
-                       num(b, 3), verdict(ok), how))
+                       num(b, 3), status))
     out.append("")
 
 
@@ -799,7 +818,7 @@ def tables(raw, cfgpath):
     tput = tput_table(data, out)
     out.append("## 3. Export")
     out.append("")
-    exp = export_table(data, out)
+    exp = export_table(data, out, cfg.get("ACCEL", "kvm") == "kvm")
     out.append("## 4. Workload overhead: KVM jobs of realistic length" if kvm else
                "## 4. Workload overhead: loop jobs (BLKZEROOUT of 256 KiB, 2 threads)")
     out.append("")

@@ -289,6 +289,8 @@ section() {
 			if [ "$r" -eq 1 ]; then
 				put "$name" "$v" "$r" issued "$(jget "$TMP/wl.json" 'sum(d["ioctls"].values())')"
 				put "$name" "$v" "$r" seen "$(seen "$v")"
+				# the record file's size on this workload (bytes per event differ by workload)
+				[ "$v" = record ] && put "$name" "$v" "$r" kxp_bytes "$(stat -c %s "$TMP/rec.kxp")"
 			fi
 			printf '.' >&2
 		done

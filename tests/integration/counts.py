@@ -5,14 +5,29 @@ usage: counts.py WORKLOAD.json REPORT.json CATEGORY [--subset]
 Sums the workload's "ioctls" (and its children's, recursively) and checks
 that every name has exactly that "Total Count" in REPORT's Time[CATEGORY];
 without --subset the report may not hold names the workload did not issue.
+Commands the workload calls "unknown:0xNNNN" (an _IO number no table knows)
+are named as kxprof names them: _IO('L',0xff,0), or _IO(0xae,0xff,0) when
+the type is not a printable character.
 Prints one line per mismatch; exits 1 when there is any.
 """
 import json
 import sys
 
 
+def report_name(name):
+    """The report's name for a workload's ioctl name."""
+    if not name.startswith("unknown:0x"):
+        return name
+    cmd = int(name.split(":")[1], 16)
+    t, nr = cmd >> 8 & 0xFF, cmd & 0xFF
+    if 0x20 < t < 0x7F and chr(t) not in "'\\":
+        return "_IO('%c',0x%02x,0)" % (t, nr)
+    return "_IO(0x%02x,0x%02x,0)" % (t, nr)
+
+
 def issued(w, acc):
     for name, n in w.get("ioctls", {}).items():
+        name = report_name(name)
         acc[name] = acc.get(name, 0) + n
     for c in w.get("children", []):
         issued(c, acc)

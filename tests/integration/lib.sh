@@ -7,6 +7,10 @@ WL=$BUILD_DIR/tests
 TMP=$(mktemp -d /tmp/kxprof-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
+# fd 3 is the script's own stdout: helpers report there even when the caller
+# sends a command's output to a file.
+exec 3>&1
+
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 skip() { echo "SKIP $1: $2"; }
@@ -15,6 +19,29 @@ check() {
 	local name=$1
 	shift
 	if "$@"; then pass "$name"; else fail "$name" "$*"; fi
+}
+
+# kx WANT ARGS...: runs kxprof ARGS (with the caller's redirections); unless
+# it exits WANT, a FAIL line goes to the script's stdout and kx returns 1.
+# Every call of the product goes through kx, run_bg/wait_rc or a check of $?.
+kx() {
+	local want=$1 rc
+	shift
+	"$KXPROF" "$@"
+	rc=$?
+	[ "$rc" -eq "$want" ] && return 0
+	echo "FAIL kxprof_exit_status: kxprof $* exited $rc (wanted $want)" >&3
+	return 1
+}
+
+# wait_rc NAME PID WANT: waits for a background kxprof; FAIL NAME unless it exited WANT.
+wait_rc() {
+	local rc
+	wait "$2"
+	rc=$?
+	[ "$rc" -eq "$3" ] && return 0
+	fail "$1" "kxprof (pid $2) exited $rc (wanted $3)"
+	return 1
 }
 
 # jq-like lookups with python3: jget FILE 'expr on d' (d = parsed JSON)
@@ -30,26 +57,47 @@ need_kvm() {
 # KVM_RUN is one job), else the loop block driver (a BLKZEROOUT is one job:
 # block requests queued, run and completed inside the call), which is not in
 # the default device set and is named with --device loop.
+#   ACCEL        driver name (ioctl/$ACCEL and jobs/$ACCEL in a report)
+#   ACCEL_DEV    the options that trace it: put after every record/top/serve
+#   ACCEL_JOB    the ioctl that submits a job and waits for it
+#   ACCEL_CHEAP  a cheap ioctl of the same driver (no job)
+#   ACCEL_WL     the workload's name (its processes' comm)
+#   ACCEL_FLOOD  a command flooding ACCEL_CHEAP (append -n N, -t T or -w S)
 if [ -c /dev/kvm ]; then
 	ACCEL=kvm
 	ACCEL_DEV=()
 	ACCEL_JOB=KVM_RUN
+	ACCEL_CHEAP=KVM_GET_API_VERSION
+	ACCEL_WL=kvm_workload
+	ACCEL_FLOOD=("$WL/ioctl_flood")
 else
 	ACCEL=loop
 	ACCEL_DEV=(--device loop)
 	ACCEL_JOB=BLKZEROOUT
+	ACCEL_CHEAP=BLKGETSIZE64
+	ACCEL_WL=loop_workload
+	ACCEL_FLOOD=("$WL/ioctl_flood" -L)
 fi
-# accel_argv THREADS JOBS: sets ACCEL_ARGV to a command whose THREADS threads
-# each submit JOBS jobs to the stand-in driver (it prints the workload's JSON);
-# accel_workload THREADS JOBS runs it.
+# accel_argv THREADS JOBS [PERIOD_US [ARGS...]]: sets ACCEL_ARGV to a command
+# whose THREADS threads each submit JOBS jobs to the stand-in driver (it
+# prints the workload's JSON: ioctls, tids, main_thread, threads, job_ns,
+# children). PERIOD_US makes each job last about that long: a longer guest
+# loop under kvm, a pause between a thread's jobs under loop. ARGS go to the
+# workload as they are; both workloads take -g N (N cheap calls from the main
+# thread) and -f (a forked child runs one thread of jobs too).
+# accel_workload THREADS JOBS ... runs it.
 accel_argv() {
+	local t=$1 j=$2 period=${3:-}
+	shift 2
+	[ $# -gt 0 ] && shift
 	if [ "$ACCEL" = kvm ]; then
-		ACCEL_ARGV=("$WL/kvm_workload" -t "$1" -j "$2")
+		ACCEL_ARGV=("$WL/kvm_workload" -t "$t" -j "$j" ${period:+-l "$period"} "$@")
 	else
-		ACCEL_ARGV=("$WL/loop_workload" -s 16 -p "$TMP" -t "$1" -j "$2" -k zero)
+		ACCEL_ARGV=("$WL/loop_workload" -s 16 -p "$TMP" -t "$t" -j "$j" -k zero
+			${period:+-i "$period"} "$@")
 	fi
 }
 accel_workload() {
-	accel_argv "$1" "$2"
+	accel_argv "$@"
 	"${ACCEL_ARGV[@]}"
 }

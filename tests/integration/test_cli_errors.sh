@@ -88,7 +88,7 @@ for sig in INT TERM; do
 	kill -"$sig" $k
 	wait $k
 	rc=$?
-	"$KXPROF" report --json "$TMP/sig.kxp" >"$TMP/sig.json" 2>"$TMP/sig.rep.err"
+	kx 0 report --json "$TMP/sig.kxp" >"$TMP/sig.json" 2>"$TMP/sig.rep.err"
 	if [ $rc -eq 0 ] && [ "$(jget "$TMP/sig.json" 'd["Capture"]["truncated"]')" = False ] &&
 		[ "$(jget "$TMP/sig.json" 'd["Time"]["ioctl/'$ACCEL'"]["'$ACCEL_JOB'"]["Total Count"]')" -ge 10 ]; then
 		pass "sig${sig}_clean_stop"
@@ -99,14 +99,14 @@ done
 
 # -d stops on time
 start=$(date +%s%N)
-"$KXPROF" record "${ACCEL_DEV[@]}" -a -d 1 -o "$TMP/d.kxp" 2>/dev/null
+kx 0 record "${ACCEL_DEV[@]}" -a -d 1 -o "$TMP/d.kxp" 2>/dev/null
 el=$(( ($(date +%s%N) - start) / 1000000 ))
 check duration_stops_on_time test "$el" -lt 4000
 
 # a record file cut short (as by a crash) is still reported, with a warning
 accel_argv 1 10
-"$KXPROF" record "${ACCEL_DEV[@]}" -o "$TMP/full.kxp" -- "${ACCEL_ARGV[@]}" >/dev/null 2>&1
+kx 0 record "${ACCEL_DEV[@]}" -o "$TMP/full.kxp" -- "${ACCEL_ARGV[@]}" >/dev/null 2>&1
 sz=$(stat -c %s "$TMP/full.kxp")
 head -c $((sz - 10)) "$TMP/full.kxp" >"$TMP/cut.kxp"
-"$KXPROF" report "$TMP/cut.kxp" >"$TMP/cut.out" 2>"$TMP/cut.err"
+kx 0 report "$TMP/cut.kxp" >"$TMP/cut.out" 2>"$TMP/cut.err"
 check truncated_file_reported grep -q 'incomplete' "$TMP/cut.err"

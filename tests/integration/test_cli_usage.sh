@@ -69,11 +69,10 @@ run prefix_convert_missing 1 "$TMP/m.out" "$TMP/m.err" -- "$KXPROF" convert "$TM
 	check prefix_convert_missing grep -q "^kxprof convert: .*none.kxp" "$TMP/m.err"
 
 # record: -v among its options is kxprof's; after the command it is the command's.
-if need_kvm record_verbose; then
-	run record_verbose 0 "$TMP/r.out" "$TMP/r.err" -- "$KXPROF" record -v -o "$TMP/r.kxp" \
-		-- "$WL/kvm_workload" -t 1 -j 5 &&
-		check record_verbose grep -q "^kxprof record: .* -> $TMP/r.kxp" "$TMP/r.err"
-	run record_cmd_keeps_v 0 "$TMP/c.out" "$TMP/c.err" -- "$KXPROF" record -o "$TMP/c.kxp" \
-		sh -c 'echo "arg:$1"' sh -v &&
-		check record_cmd_keeps_v grep -qx "arg:-v" "$TMP/c.out"
-fi
+accel_argv 1 5
+run record_verbose 0 "$TMP/r.out" "$TMP/r.err" -- "$KXPROF" record "${ACCEL_DEV[@]}" -v \
+	-o "$TMP/r.kxp" -- "${ACCEL_ARGV[@]}" &&
+	check record_verbose grep -q "^kxprof record: .* -> $TMP/r.kxp" "$TMP/r.err"
+run record_cmd_keeps_v 0 "$TMP/c.out" "$TMP/c.err" -- "$KXPROF" record "${ACCEL_DEV[@]}" \
+	-o "$TMP/c.kxp" sh -c 'echo "arg:$1"' sh -v &&
+	check record_cmd_keeps_v grep -qx "arg:-v" "$TMP/c.out"

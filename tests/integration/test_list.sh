@@ -5,7 +5,7 @@
 
 "$KXPROF" list >"$TMP/list.txt" 2>&1
 check list_runs test $? -eq 0
-"$KXPROF" list --json >"$TMP/list.json"
+kx 0 list --json >"$TMP/list.json"
 check list_json_parses python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$TMP/list.json"
 if [ -c /dev/kvm ]; then
 	check list_shows_kvm test "$(jget "$TMP/list.json" \

@@ -1,12 +1,12 @@
 /*
  * Session lifecycle against the real kernel (root only, else skipped):
- * every attach mechanism loads and traces this process's own KVM ioctls into
- * a store; many open/start/stop/close cycles leak no fds and leave no BPF
+ * every attach mechanism loads and traces this process's own ioctls on the
+ * stand-in accelerator (kxtest_accel.h: kvm, else a loop device) into a
+ * store; many open/start/stop/close cycles leak no fds and leave no BPF
  * programs or maps behind.
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/kvm.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -15,6 +15,7 @@
 #include "registry/devices.h"
 #include "registry/ioctl_decode.h"
 #include "kxtest.h"
+#include "kxtest_accel.h"
 #include "kxtest_leaks.h"
 #include "capture/session.h"
 #include "capture/sinks.h"
@@ -22,6 +23,8 @@
 
 static struct kx_device devs[KX_MAX_DEVICES];
 static int ndevs;
+static struct kxt_accel acc;
+static char no_acc[128]; /* why there is no stand-in device, when there is none */
 
 static struct kx_session *open_self(const char *mech, struct kx_store *st, char *err, size_t len)
 {
@@ -36,26 +39,14 @@ static struct kx_session *open_self(const char *mech, struct kx_store *st, char 
 	return s;
 }
 
-static int kvm_calls(int n)
-{
-	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), ok = 0;
-
-	if (fd < 0)
-		return -1;
-	for (int i = 0; i < n; i++)
-		ok += ioctl(fd, KVM_GET_API_VERSION, 0) == KVM_API_VERSION;
-	close(fd);
-	return ok;
-}
-
 static void each_mechanism_traces_self(void)
 {
 	static const char *const mechs[] = {"tp_btf", "raw_tp", "tp"};
 
 	if (geteuid() != 0)
 		SKIP("needs root");
-	if (access("/dev/kvm", R_OK | W_OK) != 0)
-		SKIP("no /dev/kvm");
+	if (no_acc[0])
+		SKIP(no_acc);
 	for (size_t m = 0; m < 3; m++) {
 		struct kx_store *st = kx_store_new(0);
 		char err[256];
@@ -66,13 +57,13 @@ static void each_mechanism_traces_self(void)
 			printf("# %s: %s\n", mechs[m], err);
 		CHECK(s != NULL);
 		CHECK(kx_session_start(s, err, sizeof(err)) == 0);
-		CHECK(kvm_calls(37) == 37);
+		CHECK(kxt_accel_calls(&acc, 37) == 37);
 		CHECK(kx_session_stop(s) == 0);
 		for (size_t i = 0; i < kx_store_ioctl_count(st); i++) {
 			const struct kx_ioctl *e = kx_store_ioctl(st, i);
 
-			hits += e->cmd == KVM_GET_API_VERSION && e->drv == KX_DRV_KVM &&
-			        e->pid == (uint32_t)getpid() && e->ret == KVM_API_VERSION;
+			hits += e->cmd == (uint32_t)acc.cmd && e->drv == acc.drv &&
+			        e->pid == (uint32_t)getpid() && e->ret == acc.want;
 		}
 		CHECK_EQ_U(hits, 37);
 		CHECK_EQ_U(kx_session_capinfo(s)->emitted,
@@ -99,7 +90,8 @@ static void cycles_leak_nothing(void)
 
 		CHECK(s != NULL);
 		CHECK(kx_session_start(s, err, sizeof(err)) == 0);
-		kvm_calls(3);
+		if (!no_acc[0])
+			kxt_accel_calls(&acc, 3);
 		kx_session_stop(s);
 		kx_session_close(s);
 		kx_store_free(st);
@@ -129,9 +121,12 @@ static void close_without_start(void)
 
 int main(void)
 {
-	ndevs = kx_devices_default(devs, KX_MAX_DEVICES);
+	if (kxt_accel_open(&acc, no_acc, sizeof(no_acc)) == 0)
+		printf("# stand-in accelerator: %s (%s)\n", acc.name, acc.path);
+	ndevs = kxt_accel_devices(&acc, devs, KX_MAX_DEVICES);
 	RUN(each_mechanism_traces_self);
 	RUN(cycles_leak_nothing);
 	RUN(close_without_start);
+	kxt_accel_close(&acc);
 	KXT_EXIT();
 }

@@ -3,10 +3,12 @@
  * TensorFlow core does (dlopen RTLD_NOW|RTLD_LOCAL, TF_InitProfiler with
  * zeroed, size-preset structs, core's validation, by-value copies, destroy
  * callbacks run twice at once) and drives sessions through the copies around
- * an in-process multi-threaded KVM workload, then checks the collected XSpace
- * against every ioctl the workload issued. Also checks the collect protocol
- * (uninitialised size, too-small buffer, one-shot data), leaks over many
- * cycles and the unprivileged (inactive) path.
+ * an in-process multi-threaded workload on the stand-in accelerator
+ * (kxtest_accel.h: KVM_RUN jobs on kvm; without /dev/kvm, BLKZEROOUT jobs on
+ * a loop device attached here, traced through KXPROF_DEVICES=loop), then
+ * checks the collected XSpace against every ioctl the workload issued. Also checks the collect
+ * protocol (uninitialised size, too-small buffer, one-shot data), leaks over many cycles and the
+ * unprivileged (inactive) path.
  *
  * The harness provides TF_Status itself; it is linked with -rdynamic so the
  * plugin's dlsym(RTLD_DEFAULT, "TF_SetStatus") finds it as it would find
@@ -22,7 +24,9 @@
 #include <libgen.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/fs.h>
 #include <linux/kvm.h>
+#include <linux/loop.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdatomic.h>
@@ -37,6 +41,7 @@
 #include "../../plugin/tf_profiler_api.h"
 #include "../workloads/workload.h"
 #include "kxtest.h"
+#include "kxtest_accel.h"
 #include "kxtest_leaks.h"
 #include "proto/xplane.pb-c.h"
 
@@ -289,9 +294,17 @@ static int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int bpf_ready(void)
+static struct kxt_accel acc;
+static char no_acc[128]; /* why there is no stand-in device, when there is none */
+
+/* The sessions' KXPROF_DEVICES, which a case that changes it puts back:
+ * without /dev/kvm every session also traces the loop driver. */
+static void devices_env(void)
 {
-	return geteuid() == 0 && access("/dev/kvm", R_OK | W_OK) == 0;
+	if (acc.loop)
+		setenv("KXPROF_DEVICES", "loop", 1);
+	else
+		unsetenv("KXPROF_DEVICES");
 }
 
 #define NEED_BPF()                                                                                 \
@@ -300,8 +313,8 @@ static int bpf_ready(void)
 			SKIP("plugin not registered");                                             \
 		if (geteuid() != 0)                                                                \
 			SKIP("needs root (loads BPF programs)");                                   \
-		if (!bpf_ready())                                                                  \
-			SKIP("no /dev/kvm");                                                       \
+		if (no_acc[0])                                                                     \
+			SKIP(no_acc);                                                              \
 	} while (0)
 
 /* ---- the in-process KVM workload ----------------------------------------------- */
@@ -314,7 +327,7 @@ static int bpf_ready(void)
 
 struct wl_thread {
 	pthread_t th;
-	int vm_fd;
+	int vm_fd; /* the VM, or the loop device */
 	size_t run_size;
 	unsigned int id;
 	pid_t tid;
@@ -380,8 +393,29 @@ fail:
 	return NULL;
 }
 
-/* Runs the workload; returns NULL or what failed. */
-static const char *run_workload(struct wl_result *r)
+/* WL_THREADS threads running fn on fd (the VM, or the loop device), joined;
+ * the first thread that failed says why in r->err. */
+static void run_threads(struct wl_result *r, void *(*fn)(void *), int fd, size_t run_size)
+{
+	for (unsigned int i = 0; i < WL_THREADS; i++) {
+		r->t[i].vm_fd = fd;
+		r->t[i].run_size = run_size;
+		r->t[i].id = i;
+		if (pthread_create(&r->t[i].th, NULL, fn, &r->t[i]) != 0) {
+			snprintf(r->t[i].err, sizeof(r->t[i].err), "pthread_create failed");
+			r->t[i].th = 0;
+		}
+	}
+	for (unsigned int i = 0; i < WL_THREADS; i++)
+		if (r->t[i].th)
+			pthread_join(r->t[i].th, NULL);
+	for (unsigned int i = WL_THREADS; i-- > 0;)
+		if (r->t[i].err[0])
+			snprintf(r->err, sizeof(r->err), "thread %u: %s", i, r->t[i].err);
+}
+
+/* Runs the KVM workload; returns NULL or what failed. */
+static const char *run_kvm_workload(struct wl_result *r)
 {
 	struct kvm_userspace_memory_region region;
 	static const uint8_t code[] = {0xe6, GUEST_PORT, 0xeb, 0xfc};
@@ -418,21 +452,7 @@ static const char *run_workload(struct wl_result *r)
 		snprintf(r->err, sizeof(r->err), "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
 		goto out;
 	}
-	for (unsigned int i = 0; i < WL_THREADS; i++) {
-		r->t[i].vm_fd = vm;
-		r->t[i].run_size = (size_t)run_size;
-		r->t[i].id = i;
-		if (pthread_create(&r->t[i].th, NULL, vcpu_main, &r->t[i]) != 0) {
-			snprintf(r->t[i].err, sizeof(r->t[i].err), "pthread_create failed");
-			r->t[i].th = 0;
-		}
-	}
-	for (unsigned int i = 0; i < WL_THREADS; i++)
-		if (r->t[i].th)
-			pthread_join(r->t[i].th, NULL);
-	for (unsigned int i = 0; i < WL_THREADS; i++)
-		if (r->t[i].err[0])
-			snprintf(r->err, sizeof(r->err), "vcpu %u: %s", i, r->t[i].err);
+	run_threads(r, vcpu_main, vm, (size_t)run_size);
 out:
 	if (mem != MAP_FAILED)
 		munmap(mem, GUEST_SIZE);
@@ -442,17 +462,107 @@ out:
 	return r->err[0] ? r->err : NULL;
 }
 
-/* A few ioctls from this thread only: n KVM_GET_API_VERSION. */
-static int kvm_calls(int n)
-{
-	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), ok = 0;
+/* ---- the in-process loop workload (no /dev/kvm) ---------------------------------- */
 
+#define LOOP_SIZE (4u << 20)  /* backing file bytes */
+#define ZERO_SIZE (64u << 10) /* bytes per BLKZEROOUT job */
+
+/* Each thread zeroes its own stretch of the device, one BLKZEROOUT per job. */
+static void *zero_main(void *arg)
+{
+	struct wl_thread *t = arg;
+	uint32_t slots = LOOP_SIZE / ZERO_SIZE / WL_THREADS;
+
+	t->tid = gettid();
+	for (int j = 0; j < WL_JOBS; j++) {
+		uint64_t range[2] = {((uint64_t)t->id * slots + (uint64_t)j % slots) * ZERO_SIZE,
+		                     ZERO_SIZE};
+
+		if (wl_ioctl(&t->wc, "BLKZEROOUT", t->vm_fd, BLKZEROOUT, (unsigned long)range) <
+		    0) {
+			snprintf(t->err, sizeof(t->err), "BLKZEROOUT: %s", strerror(errno));
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* A free loop device attached to a new (already unlinked) backing file, set
+ * to detach itself when its last fd closes; the device's fd, or -1. Every
+ * attempt is counted: a concurrent user may take the device first (EBUSY). */
+static int loop_attach(struct wl_result *r)
+{
+	char back[] = "/tmp/kxtest-tf-loop-XXXXXX", dev[32];
+	int bfd = mkstemp(back), ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC), fd = -1;
+
+	if (bfd >= 0)
+		unlink(back);
+	if (bfd < 0 || ctl < 0 || ftruncate(bfd, LOOP_SIZE)) {
+		snprintf(r->err, sizeof(r->err), "loop set-up: %s", strerror(errno));
+		goto out;
+	}
+	for (int tries = 0; tries < 20 && fd < 0; tries++) {
+		struct loop_config cfg = {.fd = (uint32_t)bfd};
+		long n = wl_ioctl(&r->main_wc, "LOOP_CTL_GET_FREE", ctl, LOOP_CTL_GET_FREE, 0);
+
+		if (n < 0)
+			break;
+		snprintf(dev, sizeof(dev), "/dev/loop%ld", n);
+		fd = open(dev, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		if (wl_ioctl(&r->main_wc, "LOOP_CONFIGURE", fd, LOOP_CONFIGURE,
+		             (unsigned long)&cfg) < 0) {
+			close(fd);
+			fd = -1;
+			usleep(1000);
+		}
+	}
 	if (fd < 0)
-		return -1;
-	for (int i = 0; i < n; i++)
-		ok += ioctl(fd, KVM_GET_API_VERSION, 0) == KVM_API_VERSION;
+		snprintf(r->err, sizeof(r->err), "no loop device could be attached: %s",
+		         strerror(errno));
+out:
+	if (bfd >= 0)
+		close(bfd);
+	if (ctl >= 0)
+		close(ctl);
+	return fd;
+}
+
+/* Runs the loop workload; returns NULL or what failed. */
+static const char *run_loop_workload(struct wl_result *r)
+{
+	uint64_t size = 0;
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	r->main_tid = gettid();
+	fd = loop_attach(r);
+	if (fd < 0)
+		return r->err;
+	if (wl_ioctl(&r->main_wc, "BLKGETSIZE64", fd, BLKGETSIZE64, (unsigned long)&size) < 0 ||
+	    size != LOOP_SIZE) {
+		snprintf(r->err, sizeof(r->err), "BLKGETSIZE64 says %llu",
+		         (unsigned long long)size);
+		close(fd);
+		return r->err;
+	}
+	run_threads(r, zero_main, fd, 0);
+	wl_ioctl(&r->main_wc, "LOOP_CLR_FD", fd, LOOP_CLR_FD, 0);
 	close(fd);
-	return ok;
+	return r->err[0] ? r->err : NULL;
+}
+
+static const char *run_workload(struct wl_result *r)
+{
+	return acc.loop ? run_loop_workload(r) : run_kvm_workload(r);
+}
+
+/* A few ioctls from this thread only: n of the stand-in's cheap call. */
+static int accel_calls(int n)
+{
+	return kxt_accel_calls(&acc, n);
 }
 
 /* ---- XSpace checks -------------------------------------------------------------------- */
@@ -728,7 +838,7 @@ static void child_sessions_give_nothing(int n)
 		size_t size;
 
 		c1 = call_fn(fns.start);
-		(void)kvm_calls(5);
+		(void)accel_calls(5);
 		c2 = call_fn(fns.stop);
 		size = query_size(&c3);
 		if (c1 != TF_OK || c2 != TF_OK || c3 != TF_OK)
@@ -800,7 +910,10 @@ static void env_child(void)
 	TP_Profiler p;
 	TP_ProfilerFns f;
 
-	setenv("KXPROF_DEVICES", "/dev/kxprof-no-such-device, /dev/kvm", 1);
+	setenv("KXPROF_DEVICES",
+	       acc.loop ? "/dev/kxprof-no-such-device, loop"
+	                : "/dev/kxprof-no-such-device, /dev/kvm",
+	       1);
 	setenv("KXPROF_RINGBUF_MB", "0.25", 1);
 	setenv("KXPROF_MAX_MEM_MB", "lots", 1);
 	if (core_register(&p, &f))
@@ -812,7 +925,7 @@ static void env_child(void)
 		size_t len;
 		XSpace *x;
 
-		if (call_fn(fns.start) != TF_OK || kvm_calls(10) != 10 ||
+		if (call_fn(fns.start) != TF_OK || accel_calls(10) != 10 ||
 		    call_fn(fns.stop) != TF_OK)
 			_exit(13);
 		if (core_collect(&buf, &len) || !buf)
@@ -854,7 +967,7 @@ static void store_limit_child(void)
 		_exit(12);
 	prof = p;
 	fns = f;
-	if (call_fn(fns.start) != TF_OK || kvm_calls(2000) != 2000 || call_fn(fns.stop) != TF_OK)
+	if (call_fn(fns.start) != TF_OK || accel_calls(2000) != 2000 || call_fn(fns.stop) != TF_OK)
 		_exit(13);
 	if (core_collect(&buf, &len) || !buf)
 		_exit(14);
@@ -1008,7 +1121,7 @@ static void too_small_buffer_is_an_error(void)
 
 	NEED_BPF();
 	CHECK(call_fn(fns.start) == TF_OK);
-	CHECK(kvm_calls(20) == 20);
+	CHECK(accel_calls(20) == 20);
 	CHECK(call_fn(fns.stop) == TF_OK);
 	size = query_size(&c);
 	CHECK(c == TF_OK);
@@ -1157,7 +1270,7 @@ static void session_annotations(void)
 	CHECK(pthread_create(&pt[0], NULL, ann_end_main, &xfer) == 0);
 	pthread_join(pt[0], NULL);
 	CHECK(call_fn(fns.stop) == TF_OK);
-	unsetenv("KXPROF_DEVICES");
+	devices_env();
 	if (core_collect(&buf, &len) || !buf)
 		FAILF("no XSpace collected (%zu bytes)", len);
 	x = tensorflow__profiler__xspace__unpack(NULL, len, buf);
@@ -1215,7 +1328,7 @@ static void concurrent_calls_are_safe(void)
 		uint8_t *buf;
 		size_t len;
 
-		if (call_fn(fns.start) != TF_OK || kvm_calls(10) != 10 ||
+		if (call_fn(fns.start) != TF_OK || accel_calls(10) != 10 ||
 		    call_fn(fns.stop) != TF_OK) {
 			why = "a session failed";
 			break;
@@ -1275,8 +1388,8 @@ static const char *cycle(int calls)
 
 	if (call_fn(fns.start) != TF_OK)
 		return "start failed";
-	if (kvm_calls(calls) != calls)
-		return "kvm ioctls failed";
+	if (accel_calls(calls) != calls)
+		return "the stand-in's ioctls failed";
 	if (call_fn(fns.stop) != TF_OK)
 		return "stop failed";
 	why = core_collect(&buf, &len);
@@ -1320,9 +1433,11 @@ int main(void)
 {
 	/* The cases set what they need; inherited settings would change them. */
 	unsetenv("KXPROF_DISABLE");
-	unsetenv("KXPROF_DEVICES");
 	unsetenv("KXPROF_MAX_MEM_MB");
 	unsetenv("KXPROF_RINGBUF_MB");
+	if (kxt_accel_open(&acc, no_acc, sizeof(no_acc)) == 0)
+		printf("# stand-in accelerator: %s (%s)\n", acc.name, acc.path);
+	devices_env();
 	find_paths();
 	RUN(registration);
 	RUN(unprivileged_is_inactive);
@@ -1335,5 +1450,6 @@ int main(void)
 	RUN(session_annotations);
 	RUN(concurrent_calls_are_safe);
 	RUN(restartable_without_leaks);
+	kxt_accel_close(&acc);
 	KXT_EXIT();
 }

@@ -6,13 +6,17 @@
  * Options: -n N (ioctls per thread, default 1000000), -t THREADS (default 1),
  * -w SECONDS (run for a duration instead of a count; decimals allowed),
  * -D DEV (flood the cheap BLKGETSIZE64 on block device DEV instead, e.g. an
- * attached loop device: the same measurement where there is no /dev/kvm).
+ * attached loop device: the same measurement where there is no /dev/kvm),
+ * -L (the same on a free loop device, found with one LOOP_CTL_GET_FREE on
+ * /dev/loop-control, counted; the device is only opened, never attached, so
+ * there is nothing to undo).
  */
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <linux/fs.h>
 #include <linux/kvm.h>
+#include <linux/loop.h>
 
 #include "workload.h"
 
@@ -96,11 +100,12 @@ bad:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ioctl_flood [-n N] [-t THREADS] [-w SECONDS] [-D BLOCKDEV]\n"
+	fprintf(stderr, "usage: ioctl_flood [-n N] [-t THREADS] [-w SECONDS] [-D BLOCKDEV | -L]\n"
 	                "  -n  KVM_GET_API_VERSION ioctls per thread (default 1000000)\n"
 	                "  -t  threads, each flooding the same /dev/kvm fd (default 1)\n"
 	                "  -w  run for SECONDS (e.g. 0.5) instead of a count\n"
-	                "  -D  flood BLKGETSIZE64 on this block device instead of /dev/kvm\n");
+	                "  -D  flood BLKGETSIZE64 on this block device instead of /dev/kvm\n"
+	                "  -L  the same on a free loop device (not attached)\n");
 	exit(2);
 }
 
@@ -120,19 +125,39 @@ static int open_block(const char *dev)
 	return fd;
 }
 
+/* -L: a free loop device's node, its number from one LOOP_CTL_GET_FREE. */
+static const char *free_loop(char *buf, size_t len, unsigned long *getfree_calls)
+{
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	long n;
+
+	if (ctl < 0)
+		wl_die("cannot open /dev/loop-control: %s", strerror(errno));
+	n = ioctl(ctl, LOOP_CTL_GET_FREE);
+	(*getfree_calls)++;
+	if (n < 0)
+		wl_die("LOOP_CTL_GET_FREE failed: %s", strerror(errno));
+	close(ctl);
+	snprintf(buf, len, "/dev/loop%ld", n);
+	return buf;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long n = 1000000, total = 0;
 	unsigned int threads = 1, i;
 	double seconds = 0;
 	const char *dev = NULL;
+	unsigned long getfree = 0;
+	char loopdev[32];
+	int use_free_loop = 0;
 	struct flood *fl;
 	pthread_barrier_t start;
 	uint64_t t0, wall, busy = 0;
 	int fd, c;
 
 	wl_prog = "ioctl_flood";
-	while ((c = getopt(argc, argv, "n:t:w:D:h")) != -1) {
+	while ((c = getopt(argc, argv, "n:t:w:D:Lh")) != -1) {
 		switch (c) {
 		case 'n':
 			n = wl_parse_num("-n", optarg, 0, ULONG_MAX);
@@ -146,13 +171,18 @@ int main(int argc, char **argv)
 		case 'D':
 			dev = optarg;
 			break;
+		case 'L':
+			use_free_loop = 1;
+			break;
 		default:
 			usage();
 		}
 	}
-	if (optind != argc)
+	if (optind != argc || (dev && use_free_loop))
 		usage();
 
+	if (use_free_loop)
+		dev = free_loop(loopdev, sizeof(loopdev), &getfree);
 	fd = dev ? open_block(dev) : open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		wl_die("cannot open /dev/kvm: %s", strerror(errno));
@@ -200,10 +230,11 @@ int main(int argc, char **argv)
 	for (i = 0; i < threads; i++)
 		printf("%s%d", i ? "," : "", (int)fl[i].tid);
 	/* ioctls: every call issued, -D's size check at open included. */
-	printf("],\"threads\":%u,\"mode\":\"%s\",\"ioctls\":{\"%s\":%lu},"
-	       "\"errors\":{},\"per_thread\":[",
-	       threads, seconds > 0 ? "duration" : "count", call_name(),
-	       total + (unsigned long)blk_mode);
+	printf("],\"threads\":%u,\"mode\":\"%s\",\"ioctls\":{\"%s\":%lu", threads,
+	       seconds > 0 ? "duration" : "count", call_name(), total + (unsigned long)blk_mode);
+	if (getfree)
+		printf(",\"LOOP_CTL_GET_FREE\":%lu", getfree);
+	printf("},\"errors\":{},\"per_thread\":[");
 	for (i = 0; i < threads; i++)
 		printf("%s%lu", i ? "," : "", fl[i].done);
 	printf("],\"elapsed_ns\":%llu,\"ns_per_ioctl\":%.1f,\"ioctls_per_sec\":%.0f}\n",

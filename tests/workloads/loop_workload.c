@@ -22,11 +22,21 @@
  *          ioctl (block requests queued, issued and completed inside it; the
  *          caller sleeps until they are done).
  *   flush  BLKFLSBUF after reading the whole device through the page cache:
- *          the call spends its time on the CPU, dropping the cached pages
- *          (needs CAP_SYS_ADMIN).
- * -g N adds N BLKGETSIZE64 calls from the main thread while the jobs run.
+ *          the call drops the cached pages (needs CAP_SYS_ADMIN); on 6.18 it
+ *          also waits for lru_add_drain_all's per-CPU work, so it is mostly
+ *          off the CPU too. BLKGETSIZE64 (-g) is the call that stays on it.
+ * -g N adds N BLKGETSIZE64 calls from the main thread while the jobs run;
+ * -i USEC pauses each job thread that long between its jobs (outside the
+ * ioctl), to make a long-running workload.
  * -D DEV uses an already attached loop device (no loop-control, no attach or
  * detach): what a user given the device through its group can run.
+ * -e N issues, N times each, ioctls the loop driver rejects (errnos as the
+ * kernel returns them, counted): an unknown command on the device and on
+ * loop-control, LOOP_SET_FD on the bound device, LOOP_CTL_REMOVE of a device
+ * that does not exist, BLKGETSIZE64 into a NULL pointer, a misaligned
+ * BLKZEROOUT. With -D only the device's own cases.
+ * -f forks first: a child runs the same jobs with one thread on a loop device
+ * of its own (the -D device with -D); its JSON is under "children".
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -71,6 +81,7 @@ struct job_thread {
 struct jobs {
 	enum job_kind kind;
 	unsigned long nthreads, njobs, extra;
+	unsigned long pause_us; /* -i: between a thread's jobs */
 	unsigned long long zero_bytes, size;
 	uint64_t elapsed_ns; /* from the start of the jobs to the last one's end */
 	pthread_barrier_t go;
@@ -279,8 +290,11 @@ static void *job_main(void *arg)
 
 	t->tid = (int)gettid();
 	pthread_barrier_wait(&J->go);
-	for (j = 0; j < J->njobs; j++)
+	for (j = 0; j < J->njobs; j++) {
 		one_job(J, t, j);
+		if (J->pause_us && j + 1 < J->njobs)
+			usleep((useconds_t)J->pause_us);
+	}
 	return NULL;
 }
 
@@ -326,31 +340,68 @@ static const char *kind_name(enum job_kind k)
 }
 
 /* "tids":[...],"threads":[...],"jobs":{...}, for job mode. */
-static void print_jobs(const struct jobs *J, const struct wl_counts *main_counts)
+static void print_jobs(FILE *f, const struct jobs *J, const struct wl_counts *main_counts)
 {
 	struct wl_stats all = {0};
 	unsigned long i;
 
-	printf("\"tids\":[%d", (int)gettid());
+	/* tids: the job threads, as kvm_workload's are its vCPU threads. */
+	fprintf(f, "\"tids\":[");
 	for (i = 0; i < J->nthreads; i++)
-		printf(",%d", J->t[i].tid);
-	printf("],\"main_thread\":{\"tid\":%d,", (int)gettid());
-	wl_print_counts(stdout, main_counts);
-	printf("},\"threads\":[");
+		fprintf(f, "%s%d", i ? "," : "", J->t[i].tid);
+	fprintf(f, "],\"main_thread\":{\"tid\":%d,", (int)gettid());
+	wl_print_counts(f, main_counts);
+	fprintf(f, "},\"threads\":[");
 	for (i = 0; i < J->nthreads; i++) {
-		printf("%s{\"tid\":%d,", i ? "," : "", J->t[i].tid);
-		wl_print_counts(stdout, &J->t[i].counts);
-		putchar(',');
-		wl_print_stats(stdout, "job_ns", &J->t[i].job_ns);
-		putchar('}');
+		fprintf(f, "%s{\"tid\":%d,", i ? "," : "", J->t[i].tid);
+		wl_print_counts(f, &J->t[i].counts);
+		fputc(',', f);
+		wl_print_stats(f, "job_ns", &J->t[i].job_ns);
+		fputc('}', f);
 		wl_stats_merge(&all, &J->t[i].job_ns);
 	}
-	printf("],\"jobs\":{\"kind\":\"%s\",\"threads\":%lu,\"per_thread\":%lu,\"bytes\":%llu,"
-	       "\"elapsed_ns\":%llu,",
-	       kind_name(J->kind), J->nthreads, J->njobs,
-	       J->kind == JOB_ZERO ? J->zero_bytes : J->size, (unsigned long long)J->elapsed_ns);
-	wl_print_stats(stdout, "job_ns", &all);
-	printf("},");
+	fprintf(f,
+	        "],\"jobs\":{\"kind\":\"%s\",\"threads\":%lu,\"per_thread\":%lu,\"bytes\":%llu,"
+	        "\"elapsed_ns\":%llu,",
+	        kind_name(J->kind), J->nthreads, J->njobs,
+	        J->kind == JOB_ZERO ? J->zero_bytes : J->size, (unsigned long long)J->elapsed_ns);
+	wl_print_stats(f, "job_ns", &all);
+	fprintf(f, "},");
+	/* The same, by the name every job workload uses. */
+	wl_print_stats(f, "job_ns", &all);
+	fprintf(f, ",");
+}
+
+/* -e: each rejected request n times, counted with the errno it returned. */
+static void error_cases(unsigned long n)
+{
+	struct wl_counts *wc = &st.counts;
+	uint64_t misaligned[2] = {1, IO_BLOCK};
+	unsigned long i;
+
+	for (i = 0; i < n; i++) {
+		wl_ioctl(wc, "unknown:0x4cff", st.loop_fd, _IO('L', 0xff), 0);
+		wl_ioctl(wc, "BLKGETSIZE64", st.loop_fd, BLKGETSIZE64, 0);
+		wl_ioctl(wc, "BLKZEROOUT", st.loop_fd, BLKZEROOUT, (unsigned long)misaligned);
+		if (st.given)
+			continue;
+		/* The device is bound: LOOP_SET_FD cannot take it. */
+		wl_ioctl(wc, "LOOP_SET_FD", st.loop_fd, LOOP_SET_FD, (unsigned long)st.backing_fd);
+		wl_ioctl(wc, "unknown:0x4cfe", st.ctl_fd, _IO('L', 0xfe), 0);
+		wl_ioctl(wc, "LOOP_CTL_REMOVE", st.ctl_fd, LOOP_CTL_REMOVE, 0xfffff);
+	}
+	/* None of them may have worked: the counts say what happened, this checks it. */
+	for (i = 0; i < (unsigned long)wc->n; i++) {
+		const struct wl_counter *c = &wc->c[i];
+		unsigned long errs = 0;
+
+		for (int e = 0; e < WL_MAX_ERRNO; e++)
+			errs += c->err[e];
+		if (!strncmp(c->name, "unknown:", 8) || !strcmp(c->name, "LOOP_SET_FD") ||
+		    !strcmp(c->name, "LOOP_CTL_REMOVE"))
+			if (errs != c->calls)
+				wl_die("%s succeeded where it should fail", c->name);
+	}
 }
 
 /* -D: a loop device someone else attached; this process only opens it. */
@@ -366,9 +417,10 @@ static void use_given(const char *dev)
 static void usage(void)
 {
 	fprintf(stderr,
-	        "usage: loop_workload [-s MiB] [-d] [-b BLOCKS] [-L] [-p DIR] [-F]\n"
-	        "                     [-t THREADS -j JOBS [-k zero|flush] [-z KiB] [-g N]] [-D "
-	        "DEV]\n"
+	        "usage: loop_workload [-s MiB] [-d] [-b BLOCKS] [-L] [-p DIR] [-F] [-e N] [-f]\n"
+	        "                     [-t THREADS -j JOBS [-k zero|flush] [-z KiB] [-g N] [-i "
+	        "USEC]]\n"
+	        "                     [-D DEV]\n"
 	        "  -s  backing file size in MiB (default 8)\n"
 	        "  -d  O_DIRECT writes then reads of -b blocks on the loop device\n"
 	        "  -b  4 KiB blocks for -d (default 64)\n"
@@ -378,16 +430,20 @@ static void usage(void)
 	        "  -t  job threads (default 0: no jobs; at most 64)\n"
 	        "  -j  jobs per thread, one ioctl each (default 10)\n"
 	        "  -k  job kind: zero (BLKZEROOUT, submit and wait; default) or flush\n"
-	        "      (read the device, then BLKFLSBUF: busy on the CPU; needs root)\n"
+	        "      (read the device, then BLKFLSBUF: drops the cache; needs root)\n"
 	        "  -z  KiB zeroed per job (default 64)\n"
 	        "  -g  BLKGETSIZE64 calls from the main thread while the jobs run\n"
-	        "  -D  use this attached loop device (no set-up or detach ioctls)\n");
+	        "  -i  pause between a thread's jobs, in microseconds (default 0)\n"
+	        "  -D  use this attached loop device (no set-up or detach ioctls)\n"
+	        "  -e  issue N times each ioctl the driver rejects (errno counts)\n"
+	        "  -f  fork a child running the same jobs with one thread\n");
 	exit(2);
 }
 
 /* The one JSON object on stdout. */
-static void output(const struct jobs *J, const struct stat *sb, unsigned long long size,
-                   const char *how, int direct, unsigned long writes, unsigned long reads)
+static void output(FILE *f, const struct jobs *J, const struct stat *sb, unsigned long long size,
+                   const char *how, int direct, unsigned long writes, unsigned long reads,
+                   const char *children)
 {
 	struct wl_counts all = st.counts;
 	unsigned long i;
@@ -395,22 +451,25 @@ static void output(const struct jobs *J, const struct stat *sb, unsigned long lo
 	cleanup();
 	for (i = 0; i < J->nthreads; i++)
 		wl_counts_merge(&all, &J->t[i].counts);
-	printf("{\"workload\":\"loop_workload\",\"pid\":%d,", (int)getpid());
+	fprintf(f, "{\"workload\":\"loop_workload\",\"pid\":%d,", (int)getpid());
 	if (J->nthreads)
-		print_jobs(J, &st.counts);
+		print_jobs(f, J, &st.counts);
 	else
-		printf("\"tids\":[%d],", (int)gettid());
-	printf("\"loop_dev\":\"%s\",\"loop_major\":%u,\"loop_minor\":%u,\"backing_file\":", st.dev,
-	       major(sb->st_rdev), minor(sb->st_rdev));
-	wl_print_str(stdout, st.given ? "" : st.file);
-	printf(",\"size_bytes\":%llu,\"attach\":\"%s\",", size, how);
-	wl_print_counts(stdout, &all);
-	printf(",\"io\":{\"direct\":%s,\"block_size\":%u,\"writes\":%lu,\"reads\":%lu,"
-	       "\"write_bytes\":%llu,\"read_bytes\":%llu}}\n",
-	       direct ? "true" : "false", IO_BLOCK, writes, reads,
-	       (unsigned long long)writes * IO_BLOCK, (unsigned long long)reads * IO_BLOCK);
-	if (fflush(stdout))
-		wl_die("writing stdout failed: %s", strerror(errno));
+		fprintf(f, "\"tids\":[%d],", (int)gettid());
+	fprintf(f,
+	        "\"loop_dev\":\"%s\",\"loop_major\":%u,\"loop_minor\":%u,\"backing_file\":", st.dev,
+	        major(sb->st_rdev), minor(sb->st_rdev));
+	wl_print_str(f, st.given ? "" : st.file);
+	fprintf(f, ",\"size_bytes\":%llu,\"attach\":\"%s\",", size, how);
+	wl_print_counts(f, &all);
+	fprintf(f,
+	        ",\"io\":{\"direct\":%s,\"block_size\":%u,\"writes\":%lu,\"reads\":%lu,"
+	        "\"write_bytes\":%llu,\"read_bytes\":%llu}",
+	        direct ? "true" : "false", IO_BLOCK, writes, reads,
+	        (unsigned long long)writes * IO_BLOCK, (unsigned long long)reads * IO_BLOCK);
+	fprintf(f, ",\"children\":[%s]}\n", children ? children : "");
+	if (fflush(f))
+		wl_die("writing the result failed: %s", strerror(errno));
 }
 
 static enum job_kind parse_kind(const char *s)
@@ -445,14 +504,18 @@ int main(int argc, char **argv)
 	unsigned long blocks = 64, writes = 0, reads = 0;
 	const char *parent = getenv("TMPDIR");
 	const char *how = "none", *given = NULL;
-	int direct = 0, legacy = 0, fail = 0, c;
+	unsigned long nerr = 0;
+	int direct = 0, legacy = 0, fail = 0, forking = 0, rfd = -1, wfd = -1, c;
 	struct sigaction sa = {.sa_handler = on_signal};
+	FILE *out = stdout;
+	char *children = NULL;
+	pid_t child = -1;
 	struct stat sb;
 
 	wl_prog = "loop_workload";
 	if (!parent || !*parent)
 		parent = "/tmp";
-	while ((c = getopt(argc, argv, "s:db:Lp:Ft:j:k:z:g:D:h")) != -1) {
+	while ((c = getopt(argc, argv, "s:db:Lp:Ft:j:k:z:g:i:D:e:fh")) != -1) {
 		switch (c) {
 		case 's':
 			mib = wl_parse_num("-s", optarg, 1, 1024 * 1024);
@@ -487,8 +550,17 @@ int main(int argc, char **argv)
 		case 'g':
 			J.extra = wl_parse_num("-g", optarg, 0, 100000000);
 			break;
+		case 'i':
+			J.pause_us = wl_parse_num("-i", optarg, 0, 10000000);
+			break;
 		case 'D':
 			given = optarg;
+			break;
+		case 'e':
+			nerr = wl_parse_num("-e", optarg, 0, 100000000);
+			break;
+		case 'f':
+			forking = 1;
 			break;
 		default:
 			usage();
@@ -500,6 +572,17 @@ int main(int argc, char **argv)
 	if (direct && blocks > size / IO_BLOCK)
 		wl_die("-b %lu blocks of %u bytes do not fit in %llu MiB", blocks, IO_BLOCK, mib);
 
+	/* Fork before any fd or thread exists: the child sets up its own device. */
+	if (forking && (child = wl_fork_child(&rfd, &wfd)) == 0) {
+		wl_prog = "loop_workload (child)";
+		J.nthreads = J.nthreads ? 1 : 0;
+		J.extra = 0;
+		nerr = 0;
+		forking = 0;
+		out = fdopen(wfd, "w");
+		if (!out)
+			wl_die("fdopen: %s", strerror(errno));
+	}
 	if (atexit(cleanup))
 		wl_die("atexit failed");
 	sigaction(SIGINT, &sa, NULL);
@@ -525,6 +608,7 @@ int main(int argc, char **argv)
 		direct_io(blocks, &writes, &reads);
 	if (fail)
 		wl_die("injected failure (-F) with %s attached", st.dev);
+	error_cases(nerr);
 	if (J.nthreads)
 		run_jobs(&J);
 
@@ -532,6 +616,11 @@ int main(int argc, char **argv)
 		wl_ioctl_ok(&st.counts, "LOOP_CLR_FD", st.loop_fd, LOOP_CLR_FD, 0);
 		st.attached = 0;
 	}
-	output(&J, &sb, size, how, direct, writes, reads);
+	if (forking)
+		children = wl_collect_child(child, rfd);
+	output(out, &J, &sb, size, how, direct, writes, reads, children);
+	free(children);
+	if (out != stdout && fclose(out))
+		wl_die("writing to the parent failed: %s", strerror(errno));
 	return 0;
 }

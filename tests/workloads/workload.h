@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -243,6 +245,78 @@ static inline void wl_print_stats(FILE *f, const char *key, const struct wl_stat
 	fprintf(f, "\"%s\":{\"n\":%llu,\"min\":%llu,\"mean\":%llu,\"max\":%llu}", key,
 	        (unsigned long long)s->n, (unsigned long long)s->min,
 	        (unsigned long long)(s->n ? s->total / s->n : 0), (unsigned long long)s->max);
+}
+
+/* ---- fork mode: a child runs the workload too, its JSON under "children" ---- */
+
+/* Forks; in the parent returns the child's pid with *rfd the read end of the
+ * pipe the child writes its JSON to; in the child returns 0 with *wfd the
+ * write end. Call before any fd or thread exists, so the child starts clean. */
+static inline pid_t wl_fork_child(int *rfd, int *wfd)
+{
+	int pfd[2];
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		wl_die("pipe: %s", strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		wl_die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(pfd[0]);
+		*wfd = pfd[1];
+		*rfd = -1;
+	} else {
+		close(pfd[1]);
+		*rfd = pfd[0];
+		*wfd = -1;
+	}
+	return pid;
+}
+
+/* Reads the child's JSON (without the trailing newline) and reaps it; dies
+ * when the child failed or printed no JSON object. */
+static inline char *wl_collect_child(pid_t pid, int rfd)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	int status;
+	ssize_t n;
+
+	if (!buf)
+		wl_die("out of memory");
+	for (;;) {
+		if (len + 1 >= cap) {
+			char *nb = realloc(buf, cap *= 2);
+
+			if (!nb)
+				wl_die("out of memory");
+			buf = nb;
+		}
+		n = read(rfd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			wl_die("reading the child's result failed: %s", strerror(errno));
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(rfd);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			wl_die("waitpid failed: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		wl_die("child workload %d failed (%s %d)", (int)pid,
+		       WIFEXITED(status) ? "exit status" : "signal",
+		       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	buf[len] = 0;
+	if (!len || buf[0] != '{' || buf[len - 1] != '}')
+		wl_die("child workload %d printed no JSON result", (int)pid);
+	return buf;
 }
 
 #endif /* KXPROF_WORKLOAD_H */

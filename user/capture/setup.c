@@ -223,8 +223,7 @@ static const char *command_file(const char *name, char *buf, size_t len)
 	return NULL;
 }
 
-/* The record file: a regular file (or a new one), not the command to run. */
-static int check_output(const struct kx_capture_opts *o, char *err, size_t len)
+int kx_capture_check_output(const struct kx_capture_opts *o, char *err, size_t len)
 {
 	char buf[PATH_MAX];
 	const char *cmd = o->argv && o->argv[0] ? command_file(o->argv[0], buf, sizeof(buf)) : NULL;
@@ -315,7 +314,7 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
 	struct kx_session_opts so;
 	const char *path;
 
-	if (check_output(o, err, len))
+	if (kx_capture_check_output(o, err, len))
 		return -1;
 	err[0] = 0;
 	path = daemon_path(o, err, len);

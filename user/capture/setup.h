@@ -111,6 +111,10 @@ struct kx_capture {
  * and adds its pid; or asks the daemon for all that (see no_daemon). 0, or
  * -1 with err (kx_capture_close still needed). */
 int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len);
+/* The record file o names (record_path) is one kxprof may write: a regular
+ * file or a new path, not empty, not the command to run (util/outfile).
+ * 0, or -1 with err. kx_capture_open checks it too. */
+int kx_capture_check_output(const struct kx_capture_opts *o, char *err, size_t len);
 /* Starts the session (the record file is created with its start clock), then
  * releases the command. 0; -1 with err; or 127/126 when the command cannot
  * run (err says so; the capture is stopped and the record file removed). */

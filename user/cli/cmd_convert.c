@@ -1,6 +1,8 @@
 /* kxprof convert: a record file to XSpace (TensorBoard/XProf log directory) and/or Chrome trace
  * JSON. */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +14,7 @@
 #include "io/kxp.h"
 #include "model/store.h"
 #include "export/xspace.h"
+#include "util/outfile.h"
 
 static void convert_usage(FILE *f)
 {
@@ -30,8 +33,61 @@ static void convert_usage(FILE *f)
 	        "  --off-cpu        --pprof and --folded hold the off-CPU profile instead\n"
 	        "                   (record --off-cpu; folded values are microseconds)\n"
 	        "At least one output; the written paths are printed.\n"
+	        "Each output is written to a temporary file beside it and renamed into place\n"
+	        "when complete; the XSpace and the Chrome trace when both are: an error or a\n"
+	        "signal (INT, TERM, HUP, QUIT) leaves neither, and an existing OUT stays as it\n"
+	        "was. Each conversion gets a new run folder (<run>-2, -3, ... when <run>\n"
+	        "exists). OUT '-' is standard output (--chrome, --folded).\n"
+	        "Refused (exit 2): an empty path, an OUT that is not a regular file or is\n"
+	        "FILE itself, a LOGDIR that is not a directory.\n"
 	        "A damaged FILE is read around the damage (exit 0): corrupt chunks are skipped\n"
 	        "and named in a warning.\n");
+}
+
+/* Both outputs written, then committed together: an error or a signal
+ * leaves neither. 0, or 1 with the message printed. */
+static int convert_write(const struct kx_analysis *an, const struct kx_xspace_opts *xo,
+                         const char *logdir, const char *chrome)
+{
+	struct kx_xspace_out xs;
+	struct kx_outfile co = {.fd = -1, .slot = -1};
+	int have_xs = 0, rc = 1;
+	char err[512];
+	sigset_t old;
+
+	if (logdir) {
+		if (kx_xspace_logdir_open(an->ci, logdir, &xs, err, sizeof(err)))
+			goto fail;
+		have_xs = 1;
+	}
+	if (chrome && kx_outfile_open(&co, chrome, KX_OUT_STDOUT, err, sizeof(err)))
+		goto fail;
+	if ((logdir && kx_xspace_logdir_write(an, xo, &xs, err, sizeof(err))) ||
+	    (chrome && kx_chrome_write_to(an, &co, err, sizeof(err))))
+		goto fail;
+	kx_outfile_hold_signals(&old);
+	if (logdir && kx_xspace_logdir_commit(&xs, err, sizeof(err))) {
+		kx_outfile_release_signals(&old);
+		goto fail;
+	}
+	have_xs = 0;
+	if (chrome && kx_outfile_commit(&co, err, sizeof(err))) {
+		kx_outfile_release_signals(&old);
+		goto fail;
+	}
+	kx_outfile_release_signals(&old);
+	/* The written paths, on stderr when the trace itself went to stdout. */
+	if (logdir)
+		fprintf(co.to_stdout ? stderr : stdout, "%s\n", xs.path);
+	if (chrome && !co.to_stdout)
+		printf("%s\n", chrome);
+	return 0;
+fail:
+	kx_err("%s", err);
+	if (have_xs)
+		kx_xspace_logdir_abort(&xs);
+	kx_outfile_abort(&co);
+	return rc;
 }
 
 /* The CPU or off-CPU profile of the store to pprof and/or folded stacks. 0, or -1 after a message.
@@ -89,8 +145,8 @@ int cmd_convert(int argc, char **argv)
 	           *folded = NULL;
 	int off_cpu = 0;
 	struct kx_store *store;
-	struct kx_analysis *an;
-	char err[512], out[4096];
+	struct kx_analysis *an = NULL;
+	char err[512];
 	int opt, rc = 1;
 
 	optind = 1;
@@ -138,6 +194,19 @@ int cmd_convert(int argc, char **argv)
 		kx_err("--off-cpu chooses the profile of --pprof and --folded: give one of them");
 		return 2;
 	}
+	/* Outputs kxprof will not write are refused before any work (exit 2). */
+	if ((chrome && kx_outfile_check(chrome, KX_OUT_STDOUT, &path, 1, err, sizeof(err))) ||
+	    (pprof && kx_outfile_check(pprof, 0, &path, 1, err, sizeof(err))) ||
+	    (folded && kx_outfile_check(folded, KX_OUT_STDOUT, &path, 1, err, sizeof(err))) ||
+	    (logdir && kx_outdir_check(logdir, err, sizeof(err)))) {
+		kx_err("%s", err);
+		return 2;
+	}
+	/* Interrupted: the temporary files and the new run folder go, nothing else. */
+	if (kx_outfile_catch_signals()) {
+		kx_err("cannot set up signal handling: %s", strerror(errno));
+		return 1;
+	}
 	store = kx_cli_load(path, &ci, &res);
 	if (!store)
 		return 1;
@@ -148,25 +217,11 @@ int cmd_convert(int argc, char **argv)
 		goto out;
 	}
 	kx_cli_read_loss(&res, &an->loss);
-	if (logdir) {
-		if (kx_xspace_write_logdir(an, &xo, logdir, out, sizeof(out), err, sizeof(err))) {
-			kx_err("%s", err);
-			goto out;
-		}
-		printf("%s\n", out);
-	}
-	if (chrome) {
-		if (kx_chrome_write(an, chrome, err, sizeof(err))) {
-			kx_err("%s", err);
-			goto out;
-		}
-		printf("%s\n", chrome);
-	}
-	if ((pprof || folded) &&
+	rc = convert_write(an, &xo, logdir, chrome);
+	if (!rc && (pprof || folded) &&
 	    convert_profile(path, store, &ci, off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU, pprof,
 	                    folded))
-		goto out;
-	rc = 0;
+		rc = 1;
 out:
 	kx_analysis_free(an);
 	kx_store_free(store);

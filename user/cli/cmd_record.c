@@ -59,7 +59,8 @@ static void record_usage(FILE *f)
 	        "                     [--counters LIST] [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
 	        "                        file and renamed at the end, an existing FILE kept as\n"
-	        "                        FILE.old; devices and the traced command are refused\n"
+	        "                        FILE.old; a device, a directory, the traced command\n"
+	        "                        or an empty path is refused (exit 2)\n"
 	        "  -p, --pid PIDS        trace these processes (and their future children);\n"
 	        "                        without a command, stop when all of them have exited\n"
 	        "  -a, --all             trace every process (not with -p)\n"
@@ -201,6 +202,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
+	char err[512];
 	int opt, rc;
 
 	o->out = "kxprof.kxp";
@@ -232,6 +234,11 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 		return 2;
 	}
 	o->cap.record_path = o->out;
+	/* An output kxprof will not write is a bad option value, like a bad --device. */
+	if (kx_capture_check_output(&o->cap, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 2;
+	}
 	return 0;
 }
 

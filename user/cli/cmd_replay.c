@@ -1,17 +1,22 @@
 /* kxprof replay: a recorded event stream fixture (user/io/replay.h) to a .kxp record file. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "io/kxp.h"
 #include "io/replay.h"
 #include "model/store.h"
+#include "util/outfile.h"
 
 static void replay_usage(FILE *f)
 {
 	fprintf(f, "usage: kxprof replay FIXTURE.jsonl -o OUT.kxp\n"
-	           "  Loads a fixture (format: user/io/replay.h) and writes it as a record file.\n"
+	           "  Loads a fixture (format: user/io/replay.h) and writes it as a record file\n"
+	           "  (as record does: a temporary file renamed into place, an existing OUT\n"
+	           "  kept as OUT.old; a device or the fixture itself as OUT is refused).\n"
 	           "  report and convert also read fixtures directly, by their .jsonl name.\n");
 }
 
@@ -23,6 +28,7 @@ static int replay_parse(int argc, char **argv, const char **in, const char **out
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
+	char err[512];
 	int opt;
 
 	optind = 1;
@@ -47,6 +53,11 @@ static int replay_parse(int argc, char **argv, const char **in, const char **out
 		               : "one fixture at a time");
 		return 2;
 	}
+	/* An output kxprof will not write (a device, the fixture itself) is a usage error. */
+	if (kx_outfile_check(*out, 0, in, 1, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 2;
+	}
 	return -1;
 }
 
@@ -62,6 +73,11 @@ int cmd_replay(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	rc = 1;
+	/* Interrupted: the temporary file goes; an existing OUT stays as it was. */
+	if (kx_outfile_catch_signals()) {
+		kx_err("cannot set up signal handling: %s", strerror(errno));
+		return 1;
+	}
 	ci = calloc(1, sizeof(*ci));
 	if (!ci) {
 		kx_err("out of memory");

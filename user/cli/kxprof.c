@@ -189,9 +189,9 @@ static void usage(FILE *f)
 	fprintf(f, "\n'kxprof help COMMAND' (or 'kxprof COMMAND --help') shows a command's "
 	           "options.\n"
 	           "-v, --verbose (before or after COMMAND) adds libbpf's diagnostics.\n"
-	           "Exit status: 2 for usage errors (unknown, bad or conflicting options), 1 for\n"
-	           "failures while running, 0 otherwise; record with a command exits with the\n"
-	           "command's status.\n");
+	           "Exit status: 2 for usage errors (unknown, bad or conflicting options, and\n"
+	           "outputs kxprof refuses to write), 1 for failures while running, 0 otherwise;\n"
+	           "record with a command exits with the command's status.\n");
 }
 
 /* Runs command c; argv[0] becomes "kxprof NAME", which getopt's messages print. */

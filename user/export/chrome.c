@@ -22,12 +22,10 @@
  */
 #include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis/fields.h"
@@ -41,6 +39,7 @@
 #include "util/json.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/analysis.h"
+#include "util/outfile.h"
 #include "util/pgz.h"
 
 #define WBUF_SIZE (1u << 20)
@@ -1047,13 +1046,13 @@ static void ctx_free(struct ctx *c)
 	free(c);
 }
 
-int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, size_t errlen)
+int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char *err, size_t errlen)
 {
 	const struct kx_capinfo *ci = an->ci;
-	int to_stdout = !strcmp(path, "-"), regular = 0, fd, rc = -1, oom = 0;
+	const char *path = o->path;
+	int rc = -1, oom = 0;
 	struct wbuf w;
 	struct ctx *c;
-	struct stat st;
 
 	memset(&w, 0, sizeof(w));
 	c = calloc(1, sizeof(*c));
@@ -1081,26 +1080,14 @@ int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, s
 	if (kx_chrome_samples_first_ts(c->smp) < c->first_ts)
 		c->first_ts = kx_chrome_samples_first_ts(c->smp);
 
-	if (to_stdout) {
-		fd = dup(STDOUT_FILENO);
-	} else {
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		/* Only a regular file is removed on failure, never a device or fifo. */
-		regular = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode);
-	}
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
-		goto out;
-	}
-	w.fd = fd;
+	w.fd = o->fd;
 	w.buf = w.own;
-	if (!to_stdout && ends_with(path, ".gz")) {
-		w.gz = kx_pgz_new(fd, GZ_LEVEL);
+	if (!o->to_stdout && ends_with(path, ".gz")) {
+		w.gz = kx_pgz_new(w.fd, GZ_LEVEL);
 		w.buf = w.gz ? kx_pgz_next(w.gz) : NULL;
 		if (!w.buf) {
 			snprintf(err, errlen, "%s: out of memory", path);
-			close(fd);
-			goto fail;
+			goto out;
 		}
 	}
 
@@ -1116,11 +1103,9 @@ int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, s
 				snprintf(w.zmsg, sizeof(w.zmsg), "%s", zmsg);
 		}
 	}
-	if (close(fd) && !w.err)
-		w.err = errno ? errno : EIO;
 	if (oom) {
 		snprintf(err, errlen, "%s: out of memory", path);
-		goto fail;
+		goto out;
 	}
 	if (w.err) {
 		if (w.zmsg[0])
@@ -1128,18 +1113,28 @@ int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, s
 		else
 			snprintf(err, errlen, "write %s: %s%s", path, strerror(w.err),
 			         w.err == ENOSPC ? " (free some space or write elsewhere)" : "");
-		goto fail;
+		goto out;
 	}
 	rc = 0;
-	goto out;
-fail:
-	/* No partial trace left behind: a viewer would reject it anyway. */
-	if (regular)
-		unlink(path);
 out:
 	kx_pgz_free(w.gz);
 	free(w.own);
 	if (c)
 		ctx_free(c);
 	return rc;
+}
+
+int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, size_t errlen)
+{
+	struct kx_outfile o;
+
+	/* A temporary file renamed into place when complete: a failed or
+	 * interrupted write leaves no partial trace and the previous file. */
+	if (kx_outfile_open(&o, path, KX_OUT_STDOUT, err, errlen))
+		return -1;
+	if (kx_chrome_write_to(an, &o, err, errlen)) {
+		kx_outfile_abort(&o);
+		return -1;
+	}
+	return kx_outfile_commit(&o, err, errlen);
 }

@@ -50,6 +50,7 @@
 #include "analysis/analysis.h"
 #include "analysis/fields.h"
 #include "analysis/flows.h"
+#include "util/outfile.h"
 #include "util/workq.h"
 #include "export/xspace.h"
 
@@ -1892,60 +1893,6 @@ int kx_xspace_serialize(const struct kx_analysis *an, const struct kx_xspace_opt
 
 /* ---- TensorBoard log directory ---- */
 
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(tmp)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(tmp, path, len + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
-static int write_file(const char *path, const void *buf, size_t len)
-{
-	char tmp[PATH_MAX + 8];
-	int fd, saved;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	if ((saved = kx_write_all(fd, buf, len))) {
-		errno = saved;
-		goto bad;
-	}
-	if (close(fd)) {
-		fd = -1;
-		goto bad;
-	}
-	/* Readers never see a half-written profile. */
-	return rename(tmp, path);
-bad:
-	saved = errno ? errno : EIO;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	errno = saved;
-	return -1;
-}
-
 /* CRC-32C (Castagnoli), as TFRecord framing wants it, masked. */
 static uint32_t crc32c_masked(const uint8_t *p, size_t n)
 {
@@ -1985,22 +1932,17 @@ static int has_marker(const char *logdir)
 	return found;
 }
 
-/*
- * The marker TensorBoard needs to list the run: what TensorFlow writes, a
+/* The marker TensorBoard needs to list the run: what TensorFlow writes, a
  * TFRecord file holding one Event {wall_time, file_version "brain.Event:2"}.
- * Like TensorFlow, only when the logdir has no *.profile-empty file yet.
- */
-static int write_marker(const char *logdir, const char *host, time_t when, char *err, size_t errlen)
+ * rec gets its bytes; their count is returned. */
+static size_t marker_bytes(time_t when, uint8_t rec[64])
 {
 	static const char version[] = "brain.Event:2";
-	uint8_t rec[64], *p = rec + 12;
+	uint8_t *p = rec + 12;
 	double wall = (double)when;
-	char path[PATH_MAX];
 	uint64_t bits;
 	size_t elen;
 
-	if (has_marker(logdir))
-		return 0;
 	/* Event: wall_time = 1 (double), file_version = 3 (string). */
 	memcpy(&bits, &wall, sizeof(bits));
 	p = kx_pb_f64field(p, 1, bits);
@@ -2011,80 +1953,137 @@ static int write_marker(const char *logdir, const char *host, time_t when, char 
 	put_le(rec + 8, crc32c_masked(rec, 8), 4);
 	put_le(p, crc32c_masked(rec + 12, elen), 4);
 	p += 4;
+	return (size_t)(p - rec);
+}
+
+/* The marker's temporary file, like TensorFlow only when the logdir has no
+ * *.profile-empty file yet. */
+static int open_marker(struct kx_xspace_out *xo, const char *logdir, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+
+	if (has_marker(logdir))
+		return 0;
 	if ((size_t)snprintf(path, sizeof(path), "%s/events.out.tfevents.%lld.%s.profile-empty",
-	                     logdir, (long long)when, host) >= sizeof(path)) {
+	                     logdir, (long long)xo->when, xo->host) >= sizeof(path)) {
 		snprintf(err, errlen, "path too long under %s", logdir);
 		return -1;
 	}
-	if (write_file(path, rec, (size_t)(p - rec))) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+	if (kx_outfile_open(&xo->marker, path, 0, err, errlen))
+		return -1;
+	xo->with_marker = 1;
+	return 0;
+}
+
+int kx_xspace_logdir_open(const struct kx_capinfo *ci, const char *logdir, struct kx_xspace_out *xo,
+                          char *err, size_t errlen)
+{
+	int64_t start_rt = kx_capinfo_realtime(ci, ci->start_mono_ns);
+	char run[32], parent[PATH_MAX], path[PATH_MAX];
+	struct tm tm;
+
+	memset(xo, 0, sizeof(*xo));
+	xo->pb.fd = xo->marker.fd = -1;
+	xo->pb.slot = xo->marker.slot = -1;
+	if (kx_outdir_check(logdir, err, errlen))
+		return -1;
+	/* The run is named after the capture start, in local time like TensorFlow. */
+	xo->when = start_rt > 0 ? (time_t)(start_rt / 1000000000) : time(NULL);
+	if (!localtime_r(&xo->when, &tm) || !strftime(run, sizeof(run), "%Y_%m_%d_%H_%M_%S", &tm)) {
+		snprintf(err, errlen, "cannot format the capture start time");
+		return -1;
+	}
+	snprintf(xo->host, sizeof(xo->host), "%s", ci->hostname[0] ? ci->hostname : "localhost");
+	for (char *c = xo->host; *c; c++)
+		if (*c == ':' || *c == '/')
+			*c = '_';
+	if ((size_t)snprintf(parent, sizeof(parent), "%s/plugins/profile", logdir) >=
+	    sizeof(parent)) {
+		snprintf(err, errlen, "log directory path too long: %s", logdir);
+		return -1;
+	}
+	/* A run folder of its own: a capture from the same second gets <run>-2. */
+	if (kx_outdir_make(&xo->dir, parent, run, err, errlen))
+		return -1;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s.xplane.pb", xo->dir.path, xo->host) >=
+	            sizeof(path) ||
+	    (size_t)snprintf(xo->path, sizeof(xo->path), "%s", path) >= sizeof(xo->path)) {
+		snprintf(err, errlen, "log directory path too long: %s", logdir);
+		kx_xspace_logdir_abort(xo);
+		return -1;
+	}
+	if (kx_outfile_open(&xo->pb, path, 0, err, errlen) ||
+	    open_marker(xo, logdir, err, errlen)) {
+		kx_xspace_logdir_abort(xo);
 		return -1;
 	}
 	return 0;
+}
+
+int kx_xspace_logdir_write(const struct kx_analysis *an, const struct kx_xspace_opts *o,
+                           struct kx_xspace_out *xo, char *err, size_t errlen)
+{
+	struct exporter x;
+	char msg[512];
+	uint8_t rec[64];
+	size_t n;
+	int rc, e;
+
+	exporter_init(&x, an, o, msg, sizeof(msg));
+	rc = export(&x, xo->pb.fd);
+	exporter_free(&x);
+	if (rc) {
+		snprintf(err, errlen, "cannot write %s: %s", xo->path, msg);
+		return -1;
+	}
+	if (!xo->with_marker)
+		return 0;
+	n = marker_bytes(xo->when, rec);
+	if ((e = kx_write_all(xo->marker.fd, rec, n))) {
+		snprintf(err, errlen, "cannot write %s: %s", xo->marker.path, strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
+int kx_xspace_logdir_commit(struct kx_xspace_out *xo, char *err, size_t errlen)
+{
+	/* The profile first: a marker without it would list an empty run. */
+	if (kx_outfile_commit(&xo->pb, err, errlen)) {
+		kx_xspace_logdir_abort(xo);
+		return -1;
+	}
+	kx_outdir_keep(&xo->dir);
+	if (xo->with_marker && kx_outfile_commit(&xo->marker, err, errlen))
+		return -1;
+	xo->with_marker = 0;
+	return 0;
+}
+
+void kx_xspace_logdir_abort(struct kx_xspace_out *xo)
+{
+	kx_outfile_abort(&xo->pb);
+	if (xo->with_marker)
+		kx_outfile_abort(&xo->marker);
+	xo->with_marker = 0;
+	kx_outdir_abort(&xo->dir);
 }
 
 int kx_xspace_write_logdir(const struct kx_analysis *an, const struct kx_xspace_opts *o,
                            const char *logdir, char *path_out, size_t path_len, char *err,
                            size_t errlen)
 {
-	const struct kx_capinfo *ci = an->ci;
-	int64_t start_rt = kx_capinfo_realtime(ci, ci->start_mono_ns);
-	char host[sizeof(ci->hostname)], run[32], dir[PATH_MAX], path[PATH_MAX];
-	char tmp[PATH_MAX + 8], msg[512];
-	struct exporter x;
-	time_t when;
-	struct tm tm;
-	int fd, rc;
+	struct kx_xspace_out xo;
 
-	/* The run is named after the capture start, in local time like TensorFlow. */
-	when = start_rt > 0 ? (time_t)(start_rt / 1000000000) : time(NULL);
-	if (!localtime_r(&when, &tm) || !strftime(run, sizeof(run), "%Y_%m_%d_%H_%M_%S", &tm)) {
-		snprintf(err, errlen, "cannot format the capture start time");
+	if (kx_xspace_logdir_open(an->ci, logdir, &xo, err, errlen))
+		return -1;
+	if (kx_xspace_logdir_write(an, o, &xo, err, errlen)) {
+		kx_xspace_logdir_abort(&xo);
 		return -1;
 	}
-	snprintf(host, sizeof(host), "%s", ci->hostname[0] ? ci->hostname : "localhost");
-	for (char *c = host; *c; c++)
-		if (*c == ':' || *c == '/')
-			*c = '_';
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/plugins/profile/%s", logdir, run) >=
-	            sizeof(dir) ||
-	    (size_t)snprintf(path, sizeof(path), "%s/%s.xplane.pb", dir, host) >= sizeof(path)) {
-		snprintf(err, errlen, "log directory path too long: %s", logdir);
-		return -1;
-	}
-	if (mkdir_p(dir)) {
-		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-		snprintf(err, errlen, "log directory path too long: %s", logdir);
-		return -1;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-		return -1;
-	}
-	exporter_init(&x, an, o, msg, sizeof(msg));
-	rc = export(&x, fd);
-	exporter_free(&x);
-	if (close(fd) && !rc) {
-		snprintf(msg, sizeof(msg), "%s", strerror(errno));
-		rc = -1;
-	}
-	/* Readers never see a half-written profile. */
-	if (!rc && rename(tmp, path)) {
-		snprintf(msg, sizeof(msg), "%s", strerror(errno));
-		rc = -1;
-	}
-	if (rc) {
-		unlink(tmp);
-		snprintf(err, errlen, "cannot write %s: %s", path, msg);
-		return -1;
-	}
-	if (write_marker(logdir, host, when, err, errlen))
+	if (kx_xspace_logdir_commit(&xo, err, errlen))
 		return -1;
 	if (path_out && path_len)
-		snprintf(path_out, path_len, "%s", path);
+		snprintf(path_out, path_len, "%s", xo.path);
 	return 0;
 }

@@ -10,13 +10,18 @@
  * output only with KX_OUT_STDOUT), and an output that is one of the inputs
  * (same device and inode once links are resolved). Nothing is unlinked or
  * truncated that this module did not create in this run.
- * The signal registry holds the live temporary files of the main thread: open,
- * commit and abort are called from one thread at a time.
+ * A run folder (kx_outdir) is a new directory made for one run's outputs,
+ * never an existing one; until kept, an abort or a fatal signal removes the
+ * directories it created, deepest first, while they are empty.
+ * The signal registry holds the live temporary files and new directories:
+ * open, commit, abort and the outdir calls are made from one thread at a
+ * time, with the caught signals held off while the registry changes.
  */
 #ifndef KX_OUTFILE_H
 #define KX_OUTFILE_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 
 #define KX_OUT_KEEP_OLD 1u /* an existing NAME is kept as NAME.old on commit */
@@ -54,12 +59,44 @@ void kx_outfile_abort(struct kx_outfile *o);
 int kx_outfile_write(const char *path, unsigned int flags, const void *p, size_t n, char *err,
                      size_t len);
 
-/* Async-signal-safe: unlinks every live temporary file (and nothing else). */
+/* Async-signal-safe: unlinks every live temporary file, then removes the
+ * live new directories (deepest first, only when empty); nothing else. */
 void kx_outfile_unlink_live(void);
 
-/* SIGINT, SIGTERM, SIGHUP, SIGQUIT: remove the live temporary files, then die
- * of the same signal (default action). For commands that stop on a signal
- * without finishing their outputs (convert). 0, or -1 with errno. */
+/* SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE: remove the live temporary
+ * files and new directories, then die of the same signal (default action). For commands
+ * that stop on a signal without finishing their outputs (convert, replay).
+ * 0, or -1 with errno. */
 int kx_outfile_catch_signals(void);
+
+/* Holds off the signals kx_outfile_catch_signals handles (the previous mask
+ * in old), so that a group of commits is not cut in half; a signal that came
+ * meanwhile is acted on at kx_outfile_release_signals. */
+void kx_outfile_hold_signals(sigset_t *old);
+void kx_outfile_release_signals(const sigset_t *old);
+
+#define KX_OUTDIR_MAX 16 /* directories one kx_outdir may create */
+
+struct kx_outdir {
+	int n;                   /* directories created, outermost first */
+	int slot[KX_OUTDIR_MAX]; /* their entries in the signal registry */
+	char path[PATH_MAX];     /* the new directory */
+};
+
+/* Refuses a directory path that is empty or names something that is not a
+ * directory. 0, or -1 with err saying what to do. */
+int kx_outdir_check(const char *path, char *err, size_t len);
+
+/* Creates parent (and its missing ancestors), then a new directory in it
+ * named base, or base-2, base-3, ... when that name is taken (never one that
+ * existed): d->path. 0, or -1 with err (nothing created is left). */
+int kx_outdir_make(struct kx_outdir *d, const char *parent, const char *base, char *err,
+                   size_t len);
+
+/* The outputs in it are complete: the directories stay. */
+void kx_outdir_keep(struct kx_outdir *d);
+
+/* Removes the directories d created, deepest first, where they are empty. */
+void kx_outdir_abort(struct kx_outdir *d);
 
 #endif /* KX_OUTFILE_H */
