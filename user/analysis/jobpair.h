@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/jobs.h"
+#include "analysis/jobrec.h"
 #include "model/capinfo.h"
 #include "model/event.h"
 #include "util/keymap.h"
