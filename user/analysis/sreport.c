@@ -22,12 +22,16 @@ struct sr_ctx {
 	uint64_t *ends;      /* ns, the end of each thread's last call */
 	size_t nends, endcap;
 	int oom;
+	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
+/* The first reason found; the read then stops at the next chunk. */
 static void sr_fall_back(struct sr_ctx *c, const char *why)
 {
-	if (!c->r->in_memory)
-		c->r->in_memory = why;
+	if (c->r->in_memory)
+		return;
+	c->r->in_memory = why;
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 }
 
 static int sr_active(const struct sr_ctx *c)
@@ -68,6 +72,7 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		mem = kx_memacct_step(&c->mem, e, arg, &delta);
 	if (ov < 0 || mem < 0 || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		c->oom = 1;
+		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	if (ov)
@@ -123,6 +128,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, char *err, size_t er
 	        .ann = sr_ann,
 	        .sample = sr_sample,
 	        .ctr = sr_ctr,
+	        .stop = &c.stop,
 	};
 	int rc;
 

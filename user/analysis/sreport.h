@@ -16,8 +16,8 @@
  *     may shorten one): a thread's records arrive in the order its calls
  *     returned, so when each starts at or after the end of the one before,
  *     the thread's calls are disjoint and the rule changes nothing.
- * The file is then read to its end without keeping more, so the result
- * (read damage included) is known either way.
+ * The read then stops at the next chunk (the caller reads the file again
+ * into memory, damage and all).
  */
 #ifndef KX_SREPORT_H
 #define KX_SREPORT_H

@@ -143,7 +143,8 @@ static int row_merge(struct kx_stat_row *a, struct kx_stat_row *b)
 		a->durs = nd;
 		a->cap = a->ndurs + b->ndurs;
 	}
-	memcpy(a->durs + a->ndurs, b->durs, b->ndurs * sizeof(*b->durs));
+	if (b->ndurs)
+		memcpy(a->durs + a->ndurs, b->durs, b->ndurs * sizeof(*b->durs));
 	a->ndurs += b->ndurs;
 	a->count += b->count;
 	a->errors += b->errors;

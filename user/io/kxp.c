@@ -2025,11 +2025,19 @@ static int read_one(struct reader *r, struct cslot *c, void *zs, const struct ch
  * unknown) chunk ends here. Damage is skipped over; the trailer or the end
  * of the file ends it. Returns 0, or -1 on an I/O error (message set).
  */
+/* Has the sink asked to stop reading? */
+static int sink_stopped(const struct reader *r)
+{
+	const struct kx_kxp_visitor *v = r->dest.sink;
+
+	return v && v->stop && __atomic_load_n(v->stop, __ATOMIC_RELAXED);
+}
+
 static int read_chunks_seq(struct reader *r, struct cslot *c, void *zs, uint64_t off)
 {
 	struct src *s = r->src;
 
-	while (off < s->size && !r->trailer) {
+	while (off < s->size && !r->trailer && !sink_stopped(r)) {
 		size_t n = s->size - off < r->chl ? (size_t)(s->size - off) : r->chl;
 		const uint8_t *h = src_get(s, off, n);
 		struct chdr ch;
@@ -2082,7 +2090,7 @@ static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 	/* Where the next chunk's ioctls start at most (every record an ioctl). */
 	size_t ahead = r->store ? kx_store_ioctl_count(r->store) : 0;
 
-	while (s->size - off >= r->chl) {
+	while (s->size - off >= r->chl && !sink_stopped(r)) {
 		const uint8_t *h = src_get(s, off, r->chl);
 		struct chdr ch;
 		struct cslot *c;

@@ -136,6 +136,10 @@ struct kx_kxp_visitor {
 	void (*ctr)(void *ctx, const struct kx_ctr_ev *e);
 	struct kx_symres
 	        *syms; /* symbol records are added here (NULL: skipped), settled at the end */
+	/* NULL, or a flag the callbacks set (__atomic_store_n) to end the read
+	 * early, at the next chunk: ci, res and err then describe only what was
+	 * read (a caller that stops has no use for the rest). */
+	int *stop;
 };
 /* NULL callbacks skip their records. Returns as kx_kxp_read. */
 int kx_kxp_read_stream(const char *path, const struct kx_kxp_visitor *sink, struct kx_capinfo *ci,
