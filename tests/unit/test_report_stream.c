@@ -352,6 +352,44 @@ static void in_memory_reasons(void)
 	CHECK(why && strstr(why, "annotation"));
 }
 
+/* The first reason to read into memory ends the streamed read early. */
+static void stops_early(void)
+{
+	static struct kx_capinfo ci;
+	static struct kx_sreport sr;
+	struct kx_kxp_read_result full;
+	struct kx_ann a = {.tid = 5, .pid = 5, .ts = 50, .begin = 50, .what = KX_ANN_MARK};
+	struct kx_store *s = kx_store_new((size_t)1 << 30);
+	char path[128], err[512];
+	struct kx_kxp_writer *w;
+	int rc;
+
+	CHECK(s);
+	snprintf(path, sizeof(path), "%s/early.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	kx_kxp_add_ann(w, &a, "first", "");
+	for (uint64_t i = 0; i < 400000; i++) {
+		struct kx_ioctl e = {
+		        .pid = 5, .tid = 5, .drv = 1, .cmd = 0x4001, .arg_off = KX_NO_ARG};
+
+		e.ts = 100 + i * 1000 + (i * 7919 % 13);
+		e.dur = 100 + i % 700;
+		kx_kxp_add_ioctl(w, &e, NULL);
+	}
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	rc = kx_kxp_read(path, s, &ci, &full, err, sizeof(err));
+	kx_store_free(s);
+	CHECK(rc == 0 && full.chunks > 8);
+	CHECK(kx_sreport_read(&sr, path, err, sizeof(err)) == 0);
+	rc = sr.in_memory && strstr(sr.in_memory, "annotation") && sr.res.chunks < full.chunks;
+	if (!rc)
+		printf("FAIL stops_early: %llu of %llu chunks read\n",
+		       (unsigned long long)sr.res.chunks, (unsigned long long)full.chunks);
+	kx_sreport_free(&sr);
+	CHECK(rc);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kxt_sreport.XXXXXX");
@@ -363,6 +401,7 @@ int main(void)
 	RUN(generated);
 	RUN(damaged);
 	RUN(in_memory_reasons);
+	RUN(stops_early);
 	{
 		char cmd[128];
 
