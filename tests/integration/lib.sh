@@ -44,6 +44,26 @@ wait_rc() {
 	return 1
 }
 
+# wait_attached PID: waits (up to 60 s) until the kxprof process PID holds BPF
+# links and their number has stopped growing: its hooks are attached. Counts
+# only PID's own file descriptors. Returns 1 if it never got there.
+wait_attached() {
+	local n prev=-1 same=0 i
+	for i in $(seq 1 600); do
+		kill -0 "$1" 2>/dev/null || return 1
+		n=$(ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'anon_inode:bpf_link')
+		if [ "$n" -gt 0 ] && [ "$n" -eq "$prev" ]; then
+			same=$((same + 1))
+			[ "$same" -ge 3 ] && return 0
+		else
+			same=0
+		fi
+		prev=$n
+		sleep 0.1
+	done
+	return 1
+}
+
 # jq-like lookups with python3: jget FILE 'expr on d' (d = parsed JSON)
 jget() {
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"

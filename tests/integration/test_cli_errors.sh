@@ -101,7 +101,11 @@ done
 start=$(date +%s%N)
 kx 0 record "${ACCEL_DEV[@]}" -a -d 1 -o "$TMP/d.kxp" 2>/dev/null
 el=$(( ($(date +%s%N) - start) / 1000000 ))
-check duration_stops_on_time test "$el" -lt 4000
+# Loading and attaching take seconds on a loaded machine: the bound only says
+# that -d 1 means one second (not minutes), and the capture lasted it.
+check duration_stops_on_time test "$el" -lt 15000
+dms=$(kx 0 report --json "$TMP/d.kxp" 2>/dev/null | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["Capture"]["duration_ms"]))')
+check duration_lasted test "${dms:-0}" -ge 1000
 
 # a record file cut short (as by a crash) is still reported, with a warning
 accel_argv 1 10

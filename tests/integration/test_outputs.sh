@@ -120,8 +120,8 @@ fi
 
 # Signals at random points of a conversion (SIGINT, SIGTERM, SIGHUP, SIGQUIT):
 # killed, the conversion leaves no temporary file, no run folder and the
-# previous Chrome file byte for byte; finished before the signal, both outputs
-# are complete.
+# previous Chrome file byte for byte (or, killed while committing, both new
+# outputs complete); finished before the signal, both outputs are complete.
 if [ -s "$IN" ]; then
 	SIG=$TMP/sig
 	mkdir -p "$SIG"
@@ -133,6 +133,7 @@ if [ -s "$IN" ]; then
 	for i in $(seq 1 12); do
 		sig=$(echo INT TERM HUP QUIT | cut -d' ' -f$((i % 4 + 1)))
 		before=$(md5 "$SIG/t.json.gz")
+		ino=$(stat -c %i "$SIG/t.json.gz")
 		runs=$(ls "$SIG/ld/plugins/profile" | wc -l)
 		delay=$(python3 -c "import random; print('%.6f' % (random.random() * $took_us / 1e6))")
 		"$KXPROF" convert "$IN" --chrome "$SIG/t.json.gz" --xplane "$SIG/ld" >/dev/null 2>&1 &
@@ -153,7 +154,14 @@ if [ -s "$IN" ]; then
 			fi
 		elif [ "$rc" -eq $((128 + $(kill -l "$sig"))) ]; then
 			killed=$((killed + 1))
-			if [ "$nruns" -ne "$runs" ] || [ "$leftovers" -ne 0 ] ||
+			# A signal that arrives while both outputs are being renamed
+			# into place is held until they are: then both are new (a new
+			# run, a new Chrome file), or neither is.
+			nino=$(stat -c %i "$SIG/t.json.gz")
+			if [ "$nruns" -eq $((runs + 1)) ] && [ "$nino" != "$ino" ] && [ "$leftovers" -eq 0 ] &&
+				python3 -c 'import gzip,json,sys; json.load(gzip.open(sys.argv[1]))' "$SIG/t.json.gz"; then
+				echo "signal_$i: SIG$sig arrived during the commit; both outputs complete"
+			elif [ "$nruns" -ne "$runs" ] || [ "$leftovers" -ne 0 ] || [ "$nino" != "$ino" ] ||
 				[ "$(md5 "$SIG/t.json.gz")" != "$before" ]; then
 				fail "signal_$i" "SIG$sig after ${delay}s: runs $runs -> $nruns, $leftovers temporary files, previous trace changed: $([ "$(md5 "$SIG/t.json.gz")" != "$before" ] && echo yes || echo no)"
 				bad=$((bad + 1))
