@@ -41,17 +41,18 @@ LOOPJOB_ARGS="-t 2 -j 300 -k zero -z 256"	# longer loop jobs without /dev/kvm
 TPUT_S=3			# seconds per throughput run
 EXPORT_PER_THREAD=2600000	# x 2 threads: the >= 5 M event capture
 EXPORT_ROUNDS=3			# conversions of it, alternating builds
+GROW_EVENTS="1500000 15000000"	# synthetic captures reported streamed and in memory
 HOST_S=0.5			# seconds per part of syscall_loop (getppid, then ping-pong)
 if [ "$QUICK" = 1 ]; then
 	ROUNDS=2 FLOOD_S=0.3 KVMRUN_JOBS=500 JOB_ARGS="-t 2 -j 30 -l 2000" TPUT_S=1
 	LOOPRUN_JOBS=300 LOOPJOB_ARGS="-t 2 -j 30 -k zero -z 256"
-	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1 HOST_S=0.2
+	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1 HOST_S=0.2 GROW_EVENTS="100000 1000000"
 fi
 
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (it loads BPF programs and traces a driver)"
 for f in "$KX" "$FLOOD" "$KVMW" "$LOOPW" "$SYSL" "$FLOOR" "$B/bench/bench_export" \
-	"$B/bench/bench_chrome" "$B/bench/bench_annotate"; do
+	"$B/bench/bench_chrome" "$B/bench/bench_annotate" "$B/bench/bench_kxpgen"; do
 	[ -x "$f" ] || die "$f missing: run make bench"
 done
 scripts/install-deps.sh || die "missing dependencies (scripts/install-deps.sh)"
@@ -487,6 +488,30 @@ NSYN=5000000
 "$B/bench/bench_chrome" "$NSYN" "$TMP" >"$TMP/bc.txt" 2>&1
 python3 "$HERE/jget.py" --bench-lines "$TMP/be.txt" "$TMP/bc.txt" >>"$RAW"
 
+# ---- 3b. report as the capture grows: streamed against in memory ----
+echo "bench: 3b. report of growing captures" >&2
+for n in $GROW_EVENTS; do
+	"$B/bench/bench_kxpgen" -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err" ||
+		{ echo "bench: bench_kxpgen failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
+	put grow "$n" 1 kxp_bytes "$(stat -c %s "$TMP/grow.kxp")"
+	for r in $(seq "$EXPORT_ROUNDS"); do
+		for mode in stream memory; do
+			opt=()
+			[ "$mode" = memory ] && opt=(--in-memory)
+			wait_quiet
+			/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" report "${opt[@]}" --json \
+				"$TMP/grow.kxp" >"$TMP/grow.$mode.json" 2>"$TMP/grow.err" ||
+				{ echo "bench: report $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
+			put grow "$n" "$r" "${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
+			put grow "$n" "$r" "${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
+		done
+		printf '.' >&2
+	done
+	put grow "$n" 1 events "$(jget "$TMP/grow.stream.json" 'd["Capture"]["received"]')"
+	rm -f "$TMP/grow.kxp"
+done
+echo " report done" >&2
+
 # ---- 5. annotations: what a call of libkxprof_annotate.so costs ----
 echo "bench: 5. annotations" >&2
 "$B/bench/bench_annotate" -r "$ROUNDS" >>"$RAW" 2>"$TMP/ba.err" ||
@@ -526,6 +551,7 @@ echo "bench: measured in ${ELAPSED} s" >&2
 	echo "FOREIGN_START=$FOREIGN_START"
 	echo "BUSY_RUNS=$BUSY_RUNS"
 	echo "EXPORT_ROUNDS=$EXPORT_ROUNDS"
+	echo "GROW=${B#"$ROOT"/}/bench/bench_kxpgen -n N -o grow.kxp; ${KX#"$ROOT"/} report [--in-memory] --json grow.kxp"
 	echo "FOREIGN_END=$(foreign)"
 	echo "LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$TMP/config"

@@ -64,11 +64,9 @@ static void errno_add(struct kx_stat_row *r, int64_t ret, uint64_t n)
 	errno_add(r, KX_STAT_ERRNO_OTHER, n);
 }
 
-static int row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
+/* Count, total, extremes, log2 slot and errno of one call (not its duration). */
+static void row_count(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 {
-	if (kx_grow((void **)&r->durs, &r->cap, r->ndurs, sizeof(*r->durs)))
-		return -1;
-	r->durs[r->ndurs++] = dur;
 	r->count++;
 	r->total += dur;
 	if (dur < r->min)
@@ -80,12 +78,62 @@ static int row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 		r->errors++;
 		errno_add(r, ret, 1);
 	}
+}
+
+static int row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
+{
+	if (kx_grow((void **)&r->durs, &r->cap, r->ndurs, sizeof(*r->durs)))
+		return -1;
+	r->durs[r->ndurs++] = dur;
+	row_count(r, dur, ret);
+	return 0;
+}
+
+/* A streamed row: the duration goes into the row's histogram. */
+static int row_add_hist(struct kx_stat_row *r, uint64_t dur, int64_t ret)
+{
+	if (!r->lh) {
+		r->lh = malloc(sizeof(*r->lh));
+		if (!r->lh)
+			return -1;
+		kx_llhist_init(r->lh);
+	}
+	if (kx_llhist_add(r->lh, dur, 1))
+		return -1;
+	row_count(r, dur, ret);
+	return 0;
+}
+
+static void row_hist_free(struct kx_stat_row *r)
+{
+	if (!r->lh)
+		return;
+	kx_llhist_free(r->lh);
+	free(r->lh);
+	r->lh = NULL;
+}
+
+/* Folds b's histogram into a's; b's is freed. */
+static int row_merge_hist(struct kx_stat_row *a, struct kx_stat_row *b)
+{
+	if (!b->lh)
+		return 0;
+	if (!a->lh) {
+		a->lh = b->lh;
+		b->lh = NULL;
+		return 0;
+	}
+	if (kx_llhist_merge(a->lh, b->lh))
+		return -1;
+	row_hist_free(b);
 	return 0;
 }
 
 /* Folds b into a (same category and name); b is emptied. */
 static int row_merge(struct kx_stat_row *a, struct kx_stat_row *b)
 {
+	if (row_merge_hist(a, b))
+		return -1;
 	/* Exact fit: the merged row takes no more durations. */
 	if (a->ndurs + b->ndurs > a->cap) {
 		uint64_t *nd = realloc(a->durs, (a->ndurs + b->ndurs) * sizeof(*nd));
@@ -95,7 +143,8 @@ static int row_merge(struct kx_stat_row *a, struct kx_stat_row *b)
 		a->durs = nd;
 		a->cap = a->ndurs + b->ndurs;
 	}
-	memcpy(a->durs + a->ndurs, b->durs, b->ndurs * sizeof(*b->durs));
+	if (b->ndurs)
+		memcpy(a->durs + a->ndurs, b->durs, b->ndurs * sizeof(*b->durs));
 	a->ndurs += b->ndurs;
 	a->count += b->count;
 	a->errors += b->errors;
@@ -121,6 +170,13 @@ static void row_percentiles(struct kx_stat_row *r)
 	static const uint32_t ppm[3] = {KX_PPM(50), KX_PPM(90), KX_PPM(99)};
 	uint64_t q[3];
 
+	/* Streamed: from the log-linear histogram (within 1/256). */
+	if (r->lh && r->count) {
+		r->p50 = kx_llhist_quantile(r->lh, ppm[0]);
+		r->p90 = kx_llhist_quantile(r->lh, ppm[1]);
+		r->p99 = kx_llhist_quantile(r->lh, ppm[2]);
+		return;
+	}
 	/* Without durations (live aggregates): from the buckets, clamped to
 	 * the row's min and max. */
 	if (!r->ndurs && r->count) {
@@ -261,6 +317,45 @@ static int rows_close(struct kx_stats *sum, struct kx_hmap *m, int ok)
 	return -1;
 }
 
+/* Off-CPU time is measured when sched_switch was attached. */
+static void offcpu_hooks(struct kx_stats *sum, const struct kx_capinfo *ci)
+{
+	for (uint32_t i = 0; ci && i < ci->nhooks && i < KX_MAX_HOOKS; i++)
+		if (!strncmp(ci->hooks[i].name, "sched_switch", 12) &&
+		    ci->hooks[i].state == KX_HOOK_ATTACHED)
+			sum->offcpu_measured = 1;
+}
+
+/* The off-CPU time of e into its row r. */
+static void row_offcpu(struct kx_stats *sum, struct kx_stat_row *r, const struct kx_ioctl *e)
+{
+	uint64_t off = (uint64_t)e->offcpu_us * 1000;
+
+	/* µs rounding can put the blocked time past the call's end. */
+	r->offcpu += off < e->dur ? off : e->dur;
+	if (e->offcpu_us)
+		sum->offcpu_measured = 1;
+}
+
+int kx_stats_acc_add(struct kx_stats *sum, struct kx_stats_acc *acc, const struct kx_ioctl *e)
+{
+	struct kx_stat_row *r = row_get(sum, &acc->rcap, &acc->m, e);
+
+	if (!r || row_add_hist(r, e->dur, e->ret))
+		return -1;
+	row_offcpu(sum, r, e);
+	sum->stored++;
+	return 0;
+}
+
+int kx_stats_acc_finish(struct kx_stats *sum, struct kx_stats_acc *acc, const struct kx_capinfo *ci,
+                        int ok)
+{
+	offcpu_hooks(sum, ci);
+	acc->rcap = 0;
+	return rows_close(sum, &acc->m, ok);
+}
+
 int kx_stats_build(struct kx_stats *sum, const struct kx_store *s, const struct kx_capinfo *ci,
                    const struct kx_jobs *jobs)
 {
@@ -271,19 +366,12 @@ int kx_stats_build(struct kx_stats *sum, const struct kx_store *s, const struct 
 	for (size_t i = 0; i < n; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(s, i);
 		struct kx_stat_row *r = row_get(sum, &rcap, &m, e);
-		uint64_t off = (uint64_t)e->offcpu_us * 1000;
 
 		if (!r || row_add(r, e->dur, e->ret))
 			return rows_close(sum, &m, 0);
-		/* µs rounding can put the blocked time past the call's end. */
-		r->offcpu += off < e->dur ? off : e->dur;
-		if (e->offcpu_us)
-			sum->offcpu_measured = 1;
+		row_offcpu(sum, r, e);
 	}
-	for (uint32_t i = 0; ci && i < ci->nhooks && i < KX_MAX_HOOKS; i++)
-		if (!strncmp(ci->hooks[i].name, "sched_switch", 12) &&
-		    ci->hooks[i].state == KX_HOOK_ATTACHED)
-			sum->offcpu_measured = 1;
+	offcpu_hooks(sum, ci);
 	sum->stored = n;
 	if (rows_close(sum, &m, 1))
 		return -1;
@@ -353,6 +441,7 @@ void kx_stats_free(struct kx_stats *sum)
 	for (size_t i = 0; i < sum->nrows; i++) {
 		free(sum->rows[i].durs);
 		free(sum->rows[i].name);
+		row_hist_free(&sum->rows[i]);
 	}
 	free(sum->rows);
 	memset(sum, 0, sizeof(*sum));

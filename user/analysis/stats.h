@@ -16,7 +16,9 @@
 #include "analysis/jobs.h"
 #include "model/capinfo.h"
 #include "model/store.h"
+#include "util/hashmap.h"
 #include "util/hist.h"
+#include "util/llhist.h"
 
 #define KX_STAT_ERRNO_SLOTS 32        /* distinct errnos kept per row; the rest are "other" */
 #define KX_STAT_ERRNO_OTHER INT64_MIN /* the errno key of "other" */
@@ -38,6 +40,7 @@ struct kx_stat_row {
 	uint64_t p50, p90, p99;   /* ns */
 	uint64_t *durs;           /* ns, every call's duration (not from aggregates) */
 	size_t ndurs, cap;        /* durations held, room */
+	struct kx_llhist *lh;     /* streamed rows: the durations' histogram (no durs kept) */
 	struct kx_errno_count errs[KX_STAT_ERRNO_SLOTS];
 	int nerrs;
 	uint64_t hist[KX_HIST_SLOTS]; /* calls per log2 slot (util/hist.h) */
@@ -66,6 +69,30 @@ struct kx_stats {
  */
 int kx_stats_build(struct kx_stats *sum, const struct kx_store *s, const struct kx_capinfo *ci,
                    const struct kx_jobs *jobs);
+
+/*
+ * Streaming: the same ioctl rows fed one event at a time, with memory per
+ * row instead of per event. Each row keeps a log-linear histogram
+ * (util/llhist.h) instead of its durations: count, errors, total, min, max,
+ * off-CPU time and the log2 histogram are exact, p50/p90/p99 are within
+ * 1/256 of the exact nearest-rank values. Job rows are not made here.
+ */
+struct kx_stats_acc {
+	struct kx_hmap m; /* row key -> row index */
+	size_t rcap;      /* rows' room */
+};
+#define KX_STATS_ACC_INIT                                                                          \
+	{                                                                                          \
+		KX_HMAP_INIT, 0                                                                    \
+	}
+/* One more ioctl into sum (zeroed before the first). 0, or -1 when out of
+ * memory (sum and acc then only good for kx_stats_acc_finish to free). */
+int kx_stats_acc_add(struct kx_stats *sum, struct kx_stats_acc *acc, const struct kx_ioctl *e);
+/* Names, merges and ranks the rows once every event is in (ok 0: an
+ * earlier failure, sum emptied); ci (may be NULL) tells whether off-CPU
+ * time was measured. 0, or -1 with sum emptied. */
+int kx_stats_acc_finish(struct kx_stats *sum, struct kx_stats_acc *acc, const struct kx_capinfo *ci,
+                        int ok);
 
 struct kx_agg_snapshot;
 /* Statistics of live aggregates: same rows; Min/Max exact per key, p50/p90/p99

@@ -37,6 +37,9 @@ struct kx_read_loss;
  */
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
                              struct kx_kxp_read_result *res);
+/* The warning kx_cli_load prints when err (a reader's message) says what a
+ * damaged or cut file lost. */
+void kx_cli_load_warning(const char *path, const struct kx_kxp_read_result *res, const char *err);
 /* What kx_cli_load's reading lost, for the analysis' warnings and unknown figures. */
 void kx_cli_read_loss(const struct kx_kxp_read_result *res, struct kx_read_loss *loss);
 

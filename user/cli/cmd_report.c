@@ -1,23 +1,27 @@
 /* kxprof report: per driver and ioctl statistics of a record file, or of the
- * live aggregates of a running kxprof serve (--from, --reset). */
+ * live aggregates of a running kxprof serve (--from, --reset). A record file
+ * is read as a stream (analysis/sreport.h) when its report can be made so
+ * exactly, else into memory (--in-memory forces that). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/profile.h"
+#include "analysis/sreport.h"
 #include "cli/cli.h"
 #include "export/ctrtable.h"
 #include "export/proftable.h"
 #include "util/http_get.h"
 #include "io/kxp.h"
+#include "io/replay.h"
 #include "model/store.h"
 #include "export/summary.h"
 
 static void report_usage(FILE *f)
 {
 	fprintf(f, "usage: kxprof report [FILE] [--json] [--sort-by avg|min|max|total|count]\n"
-	           "                     [--ascending] [--hist] [--wide]\n"
+	           "                     [--ascending] [--hist] [--wide] [--in-memory]\n"
 	           "       kxprof report --from URL [--reset] [--json] [--sort-by KEY] "
 	           "[--ascending] [--hist] [--wide]\n"
 	           "  FILE             record file (default kxprof.kxp)\n"
@@ -31,6 +35,8 @@ static void report_usage(FILE *f)
 	           "  --hist           add a log2 latency histogram per row\n"
 	           "  --wide           every column: Min, p90, Blocked and On-CPU times too\n"
 	           "                   (the default table fits in 120 columns)\n"
+	           "  --in-memory      load every event before summarising (exact percentiles;\n"
+	           "                   by default the file is streamed: p50/p90/p99 within 0.4%%)\n"
 	           "Times are in ns, µs, ms or s, the unit chosen per value; --json keeps ms.\n"
 	           "A damaged FILE is read around the damage (exit 0): corrupt chunks are skipped\n"
 	           "and named in a warning; without a trailer, the figures only the trailer holds\n"
@@ -112,53 +118,144 @@ static void report_profiles_free(struct report_profiles *rp)
 	kx_profile_free(rp->p[1]);
 }
 
+/* How a record file's report is printed. */
+struct report_opts {
+	int json, sort, ascending, hist, wide;
+};
+
+/* The report of an analysed capture whose ioctl rows are st (NULL: made
+ * from the store). 0, or 1 with the error printed. */
+static int report_print(const struct report_opts *o, struct kx_analysis *an, struct kx_stats *st,
+                        const char *path)
+{
+	struct report_profiles rp = {0};
+	struct kx_summary *sum;
+	int rc = 1;
+
+	sum = st ? kx_summary_build_stats(an, st) : kx_summary_build(an);
+	if (!sum) {
+		kx_err("out of memory building the summary");
+		return 1;
+	}
+	kx_summary_sort(sum, (enum kx_sort_key)o->sort, o->ascending);
+	rp.s = an->store;
+	rp.ci = an->ci;
+	rp.counters = an->counters;
+	if (report_profiles_build(&rp, path))
+		goto out;
+	if (o->json) {
+		kx_summary_print_json_ext(sum, stdout, o->hist, report_profiles_json, &rp);
+	} else {
+		kx_summary_print_table(
+		        sum, stdout, (o->hist ? KX_TABLE_HIST : 0) | (o->wide ? KX_TABLE_WIDE : 0));
+		kx_ctrtable_print(an->counters, stdout);
+		for (int i = 0; i < 2; i++)
+			if (kx_proftable_print(rp.p[i], an->store, an->ci, stdout))
+				kx_err("out of memory printing the profile");
+	}
+	rc = 0;
+out:
+	report_profiles_free(&rp);
+	kx_summary_free(sum);
+	return rc;
+}
+
+/* Every event loaded first (replay fixtures, --in-memory, captures a stream
+ * cannot report exactly). */
+static int report_in_memory(const struct report_opts *o, const char *path)
+{
+	static struct kx_capinfo ci;
+	struct kx_kxp_read_result res = {0};
+	struct kx_store *store = kx_cli_load(path, &ci, &res);
+	struct kx_analysis *an;
+	char err[512];
+	int rc = 1;
+
+	if (!store)
+		return 1;
+	an = kx_analysis_build(store, &ci, err, sizeof(err));
+	if (an) {
+		kx_cli_read_loss(&res, &an->loss);
+		rc = report_print(o, an, NULL, path);
+	} else {
+		kx_err("%s: %s", path, err);
+	}
+	kx_analysis_free(an);
+	kx_store_free(store);
+	return rc;
+}
+
+/* The file streamed: memory grows with the rows, not the events. Falls back
+ * to report_in_memory when the stream cannot give the same report. */
+static int report_streamed(const struct report_opts *o, const char *path)
+{
+	static struct kx_sreport sr;
+	struct kx_analysis *an;
+	char err[512];
+	int rc = 1;
+
+	if (kx_sreport_read(&sr, path, err, sizeof(err))) {
+		kx_err("%s", err);
+		kx_sreport_free(&sr);
+		return 1;
+	}
+	if (sr.in_memory) {
+		kx_sreport_free(&sr);
+		return report_in_memory(o, path);
+	}
+	if (err[0])
+		kx_cli_load_warning(path, &sr.res, err);
+	an = kx_analysis_build(sr.side, &sr.ci, err, sizeof(err));
+	if (an) {
+		kx_cli_read_loss(&sr.res, &an->loss);
+		rc = report_print(o, an, &sr.st, path);
+	} else {
+		kx_err("%s: %s", path, err);
+	}
+	kx_analysis_free(an);
+	kx_sreport_free(&sr);
+	return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	        {"json", no_argument, NULL, 'j'},
-	        {"sort-by", required_argument, NULL, 's'},
-	        {"ascending", no_argument, NULL, 'A'},
-	        {"hist", no_argument, NULL, 'H'},
-	        {"from", required_argument, NULL, 'F'},
-	        {"reset", no_argument, NULL, 'R'},
-	        {"wide", no_argument, NULL, 'W'},
-	        {"help", no_argument, NULL, 'h'},
-	        {NULL, 0, NULL, 0},
+	        {"json", no_argument, NULL, 'j'},       {"sort-by", required_argument, NULL, 's'},
+	        {"ascending", no_argument, NULL, 'A'},  {"hist", no_argument, NULL, 'H'},
+	        {"from", required_argument, NULL, 'F'}, {"reset", no_argument, NULL, 'R'},
+	        {"wide", no_argument, NULL, 'W'},       {"in-memory", no_argument, NULL, 'M'},
+	        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
 	};
-	static struct kx_capinfo ci;
-	struct kx_kxp_read_result res = {0};
+	struct report_opts o = {.sort = KX_SORT_AVG};
 	const char *path = "kxprof.kxp";
-	int json = 0, ascending = 0, hist = 0, wide = 0, opt, rc = 1;
-	int sort = KX_SORT_AVG, reset = 0;
+	int opt, reset = 0, in_memory = 0;
 	const char *from = NULL;
-	struct report_profiles rp = {0};
-	struct kx_summary *sum;
-	struct kx_store *store;
-	struct kx_analysis *an;
-	char err[512];
 
 	optind = 1;
 	while ((opt = kx_getopt(argc, argv, "h", opts)) != -1) {
 		switch (opt) {
 		case 'j':
-			json = 1;
+			o.json = 1;
 			break;
 		case 's':
-			sort = kx_sort_key_parse(optarg);
-			if (sort < 0) {
+			o.sort = kx_sort_key_parse(optarg);
+			if (o.sort < 0) {
 				kx_err("bad --sort-by '%s' (avg, min, max, total or count)",
 				       optarg);
 				return 2;
 			}
 			break;
 		case 'A':
-			ascending = 1;
+			o.ascending = 1;
 			break;
 		case 'H':
-			hist = 1;
+			o.hist = 1;
 			break;
 		case 'W':
-			wide = 1;
+			o.wide = 1;
+			break;
+		case 'M':
+			in_memory = 1;
 			break;
 		case 'F':
 			from = optarg;
@@ -180,51 +277,20 @@ int cmd_report(int argc, char **argv)
 		       "(a record file is a finished capture, nothing to reset)");
 		return 2;
 	}
+	if (from && in_memory) {
+		kx_err("--in-memory is about reading a record file, not --from");
+		return 2;
+	}
 	if (from)
-		return report_remote(from, json, sort, ascending, hist, wide, reset, optind < argc);
+		return report_remote(from, o.json, o.sort, o.ascending, o.hist, o.wide, reset,
+		                     optind < argc);
 	if (optind < argc)
 		path = argv[optind++];
 	if (optind < argc) {
 		kx_err("one record file at a time ('%s' is extra)", argv[optind]);
 		return 2;
 	}
-	store = kx_cli_load(path, &ci, &res);
-	if (!store)
-		return 1;
-	an = kx_analysis_build(store, &ci, err, sizeof(err));
-	if (!an) {
-		kx_err("%s: %s", path, err);
-		goto out;
-	}
-	kx_cli_read_loss(&res, &an->loss);
-	sum = kx_summary_build(an);
-	if (!sum) {
-		kx_err("out of memory building the summary");
-		goto out;
-	}
-	kx_summary_sort(sum, (enum kx_sort_key)sort, ascending);
-	rp.s = store;
-	rp.ci = &ci;
-	rp.counters = an->counters;
-	if (report_profiles_build(&rp, path)) {
-		kx_summary_free(sum);
-		goto out;
-	}
-	if (json) {
-		kx_summary_print_json_ext(sum, stdout, hist, report_profiles_json, &rp);
-	} else {
-		kx_summary_print_table(sum, stdout,
-		                       (hist ? KX_TABLE_HIST : 0) | (wide ? KX_TABLE_WIDE : 0));
-		kx_ctrtable_print(an->counters, stdout);
-		for (int i = 0; i < 2; i++)
-			if (kx_proftable_print(rp.p[i], store, &ci, stdout))
-				kx_err("out of memory printing the profile");
-	}
-	kx_summary_free(sum);
-	rc = 0;
-out:
-	report_profiles_free(&rp);
-	kx_analysis_free(an);
-	kx_store_free(store);
-	return rc;
+	if (in_memory || kx_replay_is_fixture(path))
+		return report_in_memory(&o, path);
+	return report_streamed(&o, path);
 }

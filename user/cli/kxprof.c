@@ -49,7 +49,7 @@ const char *kx_human_bytes(unsigned long long b, char *buf, unsigned long len)
 }
 
 /* What the reader skipped or missed (err, which starts with the path), as a warning. */
-static void load_warning(const char *path, const struct kx_kxp_read_result *res, const char *err)
+void kx_cli_load_warning(const char *path, const struct kx_kxp_read_result *res, const char *err)
 {
 	size_t n = strlen(path);
 
@@ -96,7 +96,7 @@ struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
 		return NULL;
 	}
 	if (err[0])
-		load_warning(path, res, err);
+		kx_cli_load_warning(path, res, err);
 	return store;
 }
 

@@ -62,6 +62,26 @@ struct kx_summary *kx_summary_build(const struct kx_analysis *an)
 	return sum;
 }
 
+struct kx_summary *kx_summary_build_stats(const struct kx_analysis *an, struct kx_stats *st)
+{
+	struct kx_summary *sum = calloc(1, sizeof(*sum));
+
+	if (!sum) {
+		kx_stats_free(st);
+		return NULL;
+	}
+	sum->an = an;
+	sum->ci = *an->ci;
+	sum->jobs = an->jobs;
+	sum->not_stored = sum->ci.not_stored;
+	if (kx_store_not_stored(an->store) > sum->not_stored)
+		sum->not_stored = kx_store_not_stored(an->store);
+	sum->st = *st;
+	memset(st, 0, sizeof(*st));
+	kx_summary_sort(sum, KX_SORT_AVG, 0);
+	return sum;
+}
+
 struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
                                        const struct kx_capinfo *ci)
 {
@@ -695,9 +715,9 @@ static void print_capture_line(const struct kx_summary *sum, const char *host, c
 	if (no_trailer(sum)) {
 		fprintf(f,
 		        "Capture: host %s, kernel %s, duration unknown; events emitted unknown (no "
-		        "trailer), received %zu, dropped unknown, not stored unknown; %" PRIu64
-		        " ioctls summarized",
-		        host, kernel, kx_store_ioctl_count(sum->an->store), sum->st.stored);
+		        "trailer), received %" PRIu64
+		        ", dropped unknown, not stored unknown; %" PRIu64 " ioctls summarized",
+		        host, kernel, sum->st.stored, sum->st.stored);
 	} else {
 		fprintf(f,
 		        "Capture: host %s, kernel %s, %.3f s; events emitted %" PRIu64
@@ -716,10 +736,10 @@ static void json_capture_figures(const struct kx_summary *sum, FILE *f)
 
 	if (no_trailer(sum)) {
 		fprintf(f,
-		        ", \"duration_ms\": null, \"emitted\": null, \"received\": %zu"
+		        ", \"duration_ms\": null, \"emitted\": null, \"received\": %" PRIu64
 		        ", \"dropped\": null, \"not_stored\": null, \"truncated\": true"
 		        ", \"job_emitted\": null, \"job_received\": null, \"job_dropped\": null",
-		        kx_store_ioctl_count(sum->an->store));
+		        sum->st.stored);
 		return;
 	}
 	fprintf(f,

@@ -20,6 +20,12 @@ struct kx_summary;
 
 /* Summary of an analysed capture; the analysis must outlive it. NULL on out of memory. */
 struct kx_summary *kx_summary_build(const struct kx_analysis *an);
+/* The same from ioctl rows aggregated elsewhere (a streamed record file,
+ * analysis/sreport.h): st's rows are taken over (st emptied); an analyses
+ * what was kept besides (no ioctls: its jobs and ranges are empty). NULL
+ * on out of memory (st then freed). */
+struct kx_stats;
+struct kx_summary *kx_summary_build_stats(const struct kx_analysis *an, struct kx_stats *st);
 struct kx_agg_snapshot;
 /* Summary of live in-kernel aggregates (kxprof serve): same keys and rows;
  * Min/Max exact per key, p50/p90/p99 are log2 bucket upper bounds (within a

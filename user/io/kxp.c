@@ -1098,9 +1098,19 @@ struct cslot {
 	size_t npf;
 };
 
+/*
+ * Where decoded records go: into a store (kx_kxp_read), or handed to a sink
+ * one by one (kx_kxp_read_stream); NULL for both: only checked.
+ */
+struct dest {
+	struct kx_store *store;
+	const struct kx_kxp_visitor *sink;
+};
+
 struct reader {
 	struct src *src;
-	struct kx_store *store;
+	struct dest dest;       /* where records go */
+	struct kx_store *store; /* dest.store */
 	struct kx_capinfo *ci;
 	struct kx_kxp_read_result *res;
 	char *err;
@@ -1294,8 +1304,32 @@ static int decode_ann(struct rd *q, struct chunk_ctx *ctx, const uint8_t *raw, s
 	return 0;
 }
 
-/* Stores a decoded annotation, its strings terminated. */
-static void commit_ann(struct kx_store *st, const struct ann_stash *an, const uint8_t *raw)
+static void put_ioctl(const struct dest *d, const struct kx_ioctl *e, const uint8_t *arg)
+{
+	if (d->store)
+		kx_store_add_ioctl(d->store, e, arg);
+	else if (d->sink && d->sink->ioctl)
+		d->sink->ioctl(d->sink->ctx, e, arg);
+}
+
+static void put_task(const struct dest *d, const struct kx_task *t)
+{
+	if (d->store)
+		kx_store_add_task(d->store, t);
+	else if (d->sink && d->sink->task)
+		d->sink->task(d->sink->ctx, t);
+}
+
+static void put_job(const struct dest *d, const struct kx_job *j)
+{
+	if (d->store)
+		kx_store_add_job(d->store, j);
+	else if (d->sink && d->sink->job)
+		d->sink->job(d->sink->ctx, j);
+}
+
+/* Stores or hands over a decoded annotation, its strings terminated. */
+static void commit_ann(const struct dest *d, const struct ann_stash *an, const uint8_t *raw)
 {
 	char name[KX_ANN_NAME_MAX], cat[KX_ANN_CAT_MAX];
 
@@ -1303,21 +1337,26 @@ static void commit_ann(struct kx_store *st, const struct ann_stash *an, const ui
 	name[an->name_len] = 0;
 	memcpy(cat, raw + an->cat_off, an->cat_len);
 	cat[an->cat_len] = 0;
-	kx_store_add_ann(st, &an->a, name, cat);
+	if (d->store)
+		kx_store_add_ann(d->store, &an->a, name, cat);
+	else if (d->sink && d->sink->ann)
+		d->sink->ann(d->sink->ctx, &an->a, name, cat);
 }
 
 /* How decode_events treats what it decodes. */
 #define DEC_CHECK  0 /* nothing: only checks */
-#define DEC_COMMIT 1 /* into the store */
+#define DEC_COMMIT 1 /* where the dest says */
 #define DEC_STASH  2 /* into the slot (room for nrec ioctls and kinds made by the caller) */
 
-/* One sample, symbol or counters payload [p, p + n) of type: checked, and with a
- * store put in it. 0; -1 when bad; -2 out of memory (the store counts what
- * its limit refuses). */
+/* One sample, symbol or counters payload [p, p + n) of type: checked, and
+ * put where d says (NULL: only checked). 0; -1 when bad (the store counts
+ * what its limit refuses). */
 static int late_decode(const uint8_t *p, size_t n, unsigned int type, uint64_t *prev_ts,
-                       struct kx_store *store)
+                       const struct dest *d)
 {
 	uint64_t ips[2 * KX_SAMPLE_MAX_DEPTH];
+	struct kx_store *store = d ? d->store : NULL;
+	const struct kx_kxp_visitor *sink = d ? d->sink : NULL;
 	struct kx_ctr_ev ce;
 	struct kx_sample s;
 	int rc;
@@ -1327,28 +1366,36 @@ static int late_decode(const uint8_t *p, size_t n, unsigned int type, uint64_t *
 			return -1;
 		if (store && kx_store_samples(store))
 			kx_samples_add_ctr(kx_store_samples(store), &ce);
+		else if (sink && sink->ctr)
+			sink->ctr(sink->ctx, &ce);
 		return 0;
 	}
 	if (type == KX_KXP_REC_SYM) {
-		rc = kx_kxp_dec_sym(p, n, store ? kx_samples_syms(kx_store_samples(store)) : NULL);
+		struct kx_symres *syms = store  ? kx_samples_syms(kx_store_samples(store))
+		                         : sink ? sink->syms
+		                                : NULL;
+
+		rc = kx_kxp_dec_sym(p, n, syms);
 		return rc == -2 ? 0 : rc; /* a name lost to memory: that frame stays unknown */
 	}
 	if (kx_kxp_dec_sample(p, n, type, prev_ts, &s, ips))
 		return -1;
 	if (store)
 		kx_store_add_sample(store, &s);
+	else if (sink && sink->sample)
+		sink->sample(sink->ctx, &s);
 	return 0;
 }
 
 /* A sample or symbol record at q: decoded now (DEC_COMMIT), or checked and
  * noted in the slot to be stored at commit (DEC_STASH). */
-static int decode_late(struct cslot *c, const struct rd *q, uint8_t type, struct kx_store *store,
+static int decode_late(struct cslot *c, const struct rd *q, uint8_t type, const struct dest *d,
                        int mode)
 {
 	uint64_t before = c->ctx.prev_ts;
 
 	if (late_decode(q->p, (size_t)(q->end - q->p), type, &c->ctx.prev_ts,
-	                mode == DEC_COMMIT ? store : NULL))
+	                mode == DEC_COMMIT ? d : NULL))
 		return -1;
 	if (mode != DEC_STASH)
 		return 0;
@@ -1360,11 +1407,11 @@ static int decode_late(struct cslot *c, const struct rd *q, uint8_t type, struct
 }
 
 /* Stores the slot's late record i (checked when it was stashed). */
-static void commit_late(struct kx_store *st, const struct cslot *c, size_t i, uint8_t type)
+static void commit_late(const struct dest *d, const struct cslot *c, size_t i, uint8_t type)
 {
 	uint64_t ts = c->late[i].prev_ts;
 
-	late_decode(c->raw + c->late[i].off, c->late[i].len, type, &ts, st);
+	late_decode(c->raw + c->late[i].off, c->late[i].len, type, &ts, d);
 }
 
 /*
@@ -1372,7 +1419,7 @@ static void commit_late(struct kx_store *st, const struct cslot *c, size_t i, ui
  * (so a bad record late in a chunk leaves nothing of it in the store), or
  * -2 when stashing ran out of memory.
  */
-static int decode_events(struct cslot *c, struct kx_store *store, int mode)
+static int decode_events(struct cslot *c, const struct dest *d, int mode)
 {
 	struct rd r = {c->raw, c->raw + c->raw_len, 0};
 	struct chunk_ctx *ctx = &c->ctx;
@@ -1402,8 +1449,8 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 			if (mode == DEC_STASH) {
 				e->arg_off = arg ? (uint32_t)(arg - c->raw) : KX_NO_ARG;
 				c->nioc++;
-			} else if (mode == DEC_COMMIT && store) {
-				kx_store_add_ioctl(store, e, arg);
+			} else if (mode == DEC_COMMIT) {
+				put_ioctl(d, e, arg);
 			}
 		} else if (type == REC_TASK) {
 			struct kx_task t;
@@ -1414,8 +1461,8 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 				if (kx_grow((void **)&c->task, &c->task_cap, c->ntask, sizeof(t)))
 					return -2;
 				c->task[c->ntask++] = t;
-			} else if (mode == DEC_COMMIT && store) {
-				kx_store_add_task(store, &t);
+			} else if (mode == DEC_COMMIT) {
+				put_task(d, &t);
 			}
 		} else if (type == REC_JOB) {
 			struct kx_job j;
@@ -1426,11 +1473,11 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 				if (kx_grow((void **)&c->job, &c->job_cap, c->njob, sizeof(j)))
 					return -2;
 				c->job[c->njob++] = j;
-			} else if (mode == DEC_COMMIT && store) {
-				kx_store_add_job(store, &j);
+			} else if (mode == DEC_COMMIT) {
+				put_job(d, &j);
 			}
 		} else if (type >= KX_KXP_REC_SAMPLE && type <= KX_KXP_REC_CTR) {
-			int rc = decode_late(c, &q, type, store, mode);
+			int rc = decode_late(c, &q, type, d, mode);
 
 			if (rc)
 				return rc;
@@ -1443,8 +1490,8 @@ static int decode_events(struct cslot *c, struct kx_store *store, int mode)
 				if (kx_grow((void **)&c->ann, &c->ann_cap, c->nann, sizeof(an)))
 					return -2;
 				c->ann[c->nann++] = an;
-			} else if (mode == DEC_COMMIT && store) {
-				commit_ann(store, &an, c->raw);
+			} else if (mode == DEC_COMMIT) {
+				commit_ann(d, &an, c->raw);
 			}
 		} else {
 			continue; /* from a later writer: skipped whole */
@@ -1579,37 +1626,45 @@ static void chunk_run(void *slot, void *wctx, void *arg)
 		c->status = CS_RECORDS;
 }
 
-/* Stores ioctls [from, to) of a slot: runs without arguments in bulk. */
-static void commit_ioctls(struct kx_store *st, const struct cslot *c, size_t from, size_t to)
+/* Stores ioctls [from, to) of a slot (runs without arguments in bulk), or
+ * hands them to the sink. */
+static void commit_ioctls(const struct dest *d, const struct cslot *c, size_t from, size_t to)
 {
+	if (!d->store) {
+		for (size_t i = from; i < to; i++)
+			put_ioctl(d, &c->ioc[i],
+			          c->ioc[i].arg_off == KX_NO_ARG ? NULL
+			                                         : c->raw + c->ioc[i].arg_off);
+		return;
+	}
 	while (from < to) {
 		size_t i = from;
 
 		while (i < to && c->ioc[i].arg_off == KX_NO_ARG)
 			i++;
 		if (i > from)
-			kx_store_add_ioctls(st, c->ioc + from, i - from);
+			kx_store_add_ioctls(d->store, c->ioc + from, i - from);
 		if (i < to) {
-			kx_store_add_ioctl(st, &c->ioc[i], c->raw + c->ioc[i].arg_off);
+			kx_store_add_ioctl(d->store, &c->ioc[i], c->raw + c->ioc[i].arg_off);
 			i++;
 		}
 		from = i;
 	}
 }
 
-/* The chunk checked out: its records go to the store, in file order. */
-static void commit_slot(struct kx_store *st, struct cslot *c)
+/* The chunk checked out: its records go to the store or the sink, in file order. */
+static void commit_slot(const struct dest *d, struct cslot *c)
 {
 	size_t io = 0, ta = 0, jo = 0, an = 0, lt = 0, k = 0;
 
-	if (!st)
+	if (!d->store && !d->sink)
 		return;
 	if (c->twopass) {
-		decode_events(c, st, DEC_COMMIT);
+		decode_events(c, d, DEC_COMMIT);
 		return;
 	}
 	if (!c->ntask && !c->njob && !c->nann && !c->nlate) {
-		commit_ioctls(st, c, 0, c->nioc);
+		commit_ioctls(d, c, 0, c->nioc);
 		return;
 	}
 	while (k < c->nkinds) {
@@ -1617,19 +1672,19 @@ static void commit_slot(struct kx_store *st, struct cslot *c)
 
 		while (k + run < c->nkinds && c->kinds[k + run] == REC_IOCTL)
 			run++;
-		commit_ioctls(st, c, io, io + run);
+		commit_ioctls(d, c, io, io + run);
 		io += run;
 		k += run;
 		if (k == c->nkinds)
 			break;
 		if (c->kinds[k] == REC_TASK)
-			kx_store_add_task(st, &c->task[ta++]);
+			put_task(d, &c->task[ta++]);
 		else if (c->kinds[k] == REC_JOB)
-			kx_store_add_job(st, &c->job[jo++]);
+			put_job(d, &c->job[jo++]);
 		else if (c->kinds[k] == REC_ANN)
-			commit_ann(st, &c->ann[an++], c->raw);
+			commit_ann(d, &c->ann[an++], c->raw);
 		else
-			commit_late(st, c, lt++, c->kinds[k]);
+			commit_late(d, c, lt++, c->kinds[k]);
 		k++;
 	}
 }
@@ -1781,7 +1836,7 @@ static void chunk_done(void *slot, void *arg)
 		return;
 	}
 	if (c->kind == CS_EVENTS)
-		commit_slot(r->store, c);
+		commit_slot(&r->dest, c);
 	r->res->chunks++;
 }
 
@@ -1970,11 +2025,19 @@ static int read_one(struct reader *r, struct cslot *c, void *zs, const struct ch
  * unknown) chunk ends here. Damage is skipped over; the trailer or the end
  * of the file ends it. Returns 0, or -1 on an I/O error (message set).
  */
+/* Has the sink asked to stop reading? */
+static int sink_stopped(const struct reader *r)
+{
+	const struct kx_kxp_visitor *v = r->dest.sink;
+
+	return v && v->stop && __atomic_load_n(v->stop, __ATOMIC_RELAXED);
+}
+
 static int read_chunks_seq(struct reader *r, struct cslot *c, void *zs, uint64_t off)
 {
 	struct src *s = r->src;
 
-	while (off < s->size && !r->trailer) {
+	while (off < s->size && !r->trailer && !sink_stopped(r)) {
 		size_t n = s->size - off < r->chl ? (size_t)(s->size - off) : r->chl;
 		const uint8_t *h = src_get(s, off, n);
 		struct chdr ch;
@@ -2027,7 +2090,7 @@ static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 	/* Where the next chunk's ioctls start at most (every record an ioctl). */
 	size_t ahead = r->store ? kx_store_ioctl_count(r->store) : 0;
 
-	while (s->size - off >= r->chl) {
+	while (s->size - off >= r->chl && !sink_stopped(r)) {
 		const uint8_t *h = src_get(s, off, r->chl);
 		struct chdr ch;
 		struct cslot *c;
@@ -2171,7 +2234,7 @@ static int read_chunks(struct reader *r, uint64_t off)
 	return rc;
 }
 
-static int read_src(struct src *s, struct kx_store *store, struct kx_capinfo *ci,
+static int read_src(struct src *s, const struct dest *d, struct kx_capinfo *ci,
                     struct kx_kxp_read_result *res, char *err, size_t errlen)
 {
 	struct kx_kxp_read_result lres;
@@ -2194,22 +2257,27 @@ static int read_src(struct src *s, struct kx_store *store, struct kx_capinfo *ci
 	if (errlen)
 		err[0] = '\0';
 	r.src = s;
-	r.store = store;
+	r.dest = *d;
+	r.store = d->store;
 	r.ci = ci;
 	r.res = res;
 	r.err = err;
 	r.errlen = errlen;
 	hlen = read_header(&r);
+	if (hlen && d->sink && d->sink->header)
+		d->sink->header(d->sink->ctx, ci);
 	if (hlen)
 		ret = read_chunks(&r, hlen);
 	/* Symbols arrive in batches through the file: lookups start now. */
-	if (store && kx_store_samples(store))
-		kx_symres_settle(kx_samples_syms(kx_store_samples(store)));
+	if (d->store && kx_store_samples(d->store))
+		kx_symres_settle(kx_samples_syms(kx_store_samples(d->store)));
+	else if (d->sink && d->sink->syms)
+		kx_symres_settle(d->sink->syms);
 	free(lci);
 	return ret;
 }
 
-int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store, struct kx_capinfo *ci,
+static int read_mem(const void *buf, size_t len, const struct dest *d, struct kx_capinfo *ci,
                     struct kx_kxp_read_result *res, char *err, size_t errlen)
 {
 	struct src s = {0};
@@ -2218,11 +2286,11 @@ int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store, struct 
 	s.mem = buf ? buf : (const uint8_t *)"";
 	s.size = buf ? len : 0;
 	s.fd = -1;
-	return read_src(&s, store, ci, res, err, errlen);
+	return read_src(&s, d, ci, res, err, errlen);
 }
 
-int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
-                struct kx_kxp_read_result *res, char *err, size_t errlen)
+static int read_path(const char *path, const struct dest *d, struct kx_capinfo *ci,
+                     struct kx_kxp_read_result *res, char *err, size_t errlen)
 {
 	struct src s = {0};
 	struct stat st;
@@ -2245,8 +2313,41 @@ int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
 	}
 	s.size = (uint64_t)st.st_size;
 	s.name = path;
-	ret = read_src(&s, store, ci, res, err, errlen);
+	ret = read_src(&s, d, ci, res, err, errlen);
 	free(s.buf);
 	close(s.fd);
 	return ret;
+}
+
+int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store, struct kx_capinfo *ci,
+                    struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct dest d = {store, NULL};
+
+	return read_mem(buf, len, &d, ci, res, err, errlen);
+}
+
+int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
+                struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct dest d = {store, NULL};
+
+	return read_path(path, &d, ci, res, err, errlen);
+}
+
+int kx_kxp_read_stream(const char *path, const struct kx_kxp_visitor *sink, struct kx_capinfo *ci,
+                       struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct dest d = {NULL, sink};
+
+	return read_path(path, &d, ci, res, err, errlen);
+}
+
+int kx_kxp_read_stream_mem(const void *buf, size_t len, const struct kx_kxp_visitor *sink,
+                           struct kx_capinfo *ci, struct kx_kxp_read_result *res, char *err,
+                           size_t errlen)
+{
+	struct dest d = {NULL, sink};
+
+	return read_mem(buf, len, &d, ci, res, err, errlen);
 }

@@ -110,6 +110,44 @@ int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
 int kx_kxp_read_mem(const void *buf, size_t len, struct kx_store *store, struct kx_capinfo *ci,
                     struct kx_kxp_read_result *res, char *err, size_t errlen);
 
+/*
+ * Streaming reads: the records handed over one by one, in file order, and
+ * nothing kept (memory does not grow with the file). File order is the
+ * order the recorder received them: per thread, the order they happened
+ * (a thread's records share one ring buffer), across threads about the
+ * time order (ioctls at their return). Checks, damage handling, messages
+ * and results are those of kx_kxp_read: a corrupt chunk is skipped whole,
+ * none of its records handed over.
+ */
+struct kx_kxp_visitor {
+	void *ctx;
+	/* Once the header is read, before any record; ci holds its facts (the
+	 * trailer's replace them at the end). */
+	void (*header)(void *ctx, const struct kx_capinfo *ci);
+	/* arg: the argument bytes (in, then out), NULL when none. */
+	void (*ioctl)(void *ctx, const struct kx_ioctl *e, const uint8_t *arg);
+	void (*task)(void *ctx, const struct kx_task *t);
+	void (*job)(void *ctx, const struct kx_job *j);
+	/* a's name and cat ids are unused: the strings are given (PUSH, MARK,
+	 * START; "" otherwise). */
+	void (*ann)(void *ctx, const struct kx_ann *a, const char *name, const char *cat);
+	/* Frames borrowed from the record for the call. */
+	void (*sample)(void *ctx, const struct kx_sample *s);
+	void (*ctr)(void *ctx, const struct kx_ctr_ev *e);
+	struct kx_symres
+	        *syms; /* symbol records are added here (NULL: skipped), settled at the end */
+	/* NULL, or a flag the callbacks set (__atomic_store_n) to end the read
+	 * early, at the next chunk: ci, res and err then describe only what was
+	 * read (a caller that stops has no use for the rest). */
+	int *stop;
+};
+/* NULL callbacks skip their records. Returns as kx_kxp_read. */
+int kx_kxp_read_stream(const char *path, const struct kx_kxp_visitor *sink, struct kx_capinfo *ci,
+                       struct kx_kxp_read_result *res, char *err, size_t errlen);
+int kx_kxp_read_stream_mem(const void *buf, size_t len, const struct kx_kxp_visitor *sink,
+                           struct kx_capinfo *ci, struct kx_kxp_read_result *res, char *err,
+                           size_t errlen);
+
 /* Capture info as the file's TLV (header and trailer), for carrying it
  * elsewhere (a daemon's end-of-session message). Appends to b (b->oom on
  * failure). */

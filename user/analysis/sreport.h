@@ -1,0 +1,50 @@
+/*
+ * The report of a record file read as a stream (io/kxp.h's
+ * kx_kxp_read_stream): the ioctl rows are aggregated as the records pass
+ * (analysis/stats.h's streaming rows), so memory grows with the rows, not
+ * with the events. Tasks, CPU and off-CPU samples and their symbols are
+ * kept in a side store, for the profiles and thread names; no ioctl is kept.
+ *
+ * Exactly the in-memory report's figures (percentiles within 1/256), or a
+ * reason to read the file into memory instead, found as the records pass:
+ *   - job records (device timelines pair jobs with the ioctls that
+ *     submitted or waited for them),
+ *   - annotation records (ranges nest with the same thread's ioctls),
+ *   - counter records (counters are matched with their calls),
+ *   - an ioctl that memory accounting counts (memory rows by device),
+ *   - two ioctls of one thread that overlap (the timeline's nesting rule
+ *     may shorten one): a thread's records arrive in the order its calls
+ *     returned, so when each starts at or after the end of the one before,
+ *     the thread's calls are disjoint and the rule changes nothing.
+ * The read then stops at the next chunk (the caller reads the file again
+ * into memory, damage and all).
+ */
+#ifndef KX_SREPORT_H
+#define KX_SREPORT_H
+
+#include <stddef.h>
+
+#include "analysis/stats.h"
+#include "io/kxp.h"
+#include "model/capinfo.h"
+#include "model/store.h"
+
+struct kx_sreport {
+	struct kx_store *side;         /* tasks, samples and symbols; no ioctls */
+	struct kx_stats st;            /* the ioctl rows (empty when in_memory) */
+	struct kx_capinfo ci;          /* header, then trailer facts */
+	struct kx_kxp_read_result res; /* what reading lost */
+	const char *in_memory;         /* why the file must be read into memory; NULL: streamed */
+	uint64_t threads;              /* distinct threads seen (their last call's end is kept) */
+};
+
+/*
+ * Reads path as a stream into r (zeroed here). 0 when read (err non-empty
+ * when the file is damaged or cut short: what was lost, as kx_kxp_read
+ * says it), -1 when it is not a readable record file or memory ran out
+ * (err says which). Check r->in_memory before using r->st.
+ */
+int kx_sreport_read(struct kx_sreport *r, const char *path, char *err, size_t errlen);
+void kx_sreport_free(struct kx_sreport *r);
+
+#endif /* KX_SREPORT_H */
