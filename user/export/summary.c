@@ -40,26 +40,15 @@ struct kx_summary {
 
 struct kx_summary *kx_summary_build(const struct kx_analysis *an)
 {
-	struct kx_summary *sum = calloc(1, sizeof(*sum));
+	struct kx_stats st = {0};
 
-	if (!sum)
+	if (kx_stats_build(&st, an->store, an->ci, an->jobs))
 		return NULL;
-	sum->an = an;
-	sum->ci = *an->ci;
-	sum->jobs = an->jobs;
-	sum->not_stored = sum->ci.not_stored;
-	if (kx_store_not_stored(an->store) > sum->not_stored)
-		sum->not_stored = kx_store_not_stored(an->store);
-	if (kx_stats_build(&sum->st, an->store, an->ci, an->jobs)) {
-		free(sum);
+	if (kx_stats_add_ranges(&st, an->ranges, an->store)) {
+		kx_stats_free(&st);
 		return NULL;
 	}
-	if (kx_stats_add_ranges(&sum->st, an->ranges, an->store)) {
-		kx_summary_free(sum);
-		return NULL;
-	}
-	kx_summary_sort(sum, KX_SORT_AVG, 0);
-	return sum;
+	return kx_summary_build_stats(an, &st);
 }
 
 struct kx_summary *kx_summary_build_stats(const struct kx_analysis *an, struct kx_stats *st)
