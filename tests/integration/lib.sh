@@ -121,3 +121,25 @@ accel_workload() {
 	accel_argv "$@"
 	"${ACCEL_ARGV[@]}"
 }
+
+# user_kvm DIR GID: how a user of group GID reaches the kvm device. Sets
+# USER_KVM to a path that user can open read-write: /dev/kvm itself when its
+# group is GID's or others may use it, else a node of the same device made in
+# DIR for group GID (mode 0660), as a host's kvm group gives it; exports it in
+# KXW_KVM, which the workloads open. Returns 1 (with USER_KVM empty) when
+# there is no /dev/kvm or no node can be made there.
+user_kvm() {
+	local dir=$1 gid=$2 mode grp
+	USER_KVM=
+	[ -c /dev/kvm ] || return 1
+	mode=$(stat -c %a /dev/kvm)
+	grp=$(stat -c %g /dev/kvm)
+	if [ $((8#$mode & 8#006)) -eq 6 ] || { [ "$grp" = "$gid" ] && [ $((8#$mode & 8#060)) -eq 48 ]; }; then
+		USER_KVM=/dev/kvm
+	else
+		mknod -m 0660 "$dir/kvm" c "$((16#$(stat -c %t /dev/kvm)))" "$((16#$(stat -c %T /dev/kvm)))" 2>/dev/null &&
+			chgrp "$gid" "$dir/kvm" || return 1
+		USER_KVM=$dir/kvm
+	fi
+	export KXW_KVM=$USER_KVM
+}

@@ -63,7 +63,8 @@ LOOPDEV=$(losetup -f --show "$TMP/backing") || { fail daemon_samples_setup "lose
 chgrp 65534 "$LOOPDEV" && chmod g+rw "$LOOPDEV"
 
 USER_GROUPS=(--clear-groups)
-[ -c /dev/kvm ] && USER_GROUPS=(--groups="$(stat -c %g /dev/kvm)")
+# The users reach kvm through their group (nogroup), as a host's kvm group would give it.
+user_kvm "$TMP" 65534
 # as UID CMD...: runs CMD as UID (group nogroup), with the daemon's socket.
 as() {
 	local uid=$1
@@ -270,13 +271,16 @@ if [ $rc -eq 0 ] && [ "$PPROF_OK" -eq 1 ]; then
 fi
 
 # ---- KVM: a user's busy KVM_RUN, where /dev/kvm exists ----
-if [ -c /dev/kvm ]; then
-	as 65534 "$BIN/kxprof" record -F 999 -o "$OUT/kvm.kxp" -- "$BIN/profile_workload" -s 0.3 -- \
+# (under this daemon's limit of 500 Hz)
+if [ -n "$USER_KVM" ]; then
+	as 65534 "$BIN/kxprof" record -F 400 -o "$OUT/kvm.kxp" -- "$BIN/profile_workload" -s 0.3 -- \
 		"$BIN/kvm_workload" -t 1 -j 10 -l 50000 >/dev/null 2>"$TMP/kvm.err"
-	check kvm_user_record_exit [ $? -eq 0 ]
+	rc=$?
+	[ $rc -eq 0 ] || sed 's/^/# /' "$TMP/kvm.err"
+	check kvm_user_record_exit [ $rc -eq 0 ]
 	kx 0 convert "$OUT/kvm.kxp" --folded "$TMP/kvm.folded" >/dev/null
 	check kvm_user_driver_frame grep -q ";\[kvm\] KVM_RUN" "$TMP/kvm.folded"
 else
-	skip kvm_user_driver_frame "no /dev/kvm"
+	skip kvm_user_driver_frame "no /dev/kvm, or no node of it can be made for the users"
 fi
 stop_daemon

@@ -92,9 +92,7 @@ int main(int argc, char **argv)
 	total = calloc(1, sizeof(*total));
 	if (!total)
 		wl_die("out of memory");
-	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (kvm_fd < 0)
-		wl_die("cannot open /dev/kvm: %s", strerror(errno));
+	kvm_fd = wl_open_kvm();
 	r = wl_ioctl_ok(total, "KVM_GET_API_VERSION", kvm_fd, KVM_GET_API_VERSION, 0);
 	if (r != KVM_API_VERSION)
 		wl_die("KVM_GET_API_VERSION returned %ld, expected %d", r, KVM_API_VERSION);

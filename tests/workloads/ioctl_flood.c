@@ -183,9 +183,7 @@ int main(int argc, char **argv)
 
 	if (use_free_loop)
 		dev = free_loop(loopdev, sizeof(loopdev), &getfree);
-	fd = dev ? open_block(dev) : open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		wl_die("cannot open /dev/kvm: %s", strerror(errno));
+	fd = dev ? open_block(dev) : wl_open_kvm();
 	fl = calloc(threads, sizeof(*fl));
 	if (!fl)
 		wl_die("out of memory");

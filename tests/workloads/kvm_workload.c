@@ -295,9 +295,7 @@ static void run_workload(const struct opts *o, struct result *res)
 	res->pid = getpid();
 	res->nvcpus = o->threads;
 
-	vm.kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (vm.kvm_fd < 0)
-		wl_die("cannot open /dev/kvm: %s", strerror(errno));
+	vm.kvm_fd = wl_open_kvm();
 	r = wl_ioctl_ok(wc, "KVM_GET_API_VERSION", vm.kvm_fd, KVM_GET_API_VERSION, 0);
 	if (r != KVM_API_VERSION)
 		wl_die("KVM_GET_API_VERSION returned %ld, expected %d", r, KVM_API_VERSION);

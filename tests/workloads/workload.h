@@ -67,6 +67,24 @@ static inline struct wl_counter *wl_counter(struct wl_counts *wc, const char *na
 	return &wc->c[wc->n++];
 }
 
+/*
+ * The kvm device: /dev/kvm, or the node KXW_KVM names (a node of the same
+ * device that a test made for an ordinary user's group, where /dev/kvm is
+ * root's alone). Dies with the path and the reason when it cannot be opened.
+ */
+static inline int wl_open_kvm(void)
+{
+	const char *path = getenv("KXW_KVM");
+	int fd;
+
+	if (!path || !*path)
+		path = "/dev/kvm";
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		wl_die("cannot open %s: %s", path, strerror(errno));
+	return fd;
+}
+
 /* Record one issued request and its outcome (ret < 0 means it failed with err). */
 static inline void wl_record(struct wl_counts *wc, const char *name, long ret, int err)
 {
