@@ -14,7 +14,8 @@ the stack leaf first, its first line led by the trace's value. Checks:
       profiling), and some trace has USER_FRAME among its callers
   pidframe PID FRAME  some trace of process PID (its pid label) holds FRAME
       (negate it with the shell to check that none does)
-  unwind LEAF CALLER...  traces whose leaf is LEAF: at least 95% of them
+  unwind LEAF CALLER...  traces whose leaf is LEAF: at least 95% of their
+      samples (traces weighted by value; identical stacks are one trace)
       have the CALLERs, in this order, above it
   labels CALL  every trace holding CALL carries the label driver_call=CALL
 """
@@ -79,11 +80,23 @@ def check_pidframe(traces, pid, frame):
     return hits > 0, f"{len(mine)} traces of pid {pid}, {hits} holding {frame}"
 
 
+UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "hrs": 3600.0,
+         "mins": 60.0}
+
+
+def weight(t):
+    """The trace's value as a number (a count, or a time in seconds)."""
+    m = re.match(r"^([0-9.]+)([^0-9.]*)$", t["value"] or "")
+    if not m:
+        return 1.0
+    return float(m.group(1)) * UNITS.get(m.group(2), 1.0)
+
+
 def check_unwind(traces, leaf, callers):
     with_leaf = [t for t in traces if t["frames"][0] == leaf]
     if not with_leaf:
         return False, f"no trace has the leaf {leaf}"
-    ok = 0
+    ok = total = 0.0
     for t in with_leaf:
         fr = t["frames"][1:]
         pos = -1
@@ -93,9 +106,11 @@ def check_unwind(traces, leaf, callers):
             except ValueError:
                 pos = None
                 break
-        ok += pos is not None
-    msg = f"{ok} of {len(with_leaf)} traces with leaf {leaf} unwind through {' '.join(callers)}"
-    return ok >= 0.95 * len(with_leaf), msg
+        total += weight(t)
+        ok += weight(t) * (pos is not None)
+    msg = (f"{ok / total:.1%} of the samples of {len(with_leaf)} traces with leaf {leaf} "
+           f"unwind through {' '.join(callers)}")
+    return ok >= 0.95 * total, msg
 
 
 def check_labels(traces, call):
