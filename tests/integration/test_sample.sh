@@ -213,9 +213,16 @@ if [ -n "$port" ]; then
 	wait $(jobs -p | grep -v "^$srv\$" | grep -v "^$wl\$") 2>/dev/null
 	check served_concurrency bash -c 'cat "$1".1 "$1".2 "$1".3 | sort | tr "\n" " " | grep -q "^200 200 429 $"' _ "$TMP/conc"
 	# SIGTERM during a long profile: the profile ends early, serve exits 0 at once.
+	# It is running once serve holds more perf events (the profile's sampling).
+	perf_fds() { ls -l "/proc/$srv/fd" 2>/dev/null | grep -c 'perf_event'; }
+	pf0=$(perf_fds)
 	curl -s -o "$TMP/late.pb.gz" -w "%{http_code}" "$url?seconds=30" >"$TMP/late.code" &
 	cpid=$!
-	sleep 1
+	for _ in $(seq 1 200); do
+		[ "$(perf_fds)" -gt "$pf0" ] && break
+		sleep 0.05
+	done
+	check served_late_profile_started [ "$(perf_fds)" -gt "$pf0" ]
 	t0=$(date +%s%N)
 	kill -TERM "$srv"
 	wait "$srv"
