@@ -350,9 +350,11 @@ done
 if [ -z "$PORT" ]; then
 	fail serve_start "$(cat "$TMP/serve.err")"
 else
-	KXPROF_ANNOTATE_WAIT=$SERVE:5000 "$WL/annotate_workload" -t 2 -n 7 -s 500 -x 3 >"$TMP/sw.json"
-	# The consumer drains the ring every 100 ms: the last records may still be on their way.
-	for _ in $(seq 1 30); do
+	KXPROF_ANNOTATE_WAIT=$SERVE:30000 "$WL/annotate_workload" -t 2 -n 7 -s 500 -x 3 >"$TMP/sw.json"
+	# The consumer drains the ring every 100 ms: the last records may still be
+	# on their way (a loaded machine: up to 10 s). The library waits up to 30 s
+	# for serve's probes, and goes on at once when they are attached.
+	for _ in $(seq 1 100); do
 		curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$TMP/m.txt"
 		grep -q '^kxprof_annotation_duration_seconds_count{name="outer",category=""} 14$' \
 			"$TMP/m.txt" && break
@@ -398,7 +400,7 @@ for _ in $(seq 1 100); do
 	grep -q '^kxprof top ' "$TMP/top.txt" && break
 	sleep 0.1
 done
-KXPROF_ANNOTATE_WAIT=$TOP:5000 "$WL/annotate_workload" -t 2 -n 20 -s 500 -x 0 >/dev/null
+KXPROF_ANNOTATE_WAIT=$TOP:30000 "$WL/annotate_workload" -t 2 -n 20 -s 500 -x 0 >/dev/null
 wait "$TOP"
 check top_exit test $? -eq 0
 check top_ranges python3 - "$TMP/top.txt" <<'PY'
