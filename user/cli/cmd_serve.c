@@ -72,6 +72,7 @@ struct serve {
 	char kernel[96];
 	const char *mech;
 	struct kx_cpuprof *prof; /* GET /debug/pprof/profile */
+	unsigned int prof_open;  /* profile requests not yet answered (under lock) */
 };
 
 static void serve_usage(FILE *f)
@@ -474,6 +475,9 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	r->c = c;
 	r->sv = sv;
+	pthread_mutex_lock(&sv->lock);
+	sv->prof_open++;
+	pthread_mutex_unlock(&sv->lock);
 	conn = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	r->k = conn ? conn->socket_context : NULL;
 	*con_cls = r;
@@ -575,12 +579,33 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		free(r->body.p);
 		free(r);
 		*con_cls = NULL;
+		pthread_mutex_lock(&sv->lock);
+		sv->prof_open--;
+		pthread_mutex_unlock(&sv->lock);
 	}
 	if (!k)
 		return;
 	pthread_mutex_lock(&sv->lock);
 	k->start_ns = kx_mono_ns();
 	pthread_mutex_unlock(&sv->lock);
+}
+
+/* Waits (at most 2 s) until the profiles that shutdown woke are answered:
+ * stopping the HTTP daemon closes connections whose answer is not out yet. */
+static void profiles_answered(struct serve *sv)
+{
+	const struct timespec tick = {0, 10 * 1000 * 1000};
+
+	for (int i = 0; i < 200; i++) {
+		unsigned int open;
+
+		pthread_mutex_lock(&sv->lock);
+		open = sv->prof_open;
+		pthread_mutex_unlock(&sv->lock);
+		if (!open)
+			return;
+		nanosleep(&tick, NULL);
+	}
 }
 
 /* Shuts down connections past the deadline (libmicrohttpd then closes them). */
@@ -936,8 +961,10 @@ static int serve_run(struct serve *sv, struct kx_capture *c, struct serve_opts *
 	serve_socket_stop(&o->sock);
 	/* Profiles end early and wake their connections before the daemon goes. */
 	kx_cpuprof_shutdown(sv->prof);
-	if (d)
+	if (d) {
+		profiles_answered(sv);
 		MHD_stop_daemon(d);
+	}
 	return 0;
 }
 
