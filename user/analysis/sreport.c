@@ -1,36 +1,30 @@
 /*
- * The streamed report of a record file (contract: sreport.h). Owns the
- * decision whether a capture can be reported from a stream, and the
- * per-thread state that decision needs (the end of each thread's last call).
+ * The streamed report of a record file (contract: sreport.h): the rows as
+ * the records pass, while analysis/streamcheck.h says a stream does.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/jobpair.h"
 #include "analysis/sreport.h"
+#include "analysis/streamcheck.h"
 #include "model/samples.h"
-#include "util/grow.h"
-#include "util/hashmap.h"
 
 /* What the visitor keeps between records. */
 struct sr_ctx {
 	struct kx_sreport *r;
 	struct kx_stats_acc acc;
-	struct kx_memacct mem;
-	struct kx_hmap tids; /* tid -> index in ends */
-	uint64_t *ends;      /* ns, the end of each thread's last call */
-	size_t nends, endcap;
+	struct kx_streamcheck check;
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
-/* The first reason found; the read then stops at the next chunk. */
-static void sr_fall_back(struct sr_ctx *c, const char *why)
+/* The first reason found (c->check.why); the read then stops at the next chunk. */
+static void sr_checked(struct sr_ctx *c)
 {
-	if (c->r->in_memory)
+	if (!c->check.why || c->r->in_memory)
 		return;
-	c->r->in_memory = why;
+	c->r->in_memory = c->check.why;
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 }
 
@@ -39,46 +33,18 @@ static int sr_active(const struct sr_ctx *c)
 	return !c->oom && !c->r->in_memory;
 }
 
-/* Does e start before its thread's last call ended? Records e's end. -1: OOM. */
-static int sr_overlaps(struct sr_ctx *c, const struct kx_ioctl *e)
-{
-	uint32_t *idx = kx_hmap_get(&c->tids, e->tid);
-	uint64_t end = e->ts + e->dur;
-	int ov;
-
-	if (!idx) {
-		if (c->nends >= UINT32_MAX ||
-		    kx_grow((void **)&c->ends, &c->endcap, c->nends, sizeof(*c->ends)) ||
-		    kx_hmap_add(&c->tids, e->tid, (uint32_t)c->nends))
-			return -1;
-		c->ends[c->nends++] = end;
-		return 0;
-	}
-	ov = e->ts < c->ends[*idx];
-	c->ends[*idx] = end;
-	return ov;
-}
-
 static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
 	struct sr_ctx *c = ctx;
-	int64_t delta = 0;
-	int ov, mem = KX_MEM_NONE;
 
 	if (!sr_active(c))
 		return;
-	ov = sr_overlaps(c, e);
-	if (e->ret >= 0 && arg)
-		mem = kx_memacct_step(&c->mem, e, arg, &delta);
-	if (ov < 0 || mem < 0 || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
+	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		c->oom = 1;
 		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (ov)
-		sr_fall_back(c, "calls of one thread overlap (the nesting rule applies)");
-	if (mem != KX_MEM_NONE)
-		sr_fall_back(c, "ioctls allocate or free device memory (memory rows)");
+	sr_checked(c);
 }
 
 static void sr_task(void *ctx, const struct kx_task *t)
@@ -92,14 +58,20 @@ static void sr_task(void *ctx, const struct kx_task *t)
 
 static void sr_job(void *ctx, const struct kx_job *j)
 {
+	struct sr_ctx *c = ctx;
+
 	(void)j;
-	sr_fall_back(ctx, "device jobs (timelines link jobs to their ioctls)");
+	kx_streamcheck_job(&c->check);
+	sr_checked(c);
 }
 
 static void sr_ann(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
 {
+	struct sr_ctx *c = ctx;
+
 	(void)a, (void)name, (void)cat;
-	sr_fall_back(ctx, "annotations (ranges nest with the thread's ioctls)");
+	kx_streamcheck_ann(&c->check);
+	sr_checked(c);
 }
 
 static void sr_sample(void *ctx, const struct kx_sample *s)
@@ -112,14 +84,16 @@ static void sr_sample(void *ctx, const struct kx_sample *s)
 
 static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 {
+	struct sr_ctx *c = ctx;
+
 	(void)e;
-	sr_fall_back(ctx, "perf counters (matched with their calls)");
+	kx_streamcheck_ctr(&c->check);
+	sr_checked(c);
 }
 
 int kx_sreport_read(struct kx_sreport *r, const char *path, char *err, size_t errlen)
 {
-	struct sr_ctx c = {
-	        .r = r, .acc = KX_STATS_ACC_INIT, .mem = KX_MEMACCT_INIT, .tids = KX_HMAP_INIT};
+	struct sr_ctx c = {.r = r, .acc = KX_STATS_ACC_INIT, .check = KX_STREAMCHECK_INIT};
 	struct kx_kxp_visitor v = {
 	        .ctx = &c,
 	        .ioctl = sr_ioctl,
@@ -142,10 +116,8 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, char *err, size_t er
 	v.syms = kx_samples_syms(kx_store_samples(r->side));
 	err[0] = 0;
 	rc = kx_kxp_read_stream(path, &v, &r->ci, &r->res, err, errlen);
-	r->threads = c.nends;
-	kx_memacct_free(&c.mem);
-	kx_hmap_free(&c.tids);
-	free(c.ends);
+	r->threads = kx_streamcheck_threads(&c.check);
+	kx_streamcheck_free(&c.check);
 	if (kx_stats_acc_finish(&r->st, &c.acc, &r->ci, rc == 0 && !c.oom) && rc == 0) {
 		snprintf(err, errlen, "out of memory summarising the ioctls");
 		rc = -1;

@@ -6,16 +6,8 @@
  * kept in a side store, for the profiles and thread names; no ioctl is kept.
  *
  * Exactly the in-memory report's figures (percentiles within 1/256), or a
- * reason to read the file into memory instead, found as the records pass:
- *   - job records (device timelines pair jobs with the ioctls that
- *     submitted or waited for them),
- *   - annotation records (ranges nest with the same thread's ioctls),
- *   - counter records (counters are matched with their calls),
- *   - an ioctl that memory accounting counts (memory rows by device),
- *   - two ioctls of one thread that overlap (the timeline's nesting rule
- *     may shorten one): a thread's records arrive in the order its calls
- *     returned, so when each starts at or after the end of the one before,
- *     the thread's calls are disjoint and the rule changes nothing.
+ * reason to read the file into memory instead, found as the records pass
+ * (analysis/streamcheck.h says which records are reasons).
  * The read then stops at the next chunk (the caller reads the file again
  * into memory, damage and all).
  */

@@ -1,0 +1,55 @@
+/*
+ * Whether a record file read as a stream gives exactly what reading it into
+ * memory gives (the streamed report, analysis/sreport.h; the windowed
+ * conversion, analysis/wread.h). Owns that decision and the per-thread state
+ * it needs (the end of each thread's last call). Fed the records in file
+ * order; the first reason found sticks:
+ *   - job records (device timelines pair jobs with the ioctls that
+ *     submitted or waited for them),
+ *   - annotation records (ranges nest with the same thread's ioctls),
+ *   - counter records (counters are matched with their calls),
+ *   - an ioctl that memory accounting counts (memory rows by device),
+ *   - two ioctls of one thread that overlap (the timeline's nesting rule
+ *     may shorten one): a thread's records arrive in the order its calls
+ *     returned, so when each starts at or after the end of the one before,
+ *     the thread's calls are disjoint and the rule changes nothing.
+ * Memory grows with the threads, not the events.
+ */
+#ifndef KX_STREAMCHECK_H
+#define KX_STREAMCHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/jobpair.h"
+#include "model/event.h"
+#include "util/hashmap.h"
+
+struct kx_streamcheck {
+	const char *why; /* the first reason a stream does not do; NULL: it does */
+	struct kx_memacct mem;
+	struct kx_hmap tids; /* tid -> index in ends */
+	uint64_t *ends;      /* ns, the end of each thread's last call */
+	size_t nends, endcap;
+};
+
+#define KX_STREAMCHECK_INIT                                                                        \
+	{                                                                                          \
+		NULL, KX_MEMACCT_INIT, KX_HMAP_INIT, NULL, 0, 0                                    \
+	}
+
+/* One ioctl (arg: its argument bytes, NULL when none). 0, or -1 when out of
+ * memory. c->why is set when it is a reason. */
+int kx_streamcheck_ioctl(struct kx_streamcheck *c, const struct kx_ioctl *e, const uint8_t *arg);
+/* Records that are reasons by their kind alone. */
+void kx_streamcheck_job(struct kx_streamcheck *c);
+void kx_streamcheck_ann(struct kx_streamcheck *c);
+void kx_streamcheck_ctr(struct kx_streamcheck *c);
+/* Distinct threads whose calls were seen. */
+static inline size_t kx_streamcheck_threads(const struct kx_streamcheck *c)
+{
+	return c->nends;
+}
+void kx_streamcheck_free(struct kx_streamcheck *c);
+
+#endif /* KX_STREAMCHECK_H */
