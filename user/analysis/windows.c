@@ -7,15 +7,7 @@
 #include "model/samples.h"
 #include "util/grow.h"
 
-/* What a pass does with each event's start. */
-struct pass {
-	uint64_t lo, hi, width; /* counted span [lo, hi), bucket width (ns) */
-	size_t nb;              /* buckets */
-	size_t *count;          /* events per bucket */
-	uint64_t *min, *max;    /* first and last start per bucket (ns) */
-};
-
-static inline void see(struct pass *p, uint64_t ts)
+static inline void see(struct kx_wpass *p, uint64_t ts)
 {
 	if (ts < p->lo || ts >= p->hi)
 		return;
@@ -27,13 +19,20 @@ static inline void see(struct pass *p, uint64_t ts)
 		p->max[b] = ts;
 }
 
-/* One walk over every event the outputs draw, by its start. */
-static void walk(const struct kx_analysis *an, struct pass *p)
+void kx_wpass_see(struct kx_wpass *p, uint64_t ts)
 {
+	see(p, ts);
+}
+
+/* The analysis as a source: one walk over every event the outputs draw, by its start. */
+static int walk(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
+{
+	const struct kx_analysis *an = ctx;
 	const struct kx_store *s = an->store;
 	const struct kx_samples *smp = kx_store_samples(s);
 	size_t n = kx_store_ioctl_count(s);
 
+	(void)err, (void)errlen;
 	for (size_t i = 0; i < n;) {
 		size_t run;
 		const struct kx_ioctl *e = kx_store_ioctl_run(s, i, &run);
@@ -51,14 +50,18 @@ static void walk(const struct kx_analysis *an, struct pass *p)
 		see(p, an->ranges->r[i].begin);
 	for (size_t i = 0; smp && i < kx_samples_count(smp); i++)
 		see(p, kx_samples_get(smp, i)->ts);
+	return 0;
 }
 
 struct plan {
-	const struct kx_analysis *an;
+	const struct kx_wsource *src;
 	size_t limit;
 	struct kx_windows *out;
 	size_t cap; /* windows allocated */
 	int oom;
+	int failed; /* the source failed (err set) */
+	char *err;
+	size_t errlen;
 };
 
 /* The open (last) window. */
@@ -94,7 +97,7 @@ static void take(struct plan *pl, uint64_t lo, size_t c, uint64_t min, uint64_t 
  * limit is counted again, finer. */
 static void split(struct plan *pl, uint64_t lo, uint64_t hi)
 {
-	struct pass p = {.lo = lo, .hi = hi};
+	struct kx_wpass p = {.lo = lo, .hi = hi};
 	size_t nb = hi - lo < KX_WINDOW_BUCKETS ? (size_t)(hi - lo) : KX_WINDOW_BUCKETS;
 
 	p.width = (hi - lo + nb - 1) / nb;
@@ -106,9 +109,12 @@ static void split(struct plan *pl, uint64_t lo, uint64_t hi)
 		pl->oom = 1;
 		goto out;
 	}
-	walk(pl->an, &p);
+	if (pl->src->walk(pl->src->ctx, &p, pl->err, pl->errlen)) {
+		pl->failed = 1;
+		goto out;
+	}
 	pl->out->passes++;
-	for (size_t b = 0; b < p.nb && !pl->oom; b++) {
+	for (size_t b = 0; b < p.nb && !pl->oom && !pl->failed; b++) {
 		uint64_t blo = lo + b * p.width, bhi = hi - blo > p.width ? blo + p.width : hi;
 
 		if (!p.count[b])
@@ -125,19 +131,17 @@ out:
 	free(p.max);
 }
 
-int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_windows *out, char *err,
-                    size_t errlen)
+int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_wpass *all, size_t limit,
+                        struct kx_windows *out, char *err, size_t errlen)
 {
-	struct plan pl = {.an = an, .limit = limit ? limit : SIZE_MAX, .out = out};
-	struct pass all = {.lo = 0, .hi = UINT64_MAX, .width = UINT64_MAX, .nb = 1};
-	uint64_t min = 0, max = 0;
-	size_t one = 0;
+	struct plan pl = {.src = src,
+	                  .limit = limit ? limit : SIZE_MAX,
+	                  .out = out,
+	                  .err = err,
+	                  .errlen = errlen};
+	size_t one = all->count[0];
 
 	memset(out, 0, sizeof(*out));
-	all.count = &one;
-	all.min = &min;
-	all.max = &max;
-	walk(an, &all);
 	out->passes = 1;
 	if (kx_grow((void **)&out->w, &pl.cap, 0, sizeof(*out->w))) {
 		snprintf(err, errlen, "out of memory planning the output's time windows");
@@ -147,17 +151,41 @@ int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_window
 	out->n = 1;
 	if (one <= pl.limit) {
 		out->w[0].events = out->total = one;
-		out->w[0].first_ns = min;
-		out->w[0].last_ns = max;
+		out->w[0].first_ns = all->min[0];
+		out->w[0].last_ns = all->max[0];
 		return 0;
 	}
-	split(&pl, min, max + 1);
-	if (pl.oom) {
+	split(&pl, all->min[0], all->max[0] + 1);
+	if (pl.oom || pl.failed) {
 		kx_windows_free(out);
-		snprintf(err, errlen, "out of memory planning the output's time windows");
+		if (pl.oom)
+			snprintf(err, errlen, "out of memory planning the output's time windows");
 		return -1;
 	}
 	return 0;
+}
+
+void kx_wpass_one(struct kx_wpass *p, size_t *count, uint64_t *min, uint64_t *max)
+{
+	*count = 0;
+	*min = *max = 0;
+	*p = (struct kx_wpass){.lo = 0, .hi = UINT64_MAX, .width = UINT64_MAX, .nb = 1};
+	p->count = count;
+	p->min = min;
+	p->max = max;
+}
+
+int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_windows *out, char *err,
+                    size_t errlen)
+{
+	const struct kx_wsource src = {walk, (void *)an};
+	struct kx_wpass all;
+	uint64_t min, max;
+	size_t one;
+
+	kx_wpass_one(&all, &one, &min, &max);
+	walk((void *)an, &all, err, errlen);
+	return kx_windows_plan_src(&src, &all, limit, out, err, errlen);
 }
 
 void kx_windows_free(struct kx_windows *w)
