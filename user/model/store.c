@@ -53,6 +53,7 @@ struct kx_store {
 	struct kx_hmap comm; /* tid -> index of its latest task */
 
 	struct kx_samples *samples; /* CPU samples and their stacks, charged to the same limit */
+	struct kx_samples *lent;    /* another store's samples, used instead (not freed here) */
 	struct kx_ann **ann;        /* annotation events */
 	size_t nann, ann_chunks, ann_dir;
 	char **str; /* annotation strings: id i + 1 is str[i], in the text chunks */
@@ -452,12 +453,17 @@ const char *kx_store_comm(const struct kx_store *s, uint32_t tid)
 
 struct kx_samples *kx_store_samples(const struct kx_store *s)
 {
-	return s->samples;
+	return s->lent ? s->lent : s->samples;
+}
+
+void kx_store_borrow_samples(struct kx_store *s, struct kx_samples *t)
+{
+	s->lent = t;
 }
 
 int kx_store_add_sample(struct kx_store *s, const struct kx_sample *smp)
 {
-	if (!s->samples) {
+	if (s->lent || !s->samples) {
 		s->not_stored++;
 		return -1;
 	}

@@ -72,6 +72,10 @@ struct kx_samples;
  * memory. Samples refused are counted by the samples table. */
 struct kx_samples *kx_store_samples(const struct kx_store *s);
 int kx_store_add_sample(struct kx_store *s, const struct kx_sample *smp);
+/* Makes t (another store's, which must outlive this one) the samples this
+ * store gives out, read-only: its own stay empty, and adding one is refused.
+ * A store holding one time window of a capture shows the capture's samples. */
+void kx_store_borrow_samples(struct kx_store *s, struct kx_samples *t);
 
 /* Latest comm known for tid (from task events), or NULL. */
 const char *kx_store_comm(const struct kx_store *s, uint32_t tid);
