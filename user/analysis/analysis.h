@@ -23,6 +23,18 @@
 #include "model/capinfo.h"
 #include "model/store.h"
 
+/*
+ * What the outputs show of the whole capture when the store holds only one
+ * time window of it (analysis/wread.h): every part then has the same time
+ * base, totals and thread metadata as when the whole capture is in memory.
+ */
+struct kx_whole {
+	uint64_t first_ts; /* ns, the earliest ioctl start of the capture (UINT64_MAX: none) */
+	uint64_t ioctls;   /* ioctl events of the capture */
+	uint64_t *threads; /* pid << 32 | tid of every thread with ioctls, sorted, distinct */
+	size_t nthreads;
+};
+
 struct kx_analysis {
 	const struct kx_store *store;
 	const struct kx_capinfo *ci; /* never NULL: an empty header when built without one */
@@ -32,6 +44,7 @@ struct kx_analysis {
 	struct kx_ctrstats *counters; /* perf counters inside calls, NULL when none */
 	struct kx_ranges *ranges;     /* annotation ranges, nested with the timeline's ioctls */
 	struct kx_read_loss loss;     /* what reading the record file lost (set by the caller) */
+	const struct kx_whole *whole; /* set by the caller for one window of a capture, else NULL */
 };
 
 /*

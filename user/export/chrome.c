@@ -412,6 +412,17 @@ static void write_job_metadata(struct wbuf *w, struct ctx *c, int *first, uint32
  * their process), each once; NULL on OOM. A tid seen with several pids (a
  * reused tid) is a thread of each.
  */
+/* The whole capture's threads (a window of it: analysis.h's kx_whole). */
+static uint64_t *whole_thread_keys(const struct kx_whole *wh, size_t *nth)
+{
+	uint64_t *th = malloc((wh->nthreads + 1) * sizeof(*th));
+
+	if (th && wh->nthreads)
+		memcpy(th, wh->threads, wh->nthreads * sizeof(*th));
+	*nth = wh->nthreads;
+	return th;
+}
+
 static uint64_t *thread_keys(const struct ctx *c, size_t *nth)
 {
 	const struct kx_timeline *tl = c->tl;
@@ -456,7 +467,7 @@ static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 	const struct kx_capinfo *ci = c->ci;
 	uint32_t npids = 0, ndevp = 0;
 	size_t nth = 0;
-	uint64_t *th = thread_keys(c, &nth);
+	uint64_t *th = c->an->whole ? whole_thread_keys(c->an->whole, &nth) : thread_keys(c, &nth);
 	char buf[32];
 
 	if (!th)
@@ -999,7 +1010,7 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 		wb_lit(w, "null");
 	wb_need(w, 160);
 	PUT_LIT(w, ",\"ioctl_events\":");
-	put_u64(w, kx_store_ioctl_count(c->s));
+	put_u64(w, c->an->whole ? c->an->whole->ioctls : kx_store_ioctl_count(c->s));
 	PUT_LIT(w, ",\"dropped_events\":");
 	put_u64(w, ci->dropped);
 	PUT_LIT(w, ",\"not_stored_events\":");
@@ -1111,7 +1122,7 @@ int kx_chrome_write_part(const struct kx_analysis *an, const struct kx_chrome_pa
 	c->tl = an->timeline;
 	c->jobs = an->jobs;
 	c->part = part;
-	c->first_ts = c->tl->first_ts;
+	c->first_ts = an->whole ? an->whole->first_ts : c->tl->first_ts;
 	if (an->ranges->first_ts < c->first_ts)
 		c->first_ts = an->ranges->first_ts;
 	c->ndev = ci->ndevices < KX_MAX_DEVICES ? (int)ci->ndevices : KX_MAX_DEVICES;

@@ -279,22 +279,32 @@ static void event(struct out *o, const struct kx_chrome_samples *cs, int k,
 	args(o, cs, k, i);
 }
 
+/* Did the ioctls name thread tid (the whole capture's, for a window of it)? */
+static int ioctl_thread(const struct kx_chrome_samples *cs, uint32_t tid)
+{
+	const struct kx_whole *wh = cs->an->whole;
+	const struct kx_timeline *tl = cs->an->timeline;
+
+	for (size_t k = 0; wh && k < wh->nthreads; k++)
+		if ((uint32_t)wh->threads[k] == tid)
+			return 1;
+	for (size_t k = 0; !wh && k < tl->nthreads; k++)
+		if (tl->threads[k].tid == tid)
+			return 1;
+	return 0;
+}
+
 /* thread_name (and process_name) metadata for threads the ioctls did not name. */
 static void names(struct out *o, const struct kx_chrome_samples *cs)
 {
-	const struct kx_timeline *tl = cs->an->timeline;
 	const struct kx_samples *t = kx_store_samples(cs->an->store);
 	struct kx_hmap seen = KX_HMAP_INIT;
 
 	for (size_t i = 0; i < kx_samples_count(t); i++) {
 		const struct kx_sample_ev *e = kx_samples_get(t, i);
-		int isnew, known = 0;
+		int isnew;
 
-		if (!kx_hmap_put(&seen, e->tid, 1, &isnew) || !isnew)
-			continue;
-		for (size_t k = 0; k < tl->nthreads && !known; k++)
-			known = tl->threads[k].tid == e->tid;
-		if (known)
+		if (!kx_hmap_put(&seen, e->tid, 1, &isnew) || !isnew || ioctl_thread(cs, e->tid))
 			continue;
 		lit(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
 		num(o, e->pid);
