@@ -1,0 +1,431 @@
+/* A record file read in time windows (contract: wread.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/streamcheck.h"
+#include "analysis/wread.h"
+#include "model/samples.h"
+#include "util/grow.h"
+#include "util/hashmap.h"
+
+/* Is a record starting at ts late, the latest start read before it being
+ * max (any: some start was read)? The one rule of both passes. */
+static int is_late(int any, uint64_t max, uint64_t ts)
+{
+	return any && max > ts && max - ts > KX_WREAD_LATE_NS;
+}
+
+/* ---- pass 1: the check, the whole capture's facts, the side store, the late ioctls ---- */
+
+struct p1 {
+	struct kx_wread *w;
+	struct kx_streamcheck check;
+	struct kx_wpass all; /* one bucket: count, first and last start */
+	size_t count;
+	uint64_t min, max;
+	struct kx_hmap threads; /* pid << 32 | tid of the threads with ioctls */
+	uint64_t maxstart, seq;
+	int any, oom, stop;
+};
+
+static int p1_active(const struct p1 *c)
+{
+	return !c->oom && !c->w->in_memory;
+}
+
+static void p1_stop(struct p1 *c)
+{
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+}
+
+static void p1_oom(struct p1 *c)
+{
+	c->oom = 1;
+	p1_stop(c);
+}
+
+/* Keeps a late ioctl with its place. 0, or -1 when out of memory. */
+static int late_add(struct kx_wread *w, const struct kx_ioctl *e, const uint8_t *arg, uint64_t seq)
+{
+	if (kx_grow((void **)&w->late_seq, &w->late_cap, w->nlate, sizeof(*w->late_seq)) ||
+	    kx_store_add_ioctl(w->late, e, arg))
+		return -1;
+	w->late_seq[w->nlate++] = seq;
+	return 0;
+}
+
+static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
+{
+	struct p1 *c = ctx;
+	struct kx_whole *wh = &c->w->whole;
+	uint64_t key = (uint64_t)e->pid << 32 | e->tid;
+
+	if (!p1_active(c))
+		return;
+	if (kx_streamcheck_ioctl(&c->check, e, arg))
+		return p1_oom(c);
+	if (c->check.why) {
+		c->w->in_memory = c->check.why;
+		return p1_stop(c);
+	}
+	kx_wpass_see(&c->all, e->ts);
+	wh->ioctls++;
+	if (e->ts < wh->first_ts)
+		wh->first_ts = e->ts;
+	if (!kx_hmap_get(&c->threads, key) && kx_hmap_add(&c->threads, key, 0))
+		return p1_oom(c);
+	if (is_late(c->any, c->maxstart, e->ts) && late_add(c->w, e, arg, c->seq))
+		return p1_oom(c);
+	if (!c->any || e->ts > c->maxstart)
+		c->maxstart = e->ts;
+	c->any = 1;
+	c->seq++;
+}
+
+static void p1_task(void *ctx, const struct kx_task *t)
+{
+	struct p1 *c = ctx;
+
+	/* A refused task is counted by the store, as when reading into one. */
+	if (p1_active(c))
+		kx_store_add_task(c->w->side, t);
+}
+
+static void p1_sample(void *ctx, const struct kx_sample *s)
+{
+	struct p1 *c = ctx;
+
+	if (!p1_active(c))
+		return;
+	kx_store_add_sample(c->w->side, s);
+	kx_wpass_see(&c->all, s->ts_ns);
+}
+
+static void p1_reason(struct p1 *c)
+{
+	if (p1_active(c) && c->check.why) {
+		c->w->in_memory = c->check.why;
+		p1_stop(c);
+	}
+}
+
+static void p1_job(void *ctx, const struct kx_job *j)
+{
+	(void)j;
+	kx_streamcheck_job(&((struct p1 *)ctx)->check);
+	p1_reason(ctx);
+}
+
+static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
+{
+	(void)a, (void)name, (void)cat;
+	kx_streamcheck_ann(&((struct p1 *)ctx)->check);
+	p1_reason(ctx);
+}
+
+static void p1_ctr(void *ctx, const struct kx_ctr_ev *e)
+{
+	(void)e;
+	kx_streamcheck_ctr(&((struct p1 *)ctx)->check);
+	p1_reason(ctx);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The threads' keys, sorted. 0, or -1 when out of memory. */
+static int whole_threads(struct kx_whole *wh, const struct kx_hmap *m)
+{
+	size_t n = 0;
+
+	wh->threads = malloc((m->n + 1) * sizeof(*wh->threads));
+	if (!wh->threads)
+		return -1;
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slot[i].used)
+			wh->threads[n++] = m->slot[i].key;
+	qsort(wh->threads, n, sizeof(*wh->threads), u64_cmp);
+	wh->nthreads = n;
+	return 0;
+}
+
+/* ---- the plan: the file as a source of event starts ---- */
+
+static void starts_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
+{
+	(void)arg;
+	kx_wpass_see(ctx, e->ts);
+}
+
+static void starts_sample(void *ctx, const struct kx_sample *s)
+{
+	kx_wpass_see(ctx, s->ts_ns);
+}
+
+static int walk_file(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
+{
+	const struct kx_wread *w = ctx;
+	struct kx_kxp_visitor v = {.ctx = p, .ioctl = starts_ioctl, .sample = starts_sample};
+	struct kx_kxp_read_result res;
+	struct kx_capinfo ci;
+
+	return kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
+}
+
+/* The window holding start ts: the last one starting at or before it. */
+static size_t window_of(const struct kx_windows *pl, uint64_t ts)
+{
+	size_t lo = 0, hi = pl->n;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pl->w[mid].from_ns <= ts)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int plan(struct kx_wread *w, const struct kx_wpass *all, char *err, size_t errlen)
+{
+	const struct kx_wsource src = {walk_file, w};
+
+	if (kx_windows_plan_src(&src, all, w->limit, &w->plan, err, errlen))
+		return -1;
+	w->late_win = malloc((w->nlate + 1) * sizeof(*w->late_win));
+	if (!w->late_win) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < w->nlate; i++)
+		w->late_win[i] = (uint32_t)window_of(&w->plan, kx_store_ioctl(w->late, i)->ts);
+	return 0;
+}
+
+int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t budget, char *err,
+                  size_t errlen)
+{
+	struct p1 c = {.w = w, .check = KX_STREAMCHECK_INIT, .threads = KX_HMAP_INIT};
+	struct kx_kxp_visitor v = {
+	        .ctx = &c,
+	        .ioctl = p1_ioctl,
+	        .task = p1_task,
+	        .job = p1_job,
+	        .ann = p1_ann,
+	        .sample = p1_sample,
+	        .ctr = p1_ctr,
+	        .stop = &c.stop,
+	};
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	w->path = path;
+	w->limit = limit;
+	w->budget = budget;
+	w->whole.first_ts = UINT64_MAX;
+	kx_wpass_one(&c.all, &c.count, &c.min, &c.max);
+	w->side = kx_store_new(budget);
+	w->late = kx_store_new(budget);
+	if (!w->side || !w->late || !kx_store_samples(w->side)) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	v.syms = kx_samples_syms(kx_store_samples(w->side));
+	rc = kx_kxp_read_stream(path, &v, &w->ci, &w->res, w->damage, sizeof(w->damage));
+	kx_streamcheck_free(&c.check);
+	if (rc) {
+		snprintf(err, errlen, "%s", w->damage);
+		w->damage[0] = 0;
+	} else if (c.oom || whole_threads(&w->whole, &c.threads)) {
+		snprintf(err, errlen, "out of memory reading %s", path);
+		rc = -1;
+	}
+	kx_hmap_free(&c.threads);
+	if (rc || w->in_memory)
+		return rc;
+	return plan(w, &c.all, err, errlen);
+}
+
+/* ---- pass 2: the windows, in order ---- */
+
+struct p2 {
+	struct kx_wread *w;
+	size_t *late_idx;        /* late ioctls by window, each window's in file order */
+	size_t *late_off;        /* window k's are late_idx[late_off[k] .. late_off[k + 1]) */
+	size_t *late_cur;        /* the next one of each window to put in */
+	struct kx_store **store; /* each window's, while open */
+	size_t open;             /* stores open now */
+	size_t closed;           /* windows handed over */
+	uint64_t maxstart, seq;
+	int any, stop, failed;
+	kx_wread_fn fn;
+	void *ctx;
+	int rc;
+	char *err;
+	size_t errlen;
+};
+
+/* Window k's store, made with every task and the side store's samples. */
+static struct kx_store *window_store(struct p2 *c, size_t k)
+{
+	const struct kx_store *side = c->w->side;
+	struct kx_store *s = c->store[k];
+
+	if (s)
+		return s;
+	s = kx_store_new(c->w->budget);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < kx_store_task_count(side); i++)
+		kx_store_add_task(s, kx_store_task(side, i));
+	kx_store_borrow_samples(s, kx_store_samples(side));
+	if (++c->open > c->w->peak_open)
+		c->w->peak_open = c->open;
+	return c->store[k] = s;
+}
+
+/* Puts window k's late ioctls placed before seq (all: UINT64_MAX) in s. */
+static void put_late(struct p2 *c, struct kx_store *s, size_t k, uint64_t seq)
+{
+	const struct kx_store *late = c->w->late;
+
+	for (; c->late_cur[k] < c->late_off[k + 1]; c->late_cur[k]++) {
+		size_t i = c->late_idx[c->late_cur[k]];
+		const struct kx_ioctl *e = kx_store_ioctl(late, i);
+
+		if (c->w->late_seq[i] >= seq)
+			return;
+		kx_store_add_ioctl(s, e, kx_store_arg(late, e));
+	}
+}
+
+static void p2_fail(struct p2 *c, const char *msg)
+{
+	if (!c->failed)
+		snprintf(c->err, c->errlen, "%s", msg);
+	c->failed = 1;
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+}
+
+/* Hands the next window over, complete. */
+static void close_next(struct p2 *c)
+{
+	size_t k = c->closed++;
+	struct kx_store *s = window_store(c, k);
+
+	if (!s)
+		return p2_fail(c, "out of memory");
+	put_late(c, s, k, UINT64_MAX);
+	c->rc = c->fn(c->ctx, s, k);
+	kx_store_free(s);
+	c->store[k] = NULL;
+	c->open--;
+	if (c->rc)
+		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+}
+
+static void p2_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
+{
+	struct p2 *c = ctx;
+	const struct kx_windows *pl = &c->w->plan;
+	int late = is_late(c->any, c->maxstart, e->ts);
+	uint64_t seq = c->seq++;
+
+	if (c->stop)
+		return;
+	if (!c->any || e->ts > c->maxstart)
+		c->maxstart = e->ts;
+	c->any = 1;
+	if (!late) {
+		size_t k = window_of(pl, e->ts);
+		struct kx_store *s;
+
+		if (k < c->closed)
+			return p2_fail(c, "the file changed while it was read (a record of a "
+			                  "written part)");
+		s = window_store(c, k);
+		if (!s)
+			return p2_fail(c, "out of memory");
+		put_late(c, s, k, seq);
+		kx_store_add_ioctl(s, e, arg);
+	}
+	while (!c->stop && c->closed < pl->n && pl->w[c->closed].to_ns &&
+	       c->maxstart - pl->w[c->closed].to_ns >= KX_WREAD_LATE_NS &&
+	       c->maxstart >= pl->w[c->closed].to_ns)
+		close_next(c);
+}
+
+/* The late ioctls by window (a counting sort, file order kept in each). */
+static int late_index(struct p2 *c)
+{
+	const struct kx_wread *w = c->w;
+	size_t n = w->plan.n;
+
+	c->late_idx = malloc((w->nlate + 1) * sizeof(*c->late_idx));
+	c->late_off = calloc(n + 1, sizeof(*c->late_off));
+	c->late_cur = calloc(n + 1, sizeof(*c->late_cur));
+	c->store = calloc(n, sizeof(*c->store));
+	if (!c->late_idx || !c->late_off || !c->late_cur || !c->store)
+		return -1;
+	for (size_t i = 0; i < w->nlate; i++)
+		c->late_off[w->late_win[i] + 1]++;
+	for (size_t k = 0; k < n; k++)
+		c->late_off[k + 1] += c->late_off[k];
+	memcpy(c->late_cur, c->late_off, n * sizeof(*c->late_cur));
+	for (size_t i = 0; i < w->nlate; i++)
+		c->late_idx[c->late_cur[w->late_win[i]]++] = i;
+	memcpy(c->late_cur, c->late_off, n * sizeof(*c->late_cur));
+	return 0;
+}
+
+static void p2_free(struct p2 *c)
+{
+	for (size_t k = 0; c->store && k < c->w->plan.n; k++)
+		kx_store_free(c->store[k]);
+	free(c->store);
+	free(c->late_idx);
+	free(c->late_off);
+	free(c->late_cur);
+}
+
+int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_t errlen)
+{
+	struct p2 c = {.w = w, .fn = fn, .ctx = ctx, .err = err, .errlen = errlen};
+	struct kx_kxp_visitor v = {.ctx = &c, .ioctl = p2_ioctl, .stop = &c.stop};
+	struct kx_kxp_read_result res;
+	struct kx_capinfo ci;
+	char rerr[512];
+
+	err[0] = 0;
+	if (late_index(&c)) {
+		p2_free(&c);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (kx_kxp_read_stream(w->path, &v, &ci, &res, rerr, sizeof(rerr)))
+		p2_fail(&c, rerr);
+	else if (!c.stop && c.seq != w->whole.ioctls)
+		p2_fail(&c, "the file changed while it was read (its ioctl records differ)");
+	while (!c.stop && c.closed < w->plan.n)
+		close_next(&c);
+	p2_free(&c);
+	return c.failed ? -1 : c.rc;
+}
+
+void kx_wread_free(struct kx_wread *w)
+{
+	kx_store_free(w->side);
+	kx_store_free(w->late);
+	free(w->late_seq);
+	free(w->late_win);
+	free(w->whole.threads);
+	kx_windows_free(&w->plan);
+	memset(w, 0, sizeof(*w));
+}

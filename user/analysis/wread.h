@@ -1,0 +1,83 @@
+/*
+ * A record file read in time windows (analysis/windows.h), each window into
+ * a store of its own, so that converting a long capture needs the memory
+ * of a window, not of the capture. Only for captures a stream gives exactly
+ * (analysis/streamcheck.h); the others are read into memory whole.
+ *
+ * Pass 1 (kx_wread_open) reads the file as a stream: the stream check, the
+ * events' count, first and last start, the whole capture's facts every part
+ * shows (analysis.h's kx_whole), and, in a side store, what every window
+ * needs whole: tasks (thread names), CPU samples and off-CPU intervals with
+ * their symbols (a rate per CPU, not per event). It also keeps the late
+ * ioctls: a record is written when its call returns, so a long call's
+ * record comes after those of calls that started after it. A record whose
+ * start is more than KX_WREAD_LATE_NS before the latest start read before
+ * it is late: it is kept, with its place among the file's ioctls. Then the
+ * windows are planned (one more pass over the file; more only when some
+ * bucket of the plan holds more events than a window may).
+ *
+ * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
+ * in file order, each late ioctl at its own place. The window [from, to) is
+ * complete once a record starting at or after to + KX_WREAD_LATE_NS is read
+ * (a later record of that window would be late, and the late ones are in
+ * already): it is handed to the caller, windows in order, then freed. Each
+ * store holds every task and borrows the side store's samples, so a
+ * window's analysis gives its events what the whole capture's gives them,
+ * and an output part written from it is the one written from the whole
+ * capture in memory.
+ *
+ * Memory: the windows open at once (those that end less than
+ * KX_WREAD_LATE_NS before the latest start: one or two), the side store and
+ * the late ioctls (calls longer than about KX_WREAD_LATE_NS).
+ */
+#ifndef KX_WREAD_H
+#define KX_WREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+#include "analysis/windows.h"
+#include "io/kxp.h"
+#include "model/capinfo.h"
+#include "model/store.h"
+
+#define KX_WREAD_LATE_NS 50000000ULL /* 50 ms */
+
+struct kx_wread {
+	const char *in_memory;         /* NULL: read in windows; else why it must be read whole */
+	struct kx_capinfo ci;          /* header, then trailer facts */
+	struct kx_kxp_read_result res; /* what reading lost */
+	char damage[512];              /* its message (empty: nothing lost) */
+	struct kx_store *side;         /* tasks, samples and their symbols */
+	struct kx_store *late;         /* the late ioctls, in file order */
+	uint64_t *late_seq;            /* their places among the file's ioctl records */
+	uint32_t *late_win;            /* their windows */
+	size_t nlate, late_cap;
+	struct kx_whole whole;  /* what every part shows of the whole capture */
+	struct kx_windows plan; /* the windows (plan.n 1: the capture fits one) */
+	size_t limit;           /* events per window */
+	size_t budget;          /* bytes each store may take */
+	size_t peak_open;       /* pass 2: the most windows open at once */
+	const char *path;
+};
+
+/*
+ * Pass 1 and the plan, windows of at most limit events, stores of at most
+ * budget bytes: w zeroed and filled. 0 (check w->in_memory), or -1 when the
+ * file is not a readable record file or memory ran out (err says which).
+ */
+int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t budget, char *err,
+                  size_t errlen);
+
+/* Gets window k's store (its analysis is the caller's to build), in window
+ * order; 0 to go on, else the read stops and kx_wread_run returns that. */
+typedef int (*kx_wread_fn)(void *ctx, struct kx_store *window, size_t k);
+
+/* Pass 2: every window to fn. 0; fn's non-zero value; or -1 with err set
+ * (the file changed since pass 1, memory ran out). */
+int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_t errlen);
+
+void kx_wread_free(struct kx_wread *w);
+
+#endif /* KX_WREAD_H */
