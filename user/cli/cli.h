@@ -30,6 +30,9 @@ struct kx_store;
 struct kx_capinfo;
 struct kx_kxp_read_result;
 struct kx_read_loss;
+/* Bytes a subcommand's store may take: a capture of millions of events
+ * needs more than the store's default. */
+#define KX_CLI_STORE_BUDGET ((size_t)8 << 30)
 /*
  * Reads a record file (or a replay fixture, *.jsonl) for a subcommand into a
  * new store (with a budget large enough for big captures) and ci. Prints the error, or the

@@ -9,11 +9,13 @@
 
 #include "analysis/profile.h"
 #include "analysis/windows.h"
+#include "analysis/wread.h"
 #include "export/chrome.h"
 #include "export/folded.h"
 #include "export/pprof.h"
 #include "cli/cli.h"
 #include "io/kxp.h"
+#include "io/replay.h"
 #include "model/store.h"
 #include "export/xspace.h"
 #include "util/outfile.h"
@@ -24,7 +26,7 @@ static void convert_usage(FILE *f)
 	fprintf(f,
 	        "usage: kxprof convert [FILE] [--xplane LOGDIR] [--chrome OUT.json[.gz]] [--gpu]\n"
 	        "                      [--pprof OUT.pb.gz] [--folded OUT] [--off-cpu]\n"
-	        "                      [--split-events N]\n"
+	        "                      [--split-events N] [--in-memory]\n"
 	        "  FILE             record file (default kxprof.kxp)\n"
 	        "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
 	        "                   TensorBoard/XProf (tensorboard --logdir LOGDIR)\n"
@@ -42,6 +44,8 @@ static void convert_usage(FILE *f)
 	        "                   and files OUT.NNNN.json[.gz], each complete; an event\n"
 	        "                   spanning a cut is in the part where it starts; parts\n"
 	        "                   are committed in turn (a failure keeps those before it)\n"
+	        "  --in-memory      read the whole capture into memory even when it could be\n"
+	        "                   read one time window at a time (the same outputs)\n"
 	        "At least one output; the written paths are printed.\n"
 	        "Each output is written to a temporary file beside it and renamed into place\n"
 	        "when complete; the XSpace and the Chrome trace when both are: an error or a\n"
@@ -144,7 +148,7 @@ static double rel_s(const struct kx_capinfo *ci, uint64_t t)
 }
 
 /* Part k of the plan: its window, names and note. 0, or -1 after a message (exit 2). */
-static int part_of(const struct kx_analysis *an, const struct kx_windows *wn, size_t k,
+static int part_of(const struct kx_capinfo *ci, const struct kx_windows *wn, size_t k,
                    const struct kx_xspace_opts *base, const char *chrome, const char *input,
                    struct conv_part *pt)
 {
@@ -159,13 +163,13 @@ static int part_of(const struct kx_analysis *an, const struct kx_windows *wn, si
 	pt->xo.to_mono_ns = w->to_ns;
 	pt->xo.note = pt->note;
 	pt->cp = (struct kx_chrome_part){k + 1, wn->n, w->from_ns, w->to_ns, w->events};
-	snprintf(pt->suffix, sizeof(pt->suffix), "_part%04zu_%.3fs-%.3fs", k + 1,
-	         rel_s(an->ci, from), rel_s(an->ci, to));
+	snprintf(pt->suffix, sizeof(pt->suffix), "_part%04zu_%.3fs-%.3fs", k + 1, rel_s(ci, from),
+	         rel_s(ci, to));
 	snprintf(pt->note, sizeof(pt->note),
 	         "part %zu of %zu of a capture split by time (--split-events): the %zu events "
 	         "starting from %.3f s to %.3f s after the capture start; an event spanning a cut "
 	         "is in the part where it starts",
-	         k + 1, wn->n, w->events, rel_s(an->ci, from), rel_s(an->ci, to));
+	         k + 1, wn->n, w->events, rel_s(ci, from), rel_s(ci, to));
 	if (!chrome)
 		return 0;
 	if (part_name(pt->chrome_path, sizeof(pt->chrome_path), chrome, k + 1, wn->n)) {
@@ -180,6 +184,46 @@ static int part_of(const struct kx_analysis *an, const struct kx_windows *wn, si
 	return 0;
 }
 
+/* Checks every part's names before the first part is written, then says the
+ * capture is split. 0, or 2 (refused: the message printed). */
+static int parts_check(const struct kx_capinfo *ci, const struct kx_windows *wn,
+                       const struct kx_xspace_opts *xo, const char *chrome, size_t split,
+                       const char *input)
+{
+	struct conv_part pt;
+
+	if (chrome && !strcmp(chrome, "-")) {
+		kx_err("%zu events need %zu traces of at most %zu (--split-events): give --chrome "
+		       "a file name for the parts, or --split-events 0 for one trace on standard "
+		       "output",
+		       wn->total, wn->n, split);
+		return 2;
+	}
+	for (size_t k = 0; k < wn->n; k++)
+		if (part_of(ci, wn, k, xo, chrome, input, &pt))
+			return 2;
+	kx_err("%zu events are more than %zu per trace (--split-events; XProf's trace viewer "
+	       "keeps 1,000,000): writing %zu parts split by time, each a complete trace; an "
+	       "event spanning a cut is in the part where it starts",
+	       wn->total, split, wn->n);
+	return 0;
+}
+
+/* Part k of n written, else what stays of the parts before it. 0, or 1. */
+static int part_write(const struct kx_analysis *an, const struct kx_windows *wn, size_t k,
+                      const struct kx_xspace_opts *xo, const char *logdir, const char *chrome,
+                      const char *input)
+{
+	struct conv_part pt;
+
+	if (!part_of(an->ci, wn, k, xo, chrome, input, &pt) && !convert_write(an, &pt, logdir))
+		return 0;
+	if (k)
+		kx_err("parts 1 to %zu of %zu were written and stay; part %zu and later were not",
+		       k, wn->n, k + 1);
+	return 1;
+}
+
 /*
  * The XSpace and Chrome outputs: one of each, or, when the capture holds
  * more events than split allows, one run and one Chrome file per time
@@ -192,7 +236,7 @@ static int convert_traces(const struct kx_analysis *an, const struct kx_xspace_o
 	struct kx_windows wn;
 	struct conv_part pt;
 	char err[512];
-	int rc = 0;
+	int rc;
 
 	if (kx_windows_plan(an, split, &wn, err, sizeof(err))) {
 		kx_err("%s", err);
@@ -205,33 +249,58 @@ static int convert_traces(const struct kx_analysis *an, const struct kx_xspace_o
 		kx_windows_free(&wn);
 		return convert_write(an, &pt, logdir);
 	}
-	if (chrome && !strcmp(chrome, "-")) {
-		kx_err("%zu events need %zu traces of at most %zu (--split-events): give --chrome "
-		       "a file name for the parts, or --split-events 0 for one trace on standard "
-		       "output",
-		       wn.total, wn.n, split);
-		kx_windows_free(&wn);
-		return 2;
-	}
-	/* Every part's names checked before the first part is written. */
-	for (size_t k = 0; k < wn.n; k++)
-		if (part_of(an, &wn, k, xo, chrome, input, &pt)) {
-			kx_windows_free(&wn);
-			return 2;
-		}
-	kx_err("%zu events are more than %zu per trace (--split-events; XProf's trace viewer "
-	       "keeps 1,000,000): writing %zu parts split by time, each a complete trace; an "
-	       "event spanning a cut is in the part where it starts",
-	       wn.total, split, wn.n);
-	for (size_t k = 0; k < wn.n && !rc; k++) {
-		if (part_of(an, &wn, k, xo, chrome, input, &pt) || convert_write(an, &pt, logdir))
-			rc = 1;
-		if (rc && k)
+	rc = parts_check(an->ci, &wn, xo, chrome, split, input);
+	for (size_t k = 0; k < wn.n && !rc; k++)
+		rc = part_write(an, &wn, k, xo, logdir, chrome, input);
+	kx_windows_free(&wn);
+	return rc;
+}
+
+/* A capture converted one time window at a time (analysis/wread.h). */
+struct windowed {
+	struct kx_wread *w;
+	const struct kx_xspace_opts *xo;
+	const char *logdir, *chrome, *input;
+};
+
+/* Window k's part: its store analysed with the whole capture's facts. */
+static int window_part(void *ctx, struct kx_store *s, size_t k)
+{
+	struct windowed *wd = ctx;
+	struct kx_analysis *an;
+	char err[512];
+	int rc;
+
+	an = kx_analysis_build(s, &wd->w->ci, err, sizeof(err));
+	if (!an) {
+		kx_err("%s: part %zu: %s", wd->input, k + 1, err);
+		if (k)
 			kx_err("parts 1 to %zu of %zu were written and stay; part %zu and later "
 			       "were not",
-			       k, wn.n, k + 1);
+			       k, wd->w->plan.n, k + 1);
+		return 1;
 	}
-	kx_windows_free(&wn);
+	kx_cli_read_loss(&wd->w->res, &an->loss);
+	an->whole = &wd->w->whole;
+	rc = part_write(an, &wd->w->plan, k, wd->xo, wd->logdir, wd->chrome, wd->input);
+	kx_analysis_free(an);
+	return rc;
+}
+
+static int convert_windowed(struct kx_wread *w, const struct kx_xspace_opts *xo, const char *logdir,
+                            const char *chrome, size_t split, const char *input)
+{
+	struct windowed wd = {w, xo, logdir, chrome, input};
+	char err[512];
+	int rc = parts_check(&w->ci, &w->plan, xo, chrome, split, input);
+
+	if (rc)
+		return rc;
+	rc = kx_wread_run(w, window_part, &wd, err, sizeof(err));
+	if (rc < 0) {
+		kx_err("%s: %s", input, err);
+		return 1;
+	}
 	return rc;
 }
 
@@ -275,6 +344,34 @@ out:
 	return rc;
 }
 
+/*
+ * The outputs of a capture read in windows: 0, 1 or 2 as cmd_convert, or
+ * -1 when it is to be read whole instead (it fits one window, or a stream
+ * does not give it exactly: nothing was written).
+ */
+static int convert_stream(const char *path, const struct kx_xspace_opts *xo, const char *logdir,
+                          const char *chrome, size_t split, const char *pprof, const char *folded,
+                          unsigned int kind)
+{
+	static struct kx_wread w;
+	char err[512];
+	int rc = -1;
+
+	if (kx_wread_open(&w, path, split, KX_CLI_STORE_BUDGET, err, sizeof(err))) {
+		kx_err("%s", err);
+		rc = 1;
+	} else if (!w.in_memory && w.plan.n > 1) {
+		if (w.damage[0])
+			kx_cli_load_warning(path, &w.res, w.damage);
+		rc = convert_windowed(&w, xo, logdir, chrome, split, path);
+		if (!rc && (pprof || folded) &&
+		    convert_profile(path, w.side, &w.ci, kind, pprof, folded))
+			rc = 1;
+	}
+	kx_wread_free(&w);
+	return rc;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -285,6 +382,7 @@ int cmd_convert(int argc, char **argv)
 	        {"folded", required_argument, NULL, 'f'},
 	        {"off-cpu", no_argument, NULL, 'O'},
 	        {"split-events", required_argument, NULL, 'S'},
+	        {"in-memory", no_argument, NULL, 'M'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -293,7 +391,7 @@ int cmd_convert(int argc, char **argv)
 	struct kx_xspace_opts xo = {0};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
 	           *folded = NULL;
-	int off_cpu = 0;
+	int off_cpu = 0, in_memory = 0;
 	long long split = SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store;
 	struct kx_analysis *an = NULL;
@@ -320,6 +418,9 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'O':
 			off_cpu = 1;
+			break;
+		case 'M':
+			in_memory = 1;
 			break;
 		case 'S':
 			if (kx_parse_long("--split-events", optarg, 0, SPLIT_EVENTS_MAX, &split,
@@ -364,6 +465,14 @@ int cmd_convert(int argc, char **argv)
 	if (kx_outfile_catch_signals()) {
 		kx_err("cannot set up signal handling: %s", strerror(errno));
 		return 1;
+	}
+	/* Past one trace's events, a capture a stream gives exactly is read one
+	 * window at a time (analysis/wread.h); the others are read whole. */
+	if ((logdir || chrome) && split && !in_memory && !kx_replay_is_fixture(path)) {
+		rc = convert_stream(path, &xo, logdir, chrome, (size_t)split, pprof, folded,
+		                    off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU);
+		if (rc >= 0)
+			return rc;
 	}
 	store = kx_cli_load(path, &ci, &res);
 	if (!store)

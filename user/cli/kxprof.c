@@ -73,8 +73,7 @@ void kx_cli_read_loss(const struct kx_kxp_read_result *res, struct kx_read_loss 
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
                              struct kx_kxp_read_result *res)
 {
-	/* A capture of millions of events needs more than the default budget. */
-	struct kx_store *store = kx_store_new((size_t)8 << 30);
+	struct kx_store *store = kx_store_new(KX_CLI_STORE_BUDGET);
 	char err[512];
 
 	if (!store) {
