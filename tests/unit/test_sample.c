@@ -308,11 +308,13 @@ static void test_ratio(void)
 	n = heavy + light;
 	printf("# kxt_heavy %zu, kxt_light %zu samples (want 3:1)\n", heavy, light);
 	CHECK(n >= 400);
-	/* The share of kxt_heavy within 4 standard deviations of a binomial 3/4. */
+	/* The share of kxt_heavy within 4 standard deviations of a binomial 3/4,
+	 * or within 0.06 of it: in a virtual machine cpu-clock samples land a
+	 * few per cent off the time split (tests/integration/test_sample.sh). */
 	{
 		double d = (double)heavy / n - 0.75;
 
-		CHECK(d * d <= 16 * 0.75 * 0.25 / n);
+		CHECK(d * d <= 16 * 0.75 * 0.25 / n || (d < 0.06 && d > -0.06));
 	}
 }
 
