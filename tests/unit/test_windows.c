@@ -5,7 +5,8 @@
  * holds at most the limit, and together they hold every event once (each by
  * its start, counted again here by brute force); events starting in the
  * same nanosecond are never separated; bursts far denser than the first
- * histogram's buckets are refined; limit 0 never splits.
+ * histogram's buckets are refined; limit 0 never splits; the same events in any
+ * order plan the same windows.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -183,6 +184,54 @@ static void test_empty(void)
 	kx_store_free(s);
 }
 
+/* The first level's buckets depend on the starts, not on their order: the
+ * same starts in file order, reversed and shuffled plan the same windows. */
+static void test_any_order_same_plan(void)
+{
+	enum { N = 20000 };
+	static uint64_t ts[N];
+	struct kx_store *s[3];
+	struct kx_windows w[3];
+	uint64_t rng = 88172645463325252ULL;
+	char err[256];
+
+	for (int i = 0; i < N; i++)
+		ts[i] = 3000000000ULL + (uint64_t)i * 997 + (uint64_t)(i % 7) * 100000;
+	for (int k = 0; k < 3; k++) {
+		struct kx_analysis *an;
+
+		s[k] = kx_store_new(0);
+		for (int i = 0; i < N; i++) {
+			int j = k == 0 ? i : k == 1 ? N - 1 - i : i;
+
+			if (k == 2) { /* a shuffle: swap i with a later index */
+				rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+				j = i + (int)(rng % (uint64_t)(N - i));
+				uint64_t t = ts[i];
+				ts[i] = ts[j], ts[j] = t;
+				j = i;
+			}
+			add(s[k], 1 + (uint32_t)(j % 4), ts[j], 50);
+		}
+		an = analyse(s[k]);
+		CHECK(an);
+		CHECK(kx_windows_plan(an, 1500, &w[k], err, sizeof(err)) == 0);
+		kx_analysis_free(an);
+		CHECK(windows_ok(s[k], &w[k], 1500));
+	}
+	for (int k = 1; k < 3; k++) {
+		CHECK_EQ_U(w[k].n, w[0].n);
+		for (size_t i = 0; i < w[0].n; i++) {
+			CHECK_EQ_U(w[k].w[i].from_ns, w[0].w[i].from_ns);
+			CHECK_EQ_U(w[k].w[i].events, w[0].w[i].events);
+		}
+	}
+	for (int k = 0; k < 3; k++) {
+		kx_windows_free(&w[k]);
+		kx_store_free(s[k]);
+	}
+}
+
 int main(void)
 {
 	RUN(test_under_limit_one_window);
@@ -190,5 +239,6 @@ int main(void)
 	RUN(test_same_nanosecond_kept);
 	RUN(test_dense_burst_refined);
 	RUN(test_empty);
+	RUN(test_any_order_same_plan);
 	KXT_EXIT();
 }

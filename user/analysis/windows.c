@@ -24,33 +24,53 @@ void kx_wpass_see(struct kx_wpass *p, uint64_t ts)
 	see(p, ts);
 }
 
-/* The analysis as a source: one walk over every event the outputs draw, by its start. */
-static int walk(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
+/* Every event the outputs draw, by its start, to fn. */
+static void walk_starts(const struct kx_analysis *an, void (*fn)(void *, uint64_t), void *ctx)
 {
-	const struct kx_analysis *an = ctx;
 	const struct kx_store *s = an->store;
 	const struct kx_samples *smp = kx_store_samples(s);
 	size_t n = kx_store_ioctl_count(s);
 
-	(void)err, (void)errlen;
 	for (size_t i = 0; i < n;) {
 		size_t run;
 		const struct kx_ioctl *e = kx_store_ioctl_run(s, i, &run);
 
 		for (size_t k = 0; k < run; k++)
-			see(p, e[k].ts);
+			fn(ctx, e[k].ts);
 		i += run ? run : 1;
 	}
 	for (size_t k = 0; an->jobs && k < an->jobs->njobs; k++)
-		see(p, kx_jobrec_start(&an->jobs->jobs[k]));
+		fn(ctx, kx_jobrec_start(&an->jobs->jobs[k]));
 	for (size_t d = 0; an->jobs && d < an->jobs->ndevs; d++)
 		for (size_t k = 0; k < an->jobs->devs[d].nmem; k++)
-			see(p, an->jobs->devs[d].mem[k].ts);
+			fn(ctx, an->jobs->devs[d].mem[k].ts);
 	for (size_t i = 0; i < an->ranges->n; i++)
-		see(p, an->ranges->r[i].begin);
+		fn(ctx, an->ranges->r[i].begin);
 	for (size_t i = 0; smp && i < kx_samples_count(smp); i++)
-		see(p, kx_samples_get(smp, i)->ts);
+		fn(ctx, kx_samples_get(smp, i)->ts);
+}
+
+static void see_pass(void *p, uint64_t ts)
+{
+	see(p, ts);
+}
+
+static void see_hist(void *h, uint64_t ts)
+{
+	kx_whist_see(h, ts);
+}
+
+/* The analysis as a source of starts. */
+static int walk(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	walk_starts(ctx, see_pass, p);
 	return 0;
+}
+
+static void walk_hist(const struct kx_analysis *an, struct kx_whist *h)
+{
+	walk_starts(an, see_hist, h);
 }
 
 struct plan {
@@ -131,7 +151,111 @@ out:
 	free(p.max);
 }
 
-int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_wpass *all, size_t limit,
+/* ---- the first level: a histogram that adapts its span to the starts ---- */
+
+struct kx_whist {
+	uint64_t lo;          /* bucket 0's start, a multiple of the width */
+	unsigned int shift;   /* width 1 << shift ns */
+	uint64_t first, last; /* the earliest and latest start seen */
+	size_t total;
+	size_t *count; /* KX_WINDOW_BUCKETS of each */
+	uint64_t *min, *max;
+	size_t *tcount; /* room to re-bucket into */
+	uint64_t *tmin, *tmax;
+};
+
+struct kx_whist *kx_whist_new(void)
+{
+	struct kx_whist *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->count = calloc(KX_WINDOW_BUCKETS, sizeof(*h->count));
+	h->min = calloc(KX_WINDOW_BUCKETS, sizeof(*h->min));
+	h->max = calloc(KX_WINDOW_BUCKETS, sizeof(*h->max));
+	h->tcount = calloc(KX_WINDOW_BUCKETS, sizeof(*h->tcount));
+	h->tmin = calloc(KX_WINDOW_BUCKETS, sizeof(*h->tmin));
+	h->tmax = calloc(KX_WINDOW_BUCKETS, sizeof(*h->tmax));
+	if (!h->count || !h->min || !h->max || !h->tcount || !h->tmin || !h->tmax) {
+		kx_whist_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+void kx_whist_free(struct kx_whist *h)
+{
+	if (!h)
+		return;
+	free(h->count);
+	free(h->min);
+	free(h->max);
+	free(h->tcount);
+	free(h->tmin);
+	free(h->tmax);
+	free(h);
+}
+
+size_t kx_whist_total(const struct kx_whist *h)
+{
+	return h->total;
+}
+
+/* The buckets again for the span [first, last]: the narrowest power-of-two
+ * width whose aligned buckets hold it (never narrower than now), each old
+ * bucket falling whole into a new one. */
+static void rebucket(struct kx_whist *h, uint64_t first, uint64_t last)
+{
+	unsigned int shift = h->shift;
+	uint64_t lo;
+
+	while (shift < 63 && (last >> shift) - (first >> shift) >= KX_WINDOW_BUCKETS)
+		shift++;
+	lo = (first >> shift) << shift;
+	memset(h->tcount, 0, KX_WINDOW_BUCKETS * sizeof(*h->tcount));
+	for (size_t b = 0; h->total && b < KX_WINDOW_BUCKETS; b++) {
+		size_t j;
+
+		if (!h->count[b])
+			continue;
+		j = (size_t)((h->lo + ((uint64_t)b << h->shift) - lo) >> shift);
+		if (!h->tcount[j] || h->min[b] < h->tmin[j])
+			h->tmin[j] = h->min[b];
+		if (!h->tcount[j] || h->max[b] > h->tmax[j])
+			h->tmax[j] = h->max[b];
+		h->tcount[j] += h->count[b];
+	}
+	memcpy(h->count, h->tcount, KX_WINDOW_BUCKETS * sizeof(*h->count));
+	memcpy(h->min, h->tmin, KX_WINDOW_BUCKETS * sizeof(*h->min));
+	memcpy(h->max, h->tmax, KX_WINDOW_BUCKETS * sizeof(*h->max));
+	h->lo = lo;
+	h->shift = shift;
+}
+
+void kx_whist_see(struct kx_whist *h, uint64_t ts)
+{
+	size_t b;
+
+	if (!h->total) {
+		h->first = h->last = ts;
+		h->lo = ts;
+		h->shift = 0;
+	} else if (ts < h->lo || ((ts - h->lo) >> h->shift) >= KX_WINDOW_BUCKETS) {
+		rebucket(h, ts < h->first ? ts : h->first, ts > h->last ? ts : h->last);
+	}
+	if (ts < h->first)
+		h->first = ts;
+	if (ts > h->last)
+		h->last = ts;
+	b = (size_t)((ts - h->lo) >> h->shift);
+	if (!h->count[b]++ || ts < h->min[b])
+		h->min[b] = ts;
+	if (ts > h->max[b])
+		h->max[b] = ts;
+	h->total++;
+}
+
+int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_whist *h, size_t limit,
                         struct kx_windows *out, char *err, size_t errlen)
 {
 	struct plan pl = {.src = src,
@@ -139,7 +263,7 @@ int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_wpass *all
 	                  .out = out,
 	                  .err = err,
 	                  .errlen = errlen};
-	size_t one = all->count[0];
+	uint64_t width = (uint64_t)1 << h->shift;
 
 	memset(out, 0, sizeof(*out));
 	out->passes = 1;
@@ -149,13 +273,23 @@ int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_wpass *all
 	}
 	memset(out->w, 0, sizeof(*out->w));
 	out->n = 1;
-	if (one <= pl.limit) {
-		out->w[0].events = out->total = one;
-		out->w[0].first_ns = all->min[0];
-		out->w[0].last_ns = all->max[0];
+	if (h->total <= pl.limit) {
+		out->w[0].events = out->total = h->total;
+		out->w[0].first_ns = h->total ? h->first : 0;
+		out->w[0].last_ns = h->total ? h->last : 0;
 		return 0;
 	}
-	split(&pl, all->min[0], all->max[0] + 1);
+	for (size_t b = 0; b < KX_WINDOW_BUCKETS && !pl.oom && !pl.failed; b++) {
+		uint64_t blo = h->lo + ((uint64_t)b << h->shift);
+		uint64_t bhi = UINT64_MAX - blo > width ? blo + width : UINT64_MAX;
+
+		if (!h->count[b])
+			continue;
+		if (h->count[b] > pl.limit && width > 1)
+			split(&pl, blo, bhi);
+		else
+			take(&pl, blo, h->count[b], h->min[b], h->max[b]);
+	}
 	if (pl.oom || pl.failed) {
 		kx_windows_free(out);
 		if (pl.oom)
@@ -165,27 +299,21 @@ int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_wpass *all
 	return 0;
 }
 
-void kx_wpass_one(struct kx_wpass *p, size_t *count, uint64_t *min, uint64_t *max)
-{
-	*count = 0;
-	*min = *max = 0;
-	*p = (struct kx_wpass){.lo = 0, .hi = UINT64_MAX, .width = UINT64_MAX, .nb = 1};
-	p->count = count;
-	p->min = min;
-	p->max = max;
-}
-
 int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_windows *out, char *err,
                     size_t errlen)
 {
 	const struct kx_wsource src = {walk, (void *)an};
-	struct kx_wpass all;
-	uint64_t min, max;
-	size_t one;
+	struct kx_whist *h = kx_whist_new();
+	int rc;
 
-	kx_wpass_one(&all, &one, &min, &max);
-	walk((void *)an, &all, err, errlen);
-	return kx_windows_plan_src(&src, &all, limit, out, err, errlen);
+	if (!h) {
+		snprintf(err, errlen, "out of memory planning the output's time windows");
+		return -1;
+	}
+	walk_hist(an, h);
+	rc = kx_windows_plan_src(&src, h, limit, out, err, errlen);
+	kx_whist_free(h);
+	return rc;
 }
 
 void kx_windows_free(struct kx_windows *w)

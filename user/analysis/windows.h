@@ -10,9 +10,10 @@
  * spans a cut belongs to the window where it starts.
  *
  * Memory is fixed (a histogram of KX_WINDOW_BUCKETS counts per level of
- * refinement), whatever the capture's length: each pass walks the
- * events once (the analysis', or a record file's); a bucket holding more
- * than `limit` events is refined by another pass over its span.
+ * refinement), whatever the capture's length: the first level is filled
+ * as the events pass, and a bucket holding more than `limit` events is
+ * refined by another pass over the events (the analysis', or a record
+ * file's) for its span.
  */
 #ifndef KX_WINDOWS_H
 #define KX_WINDOWS_H
@@ -47,10 +48,20 @@ int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_window
 
 /*
  * The same over any source of event starts (a record file read as a
- * stream: analysis/wread.h). A pass counts the starts in [lo, hi) into nb
- * buckets of width ns; the source's walk hands every event's start to
- * kx_wpass_see (0, or -1 with err set when it cannot: the plan then fails).
+ * stream: analysis/wread.h). The first level is a histogram the caller
+ * fills as the events pass (kx_whist_see for each start): KX_WINDOW_BUCKETS
+ * buckets of the narrowest power-of-two width that spans every start, so
+ * it is the same for the same starts in any order. A bucket holding more
+ * than limit events is counted again, finer, by passes over the source: its
+ * walk hands every event's start to kx_wpass_see (0, or -1 with err set
+ * when it cannot: the plan then fails).
  */
+struct kx_whist;
+struct kx_whist *kx_whist_new(void); /* NULL when out of memory */
+void kx_whist_see(struct kx_whist *h, uint64_t ts);
+size_t kx_whist_total(const struct kx_whist *h);
+void kx_whist_free(struct kx_whist *h);
+
 struct kx_wpass {
 	uint64_t lo, hi, width; /* counted span [lo, hi), bucket width (ns) */
 	size_t nb;              /* buckets */
@@ -58,16 +69,12 @@ struct kx_wpass {
 	uint64_t *min, *max;    /* first and last start per bucket (ns) */
 };
 void kx_wpass_see(struct kx_wpass *p, uint64_t ts);
-/* A pass of one bucket over all time (count, first and last start: zeroed here). */
-void kx_wpass_one(struct kx_wpass *p, size_t *count, uint64_t *min, uint64_t *max);
 
 struct kx_wsource {
 	int (*walk)(void *ctx, struct kx_wpass *p, char *err, size_t errlen);
 	void *ctx;
 };
-/* Plans from all, a one-bucket pass the caller already made over the same
- * events; more passes over src only when the events are more than limit. */
-int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_wpass *all, size_t limit,
+int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_whist *h, size_t limit,
                         struct kx_windows *out, char *err, size_t errlen);
 void kx_windows_free(struct kx_windows *w);
 

@@ -21,10 +21,8 @@ static int is_late(int any, uint64_t max, uint64_t ts)
 struct p1 {
 	struct kx_wread *w;
 	struct kx_streamcheck check;
-	struct kx_wpass all; /* one bucket: count, first and last start */
-	size_t count;
-	uint64_t min, max;
-	struct kx_hmap threads; /* pid << 32 | tid of the threads with ioctls */
+	struct kx_whist *starts; /* the plan's first level */
+	struct kx_hmap threads;  /* pid << 32 | tid of the threads with ioctls */
 	uint64_t maxstart, seq;
 	int any, oom, stop;
 };
@@ -69,7 +67,7 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		c->w->in_memory = c->check.why;
 		return p1_stop(c);
 	}
-	kx_wpass_see(&c->all, e->ts);
+	kx_whist_see(c->starts, e->ts);
 	wh->ioctls++;
 	if (e->ts < wh->first_ts)
 		wh->first_ts = e->ts;
@@ -99,7 +97,7 @@ static void p1_sample(void *ctx, const struct kx_sample *s)
 	if (!p1_active(c))
 		return;
 	kx_store_add_sample(c->w->side, s);
-	kx_wpass_see(&c->all, s->ts_ns);
+	kx_whist_see(c->starts, s->ts_ns);
 }
 
 static void p1_reason(struct p1 *c)
@@ -193,11 +191,11 @@ static size_t window_of(const struct kx_windows *pl, uint64_t ts)
 	return lo;
 }
 
-static int plan(struct kx_wread *w, const struct kx_wpass *all, char *err, size_t errlen)
+static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, size_t errlen)
 {
 	const struct kx_wsource src = {walk_file, w};
 
-	if (kx_windows_plan_src(&src, all, w->limit, &w->plan, err, errlen))
+	if (kx_windows_plan_src(&src, starts, w->limit, &w->plan, err, errlen))
 		return -1;
 	w->late_win = malloc((w->nlate + 1) * sizeof(*w->late_win));
 	if (!w->late_win) {
@@ -230,10 +228,11 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	w->limit = limit;
 	w->budget = budget;
 	w->whole.first_ts = UINT64_MAX;
-	kx_wpass_one(&c.all, &c.count, &c.min, &c.max);
+	c.starts = kx_whist_new();
 	w->side = kx_store_new(budget);
 	w->late = kx_store_new(budget);
-	if (!w->side || !w->late || !kx_store_samples(w->side)) {
+	if (!c.starts || !w->side || !w->late || !kx_store_samples(w->side)) {
+		kx_whist_free(c.starts);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -248,9 +247,10 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 		rc = -1;
 	}
 	kx_hmap_free(&c.threads);
-	if (rc || w->in_memory)
-		return rc;
-	return plan(w, &c.all, err, errlen);
+	if (!rc && !w->in_memory)
+		rc = plan(w, c.starts, err, errlen);
+	kx_whist_free(c.starts);
+	return rc;
 }
 
 /* ---- pass 2: the windows, in order ---- */

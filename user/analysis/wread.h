@@ -12,9 +12,9 @@
  * ioctls: a record is written when its call returns, so a long call's
  * record comes after those of calls that started after it. A record whose
  * start is more than KX_WREAD_LATE_NS before the latest start read before
- * it is late: it is kept, with its place among the file's ioctls. Then the
- * windows are planned (one more pass over the file; more only when some
- * bucket of the plan holds more events than a window may).
+ * it is late: it is kept, with its place among the file's ioctls. The
+ * windows are planned from the starts seen (more passes over the file only
+ * when some bucket of the plan holds more events than a window may).
  *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place. The window [from, to) is
