@@ -475,6 +475,15 @@ for r in $(seq "$EXPORT_ROUNDS"); do
 			timed chrome_gz_split "$GZ_SIZE" "$k" convert "$TMP/big.kxp" --chrome "$TMP/big.json.gz"
 			put export chrome_gz_split "$r" parts "$(find "$TMP" -maxdepth 1 -name 'big*.json.gz' | wc -l)"
 			rm -f "$TMP"/big*.json.gz
+			# The same parts from the whole capture in memory (--in-memory).
+			if "$k" convert --help 2>/dev/null | grep -q -- --in-memory; then
+				timed xplane_split_mem "$XP_SIZE" "$k" convert "$TMP/big.kxp" --in-memory \
+					--xplane "$TMP/xp"
+				rm -rf "$TMP/xp"
+				timed chrome_gz_split_mem "$GZ_SIZE" "$k" convert "$TMP/big.kxp" --in-memory \
+					--chrome "$TMP/big.json.gz"
+				rm -f "$TMP"/big*.json.gz
+			fi
 		fi
 		timed "report$sfx" 'echo 0' "$k" report "$TMP/big.kxp"
 	done
@@ -488,8 +497,9 @@ NSYN=5000000
 "$B/bench/bench_chrome" "$NSYN" "$TMP" >"$TMP/bc.txt" 2>&1
 python3 "$HERE/jget.py" --bench-lines "$TMP/be.txt" "$TMP/bc.txt" >>"$RAW"
 
-# ---- 3b. report as the capture grows: streamed against in memory ----
-echo "bench: 3b. report of growing captures" >&2
+# ---- 3b. report and convert as the capture grows: streamed (one window at a
+# time for convert) against in memory ----
+echo "bench: 3b. report and convert of growing captures" >&2
 for n in $GROW_EVENTS; do
 	"$B/bench/bench_kxpgen" -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err" ||
 		{ echo "bench: bench_kxpgen failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
@@ -504,6 +514,17 @@ for n in $GROW_EVENTS; do
 				{ echo "bench: report $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
 			put grow "$n" "$r" "${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
 			put grow "$n" "$r" "${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
+			# convert to .json.gz, split by default: one window at a time, or read whole.
+			wait_quiet
+			rm -f "$TMP"/grow*.json.gz
+			/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" convert "${opt[@]}" \
+				"$TMP/grow.kxp" --chrome "$TMP/grow.json.gz" >/dev/null 2>"$TMP/grow.err" ||
+				{ echo "bench: convert $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
+			put grow "$n" "$r" "conv_${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
+			put grow "$n" "$r" "conv_${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
+			put grow "$n" "$r" "conv_${mode}_out_bytes" \
+				"$(stat -c %s "$TMP"/grow*.json.gz | awk '{s += $1} END {print s}')"
+			rm -f "$TMP"/grow*.json.gz
 		done
 		printf '.' >&2
 	done
