@@ -5,8 +5,10 @@
  * overlapping), a mix of cheap and job-like KVM and loop commands with
  * durations spread over four decades, 1% failing with one of three errnos,
  * a fifth blocked off the CPU for part of the call; a task record per
- * thread. No argument bytes and no job records, as a flood of calls
- * records. Prints the events and bytes written.
+ * thread. The records come in the order the calls start, about the order
+ * a recorder writes them (as they return). No argument bytes and no job
+ * records, as a flood of calls records. Prints the events and bytes
+ * written.
  *
  *     bench_kxpgen -n EVENTS -o FILE.kxp
  */
@@ -67,6 +69,18 @@ static void make_event(struct kx_ioctl *e, uint64_t r, uint32_t t, uint64_t *now
 	*now += e->dur + 100 + (r >> 40 & 511);
 }
 
+/* The thread whose next call starts first: records come in the order the
+ * calls start, about the order they return (a recorder's order). */
+static uint32_t next_thread(const uint64_t *now)
+{
+	uint32_t t = 0;
+
+	for (uint32_t k = 1; k < THREADS; k++)
+		if (now[k] < now[t])
+			t = k;
+	return t;
+}
+
 int main(int argc, char **argv)
 {
 	static struct kx_capinfo ci;
@@ -104,7 +118,7 @@ int main(int argc, char **argv)
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t r = rng(&seed);
-		uint32_t t = (uint32_t)(r >> 56) % THREADS;
+		uint32_t t = next_thread(now);
 		struct kx_ioctl e;
 
 		make_event(&e, r, t, &now[t]);

@@ -6,7 +6,8 @@
  * later), calls across every cut, tasks, CPU samples and argument copies;
  * at most two windows are open at once; a capture that fits one window is
  * one; a capture a stream cannot give exactly (jobs, overlapping calls of
- * one thread) is to be read whole, with the reason.
+ * one thread), or whose records are far from the order of time, is to be
+ * read whole, with the reason.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +53,16 @@ static int end_cmp(const void *a, const void *b)
 	return ex < ey ? -1 : ex > ey;
 }
 
+/* Thread by thread (a writer no recorder is): far from the order of time. */
+static int tid_cmp(const void *a, const void *b)
+{
+	const struct call *x = a, *y = b;
+
+	if (x->e.tid != y->e.tid)
+		return x->e.tid < y->e.tid ? -1 : 1;
+	return end_cmp(a, b);
+}
+
 static void capinfo(struct kx_capinfo *ci, uint64_t stop)
 {
 	memset(ci, 0, sizeof(*ci));
@@ -71,11 +82,12 @@ static void capinfo(struct kx_capinfo *ci, uint64_t stop)
 /*
  * n calls over THREADS threads, each thread's calls back to back with gaps,
  * a few of them long (up to 300 ms, so their records come late), written in
- * the order they returned; a task naming each thread first; a CPU sample
- * every 40 calls; with job != 0 a job record too, with overlap != 0 one
- * thread's call overlaps its previous one. Returns 0 when written.
+ * the order they returned (with by_thread, thread by thread); a task naming
+ * each thread first; a CPU sample every 40 calls; with job != 0 a job record
+ * too, with overlap != 0 one thread's call overlaps its previous one.
+ * Returns 0 when written.
  */
-static int write_capture(const char *path, size_t n, int job, int overlap)
+static int write_capture_as(const char *path, size_t n, int job, int overlap, int by_thread)
 {
 	struct call *c = calloc(n, sizeof(*c));
 	uint64_t clock[THREADS], rng = 0x9e3779b97f4a7c15ULL, stop = T0;
@@ -120,7 +132,7 @@ static int write_capture(const char *path, size_t n, int job, int overlap)
 				c[i].e.ts = c[5].e.ts + c[5].e.dur / 2;
 				break;
 			}
-	qsort(c, n, sizeof(*c), end_cmp);
+	qsort(c, n, sizeof(*c), by_thread ? tid_cmp : end_cmp);
 	capinfo(&ci, stop + 1);
 	w = kx_kxp_create(path, &ci, err, sizeof(err));
 	if (!w)
@@ -166,6 +178,11 @@ out:
 		kx_kxp_discard(w);
 	free(c);
 	return rc;
+}
+
+static int write_capture(const char *path, size_t n, int job, int overlap)
+{
+	return write_capture_as(path, n, job, overlap, 0);
 }
 
 /* A part's bytes: its Chrome JSON then its XSpace. NULL on failure. */
@@ -374,6 +391,10 @@ static void test_read_whole_when_needed(void)
 	CHECK(write_capture(path, 2000, 0, 1) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory && strstr(w.in_memory, "overlap"));
+	kx_wread_free(&w);
+	CHECK(write_capture_as(path, 2000, 0, 0, 1) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "order of time"));
 	kx_wread_free(&w);
 	unlink(path);
 }

@@ -247,6 +247,10 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 		rc = -1;
 	}
 	kx_hmap_free(&c.threads);
+	/* Records far from the order of time: windows would hold no less. */
+	if (!rc && !w->in_memory && w->nlate > limit)
+		w->in_memory = "records far from the order of time (more calls came late than a "
+		               "window holds)";
 	if (!rc && !w->in_memory)
 		rc = plan(w, c.starts, err, errlen);
 	kx_whist_free(c.starts);

@@ -28,7 +28,9 @@
  *
  * Memory: the windows open at once (those that end less than
  * KX_WREAD_LATE_NS before the latest start: one or two), the side store and
- * the late ioctls (calls longer than about KX_WREAD_LATE_NS).
+ * the late ioctls (calls longer than about KX_WREAD_LATE_NS). A file with
+ * more late ioctls than a window holds (records far from the order of time,
+ * which a recorder does not write) is to be read whole.
  */
 #ifndef KX_WREAD_H
 #define KX_WREAD_H

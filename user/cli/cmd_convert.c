@@ -360,10 +360,19 @@ static int convert_stream(const char *path, const struct kx_xspace_opts *xo, con
 	if (kx_wread_open(&w, path, split, KX_CLI_STORE_BUDGET, err, sizeof(err))) {
 		kx_err("%s", err);
 		rc = 1;
-	} else if (!w.in_memory && w.plan.n > 1) {
+	} else if (w.in_memory && kx_verbose) {
+		kx_err("%s is read into memory whole: %s", path, w.in_memory);
+	}
+	if (rc < 0 && !w.in_memory && w.plan.n > 1) {
 		if (w.damage[0])
 			kx_cli_load_warning(path, &w.res, w.damage);
 		rc = convert_windowed(&w, xo, logdir, chrome, split, path);
+		if (kx_verbose)
+			kx_err("read one window at a time: %zu windows, at most %zu open at once, "
+			       "%zu "
+			       "calls kept apart (their records came over %llu ms late)",
+			       w.plan.n, w.peak_open, w.nlate,
+			       (unsigned long long)(KX_WREAD_LATE_NS / 1000000));
 		if (!rc && (pprof || folded) &&
 		    convert_profile(path, w.side, &w.ci, kind, pprof, folded))
 			rc = 1;
