@@ -8,8 +8,10 @@
  * The threads, the first timestamp and each slice's duration (the nesting
  * rule applied) come from the analysis (analysis/analysis.h), as in every
  * other output. One pass over the store streams the events through a 1 MiB
- * buffer, so memory does not grow with the capture. Names, categories and device labels are
- * escaped once per distinct (driver, cmd) or (file kind, dev) and cached.
+ * buffer, so memory does not grow with the capture; the ioctl events are
+ * formatted on worker threads in pieces put back in order (the same bytes for
+ * any thread count). Names, categories and device labels are escaped once per
+ * distinct (driver, cmd) or (file kind, dev) and cached, per thread.
  * Numbers are formatted by hand: snprintf would dominate the run time.
  *
  * Device timelines (user/analysis/jobs.h): each device pseudo-process gets one
@@ -41,6 +43,7 @@
 #include "analysis/analysis.h"
 #include "util/outfile.h"
 #include "util/pgz.h"
+#include "util/workq.h"
 
 #define WBUF_SIZE (1u << 20)
 #define EV_ROOM   1024                        /* bytes the fixed part of one event may take */
@@ -63,9 +66,10 @@ struct wbuf {
 	size_t len;
 	int fd; /* plain output */
 	struct kx_pgz *gz;
-	int err;        /* errno of the first failure, 0 while fine */
-	char zmsg[128]; /* zlib's own message when the failure is not an errno */
-	uint64_t bytes; /* uncompressed bytes written */
+	int err;              /* errno of the first failure, 0 while fine */
+	char zmsg[128];       /* zlib's own message when the failure is not an errno */
+	uint64_t bytes;       /* uncompressed bytes written */
+	struct kx_bytes *mem; /* instead of fd: a worker's piece, appended here */
 };
 
 static void wb_write(struct wbuf *w, const char *p, size_t n)
@@ -90,6 +94,15 @@ static void wb_flush_end(struct wbuf *w, int last)
 			w->buf = w->own;
 			if (!w->err)
 				w->err = ENOMEM;
+		}
+	} else if (w->mem) {
+		uint8_t *d = kx_bytes_room(w->mem, w->len);
+
+		if (d) {
+			memcpy(d, w->buf, w->len);
+			w->mem->len += w->len;
+		} else if (!w->err) {
+			w->err = ENOMEM;
 		}
 	} else if (!w->gz) {
 		wb_write(w, w->buf, w->len);
@@ -238,14 +251,19 @@ static void tab_free(struct tab *t)
 
 /* ---- the exporter state ---- */
 
+/* The escaped name and label fragments of a thread's events. */
+struct frags {
+	struct tab names;  /* key cmd << 32 | xfer_cmd << 8 | drv */
+	struct tab labels; /* key dev << 8 | fkind */
+};
+
 struct ctx {
 	const struct kx_analysis *an;
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
 	const struct kx_timeline *tl; /* threads, first timestamp, resolved durations */
 	int ndev;
-	struct tab names;  /* key cmd << 32 | xfer_cmd << 8 | drv */
-	struct tab labels; /* key dev << 8 | fkind */
+	struct frags fr; /* the writing thread's */
 	uint64_t first_ts;
 	int64_t base_ns; /* baseTimeNanoseconds */
 	const struct kx_jobs *jobs;
@@ -534,7 +552,7 @@ static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 }
 
 /* `"name":"KVM_RUN","cat":"ioctl/kvm"` of an event, escaped once per command. */
-static const struct slot *name_frag(struct ctx *c, const struct kx_ioctl *e)
+static const struct slot *name_frag(struct frags *fr, const struct kx_ioctl *e)
 {
 	enum kx_driver drv = (enum kx_driver)e->drv;
 	struct slot *sl;
@@ -542,7 +560,7 @@ static const struct slot *name_frag(struct ctx *c, const struct kx_ioctl *e)
 	const char *name, *dname;
 	int isnew;
 
-	sl = tab_get(&c->names, (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv,
+	sl = tab_get(&fr->names, (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv,
 	             &isnew);
 	if (!sl || !isnew)
 		return sl;
@@ -564,13 +582,14 @@ static const struct slot *name_frag(struct ctx *c, const struct kx_ioctl *e)
 }
 
 /* The device label of an event as a JSON string, escaped once per file. */
-static const struct slot *label_frag(struct ctx *c, const struct kx_ioctl *e)
+static const struct slot *label_frag(const struct ctx *c, struct frags *fr,
+                                     const struct kx_ioctl *e)
 {
 	struct slot *sl;
 	char buf[160];
 	int isnew;
 
-	sl = tab_get(&c->labels, (uint64_t)e->dev << 8 | e->fkind, &isnew);
+	sl = tab_get(&fr->labels, (uint64_t)e->dev << 8 | e->fkind, &isnew);
 	if (!sl || !isnew)
 		return sl;
 	buf[0] = '\0';
@@ -627,10 +646,10 @@ static void write_fields(struct wbuf *w, const struct ctx *c, const struct kx_io
 }
 
 /* One "X" slice; rel_ns: start relative to baseTimeNanoseconds. */
-static int write_event(struct wbuf *w, struct ctx *c, const struct kx_ioctl *e, uint64_t rel_ns,
-                       uint64_t dur)
+static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
+                       const struct kx_ioctl *e, uint64_t rel_ns, uint64_t dur)
 {
-	const struct slot *nm = name_frag(c, e), *lb = label_frag(c, e);
+	const struct slot *nm = name_frag(fr, e), *lb = label_frag(c, fr, e);
 
 	if (!nm || !lb)
 		return -1;
@@ -1038,10 +1057,154 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 	return 0;
 }
 
+/*
+ * The ioctl events, formatted on worker threads (util/workq.h) in pieces of
+ * PIECE_EVENTS, each piece's JSON appended to the output in order: the same
+ * bytes for any thread count. Each worker keeps its own name and label
+ * fragments.
+ */
+#define PIECE_EVENTS 8192
+
+struct piece {
+	size_t from, to;     /* store indexes */
+	struct kx_bytes out; /* the piece's events, each led by ",\n" */
+	int err;             /* errno of a failure (ENOMEM) */
+};
+
+struct piece_worker {
+	struct frags fr;
+	char buf[WBUF_SIZE];
+};
+
+struct pieces {
+	const struct ctx *c;
+	struct wbuf *w; /* the output */
+	int *first;
+	uint64_t rem;
+};
+
+static void *piece_worker_new(void *arg)
+{
+	(void)arg;
+	return calloc(1, sizeof(struct piece_worker));
+}
+
+static void piece_worker_free(void *wctx, void *arg)
+{
+	struct piece_worker *pw = wctx;
+
+	(void)arg;
+	if (!pw)
+		return;
+	tab_free(&pw->fr.names);
+	tab_free(&pw->fr.labels);
+	free(pw);
+}
+
+static void piece_run(void *slot, void *wctx, void *arg)
+{
+	struct piece *p = slot;
+	struct piece_worker *pw = wctx;
+	const struct pieces *ps = arg;
+	const struct ctx *c = ps->c;
+	struct wbuf w;
+
+	p->out.len = 0;
+	p->err = pw ? 0 : ENOMEM;
+	if (!pw)
+		return;
+	memset(&w, 0, sizeof(w));
+	w.buf = w.own = pw->buf;
+	w.fd = -1;
+	w.mem = &p->out;
+	for (size_t i = p->from; i < p->to && !w.err; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
+
+		if (!in_part(c, e->ts))
+			continue;
+		wb_need(&w, 2);
+		PUT_LIT(&w, ",\n");
+		if (write_event(&w, c, &pw->fr, e, e->ts - c->first_ts + ps->rem,
+		                kx_timeline_dur(c->tl, i, e->dur)))
+			w.err = ENOMEM;
+	}
+	if (w.len)
+		wb_flush_end(&w, 0);
+	p->err = w.err ? w.err : p->out.oom ? ENOMEM : 0;
+}
+
+/* A finished piece into the output, in order. */
+static void piece_done(void *slot, void *arg)
+{
+	struct piece *p = slot;
+	const struct pieces *ps = arg;
+	struct wbuf *w = ps->w;
+	const char *b = (const char *)p->out.p;
+	size_t n = p->out.len;
+
+	if (p->err && !w->err)
+		w->err = p->err;
+	if (!n || w->err)
+		return;
+	if (*ps->first) { /* the trace's first event: no comma before it */
+		*ps->first = 0;
+		b++;
+		n--;
+	}
+	while (n) { /* whole buffers: blocks cut every WBUF_SIZE bytes */
+		size_t k = WBUF_SIZE - w->len;
+
+		if (!k) {
+			wb_flush(w);
+			continue;
+		}
+		k = n < k ? n : k;
+		put_mem(w, b, k);
+		b += k;
+		n -= k;
+	}
+}
+
+static void piece_free(void *slot, void *arg)
+{
+	(void)arg;
+	free(((struct piece *)slot)->out.p);
+}
+
+static int write_ioctls(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem)
+{
+	static const struct kx_workq_ops ops = {
+	        .run = piece_run,
+	        .done = piece_done,
+	        .wctx_new = piece_worker_new,
+	        .wctx_free = piece_worker_free,
+	};
+	size_t n = kx_store_ioctl_count(c->s), npieces = (n + PIECE_EVENTS - 1) / PIECE_EVENTS;
+	struct pieces ps = {c, w, first, rem};
+	int workers = kx_workq_workers(npieces);
+	struct kx_workq *q;
+
+	if (!n)
+		return 0;
+	q = kx_workq_new(workers, (size_t)workers * 2 + 2, sizeof(struct piece), &ops, &ps);
+	if (!q)
+		return -1;
+	for (size_t from = 0; from < n && !w->err; from += PIECE_EVENTS) {
+		struct piece *p = kx_workq_get(q);
+
+		p->from = from;
+		p->to = n - from > PIECE_EVENTS ? from + PIECE_EVENTS : n;
+		kx_workq_put(q, p);
+	}
+	kx_workq_finish(q);
+	kx_workq_each(q, piece_free);
+	kx_workq_free(q);
+	return w->err == ENOMEM ? -1 : 0;
+}
+
 /* Everything after the open: header, metadata, events, tail. */
 static int write_all(struct wbuf *w, struct ctx *c)
 {
-	size_t n = kx_store_ioctl_count(c->s);
 	int first = 1;
 	int64_t first_rt, rem;
 
@@ -1057,18 +1220,8 @@ static int write_all(struct wbuf *w, struct ctx *c)
 	write_warn_events(w, c, &first);
 	if (write_metadata(w, c, &first))
 		return -1;
-	for (size_t i = 0; i < n && !w->err; i++) {
-		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
-		uint64_t dur;
-
-		if (!in_part(c, e->ts))
-			continue;
-		dur = kx_timeline_dur(c->tl, i, e->dur);
-		wb_need(w, 2);
-		put_sep(w, &first);
-		if (write_event(w, c, e, e->ts - c->first_ts + (uint64_t)rem, dur))
-			return -1;
-	}
+	if (write_ioctls(w, c, &first, (uint64_t)rem))
+		return -1;
 	if (c->jobs)
 		write_jobs(w, c, &first, (uint64_t)rem);
 	write_annotations(w, c, &first, (uint64_t)rem);
@@ -1090,8 +1243,8 @@ static void ctx_free(struct ctx *c)
 {
 	free(c->jobpid);
 	kx_chrome_samples_free(c->smp);
-	tab_free(&c->names);
-	tab_free(&c->labels);
+	tab_free(&c->fr.names);
+	tab_free(&c->fr.labels);
 	free(c);
 }
 
