@@ -1,5 +1,6 @@
 /* util/json: escaping, UTF-8 validation (invalid, overlong, surrogates,
- * truncated), the buffer and FILE writers agreeing, numbers. */
+ * truncated), the buffer and FILE writers agreeing, numbers (every digit
+ * count, both sides of each power of ten, against printf). */
 #include <stdint.h>
 
 #include "kxtest.h"
@@ -100,6 +101,27 @@ static void numbers(void)
 	CHECK_STR(b, "-9223372036854775808");
 	*kx_json_put_i64(b, INT64_MAX) = '\0';
 	CHECK_STR(b, "9223372036854775807");
+	/* Every digit count and both sides of every power of ten, against printf. */
+	for (uint64_t p = 1;; p *= 10) {
+		const uint64_t vals[] = {p - 1, p, p + 1, p * 3 + 7};
+
+		for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+			char want[32];
+
+			snprintf(want, sizeof(want), "%llu", (unsigned long long)vals[i]);
+			*kx_json_put_u64(b, vals[i]) = '\0';
+			CHECK_STR(b, want);
+		}
+		if (p > UINT64_MAX / 10)
+			break;
+	}
+	for (uint64_t v = 0; v < 100000; v += 7) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+		*kx_json_put_u64(b, v) = '\0';
+		CHECK_STR(b, want);
+	}
 }
 
 int main(void)

@@ -33,20 +33,51 @@ void kx_json_str(FILE *f, const char *s, size_t n);
 /* A NUL-terminated string to f. */
 void kx_json_cstr(FILE *f, const char *s);
 
+/* "00" "01" ... "99": two digits per step. */
+extern const char kx_json_digit_pairs[200];
+
+/* Decimal digits of v (1 for 0). */
+static inline unsigned int kx_json_digits(uint64_t v)
+{
+	unsigned int n = 1;
+
+	for (;;) {
+		if (v < 10)
+			return n;
+		if (v < 100)
+			return n + 1;
+		if (v < 1000)
+			return n + 2;
+		if (v < 10000)
+			return n + 3;
+		v /= 10000;
+		n += 4;
+	}
+}
+
 /* Decimal v at o (room: KX_JSON_NUM_ROOM); returns the end. Inline: the
- * exporters write several numbers per event. */
+ * exporters write several numbers per event. Written from the end, two
+ * digits at a time, straight into place. */
 static inline char *kx_json_put_u64(char *o, uint64_t v)
 {
-	char tmp[KX_JSON_NUM_ROOM];
-	size_t i = sizeof(tmp);
+	char *end = o + kx_json_digits(v), *p = end;
 
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (; i < sizeof(tmp); i++)
-		*o++ = tmp[i];
-	return o;
+	while (v >= 100) {
+		const char *d = kx_json_digit_pairs + (v % 100) * 2;
+
+		v /= 100;
+		p -= 2;
+		p[0] = d[0];
+		p[1] = d[1];
+	}
+	if (v >= 10) {
+		p -= 2;
+		p[0] = kx_json_digit_pairs[v * 2];
+		p[1] = kx_json_digit_pairs[v * 2 + 1];
+	} else {
+		p[-1] = (char)('0' + v);
+	}
+	return end;
 }
 
 static inline char *kx_json_put_i64(char *o, int64_t v)
