@@ -1063,17 +1063,14 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
  * bytes for any thread count. Each worker keeps its own name and label
  * fragments.
  */
-#define PIECE_EVENTS 8192
+#define PIECE_EVENTS 4096 /* about 600 KB of JSON: a piece fits its buffer */
 
 struct piece {
-	size_t from, to;     /* store indexes */
-	struct kx_bytes out; /* the piece's events, each led by ",\n" */
-	int err;             /* errno of a failure (ENOMEM) */
-};
-
-struct piece_worker {
-	struct frags fr;
-	char buf[WBUF_SIZE];
+	size_t from, to;      /* store indexes */
+	char *buf;            /* WBUF_SIZE bytes: the piece's events, each led by ",\n" */
+	size_t len;           /* bytes in buf */
+	struct kx_bytes more; /* what came before buf's bytes when the piece outgrew it */
+	int err;              /* errno of a failure (ENOMEM) */
 };
 
 struct pieces {
@@ -1083,75 +1080,74 @@ struct pieces {
 	uint64_t rem;
 };
 
-static void *piece_worker_new(void *arg)
+static void *frags_new(void *arg)
 {
 	(void)arg;
-	return calloc(1, sizeof(struct piece_worker));
+	return calloc(1, sizeof(struct frags));
 }
 
-static void piece_worker_free(void *wctx, void *arg)
+static void frags_free(void *wctx, void *arg)
 {
-	struct piece_worker *pw = wctx;
+	struct frags *fr = wctx;
 
 	(void)arg;
-	if (!pw)
+	if (!fr)
 		return;
-	tab_free(&pw->fr.names);
-	tab_free(&pw->fr.labels);
-	free(pw);
+	tab_free(&fr->names);
+	tab_free(&fr->labels);
+	free(fr);
 }
 
 static void piece_run(void *slot, void *wctx, void *arg)
 {
 	struct piece *p = slot;
-	struct piece_worker *pw = wctx;
 	const struct pieces *ps = arg;
 	const struct ctx *c = ps->c;
 	struct wbuf w;
 
-	p->out.len = 0;
-	p->err = pw ? 0 : ENOMEM;
-	if (!pw)
+	p->more.len = 0;
+	p->len = 0;
+	if (!p->buf)
+		p->buf = malloc(WBUF_SIZE);
+	if (!wctx || !p->buf) {
+		p->err = ENOMEM;
 		return;
-	memset(&w, 0, sizeof(w));
-	w.buf = w.own = pw->buf;
-	w.fd = -1;
-	w.mem = &p->out;
-	for (size_t i = p->from; i < p->to && !w.err; i++) {
-		const struct kx_ioctl *e = kx_store_ioctl(c->s, i);
-
-		if (!in_part(c, e->ts))
-			continue;
-		wb_need(&w, 2);
-		PUT_LIT(&w, ",\n");
-		if (write_event(&w, c, &pw->fr, e, e->ts - c->first_ts + ps->rem,
-		                kx_timeline_dur(c->tl, i, e->dur)))
-			w.err = ENOMEM;
 	}
-	if (w.len)
-		wb_flush_end(&w, 0);
-	p->err = w.err ? w.err : p->out.oom ? ENOMEM : 0;
+	memset(&w, 0, sizeof(w));
+	w.buf = w.own = p->buf;
+	w.fd = -1;
+	w.mem = &p->more;
+	for (size_t i = p->from; i < p->to && !w.err;) {
+		size_t run;
+		const struct kx_ioctl *e = kx_store_ioctl_run(c->s, i, &run);
+
+		if (run > p->to - i)
+			run = p->to - i;
+		for (size_t k = 0; k < run && !w.err; k++, e++) {
+			if (!in_part(c, e->ts))
+				continue;
+			wb_need(&w, 2);
+			PUT_LIT(&w, ",\n");
+			if (write_event(&w, c, wctx, e, e->ts - c->first_ts + ps->rem,
+			                kx_timeline_dur(c->tl, i + k, e->dur)))
+				w.err = ENOMEM;
+		}
+		i += run ? run : 1;
+	}
+	p->len = w.len;
+	p->err = w.err;
 }
 
-/* A finished piece into the output, in order. */
-static void piece_done(void *slot, void *arg)
+/* Appends n bytes at b to the output, cutting blocks every WBUF_SIZE bytes;
+ * skip drops the first n bytes of the first call (the first event's comma). */
+static void piece_put(struct wbuf *w, const char *b, size_t n, int *skip)
 {
-	struct piece *p = slot;
-	const struct pieces *ps = arg;
-	struct wbuf *w = ps->w;
-	const char *b = (const char *)p->out.p;
-	size_t n = p->out.len;
-
-	if (p->err && !w->err)
-		w->err = p->err;
-	if (!n || w->err)
-		return;
-	if (*ps->first) { /* the trace's first event: no comma before it */
-		*ps->first = 0;
+	if (n && *skip) {
+		*skip = 0;
 		b++;
 		n--;
 	}
-	while (n) { /* whole buffers: blocks cut every WBUF_SIZE bytes */
+	while (n) {
 		size_t k = WBUF_SIZE - w->len;
 
 		if (!k) {
@@ -1165,10 +1161,28 @@ static void piece_done(void *slot, void *arg)
 	}
 }
 
+/* A finished piece into the output, in order. */
+static void piece_done(void *slot, void *arg)
+{
+	struct piece *p = slot;
+	const struct pieces *ps = arg;
+	struct wbuf *w = ps->w;
+
+	if (p->err && !w->err)
+		w->err = p->err;
+	if (w->err)
+		return;
+	piece_put(w, (const char *)p->more.p, p->more.len, ps->first);
+	piece_put(w, p->buf, p->len, ps->first);
+}
+
 static void piece_free(void *slot, void *arg)
 {
+	struct piece *p = slot;
+
 	(void)arg;
-	free(((struct piece *)slot)->out.p);
+	free(p->more.p);
+	free(p->buf);
 }
 
 static int write_ioctls(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem)
@@ -1176,8 +1190,8 @@ static int write_ioctls(struct wbuf *w, const struct ctx *c, int *first, uint64_
 	static const struct kx_workq_ops ops = {
 	        .run = piece_run,
 	        .done = piece_done,
-	        .wctx_new = piece_worker_new,
-	        .wctx_free = piece_worker_free,
+	        .wctx_new = frags_new,
+	        .wctx_free = frags_free,
 	};
 	size_t n = kx_store_ioctl_count(c->s), npieces = (n + PIECE_EVENTS - 1) / PIECE_EVENTS;
 	struct pieces ps = {c, w, first, rem};
