@@ -303,9 +303,20 @@ int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_window
                     size_t errlen)
 {
 	const struct kx_wsource src = {walk, (void *)an};
-	struct kx_whist *h = kx_whist_new();
+	struct kx_whist *h;
 	int rc;
 
+	if (!limit) { /* never split: one window, nothing to count */
+		memset(out, 0, sizeof(*out));
+		out->w = calloc(1, sizeof(*out->w));
+		if (!out->w) {
+			snprintf(err, errlen, "out of memory planning the output's time windows");
+			return -1;
+		}
+		out->n = 1;
+		return 0;
+	}
+	h = kx_whist_new();
 	if (!h) {
 		snprintf(err, errlen, "out of memory planning the output's time windows");
 		return -1;

@@ -41,7 +41,7 @@ struct kx_windows {
 
 /*
  * Splits the capture into windows of at most limit events (limit 0: one
- * window). 0, or -1 when out of memory (err set).
+ * window, its events not counted). 0, or -1 when out of memory (err set).
  */
 int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_windows *out, char *err,
                     size_t errlen);
