@@ -23,6 +23,7 @@ struct p1 {
 	struct kx_streamcheck check;
 	struct kx_whist *starts; /* the plan's first level */
 	struct kx_hmap threads;  /* pid << 32 | tid of the threads with ioctls */
+	uint64_t last_key;       /* the latest added (calls come in runs of a thread) */
 	uint64_t maxstart, seq;
 	int any, oom, stop;
 };
@@ -71,8 +72,10 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	wh->ioctls++;
 	if (e->ts < wh->first_ts)
 		wh->first_ts = e->ts;
-	if (!kx_hmap_get(&c->threads, key) && kx_hmap_add(&c->threads, key, 0))
+	if (key != c->last_key && !kx_hmap_get(&c->threads, key) &&
+	    kx_hmap_add(&c->threads, key, 0))
 		return p1_oom(c);
+	c->last_key = key;
 	if (is_late(c->any, c->maxstart, e->ts) && late_add(c->w, e, arg, c->seq))
 		return p1_oom(c);
 	if (!c->any || e->ts > c->maxstart)
@@ -175,10 +178,15 @@ static int walk_file(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 	return kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
 }
 
-/* The window holding start ts: the last one starting at or before it. */
-static size_t window_of(const struct kx_windows *pl, uint64_t ts)
+/* The window holding start ts: the last one starting at or before it. hint:
+ * the window of the record before (most records fall in it). */
+static size_t window_of(const struct kx_windows *pl, uint64_t ts, size_t hint)
 {
 	size_t lo = 0, hi = pl->n;
+
+	if (hint < pl->n && pl->w[hint].from_ns <= ts &&
+	    (hint + 1 == pl->n || ts < pl->w[hint + 1].from_ns))
+		return hint;
 
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -203,7 +211,7 @@ static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, si
 		return -1;
 	}
 	for (size_t i = 0; i < w->nlate; i++)
-		w->late_win[i] = (uint32_t)window_of(&w->plan, kx_store_ioctl(w->late, i)->ts);
+		w->late_win[i] = (uint32_t)window_of(&w->plan, kx_store_ioctl(w->late, i)->ts, 0);
 	return 0;
 }
 
@@ -267,6 +275,7 @@ struct p2 {
 	struct kx_store **store; /* each window's, while open */
 	size_t open;             /* stores open now */
 	size_t closed;           /* windows handed over */
+	size_t hint;             /* the window of the latest record */
 	uint64_t maxstart, seq;
 	int any, stop, failed;
 	kx_wread_fn fn;
@@ -348,7 +357,7 @@ static void p2_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		c->maxstart = e->ts;
 	c->any = 1;
 	if (!late) {
-		size_t k = window_of(pl, e->ts);
+		size_t k = c->hint = window_of(pl, e->ts, c->hint);
 		struct kx_store *s;
 
 		if (k < c->closed)
