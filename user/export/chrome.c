@@ -222,17 +222,25 @@ struct tab {
 	struct kx_hmap map; /* key -> index in v */
 	struct slot *v;
 	size_t n, cap;
+	size_t last; /* 1 + index of the record found last (events repeat keys in runs) */
 };
 
 /* The record of key, created zeroed (*isnew = 1) when absent; NULL on OOM.
  * The pointer is valid until the next new record of t. */
 static struct slot *tab_get(struct tab *t, uint64_t key, int *isnew)
 {
-	uint32_t *idx = kx_hmap_get(&t->map, key);
+	uint32_t *idx;
 
+	if (t->last && t->v[t->last - 1].key == key) {
+		*isnew = 0;
+		return &t->v[t->last - 1];
+	}
+	idx = kx_hmap_get(&t->map, key);
 	*isnew = !idx;
-	if (idx)
+	if (idx) {
+		t->last = (size_t)*idx + 1;
 		return &t->v[*idx];
+	}
 	if (t->n >= UINT32_MAX || kx_grow((void **)&t->v, &t->cap, t->n, sizeof(*t->v)) ||
 	    kx_hmap_add(&t->map, key, (uint32_t)t->n))
 		return NULL;
