@@ -90,8 +90,10 @@ echo " sampling overhead done" >&2
 # Captures of LONG seconds at 99 and 999 Hz: sizes, symbolisation, conversion.
 for hz in 99 999; do
 	half=$((LONG / 2))
+	# The workload's watchdog (-T, default 60 s) past the capture's own length.
 	"$KX" record -F "$hz" --no-jobs --device loop -o "$TMP/long.kxp" -- "$WL" -s "$half" -D "$LOOP" \
-		-f "$half" >/dev/null 2>"$TMP/long.err" || die "the $LONG s capture failed: $(cat "$TMP/long.err")"
+		-f "$half" -T $((LONG + 120)) >/dev/null 2>"$TMP/long.err" ||
+		die "the $LONG s capture failed: $(cat "$TMP/long.err")"
 	"$KX" report "$TMP/long.kxp" --json >"$TMP/long.json" 2>/dev/null
 	put "long-$hz" 1 samples "$(jget "$TMP/long.json" 'd["Profile"]["Samples"]')"
 	put "long-$hz" 1 sym_ms "$(jget "$TMP/long.json" 'd["Profile"]["SymbolizeNs"] / 1e6')"
