@@ -220,6 +220,12 @@ same_parts() {
 	check "${name}_same_runs" test "$(find "$TMP/$name.w/x" -name '*.pb' | wc -l)" -eq "$(ls "$TMP/$name.w"/p.*.json.gz | wc -l)"
 }
 same_parts windowed "$TMP/flat.kxp"
+# -v says which way: in windows here, whole for the capture with jobs.
+kx 0 convert -v "$TMP/flat.kxp" --split-events 1500 --chrome "$TMP/v.json" >/dev/null 2>"$TMP/v.err"
+check windowed_verbose grep -q "read one window at a time: [0-9]* windows, at most [0-9]* open at once, [1-9][0-9]* calls kept apart" "$TMP/v.err"
+kx 0 convert -v "$TMP/c.kxp" --split-events 1000 --chrome "$TMP/vj.json" >/dev/null 2>"$TMP/vj.err"
+check whole_verbose grep -q "is read into memory whole: device jobs" "$TMP/vj.err"
+rm -f "$TMP"/v*.json
 check windowed_every_event python3 - "$TMP/windowed.w" <<'PY'
 import glob, gzip, json, sys
 n = sum(sum(e["ph"] == "X" for e in json.load(gzip.open(p))["traceEvents"])
