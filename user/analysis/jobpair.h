@@ -1,7 +1,8 @@
 /*
- * The rules of device timelines (stated in analysis/jobs.h), shared by the
- * analysis of a whole store (analysis/jobs.c) and the streaming analysis of
- * a record file (analysis/sjobs.c), so both give the same jobs: what one
+ * The rules of device timelines (stated in analysis/jobs.h), apart from the
+ * analysis of a whole store (analysis/jobs.c), so that any reader that feeds
+ * the events in order gives the same jobs (the stream check,
+ * analysis/streamcheck.c, uses the memory accounting): what one
  * phase does to the job its key holds, KVM jobs from their KVM_RUN, the
  * submit-link test, the anomaly flags, which device a job or a memory event
  * belongs to (with the devices' names and order), wait ioctls and the
