@@ -84,7 +84,7 @@ static char *json_streamed(const char *path, const char **why)
 	char err[512], *out = NULL;
 
 	*why = "read failed";
-	if (kx_sreport_read(&sr, path, err, sizeof(err))) {
+	if (kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err))) {
 		kx_sreport_free(&sr);
 		return NULL;
 	}
@@ -381,7 +381,7 @@ static void stops_early(void)
 	rc = kx_kxp_read(path, s, &ci, &full, err, sizeof(err));
 	kx_store_free(s);
 	CHECK(rc == 0 && full.chunks > 8);
-	CHECK(kx_sreport_read(&sr, path, err, sizeof(err)) == 0);
+	CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
 	rc = sr.in_memory && strstr(sr.in_memory, "annotation") && sr.res.chunks < full.chunks;
 	if (!rc)
 		printf("FAIL stops_early: %llu of %llu chunks read\n",

@@ -91,7 +91,7 @@ static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 	sr_checked(c);
 }
 
-int kx_sreport_read(struct kx_sreport *r, const char *path, char *err, size_t errlen)
+int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err, size_t errlen)
 {
 	struct sr_ctx c = {.r = r, .acc = KX_STATS_ACC_INIT, .check = KX_STREAMCHECK_INIT};
 	struct kx_kxp_visitor v = {
@@ -107,8 +107,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, char *err, size_t er
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	/* The budget of reading into a store (cli's), for what is kept here. */
-	r->side = kx_store_new((size_t)8 << 30);
+	r->side = kx_store_new(budget);
 	if (!r->side || !kx_store_samples(r->side)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

@@ -31,12 +31,14 @@ struct kx_sreport {
 };
 
 /*
- * Reads path as a stream into r (zeroed here). 0 when read (err non-empty
+ * Reads path as a stream into r (zeroed here), the side store taking at most
+ * budget bytes (what reading into a store may take). 0 when read (err non-empty
  * when the file is damaged or cut short: what was lost, as kx_kxp_read
  * says it), -1 when it is not a readable record file or memory ran out
  * (err says which). Check r->in_memory before using r->st.
  */
-int kx_sreport_read(struct kx_sreport *r, const char *path, char *err, size_t errlen);
+int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err,
+                    size_t errlen);
 void kx_sreport_free(struct kx_sreport *r);
 
 #endif /* KX_SREPORT_H */

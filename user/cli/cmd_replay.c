@@ -83,7 +83,7 @@ int cmd_replay(int argc, char **argv)
 		kx_err("out of memory");
 		return 1;
 	}
-	s = kx_store_new((size_t)8 << 30);
+	s = kx_store_new(KX_CLI_STORE_BUDGET);
 	if (!s) {
 		kx_err("out of memory");
 		goto out;

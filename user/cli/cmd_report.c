@@ -194,7 +194,7 @@ static int report_streamed(const struct report_opts *o, const char *path)
 	char err[512];
 	int rc = 1;
 
-	if (kx_sreport_read(&sr, path, err, sizeof(err))) {
+	if (kx_sreport_read(&sr, path, KX_CLI_STORE_BUDGET, err, sizeof(err))) {
 		kx_err("%s", err);
 		kx_sreport_free(&sr);
 		return 1;
