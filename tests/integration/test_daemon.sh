@@ -2,8 +2,8 @@
 # Profiling without root: `kxprof serve --socket` as root, clients as other
 # users (setpriv; uid 65534 "nobody", and 65533 as a second user). The
 # stand-in accelerator is kvm where /dev/kvm exists (the users' group gets a
-# node of it, as a host's kvm group would),
-# else a loop device root attached and gave to the users' group (nogroup).
+# node of it, as a host's kvm group would), else a loop device root attached
+# and gave to the users' group (nogroup).
 # Checked:
 #  - record as nobody goes through the daemon (and says so): exact per-ioctl
 #    counts, a complete file owned by the user, received + dropped == emitted;
