@@ -1,7 +1,7 @@
 /*
- * The summary rows of annotation ranges (contract: kx_stats_add_ranges in
- * ranges.h): closed ranges and marks grouped by (category, name, kind)
- * through one hash lookup each, then per row the exact nearest-rank
+ * The summary rows of annotation ranges (contract: kx_range_rows and
+ * kx_stats_add_ranges in ranges.h): closed ranges and marks grouped by
+ * (category, name, kind) through one hash lookup each, then per row the
  * percentiles and the log2 histogram, through the ioctl rows' own code.
  */
 #include <stdio.h>
@@ -10,66 +10,110 @@
 
 #include "analysis/ranges.h"
 #include "util/grow.h"
-#include "util/hashmap.h"
 
-static uint64_t row_key(const struct kx_range *r)
+static uint64_t row_key(const char *cat, const char *name, int mark)
 {
-	return kx_hash_combine(kx_hash_combine(kx_hash_combine(3, r->cat), r->name),
-	                       r->kind == KX_RANGE_MARK);
+	return kx_hash_combine(
+	        kx_hash_combine(kx_hash_bytes(cat, strlen(cat)), kx_hash_bytes(name, strlen(name))),
+	        mark != 0);
 }
 
-/* A range's row among rows [first, n): found by key, else appended. */
-struct rows {
-	struct kx_stats *sum;
-	size_t first, cap;
-	struct kx_hmap map; /* row_key -> row index */
-	const struct kx_store *s;
-};
-
-static int same_row(const struct kx_stat_row *w, const struct kx_range *r, const char *cat,
-                    const char *name)
+void kx_range_rows_init(struct kx_range_rows *w, struct kx_stats *sum)
 {
-	return !w->mark == (r->kind != KX_RANGE_MARK) && !strcmp(w->cat, cat) &&
-	       !strcmp(w->name, name);
+	w->sum = sum;
+	w->first = w->cap = sum->nrows;
+	w->map = (struct kx_hmap)KX_HMAP_INIT;
 }
 
-static void row_cat(const struct kx_store *s, const struct kx_range *r, char *cat)
+static void row_cat(const char *c, char *cat)
 {
-	const char *c = kx_store_ann_str(s, r->cat);
-
 	if (c[0])
 		snprintf(cat, KX_STAT_CAT_LEN, "annotation/%.*s", KX_STAT_CAT_LEN - 12, c);
 	else
 		snprintf(cat, KX_STAT_CAT_LEN, "annotation");
 }
 
-static struct kx_stat_row *row_of(struct rows *w, const struct kx_range *r)
+long kx_range_rows_get(struct kx_range_rows *w, const char *c, const char *name, int mark)
 {
-	const char *name = kx_store_ann_str(w->s, r->name);
-	uint64_t key = row_key(r);
+	uint64_t key = row_key(c, name, mark);
 	char cat[KX_STAT_CAT_LEN];
 	struct kx_stat_row *row;
 	size_t pos = KX_HMAP_START;
 	uint32_t *i;
 
-	row_cat(w->s, r, cat);
-	while ((i = kx_hmap_next(&w->map, key, &pos)))
-		if (same_row(&w->sum->rows[*i], r, cat, name))
-			return &w->sum->rows[*i];
-	if (kx_grow((void **)&w->sum->rows, &w->cap, w->sum->nrows, sizeof(*w->sum->rows)) ||
-	    kx_hmap_add(&w->map, key, (uint32_t)w->sum->nrows))
-		return NULL;
+	row_cat(c, cat);
+	while ((i = kx_hmap_next(&w->map, key, &pos))) {
+		row = &w->sum->rows[*i];
+		if (!row->mark == !mark && !strcmp(row->cat, cat) && !strcmp(row->name, name))
+			return (long)*i;
+	}
+	if (kx_grow((void **)&w->sum->rows, &w->cap, w->sum->nrows, sizeof(*w->sum->rows)))
+		return -1;
 	row = &w->sum->rows[w->sum->nrows];
 	memset(row, 0, sizeof(*row));
 	row->name = strdup(name);
-	if (!row->name)
-		return NULL;
-	w->sum->nrows++;
+	if (!row->name || kx_hmap_add(&w->map, key, (uint32_t)w->sum->nrows)) {
+		free(row->name);
+		return -1;
+	}
 	memcpy(row->cat, cat, sizeof(row->cat));
 	row->min = UINT64_MAX;
 	row->annot = 1;
-	row->mark = r->kind == KX_RANGE_MARK;
-	return row;
+	row->mark = mark != 0;
+	return (long)w->sum->nrows++;
+}
+
+/* Rows nothing reached go (streamed ranges that never ended). */
+static void rows_drop_empty(struct kx_range_rows *w)
+{
+	size_t k = w->first;
+
+	for (size_t i = w->first; i < w->sum->nrows; i++) {
+		struct kx_stat_row *row = &w->sum->rows[i];
+
+		if (!row->count) {
+			kx_stat_row_free(row);
+			continue;
+		}
+		w->sum->rows[k++] = *row;
+	}
+	w->sum->nrows = k;
+}
+
+/* A mark row sharing its name with a range row says it is one. */
+static int mark_name(struct kx_range_rows *w, struct kx_stat_row *row)
+{
+	for (size_t k = w->first; k < w->sum->nrows; k++) {
+		const struct kx_stat_row *o = &w->sum->rows[k];
+		char *nn;
+
+		if (o->mark || strcmp(o->cat, row->cat) || strcmp(o->name, row->name))
+			continue;
+		nn = malloc(strlen(row->name) + sizeof(" (mark)"));
+		if (!nn)
+			return -1;
+		sprintf(nn, "%s (mark)", row->name);
+		free(row->name);
+		row->name = nn;
+		return 0;
+	}
+	return 0;
+}
+
+int kx_range_rows_finish(struct kx_range_rows *w)
+{
+	int rc = 0;
+
+	kx_hmap_free(&w->map);
+	rows_drop_empty(w);
+	for (size_t i = w->first; i < w->sum->nrows && !rc; i++) {
+		struct kx_stat_row *row = &w->sum->rows[i];
+
+		kx_stat_row_percentiles(row);
+		if (row->mark)
+			rc = mark_name(w, row);
+	}
+	return rc;
 }
 
 static int row_add_range(struct kx_stat_row *row, const struct kx_range *r)
@@ -82,49 +126,21 @@ static int row_add_range(struct kx_stat_row *row, const struct kx_range *r)
 	return 0;
 }
 
-/* Percentiles; a mark row sharing its name with a range row says it is one. */
-static int rows_finish(struct rows *w)
-{
-	for (size_t i = w->first; i < w->sum->nrows; i++) {
-		struct kx_stat_row *row = &w->sum->rows[i];
-
-		kx_stat_row_percentiles(row);
-		if (!row->mark)
-			continue;
-		for (size_t k = w->first; k < w->sum->nrows; k++) {
-			const struct kx_stat_row *o = &w->sum->rows[k];
-			char *nn;
-
-			if (o->mark || strcmp(o->cat, row->cat) || strcmp(o->name, row->name))
-				continue;
-			nn = malloc(strlen(row->name) + sizeof(" (mark)"));
-			if (!nn)
-				return -1;
-			sprintf(nn, "%s (mark)", row->name);
-			free(row->name);
-			row->name = nn;
-			break;
-		}
-	}
-	return 0;
-}
-
 int kx_stats_add_ranges(struct kx_stats *sum, const struct kx_ranges *rg, const struct kx_store *s)
 {
-	struct rows w = {sum, sum->nrows, sum->nrows, KX_HMAP_INIT, s};
+	struct kx_range_rows w;
 	int rc = 0;
 
+	kx_range_rows_init(&w, sum);
 	for (size_t i = 0; rg && i < rg->n && !rc; i++) {
 		const struct kx_range *r = &rg->r[i];
-		struct kx_stat_row *row;
+		long row;
 
 		if (r->open)
 			continue;
-		row = row_of(&w, r);
-		rc = row ? row_add_range(row, r) : -1;
+		row = kx_range_rows_get(&w, kx_store_ann_str(s, r->cat),
+		                        kx_store_ann_str(s, r->name), r->kind == KX_RANGE_MARK);
+		rc = row < 0 ? -1 : row_add_range(&sum->rows[row], r);
 	}
-	if (!rc)
-		rc = rows_finish(&w);
-	kx_hmap_free(&w.map);
-	return rc;
+	return kx_range_rows_finish(&w) || rc ? -1 : 0;
 }

@@ -399,6 +399,8 @@ struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capi
 		qsort(rg->r, rg->n, sizeof(*rg->r), range_cmp);
 	if (index_threads(rg) || nest_all(rg, s, tl, jobs))
 		goto out;
+	rg->events = n;
+	rg->found = rg->n;
 	rc = 0;
 out:
 	free(p.used);

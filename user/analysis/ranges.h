@@ -38,6 +38,7 @@
 #include "analysis/warnings.h"
 #include "model/capinfo.h"
 #include "model/store.h"
+#include "util/hashmap.h"
 
 enum kx_range_kind {
 	KX_RANGE_THREAD = 1, /* push .. pop on one thread */
@@ -86,6 +87,8 @@ struct kx_ranges {
 	struct kx_ranges_anomalies anom;
 	struct kx_ann_info kernel; /* the capture's own counts (capinfo) */
 	uint64_t first_ts;         /* ns, earliest start; UINT64_MAX when none */
+	uint64_t events;           /* annotation events read */
+	uint64_t found;            /* ranges and marks made of them (n, when r holds them) */
 };
 
 /*
@@ -103,6 +106,30 @@ const struct kx_range_thread *kx_ranges_thread(const struct kx_ranges *rg, uint3
 
 /* The anomalies, worded once for every output. */
 void kx_ranges_warnings(const struct kx_ranges *rg, kx_warn_fn fn, void *ctx);
+
+/*
+ * The annotation rows of a summary, built one range or mark at a time (the
+ * in-memory ranges below, and the streamed ones, analysis/sranges.h): a row
+ * per category ("annotation", or "annotation/<category>"), name and kind.
+ */
+struct kx_range_rows {
+	struct kx_stats *sum; /* rows are appended to it */
+	size_t first, cap;    /* sum's first annotation row; its rows' room */
+	struct kx_hmap map;   /* row key -> row index */
+};
+void kx_range_rows_init(struct kx_range_rows *w, struct kx_stats *sum);
+/* Index in sum->rows of the row of (category cat, name, mark or range),
+ * appended when new (cat "": none). -1 when out of memory. Indexes stay
+ * valid as rows are added; pointers do not. */
+long kx_range_rows_get(struct kx_range_rows *w, const char *cat, const char *name, int mark);
+/*
+ * Once every range is in: rows no range or mark reached are removed (a
+ * streamed range that never ended), percentiles (exact from durations, else
+ * from the row's histogram), and a mark row sharing its name with a range
+ * row says it is one: "<name> (mark)". 0, or -1 when out of memory; the map
+ * is freed either way.
+ */
+int kx_range_rows_finish(struct kx_range_rows *w);
 
 /*
  * Appends the summary rows of the ranges to sum: per category

@@ -431,18 +431,46 @@ int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 	return row_add(r, dur, ret);
 }
 
+int kx_stat_row_add_streamed(struct kx_stat_row *r, uint64_t dur, int64_t ret)
+{
+	return row_add_hist(r, dur, ret);
+}
+
 void kx_stat_row_percentiles(struct kx_stat_row *r)
 {
 	row_percentiles(r);
 }
 
+void kx_stat_row_free(struct kx_stat_row *r)
+{
+	free(r->durs);
+	free(r->name);
+	r->durs = NULL;
+	r->name = NULL;
+	row_hist_free(r);
+}
+
+int kx_stats_append(struct kx_stats *dst, struct kx_stats *src)
+{
+	struct kx_stat_row *rows;
+
+	if (!src->nrows)
+		return 0;
+	rows = realloc(dst->rows, (dst->nrows + src->nrows) * sizeof(*rows));
+	if (!rows)
+		return -1;
+	memcpy(rows + dst->nrows, src->rows, src->nrows * sizeof(*rows));
+	dst->rows = rows;
+	dst->nrows += src->nrows;
+	free(src->rows);
+	memset(src, 0, sizeof(*src));
+	return 0;
+}
+
 void kx_stats_free(struct kx_stats *sum)
 {
-	for (size_t i = 0; i < sum->nrows; i++) {
-		free(sum->rows[i].durs);
-		free(sum->rows[i].name);
-		row_hist_free(&sum->rows[i]);
-	}
+	for (size_t i = 0; i < sum->nrows; i++)
+		kx_stat_row_free(&sum->rows[i]);
 	free(sum->rows);
 	memset(sum, 0, sizeof(*sum));
 }

@@ -107,6 +107,14 @@ void kx_stats_free(struct kx_stats *sum);
  * percentiles once every call is in (exact, or from the buckets when the
  * row holds no durations). */
 int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret);
+/* The same for a streamed row: the duration goes into the row's log-linear
+ * histogram, not kept (percentiles within 1/256). */
+int kx_stat_row_add_streamed(struct kx_stat_row *r, uint64_t dur, int64_t ret);
 void kx_stat_row_percentiles(struct kx_stat_row *r);
+/* Frees what row r holds (name, durations, histogram). */
+void kx_stat_row_free(struct kx_stat_row *r);
+/* Moves every row of src to the end of dst (src emptied, its counts
+ * dropped). 0, or -1 when out of memory (both unchanged). */
+int kx_stats_append(struct kx_stats *dst, struct kx_stats *src);
 
 #endif /* KX_STATS_H */
