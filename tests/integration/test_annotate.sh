@@ -10,7 +10,9 @@
 # deep nests and ranges left open reported; Chrome slices with the ioctls
 # nested under them, marks as instants, cross-thread ranges as async
 # slices; XSpace ranges on the thread's line with its ioctls inside; the
-# Python module; the NVTX injection, forwarding to a previous injection.
+# Python module; the NVTX injection, forwarding to a previous injection;
+# the report of a capture without device jobs streamed, the same as read
+# into memory.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIB=$BUILD_DIR/libkxprof_annotate.so
@@ -132,6 +134,26 @@ end = lines.index("", head)
 ok = ok and all(len(l) <= 120 for l in lines[head:end])
 sys.exit(0 if ok else 1)
 PY
+
+	# ---- 1b. streamed: without device jobs, report pairs the ranges as
+	# the file streams by (-v says so), with the in-memory report's rows,
+	# counts and anomalies (percentiles within 1/256) ----
+	if record stream "$TMP/s.kxp" --no-jobs -- "$WL/annotate_workload" -t $T -n 4 -s 500 \
+		-x $X -u $U -D $D -O $O -i "$DEV"; then
+		"$KXPROF" -v report --json --hist "$TMP/s.kxp" >"$TMP/s.json" 2>"$TMP/s.err"
+		check stream_exit test $? -eq 0
+		check stream_streamed grep -q "was streamed" "$TMP/s.err"
+		"$KXPROF" report --in-memory --json --hist "$TMP/s.kxp" >"$TMP/s.m.json" 2>/dev/null
+		check stream_same python3 "$(dirname "$0")/same_report.py" "$TMP/s.json" "$TMP/s.m.json"
+		check stream_ranges python3 - "$TMP/s.json" $T $O <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); t, o = map(int, sys.argv[2:])
+a = r["Time"]["annotation"]
+ok = a["outer"]["Total Count"] == t * 4 and a["outer"]["Ioctls"] == t * 4 * 3
+ok = ok and r["Annotations"]["anomalies"]["open"] == o and r["Annotations"]["ranges"] > t * 8
+sys.exit(0 if ok else 1)
+PY
+	fi
 
 	# ---- 2. Chrome: slices on the threads, ioctls nested under them ----
 	"$KXPROF" convert "$TMP/a.kxp" --chrome "$TMP/a.json.gz" >/dev/null 2>"$TMP/chrome.err"

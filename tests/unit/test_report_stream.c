@@ -3,8 +3,11 @@
  * same summary JSON, except p50/p90/p99 which must lie within 1/256 of the
  * exact values, for every replay fixture written as a record file (whole,
  * and with only its tasks and ioctls), for generated captures with many
- * rows, errors and a damaged chunk, and the cases that must be read into
- * memory instead (jobs, annotations, overlapping calls of a thread).
+ * rows, errors and a damaged chunk, for generated annotated captures
+ * (nested ranges around calls, marks, cross-thread ranges, ranges left open
+ * and begins lost), and the cases that must be read into memory instead
+ * (jobs, overlapping calls of a thread, annotation ranges and calls that
+ * overlap or touch, a lost pop).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -92,6 +95,7 @@ static char *json_streamed(const char *path, const char **why)
 	if (!sr.in_memory)
 		an = kx_analysis_build(sr.side, &sr.ci, err, sizeof(err));
 	if (an) {
+		kx_sreport_apply(&sr, an);
 		an->loss = loss_of(&sr.res);
 		out = summary_json(an, &sr.st);
 	}
@@ -320,7 +324,262 @@ static void damaged(void)
 	CHECK(why == NULL);
 }
 
-/* Overlapping calls of one thread and annotations go to the in-memory path. */
+/* ---- annotated captures ---- */
+
+/* A record and when the recorder wrote it (a call at its return). */
+struct ann_rec {
+	uint64_t at;
+	int is_ann;
+	struct kx_ioctl e;
+	struct kx_ann a;
+	const char *name, *cat;
+};
+
+struct ann_gen {
+	struct ann_rec *v;
+	size_t n, cap;
+	uint64_t seed;
+};
+
+static struct ann_rec *rec_new(struct ann_gen *g, uint64_t at)
+{
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 1024;
+		g->v = realloc(g->v, g->cap * sizeof(*g->v));
+		if (!g->v)
+			abort();
+	}
+	memset(&g->v[g->n], 0, sizeof(g->v[0]));
+	g->v[g->n].at = at;
+	return &g->v[g->n++];
+}
+
+static void gen_ann(struct ann_gen *g, uint32_t tid, int what, uint64_t ts, uint64_t begin,
+                    uint16_t depth, uint64_t id, const char *name, const char *cat)
+{
+	struct ann_rec *r = rec_new(g, ts);
+
+	r->is_ann = 1;
+	r->a = (struct kx_ann){.ts = ts, .begin = begin, .id = id, .pid = 300, .tid = tid};
+	r->a.what = (uint16_t)what;
+	r->a.depth = depth;
+	r->name = name ? name : "";
+	r->cat = cat ? cat : "";
+}
+
+/* One thread: pushes, pops, calls and marks, a gap of at least 1 ns
+ * between any two, so each is strictly after what came before. Thread 0
+ * leaves its ranges open at the end; every thread has a push the ring
+ * lost (its pop is recorded, its calls count for the ranges around it). */
+static void gen_thread(struct ann_gen *g, uint32_t tid, int k, uint64_t steps)
+{
+	static const char *const names[] = {"step", "layer", "forward", "backward", "io"};
+	static const char *const cats[] = {"", "", "nvtx"};
+	struct {
+		uint64_t ts;
+		int lost;
+	} st[8];
+	int depth = 0;
+	uint64_t now = 1000 + (uint64_t)k * 7;
+
+	for (uint64_t i = 0; i < steps; i++) {
+		uint64_t r = gen_rng(&g->seed), c = r % 10;
+
+		now += 1 + (r >> 8 & 1023);
+		if (c < 3 && depth < 6) {
+			st[depth].ts = now;
+			st[depth].lost = (r >> 20 & 63) == 0;
+			if (!st[depth].lost)
+				gen_ann(g, tid, KX_ANN_PUSH, now, now, (uint16_t)(depth + 1), 0,
+				        names[r >> 24 & 3], cats[r >> 30 & 1 ? 2 : 0]);
+			depth++;
+		} else if (c < 5 && depth && !(k == 0 && i > steps - 40)) {
+			depth--;
+			gen_ann(g, tid, KX_ANN_POP, now, st[depth].ts, (uint16_t)(depth + 1), 0,
+			        NULL, NULL);
+		} else if (c < 6) {
+			gen_ann(g, tid, KX_ANN_MARK, now, now, (uint16_t)depth, 0,
+			        names[(r >> 24 & 7) % 5], cats[(r >> 40) % 3]);
+		} else {
+			struct ann_rec *e;
+			uint64_t dur = 1 + (r >> 32 & 0xfff);
+
+			e = rec_new(g, now + dur);
+			e->e = (struct kx_ioctl){.ts = now, .dur = dur, .pid = 300, .tid = tid};
+			e->e.drv = 1;
+			e->e.cmd = 0x4000u | (uint32_t)(r >> 44 & 3);
+			e->e.arg_off = KX_NO_ARG;
+			now += dur;
+		}
+	}
+}
+
+static int cmp_rec(const void *pa, const void *pb)
+{
+	const struct ann_rec *a = pa, *b = pb;
+
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* Cross-thread ranges of process 300: started on one thread, ended on
+ * another later; the last never ends, and one end has no start. */
+static void gen_cross(struct ann_gen *g, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t r = gen_rng(&g->seed), t0 = 2000 + i * 5000 + (r & 255);
+
+		gen_ann(g, 400, KX_ANN_START, t0, t0, 0, i + 1, i & 1 ? "upload" : "transfer",
+		        "copy");
+		if (i + 1 < n)
+			gen_ann(g, 401, KX_ANN_END, t0 + 3000 + (r >> 8 & 4095), t0, 0, i + 1, NULL,
+			        NULL);
+	}
+	gen_ann(g, 401, KX_ANN_END, 1500, 1400, 0, 999999, NULL, NULL);
+}
+
+static int write_annotated(const char *path, uint64_t seed)
+{
+	static struct kx_capinfo ci;
+	struct ann_gen g = {NULL, 0, 0, seed};
+	struct kx_kxp_writer *w;
+	char err[256];
+	int rc = 0;
+
+	for (int k = 0; k < 6; k++)
+		gen_thread(&g, 300 + (uint32_t)k, k, 4000);
+	gen_cross(&g, 60);
+	qsort(g.v, g.n, sizeof(*g.v), cmp_rec);
+	ci.start_mono_ns = 1000;
+	ci.stop_mono_ns = g.v[g.n - 1].at + 10;
+	ci.ann.enabled = 1;
+	ci.ann.emitted = ci.ann.received = g.n;
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	if (!w) {
+		free(g.v);
+		return -1;
+	}
+	for (size_t i = 0; i < g.n; i++) {
+		const struct ann_rec *r = &g.v[i];
+
+		if (r->is_ann)
+			rc |= kx_kxp_add_ann(w, &r->a, r->name, r->cat);
+		else
+			rc |= kx_kxp_add_ioctl(w, &r->e, NULL);
+	}
+	free(g.v);
+	if (rc) {
+		kx_kxp_discard(w);
+		return -1;
+	}
+	return kx_kxp_close(w, &ci, err, sizeof(err));
+}
+
+/* Annotated captures stream, with the in-memory report's rows, counts and anomalies. */
+static void annotated(void)
+{
+	char path[128], msg[512];
+	const char *why;
+
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		char *m;
+
+		snprintf(path, sizeof(path), "%s/ann%llu.kxp", tmpdir, (unsigned long long)seed);
+		CHECK(write_annotated(path, seed * 7919) == 0);
+		if (!compare(path, &why, msg, sizeof(msg)))
+			printf("FAIL annotated: %s\n", msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (why)
+			printf("FAIL annotated: read into memory: %s\n", why);
+		CHECK(why == NULL);
+		/* The capture has what the test means it to have. */
+		m = json_in_memory(path);
+		CHECK(m && strstr(m, "\"annotation/nvtx\"") && strstr(m, "(mark)") &&
+		      strstr(m, "\"annotation/copy\"") && !strstr(m, "\"lost_begin\": 0,") &&
+		      !strstr(m, "\"open\": 0,") && !strstr(m, "\"open_cross\": 0,"));
+		free(m);
+	}
+}
+
+/* write_kxp_list PATH: ioctl and annotation records as given, then closed. */
+static int write_list(const char *path, const struct ann_rec *v, size_t n)
+{
+	static struct kx_capinfo ci;
+	char err[256];
+	struct kx_kxp_writer *w = kx_kxp_create(path, &ci, err, sizeof(err));
+
+	if (!w)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].is_ann)
+			kx_kxp_add_ann(w, &v[i].a, "r", "");
+		else
+			kx_kxp_add_ioctl(w, &v[i].e, NULL);
+	}
+	return kx_kxp_close(w, &ci, err, sizeof(err));
+}
+
+#define IOC(t, d)                                                                                  \
+	{                                                                                          \
+		.e = {.ts = (t),                                                                   \
+		      .dur = (d),                                                                  \
+		      .pid = 5,                                                                    \
+		      .tid = 5,                                                                    \
+		      .drv = 1,                                                                    \
+		      .cmd = 0x4001,                                                               \
+		      .arg_off = KX_NO_ARG }                                                       \
+	}
+#define ANN(w, t, b, dep)                                                                          \
+	{                                                                                          \
+		.is_ann = 1,                                                                       \
+		.a = {.ts = (t),                                                                   \
+		      .begin = (b),                                                                \
+		      .pid = 5,                                                                    \
+		      .tid = 5,                                                                    \
+		      .what = (w),                                                                 \
+		      .depth = (dep) }                                                             \
+	}
+
+/* Annotation records a stream cannot pair as memory does: read into memory. */
+static void ann_reasons(void)
+{
+	/* A push inside a call (the call's record comes at its return). */
+	static const struct ann_rec inside[] = {ANN(KX_ANN_PUSH, 120, 120, 1), IOC(100, 50),
+	                                        ANN(KX_ANN_POP, 300, 120, 1)};
+	/* A push at the nanosecond a call returned. */
+	static const struct ann_rec touch[] = {IOC(100, 100), ANN(KX_ANN_PUSH, 200, 200, 1),
+	                                       ANN(KX_ANN_POP, 300, 200, 1)};
+	/* A lost pop: the next push at the same depth. */
+	static const struct ann_rec lostpop[] = {
+	        ANN(KX_ANN_PUSH, 100, 100, 1), ANN(KX_ANN_PUSH, 200, 200, 2),
+	        ANN(KX_ANN_PUSH, 300, 300, 2), IOC(350, 10),
+	        ANN(KX_ANN_POP, 400, 300, 2),  ANN(KX_ANN_POP, 500, 100, 1)};
+	/* Open at the end, drawn past a call that returned after the stop. */
+	static const struct ann_rec pastend[] = {IOC(50, 10), ANN(KX_ANN_PUSH, 100, 100, 1),
+	                                         IOC(150, 100000)};
+	static const struct {
+		const char *name;
+		const struct ann_rec *v;
+		size_t n;
+	} cases[] = {
+	        {"inside", inside, 3},
+	        {"touch", touch, 3},
+	        {"lostpop", lostpop, 6},
+	        {"pastend", pastend, 3},
+	};
+	char path[128], msg[512];
+	const char *why;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s.kxp", tmpdir, cases[i].name);
+		CHECK(write_list(path, cases[i].v, cases[i].n) == 0);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (!why || !strstr(why, "annotation"))
+			printf("FAIL ann_reasons: %s: %s\n", cases[i].name, why ? why : "streamed");
+		CHECK(why && strstr(why, "annotation"));
+	}
+}
+
+/* Overlapping calls of one thread go to the in-memory path; a mark does not. */
 static void in_memory_reasons(void)
 {
 	static struct kx_capinfo ci;
@@ -349,7 +608,7 @@ static void in_memory_reasons(void)
 	kx_kxp_add_ann(w, &a, "step", "");
 	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));
-	CHECK(why && strstr(why, "annotation"));
+	CHECK(why == NULL);
 }
 
 /* The first reason to read into memory ends the streamed read early. */
@@ -358,7 +617,9 @@ static void stops_early(void)
 	static struct kx_capinfo ci;
 	static struct kx_sreport sr;
 	struct kx_kxp_read_result full;
-	struct kx_ann a = {.tid = 5, .pid = 5, .ts = 50, .begin = 50, .what = KX_ANN_MARK};
+	/* Pushed after the calls that follow it began. */
+	struct kx_ann a = {
+	        .tid = 5, .pid = 5, .ts = 50000, .begin = 50000, .depth = 1, .what = KX_ANN_PUSH};
 	struct kx_store *s = kx_store_new((size_t)1 << 30);
 	char path[128], err[512];
 	struct kx_kxp_writer *w;
@@ -400,6 +661,8 @@ int main(void)
 	RUN(fixtures);
 	RUN(generated);
 	RUN(damaged);
+	RUN(annotated);
+	RUN(ann_reasons);
 	RUN(in_memory_reasons);
 	RUN(stops_early);
 	{

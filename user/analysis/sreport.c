@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
+#include "analysis/sranges.h"
 #include "analysis/sreport.h"
 #include "analysis/streamcheck.h"
 #include "model/samples.h"
@@ -15,16 +17,26 @@ struct sr_ctx {
 	struct kx_sreport *r;
 	struct kx_stats_acc acc;
 	struct kx_streamcheck check;
+	struct kx_sranges *ranges; /* the annotation ranges (r->ranges) */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
-/* The first reason found (c->check.why); the read then stops at the next chunk. */
+/* The first reason found (the check's, then the ranges'); the read then
+ * stops at the next chunk. */
 static void sr_checked(struct sr_ctx *c)
 {
-	if (!c->check.why || c->r->in_memory)
+	const char *why = c->check.why ? c->check.why : c->ranges->why;
+
+	if (!why || c->r->in_memory)
 		return;
-	c->r->in_memory = c->check.why;
+	c->r->in_memory = why;
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+}
+
+static void sr_oom(struct sr_ctx *c)
+{
+	c->oom = 1;
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 }
 
@@ -39,9 +51,9 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 
 	if (!sr_active(c))
 		return;
-	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
-		c->oom = 1;
-		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_sranges_ioctl(c->ranges, e) ||
+	    kx_stats_acc_add(&c->r->st, &c->acc, e)) {
+		sr_oom(c);
 		return;
 	}
 	sr_checked(c);
@@ -69,8 +81,16 @@ static void sr_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 {
 	struct sr_ctx *c = ctx;
 
-	(void)a, (void)name, (void)cat;
-	kx_streamcheck_ann(&c->check);
+	uint64_t end;
+	int known;
+
+	if (!sr_active(c))
+		return;
+	known = kx_streamcheck_last_end(&c->check, a->tid, &end);
+	if (kx_sranges_ann(c->ranges, a, name, cat, known ? &end : NULL)) {
+		sr_oom(c);
+		return;
+	}
 	sr_checked(c);
 }
 
@@ -108,7 +128,11 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 
 	memset(r, 0, sizeof(*r));
 	r->side = kx_store_new(budget);
-	if (!r->side || !kx_store_samples(r->side)) {
+	r->ranges = malloc(sizeof(*r->ranges));
+	if (r->ranges)
+		kx_sranges_init(r->ranges);
+	c.ranges = r->ranges;
+	if (!r->side || !kx_store_samples(r->side) || !r->ranges) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -121,13 +145,29 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 		snprintf(err, errlen, "out of memory summarising the ioctls");
 		rc = -1;
 	}
+	if (rc == 0 && !r->in_memory && kx_sranges_finish(r->ranges, r->ci.stop_mono_ns, &r->st)) {
+		snprintf(err, errlen, "out of memory summarising the annotation ranges");
+		rc = -1;
+	}
+	if (rc == 0 && !r->in_memory)
+		sr_checked(&c); /* a reason found at the end */
 	if (rc == 0 && r->in_memory)
 		kx_stats_free(&r->st);
 	return rc;
 }
 
+void kx_sreport_apply(const struct kx_sreport *r, struct kx_analysis *an)
+{
+	if (an->ranges)
+		kx_sranges_counts(r->ranges, an->ranges);
+}
+
 void kx_sreport_free(struct kx_sreport *r)
 {
+	if (r->ranges)
+		kx_sranges_free(r->ranges);
+	free(r->ranges);
+	r->ranges = NULL;
 	kx_stats_free(&r->st);
 	kx_store_free(r->side);
 	r->side = NULL;

@@ -4,10 +4,14 @@
  * (analysis/stats.h's streaming rows), so memory grows with the rows, not
  * with the events. Tasks, CPU and off-CPU samples and their symbols are
  * kept in a side store, for the profiles and thread names; no ioctl is kept.
+ * Annotation ranges are paired as they come (analysis/sranges.h): their
+ * rows join the ioctl rows, their counts go to the analysis of the side
+ * store (kx_sreport_apply).
  *
  * Exactly the in-memory report's figures (percentiles within 1/256), or a
  * reason to read the file into memory instead, found as the records pass
- * (analysis/streamcheck.h says which records are reasons).
+ * (analysis/streamcheck.h says which records are reasons, except
+ * annotations: analysis/sranges.h says when they are).
  * The read then stops at the next chunk (the caller reads the file again
  * into memory, damage and all).
  */
@@ -21,11 +25,14 @@
 #include "model/capinfo.h"
 #include "model/store.h"
 
+struct kx_sranges;
+
 struct kx_sreport {
 	struct kx_store *side;         /* tasks, samples and symbols; no ioctls */
 	struct kx_stats st;            /* the ioctl rows (empty when in_memory) */
 	struct kx_capinfo ci;          /* header, then trailer facts */
 	struct kx_kxp_read_result res; /* what reading lost */
+	struct kx_sranges *ranges;     /* the annotation ranges, paired as they came */
 	const char *in_memory;         /* why the file must be read into memory; NULL: streamed */
 	uint64_t threads;              /* distinct threads seen (their last call's end is kept) */
 };
@@ -39,6 +46,10 @@ struct kx_sreport {
  */
 int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err,
                     size_t errlen);
+/* What the stream found that an analysis of r->side cannot see (the
+ * annotation ranges' counts and anomalies; their rows are in r->st). */
+struct kx_analysis;
+void kx_sreport_apply(const struct kx_sreport *r, struct kx_analysis *an);
 void kx_sreport_free(struct kx_sreport *r);
 
 #endif /* KX_SREPORT_H */

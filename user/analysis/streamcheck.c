@@ -46,6 +46,16 @@ int kx_streamcheck_ioctl(struct kx_streamcheck *c, const struct kx_ioctl *e, con
 	return 0;
 }
 
+int kx_streamcheck_last_end(const struct kx_streamcheck *c, uint32_t tid, uint64_t *end)
+{
+	const uint32_t *idx = c->nends ? kx_hmap_get(&c->tids, tid) : NULL;
+
+	if (!idx)
+		return 0;
+	*end = c->ends[*idx];
+	return 1;
+}
+
 void kx_streamcheck_job(struct kx_streamcheck *c)
 {
 	because(c, "device jobs (timelines link jobs to their ioctls)");

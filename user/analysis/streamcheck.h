@@ -6,7 +6,9 @@
  * order; the first reason found sticks:
  *   - job records (device timelines pair jobs with the ioctls that
  *     submitted or waited for them),
- *   - annotation records (ranges nest with the same thread's ioctls),
+ *   - annotation records (ranges nest with the same thread's ioctls; the
+ *     streamed report pairs them itself, analysis/sranges.h, and does not
+ *     ask),
  *   - counter records (counters are matched with their calls),
  *   - an ioctl that memory accounting counts (memory rows by device),
  *   - two ioctls of one thread that overlap (the timeline's nesting rule
@@ -45,6 +47,8 @@ int kx_streamcheck_ioctl(struct kx_streamcheck *c, const struct kx_ioctl *e, con
 void kx_streamcheck_job(struct kx_streamcheck *c);
 void kx_streamcheck_ann(struct kx_streamcheck *c);
 void kx_streamcheck_ctr(struct kx_streamcheck *c);
+/* The end (ns) of thread tid's last call: 1 with *end set, 0 when it made none. */
+int kx_streamcheck_last_end(const struct kx_streamcheck *c, uint32_t tid, uint64_t *end);
 /* Distinct threads whose calls were seen. */
 static inline size_t kx_streamcheck_threads(const struct kx_streamcheck *c)
 {

@@ -200,13 +200,20 @@ static int report_streamed(const struct report_opts *o, const char *path)
 		return 1;
 	}
 	if (sr.in_memory) {
+		if (kx_verbose)
+			kx_err("%s is read into memory whole: %s", path, sr.in_memory);
 		kx_sreport_free(&sr);
 		return report_in_memory(o, path);
 	}
+	if (kx_verbose)
+		kx_err("%s was streamed: %llu threads' last calls and the open annotation ranges "
+		       "kept, no events",
+		       path, (unsigned long long)sr.threads);
 	if (err[0])
 		kx_cli_load_warning(path, &sr.res, err);
 	an = kx_analysis_build(sr.side, &sr.ci, err, sizeof(err));
 	if (an) {
+		kx_sreport_apply(&sr, an);
 		kx_cli_read_loss(&sr.res, &an->loss);
 		rc = report_print(o, an, &sr.st, path);
 	} else {

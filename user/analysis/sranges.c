@@ -1,0 +1,294 @@
+/*
+ * Annotation ranges paired as the records stream by (contract: sranges.h):
+ * a stack of open ranges per annotating thread, the open cross-thread
+ * ranges by (process, id), and the rows.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/sranges.h"
+#include "util/grow.h"
+
+/* An open thread range. */
+struct open_range {
+	uint64_t ts;     /* ns, its push */
+	uint64_t ioctls; /* ioctls of the thread inside it so far (nested ranges' included) */
+	long row;        /* its row in kx_sranges.rows */
+	uint16_t depth;  /* the push's level */
+};
+
+struct kx_srange_thread {
+	struct open_range *stack; /* open ranges, outermost first */
+	size_t depth, cap;
+	uint64_t last_ann;         /* ns, its last push or pop */
+	uint64_t io_start, io_end; /* ns, its last ioctl since its first annotation */
+	int has_io;
+};
+
+struct kx_srange_cross {
+	uint64_t ts; /* ns, its start */
+	long row;
+	uint32_t pid;
+	uint64_t id;
+	int used;
+};
+
+static uint64_t cross_key(uint32_t pid, uint64_t id)
+{
+	return kx_hash_combine(kx_hash_combine(2, pid), id);
+}
+
+void kx_sranges_init(struct kx_sranges *s)
+{
+	memset(s, 0, sizeof(*s));
+	kx_range_rows_init(&s->builder, &s->rows);
+}
+
+static void because(struct kx_sranges *s, const char *why)
+{
+	if (!s->why)
+		s->why = why;
+}
+
+static struct kx_srange_thread *thread_find(const struct kx_sranges *s, uint32_t tid)
+{
+	const uint32_t *i = s->nth ? kx_hmap_get(&s->tids, tid) : NULL;
+
+	return i ? &s->th[*i] : NULL;
+}
+
+static struct kx_srange_thread *thread_get(struct kx_sranges *s, uint32_t tid)
+{
+	struct kx_srange_thread *t = thread_find(s, tid);
+
+	if (t)
+		return t;
+	if (s->nth >= UINT32_MAX || kx_grow((void **)&s->th, &s->thcap, s->nth, sizeof(*s->th)) ||
+	    kx_hmap_add(&s->tids, tid, (uint32_t)s->nth))
+		return NULL;
+	t = &s->th[s->nth++];
+	memset(t, 0, sizeof(*t));
+	return t;
+}
+
+/* The row of a name, as the store would keep the name (cut to its limit). */
+static long row_of(struct kx_sranges *s, const char *cat, const char *name, int mark)
+{
+	char c[KX_ANN_NAME_MAX], n[KX_ANN_NAME_MAX];
+
+	snprintf(c, sizeof(c), "%.*s", KX_ANN_NAME_MAX - 1, cat ? cat : "");
+	snprintf(n, sizeof(n), "%.*s", KX_ANN_NAME_MAX - 1, name ? name : "");
+	return kx_range_rows_get(&s->builder, c, n, mark);
+}
+
+static int row_add(struct kx_sranges *s, long row, uint64_t dur, uint64_t ioctls)
+{
+	struct kx_stat_row *r = &s->rows.rows[row];
+
+	if (kx_stat_row_add_streamed(r, dur, 0))
+		return -1;
+	r->ioctls += ioctls;
+	s->found++;
+	return 0;
+}
+
+static int on_push(struct kx_sranges *s, const struct kx_ann *a, const char *name, const char *cat,
+                   const uint64_t *last_end)
+{
+	struct kx_srange_thread *t = thread_get(s, a->tid);
+	struct open_range *o;
+
+	if (!t)
+		return -1;
+	if (a->ts < t->last_ann || (last_end && a->ts <= *last_end))
+		because(s, "an annotation range and a call of one thread overlap or touch");
+	if (t->depth && a->depth <= t->stack[t->depth - 1].depth)
+		because(s,
+		        "an annotation range pushed no deeper than the open one (a pop was lost)");
+	if (kx_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
+		return -1;
+	o = &t->stack[t->depth];
+	o->row = row_of(s, cat, name, 0);
+	if (o->row < 0)
+		return -1;
+	o->ts = a->ts;
+	o->ioctls = 0;
+	o->depth = a->depth;
+	t->depth++;
+	t->last_ann = a->ts;
+	return 0;
+}
+
+static int on_pop(struct kx_sranges *s, const struct kx_ann *a, const uint64_t *last_end)
+{
+	struct kx_srange_thread *t = thread_get(s, a->tid);
+	struct open_range o;
+
+	if (!t)
+		return -1;
+	if (a->ts < t->last_ann || (last_end && a->ts < *last_end) ||
+	    (t->has_io && a->ts <= t->io_start))
+		because(s, "an annotation range and a call of one thread overlap or touch");
+	t->last_ann = a->ts;
+	if (!t->depth || a->depth > t->stack[t->depth - 1].depth) {
+		s->anom.lost_begin++; /* its push is not in the file */
+		return 0;
+	}
+	o = t->stack[--t->depth];
+	if (o.ts != a->begin || o.depth != a->depth) {
+		because(s, "an annotation range whose pop was lost stays open over others");
+		return 0;
+	}
+	if (t->depth)
+		t->stack[t->depth - 1].ioctls += o.ioctls;
+	return row_add(s, o.row, a->ts > o.ts ? a->ts - o.ts : 0, o.ioctls);
+}
+
+static int on_start(struct kx_sranges *s, const struct kx_ann *a, const char *name, const char *cat)
+{
+	uint64_t key = cross_key(a->pid, a->id);
+	struct kx_srange_cross *c;
+	size_t i;
+
+	if (kx_hmap_get(&s->open, key) || kx_hmap_get(&s->lost, kx_hash_combine(key, a->ts)))
+		because(s, "a cross-thread annotation range id started twice, or ended before its "
+		           "start");
+	if (s->nfree) {
+		i = s->freeslots[--s->nfree];
+	} else {
+		if (s->ncross >= UINT32_MAX ||
+		    kx_grow((void **)&s->cross, &s->crosscap, s->ncross, sizeof(*s->cross)))
+			return -1;
+		i = s->ncross++;
+		s->cross[i].used = 0;
+	}
+	c = &s->cross[i];
+	c->row = row_of(s, cat, name, 0);
+	if (c->row < 0 || kx_hmap_add(&s->open, key, (uint32_t)i)) {
+		if (i == s->ncross - 1)
+			s->ncross--;
+		else
+			s->freeslots[s->nfree++] = (uint32_t)i;
+		return -1;
+	}
+	c->ts = a->ts;
+	c->pid = a->pid;
+	c->id = a->id;
+	c->used = 1;
+	return 0;
+}
+
+static int on_end(struct kx_sranges *s, const struct kx_ann *a)
+{
+	uint64_t key = cross_key(a->pid, a->id);
+	size_t pos = KX_HMAP_START;
+	struct kx_srange_cross *c = NULL;
+	uint32_t *i;
+
+	while ((i = kx_hmap_next(&s->open, key, &pos))) {
+		c = &s->cross[*i];
+		if (c->pid == a->pid && c->id == a->id)
+			break;
+	}
+	if (!i) {
+		s->anom.lost_begin++;
+		return kx_hmap_add(&s->lost, kx_hash_combine(key, a->begin), 0);
+	}
+	if (c->ts != a->begin) {
+		because(s, "a cross-thread annotation range ended with another start time");
+		return 0;
+	}
+	if (kx_grow((void **)&s->freeslots, &s->freecap, s->nfree, sizeof(*s->freeslots)))
+		return -1;
+	kx_hmap_del_at(&s->open, pos);
+	c->used = 0;
+	s->freeslots[s->nfree++] = (uint32_t)(c - s->cross);
+	return row_add(s, c->row, a->ts > c->ts ? a->ts - c->ts : 0, 0);
+}
+
+int kx_sranges_ann(struct kx_sranges *s, const struct kx_ann *a, const char *name, const char *cat,
+                   const uint64_t *last_end)
+{
+	long row;
+
+	s->events++;
+	if (a->ts > s->last_ts)
+		s->last_ts = a->ts;
+	switch (a->what) {
+	case KX_ANN_PUSH:
+		return on_push(s, a, name, cat, last_end);
+	case KX_ANN_POP:
+		return on_pop(s, a, last_end);
+	case KX_ANN_START:
+		return on_start(s, a, name, cat);
+	case KX_ANN_END:
+		return on_end(s, a);
+	case KX_ANN_MARK:
+		row = row_of(s, cat, name, 1);
+		return row < 0 ? -1 : row_add(s, row, 0, 0);
+	default:
+		return 0; /* unknown: in memory too, no range */
+	}
+}
+
+int kx_sranges_ioctl(struct kx_sranges *s, const struct kx_ioctl *e)
+{
+	struct kx_srange_thread *t = thread_find(s, e->tid);
+
+	if (!t)
+		return 0;
+	if (e->ts < t->last_ann)
+		because(s, "an annotation range and a call of one thread overlap or touch");
+	t->io_start = e->ts;
+	t->io_end = e->ts + e->dur;
+	t->has_io = 1;
+	if (t->depth)
+		t->stack[t->depth - 1].ioctls++;
+	return 0;
+}
+
+int kx_sranges_finish(struct kx_sranges *s, uint64_t stop_ns, struct kx_stats *sum)
+{
+	uint64_t end = stop_ns > s->last_ts ? stop_ns : s->last_ts;
+
+	for (size_t i = 0; i < s->nth; i++) {
+		const struct kx_srange_thread *t = &s->th[i];
+
+		s->anom.open += t->depth;
+		if (t->depth && t->has_io && t->io_end > end)
+			because(s, "an annotation range open at the end is drawn past a call of "
+			           "its thread");
+	}
+	for (size_t i = 0; i < s->ncross; i++)
+		s->anom.open_cross += s->cross[i].used != 0;
+	s->found += s->anom.open + s->anom.open_cross;
+	if (kx_range_rows_finish(&s->builder))
+		return -1;
+	return kx_stats_append(sum, &s->rows);
+}
+
+void kx_sranges_counts(const struct kx_sranges *s, struct kx_ranges *rg)
+{
+	rg->anom = s->anom;
+	rg->events = s->events;
+	rg->found = s->found;
+}
+
+void kx_sranges_free(struct kx_sranges *s)
+{
+	for (size_t i = 0; i < s->nth; i++)
+		free(s->th[i].stack);
+	free(s->th);
+	free(s->cross);
+	free(s->freeslots);
+	kx_hmap_free(&s->tids);
+	kx_hmap_free(&s->open);
+	kx_hmap_free(&s->lost);
+	kx_hmap_free(&s->builder.map);
+	kx_stats_free(&s->rows);
+	s->th = NULL;
+	s->cross = NULL;
+	s->freeslots = NULL;
+	s->nth = s->ncross = s->nfree = 0;
+}
