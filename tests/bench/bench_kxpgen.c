@@ -10,7 +10,12 @@
  * records, as a flood of calls records. Prints the events and bytes
  * written.
  *
- *     bench_kxpgen -n EVENTS -o FILE.kxp
+ * With -a, each thread's calls are annotated as a training loop annotates
+ * them with NVTX: a "step" range around every 64 calls, a "layer" range
+ * (category "nvtx") around every 8 calls inside it, a "tick" mark every 16
+ * calls; EVENTS then counts the annotation records too.
+ *
+ *     bench_kxpgen [-a] -n EVENTS -o FILE.kxp
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +74,38 @@ static void make_event(struct kx_ioctl *e, uint64_t r, uint32_t t, uint64_t *now
 	*now += e->dur + 100 + (r >> 40 & 511);
 }
 
+/* -a: the annotation records due before thread t's call number k (its
+ * k-th, from 0) at *now, written and counted in *n; the time advances past
+ * each. 0, or -1 when writing failed. */
+static int annotate(struct kx_kxp_writer *w, uint32_t t, uint64_t k, uint64_t *now,
+                    uint64_t *step_ts, uint64_t *layer_ts, uint64_t *n)
+{
+	struct kx_ann a = {.pid = 1000 + t / 4, .tid = 2000 + t};
+	int rc = 0;
+
+	if (k % 8 == 0 && k) { /* the layer around calls k-8 .. k-1 ends */
+		a.what = KX_ANN_POP, a.ts = (*now)++, a.begin = *layer_ts, a.depth = 2;
+		rc |= kx_kxp_add_ann(w, &a, "", ""), (*n)++;
+	}
+	if (k % 64 == 0 && k) {
+		a.what = KX_ANN_POP, a.ts = (*now)++, a.begin = *step_ts, a.depth = 1;
+		rc |= kx_kxp_add_ann(w, &a, "", ""), (*n)++;
+	}
+	if (k % 64 == 0) {
+		a.what = KX_ANN_PUSH, a.ts = a.begin = *step_ts = (*now)++, a.depth = 1;
+		rc |= kx_kxp_add_ann(w, &a, "step", ""), (*n)++;
+	}
+	if (k % 8 == 0) {
+		a.what = KX_ANN_PUSH, a.ts = a.begin = *layer_ts = (*now)++, a.depth = 2;
+		rc |= kx_kxp_add_ann(w, &a, "layer", "nvtx"), (*n)++;
+	}
+	if (k % 16 == 5) {
+		a.what = KX_ANN_MARK, a.ts = a.begin = (*now)++, a.depth = 2;
+		rc |= kx_kxp_add_ann(w, &a, "tick", ""), (*n)++;
+	}
+	return rc;
+}
+
 /* The thread whose next call starts first: records come in the order the
  * calls start, about the order they return (a recorder's order). */
 static uint32_t next_thread(const uint64_t *now)
@@ -84,14 +121,18 @@ static uint32_t next_thread(const uint64_t *now)
 int main(int argc, char **argv)
 {
 	static struct kx_capinfo ci;
-	uint64_t now[THREADS], seed = 0x9e3779b97f4a7c15ull, n = 0;
+	uint64_t now[THREADS], seed = 0x9e3779b97f4a7c15ull, n = 0, i = 0, nio = 0;
+	uint64_t calls[THREADS] = {0}, step_ts[THREADS], layer_ts[THREADS];
 	const char *out = NULL;
+	int ann = 0;
 	struct kx_kxp_writer *w;
 	char err[256];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:o:")) != -1) {
-		if (opt == 'n')
+	while ((opt = getopt(argc, argv, "an:o:")) != -1) {
+		if (opt == 'a')
+			ann = 1;
+		else if (opt == 'n')
 			n = strtoull(optarg, NULL, 10);
 		else if (opt == 'o')
 			out = optarg;
@@ -116,31 +157,36 @@ int main(int argc, char **argv)
 		if (kx_kxp_add_task(w, &task))
 			goto fail;
 	}
-	for (uint64_t i = 0; i < n; i++) {
+	while (i < n) {
 		uint64_t r = rng(&seed);
 		uint32_t t = next_thread(now);
 		struct kx_ioctl e;
 
+		if (ann && annotate(w, t, calls[t]++, &now[t], &step_ts[t], &layer_ts[t], &i))
+			goto fail;
 		make_event(&e, r, t, &now[t]);
 		if (kx_kxp_add_ioctl(w, &e, NULL))
 			goto fail;
+		i++, nio++;
 	}
 	ci.stop_mono_ns = ci.start_mono_ns;
 	for (int t = 0; t < THREADS; t++)
 		if (now[t] > ci.stop_mono_ns)
 			ci.stop_mono_ns = now[t];
-	ci.emitted = ci.received = n;
+	ci.emitted = ci.received = nio;
+	ci.ann.enabled = (uint32_t)ann;
+	ci.ann.emitted = ci.ann.received = i - nio;
 	if (kx_kxp_close(w, &ci, err, sizeof(err))) {
 		fprintf(stderr, "bench_kxpgen: %s\n", err);
 		return 1;
 	}
-	printf("events %llu\n", (unsigned long long)n);
+	printf("events %llu\n", (unsigned long long)i);
 	return 0;
 fail:
 	fprintf(stderr, "bench_kxpgen: writing %s failed\n", out);
 	kx_kxp_discard(w);
 	return 1;
 usage:
-	fprintf(stderr, "usage: bench_kxpgen -n EVENTS -o FILE.kxp\n");
+	fprintf(stderr, "usage: bench_kxpgen [-a] -n EVENTS -o FILE.kxp\n");
 	return 2;
 }

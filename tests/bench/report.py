@@ -541,11 +541,14 @@ def growth_table(data, cfg, out):
                "| RSS B/event |")
     out.append("| ---: | ---: | --- | ---: | ---: | ---: | ---: |")
     big = None
-    for n in sorted(g, key=int):
-        m = g[n]
+    caps = [(n, g[n], "") for n in sorted(g, key=int)]
+    caps += [(n, m, "annotated: ") for n, m in sorted(data.get("growann", {}).items(),
+                                                        key=lambda x: int(x[0]))]
+    for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
         size = m.get("kxp_bytes", {}).get(1, 0) / 1048576
-        for mode, name in (("stream", "`report` (streamed)"), ("memory", "`report --in-memory`")):
+        for mode, name in (("stream", kind + "`report` (streamed)"),
+                           ("memory", kind + "`report --in-memory`")):
             walls = list(m.get(mode + "_wall_s", {}).values())
             rss = list(m.get(mode + "_rss_kib", {}).values())
             if not walls or not rss:
@@ -555,7 +558,7 @@ def growth_table(data, cfg, out):
             out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
                 num(ev), num(size, 1), name, spread(walls, 2), num(mev, 2), num(rk / 1024),
                 num(rk * 1024 / ev, 1)))
-            if mode == "stream":
+            if mode == "stream" and not kind:
                 big = (ev, mev, rk / 1024)
     out.append("")
     if big:
@@ -569,7 +572,10 @@ def growth_table(data, cfg, out):
         out.append("")
     out.append("Synthetic captures (16 threads, cheap and job-like KVM and loop calls, durations "
                "over a decade per command, 1%% failing; no jobs): `%s`; %s rounds, modes "
-               "alternating. Streamed percentiles are within 1/256 of the exact ones." % (
+               "alternating. Streamed percentiles are within 1/256 of the exact ones. The "
+               "annotated capture (`bench_kxpgen -a`) wraps each thread's calls in a \"step\" "
+               "range per 64 calls and a \"layer\" range per 8, with a mark per 16; its events "
+               "count the annotation records too." % (
                    cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?")))
     out.append("")
     convert_growth_table(g, out)

@@ -531,6 +531,31 @@ for n in $GROW_EVENTS; do
 	put grow "$n" 1 events "$(jget "$TMP/grow.stream.json" 'd["Capture"]["received"]')"
 	rm -f "$TMP/grow.kxp"
 done
+# The report of an annotated capture of the largest size (bench_kxpgen -a:
+# NVTX-like ranges around the calls): the ranges paired as the file streams by.
+n=${GROW_EVENTS##* }
+if "$B/bench/bench_kxpgen" -a -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err"; then
+	put growann "$n" 1 kxp_bytes "$(stat -c %s "$TMP/grow.kxp")"
+	for r in $(seq "$EXPORT_ROUNDS"); do
+		for mode in stream memory; do
+			opt=()
+			[ "$mode" = memory ] && opt=(--in-memory)
+			wait_quiet
+			/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" -v report "${opt[@]}" --json \
+				"$TMP/grow.kxp" >"$TMP/grow.$mode.json" 2>"$TMP/grow.err" ||
+				{ echo "bench: annotated report $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
+			[ "$mode" = stream ] && ! grep -q "was streamed" "$TMP/grow.err" &&
+				echo "bench: the annotated capture was not streamed: $(head -c 300 "$TMP/grow.err")" >&2
+			put growann "$n" "$r" "${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
+			put growann "$n" "$r" "${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
+		done
+	done
+	put growann "$n" 1 events \
+		"$(jget "$TMP/grow.stream.json" 'd["Capture"]["received"] + d["Annotations"]["events"]')"
+	rm -f "$TMP/grow.kxp"
+else
+	echo "bench: bench_kxpgen -a failed: $(head -c 300 "$TMP/grow.err")" >&2
+fi
 echo " report done" >&2
 
 # ---- 5. annotations: what a call of libkxprof_annotate.so costs ----
