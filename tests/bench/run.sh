@@ -500,20 +500,27 @@ python3 "$HERE/jget.py" --bench-lines "$TMP/be.txt" "$TMP/bc.txt" >>"$RAW"
 # ---- 3b. report and convert as the capture grows: streamed (one window at a
 # time for convert) against in memory ----
 echo "bench: 3b. report and convert of growing captures" >&2
+# time_report ROW N ROUND MODE FILE: report --json's wall time and peak RSS,
+# streamed (MODE stream) or --in-memory (memory); -v's lines in grow.err.
+time_report() {
+	local row=$1 n=$2 r=$3 mode=$4 f=$5 opt=()
+	[ "$mode" = memory ] && opt=(--in-memory)
+	wait_quiet
+	/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" -v report "${opt[@]}" --json "$f" \
+		>"$TMP/grow.$mode.json" 2>"$TMP/grow.err" ||
+		{ echo "bench: $row report $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; return 1; }
+	put "$row" "$n" "$r" "${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
+	put "$row" "$n" "$r" "${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
+}
 for n in $GROW_EVENTS; do
 	"$B/bench/bench_kxpgen" -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err" ||
 		{ echo "bench: bench_kxpgen failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
 	put grow "$n" 1 kxp_bytes "$(stat -c %s "$TMP/grow.kxp")"
 	for r in $(seq "$EXPORT_ROUNDS"); do
 		for mode in stream memory; do
+			time_report grow "$n" "$r" "$mode" "$TMP/grow.kxp" || continue
 			opt=()
 			[ "$mode" = memory ] && opt=(--in-memory)
-			wait_quiet
-			/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" report "${opt[@]}" --json \
-				"$TMP/grow.kxp" >"$TMP/grow.$mode.json" 2>"$TMP/grow.err" ||
-				{ echo "bench: report $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
-			put grow "$n" "$r" "${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
-			put grow "$n" "$r" "${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
 			# convert to .json.gz, split by default: one window at a time, or read whole.
 			wait_quiet
 			rm -f "$TMP"/grow*.json.gz
@@ -538,16 +545,9 @@ if "$B/bench/bench_kxpgen" -a -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow
 	put growann "$n" 1 kxp_bytes "$(stat -c %s "$TMP/grow.kxp")"
 	for r in $(seq "$EXPORT_ROUNDS"); do
 		for mode in stream memory; do
-			opt=()
-			[ "$mode" = memory ] && opt=(--in-memory)
-			wait_quiet
-			/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" -v report "${opt[@]}" --json \
-				"$TMP/grow.kxp" >"$TMP/grow.$mode.json" 2>"$TMP/grow.err" ||
-				{ echo "bench: annotated report $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
+			time_report growann "$n" "$r" "$mode" "$TMP/grow.kxp" || continue
 			[ "$mode" = stream ] && ! grep -q "was streamed" "$TMP/grow.err" &&
 				echo "bench: the annotated capture was not streamed: $(head -c 300 "$TMP/grow.err")" >&2
-			put growann "$n" "$r" "${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
-			put growann "$n" "$r" "${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
 		done
 	done
 	put growann "$n" 1 events \
