@@ -4,8 +4,8 @@
 # one context switch per call, on the calling thread only), a hardware
 # counter either read (a machine with a PMU) or skipped with its reason
 # (this VM has none), exact accounting of the counter records, the report's
-# table and JSON, Chrome args and XSpace stats per call, and the usage
-# errors. Where /dev/kvm exists, the same for a sleeping KVM_RUN.
+# table and JSON (streamed without device jobs, the same as read into
+# memory), Chrome args and XSpace stats per call, and the usage errors. Where /dev/kvm exists, the same for a sleeping KVM_RUN.
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -51,6 +51,21 @@ fi
 check report_table grep -q "^Counters inside driver calls" "$TMP/r.txt"
 check report_table_row grep -q "^BLKZEROOUT " "$TMP/r.txt"
 check report_table_width awk '/^Counters inside/ { on = 1 } /^(CPU|Off-CPU) profile/ { on = 0 } on && length($0) > 120 { bad = 1 } END { exit bad }' "$TMP/r.txt"
+
+# Without device jobs, report joins the counter records to their calls as
+# the file streams by (-v says so): the in-memory report's JSON, counters
+# included (percentiles within 1/256).
+"$KXPROF" record --no-jobs --counters context-switches,page-faults --device loop \
+	-o "$TMP/s.kxp" -- "$WL/profile_workload" -s 0.2 -D "$LOOP" -z 1 -f 0.5 >/dev/null 2>&1
+check stream_record_exit [ $? -eq 0 ]
+"$KXPROF" -v report "$TMP/s.kxp" --json >"$TMP/s.json" 2>"$TMP/s.err"
+check stream_streamed grep -q "was streamed" "$TMP/s.err"
+"$KXPROF" report --in-memory "$TMP/s.kxp" --json >"$TMP/s.m.json" 2>/dev/null
+check stream_same python3 "$(dirname "$0")/same_report.py" "$TMP/s.json" "$TMP/s.m.json"
+check stream_counted python3 -c '
+import json,sys
+row = json.load(open(sys.argv[1]))["Counters"]["Rows"]["ioctl/loop"]["BLKZEROOUT"]
+sys.exit(not (row["Calls"] > 0 and row["context-switches"]["Mean"] >= 0.99))' "$TMP/s.json"
 
 # Per call: Chrome args and XSpace stats.
 "$KXPROF" convert "$TMP/c.kxp" --chrome "$TMP/c.json" --xplane "$TMP/xp" >/dev/null

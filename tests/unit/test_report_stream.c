@@ -5,9 +5,11 @@
  * and with only its tasks and ioctls), for generated captures with many
  * rows, errors and a damaged chunk, for generated annotated captures
  * (nested ranges around calls, marks, cross-thread ranges, ranges left open
- * and begins lost), and the cases that must be read into memory instead
+ * and begins lost), generated captures with counters (records before and
+ * after their calls, unmatched ones, partial and multiplexed readings), and
+ * the cases that must be read into memory instead
  * (jobs, overlapping calls of a thread, annotation ranges and calls that
- * overlap or touch, a lost pop).
+ * overlap or touch, a lost pop, a counter record after a later call).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -18,6 +20,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/sreport.h"
+#include "export/ctrtable.h"
 #include "export/summary.h"
 #include "io/kxp.h"
 #include "io/replay.h"
@@ -40,6 +43,8 @@ static char *summary_json(struct kx_analysis *an, struct kx_stats *st)
 	f = open_memstream(&buf, &len);
 	if (f) {
 		kx_summary_print_json(sum, f, 1);
+		if (an->counters)
+			kx_ctrtable_json(an->counters, f);
 		fclose(f);
 	}
 	kx_summary_free(sum);
@@ -579,6 +584,104 @@ static void ann_reasons(void)
 	}
 }
 
+/* ---- counters inside the calls ---- */
+
+/* Four threads' calls with counter records, most written just before their
+ * call's record (as the recorder writes them), a tenth right after it;
+ * some calls without a record, some records whose call was lost, partial
+ * readings, multiplexed and uncounted values. after_later: one record
+ * comes after a later call of its thread (read into memory instead). */
+static int write_counted(const char *path, uint64_t seed, int after_later)
+{
+	static struct kx_capinfo ci;
+	uint64_t now[4] = {1000, 1003, 1007, 1011};
+	struct kx_kxp_writer *w;
+	struct kx_ctr_ev held = {0};
+	char err[256];
+	int rc = 0, holding = 0;
+
+	memset(&ci, 0, sizeof(ci));
+	snprintf(ci.counters.names, sizeof(ci.counters.names), "context-switches,page-faults");
+	ci.counters.stats[KX_CSTAT_EMITTED] = 20000;
+	ci.start_mono_ns = 1000;
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	if (!w)
+		return -1;
+	for (uint64_t i = 0; i < 20000; i++) {
+		uint64_t r = gen_rng(&seed);
+		uint32_t t = (uint32_t)(r & 3);
+		struct kx_ioctl e = {.pid = 70,
+		                     .tid = 700 + t,
+		                     .drv = (uint8_t)(1 + (r >> 4 & 1)),
+		                     .arg_off = KX_NO_ARG};
+		struct kx_ctr_ev c = {.pid = 70, .tid = 700 + t, .n = 2};
+		int how = (int)(r >> 8 & 31); /* 0-2 after, 3 no record, 4 lost call */
+
+		e.cmd = 0x4000u | (uint32_t)(r >> 16 & 3);
+		e.ts = now[t];
+		e.dur = 100 + (r >> 20 & 4095);
+		now[t] += e.dur + 1 + (r >> 36 & 255);
+		c.ts = e.ts;
+		c.v[0] = r >> 40 & 7;
+		c.v[1] = r >> 44 & 63;
+		c.flags = (r >> 50 & 63) == 0 ? KX_CTR_F_PARTIAL : 0;
+		c.multiplexed = (uint8_t)((r >> 56 & 15) == 0);
+		c.not_counted = (uint8_t)((r >> 60 & 7) == 0 ? 2 : 0);
+		if (after_later && i == 10000 && how > 4) {
+			held = c; /* its call now, the record after the thread's next call */
+			holding = 1;
+			rc |= kx_kxp_add_ioctl(w, &e, NULL);
+			continue;
+		}
+		if (how > 4)
+			rc |= kx_kxp_add_ctr(w, &c);
+		if (how != 4)
+			rc |= kx_kxp_add_ioctl(w, &e, NULL);
+		if (how < 3 || how == 4)
+			rc |= kx_kxp_add_ctr(w, &c);
+		if (holding && t == held.tid - 700 && e.ts > held.ts) {
+			rc |= kx_kxp_add_ctr(w, &held);
+			holding = 0;
+		}
+	}
+	ci.stop_mono_ns = now[0] + now[1] + now[2] + now[3];
+	ci.counters.stats[KX_CSTAT_DROPPED] = 3;
+	if (rc) {
+		kx_kxp_discard(w);
+		return -1;
+	}
+	return kx_kxp_close(w, &ci, err, sizeof(err));
+}
+
+/* Counter records joined to their calls as the file streams by: the
+ * in-memory report's counter table, unmatched and flags included. */
+static void counted(void)
+{
+	char path[128], msg[512];
+	const char *why;
+	char *m;
+
+	snprintf(path, sizeof(path), "%s/ctr.kxp", tmpdir);
+	CHECK(write_counted(path, 4242, 0) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)))
+		printf("FAIL counted: %s\n", msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (why)
+		printf("FAIL counted: read into memory: %s\n", why);
+	CHECK(why == NULL);
+	m = json_in_memory(path);
+	CHECK(m && strstr(m, "\"Unmatched\": ") && !strstr(m, "\"Unmatched\": 0,") &&
+	      strstr(m, "context-switches"));
+	free(m);
+	/* A record after a later call of its thread: read into memory. */
+	snprintf(path, sizeof(path), "%s/ctr_late.kxp", tmpdir);
+	CHECK(write_counted(path, 4242, 1) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (!why || !strstr(why, "counter"))
+		printf("FAIL counted: late record: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "counter"));
+}
+
 /* Overlapping calls of one thread go to the in-memory path; a mark does not. */
 static void in_memory_reasons(void)
 {
@@ -663,6 +766,7 @@ int main(void)
 	RUN(damaged);
 	RUN(annotated);
 	RUN(ann_reasons);
+	RUN(counted);
 	RUN(in_memory_reasons);
 	RUN(stops_early);
 	{

@@ -50,6 +50,12 @@ static const struct kx_ctr_ev *find(const struct kx_ctrstats *cs, uint32_t tid, 
 	return NULL;
 }
 
+void kx_ctrstats_note(struct kx_ctrstats *cs, const struct kx_ctr_ev *c)
+{
+	cs->partial += (c->flags & KX_CTR_F_PARTIAL) != 0;
+	cs->multiplexed += (uint64_t)__builtin_popcount(c->multiplexed);
+}
+
 static int index_records(struct kx_ctrstats *cs)
 {
 	for (size_t i = 0; i < kx_samples_nctr(cs->t); i++) {
@@ -58,15 +64,13 @@ static int index_records(struct kx_ctrstats *cs)
 		if (i >= UINT32_MAX ||
 		    kx_hmap_add(&cs->by_call, call_key(e->tid, e->ts), (uint32_t)i))
 			return -1;
-		cs->partial += (e->flags & KX_CTR_F_PARTIAL) != 0;
-		cs->multiplexed += (uint64_t)__builtin_popcount(e->multiplexed);
+		kx_ctrstats_note(cs, e);
 	}
 	return 0;
 }
 
-/* The row of ioctl e's name, made when new. */
-static struct kx_ctrrow *row_of(struct kx_ctrstats *cs, struct kx_hmap *ix, size_t *cap,
-                                const struct kx_ioctl *e)
+long kx_ctrstats_row(struct kx_ctrstats *cs, struct kx_hmap *ix, size_t *cap,
+                     const struct kx_ioctl *e)
 {
 	uint64_t key = kx_hash_combine(kx_hash_combine(e->drv, e->cmd), e->xfer_cmd);
 	struct kx_ctrrow *r;
@@ -75,17 +79,30 @@ static struct kx_ctrrow *row_of(struct kx_ctrstats *cs, struct kx_hmap *ix, size
 	uint32_t *v = kx_hmap_put(ix, key, (uint32_t)cs->nrows, &isnew);
 
 	if (!v)
-		return NULL;
+		return -1;
 	if (!isnew)
-		return &cs->rows[*v];
-	if (kx_grow((void **)&cs->rows, cap, cs->nrows, sizeof(*cs->rows)))
-		return NULL;
-	r = &cs->rows[cs->nrows++];
+		return (long)*v;
+	if (kx_grow((void **)&cs->rows, cap, cs->nrows, sizeof(*cs->rows))) {
+		kx_hmap_del(ix, key);
+		return -1;
+	}
+	r = &cs->rows[cs->nrows];
 	memset(r, 0, sizeof(*r));
 	snprintf(r->cat, sizeof(r->cat), "ioctl/%s", kx_driver_name((enum kx_driver)e->drv));
 	snprintf(r->name, sizeof(r->name), "%s",
 	         kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf, sizeof(buf)));
-	return r;
+	return (long)cs->nrows++;
+}
+
+void kx_ctrrow_add(const struct kx_ctrstats *cs, struct kx_ctrrow *r, const struct kx_ctr_ev *c)
+{
+	r->calls++;
+	for (int k = 0; k < cs->n && k < c->n; k++) {
+		if (c->not_counted & (1u << k))
+			continue;
+		r->total[k] += c->v[k];
+		r->counted[k]++;
+	}
 }
 
 static int by_cat_calls(const void *a, const void *b)
@@ -98,6 +115,12 @@ static int by_cat_calls(const void *a, const void *b)
 	return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : strcmp(x->name, y->name);
 }
 
+void kx_ctrstats_sort(struct kx_ctrstats *cs)
+{
+	if (cs->nrows > 1)
+		qsort(cs->rows, cs->nrows, sizeof(*cs->rows), by_cat_calls);
+}
+
 /* Every stored ioctl with its counters, into its row. */
 static int rows(struct kx_ctrstats *cs, const struct kx_store *s)
 {
@@ -108,29 +131,32 @@ static int rows(struct kx_ctrstats *cs, const struct kx_store *s)
 	for (size_t i = 0; i < kx_store_ioctl_count(s) && !rc; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(s, i);
 		const struct kx_ctr_ev *c = find(cs, e->tid, e->ts, NULL);
-		struct kx_ctrrow *r;
+		long r;
 
 		if (!c)
 			continue;
 		matched++;
-		r = row_of(cs, &ix, &cap, e);
-		if (!r) {
+		r = kx_ctrstats_row(cs, &ix, &cap, e);
+		if (r < 0)
 			rc = -1;
-			break;
-		}
-		r->calls++;
-		for (int k = 0; k < cs->n && k < c->n; k++) {
-			if (c->not_counted & (1u << k))
-				continue;
-			r->total[k] += c->v[k];
-			r->counted[k]++;
-		}
+		else
+			kx_ctrrow_add(cs, &cs->rows[r], c);
 	}
 	kx_hmap_free(&ix);
 	cs->unmatched = kx_samples_nctr(cs->t) - matched;
-	if (cs->nrows > 1)
-		qsort(cs->rows, cs->nrows, sizeof(*cs->rows), by_cat_calls);
+	kx_ctrstats_sort(cs);
 	return rc;
+}
+
+struct kx_ctrstats *kx_ctrstats_new(const struct kx_capinfo *ci)
+{
+	struct kx_ctrstats *cs = calloc(1, sizeof(*cs));
+
+	if (!cs)
+		return NULL;
+	memcpy(cs->stats, ci->counters.stats, sizeof(cs->stats));
+	parse_names(cs, ci->counters.names);
+	return cs;
 }
 
 struct kx_ctrstats *kx_ctrstats_build(const struct kx_store *s, const struct kx_capinfo *ci,
@@ -141,14 +167,12 @@ struct kx_ctrstats *kx_ctrstats_build(const struct kx_store *s, const struct kx_
 	err[0] = 0;
 	if (!ci || !ci->counters.names[0] || !kx_store_samples(s))
 		return NULL;
-	cs = calloc(1, sizeof(*cs));
+	cs = kx_ctrstats_new(ci);
 	if (!cs) {
 		snprintf(err, len, "out of memory for the counters");
 		return NULL;
 	}
 	cs->t = kx_store_samples(s);
-	memcpy(cs->stats, ci->counters.stats, sizeof(cs->stats));
-	parse_names(cs, ci->counters.names);
 	if (index_records(cs) || rows(cs, s)) {
 		snprintf(err, len, "out of memory for the counters");
 		kx_ctrstats_free(cs);

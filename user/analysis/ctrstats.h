@@ -39,6 +39,20 @@ struct kx_ctrstats {
 	struct kx_hmap by_call; /* hash(tid, ts) -> counter record */
 };
 
+/* The pieces the streamed counters (analysis/sctrstats.h) share: */
+/* Empty statistics of the capture's counters (names and record counts from ci). NULL on OOM. */
+struct kx_ctrstats *kx_ctrstats_new(const struct kx_capinfo *ci);
+/* A counter record's partial and multiplexed flags, counted. */
+void kx_ctrstats_note(struct kx_ctrstats *cs, const struct kx_ctr_ev *c);
+/* Index in cs->rows of ioctl e's row (ix: row key -> index; cap: the rows'
+ * room), made when new; -1 when out of memory. */
+long kx_ctrstats_row(struct kx_ctrstats *cs, struct kx_hmap *ix, size_t *cap,
+                     const struct kx_ioctl *e);
+/* One call's readings c into row r. */
+void kx_ctrrow_add(const struct kx_ctrstats *cs, struct kx_ctrrow *r, const struct kx_ctr_ev *c);
+/* The rows in their order: by category, then calls, most first. */
+void kx_ctrstats_sort(struct kx_ctrstats *cs);
+
 /* NULL when the capture has no counters (err empty) or out of memory (err set). */
 struct kx_ctrstats *kx_ctrstats_build(const struct kx_store *s, const struct kx_capinfo *ci,
                                       char *err, size_t len);

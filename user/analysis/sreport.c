@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/sctrstats.h"
 #include "analysis/sranges.h"
 #include "analysis/sreport.h"
 #include "analysis/streamcheck.h"
@@ -18,6 +19,7 @@ struct sr_ctx {
 	struct kx_stats_acc acc;
 	struct kx_streamcheck check;
 	struct kx_sranges *ranges; /* the annotation ranges (r->ranges) */
+	struct kx_sctrstats *ctr;  /* the counters (r->ctr), NULL: none named */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
@@ -27,6 +29,9 @@ struct sr_ctx {
 static void sr_checked(struct sr_ctx *c)
 {
 	const char *why = c->check.why ? c->check.why : c->ranges->why;
+
+	if (!why && c->ctr)
+		why = c->ctr->why;
 
 	if (!why || c->r->in_memory)
 		return;
@@ -52,7 +57,7 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (!sr_active(c))
 		return;
 	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_sranges_ioctl(c->ranges, e) ||
-	    kx_stats_acc_add(&c->r->st, &c->acc, e)) {
+	    (c->ctr && kx_sctrstats_ioctl(c->ctr, e)) || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		sr_oom(c);
 		return;
 	}
@@ -106,9 +111,30 @@ static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 {
 	struct sr_ctx *c = ctx;
 
-	(void)e;
-	kx_streamcheck_ctr(&c->check);
+	if (!sr_active(c))
+		return;
+	if (!c->ctr)
+		kx_streamcheck_ctr(&c->check); /* records of counters the header does not name */
+	else if (kx_sctrstats_ctr(c->ctr, e)) {
+		sr_oom(c);
+		return;
+	}
 	sr_checked(c);
+}
+
+/* A capture that names counters: they are joined to their calls as they come. */
+static void sr_header(void *ctx, const struct kx_capinfo *ci)
+{
+	struct sr_ctx *c = ctx;
+
+	if (!ci->counters.names[0] || c->ctr)
+		return;
+	c->ctr = malloc(sizeof(*c->ctr));
+	if (!c->ctr || kx_sctrstats_init(c->ctr, ci)) {
+		free(c->ctr);
+		c->ctr = NULL;
+		sr_oom(c);
+	}
 }
 
 int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err, size_t errlen)
@@ -116,6 +142,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	struct sr_ctx c = {.r = r, .acc = KX_STATS_ACC_INIT, .check = KX_STREAMCHECK_INIT};
 	struct kx_kxp_visitor v = {
 	        .ctx = &c,
+	        .header = sr_header,
 	        .ioctl = sr_ioctl,
 	        .task = sr_task,
 	        .job = sr_job,
@@ -151,15 +178,28 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	}
 	if (rc == 0 && !r->in_memory)
 		sr_checked(&c); /* a reason found at the end */
+	if (rc == 0 && !r->in_memory && c.ctr &&
+	    !(r->counters = kx_sctrstats_finish(c.ctr, &r->ci))) {
+		snprintf(err, errlen, "out of memory summarising the counters");
+		rc = -1;
+	}
+	if (c.ctr)
+		kx_sctrstats_free(c.ctr);
+	free(c.ctr);
 	if (rc == 0 && r->in_memory)
 		kx_stats_free(&r->st);
 	return rc;
 }
 
-void kx_sreport_apply(const struct kx_sreport *r, struct kx_analysis *an)
+void kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
 {
 	if (an->ranges)
 		kx_sranges_counts(r->ranges, an->ranges);
+	if (r->counters) {
+		kx_ctrstats_free(an->counters);
+		an->counters = r->counters;
+		r->counters = NULL;
+	}
 }
 
 void kx_sreport_free(struct kx_sreport *r)
@@ -168,6 +208,8 @@ void kx_sreport_free(struct kx_sreport *r)
 		kx_sranges_free(r->ranges);
 	free(r->ranges);
 	r->ranges = NULL;
+	kx_ctrstats_free(r->counters);
+	r->counters = NULL;
 	kx_stats_free(&r->st);
 	kx_store_free(r->side);
 	r->side = NULL;

@@ -6,12 +6,14 @@
  * kept in a side store, for the profiles and thread names; no ioctl is kept.
  * Annotation ranges are paired as they come (analysis/sranges.h): their
  * rows join the ioctl rows, their counts go to the analysis of the side
- * store (kx_sreport_apply).
+ * store (kx_sreport_apply); so are counter records joined to their calls
+ * (analysis/sctrstats.h).
  *
  * Exactly the in-memory report's figures (percentiles within 1/256), or a
  * reason to read the file into memory instead, found as the records pass
  * (analysis/streamcheck.h says which records are reasons, except
- * annotations: analysis/sranges.h says when they are).
+ * annotations and named counters: analysis/sranges.h and sctrstats.h say
+ * when they are).
  * The read then stops at the next chunk (the caller reads the file again
  * into memory, damage and all).
  */
@@ -26,6 +28,7 @@
 #include "model/store.h"
 
 struct kx_sranges;
+struct kx_ctrstats;
 
 struct kx_sreport {
 	struct kx_store *side;         /* tasks, samples and symbols; no ioctls */
@@ -33,6 +36,7 @@ struct kx_sreport {
 	struct kx_capinfo ci;          /* header, then trailer facts */
 	struct kx_kxp_read_result res; /* what reading lost */
 	struct kx_sranges *ranges;     /* the annotation ranges, paired as they came */
+	struct kx_ctrstats *counters;  /* counters joined to their calls; NULL: none named */
 	const char *in_memory;         /* why the file must be read into memory; NULL: streamed */
 	uint64_t threads;              /* distinct threads seen (their last call's end is kept) */
 };
@@ -46,10 +50,11 @@ struct kx_sreport {
  */
 int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err,
                     size_t errlen);
-/* What the stream found that an analysis of r->side cannot see (the
- * annotation ranges' counts and anomalies; their rows are in r->st). */
+/* What the stream found that an analysis of r->side cannot see: the
+ * annotation ranges' counts and anomalies (their rows are in r->st), the
+ * counters (handed over to an). */
 struct kx_analysis;
-void kx_sreport_apply(const struct kx_sreport *r, struct kx_analysis *an);
+void kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an);
 void kx_sreport_free(struct kx_sreport *r);
 
 #endif /* KX_SREPORT_H */

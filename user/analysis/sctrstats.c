@@ -1,0 +1,160 @@
+/*
+ * Counters joined to their calls as the records stream by (contract:
+ * sctrstats.h): the waiting records by (thread, enter time), each thread's
+ * last ioctl.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/sctrstats.h"
+#include "util/grow.h"
+
+/* A thread's last ioctl: where a record that comes after its call goes. */
+struct kx_sctr_thread {
+	uint64_t ts; /* ns, its enter */
+	int joined;  /* it has its record (or there is none yet) */
+	struct kx_ioctl e;
+};
+
+static uint64_t call_key(uint32_t tid, uint64_t ts)
+{
+	return kx_hash_combine(kx_hash_u64(tid), ts);
+}
+
+int kx_sctrstats_init(struct kx_sctrstats *s, const struct kx_capinfo *ci)
+{
+	memset(s, 0, sizeof(*s));
+	s->cs = kx_ctrstats_new(ci);
+	return s->cs ? 0 : -1;
+}
+
+static struct kx_sctr_thread *thread_get(struct kx_sctrstats *s, uint32_t tid, int make)
+{
+	const uint32_t *i = s->nth ? kx_hmap_get(&s->tids, tid) : NULL;
+	struct kx_sctr_thread *t;
+
+	if (i || !make)
+		return i ? &s->th[*i] : NULL;
+	if (s->nth >= UINT32_MAX || kx_grow((void **)&s->th, &s->thcap, s->nth, sizeof(*s->th)) ||
+	    kx_hmap_add(&s->tids, tid, (uint32_t)s->nth))
+		return NULL;
+	t = &s->th[s->nth++];
+	memset(t, 0, sizeof(*t));
+	t->joined = 1; /* no ioctl yet: nothing to join */
+	return t;
+}
+
+/* Call e's readings c into its row. */
+static int join(struct kx_sctrstats *s, const struct kx_ioctl *e, const struct kx_ctr_ev *c)
+{
+	long r = kx_ctrstats_row(s->cs, &s->ix, &s->rcap, e);
+
+	if (r < 0)
+		return -1;
+	kx_ctrrow_add(s->cs, &s->cs->rows[r], c);
+	s->matched++;
+	return 0;
+}
+
+static int wait_add(struct kx_sctrstats *s, const struct kx_ctr_ev *c)
+{
+	size_t i;
+
+	if (s->nfree) {
+		i = s->freeslots[--s->nfree];
+	} else {
+		if (s->nwait >= UINT32_MAX ||
+		    kx_grow((void **)&s->wait, &s->waitcap, s->nwait, sizeof(*s->wait)))
+			return -1;
+		s->used = realloc(s->used, s->waitcap);
+		if (!s->used)
+			return -1;
+		i = s->nwait++;
+	}
+	if (kx_hmap_add(&s->waiting, call_key(c->tid, c->ts), (uint32_t)i)) {
+		s->used[i] = 0;
+		s->freeslots[s->nfree++] = (uint32_t)i; /* room: it came from there, or is new */
+		return -1;
+	}
+	s->wait[i] = *c;
+	s->used[i] = 1;
+	return 0;
+}
+
+int kx_sctrstats_ctr(struct kx_sctrstats *s, const struct kx_ctr_ev *c)
+{
+	struct kx_sctr_thread *t = thread_get(s, c->tid, 0);
+
+	s->records++;
+	kx_ctrstats_note(s->cs, c);
+	if (t && !t->joined && t->ts == c->ts) {
+		t->joined = 1; /* after its call */
+		return join(s, &t->e, c);
+	}
+	if (t && c->ts < t->ts && !s->why)
+		s->why = "a counter record came after a later call of its thread";
+	if (kx_grow((void **)&s->freeslots, &s->freecap, s->nfree, sizeof(*s->freeslots)))
+		return -1;
+	return wait_add(s, c);
+}
+
+/* The waiting record of call e, taken out of the table; NULL when none. */
+static const struct kx_ctr_ev *take(struct kx_sctrstats *s, const struct kx_ioctl *e)
+{
+	size_t pos = KX_HMAP_START;
+	uint32_t *v;
+
+	while ((v = kx_hmap_next(&s->waiting, call_key(e->tid, e->ts), &pos))) {
+		const struct kx_ctr_ev *c = &s->wait[*v];
+
+		if (c->tid != e->tid || c->ts != e->ts)
+			continue;
+		s->used[*v] = 0;
+		s->freeslots[s->nfree++] = *v;
+		kx_hmap_del_at(&s->waiting, pos);
+		return c;
+	}
+	return NULL;
+}
+
+int kx_sctrstats_ioctl(struct kx_sctrstats *s, const struct kx_ioctl *e)
+{
+	struct kx_sctr_thread *t = thread_get(s, e->tid, 1);
+	const struct kx_ctr_ev *c;
+
+	if (!t || kx_grow((void **)&s->freeslots, &s->freecap, s->nfree, sizeof(*s->freeslots)))
+		return -1;
+	c = s->waiting.n ? take(s, e) : NULL;
+	t->ts = e->ts;
+	t->e = *e;
+	t->joined = c != NULL;
+	return c ? join(s, e, c) : 0;
+}
+
+struct kx_ctrstats *kx_sctrstats_finish(struct kx_sctrstats *s, const struct kx_capinfo *ci)
+{
+	struct kx_ctrstats *fresh = kx_ctrstats_new(ci), *cs = s->cs;
+
+	if (!fresh)
+		return NULL;
+	/* The capture's counts from the trailer; the rows and flags from the stream. */
+	memcpy(cs->stats, fresh->stats, sizeof(cs->stats));
+	kx_ctrstats_free(fresh);
+	cs->unmatched = s->records - s->matched;
+	kx_ctrstats_sort(cs);
+	s->cs = NULL;
+	return cs;
+}
+
+void kx_sctrstats_free(struct kx_sctrstats *s)
+{
+	kx_ctrstats_free(s->cs);
+	kx_hmap_free(&s->ix);
+	kx_hmap_free(&s->waiting);
+	kx_hmap_free(&s->tids);
+	free(s->wait);
+	free(s->used);
+	free(s->freeslots);
+	free(s->th);
+	memset(s, 0, sizeof(*s));
+}
