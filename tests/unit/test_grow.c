@@ -1,8 +1,10 @@
-/* util/grow.h: the doubling rule, its first size, and failure leaving the array alone. */
+/* util/grow.h: the doubling rule, its first size, and failure leaving the
+ * array alone; util/slots.h: slots put back are reused, zeroed, and counted. */
 #include <stdint.h>
 
 #include "kxtest.h"
 #include "util/grow.h"
+#include "util/slots.h"
 
 static void doubles_from_16(void)
 {
@@ -23,6 +25,40 @@ static void doubles_from_16(void)
 	for (size_t i = 0; i < 1000; i++)
 		CHECK_EQ_U(a[i], i);
 	free(a);
+}
+
+struct slot_el {
+	uint64_t a, b;
+};
+
+static void slots_reused(void)
+{
+	struct kx_slots p = KX_SLOTS_INIT(struct slot_el);
+	long first[100];
+
+	for (int i = 0; i < 100; i++) {
+		first[i] = kx_slots_get(&p);
+		CHECK(first[i] == i);
+		((struct slot_el *)kx_slots_at(&p, (size_t)i))->a = (uint64_t)i + 1;
+	}
+	CHECK_EQ_U(kx_slots_live(&p), 100);
+	/* Every other one back: they come again, last first, zeroed; no new slot. */
+	for (int i = 0; i < 100; i += 2)
+		kx_slots_put(&p, (size_t)i);
+	CHECK_EQ_U(kx_slots_live(&p), 50);
+	for (int i = 98; i >= 0; i -= 2) {
+		long k = kx_slots_get(&p);
+
+		CHECK(k == i);
+		CHECK(((struct slot_el *)kx_slots_at(&p, (size_t)k))->a == 0);
+	}
+	CHECK_EQ_U(p.n, 100);
+	CHECK(((struct slot_el *)kx_slots_at(&p, 1))->a == 2);
+	/* A new one past the end when none is free. */
+	CHECK(kx_slots_get(&p) == 100);
+	CHECK_EQ_U(kx_slots_live(&p), 101);
+	kx_slots_free(&p);
+	CHECK(!p.v && !p.n);
 }
 
 static void room_left_no_realloc(void)
@@ -98,6 +134,7 @@ static void bytes_oom_sticks(void)
 int main(void)
 {
 	RUN(doubles_from_16);
+	RUN(slots_reused);
 	RUN(room_left_no_realloc);
 	RUN(failure_keeps_array);
 	RUN(room_for_many);

@@ -24,6 +24,7 @@ static uint64_t call_key(uint32_t tid, uint64_t ts)
 int kx_sctrstats_init(struct kx_sctrstats *s, const struct kx_capinfo *ci)
 {
 	memset(s, 0, sizeof(*s));
+	s->wait = (struct kx_slots)KX_SLOTS_INIT(struct kx_ctr_ev);
 	s->cs = kx_ctrstats_new(ci);
 	return s->cs ? 0 : -1;
 }
@@ -58,26 +59,15 @@ static int join(struct kx_sctrstats *s, const struct kx_ioctl *e, const struct k
 
 static int wait_add(struct kx_sctrstats *s, const struct kx_ctr_ev *c)
 {
-	size_t i;
+	long i = kx_slots_get(&s->wait);
 
-	if (s->nfree) {
-		i = s->freeslots[--s->nfree];
-	} else {
-		if (s->nwait >= UINT32_MAX ||
-		    kx_grow((void **)&s->wait, &s->waitcap, s->nwait, sizeof(*s->wait)))
-			return -1;
-		s->used = realloc(s->used, s->waitcap);
-		if (!s->used)
-			return -1;
-		i = s->nwait++;
-	}
+	if (i < 0)
+		return -1;
 	if (kx_hmap_add(&s->waiting, call_key(c->tid, c->ts), (uint32_t)i)) {
-		s->used[i] = 0;
-		s->freeslots[s->nfree++] = (uint32_t)i; /* room: it came from there, or is new */
+		kx_slots_put(&s->wait, (size_t)i);
 		return -1;
 	}
-	s->wait[i] = *c;
-	s->used[i] = 1;
+	*(struct kx_ctr_ev *)kx_slots_at(&s->wait, (size_t)i) = *c;
 	return 0;
 }
 
@@ -93,8 +83,6 @@ int kx_sctrstats_ctr(struct kx_sctrstats *s, const struct kx_ctr_ev *c)
 	}
 	if (t && c->ts < t->ts && !s->why)
 		s->why = "a counter record came after a later call of its thread";
-	if (kx_grow((void **)&s->freeslots, &s->freecap, s->nfree, sizeof(*s->freeslots)))
-		return -1;
 	return wait_add(s, c);
 }
 
@@ -105,12 +93,11 @@ static const struct kx_ctr_ev *take(struct kx_sctrstats *s, const struct kx_ioct
 	uint32_t *v;
 
 	while ((v = kx_hmap_next(&s->waiting, call_key(e->tid, e->ts), &pos))) {
-		const struct kx_ctr_ev *c = &s->wait[*v];
+		const struct kx_ctr_ev *c = kx_slots_at(&s->wait, *v);
 
 		if (c->tid != e->tid || c->ts != e->ts)
 			continue;
-		s->used[*v] = 0;
-		s->freeslots[s->nfree++] = *v;
+		kx_slots_put(&s->wait, *v); /* c stays readable until the next get */
 		kx_hmap_del_at(&s->waiting, pos);
 		return c;
 	}
@@ -122,7 +109,7 @@ int kx_sctrstats_ioctl(struct kx_sctrstats *s, const struct kx_ioctl *e)
 	struct kx_sctr_thread *t = thread_get(s, e->tid, 1);
 	const struct kx_ctr_ev *c;
 
-	if (!t || kx_grow((void **)&s->freeslots, &s->freecap, s->nfree, sizeof(*s->freeslots)))
+	if (!t)
 		return -1;
 	c = s->waiting.n ? take(s, e) : NULL;
 	t->ts = e->ts;
@@ -152,9 +139,7 @@ void kx_sctrstats_free(struct kx_sctrstats *s)
 	kx_hmap_free(&s->ix);
 	kx_hmap_free(&s->waiting);
 	kx_hmap_free(&s->tids);
-	free(s->wait);
-	free(s->used);
-	free(s->freeslots);
+	kx_slots_free(&s->wait);
 	free(s->th);
 	memset(s, 0, sizeof(*s));
 }

@@ -23,6 +23,7 @@
 #include "model/counter.h"
 #include "model/event.h"
 #include "util/hashmap.h"
+#include "util/slots.h"
 
 struct kx_sctr_thread; /* sctrstats.c */
 
@@ -31,13 +32,9 @@ struct kx_sctrstats {
 	struct kx_ctrstats *cs; /* the rows so far (names and counts set at the end) */
 	struct kx_hmap ix;      /* row key -> row index */
 	size_t rcap;
-	struct kx_hmap waiting; /* hash(tid, ts) -> index in wait */
-	struct kx_ctr_ev *wait; /* counter records waiting for their call (slots) */
-	uint8_t *used;          /* per slot */
-	size_t nwait, waitcap;
-	uint32_t *freeslots;
-	size_t nfree, freecap;
-	struct kx_hmap tids; /* tid -> index in th */
+	struct kx_hmap waiting; /* hash(tid, ts) -> slot in wait */
+	struct kx_slots wait;   /* counter records waiting for their call (struct kx_ctr_ev) */
+	struct kx_hmap tids;    /* tid -> index in th */
 	struct kx_sctr_thread *th;
 	size_t nth, thcap;
 	uint64_t records, matched;

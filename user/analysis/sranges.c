@@ -31,7 +31,6 @@ struct kx_srange_cross {
 	long row;
 	uint32_t pid;
 	uint64_t id;
-	int used;
 };
 
 static uint64_t cross_key(uint32_t pid, uint64_t id)
@@ -42,6 +41,7 @@ static uint64_t cross_key(uint32_t pid, uint64_t id)
 void kx_sranges_init(struct kx_sranges *s)
 {
 	memset(s, 0, sizeof(*s));
+	s->cross = (struct kx_slots)KX_SLOTS_INIT(struct kx_srange_cross);
 	kx_range_rows_init(&s->builder, &s->rows);
 }
 
@@ -149,33 +149,23 @@ static int on_start(struct kx_sranges *s, const struct kx_ann *a, const char *na
 {
 	uint64_t key = cross_key(a->pid, a->id);
 	struct kx_srange_cross *c;
-	size_t i;
+	long i;
 
 	if (kx_hmap_get(&s->open, key) || kx_hmap_get(&s->lost, kx_hash_combine(key, a->ts)))
 		because(s, "a cross-thread annotation range id started twice, or ended before its "
 		           "start");
-	if (s->nfree) {
-		i = s->freeslots[--s->nfree];
-	} else {
-		if (s->ncross >= UINT32_MAX ||
-		    kx_grow((void **)&s->cross, &s->crosscap, s->ncross, sizeof(*s->cross)))
-			return -1;
-		i = s->ncross++;
-		s->cross[i].used = 0;
-	}
-	c = &s->cross[i];
+	i = kx_slots_get(&s->cross);
+	if (i < 0)
+		return -1;
+	c = kx_slots_at(&s->cross, (size_t)i);
 	c->row = row_of(s, cat, name, 0);
 	if (c->row < 0 || kx_hmap_add(&s->open, key, (uint32_t)i)) {
-		if (i == s->ncross - 1)
-			s->ncross--;
-		else
-			s->freeslots[s->nfree++] = (uint32_t)i;
+		kx_slots_put(&s->cross, (size_t)i);
 		return -1;
 	}
 	c->ts = a->ts;
 	c->pid = a->pid;
 	c->id = a->id;
-	c->used = 1;
 	return 0;
 }
 
@@ -187,7 +177,7 @@ static int on_end(struct kx_sranges *s, const struct kx_ann *a)
 	uint32_t *i;
 
 	while ((i = kx_hmap_next(&s->open, key, &pos))) {
-		c = &s->cross[*i];
+		c = kx_slots_at(&s->cross, *i);
 		if (c->pid == a->pid && c->id == a->id)
 			break;
 	}
@@ -199,11 +189,8 @@ static int on_end(struct kx_sranges *s, const struct kx_ann *a)
 		because(s, "a cross-thread annotation range ended with another start time");
 		return 0;
 	}
-	if (kx_grow((void **)&s->freeslots, &s->freecap, s->nfree, sizeof(*s->freeslots)))
-		return -1;
+	kx_slots_put(&s->cross, *i);
 	kx_hmap_del_at(&s->open, pos);
-	c->used = 0;
-	s->freeslots[s->nfree++] = (uint32_t)(c - s->cross);
 	return row_add(s, c->row, a->ts > c->ts ? a->ts - c->ts : 0, 0);
 }
 
@@ -260,8 +247,7 @@ int kx_sranges_finish(struct kx_sranges *s, uint64_t stop_ns, struct kx_stats *s
 			because(s, "an annotation range open at the end is drawn past a call of "
 			           "its thread");
 	}
-	for (size_t i = 0; i < s->ncross; i++)
-		s->anom.open_cross += s->cross[i].used != 0;
+	s->anom.open_cross += kx_slots_live(&s->cross);
 	s->found += s->anom.open + s->anom.open_cross;
 	if (kx_range_rows_finish(&s->builder))
 		return -1;
@@ -280,15 +266,12 @@ void kx_sranges_free(struct kx_sranges *s)
 	for (size_t i = 0; i < s->nth; i++)
 		free(s->th[i].stack);
 	free(s->th);
-	free(s->cross);
-	free(s->freeslots);
+	kx_slots_free(&s->cross);
 	kx_hmap_free(&s->tids);
 	kx_hmap_free(&s->open);
 	kx_hmap_free(&s->lost);
 	kx_hmap_free(&s->builder.map);
 	kx_stats_free(&s->rows);
 	s->th = NULL;
-	s->cross = NULL;
-	s->freeslots = NULL;
-	s->nth = s->ncross = s->nfree = 0;
+	s->nth = 0;
 }

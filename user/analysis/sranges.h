@@ -35,9 +35,9 @@
 #include "model/annot.h"
 #include "model/event.h"
 #include "util/hashmap.h"
+#include "util/slots.h"
 
 struct kx_srange_thread; /* sranges.c */
-struct kx_srange_cross;
 
 struct kx_sranges {
 	const char *why;      /* the first reason the stream cannot pair exactly; NULL: it can */
@@ -50,13 +50,9 @@ struct kx_sranges {
 	struct kx_hmap tids; /* tid -> index in th */
 	struct kx_srange_thread *th;
 	size_t nth, thcap;
-	struct kx_hmap open;           /* (pid, id) -> index in cross: open cross-thread ranges */
-	struct kx_srange_cross *cross; /* slots; used ones are open */
-	size_t ncross, crosscap;
-	uint32_t *freeslots; /* cross slots free for the next start */
-	size_t nfree, freecap;
-	struct kx_hmap lost; /* (pid, id) -> begin ns of ends with no start */
-	int oom;
+	struct kx_hmap open;   /* (pid, id) -> slot in cross */
+	struct kx_slots cross; /* the open cross-thread ranges (struct kx_srange_cross) */
+	struct kx_hmap lost;   /* hash(pid, id, begin): ends whose start was not open */
 };
 
 void kx_sranges_init(struct kx_sranges *s);
