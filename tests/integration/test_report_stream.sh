@@ -46,6 +46,9 @@ accel_argv 3 20 "" -g 3000
 if kx 0 record "${ACCEL_DEV[@]}" --no-jobs -F 499 --off-cpu -o "$TMP/calls.kxp" \
 	-- "${ACCEL_ARGV[@]}" >"$TMP/calls.wl" 2>"$TMP/calls.rec"; then
 	both calls "$TMP/calls.kxp"
+	# kvm's memory slot ioctls (the memory rows) are kept: streamed all the same.
+	check calls_streamed bash -c '"$1" -v report "$2" 2>&1 >/dev/null | grep -q "was streamed"' \
+		_ "$KXPROF" "$TMP/calls.kxp"
 	check calls_count $COUNTS "$TMP/calls.wl" "$TMP/calls.s.json" "ioctl/$ACCEL"
 	check profile_present test "$(jget "$TMP/calls.s.json" '"Profile" in d or "OffCpuProfile" in d')" = True
 fi

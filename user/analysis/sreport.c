@@ -61,6 +61,9 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		sr_oom(c);
 		return;
 	}
+	/* Memory ioctls (few) are kept: the side store's analysis gives the memory rows. */
+	if (c->check.last_mem)
+		kx_store_add_ioctl(c->r->side, e, arg); /* a refusal is counted by the store */
 	sr_checked(c);
 }
 
@@ -154,6 +157,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	c.check.keep_mem = 1;
 	r->side = kx_store_new(budget);
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges)

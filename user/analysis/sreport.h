@@ -3,7 +3,9 @@
  * kx_kxp_read_stream): the ioctl rows are aggregated as the records pass
  * (analysis/stats.h's streaming rows), so memory grows with the rows, not
  * with the events. Tasks, CPU and off-CPU samples and their symbols are
- * kept in a side store, for the profiles and thread names; no ioctl is kept.
+ * kept in a side store, for the profiles and thread names, and so are the
+ * ioctls device memory accounting counts (allocations, frees, KVM memory
+ * slots: few), for the memory rows; no other ioctl is kept.
  * Annotation ranges are paired as they come (analysis/sranges.h): their
  * rows join the ioctl rows, their counts go to the analysis of the side
  * store (kx_sreport_apply); so are counter records joined to their calls
@@ -31,7 +33,7 @@ struct kx_sranges;
 struct kx_ctrstats;
 
 struct kx_sreport {
-	struct kx_store *side;         /* tasks, samples and symbols; no ioctls */
+	struct kx_store *side;         /* tasks, samples, symbols and memory ioctls */
 	struct kx_stats st;            /* the ioctl rows (empty when in_memory) */
 	struct kx_capinfo ci;          /* header, then trailer facts */
 	struct kx_kxp_read_result res; /* what reading lost */

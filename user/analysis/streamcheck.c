@@ -41,7 +41,8 @@ int kx_streamcheck_ioctl(struct kx_streamcheck *c, const struct kx_ioctl *e, con
 		return -1;
 	if (ov)
 		because(c, "calls of one thread overlap (the nesting rule applies)");
-	if (mem != KX_MEM_NONE)
+	c->last_mem = mem != KX_MEM_NONE;
+	if (c->last_mem && !c->keep_mem)
 		because(c, "ioctls allocate or free device memory (memory rows)");
 	return 0;
 }

@@ -10,7 +10,9 @@
  *     streamed report pairs them itself, analysis/sranges.h, and does not
  *     ask),
  *   - counter records (counters are matched with their calls),
- *   - an ioctl that memory accounting counts (memory rows by device),
+ *   - an ioctl that memory accounting counts (memory rows by device), unless
+ *     the caller keeps those ioctls itself (keep_mem: the streamed report
+ *     keeps them, few as they are, for the memory rows),
  *   - two ioctls of one thread that overlap (the timeline's nesting rule
  *     may shorten one): a thread's records arrive in the order its calls
  *     returned, so when each starts at or after the end of the one before,
@@ -29,6 +31,8 @@
 
 struct kx_streamcheck {
 	const char *why; /* the first reason a stream does not do; NULL: it does */
+	int keep_mem;    /* set by the caller: memory ioctls are not a reason */
+	int last_mem;    /* the last ioctl is one memory accounting counts */
 	struct kx_memacct mem;
 	struct kx_hmap tids; /* tid -> index in ends */
 	uint64_t *ends;      /* ns, the end of each thread's last call */
@@ -37,7 +41,7 @@ struct kx_streamcheck {
 
 #define KX_STREAMCHECK_INIT                                                                        \
 	{                                                                                          \
-		NULL, KX_MEMACCT_INIT, KX_HMAP_INIT, NULL, 0, 0                                    \
+		NULL, 0, 0, KX_MEMACCT_INIT, KX_HMAP_INIT, NULL, 0, 0                              \
 	}
 
 /* One ioctl (arg: its argument bytes, NULL when none). 0, or -1 when out of

@@ -206,8 +206,8 @@ static int report_streamed(const struct report_opts *o, const char *path)
 		return report_in_memory(o, path);
 	}
 	if (kx_verbose)
-		kx_err("%s was streamed: %llu threads' last calls and the open annotation ranges "
-		       "kept, no events",
+		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
+		       "annotation ranges and the memory ioctls, not with the events",
 		       path, (unsigned long long)sr.threads);
 	if (err[0])
 		kx_cli_load_warning(path, &sr.res, err);
