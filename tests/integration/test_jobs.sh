@@ -180,7 +180,9 @@ PY
 		kx 0 report --json "$TMP/acc.jsonl" >"$TMP/acc.f.json" &&
 		kx 0 convert "$TMP/acc.jsonl" --chrome "$TMP/acc.f.trace.json" --xplane "$TMP/acc.f.logdir" \
 			>"$TMP/acc.f.conv"; then
-		check fixture_same_report cmp -s "$TMP/acc.json" "$TMP/acc.f.json"
+		# A fixture is replayed into memory: the record file's report read the same way.
+		kx 0 report --in-memory --json "$TMP/acc.kxp" >"$TMP/acc.m.json"
+		check fixture_same_report cmp -s "$TMP/acc.m.json" "$TMP/acc.f.json"
 		check fixture_same_chrome cmp -s "$TMP/acc.trace.json" "$TMP/acc.f.trace.json"
 		check fixture_same_xspace cmp -s "$(head -1 "$TMP/acc.conv")" "$(head -1 "$TMP/acc.f.conv")"
 	else

@@ -1,15 +1,17 @@
 /*
  * The streamed report (analysis/sreport.h) against the in-memory one: the
  * same summary JSON, except p50/p90/p99 which must lie within 1/256 of the
- * exact values, for every replay fixture written as a record file (whole,
- * and with only its tasks and ioctls), for generated captures with many
+ * exact values, for every replay fixture written as a record file (as a
+ * recorder writes it, device timelines and all; with only its tasks and
+ * ioctls; and with its kinds grouped), for generated captures with many
  * rows, errors and a damaged chunk, for generated annotated captures
  * (nested ranges around calls, marks, cross-thread ranges, ranges left open
  * and begins lost), generated captures with counters (records before and
  * after their calls, unmatched ones, partial and multiplexed readings), and
  * the cases that must be read into memory instead
- * (jobs, overlapping calls of a thread, annotation ranges and calls that
- * overlap or touch, a lost pop, a counter record after a later call).
+ * (overlapping calls of a thread, annotation ranges and calls that overlap
+ * or touch, a lost pop, a counter record after a later call, ranges with
+ * device jobs, job records that do not come in a recorder's order).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -99,8 +101,7 @@ static char *json_streamed(const char *path, const char **why)
 	*why = sr.in_memory;
 	if (!sr.in_memory)
 		an = kx_analysis_build(sr.side, &sr.ci, err, sizeof(err));
-	if (an) {
-		kx_sreport_apply(&sr, an);
+	if (an && kx_sreport_apply(&sr, an) == 0) {
 		an->loss = loss_of(&sr.res);
 		out = summary_json(an, &sr.st);
 	}
@@ -167,9 +168,61 @@ static int compare(const char *path, const char **why, char *msg, size_t len)
 	return ok;
 }
 
-/* Writes s as a record file (tasks, ioctls, then jobs unless ioctls_only). */
+/* How a fixture is written as a record file. */
+enum layout {
+	L_RECORDED, /* tasks, then ioctls (at their return) and jobs in time order, as recorded */
+	L_IOCTLS,   /* tasks and ioctls only */
+	L_GROUPED,  /* tasks, every ioctl, then every job: no recorder's order */
+	L_COUNT,
+};
+
+struct rec_ref {
+	uint64_t at; /* when a recorder writes it: an ioctl's return, a job event's time */
+	size_t idx;
+	int job;
+};
+
+static int rec_ref_cmp(const void *pa, const void *pb)
+{
+	const struct rec_ref *a = pa, *b = pb;
+
+	if (a->at != b->at)
+		return a->at < b->at ? -1 : 1;
+	if (a->job != b->job)
+		return a->job ? -1 : 1; /* an event inside a call before the call's return */
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* The ioctls and jobs of s in the order a recorder writes them. */
+static int write_recorded(struct kx_kxp_writer *w, const struct kx_store *s)
+{
+	size_t ni = kx_store_ioctl_count(s), nj = kx_store_job_count(s), n = 0;
+	struct rec_ref *v = malloc((ni + nj + 1) * sizeof(*v));
+	int rc = 0;
+
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < ni; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(s, i);
+
+		v[n++] = (struct rec_ref){e->ts + e->dur, i, 0};
+	}
+	for (size_t i = 0; i < nj; i++)
+		v[n++] = (struct rec_ref){kx_store_job(s, i)->ts, i, 1};
+	qsort(v, n, sizeof(*v), rec_ref_cmp);
+	for (size_t k = 0; k < n; k++) {
+		const struct kx_ioctl *e = v[k].job ? NULL : kx_store_ioctl(s, v[k].idx);
+
+		rc |= v[k].job ? kx_kxp_add_job(w, kx_store_job(s, v[k].idx))
+		               : kx_kxp_add_ioctl(w, e, kx_store_arg(s, e));
+	}
+	free(v);
+	return rc;
+}
+
+/* Writes s as a record file in layout l. */
 static int write_kxp(const char *path, const struct kx_store *s, const struct kx_capinfo *ci,
-                     int ioctls_only)
+                     enum layout l)
 {
 	char err[256];
 	struct kx_kxp_writer *w = kx_kxp_create(path, ci, err, sizeof(err));
@@ -179,13 +232,17 @@ static int write_kxp(const char *path, const struct kx_store *s, const struct kx
 		return -1;
 	for (size_t i = 0; i < kx_store_task_count(s); i++)
 		rc |= kx_kxp_add_task(w, kx_store_task(s, i));
-	for (size_t i = 0; i < kx_store_ioctl_count(s); i++) {
-		const struct kx_ioctl *e = kx_store_ioctl(s, i);
+	if (l == L_RECORDED) {
+		rc |= write_recorded(w, s);
+	} else {
+		for (size_t i = 0; i < kx_store_ioctl_count(s); i++) {
+			const struct kx_ioctl *e = kx_store_ioctl(s, i);
 
-		rc |= kx_kxp_add_ioctl(w, e, kx_store_arg(s, e));
+			rc |= kx_kxp_add_ioctl(w, e, kx_store_arg(s, e));
+		}
+		for (size_t i = 0; l == L_GROUPED && i < kx_store_job_count(s); i++)
+			rc |= kx_kxp_add_job(w, kx_store_job(s, i));
 	}
-	for (size_t i = 0; !ioctls_only && i < kx_store_job_count(s); i++)
-		rc |= kx_kxp_add_job(w, kx_store_job(s, i));
 	if (rc) {
 		kx_kxp_discard(w);
 		return -1;
@@ -193,12 +250,15 @@ static int write_kxp(const char *path, const struct kx_store *s, const struct kx
 	return kx_kxp_close(w, ci, err, sizeof(err));
 }
 
-/* Every fixture, whole and as its tasks and ioctls only. */
+/* Every fixture in every layout: the streamed report is the in-memory one,
+ * or the file is read into memory. As recorded, and with only its tasks and
+ * ioctls, every fixture streams, device timelines and memory rows included. */
 static void fixtures(void)
 {
+	static const char *const names[L_COUNT] = {"", " (ioctls)", " (grouped)"};
 	const char *dir = getenv("KX_FIXTURES");
 	struct dirent *d;
-	int nfix = 0, nstreamed = 0;
+	int nfix = 0, nstreamed[L_COUNT] = {0}, njobs = 0;
 	DIR *dp;
 
 	dir = dir && *dir ? dir : "tests/fixtures";
@@ -216,36 +276,30 @@ static void fixtures(void)
 		s = kx_store_new(0);
 		CHECK(s && kx_replay_load(path, s, &ci, err, sizeof(err)) == 0);
 		nfix++;
-		for (int only = 0; only < 2; only++) {
-			snprintf(kxp, sizeof(kxp), "%s/f%d.kxp", tmpdir, only);
-			if (write_kxp(kxp, s, &ci, only)) {
+		njobs += kx_store_job_count(s) > 0;
+		for (int l = 0; l < L_COUNT; l++) {
+			snprintf(kxp, sizeof(kxp), "%s/f%d.kxp", tmpdir, l);
+			if (write_kxp(kxp, s, &ci, (enum layout)l)) {
 				kx_store_free(s);
 				CHECK(!"writing the fixture as a record file");
 			}
 			if (!compare(kxp, &why, msg, sizeof(msg))) {
-				printf("FAIL fixtures: %s (%s)\n", d->d_name, msg);
+				printf("FAIL fixtures: %s%s (%s)\n", d->d_name, names[l], msg);
 				kxt_cur_failed = 1;
 			}
-			/* With jobs: read into memory. Tasks and ioctls only (memory
-			 * ioctls included): streamed unless calls of a thread overlap. */
-			if (!only && kx_store_job_count(s) && !why) {
-				printf("FAIL fixtures: %s: jobs streamed\n", d->d_name);
+			if (l != L_GROUPED && why) {
+				printf("FAIL fixtures: %s%s: not streamed: %s\n", d->d_name,
+				       names[l], why);
 				kxt_cur_failed = 1;
 			}
-			if (only && why && !strstr(why, "overlap")) {
-				printf("FAIL fixtures: %s: not streamed: %s\n", d->d_name, why);
-				kxt_cur_failed = 1;
-			}
-			nstreamed += !why;
-			fprintf(stderr, "%s%s: %s\n", d->d_name, only ? " (ioctls)" : "",
-			        why ? why : "streamed");
+			nstreamed[l] += !why;
+			fprintf(stderr, "%s%s: %s\n", d->d_name, names[l], why ? why : "streamed");
 		}
 		kx_store_free(s);
 	}
 	closedir(dp);
-	CHECK(nfix >= 8);
-	/* Every fixture streams once its jobs are left out, memory rows and all. */
-	CHECK(nstreamed >= nfix);
+	CHECK(nfix >= 8 && njobs >= 7);
+	CHECK(nstreamed[L_RECORDED] == nfix && nstreamed[L_IOCTLS] == nfix);
 }
 
 /* Generated: threads calling one after another (never overlapping), many
@@ -682,7 +736,8 @@ static void counted(void)
 	CHECK(why && strstr(why, "counter"));
 }
 
-/* Overlapping calls of one thread go to the in-memory path; a mark does not. */
+/* Overlapping calls of one thread, and annotation ranges with device jobs,
+ * go to the in-memory path; a mark alone does not. */
 static void in_memory_reasons(void)
 {
 	static struct kx_capinfo ci;
@@ -712,6 +767,37 @@ static void in_memory_reasons(void)
 	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));
 	CHECK(why == NULL);
+
+	/* Annotation ranges and device jobs: a range's device time needs the
+	 * jobs its calls submitted. */
+	snprintf(path, sizeof(path), "%s/annjob.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	{
+		struct kx_ann p = {.tid = 5,
+		                   .pid = 5,
+		                   .ts = 300,
+		                   .begin = 300,
+		                   .depth = 1,
+		                   .what = KX_ANN_PUSH};
+		struct kx_job j = {.ts = 420,
+		                   .tid = 5,
+		                   .pid = 5,
+		                   .src = KX_JOB_SRC_BLOCK,
+		                   .phase = KX_JOB_QUEUE};
+
+		kx_kxp_add_ann(w, &p, "step", "");
+		kx_kxp_add_job(w, &j);
+		e.ts = 400, e.dur = 50;
+		kx_kxp_add_ioctl(w, &e, NULL);
+		p.what = KX_ANN_POP, p.ts = 500;
+		kx_kxp_add_ann(w, &p, "", "");
+	}
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (!why || !strstr(why, "device jobs"))
+		printf("FAIL in_memory_reasons: ranges with jobs: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "device jobs"));
 }
 
 /* The first reason to read into memory ends the streamed read early. */

@@ -8,6 +8,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/sctrstats.h"
+#include "analysis/sjobs.h"
 #include "analysis/sranges.h"
 #include "analysis/sreport.h"
 #include "analysis/streamcheck.h"
@@ -20,6 +21,7 @@ struct sr_ctx {
 	struct kx_streamcheck check;
 	struct kx_sranges *ranges; /* the annotation ranges (r->ranges) */
 	struct kx_sctrstats *ctr;  /* the counters (r->ctr), NULL: none named */
+	struct kx_sjobs jobs;      /* what the device timelines need, kept in r->side */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
@@ -32,6 +34,10 @@ static void sr_checked(struct sr_ctx *c)
 
 	if (!why && c->ctr)
 		why = c->ctr->why;
+	if (!why)
+		why = c->jobs.why;
+	if (!why && c->jobs.have_jobs && c->ranges->events)
+		why = "annotation ranges with device jobs (the device time of each range)";
 
 	if (!why || c->r->in_memory)
 		return;
@@ -61,9 +67,12 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		sr_oom(c);
 		return;
 	}
-	/* Memory ioctls (few) are kept: the side store's analysis gives the memory rows. */
-	if (c->check.last_mem)
-		kx_store_add_ioctl(c->r->side, e, arg); /* a refusal is counted by the store */
+	/* What the memory rows and the device timelines need is kept: the side
+	 * store's analysis gives them. */
+	if (kx_sjobs_ioctl(&c->jobs, e, arg, c->check.last_mem)) {
+		sr_oom(c);
+		return;
+	}
 	sr_checked(c);
 }
 
@@ -80,8 +89,12 @@ static void sr_job(void *ctx, const struct kx_job *j)
 {
 	struct sr_ctx *c = ctx;
 
-	(void)j;
-	kx_streamcheck_job(&c->check);
+	if (!sr_active(c))
+		return;
+	if (kx_sjobs_job(&c->jobs, j)) {
+		sr_oom(c);
+		return;
+	}
 	sr_checked(c);
 }
 
@@ -159,6 +172,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	memset(r, 0, sizeof(*r));
 	c.check.keep_mem = 1;
 	r->side = kx_store_new(budget);
+	kx_sjobs_init(&c.jobs, r->side);
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges)
 		kx_sranges_init(r->ranges);
@@ -171,6 +185,11 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	err[0] = 0;
 	rc = kx_kxp_read_stream(path, &v, &r->ci, &r->res, err, errlen);
 	r->threads = kx_streamcheck_threads(&c.check);
+	if (rc == 0 && !c.oom && kx_sjobs_finish(&c.jobs))
+		c.oom = 1;
+	r->jobs = c.jobs.kept_jobs;
+	r->kept = kx_store_ioctl_count(r->side);
+	kx_sjobs_free(&c.jobs);
 	kx_streamcheck_free(&c.check);
 	if (kx_stats_acc_finish(&r->st, &c.acc, &r->ci, rc == 0 && !c.oom) && rc == 0) {
 		snprintf(err, errlen, "out of memory summarising the ioctls");
@@ -195,8 +214,10 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	return rc;
 }
 
-void kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
+int kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
 {
+	if (kx_stats_add_jobs(&r->st, an->jobs))
+		return -1;
 	if (an->ranges)
 		kx_sranges_counts(r->ranges, an->ranges);
 	if (r->counters) {
@@ -204,6 +225,7 @@ void kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
 		an->counters = r->counters;
 		r->counters = NULL;
 	}
+	return 0;
 }
 
 void kx_sreport_free(struct kx_sreport *r)

@@ -4,8 +4,8 @@
  * (analysis/stats.h's streaming rows), so memory grows with the rows, not
  * with the events. Tasks, CPU and off-CPU samples and their symbols are
  * kept in a side store, for the profiles and thread names, and so are the
- * ioctls device memory accounting counts (allocations, frees, KVM memory
- * slots: few), for the memory rows; no other ioctl is kept.
+ * job records and the ioctls the device timelines and memory rows look at
+ * (analysis/sjobs.h); no other ioctl is kept.
  * Annotation ranges are paired as they come (analysis/sranges.h): their
  * rows join the ioctl rows, their counts go to the analysis of the side
  * store (kx_sreport_apply); so are counter records joined to their calls
@@ -33,7 +33,7 @@ struct kx_sranges;
 struct kx_ctrstats;
 
 struct kx_sreport {
-	struct kx_store *side;         /* tasks, samples, symbols and memory ioctls */
+	struct kx_store *side;         /* tasks, samples, symbols, jobs, the ioctls they need */
 	struct kx_stats st;            /* the ioctl rows (empty when in_memory) */
 	struct kx_capinfo ci;          /* header, then trailer facts */
 	struct kx_kxp_read_result res; /* what reading lost */
@@ -41,6 +41,8 @@ struct kx_sreport {
 	struct kx_ctrstats *counters;  /* counters joined to their calls; NULL: none named */
 	const char *in_memory;         /* why the file must be read into memory; NULL: streamed */
 	uint64_t threads;              /* distinct threads seen (their last call's end is kept) */
+	uint64_t jobs;                 /* job records kept in side */
+	uint64_t kept;                 /* ioctls kept in side (memory rows, device timelines) */
 };
 
 /*
@@ -52,11 +54,12 @@ struct kx_sreport {
  */
 int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err,
                     size_t errlen);
-/* What the stream found that an analysis of r->side cannot see: the
- * annotation ranges' counts and anomalies (their rows are in r->st), the
- * counters (handed over to an). */
+/* What the stream found that an analysis of r->side cannot see, or that
+ * the rows need of it: the annotation ranges' counts and anomalies (their
+ * rows are in r->st), the counters (handed over to an), and the job rows of
+ * an's device timelines (added to r->st). 0, or -1 when out of memory. */
 struct kx_analysis;
-void kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an);
+int kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an);
 void kx_sreport_free(struct kx_sreport *r);
 
 #endif /* KX_SREPORT_H */

@@ -431,6 +431,11 @@ int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 	return row_add(r, dur, ret);
 }
 
+int kx_stats_add_jobs(struct kx_stats *sum, const struct kx_jobs *jobs)
+{
+	return jobs ? add_job_rows(sum, jobs) : 0;
+}
+
 int kx_stat_row_add_streamed(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 {
 	return row_add_hist(r, dur, ret);

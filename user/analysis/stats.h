@@ -111,6 +111,10 @@ int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret);
  * histogram, not kept (percentiles within 1/256). */
 int kx_stat_row_add_streamed(struct kx_stat_row *r, uint64_t dur, int64_t ret);
 void kx_stat_row_percentiles(struct kx_stat_row *r);
+/* The job rows of jobs (NULL: none) appended to sum, as kx_stats_build
+ * appends them (rows made elsewhere: the streamed report). 0, or -1 when
+ * out of memory. */
+int kx_stats_add_jobs(struct kx_stats *sum, const struct kx_jobs *jobs);
 /* Frees what row r holds (name, durations, histogram). */
 void kx_stat_row_free(struct kx_stat_row *r);
 /* Moves every row of src to the end of dst (src emptied, its counts

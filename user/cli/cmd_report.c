@@ -207,13 +207,16 @@ static int report_streamed(const struct report_opts *o, const char *path)
 	}
 	if (kx_verbose)
 		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
-		       "annotation ranges and the memory ioctls, not with the events",
-		       path, (unsigned long long)sr.threads);
+		       "annotation ranges, the %llu job records and the %llu ioctls the device "
+		       "timelines and memory rows need, not with the other events",
+		       path, (unsigned long long)sr.threads, (unsigned long long)sr.jobs,
+		       (unsigned long long)sr.kept);
 	if (err[0])
 		kx_cli_load_warning(path, &sr.res, err);
 	an = kx_analysis_build(sr.side, &sr.ci, err, sizeof(err));
-	if (an) {
-		kx_sreport_apply(&sr, an);
+	if (an && kx_sreport_apply(&sr, an)) {
+		kx_err("out of memory building the summary");
+	} else if (an) {
 		kx_cli_read_loss(&sr.res, &an->loss);
 		rc = report_print(o, an, &sr.st, path);
 	} else {
