@@ -544,6 +544,7 @@ def growth_table(data, cfg, out):
     caps = [(n, g[n], "") for n in sorted(g, key=int)]
     caps += [(n, m, "annotated: ") for n, m in sorted(data.get("growann", {}).items(),
                                                         key=lambda x: int(x[0]))]
+    caps += [(n, m, "device timelines: ") for n, m in data.get("growjobs", {}).items()]
     for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
         size = m.get("kxp_bytes", {}).get(1, 0) / 1048576
@@ -575,8 +576,11 @@ def growth_table(data, cfg, out):
                "alternating. Streamed percentiles are within 1/256 of the exact ones. The "
                "annotated capture (`bench_kxpgen -a`) wraps each thread's calls in a \"step\" "
                "range per 64 calls and a \"layer\" range per 8, with a mark per 16; its events "
-               "count the annotation records too." % (
-                   cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?")))
+               "count the annotation records too. The capture with device timelines is "
+               "recorded live (`%s`; its events are its ioctls, %s jobs): the streamed "
+               "report keeps the job records and the ioctls the timelines look at." % (
+                   cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?"), cfg.get("GROWJOBS", "?"),
+                   num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1))))
     out.append("")
     convert_growth_table(g, out)
 

@@ -556,6 +556,29 @@ if "$B/bench/bench_kxpgen" -a -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow
 else
 	echo "bench: bench_kxpgen -a failed: $(head -c 300 "$TMP/grow.err")" >&2
 fi
+# A live capture with device timelines (the stand-in accelerator's shortest
+# jobs): report keeps the job records and the ioctls they look at.
+if [ "$ACCEL" = kvm ]; then
+	JOBCAP=("$KVMW" -t 2 -j $((KVMRUN_JOBS * 5)) -l 0)
+else
+	JOBCAP=("$LOOPW" -D "$LOOPDEV" -t 2 -j $((LOOPRUN_JOBS * 5)) -k zero -z 4)
+fi
+if "$KX" record "${KXDEV[@]}" -o "$TMP/grow.kxp" -- "${JOBCAP[@]}" >/dev/null 2>"$TMP/grow.err"; then
+	put growjobs 1 1 kxp_bytes "$(stat -c %s "$TMP/grow.kxp")"
+	for r in $(seq "$EXPORT_ROUNDS"); do
+		for mode in stream memory; do
+			time_report growjobs 1 "$r" "$mode" "$TMP/grow.kxp" || continue
+			[ "$mode" = stream ] && ! grep -q "was streamed" "$TMP/grow.err" &&
+				echo "bench: the job capture was not streamed: $(head -c 300 "$TMP/grow.err")" >&2
+		done
+	done
+	put growjobs 1 1 events "$(jget "$TMP/grow.stream.json" 'd["Capture"]["received"]')"
+	put growjobs 1 1 jobs \
+		"$(jget "$TMP/grow.stream.json" 'sum(v["jobs"] for v in d["Jobs"]["devices"].values())')"
+	rm -f "$TMP/grow.kxp"
+else
+	echo "bench: recording the job capture failed: $(head -c 300 "$TMP/grow.err")" >&2
+fi
 echo " report done" >&2
 
 # ---- 5. annotations: what a call of libkxprof_annotate.so costs ----
@@ -598,6 +621,7 @@ echo "bench: measured in ${ELAPSED} s" >&2
 	echo "BUSY_RUNS=$BUSY_RUNS"
 	echo "EXPORT_ROUNDS=$EXPORT_ROUNDS"
 	echo "GROW=${B#"$ROOT"/}/bench/bench_kxpgen -n N -o grow.kxp; ${KX#"$ROOT"/} report [--in-memory] --json grow.kxp"
+	echo "GROWJOBS=${KX#"$ROOT"/} record ${KXDEV[*]} -o jobs.kxp -- ${JOBCAP[*]#"$ROOT"/}"
 	echo "FOREIGN_END=$(foreign)"
 	echo "LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$TMP/config"
