@@ -2,7 +2,9 @@
  * The rules of device timelines (stated in analysis/jobs.h), apart from the
  * analysis of a whole store (analysis/jobs.c), so that any reader that feeds
  * the events in order gives the same jobs (the stream check,
- * analysis/streamcheck.c, uses the memory accounting): what one
+ * analysis/streamcheck.c, uses the memory accounting; what the streamed
+ * report keeps for the timelines, analysis/sjobs.c, uses the KVM and wait
+ * rules): what one
  * phase does to the job its key holds, KVM jobs from their KVM_RUN, the
  * submit-link test, the anomaly flags, which device a job or a memory event
  * belongs to (with the devices' names and order), wait ioctls and the

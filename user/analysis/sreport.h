@@ -13,9 +13,10 @@
  *
  * Exactly the in-memory report's figures (percentiles within 1/256), or a
  * reason to read the file into memory instead, found as the records pass
- * (analysis/streamcheck.h says which records are reasons, except
- * annotations and named counters: analysis/sranges.h and sctrstats.h say
- * when they are).
+ * (analysis/streamcheck.h says which records are reasons, except job
+ * records, annotations and named counters: analysis/sjobs.h, sranges.h and
+ * sctrstats.h say when they are; annotation ranges and job records together
+ * are one).
  * The read then stops at the next chunk (the caller reads the file again
  * into memory, damage and all).
  */

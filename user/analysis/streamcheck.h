@@ -5,11 +5,13 @@
  * it needs (the end of each thread's last call). Fed the records in file
  * order; the first reason found sticks:
  *   - job records (device timelines pair jobs with the ioctls that
- *     submitted or waited for them),
+ *     submitted or waited for them; the streamed report keeps what they
+ *     need, analysis/sjobs.h, and does not ask),
  *   - annotation records (ranges nest with the same thread's ioctls; the
  *     streamed report pairs them itself, analysis/sranges.h, and does not
  *     ask),
- *   - counter records (counters are matched with their calls),
+ *   - counter records (counters are matched with their calls; the streamed
+ *     report joins those its header names, analysis/sctrstats.h),
  *   - an ioctl that memory accounting counts (memory rows by device), unless
  *     the caller keeps those ioctls itself (keep_mem: the streamed report
  *     keeps them, few as they are, for the memory rows),
