@@ -31,11 +31,14 @@
 #include "workload.h"
 
 #define UNIT_ITERS 10000 /* loop iterations of one work unit (tens of µs) */
+/* Both work functions start on a cache line: the same instructions at other
+ * offsets run at other speeds, which would skew their 3:1 split. */
+#define SAME_LAYOUT __attribute__((noinline, aligned(64)))
 
 static volatile unsigned long sink;
 static unsigned long heavy_units, light_units;
 
-__attribute__((noinline)) void kxw_heavy(int units)
+SAME_LAYOUT void kxw_heavy(int units)
 {
 	volatile unsigned long acc = 0; /* on the stack: the function gets a frame */
 
@@ -45,7 +48,7 @@ __attribute__((noinline)) void kxw_heavy(int units)
 	heavy_units += units;
 }
 
-__attribute__((noinline)) void kxw_light(int units)
+SAME_LAYOUT void kxw_light(int units)
 {
 	volatile unsigned long acc = 0;
 
