@@ -25,23 +25,20 @@ int kx_sctrstats_init(struct kx_sctrstats *s, const struct kx_capinfo *ci)
 {
 	memset(s, 0, sizeof(*s));
 	s->wait = (struct kx_slots)KX_SLOTS_INIT(struct kx_ctr_ev);
+	s->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_sctr_thread);
 	s->cs = kx_ctrstats_new(ci);
 	return s->cs ? 0 : -1;
 }
 
 static struct kx_sctr_thread *thread_get(struct kx_sctrstats *s, uint32_t tid, int make)
 {
-	const uint32_t *i = s->nth ? kx_hmap_get(&s->tids, tid) : NULL;
-	struct kx_sctr_thread *t;
+	struct kx_sctr_thread *t = kx_tidtab_get(&s->threads, tid, 0);
 
-	if (i || !make)
-		return i ? &s->th[*i] : NULL;
-	if (s->nth >= UINT32_MAX || kx_grow((void **)&s->th, &s->thcap, s->nth, sizeof(*s->th)) ||
-	    kx_hmap_add(&s->tids, tid, (uint32_t)s->nth))
-		return NULL;
-	t = &s->th[s->nth++];
-	memset(t, 0, sizeof(*t));
-	t->joined = 1; /* no ioctl yet: nothing to join */
+	if (t || !make)
+		return t;
+	t = kx_tidtab_get(&s->threads, tid, 1);
+	if (t)
+		t->joined = 1; /* no ioctl yet: nothing to join */
 	return t;
 }
 
@@ -138,8 +135,7 @@ void kx_sctrstats_free(struct kx_sctrstats *s)
 	kx_ctrstats_free(s->cs);
 	kx_hmap_free(&s->ix);
 	kx_hmap_free(&s->waiting);
-	kx_hmap_free(&s->tids);
 	kx_slots_free(&s->wait);
-	free(s->th);
+	kx_tidtab_free(&s->threads);
 	memset(s, 0, sizeof(*s));
 }

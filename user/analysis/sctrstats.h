@@ -24,6 +24,7 @@
 #include "model/event.h"
 #include "util/hashmap.h"
 #include "util/slots.h"
+#include "util/tidtab.h"
 
 struct kx_sctr_thread; /* sctrstats.c */
 
@@ -32,11 +33,9 @@ struct kx_sctrstats {
 	struct kx_ctrstats *cs; /* the rows so far (names and counts set at the end) */
 	struct kx_hmap ix;      /* row key -> row index */
 	size_t rcap;
-	struct kx_hmap waiting; /* hash(tid, ts) -> slot in wait */
-	struct kx_slots wait;   /* counter records waiting for their call (struct kx_ctr_ev) */
-	struct kx_hmap tids;    /* tid -> index in th */
-	struct kx_sctr_thread *th;
-	size_t nth, thcap;
+	struct kx_hmap waiting;   /* hash(tid, ts) -> slot in wait */
+	struct kx_slots wait;     /* counter records waiting for their call (struct kx_ctr_ev) */
+	struct kx_tidtab threads; /* each thread's last ioctl (struct kx_sctr_thread) */
 	uint64_t records, matched;
 };
 

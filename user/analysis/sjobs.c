@@ -20,6 +20,7 @@ void kx_sjobs_init(struct kx_sjobs *s, struct kx_store *side)
 {
 	memset(s, 0, sizeof(*s));
 	s->side = side;
+	s->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_sjob_thread);
 }
 
 static void because(struct kx_sjobs *s, const char *why)
@@ -30,17 +31,7 @@ static void because(struct kx_sjobs *s, const char *why)
 
 static struct kx_sjob_thread *thread_get(struct kx_sjobs *s, uint32_t tid)
 {
-	const uint32_t *i = s->nth ? kx_hmap_get(&s->tids, tid) : NULL;
-	struct kx_sjob_thread *t;
-
-	if (i)
-		return &s->th[*i];
-	if (s->nth >= UINT32_MAX || kx_grow((void **)&s->th, &s->thcap, s->nth, sizeof(*s->th)) ||
-	    kx_hmap_add(&s->tids, tid, (uint32_t)s->nth))
-		return NULL;
-	t = &s->th[s->nth++];
-	memset(t, 0, sizeof(*t));
-	return t;
+	return kx_tidtab_get(&s->threads, tid, 1);
 }
 
 /* Kept; a refusal (the store's budget) is counted by the store. */
@@ -193,8 +184,5 @@ int kx_sjobs_finish(struct kx_sjobs *s)
 void kx_sjobs_free(struct kx_sjobs *s)
 {
 	kx_keymap_free(&s->names);
-	kx_hmap_free(&s->tids);
-	free(s->th);
-	s->th = NULL;
-	s->nth = s->thcap = 0;
+	kx_tidtab_free(&s->threads);
 }

@@ -33,18 +33,17 @@
 #include "model/store.h"
 #include "util/hashmap.h"
 #include "util/keymap.h"
+#include "util/tidtab.h"
 
 struct kx_sjob_thread; /* sjobs.c */
 
 struct kx_sjobs {
-	const char *why;        /* NULL: the kept records give the timelines exactly */
-	struct kx_store *side;  /* borrowed: the kept records go there */
-	int have_jobs;          /* a job record came */
-	int passed;             /* a KVM_RUN or wait ioctl went by before the first job record */
-	struct kx_keymap names; /* wait ioctl names (analysis/jobpair.h's cache) */
-	struct kx_hmap tids;    /* tid -> index in th */
-	struct kx_sjob_thread *th;
-	size_t nth, thcap;
+	const char *why;          /* NULL: the kept records give the timelines exactly */
+	struct kx_store *side;    /* borrowed: the kept records go there */
+	int have_jobs;            /* a job record came */
+	int passed;               /* a KVM_RUN or wait ioctl went by before the first job record */
+	struct kx_keymap names;   /* wait ioctl names (analysis/jobpair.h's cache) */
+	struct kx_tidtab threads; /* each task's last ioctl (struct kx_sjob_thread) */
 	struct kx_ioctl first, last; /* the earliest start, the latest end (any: set) */
 	int any;
 	struct kx_job jfirst, jlast; /* the earliest and latest job records */

@@ -42,6 +42,7 @@ void kx_sranges_init(struct kx_sranges *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->cross = (struct kx_slots)KX_SLOTS_INIT(struct kx_srange_cross);
+	s->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_srange_thread);
 	kx_range_rows_init(&s->builder, &s->rows);
 }
 
@@ -51,25 +52,14 @@ static void because(struct kx_sranges *s, const char *why)
 		s->why = why;
 }
 
-static struct kx_srange_thread *thread_find(const struct kx_sranges *s, uint32_t tid)
+static struct kx_srange_thread *thread_find(struct kx_sranges *s, uint32_t tid)
 {
-	const uint32_t *i = s->nth ? kx_hmap_get(&s->tids, tid) : NULL;
-
-	return i ? &s->th[*i] : NULL;
+	return kx_tidtab_get(&s->threads, tid, 0);
 }
 
 static struct kx_srange_thread *thread_get(struct kx_sranges *s, uint32_t tid)
 {
-	struct kx_srange_thread *t = thread_find(s, tid);
-
-	if (t)
-		return t;
-	if (s->nth >= UINT32_MAX || kx_grow((void **)&s->th, &s->thcap, s->nth, sizeof(*s->th)) ||
-	    kx_hmap_add(&s->tids, tid, (uint32_t)s->nth))
-		return NULL;
-	t = &s->th[s->nth++];
-	memset(t, 0, sizeof(*t));
-	return t;
+	return kx_tidtab_get(&s->threads, tid, 1);
 }
 
 /* The row of a name, as the store would keep the name (cut to its limit). */
@@ -239,8 +229,8 @@ int kx_sranges_finish(struct kx_sranges *s, uint64_t stop_ns, struct kx_stats *s
 {
 	uint64_t end = stop_ns > s->last_ts ? stop_ns : s->last_ts;
 
-	for (size_t i = 0; i < s->nth; i++) {
-		const struct kx_srange_thread *t = &s->th[i];
+	for (size_t i = 0; i < s->threads.n; i++) {
+		const struct kx_srange_thread *t = kx_tidtab_at(&s->threads, i);
 
 		s->anom.open += t->depth;
 		if (t->depth && t->has_io && t->io_end > end)
@@ -263,15 +253,12 @@ void kx_sranges_counts(const struct kx_sranges *s, struct kx_ranges *rg)
 
 void kx_sranges_free(struct kx_sranges *s)
 {
-	for (size_t i = 0; i < s->nth; i++)
-		free(s->th[i].stack);
-	free(s->th);
+	for (size_t i = 0; i < s->threads.n; i++)
+		free(((struct kx_srange_thread *)kx_tidtab_at(&s->threads, i))->stack);
+	kx_tidtab_free(&s->threads);
 	kx_slots_free(&s->cross);
-	kx_hmap_free(&s->tids);
 	kx_hmap_free(&s->open);
 	kx_hmap_free(&s->lost);
 	kx_hmap_free(&s->builder.map);
 	kx_stats_free(&s->rows);
-	s->th = NULL;
-	s->nth = 0;
 }

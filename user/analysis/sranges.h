@@ -36,6 +36,7 @@
 #include "model/event.h"
 #include "util/hashmap.h"
 #include "util/slots.h"
+#include "util/tidtab.h"
 
 struct kx_srange_thread; /* sranges.c */
 
@@ -44,15 +45,13 @@ struct kx_sranges {
 	struct kx_stats rows; /* the annotation rows so far */
 	struct kx_range_rows builder; /* finds the row of a name */
 	struct kx_ranges_anomalies anom;
-	uint64_t events;     /* annotation events */
-	uint64_t found;      /* ranges and marks made (as kx_ranges.found) */
-	uint64_t last_ts;    /* ns, the latest annotation event */
-	struct kx_hmap tids; /* tid -> index in th */
-	struct kx_srange_thread *th;
-	size_t nth, thcap;
-	struct kx_hmap open;   /* (pid, id) -> slot in cross */
-	struct kx_slots cross; /* the open cross-thread ranges (struct kx_srange_cross) */
-	struct kx_hmap lost;   /* hash(pid, id, begin): ends whose start was not open */
+	uint64_t events;          /* annotation events */
+	uint64_t found;           /* ranges and marks made (as kx_ranges.found) */
+	uint64_t last_ts;         /* ns, the latest annotation event */
+	struct kx_tidtab threads; /* each annotating thread's state (struct kx_srange_thread) */
+	struct kx_hmap open;      /* (pid, id) -> slot in cross */
+	struct kx_slots cross;    /* the open cross-thread ranges (struct kx_srange_cross) */
+	struct kx_hmap lost;      /* hash(pid, id, begin): ends whose start was not open */
 };
 
 void kx_sranges_init(struct kx_sranges *s);
