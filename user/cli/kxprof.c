@@ -187,7 +187,8 @@ static void usage(FILE *f)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
 	fprintf(f, "\n'kxprof help COMMAND' (or 'kxprof COMMAND --help') shows a command's "
 	           "options.\n"
-	           "-v, --verbose (before or after COMMAND) adds libbpf's diagnostics.\n"
+	           "-v, --verbose (before or after COMMAND) adds libbpf's diagnostics, and\n"
+	           "says whether report and convert read a record file as a stream, and why not.\n"
 	           "Exit status: 2 for usage errors (unknown, bad or conflicting options, and\n"
 	           "outputs kxprof refuses to write), 1 for failures while running, 0 otherwise;\n"
 	           "record with a command exits with the command's status.\n");
