@@ -153,6 +153,32 @@ ok = a["outer"]["Total Count"] == t * 4 and a["outer"]["Ioctls"] == t * 4 * 3
 ok = ok and r["Annotations"]["anomalies"]["open"] == o and r["Annotations"]["ranges"] > t * 8
 sys.exit(0 if ok else 1)
 PY
+
+		# ---- 1c. convert reads it one time window at a time (-v says so):
+		# ranges across the cuts are drawn whole where they start, and
+		# every part is the bytes of the part written from the whole
+		# capture in memory (--in-memory) ----
+		for m in w m; do
+			opt=(-v convert)
+			[ $m = m ] && opt=(convert --in-memory)
+			mkdir -p "$TMP/win.$m"
+			"$KXPROF" "${opt[@]}" "$TMP/s.kxp" --split-events 25 --xplane "$TMP/win.$m/x" \
+				--chrome "$TMP/win.$m/p.json.gz" >"$TMP/win.$m.out" 2>"$TMP/win.$m.err"
+			check "windowed_exit_$m" test $? -eq 0
+		done
+		check windowed_said grep -q "read one window at a time" "$TMP/win.w.err"
+		check windowed_parts test "$(ls "$TMP/win.w"/p.*.json.gz | wc -l)" -ge 3
+		check windowed_same_chrome sh -c "cd '$TMP/win.w' && for f in p.*.json.gz; do cmp -s \$f ../win.m/\$f || exit 1; done"
+		check windowed_same_xspace bash -c "diff <(cd '$TMP/win.w/x' && find . -name '*.pb' -exec md5sum {} + | sort -k2) <(cd '$TMP/win.m/x' && find . -name '*.pb' -exec md5sum {} + | sort -k2) >/dev/null"
+		check windowed_ranges python3 - "$TMP/win.w" $T <<'PY'
+import glob, gzip, json, sys
+t = int(sys.argv[2])
+ev = [e for p in glob.glob(sys.argv[1] + "/p.*.json.gz")
+      for e in json.load(gzip.open(p))["traceEvents"] if e.get("cat") == "annotation"]
+outer = [e for e in ev if e["ph"] == "X" and e["name"] == "outer"]
+ok = len(outer) == t * 4 and all(e["args"]["ioctls"] == 3 for e in outer)
+sys.exit(0 if ok else "%d outer ranges: %s" % (len(outer), [e["args"] for e in outer][:3]))
+PY
 	fi
 
 	# ---- 2. Chrome: slices on the threads, ioctls nested under them ----

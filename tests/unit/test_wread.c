@@ -79,25 +79,160 @@ static void capinfo(struct kx_capinfo *ci, uint64_t stop)
 	ci->stop_mono_ns = stop;
 }
 
+/* A thread of the first process that makes no call, only annotations. */
+#define LONE_TID 799
+
+/* An annotation record and its strings. */
+struct annrec {
+	struct kx_ann a;
+	const char *name, *cat;
+};
+
+static void ann_put(struct annrec *r, size_t *n, unsigned int what, uint64_t ts, uint32_t tid,
+                    uint16_t depth, uint64_t begin, uint64_t id, const char *name)
+{
+	struct annrec *x = &r[(*n)++];
+
+	memset(x, 0, sizeof(*x));
+	x->a = (struct kx_ann){.ts = ts,
+	                       .begin = begin ? begin : ts,
+	                       .id = id,
+	                       .tid = tid,
+	                       .pid = tid == LONE_TID ? 700 : 700 + (tid - 700) / 20,
+	                       .what = (uint16_t)what,
+	                       .depth = depth};
+	x->name = name ? name : "";
+	x->cat = name && !strcmp(name, "layer") ? "nvtx" : "";
+}
+
+/* Open ranges of one thread while its calls are annotated. */
+struct ann_thread {
+	uint64_t outer, inner; /* ns, their pushes; 0: not open */
+	uint64_t prev_end;     /* ns, the end of its last call */
+	size_t k;              /* its calls so far */
+};
+
+/* The records in the gap before call e, the thread's k-th: the inner and
+ * outer ranges that end, those that begin ("step" around 8 calls, "layer"
+ * around 2), a mark every 5 calls. With touch, the 10th call's "layer"
+ * begins at the nanosecond the call before it ended. */
+static void ann_gap(struct annrec *r, size_t *n, struct ann_thread *t, const struct kx_ioctl *e,
+                    int touch)
+{
+	uint64_t base = t->k ? t->prev_end : e->ts - 900;
+
+	if (t->k % 2 == 0 && t->inner) {
+		ann_put(r, n, KX_ANN_POP, base + 100, e->tid, 2, t->inner, 0, NULL);
+		t->inner = 0;
+	}
+	if (t->k % 8 == 0 && t->outer) {
+		ann_put(r, n, KX_ANN_POP, base + 200, e->tid, 1, t->outer, 0, NULL);
+		t->outer = 0;
+	}
+	if (t->k % 8 == 0) {
+		t->outer = base + 300;
+		ann_put(r, n, KX_ANN_PUSH, t->outer, e->tid, 1, 0, 0, "step");
+	}
+	if (t->k % 2 == 0) {
+		t->inner = touch && t->k == 10 ? base : base + 500;
+		ann_put(r, n, KX_ANN_PUSH, t->inner, e->tid, 2, 0, 0, "layer");
+	}
+	if (t->k % 5 == 0)
+		ann_put(r, n, KX_ANN_MARK, base + 700, e->tid, 2, 0, 0, "tick");
+}
+
+static int ann_cmp(const void *a, const void *b)
+{
+	const struct annrec *x = a, *y = b;
+
+	return x->a.ts < y->a.ts ? -1 : x->a.ts > y->a.ts;
+}
+
+/*
+ * The annotations of the calls c (in the order they were made), in time
+ * order, into r (room for 4 a call and 2 a thread): every thread's calls in
+ * nested ranges, those of the first thread left open at the end; every 300
+ * calls of the first thread, a cross-thread range it starts and the second
+ * thread (same process) ends in its next gap, the last one never ended; the
+ * first ended, and a mark made, by a thread that makes no call.
+ * touch: one range begins as a call of its thread ends. Returns the records
+ * made; *stop moves past the last.
+ */
+static size_t annotate(const struct call *c, size_t n, struct annrec *r, int touch, uint64_t *stop)
+{
+	struct ann_thread th[THREADS] = {0};
+	uint64_t starts[64], xid = 0;
+	size_t m = 0, ended = 0;
+
+	for (int t = 0; t < THREADS; t++)
+		for (size_t i = 0; i < n; i++) {
+			const struct kx_ioctl *e = &c[i].e;
+			struct ann_thread *a = &th[t];
+			uint64_t base = a->k ? a->prev_end : e->ts - 900;
+
+			if (e->tid != 700 + (uint32_t)t * 10)
+				continue;
+			ann_gap(r, &m, a, e, touch && t == 2);
+			if (t == 0 && a->k % 300 == 150 && xid < 64) {
+				starts[xid++] = base + 800;
+				ann_put(r, &m, KX_ANN_START, base + 800, e->tid, 0, 0, xid,
+				        "batch");
+			}
+			if (t == 1 && ended + 1 < xid && starts[ended] < base + 800) {
+				ann_put(r, &m, KX_ANN_END, base + 800, ended ? e->tid : LONE_TID, 0,
+				        starts[ended], ended + 1, NULL);
+				ended++;
+			}
+			if (t == 1 && a->k == 500)
+				ann_put(r, &m, KX_ANN_MARK, base + 900, LONE_TID, 0, 0, 0, "lone");
+			a->prev_end = e->ts + e->dur;
+			a->k++;
+		}
+	for (int t = 1; t < THREADS; t++) {
+		if (th[t].inner)
+			ann_put(r, &m, KX_ANN_POP, th[t].prev_end + 100, 700 + (uint32_t)t * 10, 2,
+			        th[t].inner, 0, NULL);
+		if (th[t].outer)
+			ann_put(r, &m, KX_ANN_POP, th[t].prev_end + 200, 700 + (uint32_t)t * 10, 1,
+			        th[t].outer, 0, NULL);
+		if (th[t].prev_end + 200 >= *stop)
+			*stop = th[t].prev_end + 201;
+	}
+	qsort(r, m, sizeof(*r), ann_cmp);
+	return m;
+}
+
 /*
  * n calls over THREADS threads, each thread's calls back to back with gaps,
  * a few of them long (up to 300 ms, so their records come late), written in
  * the order they returned (with by_thread, thread by thread); a task naming
  * each thread first; a CPU sample every 40 calls; with job != 0 a job record
- * too, with overlap != 0 one thread's call overlaps its previous one.
+ * too, with overlap != 0 one thread's call overlaps its previous one; with
+ * ann (ANN_*), the annotations of annotate() and counter records before
+ * every 7th call, each record where a recorder writes it.
  * Returns 0 when written.
  */
-static int write_capture_as(const char *path, size_t n, int job, int overlap, int by_thread)
+#define ANN_RANGES   1 /* annotate() */
+#define ANN_TOUCH    2 /* annotate() with touch */
+#define ANN_COUNTERS 4 /* counter records */
+
+static int write_capture_as(const char *path, size_t n, int job, int overlap, int by_thread,
+                            int ann)
 {
 	struct call *c = calloc(n, sizeof(*c));
+	struct annrec *ar = ann ? calloc(4 * n + 2 * THREADS + 64, sizeof(*ar)) : NULL;
+	size_t nar = 0, ai = 0;
 	uint64_t clock[THREADS], rng = 0x9e3779b97f4a7c15ULL, stop = T0;
 	struct kx_kxp_writer *w;
 	struct kx_capinfo ci;
 	char err[256];
 	int rc = -1;
 
-	if (!c)
+	if (!c || (ann && !ar)) {
+		free(c);
+		free(ar);
 		return -1;
+	}
 	for (int t = 0; t < THREADS; t++)
 		clock[t] = T0 + (uint64_t)t * 777;
 	for (size_t i = 0; i < n; i++) {
@@ -132,8 +267,12 @@ static int write_capture_as(const char *path, size_t n, int job, int overlap, in
 				c[i].e.ts = c[5].e.ts + c[5].e.dur / 2;
 				break;
 			}
+	if (ann & (ANN_RANGES | ANN_TOUCH))
+		nar = annotate(c, n, ar, ann & ANN_TOUCH, &stop);
 	qsort(c, n, sizeof(*c), by_thread ? tid_cmp : end_cmp);
 	capinfo(&ci, stop + 1);
+	if (ann & ANN_COUNTERS)
+		snprintf(ci.counters.names, sizeof(ci.counters.names), "task-clock");
 	w = kx_kxp_create(path, &ci, err, sizeof(err));
 	if (!w)
 		goto out;
@@ -146,7 +285,27 @@ static int write_capture_as(const char *path, size_t n, int job, int overlap, in
 		if (kx_kxp_add_task(w, &k))
 			goto out;
 	}
+	if (ann) {
+		struct kx_task k = {.ts = T0, .pid = 700, .tid = LONE_TID, .what = KX_TASK_SEEN};
+
+		snprintf(k.comm, sizeof(k.comm), "lone");
+		if (kx_kxp_add_task(w, &k))
+			goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
+		for (; ai < nar && ar[ai].a.ts < c[i].e.ts + c[i].e.dur; ai++)
+			if (kx_kxp_add_ann(w, &ar[ai].a, ar[ai].name, ar[ai].cat))
+				goto out;
+		if ((ann & ANN_COUNTERS) && i % 7 == 0) {
+			struct kx_ctr_ev ce = {.ts = c[i].e.ts,
+			                       .pid = c[i].e.pid,
+			                       .tid = c[i].e.tid,
+			                       .n = 1,
+			                       .v = {i}};
+
+			if (kx_kxp_add_ctr(w, &ce))
+				goto out;
+		}
 		if (kx_kxp_add_ioctl(w, &c[i].e, c[i].e.arg_in_len ? c[i].arg : NULL))
 			goto out;
 		if (i % 40 == 0) {
@@ -169,6 +328,9 @@ static int write_capture_as(const char *path, size_t n, int job, int overlap, in
 				goto out;
 		}
 	}
+	for (; ai < nar; ai++)
+		if (kx_kxp_add_ann(w, &ar[ai].a, ar[ai].name, ar[ai].cat))
+			goto out;
 	rc = kx_kxp_close(w, &ci, err, sizeof(err));
 	w = NULL;
 out:
@@ -177,12 +339,13 @@ out:
 	if (w)
 		kx_kxp_discard(w);
 	free(c);
+	free(ar);
 	return rc;
 }
 
 static int write_capture(const char *path, size_t n, int job, int overlap)
 {
-	return write_capture_as(path, n, job, overlap, 0);
+	return write_capture_as(path, n, job, overlap, 0, 0);
 }
 
 /* A part's bytes: its Chrome JSON then its XSpace. NULL on failure. */
@@ -280,6 +443,8 @@ static int compare_part(void *ctx, struct kx_store *s, size_t k)
 	if (!an)
 		return 1;
 	an->whole = &c->w->whole;
+	if (c->w->ranges)
+		kx_analysis_lend_ranges(an, c->w->ranges);
 	c->events += kx_store_ioctl_count(s);
 	b = part_bytes(an, &c->w->plan.w[k], k, c->w->plan.n, &len);
 	c->parts++;
@@ -311,7 +476,8 @@ static void whole_free(struct whole_parts *wp)
 }
 
 /* The windows' parts against the whole capture's, for a limit. */
-static void check_parts(size_t nioc, size_t limit, size_t *parts, size_t *late, size_t *peak)
+static void check_parts(size_t nioc, size_t limit, int ann, size_t *parts, size_t *late,
+                        size_t *peak)
 {
 	static struct kx_wread w;
 	struct whole_parts wp = {0};
@@ -320,11 +486,14 @@ static void check_parts(size_t nioc, size_t limit, size_t *parts, size_t *late, 
 
 	snprintf(path, sizeof(path), "%s/cap.kxp", dir);
 	*parts = 0;
-	CHECK(write_capture(path, nioc, 0, 0) == 0);
+	CHECK(write_capture_as(path, nioc, 0, 0, 0, ann) == 0);
 	CHECK(whole_read(path, limit, &wp) == 0);
 	CHECK(kx_wread_open(&w, path, limit, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory == NULL);
 	CHECK_EQ_U(w.plan.n, wp.n);
+	/* The annotated capture has every kind of range: the cases are exercised. */
+	CHECK(!ann || (w.ranges && w.ranges->cross_first < w.ranges->n &&
+	               w.ranges->anom.open == 2 && w.ranges->anom.open_cross == 1));
 	CHECK(kx_wread_run(&w, compare_part, &c, err, sizeof(err)) == 0);
 	CHECK_EQ_U(c.parts, wp.n);
 	CHECK_EQ_U(c.same, wp.n);
@@ -341,7 +510,7 @@ static void test_parts_identical(void)
 {
 	size_t parts = 0, late = 0, peak = 0;
 
-	check_parts(30000, 2500, &parts, &late, &peak);
+	check_parts(30000, 2500, 0, &parts, &late, &peak);
 	if (kxt_cur_failed)
 		return;
 	printf("# %zu parts, %zu late calls, at most %zu windows open\n", parts, late, peak);
@@ -355,11 +524,26 @@ static void test_small_windows(void)
 	size_t parts = 0, late = 0, peak = 0;
 
 	/* Windows far shorter than the long calls: many late ones per window. */
-	check_parts(6000, 150, &parts, &late, &peak);
+	check_parts(6000, 150, 0, &parts, &late, &peak);
 	if (kxt_cur_failed)
 		return;
 	printf("# %zu parts, %zu late calls, at most %zu windows open\n", parts, late, peak);
 	CHECK(parts >= 40);
+}
+
+/* Annotation ranges across the cuts, cross-thread ones, open ones, marks:
+ * every part is the in-memory one. */
+static void test_annotated(void)
+{
+	size_t parts = 0, late = 0, peak = 0;
+
+	check_parts(30000, 2500, ANN_RANGES, &parts, &late, &peak);
+	if (kxt_cur_failed)
+		return;
+	printf("# %zu parts, %zu late calls, at most %zu windows open\n", parts, late, peak);
+	CHECK(parts >= 12);
+	CHECK(late > 0);
+	CHECK(peak <= 2);
 }
 
 static void test_fits_one(void)
@@ -392,9 +576,17 @@ static void test_read_whole_when_needed(void)
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory && strstr(w.in_memory, "overlap"));
 	kx_wread_free(&w);
-	CHECK(write_capture_as(path, 2000, 0, 0, 1) == 0);
+	CHECK(write_capture_as(path, 2000, 0, 0, 1, 0) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory && strstr(w.in_memory, "order of time"));
+	kx_wread_free(&w);
+	CHECK(write_capture_as(path, 2000, 0, 0, 0, ANN_TOUCH) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "annotation range and a call"));
+	kx_wread_free(&w);
+	CHECK(write_capture_as(path, 2000, 0, 0, 0, ANN_RANGES | ANN_COUNTERS) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "perf counters"));
 	kx_wread_free(&w);
 	unlink(path);
 }
@@ -419,6 +611,7 @@ int main(void)
 	}
 	RUN(test_parts_identical);
 	RUN(test_small_windows);
+	RUN(test_annotated);
 	RUN(test_fits_one);
 	RUN(test_read_whole_when_needed);
 	RUN(test_not_a_record_file);

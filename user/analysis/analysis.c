@@ -72,10 +72,19 @@ void kx_analysis_free(struct kx_analysis *an)
 	if (!an)
 		return;
 	kx_jobs_free(an->jobs);
-	kx_ranges_free(an->ranges);
+	if (!an->ranges_lent)
+		kx_ranges_free(an->ranges);
 	kx_timeline_free(an->timeline);
 	kx_ctrstats_free(an->counters);
 	free(an);
+}
+
+void kx_analysis_lend_ranges(struct kx_analysis *an, struct kx_ranges *rg)
+{
+	if (!an->ranges_lent)
+		kx_ranges_free(an->ranges);
+	an->ranges = rg;
+	an->ranges_lent = 1;
 }
 
 void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx)

@@ -31,7 +31,7 @@
 struct kx_whole {
 	uint64_t first_ts; /* ns, the earliest ioctl start of the capture (UINT64_MAX: none) */
 	uint64_t ioctls;   /* ioctl events of the capture */
-	uint64_t *threads; /* pid << 32 | tid of every thread with ioctls, sorted, distinct */
+	uint64_t *threads; /* pid << 32 | tid of each thread with ioctls or annotations, sorted */
 	size_t nthreads;
 };
 
@@ -43,6 +43,7 @@ struct kx_analysis {
 	struct kx_timeline *timeline;
 	struct kx_ctrstats *counters; /* perf counters inside calls, NULL when none */
 	struct kx_ranges *ranges;     /* annotation ranges, nested with the timeline's ioctls */
+	int ranges_lent;              /* ranges are another's (kx_analysis_lend_ranges) */
 	struct kx_read_loss loss;     /* what reading the record file lost (set by the caller) */
 	const struct kx_whole *whole; /* set by the caller for one window of a capture, else NULL */
 };
@@ -54,6 +55,14 @@ struct kx_analysis {
 struct kx_analysis *kx_analysis_build(const struct kx_store *s, const struct kx_capinfo *ci,
                                       char *err, size_t errlen);
 void kx_analysis_free(struct kx_analysis *an);
+
+/*
+ * For one window of a capture (analysis/wread.h): the whole capture's
+ * annotation ranges, paired as the file was read, replace those of the
+ * window's store (which holds no annotation events). rg stays the
+ * lender's: it must outlive an, which does not free it.
+ */
+void kx_analysis_lend_ranges(struct kx_analysis *an, struct kx_ranges *rg);
 
 /* Every warning of the analysed capture, in a fixed order: loss and hooks,
  * job anomalies, annotation anomalies, events the nesting rule shortened,

@@ -386,6 +386,7 @@ struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capi
 	if (!rg)
 		return NULL;
 	rg->first_ts = UINT64_MAX;
+	rg->strings = s;
 	if (ci)
 		rg->kernel = ci->ann;
 	memset(&p, 0, sizeof(p));

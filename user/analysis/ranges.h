@@ -85,10 +85,11 @@ struct kx_ranges {
 	struct kx_range_thread *threads; /* by tid */
 	size_t nthreads;
 	struct kx_ranges_anomalies anom;
-	struct kx_ann_info kernel; /* the capture's own counts (capinfo) */
-	uint64_t first_ts;         /* ns, earliest start; UINT64_MAX when none */
-	uint64_t events;           /* annotation events read */
-	uint64_t found;            /* ranges and marks made of them (n, when r holds them) */
+	struct kx_ann_info kernel;      /* the capture's own counts (capinfo) */
+	uint64_t first_ts;              /* ns, earliest start; UINT64_MAX when none */
+	uint64_t events;                /* annotation events read */
+	uint64_t found;                 /* ranges and marks made of them (n, when r holds them) */
+	const struct kx_store *strings; /* the store whose strings name and cat are ids of */
 };
 
 /*

@@ -24,6 +24,7 @@ struct kx_srange_thread {
 	uint64_t last_ann;         /* ns, its last push or pop */
 	uint64_t io_start, io_end; /* ns, its last ioctl since its first annotation */
 	int has_io;
+	uint32_t tid;
 };
 
 struct kx_srange_cross {
@@ -59,7 +60,11 @@ static struct kx_srange_thread *thread_find(struct kx_sranges *s, uint32_t tid)
 
 static struct kx_srange_thread *thread_get(struct kx_sranges *s, uint32_t tid)
 {
-	return kx_tidtab_get(&s->threads, tid, 1);
+	struct kx_srange_thread *t = kx_tidtab_get(&s->threads, tid, 1);
+
+	if (t)
+		t->tid = tid;
+	return t;
 }
 
 /* The row of a name, as the store would keep the name (cut to its limit). */
@@ -110,6 +115,29 @@ static int on_push(struct kx_sranges *s, const struct kx_ann *a, const char *nam
 	return 0;
 }
 
+/* A thread range's ioctls kept for the caller (when it asked, and there are some). */
+static int keep_count(struct kx_sranges *s, uint32_t tid, const struct open_range *o)
+{
+	if (!s->keep || !o->ioctls)
+		return 0;
+	if (kx_grow((void **)&s->counts, &s->counts_cap, s->ncounts, sizeof(*s->counts)))
+		return -1;
+	s->counts[s->ncounts++] = (struct kx_srange_count){o->ts, o->ioctls, tid, o->depth};
+	return 0;
+}
+
+/* At the end, a thread's open ranges hold their nested ones' ioctls too. */
+static int keep_open(struct kx_sranges *s, struct kx_srange_thread *t)
+{
+	for (size_t d = t->depth; s->keep && d-- > 0;) {
+		if (keep_count(s, t->tid, &t->stack[d]))
+			return -1;
+		if (d)
+			t->stack[d - 1].ioctls += t->stack[d].ioctls;
+	}
+	return 0;
+}
+
 static int on_pop(struct kx_sranges *s, const struct kx_ann *a, const uint64_t *last_end)
 {
 	struct kx_srange_thread *t = thread_get(s, a->tid);
@@ -132,6 +160,8 @@ static int on_pop(struct kx_sranges *s, const struct kx_ann *a, const uint64_t *
 	}
 	if (t->depth)
 		t->stack[t->depth - 1].ioctls += o.ioctls;
+	if (keep_count(s, a->tid, &o))
+		return -1;
 	return row_add(s, o.row, a->ts > o.ts ? a->ts - o.ts : 0, o.ioctls);
 }
 
@@ -230,12 +260,14 @@ int kx_sranges_finish(struct kx_sranges *s, uint64_t stop_ns, struct kx_stats *s
 	uint64_t end = stop_ns > s->last_ts ? stop_ns : s->last_ts;
 
 	for (size_t i = 0; i < s->threads.n; i++) {
-		const struct kx_srange_thread *t = kx_tidtab_at(&s->threads, i);
+		struct kx_srange_thread *t = kx_tidtab_at(&s->threads, i);
 
 		s->anom.open += t->depth;
 		if (t->depth && t->has_io && t->io_end > end)
 			because(s, "an annotation range open at the end is drawn past a call of "
 			           "its thread");
+		if (keep_open(s, t))
+			return -1;
 	}
 	s->anom.open_cross += kx_slots_live(&s->cross);
 	s->found += s->anom.open + s->anom.open_cross;
@@ -256,6 +288,7 @@ void kx_sranges_free(struct kx_sranges *s)
 	for (size_t i = 0; i < s->threads.n; i++)
 		free(((struct kx_srange_thread *)kx_tidtab_at(&s->threads, i))->stack);
 	kx_tidtab_free(&s->threads);
+	free(s->counts);
 	kx_slots_free(&s->cross);
 	kx_hmap_free(&s->open);
 	kx_hmap_free(&s->lost);

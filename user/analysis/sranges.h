@@ -40,6 +40,14 @@
 
 struct kx_srange_thread; /* sranges.c */
 
+/* The ioctls a thread range holds, for a caller that keeps them (keep). */
+struct kx_srange_count {
+	uint64_t begin;  /* ns, its push */
+	uint64_t ioctls; /* its thread's ioctls inside it, those of nested ranges included */
+	uint32_t tid;
+	uint16_t depth; /* its level, as kx_range.depth */
+};
+
 struct kx_sranges {
 	const char *why;      /* the first reason the stream cannot pair exactly; NULL: it can */
 	struct kx_stats rows; /* the annotation rows so far */
@@ -52,6 +60,9 @@ struct kx_sranges {
 	struct kx_hmap open;      /* (pid, id) -> slot in cross */
 	struct kx_slots cross;    /* the open cross-thread ranges (struct kx_srange_cross) */
 	struct kx_hmap lost;      /* hash(pid, id, begin): ends whose start was not open */
+	int keep; /* set by the caller: counts gets every thread range with ioctls */
+	struct kx_srange_count *counts; /* as they close; at finish, those left open */
+	size_t ncounts, counts_cap;
 };
 
 void kx_sranges_init(struct kx_sranges *s);

@@ -62,11 +62,6 @@ void kx_streamcheck_job(struct kx_streamcheck *c)
 	because(c, "device jobs (timelines link jobs to their ioctls)");
 }
 
-void kx_streamcheck_ann(struct kx_streamcheck *c)
-{
-	because(c, "annotations (ranges nest with the thread's ioctls)");
-}
-
 void kx_streamcheck_ctr(struct kx_streamcheck *c)
 {
 	because(c, "perf counters (matched with their calls)");

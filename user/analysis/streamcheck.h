@@ -7,11 +7,9 @@
  *   - job records (device timelines pair jobs with the ioctls that
  *     submitted or waited for them; the streamed report keeps what they
  *     need, analysis/sjobs.h, and does not ask),
- *   - annotation records (ranges nest with the same thread's ioctls; the
- *     streamed report pairs them itself, analysis/sranges.h, and does not
- *     ask),
  *   - counter records (counters are matched with their calls; the streamed
- *     report joins those its header names, analysis/sctrstats.h),
+ *     report joins those its header names, analysis/sctrstats.h, and asks
+ *     only for the others),
  *   - an ioctl that memory accounting counts (memory rows by device), unless
  *     the caller keeps those ioctls itself (keep_mem: the streamed report
  *     keeps them, few as they are, for the memory rows),
@@ -49,9 +47,9 @@ struct kx_streamcheck {
 /* One ioctl (arg: its argument bytes, NULL when none). 0, or -1 when out of
  * memory. c->why is set when it is a reason. */
 int kx_streamcheck_ioctl(struct kx_streamcheck *c, const struct kx_ioctl *e, const uint8_t *arg);
-/* Records that are reasons by their kind alone. */
+/* Records that are reasons by their kind alone. Annotation records are
+ * not: both streams pair them themselves (analysis/sranges.h). */
 void kx_streamcheck_job(struct kx_streamcheck *c);
-void kx_streamcheck_ann(struct kx_streamcheck *c);
 void kx_streamcheck_ctr(struct kx_streamcheck *c);
 /* The end (ns) of thread tid's last call: 1 with *end set, 0 when it made none. */
 int kx_streamcheck_last_end(const struct kx_streamcheck *c, uint32_t tid, uint64_t *end);

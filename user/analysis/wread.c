@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/sranges.h"
 #include "analysis/streamcheck.h"
 #include "analysis/wread.h"
 #include "model/samples.h"
@@ -21,9 +22,10 @@ static int is_late(int any, uint64_t max, uint64_t ts)
 struct p1 {
 	struct kx_wread *w;
 	struct kx_streamcheck check;
-	struct kx_whist *starts; /* the plan's first level */
-	struct kx_hmap threads;  /* pid << 32 | tid of the threads with ioctls */
-	uint64_t last_key;       /* the latest added (calls come in runs of a thread) */
+	struct kx_sranges ranges; /* the annotation ranges, paired as they pass */
+	struct kx_whist *starts;  /* the plan's first level */
+	struct kx_hmap threads;   /* pid << 32 | tid of the threads with ioctls */
+	uint64_t last_key;        /* the latest added (calls come in runs of a thread) */
 	uint64_t maxstart, seq;
 	int any, oom, stop;
 };
@@ -62,10 +64,10 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 
 	if (!p1_active(c))
 		return;
-	if (kx_streamcheck_ioctl(&c->check, e, arg))
+	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_sranges_ioctl(&c->ranges, e))
 		return p1_oom(c);
-	if (c->check.why) {
-		c->w->in_memory = c->check.why;
+	if (c->check.why || c->ranges.why) {
+		c->w->in_memory = c->check.why ? c->check.why : c->ranges.why;
 		return p1_stop(c);
 	}
 	kx_whist_see(c->starts, e->ts);
@@ -105,8 +107,8 @@ static void p1_sample(void *ctx, const struct kx_sample *s)
 
 static void p1_reason(struct p1 *c)
 {
-	if (p1_active(c) && c->check.why) {
-		c->w->in_memory = c->check.why;
+	if (p1_active(c) && (c->check.why || c->ranges.why)) {
+		c->w->in_memory = c->check.why ? c->check.why : c->ranges.why;
 		p1_stop(c);
 	}
 }
@@ -118,11 +120,26 @@ static void p1_job(void *ctx, const struct kx_job *j)
 	p1_reason(ctx);
 }
 
+/* Paired as they pass, and kept in the side store: the whole capture's
+ * ranges are made of them once the file is read (whole_ranges). */
 static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
 {
-	(void)a, (void)name, (void)cat;
-	kx_streamcheck_ann(&((struct p1 *)ctx)->check);
-	p1_reason(ctx);
+	struct p1 *c = ctx;
+	uint64_t end;
+	int known;
+
+	if (!p1_active(c))
+		return;
+	known = kx_streamcheck_last_end(&c->check, a->tid, &end);
+	if (kx_sranges_ann(&c->ranges, a, name, cat, known ? &end : NULL))
+		return p1_oom(c);
+	/* A store that refuses one holds what a store of the whole capture
+	 * would refuse: that one counts it, and says so. */
+	if (kx_store_add_ann(c->w->side, a, name, cat)) {
+		c->w->in_memory = "the annotation events do not fit the store";
+		return p1_stop(c);
+	}
+	p1_reason(c);
 }
 
 static void p1_ctr(void *ctx, const struct kx_ctr_ev *e)
@@ -155,6 +172,97 @@ static int whole_threads(struct kx_whole *wh, const struct kx_hmap *m)
 	return 0;
 }
 
+/* ---- the whole capture's annotation ranges ---- */
+
+/* The thread range of tid that began at begin at level depth, or NULL. */
+static struct kx_range *thread_range(struct kx_ranges *rg, uint32_t tid, uint64_t begin,
+                                     uint16_t depth)
+{
+	const struct kx_range_thread *t = kx_ranges_thread(rg, tid);
+	size_t lo, hi;
+
+	if (!t)
+		return NULL;
+	lo = t->first;
+	hi = t->first + t->count;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rg->r[mid].begin < begin)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < t->first + t->count && rg->r[lo].begin == begin; lo++)
+		if (rg->r[lo].kind == KX_RANGE_THREAD && rg->r[lo].depth == depth)
+			return &rg->r[lo];
+	return NULL;
+}
+
+/* Adds pid << 32 | tid of a thread to the capture's. 0, or -1 when out of memory. */
+static int thread_add(struct kx_hmap *threads, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid;
+
+	return kx_hmap_get(threads, key) ? 0 : kx_hmap_add(threads, key, 0);
+}
+
+/* The threads that annotated (ranges, marks, cross-thread starts and ends)
+ * are the capture's, calls or not, as in memory. 0, or -1 when out of memory. */
+static int range_threads(const struct kx_ranges *rg, struct kx_hmap *threads)
+{
+	for (size_t i = 0; i < rg->nthreads; i++)
+		if (thread_add(threads, rg->threads[i].pid, rg->threads[i].tid))
+			return -1;
+	for (size_t i = rg->cross_first; i < rg->n; i++)
+		if (thread_add(threads, rg->r[i].pid, rg->r[i].tid) ||
+		    (rg->r[i].end_tid && thread_add(threads, rg->r[i].pid, rg->r[i].end_tid)))
+			return -1;
+	return 0;
+}
+
+/*
+ * Once the file is read, the ranges of its annotation events (in the side
+ * store), with the ioctls each held as they passed: the stream's pairing
+ * found none of the cases where nesting them with the ioctls would change
+ * a range (analysis/sranges.h), so this is what the whole capture's
+ * analysis makes of them. Their starts join the plan's, their threads the
+ * capture's. 0 (w->in_memory may be set now), or -1 when out of memory.
+ */
+static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hmap *threads,
+                        struct kx_whist *starts)
+{
+	struct kx_stats rows = {0};
+	int rc = kx_sranges_finish(sr, w->ci.stop_mono_ns, &rows);
+
+	kx_stats_free(&rows);
+	if (rc)
+		return -1;
+	if (sr->why) {
+		w->in_memory = sr->why;
+		return 0;
+	}
+	if (!kx_store_ann_count(w->side))
+		return 0;
+	w->ranges = kx_ranges_build(w->side, &w->ci, NULL, NULL);
+	if (!w->ranges)
+		return -1;
+	for (size_t i = 0; i < sr->ncounts; i++) {
+		const struct kx_srange_count *k = &sr->counts[i];
+		struct kx_range *r = thread_range(w->ranges, k->tid, k->begin, k->depth);
+
+		if (!r) {
+			w->in_memory = "an annotation range the stream paired is not one of the "
+			               "capture's";
+			return 0;
+		}
+		r->ioctls = k->ioctls;
+	}
+	for (size_t i = 0; i < w->ranges->n; i++)
+		kx_whist_see(starts, w->ranges->r[i].begin);
+	return range_threads(w->ranges, threads);
+}
+
 /* ---- the plan: the file as a source of event starts ---- */
 
 static void starts_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -175,6 +283,8 @@ static int walk_file(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 	struct kx_kxp_read_result res;
 	struct kx_capinfo ci;
 
+	for (size_t i = 0; w->ranges && i < w->ranges->n; i++)
+		kx_wpass_see(p, w->ranges->r[i].begin);
 	return kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
 }
 
@@ -236,11 +346,14 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	w->limit = limit;
 	w->budget = budget;
 	w->whole.first_ts = UINT64_MAX;
+	kx_sranges_init(&c.ranges);
+	c.ranges.keep = 1;
 	c.starts = kx_whist_new();
 	w->side = kx_store_new(budget);
 	w->late = kx_store_new(budget);
 	if (!c.starts || !w->side || !w->late || !kx_store_samples(w->side)) {
 		kx_whist_free(c.starts);
+		kx_sranges_free(&c.ranges);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -250,11 +363,13 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	if (rc) {
 		snprintf(err, errlen, "%s", w->damage);
 		w->damage[0] = 0;
-	} else if (c.oom || whole_threads(&w->whole, &c.threads)) {
+	} else if (c.oom || (!w->in_memory && whole_ranges(w, &c.ranges, &c.threads, c.starts)) ||
+	           whole_threads(&w->whole, &c.threads)) {
 		snprintf(err, errlen, "out of memory reading %s", path);
 		rc = -1;
 	}
 	kx_hmap_free(&c.threads);
+	kx_sranges_free(&c.ranges);
 	/* Records far from the order of time: windows would hold no less. */
 	if (!rc && !w->in_memory && w->nlate > limit)
 		w->in_memory = "records far from the order of time (more calls came late than a "
@@ -434,6 +549,7 @@ int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_
 
 void kx_wread_free(struct kx_wread *w)
 {
+	kx_ranges_free(w->ranges);
 	kx_store_free(w->side);
 	kx_store_free(w->late);
 	free(w->late_seq);

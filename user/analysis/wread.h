@@ -8,13 +8,20 @@
  * events' count, first and last start, the whole capture's facts every part
  * shows (analysis.h's kx_whole), and, in a side store, what every window
  * needs whole: tasks (thread names), CPU samples and off-CPU intervals with
- * their symbols (a rate per CPU, not per event). It also keeps the late
+ * their symbols (a rate per CPU, not per event), and the annotation events.
+ * The annotation ranges are paired as the records pass (analysis/sranges.h:
+ * it finds the cases where nesting them with the calls would change them,
+ * and the file is then read whole), with the ioctls each holds; once the
+ * file is read, they are the whole capture's ranges (ranges), lent to every
+ * window's analysis (kx_analysis_lend_ranges): a range that spans a cut is
+ * drawn, whole, in the part where it starts. It also keeps the late
  * ioctls: a record is written when its call returns, so a long call's
  * record comes after those of calls that started after it. A record whose
  * start is more than KX_WREAD_LATE_NS before the latest start read before
  * it is late: it is kept, with its place among the file's ioctls. The
- * windows are planned from the starts seen (more passes over the file only
- * when some bucket of the plan holds more events than a window may).
+ * windows are planned from the starts seen, ranges' included (more passes
+ * over the file only when some bucket of the plan holds more events than a
+ * window may).
  *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place. The window [from, to) is
@@ -27,8 +34,9 @@
  * capture in memory.
  *
  * Memory: the windows open at once (those that end less than
- * KX_WREAD_LATE_NS before the latest start: one or two), the side store and
- * the late ioctls (calls longer than about KX_WREAD_LATE_NS). A file with
+ * KX_WREAD_LATE_NS before the latest start: one or two), the side store
+ * (with the annotation events and ranges: about 150 bytes a range, as many
+ * as the capture has), and the late ioctls (calls longer than about KX_WREAD_LATE_NS). A file with
  * more late ioctls than a window holds (records far from the order of time,
  * which a recorder does not write) is to be read whole.
  */
@@ -39,6 +47,7 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
+#include "analysis/ranges.h"
 #include "analysis/windows.h"
 #include "io/kxp.h"
 #include "model/capinfo.h"
@@ -51,7 +60,8 @@ struct kx_wread {
 	struct kx_capinfo ci;          /* header, then trailer facts */
 	struct kx_kxp_read_result res; /* what reading lost */
 	char damage[512];              /* its message (empty: nothing lost) */
-	struct kx_store *side;         /* tasks, samples and their symbols */
+	struct kx_store *side;         /* tasks, samples and their symbols, annotation events */
+	struct kx_ranges *ranges;      /* the whole capture's annotation ranges, NULL: none */
 	struct kx_store *late;         /* the late ioctls, in file order */
 	uint64_t *late_seq;            /* their places among the file's ioctl records */
 	uint32_t *late_win;            /* their windows */

@@ -908,7 +908,7 @@ static void ann_head(struct wbuf *w, const struct ctx *c, int *first, const char
 	PUT_LIT(w, "{\"ph\":\"");
 	put_mem(w, ph, strlen(ph));
 	PUT_LIT(w, "\",\"name\":");
-	wb_str(w, kx_store_ann_str(c->s, r->name));
+	wb_str(w, kx_store_ann_str(c->an->ranges->strings, r->name));
 	wb_need(w, EV_ROOM);
 	PUT_LIT(w, ",\"cat\":\"annotation\",\"pid\":");
 	put_u64(w, r->pid);
@@ -921,7 +921,7 @@ static void ann_head(struct wbuf *w, const struct ctx *c, int *first, const char
 /* The args of an annotation: its category, what it holds, whether it stayed open. */
 static void ann_args(struct wbuf *w, const struct ctx *c, const struct kx_range *r)
 {
-	const char *cat = kx_store_ann_str(c->s, r->cat);
+	const char *cat = kx_store_ann_str(c->an->ranges->strings, r->cat);
 
 	wb_need(w, EV_ROOM);
 	PUT_LIT(w, ",\"args\":{\"depth\":");
@@ -1049,7 +1049,7 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 	PUT_LIT(w, ",\"dropped_job_events\":");
 	put_u64(w, ci->job_dropped);
 	PUT_LIT(w, ",\"annotation_events\":");
-	put_u64(w, kx_store_ann_count(c->s));
+	put_u64(w, c->an->ranges->events);
 	PUT_LIT(w, ",\"dropped_annotation_events\":");
 	put_u64(w, ci->ann.dropped);
 	PUT_LIT(w, ",\"warnings\":[");

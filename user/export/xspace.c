@@ -864,7 +864,7 @@ static uint32_t ann_string(struct exporter *x, uint32_t *table, struct strtab *t
                            int frozen)
 {
 	if (!table[sid] && !frozen)
-		table[sid] = strtab_cstr(t, kx_store_ann_str(x->s, sid));
+		table[sid] = strtab_cstr(t, kx_store_ann_str(x->rg->strings, sid));
 	return table[sid];
 }
 
@@ -1810,8 +1810,8 @@ static int export(struct exporter *x, int fd)
 	if (kx_flows_build(&x->flows, x->an))
 		return fail(x, "out of memory finding the flows of %zu ioctls",
 		            kx_store_ioctl_count(x->s));
-	x->ann_mid = calloc(kx_store_ann_strings(x->s) + 1, sizeof(*x->ann_mid));
-	x->ann_cat = calloc(kx_store_ann_strings(x->s) + 1, sizeof(*x->ann_cat));
+	x->ann_mid = calloc(kx_store_ann_strings(x->rg->strings) + 1, sizeof(*x->ann_mid));
+	x->ann_cat = calloc(kx_store_ann_strings(x->rg->strings) + 1, sizeof(*x->ann_cat));
 	if (!x->ann_mid || !x->ann_cat)
 		return fail(x, "out of memory");
 	if (select_events(x))
