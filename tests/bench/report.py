@@ -582,23 +582,25 @@ def growth_table(data, cfg, out):
                    cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?"), cfg.get("GROWJOBS", "?"),
                    num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1))))
     out.append("")
-    convert_growth_table(g, out)
+    convert_growth_table(g, data.get("growann", {}), out)
 
 
-def convert_growth_table(g, out):
+def convert_growth_table(g, ann, out):
     """convert --chrome x.json.gz of the same captures: one window at a time against in memory."""
     rows = []
-    for n in sorted(g, key=int):
-        m = g[n]
+    caps = [(n, g[n], "") for n in sorted(g, key=int)]
+    caps += [(n, ann[n], "annotated: ") for n in sorted(ann, key=int)]
+    for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
-        for mode, name in (("stream", "`convert` (one window at a time)"),
-                           ("memory", "`convert --in-memory`")):
+        for mode, name in (("stream", kind + "`convert` (one window at a time)"),
+                           ("memory", kind + "`convert --in-memory`")):
             walls = list(m.get("conv_%s_wall_s" % mode, {}).values())
             rss = list(m.get("conv_%s_rss_kib" % mode, {}).values())
             outb = list(m.get("conv_%s_out_bytes" % mode, {}).values())
             if not walls or not rss:
                 continue
-            rows.append((ev, mode, name, walls, med(rss) / 1024, med(outb) / 1048576 if outb else None))
+            rows.append((ev, mode if not kind else "ann_" + mode, name, walls, med(rss) / 1024,
+                         med(outb) / 1048576 if outb else None))
     if not rows:
         return
     out.append("`kxprof convert --chrome x.json.gz` of the same captures (split by default into "

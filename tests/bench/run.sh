@@ -512,6 +512,23 @@ time_report() {
 	put "$row" "$n" "$r" "${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
 	put "$row" "$n" "$r" "${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
 }
+# time_convert ROW N ROUND MODE FILE: convert to .json.gz, split by default,
+# one window at a time (MODE stream) or read whole (memory): wall time, peak
+# RSS and the parts' bytes; -v's lines in grow.err.
+time_convert() {
+	local row=$1 n=$2 r=$3 mode=$4 f=$5 opt=()
+	[ "$mode" = memory ] && opt=(--in-memory)
+	wait_quiet
+	rm -f "$TMP"/grow*.json.gz
+	/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" -v convert "${opt[@]}" "$f" \
+		--chrome "$TMP/grow.json.gz" >/dev/null 2>"$TMP/grow.err" ||
+		{ echo "bench: $row convert $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; return 1; }
+	put "$row" "$n" "$r" "conv_${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
+	put "$row" "$n" "$r" "conv_${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
+	put "$row" "$n" "$r" "conv_${mode}_out_bytes" \
+		"$(stat -c %s "$TMP"/grow*.json.gz | awk '{s += $1} END {print s}')"
+	rm -f "$TMP"/grow*.json.gz
+}
 for n in $GROW_EVENTS; do
 	"$B/bench/bench_kxpgen" -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err" ||
 		{ echo "bench: bench_kxpgen failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
@@ -519,27 +536,16 @@ for n in $GROW_EVENTS; do
 	for r in $(seq "$EXPORT_ROUNDS"); do
 		for mode in stream memory; do
 			time_report grow "$n" "$r" "$mode" "$TMP/grow.kxp" || continue
-			opt=()
-			[ "$mode" = memory ] && opt=(--in-memory)
-			# convert to .json.gz, split by default: one window at a time, or read whole.
-			wait_quiet
-			rm -f "$TMP"/grow*.json.gz
-			/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" convert "${opt[@]}" \
-				"$TMP/grow.kxp" --chrome "$TMP/grow.json.gz" >/dev/null 2>"$TMP/grow.err" ||
-				{ echo "bench: convert $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; continue; }
-			put grow "$n" "$r" "conv_${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
-			put grow "$n" "$r" "conv_${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
-			put grow "$n" "$r" "conv_${mode}_out_bytes" \
-				"$(stat -c %s "$TMP"/grow*.json.gz | awk '{s += $1} END {print s}')"
-			rm -f "$TMP"/grow*.json.gz
+			time_convert grow "$n" "$r" "$mode" "$TMP/grow.kxp"
 		done
 		printf '.' >&2
 	done
 	put grow "$n" 1 events "$(jget "$TMP/grow.stream.json" 'd["Capture"]["received"]')"
 	rm -f "$TMP/grow.kxp"
 done
-# The report of an annotated capture of the largest size (bench_kxpgen -a:
-# NVTX-like ranges around the calls): the ranges paired as the file streams by.
+# The report and convert of an annotated capture of the largest size
+# (bench_kxpgen -a: NVTX-like ranges around the calls): the ranges paired as
+# the file streams by.
 n=${GROW_EVENTS##* }
 if "$B/bench/bench_kxpgen" -a -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err"; then
 	put growann "$n" 1 kxp_bytes "$(stat -c %s "$TMP/grow.kxp")"
@@ -548,6 +554,9 @@ if "$B/bench/bench_kxpgen" -a -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow
 			time_report growann "$n" "$r" "$mode" "$TMP/grow.kxp" || continue
 			[ "$mode" = stream ] && ! grep -q "was streamed" "$TMP/grow.err" &&
 				echo "bench: the annotated capture was not streamed: $(head -c 300 "$TMP/grow.err")" >&2
+			time_convert growann "$n" "$r" "$mode" "$TMP/grow.kxp" || continue
+			[ "$mode" = stream ] && ! grep -q "read one window at a time" "$TMP/grow.err" &&
+				echo "bench: the annotated capture was not converted in windows: $(head -c 300 "$TMP/grow.err")" >&2
 		done
 	done
 	put growann "$n" 1 events \
