@@ -8,9 +8,10 @@
 # json), every event of the unsplit output is in exactly one part, each
 # part's events start inside its window, a capture under the limit gives
 # byte for byte the output it gives unsplit, and bad values are refused
-# with exit 2. A capture without jobs, annotations or counters is read one
-# time window at a time: its parts are the bytes --in-memory gives, also when
-# a chunk is corrupt. Needs no BPF: it runs the same with and without /dev/kvm.
+# with exit 2. A capture without jobs is read one time window at a time
+# (with annotations: test_annotate.sh; with counters: test_counters.sh): its
+# parts are the bytes --in-memory gives, also when a chunk is corrupt. Needs no BPF: it runs the
+# same with and without /dev/kvm.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DUMP="$ROOT/scripts/xspace-dump.sh"
@@ -168,8 +169,8 @@ check split_part_refused_says grep -q "refuse.0002.json" "$TMP/refuse.err"
 check split_part_refused_nothing_written sh -c "! ls '$TMP'/refuse.0001.json >/dev/null 2>&1 &&
 	! find '$TMP/refuse' -name '*.xplane.pb' 2>/dev/null | grep -q ."
 
-# ---- Read one window at a time: a capture without jobs, annotations or
-# counters, whose threads' calls do not overlap (analysis/wread.h) ----
+# ---- Read one window at a time: a capture without jobs, whose threads'
+# calls do not overlap (analysis/wread.h) ----
 # Four threads of calls back to back, one call in 40 long (120 ms: its record
 # comes after many that started later), records in the order the calls
 # returned, as a recorder writes them. The parts are the bytes of the parts

@@ -66,6 +66,26 @@ check stream_counted python3 -c '
 import json,sys
 row = json.load(open(sys.argv[1]))["Counters"]["Rows"]["ioctl/loop"]["BLKZEROOUT"]
 sys.exit(not (row["Calls"] > 0 and row["context-switches"]["Mean"] >= 0.99))' "$TMP/s.json"
+# convert reads it one time window at a time (-v says so), each counter
+# record in the window of its call: every part is the bytes of the part
+# written from the whole capture in memory (--in-memory), counters included.
+for m in w m; do
+	opt=(-v convert)
+	[ $m = m ] && opt=(convert --in-memory)
+	mkdir -p "$TMP/win.$m"
+	"$KXPROF" "${opt[@]}" "$TMP/s.kxp" --split-events 40 --xplane "$TMP/win.$m/x" \
+		--chrome "$TMP/win.$m/p.json" >/dev/null 2>"$TMP/win.$m.err"
+	check "windowed_exit_$m" [ $? -eq 0 ]
+done
+check windowed_said grep -q "read one window at a time" "$TMP/win.w.err"
+check windowed_parts test "$(ls "$TMP/win.w"/p.*.json | wc -l)" -ge 3
+check windowed_same_chrome sh -c "cd '$TMP/win.w' && for f in p.*.json; do cmp -s \$f ../win.m/\$f || exit 1; done"
+check windowed_same_xspace bash -c "diff <(cd '$TMP/win.w/x' && find . -name '*.pb' -exec md5sum {} + | sort -k2) <(cd '$TMP/win.m/x' && find . -name '*.pb' -exec md5sum {} + | sort -k2) >/dev/null"
+check windowed_counters python3 -c '
+import glob, json, sys
+z = [e for p in glob.glob(sys.argv[1] + "/p.*.json") for e in json.load(open(p))["traceEvents"]
+     if e.get("ph") == "X" and e.get("name") == "BLKZEROOUT"]
+sys.exit(not z or any("context-switches" not in e["args"] for e in z))' "$TMP/win.w"
 
 # Per call: Chrome args and XSpace stats.
 "$KXPROF" convert "$TMP/c.kxp" --chrome "$TMP/c.json" --xplane "$TMP/xp" >/dev/null

@@ -165,14 +165,14 @@ struct kx_ctrstats *kx_ctrstats_build(const struct kx_store *s, const struct kx_
 	struct kx_ctrstats *cs;
 
 	err[0] = 0;
-	if (!ci || !ci->counters.names[0] || !kx_store_samples(s))
+	if (!ci || !ci->counters.names[0] || !kx_store_ctrs(s))
 		return NULL;
 	cs = kx_ctrstats_new(ci);
 	if (!cs) {
 		snprintf(err, len, "out of memory for the counters");
 		return NULL;
 	}
-	cs->t = kx_store_samples(s);
+	cs->t = kx_store_ctrs(s);
 	if (index_records(cs) || rows(cs, s)) {
 		snprintf(err, len, "out of memory for the counters");
 		kx_ctrstats_free(cs);

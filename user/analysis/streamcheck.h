@@ -7,9 +7,9 @@
  *   - job records (device timelines pair jobs with the ioctls that
  *     submitted or waited for them; the streamed report keeps what they
  *     need, analysis/sjobs.h, and does not ask),
- *   - counter records (counters are matched with their calls; the streamed
- *     report joins those its header names, analysis/sctrstats.h, and asks
- *     only for the others),
+ *   - counter records of counters the header does not name (the streamed
+ *     report joins the others to their calls, analysis/sctrstats.h; the
+ *     windowed conversion puts each in its call's window and does not ask),
  *   - an ioctl that memory accounting counts (memory rows by device), unless
  *     the caller keeps those ioctls itself (keep_mem: the streamed report
  *     keeps them, few as they are, for the memory rows),

@@ -142,11 +142,18 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 	p1_reason(c);
 }
 
+/* A call's counter record comes just before its ioctl's, and starts when it
+ * does: it is late when its call is, and goes to the same window. */
 static void p1_ctr(void *ctx, const struct kx_ctr_ev *e)
 {
-	(void)e;
-	kx_streamcheck_ctr(&((struct p1 *)ctx)->check);
-	p1_reason(ctx);
+	struct p1 *c = ctx;
+	struct kx_wread *w = c->w;
+
+	if (!p1_active(c) || !is_late(c->any, c->maxstart, e->ts))
+		return;
+	if (kx_grow((void **)&w->late_ctr, &w->late_ctr_cap, w->nlate_ctr, sizeof(*w->late_ctr)))
+		return p1_oom(c);
+	w->late_ctr[w->nlate_ctr++] = (struct kx_wread_ctr){*e, 0};
 }
 
 static int u64_cmp(const void *a, const void *b)
@@ -309,6 +316,36 @@ static size_t window_of(const struct kx_windows *pl, uint64_t ts, size_t hint)
 	return lo;
 }
 
+/* The late counter records by window (a counting sort, file order kept in
+ * each): window k's are late_ctr[late_ctr_off[k] .. late_ctr_off[k + 1]).
+ * 0, or -1 when out of memory. */
+static int late_ctr_index(struct kx_wread *w)
+{
+	size_t n = w->plan.n;
+	struct kx_wread_ctr *by = malloc((w->nlate_ctr + 1) * sizeof(*by));
+	size_t *cur = calloc(n + 1, sizeof(*cur));
+
+	w->late_ctr_off = calloc(n + 1, sizeof(*w->late_ctr_off));
+	if (!by || !cur || !w->late_ctr_off) {
+		free(by);
+		free(cur);
+		return -1;
+	}
+	for (size_t i = 0; i < w->nlate_ctr; i++) {
+		w->late_ctr[i].win = (uint32_t)window_of(&w->plan, w->late_ctr[i].e.ts, 0);
+		w->late_ctr_off[w->late_ctr[i].win + 1]++;
+	}
+	for (size_t k = 0; k < n; k++)
+		w->late_ctr_off[k + 1] += w->late_ctr_off[k];
+	memcpy(cur, w->late_ctr_off, n * sizeof(*cur));
+	for (size_t i = 0; i < w->nlate_ctr; i++)
+		by[cur[w->late_ctr[i].win]++] = w->late_ctr[i];
+	free(w->late_ctr);
+	free(cur);
+	w->late_ctr = by;
+	return 0;
+}
+
 static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, size_t errlen)
 {
 	const struct kx_wsource src = {walk_file, w};
@@ -322,6 +359,10 @@ static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, si
 	}
 	for (size_t i = 0; i < w->nlate; i++)
 		w->late_win[i] = (uint32_t)window_of(&w->plan, kx_store_ioctl(w->late, i)->ts, 0);
+	if (late_ctr_index(w)) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	return 0;
 }
 
@@ -413,6 +454,9 @@ static struct kx_store *window_store(struct p2 *c, size_t k)
 		return NULL;
 	for (size_t i = 0; i < kx_store_task_count(side); i++)
 		kx_store_add_task(s, kx_store_task(side, i));
+	/* Its late calls' counter records: a call finds its own by (thread, start). */
+	for (size_t i = c->w->late_ctr_off[k]; i < c->w->late_ctr_off[k + 1]; i++)
+		kx_store_add_ctr(s, &c->w->late_ctr[i].e);
 	kx_store_borrow_samples(s, kx_store_samples(side));
 	if (++c->open > c->w->peak_open)
 		c->w->peak_open = c->open;
@@ -490,6 +534,26 @@ static void p2_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		close_next(c);
 }
 
+/* A counter record that is not late goes to the window of its call, open
+ * (its record comes next, and is not late either). */
+static void p2_ctr(void *ctx, const struct kx_ctr_ev *e)
+{
+	struct p2 *c = ctx;
+	struct kx_store *s;
+	size_t k;
+
+	if (c->stop || is_late(c->any, c->maxstart, e->ts))
+		return;
+	k = c->hint = window_of(&c->w->plan, e->ts, c->hint);
+	if (k < c->closed)
+		return p2_fail(c,
+		               "the file changed while it was read (a record of a written part)");
+	s = window_store(c, k);
+	if (!s)
+		return p2_fail(c, "out of memory");
+	kx_store_add_ctr(s, e);
+}
+
 /* The late ioctls by window (a counting sort, file order kept in each). */
 static int late_index(struct p2 *c)
 {
@@ -526,7 +590,7 @@ static void p2_free(struct p2 *c)
 int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_t errlen)
 {
 	struct p2 c = {.w = w, .fn = fn, .ctx = ctx, .err = err, .errlen = errlen};
-	struct kx_kxp_visitor v = {.ctx = &c, .ioctl = p2_ioctl, .stop = &c.stop};
+	struct kx_kxp_visitor v = {.ctx = &c, .ioctl = p2_ioctl, .ctr = p2_ctr, .stop = &c.stop};
 	struct kx_kxp_read_result res;
 	struct kx_capinfo ci;
 	char rerr[512];
@@ -552,6 +616,8 @@ void kx_wread_free(struct kx_wread *w)
 	kx_ranges_free(w->ranges);
 	kx_store_free(w->side);
 	kx_store_free(w->late);
+	free(w->late_ctr);
+	free(w->late_ctr_off);
 	free(w->late_seq);
 	free(w->late_win);
 	free(w->whole.threads);

@@ -18,13 +18,16 @@
  * ioctls: a record is written when its call returns, so a long call's
  * record comes after those of calls that started after it. A record whose
  * start is more than KX_WREAD_LATE_NS before the latest start read before
- * it is late: it is kept, with its place among the file's ioctls. The
- * windows are planned from the starts seen, ranges' included (more passes
- * over the file only when some bucket of the plan holds more events than a
+ * it is late: it is kept, with its place among the file's ioctls, and so
+ * is the counter record of a late call (record --counters: written just
+ * before its ioctl's, with the call's start). The windows are planned from the starts seen, ranges'
+ * included (more passes over the file only when some bucket of the plan holds more events than a
  * window may).
  *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
- * in file order, each late ioctl at its own place. The window [from, to) is
+ * in file order, each late ioctl at its own place, each counter record in
+ * the window of its call (kx_store_add_ctr: the window's own, beside the
+ * samples it borrows), where the window's analysis joins them. The window [from, to) is
  * complete once a record starting at or after to + KX_WREAD_LATE_NS is read
  * (a later record of that window would be late, and the late ones are in
  * already): it is handed to the caller, windows in order, then freed. Each
@@ -35,7 +38,7 @@
  *
  * Memory: the windows open at once (those that end less than
  * KX_WREAD_LATE_NS before the latest start: one or two), the side store
- * (with the annotation events and ranges: about 150 bytes a range, as many
+ * (with the annotation events and ranges: about 180 bytes a range, as many
  * as the capture has), and the late ioctls (calls longer than about KX_WREAD_LATE_NS). A file with
  * more late ioctls than a window holds (records far from the order of time,
  * which a recorder does not write) is to be read whole.
@@ -50,10 +53,17 @@
 #include "analysis/ranges.h"
 #include "analysis/windows.h"
 #include "io/kxp.h"
+#include "model/counter.h"
 #include "model/capinfo.h"
 #include "model/store.h"
 
 #define KX_WREAD_LATE_NS 50000000ULL /* 50 ms */
+
+/* A late call's counter record and its window. */
+struct kx_wread_ctr {
+	struct kx_ctr_ev e;
+	uint32_t win;
+};
 
 struct kx_wread {
 	const char *in_memory;         /* NULL: read in windows; else why it must be read whole */
@@ -66,6 +76,9 @@ struct kx_wread {
 	uint64_t *late_seq;            /* their places among the file's ioctl records */
 	uint32_t *late_win;            /* their windows */
 	size_t nlate, late_cap;
+	struct kx_wread_ctr *late_ctr; /* the late calls' counter records, by window */
+	size_t *late_ctr_off;          /* window k's: late_ctr[off[k] .. off[k + 1]) */
+	size_t nlate_ctr, late_ctr_cap;
 	struct kx_whole whole;  /* what every part shows of the whole capture */
 	struct kx_windows plan; /* the windows (plan.n 1: the capture fits one) */
 	size_t limit;           /* events per window */

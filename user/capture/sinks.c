@@ -29,8 +29,7 @@ static void store_sample(void *ctx, const struct kx_sample *s)
 
 static void store_counters(void *ctx, const struct kx_ctr_ev *e)
 {
-	if (kx_store_samples(ctx))
-		kx_samples_add_ctr(kx_store_samples(ctx), e);
+	kx_store_add_ctr(ctx, e);
 }
 
 static void store_annot(void *ctx, const struct kx_ann *a, const char *name, const char *cat)

@@ -1364,8 +1364,8 @@ static int late_decode(const uint8_t *p, size_t n, unsigned int type, uint64_t *
 	if (type == KX_KXP_REC_CTR) {
 		if (kx_kxp_dec_ctr(p, n, prev_ts, &ce))
 			return -1;
-		if (store && kx_store_samples(store))
-			kx_samples_add_ctr(kx_store_samples(store), &ce);
+		if (store)
+			kx_store_add_ctr(store, &ce);
 		else if (sink && sink->ctr)
 			sink->ctr(sink->ctx, &ce);
 		return 0;

@@ -461,6 +461,20 @@ void kx_store_borrow_samples(struct kx_store *s, struct kx_samples *t)
 	s->lent = t;
 }
 
+int kx_store_add_ctr(struct kx_store *s, const struct kx_ctr_ev *e)
+{
+	if (!s->samples) {
+		s->not_stored++;
+		return -1;
+	}
+	return kx_samples_add_ctr(s->samples, e);
+}
+
+const struct kx_samples *kx_store_ctrs(const struct kx_store *s)
+{
+	return s->samples;
+}
+
 int kx_store_add_sample(struct kx_store *s, const struct kx_sample *smp)
 {
 	if (s->lent || !s->samples) {

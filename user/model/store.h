@@ -77,6 +77,15 @@ int kx_store_add_sample(struct kx_store *s, const struct kx_sample *smp);
  * A store holding one time window of a capture shows the capture's samples. */
 void kx_store_borrow_samples(struct kx_store *s, struct kx_samples *t);
 
+struct kx_ctr_ev; /* model/counter.h */
+
+/* The counter records of traced calls (model/counter.h), in the store's own
+ * samples table even when another's samples are borrowed: a window's calls
+ * keep their own. kx_store_add_ctr: 0, or -1 when the budget refused it
+ * (counted by the table). kx_store_ctrs: NULL only when out of memory. */
+int kx_store_add_ctr(struct kx_store *s, const struct kx_ctr_ev *e);
+const struct kx_samples *kx_store_ctrs(const struct kx_store *s);
+
 /* Latest comm known for tid (from task events), or NULL. */
 const char *kx_store_comm(const struct kx_store *s, uint32_t tid);
 
