@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: builds the normal and the sanitizer (ASan/UBSan) trees,
-# runs the unit tests in both, then the integration tests (root, real
-# drivers) against the normal build and a sanitizer pass of the CLI.
+# runs the unit tests in both (and the analysis and export ones under
+# valgrind), then the integration tests (root, real drivers) against the
+# normal build and a sanitizer pass of the CLI.
 # Each test prints PASS/FAIL/SKIP lines; the last line is the total.
 set -u
 cd "$(dirname "$0")/.."
@@ -71,6 +72,23 @@ run_unit() { # build dir
 	done
 }
 
+# Uninitialised reads, which the sanitizers do not see: the analysis and
+# export unit tests under valgrind's memcheck.
+run_memcheck() {
+	local t out
+	for t in test_wread test_xspace test_chrome test_annotations test_windows test_timeline; do
+		out="$LOG/memcheck_$t.log"
+		if timeout 600 valgrind -q --error-exitcode=9 "build/tests/$t" >"$out" 2>&1; then
+			echo "PASS memcheck/$t"
+			pass=$((pass + 1))
+		else
+			echo "FAIL memcheck/$t: valgrind found errors (see $out)"
+			grep -m 8 '^==[0-9]*==' "$out"
+			fail=$((fail + 1))
+		fi
+	done
+}
+
 run_integration() { # kxprof binary, label
 	for t in tests/integration/test_*.sh; do
 		local out rc name
@@ -105,7 +123,7 @@ grep -q '^PASS layering_cycles' "$LOG/layering.log" || { echo "FAIL layering: th
 python3 tests/unit/test_check_layering.py >"$LOG/unit_check_layering.log" 2>&1
 count "$LOG/unit_check_layering.log"
 check_cases "$LOG/unit_check_layering.log" tests/unit/test_check_layering check_layering
-build && run_unit build
+build && run_unit build && run_memcheck
 build SAN=1 && run_unit build-san
 if [ "$(id -u)" -eq 0 ]; then
 	[ -x build/kxprof ] && run_integration "$ROOT/build/kxprof" build

@@ -38,24 +38,14 @@ struct pairing {
 	uint64_t end_ns; /* where open ranges end */
 };
 
-static struct kx_range *range_new(struct pairing *p)
+struct kx_range *kx_ranges_add(struct kx_ranges *rg, size_t *cap, const struct kx_ann *b, int kind)
 {
 	struct kx_range *r;
 
-	if (kx_grow((void **)&p->rg->r, &p->cap, p->rg->n, sizeof(*p->rg->r)))
+	if (kx_grow((void **)&rg->r, cap, rg->n, sizeof(*rg->r)))
 		return NULL;
-	r = &p->rg->r[p->rg->n++];
+	r = &rg->r[rg->n++];
 	memset(r, 0, sizeof(*r));
-	return r;
-}
-
-/* A range from the event that began it (PUSH, START or MARK). */
-static struct kx_range *range_from(struct pairing *p, const struct kx_ann *b, int kind)
-{
-	struct kx_range *r = range_new(p);
-
-	if (!r)
-		return NULL;
 	r->begin = b->ts;
 	r->pid = b->pid;
 	r->tid = b->tid;
@@ -65,6 +55,12 @@ static struct kx_range *range_from(struct pairing *p, const struct kx_ann *b, in
 	r->id = kind == KX_RANGE_CROSS ? b->id : 0;
 	r->kind = (uint8_t)kind;
 	return r;
+}
+
+/* A range from the event that began it (PUSH, START or MARK). */
+static struct kx_range *range_from(struct pairing *p, const struct kx_ann *b, int kind)
+{
+	return kx_ranges_add(p->rg, &p->cap, b, kind);
 }
 
 /* The unpaired PUSH or START that began the range e (a POP or an END) ends. */
@@ -375,33 +371,49 @@ static uint64_t capture_end(const struct kx_store *s, const struct kx_capinfo *c
 	return end;
 }
 
+struct kx_ranges *kx_ranges_new(const struct kx_store *strings, const struct kx_capinfo *ci)
+{
+	struct kx_ranges *rg = calloc(1, sizeof(*rg));
+
+	if (!rg)
+		return NULL;
+	rg->first_ts = UINT64_MAX;
+	rg->strings = strings;
+	if (ci)
+		rg->kernel = ci->ann;
+	return rg;
+}
+
+int kx_ranges_finish(struct kx_ranges *rg, const struct kx_store *s, struct kx_timeline *tl,
+                     const struct kx_jobs *jobs)
+{
+	if (rg->n > 1)
+		qsort(rg->r, rg->n, sizeof(*rg->r), range_cmp);
+	if (index_threads(rg) || nest_all(rg, s, tl, jobs))
+		return -1;
+	rg->found = rg->n;
+	return 0;
+}
+
 struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capinfo *ci,
                                   struct kx_timeline *tl, const struct kx_jobs *jobs)
 {
-	struct kx_ranges *rg = calloc(1, sizeof(*rg));
+	struct kx_ranges *rg = kx_ranges_new(s, ci);
 	size_t n = kx_store_ann_count(s);
 	struct pairing p;
 	int rc = -1;
 
 	if (!rg)
 		return NULL;
-	rg->first_ts = UINT64_MAX;
-	rg->strings = s;
-	if (ci)
-		rg->kernel = ci->ann;
 	memset(&p, 0, sizeof(p));
 	p.s = s;
 	p.rg = rg;
 	p.end_ns = capture_end(s, ci);
 	p.used = calloc(n + 1, 1);
-	if (!p.used || n > UINT32_MAX || index_begins(&p, n) || pair_all(&p, n))
-		goto out;
-	if (rg->n > 1)
-		qsort(rg->r, rg->n, sizeof(*rg->r), range_cmp);
-	if (index_threads(rg) || nest_all(rg, s, tl, jobs))
+	if (!p.used || n > UINT32_MAX || index_begins(&p, n) || pair_all(&p, n) ||
+	    kx_ranges_finish(rg, s, tl, jobs))
 		goto out;
 	rg->events = n;
-	rg->found = rg->n;
 	rc = 0;
 out:
 	free(p.used);

@@ -10,12 +10,21 @@
 #include "analysis/sranges.h"
 #include "util/grow.h"
 
+/* What a range kept for kx_sranges.out needs of the event that began it. */
+struct range_begin {
+	uint64_t seq;       /* its place among the annotation events */
+	uint32_t name, cat; /* string ids in out's strings (0 when out is NULL) */
+	uint32_t pid, tid;  /* tid: the thread that began it */
+	uint16_t depth;     /* the event's depth */
+};
+
 /* An open thread range. */
 struct open_range {
 	uint64_t ts;     /* ns, its push */
 	uint64_t ioctls; /* ioctls of the thread inside it so far (nested ranges' included) */
 	long row;        /* its row in kx_sranges.rows */
 	uint16_t depth;  /* the push's level */
+	struct range_begin b;
 };
 
 struct kx_srange_thread {
@@ -32,6 +41,7 @@ struct kx_srange_cross {
 	long row;
 	uint32_t pid;
 	uint64_t id;
+	struct range_begin b;
 };
 
 static uint64_t cross_key(uint32_t pid, uint64_t id)
@@ -88,6 +98,55 @@ static int row_add(struct kx_sranges *s, long row, uint64_t dur, uint64_t ioctls
 	return 0;
 }
 
+/* The begin event's facts a kept range needs (names interned in out's strings). */
+static int begin_of(struct kx_sranges *s, const struct kx_ann *a, const char *name, const char *cat,
+                    struct range_begin *b)
+{
+	*b = (struct range_begin){s->events - 1, 0, 0, a->pid, a->tid, a->depth};
+	if (!s->out)
+		return 0;
+	b->name = kx_store_ann_intern(s->strings, name);
+	b->cat = kx_store_ann_intern(s->strings, cat);
+	if (b->name == UINT32_MAX || b->cat == UINT32_MAX)
+		because(s, "the annotation names do not fit the store");
+	return 0;
+}
+
+/* A range appended to out (when kept) from its begin b at ts. NULL: not kept. */
+static struct kx_range *keep(struct kx_sranges *s, const struct range_begin *b, uint64_t ts,
+                             uint64_t id, int kind, int *oom)
+{
+	struct kx_ann a = {.ts = ts,
+	                   .id = id,
+	                   .pid = b->pid,
+	                   .tid = b->tid,
+	                   .name = b->name,
+	                   .cat = b->cat,
+	                   .depth = b->depth};
+	struct kx_range *r;
+
+	if (!s->out)
+		return NULL;
+	r = kx_ranges_add(s->out, &s->out_cap, &a, kind);
+	*oom = !r;
+	return r;
+}
+
+/* A closed range kept, ending at end_ts on thread end_tid. 0, or -1 when out of memory. */
+static int keep_closed(struct kx_sranges *s, const struct range_begin *b, uint64_t ts, uint64_t id,
+                       int kind, uint64_t end_ts, uint32_t end_tid, uint64_t ioctls)
+{
+	int oom = 0;
+	struct kx_range *r = keep(s, b, ts, id, kind, &oom);
+
+	if (r) {
+		r->dur = r->dur_meas = end_ts > ts ? end_ts - ts : 0;
+		r->end_tid = end_tid;
+		r->ioctls = ioctls;
+	}
+	return oom ? -1 : 0;
+}
+
 static int on_push(struct kx_sranges *s, const struct kx_ann *a, const char *name, const char *cat,
                    const uint64_t *last_end)
 {
@@ -105,36 +164,13 @@ static int on_push(struct kx_sranges *s, const struct kx_ann *a, const char *nam
 		return -1;
 	o = &t->stack[t->depth];
 	o->row = row_of(s, cat, name, 0);
-	if (o->row < 0)
+	if (o->row < 0 || begin_of(s, a, name, cat, &o->b))
 		return -1;
 	o->ts = a->ts;
 	o->ioctls = 0;
 	o->depth = a->depth;
 	t->depth++;
 	t->last_ann = a->ts;
-	return 0;
-}
-
-/* A thread range's ioctls kept for the caller (when it asked, and there are some). */
-static int keep_count(struct kx_sranges *s, uint32_t tid, const struct open_range *o)
-{
-	if (!s->keep || !o->ioctls)
-		return 0;
-	if (kx_grow((void **)&s->counts, &s->counts_cap, s->ncounts, sizeof(*s->counts)))
-		return -1;
-	s->counts[s->ncounts++] = (struct kx_srange_count){o->ts, o->ioctls, tid, o->depth};
-	return 0;
-}
-
-/* At the end, a thread's open ranges hold their nested ones' ioctls too. */
-static int keep_open(struct kx_sranges *s, struct kx_srange_thread *t)
-{
-	for (size_t d = t->depth; s->keep && d-- > 0;) {
-		if (keep_count(s, t->tid, &t->stack[d]))
-			return -1;
-		if (d)
-			t->stack[d - 1].ioctls += t->stack[d].ioctls;
-	}
 	return 0;
 }
 
@@ -160,7 +196,7 @@ static int on_pop(struct kx_sranges *s, const struct kx_ann *a, const uint64_t *
 	}
 	if (t->depth)
 		t->stack[t->depth - 1].ioctls += o.ioctls;
-	if (keep_count(s, a->tid, &o))
+	if (keep_closed(s, &o.b, o.ts, 0, KX_RANGE_THREAD, a->ts, a->tid, o.ioctls))
 		return -1;
 	return row_add(s, o.row, a->ts > o.ts ? a->ts - o.ts : 0, o.ioctls);
 }
@@ -179,7 +215,8 @@ static int on_start(struct kx_sranges *s, const struct kx_ann *a, const char *na
 		return -1;
 	c = kx_slots_at(&s->cross, (size_t)i);
 	c->row = row_of(s, cat, name, 0);
-	if (c->row < 0 || kx_hmap_add(&s->open, key, (uint32_t)i)) {
+	if (c->row < 0 || begin_of(s, a, name, cat, &c->b) ||
+	    kx_hmap_add(&s->open, key, (uint32_t)i)) {
 		kx_slots_put(&s->cross, (size_t)i);
 		return -1;
 	}
@@ -211,7 +248,22 @@ static int on_end(struct kx_sranges *s, const struct kx_ann *a)
 	}
 	kx_slots_put(&s->cross, *i);
 	kx_hmap_del_at(&s->open, pos);
+	if (keep_closed(s, &c->b, c->ts, c->id, KX_RANGE_CROSS, a->ts, a->tid, 0))
+		return -1;
 	return row_add(s, c->row, a->ts > c->ts ? a->ts - c->ts : 0, 0);
+}
+
+static int keep_mark(struct kx_sranges *s, const struct kx_ann *a, const char *name,
+                     const char *cat)
+{
+	struct range_begin b;
+	int oom = 0;
+
+	if (!s->out)
+		return 0;
+	begin_of(s, a, name, cat, &b);
+	keep(s, &b, a->ts, 0, KX_RANGE_MARK, &oom);
+	return oom ? -1 : 0;
 }
 
 int kx_sranges_ann(struct kx_sranges *s, const struct kx_ann *a, const char *name, const char *cat,
@@ -233,7 +285,7 @@ int kx_sranges_ann(struct kx_sranges *s, const struct kx_ann *a, const char *nam
 		return on_end(s, a);
 	case KX_ANN_MARK:
 		row = row_of(s, cat, name, 1);
-		return row < 0 ? -1 : row_add(s, row, 0, 0);
+		return row < 0 || keep_mark(s, a, name, cat) ? -1 : row_add(s, row, 0, 0);
 	default:
 		return 0; /* unknown: in memory too, no range */
 	}
@@ -255,22 +307,86 @@ int kx_sranges_ioctl(struct kx_sranges *s, const struct kx_ioctl *e)
 	return 0;
 }
 
+/* A range still open at the end, for out. */
+struct left_open {
+	const struct range_begin *b;
+	uint64_t ts, id, ioctls;
+	int kind;
+};
+
+static int left_cmp(const void *pa, const void *pb)
+{
+	const struct left_open *a = pa, *b = pb;
+
+	return a->b->seq < b->b->seq ? -1 : a->b->seq > b->b->seq;
+}
+
+/* The open ones of thread t (each holding its nested ones' ioctls too) into v. */
+static size_t left_of_thread(struct kx_srange_thread *t, struct left_open *v)
+{
+	for (size_t d = t->depth; d-- > 1;)
+		t->stack[d - 1].ioctls += t->stack[d].ioctls;
+	for (size_t d = 0; d < t->depth; d++)
+		v[d] = (struct left_open){&t->stack[d].b, t->stack[d].ts, 0, t->stack[d].ioctls,
+		                          KX_RANGE_THREAD};
+	return t->depth;
+}
+
+/* The ranges still open at the end kept in out, drawn to end, in the order
+ * of the events that began them. 0, or -1 when out of memory. */
+static int keep_open(struct kx_sranges *s, uint64_t end)
+{
+	size_t n = 0, cap = kx_slots_live(&s->cross) + 1;
+	struct left_open *v;
+	int oom = 0;
+
+	for (size_t i = 0; i < s->threads.n; i++)
+		cap += ((struct kx_srange_thread *)kx_tidtab_at(&s->threads, i))->depth;
+	v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < s->threads.n; i++)
+		n += left_of_thread(kx_tidtab_at(&s->threads, i), v + n);
+	for (size_t i = 0; i < s->open.cap; i++) {
+		const struct kx_srange_cross *c;
+
+		if (!s->open.slot[i].used)
+			continue;
+		c = kx_slots_at(&s->cross, s->open.slot[i].val);
+		v[n++] = (struct left_open){&c->b, c->ts, c->id, 0, KX_RANGE_CROSS};
+	}
+	qsort(v, n, sizeof(*v), left_cmp);
+	for (size_t i = 0; i < n && !oom; i++) {
+		struct kx_range *r = keep(s, v[i].b, v[i].ts, v[i].id, v[i].kind, &oom);
+
+		if (r) {
+			r->open = 1;
+			r->dur = r->dur_meas = end > v[i].ts ? end - v[i].ts : 0;
+			r->ioctls = v[i].ioctls;
+		}
+	}
+	free(v);
+	return oom ? -1 : 0;
+}
+
 int kx_sranges_finish(struct kx_sranges *s, uint64_t stop_ns, struct kx_stats *sum)
 {
 	uint64_t end = stop_ns > s->last_ts ? stop_ns : s->last_ts;
 
 	for (size_t i = 0; i < s->threads.n; i++) {
-		struct kx_srange_thread *t = kx_tidtab_at(&s->threads, i);
+		const struct kx_srange_thread *t = kx_tidtab_at(&s->threads, i);
 
 		s->anom.open += t->depth;
 		if (t->depth && t->has_io && t->io_end > end)
 			because(s, "an annotation range open at the end is drawn past a call of "
 			           "its thread");
-		if (keep_open(s, t))
-			return -1;
 	}
 	s->anom.open_cross += kx_slots_live(&s->cross);
 	s->found += s->anom.open + s->anom.open_cross;
+	if (s->out && keep_open(s, end))
+		return -1;
+	if (s->out)
+		kx_sranges_counts(s, s->out);
 	if (kx_range_rows_finish(&s->builder))
 		return -1;
 	return kx_stats_append(sum, &s->rows);
@@ -288,7 +404,6 @@ void kx_sranges_free(struct kx_sranges *s)
 	for (size_t i = 0; i < s->threads.n; i++)
 		free(((struct kx_srange_thread *)kx_tidtab_at(&s->threads, i))->stack);
 	kx_tidtab_free(&s->threads);
-	free(s->counts);
 	kx_slots_free(&s->cross);
 	kx_hmap_free(&s->open);
 	kx_hmap_free(&s->lost);

@@ -40,14 +40,6 @@
 
 struct kx_srange_thread; /* sranges.c */
 
-/* The ioctls a thread range holds, for a caller that keeps them (keep). */
-struct kx_srange_count {
-	uint64_t begin;  /* ns, its push */
-	uint64_t ioctls; /* its thread's ioctls inside it, those of nested ranges included */
-	uint32_t tid;
-	uint16_t depth; /* its level, as kx_range.depth */
-};
-
 struct kx_sranges {
 	const char *why;      /* the first reason the stream cannot pair exactly; NULL: it can */
 	struct kx_stats rows; /* the annotation rows so far */
@@ -60,9 +52,14 @@ struct kx_sranges {
 	struct kx_hmap open;      /* (pid, id) -> slot in cross */
 	struct kx_slots cross;    /* the open cross-thread ranges (struct kx_srange_cross) */
 	struct kx_hmap lost;      /* hash(pid, id, begin): ends whose start was not open */
-	int keep; /* set by the caller: counts gets every thread range with ioctls */
-	struct kx_srange_count *counts; /* as they close; at finish, those left open */
-	size_t ncounts, counts_cap;
+	/* Set by a caller that keeps the ranges themselves (the windowed
+	 * conversion): each range and mark is appended to out as it closes
+	 * (kx_ranges_add's order), names interned in strings, with the ioctls
+	 * it held; at finish, the open ones and the counts. out is then for
+	 * kx_ranges_finish. */
+	struct kx_ranges *out;
+	struct kx_store *strings;
+	size_t out_cap;
 };
 
 void kx_sranges_init(struct kx_sranges *s);

@@ -120,8 +120,8 @@ static void p1_job(void *ctx, const struct kx_job *j)
 	p1_reason(ctx);
 }
 
-/* Paired as they pass, and kept in the side store: the whole capture's
- * ranges are made of them once the file is read (whole_ranges). */
+/* Paired as they pass: the whole capture's ranges (their names in the side
+ * store), finished once the file is read (whole_ranges). */
 static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
 {
 	struct p1 *c = ctx;
@@ -133,12 +133,6 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 	known = kx_streamcheck_last_end(&c->check, a->tid, &end);
 	if (kx_sranges_ann(&c->ranges, a, name, cat, known ? &end : NULL))
 		return p1_oom(c);
-	/* A store that refuses one holds what a store of the whole capture
-	 * would refuse: that one counts it, and says so. */
-	if (kx_store_add_ann(c->w->side, a, name, cat)) {
-		c->w->in_memory = "the annotation events do not fit the store";
-		return p1_stop(c);
-	}
 	p1_reason(c);
 }
 
@@ -181,31 +175,6 @@ static int whole_threads(struct kx_whole *wh, const struct kx_hmap *m)
 
 /* ---- the whole capture's annotation ranges ---- */
 
-/* The thread range of tid that began at begin at level depth, or NULL. */
-static struct kx_range *thread_range(struct kx_ranges *rg, uint32_t tid, uint64_t begin,
-                                     uint16_t depth)
-{
-	const struct kx_range_thread *t = kx_ranges_thread(rg, tid);
-	size_t lo, hi;
-
-	if (!t)
-		return NULL;
-	lo = t->first;
-	hi = t->first + t->count;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (rg->r[mid].begin < begin)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < t->first + t->count && rg->r[lo].begin == begin; lo++)
-		if (rg->r[lo].kind == KX_RANGE_THREAD && rg->r[lo].depth == depth)
-			return &rg->r[lo];
-	return NULL;
-}
-
 /* Adds pid << 32 | tid of a thread to the capture's. 0, or -1 when out of memory. */
 static int thread_add(struct kx_hmap *threads, uint32_t pid, uint32_t tid)
 {
@@ -229,12 +198,12 @@ static int range_threads(const struct kx_ranges *rg, struct kx_hmap *threads)
 }
 
 /*
- * Once the file is read, the ranges of its annotation events (in the side
- * store), with the ioctls each held as they passed: the stream's pairing
- * found none of the cases where nesting them with the ioctls would change
- * a range (analysis/sranges.h), so this is what the whole capture's
- * analysis makes of them. Their starts join the plan's, their threads the
- * capture's. 0 (w->in_memory may be set now), or -1 when out of memory.
+ * Once the file is read, the ranges the stream paired, with the ioctls each
+ * held as they passed: it found none of the cases where nesting them with
+ * the ioctls would change a range (analysis/sranges.h), so they are what the
+ * whole capture's analysis makes of the file. Their starts join the plan's,
+ * their threads the capture's. 0 (w->in_memory may be set now), or -1 when
+ * out of memory.
  */
 static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hmap *threads,
                         struct kx_whist *starts)
@@ -249,22 +218,13 @@ static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hma
 		w->in_memory = sr->why;
 		return 0;
 	}
-	if (!kx_store_ann_count(w->side))
+	if (!sr->events)
 		return 0;
-	w->ranges = kx_ranges_build(w->side, &w->ci, NULL, NULL);
-	if (!w->ranges)
+	w->ranges = sr->out;
+	sr->out = NULL;
+	w->ranges->kernel = w->ci.ann; /* the trailer's counts, known now */
+	if (kx_ranges_finish(w->ranges, w->side, NULL, NULL))
 		return -1;
-	for (size_t i = 0; i < sr->ncounts; i++) {
-		const struct kx_srange_count *k = &sr->counts[i];
-		struct kx_range *r = thread_range(w->ranges, k->tid, k->begin, k->depth);
-
-		if (!r) {
-			w->in_memory = "an annotation range the stream paired is not one of the "
-			               "capture's";
-			return 0;
-		}
-		r->ioctls = k->ioctls;
-	}
 	for (size_t i = 0; i < w->ranges->n; i++)
 		kx_whist_see(starts, w->ranges->r[i].begin);
 	return range_threads(w->ranges, threads);
@@ -388,12 +348,14 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	w->budget = budget;
 	w->whole.first_ts = UINT64_MAX;
 	kx_sranges_init(&c.ranges);
-	c.ranges.keep = 1;
 	c.starts = kx_whist_new();
 	w->side = kx_store_new(budget);
 	w->late = kx_store_new(budget);
-	if (!c.starts || !w->side || !w->late || !kx_store_samples(w->side)) {
+	c.ranges.strings = w->side;
+	c.ranges.out = kx_ranges_new(w->side, NULL);
+	if (!c.starts || !w->side || !w->late || !kx_store_samples(w->side) || !c.ranges.out) {
 		kx_whist_free(c.starts);
+		kx_ranges_free(c.ranges.out);
 		kx_sranges_free(&c.ranges);
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -410,6 +372,7 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 		rc = -1;
 	}
 	kx_hmap_free(&c.threads);
+	kx_ranges_free(c.ranges.out);
 	kx_sranges_free(&c.ranges);
 	/* Records far from the order of time: windows would hold no less. */
 	if (!rc && !w->in_memory && w->nlate > limit)

@@ -8,21 +8,22 @@
  * events' count, first and last start, the whole capture's facts every part
  * shows (analysis.h's kx_whole), and, in a side store, what every window
  * needs whole: tasks (thread names), CPU samples and off-CPU intervals with
- * their symbols (a rate per CPU, not per event), and the annotation events.
- * The annotation ranges are paired as the records pass (analysis/sranges.h:
- * it finds the cases where nesting them with the calls would change them,
- * and the file is then read whole), with the ioctls each holds; once the
- * file is read, they are the whole capture's ranges (ranges), lent to every
- * window's analysis (kx_analysis_lend_ranges): a range that spans a cut is
- * drawn, whole, in the part where it starts. It also keeps the late
- * ioctls: a record is written when its call returns, so a long call's
- * record comes after those of calls that started after it. A record whose
- * start is more than KX_WREAD_LATE_NS before the latest start read before
- * it is late: it is kept, with its place among the file's ioctls, and so
- * is the counter record of a late call (record --counters: written just
- * before its ioctl's, with the call's start). The windows are planned from the starts seen, ranges'
- * included (more passes over the file only when some bucket of the plan holds more events than a
- * window may).
+ * their symbols (a rate per CPU, not per event), and the annotation names.
+ * The annotation ranges are paired as the records pass (analysis/sranges.h,
+ * which finds the cases where nesting them with the calls would change
+ * them: the file is then read whole), each with the ioctls it holds, and
+ * kept, not their records: once the file is read, they are the whole
+ * capture's ranges (ranges), lent to every window's analysis
+ * (kx_analysis_lend_ranges); a range that spans a cut is drawn, whole, in
+ * the part where it starts. It also keeps the late ioctls: a record is
+ * written when its call returns, so a long call's record comes after those
+ * of calls that started after it. A record whose start is more than
+ * KX_WREAD_LATE_NS before the latest start read before it is late: it is
+ * kept, with its place among the file's ioctls, and so is the counter
+ * record of a late call (record --counters: written just before its
+ * ioctl's, with the call's start). The windows are planned from the starts
+ * seen, ranges' included (more passes over the file only when some bucket
+ * of the plan holds more events than a window may).
  *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place, each counter record in
@@ -37,11 +38,12 @@
  * capture in memory.
  *
  * Memory: the windows open at once (those that end less than
- * KX_WREAD_LATE_NS before the latest start: one or two), the side store
- * (with the annotation events and ranges: about 180 bytes a range, as many
- * as the capture has), and the late ioctls (calls longer than about KX_WREAD_LATE_NS). A file with
- * more late ioctls than a window holds (records far from the order of time,
- * which a recorder does not write) is to be read whole.
+ * KX_WREAD_LATE_NS before the latest start: one or two), the side store,
+ * the annotation ranges (80 bytes a range or mark, as many as the capture
+ * has, and their names once), and the late ioctls (calls longer than about
+ * KX_WREAD_LATE_NS). A file with more late ioctls than a window holds
+ * (records far from the order of time, which a recorder does not write) is
+ * to be read whole.
  */
 #ifndef KX_WREAD_H
 #define KX_WREAD_H

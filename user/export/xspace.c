@@ -510,12 +510,14 @@ static int select_cross_ranges(struct exporter *x, size_t *cap)
 		struct line *l = NULL;
 		uint32_t lane = 0;
 
-		if (!in_window(&x->o, r->begin))
-			continue;
+		/* A new process: its lanes start empty, whether its first ranges
+		 * are in the window or not. */
 		if (i == rg->cross_first || rg->r[i - 1].pid != r->pid) {
 			first_line = x->nlines;
 			memset(lane_end, 0, sizeof(lane_end));
 		}
+		if (!in_window(&x->o, r->begin))
+			continue;
 		/* The first lane free at its start; the last one takes what is left. */
 		while (lane + 1 < ASYNC_MAX_LANES && lane_end[lane] > r->begin)
 			lane++;

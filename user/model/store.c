@@ -559,6 +559,11 @@ static uint32_t str_id(struct kx_store *s, const char *str)
 	return (uint32_t)s->nstr;
 }
 
+uint32_t kx_store_ann_intern(struct kx_store *s, const char *str)
+{
+	return str_id(s, str);
+}
+
 int kx_store_add_ann(struct kx_store *s, const struct kx_ann *a, const char *name, const char *cat)
 {
 	uint32_t nid = 0, cid = 0;

@@ -96,6 +96,10 @@ const char *kx_store_comm(const struct kx_store *s, uint32_t tid);
  * both. 0, or -1 when the limit refused it (counted in not_stored).
  */
 int kx_store_add_ann(struct kx_store *s, const struct kx_ann *a, const char *name, const char *cat);
+/* The id of an annotation string, interned as kx_store_add_ann interns it,
+ * without an event (a stream that keeps the ranges, not their events). 0
+ * for NULL or ""; UINT32_MAX when the limit refused it. */
+uint32_t kx_store_ann_intern(struct kx_store *s, const char *str);
 size_t kx_store_ann_count(const struct kx_store *s);
 const struct kx_ann *kx_store_ann(const struct kx_store *s, size_t i);
 /* The string of an id of an annotation event's name or cat; "" for 0 or unknown ids. */
