@@ -226,6 +226,8 @@ kx 0 convert -v "$TMP/flat.kxp" --split-events 1500 --chrome "$TMP/v.json" >/dev
 check windowed_verbose grep -q "read one window at a time: [0-9]* windows, at most [0-9]* open at once, [1-9][0-9]* calls kept apart" "$TMP/v.err"
 kx 0 convert -v "$TMP/c.kxp" --split-events 1000 --chrome "$TMP/vj.json" >/dev/null 2>"$TMP/vj.err"
 check whole_verbose grep -q "is read into memory whole: device jobs" "$TMP/vj.err"
+kx 0 convert -v "$TMP/flat.kxp" --chrome "$TMP/v1.json" >/dev/null 2>"$TMP/v1.err"
+check one_trace_verbose grep -q "is read into memory whole: its 8000 trace events fit one trace" "$TMP/v1.err"
 rm -f "$TMP"/v*.json
 check windowed_every_event python3 - "$TMP/windowed.w" <<'PY'
 import glob, gzip, json, sys

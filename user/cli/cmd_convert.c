@@ -364,6 +364,10 @@ static int convert_stream(const char *path, const struct kx_xspace_opts *xo, con
 		rc = 1;
 	} else if (w.in_memory && kx_verbose) {
 		kx_err("%s is read into memory whole: %s", path, w.in_memory);
+	} else if (w.plan.n <= 1 && kx_verbose) {
+		kx_err("%s is read into memory whole: its %zu trace events fit one trace "
+		       "(--split-events %zu)",
+		       path, w.plan.total, split);
 	}
 	if (rc < 0 && !w.in_memory && w.plan.n > 1) {
 		if (w.damage[0])
