@@ -17,6 +17,13 @@ static int is_late(int any, uint64_t max, uint64_t ts)
 	return any && max > ts && max - ts > KX_WREAD_LATE_NS;
 }
 
+/* Pass 1: the lag of a record kept in its place (not late) counts for lag_ns. */
+static void see_lag(struct kx_wread *w, int any, uint64_t max, uint64_t ts)
+{
+	if (any && max > ts && max - ts <= KX_WREAD_LATE_NS && max - ts > w->lag_ns)
+		w->lag_ns = max - ts;
+}
+
 /* ---- pass 1: the check, the whole capture's facts, the side store, the late ioctls ---- */
 
 struct p1 {
@@ -80,6 +87,7 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	c->last_key = key;
 	if (is_late(c->any, c->maxstart, e->ts) && late_add(c->w, e, arg, c->seq))
 		return p1_oom(c);
+	see_lag(c->w, c->any, c->maxstart, e->ts);
 	if (!c->any || e->ts > c->maxstart)
 		c->maxstart = e->ts;
 	c->any = 1;
@@ -143,7 +151,10 @@ static void p1_ctr(void *ctx, const struct kx_ctr_ev *e)
 	struct p1 *c = ctx;
 	struct kx_wread *w = c->w;
 
-	if (!p1_active(c) || !is_late(c->any, c->maxstart, e->ts))
+	if (!p1_active(c))
+		return;
+	see_lag(w, c->any, c->maxstart, e->ts);
+	if (!is_late(c->any, c->maxstart, e->ts))
 		return;
 	if (kx_grow((void **)&w->late_ctr, &w->late_ctr_cap, w->nlate_ctr, sizeof(*w->late_ctr)))
 		return p1_oom(c);
@@ -491,9 +502,11 @@ static void p2_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		put_late(c, s, k, seq);
 		kx_store_add_ioctl(s, e, arg);
 	}
+	/* Complete: what comes later and is not late starts at or after the
+	 * latest start less the file's largest lag, which is past its end. */
 	while (!c->stop && c->closed < pl->n && pl->w[c->closed].to_ns &&
-	       c->maxstart - pl->w[c->closed].to_ns >= KX_WREAD_LATE_NS &&
-	       c->maxstart >= pl->w[c->closed].to_ns)
+	       c->maxstart >= pl->w[c->closed].to_ns &&
+	       c->maxstart - pl->w[c->closed].to_ns >= c->w->lag_ns)
 		close_next(c);
 }
 

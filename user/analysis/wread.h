@@ -28,17 +28,20 @@
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place, each counter record in
  * the window of its call (kx_store_add_ctr: the window's own, beside the
- * samples it borrows), where the window's analysis joins them. The window [from, to) is
- * complete once a record starting at or after to + KX_WREAD_LATE_NS is read
- * (a later record of that window would be late, and the late ones are in
- * already): it is handed to the caller, windows in order, then freed. Each
+ * samples it borrows), where the window's analysis joins them. The window
+ * [from, to) is complete once a record starting at or after to + lag_ns is
+ * read: lag_ns, measured in pass 1, is the most any record that is not late
+ * started before the latest start read before it (at most
+ * KX_WREAD_LATE_NS; a few microseconds for a flood of short calls), so a
+ * later record of that window would be late, and the late ones are in
+ * already. It is handed to the caller, windows in order, then freed. Each
  * store holds every task and borrows the side store's samples, so a
  * window's analysis gives its events what the whole capture's gives them,
  * and an output part written from it is the one written from the whole
  * capture in memory.
  *
- * Memory: the windows open at once (those that end less than
- * KX_WREAD_LATE_NS before the latest start: one or two), the side store,
+ * Memory: the windows open at once (those that end less than lag_ns before
+ * the latest start: one, or two for lag_ns after a cut), the side store,
  * the annotation ranges (80 bytes a range or mark, as many as the capture
  * has, and their names once), and the late ioctls (calls longer than about
  * KX_WREAD_LATE_NS). A file with more late ioctls than a window holds
@@ -85,6 +88,7 @@ struct kx_wread {
 	struct kx_windows plan; /* the windows (plan.n 1: the capture fits one) */
 	size_t limit;           /* events per window */
 	size_t budget;          /* bytes each store may take */
+	uint64_t lag_ns;        /* ns, the largest lag of a record in its place (pass 1) */
 	size_t peak_open;       /* pass 2: the most windows open at once */
 	const char *path;
 };

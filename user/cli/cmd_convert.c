@@ -375,10 +375,11 @@ static int convert_stream(const char *path, const struct kx_xspace_opts *xo, con
 		rc = convert_windowed(&w, xo, logdir, chrome, split, path);
 		if (kx_verbose)
 			kx_err("read one window at a time: %zu windows, at most %zu open at once, "
-			       "%zu "
-			       "calls kept apart (their records came over %llu ms late)",
+			       "%zu calls kept apart (their records came over %llu ms late), each "
+			       "window complete %.3f ms after its end",
 			       w.plan.n, w.peak_open, w.nlate,
-			       (unsigned long long)(KX_WREAD_LATE_NS / 1000000));
+			       (unsigned long long)(KX_WREAD_LATE_NS / 1000000),
+			       (double)w.lag_ns / 1e6);
 		if (!rc && (pprof || folded) &&
 		    convert_profile(path, w.side, &w.ci, kind, pprof, folded))
 			rc = 1;
