@@ -98,18 +98,18 @@ static int row_add(struct kx_sranges *s, long row, uint64_t dur, uint64_t ioctls
 	return 0;
 }
 
-/* The begin event's facts a kept range needs (names interned in out's strings). */
-static int begin_of(struct kx_sranges *s, const struct kx_ann *a, const char *name, const char *cat,
-                    struct range_begin *b)
+/* The begin event's facts a kept range needs (names interned in out's
+ * strings; names the store refuses are a reason: it would refuse the event). */
+static void begin_of(struct kx_sranges *s, const struct kx_ann *a, const char *name,
+                     const char *cat, struct range_begin *b)
 {
 	*b = (struct range_begin){s->events - 1, 0, 0, a->pid, a->tid, a->depth};
 	if (!s->out)
-		return 0;
+		return;
 	b->name = kx_store_ann_intern(s->strings, name);
 	b->cat = kx_store_ann_intern(s->strings, cat);
 	if (b->name == UINT32_MAX || b->cat == UINT32_MAX)
 		because(s, "the annotation names do not fit the store");
-	return 0;
 }
 
 /* A range appended to out (when kept) from its begin b at ts. NULL: not kept. */
@@ -164,8 +164,9 @@ static int on_push(struct kx_sranges *s, const struct kx_ann *a, const char *nam
 		return -1;
 	o = &t->stack[t->depth];
 	o->row = row_of(s, cat, name, 0);
-	if (o->row < 0 || begin_of(s, a, name, cat, &o->b))
+	if (o->row < 0)
 		return -1;
+	begin_of(s, a, name, cat, &o->b);
 	o->ts = a->ts;
 	o->ioctls = 0;
 	o->depth = a->depth;
@@ -215,8 +216,8 @@ static int on_start(struct kx_sranges *s, const struct kx_ann *a, const char *na
 		return -1;
 	c = kx_slots_at(&s->cross, (size_t)i);
 	c->row = row_of(s, cat, name, 0);
-	if (c->row < 0 || begin_of(s, a, name, cat, &c->b) ||
-	    kx_hmap_add(&s->open, key, (uint32_t)i)) {
+	begin_of(s, a, name, cat, &c->b);
+	if (c->row < 0 || kx_hmap_add(&s->open, key, (uint32_t)i)) {
 		kx_slots_put(&s->cross, (size_t)i);
 		return -1;
 	}

@@ -1,9 +1,10 @@
 /*
- * Annotation ranges paired as a record file streams by (the streamed
- * report, analysis/sreport.h): their summary rows (analysis/ranges.h's
- * rows, percentiles from a log-linear histogram) and anomalies, with memory
- * per thread's open ranges, open cross-thread ranges and rows, not per
- * event.
+ * Annotation ranges paired as a record file streams by: their summary rows
+ * (analysis/ranges.h's rows, percentiles from a log-linear histogram) and
+ * anomalies for the streamed report (analysis/sreport.h), with memory per
+ * thread's open ranges, open cross-thread ranges and rows, not per event;
+ * and, for the windowed conversion (analysis/wread.h), the ranges
+ * themselves (out), 80 bytes each, not their events.
  *
  * Exactly what analysis/ranges.h makes of the same file in memory, or a
  * reason why not, found as the records pass (why). A thread's records
