@@ -243,3 +243,33 @@ if [ "$(jget "$TMP/sleep.json" 'd["Capture"]["offcpu_measured"]')" = True ]; the
 else
 	skip offcpu "sched_switch not attached: off-CPU time not measured"
 fi
+
+# 5. Without job records (record --no-jobs), convert reads a capture of the
+# stand-in one time window at a time (-v says so). Under kvm its device
+# memory (the VM's memory slots: a series that adds up over the whole
+# capture) is the whole capture's in every part: every part is the bytes of
+# the part written from the whole capture in memory (--in-memory).
+accel_argv 2 150
+if kx 0 record "${ACCEL_DEV[@]}" --no-jobs --no-annotations -o "$TMP/nj.kxp" -- \
+	"${ACCEL_ARGV[@]}" >/dev/null 2>"$TMP/nj.err"; then
+	for m in w m; do
+		opt=(-v convert)
+		[ $m = m ] && opt=(convert --in-memory)
+		mkdir -p "$TMP/nj.$m"
+		kx 0 "${opt[@]}" "$TMP/nj.kxp" --split-events 60 --xplane "$TMP/nj.$m/x" \
+			--chrome "$TMP/nj.$m/p.json" >/dev/null 2>"$TMP/nj.$m.err"
+	done
+	check nojobs_windowed grep -q "read one window at a time" "$TMP/nj.w.err"
+	check nojobs_parts test "$(ls "$TMP/nj.w"/p.*.json | wc -l)" -ge 3
+	check nojobs_same_chrome sh -c "cd '$TMP/nj.w' && for f in p.*.json; do cmp -s \$f ../nj.m/\$f || exit 1; done"
+	check nojobs_same_xspace bash -c "diff <(cd '$TMP/nj.w/x' && find . -name '*.pb' -exec md5sum {} + | sort -k2) <(cd '$TMP/nj.m/x' && find . -name '*.pb' -exec md5sum {} + | sort -k2) >/dev/null"
+	if [ "$ACCEL" = kvm ]; then
+		check nojobs_memory python3 -c '
+import glob, json, sys
+n = sum(1 for p in glob.glob(sys.argv[1] + "/p.*.json") for e in json.load(open(p))["traceEvents"]
+        if e.get("ph") == "C" and e.get("name") == "memory")
+sys.exit(0 if n > 0 else "no memory counter in the parts")' "$TMP/nj.w"
+	fi
+else
+	fail nojobs_record "$(tail -3 "$TMP/nj.err")"
+fi

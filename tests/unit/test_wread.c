@@ -4,8 +4,8 @@
  * for byte the part written from the whole capture in memory, with long
  * calls whose records come late (after calls that started up to 300 ms
  * later), calls across every cut, tasks, CPU samples and argument copies,
- * and, annotated, ranges across the cuts and counter records (late calls'
- * too); at most two windows are open at once; a capture that fits one window is
+ * and, annotated, ranges across the cuts, counter records (late calls'
+ * too) and memory ioctls; at most two windows are open at once; a capture that fits one window is
  * one; a capture a stream cannot give exactly (jobs, overlapping calls of
  * one thread, a range touching a call), or whose records are far from the
  * order of time, is to be read whole, with the reason.
@@ -213,9 +213,25 @@ static size_t annotate(const struct call *c, size_t n, struct annrec *r, int tou
  * every 7th call, each record where a recorder writes it.
  * Returns 0 when written.
  */
+/* Call c (the i-th) as KVM_SET_USER_MEMORY_REGION of one of 5 slots of its
+ * fd: 64 or 128 KiB, or deleted (size 0). */
+static void memory_slot(struct call *c, size_t i)
+{
+	uint32_t slot = (uint32_t)(i / 50 % 5);
+	uint64_t size = (uint64_t)(i / 50 % 3) * 65536;
+
+	c->e.cmd = 0x4020ae46; /* KVM_SET_USER_MEMORY_REGION */
+	c->e.ret = 0;
+	c->e.arg_in_len = 32;
+	memset(c->arg, 0, sizeof(c->arg));
+	memcpy(c->arg, &slot, sizeof(slot));
+	memcpy(c->arg + 16, &size, sizeof(size));
+}
+
 #define ANN_RANGES   1 /* annotate() */
 #define ANN_TOUCH    2 /* annotate() with touch */
 #define ANN_COUNTERS 4 /* counter records */
+#define ANN_MEMORY   8 /* a KVM memory slot set, resized or deleted every 50 calls */
 
 static int write_capture_as(const char *path, size_t n, int job, int overlap, int by_thread,
                             int ann)
@@ -258,6 +274,8 @@ static int write_capture_as(const char *path, size_t n, int job, int overlap, in
 			for (int k = 0; k < 16; k++)
 				c[i].arg[k] = (uint8_t)(i + k);
 		}
+		if ((ann & ANN_MEMORY) && i % 50 == 7)
+			memory_slot(&c[i], i);
 		clock[t] = e->ts + e->dur;
 		if (clock[t] > stop)
 			stop = clock[t];
@@ -446,6 +464,8 @@ static int compare_part(void *ctx, struct kx_store *s, size_t k)
 	an->whole = &c->w->whole;
 	if (c->w->ranges)
 		kx_analysis_lend_ranges(an, c->w->ranges);
+	if (c->w->jobs)
+		kx_analysis_lend_jobs(an, c->w->jobs);
 	c->events += kx_store_ioctl_count(s);
 	b = part_bytes(an, &c->w->plan.w[k], k, c->w->plan.n, &len);
 	c->parts++;
@@ -498,6 +518,8 @@ static void check_parts(size_t nioc, size_t limit, int ann, size_t *parts, size_
 	                              w.ranges->anom.open == 2 && w.ranges->anom.open_cross == 1));
 	CHECK(!(ann & ANN_COUNTERS) ||
 	      (w.nlate_ctr > 0 && wp.n && memmem(wp.b[0], wp.len[0], "\"cycles\":", 9)));
+	CHECK(!(ann & ANN_MEMORY) || (w.jobs && w.jobs->ndevs && w.jobs->devs[0].nmem > 100 &&
+	                              wp.n > 1 && memmem(wp.b[1], wp.len[1], "\"memory\"", 8)));
 	CHECK(kx_wread_run(&w, compare_part, &c, err, sizeof(err)) == 0);
 	CHECK_EQ_U(c.parts, wp.n);
 	CHECK_EQ_U(c.same, wp.n);
@@ -536,12 +558,13 @@ static void test_small_windows(void)
 }
 
 /* Annotation ranges across the cuts, cross-thread ones, open ones, marks,
- * and counter records, late calls' too: every part is the in-memory one. */
+ * counter records, late calls' too, and memory ioctls (a cumulative series
+ * across the cuts): every part is the in-memory one. */
 static void test_annotated(void)
 {
 	size_t parts = 0, late = 0, peak = 0;
 
-	check_parts(30000, 2500, ANN_RANGES | ANN_COUNTERS, &parts, &late, &peak);
+	check_parts(30000, 2500, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY, &parts, &late, &peak);
 	if (kxt_cur_failed)
 		return;
 	printf("# %zu parts, %zu late calls, at most %zu windows open\n", parts, late, peak);

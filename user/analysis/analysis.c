@@ -71,7 +71,8 @@ void kx_analysis_free(struct kx_analysis *an)
 {
 	if (!an)
 		return;
-	kx_jobs_free(an->jobs);
+	if (!an->jobs_lent)
+		kx_jobs_free(an->jobs);
 	if (!an->ranges_lent)
 		kx_ranges_free(an->ranges);
 	kx_timeline_free(an->timeline);
@@ -85,6 +86,14 @@ void kx_analysis_lend_ranges(struct kx_analysis *an, struct kx_ranges *rg)
 		kx_ranges_free(an->ranges);
 	an->ranges = rg;
 	an->ranges_lent = 1;
+}
+
+void kx_analysis_lend_jobs(struct kx_analysis *an, struct kx_jobs *jobs)
+{
+	if (!an->jobs_lent)
+		kx_jobs_free(an->jobs);
+	an->jobs = jobs;
+	an->jobs_lent = 1;
 }
 
 void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx)

@@ -44,6 +44,7 @@ struct kx_analysis {
 	struct kx_ctrstats *counters; /* perf counters inside calls, NULL when none */
 	struct kx_ranges *ranges;     /* annotation ranges, nested with the timeline's ioctls */
 	int ranges_lent;              /* ranges are another's (kx_analysis_lend_ranges) */
+	int jobs_lent;                /* jobs are another's (kx_analysis_lend_jobs) */
 	struct kx_read_loss loss;     /* what reading the record file lost (set by the caller) */
 	const struct kx_whole *whole; /* set by the caller for one window of a capture, else NULL */
 };
@@ -63,6 +64,13 @@ void kx_analysis_free(struct kx_analysis *an);
  * lender's: it must outlive an, which does not free it.
  */
 void kx_analysis_lend_ranges(struct kx_analysis *an, struct kx_ranges *rg);
+
+/*
+ * The same for the device analysis of a capture without job records: the
+ * whole capture's memory accounting (made from its memory ioctls alone,
+ * which index jobs->store) replaces the window's. jobs stays the lender's.
+ */
+void kx_analysis_lend_jobs(struct kx_analysis *an, struct kx_jobs *jobs);
 
 /* Every warning of the analysed capture, in a fixed order: loss and hooks,
  * job anomalies, annotation anomalies, events the nesting rule shortened,

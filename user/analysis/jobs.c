@@ -804,6 +804,7 @@ struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo 
 	b.ci = ci;
 	b.out = o;
 	b.devs.ci = ci;
+	o->store = s;
 	o->nioctls = kx_store_ioctl_count(s);
 	o->submitted = calloc(o->nioctls / 8 + 1, 1);
 	/* The (tid, enter) index serves the links only: none without job events. */

@@ -12,7 +12,8 @@
  *     windowed conversion puts each in its call's window and does not ask),
  *   - an ioctl that memory accounting counts (memory rows by device), unless
  *     the caller keeps those ioctls itself (keep_mem: the streamed report
- *     keeps them, few as they are, for the memory rows),
+ *     and the windowed conversion keep them, few as they are, for the
+ *     memory rows and series),
  *   - two ioctls of one thread that overlap (the timeline's nesting rule
  *     may shorten one): a thread's records arrive in the order its calls
  *     returned, so when each starts at or after the end of the one before,

@@ -73,6 +73,11 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		return;
 	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_sranges_ioctl(&c->ranges, e))
 		return p1_oom(c);
+	/* The memory series is cumulative: its ioctls (few) are kept apart. */
+	if (c->check.last_mem && kx_store_add_ioctl(c->w->mem, e, arg)) {
+		c->w->in_memory = "the ioctls of memory accounting do not fit the store";
+		return p1_stop(c);
+	}
 	if (c->check.why || c->ranges.why) {
 		c->w->in_memory = c->check.why ? c->check.why : c->ranges.why;
 		return p1_stop(c);
@@ -241,6 +246,39 @@ static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hma
 	return range_threads(w->ranges, threads);
 }
 
+/* Each memory event's time to fn (the windows count them as events). */
+static void memory_starts(const struct kx_jobs *jb, void (*fn)(void *, uint64_t), void *ctx)
+{
+	for (size_t d = 0; jb && d < jb->ndevs; d++)
+		for (size_t k = 0; k < jb->devs[d].nmem; k++)
+			fn(ctx, jb->devs[d].mem[k].ts);
+}
+
+static void whist_see(void *h, uint64_t ts)
+{
+	kx_whist_see(h, ts);
+}
+
+static void wpass_see(void *p, uint64_t ts)
+{
+	kx_wpass_see(p, ts);
+}
+
+/* The whole capture's memory accounting, made from its memory ioctls (a
+ * capture without job records: they are the device analysis' only input
+ * besides those); its events join the plan's starts. 0, or -1 when out of
+ * memory. */
+static int whole_memory(struct kx_wread *w, struct kx_whist *starts)
+{
+	if (!kx_store_ioctl_count(w->mem))
+		return 0;
+	w->jobs = kx_jobs_build(w->mem, &w->ci);
+	if (!w->jobs)
+		return -1;
+	memory_starts(w->jobs, whist_see, starts);
+	return 0;
+}
+
 /* ---- the plan: the file as a source of event starts ---- */
 
 static void starts_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -263,6 +301,7 @@ static int walk_file(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 
 	for (size_t i = 0; w->ranges && i < w->ranges->n; i++)
 		kx_wpass_see(p, w->ranges->r[i].begin);
+	memory_starts(w->jobs, wpass_see, p);
 	return kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
 }
 
@@ -354,6 +393,7 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	int rc;
 
 	memset(w, 0, sizeof(*w));
+	c.check.keep_mem = 1;
 	w->path = path;
 	w->limit = limit;
 	w->budget = budget;
@@ -362,9 +402,11 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	c.starts = kx_whist_new();
 	w->side = kx_store_new(budget);
 	w->late = kx_store_new(budget);
+	w->mem = kx_store_new(budget);
 	c.ranges.strings = w->side;
 	c.ranges.out = kx_ranges_new(w->side, NULL);
-	if (!c.starts || !w->side || !w->late || !kx_store_samples(w->side) || !c.ranges.out) {
+	if (!c.starts || !w->side || !w->late || !w->mem || !kx_store_samples(w->side) ||
+	    !c.ranges.out) {
 		kx_whist_free(c.starts);
 		kx_ranges_free(c.ranges.out);
 		kx_sranges_free(&c.ranges);
@@ -378,6 +420,7 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 		snprintf(err, errlen, "%s", w->damage);
 		w->damage[0] = 0;
 	} else if (c.oom || (!w->in_memory && whole_ranges(w, &c.ranges, &c.threads, c.starts)) ||
+	           (!w->in_memory && whole_memory(w, c.starts)) ||
 	           whole_threads(&w->whole, &c.threads)) {
 		snprintf(err, errlen, "out of memory reading %s", path);
 		rc = -1;
@@ -589,6 +632,8 @@ int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_
 
 void kx_wread_free(struct kx_wread *w)
 {
+	kx_jobs_free(w->jobs);
+	kx_store_free(w->mem);
 	kx_ranges_free(w->ranges);
 	kx_store_free(w->side);
 	kx_store_free(w->late);

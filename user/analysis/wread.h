@@ -15,15 +15,21 @@
  * kept, not their records: once the file is read, they are the whole
  * capture's ranges (ranges), lent to every window's analysis
  * (kx_analysis_lend_ranges); a range that spans a cut is drawn, whole, in
- * the part where it starts. It also keeps the late ioctls: a record is
- * written when its call returns, so a long call's record comes after those
- * of calls that started after it. A record whose start is more than
- * KX_WREAD_LATE_NS before the latest start read before it is late: it is
- * kept, with its place among the file's ioctls, and so is the counter
- * record of a late call (record --counters: written just before its
- * ioctl's, with the call's start). The windows are planned from the starts
- * seen, ranges' included (more passes over the file only when some bucket
- * of the plan holds more events than a window may).
+ * the part where it starts. The ioctls memory accounting counts (few) are
+ * kept apart (mem), and once the file is read, the whole capture's memory
+ * accounting is made of them (jobs: a capture without job records has no
+ * other device analysis) and lent to every window's analysis
+ * (kx_analysis_lend_jobs): each part shows the usage the whole capture
+ * reached, and its events count in the plan. It also keeps the late
+ * ioctls: a record is written when its call returns, so a long call's
+ * record comes after those of calls that started after it. A record whose
+ * start is more than KX_WREAD_LATE_NS before the latest start read before
+ * it is late: it is kept, with its place among the file's ioctls, and so
+ * is the counter record of a late call (record --counters: written just
+ * before its ioctl's, with the call's start). The windows are planned from
+ * the starts seen, ranges' and memory events' included (more passes over
+ * the file only when some bucket of the plan holds more events than a
+ * window may).
  *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place, each counter record in
@@ -55,6 +61,7 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
+#include "analysis/jobs.h"
 #include "analysis/ranges.h"
 #include "analysis/windows.h"
 #include "io/kxp.h"
@@ -77,6 +84,8 @@ struct kx_wread {
 	char damage[512];              /* its message (empty: nothing lost) */
 	struct kx_store *side;         /* tasks, samples and their symbols, annotation events */
 	struct kx_ranges *ranges;      /* the whole capture's annotation ranges, NULL: none */
+	struct kx_store *mem;          /* the ioctls memory accounting counts, in file order */
+	struct kx_jobs *jobs;          /* the whole capture's memory accounting, NULL: none */
 	struct kx_store *late;         /* the late ioctls, in file order */
 	uint64_t *late_seq;            /* their places among the file's ioctl records */
 	uint32_t *late_win;            /* their windows */

@@ -284,6 +284,8 @@ static int window_part(void *ctx, struct kx_store *s, size_t k)
 	an->whole = &wd->w->whole;
 	if (wd->w->ranges)
 		kx_analysis_lend_ranges(an, wd->w->ranges);
+	if (wd->w->jobs)
+		kx_analysis_lend_jobs(an, wd->w->jobs);
 	rc = part_write(an, &wd->w->plan, k, wd->xo, wd->logdir, wd->chrome, wd->input);
 	kx_analysis_free(an);
 	return rc;

@@ -1620,7 +1620,7 @@ static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jo
 
 	for (size_t k = 0; k < jd->nmem; k++) {
 		const struct kx_mem_pt *m = &jd->mem[k];
-		const struct kx_ioctl *e = kx_store_ioctl(x->s, m->ioctl);
+		const struct kx_ioctl *e = kx_store_ioctl(x->jobs->store, m->ioctl);
 		uint8_t *p = scratch;
 		uint32_t mid;
 		char buf[96];
