@@ -31,7 +31,7 @@ struct p1 {
 	struct kx_streamcheck check;
 	struct kx_sranges ranges; /* the annotation ranges, paired as they pass */
 	struct kx_whist *starts;  /* the plan's first level */
-	struct kx_hmap threads;   /* pid << 32 | tid of the threads with ioctls */
+	struct kx_hmap threads;   /* pid << 32 | tid of the threads with ioctls or annotations */
 	uint64_t last_key;        /* the latest added (calls come in runs of a thread) */
 	uint64_t maxstart, seq;
 	int any, oom, stop;
@@ -376,10 +376,48 @@ static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, si
 	return 0;
 }
 
+/* w zeroed with its side stores, and c's state. 0, or -1 when out of memory
+ * (c freed). */
+static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t limit, size_t budget)
+{
+	memset(w, 0, sizeof(*w));
+	*c = (struct p1){.w = w, .check = KX_STREAMCHECK_INIT, .threads = KX_HMAP_INIT};
+	c->check.keep_mem = 1;
+	w->path = path;
+	w->limit = limit;
+	w->budget = budget;
+	w->whole.first_ts = UINT64_MAX;
+	kx_sranges_init(&c->ranges);
+	c->starts = kx_whist_new();
+	w->side = kx_store_new(budget);
+	w->late = kx_store_new(budget);
+	w->mem = kx_store_new(budget);
+	c->ranges.strings = w->side;
+	c->ranges.out = kx_ranges_new(w->side, NULL);
+	if (c->starts && w->side && w->late && w->mem && kx_store_samples(w->side) && c->ranges.out)
+		return 0;
+	kx_whist_free(c->starts);
+	kx_ranges_free(c->ranges.out);
+	kx_sranges_free(&c->ranges);
+	return -1;
+}
+
+/* Once the file is read: the whole capture's ranges, memory accounting and
+ * threads. 0, or -1 when out of memory. */
+static int p1_whole(struct p1 *c)
+{
+	struct kx_wread *w = c->w;
+
+	if (c->oom || (!w->in_memory && whole_ranges(w, &c->ranges, &c->threads, c->starts)) ||
+	    (!w->in_memory && whole_memory(w, c->starts)))
+		return -1;
+	return whole_threads(&w->whole, &c->threads);
+}
+
 int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t budget, char *err,
                   size_t errlen)
 {
-	struct p1 c = {.w = w, .check = KX_STREAMCHECK_INIT, .threads = KX_HMAP_INIT};
+	struct p1 c;
 	struct kx_kxp_visitor v = {
 	        .ctx = &c,
 	        .ioctl = p1_ioctl,
@@ -392,24 +430,7 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	};
 	int rc;
 
-	memset(w, 0, sizeof(*w));
-	c.check.keep_mem = 1;
-	w->path = path;
-	w->limit = limit;
-	w->budget = budget;
-	w->whole.first_ts = UINT64_MAX;
-	kx_sranges_init(&c.ranges);
-	c.starts = kx_whist_new();
-	w->side = kx_store_new(budget);
-	w->late = kx_store_new(budget);
-	w->mem = kx_store_new(budget);
-	c.ranges.strings = w->side;
-	c.ranges.out = kx_ranges_new(w->side, NULL);
-	if (!c.starts || !w->side || !w->late || !w->mem || !kx_store_samples(w->side) ||
-	    !c.ranges.out) {
-		kx_whist_free(c.starts);
-		kx_ranges_free(c.ranges.out);
-		kx_sranges_free(&c.ranges);
+	if (p1_init(&c, w, path, limit, budget)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -419,9 +440,7 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	if (rc) {
 		snprintf(err, errlen, "%s", w->damage);
 		w->damage[0] = 0;
-	} else if (c.oom || (!w->in_memory && whole_ranges(w, &c.ranges, &c.threads, c.starts)) ||
-	           (!w->in_memory && whole_memory(w, c.starts)) ||
-	           whole_threads(&w->whole, &c.threads)) {
+	} else if (p1_whole(&c)) {
 		snprintf(err, errlen, "out of memory reading %s", path);
 		rc = -1;
 	}
