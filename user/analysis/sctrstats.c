@@ -32,7 +32,7 @@ int kx_sctrstats_init(struct kx_sctrstats *s, const struct kx_capinfo *ci)
 
 static struct kx_sctr_thread *thread_get(struct kx_sctrstats *s, uint32_t tid, int make)
 {
-	struct kx_sctr_thread *t = kx_tidtab_get(&s->threads, tid, 0);
+	struct kx_sctr_thread *t = kx_tidtab_find(&s->threads, tid);
 
 	if (t || !make)
 		return t;

@@ -65,7 +65,7 @@ static void because(struct kx_sranges *s, const char *why)
 
 static struct kx_srange_thread *thread_find(struct kx_sranges *s, uint32_t tid)
 {
-	return kx_tidtab_get(&s->threads, tid, 0);
+	return kx_tidtab_find(&s->threads, tid);
 }
 
 static struct kx_srange_thread *thread_get(struct kx_sranges *s, uint32_t tid)

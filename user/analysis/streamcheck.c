@@ -1,8 +1,5 @@
 /* Can a stream give the in-memory analysis exactly? (contract: streamcheck.h) */
-#include <stdlib.h>
-
 #include "analysis/streamcheck.h"
-#include "util/grow.h"
 
 static void because(struct kx_streamcheck *c, const char *why)
 {
@@ -13,20 +10,14 @@ static void because(struct kx_streamcheck *c, const char *why)
 /* Does e start before its thread's last call ended? Records e's end. -1: OOM. */
 static int overlaps(struct kx_streamcheck *c, const struct kx_ioctl *e)
 {
-	uint32_t *idx = kx_hmap_get(&c->tids, e->tid);
-	uint64_t end = e->ts + e->dur;
-	int ov;
+	uint64_t *end = kx_tidtab_find(&c->ends, e->tid);
+	int ov = end && e->ts < *end;
 
-	if (!idx) {
-		if (c->nends >= UINT32_MAX ||
-		    kx_grow((void **)&c->ends, &c->endcap, c->nends, sizeof(*c->ends)) ||
-		    kx_hmap_add(&c->tids, e->tid, (uint32_t)c->nends))
-			return -1;
-		c->ends[c->nends++] = end;
-		return 0;
-	}
-	ov = e->ts < c->ends[*idx];
-	c->ends[*idx] = end;
+	if (!end)
+		end = kx_tidtab_get(&c->ends, e->tid, 1);
+	if (!end)
+		return -1;
+	*end = e->ts + e->dur;
 	return ov;
 }
 
@@ -49,11 +40,11 @@ int kx_streamcheck_ioctl(struct kx_streamcheck *c, const struct kx_ioctl *e, con
 
 int kx_streamcheck_last_end(const struct kx_streamcheck *c, uint32_t tid, uint64_t *end)
 {
-	const uint32_t *idx = c->nends ? kx_hmap_get(&c->tids, tid) : NULL;
+	const uint64_t *e = kx_tidtab_find(&c->ends, tid);
 
-	if (!idx)
+	if (!e)
 		return 0;
-	*end = c->ends[*idx];
+	*end = *e;
 	return 1;
 }
 
@@ -70,8 +61,5 @@ void kx_streamcheck_ctr(struct kx_streamcheck *c)
 void kx_streamcheck_free(struct kx_streamcheck *c)
 {
 	kx_memacct_free(&c->mem);
-	kx_hmap_free(&c->tids);
-	free(c->ends);
-	c->ends = NULL;
-	c->nends = c->endcap = 0;
+	kx_tidtab_free(&c->ends);
 }

@@ -28,21 +28,19 @@
 
 #include "analysis/jobpair.h"
 #include "model/event.h"
-#include "util/hashmap.h"
+#include "util/tidtab.h"
 
 struct kx_streamcheck {
 	const char *why; /* the first reason a stream does not do; NULL: it does */
 	int keep_mem;    /* set by the caller: memory ioctls are not a reason */
 	int last_mem;    /* the last ioctl is one memory accounting counts */
 	struct kx_memacct mem;
-	struct kx_hmap tids; /* tid -> index in ends */
-	uint64_t *ends;      /* ns, the end of each thread's last call */
-	size_t nends, endcap;
+	struct kx_tidtab ends; /* ns, the end of each thread's last call (uint64_t) */
 };
 
 #define KX_STREAMCHECK_INIT                                                                        \
 	{                                                                                          \
-		NULL, 0, 0, KX_MEMACCT_INIT, KX_HMAP_INIT, NULL, 0, 0                              \
+		NULL, 0, 0, KX_MEMACCT_INIT, KX_TIDTAB_INIT(uint64_t)                              \
 	}
 
 /* One ioctl (arg: its argument bytes, NULL when none). 0, or -1 when out of
@@ -57,7 +55,7 @@ int kx_streamcheck_last_end(const struct kx_streamcheck *c, uint32_t tid, uint64
 /* Distinct threads whose calls were seen. */
 static inline size_t kx_streamcheck_threads(const struct kx_streamcheck *c)
 {
-	return c->nends;
+	return c->ends.n;
 }
 void kx_streamcheck_free(struct kx_streamcheck *c);
 

@@ -1,8 +1,9 @@
 /*
  * Per-thread records: a growable array of fixed-size records found by
  * thread id through util/hashmap.h, for the streams that keep a little
- * state per thread (open annotation ranges, the last ioctl a job record may
- * link to, the last call a counter record may join). The table owns the
+ * state per thread (the end of its last call, open annotation ranges, the
+ * last ioctl a job record may link to, the last call a counter record may
+ * join). The table owns the
  * records; pointers stay valid until the next record is made.
  */
 #ifndef KX_TIDTAB_H
@@ -32,15 +33,22 @@ static inline void *kx_tidtab_at(const struct kx_tidtab *t, size_t i)
 	return (char *)t->v + i * t->size;
 }
 
+/* The record of tid, or NULL when it has none. */
+static inline void *kx_tidtab_find(const struct kx_tidtab *t, uint32_t tid)
+{
+	const uint32_t *i = t->n ? kx_hmap_get(&t->map, tid) : NULL;
+
+	return i ? kx_tidtab_at(t, *i) : NULL;
+}
+
 /* The record of tid; when it has none: a zeroed new one if make, else
  * NULL. NULL when out of memory. */
 static inline void *kx_tidtab_get(struct kx_tidtab *t, uint32_t tid, int make)
 {
-	const uint32_t *i = t->n ? kx_hmap_get(&t->map, tid) : NULL;
-	void *r;
+	void *r = kx_tidtab_find(t, tid);
 
-	if (i || !make)
-		return i ? kx_tidtab_at(t, *i) : NULL;
+	if (r || !make)
+		return r;
 	if (t->n >= UINT32_MAX || kx_grow(&t->v, &t->cap, t->n, t->size) ||
 	    kx_hmap_add(&t->map, tid, (uint32_t)t->n))
 		return NULL;
