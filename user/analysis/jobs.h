@@ -91,8 +91,8 @@ struct kx_jobs {
 	uint64_t start_ns, end_ns; /* capture span used for busy and incomplete jobs */
 	uint8_t *submitted;        /* bitmap over store ioctls: submitted a job */
 	size_t nioctls;
-	const struct kx_store
-	        *store; /* the store whose ioctls submit, wait and mem[].ioctl index */
+	/* The store whose ioctls submit, wait and mem[].ioctl index. */
+	const struct kx_store *store;
 };
 
 /* NULL on out of memory. ci may be NULL (no device mapping, span from events). */

@@ -24,6 +24,20 @@ void kx_wpass_see(struct kx_wpass *p, uint64_t ts)
 	see(p, ts);
 }
 
+/* The analysis' own events (jobs, memory events, annotation ranges and
+ * marks; jobs and rg may be NULL), by their starts, to fn. */
+static void analysed_starts(const struct kx_jobs *jobs, const struct kx_ranges *rg,
+                            void (*fn)(void *, uint64_t), void *ctx)
+{
+	for (size_t k = 0; jobs && k < jobs->njobs; k++)
+		fn(ctx, kx_jobrec_start(&jobs->jobs[k]));
+	for (size_t d = 0; jobs && d < jobs->ndevs; d++)
+		for (size_t k = 0; k < jobs->devs[d].nmem; k++)
+			fn(ctx, jobs->devs[d].mem[k].ts);
+	for (size_t i = 0; rg && i < rg->n; i++)
+		fn(ctx, rg->r[i].begin);
+}
+
 /* Every event the outputs draw, by its start, to fn. */
 static void walk_starts(const struct kx_analysis *an, void (*fn)(void *, uint64_t), void *ctx)
 {
@@ -39,13 +53,7 @@ static void walk_starts(const struct kx_analysis *an, void (*fn)(void *, uint64_
 			fn(ctx, e[k].ts);
 		i += run ? run : 1;
 	}
-	for (size_t k = 0; an->jobs && k < an->jobs->njobs; k++)
-		fn(ctx, kx_jobrec_start(&an->jobs->jobs[k]));
-	for (size_t d = 0; an->jobs && d < an->jobs->ndevs; d++)
-		for (size_t k = 0; k < an->jobs->devs[d].nmem; k++)
-			fn(ctx, an->jobs->devs[d].mem[k].ts);
-	for (size_t i = 0; i < an->ranges->n; i++)
-		fn(ctx, an->ranges->r[i].begin);
+	analysed_starts(an->jobs, an->ranges, fn, ctx);
 	for (size_t i = 0; smp && i < kx_samples_count(smp); i++)
 		fn(ctx, kx_samples_get(smp, i)->ts);
 }
@@ -58,6 +66,18 @@ static void see_pass(void *p, uint64_t ts)
 static void see_hist(void *h, uint64_t ts)
 {
 	kx_whist_see(h, ts);
+}
+
+void kx_whist_see_analysed(struct kx_whist *h, const struct kx_jobs *jobs,
+                           const struct kx_ranges *rg)
+{
+	analysed_starts(jobs, rg, see_hist, h);
+}
+
+void kx_wpass_see_analysed(struct kx_wpass *p, const struct kx_jobs *jobs,
+                           const struct kx_ranges *rg)
+{
+	analysed_starts(jobs, rg, see_pass, p);
 }
 
 /* The analysis as a source of starts. */

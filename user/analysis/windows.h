@@ -70,6 +70,17 @@ struct kx_wpass {
 };
 void kx_wpass_see(struct kx_wpass *p, uint64_t ts);
 
+/*
+ * The starts of the events an analysis makes of the records (jobs, memory
+ * events, annotation ranges and marks; jobs and rg may be NULL), for a
+ * source whose walk sees only the ioctls and samples (a record file read as
+ * a stream, with the whole capture's analysed events kept apart).
+ */
+void kx_whist_see_analysed(struct kx_whist *h, const struct kx_jobs *jobs,
+                           const struct kx_ranges *rg);
+void kx_wpass_see_analysed(struct kx_wpass *p, const struct kx_jobs *jobs,
+                           const struct kx_ranges *rg);
+
 struct kx_wsource {
 	int (*walk)(void *ctx, struct kx_wpass *p, char *err, size_t errlen);
 	void *ctx;

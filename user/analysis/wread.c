@@ -217,12 +217,10 @@ static int range_threads(const struct kx_ranges *rg, struct kx_hmap *threads)
  * Once the file is read, the ranges the stream paired, with the ioctls each
  * held as they passed: it found none of the cases where nesting them with
  * the ioctls would change a range (analysis/sranges.h), so they are what the
- * whole capture's analysis makes of the file. Their starts join the plan's,
- * their threads the capture's. 0 (w->in_memory may be set now), or -1 when
- * out of memory.
+ * whole capture's analysis makes of the file. Their threads join the
+ * capture's. 0 (w->in_memory may be set now), or -1 when out of memory.
  */
-static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hmap *threads,
-                        struct kx_whist *starts)
+static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hmap *threads)
 {
 	struct kx_stats rows = {0};
 	int rc = kx_sranges_finish(sr, w->ci.stop_mono_ns, &rows);
@@ -241,42 +239,18 @@ static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hma
 	w->ranges->kernel = w->ci.ann; /* the trailer's counts, known now */
 	if (kx_ranges_finish(w->ranges, w->side, NULL, NULL))
 		return -1;
-	for (size_t i = 0; i < w->ranges->n; i++)
-		kx_whist_see(starts, w->ranges->r[i].begin);
 	return range_threads(w->ranges, threads);
-}
-
-/* Each memory event's time to fn (the windows count them as events). */
-static void memory_starts(const struct kx_jobs *jb, void (*fn)(void *, uint64_t), void *ctx)
-{
-	for (size_t d = 0; jb && d < jb->ndevs; d++)
-		for (size_t k = 0; k < jb->devs[d].nmem; k++)
-			fn(ctx, jb->devs[d].mem[k].ts);
-}
-
-static void whist_see(void *h, uint64_t ts)
-{
-	kx_whist_see(h, ts);
-}
-
-static void wpass_see(void *p, uint64_t ts)
-{
-	kx_wpass_see(p, ts);
 }
 
 /* The whole capture's memory accounting, made from its memory ioctls (a
  * capture without job records: they are the device analysis' only input
- * besides those); its events join the plan's starts. 0, or -1 when out of
- * memory. */
-static int whole_memory(struct kx_wread *w, struct kx_whist *starts)
+ * besides those). 0, or -1 when out of memory. */
+static int whole_memory(struct kx_wread *w)
 {
 	if (!kx_store_ioctl_count(w->mem))
 		return 0;
 	w->jobs = kx_jobs_build(w->mem, &w->ci);
-	if (!w->jobs)
-		return -1;
-	memory_starts(w->jobs, whist_see, starts);
-	return 0;
+	return w->jobs ? 0 : -1;
 }
 
 /* ---- the plan: the file as a source of event starts ---- */
@@ -299,9 +273,7 @@ static int walk_file(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 	struct kx_kxp_read_result res;
 	struct kx_capinfo ci;
 
-	for (size_t i = 0; w->ranges && i < w->ranges->n; i++)
-		kx_wpass_see(p, w->ranges->r[i].begin);
-	memory_starts(w->jobs, wpass_see, p);
+	kx_wpass_see_analysed(p, w->jobs, w->ranges);
 	return kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
 }
 
@@ -402,15 +374,17 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	return -1;
 }
 
-/* Once the file is read: the whole capture's ranges, memory accounting and
- * threads. 0, or -1 when out of memory. */
+/* Once the file is read: the whole capture's ranges, memory accounting
+ * (their events join the plan's starts) and threads. 0, or -1 when out of
+ * memory. */
 static int p1_whole(struct p1 *c)
 {
 	struct kx_wread *w = c->w;
 
-	if (c->oom || (!w->in_memory && whole_ranges(w, &c->ranges, &c->threads, c->starts)) ||
-	    (!w->in_memory && whole_memory(w, c->starts)))
+	if (c->oom || (!w->in_memory && whole_ranges(w, &c->ranges, &c->threads)) ||
+	    (!w->in_memory && whole_memory(w)))
 		return -1;
+	kx_whist_see_analysed(c->starts, w->jobs, w->ranges);
 	return whole_threads(&w->whole, &c->threads);
 }
 
