@@ -412,6 +412,33 @@ static void test_pprof_decodes(void)
 	kx_store_free(st);
 }
 
+static void count_sample(void *ctx, const struct kx_sample *s)
+{
+	(void)s;
+	++*(size_t *)ctx;
+}
+
+/* A tee read: the store gets the samples and symbols a read into it gets,
+ * and so does the sink: every sample, and the symbols in its own table. */
+static void check_tee(const char *path, size_t nsyms, size_t nsamples)
+{
+	static struct kx_capinfo ci;
+	struct kx_symres syms = {0};
+	size_t seen = 0;
+	struct kx_kxp_visitor v = {.ctx = &seen, .sample = count_sample, .syms = &syms};
+	struct kx_store *st = kx_store_new(0);
+	char err[512];
+
+	CHECK(st && kx_kxp_read_stream_tee(path, &v, st, &ci, NULL, err, sizeof(err)) == 0);
+	CHECK_EQ_U(seen, nsamples);
+	CHECK_EQ_U(st ? kx_samples_count(kx_store_samples(st)) : 0, nsamples);
+	CHECK_EQ_U(st ? kx_samples_syms(kx_store_samples(st))->n : 0, nsyms);
+	CHECK_EQ_U(syms.n, nsyms);
+	CHECK(kx_symres_find(&syms, 0, 0, K_VCPU) != NULL);
+	kx_symres_free(&syms);
+	kx_store_free(st);
+}
+
 /* A capture with samples and symbols written and read back. */
 static void test_kxp_roundtrip(void)
 {
@@ -458,6 +485,7 @@ static void test_kxp_roundtrip(void)
 		CHECK(kx_kxp_add_sym(w, r, &r->e[i]) == 0);
 	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
 	CHECK(kx_kxp_read(path, st, &got, NULL, err, sizeof(err)) == 0);
+	check_tee(path, r->n, kx_samples_count(t));
 	unlink(path);
 	u = kx_store_samples(st);
 	CHECK_EQ_U(kx_samples_count(u), kx_samples_count(t));

@@ -1308,7 +1308,7 @@ static void put_ioctl(const struct dest *d, const struct kx_ioctl *e, const uint
 {
 	if (d->store)
 		kx_store_add_ioctl(d->store, e, arg);
-	else if (d->sink && d->sink->ioctl)
+	if (d->sink && d->sink->ioctl)
 		d->sink->ioctl(d->sink->ctx, e, arg);
 }
 
@@ -1316,7 +1316,7 @@ static void put_task(const struct dest *d, const struct kx_task *t)
 {
 	if (d->store)
 		kx_store_add_task(d->store, t);
-	else if (d->sink && d->sink->task)
+	if (d->sink && d->sink->task)
 		d->sink->task(d->sink->ctx, t);
 }
 
@@ -1324,7 +1324,7 @@ static void put_job(const struct dest *d, const struct kx_job *j)
 {
 	if (d->store)
 		kx_store_add_job(d->store, j);
-	else if (d->sink && d->sink->job)
+	if (d->sink && d->sink->job)
 		d->sink->job(d->sink->ctx, j);
 }
 
@@ -1339,7 +1339,7 @@ static void commit_ann(const struct dest *d, const struct ann_stash *an, const u
 	cat[an->cat_len] = 0;
 	if (d->store)
 		kx_store_add_ann(d->store, &an->a, name, cat);
-	else if (d->sink && d->sink->ann)
+	if (d->sink && d->sink->ann)
 		d->sink->ann(d->sink->ctx, &an->a, name, cat);
 }
 
@@ -1366,23 +1366,25 @@ static int late_decode(const uint8_t *p, size_t n, unsigned int type, uint64_t *
 			return -1;
 		if (store)
 			kx_store_add_ctr(store, &ce);
-		else if (sink && sink->ctr)
+		if (sink && sink->ctr)
 			sink->ctr(sink->ctx, &ce);
 		return 0;
 	}
 	if (type == KX_KXP_REC_SYM) {
-		struct kx_symres *syms = store  ? kx_samples_syms(kx_store_samples(store))
-		                         : sink ? sink->syms
-		                                : NULL;
+		struct kx_symres *ss = store ? kx_samples_syms(kx_store_samples(store)) : NULL;
+		struct kx_symres *ks = sink ? sink->syms : NULL;
 
-		rc = kx_kxp_dec_sym(p, n, syms);
-		return rc == -2 ? 0 : rc; /* a name lost to memory: that frame stays unknown */
+		/* A name lost to memory (-2): that frame stays unknown. */
+		rc = kx_kxp_dec_sym(p, n, ss ? ss : ks);
+		if (rc != -1 && ss && ks)
+			rc = kx_kxp_dec_sym(p, n, ks);
+		return rc == -2 ? 0 : rc;
 	}
 	if (kx_kxp_dec_sample(p, n, type, prev_ts, &s, ips))
 		return -1;
 	if (store)
 		kx_store_add_sample(store, &s);
-	else if (sink && sink->sample)
+	if (sink && sink->sample)
 		sink->sample(sink->ctx, &s);
 	return 0;
 }
@@ -1630,13 +1632,13 @@ static void chunk_run(void *slot, void *wctx, void *arg)
  * hands them to the sink. */
 static void commit_ioctls(const struct dest *d, const struct cslot *c, size_t from, size_t to)
 {
-	if (!d->store) {
+	if (d->sink && d->sink->ioctl)
 		for (size_t i = from; i < to; i++)
-			put_ioctl(d, &c->ioc[i],
-			          c->ioc[i].arg_off == KX_NO_ARG ? NULL
-			                                         : c->raw + c->ioc[i].arg_off);
+			d->sink->ioctl(d->sink->ctx, &c->ioc[i],
+			               c->ioc[i].arg_off == KX_NO_ARG ? NULL
+			                                              : c->raw + c->ioc[i].arg_off);
+	if (!d->store)
 		return;
-	}
 	while (from < to) {
 		size_t i = from;
 
@@ -1825,12 +1827,23 @@ static const char *cs_why(int status)
 	}
 }
 
+/* The sink of a tee read gave the store up: from here, records go to the sink alone. */
+static void tee_check(struct reader *r)
+{
+	const struct kx_kxp_visitor *v = r->dest.sink;
+
+	if (r->dest.store && v && v->drop_store && __atomic_load_n(v->drop_store, __ATOMIC_RELAXED))
+		r->dest.store = r->store = NULL;
+}
+
 /* A decoded chunk, in file order (on the reading thread). */
 static void chunk_done(void *slot, void *arg)
 {
 	struct cslot *c = slot;
 	struct reader *r = arg;
 
+	tee_check(r);
+	r->res->read_to = c->off + r->chl + c->comp_len;
 	if (c->status != CS_OK) {
 		damage(r, c->num, 1, c->off, r->chl + (uint64_t)c->comp_len, cs_why(c->status));
 		return;
@@ -2095,6 +2108,7 @@ static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 		struct chdr ch;
 		struct cslot *c;
 
+		tee_check(r);
 		/* Numbers that skip are for the one-at-a-time reader to note. */
 		if (!h || chdr_parse(h, r->chl, &ch) || s->size - off - r->chl < ch.comp_len ||
 		    ch.type == CHUNK_TRAILER || (r->version >= 3 && ch.num != r->nseen + 1))
@@ -2257,6 +2271,7 @@ static int read_src(struct src *s, const struct dest *d, struct kx_capinfo *ci,
 	if (errlen)
 		err[0] = '\0';
 	r.src = s;
+	res->size = s->size;
 	r.dest = *d;
 	r.store = d->store;
 	r.ci = ci;
@@ -2268,10 +2283,11 @@ static int read_src(struct src *s, const struct dest *d, struct kx_capinfo *ci,
 		d->sink->header(d->sink->ctx, ci);
 	if (hlen)
 		ret = read_chunks(&r, hlen);
-	/* Symbols arrive in batches through the file: lookups start now. */
-	if (d->store && kx_store_samples(d->store))
-		kx_symres_settle(kx_samples_syms(kx_store_samples(d->store)));
-	else if (d->sink && d->sink->syms)
+	/* Symbols arrive in batches through the file: lookups start now (a
+	 * store a tee read gave up is the caller's to free). */
+	if (r.dest.store && kx_store_samples(r.dest.store))
+		kx_symres_settle(kx_samples_syms(kx_store_samples(r.dest.store)));
+	if (d->sink && d->sink->syms)
 		kx_symres_settle(d->sink->syms);
 	free(lci);
 	return ret;
@@ -2339,6 +2355,15 @@ int kx_kxp_read_stream(const char *path, const struct kx_kxp_visitor *sink, stru
                        struct kx_kxp_read_result *res, char *err, size_t errlen)
 {
 	struct dest d = {NULL, sink};
+
+	return read_path(path, &d, ci, res, err, errlen);
+}
+
+int kx_kxp_read_stream_tee(const char *path, const struct kx_kxp_visitor *sink,
+                           struct kx_store *store, struct kx_capinfo *ci,
+                           struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	struct dest d = {store, sink};
 
 	return read_path(path, &d, ci, res, err, errlen);
 }

@@ -95,6 +95,9 @@ struct kx_kxp_read_result {
 	uint64_t ncorrupt;       /* corrupt stretches skipped (the first ones in corrupt[]) */
 	uint64_t corrupt_bytes;  /* bytes they held, all of them */
 	struct kx_kxp_damage corrupt[KX_KXP_DAMAGE_MAX];
+	uint64_t size;    /* the file's bytes */
+	uint64_t read_to; /* bytes read so far: a streaming read's callbacks get the records
+	                   * of the chunk that ends there */
 };
 
 /*
@@ -140,10 +143,23 @@ struct kx_kxp_visitor {
 	 * early, at the next chunk: ci, res and err then describe only what was
 	 * read (a caller that stops has no use for the rest). */
 	int *stop;
+	/* kx_kxp_read_stream_tee: NULL, or a flag the callbacks set to stop
+	 * filling the store, from the next chunk on (the store, left with the
+	 * start of the file, is the caller's to free after the read). */
+	int *drop_store;
 };
 /* NULL callbacks skip their records. Returns as kx_kxp_read. */
 int kx_kxp_read_stream(const char *path, const struct kx_kxp_visitor *sink, struct kx_capinfo *ci,
                        struct kx_kxp_read_result *res, char *err, size_t errlen);
+/*
+ * A streaming read that also reads the file into store, as kx_kxp_read
+ * would (a tee: every record to both), for a caller that may want the file
+ * whole once it has seen it, without reading it twice; sink->drop_store
+ * gives the store up on the way.
+ */
+int kx_kxp_read_stream_tee(const char *path, const struct kx_kxp_visitor *sink,
+                           struct kx_store *store, struct kx_capinfo *ci,
+                           struct kx_kxp_read_result *res, char *err, size_t errlen);
 int kx_kxp_read_stream_mem(const void *buf, size_t len, const struct kx_kxp_visitor *sink,
                            struct kx_capinfo *ci, struct kx_kxp_read_result *res, char *err,
                            size_t errlen);
