@@ -248,6 +248,19 @@ open(sys.argv[2], "wb").write(b)
 PY
 same_parts damaged "$TMP/flatbad.kxp"
 check damaged_warns grep -q "corrupt" "$TMP/damaged.w.err"
+# A capture that fits one trace is read once (the first read keeps it),
+# damage and all: the output and the warning of reading it whole.
+for m in once whole; do
+	opt=()
+	[ $m = whole ] && opt=(--in-memory)
+	check "fits_one_${m}_runs" strace -f -qq -e trace=openat -o "$TMP/open.$m" "$KXPROF" \
+		convert "$TMP/flatbad.kxp" "${opt[@]}" --chrome "$TMP/one.$m.json" >/dev/null \
+		2>"$TMP/one.$m.err"
+done
+check fits_one_read_once test "$(grep -c 'flatbad.kxp"' "$TMP/open.once")" -eq 1
+check fits_one_same_chrome cmp -s "$TMP/one.once.json" "$TMP/one.whole.json"
+check fits_one_same_warning cmp -s "$TMP/one.once.err" "$TMP/one.whole.err"
+check fits_one_warns grep -q "corrupt" "$TMP/one.once.err"
 
 # Bad values: usage errors, before the file is read.
 for bad in -1 abc "" 1.5 10x 2000000000000; do

@@ -511,6 +511,7 @@ static void check_parts(size_t nioc, size_t limit, int ann, size_t *parts, size_
 	CHECK(whole_read(path, limit, &wp) == 0);
 	CHECK(kx_wread_open(&w, path, limit, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory == NULL);
+	CHECK(w.store == NULL); /* more calls than a window: given up */
 	CHECK_EQ_U(w.plan.n, wp.n);
 	/* The annotated capture has every kind of range, and the parts show
 	 * counters, late calls' too: the cases are exercised. */
@@ -573,18 +574,54 @@ static void test_annotated(void)
 	CHECK(peak <= 2);
 }
 
+/* The file as the first read stored it (w->store): the parts of the file
+ * read whole, byte for byte, and nioc calls. */
+static void check_store_whole(const struct kx_wread *w, const char *path, size_t limit, size_t nioc)
+{
+	struct whole_parts wp = {0};
+	struct kx_windows wn = {0};
+	struct kx_analysis *an = NULL;
+	char err[256];
+	size_t same = 0;
+
+	CHECK(w->store != NULL);
+	CHECK(whole_read(path, limit, &wp) == 0);
+	if (w->store) {
+		CHECK_EQ_U(kx_store_ioctl_count(w->store), nioc);
+		an = kx_analysis_build(w->store, &w->ci, err, sizeof(err));
+	}
+	CHECK(an && kx_windows_plan(an, limit, &wn, err, sizeof(err)) == 0);
+	CHECK_EQ_U(wn.n, wp.n);
+	for (size_t k = 0; an && k < wn.n && k < wp.n; k++) {
+		size_t len = 0;
+		uint8_t *b = part_bytes(an, &wn.w[k], k, wn.n, &len);
+
+		same += b && len == wp.len[k] && !memcmp(b, wp.b[k], len);
+		free(b);
+	}
+	CHECK(wp.n > 0);
+	CHECK_EQ_U(same, wp.n);
+	kx_windows_free(&wn);
+	kx_analysis_free(an);
+	whole_free(&wp);
+}
+
+/* A capture that fits one window is read once: the first read stored it,
+ * every kind of record (ranges, counters, memory ioctls, CPU samples). */
 static void test_fits_one(void)
 {
 	static struct kx_wread w;
 	char path[96], err[256];
 
 	snprintf(path, sizeof(path), "%s/one.kxp", dir);
-	CHECK(write_capture(path, 500, 0, 0) == 0);
+	CHECK(write_capture_as(path, 500, 0, 0, 0, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY) == 0);
 	CHECK(kx_wread_open(&w, path, 100000, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory == NULL);
 	CHECK_EQ_U(w.plan.n, 1);
 	CHECK_EQ_U(w.whole.ioctls, 500);
-	CHECK_EQ_U(w.whole.nthreads, THREADS);
+	CHECK(w.whole.nthreads >= THREADS);
+	CHECK(w.store && kx_store_ann_count(w.store) > 0 && kx_store_job_count(w.store) == 0);
+	check_store_whole(&w, path, 100000, 500);
 	kx_wread_free(&w);
 	unlink(path);
 }
@@ -598,6 +635,14 @@ static void test_read_whole_when_needed(void)
 	CHECK(write_capture(path, 2000, 1, 0) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory && strstr(w.in_memory, "device jobs"));
+	CHECK(w.store == NULL); /* the job came after a window's calls: read it again */
+	kx_wread_free(&w);
+	/* The job (after 1,000 calls) comes before a window's calls: the first
+	 * read stores the rest too, past a window, and the file is read once. */
+	CHECK(kx_wread_open(&w, path, 1500, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "device jobs"));
+	CHECK(w.store && kx_store_job_count(w.store) == 1);
+	check_store_whole(&w, path, 1500, 2000);
 	kx_wread_free(&w);
 	CHECK(write_capture(path, 2000, 0, 1) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);

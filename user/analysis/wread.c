@@ -6,6 +6,7 @@
 #include "analysis/sranges.h"
 #include "analysis/streamcheck.h"
 #include "analysis/wread.h"
+#include "model/annot.h"
 #include "model/samples.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
@@ -34,7 +35,10 @@ struct p1 {
 	struct kx_hmap threads;   /* pid << 32 | tid of the threads with ioctls or annotations */
 	uint64_t last_key;        /* the latest added (calls come in runs of a thread) */
 	uint64_t maxstart, seq;
+	/* Records that may begin a trace event: ioctls, samples, ranges, marks. */
+	uint64_t records;
 	int any, oom, stop;
+	int drop; /* w->store given up (kx_kxp_visitor's drop_store) */
 };
 
 static int p1_active(const struct p1 *c)
@@ -44,6 +48,7 @@ static int p1_active(const struct p1 *c)
 
 static void p1_stop(struct p1 *c)
 {
+	__atomic_store_n(&c->drop, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 }
 
@@ -51,6 +56,36 @@ static void p1_oom(struct p1 *c)
 {
 	c->oom = 1;
 	p1_stop(c);
+}
+
+/* The file is to be read whole, for reason why: the read goes on to the
+ * end if the store still holds all of it so far, else it stops. */
+static void p1_whole_file(struct p1 *c, const char *why)
+{
+	c->w->in_memory = why;
+	if (__atomic_load_n(&c->drop, __ATOMIC_RELAXED))
+		p1_stop(c);
+}
+
+/* How often the file's records are reckoned from its size (a power of 2). */
+#define P1_RECKON 65536
+
+/*
+ * A record that may begin a trace event: past a window's records, the file
+ * is not wanted whole (unless a reason comes) and the store is given up;
+ * also as soon as the file, at the rate of its records so far, holds more
+ * than twice as many (a long capture is not stored only to be let go).
+ */
+static void p1_count(struct p1 *c)
+{
+	const struct kx_kxp_read_result *r = &c->w->res;
+	double limit = (double)c->w->limit;
+
+	c->records++;
+	if (c->records > c->w->limit ||
+	    (!(c->records % P1_RECKON) && r->read_to &&
+	     (double)c->records * ((double)r->size / (double)r->read_to) > 2 * limit))
+		__atomic_store_n(&c->drop, 1, __ATOMIC_RELAXED);
 }
 
 /* Keeps a late ioctl with its place. 0, or -1 when out of memory. */
@@ -71,17 +106,14 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 
 	if (!p1_active(c))
 		return;
+	p1_count(c);
 	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_sranges_ioctl(&c->ranges, e))
 		return p1_oom(c);
 	/* The memory series is cumulative: its ioctls (few) are kept apart. */
-	if (c->check.last_mem && kx_store_add_ioctl(c->w->mem, e, arg)) {
-		c->w->in_memory = "the ioctls of memory accounting do not fit the store";
-		return p1_stop(c);
-	}
-	if (c->check.why || c->ranges.why) {
-		c->w->in_memory = c->check.why ? c->check.why : c->ranges.why;
-		return p1_stop(c);
-	}
+	if (c->check.last_mem && kx_store_add_ioctl(c->w->mem, e, arg))
+		return p1_whole_file(c, "the ioctls of memory accounting do not fit the store");
+	if (c->check.why || c->ranges.why)
+		return p1_whole_file(c, c->check.why ? c->check.why : c->ranges.why);
 	kx_whist_see(c->starts, e->ts);
 	wh->ioctls++;
 	if (e->ts < wh->first_ts)
@@ -114,21 +146,22 @@ static void p1_sample(void *ctx, const struct kx_sample *s)
 
 	if (!p1_active(c))
 		return;
+	p1_count(c);
 	kx_store_add_sample(c->w->side, s);
 	kx_whist_see(c->starts, s->ts_ns);
 }
 
 static void p1_reason(struct p1 *c)
 {
-	if (p1_active(c) && (c->check.why || c->ranges.why)) {
-		c->w->in_memory = c->check.why ? c->check.why : c->ranges.why;
-		p1_stop(c);
-	}
+	if (p1_active(c) && (c->check.why || c->ranges.why))
+		p1_whole_file(c, c->check.why ? c->check.why : c->ranges.why);
 }
 
 static void p1_job(void *ctx, const struct kx_job *j)
 {
 	(void)j;
+	if (!p1_active(ctx))
+		return;
 	kx_streamcheck_job(&((struct p1 *)ctx)->check);
 	p1_reason(ctx);
 }
@@ -143,6 +176,8 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 
 	if (!p1_active(c))
 		return;
+	if (kx_ann_named(a->what)) /* a range or mark begins */
+		p1_count(c);
 	known = kx_streamcheck_last_end(&c->check, a->tid, &end);
 	if (kx_sranges_ann(&c->ranges, a, name, cat, known ? &end : NULL))
 		return p1_oom(c);
@@ -364,9 +399,11 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	w->side = kx_store_new(budget);
 	w->late = kx_store_new(budget);
 	w->mem = kx_store_new(budget);
+	w->store = kx_store_new(budget);
 	c->ranges.strings = w->side;
 	c->ranges.out = kx_ranges_new(w->side, NULL);
-	if (c->starts && w->side && w->late && w->mem && kx_store_samples(w->side) && c->ranges.out)
+	if (c->starts && w->side && w->late && w->mem && w->store && kx_store_samples(w->side) &&
+	    c->ranges.out)
 		return 0;
 	kx_whist_free(c->starts);
 	kx_ranges_free(c->ranges.out);
@@ -401,6 +438,7 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	        .sample = p1_sample,
 	        .ctr = p1_ctr,
 	        .stop = &c.stop,
+	        .drop_store = &c.drop,
 	};
 	int rc;
 
@@ -409,8 +447,13 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 		return -1;
 	}
 	v.syms = kx_samples_syms(kx_store_samples(w->side));
-	rc = kx_kxp_read_stream(path, &v, &w->ci, &w->res, w->damage, sizeof(w->damage));
+	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
+	                            sizeof(w->damage));
 	kx_streamcheck_free(&c.check);
+	if (rc || c.drop) {
+		kx_store_free(w->store);
+		w->store = NULL;
+	}
 	if (rc) {
 		snprintf(err, errlen, "%s", w->damage);
 		w->damage[0] = 0;
@@ -625,6 +668,7 @@ int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_
 
 void kx_wread_free(struct kx_wread *w)
 {
+	kx_store_free(w->store);
 	kx_jobs_free(w->jobs);
 	kx_store_free(w->mem);
 	kx_ranges_free(w->ranges);

@@ -31,6 +31,13 @@
  * the file only when some bucket of the plan holds more events than a
  * window may).
  *
+ * Pass 1 also reads the file into a store of its own (store), as reading it
+ * whole would, while the file may still be wanted whole: until it has had
+ * more records than a window holds (ioctls, CPU samples and annotations,
+ * each at most one trace event's start), or for good once a reason to read
+ * it whole comes first. A file that fits one window, or must be read whole,
+ * is then read once, not twice.
+ *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place, each counter record in
  * the window of its call (kx_store_add_ctr: the window's own, beside the
@@ -79,6 +86,7 @@ struct kx_wread_ctr {
 
 struct kx_wread {
 	const char *in_memory;         /* NULL: read in windows; else why it must be read whole */
+	struct kx_store *store;        /* the whole file, NULL: given up (past a window) */
 	struct kx_capinfo ci;          /* header, then trailer facts */
 	struct kx_kxp_read_result res; /* what reading lost */
 	char damage[512];              /* its message (empty: nothing lost) */

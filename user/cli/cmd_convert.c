@@ -348,14 +348,46 @@ out:
 	return rc;
 }
 
+/* A file read whole in the first read: the store, its facts, what was lost. */
+struct whole_read {
+	struct kx_store *store; /* NULL: read it */
+	struct kx_capinfo *ci;
+	struct kx_kxp_read_result *res;
+};
+
+/* Why w's file is read whole (-v), and its store to the caller when the
+ * first read holds all of it. */
+static void take_whole(struct kx_wread *w, const char *path, size_t split, struct whole_read *out)
+{
+	if (kx_verbose && w->in_memory)
+		kx_err("%s is read into memory whole: %s", path, w->in_memory);
+	else if (kx_verbose && w->plan.n <= 1)
+		kx_err("%s is read into memory whole: its %zu trace events fit one trace "
+		       "(--split-events %zu)",
+		       path, w->plan.total, split);
+	else if (kx_verbose)
+		kx_err("%s is read into memory whole: its %zu trace events make %zu traces, "
+		       "but its records fit one window (--split-events %zu)",
+		       path, w->plan.total, w->plan.n, split);
+	if (!w->store)
+		return;
+	if (w->damage[0])
+		kx_cli_load_warning(path, &w->res, w->damage);
+	out->store = w->store;
+	*out->ci = w->ci;
+	*out->res = w->res;
+	w->store = NULL;
+}
+
 /*
  * The outputs of a capture read in windows: 0, 1 or 2 as cmd_convert, or
  * -1 when it is to be read whole instead (it fits one window, or a stream
- * does not give it exactly: nothing was written).
+ * does not give it exactly: nothing was written); the first read's store
+ * then goes to whole when it holds the file.
  */
 static int convert_stream(const char *path, const struct kx_xspace_opts *xo, const char *logdir,
                           const char *chrome, size_t split, const char *pprof, const char *folded,
-                          unsigned int kind)
+                          unsigned int kind, struct whole_read *whole)
 {
 	static struct kx_wread w;
 	char err[512];
@@ -364,14 +396,9 @@ static int convert_stream(const char *path, const struct kx_xspace_opts *xo, con
 	if (kx_wread_open(&w, path, split, KX_CLI_STORE_BUDGET, err, sizeof(err))) {
 		kx_err("%s", err);
 		rc = 1;
-	} else if (w.in_memory && kx_verbose) {
-		kx_err("%s is read into memory whole: %s", path, w.in_memory);
-	} else if (w.plan.n <= 1 && kx_verbose) {
-		kx_err("%s is read into memory whole: its %zu trace events fit one trace "
-		       "(--split-events %zu)",
-		       path, w.plan.total, split);
-	}
-	if (rc < 0 && !w.in_memory && w.plan.n > 1) {
+	} else if (w.in_memory || w.plan.n <= 1 || w.store) {
+		take_whole(&w, path, split, whole);
+	} else {
 		if (w.damage[0])
 			kx_cli_load_warning(path, &w.res, w.damage);
 		rc = convert_windowed(&w, xo, logdir, chrome, split, path);
@@ -411,7 +438,7 @@ int cmd_convert(int argc, char **argv)
 	           *folded = NULL;
 	int off_cpu = 0, in_memory = 0;
 	long long split = SPLIT_EVENTS_DEFAULT;
-	struct kx_store *store;
+	struct kx_store *store = NULL;
 	struct kx_analysis *an = NULL;
 	char err[512];
 	int opt, rc = 1;
@@ -487,12 +514,16 @@ int cmd_convert(int argc, char **argv)
 	/* Past one trace's events, a capture a stream gives exactly is read one
 	 * window at a time (analysis/wread.h); the others are read whole. */
 	if ((logdir || chrome) && split && !in_memory && !kx_replay_is_fixture(path)) {
+		struct whole_read whole = {NULL, &ci, &res};
+
 		rc = convert_stream(path, &xo, logdir, chrome, (size_t)split, pprof, folded,
-		                    off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU);
+		                    off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU, &whole);
 		if (rc >= 0)
 			return rc;
+		store = whole.store;
 	}
-	store = kx_cli_load(path, &ci, &res);
+	if (!store)
+		store = kx_cli_load(path, &ci, &res);
 	if (!store)
 		return 1;
 	/* One analysis for both outputs: they show the same jobs and durations. */
