@@ -583,6 +583,42 @@ def growth_table(data, cfg, out):
                    num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1))))
     out.append("")
     convert_growth_table(g, data.get("growann", {}), out)
+    one_trace_table(data.get("growone", {}), out)
+
+
+def one_trace_table(one, out):
+    """convert of a capture that fits one trace (read once), this build against the baseline."""
+    names = {"kxprof": "`convert` (the first read keeps the file)",
+             "memory": "`convert --in-memory` (read whole at once)",
+             "baseline": "baseline build, `convert`"}
+    rows = [(v, one[v]) for v in ("kxprof", "memory", "baseline") if v in one]
+    if not rows or not rows[0][1].get("wall_s"):
+        return
+    ev = one.get("kxprof", {}).get("events", {}).get(1)
+    out.append("`kxprof convert --chrome x.json.gz` of a capture that fits one trace "
+               "(`bench_kxpgen -n %s`), which is read whole; variants alternating:" % num(ev))
+    out.append("")
+    out.append("| variant | wall s, median (min–max) | M events/s | peak RSS MiB |")
+    out.append("| --- | ---: | ---: | ---: |")
+    walls = {}
+    for v, m in rows:
+        w = list(m.get("wall_s", {}).values())
+        rss = list(m.get("rss_kib", {}).values())
+        if not w or not rss:
+            continue
+        walls[v] = med(w)
+        out.append("| %s | %s | %s | %s |" % (
+            names[v], spread(w, 2), num(ev / med(w) / 1e6 if ev and med(w) else None, 2),
+            num(med(rss) / 1024)))
+    out.append("")
+    if walls.get("kxprof") and walls.get("memory"):
+        out.append("| target | measured | verdict |")
+        out.append("| --- | --- | --- |")
+        out.append("| a capture that fits one trace converts as fast as read whole at once "
+                   "(within 10%%) | %sx `--in-memory`'s wall time | %s |" % (
+                       num(walls["kxprof"] / walls["memory"], 2),
+                       verdict(walls["kxprof"] <= 1.1 * walls["memory"])))
+        out.append("")
 
 
 def convert_growth_table(g, ann, out):

@@ -42,11 +42,12 @@ TPUT_S=3			# seconds per throughput run
 EXPORT_PER_THREAD=2600000	# x 2 threads: the >= 5 M event capture
 EXPORT_ROUNDS=3			# conversions of it, alternating builds
 GROW_EVENTS="1500000 15000000"	# synthetic captures reported streamed and in memory
+GROW_ONE=1000000		# a synthetic capture that fits one trace, converted
 HOST_S=0.5			# seconds per part of syscall_loop (getppid, then ping-pong)
 if [ "$QUICK" = 1 ]; then
 	ROUNDS=2 FLOOD_S=0.3 KVMRUN_JOBS=500 JOB_ARGS="-t 2 -j 30 -l 2000" TPUT_S=1
 	LOOPRUN_JOBS=300 LOOPJOB_ARGS="-t 2 -j 30 -k zero -z 256"
-	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1 HOST_S=0.2 GROW_EVENTS="100000 1000000"
+	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1 HOST_S=0.2 GROW_EVENTS="100000 1000000" GROW_ONE=200000
 fi
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -543,6 +544,30 @@ for n in $GROW_EVENTS; do
 	put grow "$n" 1 events "$(jget "$TMP/grow.stream.json" 'd["Capture"]["received"]')"
 	rm -f "$TMP/grow.kxp"
 done
+# A capture that fits one trace (the usual case) is converted whole: by
+# default (the first read keeps it), --in-memory (read whole at once) and
+# the baseline's default, alternating, the same file.
+n=$((GROW_ONE))
+if "$B/bench/bench_kxpgen" -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err"; then
+	for r in $(seq "$EXPORT_ROUNDS"); do
+		for v in kxprof memory ${BASE:+baseline}; do
+			k=$KX opt=()
+			[ $v = memory ] && opt=(--in-memory)
+			[ $v = baseline ] && k=$BASE
+			wait_quiet
+			rm -f "$TMP"/grow*.json.gz
+			/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$k" convert "${opt[@]}" "$TMP/grow.kxp" \
+				--chrome "$TMP/grow.json.gz" >/dev/null 2>"$TMP/grow.err" ||
+				{ echo "bench: convert of the one-trace capture failed ($v): $(head -c 300 "$TMP/grow.err")" >&2; continue; }
+			put growone "$v" "$r" wall_s "$(awk '{print $1}' "$TMP/time.txt")"
+			put growone "$v" "$r" rss_kib "$(awk '{print $2}' "$TMP/time.txt")"
+		done
+	done
+	put growone kxprof 1 events "$n"
+	rm -f "$TMP/grow.kxp" "$TMP"/grow*.json.gz
+else
+	echo "bench: bench_kxpgen failed: $(head -c 300 "$TMP/grow.err")" >&2
+fi
 # The report and convert of an annotated capture of the largest size
 # (bench_kxpgen -a: NVTX-like ranges around the calls): the ranges paired as
 # the file streams by.
