@@ -130,8 +130,9 @@ static int isal_block(void *ctx, struct blk *b)
 		return -1;
 	s->next_in = (uint8_t *)b->in + DICT;
 	s->avail_in = (uint32_t)b->len;
-	/* Incompressible input goes out as stored blocks: a little over its size. */
-	if (out_room(b, b->len + b->len / 64 + 1024))
+	/* Room for text's usual ratio; incompressible input goes out as stored
+	 * blocks, a little over its size: the room doubles until it fits. */
+	if (out_room(b, b->len / 4 + 1024))
 		return -1;
 	for (;;) {
 		s->next_out = b->out + b->out_len;
@@ -144,7 +145,7 @@ static int isal_block(void *ctx, struct blk *b)
 		            : !s->avail_in && s->avail_out &&
 		                      s->internal_state.state == ZSTATE_NEW_HDR)
 			return 0;
-		if (out_room(b, 65536))
+		if (out_room(b, b->out_cap > 65536 ? b->out_cap : 65536))
 			return -1;
 	}
 }
