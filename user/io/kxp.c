@@ -1096,6 +1096,7 @@ struct cslot {
 	/* Store memory this chunk's ioctls will likely take: faulted in by the worker. */
 	struct kx_store_range pf[PF_MAX];
 	size_t npf;
+	uint32_t ahead; /* its records counted in the reader's queued (0: not queued) */
 };
 
 /*
@@ -1125,6 +1126,7 @@ struct reader {
 	const char *pend_why;
 	uint64_t cut_chunk, cut_off; /* the chunk the file ends inside (number, offset), or 0 */
 	const char *why[KX_KXP_DAMAGE_MAX]; /* why each listed stretch is corrupt */
+	size_t queued;                      /* records of the chunks queued and not committed yet */
 };
 
 static void msg(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1844,6 +1846,8 @@ static void chunk_done(void *slot, void *arg)
 
 	tee_check(r);
 	r->res->read_to = c->off + r->chl + c->comp_len;
+	r->queued -= c->ahead;
+	c->ahead = 0;
 	if (c->status != CS_OK) {
 		damage(r, c->num, 1, c->off, r->chl + (uint64_t)c->comp_len, cs_why(c->status));
 		return;
@@ -2100,8 +2104,6 @@ ioerr:
 static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 {
 	struct src *s = r->src;
-	/* Where the next chunk's ioctls start at most (every record an ioctl). */
-	size_t ahead = r->store ? kx_store_ioctl_count(r->store) : 0;
 
 	while (s->size - off >= r->chl && !sink_stopped(r)) {
 		const uint8_t *h = src_get(s, off, r->chl);
@@ -2117,13 +2119,20 @@ static uint64_t queue_chunks(struct reader *r, struct kx_workq *q, uint64_t off)
 		slot_set(c, &ch, off, r->nseen + 1);
 		c->npf = 0;
 		if (c->kind == CS_EVENTS && r->store && c->nrec <= PEND_MAX) {
+			/* Where its ioctls start at most (every record queued an
+			 * ioctl): memory reserved only for the chunks in flight, so
+			 * a file of other records too reserves no more than it uses. */
+			size_t ahead = kx_store_ioctl_count(r->store) + r->queued;
 			size_t to = kx_store_ioctl_reserve(r->store, ahead + c->nrec);
 
 			c->npf = kx_store_ioctl_ranges(r->store, ahead, to, c->pf, PF_MAX);
-			ahead += c->nrec;
+			c->ahead = c->nrec;
+			r->queued += c->nrec;
 		}
 		if (c->kind == CS_EVENTS && src_fill(s, c, off + r->chl, ch.comp_len)) {
 			/* Not queued: the one-at-a-time reader meets the error again. */
+			r->queued -= c->ahead;
+			c->ahead = 0;
 			s->ioerr = 0;
 			c->kind = CS_SKIP;
 			c->status = CS_OK;
