@@ -243,8 +243,8 @@ static long assign_device(struct builder *b, const struct kx_keymap *ringdrv,
 struct jref {
 	uint32_t dev;
 	const char *ring;
-	uint64_t start;
-	size_t idx;
+	uint64_t start; /* once sorted: the job's ring (make_rings) */
+	size_t idx;     /* in the builder's array; SIZE_MAX once moved (order_jobs) */
 };
 
 /* Jobs by device (in the devices' final order), ring, start. */
@@ -433,50 +433,107 @@ static int dev_stats(struct kx_jobs *o, struct kx_jobdev *d, struct ival *iv, st
 	return 0;
 }
 
-/* Rings, job order and every statistic, from the paired jobs. */
-static int finish_jobs(struct builder *b)
+/* The rings, in the jobs' final order (ref), each job's noted in its ref's
+ * start. 0, or -1 when out of memory. */
+static int make_rings(struct builder *b, struct jref *ref)
 {
 	struct kx_jobs *o = b->out;
-	struct jref *ref = malloc((b->ntj ? b->ntj : 1) * sizeof(*ref));
-	uint64_t *tmp = malloc((b->ntj ? b->ntj : 1) * sizeof(*tmp));
-	struct ival *iv = malloc((b->ntj ? b->ntj : 1) * sizeof(*iv));
-	struct dpt *dp = malloc((2 * b->ntj + 1) * sizeof(*dp));
-	uint32_t *newidx = malloc((b->devs.n ? b->devs.n : 1) * sizeof(*newidx));
 	size_t rcap = 0;
-	int rc = -1;
 
-	o->jobs = malloc((b->ntj ? b->ntj : 1) * sizeof(*o->jobs));
-	if (!ref || !tmp || !iv || !dp || !newidx || !o->jobs)
-		goto out;
-	/* Devices get their final order; jobs carry the new indices. */
-	if (kx_jobdevtab_order(&b->devs, newidx))
-		goto out;
-	o->devs = b->devs.devs;
-	o->ndevs = b->devs.n;
-	for (size_t i = 0; i < b->ntj; i++) {
-		b->tj[i].r.dev = newidx[b->tj[i].r.dev];
-		ref[i] = (struct jref){b->tj[i].r.dev, b->tj[i].ring, kx_jobrec_start(&b->tj[i].r),
-		                       i};
-	}
-	qsort(ref, b->ntj, sizeof(*ref), jref_cmp);
 	for (size_t k = 0; k < b->ntj; k++) {
 		const struct kx_tjob *t = &b->tj[ref[k].idx];
 		struct kx_jobring *r = o->nrings ? &o->rings[o->nrings - 1] : NULL;
 
 		if (!r || r->dev != t->r.dev || strcmp(r->name, t->ring)) {
 			if (kx_grow((void **)&o->rings, &rcap, o->nrings, sizeof(*o->rings)))
-				goto out;
+				return -1;
 			r = &o->rings[o->nrings++];
 			memset(r, 0, sizeof(*r));
 			snprintf(r->name, sizeof(r->name), "%s", t->ring);
 			r->dev = t->r.dev;
 			r->first = k;
 		}
-		o->jobs[k] = t->r;
-		o->jobs[k].ring = (uint32_t)(o->nrings - 1);
+		ref[k].start = o->nrings - 1;
 		r->njobs++;
 	}
-	o->njobs = b->ntj;
+	return 0;
+}
+
+/*
+ * The jobs' records in their final order (ref), made in the builder's own
+ * array, which becomes kx_jobs.jobs: each record moved to the front of its
+ * entry (a record is the entry's first and smaller part), then the order
+ * applied one cycle at a time, so the jobs are never held twice.
+ */
+static void order_jobs(struct builder *b, struct jref *ref)
+{
+	struct kx_jobrec *j = (struct kx_jobrec *)b->tj, *shrunk;
+	size_t n = b->ntj;
+
+	for (size_t i = 0; i < n; i++)
+		memmove(&j[i], &b->tj[i].r, sizeof(*j));
+	for (size_t k = 0; k < n; k++) {
+		struct kx_jobrec first;
+		size_t at = k;
+
+		if (ref[k].idx == SIZE_MAX)
+			continue;
+		first = j[k];
+		while (ref[at].idx != k) {
+			size_t from = ref[at].idx;
+
+			j[at] = j[from];
+			ref[at].idx = SIZE_MAX;
+			at = from;
+		}
+		j[at] = first;
+		ref[at].idx = SIZE_MAX;
+	}
+	for (size_t k = 0; k < n; k++)
+		j[k].ring = (uint32_t)ref[k].start;
+	shrunk = realloc(j, (n ? n : 1) * sizeof(*j));
+	b->out->jobs = shrunk ? shrunk : j;
+	b->out->njobs = n;
+	b->tj = NULL;
+	b->ntj = b->tjcap = 0;
+}
+
+/* Rings, job order and every statistic, from the paired jobs. */
+static int finish_jobs(struct builder *b)
+{
+	struct kx_jobs *o = b->out;
+	size_t n = b->ntj;
+	struct jref *ref = malloc((n ? n : 1) * sizeof(*ref));
+	uint32_t *newidx = malloc((b->devs.n ? b->devs.n : 1) * sizeof(*newidx));
+	uint64_t *tmp = NULL;
+	struct ival *iv = NULL;
+	struct dpt *dp = NULL;
+	int rc = -1;
+
+	/* The builder's array holds at least one record: kx_jobs.jobs is never NULL. */
+	if (!ref || !newidx || (!b->tj && kx_grow((void **)&b->tj, &b->tjcap, 0, sizeof(*b->tj))))
+		goto out;
+	/* Devices get their final order; jobs carry the new indices. */
+	if (kx_jobdevtab_order(&b->devs, newidx))
+		goto out;
+	o->devs = b->devs.devs;
+	o->ndevs = b->devs.n;
+	for (size_t i = 0; i < n; i++) {
+		b->tj[i].r.dev = newidx[b->tj[i].r.dev];
+		ref[i] = (struct jref){b->tj[i].r.dev, b->tj[i].ring, kx_jobrec_start(&b->tj[i].r),
+		                       i};
+	}
+	qsort(ref, n, sizeof(*ref), jref_cmp);
+	if (make_rings(b, ref))
+		goto out;
+	order_jobs(b, ref);
+	free(ref);
+	ref = NULL;
+	tmp = malloc((n ? n : 1) * sizeof(*tmp));
+	iv = malloc((n ? n : 1) * sizeof(*iv));
+	dp = malloc((2 * n + 1) * sizeof(*dp));
+	if (!tmp || !iv || !dp)
+		goto out;
 	for (size_t i = 0; i < o->nrings; i++) {
 		struct kx_jobring *r = &o->rings[i];
 		struct kx_jobdev *d = &o->devs[r->dev];
@@ -813,6 +870,8 @@ struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo 
 	span(&b);
 	if (pair_all(&b, &open) || classify(&b))
 		goto fail;
+	free(b.tix); /* the links are made */
+	b.tix = NULL;
 	/* Memory devices join before the final device order is fixed. */
 	if (memory(&b) || finish_jobs(&b) || link_waiters(&b))
 		goto fail;
