@@ -582,7 +582,7 @@ def growth_table(data, cfg, out):
                    cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?"), cfg.get("GROWJOBS", "?"),
                    num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1))))
     out.append("")
-    convert_growth_table(g, data.get("growann", {}), out)
+    convert_growth_table(g, data.get("growann", {}), data.get("growjobs", {}), out)
     one_trace_table(data.get("growone", {}), out)
 
 
@@ -621,14 +621,17 @@ def one_trace_table(one, out):
         out.append("")
 
 
-def convert_growth_table(g, ann, out):
+def convert_growth_table(g, ann, jobs, out):
     """convert --chrome x.json.gz of the same captures: one window at a time against in memory."""
     rows = []
     caps = [(n, g[n], "") for n in sorted(g, key=int)]
     caps += [(n, ann[n], "annotated: ") for n in sorted(ann, key=int)]
+    caps += [(n, m, "device timelines: ") for n, m in jobs.items()]
     for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
-        for mode, name in (("stream", kind + "`convert` (one window at a time)"),
+        stream = ("`convert` (read whole: device jobs)" if kind == "device timelines: "
+                  else "`convert` (one window at a time)")
+        for mode, name in (("stream", kind + stream),
                            ("memory", kind + "`convert --in-memory`")):
             walls = list(m.get("conv_%s_wall_s" % mode, {}).values())
             rss = list(m.get("conv_%s_rss_kib" % mode, {}).values())

@@ -604,6 +604,8 @@ if "$KX" record "${KXDEV[@]}" -o "$TMP/grow.kxp" -- "${JOBCAP[@]}" >/dev/null 2>
 			time_report growjobs 1 "$r" "$mode" "$TMP/grow.kxp" || continue
 			[ "$mode" = stream ] && ! grep -q "was streamed" "$TMP/grow.err" &&
 				echo "bench: the job capture was not streamed: $(head -c 300 "$TMP/grow.err")" >&2
+			# convert reads a capture with device jobs whole either way.
+			time_convert growjobs 1 "$r" "$mode" "$TMP/grow.kxp"
 		done
 	done
 	put growjobs 1 1 events "$(jget "$TMP/grow.stream.json" 'd["Capture"]["received"]')"
