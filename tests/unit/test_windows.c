@@ -232,6 +232,42 @@ static void test_any_order_same_plan(void)
 	}
 }
 
+static const uint64_t stale_ts[] = {1000000, 1070000, 800000};
+
+static int walk_stale(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
+{
+	(void)ctx, (void)err, (void)errlen;
+	for (size_t i = 0; i < sizeof(stale_ts) / sizeof(stale_ts[0]); i++)
+		kx_wpass_see(p, stale_ts[i]);
+	return 0;
+}
+
+/* A bucket emptied when the histogram widens keeps no first or last start
+ * of the old layout: an earlier start than any seen re-buckets what was
+ * seen, and the bucket it lands in says its own start, not one of before. */
+static void test_rebucketed_extremes(void)
+{
+	const struct kx_wsource src = {walk_stale, NULL};
+	struct kx_whist *h = kx_whist_new();
+	struct kx_windows w = {0};
+	char err[256];
+
+	CHECK(h != NULL);
+	if (!h)
+		return;
+	for (size_t i = 0; i < sizeof(stale_ts) / sizeof(stale_ts[0]); i++)
+		kx_whist_see(h, stale_ts[i]);
+	CHECK(kx_windows_plan_src(&src, h, 1, &w, err, sizeof(err)) == 0);
+	CHECK_EQ_U(w.n, 3);
+	for (size_t i = 0; i < w.n && i < 3; i++) {
+		CHECK_EQ_U(w.w[i].events, 1);
+		CHECK_EQ_U(w.w[i].first_ns, w.w[i].last_ns);
+	}
+	CHECK(w.n == 3 && w.w[0].last_ns == 800000 && w.w[2].last_ns == 1070000);
+	kx_windows_free(&w);
+	kx_whist_free(h);
+}
+
 int main(void)
 {
 	RUN(test_under_limit_one_window);
@@ -240,5 +276,6 @@ int main(void)
 	RUN(test_dense_burst_refined);
 	RUN(test_empty);
 	RUN(test_any_order_same_plan);
+	RUN(test_rebucketed_extremes);
 	KXT_EXIT();
 }

@@ -268,10 +268,15 @@ void kx_whist_see(struct kx_whist *h, uint64_t ts)
 	if (ts > h->last)
 		h->last = ts;
 	b = (size_t)((ts - h->lo) >> h->shift);
-	if (!h->count[b]++ || ts < h->min[b])
-		h->min[b] = ts;
-	if (ts > h->max[b])
-		h->max[b] = ts;
+	/* An empty bucket's first and last are stale (re-bucketing leaves them). */
+	if (!h->count[b]++) {
+		h->min[b] = h->max[b] = ts;
+	} else {
+		if (ts < h->min[b])
+			h->min[b] = ts;
+		if (ts > h->max[b])
+			h->max[b] = ts;
+	}
 	h->total++;
 }
 
