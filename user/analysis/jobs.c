@@ -8,6 +8,7 @@
  * hash of open keys; ioctls are indexed by (tid, enter) for the links and
  * by enter for the wait ioctls. Everything else is sorting small arrays.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -465,6 +466,10 @@ static int make_rings(struct builder *b, struct jref *ref)
  * entry (a record is the entry's first and smaller part), then the order
  * applied one cycle at a time, so the jobs are never held twice.
  */
+_Static_assert(offsetof(struct kx_tjob, r) == 0 &&
+                       sizeof(struct kx_tjob) >= sizeof(struct kx_jobrec),
+               "a job's record is the front of its pairing entry");
+
 static void order_jobs(struct builder *b, struct jref *ref)
 {
 	struct kx_jobrec *j = (struct kx_jobrec *)b->tj, *shrunk;
