@@ -103,6 +103,28 @@ static void exact_quantiles(void)
 	CHECK_EQ_U(out[2], 42);
 }
 
+static void sort_u64(void)
+{
+	uint64_t v[500], sum = 0, got = 0;
+	int sorted = 1;
+
+	/* Descending with repeats and both extremes: ascending, the same values. */
+	for (int i = 0; i < 500; i++) {
+		v[i] = i == 0 ? UINT64_MAX : (uint64_t)(500 - i) / 3;
+		sum += v[i];
+	}
+	kx_sort_u64(v, 500);
+	for (int i = 0; i < 500; i++) {
+		sorted &= i == 0 || v[i - 1] <= v[i];
+		got += v[i];
+	}
+	CHECK(sorted);
+	CHECK_EQ_U(got, sum);
+	CHECK_EQ_U(v[0], 0);
+	CHECK_EQ_U(v[499], UINT64_MAX);
+	kx_sort_u64(v, 0); /* nothing to do, nothing touched */
+}
+
 int main(void)
 {
 	RUN(slots_match_kernel_rule);
@@ -110,5 +132,6 @@ int main(void)
 	RUN(rank_rule);
 	RUN(bucket_quantile);
 	RUN(exact_quantiles);
+	RUN(sort_u64);
 	KXT_EXIT();
 }

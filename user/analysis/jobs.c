@@ -375,30 +375,51 @@ static int ring_stats(struct kx_jobs *o, struct kx_jobring *r, uint64_t *tmp, st
 	return 0;
 }
 
-struct dpt {
-	uint64_t ts;
-	int d;
-};
-
-static int dpt_cmp(const void *pa, const void *pb)
+/*
+ * The jobs in flight after each distinct time one came in (in[0..nin)) or
+ * completed (out[0..nout)): both sorted, then merged, the depth noted once
+ * every change at that time is applied. 0, or -1 when out of memory.
+ */
+static int depth_series(struct kx_jobdev *d, uint64_t *in, size_t nin, uint64_t *out, size_t nout)
 {
-	const struct dpt *x = pa, *y = pb;
+	size_t a = 0, b = 0;
+	uint32_t depth = 0;
 
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->d - y->d; /* completions first at equal times */
+	kx_sort_u64(in, nin);
+	kx_sort_u64(out, nout);
+	d->depth = malloc((nin + nout ? nin + nout : 1) * sizeof(*d->depth));
+	if (!d->depth)
+		return -1;
+	while (a < nin || b < nout) {
+		uint64_t ts;
+
+		if (b < nout && (a == nin || out[b] <= in[a])) {
+			ts = out[b++];
+			depth--;
+		} else {
+			ts = in[a++];
+			depth++;
+		}
+		if ((a < nin && in[a] == ts) || (b < nout && out[b] == ts))
+			continue;
+		d->depth[d->ndepth++] = (struct kx_depth_pt){ts, depth};
+		if (depth > d->max_depth)
+			d->max_depth = depth;
+	}
+	return 0;
 }
 
-static int dev_stats(struct kx_jobs *o, struct kx_jobdev *d, struct ival *iv, struct dpt *dp)
+/* in, out: room for the device's jobs each (busy intervals in iv). */
+static int dev_stats(struct kx_jobs *o, struct kx_jobdev *d, struct ival *iv, uint64_t *in,
+                     uint64_t *out)
 {
-	size_t niv = 0, ndp = 0, first = o->rings[d->first_ring].first, n = 0;
-	uint32_t depth = 0;
+	size_t niv = 0, nin = 0, nout = 0, first = o->rings[d->first_ring].first, n = 0;
 
 	for (uint32_t r = 0; r < d->nrings; r++)
 		n += o->rings[d->first_ring + r].njobs;
 	for (size_t k = 0; k < n; k++) {
 		const struct kx_jobrec *j = &o->jobs[first + k];
-		uint64_t in = j->queue_ts ? j->queue_ts : j->run_ts;
+		uint64_t ts = j->queue_ts ? j->queue_ts : j->run_ts;
 
 		d->njobs++;
 		d->completed += j->done_ts != 0;
@@ -407,11 +428,11 @@ static int dev_stats(struct kx_jobs *o, struct kx_jobdev *d, struct ival *iv, st
 		d->linked += j->submit >= 0;
 		if (busy_ival(j, o->end_ns, &iv[niv]))
 			niv++;
-		if (!in)
+		if (!ts)
 			continue;
-		dp[ndp++] = (struct dpt){in, +1};
+		in[nin++] = ts;
 		if (j->done_ts)
-			dp[ndp++] = (struct dpt){j->done_ts, -1};
+			out[nout++] = j->done_ts;
 	}
 	d->busy_ns = union_len(iv, niv);
 	if (o->end_ns > o->start_ns) {
@@ -419,19 +440,7 @@ static int dev_stats(struct kx_jobs *o, struct kx_jobdev *d, struct ival *iv, st
 		if (d->busy_fraction > 1.0)
 			d->busy_fraction = 1.0;
 	}
-	qsort(dp, ndp, sizeof(*dp), dpt_cmp);
-	d->depth = malloc((ndp ? ndp : 1) * sizeof(*d->depth));
-	if (!d->depth)
-		return -1;
-	for (size_t k = 0; k < ndp; k++) {
-		depth = (uint32_t)((int)depth + dp[k].d);
-		if (k + 1 < ndp && dp[k + 1].ts == dp[k].ts)
-			continue;
-		d->depth[d->ndepth++] = (struct kx_depth_pt){dp[k].ts, depth};
-		if (depth > d->max_depth)
-			d->max_depth = depth;
-	}
-	return 0;
+	return depth_series(d, in, nin, out, nout);
 }
 
 /* The rings, in the jobs' final order (ref), each job's noted in its ref's
@@ -512,7 +521,7 @@ static int finish_jobs(struct builder *b)
 	uint32_t *newidx = malloc((b->devs.n ? b->devs.n : 1) * sizeof(*newidx));
 	uint64_t *tmp = NULL;
 	struct ival *iv = NULL;
-	struct dpt *dp = NULL;
+	uint64_t *done = NULL;
 	int rc = -1;
 
 	/* The builder's array holds at least one record: kx_jobs.jobs is never NULL. */
@@ -536,8 +545,8 @@ static int finish_jobs(struct builder *b)
 	ref = NULL;
 	tmp = malloc((n ? n : 1) * sizeof(*tmp));
 	iv = malloc((n ? n : 1) * sizeof(*iv));
-	dp = malloc((2 * n + 1) * sizeof(*dp));
-	if (!tmp || !iv || !dp)
+	done = malloc((n ? n : 1) * sizeof(*done));
+	if (!tmp || !iv || !done)
 		goto out;
 	for (size_t i = 0; i < o->nrings; i++) {
 		struct kx_jobring *r = &o->rings[i];
@@ -550,14 +559,14 @@ static int finish_jobs(struct builder *b)
 			goto out;
 	}
 	for (size_t i = 0; i < o->ndevs; i++)
-		if (o->devs[i].nrings && dev_stats(o, &o->devs[i], iv, dp))
+		if (o->devs[i].nrings && dev_stats(o, &o->devs[i], iv, tmp, done))
 			goto out;
 	rc = 0;
 out:
 	free(ref);
 	free(tmp);
 	free(iv);
-	free(dp);
+	free(done);
 	free(newidx);
 	return rc;
 }

@@ -201,13 +201,6 @@ static void p1_ctr(void *ctx, const struct kx_ctr_ev *e)
 	w->late_ctr[w->nlate_ctr++] = (struct kx_wread_ctr){*e, 0};
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The threads' keys, sorted. 0, or -1 when out of memory. */
 static int whole_threads(struct kx_whole *wh, const struct kx_hmap *m)
 {
@@ -219,7 +212,7 @@ static int whole_threads(struct kx_whole *wh, const struct kx_hmap *m)
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->slot[i].used)
 			wh->threads[n++] = m->slot[i].key;
-	qsort(wh->threads, n, sizeof(*wh->threads), u64_cmp);
+	kx_sort_u64(wh->threads, n);
 	wh->nthreads = n;
 	return 0;
 }

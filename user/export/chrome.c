@@ -354,13 +354,6 @@ static void write_warn_events(struct wbuf *w, const struct ctx *c, int *first)
 	}
 }
 
-static int u64_cmp(const void *pa, const void *pb)
-{
-	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-
-	return a < b ? -1 : a > b;
-}
-
 static void meta_head(struct wbuf *w, int *first, const char *name, uint32_t pid, uint32_t tid)
 {
 	wb_need(w, 128);
@@ -479,7 +472,7 @@ static uint64_t *thread_keys(const struct ctx *c, size_t *nth)
 		if (rg->r[i].end_tid)
 			th[n++] = (uint64_t)rg->r[i].pid << 32 | rg->r[i].end_tid;
 	}
-	qsort(th, n, sizeof(*th), u64_cmp);
+	kx_sort_u64(th, n);
 	for (size_t i = 0; i < n; i++)
 		if (!out || th[out - 1] != th[i])
 			th[out++] = th[i];

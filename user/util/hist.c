@@ -1,4 +1,6 @@
 /* Log2 histograms and nearest-rank percentiles (contract: hist.h). */
+#include <stdlib.h>
+
 #include "util/hist.h"
 
 uint64_t kx_hist_lower_ns(unsigned int i)
@@ -109,4 +111,17 @@ void kx_quantiles_exact(uint64_t *v, size_t n, const uint32_t *ppm, uint64_t *ou
 		out[i] = select_kth(v, lo, n, idx);
 		lo = idx;
 	}
+}
+
+static int u64_cmp(const void *pa, const void *pb)
+{
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+void kx_sort_u64(uint64_t *v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof(*v), u64_cmp);
 }

@@ -56,4 +56,7 @@ uint64_t kx_hist_max(const uint64_t *slots, uint64_t min_ns, uint64_t max_ns);
  */
 void kx_quantiles_exact(uint64_t *v, size_t n, const uint32_t *ppm, uint64_t *out, size_t k);
 
+/* v[0..n) in ascending order. */
+void kx_sort_u64(uint64_t *v, size_t n);
+
 #endif /* KX_HIST_H */
