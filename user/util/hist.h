@@ -7,7 +7,8 @@
  *
  * Percentiles are nearest-rank: the q-quantile of n values is the value of
  * rank ceil(n * q) (at least 1). q is given in parts per million
- * (KX_PPM(99) is p99) so the rank is exact integer arithmetic.
+ * (KX_PPM(99) is p99) so the rank is exact integer arithmetic. Also the one
+ * ascending sort of u64 values (times, keys) the other modules share.
  */
 #ifndef KX_HIST_H
 #define KX_HIST_H
