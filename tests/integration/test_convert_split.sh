@@ -249,14 +249,13 @@ PY
 same_parts damaged "$TMP/flatbad.kxp"
 check damaged_warns grep -q "corrupt" "$TMP/damaged.w.err"
 # A capture that fits one trace is read once (the first read keeps it),
-# damage and all: the output and the warning of reading it whole.
-for m in once whole; do
-	opt=()
-	[ $m = whole ] && opt=(--in-memory)
-	check "fits_one_${m}_runs" strace -f -qq -e trace=openat -o "$TMP/open.$m" "$KXPROF" \
-		convert "$TMP/flatbad.kxp" "${opt[@]}" --chrome "$TMP/one.$m.json" >/dev/null \
-		2>"$TMP/one.$m.err"
-done
+# damage and all: the output and the warning of reading it whole. Opens
+# counted under strace (LeakSanitizer cannot run under ptrace: off there).
+check fits_one_once_runs env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	strace -f -qq -e trace=openat -o "$TMP/open.once" "$KXPROF" convert "$TMP/flatbad.kxp" \
+	--chrome "$TMP/one.once.json" >/dev/null 2>"$TMP/one.once.err"
+kx 0 convert "$TMP/flatbad.kxp" --in-memory --chrome "$TMP/one.whole.json" >/dev/null \
+	2>"$TMP/one.whole.err"
 check fits_one_read_once test "$(grep -c 'flatbad.kxp"' "$TMP/open.once")" -eq 1
 check fits_one_same_chrome cmp -s "$TMP/one.once.json" "$TMP/one.whole.json"
 check fits_one_same_warning cmp -s "$TMP/one.once.err" "$TMP/one.whole.err"
