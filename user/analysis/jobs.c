@@ -65,11 +65,12 @@ static int ev_cmp(const void *pa, const void *pb, void *arg)
 	return a < b ? -1 : a > b;
 }
 
+/* A new job; NULL when out of memory (or past UINT32_MAX - 1 jobs: struct jref). */
 static struct kx_tjob *tjob_new(struct builder *b)
 {
 	struct kx_tjob *t;
 
-	if (kx_grow((void **)&b->tj, &b->tjcap, b->ntj, sizeof(*b->tj)))
+	if (b->ntj >= UINT32_MAX - 1 || kx_grow((void **)&b->tj, &b->tjcap, b->ntj, sizeof(*b->tj)))
 		return NULL;
 	t = &b->tj[b->ntj++];
 	kx_tjob_init(t);
@@ -242,11 +243,12 @@ static long assign_device(struct builder *b, const struct kx_keymap *ringdrv,
 /* ---- rings, lanes, statistics ---- */
 
 struct jref {
-	uint32_t dev;
 	const char *ring;
 	uint64_t start; /* once sorted: the job's ring (make_rings) */
-	size_t idx;     /* in the builder's array; SIZE_MAX once moved (order_jobs) */
+	uint32_t dev;
+	uint32_t idx; /* in the builder's array; JREF_MOVED once moved (order_jobs) */
 };
+#define JREF_MOVED UINT32_MAX /* so a capture holds fewer jobs (tjob_new) */
 
 /* Jobs by device (in the devices' final order), ring, start. */
 static int jref_cmp(const void *pa, const void *pb)
@@ -490,18 +492,18 @@ static void order_jobs(struct builder *b, struct jref *ref)
 		struct kx_jobrec first;
 		size_t at = k;
 
-		if (ref[k].idx == SIZE_MAX)
+		if (ref[k].idx == JREF_MOVED)
 			continue;
 		first = j[k];
 		while (ref[at].idx != k) {
 			size_t from = ref[at].idx;
 
 			j[at] = j[from];
-			ref[at].idx = SIZE_MAX;
+			ref[at].idx = JREF_MOVED;
 			at = from;
 		}
 		j[at] = first;
-		ref[at].idx = SIZE_MAX;
+		ref[at].idx = JREF_MOVED;
 	}
 	for (size_t k = 0; k < n; k++)
 		j[k].ring = (uint32_t)ref[k].start;
@@ -534,8 +536,8 @@ static int finish_jobs(struct builder *b)
 	o->ndevs = b->devs.n;
 	for (size_t i = 0; i < n; i++) {
 		b->tj[i].r.dev = newidx[b->tj[i].r.dev];
-		ref[i] = (struct jref){b->tj[i].r.dev, b->tj[i].ring, kx_jobrec_start(&b->tj[i].r),
-		                       i};
+		ref[i] = (struct jref){b->tj[i].ring, kx_jobrec_start(&b->tj[i].r), b->tj[i].r.dev,
+		                       (uint32_t)i};
 	}
 	qsort(ref, n, sizeof(*ref), jref_cmp);
 	if (make_rings(b, ref))
