@@ -402,10 +402,18 @@ else
 	# The consumer drains the ring every 100 ms: the last records may still be
 	# on their way (a loaded machine: up to 10 s). The library waits up to 30 s
 	# for serve's probes, and goes on at once when they are attached.
+	# Every count the check wants, not just one: the cross-thread ranges'
+	# ends can come in a later drain than the outer ranges.
 	for _ in $(seq 1 100); do
 		curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$TMP/m.txt"
 		grep -q '^kxprof_annotation_duration_seconds_count{name="outer",category=""} 14$' \
-			"$TMP/m.txt" && break
+			"$TMP/m.txt" &&
+			grep -q '^kxprof_annotation_duration_seconds_count{name="inner",category=""} 14$' \
+				"$TMP/m.txt" &&
+			grep -q '^kxprof_annotation_duration_seconds_count{name="xrange",category=""} 3$' \
+				"$TMP/m.txt" &&
+			grep -q '^kxprof_annotation_marks_total{name="tick",category=""} 14$' "$TMP/m.txt" &&
+			break
 		sleep 0.1
 	done
 	check serve_metrics python3 - "$TMP/m.txt" <<'PY'
