@@ -7,16 +7,25 @@
 #include "model/samples.h"
 #include "util/grow.h"
 
+/* One more start ts in bucket b: its count, first and last. An empty
+ * bucket's first and last are not read (re-bucketing leaves stale ones). */
+static inline void bucket_see(size_t *count, uint64_t *min, uint64_t *max, size_t b, uint64_t ts)
+{
+	if (!count[b]++) {
+		min[b] = max[b] = ts;
+	} else {
+		if (ts < min[b])
+			min[b] = ts;
+		if (ts > max[b])
+			max[b] = ts;
+	}
+}
+
 static inline void see(struct kx_wpass *p, uint64_t ts)
 {
 	if (ts < p->lo || ts >= p->hi)
 		return;
-	size_t b = (size_t)((ts - p->lo) / p->width);
-
-	if (!p->count[b]++ || ts < p->min[b])
-		p->min[b] = ts;
-	if (ts > p->max[b])
-		p->max[b] = ts;
+	bucket_see(p->count, p->min, p->max, (size_t)((ts - p->lo) / p->width), ts);
 }
 
 void kx_wpass_see(struct kx_wpass *p, uint64_t ts)
@@ -268,15 +277,7 @@ void kx_whist_see(struct kx_whist *h, uint64_t ts)
 	if (ts > h->last)
 		h->last = ts;
 	b = (size_t)((ts - h->lo) >> h->shift);
-	/* An empty bucket's first and last are stale (re-bucketing leaves them). */
-	if (!h->count[b]++) {
-		h->min[b] = h->max[b] = ts;
-	} else {
-		if (ts < h->min[b])
-			h->min[b] = ts;
-		if (ts > h->max[b])
-			h->max[b] = ts;
-	}
+	bucket_see(h->count, h->min, h->max, b, ts);
 	h->total++;
 }
 
