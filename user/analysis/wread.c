@@ -81,6 +81,8 @@ static void p1_count(struct p1 *c)
 	const struct kx_kxp_read_result *r = &c->w->res;
 	double limit = (double)c->w->limit;
 
+	if (c->drop) /* given up already: nothing more to count */
+		return;
 	c->records++;
 	if (c->records > c->w->limit ||
 	    (!(c->records % P1_RECKON) && r->read_to &&

@@ -2360,14 +2360,6 @@ int kx_kxp_read(const char *path, struct kx_store *store, struct kx_capinfo *ci,
 	return read_path(path, &d, ci, res, err, errlen);
 }
 
-int kx_kxp_read_stream(const char *path, const struct kx_kxp_visitor *sink, struct kx_capinfo *ci,
-                       struct kx_kxp_read_result *res, char *err, size_t errlen)
-{
-	struct dest d = {NULL, sink};
-
-	return read_path(path, &d, ci, res, err, errlen);
-}
-
 int kx_kxp_read_stream_tee(const char *path, const struct kx_kxp_visitor *sink,
                            struct kx_store *store, struct kx_capinfo *ci,
                            struct kx_kxp_read_result *res, char *err, size_t errlen)
@@ -2375,6 +2367,12 @@ int kx_kxp_read_stream_tee(const char *path, const struct kx_kxp_visitor *sink,
 	struct dest d = {store, sink};
 
 	return read_path(path, &d, ci, res, err, errlen);
+}
+
+int kx_kxp_read_stream(const char *path, const struct kx_kxp_visitor *sink, struct kx_capinfo *ci,
+                       struct kx_kxp_read_result *res, char *err, size_t errlen)
+{
+	return kx_kxp_read_stream_tee(path, sink, NULL, ci, res, err, errlen);
 }
 
 int kx_kxp_read_stream_mem(const void *buf, size_t len, const struct kx_kxp_visitor *sink,
