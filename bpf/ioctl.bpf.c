@@ -73,7 +73,7 @@ struct {
 
 /*
  * Aggregate mode: (device, driver, cmd[, pid or cgroup]) -> a slot of the agg
- * array (counters and log2 histogram). Values sit in an array, whose lookup
+ * array (counters and fine latency histogram). Values sit in an array, whose lookup
  * the verifier inlines, and threads keep their last key's slot. Free slots
  * wait in agg_free (filled by user space at load); user space deletes keys
  * (reset, exited processes), bumps agg_gen so threads drop the slots they
@@ -529,6 +529,7 @@ static __always_inline void agg_add(struct inflight *v, __u32 tgid, __u64 dur, l
 {
 	struct kx_agg_key k = {};
 	struct kx_agg_val *a;
+	__u32 slot;
 
 	if (agg_by_pid)
 		k.who = tgid;
@@ -542,7 +543,9 @@ static __always_inline void agg_add(struct inflight *v, __u32 tgid, __u64 dur, l
 	a = agg_value(v, &k);
 	if (!a)
 		return;
-	__sync_fetch_and_add(&a->slots[log2_slot(dur)], 1);
+	slot = fine_slot(dur);
+	if (slot < KX_FINE_SLOTS) /* always: for the verifier */
+		__sync_fetch_and_add(&a->fine[slot], 1);
 	__sync_fetch_and_add(&a->sum_ns, dur);
 	if (ret < 0)
 		__sync_fetch_and_add(&a->errors, 1);

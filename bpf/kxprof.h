@@ -112,15 +112,28 @@ struct kx_arg_spec {
 };
 
 /*
- * Aggregate mode (always-on): per key, counters and a log2 latency histogram
- * updated in the kernel at ioctl exit; no ring-buffer record. Slot i counts
- * durations in [2^i, 2^(i+1)) ns (slot 0 also holds 0 ns); the last slot
- * also holds everything longer (>= 2^(KX_HIST_SLOTS-1) ns, about 34 s).
- * The map is bounded (KX_AGG_MAX_KEYS unless user space sets another
- * limit); an ioctl whose new key does not fit is counted in
+ * Log2 latency histograms (report --hist, driver entry hooks, the
+ * Prometheus buckets): slot i counts durations in [2^i, 2^(i+1)) ns (slot 0
+ * also holds 0 ns); the last slot also holds everything longer
+ * (>= 2^(KX_HIST_SLOTS-1) ns, about 34 s).
+ *
+ * Aggregate mode (always-on): per key, counters and a log-linear latency
+ * histogram updated in the kernel at ioctl exit; no ring-buffer record.
+ * Fine slots (rule: bpf/log2.bpf.h fine_slot): durations below
+ * KX_FINE_SUB ns one slot each; above, each power of two [2^o, 2^(o+1))
+ * split into KX_FINE_SUB equal slots (8 per power of two, the resolution of
+ * Prometheus' native histograms by default), up to the octave of the last
+ * log2 slot, whose last fine slot is open like it. A quantile taken at a
+ * slot's midpoint is within 1/16 (6.25%) of the true value; every fine slot
+ * lies inside one log2 slot, so the log2 histogram is their sums. 2,216
+ * bytes a key. The map is bounded (KX_AGG_MAX_KEYS unless user space sets
+ * another limit); an ioctl whose new key does not fit is counted in
  * KX_STAT_AGG_OVERFLOW instead.
  */
 #define KX_HIST_SLOTS   36
+#define KX_FINE_BITS    3
+#define KX_FINE_SUB     (1 << KX_FINE_BITS)
+#define KX_FINE_SLOTS   ((KX_HIST_SLOTS - KX_FINE_BITS + 1) * KX_FINE_SUB)
 #define KX_AGG_MAX_KEYS 4096
 struct kx_agg_key {
 	unsigned long long who; /* tgid (agg_by_pid), cgroup id (agg_by_cgroup), else 0 */
@@ -133,20 +146,21 @@ struct kx_agg_key {
 /* Compared as three 64-bit words in BPF: no padding, no tail. */
 _Static_assert(sizeof(struct kx_agg_key) == 24, "kx_agg_key is three words");
 struct kx_agg_val {
-	/* No count field: the count is the sum of the slots, so a reader never
-	 * sees a count that disagrees with the histogram (one atomic less too). */
+	/* No count field: the count is the sum of the fine slots, so a reader
+	 * never sees a count that disagrees with the histogram (one atomic less
+	 * too). */
 	unsigned long long errors; /* calls that returned < 0 */
 	unsigned long long sum_ns;
 	unsigned long long offcpu_ns; /* blocked inside the calls, 0 if not measured */
 	unsigned long long min_ns;    /* exact but for racing updates of one key on two CPUs */
 	unsigned long long max_ns;
-	unsigned long long slots[KX_HIST_SLOTS];
+	unsigned long long fine[KX_FINE_SLOTS]; /* calls per fine slot */
 };
 
 /*
  * Driver entry hooks (bpf/drvcall.bpf.c): per hooked function (index into
  * user space's function table, also the attach cookie), calls and a log2
- * latency histogram with the slot rule of struct kx_agg_val.
+ * latency histogram (the log2 slot rule above).
  */
 #define KX_DRV_FN_MAX 8
 struct kx_drvcall_val {

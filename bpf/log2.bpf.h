@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Log2 histogram slots for latency histograms: the one rule of the project.
- * The BPF programs include it, and so does user space through
- * user/util/hist.h (which supplies the __u64 and __always_inline it needs).
+ * Latency histogram slots, log2 and fine (log-linear; bpf/kxprof.h): the
+ * one rule of the project. The BPF programs include it, and so does user
+ * space through user/util/hist.h (which supplies the __u64 and
+ * __always_inline it needs).
  */
 #ifndef KXPROF_LOG2_BPF_H
 #define KXPROF_LOG2_BPF_H
@@ -41,6 +42,25 @@ static __always_inline __u32 log2_slot(__u64 ns)
 	__u32 r = ns ? log2_u64(ns) : 0;
 
 	return r < KX_HIST_SLOTS ? r : KX_HIST_SLOTS - 1;
+}
+
+/*
+ * Fine slot of a duration in ns: below KX_FINE_SUB the value itself; in
+ * octave o = floor(log2(ns)) >= KX_FINE_BITS, (o - KX_FINE_BITS + 1) *
+ * KX_FINE_SUB plus the KX_FINE_BITS bits below the leading one; from octave
+ * KX_HIST_SLOTS on, the last slot.
+ */
+static __always_inline __u32 fine_slot(__u64 ns)
+{
+	__u32 o;
+
+	if (ns < KX_FINE_SUB)
+		return (__u32)ns;
+	o = log2_u64(ns);
+	if (o >= KX_HIST_SLOTS)
+		return KX_FINE_SLOTS - 1;
+	return (o - KX_FINE_BITS + 1) * KX_FINE_SUB +
+	       (__u32)((ns >> (o - KX_FINE_BITS)) & (KX_FINE_SUB - 1));
 }
 
 #endif /* KXPROF_LOG2_BPF_H */

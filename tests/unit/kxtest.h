@@ -9,6 +9,7 @@
 #ifndef KXTEST_H
 #define KXTEST_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,5 +74,17 @@ static const char *kxt_cur;
 		printf("CASES %d\n", kxt_ran);                                                     \
 		return kxt_failed_total ? 1 : 0;                                                   \
 	} while (0)
+
+/* Deterministic pseudo-random numbers (xorshift64) for randomized checks:
+ * every run draws the same sequence. */
+static inline uint64_t kxt_rand(void)
+{
+	static uint64_t x = 88172645463325252ull;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return x;
+}
 
 #endif /* KXTEST_H */

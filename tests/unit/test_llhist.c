@@ -12,16 +12,6 @@
 #include "util/hist.h"
 #include "util/llhist.h"
 
-static uint64_t rng_state = 88172645463325252ull;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
 /* The bound: reported within true / 256 of true (so exact below 256). */
 static int within(uint64_t reported, uint64_t truth)
 {
@@ -64,8 +54,8 @@ static void bucket_edges(void)
 static void random_values_within_bound(void)
 {
 	for (int i = 0; i < 2000000; i++) {
-		unsigned int bits = (unsigned int)(rnd() % 64);
-		uint64_t v = rnd() >> (63 - bits);
+		unsigned int bits = (unsigned int)(kxt_rand() % 64);
+		uint64_t v = kxt_rand() >> (63 - bits);
 
 		CHECK(within(kx_llhist_mid(v), v));
 	}
@@ -84,15 +74,15 @@ static uint64_t draw(int d)
 {
 	switch (d) {
 	case 0: /* uniform over a small range: exact territory */
-		return rnd() % 300;
+		return kxt_rand() % 300;
 	case 1: /* about log-uniform, 100 ns to 10 s */
-		return (100 + rnd() % 900) << (rnd() % 24);
+		return (100 + kxt_rand() % 900) << (kxt_rand() % 24);
 	case 2: /* bimodal: fast path and slow path */
-		return rnd() % 10 ? 800 + rnd() % 200 : 5000000 + rnd() % 3000000;
+		return kxt_rand() % 10 ? 800 + kxt_rand() % 200 : 5000000 + kxt_rand() % 3000000;
 	case 3: /* few distinct values, many repeats */
-		return 1000ull << (rnd() % 4);
+		return 1000ull << (kxt_rand() % 4);
 	default: /* heavy tail */
-		return 1000 + (rnd() % 1000) * (rnd() % 1000) * (rnd() % 1000);
+		return 1000 + (kxt_rand() % 1000) * (kxt_rand() % 1000) * (kxt_rand() % 1000);
 	}
 }
 
@@ -155,7 +145,7 @@ static void merge_equals_add(void)
 	kx_llhist_init(&b);
 	kx_llhist_init(&all);
 	for (int i = 0; i < 50000; i++) {
-		uint64_t x = draw(i % 5), k = 1 + rnd() % 3;
+		uint64_t x = draw(i % 5), k = 1 + kxt_rand() % 3;
 
 		CHECK(!kx_llhist_add(i % 2 ? &a : &b, x, k));
 		for (uint64_t j = 0; j < k; j++)
@@ -184,10 +174,10 @@ static void memory_does_not_grow(void)
 	kx_llhist_init(&h);
 	CHECK_EQ_U(kx_llhist_quantile(&h, KX_PPM(50)), 0); /* empty */
 	for (int i = 0; i < 1000; i++)
-		CHECK(!kx_llhist_add(&h, 1000 + rnd() % 9000, 1));
+		CHECK(!kx_llhist_add(&h, 1000 + kxt_rand() % 9000, 1));
 	before = kx_llhist_bytes(&h);
 	for (int i = 0; i < 10000000; i++)
-		CHECK(!kx_llhist_add(&h, 1000 + rnd() % 9000, 1));
+		CHECK(!kx_llhist_add(&h, 1000 + kxt_rand() % 9000, 1));
 	CHECK_EQ_U(kx_llhist_bytes(&h), before);
 	CHECK_EQ_U(kx_llhist_bytes(&h), 5 * KX_LLH_SUB * sizeof(uint64_t));
 	CHECK_EQ_U(h.count, 10001000);

@@ -35,7 +35,7 @@ static void row_init(struct kx_agg_row *r, unsigned int drv, unsigned int cmd, c
 
 static void row_add(struct kx_agg_row *r, uint64_t ns, uint64_t n)
 {
-	r->slots[kx_hist_slot(ns)] += n;
+	r->fine[kx_hist_fine_slot(ns)] += n;
 	r->count += n;
 	r->sum_ns += ns * n;
 	if (!r->min_ns || ns < r->min_ns)
@@ -46,7 +46,7 @@ static void row_add(struct kx_agg_row *r, uint64_t ns, uint64_t n)
 
 static uint64_t row_quantile(const struct kx_agg_row *r, unsigned int pct)
 {
-	return kx_hist_quantile(r->slots, r->count, KX_PPM(pct), r->min_ns, r->max_ns);
+	return kx_hist_fine_quantile(r->fine, r->count, KX_PPM(pct), r->min_ns, r->max_ns);
 }
 
 /* Exposition text of snap, NUL-terminated (caller frees). */
@@ -272,19 +272,17 @@ static void test_quantiles(void)
 
 	row_init(&r, KX_DRV_KVM, KVM_RUN_CMD, "kvm", "/dev/kvm", "KVM_RUN");
 	CHECK_EQ_U(row_quantile(&r, 50), 0);
-	row_add(&r, 1000, 90); /* bucket 9: [512, 1024) -> 1024 */
-	row_add(&r, 5000, 10); /* bucket 12: [4096, 8192) */
-	CHECK_EQ_U(row_quantile(&r, 50), 1024);
-	r.min_ns = r.max_ns = 0; /* as in a diff: bounds only */
-	CHECK_EQ_U(row_quantile(&r, 50), 1024);
-	CHECK_EQ_U(row_quantile(&r, 90), 1024);
-	CHECK_EQ_U(row_quantile(&r, 91), 8192);
-	CHECK_EQ_U(row_quantile(&r, 99), 8192);
-	CHECK_EQ_U(kx_hist_max(r.slots, r.min_ns, r.max_ns), 8192);
-	r.max_ns = 5000;
+	row_add(&r, 1000, 90);                  /* fine slot [960, 1024): midpoint 992 */
+	row_add(&r, 5000, 10);                  /* fine slot [4608, 5120): midpoint 4864 */
+	CHECK_EQ_U(row_quantile(&r, 50), 1000); /* clamped to the exact min */
+	r.min_ns = r.max_ns = 0;                /* as in a diff: slots only */
+	CHECK_EQ_U(row_quantile(&r, 50), 992);
+	CHECK_EQ_U(row_quantile(&r, 90), 992);
+	CHECK_EQ_U(row_quantile(&r, 91), 4864);
+	CHECK_EQ_U(row_quantile(&r, 99), 4864);
+	r.max_ns = 4800;
 	r.min_ns = 1000;
-	CHECK_EQ_U(row_quantile(&r, 99), 5000); /* clamped to the exact max */
-	CHECK_EQ_U(kx_hist_max(r.slots, r.min_ns, r.max_ns), 5000);
+	CHECK_EQ_U(row_quantile(&r, 99), 4800); /* clamped to the exact max */
 }
 
 static void test_diff_and_fold(void)
@@ -354,7 +352,7 @@ static void test_summary_json(void)
 	             "\"Min Time\": 0.000150, \"Max Time\": 0.003000"));
 	CHECK(strstr(buf, "\"Errors\": 2"));
 	CHECK(strstr(buf, "\"duration_ms\": 2000.000000"));
-	CHECK(strstr(buf, "log2 bucket upper bounds"));
+	CHECK(strstr(buf, "p50/p90/p99 are within 6.25%"));
 	CHECK(strstr(buf, "5 ioctls not aggregated (key limit 4096 reached)"));
 	free(buf);
 }

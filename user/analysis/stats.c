@@ -104,8 +104,33 @@ static int row_add_hist(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 	return 0;
 }
 
+/* A row of live aggregates: a key's fine slots go into the row's, and into
+ * its log2 histogram; lo and hi become the lowest and highest values the
+ * slots can hold. 0, or -1 when out of memory. */
+static int row_add_fine(struct kx_stat_row *r, const uint64_t *fine, uint64_t *lo, uint64_t *hi)
+{
+	int seen = 0;
+
+	if (!r->fine && !(r->fine = calloc(KX_FINE_SLOTS, sizeof(*r->fine))))
+		return -1;
+	for (unsigned int b = 0; b < KX_FINE_SLOTS; b++) {
+		uint64_t l, w;
+
+		if (!fine[b])
+			continue;
+		r->fine[b] += fine[b];
+		kx_hist_fine_bounds(b, &l, &w);
+		*lo = seen++ ? *lo : l;
+		*hi = b == KX_FINE_SLOTS - 1 ? UINT64_MAX : l + w - 1;
+	}
+	kx_hist_fine_log2(fine, r->hist);
+	return 0;
+}
+
 static void row_hist_free(struct kx_stat_row *r)
 {
+	free(r->fine);
+	r->fine = NULL;
 	if (!r->lh)
 		return;
 	kx_llhist_free(r->lh);
@@ -113,9 +138,26 @@ static void row_hist_free(struct kx_stat_row *r)
 	r->lh = NULL;
 }
 
-/* Folds b's histogram into a's; b's is freed. */
+/* Folds b's fine slots into a's; b's are freed. */
+static void row_merge_fine(struct kx_stat_row *a, struct kx_stat_row *b)
+{
+	if (!b->fine)
+		return;
+	if (!a->fine) {
+		a->fine = b->fine;
+		b->fine = NULL;
+		return;
+	}
+	for (unsigned int i = 0; i < KX_FINE_SLOTS; i++)
+		a->fine[i] += b->fine[i];
+	free(b->fine);
+	b->fine = NULL;
+}
+
+/* Folds b's histograms into a's; b's are freed. */
 static int row_merge_hist(struct kx_stat_row *a, struct kx_stat_row *b)
 {
+	row_merge_fine(a, b);
 	if (!b->lh)
 		return 0;
 	if (!a->lh) {
@@ -177,8 +219,16 @@ static void row_percentiles(struct kx_stat_row *r)
 		r->p99 = kx_llhist_quantile(r->lh, ppm[2]);
 		return;
 	}
-	/* Without durations (live aggregates): from the buckets, clamped to
-	 * the row's min and max. */
+	/* Live aggregates: from the fine slots (within 1/16), clamped to the
+	 * row's min and max. */
+	if (r->fine && r->count) {
+		r->p50 = kx_hist_fine_quantile(r->fine, r->count, ppm[0], r->min, r->max);
+		r->p90 = kx_hist_fine_quantile(r->fine, r->count, ppm[1], r->min, r->max);
+		r->p99 = kx_hist_fine_quantile(r->fine, r->count, ppm[2], r->min, r->max);
+		return;
+	}
+	/* Without durations (job rows of live aggregates): from the buckets,
+	 * clamped to the row's min and max. */
 	if (!r->ndurs && r->count) {
 		r->p50 = kx_hist_quantile(r->hist, r->count, ppm[0], r->min, r->max);
 		r->p90 = kx_hist_quantile(r->hist, r->count, ppm[1], r->min, r->max);
@@ -401,14 +451,9 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap)
 		r = row_get(sum, &rcap, &m, &e);
 		if (!r)
 			return rows_close(sum, &m, 0);
-		for (unsigned int b = 0; b < KX_HIST_SLOTS; b++) {
-			r->hist[b] += a->slots[b];
-			if (a->slots[b] && !lo)
-				lo = b ? kx_hist_lower_ns(b) : 1;
-			if (a->slots[b])
-				hi = kx_hist_upper_ns(b);
-		}
-		/* Exact extremes when the key knows them, else the bucket bounds. */
+		if (row_add_fine(r, a->fine, &lo, &hi))
+			return rows_close(sum, &m, 0);
+		/* Exact extremes when the key knows them, else the slots' bounds. */
 		if (a->max_ns) {
 			lo = a->min_ns;
 			hi = a->max_ns;

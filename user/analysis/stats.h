@@ -41,6 +41,7 @@ struct kx_stat_row {
 	uint64_t *durs;           /* ns, every call's duration (not from aggregates) */
 	size_t ndurs, cap;        /* durations held, room */
 	struct kx_llhist *lh;     /* streamed rows: the durations' histogram (no durs kept) */
+	uint64_t *fine;           /* rows of live aggregates: KX_FINE_SLOTS calls per fine slot */
 	struct kx_errno_count errs[KX_STAT_ERRNO_SLOTS];
 	int nerrs;
 	uint64_t hist[KX_HIST_SLOTS]; /* calls per log2 slot (util/hist.h) */
@@ -96,7 +97,7 @@ int kx_stats_acc_finish(struct kx_stats *sum, struct kx_stats_acc *acc, const st
 
 struct kx_agg_snapshot;
 /* Statistics of live aggregates: same rows; Min/Max exact per key, p50/p90/p99
- * log2 bucket upper bounds, no per-errno breakdown. 0, or -1 when out of
+ * from the fine slots (within 1/16), no per-errno breakdown. 0, or -1 when out of
  * memory (sum left empty). */
 int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap);
 

@@ -2,7 +2,7 @@
  * kxprof top: a live terminal view of driver ioctls for ops, over in-kernel
  * aggregation (no per-event traffic). Every interval, a snapshot diff gives
  * per device and ioctl (and per process with -P or the 'p' key): rate, error
- * rate, p50/p99/max latency (log2 bucket upper bounds) and off-CPU share.
+ * rate, p50/p99/max latency (fine slot midpoints) and off-CPU share.
  * Interactive on a terminal (raw mode, ANSI redraw on the alternate screen,
  * restored on exit and on signals; keys q p s r); plain text blocks with
  * --batch or when stdout is not a terminal. Annotation ranges of the
@@ -146,10 +146,11 @@ static void top_usage(FILE *f)
 	        "      --max-keys N      in-kernel key limit (default %u; keys are per process,\n"
 	        "                        new keys past it are counted as overflow in the header)\n"
 	        "Keys: q quit, p per-process on/off, s next sort column, r reverse order.\n"
-	        "Rows are the ioctls seen in the last interval. P50/P99/MAX are log2 bucket upper\n"
-	        "bounds (within a factor 2); OFFCPU%% is time blocked inside the calls ('-' when "
-	        "not\n"
-	        "measured). Jobs in flight and device busy %% need job sources ('-' without).\n"
+	        "Rows are the ioctls seen in the last interval. P50/P99/MAX are within 6.25%% (8\n"
+	        "histogram buckets a power of two); OFFCPU%% is time blocked inside the calls "
+	        "('-'\n"
+	        "when not measured). Jobs in flight and device busy %% need job sources ('-'\n"
+	        "without).\n"
 	        "Annotation ranges of the interval follow: RATE/s, P50, P99, MAX per name.\n",
 	        KX_AGG_MAX_KEYS);
 }
@@ -242,9 +243,13 @@ static int fill_rows(const struct kx_agg_snapshot *d, struct trow *t)
 		t[n].r = r;
 		t[n].rate = d->interval_s > 0 ? r->count / d->interval_s : 0;
 		t[n].err_rate = d->interval_s > 0 ? r->errors / d->interval_s : 0;
-		t[n].p50 = kx_hist_quantile(r->slots, r->count, KX_PPM(50), r->min_ns, r->max_ns);
-		t[n].p99 = kx_hist_quantile(r->slots, r->count, KX_PPM(99), r->min_ns, r->max_ns);
-		t[n].max = kx_hist_max(r->slots, r->min_ns, r->max_ns);
+		t[n].p50 =
+		        kx_hist_fine_quantile(r->fine, r->count, KX_PPM(50), r->min_ns, r->max_ns);
+		t[n].p99 =
+		        kx_hist_fine_quantile(r->fine, r->count, KX_PPM(99), r->min_ns, r->max_ns);
+		/* The exact max when the key knows it (not in diffs), else the top slot's. */
+		t[n].max = r->max_ns ? r->max_ns
+		                     : kx_hist_fine_quantile(r->fine, r->count, KX_PPM(100), 0, 0);
 		t[n].offcpu_pct = r->sum_ns ? 100.0 * (double)r->offcpu_ns / (double)r->sum_ns : 0;
 		n++;
 	}
@@ -381,9 +386,9 @@ static void render_ranges(FILE *f, const struct view *v, double interval_s, int 
 	for (size_t i = 0; i < n && (int)i < rows; i++) {
 		const struct kx_annagg_series *r = &s[i];
 		uint64_t p50 =
-		        kx_hist_quantile(r->slots, r->count, KX_PPM(50), r->min_ns, r->max_ns);
+		        kx_hist_fine_quantile(r->fine, r->count, KX_PPM(50), r->min_ns, r->max_ns);
 		uint64_t p99 =
-		        kx_hist_quantile(r->slots, r->count, KX_PPM(99), r->min_ns, r->max_ns);
+		        kx_hist_fine_quantile(r->fine, r->count, KX_PPM(99), r->min_ns, r->max_ns);
 
 		snprintf(name, sizeof(name), "%s%s", r->name, r->mark ? " (mark)" : "");
 		snprintf(line, sizeof(line), "%-40.40s %-16.16s %10.1f %9s %9s %9s", name,

@@ -125,6 +125,16 @@ static void histogram(FILE *f, const char *name, const char *labels, const uint6
 	fprintf(f, "%s_count{%s} %" PRIu64 "\n", name, labels, cum);
 }
 
+/* The same from fine slots: their log2 sums are the buckets. */
+static void histogram_fine(FILE *f, const char *name, const char *labels, const uint64_t *fine,
+                           uint64_t sum_ns)
+{
+	uint64_t slots[KX_HIST_SLOTS] = {0};
+
+	kx_hist_fine_log2(fine, slots);
+	histogram(f, name, labels, slots, sum_ns);
+}
+
 /* Annotation ranges (histogram) and marks (counter) per name and category. */
 static void annotation_families(FILE *f, const struct kx_annagg_snapshot *as)
 {
@@ -137,8 +147,8 @@ static void annotation_families(FILE *f, const struct kx_annagg_snapshot *as)
 		if (as->series[i].mark)
 			continue;
 		ann_labels(&as->series[i], labels, sizeof(labels));
-		histogram(f, "kxprof_annotation_duration_seconds", labels, as->series[i].slots,
-		          as->series[i].sum_ns);
+		histogram_fine(f, "kxprof_annotation_duration_seconds", labels, as->series[i].fine,
+		               as->series[i].sum_ns);
 	}
 	family(f, "kxprof_annotation_marks_total", "counter",
 	       "Annotation marks, per name and category.");
@@ -184,8 +194,8 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 	       "Time from ioctl entry to exit, per driver, device and ioctl (log2 buckets).");
 	for (size_t i = 0; i < s.nrows; i++) {
 		ioctl_labels(&s.rows[i], s.by, labels, sizeof(labels));
-		histogram(f, "kxprof_ioctl_duration_seconds", labels, s.rows[i].slots,
-		          s.rows[i].sum_ns);
+		histogram_fine(f, "kxprof_ioctl_duration_seconds", labels, s.rows[i].fine,
+		               s.rows[i].sum_ns);
 	}
 
 	family(f, "kxprof_ioctl_errors_total", "counter",

@@ -119,9 +119,14 @@ static int annagg_row(struct kx_stat_row *r, const struct kx_annagg_snapshot *as
 	r->total = s->sum_ns;
 	r->min = s->min_ns;
 	r->max = s->max_ns;
-	memcpy(r->hist, s->slots, sizeof(r->hist));
-	if (!s->mark)
-		kx_stat_row_percentiles(r);
+	if (s->mark)
+		return 0;
+	r->fine = malloc(sizeof(s->fine));
+	if (!r->fine)
+		return -1;
+	memcpy(r->fine, s->fine, sizeof(s->fine));
+	kx_hist_fine_log2(s->fine, r->hist);
+	kx_stat_row_percentiles(r);
 	return 0;
 }
 
@@ -297,8 +302,8 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 	}
 	if (sum->from_agg) {
 		snprintf(msg, sizeof(msg),
-		         "live aggregates: p50/p90/p99 are log2 bucket upper bounds (within a "
-		         "factor 2); errors are not broken down by errno");
+		         "live aggregates: p50/p90/p99 are within 6.25%% (8 histogram buckets a "
+		         "power of two); errors are not broken down by errno");
 		fn(ctx, msg);
 	}
 	if (sum->ann_overflow) {

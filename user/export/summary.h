@@ -28,8 +28,8 @@ struct kx_stats;
 struct kx_summary *kx_summary_build_stats(const struct kx_analysis *an, struct kx_stats *st);
 struct kx_agg_snapshot;
 /* Summary of live in-kernel aggregates (kxprof serve): same keys and rows;
- * Min/Max exact per key, p50/p90/p99 are log2 bucket upper bounds (within a
- * factor 2), no per-errno breakdown (a warning says so); the capture time is
+ * Min/Max exact per key, p50/p90/p99 from the fine slots (within 6.25%),
+ * no per-errno breakdown (a warning says so); the capture time is
  * the time since the aggregates started or were last reset. */
 struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
                                        const struct kx_capinfo *ci);

@@ -18,6 +18,7 @@
 #include "capture/clock.h"
 #include "registry/devices.h"
 #include "registry/ioctl_decode.h"
+#include "util/hist.h"
 
 struct kx_agg {
 	struct kx_session *s;
@@ -71,10 +72,8 @@ static void row_set(struct kx_agg_row *r, const struct kx_agg_key *k, const stru
 
 	memset(r, 0, sizeof(*r));
 	r->key = *k;
-	for (int i = 0; i < KX_HIST_SLOTS; i++) {
-		r->slots[i] = v->slots[i];
-		r->count += v->slots[i];
-	}
+	memcpy(r->fine, v->fine, sizeof(r->fine));
+	r->count = kx_hist_fine_count(r->fine);
 	r->errors = v->errors;
 	r->sum_ns = v->sum_ns;
 	r->offcpu_ns = v->offcpu_ns;

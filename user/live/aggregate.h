@@ -6,9 +6,9 @@
  * serve`, the Prometheus exposition and the live summary JSON all read
  * aggregates through this module.
  *
- * Precision: durations are kept as log2 histograms (util/hist.h, which also
- * estimates their percentiles: bucket upper bounds, at most a factor 2 above
- * the true value, clamped to the exact min/max of the key where known).
+ * Precision: durations are kept as fine histograms (util/hist.h, which also
+ * estimates their percentiles: slot midpoints, within 1/16 of the true
+ * value, clamped to the exact min/max of the key where known).
  *
  * Kernel side (bpf/ioctl.bpf.c, run by capture/ioctl.c): an index hash
  * (key -> slot), an array of slot values and a queue of free slots. Deleting

@@ -122,7 +122,7 @@ static void series_add(struct kx_annagg *a, uint32_t si, uint64_t ns)
 		s->max_ns = ns;
 	s->count++;
 	s->sum_ns += ns;
-	s->slots[kx_hist_slot(ns)]++;
+	s->fine[kx_hist_fine_slot(ns)]++;
 }
 
 /* The least recently used of n entries whose ages are at stride bytes from used. */
@@ -275,7 +275,7 @@ int kx_annagg_snapshot(struct kx_annagg *a, struct kx_annagg_snapshot *out, int 
 		struct kx_annagg_series *s = &a->series[i];
 
 		s->count = s->sum_ns = s->min_ns = s->max_ns = 0;
-		memset(s->slots, 0, sizeof(s->slots));
+		memset(s->fine, 0, sizeof(s->fine));
 	}
 	pthread_mutex_unlock(&a->mu);
 	return 0;

@@ -1,7 +1,7 @@
 /*
  * Streaming annotation aggregates for always-on views (kxprof top and
  * serve): annotation records (model/annot.h) of a running capture paired
- * online into per (name, category) counts and log2 histograms of range
+ * online into per (name, category) counts and fine histograms of range
  * durations, and per mark name counts. Memory is bounded: at most
  * max_series names (new ones past it are counted as overflow), the range
  * names open on at most KX_ANNAGG_MAX_THREADS threads and

@@ -82,14 +82,14 @@ int kx_agg_diff(const struct kx_agg_snapshot *cur, const struct kx_agg_snapshot 
 			continue;
 		if (c->count < p->count)
 			reset = 1; /* deleted and recreated: all of cur is new */
-		for (int b = 0; b < KX_HIST_SLOTS && !reset; b++)
-			if (c->slots[b] < p->slots[b])
+		for (int b = 0; b < KX_FINE_SLOTS && !reset; b++)
+			if (c->fine[b] < p->fine[b])
 				reset = 1;
 		if (reset)
 			continue;
 		o->count = c->count - p->count;
-		for (int b = 0; b < KX_HIST_SLOTS; b++)
-			o->slots[b] = c->slots[b] - p->slots[b];
+		for (int b = 0; b < KX_FINE_SLOTS; b++)
+			o->fine[b] = c->fine[b] - p->fine[b];
 		o->errors = sub0(c->errors, p->errors);
 		o->sum_ns = sub0(c->sum_ns, p->sum_ns);
 		o->offcpu_ns = sub0(c->offcpu_ns, p->offcpu_ns);
@@ -113,8 +113,8 @@ static void row_fold(struct kx_agg_row *o, const struct kx_agg_row *r)
 	o->errors += r->errors;
 	o->sum_ns += r->sum_ns;
 	o->offcpu_ns += r->offcpu_ns;
-	for (int b = 0; b < KX_HIST_SLOTS; b++)
-		o->slots[b] += r->slots[b];
+	for (int b = 0; b < KX_FINE_SLOTS; b++)
+		o->fine[b] += r->fine[b];
 }
 
 static int fold_cmp(const void *pa, const void *pb)

@@ -1,8 +1,9 @@
 /*
  * Snapshots of live aggregates: per key (device, driver, ioctl and, when
- * split, process or cgroup) the call count, errors, time and the log2
+ * split, process or cgroup) the call count, errors, time and the fine
  * latency histogram of the kernel's aggregation maps (bpf/kxprof.h, slot rule
- * in util/hist.h), named for display; and of the live job aggregates.
+ * in util/hist.h), named for display; and of the live job and annotation
+ * aggregates.
  * live/ makes them from a running session; the exporters (Prometheus, the
  * live summary) read them.
  */
@@ -20,13 +21,13 @@ enum kx_agg_by { KX_AGG_BY_NONE = 0, KX_AGG_BY_PID, KX_AGG_BY_CGROUP };
 
 struct kx_agg_row {
 	struct kx_agg_key key;
-	uint64_t count; /* sum of slots */
+	uint64_t count; /* sum of the fine slots */
 	uint64_t errors;
 	uint64_t sum_ns;
 	uint64_t offcpu_ns;
-	uint64_t min_ns, max_ns; /* exact per key; 0 when unknown (diffs, merges of diffs) */
-	uint64_t slots[KX_HIST_SLOTS];
-	char driver[24]; /* "kvm", "amdgpu" */
+	uint64_t min_ns, max_ns;      /* exact per key; 0 when unknown (diffs, merges of diffs) */
+	uint64_t fine[KX_FINE_SLOTS]; /* calls per fine slot (util/hist.h; log2: their sums) */
+	char driver[24];              /* "kvm", "amdgpu" */
 	char device[64]; /* "/dev/kvm", "anon_inode:kvm-vcpu", "char 226:128 (amdgpu)" */
 	char ioctl[64];  /* "KVM_RUN", "_IOWR('d',0x44,24)" */
 	char comm[16];   /* BY_PID: the process name ("" once it exited) */
@@ -72,7 +73,7 @@ struct kx_jobagg_snapshot {
 };
 
 /* Live annotation aggregates (live/annot.c): per range name and category
- * the count and a log2 histogram of range durations (util/hist.h); per mark
+ * the count and a fine histogram of range durations (util/hist.h); per mark
  * name, the count. */
 struct kx_annagg_series {
 	char name[KX_ANN_NAME_MAX];
@@ -80,7 +81,7 @@ struct kx_annagg_series {
 	int mark;                 /* a mark: count only */
 	uint64_t count;
 	uint64_t sum_ns, min_ns, max_ns; /* min/max 0 when count is 0 */
-	uint64_t slots[KX_HIST_SLOTS];
+	uint64_t fine[KX_FINE_SLOTS];    /* ranges per fine slot */
 };
 
 struct kx_annagg_snapshot {

@@ -1,4 +1,4 @@
-/* Log2 histograms and nearest-rank percentiles (contract: hist.h). */
+/* Log2 and fine histograms and nearest-rank percentiles (contract: hist.h). */
 #include <stdlib.h>
 
 #include "util/hist.h"
@@ -25,16 +25,22 @@ uint64_t kx_hist_rank(uint64_t n, uint32_t ppm)
 	return r ? r : 1;
 }
 
-/* What a quantile in slot i reports, clamped to the known extremes. */
-static uint64_t slot_value(unsigned int i, uint64_t min_ns, uint64_t max_ns)
+/* v within the known extremes (0: not known). */
+static uint64_t clamp(uint64_t v, uint64_t min_ns, uint64_t max_ns)
 {
-	uint64_t v = i >= KX_HIST_SLOTS - 1 ? kx_hist_lower_ns(i) : kx_hist_upper_ns(i);
-
 	if (max_ns && v > max_ns)
 		v = max_ns;
 	if (min_ns && v < min_ns)
 		v = min_ns;
 	return v;
+}
+
+/* What a quantile in slot i reports, clamped to the known extremes. */
+static uint64_t slot_value(unsigned int i, uint64_t min_ns, uint64_t max_ns)
+{
+	uint64_t v = i >= KX_HIST_SLOTS - 1 ? kx_hist_lower_ns(i) : kx_hist_upper_ns(i);
+
+	return clamp(v, min_ns, max_ns);
 }
 
 uint64_t kx_hist_quantile(const uint64_t *slots, uint64_t n, uint32_t ppm, uint64_t min_ns,
@@ -53,14 +59,57 @@ uint64_t kx_hist_quantile(const uint64_t *slots, uint64_t n, uint32_t ppm, uint6
 	return slot_value(KX_HIST_SLOTS - 1, min_ns, max_ns);
 }
 
-uint64_t kx_hist_max(const uint64_t *slots, uint64_t min_ns, uint64_t max_ns)
+void kx_hist_fine_bounds(unsigned int i, uint64_t *lo, uint64_t *width)
 {
-	if (max_ns)
-		return max_ns;
-	for (int i = KX_HIST_SLOTS - 1; i >= 0; i--)
-		if (slots[i])
-			return slot_value((unsigned int)i, min_ns, 0);
-	return 0;
+	unsigned int o;
+
+	if (i >= KX_FINE_SLOTS)
+		i = KX_FINE_SLOTS - 1;
+	if (i < KX_FINE_SUB) {
+		*lo = i;
+		*width = 1;
+		return;
+	}
+	o = i / KX_FINE_SUB + KX_FINE_BITS - 1; /* the octave */
+	*width = 1ULL << (o - KX_FINE_BITS);
+	*lo = (1ULL << o) + (uint64_t)(i % KX_FINE_SUB) * *width;
+}
+
+void kx_hist_fine_log2(const uint64_t *fine, uint64_t *slots)
+{
+	for (unsigned int i = 0; i < KX_FINE_SLOTS; i++) {
+		uint64_t lo, w;
+
+		kx_hist_fine_bounds(i, &lo, &w);
+		slots[kx_hist_slot(lo)] += fine[i];
+	}
+}
+
+uint64_t kx_hist_fine_count(const uint64_t *fine)
+{
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < KX_FINE_SLOTS; i++)
+		n += fine[i];
+	return n;
+}
+
+uint64_t kx_hist_fine_quantile(const uint64_t *fine, uint64_t n, uint32_t ppm, uint64_t min_ns,
+                               uint64_t max_ns)
+{
+	uint64_t rank, seen = 0, lo, w;
+	unsigned int i;
+
+	if (!n)
+		return 0;
+	rank = kx_hist_rank(n, ppm);
+	for (i = 0; i < KX_FINE_SLOTS - 1; i++) {
+		seen += fine[i];
+		if (seen >= rank)
+			break;
+	}
+	kx_hist_fine_bounds(i, &lo, &w);
+	return clamp(i == KX_FINE_SLOTS - 1 ? lo : lo + w / 2, min_ns, max_ns);
 }
 
 static void swap_u64(uint64_t *a, uint64_t *b)

@@ -1,9 +1,11 @@
 /*
- * Log2 latency histograms and nearest-rank percentiles: the one bucketing
- * of user space, the same as the kernel's (bpf/log2.bpf.h log2_slot, which
- * this header includes): slot i holds durations in [2^i, 2^(i+1)) ns, slot 0
- * also 0 ns, and the last slot (KX_HIST_SLOTS - 1, bpf/kxprof.h) is open: it
- * holds everything from 2^(KX_HIST_SLOTS - 1) ns (about 34 s) up.
+ * Log2 and fine latency histograms and nearest-rank percentiles: the
+ * bucketings of user space, the same as the kernel's (bpf/log2.bpf.h
+ * log2_slot and fine_slot, which this header includes): log2 slot i holds
+ * durations in [2^i, 2^(i+1)) ns, slot 0 also 0 ns, and the last slot
+ * (KX_HIST_SLOTS - 1, bpf/kxprof.h) is open: it holds everything from
+ * 2^(KX_HIST_SLOTS - 1) ns (about 34 s) up. Fine slots split each log2 slot
+ * (bpf/kxprof.h); util/llhist.h is the finer, unbounded variant.
  *
  * Percentiles are nearest-rank: the q-quantile of n values is the value of
  * rank ceil(n * q) (at least 1). q is given in parts per million
@@ -47,9 +49,29 @@ uint64_t kx_hist_rank(uint64_t n, uint32_t ppm);
  */
 uint64_t kx_hist_quantile(const uint64_t *slots, uint64_t n, uint32_t ppm, uint64_t min_ns,
                           uint64_t max_ns);
-/* Largest value of a histogram: max_ns when known (not 0), else the bound
- * kx_hist_quantile gives for the highest non-empty slot; 0 when empty. */
-uint64_t kx_hist_max(const uint64_t *slots, uint64_t min_ns, uint64_t max_ns);
+
+/*
+ * Fine (log-linear) histograms of KX_FINE_SLOTS slots, the kernel's
+ * aggregate rule (bpf/kxprof.h): a quantile is the midpoint of the slot
+ * holding it, within 1/16 of the true value, exact below KX_FINE_SUB ns.
+ */
+static inline unsigned int kx_hist_fine_slot(uint64_t ns)
+{
+	return fine_slot(ns);
+}
+/* Lowest duration in ns of fine slot i, and its width (1 below KX_FINE_SUB). */
+void kx_hist_fine_bounds(unsigned int i, uint64_t *lo, uint64_t *width);
+/* Adds the fine slots' counts to the log2 slots that hold them. */
+void kx_hist_fine_log2(const uint64_t *fine, uint64_t *slots);
+/* Sum of the fine slots. */
+uint64_t kx_hist_fine_count(const uint64_t *fine);
+/*
+ * Nearest-rank ppm-quantile of a fine histogram holding n values: the
+ * midpoint of the slot that holds it (the lower bound for the open last
+ * slot), clamped to [min_ns, max_ns] (0: not known). 0 when n is 0.
+ */
+uint64_t kx_hist_fine_quantile(const uint64_t *fine, uint64_t n, uint32_t ppm, uint64_t min_ns,
+                               uint64_t max_ns);
 
 /*
  * Exact nearest-rank quantiles of v[0..n) (n > 0), by selection: out[i] is
