@@ -230,6 +230,34 @@ kx 2 report --reset "$TMP/none.kxp" >/dev/null 2>"$TMP/r.err"
 kx 1 report --from "http://127.0.0.1:$(free_port)" >/dev/null 2>"$TMP/r.err" &&
 	check report_from_refused grep -q 'cannot connect' "$TMP/r.err"
 
+# 5b. precision: the live percentiles of calls recorded at the same time are
+# within 1/16 of the record's exact ones (plus 1% and 1 us: each tracer's
+# programs run inside the calls the other one times)
+accel_argv 1 600 100
+kx 0 record "${ACCEL_DEV[@]}" -o "$TMP/prec.kxp" -- "${ACCEL_ARGV[@]}" >/dev/null 2>"$TMP/prec.err"
+kx 0 report --json --in-memory "$TMP/prec.kxp" >"$TMP/prec_exact.json"
+fetch "$URL/summary.json?reset=1" >"$TMP/prec_live.json"
+check live_percentiles_within_bound python3 - "$TMP/prec_exact.json" "$TMP/prec_live.json" "ioctl/$ACCEL" <<'PY'
+import json, sys
+exact = json.load(open(sys.argv[1]))["Time"][sys.argv[3]]
+live = json.load(open(sys.argv[2]))["Time"][sys.argv[3]]
+bad, compared = [], 0
+for name, e in exact.items():
+    if e["Total Count"] < 100:
+        continue
+    l = live.get(name)
+    if not l or l["Total Count"] != e["Total Count"]:
+        bad.append((name, "count", e["Total Count"], l and l["Total Count"]))
+        continue
+    for q in ("p50", "p90", "p99"):
+        x, y = e[q] * 1e6, l[q] * 1e6  # ns
+        compared += 1
+        if abs(y - x) > x / 16 + x / 100 + 1000:
+            bad.append((name, q, x, y))
+print("compared", compared, "bad", bad, file=sys.stderr)
+sys.exit(1 if bad or not compared else 0)
+PY
+
 # 6. SIGTERM: exit 0, nothing left attached
 kill -TERM $SPID
 wait_rc sigterm_exit_0 $SPID 0 && pass sigterm_exit_0
