@@ -701,20 +701,22 @@ static int mem_add(struct builder *b, long dev, const struct kx_ioctl *e, size_t
 /* Memory accounting over the successful ioctls with arguments, in return order. */
 static int memory(struct builder *b)
 {
-	size_t n = kx_store_ioctl_count(b->s), nev = 0;
-	struct mem_ev *ev = malloc((n ? n : 1) * sizeof(*ev));
+	size_t n = kx_store_ioctl_count(b->s), nev = 0, cap = 0;
+	struct mem_ev *ev = NULL; /* the calls with an argument copy: few in most captures */
 	struct kx_memacct m = KX_MEMACCT_INIT;
 	int rc = -1;
 
-	if (!ev)
-		return -1;
 	for (size_t i = 0; i < n; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(b->s, i);
 
-		if (e->ret >= 0 && e->arg_off != KX_NO_ARG)
-			ev[nev++] = (struct mem_ev){ioctl_end(e), i};
+		if (e->ret < 0 || e->arg_off == KX_NO_ARG)
+			continue;
+		if (kx_grow((void **)&ev, &cap, nev, sizeof(*ev)))
+			goto out;
+		ev[nev++] = (struct mem_ev){ioctl_end(e), i};
 	}
-	qsort(ev, nev, sizeof(*ev), mem_ev_cmp);
+	if (nev)
+		qsort(ev, nev, sizeof(*ev), mem_ev_cmp);
 	for (size_t k = 0; k < nev; k++) {
 		const struct kx_ioctl *e = kx_store_ioctl(b->s, ev[k].idx);
 		int64_t delta = 0;
