@@ -67,6 +67,26 @@ static void walk_starts(const struct kx_analysis *an, void (*fn)(void *, uint64_
 		fn(ctx, kx_samples_get(smp, i)->ts);
 }
 
+/* How many starts, the earliest and the latest (0 and 0 when none). */
+struct extent {
+	size_t n;
+	uint64_t first, last;
+};
+
+static void see_extent(void *p, uint64_t ts)
+{
+	struct extent *x = p;
+
+	if (!x->n++) {
+		x->first = x->last = ts;
+		return;
+	}
+	if (ts < x->first)
+		x->first = ts;
+	if (ts > x->last)
+		x->last = ts;
+}
+
 static void see_pass(void *p, uint64_t ts)
 {
 	see(p, ts);
@@ -281,6 +301,21 @@ void kx_whist_see(struct kx_whist *h, uint64_t ts)
 	h->total++;
 }
 
+/* out: one window, empty, after one pass (*cap: the windows' room). 0, or
+ * -1 when out of memory (err set). */
+static int one_window(struct kx_windows *out, size_t *cap, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	out->passes = 1;
+	if (kx_grow((void **)&out->w, cap, 0, sizeof(*out->w))) {
+		snprintf(err, errlen, "out of memory planning the output's time windows");
+		return -1;
+	}
+	memset(out->w, 0, sizeof(*out->w));
+	out->n = 1;
+	return 0;
+}
+
 int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_whist *h, size_t limit,
                         struct kx_windows *out, char *err, size_t errlen)
 {
@@ -291,14 +326,8 @@ int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_whist *h, 
 	                  .errlen = errlen};
 	uint64_t width = (uint64_t)1 << h->shift;
 
-	memset(out, 0, sizeof(*out));
-	out->passes = 1;
-	if (kx_grow((void **)&out->w, &pl.cap, 0, sizeof(*out->w))) {
-		snprintf(err, errlen, "out of memory planning the output's time windows");
+	if (one_window(out, &pl.cap, err, errlen))
 		return -1;
-	}
-	memset(out->w, 0, sizeof(*out->w));
-	out->n = 1;
 	if (h->total <= pl.limit) {
 		out->w[0].events = out->total = h->total;
 		out->w[0].first_ns = h->total ? h->first : 0;
@@ -329,17 +358,24 @@ int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_window
                     size_t errlen)
 {
 	const struct kx_wsource src = {walk, (void *)an};
+	struct extent x = {0, 0, 0};
 	struct kx_whist *h;
+	size_t cap = 0;
 	int rc;
 
 	if (!limit) { /* never split: one window, nothing to count */
-		memset(out, 0, sizeof(*out));
-		out->w = calloc(1, sizeof(*out->w));
-		if (!out->w) {
-			snprintf(err, errlen, "out of memory planning the output's time windows");
+		rc = one_window(out, &cap, err, errlen);
+		out->passes = 0;
+		return rc;
+	}
+	/* Most captures fit one window: their count and extremes are the plan. */
+	walk_starts(an, see_extent, &x);
+	if (x.n <= limit) {
+		if (one_window(out, &cap, err, errlen))
 			return -1;
-		}
-		out->n = 1;
+		out->w[0].events = out->total = x.n;
+		out->w[0].first_ns = x.first;
+		out->w[0].last_ns = x.last;
 		return 0;
 	}
 	h = kx_whist_new();
