@@ -592,6 +592,12 @@ static void check_store_whole(const struct kx_wread *w, const char *path, size_t
 	}
 	CHECK(an && kx_windows_plan(an, limit, &wn, err, sizeof(err)) == 0);
 	CHECK_EQ_U(wn.n, wp.n);
+	/* The plan made from the first read's starts (kx_wread_plan_kept) is
+	 * the whole read's. */
+	if (w->plan.n) {
+		CHECK_EQ_U(w->plan.n, wn.n);
+		CHECK_EQ_U(w->plan.total, wn.total);
+	}
 	for (size_t k = 0; an && k < wn.n && k < wp.n; k++) {
 		size_t len = 0;
 		uint8_t *b = part_bytes(an, &wn.w[k], k, wn.n, &len);
@@ -617,7 +623,10 @@ static void test_fits_one(void)
 	CHECK(write_capture_as(path, 500, 0, 0, 0, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY) == 0);
 	CHECK(kx_wread_open(&w, path, 100000, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory == NULL);
+	CHECK_EQ_U(w.plan.n, 0); /* read whole: no plan unless asked for */
+	CHECK(kx_wread_plan_kept(&w, err, sizeof(err)) == 0);
 	CHECK_EQ_U(w.plan.n, 1);
+	CHECK(w.plan.total > 500); /* the calls, samples, ranges and marks */
 	CHECK_EQ_U(w.whole.ioctls, 500);
 	CHECK(w.whole.nthreads >= THREADS);
 	CHECK(w.store && kx_store_ann_count(w.store) > 0 && kx_store_job_count(w.store) == 0);

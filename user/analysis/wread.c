@@ -39,6 +39,10 @@ struct p1 {
 	uint64_t records;
 	int any, oom, stop;
 	int drop; /* w->store given up (kx_kxp_visitor's drop_store) */
+	/* The calls and samples that came while the store was kept: the store's
+	 * first ones. Their starts join the plan's first level only once the
+	 * file is to be read in windows (starts_catch_up). */
+	size_t kept_ioctls, kept_samples;
 };
 
 static int p1_active(const struct p1 *c)
@@ -105,6 +109,7 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	struct p1 *c = ctx;
 	struct kx_whole *wh = &c->w->whole;
 	uint64_t key = (uint64_t)e->pid << 32 | e->tid;
+	int kept = !c->drop; /* the store takes this call too */
 
 	if (!p1_active(c))
 		return;
@@ -116,7 +121,10 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		return p1_whole_file(c, "the ioctls of memory accounting do not fit the store");
 	if (c->check.why || c->ranges.why)
 		return p1_whole_file(c, c->check.why ? c->check.why : c->ranges.why);
-	kx_whist_see(c->starts, e->ts);
+	if (kept)
+		c->kept_ioctls++;
+	else
+		kx_whist_see(c->starts, e->ts);
 	wh->ioctls++;
 	if (e->ts < wh->first_ts)
 		wh->first_ts = e->ts;
@@ -145,12 +153,16 @@ static void p1_task(void *ctx, const struct kx_task *t)
 static void p1_sample(void *ctx, const struct kx_sample *s)
 {
 	struct p1 *c = ctx;
+	int kept = !c->drop;
 
 	if (!p1_active(c))
 		return;
 	p1_count(c);
 	kx_store_add_sample(c->w->side, s);
-	kx_whist_see(c->starts, s->ts_ns);
+	if (kept)
+		c->kept_samples++;
+	else
+		kx_whist_see(c->starts, s->ts_ns);
 }
 
 static void p1_reason(struct p1 *c)
@@ -406,6 +418,23 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	return -1;
 }
 
+/* The starts of the first nio calls and nsmp samples of store s, which took
+ * them in the order the first read saw them. 0, or -1 when it could not
+ * take them all (out of memory). */
+static int starts_catch_up(struct kx_whist *h, const struct kx_store *s, size_t nio, size_t nsmp)
+{
+	const struct kx_samples *sm = kx_store_samples(s);
+
+	if (kx_store_not_stored(s) || kx_store_ioctl_count(s) < nio ||
+	    (nsmp && (!sm || kx_samples_not_stored(sm) || kx_samples_count(sm) < nsmp)))
+		return -1;
+	for (size_t i = 0; i < nio; i++)
+		kx_whist_see(h, kx_store_ioctl(s, i)->ts);
+	for (size_t i = 0; i < nsmp; i++)
+		kx_whist_see(h, kx_samples_get(sm, i)->ts);
+	return 0;
+}
+
 /* Once the file is read: the whole capture's ranges, memory accounting
  * (their events join the plan's starts) and threads. 0, or -1 when out of
  * memory. */
@@ -445,6 +474,9 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
 	                            sizeof(w->damage));
 	kx_streamcheck_free(&c.check);
+	if (!rc && c.drop && !w->in_memory &&
+	    starts_catch_up(c.starts, w->store, c.kept_ioctls, c.kept_samples))
+		c.oom = 1;
 	if (rc || c.drop) {
 		kx_store_free(w->store);
 		w->store = NULL;
@@ -463,9 +495,32 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 	if (!rc && !w->in_memory && w->nlate > limit)
 		w->in_memory = "records far from the order of time (more calls came late than a "
 		               "window holds)";
-	if (!rc && !w->in_memory)
+	if (!rc && !w->in_memory && !w->store)
 		rc = plan(w, c.starts, err, errlen);
+	if (!rc && !w->in_memory && w->store) {
+		w->starts = c.starts;
+		w->kept_ioctls = c.kept_ioctls;
+		w->kept_samples = c.kept_samples;
+		c.starts = NULL;
+	}
 	kx_whist_free(c.starts);
+	return rc;
+}
+
+int kx_wread_plan_kept(struct kx_wread *w, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!w->starts || !w->store)
+		return 0;
+	if (starts_catch_up(w->starts, w->store, w->kept_ioctls, w->kept_samples)) {
+		snprintf(err, errlen, "out of memory reading %s", w->path);
+		rc = -1;
+	} else {
+		rc = plan(w, w->starts, err, errlen);
+	}
+	kx_whist_free(w->starts);
+	w->starts = NULL;
 	return rc;
 }
 
@@ -675,5 +730,6 @@ void kx_wread_free(struct kx_wread *w)
 	free(w->late_win);
 	free(w->whole.threads);
 	kx_windows_free(&w->plan);
+	kx_whist_free(w->starts);
 	memset(w, 0, sizeof(*w));
 }

@@ -101,12 +101,15 @@ struct kx_wread {
 	struct kx_wread_ctr *late_ctr; /* the late calls' counter records, by window */
 	size_t *late_ctr_off;          /* window k's: late_ctr[off[k] .. off[k + 1]) */
 	size_t nlate_ctr, late_ctr_cap;
-	struct kx_whole whole;  /* what every part shows of the whole capture */
-	struct kx_windows plan; /* the windows (plan.n 1: the capture fits one) */
-	size_t limit;           /* events per window */
-	size_t budget;          /* bytes each store may take */
-	uint64_t lag_ns;        /* ns, the largest lag of a record in its place (pass 1) */
-	size_t peak_open;       /* pass 2: the most windows open at once */
+	struct kx_whole whole;            /* what every part shows of the whole capture */
+	struct kx_windows plan;           /* the windows (plan.n 1: the capture fits one); none made
+	                                     while store holds the file (kx_wread_plan_kept) */
+	struct kx_whist *starts;          /* store kept: the plan's first level, but for... */
+	size_t kept_ioctls, kept_samples; /* ...the starts of the store's first ones */
+	size_t limit;                     /* events per window */
+	size_t budget;                    /* bytes each store may take */
+	uint64_t lag_ns;  /* ns, the largest lag of a record in its place (pass 1) */
+	size_t peak_open; /* pass 2: the most windows open at once */
 	const char *path;
 };
 
@@ -117,6 +120,14 @@ struct kx_wread {
  */
 int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t budget, char *err,
                   size_t errlen);
+
+/*
+ * When the first read kept the whole file (w->store) with no reason to read
+ * it whole: the windows it would make, in w->plan (the starts of the
+ * records the store holds join the first level only now: a file read whole
+ * needs no plan of its own). 0, or -1 when out of memory (err says so).
+ */
+int kx_wread_plan_kept(struct kx_wread *w, char *err, size_t errlen);
 
 /* Gets window k's store (its analysis is the caller's to build), in window
  * order; 0 to go on, else the read stops and kx_wread_run returns that. */

@@ -359,7 +359,11 @@ struct whole_read {
  * first read holds all of it. */
 static void take_whole(struct kx_wread *w, const char *path, size_t split, struct whole_read *out)
 {
-	if (kx_verbose && w->in_memory)
+	char err[256];
+
+	if (kx_verbose && !w->in_memory && kx_wread_plan_kept(w, err, sizeof(err)))
+		kx_err("%s", err);
+	else if (kx_verbose && w->in_memory)
 		kx_err("%s is read into memory whole: %s", path, w->in_memory);
 	else if (kx_verbose && w->plan.n <= 1)
 		kx_err("%s is read into memory whole: its %zu trace events fit one trace "
