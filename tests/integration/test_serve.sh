@@ -231,8 +231,9 @@ kx 1 report --from "http://127.0.0.1:$(free_port)" >/dev/null 2>"$TMP/r.err" &&
 	check report_from_refused grep -q 'cannot connect' "$TMP/r.err"
 
 # 5b. precision: the live percentiles of calls recorded at the same time are
-# within 1/16 of the record's exact ones (plus 1% and 1 us: each tracer's
-# programs run inside the calls the other one times)
+# within 1/16 of the record's exact ones (plus 2% and 2 us: each tracer's
+# programs run inside the calls the other one times; log2 slots were up to
+# a factor 2 off)
 accel_argv 1 600 100
 kx 0 record "${ACCEL_DEV[@]}" -o "$TMP/prec.kxp" -- "${ACCEL_ARGV[@]}" >/dev/null 2>"$TMP/prec.err"
 kx 0 report --json --in-memory "$TMP/prec.kxp" >"$TMP/prec_exact.json"
@@ -252,7 +253,7 @@ for name, e in exact.items():
     for q in ("p50", "p90", "p99"):
         x, y = e[q] * 1e6, l[q] * 1e6  # ns
         compared += 1
-        if abs(y - x) > x / 16 + x / 100 + 1000:
+        if abs(y - x) > x / 16 + x / 50 + 2000:
             bad.append((name, q, x, y))
 print("compared", compared, "bad", bad, file=sys.stderr)
 sys.exit(1 if bad or not compared else 0)
