@@ -93,8 +93,9 @@ static void serve_usage(FILE *f)
 	        "      --by-pid          split series by process (pid, comm labels); keys of\n"
 	        "                        exited processes are dropped\n"
 	        "      --by-cgroup       split series by cgroup id (not with --by-pid)\n"
-	        "      --max-keys N      aggregation key limit (default %u); ioctls of new keys\n"
-	        "                        past it are counted in kxprof_map_overflow_total\n"
+	        "      --max-keys N      aggregation key limit (default %u, each %zu bytes of\n"
+	        "                        kernel memory); ioctls of new keys past it are counted\n"
+	        "                        in kxprof_map_overflow_total\n"
 	        "      --rescan SECONDS  rescan devices this often (default 60, 0 = SIGHUP only)\n"
 	        "      --http-timeout S  close idle or stalled connections after S seconds "
 	        "(default 10)\n"
@@ -119,8 +120,8 @@ static void serve_usage(FILE *f)
 	        "      driver calls as frames) of the traced processes over the next N seconds\n"
 	        "      (default 30); %u at once, others get 429.\n"
 	        "Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
-	        KX_AGG_MAX_KEYS, KX_CPUPROF_HZ, KX_CPUPROF_MAX_SECONDS, serve_socket_usage,
-	        KX_CPUPROF_MAX_RUNNING);
+	        KX_AGG_MAX_KEYS, sizeof(struct kx_agg_val), KX_CPUPROF_HZ, KX_CPUPROF_MAX_SECONDS,
+	        serve_socket_usage, KX_CPUPROF_MAX_RUNNING);
 }
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, int *v6)

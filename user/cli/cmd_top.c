@@ -143,8 +143,9 @@ static void top_usage(FILE *f)
 	        "  -c, --count N         stop after N refreshes\n"
 	        "      --attach MECH     force fentry, tp_btf, raw_tp or tp (default: fentry,\n"
 	        "                        else tp: the least for the host's other syscalls)\n"
-	        "      --max-keys N      in-kernel key limit (default %u; keys are per process,\n"
-	        "                        new keys past it are counted as overflow in the header)\n"
+	        "      --max-keys N      in-kernel key limit (default %u, %zu bytes each; keys\n"
+	        "                        are per process, new keys past it are counted as\n"
+	        "                        overflow in the header)\n"
 	        "Keys: q quit, p per-process on/off, s next sort column, r reverse order.\n"
 	        "Rows are the ioctls seen in the last interval. P50/P99/MAX are within 6.25%% (8\n"
 	        "histogram buckets a power of two); OFFCPU%% is time blocked inside the calls "
@@ -152,7 +153,7 @@ static void top_usage(FILE *f)
 	        "when not measured). Jobs in flight and device busy %% need job sources ('-'\n"
 	        "without).\n"
 	        "Annotation ranges of the interval follow: RATE/s, P50, P99, MAX per name.\n",
-	        KX_AGG_MAX_KEYS);
+	        KX_AGG_MAX_KEYS, sizeof(struct kx_agg_val));
 }
 
 static const char *dur_str(uint64_t ns, char *buf, size_t len)
