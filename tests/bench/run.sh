@@ -43,11 +43,12 @@ EXPORT_PER_THREAD=2600000	# x 2 threads: the >= 5 M event capture
 EXPORT_ROUNDS=3			# conversions of it, alternating builds
 GROW_EVENTS="1500000 15000000"	# synthetic captures reported streamed and in memory
 GROW_ONE=1000000		# a synthetic capture that fits one trace, converted
+GROW_ONE_INSTR=200000		# the same, its instructions counted (callgrind)
 HOST_S=0.5			# seconds per part of syscall_loop (getppid, then ping-pong)
 if [ "$QUICK" = 1 ]; then
 	ROUNDS=2 FLOOD_S=0.3 KVMRUN_JOBS=500 JOB_ARGS="-t 2 -j 30 -l 2000" TPUT_S=1
 	LOOPRUN_JOBS=300 LOOPJOB_ARGS="-t 2 -j 30 -k zero -z 256"
-	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1 HOST_S=0.2 GROW_EVENTS="100000 1000000" GROW_ONE=200000
+	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1 HOST_S=0.2 GROW_EVENTS="100000 1000000" GROW_ONE=200000 GROW_ONE_INSTR=50000
 fi
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -567,6 +568,24 @@ if "$B/bench/bench_kxpgen" -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.er
 	rm -f "$TMP/grow.kxp" "$TMP"/grow*.json.gz
 else
 	echo "bench: bench_kxpgen failed: $(head -c 300 "$TMP/grow.err")" >&2
+fi
+# The same, counted in instructions (callgrind: exact, where this VM's wall
+# times spread by 10-30% from run to run), on a smaller capture.
+n=$((GROW_ONE_INSTR))
+if command -v valgrind >/dev/null &&
+	"$B/bench/bench_kxpgen" -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err"; then
+	for v in kxprof memory ${BASE:+baseline}; do
+		k=$KX opt=()
+		[ $v = memory ] && opt=(--in-memory)
+		[ $v = baseline ] && k=$BASE
+		rm -f "$TMP"/grow*.json.gz
+		valgrind --tool=callgrind --callgrind-out-file=/dev/null "$k" convert "${opt[@]}" \
+			"$TMP/grow.kxp" --chrome "$TMP/grow.json.gz" >/dev/null 2>"$TMP/grow.err" ||
+			{ echo "bench: callgrind of the one-trace convert failed ($v): $(tail -c 300 "$TMP/grow.err")" >&2; continue; }
+		put growone_instr "$v" 1 instructions "$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$TMP/grow.err")"
+	done
+	put growone_instr kxprof 1 events "$n"
+	rm -f "$TMP/grow.kxp" "$TMP"/grow*.json.gz
 fi
 # The report and convert of an annotated capture of the largest size
 # (bench_kxpgen -a: NVTX-like ranges around the calls): the ranges paired as
