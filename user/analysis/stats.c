@@ -104,10 +104,7 @@ static int row_add_hist(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 	return 0;
 }
 
-/* A row of live aggregates: a key's fine slots go into the row's, and into
- * its log2 histogram; lo and hi become the lowest and highest values the
- * slots can hold. 0, or -1 when out of memory. */
-static int row_add_fine(struct kx_stat_row *r, const uint64_t *fine, uint64_t *lo, uint64_t *hi)
+int kx_stat_row_add_fine(struct kx_stat_row *r, const uint64_t *fine, uint64_t *lo, uint64_t *hi)
 {
 	int seen = 0;
 
@@ -451,7 +448,7 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap)
 		r = row_get(sum, &rcap, &m, &e);
 		if (!r)
 			return rows_close(sum, &m, 0);
-		if (row_add_fine(r, a->fine, &lo, &hi))
+		if (kx_stat_row_add_fine(r, a->fine, &lo, &hi))
 			return rows_close(sum, &m, 0);
 		/* Exact extremes when the key knows them, else the slots' bounds. */
 		if (a->max_ns) {

@@ -111,6 +111,11 @@ int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret);
 /* The same for a streamed row: the duration goes into the row's log-linear
  * histogram, not kept (percentiles within 1/256). */
 int kx_stat_row_add_streamed(struct kx_stat_row *r, uint64_t dur, int64_t ret);
+/* A row of live aggregates: KX_FINE_SLOTS counts (util/hist.h) join the
+ * row's fine slots and its log2 histogram; *lo and *hi become the lowest and
+ * highest values those slots can hold (untouched when all are empty). Count
+ * and extremes are the caller's. 0, or -1 when out of memory. */
+int kx_stat_row_add_fine(struct kx_stat_row *r, const uint64_t *fine, uint64_t *lo, uint64_t *hi);
 void kx_stat_row_percentiles(struct kx_stat_row *r);
 /* The job rows of jobs (NULL: none) appended to sum, as kx_stats_build
  * appends them (rows made elsewhere: the streamed report). 0, or -1 when

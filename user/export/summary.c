@@ -99,6 +99,7 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 static int annagg_row(struct kx_stat_row *r, const struct kx_annagg_snapshot *as, size_t i)
 {
 	const struct kx_annagg_series *s = &as->series[i];
+	uint64_t lo, hi; /* the slots' bounds: not needed, the series' extremes are exact */
 	int clash = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -121,11 +122,8 @@ static int annagg_row(struct kx_stat_row *r, const struct kx_annagg_snapshot *as
 	r->max = s->max_ns;
 	if (s->mark)
 		return 0;
-	r->fine = malloc(sizeof(s->fine));
-	if (!r->fine)
+	if (kx_stat_row_add_fine(r, s->fine, &lo, &hi))
 		return -1;
-	memcpy(r->fine, s->fine, sizeof(s->fine));
-	kx_hist_fine_log2(s->fine, r->hist);
 	kx_stat_row_percentiles(r);
 	return 0;
 }
