@@ -587,11 +587,22 @@ def growth_table(data, cfg, out):
     one_trace_instr_table(data.get("growone_instr", {}), out)
 
 
+ONE_TRACE_NAMES = {"kxprof": "`convert` (the first read keeps the file)",
+                   "memory": "`convert --in-memory` (read whole at once)",
+                   "baseline": "baseline build, `convert`"}
+
+
+def target_table(out, rows):
+    """A table of targets: (what, measured, met or not) each."""
+    out.append("| target | measured | verdict |")
+    out.append("| --- | --- | --- |")
+    for what, measured, ok in rows:
+        out.append("| %s | %s | %s |" % (what, measured, verdict(ok)))
+    out.append("")
+
+
 def one_trace_table(one, out):
     """convert of a capture that fits one trace (read once), this build against the baseline."""
-    names = {"kxprof": "`convert` (the first read keeps the file)",
-             "memory": "`convert --in-memory` (read whole at once)",
-             "baseline": "baseline build, `convert`"}
     rows = [(v, one[v]) for v in ("kxprof", "memory", "baseline") if v in one]
     if not rows or not rows[0][1].get("wall_s"):
         return
@@ -609,24 +620,18 @@ def one_trace_table(one, out):
             continue
         walls[v] = med(w)
         out.append("| %s | %s | %s | %s |" % (
-            names[v], spread(w, 2), num(ev / med(w) / 1e6 if ev and med(w) else None, 2),
+            ONE_TRACE_NAMES[v], spread(w, 2), num(ev / med(w) / 1e6 if ev and med(w) else None, 2),
             num(med(rss) / 1024)))
     out.append("")
     if walls.get("kxprof") and walls.get("memory"):
-        out.append("| target | measured | verdict |")
-        out.append("| --- | --- | --- |")
-        out.append("| a capture that fits one trace converts as fast as read whole at once "
-                   "(within 10%%) | %sx `--in-memory`'s wall time | %s |" % (
-                       num(walls["kxprof"] / walls["memory"], 2),
-                       verdict(walls["kxprof"] <= 1.1 * walls["memory"])))
-        out.append("")
+        target_table(out, [("a capture that fits one trace converts as fast as read whole at "
+                            "once (within 10%)",
+                            "%sx `--in-memory`'s wall time" % num(walls["kxprof"] / walls["memory"], 2),
+                            walls["kxprof"] <= 1.1 * walls["memory"])])
 
 
 def one_trace_instr_table(one, out):
     """The same conversion counted in instructions (callgrind), which do not move with the VM's noise."""
-    names = {"kxprof": "`convert` (the first read keeps the file)",
-             "memory": "`convert --in-memory` (read whole at once)",
-             "baseline": "baseline build, `convert`"}
     ins = {v: one[v]["instructions"][1] for v in ("kxprof", "memory", "baseline")
            if one.get(v, {}).get("instructions", {}).get(1)}
     if "kxprof" not in ins:
@@ -640,16 +645,13 @@ def one_trace_instr_table(one, out):
     for v in ("kxprof", "memory", "baseline"):
         if v in ins:
             out.append("| %s | %s | %s | %s |" % (
-                names[v], num(ins[v] / 1e6, 1), num(ins[v] / ev if ev else None),
+                ONE_TRACE_NAMES[v], num(ins[v] / 1e6, 1), num(ins[v] / ev if ev else None),
                 num(ins[v] / ins["memory"], 2) + "x" if ins.get("memory") else "—"))
     out.append("")
     if ins.get("memory"):
-        out.append("| target | measured | verdict |")
-        out.append("| --- | --- | --- |")
-        out.append("| the same, by instructions (within 10%%) | %sx `--in-memory`'s | %s |" % (
-            num(ins["kxprof"] / ins["memory"], 2),
-            verdict(ins["kxprof"] <= 1.1 * ins["memory"])))
-        out.append("")
+        target_table(out, [("the same, by instructions (within 10%)",
+                            "%sx `--in-memory`'s" % num(ins["kxprof"] / ins["memory"], 2),
+                            ins["kxprof"] <= 1.1 * ins["memory"])])
 
 
 def convert_growth_table(g, ann, jobs, out):
@@ -688,18 +690,16 @@ def convert_growth_table(g, ann, jobs, out):
     st = [(ev, rss, outm) for ev, mode, _, _, rss, outm in rows if mode == "stream"]
     if len(st) >= 2:
         (e0, r0, _), (e1, r1, o1) = st[0], st[-1]
-        out.append("| target | measured | verdict |")
-        out.append("| --- | --- | --- |")
-        out.append("| `convert`'s memory bounded independently of the capture's length (one "
-                   "window at a time) | peak RSS %s MiB for %s events, %s MiB for %s (%sx the "
-                   "events, %sx the memory) | %s |" % (
-                       num(r0), num(e0), num(r1), num(e1), num(e1 / e0, 1), num(r1 / r0, 2),
-                       verdict(r1 <= 1.25 * r0)))
+        rows = [("`convert`'s memory bounded independently of the capture's length (one "
+                 "window at a time)",
+                 "peak RSS %s MiB for %s events, %s MiB for %s (%sx the events, %sx the memory)"
+                 % (num(r0), num(e0), num(r1), num(e1), num(e1 / e0, 1), num(r1 / r0, 2)),
+                 r1 <= 1.25 * r0)]
         if o1:
-            out.append("| `convert` within 2x the output's size in memory (.json.gz, %s events) "
-                       "| %s MiB for %s MiB: %sx | %s |" % (
-                           num(e1), num(r1), num(o1, 1), num(r1 / o1, 2), verdict(r1 <= 2 * o1)))
-        out.append("")
+            rows.append(("`convert` within 2x the output's size in memory (.json.gz, %s events)"
+                         % num(e1), "%s MiB for %s MiB: %sx" % (num(r1), num(o1, 1), num(r1 / o1, 2)),
+                         r1 <= 2 * o1))
+        target_table(out, rows)
 
 
 def verdict(ok):
