@@ -549,12 +549,17 @@ done
 # default (the first read keeps it), --in-memory (read whole at once) and
 # the baseline's default, alternating, the same file.
 n=$((GROW_ONE))
+# Variant $1's kxprof and options: k, opt.
+one_trace_variant() {
+	k=$KX opt=()
+	[ "$1" = memory ] && opt=(--in-memory)
+	[ "$1" = baseline ] && k=$BASE
+	return 0
+}
 if "$B/bench/bench_kxpgen" -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err"; then
 	for r in $(seq "$EXPORT_ROUNDS"); do
 		for v in kxprof memory ${BASE:+baseline}; do
-			k=$KX opt=()
-			[ $v = memory ] && opt=(--in-memory)
-			[ $v = baseline ] && k=$BASE
+			one_trace_variant "$v"
 			wait_quiet
 			rm -f "$TMP"/grow*.json.gz
 			/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$k" convert "${opt[@]}" "$TMP/grow.kxp" \
@@ -575,9 +580,7 @@ n=$((GROW_ONE_INSTR))
 if command -v valgrind >/dev/null &&
 	"$B/bench/bench_kxpgen" -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow.err"; then
 	for v in kxprof memory ${BASE:+baseline}; do
-		k=$KX opt=()
-		[ $v = memory ] && opt=(--in-memory)
-		[ $v = baseline ] && k=$BASE
+		one_trace_variant "$v"
 		rm -f "$TMP"/grow*.json.gz
 		valgrind --tool=callgrind --callgrind-out-file=/dev/null "$k" convert "${opt[@]}" \
 			"$TMP/grow.kxp" --chrome "$TMP/grow.json.gz" >/dev/null 2>"$TMP/grow.err" ||
