@@ -6,7 +6,8 @@
  * its start, counted again here by brute force); events starting in the
  * same nanosecond are never separated; bursts far denser than the first
  * histogram's buckets are refined; limit 0 never splits; the same events in any
- * order plan the same windows.
+ * order plan the same windows; slices cut the same windows finer, each
+ * inside its window.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -46,32 +47,39 @@ static struct kx_analysis *analyse(const struct kx_store *s)
 	return an;
 }
 
-/* The windows tile time, hold at most limit each (unless one nanosecond
- * holds more), and each holds exactly the events starting in it. */
-static int windows_ok(const struct kx_store *s, const struct kx_windows *w, size_t limit)
+/* The n windows x tile time, hold at most limit each (unless one
+ * nanosecond holds more), and each holds exactly the events starting in
+ * it; their events, summed. 0 when they do not. */
+static size_t tile_ok(const struct kx_store *s, const struct kx_window *x, size_t nw, size_t limit)
 {
 	size_t n = kx_store_ioctl_count(s), sum = 0;
 
-	if (!w->n || w->w[0].from_ns != 0 || w->w[w->n - 1].to_ns != 0)
+	if (!nw || x[0].from_ns != 0 || x[nw - 1].to_ns != 0)
 		return 0;
-	for (size_t k = 0; k < w->n; k++) {
-		const struct kx_window *x = &w->w[k];
+	for (size_t k = 0; k < nw; k++) {
 		size_t in = 0;
 
-		if (k + 1 < w->n && (x->to_ns != w->w[k + 1].from_ns || x->to_ns <= x->from_ns))
+		if (k + 1 < nw && (x[k].to_ns != x[k + 1].from_ns || x[k].to_ns <= x[k].from_ns))
 			return 0;
 		for (size_t i = 0; i < n; i++) {
 			uint64_t ts = kx_store_ioctl(s, i)->ts;
 
-			in += ts >= x->from_ns && (!x->to_ns || ts < x->to_ns);
+			in += ts >= x[k].from_ns && (!x[k].to_ns || ts < x[k].to_ns);
 		}
-		if (in != x->events || !in || x->first_ns > x->last_ns)
+		if (in != x[k].events || !in || x[k].first_ns > x[k].last_ns)
 			return 0;
-		if (in > limit && x->first_ns != x->last_ns)
+		if (in > limit && x[k].first_ns != x[k].last_ns)
 			return 0;
 		sum += in;
 	}
-	return sum == n && w->total == n;
+	return sum;
+}
+
+static int windows_ok(const struct kx_store *s, const struct kx_windows *w, size_t limit)
+{
+	size_t n = kx_store_ioctl_count(s);
+
+	return tile_ok(s, w->w, w->n, limit) == n && w->total == n;
 }
 
 static void test_under_limit_one_window(void)
@@ -257,7 +265,7 @@ static void test_rebucketed_extremes(void)
 		return;
 	for (size_t i = 0; i < sizeof(stale_ts) / sizeof(stale_ts[0]); i++)
 		kx_whist_see(h, stale_ts[i]);
-	CHECK(kx_windows_plan_src(&src, h, 1, &w, err, sizeof(err)) == 0);
+	CHECK(kx_windows_plan_src(&src, h, 1, 1, &w, err, sizeof(err)) == 0);
 	CHECK_EQ_U(w.n, 3);
 	for (size_t i = 0; i < w.n && i < 3; i++) {
 		CHECK_EQ_U(w.w[i].events, 1);
@@ -266,6 +274,75 @@ static void test_rebucketed_extremes(void)
 	CHECK(w.n == 3 && w.w[0].last_ns == 800000 && w.w[2].last_ns == 1070000);
 	kx_windows_free(&w);
 	kx_whist_free(h);
+}
+
+/* The store's ioctls as a source of starts. */
+static int walk_store(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
+{
+	const struct kx_store *s = ctx;
+
+	(void)err, (void)errlen;
+	for (size_t i = 0; i < kx_store_ioctl_count(s); i++)
+		kx_wpass_see(p, kx_store_ioctl(s, i)->ts);
+	return 0;
+}
+
+/* The plan of s's starts, windows of limit events, slices of slice. */
+static int plan_store(const struct kx_store *s, size_t limit, size_t slice, struct kx_windows *w)
+{
+	const struct kx_wsource src = {walk_store, (void *)s};
+	struct kx_whist *h = kx_whist_new();
+	char err[256];
+	int rc;
+
+	if (!h)
+		return -1;
+	for (size_t i = 0; i < kx_store_ioctl_count(s); i++)
+		kx_whist_see(h, kx_store_ioctl(s, i)->ts);
+	rc = kx_windows_plan_src(&src, h, limit, slice, w, err, sizeof(err));
+	kx_whist_free(h);
+	return rc;
+}
+
+/* Sliced, the windows are the unsliced plan's; the slices tile time, hold
+ * at most the slice's events each, and lie each inside the window it names,
+ * which they fill, in order. Unsliced, the slices are the windows. */
+static void test_slices(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_windows w, u;
+	size_t n;
+
+	/* Even, then a burst within one first-level bucket: more than a slice
+	 * holds, less than a window. */
+	for (int i = 0; i < 5000; i++)
+		add(s, 1 + (uint32_t)(i % 3), 5000000 + (uint64_t)i * 1000, 1500);
+	for (int i = 0; i < 600; i++)
+		add(s, 7, 90000000000ull + (uint64_t)i, 1);
+	n = kx_store_ioctl_count(s);
+	CHECK(plan_store(s, 1000, 250, &w) == 0 && plan_store(s, 1000, 0, &u) == 0);
+	CHECK(windows_ok(s, &w, 1000));
+	CHECK_EQ_U(w.n, u.n);
+	for (size_t k = 0; k < w.n && k < u.n; k++)
+		CHECK(w.w[k].from_ns == u.w[k].from_ns && w.w[k].events == u.w[k].events);
+	CHECK_EQ_U(tile_ok(s, w.slice, w.nslices, 250), n);
+	CHECK(w.nslices > w.n);
+	CHECK(w.passes > u.passes); /* the burst refined to the slice */
+	for (size_t i = 0, k = 0; i < w.nslices; i++) {
+		const struct kx_window *sl = &w.slice[i], *p = &w.w[sl->part];
+
+		k = i && sl->part != w.slice[i - 1].part ? k + 1 : k;
+		CHECK_EQ_U(sl->part, k);
+		CHECK(sl->from_ns >= p->from_ns &&
+		      (!p->to_ns || (sl->to_ns && sl->to_ns <= p->to_ns)));
+		CHECK(sl->from_ns != p->from_ns || !i || w.slice[i - 1].part + 1 == sl->part);
+	}
+	CHECK_EQ_U(u.nslices, u.n);
+	for (size_t k = 0; k < u.n && k < u.nslices; k++)
+		CHECK(memcmp(&u.slice[k], &u.w[k], sizeof(u.w[k])) == 0);
+	kx_windows_free(&w);
+	kx_windows_free(&u);
+	kx_store_free(s);
 }
 
 int main(void)
@@ -277,5 +354,6 @@ int main(void)
 	RUN(test_empty);
 	RUN(test_any_order_same_plan);
 	RUN(test_rebucketed_extremes);
+	RUN(test_slices);
 	KXT_EXIT();
 }

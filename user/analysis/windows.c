@@ -124,47 +124,102 @@ static void walk_hist(const struct kx_analysis *an, struct kx_whist *h)
 
 struct plan {
 	const struct kx_wsource *src;
-	size_t limit;
+	size_t limit, slice; /* events per window, per slice */
 	struct kx_windows *out;
-	size_t cap; /* windows allocated */
+	size_t cap, scap; /* windows, slices allocated */
 	int oom;
 	int failed; /* the source failed (err set) */
 	char *err;
 	size_t errlen;
 };
 
-/* The open (last) window. */
-static struct kx_window *open_window(struct plan *pl)
+/* The last of ws[*n] ends at lo, and a new one, empty, starts there. 0, or
+ * -1 when out of memory. */
+static int cut(struct kx_window **ws, size_t *n, size_t *cap, uint64_t lo)
 {
-	return &pl->out->w[pl->out->n - 1];
+	struct kx_window *w;
+
+	if (kx_grow((void **)ws, cap, *n, sizeof(**ws)))
+		return -1;
+	(*ws)[*n - 1].to_ns = lo;
+	w = &(*ws)[(*n)++];
+	memset(w, 0, sizeof(*w));
+	w->from_ns = lo;
+	return 0;
 }
 
-/* Adds c events starting in [lo, lo + width), first at min, last at max. */
-static void take(struct plan *pl, uint64_t lo, size_t c, uint64_t min, uint64_t max)
+/* c more events in w, first at min, last at max. */
+static void add(struct kx_window *w, size_t c, uint64_t min, uint64_t max)
 {
-	struct kx_window *w = open_window(pl);
-
-	if (w->events && w->events + c > pl->limit) {
-		if (kx_grow((void **)&pl->out->w, &pl->cap, pl->out->n, sizeof(*pl->out->w))) {
-			pl->oom = 1;
-			return;
-		}
-		w = &pl->out->w[pl->out->n - 1];
-		w->to_ns = lo;
-		w = &pl->out->w[pl->out->n++];
-		memset(w, 0, sizeof(*w));
-		w->from_ns = lo;
-	}
 	if (!w->events)
 		w->first_ns = min;
 	w->last_ns = max;
 	w->events += c;
-	pl->out->total += c;
 }
 
-/* Counts the starts in [lo, hi) and cuts between buckets; a bucket over the
- * limit is counted again, finer. */
-static void split(struct plan *pl, uint64_t lo, uint64_t hi)
+/* c events starting in [lo, lo + width), first at min, last at max, in the
+ * open window, or in a new one from lo when they would overflow it (and in
+ * a new slice from lo then). */
+static void take_window(struct plan *pl, uint64_t lo, size_t c, uint64_t min, uint64_t max)
+{
+	struct kx_windows *o = pl->out;
+	const struct kx_window *w = &o->w[o->n - 1];
+
+	if (w->events && w->events + c > pl->limit) {
+		if (cut(&o->w, &o->n, &pl->cap, lo) || cut(&o->slice, &o->nslices, &pl->scap, lo)) {
+			pl->oom = 1;
+			return;
+		}
+		o->w[o->n - 1].part = o->n - 1;
+		o->slice[o->nslices - 1].part = o->n - 1;
+	}
+	add(&o->w[o->n - 1], c, min, max);
+	o->total += c;
+}
+
+/* The same events in the open slice, or in a new one from lo. */
+static void take_slice(struct plan *pl, uint64_t lo, size_t c, uint64_t min, uint64_t max)
+{
+	struct kx_windows *o = pl->out;
+	const struct kx_window *s = &o->slice[o->nslices - 1];
+
+	if (s->events && s->events + c > pl->slice) {
+		if (cut(&o->slice, &o->nslices, &pl->scap, lo)) {
+			pl->oom = 1;
+			return;
+		}
+		o->slice[o->nslices - 1].part = o->n - 1;
+	}
+	add(&o->slice[o->nslices - 1], c, min, max);
+}
+
+static void split(struct plan *pl, uint64_t lo, uint64_t hi, int slices_only);
+
+/*
+ * The c events of a bucket [lo, hi) of the given width, first at min, last
+ * at max. The windows are cut between the buckets of the levels that hold
+ * at most limit events each, whatever the slices: over the limit, the
+ * bucket is counted again, finer. The slices are then cut between buckets
+ * of at most slice events: a bucket within the limit but over the slice is
+ * counted again, finer, for its slices alone (slices_only).
+ */
+static void bucket(struct plan *pl, int slices_only, uint64_t lo, uint64_t hi, uint64_t width,
+                   size_t c, uint64_t min, uint64_t max)
+{
+	if (!slices_only && c > pl->limit && width > 1) {
+		split(pl, lo, hi, 0);
+		return;
+	}
+	if (!slices_only)
+		take_window(pl, lo, c, min, max);
+	if (c > pl->slice && width > 1)
+		split(pl, lo, hi, 1);
+	else if (!pl->oom)
+		take_slice(pl, lo, c, min, max);
+}
+
+/* Counts the starts in [lo, hi) again, finer, each bucket to bucket(). */
+static void split(struct plan *pl, uint64_t lo, uint64_t hi, int slices_only)
 {
 	struct kx_wpass p = {.lo = lo, .hi = hi};
 	size_t nb = hi - lo < KX_WINDOW_BUCKETS ? (size_t)(hi - lo) : KX_WINDOW_BUCKETS;
@@ -186,13 +241,8 @@ static void split(struct plan *pl, uint64_t lo, uint64_t hi)
 	for (size_t b = 0; b < p.nb && !pl->oom && !pl->failed; b++) {
 		uint64_t blo = lo + b * p.width, bhi = hi - blo > p.width ? blo + p.width : hi;
 
-		if (!p.count[b])
-			continue;
-		if (p.count[b] > pl->limit && p.width > 1) {
-			split(pl, blo, bhi);
-			continue;
-		}
-		take(pl, blo, p.count[b], p.min[b], p.max[b]);
+		if (p.count[b])
+			bucket(pl, slices_only, blo, bhi, p.width, p.count[b], p.min[b], p.max[b]);
 	}
 out:
 	free(p.count);
@@ -301,23 +351,30 @@ void kx_whist_see(struct kx_whist *h, uint64_t ts)
 	h->total++;
 }
 
-/* out: one window, empty, after one pass (*cap: the windows' room). 0, or
- * -1 when out of memory (err set). */
-static int one_window(struct kx_windows *out, size_t *cap, char *err, size_t errlen)
+/* out: one window and its one slice, of n events from first to last, after
+ * one pass (*cap, *scap: their room). 0, or -1 when out of memory (err set). */
+static int one_window(struct kx_windows *out, size_t *cap, size_t *scap, size_t n, uint64_t first,
+                      uint64_t last, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	out->passes = 1;
-	if (kx_grow((void **)&out->w, cap, 0, sizeof(*out->w))) {
+	if (kx_grow((void **)&out->w, cap, 0, sizeof(*out->w)) ||
+	    kx_grow((void **)&out->slice, scap, 0, sizeof(*out->slice))) {
+		kx_windows_free(out);
 		snprintf(err, errlen, "out of memory planning the output's time windows");
 		return -1;
 	}
 	memset(out->w, 0, sizeof(*out->w));
-	out->n = 1;
+	out->w[0].events = out->total = n;
+	out->w[0].first_ns = n ? first : 0;
+	out->w[0].last_ns = n ? last : 0;
+	out->slice[0] = out->w[0];
+	out->n = out->nslices = 1;
 	return 0;
 }
 
 int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_whist *h, size_t limit,
-                        struct kx_windows *out, char *err, size_t errlen)
+                        size_t slice, struct kx_windows *out, char *err, size_t errlen)
 {
 	struct plan pl = {.src = src,
 	                  .limit = limit ? limit : SIZE_MAX,
@@ -326,24 +383,17 @@ int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_whist *h, 
 	                  .errlen = errlen};
 	uint64_t width = (uint64_t)1 << h->shift;
 
-	if (one_window(out, &pl.cap, err, errlen))
+	pl.slice = slice && slice < pl.limit ? slice : pl.limit;
+	if (h->total <= pl.limit)
+		return one_window(out, &pl.cap, &pl.scap, h->total, h->first, h->last, err, errlen);
+	if (one_window(out, &pl.cap, &pl.scap, 0, 0, 0, err, errlen))
 		return -1;
-	if (h->total <= pl.limit) {
-		out->w[0].events = out->total = h->total;
-		out->w[0].first_ns = h->total ? h->first : 0;
-		out->w[0].last_ns = h->total ? h->last : 0;
-		return 0;
-	}
 	for (size_t b = 0; b < KX_WINDOW_BUCKETS && !pl.oom && !pl.failed; b++) {
 		uint64_t blo = h->lo + ((uint64_t)b << h->shift);
 		uint64_t bhi = UINT64_MAX - blo > width ? blo + width : UINT64_MAX;
 
-		if (!h->count[b])
-			continue;
-		if (h->count[b] > pl.limit && width > 1)
-			split(&pl, blo, bhi);
-		else
-			take(&pl, blo, h->count[b], h->min[b], h->max[b]);
+		if (h->count[b])
+			bucket(&pl, 0, blo, bhi, width, h->count[b], h->min[b], h->max[b]);
 	}
 	if (pl.oom || pl.failed) {
 		kx_windows_free(out);
@@ -360,31 +410,25 @@ int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_window
 	const struct kx_wsource src = {walk, (void *)an};
 	struct extent x = {0, 0, 0};
 	struct kx_whist *h;
-	size_t cap = 0;
+	size_t cap = 0, scap = 0;
 	int rc;
 
 	if (!limit) { /* never split: one window, nothing to count */
-		rc = one_window(out, &cap, err, errlen);
+		rc = one_window(out, &cap, &scap, 0, 0, 0, err, errlen);
 		out->passes = 0;
 		return rc;
 	}
 	/* Most captures fit one window: their count and extremes are the plan. */
 	walk_starts(an, see_extent, &x);
-	if (x.n <= limit) {
-		if (one_window(out, &cap, err, errlen))
-			return -1;
-		out->w[0].events = out->total = x.n;
-		out->w[0].first_ns = x.first;
-		out->w[0].last_ns = x.last;
-		return 0;
-	}
+	if (x.n <= limit)
+		return one_window(out, &cap, &scap, x.n, x.first, x.last, err, errlen);
 	h = kx_whist_new();
 	if (!h) {
 		snprintf(err, errlen, "out of memory planning the output's time windows");
 		return -1;
 	}
 	walk_hist(an, h);
-	rc = kx_windows_plan_src(&src, h, limit, out, err, errlen);
+	rc = kx_windows_plan_src(&src, h, limit, limit, out, err, errlen);
 	kx_whist_free(h);
 	return rc;
 }
@@ -392,5 +436,6 @@ int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_window
 void kx_windows_free(struct kx_windows *w)
 {
 	free(w->w);
+	free(w->slice);
 	memset(w, 0, sizeof(*w));
 }

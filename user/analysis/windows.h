@@ -30,18 +30,29 @@ struct kx_window {
 	uint64_t to_ns;             /* exclusive; 0 for the last window (no end) */
 	uint64_t first_ns, last_ns; /* starts of its first and last event */
 	size_t events;              /* events starting in it */
+	size_t part;                /* a slice's window (index in w); a window's own index */
 };
 
+/*
+ * The windows, and their slices: each window cut again, at bucket bounds,
+ * into consecutive slices of at most `slice` events (with the same
+ * exception), for an output written a slice at a time (a Chrome file: its
+ * events in any order) whose memory is then a slice's, not a window's.
+ * Unsliced (slice >= limit), the slices are the windows.
+ */
 struct kx_windows {
-	struct kx_window *w; /* in time order */
-	size_t n;            /* windows: 1 when the capture fits */
-	size_t total;        /* events counted, sum of the windows' */
-	size_t passes;       /* passes over the events the plan took */
+	struct kx_window *w;     /* in time order */
+	size_t n;                /* windows: 1 when the capture fits */
+	size_t total;            /* events counted, sum of the windows' */
+	size_t passes;           /* passes over the events the plan took */
+	struct kx_window *slice; /* in time order, each in window slice[i].part */
+	size_t nslices;          /* 1 when the capture fits one window */
 };
 
 /*
  * Splits the capture into windows of at most limit events (limit 0: one
- * window, its events not counted). 0, or -1 when out of memory (err set).
+ * window, its events not counted), unsliced. 0, or -1 when out of memory
+ * (err set).
  */
 int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_windows *out, char *err,
                     size_t errlen);
@@ -85,8 +96,10 @@ struct kx_wsource {
 	int (*walk)(void *ctx, struct kx_wpass *p, char *err, size_t errlen);
 	void *ctx;
 };
+/* slice: events per slice (0, or limit and above: unsliced); a bucket
+ * holding more than slice events is counted again, finer. */
 int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_whist *h, size_t limit,
-                        struct kx_windows *out, char *err, size_t errlen);
+                        size_t slice, struct kx_windows *out, char *err, size_t errlen);
 void kx_windows_free(struct kx_windows *w);
 
 #endif /* KX_WINDOWS_H */

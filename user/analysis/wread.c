@@ -319,20 +319,21 @@ static int walk_file(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 	return kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
 }
 
-/* The window holding start ts: the last one starting at or before it. hint:
- * the window of the record before (most records fall in it). */
+/* The slice holding start ts: the last one starting at or before it. hint:
+ * the slice of the record before (most records fall in it). */
 static size_t window_of(const struct kx_windows *pl, uint64_t ts, size_t hint)
 {
-	size_t lo = 0, hi = pl->n;
+	const struct kx_window *sl = pl->slice;
+	size_t lo = 0, hi = pl->nslices;
 
-	if (hint < pl->n && pl->w[hint].from_ns <= ts &&
-	    (hint + 1 == pl->n || ts < pl->w[hint + 1].from_ns))
+	if (hint < pl->nslices && sl[hint].from_ns <= ts &&
+	    (hint + 1 == pl->nslices || ts < sl[hint + 1].from_ns))
 		return hint;
 
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (pl->w[mid].from_ns <= ts)
+		if (sl[mid].from_ns <= ts)
 			lo = mid;
 		else
 			hi = mid;
@@ -345,7 +346,7 @@ static size_t window_of(const struct kx_windows *pl, uint64_t ts, size_t hint)
  * 0, or -1 when out of memory. */
 static int late_ctr_index(struct kx_wread *w)
 {
-	size_t n = w->plan.n;
+	size_t n = w->plan.nslices;
 	struct kx_wread_ctr *by = malloc((w->nlate_ctr + 1) * sizeof(*by));
 	size_t *cur = calloc(n + 1, sizeof(*cur));
 
@@ -374,7 +375,7 @@ static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, si
 {
 	const struct kx_wsource src = {walk_file, w};
 
-	if (kx_windows_plan_src(&src, starts, w->limit, &w->plan, err, errlen))
+	if (kx_windows_plan_src(&src, starts, w->limit, w->slice, &w->plan, err, errlen))
 		return -1;
 	w->late_win = malloc((w->nlate + 1) * sizeof(*w->late_win));
 	if (!w->late_win) {
@@ -452,6 +453,12 @@ static int p1_whole(struct p1 *c)
 int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t budget, char *err,
                   size_t errlen)
 {
+	return kx_wread_open_sliced(w, path, limit, limit, budget, err, errlen);
+}
+
+int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, size_t slice,
+                         size_t budget, char *err, size_t errlen)
+{
 	struct p1 c;
 	struct kx_kxp_visitor v = {
 	        .ctx = &c,
@@ -470,6 +477,7 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	w->slice = slice;
 	v.syms = kx_samples_syms(kx_store_samples(w->side));
 	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
 	                            sizeof(w->damage));
@@ -524,7 +532,7 @@ int kx_wread_plan_kept(struct kx_wread *w, char *err, size_t errlen)
 	return rc;
 }
 
-/* ---- pass 2: the windows, in order ---- */
+/* ---- pass 2: the slices of the windows, in order ---- */
 
 struct p2 {
 	struct kx_wread *w;
@@ -610,6 +618,7 @@ static void p2_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
 	struct p2 *c = ctx;
 	const struct kx_windows *pl = &c->w->plan;
+	const struct kx_window *sl = pl->slice;
 	int late = is_late(c->any, c->maxstart, e->ts);
 	uint64_t seq = c->seq++;
 
@@ -633,9 +642,9 @@ static void p2_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	}
 	/* Complete: what comes later and is not late starts at or after the
 	 * latest start less the file's largest lag, which is past its end. */
-	while (!c->stop && c->closed < pl->n && pl->w[c->closed].to_ns &&
-	       c->maxstart >= pl->w[c->closed].to_ns &&
-	       c->maxstart - pl->w[c->closed].to_ns >= c->w->lag_ns)
+	while (!c->stop && c->closed < pl->nslices && sl[c->closed].to_ns &&
+	       c->maxstart >= sl[c->closed].to_ns &&
+	       c->maxstart - sl[c->closed].to_ns >= c->w->lag_ns)
 		close_next(c);
 }
 
@@ -663,7 +672,7 @@ static void p2_ctr(void *ctx, const struct kx_ctr_ev *e)
 static int late_index(struct p2 *c)
 {
 	const struct kx_wread *w = c->w;
-	size_t n = w->plan.n;
+	size_t n = w->plan.nslices;
 
 	c->late_idx = malloc((w->nlate + 1) * sizeof(*c->late_idx));
 	c->late_off = calloc(n + 1, sizeof(*c->late_off));
@@ -684,7 +693,7 @@ static int late_index(struct p2 *c)
 
 static void p2_free(struct p2 *c)
 {
-	for (size_t k = 0; c->store && k < c->w->plan.n; k++)
+	for (size_t k = 0; c->store && k < c->w->plan.nslices; k++)
 		kx_store_free(c->store[k]);
 	free(c->store);
 	free(c->late_idx);
@@ -710,7 +719,7 @@ int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_
 		p2_fail(&c, rerr);
 	else if (!c.stop && c.seq != w->whole.ioctls)
 		p2_fail(&c, "the file changed while it was read (its ioctl records differ)");
-	while (!c.stop && c.closed < w->plan.n)
+	while (!c.stop && c.closed < w->plan.nslices)
 		close_next(&c);
 	p2_free(&c);
 	return c.failed ? -1 : c.rc;

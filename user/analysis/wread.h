@@ -53,8 +53,14 @@
  * and an output part written from it is the one written from the whole
  * capture in memory.
  *
- * Memory: the windows open at once (those that end less than lag_ns before
- * the latest start: one, or two for lag_ns after a cut), the side store,
+ * Sliced (kx_wread_open_sliced), pass 2 does the same with the windows'
+ * slices (windows.h): a store a slice, handed over in order, each with its
+ * window's index, so that an output written a slice at a time needs the
+ * memory of a slice.
+ *
+ * Memory: the windows (or slices) open at once (those that end less than
+ * lag_ns before the latest start: one, or two for lag_ns after a cut), the
+ * side store,
  * the annotation ranges (80 bytes a range or mark, as many as the capture
  * has, and their names once), and the late ioctls (calls longer than about
  * KX_WREAD_LATE_NS). A file with more late ioctls than a window holds
@@ -107,6 +113,7 @@ struct kx_wread {
 	struct kx_whist *starts;          /* store kept: the plan's first level, but for... */
 	size_t kept_ioctls, kept_samples; /* ...the starts of the store's first ones */
 	size_t limit;                     /* events per window */
+	size_t slice;                     /* events per slice (windows.h; limit: unsliced) */
 	size_t budget;                    /* bytes each store may take */
 	uint64_t lag_ns;  /* ns, the largest lag of a record in its place (pass 1) */
 	size_t peak_open; /* pass 2: the most windows open at once */
@@ -120,6 +127,11 @@ struct kx_wread {
  */
 int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t budget, char *err,
                   size_t errlen);
+/* The same, the windows cut into slices of at most slice events
+ * (windows.h), which pass 2 reads one store at a time: the memory of a
+ * slice, not a window (slice >= limit: unsliced). */
+int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, size_t slice,
+                         size_t budget, char *err, size_t errlen);
 
 /*
  * When the first read kept the whole file (w->store) with no reason to read
@@ -129,11 +141,12 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
  */
 int kx_wread_plan_kept(struct kx_wread *w, char *err, size_t errlen);
 
-/* Gets window k's store (its analysis is the caller's to build), in window
- * order; 0 to go on, else the read stops and kx_wread_run returns that. */
+/* Gets slice k's store (plan.slice[k], of window plan.slice[k].part; its
+ * analysis is the caller's to build), in slice order; 0 to go on, else the
+ * read stops and kx_wread_run returns that. Unsliced, slice k is window k. */
 typedef int (*kx_wread_fn)(void *ctx, struct kx_store *window, size_t k);
 
-/* Pass 2: every window to fn. 0; fn's non-zero value; or -1 with err set
+/* Pass 2: every slice to fn. 0; fn's non-zero value; or -1 with err set
  * (the file changed since pass 1, memory ran out). */
 int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_t errlen);
 
