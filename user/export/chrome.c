@@ -282,6 +282,12 @@ struct ctx {
 	struct kx_chrome_samples *smp;     /* CPU samples and off-CPU intervals */
 	uint64_t origin_ns;                /* the monotonic time of ts 0 */
 	const struct kx_chrome_part *part; /* the time window written; NULL: all */
+	struct kx_chrome_part part_copy;   /* part points here */
+	uint64_t rem;                      /* ns, first_ts's offset from baseTimeNanoseconds */
+	int first;                         /* no event written yet */
+	int nwarn_head;                    /* warnings written at the head */
+	size_t nadded;                     /* windows added */
+	uint64_t not_stored, job_events;   /* sums over the windows added */
 };
 
 /* Whether an event starting at ts is in the part written. */
@@ -300,8 +306,13 @@ static void warn_add(struct ctx *c, const char *fmt, ...)
 	if (c->nwarn >= MAX_WARN)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(c->warn[c->nwarn++], WARN_LEN, fmt, ap);
+	vsnprintf(c->warn[c->nwarn], WARN_LEN, fmt, ap);
 	va_end(ap);
+	/* Each once: the windows of a part may say the same. */
+	for (int i = 0; i < c->nwarn; i++)
+		if (!strcmp(c->warn[i], c->warn[c->nwarn]))
+			return;
+	c->nwarn++;
 }
 
 static void warn_cb(void *ctx, const char *msg)
@@ -341,9 +352,10 @@ static void put_sep(struct wbuf *w, int *first)
 	}
 }
 
-static void write_warn_events(struct wbuf *w, const struct ctx *c, int *first)
+/* Warnings from the from-th on, as events. */
+static void write_warn_events(struct wbuf *w, const struct ctx *c, int from, int *first)
 {
-	for (int i = 0; i < c->nwarn; i++) {
+	for (int i = from; i < c->nwarn; i++) {
 		wb_need(w, 64);
 		put_sep(w, first);
 		/* Global instant at the start of the trace: visible without scrolling. */
@@ -1008,8 +1020,8 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 	uint64_t not_stored = ci->not_stored;
 	char mech[sizeof(ci->hooks[0].mech) + sizeof(ci->hooks[0].why) + 8];
 
-	if (kx_store_not_stored(c->s) > not_stored)
-		not_stored = kx_store_not_stored(c->s);
+	if (c->not_stored > not_stored)
+		not_stored = c->not_stored;
 	wb_lit(w, "\n],\n");
 	if (kx_chrome_samples_members(c->smp, c->origin_ns, put_text, w))
 		return -1;
@@ -1036,7 +1048,7 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 	PUT_LIT(w, ",\"not_stored_events\":");
 	put_u64(w, not_stored);
 	PUT_LIT(w, ",\"job_events\":");
-	put_u64(w, kx_store_job_count(c->s));
+	put_u64(w, c->job_events);
 	PUT_LIT(w, ",\"jobs\":");
 	put_u64(w, c->jobs ? c->jobs->njobs : 0);
 	PUT_LIT(w, ",\"dropped_job_events\":");
@@ -1217,10 +1229,9 @@ static int write_ioctls(struct wbuf *w, const struct ctx *c, int *first, uint64_
 	return w->err == ENOMEM ? -1 : 0;
 }
 
-/* Everything after the open: header, metadata, events, tail. */
-static int write_all(struct wbuf *w, struct ctx *c)
+/* The head: the time base, the warnings, the metadata. */
+static int write_head(struct wbuf *w, struct ctx *c)
 {
-	int first = 1;
 	int64_t first_rt, rem;
 
 	first_rt = kx_capinfo_realtime(c->ci, c->first_ts != UINT64_MAX ? c->first_ts
@@ -1230,17 +1241,22 @@ static int write_all(struct wbuf *w, struct ctx *c)
 	if (rem < 0)
 		rem += 1000;
 	c->base_ns = first_rt - rem;
-
+	c->rem = (uint64_t)rem;
 	wb_lit(w, "{\"traceEvents\":[");
-	write_warn_events(w, c, &first);
-	if (write_metadata(w, c, &first))
-		return -1;
-	if (write_ioctls(w, c, &first, (uint64_t)rem))
-		return -1;
+	write_warn_events(w, c, 0, &c->first);
+	c->nwarn_head = c->nwarn;
+	return write_metadata(w, c, &c->first);
+}
+
+/* After the ioctls: the warnings the later windows added, the device
+ * tracks, annotations and samples of the part, the tail. */
+static int write_end(struct wbuf *w, struct ctx *c)
+{
+	write_warn_events(w, c, c->nwarn_head, &c->first);
 	if (c->jobs)
-		write_jobs(w, c, &first, (uint64_t)rem);
-	write_annotations(w, c, &first, (uint64_t)rem);
-	c->origin_ns = c->first_ts - (uint64_t)rem;
+		write_jobs(w, c, &c->first, c->rem);
+	write_annotations(w, c, &c->first, c->rem);
+	c->origin_ns = c->first_ts - c->rem;
 	if (kx_chrome_samples_events(c->smp, c->origin_ns, put_text, w) || write_tail(w, c))
 		return -1;
 	wb_flush_end(w, 1);
@@ -1254,13 +1270,153 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
-static void ctx_free(struct ctx *c)
+struct kx_chrome_writer {
+	struct wbuf w;
+	struct ctx c;
+	const char *path;
+};
+
+/* The exporter's view of a window's analysis. */
+static void bind(struct ctx *c, const struct kx_analysis *an)
 {
-	free(c->jobpid);
-	kx_chrome_samples_free(c->smp);
-	tab_free(&c->fr.names);
-	tab_free(&c->fr.labels);
-	free(c);
+	c->an = an;
+	c->s = an->store;
+	c->ci = an->ci;
+	c->tl = an->timeline;
+	c->jobs = an->jobs;
+	kx_chrome_samples_rebind(c->smp, an);
+}
+
+void kx_chrome_writer_free(struct kx_chrome_writer *cw)
+{
+	if (!cw)
+		return;
+	kx_pgz_free(cw->w.gz);
+	free(cw->w.own);
+	free(cw->c.jobpid);
+	kx_chrome_samples_free(cw->c.smp);
+	tab_free(&cw->c.fr.names);
+	tab_free(&cw->c.fr.labels);
+	free(cw);
+}
+
+/* The writer's state for an, before anything is written. 0, or -1 (err set). */
+static int writer_init(struct kx_chrome_writer *cw, const struct kx_analysis *an,
+                       const struct kx_chrome_part *part, char *err, size_t errlen)
+{
+	struct ctx *c = &cw->c;
+
+	bind(c, an);
+	c->part = part ? &cw->c.part_copy : NULL;
+	if (part)
+		c->part_copy = *part;
+	c->first = 1;
+	c->first_ts = an->whole ? an->whole->first_ts : c->tl->first_ts;
+	if (an->ranges->first_ts < c->first_ts)
+		c->first_ts = an->ranges->first_ts;
+	c->ndev = c->ci->ndevices < KX_MAX_DEVICES ? (int)c->ci->ndevices : KX_MAX_DEVICES;
+	if (jobs_prepare(c) || collect_warnings(c)) {
+		snprintf(err, errlen, "%s: out of memory", cw->path);
+		return -1;
+	}
+	c->smp = kx_chrome_samples_new(an, err, errlen);
+	if (!c->smp)
+		return -1;
+	if (part)
+		kx_chrome_samples_window(c->smp, part->from_ns, part->to_ns);
+	if (kx_chrome_samples_first_ts(c->smp) < c->first_ts)
+		c->first_ts = kx_chrome_samples_first_ts(c->smp);
+	return 0;
+}
+
+/* The writer's output: o's file, through gzip when its name ends in .gz. */
+static int writer_output(struct kx_chrome_writer *cw, struct kx_outfile *o, char *err,
+                         size_t errlen)
+{
+	cw->w.fd = o->fd;
+	cw->w.buf = cw->w.own;
+	if (!o->to_stdout && ends_with(cw->path, ".gz")) {
+		cw->w.gz = kx_pgz_new(cw->w.fd, GZ_LEVEL);
+		cw->w.buf = cw->w.gz ? kx_pgz_next(cw->w.gz) : NULL;
+		if (!cw->w.buf) {
+			snprintf(err, errlen, "%s: out of memory", cw->path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct kx_chrome_writer *kx_chrome_open(const struct kx_analysis *an,
+                                        const struct kx_chrome_part *part, struct kx_outfile *o,
+                                        char *err, size_t errlen)
+{
+	struct kx_chrome_writer *cw = calloc(1, sizeof(*cw));
+
+	if (!cw || !(cw->w.own = malloc(WBUF_SIZE))) {
+		snprintf(err, errlen, "%s: out of memory", o->path);
+		free(cw);
+		return NULL;
+	}
+	cw->path = o->path;
+	if (writer_init(cw, an, part, err, errlen) || writer_output(cw, o, err, errlen))
+		goto fail;
+	if (write_head(&cw->w, &cw->c)) {
+		snprintf(err, errlen, "%s: out of memory", cw->path);
+		goto fail;
+	}
+	return cw;
+fail:
+	kx_chrome_writer_free(cw);
+	return NULL;
+}
+
+int kx_chrome_add(struct kx_chrome_writer *cw, const struct kx_analysis *an, char *err,
+                  size_t errlen)
+{
+	struct ctx *c = &cw->c;
+
+	bind(c, an);
+	if ((c->nadded && collect_warnings(c)) || write_ioctls(&cw->w, c, &c->first, c->rem)) {
+		snprintf(err, errlen, "%s: out of memory", cw->path);
+		return -1;
+	}
+	c->nadded++;
+	c->not_stored += kx_store_not_stored(an->store);
+	c->job_events += kx_store_job_count(an->store);
+	return 0;
+}
+
+int kx_chrome_close(struct kx_chrome_writer *cw, const struct kx_analysis *an, char *err,
+                    size_t errlen)
+{
+	struct wbuf *w = &cw->w;
+	int oom;
+
+	bind(&cw->c, an);
+	oom = write_end(w, &cw->c) != 0;
+	if (w->gz) {
+		char zmsg[128];
+		int zerr = 0;
+
+		zmsg[0] = '\0';
+		if (kx_pgz_finish(w->gz, &zerr, zmsg, sizeof(zmsg)) && !w->err) {
+			w->err = zerr ? zerr : EIO;
+			if (!zerr)
+				snprintf(w->zmsg, sizeof(w->zmsg), "%s", zmsg);
+		}
+	}
+	if (oom) {
+		snprintf(err, errlen, "%s: out of memory", cw->path);
+		return -1;
+	}
+	if (!w->err)
+		return 0;
+	if (w->zmsg[0])
+		snprintf(err, errlen, "write %s: %s", cw->path, w->zmsg);
+	else
+		snprintf(err, errlen, "write %s: %s%s", cw->path, strerror(w->err),
+		         w->err == ENOSPC ? " (free some space or write elsewhere)" : "");
+	return -1;
 }
 
 int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char *err, size_t errlen)
@@ -1271,82 +1427,13 @@ int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char 
 int kx_chrome_write_part(const struct kx_analysis *an, const struct kx_chrome_part *part,
                          struct kx_outfile *o, char *err, size_t errlen)
 {
-	const struct kx_capinfo *ci = an->ci;
-	const char *path = o->path;
-	int rc = -1, oom = 0;
-	struct wbuf w;
-	struct ctx *c;
+	struct kx_chrome_writer *cw = kx_chrome_open(an, part, o, err, errlen);
+	int rc;
 
-	memset(&w, 0, sizeof(w));
-	c = calloc(1, sizeof(*c));
-	w.own = malloc(WBUF_SIZE);
-	if (!c || !w.own) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		goto out;
-	}
-	c->an = an;
-	c->s = an->store;
-	c->ci = ci;
-	c->tl = an->timeline;
-	c->jobs = an->jobs;
-	c->part = part;
-	c->first_ts = an->whole ? an->whole->first_ts : c->tl->first_ts;
-	if (an->ranges->first_ts < c->first_ts)
-		c->first_ts = an->ranges->first_ts;
-	c->ndev = ci->ndevices < KX_MAX_DEVICES ? (int)ci->ndevices : KX_MAX_DEVICES;
-	if (jobs_prepare(c) || collect_warnings(c)) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		goto out;
-	}
-	c->smp = kx_chrome_samples_new(an, err, errlen);
-	if (!c->smp)
-		goto out;
-	if (part)
-		kx_chrome_samples_window(c->smp, part->from_ns, part->to_ns);
-	if (kx_chrome_samples_first_ts(c->smp) < c->first_ts)
-		c->first_ts = kx_chrome_samples_first_ts(c->smp);
-
-	w.fd = o->fd;
-	w.buf = w.own;
-	if (!o->to_stdout && ends_with(path, ".gz")) {
-		w.gz = kx_pgz_new(w.fd, GZ_LEVEL);
-		w.buf = w.gz ? kx_pgz_next(w.gz) : NULL;
-		if (!w.buf) {
-			snprintf(err, errlen, "%s: out of memory", path);
-			goto out;
-		}
-	}
-
-	oom = write_all(&w, c) != 0;
-	if (w.gz) {
-		char zmsg[128];
-		int zerr = 0;
-
-		zmsg[0] = '\0';
-		if (kx_pgz_finish(w.gz, &zerr, zmsg, sizeof(zmsg)) && !w.err) {
-			w.err = zerr ? zerr : EIO;
-			if (!zerr)
-				snprintf(w.zmsg, sizeof(w.zmsg), "%s", zmsg);
-		}
-	}
-	if (oom) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		goto out;
-	}
-	if (w.err) {
-		if (w.zmsg[0])
-			snprintf(err, errlen, "write %s: %s", path, w.zmsg);
-		else
-			snprintf(err, errlen, "write %s: %s%s", path, strerror(w.err),
-			         w.err == ENOSPC ? " (free some space or write elsewhere)" : "");
-		goto out;
-	}
-	rc = 0;
-out:
-	kx_pgz_free(w.gz);
-	free(w.own);
-	if (c)
-		ctx_free(c);
+	if (!cw)
+		return -1;
+	rc = kx_chrome_add(cw, an, err, errlen) || kx_chrome_close(cw, an, err, errlen) ? -1 : 0;
+	kx_chrome_writer_free(cw);
 	return rc;
 }
 

@@ -39,4 +39,29 @@ struct kx_chrome_part {
 int kx_chrome_write_part(const struct kx_analysis *an, const struct kx_chrome_part *part,
                          struct kx_outfile *o, char *err, size_t errlen);
 
+/*
+ * A part written a window at a time (a capture read in slices,
+ * analysis/wread.h), so that its memory is a slice's: kx_chrome_open with
+ * the first slice's analysis (time base, warnings, metadata), then
+ * kx_chrome_add with each slice's, the first's included (its ioctls, and
+ * the warnings it adds), and kx_chrome_close with the last one's (the
+ * part's memory counters, annotation ranges and samples, the tail: the
+ * slices' analyses lend the same ones). Each analysis may be freed after
+ * its call. The part holds the events kx_chrome_write_part writes from an
+ * analysis of the whole part, slice after slice, each slice's in its
+ * store's order (the same order, but where records near a cut came out of
+ * order of time). kx_chrome_open: NULL with err set; add, close: 0, or -1
+ * with err set. The caller commits o after a close, or aborts it; and
+ * frees the writer in either case.
+ */
+struct kx_chrome_writer;
+struct kx_chrome_writer *kx_chrome_open(const struct kx_analysis *an,
+                                        const struct kx_chrome_part *part, struct kx_outfile *o,
+                                        char *err, size_t errlen);
+int kx_chrome_add(struct kx_chrome_writer *cw, const struct kx_analysis *an, char *err,
+                  size_t errlen);
+int kx_chrome_close(struct kx_chrome_writer *cw, const struct kx_analysis *an, char *err,
+                    size_t errlen);
+void kx_chrome_writer_free(struct kx_chrome_writer *cw);
+
 #endif /* KX_CHROME_H */

@@ -156,6 +156,12 @@ struct kx_chrome_samples *kx_chrome_samples_new(const struct kx_analysis *an, ch
 	return cs;
 }
 
+void kx_chrome_samples_rebind(struct kx_chrome_samples *cs, const struct kx_analysis *an)
+{
+	if (cs)
+		cs->an = an;
+}
+
 void kx_chrome_samples_window(struct kx_chrome_samples *cs, uint64_t from_ns, uint64_t to_ns)
 {
 	cs->from_ns = from_ns;

@@ -29,6 +29,11 @@ struct kx_chrome_samples;
  * memory; an object with nothing to write when the capture has no samples. */
 struct kx_chrome_samples *kx_chrome_samples_new(const struct kx_analysis *an, char *err,
                                                 size_t len);
+/* The same profiles written for an, another window's analysis of the same
+ * capture (analysis/wread.h: every window's store holds the capture's
+ * tasks and borrows its samples, and an->whole is the same), after the
+ * analysis cs was made from is gone. */
+void kx_chrome_samples_rebind(struct kx_chrome_samples *cs, const struct kx_analysis *an);
 /* Only the samples starting in [from_ns, to_ns) (CLOCK_MONOTONIC; to_ns 0:
  * no end) are written from now on; by default all are. */
 void kx_chrome_samples_window(struct kx_chrome_samples *cs, uint64_t from_ns, uint64_t to_ns);
