@@ -10,7 +10,9 @@
 # byte for byte the output it gives unsplit, and bad values are refused
 # with exit 2. A capture without jobs is read one time window at a time
 # (with annotations: test_annotate.sh; with counters: test_counters.sh): its
-# parts are the bytes --in-memory gives, also when a chunk is corrupt. Needs no BPF: it runs the
+# parts are the bytes --in-memory gives, also when a chunk is corrupt (a
+# Chrome file alone, written from slices of its window: the same lines).
+# Needs no BPF: it runs the
 # same with and without /dev/kvm.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -221,9 +223,51 @@ same_parts() {
 	check "${name}_same_runs" test "$(find "$TMP/$name.w/x" -name '*.pb' | wc -l)" -eq "$(ls "$TMP/$name.w"/p.*.json.gz | wc -l)"
 }
 same_parts windowed "$TMP/flat.kxp"
-# -v says which way: in windows here, whole for the capture with jobs.
-kx 0 convert -v "$TMP/flat.kxp" --split-events 1500 --chrome "$TMP/v.json" >/dev/null 2>"$TMP/v.err"
-check windowed_verbose grep -q "read one window at a time: [0-9]* windows, at most [0-9]* open at once, [1-9][0-9]* calls kept apart (their records came over 50 ms late), each window complete [0-9]*\.[0-9]* ms after its end" "$TMP/v.err"
+# A Chrome file alone is written from slices of its window, a quarter of it
+# each: the parts hold the lines --in-memory writes (events, metadata and
+# otherData), each slice's events together, so not always in the same order.
+rm -rf "$TMP/sl.w" "$TMP/sl.m"
+mkdir -p "$TMP/sl.w" "$TMP/sl.m"
+kx 0 convert -v "$TMP/flat.kxp" --split-events 1500 --chrome "$TMP/sl.w/p.json.gz" \
+	>"$TMP/sl.w.out" 2>"$TMP/sl.w.err"
+kx 0 convert "$TMP/flat.kxp" --in-memory --split-events 1500 --chrome "$TMP/sl.m/p.json.gz" \
+	>"$TMP/sl.m.out" 2>"$TMP/sl.m.err"
+check sliced_verbose grep -q "read one window at a time: [0-9]* windows ([0-9]* slices), at most [0-9]* open at once, [1-9][0-9]* calls kept apart (their records came over 50 ms late), each window complete [0-9]*\.[0-9]* ms after its end" "$TMP/sl.w.err"
+check sliced_quarters python3 - "$TMP/sl.w.err" <<'PY'
+import re, sys
+m = re.search(r"([0-9]+) windows \(([0-9]+) slices\)", open(sys.argv[1]).read())
+sys.exit(0 if m and int(m.group(2)) >= 4 * int(m.group(1)) - 1 else 1)
+PY
+check sliced_same_paths cmp -s <(sed "s#/sl.w/#/#" "$TMP/sl.w.out") <(sed "s#/sl.m/#/#" "$TMP/sl.m.out")
+check sliced_same_lines python3 - "$TMP/sl.w" "$TMP/sl.m" <<'PY'
+import glob, gzip, os, sys
+w = sorted(glob.glob(sys.argv[1] + "/p.*.json.gz"))
+if len(w) < 5:
+    sys.exit(1)
+for p in w:
+    a = gzip.open(p).read().decode().split("\n")
+    b = gzip.open(os.path.join(sys.argv[2], os.path.basename(p))).read().decode().split("\n")
+    norm = lambda ls: sorted(l[:-1] if l.endswith(",") else l for l in ls)
+    if norm(a) != norm(b):
+        print("differs:", p)
+        sys.exit(1)
+PY
+# A full disk while a part is written from its slices: exit 1 naming that
+# part's file and the cause, the parts before it stay, nothing of it is left.
+SMALL=$TMP/small
+mkdir -p "$SMALL"
+if mount -t tmpfs -o size=400k kxprof-split "$SMALL" 2>"$TMP/mount.err"; then
+	kx 1 convert "$TMP/flat.kxp" --split-events 1500 --chrome "$SMALL/p.json" \
+		>"$TMP/full.out" 2>"$TMP/full.err"
+	check sliced_enospc_says grep -q "p\.0002\.json.*No space left" "$TMP/full.err"
+	check sliced_enospc_parts_stay grep -q "parts 1 to 1 of 6 were written and stay" "$TMP/full.err"
+	check sliced_enospc_first_whole cmp -s "$SMALL/p.0001.json" <(gzip -dc "$TMP/sl.w/p.0001.json.gz")
+	check sliced_enospc_nothing_else test "$(ls -A "$SMALL")" = p.0001.json
+	umount "$SMALL"
+else
+	skip sliced_enospc "cannot mount a tmpfs: $(head -c 200 "$TMP/mount.err")"
+fi
+# -v says which way: whole for the capture with jobs.
 kx 0 convert -v "$TMP/c.kxp" --split-events 1000 --chrome "$TMP/vj.json" >/dev/null 2>"$TMP/vj.err"
 check whole_verbose grep -q "is read into memory whole: device jobs" "$TMP/vj.err"
 kx 0 convert -v "$TMP/flat.kxp" --chrome "$TMP/v1.json" >/dev/null 2>"$TMP/v1.err"

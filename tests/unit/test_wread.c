@@ -5,10 +5,11 @@
  * calls whose records come late (after calls that started up to 300 ms
  * later), calls across every cut, tasks, CPU samples and argument copies,
  * and, annotated, ranges across the cuts, counter records (late calls'
- * too) and memory ioctls; at most two windows are open at once; a capture that fits one window is
- * one; a capture a stream cannot give exactly (jobs, overlapping calls of
- * one thread, a range touching a call), or whose records are far from the
- * order of time, is to be read whole, with the reason.
+ * too) and memory ioctls; a Chrome part written a slice of its window at a
+ * time holds the same lines; at most two windows are open at once; a capture that fits one window
+ * is one; a capture a stream cannot give exactly (jobs, overlapping calls of one thread, a range
+ * touching a call), or whose records are far from the order of time, is to be read whole, with the
+ * reason.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -367,6 +368,33 @@ static int write_capture(const char *path, size_t n, int job, int overlap)
 	return write_capture_as(path, n, job, overlap, 0, 0);
 }
 
+static int chrome_only; /* part_bytes leaves the XSpace out */
+
+/* The bytes of the file at path, a 0 after them and room for extra more,
+ * then the file removed. NULL on failure. */
+static uint8_t *take_file(const char *path, size_t extra, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *out = NULL;
+	long n;
+
+	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
+		goto out;
+	out = malloc((size_t)n + extra + 1);
+	if (out && fread(out, 1, (size_t)n, f) == (size_t)n) {
+		*len = (size_t)n;
+		out[n] = 0;
+	} else {
+		free(out);
+		out = NULL;
+	}
+out:
+	if (f)
+		fclose(f);
+	unlink(path);
+	return out;
+}
+
 /* A part's bytes: its Chrome JSON then its XSpace. NULL on failure. */
 static uint8_t *part_bytes(const struct kx_analysis *an, const struct kx_window *win, size_t k,
                            size_t n, size_t *len)
@@ -377,33 +405,21 @@ static uint8_t *part_bytes(const struct kx_analysis *an, const struct kx_window 
 	char path[96], err[256];
 	uint8_t *xs = NULL, *out = NULL;
 	size_t xlen = 0;
-	long clen;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/part.json", dir);
 	if (kx_outfile_open(&o, path, 0, err, sizeof(err)) ||
 	    kx_chrome_write_part(an, n > 1 ? &cp : NULL, &o, err, sizeof(err)) ||
 	    kx_outfile_commit(&o, err, sizeof(err)) ||
-	    kx_xspace_serialize(an, n > 1 ? &xo : &(struct kx_xspace_opts){0}, &xs, &xlen, err,
-	                        sizeof(err))) {
+	    (!chrome_only && kx_xspace_serialize(an, n > 1 ? &xo : &(struct kx_xspace_opts){0}, &xs,
+	                                         &xlen, err, sizeof(err)))) {
 		printf("# part %zu: %s\n", k + 1, err);
 		return NULL;
 	}
-	f = fopen(path, "rb");
-	if (!f || fseek(f, 0, SEEK_END) || (clen = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
-		goto out;
-	out = malloc((size_t)clen + xlen + 1);
-	if (out && fread(out, 1, (size_t)clen, f) == (size_t)clen) {
-		memcpy(out + clen, xs, xlen);
-		*len = (size_t)clen + xlen;
-	} else {
-		free(out);
-		out = NULL;
+	out = take_file(path, xlen, len);
+	if (out && xlen) {
+		memcpy(out + *len, xs, xlen);
+		*len += xlen;
 	}
-out:
-	if (f)
-		fclose(f);
-	unlink(path);
 	free(xs);
 	return out;
 }
@@ -451,21 +467,32 @@ struct cmp_ctx {
 	size_t parts, same, events;
 };
 
+/* A window's (or slice's) analysis, with the whole capture's facts; NULL
+ * when out of memory. */
+static struct kx_analysis *window_analysis(const struct kx_wread *w, const struct kx_store *s)
+{
+	char err[256];
+	struct kx_analysis *an = kx_analysis_build(s, &w->ci, err, sizeof(err));
+
+	if (!an)
+		return NULL;
+	an->whole = &w->whole;
+	if (w->ranges)
+		kx_analysis_lend_ranges(an, w->ranges);
+	if (w->jobs)
+		kx_analysis_lend_jobs(an, w->jobs);
+	return an;
+}
+
 static int compare_part(void *ctx, struct kx_store *s, size_t k)
 {
 	struct cmp_ctx *c = ctx;
-	char err[256];
-	struct kx_analysis *an = kx_analysis_build(s, &c->w->ci, err, sizeof(err));
+	struct kx_analysis *an = window_analysis(c->w, s);
 	uint8_t *b;
 	size_t len = 0;
 
 	if (!an)
 		return 1;
-	an->whole = &c->w->whole;
-	if (c->w->ranges)
-		kx_analysis_lend_ranges(an, c->w->ranges);
-	if (c->w->jobs)
-		kx_analysis_lend_jobs(an, c->w->jobs);
 	c->events += kx_store_ioctl_count(s);
 	b = part_bytes(an, &c->w->plan.w[k], k, c->w->plan.n, &len);
 	c->parts++;
@@ -572,6 +599,146 @@ static void test_annotated(void)
 	CHECK(parts >= 12);
 	CHECK(late > 0);
 	CHECK(peak <= 2);
+}
+
+/* The lines of a Chrome JSON file (b[len] is 0), each without its
+ * separating comma, cut in place. */
+static size_t json_lines(uint8_t *b, size_t len, char ***out)
+{
+	size_t n = 0, cap = 1;
+	char **v;
+
+	for (size_t i = 0; i < len; i++)
+		cap += b[i] == '\n';
+	v = malloc(cap * sizeof(*v));
+	for (size_t i = 0, from = 0; v && i <= len; i++) {
+		if (i < len && b[i] != '\n')
+			continue;
+		if (i > from && b[i - 1] == ',')
+			b[i - 1] = 0;
+		if (i < len)
+			b[i] = 0;
+		v[n++] = (char *)b + from;
+		from = i + 1;
+	}
+	*out = v;
+	return v ? n : 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether two Chrome JSON files hold the same lines (events, metadata and
+ * tail), in any order. */
+static int same_lines(uint8_t *a, size_t alen, uint8_t *b, size_t blen)
+{
+	char **la, **lb;
+	size_t na = json_lines(a, alen, &la), nb = json_lines(b, blen, &lb);
+	int same = la && lb && na == nb && na > 2;
+
+	if (same) {
+		qsort(la, na, sizeof(*la), cmp_str);
+		qsort(lb, nb, sizeof(*lb), cmp_str);
+		for (size_t i = 0; i < na && same; i++)
+			same = !strcmp(la[i], lb[i]);
+	}
+	free(la);
+	free(lb);
+	return same;
+}
+
+/* A part written a slice at a time (export/chrome.h). */
+struct slice_ctx {
+	struct kx_wread *w;
+	const struct whole_parts *wp;
+	struct kx_chrome_writer *cw;
+	struct kx_outfile o;
+	char path[96];
+	size_t parts, same, events, max_slice;
+	size_t in_order; /* parts whose bytes are the whole read's as they are */
+};
+
+static int slice_part(void *ctx, struct kx_store *s, size_t k)
+{
+	struct slice_ctx *c = ctx;
+	const struct kx_windows *pl = &c->w->plan;
+	size_t part = pl->slice[k].part, len = 0;
+	const struct kx_window *win = &pl->w[part];
+	struct kx_chrome_part cp = {part + 1, pl->n, win->from_ns, win->to_ns, win->events};
+	int first = !k || pl->slice[k - 1].part != part;
+	int last = k + 1 == pl->nslices || pl->slice[k + 1].part != part;
+	struct kx_analysis *an = window_analysis(c->w, s);
+	char err[256];
+	uint8_t *b;
+
+	if (!an)
+		return 1;
+	c->events += kx_store_ioctl_count(s);
+	if (kx_store_ioctl_count(s) > c->max_slice)
+		c->max_slice = kx_store_ioctl_count(s);
+	if (first && (kx_outfile_open(&c->o, c->path, 0, err, sizeof(err)) ||
+	              !(c->cw = kx_chrome_open(an, &cp, &c->o, err, sizeof(err)))))
+		goto fail;
+	if (kx_chrome_add(c->cw, an, err, sizeof(err)) ||
+	    (last && kx_chrome_close(c->cw, an, err, sizeof(err))))
+		goto fail;
+	kx_analysis_free(an);
+	if (!last)
+		return 0;
+	kx_chrome_writer_free(c->cw);
+	c->cw = NULL;
+	if (kx_outfile_commit(&c->o, err, sizeof(err)))
+		return 1;
+	b = take_file(c->path, 0, &len);
+	c->parts++;
+	if (b && part < c->wp->n && len == c->wp->len[part] && !memcmp(b, c->wp->b[part], len))
+		c->in_order++;
+	c->same += b && part < c->wp->n && same_lines(b, len, c->wp->b[part], c->wp->len[part]);
+	free(b);
+	return 0;
+fail:
+	printf("# slice %zu: %s\n", k, err);
+	kx_analysis_free(an);
+	return 1;
+}
+
+/* A Chrome file written from slices of its window, a store each: every
+ * part holds the lines the whole capture's part holds (the events of a
+ * slice come together, so their order may differ), and no slice holds more
+ * calls than a slice may. */
+static void test_sliced_parts(void)
+{
+	static struct kx_wread w;
+	struct whole_parts wp = {0};
+	char path[96], err[256];
+	struct slice_ctx c = {.w = &w, .wp = &wp};
+
+	snprintf(path, sizeof(path), "%s/cap.kxp", dir);
+	snprintf(c.path, sizeof(c.path), "%s/slices.json", dir);
+	chrome_only = 1;
+	CHECK(write_capture_as(path, 30000, 0, 0, 0, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY) == 0);
+	CHECK(whole_read(path, 2500, &wp) == 0);
+	CHECK(kx_wread_open_sliced(&w, path, 2500, 700, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory == NULL && w.store == NULL);
+	CHECK_EQ_U(w.plan.n, wp.n);
+	CHECK(w.plan.nslices >= 4 * w.plan.n - 1);
+	CHECK(kx_wread_run(&w, slice_part, &c, err, sizeof(err)) == 0);
+	printf("# %zu parts from %zu slices, at most %zu calls a slice, %zu parts in the same "
+	       "order, %zu late calls\n",
+	       c.parts, w.plan.nslices, c.max_slice, c.in_order, w.nlate);
+	CHECK_EQ_U(c.parts, wp.n);
+	CHECK_EQ_U(c.same, wp.n);
+	CHECK_EQ_U(c.events, 30000);
+	CHECK(c.max_slice <= 700);
+	CHECK(w.nlate > 0);
+	kx_chrome_writer_free(c.cw);
+	kx_wread_free(&w);
+	whole_free(&wp);
+	chrome_only = 0;
+	unlink(path);
+	unlink(c.path);
 }
 
 /* The file as the first read stored it (w->store): the parts of the file
@@ -690,6 +857,7 @@ int main(void)
 	RUN(test_parts_identical);
 	RUN(test_small_windows);
 	RUN(test_annotated);
+	RUN(test_sliced_parts);
 	RUN(test_fits_one);
 	RUN(test_read_whole_when_needed);
 	RUN(test_not_a_record_file);

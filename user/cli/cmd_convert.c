@@ -61,7 +61,11 @@ static void convert_usage(FILE *f)
 /* Trace events per output before a capture is split by time (XProf's trace viewer keeps 1,000,000).
  */
 #define SPLIT_EVENTS_DEFAULT 1000000
-#define SPLIT_EVENTS_MAX     1000000000000LL
+/* A Chrome file alone (no XSpace, whose run is built whole) is written from
+ * this many slices of its part's time window, read one at a time: a
+ * quarter of the memory. */
+#define CHROME_SLICES    4
+#define SPLIT_EVENTS_MAX 1000000000000LL
 
 /* One output of the XSpace/Chrome pair: the whole capture, or one time window of it. */
 struct conv_part {
@@ -209,6 +213,15 @@ static int parts_check(const struct kx_capinfo *ci, const struct kx_windows *wn,
 	return 0;
 }
 
+/* After part k of n failed: what stays of the parts before it. 1. */
+static int parts_left(size_t k, size_t n)
+{
+	if (k)
+		kx_err("parts 1 to %zu of %zu were written and stay; part %zu and later were not",
+		       k, n, k + 1);
+	return 1;
+}
+
 /* Part k of n written, else what stays of the parts before it. 0, or 1. */
 static int part_write(const struct kx_analysis *an, const struct kx_windows *wn, size_t k,
                       const struct kx_xspace_opts *xo, const char *logdir, const char *chrome,
@@ -218,10 +231,7 @@ static int part_write(const struct kx_analysis *an, const struct kx_windows *wn,
 
 	if (!part_of(an->ci, wn, k, xo, chrome, input, &pt) && !convert_write(an, &pt, logdir))
 		return 0;
-	if (k)
-		kx_err("parts 1 to %zu of %zu were written and stay; part %zu and later were not",
-		       k, wn->n, k + 1);
-	return 1;
+	return parts_left(k, wn->n);
 }
 
 /*
@@ -261,24 +271,71 @@ struct windowed {
 	struct kx_wread *w;
 	const struct kx_xspace_opts *xo;
 	const char *logdir, *chrome, *input;
+	struct conv_part pt;         /* sliced: the part being written... */
+	struct kx_outfile co;        /* ...its Chrome file... */
+	struct kx_chrome_writer *cw; /* ...and writer, open from its first slice to its last */
 };
 
-/* Window k's part: its store analysed with the whole capture's facts. */
+/* The part being written in slices, given up: its file goes. */
+static void slices_abort(struct windowed *wd)
+{
+	kx_chrome_writer_free(wd->cw);
+	wd->cw = NULL;
+	kx_outfile_abort(&wd->co);
+}
+
+/* Sliced (a Chrome file alone): slice k of the part it is in, written into
+ * that part's file, opened at its first slice and committed after its last.
+ * 0, or 1 after a message (the part's file aborted). */
+static int slice_write(struct windowed *wd, const struct kx_analysis *an, size_t k)
+{
+	const struct kx_windows *wn = &wd->w->plan;
+	size_t part = wn->slice[k].part;
+	int first = !k || wn->slice[k - 1].part != part;
+	int last = k + 1 == wn->nslices || wn->slice[k + 1].part != part;
+	char err[512];
+
+	if (first) {
+		if (part_of(an->ci, wn, part, wd->xo, wd->chrome, wd->input, &wd->pt))
+			return parts_left(part, wn->n);
+		if (kx_outfile_open(&wd->co, wd->pt.chrome, 0, err, sizeof(err)))
+			goto fail;
+		wd->cw = kx_chrome_open(an, &wd->pt.cp, &wd->co, err, sizeof(err));
+		if (!wd->cw)
+			goto fail;
+	}
+	if (kx_chrome_add(wd->cw, an, err, sizeof(err)) ||
+	    (last && kx_chrome_close(wd->cw, an, err, sizeof(err))))
+		goto fail;
+	if (!last)
+		return 0;
+	kx_chrome_writer_free(wd->cw);
+	wd->cw = NULL;
+	if (kx_outfile_commit(&wd->co, err, sizeof(err)))
+		goto fail;
+	printf("%s\n", wd->pt.chrome);
+	return 0;
+fail:
+	kx_err("%s", err);
+	slices_abort(wd);
+	return parts_left(part, wn->n);
+}
+
+/* Slice k's part (unsliced: window k's), its store analysed with the whole
+ * capture's facts. */
 static int window_part(void *ctx, struct kx_store *s, size_t k)
 {
 	struct windowed *wd = ctx;
+	const struct kx_windows *wn = &wd->w->plan;
 	struct kx_analysis *an;
 	char err[512];
 	int rc;
 
 	an = kx_analysis_build(s, &wd->w->ci, err, sizeof(err));
 	if (!an) {
-		kx_err("%s: part %zu: %s", wd->input, k + 1, err);
-		if (k)
-			kx_err("parts 1 to %zu of %zu were written and stay; part %zu and later "
-			       "were not",
-			       k, wd->w->plan.n, k + 1);
-		return 1;
+		kx_err("%s: part %zu: %s", wd->input, wn->slice[k].part + 1, err);
+		slices_abort(wd);
+		return parts_left(wn->slice[k].part, wn->n);
 	}
 	kx_cli_read_loss(&wd->w->res, &an->loss);
 	an->whole = &wd->w->whole;
@@ -286,7 +343,10 @@ static int window_part(void *ctx, struct kx_store *s, size_t k)
 		kx_analysis_lend_ranges(an, wd->w->ranges);
 	if (wd->w->jobs)
 		kx_analysis_lend_jobs(an, wd->w->jobs);
-	rc = part_write(an, &wd->w->plan, k, wd->xo, wd->logdir, wd->chrome, wd->input);
+	if (wn->nslices == wn->n)
+		rc = part_write(an, wn, k, wd->xo, wd->logdir, wd->chrome, wd->input);
+	else
+		rc = slice_write(wd, an, k);
 	kx_analysis_free(an);
 	return rc;
 }
@@ -294,13 +354,17 @@ static int window_part(void *ctx, struct kx_store *s, size_t k)
 static int convert_windowed(struct kx_wread *w, const struct kx_xspace_opts *xo, const char *logdir,
                             const char *chrome, size_t split, const char *input)
 {
-	struct windowed wd = {w, xo, logdir, chrome, input};
+	struct windowed wd = {.w = w, .xo = xo, .logdir = logdir, .chrome = chrome, .input = input};
 	char err[512];
 	int rc = parts_check(&w->ci, &w->plan, xo, chrome, split, input);
 
 	if (rc)
 		return rc;
+	wd.co.fd = -1;
+	wd.co.slot = -1;
 	rc = kx_wread_run(w, window_part, &wd, err, sizeof(err));
+	/* A read that stopped inside a part leaves nothing of that part. */
+	slices_abort(&wd);
 	if (rc < 0) {
 		kx_err("%s: %s", input, err);
 		return 1;
@@ -397,7 +461,9 @@ static int convert_stream(const char *path, const struct kx_xspace_opts *xo, con
 	char err[512];
 	int rc = -1;
 
-	if (kx_wread_open(&w, path, split, KX_CLI_STORE_BUDGET, err, sizeof(err))) {
+	if (kx_wread_open_sliced(&w, path, split,
+	                         logdir ? split : (split + CHROME_SLICES - 1) / CHROME_SLICES,
+	                         KX_CLI_STORE_BUDGET, err, sizeof(err))) {
 		kx_err("%s", err);
 		rc = 1;
 	} else if (w.in_memory || w.plan.n <= 1 || w.store) {
@@ -407,10 +473,11 @@ static int convert_stream(const char *path, const struct kx_xspace_opts *xo, con
 			kx_cli_load_warning(path, &w.res, w.damage);
 		rc = convert_windowed(&w, xo, logdir, chrome, split, path);
 		if (kx_verbose)
-			kx_err("read one window at a time: %zu windows, at most %zu open at once, "
-			       "%zu calls kept apart (their records came over %llu ms late), each "
-			       "window complete %.3f ms after its end",
-			       w.plan.n, w.peak_open, w.nlate,
+			kx_err("read one window at a time: %zu windows (%zu slices), at most %zu "
+			       "open at once, %zu calls kept apart (their records came over %llu "
+			       "ms "
+			       "late), each window complete %.3f ms after its end",
+			       w.plan.n, w.plan.nslices, w.peak_open, w.nlate,
 			       (unsigned long long)(KX_WREAD_LATE_NS / 1000000),
 			       (double)w.lag_ns / 1e6);
 		if (!rc && (pprof || folded) &&
