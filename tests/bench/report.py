@@ -272,7 +272,8 @@ def export_table(data, out, kvm=True):
                                          "time"),
                         ("xplane_split_mem", "same, `--in-memory` (the whole capture read first)"),
                         ("chrome_gz_split", "`kxprof convert --chrome x.json.gz`, split by "
-                                            "default (%s files), one window at a time"),
+                                            "default (%s files), a quarter of a window at "
+                                            "a time"),
                         ("chrome_gz_split_mem", "same, `--in-memory`"),
                         ("report", "`kxprof report` (summary table, for scale)"),
                         ("report_base", "same, baseline build")):
@@ -655,7 +656,8 @@ def one_trace_instr_table(one, out):
 
 
 def convert_growth_table(g, ann, jobs, out):
-    """convert --chrome x.json.gz of the same captures: one window at a time against in memory."""
+    """convert --chrome x.json.gz of the same captures: a quarter of a window at a time
+    against in memory."""
     rows = []
     caps = [(n, g[n], "") for n in sorted(g, key=int)]
     caps += [(n, ann[n], "annotated: ") for n in sorted(ann, key=int)]
@@ -663,7 +665,7 @@ def convert_growth_table(g, ann, jobs, out):
     for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
         stream = ("`convert` (read whole: device jobs)" if kind == "device timelines: "
-                  else "`convert` (one window at a time)")
+                  else "`convert` (a quarter of a window at a time)")
         for mode, name in (("stream", kind + stream),
                            ("memory", kind + "`convert --in-memory`")):
             walls = list(m.get("conv_%s_wall_s" % mode, {}).values())
@@ -690,8 +692,8 @@ def convert_growth_table(g, ann, jobs, out):
     st = [(ev, rss, outm) for ev, mode, _, _, rss, outm in rows if mode == "stream"]
     if len(st) >= 2:
         (e0, r0, _), (e1, r1, o1) = st[0], st[-1]
-        rows = [("`convert`'s memory bounded independently of the capture's length (one "
-                 "window at a time)",
+        rows = [("`convert`'s memory bounded independently of the capture's length (a "
+                 "quarter of a window at a time)",
                  "peak RSS %s MiB for %s events, %s MiB for %s (%sx the events, %sx the memory)"
                  % (num(r0), num(e0), num(r1), num(e1), num(e1 / e0, 1), num(r1 / r0, 2)),
                  r1 <= 1.25 * r0)]
