@@ -267,6 +267,42 @@ if mount -t tmpfs -o size=400k kxprof-split "$SMALL" 2>"$TMP/mount.err"; then
 else
 	skip sliced_enospc "cannot mount a tmpfs: $(head -c 200 "$TMP/mount.err")"
 fi
+# Signals at random points of a sliced conversion, once its first part is
+# written: killed, it leaves no temporary file, and every part file there is
+# complete (committed parts stay; the one being written is not left half).
+SIGD=$TMP/sig
+mkdir -p "$SIGD"
+start=$(date +%s%N)
+kx 0 convert "$TMP/flat.kxp" --split-events 1500 --chrome "$SIGD/p.json.gz" >/dev/null 2>&1
+took_us=$((($(date +%s%N) - start) / 1000))
+sig_bad=0 sig_killed=0
+for i in $(seq 1 8); do
+	sig=$(echo INT TERM HUP QUIT | cut -d' ' -f$((i % 4 + 1)))
+	rm -f "$SIGD"/p.*.json.gz
+	delay=$(python3 -c "import random; print('%.6f' % (random.random() * $took_us / 4e6))")
+	"$KXPROF" convert "$TMP/flat.kxp" --split-events 1500 --chrome "$SIGD/p.json.gz" >/dev/null 2>&1 &
+	c=$!
+	for _ in $(seq 1 2000); do
+		[ -e "$SIGD/p.0001.json.gz" ] && break
+		sleep 0.001
+	done
+	sleep "$delay"
+	kill -"$sig" $c 2>/dev/null
+	wait $c 2>/dev/null
+	rc=$?
+	[ "$rc" -eq $((128 + $(kill -l "$sig"))) ] && sig_killed=$((sig_killed + 1))
+	if [ "$(find "$SIGD" -name '*.tmp' | wc -l)" -ne 0 ] || ! python3 - "$SIGD" <<'PY'; then
+import glob, gzip, json, sys
+for p in glob.glob(sys.argv[1] + "/p.*.json.gz"):
+    json.load(gzip.open(p))
+PY
+		fail "sliced_signal_$i" "SIG$sig after ${delay}s (rc $rc): a temporary file or a broken part left"
+		sig_bad=$((sig_bad + 1))
+	fi
+done
+echo "sliced conversion: ${took_us} us; $sig_killed of 8 killed"
+check sliced_signals_leave_nothing test $sig_bad -eq 0
+check sliced_signals_some_killed test $sig_killed -ge 1
 # -v says which way: whole for the capture with jobs.
 kx 0 convert -v "$TMP/c.kxp" --split-events 1000 --chrome "$TMP/vj.json" >/dev/null 2>"$TMP/vj.err"
 check whole_verbose grep -q "is read into memory whole: device jobs" "$TMP/vj.err"

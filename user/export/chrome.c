@@ -1370,6 +1370,19 @@ fail:
 	return NULL;
 }
 
+/* The output's failure, in err: -1. */
+static int write_error(const struct kx_chrome_writer *cw, char *err, size_t errlen)
+{
+	const struct wbuf *w = &cw->w;
+
+	if (w->zmsg[0])
+		snprintf(err, errlen, "write %s: %s", cw->path, w->zmsg);
+	else
+		snprintf(err, errlen, "write %s: %s%s", cw->path, strerror(w->err),
+		         w->err == ENOSPC ? " (free some space or write elsewhere)" : "");
+	return -1;
+}
+
 int kx_chrome_add(struct kx_chrome_writer *cw, const struct kx_analysis *an, char *err,
                   size_t errlen)
 {
@@ -1383,7 +1396,8 @@ int kx_chrome_add(struct kx_chrome_writer *cw, const struct kx_analysis *an, cha
 	c->nadded++;
 	c->not_stored += kx_store_not_stored(an->store);
 	c->job_events += kx_store_job_count(an->store);
-	return 0;
+	/* A write that failed fails the part now, not after its last window. */
+	return cw->w.err ? write_error(cw, err, errlen) : 0;
 }
 
 int kx_chrome_close(struct kx_chrome_writer *cw, const struct kx_analysis *an, char *err,
@@ -1409,14 +1423,7 @@ int kx_chrome_close(struct kx_chrome_writer *cw, const struct kx_analysis *an, c
 		snprintf(err, errlen, "%s: out of memory", cw->path);
 		return -1;
 	}
-	if (!w->err)
-		return 0;
-	if (w->zmsg[0])
-		snprintf(err, errlen, "write %s: %s", cw->path, w->zmsg);
-	else
-		snprintf(err, errlen, "write %s: %s%s", cw->path, strerror(w->err),
-		         w->err == ENOSPC ? " (free some space or write elsewhere)" : "");
-	return -1;
+	return w->err ? write_error(cw, err, errlen) : 0;
 }
 
 int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char *err, size_t errlen)
