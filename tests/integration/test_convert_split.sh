@@ -252,6 +252,23 @@ for p in w:
         print("differs:", p)
         sys.exit(1)
 PY
+# ...and each thread's calls are in the order they started.
+check sliced_thread_order python3 - "$TMP/sl.w" <<'PY'
+import glob, gzip, json, sys
+n = 0
+for p in glob.glob(sys.argv[1] + "/p.*.json.gz"):
+    last = {}
+    for e in json.load(gzip.open(p))["traceEvents"]:
+        if e.get("ph") != "X" or not str(e.get("cat", "")).startswith("ioctl"):
+            continue
+        k = (e["pid"], e["tid"])
+        if e["ts"] < last.get(k, -1):
+            print("out of order:", p, k, e["ts"])
+            sys.exit(1)
+        last[k] = e["ts"]
+        n += 1
+sys.exit(0 if n == 8000 else "%d calls" % n)
+PY
 # A full disk while a part is written from its slices: exit 1 naming that
 # part's file and the cause, the parts before it stay, nothing of it is left.
 SMALL=$TMP/small
