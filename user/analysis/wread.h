@@ -108,8 +108,9 @@ struct kx_wread {
 	size_t *late_ctr_off;          /* window k's: late_ctr[off[k] .. off[k + 1]) */
 	size_t nlate_ctr, late_ctr_cap;
 	struct kx_whole whole;            /* what every part shows of the whole capture */
-	struct kx_windows plan;           /* the windows (plan.n 1: the capture fits one); none made
-	                                     while store holds the file (kx_wread_plan_kept) */
+	struct kx_windows plan;           /* the windows and their slices (plan.n 1: the capture
+	                                     fits one); none made while store holds the file
+	                                     (kx_wread_plan_kept) */
 	struct kx_whist *starts;          /* store kept: the plan's first level, but for... */
 	size_t kept_ioctls, kept_samples; /* ...the starts of the store's first ones */
 	size_t limit;                     /* events per window */
