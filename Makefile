@@ -81,7 +81,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps test unit demo install clean format format-check bench bench-sampling layering ioctl-tables
+.PHONY: all deps test unit demo install clean format format-check bench bench-sampling layering ioctl-tables bundle
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS) $(TOOL_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
@@ -141,7 +141,7 @@ $(BUILD)/obj/plugin/%.o: plugin/%.c | $(DEPS_STAMP)
 # looks TF_SetStatus up at run time, so nothing is left undefined.
 $(PLUGIN): $(PLUGIN_OBJS) $(LIB) plugin/exports.map
 	$(CC) $(LDFLAGS) -shared -Wl,--version-script=plugin/exports.map -Wl,--no-undefined \
-		-o $@ $(PLUGIN_OBJS) $(LIB) $(LDLIBS) -ldl
+		-Wl,-rpath,'$$ORIGIN' -o $@ $(PLUGIN_OBJS) $(LIB) $(LDLIBS) -ldl
 
 # The plugin harness dlopens the plugin and exports TF_Status functions to it.
 $(BUILD)/tests/test_tf_plugin: private LDLIBS += -ldl
@@ -291,6 +291,24 @@ install-annotate: $(ANNOT_LIB) $(NVTX_LIB)
 	install -m 0644 plugin/python/kxprof_annotate.py $(DESTDIR)$(PYTHON_DIR)/kxprof_annotate.py
 
 FORMAT_SRCS += $(wildcard plugin/annotate/*.c plugin/annotate/*.h)
+
+# ---- The self-contained bundle (scripts/bundle.sh): kxprof, the in-process
+# libraries, every library they load and the dynamic loader ----
+BUNDLE := $(BUILD)/kxprof-bundle.tar.gz
+# The workloads the bundle's checks drive, linked statically: they run anywhere.
+BUNDLE_WL := $(BUILD)/bundle-wl
+BUNDLE_WL_BINS := $(BUNDLE_WL)/kvm_workload $(BUNDLE_WL)/loop_workload
+# The ITT library goes in when it was built.
+BUNDLE_LIBS := $(wildcard $(BUILD)/libkxprof_itt.so)
+
+bundle: $(BUNDLE)
+$(BUNDLE): $(BUILD)/kxprof $(PLUGIN) $(ANNOT_LIB) $(NVTX_LIB) $(BUNDLE_LIBS) $(BUNDLE_WL_BINS) \
+		scripts/bundle.sh scripts/gpu-check.sh scripts/gpu_workload.py README.md
+	scripts/bundle.sh $(BUILD) $(BUNDLE_WL) $@
+
+$(BUNDLE_WL)/%: tests/workloads/%.c tests/workloads/workload.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -Itests/workloads -static -o $@ $< -lpthread
 
 clean:
 	rm -rf build build-san
