@@ -138,7 +138,9 @@ fi
 
 fact "kxprof list" 60 "$KX" list
 fact "kxprof list --json" 60 "$KX" list --json
-# Which NVIDIA nodes kxprof's default device set covers.
+# Which NVIDIA nodes kxprof's default device set covers; the others are
+# named to record (--device).
+EXTRA_DEV=()
 if ls /dev/nvidia* >/dev/null 2>&1; then
 	"$KX" list >"$TMPD/list.txt" 2>&1
 	for n in /dev/nvidia*; do
@@ -146,7 +148,8 @@ if ls /dev/nvidia* >/dev/null 2>&1; then
 		if grep -q "^ *$n " "$TMPD/list.txt"; then
 			say "device $n ($(devnum "$n")): traced by default"
 		else
-			say "device $n ($(devnum "$n")): NOT in kxprof's default device set"
+			say "device $n ($(devnum "$n")): NOT in kxprof's default device set (named with --device)"
+			EXTRA_DEV+=(--device "$n")
 		fi
 	done
 fi
@@ -194,7 +197,7 @@ if [ "$WORKLOAD" = auto ] || [ "$WORKLOAD" = torch ]; then
 	fi
 fi
 
-REC=(record -F 99 --off-cpu -o "$OUT/capture.kxp" -d $((WSECS + 60)))
+REC=(record -F 99 --off-cpu -o "$OUT/capture.kxp" -d $((WSECS + 60)) "${EXTRA_DEV[@]}")
 case $WORKLOAD in
 torch)
 	export NVTX_INJECTION64_PATH=$BUNDLE/lib/libkxprof_nvtx.so

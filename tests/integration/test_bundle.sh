@@ -3,7 +3,9 @@
 # /dev and a tmp dir bound in): list, record of the stand-in driver's
 # workload, report and convert; the GPU check runs end to end there (with the
 # host's /usr bound in for its shell tools, falling back to the KVM or loop
-# workload with no torch).
+# workload with no torch); the libraries that load into other processes need
+# no glibc symbol version newer than 2.31 and find the bundle's other
+# libraries by RUNPATH $ORIGIN.
 . "$(dirname "$0")/lib.sh"
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${SAN_PASS:-}" = 1 ]; then
@@ -19,6 +21,44 @@ if ! make -s -C "$REPO" BUILD="$BUILD_DIR" bundle >"$TMP/make.out" 2>&1; then
 fi
 TGZ=$BUILD_DIR/kxprof-bundle.tar.gz
 check bundle_size_limit test "$(wc -c <"$TGZ")" -le $((32 * 1024 * 1024))
+
+# ---- glibc symbol versions of the in-process libraries ----
+MAX_MINOR=31 # glibc 2.31
+mkdir -p "$TMP/x"
+tar -xzf "$TGZ" -C "$TMP/x"
+B=$TMP/x/kxprof
+# newer_than_231 FILE: the symbols FILE needs in a GLIBC_2.N version newer than 2.31.
+newer_than_231() {
+	objdump -T "$1" | awk -v max=$MAX_MINOR '/\*UND\*/ {
+		for (i = 1; i <= NF; i++) if ($i ~ /^\(?GLIBC_2\.[0-9]+/) {
+			v = $i; gsub(/[()]/, "", v); split(v, p, "."); if (p[2] + 0 > max) print $NF "@" v } }'
+}
+# The one known exception: Debian's libelf (which libbpf needs, and which
+# cannot be linked statically into a shared object) calls fstat@GLIBC_2.33, so
+# the TF plugin needs glibc 2.33 (README, known limits). Anything else fails.
+declare -A KNOWN=([libelf.so.1]=fstat@GLIBC_2.33)
+inproc=$(cd "$B/lib" && ls libkxprof_*.so)
+for f in $inproc; do
+	bad=$(newer_than_231 "$B/lib/$f" | sort -u | tr '\n' ' ')
+	check "bundle_glibc_231_$f" test -z "$bad" || echo "  $f needs: $bad"
+	# Its non-glibc libraries: in lib/, found by RUNPATH $ORIGIN.
+	for n in $(readelf -d "$B/lib/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		case $n in libc.so.* | ld-linux* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.*) continue ;; esac
+		check "bundle_${f}_finds_$n" test -f "$B/lib/$n"
+		check "bundle_${f}_runpath" sh -c "readelf -d '$B/lib/$f' | grep -q 'RUNPATH.*\\\$ORIGIN'"
+		bad=$(newer_than_231 "$B/lib/$n" | grep -vxF "${KNOWN[$n]:-}" | sort -u | tr '\n' ' ')
+		check "bundle_glibc_231_${f}_dep_$n" test -z "$bad" || echo "  $n needs: $bad"
+	done
+done
+# The check itself fails on a library that needs a newer version.
+cat >"$TMP/new.c" <<'EOF'
+#include <pthread.h>
+static void *run(void *a) { return a; }
+int start(void) { pthread_t t; return pthread_create(&t, 0, run, 0) ?: pthread_join(t, 0); }
+EOF
+if cc -shared -fPIC -o "$TMP/new.so" "$TMP/new.c" 2>/dev/null; then
+	check bundle_glibc_check_sees_new_versions test -n "$(newer_than_231 "$TMP/new.so")"
+fi
 
 # ---- the empty root ----
 # in_root ROOT CMD...: CMD chrooted into ROOT, with /proc, /sys and /dev bound
@@ -57,7 +97,6 @@ check bundle_convert test $? -eq 0
 check bundle_convert_outputs test -s "$R/tmp/b.json.gz" -a -n "$(find "$R/tmp/xp" -name '*.xplane.pb')"
 
 # The sh wrapper (with dash, where there is one: POSIX sh) from any directory.
-B=$R/kxprof
 SH=$(command -v dash || echo sh)
 (cd / && "$SH" "$B/bin/kxprof" list >"$TMP/wrap.out" 2>&1)
 check bundle_wrapper_list test $? -eq 0
