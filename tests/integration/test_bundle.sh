@@ -126,3 +126,15 @@ check bundle_gpu_check_bpf_works grep -q 'BPF works here' "$G/out/facts.txt"
 check bundle_gpu_check_fallback grep -q 'no python3 with torch and CUDA' "$G/out/facts.txt"
 check bundle_gpu_check_prints_report grep -q "$ACCEL_JOB" "$TMP/gc.out"
 check bundle_gpu_check_facts grep -q '### kxprof list --json' "$G/out/facts.txt"
+
+# ---- the GPU check's torch branch, on the host with a stand-in torch ----
+# (tests/integration/fake_torch: no GPU; its NVTX ranges go through the
+# bundle's annotation library, loaded into the host's python3 after start).
+if command -v python3 >/dev/null; then
+	PYTHONPATH=$REPO/tests/integration/fake_torch PYTHONDONTWRITEBYTECODE=1 \
+		"$B/scripts/gpu-check.sh" "$TMP/gt" --seconds 2 >"$TMP/gt.out" 2>"$TMP/gt.err"
+	check bundle_gpu_check_torch test $? -eq 0 || tail -n 20 "$TMP/gt.err"
+	check bundle_gpu_check_torch_workload grep -q 'workload: .*gpu_workload.py 2 (NVTX_INJECTION64_PATH=' "$TMP/gt/facts.txt"
+	check bundle_gpu_check_torch_ranges test "$(jget "$TMP/gt/report.json" \
+		'"step" in d["Time"].get("annotation", {}) and "matmul" in d["Time"].get("annotation", {})')" = True
+fi
