@@ -154,19 +154,7 @@ if ls /dev/nvidia* >/dev/null 2>&1; then
 	done
 fi
 
-# ---- does BPF work here? ----
-if [ "$BTF" = no ]; then
-	say "BPF: cannot work here (no kernel BTF); nothing recorded. facts.txt and log.txt say what this machine has."
-	exit 1
-fi
-# /dev/null named: the probe does not depend on which devices are here.
-if ! step "BPF probe (record -- true)" 60 "$KX" record --device /dev/null -o "$TMPD/probe.kxp" -- "$(command -v true)"; then
-	say "BPF DOES NOT WORK HERE: kxprof could not record (the error is above and in log.txt); nothing more to do."
-	exit 1
-fi
-say "BPF works here: kxprof loaded and attached its programs"
-
-# ---- the workload ----
+# find_torch: PY, the first python3 whose torch sees a CUDA device; versions into facts.txt.
 PY=
 find_torch() {
 	local p
@@ -183,6 +171,22 @@ find_torch() {
 	done
 	return 1
 }
+
+# ---- does BPF work here? ----
+if [ "$BTF" = no ]; then
+	say "BPF: cannot work here (no kernel BTF); nothing recorded. facts.txt and log.txt say what this machine has."
+	find_torch
+	exit 1
+fi
+# /dev/null named: the probe does not depend on which devices are here.
+if ! step "BPF probe (record -- true)" 60 "$KX" record --device /dev/null -o "$TMPD/probe.kxp" -- "$(command -v true)"; then
+	say "BPF DOES NOT WORK HERE: kxprof could not record (the error is above and in log.txt); nothing more to do."
+	find_torch
+	exit 1
+fi
+say "BPF works here: kxprof loaded and attached its programs"
+
+# ---- the workload ----
 if [ "$WORKLOAD" = auto ] || [ "$WORKLOAD" = torch ]; then
 	if find_torch; then
 		WORKLOAD=torch

@@ -127,6 +127,19 @@ check bundle_gpu_check_fallback grep -q 'no python3 with torch and CUDA' "$G/out
 check bundle_gpu_check_prints_report grep -q "$ACCEL_JOB" "$TMP/gc.out"
 check bundle_gpu_check_facts grep -q '### kxprof list --json' "$G/out/facts.txt"
 
+# Where BPF cannot work (here: no /sys, so no kernel BTF) it says so and stops.
+mkdir -p "$G/out2"
+rm -rf "$G/sys"
+unshare -m --propagation private sh -c '
+	g=$1
+	for d in proc dev usr; do mount --rbind "/$d" "$g/$d" || exit 97; done
+	exec chroot "$g" /kxprof/scripts/gpu-check.sh /out2 --seconds 1' gc "$G" \
+	>"$TMP/gc2.out" 2>"$TMP/gc2.err"
+check bundle_gpu_check_no_btf_fails test $? -eq 1
+check bundle_gpu_check_no_btf_says grep -q 'NO KERNEL BTF: /sys/kernel/btf/vmlinux is missing' "$TMP/gc2.err"
+check bundle_gpu_check_no_btf_facts grep -q '### kxprof list' "$G/out2/facts.txt"
+check bundle_gpu_check_no_btf_no_capture test ! -e "$G/out2/capture.kxp"
+
 # ---- the GPU check's torch branch, on the host with a stand-in torch ----
 # (tests/integration/fake_torch: no GPU; its NVTX ranges go through the
 # bundle's annotation library, loaded into the host's python3 after start).
