@@ -102,10 +102,11 @@ cat >"$ROOT/bin/kxprof" <<'EOF'
 #!/bin/sh
 # kxprof from the bundle: the bundled loader and libraries, whatever this
 # machine's glibc is. Programs kxprof runs use their own.
-case $0 in
-*/*) here=${0%/*} ;;
-*) here=$(command -v -- "$0") && here=${here%/*} || here=. ;;
-esac
+self=$0
+case $self in */*) ;; *) self=$(command -v -- "$self") || self=./$0 ;; esac
+# Through a symbolic link (e.g. /usr/local/bin/kxprof): the bundle is where it points.
+real=$(readlink -f -- "$self" 2>/dev/null) && [ -n "$real" ] && self=$real
+here=${self%/*}
 top=$(cd "$here/.." && pwd -P) || exit 1
 exec "$top/glibc/ld-linux-x86-64.so.2" --library-path "$top/lib:$top/glibc" "$top/libexec/kxprof" "$@"
 EOF

@@ -102,6 +102,9 @@ SH=$(command -v dash || echo sh)
 check bundle_wrapper_list test $? -eq 0
 (cd "$B/bin" && PATH=$B/bin:$PATH "$SH" -c 'kxprof --help' >"$TMP/wrap2.out" 2>&1)
 check bundle_wrapper_in_path grep -q '^usage: kxprof' "$TMP/wrap2.out"
+mkdir -p "$TMP/linkbin" && ln -s "$B/bin/kxprof" "$TMP/linkbin/kxprof"
+(cd / && PATH=$TMP/linkbin:$PATH "$SH" -c 'kxprof --help' >"$TMP/wrap3.out" 2>&1)
+check bundle_wrapper_through_symlink grep -q '^usage: kxprof' "$TMP/wrap3.out"
 
 # ---- the GPU check, in the root with the host's /usr for its shell tools ----
 G=$TMP/groot
