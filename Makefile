@@ -81,7 +81,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps test unit demo install clean format format-check bench bench-sampling layering ioctl-tables
+.PHONY: all deps test unit demo install clean format format-check bench bench-sampling layering ioctl-tables bundle
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS) $(TOOL_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
@@ -137,11 +137,39 @@ $(BUILD)/obj/plugin/%.o: plugin/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Iplugin -c $< -o $@
 
+# The libraries that load into other processes need no glibc symbol version
+# newer than 2.31: the functions glibc gave newer versions go through
+# plugin/compat/glibc231.c (--wrap), and libpthread/libdl are named, which
+# glibc before 2.34 holds them in. Checked by tests/integration/test_bundle.sh.
+GLIBC231_WRAPS := pthread_create pthread_join pthread_once pthread_mutex_trylock \
+	pthread_sigmask pthread_key_create pthread_key_delete dlopen dlsym dlerror dladdr \
+	stat lstat fstat strerrorname_np __isoc23_strtol __isoc23_strtoul __isoc23_strtoll \
+	__isoc23_strtoull __isoc23_sscanf __isoc23_vsscanf __isoc23_fscanf
+GLIBC231_OBJ := $(BUILD)/obj/plugin/compat/glibc231.o
+GLIBC231_LINK = $(GLIBC231_OBJ) $(GLIBC231_WRAPS:%=-Wl,--wrap=%) \
+	-Wl,--push-state,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2 -Wl,--pop-state
+
+$(GLIBC231_OBJ): plugin/compat/glibc231.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -c $< -o $@
+
+# The plugin carries libzstd (its static archive, whose pthread calls the
+# wrappers rewrite too; Debian's libbpf.a and libelf.a are not position
+# independent, so those stay shared); the sanitizer build links as the CLI
+# does (the sanitizers intercept the current versions).
+ifeq ($(SAN),1)
+PLUGIN_LINK = $(LDLIBS)
+else
+PLUGIN_LINK = $(GLIBC231_LINK) -Wl,--push-state,-Bstatic -lzstd -Wl,--pop-state \
+	-lbpf -lelf -lz -lisal -lpthread
+endif
+
 # TensorFlow plugin: exports only TF_InitProfiler (plugin/exports.map); it
-# looks TF_SetStatus up at run time, so nothing is left undefined.
-$(PLUGIN): $(PLUGIN_OBJS) $(LIB) plugin/exports.map
+# looks TF_SetStatus up at run time, so nothing is left undefined. RUNPATH
+# $ORIGIN: in the bundle, the libraries it needs are beside it.
+$(PLUGIN): $(PLUGIN_OBJS) $(LIB) plugin/exports.map $(if $(SANFLAGS),,$(GLIBC231_OBJ))
 	$(CC) $(LDFLAGS) -shared -Wl,--version-script=plugin/exports.map -Wl,--no-undefined \
-		-o $@ $(PLUGIN_OBJS) $(LIB) $(LDLIBS) -ldl
+		-Wl,-rpath,'$$ORIGIN' -o $@ $(PLUGIN_OBJS) $(LIB) $(PLUGIN_LINK) -ldl
 
 # The plugin harness dlopens the plugin and exports TF_Status functions to it.
 $(BUILD)/tests/test_tf_plugin: private LDLIBS += -ldl
@@ -252,14 +280,15 @@ all: $(ANNOT_LIB) $(NVTX_LIB) $(NVTX_RECORDER) $(ANNOT_PY_TEST)
 $(BUILD)/annotate.bpf.o: private CLANG += -idirafter /usr/include/$(MULTIARCH)
 
 $(ANNOT_LIB): plugin/annotate/annotate.c plugin/kxprof_annotate.h plugin/annotate/annotate.map \
-		| $(DEPS_STAMP)
+		$(GLIBC231_OBJ) | $(DEPS_STAMP)
 	$(CC) $(ANNOT_CFLAGS) -shared -Wl,--version-script=plugin/annotate/annotate.map \
-		-Wl,--no-undefined -o $@ $<
+		-Wl,--no-undefined -o $@ $< $(GLIBC231_LINK)
 
 $(NVTX_LIB): plugin/annotate/nvtx.c plugin/annotate/nvtx_types.h plugin/annotate/nvtx.map \
-		$(ANNOT_LIB)
+		$(ANNOT_LIB) $(GLIBC231_OBJ)
 	$(CC) $(ANNOT_CFLAGS) -shared -Wl,--version-script=plugin/annotate/nvtx.map \
-		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ $< -L$(BUILD) -lkxprof_annotate -lpthread
+		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ $< -L$(BUILD) -lkxprof_annotate \
+		$(GLIBC231_LINK) -lpthread
 
 # A previous NVTX injection for the forwarding tests: records what it is given.
 $(NVTX_RECORDER): tests/unit/nvtx_recorder.c plugin/annotate/nvtx_types.h | $(DEPS_STAMP)
@@ -290,7 +319,22 @@ install-annotate: $(ANNOT_LIB) $(NVTX_LIB)
 	install -m 0755 $(NVTX_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_nvtx.so
 	install -m 0644 plugin/python/kxprof_annotate.py $(DESTDIR)$(PYTHON_DIR)/kxprof_annotate.py
 
-FORMAT_SRCS += $(wildcard plugin/annotate/*.c plugin/annotate/*.h)
+FORMAT_SRCS += $(wildcard plugin/annotate/*.c plugin/annotate/*.h plugin/compat/*.c)
+
+# ---- The self-contained bundle (scripts/bundle.sh): kxprof, the in-process
+# libraries, every library they load and the dynamic loader ----
+BUNDLE := $(BUILD)/kxprof-bundle.tar.gz
+# The workloads the bundle's checks drive, linked statically: they run anywhere.
+BUNDLE_WL := $(BUILD)/bundle-wl
+BUNDLE_WL_BINS := $(BUNDLE_WL)/kvm_workload $(BUNDLE_WL)/loop_workload
+# Made anew each time (a few seconds), after everything `all` builds: the
+# ITT library goes in whenever it was built.
+bundle: all $(BUNDLE_WL_BINS)
+	scripts/bundle.sh $(BUILD) $(BUNDLE_WL) $(BUNDLE)
+
+$(BUNDLE_WL)/%: tests/workloads/%.c tests/workloads/workload.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -Itests/workloads -static -o $@ $< -lpthread
 
 clean:
 	rm -rf build build-san

@@ -1,0 +1,126 @@
+#!/bin/sh
+# make bundle: a self-contained kxprof for any x86-64 Linux with BTF, whatever
+# its own libraries and glibc are.
+# Usage: scripts/bundle.sh BUILD_DIR STATIC_WORKLOAD_DIR OUT.tar.gz
+#
+# Layout of the archive (one top folder, kxprof/):
+#   bin/kxprof        POSIX sh wrapper: runs libexec/kxprof with the bundled
+#                     dynamic loader and libraries
+#   libexec/          the kxprof executable; kvm_workload and loop_workload
+#                     (static) for the checks
+#   lib/              the libraries that load into other processes (TF plugin,
+#                     annotation, NVTX, ITT when built) and the non-glibc
+#                     libraries any of them needs: those find each other by
+#                     RUNPATH $ORIGIN and use the host's glibc
+#   glibc/            the dynamic loader and glibc's libraries, for kxprof only
+#                     (never on a RUNPATH: a host process keeps its own glibc)
+#   scripts/          gpu-check.sh and its PyTorch workload
+set -eu
+B=$1
+WL=$2
+OUT=$3
+MAX_BYTES=$((32 * 1024 * 1024))
+LOADER_NAME=ld-linux-x86-64.so.2
+
+die() {
+	echo "kxprof bundle: $*" >&2
+	exit 1
+}
+
+STAGE=$B/bundle-stage
+ROOT=$STAGE/kxprof
+rm -rf "$STAGE"
+mkdir -p "$ROOT/bin" "$ROOT/libexec" "$ROOT/lib" "$ROOT/glibc" "$ROOT/scripts"
+
+# The libraries that load into other processes; ITT only where it was built.
+INPROC="libkxprof_tf.so libkxprof_annotate.so libkxprof_nvtx.so"
+[ -f "$B/libkxprof_itt.so" ] && INPROC="$INPROC libkxprof_itt.so"
+for f in kxprof $INPROC; do
+	[ -f "$B/$f" ] || die "$B/$f is missing: run make first"
+done
+
+# Debug info stays in build/: the bundle carries what runs.
+install -m 0755 "$B/kxprof" "$ROOT/libexec/kxprof"
+strip --strip-debug "$ROOT/libexec/kxprof"
+for f in $INPROC; do
+	install -m 0755 "$B/$f" "$ROOT/lib/$f"
+	strip --strip-debug "$ROOT/lib/$f"
+done
+for w in kvm_workload loop_workload; do
+	install -m 0755 "$WL/$w" "$ROOT/libexec/$w"
+done
+
+# glibc's own objects (the loader, libc, libm, ...): kxprof's private copy.
+is_glibc() {
+	case $1 in
+	ld-linux*.so.* | libc.so.* | libm.so.* | libmvec.so.* | libpthread.so.* | libdl.so.* | \
+		librt.so.* | libresolv.so.* | libanl.so.* | libutil.so.* | libnss_*.so.* | \
+		libBrokenLocale.so.* | libthread_db.so.* | libc_malloc_debug.so.*)
+		return 0
+		;;
+	esac
+	return 1
+}
+
+# The NEEDED closure as ldd resolves it on this machine (ldd follows every
+# level); our own libraries are already in lib/.
+copy_closure() {
+	ldd "$1" | while read -r name arrow path _; do
+		case $name in
+		linux-vdso.so.* | libkxprof_*) continue ;;
+		/*)
+			# the loader: "/lib64/ld-linux-x86-64.so.2 (0x...)"
+			path=$name
+			name=${name##*/}
+			;;
+		*)
+			[ "$arrow" = "=>" ] || continue
+			[ "$path" != "not" ] || die "$1 needs $name, which is not found here"
+			;;
+		esac
+		if is_glibc "$name"; then dir=glibc; else dir=lib; fi
+		[ -e "$ROOT/$dir/$name" ] || install -m 0755 "$(readlink -f "$path")" "$ROOT/$dir/$name"
+	done
+}
+copy_closure "$ROOT/libexec/kxprof"
+for f in $INPROC; do
+	copy_closure "$B/$f"
+done
+[ -f "$ROOT/glibc/$LOADER_NAME" ] || die "the dynamic loader $LOADER_NAME was not found by ldd"
+
+# An in-process library that needs a bundled library must find it by RUNPATH.
+for f in $INPROC; do
+	needs=$(readelf -d "$ROOT/lib/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+	for n in $needs; do
+		is_glibc "$n" && continue
+		readelf -d "$ROOT/lib/$f" | grep -q 'R.*PATH.*\[\$ORIGIN' ||
+			die "lib/$f needs $n but has no RUNPATH \$ORIGIN: link it with -Wl,-rpath,'\$ORIGIN'"
+	done
+done
+
+cat >"$ROOT/bin/kxprof" <<'EOF'
+#!/bin/sh
+# kxprof from the bundle: the bundled loader and libraries, whatever this
+# machine's glibc is. Programs kxprof runs use their own.
+self=$0
+case $self in */*) ;; *) self=$(command -v -- "$self") || self=./$0 ;; esac
+# Through a symbolic link (e.g. /usr/local/bin/kxprof): the bundle is where it points.
+real=$(readlink -f -- "$self" 2>/dev/null) && [ -n "$real" ] && self=$real
+here=${self%/*}
+top=$(cd "$here/.." && pwd -P) || exit 1
+exec "$top/glibc/ld-linux-x86-64.so.2" --library-path "$top/lib:$top/glibc" "$top/libexec/kxprof" "$@"
+EOF
+chmod 0755 "$ROOT/bin/kxprof"
+install -m 0755 scripts/gpu-check.sh "$ROOT/scripts/gpu-check.sh"
+install -m 0644 scripts/gpu_workload.py "$ROOT/scripts/gpu_workload.py"
+install -m 0644 README.md "$ROOT/README.md"
+
+mkdir -p "$(dirname "$OUT")"
+tar -C "$STAGE" --owner=0 --group=0 --numeric-owner -czf "$OUT.tmp" kxprof
+size=$(wc -c <"$OUT.tmp")
+if [ "$size" -gt "$MAX_BYTES" ]; then
+	rm -f "$OUT.tmp"
+	die "the bundle is $size bytes, over the $MAX_BYTES-byte limit"
+fi
+mv "$OUT.tmp" "$OUT"
+echo "$OUT: $size bytes"
