@@ -35,13 +35,6 @@ static int addr16(const struct sockaddr *sa, unsigned char out[16], uint16_t *po
 	return -1;
 }
 
-static int loopback(const unsigned char a[16])
-{
-	static const unsigned char v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-
-	return !memcmp(a, v6lo, 16) || (!memcmp(a, v4mapped, 12) && a[12] == 127);
-}
-
 /* The inet_diag request for the socket at the other end: its source is
  * the peer, its destination us. */
 struct diag_req {
@@ -120,7 +113,8 @@ void serve_client_of(int fd, const struct sockaddr *peer, struct serve_client *c
 		snprintf(c->name, sizeof(c->name), "unknown address");
 		return;
 	}
-	if (loopback(a) && peer_uid(fd, a, port, &uid) == 0) {
+	/* Only a socket of this host can be found: a remote peer is its address. */
+	if (peer_uid(fd, a, port, &uid) == 0) {
 		c->id[0] = 'u';
 		memcpy(c->id + 1, &uid, sizeof(uid));
 		snprintf(c->name, sizeof(c->name), "local uid %u", uid);

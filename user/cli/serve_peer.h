@@ -1,10 +1,10 @@
 /*
  * kxprof serve --listen: who a client is, for the per-client limits of
- * cli/serve_conns.h. A client on another host is its address. A client on
- * this host comes from a loopback address (127.0.0.0/8 or ::1) that any
- * local user may take, so it is the user owning its socket, as the kernel
- * reports it (sock_diag: the other end of the connection is a socket of this
- * network namespace); only when the kernel does not say, its address.
+ * cli/serve_conns.h. A client on this host connects from an address any
+ * local user may take (127.0.0.0/8, ::1, the host's own), so it is the user
+ * owning its end of the connection, as the kernel reports it (sock_diag:
+ * that end is a socket of this network namespace). A client on another host
+ * (or in another network namespace) is its address.
  */
 #ifndef KX_CLI_SERVE_PEER_H
 #define KX_CLI_SERVE_PEER_H
@@ -16,7 +16,7 @@
 
 struct serve_client {
 	unsigned char id[SERVE_CLIENT_LEN]; /* 'a' + address (IPv4 v4-mapped), or 'u' + uid */
-	char name[80];                      /* the same for messages: "10.0.0.2", "uid 1000" */
+	char name[80];                      /* as text: "10.0.0.2", "local uid 1000" */
 };
 
 /* The client of connection fd, whose peer address is peer (NULL: unknown). */
