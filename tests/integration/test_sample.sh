@@ -172,7 +172,7 @@ mkfifo "$TMP/go"
 "$WL/profile_workload" -w -s 1.5 -D "$LOOP" -f 1.5 <"$TMP/go" >/dev/null &
 wl=$!
 exec 3>"$TMP/go"
-"$KXPROF" serve --listen 127.0.0.1:0 -p "$wl" --device loop --http-deadline 2 2>"$TMP/serve.err" &
+"$KXPROF" serve --listen 127.0.0.1:0 -p "$wl" --device loop --http-deadline 2 --pprof 2>"$TMP/serve.err" &
 srv=$!
 for _ in $(seq 100); do grep -q "http://" "$TMP/serve.err" && break; sleep 0.1; done
 port=$(sed -n 's|.*http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/serve.err" | head -n 1)
@@ -208,9 +208,11 @@ if [ -n "$port" ]; then
 		check "served_bad_query_${q%%=*}_$(echo "$q" | tr -dc 'a-z0-9')" [ "$code" = 400 ]
 	done
 	check served_bad_query_says grep -q "bad query" "$TMP/q.txt"
-	# At most two at once: the third is refused at once, not queued.
+	# At most two at once: the third is refused at once, not queued (three
+	# users: one profile at a time per client).
 	for i in 1 2 3; do
-		curl -s -o /dev/null -w "%{http_code}\n" "$url?seconds=2" >"$TMP/conc.$i" &
+		setpriv --reuid=$((65531 + i)) --regid=$((65531 + i)) --clear-groups \
+			curl -s -o /dev/null -w "%{http_code}\n" "$url?seconds=2" >"$TMP/conc.$i" &
 	done
 	wait $(jobs -p | grep -v "^$srv\$" | grep -v "^$wl\$") 2>/dev/null
 	check served_concurrency bash -c 'cat "$1".1 "$1".2 "$1".3 | sort | tr "\n" " " | grep -q "^200 200 429 $"' _ "$TMP/conc"

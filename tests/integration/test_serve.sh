@@ -38,7 +38,8 @@ PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 # Trace this shell and its descendants only: other processes on the machine
 # may use the driver too, and the counts must be exact.
-"$KXPROF" serve "${ACCEL_DEV[@]}" --listen "127.0.0.1:$PORT" -p $$ --http-timeout 2 --rescan 0 2>"$TMP/serve.err" &
+"$KXPROF" serve "${ACCEL_DEV[@]}" --listen "127.0.0.1:$PORT" -p $$ --http-timeout 2 --rescan 0 --allow-reset \
+	2>"$TMP/serve.err" &
 SPID=$!
 if ! wait_http "$URL/"; then
 	fail serve_starts "no answer on $URL: $(cat "$TMP/serve.err")"
@@ -303,10 +304,10 @@ fi
 
 # 6c. --listen 127.0.0.1:0 prints the port it bound and serves there; bad query
 # parameters get 400 with the reason; clients that trickle a byte a second
-# into every slot (--max-clients 2) are cut at --http-deadline while a
-# scraper waiting for a slot still gets its answer.
+# into every slot (--max-clients 2) are cut at --http-deadline, and a
+# scraper arriving meanwhile does not wait: the oldest trickler makes room.
 "$KXPROF" serve "${ACCEL_DEV[@]}" --listen 127.0.0.1:0 -p $$ --rescan 0 --max-clients 2 \
-	--http-timeout 10 --http-deadline 3 2>"$TMP/p0.err" &
+	--max-per-client 2 --http-timeout 10 --http-deadline 3 2>"$TMP/p0.err" &
 SPID=$!
 PORT0=
 for _ in $(seq 1 100); do
@@ -333,31 +334,41 @@ query 400 "unknown parameter 'x'" '/metrics?x=1' metrics_takes_none
 query 400 "sort='median'" '/summary?sort=median' bad_sort
 query 200 '"Time"' '/summary.json?reset=no&hist=1&sort=max&ascending=true' good_params
 check trickle_cut_scraper_served python3 - "$PORT0" <<'PY'
-import socket, subprocess, sys, time
+import select, socket, subprocess, sys, time
 port = int(sys.argv[1])
 req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 200
 slow = [socket.create_connection(("127.0.0.1", port), timeout=1) for _ in range(2)]
+time.sleep(0.3)  # the older one is slow[0]
 t0 = time.time()
-# A scraper arrives while both slots trickle: it must be answered within the
-# deadline (3 s) plus slack, not after the tricklers give up.
-scraper = subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+# A scraper arrives while both slots trickle: it is answered at once, the
+# oldest trickler closed for it; the other one is cut at the deadline (3 s).
+scraper = subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}",
                             "--max-time", "9", f"http://127.0.0.1:{port}/metrics"],
                            stdout=subprocess.PIPE)
 cut = [None, None]
-for i in range(len(req)):
+sent = 0
+while not all(c is not None for c in cut) and time.time() - t0 < 12:
     for j, s in enumerate(slow):
-        if cut[j] is None:
+        if cut[j] is None and select.select([s], [], [], 0)[0]:
             try:
-                s.send(req[i:i + 1])
+                closed = s.recv(100) == b""
             except OSError:
+                closed = True
+            if closed:
                 cut[j] = time.time() - t0
-    if all(c is not None for c in cut) or time.time() - t0 > 12:
-        break
-    time.sleep(1)
-code = scraper.communicate()[0].decode()
-took = time.time() - t0
-print(f"cut after {cut} s; scraper {code}")
-sys.exit(0 if code == "200" and all(c is not None and 2.5 <= c <= 7 for c in cut) else 1)
+    if time.time() - t0 >= sent:  # a byte a second
+        for j, s in enumerate(slow):
+            if cut[j] is None:
+                try:
+                    s.send(req[sent:sent + 1])
+                except OSError:
+                    cut[j] = time.time() - t0
+        sent += 1
+    time.sleep(0.05)
+code, took = scraper.communicate()[0].decode().split()
+print(f"cut after {cut} s; scraper {code} in {took} s")
+sys.exit(0 if code == "200" and float(took) < 2 and cut[0] is not None and cut[0] < 1.5
+         and cut[1] is not None and 2.5 <= cut[1] <= 7 else 1)
 PY
 check deadline_cut_logged grep -q 'past the request deadline (3 s)' "$TMP/p0.err"
 kill -TERM $SPID

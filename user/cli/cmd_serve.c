@@ -2,20 +2,19 @@
  * kxprof serve: the always-on daemon. Keeps an aggregate-mode session
  * attached and serves its live aggregates over HTTP (libmicrohttpd):
  * /metrics (Prometheus text), /summary.json (summary JSON; ?reset=1 also
- * clears the aggregates), / (index). SIGHUP rescans the devices (also done
- * every --rescan seconds for hot-plug), SIGTERM/SIGINT detach everything and
- * exit 0.
+ * clears the aggregates, with --allow-reset), / (index), and with --pprof
+ * /debug/pprof/profile (kernel frames masked unless --pprof-kernel-addresses).
+ * SIGHUP rescans the devices (also done every --rescan seconds for
+ * hot-plug), SIGTERM/SIGINT detach everything and exit 0.
  *
  * Bounds: kernel memory is the aggregation map (--max-keys) and a small ring
  * buffer; per request, one snapshot (at most max-keys rows) and its text,
  * freed when sent. libmicrohttpd enforces the request size limit (per
- * connection memory), an idle timeout, a connection cap and per-IP cap, and
- * serves from a small thread pool with non-blocking sockets, so a slow or
- * stalled client holds one connection slot, not a thread. The idle timeout
- * alone lets a client that trickles one byte a second keep its slot for
- * ever, so every connection also has a total deadline per request
- * (--http-deadline, counted from its accept or its previous response): the
- * main loop shuts down the sockets of connections past it.
+ * connection memory) and an idle timeout, and serves from a small thread
+ * pool with non-blocking sockets, so a slow or stalled client holds one
+ * connection slot, not a thread. The connection limits and deadlines that
+ * keep a slot for a scraper however other clients trickle are
+ * cli/serve_conns.h's.
  * With --socket (or a socket systemd passes), serve also runs the capture
  * daemon for unprivileged users (cli/serve_socket.c over user/daemon/);
  * --socket without --listen runs only that.
@@ -40,6 +39,7 @@
 #include "live/aggregate.h"
 #include "live/cpuprof.h"
 #include "cli/cli.h"
+#include "cli/serve_conns.h"
 #include "cli/serve_socket.h"
 #include "capture/clock.h"
 #include "capture/setup.h"
@@ -52,22 +52,14 @@
 
 #define SERVE_VERSION "0.1"
 
-/* One open HTTP connection (libmicrohttpd's socket context). */
-struct conn {
-	struct conn *prev, *next;
-	int fd;            /* its socket; valid until the close notification */
-	uint64_t start_ns; /* accept or end of the previous response, monotonic ns */
-	int waiting;       /* the server is working on its answer (a CPU profile): not cut */
-	int cut;           /* shut down for its deadline */
-};
-
 struct serve {
 	struct kx_agg *agg;
-	pthread_mutex_t lock;   /* conns */
-	struct conn conns;      /* list head of the open connections */
-	uint64_t deadline_ns;   /* --http-deadline */
-	struct kx_jobagg *jobs; /* fed by the consumer thread, read by HTTP threads */
-	struct kx_annagg *anns; /* the same, annotation ranges */
+	pthread_mutex_t lock;     /* prof_open */
+	struct serve_conns conns; /* the open connections and their limits */
+	int pprof;                /* --pprof: /debug/pprof/profile served */
+	int allow_reset;          /* --allow-reset: ?reset=1 clears the aggregates */
+	struct kx_jobagg *jobs;   /* fed by the consumer thread, read by HTTP threads */
+	struct kx_annagg *anns;   /* the same, annotation ranges */
 	struct kx_prom_info info;
 	char kernel[96];
 	const char *mech;
@@ -81,8 +73,11 @@ static void serve_usage(FILE *f)
 	        "usage: kxprof serve [--listen ADDR:PORT] [-p PID[,PID...]] [--device SPEC]...\n"
 	        "                    [--by-pid | --by-cgroup] [--max-keys N] [--rescan SECONDS]\n"
 	        "                    [--http-timeout SECONDS] [--http-deadline SECONDS]\n"
-	        "                    [--max-clients N] [--attach MECH] [--no-offcpu]\n"
-	        "                    [--profile-hz HZ] [--profile-max-seconds S]\n"
+	        "                    [--http-header-deadline S] [--max-clients N]\n"
+	        "                    [--max-per-client N] [--allow-reset]\n"
+	        "                    [--attach MECH] [--no-offcpu]\n"
+	        "                    [--pprof [--pprof-kernel-addresses]] [--profile-hz HZ]\n"
+	        "                    [--profile-max-seconds S]\n"
 	        "                    [--socket PATH [--socket-mode M] [--socket-group G] ...]\n"
 	        "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; loopback unless\n"
 	        "                        another address is given; [::1]:PORT for IPv6; port 0:\n"
@@ -102,23 +97,41 @@ static void serve_usage(FILE *f)
 	        "      --http-deadline S close a connection whose request is not answered S\n"
 	        "                        seconds after its connection or previous response,\n"
 	        "                        however slowly it trickles in (default 30)\n"
-	        "      --max-clients N   concurrent connections (default 32)\n"
+	        "      --http-header-deadline S  close a connection whose request headers are\n"
+	        "                        not all in S seconds after its connection or previous\n"
+	        "                        response (default 5)\n"
+	        "      --max-clients N   concurrent connections (default 32); a new one is never\n"
+	        "                        kept waiting: past N (or past --max-per-client) the\n"
+	        "                        connection with the least progress is closed, of the\n"
+	        "                        client holding the most\n"
+	        "      --max-per-client N  connections of one client: a local user (who owns\n"
+	        "                        the other end) or a remote address\n"
+	        "                        (default half of --max-clients)\n"
+	        "      --allow-reset     let any client clear the aggregates (?reset=1); without\n"
+	        "                        it reset=1 gets 403\n"
 	        "      --attach MECH     force fentry, tp_btf, raw_tp or tp (default: fentry,\n"
 	        "                        else tp: the least for the host's other syscalls)\n"
 	        "      --no-offcpu       no off-CPU time (nothing runs on context switches)\n"
+	        "      --pprof           serve /debug/pprof/profile: CPU stacks of every traced\n"
+	        "                        process, readable by whoever reaches the port (off:\n"
+	        "                        404); kernel frames are named, with stand-in addresses\n"
+	        "      --pprof-kernel-addresses  real kernel addresses in profiles (they tell\n"
+	        "                        where KASLR put the kernel)\n"
 	        "      --profile-hz HZ   sampling frequency of /debug/pprof/profile (default %u)\n"
 	        "      --profile-max-seconds S  the longest profile served (default %u)\n"
 	        "%s"
 	        "HTTP: GET /metrics (Prometheus text); GET /summary.json or /summary (table) of\n"
-	        "      the live aggregates, ?reset=1 clears them after reading, sort=KEY,\n"
-	        "      ascending=1, hist=1, wide=1 as in kxprof report (also: kxprof report "
-	        "--from\n"
-	        "      URL);\n"
+	        "      the live aggregates; sort=KEY, ascending=1, hist=1, wide=1 as in kxprof\n"
+	        "      report (also: kxprof report --from URL); reset=1 clears them after\n"
+	        "      reading (with --allow-reset; else 403);\n"
 	        "      flags take 1, true, yes, 0, false or no. Other parameters, or any on\n"
 	        "      /metrics and /, get 400 with the reason.\n"
-	        "      GET /debug/pprof/profile?seconds=N: a CPU profile (gzipped pprof, with the\n"
-	        "      driver calls as frames) of the traced processes over the next N seconds\n"
-	        "      (default 30); %u at once, others get 429.\n"
+	        "      GET /debug/pprof/profile?seconds=N (--pprof): a CPU profile (gzipped "
+	        "pprof,\n"
+	        "      with the driver calls as frames) of the traced processes over the next N\n"
+	        "      seconds (default 30); %u at once, one per client, others get 429.\n"
+	        "      Everything served is readable by every local user (and by whoever reaches\n"
+	        "      --listen's address).\n"
 	        "Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
 	        KX_AGG_MAX_KEYS, sizeof(struct kx_agg_val), KX_CPUPROF_HZ, KX_CPUPROF_MAX_SECONDS,
 	        serve_socket_usage, KX_CPUPROF_MAX_RUNNING);
@@ -371,16 +384,25 @@ static const char index_page[] =
         "  /metrics                   Prometheus text exposition\n"
         "  /summary.json              summary JSON of the live aggregates\n"
         "  /summary                   the same as a table\n"
-        "  ?reset=1                   (either) then clears the aggregates\n"
+        "  ?reset=1                   (either) then clears the aggregates (--allow-reset)\n"
         "  ?sort=avg|min|max|total|count&ascending=1&hist=1&wide=1   as kxprof report\n"
-        "  /debug/pprof/profile?seconds=N   CPU profile (gzipped pprof) over N seconds\n";
+        "  /debug/pprof/profile?seconds=N   CPU profile (gzipped pprof) over N seconds "
+        "(--pprof)\n";
+
+/* The answers of what is off unless the operator turns it on. */
+static const char pprof_off[] =
+        "not found: /debug/pprof/profile is off (start kxprof serve with --pprof to serve CPU "
+        "profiles)\n";
+static const char reset_off[] =
+        "forbidden: reset=1 is off (start kxprof serve with --allow-reset to let clients clear "
+        "the aggregates)\n";
 
 /* One profile request: suspended until its profile's thread is done. */
 struct prof_req {
 	struct MHD_Connection *c;
 	struct serve *sv;
-	struct conn *k;      /* its socket context, kept while it waits */
-	unsigned int status; /* of the answer: 200, or why not */
+	struct serve_conn *k; /* its socket context, kept while it waits */
+	unsigned int status;  /* of the answer: 200, or why not */
 	struct kx_bytes body;
 	char err[320];
 };
@@ -437,13 +459,7 @@ static enum MHD_Result profile_answer(struct MHD_Connection *c, struct prof_req 
  * the slow one then) and starts again when the answer is ready. */
 static void profile_waiting(struct prof_req *r, int waiting)
 {
-	if (!r->k)
-		return;
-	pthread_mutex_lock(&r->sv->lock);
-	r->k->waiting = waiting;
-	if (!waiting)
-		r->k->start_ns = kx_mono_ns();
-	pthread_mutex_unlock(&r->sv->lock);
+	serve_conns_waiting(&r->sv->conns, r->k, waiting);
 }
 
 /* GET /debug/pprof/profile?seconds=N: the connection waits suspended while
@@ -453,12 +469,15 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 	const char *q[2] = {NULL, NULL}; /* seconds, an unknown parameter */
 	const union MHD_ConnectionInfo *conn;
 	struct prof_req *r = *con_cls;
+	struct serve_conn *k;
 	char why[256];
 	uint32_t secs;
 	int rc;
 
 	if (r)
 		return profile_answer(c, r);
+	if (!sv->pprof)
+		return reply_text(c, MHD_HTTP_NOT_FOUND, pprof_off);
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, profile_arg, q);
 	if (q[1]) {
 		snprintf(why, sizeof(why), "bad query: unknown parameter '%s' (seconds=N only)\n",
@@ -471,6 +490,17 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 		return reply(c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", strdup(why),
 		             strlen(why), 1);
 	}
+	conn = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	k = conn ? conn->socket_context : NULL;
+	if (serve_conns_profile(&sv->conns, k)) {
+		snprintf(why, sizeof(why),
+		         "a profile for %s is being taken already (one at a time per client: a "
+		         "local user or a remote address; %u at once in all): try again when it "
+		         "ends\n",
+		         k->client.name, KX_CPUPROF_MAX_RUNNING);
+		return reply(c, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8",
+		             strdup(why), strlen(why), 1);
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -479,8 +509,7 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 	pthread_mutex_lock(&sv->lock);
 	sv->prof_open++;
 	pthread_mutex_unlock(&sv->lock);
-	conn = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	r->k = conn ? conn->socket_context : NULL;
+	r->k = k;
 	*con_cls = r;
 	profile_waiting(r, 1);
 	/* Suspended first: the profile's thread may finish at once. */
@@ -501,10 +530,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
 	struct serve *sv = cls;
 	int summary = !strcmp(url, "/summary.json") || !strcmp(url, "/summary"), bad;
+	const union MHD_ConnectionInfo *k =
+	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	enum MHD_Result rc;
 
 	(void)version;
 	(void)upload;
+	serve_conns_request(&sv->conns, k ? k->socket_context : NULL);
 	/* Bodies are never wanted: answer on the first call, MHD drops the rest. */
 	if (*upload_size)
 		*upload_size = 0;
@@ -517,7 +549,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (!strcmp(url, "/metrics"))
 		return page_metrics(sv, c);
-	if (!strcmp(url, "/summary.json") || !strcmp(url, "/summary"))
+	if (summary && arg_true(c, "reset") && !sv->allow_reset)
+		return reply_text(c, MHD_HTTP_FORBIDDEN, reset_off);
+	if (summary)
 		return page_summary(sv, c, !strcmp(url, "/summary.json"));
 	if (!strcmp(url, "/debug/pprof/profile"))
 		return page_profile(sv, c, con_cls);
@@ -526,42 +560,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
 }
 
-/* Connection accepted or closed: kept in sv->conns for the deadline. */
+/* Connection accepted or closed: kept in sv->conns for its limits. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
 	struct serve *sv = cls;
-	struct conn *k = *socket_context;
-	const union MHD_ConnectionInfo *fd;
+	const union MHD_ConnectionInfo *fd, *peer;
 
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-		if (!k)
-			return;
-		pthread_mutex_lock(&sv->lock);
-		k->prev->next = k->next;
-		k->next->prev = k->prev;
-		pthread_mutex_unlock(&sv->lock);
-		free(k);
+		serve_conns_remove(&sv->conns, *socket_context);
 		*socket_context = NULL;
 		return;
 	}
 	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	k = fd ? calloc(1, sizeof(*k)) : NULL;
-	if (!k) {
-		/* Without its deadline it could hold a slot: refuse it. */
-		if (fd)
-			shutdown(fd->connect_fd, SHUT_RDWR);
-		return;
-	}
-	k->fd = fd->connect_fd;
-	k->start_ns = kx_mono_ns();
-	pthread_mutex_lock(&sv->lock);
-	k->next = sv->conns.next;
-	k->prev = &sv->conns;
-	k->next->prev = k;
-	sv->conns.next = k;
-	pthread_mutex_unlock(&sv->lock);
-	*socket_context = k;
+	peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (fd)
+		*socket_context = serve_conns_add(&sv->conns, fd->connect_fd,
+		                                  peer ? peer->client_addr : NULL);
 }
 
 /* A response was sent (or the request ended): the next request's clock starts. */
@@ -571,7 +586,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	struct serve *sv = cls;
 	const union MHD_ConnectionInfo *i =
 	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct conn *k = i ? i->socket_context : NULL;
 
 	(void)toe;
 	if (*con_cls) { /* a profile request (the only page that keeps state) */
@@ -584,11 +598,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		sv->prof_open--;
 		pthread_mutex_unlock(&sv->lock);
 	}
-	if (!k)
-		return;
-	pthread_mutex_lock(&sv->lock);
-	k->start_ns = kx_mono_ns();
-	pthread_mutex_unlock(&sv->lock);
+	serve_conns_done(&sv->conns, i ? i->socket_context : NULL);
 }
 
 /* Waits (at most 2 s) until the profiles that shutdown woke are answered:
@@ -607,25 +617,6 @@ static void profiles_answered(struct serve *sv)
 			return;
 		nanosleep(&tick, NULL);
 	}
-}
-
-/* Shuts down connections past the deadline (libmicrohttpd then closes them). */
-static void cut_late(struct serve *sv, uint64_t now)
-{
-	int n = 0;
-
-	pthread_mutex_lock(&sv->lock);
-	for (struct conn *k = sv->conns.next; k != &sv->conns; k = k->next)
-		if (!k->cut && !k->waiting && now - k->start_ns >= sv->deadline_ns) {
-			shutdown(k->fd, SHUT_RDWR);
-			k->cut = 1;
-			n++;
-		}
-	pthread_mutex_unlock(&sv->lock);
-	if (n)
-		fprintf(stderr,
-		        "kxprof serve: closed %d connection%s past the request deadline (%.0f s)\n",
-		        n, n > 1 ? "s" : "", (double)sv->deadline_ns / 1e9);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -647,12 +638,19 @@ struct serve_opts {
 	double rescan;                   /* seconds, 0: SIGHUP only */
 	long long timeout, clients;      /* HTTP idle timeout (seconds), connection cap */
 	long long deadline;              /* HTTP total deadline per request, seconds */
+	long long header;                /* HTTP deadline of the request headers, seconds */
+	long long per_client;            /* connections of one client, 0: max/2 */
+	int pprof, pprof_kaddr;          /* --pprof, --pprof-kernel-addresses */
+	int allow_reset;                 /* --allow-reset */
 	long long prof_hz, prof_secs;    /* /debug/pprof/profile: frequency, longest profile */
 	struct kx_devset devices, fresh; /* traced now; the last rescan */
 	struct kx_capture_opts cap;
 	int listen_given;         /* --listen: HTTP too when --socket is given */
 	struct serve_socket sock; /* --socket and its options */
 };
+
+/* getopt values of the options without a letter (past every char). */
+enum { OPT_HEADER = 0x100, OPT_PER_CLIENT, OPT_PPROF, OPT_PPROF_KADDR, OPT_ALLOW_RESET };
 
 /* One numeric option into o. 0, or -1 with err. */
 static int serve_num(struct serve_opts *o, int opt, char *err, size_t len)
@@ -672,6 +670,11 @@ static int serve_num(struct serve_opts *o, int opt, char *err, size_t len)
 		return kx_parse_long("--http-timeout", optarg, 1, 3600, &o->timeout, err, len);
 	case 'T':
 		return kx_parse_long("--http-deadline", optarg, 1, 3600, &o->deadline, err, len);
+	case OPT_HEADER:
+		return kx_parse_long("--http-header-deadline", optarg, 1, 3600, &o->header, err,
+		                     len);
+	case OPT_PER_CLIENT:
+		return kx_parse_long("--max-per-client", optarg, 1, 1024, &o->per_client, err, len);
 	case 'z':
 		return kx_parse_long("--profile-hz", optarg, 1, 10000, &o->prof_hz, err, len);
 	case 'Z':
@@ -716,6 +719,8 @@ static int serve_opt(struct serve_opts *o, int opt)
 	case 'c':
 	case 'z':
 	case 'Z':
+	case OPT_HEADER:
+	case OPT_PER_CLIENT:
 		if (serve_num(o, opt, err, sizeof(err)))
 			break;
 		return 0;
@@ -724,6 +729,15 @@ static int serve_opt(struct serve_opts *o, int opt)
 		return 0;
 	case 'O':
 		o->cap.no_offcpu = 1;
+		return 0;
+	case OPT_PPROF:
+		o->pprof = 1;
+		return 0;
+	case OPT_PPROF_KADDR:
+		o->pprof_kaddr = 1;
+		return 0;
+	case OPT_ALLOW_RESET:
+		o->allow_reset = 1;
 		return 0;
 	case 'h':
 		serve_usage(stdout);
@@ -767,6 +781,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	        {"no-offcpu", no_argument, NULL, 'O'},
 	        {"profile-hz", required_argument, NULL, 'z'},
 	        {"profile-max-seconds", required_argument, NULL, 'Z'},
+	        {"http-header-deadline", required_argument, NULL, OPT_HEADER},
+	        {"max-per-client", required_argument, NULL, OPT_PER_CLIENT},
+	        {"pprof", no_argument, NULL, OPT_PPROF},
+	        {"pprof-kernel-addresses", no_argument, NULL, OPT_PPROF_KADDR},
+	        {"allow-reset", no_argument, NULL, OPT_ALLOW_RESET},
 	        {"help", no_argument, NULL, 'h'},
 	        SERVE_SOCKET_OPTIONS,
 	        {NULL, 0, NULL, 0},
@@ -779,6 +798,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	o->rescan = 60;
 	o->timeout = 10;
 	o->deadline = 30;
+	o->header = 5;
 	o->clients = 32;
 	o->prof_hz = KX_CPUPROF_HZ;
 	o->prof_secs = KX_CPUPROF_MAX_SECONDS;
@@ -792,6 +812,14 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	}
 	if (serve_check(o))
 		return 2;
+	if (o->pprof_kaddr && !o->pprof) {
+		kx_err("--pprof-kernel-addresses needs --pprof");
+		return 2;
+	}
+	if (!o->per_client)
+		o->per_client = o->clients > 1 ? o->clients / 2 : 1;
+	if (o->per_client > o->clients)
+		o->per_client = o->clients;
 	if (parse_listen(o->listen_s, &o->addr, &o->v6)) {
 		kx_err("bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464)",
 		       o->listen_s);
@@ -827,7 +855,8 @@ static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts
 	lim = (struct kx_cpuprof_limits){.hz = (uint32_t)o->prof_hz,
 	                                 .max_seconds = (uint32_t)o->prof_secs,
 	                                 .max_running = KX_CPUPROF_MAX_RUNNING,
-	                                 .max_bytes = KX_CPUPROF_MAX_BYTES};
+	                                 .max_bytes = KX_CPUPROF_MAX_BYTES,
+	                                 .kernel_addresses = o->pprof_kaddr};
 	sv->prof = kx_cpuprof_new(c->s, !o->pids, &lim);
 	if (!sv->prof) {
 		snprintf(err, sizeof(err), "out of memory");
@@ -848,8 +877,10 @@ static struct MHD_Daemon *serve_listen(struct serve *sv, const struct serve_opts
 	                MHD_ALLOW_SUSPEND_RESUME | (o->v6 ? MHD_USE_IPv6 : 0),
 	        0, NULL, NULL, on_request, sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&o->addr,
 	        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)2, MHD_OPTION_CONNECTION_TIMEOUT,
-	        (unsigned int)o->timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->clients,
-	        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o->clients,
+	        (unsigned int)o->timeout,
+	        /* Far above --max-clients: a connection is never left in the accept
+	         * backlog; serve_conns closes one to make room (serve_conns.h). */
+	        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(2 * o->clients + 64),
 	        /* Request line + headers must fit: 32 KiB, else 431/413. */
 	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024, MHD_OPTION_NOTIFY_CONNECTION,
 	        on_connection, sv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
@@ -894,7 +925,7 @@ static void serve_loop(struct serve *sv, struct serve_opts *o, const sigset_t *s
 
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
-		cut_late(sv, now);
+		serve_conns_tick(&sv->conns, now);
 		if (sv->agg && (sig == SIGHUP || due)) {
 			serve_rescan(sv, o, sig == SIGHUP);
 			last_scan = now;
@@ -982,8 +1013,10 @@ int cmd_serve(int argc, char **argv)
 	if (serve_socket_inherit(&o.sock))
 		return 1;
 	pthread_mutex_init(&sv.lock, NULL);
-	sv.conns.next = sv.conns.prev = &sv.conns;
-	sv.deadline_ns = (uint64_t)o.deadline * 1000000000ULL;
+	serve_conns_init(&sv.conns, (unsigned int)o.clients, (unsigned int)o.per_client,
+	                 (unsigned int)o.header, (unsigned int)o.deadline);
+	sv.pprof = o.pprof;
+	sv.allow_reset = o.allow_reset;
 	/* Snapshots and responses are large and short-lived: a fixed mmap
 	 * threshold returns them to the kernel when freed, so a burst of keys
 	 * does not leave the heap (and RSS) at its high-water mark for days. */
@@ -1008,5 +1041,6 @@ int cmd_serve(int argc, char **argv)
 	kx_annagg_free(sv.anns);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_mutex_destroy(&sv.lock);
+	serve_conns_destroy(&sv.conns);
 	return rc;
 }

@@ -18,6 +18,7 @@
 #include "live/cpuprof.h"
 #include "model/samples.h"
 #include "symbol/collect.h"
+#include "symbol/kmask.h"
 #include "util/parse.h"
 
 #define POLL_MS 100
@@ -40,6 +41,8 @@ struct job {
 	void *ctx;
 	struct kx_store *store;
 	struct kx_symcollect *sc;
+	struct kx_symres real; /* masked profiles: symbols under real addresses */
+	struct kx_kmask kmask; /* masked profiles: real kernel frame -> stand-in */
 	int sym_oom;
 	struct kx_capinfo ci;
 	char err[256];
@@ -80,12 +83,49 @@ int kx_cpuprof_seconds(const struct kx_cpuprof *cp, const char *value, uint32_t 
 	return 0;
 }
 
+static int masked(const struct job *j)
+{
+	return !j->cp->lim.kernel_addresses;
+}
+
+/* Stored with stand-ins for its kernel frames when masked; noted for
+ * symbols under its real addresses. */
 static void on_sample(void *ctx, const struct kx_sample *s)
 {
 	struct job *j = ctx;
+	uint64_t kips[KX_SAMPLE_MAX_DEPTH];
+	struct kx_sample tmp;
 
-	kx_store_add_sample(j->store, s);
+	if (masked(j) && s->nk) {
+		tmp = *s;
+		tmp.nk = s->nk < KX_SAMPLE_MAX_DEPTH ? s->nk : KX_SAMPLE_MAX_DEPTH;
+		if (kx_kmask_frames(&j->kmask, s->kips, tmp.nk, kips))
+			j->sym_oom = 1;
+		tmp.kips = kips;
+		kx_store_add_sample(j->store, &tmp);
+	} else {
+		kx_store_add_sample(j->store, s);
+	}
 	if (kx_symcollect_sample(j->sc, s))
+		j->sym_oom = 1;
+}
+
+/* A masked profile's resolved symbol into its store: a kernel one under
+ * its frame's stand-in (none: the frame was stored unknown). */
+static void put_sym(void *ctx, const struct kx_symres *r, const struct kx_symres_entry *e)
+{
+	struct job *j = ctx;
+	uint64_t addr = e->addr;
+	struct kx_symres_names n = {.func = kx_symres_str(r, e->func),
+	                            .module = kx_symres_str(r, e->module),
+	                            .build_id = kx_symres_str(r, e->build_id),
+	                            .offset = e->offset,
+	                            .mod_offset = e->mod_offset,
+	                            .known = e->known};
+
+	if (e->pid == KX_SYMRES_KERNEL && !(addr = kx_kmask_addr(&j->kmask, e->addr)))
+		return;
+	if (kx_symres_put(kx_samples_syms(kx_store_samples(j->store)), e->pid, e->gen, addr, &n))
 		j->sym_oom = 1;
 }
 
@@ -167,6 +207,8 @@ static int encode(struct job *j, struct kx_bytes *out)
 
 	if (kx_symcollect_resolve(j->sc))
 		j->sym_oom = 1;
+	if (masked(j))
+		kx_symres_settle(kx_samples_syms(kx_store_samples(j->store)));
 	kx_symcollect_facts(j->sc, j->sym_oom, &j->ci.samples);
 	p = kx_profile_build(j->store, &j->ci, KX_SAMPLE_CPU, j->err, sizeof(j->err));
 	if (!p)
@@ -185,8 +227,11 @@ static int run(struct job *j, struct kx_bytes *out)
 		snprintf(j->err, sizeof(j->err), "out of memory");
 		return -1;
 	}
-	j->sc = kx_symcollect_new(kx_samples_syms(kx_store_samples(j->store)), NULL, NULL, NULL,
-	                          j->err, sizeof(j->err));
+	if (masked(j))
+		j->sc = kx_symcollect_new(&j->real, NULL, put_sym, j, j->err, sizeof(j->err));
+	else
+		j->sc = kx_symcollect_new(kx_samples_syms(kx_store_samples(j->store)), NULL, NULL,
+		                          NULL, j->err, sizeof(j->err));
 	if (!j->sc || sample(j))
 		return -1;
 	return encode(j, out);
@@ -208,6 +253,8 @@ static void *job_main(void *arg)
 	int rc = run(j, &out);
 
 	kx_symcollect_free(j->sc);
+	kx_symres_free(&j->real);
+	kx_kmask_free(&j->kmask);
 	kx_store_free(j->store);
 	if (rc) {
 		free(out.p);

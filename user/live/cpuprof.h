@@ -13,6 +13,11 @@
  * at most max_bytes (samples past it are counted, and the profile's comment
  * says how many). Shutdown ends the running profiles early and waits for
  * them.
+ *
+ * Kernel addresses: unless the caller asks for real ones, each kernel frame
+ * of a profile is a stand-in (symbol/kmask.h, as the capture daemon gives
+ * users) carrying the frame's function name and module: the profile says
+ * which kernel functions ran and never where KASLR put them.
  */
 #ifndef KX_LIVE_CPUPROF_H
 #define KX_LIVE_CPUPROF_H
@@ -28,6 +33,7 @@ struct kx_cpuprof_limits {
 	uint32_t max_seconds; /* longest profile asked for */
 	uint32_t max_running; /* profiles at once */
 	size_t max_bytes;     /* store of one profile */
+	int kernel_addresses; /* 1: real kernel addresses; 0: stand-ins (symbol/kmask.h) */
 };
 #define KX_CPUPROF_HZ          99
 #define KX_CPUPROF_MAX_SECONDS 60

@@ -59,6 +59,17 @@ static int split_url(const char *url, char *host, size_t hlen, char *port, size_
 	return 0;
 }
 
+/* The first line of an error answer's body, printable characters only
+ * (whoever listens there may send anything). */
+static void reason(const char *body, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *body && *body != '\n' && *body != '\r' && n + 1 < len; body++)
+		out[n++] = (*body >= 0x20 && *body < 0x7f) ? *body : '?';
+	out[n] = 0;
+}
+
 /* Waits for fd to become ready for events; 0, or -1 on timeout/error. */
 static int wait_fd(int fd, short events, int timeout_s)
 {
@@ -107,7 +118,7 @@ static int dial(const char *host, const char *port, int timeout_s, char *err, si
 int kx_http_get(const char *base, const char *path, int timeout_s, char **body, size_t *len,
                 char *err, size_t errlen)
 {
-	char host[256], port[16], *req = NULL, *buf = NULL, *hdr_end;
+	char host[256], port[16], why[200], *req = NULL, *buf = NULL, *hdr_end;
 	size_t cap = 0, n = 0, sent = 0, reqlen;
 	int fd, status = 0, rc = -1;
 
@@ -182,7 +193,9 @@ int kx_http_get(const char *base, const char *path, int timeout_s, char **body, 
 		goto out;
 	}
 	if (status != 200) {
-		snprintf(err, errlen, "HTTP %d from %s:%s%s", status, host, port, path);
+		reason(hdr_end + 4, why, sizeof(why));
+		snprintf(err, errlen, "HTTP %d from %s:%s%s%s%s", status, host, port, path,
+		         why[0] ? ": " : "", why);
 		goto out;
 	}
 	hdr_end += 4;
