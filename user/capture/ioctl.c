@@ -372,6 +372,9 @@ int kx_ioctl_bpf_fill(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o,
 		struct kx_arg_key k = {.drv = reqs[i].drv, .cmd = reqs[i].key};
 		struct kx_arg_spec v = {.len = reqs[i].len, .flags = reqs[i].flags};
 
+		if (reqs[i].follow)
+			v.follow = *reqs[i].follow;
+
 		if (bpf_map_update_elem(arg_fd, &k, &v, BPF_ANY)) {
 			snprintf(err, len, "cannot fill the argument-copy map: %s",
 			         strerror(errno));
