@@ -812,12 +812,13 @@ static void nv_alloc_window(struct dctx *c)
 	src = c->len[SRC_OUT] == KX_ARG_MAX ? SRC_OUT : SRC_IN;
 	if (c->len[src] != KX_ARG_MAX)
 		return;
-	if (cls == NV_MEMORY_OS_DESC)
+	if (cls == NV_MEMORY_OS_DESC) {
 		put(c, "limit", KX_FIELD_U64, src, KX_FOLLOW_AT, 8);
-	else if (cls == NV_MEMORY_SYSTEM || cls == NV_MEMORY_LOCAL)
+	} else if (cls == NV_MEMORY_SYSTEM || cls == NV_MEMORY_LOCAL) {
 		put(c, "size", KX_FIELD_U64, src, KX_FOLLOW_AT, 8);
-	if (src == SRC_OUT && cls != NV_MEMORY_OS_DESC)
-		put(c, "requested_size", KX_FIELD_U64, SRC_IN, KX_FOLLOW_AT, 8);
+		if (src == SRC_OUT)
+			put(c, "requested_size", KX_FIELD_U64, SRC_IN, KX_FOLLOW_AT, 8);
+	}
 }
 
 /* NVOS21 (32 B) and NVOS64 (48 B) differ after hClass; only the size tells.
