@@ -701,8 +701,10 @@ static void test_arg_reqs(void)
 		CHECK(!(r[i].flags & KX_ARGF_FOLLOW) == !r[i].follow);
 		if (r[i].follow) {
 			CHECK(r[i].len <= KX_FOLLOW_AT && (r[i].flags & KX_ARGF_IN));
-			CHECK(r[i].follow->ptr_off % 8 == 0 && r[i].follow->ptr_off + 8u <= r[i].len);
-			CHECK(r[i].follow->sel_off % 4 == 0 && r[i].follow->sel_off + 4u <= r[i].len);
+			CHECK(r[i].follow->ptr_off % 8 == 0 &&
+			      r[i].follow->ptr_off + 8u <= r[i].len);
+			CHECK(r[i].follow->sel_off % 4 == 0 &&
+			      r[i].follow->sel_off + 4u <= r[i].len);
 			CHECK(r[i].follow->n > 0 && r[i].follow->n <= KX_FOLLOW_SEL);
 		}
 		CHECK(r[i].drv > KX_DRV_UNKNOWN && r[i].drv < KX_DRV_MAX);

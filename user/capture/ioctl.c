@@ -399,6 +399,7 @@ void kx_ioctl_bpf_fds(const struct kx_ioctl_bpf *b, struct kx_ioctl_bpf_fds *out
 	out->inflight = bpf_map__fd(b->skel->maps.inflight);
 	out->call_btf = bpf_map__autocreate(b->skel->maps.task_call);
 	out->task_call = out->call_btf ? bpf_map__fd(b->skel->maps.task_call) : -1;
+	out->argspec = bpf_map__fd(b->skel->maps.argspec);
 }
 
 int kx_ioctl_bpf_add_pid(struct kx_ioctl_bpf *b, uint32_t pid, char *err, size_t len)
