@@ -700,9 +700,10 @@ static void nv_take(struct kx_memacct *m, struct kx_keyslot *sl)
 static int nv_free(struct kx_memacct *m, const struct kx_ioctl *e, const struct kx_field *f, int nf)
 {
 	const struct kx_field *root = field(f, nf, "h_root"), *old = field(f, nf, "h_old");
+	const struct kx_field *st = field(f, nf, "status");
 	uint64_t who;
 
-	if (!root || !old)
+	if (!root || !old || (st && st->u)) /* an RM error: nothing was freed */
 		return KX_MEM_NONE;
 	who = (uint64_t)e->pid << 32 | (uint32_t)root->u;
 	if (old->u == root->u) {
