@@ -31,7 +31,8 @@ struct inflight {
 	__u16 drv;
 	__u32 xfer_cmd;
 	__u16 in_len;
-	__u16 out_len; /* planned copy at exit */
+	__u16 out_len;    /* planned copy at exit */
+	__u64 follow_src; /* user address of the followed window (KX_ARGF_FOLLOW), 0: none */
 	__u8 in[KX_ARG_MAX];
 	/* Above: the call in progress (ts 0: none). Below: kept from call to call,
 	 * since a thread's entry lives until the thread exits and is updated in

@@ -290,6 +290,32 @@ static __always_inline struct kx_arg_spec *arg_spec(struct inflight *e, __u32 dr
 	return e->spec_found ? &e->spec : NULL;
 }
 
+/* The follow rule (bpf/kxprof.h) at enter: a window of the block the copied
+ * argument points at, when its selector is one of the rule's. */
+static __always_inline void follow_enter(struct inflight *e, const struct kx_arg_follow *fw)
+{
+	__u32 sel = *(__u32 *)(e->in + (fw->sel_off & (KX_ARG_MAX - 4)));
+	__u64 ptr = *(__u64 *)(e->in + (fw->ptr_off & (KX_ARG_MAX - 8)));
+	__u16 off = 0;
+	bool hit = false;
+
+#pragma unroll
+	for (int i = 0; i < KX_FOLLOW_SEL; i++) {
+		if (i < fw->n && fw->sel[i] == sel && !hit) {
+			off = fw->off[i];
+			hit = true;
+		}
+	}
+	if (!hit || !ptr)
+		return;
+	if (bpf_probe_read_user(e->in + KX_FOLLOW_AT, KX_FOLLOW_LEN, (void *)(ptr + off))) {
+		stat_inc(KX_STAT_ARG_FAULT);
+		return;
+	}
+	e->in_len = KX_ARG_MAX;
+	e->follow_src = ptr + off;
+}
+
 static __always_inline void resolve_dev(struct dev_answer *a, umode_t mode, __u32 rdev, __u64 fop,
                                         struct file *f, struct inode *inode)
 {
@@ -414,6 +440,7 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 	e->xfer_cmd = 0;
 	e->in_len = 0;
 	e->out_len = 0;
+	e->follow_src = 0;
 	e->offcpu_ns = 0;
 	e->off_since = 0;
 	/* Aggregates copy no arguments: skip the lookups unless XFER names are needed. */
@@ -441,6 +468,8 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 			}
 		}
 		if ((spec->flags & KX_ARGF_IN) && len && !aggregate) {
+			if (spec->flags & KX_ARGF_FOLLOW) /* the gap before a window reads 0 */
+				__builtin_memset(e->in, 0, KX_ARG_MAX);
 			if (bpf_probe_read_user(e->in, len & (KX_ARG_MAX * 2 - 1),
 			                        (void *)e->arg) == 0)
 				e->in_len = len;
@@ -449,6 +478,8 @@ static __always_inline int on_enter(int fd, __u32 cmd, __u64 arg, const bool btf
 		}
 		if (spec->flags & KX_ARGF_OUT)
 			e->out_len = len;
+		if ((spec->flags & KX_ARGF_FOLLOW) && e->in_len && len <= KX_FOLLOW_AT)
+			follow_enter(e, &spec->follow);
 	}
 	/* Last: the call's time excludes this program's own work. */
 	e->ts = bpf_ktime_get_ns();
@@ -557,6 +588,27 @@ static __always_inline void agg_add(struct inflight *v, __u32 tgid, __u64 dur, l
 		a->min_ns = dur;
 }
 
+/* The follow rule at exit: the argument, then the window again (what the
+ * driver wrote back); without the window, the argument alone. */
+static __always_inline void out_follow(struct kx_ioctl_rec *r, const struct inflight *v,
+                                       __u32 out_len)
+{
+	__u8 *out = r->arg + KX_ARG_MAX;
+
+	__builtin_memset(out, 0, KX_ARG_MAX);
+	if (out_len > KX_FOLLOW_AT)
+		out_len = KX_FOLLOW_AT;
+	if (bpf_probe_read_user(out, out_len, (void *)v->arg)) {
+		stat_inc(KX_STAT_ARG_FAULT);
+		return;
+	}
+	r->arg_out_len = out_len;
+	if (bpf_probe_read_user(out + KX_FOLLOW_AT, KX_FOLLOW_LEN, (void *)v->follow_src) == 0)
+		r->arg_out_len = KX_ARG_MAX;
+	else
+		stat_inc(KX_STAT_ARG_FAULT);
+}
+
 static __always_inline int on_exit(long ret, const bool btf)
 {
 	struct task_struct *task = btf ? bpf_get_current_task_btf() : NULL;
@@ -611,7 +663,9 @@ static __always_inline int on_exit(long ret, const bool btf)
 			__builtin_memcpy(r->arg, v->in, KX_ARG_MAX);
 			r->arg_in_len = in_len;
 		}
-		if (out_len) {
+		if (out_len && v->follow_src)
+			out_follow(r, v, out_len);
+		else if (out_len) {
 			if (bpf_probe_read_user(r->arg + KX_ARG_MAX, out_len, (void *)v->arg) == 0)
 				r->arg_out_len = out_len;
 			else

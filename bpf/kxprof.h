@@ -103,12 +103,37 @@ struct kx_arg_key {
 	unsigned int cmd; /* full cmd, or KX_ARG_BY_NR_KEY(cmd) for nr-dispatched drivers */
 };
 #define KX_ARG_BY_NR_KEY(cmd) (0x80000000U | ((cmd)&0xffffU))
-#define KX_ARGF_IN            1 /* copy at enter */
-#define KX_ARGF_OUT           2 /* copy at exit */
-#define KX_ARGF_XFER          8 /* NVIDIA XFER: arg is {u32 cmd, u32 size, u64 ptr}; copy *ptr */
+#define KX_ARGF_IN            1  /* copy at enter */
+#define KX_ARGF_OUT           2  /* copy at exit */
+#define KX_ARGF_XFER          8  /* NVIDIA XFER: arg is {u32 cmd, u32 size, u64 ptr}; copy *ptr */
+#define KX_ARGF_FOLLOW        16 /* also copy a window of a block the argument points at */
+/*
+ * Follow rule (KX_ARGF_FOLLOW): when the u32 at sel_off of the copied
+ * argument equals one of sel[0..n), the u64 at ptr_off is a user pointer and
+ * the KX_FOLLOW_LEN bytes at ptr + off[i] are copied too: at enter into the
+ * last KX_FOLLOW_LEN bytes of the in copy, and again at exit (what the
+ * driver wrote back) into the last KX_FOLLOW_LEN bytes of the out copy.
+ * Each copy that holds a window is KX_ARG_MAX bytes long (arg_in_len,
+ * arg_out_len); the bytes between the argument (len <= KX_FOLLOW_AT) and the
+ * window are 0. A copy without its window is len bytes long, as without the
+ * rule. Used for NVIDIA RM_ALLOC: the size inside the memory classes'
+ * allocation parameters.
+ */
+#define KX_FOLLOW_LEN 16
+#define KX_FOLLOW_AT  (KX_ARG_MAX - KX_FOLLOW_LEN) /* window offset in a copy */
+#define KX_FOLLOW_SEL 4
+struct kx_arg_follow {
+	unsigned char ptr_off; /* bytes: the u64 user pointer in the argument, 8-aligned */
+	unsigned char sel_off; /* bytes: the u32 selector in the argument, 4-aligned */
+	unsigned char n;       /* entries of sel and off used */
+	unsigned char pad;
+	unsigned int sel[KX_FOLLOW_SEL];   /* selector values that follow the pointer */
+	unsigned short off[KX_FOLLOW_SEL]; /* bytes: window start in the pointed-at block */
+};
 struct kx_arg_spec {
-	unsigned short len; /* bytes to copy, <= KX_ARG_MAX */
+	unsigned short len; /* bytes to copy, <= KX_ARG_MAX (<= KX_FOLLOW_AT with a follow rule) */
 	unsigned short flags;
+	struct kx_arg_follow follow; /* KX_ARGF_FOLLOW only */
 };
 
 /*

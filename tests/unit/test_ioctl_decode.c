@@ -423,6 +423,53 @@ static void test_decode_nv_alloc(void)
 	CHECK((x = field(f, n, "status")) && x->u == 0x22);
 }
 
+/* RM_ALLOC of memory classes: the followed window (bpf/kxprof.h follow rule)
+ * gives the size asked (in) and allocated (out); RM_ALLOC_MEMORY its limit. */
+static void test_decode_nv_alloc_memory(void)
+{
+	uint8_t in[KX_ARG_MAX] = {0}, out[KX_ARG_MAX] = {0};
+	struct kx_field f[16];
+	const struct kx_field *x;
+	int n;
+
+	put_le(in + 0, 0xc1d00001, 4);
+	put_le(in + 8, 0, 4); /* hObjectNew 0: the driver picks the handle */
+	put_le(in + 12, 0x40, 4);
+	put_le(in + 16, 0x7ffd0100, 8);
+	put_le(in + KX_FOLLOW_AT, 20000000, 8);
+	memcpy(out, in, sizeof(in));
+	put_le(out + 8, 0xcaf00011, 4);
+	put_le(out + KX_FOLLOW_AT, 20971520, 8);
+	n = kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc030462b, 0, in, KX_ARG_MAX, out, KX_ARG_MAX, f,
+	                         16);
+	CHECK((x = field(f, n, "handle")) && x->u == 0xcaf00011);
+	CHECK((x = field(f, n, "size")) && x->u == 20971520);
+	CHECK((x = field(f, n, "requested_size")) && x->u == 20000000);
+	/* no window at exit (the re-read failed): the size asked */
+	n = kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc030462b, 0, in, KX_ARG_MAX, out, 44, f, 16);
+	CHECK((x = field(f, n, "size")) && x->u == 20000000);
+	/* no window at all (another class, or an old capture): no size */
+	n = kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc030462b, 0, in, 44, out, 44, f, 16);
+	CHECK(field(f, n, "size") == NULL);
+	/* OS descriptor: the limit at pAllocParms + 24 */
+	put_le(in + 12, 0x71, 4);
+	put_le(in + KX_FOLLOW_AT, 4095, 8);
+	n = kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc030462b, 0, in, KX_ARG_MAX, NULL, 0, f, 16);
+	CHECK((x = field(f, n, "limit")) && x->u == 4095);
+	CHECK(field(f, n, "size") == NULL);
+	/* NVOS02 (RM_ALLOC_MEMORY): limit @32, status @40 */
+	memset(in, 0, sizeof(in));
+	put_le(in + 8, 0xcaf00030, 4);
+	put_le(in + 12, 0x71, 4);
+	put_le(in + 32, 4095, 8);
+	memcpy(out, in, sizeof(in));
+	put_le(out + 40, 0x51, 4);
+	n = kx_ioctl_decode_args(KX_DRV_NVIDIA, 0xc0384627, 0, in, 44, out, 44, f, 16);
+	CHECK((x = field(f, n, "handle")) && x->u == 0xcaf00030);
+	CHECK((x = field(f, n, "limit")) && x->u == 4095);
+	CHECK((x = field(f, n, "status")) && x->u == 0x51);
+}
+
 static void test_decode_xfer(void)
 {
 	uint8_t in[32], out[32];
@@ -648,7 +695,18 @@ static void test_arg_reqs(void)
 
 		CHECK(r[i].len > 0 && r[i].len <= KX_ARG_MAX);
 		CHECK(dirs != 0);
-		CHECK((r[i].flags & ~(KX_ARGF_IN | KX_ARGF_OUT | KX_ARGF_XFER)) == 0);
+		CHECK((r[i].flags & ~(KX_ARGF_IN | KX_ARGF_OUT | KX_ARGF_XFER | KX_ARGF_FOLLOW)) ==
+		      0);
+		/* a follow rule: its fields inside the copy, its window after it */
+		CHECK(!(r[i].flags & KX_ARGF_FOLLOW) == !r[i].follow);
+		if (r[i].follow) {
+			CHECK(r[i].len <= KX_FOLLOW_AT && (r[i].flags & KX_ARGF_IN));
+			CHECK(r[i].follow->ptr_off % 8 == 0 &&
+			      r[i].follow->ptr_off + 8u <= r[i].len);
+			CHECK(r[i].follow->sel_off % 4 == 0 &&
+			      r[i].follow->sel_off + 4u <= r[i].len);
+			CHECK(r[i].follow->n > 0 && r[i].follow->n <= KX_FOLLOW_SEL);
+		}
 		CHECK(r[i].drv > KX_DRV_UNKNOWN && r[i].drv < KX_DRV_MAX);
 		if (kx_driver_by_nr(r[i].drv))
 			CHECK_EQ_U(r[i].key, KX_ARG_BY_NR_KEY(r[i].key));
@@ -725,6 +783,7 @@ int main(void)
 	RUN(test_decode_kvm_region);
 	RUN(test_decode_nv_control);
 	RUN(test_decode_nv_alloc);
+	RUN(test_decode_nv_alloc_memory);
 	RUN(test_decode_xfer);
 	RUN(test_decode_short);
 	RUN(test_decode_alloc_family);

@@ -674,6 +674,102 @@ static int kvm_slot(struct kx_memacct *m, uint64_t who, const struct kx_field *s
 	return KX_MEM_DELTA;
 }
 
+/*
+ * NVIDIA RM objects: memory allocations by (pid, client, handle); the value
+ * holds the size and the region in its top bit. RM_FREE of a handle that is
+ * no allocation of the capture frees some other object (most are): no
+ * memory event. Freeing the client (hObjectOld == hRoot) frees all its
+ * objects.
+ */
+#define NV_NR_ALLOC_MEMORY 0x4627 /* type 'F' << 8 | nr */
+#define NV_NR_FREE         0x4629
+#define NV_NR_ALLOC        0x462b
+#define NV_REGION_BIT      63
+#define NV_CLASS_SYSTEM    0x3e /* NV01_MEMORY_SYSTEM, cl003e.h */
+#define NV_CLASS_LOCAL     0x40 /* NV01_MEMORY_LOCAL_USER, cl0040.h */
+#define NV_CLASS_OS_DESC   0x71 /* NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, cl0071.h */
+
+static void nv_take(struct kx_memacct *m, struct kx_keyslot *sl)
+{
+	int reg = (int)(sl->v >> NV_REGION_BIT);
+
+	m->nv[reg] -= (int64_t)(sl->v & ~(1ULL << NV_REGION_BIT));
+	kx_keymap_del(&m->handles, sl);
+}
+
+static int nv_free(struct kx_memacct *m, const struct kx_ioctl *e, const struct kx_field *f, int nf)
+{
+	const struct kx_field *root = field(f, nf, "h_root"), *old = field(f, nf, "h_old");
+	const struct kx_field *st = field(f, nf, "status");
+	uint64_t who;
+
+	if (!root || !old || (st && st->u)) /* an RM error: nothing was freed */
+		return KX_MEM_NONE;
+	who = (uint64_t)e->pid << 32 | (uint32_t)root->u;
+	if (old->u == root->u) {
+		/* Backwards: the last entry moves into a deleted one's place. */
+		for (size_t i = m->handles.n; i-- > 0;) {
+			struct kx_keyslot *sl = &m->handles.v[i];
+
+			if (sl->k[0] == KX_DRV_NVIDIA && sl->k[1] == who)
+				nv_take(m, sl);
+		}
+	} else {
+		struct kx_keyslot *sl = kx_keymap_find(&m->handles, KX_DRV_NVIDIA, who, old->u);
+
+		if (sl)
+			nv_take(m, sl);
+	}
+	return m->nv[KX_NVMEM_VID] || m->nv[KX_NVMEM_SYS] ? KX_MEM_DELTA : KX_MEM_NONE;
+}
+
+static int nv_alloc(struct kx_memacct *m, const struct kx_ioctl *e, const struct kx_field *f,
+                    int nf)
+{
+	const struct kx_field *root = field(f, nf, "h_root"), *handle = field(f, nf, "handle");
+	const struct kx_field *cls = field(f, nf, "rm_class"), *st = field(f, nf, "status");
+	const struct kx_field *size = field(f, nf, "size"), *limit = field(f, nf, "limit");
+	uint64_t bytes = size ? size->u : limit ? limit->u + 1 : 0;
+	struct kx_keyslot *sl;
+	int reg;
+
+	if (!root || !handle || !cls || !st || st->u || !bytes || bytes >> NV_REGION_BIT)
+		return KX_MEM_NONE;
+	if (cls->u == NV_CLASS_LOCAL)
+		reg = KX_NVMEM_VID;
+	else if (cls->u == NV_CLASS_SYSTEM || cls->u == NV_CLASS_OS_DESC)
+		reg = KX_NVMEM_SYS;
+	else
+		return KX_MEM_NONE;
+	sl = kx_keymap_get(&m->handles, KX_DRV_NVIDIA, (uint64_t)e->pid << 32 | (uint32_t)root->u,
+	                   handle->u);
+	if (!sl)
+		return -1;
+	if (sl->v) /* the same handle again: the old object is gone */
+		m->nv[sl->v >> NV_REGION_BIT] -= (int64_t)(sl->v & ~(1ULL << NV_REGION_BIT));
+	sl->v = bytes | (uint64_t)reg << NV_REGION_BIT;
+	m->nv[reg] += (int64_t)bytes;
+	return KX_MEM_DELTA;
+}
+
+/* NVIDIA's RM allocations and frees: 0 (not one), or a step's result. */
+static int nv_step(struct kx_memacct *m, const struct kx_ioctl *e, const struct kx_field *f, int nf,
+                   int64_t *delta, int *r)
+{
+	uint32_t nr = e->cmd & 0xffffU;
+
+	if (e->drv != KX_DRV_NVIDIA || e->xfer_cmd)
+		return 0;
+	if (nr == NV_NR_FREE)
+		*r = nv_free(m, e, f, nf);
+	else if (nr == NV_NR_ALLOC || nr == NV_NR_ALLOC_MEMORY)
+		*r = nv_alloc(m, e, f, nf);
+	else
+		return 0;
+	*delta = m->nv[KX_NVMEM_VID] + m->nv[KX_NVMEM_SYS];
+	return 1;
+}
+
 int kx_memacct_step(struct kx_memacct *m, const struct kx_ioctl *e, const uint8_t *arg,
                     int64_t *delta)
 {
@@ -683,14 +779,17 @@ int kx_memacct_step(struct kx_memacct *m, const struct kx_ioctl *e, const uint8_
 	struct kx_keyslot *sl;
 	char buf[96];
 	const char *name;
-	int nf;
+	int nf, nv;
 
+	memset(m->nv, 0, sizeof(m->nv));
 	if (!arg || e->ret < 0)
 		return KX_MEM_NONE;
 	nf = kx_ioctl_decode_args((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, arg, e->arg_in_len,
 	                          arg + e->arg_in_len, e->arg_out_len, f, MAX_FIELDS);
 	if (nf <= 0)
 		return KX_MEM_NONE;
+	if (nv_step(m, e, f, nf, delta, &nv))
+		return nv;
 	size = field(f, nf, "size");
 	handle = field(f, nf, "handle");
 	slot = field(f, nf, "slot");

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "analysis/jobrec.h"
+#include "analysis/nvmem.h"
 #include "model/capinfo.h"
 #include "model/event.h"
 #include "util/keymap.h"
@@ -148,10 +149,16 @@ int kx_waiter_better(const struct kx_waitcand *a, const struct kx_waitcand *b, u
  * KVM memory slots by (vm fd, slot). */
 struct kx_memacct {
 	struct kx_keymap handles, slots;
+	/* NVIDIA: bytes per region (analysis/nvmem.h) of the last KX_MEM_DELTA,
+	 * all 0 for other drivers. */
+	int64_t nv[KX_NVMEM_NREG];
 };
 #define KX_MEMACCT_INIT                                                                            \
 	{                                                                                          \
-		KX_KEYMAP_INIT, KX_KEYMAP_INIT                                                     \
+		KX_KEYMAP_INIT, KX_KEYMAP_INIT,                                                    \
+		{                                                                                  \
+			0                                                                          \
+		}                                                                                  \
 	}
 
 enum { KX_MEM_NONE, KX_MEM_DELTA, KX_MEM_UNKNOWN_FREE };

@@ -734,6 +734,9 @@ static int memory(struct builder *b)
 			b->devs.devs[dev].mem_unknown_frees++;
 		else if (mem_add(b, dev, e, ev[k].idx, delta))
 			goto out;
+		if ((m.nv[KX_NVMEM_VID] || m.nv[KX_NVMEM_SYS]) &&
+		    kx_nvmem_add(&b->out->nvmem, e->pid, ioctl_end(e), m.nv))
+			goto out;
 	}
 	for (size_t i = 0; i < b->devs.n; i++)
 		kx_jobdev_mem_finish(&b->devs.devs[i]);
@@ -920,5 +923,6 @@ void kx_jobs_free(struct kx_jobs *j)
 	free(j->rings);
 	free(j->devs);
 	free(j->submitted);
+	kx_nvmem_free(&j->nvmem);
 	free(j);
 }

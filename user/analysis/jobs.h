@@ -65,9 +65,11 @@
  * destroy, KFD free, habanalabs MEMORY free) of a handle allocated in the
  * capture (others are counted as unknown frees); KVM memory slots by (vm
  * fd, slot): memory_size > 0 adds or resizes the slot, 0 deletes it.
- * NVIDIA RM_ALLOC carries only the object class and a pointer to its
- * parameters, which are not copied: no sizes, so no NVIDIA memory
- * accounting. Usage starts at 0 at capture start. Each event is stamped at
+ * NVIDIA: RM_ALLOC of a memory class (its size from the followed
+ * parameters, the size the driver allocated) and RM_ALLOC_MEMORY (limit +
+ * 1) by (pid, client, handle), freed by RM_FREE of the handle or of its
+ * client (analysis/jobpair.c); per process and region in nvmem
+ * (analysis/nvmem.h) too. Usage starts at 0 at capture start. Each event is stamped at
  * the ioctl's return. Avg Usage is the mean of the usage after each event.
  */
 #ifndef KX_JOBS_H
@@ -77,6 +79,7 @@
 #include <stdint.h>
 
 #include "analysis/jobrec.h"
+#include "analysis/nvmem.h"
 #include "model/capinfo.h"
 #include "model/store.h"
 
@@ -91,6 +94,7 @@ struct kx_jobs {
 	uint64_t start_ns, end_ns; /* capture span used for busy and incomplete jobs */
 	uint8_t *submitted;        /* bitmap over store ioctls: submitted a job */
 	size_t nioctls;
+	struct kx_nvmem nvmem; /* NVIDIA device memory per process and region */
 	/* The store whose ioctls submit, wait and mem[].ioctl index. */
 	const struct kx_store *store;
 };

@@ -372,6 +372,9 @@ int kx_ioctl_bpf_fill(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o,
 		struct kx_arg_key k = {.drv = reqs[i].drv, .cmd = reqs[i].key};
 		struct kx_arg_spec v = {.len = reqs[i].len, .flags = reqs[i].flags};
 
+		if (reqs[i].follow)
+			v.follow = *reqs[i].follow;
+
 		if (bpf_map_update_elem(arg_fd, &k, &v, BPF_ANY)) {
 			snprintf(err, len, "cannot fill the argument-copy map: %s",
 			         strerror(errno));
@@ -396,6 +399,7 @@ void kx_ioctl_bpf_fds(const struct kx_ioctl_bpf *b, struct kx_ioctl_bpf_fds *out
 	out->inflight = bpf_map__fd(b->skel->maps.inflight);
 	out->call_btf = bpf_map__autocreate(b->skel->maps.task_call);
 	out->task_call = out->call_btf ? bpf_map__fd(b->skel->maps.task_call) : -1;
+	out->argspec = bpf_map__fd(b->skel->maps.argspec);
 }
 
 int kx_ioctl_bpf_add_pid(struct kx_ioctl_bpf *b, uint32_t pid, char *err, size_t len)

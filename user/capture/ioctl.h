@@ -52,6 +52,7 @@ struct kx_ioctl_bpf_fds {
 	int inflight;          /* calls in flight by tid (bpf/inflight.bpf.h) */
 	int task_call;         /* the same in task storage; -1 when not made (not tp_btf) */
 	int call_btf;          /* calls are kept in task_call (tp_btf), else in inflight */
+	int argspec;           /* the argument-copy plan (filled by kx_ioctl_bpf_fill) */
 };
 
 /* Loads with mechanism mech and attaches its programs; the optional ones

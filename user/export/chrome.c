@@ -885,6 +885,19 @@ static void write_jobs(struct wbuf *w, const struct ctx *c, int *first, uint64_t
 				write_counter(w, c, first, rem, pid, "memory", "bytes",
 				              jd->mem[k].ts, jd->mem[k].usage);
 	}
+	/* NVIDIA memory per process: counters on the process's own track. */
+	for (size_t i = 0; i < jb->nvmem.nprocs && !w->err; i++) {
+		const struct kx_nvmem_proc *p = &jb->nvmem.procs[i];
+
+		for (int r = 0; r < KX_NVMEM_NREG; r++)
+			for (size_t k = 0; k < p->reg[r].npts; k++)
+				if (in_part(c, p->reg[r].pts[k].ts))
+					write_counter(w, c, first, rem, p->pid,
+					              r == KX_NVMEM_VID ? "nvidia vidmem"
+					                                : "nvidia sysmem",
+					              "bytes", p->reg[r].pts[k].ts,
+					              p->reg[r].pts[k].usage);
+	}
 }
 
 /* Text of the sample writer, in pieces of any size. */

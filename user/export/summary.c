@@ -649,6 +649,33 @@ static void print_hist(const struct kx_stat_row *r, FILE *f)
 }
 
 /* Per device: jobs, busy fraction, depth and links; then the Memory rows. */
+/* NVIDIA device memory per process and region (analysis/nvmem.h). */
+static void print_nvmem(const struct kx_nvmem *nm, FILE *f)
+{
+	int any = 0;
+
+	for (size_t i = 0; i < nm->nprocs; i++) {
+		for (int r = 0; r < KX_NVMEM_NREG; r++) {
+			const struct kx_nvmem_reg *g = &nm->procs[i].reg[r];
+
+			if (!g->npts)
+				continue;
+			if (!any++)
+				fprintf(f,
+				        "\nNVIDIA memory (bytes)\n%-8s  %-6s  %7s  %7s  %14s  %14s "
+				        " "
+				        "%14s  %14s\n",
+				        "Pid", "Region", "Allocs", "Frees", "Allocated", "Freed",
+				        "Live at end", "Peak");
+			fprintf(f,
+			        "%-8u  %-6s  %7" PRIu64 "  %7" PRIu64 "  %14" PRIu64 "  %14" PRIu64
+			        "  %14" PRIu64 "  %14" PRIu64 "\n",
+			        nm->procs[i].pid, kx_nvmem_region_name(r), g->allocs, g->frees,
+			        g->allocated, g->freed, g->live, g->peak);
+		}
+	}
+}
+
 static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 {
 	char line[512];
@@ -681,6 +708,7 @@ static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 		fprintf(f, "memory/%-17s  %11" PRIu64 "  %14" PRIu64 "  %14" PRIu64 "  %16.1f\n",
 		        d->name, (uint64_t)d->nmem, d->mem_min, d->mem_max, d->mem_avg);
 	}
+	print_nvmem(&jb->nvmem, f);
 }
 
 /* "; ioctl hooks: tp_btf" and the end of the header line (nothing when the
@@ -887,6 +915,35 @@ static void json_memory(const struct kx_jobs *jb, FILE *f)
 	fputs(n ? "\n  },\n" : "},\n", f);
 }
 
+/* "NVIDIA Memory": {"<pid>": {"vidmem": {Allocations, Frees, Allocated,
+ * Freed, Live, Peak}, "sysmem": {...}}}: bytes. */
+static void json_nvmem(const struct kx_jobs *jb, FILE *f)
+{
+	size_t np = jb ? jb->nvmem.nprocs : 0;
+
+	fputs("  \"NVIDIA Memory\": {", f);
+	for (size_t i = 0; i < np; i++) {
+		const struct kx_nvmem_proc *p = &jb->nvmem.procs[i];
+		int n = 0;
+
+		fprintf(f, "%s\"%u\": {", i ? ",\n    " : "\n    ", p->pid);
+		for (int r = 0; r < KX_NVMEM_NREG; r++) {
+			const struct kx_nvmem_reg *g = &p->reg[r];
+
+			if (!g->npts)
+				continue;
+			fprintf(f,
+			        "%s\"%s\": {\"Allocations\": %" PRIu64 ", \"Frees\": %" PRIu64
+			        ", \"Allocated\": %" PRIu64 ", \"Freed\": %" PRIu64
+			        ", \"Live\": %" PRIu64 ", \"Peak\": %" PRIu64 "}",
+			        n++ ? ", " : "", kx_nvmem_region_name(r), g->allocs, g->frees,
+			        g->allocated, g->freed, g->live, g->peak);
+		}
+		fputc('}', f);
+	}
+	fputs(np ? "\n  },\n" : "},\n", f);
+}
+
 static void json_dist(const char *key, const struct kx_dist *d, FILE *f)
 {
 	fprintf(f,
@@ -1013,6 +1070,7 @@ void kx_summary_print_json_ext(const struct kx_summary *sum, FILE *f, int hist,
 	}
 	fputs(cat ? "\n    }\n  },\n" : "},\n", f);
 	json_memory(sum->jobs, f);
+	json_nvmem(sum->jobs, f);
 	fputs("  \"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"},\n", f);
 	json_jobs(sum->jobs, f);
 	json_annotations(sum, f);

@@ -1687,6 +1687,38 @@ static void put_job_plane_stats(struct exporter *x, struct ptabs *t, const struc
 	}
 }
 
+/* The NVIDIA device plane: per process and region, the memory the RM
+ * allocation ioctls allocated, freed, left live and peaked at (bytes):
+ * stats "pid <pid> <region> allocated|freed|live|peak". */
+static void put_nvmem_plane_stats(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
+{
+	static const char *what[] = {"allocated", "freed", "live", "peak"};
+	const struct kx_nvmem *nm = &x->jobs->nvmem;
+	char name[64];
+
+	if (jd->drv != KX_DRV_NVIDIA)
+		return;
+	for (size_t i = 0; i < nm->nprocs; i++)
+		for (int r = 0; r < KX_NVMEM_NREG; r++) {
+			const struct kx_nvmem_reg *g = &nm->procs[i].reg[r];
+			uint64_t v[] = {g->allocated, g->freed, g->live, g->peak};
+
+			if (!g->npts)
+				continue;
+			for (int k = 0; k < 4; k++) {
+				uint8_t *p = kx_bytes_room(&x->out, 64);
+				uint32_t mid;
+
+				snprintf(name, sizeof(name), "pid %u %s %s", nm->procs[i].pid,
+				         kx_nvmem_region_name(r), what[k]);
+				mid = pid_of(t, &t->st, name);
+				if (p && mid)
+					ob_done(&x->out, put_stat_varint(p, XPLANE_STATS, mid,
+					                                 XSTAT_UINT64, v[k]));
+			}
+		}
+}
+
 /* The job device of capinfo device i, or NULL. */
 static const struct kx_jobdev *jobdev_of(const struct exporter *x, uint32_t i)
 {
@@ -1735,6 +1767,7 @@ static void put_device_plane(struct exporter *x, const struct kx_device *d,
 		put_plane_str_stat(&x->out, &t.st, "device_vendor", vendor);
 	if (jd) {
 		put_job_plane_stats(x, &t, jd);
+		put_nvmem_plane_stats(x, &t, jd);
 		put_job_lines(x, &t, jd);
 		put_mem_line(x, &t, jd);
 	}

@@ -495,7 +495,8 @@ struct dec {
 	uint16_t flags;
 	const struct fdesc *f;
 	size_t nf;
-	void (*extra)(struct dctx *c); /* value- or size-dependent fields */
+	void (*extra)(struct dctx *c);      /* value- or size-dependent fields */
+	const struct kx_arg_follow *follow; /* with KX_ARGF_FOLLOW */
 };
 
 #define IN(n, k, o, w)                                                                             \
@@ -510,11 +511,15 @@ struct dec {
 /* Requests keyed by nr (kx_driver_by_nr) or by the full cmd. */
 #define DEC_NR(d, cmd, len, fl, f, x)                                                              \
 	{                                                                                          \
-		d, KX_ARG_BY_NR_KEY(cmd), len, fl, f, ARRAY_SIZE(f), x                             \
+		d, KX_ARG_BY_NR_KEY(cmd), len, fl, f, ARRAY_SIZE(f), x, NULL                       \
+	}
+#define DEC_FOLLOW(d, cmd, len, fl, f, x, fw)                                                      \
+	{                                                                                          \
+		d, KX_ARG_BY_NR_KEY(cmd), len, (fl) | KX_ARGF_FOLLOW, f, ARRAY_SIZE(f), x, fw      \
 	}
 #define DEC_CMD(d, cmd, len, fl, f, x)                                                             \
 	{                                                                                          \
-		d, cmd, len, fl, f, ARRAY_SIZE(f), x                                               \
+		d, cmd, len, fl, f, ARRAY_SIZE(f), x, NULL                                         \
 	}
 
 static uint64_t read_le(const uint8_t *p, unsigned int width)
@@ -773,7 +778,51 @@ static const struct fdesc f_nv_alloc[] = {
         IN("rm_class", HEX, 12, 4),
 };
 
-/* NVOS21 (32 B) and NVOS64 (48 B) differ after hClass; only the size tells. */
+/*
+ * Memory classes whose RM_ALLOC parameters the BPF side follows (the
+ * follow rule of bpf/kxprof.h: pAllocParms @16, selected by hClass @12).
+ * NV_MEMORY_ALLOCATION_PARAMS (nvos.h; classes NV01_MEMORY_SYSTEM 0x3e,
+ * cl003e.h, and NV01_MEMORY_LOCAL_USER 0x40, cl0040.h): u64 size @64,
+ * [IN/OUT], the driver writes the size it allocated back. NV_OS_DESC_
+ * MEMORY_ALLOCATION_PARAMS (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR 0x71,
+ * cl0071.h): u64 limit @24, size - 1.
+ */
+#define NV_MEMORY_SYSTEM   0x3e
+#define NV_MEMORY_LOCAL    0x40
+#define NV_MEMORY_OS_DESC  0x71
+#define NV_MEM_PARAMS_SIZE 64 /* offset of size in NV_MEMORY_ALLOCATION_PARAMS */
+#define NV_OSDESC_LIMIT    24 /* offset of limit in NV_OS_DESC_MEMORY_ALLOCATION_PARAMS */
+static const struct kx_arg_follow nv_alloc_follow = {
+        .ptr_off = 16,
+        .sel_off = 12,
+        .n = 3,
+        .sel = {NV_MEMORY_SYSTEM, NV_MEMORY_LOCAL, NV_MEMORY_OS_DESC},
+        .off = {NV_MEM_PARAMS_SIZE, NV_MEM_PARAMS_SIZE, NV_OSDESC_LIMIT},
+};
+
+/* The followed window of a memory class's parameters: the size (or, for
+ * OS descriptors, the limit) the driver wrote back, else the one asked for. */
+static void nv_alloc_window(struct dctx *c)
+{
+	uint64_t cls;
+	int src;
+
+	if (!peek(c, SRC_IN, 12, 4, &cls))
+		return;
+	src = c->len[SRC_OUT] == KX_ARG_MAX ? SRC_OUT : SRC_IN;
+	if (c->len[src] != KX_ARG_MAX)
+		return;
+	if (cls == NV_MEMORY_OS_DESC) {
+		put(c, "limit", KX_FIELD_U64, src, KX_FOLLOW_AT, 8);
+	} else if (cls == NV_MEMORY_SYSTEM || cls == NV_MEMORY_LOCAL) {
+		put(c, "size", KX_FIELD_U64, src, KX_FOLLOW_AT, 8);
+		if (src == SRC_OUT)
+			put(c, "requested_size", KX_FIELD_U64, SRC_IN, KX_FOLLOW_AT, 8);
+	}
+}
+
+/* NVOS21 (32 B) and NVOS64 (48 B) differ after hClass; only the size tells.
+ * The handle is hObjectNew as the driver returns it (it picks one for 0). */
 static void nv_alloc_extra(struct dctx *c)
 {
 	if (c->size == 32) {
@@ -784,7 +833,20 @@ static void nv_alloc_extra(struct dctx *c)
 		put(c, "flags", KX_FIELD_HEX, SRC_IN, 36, 4);
 		put(c, "status", KX_FIELD_HEX, SRC_OUT, 40, 4);
 	}
+	put(c, "handle", KX_FIELD_HEX, c->len[SRC_OUT] ? SRC_OUT : SRC_IN, 8, 4);
+	nv_alloc_window(c);
 }
+
+/*
+ * NVOS02 (RM_ALLOC_MEMORY, legacy) {hRoot, hObjectParent, hObjectNew,
+ * hClass, flags, pMemory @24, u64 limit @32, status @40} + int fd = 56 B:
+ * the size is in the argument (limit + 1).
+ */
+static const struct fdesc f_nv_alloc_memory[] = {
+        IN("h_root", HEX, 0, 4),  IN("h_parent", HEX, 4, 4),  IN("h_new", HEX, 8, 4),
+        IN("handle", HEX, 8, 4),  IN("rm_class", HEX, 12, 4), IN("flags", HEX, 16, 4),
+        IN("memory", HEX, 24, 8), OUT("limit", U64, 32, 8),   OUT("status", HEX, 40, 4),
+};
 
 /*
  * NVOS33 {hClient, hDevice, hMemory, u64 offset @16, length @24,
@@ -885,16 +947,17 @@ static const struct dec decs[] = {
         DEC_NR(KX_DRV_KFD, 0x40084b17, 8, KX_ARGF_IN, f_kfd_free, NULL),
         DEC_NR(KX_DRV_KFD, 0xc0184b18, 24, IO, f_kfd_map, NULL),
         DEC_NR(KX_DRV_KFD, 0xc0184b19, 24, IO, f_kfd_map, NULL),
+        DEC_NR(KX_DRV_NVIDIA, 0xc0384627, 44, IO, f_nv_alloc_memory, NULL),
         DEC_NR(KX_DRV_NVIDIA, 0xc0104629, 16, IO, f_nv_free, NULL),
         DEC_NR(KX_DRV_NVIDIA, 0xc020462a, 32, IO, f_nv_control, NULL),
-        DEC_NR(KX_DRV_NVIDIA, 0xc030462b, 44, IO, f_nv_alloc, nv_alloc_extra),
+        DEC_FOLLOW(KX_DRV_NVIDIA, 0xc030462b, 44, IO, f_nv_alloc, nv_alloc_extra, &nv_alloc_follow),
         DEC_NR(KX_DRV_NVIDIA, 0xc038464e, 48, IO, f_nv_map_memory, NULL),
         DEC_NR(KX_DRV_NVIDIA, 0xc0404657, 60, IO, f_nv_map_memory_dma, NULL),
         /*
          * XFER: the BPF side copies the wrapped block, decoded by the inner
          * escape's fields; 60 B covers the largest (MAP_MEMORY_DMA).
          */
-        {KX_DRV_NVIDIA, KX_ARG_BY_NR_KEY(0xc01046d3), 60, IO | KX_ARGF_XFER, NULL, 0, NULL},
+        {KX_DRV_NVIDIA, KX_ARG_BY_NR_KEY(0xc01046d3), 60, IO | KX_ARGF_XFER, NULL, 0, NULL, NULL},
         DEC_CMD(KX_DRV_NVIDIA_UVM, 0x22, 16, IO, f_uvm_free, NULL),          /* UVM_FREE */
         DEC_CMD(KX_DRV_NVIDIA_UVM, 0x33, 16, KX_ARGF_IN, f_uvm_range, NULL), /* UVM_MIGRATE */
         DEC_CMD(KX_DRV_NVIDIA_UVM, 0x44, 16, KX_ARGF_IN, f_uvm_range,
@@ -983,6 +1046,7 @@ static void add_req(enum kx_driver drv, const struct dec *d)
 	reqs[nreqs].key = d->key;
 	reqs[nreqs].len = d->len;
 	reqs[nreqs].flags = d->flags;
+	reqs[nreqs].follow = d->follow;
 	nreqs++;
 }
 

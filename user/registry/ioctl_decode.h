@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kxprof.h"
 #include "registry/drivers.h"
 
 /* Canonical lower-case name ("amdgpu", "kvm", "nvidia-uvm", "unknown"). */
@@ -46,7 +47,8 @@ struct kx_arg_req {
 	enum kx_driver drv;
 	uint32_t key;   /* full cmd, or KX_ARG_BY_NR_KEY(cmd) when kx_driver_by_nr */
 	uint16_t len;   /* <= KX_ARG_MAX */
-	uint16_t flags; /* KX_ARGF_IN | KX_ARGF_OUT | KX_ARGF_XFER */
+	uint16_t flags; /* KX_ARGF_IN | KX_ARGF_OUT | KX_ARGF_XFER | KX_ARGF_FOLLOW */
+	const struct kx_arg_follow *follow; /* the follow rule (KX_ARGF_FOLLOW), else NULL */
 };
 /* All requests; *n gets the count. Static storage. */
 const struct kx_arg_req *kx_ioctl_arg_reqs(size_t *n);
