@@ -81,7 +81,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps test unit demo install clean format format-check bench bench-sampling layering ioctl-tables
+.PHONY: all deps pyenv test unit demo install clean format format-check bench bench-sampling layering ioctl-tables
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS) $(TOOL_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
@@ -170,11 +170,28 @@ $(BUILD)/tests/%: tests/tools/%.c $(LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
+# A failed `make pyenv` does not stop the other tests: the framework tests
+# then fail, saying the package they need is missing.
 test: $(DEPS_STAMP)
+	@$(MAKE) -s pyenv || echo "kxprof: make pyenv failed: the framework tests will fail" >&2
 	@tests/run.sh
 
 demo: all
 	@tests/demo.sh
+
+# The framework tests' Python environment: build/venv (for both builds) from
+# the exact pins of tests/requirements.txt, remade when that file changes.
+# pip's own configuration says where packages come from (an index, and
+# find-links for wheels kept on disk).
+PYENV := build/venv
+PYENV_STAMP := $(PYENV)/.requirements-ok
+PYENV_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+pyenv: $(PYENV_STAMP)
+$(PYENV_STAMP): tests/requirements.txt
+	rm -rf $(PYENV)
+	$(PYENV_PYTHON) -m venv $(PYENV)
+	$(PYENV)/bin/pip install -q -r tests/requirements.txt
+	cp tests/requirements.txt $@
 
 # The floor loader needs only its skeleton and libbpf.
 $(BUILD)/bench/floor: tests/bench/floor.c $(BUILD)/floor.skel.h
