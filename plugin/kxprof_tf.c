@@ -25,10 +25,12 @@
  * same capture, streamed back and read into the same store; stderr says so
  * once per process. Without either, with no device to trace or when the
  * session cannot be opened, the plugin is inactive for that session and says
- * why on stderr once per process. It never fails registration (TensorFlow
- * would abort the process). Errors (too small a buffer, a failed export) go
- * to TF_Status through TensorFlow's TF_SetStatus, looked up at run time so
- * the library also loads into hosts without TensorFlow (they get none).
+ * why on stderr once per reason. It never fails registration (TensorFlow
+ * would abort the process). Where TensorFlow loads two copies of the plugin
+ * (both load routes), the first registered profiles and the other stays
+ * inactive (tf_claim.h), so no event is captured twice. Errors (too small a buffer, a failed
+ * export) go to TF_Status through TensorFlow's TF_SetStatus, looked up at run time so the library
+ * also loads into hosts without TensorFlow (they get none).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -42,6 +44,7 @@
 #include "capture/probe.h"
 #include "capture/setup.h"
 #include "model/store.h"
+#include "tf_claim.h"
 #include "tf_profiler_api.h"
 #include "export/xspace.h"
 #include "util/parse.h"
@@ -51,11 +54,11 @@
 
 /* One-time stderr messages, one bit each. */
 enum {
-	WARN_INACTIVE = 1 << 0,
 	WARN_DEVICES = 1 << 1,
 	WARN_RINGBUF = 1 << 2,
 	WARN_MEM = 1 << 3,
 	WARN_DAEMON = 1 << 4,
+	WARN_SECOND_COPY = 1 << 5,
 };
 
 /*
@@ -70,8 +73,10 @@ static struct {
 	char *device_list;      /* KXPROF_DEVICES, cut into the specs of devices */
 	uint8_t *xspace;        /* frozen at stop, handed out once */
 	size_t xspace_len;
-	unsigned int warned;  /* WARN_* already printed */
-	struct kx_capinfo ci; /* final facts of the last session */
+	unsigned int warned;    /* WARN_* already printed */
+	char inactive_why[256]; /* the reason last printed by inactive() */
+	int second_copy;        /* another copy of the plugin profiles this process */
+	struct kx_capinfo ci;   /* final facts of the last session */
 	struct kx_devset devices;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -118,11 +123,13 @@ static void warn_once(unsigned int bit, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The one line that says why profiling does not happen, and what to do. */
+/* The line that says why profiling does not happen, and what to do: once per reason. */
 static void inactive(const char *why, const char *todo)
 {
-	warn_once(WARN_INACTIVE, "kxprof: TensorFlow profiler plugin inactive: %s; %s\n", why,
-	          todo);
+	if (strncmp(g.inactive_why, why, sizeof(g.inactive_why) - 1) == 0)
+		return;
+	snprintf(g.inactive_why, sizeof(g.inactive_why), "%s", why);
+	fprintf(stderr, "kxprof: TensorFlow profiler plugin inactive: %s; %s\n", why, todo);
 }
 
 static int env_flag(const char *name)
@@ -218,6 +225,18 @@ static int configure(void)
 {
 	char err[512];
 
+	if (g.second_copy) {
+		Dl_info di = {0};
+
+		dladdr((void *)TF_InitProfiler, &di);
+		warn_once(WARN_SECOND_COPY,
+		          "kxprof: TensorFlow profiler plugin: another copy of it, loaded first, "
+		          "profiles this process; this copy (%s) stays inactive, so no event is "
+		          "captured twice (load the plugin by one route: tensorflow-plugins or "
+		          "TF_PLUGGABLE_DEVICE_LIBRARY_PATH)\n",
+		          di.dli_fname ? di.dli_fname : "?");
+		return -1;
+	}
 	if (env_flag("KXPROF_DISABLE")) {
 		inactive("disabled by KXPROF_DISABLE", "unset KXPROF_DISABLE to profile");
 		return -1;
@@ -424,6 +443,9 @@ __attribute__((visibility("default"))) void TF_InitProfiler(TF_ProfilerRegistrat
 	/* Never fail: any error here makes TensorFlow abort the process. */
 	if (!params)
 		return;
+	/* Registered all the same: a copy that fails registration aborts TensorFlow. */
+	if (!kx_tf_claim_process())
+		g.second_copy = 1;
 	params->struct_size = TF_PROFILER_REGISTRATION_PARAMS_STRUCT_SIZE;
 	params->destroy_profiler = kx_tf_destroy_profiler;
 	params->destroy_profiler_fns = kx_tf_destroy_profiler_fns;
