@@ -265,18 +265,33 @@ MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
 all: $(ANNOT_LIB) $(NVTX_LIB) $(NVTX_RECORDER) $(ANNOT_PY_TEST)
 
+# Where glibc before 2.34 keeps the functions plugin/annotate/glibc_compat.h binds.
+GLIBC_COMPAT_LIBS := -Wl,--push-state,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2 -Wl,--pop-state
+
 # <bpf/usdt.bpf.h> includes <linux/errno.h>, whose <asm/errno.h> is under the multiarch dir.
 $(BUILD)/annotate.bpf.o: private CLANG += -idirafter /usr/include/$(MULTIARCH)
 
 $(ANNOT_LIB): plugin/annotate/annotate.c plugin/kxprof_annotate.h plugin/annotate/annotate.map \
+		plugin/annotate/glibc_compat.h \
 		| $(DEPS_STAMP)
 	$(CC) $(ANNOT_CFLAGS) -shared -Wl,--version-script=plugin/annotate/annotate.map \
-		-Wl,--no-undefined -o $@ $<
+		-Wl,--no-undefined -o $@ $< $(GLIBC_COMPAT_LIBS)
 
 $(NVTX_LIB): plugin/annotate/nvtx.c plugin/annotate/nvtx_types.h plugin/annotate/nvtx.map \
+		plugin/annotate/glibc_compat.h \
 		$(ANNOT_LIB)
 	$(CC) $(ANNOT_CFLAGS) -shared -Wl,--version-script=plugin/annotate/nvtx.map \
-		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ $< -L$(BUILD) -lkxprof_annotate -lpthread
+		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ $< -L$(BUILD) -lkxprof_annotate $(GLIBC_COMPAT_LIBS)
+
+# The ITT collector (INTEL_LIBITTNOTIFY64): PyTorch's emit_itt() tasks as ranges.
+ITT_LIB := $(BUILD)/libkxprof_itt.so
+all: $(ITT_LIB)
+# Names are interned with the project's hash table (user/util/hashmap.c).
+$(ITT_LIB): plugin/itt/itt.c plugin/itt/itt_types.h plugin/itt/itt.map user/util/hashmap.c \
+		user/util/hashmap.h $(ANNOT_LIB)
+	$(CC) $(ANNOT_CFLAGS) -Iplugin/itt -shared -Wl,--version-script=plugin/itt/itt.map \
+		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ plugin/itt/itt.c user/util/hashmap.c \
+		-L$(BUILD) -lkxprof_annotate -lpthread
 
 # A previous NVTX injection for the forwarding tests: records what it is given.
 $(NVTX_RECORDER): tests/unit/nvtx_recorder.c plugin/annotate/nvtx_types.h | $(DEPS_STAMP)
@@ -300,14 +315,15 @@ $(ANNOT_PY_TEST): tests/unit/test_annotate_py.py | $(ANNOT_LIB)
 
 .PHONY: install-annotate
 install: install-annotate
-install-annotate: $(ANNOT_LIB) $(NVTX_LIB)
+install-annotate: $(ANNOT_LIB) $(NVTX_LIB) $(ITT_LIB)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PYTHON_DIR)
 	install -m 0644 plugin/kxprof_annotate.h $(DESTDIR)$(PREFIX)/include/kxprof_annotate.h
 	install -m 0755 $(ANNOT_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_annotate.so
 	install -m 0755 $(NVTX_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_nvtx.so
+	install -m 0755 $(ITT_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_itt.so
 	install -m 0644 plugin/python/kxprof_annotate.py $(DESTDIR)$(PYTHON_DIR)/kxprof_annotate.py
 
-FORMAT_SRCS += $(wildcard plugin/annotate/*.c plugin/annotate/*.h)
+FORMAT_SRCS += $(wildcard plugin/annotate/*.c plugin/annotate/*.h plugin/itt/*.c plugin/itt/*.h)
 
 clean:
 	rm -rf build build-san

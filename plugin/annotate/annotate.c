@@ -20,6 +20,7 @@
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
 
+#include "glibc_compat.h"
 #include "annotate_rec.h" /* bpf/: KX_ANN_NAME_MAX, KX_ANN_WAIT_ENV */
 #include "kxprof_annotate.h"
 

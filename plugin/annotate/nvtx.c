@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "glibc_compat.h"
 #include "kxprof_annotate.h"
 #include "nvtx_types.h"
 
