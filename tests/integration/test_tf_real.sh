@@ -2,8 +2,9 @@
 # Real TensorFlow (build/venv, `make pyenv`) loads kxprof's profiler plugin at
 # import, by TF_PLUGGABLE_DEVICE_LIBRARY_PATH and from a tensorflow-plugins
 # directory, and tf.profiler's sessions carry kxprof's ioctls, ranges and
-# device planes (tests/integration/tf_real.py checks each session); failures
-# never abort the import. A missing package fails, never skips.
+# device planes (tests/integration/tf_real.py checks each session), which
+# XProf's converter shows in the host process and as a device process
+# (xprof_check.py); failures never abort the import. A missing package fails, never skips.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${KXPROF_VENV:-$ROOT/build/venv}
@@ -59,6 +60,9 @@ run_py() { # name, then env and args
 # 1. The variable's route: disabled, no device, then two real sessions.
 run_py tf_real_env_route TF_PLUGGABLE_DEVICE_LIBRARY_PATH="$SO" KXPROF_DISABLE=1 \
 	KX_EMPTY_ROOT="$TMP/empty-root" "$PY" "$ROOT/tests/integration/tf_real.py" full "$TMP/log1"
+# XProf's converter on the last session's profile.
+run_py xprof_convert TF_CPP_MIN_LOG_LEVEL=3 "$PY" "$ROOT/tests/integration/xprof_check.py" \
+	"$TMP/log1/session.json" "$TMP/xprof-run"
 check tf_real_disabled_says_why grep -q 'inactive: disabled by KXPROF_DISABLE' "$TMP/tf_real_env_route.err"
 check tf_real_no_device_says_why grep -q 'inactive: no accelerator device' "$TMP/tf_real_env_route.err"
 

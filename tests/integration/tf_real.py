@@ -7,6 +7,9 @@ the pinned venv). One process, several profiler sessions, PASS/FAIL lines:
   tf_real.py once LOGDIR      one real session, checked exactly (both routes)
   tf_real.py inactive LOGDIR  one session that must not abort (no privilege)
 
+The full run also leaves LOGDIR/session.json: its last .xplane.pb and the
+jobs issued in that session, for XProf's converter (xprof_check.py).
+
 A real session: a Keras fit on the main thread inside an annotation range,
 two threads issuing driver jobs inside ranges of their own, the main thread
 a few jobs too. The .xplane.pb TensorFlow writes must hold kxprof's ioctls,
@@ -18,6 +21,7 @@ range around its thread's ioctls, and the device plane under XProf's
 
 import collections
 import glob
+import json
 import os
 import sys
 import threading
@@ -201,6 +205,10 @@ def main():
         for i in (1, 2):
             space, jobs, ranges, files = session(logdir, m)
             check_real("tf_session%d" % i, space, jobs, ranges, files)
+        # For XProf's converter (xprof_check.py): the last file and its jobs.
+        with open(os.path.join(logdir, "session.json"), "w") as f:
+            json.dump({"xplane": files[-1] if files else None, "job": accel_jobs.job_name(),
+                       "jobs": [[t, n, c] for (t, n), c in jobs.counts.items()]}, f)
     elif mode == "once":
         check("tf_plugin_both_routes", len(plugin_copies()) == 2,
               "copies mapped: %s" % plugin_copies())
