@@ -44,7 +44,9 @@
 #include "capture/probe.h"
 #include "capture/setup.h"
 #include "model/store.h"
+#include "capture/threadptr.h"
 #include "tf_claim.h"
+#include "tf_lines.h"
 #include "tf_profiler_api.h"
 #include "export/xspace.h"
 #include "util/parse.h"
@@ -73,10 +75,12 @@ static struct {
 	char *device_list;      /* KXPROF_DEVICES, cut into the specs of devices */
 	uint8_t *xspace;        /* frozen at stop, handed out once */
 	size_t xspace_len;
-	unsigned int warned;    /* WARN_* already printed */
-	char inactive_why[256]; /* the reason last printed by inactive() */
-	int second_copy;        /* another copy of the plugin profiles this process */
-	struct kx_capinfo ci;   /* final facts of the last session */
+	unsigned int warned;       /* WARN_* already printed */
+	char inactive_why[256];    /* the reason last printed by inactive() */
+	int second_copy;           /* another copy of the plugin profiles this process */
+	struct kx_threadptr *tptr; /* the session's threads' pthread_t, for TensorFlow's line ids */
+	size_t ntptr, captptr;
+	struct kx_capinfo ci; /* final facts of the last session */
 	struct kx_devset devices;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -191,12 +195,39 @@ static void close_session(void)
 	g.store = NULL;
 }
 
+/*
+ * Lists the pthread_t of this process's live threads (in TensorFlow, with
+ * the privilege to run the BPF iterator; else the lines keep the tids).
+ * Called at start and at stop: threads that ended between are missed.
+ */
+static void list_threads(void)
+{
+	char err[256];
+
+	if (g.cap.daemon || !kx_tf_present())
+		return;
+	if (kx_threadptr_collect(g.owner, &g.tptr, &g.ntptr, &g.captptr, err, sizeof(err)) < 0 &&
+	    env_flag("KXPROF_VERBOSE"))
+		fprintf(stderr, "kxprof: thread rows keep their tids: %s\n", err);
+}
+
+/* TensorFlow's line id of thread tid, 0 (the tid) when its pthread_t is unknown. */
+static uint64_t tf_line_id(void *ctx, uint32_t tid)
+{
+	(void)ctx;
+	for (size_t i = 0; i < g.ntptr; i++)
+		if (g.tptr[i].tid == tid)
+			return kx_tf_line_id(g.tptr[i].tp);
+	return 0;
+}
+
 /* Serializes the stopped session once; no events means no data (size 0). */
 static void freeze_xspace(TF_Status *status)
 {
 	struct kx_xspace_opts xo = {
 	        .from_mono_ns = g.ci.start_mono_ns,
 	        .to_mono_ns = g.ci.stop_mono_ns,
+	        .line_id = tf_line_id,
 	};
 	struct kx_analysis *an;
 	char err[512];
@@ -304,7 +335,10 @@ static void open_session(void)
 	if (kx_capture_start(&g.cap, err, sizeof(err)) != 0) {
 		inactive(err, "this session is not profiled");
 		close_session();
+		return;
 	}
+	g.ntptr = 0;
+	list_threads();
 }
 
 static void kx_tf_start(const TP_Profiler *profiler, TF_Status *status)
@@ -334,6 +368,7 @@ static void kx_tf_stop(const TP_Profiler *profiler, TF_Status *status)
 		fprintf(stderr, "kxprof: TensorFlow profiler session: %s\n", err);
 	g.ci = *kx_capture_capinfo(&g.cap);
 	g.ci.not_stored = kx_store_not_stored(g.store);
+	list_threads();
 	freeze_xspace(status);
 	if (env_flag("KXPROF_VERBOSE"))
 		fprintf(stderr,
@@ -430,6 +465,9 @@ __attribute__((destructor)) static void kx_tf_unload(void)
 	drop_xspace();
 	free(g.device_list);
 	g.device_list = NULL;
+	free(g.tptr);
+	g.tptr = NULL;
+	g.ntptr = g.captptr = 0;
 	pthread_mutex_unlock(&g.lock);
 }
 

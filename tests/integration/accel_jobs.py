@@ -50,11 +50,13 @@ class Jobs:
         self.kind = driver()
         self.lock = threading.Lock()
         self.counts = collections.Counter()
+        self.idents = {}  # tid -> threading.get_ident() (glibc's pthread_t)
 
     def _ioctl(self, fd, name, req, arg=0):
         ret = fcntl.ioctl(fd, req, arg)
         with self.lock:
             self.counts[(threading.get_native_id(), name)] += 1
+            self.idents[threading.get_native_id()] = threading.get_ident()
         return ret
 
     def run(self, n):

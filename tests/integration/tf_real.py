@@ -13,8 +13,9 @@ jobs issued in that session, for XProf's converter (xprof_check.py).
 A real session: a Keras fit on the main thread inside an annotation range,
 two threads issuing driver jobs inside ranges of their own, the main thread
 a few jobs too. The .xplane.pb TensorFlow writes must hold kxprof's ioctls,
-counted exactly per thread and name, on the merged /host:CPU plane's lines
-(line id = the thread's tid) beside TensorFlow's own host events, each
+counted exactly per thread and name, on TensorFlow's own line of each
+thread in the merged /host:CPU plane (the main thread's line also holds
+TensorFlow's events), each
 range around its thread's ioctls, and the device plane under XProf's
 /device:CUSTOM: prefix with one job line per job-issuing thread.
 """
@@ -40,6 +41,22 @@ MAIN_JOBS = 7
 fails = 0
 
 
+M64 = (1 << 64) - 1
+HASH_MUL = (0xc6a4a793 << 32) + 0x5bd1e995
+
+
+def tf_line_id(ident):
+    """TensorFlow's line id of a thread: libstdc++'s std::hash<std::thread::id>
+    of its pthread_t (threading.get_ident()), as an int64."""
+    def mix(v):
+        return v ^ (v >> 47)
+    h = 0xc70f6907 ^ ((8 * HASH_MUL) & M64)
+    h ^= (mix((ident * HASH_MUL) & M64) * HASH_MUL) & M64
+    h = (h * HASH_MUL) & M64
+    h = mix((mix(h) * HASH_MUL) & M64)
+    return h - (1 << 64) if h >> 63 else h
+
+
 def check(name, ok, detail=""):
     global fails
     if ok:
@@ -62,8 +79,10 @@ def model():
     return m
 
 
-def workload(m, jobs, with_jobs):
-    """The profiled work; returns the ranges opened {tid: name}."""
+def workload(m, jobs, with_jobs, done):
+    """The profiled work; returns the ranges opened {tid: name} and the
+    worker threads, which live on until done is set (threads that end
+    before stop() keep their tid as line id: see the README)."""
     x = tf.random.normal((256, 8))
     y = tf.random.normal((256, 1))
     ranges = {}
@@ -74,6 +93,7 @@ def workload(m, jobs, with_jobs):
         with kx.range(name, "test"):
             if with_jobs:
                 jobs.run(JOBS_PER_THREAD)
+        done.wait()
 
     ts = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
     for t in ts:
@@ -83,18 +103,26 @@ def workload(m, jobs, with_jobs):
         m.fit(x, y, epochs=2, batch_size=64, verbose=0)
         if with_jobs:
             jobs.run(MAIN_JOBS)
-    for t in ts:
-        t.join()
-    return ranges
+    while len(ranges) < 3:
+        time.sleep(0.01)
+    return ranges, ts
 
 
 def session(logdir, m, with_jobs=True):
     """One profiler session around the workload; (XSpace, jobs, ranges)."""
     before = set(glob.glob(os.path.join(logdir, "plugins/profile/*/*.xplane.pb")))
     jobs = accel_jobs.Jobs()
+    done = threading.Event()
     tf.profiler.experimental.start(logdir)
-    ranges = workload(m, jobs, with_jobs)
+    ranges, ts = workload(m, jobs, with_jobs, done)
+    # The workers' ranges are closed once their jobs are counted.
+    while with_jobs and sum(jobs.counts.values()) < 2 * (JOBS_PER_THREAD + 7) + MAIN_JOBS + 7:
+        time.sleep(0.01)
+    time.sleep(0.05)
     tf.profiler.experimental.stop()
+    done.set()
+    for t in ts:
+        t.join()
     new = sorted(set(glob.glob(os.path.join(logdir, "plugins/profile/*/*.xplane.pb"))) - before)
     space = xplane_pb2.XSpace()
     if new:
@@ -131,24 +159,31 @@ def check_real(tag, space, jobs, ranges, files):
         return
     host = host[0]
     lines = {ln.id: ln for ln in host.lines}
+    # Each thread's line is TensorFlow's own line of it.
+    line_of = {tid: tf_line_id(ident) for tid, ident in jobs.idents.items()}
     want = collections.Counter(jobs.counts)
     got = collections.Counter()
     names = {n for (_, n) in want}
     for tid in {t for (t, _) in want}:
-        if tid in lines:
-            for (n, _, _) in events(host, lines[tid]):
+        if line_of[tid] in lines:
+            for (n, _, _) in events(host, lines[line_of[tid]]):
                 if n in names:
                     got[(tid, n)] += 1
     check(tag + "_ioctls_exact_per_thread", got == want,
-          "kxprof events %s, issued %s" % (dict(got), dict(want)))
-    # TensorFlow's own host events are in the same merged plane.
-    tf_events = sum(len(ln.events) for ln in host.lines if ln.id not in ranges)
-    check(tag + "_tf_events_beside", tf_events > 0, "no TensorFlow events in /host:CPU")
+          "kxprof events %s, issued %s; lines %s" % (dict(got), dict(want),
+                                                     [(ln.id, ln.name) for ln in host.lines]))
+    # The main thread's row holds TensorFlow's own events and kxprof's.
+    main = lines.get(line_of.get(threading.get_native_id()))
+    tf_events = [n for (n, _, _) in events(host, main) if n not in names and n != "fit"] \
+        if main else []
+    check(tag + "_tf_events_same_row", len(tf_events) > 0,
+          "main thread's line: %s" % (main.name if main else "missing"))
     # Each thread's range holds every ioctl it issued.
     nested = True
     detail = ""
     for tid, rname in ranges.items():
-        evs = events(host, lines[tid]) if tid in lines else []
+        ln = lines.get(line_of.get(tid))
+        evs = events(host, ln) if ln else []
         rs = [(s, e) for (n, s, e) in evs if n == rname]
         ios = [(s, e) for (n, s, e) in evs if n in names]
         if len(rs) != 1 or not ios or not all(rs[0][0] <= s and e <= rs[0][1] for s, e in ios):
@@ -208,7 +243,8 @@ def main():
         # For XProf's converter (xprof_check.py): the last file and its jobs.
         with open(os.path.join(logdir, "session.json"), "w") as f:
             json.dump({"xplane": files[-1] if files else None, "job": accel_jobs.job_name(),
-                       "jobs": [[t, n, c] for (t, n), c in jobs.counts.items()]}, f)
+                       "jobs": [[tf_line_id(jobs.idents[t]), n, c]
+                                for (t, n), c in jobs.counts.items()]}, f)
     elif mode == "once":
         check("tf_plugin_both_routes", len(plugin_copies()) == 2,
               "copies mapped: %s" % plugin_copies())

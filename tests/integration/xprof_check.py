@@ -38,7 +38,8 @@ def procs(ev):
 
 
 def check_viewer(tag, ev, host_name, want, job):
-    """want: {(tid, name): n}; host_name: the host process's name."""
+    """want: {(row, name): n}, row the thread's line id; host_name: the host
+    process's name."""
     ps = procs(ev)
     host = [p for p, n in ps.items() if n == host_name]
     names = {n for (_, n) in want}
@@ -65,7 +66,8 @@ def main():
     path = os.path.join(run, os.path.basename(s["xplane"]))
     shutil.copy(s["xplane"], path)
     host = os.path.basename(path)[:-len(".xplane.pb")]
-    want = {(t, n): c for t, n, c in s["jobs"]}
+    # The viewers' tid of a row: its line id's low 32 bits.
+    want = {(t & 0xFFFFFFFF, n): c for t, n, c in s["jobs"]}
     tools = raw_to_tool_data.xspace_to_tool_names([path])
     check("xprof_tools", "trace_viewer@" in tools and "overview_page" in tools, str(tools))
     check_viewer("xprof_trace_viewer", trace(path, "trace_viewer"), "/host:CPU", want, s["job"])
