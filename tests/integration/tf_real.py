@@ -82,17 +82,22 @@ def model():
 def workload(m, jobs, with_jobs, done):
     """The profiled work; returns the ranges opened {tid: name} and the
     worker threads, which live on until done is set (threads that end
-    before stop() keep their tid as line id: see the README)."""
+    before stop() keep their tid as line id: see the README), once their
+    ranges are closed."""
     x = tf.random.normal((256, 8))
     y = tf.random.normal((256, 1))
     ranges = {}
+    closed = [threading.Event() for _ in range(2)]
 
     def worker(i):
         name = "jobs_%d" % i
         ranges[threading.get_native_id()] = name
-        with kx.range(name, "test"):
-            if with_jobs:
-                jobs.run(JOBS_PER_THREAD)
+        try:
+            with kx.range(name, "test"):
+                if with_jobs:
+                    jobs.run(JOBS_PER_THREAD)
+        finally:
+            closed[i].set()
         done.wait()
 
     ts = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
@@ -103,8 +108,8 @@ def workload(m, jobs, with_jobs, done):
         m.fit(x, y, epochs=2, batch_size=64, verbose=0)
         if with_jobs:
             jobs.run(MAIN_JOBS)
-    while len(ranges) < 3:
-        time.sleep(0.01)
+    for c in closed:
+        c.wait(120)
     return ranges, ts
 
 
@@ -115,10 +120,6 @@ def session(logdir, m, with_jobs=True):
     done = threading.Event()
     tf.profiler.experimental.start(logdir)
     ranges, ts = workload(m, jobs, with_jobs, done)
-    # The workers' ranges are closed once their jobs are counted.
-    while with_jobs and sum(jobs.counts.values()) < 2 * (JOBS_PER_THREAD + 7) + MAIN_JOBS + 7:
-        time.sleep(0.01)
-    time.sleep(0.05)
     tf.profiler.experimental.stop()
     done.set()
     for t in ts:
