@@ -1,7 +1,7 @@
 """Driver jobs from Python threads, counted by the ioctl's name and the
 issuing thread's tid: the framework tests' stand-in for an accelerator.
 
-Under /dev/kvm each job is one KVM_RUN of a one-page real-mode guest that
+Under /dev/kvm ($KX_KVM_PATH: another node of it) each job is one KVM_RUN of a one-page real-mode guest that
 does `out 0x10, al; jmp back` (every run exits with KVM_EXIT_IO); without
 /dev/kvm it is one BLKZEROOUT on the loop device named by $KX_LOOP_DEV (the
 test sets it up). Pure ioctls through fcntl, no build step.
@@ -76,7 +76,7 @@ class Jobs:
             os.close(fd)
 
     def _kvm(self, n):
-        kvm = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+        kvm = os.open(os.environ.get("KX_KVM_PATH", "/dev/kvm"), os.O_RDWR | os.O_CLOEXEC)
         fds = [kvm]
         mem = mmap.mmap(-1, 0x1000)
         try:

@@ -4,7 +4,8 @@
 # directory, and tf.profiler's sessions carry kxprof's ioctls, ranges and
 # device planes (tests/integration/tf_real.py checks each session), which
 # XProf's converter shows in the host process and as a device process
-# (xprof_check.py); failures never abort the import. A missing package fails, never skips.
+# (xprof_check.py); failures never abort the import; an ordinary user's
+# session goes through the kxprof daemon. A missing package fails, never skips.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${KXPROF_VENV:-$ROOT/build/venv}
@@ -81,3 +82,30 @@ run_py tf_real_unprivileged HOME="$TMP" KXPROF_SOCKET="$TMP/no-daemon.sock" \
 	TF_PLUGGABLE_DEVICE_LIBRARY_PATH="$SO" setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	"$PY" "$ROOT/tests/integration/tf_real.py" inactive "$TMP/log3"
 check tf_real_unprivileged_says_why grep -q 'inactive: not root' "$TMP/tf_real_unprivileged.err"
+
+# 4. An ordinary user through the kxprof daemon: the same session, exact. The
+#    user reaches kvm through its group (a node of its own, as in test_daemon).
+SOCK=$TMP/run/kxprof.sock
+mkdir -p "$TMP/run" && chmod 0755 "$TMP/run"
+"$KXPROF" serve --socket "$SOCK" --idle-timeout 5 --session-limit 300 2>"$TMP/serve.log" &
+DPID=$!
+for _ in $(seq 1 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
+user_env=()
+if [ "$ACCEL" = kvm ]; then
+	user_kvm "$TMP" 65534 && user_env=(KX_KVM_PATH="$USER_KVM")
+else
+	chgrp 65534 "$KX_LOOP_DEV" && chmod g+rw "$KX_LOOP_DEV"
+fi
+if [ ! -S "$SOCK" ]; then
+	fail tf_real_daemon_starts "no socket after 10 s: $(cat "$TMP/serve.log")"
+elif [ "$ACCEL" = kvm ] && [ -z "$USER_KVM" ]; then
+	fail tf_real_daemon_kvm "no kvm node could be made for the user"
+else
+	mkdir -m 0777 "$TMP/log4"
+	run_py tf_real_daemon HOME="$TMP" KXPROF_SOCKET="$SOCK" "${user_env[@]}" \
+		TF_PLUGGABLE_DEVICE_LIBRARY_PATH="$SO" setpriv --reuid=65534 --regid=65534 \
+		--clear-groups --inh-caps=-all "$PY" "$ROOT/tests/integration/tf_real.py" daemon "$TMP/log4"
+	check tf_real_daemon_says_so grep -q 'capturing through the kxprof daemon' "$TMP/tf_real_daemon.err"
+fi
+kill "$DPID" 2>/dev/null
+wait "$DPID" 2>/dev/null

@@ -6,6 +6,8 @@ the pinned venv). One process, several profiler sessions, PASS/FAIL lines:
                               ones (repeated start/stop), each checked exactly
   tf_real.py once LOGDIR      one real session, checked exactly (both routes)
   tf_real.py inactive LOGDIR  one session that must not abort (no privilege)
+  tf_real.py daemon LOGDIR    one real session through the kxprof daemon (an
+                              ordinary user), checked exactly, rows by tid
 
 The full run also leaves LOGDIR/session.json: its last .xplane.pb and the
 jobs issued in that session, for XProf's converter (xprof_check.py).
@@ -151,7 +153,9 @@ def kxprof_planes(space):
     return [p for p in space.planes if p.name.startswith("/device:CUSTOM:")]
 
 
-def check_real(tag, space, jobs, ranges, files):
+def check_real(tag, space, jobs, ranges, files, tf_rows=True):
+    """tf_rows: kxprof's lines take TensorFlow's ids of the threads; else
+    (through the daemon) their tids."""
     check(tag + "_xplane_written", len(files) == 1, "xplane files: %s" % files)
     host = plane(space, "/host:CPU")
     check(tag + "_one_host_plane", len(host) == 1,
@@ -161,7 +165,7 @@ def check_real(tag, space, jobs, ranges, files):
     host = host[0]
     lines = {ln.id: ln for ln in host.lines}
     # Each thread's line is TensorFlow's own line of it.
-    line_of = {tid: tf_line_id(ident) for tid, ident in jobs.idents.items()}
+    line_of = {tid: tf_line_id(ident) if tf_rows else tid for tid, ident in jobs.idents.items()}
     want = collections.Counter(jobs.counts)
     got = collections.Counter()
     names = {n for (_, n) in want}
@@ -177,8 +181,9 @@ def check_real(tag, space, jobs, ranges, files):
     main = lines.get(line_of.get(threading.get_native_id()))
     tf_events = [n for (n, _, _) in events(host, main) if n not in names and n != "fit"] \
         if main else []
-    check(tag + "_tf_events_same_row", len(tf_events) > 0,
-          "main thread's line: %s" % (main.name if main else "missing"))
+    if tf_rows:
+        check(tag + "_tf_events_same_row", len(tf_events) > 0,
+              "main thread's line: %s" % (main.name if main else "missing"))
     # Each thread's range holds every ioctl it issued.
     nested = True
     detail = ""
@@ -251,6 +256,9 @@ def main():
               "copies mapped: %s" % plugin_copies())
         space, jobs, ranges, files = session(logdir, m)
         check_real("tf_both_routes", space, jobs, ranges, files)
+    elif mode == "daemon":
+        space, jobs, ranges, files = session(logdir, m)
+        check_real("tf_daemon", space, jobs, ranges, files, tf_rows=False)
     else:
         space, _, _, files = session(logdir, m, with_jobs=False)
         check_empty("tf_inactive", space, files)
