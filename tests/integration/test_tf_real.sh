@@ -64,6 +64,12 @@ run_py tf_real_env_route TF_PLUGGABLE_DEVICE_LIBRARY_PATH="$SO" KXPROF_DISABLE=1
 # XProf's converter on the last session's profile.
 run_py xprof_convert TF_CPP_MIN_LOG_LEVEL=3 "$PY" "$ROOT/tests/integration/xprof_check.py" \
 	"$TMP/log1/session.json" "$TMP/xprof-run"
+# XProf's server and trace viewer (headless Chromium) on it; the screenshot
+# stays with the test logs.
+SHOTS=${KXPROF_TEST_OUT:-$ROOT/build/test-logs}
+mkdir -p "$SHOTS"
+run_py xprof_browser TF_CPP_MIN_LOG_LEVEL=3 "$PY" "$ROOT/tests/integration/xprof_browser.py" \
+	"$TMP/log1/session.json" "$TMP" "$SHOTS/tf_real_xprof_trace_viewer.png"
 check tf_real_disabled_says_why grep -q 'inactive: disabled by KXPROF_DISABLE' "$TMP/tf_real_env_route.err"
 check tf_real_no_device_says_why grep -q 'inactive: no accelerator device' "$TMP/tf_real_env_route.err"
 
