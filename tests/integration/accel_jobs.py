@@ -16,6 +16,7 @@ import ctypes
 import fcntl
 import mmap
 import os
+import stat
 import struct
 import threading
 
@@ -37,8 +38,11 @@ GUEST_CODE = bytes([0xE6, 0x10, 0xEB, 0xFC])  # out 0x10, al ; jmp -4
 
 
 def driver():
-    """'kvm' where /dev/kvm exists, else 'loop'."""
-    return "kvm" if os.path.exists("/dev/kvm") else "loop"
+    """'kvm' where /dev/kvm is a character device (as lib.sh decides), else 'loop'."""
+    try:
+        return "kvm" if stat.S_ISCHR(os.stat("/dev/kvm").st_mode) else "loop"
+    except OSError:
+        return "loop"
 
 
 def job_name():
