@@ -81,7 +81,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps test unit demo install clean format format-check bench bench-sampling layering ioctl-tables bundle
+.PHONY: all deps pyenv test unit demo install clean format format-check bench bench-sampling layering ioctl-tables bundle
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS) $(TOOL_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
@@ -198,11 +198,28 @@ $(BUILD)/tests/%: tests/tools/%.c $(LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
+# A failed `make pyenv` does not stop the other tests: the framework tests
+# then fail, saying the package they need is missing.
 test: $(DEPS_STAMP)
+	@$(MAKE) -s pyenv || echo "kxprof: make pyenv failed: the framework tests will fail" >&2
 	@tests/run.sh
 
 demo: all
 	@tests/demo.sh
+
+# The framework tests' Python environment: build/venv (for both builds) from
+# the exact pins of tests/requirements.txt, remade when that file changes.
+# pip's own configuration says where packages come from (an index, and
+# find-links for wheels kept on disk).
+PYENV := build/venv
+PYENV_STAMP := $(PYENV)/.requirements-ok
+PYENV_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+pyenv: $(PYENV_STAMP)
+$(PYENV_STAMP): tests/requirements.txt
+	rm -rf $(PYENV)
+	$(PYENV_PYTHON) -m venv $(PYENV)
+	$(PYENV)/bin/pip install -q -r tests/requirements.txt
+	cp tests/requirements.txt $@
 
 # The floor loader needs only its skeleton and libbpf.
 $(BUILD)/bench/floor: tests/bench/floor.c $(BUILD)/floor.skel.h
@@ -290,6 +307,16 @@ $(NVTX_LIB): plugin/annotate/nvtx.c plugin/annotate/nvtx_types.h plugin/annotate
 		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ $< -L$(BUILD) -lkxprof_annotate \
 		$(GLIBC231_LINK) -lpthread
 
+# The ITT collector (INTEL_LIBITTNOTIFY64): PyTorch's emit_itt() tasks as ranges.
+ITT_LIB := $(BUILD)/libkxprof_itt.so
+all: $(ITT_LIB)
+# Names are interned with the project's hash table (user/util/hashmap.c).
+$(ITT_LIB): plugin/itt/itt.c plugin/itt/itt_types.h plugin/itt/itt.map user/util/hashmap.c \
+		user/util/hashmap.h $(ANNOT_LIB) $(GLIBC231_OBJ)
+	$(CC) $(ANNOT_CFLAGS) -Iplugin/itt -shared -Wl,--version-script=plugin/itt/itt.map \
+		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ plugin/itt/itt.c user/util/hashmap.c \
+		-L$(BUILD) -lkxprof_annotate $(GLIBC231_LINK) -lpthread
+
 # A previous NVTX injection for the forwarding tests: records what it is given.
 $(NVTX_RECORDER): tests/unit/nvtx_recorder.c plugin/annotate/nvtx_types.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -312,14 +339,15 @@ $(ANNOT_PY_TEST): tests/unit/test_annotate_py.py | $(ANNOT_LIB)
 
 .PHONY: install-annotate
 install: install-annotate
-install-annotate: $(ANNOT_LIB) $(NVTX_LIB)
+install-annotate: $(ANNOT_LIB) $(NVTX_LIB) $(ITT_LIB)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PYTHON_DIR)
 	install -m 0644 plugin/kxprof_annotate.h $(DESTDIR)$(PREFIX)/include/kxprof_annotate.h
 	install -m 0755 $(ANNOT_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_annotate.so
 	install -m 0755 $(NVTX_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_nvtx.so
+	install -m 0755 $(ITT_LIB) $(DESTDIR)$(PREFIX)/lib/libkxprof_itt.so
 	install -m 0644 plugin/python/kxprof_annotate.py $(DESTDIR)$(PYTHON_DIR)/kxprof_annotate.py
 
-FORMAT_SRCS += $(wildcard plugin/annotate/*.c plugin/annotate/*.h plugin/compat/*.c)
+FORMAT_SRCS += $(wildcard plugin/annotate/*.c plugin/annotate/*.h plugin/compat/*.c plugin/itt/*.c plugin/itt/*.h)
 
 # ---- The self-contained bundle (scripts/bundle.sh): kxprof, the in-process
 # libraries, every library they load and the dynamic loader ----

@@ -249,4 +249,11 @@ struct kx_task_rec {
 	char comm[KX_COMM_LEN];
 };
 
+/* One live thread's thread pointer (bpf/threadptr.bpf.c's iterator output). */
+struct kx_threadptr_rec {
+	unsigned int tid;
+	unsigned int pad;
+	unsigned long long tp; /* x86_64: the fs base (glibc's pthread_t); 0: unknown */
+};
+
 #endif /* KXPROF_BPF_H */

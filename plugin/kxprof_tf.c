@@ -25,10 +25,12 @@
  * same capture, streamed back and read into the same store; stderr says so
  * once per process. Without either, with no device to trace or when the
  * session cannot be opened, the plugin is inactive for that session and says
- * why on stderr once per process. It never fails registration (TensorFlow
- * would abort the process). Errors (too small a buffer, a failed export) go
- * to TF_Status through TensorFlow's TF_SetStatus, looked up at run time so
- * the library also loads into hosts without TensorFlow (they get none).
+ * why on stderr once per reason. It never fails registration (TensorFlow
+ * would abort the process). Where TensorFlow loads two copies of the plugin
+ * (both load routes), the first registered profiles and the other stays
+ * inactive (tf_claim.h), so no event is captured twice. Errors (too small a buffer, a failed
+ * export) go to TF_Status through TensorFlow's TF_SetStatus, looked up at run time so the library
+ * also loads into hosts without TensorFlow (they get none).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -42,6 +44,9 @@
 #include "capture/probe.h"
 #include "capture/setup.h"
 #include "model/store.h"
+#include "capture/threadptr.h"
+#include "tf_claim.h"
+#include "tf_lines.h"
 #include "tf_profiler_api.h"
 #include "export/xspace.h"
 #include "util/parse.h"
@@ -51,11 +56,11 @@
 
 /* One-time stderr messages, one bit each. */
 enum {
-	WARN_INACTIVE = 1 << 0,
 	WARN_DEVICES = 1 << 1,
 	WARN_RINGBUF = 1 << 2,
 	WARN_MEM = 1 << 3,
 	WARN_DAEMON = 1 << 4,
+	WARN_SECOND_COPY = 1 << 5,
 };
 
 /*
@@ -70,7 +75,11 @@ static struct {
 	char *device_list;      /* KXPROF_DEVICES, cut into the specs of devices */
 	uint8_t *xspace;        /* frozen at stop, handed out once */
 	size_t xspace_len;
-	unsigned int warned;  /* WARN_* already printed */
+	unsigned int warned;       /* WARN_* already printed */
+	char inactive_why[256];    /* the reason last printed by inactive() */
+	int second_copy;           /* another copy of the plugin profiles this process */
+	struct kx_threadptr *tptr; /* the session's threads' pthread_t, for TensorFlow's line ids */
+	size_t ntptr, captptr;
 	struct kx_capinfo ci; /* final facts of the last session */
 	struct kx_devset devices;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -118,11 +127,13 @@ static void warn_once(unsigned int bit, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The one line that says why profiling does not happen, and what to do. */
+/* The line that says why profiling does not happen, and what to do: once per reason. */
 static void inactive(const char *why, const char *todo)
 {
-	warn_once(WARN_INACTIVE, "kxprof: TensorFlow profiler plugin inactive: %s; %s\n", why,
-	          todo);
+	if (strncmp(g.inactive_why, why, sizeof(g.inactive_why) - 1) == 0)
+		return;
+	snprintf(g.inactive_why, sizeof(g.inactive_why), "%s", why);
+	fprintf(stderr, "kxprof: TensorFlow profiler plugin inactive: %s; %s\n", why, todo);
 }
 
 static int env_flag(const char *name)
@@ -184,12 +195,39 @@ static void close_session(void)
 	g.store = NULL;
 }
 
+/*
+ * Lists the pthread_t of this process's live threads (in TensorFlow, with
+ * the privilege to run the BPF iterator; else the lines keep the tids).
+ * Called at start and at stop: threads that ended between are missed.
+ */
+static void list_threads(void)
+{
+	char err[256];
+
+	if (g.cap.daemon || !kx_tf_present())
+		return;
+	if (kx_threadptr_collect(g.owner, &g.tptr, &g.ntptr, &g.captptr, err, sizeof(err)) < 0 &&
+	    env_flag("KXPROF_VERBOSE"))
+		fprintf(stderr, "kxprof: thread rows keep their tids: %s\n", err);
+}
+
+/* TensorFlow's line id of thread tid, 0 (the tid) when its pthread_t is unknown. */
+static uint64_t tf_line_id(void *ctx, uint32_t tid)
+{
+	(void)ctx;
+	for (size_t i = 0; i < g.ntptr; i++)
+		if (g.tptr[i].tid == tid)
+			return kx_tf_line_id(g.tptr[i].tp);
+	return 0;
+}
+
 /* Serializes the stopped session once; no events means no data (size 0). */
 static void freeze_xspace(TF_Status *status)
 {
 	struct kx_xspace_opts xo = {
 	        .from_mono_ns = g.ci.start_mono_ns,
 	        .to_mono_ns = g.ci.stop_mono_ns,
+	        .line_id = tf_line_id,
 	};
 	struct kx_analysis *an;
 	char err[512];
@@ -218,6 +256,18 @@ static int configure(void)
 {
 	char err[512];
 
+	if (g.second_copy) {
+		Dl_info di = {0};
+
+		dladdr((void *)TF_InitProfiler, &di);
+		warn_once(WARN_SECOND_COPY,
+		          "kxprof: TensorFlow profiler plugin: another copy of it, loaded first, "
+		          "profiles this process; this copy (%s) stays inactive, so no event is "
+		          "captured twice (load the plugin by one route: tensorflow-plugins or "
+		          "TF_PLUGGABLE_DEVICE_LIBRARY_PATH)\n",
+		          di.dli_fname ? di.dli_fname : "?");
+		return -1;
+	}
 	if (env_flag("KXPROF_DISABLE")) {
 		inactive("disabled by KXPROF_DISABLE", "unset KXPROF_DISABLE to profile");
 		return -1;
@@ -285,7 +335,10 @@ static void open_session(void)
 	if (kx_capture_start(&g.cap, err, sizeof(err)) != 0) {
 		inactive(err, "this session is not profiled");
 		close_session();
+		return;
 	}
+	g.ntptr = 0;
+	list_threads();
 }
 
 static void kx_tf_start(const TP_Profiler *profiler, TF_Status *status)
@@ -315,6 +368,7 @@ static void kx_tf_stop(const TP_Profiler *profiler, TF_Status *status)
 		fprintf(stderr, "kxprof: TensorFlow profiler session: %s\n", err);
 	g.ci = *kx_capture_capinfo(&g.cap);
 	g.ci.not_stored = kx_store_not_stored(g.store);
+	list_threads();
 	freeze_xspace(status);
 	if (env_flag("KXPROF_VERBOSE"))
 		fprintf(stderr,
@@ -411,6 +465,9 @@ __attribute__((destructor)) static void kx_tf_unload(void)
 	drop_xspace();
 	free(g.device_list);
 	g.device_list = NULL;
+	free(g.tptr);
+	g.tptr = NULL;
+	g.ntptr = g.captptr = 0;
 	pthread_mutex_unlock(&g.lock);
 }
 
@@ -424,6 +481,9 @@ __attribute__((visibility("default"))) void TF_InitProfiler(TF_ProfilerRegistrat
 	/* Never fail: any error here makes TensorFlow abort the process. */
 	if (!params)
 		return;
+	/* Registered all the same: a copy that fails registration aborts TensorFlow. */
+	if (!kx_tf_claim_process())
+		g.second_copy = 1;
 	params->struct_size = TF_PROFILER_REGISTRATION_PARAMS_STRUCT_SIZE;
 	params->destroy_profiler = kx_tf_destroy_profiler;
 	params->destroy_profiler_fns = kx_tf_destroy_profiler_fns;

@@ -33,6 +33,8 @@ declare -A need=(
 	[systemtap-sdt-dev]=/usr/bin/dtrace
 	[binutils]=/usr/bin/objcopy
 	[golang-go]=/usr/bin/go
+	[python3-venv]=/usr/share/doc/python3-venv/copyright
+	[chromium]=/usr/bin/chromium
 )
 
 missing=()

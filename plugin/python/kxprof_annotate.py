@@ -14,6 +14,11 @@ libkxprof_annotate.so; see plugin/kxprof_annotate.h).
     rid = kxprof.range_start("io")      # ends on any thread
     kxprof.range_end(rid)
 
+    kxprof.torch_ranges()               # before `import torch`: every operator
+    import torch                        # and record_function scope run under
+    with torch.autograd.profiler.emit_itt():   # emit_itt() is a range,
+        loss = model(x); loss.backward()       # category "PyTorch"
+
 While no tracer is attached each call costs the ctypes call and one branch.
 The library is found, in order: $KXPROF_ANNOTATE_LIB; next to this module;
 the lib directory of its install prefix; the dynamic loader's search path
@@ -25,9 +30,10 @@ import contextlib
 import ctypes
 import functools
 import os
+import sys
 
 __all__ = ["range", "annotate", "mark", "range_push", "range_pop", "range_start",
-           "range_end", "library_path"]
+           "range_end", "library_path", "torch_ranges"]
 
 _NAME = "libkxprof_annotate.so"
 
@@ -125,3 +131,27 @@ def annotate(arg=None, category=None):
     if callable(arg):
         return wrap(arg, arg.__qualname__)
     return lambda fn: wrap(fn, arg if arg is not None else fn.__qualname__)
+
+
+_ITT_NAME = "libkxprof_itt.so"
+
+
+def torch_ranges():
+    """Makes PyTorch's ITT tasks kxprof ranges: under
+    torch.autograd.profiler.emit_itt() every operator call and
+    record_function scope becomes a range whose category is the ITT domain
+    ("PyTorch"). Call it before `import torch`: torch creates its ITT domain
+    when it loads, and only where a collector is named by then. The
+    collector is $KXPROF_ITT_LIB, else libkxprof_itt.so next to the
+    annotation library. Returns its path."""
+    if "torch" in sys.modules:
+        raise RuntimeError("kxprof_annotate.torch_ranges() must run before `import torch` "
+                           "(torch creates its ITT domain when it is imported)")
+    path = os.environ.get("KXPROF_ITT_LIB")
+    if not path:
+        here = os.path.dirname(library_path)
+        path = os.path.join(here, _ITT_NAME) if here else _ITT_NAME
+    if os.path.dirname(path) and not os.path.exists(path):
+        raise ImportError("kxprof_annotate: no %s (build it: make; or set KXPROF_ITT_LIB)" % path)
+    os.environ["INTEL_LIBITTNOTIFY64"] = path
+    return path

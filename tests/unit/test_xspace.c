@@ -766,6 +766,36 @@ static void test_window(void)
 	kx_store_free(s);
 }
 
+/* A line id callback names a thread's line (TensorFlow's own id of it); 0 keeps the tid. */
+static uint64_t odd_line_ids(void *ctx, uint32_t tid)
+{
+	(void)ctx;
+	return tid == 101 ? 0x8000000000001234ULL : tid == 102 ? 7 : 0;
+}
+
+static void test_line_ids(void)
+{
+	struct kx_store *s = test_store();
+	static struct kx_capinfo ci;
+	struct kx_xspace_opts o = {.line_id = odd_line_ids};
+	static const int64_t ids[] = {100, (int64_t)0x8000000000001234ULL, 7, 200};
+	const XPlane *host;
+	XSpace *xs;
+
+	test_capinfo(&ci);
+	xs = serialize(s, &ci, &o, NULL);
+	CHECK(xs);
+	host = find_plane(xs, "/host:CPU");
+	CHECK(host);
+	CHECK_EQ_U(host->n_lines, 4);
+	for (size_t i = 0; host && i < host->n_lines && i < 4; i++)
+		CHECK(host->lines[i]->id == ids[i]);
+	/* the events stay on their thread's line */
+	CHECK(host && host->n_lines == 4 && host->lines[1]->n_events == 50);
+	tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+	kx_store_free(s);
+}
+
 static void test_decoded_args(void)
 {
 	struct kx_store *s = kx_store_new(0);
@@ -1025,6 +1055,7 @@ int main(void)
 	RUN(test_flows_forward);
 	RUN(test_overlap_guard);
 	RUN(test_window);
+	RUN(test_line_ids);
 	RUN(test_decoded_args);
 	RUN(test_empty);
 	RUN(test_large);

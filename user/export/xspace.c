@@ -972,8 +972,16 @@ static size_t line_head(struct exporter *x, const struct line *l, uint8_t *buf)
 {
 	const char *comm = l->tid < ASYNC_LINE_BASE ? kx_store_comm(x->s, l->tid) : NULL;
 	uint64_t ts = (uint64_t)kx_capinfo_realtime(x->ci, l->t0);
+	uint64_t id = l->tid;
 	uint8_t *p = buf;
 	char name[32];
+
+	if (x->o.line_id && l->tid < ASYNC_LINE_BASE) {
+		uint64_t v = x->o.line_id(x->o.line_id_ctx, l->tid);
+
+		if (v)
+			id = v;
+	}
 	size_t n;
 
 	if (l->tid >= ASYNC_LINE_BASE && l->lane)
@@ -987,8 +995,8 @@ static size_t line_head(struct exporter *x, const struct line *l, uint8_t *buf)
 		snprintf(name, sizeof(name), "tid %" PRIu32, l->tid);
 	n = strlen(name);
 	/* proto3 leaves out zero scalars */
-	if (l->tid)
-		p = kx_pb_vfield(p, XLINE_ID, l->tid);
+	if (id)
+		p = kx_pb_vfield(p, XLINE_ID, id);
 	p = kx_pb_bytes(p, XLINE_NAME, name, n);
 	p = kx_pb_bytes(p, XLINE_DISPLAY_NAME, name, n);
 	if (ts)
