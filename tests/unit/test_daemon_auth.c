@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -56,7 +57,9 @@ static pid_t child_as(uid_t uid)
 	pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		/* Dumpable again after the uid change, as a process of uid would be. */
+		if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid) ||
+		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
 			_exit(3);
 		if (write(p[1], "r", 1) != 1)
 			_exit(4);
@@ -191,9 +194,9 @@ static void exited_target_caught(void)
 	CHECK(pid > 0);
 	r.pids[r.npids++] = (uint32_t)pid;
 	CHECK(kx_auth_check(&nobody, &r, &t, err, sizeof(err)) == 0);
-	CHECK(kx_auth_confirm(&t, err, sizeof(err)) == 0);
+	CHECK(kx_auth_confirm(&nobody, &t, err, sizeof(err)) == 0);
 	end_child(pid); /* exits and is reaped: the pid may now be reused */
-	CHECK(kx_auth_confirm(&t, err, sizeof(err)) != 0);
+	CHECK(kx_auth_confirm(&nobody, &t, err, sizeof(err)) != 0);
 	CHECK(strstr(err, "exited before the capture began") != NULL);
 	kx_auth_release(&t);
 }
