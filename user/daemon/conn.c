@@ -178,9 +178,10 @@ static int read_request(struct conn *c)
 
 	pending_enter(c);
 	rc = next_msg(c, &type, &msg, "request", 1, wait_s);
-	if (pending_leave(c) && rc != KX_DW_MSG) {
+	if (pending_leave(c)) {
+		/* Its reading side is shut, even if the request came in time. */
 		refuse(c, "too many connections are waiting to send a request: this one, waiting "
-		          "longest, was closed for a newer one");
+		          "longest, was closed for a newer one (try again)");
 		rc = KX_DW_EOF;
 	} else if (rc == KX_DW_EOF) {
 		say(c, "disconnected before the request");
@@ -217,22 +218,29 @@ static int request_text_ok(struct conn *c)
 	return -1;
 }
 
+/* The daemon thread's own groups while it acts as a client (fs_identity). */
+struct own_groups {
+	gid_t g[KX_PROCSTATUS_GROUPS];
+	int n;
+};
+
 /* The thread's file-system identity and groups become the client's, so
  * paths resolve as they would for the client (no answer about what only
- * root may see), or (uid 0) back to root's. Per thread: raw syscalls (glibc
- * would change every thread's groups). */
-static void fs_identity(const struct kx_peer *p, int as_client)
+ * root may see), or (own: the saved groups) back to the daemon's. Per
+ * thread: raw syscalls (glibc would change every thread's groups). */
+static void fs_identity(const struct kx_peer *p, struct own_groups *own, int as_client)
 {
 	struct kx_procstatus st;
 	gid_t groups[KX_PROCSTATUS_GROUPS];
 	int n = 0;
 
 	if (!as_client) {
-		syscall(SYS_setfsuid, 0);
-		syscall(SYS_setfsgid, 0);
-		syscall(SYS_setgroups, 0, NULL);
+		syscall(SYS_setfsuid, geteuid());
+		syscall(SYS_setfsgid, getegid());
+		syscall(SYS_setgroups, (size_t)(own->n > 0 ? own->n : 0), own->g);
 		return;
 	}
+	own->n = (int)syscall(SYS_getgroups, KX_PROCSTATUS_GROUPS, own->g);
 	/* The client's supplementary groups, as the kernel shows them. */
 	if (p->pid > 0 && kx_procstatus_read((uint32_t)p->pid, &st) == 0 && kx_peer_alive(p))
 		for (n = 0; n < st.ngroups; n++)
@@ -247,15 +255,16 @@ static void fs_identity(const struct kx_peer *p, int as_client)
 static int resolve_devices(struct conn *c)
 {
 	int as_client = c->peer->uid != 0 && geteuid() == 0, n, rc = 0;
+	struct own_groups own = {.n = 0};
 	char err[256];
 
 	if (as_client)
-		fs_identity(c->peer, 1);
+		fs_identity(c->peer, &own, 1);
 	for (int i = 0; !rc && i < c->req.ndevices; i++)
 		rc = kx_devset_add(&c->devices, c->req.devices[i], err, sizeof(err));
 	n = rc ? 0 : kx_devset_resolve(&c->devices, NULL, NULL);
 	if (as_client)
-		fs_identity(c->peer, 0);
+		fs_identity(c->peer, &own, 0);
 	if (rc) {
 		refuse(c, "%s", err);
 		return -1;
