@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -48,34 +49,47 @@ struct conn {
 
 /*
  * Connections waiting for their request, all sessions of the process
- * together: at most PENDING_MAX. A new one evicts the one waiting longest,
- * so idle connections (of any number of uids) cannot hold out a client
- * that sends its request at once. An entry's fd stays open while it is here.
+ * together: at most PENDING_MAX. A new one evicts the one waiting longest
+ * among those with nothing unread (a request that arrived but was not read
+ * yet is never lost), so idle connections (of any number of uids) cannot
+ * hold out a client that sends its request at once. When every one has
+ * something unread, the new one waits unlisted. An entry's fd stays open
+ * while it is here.
  */
 static struct {
 	pthread_mutex_t lock;
 	struct conn *c[PENDING_MAX];
 } pending = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Nothing waits unread on the connection's socket. */
+static int nothing_unread(const struct conn *c)
+{
+	int n = 0;
+
+	return ioctl(c->fd, FIONREAD, &n) == 0 && n == 0;
+}
+
 static void pending_enter(struct conn *c)
 {
 	int slot = -1, oldest = -1;
 
+	c->since = kx_mono_ns();
 	pthread_mutex_lock(&pending.lock);
-	for (int i = 0; i < PENDING_MAX; i++) {
-		if (!pending.c[i] && slot < 0)
+	for (int i = 0; i < PENDING_MAX && slot < 0; i++)
+		if (!pending.c[i])
 			slot = i;
-		if (pending.c[i] && (oldest < 0 || pending.c[i]->since < pending.c[oldest]->since))
+	for (int i = 0; i < PENDING_MAX && slot < 0; i++)
+		if (nothing_unread(pending.c[i]) &&
+		    (oldest < 0 || pending.c[i]->since < pending.c[oldest]->since))
 			oldest = i;
-	}
-	if (slot < 0) {
+	if (slot < 0 && oldest >= 0) {
 		/* Its read ends (end of file); it says why and closes. */
 		pending.c[oldest]->evicted = 1;
 		shutdown(pending.c[oldest]->fd, SHUT_RD);
 		slot = oldest;
 	}
-	c->since = kx_mono_ns();
-	pending.c[slot] = c;
+	if (slot >= 0)
+		pending.c[slot] = c;
 	pthread_mutex_unlock(&pending.lock);
 }
 
