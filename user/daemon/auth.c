@@ -150,8 +150,12 @@ static int pin_one(const struct kx_peer *p, uint32_t pid, struct kx_target *t, c
 		         st.tgid);
 		goto fail;
 	}
-	if (p->uid != 0 && check_other(p, pid, &st, err, len))
+	if (p->uid != 0 && check_other(p, pid, &st, err, len)) {
+		/* An exiting process's status says little: say it is gone. */
+		if (!pidfd_alive(fd))
+			snprintf(err, len, "no such process: %u", pid);
 		goto fail;
+	}
 	t->pid = pid;
 	t->pidfd = fd;
 	return 0;

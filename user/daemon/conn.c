@@ -49,12 +49,11 @@ struct conn {
 
 /*
  * Connections waiting for their request, all sessions of the process
- * together: at most PENDING_MAX. A new one evicts the one waiting longest
- * among those with nothing unread (a request that arrived but was not read
- * yet is never lost), so idle connections (of any number of uids) cannot
- * hold out a client that sends its request at once. When every one has
- * something unread, the new one waits unlisted. An entry's fd stays open
- * while it is here.
+ * together: at most PENDING_MAX. A new one evicts one whose client is gone,
+ * else the one waiting longest among those with nothing unread (a request
+ * that arrived but was not read yet is never lost), so idle connections (of any number of uids)
+ * cannot hold out a client that sends its request at once. When every one has something unread, the
+ * new one waits unlisted. An entry's fd stays open while it is here.
  */
 static struct {
 	pthread_mutex_t lock;
@@ -69,6 +68,31 @@ static int nothing_unread(const struct conn *c)
 	return ioctl(c->fd, FIONREAD, &n) == 0 && n == 0;
 }
 
+/* The client is gone already: it closed its end or its process exited. */
+static int client_gone(const struct conn *c)
+{
+	struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+
+	return (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) ||
+	       !kx_peer_alive(c->peer);
+}
+
+/* The entry to evict for a newcomer: a gone client's first, else the one
+ * waiting longest with nothing unread; -1 when none may go. Under the lock. */
+static int pending_victim(void)
+{
+	int oldest = -1;
+
+	for (int i = 0; i < PENDING_MAX; i++)
+		if (client_gone(pending.c[i]))
+			return i;
+	for (int i = 0; i < PENDING_MAX; i++)
+		if (nothing_unread(pending.c[i]) &&
+		    (oldest < 0 || pending.c[i]->since < pending.c[oldest]->since))
+			oldest = i;
+	return oldest;
+}
+
 static void pending_enter(struct conn *c)
 {
 	int slot = -1, oldest = -1;
@@ -78,10 +102,8 @@ static void pending_enter(struct conn *c)
 	for (int i = 0; i < PENDING_MAX && slot < 0; i++)
 		if (!pending.c[i])
 			slot = i;
-	for (int i = 0; i < PENDING_MAX && slot < 0; i++)
-		if (nothing_unread(pending.c[i]) &&
-		    (oldest < 0 || pending.c[i]->since < pending.c[oldest]->since))
-			oldest = i;
+	if (slot < 0)
+		oldest = pending_victim();
 	if (slot < 0 && oldest >= 0) {
 		/* Its read ends (end of file); it says why and closes. */
 		pending.c[oldest]->evicted = 1;
