@@ -120,10 +120,11 @@ kill "${VICTIMS[@]}" 2>/dev/null
 if [ $SETID -eq 1 ] && [ $FCAP -eq 1 ]; then
 	as 65534 "$BIN/kxprof" record "${DEV[@]}" -F 99 -o "$OUT/exec.kxp" -- sh -c "
 		$BIN/victim none 3 0x41 0.3 >$OUT/e1.wl 2>/dev/null &&
-		$BIN/victim_sgid none 5 0x42 0.3 >$OUT/e2.wl 2>/dev/null &&
-		$BIN/victim_fcap none 7 0x43 0.3 >$OUT/e3.wl 2>/dev/null &&
+		$BIN/victim_sgid none 5 0x42 0.3 >$OUT/e2.wl 2>$OUT/e2.err &&
+		$BIN/victim_fcap none 7 0x43 0.3 >$OUT/e3.wl 2>$OUT/e3.err &&
 		$BIN/victim none 11 0x44 0.3 >$OUT/e4.wl 2>/dev/null" 2>"$TMP/exec.err"
 	rc=$?
+	[ $rc -eq 0 ] || cat "$TMP/exec.err" "$OUT/e2.err" "$OUT/e3.err" | sed 's/^/# /' >&3
 	"$KXPROF" report --json "$OUT/exec.kxp" >"$TMP/exec.json" 2>"$TMP/exec.rep"
 	$PY -c 'import json,sys; print(json.dumps({"ioctls":{}, "children":[json.load(open(f)) for f in sys.argv[1:]]}))' \
 		"$OUT/e1.wl" "$OUT/e4.wl" >"$TMP/e14.wl"
