@@ -2,7 +2,7 @@
  * util/procstatus.h against the process's own view of itself: name,
  * credentials, groups, thread group and parent; a pid that does not exist;
  * permitted capabilities and the status file's owner (the process's own
- * while dumpable, root's once not); and (root) a Groups line longer than
+ * while dumpable, root's once not); a zombie has no memory; and (root) a Groups line longer than
  * the reader's buffer, of which only real groups are kept and the cut is
  * said.
  */
@@ -72,6 +72,7 @@ static void caps_and_owner(void)
 	long uid = geteuid() == 0 ? 65534 : (long)geteuid();
 
 	CHECK(kx_procstatus_read((uint32_t)getpid(), &st) == 0);
+	CHECK(st.has_mm);
 	CHECK(st.cap_prm_known);
 	CHECK(geteuid() != 0 || st.cap_prm != 0);
 	CHECK(child_status(1, &st) == 0);
@@ -80,6 +81,26 @@ static void caps_and_owner(void)
 	/* Not dumpable: the file turns root's, how user space sees it. */
 	CHECK(child_status(0, &st) == 0);
 	CHECK(st.file_uid == 0);
+}
+
+/* A zombie has no memory (and its status file is root's). */
+static void zombie_has_no_mm(void)
+{
+	struct kx_procstatus st = {0};
+	pid_t pid = fork();
+	int got = -1;
+
+	if (pid == 0)
+		_exit(0);
+	CHECK(pid > 0);
+	for (int tries = 0; tries < 500 && got != 0; tries++) {
+		got = kx_procstatus_read((uint32_t)pid, &st) == 0 && !st.has_mm ? 0 : -1;
+		if (got)
+			usleep(10000);
+	}
+	CHECK(got == 0);
+	CHECK(st.file_uid == 0);
+	waitpid(pid, NULL, 0);
 }
 
 static void no_such_process(void)
@@ -142,6 +163,7 @@ int main(void)
 {
 	RUN(reads_self);
 	RUN(caps_and_owner);
+	RUN(zombie_has_no_mm);
 	RUN(no_such_process);
 	RUN(long_groups_line);
 	KXT_EXIT();

@@ -108,7 +108,9 @@ static int check_other(const struct kx_peer *p, uint32_t pid, const struct kx_pr
 	if (!st->cap_prm_known || st->cap_prm != 0)
 		return protected(pid, st, "holds capabilities (a file-capability program)", err,
 		                 len);
-	if (st->file_uid != u)
+	/* Without memory (exiting) it is owned by root and has nothing to
+	 * read: the kernel's rule skips dumpability then, and so does this. */
+	if (st->has_mm && st->file_uid != u)
 		return protected(pid, st,
 		                 "is not dumpable (it asked so with prctl, or changed credentials)",
 		                 err, len);

@@ -71,6 +71,8 @@ int kx_procstatus_read(uint32_t pid, struct kx_procstatus *st)
 			got |= 8;
 		else if (sscanf(line, "CapPrm:\t%" SCNx64, &st->cap_prm) == 1)
 			st->cap_prm_known = 1;
+		else if (!strncmp(line, "VmSize:", 7))
+			st->has_mm = 1;
 		else if (!strncmp(line, "Groups:", 7))
 			read_groups(line + 7, whole, st);
 		else

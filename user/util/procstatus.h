@@ -26,6 +26,7 @@ struct kx_procstatus {
 	 * gid while it is dumpable, root's (of its user namespace) while it is
 	 * not (proc's task_dump_owner): how user space sees dumpability. */
 	long file_uid, file_gid;
+	int has_mm; /* a VmSize: line: the process has its memory (not exiting, not a zombie) */
 };
 
 /* Reads /proc/PID/status into st: 0, or -1 when it cannot be read or lacks
