@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -17,13 +16,13 @@
 #include "capture/clock.h"
 #include "capture/setup.h"
 #include "daemon/conn.h"
+#include "daemon/pending.h"
 #include "util/ctrlchar.h"
 #include "util/procstatus.h"
 
 #define TICK_MS         250                    /* how often the session loop looks around */
 #define STATUS_NS       (1000ull * 1000000ull) /* live counters to the client this often */
 #define FIRST_REQUEST_S 5.0 /* the longest wait for a request (the idle limit when shorter), s */
-#define PENDING_MAX     8   /* connections waiting for their request, all users together */
 #define FD_RESERVE      64  /* fds a session leaves free: accepts, refusals, the daemon's own */
 #define FD_SESSION_BASE 64  /* fds of a session besides its pids and per-CPU events */
 
@@ -43,91 +42,8 @@ struct conn {
 	uint64_t t0;               /* session start, kx_mono_ns */
 	char line[KX_DW_TEXT_MAX]; /* say()'s */
 	char reason[64];           /* look_around()'s */
-	uint64_t since;            /* kx_mono_ns when it began waiting for its request */
-	int evicted;               /* closed to make room for another connection (pending) */
+	struct kx_pending wait;    /* while it waits for its request */
 };
-
-/*
- * Connections waiting for their request, all sessions of the process
- * together: at most PENDING_MAX. A new one evicts one whose client is gone,
- * else the one waiting longest among those with nothing unread (a request
- * that arrived but was not read yet is never lost), so idle connections (of any number of uids)
- * cannot hold out a client that sends its request at once. When every one has something unread, the
- * new one waits unlisted. An entry's fd stays open while it is here.
- */
-static struct {
-	pthread_mutex_t lock;
-	struct conn *c[PENDING_MAX];
-} pending = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* Nothing waits unread on the connection's socket. */
-static int nothing_unread(const struct conn *c)
-{
-	int n = 0;
-
-	return ioctl(c->fd, FIONREAD, &n) == 0 && n == 0;
-}
-
-/* The client is gone already: it closed its end or its process exited. */
-static int client_gone(const struct conn *c)
-{
-	struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
-
-	return (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) ||
-	       !kx_peer_alive(c->peer);
-}
-
-/* The entry to evict for a newcomer: a gone client's first, else the one
- * waiting longest with nothing unread; -1 when none may go. Under the lock. */
-static int pending_victim(void)
-{
-	int oldest = -1;
-
-	for (int i = 0; i < PENDING_MAX; i++)
-		if (client_gone(pending.c[i]))
-			return i;
-	for (int i = 0; i < PENDING_MAX; i++)
-		if (nothing_unread(pending.c[i]) &&
-		    (oldest < 0 || pending.c[i]->since < pending.c[oldest]->since))
-			oldest = i;
-	return oldest;
-}
-
-static void pending_enter(struct conn *c)
-{
-	int slot = -1, oldest = -1;
-
-	c->since = kx_mono_ns();
-	pthread_mutex_lock(&pending.lock);
-	for (int i = 0; i < PENDING_MAX && slot < 0; i++)
-		if (!pending.c[i])
-			slot = i;
-	if (slot < 0)
-		oldest = pending_victim();
-	if (slot < 0 && oldest >= 0) {
-		/* Its read ends (end of file); it says why and closes. */
-		pending.c[oldest]->evicted = 1;
-		shutdown(pending.c[oldest]->fd, SHUT_RD);
-		slot = oldest;
-	}
-	if (slot >= 0)
-		pending.c[slot] = c;
-	pthread_mutex_unlock(&pending.lock);
-}
-
-/* 1 when c was evicted. */
-static int pending_leave(struct conn *c)
-{
-	int evicted;
-
-	pthread_mutex_lock(&pending.lock);
-	for (int i = 0; i < PENDING_MAX; i++)
-		if (pending.c[i] == c)
-			pending.c[i] = NULL;
-	evicted = c->evicted;
-	pthread_mutex_unlock(&pending.lock);
-	return evicted;
-}
 
 static void say(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct conn *c, const char *fmt, ...)
@@ -212,9 +128,10 @@ static int read_request(struct conn *c)
 	char why[256];
 	int type, rc;
 
-	pending_enter(c);
+	c->wait = (struct kx_pending){.fd = c->fd, .peer = c->peer};
+	kx_pending_enter(&c->wait);
 	rc = next_msg(c, &type, &msg, "request", 1, wait_s);
-	if (pending_leave(c)) {
+	if (kx_pending_leave(&c->wait)) {
 		/* Its reading side is shut, even if the request came in time. */
 		refuse(c, "too many connections are waiting to send a request: this one, waiting "
 		          "longest, was closed for a newer one (try again)");

@@ -46,9 +46,9 @@ void kx_conn_limits(void);
 
 /* Serves the client on connected socket fd until its session is over, then
  * closes fd. peer: its credentials (released here); id: for the log.
- * Limits: at most PENDING_MAX (8) connections of all users wait for their
- * request at once (a new one closes the one waiting longest), each at most
- * 5 s (or the idle limit); a request string with a control character is
+ * Limits: a request within 5 s (or the idle limit), at most
+ * KX_PENDING_MAX connections of all users listed as waiting for theirs
+ * (daemon/pending.h); a request string with a control character is
  * refused, and the log escapes any; devices are resolved with the client's
  * file-system identity. */
 void kx_conn_serve(int fd, struct kx_peer *peer, uint64_t id, const struct kx_conn_cfg *cfg);
