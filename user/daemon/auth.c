@@ -152,12 +152,8 @@ static int pin_one(const struct kx_peer *p, uint32_t pid, struct kx_target *t, c
 		         st.tgid);
 		goto fail;
 	}
-	if (p->uid != 0 && check_other(p, pid, &st, err, len)) {
-		/* An exiting process's status says little: say it is gone. */
-		if (!pidfd_alive(fd))
-			snprintf(err, len, "no such process: %u", pid);
+	if (p->uid != 0 && check_other(p, pid, &st, err, len))
 		goto fail;
-	}
 	t->pid = pid;
 	t->pidfd = fd;
 	return 0;
