@@ -83,6 +83,34 @@ static __always_inline bool kx_task_blocked_btf(struct task_struct *t)
 	return ((struct task_struct___pre514 *)t)->state != 0;
 }
 
+/* ---- mm_struct::flags: unsigned long -> mm_flags_t ---- */
+
+/*
+ * mm->flags became an mm_flags_t bitmap (a struct of unsigned longs) in
+ * 6.18 (this project's 6.18 kernel has it); before, it was one unsigned
+ * long. Either way its first word holds the dumpability in its low bits
+ * (MMF_DUMPABLE_MASK, include/linux/sched/coredump.h).
+ */
+struct mm_struct___pre618 {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+
+#define KX_MMF_DUMPABLE_MASK 3 /* SUID_DUMP_DISABLE 0, _USER 1, _ROOT 2 */
+
+/* The dumpability of mm (SUID_DUMP_*), or -1 when this kernel's layout is unknown. */
+static __always_inline int kx_mm_dumpable(struct mm_struct *mm)
+{
+	unsigned long f = 0;
+
+	if (bpf_core_field_exists(mm->flags))
+		bpf_core_read(&f, sizeof(f), &mm->flags);
+	else if (bpf_core_field_exists(((struct mm_struct___pre618 *)mm)->flags))
+		f = BPF_CORE_READ((struct mm_struct___pre618 *)mm, flags);
+	else
+		return -1;
+	return (int)(f & KX_MMF_DUMPABLE_MASK);
+}
+
 /* ---- struct request: where the disk is ---- */
 
 /*

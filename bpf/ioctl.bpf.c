@@ -775,8 +775,19 @@ static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev
 	}
 }
 
-static __always_inline void on_exec(__u32 tgid, __u32 tid)
+/*
+ * Under the uid rule, a traced process whose exec gives it what its user
+ * may not read (shared.bpf.h kx_exec_readable) leaves the pid set for good,
+ * before any record of its new image, and is counted.
+ */
+static __always_inline void on_exec(__u32 tgid, __u32 tid, struct linux_binprm *bprm)
 {
+	if (targ_uid_only && bpf_map_lookup_elem(&pids, &tgid) &&
+	    !kx_exec_readable((struct task_struct *)bpf_get_current_task(), bprm)) {
+		if (bpf_map_delete_elem(&pids, &tgid) == 0)
+			stat_inc(KX_STAT_PROTECTED_EXEC);
+		return;
+	}
 	if (pid_traced(tgid) && bpf_map_lookup_elem(&seen, &tid))
 		emit_task(KX_TASK_EXEC, tgid, tid, 0, NULL);
 }
@@ -831,9 +842,9 @@ int BPF_PROG(btf_exit, struct task_struct *p, bool group_dead)
 }
 
 SEC("tp_btf/sched_process_exec")
-int BPF_PROG(btf_exec, struct task_struct *p)
+int BPF_PROG(btf_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	on_exec(p->tgid, p->pid);
+	on_exec(p->tgid, p->pid, bprm);
 	return 0;
 }
 
@@ -888,9 +899,9 @@ int BPF_PROG(raw_exit, struct task_struct *p, bool group_dead)
 }
 
 SEC("raw_tp/sched_process_exec")
-int BPF_PROG(raw_exec, struct task_struct *p)
+int BPF_PROG(raw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	on_exec(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
+	on_exec(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid), bprm);
 	return 0;
 }
 

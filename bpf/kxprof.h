@@ -69,16 +69,17 @@ enum kx_task_what {
 
 /* Counters in the per-CPU stats array. received + dropped == emitted, per record kind. */
 enum kx_stat {
-	KX_STAT_EMITTED = 0,   /* ioctl records the BPF side tried to submit */
-	KX_STAT_DROPPED,       /* ioctl records lost: ring buffer reservation failed */
-	KX_STAT_TASK_EMITTED,  /* task records tried */
-	KX_STAT_TASK_DROPPED,  /* task records lost: ring buffer full */
-	KX_STAT_INFLIGHT_FULL, /* enter seen but the in-flight map was full: ioctl not traced */
-	KX_STAT_PIDSET_FULL,   /* a child could not be added to the pid set */
-	KX_STAT_ARG_FAULT,     /* argument copy from user memory failed */
-	KX_STAT_AGG_OVERFLOW,  /* aggregate mode: ioctl not counted, the agg map was full */
-	KX_STAT_JOB_EMITTED,   /* job lifecycle records tried (bpf/jobs.bpf.c) */
-	KX_STAT_JOB_DROPPED,   /* job records lost: ring buffer full */
+	KX_STAT_EMITTED = 0,    /* ioctl records the BPF side tried to submit */
+	KX_STAT_DROPPED,        /* ioctl records lost: ring buffer reservation failed */
+	KX_STAT_TASK_EMITTED,   /* task records tried */
+	KX_STAT_TASK_DROPPED,   /* task records lost: ring buffer full */
+	KX_STAT_INFLIGHT_FULL,  /* enter seen but the in-flight map was full: ioctl not traced */
+	KX_STAT_PIDSET_FULL,    /* a child could not be added to the pid set */
+	KX_STAT_ARG_FAULT,      /* argument copy from user memory failed */
+	KX_STAT_AGG_OVERFLOW,   /* aggregate mode: ioctl not counted, the agg map was full */
+	KX_STAT_JOB_EMITTED,    /* job lifecycle records tried (bpf/jobs.bpf.c) */
+	KX_STAT_JOB_DROPPED,    /* job records lost: ring buffer full */
+	KX_STAT_PROTECTED_EXEC, /* processes dropped at an exec the client may not read */
 	KX_STAT_MAX,
 };
 

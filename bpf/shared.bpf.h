@@ -5,18 +5,24 @@
  * same maps and user space points them at the ioctl object's before load
  * (bpf_map__reuse_fd), so ordering and loss accounting stay in one place.
  * Also the one pid-set test every program uses (kx_tgid_traced), with the
- * uid rule of a daemon session for an unprivileged client.
+ * uid rule of a daemon session for an unprivileged client, and the rule an
+ * exec of a traced process must pass in such a session (kx_exec_readable).
  */
 #ifndef KXPROF_SHARED_BPF_H
 #define KXPROF_SHARED_BPF_H
 
 #include <bpf/bpf_core_read.h>
 
+#include "core_fixes.bpf.h"
+
 const volatile bool targ_all = false; /* trace every process */
 /* A daemon session for an unprivileged client (user/daemon/): a process is
  * traced only while its real and effective uid are targ_uid. */
 const volatile bool targ_uid_only = false;
 const volatile __u32 targ_uid = 0;
+/* The client's gid, for the exec rule (kx_exec_readable); set by the
+ * object that runs it (user/capture/ioctl.c). */
+const volatile __u32 targ_gid = 0;
 const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much data */
 
 struct {
@@ -92,6 +98,42 @@ static __always_inline bool kx_tgid_traced(__u32 tgid)
 		return true;
 	bpf_map_delete_elem(&pids, &tgid);
 	return false;
+}
+
+/*
+ * After an exec by a traced process of a session under the uid rule: the
+ * client (targ_uid, targ_gid, no capability) may still read the process as
+ * the kernel's ptrace rule has it (PTRACE_MODE_READ_REALCREDS,
+ * kernel/ptrace.c __ptrace_may_access and commoncap's
+ * cap_ptrace_access_check): its real, effective, saved and fs uids are
+ * targ_uid and its gids targ_gid, it has no permitted capability and it is
+ * dumpable (SUID_DUMP_USER). A setuid, setgid or file-capability program
+ * (bprm->secureexec) or an unreadable one fails it. t: the task that
+ * exec'd (current); bprm: the exec's, NULL when unknown.
+ */
+static __always_inline bool kx_exec_readable(struct task_struct *t, struct linux_binprm *bprm)
+{
+	const struct cred *c = BPF_CORE_READ(t, real_cred);
+	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+	__u64 caps = 0;
+	int dumpable;
+
+	if (bprm && bpf_core_field_exists(bprm->secureexec) &&
+	    BPF_CORE_READ_BITFIELD_PROBED(bprm, secureexec))
+		return false;
+	if (BPF_CORE_READ(c, uid.val) != targ_uid || BPF_CORE_READ(c, euid.val) != targ_uid ||
+	    BPF_CORE_READ(c, suid.val) != targ_uid || BPF_CORE_READ(c, fsuid.val) != targ_uid)
+		return false;
+	if (BPF_CORE_READ(c, gid.val) != targ_gid || BPF_CORE_READ(c, egid.val) != targ_gid ||
+	    BPF_CORE_READ(c, sgid.val) != targ_gid || BPF_CORE_READ(c, fsgid.val) != targ_gid)
+		return false;
+	/* kernel_cap_t: 64 bits as one u64 (6.3+) or two u32 before. */
+	bpf_core_read(&caps, sizeof(caps), &c->cap_permitted);
+	if (caps)
+		return false;
+	dumpable = kx_mm_dumpable(mm);
+	/* A layout this code does not know (-1): the credentials above decide. */
+	return dumpable == 1 || dumpable < 0;
 }
 
 /* For paths that found the thread traced without asking the pid set (its

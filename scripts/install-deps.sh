@@ -21,6 +21,7 @@ declare -A need=(
 	[protobuf-compiler]=/usr/bin/protoc
 	[python3]=/usr/bin/python3
 	[util-linux]=/usr/sbin/losetup
+	[libcap2-bin]=/usr/sbin/setcap
 	[procps]=/usr/bin/pgrep
 	[bpftrace]=/usr/bin/bpftrace
 	[strace]=/usr/bin/strace

@@ -6,6 +6,14 @@
  *    (own processes only; never -a, pid 1, kernel threads, other uids,
  *    threads given as processes) and for root; a pinned target that exits
  *    before the capture begins is caught;
+ *  - the kernel's own read rule at attach: a process of the client's uid
+ *    that is not dumpable, keeps saved uid 0, runs with another group or
+ *    holds capabilities is refused with its reason; a pid named 256 times
+ *    is pinned once;
+ *  - the same rule at exec, in the kernel, under each attach mechanism: a
+ *    traced process that execs a program its user may not read (execute
+ *    only: not dumpable; setgid root) leaves the capture for good and is
+ *    counted, one that execs a readable copy stays;
  *  - in a session restricted to uid 65534, under each attach mechanism: a
  *    process is traced while its real and effective uid are 65534, leaves at
  *    the moment it changes euid, stays out after changing back, and its later
@@ -22,7 +30,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -56,7 +67,9 @@ static pid_t child_as(uid_t uid)
 	pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		/* Dumpable again after the uid change, as a process of uid would be. */
+		if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid) ||
+		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
 			_exit(3);
 		if (write(p[1], "r", 1) != 1)
 			_exit(4);
@@ -77,6 +90,46 @@ static void end_child(pid_t pid)
 {
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+}
+
+/* How a child of NOBODY sets itself up beyond its ids (child_setup). */
+enum setup { PLAIN, NODUMP, SAVED_ROOT, OTHER_GROUP, CAPS };
+
+/* A child of NOBODY set up as how, then waiting to be killed. */
+static pid_t child_setup(enum setup how)
+{
+	int p[2];
+	char c;
+	pid_t pid;
+
+	if (pipe(p) != 0)
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		uid_t saved = how == SAVED_ROOT ? 0 : NOBODY;
+		gid_t sgid = how == OTHER_GROUP ? 0 : NOBODY;
+
+		close(p[0]);
+		if (how == CAPS && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
+			_exit(2);
+		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, sgid) ||
+		    setresuid(NOBODY, NOBODY, saved) ||
+		    prctl(PR_SET_DUMPABLE, how == NODUMP ? 0 : 1, 0, 0, 0))
+			_exit(3);
+		if (write(p[1], "r", 1) != 1)
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	if (pid > 0 && read(p[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
 }
 
 /* Checks one request of peer; 1 when refused with want in the reason. */
@@ -177,6 +230,55 @@ static void rules_for_users(void)
 	end_child(mine);
 }
 
+static void protected_refused(void)
+{
+	static const struct {
+		enum setup how;
+		const char *want;
+	} cases[] = {
+	        {NODUMP, "is not dumpable"},
+	        {SAVED_ROOT, "keeps another saved or fs uid"},
+	        {OTHER_GROUP, "runs with a group other than your gid"},
+	        {CAPS, "holds capabilities"},
+	};
+	struct kx_peer nobody = peer_of(NOBODY);
+	pid_t plain;
+
+	if (geteuid() != 0)
+		SKIP("needs root (children of another uid)");
+	plain = child_setup(PLAIN);
+	CHECK(plain > 0);
+	CHECK(auth_allows(&nobody, 0, (uint32_t)plain));
+	end_child(plain);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pid_t pid = child_setup(cases[i].how);
+
+		CHECK(pid > 0);
+		CHECK(auth_refuses(&nobody, 0, (uint32_t)pid, cases[i].want));
+		end_child(pid);
+	}
+}
+
+static void duplicate_pids_pinned_once(void)
+{
+	struct kx_peer nobody = peer_of(NOBODY);
+	struct kx_dw_request r = {0};
+	struct kx_targets t;
+	char err[512];
+	pid_t pid;
+
+	if (geteuid() != 0)
+		SKIP("needs root (a child of another uid)");
+	pid = child_as(NOBODY);
+	CHECK(pid > 0);
+	for (r.npids = 0; r.npids < KX_DW_PIDS_MAX; r.npids++)
+		r.pids[r.npids] = (uint32_t)pid;
+	CHECK(kx_auth_check(&nobody, &r, &t, err, sizeof(err)) == 0);
+	CHECK_EQ_U(t.n, 1);
+	kx_auth_release(&t);
+	end_child(pid);
+}
+
 static void exited_target_caught(void)
 {
 	struct kx_peer nobody = peer_of(NOBODY);
@@ -191,9 +293,9 @@ static void exited_target_caught(void)
 	CHECK(pid > 0);
 	r.pids[r.npids++] = (uint32_t)pid;
 	CHECK(kx_auth_check(&nobody, &r, &t, err, sizeof(err)) == 0);
-	CHECK(kx_auth_confirm(&t, err, sizeof(err)) == 0);
+	CHECK(kx_auth_confirm(&nobody, &t, err, sizeof(err)) == 0);
 	end_child(pid); /* exits and is reaped: the pid may now be reused */
-	CHECK(kx_auth_confirm(&t, err, sizeof(err)) != 0);
+	CHECK(kx_auth_confirm(&nobody, &t, err, sizeof(err)) != 0);
 	CHECK(strstr(err, "exited before the capture began") != NULL);
 	kx_auth_release(&t);
 }
@@ -393,6 +495,156 @@ static void uid_rule_in_kernel(void)
 	CHECK(ran > 0);
 }
 
+/* ---- the exec rule in the kernel ---- */
+
+#define EXEC_IOCTLS 7 /* the workers' ioctls (exec_child passes "7") */
+static char self_exe[4096];
+
+/* Copies this program to dir/name with owner root and mode. 0, or -1. */
+static int copy_self(const char *dir, const char *name, mode_t mode, char *path, size_t len)
+{
+	char buf[65536];
+	int in = open(self_exe, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	snprintf(path, len, "%s/%s", dir, name);
+	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+	if (in < 0 || out < 0)
+		goto fail;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			goto fail;
+	close(in);
+	if (fchown(out, 0, 0) || fchmod(out, mode))
+		n = -1;
+	close(out);
+	return n == 0 ? 0 : -1;
+fail:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return -1;
+}
+
+/* A child that becomes NOBODY, waits for a byte on go, then execs path
+ * (this program as an ioctl worker). */
+static pid_t exec_child(const char *path, int go)
+{
+	pid_t pid;
+	char c;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+		    setresuid(NOBODY, NOBODY, NOBODY) || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) ||
+		    read(go, &c, 1) != 1)
+			_exit(3);
+		execl(path, path, "--ioctls", "7", (char *)NULL);
+		_exit(4);
+	}
+	return pid;
+}
+
+/* One session of NOBODY around three children that exec copies[k]; n: the
+ * ioctls recorded of each; *left: the processes it counted as leaving. */
+static int run_exec_session(const char *mech, char copies[3][4096], size_t n[3], uint64_t *left,
+                            char *err, size_t len)
+{
+	struct kx_store *st = kx_store_new(0);
+	struct kx_session_opts o = {.devices = devs,
+	                            .ndevices = ndevs,
+	                            .mech = mech,
+	                            .sink = kx_sink_store(st),
+	                            .no_jobs = 1,
+	                            .uid_only = 1,
+	                            .uid = NOBODY,
+	                            .gid = NOBODY};
+	struct kx_session *s = kx_session_open(&o, err, len);
+	pid_t pid[3] = {-1, -1, -1}, ran[3];
+	int go[2] = {-1, -1}, rc = -1, status;
+
+	memset(n, 0, 3 * sizeof(n[0]));
+	if (!s || pipe2(go, O_CLOEXEC) != 0)
+		goto out;
+	for (int k = 0; k < 3; k++)
+		if ((pid[k] = exec_child(copies[k], go[0])) < 0 ||
+		    kx_session_add_pid(s, (uint32_t)pid[k], err, len))
+			goto out;
+	if (kx_session_start(s, err, len) || write(go[1], "ggg", 3) != 3)
+		goto out;
+	rc = 0;
+	memcpy(ran, pid, sizeof(ran));
+	for (int k = 0; k < 3; k++) {
+		if (waitpid(pid[k], &status, 0) != pid[k] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0) {
+			snprintf(err, len, "worker %s failed (status %#x)", copies[k], status);
+			rc = -1;
+		}
+		pid[k] = -1;
+	}
+	kx_session_stop(s);
+	*left = kx_session_capinfo(s)->protected_exec;
+	for (size_t i = 0; i < kx_store_ioctl_count(st); i++)
+		for (int k = 0; k < 3; k++)
+			n[k] += kx_store_ioctl(st, i)->pid == (uint32_t)ran[k];
+out:
+	for (int k = 0; k < 2; k++)
+		if (go[k] >= 0)
+			close(go[k]);
+	for (int k = 0; k < 3; k++)
+		if (pid[k] > 0)
+			end_child(pid[k]);
+	kx_session_close(s);
+	kx_store_free(st);
+	return rc;
+}
+
+static void exec_rule_in_kernel(void)
+{
+	static const char *const mechs[] = {"tp_btf", "raw_tp", "tp"};
+	char dir[] = "/tmp/kxtest-exec.XXXXXX", copies[3][4096];
+	struct statvfs fs;
+	int ran = 0;
+
+	if (geteuid() != 0)
+		SKIP("needs root (loads BPF, makes a setgid program)");
+	CHECK(mkdtemp(dir) != NULL && chmod(dir, 0755) == 0);
+	if (statvfs(dir, &fs) == 0 && (fs.f_flag & ST_NOSUID)) {
+		rmdir(dir);
+		SKIP("/tmp is mounted nosuid");
+	}
+	ndevs = kx_device_resolve("/dev/null", devs, KX_MAX_DEVICES, NULL, 0);
+	CHECK(ndevs == 1);
+	/* Readable; execute only (its user may not read it: not dumpable); setgid root. */
+	CHECK(copy_self(dir, "plain", 0755, copies[0], sizeof(copies[0])) == 0);
+	CHECK(copy_self(dir, "xonly", 0711, copies[1], sizeof(copies[1])) == 0);
+	CHECK(copy_self(dir, "sgid", 02755, copies[2], sizeof(copies[2])) == 0);
+	for (size_t m = 0; m < 3; m++) {
+		uint64_t left = 0;
+		size_t n[3];
+		char err[512] = "";
+
+		if (run_exec_session(mechs[m], copies, n, &left, err, sizeof(err))) {
+			printf("  %s: %s\n", mechs[m], err);
+			CHECK(strstr(err, "no attach mechanism") != NULL);
+			continue;
+		}
+		ran++;
+		printf("  %s: plain %zu, execute-only %zu, setgid %zu ioctls; %llu left\n",
+		       mechs[m], n[0], n[1], n[2], (unsigned long long)left);
+		CHECK_EQ_U(n[0], EXEC_IOCTLS);
+		CHECK_EQ_U(n[1], 0);
+		CHECK_EQ_U(n[2], 0);
+		CHECK_EQ_U(left, 2);
+	}
+	for (int k = 0; k < 3; k++)
+		unlink(copies[k]);
+	rmdir(dir);
+	CHECK(ran > 0);
+}
+
 static void restricted_hooks_said(void)
 {
 	struct kx_store *st;
@@ -483,12 +735,32 @@ static void restricted_profiles_said(void)
 	CHECK(kstacks && cycles && cs && sampling);
 }
 
-int main(void)
+/* The worker exec_rule_in_kernel execs: --ioctls N on /dev/null. */
+static int ioctl_worker(int n)
 {
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return 2;
+	nulls(fd, n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	/* _exit: no exit-time leak check, which cannot run in a process that is
+	 * not dumpable (LeakSanitizer stops the world through ptrace). */
+	if (argc == 3 && !strcmp(argv[1], "--ioctls"))
+		_exit(ioctl_worker(atoi(argv[2])));
+	if (readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1) < 0)
+		return 1;
 	RUN(peer_credentials);
 	RUN(rules_for_users);
+	RUN(protected_refused);
+	RUN(duplicate_pids_pinned_once);
 	RUN(exited_target_caught);
 	RUN(uid_rule_in_kernel);
+	RUN(exec_rule_in_kernel);
 	RUN(restricted_hooks_said);
 	RUN(restricted_profiles_said);
 	KXT_EXIT();

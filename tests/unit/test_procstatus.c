@@ -1,10 +1,13 @@
 /*
  * util/procstatus.h against the process's own view of itself: name,
  * credentials, groups, thread group and parent; a pid that does not exist;
- * and (root) a Groups line longer than the reader's buffer, of which only
- * real groups are kept and the cut is said.
+ * permitted capabilities and the status file's owner (the process's own
+ * while dumpable, root's once not); a zombie has no memory; and (root) a Groups line longer than
+ * the reader's buffer, of which only real groups are kept and the cut is
+ * said.
  */
 #include <grp.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -32,6 +35,72 @@ static void reads_self(void)
 	CHECK(!st.groups_cut);
 	for (int i = 0; i < n && i < st.ngroups; i++)
 		CHECK_EQ_U(st.groups[i], groups[i]);
+}
+
+/* A child (uid 65534 when we are root) with dumpability d; its status in st. 0, or -1. */
+static int child_status(int d, struct kx_procstatus *st)
+{
+	int p[2], rc = -1;
+	pid_t pid;
+	char c;
+
+	if (pipe(p) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if ((geteuid() == 0 &&
+		     (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))) ||
+		    prctl(PR_SET_DUMPABLE, d, 0, 0, 0) || write(p[1], "r", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	if (pid > 0 && read(p[0], &c, 1) == 1)
+		rc = kx_procstatus_read((uint32_t)pid, st);
+	close(p[0]);
+	close(p[1]);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return rc;
+}
+
+static void caps_and_owner(void)
+{
+	struct kx_procstatus st;
+	long uid = geteuid() == 0 ? 65534 : (long)geteuid();
+
+	CHECK(kx_procstatus_read((uint32_t)getpid(), &st) == 0);
+	CHECK(st.has_mm);
+	CHECK(st.cap_prm_known);
+	CHECK(geteuid() != 0 || st.cap_prm != 0);
+	CHECK(child_status(1, &st) == 0);
+	CHECK(st.file_uid == uid);
+	CHECK(st.cap_prm == 0);
+	/* Not dumpable: the file turns root's, how user space sees it. */
+	CHECK(child_status(0, &st) == 0);
+	CHECK(st.file_uid == 0);
+}
+
+/* A zombie has no memory (and its status file is root's). */
+static void zombie_has_no_mm(void)
+{
+	struct kx_procstatus st = {0};
+	pid_t pid = fork();
+	int got = -1;
+
+	if (pid == 0)
+		_exit(0);
+	CHECK(pid > 0);
+	for (int tries = 0; tries < 500 && got != 0; tries++) {
+		got = kx_procstatus_read((uint32_t)pid, &st) == 0 && !st.has_mm ? 0 : -1;
+		if (got)
+			usleep(10000);
+	}
+	CHECK(got == 0);
+	CHECK(st.file_uid == 0);
+	waitpid(pid, NULL, 0);
 }
 
 static void no_such_process(void)
@@ -93,6 +162,8 @@ static void long_groups_line(void)
 int main(void)
 {
 	RUN(reads_self);
+	RUN(caps_and_owner);
+	RUN(zombie_has_no_mm);
 	RUN(no_such_process);
 	RUN(long_groups_line);
 	KXT_EXIT();

@@ -180,6 +180,9 @@ void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_wa
 	say(fn, ctx, ci->inflight_full,
 	    "ioctls not traced (in-flight map full: too many concurrent calls)");
 	say(fn, ctx, ci->pidset_full, "new processes or threads not followed (pid set full)");
+	say(fn, ctx, ci->protected_exec,
+	    "processes left the capture: exec of a protected program (setuid, setgid, file "
+	    "capabilities or not readable: the kernel would not let you read them either)");
 	say(fn, ctx, ci->arg_faults,
 	    "ioctl argument copies failed (user memory fault): those events lack decoded "
 	    "arguments");

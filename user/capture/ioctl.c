@@ -39,6 +39,7 @@ struct kx_ioctl_bpf {
 	struct recycle *wait; /* retired slots, oldest first */
 	size_t nwait, capwait;
 	struct kx_counters *ctr; /* perf counters read inside calls, NULL when none */
+	int exec_needed;         /* uid rule: without the exec hook no session (session.h) */
 };
 
 /* Each mechanism: the program name prefix of its ioctl enter/exit pair, and
@@ -100,6 +101,11 @@ static int prog_index(const char *name, int m)
 			return (int)i;
 	}
 	return -1;
+}
+
+static int is_exec(int i)
+{
+	return !strcmp(progs[i].suffix, "exec");
 }
 
 static int is_offcpu(int i)
@@ -182,6 +188,8 @@ static void configure(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o,
 	sk->rodata->targ_all = o->all != 0;
 	sk->rodata->targ_uid_only = o->uid_only != 0;
 	sk->rodata->targ_uid = o->uid;
+	sk->rodata->targ_gid = o->gid;
+	b->exec_needed = o->uid_only != 0;
 	sk->rodata->wakeup_bytes = rb / 4;
 	sk->rodata->aggregate = o->aggregate != 0;
 	sk->rodata->agg_by_pid = o->aggregate && o->agg_by_pid;
@@ -238,7 +246,7 @@ static int attach(struct kx_ioctl_bpf *b, int m, struct kx_capinfo *ci, char *wh
 		if (!l) {
 			int err = errno;
 
-			if (progs[i].mandatory) {
+			if (progs[i].mandatory || (b->exec_needed && is_exec(i))) {
 				snprintf(why, len, "attach of %s failed (%s)", progs[i].hook,
 				         strerror(err));
 				return -1;

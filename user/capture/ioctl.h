@@ -33,6 +33,7 @@ struct kx_ioctl_bpf_opts {
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
 	int uid_only;          /* only processes whose real and effective uid are uid */
 	uint32_t uid;
+	uint32_t gid; /* with uid_only: the exec rule's (session.h); the exec hook is then needed */
 	int no_offcpu; /* no sched_switch program: no off-CPU time */
 	/* fentry: the function to hook; NULL: the ioctl syscall's entry function
 	 * found through BTF (tests name a missing one to see the refusal). */

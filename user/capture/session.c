@@ -86,6 +86,7 @@ static void ioctl_opts(const struct kx_session_opts *o, struct kx_ioctl_bpf_opts
 	        .agg_max_keys = o->agg_max_keys,
 	        .uid_only = o->uid_only,
 	        .uid = o->uid,
+	        .gid = o->gid,
 	        .no_offcpu = o->no_offcpu,
 	        .entry_fn = o->entry_fn,
 	        .counters = o->counters,
@@ -382,6 +383,7 @@ static void read_stats(struct kx_session *s)
 	s->ci.dropped = sum[KX_STAT_DROPPED];
 	s->ci.inflight_full = sum[KX_STAT_INFLIGHT_FULL];
 	s->ci.pidset_full = sum[KX_STAT_PIDSET_FULL];
+	s->ci.protected_exec = sum[KX_STAT_PROTECTED_EXEC];
 	s->ci.arg_faults = sum[KX_STAT_ARG_FAULT];
 	s->ci.received = kx_consumer_ioctls(s->consumer);
 	s->ci.job_emitted = sum[KX_STAT_JOB_EMITTED];

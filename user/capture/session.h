@@ -35,10 +35,14 @@ struct kx_session_opts {
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
 	/* A daemon session for an unprivileged client: only processes whose
 	 * real and effective uid are uid, checked in the kernel at every event
-	 * (one that changes uid leaves for good); sources that would record
-	 * other processes (driver entry hooks, block and v3d jobs) stay off. */
+	 * (one that changes uid leaves for good), and at each exec only those
+	 * the client may still read as ptrace has it (uids uid, gids gid, no
+	 * capability, dumpable; one that fails leaves for good, counted in
+	 * protected_exec); sources that would record other processes (driver
+	 * entry hooks, block and v3d jobs) stay off. */
 	int uid_only;
 	uint32_t uid;
+	uint32_t gid;
 	int no_offcpu;        /* no sched_switch program (no off-CPU time) */
 	const char *entry_fn; /* fentry target; NULL: found through BTF (tests only) */
 	/* CPU samples of the traced processes (sink.sample gets them). */

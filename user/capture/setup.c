@@ -155,6 +155,7 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->agg_max_keys = o->agg_max_keys;
 	so->uid_only = o->uid_only;
 	so->uid = o->uid;
+	so->gid = o->gid;
 	so->sample_hz = o->sample_hz;
 	so->off_cpu = o->off_cpu;
 	so->counters = o->counters;

@@ -83,6 +83,7 @@ struct kx_capture_opts {
 	int uid_only;           /* only processes of this uid (see kx_session_opts); the
 	                           record then holds no kernel address (sinks.h) */
 	uint32_t uid;
+	uint32_t gid;              /* with uid_only: the client's (the exec rule) */
 	const char *no_kernel_why; /* no kernel-mode profiling, for this reason (kx_session_opts) */
 	/* Without the privilege to load BPF, a capture into record_path or store
 	 * goes through the kxprof daemon when its socket exists (KXPROF_SOCKET,

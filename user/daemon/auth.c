@@ -61,23 +61,59 @@ void kx_peer_release(struct kx_peer *p)
 	p->pidfd = -1;
 }
 
-/* The rules for one pinned process of a client that is not root. */
+/* Says, with the reason, that the kernel keeps process pid from its own user. */
+static int protected(uint32_t pid, const struct kx_procstatus *st, const char *why, char *err,
+                     size_t len)
+{
+	snprintf(err, len,
+	         "process %u (%s) %s: the kernel lets no one but root read it (ptrace, perf -p, "
+	         "/proc/PID/maps), and kxprof traces it for no one else either",
+	         pid, st->name, why);
+	return -1;
+}
+
+/*
+ * The kernel's ptrace read rule (PTRACE_MODE_READ_REALCREDS) for a client
+ * that is not root and holds no capability: the target's real, effective,
+ * saved and fs uids are the client's, so are its gids, it holds no
+ * permitted capability and it is dumpable (its status file is its own, not
+ * root's). The kernel-side exec rule is the same (bpf/shared.bpf.h).
+ */
 static int check_other(const struct kx_peer *p, uint32_t pid, const struct kx_procstatus *st,
                        char *err, size_t len)
 {
+	long u = (long)p->uid, g = (long)p->gid;
+
 	if (st->kthread == 1 || pid == 2 || st->ppid == 2) {
 		snprintf(err, len,
 		         "process %u (%s) is a kernel thread: only root may trace kernel threads",
 		         pid, st->name);
 		return -1;
 	}
-	if (st->uid[0] != (long)p->uid || st->uid[1] != (long)p->uid) {
+	if (st->uid[0] != u || st->uid[1] != u) {
 		snprintf(err, len,
 		         "process %u (%s) runs as uid %ld (effective %ld): you (uid %u) may trace "
 		         "only your own processes",
 		         pid, st->name, st->uid[0], st->uid[1], (unsigned int)p->uid);
 		return -1;
 	}
+	if (st->uid[2] != u || st->uid[3] != u)
+		return protected(pid, st, "keeps another saved or fs uid (it ran a setuid program)",
+		                 err, len);
+	if (st->gid[0] != g || st->gid[1] != g || st->gid[2] != g || st->gid[3] != g)
+		return protected(pid, st,
+		                 "runs with a group other than your gid (a setgid program, or "
+		                 "another group of yours: run it with your gid to trace it)",
+		                 err, len);
+	if (!st->cap_prm_known || st->cap_prm != 0)
+		return protected(pid, st, "holds capabilities (a file-capability program)", err,
+		                 len);
+	/* Without memory (exiting) it is owned by root and has nothing to
+	 * read: the kernel's rule skips dumpability then, and so does this. */
+	if (st->has_mm && st->file_uid != u)
+		return protected(pid, st,
+		                 "is not dumpable (it asked so with prctl, or changed credentials)",
+		                 err, len);
 	return 0;
 }
 
@@ -126,6 +162,15 @@ fail:
 	return -1;
 }
 
+/* pid is in t already. */
+static int pinned(const struct kx_targets *t, uint32_t pid)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->t[i].pid == pid)
+			return 1;
+	return 0;
+}
+
 int kx_auth_check(const struct kx_peer *p, const struct kx_dw_request *req, struct kx_targets *t,
                   char *err, size_t len)
 {
@@ -141,6 +186,8 @@ int kx_auth_check(const struct kx_peer *p, const struct kx_dw_request *req, stru
 		return -1;
 	}
 	for (int i = 0; i < req->npids; i++) {
+		if (pinned(t, req->pids[i]))
+			continue; /* one pidfd per process, however often it is named */
 		if (pin_one(p, req->pids[i], &t->t[t->n], err, len)) {
 			kx_auth_release(t);
 			return -1;
@@ -150,14 +197,23 @@ int kx_auth_check(const struct kx_peer *p, const struct kx_dw_request *req, stru
 	return 0;
 }
 
-int kx_auth_confirm(const struct kx_targets *t, char *err, size_t len)
+int kx_auth_confirm(const struct kx_peer *p, const struct kx_targets *t, char *err, size_t len)
 {
-	for (int i = 0; i < t->n; i++)
-		if (!pidfd_alive(t->t[i].pidfd)) {
-			snprintf(err, len, "process %u exited before the capture began",
-			         t->t[i].pid);
+	struct kx_procstatus st;
+
+	for (int i = 0; i < t->n; i++) {
+		uint32_t pid = t->t[i].pid;
+		/* Read, then alive: the status read is the pinned process's. */
+		int read = kx_procstatus_read(pid, &st) == 0;
+
+		if (!pidfd_alive(t->t[i].pidfd) || !read) {
+			snprintf(err, len, "process %u exited before the capture began", pid);
 			return -1;
 		}
+		/* An exec between the check and the kernel-side rule's start. */
+		if (p->uid != 0 && check_other(p, pid, &st, err, len))
+			return -1;
+	}
 	return 0;
 }
 

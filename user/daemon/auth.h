@@ -8,9 +8,14 @@
  * after the pid set holds it, so a recycled pid cannot redirect a session.
  *
  * Rules: a root client may ask what `kxprof record` may. Any other client
- * may trace only processes whose real and effective uid are its own (their
- * descendants follow while they keep that uid: the kernel-side filter
- * checks it, capture/session.h), never -a, pid 1 or a kernel thread.
+ * may trace only processes the kernel lets it read (ptrace's
+ * PTRACE_MODE_READ_REALCREDS for a client without capabilities): real,
+ * effective, saved and fs uid its own, all four gids its gid, no permitted
+ * capability, dumpable. Their descendants follow while they keep that uid,
+ * and leave for good at an exec that breaks the rule (a setuid, setgid or
+ * file-capability program): the kernel-side filter checks both,
+ * capture/session.h. Never -a, pid 1 or a kernel thread. A pid named twice
+ * is pinned once.
  */
 #ifndef KX_DAEMON_AUTH_H
 #define KX_DAEMON_AUTH_H
@@ -49,9 +54,11 @@ struct kx_targets {
  * with the one-line reason for the client (nothing left pinned). */
 int kx_auth_check(const struct kx_peer *p, const struct kx_dw_request *req, struct kx_targets *t,
                   char *err, size_t len);
-/* After the capture holds the pids: each pinned process still lives, so the
- * process checked is the process traced. 0, or -1 naming one that exited. */
-int kx_auth_confirm(const struct kx_targets *t, char *err, size_t len);
+/* After the capture holds the pids (and its exec rule runs): each pinned
+ * process still lives, so the process checked is the process traced, and
+ * still passes the rules (an exec in between is caught). 0, or -1 naming
+ * one that exited or broke the rules. */
+int kx_auth_confirm(const struct kx_peer *p, const struct kx_targets *t, char *err, size_t len);
 void kx_auth_release(struct kx_targets *t);
 
 #endif /* KX_DAEMON_AUTH_H */

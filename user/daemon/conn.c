@@ -1,4 +1,5 @@
 /* One client's session in the daemon (contract: conn.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -6,16 +7,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include "capture/clock.h"
 #include "capture/setup.h"
 #include "daemon/conn.h"
+#include "daemon/pending.h"
+#include "util/ctrlchar.h"
+#include "util/procstatus.h"
 
-#define TICK_MS   250                    /* how often the session loop looks around */
-#define STATUS_NS (1000ull * 1000000ull) /* live counters to the client this often */
+#define TICK_MS         250                    /* how often the session loop looks around */
+#define STATUS_NS       (1000ull * 1000000ull) /* live counters to the client this often */
+#define FIRST_REQUEST_S 5.0 /* the longest wait for a request (the idle limit when shorter), s */
+#define FD_RESERVE      64  /* fds a session leaves free: accepts, refusals, the daemon's own */
+#define FD_SESSION_BASE 64  /* fds of a session besides its pids and per-CPU events */
 
 struct conn {
 	int fd;
@@ -33,11 +42,13 @@ struct conn {
 	uint64_t t0;               /* session start, kx_mono_ns */
 	char line[KX_DW_TEXT_MAX]; /* say()'s */
 	char reason[64];           /* look_around()'s */
+	struct kx_pending wait;    /* while it waits for its request */
 };
 
 static void say(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct conn *c, const char *fmt, ...)
 {
+	char text[KX_DW_TEXT_MAX];
 	va_list ap;
 	int n;
 
@@ -47,8 +58,10 @@ static void say(struct conn *c, const char *fmt, ...)
 	             "session %llu (uid %u, pid %d): ", (unsigned long long)c->id,
 	             (unsigned int)c->peer->uid, (int)c->peer->pid);
 	va_start(ap, fmt);
-	vsnprintf(c->line + n, sizeof(c->line) - (size_t)n, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
+	/* Whatever a client's strings hold, one log line of printable text. */
+	kx_ctrl_escape(c->line + n, sizeof(c->line) - (size_t)n, text);
 	c->cfg->log(c->cfg->log_ctx, c->line);
 }
 
@@ -93,14 +106,13 @@ static uint64_t secs_ns(double s)
  * reason it could not (said to the client when it is still there; an end
  * of file is logged unless quiet_eof). */
 static int next_msg(struct conn *c, int *type, struct kx_bytes *msg, const char *waiting_for,
-                    int quiet_eof)
+                    int quiet_eof, double wait_s)
 {
 	char why[256];
-	int rc = kx_dw_read(c->fd, kx_mono_ns() + secs_ns(c->cfg->idle_seconds), 1, type, msg, why,
-	                    sizeof(why));
+	int rc = kx_dw_read(c->fd, kx_mono_ns() + secs_ns(wait_s), 1, type, msg, why, sizeof(why));
 
 	if (rc == KX_DW_TIMEOUT)
-		refuse(c, "no %s within %.0f s: closing", waiting_for, c->cfg->idle_seconds);
+		refuse(c, "no %s within %.0f s: closing", waiting_for, wait_s);
 	else if (rc == KX_DW_BAD)
 		refuse(c, "bad message: %s", why);
 	else if (rc == KX_DW_EOF && !quiet_eof)
@@ -110,10 +122,23 @@ static int next_msg(struct conn *c, int *type, struct kx_bytes *msg, const char 
 
 static int read_request(struct conn *c)
 {
+	double wait_s =
+	        c->cfg->idle_seconds < FIRST_REQUEST_S ? c->cfg->idle_seconds : FIRST_REQUEST_S;
 	struct kx_bytes msg = {0};
 	char why[256];
-	int type, rc = next_msg(c, &type, &msg, "request", 0);
+	int type, rc;
 
+	c->wait = (struct kx_pending){.fd = c->fd, .peer = c->peer};
+	kx_pending_enter(&c->wait);
+	rc = next_msg(c, &type, &msg, "request", 1, wait_s);
+	if (kx_pending_leave(&c->wait)) {
+		/* Its reading side is shut, even if the request came in time. */
+		refuse(c, "too many connections are waiting to send a request: this one, waiting "
+		          "longest, was closed for a newer one (try again)");
+		rc = KX_DW_EOF;
+	} else if (rc == KX_DW_EOF) {
+		say(c, "disconnected before the request");
+	}
 	if (rc == KX_DW_MSG && type != KX_DW_OPEN) {
 		refuse(c, "expected a request (OPEN), got %s", kx_dw_type_name(type));
 		rc = KX_DW_BAD;
@@ -126,21 +151,124 @@ static int read_request(struct conn *c)
 	return rc == KX_DW_MSG ? 0 : -1;
 }
 
-/* The devices of the request, resolved here. 0, or -1 after refusing. */
+/* A control character in a request string: one line saying which string
+ * (the strings go into messages and the log). 0, or -1 after refusing. */
+static int request_text_ok(struct conn *c)
+{
+	const char *bad = kx_ctrl_find(c->req.mech)       ? "the attach mechanism"
+	                  : kx_ctrl_find(c->req.counters) ? "the counter list"
+	                                                  : NULL;
+
+	for (int i = 0; !bad && i < c->req.ndevices; i++)
+		if (kx_ctrl_find(c->req.devices[i]))
+			bad = "a device spec";
+	if (!bad)
+		return 0;
+	refuse(c,
+	       "%s in the request holds a control character (a newline, tab or the like): "
+	       "refused",
+	       bad);
+	return -1;
+}
+
+/* The daemon thread's own groups while it acts as a client (fs_identity). */
+struct own_groups {
+	gid_t g[KX_PROCSTATUS_GROUPS];
+	int n;
+};
+
+/* The thread's file-system identity and groups become the client's, so
+ * paths resolve as they would for the client (no answer about what only
+ * root may see), or (own: the saved groups) back to the daemon's. Per
+ * thread: raw syscalls (glibc would change every thread's groups). */
+static void fs_identity(const struct kx_peer *p, struct own_groups *own, int as_client)
+{
+	struct kx_procstatus st;
+	gid_t groups[KX_PROCSTATUS_GROUPS];
+	int n = 0;
+
+	if (!as_client) {
+		syscall(SYS_setfsuid, geteuid());
+		syscall(SYS_setfsgid, getegid());
+		syscall(SYS_setgroups, (size_t)(own->n > 0 ? own->n : 0), own->g);
+		return;
+	}
+	own->n = (int)syscall(SYS_getgroups, KX_PROCSTATUS_GROUPS, own->g);
+	/* The client's supplementary groups, as the kernel shows them. */
+	if (p->pid > 0 && kx_procstatus_read((uint32_t)p->pid, &st) == 0 && kx_peer_alive(p))
+		for (n = 0; n < st.ngroups; n++)
+			groups[n] = (gid_t)st.groups[n];
+	syscall(SYS_setgroups, (size_t)n, groups);
+	syscall(SYS_setfsgid, p->gid);
+	syscall(SYS_setfsuid, p->uid);
+}
+
+/* The devices of the request, resolved here (with the client's file-system
+ * identity unless it is root). 0, or -1 after refusing. */
 static int resolve_devices(struct conn *c)
 {
+	int as_client = c->peer->uid != 0 && geteuid() == 0, n, rc = 0;
+	struct own_groups own = {.n = 0};
 	char err[256];
 
-	for (int i = 0; i < c->req.ndevices; i++)
-		if (kx_devset_add(&c->devices, c->req.devices[i], err, sizeof(err))) {
-			refuse(c, "%s", err);
-			return -1;
-		}
-	if (kx_devset_resolve(&c->devices, NULL, NULL) == 0) {
+	if (as_client)
+		fs_identity(c->peer, &own, 1);
+	for (int i = 0; !rc && i < c->req.ndevices; i++)
+		rc = kx_devset_add(&c->devices, c->req.devices[i], err, sizeof(err));
+	n = rc ? 0 : kx_devset_resolve(&c->devices, NULL, NULL);
+	if (as_client)
+		fs_identity(c->peer, &own, 0);
+	if (rc) {
+		refuse(c, "%s", err);
+		return -1;
+	}
+	if (n == 0) {
 		refuse(c, "no accelerator device found here and none named: name one (--device)");
 		return -1;
 	}
 	return 0;
+}
+
+/* Open fds of this process. */
+static long fds_open(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* What the session will hold, roughly: its pinned pids, its per-CPU perf
+ * events and its BPF objects. */
+static long session_fds(const struct conn *c)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	long per_cpu = (c->req.sample_hz ? 1 : 0) + c->grant.counters.n;
+
+	return FD_SESSION_BASE + c->targets.n + (ncpu > 0 ? ncpu : 1) * per_cpu;
+}
+
+/* Room for the session's fds with FD_RESERVE left: else a clean refusal
+ * now, not a failed load (nor a failed accept) later. 0, or -1 after refusing. */
+static int fds_left(struct conn *c)
+{
+	struct rlimit rl;
+	long used = fds_open(), need = session_fds(c) + FD_RESERVE;
+
+	if (used < 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    used + need <= (long)rl.rlim_cur)
+		return 0;
+	refuse(c,
+	       "the daemon is short of file descriptors (%ld of %llu in use, this session needs "
+	       "about %ld): try again later",
+	       used, (unsigned long long)rl.rlim_cur, need - FD_RESERVE);
+	return -1;
 }
 
 /* The capture options of the request, for this peer. */
@@ -163,6 +291,7 @@ static void capture_opts(struct conn *c, struct kx_capture_opts *o, uint32_t *pi
 	o->cmdline = c->req.cmdline;
 	o->uid_only = c->peer->uid != 0;
 	o->uid = (uint32_t)c->peer->uid;
+	o->gid = (uint32_t)c->peer->gid;
 	o->sample_hz = c->req.sample_hz;
 	o->off_cpu = c->req.off_cpu;
 	o->counters = c->grant.counters.n ? &c->grant.counters : NULL;
@@ -179,6 +308,8 @@ static int open_capture(struct conn *c)
 	char err[512];
 	int e;
 
+	if (request_text_ok(c))
+		return -1;
 	if (kx_auth_check(c->peer, &c->req, &c->targets, err, sizeof(err))) {
 		refuse(c, "%s", err);
 		return -1;
@@ -195,11 +326,11 @@ static int open_capture(struct conn *c)
 		refuse(c, "%s", err);
 		return -1;
 	}
-	if (resolve_devices(c))
+	if (resolve_devices(c) || fds_left(c))
 		return -1;
 	capture_opts(c, &o, pids);
 	if (kx_capture_open(&c->cap, &o, err, sizeof(err)) ||
-	    kx_auth_confirm(&c->targets, err, sizeof(err))) {
+	    kx_auth_confirm(c->peer, &c->targets, err, sizeof(err))) {
 		refuse(c, "%s", err);
 		return -1;
 	}
@@ -233,7 +364,7 @@ static int start_capture(struct conn *c)
 {
 	struct kx_bytes msg = {0};
 	char err[512];
-	int type, rc = next_msg(c, &type, &msg, "START", 0);
+	int type, rc = next_msg(c, &type, &msg, "START", 0, c->cfg->idle_seconds);
 
 	free(msg.p);
 	if (rc != KX_DW_MSG)
@@ -282,7 +413,7 @@ static void send_status(struct conn *c)
 static const char *on_client(struct conn *c)
 {
 	struct kx_bytes msg = {0};
-	int type, rc = next_msg(c, &type, &msg, "whole message", 1);
+	int type, rc = next_msg(c, &type, &msg, "whole message", 1, c->cfg->idle_seconds);
 
 	free(msg.p);
 	if (rc == KX_DW_EOF) {
@@ -383,9 +514,29 @@ static void set_send_timeout(int fd, double s)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+void kx_conn_limits(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, raise_nofile);
+}
+
 void kx_conn_serve(int fd, struct kx_peer *peer, uint64_t id, const struct kx_conn_cfg *cfg)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c;
+
+	kx_conn_limits();
+	c = calloc(1, sizeof(*c));
 
 	if (!c) {
 		kx_dw_send_error(fd, "the daemon is out of memory");

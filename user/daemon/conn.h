@@ -39,8 +39,18 @@ struct kx_conn_cfg {
 	void *log_ctx;
 };
 
+/* Raises the process's soft limit on open files to its hard limit (once;
+ * the first session does it if the daemon did not). Every session checks
+ * that its fds leave a reserve, and refuses cleanly when they would not. */
+void kx_conn_limits(void);
+
 /* Serves the client on connected socket fd until its session is over, then
- * closes fd. peer: its credentials (released here); id: for the log. */
+ * closes fd. peer: its credentials (released here); id: for the log.
+ * Limits: a request within 5 s (or the idle limit), at most
+ * KX_PENDING_MAX connections of all users listed as waiting for theirs
+ * (daemon/pending.h); a request string with a control character is
+ * refused, and the log escapes any; devices are resolved with the client's
+ * file-system identity. */
 void kx_conn_serve(int fd, struct kx_peer *peer, uint64_t id, const struct kx_conn_cfg *cfg);
 
 #endif /* KX_DAEMON_CONN_H */

@@ -192,6 +192,7 @@ enum {
 	CI_ANN_NAME_FAULTS = 57,
 	CI_ANN_COPY = 58, /* repeated, nested */
 	CI_ANN_MORE_COPIES = 59,
+	CI_PROTECTED_EXEC = 70, /* numbered apart: room for the annotation fields above */
 };
 
 /* ---- little-endian and varint helpers ---- */
@@ -306,6 +307,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_NOT_STORED, F_UINT, struct kx_capinfo, not_stored),
         FLD(CI_INFLIGHT_FULL, F_UINT, struct kx_capinfo, inflight_full),
         FLD(CI_PIDSET_FULL, F_UINT, struct kx_capinfo, pidset_full),
+        FLD(CI_PROTECTED_EXEC, F_UINT, struct kx_capinfo, protected_exec),
         FLD(CI_ARG_FAULTS, F_UINT, struct kx_capinfo, arg_faults),
         FLD(CI_RINGBUF_BYTES, F_UINT, struct kx_capinfo, ringbuf_bytes),
         FLD(CI_ALL_PIDS, F_UINT, struct kx_capinfo, all_pids),

@@ -430,6 +430,7 @@ static int rec_capture(struct ctx *c, struct obj *o, struct kx_capinfo *ci)
 	        N("not_stored", not_stored),
 	        N("inflight_full", inflight_full),
 	        N("pidset_full", pidset_full),
+	        N("protected_exec", protected_exec),
 	        N("arg_faults", arg_faults),
 	        N("ringbuf_bytes", ringbuf_bytes),
 	        N("all_pids", all_pids),

@@ -14,8 +14,8 @@
  *   capture  host, kernel, cmdline (strings); start_ns, stop_ns (monotonic);
  *            realtime_offset_ns (realtime = monotonic + offset); emitted,
  *            received, dropped, not_stored, inflight_full, pidset_full,
- *            arg_faults, ringbuf_bytes, all_pids, and the job_* counters of
- *            struct kx_capinfo
+ *            protected_exec, arg_faults, ringbuf_bytes, all_pids, and the
+ *            job_* counters of struct kx_capinfo
  *   device   node, driver (kernel name, e.g. "amdgpu", "kvm", "loop"),
  *            kind ("chr", "blk", "kvm-vm", "kvm-vcpu", "kvm-dev", "vfio"),
  *            dev ("MAJOR:MINOR" or a number), any_minor (0/1)

@@ -110,6 +110,7 @@ struct kx_capinfo {
 	uint64_t not_stored; /* store limit reached */
 	uint64_t inflight_full;
 	uint64_t pidset_full;
+	uint64_t protected_exec; /* processes that left a user's session at a protected exec */
 	uint64_t arg_faults;
 	uint32_t ringbuf_bytes;
 	uint32_t all_pids; /* -a */

@@ -3,9 +3,11 @@
  * buffer: of a Groups line longer than it, the groups of the first piece
  * are kept (less one that may be cut) and the rest is skipped.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/procstatus.h"
 
@@ -35,6 +37,7 @@ int kx_procstatus_read(uint32_t pid, struct kx_procstatus *st)
 {
 	char path[64], line[4096];
 	int got = 0, in_groups = 0;
+	struct stat fst;
 	FILE *f;
 
 	memset(st, 0, sizeof(*st));
@@ -43,6 +46,12 @@ int kx_procstatus_read(uint32_t pid, struct kx_procstatus *st)
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
+	if (fstat(fileno(f), &fst) == 0) {
+		st->file_uid = (long)fst.st_uid;
+		st->file_gid = (long)fst.st_gid;
+	} else {
+		st->file_uid = st->file_gid = -1;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		int whole = strchr(line, '\n') != NULL;
 
@@ -60,6 +69,10 @@ int kx_procstatus_read(uint32_t pid, struct kx_procstatus *st)
 			got |= 4;
 		else if (sscanf(line, "PPid:\t%ld", &st->ppid) == 1)
 			got |= 8;
+		else if (sscanf(line, "CapPrm:\t%" SCNx64, &st->cap_prm) == 1)
+			st->cap_prm_known = 1;
+		else if (!strncmp(line, "VmSize:", 7))
+			st->has_mm = 1;
 		else if (!strncmp(line, "Groups:", 7))
 			read_groups(line + 7, whole, st);
 		else

@@ -20,6 +20,13 @@ struct kx_procstatus {
 	unsigned int groups[KX_PROCSTATUS_GROUPS]; /* Groups: the first ngroups */
 	int ngroups;                               /* groups kept */
 	int groups_cut;                            /* more groups than were kept */
+	uint64_t cap_prm;  /* CapPrm: permitted capabilities, a bit per capability */
+	int cap_prm_known; /* the line was there */
+	/* Owner of the status file as opened: the process's effective uid and
+	 * gid while it is dumpable, root's (of its user namespace) while it is
+	 * not (proc's task_dump_owner): how user space sees dumpability. */
+	long file_uid, file_gid;
+	int has_mm; /* a VmSize: line: the process has its memory (not exiting, not a zombie) */
 };
 
 /* Reads /proc/PID/status into st: 0, or -1 when it cannot be read or lacks
