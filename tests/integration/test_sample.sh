@@ -112,10 +112,11 @@ check folded_driver_frame grep -q ";ioctl;\[loop\] BLKFLSBUF;.*invalidate" "$TMP
 check folded_stdout cmp -s "$TMP/stdout.folded" "$TMP/p.folded"
 
 # ---- Chrome trace JSON ----
-"$KXPROF" convert "$TMP/p.kxp" --chrome "$TMP/p.json.gz" >/dev/null
+"$KXPROF" convert "$TMP/p.kxp" --chrome "$TMP/p.json.gz" --chrome-stacks >/dev/null
 check chrome_exit [ $? -eq 0 ]
 # Each CPU sample an instant on its thread, each off-CPU interval a slice
-# inside the ioctl it blocked in; stackFrames and samples agree with them.
+# inside the ioctl it blocked in; stackFrames and samples (--chrome-stacks)
+# agree with them.
 check chrome_samples python3 -c '
 import gzip,json,sys
 d = json.load(gzip.open(sys.argv[1]))
@@ -143,6 +144,25 @@ sys.exit(not (len(inst) == r["Profile"]["Samples"] == len(smp) == same
               and len(off) == r["OffCpuProfile"]["Samples"] and nested == len(off)
               and any(e["args"].get("driver_call") == "[loop] BLKFLSBUF" for e in inst)
               and {e["tid"] for e in inst} <= named))' "$TMP/p.json.gz" "$TMP/r.json"
+
+# Without --chrome-stacks the trace is the timeline: no stackFrames or
+# samples members (viewers that find them show nothing else), the same
+# instant samples and slices.
+"$KXPROF" convert "$TMP/p.kxp" --chrome "$TMP/plain.json" >/dev/null
+check chrome_plain_exit [ $? -eq 0 ]
+check chrome_no_stacks python3 -c '
+import gzip,json,sys
+d = json.load(open(sys.argv[1]))
+s = json.load(gzip.open(sys.argv[2]))
+def kinds(t):
+    return sorted((e.get("ph"), e.get("cat", ""), e.get("name")) for e in t["traceEvents"])
+inst = sum(e.get("cat") == "cpu_sample" for e in d["traceEvents"])
+r = json.load(open(sys.argv[3]))
+print("# members %s, %d instant samples" % (sorted(d), inst))
+sys.exit("stackFrames" in d or "samples" in d or inst != r["Profile"]["Samples"]
+         or kinds(d) != kinds(s))' "$TMP/plain.json" "$TMP/p.json.gz" "$TMP/r.json"
+"$KXPROF" convert "$TMP/p.kxp" --chrome-stacks --folded "$TMP/x.folded" >/dev/null 2>"$TMP/cs.err"
+check chrome_stacks_needs_chrome [ $? -eq 2 ]
 
 # ---- off-CPU ----
 "$KXPROF" convert "$TMP/p.kxp" --off-cpu --pprof "$TMP/off.pb.gz" --folded "$TMP/off.folded" >/dev/null

@@ -25,12 +25,17 @@ static void convert_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: kxprof convert [FILE] [--xplane LOGDIR] [--chrome OUT.json[.gz]] [--gpu]\n"
-	        "                      [--pprof OUT.pb.gz] [--folded OUT] [--off-cpu]\n"
+	        "                      [--chrome-stacks] [--pprof OUT.pb.gz] [--folded OUT]\n"
+	        "                      [--off-cpu]\n"
 	        "                      [--split-events N] [--in-memory]\n"
 	        "  FILE             record file (default kxprof.kxp)\n"
 	        "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
 	        "                   TensorBoard/XProf (tensorboard --logdir LOGDIR)\n"
-	        "  --chrome OUT     Chrome trace JSON (Perfetto); gzip when OUT ends in .gz\n"
+	        "  --chrome OUT     Chrome trace JSON (Perfetto): the timeline, CPU samples as\n"
+	        "                   instants on their threads; gzip when OUT ends in .gz\n"
+	        "  --chrome-stacks  the trace also holds the format's stackFrames/samples\n"
+	        "                   members (catapult); viewers that read them (speedscope)\n"
+	        "                   then show the CPU samples alone, without the timeline\n"
 	        "  --gpu            name device planes /device:GPU:<n> (default "
 	        "/device:CUSTOM:<n>)\n"
 	        "  --pprof OUT      the CPU profile (record -F) as gzipped pprof (go tool pprof)\n"
@@ -69,6 +74,9 @@ static void convert_usage(FILE *f)
 #define CHROME_SLICES    4
 #define SPLIT_EVENTS_MAX 1000000000000LL
 
+/* What each Chrome file holds besides the timeline (KX_CHROME_*), from the options. */
+static unsigned int chrome_flags;
+
 /* One output of the XSpace/Chrome pair: the whole capture, or one time window of it. */
 struct conv_part {
 	const char *chrome;         /* its Chrome file, or NULL */
@@ -100,8 +108,8 @@ static int convert_write(const struct kx_analysis *an, const struct conv_part *p
 	if (chrome && kx_outfile_open(&co, chrome, KX_OUT_STDOUT, err, sizeof(err)))
 		goto fail;
 	if ((logdir && kx_xspace_logdir_write(an, &pt->xo, &xs, err, sizeof(err))) ||
-	    (chrome &&
-	     kx_chrome_write_part(an, pt->is_part ? &pt->cp : NULL, &co, err, sizeof(err))))
+	    (chrome && kx_chrome_write_part(an, pt->is_part ? &pt->cp : NULL, chrome_flags, &co,
+	                                    err, sizeof(err))))
 		goto fail;
 	kx_outfile_hold_signals(&old);
 	if (logdir && kx_xspace_logdir_commit(&xs, err, sizeof(err))) {
@@ -302,7 +310,7 @@ static int slice_write(struct windowed *wd, const struct kx_analysis *an, size_t
 			return parts_left(part, wn->n);
 		if (kx_outfile_open(&wd->co, wd->pt.chrome, 0, err, sizeof(err)))
 			goto fail;
-		wd->cw = kx_chrome_open(an, &wd->pt.cp, &wd->co, err, sizeof(err));
+		wd->cw = kx_chrome_open(an, &wd->pt.cp, chrome_flags, &wd->co, err, sizeof(err));
 		if (!wd->cw)
 			goto fail;
 	}
@@ -495,6 +503,7 @@ int cmd_convert(int argc, char **argv)
 	static const struct option opts[] = {
 	        {"xplane", required_argument, NULL, 'x'},
 	        {"chrome", required_argument, NULL, 'c'},
+	        {"chrome-stacks", no_argument, NULL, 's'},
 	        {"gpu", no_argument, NULL, 'g'},
 	        {"pprof", required_argument, NULL, 'P'},
 	        {"folded", required_argument, NULL, 'f'},
@@ -517,8 +526,12 @@ int cmd_convert(int argc, char **argv)
 	int opt, rc = 1;
 
 	optind = 1;
+	chrome_flags = 0;
 	while ((opt = kx_getopt(argc, argv, "h", opts)) != -1) {
 		switch (opt) {
+		case 's':
+			chrome_flags |= KX_CHROME_STACKS;
+			break;
 		case 'x':
 			logdir = optarg;
 			break;
@@ -565,6 +578,10 @@ int cmd_convert(int argc, char **argv)
 		kx_err("nothing to write: give --xplane LOGDIR, --chrome OUT.json, --pprof "
 		       "OUT.pb.gz "
 		       "or --folded OUT");
+		return 2;
+	}
+	if (chrome_flags && !chrome) {
+		kx_err("--chrome-stacks adds to the trace of --chrome: give --chrome OUT.json");
 		return 2;
 	}
 	if (off_cpu && !pprof && !folded) {

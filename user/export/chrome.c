@@ -280,6 +280,7 @@ struct ctx {
 	char warn[MAX_WARN][WARN_LEN];
 	int nwarn;
 	struct kx_chrome_samples *smp;     /* CPU samples and off-CPU intervals */
+	unsigned int flags;                /* KX_CHROME_* */
 	uint64_t origin_ns;                /* the monotonic time of ts 0 */
 	const struct kx_chrome_part *part; /* the time window written; NULL: all */
 	struct kx_chrome_part part_copy;   /* part points here */
@@ -1023,7 +1024,8 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 	if (c->not_stored > not_stored)
 		not_stored = c->not_stored;
 	wb_lit(w, "\n],\n");
-	if (kx_chrome_samples_members(c->smp, c->origin_ns, put_text, w))
+	if ((c->flags & KX_CHROME_STACKS) &&
+	    kx_chrome_samples_members(c->smp, c->origin_ns, put_text, w))
 		return -1;
 	wb_lit(w, "\"displayTimeUnit\":\"ms\",\n\"schemaVersion\":1,\n"
 	          "\"baseTimeNanoseconds\":");
@@ -1302,11 +1304,13 @@ void kx_chrome_writer_free(struct kx_chrome_writer *cw)
 
 /* The writer's state for an, before anything is written. 0, or -1 (err set). */
 static int writer_init(struct kx_chrome_writer *cw, const struct kx_analysis *an,
-                       const struct kx_chrome_part *part, char *err, size_t errlen)
+                       const struct kx_chrome_part *part, unsigned int flags, char *err,
+                       size_t errlen)
 {
 	struct ctx *c = &cw->c;
 
 	bind(c, an);
+	c->flags = flags;
 	c->part = part ? &cw->c.part_copy : NULL;
 	if (part)
 		c->part_copy = *part;
@@ -1347,8 +1351,8 @@ static int writer_output(struct kx_chrome_writer *cw, struct kx_outfile *o, char
 }
 
 struct kx_chrome_writer *kx_chrome_open(const struct kx_analysis *an,
-                                        const struct kx_chrome_part *part, struct kx_outfile *o,
-                                        char *err, size_t errlen)
+                                        const struct kx_chrome_part *part, unsigned int flags,
+                                        struct kx_outfile *o, char *err, size_t errlen)
 {
 	struct kx_chrome_writer *cw = calloc(1, sizeof(*cw));
 
@@ -1358,7 +1362,7 @@ struct kx_chrome_writer *kx_chrome_open(const struct kx_analysis *an,
 		return NULL;
 	}
 	cw->path = o->path;
-	if (writer_init(cw, an, part, err, errlen) || writer_output(cw, o, err, errlen))
+	if (writer_init(cw, an, part, flags, err, errlen) || writer_output(cw, o, err, errlen))
 		goto fail;
 	if (write_head(&cw->w, &cw->c)) {
 		snprintf(err, errlen, "%s: out of memory", cw->path);
@@ -1428,13 +1432,13 @@ int kx_chrome_close(struct kx_chrome_writer *cw, const struct kx_analysis *an, c
 
 int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char *err, size_t errlen)
 {
-	return kx_chrome_write_part(an, NULL, o, err, errlen);
+	return kx_chrome_write_part(an, NULL, 0, o, err, errlen);
 }
 
 int kx_chrome_write_part(const struct kx_analysis *an, const struct kx_chrome_part *part,
-                         struct kx_outfile *o, char *err, size_t errlen)
+                         unsigned int flags, struct kx_outfile *o, char *err, size_t errlen)
 {
-	struct kx_chrome_writer *cw = kx_chrome_open(an, part, o, err, errlen);
+	struct kx_chrome_writer *cw = kx_chrome_open(an, part, flags, o, err, errlen);
 	int rc;
 
 	if (!cw)
