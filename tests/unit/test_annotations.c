@@ -305,10 +305,12 @@ static void pairs_and_anomalies(void)
 	CHECK(r && r->dur == 0 && r->depth == 2);
 	r = range_named(an, "xfer", KX_RANGE_CROSS);
 	CHECK(r && r->tid == 6001 && r->end_tid == 6002 && r->dur == 500000 && r->id == 7);
+	/* Left open: closed at their thread's last event (the lost pop @7000),
+	 * and at their process's (thread 6003's pop @9200), not at the stop. */
 	r = range_named(an, "leak", KX_RANGE_CROSS);
-	CHECK(r && r->open && r->begin + r->dur == US(10000));
+	CHECK(r && r->open && r->begin + r->dur == US(9200));
 	r = range_named(an, "open", KX_RANGE_THREAD);
-	CHECK(r && r->open && r->begin + r->dur == US(10000));
+	CHECK(r && r->open && r->begin + r->dur == US(7000));
 	CHECK_EQ_U(an->ranges->anom.open, 1);
 	CHECK_EQ_U(an->ranges->anom.open_cross, 1);
 	CHECK_EQ_U(an->ranges->anom.lost_begin, 1);
@@ -562,6 +564,71 @@ static void xspace_lines(void)
 	tensorflow__profiler__xspace__free_unpacked(x, NULL);
 }
 
+/* A thread that exited with a range open: the range ends at its exit, and
+ * the process's open cross-thread range at its last thread's exit (6004,
+ * which never annotated), in the analysis, the warning, Chrome and XSpace. */
+static void open_ranges_end_at_exit(void)
+{
+	char path[] = "/tmp/kx-ann-exit-XXXXXX", err[256], *js = NULL, *sum;
+	struct kx_task exit6001 = {.ts = US(8000), .pid = 6000, .tid = 6001, .what = KX_TASK_EXIT};
+	struct kx_task exit6004 = {.ts = US(9500), .pid = 6000, .tid = 6004, .what = KX_TASK_EXIT};
+	const XPlane *host = NULL;
+	struct kx_analysis *an;
+	const struct kx_range *r;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	XSpace *x = NULL;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0 && load());
+	close(fd);
+	CHECK(!kx_store_add_task(store, &exit6001) && !kx_store_add_task(store, &exit6004));
+	an = kxt_analyse(store, &ci);
+	CHECK(an);
+	r = range_named(an, "open", KX_RANGE_THREAD);
+	CHECK(r && r->open && r->begin + r->dur == US(8000));
+	r = range_named(an, "leak", KX_RANGE_CROSS);
+	CHECK(r && r->open && r->begin + r->dur == US(9500));
+	sum = summary_json(an);
+	CHECK(sum && strstr(sum, "1 annotation ranges still open at the end of the capture "
+	                         "(pushed, never popped): closed where their thread ended"));
+	free(sum);
+	kx_analysis_free(an);
+	CHECK(kxt_chrome_write(store, &ci, path, err, sizeof(err)) == 0);
+	js = slurp(path);
+	unlink(path);
+	CHECK(js);
+	/* ts are µs after the first event (@900). */
+	CHECK_EQ_U(count(js, "{\"ph\":\"X\",\"name\":\"open\",\"cat\":\"annotation\",\"pid\":6000,"
+	                     "\"tid\":6001,\"ts\":5100.000,\"dur\":2000.000,"),
+	           1);
+	CHECK_EQ_U(count(js, "{\"ph\":\"e\",\"name\":\"leak\",\"cat\":\"annotation\",\"pid\":6000,"
+	                     "\"tid\":6001,\"ts\":8600.000,"),
+	           1);
+	free(js);
+	CHECK(kxt_xspace_serialize(store, &ci, NULL, &buf, &len, err, sizeof(err)) == 0);
+	x = buf ? tensorflow__profiler__xspace__unpack(NULL, len, buf) : NULL;
+	free(buf);
+	CHECK(x);
+	for (size_t i = 0; x && i < x->n_planes; i++)
+		if (!strcmp(x->planes[i]->name, "/host:CPU"))
+			host = x->planes[i];
+	CHECK(host);
+	for (size_t i = 0; host && i < host->n_lines; i++) {
+		const XLine *l = host->lines[i];
+
+		for (size_t j = 0; j < l->n_events; j++) {
+			const char *n = meta_name(host, l->events[j]->metadata_id);
+
+			if (!strcmp(n, "open"))
+				CHECK_EQ_U(l->events[j]->duration_ps, 2000000000ULL);
+			if (!strcmp(n, "leak"))
+				CHECK_EQ_U(l->events[j]->duration_ps, 5900000000ULL);
+		}
+	}
+	tensorflow__profiler__xspace__free_unpacked(x, NULL);
+}
+
 /* ---- live aggregates ---- */
 
 static void live_pairing_and_bounds(void)
@@ -666,6 +733,7 @@ int main(void)
 	RUN(summary_rows);
 	RUN(chrome_slices);
 	RUN(xspace_lines);
+	RUN(open_ranges_end_at_exit);
 	RUN(live_pairing_and_bounds);
 	RUN(live_threads_bounded);
 	kx_store_free(store);
