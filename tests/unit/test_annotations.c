@@ -32,6 +32,7 @@
 #include "kxtest.h"
 #include "kxtest_analysis.h"
 #include "export/prometheus.h"
+#include "export/speedscope.h"
 #include "export/summary.h"
 #include "io/kxp.h"
 #include "io/replay.h"
@@ -629,6 +630,62 @@ static void open_ranges_end_at_exit(void)
 	tensorflow__profiler__xspace__free_unpacked(x, NULL);
 }
 
+/* The speedscope file: one evented profile per thread with ioctls or
+ * ranges, its open and close events in time order and properly nested
+ * (thread 6003's range "cut" and call partially overlap: the call is cut to
+ * end with the range; the range "late" ends with the call it started in). */
+static void speedscope_evented(void)
+{
+	char err[256], *buf = NULL, *p;
+	size_t len = 0, profiles = 0, events = 0;
+	struct kx_analysis *an;
+	FILE *f;
+	int bad = 0;
+
+	CHECK(load());
+	an = kxt_analyse(store, &ci);
+	f = open_memstream(&buf, &len);
+	CHECK(an && f);
+	CHECK(kx_speedscope_print(an, f, err, sizeof(err)) == 0);
+	fclose(f);
+	kx_analysis_free(an);
+	CHECK(buf &&
+	      !strncmp(buf, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\"",
+	               62));
+	CHECK(strstr(buf,
+	             "{\"name\":\"[msm] DRM_IOCTL_MSM_GEM_SUBMIT\",\"file\":\"[driver call]\"}"));
+	CHECK(strstr(buf, "{\"name\":\"layer\",\"file\":\"annotation/dom\"}"));
+	for (p = buf; p && (p = strstr(p, "\"type\":\"evented\"")); profiles++) {
+		char *end = strstr(p, "]");
+		unsigned int stack[16], depth = 0, frame;
+		unsigned long long at, last = 0;
+		char type;
+
+		while ((p = strstr(p, "{\"type\":\"")) && p < end &&
+		       sscanf(p, "{\"type\":\"%c\",\"frame\":%u,\"at\":%llu}", &type, &frame,
+		              &at) == 3) {
+			events++;
+			bad |= at < last;
+			last = at;
+			if (type == 'O' && depth < 16)
+				stack[depth++] = frame;
+			else
+				bad |= type != 'C' || !depth || stack[--depth] != frame;
+			p++;
+		}
+		bad |= depth != 0;
+		p = end;
+	}
+	/* 6001: step, layer, 3 calls, open; 6002: a call; 6003: cut, late, 2 calls. */
+	CHECK_EQ_U(profiles, 3);
+	CHECK_EQ_U(events, 2 * (6 + 1 + 4));
+	CHECK(!bad);
+	/* 6003, µs after @900: the call @8000 cut to end with "cut" @8050. */
+	CHECK(strstr(buf, "\"at\":7100000},{\"type\":\"C\",\"frame\":") &&
+	      strstr(buf, "\"at\":7150000},{\"type\":\"C\","));
+	free(buf);
+}
+
 /* ---- live aggregates ---- */
 
 static void live_pairing_and_bounds(void)
@@ -734,6 +791,7 @@ int main(void)
 	RUN(chrome_slices);
 	RUN(xspace_lines);
 	RUN(open_ranges_end_at_exit);
+	RUN(speedscope_evented);
 	RUN(live_pairing_and_bounds);
 	RUN(live_threads_bounded);
 	kx_store_free(store);

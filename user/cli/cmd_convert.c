@@ -1,5 +1,5 @@
-/* kxprof convert: a record file to XSpace (TensorBoard/XProf log directory) and/or Chrome trace
- * JSON. */
+/* kxprof convert: a record file to XSpace (TensorBoard/XProf log directory), Chrome trace
+ * JSON, pprof, folded stacks and speedscope. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -13,6 +13,7 @@
 #include "export/chrome.h"
 #include "export/folded.h"
 #include "export/pprof.h"
+#include "export/speedscope.h"
 #include "cli/cli.h"
 #include "io/kxp.h"
 #include "io/replay.h"
@@ -26,7 +27,7 @@ static void convert_usage(FILE *f)
 	fprintf(f,
 	        "usage: kxprof convert [FILE] [--xplane LOGDIR] [--chrome OUT.json[.gz]] [--gpu]\n"
 	        "                      [--chrome-stacks] [--pprof OUT.pb.gz] [--folded OUT]\n"
-	        "                      [--off-cpu]\n"
+	        "                      [--off-cpu] [--speedscope OUT.json]\n"
 	        "                      [--split-events N] [--in-memory]\n"
 	        "  FILE             record file (default kxprof.kxp)\n"
 	        "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
@@ -43,6 +44,11 @@ static void convert_usage(FILE *f)
 	        "                   '-' for standard output\n"
 	        "  --off-cpu        --pprof and --folded hold the off-CPU profile instead\n"
 	        "                   (record --off-cpu; folded values are microseconds)\n"
+	        "  --speedscope OUT speedscope's own format (speedscope OUT): per thread its\n"
+	        "                   ioctls, annotation ranges and off-CPU time in time order,\n"
+	        "                   its CPU samples weighted by the sampling period and its\n"
+	        "                   off-CPU intervals by their time; '-' for standard output;\n"
+	        "                   reads the capture into memory whole\n"
 	        "  --split-events N at most N trace events per XSpace run and Chrome file\n"
 	        "                   (default 1000000, XProf's viewer limit; 0: never split):\n"
 	        "                   more are split by time into runs <run>_partNNNN_<from>-<to>s\n"
@@ -508,6 +514,7 @@ int cmd_convert(int argc, char **argv)
 	        {"pprof", required_argument, NULL, 'P'},
 	        {"folded", required_argument, NULL, 'f'},
 	        {"off-cpu", no_argument, NULL, 'O'},
+	        {"speedscope", required_argument, NULL, 'p'},
 	        {"split-events", required_argument, NULL, 'S'},
 	        {"in-memory", no_argument, NULL, 'M'},
 	        {"help", no_argument, NULL, 'h'},
@@ -517,7 +524,7 @@ int cmd_convert(int argc, char **argv)
 	struct kx_kxp_read_result res = {0};
 	struct kx_xspace_opts xo = {0};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
-	           *folded = NULL;
+	           *folded = NULL, *speedscope = NULL;
 	int off_cpu = 0, in_memory = 0;
 	long long split = SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store = NULL;
@@ -550,6 +557,9 @@ int cmd_convert(int argc, char **argv)
 		case 'O':
 			off_cpu = 1;
 			break;
+		case 'p':
+			speedscope = optarg;
+			break;
 		case 'M':
 			in_memory = 1;
 			break;
@@ -574,10 +584,14 @@ int cmd_convert(int argc, char **argv)
 		kx_err("one record file at a time ('%s' is extra)", argv[optind]);
 		return 2;
 	}
-	if (!logdir && !chrome && !pprof && !folded) {
+	if (!logdir && !chrome && !pprof && !folded && !speedscope) {
 		kx_err("nothing to write: give --xplane LOGDIR, --chrome OUT.json, --pprof "
-		       "OUT.pb.gz "
-		       "or --folded OUT");
+		       "OUT.pb.gz, --folded OUT or --speedscope OUT.json");
+		return 2;
+	}
+	if (speedscope && !strcmp(speedscope, "-") && (logdir || chrome || pprof || folded)) {
+		kx_err("--speedscope - is the only output on standard output: give it alone, or "
+		       "give it a file name");
 		return 2;
 	}
 	if (chrome_flags && !chrome) {
@@ -592,6 +606,8 @@ int cmd_convert(int argc, char **argv)
 	if ((chrome && kx_outfile_check(chrome, KX_OUT_STDOUT, &path, 1, err, sizeof(err))) ||
 	    (pprof && kx_outfile_check(pprof, 0, &path, 1, err, sizeof(err))) ||
 	    (folded && kx_outfile_check(folded, KX_OUT_STDOUT, &path, 1, err, sizeof(err))) ||
+	    (speedscope &&
+	     kx_outfile_check(speedscope, KX_OUT_STDOUT, &path, 1, err, sizeof(err))) ||
 	    (logdir && kx_outdir_check(logdir, err, sizeof(err)))) {
 		kx_err("%s", err);
 		return 2;
@@ -603,7 +619,8 @@ int cmd_convert(int argc, char **argv)
 	}
 	/* Past one trace's events, a capture a stream gives exactly is read one
 	 * window at a time (analysis/wread.h); the others are read whole. */
-	if ((logdir || chrome) && split && !in_memory && !kx_replay_is_fixture(path)) {
+	if ((logdir || chrome) && split && !in_memory && !speedscope &&
+	    !kx_replay_is_fixture(path)) {
 		struct whole_read whole = {NULL, &ci, &res};
 
 		rc = convert_stream(path, &xo, logdir, chrome, (size_t)split, pprof, folded,
@@ -624,6 +641,12 @@ int cmd_convert(int argc, char **argv)
 	}
 	kx_cli_read_loss(&res, &an->loss);
 	rc = logdir || chrome ? convert_traces(an, &xo, logdir, chrome, (size_t)split, path) : 0;
+	if (!rc && speedscope && kx_speedscope_write(an, speedscope, err, sizeof(err))) {
+		kx_err("%s", err);
+		rc = 1;
+	} else if (!rc && speedscope && strcmp(speedscope, "-")) {
+		printf("%s\n", speedscope);
+	}
 	if (!rc && (pprof || folded) &&
 	    convert_profile(path, store, &ci, off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU, pprof,
 	                    folded))
