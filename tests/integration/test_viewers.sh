@@ -29,7 +29,13 @@ ok=1
 for t in /usr/bin/chromium:chromium /usr/bin/node:nodejs /usr/bin/npm:npm; do
 	[ -x "${t%%:*}" ] || { fail viewer_tools "${t%%:*} is missing (Debian ${t##*:}; scripts/install-deps.sh installs it)"; ok=0; }
 done
-python3 -c 'import jsonschema' 2>/dev/null ||
+# The schema validator: Debian's python3-jsonschema (the system python3's),
+# or one the python3 on PATH has.
+PYJS=
+for py in python3 /usr/bin/python3; do
+	"$py" -c 'import jsonschema' 2>/dev/null && { PYJS=$py; break; }
+done
+[ -n "$PYJS" ] ||
 	{ fail viewer_tools "python3 jsonschema is missing (Debian python3-jsonschema; scripts/install-deps.sh installs it)"; ok=0; }
 [ $ok -eq 1 ] || exit 0
 # speedscope and playwright-core from npm, once, into the build tree.
@@ -58,7 +64,7 @@ kx 0 convert "$TMP/v.kxp" --chrome "$TMP/v.trace.json" --speedscope "$TMP/v.spee
 check convert_paths grep -qx "$TMP/v.speedscope.json" "$TMP/conv.out"
 
 # ---- the speedscope file, read as speedscope's schema and model say ----
-check speedscope_schema python3 - "$SCHEMA" "$TMP/v.speedscope.json" <<'PY'
+check speedscope_schema "$PYJS" - "$SCHEMA" "$TMP/v.speedscope.json" <<'PY'
 import json, sys, jsonschema
 schema, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(d), key=str)
