@@ -164,6 +164,38 @@ sys.exit("stackFrames" in d or "samples" in d or inst != r["Profile"]["Samples"]
 "$KXPROF" convert "$TMP/p.kxp" --chrome-stacks --folded "$TMP/x.folded" >/dev/null 2>"$TMP/cs.err"
 check chrome_stacks_needs_chrome [ $? -eq 2 ]
 
+# ---- names follow the capture: a process that spins, then execs a copy of
+# the workload named spinner that spins: each sample keeps the name in force
+# when it was taken (folded, speedscope, pprof's thread label, Chrome's
+# instants on the thread now named spinner) ----
+cp "$WL/profile_workload" "$TMP/spinner"
+"$KXPROF" record -F 999 -o "$TMP/x.kxp" -- "$WL/profile_workload" -s 0.3 -- "$TMP/spinner" -s 0.3 \
+	>"$TMP/x.wl" 2>"$TMP/x.err"
+check exec_record_exit [ $? -eq 0 ]
+"$KXPROF" convert "$TMP/x.kxp" --folded "$TMP/x.folded" --speedscope "$TMP/x.ss.json" \
+	--chrome "$TMP/x.json" --pprof "$TMP/x.pb.gz" >/dev/null
+check exec_convert_exit [ $? -eq 0 ]
+check exec_names python3 - "$TMP/x.folded" "$TMP/x.ss.json" "$TMP/x.json" "$TMP/x.wl" <<'PY'
+import json, sys
+folded = open(sys.argv[1]).read().splitlines()
+ss, tr, w = json.load(open(sys.argv[2])), json.load(open(sys.argv[3])), json.load(open(sys.argv[4]))
+heavy = lambda who: sum(int(l.rsplit(" ", 1)[1]) for l in folded if l.startswith(who + ";") and "kxw_heavy" in l)
+# (samples of the child record launched, before its exec, are named "kxprof")
+cpu = sorted(p["name"] for p in ss["profiles"] if p["name"].endswith("(pid %d, tid %d): CPU samples" % (w["pid"], w["pid"]))
+             and not p["name"].startswith("kxprof "))
+inst = [e for e in tr["traceEvents"] if e.get("cat") == "cpu_sample" and e["tid"] == w["pid"]]
+before = sum(e["args"].get("thread") == "profile_workloa" for e in inst)
+print("# kxw_heavy samples: %d as profile_workloa, %d as spinner; speedscope %s; %d of %d instants say profile_workloa" %
+      (heavy("profile_workloa"), heavy("spinner"), cpu, before, len(inst)))
+sys.exit(not (heavy("profile_workloa") > 50 and heavy("spinner") > 50 and len(cpu) == 2
+              and cpu[0].startswith("profile_workloa ") and cpu[1].startswith("spinner ")
+              and 50 < before < len(inst)))
+PY
+if [ "$PPROF_OK" -eq 1 ]; then
+	go tool pprof -raw "$TMP/x.pb.gz" >"$TMP/xraw.txt" 2>&1
+	check exec_pprof_labels bash -c 'grep -q "thread:\[profile_workloa\]" "$1" && grep -q "thread:\[spinner\]" "$1"' _ "$TMP/xraw.txt"
+fi
+
 # ---- off-CPU ----
 "$KXPROF" convert "$TMP/p.kxp" --off-cpu --pprof "$TMP/off.pb.gz" --folded "$TMP/off.folded" >/dev/null
 check convert_offcpu_exit [ $? -eq 0 ]

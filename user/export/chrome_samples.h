@@ -6,6 +6,8 @@
  *     root first and the traced call it was taken in), and each off-CPU
  *     interval a complete event ("X", "off-CPU") inside the slice of the
  *     ioctl it blocked in: Perfetto shows both under the thread's slices;
+ *     one taken under another name than the thread's latest (before an
+ *     exec or a rename) says that name in args.thread;
  *   - when asked (convert --chrome-stacks), the trace format's own
  *     "stackFrames" (the call tree, one node per frame in context: name,
  *     category, parent) and "samples" (cpu, pid, tid, ts, sf, weight) for

@@ -65,7 +65,9 @@ struct writer {
 	struct skey *smp; /* every sample, by thread and time */
 	size_t nsmp;
 	size_t from, to; /* the thread being written: its samples smp[from .. to) */
-	int nprofiles;   /* written so far */
+	uint32_t *names; /* the names a thread's samples were taken under, so far */
+	size_t names_cap;
+	int nprofiles; /* written so far */
 	int oom;
 };
 
@@ -259,10 +261,13 @@ static void put_event(struct writer *w, int *first, char type, uint32_t frame, u
 	*first = 0;
 }
 
-static void put_name(struct writer *w, const struct thr *t, const char *what)
+/* A profile's name: the thread's (comm: its name then, NULL: its latest). */
+static void put_name(struct writer *w, const struct thr *t, const char *comm, const char *what)
 {
-	const char *comm = kx_profile_comm(w->s, t->tid);
 	char name[128];
+
+	if (!comm)
+		comm = kx_profile_comm(w->s, t->tid);
 
 	snprintf(name, sizeof(name), "%s%s(pid %u, tid %u): %s", comm, comm[0] ? " " : "", t->pid,
 	         t->tid, what);
@@ -279,7 +284,7 @@ static void put_evented(struct writer *w, const struct thr *t)
 	int first = 1, cut;
 
 	qsort(w->sp, w->nsp, sizeof(*w->sp), span_cmp);
-	put_name(w, t, "ioctls, annotation ranges, off-CPU");
+	put_name(w, t, NULL, "ioctls, annotation ranges, off-CPU");
 	fputs(",\"type\":\"evented\",\"unit\":\"nanoseconds\",\"events\":[", w->f);
 	for (size_t i = 0; i < w->nsp && !w->oom; i++) {
 		const struct span *s = &w->sp[i];
@@ -361,23 +366,30 @@ static void samples_of(struct writer *w, uint32_t tid)
 		w->to++;
 }
 
-/* Profile k's samples of thread t, each weighted by the sampling period
- * (CPU) or its time away (off-CPU). */
-static void put_sampled(struct writer *w, int k, const struct thr *t)
+/* Profile k's samples of thread t taken under the name of id name, each
+ * weighted by the sampling period (CPU) or its time away (off-CPU). */
+static void put_sampled(struct writer *w, int k, const struct thr *t, uint32_t name)
 {
 	const struct kx_samples *smp = kx_store_samples(w->s);
 	const struct kx_profile *p = w->prof[k];
 	int cpu = k == 0, counted = cpu && !p->period_ns, first = 1;
 	uint64_t total = 0;
+	const char *comm = NULL;
 
-	put_name(w, t, cpu ? "CPU samples" : "off-CPU");
+	for (size_t i = w->from; i < w->to && !comm; i++) {
+		uint32_t sid = p->by_sample[w->smp[i].i];
+
+		if (sid != UINT32_MAX && p->stacks[sid].name == name)
+			comm = kx_profile_stack_comm(w->s, &p->stacks[sid]);
+	}
+	put_name(w, t, comm, cpu ? "CPU samples" : "off-CPU");
 	fprintf(w->f, ",\"type\":\"sampled\",\"unit\":\"%s\",\"samples\":[",
 	        counted ? "none" : "nanoseconds");
 	for (size_t i = w->from; i < w->to; i++) {
 		uint32_t sid = p->by_sample[w->smp[i].i];
 		const struct kx_pstack *st;
 
-		if (sid == UINT32_MAX)
+		if (sid == UINT32_MAX || p->stacks[sid].name != name)
 			continue;
 		st = &p->stacks[sid];
 		fputs(first ? "[" : ",[", w->f);
@@ -389,9 +401,10 @@ static void put_sampled(struct writer *w, int k, const struct thr *t)
 	fputs("],\"weights\":[", w->f);
 	first = 1;
 	for (size_t i = w->from; i < w->to; i++) {
+		uint32_t sid = p->by_sample[w->smp[i].i];
 		uint64_t v;
 
-		if (p->by_sample[w->smp[i].i] == UINT32_MAX)
+		if (sid == UINT32_MAX || p->stacks[sid].name != name)
 			continue;
 		v = cpu ? (counted ? 1 : p->period_ns) : kx_samples_get(smp, w->smp[i].i)->weight;
 		fprintf(w->f, "%s%llu", first ? "" : ",", (unsigned long long)v);
@@ -401,13 +414,31 @@ static void put_sampled(struct writer *w, int k, const struct thr *t)
 	fprintf(w->f, "],\"startValue\":0,\"endValue\":%llu}", (unsigned long long)total);
 }
 
-/* Whether the thread has samples of profile k. */
-static int has_samples(const struct writer *w, int k)
+/* Profile k's samples of the thread, a sampled profile per name it had
+ * (an exec or a rename splits them), in the order the names came. */
+static void put_sampled_all(struct writer *w, int k, const struct thr *t)
 {
-	for (size_t i = w->from; i < w->to; i++)
-		if (w->prof[k]->by_sample[w->smp[i].i] != UINT32_MAX)
-			return 1;
-	return 0;
+	const struct kx_profile *p = w->prof[k];
+	size_t ndone = 0;
+
+	for (size_t i = w->from; i < w->to && !w->oom; i++) {
+		uint32_t sid = p->by_sample[w->smp[i].i], name;
+		size_t j = 0;
+
+		if (sid == UINT32_MAX)
+			continue;
+		name = p->stacks[sid].name;
+		while (j < ndone && w->names[j] != name)
+			j++;
+		if (j < ndone)
+			continue;
+		if (kx_grow((void **)&w->names, &w->names_cap, ndone, sizeof(*w->names))) {
+			w->oom = 1;
+			break;
+		}
+		w->names[ndone++] = name;
+		put_sampled(w, k, t, name);
+	}
 }
 
 /* ---- the file ---- */
@@ -452,8 +483,7 @@ static void put_thread(struct writer *w, const struct thr *t)
 	if (w->nsp && !w->oom)
 		put_evented(w, t);
 	for (int k = 0; k < 2 && !w->oom; k++)
-		if (has_samples(w, k))
-			put_sampled(w, k, t);
+		put_sampled_all(w, k, t);
 }
 
 static void put_frames(struct writer *w)
@@ -525,6 +555,7 @@ static void writer_free(struct writer *w)
 	frames_free(&w->fr);
 	free(w->sp);
 	free(w->smp);
+	free(w->names);
 }
 
 int kx_speedscope_print(const struct kx_analysis *an, FILE *f, char *err, size_t len)

@@ -19,7 +19,9 @@
  *     away (nanoseconds).
  * Times ("at", "startValue", "endValue" of the evented profiles) are ns
  * after the capture's first event, so every thread's profile lines up.
- * A profile is named "<thread name> (pid P, tid T): ..." after what it holds.
+ * A profile is named "<thread name> (pid P, tid T): ..." after what it holds;
+ * a thread whose samples were taken under several names (an exec, a
+ * rename) has a sampled profile per name, each named after it.
  */
 #ifndef KX_EXPORT_SPEEDSCOPE_H
 #define KX_EXPORT_SPEEDSCOPE_H
