@@ -77,7 +77,9 @@ import json, sys
 d, r, w = (json.load(open(p)) for p in sys.argv[1:4])
 frames = [f["name"] for f in d["shared"]["frames"]]
 me = "(pid %d, tid %d): " % (w["pid"], w["tid"])
-mine = {p["name"].split(me, 1)[1]: p for p in d["profiles"] if me in p["name"]}
+# (samples of the child record launched, before its exec, are named "kxprof")
+mine = {p["name"].split(me, 1)[1]: p for p in d["profiles"]
+        if me in p["name"] and not p["name"].startswith("kxprof ")}
 why = []
 def need(cond, msg):
     if not cond:
@@ -147,7 +149,8 @@ if view speedscope "$TMP/v.speedscope.json"; then
 import json, sys
 v, w = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 me = "(pid %d, tid %d): " % (w["pid"], w["tid"])
-mine = {p["title"].split(me, 1)[1]: p["table"] for p in v["profiles"] if me in p["title"]}
+mine = {p["title"].split(me, 1)[1]: p["table"] for p in v["profiles"]
+        if me in p["title"] and not p["title"].startswith("kxprof ")}
 want = {"ioctls, annotation ranges, off-CPU": "\t[loop] BLKFLSBUF", "CPU samples": "\tkxw_heavy",
         "off-CPU": "\t__schedule"}
 got = {k: want[k] in mine.get(k, "") for k in want}
