@@ -74,11 +74,14 @@ struct writer {
 /* The index of frame (name, file), added when new; -1 out of memory. */
 static long frame_of(struct frames *fs, const char *name, const char *file)
 {
-	uint64_t h = kx_hash_combine(kx_hash_bytes(name, strlen(name)),
-	                             kx_hash_bytes(file, strlen(file)));
 	size_t pos = KX_HMAP_START;
 	uint32_t *v;
 	struct frame *f;
+	uint64_t h;
+
+	name = name ? name : "";
+	file = file ? file : "";
+	h = kx_hash_combine(kx_hash_bytes(name, strlen(name)), kx_hash_bytes(file, strlen(file)));
 
 	while ((v = kx_hmap_next(&fs->ix, h, &pos)) != NULL)
 		if (!strcmp(fs->v[*v].name, name) && !strcmp(fs->v[*v].file, file))
