@@ -124,12 +124,19 @@ r = json.load(open(sys.argv[2]))
 ev = d["traceEvents"]
 inst = [e for e in ev if e.get("cat") == "cpu_sample"]
 off = [e for e in ev if e.get("cat") == "off_cpu"]
+import bisect
 calls = {}
 for e in ev:
     if e.get("ph") == "X" and str(e.get("cat", "")).startswith("ioctl/"):
         calls.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+for v in calls.values():
+    v.sort()
+starts = {t: [a for a, b in v] for t, v in calls.items()}
 def inside(e):
-    return any(a <= e["ts"] and e["ts"] + e["dur"] <= b + 0.001 for a, b in calls.get(e["tid"], []))
+    # the calls of its thread that start at or before it (a thread does one at a time)
+    v = calls.get(e["tid"], [])
+    k = bisect.bisect_right(starts.get(e["tid"], []), e["ts"])
+    return any(a <= e["ts"] and e["ts"] + e["dur"] <= b + 0.001 for a, b in v[max(0, k - 4):k])
 nested = sum(inside(e) for e in off)
 sf, smp = d["stackFrames"], d["samples"]
 def chain(i):
@@ -164,13 +171,14 @@ sys.exit("stackFrames" in d or "samples" in d or inst != r["Profile"]["Samples"]
 "$KXPROF" convert "$TMP/p.kxp" --chrome-stacks --folded "$TMP/x.folded" >/dev/null 2>"$TMP/cs.err"
 check chrome_stacks_needs_chrome [ $? -eq 2 ]
 
-# ---- names follow the capture: a process that spins, then execs a copy of
-# the workload named spinner that spins: each sample keeps the name in force
-# when it was taken (folded, speedscope, pprof's thread label, Chrome's
-# instants on the thread now named spinner) ----
+# ---- names follow the capture: a process that spins and flushes, then
+# execs a copy of the workload named spinner that does the same: each
+# sample and call keeps the name in force when it was taken (folded,
+# speedscope, pprof's thread label, Chrome's instants and slices on the
+# thread now named spinner) ----
 cp "$WL/profile_workload" "$TMP/spinner"
-"$KXPROF" record -F 999 -o "$TMP/x.kxp" -- "$WL/profile_workload" -s 0.3 -- "$TMP/spinner" -s 0.3 \
-	>"$TMP/x.wl" 2>"$TMP/x.err"
+"$KXPROF" record -F 999 --device loop -o "$TMP/x.kxp" -- "$WL/profile_workload" -s 0.3 -D "$LOOP" \
+	-f 0.2 -- "$TMP/spinner" -s 0.3 -D "$LOOP" -f 0.2 >"$TMP/x.wl" 2>"$TMP/x.err"
 check exec_record_exit [ $? -eq 0 ]
 "$KXPROF" convert "$TMP/x.kxp" --folded "$TMP/x.folded" --speedscope "$TMP/x.ss.json" \
 	--chrome "$TMP/x.json" --pprof "$TMP/x.pb.gz" >/dev/null
@@ -185,11 +193,14 @@ cpu = sorted(p["name"] for p in ss["profiles"] if p["name"].endswith("(pid %d, t
              and not p["name"].startswith("kxprof "))
 inst = [e for e in tr["traceEvents"] if e.get("cat") == "cpu_sample" and e["tid"] == w["pid"]]
 before = sum(e["args"].get("thread") == "profile_workloa" for e in inst)
+calls = [e for e in tr["traceEvents"] if e.get("ph") == "X" and e.get("name") == "BLKFLSBUF" and e["tid"] == w["pid"]]
+calls_before = sum(e["args"].get("thread") == "profile_workloa" for e in calls)
+print("# %d of %d BLKFLSBUF slices say profile_workloa" % (calls_before, len(calls)))
 print("# kxw_heavy samples: %d as profile_workloa, %d as spinner; speedscope %s; %d of %d instants say profile_workloa" %
       (heavy("profile_workloa"), heavy("spinner"), cpu, before, len(inst)))
 sys.exit(not (heavy("profile_workloa") > 50 and heavy("spinner") > 50 and len(cpu) == 2
               and cpu[0].startswith("profile_workloa ") and cpu[1].startswith("spinner ")
-              and 50 < before < len(inst)))
+              and 50 < before < len(inst) and 0 < calls_before < len(calls)))
 PY
 if [ "$PPROF_OK" -eq 1 ]; then
 	go tool pprof -raw "$TMP/x.pb.gz" >"$TMP/xraw.txt" 2>&1

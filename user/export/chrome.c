@@ -33,6 +33,7 @@
 #include "analysis/fields.h"
 #include "analysis/flows.h"
 #include "export/chrome.h"
+#include "analysis/threadnames.h"
 #include "export/chrome_samples.h"
 #include "registry/devices.h"
 #include "util/fdio.h"
@@ -281,6 +282,7 @@ struct ctx {
 	int nwarn;
 	struct kx_chrome_samples *smp;     /* CPU samples and off-CPU intervals */
 	unsigned int flags;                /* KX_CHROME_* */
+	struct kx_thread_names names;      /* threads renamed during the capture */
 	uint64_t origin_ns;                /* the monotonic time of ts 0 */
 	const struct kx_chrome_part *part; /* the time window written; NULL: all */
 	struct kx_chrome_part part_copy;   /* part points here */
@@ -659,6 +661,19 @@ static void write_fields(struct wbuf *w, const struct ctx *c, const struct kx_io
 	}
 }
 
+/* A call made under another name than its thread's track has (before an
+ * exec or a rename): that name, in args.thread. */
+static void write_thread_name(struct wbuf *w, const struct ctx *c, const struct kx_ioctl *e)
+{
+	const char *then = kx_thread_name_at(&c->names, e->tid, e->ts);
+	const char *now = then ? kx_store_comm(c->s, e->tid) : NULL;
+
+	if (!then || (now && !strncmp(then, now, KX_COMM_LEN)))
+		return;
+	wb_lit(w, ",\"thread\":");
+	wb_field(w, then, KX_COMM_LEN);
+}
+
 /* One "X" slice; rel_ns: start relative to baseTimeNanoseconds. */
 static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
                        const struct kx_ioctl *e, uint64_t rel_ns, uint64_t dur)
@@ -705,6 +720,7 @@ static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
 	}
 	if (kx_event_has_fields(c->an, e))
 		write_fields(w, c, e);
+	write_thread_name(w, c, e);
 	wb_lit(w, "}}");
 	return 0;
 }
@@ -1297,6 +1313,7 @@ void kx_chrome_writer_free(struct kx_chrome_writer *cw)
 	free(cw->w.own);
 	free(cw->c.jobpid);
 	kx_chrome_samples_free(cw->c.smp);
+	kx_thread_names_free(&cw->c.names);
 	tab_free(&cw->c.fr.names);
 	tab_free(&cw->c.fr.labels);
 	free(cw);
@@ -1319,7 +1336,7 @@ static int writer_init(struct kx_chrome_writer *cw, const struct kx_analysis *an
 	if (an->ranges->first_ts < c->first_ts)
 		c->first_ts = an->ranges->first_ts;
 	c->ndev = c->ci->ndevices < KX_MAX_DEVICES ? (int)c->ci->ndevices : KX_MAX_DEVICES;
-	if (jobs_prepare(c) || collect_warnings(c)) {
+	if (jobs_prepare(c) || collect_warnings(c) || kx_thread_names_build(&c->names, an->store)) {
 		snprintf(err, errlen, "%s: out of memory", cw->path);
 		return -1;
 	}

@@ -2,7 +2,9 @@
  * Chrome trace JSON exporter (Perfetto, chrome://tracing successors, PyTorch
  * tooling): host events on real pid/tid with process and thread name
  * metadata, one pseudo-process per device (a thread per job ring, flow
- * arrows from the submitting ioctls, in-flight and memory counters),
+ * arrows from the submitting ioctls, in-flight and memory counters; a call
+ * made under an earlier name of its thread, before an exec or a rename,
+ * says that name in args.thread: analysis/threadnames.h),
  * ts/dur in microseconds with
  * sub-microsecond precision. Written streaming, gzip when the path ends in .gz,
  * through util/outfile (a temporary file renamed into place when complete).
