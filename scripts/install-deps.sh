@@ -35,7 +35,11 @@ declare -A need=(
 	[binutils]=/usr/bin/objcopy
 	[golang-go]=/usr/bin/go
 	[python3-venv]=/usr/share/doc/python3-venv/copyright
+	# the viewer test (tests/integration/test_viewers.sh): speedscope from npm in Chromium
 	[chromium]=/usr/bin/chromium
+	[nodejs]=/usr/bin/node
+	[npm]=/usr/bin/npm
+	[python3-jsonschema]=/usr/lib/python3/dist-packages/jsonschema/__init__.py
 )
 
 missing=()

@@ -88,6 +88,17 @@ check one_marker test "$(ls "$OUT/ld" | grep -c 'profile-empty$')" -eq 1
 kx 0 convert "$IN" --xplane "$OUT/ld" --chrome - >"$TMP/stdout.json" 2>"$TMP/stdout.err"
 check chrome_stdout_parses python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/stdout.json"
 check chrome_stdout_paths_on_stderr grep -q 'xplane.pb$' "$TMP/stdout.err"
+# speedscope: onto the input refused; to a file or alone on standard
+# output; '-' beside another output refused.
+kx 2 convert "$IN" --speedscope "$IN" >/dev/null 2>"$TMP/ss1.err"
+check speedscope_onto_input_says grep -q 'same file as the input' "$TMP/ss1.err"
+kx 2 convert "$IN" --speedscope - --chrome "$OUT/t2.json" >/dev/null 2>"$TMP/ss2.err"
+check speedscope_stdout_alone_says grep -q 'only output on standard output' "$TMP/ss2.err"
+check speedscope_refusal_writes_nothing test ! -e "$OUT/t2.json"
+kx 0 convert "$IN" --speedscope "$OUT/s.json" >"$TMP/ss3.out" 2>/dev/null
+check speedscope_path_printed grep -qx "$OUT/s.json" "$TMP/ss3.out"
+kx 0 convert "$IN" --speedscope - >"$TMP/ss.stdout.json" 2>/dev/null
+check speedscope_stdout_same cmp -s "$TMP/ss.stdout.json" "$OUT/s.json"
 no_temp convert_no_temp "$OUT"
 
 # A capture with many events: its outputs fill a small disk, and converting

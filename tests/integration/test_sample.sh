@@ -112,10 +112,11 @@ check folded_driver_frame grep -q ";ioctl;\[loop\] BLKFLSBUF;.*invalidate" "$TMP
 check folded_stdout cmp -s "$TMP/stdout.folded" "$TMP/p.folded"
 
 # ---- Chrome trace JSON ----
-"$KXPROF" convert "$TMP/p.kxp" --chrome "$TMP/p.json.gz" >/dev/null
+"$KXPROF" convert "$TMP/p.kxp" --chrome "$TMP/p.json.gz" --chrome-stacks >/dev/null
 check chrome_exit [ $? -eq 0 ]
 # Each CPU sample an instant on its thread, each off-CPU interval a slice
-# inside the ioctl it blocked in; stackFrames and samples agree with them.
+# inside the ioctl it blocked in; stackFrames and samples (--chrome-stacks)
+# agree with them.
 check chrome_samples python3 -c '
 import gzip,json,sys
 d = json.load(gzip.open(sys.argv[1]))
@@ -123,12 +124,19 @@ r = json.load(open(sys.argv[2]))
 ev = d["traceEvents"]
 inst = [e for e in ev if e.get("cat") == "cpu_sample"]
 off = [e for e in ev if e.get("cat") == "off_cpu"]
+import bisect
 calls = {}
 for e in ev:
     if e.get("ph") == "X" and str(e.get("cat", "")).startswith("ioctl/"):
         calls.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+for v in calls.values():
+    v.sort()
+starts = {t: [a for a, b in v] for t, v in calls.items()}
 def inside(e):
-    return any(a <= e["ts"] and e["ts"] + e["dur"] <= b + 0.001 for a, b in calls.get(e["tid"], []))
+    # the calls of its thread that start at or before it (a thread does one at a time)
+    v = calls.get(e["tid"], [])
+    k = bisect.bisect_right(starts.get(e["tid"], []), e["ts"])
+    return any(a <= e["ts"] and e["ts"] + e["dur"] <= b + 0.001 for a, b in v[max(0, k - 4):k])
 nested = sum(inside(e) for e in off)
 sf, smp = d["stackFrames"], d["samples"]
 def chain(i):
@@ -143,6 +151,61 @@ sys.exit(not (len(inst) == r["Profile"]["Samples"] == len(smp) == same
               and len(off) == r["OffCpuProfile"]["Samples"] and nested == len(off)
               and any(e["args"].get("driver_call") == "[loop] BLKFLSBUF" for e in inst)
               and {e["tid"] for e in inst} <= named))' "$TMP/p.json.gz" "$TMP/r.json"
+
+# Without --chrome-stacks the trace is the timeline: no stackFrames or
+# samples members (viewers that find them show nothing else), the same
+# instant samples and slices.
+"$KXPROF" convert "$TMP/p.kxp" --chrome "$TMP/plain.json" >/dev/null
+check chrome_plain_exit [ $? -eq 0 ]
+check chrome_no_stacks python3 -c '
+import gzip,json,sys
+d = json.load(open(sys.argv[1]))
+s = json.load(gzip.open(sys.argv[2]))
+def kinds(t):
+    return sorted((e.get("ph"), e.get("cat", ""), e.get("name")) for e in t["traceEvents"])
+inst = sum(e.get("cat") == "cpu_sample" for e in d["traceEvents"])
+r = json.load(open(sys.argv[3]))
+print("# members %s, %d instant samples" % (sorted(d), inst))
+sys.exit("stackFrames" in d or "samples" in d or inst != r["Profile"]["Samples"]
+         or kinds(d) != kinds(s))' "$TMP/plain.json" "$TMP/p.json.gz" "$TMP/r.json"
+"$KXPROF" convert "$TMP/p.kxp" --chrome-stacks --folded "$TMP/x.folded" >/dev/null 2>"$TMP/cs.err"
+check chrome_stacks_needs_chrome [ $? -eq 2 ]
+
+# ---- names follow the capture: a process that spins and flushes, then
+# execs a copy of the workload named spinner that does the same: each
+# sample and call keeps the name in force when it was taken (folded,
+# speedscope, pprof's thread label, Chrome's instants and slices on the
+# thread now named spinner) ----
+cp "$WL/profile_workload" "$TMP/spinner"
+"$KXPROF" record -F 999 --device loop -o "$TMP/x.kxp" -- "$WL/profile_workload" -s 0.3 -D "$LOOP" \
+	-f 0.2 -- "$TMP/spinner" -s 0.3 -D "$LOOP" -f 0.2 >"$TMP/x.wl" 2>"$TMP/x.err"
+check exec_record_exit [ $? -eq 0 ]
+"$KXPROF" convert "$TMP/x.kxp" --folded "$TMP/x.folded" --speedscope "$TMP/x.ss.json" \
+	--chrome "$TMP/x.json" --pprof "$TMP/x.pb.gz" >/dev/null
+check exec_convert_exit [ $? -eq 0 ]
+check exec_names python3 - "$TMP/x.folded" "$TMP/x.ss.json" "$TMP/x.json" "$TMP/x.wl" <<'PY'
+import json, sys
+folded = open(sys.argv[1]).read().splitlines()
+ss, tr, w = json.load(open(sys.argv[2])), json.load(open(sys.argv[3])), json.load(open(sys.argv[4]))
+heavy = lambda who: sum(int(l.rsplit(" ", 1)[1]) for l in folded if l.startswith(who + ";") and "kxw_heavy" in l)
+# (samples of the child record launched, before its exec, are named "kxprof")
+cpu = sorted(p["name"] for p in ss["profiles"] if p["name"].endswith("(pid %d, tid %d): CPU samples" % (w["pid"], w["pid"]))
+             and not p["name"].startswith("kxprof "))
+inst = [e for e in tr["traceEvents"] if e.get("cat") == "cpu_sample" and e["tid"] == w["pid"]]
+before = sum(e["args"].get("thread") == "profile_workloa" for e in inst)
+calls = [e for e in tr["traceEvents"] if e.get("ph") == "X" and e.get("name") == "BLKFLSBUF" and e["tid"] == w["pid"]]
+calls_before = sum(e["args"].get("thread") == "profile_workloa" for e in calls)
+print("# %d of %d BLKFLSBUF slices say profile_workloa" % (calls_before, len(calls)))
+print("# kxw_heavy samples: %d as profile_workloa, %d as spinner; speedscope %s; %d of %d instants say profile_workloa" %
+      (heavy("profile_workloa"), heavy("spinner"), cpu, before, len(inst)))
+sys.exit(not (heavy("profile_workloa") > 50 and heavy("spinner") > 50 and len(cpu) == 2
+              and cpu[0].startswith("profile_workloa ") and cpu[1].startswith("spinner ")
+              and 50 < before < len(inst) and 0 < calls_before < len(calls)))
+PY
+if [ "$PPROF_OK" -eq 1 ]; then
+	go tool pprof -raw "$TMP/x.pb.gz" >"$TMP/xraw.txt" 2>&1
+	check exec_pprof_labels bash -c 'grep -q "thread:\[profile_workloa\]" "$1" && grep -q "thread:\[spinner\]" "$1"' _ "$TMP/xraw.txt"
+fi
 
 # ---- off-CPU ----
 "$KXPROF" convert "$TMP/p.kxp" --off-cpu --pprof "$TMP/off.pb.gz" --folded "$TMP/off.folded" >/dev/null

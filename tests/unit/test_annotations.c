@@ -32,6 +32,7 @@
 #include "kxtest.h"
 #include "kxtest_analysis.h"
 #include "export/prometheus.h"
+#include "export/speedscope.h"
 #include "export/summary.h"
 #include "io/kxp.h"
 #include "io/replay.h"
@@ -305,10 +306,12 @@ static void pairs_and_anomalies(void)
 	CHECK(r && r->dur == 0 && r->depth == 2);
 	r = range_named(an, "xfer", KX_RANGE_CROSS);
 	CHECK(r && r->tid == 6001 && r->end_tid == 6002 && r->dur == 500000 && r->id == 7);
+	/* Left open: closed at their thread's last event (the lost pop @7000),
+	 * and at their process's (thread 6003's pop @9200), not at the stop. */
 	r = range_named(an, "leak", KX_RANGE_CROSS);
-	CHECK(r && r->open && r->begin + r->dur == US(10000));
+	CHECK(r && r->open && r->begin + r->dur == US(9200));
 	r = range_named(an, "open", KX_RANGE_THREAD);
-	CHECK(r && r->open && r->begin + r->dur == US(10000));
+	CHECK(r && r->open && r->begin + r->dur == US(7000));
 	CHECK_EQ_U(an->ranges->anom.open, 1);
 	CHECK_EQ_U(an->ranges->anom.open_cross, 1);
 	CHECK_EQ_U(an->ranges->anom.lost_begin, 1);
@@ -562,6 +565,127 @@ static void xspace_lines(void)
 	tensorflow__profiler__xspace__free_unpacked(x, NULL);
 }
 
+/* A thread that exited with a range open: the range ends at its exit, and
+ * the process's open cross-thread range at its last thread's exit (6004,
+ * which never annotated), in the analysis, the warning, Chrome and XSpace. */
+static void open_ranges_end_at_exit(void)
+{
+	char path[] = "/tmp/kx-ann-exit-XXXXXX", err[256], *js = NULL, *sum;
+	struct kx_task exit6001 = {.ts = US(8000), .pid = 6000, .tid = 6001, .what = KX_TASK_EXIT};
+	struct kx_task exit6004 = {.ts = US(9500), .pid = 6000, .tid = 6004, .what = KX_TASK_EXIT};
+	const XPlane *host = NULL;
+	struct kx_analysis *an;
+	const struct kx_range *r;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	XSpace *x = NULL;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0 && load());
+	close(fd);
+	CHECK(!kx_store_add_task(store, &exit6001) && !kx_store_add_task(store, &exit6004));
+	an = kxt_analyse(store, &ci);
+	CHECK(an);
+	r = range_named(an, "open", KX_RANGE_THREAD);
+	CHECK(r && r->open && r->begin + r->dur == US(8000));
+	r = range_named(an, "leak", KX_RANGE_CROSS);
+	CHECK(r && r->open && r->begin + r->dur == US(9500));
+	sum = summary_json(an);
+	CHECK(sum && strstr(sum, "1 annotation ranges still open at the end of the capture "
+	                         "(pushed, never popped): closed where their thread ended"));
+	free(sum);
+	kx_analysis_free(an);
+	CHECK(kxt_chrome_write(store, &ci, path, err, sizeof(err)) == 0);
+	js = slurp(path);
+	unlink(path);
+	CHECK(js);
+	/* ts are µs after the first event (@900). */
+	CHECK_EQ_U(count(js, "{\"ph\":\"X\",\"name\":\"open\",\"cat\":\"annotation\",\"pid\":6000,"
+	                     "\"tid\":6001,\"ts\":5100.000,\"dur\":2000.000,"),
+	           1);
+	CHECK_EQ_U(count(js, "{\"ph\":\"e\",\"name\":\"leak\",\"cat\":\"annotation\",\"pid\":6000,"
+	                     "\"tid\":6001,\"ts\":8600.000,"),
+	           1);
+	free(js);
+	CHECK(kxt_xspace_serialize(store, &ci, NULL, &buf, &len, err, sizeof(err)) == 0);
+	x = buf ? tensorflow__profiler__xspace__unpack(NULL, len, buf) : NULL;
+	free(buf);
+	CHECK(x);
+	for (size_t i = 0; x && i < x->n_planes; i++)
+		if (!strcmp(x->planes[i]->name, "/host:CPU"))
+			host = x->planes[i];
+	CHECK(host);
+	for (size_t i = 0; host && i < host->n_lines; i++) {
+		const XLine *l = host->lines[i];
+
+		for (size_t j = 0; j < l->n_events; j++) {
+			const char *n = meta_name(host, l->events[j]->metadata_id);
+
+			if (!strcmp(n, "open"))
+				CHECK_EQ_U(l->events[j]->duration_ps, 2000000000ULL);
+			if (!strcmp(n, "leak"))
+				CHECK_EQ_U(l->events[j]->duration_ps, 5900000000ULL);
+		}
+	}
+	tensorflow__profiler__xspace__free_unpacked(x, NULL);
+}
+
+/* The speedscope file: one evented profile per thread with ioctls or
+ * ranges, its open and close events in time order and properly nested
+ * (thread 6003's range "cut" and call partially overlap: the call is cut to
+ * end with the range; the range "late" ends with the call it started in). */
+static void speedscope_evented(void)
+{
+	char err[256], *buf = NULL, *p;
+	size_t len = 0, profiles = 0, events = 0;
+	struct kx_analysis *an;
+	FILE *f;
+	int bad = 0;
+
+	CHECK(load());
+	an = kxt_analyse(store, &ci);
+	f = open_memstream(&buf, &len);
+	CHECK(an && f);
+	CHECK(kx_speedscope_print(an, f, err, sizeof(err)) == 0);
+	fclose(f);
+	kx_analysis_free(an);
+	CHECK(buf &&
+	      !strncmp(buf, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\"",
+	               62));
+	CHECK(strstr(buf,
+	             "{\"name\":\"[msm] DRM_IOCTL_MSM_GEM_SUBMIT\",\"file\":\"[driver call]\"}"));
+	CHECK(strstr(buf, "{\"name\":\"layer\",\"file\":\"annotation/dom\"}"));
+	for (p = buf; p && (p = strstr(p, "\"type\":\"evented\"")); profiles++) {
+		char *end = strstr(p, "]");
+		unsigned int stack[16], depth = 0, frame;
+		unsigned long long at, last = 0;
+		char type;
+
+		while ((p = strstr(p, "{\"type\":\"")) && p < end &&
+		       sscanf(p, "{\"type\":\"%c\",\"frame\":%u,\"at\":%llu}", &type, &frame,
+		              &at) == 3) {
+			events++;
+			bad |= at < last;
+			last = at;
+			if (type == 'O' && depth < 16)
+				stack[depth++] = frame;
+			else
+				bad |= type != 'C' || !depth || stack[--depth] != frame;
+			p++;
+		}
+		bad |= depth != 0;
+		p = end;
+	}
+	/* 6001: step, layer, 3 calls, open; 6002: a call; 6003: cut, late, 2 calls. */
+	CHECK_EQ_U(profiles, 3);
+	CHECK_EQ_U(events, 2 * (6 + 1 + 4));
+	CHECK(!bad);
+	/* 6003, µs after @900: the call @8000 cut to end with "cut" @8050. */
+	CHECK(strstr(buf, "\"at\":7100000},{\"type\":\"C\",\"frame\":") &&
+	      strstr(buf, "\"at\":7150000},{\"type\":\"C\","));
+	free(buf);
+}
+
 /* ---- live aggregates ---- */
 
 static void live_pairing_and_bounds(void)
@@ -666,6 +790,8 @@ int main(void)
 	RUN(summary_rows);
 	RUN(chrome_slices);
 	RUN(xspace_lines);
+	RUN(open_ranges_end_at_exit);
+	RUN(speedscope_evented);
 	RUN(live_pairing_and_bounds);
 	RUN(live_threads_bounded);
 	kx_store_free(store);

@@ -20,6 +20,7 @@
 
 #include "export/chrome.h"
 #include "registry/ioctl_decode.h"
+#include "analysis/threadnames.h"
 #include "kxtest.h"
 #include "kxtest_analysis.h"
 #include "kxtest_capture.h"
@@ -427,6 +428,49 @@ static void test_flow_never_backwards(void)
 	device_timelines(1);
 }
 
+/* A thread that exec'd: its calls before the exec say the name it had then
+ * (args.thread); those after it, under its track's name, say nothing. */
+static void test_renamed_thread(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_task seen = {.ts = 5000000000ULL, .pid = 300, .tid = 300, .what = KX_TASK_SEEN};
+	struct kx_task exec = {.ts = 5000500000ULL, .pid = 300, .tid = 300, .what = KX_TASK_EXEC};
+	struct kx_thread_names tn;
+	struct kx_capinfo ci;
+	char json[128], err[512], *js;
+	FILE *f;
+	long n;
+
+	base_capinfo(&ci);
+	snprintf(seen.comm, sizeof(seen.comm), "launcher");
+	snprintf(exec.comm, sizeof(exec.comm), "app");
+	CHECK(s && !kx_store_add_task(s, &seen) && !kx_store_add_task(s, &exec));
+	add(s, 300, 300, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000100000ULL, 1000, 0, NULL, 0);
+	add(s, 300, 300, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000600000ULL, 1000, 0, NULL, 0);
+	CHECK(kx_thread_names_build(&tn, s) == 0);
+	CHECK_STR(kx_thread_name_at(&tn, 300, 5000100000ULL), "launcher");
+	CHECK_STR(kx_thread_name_at(&tn, 300, 5000600000ULL), "app");
+	CHECK_STR(kx_thread_name_at(&tn, 300, 1), "launcher");
+	CHECK(kx_thread_name_at(&tn, 301, 5000600000ULL) == NULL);
+	kx_thread_names_free(&tn);
+	snprintf(json, sizeof(json), "%s/renamed.json", tmpdir);
+	CHECK(kxt_chrome_write(s, &ci, json, err, sizeof(err)) == 0);
+	kx_store_free(s);
+	f = fopen(json, "r");
+	CHECK(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	js = calloc(1, (size_t)n + 1);
+	CHECK(js && fread(js, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	CHECK(strstr(
+	        js,
+	        "\"name\":\"thread_name\",\"pid\":300,\"tid\":300,\"args\":{\"name\":\"app\"}"));
+	CHECK(strstr(js, "\"thread\":\"launcher\"}}") && !strstr(js, "\"thread\":\"app\""));
+	free(js);
+}
+
 static void test_cannot_create(void)
 {
 	struct kx_store *s = known_store();
@@ -573,6 +617,7 @@ int main(void)
 	RUN(test_out_of_order);
 	RUN(test_device_timelines);
 	RUN(test_flow_never_backwards);
+	RUN(test_renamed_thread);
 	RUN(test_cannot_create);
 	RUN(test_device_refused);
 	RUN(test_partial_removed);

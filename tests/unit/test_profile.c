@@ -255,6 +255,44 @@ static void test_folded_exact(void)
 	kx_store_free(st);
 }
 
+/* A thread that changed its name (an exec, a rename) between samples: each
+ * sample keeps the name in force when it was taken, in the stacks, folded
+ * lines and pprof's thread label; the thread's own name is the latest. */
+static void test_names_follow_samples(void)
+{
+	struct kx_store *st = kx_store_new(0);
+	struct kx_profile *p;
+	char err[200], *out = NULL;
+	size_t len = 0;
+	uint64_t ips[16];
+	struct kx_sample s;
+	FILE *f = open_memstream(&out, &len);
+	const struct kx_samples *t;
+
+	CHECK(st && f);
+	for (int i = 0; i < 5; i++) {
+		sample(&s, ips, NULL, 0, user_in_work, 3, 0, 100);
+		s.ts_ns = 1000000 + (uint64_t)i * 1000;
+		snprintf(s.comm, sizeof(s.comm), "%s", i < 2 ? "launcher" : "app");
+		CHECK(kx_store_add_sample(st, &s) == 0);
+	}
+	put_symbols(kx_samples_syms(kx_store_samples(st)));
+	t = kx_store_samples(st);
+	CHECK_STR(kx_samples_comm_name(t, kx_samples_comm_id_at(t, 100, 1001000)), "launcher");
+	CHECK_STR(kx_samples_comm_name(t, kx_samples_comm_id_at(t, 100, 1002000)), "app");
+	CHECK_STR(kx_samples_comm_name(t, kx_samples_comm_id_at(t, 100, 5)), "launcher");
+	CHECK_STR(kx_samples_comm(t, 100), "app");
+	p = kx_profile_build(st, capinfo(), KX_SAMPLE_CPU, err, sizeof(err));
+	CHECK(p && p->nstacks == 2);
+	CHECK(kx_folded_print(p, st, f) == 0);
+	fclose(f);
+	CHECK_STR(out, "app;main;run;work 3\n"
+	               "launcher;main;run;work 2\n");
+	free(out);
+	kx_profile_free(p);
+	kx_store_free(st);
+}
+
 /* A name with ';' and a line break: sanitised so the line parses back. */
 static void test_folded_sanitised(void)
 {
@@ -591,6 +629,7 @@ int main(void)
 	RUN(test_profile_frames);
 	RUN(test_offcpu_trim);
 	RUN(test_folded_exact);
+	RUN(test_names_follow_samples);
 	RUN(test_folded_sanitised);
 	RUN(test_pprof_decodes);
 	RUN(test_kxp_roundtrip);

@@ -612,9 +612,6 @@ static void ann_reasons(void)
 	        ANN(KX_ANN_PUSH, 100, 100, 1), ANN(KX_ANN_PUSH, 200, 200, 2),
 	        ANN(KX_ANN_PUSH, 300, 300, 2), IOC(350, 10),
 	        ANN(KX_ANN_POP, 400, 300, 2),  ANN(KX_ANN_POP, 500, 100, 1)};
-	/* Open at the end, drawn past a call that returned after the stop. */
-	static const struct ann_rec pastend[] = {IOC(50, 10), ANN(KX_ANN_PUSH, 100, 100, 1),
-	                                         IOC(150, 100000)};
 	static const struct {
 		const char *name;
 		const struct ann_rec *v;
@@ -623,7 +620,6 @@ static void ann_reasons(void)
 	        {"inside", inside, 3},
 	        {"touch", touch, 3},
 	        {"lostpop", lostpop, 6},
-	        {"pastend", pastend, 3},
 	};
 	char path[128], msg[512];
 	const char *why;
@@ -636,6 +632,23 @@ static void ann_reasons(void)
 			printf("FAIL ann_reasons: %s: %s\n", cases[i].name, why ? why : "streamed");
 		CHECK(why && strstr(why, "annotation"));
 	}
+}
+
+/* A range open at the end with a call of its thread returning after the
+ * stop: closed at the thread's end (that call's return) in memory and in
+ * the stream alike, so the stream gives the file exactly. */
+static void open_range_streams(void)
+{
+	static const struct ann_rec pastend[] = {IOC(50, 10), ANN(KX_ANN_PUSH, 100, 100, 1),
+	                                         IOC(150, 100000)};
+	char path[128], msg[512];
+	const char *why = NULL;
+
+	snprintf(path, sizeof(path), "%s/pastend.kxp", tmpdir);
+	CHECK(write_list(path, pastend, 3) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)))
+		printf("FAIL open_range_streams: %s\n", msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && why == NULL);
 }
 
 /* ---- counters inside the calls ---- */
@@ -852,6 +865,7 @@ int main(void)
 	RUN(damaged);
 	RUN(annotated);
 	RUN(ann_reasons);
+	RUN(open_range_streams);
 	RUN(counted);
 	RUN(in_memory_reasons);
 	RUN(stops_early);

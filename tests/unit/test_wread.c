@@ -408,7 +408,7 @@ static uint8_t *part_bytes(const struct kx_analysis *an, const struct kx_window 
 
 	snprintf(path, sizeof(path), "%s/part.json", dir);
 	if (kx_outfile_open(&o, path, 0, err, sizeof(err)) ||
-	    kx_chrome_write_part(an, n > 1 ? &cp : NULL, &o, err, sizeof(err)) ||
+	    kx_chrome_write_part(an, n > 1 ? &cp : NULL, 0, &o, err, sizeof(err)) ||
 	    kx_outfile_commit(&o, err, sizeof(err)) ||
 	    (!chrome_only && kx_xspace_serialize(an, n > 1 ? &xo : &(struct kx_xspace_opts){0}, &xs,
 	                                         &xlen, err, sizeof(err)))) {
@@ -679,7 +679,7 @@ static int slice_part(void *ctx, struct kx_store *s, size_t k)
 	if (kx_store_ioctl_count(s) > c->max_slice)
 		c->max_slice = kx_store_ioctl_count(s);
 	if (first && (kx_outfile_open(&c->o, c->path, 0, err, sizeof(err)) ||
-	              !(c->cw = kx_chrome_open(an, &cp, &c->o, err, sizeof(err)))))
+	              !(c->cw = kx_chrome_open(an, &cp, 0, &c->o, err, sizeof(err)))))
 		goto fail;
 	if (kx_chrome_add(c->cw, an, err, sizeof(err)) ||
 	    (last && kx_chrome_close(c->cw, an, err, sizeof(err))))

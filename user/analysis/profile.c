@@ -21,6 +21,7 @@
 /* Samples of one raw key. */
 struct raw {
 	uint32_t stack, pid, gen, tid;
+	uint32_t name; /* the thread's name at the sample (kx_samples_comm_id_at) */
 	uint32_t cmd;
 	uint8_t drv, xfer, in_call, kmode;
 	uint64_t count, weight;
@@ -47,6 +48,7 @@ static uint64_t raw_hash(const struct raw *r)
 	uint64_t h = kx_hash_combine(0, (uint64_t)r->stack << 32 | r->pid);
 
 	h = kx_hash_combine(h, (uint64_t)r->gen << 32 | r->tid);
+	h = kx_hash_combine(h, r->name);
 	h = kx_hash_combine(h, (uint64_t)r->cmd << 32 | (uint64_t)r->drv << 24 |
 	                               (uint64_t)r->xfer << 16 | (uint64_t)r->in_call << 8 |
 	                               r->kmode);
@@ -56,7 +58,7 @@ static uint64_t raw_hash(const struct raw *r)
 static int raw_eq(const struct raw *a, const struct raw *b)
 {
 	return a->stack == b->stack && a->pid == b->pid && a->gen == b->gen && a->tid == b->tid &&
-	       a->cmd == b->cmd && a->drv == b->drv && a->xfer == b->xfer &&
+	       a->name == b->name && a->cmd == b->cmd && a->drv == b->drv && a->xfer == b->xfer &&
 	       a->in_call == b->in_call && a->kmode == b->kmode;
 }
 
@@ -68,6 +70,7 @@ static uint32_t count_sample(struct builder *b, const struct kx_sample_ev *e)
 	        .pid = e->pid,
 	        .gen = e->exec_id,
 	        .tid = e->tid,
+	        .name = kx_samples_comm_id_at(b->t, e->tid, e->ts),
 	        .cmd = e->call_ts ? e->call_cmd : 0,
 	        .drv = e->call_ts ? e->call_drv : 0,
 	        .xfer = e->call_ts ? e->call_xfer : 0,
@@ -253,9 +256,9 @@ static int name_frames(struct builder *b, const struct raw *r, uint32_t *call)
 }
 
 static uint64_t stack_hash(const struct kx_profile *p, size_t first, size_t depth, uint32_t pid,
-                           uint32_t tid, uint32_t call)
+                           uint32_t tid, uint32_t call, uint32_t name)
 {
-	uint64_t h = kx_hash_combine((uint64_t)pid << 32 | tid, call);
+	uint64_t h = kx_hash_combine(kx_hash_combine((uint64_t)pid << 32 | tid, call), name);
 
 	for (size_t i = 0; i < depth; i++)
 		h = kx_hash_combine(h, p->fids[first + i]);
@@ -269,14 +272,14 @@ static int add_stack(struct builder *b, const struct raw *r, size_t first, uint3
 {
 	struct kx_profile *p = b->p;
 	size_t depth = p->nfids - first, pos = KX_HMAP_START;
-	uint64_t h = stack_hash(p, first, depth, r->pid, r->tid, call);
+	uint64_t h = stack_hash(p, first, depth, r->pid, r->tid, call, r->name);
 	struct kx_pstack *st;
 	uint32_t *v;
 
 	while ((v = kx_hmap_next(&b->stack_ix, h, &pos)) != NULL) {
 		st = &p->stacks[*v];
 		if (st->depth == depth && st->pid == r->pid && st->tid == r->tid &&
-		    st->call == call &&
+		    st->call == call && st->name == r->name &&
 		    !memcmp(&p->fids[st->first], &p->fids[first], depth * sizeof(*p->fids)))
 			break;
 	}
@@ -292,7 +295,11 @@ static int add_stack(struct builder *b, const struct raw *r, size_t first, uint3
 		                         .depth = (uint32_t)depth,
 		                         .pid = r->pid,
 		                         .tid = r->tid,
-		                         .call = call};
+		                         .call = call,
+		                         .name = r->name};
+		if (kx_samples_comm_name(b->t, r->name) &&
+		    !(st->comm = own(b, kx_samples_comm_name(b->t, r->name))))
+			return -1;
 	}
 	st->count += r->count;
 	st->weight_ns += p->kind == KX_SAMPLE_OFFCPU ? r->weight : r->count * p->period_ns;
@@ -395,6 +402,11 @@ void kx_profile_free(struct kx_profile *p)
 	free(p->stacks);
 	free(p->by_sample);
 	free(p);
+}
+
+const char *kx_profile_stack_comm(const struct kx_store *s, const struct kx_pstack *st)
+{
+	return st->comm ? st->comm : kx_profile_comm(s, st->tid);
 }
 
 const char *kx_profile_comm(const struct kx_store *s, uint32_t tid)

@@ -6,7 +6,8 @@
  * from the capture's resolved symbols (model/symres.h); an address without
  * a name is "[unknown]" with its module, and counted. Frames are
  * de-duplicated (kind, name, module), and so are stacks (frames, process,
- * thread, call), each with its sample count and weight. pprof, folded
+ * thread, call, the thread's name at the sample: an exec or a rename
+ * splits a thread's stacks by name), each with its sample count and weight. pprof, folded
  * stacks, the report and Chrome JSON all read this one result.
  *
  * Off-CPU stacks start at the scheduler (__schedule): the frames above it
@@ -37,6 +38,8 @@ struct kx_pstack {
 	uint32_t first, depth; /* frame ids fids[first .. first + depth), root first */
 	uint32_t pid, tid;
 	uint32_t call;      /* the call frame's id + 1, 0: not inside a traced call */
+	uint32_t name;      /* the thread's name at its samples (kx_samples_comm_id_at), 0: none */
+	const char *comm;   /* that name, NULL when none was recorded */
 	uint64_t count;     /* samples (off-CPU: intervals) */
 	uint64_t weight_ns; /* CPU: count x period; off-CPU: ns away */
 };
@@ -68,7 +71,9 @@ struct kx_profile *kx_profile_build(const struct kx_store *s, const struct kx_ca
                                     unsigned int kind, char *err, size_t len);
 void kx_profile_free(struct kx_profile *p);
 
-/* The thread's name (from its samples), or "" when unknown. */
+/* The thread's name (from its samples, the latest), or "" when unknown. */
 const char *kx_profile_comm(const struct kx_store *s, uint32_t tid);
+/* The name of st's thread when its samples were taken (else the thread's). */
+const char *kx_profile_stack_comm(const struct kx_store *s, const struct kx_pstack *st);
 
 #endif /* KX_ANALYSIS_PROFILE_H */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/range_ends.h"
 #include "analysis/ranges.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
@@ -35,7 +36,7 @@ struct pairing {
 	uint8_t *used;         /* per annotation event: a PUSH or START already paired */
 	struct kx_ranges *rg;
 	size_t cap;
-	uint64_t end_ns; /* where open ranges end */
+	struct kx_range_ends ends; /* where open ranges end */
 };
 
 struct kx_range *kx_ranges_add(struct kx_ranges *rg, size_t *cap, const struct kx_ann *b, int kind)
@@ -139,7 +140,10 @@ static int pair_all(struct pairing *p, size_t n)
 		if (!r)
 			return -1;
 		r->open = 1;
-		r->dur = r->dur_meas = p->end_ns > b->ts ? p->end_ns - b->ts : 0;
+		r->dur = r->dur_meas =
+		        (b->what == KX_ANN_PUSH ? kx_range_end_thread(&p->ends, b->tid, b->ts)
+		                                : kx_range_end_process(&p->ends, b->pid, b->ts)) -
+		        b->ts;
 		if (b->what == KX_ANN_PUSH)
 			p->rg->anom.open++;
 		else
@@ -359,16 +363,25 @@ static int nest_all(struct kx_ranges *rg, const struct kx_store *s, struct kx_ti
 	return rc;
 }
 
-/* Where ranges still open at the end are drawn to: the capture's stop, else the last event. */
-static uint64_t capture_end(const struct kx_store *s, const struct kx_capinfo *ci)
+/* Where the ranges left open end: their thread's or process's end
+ * (analysis/range_ends.h). 0, or -1 when out of memory. */
+static int find_ends(struct kx_range_ends *e, const struct kx_store *s)
 {
-	uint64_t end = ci ? ci->stop_mono_ns : 0;
-	size_t n = kx_store_ann_count(s);
+	size_t n = kx_store_ann_count(s), m = kx_store_ioctl_count(s);
 
-	for (size_t i = 0; i < n; i++)
-		if (kx_store_ann(s, i)->ts > end)
-			end = kx_store_ann(s, i)->ts;
-	return end;
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_ann *a = kx_store_ann(s, i);
+
+		if (kx_range_ends_ann(e, a->pid, a->tid, a->ts))
+			return -1;
+	}
+	for (size_t i = 0; i < m; i++) {
+		const struct kx_ioctl *c = kx_store_ioctl(s, i);
+
+		kx_range_ends_ioctl(e, c->pid, c->tid, c->ts + c->dur);
+	}
+	kx_range_ends_exits(e, s);
+	return 0;
 }
 
 struct kx_ranges *kx_ranges_new(const struct kx_store *strings, const struct kx_capinfo *ci)
@@ -408,15 +421,16 @@ struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capi
 	memset(&p, 0, sizeof(p));
 	p.s = s;
 	p.rg = rg;
-	p.end_ns = capture_end(s, ci);
+	p.ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
 	p.used = calloc(n + 1, 1);
-	if (!p.used || n > UINT32_MAX || index_begins(&p, n) || pair_all(&p, n) ||
-	    kx_ranges_finish(rg, s, tl, jobs))
+	if (!p.used || n > UINT32_MAX || find_ends(&p.ends, s) || index_begins(&p, n) ||
+	    pair_all(&p, n) || kx_ranges_finish(rg, s, tl, jobs))
 		goto out;
 	rg->events = n;
 	rc = 0;
 out:
 	free(p.used);
+	kx_range_ends_free(&p.ends);
 	kx_hmap_free(&p.begins);
 	if (rc) {
 		kx_ranges_free(rg);
@@ -487,10 +501,11 @@ void kx_ranges_warnings(const struct kx_ranges *rg, kx_warn_fn fn, void *ctx)
 	    "annotation events dropped (ring buffer full): ranges have gaps; raise --ringbuf-mb");
 	say(fn, ctx, rg->anom.open,
 	    "annotation ranges still open at the end of the capture (pushed, never popped): "
-	    "drawn to the end, left out of the statistics");
-	say(fn, ctx, rg->anom.open_cross,
-	    "cross-thread annotation ranges never ended: drawn to the end, left out of the "
+	    "closed where their thread ended (its exit, else its last event), left out of the "
 	    "statistics");
+	say(fn, ctx, rg->anom.open_cross,
+	    "cross-thread annotation ranges never ended: closed where their process ended (its "
+	    "threads' exits, else its last event), left out of the statistics");
 	say(fn, ctx, k->pop_no_push,
 	    "annotation pops without a push on their thread (unbalanced, or pushed before the "
 	    "capture): ignored");

@@ -20,11 +20,12 @@
  * Cross-thread ranges are not attributed.
  *
  * Anomalies (counted, reported): thread ranges still open at the end of
- * the capture (drawn to its end, left out of the statistics), cross-thread
- * ranges never ended (same), pops and ends whose begin record is not in the
- * capture (lost in the ring buffer, or not stored), and the kernel's own
- * counts (struct kx_ann_info: pops without a push, too deep nesting, ends
- * without a start, full tables, unreadable names).
+ * the capture (closed where their thread ended, analysis/range_ends.h,
+ * still flagged open, left out of the statistics), cross-thread ranges
+ * never ended (closed where their process ended, the same), pops and ends whose begin record is not
+ * in the capture (lost in the ring buffer, or not stored), and the kernel's own counts (struct
+ * kx_ann_info: pops without a push, too deep nesting, ends without a start, full tables, unreadable
+ * names).
  */
 #ifndef KX_RANGES_H
 #define KX_RANGES_H
@@ -48,7 +49,8 @@ enum kx_range_kind {
 
 struct kx_range {
 	uint64_t begin;     /* ns, CLOCK_MONOTONIC */
-	uint64_t dur;       /* ns: the nesting rule's (open ranges: to the capture's end) */
+	uint64_t dur;       /* ns: the nesting rule's (open ranges: to their thread's or
+	                       process's end, analysis/range_ends.h) */
 	uint64_t dur_meas;  /* ns as measured (statistics use it) */
 	uint64_t id;        /* cross-thread: the range id; else 0 */
 	uint64_t ioctls;    /* thread ranges: ioctls of the thread inside it */
@@ -95,8 +97,8 @@ struct kx_ranges {
 /*
  * Pairs the annotation events of s, nests each thread's ranges with its
  * ioctls (tl: fixes are added to it) and attributes the ioctls and their
- * jobs (may be NULL). ci (may be NULL) gives the capture end and the
- * kernel's counts. Returns NULL when out of memory.
+ * jobs (may be NULL). ci (may be NULL) gives the kernel's counts; the
+ * tasks of s say where threads exited. Returns NULL when out of memory.
  */
 struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capinfo *ci,
                                   struct kx_timeline *tl, const struct kx_jobs *jobs);

@@ -30,8 +30,8 @@ struct open_range {
 struct kx_srange_thread {
 	struct open_range *stack; /* open ranges, outermost first */
 	size_t depth, cap;
-	uint64_t last_ann;         /* ns, its last push or pop */
-	uint64_t io_start, io_end; /* ns, its last ioctl since its first annotation */
+	uint64_t last_ann; /* ns, its last push or pop */
+	uint64_t io_start; /* ns, the start of its last ioctl since its first annotation */
 	int has_io;
 	uint32_t tid;
 };
@@ -54,6 +54,7 @@ void kx_sranges_init(struct kx_sranges *s)
 	memset(s, 0, sizeof(*s));
 	s->cross = (struct kx_slots)KX_SLOTS_INIT(struct kx_srange_cross);
 	s->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_srange_thread);
+	s->ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
 	kx_range_rows_init(&s->builder, &s->rows);
 }
 
@@ -273,8 +274,8 @@ int kx_sranges_ann(struct kx_sranges *s, const struct kx_ann *a, const char *nam
 	long row;
 
 	s->events++;
-	if (a->ts > s->last_ts)
-		s->last_ts = a->ts;
+	if (kx_range_ends_ann(&s->ends, a->pid, a->tid, a->ts))
+		return -1;
 	switch (a->what) {
 	case KX_ANN_PUSH:
 		return on_push(s, a, name, cat, last_end);
@@ -296,12 +297,12 @@ int kx_sranges_ioctl(struct kx_sranges *s, const struct kx_ioctl *e)
 {
 	struct kx_srange_thread *t = thread_find(s, e->tid);
 
+	kx_range_ends_ioctl(&s->ends, e->pid, e->tid, e->ts + e->dur);
 	if (!t)
 		return 0;
 	if (e->ts < t->last_ann)
 		because(s, "an annotation range and a call of one thread overlap or touch");
 	t->io_start = e->ts;
-	t->io_end = e->ts + e->dur;
 	t->has_io = 1;
 	if (t->depth)
 		t->stack[t->depth - 1].ioctls++;
@@ -333,9 +334,10 @@ static size_t left_of_thread(struct kx_srange_thread *t, struct left_open *v)
 	return t->depth;
 }
 
-/* The ranges still open at the end kept in out, drawn to end, in the order
- * of the events that began them. 0, or -1 when out of memory. */
-static int keep_open(struct kx_sranges *s, uint64_t end)
+/* The ranges still open at the end kept in out, closed where their thread
+ * or process ended, in the order of the events that began them. 0, or -1
+ * when out of memory. */
+static int keep_open(struct kx_sranges *s)
 {
 	size_t n = 0, cap = kx_slots_live(&s->cross) + 1;
 	struct left_open *v;
@@ -362,7 +364,11 @@ static int keep_open(struct kx_sranges *s, uint64_t end)
 
 		if (r) {
 			r->open = 1;
-			r->dur = r->dur_meas = end > v[i].ts ? end - v[i].ts : 0;
+			r->dur = r->dur_meas =
+			        (v[i].kind == KX_RANGE_THREAD
+			                 ? kx_range_end_thread(&s->ends, v[i].b->tid, v[i].ts)
+			                 : kx_range_end_process(&s->ends, v[i].b->pid, v[i].ts)) -
+			        v[i].ts;
 			r->ioctls = v[i].ioctls;
 		}
 	}
@@ -370,21 +376,15 @@ static int keep_open(struct kx_sranges *s, uint64_t end)
 	return oom ? -1 : 0;
 }
 
-int kx_sranges_finish(struct kx_sranges *s, uint64_t stop_ns, struct kx_stats *sum)
+int kx_sranges_finish(struct kx_sranges *s, const struct kx_store *tasks, struct kx_stats *sum)
 {
-	uint64_t end = stop_ns > s->last_ts ? stop_ns : s->last_ts;
-
-	for (size_t i = 0; i < s->threads.n; i++) {
-		const struct kx_srange_thread *t = kx_tidtab_at(&s->threads, i);
-
-		s->anom.open += t->depth;
-		if (t->depth && t->has_io && t->io_end > end)
-			because(s, "an annotation range open at the end is drawn past a call of "
-			           "its thread");
-	}
+	for (size_t i = 0; i < s->threads.n; i++)
+		s->anom.open +=
+		        ((const struct kx_srange_thread *)kx_tidtab_at(&s->threads, i))->depth;
 	s->anom.open_cross += kx_slots_live(&s->cross);
 	s->found += s->anom.open + s->anom.open_cross;
-	if (s->out && keep_open(s, end))
+	kx_range_ends_exits(&s->ends, tasks);
+	if (s->out && keep_open(s))
 		return -1;
 	if (s->out)
 		kx_sranges_counts(s, s->out);
@@ -405,6 +405,7 @@ void kx_sranges_free(struct kx_sranges *s)
 	for (size_t i = 0; i < s->threads.n; i++)
 		free(((struct kx_srange_thread *)kx_tidtab_at(&s->threads, i))->stack);
 	kx_tidtab_free(&s->threads);
+	kx_range_ends_free(&s->ends);
 	kx_slots_free(&s->cross);
 	kx_hmap_free(&s->open);
 	kx_hmap_free(&s->lost);

@@ -20,8 +20,10 @@
  *     range whose pop was lost: in memory it stays open over the others);
  *   - a push no deeper than the top open range;
  *   - a cross-thread start whose (process, id) is open, or whose end came
- *     earlier without it; an end whose start has another time;
- *   - at the end, a thread's open ranges drawn past one of its calls.
+ *     earlier without it; an end whose start has another time.
+ * Ranges still open at the end are closed where their thread or process
+ * ended (analysis/range_ends.h: the same facts as in memory), which is
+ * never before one of its calls.
  * A pop deeper than every open range of its thread (its push was lost),
  * or an end with no open start, is counted as a lost begin, as in memory.
  */
@@ -31,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/range_ends.h"
 #include "analysis/ranges.h"
 #include "analysis/stats.h"
 #include "model/annot.h"
@@ -46,13 +49,13 @@ struct kx_sranges {
 	struct kx_stats rows; /* the annotation rows so far */
 	struct kx_range_rows builder; /* finds the row of a name */
 	struct kx_ranges_anomalies anom;
-	uint64_t events;          /* annotation events */
-	uint64_t found;           /* ranges and marks made (as kx_ranges.found) */
-	uint64_t last_ts;         /* ns, the latest annotation event */
-	struct kx_tidtab threads; /* each annotating thread's state (struct kx_srange_thread) */
-	struct kx_hmap open;      /* (pid, id) -> slot in cross */
-	struct kx_slots cross;    /* the open cross-thread ranges (struct kx_srange_cross) */
-	struct kx_hmap lost;      /* hash(pid, id, begin): ends whose start was not open */
+	uint64_t events;           /* annotation events */
+	uint64_t found;            /* ranges and marks made (as kx_ranges.found) */
+	struct kx_tidtab threads;  /* each annotating thread's state (struct kx_srange_thread) */
+	struct kx_hmap open;       /* (pid, id) -> slot in cross */
+	struct kx_slots cross;     /* the open cross-thread ranges (struct kx_srange_cross) */
+	struct kx_hmap lost;       /* hash(pid, id, begin): ends whose start was not open */
+	struct kx_range_ends ends; /* where the ranges left open will end */
 	/* Set by a caller that keeps the ranges themselves (the windowed
 	 * conversion): each range and mark is appended to out as it closes
 	 * (kx_ranges_add's order), names interned in strings, with the ioctls
@@ -74,12 +77,12 @@ int kx_sranges_ann(struct kx_sranges *s, const struct kx_ann *a, const char *nam
 /* One ioctl: counted for the ranges open on its thread. 0, or -1 when out of memory. */
 int kx_sranges_ioctl(struct kx_sranges *s, const struct kx_ioctl *e);
 /*
- * Once every record is in: what is still open is counted (drawn to end_ns,
- * where the in-memory ranges draw them: the capture's stop, or the last
- * annotation event when later), the rows are finished and moved to the end
- * of sum. 0 (s->why may be set now), or -1 when out of memory.
+ * Once every record is in: what is still open is counted (closed where its
+ * thread or process ended: tasks holds every task record of the capture,
+ * for the exits), the rows are finished and moved to the end of sum. 0
+ * (s->why may be set now), or -1 when out of memory.
  */
-int kx_sranges_finish(struct kx_sranges *s, uint64_t stop_ns, struct kx_stats *sum);
+int kx_sranges_finish(struct kx_sranges *s, const struct kx_store *tasks, struct kx_stats *sum);
 /* The counts of the ranges for an analysis made without them (rg's rows empty). */
 void kx_sranges_counts(const struct kx_sranges *s, struct kx_ranges *rg);
 void kx_sranges_free(struct kx_sranges *s);

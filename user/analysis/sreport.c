@@ -195,7 +195,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 		snprintf(err, errlen, "out of memory summarising the ioctls");
 		rc = -1;
 	}
-	if (rc == 0 && !r->in_memory && kx_sranges_finish(r->ranges, r->ci.stop_mono_ns, &r->st)) {
+	if (rc == 0 && !r->in_memory && kx_sranges_finish(r->ranges, r->side, &r->st)) {
 		snprintf(err, errlen, "out of memory summarising the annotation ranges");
 		rc = -1;
 	}

@@ -265,7 +265,7 @@ static int range_threads(const struct kx_ranges *rg, struct kx_hmap *threads)
 static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hmap *threads)
 {
 	struct kx_stats rows = {0};
-	int rc = kx_sranges_finish(sr, w->ci.stop_mono_ns, &rows);
+	int rc = kx_sranges_finish(sr, w->side, &rows);
 
 	kx_stats_free(&rows);
 	if (rc)

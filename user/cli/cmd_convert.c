@@ -1,5 +1,5 @@
-/* kxprof convert: a record file to XSpace (TensorBoard/XProf log directory) and/or Chrome trace
- * JSON. */
+/* kxprof convert: a record file to XSpace (TensorBoard/XProf log directory), Chrome trace
+ * JSON, pprof, folded stacks and speedscope. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -13,6 +13,7 @@
 #include "export/chrome.h"
 #include "export/folded.h"
 #include "export/pprof.h"
+#include "export/speedscope.h"
 #include "cli/cli.h"
 #include "io/kxp.h"
 #include "io/replay.h"
@@ -25,12 +26,17 @@ static void convert_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: kxprof convert [FILE] [--xplane LOGDIR] [--chrome OUT.json[.gz]] [--gpu]\n"
-	        "                      [--pprof OUT.pb.gz] [--folded OUT] [--off-cpu]\n"
+	        "                      [--chrome-stacks] [--pprof OUT.pb.gz] [--folded OUT]\n"
+	        "                      [--off-cpu] [--speedscope OUT.json]\n"
 	        "                      [--split-events N] [--in-memory]\n"
 	        "  FILE             record file (default kxprof.kxp)\n"
 	        "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
 	        "                   TensorBoard/XProf (tensorboard --logdir LOGDIR)\n"
-	        "  --chrome OUT     Chrome trace JSON (Perfetto); gzip when OUT ends in .gz\n"
+	        "  --chrome OUT     Chrome trace JSON (Perfetto): the timeline, CPU samples as\n"
+	        "                   instants on their threads; gzip when OUT ends in .gz\n"
+	        "  --chrome-stacks  the trace also holds the format's stackFrames/samples\n"
+	        "                   members (catapult); viewers that read them (speedscope)\n"
+	        "                   then show the CPU samples alone, without the timeline\n"
 	        "  --gpu            name device planes /device:GPU:<n> (default "
 	        "/device:CUSTOM:<n>)\n"
 	        "  --pprof OUT      the CPU profile (record -F) as gzipped pprof (go tool pprof)\n"
@@ -38,6 +44,11 @@ static void convert_usage(FILE *f)
 	        "                   '-' for standard output\n"
 	        "  --off-cpu        --pprof and --folded hold the off-CPU profile instead\n"
 	        "                   (record --off-cpu; folded values are microseconds)\n"
+	        "  --speedscope OUT speedscope's own format (speedscope OUT): per thread its\n"
+	        "                   ioctls, annotation ranges and off-CPU time in time order,\n"
+	        "                   its CPU samples weighted by the sampling period and its\n"
+	        "                   off-CPU intervals by their time; '-' for standard output;\n"
+	        "                   reads the capture into memory whole\n"
 	        "  --split-events N at most N trace events per XSpace run and Chrome file\n"
 	        "                   (default 1000000, XProf's viewer limit; 0: never split):\n"
 	        "                   more are split by time into runs <run>_partNNNN_<from>-<to>s\n"
@@ -68,6 +79,9 @@ static void convert_usage(FILE *f)
  * quarter of the memory. */
 #define CHROME_SLICES    4
 #define SPLIT_EVENTS_MAX 1000000000000LL
+
+/* What each Chrome file holds besides the timeline (KX_CHROME_*), from the options. */
+static unsigned int chrome_flags;
 
 /* One output of the XSpace/Chrome pair: the whole capture, or one time window of it. */
 struct conv_part {
@@ -100,8 +114,8 @@ static int convert_write(const struct kx_analysis *an, const struct conv_part *p
 	if (chrome && kx_outfile_open(&co, chrome, KX_OUT_STDOUT, err, sizeof(err)))
 		goto fail;
 	if ((logdir && kx_xspace_logdir_write(an, &pt->xo, &xs, err, sizeof(err))) ||
-	    (chrome &&
-	     kx_chrome_write_part(an, pt->is_part ? &pt->cp : NULL, &co, err, sizeof(err))))
+	    (chrome && kx_chrome_write_part(an, pt->is_part ? &pt->cp : NULL, chrome_flags, &co,
+	                                    err, sizeof(err))))
 		goto fail;
 	kx_outfile_hold_signals(&old);
 	if (logdir && kx_xspace_logdir_commit(&xs, err, sizeof(err))) {
@@ -302,7 +316,7 @@ static int slice_write(struct windowed *wd, const struct kx_analysis *an, size_t
 			return parts_left(part, wn->n);
 		if (kx_outfile_open(&wd->co, wd->pt.chrome, 0, err, sizeof(err)))
 			goto fail;
-		wd->cw = kx_chrome_open(an, &wd->pt.cp, &wd->co, err, sizeof(err));
+		wd->cw = kx_chrome_open(an, &wd->pt.cp, chrome_flags, &wd->co, err, sizeof(err));
 		if (!wd->cw)
 			goto fail;
 	}
@@ -495,10 +509,12 @@ int cmd_convert(int argc, char **argv)
 	static const struct option opts[] = {
 	        {"xplane", required_argument, NULL, 'x'},
 	        {"chrome", required_argument, NULL, 'c'},
+	        {"chrome-stacks", no_argument, NULL, 's'},
 	        {"gpu", no_argument, NULL, 'g'},
 	        {"pprof", required_argument, NULL, 'P'},
 	        {"folded", required_argument, NULL, 'f'},
 	        {"off-cpu", no_argument, NULL, 'O'},
+	        {"speedscope", required_argument, NULL, 'p'},
 	        {"split-events", required_argument, NULL, 'S'},
 	        {"in-memory", no_argument, NULL, 'M'},
 	        {"help", no_argument, NULL, 'h'},
@@ -508,7 +524,7 @@ int cmd_convert(int argc, char **argv)
 	struct kx_kxp_read_result res = {0};
 	struct kx_xspace_opts xo = {0};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
-	           *folded = NULL;
+	           *folded = NULL, *speedscope = NULL;
 	int off_cpu = 0, in_memory = 0;
 	long long split = SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store = NULL;
@@ -517,8 +533,12 @@ int cmd_convert(int argc, char **argv)
 	int opt, rc = 1;
 
 	optind = 1;
+	chrome_flags = 0;
 	while ((opt = kx_getopt(argc, argv, "h", opts)) != -1) {
 		switch (opt) {
+		case 's':
+			chrome_flags |= KX_CHROME_STACKS;
+			break;
 		case 'x':
 			logdir = optarg;
 			break;
@@ -536,6 +556,9 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'O':
 			off_cpu = 1;
+			break;
+		case 'p':
+			speedscope = optarg;
 			break;
 		case 'M':
 			in_memory = 1;
@@ -561,10 +584,18 @@ int cmd_convert(int argc, char **argv)
 		kx_err("one record file at a time ('%s' is extra)", argv[optind]);
 		return 2;
 	}
-	if (!logdir && !chrome && !pprof && !folded) {
+	if (!logdir && !chrome && !pprof && !folded && !speedscope) {
 		kx_err("nothing to write: give --xplane LOGDIR, --chrome OUT.json, --pprof "
-		       "OUT.pb.gz "
-		       "or --folded OUT");
+		       "OUT.pb.gz, --folded OUT or --speedscope OUT.json");
+		return 2;
+	}
+	if (speedscope && !strcmp(speedscope, "-") && (logdir || chrome || pprof || folded)) {
+		kx_err("--speedscope - is the only output on standard output: give it alone, or "
+		       "give it a file name");
+		return 2;
+	}
+	if (chrome_flags && !chrome) {
+		kx_err("--chrome-stacks adds to the trace of --chrome: give --chrome OUT.json");
 		return 2;
 	}
 	if (off_cpu && !pprof && !folded) {
@@ -575,6 +606,8 @@ int cmd_convert(int argc, char **argv)
 	if ((chrome && kx_outfile_check(chrome, KX_OUT_STDOUT, &path, 1, err, sizeof(err))) ||
 	    (pprof && kx_outfile_check(pprof, 0, &path, 1, err, sizeof(err))) ||
 	    (folded && kx_outfile_check(folded, KX_OUT_STDOUT, &path, 1, err, sizeof(err))) ||
+	    (speedscope &&
+	     kx_outfile_check(speedscope, KX_OUT_STDOUT, &path, 1, err, sizeof(err))) ||
 	    (logdir && kx_outdir_check(logdir, err, sizeof(err)))) {
 		kx_err("%s", err);
 		return 2;
@@ -586,7 +619,8 @@ int cmd_convert(int argc, char **argv)
 	}
 	/* Past one trace's events, a capture a stream gives exactly is read one
 	 * window at a time (analysis/wread.h); the others are read whole. */
-	if ((logdir || chrome) && split && !in_memory && !kx_replay_is_fixture(path)) {
+	if ((logdir || chrome) && split && !in_memory && !speedscope &&
+	    !kx_replay_is_fixture(path)) {
 		struct whole_read whole = {NULL, &ci, &res};
 
 		rc = convert_stream(path, &xo, logdir, chrome, (size_t)split, pprof, folded,
@@ -607,6 +641,12 @@ int cmd_convert(int argc, char **argv)
 	}
 	kx_cli_read_loss(&res, &an->loss);
 	rc = logdir || chrome ? convert_traces(an, &xo, logdir, chrome, (size_t)split, path) : 0;
+	if (!rc && speedscope && kx_speedscope_write(an, speedscope, err, sizeof(err))) {
+		kx_err("%s", err);
+		rc = 1;
+	} else if (!rc && speedscope && strcmp(speedscope, "-")) {
+		printf("%s\n", speedscope);
+	}
 	if (!rc && (pprof || folded) &&
 	    convert_profile(path, store, &ci, off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU, pprof,
 	                    folded))

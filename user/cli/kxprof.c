@@ -172,7 +172,7 @@ static const struct {
          "trace driver ioctls of a command, pids or the whole system into a .kxp file"},
         {"report", cmd_report, "per driver and ioctl statistics of a .kxp file (table or JSON)"},
         {"convert", cmd_convert,
-         "a .kxp file to XSpace, Chrome trace JSON, pprof or folded stacks"},
+         "a .kxp file to XSpace, Chrome trace JSON, pprof, folded stacks or speedscope"},
         {"list", cmd_list, "accelerator devices present and which kernel hooks work here"},
         {"replay", cmd_replay, "a recorded event stream fixture (.jsonl) to a .kxp file"},
         {"top", cmd_top, "live per device and ioctl rates and latencies (in-kernel aggregation)"},

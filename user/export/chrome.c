@@ -33,6 +33,7 @@
 #include "analysis/fields.h"
 #include "analysis/flows.h"
 #include "export/chrome.h"
+#include "analysis/threadnames.h"
 #include "export/chrome_samples.h"
 #include "registry/devices.h"
 #include "util/fdio.h"
@@ -280,6 +281,8 @@ struct ctx {
 	char warn[MAX_WARN][WARN_LEN];
 	int nwarn;
 	struct kx_chrome_samples *smp;     /* CPU samples and off-CPU intervals */
+	unsigned int flags;                /* KX_CHROME_* */
+	struct kx_thread_names names;      /* threads renamed during the capture */
 	uint64_t origin_ns;                /* the monotonic time of ts 0 */
 	const struct kx_chrome_part *part; /* the time window written; NULL: all */
 	struct kx_chrome_part part_copy;   /* part points here */
@@ -658,6 +661,19 @@ static void write_fields(struct wbuf *w, const struct ctx *c, const struct kx_io
 	}
 }
 
+/* A call made under another name than its thread's track has (before an
+ * exec or a rename): that name, in args.thread. */
+static void write_thread_name(struct wbuf *w, const struct ctx *c, const struct kx_ioctl *e)
+{
+	const char *then = kx_thread_name_at(&c->names, e->tid, e->ts);
+	const char *now = then ? kx_store_comm(c->s, e->tid) : NULL;
+
+	if (!then || (now && !strncmp(then, now, KX_COMM_LEN)))
+		return;
+	wb_lit(w, ",\"thread\":");
+	wb_field(w, then, KX_COMM_LEN);
+}
+
 /* One "X" slice; rel_ns: start relative to baseTimeNanoseconds. */
 static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
                        const struct kx_ioctl *e, uint64_t rel_ns, uint64_t dur)
@@ -704,6 +720,7 @@ static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
 	}
 	if (kx_event_has_fields(c->an, e))
 		write_fields(w, c, e);
+	write_thread_name(w, c, e);
 	wb_lit(w, "}}");
 	return 0;
 }
@@ -1036,7 +1053,8 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 	if (c->not_stored > not_stored)
 		not_stored = c->not_stored;
 	wb_lit(w, "\n],\n");
-	if (kx_chrome_samples_members(c->smp, c->origin_ns, put_text, w))
+	if ((c->flags & KX_CHROME_STACKS) &&
+	    kx_chrome_samples_members(c->smp, c->origin_ns, put_text, w))
 		return -1;
 	wb_lit(w, "\"displayTimeUnit\":\"ms\",\n\"schemaVersion\":1,\n"
 	          "\"baseTimeNanoseconds\":");
@@ -1308,6 +1326,7 @@ void kx_chrome_writer_free(struct kx_chrome_writer *cw)
 	free(cw->w.own);
 	free(cw->c.jobpid);
 	kx_chrome_samples_free(cw->c.smp);
+	kx_thread_names_free(&cw->c.names);
 	tab_free(&cw->c.fr.names);
 	tab_free(&cw->c.fr.labels);
 	free(cw);
@@ -1315,11 +1334,13 @@ void kx_chrome_writer_free(struct kx_chrome_writer *cw)
 
 /* The writer's state for an, before anything is written. 0, or -1 (err set). */
 static int writer_init(struct kx_chrome_writer *cw, const struct kx_analysis *an,
-                       const struct kx_chrome_part *part, char *err, size_t errlen)
+                       const struct kx_chrome_part *part, unsigned int flags, char *err,
+                       size_t errlen)
 {
 	struct ctx *c = &cw->c;
 
 	bind(c, an);
+	c->flags = flags;
 	c->part = part ? &cw->c.part_copy : NULL;
 	if (part)
 		c->part_copy = *part;
@@ -1328,7 +1349,7 @@ static int writer_init(struct kx_chrome_writer *cw, const struct kx_analysis *an
 	if (an->ranges->first_ts < c->first_ts)
 		c->first_ts = an->ranges->first_ts;
 	c->ndev = c->ci->ndevices < KX_MAX_DEVICES ? (int)c->ci->ndevices : KX_MAX_DEVICES;
-	if (jobs_prepare(c) || collect_warnings(c)) {
+	if (jobs_prepare(c) || collect_warnings(c) || kx_thread_names_build(&c->names, an->store)) {
 		snprintf(err, errlen, "%s: out of memory", cw->path);
 		return -1;
 	}
@@ -1360,8 +1381,8 @@ static int writer_output(struct kx_chrome_writer *cw, struct kx_outfile *o, char
 }
 
 struct kx_chrome_writer *kx_chrome_open(const struct kx_analysis *an,
-                                        const struct kx_chrome_part *part, struct kx_outfile *o,
-                                        char *err, size_t errlen)
+                                        const struct kx_chrome_part *part, unsigned int flags,
+                                        struct kx_outfile *o, char *err, size_t errlen)
 {
 	struct kx_chrome_writer *cw = calloc(1, sizeof(*cw));
 
@@ -1371,7 +1392,7 @@ struct kx_chrome_writer *kx_chrome_open(const struct kx_analysis *an,
 		return NULL;
 	}
 	cw->path = o->path;
-	if (writer_init(cw, an, part, err, errlen) || writer_output(cw, o, err, errlen))
+	if (writer_init(cw, an, part, flags, err, errlen) || writer_output(cw, o, err, errlen))
 		goto fail;
 	if (write_head(&cw->w, &cw->c)) {
 		snprintf(err, errlen, "%s: out of memory", cw->path);
@@ -1441,13 +1462,13 @@ int kx_chrome_close(struct kx_chrome_writer *cw, const struct kx_analysis *an, c
 
 int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char *err, size_t errlen)
 {
-	return kx_chrome_write_part(an, NULL, o, err, errlen);
+	return kx_chrome_write_part(an, NULL, 0, o, err, errlen);
 }
 
 int kx_chrome_write_part(const struct kx_analysis *an, const struct kx_chrome_part *part,
-                         struct kx_outfile *o, char *err, size_t errlen)
+                         unsigned int flags, struct kx_outfile *o, char *err, size_t errlen)
 {
-	struct kx_chrome_writer *cw = kx_chrome_open(an, part, o, err, errlen);
+	struct kx_chrome_writer *cw = kx_chrome_open(an, part, flags, o, err, errlen);
 	int rc;
 
 	if (!cw)

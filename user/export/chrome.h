@@ -2,7 +2,9 @@
  * Chrome trace JSON exporter (Perfetto, chrome://tracing successors, PyTorch
  * tooling): host events on real pid/tid with process and thread name
  * metadata, one pseudo-process per device (a thread per job ring, flow
- * arrows from the submitting ioctls, in-flight and memory counters),
+ * arrows from the submitting ioctls, in-flight and memory counters; a call
+ * made under an earlier name of its thread, before an exec or a rename,
+ * says that name in args.thread: analysis/threadnames.h),
  * ts/dur in microseconds with
  * sub-microsecond precision. Written streaming, gzip when the path ends in .gz,
  * through util/outfile (a temporary file renamed into place when complete).
@@ -15,7 +17,8 @@
 #include "analysis/analysis.h"
 #include "util/outfile.h"
 
-/* Writes the analysed capture (analysis/analysis.h) to path ("-": stdout):
+/* Writes the analysed capture (analysis/analysis.h) to path ("-": stdout),
+ * the timeline without the stack members (flags 0 below):
  * opens, writes and commits one kx_outfile. Returns 0, or -1 with err set
  * (path in the message; nothing is left at path). */
 int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, size_t errlen);
@@ -33,11 +36,21 @@ struct kx_chrome_part {
 	size_t events; /* events the window holds (analysis/windows.h) */
 };
 
+/* What a trace holds besides the timeline (flags of kx_chrome_write_part
+ * and kx_chrome_open). */
+enum {
+	/* The trace format's top-level "stackFrames" and "samples" members
+	 * (export/chrome_samples.h). Off by default: a viewer that finds them
+	 * (speedscope, catapult) shows the CPU samples alone and drops the
+	 * timeline; the instant samples on the threads are written either way. */
+	KX_CHROME_STACKS = 1u << 0,
+};
+
 /* As kx_chrome_write_to, only the part's events (part NULL: all): every
  * part keeps the whole capture's metadata, time base and totals, and says
- * in otherData.part which part it is. */
+ * in otherData.part which part it is. flags: KX_CHROME_*. */
 int kx_chrome_write_part(const struct kx_analysis *an, const struct kx_chrome_part *part,
-                         struct kx_outfile *o, char *err, size_t errlen);
+                         unsigned int flags, struct kx_outfile *o, char *err, size_t errlen);
 
 /*
  * A part written a window at a time (a capture read in slices,
@@ -56,8 +69,8 @@ int kx_chrome_write_part(const struct kx_analysis *an, const struct kx_chrome_pa
  */
 struct kx_chrome_writer;
 struct kx_chrome_writer *kx_chrome_open(const struct kx_analysis *an,
-                                        const struct kx_chrome_part *part, struct kx_outfile *o,
-                                        char *err, size_t errlen);
+                                        const struct kx_chrome_part *part, unsigned int flags,
+                                        struct kx_outfile *o, char *err, size_t errlen);
 int kx_chrome_add(struct kx_chrome_writer *cw, const struct kx_analysis *an, char *err,
                   size_t errlen);
 int kx_chrome_close(struct kx_chrome_writer *cw, const struct kx_analysis *an, char *err,

@@ -258,6 +258,12 @@ static void args(struct out *o, const struct kx_chrome_samples *cs, int k, uint3
 		lit(o, ",\"driver_call\":");
 		str(o, p->frames[st->call - 1].name);
 	}
+	/* Taken under another name than the thread's track has (before an exec
+	 * or a rename): the name then. */
+	if (st->comm && strcmp(st->comm, kx_profile_comm(cs->an->store, st->tid))) {
+		lit(o, ",\"thread\":");
+		str(o, st->comm);
+	}
 	lit(o, "}}");
 }
 

@@ -6,10 +6,15 @@
  *     root first and the traced call it was taken in), and each off-CPU
  *     interval a complete event ("X", "off-CPU") inside the slice of the
  *     ioctl it blocked in: Perfetto shows both under the thread's slices;
- *   - the trace format's own "stackFrames" (the call tree, one node per
- *     frame in context: name, category, parent) and "samples" (cpu, pid,
- *     tid, ts, sf, weight) for the CPU samples, which catapult's trace
- *     viewer and speedscope read.
+ *     one taken under another name than the thread's latest (before an
+ *     exec or a rename) says that name in args.thread;
+ *   - when asked (convert --chrome-stacks), the trace format's own
+ *     "stackFrames" (the call tree, one node per frame in context: name,
+ *     category, parent) and "samples" (cpu, pid, tid, ts, sf, weight) for
+ *     the CPU samples. Viewers that find them (catapult's trace viewer,
+ *     speedscope) show those samples alone, without the timeline, and
+ *     speedscope weighs each by the gap to its thread's next sample: the
+ *     timeline goes without them, and speedscope reads --speedscope.
  * Threads that only have samples get their thread_name metadata here.
  */
 #ifndef KX_EXPORT_CHROME_SAMPLES_H

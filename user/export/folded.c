@@ -39,7 +39,7 @@ static void put_name(struct kx_bytes *b, const char *name)
 static void stack_text(const struct kx_profile *p, const struct kx_store *s,
                        const struct kx_pstack *st, struct kx_bytes *b)
 {
-	const char *comm = kx_profile_comm(s, st->tid);
+	const char *comm = kx_profile_stack_comm(s, st);
 	char tid[16];
 
 	b->len = 0;

@@ -1,6 +1,7 @@
 /*
  * Folded stacks (the input of flamegraph.pl, inferno and speedscope): one
- * line per distinct stack, the thread name first, then the frames root
+ * line per distinct stack, the thread's name when its samples were taken
+ * first (an exec or a rename splits a thread's lines), then the frames root
  * first, joined by ';', then a space and the value: the sample count of a
  * CPU profile, the microseconds off the CPU of an off-CPU profile. A ';'
  * inside a name becomes ':', a line break a space, so every line parses

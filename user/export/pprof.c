@@ -244,7 +244,7 @@ static void samples(struct enc *e, const struct kx_profile *p, const struct kx_s
 		packed(&e->msg, S_VALUE, vals, 2);
 		label_num(e, "pid", st->pid);
 		label_num(e, "tid", st->tid);
-		label_str(e, "thread", kx_profile_comm(s, st->tid));
+		label_str(e, "thread", kx_profile_stack_comm(s, st));
 		if (st->call)
 			label_str(e, "driver_call", p->frames[st->call - 1].name);
 		sub(&e->out, P_SAMPLE, &e->msg);

@@ -7,7 +7,8 @@
  * Functions, locations (one per distinct frame) and mappings (one per
  * module, marked symbolised so pprof does not try again) are
  * de-duplicated; every sample is labelled with its pid, tid, thread name
- * and, inside a traced ioctl, the call ("[kvm] KVM_RUN").
+ * (the name in force when it was taken) and, inside a traced ioctl, the
+ * call ("[kvm] KVM_RUN").
  */
 #ifndef KX_EXPORT_PPROF_H
 #define KX_EXPORT_PPROF_H

@@ -303,7 +303,7 @@ static void print_stacks(const struct kx_profile *p, const struct kx_store *s,
 		fmt_value(p, value_of(p, st), a, sizeof(a));
 		kx_fmt_share(b, sizeof(b), value_of(p, st), t->total);
 		fprintf(f, "%s (%s) pid %u tid %u %s\n", a, b, st->pid, st->tid,
-		        kx_profile_comm(s, st->tid));
+		        kx_profile_stack_comm(s, st));
 		for (uint32_t k = 0; k < st->depth; k++)
 			fprintf(f, "    %s\n",
 			        cut(p->frames[p->fids[st->first + k]].name, nm, NAME_W));

@@ -10,8 +10,12 @@
 #include "model/symres.h"
 #include "util/hashmap.h"
 
+/* A thread's name from a sample on: the names of a thread chain back in
+ * the order its samples brought them. */
 struct comm_ent {
 	char comm[KX_COMM_LEN];
+	uint64_t since; /* ns, the first sample that carried it */
+	uint32_t prev;  /* the thread's name before it: index + 1, 0 when none */
 };
 
 struct kx_samples {
@@ -26,7 +30,7 @@ struct kx_samples {
 	struct kx_hmap by_hash; /* stack hash -> stack index (several per hash possible) */
 	struct comm_ent *comms;
 	size_t ncomms, comms_cap;
-	struct kx_hmap by_tid; /* tid -> index in comms */
+	struct kx_hmap by_tid; /* tid -> index in comms of its latest name */
 	struct kx_ctr_ev *ctr; /* counters per traced call */
 	size_t nctr, ctr_cap;
 	uint64_t not_stored;
@@ -174,12 +178,42 @@ static long intern_sample(struct kx_samples *t, const struct kx_sample *s)
 	return kx_samples_intern(t, ips, s->nk, s->nu);
 }
 
+/* A new name entry for tid (the one before it: prev). 0, or -1 as room. */
+static int new_comm(struct kx_samples *t, uint32_t tid, uint64_t since, const char *comm,
+                    uint32_t prev)
+{
+	struct comm_ent *c;
+	int isnew;
+
+	if (t->ncomms >= UINT32_MAX - 1 ||
+	    room(t, (void **)&t->comms, &t->comms_cap, t->ncomms, 1, sizeof(*t->comms)) ||
+	    map_room(t, &t->by_tid))
+		return -1;
+	*kx_hmap_put(&t->by_tid, tid, (uint32_t)t->ncomms, &isnew) = (uint32_t)t->ncomms;
+	c = &t->comms[t->ncomms++];
+	memset(c, 0, sizeof(*c));
+	strncpy(c->comm, comm, sizeof(c->comm) - 1);
+	c->since = since;
+	c->prev = prev;
+	return 0;
+}
+
+/* The name a sample of tid at ts carried: a new entry when it changed. */
+static int note_comm(struct kx_samples *t, uint32_t tid, uint64_t ts, const char *comm)
+{
+	const uint32_t *i = kx_hmap_get(&t->by_tid, tid);
+
+	if (i && !strncmp(t->comms[*i].comm, comm, KX_COMM_LEN - 1))
+		return 0;
+	return new_comm(t, tid, ts, comm, i ? *i + 1 : 0);
+}
+
 int kx_samples_add(struct kx_samples *t, const struct kx_sample *s)
 {
 	long stack = intern_sample(t, s);
 	struct kx_sample_ev e;
 
-	if (stack < 0 || kx_samples_set_comm(t, s->tid, s->comm)) {
+	if (stack < 0 || note_comm(t, s->tid, s->ts_ns, s->comm)) {
 		t->not_stored++;
 		return -1;
 	}
@@ -251,19 +285,27 @@ int kx_samples_set_comm(struct kx_samples *t, uint32_t tid, const char *comm)
 	uint32_t *i = kx_hmap_get(&t->by_tid, tid);
 	struct comm_ent *c;
 
-	if (!i) {
-		if (t->ncomms >= UINT32_MAX ||
-		    room(t, (void **)&t->comms, &t->comms_cap, t->ncomms, 1, sizeof(*t->comms)) ||
-		    map_room(t, &t->by_tid))
-			return -1;
-		kx_hmap_add(&t->by_tid, tid, (uint32_t)t->ncomms);
-		c = &t->comms[t->ncomms++];
-	} else {
-		c = &t->comms[*i];
-	}
+	if (!i)
+		return new_comm(t, tid, 0, comm, 0);
+	c = &t->comms[*i];
 	strncpy(c->comm, comm, sizeof(c->comm) - 1);
 	c->comm[sizeof(c->comm) - 1] = 0;
 	return 0;
+}
+
+uint32_t kx_samples_comm_id_at(const struct kx_samples *t, uint32_t tid, uint64_t ts)
+{
+	const uint32_t *i = kx_hmap_get(&t->by_tid, tid);
+	uint32_t at = i ? *i : UINT32_MAX;
+
+	while (at != UINT32_MAX && t->comms[at].since > ts && t->comms[at].prev)
+		at = t->comms[at].prev - 1;
+	return at == UINT32_MAX ? 0 : at + 1;
+}
+
+const char *kx_samples_comm_name(const struct kx_samples *t, uint32_t id)
+{
+	return id && id <= t->ncomms ? t->comms[id - 1].comm : NULL;
 }
 
 struct kx_symres *kx_samples_syms(struct kx_samples *t)

@@ -55,8 +55,15 @@ uint64_t kx_samples_of_kind(const struct kx_samples *t, unsigned int kind);
 
 /* The latest name recorded for tid (from its samples), or NULL. */
 const char *kx_samples_comm(const struct kx_samples *t, uint32_t tid);
-/* Sets tid's name (readers: names come with the samples). 0, or -1 as above. */
+/* Sets tid's latest name (readers: names come with the samples). 0, or -1 as above. */
 int kx_samples_set_comm(struct kx_samples *t, uint32_t tid, const char *comm);
+/* A thread's names follow its samples: a sample whose name differs from
+ * the thread's latest (an exec, a prctl(PR_SET_NAME)) starts a new one.
+ * The name in force for tid at ts (ns): the latest that started at or
+ * before ts (the first when ts is earlier), as an id for
+ * kx_samples_comm_name, 0 when tid has none. */
+uint32_t kx_samples_comm_id_at(const struct kx_samples *t, uint32_t tid, uint64_t ts);
+const char *kx_samples_comm_name(const struct kx_samples *t, uint32_t id);
 
 /* Counters of one traced call. 0, or -1 when the budget refused it (counted). */
 int kx_samples_add_ctr(struct kx_samples *t, const struct kx_ctr_ev *e);
