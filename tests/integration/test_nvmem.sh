@@ -90,3 +90,13 @@ ok = (c(nv, "NV_ESC_RM_ALLOC") == 134 and c(nv, "NV_ESC_RM_FREE") == 3 and
       c(uvm, "UVM_REGISTER_CHANNEL") == 20 and j["NVIDIA Memory"] == {})
 sys.exit(0 if ok else 1)
 PY
+
+# 5. the real H100 capture in Chrome: no job ran on any of its 9 traced devices,
+# so the trace names only the python process (no empty device tracks)
+kx 0 convert "$FX/h100_pytorch.kxp" --chrome "$TMP/h.trace.json" >/dev/null 2>"$TMP/hc.err"
+check h100_chrome_no_empty_device_tracks python3 - "$TMP/h.trace.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = [e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"]
+sys.exit(0 if names == ["python3"] else "process names: %s" % names)
+PY

@@ -495,7 +495,31 @@ static uint64_t *thread_keys(const struct ctx *c, size_t *nth)
 	return th;
 }
 
-/* Process and thread names of the host, then one pseudo-process per device. */
+/* Devices i and j are one track: the same driver and node. */
+static int same_track(const struct kx_device *a, const struct kx_device *b)
+{
+	return !strncmp(a->driver, b->driver, sizeof(a->driver)) &&
+	       !strncmp(a->node, b->node, sizeof(a->node));
+}
+
+/* Whether device i's track holds jobs: a job device on it or on a device of its track. */
+static int track_has_jobs(const struct ctx *c, int i)
+{
+	const struct kx_jobs *jb = c->jobs;
+
+	for (size_t k = 0; jb && k < jb->ndevs; k++) {
+		int d = jb->devs[k].ci_index;
+
+		if (d >= 0 && d < c->ndev && same_track(&c->ci->devices[d], &c->ci->devices[i]))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Process and thread names of the host, then one pseudo-process per device
+ * track that holds jobs (a traced device nothing ran on gets no empty track).
+ */
 static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 {
 	const struct kx_capinfo *ci = c->ci;
@@ -542,12 +566,11 @@ static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 		uint32_t pid = DEV_PID_BASE + ndevp;
 
 		for (int j = 0; j < i && !dup; j++) {
-			dup = !strncmp(ci->devices[j].driver, d->driver, sizeof(d->driver)) &&
-			      !strncmp(ci->devices[j].node, d->node, sizeof(d->node));
+			dup = same_track(&ci->devices[j], d);
 			if (dup)
 				c->devpid[i] = c->devpid[j];
 		}
-		if (dup)
+		if (dup || !track_has_jobs(c, i))
 			continue;
 		c->devpid[i] = pid;
 		/* "kvm /dev/kvm"; the canonical driver name when the kernel's is not known. */
