@@ -15,6 +15,7 @@
 
 #include "kxtest.h"
 #include "capture/drmfdinfo.h"
+#include "io/kxp.h"
 #include "model/drmusage.h"
 
 static char fixture_text[16384];
@@ -394,6 +395,50 @@ static void sampler_live_no_drm(void)
 	close(p[1]);
 }
 
+/* DRM rows through the record file: written, read back whole and
+ * streamed, every field kept. */
+static void record_roundtrip(void)
+{
+	struct kx_drm_tracker *t = kx_drm_tracker_new(0);
+	struct kx_kxp_visitor v = {0};
+	struct kx_capinfo ci = {0}, ci2;
+	struct kx_kxp_read_result res;
+	struct kx_store *st = kx_store_new(0);
+	struct kx_kxp_writer *w;
+	struct kx_drm_fdinfo f;
+	const struct kx_drm_ev *r, *got;
+	char path[] = "/tmp/kxt-drm-rec-XXXXXX", err[512];
+	size_t n, ngot;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0 && t && st);
+	close(fd);
+	CHECK(parse_fixture("amdgpu", &f) == 0);
+	kx_drm_tracker_begin(t, 1000);
+	kx_drm_tracker_add(t, 7, "app", 3, &f);
+	kx_drm_tracker_end(t, &n);
+	f.engine[0].busy_ns += 1000;
+	kx_drm_tracker_begin(t, 5000);
+	kx_drm_tracker_add(t, 7, "app", 3, &f);
+	r = kx_drm_tracker_end(t, &n);
+	CHECK(n == 6);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	for (size_t i = 0; i < n; i++)
+		CHECK(kx_kxp_add_drm(w, &r[i]) == 0);
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	CHECK(kx_kxp_read(path, st, &ci2, &res, err, sizeof(err)) == 0);
+	got = kx_store_drm(st, &ngot);
+	CHECK_EQ_U(ngot, n);
+	for (size_t i = 0; i < n; i++)
+		CHECK(memcmp(&got[i], &r[i], sizeof(*r)) == 0);
+	CHECK(fabs(kx_drm_ev_busy(&got[0]) - 0.25) < 1e-9);
+	unlink(path);
+	kx_store_free(st);
+	kx_drm_tracker_free(t);
+	(void)v;
+}
+
 int main(void)
 {
 	RUN(parse_amdgpu);
@@ -407,5 +452,6 @@ int main(void)
 	RUN(tracker_cycles);
 	RUN(sampler_fixture_root);
 	RUN(sampler_live_no_drm);
+	RUN(record_roundtrip);
 	KXT_EXIT();
 }

@@ -46,9 +46,12 @@ struct kx_drm_sampler *kx_drm_sampler_new(const struct kx_device *devs, int ndev
 	}
 	snprintf(s->root, sizeof(s->root), "%s", root && *root ? root : "/proc");
 	s->all = all;
-	for (int i = 0; i < ndevs && i < KX_MAX_DEVICES; i++)
-		if (devs[i].fkind == KX_FK_CHR)
+	for (int i = 0; i < ndevs && i < KX_MAX_DEVICES; i++) {
+		unsigned int ma = KX_MAJOR(devs[i].dev);
+
+		if (devs[i].fkind == KX_FK_CHR && (ma == KX_DRM_MAJOR || ma == KX_ACCEL_MAJOR))
 			s->devs[s->ndevs++] = devs[i];
+	}
 	return s;
 }
 
@@ -74,12 +77,15 @@ void kx_drm_sampler_add_pid(struct kx_drm_sampler *s, uint32_t pid)
 	s->pids[s->npids++] = pid;
 }
 
-/* 1 when rdev is a DRM or accel node, or a traced character device. */
+/* 1 when rdev is a DRM or accel node: one of the traced ones when the
+ * capture traces any, else any. */
 static int drm_rdev(const struct kx_drm_sampler *s, dev_t rdev)
 {
 	unsigned int ma = major(rdev), mi = minor(rdev);
 
-	if (ma == KX_DRM_MAJOR || ma == KX_ACCEL_MAJOR)
+	if (ma != KX_DRM_MAJOR && ma != KX_ACCEL_MAJOR)
+		return 0;
+	if (!s->ndevs)
 		return 1;
 	for (int i = 0; i < s->ndevs; i++)
 		if (KX_MAJOR(s->devs[i].dev) == ma &&

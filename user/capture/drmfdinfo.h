@@ -2,7 +2,8 @@
  * The DRM usage sampler: one pass walks /proc/PID/fd of the processes it is
  * given (every process for host-wide captures), and reads
  * /proc/PID/fdinfo/FD only for fds whose file is a DRM or accel device node
- * (char major 226 or 261) or one of the traced devices; the text goes to
+ * (char major 226 or 261; when the capture traces some of those, only
+ * them: other devices have no DRM usage statistics); the text goes to
  * model/drmusage.h's parser and tracker, whose rows the pass returns. A
  * process without such an fd costs one readlink per fd and no fdinfo read.
  *
@@ -36,7 +37,7 @@ struct kx_drm_sampler_stats {
 
 struct kx_drm_sampler;
 
-/* devs: the traced devices (copied; their nodes also count as DRM nodes);
+/* devs: the traced devices (their DRM and accel nodes copied);
  * all: every process, else the pids given with kx_drm_sampler_add_pid.
  * NULL when out of memory. */
 struct kx_drm_sampler *kx_drm_sampler_new(const struct kx_device *devs, int ndevs, int all);
