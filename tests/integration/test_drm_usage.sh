@@ -131,3 +131,88 @@ m = re.search(r"DRM usage: (\d+) passes every 0.1 s, (\d+) processes walked, (\d
 print("# " + (m.group(0) if m else t))
 sys.exit(not (m and int(m.group(1)) >= 5 and int(m.group(2)) >= 5 and m.group(3) == "0" and m.group(4) == "0"))
 PY
+
+# top: per process and engine busy % and resident memory (all processes: the fixture root).
+KXPROF_PROC_ROOT=$R kx 0 top -b -c 3 -i 0.4 --device /dev/null --drm-usage >"$TMP/top.txt" 2>"$TMP/top.err"
+check top_exit test $? -eq 0
+check top_drm_rows python3 - "$TMP/top.txt" <<'PY'
+import re, sys
+blocks = open(sys.argv[1]).read().split("DRM usage (fdinfo) of the last interval")[1:]
+last = blocks[-1] if blocks else ""
+gfx = re.search(r"^100 +game +amdgpu +gfx +([0-9.]+) +14\.9M$", last, re.M)
+npu = re.search(r"^104 +npu +intel_vpu +- +- +8\.0M$", last, re.M)
+print("# gfx busy %s%%" % (gfx.group(1) if gfx else "?"))
+sys.exit(not (len(blocks) == 3 and gfx and 10 <= float(gfx.group(1)) <= 90 and npu
+              and not re.search(r"^101 ", last, re.M)))
+PY
+
+# bound_url ERRFILE: the http://ADDR:PORT serve printed (port 0 asked), waiting up to 30 s.
+bound_url() {
+	for _ in $(seq 1 300); do
+		u=$(grep -o 'http://127.0.0.1:[0-9]*' "$1" 2>/dev/null | head -1)
+		[ -n "$u" ] && { echo "$u"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+# serve: busy seconds counters, capacity and memory gauges; promtool accepts them.
+KXPROF_PROC_ROOT=$R "$KXPROF" serve --listen 127.0.0.1:0 --by-pid --device /dev/null \
+	--drm-usage=0.2 --rescan 0 2>"$TMP/serve.err" &
+SPID=$!
+URL=$(bound_url "$TMP/serve.err")
+for _ in $(seq 1 100); do
+	grep -q "^kxprof_drm_passes_total [3-9]" "$TMP/m.txt" 2>/dev/null && break
+	curl -sf --max-time 5 "$URL/metrics" >"$TMP/m.txt"
+	sleep 0.1
+done
+sleep 0.5
+curl -sf --max-time 5 "$URL/metrics" >"$TMP/m2.txt"
+kill $SPID
+wait_rc serve_exit $SPID 0
+check serve_drm_metrics python3 - "$TMP/m.txt" "$TMP/m2.txt" <<'PY'
+import re, sys
+def val(text, name, labels):
+    m = re.search(r"^%s\{%s\} (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
+    return float(m.group(1)) if m else None
+a, b = (open(f).read() for f in sys.argv[1:])
+lab = 'pid="100",comm="game",driver="amdgpu",pdev="0000:03:00.0",client="52",engine="gfx"'
+x, y = val(a, "kxprof_drm_engine_busy_seconds_total", lab), val(b, "kxprof_drm_engine_busy_seconds_total", lab)
+print("# gfx busy seconds %s then %s" % (x, y))
+ok = x is not None and y is not None and y > x >= 2.0
+ok = ok and val(b, "kxprof_drm_engine_capacity", lab) == 1
+ok = ok and val(b, "kxprof_drm_memory_bytes", 'pid="104",comm="npu",driver="intel_vpu",pdev="0000:00:0b.0",client="11",region="memory",kind="resident"') == 8 << 20
+ok = ok and 'pid="101"' not in b and "kxprof_drm_series_dropped 0" in b
+sys.exit(not ok)
+PY
+if command -v promtool >/dev/null; then
+	check serve_drm_promtool sh -c "promtool check metrics <'$TMP/m2.txt' >'$TMP/promtool.out' 2>&1"
+else
+	skip serve_drm_promtool "promtool not installed (Debian package prometheus)"
+fi
+# A key limit of 16 leaves the rest out, counted: 20 more i915 clients (4
+# engines, 2 regions each) make 83 engine series and 44 region rows.
+for i in $(seq 1 20); do
+	fake $((200 + i)) "gl$i" 4 /dev/dri/renderD129 i915
+	sed -i "s/^drm-client-id:.*/drm-client-id:\t$((1000 + i))/" "$R/$((200 + i))/fdinfo/4"
+done
+KXPROF_PROC_ROOT=$R "$KXPROF" serve --listen 127.0.0.1:0 --device /dev/null --max-keys 16 \
+	--drm-usage=0.2 --rescan 0 2>"$TMP/serve2.err" &
+SPID=$!
+URL=$(bound_url "$TMP/serve2.err")
+for _ in $(seq 1 100); do
+	grep -q "^kxprof_drm_passes_total [2-9]" "$TMP/k.txt" 2>/dev/null && break
+	curl -sf --max-time 5 "$URL/metrics" >"$TMP/k.txt"
+	sleep 0.1
+done
+kill $SPID
+wait_rc serve_keys_exit $SPID 0
+check serve_drm_max_keys python3 - "$TMP/k.txt" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+n = len(re.findall(r"^kxprof_drm_engine_busy_seconds_total\{", t, re.M))
+d = re.search(r"^kxprof_drm_series_dropped (\d+)$", t, re.M)
+print("# %d busy series, %s dropped" % (n, d.group(1) if d else "?"))
+sys.exit(not (n == 16 and d and int(d.group(1)) == (83 - 16) + (44 - 16)
+              and not re.search(r'^kxprof_drm_\w+\{pid=', t, re.M)))
+PY

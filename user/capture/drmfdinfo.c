@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "capture/drmfdinfo.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
@@ -32,6 +34,17 @@ struct kx_drm_sampler {
 	struct kx_drm_sampler_stats st;
 	char buf[FDINFO_MAX];
 };
+
+int kx_drm_devices_traced(const struct kx_device *d, int n)
+{
+	for (int i = 0; i < n; i++) {
+		unsigned int ma = KX_MAJOR(d[i].dev);
+
+		if (d[i].fkind == KX_FK_CHR && (ma == KX_DRM_MAJOR || ma == KX_ACCEL_MAJOR))
+			return 1;
+	}
+	return 0;
+}
 
 struct kx_drm_sampler *kx_drm_sampler_new(const struct kx_device *devs, int ndevs, int all)
 {
@@ -75,6 +88,20 @@ void kx_drm_sampler_add_pid(struct kx_drm_sampler *s, uint32_t pid)
 	    !kx_hmap_put(&s->pidset, pid, (uint32_t)s->npids, &isnew))
 		return; /* out of memory: the process is not sampled */
 	s->pids[s->npids++] = pid;
+}
+
+void kx_drm_sampler_add_pid_map(struct kx_drm_sampler *s, int map_fd)
+{
+	uint32_t key, next;
+	int first = 1;
+
+	if (map_fd < 0 || s->all)
+		return;
+	while (bpf_map_get_next_key(map_fd, first ? NULL : &key, &next) == 0) {
+		kx_drm_sampler_add_pid(s, next);
+		key = next;
+		first = 0;
+	}
 }
 
 /* 1 when rdev is a DRM or accel node: one of the traced ones when the

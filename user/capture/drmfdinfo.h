@@ -37,6 +37,10 @@ struct kx_drm_sampler_stats {
 
 struct kx_drm_sampler;
 
+/* 1 when one of the n devices is a DRM or accel node: record, top and
+ * serve then sample DRM usage unless told not to. */
+int kx_drm_devices_traced(const struct kx_device *d, int n);
+
 /* devs: the traced devices (their DRM and accel nodes copied);
  * all: every process, else the pids given with kx_drm_sampler_add_pid.
  * NULL when out of memory. */
@@ -45,6 +49,9 @@ void kx_drm_sampler_free(struct kx_drm_sampler *s);
 /* A process to walk from now on (a traced pid; seen again is fine). Pids
  * whose /proc entry is gone are forgotten at the next pass. */
 void kx_drm_sampler_add_pid(struct kx_drm_sampler *s, uint32_t pid);
+/* Adds every pid of a BPF hash map keyed by u32 tgid (a session's traced
+ * pid set, kx_session_sampler_maps): the processes a live capture follows. */
+void kx_drm_sampler_add_pid_map(struct kx_drm_sampler *s, int map_fd);
 /* One pass at now (CLOCK_MONOTONIC ns): the rows (model/drmusage.h), valid
  * until the next pass. */
 const struct kx_drm_ev *kx_drm_sampler_pass(struct kx_drm_sampler *s, uint64_t now, size_t *n);

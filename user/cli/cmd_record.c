@@ -207,18 +207,6 @@ static int record_opt(struct record_opts *o, int opt)
 	return -1;
 }
 
-/* 1 when a traced device is a DRM or accel node: DRM usage is then sampled by default. */
-static int traces_drm(const struct kx_devset *ds)
-{
-	for (int i = 0; i < ds->n; i++) {
-		unsigned int ma = KX_MAJOR(ds->dev[i].dev);
-
-		if (ds->dev[i].fkind == KX_FK_CHR && (ma == KX_DRM_MAJOR || ma == KX_ACCEL_MAJOR))
-			return 1;
-	}
-	return 0;
-}
-
 /* Options into o. 0 to record; else the exit code (0 after --help). */
 static int record_parse(int argc, char **argv, struct record_opts *o)
 {
@@ -272,7 +260,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 		kx_err("no accelerator device found here and none named: use --device PATH");
 		return 2;
 	}
-	if (!o->drm_usage && traces_drm(&o->devices))
+	if (!o->drm_usage && kx_drm_devices_traced(o->devices.dev, o->devices.n))
 		o->cap.drm_usage_ms = KX_DRM_INTERVAL_DEFAULT_MS;
 	o->cap.record_path = o->out;
 	/* An output kxprof will not write is a bad option value, like a bad --device. */

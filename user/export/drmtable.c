@@ -165,3 +165,67 @@ void kx_drmtable_json(const struct kx_drmstats *s, const struct kx_capinfo *ci, 
 	}
 	fputs("]}", f);
 }
+
+/* Resident bytes of pid on driver, all regions; given: whether any region said. */
+static uint64_t resident_of(const struct kx_drmstats *s, uint32_t pid, const char *driver,
+                            int *given)
+{
+	uint64_t b = 0;
+
+	*given = 0;
+	for (size_t i = 0; i < s->nmem; i++)
+		if (s->mem[i].pid == pid && !strcmp(s->mem[i].driver, driver) &&
+		    (s->mem[i].has & (1u << KX_DRM_MEM_RESIDENT))) {
+			b += s->mem[i].last[KX_DRM_MEM_RESIDENT];
+			*given = 1;
+		}
+	return b;
+}
+
+static int has_engine(const struct kx_drmstats *s, uint32_t pid, const char *driver)
+{
+	for (size_t i = 0; i < s->neng; i++)
+		if (s->eng[i].pid == pid && !strcmp(s->eng[i].driver, driver))
+			return 1;
+	return 0;
+}
+
+void kx_drmtable_print_live(const struct kx_drmstats *s, FILE *f, int rows, int cols)
+{
+	char line[512], b[16], r[16];
+	int shown = 0, given;
+
+	if (!s)
+		return;
+	fprintf(f, "\n%.*s\n", cols, "DRM usage (fdinfo) of the last interval");
+	snprintf(line, sizeof(line), "%-8s %-15s %-10s %-16s %6s %9s", "PID", "COMM", "DRIVER",
+	         "ENGINE", "BUSY%", "RESIDENT");
+	fprintf(f, "%.*s\n", cols, line);
+	for (size_t i = 0; i < s->neng && shown < rows; i++, shown++) {
+		const struct kx_drm_proc_engine *e = &s->eng[i];
+		uint64_t res = resident_of(s, e->pid, e->driver, &given);
+
+		pct(b, sizeof(b), kx_drm_proc_engine_busy(e));
+		fmt_bytes(r, sizeof(r), res, given);
+		snprintf(line, sizeof(line), "%-8u %-15.15s %-10.10s %-16.16s %6s %9s", e->pid,
+		         e->comm, e->driver, e->engine, b, r);
+		fprintf(f, "%.*s\n", cols, line);
+	}
+	/* Clients with memory and no engine figures (an accel device's). */
+	for (size_t i = 0; i < s->nmem && shown < rows; i++) {
+		const struct kx_drm_proc_mem *m = &s->mem[i];
+		int first = 1;
+
+		for (size_t k = 0; k < i; k++)
+			first &= !(s->mem[k].pid == m->pid && !strcmp(s->mem[k].driver, m->driver));
+		if (!first || has_engine(s, m->pid, m->driver))
+			continue;
+		fmt_bytes(r, sizeof(r), resident_of(s, m->pid, m->driver, &given), given);
+		snprintf(line, sizeof(line), "%-8u %-15.15s %-10.10s %-16s %6s %9s", m->pid,
+		         m->comm, m->driver, "-", "-", r);
+		fprintf(f, "%.*s\n", cols, line);
+		shown++;
+	}
+	if (!s->neng && !s->nmem)
+		fprintf(f, "(no DRM or accel client among the traced processes)\n");
+}

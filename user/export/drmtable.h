@@ -22,4 +22,9 @@ void kx_drmtable_print(const struct kx_drmstats *s, const struct kx_capinfo *ci,
  * active the driver gave, in bytes}]}. BusyPct null: no interval seen. */
 void kx_drmtable_json(const struct kx_drmstats *s, const struct kx_capinfo *ci, FILE *f);
 
+/* top's section: one pass folded (s: a single interval), per process and
+ * engine the busy %% and the process's resident memory on that driver; at
+ * most rows rows, lines cut to cols. Nothing when s is NULL. */
+void kx_drmtable_print_live(const struct kx_drmstats *s, FILE *f, int rows, int cols);
+
 #endif /* KX_EXPORT_DRMTABLE_H */
