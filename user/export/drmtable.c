@@ -39,7 +39,7 @@ static void pct(char *buf, size_t len, double share)
 
 static void print_engines(const struct kx_drmstats *s, FILE *f)
 {
-	fprintf(f, "\n%-8s %-15s %-10s %-16s %6s %6s %10s %4s %-7s\n", "PID", "COMM", "DRIVER",
+	fprintf(f, "\n%-8s %-15s %-10s %-16s %6s %6s %10s %4s %s\n", "PID", "COMM", "DRIVER",
 	        "ENGINE", "BUSY%", "PEAK%", "BUSY", "CAP", "BASIS");
 	for (size_t i = 0; i < s->neng; i++) {
 		const struct kx_drm_proc_engine *e = &s->eng[i];
