@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "kxtest.h"
 #include "capture/drmfdinfo.h"
@@ -426,6 +427,9 @@ static void record_roundtrip(void)
 	CHECK(w);
 	for (size_t i = 0; i < n; i++)
 		CHECK(kx_kxp_add_drm(w, &r[i]) == 0);
+	ci.drm.interval_ms = 250;
+	ci.drm.stats[KX_DRMI_FDINFO_READS] = 7;
+	ci.drm.stats[KX_DRMI_PASS_NS] = 123456789;
 	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
 	CHECK(kx_kxp_read(path, st, &ci2, &res, err, sizeof(err)) == 0);
 	got = kx_store_drm(st, &ngot);
@@ -433,10 +437,64 @@ static void record_roundtrip(void)
 	for (size_t i = 0; i < n; i++)
 		CHECK(memcmp(&got[i], &r[i], sizeof(*r)) == 0);
 	CHECK(fabs(kx_drm_ev_busy(&got[0]) - 0.25) < 1e-9);
+	CHECK_EQ_U(ci2.drm.interval_ms, 250); /* the sampler's facts, from the trailer */
+	CHECK_EQ_U(ci2.drm.stats[KX_DRMI_FDINFO_READS], 7);
+	CHECK_EQ_U(ci2.drm.stats[KX_DRMI_PASS_NS], 123456789);
 	unlink(path);
 	kx_store_free(st);
 	kx_drm_tracker_free(t);
 	(void)v;
+}
+
+/* Sets a record file's version, its header checksum (CRC32 over the header
+ * but its last 4 bytes, io/kxp.c) recomputed. */
+static void set_version(unsigned char *buf, uint32_t v)
+{
+	uint32_t hlen = buf[12] | buf[13] << 8 | buf[14] << 16 | (uint32_t)buf[15] << 24;
+	uLong crc;
+
+	buf[8] = (unsigned char)v;
+	crc = crc32(0, buf, hlen - 4);
+	for (int i = 0; i < 4; i++)
+		buf[hlen - 4 + i] = (unsigned char)(crc >> (8 * i));
+}
+
+/* Version 5 reads version 4 files (the same layout without DRM records),
+ * and refuses a file newer than itself with a message saying so. */
+static void record_versions(void)
+{
+	struct kx_capinfo ci = {0}, ci2;
+	struct kx_kxp_read_result res;
+	struct kx_store *st = kx_store_new(0);
+	struct kx_kxp_writer *w;
+	struct kx_task t = {.ts = 5, .pid = 9, .tid = 9, .what = 1};
+	char path[] = "/tmp/kxt-drm-ver-XXXXXX", err[512];
+	unsigned char *buf = NULL;
+	long len;
+	int fd = mkstemp(path);
+	FILE *f;
+
+	CHECK(fd >= 0 && st);
+	close(fd);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w && kx_kxp_add_task(w, &t) == 0 && kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	CHECK((f = fopen(path, "rb")) != NULL);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	CHECK(len > 16 && (buf = malloc((size_t)len)) != NULL);
+	CHECK(fread(buf, 1, (size_t)len, f) == (size_t)len);
+	fclose(f);
+	unlink(path);
+	CHECK_EQ_U(buf[8], KX_KXP_VERSION);
+	set_version(buf, 4);
+	CHECK(kx_kxp_read_mem(buf, (size_t)len, st, &ci2, &res, err, sizeof(err)) == 0);
+	CHECK_EQ_U(kx_store_task_count(st), 1);
+	set_version(buf, KX_KXP_VERSION + 1);
+	CHECK(kx_kxp_read_mem(buf, (size_t)len, st, &ci2, &res, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "is newer than this kxprof reads") != NULL);
+	free(buf);
+	kx_store_free(st);
 }
 
 int main(void)
@@ -453,5 +511,6 @@ int main(void)
 	RUN(sampler_fixture_root);
 	RUN(sampler_live_no_drm);
 	RUN(record_roundtrip);
+	RUN(record_versions);
 	KXT_EXIT();
 }
