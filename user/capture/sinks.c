@@ -54,8 +54,8 @@ static void kxp_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 
 	if (kx_kxp_add_ioctl(ks->w, e, arg) != 0 && !ks->write_error)
 		ks->write_error = 1;
-	if (ks->drm)
-		kx_drm_sampler_add_pid(ks->drm, e->pid);
+	if (ks->drm && e->pid != ks->drm_last_pid) /* a lookup per new caller, not per call */
+		kx_drm_sampler_add_pid(ks->drm, ks->drm_last_pid = e->pid);
 }
 
 static void kxp_task(void *ctx, const struct kx_task *t)

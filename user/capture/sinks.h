@@ -49,6 +49,7 @@ struct kx_kxp_sink {
 	unsigned int drm_ms;
 	unsigned long long last_drm_ns;
 	unsigned long long drm_rows, drm_rows_lost;
+	uint32_t drm_last_pid;       /* the last caller handed to the sampler */
 	struct kx_drm_info drm_info; /* the sampler's figures, kept at close */
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);

@@ -141,8 +141,9 @@ void kx_drm_tracker_begin(struct kx_drm_tracker *t, uint64_t ts);
  * kept (table full, out of memory). */
 int kx_drm_tracker_add(struct kx_drm_tracker *t, uint32_t pid, const char *comm, int fd,
                        const struct kx_drm_fdinfo *f);
-/* Ends the pass: the rows of every client seen in it (engines, then
- * memory), valid until the next begin. Clients not seen are forgotten. */
+/* Ends the pass: the rows of every client seen in it (per client, its
+ * engines, then its regions), valid until the next begin. Clients not seen
+ * are forgotten. */
 const struct kx_drm_ev *kx_drm_tracker_end(struct kx_drm_tracker *t, size_t *n);
 const struct kx_drm_tracker_stats *kx_drm_tracker_stats(const struct kx_drm_tracker *t);
 
