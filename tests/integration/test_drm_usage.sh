@@ -7,8 +7,10 @@
 # client with memory only, and a process with a pipe only (never read).
 # Checked: record's accounting (fdinfo reads only for DRM fds), report's
 # table and JSON, Chrome counter events, the XSpace "DRM usage" line; the
-# option's off switch and default; and, live in the real /proc, that a
-# traced command without a DRM fd causes no fdinfo read.
+# option's off switch and default; live in the real /proc, that a traced
+# command without a DRM fd causes no fdinfo read; top's rows and serve's
+# series (promtool, --max-keys) for traced processes (-p) that stand for the
+# fixture ones.
 . "$(dirname "$0")/lib.sh"
 exec 3>&1
 
@@ -132,18 +134,38 @@ print("# " + (m.group(0) if m else t))
 sys.exit(not (m and int(m.group(1)) >= 5 and int(m.group(2)) >= 5 and m.group(3) == "0" and m.group(4) == "0"))
 PY
 
-# top: per process and engine busy % and resident memory (all processes: the fixture root).
-KXPROF_PROC_ROOT=$R kx 0 top -b -c 3 -i 0.4 --device /dev/null --drm-usage >"$TMP/top.txt" 2>"$TMP/top.err"
+# top and serve with -p: real processes (sleeps) stand for the fixture ones,
+# their pids naming links to them in a second fixture root, so only those
+# processes are traced (the sampler walks the session's pid set).
+R2=$TMP/proc2
+mkdir -p "$R2"
+SLEEPS=()
+# stand PID-IN-R: a sleep whose pid names a link to $R/PID-IN-R; prints its pid.
+stand() {
+	sleep 120 &
+	SLEEPS+=($!)
+	ln -s "$R/$1" "$R2/$!"
+}
+stand 100; P_GAME=${SLEEPS[-1]}
+stand 101
+stand 104; P_NPU=${SLEEPS[-1]}
+trap 'kill $BUMP ${SLEEPS[*]} 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+P_LIST=$(IFS=,; echo "${SLEEPS[*]}")
+P_FIRST=$(printf '%s\n' "${SLEEPS[@]:0:2}" | sort -n | head -1)
+
+# top: per process and engine busy % and resident memory.
+KXPROF_PROC_ROOT=$R2 kx 0 top -b -c 3 -i 0.4 --device /dev/null --drm-usage -p "$P_LIST" \
+	>"$TMP/top.txt" 2>"$TMP/top.err"
 check top_exit test $? -eq 0
-check top_drm_rows python3 - "$TMP/top.txt" <<'PY'
+check top_drm_rows python3 - "$TMP/top.txt" "$P_FIRST" "$P_NPU" <<'PY'
 import re, sys
 blocks = open(sys.argv[1]).read().split("DRM usage (fdinfo) of the last interval")[1:]
 last = blocks[-1] if blocks else ""
-gfx = re.search(r"^100 +game +amdgpu +gfx +([0-9.]+) +14\.9M$", last, re.M)
-npu = re.search(r"^104 +npu +intel_vpu +- +- +8\.0M$", last, re.M)
+gfx = re.search(r"^%s +game +amdgpu +gfx +([0-9.]+) +14\.9M$" % sys.argv[2], last, re.M)
+npu = re.search(r"^%s +npu +intel_vpu +- +- +8\.0M$" % sys.argv[3], last, re.M)
 print("# gfx busy %s%%" % (gfx.group(1) if gfx else "?"))
 sys.exit(not (len(blocks) == 3 and gfx and 10 <= float(gfx.group(1)) <= 90 and npu
-              and not re.search(r"^101 ", last, re.M)))
+              and len(re.findall(r" gfx ", last)) == 1))
 PY
 
 # bound_url ERRFILE: the http://ADDR:PORT serve printed (port 0 asked), waiting up to 30 s.
@@ -157,8 +179,8 @@ bound_url() {
 }
 
 # serve: busy seconds counters, capacity and memory gauges; promtool accepts them.
-KXPROF_PROC_ROOT=$R "$KXPROF" serve --listen 127.0.0.1:0 --by-pid --device /dev/null \
-	--drm-usage=0.2 --rescan 0 2>"$TMP/serve.err" &
+KXPROF_PROC_ROOT=$R2 "$KXPROF" serve --listen 127.0.0.1:0 --by-pid --device /dev/null \
+	-p "$P_LIST" --drm-usage=0.2 --rescan 0 2>"$TMP/serve.err" &
 SPID=$!
 URL=$(bound_url "$TMP/serve.err")
 for _ in $(seq 1 100); do
@@ -170,19 +192,21 @@ sleep 0.5
 curl -sf --max-time 5 "$URL/metrics" >"$TMP/m2.txt"
 kill $SPID
 wait_rc serve_exit $SPID 0
-check serve_drm_metrics python3 - "$TMP/m.txt" "$TMP/m2.txt" <<'PY'
+check serve_drm_metrics python3 - "$TMP/m.txt" "$TMP/m2.txt" "$P_FIRST" "$P_NPU" <<'PY'
 import re, sys
 def val(text, name, labels):
     m = re.search(r"^%s\{%s\} (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
     return float(m.group(1)) if m else None
-a, b = (open(f).read() for f in sys.argv[1:])
-lab = 'pid="100",comm="game",driver="amdgpu",pdev="0000:03:00.0",client="52",engine="gfx"'
+a, b = (open(f).read() for f in sys.argv[1:3])
+lab = 'pid="%s",comm="game",driver="amdgpu",pdev="0000:03:00.0",client="52",engine="gfx"' % sys.argv[3]
 x, y = val(a, "kxprof_drm_engine_busy_seconds_total", lab), val(b, "kxprof_drm_engine_busy_seconds_total", lab)
 print("# gfx busy seconds %s then %s" % (x, y))
+if x is None or y is None:
+    print("# " + "\n# ".join(l for l in b.splitlines() if "gfx" in l or "passes" in l))
 ok = x is not None and y is not None and y > x >= 2.0
 ok = ok and val(b, "kxprof_drm_engine_capacity", lab) == 1
-ok = ok and val(b, "kxprof_drm_memory_bytes", 'pid="104",comm="npu",driver="intel_vpu",pdev="0000:00:0b.0",client="11",region="memory",kind="resident"') == 8 << 20
-ok = ok and 'pid="101"' not in b and "kxprof_drm_series_dropped 0" in b
+ok = ok and val(b, "kxprof_drm_memory_bytes", 'pid="%s",comm="npu",driver="intel_vpu",pdev="0000:00:0b.0",client="11",region="memory",kind="resident"' % sys.argv[4]) == 8 << 20
+ok = ok and len(re.findall(r'engine="gfx"\} ', b)) == 2 and "kxprof_drm_series_dropped 0" in b
 sys.exit(not ok)
 PY
 if command -v promtool >/dev/null; then
@@ -195,9 +219,11 @@ fi
 for i in $(seq 1 20); do
 	fake $((200 + i)) "gl$i" 4 /dev/dri/renderD129 i915
 	sed -i "s/^drm-client-id:.*/drm-client-id:\t$((1000 + i))/" "$R/$((200 + i))/fdinfo/4"
+	stand $((200 + i))
 done
-KXPROF_PROC_ROOT=$R "$KXPROF" serve --listen 127.0.0.1:0 --device /dev/null --max-keys 16 \
-	--drm-usage=0.2 --rescan 0 2>"$TMP/serve2.err" &
+P_LIST=$(IFS=,; echo "${SLEEPS[*]}")
+KXPROF_PROC_ROOT=$R2 "$KXPROF" serve --listen 127.0.0.1:0 --device /dev/null --max-keys 16 \
+	-p "$P_LIST" --drm-usage=0.2 --rescan 0 2>"$TMP/serve2.err" &
 SPID=$!
 URL=$(bound_url "$TMP/serve2.err")
 for _ in $(seq 1 100); do

@@ -271,10 +271,14 @@ static void walk_all(struct kx_drm_sampler *s)
 		walk_pid(s, s->pids[i]);
 }
 
-/* The given pids; those gone are forgotten. */
+/* The given pids, lowest first (as walk_all); those gone are forgotten. */
 static void walk_given(struct kx_drm_sampler *s)
 {
 	size_t keep = 0;
+
+	qsort(s->pids, s->npids, sizeof(*s->pids), pid_cmp);
+	for (size_t i = 0; i < s->npids; i++)
+		*kx_hmap_get(&s->pidset, s->pids[i]) = (uint32_t)i;
 
 	for (size_t i = 0; i < s->npids; i++) {
 		if (walk_pid(s, s->pids[i]) < 0) {
