@@ -414,6 +414,7 @@ static void record_roundtrip(void)
 
 	CHECK(fd >= 0 && t && st);
 	close(fd);
+	unlink(path); /* a name of our own: the writer would keep what is there as .old */
 	CHECK(parse_fixture("amdgpu", &f) == 0);
 	kx_drm_tracker_begin(t, 1000);
 	kx_drm_tracker_add(t, 7, "app", 3, &f);
@@ -476,6 +477,7 @@ static void record_versions(void)
 
 	CHECK(fd >= 0 && st);
 	close(fd);
+	unlink(path);
 	w = kx_kxp_create(path, &ci, err, sizeof(err));
 	CHECK(w && kx_kxp_add_task(w, &t) == 0 && kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
 	CHECK((f = fopen(path, "rb")) != NULL);
