@@ -644,6 +644,11 @@ echo "bench: 5. annotations" >&2
 "$B/bench/bench_annotate" -r "$ROUNDS" >>"$RAW" 2>"$TMP/ba.err" ||
 	echo "bench: bench_annotate failed: $(head -c 300 "$TMP/ba.err")" >&2
 
+# ---- 5b. the DRM usage sampler: CPU per process per pass ----
+echo "bench: 5b. DRM usage sampler" >&2
+"$B/bench/bench_drmusage" -r "$ROUNDS" >>"$RAW" 2>"$TMP/bd.err" ||
+	echo "bench: bench_drmusage failed: $(head -c 300 "$TMP/bd.err")" >&2
+
 # ---- 7. CPU sampling against perf record (tests/bench/sampling.sh) ----
 echo "bench: 7. CPU sampling" >&2
 BENCH_ROUNDS=$ROUNDS BENCH_QUICK=$QUICK BUILD_DIR=$B bash "$HERE/sampling.sh" >"$TMP/sampling.md" ||

@@ -479,18 +479,18 @@ static void test_wrong_version(void)
 	gen_free(&g);
 	buf = gen_slurp(path, &len);
 	CHECK(buf && len > 16);
-	buf[8] = 5;
+	buf[8] = 6;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
-	CHECK_STR(err, "record format version 5 is newer than this kxprof reads (versions 1 to 4): "
+	CHECK_STR(err, "record format version 6 is newer than this kxprof reads (versions 1 to 5): "
 	               "read it with the kxprof that wrote it, or a newer one");
 	buf[8] = 0;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
-	CHECK_STR(err, "unsupported record format version 0 (this kxprof reads versions 1 to 4)");
+	CHECK_STR(err, "unsupported record format version 0 (this kxprof reads versions 1 to 5)");
 	buf[8] = 0x2a;
 	buf[9] = 1;
 	CHECK(kx_kxp_read_mem(buf, len, s, &ci_got, &res, err, sizeof(err)) == -1);
 	CHECK_STR(err, "record format version 298 is newer than this kxprof reads (versions 1 to "
-	               "4): read it with the kxprof that wrote it, or a newer one");
+	               "5): read it with the kxprof that wrote it, or a newer one");
 	/* From a path the message names the file. */
 	f = fopen(path, "wb");
 	CHECK(f);
@@ -498,7 +498,7 @@ static void test_wrong_version(void)
 	fclose(f);
 	CHECK(kx_kxp_read(path, s, &ci_got, &res, err, sizeof(err)) == -1);
 	snprintf(want, sizeof(want),
-	         "%s: record format version 298 is newer than this kxprof reads (versions 1 to 4): "
+	         "%s: record format version 298 is newer than this kxprof reads (versions 1 to 5): "
 	         "read it with the kxprof that wrote it, or a newer one",
 	         path);
 	CHECK_STR(err, want);

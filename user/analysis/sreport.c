@@ -123,6 +123,14 @@ static void sr_sample(void *ctx, const struct kx_sample *s)
 		kx_store_add_sample(c->r->side, s);
 }
 
+static void sr_drm(void *ctx, const struct kx_drm_ev *e)
+{
+	struct sr_ctx *c = ctx;
+
+	if (sr_active(c))
+		kx_store_add_drm(c->r->side, e);
+}
+
 static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 {
 	struct sr_ctx *c = ctx;
@@ -165,6 +173,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	        .ann = sr_ann,
 	        .sample = sr_sample,
 	        .ctr = sr_ctr,
+	        .drm = sr_drm,
 	        .stop = &c.stop,
 	};
 	int rc;

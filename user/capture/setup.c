@@ -317,6 +317,21 @@ static int open_remote(struct kx_capture *c, const struct kx_capture_opts *o, co
 	return 0;
 }
 
+/* The DRM usage sampler of a capture into a record file (o->drm_usage_ms). 0, or -1 with err. */
+static int drm_sampler(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len)
+{
+	if (!o->drm_usage_ms || !(o->record_path || o->record_stream))
+		return 0;
+	c->rec.drm = kx_drm_sampler_new(o->devices ? o->devices->dev : NULL,
+	                                o->devices ? o->devices->n : 0, o->all);
+	if (!c->rec.drm) {
+		snprintf(err, len, "out of memory for the DRM usage sampler");
+		return -1;
+	}
+	c->rec.drm_ms = o->drm_usage_ms;
+	return 0;
+}
+
 int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char *err, size_t len)
 {
 	struct kx_session_opts so;
@@ -331,6 +346,8 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
 	if (err[0])
 		return -1;
 	session_opts(c, o, &so);
+	if (drm_sampler(c, o, err, len))
+		return -1;
 	c->s = kx_session_open(&so, err, len);
 	if (!c->s)
 		return -1;
@@ -338,6 +355,8 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
 		if (kx_session_add_pid(c->s, o->pids[i], err, len))
 			return -1;
 		watch_pid(c, o->pids[i]);
+		if (c->rec.drm)
+			kx_drm_sampler_add_pid(c->rec.drm, o->pids[i]);
 	}
 	set_cmdline(c, o);
 	if (!o->argv)
@@ -352,6 +371,8 @@ int kx_capture_open(struct kx_capture *c, const struct kx_capture_opts *o, char 
 	c->argv = o->argv;
 	if (!o->all && kx_session_add_pid(c->s, (uint32_t)c->cmd.pid, err, len))
 		return -1;
+	if (c->rec.drm)
+		kx_drm_sampler_add_pid(c->rec.drm, (uint32_t)c->cmd.pid);
 	return 0;
 }
 

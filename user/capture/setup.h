@@ -72,9 +72,11 @@ struct kx_capture_opts {
 	uint32_t sample_hz; /* cpu-clock samples per second per CPU (record -F); 0: none */
 	int off_cpu;        /* off-CPU intervals inside traced ioctls (record --off-cpu) */
 	const struct kx_counter_list *counters; /* perf counters inside calls (--counters) */
-	int annotate;            /* annotation probes (a launched command waits for them, see
-	                            KX_ANN_WAIT_ENV) */
-	const char *record_path; /* stream into this record file (sink is then ignored) */
+	unsigned int drm_usage_ms; /* DRM usage passes into the record file every this many ms
+	                              (capture/drmfdinfo.h); 0: none. Not through the daemon */
+	int annotate;              /* annotation probes (a launched command waits for them, see
+	                              KX_ANN_WAIT_ENV) */
+	const char *record_path;   /* stream into this record file (sink is then ignored) */
 	/* Or stream the record's bytes here (a daemon's session; sink ignored). */
 	const struct kx_kxp_stream *record_stream;
 	struct kx_store *store; /* or events into this store (sink ignored) */

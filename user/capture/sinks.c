@@ -54,6 +54,8 @@ static void kxp_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 
 	if (kx_kxp_add_ioctl(ks->w, e, arg) != 0 && !ks->write_error)
 		ks->write_error = 1;
+	if (ks->drm && e->pid != ks->drm_last_pid) /* a lookup per new caller, not per call */
+		kx_drm_sampler_add_pid(ks->drm, ks->drm_last_pid = e->pid);
 }
 
 static void kxp_task(void *ctx, const struct kx_task *t)
@@ -62,6 +64,8 @@ static void kxp_task(void *ctx, const struct kx_task *t)
 
 	if (kx_kxp_add_task(ks->w, t) != 0 && !ks->write_error)
 		ks->write_error = 1;
+	if (ks->drm)
+		kx_drm_sampler_add_pid(ks->drm, t->pid);
 }
 
 static void kxp_job(void *ctx, const struct kx_job *j)
@@ -148,10 +152,53 @@ static void kxp_annot(void *ctx, const struct kx_ann *a, const char *name, const
 		ks->write_error = 1;
 }
 
+/* One DRM usage pass, its rows into the file. */
+static void kxp_drm_pass(struct kx_kxp_sink *ks, unsigned long long now)
+{
+	const struct kx_drm_ev *r;
+	size_t n;
+
+	ks->last_drm_ns = now;
+	r = kx_drm_sampler_pass(ks->drm, now, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (kx_kxp_add_drm(ks->w, &r[i]) != 0) {
+			ks->drm_rows_lost++;
+			if (!ks->write_error)
+				ks->write_error = 1;
+		} else {
+			ks->drm_rows++;
+		}
+	}
+}
+
+/* The sampler's figures into a capture's facts. */
+static void kxp_drm_facts(const struct kx_kxp_sink *ks, struct kx_drm_info *d)
+{
+	const struct kx_drm_sampler_stats *s = kx_drm_sampler_stats(ks->drm);
+	const struct kx_drm_tracker_stats *t = kx_drm_sampler_tracker_stats(ks->drm);
+
+	d->interval_ms = ks->drm_ms;
+	d->stats[KX_DRMI_PASSES] = s->passes;
+	d->stats[KX_DRMI_PROCS] = s->procs;
+	d->stats[KX_DRMI_FDS] = s->fds;
+	d->stats[KX_DRMI_FDINFO_READS] = s->fdinfo_reads;
+	d->stats[KX_DRMI_NOT_DRM] = s->not_drm;
+	d->stats[KX_DRMI_UNREADABLE] = s->unreadable;
+	d->stats[KX_DRMI_DUP_CLIENTS] = t->dup_clients;
+	d->stats[KX_DRMI_WENT_BACK] = t->went_back;
+	d->stats[KX_DRMI_BAD_LINES] = t->bad_lines;
+	d->stats[KX_DRMI_ROWS] = ks->drm_rows;
+	d->stats[KX_DRMI_ROWS_LOST] = ks->drm_rows_lost;
+	d->stats[KX_DRMI_PASS_NS] = s->pass_ns;
+}
+
 static void kxp_tick(void *ctx)
 {
 	struct kx_kxp_sink *ks = ctx;
 	unsigned long long now = kx_mono_ns();
+
+	if (ks->drm && now - ks->last_drm_ns >= (unsigned long long)ks->drm_ms * 1000000ull)
+		kxp_drm_pass(ks, now);
 
 	if (now - ks->last_flush_ns >= (unsigned long long)ks->flush_ms * 1000000ull) {
 		kxp_syms(ks);
@@ -173,6 +220,8 @@ static int kxp_begin(void *ctx, const struct kx_capinfo *ci, char *err, size_t l
 	ks->w = ks->stream ? kx_kxp_create_stream(ks->stream, ci, err, len)
 	                   : kx_kxp_create(ks->path, ci, err, len);
 	ks->last_flush_ns = kx_mono_ns();
+	if (ks->w && ks->drm)
+		kxp_drm_pass(ks, kx_mono_ns()); /* the baseline */
 	return ks->w ? 0 : -1;
 }
 
@@ -198,6 +247,8 @@ static void syms_free(struct kx_kxp_sink *ks)
 	ks->syms = NULL;
 	kx_symres_free(&ks->res);
 	kx_kmask_free(&ks->kmask);
+	kx_drm_sampler_free(ks->drm);
+	ks->drm = NULL;
 }
 
 int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char *err, size_t len)
@@ -210,13 +261,21 @@ int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char 
 		syms_free(ks);
 		return 0;
 	}
-	if (ks->syms && ci) {
+	if (ks->drm) {
+		kxp_drm_pass(ks, kx_mono_ns()); /* the last interval */
+		kxp_drm_facts(ks, &ks->drm_info);
+	}
+	if ((ks->syms || ks->drm) && ci) {
 		kxp_syms(ks);
 		fin = malloc(sizeof(*fin));
-		if (fin) { /* else the trailer goes without the symbol figures */
+		if (fin) { /* else the trailer goes without the symbol and DRM figures */
 			*fin = *ci;
-			kx_symcollect_facts(ks->syms, ks->sym_oom, &fin->samples);
-			fin->samples.sym_ns = ks->sym_ns;
+			if (ks->syms) {
+				kx_symcollect_facts(ks->syms, ks->sym_oom, &fin->samples);
+				fin->samples.sym_ns = ks->sym_ns;
+			}
+			if (ks->drm)
+				fin->drm = ks->drm_info;
 			ci = fin;
 		}
 	}

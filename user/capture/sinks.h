@@ -7,6 +7,7 @@
 #define KX_SINKS_H
 
 #include "io/kxp.h"
+#include "capture/drmfdinfo.h"
 #include "capture/session.h"
 #include "model/store.h"
 #include "model/symres.h"
@@ -41,6 +42,15 @@ struct kx_kxp_sink {
 	unsigned long long sym_ns; /* time spent reading maps and resolving, ns */
 	int for_user;              /* for an unprivileged client (set before the session starts) */
 	struct kx_kmask kmask;
+	/* DRM usage (record --drm-usage): a pass every drm_ms at the ticks, one
+	 * at the start and one at the close; the traced processes are the pids
+	 * given to the sampler and those seen in events. Freed at close. */
+	struct kx_drm_sampler *drm;
+	unsigned int drm_ms;
+	unsigned long long last_drm_ns;
+	unsigned long long drm_rows, drm_rows_lost;
+	uint32_t drm_last_pid;       /* the last caller handed to the sampler */
+	struct kx_drm_info drm_info; /* the sampler's figures, kept at close */
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);
 /* Writes the trailer (ci: the stopped session's final facts), closes the

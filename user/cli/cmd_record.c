@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "capture/clock.h"
 #include "capture/counters.h"
+#include "capture/drmfdinfo.h"
 #include "capture/setup.h"
 #include "util/parse.h"
 
@@ -56,7 +57,8 @@ static void record_usage(FILE *f)
 	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
 	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH]\n"
 	        "                     [--no-jobs] [--no-annotations] [-F HZ] [--off-cpu]\n"
-	        "                     [--counters LIST] [-- CMD ARGS...]\n"
+	        "                     [--counters LIST] [--drm-usage[=SECS]] [--no-drm-usage]\n"
+	        "                     [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
 	        "                        file and renamed at the end, an existing FILE kept as\n"
 	        "                        FILE.old; a device, a directory, the traced command\n"
@@ -87,6 +89,12 @@ static void record_usage(FILE *f)
 	        "                        instructions, cache-misses, page-faults,\n"
 	        "                        context-switches, cpu-migrations, ... (counters this\n"
 	        "                        machine lacks are skipped and reported)\n"
+	        "      --drm-usage[=SECS] also sample the DRM client usage statistics of the\n"
+	        "                        traced processes' DRM and accel fds (/proc/PID/fdinfo)\n"
+	        "                        every SECS (default 1): engine busy and memory per\n"
+	        "                        region; on by default when a DRM or accel device is\n"
+	        "                        traced (not through the daemon)\n"
+	        "      --no-drm-usage    do not sample them\n"
 	        "  -- CMD ARGS           run CMD, trace it and its children, stop when it exits\n"
 	        "Stops: SIGINT, SIGTERM, SIGHUP and SIGQUIT stop cleanly (the file is complete);\n"
 	        "SIGUSR1 and SIGUSR2 are ignored. A command still running at a stop (a signal\n"
@@ -102,6 +110,7 @@ struct record_opts {
 	struct kx_counter_list counters;
 	struct kx_devset devices;
 	struct kx_capture_opts cap;
+	int drm_usage; /* -1: --no-drm-usage, 1: --drm-usage, 0: the default */
 };
 
 static void print_status(const struct kx_capinfo *ci, double elapsed)
@@ -169,6 +178,22 @@ static int record_opt(struct record_opts *o, int opt)
 	case 'N':
 		o->cap.annotate = 0;
 		return 0;
+	case 'u':
+		o->drm_usage = 1;
+		o->cap.drm_usage_ms = KX_DRM_INTERVAL_DEFAULT_MS;
+		if (optarg) {
+			static const struct kx_num_range ivl = {.lo = 0.01, .hi = 3600};
+			double sec;
+
+			if (kx_parse_double("--drm-usage", optarg, &ivl, &sec, err, sizeof(err)))
+				break;
+			o->cap.drm_usage_ms = (unsigned int)(sec * 1000 + 0.5);
+		}
+		return 0;
+	case 'U':
+		o->drm_usage = -1;
+		o->cap.drm_usage_ms = 0;
+		return 0;
 	case 'm':
 		o->cap.mech = optarg;
 		return 0;
@@ -198,6 +223,8 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"off-cpu", no_argument, NULL, 'O'},
 	        {"counters", required_argument, NULL, 'C'},
 	        {"no-annotations", no_argument, NULL, 'N'},
+	        {"drm-usage", optional_argument, NULL, 'u'},
+	        {"no-drm-usage", no_argument, NULL, 'U'},
 	        {"no-daemon", no_argument, NULL, 'n'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
@@ -233,6 +260,8 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 		kx_err("no accelerator device found here and none named: use --device PATH");
 		return 2;
 	}
+	if (!o->drm_usage && kx_drm_devices_traced(o->devices.dev, o->devices.n))
+		o->cap.drm_usage_ms = KX_DRM_INTERVAL_DEFAULT_MS;
 	o->cap.record_path = o->out;
 	/* An output kxprof will not write is a bad option value, like a bad --device. */
 	if (kx_capture_check_output(&o->cap, err, sizeof(err))) {
@@ -356,6 +385,31 @@ static void record_report_counters(const struct kx_capinfo *ci)
 		        (unsigned long long)st[KX_CTR_NOSLOT]);
 }
 
+/* The DRM usage line (record --drm-usage): passes, reads, records. */
+static void record_report_drm(const struct kx_capture *c, unsigned int want_ms)
+{
+	const struct kx_drm_info *d = &c->rec.drm_info;
+	const uint64_t *st = d->stats;
+
+	if (!want_ms)
+		return;
+	if (c->remote) {
+		fprintf(stderr, "kxprof record: DRM usage not sampled: the capture ran in the "
+		                "daemon (run record with BPF privilege to sample it)\n");
+		return;
+	}
+	fprintf(stderr,
+	        "kxprof record: DRM usage: %llu passes every %.3g s, %llu processes walked, "
+	        "%llu fdinfo reads, %llu records",
+	        (unsigned long long)st[KX_DRMI_PASSES], d->interval_ms / 1000.0,
+	        (unsigned long long)st[KX_DRMI_PROCS], (unsigned long long)st[KX_DRMI_FDINFO_READS],
+	        (unsigned long long)st[KX_DRMI_ROWS]);
+	if (st[KX_DRMI_ROWS_LOST])
+		fprintf(stderr, " (%llu lost to a write error)",
+		        (unsigned long long)st[KX_DRMI_ROWS_LOST]);
+	fputc('\n', stderr);
+}
+
 static void record_report(struct kx_capture *c, const char *out)
 {
 	const struct kx_capinfo *ci = kx_capture_capinfo(c);
@@ -416,6 +470,7 @@ static int record_run(struct record_opts *o, struct kx_capture *c)
 		return 1;
 	}
 	record_report(c, o->out);
+	record_report_drm(c, o->cap.drm_usage_ms);
 	return rc;
 }
 

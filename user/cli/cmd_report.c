@@ -11,6 +11,7 @@
 #include "analysis/sreport.h"
 #include "cli/cli.h"
 #include "export/ctrtable.h"
+#include "export/drmtable.h"
 #include "export/proftable.h"
 #include "util/http_get.h"
 #include "io/kxp.h"
@@ -73,11 +74,14 @@ struct report_profiles {
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
 	const struct kx_ctrstats *counters;
+	struct kx_drmstats *drm; /* record --drm-usage rows, NULL when none */
 };
 
 static int report_profiles_build(struct report_profiles *rp, const char *path)
 {
+	size_t nrows;
 	static const unsigned int kinds[2] = {KX_SAMPLE_CPU, KX_SAMPLE_OFFCPU};
+	const struct kx_drm_ev *rows = kx_store_drm(rp->s, &nrows);
 	char err[256];
 
 	for (int i = 0; i < 2; i++) {
@@ -86,6 +90,10 @@ static int report_profiles_build(struct report_profiles *rp, const char *path)
 			kx_err("%s: %s", path, err);
 			return -1;
 		}
+	}
+	if (nrows && !(rp->drm = kx_drmstats_build(rows, nrows))) {
+		kx_err("%s: out of memory summing the DRM usage", path);
+		return -1;
 	}
 	return 0;
 }
@@ -102,6 +110,11 @@ static void report_profiles_json(void *ctx, FILE *f)
 		kx_ctrtable_json(rp->counters, f);
 		fputs(",\n", f);
 	}
+	if (rp->drm || rp->ci->drm.interval_ms) {
+		fputs("  \"DrmUsage\": ", f);
+		kx_drmtable_json(rp->drm, rp->ci, f);
+		fputs(",\n", f);
+	}
 	for (int i = 0; i < 2; i++) {
 		if (!rp->p[i]->samples)
 			continue;
@@ -116,6 +129,7 @@ static void report_profiles_free(struct report_profiles *rp)
 {
 	kx_profile_free(rp->p[0]);
 	kx_profile_free(rp->p[1]);
+	kx_drmstats_free(rp->drm);
 }
 
 /* How a record file's report is printed. */
@@ -149,6 +163,7 @@ static int report_print(const struct report_opts *o, struct kx_analysis *an, str
 		kx_summary_print_table(
 		        sum, stdout, (o->hist ? KX_TABLE_HIST : 0) | (o->wide ? KX_TABLE_WIDE : 0));
 		kx_ctrtable_print(an->counters, stdout);
+		kx_drmtable_print(rp.drm, an->ci, stdout);
 		for (int i = 0; i < 2; i++)
 			if (kx_proftable_print(rp.p[i], an->store, an->ci, stdout))
 				kx_err("out of memory printing the profile");

@@ -45,6 +45,7 @@
 #include "capture/setup.h"
 #include "live/annot.h"
 #include "live/jobs.h"
+#include "live/drmusage.h"
 #include "live/open.h"
 #include "export/prometheus.h"
 #include "export/summary.h"
@@ -65,6 +66,8 @@ struct serve {
 	const char *mech;
 	struct kx_cpuprof *prof; /* GET /debug/pprof/profile */
 	unsigned int prof_open;  /* profile requests not yet answered (under lock) */
+	struct kx_drmlive *drm;  /* DRM usage (live/drmusage.h), NULL when not sampled */
+	int drm_by_pid;          /* its series carry pid and comm labels */
 };
 
 static void serve_usage(FILE *f)
@@ -119,6 +122,13 @@ static void serve_usage(FILE *f)
 	        "                        where KASLR put the kernel)\n"
 	        "      --profile-hz HZ   sampling frequency of /debug/pprof/profile (default %u)\n"
 	        "      --profile-max-seconds S  the longest profile served (default %u)\n"
+	        "      --drm-usage[=SECS] also export, from the DRM usage statistics of the\n"
+	        "                        traced processes' DRM and accel fds (/proc/PID/fdinfo,\n"
+	        "                        read every SECS, default 1), engine busy seconds and\n"
+	        "                        capacity per client and memory per region (kxprof_drm_*;\n"
+	        "                        pid and comm labels with --by-pid; at most --max-keys\n"
+	        "                        series); default when a DRM or accel device is traced\n"
+	        "      --no-drm-usage    do not read them\n"
 	        "%s"
 	        "HTTP: GET /metrics (Prometheus text); GET /summary.json or /summary (table) of\n"
 	        "      the live aggregates; sort=KEY, ascending=1, hist=1, wide=1 as in kxprof\n"
@@ -302,6 +312,8 @@ static enum MHD_Result page_metrics(struct serve *sv, struct MHD_Connection *c)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
 	rc = kx_prom_write(f, &snap, &info);
+	if (!rc && sv->drm)
+		rc = kx_drmlive_prom(sv->drm, f, sv->drm_by_pid);
 	kx_agg_snapshot_free(&snap);
 	kx_annagg_snapshot_free(&as);
 	if (jobs)
@@ -647,6 +659,8 @@ struct serve_opts {
 	struct kx_capture_opts cap;
 	int listen_given;         /* --listen: HTTP too when --socket is given */
 	struct serve_socket sock; /* --socket and its options */
+	int drm;             /* --drm-usage 1, --no-drm-usage -1, 0: when a DRM device is traced */
+	double drm_interval; /* --drm-usage=SECS, 0: the default */
 };
 
 /* getopt values of the options without a letter (past every char). */
@@ -688,6 +702,7 @@ static int serve_num(struct serve_opts *o, int opt, char *err, size_t len)
 /* One option into o. 0, 1 for --help, or -1 after a message. */
 static int serve_opt(struct serve_opts *o, int opt)
 {
+	static const struct kx_num_range drm_ivl = {.lo = 0.01, .hi = 3600};
 	char err[256];
 	int rc;
 
@@ -739,6 +754,15 @@ static int serve_opt(struct serve_opts *o, int opt)
 	case OPT_ALLOW_RESET:
 		o->allow_reset = 1;
 		return 0;
+	case 'w':
+		o->drm = 1;
+		if (optarg && kx_parse_double("--drm-usage", optarg, &drm_ivl, &o->drm_interval,
+		                              err, sizeof(err)))
+			break;
+		return 0;
+	case 'W':
+		o->drm = -1;
+		return 0;
 	case 'h':
 		serve_usage(stdout);
 		return 1;
@@ -786,6 +810,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	        {"pprof", no_argument, NULL, OPT_PPROF},
 	        {"pprof-kernel-addresses", no_argument, NULL, OPT_PPROF_KADDR},
 	        {"allow-reset", no_argument, NULL, OPT_ALLOW_RESET},
+	        {"drm-usage", optional_argument, NULL, 'w'},
+	        {"no-drm-usage", no_argument, NULL, 'W'},
 	        {"help", no_argument, NULL, 'h'},
 	        SERVE_SOCKET_OPTIONS,
 	        {NULL, 0, NULL, 0},
@@ -833,6 +859,28 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	return 0;
 }
 
+/* The DRM usage sampler on a thread of its own, when asked or a DRM device
+ * is traced. 0, or -1 after a message. */
+static int serve_drm_start(struct serve *sv, struct kx_capture *c, const struct serve_opts *o)
+{
+	struct kx_drmlive_opts d = {.devs = o->devices.dev,
+	                            .ndevs = o->devices.n,
+	                            .all = !o->pids,
+	                            .s = c->s,
+	                            .interval_ms = (unsigned int)(o->drm_interval * 1000 + 0.5),
+	                            .max_keys = o->cap.agg_max_keys};
+
+	if (o->drm < 0 || (!o->drm && !kx_drm_devices_traced(o->devices.dev, o->devices.n)))
+		return 0;
+	sv->drm_by_pid = o->by == KX_AGG_BY_PID;
+	sv->drm = kx_drmlive_new(&d);
+	if (!sv->drm || kx_drmlive_start(sv->drm)) {
+		kx_err("cannot start the DRM usage sampler: out of memory or threads");
+		return -1;
+	}
+	return 0;
+}
+
 /* Opens and starts the capture and the readers of its aggregates. 0, or -1 after a message. */
 static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts *o)
 {
@@ -862,7 +910,7 @@ static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
-	return 0;
+	return serve_drm_start(sv, c, o);
 fail:
 	kx_err("%s", err);
 	return -1;
@@ -1035,6 +1083,7 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	rc = serve_run(&sv, &c, &o, &set);
 	kx_cpuprof_free(sv.prof);
+	kx_drmlive_free(sv.drm); /* its thread reads the session's pid set */
 	kx_agg_free(sv.agg);
 	kx_capture_close(&c);
 	kx_jobagg_free(sv.jobs);

@@ -27,7 +27,9 @@
 #include "capture/setup.h"
 #include "live/annot.h"
 #include "live/jobs.h"
+#include "live/drmusage.h"
 #include "live/open.h"
+#include "export/drmtable.h"
 #include "util/hist.h"
 #include "util/parse.h"
 
@@ -76,6 +78,7 @@ struct view {
 	const char *who; /* "all processes" or "given processes" */
 	struct jobline jobs;
 	struct kx_annagg_snapshot ann; /* annotation ranges of the last interval */
+	struct kx_drmstats *drm;       /* DRM usage of the last interval, NULL when not sampled */
 };
 
 static volatile sig_atomic_t got_signal, got_winch;
@@ -146,6 +149,12 @@ static void top_usage(FILE *f)
 	        "      --max-keys N      in-kernel key limit (default %u, %zu bytes each; keys\n"
 	        "                        are per process, new keys past it are counted as\n"
 	        "                        overflow in the header)\n"
+	        "      --drm-usage       also show, per process and engine, the busy %% and the\n"
+	        "                        resident memory from the DRM usage statistics of the\n"
+	        "                        processes' DRM and accel fds (/proc/PID/fdinfo), read at\n"
+	        "                        each refresh (default when a DRM or accel device is\n"
+	        "                        traced)\n"
+	        "      --no-drm-usage    do not read them\n"
 	        "Keys: q quit, p per-process on/off, s next sort column, r reverse order.\n"
 	        "Rows are the ioctls seen in the last interval. P50/P99/MAX are within 6.25%% (8\n"
 	        "histogram buckets a power of two); OFFCPU%% is time blocked inside the calls "
@@ -434,6 +443,7 @@ static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *
 	                                       : v->nrows)
 	                            : v->nrows,
 	              cols);
+	kx_drmtable_print_live(v->drm, f, v->nrows, cols);
 	free(t);
 }
 
@@ -543,6 +553,7 @@ struct top_opts {
 	long long count;  /* refreshes, 0: no limit */
 	double duration;  /* seconds, 0: no limit */
 	const char *pids; /* -p list, checked when the capture opens */
+	int drm;          /* --drm-usage 1, --no-drm-usage -1, 0: when a DRM device is traced */
 	struct kx_devset devices;
 	struct kx_capture_opts cap;
 };
@@ -608,6 +619,12 @@ static int top_opt(struct top_opts *o, int opt)
 	case 'b':
 		o->batch = 1;
 		return 0;
+	case 'u':
+		o->drm = 1;
+		return 0;
+	case 'U':
+		o->drm = -1;
+		return 0;
 	case 'm':
 		o->cap.mech = optarg;
 		return 0;
@@ -636,6 +653,8 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 	        {"count", required_argument, NULL, 'c'},
 	        {"attach", required_argument, NULL, 'm'},
 	        {"max-keys", required_argument, NULL, 'k'},
+	        {"drm-usage", no_argument, NULL, 'u'},
+	        {"no-drm-usage", no_argument, NULL, 'U'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -674,6 +693,7 @@ struct top_state {
 	struct kx_annagg *anns;
 	struct kx_agg_snapshot prev, last; /* totals at the last refresh; its interval */
 	int have_last;
+	struct kx_drmlive *drm; /* DRM usage, when sampled */
 };
 
 /* Jobs in flight now, and the busiest device over the interval just ended. */
@@ -737,6 +757,11 @@ static int refresh(struct top_state *t, struct view *v, uint64_t now)
 		kx_err("out of memory");
 		return -1;
 	}
+	if (t->drm) {
+		kx_drmlive_pass(t->drm);
+		kx_drmstats_free(v->drm);
+		v->drm = kx_drmlive_fold(t->drm);
+	}
 	/* Per-process keys of exited processes would fill the map. */
 	kx_agg_prune_exited(t->agg);
 	return 0;
@@ -772,6 +797,23 @@ static int top_loop(struct top_state *t, struct top_opts *o)
 	}
 }
 
+/* The DRM usage sampler, when asked or a DRM device is traced; its first
+ * pass is the baseline. 0, or -1 after a message. */
+static int top_drm_start(struct top_state *t, struct top_opts *o)
+{
+	struct kx_drmlive_opts d = {
+	        .devs = o->devices.dev, .ndevs = o->devices.n, .all = !o->pids, .s = t->c.s};
+
+	if (o->drm < 0 || (!o->drm && !kx_drm_devices_traced(o->devices.dev, o->devices.n)))
+		return 0;
+	if (!(t->drm = kx_drmlive_new(&d))) {
+		kx_err("out of memory for the DRM usage sampler");
+		return -1;
+	}
+	kx_drmlive_pass(t->drm);
+	return 0;
+}
+
 /* Opens and starts the capture and the aggregate readers. 0, or -1 after a message. */
 static int top_start(struct top_state *t, struct top_opts *o)
 {
@@ -787,7 +829,7 @@ static int top_start(struct top_state *t, struct top_opts *o)
 		return -1;
 	}
 	o->v.jobs.attached = kx_capture_jobs_attached(kx_session_capinfo(t->c.s));
-	return 0;
+	return top_drm_start(t, o);
 }
 
 static void top_view(struct top_state *t, struct top_opts *o)
@@ -826,5 +868,7 @@ int cmd_top(int argc, char **argv)
 	kx_jobagg_free(t.jobs);
 	kx_annagg_free(t.anns);
 	kx_annagg_snapshot_free(&o.v.ann);
+	kx_drmlive_free(t.drm);
+	kx_drmstats_free(o.v.drm);
 	return rc;
 }

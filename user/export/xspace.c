@@ -53,6 +53,7 @@
 #include "util/outfile.h"
 #include "util/workq.h"
 #include "export/xspace.h"
+#include "model/drmusage.h"
 
 /* TSL's plane id for /host:CPU (kHostPlaneId); device planes use 0..n-1. */
 #define HOST_PLANE_ID   49
@@ -343,6 +344,9 @@ struct exporter {
 	uint32_t last_drv, last_fkind, last_mid, last_dev;
 	char *err;
 	size_t errlen;
+	/* Drivers whose DRM usage line is written (record --drm-usage). */
+	char drm_done[16][KX_DRM_NAME];
+	int ndrm_done;
 };
 
 static int fail(struct exporter *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1664,6 +1668,134 @@ static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jo
 	}
 }
 
+/* ---- DRM usage (record --drm-usage): a line on the driver's device plane ---- */
+
+#define DRM_LINE_ID 9998
+
+static uint8_t *pstat_d(struct ptabs *t, uint8_t *p, const char *name, double v)
+{
+	uint32_t mid = pid_of(t, &t->st, name);
+	uint64_t bits;
+
+	if (!mid)
+		return p;
+	/* XStat {metadata_id, double_value (fixed64)} */
+	p = kx_pb_tag(p, XEVENT_STATS, KX_PB_LEN);
+	p = kx_pb_varint(p, 1 + kx_pb_varint_size(mid) + 1 + 8);
+	p = kx_pb_vfield(p, XSTAT_METADATA_ID, mid);
+	p = kx_pb_tag(p, XSTAT_DOUBLE, KX_PB_FIXED64);
+	memcpy(&bits, &v, sizeof(bits));
+	return kx_pb_fixed64(p, bits);
+}
+
+/* 1 the first time driver is asked for (its line goes on that plane). */
+static int drm_first(struct exporter *x, const char *driver)
+{
+	for (int i = 0; i < x->ndrm_done; i++)
+		if (!strcmp(x->drm_done[i], driver))
+			return 0;
+	if (x->ndrm_done >= (int)(sizeof(x->drm_done) / sizeof(x->drm_done[0])))
+		return 0;
+	snprintf(x->drm_done[x->ndrm_done++], KX_DRM_NAME, "%s", driver);
+	return 1;
+}
+
+/* One DRM row as an XEvent into p: an engine's busy share over its
+ * interval, or a region's bytes at the pass (an instant). */
+static uint8_t *put_drm_event(struct ptabs *t, uint8_t *p, const struct kx_drm_ev *e,
+                              uint64_t start, uint64_t t0)
+{
+	char name[KX_DRM_NAME + 16];
+	uint32_t mid;
+
+	snprintf(name, sizeof(name), "%s %s", e->name,
+	         e->kind == KX_DRM_ENGINE ? "busy" : "memory");
+	if (!(mid = pid_of(t, &t->ev, name)))
+		return p;
+	p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
+	p = kx_pb_vfield(p, XEVENT_OFFSET_PS, (start > t0 ? start - t0 : 0) * 1000);
+	if (e->kind == KX_DRM_ENGINE) {
+		p = kx_pb_vfield(p, XEVENT_DURATION_PS, e->interval_ns * 1000);
+		p = pstat_d(t, p, "busy_pct", kx_drm_ev_busy(e) * 100);
+		p = pstat_u(t, p, "capacity", e->capacity);
+	} else {
+		p = pstat_u(t, p, "resident_bytes", e->v[KX_DRM_MEM_RESIDENT]);
+		p = pstat_u(t, p, "total_bytes", e->v[KX_DRM_MEM_TOTAL]);
+	}
+	p = pstat_i(t, p, "pid", e->pid);
+	if (e->comm[0])
+		p = pstat_ref(t, p, "comm", e->comm);
+	return p;
+}
+
+/* The "DRM usage" line of driver's rows, when there are any. */
+static void put_drm_line(struct exporter *x, struct ptabs *t, const char *driver)
+{
+	size_t n, body = 0, k = 0;
+	const struct kx_drm_ev *r = kx_store_drm(x->s, &n);
+	uint64_t t0 = 0, end = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_drm_ev *e = &r[i];
+		uint8_t scratch[EVENT_SCRATCH], *p;
+		uint64_t start = e->kind == KX_DRM_ENGINE ? e->ts - e->interval_ns : e->ts;
+
+		if (strcmp(e->driver, driver) ||
+		    (e->kind == KX_DRM_ENGINE && kx_drm_ev_busy(e) < 0) || !in_window(&x->o, start))
+			continue;
+		if (!k++) {
+			t0 = start;
+			body = ob_open(&x->out, XPLANE_LINES);
+			ob_vfield(&x->out, XLINE_ID, DRM_LINE_ID);
+			ob_str(&x->out, XLINE_NAME, "DRM usage");
+			ob_vfield(&x->out, XLINE_TIMESTAMP_NS,
+			          (uint64_t)kx_capinfo_realtime(x->ci, t0));
+		}
+		if (e->ts > end)
+			end = e->ts;
+		p = put_drm_event(t, scratch, e, start, t0);
+		if (p != scratch)
+			put_scratch_event(&x->out, scratch, (size_t)(p - scratch));
+	}
+	if (k) {
+		ob_vfield(&x->out, XLINE_DURATION_PS, (end - t0) * 1000);
+		ob_close(&x->out, body);
+	}
+}
+
+/* A plane of its own for a driver whose DRM usage no traced device stands for. */
+static void put_drm_plane(struct exporter *x, const char *driver, int n)
+{
+	struct ptabs t;
+	char name[200];
+	size_t body = ob_open(&x->out, XSPACE_PLANES);
+
+	memset(&t, 0, sizeof(t));
+	snprintf(name, sizeof(name), "/device:%s:%d (%s DRM usage)",
+	         x->o.device_planes_as_gpu ? "GPU" : "CUSTOM", n, driver);
+	ob_vfield(&x->out, XPLANE_ID, (uint64_t)n);
+	ob_str(&x->out, XPLANE_NAME, name);
+	put_plane_str_stat(&x->out, &t.st, "driver", driver);
+	put_drm_line(x, &t, driver);
+	put_metadata(&x->out, &t.ev, &t.st);
+	ob_close(&x->out, body);
+	if (t.oom)
+		x->out.oom = 1;
+	strtab_free(&t.ev);
+	strtab_free(&t.st);
+}
+
+/* Planes for the drivers of DRM rows no device plane took; n: the next plane id. */
+static void put_drm_planes(struct exporter *x, int n)
+{
+	size_t nr;
+	const struct kx_drm_ev *r = kx_store_drm(x->s, &nr);
+
+	for (size_t i = 0; i < nr; i++)
+		if (drm_first(x, r[i].driver))
+			put_drm_plane(x, r[i].driver, n++);
+}
+
 /* Plane stats of a device with jobs: counts, busy fraction, depth. */
 static void put_job_plane_stats(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
 {
@@ -1779,6 +1911,8 @@ static void put_device_plane(struct exporter *x, const struct kx_device *d,
 		put_job_lines(x, &t, jd);
 		put_mem_line(x, &t, jd);
 	}
+	if (d && drm_first(x, device_driver(d)))
+		put_drm_line(x, &t, device_driver(d));
 	put_metadata(&x->out, &t.ev, &t.st);
 	ob_close(&x->out, body);
 	if (t.oom)
@@ -1873,6 +2007,7 @@ static int export(struct exporter *x, int fd)
 		if (jd->ci_index < 0 && (jd->nrings || jd->nmem))
 			put_device_plane(x, NULL, jd, n++);
 	}
+	put_drm_planes(x, n);
 	put_warnings(x);
 	if (x->ci->hostname[0])
 		ob_str(&x->out, XSPACE_HOSTNAMES, x->ci->hostname);

@@ -62,6 +62,7 @@
 #include "util/pbwire.h"
 #include "io/kxp.h"
 #include "io/kxp_bytes.h"
+#include "io/kxp_drm.h"
 #include "io/kxp_samples.h"
 #include "model/samples.h"
 #include "util/workq.h"
@@ -193,6 +194,8 @@ enum {
 	CI_ANN_COPY = 58, /* repeated, nested */
 	CI_ANN_MORE_COPIES = 59,
 	CI_PROTECTED_EXEC = 70, /* numbered apart: room for the annotation fields above */
+	CI_DRM_INTERVAL_MS = 80,
+	CI_DRM_STATS = 81, /* u64 per enum kx_drm_info_stat */
 };
 
 /* ---- little-endian and varint helpers ---- */
@@ -341,6 +344,8 @@ static const struct field capinfo_fields[] = {
         FLD(CI_ANN_RANGES_FULL, F_UINT, struct kx_capinfo, ann.ranges_full),
         FLD(CI_ANN_NAME_FAULTS, F_UINT, struct kx_capinfo, ann.name_faults),
         FLD(CI_ANN_MORE_COPIES, F_UINT, struct kx_capinfo, ann.more_copies),
+        FLD(CI_DRM_INTERVAL_MS, F_UINT, struct kx_capinfo, drm.interval_ms),
+        FLD(CI_DRM_STATS, F_U64S, struct kx_capinfo, drm.stats),
         {0, 0, 0, 0},
 };
 
@@ -899,6 +904,15 @@ int kx_kxp_add_ctr(struct kx_kxp_writer *w, const struct kx_ctr_ev *e)
 	return add_record(w, KX_KXP_REC_CTR, pl, kx_kxp_enc_ctr(pl, e, &w->ctx.prev_ts));
 }
 
+int kx_kxp_add_drm(struct kx_kxp_writer *w, const struct kx_drm_ev *e)
+{
+	uint8_t pl[KX_KXP_DRM_MAX];
+
+	if (w->failed)
+		return -1;
+	return add_record(w, KX_KXP_REC_DRM, pl, kx_kxp_enc_drm(pl, e, &w->ctx.prev_ts));
+}
+
 int kx_kxp_add_sym(struct kx_kxp_writer *w, const struct kx_symres *r,
                    const struct kx_symres_entry *e)
 {
@@ -1365,6 +1379,17 @@ static int late_decode(const uint8_t *p, size_t n, unsigned int type, uint64_t *
 	struct kx_sample s;
 	int rc;
 
+	if (type == KX_KXP_REC_DRM) {
+		struct kx_drm_ev de;
+
+		if (kx_kxp_dec_drm(p, n, prev_ts, &de))
+			return -1;
+		if (store)
+			kx_store_add_drm(store, &de);
+		if (sink && sink->drm)
+			sink->drm(sink->ctx, &de);
+		return 0;
+	}
 	if (type == KX_KXP_REC_CTR) {
 		if (kx_kxp_dec_ctr(p, n, prev_ts, &ce))
 			return -1;
@@ -1482,7 +1507,8 @@ static int decode_events(struct cslot *c, const struct dest *d, int mode)
 			} else if (mode == DEC_COMMIT) {
 				put_job(d, &j);
 			}
-		} else if (type >= KX_KXP_REC_SAMPLE && type <= KX_KXP_REC_CTR) {
+		} else if ((type >= KX_KXP_REC_SAMPLE && type <= KX_KXP_REC_CTR) ||
+		           type == KX_KXP_REC_DRM) {
 			int rc = decode_late(c, &q, type, d, mode);
 
 			if (rc)

@@ -17,15 +17,18 @@
 
 #include "model/capinfo.h"
 #include "model/counter.h"
+#include "model/drmusage.h"
 #include "model/event.h"
 #include "model/sample.h"
 #include "model/store.h"
 #include "model/symres.h"
 #include "util/grow.h"
 
-/* 4: annotation, sample, counter and symbol records; 3 (numbered chunks),
- * 2 (zstd chunks) and 1 (zlib) are still read. */
-#define KX_KXP_VERSION 4
+/* 5: DRM usage records (io/kxp_drm.h), which a reader of version 4 would
+ * skip without a word, so it refuses the file instead; 4 (annotation,
+ * sample, counter and symbol records), 3 (numbered chunks), 2 (zstd
+ * chunks) and 1 (zlib) are still read. */
+#define KX_KXP_VERSION 5
 
 struct kx_kxp_writer;
 
@@ -54,6 +57,8 @@ int kx_kxp_add_job(struct kx_kxp_writer *w, const struct kx_job *j);
 int kx_kxp_add_sample(struct kx_kxp_writer *w, const struct kx_sample *s);
 /* The counters of one traced call (record --counters). */
 int kx_kxp_add_ctr(struct kx_kxp_writer *w, const struct kx_ctr_ev *e);
+/* One DRM usage row (record --drm-usage). */
+int kx_kxp_add_drm(struct kx_kxp_writer *w, const struct kx_drm_ev *e);
 /* A resolved symbol of the table r: the reader puts it in the store's samples. */
 int kx_kxp_add_sym(struct kx_kxp_writer *w, const struct kx_symres *r,
                    const struct kx_symres_entry *e);
@@ -137,6 +142,7 @@ struct kx_kxp_visitor {
 	/* Frames borrowed from the record for the call. */
 	void (*sample)(void *ctx, const struct kx_sample *s);
 	void (*ctr)(void *ctx, const struct kx_ctr_ev *e);
+	void (*drm)(void *ctx, const struct kx_drm_ev *e);
 	struct kx_symres
 	        *syms; /* symbol records are added here (NULL: skipped), settled at the end */
 	/* NULL, or a flag the callbacks set (__atomic_store_n) to end the read

@@ -84,6 +84,28 @@ struct kx_counter_info {
 	uint64_t stats[KX_CTR_INFO_MAX];
 };
 
+/* DRM usage sampling (record --drm-usage): the sampler's passes and what
+ * they read (capture/drmfdinfo.h), summed over the capture. */
+enum kx_drm_info_stat {
+	KX_DRMI_PASSES,       /* passes over the traced processes */
+	KX_DRMI_PROCS,        /* processes walked, summed over passes */
+	KX_DRMI_FDS,          /* fd links looked at */
+	KX_DRMI_FDINFO_READS, /* fdinfo files read (DRM and accel fds only) */
+	KX_DRMI_NOT_DRM,      /* of them, without a drm-driver line (a driver without stats) */
+	KX_DRMI_UNREADABLE,   /* fd directories or fdinfo files not readable */
+	KX_DRMI_DUP_CLIENTS,  /* fds of a client already counted in the pass */
+	KX_DRMI_WENT_BACK,    /* counters found lower than before (the larger value held) */
+	KX_DRMI_BAD_LINES,    /* drm- lines with a value the document does not allow */
+	KX_DRMI_ROWS,         /* DRM usage records written */
+	KX_DRMI_ROWS_LOST,    /* records not written (a write error) */
+	KX_DRMI_PASS_NS,      /* time spent in passes, ns */
+	KX_DRMI_MAX
+};
+struct kx_drm_info {
+	uint64_t interval_ms; /* between passes; 0: not sampled */
+	uint64_t stats[KX_DRMI_MAX];
+};
+
 /* Monotonic -> realtime: realtime_ns = mono_ns + offset_ns (best of several paired reads). */
 struct kx_clock_sync {
 	int64_t offset_ns;
@@ -122,6 +144,7 @@ struct kx_capinfo {
 	struct kx_drvcall_stat drvcalls[KX_DRV_FN_MAX];
 	struct kx_sample_info samples;   /* all 0 when not sampled */
 	struct kx_counter_info counters; /* all 0 without --counters */
+	struct kx_drm_info drm;          /* all 0 without DRM usage sampling */
 	struct kx_ann_info ann; /* annotations: copies of the library, loss and anomalies */
 };
 

@@ -12,8 +12,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "model/drmusage.h"
 #include "model/samples.h"
 #include "model/store.h"
+#include "util/grow.h"
 #include "util/hashmap.h"
 
 /*
@@ -61,6 +63,8 @@ struct kx_store {
 	char **text; /* chunks of string bytes */
 	size_t text_chunks, text_dir, text_pos;
 	struct kx_hmap str_ids; /* hash of a string -> its id */
+	struct kx_drm_ev *drm;  /* DRM usage rows */
+	size_t ndrm, drm_cap;
 };
 
 /* Charges n bytes when they fit under the limit. */
@@ -159,6 +163,7 @@ void kx_store_reset(struct kx_store *s)
 	free_dir((void **)s->text, s->text_chunks);
 	free(s->str);
 	kx_hmap_free(&s->str_ids);
+	free(s->drm);
 	memset(s, 0, sizeof(*s));
 	s->limit = limit;
 	s->bytes = sizeof(*s);
@@ -468,6 +473,28 @@ int kx_store_add_ctr(struct kx_store *s, const struct kx_ctr_ev *e)
 		return -1;
 	}
 	return kx_samples_add_ctr(s->samples, e);
+}
+
+int kx_store_add_drm(struct kx_store *s, const struct kx_drm_ev *e)
+{
+	size_t cap = s->drm_cap;
+
+	if (s->ndrm == cap && charge(s, (cap ? cap : 16) * sizeof(*e))) {
+		s->not_stored++;
+		return -1;
+	}
+	if (kx_grow((void **)&s->drm, &s->drm_cap, s->ndrm, sizeof(*e))) {
+		s->not_stored++;
+		return -1;
+	}
+	s->drm[s->ndrm++] = *e;
+	return 0;
+}
+
+const struct kx_drm_ev *kx_store_drm(const struct kx_store *s, size_t *n)
+{
+	*n = s->ndrm;
+	return s->drm;
 }
 
 const struct kx_samples *kx_store_ctrs(const struct kx_store *s)

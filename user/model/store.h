@@ -86,6 +86,13 @@ struct kx_ctr_ev; /* model/counter.h */
 int kx_store_add_ctr(struct kx_store *s, const struct kx_ctr_ev *e);
 const struct kx_samples *kx_store_ctrs(const struct kx_store *s);
 
+struct kx_drm_ev; /* model/drmusage.h */
+
+/* DRM usage rows (record --drm-usage), in arrival order, charged to the
+ * limit. kx_store_add_drm: 0, or -1 when refused (counted as not stored). */
+int kx_store_add_drm(struct kx_store *s, const struct kx_drm_ev *e);
+const struct kx_drm_ev *kx_store_drm(const struct kx_store *s, size_t *n);
+
 /* Latest comm known for tid (from task events), or NULL. */
 const char *kx_store_comm(const struct kx_store *s, uint32_t tid);
 
