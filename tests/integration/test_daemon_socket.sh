@@ -13,14 +13,17 @@
 #  - the installed service unit: `systemd-analyze security` exposure under
 #    4.0; started under a real systemd where PID 1 is one, else (here) the
 #    daemon under exactly the unit's capability bounding set records a
-#    user's workload with symbols resolved and annotations attached.
+#    user's workload with symbols resolved and annotations attached, and
+#    every system call it makes meanwhile (strace) passes the unit's filter.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 PY=/usr/bin/python3 # the system's: users other than root can run it
 command -v setpriv >/dev/null || { skip daemon_socket "setpriv not installed"; exit 0; }
 [ -x "$PY" ] || { skip daemon_socket "no $PY"; exit 0; }
+FAKEPID=
 cleanup() {
+	[ -n "$FAKEPID" ] && kill "$FAKEPID" 2>/dev/null
 	kill $(jobs -p) 2>/dev/null
 	wait 2>/dev/null
 	rm -rf "$TMP"
@@ -77,7 +80,10 @@ check daemon_socket_sticky_exit_0 test $? -eq 0 -a ! -e "$TMP/sticky/new/kxprof.
 # ---- the client refuses a daemon that is not root ----
 mkdir "$TMP/fake" && chown 65534 "$TMP/fake"
 FAKE=$TMP/fake/kxprof.sock
-as 65534 "$PY" "$BIN/fake_daemon.py" "$FAKE" "$TMP/fake/log" 2>"$TMP/fake.err" &
+# Started without the as function: $! is then the fake daemon itself.
+setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	"$PY" "$BIN/fake_daemon.py" "$FAKE" "$TMP/fake/log" 2>"$TMP/fake.err" &
+FAKEPID=$!
 for _ in $(seq 1 100); do grep -q ready "$TMP/fake/log" 2>/dev/null && break; sleep 0.1; done
 as 65533 env KXPROF_SOCKET="$FAKE" "$BIN/kxprof" record --device /dev/null -o "$OUT/x.kxp" -- true \
 	>"$TMP/victim.out" 2>"$TMP/victim.err"
@@ -128,11 +134,18 @@ cp "$BUILD_DIR/libkxprof_annotate.so" "$TMP/" # annotate_workload: $ORIGIN/..
 chmod 755 "$BIN"/* "$TMP/libkxprof_annotate.so"
 mkdir "$TMP/run"
 CSOCK=$TMP/run/kxprof.sock
+# Under strace too (where installed): the system calls the daemon makes are
+# checked against the unit's SystemCallFilter= below.
+TRACE=()
+command -v strace >/dev/null && command -v systemd-analyze >/dev/null &&
+	TRACE=(strace -f -qq -o "$TMP/capd.strace")
 setpriv --bounding-set=-all,"$CAPS" --inh-caps=-all --no-new-privs \
-	"$KXPROF" serve --socket "$CSOCK" 2>"$TMP/capd.log" &
+	"${TRACE[@]}" "$KXPROF" serve --socket "$CSOCK" 2>"$TMP/capd.log" &
 CAPD=$!
-for _ in $(seq 1 100); do [ -S "$CSOCK" ] && break; sleep 0.1; done
-echo "# daemon under the unit's set ($CAPS): $(grep CapEff /proc/$CAPD/status 2>/dev/null)" >&3
+for _ in $(seq 1 200); do [ -S "$CSOCK" ] && break; sleep 0.1; done
+DAEMON=$CAPD
+[ ${#TRACE[@]} -gt 0 ] && DAEMON=$(pgrep -P $CAPD | head -1)
+echo "# daemon under the unit's set ($CAPS): $(grep CapEff /proc/$DAEMON/status 2>/dev/null)" >&3
 as 65534 env KXPROF_SOCKET="$CSOCK" "$BIN/kxprof" record -F 199 --device /dev/null \
 	-o "$OUT/caps.kxp" -- "$BIN/profile_workload" -s 1 >"$TMP/caps.wl" 2>"$TMP/caps.err"
 rc=$?
@@ -145,7 +158,28 @@ rc=$?
 "$KXPROF" report --json "$OUT/cann.kxp" >"$TMP/cann.json" 2>/dev/null
 check daemon_unit_caps_annotations test $rc -eq 0 -a "$(jget "$TMP/cann.json" '[d["Time"]["annotation"][k]["Total Count"] for k in ("outer", "inner", "tick")]' 2>/dev/null)" = "[5, 5, 5]"
 grep -q 'did not attach' "$TMP/cann.err" && sed 's/^/# /' "$TMP/cann.err" | head -2
-kill -TERM $CAPD
+kill -TERM $DAEMON
 wait $CAPD
 check daemon_unit_caps_exit_0 test $? -eq 0
+# The unit's system call filter: an allow list, then groups taken out of it.
+expand_sc() { # a system call or @group: the calls it names
+	case "$1" in
+	@*) systemd-analyze syscall-filter "$1" 2>/dev/null | tail -n +2 | sed 's/^ *//' |
+		grep -v '^#' | while read -r x; do [ -n "$x" ] && expand_sc "$x"; done ;;
+	*) echo "$1" ;;
+	esac
+}
+if [ ${#TRACE[@]} -gt 0 ]; then
+	for x in $(sed -n 's/^SystemCallFilter=\([^~]\)/\1/p' "$UNIT"); do expand_sc "$x"; done |
+		sort -u >"$TMP/sc.allowed"
+	for x in $(sed -n 's/^SystemCallFilter=~//p' "$UNIT"); do expand_sc "$x"; done |
+		sort -u >"$TMP/sc.denied"
+	sed -n 's/^[0-9]* \([a-z0-9_]*\)(.*/\1/p' "$TMP/capd.strace" | sort -u >"$TMP/sc.used"
+	BAD=$( (comm -23 "$TMP/sc.used" "$TMP/sc.allowed"; comm -12 "$TMP/sc.used" "$TMP/sc.denied") | sort -u | paste -sd' ' -)
+	echo "# the daemon made $(wc -l <"$TMP/sc.used") distinct system calls; the unit allows $(comm -23 "$TMP/sc.allowed" "$TMP/sc.denied" | wc -l)" >&3
+	check daemon_unit_syscall_filter test -z "$BAD" -a -s "$TMP/sc.used" -a -s "$TMP/sc.allowed"
+	[ -z "$BAD" ] || echo "# not allowed by the unit: $BAD" >&3
+else
+	skip daemon_unit_syscall_filter "strace or systemd-analyze not installed"
+fi
 check daemon_unit_caps_no_leak_report test -z "$(grep -E 'LeakSanitizer|AddressSanitizer|runtime error' "$TMP/capd.log")"
