@@ -221,6 +221,22 @@ $(PYENV_STAMP): tests/requirements.txt
 	$(PYENV)/bin/pip install -q -r tests/requirements.txt
 	cp tests/requirements.txt $@
 
+# libFuzzer targets (tests/fuzz/fuzz_*.c): the daemon protocol and the ELF
+# symbolizer, with the library built by clang under ASan/UBSan into
+# build-fuzz/. tests/integration/test_fuzz.sh runs them for a fixed time.
+FUZZ_BUILD := build-fuzz
+FUZZ_SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+.PHONY: fuzz fuzz-bins
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(CLANG) SAN=0 \
+		SANFLAGS="$(FUZZ_SANFLAGS)" fuzz-bins
+fuzz-bins: $(FUZZ_BINS)
+$(FUZZ_BUILD)/fuzz/%: tests/fuzz/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
+
 # The floor loader needs only its skeleton and libbpf.
 $(BUILD)/bench/floor: tests/bench/floor.c $(BUILD)/floor.skel.h
 	@mkdir -p $(dir $@)
@@ -263,7 +279,7 @@ ioctl-tables:
 # user/registry/ioctl_table.c is generated (scripts/gen-ioctl-tables.py): left as generated.
 FORMAT_SRCS = $(filter-out user/registry/ioctl_table.c,$(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h \
 	plugin/*.c plugin/*.h tests/unit/*.c tests/unit/*.h tests/workloads/*.c tests/workloads/*.h \
-	tests/bench/*.c))
+	tests/bench/*.c tests/fuzz/*.c))
 
 format:
 	clang-format -i $(FORMAT_SRCS)

@@ -46,6 +46,11 @@ missing=()
 for pkg in "${!need[@]}"; do
 	[ -e "${need[$pkg]}" ] || missing+=("$pkg")
 done
+# libFuzzer and the sanitizer runtimes of the installed clang (make fuzz).
+if command -v clang >/dev/null &&
+	! compgen -G "$(clang -print-resource-dir)/lib/*/libclang_rt.fuzzer*.a" >/dev/null; then
+	missing+=("libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev")
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
 	exit 0

@@ -16,6 +16,7 @@
 #include "io/kxp.h"
 #include "util/fdio.h"
 #include "util/outfile.h"
+#include "util/printable.h"
 
 /* Generous: a loaded host takes long to verify many sessions' programs at once. */
 #define REPLY_WAIT_NS (300ull * 1000000000ull) /* for OPENED and STARTED */
@@ -63,6 +64,36 @@ int kx_remote_available(const char *path)
 	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
+/*
+ * Whoever listens at the path gets the request (the command line, the paths)
+ * and prints to this user's terminal, so only a daemon run by root, or by
+ * this very uid (a daemon of one's own can do nothing the user cannot), is
+ * spoken to. The kernel's credentials of the listening socket decide: with
+ * socket activation they are systemd's (root). 0, or -1 with err and fd
+ * closed.
+ */
+static int trusted_server(int fd, const char *path, char *err, size_t len)
+{
+	struct ucred uc;
+	socklen_t l = sizeof(uc);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) != 0) {
+		snprintf(err, len, "cannot tell who runs the kxprof daemon at %s: %s", path,
+		         strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (uc.uid == 0 || uc.uid == geteuid())
+		return 0;
+	snprintf(err, len,
+	         "refusing the kxprof daemon at %s: it is run by uid %u (pid %d), not by root: "
+	         "another user may have put it there; check $KXPROF_SOCKET or ask an "
+	         "administrator",
+	         path, (unsigned int)uc.uid, (int)uc.pid);
+	close(fd);
+	return -1;
+}
+
 /* A connected socket to path, or -1 with err saying what to do. */
 static int dial(const char *path, char *err, size_t len)
 {
@@ -80,7 +111,7 @@ static int dial(const char *path, char *err, size_t len)
 		return -1;
 	}
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
-		return fd;
+		return trusted_server(fd, path, err, len) ? -1 : fd;
 	if (errno == EACCES || errno == EPERM)
 		snprintf(err, len,
 		         "no permission to use the kxprof daemon at %s: ask an administrator "
@@ -102,7 +133,7 @@ static void on_data(struct kx_remote *r, const struct kx_bytes *msg);
 static int await_reply(struct kx_remote *r, int want, struct kx_bytes *msg, char *err, size_t len)
 {
 	uint64_t deadline = kx_mono_ns() + REPLY_WAIT_NS;
-	char why[256];
+	char why[256], text[4 * KX_DW_TEXT_MAX + 1];
 	int type = 0, rc;
 
 	while ((rc = kx_dw_read(r->fd, deadline, 0, &type, msg, why, sizeof(why))) == KX_DW_MSG &&
@@ -111,8 +142,8 @@ static int await_reply(struct kx_remote *r, int want, struct kx_bytes *msg, char
 	if (rc == KX_DW_MSG && type == want)
 		return 0;
 	if (rc == KX_DW_MSG && type == KX_DW_ERROR)
-		snprintf(err, len, "kxprof daemon at %s: %.*s", r->socket, (int)msg->len,
-		         (const char *)msg->p);
+		snprintf(err, len, "kxprof daemon at %s: %s", r->socket,
+		         kx_printable(text, sizeof(text), msg->p, msg->len));
 	else if (rc == KX_DW_MSG)
 		snprintf(err, len, "kxprof daemon at %s: sent %s instead of %s", r->socket,
 		         kx_dw_type_name(type), kx_dw_type_name(want));
@@ -128,6 +159,7 @@ struct kx_remote *kx_remote_open(const struct kx_remote_opts *o, char *err, size
 {
 	struct kx_remote *r = calloc(1, sizeof(*r));
 	struct kx_bytes req = {0}, msg = {0};
+	char mech[sizeof(r->mech)];
 	int e;
 
 	if (!r) {
@@ -157,6 +189,8 @@ struct kx_remote *kx_remote_open(const struct kx_remote_opts *o, char *err, size
 	if (await_reply(r, KX_DW_OPENED, &msg, err, len) ||
 	    kx_dw_opened_decode(msg.p, msg.len, r->mech, sizeof(r->mech), err, len))
 		goto fail;
+	memcpy(mech, r->mech, sizeof(mech));
+	kx_printable(r->mech, sizeof(r->mech), mech, sizeof(mech));
 	free(req.p);
 	free(msg.p);
 	return r;
@@ -212,7 +246,7 @@ static void on_data(struct kx_remote *r, const struct kx_bytes *msg)
 /* One message while running; returns 0 to go on, 1 when the session is over. */
 static int on_message(struct kx_remote *r, int type, const struct kx_bytes *msg)
 {
-	char why[160];
+	char why[160], text[sizeof(r->why)];
 	int over = 1;
 
 	pthread_mutex_lock(&r->lock);
@@ -230,12 +264,13 @@ static int on_message(struct kx_remote *r, int type, const struct kx_bytes *msg)
 		r->state = ENDED;
 		if (!r->stopping)
 			snprintf(r->why, sizeof(r->why), "the daemon ended the session: %s",
-			         r->end.reason);
+			         kx_printable(text, sizeof(text), r->end.reason,
+			                      sizeof(r->end.reason)));
 	} else {
 		r->state = FAILED;
 		if (type == KX_DW_ERROR)
-			snprintf(r->why, sizeof(r->why), "kxprof daemon: %.*s", (int)msg->len,
-			         (const char *)msg->p);
+			snprintf(r->why, sizeof(r->why), "kxprof daemon: %s",
+			         kx_printable(text, sizeof(text), msg->p, msg->len));
 		else if (type == KX_DW_STATUS || type == KX_DW_END)
 			snprintf(r->why, sizeof(r->why), "kxprof daemon: %s", why);
 		else

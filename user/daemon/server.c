@@ -1,7 +1,6 @@
 /* The daemon's listener and session threads (contract: server.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -14,7 +13,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "capture/remote.h"
 #include "daemon/server.h"
+#include "util/safepath.h"
 
 #define SD_LISTEN_FDS_START 3
 
@@ -26,6 +27,8 @@ struct uid_count {
 struct kx_daemon {
 	struct kx_daemon_opts o;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char name[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* its last component */
+	int dirfd;   /* O_PATH fd of its checked directory, -1: none */
 	int fd;      /* listening socket */
 	int bound;   /* we created the socket file (removed at stop) */
 	int wake[2]; /* written at stop: the accept thread leaves */
@@ -62,7 +65,20 @@ static void logf_(struct kx_daemon *d, const char *fmt, ...)
 
 /* ---- binding ---- */
 
-/* A live daemon answers on path: connecting succeeds. */
+/* The address of name inside the directory open at dirfd: through
+ * /proc/self/fd, so that bind and connect reach the directory checked, not
+ * whatever its path names by then. 0, or -1 when it does not fit. */
+static int addr_at(int dirfd, const char *name, struct sockaddr_un *a)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	n = snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d/%s", dirfd, name);
+	return n < 0 || (size_t)n >= sizeof(a->sun_path) ? -1 : 0;
+}
+
+/* A live daemon answers at a: connecting succeeds. */
 static int someone_listens(const struct sockaddr_un *a)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
@@ -74,19 +90,12 @@ static int someone_listens(const struct sockaddr_un *a)
 	return ok;
 }
 
-/* Makes room at path: a stale socket goes, anything else is refused. */
+/* Makes room for the socket: a stale socket goes, anything else is refused. */
 static int clear_path(struct kx_daemon *d, const struct sockaddr_un *a, char *err, size_t len)
 {
 	struct stat st;
-	char dir[PATH_MAX];
 
-	snprintf(dir, sizeof(dir), "%s", d->path);
-	if (mkdir(dirname(dir), 0755) != 0 && errno != EEXIST) {
-		snprintf(err, len, "cannot create the directory of %s: %s", d->path,
-		         strerror(errno));
-		return -1;
-	}
-	if (lstat(d->path, &st) != 0)
+	if (fstatat(d->dirfd, d->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return 0;
 	if (!S_ISSOCK(st.st_mode)) {
 		snprintf(err, len, "%s exists and is not a socket: choose another --socket path",
@@ -97,20 +106,53 @@ static int clear_path(struct kx_daemon *d, const struct sockaddr_un *a, char *er
 		snprintf(err, len, "another daemon already listens on %s", d->path);
 		return -1;
 	}
-	unlink(d->path);
+	unlinkat(d->dirfd, d->name, 0);
+	return 0;
+}
+
+/* The socket's directory, checked component by component (util/safepath.h):
+ * a directory another user owns or can write, or a symbolic link on the way,
+ * would let that user replace the socket or redirect it. */
+static int open_dir(struct kx_daemon *d, char *err, size_t len)
+{
+	char dir[PATH_MAX], why[PATH_MAX + 256];
+	const char *slash = strrchr(d->path, '/');
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == d->path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - d->path), d->path);
+	snprintf(d->name, sizeof(d->name), "%s", slash ? slash + 1 : d->path);
+	if (!d->name[0] || !strcmp(d->name, ".") || !strcmp(d->name, "..")) {
+		snprintf(err, len, "--socket %s names no file: give a path such as %s", d->path,
+		         KX_DAEMON_SOCKET_DEFAULT);
+		return -1;
+	}
+	d->dirfd = kx_safe_dir_open(dir, 0755, why, sizeof(why));
+	if (d->dirfd < 0) {
+		snprintf(err, len, "refusing --socket %s: %s", d->path, why);
+		return -1;
+	}
 	return 0;
 }
 
 static int bind_path(struct kx_daemon *d, char *err, size_t len)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct sockaddr_un a;
 
 	if (strlen(d->o.path) >= sizeof(a.sun_path)) {
 		snprintf(err, len, "socket path too long (at most %zu bytes): %s",
 		         sizeof(a.sun_path) - 1, d->o.path);
 		return -1;
 	}
-	memcpy(a.sun_path, d->o.path, strlen(d->o.path) + 1);
+	if (open_dir(d, err, len))
+		return -1;
+	if (addr_at(d->dirfd, d->name, &a)) {
+		snprintf(err, len, "socket file name too long: %s: choose a shorter one", d->name);
+		return -1;
+	}
 	if (clear_path(d, &a, err, len))
 		return -1;
 	d->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -119,9 +161,10 @@ static int bind_path(struct kx_daemon *d, char *err, size_t len)
 		return -1;
 	}
 	d->bound = 1;
-	/* Until these succeed the file has the umask's mode: no one else can connect. */
-	if (chmod(d->path, d->o.mode) != 0 ||
-	    (d->o.gid >= 0 && chown(d->path, (uid_t)-1, (gid_t)d->o.gid) != 0)) {
+	/* Until listen, a connect is refused whatever the file's mode. The mode
+	 * and group are set through the checked directory, never through a link
+	 * someone put at the name. */
+	if (kx_safe_chmod_at(d->dirfd, d->name, d->o.mode, d->o.gid) != 0) {
 		snprintf(err, len, "cannot set the mode or group of %s: %s", d->path,
 		         strerror(errno));
 		return -1;
@@ -278,7 +321,9 @@ static void daemon_free(struct kx_daemon *d)
 	if (d->fd >= 0)
 		close(d->fd);
 	if (d->bound)
-		unlink(d->path);
+		unlinkat(d->dirfd, d->name, 0);
+	if (d->dirfd >= 0)
+		close(d->dirfd);
 	for (int i = 0; i < 2; i++)
 		if (d->wake[i] >= 0)
 			close(d->wake[i]);
@@ -300,7 +345,7 @@ struct kx_daemon *kx_daemon_start(const struct kx_daemon_opts *o, char *err, siz
 	}
 	d->o = *o;
 	d->o.conn.shutdown = &d->shutdown;
-	d->fd = d->wake[0] = d->wake[1] = -1;
+	d->fd = d->dirfd = d->wake[0] = d->wake[1] = -1;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->idle, NULL);
 	snprintf(d->path, sizeof(d->path), "%s", o->path);
