@@ -17,7 +17,7 @@
 #include "capture/setup.h"
 #include "daemon/conn.h"
 #include "daemon/pending.h"
-#include "util/ctrlchar.h"
+#include "util/printable.h"
 #include "util/procstatus.h"
 
 #define TICK_MS         250                    /* how often the session loop looks around */
@@ -61,7 +61,7 @@ static void say(struct conn *c, const char *fmt, ...)
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	/* Whatever a client's strings hold, one log line of printable text. */
-	kx_ctrl_escape(c->line + n, sizeof(c->line) - (size_t)n, text);
+	kx_printable(c->line + n, sizeof(c->line) - (size_t)n, text, sizeof(text));
 	c->cfg->log(c->cfg->log_ctx, c->line);
 }
 

@@ -25,3 +25,11 @@ char *kx_printable(char *dst, size_t dstlen, const void *src, size_t n)
 	dst[o] = '\0';
 	return dst;
 }
+
+const char *kx_ctrl_find(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f)
+			return s;
+	return NULL;
+}
