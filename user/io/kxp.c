@@ -192,6 +192,7 @@ enum {
 	CI_ANN_NAME_FAULTS = 57,
 	CI_ANN_COPY = 58, /* repeated, nested */
 	CI_ANN_MORE_COPIES = 59,
+	CI_ANN_CAPPED = 60,
 };
 
 /* ---- little-endian and varint helpers ---- */
@@ -339,6 +340,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_ANN_RANGES_FULL, F_UINT, struct kx_capinfo, ann.ranges_full),
         FLD(CI_ANN_NAME_FAULTS, F_UINT, struct kx_capinfo, ann.name_faults),
         FLD(CI_ANN_MORE_COPIES, F_UINT, struct kx_capinfo, ann.more_copies),
+        FLD(CI_ANN_CAPPED, F_UINT, struct kx_capinfo, ann.capped),
         {0, 0, 0, 0},
 };
 
