@@ -23,7 +23,9 @@ struct kx_sink kx_sink_store(struct kx_store *store);
  * path.old). With stream set instead of path, the same bytes go there (a
  * daemon streaming a client's capture). With for_user (a daemon session
  * for an unprivileged client) no kernel address reaches the file (kernel
- * frames and their symbols are stored under stand-ins, symbol/kmask.h), and
+ * frames and their symbols are stored under stand-ins, symbol/kmask.h, and
+ * so are kernel pointers in job records: the old gpu_scheduler tracepoints
+ * key a job by its fence's address), and
  * user symbols come only from files the traced process could read itself.
  */
 struct kx_kxp_sink {
@@ -41,6 +43,7 @@ struct kx_kxp_sink {
 	unsigned long long sym_ns; /* time spent reading maps and resolving, ns */
 	int for_user;              /* for an unprivileged client (set before the session starts) */
 	struct kx_kmask kmask;
+	struct kx_kmask jkeys; /* for_user: stand-ins of kernel pointers in job records */
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);
 /* Writes the trailer (ci: the stopped session's final facts), closes the
