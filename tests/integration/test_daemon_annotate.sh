@@ -69,6 +69,20 @@ peek() {
 }
 # Original bytes (no breakpoint) and semaphores 0 at every probe.
 untouched() { [ "$(peek "$1" "$2" 'len(p) > 0 and all(x["byte"] != 0xcc and not x["semaphore"] for x in p)')" = True ]; }
+# check_untouched NAME PID FILE: PASS when FILE's probes in PID are untouched.
+# A host-wide capture running elsewhere on the host (record -a, serve, top)
+# rightly puts probes in every process; CTRL, an untraced root process on a
+# copy of its own, shows one: the check then waits until it has gone.
+check_untouched() {
+	for _ in $(seq 1 300); do
+		if untouched "$CTRL" "$TMP/ctrl/lib.so"; then
+			untouched "$2" "$3" && { pass "$1"; return; }
+			untouched "$CTRL" "$TMP/ctrl/lib.so" && { fail "$1" "probes in $2 ($3)"; return; }
+		fi
+		sleep 0.2
+	done
+	skip "$1" "a host-wide capture elsewhere kept probes in every process for 60 s"
+}
 # Every semaphore raised: the probes are attached in that process.
 all_raised() { [ "$(peek "$1" "$2" 'len(p) > 0 and all(x["semaphore"] for x in p)')" = True ]; }
 wait_mapped() {
@@ -93,6 +107,11 @@ DPID=$!
 for _ in $(seq 1 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
 [ -S "$SOCK" ] || { fail daemon_annotate_setup "no socket: $(cat "$TMP/serve.log")"; exit 0; }
 
+mkdir -m 755 "$TMP/ctrl"
+cp "$LIB" "$TMP/ctrl/lib.so"
+"$WL/annotate_copies" -n 0 -H -T 300 "$TMP/ctrl/lib.so" >/dev/null &
+CTRL=$!
+
 # ---- 1.5: the mapped path swapped for a symlink to root's file ----
 # Root's decoy: a copy with probes, in a root directory, mapped by a root process.
 mkdir -m 755 "$TMP/root"
@@ -111,7 +130,7 @@ ln "$TMP/u1/lib.so" "$TMP/keep/lib.so" # the user's file, for peeking after the 
 as_bg 65534 "$BIN/annotate_copies" -n 7 -S -T 120 "$TMP/u1/lib.so" >"$TMP/swap.wl"
 UPID=$!
 wait_stopped "$UPID" && wait_mapped "$DECOY" "$TMP/root/libdecoy.so" &&
-	untouched "$DECOY" "$TMP/root/libdecoy.so"
+	wait_mapped "$CTRL" "$TMP/ctrl/lib.so"
 check swap_setup test $? -eq 0
 as 65534 "$PY" "$BIN/swap_on_open.py" "$TMP/u1/lib.so" "$TMP/root/libdecoy.so" 1 60 \
 	>"$TMP/swapper.out" 2>&1 &
@@ -123,10 +142,10 @@ wait_raised "$UPID" "$TMP/keep/lib.so"
 check swap_user_copy_attached test $? -eq 0
 wait "$SWAPPER"
 check swap_swapped grep -q "swapped after open" "$TMP/swapper.out"
-check swap_decoy_untouched_during untouched "$DECOY" "$TMP/root/libdecoy.so"
+check_untouched swap_decoy_untouched_during "$DECOY" "$TMP/root/libdecoy.so"
 kill -CONT "$UPID"
 wait_stopped "$UPID"
-check swap_decoy_untouched_after_calls untouched "$DECOY" "$TMP/root/libdecoy.so"
+check_untouched swap_decoy_untouched_after_calls "$DECOY" "$TMP/root/libdecoy.so"
 kill -CONT "$UPID"
 wait "$REC"
 rc=$?
@@ -142,18 +161,17 @@ as_bg 65533 "$BIN/annotate_copies" -n 0 -H -T 120 "$TMP/shared/lib.so" >/dev/nul
 OTHER=$!
 as_bg 65534 "$BIN/annotate_copies" -n 6 -S -T 120 "$TMP/shared/lib.so" >/dev/null
 UPID=$!
-wait_stopped "$UPID" && wait_mapped "$OTHER" "$TMP/shared/lib.so" &&
-	untouched "$OTHER" "$TMP/shared/lib.so"
+wait_stopped "$UPID" && wait_mapped "$OTHER" "$TMP/shared/lib.so"
 check scope_setup test $? -eq 0
 as_bg 65534 "$BIN/kxprof" record --no-jobs -p "$UPID" -o "$OUT/scope.kxp" 2>"$TMP/scope.err"
 REC=$!
 wait_raised "$UPID" "$TMP/shared/lib.so"
 check scope_user_attached test $? -eq 0
-check scope_other_user_untouched untouched "$OTHER" "$TMP/shared/lib.so"
-check scope_root_decoy_untouched untouched "$DECOY" "$TMP/root/libdecoy.so"
+check_untouched scope_other_user_untouched "$OTHER" "$TMP/shared/lib.so"
+check_untouched scope_root_decoy_untouched "$DECOY" "$TMP/root/libdecoy.so"
 kill -CONT "$UPID"
 wait_stopped "$UPID"
-check scope_other_user_untouched_after_calls untouched "$OTHER" "$TMP/shared/lib.so"
+check_untouched scope_other_user_untouched_after_calls "$OTHER" "$TMP/shared/lib.so"
 kill -CONT "$UPID"
 wait "$REC"
 rc=$?

@@ -624,6 +624,30 @@ static int rescan_all(struct kx_annot *a)
 	return added;
 }
 
+/*
+ * Takes the probes off processes that left the pid set (exited, or exec'ed
+ * a program the capture stops following): none stays in a process the
+ * capture no longer traces, and their uprobes stop counting against the
+ * cap, so a session whose processes come and go keeps attaching.
+ */
+static void prune(struct kx_annot *a)
+{
+	pthread_mutex_lock(&a->lock);
+	for (size_t i = 0; i < a->natts; i++) {
+		struct att *t = &a->atts[i];
+		uint32_t sites = copy_sites(&a->copies[t->copy]);
+
+		if (t->pid <= 0 || traced(a, t->pid))
+			continue;
+		if (!t->refused) {
+			att_detach(t);
+			a->nsites -= sites < a->nsites ? sites : a->nsites;
+		}
+		t->pid = 0; /* found no more: a new process with this pid is attached anew */
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
 int kx_annot_rescan(struct kx_annot *a)
 {
 	int fd = bpf_map__fd(a->skel->maps.pids), added = 0, rc;
@@ -631,6 +655,7 @@ int kx_annot_rescan(struct kx_annot *a)
 
 	if (a->all)
 		return rescan_all(a);
+	prune(a);
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		rc = kx_annot_scan_pid(a, (pid_t)next);
 		if (rc > 0)
