@@ -241,7 +241,7 @@ rc=$?
 "$KXPROF" report --json "$OUT/all.kxp" >"$TMP/all.json" 2>/dev/null
 check many_all_survives test $rc -eq 0
 check many_all_cap_counted test "$(jget "$TMP/all.json" 'd["Annotations"]["copies_capped"] > 0')" = True
-kill "$HOLD" 2>/dev/null
+kill "$HOLD" "$CTRL" 2>/dev/null
 
 kill -TERM "$DPID"
 wait "$DPID"
