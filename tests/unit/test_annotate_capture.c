@@ -313,9 +313,11 @@ static void test_copies_threads_xranges(void)
 	}
 	CHECK(kx_annot_scan_pid(a, c.pid) == 1);
 	cl = copy_matching(a, linked);
-	CHECK(cl && cl->found == 0x1f && cl->attached == 0x1f && cl->pid == -1);
-	/* The same file again: attached once. */
-	CHECK(kx_annot_attach_path(a, linked, -1) == 0);
+	CHECK(cl && cl->found == 0x1f && cl->attached == 0x1f && cl->pid == c.pid);
+	/* The same file again: attached once per process; never for every
+	 * process in a capture of a pid set. */
+	CHECK(kx_annot_attach_path(a, linked, c.pid) == 0);
+	CHECK(kx_annot_attach_path(a, linked, -1) == -EINVAL);
 
 	/* An untraced process calling the same probes: filtered out. */
 	CHECK(spawn(&other, argv_other, "LD_LIBRARY_PATH", libdir) == 0);

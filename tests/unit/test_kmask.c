@@ -6,14 +6,18 @@
  * of a daemon session (capture/sinks.h for_user): the same samples
  * written with and without hiding read back with the same names for every
  * frame, and the hidden record holds no real kernel address in its stacks
- * or its symbols. Real kernel addresses come from /proc/kallsyms when it
+ * or its symbols; job records keyed by a kernel pointer (old
+ * gpu_scheduler tracepoints) carry stand-ins that still pair the phases
+ * of one job. Real kernel addresses come from /proc/kallsyms when it
  * shows them (root), else stand-in numbers (then both read [unknown]).
  */
 #include <unistd.h>
 
 #include "kxtest.h"
 #include "capture/sinks.h"
+#include "model/event.h"
 #include "model/samples.h"
+#include "model/store.h"
 #include "symbol/kmask.h"
 #include "symbol/symbolizer.h"
 
@@ -197,9 +201,74 @@ static void sink_hides(void)
 	free(hidden.p);
 }
 
+/* Old-shape gpu_scheduler jobs (ctx = the finished fence's address, seqno
+ * 0, aux = job id) through a record sink, hiding or not, read back. */
+static int jobs_roundtrip(int hide, struct kx_job *out, size_t n)
+{
+	static const uint64_t fence[2] = {0xffff888012345600ull, 0xffff888012345700ull};
+	struct mem m = {0};
+	struct kx_kxp_stream st = {.write = mem_write, .ctx = &m};
+	struct kx_kxp_sink ks = {.stream = &st, .for_user = hide};
+	struct kx_sink sk = kx_sink_kxp(&ks);
+	static struct kx_capinfo ci;
+	struct kx_store *store = NULL;
+	char err[256];
+	int rc = -1;
+
+	memset(&ci, 0, sizeof(ci));
+	if (sk.begin(sk.ctx, &ci, err, sizeof(err)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct kx_job j = {.ts = 1000 + i,
+		                   .ctx = fence[i % 2],
+		                   .aux = 7 + i % 2,
+		                   .pid = (uint32_t)getpid(),
+		                   .tid = (uint32_t)getpid(),
+		                   .src = KX_JOB_SRC_GPU_SCHED,
+		                   .phase = (uint8_t)(KX_JOB_QUEUE + i / 2)};
+
+		snprintf(j.ring, sizeof(j.ring), "gfx");
+		sk.job(sk.ctx, &j);
+	}
+	if (kx_kxp_sink_close(&ks, &ci, err, sizeof(err)))
+		goto out;
+	store = kx_store_new(1 << 20);
+	if (!store || kx_kxp_read_mem(m.p, m.n, store, &ci, NULL, err, sizeof(err)) ||
+	    kx_store_job_count(store) != n)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		out[i] = *kx_store_job(store, i);
+	rc = 0;
+out:
+	if (rc)
+		printf("  %s\n", err);
+	kx_store_free(store);
+	free(m.p);
+	return rc;
+}
+
+static void sink_hides_job_pointers(void)
+{
+	struct kx_job plain[6], hidden[6];
+
+	CHECK(jobs_roundtrip(0, plain, 6) == 0);
+	CHECK(jobs_roundtrip(1, hidden, 6) == 0);
+	/* Not hidden: the test sees a fence address. */
+	CHECK(plain[0].ctx == 0xffff888012345600ull);
+	for (int i = 0; i < 6; i++) {
+		CHECK(is_stand_in(hidden[i].ctx));
+		CHECK(hidden[i].seqno == 0 && hidden[i].aux == plain[i].aux);
+		CHECK(hidden[i].phase == plain[i].phase && hidden[i].ts == plain[i].ts);
+		/* The phases of one job still pair: one stand-in per fence. */
+		CHECK(hidden[i].ctx == hidden[i % 2].ctx);
+	}
+	CHECK(hidden[0].ctx != hidden[1].ctx);
+}
+
 int main(void)
 {
 	RUN(stand_ins);
 	RUN(sink_hides);
+	RUN(sink_hides_job_pointers);
 	KXT_EXIT();
 }

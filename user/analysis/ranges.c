@@ -521,6 +521,9 @@ void kx_ranges_warnings(const struct kx_ranges *rg, kx_warn_fn fn, void *ctx)
 	    "annotation ranges not recorded: the kernel's table of open ranges was full");
 	say(fn, ctx, k->name_faults, "annotation names could not be read: left empty");
 	say(fn, ctx, k->more_copies, "more copies of the annotation library than listed");
+	say(fn, ctx, k->capped,
+	    "copies of the annotation library (per process) not attached: past the capture's "
+	    "cap of copies or uprobes; their annotations are not recorded");
 	say(fn, ctx, rg->anom.shortened,
 	    "annotation ranges partially overlapped an earlier event of their thread: shortened "
 	    "to nest in it");

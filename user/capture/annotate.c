@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -32,6 +33,8 @@
 #define DEFAULT_RING (8u << 20)
 #define MAX_PENDING  256 /* processes to scan, noted between two rounds of the watcher */
 #define WATCH_MS     100 /* the watcher's longest sleep, ms */
+#define STR_(x)      #x
+#define STR(x)       STR_(x)
 
 static const char *const probe_names[KX_ANN_NPROBES] = {"range_push", "range_pop", "mark",
                                                         "range_start", "range_end"};
@@ -41,6 +44,15 @@ struct seen {
 	dev_t dev;
 	ino_t ino;
 	int copy; /* -1: not a copy of the library */
+};
+
+/* The probes of one copy attached for one process (-1: every process), or
+ * refused by the caps; kept either way so each is decided once. */
+struct att {
+	size_t copy; /* index in copies */
+	pid_t pid;
+	int refused;
+	struct bpf_link *links[KX_ANN_NPROBES];
 };
 
 struct kx_annot {
@@ -54,8 +66,13 @@ struct kx_annot {
 	 * thread and the callers both attach. */
 	pthread_mutex_t lock;
 	struct kx_annot_copy *copies;
-	struct bpf_link *(*links)[KX_ANN_NPROBES]; /* per copy */
-	size_t ncopies, copies_cap, links_cap;
+	size_t ncopies, copies_cap;
+	struct att *atts;
+	size_t natts, atts_cap;
+	struct kx_hmap att_ids;    /* hash of (copy, pid) -> index in atts */
+	size_t nattached_copies;   /* copies with a probe attached (cap KX_ANN_MAX_ATTACHED) */
+	uint32_t nsites, site_cap; /* uprobes attached, and the cap on them */
+	uint64_t capped;           /* attachments refused by the caps */
 	struct seen *seen;
 	size_t nseen, seen_cap;
 	struct kx_hmap seen_ids; /* hash of (dev, ino) -> index in seen */
@@ -83,8 +100,10 @@ static int probe_index(const char *name)
 	return -1;
 }
 
-/* The kxprof probes in one .note.stapsdt section: bit per probe. */
-static uint8_t note_probes(Elf *e, Elf_Scn *scn)
+/* The kxprof probes in one .note.stapsdt section: bit per probe, and the
+ * probe sites (notes) of each, which bound the uprobes and libbpf USDT
+ * spec ids an attach of that probe takes. */
+static uint8_t note_probes(Elf *e, Elf_Scn *scn, uint32_t sites[KX_ANN_NPROBES])
 {
 	size_t asz = gelf_getclass(e) == ELFCLASS32 ? 4 : 8, off = 0, noff, doff;
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -94,6 +113,7 @@ static uint8_t note_probes(Elf *e, Elf_Scn *scn)
 	while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
 		const char *desc = (const char *)d->d_buf + doff, *prov, *name;
 		size_t n = nh.n_descsz;
+		int i;
 
 		if (nh.n_type != NT_STAPSDT || nh.n_namesz != sizeof("stapsdt") ||
 		    memcmp((const char *)d->d_buf + noff, "stapsdt", sizeof("stapsdt")) != 0 ||
@@ -106,8 +126,11 @@ static uint8_t note_probes(Elf *e, Elf_Scn *scn)
 		name = prov + strlen(prov) + 1;
 		if (name >= desc + n || !memchr(name, 0, (size_t)(desc + n - name)))
 			continue;
-		if (strcmp(prov, KX_ANN_PROVIDER) == 0 && probe_index(name) >= 0)
-			found |= 1u << probe_index(name);
+		if (strcmp(prov, KX_ANN_PROVIDER) != 0 || (i = probe_index(name)) < 0)
+			continue;
+		found |= 1u << i;
+		if (sites[i] < UINT32_MAX)
+			sites[i]++;
 	}
 	return found;
 }
@@ -130,20 +153,22 @@ static int dynsym_has(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *sym
 	return 0;
 }
 
-/* Which probes the file carries, and whether it exports the API (a copy of
- * the library even when stripped of its notes). 0, or -errno. */
-static int file_probes(const char *path, uint8_t *found, int *has_api)
+/* What the file open at fd carries. */
+struct probes {
+	uint8_t found;                  /* bit i: probe i is in the notes */
+	int has_api;                    /* exports the API: a copy even when stripped */
+	uint32_t sites[KX_ANN_NPROBES]; /* notes (probe sites) of probe i */
+};
+
+/* Reads the probes of the file open at fd (left open). 0, or -errno. */
+static int file_probes(int fd, struct probes *p)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
-	int fd, err = 0;
+	int err = 0;
 	Elf *e;
 
-	*found = 0;
-	*has_api = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	memset(p, 0, sizeof(*p));
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) != 0) {
@@ -158,14 +183,13 @@ static int file_probes(const char *path, uint8_t *found, int *has_api)
 			continue;
 		name = elf_strptr(e, shstrndx, sh.sh_name);
 		if (sh.sh_type == SHT_NOTE && name && strcmp(name, ".note.stapsdt") == 0)
-			*found |= note_probes(e, scn);
+			p->found |= note_probes(e, scn, p->sites);
 		else if (sh.sh_type == SHT_DYNSYM)
-			*has_api |= dynsym_has(e, scn, &sh, API_SYMBOL);
+			p->has_api |= dynsym_has(e, scn, &sh, API_SYMBOL);
 	}
 out:
 	if (e)
 		elf_end(e);
-	close(fd);
 	return err;
 }
 
@@ -228,30 +252,91 @@ static struct bpf_program *probe_prog(struct kx_annot *a, int i)
 	return p[i];
 }
 
-/* Attaches the probes the copy carries; reports what is missing or failed. */
-static void copy_attach(struct kx_annot *a, size_t ci)
+/* Uprobes an attachment of copy c takes: one per probe site. */
+static uint32_t copy_sites(const struct kx_annot_copy *c)
 {
-	struct kx_annot_copy *c = &a->copies[ci];
-	int first_err = 0, failed = -1;
+	uint64_t n = 0;
 
+	for (int i = 0; i < KX_ANN_NPROBES; i++)
+		if (c->found & (1u << i))
+			n += c->sites[i];
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+static uint64_t att_key(size_t copy, pid_t pid)
+{
+	return kx_hash_combine(kx_hash_combine(1, (uint64_t)copy), (uint64_t)(uint32_t)pid);
+}
+
+static struct att *att_find(struct kx_annot *a, size_t copy, pid_t pid)
+{
+	size_t pos = KX_HMAP_START;
+	uint32_t *i;
+
+	while ((i = kx_hmap_next(&a->att_ids, att_key(copy, pid), &pos)))
+		if (a->atts[*i].copy == copy && a->atts[*i].pid == pid)
+			return &a->atts[*i];
+	return NULL;
+}
+
+/*
+ * Whether an attachment of copy c fits the session's caps: at most
+ * KX_ANN_MAX_ATTACHED copies (files) and KX_ANN_MAX_UPROBES probe sites.
+ * The site cap also keeps libbpf's USDT spec ids (one per site at most,
+ * a.spec_ids of them) from running out: libbpf 1.1's error path for that
+ * frees its free-id list twice. NULL, or why not.
+ */
+static const char *over_cap(struct kx_annot *a, const struct kx_annot_copy *c)
+{
+	uint32_t sites = copy_sites(c);
+
+	if (!c->attached && a->nattached_copies >= KX_ANN_MAX_ATTACHED)
+		return "not attached: this capture's cap of " STR(
+		        KX_ANN_MAX_ATTACHED) " copies of the annotation library is reached";
+	if (sites > a->site_cap || a->nsites > a->site_cap - sites)
+		return "not attached: its probe sites would pass this capture's cap of " STR(
+		        KX_ANN_MAX_UPROBES) " annotation uprobes";
+	return NULL;
+}
+
+/*
+ * Attaches the probes copy ci carries, for pid (-1: every process), through
+ * the file open at fd: libbpf and the kernel resolve /proc/self/fd/N to
+ * that very file, never a path that could have been swapped since it was
+ * checked. Records what is missing, failed or refused.
+ */
+static void att_attach(struct kx_annot *a, struct att *t, int fd)
+{
+	struct kx_annot_copy *c = &a->copies[t->copy];
+	const char *cap = over_cap(a, c);
+	int first_err = 0, failed = -1, was = c->attached;
+	char path[64];
+
+	if (cap) {
+		t->refused = 1;
+		a->capped++;
+		if (!c->attached)
+			snprintf(c->why, sizeof(c->why), "%s", cap);
+		return;
+	}
+	a->nsites += copy_sites(c);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	for (int i = 0; i < KX_ANN_NPROBES; i++) {
-		struct bpf_link *l;
-
-		a->links[ci][i] = NULL;
 		if (!(c->found & (1u << i)))
 			continue;
-		l = bpf_program__attach_usdt(probe_prog(a, i), c->pid, c->path, KX_ANN_PROVIDER,
-		                             probe_names[i], NULL);
-		if (!l) {
+		t->links[i] = bpf_program__attach_usdt(probe_prog(a, i), t->pid, path,
+		                                       KX_ANN_PROVIDER, probe_names[i], NULL);
+		if (!t->links[i]) {
 			if (failed < 0) {
 				failed = i;
 				first_err = errno;
 			}
 			continue;
 		}
-		a->links[ci][i] = l;
 		c->attached |= 1u << i;
 	}
+	if (c->attached && !was)
+		a->nattached_copies++;
 	if (failed >= 0)
 		snprintf(c->why, sizeof(c->why),
 		         "probe %s failed to attach: %s (uprobes with semaphores need a kernel "
@@ -261,13 +346,35 @@ static void copy_attach(struct kx_annot *a, size_t ci)
 		why_missing(c);
 }
 
-static int copy_add(struct kx_annot *a, const char *path, const struct stat *st, pid_t pid,
-                    uint8_t found)
+static void att_detach(struct att *t)
+{
+	for (int i = 0; i < KX_ANN_NPROBES; i++) {
+		bpf_link__destroy(t->links[i]);
+		t->links[i] = NULL;
+	}
+}
+
+static struct att *att_add(struct kx_annot *a, size_t copy, pid_t pid)
+{
+	struct att *t;
+
+	if (a->natts >= UINT32_MAX ||
+	    kx_grow((void **)&a->atts, &a->atts_cap, a->natts, sizeof(*a->atts)) ||
+	    kx_hmap_add(&a->att_ids, att_key(copy, pid), (uint32_t)a->natts))
+		return NULL;
+	t = &a->atts[a->natts++];
+	memset(t, 0, sizeof(*t));
+	t->copy = copy;
+	t->pid = pid;
+	return t;
+}
+
+static int copy_add(struct kx_annot *a, const char *path, const struct stat *st,
+                    const struct probes *p, pid_t pid)
 {
 	struct kx_annot_copy *c;
 
-	if (kx_grow((void **)&a->copies, &a->copies_cap, a->ncopies, sizeof(*a->copies)) ||
-	    kx_grow((void **)&a->links, &a->links_cap, a->ncopies, sizeof(*a->links)))
+	if (kx_grow((void **)&a->copies, &a->copies_cap, a->ncopies, sizeof(*a->copies)))
 		return -ENOMEM;
 	c = &a->copies[a->ncopies];
 	memset(c, 0, sizeof(*c));
@@ -275,36 +382,62 @@ static int copy_add(struct kx_annot *a, const char *path, const struct stat *st,
 	c->dev = st->st_dev;
 	c->ino = st->st_ino;
 	c->pid = pid;
-	c->found = found;
-	copy_attach(a, a->ncopies);
-	a->ncopies++;
-	return c->attached ? 1 : 0;
+	c->found = p->found;
+	memcpy(c->sites, p->sites, sizeof(c->sites));
+	if (!c->found)
+		why_missing(c);
+	return (int)a->ncopies++;
+}
+
+/*
+ * The file open at fd (whose identity is st), as the process sees it at
+ * path: classified once, then attached once per (copy, pid). 1 when an
+ * attachment was made with at least one probe, 0 when none was (not a
+ * copy, attached already, refused: see the copy list), or -errno.
+ */
+static int attach_fd(struct kx_annot *a, int fd, const struct stat *st, const char *path, pid_t pid)
+{
+	struct seen *s = seen_find(a, st->st_dev, st->st_ino);
+	struct att *t;
+	int ci;
+
+	if (!s) {
+		struct probes p;
+		int err = file_probes(fd, &p);
+
+		if (err && err != -ENOEXEC)
+			return err;
+		s = seen_add(a, st->st_dev, st->st_ino);
+		if (!s)
+			return -ENOMEM;
+		if (err || (!p.found && !p.has_api))
+			return 0; /* not an ELF file, or not a copy */
+		ci = copy_add(a, path, st, &p, pid);
+		if (ci < 0)
+			return ci;
+		s->copy = ci;
+	}
+	if (s->copy < 0 || !a->copies[s->copy].found || att_find(a, (size_t)s->copy, pid))
+		return 0;
+	t = att_add(a, (size_t)s->copy, pid);
+	if (!t)
+		return -ENOMEM;
+	att_attach(a, t, fd);
+	return t->links[0] || t->links[1] || t->links[2] || t->links[3] || t->links[4];
 }
 
 static int attach_path(struct kx_annot *a, const char *path, pid_t pid)
 {
 	struct stat st;
-	struct seen *s;
-	uint8_t found;
-	int api, err, rc;
+	int fd, rc;
 
-	if (stat(path, &st) != 0)
+	if (!a->all && pid < 0)
+		return -EINVAL; /* a pid set's capture attaches per process */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	if (seen_find(a, st.st_dev, st.st_ino))
-		return 0;
-	err = file_probes(path, &found, &api);
-	if (err && err != -ENOEXEC)
-		return err;
-	s = seen_add(a, st.st_dev, st.st_ino);
-	if (!s)
-		return -ENOMEM;
-	if (err)
-		return 0; /* not an ELF file: no probes */
-	if (!found && !api)
-		return 0;
-	rc = copy_add(a, path, &st, pid, found);
-	if (rc >= 0)
-		s->copy = (int)a->ncopies - 1;
+	rc = fstat(fd, &st) ? -errno : attach_fd(a, fd, &st, path, pid);
+	close(fd);
 	return rc;
 }
 
@@ -318,46 +451,154 @@ int kx_annot_attach_path(struct kx_annot *a, const char *path, pid_t pid)
 	return rc;
 }
 
+/* One executable file mapping of a maps line. */
+struct mapping {
+	unsigned long lo, hi; /* the range, as map_files names it */
+	dev_t dev;
+	ino_t ino;
+	const char *path; /* as the process sees it */
+};
+
 /* The file a maps line names ("... /path"), if executable and on disk. */
-static const char *maps_file(char *line)
+static int maps_file(char *line, struct mapping *m)
 {
+	unsigned int maj, min;
+	unsigned long ino;
 	char perms[8], *path;
 	int n = 0;
 
-	if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %*u %n", perms, &n) != 1 || !n ||
-	    !strchr(perms, 'x'))
-		return NULL;
+	if (sscanf(line, "%lx-%lx %7s %*x %x:%x %lu %n", &m->lo, &m->hi, perms, &maj, &min, &ino,
+	           &n) != 6 ||
+	    !n || !strchr(perms, 'x'))
+		return 0;
 	path = line + n;
 	path[strcspn(path, "\n")] = 0;
-	if (path[0] != '/' || strstr(path, " (deleted)"))
-		return NULL;
-	return path;
+	if (path[0] != '/' || strstr(path, " (deleted)") || !ino)
+		return 0;
+	m->dev = makedev(maj, min);
+	m->ino = (ino_t)ino;
+	m->path = path;
+	return 1;
+}
+
+/*
+ * Opens the file the process (its /proc directory open at dir) maps at m,
+ * once: through map_files (the mapped file itself, no path lookup), else
+ * through the process's root with O_NOFOLLOW; either way it must be the
+ * file the maps line names (device and inode), or it is not used. fd, or
+ * -errno.
+ */
+static int open_mapped(int dir, const struct mapping *m, struct stat *st)
+{
+	char name[600];
+	int fd;
+
+	snprintf(name, sizeof(name), "map_files/%lx-%lx", m->lo, m->hi);
+	fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(name, sizeof(name), "root%s", m->path);
+		fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_dev != m->dev ||
+	    st->st_ino != m->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* 1 when the process whose /proc directory is open at dir still lives (its
+ * pid then still names it, so what was attached by pid went to it). */
+static int still_there(int dir)
+{
+	int fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/* The pid set holds pid (a capture with a pid set attaches only for those). */
+static int traced(struct kx_annot *a, pid_t pid)
+{
+	uint32_t k = (uint32_t)pid;
+	uint8_t v;
+
+	return a->all || bpf_map_lookup_elem(bpf_map__fd(a->skel->maps.pids), &k, &v) == 0;
+}
+
+/* One maps line of the process open at dir: attaches a new copy, or a copy
+ * new to this process. 1 when attached, else 0 or -errno. */
+static int scan_mapping(struct kx_annot *a, int dir, pid_t pid, const struct mapping *m)
+{
+	pid_t for_pid = a->all ? -1 : pid;
+	struct seen *s;
+	struct stat st;
+	size_t natts;
+	int fd, rc;
+
+	pthread_mutex_lock(&a->lock);
+	s = seen_find(a, m->dev, m->ino);
+	if (s &&
+	    (s->copy < 0 || !a->copies[s->copy].found || att_find(a, (size_t)s->copy, for_pid))) {
+		pthread_mutex_unlock(&a->lock);
+		return 0; /* known: no probes, or attached for this process */
+	}
+	fd = open_mapped(dir, m, &st);
+	if (fd < 0) {
+		pthread_mutex_unlock(&a->lock);
+		return fd;
+	}
+	natts = a->natts;
+	rc = attach_fd(a, fd, &st, m->path, for_pid);
+	close(fd);
+	/* A pid that died and was reused during the attach got probes meant
+	 * for the traced process: take them off (kept refused). */
+	if (for_pid > 0 && a->natts > natts && !still_there(dir)) {
+		att_detach(&a->atts[a->natts - 1]);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return rc;
 }
 
 int kx_annot_scan_pid(struct kx_annot *a, pid_t pid)
 {
-	char mpath[64], line[1024], full[600];
-	int added = 0, rc;
+	char dname[32], line[1024];
+	int added = 0, dir, fd, rc;
 	FILE *f;
 
-	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", (int)pid);
-	f = fopen(mpath, "re");
-	if (!f)
+	snprintf(dname, sizeof(dname), "/proc/%d", (int)pid);
+	dir = open(dname, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
 		return -errno;
+	if (!traced(a, pid)) {
+		close(dir);
+		return 0;
+	}
+	fd = openat(dir, "maps", O_RDONLY | O_CLOEXEC);
+	f = fd >= 0 ? fdopen(fd, "re") : NULL;
+	if (!f) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		close(dir);
+		return rc;
+	}
 	while (fgets(line, sizeof(line), f)) {
-		const char *path = maps_file(line);
+		struct mapping m;
 
-		if (!path)
+		if (!maps_file(line, &m))
 			continue;
-		/* Through the process's root: right in other mount namespaces too. */
-		snprintf(full, sizeof(full), "/proc/%d/root%s", (int)pid, path);
-		pthread_mutex_lock(&a->lock);
-		rc = attach_path(a, full, -1);
-		pthread_mutex_unlock(&a->lock);
+		rc = scan_mapping(a, dir, pid, &m);
 		if (rc > 0)
 			added += rc;
 	}
 	fclose(f);
+	close(dir);
 	return added;
 }
 
@@ -383,6 +624,30 @@ static int rescan_all(struct kx_annot *a)
 	return added;
 }
 
+/*
+ * Takes the probes off processes that left the pid set (exited, or exec'ed
+ * a program the capture stops following): none stays in a process the
+ * capture no longer traces, and their uprobes stop counting against the
+ * cap, so a session whose processes come and go keeps attaching.
+ */
+static void prune(struct kx_annot *a)
+{
+	pthread_mutex_lock(&a->lock);
+	for (size_t i = 0; i < a->natts; i++) {
+		struct att *t = &a->atts[i];
+		uint32_t sites = copy_sites(&a->copies[t->copy]);
+
+		if (t->pid <= 0 || traced(a, t->pid))
+			continue;
+		if (!t->refused) {
+			att_detach(t);
+			a->nsites -= sites < a->nsites ? sites : a->nsites;
+		}
+		t->pid = 0; /* found no more: a new process with this pid is attached anew */
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
 int kx_annot_rescan(struct kx_annot *a)
 {
 	int fd = bpf_map__fd(a->skel->maps.pids), added = 0, rc;
@@ -390,6 +655,7 @@ int kx_annot_rescan(struct kx_annot *a)
 
 	if (a->all)
 		return rescan_all(a);
+	prune(a);
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		rc = kx_annot_scan_pid(a, (pid_t)next);
 		if (rc > 0)
@@ -438,6 +704,7 @@ int kx_annot_info(struct kx_annot *a, struct kx_ann_info *info)
 	info->enabled = 1;
 	info->ncopies = 0;
 	info->more_copies = 0;
+	info->capped = a->capped;
 	for (size_t i = 0; i < a->ncopies; i++) {
 		const struct kx_annot_copy *c = &a->copies[i];
 		struct kx_ann_copy *o;
@@ -596,6 +863,16 @@ static void watch_stop(struct kx_annot *a)
 	a->notes = NULL;
 }
 
+/* The uprobes a capture may attach: KX_ANN_MAX_UPROBES, fewer if libbpf's
+ * USDT spec map is smaller (each uprobe takes at most one spec id). */
+static uint32_t site_cap(struct kx_annot *a)
+{
+	const struct bpf_map *m = bpf_object__find_map_by_name(a->skel->obj, "__bpf_usdt_specs");
+	uint32_t n = m ? bpf_map__max_entries(m) : 0;
+
+	return n && n < KX_ANN_MAX_UPROBES ? n : KX_ANN_MAX_UPROBES;
+}
+
 static int load(struct kx_annot *a, const struct kx_annot_opts *o, char *err, size_t len)
 {
 	int rc;
@@ -623,6 +900,8 @@ static int load(struct kx_annot *a, const struct kx_annot_opts *o, char *err, si
 		         "annotations: loading bpf/annotate.bpf.c failed: %s (needs root or "
 		         "CAP_BPF+CAP_PERFMON, and a kernel with BTF)",
 		         strerror(-rc));
+	else
+		a->site_cap = site_cap(a);
 	return rc;
 }
 
@@ -710,11 +989,8 @@ void kx_annot_detach(struct kx_annot *a)
 	pthread_mutex_lock(&a->lock);
 	bpf_link__destroy(a->loads);
 	a->loads = NULL;
-	for (size_t c = 0; c < a->ncopies; c++)
-		for (int i = 0; i < KX_ANN_NPROBES; i++) {
-			bpf_link__destroy(a->links[c][i]);
-			a->links[c][i] = NULL;
-		}
+	for (size_t t = 0; t < a->natts; t++)
+		att_detach(&a->atts[t]);
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -726,7 +1002,8 @@ void kx_annot_close(struct kx_annot *a)
 	ring_buffer__free(a->rb);
 	annotate_bpf__destroy(a->skel);
 	free(a->copies);
-	free(a->links);
+	free(a->atts);
+	kx_hmap_free(&a->att_ids);
 	free(a->seen);
 	kx_hmap_free(&a->seen_ids);
 	pthread_mutex_destroy(&a->lock);

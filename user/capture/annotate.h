@@ -4,8 +4,17 @@
  * the traced processes map: a named file, or the files found in
  * /proc/PID/maps that carry kxprof's .note.stapsdt probes (vendored copies
  * at other paths; copies dlopen'ed later are found by the next rescan).
- * Each file is attached once, for every process (pid -1, the in-kernel pid
- * filter decides) or for one pid. A copy lacking some probes (an older
+ * Each file is attached once for every process (pid -1, the in-kernel pid
+ * filter decides) in a capture of every process (opts.all), else once per
+ * traced process, with that pid: the kernel then puts its breakpoints and
+ * raises the semaphores in that process only, never in another process
+ * (another user's) that maps the same file. A file is opened once, through
+ * /proc/PID/map_files (or the process's root, no symlink at the end), must
+ * be the device and inode the maps line names, and is parsed and attached
+ * through that open file (/proc/self/fd/N): a path swapped after the check
+ * cannot send probes or semaphore increments elsewhere. A capture attaches
+ * at most KX_ANN_MAX_ATTACHED copies and KX_ANN_MAX_UPROBES uprobes; what
+ * the caps refuse is counted and said in the copy list. A copy lacking some probes (an older
  * library) or all of them (stripped of its notes) is reported in the copy
  * list, never fatal. Owns the object, its links and the copy list; records
  * go to the ring buffer (its own, or a session's) in bpf/annotate_rec.h's layout.
@@ -29,6 +38,14 @@
 #include "model/annot.h"
 
 #define KX_ANN_NPROBES 5 /* range_push, range_pop, mark, range_start, range_end */
+/* Caps of one capture. Copies: distinct files with a probe attached. Uprobes:
+ * probe sites attached, summed over the processes (each attachment takes
+ * one per site; the library has 8); far below libbpf's 256 USDT spec ids,
+ * whose exhaustion error path libbpf 1.1 mishandles (a double free). Each
+ * uprobe costs the kernel a grace period at detach (about 0.2 s here), so
+ * the caps also bound how long a stop takes. */
+#define KX_ANN_MAX_ATTACHED 8
+#define KX_ANN_MAX_UPROBES  64
 
 struct kx_annot_opts {
 	int all;                /* every process: no pid filter */
@@ -45,25 +62,28 @@ struct kx_annot_opts {
 
 /* One file that carries (or should carry) the probes. */
 struct kx_annot_copy {
-	char path[512];   /* as attached (/proc/PID/root/... when found in a process) */
+	char path[512];   /* as the process that maps it sees it, or as named */
 	dev_t dev;        /* identity of the file */
 	ino_t ino;        /* identity of the file */
-	pid_t pid;        /* attached for this pid, -1: every process */
+	pid_t pid;        /* first found in this pid; -1: every process (opts.all) */
 	uint8_t found;    /* bit i: probe i is in the file's notes (kx_annot_probe_name) */
-	uint8_t attached; /* bit i: probe i attached */
-	char why[160];    /* what is missing or failed, "" when all five attached */
+	uint8_t attached; /* bit i: probe i attached (for some process) */
+	uint32_t sites[KX_ANN_NPROBES]; /* probe sites (notes) of probe i */
+	char why[160];                  /* what is missing or failed, "" when all five attached */
 };
 
 struct kx_annot;
 
 /* NULL on failure, with what failed and what to do in err. */
 struct kx_annot *kx_annot_open(const struct kx_annot_opts *o, char *err, size_t len);
-/* Attaches the probes of the file at path for pid (-1: every process). 1 when
- * the file is new and at least one probe attached, 0 when it was attached
- * already or has none (see the copy list), -errno when it cannot be read. */
+/* Attaches the probes of the file at path for pid (-1: every process, only
+ * with opts.all; -EINVAL otherwise). 1 when at least one probe attached, 0
+ * when the file was attached for pid already, has none or the caps refused
+ * it (see the copy list), -errno when it cannot be read. */
 int kx_annot_attach_path(struct kx_annot *a, const char *path, pid_t pid);
-/* Finds and attaches (pid -1) the copies process pid maps: new copies
- * attached, or -errno when its maps cannot be read (process gone). */
+/* Finds and attaches the copies process pid maps (for pid; for every
+ * process with opts.all): new attachments, 0 when pid is not in the pid
+ * set, or -errno when its maps cannot be read (process gone). */
 int kx_annot_scan_pid(struct kx_annot *a, pid_t pid);
 /* Scans every traced process (the pid set, or all with opts.all): new
  * copies attached. Call it now and then to find dlopen'ed copies. */

@@ -68,11 +68,28 @@ static void kxp_task(void *ctx, const struct kx_task *t)
 		kx_drm_sampler_add_pid(ks->drm, t->pid);
 }
 
+/* j as stored: with for_user, a copy in *tmp whose kernel pointers (job
+ * keys of pointer-keyed sources) are stand-ins, the same per pointer, so
+ * the phases of a job still pair. */
+static const struct kx_job *stored_job(struct kx_kxp_sink *ks, const struct kx_job *j,
+                                       struct kx_job *tmp)
+{
+	if (!ks->for_user)
+		return j;
+	*tmp = *j;
+	tmp->ctx = kx_kmask_key(&ks->jkeys, j->ctx);
+	tmp->seqno = kx_kmask_key(&ks->jkeys, j->seqno);
+	tmp->aux = kx_kmask_key(&ks->jkeys, j->aux);
+	tmp->aux2 = kx_kmask_key(&ks->jkeys, j->aux2);
+	return tmp;
+}
+
 static void kxp_job(void *ctx, const struct kx_job *j)
 {
 	struct kx_kxp_sink *ks = ctx;
+	struct kx_job tmp;
 
-	if (kx_kxp_add_job(ks->w, j) != 0 && !ks->write_error)
+	if (kx_kxp_add_job(ks->w, stored_job(ks, j, &tmp)) != 0 && !ks->write_error)
 		ks->write_error = 1;
 }
 
@@ -249,6 +266,7 @@ static void syms_free(struct kx_kxp_sink *ks)
 	kx_kmask_free(&ks->kmask);
 	kx_drm_sampler_free(ks->drm);
 	ks->drm = NULL;
+	kx_kmask_free(&ks->jkeys);
 }
 
 int kx_kxp_sink_close(struct kx_kxp_sink *ks, const struct kx_capinfo *ci, char *err, size_t len)

@@ -24,7 +24,9 @@ struct kx_sink kx_sink_store(struct kx_store *store);
  * path.old). With stream set instead of path, the same bytes go there (a
  * daemon streaming a client's capture). With for_user (a daemon session
  * for an unprivileged client) no kernel address reaches the file (kernel
- * frames and their symbols are stored under stand-ins, symbol/kmask.h), and
+ * frames and their symbols are stored under stand-ins, symbol/kmask.h, and
+ * so are kernel pointers in job records: the old gpu_scheduler tracepoints
+ * key a job by its fence's address), and
  * user symbols come only from files the traced process could read itself.
  */
 struct kx_kxp_sink {
@@ -51,6 +53,7 @@ struct kx_kxp_sink {
 	unsigned long long drm_rows, drm_rows_lost;
 	uint32_t drm_last_pid;       /* the last caller handed to the sampler */
 	struct kx_drm_info drm_info; /* the sampler's figures, kept at close */
+	struct kx_kmask jkeys;       /* for_user: stand-ins of kernel pointers in job records */
 };
 struct kx_sink kx_sink_kxp(struct kx_kxp_sink *ks);
 /* Writes the trailer (ci: the stopped session's final facts), closes the

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "capture/annotate.h"
 #include "capture/clock.h"
 #include "capture/counters.h"
 #include "capture/drmfdinfo.h"
@@ -430,6 +431,13 @@ static void record_report(struct kx_capture *c, const char *out)
 		        "kxprof record: warning: %llu events were dropped because the ring "
 		        "buffer was full: raise --ringbuf-mb\n",
 		        (unsigned long long)(ci->dropped + ci->ann.dropped));
+	if (ci->ann.capped)
+		fprintf(stderr,
+		        "kxprof record: warning: %llu copies of the annotation library (per "
+		        "process) not attached: past the capture's cap of %d copies and %d "
+		        "uprobes; their annotations are not recorded\n",
+		        (unsigned long long)ci->ann.capped, KX_ANN_MAX_ATTACHED,
+		        KX_ANN_MAX_UPROBES);
 	if (ci->samples.hz || ci->samples.off_cpu)
 		record_report_samples(ci);
 	record_report_counters(ci);

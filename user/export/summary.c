@@ -1022,11 +1022,11 @@ static void json_annotations(const struct kx_summary *sum, FILE *f)
 	        ", \"shortened\": %" PRIu64 ", \"pop_no_push\": %" PRIu64
 	        ", \"depth_overflow\": %" PRIu64 ", \"end_no_start\": %" PRIu64
 	        ", \"threads_full\": %" PRIu64 ", \"ranges_full\": %" PRIu64
-	        ", \"name_faults\": %" PRIu64 "}, \"copies\": [",
+	        ", \"name_faults\": %" PRIu64 "}, \"copies_capped\": %" PRIu64 ", \"copies\": [",
 	        k->enabled ? "true" : "false", k->emitted, k->received, k->dropped, rg->events,
 	        rg->found, rg->anom.open, rg->anom.open_cross, rg->anom.lost_begin,
 	        rg->anom.shortened, k->pop_no_push, k->depth_overflow, k->end_no_start,
-	        k->threads_full, k->ranges_full, k->name_faults);
+	        k->threads_full, k->ranges_full, k->name_faults, k->capped);
 	for (uint32_t i = 0; i < k->ncopies && i < KX_ANN_MAX_COPIES; i++) {
 		const struct kx_ann_copy *c = &k->copies[i];
 

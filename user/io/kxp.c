@@ -193,6 +193,7 @@ enum {
 	CI_ANN_NAME_FAULTS = 57,
 	CI_ANN_COPY = 58, /* repeated, nested */
 	CI_ANN_MORE_COPIES = 59,
+	CI_ANN_CAPPED = 60,
 	CI_PROTECTED_EXEC = 70, /* numbered apart: room for the annotation fields above */
 	CI_DRM_INTERVAL_MS = 80,
 	CI_DRM_STATS = 81, /* u64 per enum kx_drm_info_stat */
@@ -346,6 +347,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_ANN_MORE_COPIES, F_UINT, struct kx_capinfo, ann.more_copies),
         FLD(CI_DRM_INTERVAL_MS, F_UINT, struct kx_capinfo, drm.interval_ms),
         FLD(CI_DRM_STATS, F_U64S, struct kx_capinfo, drm.stats),
+        FLD(CI_ANN_CAPPED, F_UINT, struct kx_capinfo, ann.capped),
         {0, 0, 0, 0},
 };
 

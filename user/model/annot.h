@@ -65,6 +65,7 @@ struct kx_ann_info {
 	uint64_t name_faults;    /* names that could not be read (left empty) */
 	uint32_t ncopies;        /* entries of copies[] */
 	uint32_t more_copies;    /* copies found past KX_ANN_MAX_COPIES (not listed) */
+	uint64_t capped;         /* copies (per process) not attached: the capture's caps */
 	struct kx_ann_copy copies[KX_ANN_MAX_COPIES];
 };
 

@@ -39,6 +39,21 @@ uint64_t kx_kmask_addr(const struct kx_kmask *m, uint64_t addr)
 	return id ? stand_in(*id) : 0;
 }
 
+uint64_t kx_kmask_key(struct kx_kmask *m, uint64_t v)
+{
+	uint32_t *id;
+	int isnew;
+
+	if (v < KX_KMASK_KERNEL_MIN)
+		return v;
+	id = kx_hmap_put(&m->ids, v, m->n, &isnew);
+	if (!id)
+		return 0;
+	if (isnew)
+		m->n++;
+	return stand_in(*id);
+}
+
 void kx_kmask_free(struct kx_kmask *m)
 {
 	kx_hmap_free(&m->ids);

@@ -9,8 +9,10 @@
  * no real address uses (non-canonical on x86-64 and arm64), and spaced so
  * that a stand-in adjusted as a caller's frame (kx_frame_addr: the return
  * address minus one) is the stand-in of the adjusted real address: stored
- * frames keep matching their stored symbols. Owns the table of the
- * session's kernel frame addresses.
+ * frames keep matching their stored symbols. Kernel pointers used as keys
+ * (job records of pointer-keyed sources) get stand-ins the same way, from
+ * a table of their own. Owns the table of the session's kernel frame
+ * addresses (or keys).
  */
 #ifndef KX_SYMBOL_KMASK_H
 #define KX_SYMBOL_KMASK_H
@@ -20,7 +22,11 @@
 #include "util/hashmap.h"
 
 #define KX_KMASK_BASE 0xfffe000000000000ull /* the first stand-in is BASE + STEP */
-#define KX_KMASK_STEP 16                    /* bytes between stand-ins */
+/* The lowest kernel address on every 64-bit target (x86-64 with 4- or
+ * 5-level pages, arm64 up to 52-bit VAs, riscv sv57): above it a value
+ * may be a kernel pointer. Stand-ins lie below it. */
+#define KX_KMASK_KERNEL_MIN 0xff00000000000000ull
+#define KX_KMASK_STEP       16 /* bytes between stand-ins */
 
 struct kx_kmask {
 	struct kx_hmap ids; /* frame address (kx_frame_addr form) -> index of its stand-in */
@@ -34,6 +40,11 @@ int kx_kmask_frames(struct kx_kmask *m, const uint64_t *ips, uint32_t nk, uint64
 /* The stand-in of frame address addr (kx_frame_addr form) kx_kmask_frames
  * saw; 0 when it saw none. */
 uint64_t kx_kmask_addr(const struct kx_kmask *m, uint64_t addr);
+/* A value that may be a kernel pointer used as an opaque key (an old
+ * gpu_scheduler job's fence address): below KX_KMASK_KERNEL_MIN, itself;
+ * else its stand-in, the same for the same value, distinct for distinct
+ * values (0 when out of memory, never the value). */
+uint64_t kx_kmask_key(struct kx_kmask *m, uint64_t v);
 void kx_kmask_free(struct kx_kmask *m);
 
 #endif /* KX_SYMBOL_KMASK_H */
