@@ -6,7 +6,7 @@
  * load into a process whose glibc is 2.31 or newer whatever glibc built them.
  *  - pthread_* and dl*: moved into libc in 2.34 (2.32 for pthread_sigmask)
  *    under new versions; the GLIBC_2.2.5 ones are the same functions.
- *  - stat, lstat, fstat: exported functions only since 2.33 (before, inline
+ *  - stat, lstat, fstat, fstatat: exported functions only since 2.33 (before, inline
  *    wrappers of __xstat): the system calls themselves (x86-64's struct stat
  *    is the kernel's).
  *  - strerrorname_np (2.32): the names of the errors kxprof reports.
@@ -76,6 +76,7 @@ int __wrap_dladdr(const void *addr, Dl_info *info);
 int __wrap_stat(const char *path, struct stat *st);
 int __wrap_lstat(const char *path, struct stat *st);
 int __wrap_fstat(int fd, struct stat *st);
+int __wrap_fstatat(int dirfd, const char *path, struct stat *st, int flags);
 const char *__wrap_strerrorname_np(int e);
 long __wrap___isoc23_strtol(const char *s, char **end, int base);
 unsigned long __wrap___isoc23_strtoul(const char *s, char **end, int base);
@@ -153,6 +154,11 @@ int __wrap_lstat(const char *path, struct stat *st)
 int __wrap_fstat(int fd, struct stat *st)
 {
 	return (int)syscall(SYS_fstat, fd, st);
+}
+
+int __wrap_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	return (int)syscall(SYS_newfstatat, dirfd, path, st, flags);
 }
 
 const char *__wrap_strerrorname_np(int e)
