@@ -2,6 +2,7 @@
  * JSON, pprof, folded stacks and speedscope. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "analysis/windows.h"
 #include "analysis/wread.h"
 #include "export/chrome.h"
+#include "export/chrome_merge.h"
 #include "export/folded.h"
 #include "export/pprof.h"
 #include "export/speedscope.h"
@@ -29,6 +31,7 @@ static void convert_usage(FILE *f)
 	        "                      [--chrome-stacks] [--pprof OUT.pb.gz] [--folded OUT]\n"
 	        "                      [--off-cpu] [--speedscope OUT.json]\n"
 	        "                      [--split-events N] [--in-memory]\n"
+	        "       kxprof convert [FILE] --merge TRACE.json --chrome OUT.json\n"
 	        "  FILE             record file (default kxprof.kxp)\n"
 	        "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
 	        "                   TensorBoard/XProf (tensorboard --logdir LOGDIR)\n"
@@ -59,6 +62,13 @@ static void convert_usage(FILE *f)
 	        "                   read one time window at a time (the same outputs; a\n"
 	        "                   Chrome file alone, written in slices, may list its\n"
 	        "                   events in another order)\n"
+	        "  --merge TRACE    with --chrome OUT alone: OUT is TRACE, a Chrome trace of\n"
+	        "                   the same run by another profiler (PyTorch's Kineto,\n"
+	        "                   export_chrome_trace), kept as it was, with kxprof's\n"
+	        "                   calls added on their pid/tid rows, aligned through its\n"
+	        "                   baseTimeNanoseconds (the capture's clock syncs at start\n"
+	        "                   and stop); calls outside TRACE's span are left out,\n"
+	        "                   counted on stderr and in OUT's kxprofMerge member\n"
 	        "At least one output; the written paths are printed.\n"
 	        "Each output is written to a temporary file beside it and renamed into place\n"
 	        "when complete; the XSpace and the Chrome trace when both are: an error or a\n"
@@ -504,6 +514,48 @@ static int convert_stream(const char *path, const struct kx_xspace_opts *xo, con
 	return rc;
 }
 
+/* --merge TRACE --chrome OUT: 0, 1 (failed) or 2 (refused). */
+static int convert_merge(const char *path, const char *trace, const char *logdir,
+                         const char *chrome, int others)
+{
+	static struct kx_capinfo ci;
+	struct kx_kxp_read_result res = {0};
+	const char *inputs[2] = {path, trace};
+	struct kx_merge_stats st;
+	struct kx_analysis *an = NULL;
+	struct kx_store *store;
+	char err[512];
+	int rc = 1;
+
+	if (logdir || !chrome || others || !strcmp(chrome, "-")) {
+		kx_err("--merge TRACE writes one output: give --chrome OUT.json alone (merging "
+		       "into an XSpace, .xplane.pb, is not supported yet)");
+		return 2;
+	}
+	if (kx_outfile_check(chrome, 0, inputs, 2, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 2;
+	}
+	store = kx_cli_load(path, &ci, &res);
+	if (!store)
+		return 1;
+	an = kx_analysis_build(store, &ci, err, sizeof(err));
+	if (!an) {
+		kx_err("%s: %s", path, err);
+	} else if (kx_chrome_merge(an, trace, chrome, &st, err, sizeof(err))) {
+		kx_err("%s", err);
+	} else {
+		kx_err("merged %" PRIu64 " calls into %s; left out %" PRIu64 " before and %" PRIu64
+		       " after its span (clock offset %" PRId64 " ns, uncertainty %" PRIu64 " ns)",
+		       st.merged, trace, st.before, st.after, st.offset_ns, st.uncertainty_ns);
+		printf("%s\n", chrome);
+		rc = 0;
+	}
+	kx_analysis_free(an);
+	kx_store_free(store);
+	return rc;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -517,6 +569,7 @@ int cmd_convert(int argc, char **argv)
 	        {"speedscope", required_argument, NULL, 'p'},
 	        {"split-events", required_argument, NULL, 'S'},
 	        {"in-memory", no_argument, NULL, 'M'},
+	        {"merge", required_argument, NULL, 'm'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -524,7 +577,7 @@ int cmd_convert(int argc, char **argv)
 	struct kx_kxp_read_result res = {0};
 	struct kx_xspace_opts xo = {0};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
-	           *folded = NULL, *speedscope = NULL;
+	           *folded = NULL, *speedscope = NULL, *merge = NULL;
 	int off_cpu = 0, in_memory = 0;
 	long long split = SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store = NULL;
@@ -563,6 +616,9 @@ int cmd_convert(int argc, char **argv)
 		case 'M':
 			in_memory = 1;
 			break;
+		case 'm':
+			merge = optarg;
+			break;
 		case 'S':
 			if (kx_parse_long("--split-events", optarg, 0, SPLIT_EVENTS_MAX, &split,
 			                  err, sizeof(err))) {
@@ -584,6 +640,8 @@ int cmd_convert(int argc, char **argv)
 		kx_err("one record file at a time ('%s' is extra)", argv[optind]);
 		return 2;
 	}
+	if (merge)
+		return convert_merge(path, merge, logdir, chrome, pprof || folded || speedscope);
 	if (!logdir && !chrome && !pprof && !folded && !speedscope) {
 		kx_err("nothing to write: give --xplane LOGDIR, --chrome OUT.json, --pprof "
 		       "OUT.pb.gz, --folded OUT or --speedscope OUT.json");

@@ -192,4 +192,20 @@ static inline int64_t kx_capinfo_realtime(const struct kx_capinfo *ci, uint64_t 
 	return (int64_t)mono_ns + ci->clock_start.offset_ns;
 }
 
+/* Realtime ns for a monotonic timestamp, the offset interpolated between the
+ * start and stop syncs (the drift between the clocks over the capture), the
+ * start's alone when the capture did not stop cleanly. For merging with
+ * another profiler's realtime stamps. */
+static inline int64_t kx_capinfo_realtime_synced(const struct kx_capinfo *ci, uint64_t mono_ns)
+{
+	const struct kx_clock_sync *a = &ci->clock_start, *b = &ci->clock_stop;
+	double f;
+
+	if (!b->mono_ns || b->mono_ns <= a->mono_ns)
+		return kx_capinfo_realtime(ci, mono_ns);
+	f = ((double)mono_ns - (double)a->mono_ns) / (double)(b->mono_ns - a->mono_ns);
+	return (int64_t)mono_ns + a->offset_ns +
+	       (int64_t)(f * (double)(b->offset_ns - a->offset_ns));
+}
+
 #endif /* KX_CAPINFO_H */
