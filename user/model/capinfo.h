@@ -199,13 +199,14 @@ static inline int64_t kx_capinfo_realtime(const struct kx_capinfo *ci, uint64_t 
 static inline int64_t kx_capinfo_realtime_synced(const struct kx_capinfo *ci, uint64_t mono_ns)
 {
 	const struct kx_clock_sync *a = &ci->clock_start, *b = &ci->clock_stop;
-	double f;
+	__int128 drift;
 
 	if (!b->mono_ns || b->mono_ns <= a->mono_ns)
 		return kx_capinfo_realtime(ci, mono_ns);
-	f = ((double)mono_ns - (double)a->mono_ns) / (double)(b->mono_ns - a->mono_ns);
-	return (int64_t)mono_ns + a->offset_ns +
-	       (int64_t)(f * (double)(b->offset_ns - a->offset_ns));
+	/* Exact integers: (stop - start offset) * elapsed / span, truncated. */
+	drift = (__int128)(b->offset_ns - a->offset_ns) *
+	        ((__int128)mono_ns - (__int128)a->mono_ns) / (__int128)(b->mono_ns - a->mono_ns);
+	return (int64_t)mono_ns + a->offset_ns + (int64_t)drift;
 }
 
 #endif /* KX_CAPINFO_H */
