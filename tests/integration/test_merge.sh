@@ -30,6 +30,11 @@ if kx 0 convert "$fx" --chrome "$TMP/own.json" >/dev/null &&
 	kx 0 convert "$fx" --merge "$TMP/w.json" --chrome "$TMP/w.out.json" >/dev/null 2>&1; then
 	check merge_window_counts test "$(jget "$TMP/w.out.json" 'sorted((k, v) for k, v in d["kxprofMerge"].items() if k in ("merged", "left_out_before", "left_out_after"))')" = \
 		"$(jget "$TMP/w.exp" 'sorted(d.items())')"
+	# The same, gzipped in and out.
+	gzip -c "$TMP/w.json" >"$TMP/w.json.gz"
+	kx 0 convert "$fx" --merge "$TMP/w.json.gz" --chrome "$TMP/w.out.json.gz" >/dev/null 2>&1 &&
+		gunzip -c "$TMP/w.out.json.gz" >"$TMP/w.gz.json" &&
+		check merge_gzip_in_out cmp -s "$TMP/w.gz.json" "$TMP/w.out.json"
 else
 	fail merge_window "merging into a trace over the capture's middle failed"
 fi

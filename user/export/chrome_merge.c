@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "export/chrome_merge.h"
 #include "model/capinfo.h"
@@ -12,9 +13,12 @@
 #include "registry/ioctl_decode.h"
 #include "util/json.h"
 #include "util/outfile.h"
+#include "util/pgz.h"
 
 /* Bytes one slice takes at most besides its escaped name and category. */
 #define SLICE_ROOM 256
+/* Bytes read at a time. */
+#define READ_CHUNK (1 << 16)
 /* Largest Chrome trace read, bytes. */
 #define MERGE_MAX_INPUT (4ull << 30)
 
@@ -193,32 +197,79 @@ static int scan_trace(const char *buf, size_t n, struct trace_scan *sc, char *er
 	return 0;
 }
 
+/* The whole file at path, gunzipped when it is gzip (zlib reads a plain
+ * file as it is). */
 static char *read_file(const char *path, size_t *n, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long sz;
+	gzFile f;
+	size_t len = 0, cap = 1 << 20;
+	char *buf = NULL, *nb;
+	int got;
 
+	errno = 0;
+	f = gzopen(path, "rb");
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s: %s", path, errno ? strerror(errno) : "cannot open it");
 		return NULL;
 	}
-	if (fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		snprintf(err, errlen, "%s: cannot size it: %s", path, strerror(errno));
-	} else if ((unsigned long long)sz > MERGE_MAX_INPUT) {
-		snprintf(err, errlen, "%s: over %llu bytes", path, MERGE_MAX_INPUT);
-	} else if (!(buf = malloc((size_t)sz + 1))) {
-		snprintf(err, errlen, "%s: out of memory for %ld bytes", path, sz);
-	} else if (fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
-		snprintf(err, errlen, "%s: read failed", path);
-		free(buf);
-		buf = NULL;
-	} else {
-		buf[sz] = '\0';
-		*n = (size_t)sz;
+	for (;;) {
+		if (!buf || cap - len < READ_CHUNK + 1) {
+			size_t ncap = buf ? cap * 2 : cap;
+
+			if (ncap > MERGE_MAX_INPUT) {
+				snprintf(err, errlen, "%s: over %llu bytes", path, MERGE_MAX_INPUT);
+				break;
+			}
+			nb = realloc(buf, ncap);
+			if (!nb) {
+				snprintf(err, errlen, "%s: out of memory for %zu bytes", path,
+				         ncap);
+				break;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		got = gzread(f, buf + len, READ_CHUNK);
+		if (got < 0) {
+			snprintf(err, errlen, "%s: read failed (damaged gzip?)", path);
+			break;
+		}
+		len += (size_t)got;
+		if (got == 0) {
+			buf[len] = '\0';
+			*n = len;
+			gzclose(f);
+			return buf;
+		}
 	}
-	fclose(f);
-	return buf;
+	gzclose(f);
+	free(buf);
+	return NULL;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* The n bytes at p to path, gzipped when it ends in .gz. */
+static int write_out(const char *path, const char *p, size_t n, char *err, size_t errlen)
+{
+	struct kx_bytes z = {0};
+	int rc;
+
+	if (!ends_with(path, ".gz"))
+		return kx_outfile_write(path, 0, p, n, err, errlen);
+	if (kx_gzip_buf(p, n, 1, &z)) {
+		snprintf(err, errlen, "%s: out of memory compressing %zu bytes", path, n);
+		free(z.p);
+		return -1;
+	}
+	rc = kx_outfile_write(path, 0, z.p, z.len, err, errlen);
+	free(z.p);
+	return rc;
 }
 
 /* Signed ns as µs with three decimals. */
@@ -347,7 +398,7 @@ int kx_chrome_merge(const struct kx_analysis *an, const char *in, const char *ou
 	o += mid + nsl;
 	memcpy(o, sc.arr_close, (size_t)(buf + n - sc.arr_close));
 	o += buf + n - sc.arr_close;
-	rc = kx_outfile_write(out, 0, ob, (size_t)(o - ob), err, errlen);
+	rc = write_out(out, ob, (size_t)(o - ob), err, errlen);
 	goto out;
 oom:
 	snprintf(err, errlen, "out of memory merging %zu calls into %s", nio, in);

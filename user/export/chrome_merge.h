@@ -7,7 +7,8 @@
  * stamps converted through the capture's clock syncs at start and stop).
  * Calls outside the trace's span (its first event's start to its last
  * event's end) are left out and counted; the counts and the clock offset go
- * into a top-level "kxprofMerge" member.
+ * into a top-level "kxprofMerge" member. The input may be gzipped; the
+ * output is when its name ends in .gz.
  */
 #ifndef KX_CHROME_MERGE_H
 #define KX_CHROME_MERGE_H
@@ -26,8 +27,8 @@ struct kx_merge_stats {
 	uint64_t uncertainty_ns; /* of the clock syncs (the wider of start and stop) */
 };
 
-/* Reads the Chrome trace at in, writes it with an's calls to out (temp file
- * renamed). 0, or -1 with err set (what failed, which file). */
+/* Reads the Chrome trace at in (read whole into memory), writes it with an's calls to out (temp
+ * file renamed). 0, or -1 with err set (what failed, which file). */
 int kx_chrome_merge(const struct kx_analysis *an, const char *in, const char *out,
                     struct kx_merge_stats *st, char *err, size_t errlen);
 
