@@ -14,6 +14,8 @@ fx=$ROOT/tests/fixtures/h100_pytorch.kxp
 kx 2 convert "$fx" --merge "$TMP/min.json" --xplane "$TMP" >/dev/null 2>"$TMP/e1" &&
 	check merge_refuses_xplane grep -q "not supported yet" "$TMP/e1"
 kx 2 convert "$fx" --merge "$TMP/min.json" >/dev/null 2>&1 && pass merge_needs_chrome
+kx 2 convert "$fx" --merge "$TMP/min.json" --chrome "$TMP/o.json" --gpu >/dev/null 2>&1 &&
+	pass merge_refuses_other_options
 kx 2 convert "$fx" --merge "$TMP/min.json" --chrome "$TMP/min.json" >/dev/null 2>&1 &&
 	pass merge_refuses_output_over_input
 printf '{"traceEvents":[{"ph":"M","name":"x"}' >"$TMP/bad.json"

@@ -529,13 +529,18 @@ static int convert_merge(const char *path, const char *trace, const char *logdir
 	int rc = 1;
 
 	if (logdir || !chrome || others || !strcmp(chrome, "-")) {
-		kx_err("--merge TRACE writes one output: give --chrome OUT.json alone (merging "
-		       "into an XSpace, .xplane.pb, is not supported yet)");
+		kx_err("--merge TRACE writes one output and takes no other option: give --chrome "
+		       "OUT.json alone (merging into an XSpace, .xplane.pb, is not supported yet)");
 		return 2;
 	}
 	if (kx_outfile_check(chrome, 0, inputs, 2, err, sizeof(err))) {
 		kx_err("%s", err);
 		return 2;
+	}
+	/* Interrupted: the temporary file goes, nothing else. */
+	if (kx_outfile_catch_signals()) {
+		kx_err("cannot set up signal handling: %s", strerror(errno));
+		return 1;
 	}
 	store = kx_cli_load(path, &ci, &res);
 	if (!store)
@@ -579,7 +584,7 @@ int cmd_convert(int argc, char **argv)
 	struct kx_xspace_opts xo = {0};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
 	           *folded = NULL, *speedscope = NULL, *merge = NULL;
-	int off_cpu = 0, in_memory = 0;
+	int off_cpu = 0, in_memory = 0, split_given = 0;
 	long long split = SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store = NULL;
 	struct kx_analysis *an = NULL;
@@ -621,6 +626,7 @@ int cmd_convert(int argc, char **argv)
 			merge = optarg;
 			break;
 		case 'S':
+			split_given = 1;
 			if (kx_parse_long("--split-events", optarg, 0, SPLIT_EVENTS_MAX, &split,
 			                  err, sizeof(err))) {
 				kx_err("%s", err);
@@ -642,7 +648,10 @@ int cmd_convert(int argc, char **argv)
 		return 2;
 	}
 	if (merge)
-		return convert_merge(path, merge, logdir, chrome, pprof || folded || speedscope);
+		return convert_merge(path, merge, logdir, chrome,
+		                     pprof || folded || speedscope || chrome_flags ||
+		                             xo.device_planes_as_gpu || off_cpu || in_memory ||
+		                             split_given);
 	if (!logdir && !chrome && !pprof && !folded && !speedscope) {
 		kx_err("nothing to write: give --xplane LOGDIR, --chrome OUT.json, --pprof "
 		       "OUT.pb.gz, --folded OUT or --speedscope OUT.json");
