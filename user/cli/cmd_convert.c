@@ -2,6 +2,7 @@
  * JSON, pprof, folded stacks and speedscope. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "analysis/windows.h"
 #include "analysis/wread.h"
 #include "export/chrome.h"
+#include "export/chrome_merge.h"
 #include "export/folded.h"
 #include "export/pprof.h"
 #include "export/speedscope.h"
@@ -29,6 +31,7 @@ static void convert_usage(FILE *f)
 	        "                      [--chrome-stacks] [--pprof OUT.pb.gz] [--folded OUT]\n"
 	        "                      [--off-cpu] [--speedscope OUT.json]\n"
 	        "                      [--split-events N] [--in-memory]\n"
+	        "       kxprof convert [FILE] --merge TRACE.json[.gz] --chrome OUT.json[.gz]\n"
 	        "  FILE             record file (default kxprof.kxp)\n"
 	        "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
 	        "                   TensorBoard/XProf (tensorboard --logdir LOGDIR)\n"
@@ -59,6 +62,14 @@ static void convert_usage(FILE *f)
 	        "                   read one time window at a time (the same outputs; a\n"
 	        "                   Chrome file alone, written in slices, may list its\n"
 	        "                   events in another order)\n"
+	        "  --merge TRACE    with --chrome OUT alone: OUT is TRACE, a Chrome trace of\n"
+	        "                   the same run by another profiler (PyTorch's Kineto,\n"
+	        "                   export_chrome_trace), kept as it was, with kxprof's\n"
+	        "                   calls added on their pid/tid rows, aligned through its\n"
+	        "                   baseTimeNanoseconds (the capture's clock syncs at start\n"
+	        "                   and stop); calls outside TRACE's span are left out,\n"
+	        "                   counted on stderr and in OUT's kxprofMerge member;\n"
+	        "                   TRACE may be gzipped, OUT is when it ends in .gz\n"
 	        "At least one output; the written paths are printed.\n"
 	        "Each output is written to a temporary file beside it and renamed into place\n"
 	        "when complete; the XSpace and the Chrome trace when both are: an error or a\n"
@@ -504,6 +515,53 @@ static int convert_stream(const char *path, const struct kx_xspace_opts *xo, con
 	return rc;
 }
 
+/* --merge TRACE --chrome OUT: 0, 1 (failed) or 2 (refused). */
+static int convert_merge(const char *path, const char *trace, const char *logdir,
+                         const char *chrome, int others)
+{
+	static struct kx_capinfo ci;
+	struct kx_kxp_read_result res = {0};
+	const char *inputs[2] = {path, trace};
+	struct kx_merge_stats st;
+	struct kx_analysis *an = NULL;
+	struct kx_store *store;
+	char err[512];
+	int rc = 1;
+
+	if (logdir || !chrome || others || !strcmp(chrome, "-")) {
+		kx_err("--merge TRACE writes one output and takes no other option: give --chrome "
+		       "OUT.json alone (merging into an XSpace, .xplane.pb, is not supported yet)");
+		return 2;
+	}
+	if (kx_outfile_check(chrome, 0, inputs, 2, err, sizeof(err))) {
+		kx_err("%s", err);
+		return 2;
+	}
+	/* Interrupted: the temporary file goes, nothing else. */
+	if (kx_outfile_catch_signals()) {
+		kx_err("cannot set up signal handling: %s", strerror(errno));
+		return 1;
+	}
+	store = kx_cli_load(path, &ci, &res);
+	if (!store)
+		return 1;
+	an = kx_analysis_build(store, &ci, err, sizeof(err));
+	if (!an) {
+		kx_err("%s: %s", path, err);
+	} else if (kx_chrome_merge(an, trace, chrome, &st, err, sizeof(err))) {
+		kx_err("%s", err);
+	} else {
+		kx_err("merged %" PRIu64 " calls into %s; left out %" PRIu64 " before and %" PRIu64
+		       " after its span (clock offset %" PRId64 " ns, uncertainty %" PRIu64 " ns)",
+		       st.merged, trace, st.before, st.after, st.offset_ns, st.uncertainty_ns);
+		printf("%s\n", chrome);
+		rc = 0;
+	}
+	kx_analysis_free(an);
+	kx_store_free(store);
+	return rc;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -517,6 +575,7 @@ int cmd_convert(int argc, char **argv)
 	        {"speedscope", required_argument, NULL, 'p'},
 	        {"split-events", required_argument, NULL, 'S'},
 	        {"in-memory", no_argument, NULL, 'M'},
+	        {"merge", required_argument, NULL, 'm'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -524,8 +583,8 @@ int cmd_convert(int argc, char **argv)
 	struct kx_kxp_read_result res = {0};
 	struct kx_xspace_opts xo = {0};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
-	           *folded = NULL, *speedscope = NULL;
-	int off_cpu = 0, in_memory = 0;
+	           *folded = NULL, *speedscope = NULL, *merge = NULL;
+	int off_cpu = 0, in_memory = 0, split_given = 0;
 	long long split = SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store = NULL;
 	struct kx_analysis *an = NULL;
@@ -563,7 +622,11 @@ int cmd_convert(int argc, char **argv)
 		case 'M':
 			in_memory = 1;
 			break;
+		case 'm':
+			merge = optarg;
+			break;
 		case 'S':
+			split_given = 1;
 			if (kx_parse_long("--split-events", optarg, 0, SPLIT_EVENTS_MAX, &split,
 			                  err, sizeof(err))) {
 				kx_err("%s", err);
@@ -584,6 +647,11 @@ int cmd_convert(int argc, char **argv)
 		kx_err("one record file at a time ('%s' is extra)", argv[optind]);
 		return 2;
 	}
+	if (merge)
+		return convert_merge(path, merge, logdir, chrome,
+		                     pprof || folded || speedscope || chrome_flags ||
+		                             xo.device_planes_as_gpu || off_cpu || in_memory ||
+		                             split_given);
 	if (!logdir && !chrome && !pprof && !folded && !speedscope) {
 		kx_err("nothing to write: give --xplane LOGDIR, --chrome OUT.json, --pprof "
 		       "OUT.pb.gz, --folded OUT or --speedscope OUT.json");

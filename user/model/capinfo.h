@@ -192,4 +192,21 @@ static inline int64_t kx_capinfo_realtime(const struct kx_capinfo *ci, uint64_t 
 	return (int64_t)mono_ns + ci->clock_start.offset_ns;
 }
 
+/* Realtime ns for a monotonic timestamp, the offset interpolated between the
+ * start and stop syncs (the drift between the clocks over the capture), the
+ * start's alone when the capture did not stop cleanly. For merging with
+ * another profiler's realtime stamps. */
+static inline int64_t kx_capinfo_realtime_synced(const struct kx_capinfo *ci, uint64_t mono_ns)
+{
+	const struct kx_clock_sync *a = &ci->clock_start, *b = &ci->clock_stop;
+	__int128 drift;
+
+	if (!b->mono_ns || b->mono_ns <= a->mono_ns)
+		return kx_capinfo_realtime(ci, mono_ns);
+	/* Exact integers: (stop - start offset) * elapsed / span, truncated. */
+	drift = (__int128)(b->offset_ns - a->offset_ns) *
+	        ((__int128)mono_ns - (__int128)a->mono_ns) / (__int128)(b->mono_ns - a->mono_ns);
+	return (int64_t)mono_ns + a->offset_ns + (int64_t)drift;
+}
+
 #endif /* KX_CAPINFO_H */

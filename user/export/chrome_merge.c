@@ -1,0 +1,410 @@
+/* Merges kxprof's ioctls into a Kineto Chrome trace (export/chrome_merge.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "export/chrome_merge.h"
+#include "model/capinfo.h"
+#include "model/store.h"
+#include "registry/ioctl_decode.h"
+#include "util/json.h"
+#include "util/outfile.h"
+#include "util/pgz.h"
+
+/* Bytes one slice takes at most besides its escaped name and category. */
+#define SLICE_ROOM 256
+/* Bytes read at a time. */
+#define READ_CHUNK (1 << 16)
+/* Largest Chrome trace read, bytes. */
+#define MERGE_MAX_INPUT (4ull << 30)
+
+/* What the scan of the input found. */
+struct trace_scan {
+	const char *open;      /* the top-level '{' */
+	const char *arr_close; /* the ']' of traceEvents */
+	int nonempty;          /* traceEvents holds an element */
+	int64_t base_ns;       /* baseTimeNanoseconds (0 when absent) */
+	double from_us, to_us; /* the events' span, µs from base_ns */
+	uint64_t timed;        /* events with a ts (metadata "M" events aside) */
+};
+
+static const char *ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/* p at '"': past the closing quote, or NULL. */
+static const char *skip_str(const char *p, const char *end)
+{
+	for (p++; p < end; p++) {
+		if (*p == '\\')
+			p++;
+		else if (*p == '"')
+			return p + 1;
+	}
+	return NULL;
+}
+
+/* Past the value at p (a string, object, array or scalar), or NULL. */
+static const char *skip_value(const char *p, const char *end)
+{
+	int depth = 0;
+
+	if (p >= end)
+		return NULL;
+	if (*p == '"')
+		return skip_str(p, end);
+	if (*p != '{' && *p != '[') {
+		while (p < end && !strchr(",}] \n\r\t", *p))
+			p++;
+		return p;
+	}
+	while (p < end) {
+		if (*p == '"') {
+			p = skip_str(p, end);
+			if (!p)
+				return NULL;
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return p + 1;
+		p++;
+	}
+	return NULL;
+}
+
+static int key_is(const char *k, size_t n, const char *name)
+{
+	return n == strlen(name) && !memcmp(k, name, n);
+}
+
+/*
+ * Iterates the members of the object at p ('{'): cb gets each key and its
+ * value's start. Returns the position past the object, or NULL.
+ */
+typedef void (*member_cb)(void *ctx, const char *k, size_t kn, const char *v, const char *end);
+static const char *each_member(const char *p, const char *end, member_cb cb, void *ctx)
+{
+	p = ws(p + 1, end);
+	while (p < end && *p != '}') {
+		const char *k, *q;
+
+		if (*p != '"' || !(q = skip_str(p, end)))
+			return NULL;
+		k = p + 1;
+		p = ws(q, end);
+		if (p >= end || *p != ':')
+			return NULL;
+		p = ws(p + 1, end);
+		cb(ctx, k, (size_t)(q - 1 - k), p, end);
+		if (!(p = skip_value(p, end)))
+			return NULL;
+		p = ws(p, end);
+		if (p < end && *p == ',')
+			p = ws(p + 1, end);
+	}
+	return p < end ? p + 1 : NULL;
+}
+
+struct event_fields {
+	double ts, dur;
+	int meta;
+};
+
+static void event_member(void *ctx, const char *k, size_t kn, const char *v, const char *end)
+{
+	struct event_fields *f = ctx;
+
+	(void)end;
+	if (key_is(k, kn, "ts") && *v != '"')
+		f->ts = strtod(v, NULL);
+	else if (key_is(k, kn, "dur") && *v != '"')
+		f->dur = strtod(v, NULL);
+	else if (key_is(k, kn, "ph"))
+		f->meta = v[0] == '"' && v[1] == 'M';
+}
+
+/* The span of the traceEvents array at p ('['); its ']' into sc. -1: malformed. */
+static int scan_events(const char *p, const char *end, struct trace_scan *sc)
+{
+	p = ws(p + 1, end);
+	while (p < end && *p != ']') {
+		struct event_fields f = {NAN, 0, 0};
+
+		sc->nonempty = 1;
+		p = *p == '{' ? each_member(p, end, event_member, &f) : skip_value(p, end);
+		if (!p)
+			return -1;
+		if (!f.meta && !isnan(f.ts)) {
+			if (!sc->timed || f.ts < sc->from_us)
+				sc->from_us = f.ts;
+			if (!sc->timed || f.ts + f.dur > sc->to_us)
+				sc->to_us = f.ts + f.dur;
+			sc->timed++;
+		}
+		p = ws(p, end);
+		if (p < end && *p == ',')
+			p = ws(p + 1, end);
+	}
+	if (p >= end)
+		return -1;
+	sc->arr_close = p;
+	return 0;
+}
+
+struct top_ctx {
+	struct trace_scan *sc;
+	int bad;
+};
+
+static void top_member(void *ctx, const char *k, size_t kn, const char *v, const char *end)
+{
+	struct top_ctx *t = ctx;
+
+	if (key_is(k, kn, "baseTimeNanoseconds"))
+		t->sc->base_ns = strtoll(v, NULL, 10);
+	else if (key_is(k, kn, "traceEvents") && (*v != '[' || scan_events(v, end, t->sc)))
+		t->bad = 1;
+}
+
+static int scan_trace(const char *buf, size_t n, struct trace_scan *sc, char *err, size_t errlen)
+{
+	const char *end = buf + n, *p = ws(buf, end);
+	struct top_ctx t = {sc, 0};
+
+	memset(sc, 0, sizeof(*sc));
+	if (p >= end || *p != '{' || !each_member(p, end, top_member, &t) || t.bad) {
+		snprintf(err, errlen, "not a Chrome trace JSON object (or damaged)");
+		return -1;
+	}
+	sc->open = p;
+	if (!sc->arr_close) {
+		snprintf(err, errlen, "no traceEvents array: not a Chrome trace in object form");
+		return -1;
+	}
+	if (!sc->timed) {
+		snprintf(err, errlen, "no timed events: nothing to align kxprof's calls with");
+		return -1;
+	}
+	return 0;
+}
+
+/* The whole file at path, gunzipped when it is gzip (zlib reads a plain
+ * file as it is). */
+static char *read_file(const char *path, size_t *n, char *err, size_t errlen)
+{
+	gzFile f;
+	size_t len = 0, cap = 1 << 20;
+	char *buf = NULL, *nb;
+	int got;
+
+	errno = 0;
+	f = gzopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, errno ? strerror(errno) : "cannot open it");
+		return NULL;
+	}
+	for (;;) {
+		if (!buf || cap - len < READ_CHUNK + 1) {
+			size_t ncap = buf ? cap * 2 : cap;
+
+			if (ncap > MERGE_MAX_INPUT) {
+				snprintf(err, errlen, "%s: over %llu bytes", path, MERGE_MAX_INPUT);
+				break;
+			}
+			nb = realloc(buf, ncap);
+			if (!nb) {
+				snprintf(err, errlen, "%s: out of memory for %zu bytes", path,
+				         ncap);
+				break;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		got = gzread(f, buf + len, READ_CHUNK);
+		if (got < 0) {
+			snprintf(err, errlen, "%s: read failed (damaged gzip?)", path);
+			break;
+		}
+		len += (size_t)got;
+		if (got == 0) {
+			buf[len] = '\0';
+			*n = len;
+			gzclose(f);
+			return buf;
+		}
+	}
+	gzclose(f);
+	free(buf);
+	return NULL;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* The n bytes at p to path, gzipped when it ends in .gz. */
+static int write_out(const char *path, const char *p, size_t n, char *err, size_t errlen)
+{
+	struct kx_bytes z = {0};
+	int rc;
+
+	if (!ends_with(path, ".gz"))
+		return kx_outfile_write(path, 0, p, n, err, errlen);
+	if (kx_gzip_buf(p, n, 1, &z)) {
+		snprintf(err, errlen, "%s: out of memory compressing %zu bytes", path, n);
+		free(z.p);
+		return -1;
+	}
+	rc = kx_outfile_write(path, 0, z.p, z.len, err, errlen);
+	free(z.p);
+	return rc;
+}
+
+/* Signed ns as µs with three decimals. */
+static char *put_us(char *o, int64_t ns)
+{
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+
+	return o + sprintf(o, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", a / 1000,
+	                   (unsigned int)(a % 1000));
+}
+
+static char *put_slice(char *o, const struct kx_ioctl *e, int64_t rel_ns, int first)
+{
+	char nbuf[64], cat[64];
+	const char *name =
+	        kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, nbuf, sizeof(nbuf));
+
+	snprintf(cat, sizeof(cat), "ioctl/%s", kx_driver_name((enum kx_driver)e->drv));
+	o += sprintf(o, "%s{\"ph\":\"X\",\"name\":", first ? "" : ",");
+	o = kx_json_put_str(o, name, strnlen(name, 100));
+	o += sprintf(o, ",\"cat\":");
+	o = kx_json_put_str(o, cat, strnlen(cat, sizeof(cat)));
+	o += sprintf(o, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", e->pid, e->tid);
+	o = put_us(o, rel_ns);
+	o += sprintf(o, ",\"dur\":");
+	o = put_us(o, (int64_t)e->dur);
+	o += sprintf(o,
+	             ",\"args\":{\"fd\":%" PRId32 ",\"cmd\":\"0x%" PRIx32 "\",\"ret\":%" PRId32
+	             ",\"source\":\"kxprof\"}}",
+	             e->fd, e->cmd, e->ret);
+	return o;
+}
+
+/* The calls inside the span as slices into o (room checked by the caller). */
+static char *put_slices(char *o, const struct kx_analysis *an, const struct trace_scan *sc,
+                        struct kx_merge_stats *st)
+{
+	size_t n = kx_store_ioctl_count(an->store);
+	int first = !sc->nonempty;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(an->store, i);
+		int64_t t0 = kx_capinfo_realtime_synced(an->ci, e->ts);
+
+		if (t0 < st->span_from_ns) {
+			st->before++;
+		} else if (t0 + (int64_t)e->dur > st->span_to_ns) {
+			st->after++;
+		} else {
+			o = put_slice(o, e, t0 - sc->base_ns, first);
+			first = 0;
+			st->merged++;
+		}
+	}
+	return o;
+}
+
+/* µs as whole ns, rounded down (up: 1). Without libm. */
+static int64_t us_to_ns(double us, int up)
+{
+	double x = us * 1000.0;
+	int64_t v = (int64_t)x;
+
+	if (!up && (double)v > x)
+		v--;
+	else if (up && (double)v < x)
+		v++;
+	return v;
+}
+
+static void stats_init(struct kx_merge_stats *st, const struct kx_capinfo *ci,
+                       const struct trace_scan *sc)
+{
+	memset(st, 0, sizeof(*st));
+	st->span_from_ns = sc->base_ns + us_to_ns(sc->from_us, 0);
+	st->span_to_ns = sc->base_ns + us_to_ns(sc->to_us, 1);
+	st->offset_ns = ci->clock_start.offset_ns;
+	st->uncertainty_ns = ci->clock_start.uncertainty_ns > ci->clock_stop.uncertainty_ns
+	                             ? ci->clock_start.uncertainty_ns
+	                             : ci->clock_stop.uncertainty_ns;
+}
+
+static char *put_meta(char *o, const struct kx_merge_stats *st)
+{
+	return o + sprintf(o,
+	                   "\"kxprofMerge\":{\"merged\":%" PRIu64 ",\"left_out_before\":%" PRIu64
+	                   ",\"left_out_after\":%" PRIu64 ",\"span_from_ns\":%" PRId64
+	                   ",\"span_to_ns\":%" PRId64 ",\"clock_offset_ns\":%" PRId64
+	                   ",\"clock_uncertainty_ns\":%" PRIu64 "},",
+	                   st->merged, st->before, st->after, st->span_from_ns, st->span_to_ns,
+	                   st->offset_ns, st->uncertainty_ns);
+}
+
+int kx_chrome_merge(const struct kx_analysis *an, const char *in, const char *out,
+                    struct kx_merge_stats *st, char *err, size_t errlen)
+{
+	size_t n = 0, nio = kx_store_ioctl_count(an->store), room, head, mid, nsl;
+	struct trace_scan sc;
+	char *buf, *sl = NULL, *ob = NULL, *o, serr[160];
+	int rc = -1;
+
+	buf = read_file(in, &n, err, errlen);
+	if (!buf)
+		return -1;
+	if (scan_trace(buf, n, &sc, serr, sizeof(serr))) {
+		snprintf(err, errlen, "%s: %s", in, serr);
+		goto out;
+	}
+	stats_init(st, an->ci, &sc);
+	room = 1 + nio * (SLICE_ROOM + KX_JSON_STR_ROOM(100) + KX_JSON_STR_ROOM(64));
+	sl = malloc(room);
+	if (!sl)
+		goto oom;
+	nsl = (size_t)(put_slices(sl, an, &sc, st) - sl);
+	/* The input's head, kxprof's member, the input up to the end of
+	 * traceEvents, the slices, the rest of the input. */
+	head = (size_t)(sc.open + 1 - buf);
+	mid = (size_t)(sc.arr_close - sc.open - 1);
+	ob = malloc(n + 512 + nsl);
+	if (!ob)
+		goto oom;
+	memcpy(ob, buf, head);
+	o = put_meta(ob + head, st);
+	memcpy(o, sc.open + 1, mid);
+	memcpy(o + mid, sl, nsl);
+	o += mid + nsl;
+	memcpy(o, sc.arr_close, (size_t)(buf + n - sc.arr_close));
+	o += buf + n - sc.arr_close;
+	rc = write_out(out, ob, (size_t)(o - ob), err, errlen);
+	goto out;
+oom:
+	snprintf(err, errlen, "out of memory merging %zu calls into %s", nio, in);
+out:
+	free(ob);
+	free(sl);
+	free(buf);
+	return rc;
+}
