@@ -341,6 +341,7 @@ int kx_store_add_task(struct kx_store *s, const struct kx_task *t)
 	dst = &s->task[s->ntask / TASK_PER_CHUNK][s->ntask % TASK_PER_CHUNK];
 	*dst = *t;
 	dst->comm[KX_COMM_LEN - 1] = '\0';
+	dst->cmd[KX_CMD_LEN - 1] = '\0';
 	/* Arrival order is the ring buffer's order: the last event wins. The
 	 * add allocates nothing: comm_reserve made room. */
 	if (latest)
@@ -454,6 +455,19 @@ const char *kx_store_comm(const struct kx_store *s, uint32_t tid)
 	const uint32_t *latest = kx_hmap_get(&s->comm, tid);
 
 	return latest ? kx_store_task(s, *latest)->comm : NULL;
+}
+
+const char *kx_store_cmd(const struct kx_store *s, uint32_t pid)
+{
+	/* Task records are few (a handful per thread): a backward scan finds
+	 * the latest, and outputs ask once per process. */
+	for (size_t i = s->ntask; i-- > 0;) {
+		const struct kx_task *t = kx_store_task(s, i);
+
+		if (t->pid == pid && t->cmd[0])
+			return t->cmd;
+	}
+	return NULL;
 }
 
 struct kx_samples *kx_store_samples(const struct kx_store *s)
