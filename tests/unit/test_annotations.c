@@ -656,7 +656,10 @@ static const char *stat_name(const XPlane *p, uint64_t id)
  * nothing (its line is named after the exec); the line id stays the tid. */
 static void ranges_carry_thread_name(void)
 {
-	char path[] = "/tmp/kx-ann-names-XXXXXX", err[256], *js, *cutj, *endj;
+	char path[] = "/tmp/kx-ann-names-XXXXXX", err[256], *js, *cutj, *endj, *ss = NULL;
+	struct kx_analysis *an;
+	size_t sslen = 0;
+	FILE *f;
 	struct kx_task seen = {.ts = US(7000), .pid = 6000, .tid = 6003, .what = KX_TASK_SEEN};
 	struct kx_task exec = {.ts = US(9000), .pid = 6000, .tid = 6003, .what = KX_TASK_EXEC};
 	const XPlane *host = NULL;
@@ -669,6 +672,7 @@ static void ranges_carry_thread_name(void)
 
 	snprintf(seen.comm, sizeof(seen.comm), "loader");
 	snprintf(exec.comm, sizeof(exec.comm), "worker");
+	snprintf(exec.cmd, sizeof(exec.cmd), "worker --fast");
 	CHECK(fd >= 0 && load());
 	close(fd);
 	CHECK(!kx_store_add_task(store, &seen) && !kx_store_add_task(store, &exec));
@@ -710,6 +714,16 @@ static void ranges_carry_thread_name(void)
 	}
 	CHECK(cut && late);
 	tensorflow__profiler__xspace__free_unpacked(x, NULL);
+	/* speedscope: the profile under the latest name says the command line. */
+	an = kxt_analyse(store, &ci);
+	f = open_memstream(&ss, &sslen);
+	CHECK(an && f);
+	CHECK(kx_speedscope_print(an, f, err, sizeof(err)) == 0);
+	fclose(f);
+	kx_analysis_free(an);
+	CHECK(ss && strstr(ss, "{\"name\":\"worker [worker --fast] (pid 6000, tid 6003): ioctls, "
+	                       "annotation ranges, off-CPU\""));
+	free(ss);
 }
 
 /* The speedscope file: one evented profile per thread with ioctls or
