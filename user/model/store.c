@@ -459,8 +459,14 @@ const char *kx_store_comm(const struct kx_store *s, uint32_t tid)
 
 const char *kx_store_cmd(const struct kx_store *s, uint32_t pid)
 {
-	/* Task records are few (a handful per thread): a backward scan finds
-	 * the latest, and outputs ask once per process. */
+	const uint32_t *main_latest = kx_hmap_get(&s->comm, pid);
+
+	/* The recorder reads the line onto the first record of a process and
+	 * onto its execs, which are its main thread's: when that thread's
+	 * latest record has one, no later record does. */
+	if (main_latest && kx_store_task(s, *main_latest)->cmd[0])
+		return kx_store_task(s, *main_latest)->cmd;
+	/* Else a backward scan (task records are a handful per thread). */
 	for (size_t i = s->ntask; i-- > 0;) {
 		const struct kx_task *t = kx_store_task(s, i);
 
