@@ -202,6 +202,17 @@ sys.exit(not (heavy("profile_workloa") > 50 and heavy("spinner") > 50 and len(cp
               and cpu[0].startswith("profile_workloa ") and cpu[1].startswith("spinner ")
               and 50 < before < len(inst) and 0 < calls_before < len(calls)))
 PY
+# The process is named by its full command line (the recorder read it at
+# the exec), not the kernel's 15 characters.
+check exec_process_cmdline python3 - "$TMP/x.json" "$TMP/x.wl" "$LOOP" <<'PY'
+import json, sys
+tr, w = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+names = [e["args"]["name"] for e in tr["traceEvents"]
+         if e.get("ph") == "M" and e.get("name") == "process_name" and e.get("pid") == w["pid"]]
+want = "spinner -s 0.3 -D %s -f 0.2" % sys.argv[3]
+print("# process_name %s, want %r" % (names, want))
+sys.exit(names != [want])
+PY
 if [ "$PPROF_OK" -eq 1 ]; then
 	go tool pprof -raw "$TMP/x.pb.gz" >"$TMP/xraw.txt" 2>&1
 	check exec_pprof_labels bash -c 'grep -q "thread:\[profile_workloa\]" "$1" && grep -q "thread:\[spinner\]" "$1"' _ "$TMP/xraw.txt"

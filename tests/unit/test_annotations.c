@@ -630,6 +630,102 @@ static void open_ranges_end_at_exit(void)
 	tensorflow__profiler__xspace__free_unpacked(x, NULL);
 }
 
+/* The stat named name on event e (its metadata id in the plane), or NULL. */
+static const Tensorflow__Profiler__XStat *event_stat(const XPlane *p, const XEvent *e,
+                                                     const char *name)
+{
+	for (size_t i = 0; i < e->n_stats; i++)
+		for (size_t k = 0; k < p->n_stat_metadata; k++)
+			if (p->stat_metadata[k]->key == (int64_t)e->stats[i]->metadata_id &&
+			    !strcmp(p->stat_metadata[k]->value->name, name))
+				return e->stats[i];
+	return NULL;
+}
+
+/* The name of stat metadata id, or "". */
+static const char *stat_name(const XPlane *p, uint64_t id)
+{
+	for (size_t k = 0; k < p->n_stat_metadata; k++)
+		if (p->stat_metadata[k]->key == (int64_t)id)
+			return p->stat_metadata[k]->value->name;
+	return "";
+}
+
+/* Thread 6003 exec'd between its ranges "cut" and "late": "cut" carries the
+ * name it began under (Chrome args.thread, XSpace stat "thread"), "late"
+ * nothing (its line is named after the exec); the line id stays the tid. */
+static void ranges_carry_thread_name(void)
+{
+	char path[] = "/tmp/kx-ann-names-XXXXXX", err[256], *js, *cutj, *endj, *ss = NULL;
+	struct kx_analysis *an;
+	size_t sslen = 0;
+	FILE *f;
+	struct kx_task seen = {.ts = US(7000), .pid = 6000, .tid = 6003, .what = KX_TASK_SEEN};
+	struct kx_task exec = {.ts = US(9000), .pid = 6000, .tid = 6003, .what = KX_TASK_EXEC};
+	const XPlane *host = NULL;
+	const XLine *l6003 = NULL;
+	int cut = 0, late = 0;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	XSpace *x;
+	int fd = mkstemp(path);
+
+	snprintf(seen.comm, sizeof(seen.comm), "loader");
+	snprintf(exec.comm, sizeof(exec.comm), "worker");
+	snprintf(exec.cmd, sizeof(exec.cmd), "worker --fast");
+	CHECK(fd >= 0 && load());
+	close(fd);
+	CHECK(!kx_store_add_task(store, &seen) && !kx_store_add_task(store, &exec));
+	CHECK(kxt_chrome_write(store, &ci, path, err, sizeof(err)) == 0);
+	js = slurp(path);
+	unlink(path);
+	CHECK(js);
+	/* "cut" and the call inside it, both before the exec. */
+	CHECK_EQ_U(count(js, "\"thread\":\"loader\""), 2);
+	CHECK_EQ_U(count(js, "\"thread\":"), 2);
+	cutj = js ? strstr(js, "{\"ph\":\"X\",\"name\":\"cut\"") : NULL;
+	endj = cutj ? strstr(cutj, "}}") : NULL;
+	CHECK(endj && endj - cutj > 17 && !strncmp(endj - 17, "\"thread\":\"loader\"", 17));
+	free(js);
+	CHECK(kxt_xspace_serialize(store, &ci, NULL, &buf, &len, err, sizeof(err)) == 0);
+	x = buf ? tensorflow__profiler__xspace__unpack(NULL, len, buf) : NULL;
+	free(buf);
+	CHECK(x);
+	for (size_t i = 0; x && i < x->n_planes; i++)
+		if (!strcmp(x->planes[i]->name, "/host:CPU"))
+			host = x->planes[i];
+	for (size_t i = 0; host && i < host->n_lines; i++)
+		if (host->lines[i]->id == 6003)
+			l6003 = host->lines[i];
+	CHECK(l6003 && !strcmp(l6003->name, "worker"));
+	for (size_t j = 0; l6003 && j < l6003->n_events; j++) {
+		const XEvent *e = l6003->events[j];
+		const char *n = meta_name(host, e->metadata_id);
+		const Tensorflow__Profiler__XStat *st = event_stat(host, e, "thread");
+
+		if (!strcmp(n, "cut")) {
+			cut = 1;
+			CHECK(st && !strcmp(stat_name(host, st->ref_value), "loader"));
+		}
+		if (!strcmp(n, "late")) {
+			late = 1;
+			CHECK(!st);
+		}
+	}
+	CHECK(cut && late);
+	tensorflow__profiler__xspace__free_unpacked(x, NULL);
+	/* speedscope: the profile under the latest name says the command line. */
+	an = kxt_analyse(store, &ci);
+	f = open_memstream(&ss, &sslen);
+	CHECK(an && f);
+	CHECK(kx_speedscope_print(an, f, err, sizeof(err)) == 0);
+	fclose(f);
+	kx_analysis_free(an);
+	CHECK(ss && strstr(ss, "{\"name\":\"worker [worker --fast] (pid 6000, tid 6003): ioctls, "
+	                       "annotation ranges, off-CPU\""));
+	free(ss);
+}
+
 /* The speedscope file: one evented profile per thread with ioctls or
  * ranges, its open and close events in time order and properly nested
  * (thread 6003's range "cut" and call partially overlap: the call is cut to
@@ -791,6 +887,7 @@ int main(void)
 	RUN(chrome_slices);
 	RUN(xspace_lines);
 	RUN(open_ranges_end_at_exit);
+	RUN(ranges_carry_thread_name);
 	RUN(speedscope_evented);
 	RUN(live_pairing_and_bounds);
 	RUN(live_threads_bounded);

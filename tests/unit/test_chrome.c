@@ -25,6 +25,7 @@
 #include "kxtest_analysis.h"
 #include "kxtest_capture.h"
 #include "io/replay.h"
+#include "model/annot.h"
 #include "model/store.h"
 
 #define KVM_GET_API_VERSION 0xae00U
@@ -430,8 +431,9 @@ static void test_flow_never_backwards(void)
 	device_timelines(1);
 }
 
-/* A thread that exec'd: its calls before the exec say the name it had then
- * (args.thread); those after it, under its track's name, say nothing. */
+/* A thread that exec'd: its calls and ranges before the exec say the name it
+ * had then (args.thread); those after it, under its track's name, say
+ * nothing. The process is named by its command line, not its comm. */
 static void test_renamed_thread(void)
 {
 	struct kx_store *s = kx_store_new(0);
@@ -446,7 +448,24 @@ static void test_renamed_thread(void)
 	base_capinfo(&ci);
 	snprintf(seen.comm, sizeof(seen.comm), "launcher");
 	snprintf(exec.comm, sizeof(exec.comm), "app");
+	snprintf(exec.cmd, sizeof(exec.cmd), "app --config run.toml");
 	CHECK(s && !kx_store_add_task(s, &seen) && !kx_store_add_task(s, &exec));
+	CHECK(kx_store_add_ann(s,
+	                       &(struct kx_ann){.ts = 5000050000ULL,
+	                                        .begin = 5000050000ULL,
+	                                        .pid = 300,
+	                                        .tid = 300,
+	                                        .what = KX_ANN_PUSH,
+	                                        .depth = 1},
+	                       "load", NULL) == 0);
+	CHECK(kx_store_add_ann(s,
+	                       &(struct kx_ann){.ts = 5000300000ULL,
+	                                        .begin = 5000050000ULL,
+	                                        .pid = 300,
+	                                        .tid = 300,
+	                                        .what = KX_ANN_POP,
+	                                        .depth = 1},
+	                       NULL, NULL) == 0);
 	add(s, 300, 300, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000100000ULL, 1000, 0, NULL, 0);
 	add(s, 300, 300, KX_FK_KVM_VCPU, 0, KX_DRV_KVM, KVM_RUN, 5000600000ULL, 1000, 0, NULL, 0);
 	CHECK(kx_thread_names_build(&tn, s) == 0);
@@ -470,6 +489,10 @@ static void test_renamed_thread(void)
 	        js,
 	        "\"name\":\"thread_name\",\"pid\":300,\"tid\":300,\"args\":{\"name\":\"app\"}"));
 	CHECK(strstr(js, "\"thread\":\"launcher\"}}") && !strstr(js, "\"thread\":\"app\""));
+	CHECK(strstr(js, "\"name\":\"process_name\",\"pid\":300,\"tid\":0,"
+	                 "\"args\":{\"name\":\"app --config run.toml\"}"));
+	CHECK(strstr(js, "\"name\":\"load\",\"cat\":\"annotation\"") &&
+	      strstr(js, "\"ioctls\":1,\"thread\":\"launcher\"}}"));
 	free(js);
 }
 

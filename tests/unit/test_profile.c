@@ -397,7 +397,7 @@ static void check_call_sample(const Perftools__Profiles__Profile *pr)
 
 	for (size_t i = 0; i < pr->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = pr->sample[i];
-		const char *leaf, *call = NULL;
+		const char *leaf, *call = NULL, *process = NULL;
 
 		leaf = pstr(pr, pr->function[s->location_id[0] - 1]->name);
 		if (strcmp(leaf, "vcpu_run"))
@@ -416,8 +416,11 @@ static void check_call_sample(const Perftools__Profiles__Profile *pr)
 				CHECK_EQ_U((uint64_t)s->label[k]->num, PID);
 			if (!strcmp(key, "thread"))
 				CHECK_STR(pstr(pr, s->label[k]->str), "app");
+			if (!strcmp(key, "process"))
+				process = pstr(pr, s->label[k]->str);
 		}
 		CHECK(call && !strcmp(call, "[kvm] KVM_RUN"));
+		CHECK(process && !strcmp(process, "app --flag 1"));
 	}
 	CHECK_EQ_U(found, 1);
 }
@@ -431,7 +434,12 @@ static void test_pprof_decodes(void)
 	char err[200];
 	uint8_t *raw;
 	size_t len = 0;
+	struct kx_task exec = {.ts = 1, .pid = PID, .tid = PID, .what = KX_TASK_EXEC};
 
+	/* The process's command line, as the recorder read it: its samples' label. */
+	snprintf(exec.comm, sizeof(exec.comm), "app");
+	snprintf(exec.cmd, sizeof(exec.cmd), "app --flag 1");
+	CHECK(kx_store_add_task(st, &exec) == 0);
 	p = kx_profile_build(st, capinfo(), KX_SAMPLE_CPU, err, sizeof(err));
 	CHECK(p);
 	CHECK(kx_pprof_encode(p, st, capinfo(), &gz) == 0);

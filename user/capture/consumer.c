@@ -12,6 +12,8 @@
 #include "capture/consumer.h"
 #include "capture/sample.h"
 #include "model/annot.h"
+#include "util/cmdline.h"
+#include "util/hashmap.h"
 
 #define POLL_MS 100
 
@@ -23,6 +25,7 @@ struct kx_consumer {
 	atomic_int stop;
 	/* Written by the consumer thread only; read live by others. */
 	uint64_t ioctls, tasks, jobs, anns, malformed, samples, offcpu, counters;
+	struct kx_hmap cmd_read; /* pids whose command line was read (consumer thread only) */
 };
 
 /* ns -> µs, rounded, saturated at the field's limit. */
@@ -80,6 +83,27 @@ static int on_ioctl(struct kx_consumer *c, const struct kx_ioctl_rec *r, size_t 
 	return 0;
 }
 
+/*
+ * The process's command line, read from /proc once per process while it
+ * lives and again at each exec, onto the task record that made it known.
+ * Best effort: a process already gone (or exec'd again) leaves "" or the
+ * newer line. Out of memory, the line is read again next time.
+ */
+static void task_cmd(struct kx_consumer *c, struct kx_task *t)
+{
+	int isnew = 0;
+
+	if (t->what == KX_TASK_EXIT) {
+		if (t->tid == t->pid)
+			kx_hmap_del(&c->cmd_read, t->pid); /* the pid may come back */
+		return;
+	}
+	if (!kx_hmap_put(&c->cmd_read, t->pid, 1, &isnew))
+		isnew = 1;
+	if (isnew || t->what == KX_TASK_EXEC)
+		kx_cmdline_read(t->pid, t->cmd, sizeof(t->cmd));
+}
+
 static int on_task(struct kx_consumer *c, const struct kx_task_rec *r, size_t size)
 {
 	struct kx_task t;
@@ -96,6 +120,7 @@ static int on_task(struct kx_consumer *c, const struct kx_task_rec *r, size_t si
 	t.what = r->what;
 	memcpy(t.comm, r->comm, sizeof(t.comm));
 	t.comm[sizeof(t.comm) - 1] = 0;
+	task_cmd(c, &t);
 	count(&c->tasks);
 	if (c->sink.task)
 		c->sink.task(c->sink.ctx, &t);
@@ -297,6 +322,7 @@ void kx_consumer_free(struct kx_consumer *c)
 	if (c->running)
 		kx_consumer_stop(c);
 	ring_buffer__free(c->rb);
+	kx_hmap_free(&c->cmd_read);
 	free(c);
 }
 

@@ -536,10 +536,14 @@ static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 		const char *comm;
 
 		if (i == 0 || (uint32_t)(th[i - 1] >> 32) != pid) {
+			const char *cmd = kx_store_cmd(c->s, pid);
+
 			comm = kx_store_comm(c->s, pid);
 			meta_head(w, first, "process_name", pid, 0);
 			PUT_LIT(w, "\"name\":");
-			if (comm) {
+			if (cmd) {
+				wb_field(w, cmd, KX_CMD_LEN);
+			} else if (comm) {
 				wb_field(w, comm, KX_COMM_LEN);
 			} else {
 				snprintf(buf, sizeof(buf), "pid %u", pid);
@@ -685,12 +689,13 @@ static void write_fields(struct wbuf *w, const struct ctx *c, const struct kx_io
 	}
 }
 
-/* A call made under another name than its thread's track has (before an
- * exec or a rename): that name, in args.thread. */
-static void write_thread_name(struct wbuf *w, const struct ctx *c, const struct kx_ioctl *e)
+/* An event of tid at ts (a call, an annotation) made under another name
+ * than its thread's track has (before an exec or a rename): that name, in
+ * args.thread. */
+static void write_thread_name(struct wbuf *w, const struct ctx *c, uint32_t tid, uint64_t ts)
 {
-	const char *then = kx_thread_name_at(&c->names, e->tid, e->ts);
-	const char *now = then ? kx_store_comm(c->s, e->tid) : NULL;
+	const char *then = kx_thread_name_at(&c->names, tid, ts);
+	const char *now = then ? kx_store_comm(c->s, tid) : NULL;
 
 	if (!then || (now && !strncmp(then, now, KX_COMM_LEN)))
 		return;
@@ -744,7 +749,7 @@ static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
 	}
 	if (kx_event_has_fields(c->an, e))
 		write_fields(w, c, e);
-	write_thread_name(w, c, e);
+	write_thread_name(w, c, e->tid, e->ts);
 	wb_lit(w, "}}");
 	return 0;
 }
@@ -1076,6 +1081,7 @@ static void ann_args(struct wbuf *w, const struct ctx *c, const struct kx_range 
 		PUT_LIT(w, ",\"range_id\":");
 		put_u64(w, r->id);
 	}
+	write_thread_name(w, c, r->tid, r->begin);
 	if (r->open)
 		PUT_LIT(w, ",\"open\":true");
 	if (cat[0]) {

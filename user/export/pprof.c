@@ -231,6 +231,8 @@ static void label_str(struct enc *e, const char *key, const char *v)
 static void samples(struct enc *e, const struct kx_profile *p, const struct kx_store *s)
 {
 	uint64_t ids[2 * KX_SAMPLE_MAX_DEPTH + 1];
+	uint32_t cmd_pid = 0; /* the process cmd was looked up for (stacks come by thread) */
+	const char *cmd = NULL;
 
 	for (size_t i = 0; i < p->nstacks && !e->oom; i++) {
 		const struct kx_pstack *st = &p->stacks[i];
@@ -245,6 +247,12 @@ static void samples(struct enc *e, const struct kx_profile *p, const struct kx_s
 		label_num(e, "pid", st->pid);
 		label_num(e, "tid", st->tid);
 		label_str(e, "thread", kx_profile_stack_comm(s, st));
+		if (!i || st->pid != cmd_pid) {
+			cmd_pid = st->pid;
+			cmd = kx_store_cmd(s, cmd_pid);
+		}
+		if (cmd) /* the process's command line, when the capture has it */
+			label_str(e, "process", cmd);
 		if (st->call)
 			label_str(e, "driver_call", p->frames[st->call - 1].name);
 		sub(&e->out, P_SAMPLE, &e->msg);

@@ -239,7 +239,9 @@ static void print_functions(const struct kx_profile *p, const struct kx_store *s
 		int rows = 0;
 
 		kx_fmt_share(b, sizeof(b), t->procs.f[i].total, t->total);
-		fprintf(f, "\nProcess %u %s: %s of the profile\n", pid, kx_profile_comm(s, pid), b);
+		/* Named by its command line where the capture has it. */
+		fprintf(f, "\nProcess %u %s: %s of the profile\n", pid,
+		        kx_store_cmd(s, pid) ? kx_store_cmd(s, pid) : kx_profile_comm(s, pid), b);
 		fprintf(f, "%-*s %10s %7s %7s  %s\n", NAME_W, "Function", unit, "Self%", "Total%",
 		        "Module");
 		for (size_t k = 0; k < t->fn.n && rows < KX_PROFTABLE_TOP; k++) {
@@ -350,6 +352,10 @@ static void json_procs(const struct kx_profile *p, const struct kx_store *s, con
 
 		fprintf(f, "%s{\"pid\": %u, \"comm\": ", i ? ", " : "", pid);
 		kx_json_cstr(f, kx_profile_comm(s, pid));
+		if (kx_store_cmd(s, pid)) {
+			fprintf(f, ", \"cmd\": ");
+			kx_json_cstr(f, kx_store_cmd(s, pid));
+		}
 		fprintf(f, ", \"Total\": %" PRIu64 ", \"Functions\": [", t->procs.f[i].total);
 		for (size_t k = 0; k < t->fn.n && rows < KX_PROFTABLE_TOP; k++)
 			if (t->fn.f[k].pid == pid && t->fn.f[k].self)

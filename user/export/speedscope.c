@@ -264,16 +264,21 @@ static void put_event(struct writer *w, int *first, char type, uint32_t frame, u
 	*first = 0;
 }
 
-/* A profile's name: the thread's (comm: its name then, NULL: its latest). */
+/* A profile's name: the thread's (comm: its name then, NULL: its latest),
+ * with its process's command line when the capture has it and the name is
+ * the latest (a profile of before an exec ran another command). */
 static void put_name(struct writer *w, const struct thr *t, const char *comm, const char *what)
 {
-	char name[128];
+	const char *latest = kx_profile_comm(w->s, t->tid);
+	const char *cmd = kx_store_cmd(w->s, t->pid);
+	char name[128 + KX_CMD_LEN];
 
 	if (!comm)
-		comm = kx_profile_comm(w->s, t->tid);
-
-	snprintf(name, sizeof(name), "%s%s(pid %u, tid %u): %s", comm, comm[0] ? " " : "", t->pid,
-	         t->tid, what);
+		comm = latest;
+	if (cmd && strcmp(comm, latest))
+		cmd = NULL;
+	snprintf(name, sizeof(name), "%s%s%s%s%s(pid %u, tid %u): %s", comm, comm[0] ? " " : "",
+	         cmd ? "[" : "", cmd ? cmd : "", cmd ? "] " : "", t->pid, t->tid, what);
 	fprintf(w->f, "%s{\"name\":", w->nprofiles++ ? ",\n" : "");
 	kx_json_cstr(w->f, name);
 }

@@ -50,6 +50,7 @@
 #include "analysis/analysis.h"
 #include "analysis/fields.h"
 #include "analysis/flows.h"
+#include "analysis/threadnames.h"
 #include "util/outfile.h"
 #include "util/workq.h"
 #include "export/xspace.h"
@@ -334,11 +335,12 @@ struct exporter {
 	size_t job_events;                    /* exported on device planes */
 	uint32_t st_offcpu, st_flow, st_corr; /* host plane stat ids, 0 until used */
 	const struct kx_ranges *rg;           /* annotation ranges (the analysis') */
-	uint32_t *ann_mid;  /* per annotation string id: its event metadata id, 0 until used */
-	uint32_t *ann_cat;  /* per annotation string id: its ref as a stat value, 0 until used */
-	uint32_t st_ann[9]; /* host plane stat ids of annotation events (ann_stat_names) */
-	size_t ann_events;  /* exported on the host plane */
-	struct hline *hl;   /* per line: what the sizing pass found */
+	uint32_t *ann_mid;   /* per annotation string id: its event metadata id, 0 until used */
+	uint32_t *ann_cat;   /* per annotation string id: its ref as a stat value, 0 until used */
+	uint32_t st_ann[10]; /* host plane stat ids of annotation events (ann_stat_names) */
+	struct kx_thread_names names; /* threads renamed during the capture */
+	size_t ann_events;            /* exported on the host plane */
+	struct hline *hl;             /* per line: what the sizing pass found */
 	/* The sizing pass's last answers: runs of one command on one file are the rule. */
 	uint64_t last_cmd_key, last_dev_key;
 	uint32_t last_drv, last_fkind, last_mid, last_dev;
@@ -876,16 +878,27 @@ static uint32_t ann_string(struct exporter *x, uint32_t *table, struct strtab *t
 
 /* The stats of a range event: (metadata id, value field, value), n of them. */
 struct ann_stats {
-	uint32_t mid[9];
-	uint64_t v[9];
-	unsigned int vfield[9];
+	uint32_t mid[10];
+	uint64_t v[10];
+	unsigned int vfield[10];
 	int n;
 };
 
-enum { SA_DEPTH, SA_IOCTLS, SA_DJOBS, SA_DTIME, SA_CAT, SA_OPEN, SA_RID, SA_TID, SA_ETID };
-static const char *const ann_stat_names[] = {"depth",          "ioctls",   "device_jobs",
-                                             "device_time_ps", "category", "open",
-                                             "range_id",       "tid",      "end_tid"};
+enum {
+	SA_DEPTH,
+	SA_IOCTLS,
+	SA_DJOBS,
+	SA_DTIME,
+	SA_CAT,
+	SA_OPEN,
+	SA_RID,
+	SA_TID,
+	SA_ETID,
+	SA_THREAD
+};
+static const char *const ann_stat_names[] = {"depth",    "ioctls", "device_jobs", "device_time_ps",
+                                             "category", "open",   "range_id",    "tid",
+                                             "end_tid",  "thread"};
 
 static void ann_stat_add(struct ann_stats *a, uint32_t mid, unsigned int vfield, uint64_t v)
 {
@@ -894,10 +907,30 @@ static void ann_stat_add(struct ann_stats *a, uint32_t mid, unsigned int vfield,
 	a->v[a->n++] = v;
 }
 
+/* The name r's thread had when r began, as a stat value ref, when its line
+ * is named otherwise (it began before an exec or a rename); 0 when not, or
+ * on OOM (*oom set). */
+static uint32_t ann_thread_ref(struct exporter *x, const struct kx_range *r, int frozen, int *oom)
+{
+	const char *then = kx_thread_name_at(&x->names, r->tid, r->begin);
+	const char *now = then ? kx_store_comm(x->s, r->tid) : NULL;
+	size_t n;
+	uint32_t ref;
+
+	if (!then || (now && !strncmp(then, now, KX_COMM_LEN)))
+		return 0;
+	n = strnlen(then, KX_COMM_LEN);
+	ref = frozen ? strtab_find(&x->st, then, n) : strtab_id(&x->st, then, n);
+	*oom = !ref;
+	return ref;
+}
+
 /*
  * What a range event carries: depth; thread ranges the ioctls they hold
  * and their jobs' device time; cross-thread ones their id and threads; its
- * category; "open" when it never ended. 0, or -1 when a name is missing.
+ * category; "open" when it never ended; "thread", the name its thread had
+ * then, when that was before an exec or a rename. 0, or -1 when a name is
+ * missing.
  */
 static int ann_stats_of(struct exporter *x, const struct kx_range *r, struct ann_stats *a,
                         int frozen)
@@ -931,6 +964,15 @@ static int ann_stats_of(struct exporter *x, const struct kx_range *r, struct ann
 	}
 	if (r->open)
 		ann_stat_add(a, id[SA_OPEN], XSTAT_UINT64, 1);
+	if (r->kind != KX_RANGE_CROSS) {
+		int oom = 0;
+		uint32_t ref = ann_thread_ref(x, r, frozen, &oom);
+
+		if (oom)
+			return -1;
+		if (ref)
+			ann_stat_add(a, id[SA_THREAD], XSTAT_REF, ref);
+	}
 	return 0;
 }
 
@@ -1965,6 +2007,7 @@ static void exporter_free(struct exporter *x)
 	free(x->lines);
 	free(x->ann_mid);
 	free(x->ann_cat);
+	kx_thread_names_free(&x->names);
 	free(x->hl);
 	strtab_free(&x->ev);
 	strtab_free(&x->st);
@@ -1989,7 +2032,7 @@ static int export(struct exporter *x, int fd)
 		            kx_store_ioctl_count(x->s));
 	x->ann_mid = calloc(kx_store_ann_strings(x->rg->strings) + 1, sizeof(*x->ann_mid));
 	x->ann_cat = calloc(kx_store_ann_strings(x->rg->strings) + 1, sizeof(*x->ann_cat));
-	if (!x->ann_mid || !x->ann_cat)
+	if (!x->ann_mid || !x->ann_cat || kx_thread_names_build(&x->names, x->s))
 		return fail(x, "out of memory");
 	if (select_events(x))
 		return -1;

@@ -27,7 +27,9 @@
  *              pid; u8 fkind, u8 drv, dev, zz fd; u32 cmd, xfer_cmd; zz ret
  *              (absent when 0); cpu; offcpu_us (IF_OFFCPU); u8 in len,
  *              u8 out len, bytes (IF_ARG)
- *   task (2):  zz ts delta, pid, tid, ppid, what, u8 comm len, comm bytes
+ *   task (2):  zz ts delta, pid, tid, ppid, what, u8 comm len, comm bytes;
+ *              u8 cmd len, cmd bytes (the process's command line, 0 bytes when
+ *              not read: older readers skip it, older files end before it)
  *   job (3):   zz ts delta, src, phase, flags, dev, pid, tid, ctx, seqno,
  *              aux, aux2, u8 ring len, ring bytes
  *   sample (4), off-CPU (5), symbol (6), counters (7): see io/kxp_samples.h
@@ -845,6 +847,7 @@ int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t)
 {
 	uint8_t pl[REC_MAX], *p = pl;
 	size_t n = strnlen(t->comm, KX_COMM_LEN - 1);
+	size_t cn = strnlen(t->cmd, KX_CMD_LEN - 1);
 
 	if (w->failed)
 		return -1;
@@ -856,6 +859,9 @@ int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t)
 	*p++ = (uint8_t)n;
 	memcpy(p, t->comm, n);
 	p += n;
+	*p++ = (uint8_t)cn; /* always: fields added later go after it */
+	memcpy(p, t->cmd, cn);
+	p += cn;
 	w->ctx.prev_ts = t->ts;
 	return add_record(w, REC_TASK, pl, (size_t)(p - pl));
 }
@@ -1251,6 +1257,13 @@ static int decode_task(struct rd *q, struct chunk_ctx *ctx, struct kx_task *t)
 	if (q->bad || clen > KX_COMM_LEN)
 		return -1;
 	memcpy(t->comm, comm, clen < KX_COMM_LEN ? clen : KX_COMM_LEN - 1);
+	if (q->p < q->end) { /* the command line, when the recorder read it */
+		clen = rd_u8(q);
+		comm = rd_bytes(q, clen);
+		if (q->bad)
+			return -1;
+		memcpy(t->cmd, comm, clen < KX_CMD_LEN ? clen : KX_CMD_LEN - 1);
+	}
 	ctx->prev_ts = t->ts;
 	return 0;
 }

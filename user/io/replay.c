@@ -526,7 +526,8 @@ static int rec_task(struct ctx *c, struct obj *o, struct kx_store *s)
 	if (opt_u(c, o, "ts", 64, &t.ts) || opt_u(c, o, "pid", 32, &t.pid) ||
 	    opt_u(c, o, "tid", 32, &t.tid) || opt_u(c, o, "ppid", 32, &t.ppid))
 		return -1;
-	if (opt_str(c, o, "comm", t.comm, sizeof(t.comm)))
+	if (opt_str(c, o, "comm", t.comm, sizeof(t.comm)) ||
+	    opt_str(c, o, "cmd", t.cmd, sizeof(t.cmd)))
 		return -1;
 	if (opt_str(c, o, "what", what, sizeof(what)))
 		return -1;

@@ -150,6 +150,8 @@ struct kx_job {
 	char ring[16]; /* ring / queue / timeline name, NUL-terminated; "" if none */
 };
 
+#define KX_CMD_LEN 128 /* bytes of a process's command line kept, NUL included */
+
 /* A thread's identity change (fork, exec, rename, exit). */
 struct kx_task {
 	uint64_t ts;  /* CLOCK_MONOTONIC ns */
@@ -158,6 +160,9 @@ struct kx_task {
 	uint32_t ppid; /* FORK: the parent's tgid, else 0 */
 	uint32_t what; /* enum kx_task_what */
 	char comm[KX_COMM_LEN];
+	/* The process's command line as the recorder read it when it first saw
+	 * the process and at each exec (util/cmdline.h); "" when not read. */
+	char cmd[KX_CMD_LEN];
 };
 
 /* Names of job sources and phases, as fixtures and outputs spell them. */

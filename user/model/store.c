@@ -341,6 +341,7 @@ int kx_store_add_task(struct kx_store *s, const struct kx_task *t)
 	dst = &s->task[s->ntask / TASK_PER_CHUNK][s->ntask % TASK_PER_CHUNK];
 	*dst = *t;
 	dst->comm[KX_COMM_LEN - 1] = '\0';
+	dst->cmd[KX_CMD_LEN - 1] = '\0';
 	/* Arrival order is the ring buffer's order: the last event wins. The
 	 * add allocates nothing: comm_reserve made room. */
 	if (latest)
@@ -454,6 +455,25 @@ const char *kx_store_comm(const struct kx_store *s, uint32_t tid)
 	const uint32_t *latest = kx_hmap_get(&s->comm, tid);
 
 	return latest ? kx_store_task(s, *latest)->comm : NULL;
+}
+
+const char *kx_store_cmd(const struct kx_store *s, uint32_t pid)
+{
+	const uint32_t *main_latest = kx_hmap_get(&s->comm, pid);
+
+	/* The recorder reads the line onto the first record of a process and
+	 * onto its execs, which are its main thread's: when that thread's
+	 * latest record has one, no later record does. */
+	if (main_latest && kx_store_task(s, *main_latest)->cmd[0])
+		return kx_store_task(s, *main_latest)->cmd;
+	/* Else a backward scan (task records are a handful per thread). */
+	for (size_t i = s->ntask; i-- > 0;) {
+		const struct kx_task *t = kx_store_task(s, i);
+
+		if (t->pid == pid && t->cmd[0])
+			return t->cmd;
+	}
+	return NULL;
 }
 
 struct kx_samples *kx_store_samples(const struct kx_store *s)

@@ -95,6 +95,9 @@ const struct kx_drm_ev *kx_store_drm(const struct kx_store *s, size_t *n);
 
 /* Latest comm known for tid (from task events), or NULL. */
 const char *kx_store_comm(const struct kx_store *s, uint32_t tid);
+/* Latest command line recorded for process pid (a task event's cmd), or
+ * NULL when the capture has none (older files, unreadable /proc). */
+const char *kx_store_cmd(const struct kx_store *s, uint32_t pid);
 
 /*
  * Annotation events (model/annot.h), in arrival order. name and cat are
