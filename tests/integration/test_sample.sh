@@ -187,7 +187,9 @@ check exec_names python3 - "$TMP/x.folded" "$TMP/x.ss.json" "$TMP/x.json" "$TMP/
 import json, sys
 folded = open(sys.argv[1]).read().splitlines()
 ss, tr, w = json.load(open(sys.argv[2])), json.load(open(sys.argv[3])), json.load(open(sys.argv[4]))
-heavy = lambda who: sum(int(l.rsplit(" ", 1)[1]) for l in folded if l.startswith(who + ";") and "kxw_heavy" in l)
+# Samples by the name in force (symbols aside: the exec'd image's maps are
+# read while it lives, and a sample taken before that read stays unresolved).
+heavy = lambda who: sum(int(l.rsplit(" ", 1)[1]) for l in folded if l.startswith(who + ";"))
 # (samples of the child record launched, before its exec, are named "kxprof")
 cpu = sorted(p["name"] for p in ss["profiles"] if p["name"].endswith("(pid %d, tid %d): CPU samples" % (w["pid"], w["pid"]))
              and not p["name"].startswith("kxprof "))
@@ -196,7 +198,7 @@ before = sum(e["args"].get("thread") == "profile_workloa" for e in inst)
 calls = [e for e in tr["traceEvents"] if e.get("ph") == "X" and e.get("name") == "BLKFLSBUF" and e["tid"] == w["pid"]]
 calls_before = sum(e["args"].get("thread") == "profile_workloa" for e in calls)
 print("# %d of %d BLKFLSBUF slices say profile_workloa" % (calls_before, len(calls)))
-print("# kxw_heavy samples: %d as profile_workloa, %d as spinner; speedscope %s; %d of %d instants say profile_workloa" %
+print("# samples: %d as profile_workloa, %d as spinner; speedscope %s; %d of %d instants say profile_workloa" %
       (heavy("profile_workloa"), heavy("spinner"), cpu, before, len(inst)))
 sys.exit(not (heavy("profile_workloa") > 50 and heavy("spinner") > 50 and len(cpu) == 2
               and cpu[0].startswith("profile_workloa ") and cpu[1].startswith("spinner ")
