@@ -3,7 +3,8 @@
 # holds its --help verbatim and names every option, `kxprof help CMD` is
 # `kxprof CMD --help`, `make install` puts the man pages where `man` finds
 # them and each names every option, the README stays a front door (at most
-# 300 lines), and every relative link in README.md and docs/*.md resolves.
+# 300 lines), and every relative link in README.md, tests/README.md and
+# docs/*.md resolves.
 # Needs no root and no BPF.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -107,7 +108,7 @@ fi
 lines=$(wc -l <"$ROOT/README.md")
 check "readme_at_most_300_lines_($lines)" test "$lines" -le 300
 
-# Every relative link of README.md and docs/*.md names an existing file, and
+# Every relative link of README.md, tests/README.md and docs/*.md names an existing file, and
 # its #anchor a heading of that file (GitHub's rule for heading anchors).
 python3 - "$ROOT" >"$TMP/links.out" <<'PY'
 import glob, os, re, sys
@@ -124,7 +125,7 @@ def anchors(path):
             out.add(slug(line.lstrip('#')))
     return out
 bad = 0
-for f in [os.path.join(root, 'README.md')] + sorted(glob.glob(os.path.join(root, 'docs', '*.md'))):
+for f in [os.path.join(root, 'README.md'), os.path.join(root, 'tests', 'README.md')] + sorted(glob.glob(os.path.join(root, 'docs', '*.md'))):
     fence = False
     for n, line in enumerate(open(f), 1):
         if line.startswith('```'):
