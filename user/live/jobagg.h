@@ -19,12 +19,14 @@
  * wait for their thread's next KVM_RUN record: the first exit inside it ends
  * the job that started at the call's enter, later ones inside it are
  * duplicates, one before it is a job of its own with no start (as offline).
+ * A KVM job is known when it ends: it is never counted in flight.
  *
  * Busy time: the union of the jobs' busy intervals (kx_jobrec_busy: from RUN,
  * or QUEUE for a job that has no RUN, to DONE) per device, plus the time
  * since the earliest RUN of jobs still running; exact while a device's
  * intervals fit KX_JOBAGG_MAX_IVALS (past it the oldest is folded in, and
- * a later interval reaching back before it is cut there).
+ * a later interval reaching back before it is cut there; so is one reaching
+ * back before a reset).
  *
  * Overflow (counted, never silent): an open job evicted because the table
  * is full (oldest first), a job of a new (device, ring) past the series
