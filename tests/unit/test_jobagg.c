@@ -231,6 +231,14 @@ static void test_kvm_jobs(void)
 	CHECK_EQ_U(s.devs[0].inflight, 0);
 	CHECK_EQ_U(s.overflow, 0);
 	kx_jobagg_snapshot_free(&s);
+	/* KX_JOBAGG_MAX_EXITS exits wait at most: the oldest becomes a job
+	 * without a start (no loss) */
+	for (uint32_t t = 0; t <= KX_JOBAGG_MAX_EXITS; t++)
+		add(a, KX_JOB_SRC_KVM, KX_JOB_DONE, US(200 + t), 0, 1000 + t, 0, NULL);
+	CHECK(kx_jobagg_snapshot(a, &s, US(2000), 0) == 0);
+	CHECK_EQ_U(s.devs[0].jobs, 4 + 1);
+	CHECK_EQ_U(s.overflow, 0);
+	kx_jobagg_snapshot_free(&s);
 	kx_jobagg_free(a);
 }
 

@@ -430,9 +430,9 @@ static void kvm_job(struct kx_jobagg *a, const struct kx_job *x, const struct kx
 static void exit_add(struct kx_jobagg *a, const struct kx_job *x)
 {
 	if (a->nexits == KX_JOBAGG_MAX_EXITS) {
-		/* Its KVM_RUN record is long overdue: a job without a start. */
+		/* Its KVM_RUN record is long overdue (its thread ran none since,
+		 * or the call began before the capture): a job without a start. */
 		kvm_job(a, &a->exits[0], NULL);
-		a->overflow++;
 		memmove(&a->exits[0], &a->exits[1], (a->nexits - 1) * sizeof(*a->exits));
 		a->nexits--;
 	}

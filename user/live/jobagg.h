@@ -30,7 +30,8 @@
  *
  * Overflow (counted, never silent): an open job evicted because the table
  * is full (oldest first), a job of a new (device, ring) past the series
- * limit, a KVM exit evicted from a full wait list. Finished jobs stay in the
+ * limit. The oldest KVM exit of a full wait list becomes a job without a
+ * start, as offline where no KVM_RUN holds it. Finished jobs stay in the
  * table (a second source's phases of them are not new jobs) until their
  * slot is needed; that eviction is not a loss.
  * Thread-safe: add from the consumer, snapshot from anywhere.
