@@ -18,7 +18,9 @@
  * a thread's call in task-local storage and read the task through BTF.
  * Aggregate mode (rodata `aggregate`, always-on profiling): the same capture
  * counts each ioctl into the `agg` histogram map at exit instead of making
- * a record (no ring buffer, no argument copies, no task records).
+ * a record (no argument copies, no task records); only the calls of one
+ * (driver, cmd) that user space names (`agg_rec_drv`, `agg_rec_cmd`: KVM_RUN,
+ * where live KVM jobs start) also make a short record.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -46,6 +48,10 @@ const volatile bool agg_by_cgroup = false; /* split aggregates by cgroup id */
 /* Set by user space while an NVIDIA device is traced: aggregates then still
  * unwrap XFER escapes (their names); writable at run time (hot-plug). */
 bool agg_xfer = false;
+/* Aggregate mode: calls of this driver (enum kx_driver, 0: none) and cmd
+ * still make a short record besides their count. */
+const volatile __u32 agg_rec_drv = 0;
+const volatile __u32 agg_rec_cmd = 0;
 
 /* Which (driver, cmd) get an argument copy. */
 struct {
@@ -509,6 +515,20 @@ static __always_inline void fill_ioctl(struct kx_ioctl_rec *r, const struct infl
 	r->arg_out_len = 0;
 }
 
+/* A short record (no arguments) of the call v: 0, or -1 when the ring is full. */
+static __always_inline int emit_short(const struct inflight *v, __u32 tgid, __u32 tid, __u64 now,
+                                      long ret)
+{
+	struct kx_ioctl_rec *r = bpf_ringbuf_reserve(&events, KX_IOCTL_REC_BASE_SIZE, 0);
+
+	if (!r)
+		return -1;
+	fill_ioctl(r, v, tgid, tid, now, ret);
+	r->hdr.size = KX_IOCTL_REC_BASE_SIZE;
+	bpf_ringbuf_submit(r, submit_flags());
+	return 0;
+}
+
 static __always_inline bool agg_key_eq(const struct kx_agg_key *a, const struct kx_agg_key *b)
 {
 	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
@@ -631,6 +651,11 @@ static __always_inline int on_exit(long ret, const bool btf)
 	if (aggregate) {
 		/* No record and no thread naming: the point of the mode is its cost. */
 		agg_add(v, tgid, now - v->ts, ret);
+		if (agg_rec_drv && v->drv == agg_rec_drv && v->cmd == agg_rec_cmd) {
+			stat_inc(KX_STAT_EMITTED);
+			if (emit_short(v, tgid, tid, now, ret))
+				stat_inc(KX_STAT_DROPPED);
+		}
 		call_done(v, btf);
 		return 0;
 	}

@@ -6,6 +6,7 @@
 # a query, malformed/oversized/stalled requests do not hurt the server or
 # other clients, trickling clients are cut at the request deadline, port 0
 # prints the bound port, bad query parameters get 400, SIGHUP keeps it serving, /summary.json?reset=1 resets,
+# block requests and KVM_RUNs are paired into job histograms,
 # SIGTERM exits 0 with nothing left attached, and a soak with processes
 # coming and going keeps memory and keys flat.
 . "$(dirname "$0")/lib.sh"
@@ -456,6 +457,36 @@ PY
 	wait_rc jobs_serve_exit $SPID 0
 else
 	skip job_exec_counts_equal_workload "no /dev/loop-control"
+fi
+
+# 7c. KVM jobs: each KVM_RUN is one job, paired online as offline (its
+# exit inside the call, the call's enter as its start)
+if [ "$ACCEL" = kvm ]; then
+	PORT=$(free_port)
+	URL=http://127.0.0.1:$PORT
+	"$KXPROF" serve --listen "127.0.0.1:$PORT" -p $$ --rescan 0 2>"$TMP/kvmjobs.err" &
+	SPID=$!
+	if wait_http "$URL/"; then
+		accel_workload 2 100 >"$TMP/kw.json"
+		sleep 0.3 # the consumer drains records every ~100 ms
+		fetch "$URL/metrics" >"$TMP/kvmjobs.txt"
+		check kvm_job_exec_counts_equal_runs python3 - "$TMP/kw.json" "$TMP/kvmjobs.txt" <<'PY'
+import json, re, sys
+want = json.load(open(sys.argv[1]))["ioctls"]["KVM_RUN"]
+text = open(sys.argv[2]).read()
+got = sum(int(v) for v in re.findall(r'^kxprof_job_exec_seconds_count\{device="kvm",ring="vcpu"\} (\d+)$', text, re.M))
+busy = re.findall(r'^kxprof_job_busy_seconds_total\{device="kvm"\} (\S+)$', text, re.M)
+print(f"kvm: {got} jobs, busy {busy}, workload ran {want} KVM_RUNs")
+sys.exit(0 if got == want == 200 and busy and float(busy[0]) > 0 else 1)
+PY
+		check kvm_job_overflow_none grep -q '^kxprof_map_overflow_total{map="jobs"} 0$' "$TMP/kvmjobs.txt"
+	else
+		fail kvm_job_exec_counts_equal_runs "serve did not start: $(cat "$TMP/kvmjobs.err")"
+	fi
+	kill -TERM $SPID
+	wait_rc kvmjobs_serve_exit $SPID 0
+else
+	skip kvm_job_exec_counts_equal_runs "no /dev/kvm"
 fi
 
 # 8. soak: processes starting and exiting, scrapes, per-process keys (under

@@ -30,6 +30,11 @@ print(sys.argv[3], "rates:", rates)
 sys.exit(0 if rates and max(rates) > 0 else 1)
 PY
 check batch_jobs_header grep -q '^jobs in flight: ' "$TMP/batch.txt"
+# KVM_RUNs are jobs live as offline (loop's BLKZEROOUT queues block
+# requests: the loop device's own disk, not traced here)
+if [ "$ACCEL" = kvm ]; then
+	check batch_kvm_jobs_busy grep -Eq '^jobs in flight: [0-9]+  device busy: [0-9]+% \(kvm\)' "$TMP/batch.txt"
+fi
 
 # 2. -P: a row per process, with the workload's pid and name
 accel_argv 1 1500 1000

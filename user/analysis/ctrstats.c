@@ -31,23 +31,41 @@ static uint64_t call_key(uint32_t tid, uint64_t ts)
 	return kx_hash_combine(kx_hash_u64(tid), ts);
 }
 
-/* The counter record of the call (tid, ts), NULL when none. */
-static const struct kx_ctr_ev *find(const struct kx_ctrstats *cs, uint32_t tid, uint64_t ts,
-                                    size_t *idx)
+int kx_ctr_join_add(struct kx_hmap *m, const struct kx_ctr_ev *c, uint32_t v)
 {
-	size_t pos = KX_HMAP_START;
-	uint32_t *v;
+	return kx_hmap_add(m, call_key(c->tid, c->ts), v);
+}
 
-	while ((v = kx_hmap_next(&cs->by_call, call_key(tid, ts), &pos)) != NULL) {
-		const struct kx_ctr_ev *e = kx_samples_ctr(cs->t, *v);
+const struct kx_ctr_ev *kx_ctr_join_find(const struct kx_hmap *m, uint32_t tid, uint64_t ts,
+                                         const struct kx_ctr_ev *(*at)(const void *ctx, uint32_t v),
+                                         const void *ctx, uint32_t *v, size_t *pos)
+{
+	uint32_t *i;
 
-		if (e->tid == tid && e->ts == ts) {
-			if (idx)
-				*idx = *v;
-			return e;
+	*pos = KX_HMAP_START;
+	while ((i = kx_hmap_next(m, call_key(tid, ts), pos))) {
+		const struct kx_ctr_ev *c = at(ctx, *i);
+
+		if (c->tid == tid && c->ts == ts) {
+			*v = *i;
+			return c;
 		}
 	}
 	return NULL;
+}
+
+static const struct kx_ctr_ev *stored(const void *t, uint32_t v)
+{
+	return kx_samples_ctr(t, v);
+}
+
+/* The counter record of the call (tid, ts), NULL when none. */
+static const struct kx_ctr_ev *find(const struct kx_ctrstats *cs, uint32_t tid, uint64_t ts)
+{
+	size_t pos;
+	uint32_t v;
+
+	return kx_ctr_join_find(&cs->by_call, tid, ts, stored, cs->t, &v, &pos);
 }
 
 void kx_ctrstats_note(struct kx_ctrstats *cs, const struct kx_ctr_ev *c)
@@ -61,8 +79,7 @@ static int index_records(struct kx_ctrstats *cs)
 	for (size_t i = 0; i < kx_samples_nctr(cs->t); i++) {
 		const struct kx_ctr_ev *e = kx_samples_ctr(cs->t, i);
 
-		if (i >= UINT32_MAX ||
-		    kx_hmap_add(&cs->by_call, call_key(e->tid, e->ts), (uint32_t)i))
+		if (i >= UINT32_MAX || kx_ctr_join_add(&cs->by_call, e, (uint32_t)i))
 			return -1;
 		kx_ctrstats_note(cs, e);
 	}
@@ -130,7 +147,7 @@ static int rows(struct kx_ctrstats *cs, const struct kx_store *s)
 
 	for (size_t i = 0; i < kx_store_ioctl_count(s) && !rc; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(s, i);
-		const struct kx_ctr_ev *c = find(cs, e->tid, e->ts, NULL);
+		const struct kx_ctr_ev *c = find(cs, e->tid, e->ts);
 		long r;
 
 		if (!c)
@@ -193,7 +210,7 @@ void kx_ctrstats_free(struct kx_ctrstats *cs)
 int kx_ctrstats_fields(const struct kx_ctrstats *cs, const struct kx_ioctl *e, struct kx_field *f,
                        int max)
 {
-	const struct kx_ctr_ev *c = cs ? find(cs, e->tid, e->ts, NULL) : NULL;
+	const struct kx_ctr_ev *c = cs ? find(cs, e->tid, e->ts) : NULL;
 	int n = 0;
 
 	for (int k = 0; c && k < cs->n && k < c->n && n < max; k++) {

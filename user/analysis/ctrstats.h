@@ -39,6 +39,19 @@ struct kx_ctrstats {
 	struct kx_hmap by_call; /* hash(tid, ts) -> counter record */
 };
 
+/*
+ * The join of a counter record to its call, in memory and streamed: the same
+ * thread and enter time. m maps a call to the numbers of the caller's
+ * records (kx_ctr_join_add: 0, or -1 when out of memory); kx_ctr_join_find
+ * walks the candidates of call (tid, ts), at(ctx, v) giving record v: the
+ * first that matches, its number in *v and its place in m in *pos (for
+ * kx_hmap_del_at), or NULL.
+ */
+int kx_ctr_join_add(struct kx_hmap *m, const struct kx_ctr_ev *c, uint32_t v);
+const struct kx_ctr_ev *kx_ctr_join_find(const struct kx_hmap *m, uint32_t tid, uint64_t ts,
+                                         const struct kx_ctr_ev *(*at)(const void *ctx, uint32_t v),
+                                         const void *ctx, uint32_t *v, size_t *pos);
+
 /* The pieces the streamed counters (analysis/sctrstats.h) share: */
 /* Empty statistics of the capture's counters (names and record counts from ci). NULL on OOM. */
 struct kx_ctrstats *kx_ctrstats_new(const struct kx_capinfo *ci);

@@ -4,7 +4,8 @@
  * the events in order gives the same jobs (the stream check,
  * analysis/streamcheck.c, uses the memory accounting; what the streamed
  * report keeps for the timelines, analysis/sjobs.c, uses the KVM and wait
- * rules): what one
+ * rules; the live aggregates of top and serve, live/jobagg.c, the pairing,
+ * KVM and busy rules): what one
  * phase does to the job its key holds, KVM jobs from their KVM_RUN, the
  * submit-link test, the anomaly flags, which device a job or a memory event
  * belongs to (with the devices' names and order), wait ioctls and the
@@ -21,9 +22,8 @@
 #include "analysis/nvmem.h"
 #include "model/capinfo.h"
 #include "model/event.h"
+#include "registry/drivers.h"
 #include "util/keymap.h"
-
-#define KX_KVM_RUN_CMD 0xae80u /* _IO(KVMIO, 0x80) */
 
 /* A job while pairing. */
 struct kx_tjob {

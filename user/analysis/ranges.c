@@ -1,11 +1,7 @@
 /*
- * Annotation ranges (contract: ranges.h): pairing, the per-thread index,
- * nesting with the ioctls, attribution, anomalies.
- *
- * Pairing looks each POP up by (tid, begin, depth) among the PUSHes and
- * each END by (pid, id, begin) among the STARTs, through one hash map of
- * candidates; the kernel gave every POP and END its begin, so this is exact
- * and needs no order.
+ * Annotation ranges (contract: ranges.h): pairing (analysis/rangetrack.h's
+ * rule, the events in the store's order), the per-thread index, nesting
+ * with the ioctls, attribution, anomalies.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,26 +10,17 @@
 
 #include "analysis/range_ends.h"
 #include "analysis/ranges.h"
+#include "analysis/rangetrack.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 
 #define STR_(x) #x
 #define STR(x)  STR_(x)
 
-static uint64_t push_key(uint32_t tid, uint64_t ts)
-{
-	return kx_hash_combine(kx_hash_combine(1, tid), ts);
-}
-
-static uint64_t start_key(uint32_t pid, uint64_t id)
-{
-	return kx_hash_combine(kx_hash_combine(2, pid), id);
-}
-
 struct pairing {
 	const struct kx_store *s;
-	struct kx_hmap begins; /* push_key / start_key -> annotation event index */
-	uint8_t *used;         /* per annotation event: a PUSH or START already paired */
+	struct kx_rangetrack track; /* each open range: its begin event's index (uint32_t) */
+	struct kx_rt_open *ended;   /* the range an end took out (track.stride bytes) */
 	struct kx_ranges *rg;
 	size_t cap;
 	struct kx_range_ends ends; /* where open ranges end */
@@ -64,81 +51,50 @@ static struct kx_range *range_from(struct pairing *p, const struct kx_ann *b, in
 	return kx_ranges_add(p->rg, &p->cap, b, kind);
 }
 
-/* The unpaired PUSH or START that began the range e (a POP or an END) ends. */
-static size_t begin_of(struct pairing *p, const struct kx_ann *e, size_t n)
+/* The store index of the event that began the open range o. */
+static uint32_t begin_index(struct kx_rt_open *o)
 {
-	int pop = e->what == KX_ANN_POP;
-	uint64_t key = pop ? push_key(e->tid, e->begin) : start_key(e->pid, e->id);
-	size_t pos = KX_HMAP_START;
-	uint32_t *i;
+	uint32_t i;
 
-	while ((i = kx_hmap_next(&p->begins, key, &pos))) {
-		const struct kx_ann *b = kx_store_ann(p->s, *i);
-
-		if (p->used[*i] || b->ts != e->begin)
-			continue;
-		if (pop ? b->what == KX_ANN_PUSH && b->tid == e->tid && b->depth == e->depth
-		        : b->what == KX_ANN_START && b->pid == e->pid && b->id == e->id)
-			return *i;
-	}
-	return n;
+	memcpy(&i, kx_rt_data(o), sizeof(i));
+	return i;
 }
 
-/* Every PUSH and START, findable by what ends them. */
-static int index_begins(struct pairing *p, size_t n)
+/* A closed range, from its begin (event bi) and the POP or END e. */
+static int closed(struct pairing *p, const struct kx_ann *e, uint32_t bi)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ann *a = kx_store_ann(p->s, i);
+	const struct kx_ann *b = kx_store_ann(p->s, bi);
+	struct kx_range *r =
+	        range_from(p, b, e->what == KX_ANN_POP ? KX_RANGE_THREAD : KX_RANGE_CROSS);
 
-		if (a->what == KX_ANN_PUSH &&
-		    kx_hmap_add(&p->begins, push_key(a->tid, a->ts), (uint32_t)i))
-			return -1;
-		if (a->what == KX_ANN_START &&
-		    kx_hmap_add(&p->begins, start_key(a->pid, a->id), (uint32_t)i))
-			return -1;
-	}
+	if (!r)
+		return -1;
+	r->dur = r->dur_meas = e->ts > b->ts ? e->ts - b->ts : 0;
+	r->end_tid = e->tid;
+	if (e->what == KX_ANN_POP)
+		r->depth = e->depth;
 	return 0;
 }
 
-/* Closed ranges and marks in event order, then what stayed open. */
-static int pair_all(struct pairing *p, size_t n)
+/* What stayed open, in the order of their begins. */
+static int left_open(struct pairing *p)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ann *e = kx_store_ann(p->s, i), *b;
-		struct kx_range *r;
-		size_t bi;
+	struct kx_rt_open **v = malloc((kx_rangetrack_open_count(&p->track) + 1) * sizeof(*v));
+	size_t n;
+	int rc = 0;
 
-		if (e->what == KX_ANN_MARK) {
-			if (!range_from(p, e, KX_RANGE_MARK))
-				return -1;
-			continue;
-		}
-		if (e->what != KX_ANN_POP && e->what != KX_ANN_END)
-			continue;
-		bi = begin_of(p, e, n);
-		if (bi == n) {
-			p->rg->anom.lost_begin++;
-			continue;
-		}
-		p->used[bi] = 1;
-		b = kx_store_ann(p->s, bi);
-		r = range_from(p, b, e->what == KX_ANN_POP ? KX_RANGE_THREAD : KX_RANGE_CROSS);
-		if (!r)
-			return -1;
-		r->dur = r->dur_meas = e->ts > b->ts ? e->ts - b->ts : 0;
-		r->end_tid = e->tid;
-		if (e->what == KX_ANN_POP)
-			r->depth = e->depth;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ann *b = kx_store_ann(p->s, i);
-		struct kx_range *r;
+	if (!v)
+		return -1;
+	n = kx_rangetrack_left(&p->track, v);
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct kx_ann *b = kx_store_ann(p->s, begin_index(v[i]));
+		struct kx_range *r =
+		        range_from(p, b, b->what == KX_ANN_PUSH ? KX_RANGE_THREAD : KX_RANGE_CROSS);
 
-		if (p->used[i] || (b->what != KX_ANN_PUSH && b->what != KX_ANN_START))
-			continue;
-		r = range_from(p, b, b->what == KX_ANN_PUSH ? KX_RANGE_THREAD : KX_RANGE_CROSS);
-		if (!r)
-			return -1;
+		if (!r) {
+			rc = -1;
+			break;
+		}
 		r->open = 1;
 		r->dur = r->dur_meas =
 		        (b->what == KX_ANN_PUSH ? kx_range_end_thread(&p->ends, b->tid, b->ts)
@@ -149,7 +105,40 @@ static int pair_all(struct pairing *p, size_t n)
 		else
 			p->rg->anom.open_cross++;
 	}
-	return 0;
+	free(v);
+	return rc;
+}
+
+/* Closed ranges and marks in event order, then what stayed open. */
+static int pair_all(struct pairing *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_ann *e = kx_store_ann(p->s, i);
+		struct kx_rt_open *o;
+		uint32_t bi = (uint32_t)i;
+		size_t above;
+
+		switch (e->what) {
+		case KX_ANN_MARK:
+			if (!range_from(p, e, KX_RANGE_MARK))
+				return -1;
+			break;
+		case KX_ANN_PUSH:
+		case KX_ANN_START:
+			if (!(o = kx_rangetrack_begin(&p->track, e)))
+				return -1;
+			memcpy(kx_rt_data(o), &bi, sizeof(bi));
+			break;
+		case KX_ANN_POP:
+		case KX_ANN_END:
+			if (!kx_rangetrack_end(&p->track, e, p->ended, &above))
+				p->rg->anom.lost_begin++;
+			else if (closed(p, e, begin_index(p->ended)))
+				return -1;
+			break;
+		}
+	}
+	return left_open(p);
 }
 
 /* Thread ranges and marks by (tid, start, longer first, ranges before
@@ -422,16 +411,17 @@ struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capi
 	p.s = s;
 	p.rg = rg;
 	p.ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
-	p.used = calloc(n + 1, 1);
-	if (!p.used || n > UINT32_MAX || find_ends(&p.ends, s) || index_begins(&p, n) ||
-	    pair_all(&p, n) || kx_ranges_finish(rg, s, tl, jobs))
+	kx_rangetrack_init(&p.track, sizeof(uint32_t), 0);
+	p.ended = malloc(p.track.stride);
+	if (!p.ended || n > UINT32_MAX || find_ends(&p.ends, s) || pair_all(&p, n) ||
+	    kx_ranges_finish(rg, s, tl, jobs))
 		goto out;
 	rg->events = n;
 	rc = 0;
 out:
-	free(p.used);
+	free(p.ended);
 	kx_range_ends_free(&p.ends);
-	kx_hmap_free(&p.begins);
+	kx_rangetrack_free(&p.track);
 	if (rc) {
 		kx_ranges_free(rg);
 		return NULL;

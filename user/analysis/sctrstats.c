@@ -16,11 +16,6 @@ struct kx_sctr_thread {
 	struct kx_ioctl e;
 };
 
-static uint64_t call_key(uint32_t tid, uint64_t ts)
-{
-	return kx_hash_combine(kx_hash_u64(tid), ts);
-}
-
 int kx_sctrstats_init(struct kx_sctrstats *s, const struct kx_capinfo *ci)
 {
 	memset(s, 0, sizeof(*s));
@@ -60,7 +55,7 @@ static int wait_add(struct kx_sctrstats *s, const struct kx_ctr_ev *c)
 
 	if (i < 0)
 		return -1;
-	if (kx_hmap_add(&s->waiting, call_key(c->tid, c->ts), (uint32_t)i)) {
+	if (kx_ctr_join_add(&s->waiting, c, (uint32_t)i)) {
 		kx_slots_put(&s->wait, (size_t)i);
 		return -1;
 	}
@@ -83,22 +78,24 @@ int kx_sctrstats_ctr(struct kx_sctrstats *s, const struct kx_ctr_ev *c)
 	return wait_add(s, c);
 }
 
+static const struct kx_ctr_ev *waiting(const void *wait, uint32_t v)
+{
+	return kx_slots_at(wait, v);
+}
+
 /* The waiting record of call e, taken out of the table; NULL when none. */
 static const struct kx_ctr_ev *take(struct kx_sctrstats *s, const struct kx_ioctl *e)
 {
-	size_t pos = KX_HMAP_START;
-	uint32_t *v;
+	const struct kx_ctr_ev *c;
+	size_t pos;
+	uint32_t v;
 
-	while ((v = kx_hmap_next(&s->waiting, call_key(e->tid, e->ts), &pos))) {
-		const struct kx_ctr_ev *c = kx_slots_at(&s->wait, *v);
-
-		if (c->tid != e->tid || c->ts != e->ts)
-			continue;
-		kx_slots_put(&s->wait, *v); /* c stays readable until the next get */
+	c = kx_ctr_join_find(&s->waiting, e->tid, e->ts, waiting, &s->wait, &v, &pos);
+	if (c) {
+		kx_slots_put(&s->wait, v); /* c stays readable until the next get */
 		kx_hmap_del_at(&s->waiting, pos);
-		return c;
 	}
-	return NULL;
+	return c;
 }
 
 int kx_sctrstats_ioctl(struct kx_sctrstats *s, const struct kx_ioctl *e)

@@ -1,48 +1,31 @@
 /*
  * Annotation ranges paired as the records stream by (contract: sranges.h):
- * a stack of open ranges per annotating thread, the open cross-thread
- * ranges by (process, id), and the rows.
+ * the pairing is analysis/rangetrack.h's; here the rows, the ioctls each
+ * open range holds and the reasons to read the file whole.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/sranges.h"
-#include "util/grow.h"
 
-/* What a range kept for kx_sranges.out needs of the event that began it. */
-struct range_begin {
-	uint64_t seq;       /* its place among the annotation events */
+/* What an open range carries besides the tracker's facts. */
+struct open_data {
+	uint64_t ioctls;    /* ioctls of the thread inside it so far (nested ranges' included) */
+	long row;           /* its row in kx_sranges.rows */
 	uint32_t name, cat; /* string ids in out's strings (0 when out is NULL) */
-	uint32_t pid, tid;  /* tid: the thread that began it */
-	uint16_t depth;     /* the event's depth */
 };
 
-/* An open thread range. */
-struct open_range {
-	uint64_t ts;     /* ns, its push */
-	uint64_t ioctls; /* ioctls of the thread inside it so far (nested ranges' included) */
-	long row;        /* its row in kx_sranges.rows */
-	uint16_t depth;  /* the push's level */
-	struct range_begin b;
-};
-
-struct kx_srange_thread {
-	struct open_range *stack; /* open ranges, outermost first */
-	size_t depth, cap;
+/* What a thread carries. */
+struct thread_data {
 	uint64_t last_ann; /* ns, its last push or pop */
 	uint64_t io_start; /* ns, the start of its last ioctl since its first annotation */
 	int has_io;
-	uint32_t tid;
 };
 
-struct kx_srange_cross {
-	uint64_t ts; /* ns, its start */
-	long row;
-	uint32_t pid;
-	uint64_t id;
-	struct range_begin b;
-};
+_Static_assert(sizeof(struct kx_rt_open) + sizeof(struct open_data) + 8 <=
+                       sizeof(((struct kx_sranges *)0)->ended),
+               "kx_sranges.ended holds an open range");
 
 static uint64_t cross_key(uint32_t pid, uint64_t id)
 {
@@ -52,8 +35,7 @@ static uint64_t cross_key(uint32_t pid, uint64_t id)
 void kx_sranges_init(struct kx_sranges *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->cross = (struct kx_slots)KX_SLOTS_INIT(struct kx_srange_cross);
-	s->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_srange_thread);
+	kx_rangetrack_init(&s->track, sizeof(struct open_data), sizeof(struct thread_data));
 	s->ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
 	kx_range_rows_init(&s->builder, &s->rows);
 }
@@ -62,20 +44,6 @@ static void because(struct kx_sranges *s, const char *why)
 {
 	if (!s->why)
 		s->why = why;
-}
-
-static struct kx_srange_thread *thread_find(struct kx_sranges *s, uint32_t tid)
-{
-	return kx_tidtab_find(&s->threads, tid);
-}
-
-static struct kx_srange_thread *thread_get(struct kx_sranges *s, uint32_t tid)
-{
-	struct kx_srange_thread *t = kx_tidtab_get(&s->threads, tid, 1);
-
-	if (t)
-		t->tid = tid;
-	return t;
 }
 
 /* The row of a name, as the store would keep the name (cut to its limit). */
@@ -99,31 +67,29 @@ static int row_add(struct kx_sranges *s, long row, uint64_t dur, uint64_t ioctls
 	return 0;
 }
 
-/* The begin event's facts a kept range needs (names interned in out's
- * strings; names the store refuses are a reason: it would refuse the event). */
-static void begin_of(struct kx_sranges *s, const struct kx_ann *a, const char *name,
-                     const char *cat, struct range_begin *b)
+/* The names a kept range needs, interned in out's strings (names the store
+ * refuses are a reason: it would refuse the event). */
+static void names_of(struct kx_sranges *s, const char *name, const char *cat, struct open_data *d)
 {
-	*b = (struct range_begin){s->events - 1, 0, 0, a->pid, a->tid, a->depth};
 	if (!s->out)
 		return;
-	b->name = kx_store_ann_intern(s->strings, name);
-	b->cat = kx_store_ann_intern(s->strings, cat);
-	if (b->name == UINT32_MAX || b->cat == UINT32_MAX)
+	d->name = kx_store_ann_intern(s->strings, name);
+	d->cat = kx_store_ann_intern(s->strings, cat);
+	if (d->name == UINT32_MAX || d->cat == UINT32_MAX)
 		because(s, "the annotation names do not fit the store");
 }
 
-/* A range appended to out (when kept) from its begin b at ts. NULL: not kept. */
-static struct kx_range *keep(struct kx_sranges *s, const struct range_begin *b, uint64_t ts,
-                             uint64_t id, int kind, int *oom)
+/* A range appended to out (when kept) from its begin o. NULL: not kept. */
+static struct kx_range *keep(struct kx_sranges *s, struct kx_rt_open *o, int kind, int *oom)
 {
-	struct kx_ann a = {.ts = ts,
-	                   .id = id,
-	                   .pid = b->pid,
-	                   .tid = b->tid,
-	                   .name = b->name,
-	                   .cat = b->cat,
-	                   .depth = b->depth};
+	const struct open_data *d = kx_rt_data(o);
+	struct kx_ann a = {.ts = o->ts,
+	                   .id = o->id,
+	                   .pid = o->pid,
+	                   .tid = o->tid,
+	                   .name = d->name,
+	                   .cat = d->cat,
+	                   .depth = o->depth};
 	struct kx_range *r;
 
 	if (!s->out)
@@ -134,137 +100,135 @@ static struct kx_range *keep(struct kx_sranges *s, const struct range_begin *b, 
 }
 
 /* A closed range kept, ending at end_ts on thread end_tid. 0, or -1 when out of memory. */
-static int keep_closed(struct kx_sranges *s, const struct range_begin *b, uint64_t ts, uint64_t id,
-                       int kind, uint64_t end_ts, uint32_t end_tid, uint64_t ioctls)
+static int keep_closed(struct kx_sranges *s, struct kx_rt_open *o, int kind, uint64_t end_ts,
+                       uint32_t end_tid)
 {
 	int oom = 0;
-	struct kx_range *r = keep(s, b, ts, id, kind, &oom);
+	struct kx_range *r = keep(s, o, kind, &oom);
 
 	if (r) {
-		r->dur = r->dur_meas = end_ts > ts ? end_ts - ts : 0;
+		r->dur = r->dur_meas = end_ts > o->ts ? end_ts - o->ts : 0;
 		r->end_tid = end_tid;
-		r->ioctls = ioctls;
+		r->ioctls = ((const struct open_data *)kx_rt_data(o))->ioctls;
 	}
 	return oom ? -1 : 0;
+}
+
+static struct kx_rt_open *top_of(struct kx_sranges *s, const struct kx_rt_thread *th)
+{
+	return th->depth ? kx_rt_at(&s->track, th, th->depth - 1) : NULL;
 }
 
 static int on_push(struct kx_sranges *s, const struct kx_ann *a, const char *name, const char *cat,
                    const uint64_t *last_end)
 {
-	struct kx_srange_thread *t = thread_get(s, a->tid);
-	struct open_range *o;
+	struct kx_rt_thread *th = kx_rangetrack_thread(&s->track, a->tid, 1);
+	struct thread_data *t;
+	struct kx_rt_open *o;
+	struct open_data *d;
+	long row;
 
-	if (!t)
+	if (!th)
 		return -1;
+	t = kx_rt_tdata(th);
 	if (a->ts < t->last_ann || (last_end && a->ts <= *last_end))
 		because(s, "an annotation range and a call of one thread overlap or touch");
-	if (t->depth && a->depth <= t->stack[t->depth - 1].depth)
+	if (th->depth && a->depth <= top_of(s, th)->depth)
 		because(s,
 		        "an annotation range pushed no deeper than the open one (a pop was lost)");
-	if (kx_grow((void **)&t->stack, &t->cap, t->depth, sizeof(*t->stack)))
+	row = row_of(s, cat, name, 0);
+	if (row < 0 || !(o = kx_rangetrack_begin(&s->track, a)))
 		return -1;
-	o = &t->stack[t->depth];
-	o->row = row_of(s, cat, name, 0);
-	if (o->row < 0)
-		return -1;
-	begin_of(s, a, name, cat, &o->b);
-	o->ts = a->ts;
-	o->ioctls = 0;
-	o->depth = a->depth;
-	t->depth++;
+	d = kx_rt_data(o);
+	d->row = row;
+	names_of(s, name, cat, d);
 	t->last_ann = a->ts;
 	return 0;
 }
 
 static int on_pop(struct kx_sranges *s, const struct kx_ann *a, const uint64_t *last_end)
 {
-	struct kx_srange_thread *t = thread_get(s, a->tid);
-	struct open_range o;
+	struct kx_rt_thread *th = kx_rangetrack_thread(&s->track, a->tid, 1);
+	struct kx_rt_open *o = (struct kx_rt_open *)s->ended, *top;
+	const struct open_data *d = kx_rt_data(o);
+	struct thread_data *t;
+	size_t above;
 
-	if (!t)
+	if (!th)
 		return -1;
+	t = kx_rt_tdata(th);
 	if (a->ts < t->last_ann || (last_end && a->ts < *last_end) ||
 	    (t->has_io && a->ts <= t->io_start))
 		because(s, "an annotation range and a call of one thread overlap or touch");
 	t->last_ann = a->ts;
-	if (!t->depth || a->depth > t->stack[t->depth - 1].depth) {
+	top = top_of(s, th);
+	if (!top || a->depth > top->depth) {
 		s->anom.lost_begin++; /* its push is not in the file */
 		return 0;
 	}
-	o = t->stack[--t->depth];
-	if (o.ts != a->begin || o.depth != a->depth) {
+	if (!kx_rangetrack_end(&s->track, a, o, &above) || above) {
 		because(s, "an annotation range whose pop was lost stays open over others");
 		return 0;
 	}
-	if (t->depth)
-		t->stack[t->depth - 1].ioctls += o.ioctls;
-	if (keep_closed(s, &o.b, o.ts, 0, KX_RANGE_THREAD, a->ts, a->tid, o.ioctls))
+	if ((top = top_of(s, th)))
+		((struct open_data *)kx_rt_data(top))->ioctls += d->ioctls;
+	if (keep_closed(s, o, KX_RANGE_THREAD, a->ts, a->tid))
 		return -1;
-	return row_add(s, o.row, a->ts > o.ts ? a->ts - o.ts : 0, o.ioctls);
+	return row_add(s, d->row, a->ts > o->ts ? a->ts - o->ts : 0, d->ioctls);
 }
 
 static int on_start(struct kx_sranges *s, const struct kx_ann *a, const char *name, const char *cat)
 {
 	uint64_t key = cross_key(a->pid, a->id);
-	struct kx_srange_cross *c;
-	long i;
+	struct kx_rt_open *o;
+	struct open_data *d;
+	long row;
 
-	if (kx_hmap_get(&s->open, key) || kx_hmap_get(&s->lost, kx_hash_combine(key, a->ts)))
+	if (kx_rangetrack_cross_open(&s->track, a->pid, a->id) ||
+	    kx_hmap_get(&s->lost, kx_hash_combine(key, a->ts)))
 		because(s, "a cross-thread annotation range id started twice, or ended before its "
 		           "start");
-	i = kx_slots_get(&s->cross);
-	if (i < 0)
+	row = row_of(s, cat, name, 0);
+	if (row < 0 || !(o = kx_rangetrack_begin(&s->track, a)))
 		return -1;
-	c = kx_slots_at(&s->cross, (size_t)i);
-	c->row = row_of(s, cat, name, 0);
-	begin_of(s, a, name, cat, &c->b);
-	if (c->row < 0 || kx_hmap_add(&s->open, key, (uint32_t)i)) {
-		kx_slots_put(&s->cross, (size_t)i);
-		return -1;
-	}
-	c->ts = a->ts;
-	c->pid = a->pid;
-	c->id = a->id;
+	d = kx_rt_data(o);
+	d->row = row;
+	names_of(s, name, cat, d);
 	return 0;
 }
 
 static int on_end(struct kx_sranges *s, const struct kx_ann *a)
 {
-	uint64_t key = cross_key(a->pid, a->id);
-	size_t pos = KX_HMAP_START;
-	struct kx_srange_cross *c = NULL;
-	uint32_t *i;
+	struct kx_rt_open *o = (struct kx_rt_open *)s->ended;
+	size_t above;
 
-	while ((i = kx_hmap_next(&s->open, key, &pos))) {
-		c = kx_slots_at(&s->cross, *i);
-		if (c->pid == a->pid && c->id == a->id)
-			break;
-	}
-	if (!i) {
+	if (!kx_rangetrack_end(&s->track, a, o, &above)) {
+		if (kx_rangetrack_cross_open(&s->track, a->pid, a->id)) {
+			because(s, "a cross-thread annotation range ended with another start time");
+			return 0;
+		}
 		s->anom.lost_begin++;
-		return kx_hmap_add(&s->lost, kx_hash_combine(key, a->begin), 0);
+		return kx_hmap_add(&s->lost, kx_hash_combine(cross_key(a->pid, a->id), a->begin),
+		                   0);
 	}
-	if (c->ts != a->begin) {
-		because(s, "a cross-thread annotation range ended with another start time");
-		return 0;
-	}
-	kx_slots_put(&s->cross, *i);
-	kx_hmap_del_at(&s->open, pos);
-	if (keep_closed(s, &c->b, c->ts, c->id, KX_RANGE_CROSS, a->ts, a->tid, 0))
+	if (keep_closed(s, o, KX_RANGE_CROSS, a->ts, a->tid))
 		return -1;
-	return row_add(s, c->row, a->ts > c->ts ? a->ts - c->ts : 0, 0);
+	return row_add(s, ((const struct open_data *)kx_rt_data(o))->row,
+	               a->ts > o->ts ? a->ts - o->ts : 0, 0);
 }
 
 static int keep_mark(struct kx_sranges *s, const struct kx_ann *a, const char *name,
                      const char *cat)
 {
-	struct range_begin b;
+	struct kx_rt_open *o = (struct kx_rt_open *)s->ended;
 	int oom = 0;
 
 	if (!s->out)
 		return 0;
-	begin_of(s, a, name, cat, &b);
-	keep(s, &b, a->ts, 0, KX_RANGE_MARK, &oom);
+	memset(o, 0, s->track.stride);
+	*o = (struct kx_rt_open){.ts = a->ts, .pid = a->pid, .tid = a->tid, .depth = a->depth};
+	names_of(s, name, cat, kx_rt_data(o));
+	keep(s, o, KX_RANGE_MARK, &oom);
 	return oom ? -1 : 0;
 }
 
@@ -295,81 +259,54 @@ int kx_sranges_ann(struct kx_sranges *s, const struct kx_ann *a, const char *nam
 
 int kx_sranges_ioctl(struct kx_sranges *s, const struct kx_ioctl *e)
 {
-	struct kx_srange_thread *t = thread_find(s, e->tid);
+	struct kx_rt_thread *th = kx_rangetrack_thread(&s->track, e->tid, 0);
+	struct thread_data *t;
 
 	kx_range_ends_ioctl(&s->ends, e->pid, e->tid, e->ts + e->dur);
-	if (!t)
+	if (!th)
 		return 0;
+	t = kx_rt_tdata(th);
 	if (e->ts < t->last_ann)
 		because(s, "an annotation range and a call of one thread overlap or touch");
 	t->io_start = e->ts;
 	t->has_io = 1;
-	if (t->depth)
-		t->stack[t->depth - 1].ioctls++;
+	if (th->depth)
+		((struct open_data *)kx_rt_data(top_of(s, th)))->ioctls++;
 	return 0;
 }
 
-/* A range still open at the end, for out. */
-struct left_open {
-	const struct range_begin *b;
-	uint64_t ts, id, ioctls;
-	int kind;
-};
-
-static int left_cmp(const void *pa, const void *pb)
-{
-	const struct left_open *a = pa, *b = pb;
-
-	return a->b->seq < b->b->seq ? -1 : a->b->seq > b->b->seq;
-}
-
-/* The open ones of thread t (each holding its nested ones' ioctls too) into v. */
-static size_t left_of_thread(struct kx_srange_thread *t, struct left_open *v)
-{
-	for (size_t d = t->depth; d-- > 1;)
-		t->stack[d - 1].ioctls += t->stack[d].ioctls;
-	for (size_t d = 0; d < t->depth; d++)
-		v[d] = (struct left_open){&t->stack[d].b, t->stack[d].ts, 0, t->stack[d].ioctls,
-		                          KX_RANGE_THREAD};
-	return t->depth;
-}
-
 /* The ranges still open at the end kept in out, closed where their thread
- * or process ended, in the order of the events that began them. 0, or -1
- * when out of memory. */
+ * or process ended, in the order of the events that began them (each
+ * thread range holding its nested ones' ioctls too). 0, or -1 when out of
+ * memory. */
 static int keep_open(struct kx_sranges *s)
 {
-	size_t n = 0, cap = kx_slots_live(&s->cross) + 1;
-	struct left_open *v;
+	struct kx_rangetrack *k = &s->track;
+	struct kx_rt_open **v = malloc((kx_rangetrack_open_count(k) + 1) * sizeof(*v));
+	size_t n;
 	int oom = 0;
 
-	for (size_t i = 0; i < s->threads.n; i++)
-		cap += ((struct kx_srange_thread *)kx_tidtab_at(&s->threads, i))->depth;
-	v = malloc(cap * sizeof(*v));
 	if (!v)
 		return -1;
-	for (size_t i = 0; i < s->threads.n; i++)
-		n += left_of_thread(kx_tidtab_at(&s->threads, i), v + n);
-	for (size_t i = 0; i < s->open.cap; i++) {
-		const struct kx_srange_cross *c;
+	for (size_t i = 0; i < k->threads.n; i++) {
+		const struct kx_rt_thread *th = kx_tidtab_at(&k->threads, i);
 
-		if (!s->open.slot[i].used)
-			continue;
-		c = kx_slots_at(&s->cross, s->open.slot[i].val);
-		v[n++] = (struct left_open){&c->b, c->ts, c->id, 0, KX_RANGE_CROSS};
+		for (size_t d = th->depth; d-- > 1;)
+			((struct open_data *)kx_rt_data(kx_rt_at(k, th, d - 1)))->ioctls +=
+			        ((struct open_data *)kx_rt_data(kx_rt_at(k, th, d)))->ioctls;
 	}
-	qsort(v, n, sizeof(*v), left_cmp);
+	n = kx_rangetrack_left(k, v);
 	for (size_t i = 0; i < n && !oom; i++) {
-		struct kx_range *r = keep(s, v[i].b, v[i].ts, v[i].id, v[i].kind, &oom);
+		int thread = v[i]->what == KX_ANN_PUSH;
+		struct kx_range *r = keep(s, v[i], thread ? KX_RANGE_THREAD : KX_RANGE_CROSS, &oom);
 
 		if (r) {
 			r->open = 1;
 			r->dur = r->dur_meas =
-			        (v[i].kind == KX_RANGE_THREAD
-			                 ? kx_range_end_thread(&s->ends, v[i].b->tid, v[i].ts)
-			                 : kx_range_end_process(&s->ends, v[i].b->pid, v[i].ts)) -
-			        v[i].ts;
-			r->ioctls = v[i].ioctls;
+			        (thread ? kx_range_end_thread(&s->ends, v[i]->tid, v[i]->ts)
+			                : kx_range_end_process(&s->ends, v[i]->pid, v[i]->ts)) -
+			        v[i]->ts;
+			r->ioctls = ((const struct open_data *)kx_rt_data(v[i]))->ioctls;
 		}
 	}
 	free(v);
@@ -378,10 +315,10 @@ static int keep_open(struct kx_sranges *s)
 
 int kx_sranges_finish(struct kx_sranges *s, const struct kx_store *tasks, struct kx_stats *sum)
 {
-	for (size_t i = 0; i < s->threads.n; i++)
-		s->anom.open +=
-		        ((const struct kx_srange_thread *)kx_tidtab_at(&s->threads, i))->depth;
-	s->anom.open_cross += kx_slots_live(&s->cross);
+	uint64_t cross = kx_slots_live(&s->track.cross);
+
+	s->anom.open += kx_rangetrack_open_count(&s->track) - cross;
+	s->anom.open_cross += cross;
 	s->found += s->anom.open + s->anom.open_cross;
 	kx_range_ends_exits(&s->ends, tasks);
 	if (s->out && keep_open(s))
@@ -402,12 +339,8 @@ void kx_sranges_counts(const struct kx_sranges *s, struct kx_ranges *rg)
 
 void kx_sranges_free(struct kx_sranges *s)
 {
-	for (size_t i = 0; i < s->threads.n; i++)
-		free(((struct kx_srange_thread *)kx_tidtab_at(&s->threads, i))->stack);
-	kx_tidtab_free(&s->threads);
+	kx_rangetrack_free(&s->track);
 	kx_range_ends_free(&s->ends);
-	kx_slots_free(&s->cross);
-	kx_hmap_free(&s->open);
 	kx_hmap_free(&s->lost);
 	kx_hmap_free(&s->builder.map);
 	kx_stats_free(&s->rows);

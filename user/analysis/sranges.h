@@ -9,8 +9,9 @@
  * Exactly what analysis/ranges.h makes of the same file in memory, or a
  * reason why not, found as the records pass (why). A thread's records
  * come in the order it made them (its ranges' pushes and pops, its calls
- * at their return), so a thread's open ranges are a stack: a POP closes the
- * top one, and an ioctl counts for every range open on its thread. Reasons
+ * at their return), so a thread's open ranges are a stack (the pairing is
+ * analysis/rangetrack.h's): a POP closes the top one, and an ioctl counts
+ * for every range open on its thread. Reasons
  * (each is a case where the in-memory rule would pair, nest or attribute
  * differently, or where this order does not hold):
  *   - a thread's push, pop or ioctl before the end of what came before it
@@ -37,25 +38,22 @@
 #include "analysis/ranges.h"
 #include "analysis/stats.h"
 #include "model/annot.h"
+#include "analysis/rangetrack.h"
 #include "model/event.h"
 #include "util/hashmap.h"
-#include "util/slots.h"
-#include "util/tidtab.h"
-
-struct kx_srange_thread; /* sranges.c */
 
 struct kx_sranges {
 	const char *why;      /* the first reason the stream cannot pair exactly; NULL: it can */
 	struct kx_stats rows; /* the annotation rows so far */
 	struct kx_range_rows builder; /* finds the row of a name */
 	struct kx_ranges_anomalies anom;
-	uint64_t events;           /* annotation events */
-	uint64_t found;            /* ranges and marks made (as kx_ranges.found) */
-	struct kx_tidtab threads;  /* each annotating thread's state (struct kx_srange_thread) */
-	struct kx_hmap open;       /* (pid, id) -> slot in cross */
-	struct kx_slots cross;     /* the open cross-thread ranges (struct kx_srange_cross) */
-	struct kx_hmap lost;       /* hash(pid, id, begin): ends whose start was not open */
-	struct kx_range_ends ends; /* where the ranges left open will end */
+	uint64_t events;            /* annotation events */
+	uint64_t found;             /* ranges and marks made (as kx_ranges.found) */
+	struct kx_rangetrack track; /* open ranges (each with its row, ioctls, names) and
+	                               each annotating thread's last times */
+	uint64_t ended[16];         /* the range an end took out (track.stride bytes) */
+	struct kx_hmap lost;        /* hash(pid, id, begin): ends whose start was not open */
+	struct kx_range_ends ends;  /* where the ranges left open will end */
 	/* Set by a caller that keeps the ranges themselves (the windowed
 	 * conversion): each range and mark is appended to out as it closes
 	 * (kx_ranges_add's order), names interned in strings, with the ioctls

@@ -194,6 +194,12 @@ static void configure(struct kx_ioctl_bpf *b, const struct kx_ioctl_bpf_opts *o,
 	sk->rodata->aggregate = o->aggregate != 0;
 	sk->rodata->agg_by_pid = o->aggregate && o->agg_by_pid;
 	sk->rodata->agg_by_cgroup = o->aggregate && !o->agg_by_pid && o->agg_by_cgroup;
+	/* Live KVM jobs start at their KVM_RUN's enter: those calls keep a record. */
+	for (int i = 0; o->aggregate && i < o->ndevices; i++)
+		if (o->devices[i].drv == KX_DRV_KVM) {
+			sk->rodata->agg_rec_drv = KX_DRV_KVM;
+			sk->rodata->agg_rec_cmd = KX_KVM_RUN_CMD;
+		}
 	/* The agg maps are preallocated: one entry only when they are not used. */
 	b->agg_max = o->aggregate ? (o->agg_max_keys ? o->agg_max_keys : KX_AGG_MAX_KEYS) : 0;
 	slots = b->agg_max ? b->agg_max : 1;

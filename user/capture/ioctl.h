@@ -28,7 +28,8 @@ struct kx_ioctl_bpf_opts {
 	const struct kx_device *devices; /* device filter */
 	int ndevices;
 	uint32_t ringbuf_bytes; /* 0: KX_RINGBUF_DEFAULT; rounded up to a power of two */
-	int aggregate;          /* count into the aggregate maps, no ioctl records */
+	int aggregate; /* count into the aggregate maps, no ioctl records but KVM_RUN's (with
+	                  a KVM device: live KVM jobs start at its enter) */
 	int agg_by_pid, agg_by_cgroup;
 	uint32_t agg_max_keys; /* 0: KX_AGG_MAX_KEYS */
 	int uid_only;          /* only processes whose real and effective uid are uid */

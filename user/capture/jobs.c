@@ -341,8 +341,7 @@ static void report(struct kx_capinfo *ci, const struct avail *a, const uint8_t *
 				         strcmp(srcs[s], "block") == 0
 				                 ? "no block device traced (--device /dev/vda, "
 				                   "loop, ...)"
-				                 : "no kvm device traced, or aggregation (no KVM "
-				                   "jobs)");
+				                 : "no kvm device traced");
 			continue;
 		}
 		if (gpu && !a->tracefs) {
@@ -386,7 +385,7 @@ struct kx_jobsrc *kx_jobsrc_open(const struct kx_jobsrc_opts *o, struct kx_capin
 	alt = alt_chosen(&a);
 	for (int i = 0; i < o->ndevices; i++) {
 		has_blk |= o->devices[i].fkind == KX_FK_BLK;
-		has_kvm |= o->devices[i].drv == KX_DRV_KVM && !o->no_kvm;
+		has_kvm |= o->devices[i].drv == KX_DRV_KVM;
 	}
 	for (size_t i = 0; i < NEVS; i++) {
 		st[i] = exists(&a, i) && (!evs[i].alt || evs[i].alt == alt) ? EV_OFF : EV_ABSENT;

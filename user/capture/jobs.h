@@ -22,7 +22,6 @@ struct kx_jobsrc_opts {
 	const char *mech;                /* the ioctl hooks' mechanism: tried first */
 	const struct kx_device *devices; /* block devices among them are traced */
 	int ndevices;
-	int no_kvm; /* leave the KVM run/exit source off (aggregation has no use for it) */
 	/* A daemon session for an unprivileged client: only processes of this
 	 * uid; sources filtered by device alone (block, v3d) stay off. */
 	int uid_only;

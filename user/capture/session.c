@@ -159,9 +159,6 @@ static void open_jobs(struct kx_session *s, const struct kx_session_opts *o)
 	        .mech = kx_ioctl_hooks_mech(s->mech),
 	        .devices = o->devices,
 	        .ndevices = o->ndevices,
-	        /* Always-on pairs block and fence jobs only: every KVM exit of
-	         * the machine would otherwise cost a ring record. */
-	        .no_kvm = o->aggregate,
 	        .uid_only = o->uid_only,
 	        .uid = o->uid,
 	};

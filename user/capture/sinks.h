@@ -1,7 +1,7 @@
 /*
  * Ready-made event sinks: into a bounded store (plugin, live views) or
  * streamed into a .kxp record file (kxprof record). Callbacks a sink does
- * not need stay NULL (live/jobs.h has the sink of live job aggregates).
+ * not need stay NULL (live/jobagg.h has the sink of live job aggregates).
  */
 #ifndef KX_SINKS_H
 #define KX_SINKS_H

@@ -26,7 +26,7 @@
 #include "capture/clock.h"
 #include "capture/setup.h"
 #include "live/annot.h"
-#include "live/jobs.h"
+#include "live/jobagg.h"
 #include "live/drmusage.h"
 #include "live/open.h"
 #include "export/drmtable.h"

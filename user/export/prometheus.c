@@ -247,7 +247,8 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 			        kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
 			        info->jobs->devs[i].inflight);
 		family(f, "kxprof_job_busy_seconds_total", "counter",
-		       "Time the device had at least one job queued or running.");
+		       "Time the device ran at least one job (from its run, or its queue "
+		       "where the source reports no run, to its end).");
 		for (size_t i = 0; i < info->jobs->ndevs; i++)
 			fprintf(f, "kxprof_job_busy_seconds_total{device=\"%s\"} %s\n",
 			        kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),

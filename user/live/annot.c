@@ -1,8 +1,7 @@
 /*
- * Streaming annotation aggregates (contract: annot.h). Series, threads and
- * open cross-thread ranges live in fixed arrays indexed by fixed-size
- * util/hashmap.h maps; a full thread or open-range table gives up its least
- * recently used entry (a linear scan, only when full).
+ * Streaming annotation aggregates (contract: annot.h). Series live in a
+ * fixed array indexed by a fixed-size util/hashmap.h map; ranges are paired
+ * by analysis/rangetrack.h under the live bounds.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -10,38 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/rangetrack.h"
 #include "live/annot.h"
 #include "util/hashmap.h"
 #include "util/hist.h"
 
 #define NO_SERIES UINT32_MAX
 
-struct thr {
-	uint32_t tid;
-	uint64_t used;                 /* last use, by the add counter */
-	uint32_t series[KX_ANN_DEPTH]; /* per level, NO_SERIES when none */
-};
-
-struct open_range {
-	uint32_t pid;
-	uint64_t id;
-	uint64_t used;
-	uint32_t series;
-};
-
 struct kx_annagg {
 	pthread_mutex_t mu;
 	struct kx_annagg_series *series;
 	size_t nseries;
 	uint32_t max_series;
-	struct kx_hmap series_map; /* hash of (mark, name, cat) -> series index */
-	struct thr *thr;
-	size_t nthr;
-	struct kx_hmap thr_map; /* tid -> thr index */
-	struct open_range *open;
-	size_t nopen;
-	struct kx_hmap open_map; /* hash of (pid, id) -> open index */
-	uint64_t clock;          /* adds so far: the age of table entries */
+	struct kx_hmap series_map;  /* hash of (mark, name, cat) -> series index */
+	struct kx_rangetrack track; /* open ranges, each with its series (uint32_t) */
+	struct kx_rt_open *ended;   /* the range an end took out (track.stride bytes) */
 	uint64_t overflow, lost;
 	struct kx_sink next;
 };
@@ -54,13 +36,11 @@ struct kx_annagg *kx_annagg_new(uint32_t max_series)
 		return NULL;
 	a->max_series = max_series ? max_series : KX_AGG_MAX_KEYS;
 	a->series = calloc(a->max_series, sizeof(*a->series));
-	a->thr = calloc(KX_ANNAGG_MAX_THREADS, sizeof(*a->thr));
-	a->open = calloc(KX_ANNAGG_MAX_OPEN, sizeof(*a->open));
+	kx_rangetrack_init(&a->track, sizeof(uint32_t), 0);
+	kx_rangetrack_bound(&a->track, KX_ANNAGG_MAX_THREADS, KX_ANN_DEPTH, KX_ANNAGG_MAX_OPEN);
+	a->ended = malloc(a->track.stride);
 	pthread_mutex_init(&a->mu, NULL);
-	if (!a->series || !a->thr || !a->open ||
-	    kx_hmap_init_fixed(&a->series_map, a->max_series) ||
-	    kx_hmap_init_fixed(&a->thr_map, KX_ANNAGG_MAX_THREADS) ||
-	    kx_hmap_init_fixed(&a->open_map, KX_ANNAGG_MAX_OPEN)) {
+	if (!a->series || !a->ended || kx_hmap_init_fixed(&a->series_map, a->max_series)) {
 		kx_annagg_free(a);
 		return NULL;
 	}
@@ -73,11 +53,9 @@ void kx_annagg_free(struct kx_annagg *a)
 		return;
 	pthread_mutex_destroy(&a->mu);
 	free(a->series);
-	free(a->thr);
-	free(a->open);
+	free(a->ended);
+	kx_rangetrack_free(&a->track);
 	kx_hmap_free(&a->series_map);
-	kx_hmap_free(&a->thr_map);
-	kx_hmap_free(&a->open_map);
 	free(a);
 }
 
@@ -125,127 +103,35 @@ static void series_add(struct kx_annagg *a, uint32_t si, uint64_t ns)
 	s->fine[kx_hist_fine_slot(ns)]++;
 }
 
-/* The least recently used of n entries whose ages are at stride bytes from used. */
-static size_t oldest(const void *base, size_t n, size_t stride, size_t used_off)
-{
-	size_t best = 0;
-
-	for (size_t i = 1; i < n; i++) {
-		uint64_t u, b;
-
-		memcpy(&u, (const char *)base + i * stride + used_off, sizeof(u));
-		memcpy(&b, (const char *)base + best * stride + used_off, sizeof(b));
-		if (u < b)
-			best = i;
-	}
-	return best;
-}
-
-/* The state of thread tid; made (or taken from the least recent thread) when create. */
-static struct thr *thread_of(struct kx_annagg *a, uint32_t tid, int create)
-{
-	uint32_t *i = kx_hmap_get(&a->thr_map, tid);
-	struct thr *t;
-	size_t k;
-
-	if (i || !create) {
-		if (i)
-			a->thr[*i].used = a->clock;
-		return i ? &a->thr[*i] : NULL;
-	}
-	if (a->nthr < KX_ANNAGG_MAX_THREADS) {
-		k = a->nthr++;
-	} else {
-		k = oldest(a->thr, a->nthr, sizeof(*a->thr), offsetof(struct thr, used));
-		kx_hmap_del(&a->thr_map, a->thr[k].tid);
-	}
-	if (kx_hmap_add(&a->thr_map, tid, (uint32_t)k))
-		return NULL;
-	t = &a->thr[k];
-	t->tid = tid;
-	t->used = a->clock;
-	for (int d = 0; d < KX_ANN_DEPTH; d++)
-		t->series[d] = NO_SERIES;
-	return t;
-}
-
-static uint64_t open_key(uint32_t pid, uint64_t id)
-{
-	return kx_hash_combine(kx_hash_combine(0, pid), id);
-}
-
-static void open_add(struct kx_annagg *a, uint32_t pid, uint64_t id, uint32_t si)
-{
-	size_t k;
-
-	if (a->nopen < KX_ANNAGG_MAX_OPEN) {
-		k = a->nopen++;
-	} else {
-		k = oldest(a->open, a->nopen, sizeof(*a->open), offsetof(struct open_range, used));
-		kx_hmap_del(&a->open_map, open_key(a->open[k].pid, a->open[k].id));
-	}
-	if (kx_hmap_add(&a->open_map, open_key(pid, id), (uint32_t)k))
-		return;
-	a->open[k] = (struct open_range){pid, id, a->clock, si};
-}
-
-/* The series of the open cross-thread range (pid, id), forgotten; NO_SERIES. */
-static uint32_t open_take(struct kx_annagg *a, uint32_t pid, uint64_t id)
-{
-	size_t pos = KX_HMAP_START;
-	uint32_t *i, si;
-
-	while ((i = kx_hmap_next(&a->open_map, open_key(pid, id), &pos))) {
-		if (a->open[*i].pid != pid || a->open[*i].id != id)
-			continue;
-		si = a->open[*i].series;
-		/* The slot stays used: an END never comes twice for one START. */
-		a->open[*i].used = 0;
-		a->open[*i].pid = 0;
-		kx_hmap_del_at(&a->open_map, pos);
-		return si;
-	}
-	a->lost++;
-	return NO_SERIES;
-}
-
 static void add_locked(struct kx_annagg *a, const struct kx_ann *e, const char *name,
                        const char *cat)
 {
-	struct thr *t;
+	struct kx_rt_open *o;
+	size_t above;
 	uint32_t si;
 
-	a->clock++;
 	switch (e->what) {
 	case KX_ANN_PUSH:
-		t = e->depth >= 1 && e->depth <= KX_ANN_DEPTH ? thread_of(a, e->tid, 1) : NULL;
-		if (t)
-			t->series[e->depth - 1] = series_of(a, 0, name, cat);
+	case KX_ANN_START:
+		si = series_of(a, 0, name, cat);
+		o = kx_rangetrack_begin(&a->track, e);
+		if (o) /* else out of memory: its end will be counted lost */
+			memcpy(kx_rt_data(o), &si, sizeof(si));
 		break;
 	case KX_ANN_POP:
-		t = e->depth >= 1 && e->depth <= KX_ANN_DEPTH ? thread_of(a, e->tid, 0) : NULL;
-		si = t ? t->series[e->depth - 1] : NO_SERIES;
-		if (!t || si == NO_SERIES) {
-			a->lost += !t;
+	case KX_ANN_END:
+		if (!kx_rangetrack_end(&a->track, e, a->ended, &above)) {
+			a->lost++;
 			break;
 		}
-		t->series[e->depth - 1] = NO_SERIES;
-		series_add(a, si, e->ts > e->begin ? e->ts - e->begin : 0);
+		memcpy(&si, kx_rt_data(a->ended), sizeof(si));
+		if (si != NO_SERIES)
+			series_add(a, si, e->ts > e->begin ? e->ts - e->begin : 0);
 		break;
 	case KX_ANN_MARK:
 		si = series_of(a, 1, name, cat);
 		if (si != NO_SERIES)
 			a->series[si].count++;
-		break;
-	case KX_ANN_START:
-		si = series_of(a, 0, name, cat);
-		if (si != NO_SERIES)
-			open_add(a, e->pid, e->id, si);
-		break;
-	case KX_ANN_END:
-		si = open_take(a, e->pid, e->id);
-		if (si != NO_SERIES)
-			series_add(a, si, e->ts > e->begin ? e->ts - e->begin : 0);
 		break;
 	}
 }

@@ -4,12 +4,13 @@
  * online into per (name, category) counts and fine histograms of range
  * durations, and per mark name counts. Memory is bounded: at most
  * max_series names (new ones past it are counted as overflow), the range
- * names open on at most KX_ANNAGG_MAX_THREADS threads and
- * KX_ANNAGG_MAX_OPEN cross-thread ranges (the least recently used entry
+ * names open on at most KX_ANNAGG_MAX_THREADS threads (KX_ANN_DEPTH each)
+ * and KX_ANNAGG_MAX_OPEN cross-thread ranges (the least recently used entry
  * makes room; an end whose begin went that way is counted as lost).
  *
- * Pairing: a PUSH remembers its series at (tid, depth), its POP (the kernel
- * says its depth and begin) takes it back; a START remembers (pid, id).
+ * Pairing: analysis/rangetrack.h, the rule of report and convert: a POP
+ * ends its thread's open range of its begin time and depth, an END the
+ * open START of its (pid, id) and begin time; an end with none is lost.
  * Thread-safe: add from the consumer, snapshot from anywhere.
  */
 #ifndef KX_LIVE_ANNOT_H

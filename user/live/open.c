@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "live/annot.h"
-#include "live/jobs.h"
+#include "live/jobagg.h"
 #include "live/open.h"
 
 int kx_capture_live(struct kx_capture *c, struct kx_capture_opts *o, const char *pid_list,

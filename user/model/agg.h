@@ -48,8 +48,9 @@ struct kx_agg_snapshot {
 	size_t nrows;
 };
 
-/* Live job aggregates (live/jobs.c): per (device, ring) histograms of queue
- * delay and exec time, and per device the jobs in flight and busy time. */
+/* Live job aggregates (live/jobagg.c): per (device, ring) histograms of queue
+ * delay and exec time, and per device the jobs seen, completed and in flight
+ * and busy time. */
 struct kx_jobagg_series {
 	char device[48]; /* "loop0", "gpu_scheduler" */
 	char ring[16];   /* the record's ring name, "default" when it has none */
@@ -59,8 +60,10 @@ struct kx_jobagg_series {
 
 struct kx_jobagg_dev {
 	char device[48];
-	uint64_t inflight; /* jobs queued or running now */
-	uint64_t busy_ns;  /* cumulative, up to the snapshot time */
+	uint64_t jobs;      /* jobs seen (since the last reset) */
+	uint64_t completed; /* jobs done (since the last reset) */
+	uint64_t inflight;  /* jobs queued or running now */
+	uint64_t busy_ns;   /* cumulative, up to the snapshot time */
 };
 
 struct kx_jobagg_snapshot {
@@ -69,7 +72,7 @@ struct kx_jobagg_snapshot {
 	struct kx_jobagg_dev *devs;
 	size_t ndevs;
 	uint64_t overflow; /* jobs lost to the bounds (cumulative) */
-	uint64_t pending;  /* entries in the pending table */
+	uint64_t pending;  /* jobs open in the table (not done) */
 };
 
 /* Live annotation aggregates (live/annot.c): per range name and category

@@ -49,7 +49,7 @@ static inline unsigned int kx_ioctl_cpu(const struct kx_ioctl *e)
  * to a phase. Analysis (user/analysis/jobs.h) pairs QUEUE/RUN/DONE into jobs
  * by (namespace, ctx, seqno) -- block also by dev, the old gpu_scheduler
  * shape by ctx alone -- and links them to the ioctls that submitted them;
- * live/jobs.h pairs by (src, ctx, seqno) online. Records are what the kernel
+ * live/jobagg.h pairs online by the same rules. Records are what the kernel
  * said: the consumer adds nothing from outside the record.
  *
  * Producer bpf/jobs.bpf.c; per source, what each field holds (fields not

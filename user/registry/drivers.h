@@ -41,4 +41,7 @@ enum kx_driver {
 	KX_DRV_MAX
 };
 
+/* The ioctl a KVM job is one call of: _IO(KVMIO, 0x80). */
+#define KX_KVM_RUN_CMD 0xae80u
+
 #endif /* KX_DRIVERS_H */
