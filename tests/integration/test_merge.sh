@@ -63,7 +63,8 @@ if [ "$ACCEL" = loop ]; then
 	export KX_LOOP_DEV
 	trap 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"' EXIT
 fi
-export PYTHONPATH=$ROOT/tests/integration PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH=$ROOT/tests/integration:$ROOT/plugin/python PYTHONDONTWRITEBYTECODE=1
+export KXPROF_ANNOTATE_LIB=$ROOT/build/libkxprof_annotate.so
 t0=$(date +%s%N)
 if ! kx 0 record "${ACCEL_DEV[@]}" -o "$TMP/t.kxp" -- "$PY" "$ROOT/tests/integration/torch_merge.py" \
 	"$TMP/kineto.json" "$TMP/issued.json" >"$TMP/rec.out" 2>"$TMP/rec.err"; then

@@ -67,9 +67,10 @@ static void convert_usage(FILE *f)
 	        "  --merge TRACE    with --chrome OUT alone: OUT is TRACE, a Chrome trace of\n"
 	        "                   the same run by another profiler (PyTorch's Kineto,\n"
 	        "                   export_chrome_trace), kept as it was, with kxprof's\n"
-	        "                   calls added on their pid/tid rows, aligned through its\n"
-	        "                   baseTimeNanoseconds (the capture's clock syncs at start\n"
-	        "                   and stop); calls outside TRACE's span are left out,\n"
+	        "                   calls and ranges added on their pid/tid rows and its\n"
+	        "                   device tracks as processes of their own, aligned through\n"
+	        "                   its baseTimeNanoseconds (the capture's clock syncs at\n"
+	        "                   start and stop); events outside TRACE's span are left out,\n"
 	        "                   counted on stderr and in OUT's kxprofMerge member;\n"
 	        "                   TRACE may be gzipped, OUT is when it ends in .gz;\n"
 	        "                   with --xplane OUT alone: TRACE is an XSpace TensorFlow or\n"
@@ -586,6 +587,11 @@ static int convert_merge(const char *path, const char *trace, const char *logdir
 		kx_err("merged %" PRIu64 " calls into %s; left out %" PRIu64 " before and %" PRIu64
 		       " after its span (clock offset %" PRId64 " ns, uncertainty %" PRIu64 " ns)",
 		       st.merged, trace, st.before, st.after, st.offset_ns, st.uncertainty_ns);
+		kx_err("merged %" PRIu64 " ranges (left out %" PRIu64 " before and %" PRIu64
+		       " after) and %" PRIu64 " device track events (left out %" PRIu64
+		       " before and %" PRIu64 " after)",
+		       st.ranges_merged, st.ranges_before, st.ranges_after, st.dev_merged,
+		       st.dev_before, st.dev_after);
 		printf("%s\n", chrome);
 		rc = 0;
 	}
