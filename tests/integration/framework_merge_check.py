@@ -1,18 +1,23 @@
 """Checks `kxprof convert --merge PROFILE.xplane.pb --xplane OUT` on a JAX
-profile jax_merge.py wrote (test_jax_real.sh). PASS/FAIL lines.
+or TensorFlow profile framework_merge.py wrote (test_jax_real.sh,
+test_tf_merge.sh). PASS/FAIL lines.
 
-    jax_merge_check.py TAG IN.xplane.pb OUT.xplane.pb ISSUED.json RUN_DIR
+    framework_merge_check.py TAG IN.xplane.pb OUT.xplane.pb ISSUED.json RUN_DIR PLAIN_LINE
+
+PLAIN_LINE: "own" when the framework gives the thread that only issues jobs
+a line of its own (JAX's Python tracer), "new" when it has none and the
+merge adds one by tid.
 
 - OUT keeps IN: every plane but /host:CPU equal, and in /host:CPU every
   line of IN with its events first, its metadata unchanged;
-- kxprof's ioctls (and ranges) sit on JAX's own line of the thread that
+- kxprof's ioctls (and ranges) sit on the framework's own line of the thread that
   issued them (id = std::hash of its pthread_t), or on a new line with
-  id = tid when JAX has none, exact per thread and name;
+  id = tid when the framework has none, exact per thread and name;
 - each call lies inside the profile's span, inside the thread's own
   timing of the batch it belonged to, and inside the thread's range;
 - kxprof's device plane is added, its events inside the span;
 - XProf's converter (trace_viewer, trace_viewer@) shows the calls on those
-  rows of the host process, beside JAX's own events on the same row, and
+  rows of the host process, beside the framework's own events on the same row, and
   the device as a process of its own.
 """
 
@@ -54,7 +59,7 @@ def stat(space, name):
 
 
 def main():
-    tag, src, dst, issued_path, run = sys.argv[1:6]
+    tag, src, dst, issued_path, run, plain = sys.argv[1:7]
     a, b = xplane_read.load(src), xplane_read.load(dst)
     iss = json.load(open(issued_path))
     ha, hb = plane(a, "/host:CPU"), plane(b, "/host:CPU")
@@ -78,7 +83,7 @@ def main():
         h = line_id(ident)
         rows[int(tid)] = h if h in own else int(tid)
     new_rows = {t for t, r in rows.items() if r == t}
-    if tag.endswith("notracer"):
+    if plain == "new":
         check(tag + "_plain_worker_new_line", new_rows == {iss["plain_worker"]},
               "threads on new lines: %s" % new_rows)
     else:
@@ -140,13 +145,13 @@ def main():
     xprof_check.check_viewer(tag + "_xprof_trace_viewer", ev, "/host:CPU", vwant, job)
     xprof_check.check_viewer(tag + "_xprof_trace_viewer_at", xprof_check.trace(path, "trace_viewer@"),
                              host + " /host:CPU", vwant, job)
-    # On JAX's own rows, JAX's events too (the main thread's row at least).
+    # On the framework's own rows, its events too (the main thread's row at least).
     host_pid = [p for p, n in xprof_check.procs(ev).items() if n == "/host:CPU"]
     main_row = rows[iss["main"]] & 0xFFFFFFFF
     theirs = [e for e in ev if e.get("ph") == "X" and host_pid and e["pid"] == host_pid[0]
               and e["tid"] == main_row and e["name"] not in {n for (_, n) in want}]
     check(tag + "_xprof_main_row_shared", len(theirs) > 0,
-          "no JAX events on the main thread's row %d" % main_row)
+          "no events of the framework on the main thread's row %d" % main_row)
     return 1 if xprof_check.fails else 0
 
 
