@@ -138,7 +138,8 @@ struct merge {
 	size_t host_len;
 	struct in_line *lines; /* of that plane, sorted by id */
 	size_t nlines, lines_cap;
-	int normalized;            /* line timestamps from profile_start_time, not Unix-epoch */
+	/* No line stamped in Unix-epoch ns (TSL saves them from profile_start_time). */
+	int normalized;
 	uint64_t ev_base, st_base; /* kxprof's metadata ids go above the input's */
 	/* the threads' pthread_t, from the record (tid, tp), sorted by tid */
 	struct kx_threadptr_pair {
@@ -272,6 +273,7 @@ static int read_host_lines(struct merge *m)
 	struct field f, g;
 	int r, s;
 
+	m->normalized = 1;
 	EACH_FIELD(f, p, end, r)
 	{
 		const uint8_t *q = f.body, *qe = f.body + f.blen;
@@ -289,9 +291,8 @@ static int read_host_lines(struct merge *m)
 		if (kx_grow((void **)&m->lines, &m->lines_cap, m->nlines, sizeof(l)))
 			return -1;
 		m->lines[m->nlines++] = l;
-		/* Normalized files (TSL's post-processing) hold small offsets here. */
-		if (l.ts_ns && l.ts_ns < (uint64_t)m->st->span_from_ns)
-			m->normalized = 1;
+		if (l.ts_ns >= (uint64_t)m->st->span_from_ns)
+			m->normalized = 0;
 	}
 	qsort(m->lines, m->nlines, sizeof(*m->lines), cmp_in_line);
 	m->ev_base = max_map_key(m->host, m->host_len, XPLANE_EVENT_METADATA);
@@ -561,6 +562,7 @@ static void put_host_plane(struct merge *m, struct kx_bytes *b)
 	int r, s;
 
 	if (!m->host) {
+		m->normalized = 1;
 		put_varint_field(&pl, XPLANE_ID, HOST_PLANE_ID);
 		put_raw(&pl, (uint8_t[]){XPLANE_NAME << 3 | KX_PB_LEN, 9}, 2);
 		put_raw(&pl, HOST_PLANE, 9);
@@ -592,8 +594,11 @@ static void put_host_plane(struct merge *m, struct kx_bytes *b)
 		m->kl[k].matched = 1;
 		m->st->lines_matched++;
 		put_raw(&l, f.body, f.blen);
+		/* A saved line starts ts after profile_start_time, an unsaved one at ts. */
 		put_events(m, &l, m->kl[k].body, m->kl[k].blen, m->kl[k].ts_ns,
-		           m->normalized ? (int64_t)ts : (int64_t)ts - m->st->span_from_ns, 1);
+		           ts < (uint64_t)m->st->span_from_ns ? (int64_t)ts
+		                                              : (int64_t)ts - m->st->span_from_ns,
+		           1);
 		put_sub(&pl, XPLANE_LINES, &l);
 		free(l.p);
 	}
