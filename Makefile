@@ -10,6 +10,7 @@ TF_PLUGIN_DIR ?=
 # /usr/local/lib/systemd/system is on systemd's search path.
 SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
 DOCDIR ?= $(PREFIX)/share/doc/kxprof
+MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 SAN ?= 0
 
@@ -81,7 +82,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps pyenv test unit demo install clean format format-check bench bench-sampling layering ioctl-tables bundle
+.PHONY: all deps pyenv test unit demo install clean format format-check bench bench-sampling layering ioctl-tables bundle man
 all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS) $(TOOL_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
@@ -253,7 +254,7 @@ bench: all $(BENCH_BINS)
 bench-sampling: all
 	@tests/bench/sampling.sh
 
-install: all
+install: all man
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/kxprof $(DESTDIR)$(PREFIX)/bin/kxprof
 	install -d $(DESTDIR)$(PREFIX)/lib/kxprof
@@ -267,6 +268,18 @@ install: all
 		mv $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u.tmp $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u || exit 1; \
 	done
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -d $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(MANDIR)/man1
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+	install -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
+
+# Manual pages (section 1) from the command pages in docs/: kxprof.1 and
+# kxprof-COMMAND.1, which `man kxprof-COMMAND` shows once installed.
+MAN_PAGES := $(patsubst docs/%.md,$(BUILD)/man/%.1,$(wildcard docs/kxprof.md docs/kxprof-*.md))
+man: $(MAN_PAGES)
+$(BUILD)/man/%.1: docs/%.md | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	{ printf '%% %s 1\n' '$(shell echo $* | tr a-z A-Z)'; cat $<; } | go-md2man | \
+		sed -e '/^\.[A-Za-z][A-Za-z]\?\( \|$$\)/b' -e 's/^[.'"'"']/\\\&&/' >$@.tmp && mv $@.tmp $@
 
 # The ioctl name tables: user/registry/ioctl_table.c is generated from the spec
 # kept in the tree; `make ioctl-tables` remakes it byte for byte (IOCTL_TABLE=

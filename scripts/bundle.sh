@@ -114,6 +114,8 @@ chmod 0755 "$ROOT/bin/kxprof"
 install -m 0755 scripts/gpu-check.sh "$ROOT/scripts/gpu-check.sh"
 install -m 0644 scripts/gpu_workload.py "$ROOT/scripts/gpu_workload.py"
 install -m 0644 README.md "$ROOT/README.md"
+install -d "$ROOT/docs"
+install -m 0644 docs/*.md "$ROOT/docs/"
 
 mkdir -p "$(dirname "$OUT")"
 tar -C "$STAGE" --owner=0 --group=0 --numeric-owner -czf "$OUT.tmp" kxprof

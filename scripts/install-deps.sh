@@ -34,6 +34,8 @@ declare -A need=(
 	[systemtap-sdt-dev]=/usr/bin/dtrace
 	[binutils]=/usr/bin/objcopy
 	[golang-go]=/usr/bin/go
+	# make man: the manual pages from docs/kxprof-*.md
+	[go-md2man]=/usr/bin/go-md2man
 	[python3-venv]=/usr/share/doc/python3-venv/copyright
 	# the viewer test (tests/integration/test_viewers.sh): speedscope from npm in Chromium
 	[chromium]=/usr/bin/chromium

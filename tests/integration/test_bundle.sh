@@ -35,7 +35,7 @@ newer_than_231() {
 }
 # The one known exception: Debian's libelf (which libbpf needs, and which
 # cannot be linked statically into a shared object) calls fstat@GLIBC_2.33, so
-# the TF plugin needs glibc 2.33 (README, known limits). Anything else fails.
+# the TF plugin needs glibc 2.33 (docs/limits.md). Anything else fails.
 declare -A KNOWN=([libelf.so.1]=fstat@GLIBC_2.33)
 inproc=$(cd "$B/lib" && ls libkxprof_*.so)
 for f in $inproc; do

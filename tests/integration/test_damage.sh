@@ -101,10 +101,10 @@ if run convert "$KXPROF" convert "$TMP/bad_data.kxp" --chrome "$TMP/bad.json" --
 	check convert_xspace_warns grep -rqa "record file is corrupt: 1 damaged stretch" "$TMP/logdir"
 fi
 
-# --help says what happens to a damaged file, in the README's words.
+# --help says what happens to a damaged file, in the words of docs/kxp-format.md.
 for cmd in report convert; do
 	if run "help_$cmd" "$KXPROF" "$cmd" --help; then
 		check "help_${cmd}_damage" grep -q "^A damaged FILE is read around the damage (exit 0): corrupt chunks are skipped" "$TMP/help_$cmd.out"
-		check "readme_${cmd}_damage" grep -q "A damaged FILE is read around the damage (exit 0): corrupt chunks are" "$(dirname "$0")/../../README.md"
+		check "docs_${cmd}_damage" grep -q "A damaged FILE is read around the damage (exit 0): corrupt chunks are" "$(dirname "$0")/../../docs/kxp-format.md"
 	fi
 done

@@ -43,15 +43,15 @@ else
 	fail merge_window "merging into a trace over the capture's middle failed"
 fi
 
-# The README's usage block of convert is what --help prints.
+# The usage block of docs/kxprof-convert.md is what --help prints.
 kx 0 convert --help >"$TMP/help.out" 2>&1 &&
-	python3 - "$ROOT/README.md" "$TMP/help.out" >"$TMP/readme.diff" <<'PY'
+	python3 - "$ROOT/docs/kxprof-convert.md" "$TMP/help.out" >"$TMP/docs.diff" <<'PY'
 import sys
 r = open(sys.argv[1]).read()
 i = r.index("```\nusage: kxprof convert") + 4
 sys.exit(r[i:r.index("```", i)] != open(sys.argv[2]).read())
 PY
-check merge_readme_usage_is_help test $? -eq 0
+check merge_docs_usage_is_help test $? -eq 0
 
 if ! "$PY" -c 'import torch' >/dev/null 2>&1; then
 	fail merge_torch_venv "no torch in $VENV: run make pyenv"

@@ -84,7 +84,7 @@ def model():
 def workload(m, jobs, with_jobs, done):
     """The profiled work; returns the ranges opened {tid: name} and the
     worker threads, which live on until done is set (threads that end
-    before stop() keep their tid as line id: see the README), once their
+    before stop() keep their tid as line id: see docs/frameworks.md), once their
     ranges are closed."""
     x = tf.random.normal((256, 8))
     y = tf.random.normal((256, 1))

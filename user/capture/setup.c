@@ -256,7 +256,7 @@ static const char *daemon_path(const struct kx_capture_opts *o, char *err, size_
 	snprintf(err, len,
 	         "not root and no CAP_BPF+CAP_PERFMON, and no kxprof daemon at %s: run as root "
 	         "(sudo), grant cap_bpf,cap_perfmon, or have the daemon set up (kxprof serve "
-	         "--socket; README: Profiling without root)",
+	         "--socket; see docs/daemon.md)",
 	         path);
 	return NULL;
 }

@@ -7,7 +7,8 @@
  * is skipped and reported, every intact chunk after it and the trailer are
  * kept. Files cut
  * short are readable up to their last whole chunk; bad input is rejected
- * with a message, never a crash.
+ * with a message, never a crash. docs/kxp-format.md describes the format for
+ * users; io/kxp_samples.h and io/kxp_drm.h the layout of their records.
  */
 #ifndef KX_KXP_H
 #define KX_KXP_H
