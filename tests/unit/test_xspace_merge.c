@@ -168,9 +168,10 @@ static XPlane *plane(int64_t id, const char *name)
  * the main thread's line keyed by its pthread_t's hash and saved from
  * profile_start_time, the worker's keyed by its tid and stamped in
  * Unix-epoch ns, one event "op" each (metadata ids 1..3 taken), then
- * Task Environment. Packed into a malloc'ed buffer.
+ * Task Environment, its span shift_ns from the capture's 2 to 3 ms. Packed
+ * into a malloc'ed buffer.
  */
-static uint8_t *framework_profile(int host, size_t *len)
+static uint8_t *framework_profile(int host, int64_t shift_ns, size_t *len)
 {
 	XSpace xs = TENSORFLOW__PROFILER__XSPACE__INIT;
 	XPlane *planes[3];
@@ -192,7 +193,8 @@ static uint8_t *framework_profile(int host, size_t *len)
 		h->lines = calloc(2, sizeof(void *));
 		h->lines[0] = line((int64_t)kx_stdhash_u64(TP_MAIN), "python", SAVED_TS_NS,
 		                   event(1, 1000, 500000000));
-		h->lines[1] = line(101, "worker", OFFSET_NS + START_MONO, event(1, 0, 1000));
+		h->lines[1] =
+		        line(101, "worker", OFFSET_NS + START_MONO + shift_ns, event(1, 0, 1000));
 		h->n_event_metadata = 1;
 		h->event_metadata = calloc(1, sizeof(void *));
 		h->event_metadata[0] = event_meta(3, "op");
@@ -207,8 +209,8 @@ static uint8_t *framework_profile(int host, size_t *len)
 	planes[n]->stat_metadata[1] = stat_meta(2, "profile_stop_time");
 	planes[n]->n_stats = 2;
 	planes[n]->stats = calloc(2, sizeof(void *));
-	planes[n]->stats[0] = u64_stat(1, OFFSET_NS + START_MONO);
-	planes[n]->stats[1] = u64_stat(2, OFFSET_NS + STOP_MONO);
+	planes[n]->stats[0] = u64_stat(1, OFFSET_NS + START_MONO + shift_ns);
+	planes[n]->stats[1] = u64_stat(2, OFFSET_NS + STOP_MONO + shift_ns);
 	n++;
 	xs.n_planes = n;
 	xs.planes = planes;
@@ -292,14 +294,15 @@ static size_t check_runs(const XPlane *host, const XLine *l, int64_t origin, uin
 	return n;
 }
 
-static int merge(int host, XSpace **out, struct kx_xmerge_stats *st, char *err, size_t errlen)
+static int merge(int host, int64_t shift_ns, XSpace **out, struct kx_xmerge_stats *st, char *err,
+                 size_t errlen)
 {
 	static struct kx_capinfo ci;
 	struct kx_store *s = capture(&ci);
 	struct kx_analysis *an = kxt_analyse(s, &ci);
 	char in[] = "/tmp/kxprof-xmerge-in.XXXXXX", outp[64];
 	size_t len;
-	uint8_t *buf = framework_profile(host, &len);
+	uint8_t *buf = framework_profile(host, shift_ns, &len);
 	int fd = mkstemp(in), rc;
 
 	snprintf(outp, sizeof(outp), "%s.out", in);
@@ -323,7 +326,7 @@ static void test_threads_on_their_lines(void)
 	XSpace *xs = NULL;
 	char err[256] = "";
 
-	CHECK(merge(1, &xs, &st, err, sizeof(err)) == 0);
+	CHECK(merge(1, 0, &xs, &st, err, sizeof(err)) == 0);
 	CHECK_STR(err, "");
 	CHECK(xs);
 	if (!xs)
@@ -375,7 +378,7 @@ static void test_no_host_plane(void)
 	XSpace *xs = NULL;
 	char err[256] = "";
 
-	CHECK(merge(0, &xs, &st, err, sizeof(err)) == 0);
+	CHECK(merge(0, 0, &xs, &st, err, sizeof(err)) == 0);
 	host = find_plane(xs, "/host:CPU");
 	CHECK(host && host->id == 49 && host->n_lines == 3);
 	/* saved lines (from profile_start_time): new ones start at 0 */
@@ -386,6 +389,25 @@ static void test_no_host_plane(void)
 	CHECK_EQ_U(st.lines_new, 3);
 	if (xs)
 		tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+}
+
+/* A profile of another day (a year earlier, later): every event left out, counted. */
+static void test_far_span(void)
+{
+	static const int64_t shifts[] = {-31536000000000000LL, 31536000000000000LL};
+	struct kx_xmerge_stats st;
+	XSpace *xs = NULL;
+	char err[256] = "";
+
+	for (int i = 0; i < 2; i++) {
+		CHECK(merge(1, shifts[i], &xs, &st, err, sizeof(err)) == 0);
+		CHECK_EQ_U(st.host_merged + st.dev_merged, 0);
+		CHECK_EQ_U(i ? st.host_before : st.host_after, 60);
+		CHECK_EQ_U(i ? st.host_after : st.host_before, 0);
+		if (xs)
+			tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+		xs = NULL;
+	}
 }
 
 /* Not an XSpace, no Task Environment: refused, saying why, nothing written. */
@@ -428,6 +450,7 @@ int main(void)
 {
 	RUN(test_threads_on_their_lines);
 	RUN(test_no_host_plane);
+	RUN(test_far_span);
 	RUN(test_refusals);
 	RUN(test_stdhash);
 	KXT_EXIT();

@@ -152,7 +152,6 @@ struct merge {
 	size_t kx_host_len;
 	struct kx_line *kl;
 	size_t nkl, kl_cap;
-	int oom;
 };
 
 static int cmp_in_line(const void *a, const void *b)
@@ -435,8 +434,11 @@ static int put_event(struct merge *m, struct kx_bytes *b, const struct field *ef
                      uint64_t src_ts_ns, int64_t dst_rel_ns, uint64_t ev_base, uint64_t st_base)
 {
 	const uint8_t *p = ef->body, *end = ef->body + ef->blen;
-	int64_t span_ps = (m->st->span_to_ns - m->st->span_from_ns) * 1000;
-	int64_t start_ps, off_ps = 0, dur_ps = 0;
+	/* In ps from profile_start_time; 128 bits: a capture far from the input's
+	 * span (another day) would overflow 64. */
+	__int128 span_ps = (__int128)(m->st->span_to_ns - m->st->span_from_ns) * 1000;
+	__int128 start_ps, dst_ps = (__int128)dst_rel_ns * 1000;
+	int64_t off_ps = 0, dur_ps = 0;
 	struct kx_bytes e = {0};
 	struct field f;
 	int r;
@@ -448,8 +450,8 @@ static int put_event(struct merge *m, struct kx_bytes *b, const struct field *ef
 		else if (f.num == XEVENT_DURATION_PS)
 			dur_ps = (int64_t)f.v;
 	}
-	start_ps = ((int64_t)src_ts_ns - m->st->span_from_ns) * 1000 + off_ps;
-	if (start_ps < 0 || start_ps < dst_rel_ns * 1000)
+	start_ps = ((__int128)src_ts_ns - m->st->span_from_ns) * 1000 + off_ps;
+	if (start_ps < 0 || start_ps < dst_ps)
 		return BEFORE;
 	if (start_ps + dur_ps > span_ps)
 		return AFTER;
@@ -466,7 +468,7 @@ static int put_event(struct merge *m, struct kx_bytes *b, const struct field *ef
 			put_raw(&e, f.raw, f.rawlen);
 	}
 	/* offset_ps shares a oneof with num_occurrences: written even when 0 */
-	put_varint_field(&e, XEVENT_OFFSET_PS, (uint64_t)(start_ps - dst_rel_ns * 1000));
+	put_varint_field(&e, XEVENT_OFFSET_PS, (uint64_t)(start_ps - dst_ps));
 	put_sub(b, XLINE_EVENTS, &e);
 	free(e.p);
 	return IN_SPAN;
