@@ -186,6 +186,15 @@ static __always_inline void emit_task(__u32 what, __u32 pid, __u32 tid, __u32 pp
 		bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm_kernel);
 	else
 		bpf_get_current_comm(r->comm, sizeof(r->comm));
+	r->tp = 0;
+#if defined(__TARGET_ARCH_x86)
+	/* The first traced ioctl runs on the thread itself: its own fs base. */
+	if (what == KX_TASK_SEEN) {
+		struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
+
+		r->tp = BPF_CORE_READ(cur, thread.fsbase);
+	}
+#endif
 	bpf_ringbuf_submit(r, submit_flags());
 }
 

@@ -248,6 +248,9 @@ struct kx_task_rec {
 	unsigned int ppid; /* for FORK: the parent tgid */
 	unsigned int what; /* enum kx_task_what */
 	char comm[KX_COMM_LEN];
+	/* SEEN: the thread's thread pointer (x86_64: its fs base, glibc's
+	 * pthread_t), for frameworks keying their rows by it; else 0 (unknown). */
+	unsigned long long tp;
 };
 
 /* One live thread's thread pointer (bpf/threadptr.bpf.c's iterator output). */

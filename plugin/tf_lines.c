@@ -3,24 +3,12 @@
 #include <stddef.h>
 
 #include "tf_lines.h"
+#include "util/stdhash.h"
 
-#define HASH_SEED 0xc70f6907ULL
-#define HASH_MUL  ((0xc6a4a793ULL << 32) + 0x5bd1e995ULL)
-
-static uint64_t shift_mix(uint64_t v)
-{
-	return v ^ (v >> 47);
-}
-
-/* libstdc++'s _Hash_bytes of one 8-byte word (its 64-bit, 8-byte-aligned case). */
+/* libstdc++'s _Hash_bytes of the 8-byte pthread_t (util/stdhash.h). */
 uint64_t kx_tf_line_id(uint64_t pthread_self)
 {
-	uint64_t h = HASH_SEED ^ (8 * HASH_MUL);
-
-	h ^= shift_mix(pthread_self * HASH_MUL) * HASH_MUL;
-	h *= HASH_MUL;
-	h = shift_mix(h) * HASH_MUL;
-	return shift_mix(h);
+	return kx_stdhash_u64(pthread_self);
 }
 
 int kx_tf_present(void)

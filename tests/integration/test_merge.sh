@@ -11,8 +11,10 @@ PY=$VENV/bin/python
 # What is refused before any work (exit 2), and a trace that is not one (exit 1).
 printf '{"traceEvents":[{"ph":"X","name":"op","pid":1,"tid":1,"ts":5,"dur":1}]}' >"$TMP/min.json"
 fx=$ROOT/tests/fixtures/h100_pytorch.kxp
-kx 2 convert "$fx" --merge "$TMP/min.json" --xplane "$TMP" >/dev/null 2>"$TMP/e1" &&
-	check merge_refuses_xplane grep -q "not supported yet" "$TMP/e1"
+kx 2 convert "$fx" --merge "$TMP/min.json" --xplane "$TMP/o.pb" --chrome "$TMP/o.json" \
+	>/dev/null 2>"$TMP/e1" && check merge_refuses_two_outputs grep -q "one output" "$TMP/e1"
+kx 1 convert "$fx" --merge "$TMP/min.json" --xplane "$TMP/o.pb" >/dev/null 2>"$TMP/e1" &&
+	check merge_xplane_needs_xspace grep -q "not an XSpace" "$TMP/e1"
 kx 2 convert "$fx" --merge "$TMP/min.json" >/dev/null 2>&1 && pass merge_needs_chrome
 kx 2 convert "$fx" --merge "$TMP/min.json" --chrome "$TMP/o.json" --gpu >/dev/null 2>&1 &&
 	pass merge_refuses_other_options
@@ -61,7 +63,8 @@ if [ "$ACCEL" = loop ]; then
 	export KX_LOOP_DEV
 	trap 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"' EXIT
 fi
-export PYTHONPATH=$ROOT/tests/integration PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH=$ROOT/tests/integration:$ROOT/plugin/python PYTHONDONTWRITEBYTECODE=1
+export KXPROF_ANNOTATE_LIB=$ROOT/build/libkxprof_annotate.so
 t0=$(date +%s%N)
 if ! kx 0 record "${ACCEL_DEV[@]}" -o "$TMP/t.kxp" -- "$PY" "$ROOT/tests/integration/torch_merge.py" \
 	"$TMP/kineto.json" "$TMP/issued.json" >"$TMP/rec.out" 2>"$TMP/rec.err"; then

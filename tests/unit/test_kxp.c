@@ -652,8 +652,10 @@ static void test_field_extremes(void)
 	                         .tid = UINT32_MAX,
 	                         .ppid = UINT32_MAX,
 	                         .what = UINT32_MAX,
-	                         .comm = "fifteen-chars-x"};
-	/* The command line at its limit; tk[1] has none (written as before). */
+	                         .comm = "fifteen-chars-x",
+	                         .tp = UINT64_MAX};
+	/* The command line at its limit; tk[1] has none (written as before),
+	 * nor a thread pointer. */
 	memset(tk[0].cmd, 'c', sizeof(tk[0].cmd) - 1);
 	tk[1] = (struct kx_task){.ts = UINT64_MAX, .what = 1};
 	for (size_t i = 0; i < 2; i++)

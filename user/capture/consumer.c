@@ -118,6 +118,7 @@ static int on_task(struct kx_consumer *c, const struct kx_task_rec *r, size_t si
 	t.tid = r->tid;
 	t.ppid = r->ppid;
 	t.what = r->what;
+	t.tp = r->tp;
 	memcpy(t.comm, r->comm, sizeof(t.comm));
 	t.comm[sizeof(t.comm) - 1] = 0;
 	task_cmd(c, &t);

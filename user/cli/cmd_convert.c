@@ -13,6 +13,7 @@
 #include "analysis/wread.h"
 #include "export/chrome.h"
 #include "export/chrome_merge.h"
+#include "export/xspace_merge.h"
 #include "export/folded.h"
 #include "export/pprof.h"
 #include "export/speedscope.h"
@@ -32,6 +33,7 @@ static void convert_usage(FILE *f)
 	        "                      [--off-cpu] [--speedscope OUT.json]\n"
 	        "                      [--split-events N] [--in-memory]\n"
 	        "       kxprof convert [FILE] --merge TRACE.json[.gz] --chrome OUT.json[.gz]\n"
+	        "       kxprof convert [FILE] --merge PROFILE.xplane.pb --xplane OUT.xplane.pb\n"
 	        "  FILE             record file (default kxprof.kxp)\n"
 	        "  --xplane LOGDIR  write LOGDIR/plugins/profile/<run>/<host>.xplane.pb for\n"
 	        "                   TensorBoard/XProf (tensorboard --logdir LOGDIR)\n"
@@ -65,11 +67,18 @@ static void convert_usage(FILE *f)
 	        "  --merge TRACE    with --chrome OUT alone: OUT is TRACE, a Chrome trace of\n"
 	        "                   the same run by another profiler (PyTorch's Kineto,\n"
 	        "                   export_chrome_trace), kept as it was, with kxprof's\n"
-	        "                   calls added on their pid/tid rows, aligned through its\n"
-	        "                   baseTimeNanoseconds (the capture's clock syncs at start\n"
-	        "                   and stop); calls outside TRACE's span are left out,\n"
+	        "                   calls and ranges added on their pid/tid rows and its\n"
+	        "                   device tracks as processes of their own, aligned through\n"
+	        "                   its baseTimeNanoseconds (the capture's clock syncs at\n"
+	        "                   start and stop); events outside TRACE's span are left out,\n"
 	        "                   counted on stderr and in OUT's kxprofMerge member;\n"
-	        "                   TRACE may be gzipped, OUT is when it ends in .gz\n"
+	        "                   TRACE may be gzipped, OUT is when it ends in .gz;\n"
+	        "                   with --xplane OUT alone: TRACE is an XSpace TensorFlow or\n"
+	        "                   JAX saved of the same run, OUT that XSpace with kxprof's\n"
+	        "                   calls and ranges on the /host:CPU lines of their threads\n"
+	        "                   and its device planes added, on TRACE's time base\n"
+	        "                   (profile_start_time); events outside its span are left\n"
+	        "                   out and counted on stderr\n"
 	        "At least one output; the written paths are printed.\n"
 	        "Each output is written to a temporary file beside it and renamed into place\n"
 	        "when complete; the XSpace and the Chrome trace when both are: an error or a\n"
@@ -515,7 +524,19 @@ static int convert_stream(const char *path, const struct kx_xspace_opts *xo, con
 	return rc;
 }
 
-/* --merge TRACE --chrome OUT: 0, 1 (failed) or 2 (refused). */
+static void report_xmerge(const struct kx_xmerge_stats *s, const char *trace)
+{
+	kx_err("merged %" PRIu64 " host events (calls and ranges) into %s: %" PRIu32
+	       " threads on its own lines, %" PRIu32 " on new lines; left out %" PRIu64
+	       " before and %" PRIu64 " after its span (%" PRId64 " to %" PRId64 " ns)",
+	       s->host_merged, trace, s->lines_matched, s->lines_new, s->host_before, s->host_after,
+	       s->span_from_ns, s->span_to_ns);
+	kx_err("added %" PRIu32 " device planes: %" PRIu64 " events; left out %" PRIu64
+	       " before and %" PRIu64 " after the span",
+	       s->planes_added, s->dev_merged, s->dev_before, s->dev_after);
+}
+
+/* --merge TRACE --chrome OUT or --xplane OUT: 0, 1 (failed) or 2 (refused). */
 static int convert_merge(const char *path, const char *trace, const char *logdir,
                          const char *chrome, int others)
 {
@@ -528,12 +549,16 @@ static int convert_merge(const char *path, const char *trace, const char *logdir
 	char err[512];
 	int rc = 1;
 
-	if (logdir || !chrome || others || !strcmp(chrome, "-")) {
+	const char *out = chrome ? chrome : logdir;
+	struct kx_xmerge_stats xs;
+
+	if (!!logdir == !!chrome || others || !strcmp(out, "-")) {
 		kx_err("--merge TRACE writes one output and takes no other option: give --chrome "
-		       "OUT.json alone (merging into an XSpace, .xplane.pb, is not supported yet)");
+		       "OUT.json alone (TRACE a Chrome trace) or --xplane OUT.xplane.pb alone "
+		       "(TRACE an XSpace)");
 		return 2;
 	}
-	if (kx_outfile_check(chrome, 0, inputs, 2, err, sizeof(err))) {
+	if (kx_outfile_check(out, 0, inputs, 2, err, sizeof(err))) {
 		kx_err("%s", err);
 		return 2;
 	}
@@ -548,12 +573,25 @@ static int convert_merge(const char *path, const char *trace, const char *logdir
 	an = kx_analysis_build(store, &ci, err, sizeof(err));
 	if (!an) {
 		kx_err("%s: %s", path, err);
+	} else if (logdir) {
+		if (kx_xspace_merge(an, trace, logdir, &xs, err, sizeof(err))) {
+			kx_err("%s", err);
+		} else {
+			report_xmerge(&xs, trace);
+			printf("%s\n", logdir);
+			rc = 0;
+		}
 	} else if (kx_chrome_merge(an, trace, chrome, &st, err, sizeof(err))) {
 		kx_err("%s", err);
 	} else {
 		kx_err("merged %" PRIu64 " calls into %s; left out %" PRIu64 " before and %" PRIu64
 		       " after its span (clock offset %" PRId64 " ns, uncertainty %" PRIu64 " ns)",
 		       st.merged, trace, st.before, st.after, st.offset_ns, st.uncertainty_ns);
+		kx_err("merged %" PRIu64 " ranges (left out %" PRIu64 " before and %" PRIu64
+		       " after) and %" PRIu64 " device track events (left out %" PRIu64
+		       " before and %" PRIu64 " after)",
+		       st.ranges_merged, st.ranges_before, st.ranges_after, st.dev_merged,
+		       st.dev_before, st.dev_after);
 		printf("%s\n", chrome);
 		rc = 0;
 	}

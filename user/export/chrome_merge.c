@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include "export/chrome.h"
 #include "export/chrome_merge.h"
 #include "model/capinfo.h"
 #include "model/store.h"
@@ -25,6 +27,7 @@
 /* What the scan of the input found. */
 struct trace_scan {
 	const char *open;      /* the top-level '{' */
+	const char *arr_open;  /* the '[' of traceEvents */
 	const char *arr_close; /* the ']' of traceEvents */
 	int nonempty;          /* traceEvents holds an element */
 	int64_t base_ns;       /* baseTimeNanoseconds (0 when absent) */
@@ -135,6 +138,7 @@ static void event_member(void *ctx, const char *k, size_t kn, const char *v, con
 /* The span of the traceEvents array at p ('['); its ']' into sc. -1: malformed. */
 static int scan_events(const char *p, const char *end, struct trace_scan *sc)
 {
+	sc->arr_open = p;
 	p = ws(p + 1, end);
 	while (p < end && *p != ']') {
 		struct event_fields f = {NAN, 0, 0};
@@ -358,17 +362,214 @@ static char *put_meta(char *o, const struct kx_merge_stats *st)
 	                   "\"kxprofMerge\":{\"merged\":%" PRIu64 ",\"left_out_before\":%" PRIu64
 	                   ",\"left_out_after\":%" PRIu64 ",\"span_from_ns\":%" PRId64
 	                   ",\"span_to_ns\":%" PRId64 ",\"clock_offset_ns\":%" PRId64
-	                   ",\"clock_uncertainty_ns\":%" PRIu64 "},",
+	                   ",\"clock_uncertainty_ns\":%" PRIu64 ",\"ranges\":{\"merged\":%" PRIu64
+	                   ",\"left_out_before\":%" PRIu64 ",\"left_out_after\":%" PRIu64
+	                   "},\"device_events\":{\"merged\":%" PRIu64
+	                   ",\"left_out_before\":%" PRIu64 ",\"left_out_after\":%" PRIu64 "}},",
 	                   st->merged, st->before, st->after, st->span_from_ns, st->span_to_ns,
-	                   st->offset_ns, st->uncertainty_ns);
+	                   st->offset_ns, st->uncertainty_ns, st->ranges_merged, st->ranges_before,
+	                   st->ranges_after, st->dev_merged, st->dev_before, st->dev_after);
+}
+
+/* ---- kxprof's annotation ranges and device tracks, from its own trace ---- */
+
+/* A string literal and its length, as two arguments. */
+#define LIT_ARGS(s) s, sizeof(s) - 1
+
+/* What the merge takes of one event of kxprof's own trace. */
+struct own_event {
+	const char *obj, *obj_end; /* the object, braces included */
+	char ph;
+	int annotation; /* cat "annotation" */
+	int dev_label;  /* a process_labels "device" metadata event */
+	int has_pid;
+	uint32_t pid;
+	const char *ts; /* the ts number's text, NULL when none */
+	double dur_us;
+};
+
+static void own_member(void *ctx, const char *k, size_t kn, const char *v, const char *end)
+{
+	struct own_event *e = ctx;
+	const char *ve;
+
+	if (key_is(k, kn, "ph") && *v == '"') {
+		e->ph = v[1];
+	} else if (key_is(k, kn, "cat")) {
+		e->annotation = !strncmp(v, LIT_ARGS("\"annotation\""));
+	} else if (key_is(k, kn, "name")) {
+		e->dev_label |= !strncmp(v, LIT_ARGS("\"process_labels\"")) ? 1 : 0;
+	} else if (key_is(k, kn, "args")) {
+		ve = skip_value(v, end);
+		e->dev_label |= ve && memmem(v, (size_t)(ve - v), LIT_ARGS("\"labels\":\"device\""))
+		                        ? 2
+		                        : 0;
+	} else if (key_is(k, kn, "pid") && *v != '"') {
+		e->pid = (uint32_t)strtoul(v, NULL, 10);
+		e->has_pid = 1;
+	} else if (key_is(k, kn, "ts") && *v != '"') {
+		e->ts = v;
+	} else if (key_is(k, kn, "dur") && *v != '"') {
+		e->dur_us = strtod(v, NULL);
+	}
+}
+
+/* "123.456" µs as ns (three decimals at most, as the writers print). */
+static int64_t us_text_ns(const char *p)
+{
+	int64_t v = strtoll(p, (char **)&p, 10) * 1000;
+	int64_t f = 0, scale = 100;
+
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+			f += scale ? (*p - '0') * scale : 0;
+	return v + f;
+}
+
+/* Calls cb on each object of kxprof's traceEvents; -1 when malformed. */
+typedef void (*own_cb)(void *ctx, struct own_event *e);
+static int each_own_event(const struct trace_scan *sc, const char *end, own_cb cb, void *ctx)
+{
+	const char *p = ws(sc->arr_open + 1, end);
+
+	while (p < end && *p != ']') {
+		struct own_event e = {.obj = p};
+
+		if (*p != '{' || !(p = each_member(p, end, own_member, &e)))
+			return -1;
+		e.obj_end = p;
+		cb(ctx, &e);
+		p = ws(p, end);
+		if (p < end && *p == ',')
+			p = ws(p + 1, end);
+	}
+	return 0;
+}
+
+struct extras {
+	const struct kx_analysis *an;
+	const struct trace_scan *own, *in;
+	struct kx_merge_stats *st;
+	uint32_t devpids[64]; /* kxprof's device pseudo-processes */
+	size_t ndev;
+	char *o; /* output cursor */
+	int first;
+};
+
+static void find_devpid(void *ctx, struct own_event *e)
+{
+	struct extras *x = ctx;
+
+	if (e->ph == 'M' && e->dev_label == 3 && e->has_pid && x->ndev < 64)
+		x->devpids[x->ndev++] = e->pid;
+}
+
+static int is_devpid(const struct extras *x, uint32_t pid)
+{
+	for (size_t i = 0; i < x->ndev; i++)
+		if (x->devpids[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* The event with its ts moved onto the input's base (copied member by member). */
+static void put_moved(struct extras *x, const struct own_event *e, int64_t rel_ns)
+{
+	const char *p = ws(e->obj + 1, e->obj_end), *end = e->obj_end;
+	int firstm = 1;
+
+	x->o += sprintf(x->o, "%s{", x->first ? "" : ",");
+	x->first = 0;
+	while (p < end && *p == '"') {
+		const char *k = p, *q = skip_str(p, end), *v, *ve;
+
+		v = ws(ws(q, end) + 1, end);
+		ve = skip_value(v, end);
+		if (!firstm)
+			*x->o++ = ',';
+		firstm = 0;
+		if (v == e->ts) {
+			x->o += sprintf(x->o, "\"ts\":");
+			x->o = put_us(x->o, rel_ns);
+		} else {
+			memcpy(x->o, k, (size_t)(ve - k));
+			x->o += ve - k;
+		}
+		p = ws(ve, end);
+		if (p < end && *p == ',')
+			p = ws(p + 1, end);
+	}
+	*x->o++ = '}';
+}
+
+static void take_own(void *ctx, struct own_event *e)
+{
+	struct extras *x = ctx;
+	int dev = e->has_pid && is_devpid(x, e->pid);
+	uint64_t *in, *before, *after;
+	int64_t t, mono;
+
+	/* Flow arrows start on kxprof's own ioctl slices, which the merge writes itself. */
+	if ((!dev && !e->annotation) || e->ph == 's' || e->ph == 'f' || e->ph == 't')
+		return;
+	if (!e->ts) { /* metadata of the device processes */
+		put_moved(x, e, 0);
+		return;
+	}
+	in = dev ? &x->st->dev_merged : &x->st->ranges_merged;
+	before = dev ? &x->st->dev_before : &x->st->ranges_before;
+	after = dev ? &x->st->dev_after : &x->st->ranges_after;
+	/* kxprof's own trace stamps through the start sync; the calls through both. */
+	mono = x->own->base_ns + us_text_ns(e->ts) - x->an->ci->clock_start.offset_ns;
+	t = kx_capinfo_realtime_synced(x->an->ci, (uint64_t)mono);
+	if (t < x->st->span_from_ns) {
+		(*before)++;
+	} else if (t + us_to_ns(e->dur_us, 1) > x->st->span_to_ns) {
+		(*after)++;
+	} else {
+		put_moved(x, e, t - x->in->base_ns);
+		(*in)++;
+	}
+}
+
+/* kxprof's own Chrome trace of the capture, through a temporary file. */
+static char *own_trace(const struct kx_analysis *an, size_t *n, char *err, size_t errlen)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096], *buf = NULL;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/kxprof-merge.XXXXXX.json", dir && *dir ? dir : "/tmp");
+	fd = mkstemps(path, 5);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot make a temporary file %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	close(fd);
+	if (!kx_chrome_write(an, path, err, errlen))
+		buf = read_file(path, n, err, errlen);
+	unlink(path);
+	return buf;
+}
+
+/* The ranges and device tracks into o (room checked by the caller). */
+static char *put_extras(char *o, const struct kx_analysis *an, const char *own, size_t n,
+                        const struct trace_scan *osc, const struct trace_scan *isc, int first,
+                        struct kx_merge_stats *st)
+{
+	struct extras x = {.an = an, .own = osc, .in = isc, .st = st, .o = o, .first = first};
+
+	each_own_event(osc, own + n, find_devpid, &x);
+	each_own_event(osc, own + n, take_own, &x);
+	return x.o;
 }
 
 int kx_chrome_merge(const struct kx_analysis *an, const char *in, const char *out,
                     struct kx_merge_stats *st, char *err, size_t errlen)
 {
-	size_t n = 0, nio = kx_store_ioctl_count(an->store), room, head, mid, nsl;
-	struct trace_scan sc;
-	char *buf, *sl = NULL, *ob = NULL, *o, serr[160];
+	size_t n = 0, nio = kx_store_ioctl_count(an->store), room, head, mid, nsl, nown = 0;
+	struct trace_scan sc, osc;
+	char *buf, *sl = NULL, *ob = NULL, *o, *own = NULL, serr[160];
 	int rc = -1;
 
 	buf = read_file(in, &n, err, errlen);
@@ -378,12 +579,21 @@ int kx_chrome_merge(const struct kx_analysis *an, const char *in, const char *ou
 		snprintf(err, errlen, "%s: %s", in, serr);
 		goto out;
 	}
+	own = own_trace(an, &nown, err, errlen);
+	if (!own)
+		goto out;
+	if (scan_trace(own, nown, &osc, serr, sizeof(serr)) && osc.arr_open == NULL) {
+		snprintf(err, errlen, "kxprof's own trace did not read back (a bug): %s", serr);
+		goto out;
+	}
 	stats_init(st, an->ci, &sc);
-	room = 1 + nio * (SLICE_ROOM + KX_JSON_STR_ROOM(100) + KX_JSON_STR_ROOM(64));
+	/* Each moved event grows by its ts at most. */
+	room = 1 + nio * (SLICE_ROOM + KX_JSON_STR_ROOM(100) + KX_JSON_STR_ROOM(64)) + 2 * nown;
 	sl = malloc(room);
 	if (!sl)
 		goto oom;
-	nsl = (size_t)(put_slices(sl, an, &sc, st) - sl);
+	o = put_slices(sl, an, &sc, st);
+	nsl = (size_t)(put_extras(o, an, own, nown, &osc, &sc, o == sl && !sc.nonempty, st) - sl);
 	/* The input's head, kxprof's member, the input up to the end of
 	 * traceEvents, the slices, the rest of the input. */
 	head = (size_t)(sc.open + 1 - buf);
@@ -405,6 +615,7 @@ oom:
 out:
 	free(ob);
 	free(sl);
+	free(own);
 	free(buf);
 	return rc;
 }

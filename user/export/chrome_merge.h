@@ -2,7 +2,9 @@
  * Merging kxprof's ioctls into another profiler's Chrome trace of the same
  * run (PyTorch's Kineto, torch.profiler ... export_chrome_trace): the input
  * is kept verbatim; kxprof's calls are added as "X" slices on their real
- * pid/tid (the rows Kineto gives its CPU operators), their ts in µs from the
+ * pid/tid (the rows Kineto gives its CPU operators), its annotation ranges
+ * on the same rows and its device tracks as processes of their own (both as
+ * kxprof's own Chrome trace, export/chrome.h, writes them), their ts in µs from the
  * trace's baseTimeNanoseconds (CLOCK_REALTIME; kxprof's CLOCK_MONOTONIC
  * stamps converted through the capture's clock syncs at start and stop).
  * Calls outside the trace's span (its first event's start to its last
@@ -25,6 +27,10 @@ struct kx_merge_stats {
 	int64_t span_to_ns;
 	int64_t offset_ns;       /* realtime - monotonic at the capture's start */
 	uint64_t uncertainty_ns; /* of the clock syncs (the wider of start and stop) */
+	/* kxprof's annotation ranges (and marks) and its device tracks' timed events
+	 * (jobs, counters), taken from its own Chrome trace, counted the same way. */
+	uint64_t ranges_merged, ranges_before, ranges_after;
+	uint64_t dev_merged, dev_before, dev_after;
 };
 
 /* Reads the Chrome trace at in (read whole into memory), writes it with an's calls to out (temp

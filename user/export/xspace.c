@@ -54,6 +54,7 @@
 #include "util/outfile.h"
 #include "util/workq.h"
 #include "export/xspace.h"
+#include "export/xplane_fields.h"
 #include "model/drmusage.h"
 
 /* TSL's plane id for /host:CPU (kHostPlaneId); device planes use 0..n-1. */
@@ -70,39 +71,6 @@
 #define EVENT_SCRATCH 2048
 /* Bytes reserved for a nested message's length (covers lengths < 2^35). */
 #define LEN_RESERVE 5
-
-/* Field numbers (proto/xplane.proto). */
-enum {
-	XSPACE_PLANES = 1,
-	XSPACE_WARNINGS = 3,
-	XSPACE_HOSTNAMES = 4,
-	XPLANE_ID = 1,
-	XPLANE_NAME = 2,
-	XPLANE_LINES = 3,
-	XPLANE_EVENT_METADATA = 4,
-	XPLANE_STAT_METADATA = 5,
-	XPLANE_STATS = 6,
-	XLINE_ID = 1,
-	XLINE_NAME = 2,
-	XLINE_TIMESTAMP_NS = 3,
-	XLINE_EVENTS = 4,
-	XLINE_DURATION_PS = 9,
-	XLINE_DISPLAY_NAME = 11,
-	XEVENT_METADATA_ID = 1,
-	XEVENT_OFFSET_PS = 2,
-	XEVENT_DURATION_PS = 3,
-	XEVENT_STATS = 4,
-	XSTAT_METADATA_ID = 1,
-	XSTAT_DOUBLE = 2,
-	XSTAT_UINT64 = 3,
-	XSTAT_INT64 = 4,
-	XSTAT_STR = 5,
-	XSTAT_REF = 7,
-	XMETA_ID = 1,
-	XMETA_NAME = 2,
-	MAP_KEY = 1,
-	MAP_VALUE = 2,
-};
 
 /* ---- raw encoding into a caller-checked cursor ---- */
 

@@ -862,6 +862,7 @@ int kx_kxp_add_task(struct kx_kxp_writer *w, const struct kx_task *t)
 	*p++ = (uint8_t)cn; /* always: fields added later go after it */
 	memcpy(p, t->cmd, cn);
 	p += cn;
+	p = kx_pb_varint(p, t->tp); /* 0 when unknown; older readers stop before it */
 	w->ctx.prev_ts = t->ts;
 	return add_record(w, REC_TASK, pl, (size_t)(p - pl));
 }
@@ -1264,6 +1265,10 @@ static int decode_task(struct rd *q, struct chunk_ctx *ctx, struct kx_task *t)
 			return -1;
 		memcpy(t->cmd, comm, clen < KX_CMD_LEN ? clen : KX_CMD_LEN - 1);
 	}
+	if (q->p < q->end) /* the thread pointer, when known */
+		t->tp = rd_varint(q);
+	if (q->bad)
+		return -1;
 	ctx->prev_ts = t->ts;
 	return 0;
 }

@@ -163,6 +163,9 @@ struct kx_task {
 	/* The process's command line as the recorder read it when it first saw
 	 * the process and at each exec (util/cmdline.h); "" when not read. */
 	char cmd[KX_CMD_LEN];
+	/* SEEN: the thread's pthread_t as the kernel saw it (x86_64 fs base;
+	 * TensorFlow and JAX key their host rows by a hash of it); 0: unknown. */
+	uint64_t tp;
 };
 
 /* Names of job sources and phases, as fixtures and outputs spell them. */
