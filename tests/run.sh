@@ -56,14 +56,16 @@ build() {
 run_unit() { # build dir
 	for t in "$1"/tests/test_*; do
 		[ -x "$t" ] || continue
-		local name out rc
+		local name out rc src
 		name="$(basename "$1")/$(basename "$t")"
 		out="$LOG/unit_$(basename "$1")_$(basename "$t").log"
 		timeout 300 "$t" >"$out" 2>&1
 		rc=$?
 		echo "== $name"
 		count "$out"
-		check_cases "$out" "tests/unit/$(basename "$t")" "$name"
+		src=tests/unit/$(basename "$t")
+		[ -f "tests/kernel/$(basename "$t").c" ] && src=tests/kernel/$(basename "$t")
+		check_cases "$out" "$src" "$name"
 		if [ $rc -ne 0 ] && ! grep -Eq "$FAIL_RE" "$out"; then
 			echo "FAIL $name: exited $rc"
 			tail -20 "$out"
