@@ -235,18 +235,18 @@ else
 fi
 
 # ---- a client that stops reading: its drops, counted; others unaffected ----
-as_bg 65534 "$BIN/kxprof" record --device "$LOOPDEV" --ringbuf-mb 0.0625 -o "$OUT/slow.kxp" -- \
+KXPROF_READY_FILE=$OUT/slow.ready as_bg 65534 "$BIN/kxprof" record --device "$LOOPDEV" \
+	--ringbuf-mb 0.0625 -o "$OUT/slow.kxp" -- \
 	"$BIN/loop_workload" -D "$LOOPDEV" -t 1 -j 1 -k zero -g 3000000 >"$TMP/slow.wl" 2>"$TMP/slow.err"
 ps=$!
-for _ in $(seq 1 100); do grep -q "recording through" "$TMP/slow.err" && break; sleep 0.1; done
-sleep 0.3
+wait_ready "$OUT/slow.ready" $ps || fail daemon_slow_client_started "record never said it was attached"
 kill -STOP $ps
 user_workload 1 4
 as_bg 65533 "$BIN/kxprof" record "${REC_DEV[@]}" -o "$OUT/meanwhile.kxp" -- "${WL_ARGV[@]}" >"$TMP/mw.wl" 2>"$TMP/mw.err"
 mw=$!
-# Stopped for 3 s, well inside the idle limit (5 s) however long the other
-# session takes to set up on a busy machine; it runs on meanwhile.
-sleep 3
+# Stopped while the other session runs, for 3 s at most: well inside the
+# idle limit (5 s) however long that session takes on a busy machine.
+for _ in $(seq 1 60); do kill -0 $mw 2>/dev/null || break; sleep 0.05; done
 kill -CONT $ps
 wait $mw
 rc=$?
