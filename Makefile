@@ -1,5 +1,6 @@
 # kxprof: the one build entry. `make` builds everything into build/;
-# `make test` runs every test (installing missing dependencies first);
+# `make test` runs every test (installing missing dependencies first), `make
+# check` those that need neither root nor BPF;
 # `make demo` records the built-in KVM workload and prints the report;
 # `make SAN=1 ...` builds with AddressSanitizer/UBSan into build-san/.
 
@@ -208,10 +209,15 @@ $(BUILD)/tests/%: tests/tools/%.c $(LIB) | $(DEPS_STAMP)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
 # A failed `make pyenv` does not stop the other tests: the framework tests
-# then fail, saying the package they need is missing.
+# then fail, saying the package they need is missing. tests/run.sh PATTERN
+# runs a subset; tests/run.sh --help says how.
 test: $(DEPS_STAMP)
 	@$(MAKE) -s pyenv || echo "kxprof: make pyenv failed: the framework tests will fail" >&2
 	@tests/run.sh
+
+# What needs neither root nor BPF, in both builds: a few minutes.
+check: $(DEPS_STAMP)
+	@tests/run.sh --check
 
 demo: all
 	@tests/demo.sh
