@@ -206,7 +206,7 @@ check http_alive_after_abuse kill -0 $SPID
 
 # 4. SIGHUP rescans devices and keeps serving
 kill -HUP $SPID
-sleep 0.5
+for _ in $(seq 1 100); do grep -q SIGHUP "$TMP/serve.err" && break; sleep 0.05; done
 check sighup_keeps_serving fetch -o /dev/null "$URL/metrics"
 check sighup_logged grep -q SIGHUP "$TMP/serve.err"
 
