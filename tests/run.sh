@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
 # Runs the tests. Builds the normal and the sanitizer (ASan/UBSan) trees, then
-# runs, several at a time (-j N; the number of CPUs by default):
-#  - the format and layering checks;
-#  - the unit tests (tests/unit) in both builds, and the analysis and export
-#    ones under valgrind's memcheck;
-#  - the kernel tests (tests/kernel: they load BPF programs, as root) in both
-#    builds;
-#  - the integration scripts (tests/integration: root, BPF, real drivers)
-#    once, against the sanitizer build (which checks all the normal build
-#    does, and memory errors too), unless their header says otherwise.
+# runs, several at a time (-j N; the number of CPUs by default), in turn:
+#  1. what loads no BPF program: the format and layering checks, the unit
+#     tests (tests/unit) in both builds, and the analysis and export ones
+#     under valgrind's memcheck;
+#  2. the tests marked alone (below), one after the other;
+#  3. the kernel tests (tests/kernel: they load BPF programs, as root) and the
+#     integration scripts (tests/integration: root, BPF, real drivers): once,
+#     against the sanitizer build (which checks what the normal build does,
+#     and memory errors too), unless their header says otherwise.
 # Usage: tests/run.sh [--check] [-j N] [PATTERN]
 #   --check  only what needs neither root nor BPF (`make check`): no kernel
 #            tests, and only the integration scripts marked "check".
 #   PATTERN  an extended regular expression: only the tests whose names match
-#            run (names as printed: build/test_hashmap, build-san/test_daemon,
-#            build/kernel/test_attach, memcheck/test_wread, format, layering).
-#            The builds always run.
+#            run (names as printed: unit/build/test_hashmap, memcheck/test_wread,
+#            kernel/build-san/test_attach, integration/build-san/test_daemon,
+#            format, layering). The builds always run.
 # An integration script's header line "# kxtest: WORD... (why)" (a kernel
 # test's source: "/* kxtest: WORD... (why) */") says how it runs:
-#   alone   with no other test beside it (host-wide captures see every
-#           process; checks that need the CPUs)
+#   alone   with no other test beside it (what a host-wide capture beside it
+#           would see or disturb; counts of CPU time)
 #   timing  checks how long things take: against the normal build, alone
 #   normal  against the normal build only (the line says why)
 #   both    against both builds (checks that mean something in one build only)
@@ -94,13 +94,16 @@ build() {
 # ---- the jobs: one per test, each with its own log ----
 # Each job's command runs with its output in its log; it prints PASS/FAIL/SKIP
 # lines there. J_CASES: the source (without extension) whose case count the
-# log's CASES line must equal, or empty.
-J_NAME=() J_CMD=() J_LOG=() J_ALONE=() J_CASES=()
-add_job() { # name alone(0/1) cases-source command...
-	local name=$1 alone=$2 cases=$3
+# log's CASES line must equal, or empty. J_PHASE: 1, what loads no BPF
+# program (valgrind runs there: the uprobe a capture puts on the dynamic
+# loader, in every process, stops a program under valgrind with SIGTRAP);
+# 2, the tests that run alone, one after the other; 3, the others.
+J_NAME=() J_CMD=() J_LOG=() J_PHASE=() J_CASES=()
+add_job() { # name phase cases-source command...
+	local name=$1 phase=$2 cases=$3
 	shift 3
 	[ -n "$PATTERN" ] && ! grep -Eq -- "$PATTERN" <<<"$name" && return 0
-	J_NAME+=("$name") J_ALONE+=("$alone") J_CASES+=("$cases")
+	J_NAME+=("$name") J_PHASE+=("$phase") J_CASES+=("$cases")
 	J_LOG+=("$LOG/$(tr / _ <<<"$name").log")
 	J_CMD+=("$(printf '%q ' "$@")")
 }
@@ -110,6 +113,19 @@ kxtest_words() {
 	sed -n -e 's/^# kxtest: //p' -e 's|^/\* kxtest: \(.*\) \*/$|\1|p' "$1" | sed 's/(.*//' | tr '\n' ' '
 }
 has_word() { [[ " $1 " == *" $2 "* ]]; }
+# plan WORDS: sets BUILDS (the builds it runs against) and PHASE for a test
+# that loads BPF programs, from its kxtest words.
+plan() {
+	PHASE=3 BUILDS=build-san
+	has_word "$1" alone && PHASE=2
+	if has_word "$1" timing; then
+		BUILDS=build PHASE=2
+	elif has_word "$1" normal; then
+		BUILDS=build
+	elif has_word "$1" both; then
+		BUILDS="build build-san"
+	fi
+}
 
 job_format() {
 	if make -s format-check >"$LOG/format-check.out" 2>&1; then
@@ -140,55 +156,54 @@ job_memcheck() { # binary
 DEFSIG=(env --default-signal=SIGINT,SIGQUIT)
 
 add_static_jobs() {
-	add_job format 0 "" job_format
-	add_job layering 0 "" job_layering
+	add_job format 1 "" job_format
+	add_job layering 1 "" job_layering
 	# The layering check's own tests, on copies of the tree with violations injected.
-	add_job check_layering 0 tests/unit/test_check_layering "${DEFSIG[@]}" python3 tests/unit/test_check_layering.py
+	add_job unit/check_layering 1 tests/unit/test_check_layering "${DEFSIG[@]}" python3 tests/unit/test_check_layering.py
 }
 
 add_unit_jobs() { # build dir
-	local t base src words
+	local t base
 	for t in "$1"/tests/test_*; do
 		[ -x "$t" ] || continue
 		base=$(basename "$t")
-		if [ -f "tests/kernel/$base.c" ]; then
-			[ $CHECK_ONLY = 1 ] && continue
-			src=tests/kernel/$base
-			words=$(kxtest_words "$src.c")
-			add_job "$1/kernel/$base" "$(has_word "$words" alone && echo 1 || echo 0)" "$src" \
-				"${DEFSIG[@]}" timeout 300 "$t"
-		elif [ -f "tests/unit/$base.c" ] || [ -f "tests/unit/$base.py" ]; then
-			add_job "$1/$base" 0 "tests/unit/$base" "${DEFSIG[@]}" timeout 300 "$t"
+		if [ -f "tests/unit/$base.c" ] || [ -f "tests/unit/$base.py" ]; then
+			add_job "unit/$1/$base" 1 "tests/unit/$base" "${DEFSIG[@]}" timeout 300 "$t"
 		fi
+	done
+}
+
+# The kernel tests: like the integration scripts, once, against the
+# sanitizer build unless their kxtest words say otherwise.
+add_kernel_jobs() {
+	local src base b
+	for src in tests/kernel/test_*.c; do
+		base=$(basename "$src" .c)
+		plan "$(kxtest_words "$src")"
+		for b in $BUILDS; do
+			[ -x "$b/tests/$base" ] || continue
+			add_job "kernel/$b/$base" "$PHASE" "${src%.c}" "${DEFSIG[@]}" timeout 300 "$b/tests/$base"
+		done
 	done
 }
 
 add_memcheck_jobs() {
 	local t
 	for t in test_wread test_xspace test_chrome test_annotations test_windows test_timeline; do
-		add_job "memcheck/$t" 0 "" job_memcheck "build/tests/$t"
+		add_job "memcheck/$t" 1 "" job_memcheck "build/tests/$t"
 	done
 }
 
 add_integration_jobs() {
-	local t words name alone b builds
+	local t words name b
 	for t in tests/integration/test_*.sh; do
 		words=$(kxtest_words "$t")
 		[ $CHECK_ONLY = 1 ] && ! has_word "$words" check && continue
-		alone=0
-		has_word "$words" alone && alone=1
-		builds=build-san
-		if has_word "$words" timing; then
-			builds=build alone=1
-		elif has_word "$words" normal; then
-			builds=build
-		elif has_word "$words" both; then
-			builds="build build-san"
-		fi
-		for b in $builds; do
-			name="$b/$(basename "$t" .sh)"
+		plan "$words"
+		for b in $BUILDS; do
+			name="integration/$b/$(basename "$t" .sh)"
 			[ -x "$b/kxprof" ] || continue
-			add_job "$name" "$alone" "" "${DEFSIG[@]}" KXPROF="$ROOT/$b/kxprof" BUILD_DIR="$ROOT/$b" \
+			add_job "$name" "$PHASE" "" "${DEFSIG[@]}" KXPROF="$ROOT/$b/kxprof" BUILD_DIR="$ROOT/$b" \
 				SAN_PASS="$([ "$b" = build-san ] && echo 1)" timeout 900 bash "$t"
 		done
 	done
@@ -245,22 +260,23 @@ reap() { # waits for one running job to end
 	unset "PID_JOB[$pid]"
 }
 
+# Phase by phase (each waits for the one before to end), the longest first.
 run_jobs() {
-	local order i
-	# The ones that run alone first, then the longest first.
+	local order p i phase=0 limit
 	order=$(for i in "${!J_NAME[@]}"; do
-		echo "${J_ALONE[$i]} ${LAST_MS[${J_NAME[$i]}]:-600000} $i"
-	done | sort -k1,1nr -k2,2nr | awk '{print $3}')
-	for i in $order; do
-		if [ "${J_ALONE[$i]}" = 1 ]; then
+		echo "${J_PHASE[$i]} ${LAST_MS[${J_NAME[$i]}]:-600000} $i"
+	done | sort -k1,1n -k2,2nr -k3,3n | awk '{print $1, $3}')
+	while read -r p i; do
+		[ -n "$p" ] || continue
+		if [ "$p" != "$phase" ]; then
 			while [ $RUNNING -gt 0 ]; do reap; done
-			launch "$i"
-			reap
-		else
-			while [ $RUNNING -ge "$JOBS" ]; do reap; done
-			launch "$i"
+			phase=$p
 		fi
-	done
+		limit=$JOBS
+		[ "$p" = 2 ] && limit=1
+		while [ $RUNNING -ge "$limit" ]; do reap; done
+		launch "$i"
+	done <<<"$order"
 	while [ $RUNNING -gt 0 ]; do reap; done
 }
 
@@ -283,9 +299,10 @@ if build; then
 	add_memcheck_jobs
 fi
 build SAN=1 && add_unit_jobs build-san
-if [ "$(id -u)" -eq 0 ]; then
+[ $CHECK_ONLY = 1 ] || add_kernel_jobs
+if [ "$(id -u)" -eq 0 ] || [ $CHECK_ONLY = 1 ]; then
 	add_integration_jobs
-elif [ $CHECK_ONLY = 0 ]; then
+else
 	echo "SKIP integration: not root (the kernel and integration tests load BPF programs)"
 	skip=$((skip + 1))
 fi
