@@ -212,9 +212,14 @@ add_integration_jobs() {
 # ---- running them ----
 declare -A LAST_MS=()
 TIMES=$LOG/times.tsv
-# The previous run's seconds order the queue: the longest first, so that the
-# last to end is a short one.
-[ -f "$TIMES" ] && while read -r ms name; do LAST_MS[$name]=$ms; done <"$TIMES"
+# The previous run's times order the queue: the longest first, so that the
+# last to end is a short one. Before a first run, tests/durations.tsv's.
+for f in tests/durations.tsv "$TIMES"; do
+	[ -f "$f" ] || continue
+	while read -r ms name; do
+		[[ $ms == [0-9]* ]] && LAST_MS[$name]=$ms
+	done <"$f"
+done
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/kxprof-run.XXXXXX")
 trap 'rm -rf "$STATE"' EXIT
 declare -A PID_JOB=()
