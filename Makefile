@@ -1,5 +1,6 @@
 # kxprof: the one build entry. `make` builds everything into build/;
-# `make test` runs every test (installing missing dependencies first);
+# `make test` runs every test (installing missing dependencies first), `make
+# check` those that need neither root nor BPF;
 # `make demo` records the built-in KVM workload and prints the report;
 # `make SAN=1 ...` builds with AddressSanitizer/UBSan into build-san/.
 
@@ -66,8 +67,13 @@ PROTO_OBJS := $(patsubst proto/%.proto,$(BUILD)/obj/proto/%.pb-c.o,$(PROTO_SRCS)
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
-# Unit tests that parse protobuf (#include "proto/...pb-c.h").
-PROTO_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(shell grep -l 'pb-c\.h' $(UNIT_SRCS)))
+# Tests that load BPF programs (as root): tests/kernel/, built like the unit
+# tests (with tests/unit's helpers) into the same place; `make check` leaves them out.
+KERNEL_SRCS := $(wildcard tests/kernel/test_*.c)
+KERNEL_BINS := $(patsubst tests/kernel/%.c,$(BUILD)/tests/%,$(KERNEL_SRCS))
+# Unit and kernel tests that parse protobuf (#include "proto/...pb-c.h").
+PROTO_TESTS := $(addprefix $(BUILD)/tests/,$(basename $(notdir \
+	$(shell grep -l 'pb-c\.h' $(UNIT_SRCS) $(KERNEL_SRCS)))))
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/tests/%,$(WORKLOAD_SRCS))
 # Test tools over the core library (tests/tools/*.c), e.g. a record file to a fixture.
@@ -82,8 +88,8 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # Keep BPF objects: tests and benchmarks load them too.
 .SECONDARY: $(BPF_NAMES:%=$(BUILD)/%.bpf.o) $(BENCH_BPF:%=$(BUILD)/%.bpf.o)
 
-.PHONY: all deps pyenv test unit demo install clean format format-check bench bench-sampling layering ioctl-tables bundle man
-all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(WORKLOAD_BINS) $(TOOL_BINS)
+.PHONY: all deps pyenv test check unit demo install clean format format-check bench bench-sampling layering ioctl-tables bundle man
+all: $(BUILD)/kxprof $(PLUGIN) $(UNIT_BINS) $(KERNEL_BINS) $(WORKLOAD_BINS) $(TOOL_BINS)
 
 # Installs what is missing (Debian packages), then remembers it did.
 deps: $(DEPS_STAMP)
@@ -191,6 +197,10 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(TEST_PROTO) $(LIB) $(LDFLAGS) $(LDLIBS)
 
+$(BUILD)/tests/test_%: tests/kernel/test_%.c $(LIB) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(TEST_PROTO) $(LIB) $(LDFLAGS) $(LDLIBS)
+
 $(BUILD)/tests/%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/workloads -o $@ $< $(LDFLAGS) -lpthread
@@ -200,10 +210,15 @@ $(BUILD)/tests/%: tests/tools/%.c $(LIB) | $(DEPS_STAMP)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS)
 
 # A failed `make pyenv` does not stop the other tests: the framework tests
-# then fail, saying the package they need is missing.
+# then fail, saying the package they need is missing. tests/run.sh PATTERN
+# runs a subset; tests/run.sh --help says how.
 test: $(DEPS_STAMP)
 	@$(MAKE) -s pyenv || echo "kxprof: make pyenv failed: the framework tests will fail" >&2
 	@tests/run.sh
+
+# What needs neither root nor BPF, in both builds: a few minutes.
+check: $(DEPS_STAMP)
+	@tests/run.sh --check
 
 demo: all
 	@tests/demo.sh
@@ -291,7 +306,7 @@ ioctl-tables:
 
 # user/registry/ioctl_table.c is generated (scripts/gen-ioctl-tables.py): left as generated.
 FORMAT_SRCS = $(filter-out user/registry/ioctl_table.c,$(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h \
-	plugin/*.c plugin/*.h tests/unit/*.c tests/unit/*.h tests/workloads/*.c tests/workloads/*.h \
+	plugin/*.c plugin/*.h tests/unit/*.c tests/unit/*.h tests/kernel/*.c tests/workloads/*.c tests/workloads/*.h \
 	tests/bench/*.c tests/fuzz/*.c))
 
 format:
@@ -396,4 +411,9 @@ $(BUNDLE_WL)/%: tests/workloads/%.c tests/workloads/workload.h | $(DEPS_STAMP)
 clean:
 	rm -rf build build-san
 
+# A test whose dependency file names a source no longer there (moved from
+# tests/unit to tests/kernel) is removed with it, and so built again.
+STALE_TESTS := $(shell for d in $$(find $(BUILD)/tests -name 'test_*.d' 2>/dev/null); do \
+	s=$$(awk '{ for (i = 1; i <= NF; i++) if ($$i ~ /\.c$$/) { print $$i; exit } }' $$d); [ -z "$$s" ] || [ -e "$$s" ] || echo $${d%.d}; done)
+$(if $(STALE_TESTS),$(shell rm -f $(STALE_TESTS) $(STALE_TESTS:=.d)))
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -64,6 +64,32 @@ wait_attached() {
 	return 1
 }
 
+# wait_ready FILE PID: waits (up to 60 s) until the kxprof process PID, started
+# with KXPROF_READY_FILE=FILE in its environment, has written FILE: record,
+# top and serve write it once attached and capturing (user/cli/ready.c).
+# Returns 1 if PID ended first or the file never came.
+wait_ready() {
+	local i
+	for i in $(seq 1 1200); do
+		[ -s "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || { [ -s "$1" ]; return; }
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_gone PID: waits (up to 10 s) until PID no longer runs (no such pid, or
+# a zombie). Returns 1 if it still runs.
+wait_gone() {
+	local i st
+	for i in $(seq 1 200); do
+		st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 0
+		[ -z "$st" ] || [ "$st" = Z ] || [ "$st" = X ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # jq-like lookups with python3: jget FILE 'expr on d' (d = parsed JSON)
 jget() {
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"

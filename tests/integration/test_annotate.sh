@@ -13,6 +13,7 @@
 # Python module; the NVTX injection, forwarding to a previous injection;
 # the report of a capture without device jobs streamed, the same as read
 # into memory.
+# kxtest: alone (a library copy waits 2 s for its probes: on a busy machine they attach later and its first annotations go untraced)
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIB=$BUILD_DIR/libkxprof_annotate.so

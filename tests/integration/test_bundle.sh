@@ -6,6 +6,7 @@
 # workload with no torch); the libraries that load into other processes need
 # no glibc symbol version newer than 2.31 and find the bundle's other
 # libraries by RUNPATH $ORIGIN.
+# kxtest: normal (the bundle is made from the normal build)
 . "$(dirname "$0")/lib.sh"
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${SAN_PASS:-}" = 1 ]; then

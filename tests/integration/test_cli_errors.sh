@@ -80,9 +80,10 @@ fi
 
 # SIGINT and SIGTERM stop cleanly and leave a complete, readable file.
 for sig in INT TERM; do
-	"$KXPROF" record "${ACCEL_DEV[@]}" -a -o "$TMP/sig.kxp" 2>"$TMP/sig.err" &
+	rm -f "$TMP/sig.ready"
+	KXPROF_READY_FILE=$TMP/sig.ready "$KXPROF" record "${ACCEL_DEV[@]}" -a -o "$TMP/sig.kxp" 2>"$TMP/sig.err" &
 	k=$!
-	sleep 1.5
+	wait_ready "$TMP/sig.ready" $k || fail "sig${sig}_started" "record never said it was attached"
 	accel_workload 1 10 >/dev/null
 	sleep 0.3
 	kill -"$sig" $k

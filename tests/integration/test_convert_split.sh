@@ -14,6 +14,7 @@
 # Chrome file alone, written from slices of its window: the same lines).
 # Needs no BPF: it runs the
 # same with and without /dev/kvm.
+# kxtest: check (no root, no BPF)
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DUMP="$ROOT/scripts/xspace-dump.sh"

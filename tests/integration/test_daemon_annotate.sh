@@ -15,6 +15,7 @@
 #    session and root's `record -p` neither crash nor attach past the cap,
 #    which the record reports (warning, copies_capped), and the copies
 #    within it are recorded exactly; `record -a` runs beside such a process.
+# kxtest: alone (a process maps 100 copies of the annotation library; a host-wide capture beside it sees them)
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3 # the system's: users other than root can run it

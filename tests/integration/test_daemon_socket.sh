@@ -15,6 +15,7 @@
 #    daemon under exactly the unit's capability bounding set records a
 #    user's workload with symbols resolved and annotations attached, and
 #    every system call it makes meanwhile (strace) passes the unit's filter.
+# kxtest: both (the system calls under strace in the normal build, leaks in the sanitizer one)
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)

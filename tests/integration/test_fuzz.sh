@@ -11,6 +11,7 @@
 # Fails on any crash, leak or sanitizer report. The mutation seed is fixed
 # (FUZZ_SEED), so a run is repeatable; FUZZ_SECONDS sets the time per target.
 # Run in the normal pass only: the targets carry their own sanitizers.
+# kxtest: normal (the fuzz targets are built with their own sanitizers, from the normal tree)
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)

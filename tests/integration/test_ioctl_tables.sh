@@ -2,6 +2,7 @@
 # The generated ioctl name tables are what the generator makes from the spec
 # kept in the tree: `make ioctl-tables` into a temporary file, compared byte
 # for byte with the committed user/registry/ioctl_table.c.
+# kxtest: check (no root, no BPF)
 . "$(dirname "$0")/lib.sh"
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -8,6 +8,7 @@
 # (tests/fixtures/h100_pytorch.kxp, recorded before the allocation
 # parameters were copied): it still reads, reports the same RM and UVM
 # calls, and shows no NVIDIA memory (it holds no sizes).
+# kxtest: check (no root, no BPF)
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FX=$ROOT/tests/fixtures

@@ -4,6 +4,7 @@
 # messages registered strings), marks, start/end ranges and default-domain
 # push/pop arrive as kxprof ranges, the domain as category, with the driver
 # ioctls issued inside them (tests/integration/nvtx_real.py).
+# kxtest: normal (the library under test is built without sanitizers)
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${KXPROF_VENV:-$ROOT/build/venv}

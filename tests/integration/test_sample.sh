@@ -7,6 +7,7 @@
 # against the blocked time the ioctl capture measured, exact loss accounting
 # under a sampling flood, and the errors. Where /dev/kvm exists, the same
 # for a busy KVM_RUN.
+# kxtest: timing (sampling rates against CPU time; a prompt exit on SIGTERM)
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then

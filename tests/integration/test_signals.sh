@@ -6,6 +6,7 @@
 # running under init, also when kxprof itself is killed; SIGUSR1/SIGUSR2 do
 # not stop it; -p PID alone stops when PID exits; -d ends a command with
 # SIGTERM (exit 143). Traces the stand-in accelerator (lib.sh).
+# kxtest: timing (the SIGKILL grace and the -p stop are bounded in time)
 . "$(dirname "$0")/lib.sh"
 trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
 
@@ -38,14 +39,22 @@ wait_child() {
 	done
 	return 1
 }
-# wait_started: time for record to load its programs and start the capture.
-wait_started() { sleep 1.5; }
+# rec_bg NAME ARGS...: record ARGS in the background (k: its pid), saying in
+# $TMP/NAME.ready when it is attached; started NAME waits for that.
+rec_bg() {
+	local name=$1
+	shift
+	KXPROF_READY_FILE="$TMP/$name.ready" "$KXPROF" record "$@" &
+	k=$!
+}
+started() {
+	wait_ready "$TMP/$1.ready" "$k" || fail "$1_started" "record never said it was attached"
+}
 
 for sig in INT TERM HUP QUIT; do
 	# Without a command (-a): rc 0, a complete file.
-	"$KXPROF" record "${ACCEL_DEV[@]}" -a -o "$TMP/a-$sig.kxp" 2>"$TMP/a.err" &
-	k=$!
-	wait_started
+	rec_bg "a-$sig" "${ACCEL_DEV[@]}" -a -o "$TMP/a-$sig.kxp" 2>"$TMP/a.err"
+	started "a-$sig"
 	accel_workload 1 5 >/dev/null
 	kill -"$sig" $k
 	wait $k
@@ -58,10 +67,9 @@ for sig in INT TERM HUP QUIT; do
 	complete "sig${sig}_all_file_complete" "$TMP/a-$sig.kxp"
 
 	# With a command: the command gets SIGTERM (exit 143) and is gone.
-	"$KXPROF" record "${ACCEL_DEV[@]}" -o "$TMP/c-$sig.kxp" -- sleep 60 2>"$TMP/c.err" &
-	k=$!
+	rec_bg "c-$sig" "${ACCEL_DEV[@]}" -o "$TMP/c-$sig.kxp" -- sleep 60 2>"$TMP/c.err"
 	c=$(wait_child $k) || c=
-	wait_started
+	started "c-$sig"
 	kill -"$sig" $k
 	wait $k
 	rc=$?
@@ -74,9 +82,9 @@ for sig in INT TERM HUP QUIT; do
 done
 
 # SIGUSR1 and SIGUSR2 do not stop record; a later SIGINT does, cleanly.
-"$KXPROF" record "${ACCEL_DEV[@]}" -a -o "$TMP/usr.kxp" 2>"$TMP/usr.err" &
-k=$!
-wait_started
+rec_bg usr "${ACCEL_DEV[@]}" -a -o "$TMP/usr.kxp" 2>"$TMP/usr.err"
+started usr
+check ready_file_holds_pid test "$(cat "$TMP/usr.ready")" = "$k"
 kill -USR1 $k
 kill -USR2 $k
 sleep 0.5
@@ -87,11 +95,10 @@ check usr_then_int_rc0 test $? -eq 0
 complete usr_file_complete "$TMP/usr.kxp"
 
 # The command ignores SIGTERM: SIGKILL after the grace period (exit 137), said so.
-"$KXPROF" record "${ACCEL_DEV[@]}" -o "$TMP/ign.kxp" -- sh -c 'trap "" TERM; while :; do sleep 0.1; done' \
-	2>"$TMP/ign.err" &
-k=$!
+rec_bg ign "${ACCEL_DEV[@]}" -o "$TMP/ign.kxp" -- sh -c 'trap "" TERM; while :; do sleep 0.1; done' \
+	2>"$TMP/ign.err"
 c=$(wait_child $k) || c=
-wait_started
+started ign
 start=$(date +%s%N)
 kill -TERM $k
 wait $k
@@ -106,14 +113,12 @@ fi
 complete sigkill_file_complete "$TMP/ign.kxp"
 
 # kxprof killed outright (SIGKILL): the kernel ends the command too.
-"$KXPROF" record "${ACCEL_DEV[@]}" -o "$TMP/kill.kxp" -- sleep 60 2>/dev/null &
-k=$!
+rec_bg kill "${ACCEL_DEV[@]}" -o "$TMP/kill.kxp" -- sleep 60 2>/dev/null
 c=$(wait_child $k) || c=
-wait_started
+started kill
 kill -KILL $k
 wait $k 2>/dev/null
-sleep 0.3
-if [ -n "$c" ] && gone "$c"; then pass recorder_killed_cmd_gone; else
+if [ -n "$c" ] && wait_gone "$c"; then pass recorder_killed_cmd_gone; else
 	fail recorder_killed_cmd_gone "child ${c:-none} still runs"
 fi
 

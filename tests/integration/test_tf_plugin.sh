@@ -3,6 +3,7 @@
 # needs no TensorFlow symbol to load, loads into a host without TensorFlow,
 # and `make install` puts it under PREFIX/lib/kxprof and TF_PLUGIN_DIR.
 # (The ABI and session behaviour are checked by tests/unit/test_tf_plugin.c.)
+# kxtest: both check (loading without TensorFlow is checked in the normal build)
 . "$(dirname "$0")/lib.sh"
 SO=$BUILD_DIR/libkxprof_tf.so
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

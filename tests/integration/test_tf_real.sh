@@ -6,6 +6,7 @@
 # XProf's converter shows in the host process and as a device process
 # (xprof_check.py); failures never abort the import; an ordinary user's
 # session goes through the kxprof daemon. A missing package fails, never skips.
+# kxtest: normal (an uninstrumented python cannot load the sanitizer build)
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${KXPROF_VENV:-$ROOT/build/venv}

@@ -5,6 +5,7 @@
 # terminal, option errors, and the interactive view under a pseudo-terminal
 # (script from util-linux): 'q' quits quickly with status 0 and the terminal
 # settings are restored, also when killed by SIGTERM.
+# kxtest: timing (how fast top quits and stops at -d)
 . "$(dirname "$0")/lib.sh"
 trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
 

@@ -5,6 +5,7 @@
 # with the driver ioctls its thread issues nested inside, in the report,
 # Chrome and XSpace (tests/integration/torch_itt.py, torch_check.py). The
 # libraries that load into other processes need no glibc above 2.31.
+# kxtest: normal (the libraries under test are built without sanitizers)
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${KXPROF_VENV:-$ROOT/build/venv}

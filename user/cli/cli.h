@@ -20,6 +20,12 @@ int cmd_serve(int argc, char **argv);
 
 /* "kxprof CMD: <message>" on stderr ("kxprof: " outside a subcommand). */
 void kx_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The environment variable naming the file record, top and serve write once
+ * attached (user/cli/ready.c). */
+#define KX_READY_FILE_ENV "KXPROF_READY_FILE"
+/* Says the capture is attached and running: a line under -v ("attached:
+ * WHAT"), and the file KXPROF_READY_FILE names, holding the pid. */
+void kx_say_attached(const char *what);
 struct option;
 /*
  * getopt_long for a subcommand, which also takes -v/--verbose (sets

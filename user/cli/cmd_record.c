@@ -467,6 +467,7 @@ static int record_run(struct record_opts *o, struct kx_capture *c)
 		kx_err("%s", err);
 		return rc < 0 ? 1 : rc;
 	}
+	kx_say_attached(c->argv ? "recording, the command runs" : "recording");
 	record_loop(c, o->duration);
 	/* The command ends first, so what it does on its way out is traced. */
 	rc = record_end_cmd(c);

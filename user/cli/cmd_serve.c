@@ -1036,6 +1036,7 @@ static int serve_run(struct serve *sv, struct kx_capture *c, struct serve_opts *
 			MHD_stop_daemon(d);
 		return 1;
 	}
+	kx_say_attached("serving");
 	serve_loop(sv, o, set);
 	fprintf(stderr, "kxprof serve: stopping\n");
 	serve_socket_stop(&o->sock);

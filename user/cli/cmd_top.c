@@ -857,6 +857,7 @@ int cmd_top(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	rc = 1;
 	if (top_start(&t, &o) == 0) {
+		kx_say_attached("top is running");
 		top_view(&t, &o);
 		rc = top_loop(&t, &o) ? 1 : 0;
 	}

@@ -12,6 +12,7 @@
  * in the perf event program (a child of another uid is never sampled) and
  * samples without kernel stacks.
  */
+/* kxtest: alone (the samples of a child's CPU time, counted) */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
