@@ -24,6 +24,7 @@
 #include "capture/clock.h"
 #include "capture/counters.h"
 #include "capture/drmfdinfo.h"
+#include "analysis/warnings.h"
 #include "capture/setup.h"
 #include "util/parse.h"
 
@@ -411,6 +412,12 @@ static void record_report_drm(const struct kx_capture *c, unsigned int want_ms)
 	fputc('\n', stderr);
 }
 
+static void warn_line(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "kxprof record: warning: %s\n", msg);
+}
+
 static void record_report(struct kx_capture *c, const char *out)
 {
 	const struct kx_capinfo *ci = kx_capture_capinfo(c);
@@ -438,6 +445,7 @@ static void record_report(struct kx_capture *c, const char *out)
 		        "uprobes; their annotations are not recorded\n",
 		        (unsigned long long)ci->ann.capped, KX_ANN_MAX_ATTACHED,
 		        KX_ANN_MAX_UPROBES);
+	kx_ann_late_warnings(ci, warn_line, NULL);
 	if (ci->samples.hz || ci->samples.off_cpu)
 		record_report_samples(ci);
 	record_report_counters(ci);
