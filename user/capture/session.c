@@ -359,6 +359,7 @@ static void read_sample_stats(struct kx_session *s)
 	si->off_dropped = c.off_dropped;
 	si->off_received = kx_consumer_offcpu(s->consumer);
 	si->off_noslot = c.off_noslot;
+	si->off_stale = c.off_stale;
 	si->stacks[KX_NO_USTACK] = c.no_ustack;
 	si->stacks[KX_NO_KSTACK] = c.no_kstack;
 	si->stacks[KX_USTACK_CUT] = c.ustack_full;

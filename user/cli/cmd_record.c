@@ -356,6 +356,11 @@ static void record_report_samples(const struct kx_capinfo *ci)
 		        "kxprof record: warning: %llu blocked threads were not kept (more than "
 		        "4096 blocked at once inside traced ioctls)\n",
 		        (unsigned long long)si->off_noslot);
+	if (si->off_stale)
+		fprintf(stderr,
+		        "kxprof record: warning: %llu off-CPU intervals were not recorded: the "
+		        "thread's return to a CPU was not seen before its ioctl ended\n",
+		        (unsigned long long)si->off_stale);
 	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++)
 		if (!strcmp(ci->hooks[i].name, "kernel stacks") &&
 		    ci->hooks[i].state != KX_HOOK_ATTACHED)

@@ -201,6 +201,7 @@ enum {
 	CI_PROTECTED_EXEC = 70, /* numbered apart: room for the annotation fields above */
 	CI_DRM_INTERVAL_MS = 80,
 	CI_DRM_STATS = 81, /* u64 per enum kx_drm_info_stat */
+	CI_OFFCPU_STALE = 90,
 };
 
 /* ---- little-endian and varint helpers ---- */
@@ -339,6 +340,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_OFFCPU_RECEIVED, F_UINT, struct kx_capinfo, samples.off_received),
         FLD(CI_OFFCPU_DROPPED, F_UINT, struct kx_capinfo, samples.off_dropped),
         FLD(CI_OFFCPU_NOSLOT, F_UINT, struct kx_capinfo, samples.off_noslot),
+        FLD(CI_OFFCPU_STALE, F_UINT, struct kx_capinfo, samples.off_stale),
         FLD(CI_SAMPLE_STACKS, F_U64S, struct kx_capinfo, samples.stacks),
         FLD(CI_SAMPLE_SYMS, F_U64S, struct kx_capinfo, samples.syms),
         FLD(CI_SAMPLE_SYM_WARNING, F_STR, struct kx_capinfo, samples.sym_warning),
