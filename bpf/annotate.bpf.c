@@ -348,6 +348,7 @@ int ann_loaded(struct pt_regs *ctx)
 	}
 	n->pid = pid_tgid >> 32;
 	n->tid = (__u32)pid_tgid;
+	n->ts = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

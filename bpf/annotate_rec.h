@@ -89,6 +89,7 @@ enum kx_ann_stat {
 struct kx_ann_note {
 	unsigned int pid; /* tgid */
 	unsigned int tid;
+	unsigned long long ts; /* the hook ran, CLOCK_MONOTONIC ns (at or before the map) */
 };
 
 #endif /* KXPROF_ANNOTATE_H_BPF */

@@ -247,18 +247,25 @@ static __always_inline void offcpu_out(void *ctx, const struct inflight *v, __u3
 		sstat_inc(KX_SSTAT_OFF_NOSLOT);
 }
 
-/* Thread tid is switched in: its stash, if any, becomes an off-CPU record. */
-static __always_inline void offcpu_in(__u32 tid)
+/*
+ * Thread tid is switched in, inside call v (NULL: none): its stash, if any,
+ * becomes an off-CPU record. A stash of another call (or of a call that has
+ * ended) was left by a switch-in this program did not see: its time would
+ * run past the call it blocked in, so it is counted, not recorded.
+ */
+static __always_inline void offcpu_in(__u32 tid, const struct inflight *v)
 {
 	struct kx_sample_rec *r;
 
-	if (!*(volatile __u64 *)&nr_stashed)
-		return;
 	r = bpf_map_lookup_elem(&offcpu_stash, &tid);
 	if (!r)
 		return;
-	r->weight = bpf_ktime_get_ns() - r->ts;
-	emit(r, r->hdr.size, KX_SSTAT_OFF_EMITTED, KX_SSTAT_OFF_DROPPED);
+	if (v && v->ts == r->call.ts) {
+		r->weight = bpf_ktime_get_ns() - r->ts;
+		emit(r, r->hdr.size, KX_SSTAT_OFF_EMITTED, KX_SSTAT_OFF_DROPPED);
+	} else {
+		sstat_inc(KX_SSTAT_OFF_STALE);
+	}
 	if (!bpf_map_delete_elem(&offcpu_stash, &tid))
 		__sync_fetch_and_add(&nr_stashed, -1);
 }
@@ -274,7 +281,9 @@ int BPF_PROG(kx_offcpu_btf, bool preempt, struct task_struct *prev, struct task_
 		if (v && kx_still_traced(prev->tgid))
 			offcpu_out(ctx, v, prev->tgid, prev->pid, (__u32)prev->self_exec_id);
 	}
-	offcpu_in(next->pid);
+	if (*(volatile __u64 *)&nr_stashed)
+		offcpu_in(next->pid, call_btf ? kx_call_in_progress(next, 0, true)
+		                              : kx_call_in_progress(NULL, next->pid, false));
 	return 0;
 }
 
@@ -290,7 +299,9 @@ int BPF_PROG(kx_offcpu_raw, bool preempt, struct task_struct *prev, struct task_
 			offcpu_out(ctx, v, BPF_CORE_READ(prev, tgid), tid,
 			           (__u32)BPF_CORE_READ(prev, self_exec_id));
 	}
-	offcpu_in(BPF_CORE_READ(next, pid));
+	tid = BPF_CORE_READ(next, pid);
+	if (*(volatile __u64 *)&nr_stashed)
+		offcpu_in(tid, kx_call_in_progress(NULL, tid, false));
 	return 0;
 }
 

@@ -31,6 +31,8 @@ enum kx_sample_stat {
 	KX_SSTAT_OFF_EMITTED, /* off-CPU records tried (a blocked thread came back) */
 	KX_SSTAT_OFF_DROPPED, /* of those, lost: the ring buffer was full */
 	KX_SSTAT_OFF_NOSLOT,  /* blocked inside a traced call, not kept: the stash was full */
+	KX_SSTAT_OFF_STALE,   /* blocked inside a traced call, its switch-in not seen before the
+	                         call ended: not recorded (the time would run past the call) */
 	KX_SSTAT_MAX,
 };
 

@@ -35,7 +35,7 @@ if kx 0 record "${ACCEL_DEV[@]}" -o "$TMP/n.kxp" -- env NVTX_INJECTION64_PATH="$
 	"$PY" "$ROOT/tests/integration/nvtx_real.py" "$TMP/wl.json" >"$TMP/rec.out" 2>"$TMP/rec.err"; then
 	echo "nvtx workload recorded: $((($(date +%s%N) - t0) / 1000000)) ms" >&2
 	kx 0 report --json "$TMP/n.kxp" >"$TMP/rep.json" 2>"$TMP/rep.err"
-	check nvtx_real_ranges python3 - "$TMP/rep.json" "$TMP/wl.json" <<'PY'
+	check_ann nvtx_real_ranges "$TMP/rep.json" python3 - "$TMP/rep.json" "$TMP/wl.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))["Time"]
 w = json.load(open(sys.argv[2]))

@@ -3,8 +3,9 @@
 # /dev/kvm; lib.sh): --batch blocks with its job ioctl at a non-zero rate,
 # per-process rows, plain output when stdout is not a
 # terminal, option errors, and the interactive view under a pseudo-terminal
-# (script from util-linux): 'q' quits quickly with status 0 and the terminal
-# settings are restored, also when killed by SIGTERM.
+# (script from util-linux): 'q' quits quickly with status 0 (also with the
+# 64 annotation uprobes of eight copies of the library to release) and the
+# terminal settings are restored, also when killed by SIGTERM.
 # kxtest: timing (how fast top quits and stops at -d)
 . "$(dirname "$0")/lib.sh"
 trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
@@ -65,6 +66,23 @@ if ! command -v script >/dev/null; then
 	skip interactive_quit "script (util-linux) not installed"
 	exit 0
 fi
+# Eight processes, each holding its own copy of the annotation library: top
+# (every process) attaches the capture's cap of 64 uprobes to them, whose
+# release takes the kernel 0.1 s each, one after the other. q must not
+# wait for it (the release goes on in a child process).
+mkdir -p "$TMP/copies"
+COPIES=()
+for i in 1 2 3 4 5 6 7 8; do
+	cp "$BUILD_DIR/libkxprof_annotate.so" "$TMP/copies/lib$i.so"
+	LD_PRELOAD=$TMP/copies/lib$i.so sleep 120 &
+	COPIES+=($!)
+done
+for i in 1 2 3 4 5 6 7 8; do
+	for _ in $(seq 1 100); do
+		grep -q "copies/lib$i.so" "/proc/${COPIES[$((i - 1))]}/maps" 2>/dev/null && break
+		sleep 0.05
+	done
+done
 cat >"$TMP/inner.sh" <<EOF
 stty -g >"$TMP/before"
 "$KXPROF" top ${ACCEL_DEV[*]} -i 0.3
@@ -82,9 +100,21 @@ drawn() {
 	done
 	return 1
 }
-# Keys go through script's stdin to the pty: 'p', 's', 'r', then 'q'.
-{ drawn "$TMP/typescript"; sleep 0.5; printf 'psr'; sleep 0.8; printf 'q'; date +%s%N >"$TMP/qtime"; sleep 3; } |
+# Keys go through script's stdin to the pty: 'p', 's', 'r', then 'q'. stdin
+# stays open until the inner script is done (script ends the session when
+# its stdin closes: a fixed wait cut top off whenever its exit took longer).
+{
+	drawn "$TMP/typescript"
+	sleep 0.5
+	printf 'psr'
+	sleep 0.8
+	printf 'q'
+	date +%s%N >"$TMP/qtime"
+	for _ in $(seq 1 600); do [ -s "$TMP/after" ] && break; sleep 0.1; done
+} |
 	timeout 60 script -qfec "bash $TMP/inner.sh" "$TMP/typescript" >/dev/null 2>&1
+kill "${COPIES[@]}" 2>/dev/null
+wait "${COPIES[@]}" 2>/dev/null
 check interactive_exit_0 test "$(cat "$TMP/rc" 2>/dev/null)" = 0
 check interactive_quits_fast test $((($(cat "$TMP/exittime") - $(cat "$TMP/qtime")) / 1000000)) -lt 1000
 check interactive_restores_termios cmp -s "$TMP/before" "$TMP/after"

@@ -169,6 +169,44 @@ static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 	}
 }
 
+/* Seconds of a CLOCK_MONOTONIC time into the capture (ci's start). */
+static double into(const struct kx_capinfo *ci, uint64_t ns)
+{
+	return ns > ci->start_mono_ns ? (double)(ns - ci->start_mono_ns) / 1e9 : 0.0;
+}
+
+void kx_ann_late_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
+{
+	char msg[MSG_MAX], why[160];
+
+	for (uint32_t i = 0; i < ci->ann.nlate && i < KX_ANN_MAX_LATE; i++) {
+		const struct kx_ann_late *l = &ci->ann.late[i];
+		uint64_t late_ms = l->to_ns > l->map_ns ? (l->to_ns - l->map_ns) / 1000000u : 0;
+
+		if (l->hold_ms)
+			snprintf(why, sizeof(why),
+			         "it waited %u ms for its probes and went on untraced; they "
+			         "attached %" PRIu64 " ms after it was mapped",
+			         l->hold_ms, late_ms);
+		else
+			snprintf(why, sizeof(why),
+			         "the process was not asked to wait for its probes, which attached "
+			         "%" PRIu64 " ms after it was mapped",
+			         late_ms);
+		snprintf(msg, sizeof(msg),
+		         "annotations of pid %u (%.*s) may be missing from %.3f s to %.3f s into "
+		         "the capture: its copy of the annotation library %.*s was attached late "
+		         "(%s; the machine was busy or the capture slow to attach); counts of "
+		         "its ranges and marks may be short",
+		         l->pid, flen(l->comm, sizeof(l->comm)), l->comm, into(ci, l->from_ns),
+		         into(ci, l->to_ns), flen(l->path, sizeof(l->path)), l->path, why);
+		fn(ctx, msg);
+	}
+	say(fn, ctx, ci->ann.more_late,
+	    "more copies of the annotation library were attached late than listed: their "
+	    "processes' annotations may be missing for a while");
+}
+
 void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_warn_fn fn, void *ctx)
 {
 	if (not_stored < ci->not_stored)
@@ -190,6 +228,7 @@ void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_wa
 	    "job events dropped (ring buffer full): device timelines have gaps; raise "
 	    "--ringbuf-mb");
 	hook_warnings(ci, fn, ctx);
+	kx_ann_late_warnings(ci, fn, ctx);
 }
 
 void kx_jobs_warnings(const struct kx_jobs *jb, kx_warn_fn fn, void *ctx)

@@ -26,6 +26,12 @@ typedef void (*kx_warn_fn)(void *ctx, const char *msg);
 void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_warn_fn fn,
                          void *ctx);
 
+/* Copies of the annotation library whose probes attached too late for
+ * their wait: which process, and from when to when its annotations may be
+ * missing (seconds into the capture). Part of kx_capture_warnings; the
+ * recorder's own summary calls it alone. */
+void kx_ann_late_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx);
+
 /* What reading a record file lost; all zero when it read whole. */
 struct kx_read_loss {
 	int no_trailer;          /* closing figures (stop time, loss counters) are unknown */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -24,6 +25,7 @@
 
 #include "annotate.skel.h"
 #include "capture/annotate.h"
+#include "capture/annwait.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 
@@ -38,6 +40,13 @@
 
 static const char *const probe_names[KX_ANN_NPROBES] = {"range_push", "range_pop", "mark",
                                                         "range_start", "range_end"};
+
+/* A process the loader reported mapping objects, and when (the first
+ * report since the watcher last scanned it). */
+struct noted {
+	pid_t pid;
+	uint64_t ns; /* CLOCK_MONOTONIC */
+};
 
 /* A file examined: its identity, and whether it is a copy (index in copies). */
 struct seen {
@@ -83,8 +92,14 @@ struct kx_annot {
 	int watching;
 	atomic_int stop;
 	unsigned int rescan_ms;
-	pid_t pending[MAX_PENDING]; /* noted by the notes callback, scanned by the watcher */
-	int npending, pending_all;  /* pending_all: too many to list, rescan every one */
+	/* Noted by the notes callback, scanned by the watcher; read under lock
+	 * by any scan, for when the process mapped what it attaches. */
+	struct noted pending[MAX_PENDING];
+	int npending, pending_all; /* pending_all: too many to list, rescan every one */
+	/* Copies whose probes came too late for their wait (capture/annwait.h). */
+	struct kx_ann_late late[KX_ANN_MAX_LATE];
+	uint32_t nlate, more_late;
+	uint32_t test_delay_ms; /* KX_ANN_TEST_DELAY_ENV, for tests only */
 };
 
 const char *kx_annot_probe_name(int i)
@@ -530,22 +545,104 @@ static int traced(struct kx_annot *a, pid_t pid)
 	return a->all || bpf_map_lookup_elem(bpf_map__fd(a->skel->maps.pids), &k, &v) == 0;
 }
 
+/* The file of m is known: no probes, or attached for for_pid already. Under lock. */
+static int known(struct kx_annot *a, const struct mapping *m, pid_t for_pid)
+{
+	struct seen *s = seen_find(a, m->dev, m->ino);
+
+	return s &&
+	       (s->copy < 0 || !a->copies[s->copy].found || att_find(a, (size_t)s->copy, for_pid));
+}
+
+/* When the loader last reported pid mapping objects, not yet scanned; 0 when
+ * it did not (a periodic rescan, a process found at start). Under lock. */
+static uint64_t noted_ns(const struct kx_annot *a, pid_t pid)
+{
+	for (int i = 0; i < a->npending; i++)
+		if (a->pending[i].pid == pid)
+			return a->pending[i].ns;
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* For tests only (KX_ANN_TEST_DELAY_ENV): holds an attach until the delay
+ * after map_ns has passed. Called without the lock. */
+static void test_delay(const struct kx_annot *a, uint64_t map_ns)
+{
+	uint64_t until = map_ns + (uint64_t)a->test_delay_ms * 1000000u, now = mono_ns();
+
+	if (now < until) {
+		struct timespec t = {(time_t)((until - now) / 1000000000u),
+		                     (long)((until - now) % 1000000000u)};
+
+		while (nanosleep(&t, &t) && errno == EINTR)
+			;
+	}
+}
+
+/* The command name of the process open at dir, "" when it cannot be read. */
+static void comm_of(int dir, char *comm, size_t len)
+{
+	int fd = openat(dir, "comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, comm, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	comm[n > 0 ? n : 0] = 0;
+	comm[strcspn(comm, "\n")] = 0;
+}
+
+/* Probes of the copy at path attached just now in pid, which the loader
+ * reported mapping it at map_ns: listed when they came too late for the
+ * copy's wait (capture/annwait.h). Under lock. */
+static void check_late(struct kx_annot *a, int dir, pid_t pid, const char *path, uint64_t map_ns)
+{
+	struct kx_ann_late l;
+
+	memset(&l, 0, sizeof(l));
+	if (!kx_annwait_late(map_ns, mono_ns(), kx_annwait_hold_ms(dir), &l))
+		return;
+	if (a->nlate == KX_ANN_MAX_LATE) {
+		a->more_late++;
+		return;
+	}
+	l.pid = (uint32_t)pid;
+	comm_of(dir, l.comm, sizeof(l.comm));
+	snprintf(l.path, sizeof(l.path), "%.*s", (int)sizeof(l.path) - 1, path);
+	a->late[a->nlate++] = l;
+}
+
 /* One maps line of the process open at dir: attaches a new copy, or a copy
  * new to this process. 1 when attached, else 0 or -errno. */
 static int scan_mapping(struct kx_annot *a, int dir, pid_t pid, const struct mapping *m)
 {
 	pid_t for_pid = a->all ? -1 : pid;
-	struct seen *s;
+	uint64_t map_ns;
 	struct stat st;
 	size_t natts;
 	int fd, rc;
 
 	pthread_mutex_lock(&a->lock);
-	s = seen_find(a, m->dev, m->ino);
-	if (s &&
-	    (s->copy < 0 || !a->copies[s->copy].found || att_find(a, (size_t)s->copy, for_pid))) {
+	if (known(a, m, for_pid)) {
 		pthread_mutex_unlock(&a->lock);
-		return 0; /* known: no probes, or attached for this process */
+		return 0;
+	}
+	map_ns = noted_ns(a, pid);
+	if (map_ns && a->test_delay_ms) {
+		pthread_mutex_unlock(&a->lock);
+		test_delay(a, map_ns);
+		pthread_mutex_lock(&a->lock);
+		if (known(a, m, for_pid)) {
+			pthread_mutex_unlock(&a->lock);
+			return 0;
+		}
 	}
 	fd = open_mapped(dir, m, &st);
 	if (fd < 0) {
@@ -561,6 +658,8 @@ static int scan_mapping(struct kx_annot *a, int dir, pid_t pid, const struct map
 		att_detach(&a->atts[a->natts - 1]);
 		rc = 0;
 	}
+	if (rc > 0 && map_ns)
+		check_late(a, dir, pid, m->path, map_ns);
 	pthread_mutex_unlock(&a->lock);
 	return rc;
 }
@@ -721,6 +820,12 @@ int kx_annot_info(struct kx_annot *a, struct kx_ann_info *info)
 		o->attached = c->attached;
 		snprintf(o->why, sizeof(o->why), "%.*s", (int)sizeof(o->why) - 1, c->why);
 	}
+	info->nlate = a->nlate;
+	info->more_late = a->more_late;
+	memcpy(info->late, a->late, sizeof(a->late[0]) * a->nlate);
+	for (uint32_t i = 0; i < a->nlate; i++)
+		snprintf(info->late[i].path, sizeof(info->late[i].path), "%s",
+		         seen_path(a->late[i].path));
 	pthread_mutex_unlock(&a->lock);
 	if (rc)
 		return rc;
@@ -779,13 +884,16 @@ static int on_note(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*n))
 		return 0;
-	for (int i = 0; i < a->npending; i++)
-		if (a->pending[i] == (pid_t)n->pid)
-			return 0;
+	pthread_mutex_lock(&a->lock);
+	if (noted_ns(a, (pid_t)n->pid)) {
+		pthread_mutex_unlock(&a->lock);
+		return 0; /* the first report since the last scan says when */
+	}
 	if (a->npending == MAX_PENDING)
 		a->pending_all = 1;
 	else
-		a->pending[a->npending++] = (pid_t)n->pid;
+		a->pending[a->npending++] = (struct noted){(pid_t)n->pid, n->ts ? n->ts : 1};
+	pthread_mutex_unlock(&a->lock);
 	return 0;
 }
 
@@ -807,10 +915,12 @@ static void *watch_main(void *arg)
 			since = 0;
 		} else {
 			for (int i = 0; i < a->npending; i++)
-				kx_annot_scan_pid(a, a->pending[i]);
+				kx_annot_scan_pid(a, a->pending[i].pid);
 		}
+		pthread_mutex_lock(&a->lock);
 		a->npending = 0;
 		a->pending_all = 0;
+		pthread_mutex_unlock(&a->lock);
 	}
 	return NULL;
 }
@@ -822,6 +932,7 @@ int kx_annot_watch(struct kx_annot *a, unsigned int rescan_ms, char *why, size_t
 	int rc = loader_hook(path, sizeof(path), &off), err = 0;
 
 	a->rescan_ms = rescan_ms;
+	a->test_delay_ms = kx_annwait_test_delay_ms();
 	if (rc) {
 		snprintf(why, len, "the dynamic loader's debugger hook was not found (%s)",
 		         strerror(-rc));

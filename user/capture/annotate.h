@@ -25,7 +25,11 @@
  * traced process that hits it, on a thread of its own; a process launched
  * with KX_ANN_WAIT_ENV set has its copies of the library hold their
  * constructor until their probes are attached, so nothing it annotates is
- * missed. Others may run on for the few ms the scan takes.
+ * missed. Others may run on for the few ms the scan takes. When the
+ * probes come later than the copy's wait (a loaded machine), the copy goes
+ * on untraced until they do: the loader's report (its time) against the
+ * attach time tells, and kx_annot_info lists the process and the window in
+ * which its annotations may be missing (capture/annwait.h).
  */
 #ifndef KX_CAPTURE_ANNOTATE_H
 #define KX_CAPTURE_ANNOTATE_H

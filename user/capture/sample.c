@@ -392,6 +392,7 @@ static void read_counts(struct kx_sampler *s)
 	s->c.off_emitted = sum[KX_SSTAT_OFF_EMITTED];
 	s->c.off_dropped = sum[KX_SSTAT_OFF_DROPPED];
 	s->c.off_noslot = sum[KX_SSTAT_OFF_NOSLOT];
+	s->c.off_stale = sum[KX_SSTAT_OFF_STALE];
 }
 
 void kx_sampler_stop(struct kx_sampler *s)

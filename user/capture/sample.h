@@ -68,6 +68,7 @@ struct kx_sample_counts {
 	uint64_t off_dropped;  /* lost: ring buffer full */
 	uint64_t off_received; /* standalone: off-CPU records handed to the callback */
 	uint64_t off_noslot;   /* blocked threads not kept: the stash was full */
+	uint64_t off_stale;    /* blocked threads whose switch-in was not seen within the call */
 	uint32_t cpus;         /* CPUs sampled (perf events open) */
 	uint32_t cpus_offline;
 };

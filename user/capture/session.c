@@ -24,6 +24,7 @@
 #include "capture/probe.h"
 #include "capture/sample.h"
 #include "capture/session.h"
+#include "util/bgrelease.h"
 
 struct kx_session {
 	struct kx_ioctl_bpf *ioctl; /* the loaded bpf/ioctl.bpf.c */
@@ -34,6 +35,7 @@ struct kx_session {
 	struct kx_annot *ann;       /* annotation probes, NULL when not asked or not loaded */
 	const char *mech;
 	int started, stopped;
+	int quick_exit; /* kx_session_opts */
 	struct kx_sink sink;
 	struct kx_capinfo ci;
 };
@@ -296,6 +298,7 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 		goto fail;
 	if (o->annotate)
 		open_annot(s, o);
+	s->quick_exit = o->quick_exit;
 	kx_ioctl_bpf_fds(s->ioctl, &fds);
 	s->consumer = kx_consumer_new(fds.events, &o->sink, err, len);
 	if (!s->consumer)
@@ -353,6 +356,7 @@ static void read_sample_stats(struct kx_session *s)
 	si->off_dropped = c.off_dropped;
 	si->off_received = kx_consumer_offcpu(s->consumer);
 	si->off_noslot = c.off_noslot;
+	si->off_stale = c.off_stale;
 	si->stacks[KX_NO_USTACK] = c.no_ustack;
 	si->stacks[KX_NO_KSTACK] = c.no_kstack;
 	si->stacks[KX_USTACK_CUT] = c.ustack_full;
@@ -400,6 +404,11 @@ int kx_session_stop(struct kx_session *s)
 {
 	if (s->stopped)
 		return 0;
+	/* Releasing probes on perf events (uprobes, kprobes, tracepoints) waits
+	 * for grace periods, one after the other under a kernel-wide mutex
+	 * (util/bgrelease.h): a caller about to exit leaves that to a child. */
+	if (s->quick_exit)
+		kx_bgrelease();
 	/* Detach first so nothing new arrives, then drain what is queued. */
 	kx_ioctl_bpf_detach(s->ioctl);
 	kx_jobsrc_detach(s->jobs);

@@ -57,6 +57,10 @@ struct kx_session_opts {
 	/* Annotations (capture/annotate.h): the probes of every copy of
 	 * libkxprof_annotate.so the traced processes map, now or later. */
 	int annotate;
+	/* Stop hands the release of its probes on perf events (uprobes,
+	 * kprobes, tracepoints) to a child process (util/bgrelease.h): for a
+	 * caller that exits right after. */
+	int quick_exit;
 };
 
 /* The ioctl attach mechanisms the session tries, best first: for host-wide

@@ -161,6 +161,7 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->counters = o->counters;
 	so->no_kernel_why = o->no_kernel_why;
 	so->annotate = o->annotate;
+	so->quick_exit = o->quick_exit;
 	if (o->record_path || o->record_stream) {
 		c->rec.path = o->record_path;
 		c->rec.stream = o->record_stream;

@@ -91,6 +91,10 @@ struct kx_capture_opts {
 	 * goes through the kxprof daemon when its socket exists (KXPROF_SOCKET,
 	 * else KX_DAEMON_SOCKET_DEFAULT); no_daemon refuses that. */
 	int no_daemon;
+	/* The caller exits right after the capture (kxprof top): its stop
+	 * leaves the release of its probes on perf events to a child process
+	 * (util/bgrelease.h) instead of waiting for it. */
+	int quick_exit;
 };
 
 /* A capture in progress. Zero it, then kx_capture_open; never copy it (the

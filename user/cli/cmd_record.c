@@ -24,6 +24,7 @@
 #include "capture/clock.h"
 #include "capture/counters.h"
 #include "capture/drmfdinfo.h"
+#include "analysis/warnings.h"
 #include "capture/setup.h"
 #include "util/parse.h"
 
@@ -355,6 +356,11 @@ static void record_report_samples(const struct kx_capinfo *ci)
 		        "kxprof record: warning: %llu blocked threads were not kept (more than "
 		        "4096 blocked at once inside traced ioctls)\n",
 		        (unsigned long long)si->off_noslot);
+	if (si->off_stale)
+		fprintf(stderr,
+		        "kxprof record: warning: %llu off-CPU intervals were not recorded: the "
+		        "thread's return to a CPU was not seen before its ioctl ended\n",
+		        (unsigned long long)si->off_stale);
 	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++)
 		if (!strcmp(ci->hooks[i].name, "kernel stacks") &&
 		    ci->hooks[i].state != KX_HOOK_ATTACHED)
@@ -411,6 +417,12 @@ static void record_report_drm(const struct kx_capture *c, unsigned int want_ms)
 	fputc('\n', stderr);
 }
 
+static void warn_line(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "kxprof record: warning: %s\n", msg);
+}
+
 static void record_report(struct kx_capture *c, const char *out)
 {
 	const struct kx_capinfo *ci = kx_capture_capinfo(c);
@@ -438,6 +450,7 @@ static void record_report(struct kx_capture *c, const char *out)
 		        "uprobes; their annotations are not recorded\n",
 		        (unsigned long long)ci->ann.capped, KX_ANN_MAX_ATTACHED,
 		        KX_ANN_MAX_UPROBES);
+	kx_ann_late_warnings(ci, warn_line, NULL);
 	if (ci->samples.hz || ci->samples.off_cpu)
 		record_report_samples(ci);
 	record_report_counters(ci);

@@ -682,6 +682,7 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 	o->cap.verbose = kx_verbose;
 	/* Always split by process in the kernel: 'p' then only changes the fold. */
 	o->cap.agg_by_pid = 1;
+	o->cap.quick_exit = 1; /* q, -d and -c exit without waiting for the uprobes' release */
 	return 0;
 }
 

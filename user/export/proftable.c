@@ -193,7 +193,7 @@ static const char *cut(const char *name, char *buf, size_t w)
 
 static void print_head(const struct kx_profile *p, const struct kx_capinfo *ci, FILE *f)
 {
-	char share[16], w[32], lost[160] = "";
+	char share[16], w[32], lost[224] = "";
 	const struct kx_sample_info *si = ci ? &ci->samples : NULL;
 
 	kx_fmt_share(share, sizeof(share), p->in_calls, p->samples);
@@ -203,10 +203,11 @@ static void print_head(const struct kx_profile *p, const struct kx_capinfo *ci, 
 		        "Off-CPU profile: %" PRIu64
 		        " intervals blocked inside traced ioctls, %s off the CPU\n",
 		        p->samples, w);
-		if (si && (si->off_dropped || si->off_noslot))
+		if (si && (si->off_dropped || si->off_noslot || si->off_stale))
 			snprintf(lost, sizeof(lost),
-			         "%" PRIu64 " dropped, %" PRIu64 " not kept (stash full); ",
-			         si->off_dropped, si->off_noslot);
+			         "%" PRIu64 " dropped, %" PRIu64 " not kept (stash full), %" PRIu64
+			         " not recorded (switch-in not seen within the call); ",
+			         si->off_dropped, si->off_noslot, si->off_stale);
 	} else {
 		fprintf(f, "CPU profile: %" PRIu64 " samples", p->samples);
 		if (p->hz)
@@ -428,7 +429,8 @@ int kx_proftable_json(const struct kx_profile *p, const struct kx_store *s,
 		        off ? si->off_emitted : si->emitted, off ? si->off_received : si->received,
 		        off ? si->off_dropped : si->dropped);
 		if (off)
-			fprintf(f, ", \"NotKept\": %" PRIu64, si->off_noslot);
+			fprintf(f, ", \"NotKept\": %" PRIu64 ", \"Stale\": %" PRIu64,
+			        si->off_noslot, si->off_stale);
 		fprintf(f,
 		        ", \"SymbolizeNs\": %" PRIu64 ", \"Processes\": %" PRIu64
 		        ", \"ProcessesMissed\": %" PRIu64,

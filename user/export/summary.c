@@ -1006,6 +1006,23 @@ static void json_jobs(const struct kx_jobs *jb, FILE *f)
 	fputs(n ? "\n  }},\n" : "}},\n", f);
 }
 
+/* "late": copies whose probes attached too late for their wait (model/annot.h). */
+static void json_late(const struct kx_ann_info *k, FILE *f)
+{
+	for (uint32_t i = 0; i < k->nlate && i < KX_ANN_MAX_LATE; i++) {
+		const struct kx_ann_late *l = &k->late[i];
+
+		fprintf(f, "%s{\"pid\": %u, \"command\": ", i ? ",\n    " : "\n    ", l->pid);
+		json_str(f, l->comm, sizeof(l->comm));
+		fputs(", \"path\": ", f);
+		json_str(f, l->path, sizeof(l->path));
+		fprintf(f,
+		        ", \"hold_ms\": %u, \"map_ns\": %" PRIu64 ", \"from_ns\": %" PRIu64
+		        ", \"to_ns\": %" PRIu64 "}",
+		        l->hold_ms, l->map_ns, l->from_ns, l->to_ns);
+	}
+}
+
 /* "Annotations": the capture's counts, the anomalies and the library copies found. */
 static void json_annotations(const struct kx_summary *sum, FILE *f)
 {
@@ -1038,7 +1055,9 @@ static void json_annotations(const struct kx_summary *sum, FILE *f)
 		json_str(f, c->why, sizeof(c->why));
 		fputc('}', f);
 	}
-	fputs(k->ncopies ? "\n  ]},\n" : "]},\n", f);
+	fputs(k->ncopies ? "\n  ], \"late\": [" : "], \"late\": [", f);
+	json_late(k, f);
+	fprintf(f, "%s], \"more_late\": %u},\n", k->nlate ? "\n  " : "", k->more_late);
 }
 
 void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist)

@@ -196,9 +196,12 @@ enum {
 	CI_ANN_COPY = 58, /* repeated, nested */
 	CI_ANN_MORE_COPIES = 59,
 	CI_ANN_CAPPED = 60,
+	CI_ANN_LATE = 61, /* repeated, nested: probes attached past a copy's wait */
+	CI_ANN_MORE_LATE = 62,
 	CI_PROTECTED_EXEC = 70, /* numbered apart: room for the annotation fields above */
 	CI_DRM_INTERVAL_MS = 80,
 	CI_DRM_STATS = 81, /* u64 per enum kx_drm_info_stat */
+	CI_OFFCPU_STALE = 90,
 };
 
 /* ---- little-endian and varint helpers ---- */
@@ -290,6 +293,13 @@ static const struct field ann_copy_fields[] = {
         {0, 0, 0, 0},
 };
 
+static const struct field ann_late_fields[] = {
+        FLD(1, F_UINT, struct kx_ann_late, pid),    FLD(2, F_UINT, struct kx_ann_late, hold_ms),
+        FLD(3, F_STR, struct kx_ann_late, comm),    FLD(4, F_STR, struct kx_ann_late, path),
+        FLD(5, F_UINT, struct kx_ann_late, map_ns), FLD(6, F_UINT, struct kx_ann_late, from_ns),
+        FLD(7, F_UINT, struct kx_ann_late, to_ns),  {0, 0, 0, 0},
+};
+
 static const struct field hook_fields[] = {
         FLD(1, F_STR, struct kx_hook, name),
         FLD(2, F_STR, struct kx_hook, mech),
@@ -330,6 +340,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_OFFCPU_RECEIVED, F_UINT, struct kx_capinfo, samples.off_received),
         FLD(CI_OFFCPU_DROPPED, F_UINT, struct kx_capinfo, samples.off_dropped),
         FLD(CI_OFFCPU_NOSLOT, F_UINT, struct kx_capinfo, samples.off_noslot),
+        FLD(CI_OFFCPU_STALE, F_UINT, struct kx_capinfo, samples.off_stale),
         FLD(CI_SAMPLE_STACKS, F_U64S, struct kx_capinfo, samples.stacks),
         FLD(CI_SAMPLE_SYMS, F_U64S, struct kx_capinfo, samples.syms),
         FLD(CI_SAMPLE_SYM_WARNING, F_STR, struct kx_capinfo, samples.sym_warning),
@@ -350,6 +361,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_DRM_INTERVAL_MS, F_UINT, struct kx_capinfo, drm.interval_ms),
         FLD(CI_DRM_STATS, F_U64S, struct kx_capinfo, drm.stats),
         FLD(CI_ANN_CAPPED, F_UINT, struct kx_capinfo, ann.capped),
+        FLD(CI_ANN_MORE_LATE, F_UINT, struct kx_capinfo, ann.more_late),
         {0, 0, 0, 0},
 };
 
@@ -463,6 +475,12 @@ static void encode_capinfo(struct kx_bytes *b, const struct kx_capinfo *ci)
 		encode_fields(b, ann_copy_fields, &ci->ann.copies[i]);
 		tlv_end(b, at);
 	}
+	for (uint32_t i = 0; i < ci->ann.nlate && i < KX_ANN_MAX_LATE; i++) {
+		size_t at = tlv_begin(b, CI_ANN_LATE);
+
+		encode_fields(b, ann_late_fields, &ci->ann.late[i]);
+		tlv_end(b, at);
+	}
 }
 
 /*
@@ -520,6 +538,17 @@ static int decode_fields(const uint8_t *p, size_t len, const struct field *field
 				if (decode_fields(v, vlen, ann_copy_fields, c, NULL))
 					return -1;
 				ci->ann.ncopies++;
+			}
+			continue;
+		}
+		if (ci && tag == CI_ANN_LATE) {
+			if (ci->ann.nlate < KX_ANN_MAX_LATE) {
+				struct kx_ann_late *l = &ci->ann.late[ci->ann.nlate];
+
+				memset(l, 0, sizeof(*l));
+				if (decode_fields(v, vlen, ann_late_fields, l, NULL))
+					return -1;
+				ci->ann.nlate++;
 			}
 			continue;
 		}

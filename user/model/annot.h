@@ -50,6 +50,25 @@ struct kx_ann_copy {
 	char why[160];    /* what is missing or failed; "" when every probe attached */
 };
 
+#define KX_ANN_MAX_LATE 16 /* late attachments listed one by one; more are counted */
+
+/*
+ * A copy whose probes attached in a process too late for its wait: the
+ * process mapped it at map_ns; a copy asked to hold (KX_ANN_WAIT_ENV) waits
+ * hold_ms from its constructor, then goes on untraced; its probes attached
+ * at to_ns. Annotations it made between from_ns (map_ns + hold_ms: nothing
+ * before can be missing) and to_ns may be missing. Times CLOCK_MONOTONIC ns.
+ */
+struct kx_ann_late {
+	uint32_t pid;     /* tgid */
+	uint32_t hold_ms; /* the wait it was asked for, ms; 0: it did not wait */
+	char comm[16];    /* the process's command name when it was found late */
+	char path[192];   /* the copy, as the process sees it */
+	uint64_t map_ns;  /* the loader reported the new mapping (at or before the map) */
+	uint64_t from_ns; /* annotations may be missing from here (map_ns + hold_ms) */
+	uint64_t to_ns;   /* to here: its probes were attached */
+};
+
 /* What the capture did about annotations. Counts, no units. */
 struct kx_ann_info {
 	uint32_t enabled; /* the probes were loaded (a capture that traces annotations) */
@@ -67,6 +86,9 @@ struct kx_ann_info {
 	uint32_t more_copies;    /* copies found past KX_ANN_MAX_COPIES (not listed) */
 	uint64_t capped;         /* copies (per process) not attached: the capture's caps */
 	struct kx_ann_copy copies[KX_ANN_MAX_COPIES];
+	uint32_t nlate;     /* entries of late[] */
+	uint32_t more_late; /* late attachments past KX_ANN_MAX_LATE (not listed) */
+	struct kx_ann_late late[KX_ANN_MAX_LATE];
 };
 
 #endif /* KX_MODEL_ANNOT_H */

@@ -64,9 +64,11 @@ struct kx_sample_info {
 	uint64_t emitted, received, dropped;             /* CPU samples */
 	uint64_t off_emitted, off_received, off_dropped; /* off-CPU intervals */
 	uint64_t off_noslot;                             /* blocked threads not kept (stash full) */
-	uint64_t stacks[KX_STACK_LOSS_MAX];              /* stacks missing or cut */
-	uint64_t syms[KX_SYM_STAT_MAX];                  /* symbolisation (the recorder's) */
-	uint64_t sym_ns;       /* time the recorder spent reading maps and resolving */
+	uint64_t off_stale; /* blocked threads whose switch-in was not seen before their call
+	                       ended: not recorded */
+	uint64_t stacks[KX_STACK_LOSS_MAX]; /* stacks missing or cut */
+	uint64_t syms[KX_SYM_STAT_MAX];     /* symbolisation (the recorder's) */
+	uint64_t sym_ns;                    /* time the recorder spent reading maps and resolving */
 	char sym_warning[160]; /* why kernel frames did not resolve, "" when they did */
 };
 
