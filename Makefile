@@ -33,7 +33,7 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -MMD -MP $(SANFLAGS) \
 	-I$(BUILD) -Iuser -Ibpf
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -lelf -lz -lisal -lzstd -lpthread
+LDLIBS := -lbpf -ldw -lelf -lz -lisal -lzstd -lpthread
 # Only the CLI serves HTTP (kxprof serve): keep libmicrohttpd out of the plugin.
 CLI_LDLIBS := -lmicrohttpd
 
@@ -161,7 +161,7 @@ ifeq ($(SAN),1)
 PLUGIN_LINK = $(LDLIBS)
 else
 PLUGIN_LINK = $(GLIBC231_LINK) -Wl,--push-state,-Bstatic -lzstd -Wl,--pop-state \
-	-lbpf -lelf -lz -lisal -lpthread
+	-lbpf -ldw -lelf -lz -lisal -lpthread
 endif
 
 # TensorFlow plugin: exports only TF_InitProfiler (plugin/exports.map); it
@@ -189,6 +189,15 @@ $(BUILD)/tests/test_symbol $(BUILD)/tests/test_sample $(BUILD)/tests/profile_wor
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(TEST_PROTO) $(LIB) $(LDFLAGS) $(LDLIBS)
+
+# DWARF unwinding (tests/integration/test_dwarf.sh): the workload and its
+# library without frame pointers, never instrumented (SAN=1 too).
+DWARF_WL_FLAGS = $(filter-out $(SANFLAGS),$(CFLAGS)) -O2 -fomit-frame-pointer
+$(BUILD)/tests/libkxdw.so: tests/workloads/dwarf_lib/kxdw.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(DWARF_WL_FLAGS) -shared -o $@ $<
+$(BUILD)/tests/dwarf_workload: tests/workloads/dwarf_workload.c $(BUILD)/tests/libkxdw.so
+	$(CC) $(DWARF_WL_FLAGS) -o $@ $< -L$(BUILD)/tests -lkxdw -Wl,-rpath,'$$ORIGIN'
 
 $(BUILD)/tests/%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

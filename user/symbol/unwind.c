@@ -1,0 +1,214 @@
+/*
+ * DWARF unwinding of copied user stacks (see unwind.h): a small table of
+ * per-process dwfl sessions and the libdw thread callbacks that serve the
+ * sample's registers and its stack copy.
+ */
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sample_rec.h" /* bpf/: KX_USTACK_NREGS, KX_USTACK_REG_* */
+#include "symbol/unwind.h"
+
+#define UNW_PROCS        64           /* processes with a dwfl kept at once */
+#define UNW_REREPORT_NS  200000000ull /* 0.2 s: least time between reports of one process */
+#define UNW_DWARF_CB_OK  0
+#define UNW_DWARF_CB_END 1
+
+struct unw_proc {
+	Dwfl *dwfl;                  /* NULL: slot free */
+	uint32_t pid;                /* tgid */
+	uint32_t exec_id;            /* the image its modules were reported for */
+	uint64_t used_ns;            /* last sample unwound with it */
+	uint64_t made_ns;            /* when its modules were reported */
+	const struct kx_ustack *cur; /* the stack being unwound */
+};
+
+struct unw_walk {
+	uint64_t *ips;
+	unsigned int n, max;
+};
+
+struct kx_unwinder {
+	struct unw_proc procs[UNW_PROCS];
+	struct kx_unwind_stats st;
+	char *debuginfo_path;
+	Dwfl_Callbacks cb;
+};
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct unw_proc *p = arg;
+
+	(void)dwfl;
+	if (*thread_argp) /* the one thread: the sample's */
+		return 0;
+	*thread_argp = p;
+	return (pid_t)p->pid;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	struct unw_proc *p = arg;
+
+	(void)dwfl;
+	*thread_argp = p;
+	return tid == (pid_t)p->pid;
+}
+
+/* Reads a word of the stack copy; nothing outside it is read. */
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	const struct unw_proc *p = arg;
+	const struct kx_ustack *s = p->cur;
+	uint64_t sp = s->regs[KX_USTACK_REG_SP];
+
+	(void)dwfl;
+	if (addr < sp || addr - sp > s->len || s->len - (addr - sp) < sizeof(*result))
+		return false;
+	memcpy(result, s->stack + (addr - sp), sizeof(*result));
+	return true;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct unw_proc *p = arg;
+	Dwarf_Word regs[KX_USTACK_NREGS];
+
+	for (int i = 0; i < KX_USTACK_NREGS; i++)
+		regs[i] = p->cur->regs[i];
+	dwfl_thread_state_register_pc(thread, regs[KX_USTACK_REG_IP]);
+	return dwfl_thread_state_registers(thread, 0, KX_USTACK_NREGS, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_cb = {
+        .next_thread = next_thread,
+        .get_thread = get_thread,
+        .memory_read = memory_read,
+        .set_initial_registers = set_initial_registers,
+};
+
+struct kx_unwinder *kx_unwinder_new(void)
+{
+	struct kx_unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->cb.find_elf = dwfl_linux_proc_find_elf;
+	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	u->cb.debuginfo_path = &u->debuginfo_path;
+	return u;
+}
+
+static void proc_drop(struct unw_proc *p)
+{
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Reports the modules of s's process into slot p and attaches to it. */
+static int proc_make(struct kx_unwinder *u, struct unw_proc *p, const struct kx_ustack *s)
+{
+	proc_drop(p);
+	p->dwfl = dwfl_begin(&u->cb);
+	if (!p->dwfl)
+		return -1;
+	p->pid = s->pid;
+	p->exec_id = s->exec_id;
+	p->made_ns = s->ts_ns;
+	u->st.reports++;
+	dwfl_report_begin(p->dwfl);
+	if (dwfl_linux_proc_report(p->dwfl, (pid_t)s->pid) != 0 ||
+	    dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
+	    !dwfl_attach_state(p->dwfl, NULL, (pid_t)s->pid, &thread_cb, p)) {
+		proc_drop(p);
+		return -1;
+	}
+	return 0;
+}
+
+/* The slot of s's process: its own, else a free one, else the least used. */
+static struct unw_proc *proc_slot(struct kx_unwinder *u, const struct kx_ustack *s)
+{
+	struct unw_proc *old = &u->procs[0];
+
+	for (int i = 0; i < UNW_PROCS; i++) {
+		struct unw_proc *p = &u->procs[i];
+
+		if (p->dwfl && p->pid == s->pid)
+			return p;
+		if (!p->dwfl || (old->dwfl && p->used_ns < old->used_ns))
+			old = p;
+	}
+	return old;
+}
+
+/* A dwfl for s's image whose modules cover its pc, NULL when none can be made. */
+static struct unw_proc *proc_get(struct kx_unwinder *u, const struct kx_ustack *s)
+{
+	struct unw_proc *p = proc_slot(u, s);
+	uint64_t pc = s->regs[KX_USTACK_REG_IP];
+	int mine = p->dwfl && p->pid == s->pid;
+
+	if (mine && p->exec_id == s->exec_id && dwfl_addrmodule(p->dwfl, pc))
+		return p;
+	/* A pc no module explains: mapped since (dlopen), or JIT code that no
+	 * report will explain, so reported again at most every 0.2 s. */
+	if (mine && p->exec_id == s->exec_id && s->ts_ns - p->made_ns < UNW_REREPORT_NS)
+		return p;
+	return proc_make(u, p, s) ? NULL : p;
+}
+
+static int on_frame(Dwfl_Frame *f, void *arg)
+{
+	struct unw_walk *w = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(f, &pc, &activation))
+		return UNW_DWARF_CB_END;
+	w->ips[w->n++] = pc;
+	return w->n < w->max ? UNW_DWARF_CB_OK : UNW_DWARF_CB_END;
+}
+
+unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_t *ips,
+                       unsigned int max, int *complete)
+{
+	struct unw_walk w = {.ips = ips, .max = max};
+	struct unw_proc *p;
+	int rc;
+
+	*complete = 0;
+	if (!max || !(p = proc_get(u, s))) {
+		u->st.failed++;
+		return 0;
+	}
+	p->used_ns = s->ts_ns;
+	p->cur = s;
+	rc = dwfl_getthread_frames(p->dwfl, (pid_t)s->pid, on_frame, &w);
+	p->cur = NULL;
+	*complete = rc == 0;
+	if (!w.n)
+		u->st.failed++;
+	else if (rc == 0)
+		u->st.unwound++;
+	else
+		u->st.partial++;
+	return w.n;
+}
+
+void kx_unwinder_stats(const struct kx_unwinder *u, struct kx_unwind_stats *st)
+{
+	*st = u->st;
+}
+
+void kx_unwinder_free(struct kx_unwinder *u)
+{
+	if (!u)
+		return;
+	for (int i = 0; i < UNW_PROCS; i++)
+		proc_drop(&u->procs[i]);
+	free(u->debuginfo_path);
+	free(u);
+}
