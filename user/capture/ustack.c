@@ -124,6 +124,7 @@ void kx_ustack_facts(const struct kx_ustack_pair *p, const struct kx_sample_coun
 	si->stacks[KX_DW_FAILED] = p->c.failed;
 	si->stacks[KX_DW_NO_COPY] = p->c.no_copy;
 	si->stacks[KX_DW_COPY_FAULT] = sc->ustack_fault;
+	si->stacks[KX_DW_COPIES] = p->c.copies;
 }
 
 void kx_ustack_pair_free(struct kx_ustack_pair *p)

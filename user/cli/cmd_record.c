@@ -373,11 +373,11 @@ static void record_report_dwarf(const struct kx_sample_info *si)
 	const uint64_t *k = si->stacks;
 
 	fprintf(stderr,
-	        "kxprof record: DWARF unwinding (%u-byte stack copies): %llu stacks to their "
+	        "kxprof record: DWARF unwinding (%llu copies of %u bytes): %llu stacks to their "
 	        "root, %llu stopped early, %llu without a frame, %llu without a copy\n",
-	        si->ustack_bytes, (unsigned long long)k[KX_DW_UNWOUND],
-	        (unsigned long long)k[KX_DW_PARTIAL], (unsigned long long)k[KX_DW_FAILED],
-	        (unsigned long long)k[KX_DW_NO_COPY]);
+	        (unsigned long long)k[KX_DW_COPIES], si->ustack_bytes,
+	        (unsigned long long)k[KX_DW_UNWOUND], (unsigned long long)k[KX_DW_PARTIAL],
+	        (unsigned long long)k[KX_DW_FAILED], (unsigned long long)k[KX_DW_NO_COPY]);
 	if (k[KX_DW_PARTIAL] > k[KX_DW_UNWOUND])
 		fprintf(stderr, "kxprof record: most stacks stopped early: a larger copy "
 		                "(--call-graph dwarf,SIZE) reaches further up a deep stack\n");
