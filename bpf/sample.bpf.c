@@ -237,6 +237,7 @@ static __always_inline __u32 copy_stack(struct kx_ustack_rec *u, __u64 sp)
 		sz = first + (__u32)k * KX_PAGE;
 		if (sz >= want)
 			continue;
+		sz &= KX_USTACK_ROOM - 1; /* for the verifier: sz < want already */
 		if (!bpf_probe_read_user(u->data, sz, (void *)sp))
 			return sz;
 	}

@@ -85,6 +85,7 @@ struct kx_sample_rec {
 #define KX_USTACK_VERSION 1     /* version of this layout */
 #define KX_USTACK_MAX     65528 /* bytes of stack copied at most (perf's limit) */
 #define KX_USTACK_DEFAULT 8192  /* bytes copied by default (perf's default) */
+#define KX_USTACK_ROOM    65536 /* data's size: a power of two, so a mask bounds a copy */
 #define KX_USTACK_NREGS                                                                            \
 	17 /* x86-64 DWARF registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
 #define KX_USTACK_REG_SP 7
@@ -100,7 +101,7 @@ struct kx_ustack_rec {
 	unsigned int len;      /* bytes of data: the stack from regs[KX_USTACK_REG_SP] up */
 	unsigned int pad;
 	unsigned long long regs[KX_USTACK_NREGS]; /* DWARF numbering */
-	unsigned char data[KX_USTACK_MAX];
+	unsigned char data[KX_USTACK_ROOM];
 };
 #define KX_USTACK_REC_BASE_SIZE ((unsigned long)&((struct kx_ustack_rec *)0)->data)
 
