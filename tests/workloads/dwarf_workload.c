@@ -5,15 +5,18 @@
  * kxdw_middle -> kxdw_inner, where nearly all the time is spent. A
  * frame-pointer walk loses the callers; the CFI finds each of them.
  *
- * Usage: dwarf_workload SECONDS. Prints JSON: workload, pid, result.
+ * Usage: dwarf_workload SECONDS. Prints JSON: workload, pid, result, rounds
+ * (kxdw_outer calls), cpu_ns (its own user + system time).
  */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 uint64_t kxdw_run(volatile int *stop);
+uint64_t kxdw_rounds(void);
 
 static volatile int stop;
 
@@ -26,6 +29,7 @@ static void on_alarm(int sig)
 int main(int argc, char **argv)
 {
 	unsigned int secs = argc > 1 ? (unsigned int)atoi(argv[1]) : 2;
+	struct rusage ru;
 	uint64_t r;
 
 	if (!secs) {
@@ -35,7 +39,11 @@ int main(int argc, char **argv)
 	signal(SIGALRM, on_alarm);
 	alarm(secs);
 	r = kxdw_run(&stop);
-	printf("{\"workload\": \"dwarf_workload\", \"pid\": %d, \"result\": %llu}\n", (int)getpid(),
-	       (unsigned long long)r);
+	getrusage(RUSAGE_SELF, &ru);
+	printf("{\"workload\": \"dwarf_workload\", \"pid\": %d, \"result\": %llu, \"rounds\": %llu, "
+	       "\"cpu_ns\": %llu}\n",
+	       (int)getpid(), (unsigned long long)r, (unsigned long long)kxdw_rounds(),
+	       (unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+	               (unsigned long long)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull);
 	return 0;
 }

@@ -43,12 +43,22 @@ KXDW_NOINLINE uint64_t kxdw_outer(uint64_t x)
 	return s + 17;
 }
 
+static uint64_t rounds;
+
 /* Runs rounds until *stop; the sum of the rounds' results. */
 KXDW_NOINLINE uint64_t kxdw_run(volatile int *stop)
 {
 	uint64_t s = 1;
 
-	while (!*stop)
+	while (!*stop) {
 		s += kxdw_outer(s);
+		rounds++;
+	}
 	return s - 1;
+}
+
+/* Rounds run so far (the work done). */
+uint64_t kxdw_rounds(void)
+{
+	return rounds;
 }
