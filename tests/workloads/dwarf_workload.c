@@ -40,7 +40,8 @@ int main(int argc, char **argv)
 	alarm(secs);
 	r = kxdw_run(&stop);
 	getrusage(RUSAGE_SELF, &ru);
-	printf("{\"workload\": \"dwarf_workload\", \"pid\": %d, \"result\": %llu, \"rounds\": %llu, "
+	printf("{\"workload\": \"dwarf_workload\", \"pid\": %d, \"result\": %llu, \"rounds\": "
+	       "%llu, "
 	       "\"cpu_ns\": %llu}\n",
 	       (int)getpid(), (unsigned long long)r, (unsigned long long)kxdw_rounds(),
 	       (unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
