@@ -20,7 +20,7 @@ die() { echo "frameworks_dwarf: $*" >&2; exit 1; }
 [ -x "$PY" ] || die "$PY missing: the pinned framework venv (make pyenv)"
 command -v go >/dev/null || die "go missing (Debian golang-go): go tool pprof reads the profile"
 TMP=$(mktemp -d /tmp/kxfw.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
 export HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOPROXY=off GOFLAGS= GOTOOLCHAIN=local
 mkdir -p "$HOME"
 
