@@ -55,17 +55,23 @@ read -r good total < <(share "$TMP/d.folded")
 echo "# dwarf: $good of $total library samples unwind to main through the right callers"
 check dwarf_enough_samples [ "$total" -ge 100 ]
 check dwarf_unwinds_95pct [ $((good * 100)) -ge $((total * 95)) ]
+# The file keeps the counts: report shows them.
 check dwarf_file_says python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))["Profile"]
-print("# profile:", {k: p.get(k) for k in ("Samples", "Received", "Dropped")})
-sys.exit(p["Received"] < 100)' <("$KXPROF" report "$TMP/d.kxp" --json)
+d = p.get("Dwarf", {})
+print("# profile:", {k: p.get(k) for k in ("Samples", "Received", "Dropped")}, "dwarf:", d)
+sys.exit(d.get("StackBytes") != 8192 or d.get("Unwound", 0) < 0.95 * p["Received"])' \
+	<("$KXPROF" report "$TMP/d.kxp" --json)
+check dwarf_report_says bash -c '"$1" report "$2" | grep -q "^DWARF unwinding (8192-byte stack copies): [0-9]* stacks to their root"' \
+	_ "$KXPROF" "$TMP/d.kxp"
 
 # ---- fp: the same program, its callers lost ----
 "$KXPROF" record -F 499 --call-graph fp -o "$TMP/f.kxp" -- "$WL/dwarf_workload" 2 \
 	>"$TMP/f.json" 2>"$TMP/f.err"
 check fp_record_exit [ $? -eq 0 ]
 check fp_no_dwarf_line bash -c '! grep -q "DWARF unwinding" "$1"' _ "$TMP/f.err"
+check fp_report_no_dwarf bash -c '! "$1" report "$2" | grep -q "DWARF unwinding"' _ "$KXPROF" "$TMP/f.kxp"
 "$KXPROF" convert "$TMP/f.kxp" --folded "$TMP/f.folded" >/dev/null
 read -r fgood ftotal < <(share "$TMP/f.folded")
 echo "# fp: $fgood of $ftotal library samples unwind to main through the right callers"

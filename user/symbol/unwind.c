@@ -10,17 +10,23 @@
 #include "sample_rec.h" /* bpf/: KX_USTACK_NREGS, KX_USTACK_REG_* */
 #include "symbol/unwind.h"
 
-#define UNW_PROCS        64           /* processes with a dwfl kept at once */
-#define UNW_REREPORT_NS  200000000ull /* 0.2 s: least time between reports of one process */
-#define UNW_DWARF_CB_OK  0
-#define UNW_DWARF_CB_END 1
+#define UNW_PROCS 64 /* processes with a dwfl kept at once */
+/* A pc outside every module reported: the process's modules are reported
+ * again, first after 1 ms, then after twice the last wait, up to 0.2 s (a
+ * process loading its libraries gets them at once, JIT code that no report
+ * will explain costs a report every 0.2 s at most). */
+#define UNW_REREPORT_MIN_NS 1000000ull   /* 1 ms */
+#define UNW_REREPORT_MAX_NS 200000000ull /* 0.2 s */
+#define UNW_DWARF_CB_OK     0
+#define UNW_DWARF_CB_END    1
 
 struct unw_proc {
-	Dwfl *dwfl;                  /* NULL: slot free */
-	uint32_t pid;                /* tgid */
-	uint32_t exec_id;            /* the image its modules were reported for */
-	uint64_t used_ns;            /* last sample unwound with it */
-	uint64_t made_ns;            /* when its modules were reported */
+	Dwfl *dwfl;       /* NULL: slot free */
+	uint32_t pid;     /* tgid */
+	uint32_t exec_id; /* the image its modules were reported for */
+	uint64_t used_ns; /* last sample unwound with it */
+	uint64_t made_ns; /* when its modules were reported */
+	uint64_t wait_ns; /* least time before they are reported again for a pc outside them */
 	const struct kx_ustack *cur; /* the stack being unwound */
 };
 
@@ -110,7 +116,12 @@ static void proc_drop(struct unw_proc *p)
 /* Reports the modules of s's process into slot p and attaches to it. */
 static int proc_make(struct kx_unwinder *u, struct unw_proc *p, const struct kx_ustack *s)
 {
+	uint64_t wait = p->dwfl && p->pid == s->pid && p->exec_id == s->exec_id
+	                        ? 2 * p->wait_ns
+	                        : UNW_REREPORT_MIN_NS;
+
 	proc_drop(p);
+	p->wait_ns = wait < UNW_REREPORT_MAX_NS ? wait : UNW_REREPORT_MAX_NS;
 	p->dwfl = dwfl_begin(&u->cb);
 	if (!p->dwfl)
 		return -1;
@@ -153,9 +164,9 @@ static struct unw_proc *proc_get(struct kx_unwinder *u, const struct kx_ustack *
 
 	if (mine && p->exec_id == s->exec_id && dwfl_addrmodule(p->dwfl, pc))
 		return p;
-	/* A pc no module explains: mapped since (dlopen), or JIT code that no
-	 * report will explain, so reported again at most every 0.2 s. */
-	if (mine && p->exec_id == s->exec_id && s->ts_ns - p->made_ns < UNW_REREPORT_NS)
+	/* A pc no module explains: mapped since (the loader, dlopen), or JIT
+	 * code that no report will explain (see UNW_REREPORT_*). */
+	if (mine && p->exec_id == s->exec_id && s->ts_ns - p->made_ns < p->wait_ns)
 		return p;
 	return proc_make(u, p, s) ? NULL : p;
 }
