@@ -28,6 +28,7 @@ struct unw_proc {
 	uint64_t made_ns; /* when its modules were reported */
 	uint64_t wait_ns; /* least time before they are reported again for a pc outside them */
 	const struct kx_ustack *cur; /* the stack being unwound */
+	int read_outside;            /* it asked for memory outside the copy */
 };
 
 struct unw_walk {
@@ -65,13 +66,15 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 /* Reads a word of the stack copy; nothing outside it is read. */
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
-	const struct unw_proc *p = arg;
+	struct unw_proc *p = arg;
 	const struct kx_ustack *s = p->cur;
 	uint64_t sp = s->regs[KX_USTACK_REG_SP];
 
 	(void)dwfl;
-	if (addr < sp || addr - sp > s->len || s->len - (addr - sp) < sizeof(*result))
+	if (addr < sp || addr - sp > s->len || s->len - (addr - sp) < sizeof(*result)) {
+		p->read_outside = 1;
 		return false;
+	}
 	memcpy(result, s->stack + (addr - sp), sizeof(*result));
 	return true;
 }
@@ -197,9 +200,13 @@ unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_
 	}
 	p->used_ns = s->ts_ns;
 	p->cur = s;
+	p->read_outside = 0;
 	rc = dwfl_getthread_frames(p->dwfl, (pid_t)s->pid, on_frame, &w);
 	p->cur = NULL;
-	*complete = rc == 0;
+	/* libdw ends a walk whose next frame it cannot read as if it were the
+	 * outermost: only a walk that never read outside the copy is whole. */
+	*complete = rc == 0 && !p->read_outside;
+	rc = *complete ? 0 : -1;
 	if (!w.n)
 		u->st.failed++;
 	else if (rc == 0)
