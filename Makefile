@@ -33,7 +33,7 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -MMD -MP $(SANFLAGS) \
 	-I$(BUILD) -Iuser -Ibpf
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -ldw -lelf -lz -lisal -lzstd -lpthread
+LDLIBS := -lbpf -lelf -lz -lisal -lzstd -lpthread
 # Only the CLI serves HTTP (kxprof serve): keep libmicrohttpd out of the plugin.
 CLI_LDLIBS := -lmicrohttpd
 
@@ -161,7 +161,7 @@ ifeq ($(SAN),1)
 PLUGIN_LINK = $(LDLIBS)
 else
 PLUGIN_LINK = $(GLIBC231_LINK) -Wl,--push-state,-Bstatic -lzstd -Wl,--pop-state \
-	-lbpf -ldw -lelf -lz -lisal -lpthread
+	-lbpf -lelf -lz -lisal -lpthread
 endif
 
 # TensorFlow plugin: exports only TF_InitProfiler (plugin/exports.map); it

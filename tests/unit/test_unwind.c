@@ -120,7 +120,8 @@ static struct kx_ustack ustack_of(const struct snap *s, size_t len)
 
 static void unwinds_callers(void)
 {
-	struct kx_unwinder *u = kx_unwinder_new();
+	char err[200] = "";
+	struct kx_unwinder *u = kx_unwinder_new(err, sizeof(err));
 	struct kx_unwind_stats st;
 	struct kx_ustack us;
 	uint64_t ips[64];
@@ -152,7 +153,8 @@ static void unwinds_callers(void)
 
 static void no_process(void)
 {
-	struct kx_unwinder *u = kx_unwinder_new();
+	char err[200] = "";
+	struct kx_unwinder *u = kx_unwinder_new(err, sizeof(err));
 	struct kx_unwind_stats st;
 	struct kx_ustack us = ustack_of(&snap, snap.len);
 	uint64_t ips[8];

@@ -2,6 +2,7 @@
  * Stack copies paired with their samples (see ustack.h): per-CPU slots of
  * unwound frames.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,13 +29,15 @@ struct kx_ustack_pair {
 	uint64_t out[KX_SAMPLE_MAX_DEPTH]; /* the frames the last sample took */
 };
 
-struct kx_ustack_pair *kx_ustack_pair_new(void)
+struct kx_ustack_pair *kx_ustack_pair_new(char *err, size_t len)
 {
 	struct kx_ustack_pair *p = calloc(1, sizeof(*p));
 
-	if (!p)
+	if (!p) {
+		snprintf(err, len, "out of memory");
 		return NULL;
-	p->uw = kx_unwinder_new();
+	}
+	p->uw = kx_unwinder_new(err, len);
 	if (!p->uw) {
 		free(p);
 		return NULL;

@@ -29,8 +29,8 @@ struct kx_ustack_counts {
 	uint64_t no_copy;   /* user samples without a copy (lost or not read) */
 };
 
-/* NULL when out of memory. */
-struct kx_ustack_pair *kx_ustack_pair_new(void);
+/* NULL with err set (out of memory, no libdw). */
+struct kx_ustack_pair *kx_ustack_pair_new(char *err, size_t len);
 /* A KX_REC_USTACK record of len bytes: unwound, kept for its sample. */
 void kx_ustack_pair_copy(struct kx_ustack_pair *p, const void *rec, size_t len);
 /* A sample: its user frames become the unwound ones when its copy waits

@@ -3,7 +3,10 @@
  * per-process dwfl sessions and the libdw thread callbacks that serve the
  * sample's registers and its stack copy.
  */
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,57 @@
 #define UNW_REREPORT_MAX_NS 200000000ull /* 0.2 s */
 #define UNW_DWARF_CB_OK     0
 #define UNW_DWARF_CB_END    1
+
+/* libdw, opened at the first unwinder (not linked: a program that never
+ * unwinds, such as the TensorFlow plugin, does not need it installed). */
+#define UNW_LIBDW "libdw.so.1"
+static struct {
+	__typeof__(dwfl_addrmodule) *addrmodule;
+	__typeof__(dwfl_attach_state) *attach_state;
+	__typeof__(dwfl_begin) *begin;
+	__typeof__(dwfl_end) *end;
+	__typeof__(dwfl_frame_pc) *frame_pc;
+	__typeof__(dwfl_getthread_frames) *getthread_frames;
+	__typeof__(dwfl_linux_proc_find_elf) *linux_proc_find_elf;
+	__typeof__(dwfl_linux_proc_report) *linux_proc_report;
+	__typeof__(dwfl_report_begin) *report_begin;
+	__typeof__(dwfl_report_end) *report_end;
+	__typeof__(dwfl_standard_find_debuginfo) *standard_find_debuginfo;
+	__typeof__(dwfl_thread_state_register_pc) *thread_state_register_pc;
+	__typeof__(dwfl_thread_state_registers) *thread_state_registers;
+} dw;
+static pthread_once_t dw_once = PTHREAD_ONCE_INIT;
+static char dw_err[200];
+
+static void dw_open(void)
+{
+	void *h = dlopen(UNW_LIBDW, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		snprintf(dw_err, sizeof(dw_err),
+		         "--call-graph dwarf needs elfutils' libdw (%s: %s; Debian: apt install "
+		         "libdw1)",
+		         UNW_LIBDW, dlerror());
+		return;
+	}
+	if (!((dw.addrmodule = dlsym(h, "dwfl_addrmodule")) &&
+	      (dw.attach_state = dlsym(h, "dwfl_attach_state")) &&
+	      (dw.begin = dlsym(h, "dwfl_begin")) && (dw.end = dlsym(h, "dwfl_end")) &&
+	      (dw.frame_pc = dlsym(h, "dwfl_frame_pc")) &&
+	      (dw.getthread_frames = dlsym(h, "dwfl_getthread_frames")) &&
+	      (dw.linux_proc_find_elf = dlsym(h, "dwfl_linux_proc_find_elf")) &&
+	      (dw.linux_proc_report = dlsym(h, "dwfl_linux_proc_report")) &&
+	      (dw.report_begin = dlsym(h, "dwfl_report_begin")) &&
+	      (dw.report_end = dlsym(h, "dwfl_report_end")) &&
+	      (dw.standard_find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo")) &&
+	      (dw.thread_state_register_pc = dlsym(h, "dwfl_thread_state_register_pc")) &&
+	      (dw.thread_state_registers = dlsym(h, "dwfl_thread_state_registers")))) {
+		snprintf(dw_err, sizeof(dw_err),
+		         "%s lacks the dwfl frame API: elfutils 0.158 or newer is needed",
+		         UNW_LIBDW);
+		dlclose(h);
+	}
+}
 
 struct unw_proc {
 	Dwfl *dwfl;       /* NULL: slot free */
@@ -86,8 +140,8 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 
 	for (int i = 0; i < KX_USTACK_NREGS; i++)
 		regs[i] = p->cur->regs[i];
-	dwfl_thread_state_register_pc(thread, regs[KX_USTACK_REG_IP]);
-	return dwfl_thread_state_registers(thread, 0, KX_USTACK_NREGS, regs);
+	dw.thread_state_register_pc(thread, regs[KX_USTACK_REG_IP]);
+	return dw.thread_state_registers(thread, 0, KX_USTACK_NREGS, regs);
 }
 
 static const Dwfl_Thread_Callbacks thread_cb = {
@@ -97,14 +151,22 @@ static const Dwfl_Thread_Callbacks thread_cb = {
         .set_initial_registers = set_initial_registers,
 };
 
-struct kx_unwinder *kx_unwinder_new(void)
+struct kx_unwinder *kx_unwinder_new(char *err, size_t len)
 {
-	struct kx_unwinder *u = calloc(1, sizeof(*u));
+	struct kx_unwinder *u;
 
-	if (!u)
+	pthread_once(&dw_once, dw_open);
+	if (dw_err[0]) {
+		snprintf(err, len, "%s", dw_err);
 		return NULL;
-	u->cb.find_elf = dwfl_linux_proc_find_elf;
-	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u) {
+		snprintf(err, len, "out of memory");
+		return NULL;
+	}
+	u->cb.find_elf = dw.linux_proc_find_elf;
+	u->cb.find_debuginfo = dw.standard_find_debuginfo;
 	u->cb.debuginfo_path = &u->debuginfo_path;
 	return u;
 }
@@ -112,7 +174,7 @@ struct kx_unwinder *kx_unwinder_new(void)
 static void proc_drop(struct unw_proc *p)
 {
 	if (p->dwfl)
-		dwfl_end(p->dwfl);
+		dw.end(p->dwfl);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -125,17 +187,17 @@ static int proc_make(struct kx_unwinder *u, struct unw_proc *p, const struct kx_
 
 	proc_drop(p);
 	p->wait_ns = wait < UNW_REREPORT_MAX_NS ? wait : UNW_REREPORT_MAX_NS;
-	p->dwfl = dwfl_begin(&u->cb);
+	p->dwfl = dw.begin(&u->cb);
 	if (!p->dwfl)
 		return -1;
 	p->pid = s->pid;
 	p->exec_id = s->exec_id;
 	p->made_ns = s->ts_ns;
 	u->st.reports++;
-	dwfl_report_begin(p->dwfl);
-	if (dwfl_linux_proc_report(p->dwfl, (pid_t)s->pid) != 0 ||
-	    dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
-	    !dwfl_attach_state(p->dwfl, NULL, (pid_t)s->pid, &thread_cb, p)) {
+	dw.report_begin(p->dwfl);
+	if (dw.linux_proc_report(p->dwfl, (pid_t)s->pid) != 0 ||
+	    dw.report_end(p->dwfl, NULL, NULL) != 0 ||
+	    !dw.attach_state(p->dwfl, NULL, (pid_t)s->pid, &thread_cb, p)) {
 		proc_drop(p);
 		return -1;
 	}
@@ -165,7 +227,7 @@ static struct unw_proc *proc_get(struct kx_unwinder *u, const struct kx_ustack *
 	uint64_t pc = s->regs[KX_USTACK_REG_IP];
 	int mine = p->dwfl && p->pid == s->pid;
 
-	if (mine && p->exec_id == s->exec_id && dwfl_addrmodule(p->dwfl, pc))
+	if (mine && p->exec_id == s->exec_id && dw.addrmodule(p->dwfl, pc))
 		return p;
 	/* A pc no module explains: mapped since (the loader, dlopen), or JIT
 	 * code that no report will explain (see UNW_REREPORT_*). */
@@ -180,7 +242,7 @@ static int on_frame(Dwfl_Frame *f, void *arg)
 	Dwarf_Addr pc;
 	bool activation;
 
-	if (!dwfl_frame_pc(f, &pc, &activation))
+	if (!dw.frame_pc(f, &pc, &activation))
 		return UNW_DWARF_CB_END;
 	w->ips[w->n++] = pc;
 	return w->n < w->max ? UNW_DWARF_CB_OK : UNW_DWARF_CB_END;
@@ -201,7 +263,7 @@ unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_
 	p->used_ns = s->ts_ns;
 	p->cur = s;
 	p->read_outside = 0;
-	rc = dwfl_getthread_frames(p->dwfl, (pid_t)s->pid, on_frame, &w);
+	rc = dw.getthread_frames(p->dwfl, (pid_t)s->pid, on_frame, &w);
 	p->cur = NULL;
 	/* libdw ends a walk whose next frame it cannot read as if it were the
 	 * outermost: only a walk that never read outside the copy is whole. */

@@ -4,7 +4,8 @@
  * the call chain with the CFI (.eh_frame, .debug_frame) of the modules
  * mapped in the process, through elfutils' libdw (the dwfl frame API: the
  * process's modules reported from /proc/PID/maps, memory reads served from
- * the copy only). Owns one dwfl per process image, kept while it is used
+ * the copy only; libdw is opened at run time, so only a program that
+ * unwinds needs it installed). Owns one dwfl per process image, kept while it is used
  * (reported again when the process exec'd or a pc falls outside every
  * module known), so each module's CFI is parsed once per process.
  */
@@ -33,8 +34,9 @@ struct kx_unwind_stats {
 	uint64_t reports; /* times a process's modules were read from its maps */
 };
 
-/* NULL when out of memory. */
-struct kx_unwinder *kx_unwinder_new(void);
+/* NULL with err set when out of memory or libdw (libdw.so.1, opened at
+ * the first call) is missing. */
+struct kx_unwinder *kx_unwinder_new(char *err, size_t len);
 /* Unwinds s into ips (leaf first: the pc, then return addresses), at most
  * max frames; the frame count (0: none). *complete is 1 when the walk
  * reached the outermost frame. */
