@@ -201,6 +201,15 @@ $(BUILD)/tests/test_%: tests/kernel/test_%.c $(LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(TEST_PROTO) $(LIB) $(LDFLAGS) $(LDLIBS)
 
+# DWARF unwinding (tests/integration/test_dwarf.sh): the workload and its
+# library without frame pointers, never instrumented (SAN=1 too).
+DWARF_WL_FLAGS = $(filter-out $(SANFLAGS),$(CFLAGS)) -O2 -fomit-frame-pointer
+$(BUILD)/tests/libkxdw.so: tests/workloads/dwarf_lib/kxdw.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(DWARF_WL_FLAGS) -shared -o $@ $<
+$(BUILD)/tests/dwarf_workload: tests/workloads/dwarf_workload.c $(BUILD)/tests/libkxdw.so
+	$(CC) $(DWARF_WL_FLAGS) -o $@ $< -L$(BUILD)/tests -lkxdw -Wl,-rpath,'$$ORIGIN'
+
 $(BUILD)/tests/%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/workloads -o $@ $< $(LDFLAGS) -lpthread

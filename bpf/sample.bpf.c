@@ -21,6 +21,14 @@
  * stacks only when its own are (sched_switch runs while prev is current);
  * and without kernel_stacks no kernel frame is ever read.
  *
+ * With ustack_bytes (--call-graph dwarf), a sample of a user thread is
+ * preceded by a copy of the top of its user stack and its user registers
+ * (struct kx_ustack_rec), those saved at the top of its kernel stack
+ * (bpf_task_pt_regs): the interrupted ones for a sample in user mode, those
+ * of its entry into the kernel otherwise.
+ * The copy is made after the pid and uid filters, so it is only ever made
+ * of a thread whose sample is kept.
+ *
  * Every record kept is counted as emitted, and as dropped when the ring
  * buffer is full; stacks that could not be read or were cut are counted,
  * and so are blocked threads the stash had no room for. The first record
@@ -46,6 +54,18 @@ const volatile bool call_btf = false;
 /* Kernel stacks are read (false: a daemon session not allowed kernel-mode
  * profiling; records then hold user frames only). */
 const volatile bool kernel_stacks = true;
+
+/* --call-graph dwarf: bytes of user stack copied per sample (0: none). */
+const volatile __u32 ustack_bytes = 0;
+
+/* The stack copy under construction, one per possible CPU (too large for a
+ * per-CPU array value); sized by user space (1 entry without copies). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kx_ustack_rec);
+} ustack_buf SEC(".maps");
 
 /* The record under construction (too large for the BPF stack). */
 struct {
@@ -180,6 +200,90 @@ static __always_inline void emit(struct kx_sample_rec *r, __u32 size, __u32 emit
 		sstat_inc(dropped);
 }
 
+#define KX_PAGE 4096
+
+/* The user registers in DWARF order from a pt_regs. */
+#define KX_FILL_REGS(u, p)                                                                         \
+	do {                                                                                       \
+		(u)->regs[16] = (p)->ip;                                                           \
+		(u)->regs[0] = (p)->ax;                                                            \
+		(u)->regs[1] = (p)->dx;                                                            \
+		(u)->regs[2] = (p)->cx;                                                            \
+		(u)->regs[3] = (p)->bx;                                                            \
+		(u)->regs[4] = (p)->si;                                                            \
+		(u)->regs[5] = (p)->di;                                                            \
+		(u)->regs[6] = (p)->bp;                                                            \
+		(u)->regs[7] = (p)->sp;                                                            \
+		(u)->regs[8] = (p)->r8;                                                            \
+		(u)->regs[9] = (p)->r9;                                                            \
+		(u)->regs[10] = (p)->r10;                                                          \
+		(u)->regs[11] = (p)->r11;                                                          \
+		(u)->regs[12] = (p)->r12;                                                          \
+		(u)->regs[13] = (p)->r13;                                                          \
+		(u)->regs[14] = (p)->r14;                                                          \
+		(u)->regs[15] = (p)->r15;                                                          \
+	} while (0)
+
+/* Copies the user stack from sp: ustack_bytes, or, where the stack ends
+ * sooner (its top, near main), up to the last readable page. Bytes copied. */
+static __always_inline __u32 copy_stack(struct kx_ustack_rec *u, __u64 sp)
+{
+	__u32 want = ustack_bytes > KX_USTACK_MAX ? KX_USTACK_MAX : ustack_bytes;
+	__u32 first = KX_PAGE - (__u32)(sp & (KX_PAGE - 1)), sz;
+
+	if (!bpf_probe_read_user(u->data, want, (void *)sp))
+		return want;
+	for (int k = KX_USTACK_MAX / KX_PAGE; k >= 0; k--) {
+		sz = first + (__u32)k * KX_PAGE;
+		if (sz >= want)
+			continue;
+		sz &= KX_USTACK_ROOM - 1; /* for the verifier: sz < want already */
+		if (!bpf_probe_read_user(u->data, sz, (void *)sp))
+			return sz;
+	}
+	return 0;
+}
+
+/* --call-graph dwarf: emits the user stack copy of the current thread. */
+static __always_inline void emit_ustack(__u32 tgid, __u32 tid, __u32 exec_id, __u64 ts)
+{
+#ifdef __TARGET_ARCH_x86
+	__u32 cpu = bpf_get_smp_processor_id(), n;
+	struct kx_ustack_rec *u = bpf_map_lookup_elem(&ustack_buf, &cpu);
+	struct pt_regs *tr;
+
+	if (!u)
+		return;
+	/* The user registers saved at the top of the task's kernel stack: at
+	 * its entry into the kernel (a syscall, a fault), or, for a sample in
+	 * user mode, by the timer interrupt's entry itself (x86-64 saves the
+	 * user registers there; they are the ones the sample interrupted). */
+	tr = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!tr)
+		return;
+	KX_FILL_REGS(u, tr);
+	n = copy_stack(u, u->regs[KX_USTACK_REG_SP]);
+	if (!n)
+		sstat_inc(KX_SSTAT_USTACK_FAULT);
+	if (n > KX_USTACK_MAX) /* for the verifier */
+		n = KX_USTACK_MAX;
+	u->hdr.type = KX_REC_USTACK;
+	u->hdr.size = 0;
+	u->hdr.cpu = cpu;
+	u->version = KX_USTACK_VERSION;
+	u->nregs = KX_USTACK_NREGS;
+	u->tid = tid;
+	u->pid = tgid;
+	u->exec_id = exec_id;
+	u->ts = ts;
+	u->len = n;
+	u->pad = 0;
+	sstat_inc(KX_SSTAT_USTACK_EMITTED);
+	if (bpf_ringbuf_output(&events, u, KX_USTACK_REC_BASE_SIZE + n, submit_flags()))
+		sstat_inc(KX_SSTAT_USTACK_DROPPED);
+#endif
+}
+
 SEC("perf_event")
 int kx_sample(struct bpf_perf_event_data *ctx)
 {
@@ -207,6 +311,8 @@ int kx_sample(struct bpf_perf_event_data *ctx)
 	r->pid = tgid;
 	r->tid = (__u32)id;
 	r->exec_id = (__u32)BPF_CORE_READ(task, self_exec_id);
+	if (ustack_bytes && !kthread)
+		emit_ustack(tgid, (__u32)id, r->exec_id, r->ts);
 	r->flags = (kmode ? KX_SAMPLE_F_KERNEL : 0) | (kthread ? KX_SAMPLE_F_KTHREAD : 0);
 	r->pad = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));

@@ -15,6 +15,7 @@
 /* kx_hdr.type of the records: the next values after enum kx_rec_type's last. */
 #define KX_REC_SAMPLE 4 /* a cpu-clock sample */
 #define KX_REC_OFFCPU 5 /* a thread blocked inside a traced ioctl, back on a CPU */
+#define KX_REC_USTACK 6 /* the copy of a sample's user stack (--call-graph dwarf) */
 
 /* Frames kept per stack, kernel and user each: the kernel's default
  * kernel.perf_event_max_stack, so no stack is cut shorter than perf's. */
@@ -33,6 +34,9 @@ enum kx_sample_stat {
 	KX_SSTAT_OFF_NOSLOT,  /* blocked inside a traced call, not kept: the stash was full */
 	KX_SSTAT_OFF_STALE,   /* blocked inside a traced call, its switch-in not seen before the
 	                         call ended: not recorded (the time would run past the call) */
+	KX_SSTAT_USTACK_EMITTED, /* user stack copies the program tried to submit */
+	KX_SSTAT_USTACK_DROPPED, /* of those, lost: the ring buffer was full */
+	KX_SSTAT_USTACK_FAULT,   /* copies with no byte readable at the user stack pointer */
 	KX_SSTAT_MAX,
 };
 
@@ -71,5 +75,36 @@ struct kx_sample_rec {
 	unsigned long long ips[2 * KX_SAMPLE_MAX_DEPTH];
 };
 #define KX_SAMPLE_REC_BASE_SIZE ((unsigned long)&((struct kx_sample_rec *)0)->ips)
+
+/*
+ * --call-graph dwarf: the top of the user stack and the user registers at
+ * a sample, for user space to unwind with the modules' CFI. The program
+ * emits it just before the sample record it belongs to, on the same CPU,
+ * with the same ts and tid (the consumer pairs them). hdr.size is 0: a
+ * copy may be longer than 16 bits say; len is the size of the whole
+ * record, KX_USTACK_REC_BASE_SIZE + len.
+ */
+#define KX_USTACK_VERSION 1     /* version of this layout */
+#define KX_USTACK_MAX     65528 /* bytes of stack copied at most (perf's limit) */
+#define KX_USTACK_DEFAULT 8192  /* bytes copied by default (perf's default) */
+#define KX_USTACK_ROOM    65536 /* data's size: a power of two, so a mask bounds a copy */
+#define KX_USTACK_NREGS                                                                            \
+	17 /* x86-64 DWARF registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
+#define KX_USTACK_REG_SP 7
+#define KX_USTACK_REG_IP 16
+struct kx_ustack_rec {
+	struct kx_hdr hdr;
+	unsigned short version; /* KX_USTACK_VERSION */
+	unsigned short nregs;   /* KX_USTACK_NREGS */
+	unsigned int tid;
+	unsigned long long ts; /* the sample's ts */
+	unsigned int pid;      /* tgid */
+	unsigned int exec_id;  /* the sample's exec_id */
+	unsigned int len;      /* bytes of data: the stack from regs[KX_USTACK_REG_SP] up */
+	unsigned int pad;
+	unsigned long long regs[KX_USTACK_NREGS]; /* DWARF numbering */
+	unsigned char data[KX_USTACK_ROOM];
+};
+#define KX_USTACK_REC_BASE_SIZE ((unsigned long)&((struct kx_ustack_rec *)0)->data)
 
 #endif /* KXPROF_SAMPLE_H */

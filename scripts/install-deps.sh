@@ -12,6 +12,9 @@ declare -A need=(
 	[gcc]=/usr/bin/gcc
 	[libbpf-dev]=/usr/include/bpf/libbpf.h
 	[libelf-dev]=/usr/include/libelf.h
+	# record --call-graph dwarf: libdw's dwfl unwinder (elfutils; 0.188 in Debian 12):
+	# its header to build, libdw1 (opened at run time) to unwind
+	[libdw-dev]=/usr/include/elfutils/libdwfl.h
 	[zlib1g-dev]=/usr/include/zlib.h
 	[libisal-dev]=/usr/include/isa-l.h
 	[libzstd-dev]=/usr/include/zstd.h

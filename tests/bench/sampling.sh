@@ -4,7 +4,8 @@
 # costs a workload, kxprof record -F against perf record -F -g on the same
 # event (cpu-clock), variants alternating round by round in this one run;
 # then captures of 60 seconds: the record file's, pprof's and folded sizes,
-# and the time kxprof spent reading maps and resolving symbols.
+# and the time kxprof spent reading maps and resolving symbols; then the
+# cost of DWARF call graphs (sampling_dwarf.sh).
 #
 # The workload (build/tests/profile_workload) spins in user code, then keeps
 # BLKFLSBUF busy in the kernel on a loop device, for fixed times: its work
@@ -111,3 +112,6 @@ echo " long captures done" >&2
 
 python3 "$HERE/sampling_report.py" "$RAW" "$ROUNDS" "$SPIN" "$FLUSH" "$LONG" \
 	"${WL#"$ROOT"/}" "${KX#"$ROOT"/}"
+echo
+# --call-graph dwarf against fp and against perf's DWARF mode.
+"$HERE/sampling_dwarf.sh"

@@ -41,6 +41,7 @@ static struct kx_dw_request full_request(void)
 	r.annotate = 1;
 	r.sample_hz = 999;
 	r.off_cpu = 1;
+	r.ustack_bytes = 16384;
 	snprintf(r.counters, sizeof(r.counters), "context-switches,cycles");
 	snprintf(r.cmdline, sizeof(r.cmdline), "loop_workload -t 2 -j 5 --name \"a b\"");
 	return r;
@@ -52,7 +53,8 @@ static int same_request(const struct kx_dw_request *a, const struct kx_dw_reques
 	    a->no_jobs != b->no_jobs || a->annotate != b->annotate ||
 	    a->ringbuf_bytes != b->ringbuf_bytes || strcmp(a->mech, b->mech) ||
 	    strcmp(a->cmdline, b->cmdline) || a->sample_hz != b->sample_hz ||
-	    a->off_cpu != b->off_cpu || strcmp(a->counters, b->counters))
+	    a->off_cpu != b->off_cpu || a->ustack_bytes != b->ustack_bytes ||
+	    strcmp(a->counters, b->counters))
 		return 0;
 	for (int i = 0; i < a->npids; i++)
 		if (a->pids[i] != b->pids[i])
@@ -105,7 +107,9 @@ static void request_limits(void)
 	static const uint8_t big_pid[] = {0x08, 0x80, 0x80, 0x80, 0x80, 0x08};
 	static const uint8_t flag2[] = {0x10, 0x02};
 	static const uint8_t twice[] = {0x10, 0x01, 0x10, 0x01};
-	static const uint8_t unknown[] = {0x60, 0x01};
+	static const uint8_t unknown[] = {0x68, 0x01};
+	static const uint8_t ustack0[] = {0x60, 0x00};
+	static const uint8_t ustack_big[] = {0x60, 0xf9, 0xff, 0x03}; /* 65529 */
 	static const uint8_t hz0[] = {0x48, 0x00};
 	static const uint8_t hz_big[] = {0x48, 0xc1, 0x84, 0x3d}; /* 1000001 */
 	static const uint8_t hz_twice[] = {0x48, 0x01, 0x48, 0x01};
@@ -126,7 +130,9 @@ static void request_limits(void)
 	CHECK(refused(flag2, sizeof(flag2), "not a flag"));
 	CHECK(refused(twice, sizeof(twice), "given twice"));
 	CHECK(refused(unknown, sizeof(unknown),
-	              "unknown field 12 (a client newer than this daemon?)"));
+	              "unknown field 13 (a client newer than this daemon?)"));
+	CHECK(refused(ustack0, sizeof(ustack0), "bad stack copy size (1 to 65528 bytes)"));
+	CHECK(refused(ustack_big, sizeof(ustack_big), "bad stack copy size"));
 	CHECK(refused(hz0, sizeof(hz0), "bad sampling frequency (1 to 1000000 Hz)"));
 	CHECK(refused(hz_big, sizeof(hz_big), "bad sampling frequency"));
 	CHECK(refused(hz_twice, sizeof(hz_twice), "given twice"));
@@ -191,7 +197,7 @@ static void profile_fields_are_new(void)
 	CHECK(r.sample_hz == 0 && r.off_cpu == 0 && r.counters[0] == 0);
 	kx_dw_request_encode(&b, &r);
 	CHECK(b.len == sizeof(v1) && memcmp(b.p, v1, sizeof(v1)) == 0);
-	for (int opt = 0; opt < 3; opt++) {
+	for (int opt = 0; opt < 4; opt++) {
 		const uint8_t *p, *end;
 		int bad = 0, fields = 0;
 
@@ -200,6 +206,8 @@ static void profile_fields_are_new(void)
 			alone.sample_hz = 99;
 		else if (opt == 1)
 			alone.off_cpu = 1;
+		else if (opt == 3)
+			alone.ustack_bytes = 8192;
 		else
 			snprintf(alone.counters, sizeof(alone.counters), "page-faults");
 		b.len = 0;
@@ -217,7 +225,7 @@ static void profile_fields_are_new(void)
 		CHECK(!bad && fields == 1);
 		CHECK(kx_dw_request_decode(b.p, b.len, &r, err, sizeof(err)) == 0);
 		CHECK(r.sample_hz == alone.sample_hz && r.off_cpu == alone.off_cpu &&
-		      !strcmp(r.counters, alone.counters));
+		      r.ustack_bytes == alone.ustack_bytes && !strcmp(r.counters, alone.counters));
 	}
 	free(b.p);
 }

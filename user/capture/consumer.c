@@ -26,6 +26,8 @@ struct kx_consumer {
 	/* Written by the consumer thread only; read live by others. */
 	uint64_t ioctls, tasks, jobs, anns, malformed, samples, offcpu, counters;
 	struct kx_hmap cmd_read; /* pids whose command line was read (consumer thread only) */
+	struct kx_ustack_pair
+	        *ustack; /* --call-graph dwarf: pairs copies and samples (not owned) */
 };
 
 /* ns -> µs, rounded, saturated at the field's limit. */
@@ -176,6 +178,8 @@ static int on_sample(struct kx_consumer *c, const void *r, size_t size)
 		return 0;
 	}
 	count(smp.kind == KX_SAMPLE_OFFCPU ? &c->offcpu : &c->samples);
+	if (c->ustack)
+		kx_ustack_pair_sample(c->ustack, &smp);
 	if (c->sink.sample)
 		c->sink.sample(c->sink.ctx, &smp);
 	return 0;
@@ -245,6 +249,12 @@ static int on_record(void *ctx, void *data, size_t size)
 	case KX_REC_SAMPLE:
 	case KX_REC_OFFCPU:
 		return on_sample(c, data, size);
+	case KX_REC_USTACK:
+		if (!c->ustack)
+			count(&c->malformed);
+		else
+			kx_ustack_pair_copy(c->ustack, data, size);
+		return 0;
 	case KX_REC_COUNTERS:
 		return on_counters(c, data, size);
 	case KX_REC_ANNOTATION:
@@ -289,6 +299,11 @@ struct kx_consumer *kx_consumer_new(int ringbuf_fd, const struct kx_sink *sink, 
 		return NULL;
 	}
 	return c;
+}
+
+void kx_consumer_set_ustack(struct kx_consumer *c, struct kx_ustack_pair *p)
+{
+	c->ustack = p;
 }
 
 int kx_consumer_start(struct kx_consumer *c, char *err, size_t len)

@@ -11,11 +11,15 @@
 #include <stdint.h>
 
 #include "capture/sink.h"
+#include "capture/ustack.h"
 
 struct kx_consumer;
 
 struct kx_consumer *kx_consumer_new(int ringbuf_fd, const struct kx_sink *sink, char *err,
                                     size_t len);
+/* --call-graph dwarf: stack copies go to p, and samples take their
+ * unwound frames from it (before start; p stays the caller's). */
+void kx_consumer_set_ustack(struct kx_consumer *c, struct kx_ustack_pair *p);
 int kx_consumer_start(struct kx_consumer *c, char *err, size_t len);
 /* Stops the thread, then drains everything still in the ring. */
 void kx_consumer_stop(struct kx_consumer *c);

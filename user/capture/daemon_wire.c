@@ -12,6 +12,7 @@
 #include "capture/clock.h"
 #include "capture/daemon_wire.h"
 #include "io/kxp.h"
+#include "sample_rec.h" /* bpf/: KX_USTACK_MAX */
 #include "util/pbwire.h"
 
 /* Request fields. Numbers are part of the protocol: never reuse one. */
@@ -28,6 +29,7 @@ enum {
 	RQ_SAMPLE_HZ = 9, /* varint, Hz, 1..KX_DW_HZ_MAX */
 	RQ_OFF_CPU = 10,  /* varint 0/1 */
 	RQ_COUNTERS = 11, /* string: "NAME[,NAME...]" */
+	RQ_USTACK = 12,   /* varint, bytes of user stack per sample, 1..KX_USTACK_MAX */
 };
 enum { OP_MECH = 1 };
 enum { ST_EMITTED = 1, ST_RECEIVED = 2, ST_DROPPED = 3 };
@@ -106,6 +108,8 @@ void kx_dw_request_encode(struct kx_bytes *b, const struct kx_dw_request *r)
 		put_varint(b, RQ_OFF_CPU, 1);
 	if (r->counters[0])
 		put_str(b, RQ_COUNTERS, r->counters);
+	if (r->ustack_bytes)
+		put_varint(b, RQ_USTACK, r->ustack_bytes);
 }
 
 void kx_dw_opened_encode(struct kx_bytes *b, const char *mech)
@@ -217,6 +221,10 @@ static int profile_field(const struct field *f, struct kx_dw_request *r, char *e
 		if (get_u32(f, 1, &v))
 			return fail(err, len, "field %u is not a flag", f->num);
 		r->off_cpu = (int)v;
+		return 0;
+	case RQ_USTACK:
+		if (get_u32(f, KX_USTACK_MAX, &r->ustack_bytes) || r->ustack_bytes == 0)
+			return fail(err, len, "bad stack copy size (1 to %u bytes)", KX_USTACK_MAX);
 		return 0;
 	case RQ_COUNTERS:
 		if (get_str(f, r->counters, sizeof(r->counters)) || !r->counters[0])

@@ -70,6 +70,7 @@ struct kx_dw_request {
 	int annotate;                  /* annotation probes (capture/annotate.h) */
 	uint32_t sample_hz;            /* CPU samples per second per CPU (record -F); 0: none */
 	int off_cpu;                   /* off-CPU stacks inside traced ioctls (--off-cpu) */
+	uint32_t ustack_bytes;         /* --call-graph dwarf: stack bytes per sample; 0: fp */
 	char counters[KX_DW_CTRS_MAX]; /* perf counters inside calls, as --counters takes them; ""
 	                                */
 	char cmdline[sizeof(((struct kx_capinfo *)0)->cmdline)]; /* for the record header */

@@ -127,6 +127,8 @@ static int configure(struct kx_sampler *s, const struct kx_sampler_opts *o)
 	sk->rodata->kernel_stacks = !o->no_kstacks;
 	sk->rodata->wakeup_bytes = own_ring(o) ? rb / 4 : o->maps->wakeup_bytes;
 	sk->rodata->call_btf = s->call_btf;
+	sk->rodata->ustack_bytes = o->ustack_bytes;
+	bpf_map__set_max_entries(sk->maps.ustack_buf, o->ustack_bytes ? (uint32_t)s->ncpu : 1);
 	/* Declared by shared.bpf.h for the ioctl capture, unused here. */
 	bpf_map__set_autocreate(sk->maps.devs, false);
 	bpf_map__set_autocreate(sk->maps.stats, false);
@@ -184,6 +186,17 @@ struct kx_sampler *kx_sampler_open(const struct kx_sampler_opts *o, char *err, s
 		snprintf(err, len, "sampling frequency must be at least 1 Hz");
 		return NULL;
 	}
+	if (o->ustack_bytes > KX_USTACK_MAX) {
+		snprintf(err, len, "--call-graph dwarf copies at most %u bytes of stack",
+		         KX_USTACK_MAX);
+		return NULL;
+	}
+#if !defined(__x86_64__)
+	if (o->ustack_bytes) {
+		snprintf(err, len, "--call-graph dwarf is only implemented for x86-64");
+		return NULL;
+	}
+#endif
 	if (o->off_cpu && !o->maps) {
 		snprintf(err, len,
 		         "off-CPU intervals are those of traced ioctls: they need a capture "
@@ -393,6 +406,9 @@ static void read_counts(struct kx_sampler *s)
 	s->c.off_dropped = sum[KX_SSTAT_OFF_DROPPED];
 	s->c.off_noslot = sum[KX_SSTAT_OFF_NOSLOT];
 	s->c.off_stale = sum[KX_SSTAT_OFF_STALE];
+	s->c.ustack_emitted = sum[KX_SSTAT_USTACK_EMITTED];
+	s->c.ustack_dropped = sum[KX_SSTAT_USTACK_DROPPED];
+	s->c.ustack_fault = sum[KX_SSTAT_USTACK_FAULT];
 }
 
 void kx_sampler_stop(struct kx_sampler *s)

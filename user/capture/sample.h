@@ -46,7 +46,10 @@ struct kx_sampler_opts {
 	 * switch-out (as capture/session.h's uid rule). */
 	int uid_only;
 	uint32_t uid;
-	int no_kstacks;                     /* user frames only: kernel stacks are never read */
+	int no_kstacks; /* user frames only: kernel stacks are never read */
+	/* --call-graph dwarf: bytes of user stack copied at each sample (at
+	 * most KX_USTACK_MAX), each copy a record before its sample; 0: none. */
+	uint32_t ustack_bytes;
 	const struct kx_sampler_maps *maps; /* NULL: standalone, with its own maps */
 	uint32_t ringbuf_bytes;             /* standalone: 0 is 8 MiB; a power of two */
 	uint32_t offcpu_slots;              /* threads blocked at once that can be kept (0: 4096) */
@@ -56,20 +59,23 @@ struct kx_sampler_opts {
 
 /* Summed over CPUs; live while sampling, final after kx_sampler_stop. */
 struct kx_sample_counts {
-	uint64_t emitted;      /* samples of traced processes the kernel tried to submit */
-	uint64_t dropped;      /* lost: ring buffer full */
-	uint64_t received;     /* standalone: handed to the callback */
-	uint64_t malformed;    /* standalone: records that did not parse (never expected) */
-	uint64_t no_ustack;    /* user tasks sampled without any user frame */
-	uint64_t no_kstack;    /* kernel-mode samples without any kernel frame */
-	uint64_t ustack_full;  /* user stacks cut at KX_SAMPLE_MAX_DEPTH */
-	uint64_t kstack_full;  /* kernel stacks cut at KX_SAMPLE_MAX_DEPTH */
-	uint64_t off_emitted;  /* off-CPU records tried */
-	uint64_t off_dropped;  /* lost: ring buffer full */
-	uint64_t off_received; /* standalone: off-CPU records handed to the callback */
-	uint64_t off_noslot;   /* blocked threads not kept: the stash was full */
-	uint64_t off_stale;    /* blocked threads whose switch-in was not seen within the call */
-	uint32_t cpus;         /* CPUs sampled (perf events open) */
+	uint64_t emitted;        /* samples of traced processes the kernel tried to submit */
+	uint64_t dropped;        /* lost: ring buffer full */
+	uint64_t received;       /* standalone: handed to the callback */
+	uint64_t malformed;      /* standalone: records that did not parse (never expected) */
+	uint64_t no_ustack;      /* user tasks sampled without any user frame */
+	uint64_t no_kstack;      /* kernel-mode samples without any kernel frame */
+	uint64_t ustack_full;    /* user stacks cut at KX_SAMPLE_MAX_DEPTH */
+	uint64_t kstack_full;    /* kernel stacks cut at KX_SAMPLE_MAX_DEPTH */
+	uint64_t off_emitted;    /* off-CPU records tried */
+	uint64_t off_dropped;    /* lost: ring buffer full */
+	uint64_t off_received;   /* standalone: off-CPU records handed to the callback */
+	uint64_t off_noslot;     /* blocked threads not kept: the stash was full */
+	uint64_t off_stale;      /* blocked threads whose switch-in was not seen within the call */
+	uint64_t ustack_emitted; /* user stack copies tried (--call-graph dwarf) */
+	uint64_t ustack_dropped; /* lost: ring buffer full */
+	uint64_t ustack_fault;   /* copies with nothing readable at the stack pointer */
+	uint32_t cpus;           /* CPUs sampled (perf events open) */
 	uint32_t cpus_offline;
 };
 

@@ -24,15 +24,17 @@
 #include "capture/probe.h"
 #include "capture/sample.h"
 #include "capture/session.h"
+#include "capture/ustack.h"
 #include "util/bgrelease.h"
 
 struct kx_session {
 	struct kx_ioctl_bpf *ioctl; /* the loaded bpf/ioctl.bpf.c */
 	struct kx_consumer *consumer;
-	struct kx_jobsrc *jobs;     /* job lifecycle sources, NULL when none */
-	struct kx_drvhook *drv;     /* driver entry hooks, NULL when none */
-	struct kx_sampler *sampler; /* CPU samples and off-CPU intervals, NULL when none */
-	struct kx_annot *ann;       /* annotation probes, NULL when not asked or not loaded */
+	struct kx_jobsrc *jobs;        /* job lifecycle sources, NULL when none */
+	struct kx_drvhook *drv;        /* driver entry hooks, NULL when none */
+	struct kx_sampler *sampler;    /* CPU samples and off-CPU intervals, NULL when none */
+	struct kx_ustack_pair *ustack; /* --call-graph dwarf, NULL when not */
+	struct kx_annot *ann;          /* annotation probes, NULL when not asked or not loaded */
 	const char *mech;
 	int started, stopped;
 	int quick_exit; /* kx_session_opts */
@@ -198,6 +200,7 @@ static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, c
 	                              .uid_only = o->uid_only,
 	                              .uid = o->uid,
 	                              .no_kstacks = o->no_kernel_why != NULL,
+	                              .ustack_bytes = o->sample_hz ? o->ustack_bytes : 0,
 	                              .maps = &maps};
 	s->sampler = kx_sampler_open(&so, why, sizeof(why));
 	if (!s->sampler || kx_sampler_start(s->sampler, why, sizeof(why))) {
@@ -205,6 +208,9 @@ static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, c
 		return -1;
 	}
 	s->ci.samples.hz = o->sample_hz;
+	s->ci.samples.ustack_bytes = so.ustack_bytes;
+	if (so.ustack_bytes && !(s->ustack = kx_ustack_pair_new(err, len)))
+		return -1;
 	s->ci.samples.off_cpu = o->off_cpu != 0;
 	if (o->sample_hz)
 		kx_capinfo_hook(&s->ci, "cpu-clock sampling", "perf_event", KX_HOOK_ATTACHED);
@@ -303,6 +309,7 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 	s->consumer = kx_consumer_new(fds.events, &o->sink, err, len);
 	if (!s->consumer)
 		goto fail;
+	kx_consumer_set_ustack(s->consumer, s->ustack);
 	return s;
 fail:
 	kx_session_close(s);
@@ -361,6 +368,8 @@ static void read_sample_stats(struct kx_session *s)
 	si->stacks[KX_NO_KSTACK] = c.no_kstack;
 	si->stacks[KX_USTACK_CUT] = c.ustack_full;
 	si->stacks[KX_KSTACK_CUT] = c.kstack_full;
+	if (s->ustack)
+		kx_ustack_facts(s->ustack, &c, si);
 }
 
 static void read_counter_stats(struct kx_session *s)
@@ -510,6 +519,7 @@ void kx_session_close(struct kx_session *s)
 		kx_session_stop(s);
 	kx_consumer_free(s->consumer);
 	kx_sampler_close(s->sampler);
+	kx_ustack_pair_free(s->ustack);
 	kx_ioctl_bpf_detach(s->ioctl);
 	kx_jobsrc_close(s->jobs);
 	kx_drvhook_close(s->drv);

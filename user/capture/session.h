@@ -48,6 +48,9 @@ struct kx_session_opts {
 	/* CPU samples of the traced processes (sink.sample gets them). */
 	uint32_t sample_hz; /* cpu-clock samples per second per CPU; 0: none */
 	int off_cpu;        /* off-CPU intervals of threads blocked inside traced ioctls */
+	/* --call-graph dwarf: user stack bytes copied per CPU sample, unwound
+	 * with the modules' CFI (capture/ustack.h); 0: frame pointers only. */
+	uint32_t ustack_bytes;
 	/* Perf counters read inside each traced call (sink.counters gets them). */
 	const struct kx_counter_list *counters;
 	/* A daemon session not allowed kernel-mode profiling: why (samples and

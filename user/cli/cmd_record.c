@@ -26,6 +26,7 @@
 #include "capture/drmfdinfo.h"
 #include "analysis/warnings.h"
 #include "capture/setup.h"
+#include "sample_rec.h" /* bpf/: KX_USTACK_* */
 #include "util/parse.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -53,12 +54,32 @@ static void record_signals(void)
 		sigaction(ignored[i], &sa, NULL);
 }
 
+/* --call-graph MODE[,SIZE] into *bytes (0: frame pointers). 0, or -1 with err set. */
+static int parse_call_graph(const char *s, uint32_t *bytes, char *err, size_t len)
+{
+	long long n = KX_USTACK_DEFAULT;
+
+	if (!strcmp(s, "fp")) {
+		*bytes = 0;
+		return 0;
+	}
+	if (strncmp(s, "dwarf", 5) || (s[5] && s[5] != ',')) {
+		snprintf(err, len, "--call-graph: '%s' is not fp or dwarf[,SIZE]", s);
+		return -1;
+	}
+	if (s[5] && kx_parse_long("--call-graph dwarf,SIZE", s + 6, 8, KX_USTACK_MAX, &n, err, len))
+		return -1;
+	*bytes = (uint32_t)(n & ~7ll); /* whole words */
+	return 0;
+}
+
 static void record_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
 	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH]\n"
 	        "                     [--no-jobs] [--no-annotations] [-F HZ] [--off-cpu]\n"
+	        "                     [--call-graph fp|dwarf[,SIZE]]\n"
 	        "                     [--counters LIST] [--drm-usage[=SECS]] [--no-drm-usage]\n"
 	        "                     [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
@@ -84,6 +105,11 @@ static void record_usage(FILE *f)
 	        "  -F, --freq HZ         also sample the traced processes' CPU stacks HZ times a\n"
 	        "                        second per CPU (user and kernel frames, and the traced\n"
 	        "                        ioctl a sample was taken in; off by default)\n"
+	        "      --call-graph MODE how -F walks user stacks: fp (frame pointers, the\n"
+	        "                        default), or dwarf[,SIZE]: copy SIZE bytes of the user\n"
+	        "                        stack at each sample (default 8192, at most 65528) and\n"
+	        "                        unwind it with the modules' CFI (code built without\n"
+	        "                        frame pointers; see docs/stacks.md)\n"
 	        "      --off-cpu         also record where threads blocked inside traced ioctls\n"
 	        "                        waited: their stacks, weighted by the time off the CPU\n"
 	        "      --counters LIST   also count these perf counters inside each traced ioctl,\n"
@@ -172,6 +198,10 @@ static int record_opt(struct record_opts *o, int opt)
 	case 'O':
 		o->cap.off_cpu = 1;
 		return 0;
+	case 'G':
+		if (parse_call_graph(optarg, &o->cap.ustack_bytes, err, sizeof(err)))
+			break;
+		return 0;
 	case 'C':
 		if (kx_counters_parse(optarg, &o->counters, err, sizeof(err)))
 			break;
@@ -223,6 +253,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	        {"no-jobs", no_argument, NULL, 'J'},
 	        {"freq", required_argument, NULL, 'F'},
 	        {"off-cpu", no_argument, NULL, 'O'},
+	        {"call-graph", required_argument, NULL, 'G'},
 	        {"counters", required_argument, NULL, 'C'},
 	        {"no-annotations", no_argument, NULL, 'N'},
 	        {"drm-usage", optional_argument, NULL, 'u'},
@@ -337,6 +368,25 @@ static int record_end_cmd(struct kx_capture *c)
 	return kx_capture_cmd_exit(c);
 }
 
+/* --call-graph dwarf: what became of the user stacks. */
+static void record_report_dwarf(const struct kx_sample_info *si)
+{
+	const uint64_t *k = si->stacks;
+
+	fprintf(stderr,
+	        "kxprof record: DWARF unwinding (%llu copies of %u bytes): %llu stacks to their "
+	        "root, %llu stopped early, %llu without a frame, %llu without a copy\n",
+	        (unsigned long long)k[KX_DW_COPIES], si->ustack_bytes,
+	        (unsigned long long)k[KX_DW_UNWOUND], (unsigned long long)k[KX_DW_PARTIAL],
+	        (unsigned long long)k[KX_DW_FAILED], (unsigned long long)k[KX_DW_NO_COPY]);
+	if (k[KX_DW_PARTIAL] > k[KX_DW_UNWOUND])
+		fprintf(stderr, "kxprof record: most stacks stopped early: a larger copy "
+		                "(--call-graph dwarf,SIZE) reaches further up a deep stack\n");
+	if (k[KX_DW_NO_COPY])
+		fprintf(stderr, "kxprof record: stacks without a copy kept their frame-pointer "
+		                "walk (copies lost: raise --ringbuf-mb or lower -F)\n");
+}
+
 /* The samples line, and what was lost of them. */
 static void record_report_samples(const struct kx_capinfo *ci)
 {
@@ -351,6 +401,8 @@ static void record_report_samples(const struct kx_capinfo *ci)
 	if (si->dropped || si->off_dropped)
 		fprintf(stderr, "kxprof record: warning: samples were dropped because the ring "
 		                "buffer was full: raise --ringbuf-mb or lower -F\n");
+	if (si->ustack_bytes)
+		record_report_dwarf(si);
 	if (si->off_noslot)
 		fprintf(stderr,
 		        "kxprof record: warning: %llu blocked threads were not kept (more than "

@@ -219,6 +219,13 @@ static void print_head(const struct kx_profile *p, const struct kx_capinfo *ci, 
 	}
 	fprintf(f, "%s[unknown] frames: %" PRIu64 " user, %" PRIu64 " kernel\n", lost,
 	        p->unknown[0], p->unknown[1]);
+	if (si && si->ustack_bytes && p->kind != KX_SAMPLE_OFFCPU)
+		fprintf(f,
+		        "DWARF unwinding (%u-byte stack copies): %" PRIu64
+		        " stacks to their root, %" PRIu64 " stopped early, %" PRIu64
+		        " kept their frame-pointer walk\n",
+		        si->ustack_bytes, si->stacks[KX_DW_UNWOUND], si->stacks[KX_DW_PARTIAL],
+		        si->stacks[KX_DW_FAILED] + si->stacks[KX_DW_NO_COPY]);
 	if (si && si->sym_warning[0])
 		fprintf(f, "WARNING: %s\n", si->sym_warning);
 	if (si && si->syms[KX_SYM_PROCS_MISSED])
@@ -431,6 +438,14 @@ int kx_proftable_json(const struct kx_profile *p, const struct kx_store *s,
 		if (off)
 			fprintf(f, ", \"NotKept\": %" PRIu64 ", \"Stale\": %" PRIu64,
 			        si->off_noslot, si->off_stale);
+		else if (si->ustack_bytes)
+			fprintf(f,
+			        ", \"Dwarf\": {\"StackBytes\": %u, \"Unwound\": %" PRIu64
+			        ", \"StoppedEarly\": %" PRIu64 ", \"NoFrame\": %" PRIu64
+			        ", \"NoCopy\": %" PRIu64 "}",
+			        si->ustack_bytes, si->stacks[KX_DW_UNWOUND],
+			        si->stacks[KX_DW_PARTIAL], si->stacks[KX_DW_FAILED],
+			        si->stacks[KX_DW_NO_COPY]);
 		fprintf(f,
 		        ", \"SymbolizeNs\": %" PRIu64 ", \"Processes\": %" PRIu64
 		        ", \"ProcessesMissed\": %" PRIu64,

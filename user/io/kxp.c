@@ -201,6 +201,7 @@ enum {
 	CI_PROTECTED_EXEC = 70, /* numbered apart: room for the annotation fields above */
 	CI_DRM_INTERVAL_MS = 80,
 	CI_DRM_STATS = 81, /* u64 per enum kx_drm_info_stat */
+	CI_SAMPLE_USTACK_BYTES = 82,
 	CI_OFFCPU_STALE = 90,
 };
 
@@ -361,6 +362,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_DRM_INTERVAL_MS, F_UINT, struct kx_capinfo, drm.interval_ms),
         FLD(CI_DRM_STATS, F_U64S, struct kx_capinfo, drm.stats),
         FLD(CI_ANN_CAPPED, F_UINT, struct kx_capinfo, ann.capped),
+        FLD(CI_SAMPLE_USTACK_BYTES, F_UINT, struct kx_capinfo, samples.ustack_bytes),
         FLD(CI_ANN_MORE_LATE, F_UINT, struct kx_capinfo, ann.more_late),
         {0, 0, 0, 0},
 };

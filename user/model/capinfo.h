@@ -47,7 +47,20 @@ struct kx_drvcall_stat {
 
 /* CPU samples and off-CPU intervals of a capture (record -F, --off-cpu):
  * received + dropped == emitted for each kind. */
-enum kx_stack_loss { KX_NO_USTACK, KX_NO_KSTACK, KX_USTACK_CUT, KX_KSTACK_CUT, KX_STACK_LOSS_MAX };
+enum kx_stack_loss {
+	KX_NO_USTACK,
+	KX_NO_KSTACK,
+	KX_USTACK_CUT,
+	KX_KSTACK_CUT,
+	/* --call-graph dwarf (ustack_bytes > 0): what became of the user stacks */
+	KX_DW_UNWOUND,    /* unwound to their outermost frame */
+	KX_DW_PARTIAL,    /* unwound, stopped before it (past the copy, no CFI) */
+	KX_DW_FAILED,     /* no frame from the copy: the frame-pointer walk kept */
+	KX_DW_NO_COPY,    /* no copy (lost: ring buffer full): the frame-pointer walk kept */
+	KX_DW_COPY_FAULT, /* copies with nothing readable at the stack pointer */
+	KX_DW_COPIES,     /* stack copies received */
+	KX_STACK_LOSS_MAX
+};
 enum kx_sym_stat {
 	KX_SYM_KERNEL_RESOLVED, /* distinct kernel addresses resolved */
 	KX_SYM_KERNEL_UNKNOWN,  /*   left [unknown] */
@@ -58,9 +71,10 @@ enum kx_sym_stat {
 	KX_SYM_STAT_MAX
 };
 struct kx_sample_info {
-	uint32_t hz;      /* cpu-clock samples per second per CPU; 0: not sampled */
-	uint32_t off_cpu; /* off-CPU intervals inside traced ioctls were recorded */
-	uint32_t cpus;    /* CPUs sampled */
+	uint32_t hz;           /* cpu-clock samples per second per CPU; 0: not sampled */
+	uint32_t off_cpu;      /* off-CPU intervals inside traced ioctls were recorded */
+	uint32_t cpus;         /* CPUs sampled */
+	uint32_t ustack_bytes; /* --call-graph dwarf: user stack bytes copied per sample; 0: fp */
 	uint64_t emitted, received, dropped;             /* CPU samples */
 	uint64_t off_emitted, off_received, off_dropped; /* off-CPU intervals */
 	uint64_t off_noslot;                             /* blocked threads not kept (stash full) */

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/arena.h"
 #include "symbol/filecache.h"
 #include "symbol/kallsyms.h"
+#include "symbol/perfmap.h"
 #include "symbol/procmaps.h"
 #include "symbol/symbolizer.h"
 #include "util/grow.h"
@@ -20,7 +22,9 @@ struct snapshot {
 	struct kx_procmap *maps;
 	const struct kx_symfile **files; /* per mapping; NULL when out of memory */
 	size_t n;
-	int missed; /* the process was gone (or unreadable): no maps, not tried again */
+	int missed;            /* the process was gone (or unreadable): no maps, not tried again */
+	uint32_t uid;          /* owner of /proc/PID when the maps were read */
+	struct kx_perfmap *pm; /* its /tmp/perf-PID.map, read on first need; NULL: not yet */
 };
 
 struct kx_symbolizer {
@@ -80,6 +84,10 @@ static void snap_clear(struct snapshot *sn)
 {
 	kx_procmaps_free(sn->maps, sn->n);
 	free(sn->files);
+	if (sn->pm)
+		kx_perfmap_free(sn->pm);
+	free(sn->pm);
+	sn->pm = NULL;
 	sn->maps = NULL;
 	sn->files = NULL;
 	sn->n = 0;
@@ -88,8 +96,13 @@ static void snap_clear(struct snapshot *sn)
 /* Reads pid's maps and their symbol files into sn. */
 static int snap_take(struct kx_symbolizer *s, struct snapshot *sn, pid_t pid, char *err, size_t len)
 {
+	char proc[32];
+	struct stat st;
+
 	if (kx_procmaps_read(pid, &sn->maps, &sn->n, err, len) != 0)
 		return -1;
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	sn->uid = stat(proc, &st) == 0 ? (uint32_t)st.st_uid : 0;
 	sn->pid = pid;
 	sn->files = calloc(sn->n ? sn->n : 1, sizeof(*sn->files));
 	for (size_t i = 0; sn->files && i < sn->n; i++)
@@ -218,10 +231,41 @@ static int in_mapping(const struct snapshot *sn, size_t i, uint64_t addr, struct
 	return out->known;
 }
 
+/* addr in the perf map of sn's process (read, or read again when it
+ * changed, on each address no mapping explains). 1 when found. */
+static int in_perfmap(struct kx_symbolizer *s, struct snapshot *sn, uint64_t addr,
+                      struct kx_frame *out)
+{
+	char err[160];
+	const char *fn;
+	uint64_t off;
+
+	if (sn->missed)
+		return 0;
+	if (!sn->pm) {
+		sn->pm = malloc(sizeof(*sn->pm));
+		if (!sn->pm)
+			return 0;
+		kx_perfmap_init(sn->pm, (pid_t)sn->pid, sn->uid);
+	}
+	if (kx_perfmap_load(sn->pm, err, sizeof(err)) < 0 && !s->st.perfmap_refused++)
+		fprintf(stderr, "kxprof: %s\n", err);
+	fn = kx_perfmap_find(sn->pm, addr, &off);
+	if (!fn)
+		return 0;
+	out->func = fn;
+	out->module = sn->pm->path;
+	out->build_id = "";
+	out->offset = off;
+	out->mod_offset = 0;
+	out->known = 1;
+	return 1;
+}
+
 void kx_symbolizer_user(struct kx_symbolizer *s, pid_t pid, uint64_t addr, struct kx_frame *out)
 {
 	const struct kx_procmap *m;
-	const struct snapshot *sn;
+	struct snapshot *sn;
 	char err[160];
 	int found;
 	long i = snap_index(s, pid, &found);
@@ -232,15 +276,19 @@ void kx_symbolizer_user(struct kx_symbolizer *s, pid_t pid, uint64_t addr, struc
 	}
 	sn = found ? &s->snaps[i] : NULL;
 	m = sn ? kx_procmaps_find(sn->maps, sn->n, addr) : NULL;
-	if (!m) {
-		unknown(out, KX_UNKNOWN_MOD);
-		s->st.user_unknown++;
+	if (m && in_mapping(sn, (size_t)(m - sn->maps), addr, out)) {
+		s->st.user_resolved++;
 		return;
 	}
-	if (in_mapping(sn, (size_t)(m - sn->maps), addr, out))
+	/* No mapping, or anonymous code: a JIT's, named in its perf map. */
+	if ((!m || !m->path[0]) && sn && in_perfmap(s, sn, addr, out)) {
 		s->st.user_resolved++;
-	else
-		s->st.user_unknown++;
+		s->st.perfmap_resolved++;
+		return;
+	}
+	if (!m)
+		unknown(out, KX_UNKNOWN_MOD);
+	s->st.user_unknown++;
 }
 
 void kx_symbolizer_stats(const struct kx_symbolizer *s, struct kx_symbolizer_stats *st)

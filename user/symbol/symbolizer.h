@@ -33,7 +33,9 @@ struct kx_symbolizer_stats {
 	uint64_t kernel_resolved, kernel_unknown; /* kernel frames */
 	uint64_t user_resolved, user_unknown;     /* user frames */
 	uint64_t procs;                           /* processes with a map snapshot */
-	uint64_t procs_missed; /* processes gone (or unreadable) before their snapshot */
+	uint64_t procs_missed;     /* processes gone (or unreadable) before their snapshot */
+	uint64_t perfmap_resolved; /* user frames named by a /tmp/perf-PID.map (JIT code) */
+	uint64_t perfmap_refused; /* perf maps not read: not a regular file of the process's user */
 	uint64_t files_read, files_failed, files_shared; /* see struct kx_filecache_stats */
 };
 

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# DWARF unwinding on real frameworks (the pinned venv, build/venv): a
+# PyTorch matmul loop and a TensorFlow tf.function loop, each recorded with
+# -F 199 --call-graph dwarf,SIZE (SIZE: DWARF_SIZE, default 65528; see
+# docs/stacks.md on Python's deep C stack). Prints, for each, of the samples
+# with a frame inside libtorch_cpu.so / libtensorflow*.so, the share whose
+# walk reached the interpreter's main (the outermost frame _start) and the
+# share that reached the root of a thread the framework started (clone3),
+# read from go tool pprof -raw of convert --pprof.
+# Usage: tests/bench/frameworks_dwarf.sh (root; BUILD_DIR default build).
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+B=${BUILD_DIR:-$ROOT/build}
+KX=$B/kxprof
+PY=$B/venv/bin/python
+SIZE=${DWARF_SIZE:-65528}
+die() { echo "frameworks_dwarf: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (it loads BPF programs)"
+[ -x "$PY" ] || die "$PY missing: the pinned framework venv (make pyenv)"
+command -v go >/dev/null || die "go missing (Debian golang-go): go tool pprof reads the profile"
+TMP=$(mktemp -d /tmp/kxfw.XXXXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
+export HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOPROXY=off GOFLAGS= GOTOOLCHAIN=local
+mkdir -p "$HOME"
+
+cat >"$TMP/torch_loop.py" <<'PYEOF'
+import time, torch
+torch.set_num_threads(1)
+a = torch.randn(256, 256); b = torch.randn(256, 256)
+end = time.monotonic() + 4
+while time.monotonic() < end:
+    a = torch.tanh(a @ b)
+PYEOF
+cat >"$TMP/tf_loop.py" <<'PYEOF'
+import time
+import tensorflow as tf
+a = tf.random.normal((256, 256)); b = tf.random.normal((256, 256))
+@tf.function
+def step(x, y):
+    return tf.tanh(tf.matmul(x, y))
+step(a, b)
+end = time.monotonic() + 4
+while time.monotonic() < end:
+    a = step(a, b)
+PYEOF
+
+share() { # RAW MODULE_REGEX LABEL
+	python3 - "$@" <<'PYEOF'
+import re, sys
+raw, modre, label = open(sys.argv[1]).read(), re.compile(sys.argv[2]), sys.argv[3]
+samples_txt, rest = raw.split("\nLocations\n", 1)
+locs_txt, maps_txt = rest.split("\nMappings\n", 1)
+maps = {m.group(1): m.group(2) for m in re.finditer(r"(?m)^\s*(\d+): \S+ (\S+)", maps_txt)}
+locs = {m.group(1): (maps.get(m.group(2), ""), m.group(3))
+        for m in re.finditer(r"(?m)^\s*(\d+): 0x[0-9a-f]+ M=(\d+) (\S+)", locs_txt)}
+tot = lib = main = thread = 0
+for m in re.finditer(r"(?m)^\s*(\d+)\s+\d+: ([\d ]+)$", samples_txt):
+    n = int(m.group(1))
+    user = [locs.get(i, ("", "")) for i in m.group(2).split()]
+    user = [f for f in user if f[0] != "[kernel.kallsyms]"]
+    tot += n
+    if not any(modre.search(f[0]) for f in user):
+        continue
+    lib += n
+    root = user[-1][1] if user else ""
+    main += n * (root == "_start")
+    thread += n * (root in ("clone3", "clone", "start_thread"))
+pct = lambda x: 100.0 * x / lib if lib else 0.0
+print("| %s | %d | %d | %d (%.0f%%) | %d (%.0f%%) |" % (label, tot, lib, main, pct(main), thread, pct(thread)))
+PYEOF
+}
+
+echo "## DWARF unwinding on frameworks: -F 199 --call-graph dwarf,$SIZE"
+echo
+echo "| workload | samples | with a frame in the framework's library | of them, to the interpreter's main | to a thread's root |"
+echo "| --- | ---: | ---: | ---: | ---: |"
+for w in torch tf; do
+	"$KX" record -F 199 --no-jobs --call-graph "dwarf,$SIZE" -o "$TMP/$w.kxp" -- "$PY" "$TMP/${w}_loop.py" \
+		>"$TMP/$w.out" 2>"$TMP/$w.err" || die "$w: $(tail -3 "$TMP/$w.err")"
+	"$KX" convert "$TMP/$w.kxp" --pprof "$TMP/$w.pb.gz" >/dev/null || die "$w: convert failed"
+	go tool pprof -raw "$TMP/$w.pb.gz" >"$TMP/$w.raw" 2>/dev/null || die "$w: go tool pprof failed"
+	case $w in
+	torch) share "$TMP/$w.raw" 'libtorch_cpu\.so' "PyTorch matmul + tanh loop (libtorch_cpu.so)" ;;
+	tf) share "$TMP/$w.raw" 'libtensorflow[^/]*\.so' "TensorFlow tf.function loop (libtensorflow*.so)" ;;
+	esac
+	grep "DWARF unwinding" "$TMP/$w.err" | sed "s/^kxprof record: /<!-- $w: /; s/$/ -->/"
+done

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# DWARF unwinding (record --call-graph dwarf) end to end, on a workload built
+# without frame pointers (build/tests/dwarf_workload: -O2
+# -fomit-frame-pointer, its hot function three calls deep in libkxdw.so,
+# built the same way): with dwarf at least 95% of its samples in the library
+# unwind to main through the right callers (main;kxdw_run;kxdw_outer;
+# kxdw_middle;kxdw_inner), checked on convert --folded; with fp (the
+# default) they do not, so the test shows the difference. Then the same
+# through the daemon as uid 65534 while root runs the same program under
+# another name: the user's stacks unwind, every stack copy made belongs to a
+# sample of the user's own (the copies are counted with the samples), and
+# nothing of root's process shows.
+. "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip dwarf "needs root (loads BPF, opens perf events)"
+	exit 0
+fi
+[ -x "$WL/dwarf_workload" ] || { fail dwarf_workload "$WL/dwarf_workload is missing (make)"; exit 0; }
+
+# share FOLDED: of the samples with a frame in libkxdw.so, the share whose
+# stack from main up is main;kxdw_run;kxdw_outer;kxdw_middle;kxdw_inner (or
+# a prefix of it through kxdw_run, for samples taken in a caller).
+share() {
+	python3 -c '
+import sys
+chain = ["main", "kxdw_run", "kxdw_outer", "kxdw_middle", "kxdw_inner"]
+total = good = 0
+for line in open(sys.argv[1]):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    frames = stack.split(";")
+    ours = [f for f in frames if f.startswith("kxdw_")]
+    if not ours:
+        continue
+    total += int(n)
+    if "main" not in frames:
+        continue
+    i = frames.index("main")
+    user = frames[i:i + 1] + [f for f in frames[i + 1:] if f.startswith("kxdw_")]
+    # the library frames follow main directly, in order, and end the user part
+    seq = frames[i:i + len(user)]
+    if seq == user and user == chain[:len(user)] and len(user) >= 2:
+        good += int(n)
+print("%d %d" % (good, total))' "$1"
+}
+
+# ---- dwarf ----
+"$KXPROF" record -F 499 --call-graph dwarf -o "$TMP/d.kxp" -- "$WL/dwarf_workload" 2 \
+	>"$TMP/d.json" 2>"$TMP/d.err"
+check dwarf_record_exit [ $? -eq 0 ]
+check dwarf_record_says grep -q "DWARF unwinding ([0-9]* copies of 8192 bytes)" "$TMP/d.err"
+"$KXPROF" convert "$TMP/d.kxp" --folded "$TMP/d.folded" >/dev/null
+check dwarf_convert_exit [ $? -eq 0 ]
+read -r good total < <(share "$TMP/d.folded")
+echo "# dwarf: $good of $total library samples unwind to main through the right callers"
+check dwarf_enough_samples [ "$total" -ge 100 ]
+check dwarf_unwinds_95pct [ $((good * 100)) -ge $((total * 95)) ]
+# The file keeps the counts: report shows them.
+check dwarf_file_says python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))["Profile"]
+d = p.get("Dwarf", {})
+print("# profile:", {k: p.get(k) for k in ("Samples", "Received", "Dropped")}, "dwarf:", d)
+sys.exit(d.get("StackBytes") != 8192 or d.get("Unwound", 0) < 0.95 * p["Received"])' \
+	<("$KXPROF" report "$TMP/d.kxp" --json)
+check dwarf_report_says bash -c '"$1" report "$2" | grep -q "^DWARF unwinding (8192-byte stack copies): [0-9]* stacks to their root"' \
+	_ "$KXPROF" "$TMP/d.kxp"
+
+# ---- fp: the same program, its callers lost ----
+"$KXPROF" record -F 499 --call-graph fp -o "$TMP/f.kxp" -- "$WL/dwarf_workload" 2 \
+	>"$TMP/f.json" 2>"$TMP/f.err"
+check fp_record_exit [ $? -eq 0 ]
+check fp_no_dwarf_line bash -c '! grep -q "DWARF unwinding" "$1"' _ "$TMP/f.err"
+check fp_report_no_dwarf bash -c '! "$1" report "$2" | grep -q "DWARF unwinding"' _ "$KXPROF" "$TMP/f.kxp"
+"$KXPROF" convert "$TMP/f.kxp" --folded "$TMP/f.folded" >/dev/null
+read -r fgood ftotal < <(share "$TMP/f.folded")
+echo "# fp: $fgood of $ftotal library samples unwind to main through the right callers"
+check fp_enough_samples [ "$ftotal" -ge 100 ]
+check fp_loses_callers [ $((fgood * 100)) -lt $((ftotal * 50)) ]
+
+# ---- errors ----
+"$KXPROF" record -F 99 --call-graph dwarf,70000 -o "$TMP/e.kxp" -- true 2>"$TMP/e.err"
+check size_too_big_refused [ $? -ne 0 ]
+check size_too_big_says grep -q "65528" "$TMP/e.err"
+"$KXPROF" record -F 99 --call-graph lbr -o "$TMP/e.kxp" -- true 2>"$TMP/e.err"
+check mode_unknown_refused [ $? -ne 0 ]
+check mode_unknown_says grep -q "not fp or dwarf" "$TMP/e.err"
+
+# ---- through the daemon, as uid 65534 ----
+command -v setpriv >/dev/null || { skip dwarf_daemon "setpriv not installed"; exit 0; }
+chmod 755 "$TMP"
+BIN=$TMP/bin
+mkdir -p "$BIN" "$TMP/out" "$TMP/run"
+chmod 1777 "$TMP/out"
+cp "$KXPROF" "$WL/dwarf_workload" "$WL/libkxdw.so" "$BIN/"
+cp "$WL/dwarf_workload" "$BIN/dw_root" # root's, by another name
+chmod 755 "$BIN" "$BIN"/*
+SOCK=$TMP/run/kxprof.sock
+"$KXPROF" serve --socket "$SOCK" --idle-timeout 10 2>"$TMP/serve.log" &
+DPID=$!
+trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+for _ in $(seq 1 100); do
+	[ -S "$SOCK" ] && break
+	sleep 0.1
+done
+[ -S "$SOCK" ] || { fail dwarf_daemon_starts "no socket after 10 s: $(cat "$TMP/serve.log")"; exit 0; }
+"$BIN/dw_root" 4 >/dev/null &
+setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all env KXPROF_SOCKET="$SOCK" \
+	"$BIN/kxprof" record -F 499 --call-graph dwarf -o "$TMP/out/u.kxp" -- "$BIN/dwarf_workload" 2 \
+	>"$TMP/u.json" 2>"$TMP/u.err"
+check daemon_record_exit [ $? -eq 0 ]
+check daemon_record_says grep -q "DWARF unwinding" "$TMP/u.err"
+"$KXPROF" convert "$TMP/out/u.kxp" --folded "$TMP/u.folded" >/dev/null
+read -r ugood utotal < <(share "$TMP/u.folded")
+echo "# daemon: $ugood of $utotal library samples unwind to main through the right callers"
+check daemon_enough_samples [ "$utotal" -ge 100 ]
+check daemon_unwinds_95pct [ $((ugood * 100)) -ge $((utotal * 95)) ]
+check daemon_not_roots bash -c '! grep -q "^dw_root" "$1"' _ "$TMP/u.folded"
+# Every copy belongs to a sample kept (of the user's own threads).
+check daemon_copies_are_samples python3 -c '
+import re, sys
+t = open(sys.argv[1]).read()
+n = int(re.search(r"(\d+) CPU samples", t).group(1))
+m = re.search(r"DWARF unwinding \((\d+) copies.*: (\d+) stacks to their root, (\d+) stopped early, (\d+) without a frame, (\d+) without a copy", t)
+copies = int(m.group(1))
+d = sum(int(x) for x in m.groups()[1:])
+print("# samples %d, copies %d, dwarf outcomes %d" % (n, copies, d))
+sys.exit(d != n or copies > n or n < 100)' "$TMP/u.err"

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Perf maps: code with no ELF behind it named through /tmp/perf-PID.map.
+#  - build/tests/jit_workload copies a loop into an anonymous executable
+#    buffer, names it kxjit_spin in its own perf map and spins there: most
+#    of its samples are kxjit_spin (module /tmp/perf-PID.map), read while it
+#    ran or at the end;
+#  - a perf map that is not the process's user's own file (a symlink) is not
+#    read, and the recording says so;
+#  - Python >= 3.12 (/usr/bin/python3) with -X perf: the Python function
+#    names of the program show; skipped with the reason on older Pythons
+#    (Debian 12 has 3.11, which writes no perf map).
+. "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip perfmap "needs root (loads BPF, opens perf events)"
+	exit 0
+fi
+MAPS=()
+trap 'rm -f "${MAPS[@]}"; rm -rf "$TMP"' EXIT
+
+# ---- a JIT of our own ----
+"$KXPROF" record -F 499 -o "$TMP/j.kxp" -- "$WL/jit_workload" 2 >"$TMP/j.json" 2>"$TMP/j.err"
+check jit_record_exit [ $? -eq 0 ]
+MAP=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["map"])' "$TMP/j.json")
+MAPS+=("$MAP")
+"$KXPROF" convert "$TMP/j.kxp" --folded "$TMP/j.folded" >/dev/null
+check jit_convert_exit [ $? -eq 0 ]
+check jit_named python3 -c '
+import sys
+total = named = 0
+for line in open(sys.argv[1]):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    if not stack.startswith("jit_workload;"):
+        continue
+    total += int(n)
+    named += int(n) * ("kxjit_spin" in stack.split(";"))
+print("# %d of %d jit_workload samples in kxjit_spin" % (named, total))
+sys.exit(total < 50 or named * 10 < total * 8)' "$TMP/j.folded"
+
+# ---- a perf map that is not the process's own file is not read ----
+# The workload's pid is known only once it runs: a symlink planted by a
+# wrapper shell that then execs it (same pid) stands in for another's file.
+echo "0 ffffffffffff kx_planted" >"$TMP/planted.map"
+"$KXPROF" record -F 499 -o "$TMP/s.kxp" -- sh -c \
+	'ln -sf "$1" /tmp/perf-$$.map; echo $$ >"$2"; exec "$3" 1 --no-map' _ \
+	"$TMP/planted.map" "$TMP/s.pid" "$WL/jit_workload" >/dev/null 2>"$TMP/s.err"
+check symlink_record_exit [ $? -eq 0 ]
+[ -s "$TMP/s.pid" ] && MAPS+=("/tmp/perf-$(cat "$TMP/s.pid").map")
+"$KXPROF" convert "$TMP/s.kxp" --folded "$TMP/s.folded" >/dev/null
+check symlink_not_read bash -c '! grep -q kx_planted "$1"' _ "$TMP/s.folded"
+check symlink_said grep -q "perf-[0-9]*\.map.*not read\|cannot open /tmp/perf" "$TMP/s.err"
+
+# ---- Python -X perf ----
+PY=/usr/bin/python3
+if ! [ -x "$PY" ] || ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+	skip python_perf_names "$PY is $("$PY" -V 2>&1 || echo missing): -X perf needs Python 3.12 or newer"
+	exit 0
+fi
+cat >"$TMP/hot.py" <<'PYEOF'
+import time
+def kx_py_leaf(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def kx_py_hot():
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        kx_py_leaf(20000)
+kx_py_hot()
+import os
+print(os.getpid())
+PYEOF
+"$KXPROF" record -F 499 -o "$TMP/py.kxp" -- "$PY" -X perf "$TMP/hot.py" >"$TMP/py.pid" 2>"$TMP/py.err"
+check python_record_exit [ $? -eq 0 ]
+MAPS+=("/tmp/perf-$(cat "$TMP/py.pid").map")
+"$KXPROF" convert "$TMP/py.kxp" --folded "$TMP/py.folded" >/dev/null
+check python_perf_names grep -q "py::kx_py_hot" "$TMP/py.folded"
+check python_perf_leaf grep -q "py::kx_py_leaf" "$TMP/py.folded"

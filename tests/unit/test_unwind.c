@@ -1,0 +1,178 @@
+/*
+ * symbol/unwind.h on this very process: a function four calls deep takes
+ * its registers and a copy of the top of its stack, as the sample program
+ * does; the unwinder (libdw, the CFI of this test built without frame
+ * pointers) must find each caller's return address in order, from the
+ * copy alone. Also: a copy cut short stops early (counted as partial), and
+ * a pid with no process gives no frame.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kxtest.h"
+#include "sample_rec.h" /* bpf/: KX_USTACK_* */
+#include "symbol/unwind.h"
+
+#define NOINL __attribute__((noinline, noclone))
+
+struct snap {
+	uint64_t regs[KX_USTACK_NREGS];
+	uint8_t stack[8192];
+	size_t len;
+	uint64_t ra[4]; /* return addresses: of capture, level1, level2, level3 */
+};
+
+/* Bytes from sp to the end of the mapping that holds it (the stack's top). */
+static size_t room_above(uint64_t sp)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long a, b;
+	char line[512];
+	size_t room = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= sp && sp < b)
+			room = b - sp;
+	if (f)
+		fclose(f);
+	return room;
+}
+
+/* The raw copy the sample program makes: redzones and all, so not checked
+ * by AddressSanitizer, and word by word (no memcpy it would intercept). */
+__attribute__((no_sanitize_address)) NOINL static void copy_words(uint8_t *dst, uint64_t src,
+                                                                  size_t len)
+{
+	const volatile uint64_t *p = (const volatile uint64_t *)src;
+
+	for (size_t i = 0; i < len / 8; i++) {
+		uint64_t w = p[i];
+
+		__builtin_memcpy(dst + 8 * i, &w, 8);
+	}
+}
+
+NOINL static void capture(struct snap *s)
+{
+	uint64_t *r = s->regs;
+
+	s->ra[0] = (uint64_t)__builtin_return_address(0);
+	__asm__ volatile("movq %%rax, 0(%0)\n\t"
+	                 "movq %%rdx, 8(%0)\n\t"
+	                 "movq %%rcx, 16(%0)\n\t"
+	                 "movq %%rbx, 24(%0)\n\t"
+	                 "movq %%rsi, 32(%0)\n\t"
+	                 "movq %%rdi, 40(%0)\n\t"
+	                 "movq %%rbp, 48(%0)\n\t"
+	                 "movq %%rsp, 56(%0)\n\t"
+	                 "movq %%r8, 64(%0)\n\t"
+	                 "movq %%r9, 72(%0)\n\t"
+	                 "movq %%r10, 80(%0)\n\t"
+	                 "movq %%r11, 88(%0)\n\t"
+	                 "movq %%r12, 96(%0)\n\t"
+	                 "movq %%r13, 104(%0)\n\t"
+	                 "movq %%r14, 112(%0)\n\t"
+	                 "movq %%r15, 120(%0)\n\t"
+	                 "leaq 0(%%rip), %%rax\n\t"
+	                 "movq %%rax, 128(%0)\n\t"
+	                 :
+	                 : "r"(r)
+	                 : "rax", "memory");
+	s->len = room_above(r[KX_USTACK_REG_SP]);
+	if (s->len > sizeof(s->stack))
+		s->len = sizeof(s->stack);
+	copy_words(s->stack, r[KX_USTACK_REG_SP], s->len);
+}
+
+NOINL static void level1(struct snap *s)
+{
+	s->ra[1] = (uint64_t)__builtin_return_address(0);
+	capture(s);
+	__asm__ volatile("" ::: "memory"); /* no tail call */
+}
+
+NOINL static void level2(struct snap *s)
+{
+	s->ra[2] = (uint64_t)__builtin_return_address(0);
+	level1(s);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINL static void level3(struct snap *s)
+{
+	s->ra[3] = (uint64_t)__builtin_return_address(0);
+	level2(s);
+	__asm__ volatile("" ::: "memory");
+}
+
+static struct snap snap;
+
+static struct kx_ustack ustack_of(const struct snap *s, size_t len)
+{
+	return (struct kx_ustack){.pid = (uint32_t)getpid(),
+	                          .exec_id = 1,
+	                          .ts_ns = 1,
+	                          .regs = s->regs,
+	                          .stack = s->stack,
+	                          .len = len};
+}
+
+static void unwinds_callers(void)
+{
+	char err[200] = "";
+	struct kx_unwinder *u = kx_unwinder_new(err, sizeof(err));
+	struct kx_unwind_stats st;
+	struct kx_ustack us;
+	uint64_t ips[64];
+	unsigned int n;
+	int complete;
+
+	CHECK(u != NULL);
+	if (!u)
+		return;
+	level3(&snap);
+	CHECK(snap.len > 256);
+	us = ustack_of(&snap, snap.len);
+	n = kx_unwind(u, &us, ips, 64, &complete);
+	printf("# %u frames, complete %d, copy %zu bytes\n", n, complete, snap.len);
+	CHECK(n >= 5);
+	CHECK(n >= 1 && ips[0] == snap.regs[KX_USTACK_REG_IP]);
+	for (int i = 0; i < 4 && (unsigned int)i + 1 < n; i++)
+		CHECK_EQ_U(ips[i + 1], snap.ra[i]);
+	/* Cut to the leaf's own frame: the walk stops inside the copy's end. */
+	us = ustack_of(&snap, 16);
+	n = kx_unwind(u, &us, ips, 64, &complete);
+	printf("# cut copy: %u frames, complete %d\n", n, complete);
+	CHECK(!complete && n >= 1 && n < 5);
+	kx_unwinder_stats(u, &st);
+	CHECK_EQ_U(st.partial, 1);
+	CHECK(st.unwound + st.partial == 2);
+	kx_unwinder_free(u);
+}
+
+static void no_process(void)
+{
+	char err[200] = "";
+	struct kx_unwinder *u = kx_unwinder_new(err, sizeof(err));
+	struct kx_unwind_stats st;
+	struct kx_ustack us = ustack_of(&snap, snap.len);
+	uint64_t ips[8];
+	int complete = 1;
+
+	CHECK(u != NULL);
+	if (!u)
+		return;
+	us.pid = 987654321; /* above any pid_max */
+	CHECK(kx_unwind(u, &us, ips, 8, &complete) == 0 && !complete);
+	kx_unwinder_stats(u, &st);
+	CHECK_EQ_U(st.failed, 1);
+	kx_unwinder_free(u);
+}
+
+int main(void)
+{
+	RUN(unwinds_callers);
+	RUN(no_process);
+	KXT_EXIT();
+}

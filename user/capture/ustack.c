@@ -1,0 +1,140 @@
+/*
+ * Stack copies paired with their samples (see ustack.h): per-CPU slots of
+ * unwound frames.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/ustack.h"
+#include "sample_rec.h" /* bpf/: struct kx_ustack_rec */
+#include "symbol/unwind.h"
+
+#define PAIR_MAX_CPUS 4096
+
+struct pair_slot {
+	int full;       /* frames wait for their sample */
+	uint32_t tid;   /* the sample's */
+	uint64_t ts;    /* the sample's, CLOCK_MONOTONIC ns */
+	unsigned int n; /* frames in ips */
+	int complete;   /* the unwind reached the outermost frame */
+	uint64_t ips[KX_SAMPLE_MAX_DEPTH];
+};
+
+struct kx_ustack_pair {
+	struct kx_unwinder *uw;
+	struct pair_slot *slots; /* by CPU */
+	uint32_t nslots;
+	struct kx_ustack_counts c;
+	uint64_t out[KX_SAMPLE_MAX_DEPTH]; /* the frames the last sample took */
+};
+
+struct kx_ustack_pair *kx_ustack_pair_new(char *err, size_t len)
+{
+	struct kx_ustack_pair *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		snprintf(err, len, "out of memory");
+		return NULL;
+	}
+	p->uw = kx_unwinder_new(err, len);
+	if (!p->uw) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The slot of cpu, grown as needed; NULL when out of memory or range. */
+static struct pair_slot *slot_of(struct kx_ustack_pair *p, uint32_t cpu)
+{
+	struct pair_slot *ns;
+	uint32_t n;
+
+	if (cpu >= PAIR_MAX_CPUS)
+		return NULL;
+	if (cpu < p->nslots)
+		return &p->slots[cpu];
+	n = cpu + 1 > 2 * p->nslots ? cpu + 1 : 2 * p->nslots;
+	ns = realloc(p->slots, n * sizeof(*ns));
+	if (!ns)
+		return NULL;
+	memset(ns + p->nslots, 0, (n - p->nslots) * sizeof(*ns));
+	p->slots = ns;
+	p->nslots = n;
+	return &p->slots[cpu];
+}
+
+void kx_ustack_pair_copy(struct kx_ustack_pair *p, const void *rec, size_t len)
+{
+	const struct kx_ustack_rec *r = rec;
+	struct kx_ustack s;
+	struct pair_slot *sl;
+
+	if (len < KX_USTACK_REC_BASE_SIZE || r->version != KX_USTACK_VERSION ||
+	    r->nregs != KX_USTACK_NREGS || r->len > KX_USTACK_MAX ||
+	    len < KX_USTACK_REC_BASE_SIZE + r->len || !(sl = slot_of(p, r->hdr.cpu))) {
+		p->c.malformed++;
+		return;
+	}
+	p->c.copies++;
+	s = (struct kx_ustack){.pid = r->pid,
+	                       .exec_id = r->exec_id,
+	                       .ts_ns = r->ts,
+	                       .regs = (const uint64_t *)r->regs,
+	                       .stack = r->data,
+	                       .len = r->len};
+	sl->tid = r->tid;
+	sl->ts = r->ts;
+	sl->n = kx_unwind(p->uw, &s, sl->ips, KX_SAMPLE_MAX_DEPTH, &sl->complete);
+	sl->full = 1;
+}
+
+void kx_ustack_pair_sample(struct kx_ustack_pair *p, struct kx_sample *s)
+{
+	struct pair_slot *sl = s->cpu < p->nslots ? &p->slots[s->cpu] : NULL;
+
+	if (s->kind != KX_SAMPLE_CPU || (s->flags & KX_SAMPLE_F_KTHREAD))
+		return;
+	if (!sl || !sl->full || sl->tid != s->tid || sl->ts != s->ts_ns) {
+		p->c.no_copy++;
+		return;
+	}
+	sl->full = 0;
+	if (!sl->n) {
+		p->c.failed++;
+		return;
+	}
+	if (sl->complete)
+		p->c.unwound++;
+	else
+		p->c.partial++;
+	memcpy(p->out, sl->ips, sl->n * sizeof(p->out[0]));
+	s->uips = p->out;
+	s->nu = sl->n;
+}
+
+void kx_ustack_pair_counts(const struct kx_ustack_pair *p, struct kx_ustack_counts *c)
+{
+	*c = p->c;
+}
+
+void kx_ustack_facts(const struct kx_ustack_pair *p, const struct kx_sample_counts *sc,
+                     struct kx_sample_info *si)
+{
+	si->stacks[KX_DW_UNWOUND] = p->c.unwound;
+	si->stacks[KX_DW_PARTIAL] = p->c.partial;
+	si->stacks[KX_DW_FAILED] = p->c.failed;
+	si->stacks[KX_DW_NO_COPY] = p->c.no_copy;
+	si->stacks[KX_DW_COPY_FAULT] = sc->ustack_fault;
+	si->stacks[KX_DW_COPIES] = p->c.copies;
+}
+
+void kx_ustack_pair_free(struct kx_ustack_pair *p)
+{
+	if (!p)
+		return;
+	kx_unwinder_free(p->uw);
+	free(p->slots);
+	free(p);
+}

@@ -1,0 +1,294 @@
+/*
+ * DWARF unwinding of copied user stacks (see unwind.h): a small table of
+ * per-process dwfl sessions and the libdw thread callbacks that serve the
+ * sample's registers and its stack copy.
+ */
+#include <dlfcn.h>
+#include <elfutils/libdwfl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sample_rec.h" /* bpf/: KX_USTACK_NREGS, KX_USTACK_REG_* */
+#include "symbol/unwind.h"
+
+#define UNW_PROCS 64 /* processes with a dwfl kept at once */
+/* A pc outside every module reported: the process's modules are reported
+ * again, first after 1 ms, then after twice the last wait, up to 0.2 s (a
+ * process loading its libraries gets them at once, JIT code that no report
+ * will explain costs a report every 0.2 s at most). */
+#define UNW_REREPORT_MIN_NS 1000000ull   /* 1 ms */
+#define UNW_REREPORT_MAX_NS 200000000ull /* 0.2 s */
+#define UNW_DWARF_CB_OK     0
+#define UNW_DWARF_CB_END    1
+
+/* libdw, opened at the first unwinder (not linked: a program that never
+ * unwinds, such as the TensorFlow plugin, does not need it installed). */
+#define UNW_LIBDW "libdw.so.1"
+static struct {
+	__typeof__(dwfl_addrmodule) *addrmodule;
+	__typeof__(dwfl_attach_state) *attach_state;
+	__typeof__(dwfl_begin) *begin;
+	__typeof__(dwfl_end) *end;
+	__typeof__(dwfl_frame_pc) *frame_pc;
+	__typeof__(dwfl_getthread_frames) *getthread_frames;
+	__typeof__(dwfl_linux_proc_find_elf) *linux_proc_find_elf;
+	__typeof__(dwfl_linux_proc_report) *linux_proc_report;
+	__typeof__(dwfl_report_begin) *report_begin;
+	__typeof__(dwfl_report_end) *report_end;
+	__typeof__(dwfl_standard_find_debuginfo) *standard_find_debuginfo;
+	__typeof__(dwfl_thread_state_register_pc) *thread_state_register_pc;
+	__typeof__(dwfl_thread_state_registers) *thread_state_registers;
+} dw;
+static pthread_once_t dw_once = PTHREAD_ONCE_INIT;
+static char dw_err[200];
+
+static void dw_open(void)
+{
+	void *h = dlopen(UNW_LIBDW, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		snprintf(dw_err, sizeof(dw_err),
+		         "--call-graph dwarf needs elfutils' libdw (%s: %s; Debian: apt install "
+		         "libdw1)",
+		         UNW_LIBDW, dlerror());
+		return;
+	}
+	if (!((dw.addrmodule = dlsym(h, "dwfl_addrmodule")) &&
+	      (dw.attach_state = dlsym(h, "dwfl_attach_state")) &&
+	      (dw.begin = dlsym(h, "dwfl_begin")) && (dw.end = dlsym(h, "dwfl_end")) &&
+	      (dw.frame_pc = dlsym(h, "dwfl_frame_pc")) &&
+	      (dw.getthread_frames = dlsym(h, "dwfl_getthread_frames")) &&
+	      (dw.linux_proc_find_elf = dlsym(h, "dwfl_linux_proc_find_elf")) &&
+	      (dw.linux_proc_report = dlsym(h, "dwfl_linux_proc_report")) &&
+	      (dw.report_begin = dlsym(h, "dwfl_report_begin")) &&
+	      (dw.report_end = dlsym(h, "dwfl_report_end")) &&
+	      (dw.standard_find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo")) &&
+	      (dw.thread_state_register_pc = dlsym(h, "dwfl_thread_state_register_pc")) &&
+	      (dw.thread_state_registers = dlsym(h, "dwfl_thread_state_registers")))) {
+		snprintf(dw_err, sizeof(dw_err),
+		         "%s lacks the dwfl frame API: elfutils 0.158 or newer is needed",
+		         UNW_LIBDW);
+		dlclose(h);
+	}
+}
+
+struct unw_proc {
+	Dwfl *dwfl;       /* NULL: slot free */
+	uint32_t pid;     /* tgid */
+	uint32_t exec_id; /* the image its modules were reported for */
+	uint64_t used_ns; /* last sample unwound with it */
+	uint64_t made_ns; /* when its modules were reported */
+	uint64_t wait_ns; /* least time before they are reported again for a pc outside them */
+	const struct kx_ustack *cur; /* the stack being unwound */
+	int read_outside;            /* it asked for memory outside the copy */
+};
+
+struct unw_walk {
+	uint64_t *ips;
+	unsigned int n, max;
+};
+
+struct kx_unwinder {
+	struct unw_proc procs[UNW_PROCS];
+	struct kx_unwind_stats st;
+	char *debuginfo_path;
+	Dwfl_Callbacks cb;
+};
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct unw_proc *p = arg;
+
+	(void)dwfl;
+	if (*thread_argp) /* the one thread: the sample's */
+		return 0;
+	*thread_argp = p;
+	return (pid_t)p->pid;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	struct unw_proc *p = arg;
+
+	(void)dwfl;
+	*thread_argp = p;
+	return tid == (pid_t)p->pid;
+}
+
+/* Reads a word of the stack copy; nothing outside it is read. */
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct unw_proc *p = arg;
+	const struct kx_ustack *s = p->cur;
+	uint64_t sp = s->regs[KX_USTACK_REG_SP];
+
+	(void)dwfl;
+	if (addr < sp || addr - sp > s->len || s->len - (addr - sp) < sizeof(*result)) {
+		p->read_outside = 1;
+		return false;
+	}
+	memcpy(result, s->stack + (addr - sp), sizeof(*result));
+	return true;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct unw_proc *p = arg;
+	Dwarf_Word regs[KX_USTACK_NREGS];
+
+	for (int i = 0; i < KX_USTACK_NREGS; i++)
+		regs[i] = p->cur->regs[i];
+	dw.thread_state_register_pc(thread, regs[KX_USTACK_REG_IP]);
+	return dw.thread_state_registers(thread, 0, KX_USTACK_NREGS, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_cb = {
+        .next_thread = next_thread,
+        .get_thread = get_thread,
+        .memory_read = memory_read,
+        .set_initial_registers = set_initial_registers,
+};
+
+struct kx_unwinder *kx_unwinder_new(char *err, size_t len)
+{
+	struct kx_unwinder *u;
+
+	pthread_once(&dw_once, dw_open);
+	if (dw_err[0]) {
+		snprintf(err, len, "%s", dw_err);
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u) {
+		snprintf(err, len, "out of memory");
+		return NULL;
+	}
+	u->cb.find_elf = dw.linux_proc_find_elf;
+	u->cb.find_debuginfo = dw.standard_find_debuginfo;
+	u->cb.debuginfo_path = &u->debuginfo_path;
+	return u;
+}
+
+static void proc_drop(struct unw_proc *p)
+{
+	if (p->dwfl)
+		dw.end(p->dwfl);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Reports the modules of s's process into slot p and attaches to it. */
+static int proc_make(struct kx_unwinder *u, struct unw_proc *p, const struct kx_ustack *s)
+{
+	uint64_t wait = p->dwfl && p->pid == s->pid && p->exec_id == s->exec_id
+	                        ? 2 * p->wait_ns
+	                        : UNW_REREPORT_MIN_NS;
+
+	proc_drop(p);
+	p->wait_ns = wait < UNW_REREPORT_MAX_NS ? wait : UNW_REREPORT_MAX_NS;
+	p->dwfl = dw.begin(&u->cb);
+	if (!p->dwfl)
+		return -1;
+	p->pid = s->pid;
+	p->exec_id = s->exec_id;
+	p->made_ns = s->ts_ns;
+	u->st.reports++;
+	dw.report_begin(p->dwfl);
+	if (dw.linux_proc_report(p->dwfl, (pid_t)s->pid) != 0 ||
+	    dw.report_end(p->dwfl, NULL, NULL) != 0 ||
+	    !dw.attach_state(p->dwfl, NULL, (pid_t)s->pid, &thread_cb, p)) {
+		proc_drop(p);
+		return -1;
+	}
+	return 0;
+}
+
+/* The slot of s's process: its own, else a free one, else the least used. */
+static struct unw_proc *proc_slot(struct kx_unwinder *u, const struct kx_ustack *s)
+{
+	struct unw_proc *old = &u->procs[0];
+
+	for (int i = 0; i < UNW_PROCS; i++) {
+		struct unw_proc *p = &u->procs[i];
+
+		if (p->dwfl && p->pid == s->pid)
+			return p;
+		if (!p->dwfl || (old->dwfl && p->used_ns < old->used_ns))
+			old = p;
+	}
+	return old;
+}
+
+/* A dwfl for s's image whose modules cover its pc, NULL when none can be made. */
+static struct unw_proc *proc_get(struct kx_unwinder *u, const struct kx_ustack *s)
+{
+	struct unw_proc *p = proc_slot(u, s);
+	uint64_t pc = s->regs[KX_USTACK_REG_IP];
+	int mine = p->dwfl && p->pid == s->pid;
+
+	if (mine && p->exec_id == s->exec_id && dw.addrmodule(p->dwfl, pc))
+		return p;
+	/* A pc no module explains: mapped since (the loader, dlopen), or JIT
+	 * code that no report will explain (see UNW_REREPORT_*). */
+	if (mine && p->exec_id == s->exec_id && s->ts_ns - p->made_ns < p->wait_ns)
+		return p;
+	return proc_make(u, p, s) ? NULL : p;
+}
+
+static int on_frame(Dwfl_Frame *f, void *arg)
+{
+	struct unw_walk *w = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dw.frame_pc(f, &pc, &activation))
+		return UNW_DWARF_CB_END;
+	w->ips[w->n++] = pc;
+	return w->n < w->max ? UNW_DWARF_CB_OK : UNW_DWARF_CB_END;
+}
+
+unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_t *ips,
+                       unsigned int max, int *complete)
+{
+	struct unw_walk w = {.ips = ips, .max = max};
+	struct unw_proc *p;
+	int rc;
+
+	*complete = 0;
+	if (!max || !(p = proc_get(u, s))) {
+		u->st.failed++;
+		return 0;
+	}
+	p->used_ns = s->ts_ns;
+	p->cur = s;
+	p->read_outside = 0;
+	rc = dw.getthread_frames(p->dwfl, (pid_t)s->pid, on_frame, &w);
+	p->cur = NULL;
+	/* libdw ends a walk whose next frame it cannot read as if it were the
+	 * outermost: only a walk that never read outside the copy is whole. */
+	*complete = rc == 0 && !p->read_outside;
+	rc = *complete ? 0 : -1;
+	if (!w.n)
+		u->st.failed++;
+	else if (rc == 0)
+		u->st.unwound++;
+	else
+		u->st.partial++;
+	return w.n;
+}
+
+void kx_unwinder_stats(const struct kx_unwinder *u, struct kx_unwind_stats *st)
+{
+	*st = u->st;
+}
+
+void kx_unwinder_free(struct kx_unwinder *u)
+{
+	if (!u)
+		return;
+	for (int i = 0; i < UNW_PROCS; i++)
+		proc_drop(&u->procs[i]);
+	free(u->debuginfo_path);
+	free(u);
+}

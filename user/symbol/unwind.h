@@ -1,0 +1,48 @@
+/*
+ * DWARF unwinding of copied user stacks (--call-graph dwarf): given a
+ * sample's user registers and a copy of the top of its user stack, walks
+ * the call chain with the CFI (.eh_frame, .debug_frame) of the modules
+ * mapped in the process, through elfutils' libdw (the dwfl frame API: the
+ * process's modules reported from /proc/PID/maps, memory reads served from
+ * the copy only; libdw is opened at run time, so only a program that
+ * unwinds needs it installed). Owns one dwfl per process image, kept while it is used
+ * (reported again when the process exec'd or a pc falls outside every
+ * module known), so each module's CFI is parsed once per process.
+ */
+#ifndef KX_SYMBOL_UNWIND_H
+#define KX_SYMBOL_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kx_unwinder;
+
+/* One stack copy to unwind (see bpf/sample_rec.h: struct kx_ustack_rec). */
+struct kx_ustack {
+	uint32_t pid;         /* tgid */
+	uint32_t exec_id;     /* the image (model/sample.h) */
+	uint64_t ts_ns;       /* CLOCK_MONOTONIC ns of the sample */
+	const uint64_t *regs; /* KX_USTACK_NREGS registers, DWARF x86-64 numbering */
+	const uint8_t *stack; /* the copy, from regs[KX_USTACK_REG_SP] up */
+	size_t len;           /* bytes in stack */
+};
+
+struct kx_unwind_stats {
+	uint64_t unwound; /* stacks unwound to their outermost frame */
+	uint64_t partial; /* stopped before it (outside the copy, no CFI, a bad frame) */
+	uint64_t failed;  /* not a frame (the process gone, no module at the pc) */
+	uint64_t reports; /* times a process's modules were read from its maps */
+};
+
+/* NULL with err set when out of memory or libdw (libdw.so.1, opened at
+ * the first call) is missing. */
+struct kx_unwinder *kx_unwinder_new(char *err, size_t len);
+/* Unwinds s into ips (leaf first: the pc, then return addresses), at most
+ * max frames; the frame count (0: none). *complete is 1 when the walk
+ * reached the outermost frame. */
+unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_t *ips,
+                       unsigned int max, int *complete);
+void kx_unwinder_stats(const struct kx_unwinder *u, struct kx_unwind_stats *st);
+void kx_unwinder_free(struct kx_unwinder *u);
+
+#endif /* KX_SYMBOL_UNWIND_H */
