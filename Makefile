@@ -183,7 +183,8 @@ $(PROTO_TESTS): $(PROTO_H) $(PROTO_OBJS)
 $(PROTO_TESTS): private TEST_PROTO := $(PROTO_OBJS) -lprotobuf-c
 
 # Tests that check stack unwinding and symbols: frames are walked by frame pointer.
-$(BUILD)/tests/test_symbol $(BUILD)/tests/test_sample $(BUILD)/tests/profile_workload: \
+$(BUILD)/tests/test_symbol $(BUILD)/tests/test_sample $(BUILD)/tests/profile_workload \
+	$(BUILD)/tests/spin_tasks: \
 	private CFLAGS += -fno-omit-frame-pointer
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) | $(DEPS_STAMP)
