@@ -32,6 +32,10 @@ import sys
 SEP = re.compile(r"^-+\+-+$")
 LABEL = re.compile(r"^\s*([A-Za-z_]+):\s+(.*)$")
 VALUE = re.compile(r"^\s*(\S+)\s{2,}(.*)$")
+# A kernel frame of a system call's entry (x86-64, arm64).
+SYSCALL = re.compile(r"do_syscall|entry_SYSCALL|__x64_sys_|__arm64_sys_|el0_svc")
+# A driver call's frame: "[loop] BLKFLSBUF".
+DRIVER = re.compile(r"^\[[^\]]+\] [A-Z]")
 
 
 def parse(path):
@@ -65,15 +69,16 @@ def check_call(traces, call, user_frame, kernel_part):
         fr = t["frames"]
         i = fr.index(call)
         callers, under = fr[i + 1:], fr[:i]
-        # Every trace: the call has callers and every one of them is a user
-        # frame (no driver frame, no kernel frame of the kernel part above
-        # the call), and kernel frames under it.
-        if not callers or not under or any(f.startswith("[") or kernel_part in f for f in callers):
+        # Every trace: the call has callers and none of them is a kernel
+        # frame (the system call's entry, the kernel part) or a driver
+        # frame, and the system call's kernel frames are under it.
+        if (not callers or any(SYSCALL.search(f) or kernel_part in f or DRIVER.match(f) for f in callers)
+                or not any(SYSCALL.search(f) for f in under)):
             bad += 1
         if user_frame in callers and any(kernel_part in f for f in under):
             good += 1
     msg = (f"{len(with_call)} traces hold {call}; {good} have {user_frame} above and a *{kernel_part}* "
-           f"frame under it; {bad} without user callers above and frames under it")
+           f"frame under it; {bad} with a kernel or driver frame above it or no system call under it")
     return good > 0 and bad == 0, msg
 
 
