@@ -222,6 +222,14 @@ $(PYENV_STAMP): tests/requirements.txt
 	$(PYENV)/bin/pip install -q -r tests/requirements.txt
 	cp tests/requirements.txt $@
 
+# Mutation testing (not part of `make test`): each fault of
+# tests/mutate/mutations.txt applied alone in a copy of the tree (the normal
+# build copied, then rebuilt where the fault is), its tests run; prints
+# caught/survived and fails under 90% caught. MUTATE_ARGS: e.g. --baseline, or ids.
+.PHONY: mutate
+mutate: all
+	@tests/mutate/run.sh $(MUTATE_ARGS)
+
 # libFuzzer targets (tests/fuzz/fuzz_*.c): the daemon protocol and the ELF
 # symbolizer, with the library built by clang under ASan/UBSan into
 # build-fuzz/. tests/integration/test_fuzz.sh runs them for a fixed time.

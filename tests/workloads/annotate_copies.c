@@ -145,8 +145,9 @@ int main(int argc, char **argv)
 			xthread = 1;
 			break;
 		default:
-			fprintf(stderr, "usage: annotate_copies [-n ITERS] [-S] [-H] [-T SECONDS] [-X] "
-			                "LIB...\n");
+			fprintf(stderr,
+			        "usage: annotate_copies [-n ITERS] [-S] [-H] [-T SECONDS] [-X] "
+			        "LIB...\n");
 			return 2;
 		}
 	}
