@@ -6,9 +6,10 @@ Usage: pprof_traces.py TRACES_FILE CHECK [ARGS...]   (prints one line, exits 1 w
 Each trace of -traces output is a block of label lines ("key:  value"), then
 the stack leaf first, its first line led by the trace's value. Checks:
   call CALL USER_FRAME KERNEL_PART  traces whose frames hold the call frame
-      CALL: in each, every frame after it (the callers) is a user frame and
-      the kernel frames come before it; some trace has USER_FRAME among the
-      callers and a kernel frame containing KERNEL_PART under the call
+      CALL: in each, every frame after it (the callers) is a user frame (no
+      system call entry, driver frame or KERNEL_PART frame) and kernel
+      frames come before it; some trace has USER_FRAME among the callers
+      and a kernel frame containing KERNEL_PART under the call
   callleaf CALL USER_FRAME  traces whose frames hold CALL: in every one it
       is the leaf (no kernel frame under it: a user not given kernel-mode
       profiling), and some trace has USER_FRAME among its callers
@@ -64,21 +65,24 @@ def check_call(traces, call, user_frame, kernel_part):
     with_call = [t for t in traces if call in t["frames"]]
     if not with_call:
         return False, f"no trace holds {call}"
-    good = bad = 0
+    good, bad = 0, []
     for t in with_call:
         fr = t["frames"]
         i = fr.index(call)
         callers, under = fr[i + 1:], fr[:i]
         # Every trace: the call has callers and none of them is a kernel
         # frame (the system call's entry, the kernel part) or a driver
-        # frame, and the system call's kernel frames are under it.
-        if (not callers or any(SYSCALL.search(f) or kernel_part in f or DRIVER.match(f) for f in callers)
-                or not any(SYSCALL.search(f) for f in under)):
-            bad += 1
+        # frame, and kernel frames are under it (the system call's entry
+        # among them unless the kernel stack was cut at its depth limit).
+        if (not callers or not under
+                or any(SYSCALL.search(f) or kernel_part in f or DRIVER.match(f) for f in callers)):
+            bad.append(fr)
         if user_frame in callers and any(kernel_part in f for f in under):
             good += 1
     msg = (f"{len(with_call)} traces hold {call}; {good} have {user_frame} above and a *{kernel_part}* "
-           f"frame under it; {bad} with a kernel or driver frame above it or no system call under it")
+           f"frame under it; {len(bad)} with a kernel or driver frame above it or none under it"
+           f"{': ' + ';'.join(bad[0]) if bad else ''}")
+    bad = len(bad)
     return good > 0 and bad == 0, msg
 
 

@@ -49,6 +49,8 @@ __attribute__((noinline)) void kxw_task_child(void)
 static void *thread_main(void *arg)
 {
 	(void)arg;
+	/* Named before its first sample can be taken in its function. */
+	pthread_setname_np(pthread_self(), "kxw_thread");
 	thread_tid = gettid();
 	kxw_task_thread();
 	return NULL;
@@ -77,7 +79,6 @@ int main(int argc, char **argv)
 	}
 	if ((errno = pthread_create(&th, NULL, thread_main, NULL)))
 		wl_die("pthread_create failed: %s", strerror(errno));
-	pthread_setname_np(th, "kxw_thread");
 	kxw_task_main();
 	pthread_join(th, NULL);
 	if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st))
