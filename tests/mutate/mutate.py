@@ -135,9 +135,17 @@ def run_test(tree, name, log):
     failed, start = False, time.time()
 
     def stop():
+        # SIGTERM first: the script's EXIT trap removes its loop devices,
+        # daemons and temporary files; what is left after 15 s is killed.
         try:
             os.killpg(p.pid, signal.SIGTERM)
-            time.sleep(0.5)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
