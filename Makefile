@@ -190,7 +190,8 @@ $(PROTO_TESTS): $(PROTO_H) $(PROTO_OBJS)
 $(PROTO_TESTS): private TEST_PROTO := $(PROTO_OBJS) -lprotobuf-c
 
 # Tests that check stack unwinding and symbols: frames are walked by frame pointer.
-$(BUILD)/tests/test_symbol $(BUILD)/tests/test_sample $(BUILD)/tests/profile_workload: \
+$(BUILD)/tests/test_symbol $(BUILD)/tests/test_sample $(BUILD)/tests/profile_workload \
+	$(BUILD)/tests/spin_tasks: \
 	private CFLAGS += -fno-omit-frame-pointer
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) | $(DEPS_STAMP)
@@ -245,6 +246,14 @@ $(PYENV_STAMP): tests/requirements.txt
 	$(PYENV_PYTHON) -m venv $(PYENV)
 	$(PYENV)/bin/pip install -q -r tests/requirements.txt
 	cp tests/requirements.txt $@
+
+# Mutation testing (not part of `make test`): each fault of
+# tests/mutate/mutations.txt applied alone in a copy of the tree (the normal
+# build copied, then rebuilt where the fault is), its tests run; prints
+# caught/survived and fails under 90% caught. MUTATE_ARGS: e.g. --baseline, or ids.
+.PHONY: mutate
+mutate: all
+	@tests/mutate/run.sh $(MUTATE_ARGS)
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c): the daemon protocol and the ELF
 # symbolizer, with the library built by clang under ASan/UBSan into

@@ -398,6 +398,49 @@ sys.exit(0 if ok else 1)
 PY
 fi
 
+# ---- 4b. two copies whose cross-thread range ids would collide ----
+# Each copy numbers its ranges from 1: its ids are tagged with a key of its
+# own, so that the ends (on another thread) find their own copy's starts.
+# annotate_copies -X: c1/cross 0-200 ms, c2/cross 100-400 (overlapping),
+# c1/nest 0-400, c2/nest 100-200 (nested): an end paired with the latest
+# open start of its id, or the earliest, gets one of each pair wrong.
+cp "$LIB" "$TMP/x1.so"
+cp "$LIB" "$TMP/x2.so"
+"$WL/annotate_copies" -n 0 -S -X -T 60 "$TMP/x1.so" "$TMP/x2.so" >"$TMP/x.wl" &
+xpid=$!
+for _ in $(seq 1 200); do
+	[ "$(awk '{print $3}' "/proc/$xpid/stat" 2>/dev/null)" = T ] && break
+	sleep 0.05
+done
+"$KXPROF" record --no-jobs -p "$xpid" -o "$TMP/x.kxp" 2>"$TMP/x.err" &
+xrec=$!
+wait_attached "$xrec"
+kill -CONT "$xpid"
+for _ in $(seq 1 200); do
+	[ "$(awk '{print $3}' "/proc/$xpid/stat" 2>/dev/null)" = T ] && break
+	sleep 0.05
+done
+kill -CONT "$xpid"
+wait "$xrec"
+check copies_cross_record [ $? -eq 0 ]
+"$KXPROF" report --json "$TMP/x.kxp" >"$TMP/x.json" 2>/dev/null
+check copies_cross_ids_apart python3 - "$TMP/x.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = {k: v for k, v in d["Time"].get("annotation", {}).items() if "/cross" in k or "/nest" in k}
+want = {"c1/cross": 200, "c2/cross": 300, "c1/nest": 400, "c2/nest": 100}
+got = {k: (v["Total Count"], round(v["Max Time"], 1)) for k, v in a.items()}
+print("# ranges (count, ms): %s; want once each, ms %s (and at most 150 ms more)" % (got, want))
+sys.exit(not (set(got) == set(want) and all(
+    got[k][0] == 1 and w - 1 <= got[k][1] < w + 150 for k, w in want.items())))
+PY
+check copies_cross_no_anomaly python3 - "$TMP/x.json" <<'PY'
+import json, sys
+w = [m for m in json.load(open(sys.argv[1]))["Warnings"] if "cross-thread" in m]
+print("# warnings: %s" % w)
+sys.exit(bool(w))
+PY
+
 # ---- 5. the Python module (system python3) ----
 if record python "$TMP/p.kxp" -- "$BUILD_DIR/tests/test_annotate_py" --traced 25; then
 	"$KXPROF" report --json "$TMP/p.kxp" >"$TMP/p.json" 2>/dev/null

@@ -212,13 +212,16 @@ if [ $rc -ne 0 ]; then
 elif [ "$PPROF_OK" -eq 1 ]; then
 	kx 0 convert "$OUT/s.kxp" --pprof "$TMP/s.pb.gz" >/dev/null
 	go tool pprof -traces "$TMP/s.pb.gz" >"$TMP/s.traces" 2>&1
+	check setuid_pprof_exit [ $? -eq 0 ]
 	SUIDPID=$(jget "$OUT/suid.json" 'd["pid"]')
 	OWNPID=$(jget "$OUT/own.json" 'd["pid"]')
+	check setuid_pids_read bash -c '[[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $1 != "$2" ]]' _ "$SUIDPID" "$OWNPID"
 	check setuid_child_ran python3 -c '
 import json,sys
 d = json.load(open(sys.argv[1]))
 sys.exit(not (d["spin"]["heavy_units"] > 0 and d["cpu_ns"] > 0))' "$OUT/suid.json"
-	check setuid_child_not_sampled bash -c '! python3 "$@"' _ "$TRACES" "$TMP/s.traces" pidframe "$SUIDPID" kxw_heavy
+	# nopidframe fails on a file without traces (go tool pprof's error).
+	check setuid_child_not_sampled python3 "$TRACES" "$TMP/s.traces" nopidframe "$SUIDPID" kxw_heavy
 	check setuid_sibling_sampled python3 "$TRACES" "$TMP/s.traces" pidframe "$OWNPID" kxw_heavy
 fi
 

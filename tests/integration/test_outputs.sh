@@ -199,3 +199,49 @@ kx 0 replay "$OUT/f.jsonl" -o "$OUT/f.kxp" >/dev/null 2>&1
 kx 0 replay "$OUT/f.jsonl" -o "$OUT/f.kxp" >/dev/null 2>&1
 check replay_keeps_old test -s "$OUT/f.kxp.old"
 no_temp replay_no_temp "$OUT"
+
+# Safe output: each file is flushed to the disk (fsync of the temporary
+# file's own descriptor) before it is renamed over its name: counted under
+# strace for convert (a Chrome trace) and replay (a record file).
+# LeakSanitizer cannot run under ptrace: off there.
+if command -v strace >/dev/null; then
+	for what in convert replay; do
+		if [ $what = convert ]; then
+			args=(convert "$IN" --chrome "$OUT/synced.json")
+			final=$OUT/synced.json
+		else
+			args=(replay "$OUT/f.jsonl" -o "$OUT/synced.kxp")
+			final=$OUT/synced.kxp
+		fi
+		env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq \
+			-e trace=openat,open,creat,fsync,fdatasync,close,rename,renameat,renameat2 \
+			-o "$TMP/sync.$what" "$KXPROF" "${args[@]}" >/dev/null 2>&1
+		check "fsync_before_rename_$what" python3 - "$TMP/sync.$what" "$final" <<'PY'
+import re, sys
+final = sys.argv[2]
+lines = [re.sub(r"^\d+\s+", "", l.strip()) for l in open(sys.argv[1])]
+ren = [i for i, l in enumerate(lines)
+       if re.match(r'rename(at2?)?\(.*"%s"' % re.escape(final), l) and l.endswith("= 0")]
+if not ren:
+    print("# no rename onto %s" % final); sys.exit(1)
+i = ren[-1]
+tmp = re.findall(r'"([^"]*)"', lines[i])[0]
+opens = [(k, int(l.rsplit("= ", 1)[1])) for k, l in enumerate(lines[:i])
+         if re.match(r'(openat|open|creat)\(.*"%s"' % re.escape(tmp), l) and re.search(r"= \d+$", l)]
+if not opens:
+    print("# %s: no open of %s" % (final, tmp)); sys.exit(1)
+k, fd = opens[-1]
+synced = closed = None
+for j in range(k + 1, i):
+    if synced is None and re.match(r"f(data)?sync\(%d\)\s+= 0" % fd, lines[j]):
+        synced = j
+    if closed is None and re.match(r"close\(%d\)" % fd, lines[j]):
+        closed = j
+print("# %s: opened as fd %d (line %d), fsync at %s, closed at %s, renamed at %d"
+      % (tmp, fd, k, synced, closed, i))
+sys.exit(not (synced is not None and (closed is None or synced < closed)))
+PY
+	done
+else
+	skip fsync_before_rename "strace is missing"
+fi

@@ -235,9 +235,32 @@ off_ms = next(c["Total"] for c in d["OffCpuProfile"]["Calls"] if c["Call"] == "[
 zero_blocked = d["Time"]["ioctl/loop"]["BLKZEROOUT"]["Blocked Time"]
 print("# BLKZEROOUT blocked %.3f ms (all loop ioctls %.3f), off-CPU intervals %.3f ms" % (zero_blocked, blocked_ms, off_ms))
 sys.exit(not (zero_blocked > 0 and abs(off_ms - zero_blocked) <= 0.02 * zero_blocked))' "$TMP/r.json"
+# Each output's off-CPU time in its own unit, against the blocked time and
+# the workload's own clock of its BLKZEROOUT calls (the sleeps it knows):
+# folded stacks in microseconds, Chrome's off-CPU slices' dur in
+# microseconds, pprof's off_cpu in nanoseconds (below).
+BLOCKED_S=$(jget "$TMP/r.json" 'd["Time"]["ioctl/loop"]["BLKZEROOUT"]["Blocked Time"] / 1e3')
+check offcpu_units python3 - "$TMP/off.folded" "$TMP/p.json.gz" "$TMP/wl.json" "$BLOCKED_S" <<'PY'
+import gzip, json, sys
+blocked = float(sys.argv[4])
+z = json.load(open(sys.argv[3]))["zero_ns"]
+zero_s = z["n"] * z["mean"] / 1e9
+folded_us = sum(int(l.rsplit(" ", 1)[1]) for l in open(sys.argv[1]) if ";[loop] BLKZEROOUT;" in l)
+ev = json.load(gzip.open(sys.argv[2]))["traceEvents"]
+chrome_us = sum(e["dur"] for e in ev if e.get("cat") == "off_cpu"
+                and e["args"].get("driver_call") == "[loop] BLKZEROOUT")
+print("# BLKZEROOUT: workload's calls %.4f s, blocked %.4f s; folded %d us, Chrome off-CPU %.1f us"
+      % (zero_s, blocked, folded_us, chrome_us))
+near = lambda v: abs(v - blocked) <= 0.02 * blocked
+sys.exit(not (0.2 * zero_s <= blocked <= 1.02 * zero_s and near(folded_us / 1e6)
+              and near(chrome_us / 1e6)))
+PY
 if [ "$PPROF_OK" -eq 1 ]; then
 	go tool pprof -traces "$TMP/off.pb.gz" >"$TMP/offtraces.txt" 2>&1
 	check pprof_offcpu_exit [ $? -eq 0 ]
+	check pprof_offcpu_units python3 "$TRACES" "$TMP/offtraces.txt" total "[loop] BLKZEROOUT" \
+		"$(python3 -c 'import sys; print(0.98 * float(sys.argv[1]))' "$BLOCKED_S")" \
+		"$(python3 -c 'import sys; print(1.02 * float(sys.argv[1]))' "$BLOCKED_S")"
 	check pprof_offcpu_frame python3 "$TRACES" "$TMP/offtraces.txt" call "[loop] BLKZEROOUT" main schedule
 	check pprof_offcpu_type bash -c 'go tool pprof -raw "$1" 2>&1 | grep -q "off_cpu/nanoseconds"' _ "$TMP/off.pb.gz"
 fi
@@ -332,6 +355,12 @@ p, c = d["Profile"], d["Capture"]
 print("# at %s Hz in a 4 KiB ring: samples emitted %d received %d dropped %d; ioctls emitted %d received %d dropped %d" % (sys.argv[2], p["Emitted"], p["Received"], p["Dropped"], c["emitted"], c["received"], c["dropped"]))
 sys.exit(not (p["Dropped"] > 0 and p["Received"] + p["Dropped"] == p["Emitted"] and c["received"] + c["dropped"] == c["emitted"]))' "$TMP/flood.json" "$hz"
 check flood_warns grep -q "samples were dropped" "$TMP/flood.err"
+# pprof says what it lacks: a comment with the dropped count.
+if [ "$PPROF_OK" -eq 1 ]; then
+	"$KXPROF" convert "$TMP/flood.kxp" --pprof "$TMP/flood.pb.gz" >/dev/null 2>&1
+	go tool pprof -comments "$TMP/flood.pb.gz" >"$TMP/flood.comments" 2>&1
+	check pprof_loss_comment grep -q "^kxprof: $(jget "$TMP/flood.json" 'd["Profile"]["Dropped"]') samples dropped (ring buffer full), 0 not stored (memory limit)$" "$TMP/flood.comments"
+fi
 
 # ---- errors ----
 "$KXPROF" record -F 0 -o "$TMP/x.kxp" -- true 2>"$TMP/e1"

@@ -95,12 +95,23 @@ check usr_then_int_rc0 test $? -eq 0
 complete usr_file_complete "$TMP/usr.kxp"
 
 # The command ignores SIGTERM: SIGKILL after the grace period (exit 137), said so.
+# The grace is 2 s both ways: the command dies no sooner than 1.9 s after the
+# SIGTERM and no later than 3.5 s (polled, apart from the time record takes
+# to finish its file), and record ends within 6 s.
 rec_bg ign "${ACCEL_DEV[@]}" -o "$TMP/ign.kxp" -- sh -c 'trap "" TERM; while :; do sleep 0.1; done' \
 	2>"$TMP/ign.err"
 c=$(wait_child $k) || c=
 started ign
 start=$(date +%s%N)
 kill -TERM $k
+cms=
+for _ in $(seq 160); do
+	if [ -n "$c" ] && gone "$c"; then
+		cms=$((($(date +%s%N) - start) / 1000000))
+		break
+	fi
+	sleep 0.05
+done
 wait $k
 rc=$?
 ms=$((($(date +%s%N) - start) / 1000000))
@@ -110,7 +121,23 @@ if [ -n "$c" ] && [ $rc -eq 137 ] && gone "$c" && [ $ms -lt 6000 ] &&
 else
 	fail sigterm_ignored_then_sigkill "rc=$rc ${ms}ms child=${c:-none} $(head -c 300 "$TMP/ign.err")"
 fi
+check sigkill_after_grace bash -c 'echo "# the command died ${1:-never} ms after SIGTERM (grace 2000 ms)"; [ -n "$1" ] && [ "$1" -ge 1900 ] && [ "$1" -lt 3500 ]' _ "$cms"
 complete sigkill_file_complete "$TMP/ign.kxp"
+
+# The command starts with no signal ignored or blocked of those record
+# handles or ignores itself (INT, TERM, HUP, QUIT, USR1, USR2, PIPE), and
+# nothing blocked: its own /proc/PID/status says.
+"$KXPROF" record "${ACCEL_DEV[@]}" -o "$TMP/sig.kxp" -- grep -E '^Sig(Ign|Blk):' /proc/self/status \
+	>"$TMP/sig.out" 2>"$TMP/sig.err"
+check command_signals_default python3 - "$TMP/sig.out" <<'PY'
+import sys
+f = dict(l.split(":") for l in open(sys.argv[1]).read().split("\n") if ":" in l)
+ign, blk = int(f["SigIgn"], 16), int(f["SigBlk"], 16)
+mine = {"HUP": 1, "INT": 2, "QUIT": 3, "USR1": 10, "USR2": 12, "PIPE": 13, "TERM": 15}
+bad = [n for n, s in mine.items() if ign >> (s - 1) & 1]
+print("# the command's SigIgn %016x SigBlk %016x; ignored of record's own: %s" % (ign, blk, bad))
+sys.exit(bool(bad) or blk != 0)
+PY
 
 # kxprof killed outright (SIGKILL): the kernel ends the command too.
 rec_bg kill "${ACCEL_DEV[@]}" -o "$TMP/kill.kxp" -- sleep 60 2>/dev/null

@@ -25,9 +25,11 @@ static void decimals_accepted(void)
 /* Each refused text leaves the output alone and says the range. */
 static void decimals_refused(void)
 {
-	static const char *const bad[] = {"",   "nan", "NaN",  "inf",   "-inf", "infinity",
-	                                  "1x", " 1",  "1 ",   "0x10",  "+1",   "--1",
-	                                  "0",  "-1",  "1025", "1e400", ".",    "e5"};
+	static const char *const bad[] = {"", "nan", "NaN", "inf", "-inf", "infinity", "1x", " 1",
+	                                  "1 ", "0x10", "+1", "--1", "0", "-1", "1025", "1e400",
+	                                  ".", "e5",
+	                                  /* decimal characters strtod stops short of */
+	                                  "1..5", "2-3", "1e", "1.5e+"};
 	char err[128];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -66,6 +66,36 @@ static int child_status(int d, struct kx_procstatus *st)
 	return rc;
 }
 
+/* Real, effective and saved uid read each in its place: a child with three
+ * different ones (root only: setresuid), the fs uid follows the effective. */
+static void uids_in_order(void)
+{
+	struct kx_procstatus st;
+	int p[2];
+	pid_t pid;
+	char c;
+
+	if (geteuid() != 0)
+		SKIP("needs root (setresuid)");
+	CHECK(pipe(p) == 0);
+	pid = fork();
+	if (pid == 0) {
+		if (setresgid(65534, 65533, 65532) || setresuid(65534, 65533, 65532) ||
+		    write(p[1], "r", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	CHECK(pid > 0 && read(p[0], &c, 1) == 1);
+	CHECK(kx_procstatus_read((uint32_t)pid, &st) == 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+	CHECK(st.uid[0] == 65534 && st.uid[1] == 65533 && st.uid[2] == 65532 && st.uid[3] == 65533);
+	CHECK(st.gid[0] == 65534 && st.gid[1] == 65533 && st.gid[2] == 65532 && st.gid[3] == 65533);
+}
+
 static void caps_and_owner(void)
 {
 	struct kx_procstatus st;
@@ -162,6 +192,7 @@ static void long_groups_line(void)
 int main(void)
 {
 	RUN(reads_self);
+	RUN(uids_in_order);
 	RUN(caps_and_owner);
 	RUN(zombie_has_no_mm);
 	RUN(no_such_process);

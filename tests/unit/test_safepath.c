@@ -74,6 +74,9 @@ static void dir_open_checks(void)
 	close(fd);
 	/* Its parent is not: only the last component is made. */
 	CHECK(kx_safe_dir_open(at(p, sizeof(p), "a/b"), 0755, err, sizeof(err)) < 0);
+	/* '..' is refused, even where it would lead back to a good directory. */
+	CHECK(kx_safe_dir_open(at(p, sizeof(p), "run/../run"), 0, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "'..' is not allowed in this path"));
 	/* Another user's directory, also higher up. */
 	CHECK(mkdir(at(p, sizeof(p), "user"), 0755) == 0 && chown(p, 65534, 65534) == 0);
 	CHECK(mkdir(at(p, sizeof(p), "user/sub"), 0755) == 0);

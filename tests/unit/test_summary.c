@@ -545,6 +545,48 @@ static int table_width(const char *t)
 	return max;
 }
 
+/* Commands of one name (NV_ESC_RM_ALLOC of two argument sizes) are one
+ * row: counts, times, minimum and maximum of both. */
+static void test_same_name_rows(void)
+{
+	static const struct {
+		const char *key;
+		double want;
+	} want[] = {{"Total Count", 4},
+	            {"Total Time", 0.027},
+	            {"Min Time", 0.005},
+	            {"Max Time", 0.009}};
+	struct kx_store *s = kx_store_new(0);
+	struct kx_summary *sum = NULL;
+	struct kx_analysis *an = NULL;
+	struct kx_capinfo ci;
+	char *json = NULL;
+
+	CHECK(s);
+	add(s, KX_DRV_NVIDIA, 0xc020462b, 5000, 0);
+	add(s, KX_DRV_NVIDIA, 0xc030462b, 9000, 0);
+	add(s, KX_DRV_NVIDIA, 0xc020462b, 7000, 0);
+	add(s, KX_DRV_NVIDIA, 0xc030462b, 6000, 0);
+	known_capinfo(&ci);
+	an = kxt_analyse(s, &ci);
+	sum = an ? kx_summary_build(an) : NULL;
+	json = sum ? render(sum, 1, 0) : NULL;
+	CHECK(json);
+	for (size_t i = 0; json && i < sizeof(want) / sizeof(want[0]); i++) {
+		double v = row_num(json, "ioctl/nvidia", "NV_ESC_RM_ALLOC", want[i].key);
+
+		if (!(v - want[i].want < 5e-7 && want[i].want - v < 5e-7)) {
+			printf("FAIL %s: NV_ESC_RM_ALLOC %s = %.9f, want %.9f\n", kxt_cur,
+			       want[i].key, v, want[i].want);
+			kxt_cur_failed = 1;
+		}
+	}
+	free(json);
+	kx_summary_free(sum);
+	kx_analysis_free(an);
+	kx_store_free(s);
+}
+
 static void test_table(void)
 {
 	struct kx_store *s = known_store();
@@ -1058,6 +1100,7 @@ static void test_speed(void)
 int main(void)
 {
 	RUN(test_stats);
+	RUN(test_same_name_rows);
 	RUN(test_json_shape);
 	RUN(test_json_escaping);
 	RUN(test_sorting);

@@ -131,6 +131,20 @@ static void test_zombie_maps(void)
 	waitpid(pid, NULL, 0);
 }
 
+/* An indirect function (STT_GNU_IFUNC, as glibc's string functions are):
+ * its symbol is a function of the file too. */
+static int kxt_ifunc_impl(int n)
+{
+	return n + 1;
+}
+
+__attribute__((used)) static int (*kxt_ifunc_resolver(void))(int)
+{
+	return kxt_ifunc_impl;
+}
+
+int kxt_sym_ifunc(int n) __attribute__((ifunc("kxt_ifunc_resolver")));
+
 static void test_pie_offsets(void)
 {
 	uint64_t addr = (uint64_t)(uintptr_t)kxt_sym_alpha, link;
@@ -146,6 +160,7 @@ static void test_pie_offsets(void)
 	CHECK(own_mapping(addr, &m) == 0);
 	link = kx_elfsyms_addr_of(e, "kxt_sym_alpha");
 	CHECK(link != 0);
+	CHECK(kxt_sym_ifunc(1) == 2 && kx_elfsyms_addr_of(e, "kxt_sym_ifunc") != 0);
 	/* A PIE runs away from its link addresses: the mapping rule must undo that. */
 	CHECK(link != addr);
 	CHECK_EQ_U(kx_elfsyms_link_addr(e, addr, m.start, m.offset), link);

@@ -836,6 +836,76 @@ static void test_read_whole_when_needed(void)
 	unlink(path);
 }
 
+/* A windowed read takes each window once: records of an earlier window
+ * met in the second pass mean the file is not the one the first pass
+ * planned (rewritten in between), and the read stops saying so. */
+static int no_part(void *ctx, struct kx_store *s, size_t k)
+{
+	(void)s, (void)k;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+/* n calls of one thread 10 µs apart, in order; with moved, the record of
+ * call n/2 comes after that of call n/2 + 1000 (10 ms later: not late). */
+static int write_calls(const char *path, size_t n, int moved)
+{
+	struct kx_kxp_writer *w;
+	struct kx_capinfo ci;
+	char err[256];
+	int rc = 0;
+
+	capinfo(&ci, T0 + n * 10000 + 1);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	if (!w)
+		return -1;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = !moved              ? k
+		           : k < n / 2         ? k
+		           : k < n / 2 + 1000  ? k + 1
+		           : k == n / 2 + 1000 ? n / 2
+		                               : k;
+		struct kx_ioctl e = {.ts = T0 + i * 10000,
+		                     .dur = 1000,
+		                     .pid = 700,
+		                     .tid = 700,
+		                     .cmd = 0xae80,
+		                     .dev = ci.devices[0].dev};
+
+		rc |= kx_kxp_add_ioctl(w, &e, NULL);
+	}
+	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc ? -1 : 0;
+}
+
+/* Pass 2 over a file other than the one pass 1 planned, renamed over it in
+ * between: ids the records it read from a written window, or counts them. */
+static void file_changed_case(size_t n2, int moved, const char *why)
+{
+	static struct kx_wread w;
+	char path[96], other[96], err[256] = "";
+	size_t parts = 0;
+
+	snprintf(path, sizeof(path), "%s/changed.kxp", dir);
+	snprintf(other, sizeof(other), "%s/changed2.kxp", dir);
+	CHECK(write_calls(path, 4000, 0) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory == NULL && w.store == NULL && w.plan.n > 2);
+	CHECK(write_calls(other, n2, moved) == 0);
+	CHECK(rename(other, path) == 0);
+	CHECK(kx_wread_run(&w, no_part, &parts, err, sizeof(err)) == -1);
+	printf("# after %zu of %zu parts: %s\n", parts, w.plan.nslices, err);
+	CHECK(strstr(err, why) != NULL);
+	kx_wread_free(&w);
+	unlink(path);
+}
+
+static void test_file_changed(void)
+{
+	file_changed_case(4000, 1,
+	                  "the file changed while it was read (a record of a written part)");
+	file_changed_case(3000, 0, "the file changed while it was read (its ioctl records differ)");
+}
+
 static void test_not_a_record_file(void)
 {
 	static struct kx_wread w;
@@ -860,6 +930,7 @@ int main(void)
 	RUN(test_sliced_parts);
 	RUN(test_fits_one);
 	RUN(test_read_whole_when_needed);
+	RUN(test_file_changed);
 	RUN(test_not_a_record_file);
 	rmdir(dir);
 	KXT_EXIT();

@@ -1396,7 +1396,8 @@ static int write_end(struct wbuf *w, struct ctx *c)
 	write_annotations(w, c, &c->first, c->rem);
 	write_drm(w, c, &c->first, c->rem);
 	c->origin_ns = c->first_ts - c->rem;
-	if (kx_chrome_samples_events(c->smp, c->origin_ns, put_text, w) || write_tail(w, c))
+	if (kx_chrome_samples_events(c->smp, c->origin_ns, &c->first, put_text, w) ||
+	    write_tail(w, c))
 		return -1;
 	wb_flush_end(w, 1);
 	return 0;

@@ -178,6 +178,7 @@ struct out {
 	struct kx_bytes b;
 	kx_chrome_put_fn put;
 	void *ctx;
+	int *first; /* no event written yet: no comma before the next one */
 };
 
 static char *room(struct out *o, size_t n)
@@ -245,6 +246,17 @@ static int finish(struct out *o)
 	return o->b.oom ? -1 : 0;
 }
 
+/* The separator before an event: none before the array's first. */
+static void sep(struct out *o)
+{
+	if (*o->first) {
+		*o->first = 0;
+		lit(o, "\n");
+	} else {
+		lit(o, ",\n");
+	}
+}
+
 /* The args of a sample of stack i of profile k: its stack and call. */
 static void args(struct out *o, const struct kx_chrome_samples *cs, int k, uint32_t i)
 {
@@ -276,10 +288,12 @@ static void event(struct out *o, const struct kx_chrome_samples *cs, int k,
 	const char *leaf = st->depth ? p->frames[p->fids[st->first + st->depth - 1]].name : "?";
 
 	if (k == 0) {
-		lit(o, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_sample\",\"name\":");
+		sep(o);
+		lit(o, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_sample\",\"name\":");
 		str(o, leaf);
 	} else {
-		lit(o, ",\n{\"ph\":\"X\",\"cat\":\"off_cpu\",\"name\":\"off-CPU\",\"dur\":");
+		sep(o);
+		lit(o, "{\"ph\":\"X\",\"cat\":\"off_cpu\",\"name\":\"off-CPU\",\"dur\":");
 		us(o, e->weight);
 	}
 	lit(o, ",\"pid\":");
@@ -318,7 +332,8 @@ static void names(struct out *o, const struct kx_chrome_samples *cs)
 
 		if (!kx_hmap_put(&seen, e->tid, 1, &isnew) || !isnew || ioctl_thread(cs, e->tid))
 			continue;
-		lit(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+		sep(o);
+		lit(o, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
 		num(o, e->pid);
 		lit(o, ",\"tid\":");
 		num(o, e->tid);
@@ -329,11 +344,11 @@ static void names(struct out *o, const struct kx_chrome_samples *cs)
 	kx_hmap_free(&seen);
 }
 
-int kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns,
+int kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns, int *first,
                              kx_chrome_put_fn put, void *ctx)
 {
 	const struct kx_samples *t = kx_store_samples(cs->an->store);
-	struct out o = {{0}, put, ctx};
+	struct out o = {{0}, put, ctx, first};
 
 	if (cs->first_ts == UINT64_MAX)
 		return 0;
@@ -355,7 +370,7 @@ int kx_chrome_samples_members(const struct kx_chrome_samples *cs, uint64_t origi
 	static const char *const cat[] = {"", "user", "kernel", "driver call"};
 	const struct kx_profile *p = cs->prof[0];
 	const struct kx_samples *t = kx_store_samples(cs->an->store);
-	struct out o = {{0}, put, ctx};
+	struct out o = {{0}, put, ctx, NULL};
 	int first = 1;
 
 	if (!p->samples)

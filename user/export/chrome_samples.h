@@ -44,9 +44,10 @@ void kx_chrome_samples_rebind(struct kx_chrome_samples *cs, const struct kx_anal
 void kx_chrome_samples_window(struct kx_chrome_samples *cs, uint64_t from_ns, uint64_t to_ns);
 /* The earliest sample (CLOCK_MONOTONIC ns), UINT64_MAX when none. */
 uint64_t kx_chrome_samples_first_ts(const struct kx_chrome_samples *cs);
-/* The events, each preceded by a comma; ts are (ts - origin_ns) in µs. 0,
- * or -1 out of memory. */
-int kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns,
+/* The events, each preceded by a comma but where *first says none was
+ * written yet (then cleared); ts are (ts - origin_ns) in µs. 0, or -1 out of
+ * memory. */
+int kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns, int *first,
                              kx_chrome_put_fn put, void *ctx);
 /* The top-level members "stackFrames" and "samples", each followed by a
  * comma (nothing when there are no CPU samples). 0, or -1 out of memory. */
