@@ -3,7 +3,7 @@
  * analysis of a whole store (analysis/jobs.c), so that any reader that feeds
  * the events in order gives the same jobs (the stream check,
  * analysis/streamcheck.c, uses the memory accounting; what the streamed
- * report keeps for the timelines, analysis/sjobs.c, uses the KVM and wait
+ * report keeps for the timelines, analysis/jobs.c, uses the KVM and wait
  * rules; the live aggregates of top and serve, live/jobagg.c, the pairing,
  * KVM and busy rules): what one
  * phase does to the job its key holds, KVM jobs from their KVM_RUN, the
