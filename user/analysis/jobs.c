@@ -46,16 +46,6 @@ struct builder {
 	struct kx_keymap names; /* (drv, cmd, xfer) -> 1 + is_wait */
 };
 
-static uint64_t ioctl_end(const struct kx_ioctl *e)
-{
-	return e->dur > UINT64_MAX - e->ts ? UINT64_MAX : e->ts + e->dur;
-}
-
-static int kvm_run(const struct kx_ioctl *e)
-{
-	return e->drv == KX_DRV_KVM && e->cmd == KX_KVM_RUN_CMD;
-}
-
 /* Is e a GPU driver's wait ioctl (a waiter is looked for among them)? 0/1, -1 on OOM. */
 static int gpu_wait(struct kx_keymap *names, const struct kx_ioctl *e)
 {
@@ -649,7 +639,7 @@ static int link_waiters(struct builder *b)
 			continue;
 		if (kx_grow((void **)&w, &cap, nw, sizeof(*w)))
 			goto oom;
-		w[nw++] = (struct wix){e->ts, ioctl_end(e), i};
+		w[nw++] = (struct wix){e->ts, kx_ioctl_end(e), i};
 		if (e->dur > maxdur)
 			maxdur = e->dur;
 	}
@@ -710,7 +700,7 @@ static int mem_add(struct builder *b, long dev, const struct kx_ioctl *e, size_t
 	if (kx_grow((void **)&d->mem, &cap, n, sizeof(*d->mem)))
 		return -1;
 	usage = kx_jobdev_mem_apply(d, delta);
-	d->mem[n] = (struct kx_mem_pt){ioctl_end(e), delta, usage, idx};
+	d->mem[n] = (struct kx_mem_pt){kx_ioctl_end(e), delta, usage, idx};
 	return 0;
 }
 
@@ -729,7 +719,7 @@ static int memory(struct builder *b)
 			continue;
 		if (kx_grow((void **)&ev, &cap, nev, sizeof(*ev)))
 			goto out;
-		ev[nev++] = (struct mem_ev){ioctl_end(e), i};
+		ev[nev++] = (struct mem_ev){kx_ioctl_end(e), i};
 	}
 	if (nev)
 		qsort(ev, nev, sizeof(*ev), mem_ev_cmp);
@@ -751,7 +741,7 @@ static int memory(struct builder *b)
 		else if (mem_add(b, dev, e, ev[k].idx, delta))
 			goto out;
 		if ((m.nv[KX_NVMEM_VID] || m.nv[KX_NVMEM_SYS]) &&
-		    kx_nvmem_add(&b->out->nvmem, e->pid, ioctl_end(e), m.nv))
+		    kx_nvmem_add(&b->out->nvmem, e->pid, kx_ioctl_end(e), m.nv))
 			goto out;
 	}
 	for (size_t i = 0; i < b->devs.n; i++)
@@ -776,8 +766,8 @@ static void span(struct builder *b)
 
 		if (e->ts < lo)
 			lo = e->ts;
-		if (ioctl_end(e) > hi)
-			hi = ioctl_end(e);
+		if (kx_ioctl_end(e) > hi)
+			hi = kx_ioctl_end(e);
 	}
 	for (size_t i = 0; i < m; i++) {
 		uint64_t t = job_ev(b, i)->ts;
@@ -832,7 +822,7 @@ static int pair_all(struct builder *b, struct kx_keymap *open)
 	for (size_t i = 0; has_kvm && i < n; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(b->s, i);
 
-		if (kvm_run(e) && !(used[i / 8] >> (i % 8) & 1))
+		if (kx_kvm_run(e) && !(used[i / 8] >> (i % 8) & 1))
 			b->out->anom.runs_without_exit++;
 	}
 	rc = 0;
@@ -967,7 +957,7 @@ int kx_jobs_keep_ioctl(struct kx_jobs_keep *k, const struct kx_ioctl *e, const u
                        int mem)
 {
 	struct keep_thread *t = kx_tidtab_get(&k->threads, e->tid, 1);
-	int need = kvm_run(e) ? 1 : gpu_wait(&k->names, e);
+	int need = kx_kvm_run(e) ? 1 : gpu_wait(&k->names, e);
 
 	if (!t || need < 0)
 		return -1;
@@ -981,22 +971,19 @@ int kx_jobs_keep_ioctl(struct kx_jobs_keep *k, const struct kx_ioctl *e, const u
 	t->has_last = 1;
 	if (!k->any || e->ts < k->first.ts)
 		k->first = *e;
-	if (!k->any || ioctl_end(e) > ioctl_end(&k->last))
+	if (!k->any || kx_ioctl_end(e) > kx_ioctl_end(&k->last))
 		k->last = *e;
 	k->any = 1;
 	return 0;
 }
 
 /* The task whose ioctl the builder links job record j to (link_submit,
- * kvm_event); 0 when j is no link's anchor: only a QUEUE, a block
- * request's RUN (issued directly, in its task) and a KVM exit are. */
+ * kvm_event); 0 when j is no link's anchor. */
 static uint32_t anchor_tid(const struct kx_job *j)
 {
 	if (j->src == KX_JOB_SRC_KVM)
 		return j->phase == KX_JOB_DONE ? kx_kvm_tid(j) : 0;
-	if (j->phase == KX_JOB_QUEUE || (j->phase == KX_JOB_RUN && j->src == KX_JOB_SRC_BLOCK))
-		return j->tid;
-	return 0;
+	return kx_job_names_submitter(j) ? j->tid : 0;
 }
 
 /* Is j a KVM exit that ends no KVM_RUN (kvm_event skips it)? The first is
