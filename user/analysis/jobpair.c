@@ -127,11 +127,6 @@ static int anon_fkind(unsigned int fkind)
 	       fkind == KX_FK_VFIO_DEV;
 }
 
-static uint64_t ioctl_end(const struct kx_ioctl *e)
-{
-	return e->dur > UINT64_MAX - e->ts ? UINT64_MAX : e->ts + e->dur;
-}
-
 /* ---- pairing ---- */
 
 void kx_tjob_init(struct kx_tjob *t)
@@ -181,15 +176,18 @@ static void tjob_set(struct kx_tjob *t, const struct kx_job *e, unsigned int p)
 	if (p == KX_JOB_DONE)
 		t->closed = 1;
 	tjob_note(t, e, p);
-	/* The submitter is the queueing task; a direct block issue runs in it. */
-	if ((p == KX_JOB_QUEUE ||
-	     (p == KX_JOB_RUN && !t->r.queue_ts && e->src == KX_JOB_SRC_BLOCK)) &&
-	    e->tid) {
+	if (kx_job_names_submitter(e) && (p == KX_JOB_QUEUE || !t->r.queue_ts)) {
 		t->r.pid = e->pid;
 		t->r.tid = e->tid;
 	}
 	if (e->src == KX_JOB_SRC_BLOCK)
 		t->blkdev = e->dev;
+}
+
+int kx_job_names_submitter(const struct kx_job *e)
+{
+	return e->tid && e->src != KX_JOB_SRC_KVM &&
+	       (e->phase == KX_JOB_QUEUE || (e->phase == KX_JOB_RUN && e->src == KX_JOB_SRC_BLOCK));
 }
 
 void kx_tjob_first(struct kx_tjob *t, const struct kx_job *e)
@@ -245,9 +243,14 @@ uint32_t kx_kvm_tid(const struct kx_job *e)
 	return e->ctx ? (uint32_t)e->ctx : e->tid;
 }
 
+int kx_kvm_run(const struct kx_ioctl *io)
+{
+	return io->drv == KX_DRV_KVM && io->cmd == KX_KVM_RUN_CMD;
+}
+
 int kx_kvm_run_holds(const struct kx_ioctl *io, uint64_t at)
 {
-	return io->drv == KX_DRV_KVM && io->cmd == KX_KVM_RUN_CMD && ioctl_end(io) >= at;
+	return kx_kvm_run(io) && kx_ioctl_end(io) >= at;
 }
 
 void kx_tjob_kvm(struct kx_tjob *t, const struct kx_job *e, const struct kx_ioctl *io, int64_t idx)
@@ -298,8 +301,8 @@ int kx_tjob_links_to(const struct kx_tjob *t, const struct kx_ioctl *io)
 	unsigned int src = queue_src(t);
 
 	return can_submit(io->drv, src) &&
-	       (ioctl_end(io) >= at ||
-	        (kx_job_src_gpu(src) && at - ioctl_end(io) <= KX_JOBS_LINK_WINDOW_NS));
+	       (kx_ioctl_end(io) >= at ||
+	        (kx_job_src_gpu(src) && at - kx_ioctl_end(io) <= KX_JOBS_LINK_WINDOW_NS));
 }
 
 void kx_tjob_no_link(struct kx_tjob *t)

@@ -2,12 +2,12 @@
  * The rules of device timelines (stated in analysis/jobs.h), apart from the
  * analysis of a whole store (analysis/jobs.c), so that any reader that feeds
  * the events in order gives the same jobs (the stream check,
- * analysis/streamcheck.c, uses the memory accounting; what the streamed
- * report keeps for the timelines, analysis/sjobs.c, uses the KVM and wait
- * rules; the live aggregates of top and serve, live/jobagg.c, the pairing,
- * KVM and busy rules): what one
- * phase does to the job its key holds, KVM jobs from their KVM_RUN, the
- * submit-link test, the anomaly flags, which device a job or a memory event
+ * analysis/streamcheck.c, uses the memory accounting; what a stream keeps
+ * for the timelines, kx_jobs_keep in analysis/jobs.c, the KVM, submitter
+ * and wait rules; the live aggregates of top and serve, live/jobagg.c, the
+ * pairing, KVM and busy rules): what one phase does to the job its key
+ * holds, which event names a job's submitter, KVM jobs from their KVM_RUN,
+ * the submit-link test, the anomaly flags, which device a job or a memory event
  * belongs to (with the devices' names and order), wait ioctls and the
  * waiter preference, and memory accounting from decoded ioctl arguments.
  * Owns no loop over events: the callers feed events in timestamp order.
@@ -59,6 +59,12 @@ void kx_tjob_first(struct kx_tjob *t, const struct kx_job *e);
 /* A wait phase names t's waiter unless one is known. */
 void kx_tjob_wait(struct kx_tjob *t, const struct kx_job *e);
 
+/* Does job event e name its job's submitter (e->tid)? A QUEUE does, and a
+ * block request's RUN (issued directly, in its task) when no QUEUE did. */
+int kx_job_names_submitter(const struct kx_job *e);
+
+/* Is io a KVM_RUN (a KVM job's call)? */
+int kx_kvm_run(const struct kx_ioctl *io);
 /* The vCPU thread of a KVM exit. */
 uint32_t kx_kvm_tid(const struct kx_job *e);
 /* Is io a KVM_RUN still running at at (the exit's time)? */

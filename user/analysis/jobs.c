@@ -7,6 +7,8 @@
  * One pass over the job events in timestamp order pairs phases through a
  * hash of open keys; ioctls are indexed by (tid, enter) for the links and
  * by enter for the wait ioctls. Everything else is sorting small arrays.
+ * A stream keeps what that needs (struct kx_jobs_keep) by the same rules:
+ * the KVM_RUN and wait ioctls, the link's call, the span.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 #include "util/hashmap.h"
 #include "util/hist.h"
 #include "util/keymap.h"
+#include "util/tidtab.h"
 
 /* ---- the builder ---- */
 
@@ -43,9 +46,14 @@ struct builder {
 	struct kx_keymap names; /* (drv, cmd, xfer) -> 1 + is_wait */
 };
 
-static uint64_t ioctl_end(const struct kx_ioctl *e)
+/* Is e a GPU driver's wait ioctl (a waiter is looked for among them)? 0/1, -1 on OOM. */
+static int gpu_wait(struct kx_keymap *names, const struct kx_ioctl *e)
 {
-	return e->dur > UINT64_MAX - e->ts ? UINT64_MAX : e->ts + e->dur;
+	int wait = 0;
+
+	if (!kx_drv_gpu(e->drv))
+		return 0;
+	return kx_wait_ioctl(names, e, &wait) ? -1 : wait;
 }
 
 /* ---- pairing ---- */
@@ -623,17 +631,15 @@ static int link_waiters(struct builder *b)
 
 	for (size_t i = 0; i < n; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(b->s, i);
-		int wait;
+		int wait = gpu_wait(&b->names, e);
 
-		if (!kx_drv_gpu(e->drv))
-			continue;
-		if (kx_wait_ioctl(&b->names, e, &wait))
+		if (wait < 0)
 			goto oom;
 		if (!wait)
 			continue;
 		if (kx_grow((void **)&w, &cap, nw, sizeof(*w)))
 			goto oom;
-		w[nw++] = (struct wix){e->ts, ioctl_end(e), i};
+		w[nw++] = (struct wix){e->ts, kx_ioctl_end(e), i};
 		if (e->dur > maxdur)
 			maxdur = e->dur;
 	}
@@ -694,7 +700,7 @@ static int mem_add(struct builder *b, long dev, const struct kx_ioctl *e, size_t
 	if (kx_grow((void **)&d->mem, &cap, n, sizeof(*d->mem)))
 		return -1;
 	usage = kx_jobdev_mem_apply(d, delta);
-	d->mem[n] = (struct kx_mem_pt){ioctl_end(e), delta, usage, idx};
+	d->mem[n] = (struct kx_mem_pt){kx_ioctl_end(e), delta, usage, idx};
 	return 0;
 }
 
@@ -713,7 +719,7 @@ static int memory(struct builder *b)
 			continue;
 		if (kx_grow((void **)&ev, &cap, nev, sizeof(*ev)))
 			goto out;
-		ev[nev++] = (struct mem_ev){ioctl_end(e), i};
+		ev[nev++] = (struct mem_ev){kx_ioctl_end(e), i};
 	}
 	if (nev)
 		qsort(ev, nev, sizeof(*ev), mem_ev_cmp);
@@ -735,7 +741,7 @@ static int memory(struct builder *b)
 		else if (mem_add(b, dev, e, ev[k].idx, delta))
 			goto out;
 		if ((m.nv[KX_NVMEM_VID] || m.nv[KX_NVMEM_SYS]) &&
-		    kx_nvmem_add(&b->out->nvmem, e->pid, ioctl_end(e), m.nv))
+		    kx_nvmem_add(&b->out->nvmem, e->pid, kx_ioctl_end(e), m.nv))
 			goto out;
 	}
 	for (size_t i = 0; i < b->devs.n; i++)
@@ -760,8 +766,8 @@ static void span(struct builder *b)
 
 		if (e->ts < lo)
 			lo = e->ts;
-		if (ioctl_end(e) > hi)
-			hi = ioctl_end(e);
+		if (kx_ioctl_end(e) > hi)
+			hi = kx_ioctl_end(e);
 	}
 	for (size_t i = 0; i < m; i++) {
 		uint64_t t = job_ev(b, i)->ts;
@@ -816,8 +822,7 @@ static int pair_all(struct builder *b, struct kx_keymap *open)
 	for (size_t i = 0; has_kvm && i < n; i++) {
 		const struct kx_ioctl *e = kx_store_ioctl(b->s, i);
 
-		if (e->drv == KX_DRV_KVM && e->cmd == KX_KVM_RUN_CMD &&
-		    !(used[i / 8] >> (i % 8) & 1))
+		if (kx_kvm_run(e) && !(used[i / 8] >> (i % 8) & 1))
 			b->out->anom.runs_without_exit++;
 	}
 	rc = 0;
@@ -925,4 +930,147 @@ void kx_jobs_free(struct kx_jobs *j)
 	free(j->submitted);
 	kx_nvmem_free(&j->nvmem);
 	free(j);
+}
+
+/* ---- what a stream keeps for the builder ---- */
+
+struct keep_thread {
+	struct kx_ioctl last; /* its last ioctl record */
+	int has_last, last_kept;
+	uint64_t pend_at; /* ns: a later ioctl of it entered at or before this is kept (0: none) */
+};
+
+void kx_jobs_keep_init(struct kx_jobs_keep *k, struct kx_store *side)
+{
+	memset(k, 0, sizeof(*k));
+	k->side = side;
+	k->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct keep_thread);
+}
+
+static void keep_because(struct kx_jobs_keep *k, const char *why)
+{
+	if (!k->why)
+		k->why = why;
+}
+
+int kx_jobs_keep_ioctl(struct kx_jobs_keep *k, const struct kx_ioctl *e, const uint8_t *arg,
+                       int mem)
+{
+	struct keep_thread *t = kx_tidtab_get(&k->threads, e->tid, 1);
+	int need = kx_kvm_run(e) ? 1 : gpu_wait(&k->names, e);
+
+	if (!t || need < 0)
+		return -1;
+	k->passed |= need && !k->have_jobs;
+	/* The builder looks at every KVM_RUN and wait, and at the call a job
+	 * record of this task came from (still running when it came). */
+	t->last_kept = mem || (need && k->have_jobs) || (t->pend_at && e->ts <= t->pend_at);
+	if (t->last_kept)
+		kx_store_add_ioctl(k->side, e, arg);
+	t->last = *e;
+	t->has_last = 1;
+	if (!k->any || e->ts < k->first.ts)
+		k->first = *e;
+	if (!k->any || kx_ioctl_end(e) > kx_ioctl_end(&k->last))
+		k->last = *e;
+	k->any = 1;
+	return 0;
+}
+
+/* The task whose ioctl the builder links job record j to (link_submit,
+ * kvm_event); 0 when j is no link's anchor. */
+static uint32_t anchor_tid(const struct kx_job *j)
+{
+	if (j->src == KX_JOB_SRC_KVM)
+		return j->phase == KX_JOB_DONE ? kx_kvm_tid(j) : 0;
+	return kx_job_names_submitter(j) ? j->tid : 0;
+}
+
+/* Is j a KVM exit that ends no KVM_RUN (kvm_event skips it)? The first is
+ * kept all the same: it says the capture has KVM jobs. */
+static int skipped_exit(struct kx_jobs_keep *k, const struct kx_job *j)
+{
+	if (kx_jobpair_kind(j) != KX_JEV_KVM || j->phase == KX_JOB_DONE)
+		return 0;
+	if (!k->kvm_seen) {
+		k->kvm_seen = 1;
+		return 0;
+	}
+	return 1;
+}
+
+static void keep_job(struct kx_jobs_keep *k, const struct kx_job *j)
+{
+	if (!kx_store_add_job(k->side, j))
+		k->kept_jobs++; /* a refusal is counted by the store */
+}
+
+int kx_jobs_keep_job(struct kx_jobs_keep *k, const struct kx_job *j)
+{
+	uint32_t tid = anchor_tid(j);
+	struct keep_thread *t;
+	int kept = !skipped_exit(k, j);
+
+	if (k->passed && !k->have_jobs)
+		keep_because(k, "device jobs began after calls their timelines need had gone by");
+	k->have_jobs = 1;
+	if (!k->jobs || j->ts < k->jfirst.ts) {
+		k->jfirst = *j;
+		k->jfirst_seq = k->jobs;
+		k->jfirst_kept = kept;
+	}
+	if (!k->jobs || j->ts > k->jlast.ts) {
+		k->jlast = *j;
+		k->jlast_seq = k->jobs;
+		k->jlast_kept = kept;
+	}
+	k->jobs++;
+	if (kept)
+		keep_job(k, j);
+	if (!tid)
+		return 0;
+	t = kx_tidtab_get(&k->threads, tid, 1);
+	if (!t)
+		return -1;
+	if (t->has_last && t->last.ts > j->ts)
+		keep_because(k, "a job record came after a later call of its task");
+	else if (t->has_last && !t->last_kept) {
+		kx_store_add_ioctl(k->side, &t->last, NULL);
+		t->last_kept = 1;
+	}
+	if (j->ts > t->pend_at)
+		t->pend_at = j->ts;
+	return 0;
+}
+
+/* Is an ioctl of e's thread and start kept? */
+static int keep_has(const struct kx_jobs_keep *k, const struct kx_ioctl *e)
+{
+	for (size_t i = 0; i < kx_store_ioctl_count(k->side); i++) {
+		const struct kx_ioctl *x = kx_store_ioctl(k->side, i);
+
+		if (x->tid == e->tid && x->ts == e->ts)
+			return 1;
+	}
+	return 0;
+}
+
+void kx_jobs_keep_finish(struct kx_jobs_keep *k)
+{
+	if (!k->have_jobs)
+		return;
+	if (k->any && !keep_has(k, &k->first))
+		kx_store_add_ioctl(k->side, &k->first, NULL);
+	if (k->any && !keep_has(k, &k->last))
+		kx_store_add_ioctl(k->side, &k->last, NULL);
+	if (!k->jfirst_kept)
+		keep_job(k, &k->jfirst);
+	if (!k->jlast_kept && k->jlast_seq != k->jfirst_seq)
+		keep_job(k, &k->jlast);
+}
+
+void kx_jobs_keep_free(struct kx_jobs_keep *k)
+{
+	kx_keymap_free(&k->names);
+	kx_tidtab_free(&k->threads);
 }

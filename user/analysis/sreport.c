@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/jobs.h"
 #include "analysis/sctrstats.h"
-#include "analysis/sjobs.h"
 #include "analysis/sranges.h"
 #include "analysis/sreport.h"
 #include "analysis/streamcheck.h"
@@ -21,7 +21,7 @@ struct sr_ctx {
 	struct kx_streamcheck check;
 	struct kx_sranges *ranges; /* the annotation ranges (r->ranges) */
 	struct kx_sctrstats *ctr;  /* the counters (r->ctr), NULL: none named */
-	struct kx_sjobs jobs;      /* what the device timelines need, kept in r->side */
+	struct kx_jobs_keep jobs;  /* what the device timelines need, kept in r->side */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
@@ -69,7 +69,7 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	}
 	/* What the memory rows and the device timelines need is kept: the side
 	 * store's analysis gives them. */
-	if (kx_sjobs_ioctl(&c->jobs, e, arg, c->check.last_mem)) {
+	if (kx_jobs_keep_ioctl(&c->jobs, e, arg, c->check.last_mem)) {
 		sr_oom(c);
 		return;
 	}
@@ -91,7 +91,7 @@ static void sr_job(void *ctx, const struct kx_job *j)
 
 	if (!sr_active(c))
 		return;
-	if (kx_sjobs_job(&c->jobs, j)) {
+	if (kx_jobs_keep_job(&c->jobs, j)) {
 		sr_oom(c);
 		return;
 	}
@@ -181,7 +181,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	memset(r, 0, sizeof(*r));
 	c.check.keep_mem = 1;
 	r->side = kx_store_new(budget);
-	kx_sjobs_init(&c.jobs, r->side);
+	kx_jobs_keep_init(&c.jobs, r->side);
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges)
 		kx_sranges_init(r->ranges);
@@ -194,11 +194,11 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	err[0] = 0;
 	rc = kx_kxp_read_stream(path, &v, &r->ci, &r->res, err, errlen);
 	r->threads = kx_streamcheck_threads(&c.check);
-	if (rc == 0 && !c.oom && kx_sjobs_finish(&c.jobs))
-		c.oom = 1;
+	if (rc == 0 && !c.oom)
+		kx_jobs_keep_finish(&c.jobs);
 	r->jobs = c.jobs.kept_jobs;
 	r->kept = kx_store_ioctl_count(r->side);
-	kx_sjobs_free(&c.jobs);
+	kx_jobs_keep_free(&c.jobs);
 	kx_streamcheck_free(&c.check);
 	if (kx_stats_acc_finish(&r->st, &c.acc, &r->ci, rc == 0 && !c.oom) && rc == 0) {
 		snprintf(err, errlen, "out of memory summarising the ioctls");

@@ -5,7 +5,7 @@
  * with the events. Tasks, CPU and off-CPU samples and their symbols are
  * kept in a side store, for the profiles and thread names, and so are the
  * job records and the ioctls the device timelines and memory rows look at
- * (analysis/sjobs.h); no other ioctl is kept.
+ * (struct kx_jobs_keep, analysis/jobs.h); no other ioctl is kept.
  * Annotation ranges are paired as they come (analysis/sranges.h): their
  * rows join the ioctl rows, their counts go to the analysis of the side
  * store (kx_sreport_apply); so are counter records joined to their calls
@@ -14,7 +14,7 @@
  * Exactly the in-memory report's figures (percentiles within 1/256), or a
  * reason to read the file into memory instead, found as the records pass
  * (analysis/streamcheck.h says which records are reasons, except job
- * records, annotations and named counters: analysis/sjobs.h, sranges.h and
+ * records, annotations and named counters: analysis/jobs.h, sranges.h and
  * sctrstats.h say when they are; annotation ranges and job records together
  * are one).
  * The read then stops at the next chunk (the caller reads the file again

@@ -6,7 +6,7 @@
  * order; the first reason found sticks:
  *   - job records (device timelines pair jobs with the ioctls that
  *     submitted or waited for them; the streamed report keeps what they
- *     need, analysis/sjobs.h, and does not ask),
+ *     need, analysis/jobs.h, and does not ask),
  *   - counter records of counters the header does not name (the streamed
  *     report joins the others to their calls, analysis/sctrstats.h; the
  *     windowed conversion puts each in its call's window and does not ask),

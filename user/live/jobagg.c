@@ -444,7 +444,7 @@ void kx_jobagg_ioctl(struct kx_jobagg *a, const struct kx_ioctl *io)
 	size_t n = 0;
 	int used = 0;
 
-	if (io->drv != KX_DRV_KVM || io->cmd != KX_KVM_RUN_CMD)
+	if (!kx_kvm_run(io))
 		return;
 	pthread_mutex_lock(&a->mu);
 	for (size_t i = 0; i < a->nexits; i++) {

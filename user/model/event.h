@@ -43,6 +43,12 @@ static inline unsigned int kx_ioctl_cpu(const struct kx_ioctl *e)
 	return (unsigned int)e->cpu_hi << 8 | e->cpu_lo;
 }
 
+/* ns, the call's return (ts + dur), UINT64_MAX where that overflows. */
+static inline uint64_t kx_ioctl_end(const struct kx_ioctl *e)
+{
+	return e->dur > UINT64_MAX - e->ts ? UINT64_MAX : e->ts + e->dur;
+}
+
 /*
  * One job lifecycle event from a device-side source (block I/O, KVM vCPU
  * run/exit, gpu_scheduler, dma_fence, per-driver tracepoints), normalised
