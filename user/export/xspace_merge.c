@@ -121,6 +121,21 @@ struct in_line {
 	uint64_t ts_ns;
 };
 
+/* An XLine's id and timestamp_ns, from its encoded body [q, qe). */
+static void line_key(const uint8_t *q, const uint8_t *qe, uint64_t *id, uint64_t *ts_ns)
+{
+	struct field g;
+	int s;
+
+	EACH_FIELD(g, q, qe, s)
+	{
+		if (g.num == XLINE_ID)
+			*id = g.v;
+		else if (g.num == XLINE_TIMESTAMP_NS)
+			*ts_ns = g.v;
+	}
+}
+
 /* A line of kxprof's host plane. */
 struct kx_line {
 	uint64_t id;
@@ -269,8 +284,8 @@ static int64_t plane_stat(const uint8_t *p, size_t n, const char *name)
 static int read_host_lines(struct merge *m)
 {
 	const uint8_t *p = m->host, *end = m->host + m->host_len;
-	struct field f, g;
-	int r, s;
+	struct field f;
+	int r;
 
 	m->normalized = 1;
 	EACH_FIELD(f, p, end, r)
@@ -280,13 +295,7 @@ static int read_host_lines(struct merge *m)
 
 		if (f.num != XPLANE_LINES || f.wt != KX_PB_LEN)
 			continue;
-		EACH_FIELD(g, q, qe, s)
-		{
-			if (g.num == XLINE_ID)
-				l.id = g.v;
-			else if (g.num == XLINE_TIMESTAMP_NS)
-				l.ts_ns = g.v;
-		}
+		line_key(q, qe, &l.id, &l.ts_ns);
 		if (kx_grow((void **)&m->lines, &m->lines_cap, m->nlines, sizeof(l)))
 			return -1;
 		m->lines[m->nlines++] = l;
@@ -372,8 +381,8 @@ static uint64_t line_of_thread(void *ctx, uint32_t tid)
 static int read_kx_lines(struct merge *m)
 {
 	const uint8_t *p = m->kx_host, *end = m->kx_host + m->kx_host_len;
-	struct field f, g;
-	int r, s;
+	struct field f;
+	int r;
 
 	EACH_FIELD(f, p, end, r)
 	{
@@ -382,13 +391,7 @@ static int read_kx_lines(struct merge *m)
 
 		if (f.num != XPLANE_LINES || f.wt != KX_PB_LEN)
 			continue;
-		EACH_FIELD(g, q, qe, s)
-		{
-			if (g.num == XLINE_ID)
-				l.id = g.v;
-			else if (g.num == XLINE_TIMESTAMP_NS)
-				l.ts_ns = g.v;
-		}
+		line_key(q, qe, &l.id, &l.ts_ns);
 		if (kx_grow((void **)&m->kl, &m->kl_cap, m->nkl, sizeof(l)))
 			return -1;
 		m->kl[m->nkl++] = l;
