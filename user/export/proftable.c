@@ -206,7 +206,7 @@ static void print_head(const struct kx_profile *p, const struct kx_capinfo *ci, 
 		if (si && (si->off_dropped || si->off_noslot || si->off_stale))
 			snprintf(lost, sizeof(lost),
 			         "%" PRIu64 " dropped, %" PRIu64 " not kept (stash full), %" PRIu64
-			         " not recorded (switch-in not seen within the call); ",
+			         " not recorded (switch-in not seen within the call)\n",
 			         si->off_dropped, si->off_noslot, si->off_stale);
 	} else {
 		fprintf(f, "CPU profile: %" PRIu64 " samples", p->samples);
@@ -214,7 +214,7 @@ static void print_head(const struct kx_profile *p, const struct kx_capinfo *ci, 
 			fprintf(f, " at %u Hz", p->hz);
 		fprintf(f, ", %s inside traced ioctls\n", share);
 		if (si && si->dropped)
-			snprintf(lost, sizeof(lost), "%" PRIu64 " dropped (ring buffer full); ",
+			snprintf(lost, sizeof(lost), "%" PRIu64 " dropped (ring buffer full)\n",
 			         si->dropped);
 	}
 	fprintf(f, "%s[unknown] frames: %" PRIu64 " user, %" PRIu64 " kernel\n", lost,
