@@ -149,7 +149,7 @@ $(BUILD)/obj/plugin/%.o: plugin/%.c | $(DEPS_STAMP)
 # plugin/compat/glibc231.c (--wrap), and libpthread/libdl are named, which
 # glibc before 2.34 holds them in. Checked by tests/integration/test_bundle.sh.
 GLIBC231_WRAPS := pthread_create pthread_join pthread_once pthread_mutex_trylock \
-	pthread_sigmask pthread_key_create pthread_key_delete dlopen dlsym dlerror dladdr \
+	pthread_sigmask pthread_key_create pthread_key_delete dlopen dlsym dlerror dlclose dladdr \
 	stat lstat fstat fstatat strerrorname_np __isoc23_strtol __isoc23_strtoul __isoc23_strtoll \
 	__isoc23_strtoull __isoc23_sscanf __isoc23_vsscanf __isoc23_fscanf
 GLIBC231_OBJ := $(BUILD)/obj/plugin/compat/glibc231.o

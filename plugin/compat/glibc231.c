@@ -36,6 +36,7 @@ int kx_old_pthread_key_delete(pthread_key_t);
 void *kx_old_dlopen(const char *, int);
 void *kx_old_dlsym(void *, const char *);
 char *kx_old_dlerror(void);
+int kx_old_dlclose(void *);
 int kx_old_dladdr(const void *, Dl_info *);
 long kx_old_strtol(const char *, char **, int);
 unsigned long kx_old_strtoul(const char *, char **, int);
@@ -53,6 +54,7 @@ OLD(pthread_key_delete);
 OLD(dlopen);
 OLD(dlsym);
 OLD(dlerror);
+OLD(dlclose);
 OLD(dladdr);
 OLD(strtol);
 OLD(strtoul);
@@ -72,6 +74,7 @@ int __wrap_pthread_key_delete(pthread_key_t k);
 void *__wrap_dlopen(const char *file, int mode);
 void *__wrap_dlsym(void *h, const char *name);
 char *__wrap_dlerror(void);
+int __wrap_dlclose(void *h);
 int __wrap_dladdr(const void *addr, Dl_info *info);
 int __wrap_stat(const char *path, struct stat *st);
 int __wrap_lstat(const char *path, struct stat *st);
@@ -134,6 +137,11 @@ void *__wrap_dlsym(void *h, const char *name)
 char *__wrap_dlerror(void)
 {
 	return kx_old_dlerror();
+}
+
+int __wrap_dlclose(void *h)
+{
+	return kx_old_dlclose(h);
 }
 
 int __wrap_dladdr(const void *addr, Dl_info *info)

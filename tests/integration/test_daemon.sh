@@ -423,7 +423,10 @@ if make -s -C "$ROOT" SAN=$san_make BUILD="$(basename "$BUILD_DIR")" install PRE
 	check daemon_unit_execstart grep -qx "ExecStart=$TMP/inst/bin/kxprof serve --socket /run/kxprof/kxprof.sock" "$U/kxprof.service"
 	check daemon_unit_listen grep -qx "ListenStream=/run/kxprof/kxprof.sock" "$U/kxprof.socket"
 	if command -v systemd-analyze >/dev/null; then
-		check daemon_units_verify systemd-analyze verify "$U/kxprof.socket" "$U/kxprof.service"
+		# verify runs man for each man: link of Documentation=: the pages
+		# make install placed beside the units.
+		check daemon_units_verify env MANPATH="$TMP/inst/share/man" \
+			systemd-analyze verify "$U/kxprof.socket" "$U/kxprof.service"
 	else
 		skip daemon_units_verify "systemd-analyze not installed"
 	fi

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "util/bgrelease.h"
@@ -69,6 +70,13 @@ static int slow_fds(int *fds, int max)
 	return n;
 }
 
+/* close_range(2) through syscall(2): the wrapper came with glibc 2.34, and the
+ * TensorFlow plugin, which links this library, must load on glibc 2.31. */
+static void close_fds(unsigned int first, unsigned int last)
+{
+	syscall(SYS_close_range, first, last, 0U);
+}
+
 /* In the child: no allocation, no stdio (another thread may have held
  * their locks at the fork). Keeps fds[0..n) and the pipe's read end rfd,
  * closes the rest; once the parent is gone (the pipe's end of file), the
@@ -84,11 +92,11 @@ static void child(const int *fds, int n, int rfd)
 
 		if ((unsigned int)rfd >= from && (unsigned int)rfd < keep) {
 			if ((unsigned int)rfd > from)
-				close_range(from, (unsigned int)rfd - 1, 0);
+				close_fds(from, (unsigned int)rfd - 1);
 			from = (unsigned int)rfd + 1;
 		}
 		if (keep > from)
-			close_range(from, keep - 1, 0);
+			close_fds(from, keep - 1);
 		if (i < n)
 			from = keep + 1;
 	}
