@@ -9,7 +9,12 @@
 # through the daemon as uid 65534 while root runs the same program under
 # another name: the user's stacks unwind, every stack copy made belongs to a
 # sample of the user's own (the copies are counted with the samples), and
-# nothing of root's process shows.
+# nothing of root's process shows. Off-CPU: the same program blocking in
+# BLKZEROOUTs on a loop device three calls deep in the library
+# (main;kxdw_io_run;kxdw_io_outer;kxdw_io_middle;kxdw_io_inner), recorded
+# with --off-cpu: with dwarf 95% of the time blocked unwinds to main
+# through those callers (convert --off-cpu --folded, in microseconds), with
+# fp it does not.
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -18,18 +23,20 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 [ -x "$WL/dwarf_workload" ] || { fail dwarf_workload "$WL/dwarf_workload is missing (make)"; exit 0; }
 
-# share FOLDED: of the samples with a frame in libkxdw.so, the share whose
-# stack from main up is main;kxdw_run;kxdw_outer;kxdw_middle;kxdw_inner (or
-# a prefix of it through kxdw_run, for samples taken in a caller).
+# share FOLDED [CHAIN [FRAME]]: of the samples with a frame in libkxdw.so
+# (or with FRAME), the share whose stack from main up is CHAIN (default
+# main;kxdw_run;kxdw_outer;kxdw_middle;kxdw_inner), or a prefix of it
+# through its second frame, for samples taken in a caller.
 share() {
 	python3 -c '
 import sys
-chain = ["main", "kxdw_run", "kxdw_outer", "kxdw_middle", "kxdw_inner"]
+chain = (sys.argv[2] if len(sys.argv) > 2 else
+         "main;kxdw_run;kxdw_outer;kxdw_middle;kxdw_inner").split(";")
 total = good = 0
 for line in open(sys.argv[1]):
     stack, _, n = line.rstrip("\n").rpartition(" ")
     frames = stack.split(";")
-    ours = [f for f in frames if f.startswith("kxdw_")]
+    ours = [f for f in frames if f.startswith("kxdw_") or f in sys.argv[3:]]
     if not ours:
         continue
     total += int(n)
@@ -41,7 +48,7 @@ for line in open(sys.argv[1]):
     seq = frames[i:i + len(user)]
     if seq == user and user == chain[:len(user)] and len(user) >= 2:
         good += int(n)
-print("%d %d" % (good, total))' "$1"
+print("%d %d" % (good, total))' "$@"
 }
 
 # ---- dwarf ----
@@ -77,6 +84,44 @@ read -r fgood ftotal < <(share "$TMP/f.folded")
 echo "# fp: $fgood of $ftotal library samples unwind to main through the right callers"
 check fp_enough_samples [ "$ftotal" -ge 100 ]
 check fp_loses_callers [ $((fgood * 100)) -lt $((ftotal * 50)) ]
+
+# ---- off-CPU: blocked in BLKZEROOUT three calls deep in the library ----
+LOOPDEV=
+cleanup() {
+	kill $(jobs -p) 2>/dev/null
+	wait
+	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+truncate -s 16M "$TMP/loop.img"
+for _ in 1 2 3 4 5; do # a free device can be taken between find and attach
+	LOOPDEV=$(losetup --find --show "$TMP/loop.img" 2>"$TMP/losetup.err") && break
+	sleep 0.2
+done
+IOCHAIN="main;kxdw_io_run;kxdw_io_outer;kxdw_io_middle;kxdw_io_inner"
+if [ -z "$LOOPDEV" ]; then
+	fail offcpu_loop_attach "losetup: $(cat "$TMP/losetup.err")"
+else
+	for mode in dwarf fp; do
+		"$KXPROF" record --off-cpu --call-graph $mode --device loop -o "$TMP/o$mode.kxp" \
+			-- "$WL/dwarf_workload" 2 "$LOOPDEV" >"$TMP/o$mode.json" 2>"$TMP/o$mode.err"
+		check offcpu_${mode}_record_exit [ $? -eq 0 ]
+		"$KXPROF" convert "$TMP/o$mode.kxp" --off-cpu --folded "$TMP/o$mode.folded" >/dev/null
+		check offcpu_${mode}_convert_exit [ $? -eq 0 ]
+		read -r ogood ototal < <(share "$TMP/o$mode.folded" "$IOCHAIN" "[loop] BLKZEROOUT")
+		echo "# off-CPU $mode: $ogood of $ototal us blocked unwind to main through the right callers"
+		check offcpu_${mode}_enough_time [ "${ototal:-0}" -ge 100000 ]
+		if [ $mode = dwarf ]; then
+			check offcpu_dwarf_unwinds_95pct [ $((ogood * 100)) -ge $((ototal * 95)) ]
+			check offcpu_dwarf_record_says grep -q "DWARF unwinding ([1-9][0-9]* copies" "$TMP/odwarf.err"
+		else
+			check offcpu_fp_loses_callers [ $((ogood * 100)) -lt $((ototal * 50)) ]
+		fi
+	done
+	losetup -d "$LOOPDEV" 2>/dev/null
+	LOOPDEV=
+fi
 
 # ---- errors ----
 "$KXPROF" record -F 99 --call-graph dwarf,70000 -o "$TMP/e.kxp" -- true 2>"$TMP/e.err"

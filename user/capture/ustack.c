@@ -11,6 +11,10 @@
 #include "symbol/unwind.h"
 
 #define PAIR_MAX_CPUS 4096
+/* Off-CPU copies waiting for their record, by tid modulo this (a power of
+ * two): one slot per thread blocked at once, a later copy replacing one of
+ * another tid (whose record then counts as without a copy). */
+#define PAIR_OFF_SLOTS 1024
 
 struct pair_slot {
 	int full;       /* frames wait for their sample */
@@ -25,6 +29,7 @@ struct kx_ustack_pair {
 	struct kx_unwinder *uw;
 	struct pair_slot *slots; /* by CPU */
 	uint32_t nslots;
+	struct pair_slot *off; /* off-CPU copies, by tid (PAIR_OFF_SLOTS); NULL until one */
 	struct kx_ustack_counts c;
 	uint64_t out[KX_SAMPLE_MAX_DEPTH]; /* the frames the last sample took */
 };
@@ -65,6 +70,28 @@ static struct pair_slot *slot_of(struct kx_ustack_pair *p, uint32_t cpu)
 	return &p->slots[cpu];
 }
 
+/* The off-CPU slot of tid, the table made on first use; NULL when out of memory. */
+static struct pair_slot *off_slot_of(struct kx_ustack_pair *p, uint32_t tid)
+{
+	if (!p->off && !(p->off = calloc(PAIR_OFF_SLOTS, sizeof(*p->off))))
+		return NULL;
+	return &p->off[tid & (PAIR_OFF_SLOTS - 1)];
+}
+
+/* Where copy r waits for its record: its CPU's slot, or its thread's (off-CPU). */
+static struct pair_slot *copy_slot(struct kx_ustack_pair *p, const struct kx_ustack_rec *r)
+{
+	return (r->flags & KX_USTACK_F_OFFCPU) ? off_slot_of(p, r->tid) : slot_of(p, r->hdr.cpu);
+}
+
+/* The slot holding the copy of sample s, if any waits. */
+static struct pair_slot *sample_slot(struct kx_ustack_pair *p, const struct kx_sample *s)
+{
+	if (s->kind == KX_SAMPLE_OFFCPU)
+		return p->off ? &p->off[s->tid & (PAIR_OFF_SLOTS - 1)] : NULL;
+	return s->cpu < p->nslots ? &p->slots[s->cpu] : NULL;
+}
+
 void kx_ustack_pair_copy(struct kx_ustack_pair *p, const void *rec, size_t len)
 {
 	const struct kx_ustack_rec *r = rec;
@@ -73,7 +100,7 @@ void kx_ustack_pair_copy(struct kx_ustack_pair *p, const void *rec, size_t len)
 
 	if (len < KX_USTACK_REC_BASE_SIZE || r->version != KX_USTACK_VERSION ||
 	    r->nregs != KX_USTACK_NREGS || r->len > KX_USTACK_MAX ||
-	    len < KX_USTACK_REC_BASE_SIZE + r->len || !(sl = slot_of(p, r->hdr.cpu))) {
+	    len < KX_USTACK_REC_BASE_SIZE + r->len || !(sl = copy_slot(p, r))) {
 		p->c.malformed++;
 		return;
 	}
@@ -92,10 +119,12 @@ void kx_ustack_pair_copy(struct kx_ustack_pair *p, const void *rec, size_t len)
 
 void kx_ustack_pair_sample(struct kx_ustack_pair *p, struct kx_sample *s)
 {
-	struct pair_slot *sl = s->cpu < p->nslots ? &p->slots[s->cpu] : NULL;
+	struct pair_slot *sl;
 
-	if (s->kind != KX_SAMPLE_CPU || (s->flags & KX_SAMPLE_F_KTHREAD))
+	if ((s->kind != KX_SAMPLE_CPU && s->kind != KX_SAMPLE_OFFCPU) ||
+	    (s->flags & KX_SAMPLE_F_KTHREAD))
 		return;
+	sl = sample_slot(p, s);
 	if (!sl || !sl->full || sl->tid != s->tid || sl->ts != s->ts_ns) {
 		p->c.no_copy++;
 		return;
@@ -136,5 +165,6 @@ void kx_ustack_pair_free(struct kx_ustack_pair *p)
 		return;
 	kx_unwinder_free(p->uw);
 	free(p->slots);
+	free(p->off);
 	free(p);
 }

@@ -5,6 +5,9 @@
  * (symbol/unwind.h) and its frames wait in its CPU's slot; the sample of
  * the same tid and ts then takes them as its user frames, in place of the
  * frame-pointer walk it carries (kept when the unwind found no frame).
+ * An off-CPU interval's copy (made at its switch-out; its record comes at
+ * the switch-in, perhaps on another CPU) waits in its thread's slot.
+ * Samples and off-CPU intervals are counted together.
  * Owns the unwinder and the per-CPU slots; counts every sample it could
  * not unwind.
  */
