@@ -25,8 +25,8 @@
 #include "capture/counters.h"
 #include "capture/drmfdinfo.h"
 #include "analysis/warnings.h"
+#include "capture/sample.h"
 #include "capture/setup.h"
-#include "sample_rec.h" /* bpf/: KX_USTACK_* */
 #include "util/parse.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -52,25 +52,6 @@ static void record_signals(void)
 	sa.sa_handler = SIG_IGN;
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		sigaction(ignored[i], &sa, NULL);
-}
-
-/* --call-graph MODE[,SIZE] into *bytes (0: frame pointers). 0, or -1 with err set. */
-static int parse_call_graph(const char *s, uint32_t *bytes, char *err, size_t len)
-{
-	long long n = KX_USTACK_DEFAULT;
-
-	if (!strcmp(s, "fp")) {
-		*bytes = 0;
-		return 0;
-	}
-	if (strncmp(s, "dwarf", 5) || (s[5] && s[5] != ',')) {
-		snprintf(err, len, "--call-graph: '%s' is not fp or dwarf[,SIZE]", s);
-		return -1;
-	}
-	if (s[5] && kx_parse_long("--call-graph dwarf,SIZE", s + 6, 8, KX_USTACK_MAX, &n, err, len))
-		return -1;
-	*bytes = (uint32_t)(n & ~7ll); /* whole words */
-	return 0;
 }
 
 static void record_usage(FILE *f)
@@ -200,7 +181,7 @@ static int record_opt(struct record_opts *o, int opt)
 		o->cap.off_cpu = 1;
 		return 0;
 	case 'G':
-		if (parse_call_graph(optarg, &o->cap.ustack_bytes, err, sizeof(err)))
+		if (kx_call_graph_parse(optarg, &o->cap.ustack_bytes, err, sizeof(err)))
 			break;
 		return 0;
 	case 'C':
