@@ -62,6 +62,15 @@ read -r good total < <(share "$TMP/d.folded")
 echo "# dwarf: $good of $total library samples unwind to main through the right callers"
 check dwarf_enough_samples [ "$total" -ge 100 ]
 check dwarf_unwinds_95pct [ $((good * 100)) -ge $((total * 95)) ]
+# libc's detached debug file (libc6-dbg), where installed, names the local
+# function between __libc_start_main and main.
+LIBC=$(ldd "$WL/dwarf_workload" | awk '/libc\.so/ {print $3}')
+LIBC_ID=$(readelf -n "$LIBC" 2>/dev/null | awk '/Build ID/ {print $3}')
+if [ -n "$LIBC_ID" ] && [ -f "/usr/lib/debug/.build-id/${LIBC_ID:0:2}/${LIBC_ID:2}.debug" ]; then
+	check dwarf_debug_file_names_libc grep -q "__libc_start_call_main;main;kxdw_run" "$TMP/d.folded"
+else
+	skip dwarf_debug_file_names_libc "no detached debug file for $LIBC (Debian libc6-dbg)"
+fi
 # The file keeps the counts: report shows them.
 check dwarf_file_says python3 -c '
 import json, sys
