@@ -14,7 +14,9 @@
 # (main;kxdw_io_run;kxdw_io_outer;kxdw_io_middle;kxdw_io_inner), recorded
 # with --off-cpu: with dwarf 95% of the time blocked unwinds to main
 # through those callers (convert --off-cpu --folded, in microseconds), with
-# fp it does not.
+# fp it does not. --call-graph auto: the dwarf result on this workload,
+# and on profile_workload (built with frame pointers) the frame-pointer
+# walks kept, reaching main.
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -94,6 +96,41 @@ echo "# fp: $fgood of $ftotal library samples unwind to main through the right c
 check fp_enough_samples [ "$ftotal" -ge 100 ]
 check fp_loses_callers [ $((fgood * 100)) -lt $((ftotal * 50)) ]
 
+# ---- auto: DWARF where frame pointers fail, the walk kept where they hold ----
+"$KXPROF" record -F 499 --call-graph auto -o "$TMP/a.kxp" -- "$WL/dwarf_workload" 2 \
+	>"$TMP/a.json" 2>"$TMP/a.err"
+check auto_record_exit [ $? -eq 0 ]
+"$KXPROF" convert "$TMP/a.kxp" --folded "$TMP/a.folded" >/dev/null
+read -r agood atotal < <(share "$TMP/a.folded")
+echo "# auto: $agood of $atotal library samples unwind to main through the right callers"
+check auto_enough_samples [ "$atotal" -ge 100 ]
+check auto_unwinds_95pct [ $((agood * 100)) -ge $((atotal * 95)) ]
+check auto_no_fp_kept bash -c '! grep -q "frame-pointer walks kept" "$1"' _ "$TMP/a.err"
+# profile_workload is built with frame pointers: its walks are kept, and
+# they reach main.
+"$KXPROF" record -F 499 --call-graph auto -o "$TMP/ap.kxp" -- "$WL/profile_workload" -s 2 \
+	>"$TMP/ap.json" 2>"$TMP/ap.err"
+check auto_fp_record_exit [ $? -eq 0 ]
+check auto_fp_walks_kept python3 -c '
+import re, sys
+t = open(sys.argv[1]).read()
+n = int(re.search(r"(\d+) CPU samples", t).group(1))
+m = re.search(r"auto: (\d+) frame-pointer walks kept", t)
+kept = int(m.group(1)) if m else 0
+print("# auto on profile_workload: %d of %d walks kept" % (kept, n))
+sys.exit(n < 100 or kept < 0.9 * n)' "$TMP/ap.err"
+"$KXPROF" convert "$TMP/ap.kxp" --folded "$TMP/ap.folded" >/dev/null
+check auto_fp_reach_main python3 -c '
+import sys
+tot = ok = 0
+for l in open(sys.argv[1]):
+    st, _, n = l.rstrip("\n").rpartition(" ")
+    if "kxw_heavy" in st or "kxw_light" in st:
+        tot += int(n)
+        ok += int(n) * (";main;kxw_spin_phase;" in st)
+print("# %d of %d kxw_heavy/kxw_light samples through main;kxw_spin_phase" % (ok, tot))
+sys.exit(tot < 100 or ok < 0.95 * tot)' "$TMP/ap.folded"
+
 # ---- off-CPU: blocked in BLKZEROOUT three calls deep in the library ----
 LOOPDEV=
 cleanup() {
@@ -138,7 +175,7 @@ check size_too_big_refused [ $? -ne 0 ]
 check size_too_big_says grep -q "65528" "$TMP/e.err"
 "$KXPROF" record -F 99 --call-graph lbr -o "$TMP/e.kxp" -- true 2>"$TMP/e.err"
 check mode_unknown_refused [ $? -ne 0 ]
-check mode_unknown_says grep -q "not fp or dwarf" "$TMP/e.err"
+check mode_unknown_says grep -q "not fp, dwarf" "$TMP/e.err"
 
 # ---- through the daemon, as uid 65534 ----
 command -v setpriv >/dev/null || { skip dwarf_daemon "setpriv not installed"; exit 0; }

@@ -203,7 +203,7 @@ elif serve_up pdwarf --pprof --call-graph dwarf; then
 	check pprof_dwarf_query_fp_200 test "$code" = 200
 	code=$(as_nobody_get "/debug/pprof/profile?seconds=1&call_graph=lbr" "$TMP/pbad")
 	check pprof_call_graph_bad_400 test "$code" = 400
-	check pprof_call_graph_bad_says grep -q "not fp or dwarf" "$TMP/pbad"
+	check pprof_call_graph_bad_says grep -q "not fp, dwarf" "$TMP/pbad"
 	kill $wl 2>/dev/null
 	wait $wl 2>/dev/null
 	go_pprof "$TMP/pdw.pb.gz" "$TMP/pdw.traces"

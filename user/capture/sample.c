@@ -68,20 +68,29 @@ int kx_sample_parse(const void *rec, size_t len, struct kx_sample *out)
 	return 0;
 }
 
-int kx_call_graph_parse(const char *s, uint32_t *bytes, char *err, size_t len)
+int kx_call_graph_parse(const char *s, uint32_t *bytes, int *autom, char *err, size_t len)
 {
 	long long n = KX_USTACK_DEFAULT;
+	size_t k;
 
-	if (!strcmp(s, "fp")) {
-		*bytes = 0;
+	*bytes = 0;
+	*autom = 0;
+	if (!strcmp(s, "fp"))
 		return 0;
-	}
-	if (strncmp(s, "dwarf", 5) || (s[5] && s[5] != ',')) {
-		snprintf(err, len, "--call-graph: '%s' is not fp or dwarf[,SIZE]", s);
+	if (!strncmp(s, "dwarf", 5))
+		k = 5;
+	else if (!strncmp(s, "auto", 4))
+		k = 4;
+	else
+		k = 0;
+	if (!k || (s[k] && s[k] != ',')) {
+		snprintf(err, len, "--call-graph: '%s' is not fp, dwarf[,SIZE] or auto[,SIZE]", s);
 		return -1;
 	}
-	if (s[5] && kx_parse_long("--call-graph dwarf,SIZE", s + 6, 8, KX_USTACK_MAX, &n, err, len))
+	if (s[k] &&
+	    kx_parse_long("--call-graph MODE,SIZE", s + k + 1, 8, KX_USTACK_MAX, &n, err, len))
 		return -1;
+	*autom = k == 4;
 	*bytes = (uint32_t)(n & ~7ll); /* whole words */
 	return 0;
 }

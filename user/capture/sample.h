@@ -103,8 +103,9 @@ void kx_sampler_counts(struct kx_sampler *s, struct kx_sample_counts *c);
 /* Stops if needed and frees everything (NULL is fine). */
 void kx_sampler_close(struct kx_sampler *s);
 
-/* --call-graph MODE[,SIZE] (fp, dwarf or dwarf,SIZE) into *bytes, the
- * stack copied per sample (0: frame pointers). 0, or -1 with err set. */
-int kx_call_graph_parse(const char *s, uint32_t *bytes, char *err, size_t len);
+/* --call-graph MODE[,SIZE] (fp, dwarf[,SIZE] or auto[,SIZE]) into *bytes,
+ * the stack copied per sample (0: frame pointers), and *autom (1: auto). 0,
+ * or -1 with err set. */
+int kx_call_graph_parse(const char *s, uint32_t *bytes, int *autom, char *err, size_t len);
 
 #endif /* KX_CAPTURE_SAMPLE_H */

@@ -210,7 +210,7 @@ static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, c
 	}
 	s->ci.samples.hz = o->sample_hz;
 	s->ci.samples.ustack_bytes = so.ustack_bytes;
-	if (so.ustack_bytes && !(s->ustack = kx_ustack_pair_new(err, len)))
+	if (so.ustack_bytes && !(s->ustack = kx_ustack_pair_new(o->ustack_auto, err, len)))
 		return -1;
 	s->ci.samples.off_cpu = o->off_cpu != 0;
 	if (o->sample_hz)

@@ -23,10 +23,15 @@ struct pair_slot {
 	unsigned int n; /* frames in ips */
 	int complete;   /* the unwind reached the outermost frame */
 	uint64_t ips[KX_SAMPLE_MAX_DEPTH];
+	/* auto: the copy itself, unwound only when its sample's frame-pointer
+	 * walk is not kept (NULL until the first; pending: not unwound yet). */
+	struct kx_ustack_rec *raw;
+	int pending;
 };
 
 struct kx_ustack_pair {
 	struct kx_unwinder *uw;
+	int autom;               /* --call-graph auto */
 	struct pair_slot *slots; /* by CPU */
 	uint32_t nslots;
 	struct pair_slot *off; /* off-CPU copies, by tid (PAIR_OFF_SLOTS); NULL until one */
@@ -34,7 +39,7 @@ struct kx_ustack_pair {
 	uint64_t out[KX_SAMPLE_MAX_DEPTH]; /* the frames the last sample took */
 };
 
-struct kx_ustack_pair *kx_ustack_pair_new(char *err, size_t len)
+struct kx_ustack_pair *kx_ustack_pair_new(int autom, char *err, size_t len)
 {
 	struct kx_ustack_pair *p = calloc(1, sizeof(*p));
 
@@ -47,6 +52,7 @@ struct kx_ustack_pair *kx_ustack_pair_new(char *err, size_t len)
 		free(p);
 		return NULL;
 	}
+	p->autom = autom;
 	return p;
 }
 
@@ -92,10 +98,43 @@ static struct pair_slot *sample_slot(struct kx_ustack_pair *p, const struct kx_s
 	return s->cpu < p->nslots ? &p->slots[s->cpu] : NULL;
 }
 
+/* The unwinder's view of copy r. */
+static struct kx_ustack ustack_of(const struct kx_ustack_rec *r)
+{
+	return (struct kx_ustack){.pid = r->pid,
+	                          .exec_id = r->exec_id,
+	                          .ts_ns = r->ts,
+	                          .regs = (const uint64_t *)r->regs,
+	                          .stack = r->data,
+	                          .len = r->len};
+}
+
+/* Unwinds copy r into slot sl. */
+static void unwind_copy(struct kx_ustack_pair *p, struct pair_slot *sl,
+                        const struct kx_ustack_rec *r)
+{
+	struct kx_ustack s = ustack_of(r);
+
+	sl->n = kx_unwind(p->uw, &s, sl->ips, KX_SAMPLE_MAX_DEPTH, &sl->complete);
+}
+
+/* auto: 1 when sample smp keeps its frame-pointer walk (every frame in a
+ * module that keeps frame pointers), else its copy in sl is unwound. */
+static int fp_kept(struct kx_ustack_pair *p, struct pair_slot *sl, const struct kx_sample *smp)
+{
+	const struct kx_ustack_rec *r = sl->raw;
+	struct kx_ustack s = ustack_of(r);
+
+	sl->pending = 0;
+	if (kx_unwind_fp_trusted(p->uw, &s, smp->uips, smp->nu))
+		return 1;
+	unwind_copy(p, sl, r);
+	return 0;
+}
+
 void kx_ustack_pair_copy(struct kx_ustack_pair *p, const void *rec, size_t len)
 {
 	const struct kx_ustack_rec *r = rec;
-	struct kx_ustack s;
 	struct pair_slot *sl;
 
 	if (len < KX_USTACK_REC_BASE_SIZE || r->version != KX_USTACK_VERSION ||
@@ -105,16 +144,18 @@ void kx_ustack_pair_copy(struct kx_ustack_pair *p, const void *rec, size_t len)
 		return;
 	}
 	p->c.copies++;
-	s = (struct kx_ustack){.pid = r->pid,
-	                       .exec_id = r->exec_id,
-	                       .ts_ns = r->ts,
-	                       .regs = (const uint64_t *)r->regs,
-	                       .stack = r->data,
-	                       .len = r->len};
 	sl->tid = r->tid;
 	sl->ts = r->ts;
-	sl->n = kx_unwind(p->uw, &s, sl->ips, KX_SAMPLE_MAX_DEPTH, &sl->complete);
 	sl->full = 1;
+	sl->pending = 0;
+	/* auto: a CPU sample's copy waits for the sample's frame-pointer walk. */
+	if (p->autom && !(r->flags & KX_USTACK_F_OFFCPU) &&
+	    (sl->raw || (sl->raw = malloc(KX_USTACK_REC_BASE_SIZE + KX_USTACK_MAX)))) {
+		memcpy(sl->raw, r, KX_USTACK_REC_BASE_SIZE + r->len);
+		sl->pending = 1;
+		return;
+	}
+	unwind_copy(p, sl, r);
 }
 
 void kx_ustack_pair_sample(struct kx_ustack_pair *p, struct kx_sample *s)
@@ -130,6 +171,10 @@ void kx_ustack_pair_sample(struct kx_ustack_pair *p, struct kx_sample *s)
 		return;
 	}
 	sl->full = 0;
+	if (sl->pending && fp_kept(p, sl, s)) {
+		p->c.fp_kept++;
+		return;
+	}
 	if (!sl->n) {
 		p->c.failed++;
 		return;
@@ -157,6 +202,7 @@ void kx_ustack_facts(const struct kx_ustack_pair *p, const struct kx_sample_coun
 	si->stacks[KX_DW_NO_COPY] = p->c.no_copy;
 	si->stacks[KX_DW_COPY_FAULT] = sc->ustack_fault;
 	si->stacks[KX_DW_COPIES] = p->c.copies;
+	si->stacks[KX_DW_FP_KEPT] = p->c.fp_kept;
 }
 
 void kx_ustack_pair_free(struct kx_ustack_pair *p)
@@ -164,6 +210,8 @@ void kx_ustack_pair_free(struct kx_ustack_pair *p)
 	if (!p)
 		return;
 	kx_unwinder_free(p->uw);
+	for (uint32_t i = 0; i < p->nslots; i++)
+		free(p->slots[i].raw);
 	free(p->slots);
 	free(p->off);
 	free(p);

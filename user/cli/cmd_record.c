@@ -60,7 +60,7 @@ static void record_usage(FILE *f)
 	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
 	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH]\n"
 	        "                     [--no-jobs] [--no-annotations] [-F HZ] [--off-cpu]\n"
-	        "                     [--call-graph fp|dwarf[,SIZE]]\n"
+	        "                     [--call-graph fp|dwarf[,SIZE]|auto[,SIZE]]\n"
 	        "                     [--counters LIST] [--drm-usage[=SECS]] [--no-drm-usage]\n"
 	        "                     [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
@@ -90,7 +90,9 @@ static void record_usage(FILE *f)
 	        "                        pointers, the default), or dwarf[,SIZE]: copy SIZE\n"
 	        "                        bytes of the user stack at each sample (default 8192,\n"
 	        "                        at most 65528) and unwind it with the modules' CFI\n"
-	        "                        (code built without frame pointers; see\n"
+	        "                        (code built without frame pointers), or auto[,SIZE]:\n"
+	        "                        copy, but keep the frame-pointer walk of a CPU sample\n"
+	        "                        whose modules all keep frame pointers (see\n"
 	        "                        docs/stacks.md)\n"
 	        "      --off-cpu         also record where threads blocked inside traced ioctls\n"
 	        "                        waited: their stacks, weighted by the time off the CPU\n"
@@ -181,7 +183,8 @@ static int record_opt(struct record_opts *o, int opt)
 		o->cap.off_cpu = 1;
 		return 0;
 	case 'G':
-		if (kx_call_graph_parse(optarg, &o->cap.ustack_bytes, err, sizeof(err)))
+		if (kx_call_graph_parse(optarg, &o->cap.ustack_bytes, &o->cap.ustack_auto, err,
+		                        sizeof(err)))
 			break;
 		return 0;
 	case 'C':
@@ -361,7 +364,12 @@ static void record_report_dwarf(const struct kx_sample_info *si)
 	        (unsigned long long)k[KX_DW_COPIES], si->ustack_bytes,
 	        (unsigned long long)k[KX_DW_UNWOUND], (unsigned long long)k[KX_DW_PARTIAL],
 	        (unsigned long long)k[KX_DW_FAILED], (unsigned long long)k[KX_DW_NO_COPY]);
-	if (k[KX_DW_PARTIAL] > k[KX_DW_UNWOUND])
+	if (k[KX_DW_FP_KEPT])
+		fprintf(stderr,
+		        "kxprof record: --call-graph auto: %llu frame-pointer walks kept (every "
+		        "frame in a module that keeps frame pointers), not unwound\n",
+		        (unsigned long long)k[KX_DW_FP_KEPT]);
+	if (k[KX_DW_PARTIAL] > k[KX_DW_UNWOUND] + k[KX_DW_FP_KEPT])
 		fprintf(stderr, "kxprof record: most stacks stopped early: a larger copy "
 		                "(--call-graph dwarf,SIZE) reaches further up a deep stack\n");
 	if (k[KX_DW_NO_COPY])

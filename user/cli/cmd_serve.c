@@ -123,8 +123,9 @@ static void serve_usage(FILE *f)
 	        "                        where KASLR put the kernel)\n"
 	        "      --profile-hz HZ   sampling frequency of /debug/pprof/profile (default %u)\n"
 	        "      --call-graph MODE how /debug/pprof/profile walks user stacks: fp (frame\n"
-	        "                        pointers, the default) or dwarf[,SIZE] (as kxprof\n"
-	        "                        record's; a request's call_graph=MODE overrides it)\n"
+	        "                        pointers, the default), dwarf[,SIZE] or auto[,SIZE]\n"
+	        "                        (as kxprof record's; a request's call_graph=MODE\n"
+	        "                        overrides it)\n"
 	        "      --profile-max-seconds S  the longest profile served (default %u)\n"
 	        "      --drm-usage[=SECS] also export, from the DRM usage statistics of the\n"
 	        "                        traced processes' DRM and accel fds (/proc/PID/fdinfo,\n"
@@ -144,7 +145,7 @@ static void serve_usage(FILE *f)
 	        "pprof,\n"
 	        "      with the driver calls as frames) of the traced processes over the next N\n"
 	        "      seconds (default 30); %u at once, one per client, others get 429;\n"
-	        "      call_graph=fp|dwarf[,SIZE] walks user stacks as --call-graph.\n"
+	        "      call_graph=fp|dwarf[,SIZE]|auto[,SIZE] walks user stacks as --call-graph.\n"
 	        "      Everything served is readable by every local user (and by whoever reaches\n"
 	        "      --listen's address).\n"
 	        "Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
@@ -492,7 +493,7 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 	struct serve_conn *k;
 	char why[256];
 	uint32_t secs, ustack;
-	int rc;
+	int rc, autom;
 
 	if (r)
 		return profile_answer(c, r);
@@ -501,15 +502,14 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, profile_arg, q);
 	if (q[1]) {
 		snprintf(why, sizeof(why),
-		         "bad query: unknown parameter '%s' (seconds=N and "
-		         "call_graph=fp|dwarf[,SIZE] "
+		         "bad query: unknown parameter '%s' (seconds=N and call_graph=MODE "
 		         "only)\n",
 		         q[1]);
 		return reply(c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", strdup(why),
 		             strlen(why), 1);
 	}
 	if (kx_cpuprof_seconds(sv->prof, q[0], &secs, why, sizeof(why) - 1) ||
-	    kx_cpuprof_call_graph(sv->prof, q[2], &ustack, why, sizeof(why) - 1)) {
+	    kx_cpuprof_call_graph(sv->prof, q[2], &ustack, &autom, why, sizeof(why) - 1)) {
 		strcat(why, "\n");
 		return reply(c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", strdup(why),
 		             strlen(why), 1);
@@ -538,7 +538,7 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 	profile_waiting(r, 1);
 	/* Suspended first: the profile's thread may finish at once. */
 	MHD_suspend_connection(c);
-	rc = kx_cpuprof_start(sv->prof, secs, ustack, profile_done, r, why, sizeof(why) - 1);
+	rc = kx_cpuprof_start(sv->prof, secs, ustack, autom, profile_done, r, why, sizeof(why) - 1);
 	if (rc) {
 		r->status = rc == -2 ? MHD_HTTP_TOO_MANY_REQUESTS : MHD_HTTP_SERVICE_UNAVAILABLE;
 		snprintf(r->err, sizeof(r->err), "%s\n", why);
@@ -667,6 +667,7 @@ struct serve_opts {
 	int pprof, pprof_kaddr;          /* --pprof, --pprof-kernel-addresses */
 	const char *call_graph;          /* --call-graph, NULL when not given */
 	uint32_t ustack_bytes;           /* its stack copy size (0: fp) */
+	int ustack_auto;                 /* --call-graph auto */
 	int allow_reset;                 /* --allow-reset */
 	long long prof_hz, prof_secs;    /* /debug/pprof/profile: frequency, longest profile */
 	struct kx_devset devices, fresh; /* traced now; the last rescan */
@@ -774,7 +775,8 @@ static int serve_opt(struct serve_opts *o, int opt)
 		return 0;
 	case OPT_CALL_GRAPH:
 		o->call_graph = optarg;
-		if (kx_call_graph_parse(optarg, &o->ustack_bytes, err, sizeof(err)))
+		if (kx_call_graph_parse(optarg, &o->ustack_bytes, &o->ustack_auto, err,
+		                        sizeof(err)))
 			break;
 		return 0;
 	case OPT_ALLOW_RESET:
@@ -937,7 +939,8 @@ static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts
 	                                 .max_running = KX_CPUPROF_MAX_RUNNING,
 	                                 .max_bytes = KX_CPUPROF_MAX_BYTES,
 	                                 .kernel_addresses = o->pprof_kaddr,
-	                                 .ustack_bytes = o->ustack_bytes};
+	                                 .ustack_bytes = o->ustack_bytes,
+	                                 .ustack_auto = o->ustack_auto};
 	sv->prof = kx_cpuprof_new(c->s, !o->pids, &lim);
 	if (!sv->prof) {
 		snprintf(err, sizeof(err), "out of memory");

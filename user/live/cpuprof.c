@@ -39,6 +39,7 @@ struct job {
 	struct kx_cpuprof *cp;
 	uint32_t secs;
 	uint32_t ustack_bytes; /* --call-graph dwarf: copied per sample; 0: fp */
+	int ustack_auto;       /* --call-graph auto */
 	struct kx_ustack_pair *ustack;
 	kx_cpuprof_done_fn done;
 	void *ctx;
@@ -87,15 +88,16 @@ int kx_cpuprof_seconds(const struct kx_cpuprof *cp, const char *value, uint32_t 
 }
 
 int kx_cpuprof_call_graph(const struct kx_cpuprof *cp, const char *value, uint32_t *ustack_bytes,
-                          char *why, size_t len)
+                          int *autom, char *why, size_t len)
 {
 	char err[160];
 
 	if (!value) {
 		*ustack_bytes = cp->lim.ustack_bytes;
+		*autom = cp->lim.ustack_auto;
 		return 0;
 	}
-	if (kx_call_graph_parse(value, ustack_bytes, err, sizeof(err))) {
+	if (kx_call_graph_parse(value, ustack_bytes, autom, err, sizeof(err))) {
 		snprintf(why, len, "bad query: call_graph=%s: %s", value, err);
 		return -1;
 	}
@@ -212,7 +214,8 @@ static int sample(struct job *j)
 		snprintf(j->err, sizeof(j->err), "the capture is closed");
 		return -1;
 	}
-	if (j->ustack_bytes && !(j->ustack = kx_ustack_pair_new(j->err, sizeof(j->err))))
+	if (j->ustack_bytes &&
+	    !(j->ustack = kx_ustack_pair_new(j->ustack_auto, j->err, sizeof(j->err))))
 		return -1;
 	o = (struct kx_sampler_opts){.freq_hz = j->cp->lim.hz,
 	                             .all = j->cp->all,
@@ -323,7 +326,7 @@ static int claim(struct kx_cpuprof *cp)
 	return rc;
 }
 
-int kx_cpuprof_start(struct kx_cpuprof *cp, uint32_t secs, uint32_t ustack_bytes,
+int kx_cpuprof_start(struct kx_cpuprof *cp, uint32_t secs, uint32_t ustack_bytes, int autom,
                      kx_cpuprof_done_fn done, void *ctx, char *why, size_t len)
 {
 	pthread_attr_t at;
@@ -344,8 +347,12 @@ int kx_cpuprof_start(struct kx_cpuprof *cp, uint32_t secs, uint32_t ustack_bytes
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
-	*j = (struct job){
-	        .cp = cp, .secs = secs, .ustack_bytes = ustack_bytes, .done = done, .ctx = ctx};
+	*j = (struct job){.cp = cp,
+	                  .secs = secs,
+	                  .ustack_bytes = ustack_bytes,
+	                  .ustack_auto = autom,
+	                  .done = done,
+	                  .ctx = ctx};
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	e = pthread_create(&th, &at, job_main, j);

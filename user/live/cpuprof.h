@@ -38,6 +38,7 @@ struct kx_cpuprof_limits {
 	uint32_t ustack_bytes; /* call graph when the request does not say: bytes of user
 	                          stack copied per sample and unwound with the CFI
 	                          (capture/ustack.h); 0: frame pointers */
+	int ustack_auto;       /* with ustack_bytes: --call-graph auto (capture/ustack.h) */
 };
 #define KX_CPUPROF_HZ          99
 #define KX_CPUPROF_MAX_SECONDS 60
@@ -59,16 +60,16 @@ struct kx_cpuprof *kx_cpuprof_new(struct kx_session *s, int all,
  * -1 with why (a 400's text). */
 int kx_cpuprof_seconds(const struct kx_cpuprof *cp, const char *value, uint32_t *secs, char *why,
                        size_t len);
-/* The stack copy size of a request's "call_graph" value (fp, dwarf or
- * dwarf,SIZE; NULL: the limits' ustack_bytes). 0, or -1 with why (a 400's
- * text). */
+/* The stack copy size and auto flag of a request's "call_graph" value (fp,
+ * dwarf[,SIZE] or auto[,SIZE]; NULL: the limits'). 0, or -1 with why (a
+ * 400's text). */
 int kx_cpuprof_call_graph(const struct kx_cpuprof *cp, const char *value, uint32_t *ustack_bytes,
-                          char *why, size_t len);
+                          int *autom, char *why, size_t len);
 /* Starts a profile of secs seconds, user stacks unwound from ustack_bytes
- * copies (0: frame pointers); done(ctx, ...) is called on its thread
+ * copies (0: frame pointers; autom: --call-graph auto); done(ctx, ...) is called on its thread
  * when it ends. 0; -2 when max_running are running (a 429's case: why says
  * so); -1 with why when it cannot start. */
-int kx_cpuprof_start(struct kx_cpuprof *cp, uint32_t secs, uint32_t ustack_bytes,
+int kx_cpuprof_start(struct kx_cpuprof *cp, uint32_t secs, uint32_t ustack_bytes, int autom,
                      kx_cpuprof_done_fn done, void *ctx, char *why, size_t len);
 /* Ends the running profiles early (their callbacks still run) and waits for
  * them; later starts are refused. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sample_rec.h" /* bpf/: KX_USTACK_NREGS, KX_USTACK_REG_* */
+#include "symbol/fpcheck.h"
 #include "symbol/unwind.h"
 
 #define UNW_PROCS 64 /* processes with a dwfl kept at once */
@@ -35,6 +36,8 @@ static struct {
 	__typeof__(dwfl_getthread_frames) *getthread_frames;
 	__typeof__(dwfl_linux_proc_find_elf) *linux_proc_find_elf;
 	__typeof__(dwfl_linux_proc_report) *linux_proc_report;
+	__typeof__(dwfl_module_getelf) *module_getelf;
+	__typeof__(dwfl_module_info) *module_info;
 	__typeof__(dwfl_report_begin) *report_begin;
 	__typeof__(dwfl_report_end) *report_end;
 	__typeof__(dwfl_standard_find_debuginfo) *standard_find_debuginfo;
@@ -62,6 +65,8 @@ static void dw_open(void)
 	      (dw.getthread_frames = dlsym(h, "dwfl_getthread_frames")) &&
 	      (dw.linux_proc_find_elf = dlsym(h, "dwfl_linux_proc_find_elf")) &&
 	      (dw.linux_proc_report = dlsym(h, "dwfl_linux_proc_report")) &&
+	      (dw.module_getelf = dlsym(h, "dwfl_module_getelf")) &&
+	      (dw.module_info = dlsym(h, "dwfl_module_info")) &&
 	      (dw.report_begin = dlsym(h, "dwfl_report_begin")) &&
 	      (dw.report_end = dlsym(h, "dwfl_report_end")) &&
 	      (dw.standard_find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo")) &&
@@ -276,6 +281,49 @@ unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_
 	else
 		u->st.partial++;
 	return w.n;
+}
+
+/* Module verdicts kept in each module's userdata (per process session). */
+#define UNW_FP_KEPT ((void *)1)
+#define UNW_FP_NOT  ((void *)2)
+
+/* Whether module m keeps frame pointers (symbol/fpcheck.h), found once. */
+static int module_keeps_fp(Dwfl_Module *m)
+{
+	struct kx_fpcheck c;
+	Dwarf_Addr bias;
+	void **ud = NULL;
+	Elf *elf;
+
+	if (!dw.module_info(m, &ud, NULL, NULL, NULL, NULL, NULL, NULL) || !ud)
+		return 0;
+	if (!*ud) {
+		elf = dw.module_getelf(m, &bias);
+		*ud = elf && kx_fpcheck_elf(elf, &c) ? UNW_FP_KEPT : UNW_FP_NOT;
+	}
+	return *ud == UNW_FP_KEPT;
+}
+
+int kx_unwind_fp_trusted(struct kx_unwinder *u, const struct kx_ustack *s, const uint64_t *ips,
+                         unsigned int n)
+{
+	struct unw_proc *p;
+	Dwfl_Module *m;
+
+	if (n < 2 || !(p = proc_get(u, s)))
+		return 0;
+	p->used_ns = s->ts_ns;
+	for (unsigned int i = 0; i < n; i++) {
+		/* A return address may be just past its call's function. */
+		m = dw.addrmodule(p->dwfl, i ? ips[i] - 1 : ips[i]);
+		/* Each caller's return address was read from its callee's frame
+		 * record: right when the callee keeps frame pointers. The
+		 * outermost frame needs only to be code (libc's
+		 * __libc_start_call_main, start_thread: the walk ends there). */
+		if (!m || (i + 1 < n && !module_keeps_fp(m)))
+			return 0;
+	}
+	return 1;
 }
 
 void kx_unwinder_stats(const struct kx_unwinder *u, struct kx_unwind_stats *st)
