@@ -182,7 +182,7 @@ check pprof_kaddr_needs_pprof_says grep -q -- "needs --pprof" "$TMP/ka.err"
 # 3. --call-graph dwarf: the profile of the workload built without frame
 # pointers (build/tests/dwarf_workload) unwinds kxdw_inner's samples to main
 # through its callers (go tool pprof -traces); a request's call_graph=fp
-# overrides it and loses them; a bad call_graph gets 400; --call-graph
+# overrides it and loses them, call_graph=auto unwinds them; a bad call_graph gets 400; --call-graph
 # without --pprof is refused.
 # go_pprof FILE.pb.gz OUT: go tool pprof -traces, offline, caches in $TMP.
 go_pprof() {
@@ -195,12 +195,14 @@ CHAIN=(kxdw_inner kxdw_middle kxdw_outer kxdw_run main)
 if ! command -v go >/dev/null; then
 	fail pprof_dwarf_tool "go is missing (Debian golang-go; scripts/install-deps.sh installs it)"
 elif serve_up pdwarf --pprof --call-graph dwarf; then
-	"$WL/dwarf_workload" 6 >/dev/null &
+	"$WL/dwarf_workload" 9 >/dev/null &
 	wl=$!
 	code=$(as_nobody_get "/debug/pprof/profile?seconds=2" "$TMP/pdw.pb.gz")
 	check pprof_dwarf_200 test "$code" = 200
 	code=$(as_nobody_get "/debug/pprof/profile?seconds=2&call_graph=fp" "$TMP/pfp.pb.gz")
 	check pprof_dwarf_query_fp_200 test "$code" = 200
+	code=$(as_nobody_get "/debug/pprof/profile?seconds=2&call_graph=auto" "$TMP/pauto.pb.gz")
+	check pprof_query_auto_200 test "$code" = 200
 	code=$(as_nobody_get "/debug/pprof/profile?seconds=1&call_graph=lbr" "$TMP/pbad")
 	check pprof_call_graph_bad_400 test "$code" = 400
 	check pprof_call_graph_bad_says grep -q "not fp, dwarf" "$TMP/pbad"
@@ -208,6 +210,8 @@ elif serve_up pdwarf --pprof --call-graph dwarf; then
 	wait $wl 2>/dev/null
 	go_pprof "$TMP/pdw.pb.gz" "$TMP/pdw.traces"
 	check pprof_dwarf_unwinds python3 "$TRACES" "$TMP/pdw.traces" unwind "${CHAIN[@]}"
+	go_pprof "$TMP/pauto.pb.gz" "$TMP/pauto.traces"
+	check pprof_query_auto_unwinds python3 "$TRACES" "$TMP/pauto.traces" unwind "${CHAIN[@]}"
 	go_pprof "$TMP/pfp.pb.gz" "$TMP/pfp.traces"
 	check pprof_query_fp_has_leaf grep -q "kxdw_inner" "$TMP/pfp.traces"
 	check pprof_query_fp_loses_callers bash -c '! python3 "$@"' _ "$TRACES" "$TMP/pfp.traces" \
