@@ -76,9 +76,8 @@ int kx_fpcheck_elf(Elf *elf, struct kx_fpcheck *c)
 
 	memset(c, 0, sizeof(*c));
 #if !defined(__x86_64__)
-	(void)elf;
-	return 0;
-#else
+	return 0; /* the frame setup looked for is x86-64's */
+#endif
 	while (elf && (scn = elf_nextscn(elf, scn)) != NULL) {
 		if (!gelf_getshdr(scn, &sh))
 			continue;
@@ -92,5 +91,4 @@ int kx_fpcheck_elf(Elf *elf, struct kx_fpcheck *c)
 		return 0;
 	count_table(elf, scn, &sh, c);
 	return c->funcs >= FP_MIN_FUNCS && 2 * c->with_fp >= c->funcs;
-#endif
 }
