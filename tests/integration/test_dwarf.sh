@@ -165,8 +165,6 @@ else
 			check offcpu_fp_loses_callers [ $((ogood * 100)) -lt $((ototal * 50)) ]
 		fi
 	done
-	losetup -d "$LOOPDEV" 2>/dev/null
-	LOOPDEV=
 fi
 
 # ---- errors ----
@@ -189,7 +187,6 @@ chmod 755 "$BIN" "$BIN"/*
 SOCK=$TMP/run/kxprof.sock
 "$KXPROF" serve --socket "$SOCK" --idle-timeout 10 2>"$TMP/serve.log" &
 DPID=$!
-trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
 for _ in $(seq 1 100); do
 	[ -S "$SOCK" ] && break
 	sleep 0.1
@@ -217,3 +214,17 @@ copies = int(m.group(1))
 d = sum(int(x) for x in m.groups()[1:])
 print("# samples %d, copies %d, dwarf outcomes %d" % (n, copies, d))
 sys.exit(d != n or copies > n or n < 100)' "$TMP/u.err"
+# Off-CPU through the daemon: the user's own blocked thread, its stacks
+# unwound (the loop device made the user's for the test).
+if [ -n "$LOOPDEV" ] && chown 65534 "$LOOPDEV"; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all env KXPROF_SOCKET="$SOCK" \
+		"$BIN/kxprof" record --off-cpu --call-graph dwarf --device loop -o "$TMP/out/uo.kxp" \
+		-- "$BIN/dwarf_workload" 2 "$LOOPDEV" >"$TMP/uo.json" 2>"$TMP/uo.err"
+	check daemon_offcpu_record_exit [ $? -eq 0 ]
+	"$KXPROF" convert "$TMP/out/uo.kxp" --off-cpu --folded "$TMP/uo.folded" >/dev/null
+	read -r uogood uototal < <(share "$TMP/uo.folded" "$IOCHAIN" "[loop] BLKZEROOUT")
+	echo "# daemon off-CPU: $uogood of $uototal us blocked unwind to main through the right callers"
+	check daemon_offcpu_enough_time [ "${uototal:-0}" -ge 100000 ]
+	# (a copy lost to a full ring keeps its frame-pointer walk: 90%, not 95)
+	check daemon_offcpu_unwinds_90pct [ $((uogood * 100)) -ge $((uototal * 90)) ]
+fi
