@@ -6,8 +6,8 @@
  * process's modules reported from /proc/PID/maps, memory reads served from
  * the copy only; libdw is opened at run time, so only a program that
  * unwinds needs it installed). Owns one dwfl per process image, kept while it is used
- * (reported again when the process exec'd or a pc falls outside every
- * module known), so each module's CFI is parsed once per process.
+ * (reported again when the process exec'd or a pc, or a walk's return
+ * address, falls outside every module known), so each module's CFI is parsed once per process.
  */
 #ifndef KX_SYMBOL_UNWIND_H
 #define KX_SYMBOL_UNWIND_H
