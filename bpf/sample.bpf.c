@@ -25,7 +25,8 @@
  * preceded by a copy of the top of its user stack and its user registers
  * (struct kx_ustack_rec), those saved at the top of its kernel stack
  * (bpf_task_pt_regs): the interrupted ones for a sample in user mode, those
- * of its entry into the kernel otherwise.
+ * of its entry into the kernel otherwise. A thread blocking inside a traced
+ * call gets the same copy at its switch-out (those of its syscall entry).
  * The copy is made after the pid and uid filters, so it is only ever made
  * of a thread whose sample is kept.
  *
@@ -244,8 +245,9 @@ static __always_inline __u32 copy_stack(struct kx_ustack_rec *u, __u64 sp)
 	return 0;
 }
 
-/* --call-graph dwarf: emits the user stack copy of the current thread. */
-static __always_inline void emit_ustack(__u32 tgid, __u32 tid, __u32 exec_id, __u64 ts)
+/* --call-graph dwarf: emits the user stack copy of the current thread
+ * (flags: KX_USTACK_F_*). */
+static __always_inline void emit_ustack(__u32 tgid, __u32 tid, __u32 exec_id, __u64 ts, __u32 flags)
 {
 #ifdef __TARGET_ARCH_x86
 	__u32 cpu = bpf_get_smp_processor_id(), n;
@@ -277,7 +279,7 @@ static __always_inline void emit_ustack(__u32 tgid, __u32 tid, __u32 exec_id, __
 	u->exec_id = exec_id;
 	u->ts = ts;
 	u->len = n;
-	u->pad = 0;
+	u->flags = flags;
 	sstat_inc(KX_SSTAT_USTACK_EMITTED);
 	if (bpf_ringbuf_output(&events, u, KX_USTACK_REC_BASE_SIZE + n, submit_flags()))
 		sstat_inc(KX_SSTAT_USTACK_DROPPED);
@@ -312,7 +314,7 @@ int kx_sample(struct bpf_perf_event_data *ctx)
 	r->tid = (__u32)id;
 	r->exec_id = (__u32)BPF_CORE_READ(task, self_exec_id);
 	if (ustack_bytes && !kthread)
-		emit_ustack(tgid, (__u32)id, r->exec_id, r->ts);
+		emit_ustack(tgid, (__u32)id, r->exec_id, r->ts, 0);
 	r->flags = (kmode ? KX_SAMPLE_F_KERNEL : 0) | (kthread ? KX_SAMPLE_F_KTHREAD : 0);
 	r->pad = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
@@ -344,6 +346,11 @@ static __always_inline void offcpu_out(void *ctx, const struct inflight *v, __u3
 	r->flags = KX_SAMPLE_F_KERNEL;
 	r->pad = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	/* prev is still the current task: its registers and user memory. The
+	 * copy waits in user space for the record of the switch-in (a copy whose
+	 * record is never emitted is replaced by the thread's next one). */
+	if (ustack_bytes)
+		emit_ustack(tgid, tid, exec_id, r->ts, KX_USTACK_F_OFFCPU);
 	err = bpf_map_update_elem(&offcpu_stash, &tid, r, BPF_NOEXIST);
 	if (err == -EEXIST) /* left by a switch-in this program missed: replaced */
 		err = bpf_map_update_elem(&offcpu_stash, &tid, r, BPF_EXIST);

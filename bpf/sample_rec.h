@@ -80,7 +80,9 @@ struct kx_sample_rec {
  * --call-graph dwarf: the top of the user stack and the user registers at
  * a sample, for user space to unwind with the modules' CFI. The program
  * emits it just before the sample record it belongs to, on the same CPU,
- * with the same ts and tid (the consumer pairs them). hdr.size is 0: a
+ * with the same ts and tid (the consumer pairs them); an off-CPU record's
+ * copy (KX_USTACK_F_OFFCPU) is made at the switch-out, before the record,
+ * which may come from another CPU. hdr.size is 0: a
  * copy may be longer than 16 bits say; len is the size of the whole
  * record, KX_USTACK_REC_BASE_SIZE + len.
  */
@@ -92,6 +94,9 @@ struct kx_sample_rec {
 	17 /* x86-64 DWARF registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
 #define KX_USTACK_REG_SP 7
 #define KX_USTACK_REG_IP 16
+#define KX_USTACK_F_OFFCPU                                                                         \
+	1 /* flags: the copy of an off-CPU record's stack, made at its switch-out; the             \
+	     record follows when the thread is switched in again (same tid and ts) */
 struct kx_ustack_rec {
 	struct kx_hdr hdr;
 	unsigned short version; /* KX_USTACK_VERSION */
@@ -101,7 +106,7 @@ struct kx_ustack_rec {
 	unsigned int pid;      /* tgid */
 	unsigned int exec_id;  /* the sample's exec_id */
 	unsigned int len;      /* bytes of data: the stack from regs[KX_USTACK_REG_SP] up */
-	unsigned int pad;
+	unsigned int flags;    /* KX_USTACK_F_* */
 	unsigned long long regs[KX_USTACK_NREGS]; /* DWARF numbering */
 	unsigned char data[KX_USTACK_ROOM];
 };

@@ -3,7 +3,8 @@
 # run as nobody): /debug/pprof/profile is 404 unless --pprof, and with it the
 # kernel frames carry stand-in addresses, never a kernel-half one (unless
 # --pprof-kernel-addresses); /summary.json?reset=1 is 403 unless
-# --allow-reset and the series stay; one client address takes one profile
+# --allow-reset and the series stay; --call-graph dwarf (or a request's
+# call_graph=dwarf) unwinds a workload without frame pointers; one client address takes one profile
 # slot at most; and with 40 or 160 connections trickling a byte a second and
 # coming back at once when closed (more than --max-clients 32), every
 # Prometheus scrape is answered within its default 10 s timeout.
@@ -177,6 +178,49 @@ pprof_case pprof_real 1 --pprof --pprof-kernel-addresses
 "$KXPROF" serve --pprof-kernel-addresses --listen 127.0.0.1:0 2>"$TMP/ka.err"
 check pprof_kaddr_needs_pprof test $? -eq 2
 check pprof_kaddr_needs_pprof_says grep -q -- "needs --pprof" "$TMP/ka.err"
+
+# 3. --call-graph dwarf: the profile of the workload built without frame
+# pointers (build/tests/dwarf_workload) unwinds kxdw_inner's samples to main
+# through its callers (go tool pprof -traces); a request's call_graph=fp
+# overrides it and loses them, call_graph=auto unwinds them; a bad call_graph gets 400; --call-graph
+# without --pprof is refused.
+# go_pprof FILE.pb.gz OUT: go tool pprof -traces, offline, caches in $TMP.
+go_pprof() {
+	mkdir -p "$TMP/home"
+	HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOPROXY=off GOFLAGS= GOTOOLCHAIN=local \
+		go tool pprof -traces "$1" >"$2" 2>&1
+}
+TRACES=$(cd "$(dirname "$0")" && pwd)/pprof_traces.py
+CHAIN=(kxdw_inner kxdw_middle kxdw_outer kxdw_run main)
+if ! command -v go >/dev/null; then
+	fail pprof_dwarf_tool "go is missing (Debian golang-go; scripts/install-deps.sh installs it)"
+elif serve_up pdwarf --pprof --call-graph dwarf; then
+	"$WL/dwarf_workload" 9 >/dev/null &
+	wl=$!
+	code=$(as_nobody_get "/debug/pprof/profile?seconds=2" "$TMP/pdw.pb.gz")
+	check pprof_dwarf_200 test "$code" = 200
+	code=$(as_nobody_get "/debug/pprof/profile?seconds=2&call_graph=fp" "$TMP/pfp.pb.gz")
+	check pprof_dwarf_query_fp_200 test "$code" = 200
+	code=$(as_nobody_get "/debug/pprof/profile?seconds=2&call_graph=auto" "$TMP/pauto.pb.gz")
+	check pprof_query_auto_200 test "$code" = 200
+	code=$(as_nobody_get "/debug/pprof/profile?seconds=1&call_graph=lbr" "$TMP/pbad")
+	check pprof_call_graph_bad_400 test "$code" = 400
+	check pprof_call_graph_bad_says grep -q "not fp, dwarf" "$TMP/pbad"
+	kill $wl 2>/dev/null
+	wait $wl 2>/dev/null
+	go_pprof "$TMP/pdw.pb.gz" "$TMP/pdw.traces"
+	check pprof_dwarf_unwinds python3 "$TRACES" "$TMP/pdw.traces" unwind "${CHAIN[@]}"
+	go_pprof "$TMP/pauto.pb.gz" "$TMP/pauto.traces"
+	check pprof_query_auto_unwinds python3 "$TRACES" "$TMP/pauto.traces" unwind "${CHAIN[@]}"
+	go_pprof "$TMP/pfp.pb.gz" "$TMP/pfp.traces"
+	check pprof_query_fp_has_leaf grep -q "kxdw_inner" "$TMP/pfp.traces"
+	check pprof_query_fp_loses_callers bash -c '! python3 "$@"' _ "$TRACES" "$TMP/pfp.traces" \
+		unwind "${CHAIN[@]}"
+	serve_down pdwarf
+fi
+"$KXPROF" serve --call-graph dwarf --listen 127.0.0.1:0 2>"$TMP/cg.err"
+check call_graph_needs_pprof test $? -eq 2
+check call_graph_needs_pprof_says grep -q -- "needs --pprof" "$TMP/cg.err"
 
 # 4. one profile per client (a local user): nobody's second one gets 429
 # saying why, even from another loopback address, while another user's is

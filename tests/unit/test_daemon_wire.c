@@ -42,6 +42,7 @@ static struct kx_dw_request full_request(void)
 	r.sample_hz = 999;
 	r.off_cpu = 1;
 	r.ustack_bytes = 16384;
+	r.ustack_auto = 1;
 	snprintf(r.counters, sizeof(r.counters), "context-switches,cycles");
 	snprintf(r.cmdline, sizeof(r.cmdline), "loop_workload -t 2 -j 5 --name \"a b\"");
 	return r;
@@ -54,7 +55,7 @@ static int same_request(const struct kx_dw_request *a, const struct kx_dw_reques
 	    a->ringbuf_bytes != b->ringbuf_bytes || strcmp(a->mech, b->mech) ||
 	    strcmp(a->cmdline, b->cmdline) || a->sample_hz != b->sample_hz ||
 	    a->off_cpu != b->off_cpu || a->ustack_bytes != b->ustack_bytes ||
-	    strcmp(a->counters, b->counters))
+	    a->ustack_auto != b->ustack_auto || strcmp(a->counters, b->counters))
 		return 0;
 	for (int i = 0; i < a->npids; i++)
 		if (a->pids[i] != b->pids[i])
@@ -107,7 +108,8 @@ static void request_limits(void)
 	static const uint8_t big_pid[] = {0x08, 0x80, 0x80, 0x80, 0x80, 0x08};
 	static const uint8_t flag2[] = {0x10, 0x02};
 	static const uint8_t twice[] = {0x10, 0x01, 0x10, 0x01};
-	static const uint8_t unknown[] = {0x68, 0x01};
+	static const uint8_t unknown[] = {0x70, 0x01};
+	static const uint8_t auto2[] = {0x68, 0x02};
 	static const uint8_t ustack0[] = {0x60, 0x00};
 	static const uint8_t ustack_big[] = {0x60, 0xf9, 0xff, 0x03}; /* 65529 */
 	static const uint8_t hz0[] = {0x48, 0x00};
@@ -130,7 +132,8 @@ static void request_limits(void)
 	CHECK(refused(flag2, sizeof(flag2), "not a flag"));
 	CHECK(refused(twice, sizeof(twice), "given twice"));
 	CHECK(refused(unknown, sizeof(unknown),
-	              "unknown field 13 (a client newer than this daemon?)"));
+	              "unknown field 14 (a client newer than this daemon?)"));
+	CHECK(refused(auto2, sizeof(auto2), "not a flag"));
 	CHECK(refused(ustack0, sizeof(ustack0), "bad stack copy size (1 to 65528 bytes)"));
 	CHECK(refused(ustack_big, sizeof(ustack_big), "bad stack copy size"));
 	CHECK(refused(hz0, sizeof(hz0), "bad sampling frequency (1 to 1000000 Hz)"));

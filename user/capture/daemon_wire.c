@@ -26,10 +26,11 @@ enum {
 	RQ_CMDLINE = 7,  /* string */
 	RQ_ANNOTATE = 8, /* varint 0/1 */
 	/* After the first release (see daemon_wire.h). */
-	RQ_SAMPLE_HZ = 9, /* varint, Hz, 1..KX_DW_HZ_MAX */
-	RQ_OFF_CPU = 10,  /* varint 0/1 */
-	RQ_COUNTERS = 11, /* string: "NAME[,NAME...]" */
-	RQ_USTACK = 12,   /* varint, bytes of user stack per sample, 1..KX_USTACK_MAX */
+	RQ_SAMPLE_HZ = 9,    /* varint, Hz, 1..KX_DW_HZ_MAX */
+	RQ_OFF_CPU = 10,     /* varint 0/1 */
+	RQ_COUNTERS = 11,    /* string: "NAME[,NAME...]" */
+	RQ_USTACK = 12,      /* varint, bytes of user stack per sample, 1..KX_USTACK_MAX */
+	RQ_USTACK_AUTO = 13, /* varint 0/1: --call-graph auto */
 };
 enum { OP_MECH = 1 };
 enum { ST_EMITTED = 1, ST_RECEIVED = 2, ST_DROPPED = 3 };
@@ -110,6 +111,8 @@ void kx_dw_request_encode(struct kx_bytes *b, const struct kx_dw_request *r)
 		put_str(b, RQ_COUNTERS, r->counters);
 	if (r->ustack_bytes)
 		put_varint(b, RQ_USTACK, r->ustack_bytes);
+	if (r->ustack_auto)
+		put_varint(b, RQ_USTACK_AUTO, 1);
 }
 
 void kx_dw_opened_encode(struct kx_bytes *b, const char *mech)
@@ -225,6 +228,11 @@ static int profile_field(const struct field *f, struct kx_dw_request *r, char *e
 	case RQ_USTACK:
 		if (get_u32(f, KX_USTACK_MAX, &r->ustack_bytes) || r->ustack_bytes == 0)
 			return fail(err, len, "bad stack copy size (1 to %u bytes)", KX_USTACK_MAX);
+		return 0;
+	case RQ_USTACK_AUTO:
+		if (get_u32(f, 1, &v))
+			return fail(err, len, "field %u is not a flag", f->num);
+		r->ustack_auto = (int)v;
 		return 0;
 	case RQ_COUNTERS:
 		if (get_str(f, r->counters, sizeof(r->counters)) || !r->counters[0])

@@ -71,6 +71,7 @@ struct kx_dw_request {
 	uint32_t sample_hz;            /* CPU samples per second per CPU (record -F); 0: none */
 	int off_cpu;                   /* off-CPU stacks inside traced ioctls (--off-cpu) */
 	uint32_t ustack_bytes;         /* --call-graph dwarf: stack bytes per sample; 0: fp */
+	int ustack_auto;               /* --call-graph auto (with ustack_bytes) */
 	char counters[KX_DW_CTRS_MAX]; /* perf counters inside calls, as --counters takes them; ""
 	                                */
 	char cmdline[sizeof(((struct kx_capinfo *)0)->cmdline)]; /* for the record header */

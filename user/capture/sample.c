@@ -19,6 +19,7 @@
 #include "capture/sample.h"
 #include "sample.skel.h"
 #include "sample_rec.h" /* bpf/: the record layout */
+#include "util/parse.h"
 
 struct kx_sampler {
 	struct sample_bpf *skel;
@@ -30,6 +31,7 @@ struct kx_sampler {
 	const char *offcpu_mech;
 	kx_sample_fn fn;
 	void *ctx;
+	void (*copy_fn)(void *ctx, const void *rec, size_t len); /* stack copies */
 	uint32_t freq_hz;
 	int off_cpu, call_btf;
 	int started, stopped;
@@ -66,11 +68,45 @@ int kx_sample_parse(const void *rec, size_t len, struct kx_sample *out)
 	return 0;
 }
 
+int kx_call_graph_parse(const char *s, uint32_t *bytes, int *autom, char *err, size_t len)
+{
+	long long n = KX_USTACK_DEFAULT;
+	size_t k;
+
+	*bytes = 0;
+	*autom = 0;
+	if (!strcmp(s, "fp"))
+		return 0;
+	if (!strncmp(s, "dwarf", 5))
+		k = 5;
+	else if (!strncmp(s, "auto", 4))
+		k = 4;
+	else
+		k = 0;
+	if (!k || (s[k] && s[k] != ',')) {
+		snprintf(err, len, "--call-graph: '%s' is not fp, dwarf[,SIZE] or auto[,SIZE]", s);
+		return -1;
+	}
+	if (s[k] &&
+	    kx_parse_long("--call-graph MODE,SIZE", s + k + 1, 8, KX_USTACK_MAX, &n, err, len))
+		return -1;
+	*autom = k == 4;
+	*bytes = (uint32_t)(n & ~7ll); /* whole words */
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t len)
 {
 	struct kx_sampler *s = ctx;
 	struct kx_sample smp;
 
+	if (len >= sizeof(struct kx_hdr) && ((const struct kx_hdr *)data)->type == KX_REC_USTACK) {
+		if (s->copy_fn)
+			s->copy_fn(s->ctx, data, len);
+		else
+			s->c.malformed++;
+		return 0;
+	}
 	if (kx_sample_parse(data, len, &smp) != 0) {
 		s->c.malformed++;
 		return 0;
@@ -211,6 +247,7 @@ struct kx_sampler *kx_sampler_open(const struct kx_sampler_opts *o, char *err, s
 		return NULL;
 	}
 	s->fn = o->fn;
+	s->copy_fn = o->copy_fn;
 	s->ctx = o->ctx;
 	s->freq_hz = o->freq_hz;
 	s->off_cpu = o->off_cpu;

@@ -50,6 +50,10 @@ struct kx_sampler_opts {
 	/* --call-graph dwarf: bytes of user stack copied at each sample (at
 	 * most KX_USTACK_MAX), each copy a record before its sample; 0: none. */
 	uint32_t ustack_bytes;
+	/* Standalone with ustack_bytes: where the stack copies go (the
+	 * KX_REC_USTACK records, each before its sample's; e.g. to
+	 * capture/ustack.h's pairing); NULL: they are counted as malformed. */
+	void (*copy_fn)(void *ctx, const void *rec, size_t len);
 	const struct kx_sampler_maps *maps; /* NULL: standalone, with its own maps */
 	uint32_t ringbuf_bytes;             /* standalone: 0 is 8 MiB; a power of two */
 	uint32_t offcpu_slots;              /* threads blocked at once that can be kept (0: 4096) */
@@ -98,5 +102,10 @@ void kx_sampler_stop(struct kx_sampler *s);
 void kx_sampler_counts(struct kx_sampler *s, struct kx_sample_counts *c);
 /* Stops if needed and frees everything (NULL is fine). */
 void kx_sampler_close(struct kx_sampler *s);
+
+/* --call-graph MODE[,SIZE] (fp, dwarf[,SIZE] or auto[,SIZE]) into *bytes,
+ * the stack copied per sample (0: frame pointers), and *autom (1: auto). 0,
+ * or -1 with err set. */
+int kx_call_graph_parse(const char *s, uint32_t *bytes, int *autom, char *err, size_t len);
 
 #endif /* KX_CAPTURE_SAMPLE_H */

@@ -200,7 +200,8 @@ static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, c
 	                              .uid_only = o->uid_only,
 	                              .uid = o->uid,
 	                              .no_kstacks = o->no_kernel_why != NULL,
-	                              .ustack_bytes = o->sample_hz ? o->ustack_bytes : 0,
+	                              .ustack_bytes =
+	                                      o->sample_hz || o->off_cpu ? o->ustack_bytes : 0,
 	                              .maps = &maps};
 	s->sampler = kx_sampler_open(&so, why, sizeof(why));
 	if (!s->sampler || kx_sampler_start(s->sampler, why, sizeof(why))) {
@@ -209,7 +210,7 @@ static int open_sampler(struct kx_session *s, const struct kx_session_opts *o, c
 	}
 	s->ci.samples.hz = o->sample_hz;
 	s->ci.samples.ustack_bytes = so.ustack_bytes;
-	if (so.ustack_bytes && !(s->ustack = kx_ustack_pair_new(err, len)))
+	if (so.ustack_bytes && !(s->ustack = kx_ustack_pair_new(o->ustack_auto, err, len)))
 		return -1;
 	s->ci.samples.off_cpu = o->off_cpu != 0;
 	if (o->sample_hz)

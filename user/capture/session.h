@@ -51,6 +51,10 @@ struct kx_session_opts {
 	/* --call-graph dwarf: user stack bytes copied per CPU sample, unwound
 	 * with the modules' CFI (capture/ustack.h); 0: frame pointers only. */
 	uint32_t ustack_bytes;
+	/* --call-graph auto: a CPU sample keeps its frame-pointer walk when every
+	 * frame's module keeps frame pointers (capture/ustack.h), else its copy
+	 * is unwound. */
+	int ustack_auto;
 	/* Perf counters read inside each traced call (sink.counters gets them). */
 	const struct kx_counter_list *counters;
 	/* A daemon session not allowed kernel-mode profiling: why (samples and

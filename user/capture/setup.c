@@ -159,6 +159,7 @@ static void session_opts(struct kx_capture *c, const struct kx_capture_opts *o,
 	so->sample_hz = o->sample_hz;
 	so->off_cpu = o->off_cpu;
 	so->ustack_bytes = o->ustack_bytes;
+	so->ustack_auto = o->ustack_auto;
 	so->counters = o->counters;
 	so->no_kernel_why = o->no_kernel_why;
 	so->annotate = o->annotate;
@@ -279,6 +280,7 @@ static void request_of(const struct kx_capture_opts *o, struct kx_dw_request *r)
 	r->sample_hz = o->sample_hz;
 	r->off_cpu = o->off_cpu;
 	r->ustack_bytes = o->ustack_bytes;
+	r->ustack_auto = o->ustack_auto;
 	if (o->counters)
 		kx_counters_format(o->counters, r->counters, sizeof(r->counters));
 	cmdline_of(o, r->cmdline, sizeof(r->cmdline));

@@ -72,6 +72,7 @@ struct kx_capture_opts {
 	uint32_t sample_hz;    /* cpu-clock samples per second per CPU (record -F); 0: none */
 	int off_cpu;           /* off-CPU intervals inside traced ioctls (record --off-cpu) */
 	uint32_t ustack_bytes; /* --call-graph dwarf: user stack bytes copied per sample; 0: fp */
+	int ustack_auto;       /* --call-graph auto: DWARF only where frame pointers fail */
 	const struct kx_counter_list *counters; /* perf counters inside calls (--counters) */
 	unsigned int drm_usage_ms; /* DRM usage passes into the record file every this many ms
 	                              (capture/drmfdinfo.h); 0: none. Not through the daemon */

@@ -5,6 +5,9 @@
  * (symbol/unwind.h) and its frames wait in its CPU's slot; the sample of
  * the same tid and ts then takes them as its user frames, in place of the
  * frame-pointer walk it carries (kept when the unwind found no frame).
+ * An off-CPU interval's copy (made at its switch-out; its record comes at
+ * the switch-in, perhaps on another CPU) waits in its thread's slot.
+ * Samples and off-CPU intervals are counted together.
  * Owns the unwinder and the per-CPU slots; counts every sample it could
  * not unwind.
  */
@@ -27,10 +30,14 @@ struct kx_ustack_counts {
 	uint64_t partial;   /* samples whose unwind stopped before it */
 	uint64_t failed;    /* samples whose copy gave no frame (their frame-pointer walk kept) */
 	uint64_t no_copy;   /* user samples without a copy (lost or not read) */
+	uint64_t fp_kept;   /* auto: samples whose frame-pointer walk was kept */
 };
 
-/* NULL with err set (out of memory, no libdw). */
-struct kx_ustack_pair *kx_ustack_pair_new(char *err, size_t len);
+/* NULL with err set (out of memory, no libdw). autom: --call-graph auto,
+ * where a CPU sample keeps its frame-pointer walk when every frame of it
+ * lies in a module that keeps frame pointers (symbol/unwind.h), and its
+ * copy is unwound otherwise (off-CPU copies are always unwound). */
+struct kx_ustack_pair *kx_ustack_pair_new(int autom, char *err, size_t len);
 /* A KX_REC_USTACK record of len bytes: unwound, kept for its sample. */
 void kx_ustack_pair_copy(struct kx_ustack_pair *p, const void *rec, size_t len);
 /* A sample: its user frames become the unwound ones when its copy waits

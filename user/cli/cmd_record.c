@@ -25,8 +25,8 @@
 #include "capture/counters.h"
 #include "capture/drmfdinfo.h"
 #include "analysis/warnings.h"
+#include "capture/sample.h"
 #include "capture/setup.h"
-#include "sample_rec.h" /* bpf/: KX_USTACK_* */
 #include "util/parse.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -54,32 +54,13 @@ static void record_signals(void)
 		sigaction(ignored[i], &sa, NULL);
 }
 
-/* --call-graph MODE[,SIZE] into *bytes (0: frame pointers). 0, or -1 with err set. */
-static int parse_call_graph(const char *s, uint32_t *bytes, char *err, size_t len)
-{
-	long long n = KX_USTACK_DEFAULT;
-
-	if (!strcmp(s, "fp")) {
-		*bytes = 0;
-		return 0;
-	}
-	if (strncmp(s, "dwarf", 5) || (s[5] && s[5] != ',')) {
-		snprintf(err, len, "--call-graph: '%s' is not fp or dwarf[,SIZE]", s);
-		return -1;
-	}
-	if (s[5] && kx_parse_long("--call-graph dwarf,SIZE", s + 6, 8, KX_USTACK_MAX, &n, err, len))
-		return -1;
-	*bytes = (uint32_t)(n & ~7ll); /* whole words */
-	return 0;
-}
-
 static void record_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: kxprof record [-o FILE] [-p PID[,PID...]] [-a] [-d SECONDS]\n"
 	        "                     [--device SPEC]... [--ringbuf-mb N] [--attach MECH]\n"
 	        "                     [--no-jobs] [--no-annotations] [-F HZ] [--off-cpu]\n"
-	        "                     [--call-graph fp|dwarf[,SIZE]]\n"
+	        "                     [--call-graph fp|dwarf[,SIZE]|auto[,SIZE]]\n"
 	        "                     [--counters LIST] [--drm-usage[=SECS]] [--no-drm-usage]\n"
 	        "                     [-- CMD ARGS...]\n"
 	        "  -o, --output FILE     record file (default kxprof.kxp); written to a temporary\n"
@@ -105,11 +86,14 @@ static void record_usage(FILE *f)
 	        "  -F, --freq HZ         also sample the traced processes' CPU stacks HZ times a\n"
 	        "                        second per CPU (user and kernel frames, and the traced\n"
 	        "                        ioctl a sample was taken in; off by default)\n"
-	        "      --call-graph MODE how -F walks user stacks: fp (frame pointers, the\n"
-	        "                        default), or dwarf[,SIZE]: copy SIZE bytes of the user\n"
-	        "                        stack at each sample (default 8192, at most 65528) and\n"
-	        "                        unwind it with the modules' CFI (code built without\n"
-	        "                        frame pointers; see docs/stacks.md)\n"
+	        "      --call-graph MODE how -F and --off-cpu walk user stacks: fp (frame\n"
+	        "                        pointers, the default), or dwarf[,SIZE]: copy SIZE\n"
+	        "                        bytes of the user stack at each sample (default 8192,\n"
+	        "                        at most 65528) and unwind it with the modules' CFI\n"
+	        "                        (code built without frame pointers), or auto[,SIZE]:\n"
+	        "                        copy, but keep the frame-pointer walk of a CPU sample\n"
+	        "                        whose modules all keep frame pointers (see\n"
+	        "                        docs/stacks.md)\n"
 	        "      --off-cpu         also record where threads blocked inside traced ioctls\n"
 	        "                        waited: their stacks, weighted by the time off the CPU\n"
 	        "      --counters LIST   also count these perf counters inside each traced ioctl,\n"
@@ -199,7 +183,8 @@ static int record_opt(struct record_opts *o, int opt)
 		o->cap.off_cpu = 1;
 		return 0;
 	case 'G':
-		if (parse_call_graph(optarg, &o->cap.ustack_bytes, err, sizeof(err)))
+		if (kx_call_graph_parse(optarg, &o->cap.ustack_bytes, &o->cap.ustack_auto, err,
+		                        sizeof(err)))
 			break;
 		return 0;
 	case 'C':
@@ -379,7 +364,12 @@ static void record_report_dwarf(const struct kx_sample_info *si)
 	        (unsigned long long)k[KX_DW_COPIES], si->ustack_bytes,
 	        (unsigned long long)k[KX_DW_UNWOUND], (unsigned long long)k[KX_DW_PARTIAL],
 	        (unsigned long long)k[KX_DW_FAILED], (unsigned long long)k[KX_DW_NO_COPY]);
-	if (k[KX_DW_PARTIAL] > k[KX_DW_UNWOUND])
+	if (k[KX_DW_FP_KEPT])
+		fprintf(stderr,
+		        "kxprof record: --call-graph auto: %llu frame-pointer walks kept (every "
+		        "frame in a module that keeps frame pointers), not unwound\n",
+		        (unsigned long long)k[KX_DW_FP_KEPT]);
+	if (k[KX_DW_PARTIAL] > k[KX_DW_UNWOUND] + k[KX_DW_FP_KEPT])
 		fprintf(stderr, "kxprof record: most stacks stopped early: a larger copy "
 		                "(--call-graph dwarf,SIZE) reaches further up a deep stack\n");
 	if (k[KX_DW_NO_COPY])

@@ -42,6 +42,7 @@
 #include "cli/serve_conns.h"
 #include "cli/serve_socket.h"
 #include "capture/clock.h"
+#include "capture/sample.h"
 #include "capture/setup.h"
 #include "live/annot.h"
 #include "live/jobagg.h"
@@ -121,6 +122,10 @@ static void serve_usage(FILE *f)
 	        "      --pprof-kernel-addresses  real kernel addresses in profiles (they tell\n"
 	        "                        where KASLR put the kernel)\n"
 	        "      --profile-hz HZ   sampling frequency of /debug/pprof/profile (default %u)\n"
+	        "      --call-graph MODE how /debug/pprof/profile walks user stacks: fp (frame\n"
+	        "                        pointers, the default), dwarf[,SIZE] or auto[,SIZE]\n"
+	        "                        (as kxprof record's; a request's call_graph=MODE\n"
+	        "                        overrides it)\n"
 	        "      --profile-max-seconds S  the longest profile served (default %u)\n"
 	        "      --drm-usage[=SECS] also export, from the DRM usage statistics of the\n"
 	        "                        traced processes' DRM and accel fds (/proc/PID/fdinfo,\n"
@@ -139,7 +144,8 @@ static void serve_usage(FILE *f)
 	        "      GET /debug/pprof/profile?seconds=N (--pprof): a CPU profile (gzipped "
 	        "pprof,\n"
 	        "      with the driver calls as frames) of the traced processes over the next N\n"
-	        "      seconds (default 30); %u at once, one per client, others get 429.\n"
+	        "      seconds (default 30); %u at once, one per client, others get 429;\n"
+	        "      call_graph=fp|dwarf[,SIZE]|auto[,SIZE] walks user stacks as --call-graph.\n"
 	        "      Everything served is readable by every local user (and by whoever reaches\n"
 	        "      --listen's address).\n"
 	        "Signals: SIGHUP rescans devices; SIGTERM/SIGINT detach and exit 0.\n",
@@ -437,14 +443,17 @@ static void profile_done(void *ctx, int rc, struct kx_bytes *body, const char *e
 static enum MHD_Result profile_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
-	const char **seconds = cls;
+	const char **q = cls; /* seconds, an unknown parameter, call_graph */
 
 	(void)kind;
-	if (strcmp(key, "seconds")) {
-		seconds[1] = key;
+	if (!strcmp(key, "seconds"))
+		q[0] = value ? value : "";
+	else if (!strcmp(key, "call_graph"))
+		q[2] = value ? value : "";
+	else {
+		q[1] = key;
 		return MHD_NO;
 	}
-	seconds[0] = value ? value : "";
 	return MHD_YES;
 }
 
@@ -478,13 +487,13 @@ static void profile_waiting(struct prof_req *r, int waiting)
  * the library profiles (live/cpuprof.h), then gets the gzipped pprof. */
 static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, void **con_cls)
 {
-	const char *q[2] = {NULL, NULL}; /* seconds, an unknown parameter */
+	const char *q[3] = {NULL, NULL, NULL}; /* seconds, an unknown parameter, call_graph */
 	const union MHD_ConnectionInfo *conn;
 	struct prof_req *r = *con_cls;
 	struct serve_conn *k;
 	char why[256];
-	uint32_t secs;
-	int rc;
+	uint32_t secs, ustack;
+	int rc, autom;
 
 	if (r)
 		return profile_answer(c, r);
@@ -492,12 +501,15 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 		return reply_text(c, MHD_HTTP_NOT_FOUND, pprof_off);
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, profile_arg, q);
 	if (q[1]) {
-		snprintf(why, sizeof(why), "bad query: unknown parameter '%s' (seconds=N only)\n",
+		snprintf(why, sizeof(why),
+		         "bad query: unknown parameter '%s' (seconds=N and call_graph=MODE "
+		         "only)\n",
 		         q[1]);
 		return reply(c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", strdup(why),
 		             strlen(why), 1);
 	}
-	if (kx_cpuprof_seconds(sv->prof, q[0], &secs, why, sizeof(why) - 1)) {
+	if (kx_cpuprof_seconds(sv->prof, q[0], &secs, why, sizeof(why) - 1) ||
+	    kx_cpuprof_call_graph(sv->prof, q[2], &ustack, &autom, why, sizeof(why) - 1)) {
 		strcat(why, "\n");
 		return reply(c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", strdup(why),
 		             strlen(why), 1);
@@ -526,7 +538,7 @@ static enum MHD_Result page_profile(struct serve *sv, struct MHD_Connection *c, 
 	profile_waiting(r, 1);
 	/* Suspended first: the profile's thread may finish at once. */
 	MHD_suspend_connection(c);
-	rc = kx_cpuprof_start(sv->prof, secs, profile_done, r, why, sizeof(why) - 1);
+	rc = kx_cpuprof_start(sv->prof, secs, ustack, autom, profile_done, r, why, sizeof(why) - 1);
 	if (rc) {
 		r->status = rc == -2 ? MHD_HTTP_TOO_MANY_REQUESTS : MHD_HTTP_SERVICE_UNAVAILABLE;
 		snprintf(r->err, sizeof(r->err), "%s\n", why);
@@ -653,6 +665,9 @@ struct serve_opts {
 	long long header;                /* HTTP deadline of the request headers, seconds */
 	long long per_client;            /* connections of one client, 0: max/2 */
 	int pprof, pprof_kaddr;          /* --pprof, --pprof-kernel-addresses */
+	const char *call_graph;          /* --call-graph, NULL when not given */
+	uint32_t ustack_bytes;           /* its stack copy size (0: fp) */
+	int ustack_auto;                 /* --call-graph auto */
 	int allow_reset;                 /* --allow-reset */
 	long long prof_hz, prof_secs;    /* /debug/pprof/profile: frequency, longest profile */
 	struct kx_devset devices, fresh; /* traced now; the last rescan */
@@ -664,7 +679,14 @@ struct serve_opts {
 };
 
 /* getopt values of the options without a letter (past every char). */
-enum { OPT_HEADER = 0x100, OPT_PER_CLIENT, OPT_PPROF, OPT_PPROF_KADDR, OPT_ALLOW_RESET };
+enum {
+	OPT_HEADER = 0x100,
+	OPT_PER_CLIENT,
+	OPT_PPROF,
+	OPT_PPROF_KADDR,
+	OPT_ALLOW_RESET,
+	OPT_CALL_GRAPH
+};
 
 /* One numeric option into o. 0, or -1 with err. */
 static int serve_num(struct serve_opts *o, int opt, char *err, size_t len)
@@ -751,6 +773,12 @@ static int serve_opt(struct serve_opts *o, int opt)
 	case OPT_PPROF_KADDR:
 		o->pprof_kaddr = 1;
 		return 0;
+	case OPT_CALL_GRAPH:
+		o->call_graph = optarg;
+		if (kx_call_graph_parse(optarg, &o->ustack_bytes, &o->ustack_auto, err,
+		                        sizeof(err)))
+			break;
+		return 0;
 	case OPT_ALLOW_RESET:
 		o->allow_reset = 1;
 		return 0;
@@ -809,6 +837,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	        {"max-per-client", required_argument, NULL, OPT_PER_CLIENT},
 	        {"pprof", no_argument, NULL, OPT_PPROF},
 	        {"pprof-kernel-addresses", no_argument, NULL, OPT_PPROF_KADDR},
+	        {"call-graph", required_argument, NULL, OPT_CALL_GRAPH},
 	        {"allow-reset", no_argument, NULL, OPT_ALLOW_RESET},
 	        {"drm-usage", optional_argument, NULL, 'w'},
 	        {"no-drm-usage", no_argument, NULL, 'W'},
@@ -840,6 +869,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 		return 2;
 	if (o->pprof_kaddr && !o->pprof) {
 		kx_err("--pprof-kernel-addresses needs --pprof");
+		return 2;
+	}
+	if (o->call_graph && !o->pprof) {
+		kx_err("--call-graph is how /debug/pprof/profile walks user stacks: it needs "
+		       "--pprof");
 		return 2;
 	}
 	if (!o->per_client)
@@ -904,7 +938,9 @@ static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts
 	                                 .max_seconds = (uint32_t)o->prof_secs,
 	                                 .max_running = KX_CPUPROF_MAX_RUNNING,
 	                                 .max_bytes = KX_CPUPROF_MAX_BYTES,
-	                                 .kernel_addresses = o->pprof_kaddr};
+	                                 .kernel_addresses = o->pprof_kaddr,
+	                                 .ustack_bytes = o->ustack_bytes,
+	                                 .ustack_auto = o->ustack_auto};
 	sv->prof = kx_cpuprof_new(c->s, !o->pids, &lim);
 	if (!sv->prof) {
 		snprintf(err, sizeof(err), "out of memory");

@@ -295,6 +295,7 @@ static void capture_opts(struct conn *c, struct kx_capture_opts *o, uint32_t *pi
 	o->sample_hz = c->req.sample_hz;
 	o->off_cpu = c->req.off_cpu;
 	o->ustack_bytes = c->req.ustack_bytes;
+	o->ustack_auto = c->req.ustack_auto;
 	o->counters = c->grant.counters.n ? &c->grant.counters : NULL;
 	o->no_kernel_why = c->grant.no_kernel_why[0] ? c->grant.no_kernel_why : NULL;
 	o->no_daemon = 1;

@@ -225,7 +225,8 @@ static void print_head(const struct kx_profile *p, const struct kx_capinfo *ci, 
 		        " stacks to their root, %" PRIu64 " stopped early, %" PRIu64
 		        " kept their frame-pointer walk\n",
 		        si->ustack_bytes, si->stacks[KX_DW_UNWOUND], si->stacks[KX_DW_PARTIAL],
-		        si->stacks[KX_DW_FAILED] + si->stacks[KX_DW_NO_COPY]);
+		        si->stacks[KX_DW_FAILED] + si->stacks[KX_DW_NO_COPY] +
+		                si->stacks[KX_DW_FP_KEPT]);
 	if (si && si->sym_warning[0])
 		fprintf(f, "WARNING: %s\n", si->sym_warning);
 	if (si && si->syms[KX_SYM_PROCS_MISSED])
@@ -442,10 +443,10 @@ int kx_proftable_json(const struct kx_profile *p, const struct kx_store *s,
 			fprintf(f,
 			        ", \"Dwarf\": {\"StackBytes\": %u, \"Unwound\": %" PRIu64
 			        ", \"StoppedEarly\": %" PRIu64 ", \"NoFrame\": %" PRIu64
-			        ", \"NoCopy\": %" PRIu64 "}",
+			        ", \"NoCopy\": %" PRIu64 ", \"FramePointerKept\": %" PRIu64 "}",
 			        si->ustack_bytes, si->stacks[KX_DW_UNWOUND],
 			        si->stacks[KX_DW_PARTIAL], si->stacks[KX_DW_FAILED],
-			        si->stacks[KX_DW_NO_COPY]);
+			        si->stacks[KX_DW_NO_COPY], si->stacks[KX_DW_FP_KEPT]);
 		fprintf(f,
 		        ", \"SymbolizeNs\": %" PRIu64 ", \"Processes\": %" PRIu64
 		        ", \"ProcessesMissed\": %" PRIu64,

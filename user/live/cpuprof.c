@@ -14,6 +14,7 @@
 #include "analysis/profile.h"
 #include "capture/clock.h"
 #include "capture/sample.h"
+#include "capture/ustack.h"
 #include "export/pprof.h"
 #include "live/cpuprof.h"
 #include "model/samples.h"
@@ -37,6 +38,9 @@ struct kx_cpuprof {
 struct job {
 	struct kx_cpuprof *cp;
 	uint32_t secs;
+	uint32_t ustack_bytes; /* --call-graph dwarf: copied per sample; 0: fp */
+	int ustack_auto;       /* --call-graph auto */
+	struct kx_ustack_pair *ustack;
 	kx_cpuprof_done_fn done;
 	void *ctx;
 	struct kx_store *store;
@@ -83,6 +87,23 @@ int kx_cpuprof_seconds(const struct kx_cpuprof *cp, const char *value, uint32_t 
 	return 0;
 }
 
+int kx_cpuprof_call_graph(const struct kx_cpuprof *cp, const char *value, uint32_t *ustack_bytes,
+                          int *autom, char *why, size_t len)
+{
+	char err[160];
+
+	if (!value) {
+		*ustack_bytes = cp->lim.ustack_bytes;
+		*autom = cp->lim.ustack_auto;
+		return 0;
+	}
+	if (kx_call_graph_parse(value, ustack_bytes, autom, err, sizeof(err))) {
+		snprintf(why, len, "bad query: call_graph=%s: %s", value, err);
+		return -1;
+	}
+	return 0;
+}
+
 static int masked(const struct job *j)
 {
 	return !j->cp->lim.kernel_addresses;
@@ -90,12 +111,18 @@ static int masked(const struct job *j)
 
 /* Stored with stand-ins for its kernel frames when masked; noted for
  * symbols under its real addresses. */
-static void on_sample(void *ctx, const struct kx_sample *s)
+static void on_sample(void *ctx, const struct kx_sample *in)
 {
 	struct job *j = ctx;
 	uint64_t kips[KX_SAMPLE_MAX_DEPTH];
-	struct kx_sample tmp;
+	struct kx_sample tmp, dw;
+	const struct kx_sample *s = in;
 
+	if (j->ustack) { /* its user frames from its stack copy, if one came */
+		dw = *in;
+		kx_ustack_pair_sample(j->ustack, &dw);
+		s = &dw;
+	}
 	if (masked(j) && s->nk) {
 		tmp = *s;
 		tmp.nk = s->nk < KX_SAMPLE_MAX_DEPTH ? s->nk : KX_SAMPLE_MAX_DEPTH;
@@ -108,6 +135,14 @@ static void on_sample(void *ctx, const struct kx_sample *s)
 	}
 	if (kx_symcollect_sample(j->sc, s))
 		j->sym_oom = 1;
+}
+
+/* --call-graph dwarf: a stack copy, unwound for the sample that follows. */
+static void on_copy(void *ctx, const void *rec, size_t len)
+{
+	struct job *j = ctx;
+
+	kx_ustack_pair_copy(j->ustack, rec, len);
 }
 
 /* A masked profile's resolved symbol into its store: a kernel one under
@@ -142,6 +177,7 @@ static void facts_begin(struct job *j)
 	snprintf(j->ci.cmdline, sizeof(j->ci.cmdline), "kxprof serve: %u s CPU profile of %s",
 	         j->secs, j->cp->all ? "every process" : "the given processes");
 	j->ci.samples.hz = j->cp->lim.hz;
+	j->ci.samples.ustack_bytes = j->ustack_bytes;
 	kx_clock_sync_measure(&j->ci.clock_start);
 	j->ci.start_mono_ns = kx_mono_ns();
 }
@@ -159,6 +195,8 @@ static void facts_end(struct job *j, struct kx_sampler *sm)
 	j->ci.samples.stacks[KX_NO_KSTACK] = c.no_kstack;
 	j->ci.samples.stacks[KX_USTACK_CUT] = c.ustack_full;
 	j->ci.samples.stacks[KX_KSTACK_CUT] = c.kstack_full;
+	if (j->ustack)
+		kx_ustack_facts(j->ustack, &c, &j->ci.samples);
 	kx_clock_sync_measure(&j->ci.clock_stop);
 	j->ci.stop_mono_ns = kx_mono_ns();
 }
@@ -176,8 +214,13 @@ static int sample(struct job *j)
 		snprintf(j->err, sizeof(j->err), "the capture is closed");
 		return -1;
 	}
+	if (j->ustack_bytes &&
+	    !(j->ustack = kx_ustack_pair_new(j->ustack_auto, j->err, sizeof(j->err))))
+		return -1;
 	o = (struct kx_sampler_opts){.freq_hz = j->cp->lim.hz,
 	                             .all = j->cp->all,
+	                             .ustack_bytes = j->ustack_bytes,
+	                             .copy_fn = j->ustack ? on_copy : NULL,
 	                             .maps = &maps,
 	                             .fn = on_sample,
 	                             .ctx = j};
@@ -253,6 +296,7 @@ static void *job_main(void *arg)
 	int rc = run(j, &out);
 
 	kx_symcollect_free(j->sc);
+	kx_ustack_pair_free(j->ustack);
 	kx_symres_free(&j->real);
 	kx_kmask_free(&j->kmask);
 	kx_store_free(j->store);
@@ -282,8 +326,8 @@ static int claim(struct kx_cpuprof *cp)
 	return rc;
 }
 
-int kx_cpuprof_start(struct kx_cpuprof *cp, uint32_t secs, kx_cpuprof_done_fn done, void *ctx,
-                     char *why, size_t len)
+int kx_cpuprof_start(struct kx_cpuprof *cp, uint32_t secs, uint32_t ustack_bytes, int autom,
+                     kx_cpuprof_done_fn done, void *ctx, char *why, size_t len)
 {
 	pthread_attr_t at;
 	struct job *j;
@@ -303,7 +347,12 @@ int kx_cpuprof_start(struct kx_cpuprof *cp, uint32_t secs, kx_cpuprof_done_fn do
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
-	*j = (struct job){.cp = cp, .secs = secs, .done = done, .ctx = ctx};
+	*j = (struct job){.cp = cp,
+	                  .secs = secs,
+	                  .ustack_bytes = ustack_bytes,
+	                  .ustack_auto = autom,
+	                  .done = done,
+	                  .ctx = ctx};
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	e = pthread_create(&th, &at, job_main, j);

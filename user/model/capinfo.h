@@ -59,6 +59,8 @@ enum kx_stack_loss {
 	KX_DW_NO_COPY,    /* no copy (lost: ring buffer full): the frame-pointer walk kept */
 	KX_DW_COPY_FAULT, /* copies with nothing readable at the stack pointer */
 	KX_DW_COPIES,     /* stack copies received */
+	KX_DW_FP_KEPT,    /* --call-graph auto: frame-pointer walks kept (every frame's module
+	                     keeps frame pointers) */
 	KX_STACK_LOSS_MAX
 };
 enum kx_sym_stat {

@@ -4,11 +4,13 @@
  * ET_DYN files and the GNU build id note.
  */
 #include <elf.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/arena.h"
 #include "symbol/elfsyms.h"
@@ -192,6 +194,34 @@ static struct kx_elfsyms *read_elf(Elf *elf, char *err, size_t len)
 	return e;
 }
 
+/* The .symtab of e's detached debug file, if the system has one
+ * (KX_DEBUG_DIR/.build-id/NN/REST.debug, as Debian's -dbg packages install
+ * them): the local functions a stripped file does not name (libc's
+ * start_thread, clone3, __libc_start_call_main). -1 only when out of memory. */
+static int add_debug_syms(struct kx_elfsyms *e)
+{
+	char hex[2 * KX_BUILD_ID_MAX + 1], path[sizeof(KX_DEBUG_DIR) + 64];
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	int fd, rc = 0;
+	Elf *elf;
+
+	if (e->build_id_len < 2)
+		return 0;
+	kx_build_id_hex(e->build_id, e->build_id_len, hex);
+	snprintf(path, sizeof(path), KX_DEBUG_DIR "/.build-id/%.2s/%s.debug", hex, hex + 2);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (elf && elf_kind(elf) == ELF_K_ELF && !rc && (scn = elf_nextscn(elf, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			rc = add_syms(e, elf, scn, &sh);
+	elf_end(elf);
+	close(fd);
+	return rc;
+}
+
 struct kx_elfsyms *kx_elfsyms_read_fd(int fd, char *err, size_t len)
 {
 	struct kx_elfsyms *e;
@@ -201,6 +231,13 @@ struct kx_elfsyms *kx_elfsyms_read_fd(int fd, char *err, size_t len)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	e = read_elf(elf, err, len);
 	elf_end(elf);
+	if (e && add_debug_syms(e)) {
+		snprintf(err, len, "out of memory reading ELF symbols");
+		kx_elfsyms_free(e);
+		return NULL;
+	}
+	if (e)
+		sort_unique(e);
 	return e;
 }
 

@@ -18,7 +18,12 @@
 
 struct kx_elfsyms;
 
-/* Reads the symbols of the ELF file open at fd (not closed). NULL with err
+/* Where detached debug files are looked up by build id. */
+#define KX_DEBUG_DIR "/usr/lib/debug"
+
+/* Reads the symbols of the ELF file open at fd (not closed), with those of
+ * its detached debug file when the system has one (KX_DEBUG_DIR/.build-id/
+ * NN/REST.debug: a stripped library's local functions). NULL with err
  * set when it is not a readable ELF file; a file without symbols is not
  * an error (its frames stay unresolved). */
 struct kx_elfsyms *kx_elfsyms_read_fd(int fd, char *err, size_t len);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sample_rec.h" /* bpf/: KX_USTACK_NREGS, KX_USTACK_REG_* */
+#include "symbol/fpcheck.h"
 #include "symbol/unwind.h"
 
 #define UNW_PROCS 64 /* processes with a dwfl kept at once */
@@ -35,6 +36,8 @@ static struct {
 	__typeof__(dwfl_getthread_frames) *getthread_frames;
 	__typeof__(dwfl_linux_proc_find_elf) *linux_proc_find_elf;
 	__typeof__(dwfl_linux_proc_report) *linux_proc_report;
+	__typeof__(dwfl_module_getelf) *module_getelf;
+	__typeof__(dwfl_module_info) *module_info;
 	__typeof__(dwfl_report_begin) *report_begin;
 	__typeof__(dwfl_report_end) *report_end;
 	__typeof__(dwfl_standard_find_debuginfo) *standard_find_debuginfo;
@@ -62,6 +65,8 @@ static void dw_open(void)
 	      (dw.getthread_frames = dlsym(h, "dwfl_getthread_frames")) &&
 	      (dw.linux_proc_find_elf = dlsym(h, "dwfl_linux_proc_find_elf")) &&
 	      (dw.linux_proc_report = dlsym(h, "dwfl_linux_proc_report")) &&
+	      (dw.module_getelf = dlsym(h, "dwfl_module_getelf")) &&
+	      (dw.module_info = dlsym(h, "dwfl_module_info")) &&
 	      (dw.report_begin = dlsym(h, "dwfl_report_begin")) &&
 	      (dw.report_end = dlsym(h, "dwfl_report_end")) &&
 	      (dw.standard_find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo")) &&
@@ -220,11 +225,11 @@ static struct unw_proc *proc_slot(struct kx_unwinder *u, const struct kx_ustack 
 	return old;
 }
 
-/* A dwfl for s's image whose modules cover its pc, NULL when none can be made. */
-static struct unw_proc *proc_get(struct kx_unwinder *u, const struct kx_ustack *s)
+/* A dwfl for s's image whose modules cover pc (the sample's, or a frame's
+ * found in a walk), NULL when none can be made. */
+static struct unw_proc *proc_get_pc(struct kx_unwinder *u, const struct kx_ustack *s, uint64_t pc)
 {
 	struct unw_proc *p = proc_slot(u, s);
-	uint64_t pc = s->regs[KX_USTACK_REG_IP];
 	int mine = p->dwfl && p->pid == s->pid;
 
 	if (mine && p->exec_id == s->exec_id && dw.addrmodule(p->dwfl, pc))
@@ -234,6 +239,29 @@ static struct unw_proc *proc_get(struct kx_unwinder *u, const struct kx_ustack *
 	if (mine && p->exec_id == s->exec_id && s->ts_ns - p->made_ns < p->wait_ns)
 		return p;
 	return proc_make(u, p, s) ? NULL : p;
+}
+
+static struct unw_proc *proc_get(struct kx_unwinder *u, const struct kx_ustack *s)
+{
+	return proc_get_pc(u, s, s->regs[KX_USTACK_REG_IP]);
+}
+
+/* A walk of w.n frames that stopped at a return address outside every
+ * module known: the modules reported again (the process mapped them since
+ * its first sample, e.g. libc while the loader ran) when the wait allows.
+ * The process's new session, or NULL when nothing was reported again. */
+static struct unw_proc *proc_refresh(struct kx_unwinder *u, struct unw_proc *p,
+                                     const struct kx_ustack *s, const struct unw_walk *w)
+{
+	uint64_t made = p->made_ns, ra;
+
+	if (w->n < 2)
+		return NULL;
+	ra = w->ips[w->n - 1] - 1;
+	if (dw.addrmodule(p->dwfl, ra))
+		return NULL;
+	p = proc_get_pc(u, s, ra);
+	return p && p->made_ns != made ? p : NULL;
 }
 
 static int on_frame(Dwfl_Frame *f, void *arg)
@@ -248,11 +276,24 @@ static int on_frame(Dwfl_Frame *f, void *arg)
 	return w->n < w->max ? UNW_DWARF_CB_OK : UNW_DWARF_CB_END;
 }
 
+/* One walk of s with p's modules into w: 0 when libdw found the end. */
+static int walk(struct unw_proc *p, const struct kx_ustack *s, struct unw_walk *w)
+{
+	int rc;
+
+	p->used_ns = s->ts_ns;
+	p->cur = s;
+	p->read_outside = 0;
+	rc = dw.getthread_frames(p->dwfl, (pid_t)s->pid, on_frame, w);
+	p->cur = NULL;
+	return rc;
+}
+
 unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_t *ips,
                        unsigned int max, int *complete)
 {
 	struct unw_walk w = {.ips = ips, .max = max};
-	struct unw_proc *p;
+	struct unw_proc *p, *q;
 	int rc;
 
 	*complete = 0;
@@ -260,11 +301,12 @@ unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_
 		u->st.failed++;
 		return 0;
 	}
-	p->used_ns = s->ts_ns;
-	p->cur = s;
-	p->read_outside = 0;
-	rc = dw.getthread_frames(p->dwfl, (pid_t)s->pid, on_frame, &w);
-	p->cur = NULL;
+	rc = walk(p, s, &w);
+	if ((rc != 0 || p->read_outside) && (q = proc_refresh(u, p, s, &w)) != NULL) {
+		p = q;
+		w.n = 0;
+		rc = walk(p, s, &w);
+	}
 	/* libdw ends a walk whose next frame it cannot read as if it were the
 	 * outermost: only a walk that never read outside the copy is whole. */
 	*complete = rc == 0 && !p->read_outside;
@@ -276,6 +318,59 @@ unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_
 	else
 		u->st.partial++;
 	return w.n;
+}
+
+/* Module verdicts kept in each module's userdata (per process session). */
+#define UNW_FP_KEPT ((void *)1)
+#define UNW_FP_NOT  ((void *)2)
+
+/* Whether module m keeps frame pointers (symbol/fpcheck.h), found once. */
+static int module_keeps_fp(Dwfl_Module *m)
+{
+	struct kx_fpcheck c;
+	Dwarf_Addr bias;
+	void **ud = NULL;
+	Elf *elf;
+
+	if (!dw.module_info(m, &ud, NULL, NULL, NULL, NULL, NULL, NULL) || !ud)
+		return 0;
+	if (!*ud) {
+		elf = dw.module_getelf(m, &bias);
+		*ud = elf && kx_fpcheck_elf(elf, &c) ? UNW_FP_KEPT : UNW_FP_NOT;
+	}
+	return *ud == UNW_FP_KEPT;
+}
+
+int kx_unwind_fp_trusted(struct kx_unwinder *u, const struct kx_ustack *s, const uint64_t *ips,
+                         unsigned int n)
+{
+	struct unw_proc *p;
+	Dwfl_Module *m;
+	uint64_t a, made;
+
+	if (n < 2 || !(p = proc_get(u, s)))
+		return 0;
+	p->used_ns = s->ts_ns;
+	made = p->made_ns;
+	for (unsigned int i = 0; i < n; i++) {
+		/* A return address may be just past its call's function. */
+		a = i ? ips[i] - 1 : ips[i];
+		m = dw.addrmodule(p->dwfl, a);
+		/* Mapped since the modules were reported: once, again. */
+		if (!m && (p = proc_get_pc(u, s, a)) && p->made_ns != made) {
+			made = p->made_ns;
+			m = dw.addrmodule(p->dwfl, a);
+		}
+		if (!p)
+			return 0;
+		/* Each caller's return address was read from its callee's frame
+		 * record: right when the callee keeps frame pointers. The
+		 * outermost frame needs only to be code (libc's
+		 * __libc_start_call_main, start_thread: the walk ends there). */
+		if (!m || (i + 1 < n && !module_keeps_fp(m)))
+			return 0;
+	}
+	return 1;
 }
 
 void kx_unwinder_stats(const struct kx_unwinder *u, struct kx_unwind_stats *st)

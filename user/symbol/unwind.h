@@ -6,8 +6,8 @@
  * process's modules reported from /proc/PID/maps, memory reads served from
  * the copy only; libdw is opened at run time, so only a program that
  * unwinds needs it installed). Owns one dwfl per process image, kept while it is used
- * (reported again when the process exec'd or a pc falls outside every
- * module known), so each module's CFI is parsed once per process.
+ * (reported again when the process exec'd or a pc, or a walk's return
+ * address, falls outside every module known), so each module's CFI is parsed once per process.
  */
 #ifndef KX_SYMBOL_UNWIND_H
 #define KX_SYMBOL_UNWIND_H
@@ -42,6 +42,15 @@ struct kx_unwinder *kx_unwinder_new(char *err, size_t len);
  * reached the outermost frame. */
 unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_t *ips,
                        unsigned int max, int *complete);
+/* --call-graph auto: 1 when a frame-pointer walk (ips, n frames, leaf
+ * first, at least 2) can be kept: every frame but the outermost lies in a
+ * module of s's process that keeps frame pointers (symbol/fpcheck.h; each
+ * module looked at once per session: each of them saved the frame record
+ * its caller's return address was read from), and the outermost in some
+ * module; 0 otherwise (a frame in no module, JIT code; the process's
+ * modules cannot be read). */
+int kx_unwind_fp_trusted(struct kx_unwinder *u, const struct kx_ustack *s, const uint64_t *ips,
+                         unsigned int n);
 void kx_unwinder_stats(const struct kx_unwinder *u, struct kx_unwind_stats *st);
 void kx_unwinder_free(struct kx_unwinder *u);
 
