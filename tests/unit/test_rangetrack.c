@@ -199,6 +199,24 @@ static void exact_paths(void)
 	kx_store_free(s);
 }
 
+/* The range left open is the one whose pop was lost, not the range the
+ * matched pop sat under: the match takes its push out of the middle of the
+ * thread's stack. */
+static void open_is_lost(const struct kx_ranges *rg, const struct kx_store *s)
+{
+	size_t open = 0;
+
+	for (size_t i = 0; i < rg->n; i++) {
+		const struct kx_range *r = &rg->r[i];
+
+		if (!r->open)
+			continue;
+		open++;
+		CHECK_STR(str(s, r->name), "lost");
+	}
+	CHECK_EQ_U(open, 1);
+}
+
 static void lost_pop_paths(void)
 {
 	struct kx_store *s = kx_store_new(0), *strings = kx_store_new(0);
@@ -214,6 +232,7 @@ static void lost_pop_paths(void)
 	 * (begin 290) finds no start of its time */
 	CHECK_EQ_U(mem->anom.open, 1);
 	CHECK_EQ_U(mem->anom.lost_begin, 1);
+	open_is_lost(mem, s);
 	str_rg = streamed(s, strings, &why);
 	CHECK(why != NULL); /* the stream reads such a file whole */
 	printf("# stream: %s\n", why);
