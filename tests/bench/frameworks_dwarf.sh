@@ -24,27 +24,6 @@ trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
 export HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOPROXY=off GOFLAGS= GOTOOLCHAIN=local
 mkdir -p "$HOME"
 
-cat >"$TMP/torch_loop.py" <<'PYEOF'
-import time, torch
-torch.set_num_threads(1)
-a = torch.randn(256, 256); b = torch.randn(256, 256)
-end = time.monotonic() + 4
-while time.monotonic() < end:
-    a = torch.tanh(a @ b)
-PYEOF
-cat >"$TMP/tf_loop.py" <<'PYEOF'
-import time
-import tensorflow as tf
-a = tf.random.normal((256, 256)); b = tf.random.normal((256, 256))
-@tf.function
-def step(x, y):
-    return tf.tanh(tf.matmul(x, y))
-step(a, b)
-end = time.monotonic() + 4
-while time.monotonic() < end:
-    a = step(a, b)
-PYEOF
-
 share() { # RAW MODULE_REGEX LABEL
 	python3 "$ROOT/tests/integration/fw_share.py" "$@"
 }
@@ -54,7 +33,7 @@ echo
 echo "| workload | samples | with a frame in the framework's library | of them, to the interpreter's main | to a thread's root |"
 echo "| --- | ---: | ---: | ---: | ---: |"
 for w in torch tf; do
-	"$KX" record -F 199 --no-jobs --call-graph "dwarf,$SIZE" -o "$TMP/$w.kxp" -- "$PY" "$TMP/${w}_loop.py" \
+	"$KX" record -F 199 --no-jobs --call-graph "dwarf,$SIZE" -o "$TMP/$w.kxp" -- "$PY" "$ROOT/tests/integration/fw_loop_${w}.py" 4 \
 		>"$TMP/$w.out" 2>"$TMP/$w.err" || die "$w: $(tail -3 "$TMP/$w.err")"
 	"$KX" convert "$TMP/$w.kxp" --pprof "$TMP/$w.pb.gz" >/dev/null || die "$w: convert failed"
 	go tool pprof -raw "$TMP/$w.pb.gz" >"$TMP/$w.raw" 2>/dev/null || die "$w: go tool pprof failed"

@@ -9,25 +9,8 @@
 # (framework_merge_check.py). A missing package fails, never skips.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-VENV=${KXPROF_VENV:-$ROOT/build/venv}
-PY=$VENV/bin/python
-ANNOT=$ROOT/build/libkxprof_annotate.so
-
-if ! "$PY" -c 'import jax, xprof' >/dev/null 2>&1; then
-	fail jax_real_venv "no jax or xprof in $VENV: run make pyenv"
-	exit 0
-fi
-[ -f "$ANNOT" ] || { fail jax_real_built "no $ANNOT: run make"; exit 0; }
-if [ "$ACCEL" = loop ]; then
-	truncate -s 16M "$TMP/loop.img"
-	KX_LOOP_DEV=$(losetup --find --show "$TMP/loop.img") || { fail jax_real_loop "losetup failed"; exit 0; }
-	export KX_LOOP_DEV
-	trap 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"' EXIT
-fi
-export PYTHONPATH=$ROOT/tests/integration:$ROOT/plugin/python KXPROF_ANNOTATE_LIB=$ANNOT
-export PYTHONDONTWRITEBYTECODE=1 TF_CPP_MIN_LOG_LEVEL=3
-
 . "$ROOT/tests/integration/framework_merge.sh"
+merge_setup jax_real "jax, xprof" || exit 0
 
 run_case jax jax own
 run_case jax_notracer jax-notracer new
