@@ -636,6 +636,47 @@ static void test_resolved_table(void)
 	kx_symres_free(&r);
 }
 
+/* Code mapped after the last reading of the maps, sampled inside the reread
+ * rate limit (as a program is while exec and its loader map it): the address
+ * resolves once the batch resolves, not [unknown] for good. */
+static void test_mapped_late(void)
+{
+	struct kx_symres r = {0};
+	const struct kx_symres_entry *e;
+	uint64_t a = (uint64_t)(uintptr_t)kxt_sym_alpha, junk = 0x10, late;
+	uint32_t me = (uint32_t)getpid();
+	int fd = open(self_exe, O_RDONLY);
+	struct kx_symcollect *c;
+	struct kx_sample smp;
+	struct stat st;
+	char err[200];
+	void *base;
+
+	CHECK(fd >= 0 && fstat(fd, &st) == 0);
+	c = kx_symcollect_new(&r, NULL, NULL, NULL, err, sizeof(err));
+	CHECK(c);
+	if (fd < 0 || !c)
+		return;
+	one_sample(&smp, &a, 9); /* the snapshot */
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	one_sample(&smp, &junk, 9); /* outside every mapping: read again, now */
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	CHECK(base != MAP_FAILED);
+	late = (uint64_t)(uintptr_t)base + alpha_file_offset();
+	one_sample(&smp, &late, 9); /* same time stamp: inside the rate limit */
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	CHECK(kx_symcollect_resolve(c) == 0);
+	e = kx_symres_find(&r, me, 9, late);
+	CHECK(e && e->func && !strcmp(kx_symres_str(&r, e->func), "kxt_sym_alpha"));
+	CHECK_EQ_U(r.unknown, 1); /* the junk address only */
+	if (base != MAP_FAILED)
+		munmap(base, (size_t)st.st_size);
+	close(fd);
+	kx_symcollect_free(c);
+	kx_symres_free(&r);
+}
+
 /* Entries put in whole (a record file's): found once settled, strings interned. */
 static void test_symres_put(void)
 {
@@ -678,6 +719,7 @@ int main(void)
 	RUN(test_kallsyms_modules);
 	RUN(test_kallsyms_hidden);
 	RUN(test_resolved_table);
+	RUN(test_mapped_late);
 	RUN(test_symres_put);
 	KXT_EXIT();
 }

@@ -134,6 +134,32 @@ static int resolve_one(struct kx_symcollect *c, struct kx_symres_entry e)
 	return 0;
 }
 
+/* Before pending user addresses resolve for good, the maps of each process
+ * with one outside every mapping are read again, once per call: the sample
+ * may have come from code mapped after the last reading that maps_check's
+ * rate limit skipped (a program sampled while exec and the loader map it). */
+static int refresh_stale(struct kx_symcollect *c)
+{
+	struct kx_symres *r = c->res;
+	struct kx_hmap done = {0};
+	char err[200];
+	int isnew, rc = 0;
+
+	for (size_t i = 0; i < r->n && !rc; i++) {
+		const struct kx_symres_entry *e = &r->e[i];
+
+		if (!e->pending || e->pid == KX_SYMRES_KERNEL ||
+		    kx_symbolizer_has_map(c->sz, (pid_t)e->pid, e->addr))
+			continue;
+		if (!kx_hmap_put(&done, e->pid, 1, &isnew))
+			rc = -1;
+		else if (isnew)
+			kx_symbolizer_refresh(c->sz, (pid_t)e->pid, err, sizeof(err));
+	}
+	kx_hmap_free(&done);
+	return rc;
+}
+
 int kx_symcollect_resolve(struct kx_symcollect *c)
 {
 	struct kx_symres *r = c->res;
@@ -144,6 +170,8 @@ int kx_symcollect_resolve(struct kx_symcollect *c)
 	c->noted = 0;
 	kx_symres_settle(r);
 	n = r->n;
+	if (refresh_stale(c))
+		return -1;
 	for (size_t i = 0; i < n; i++)
 		if (r->e[i].pending && resolve_one(c, r->e[i]))
 			return -1;
