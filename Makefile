@@ -132,8 +132,8 @@ $(BUILD)/obj/%.o: user/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# A thin archive: members keep their paths under obj/ (capture/jobs.o and
-# analysis/jobs.o are different objects); it is linked in the tree, not installed.
+# A thin archive: members keep their paths under obj/ (two folders
+# may hold files of one name); it is linked in the tree, not installed.
 $(LIB): $(LIB_OBJS)
 	rm -f $@ && ar --thin -rcs $@ $^
 

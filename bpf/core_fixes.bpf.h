@@ -213,7 +213,7 @@ struct trace_event_raw_dma_fence___kx {
  *     drm_sched_job_add_dep and drm_sched_job_unschedulable replace
  *     drm_sched_job_wait_dep.
  * The programs for both name sets sit in jobs.bpf.c; user space enables the
- * set this kernel has (user/capture/jobs.c). The queue/run record type is
+ * set this kernel has (user/capture/jobsrc.c). The queue/run record type is
  * trace_event_raw_drm_sched_job under both names; this flavour holds the
  * fields of both shapes, and kx_sched_job_key picks by what exists.
  */

@@ -3,7 +3,7 @@
  * CPU sampling and off-CPU intervals of traced threads.
  *
  * kx_sample runs on each cpu-clock perf event (one per online CPU, opened
- * by user/capture/sample.c). A sample of a traced process (the pid set, or
+ * by user/capture/sampler.c). A sample of a traced process (the pid set, or
  * every process) becomes one record with its kernel and user stacks, read
  * by frame pointers through bpf_get_stack, and the traced ioctl its thread
  * was inside, if any (the entry bpf/ioctl.bpf.c keeps, inflight.bpf.h); the

@@ -26,7 +26,7 @@
 #include "registry/devices.h"
 #include "capture/drvcall.h"
 #include "registry/ioctl_decode.h"
-#include "capture/jobs.h"
+#include "capture/jobsrc.h"
 #include "kxtest.h"
 #include "kxtest_accel.h"
 #include "capture/session.h"

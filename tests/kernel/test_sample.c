@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture/sample.h"
+#include "capture/sampler.h"
 #include "kxtest.h"
 #include "sample_rec.h" /* bpf/: the record layout */
 #include "model/symres.h"

@@ -36,7 +36,7 @@
 #include "export/summary.h"
 #include "io/kxp.h"
 #include "io/replay.h"
-#include "live/annot.h"
+#include "live/annagg.h"
 #include "proto/xplane.pb-c.h"
 
 typedef Tensorflow__Profiler__XSpace XSpace;

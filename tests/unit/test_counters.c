@@ -12,7 +12,7 @@
 #include "capture/counters.h"
 #include "io/kxp.h"
 #include "kxtest.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "registry/drivers.h"
 
 static void test_scaling(void)

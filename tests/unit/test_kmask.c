@@ -16,7 +16,7 @@
 #include "kxtest.h"
 #include "capture/sinks.h"
 #include "model/event.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "model/store.h"
 #include "symbol/kmask.h"
 #include "symbol/symbolizer.h"

@@ -20,7 +20,7 @@
 #include "io/kxp_samples.h"
 #include "kxp_gen.h"
 #include "kxtest.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "model/symres.h"
 #include "proto/profile.pb-c.h"
 #include "registry/drivers.h"

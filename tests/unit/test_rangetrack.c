@@ -2,7 +2,7 @@
  * One annotation range rule (analysis/rangetrack.h) on every path: the same
  * annotation events go through the in-memory ranges (kx_ranges_build), the
  * streamed ones (kx_sranges, keeping the ranges as the windowed conversion
- * does) and the live aggregates (live/annot.h), and they must make the same
+ * does) and the live aggregates (live/annagg.h), and they must make the same
  * ranges: in memory and streamed the same ranges field by field, live the
  * same closed ranges per name (count, total time), marks and lost begins.
  * Where the stream cannot pair exactly (a range whose pop was lost stays
@@ -17,7 +17,7 @@
 #include "analysis/ranges.h"
 #include "analysis/sranges.h"
 #include "kxtest.h"
-#include "live/annot.h"
+#include "live/annagg.h"
 
 #define T0    10000000000ull
 #define US(x) (T0 + (uint64_t)(x)*1000)

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "analysis/ctrstats.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "util/grow.h"
 
 /* Names for counters a later writer may know and this reader does not. */

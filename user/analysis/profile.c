@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "analysis/profile.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "model/symres.h"
 #include "registry/ioctl_decode.h"
 #include "symbol/symbolizer.h"

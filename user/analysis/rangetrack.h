@@ -1,7 +1,7 @@
 /*
  * Annotation range pairing: the one rule of the in-memory ranges
  * (analysis/ranges.c), the streamed ones (analysis/sranges.c) and the live
- * aggregates (live/annot.c). Events (model/annot.h) come in the order their
+ * aggregates (live/annagg.c). Events (model/annot.h) come in the order their
  * thread made them.
  *
  * Each thread's open ranges are a stack. A POP ends the open range of its

@@ -12,7 +12,7 @@
 #include "analysis/sranges.h"
 #include "analysis/sreport.h"
 #include "analysis/streamcheck.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 
 /* What the visitor keeps between records. */
 struct sr_ctx {

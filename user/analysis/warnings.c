@@ -40,7 +40,7 @@ _Static_assert(KX_DRV_MAX <= 64, "a driver set is a 64-bit mask");
 
 /*
  * The drivers each device-specific hook serves (the job sources of
- * capture/jobs.c, the driver entry functions of capture/drvcall.c). A hook
+ * capture/jobsrc.c, the driver entry functions of capture/drvcall.c). A hook
  * not listed here matters to every capture.
  */
 static const struct {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "analysis/windows.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "util/grow.h"
 
 /* One more start ts in bucket b: its count, first and last. An empty

@@ -7,7 +7,7 @@
 #include "analysis/streamcheck.h"
 #include "analysis/wread.h"
 #include "model/annot.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 

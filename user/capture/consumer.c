@@ -10,7 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "capture/consumer.h"
-#include "capture/sample.h"
+#include "capture/sampler.h"
 #include "model/annot.h"
 #include "util/cmdline.h"
 #include "util/hashmap.h"

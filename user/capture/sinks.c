@@ -5,7 +5,7 @@
 
 #include "capture/clock.h"
 #include "capture/sinks.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 
 static void store_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture/sample.h"
+#include "capture/sampler.h"
 #include "model/capinfo.h"
 #include "model/sample.h"
 

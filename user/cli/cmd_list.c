@@ -11,7 +11,7 @@
 #include "capture/drvcall.h"
 #include "capture/ioctl.h"
 #include "registry/ioctl_decode.h"
-#include "capture/jobs.h"
+#include "capture/jobsrc.h"
 #include "capture/probe.h"
 #include "capture/session.h"
 #include "util/json.h"

@@ -25,7 +25,7 @@
 #include "capture/counters.h"
 #include "capture/drmfdinfo.h"
 #include "analysis/warnings.h"
-#include "capture/sample.h"
+#include "capture/sampler.h"
 #include "capture/setup.h"
 #include "util/parse.h"
 

@@ -42,11 +42,11 @@
 #include "cli/serve_conns.h"
 #include "cli/serve_socket.h"
 #include "capture/clock.h"
-#include "capture/sample.h"
+#include "capture/sampler.h"
 #include "capture/setup.h"
-#include "live/annot.h"
+#include "live/annagg.h"
 #include "live/jobagg.h"
-#include "live/drmusage.h"
+#include "live/drmseries.h"
 #include "live/open.h"
 #include "export/prometheus.h"
 #include "export/summary.h"
@@ -67,7 +67,7 @@ struct serve {
 	const char *mech;
 	struct kx_cpuprof *prof; /* GET /debug/pprof/profile */
 	unsigned int prof_open;  /* profile requests not yet answered (under lock) */
-	struct kx_drmlive *drm;  /* DRM usage (live/drmusage.h), NULL when not sampled */
+	struct kx_drmlive *drm;  /* DRM usage (live/drmseries.h), NULL when not sampled */
 	int drm_by_pid;          /* its series carry pid and comm labels */
 };
 

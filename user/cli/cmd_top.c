@@ -6,7 +6,7 @@
  * Interactive on a terminal (raw mode, ANSI redraw on the alternate screen,
  * restored on exit and on signals; keys q p s r); plain text blocks with
  * --batch or when stdout is not a terminal. Annotation ranges of the
- * interval (live/annot.h) follow the ioctls: rate and latency per name.
+ * interval (live/annagg.h) follow the ioctls: rate and latency per name.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,9 +25,9 @@
 #include "cli/cli.h"
 #include "capture/clock.h"
 #include "capture/setup.h"
-#include "live/annot.h"
+#include "live/annagg.h"
 #include "live/jobagg.h"
-#include "live/drmusage.h"
+#include "live/drmseries.h"
 #include "live/open.h"
 #include "export/drmtable.h"
 #include "util/hist.h"

@@ -11,7 +11,7 @@
 
 #include "analysis/profile.h"
 #include "export/chrome_samples.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 #include "util/json.h"

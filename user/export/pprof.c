@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "export/pprof.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "util/hashmap.h"
 #include "util/outfile.h"
 #include "util/pbwire.h"

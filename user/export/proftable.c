@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "export/proftable.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 #include "util/json.h"

@@ -11,7 +11,7 @@
 #include "analysis/ranges.h"
 #include "analysis/timeline.h"
 #include "export/speedscope.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "registry/ioctl_decode.h"
 #include "util/grow.h"
 #include "util/hashmap.h"

@@ -66,7 +66,7 @@
 #include "io/kxp_bytes.h"
 #include "io/kxp_drm.h"
 #include "io/kxp_samples.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "util/workq.h"
 
 static const uint8_t file_magic[8] = {'K', 'X', 'P', 'R', 'O', 'F', 0, 0};

@@ -13,11 +13,11 @@
 
 #include "analysis/profile.h"
 #include "capture/clock.h"
-#include "capture/sample.h"
+#include "capture/sampler.h"
 #include "capture/ustack.h"
 #include "export/pprof.h"
 #include "live/cpuprof.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "symbol/collect.h"
 #include "symbol/kmask.h"
 #include "util/parse.h"

@@ -1,7 +1,7 @@
 /* The always-on capture of top and serve (contract: open.h). */
 #include <stdio.h>
 
-#include "live/annot.h"
+#include "live/annagg.h"
 #include "live/jobagg.h"
 #include "live/open.h"
 

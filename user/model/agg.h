@@ -75,7 +75,7 @@ struct kx_jobagg_snapshot {
 	uint64_t pending;  /* jobs open in the table (not done) */
 };
 
-/* Live annotation aggregates (live/annot.c): per range name and category
+/* Live annotation aggregates (live/annagg.c): per range name and category
  * the count and a fine histogram of range durations (util/hist.h); per mark
  * name, the count. */
 struct kx_annagg_series {

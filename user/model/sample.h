@@ -2,7 +2,7 @@
  * CPU samples and off-CPU intervals in the event model: the view of one
  * record as received (struct kx_sample, frames pointing into the record)
  * and the form a capture keeps (struct kx_sample_ev, its stack interned in
- * model/samples.h). Like the other events they keep raw facts: addresses,
+ * model/perfdata.h). Like the other events they keep raw facts: addresses,
  * not names (symbol/ resolves them), and the traced ioctl the thread was
  * inside as numbers (registry/ names it).
  */
@@ -44,7 +44,7 @@ struct kx_sample_ev {
 	uint64_t call_ts; /* enter of the traced ioctl it was in (its record's ts), 0: none */
 	uint32_t pid;     /* tgid */
 	uint32_t tid;
-	uint32_t stack;     /* index of its stack (model/samples.h) */
+	uint32_t stack;     /* index of its stack (model/perfdata.h) */
 	uint32_t exec_id;   /* see kx_sample.exec_id */
 	uint32_t call_cmd;  /* the call's ioctl cmd */
 	uint32_t call_dev;  /* the call's kernel dev_t (0 for anon kinds) */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "model/drmusage.h"
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "model/store.h"
 #include "util/grow.h"
 #include "util/hashmap.h"

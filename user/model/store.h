@@ -68,7 +68,7 @@ size_t kx_store_limit(const struct kx_store *s);
 struct kx_sample;
 struct kx_samples;
 /* The CPU samples of the capture with their stacks and symbols
- * (model/samples.h), charged to the same limit; NULL only when out of
+ * (model/perfdata.h), charged to the same limit; NULL only when out of
  * memory. Samples refused are counted by the samples table. */
 struct kx_samples *kx_store_samples(const struct kx_store *s);
 int kx_store_add_sample(struct kx_store *s, const struct kx_sample *smp);

@@ -16,7 +16,7 @@
 #include "registry/devices.h"
 #include "registry/ioctl_decode.h"
 #include "jobs.skel.h"
-#include "capture/jobs.h"
+#include "capture/jobsrc.h"
 #include "capture/probe.h"
 
 /*

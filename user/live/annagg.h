@@ -13,8 +13,8 @@
  * open START of its (pid, id) and begin time; an end with none is lost.
  * Thread-safe: add from the consumer, snapshot from anywhere.
  */
-#ifndef KX_LIVE_ANNOT_H
-#define KX_LIVE_ANNOT_H
+#ifndef KX_LIVE_ANNAGG_H
+#define KX_LIVE_ANNAGG_H
 
 #include <stdint.h>
 
@@ -41,4 +41,4 @@ void kx_annagg_snapshot_free(struct kx_annagg_snapshot *s);
  * callback on to next. */
 struct kx_sink kx_annagg_sink(struct kx_annagg *a, const struct kx_sink *next);
 
-#endif /* KX_LIVE_ANNOT_H */
+#endif /* KX_LIVE_ANNAGG_H */

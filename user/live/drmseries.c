@@ -1,4 +1,4 @@
-/* Live DRM usage for top and serve (see live/drmusage.h). */
+/* Live DRM usage for top and serve (see live/drmseries.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -8,9 +8,9 @@
 
 #include "capture/clock.h"
 #include "capture/drmfdinfo.h"
-#include "capture/sample.h"
+#include "capture/sampler.h"
 #include "export/prometheus.h"
-#include "live/drmusage.h"
+#include "live/drmseries.h"
 #include "util/grow.h"
 
 /* One engine series of serve: a client's engine. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/samples.h"
+#include "model/perfdata.h"
 #include "model/symres.h"
 #include "util/hashmap.h"
 

@@ -16,7 +16,7 @@
 #include "capture/ioctl.h"
 #include "capture/percpu.h"
 #include "capture/probe.h"
-#include "capture/sample.h"
+#include "capture/sampler.h"
 #include "sample.skel.h"
 #include "sample_rec.h" /* bpf/: the record layout */
 #include "util/parse.h"

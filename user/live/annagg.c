@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "analysis/rangetrack.h"
-#include "live/annot.h"
+#include "live/annagg.h"
 #include "util/hashmap.h"
 #include "util/hist.h"
 

@@ -12,8 +12,8 @@
  * kind, the receiver counts what it received, so received + dropped ==
  * emitted after stop; missing and cut stacks are counted too.
  */
-#ifndef KX_CAPTURE_SAMPLE_H
-#define KX_CAPTURE_SAMPLE_H
+#ifndef KX_CAPTURE_SAMPLER_H
+#define KX_CAPTURE_SAMPLER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -108,4 +108,4 @@ void kx_sampler_close(struct kx_sampler *s);
  * or -1 with err set. */
 int kx_call_graph_parse(const char *s, uint32_t *bytes, int *autom, char *err, size_t len);
 
-#endif /* KX_CAPTURE_SAMPLE_H */
+#endif /* KX_CAPTURE_SAMPLER_H */

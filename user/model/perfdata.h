@@ -9,8 +9,8 @@
  * that does not fit is counted, never half stored. Single writer, readers
  * after the capture.
  */
-#ifndef KX_MODEL_SAMPLES_H
-#define KX_MODEL_SAMPLES_H
+#ifndef KX_MODEL_PERFDATA_H
+#define KX_MODEL_PERFDATA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -75,4 +75,4 @@ struct kx_symres;
 struct kx_symres *kx_samples_syms(struct kx_samples *t);
 const struct kx_symres *kx_samples_syms_const(const struct kx_samples *t);
 
-#endif /* KX_MODEL_SAMPLES_H */
+#endif /* KX_MODEL_PERFDATA_H */

@@ -8,8 +8,8 @@
  * busy share times interval since the series began), the engine capacity,
  * and the memory per region, bounded by a key limit.
  */
-#ifndef KX_LIVE_DRMUSAGE_H
-#define KX_LIVE_DRMUSAGE_H
+#ifndef KX_LIVE_DRMSERIES_H
+#define KX_LIVE_DRMSERIES_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -45,4 +45,4 @@ int kx_drmlive_prom(struct kx_drmlive *l, FILE *f, int by_pid);
 void kx_drmlive_counts(struct kx_drmlive *l, uint64_t *passes, uint64_t *reads);
 void kx_drmlive_free(struct kx_drmlive *l); /* stops its thread; NULL is fine */
 
-#endif /* KX_LIVE_DRMUSAGE_H */
+#endif /* KX_LIVE_DRMSERIES_H */
