@@ -23,7 +23,8 @@ for it, nothing else):
   cli, plugin: the front ends, on top (plugin never includes cli)
 BPF skeletons (X.skel.h) are included by their loaders in capture/ only.
 Besides the folder rules, no two modules (a .c and its .h) may include each
-other, directly or through others.
+other, directly or through others, and no file name (less .c/.h) repeats
+across user/'s folders: files are named by their role, not the stage.
 """
 import os
 import re
@@ -115,6 +116,16 @@ def check_cycles(graph):
     return bad
 
 
+def check_stems(graph):
+    where = {}
+    for src in graph:
+        if src.startswith("user/"):
+            stem = os.path.splitext(os.path.basename(src))[0]
+            where.setdefault(stem, set()).add(folder(src))
+    return ["file name %s in user/%s" % (stem, ", user/".join(sorted(f)))
+            for stem, f in sorted(where.items()) if len(f) > 1]
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))
@@ -127,7 +138,8 @@ def main():
         return 1
     rc = 0
     for name, bad in (("layering_folders", check_folders(root, graph)),
-                      ("layering_cycles", check_cycles(graph))):
+                      ("layering_cycles", check_cycles(graph)),
+                      ("layering_stems", check_stems(graph))):
         if bad:
             rc = 1
             print(f"FAIL {name}: {len(bad)} violation(s)")

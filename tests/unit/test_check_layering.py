@@ -57,6 +57,13 @@ def test_export_including_capture_fails(tree):
     assert "user/export/chrome.c: includes capture/session.h" in r.stdout, r.stdout
 
 
+def test_repeated_stem_fails(tree):
+    shutil.copy(os.path.join(tree, "user/live/annagg.h"), os.path.join(tree, "user/analysis/annagg.h"))
+    r = run(tree)
+    assert r.returncode == 1, r.stdout
+    assert "file name annagg in user/analysis, user/live" in r.stdout, r.stdout
+
+
 def test_model_including_analysis_fails(tree):
     inject(tree, "user/model/store.h", '#include "analysis/jobs.h"')
     r = run(tree)
@@ -87,7 +94,8 @@ def test_plugin_including_cli_fails(tree):
 if __name__ == "__main__":
     for c in (test_clean_tree_passes, test_export_including_capture_fails,
               test_model_including_analysis_fails, test_cycle_fails,
-              test_skeleton_outside_capture_fails, test_plugin_including_cli_fails):
+              test_skeleton_outside_capture_fails, test_plugin_including_cli_fails,
+              test_repeated_stem_fails):
         case(c)
     print("CASES %d" % ran)
     sys.exit(1 if failed else 0)
