@@ -82,22 +82,53 @@ static __always_inline bool kx_cur_uid_ok(void)
 	       BPF_CORE_READ(t, real_cred, euid.val) == targ_uid;
 }
 
+/* Under the uid rule, the current task's memory is the client's to read:
+ * 1 when dumpable (SUID_DUMP_USER) or of a layout this code does not know,
+ * 0 when not (the exec of a program the client may not read makes it so
+ * before the comm changes and anything of the new program runs, well before
+ * sched_process_exec: a sample in between would show it), -1 when the task
+ * has no memory (a thread past exit_mm). */
+static __always_inline int kx_cur_mm_readable(void)
+{
+	struct task_struct *t;
+	struct mm_struct *mm;
+	int d;
+
+	if (!targ_uid_only)
+		return 1;
+	t = (struct task_struct *)bpf_get_current_task();
+	mm = BPF_CORE_READ(t, mm);
+	if (!mm)
+		return -1;
+	d = kx_mm_dumpable(mm);
+	return d == 1 || d < 0;
+}
+
 /*
  * The current task's process tgid is traced: -a, or in the pid set. Under
  * the uid rule a member whose uid changed (it exec'd a setuid program or
  * called setresuid) leaves the set at that moment, for good: changing back
- * does not bring it back, and its later children are not added.
+ * does not bring it back, and its later children are not added. One whose
+ * memory is not dumpable (it is exec'ing a program the client may not read,
+ * or made itself so) is not traced while it is so.
  */
 static __always_inline bool kx_tgid_traced(__u32 tgid)
 {
+	int mm_ok;
+
 	if (targ_all)
 		return true;
 	if (!bpf_map_lookup_elem(&pids, &tgid))
 		return false;
-	if (kx_cur_uid_ok())
-		return true;
-	bpf_map_delete_elem(&pids, &tgid);
-	return false;
+	if (!kx_cur_uid_ok()) {
+		bpf_map_delete_elem(&pids, &tgid);
+		return false;
+	}
+	/* Not dumpable: not now (its exec's sched_process_exec drops and
+	 * counts it, shared.bpf.h's users' on_exec; a process that made itself
+	 * not dumpable is back once it is dumpable again). */
+	mm_ok = kx_cur_mm_readable();
+	return mm_ok != 0;
 }
 
 /*

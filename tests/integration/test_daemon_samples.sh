@@ -247,6 +247,31 @@ sys.exit(any(q["comm"] == "xonly" or any("kxw_" in f["Function"] for f in q["Fun
 	check xonly_left_counted grep -q '"1 processes left the capture: exec of a protected program' "$TMP/x.json"
 fi
 
+# ---- nothing of a process while it is not dumpable ----
+# The user's own workload makes itself not dumpable for its spin (-n), as the
+# exec of a program its user may not read does before anything of that
+# program runs: the user could not read it then (ptrace's rule), so none of
+# its samples are taken then; its BLKZEROOUT calls after, dumpable again,
+# are all traced.
+as 65534 "$BIN/kxprof" record -F 999 --device "$LOOPDEV" -o "$OUT/n.kxp" -- \
+	"$BIN/profile_workload" -n -s 0.4 -D "$LOOPDEV" -z 0.2 >"$TMP/n.json" 2>"$TMP/n.err"
+rc=$?
+if [ $rc -ne 0 ]; then
+	fail undumpable_record "exit $rc: $(cat "$TMP/n.err")"
+else
+	kx 0 report --json "$OUT/n.kxp" >"$TMP/n.r.json"
+	check undumpable_not_sampled python3 -c '
+import json, sys
+r, w = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+fns = [f["Function"] for q in r.get("Profile", {}).get("Processes", []) for f in q["Functions"]]
+spin = sum(f in ("kxw_heavy", "kxw_light", "kxw_spin_phase") for f in fns)
+calls = r["Time"].get("ioctl/loop", {}).get("BLKZEROOUT", {}).get("Total Count")
+print("# spin frames %d; BLKZEROOUT traced %s of %d; %d spin units" % (
+    spin, calls, w["ioctls"]["BLKZEROOUT"], w["spin"]["heavy_units"]))
+sys.exit(spin != 0 or w["spin"]["heavy_units"] == 0 or calls != w["ioctls"]["BLKZEROOUT"] > 0)' \
+		"$TMP/n.r.json" "$TMP/n.json"
+fi
+
 # ---- the frequency limit ----
 as 65534 "$BIN/kxprof" record -F 1000 --device "$LOOPDEV" -o "$OUT/hi.kxp" -- true 2>"$TMP/hi.err"
 check over_limit_exit1 [ $? -eq 1 ]

@@ -15,7 +15,9 @@
  *   exec    -- CMD ARGS: then becomes CMD (same pid), e.g. kvm_workload for a
  *           busy KVM_RUN; CMD prints its own JSON instead of this one
  * With -w it first waits for a line on its standard input (a tracer
- * attached to its pid gets ready meanwhile).
+ * attached to its pid gets ready meanwhile). With -n it makes itself not
+ * dumpable (prctl PR_SET_DUMPABLE 0) before the spin phase, as the exec of
+ * a program its user may not read would, and dumpable again after it.
  *
  * JSON: workload, pid, tid, spin{seconds, heavy_units, light_units},
  * ioctls{BLKFLSBUF, BLKZEROOUT}, errors, flush_ns{n,min,mean,max},
@@ -24,6 +26,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <linux/fs.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -128,13 +131,14 @@ static void usage(void)
 {
 	fprintf(stderr,
 	        "usage: profile_workload [-s SECONDS] [-D DEV [-f SECONDS] [-z SECONDS] [-Z KiB]]\n"
-	        "                        [-T SECONDS] [-w] [-- CMD ARGS...]\n"
+	        "                        [-T SECONDS] [-w] [-n] [-- CMD ARGS...]\n"
 	        "  -s  spin phase: kxw_heavy and kxw_light at 3:1 CPU (default 1)\n"
 	        "  -D  block device (a loop device) for the flush and zero phases\n"
 	        "  -f  flush phase: read DEV through the page cache, then BLKFLSBUF, repeated\n"
 	        "  -z  zero phase: BLKZEROOUT of -Z KiB (default 1024), repeated (sleeps inside)\n"
 	        "  -T  watchdog seconds (default 60, 0 = off)\n"
 	        "  -w  wait for a line on standard input before the first phase\n"
+	        "  -n  not dumpable during the spin phase\n"
 	        "  --  then exec CMD (its JSON replaces this one)\n");
 	exit(2);
 }
@@ -144,7 +148,8 @@ struct opts {
 	const char *dev;
 	unsigned long long zero_bytes;
 	char **cmd;
-	int wait; /* -w */
+	int wait;       /* -w */
+	int undumpable; /* -n */
 };
 
 static void parse(int argc, char **argv, struct opts *o)
@@ -153,7 +158,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 	o->spin = 1;
 	o->zero_bytes = 1 << 20;
-	while ((c = getopt(argc, argv, "s:D:f:z:Z:T:wh")) != -1) {
+	while ((c = getopt(argc, argv, "s:D:f:z:Z:T:wnh")) != -1) {
 		switch (c) {
 		case 's':
 			o->spin = parse_secs("-s", optarg);
@@ -175,6 +180,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'w':
 			o->wait = 1;
+			break;
+		case 'n':
+			o->undumpable = 1;
 			break;
 		default:
 			usage();
@@ -237,7 +245,11 @@ int main(int argc, char **argv)
 		if (!fgets(line, sizeof(line), stdin))
 			wl_die("-w: standard input ended before the go line");
 	}
+	if (o.undumpable && prctl(PR_SET_DUMPABLE, 0))
+		wl_die("prctl PR_SET_DUMPABLE 0 failed");
 	kxw_spin_phase(o.spin);
+	if (o.undumpable && prctl(PR_SET_DUMPABLE, 1))
+		wl_die("prctl PR_SET_DUMPABLE 1 failed");
 	if (o.flush > 0)
 		kxw_flush_phase(&wc, &fl, fd, size, o.flush);
 	if (o.zero > 0)
