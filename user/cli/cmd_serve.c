@@ -46,9 +46,8 @@
 #include "live/interval.h"
 #include "export/prometheus.h"
 #include "export/summary.h"
+#include "model/version.h"
 #include "util/parse.h"
-
-#define SERVE_VERSION "0.1"
 
 struct serve {
 	struct kx_live live;      /* the capture and its aggregates */
@@ -867,7 +866,7 @@ static int serve_start(struct serve *sv, struct serve_opts *o)
 		goto fail;
 	s = sv->live.c.s;
 	snprintf(sv->kernel, sizeof(sv->kernel), "%s", kx_session_capinfo(s)->kernel);
-	sv->info.version = SERVE_VERSION;
+	sv->info.version = KX_VERSION;
 	sv->info.kernel = sv->kernel;
 	sv->info.mech = kx_session_mech(s);
 	sv->info.jobs_attached = sv->live.jobs_attached;
