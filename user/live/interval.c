@@ -11,11 +11,27 @@
 #include "live/jobagg.h"
 #include "util/hist.h"
 
+/* The capture's sink: job records (and the KVM_RUN ioctls that start KVM
+ * jobs) and annotation records, paired online. */
+static void on_job(void *ctx, const struct kx_job *j)
+{
+	kx_jobagg_add(((struct kx_live *)ctx)->jobs, j);
+}
+
+static void on_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
+{
+	(void)arg;
+	kx_jobagg_ioctl(((struct kx_live *)ctx)->jobs, e);
+}
+
+static void on_annot(void *ctx, const struct kx_ann *e, const char *name, const char *cat)
+{
+	kx_annagg_add(((struct kx_live *)ctx)->anns, e, name, cat);
+}
+
 int kx_live_open(struct kx_live *l, struct kx_capture_opts *o, const char *pid_list,
                  enum kx_agg_by by, char *err, size_t len)
 {
-	struct kx_sink job_sink;
-
 	o->all = l->all = pid_list == NULL;
 	o->agg_by_pid = by == KX_AGG_BY_PID;
 	o->agg_by_cgroup = by == KX_AGG_BY_CGROUP;
@@ -36,8 +52,7 @@ int kx_live_open(struct kx_live *l, struct kx_capture_opts *o, const char *pid_l
 	o->no_drvhooks = 1;
 	o->aggregate = 1;
 	o->annotate = 1;
-	job_sink = kx_jobagg_sink(l->jobs);
-	o->sink = kx_annagg_sink(l->anns, &job_sink);
+	o->sink = (struct kx_sink){.ctx = l, .ioctl = on_ioctl, .job = on_job, .annot = on_annot};
 	if (kx_capture_open(&l->c, o, err, len) || kx_capture_start(&l->c, err, len))
 		return -1;
 	l->by = by;
