@@ -1,12 +1,13 @@
 /*
  * kxprof top: a live terminal view of driver ioctls for ops, over in-kernel
- * aggregation (no per-event traffic). Every interval, a snapshot diff gives
- * per device and ioctl (and per process with -P or the 'p' key): rate, error
- * rate, p50/p99/max latency (fine slot midpoints) and off-CPU share.
+ * aggregation (no per-event traffic). Every interval (live/interval.h
+ * computes it), per device and ioctl (and per process with -P or the 'p'
+ * key): rate, error rate, p50/p99/max latency and off-CPU share.
  * Interactive on a terminal (raw mode, ANSI redraw on the alternate screen,
  * restored on exit and on signals; keys q p s r); plain text blocks with
  * --batch or when stdout is not a terminal. Annotation ranges of the
- * interval (live/annagg.h) follow the ioctls: rate and latency per name.
+ * interval follow the ioctls: rate and latency per name. This file sorts
+ * and draws them.
  */
 #include <errno.h>
 #include <getopt.h>
