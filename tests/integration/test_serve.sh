@@ -49,6 +49,8 @@ check programs_attached test "$(progs_alive "$IDS")" -gt 0
 # 1. counts: the histograms equal what the workload issued
 accel_workload 2 50 >"$TMP/wl.json"
 fetch "$URL/metrics" >"$TMP/m1.txt"
+# One version: what --version prints is what kxprof_build_info says.
+check build_info_version grep -q "^kxprof_build_info{version=\"$("$KXPROF" --version | sed 's/^kxprof //')\"," "$TMP/m1.txt"
 check metrics_content_type sh -c "curl -sI --max-time 5 '$URL/metrics' | grep -qi '^content-type: text/plain; version=0.0.4'"
 check prom_counts_equal_workload python3 - "$TMP/wl.json" "$TMP/m1.txt" "$ACCEL" <<'PY'
 import json, re, sys

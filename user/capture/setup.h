@@ -110,7 +110,7 @@ struct kx_capture {
 	struct kx_remote *remote;        /* capturing through the daemon: no session here */
 	const char *daemon;              /* then its socket path */
 	struct kx_capinfo rci;           /* then the live, later the final, capture facts */
-	uint32_t live_pids[KX_MAX_PIDS]; /* kx_capture_live's pid list */
+	uint32_t live_pids[KX_MAX_PIDS]; /* kx_live_open's pid list */
 	struct {
 		uint32_t pid;
 		int fd;       /* pidfd, readable once pid exits; -1: checked with kill(pid, 0) */

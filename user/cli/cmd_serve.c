@@ -36,39 +36,29 @@
 
 #include <microhttpd.h>
 
-#include "live/aggregate.h"
 #include "live/cpuprof.h"
 #include "cli/cli.h"
 #include "cli/serve_conns.h"
 #include "cli/serve_socket.h"
 #include "capture/clock.h"
 #include "capture/sampler.h"
-#include "capture/setup.h"
-#include "live/annagg.h"
-#include "live/jobagg.h"
 #include "live/drmseries.h"
-#include "live/open.h"
+#include "live/interval.h"
 #include "export/prometheus.h"
 #include "export/summary.h"
+#include "model/version.h"
 #include "util/parse.h"
 
-#define SERVE_VERSION "0.1"
-
 struct serve {
-	struct kx_agg *agg;
+	struct kx_live live;      /* the capture and its aggregates */
 	pthread_mutex_t lock;     /* prof_open */
 	struct serve_conns conns; /* the open connections and their limits */
 	int pprof;                /* --pprof: /debug/pprof/profile served */
 	int allow_reset;          /* --allow-reset: ?reset=1 clears the aggregates */
-	struct kx_jobagg *jobs;   /* fed by the consumer thread, read by HTTP threads */
-	struct kx_annagg *anns;   /* the same, annotation ranges */
 	struct kx_prom_info info;
 	char kernel[96];
-	const char *mech;
 	struct kx_cpuprof *prof; /* GET /debug/pprof/profile */
 	unsigned int prof_open;  /* profile requests not yet answered (under lock) */
-	struct kx_drmlive *drm;  /* DRM usage (live/drmseries.h), NULL when not sampled */
-	int drm_by_pid;          /* its series carry pid and comm labels */
 };
 
 static void serve_usage(FILE *f)
@@ -284,47 +274,32 @@ static int arg_true(struct MHD_Connection *c, const char *name)
 	return v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
 }
 
+/* The 500 of a failed kx_live_read. */
+static enum MHD_Result read_failed(struct MHD_Connection *c, int rc)
+{
+	return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+	                  rc == -1 ? "cannot read the aggregates\n" : "out of memory\n");
+}
+
 static enum MHD_Result page_metrics(struct serve *sv, struct MHD_Connection *c)
 {
-	struct kx_agg_snapshot snap;
-	struct kx_jobagg_snapshot js;
+	struct kx_live_snap snap;
 	struct kx_prom_info info = sv->info;
 	char err[256], *buf = NULL;
 	size_t len = 0;
 	FILE *f;
-	int rc, jobs = sv->jobs && sv->info.jobs_attached;
-	struct kx_annagg_snapshot as = {0};
+	int rc = kx_live_read(&sv->live, &snap, 0, err, sizeof(err));
 
-	if (sv->anns && kx_annagg_snapshot(sv->anns, &as, 0))
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-	info.anns = sv->anns ? &as : NULL;
-	if (kx_agg_snapshot(sv->agg, &snap, 0, err, sizeof(err))) {
-		kx_annagg_snapshot_free(&as);
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
-		                  "cannot read the aggregates\n");
-	}
-	if (jobs && kx_jobagg_snapshot(sv->jobs, &js, kx_mono_ns(), 0)) {
-		kx_agg_snapshot_free(&snap);
-		kx_annagg_snapshot_free(&as);
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-	}
-	info.jobs = jobs ? &js : NULL;
+	if (rc)
+		return read_failed(c, rc);
+	info.anns = &snap.anns;
+	info.jobs = sv->info.jobs_attached ? &snap.jobs : NULL;
 	f = open_memstream(&buf, &len);
-	if (!f) {
-		kx_agg_snapshot_free(&snap);
-		kx_annagg_snapshot_free(&as);
-		if (jobs)
-			kx_jobagg_snapshot_free(&js);
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-	}
-	rc = kx_prom_write(f, &snap, &info);
-	if (!rc && sv->drm)
-		rc = kx_drmlive_prom(sv->drm, f, sv->drm_by_pid);
-	kx_agg_snapshot_free(&snap);
-	kx_annagg_snapshot_free(&as);
-	if (jobs)
-		kx_jobagg_snapshot_free(&js);
-	if (fclose(f) || rc) {
+	rc = f ? kx_prom_write(f, &snap.agg, &info) : -1;
+	if (!rc && sv->live.drm)
+		rc = kx_drmlive_prom(sv->live.drm, f, sv->live.by == KX_AGG_BY_PID);
+	kx_live_snap_free(&snap);
+	if (!f || fclose(f) || rc) {
 		free(buf);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
@@ -336,12 +311,13 @@ static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, 
 {
 	const char *sort_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sort");
 	int sort = sort_s ? kx_sort_key_parse(sort_s) : KX_SORT_AVG;
-	struct kx_agg_snapshot snap;
+	struct kx_live_snap snap;
 	struct kx_capinfo *ci = malloc(sizeof(*ci));
 	struct kx_summary *sum = NULL;
 	char err[256], *buf = NULL;
 	size_t len = 0;
 	FILE *f = NULL;
+	int rc;
 
 	if (sort < 0) {
 		free(ci);
@@ -350,30 +326,18 @@ static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, 
 	}
 	if (!ci)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-	kx_agg_capinfo(sv->agg, ci);
-	if (kx_agg_snapshot(sv->agg, &snap, arg_true(c, "reset"), err, sizeof(err))) {
+	kx_agg_capinfo(sv->live.agg, ci);
+	rc = kx_live_read(&sv->live, &snap, arg_true(c, "reset"), err, sizeof(err));
+	if (rc) {
 		free(ci);
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
-		                  "cannot read the aggregates\n");
+		return read_failed(c, rc);
 	}
-	if (arg_true(c, "reset") && sv->jobs) {
-		struct kx_jobagg_snapshot js;
-
-		if (kx_jobagg_snapshot(sv->jobs, &js, kx_mono_ns(), 1) == 0)
-			kx_jobagg_snapshot_free(&js);
+	sum = kx_summary_from_agg(&snap.agg, ci);
+	if (sum && kx_summary_add_annagg(sum, &snap.anns)) {
+		kx_summary_free(sum);
+		sum = NULL;
 	}
-	sum = kx_summary_from_agg(&snap, ci);
-	kx_agg_snapshot_free(&snap);
-	if (sum && sv->anns) {
-		struct kx_annagg_snapshot as;
-
-		if (kx_annagg_snapshot(sv->anns, &as, arg_true(c, "reset")) ||
-		    kx_summary_add_annagg(sum, &as)) {
-			kx_summary_free(sum);
-			sum = NULL;
-		}
-		kx_annagg_snapshot_free(&as);
-	}
+	kx_live_snap_free(&snap);
 	free(ci);
 	if (sum)
 		f = open_memstream(&buf, &len);
@@ -887,53 +851,25 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	}
 	o->cap.devices = &o->devices;
 	o->cap.verbose = kx_verbose;
-	o->cap.agg_by_pid = o->by == KX_AGG_BY_PID;
-	o->cap.agg_by_cgroup = o->by == KX_AGG_BY_CGROUP;
 	o->cap.cmdline = "serve";
 	return 0;
 }
 
-/* The DRM usage sampler on a thread of its own, when asked or a DRM device
- * is traced. 0, or -1 after a message. */
-static int serve_drm_start(struct serve *sv, struct kx_capture *c, const struct serve_opts *o)
-{
-	struct kx_drmlive_opts d = {.devs = o->devices.dev,
-	                            .ndevs = o->devices.n,
-	                            .all = !o->pids,
-	                            .s = c->s,
-	                            .interval_ms = (unsigned int)(o->drm_interval * 1000 + 0.5),
-	                            .max_keys = o->cap.agg_max_keys};
-
-	if (o->drm < 0 || (!o->drm && !kx_drm_devices_traced(o->devices.dev, o->devices.n)))
-		return 0;
-	sv->drm_by_pid = o->by == KX_AGG_BY_PID;
-	sv->drm = kx_drmlive_new(&d);
-	if (!sv->drm || kx_drmlive_start(sv->drm)) {
-		kx_err("cannot start the DRM usage sampler: out of memory or threads");
-		return -1;
-	}
-	return 0;
-}
-
 /* Opens and starts the capture and the readers of its aggregates. 0, or -1 after a message. */
-static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts *o)
+static int serve_start(struct serve *sv, struct serve_opts *o)
 {
 	struct kx_cpuprof_limits lim;
+	struct kx_session *s;
 	char err[512];
 
-	if (kx_capture_live(c, &o->cap, o->pids, &sv->jobs, &sv->anns, err, sizeof(err)))
+	if (kx_live_open(&sv->live, &o->cap, o->pids, o->by, err, sizeof(err)))
 		goto fail;
-	sv->agg = kx_agg_new(c->s, o->by);
-	if (!sv->agg) {
-		snprintf(err, sizeof(err), "out of memory");
-		goto fail;
-	}
-	sv->mech = kx_session_mech(c->s);
-	snprintf(sv->kernel, sizeof(sv->kernel), "%s", kx_session_capinfo(c->s)->kernel);
-	sv->info.version = SERVE_VERSION;
+	s = sv->live.c.s;
+	snprintf(sv->kernel, sizeof(sv->kernel), "%s", kx_session_capinfo(s)->kernel);
+	sv->info.version = KX_VERSION;
 	sv->info.kernel = sv->kernel;
-	sv->info.mech = sv->mech;
-	sv->info.jobs_attached = kx_capture_jobs_attached(kx_session_capinfo(c->s));
+	sv->info.mech = kx_session_mech(s);
+	sv->info.jobs_attached = sv->live.jobs_attached;
 	lim = (struct kx_cpuprof_limits){.hz = (uint32_t)o->prof_hz,
 	                                 .max_seconds = (uint32_t)o->prof_secs,
 	                                 .max_running = KX_CPUPROF_MAX_RUNNING,
@@ -941,12 +877,15 @@ static int serve_start(struct serve *sv, struct kx_capture *c, struct serve_opts
 	                                 .kernel_addresses = o->pprof_kaddr,
 	                                 .ustack_bytes = o->ustack_bytes,
 	                                 .ustack_auto = o->ustack_auto};
-	sv->prof = kx_cpuprof_new(c->s, !o->pids, &lim);
+	sv->prof = kx_cpuprof_new(s, !o->pids, &lim);
 	if (!sv->prof) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
-	return serve_drm_start(sv, c, o);
+	if (kx_live_drm(&sv->live, o->drm, (unsigned int)(o->drm_interval * 1000 + 0.5),
+	                o->cap.agg_max_keys, 1, err, sizeof(err)))
+		goto fail;
+	return 0;
 fail:
 	kx_err("%s", err);
 	return -1;
@@ -988,7 +927,7 @@ static void serve_rescan(struct serve *sv, struct serve_opts *o, int hup)
 			fprintf(stderr, "kxprof serve: SIGHUP: devices unchanged (%d)\n", was);
 		return;
 	}
-	if (kx_agg_set_devices(sv->agg, o->fresh.dev, o->fresh.n, err, sizeof(err)) != 0) {
+	if (kx_agg_set_devices(sv->live.agg, o->fresh.dev, o->fresh.n, err, sizeof(err)) != 0) {
 		kx_err("device rescan: %s", err);
 		return;
 	}
@@ -1010,13 +949,13 @@ static void serve_loop(struct serve *sv, struct serve_opts *o, const sigset_t *s
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
 		serve_conns_tick(&sv->conns, now);
-		if (sv->agg && (sig == SIGHUP || due)) {
+		if (sv->live.agg && (sig == SIGHUP || due)) {
 			serve_rescan(sv, o, sig == SIGHUP);
 			last_scan = now;
 		}
 		/* Per-process keys of exited processes would fill the map over days. */
-		if (sv->agg && o->by == KX_AGG_BY_PID && now - last_prune >= 2000000000ULL) {
-			kx_agg_prune_exited(sv->agg);
+		if (sv->live.agg && o->by == KX_AGG_BY_PID && now - last_prune >= 2000000000ULL) {
+			kx_agg_prune_exited(sv->live.agg);
 			last_prune = now;
 		}
 	}
@@ -1047,15 +986,14 @@ static void bound_address(struct MHD_Daemon *d, const struct serve_opts *o, char
 }
 
 /* Capture, HTTP, loop. 0 after a signal, 1 on error. */
-static int serve_run(struct serve *sv, struct kx_capture *c, struct serve_opts *o,
-                     const sigset_t *set)
+static int serve_run(struct serve *sv, struct serve_opts *o, const sigset_t *set)
 {
 	struct MHD_Daemon *d = NULL;
 	char where[80];
 
 	/* HTTP unless only --socket was asked for. */
 	if (!serve_socket_wanted(&o->sock) || o->listen_given) {
-		if (serve_start(sv, c, o))
+		if (serve_start(sv, o))
 			return 1;
 		d = serve_listen(sv, o);
 		if (!d)
@@ -1063,9 +1001,9 @@ static int serve_run(struct serve *sv, struct kx_capture *c, struct serve_opts *
 		bound_address(d, o, where, sizeof(where));
 		fprintf(stderr,
 		        "kxprof serve: http://%s/metrics (%s, %d devices, %s, key limit %u)\n",
-		        where, sv->mech, o->devices.n,
+		        where, sv->info.mech, o->devices.n,
 		        o->pids ? "given processes" : "all processes",
-		        kx_session_agg_max_keys(c->s));
+		        kx_session_agg_max_keys(sv->live.c.s));
 	}
 	if (serve_socket_start(&o->sock, kx_verbose)) {
 		if (d)
@@ -1088,7 +1026,6 @@ static int serve_run(struct serve *sv, struct kx_capture *c, struct serve_opts *
 int cmd_serve(int argc, char **argv)
 {
 	static struct serve_opts o;
-	struct kx_capture c = {0};
 	struct serve sv = {0};
 	sigset_t set, old;
 	int rc = serve_parse(argc, argv, &o);
@@ -1118,13 +1055,9 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	signal(SIGPIPE, SIG_IGN);
-	rc = serve_run(&sv, &c, &o, &set);
+	rc = serve_run(&sv, &o, &set);
 	kx_cpuprof_free(sv.prof);
-	kx_drmlive_free(sv.drm); /* its thread reads the session's pid set */
-	kx_agg_free(sv.agg);
-	kx_capture_close(&c);
-	kx_jobagg_free(sv.jobs);
-	kx_annagg_free(sv.anns);
+	kx_live_close(&sv.live);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_mutex_destroy(&sv.lock);
 	serve_conns_destroy(&sv.conns);

@@ -1,12 +1,13 @@
 /*
  * kxprof top: a live terminal view of driver ioctls for ops, over in-kernel
- * aggregation (no per-event traffic). Every interval, a snapshot diff gives
- * per device and ioctl (and per process with -P or the 'p' key): rate, error
- * rate, p50/p99/max latency (fine slot midpoints) and off-CPU share.
+ * aggregation (no per-event traffic). Every interval (live/interval.h
+ * computes it), per device and ioctl (and per process with -P or the 'p'
+ * key): rate, error rate, p50/p99/max latency and off-CPU share.
  * Interactive on a terminal (raw mode, ANSI redraw on the alternate screen,
  * restored on exit and on signals; keys q p s r); plain text blocks with
  * --batch or when stdout is not a terminal. Annotation ranges of the
- * interval (live/annagg.h) follow the ioctls: rate and latency per name.
+ * interval follow the ioctls: rate and latency per name. This file sorts
+ * and draws them.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,17 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "live/aggregate.h"
 #include "cli/cli.h"
 #include "capture/clock.h"
-#include "capture/setup.h"
-#include "live/annagg.h"
-#include "live/jobagg.h"
-#include "live/drmseries.h"
-#include "live/open.h"
+#include "live/interval.h"
 #include "export/drmtable.h"
-#include "util/hist.h"
 #include "util/parse.h"
+#include "util/units.h"
 
 enum col {
 	C_RATE,
@@ -53,20 +49,6 @@ static const char *const sort_names[NSORT] = {
         [C_IOCTL] = "ioctl", [C_PID] = "pid",
 };
 
-struct trow {
-	const struct kx_agg_row *r;
-	double rate, err_rate, offcpu_pct;
-	uint64_t p50, p99, max;
-};
-
-/* Device timelines of the last interval, when job sources are attached. */
-struct jobline {
-	int attached;
-	uint64_t inflight; /* jobs queued or running now, all devices */
-	double busy_pct;   /* busiest device's share of the interval */
-	char device[48];   /* the busiest device, "" when no job was seen */
-};
-
 struct view {
 	int per_pid;
 	int sort;
@@ -75,10 +57,9 @@ struct view {
 	int interactive;
 	double interval;
 	const char *mech;
-	const char *who; /* "all processes" or "given processes" */
-	struct jobline jobs;
-	struct kx_annagg_snapshot ann; /* annotation ranges of the last interval */
-	struct kx_drmstats *drm;       /* DRM usage of the last interval, NULL when not sampled */
+	const char *who;                   /* "all processes" or "given processes" */
+	int jobs_attached;                 /* jobs in flight and device busy are known */
+	const struct kx_live_interval *iv; /* the last interval */
 };
 
 static volatile sig_atomic_t got_signal, got_winch;
@@ -165,18 +146,10 @@ static void top_usage(FILE *f)
 	        KX_AGG_MAX_KEYS, sizeof(struct kx_agg_val));
 }
 
+/* A latency cell: "-" when none. */
 static const char *dur_str(uint64_t ns, char *buf, size_t len)
 {
-	if (!ns)
-		snprintf(buf, len, "-");
-	else if (ns < 1000)
-		snprintf(buf, len, "%" PRIu64 "ns", ns);
-	else if (ns < 1000000)
-		snprintf(buf, len, "%.1fus", ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, len, "%.2fms", ns / 1e6);
-	else
-		snprintf(buf, len, "%.2fs", ns / 1e9);
+	kx_fmt_time_as(buf, len, ns, KX_TIME_COLUMN);
 	return buf;
 }
 
@@ -187,49 +160,32 @@ static int cmp_num(double a, double b)
 
 static int sort_col, sort_rev;
 
+/* The sort column's value of t: a number, or NULL and a name. */
+static double sort_key(const struct kx_live_row *t, const char **text)
+{
+	const char *s[NSORT] = {
+	        [C_DEVICE] = t->r->device, [C_DRIVER] = t->r->driver, [C_IOCTL] = t->r->ioctl};
+	const double n[NSORT] = {[C_RATE] = t->rate,
+	                         [C_ERR] = t->err_rate,
+	                         [C_P50] = (double)t->p50,
+	                         [C_P99] = (double)t->p99,
+	                         [C_MAX] = (double)t->max,
+	                         [C_OFFCPU] = t->offcpu_pct,
+	                         [C_PID] = (double)t->r->key.who};
+
+	*text = s[sort_col];
+	return n[sort_col];
+}
+
 static int cmp_trow(const void *pa, const void *pb)
 {
-	const struct trow *a = pa, *b = pb;
-	int c = 0, text = 0;
+	const struct kx_live_row *a = pa, *b = pb;
+	const char *ta, *tb;
+	double na = sort_key(a, &ta), nb = sort_key(b, &tb);
+	int c = ta ? strcmp(ta, tb) : cmp_num(na, nb);
 
-	switch (sort_col) {
-	case C_RATE:
-		c = cmp_num(a->rate, b->rate);
-		break;
-	case C_ERR:
-		c = cmp_num(a->err_rate, b->err_rate);
-		break;
-	case C_P50:
-		c = cmp_num((double)a->p50, (double)b->p50);
-		break;
-	case C_P99:
-		c = cmp_num((double)a->p99, (double)b->p99);
-		break;
-	case C_MAX:
-		c = cmp_num((double)a->max, (double)b->max);
-		break;
-	case C_OFFCPU:
-		c = cmp_num(a->offcpu_pct, b->offcpu_pct);
-		break;
-	case C_DEVICE:
-		c = strcmp(a->r->device, b->r->device);
-		text = 1;
-		break;
-	case C_DRIVER:
-		c = strcmp(a->r->driver, b->r->driver);
-		text = 1;
-		break;
-	case C_IOCTL:
-		c = strcmp(a->r->ioctl, b->r->ioctl);
-		text = 1;
-		break;
-	case C_PID:
-		c = cmp_num((double)a->r->key.who, (double)b->r->key.who);
-		text = 1;
-		break;
-	}
-	/* Numbers largest first, names A to Z; r flips either. */
-	if (!text)
+	/* Numbers largest first, names and pids A to Z; r flips either. */
+	if (sort_col < C_DEVICE)
 		c = -c;
 	if (sort_rev)
 		c = -c;
@@ -240,37 +196,11 @@ static int cmp_trow(const void *pa, const void *pb)
 	return c;
 }
 
-/* Rows with traffic in this interval, with their rates and quantiles; the count. */
-static int fill_rows(const struct kx_agg_snapshot *d, struct trow *t)
-{
-	int n = 0;
-
-	for (size_t i = 0; i < d->nrows; i++) {
-		const struct kx_agg_row *r = &d->rows[i];
-
-		if (!r->count && !r->errors)
-			continue;
-		t[n].r = r;
-		t[n].rate = d->interval_s > 0 ? r->count / d->interval_s : 0;
-		t[n].err_rate = d->interval_s > 0 ? r->errors / d->interval_s : 0;
-		t[n].p50 =
-		        kx_hist_fine_quantile(r->fine, r->count, KX_PPM(50), r->min_ns, r->max_ns);
-		t[n].p99 =
-		        kx_hist_fine_quantile(r->fine, r->count, KX_PPM(99), r->min_ns, r->max_ns);
-		/* The exact max when the key knows it (not in diffs), else the top slot's. */
-		t[n].max = r->max_ns ? r->max_ns
-		                     : kx_hist_fine_quantile(r->fine, r->count, KX_PPM(100), 0, 0);
-		t[n].offcpu_pct = r->sum_ns ? 100.0 * (double)r->offcpu_ns / (double)r->sum_ns : 0;
-		n++;
-	}
-	return n;
-}
-
 struct widths {
 	int dev, drv, ioc;
 };
 
-static struct widths col_widths(const struct trow *t, int shown)
+static struct widths col_widths(const struct kx_live_row *t, int shown)
 {
 	struct widths w = {6, 6, 5};
 
@@ -290,9 +220,9 @@ static struct widths col_widths(const struct trow *t, int shown)
 /* "jobs in flight: 3  device busy: 42% (loop0)", or why they are unknown. */
 static void job_header(const struct view *v, char *buf, size_t len)
 {
-	const struct jobline *j = &v->jobs;
+	const struct kx_live_busy *j = &v->iv->busy;
 
-	if (!j->attached)
+	if (!v->jobs_attached)
 		snprintf(buf, len, "jobs in flight: -  device busy: -  (no job source attached)");
 	else if (!j->device[0])
 		snprintf(buf, len,
@@ -328,85 +258,56 @@ static void print_header(FILE *f, const struct view *v, const struct kx_agg_snap
 
 static void print_titles(FILE *f, const struct view *v, struct widths w, int cols)
 {
-	char line[512];
+	char line[512], who[32] = "";
 
 	if (v->per_pid)
-		snprintf(line, sizeof(line), "%-*s %-*s %-*s %7s %-15s %10s %9s %9s %9s %9s %7s",
-		         w.dev, "DEVICE", w.drv, "DRIVER", w.ioc, "IOCTL", "PID", "COMM", "RATE/s",
-		         "ERR/s", "P50", "P99", "MAX", "OFFCPU%");
-	else
-		snprintf(line, sizeof(line), "%-*s %-*s %-*s %10s %9s %9s %9s %9s %7s", w.dev,
-		         "DEVICE", w.drv, "DRIVER", w.ioc, "IOCTL", "RATE/s", "ERR/s", "P50", "P99",
-		         "MAX", "OFFCPU%");
+		snprintf(who, sizeof(who), " %7s %-15s", "PID", "COMM");
+	snprintf(line, sizeof(line), "%-*s %-*s %-*s%s %10s %9s %9s %9s %9s %7s", w.dev, "DEVICE",
+	         w.drv, "DRIVER", w.ioc, "IOCTL", who, "RATE/s", "ERR/s", "P50", "P99", "MAX",
+	         "OFFCPU%");
 	fprintf(f, "%.*s\n", cols, line);
 }
 
-static void print_row(FILE *f, const struct view *v, const struct trow *t, struct widths w,
+static void print_row(FILE *f, const struct view *v, const struct kx_live_row *t, struct widths w,
                       int offcpu_measured, int cols)
 {
 	const struct kx_agg_row *r = t->r;
-	char line[512], a[16], b[16], c[16], off[16];
+	char line[512], a[16], b[16], c[16], off[16] = "-", who[32] = "";
 
 	if (offcpu_measured)
 		snprintf(off, sizeof(off), "%.1f", t->offcpu_pct);
-	else
-		snprintf(off, sizeof(off), "-");
 	if (v->per_pid)
-		snprintf(line, sizeof(line),
-		         "%-*.*s %-*s %-*.*s %7" PRIu64 " %-15.15s %10.1f %9.1f %9s %9s %9s %7s",
-		         w.dev, w.dev, r->device, w.drv, r->driver, w.ioc, w.ioc, r->ioctl,
-		         (uint64_t)r->key.who, r->comm[0] ? r->comm : "-", t->rate, t->err_rate,
-		         dur_str(t->p50, a, sizeof(a)), dur_str(t->p99, b, sizeof(b)),
-		         dur_str(t->max, c, sizeof(c)), off);
-	else
-		snprintf(line, sizeof(line), "%-*.*s %-*s %-*.*s %10.1f %9.1f %9s %9s %9s %7s",
-		         w.dev, w.dev, r->device, w.drv, r->driver, w.ioc, w.ioc, r->ioctl, t->rate,
-		         t->err_rate, dur_str(t->p50, a, sizeof(a)), dur_str(t->p99, b, sizeof(b)),
-		         dur_str(t->max, c, sizeof(c)), off);
+		snprintf(who, sizeof(who), " %7" PRIu64 " %-15.15s", (uint64_t)r->key.who,
+		         r->comm[0] ? r->comm : "-");
+	snprintf(line, sizeof(line), "%-*.*s %-*s %-*.*s%s %10.1f %9.1f %9s %9s %9s %7s", w.dev,
+	         w.dev, r->device, w.drv, r->driver, w.ioc, w.ioc, r->ioctl, who, t->rate,
+	         t->err_rate, dur_str(t->p50, a, sizeof(a)), dur_str(t->p99, b, sizeof(b)),
+	         dur_str(t->max, c, sizeof(c)), off);
 	fprintf(f, "%.*s\n", cols, line);
-}
-
-static int cmp_series(const void *pa, const void *pb)
-{
-	const struct kx_annagg_series *a = pa, *b = pb;
-
-	if (a->count != b->count)
-		return a->count > b->count ? -1 : 1;
-	return strcmp(a->name, b->name);
 }
 
 /* Annotation ranges and marks seen in the interval, busiest first, at most rows of them. */
 static void render_ranges(FILE *f, const struct view *v, double interval_s, int rows, int cols)
 {
-	struct kx_annagg_series *s = malloc((v->ann.nseries + 1) * sizeof(*s));
-	char line[512], a[16], b[16], c[16], name[64];
-	size_t n = 0;
+	struct kx_live_range *s = malloc((v->iv->anns.nseries + 1) * sizeof(*s));
+	char line[512], a[16], b[16], c[16], name[KX_ANN_NAME_MAX + 8];
+	size_t n;
 
 	if (!s)
 		return;
-	for (size_t i = 0; i < v->ann.nseries; i++)
-		if (v->ann.series[i].count)
-			s[n++] = v->ann.series[i];
-	qsort(s, n, sizeof(*s), cmp_series);
+	n = kx_live_ranges(&v->iv->anns, interval_s, s);
 	if (n && rows > 0) {
 		snprintf(line, sizeof(line), "\n%-40s %-16s %10s %9s %9s %9s", "RANGE", "CATEGORY",
 		         "RATE/s", "P50", "P99", "MAX");
 		fprintf(f, "%.*s\n", cols + 1, line);
 	}
 	for (size_t i = 0; i < n && (int)i < rows; i++) {
-		const struct kx_annagg_series *r = &s[i];
-		uint64_t p50 =
-		        kx_hist_fine_quantile(r->fine, r->count, KX_PPM(50), r->min_ns, r->max_ns);
-		uint64_t p99 =
-		        kx_hist_fine_quantile(r->fine, r->count, KX_PPM(99), r->min_ns, r->max_ns);
+		const struct kx_annagg_series *r = s[i].s;
 
 		snprintf(name, sizeof(name), "%s%s", r->name, r->mark ? " (mark)" : "");
 		snprintf(line, sizeof(line), "%-40.40s %-16.16s %10.1f %9s %9s %9s", name,
-		         r->cat[0] ? r->cat : "-",
-		         interval_s > 0 ? (double)r->count / interval_s : 0,
-		         r->mark ? "-" : dur_str(p50, a, sizeof(a)),
-		         r->mark ? "-" : dur_str(p99, b, sizeof(b)),
-		         r->mark ? "-" : dur_str(r->max_ns, c, sizeof(c)));
+		         r->cat[0] ? r->cat : "-", s[i].rate, dur_str(s[i].p50, a, sizeof(a)),
+		         dur_str(s[i].p99, b, sizeof(b)), dur_str(s[i].max, c, sizeof(c)));
 		fprintf(f, "%.*s\n", cols, line);
 	}
 	free(s);
@@ -416,13 +317,13 @@ static void render_ranges(FILE *f, const struct view *v, double interval_s, int 
 static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *d, uint32_t nkeys,
                    int max_lines, int cols)
 {
-	struct trow *t = calloc(d->nrows ? d->nrows : 1, sizeof(*t));
-	int n, shown;
+	struct kx_live_row *t = calloc(d->nrows ? d->nrows : 1, sizeof(*t));
+	int n, shown, room;
 	struct widths w;
 
 	if (!t)
 		return;
-	n = fill_rows(d, t);
+	n = (int)kx_live_rows(d, t);
 	sort_col = v->sort;
 	sort_rev = v->reverse;
 	if (n > 1)
@@ -437,13 +338,10 @@ static void render(FILE *f, const struct view *v, const struct kx_agg_snapshot *
 		print_row(f, v, &t[i], w, d->offcpu_measured, cols);
 	if (!n)
 		fprintf(f, "(no traced ioctls in this interval)\n");
-	render_ranges(f, v, d->interval_s,
-	              max_lines > 0 ? (max_lines - 7 - (shown > 1 ? shown : 1) < v->nrows
-	                                       ? max_lines - 7 - (shown > 1 ? shown : 1)
-	                                       : v->nrows)
-	                            : v->nrows,
-	              cols);
-	kx_drmtable_print_live(v->drm, f, v->nrows, cols);
+	/* The ranges get the lines left, at most rows of them. */
+	room = max_lines > 0 ? max_lines - 7 - (shown > 1 ? shown : 1) : v->nrows;
+	render_ranges(f, v, d->interval_s, room < v->nrows ? room : v->nrows, cols);
+	kx_drmtable_print_live(v->iv->drm, f, v->nrows, cols);
 	free(t);
 }
 
@@ -680,93 +578,15 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		o->v.per_pid = 1;
 	o->cap.devices = &o->devices;
 	o->cap.verbose = kx_verbose;
-	/* Always split by process in the kernel: 'p' then only changes the fold. */
-	o->cap.agg_by_pid = 1;
 	o->cap.quick_exit = 1; /* q, -d and -c exit without waiting for the uprobes' release */
 	return 0;
 }
 
 /* What top keeps between refreshes. */
 struct top_state {
-	struct kx_capture c;
-	struct kx_agg *agg;
-	struct kx_jobagg *jobs;
-	struct kx_annagg *anns;
-	struct kx_agg_snapshot prev, last; /* totals at the last refresh; its interval */
-	int have_last;
-	struct kx_drmlive *drm; /* DRM usage, when sampled */
+	struct kx_live l;
+	struct kx_live_interval iv;
 };
-
-/* Jobs in flight now, and the busiest device over the interval just ended. */
-static void jobs_refresh(struct top_state *t, struct view *v, uint64_t now, double interval_s)
-{
-	struct kx_jobagg_snapshot js;
-
-	if (!v->jobs.attached || kx_jobagg_snapshot(t->jobs, &js, now, 1))
-		return;
-	v->jobs.inflight = 0;
-	v->jobs.busy_pct = 0;
-	v->jobs.device[0] = 0;
-	for (size_t i = 0; i < js.ndevs; i++) {
-		double pct =
-		        interval_s > 0 ? 100.0 * (double)js.devs[i].busy_ns / 1e9 / interval_s : 0;
-
-		v->jobs.inflight += js.devs[i].inflight;
-		if (!v->jobs.device[0] || pct > v->jobs.busy_pct) {
-			v->jobs.busy_pct = pct > 100 ? 100 : pct;
-			snprintf(v->jobs.device, sizeof(v->jobs.device), "%s", js.devs[i].device);
-		}
-	}
-	kx_jobagg_snapshot_free(&js);
-}
-
-/* A process that exited during the interval keeps the name it had before. */
-static void keep_names(struct kx_agg_snapshot *cur, const struct kx_agg_snapshot *prev)
-{
-	for (size_t i = 0; i < cur->nrows; i++) {
-		struct kx_agg_row *r = &cur->rows[i];
-
-		for (size_t j = 0; !r->comm[0] && j < prev->nrows; j++)
-			if (prev->rows[j].key.who == r->key.who && prev->rows[j].comm[0])
-				memcpy(r->comm, prev->rows[j].comm, sizeof(r->comm));
-	}
-}
-
-/* New totals; last becomes the interval since the previous refresh. 0 or -1. */
-static int refresh(struct top_state *t, struct view *v, uint64_t now)
-{
-	struct kx_agg_snapshot cur;
-	char err[512];
-
-	if (kx_agg_snapshot(t->agg, &cur, 0, err, sizeof(err))) {
-		kx_err("%s", err);
-		return -1;
-	}
-	keep_names(&cur, &t->prev);
-	kx_agg_snapshot_free(&t->last);
-	if (kx_agg_diff(&cur, &t->prev, &t->last)) {
-		kx_agg_snapshot_free(&cur);
-		kx_err("out of memory");
-		return -1;
-	}
-	kx_agg_snapshot_free(&t->prev);
-	t->prev = cur;
-	t->have_last = 1;
-	jobs_refresh(t, v, now, t->last.interval_s);
-	kx_annagg_snapshot_free(&v->ann);
-	if (kx_annagg_snapshot(t->anns, &v->ann, 1)) {
-		kx_err("out of memory");
-		return -1;
-	}
-	if (t->drm) {
-		kx_drmlive_pass(t->drm);
-		kx_drmstats_free(v->drm);
-		v->drm = kx_drmlive_fold(t->drm);
-	}
-	/* Per-process keys of exited processes would fill the map. */
-	kx_agg_prune_exited(t->agg);
-	return 0;
-}
 
 /* Refreshes every interval until q, a signal, -c or -d. 0 or -1. */
 static int top_loop(struct top_state *t, struct top_opts *o)
@@ -775,6 +595,7 @@ static int top_loop(struct top_state *t, struct top_opts *o)
 	uint64_t step = (uint64_t)(v->interval * 1e9), next = kx_mono_ns() + step;
 	uint64_t stop = o->duration > 0 ? kx_mono_ns() + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
 	long long iter = 0;
+	char err[512];
 
 	for (;;) {
 		int redraw = 0;
@@ -784,35 +605,20 @@ static int top_loop(struct top_state *t, struct top_opts *o)
 			return 0;
 		now = kx_mono_ns();
 		if (!redraw) {
-			if (refresh(t, v, now))
+			if (kx_live_step(&t->l, &t->iv, err, sizeof(err))) {
+				kx_err("%s", err);
 				return -1;
+			}
 			iter++;
 			next += step;
 			if (next <= now)
 				next = now + step;
 		}
-		if (t->have_last && show(v, &t->last, (uint32_t)t->prev.nrows))
+		if (t->iv.have_last && show(v, &t->iv.last, (uint32_t)t->iv.prev.nrows))
 			return -1;
 		if (!redraw && ((o->count && iter >= o->count) || now >= stop))
 			return 0;
 	}
-}
-
-/* The DRM usage sampler, when asked or a DRM device is traced; its first
- * pass is the baseline. 0, or -1 after a message. */
-static int top_drm_start(struct top_state *t, struct top_opts *o)
-{
-	struct kx_drmlive_opts d = {
-	        .devs = o->devices.dev, .ndevs = o->devices.n, .all = !o->pids, .s = t->c.s};
-
-	if (o->drm < 0 || (!o->drm && !kx_drm_devices_traced(o->devices.dev, o->devices.n)))
-		return 0;
-	if (!(t->drm = kx_drmlive_new(&d))) {
-		kx_err("out of memory for the DRM usage sampler");
-		return -1;
-	}
-	kx_drmlive_pass(t->drm);
-	return 0;
 }
 
 /* Opens and starts the capture and the aggregate readers. 0, or -1 after a message. */
@@ -820,24 +626,23 @@ static int top_start(struct top_state *t, struct top_opts *o)
 {
 	char err[512];
 
-	if (kx_capture_live(&t->c, &o->cap, o->pids, &t->jobs, &t->anns, err, sizeof(err))) {
+	/* Always split by process in the kernel: 'p' then only changes the fold. */
+	if (kx_live_open(&t->l, &o->cap, o->pids, KX_AGG_BY_PID, err, sizeof(err)) ||
+	    kx_live_drm(&t->l, o->drm, 0, 0, 0, err, sizeof(err)) ||
+	    kx_live_begin(&t->l, &t->iv, err, sizeof(err))) {
 		kx_err("%s", err);
 		return -1;
 	}
-	t->agg = kx_agg_new(t->c.s, KX_AGG_BY_PID);
-	if (!t->agg || kx_agg_snapshot(t->agg, &t->prev, 0, err, sizeof(err))) {
-		kx_err("%s", t->agg ? err : "out of memory");
-		return -1;
-	}
-	o->v.jobs.attached = kx_capture_jobs_attached(kx_session_capinfo(t->c.s));
-	return top_drm_start(t, o);
+	o->v.jobs_attached = t->l.jobs_attached;
+	o->v.iv = &t->iv;
+	return 0;
 }
 
 static void top_view(struct top_state *t, struct top_opts *o)
 {
 	struct view *v = &o->v;
 
-	v->mech = kx_session_mech(t->c.s);
+	v->mech = kx_session_mech(t->l.c.s);
 	v->who = o->pids ? "given processes" : "all processes";
 	v->interactive = !o->batch && isatty(STDOUT_FILENO);
 	signal(SIGINT, on_signal);
@@ -863,14 +668,7 @@ int cmd_top(int argc, char **argv)
 		rc = top_loop(&t, &o) ? 1 : 0;
 	}
 	term_restore();
-	kx_agg_snapshot_free(&t.prev);
-	kx_agg_snapshot_free(&t.last);
-	kx_agg_free(t.agg);
-	kx_capture_close(&t.c);
-	kx_jobagg_free(t.jobs);
-	kx_annagg_free(t.anns);
-	kx_annagg_snapshot_free(&o.v.ann);
-	kx_drmlive_free(t.drm);
-	kx_drmstats_free(o.v.drm);
+	kx_live_interval_free(&t.iv);
+	kx_live_close(&t.l);
 	return rc;
 }

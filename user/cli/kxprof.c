@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "io/kxp.h"
 #include "io/replay.h"
+#include "model/version.h"
 #include "model/store.h"
 
 int kx_verbose;
@@ -247,7 +248,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--version")) {
-			printf("kxprof 0.1\n");
+			printf("kxprof %s\n", KX_VERSION);
 			return 0;
 		} else {
 			kx_err("unknown option '%s' (kxprof --help lists them)", argv[i]);

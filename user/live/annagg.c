@@ -25,7 +25,6 @@ struct kx_annagg {
 	struct kx_rangetrack track; /* open ranges, each with its series (uint32_t) */
 	struct kx_rt_open *ended;   /* the range an end took out (track.stride bytes) */
 	uint64_t overflow, lost;
-	struct kx_sink next;
 };
 
 struct kx_annagg *kx_annagg_new(uint32_t max_series)
@@ -171,60 +170,4 @@ void kx_annagg_snapshot_free(struct kx_annagg_snapshot *s)
 {
 	free(s->series);
 	memset(s, 0, sizeof(*s));
-}
-
-/* ---- the sink: annotations here, the rest passed on ---- */
-
-static void sink_annot(void *ctx, const struct kx_ann *e, const char *name, const char *cat)
-{
-	kx_annagg_add(ctx, e, name, cat);
-}
-
-static void fwd_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
-{
-	struct kx_annagg *a = ctx;
-
-	a->next.ioctl(a->next.ctx, e, arg);
-}
-
-static void fwd_task(void *ctx, const struct kx_task *t)
-{
-	struct kx_annagg *a = ctx;
-
-	a->next.task(a->next.ctx, t);
-}
-
-static void fwd_job(void *ctx, const struct kx_job *j)
-{
-	struct kx_annagg *a = ctx;
-
-	a->next.job(a->next.ctx, j);
-}
-
-static void fwd_tick(void *ctx)
-{
-	struct kx_annagg *a = ctx;
-
-	a->next.tick(a->next.ctx);
-}
-
-static int fwd_begin(void *ctx, const struct kx_capinfo *ci, char *err, size_t len)
-{
-	struct kx_annagg *a = ctx;
-
-	return a->next.begin(a->next.ctx, ci, err, len);
-}
-
-struct kx_sink kx_annagg_sink(struct kx_annagg *a, const struct kx_sink *next)
-{
-	a->next = *next;
-	return (struct kx_sink){
-	        .ctx = a,
-	        .ioctl = next->ioctl ? fwd_ioctl : NULL,
-	        .task = next->task ? fwd_task : NULL,
-	        .job = next->job ? fwd_job : NULL,
-	        .annot = sink_annot,
-	        .tick = next->tick ? fwd_tick : NULL,
-	        .begin = next->begin ? fwd_begin : NULL,
-	};
 }

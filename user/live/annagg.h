@@ -18,7 +18,6 @@
 
 #include <stdint.h>
 
-#include "capture/sink.h"
 #include "model/agg.h"
 #include "model/annot.h"
 
@@ -36,9 +35,5 @@ void kx_annagg_add(struct kx_annagg *a, const struct kx_ann *e, const char *name
  * series and the open ranges stay). 0, or -1 when out of memory. */
 int kx_annagg_snapshot(struct kx_annagg *a, struct kx_annagg_snapshot *out, int reset);
 void kx_annagg_snapshot_free(struct kx_annagg_snapshot *s);
-
-/* A sink that aggregates annotation events into a and passes every other
- * callback on to next. */
-struct kx_sink kx_annagg_sink(struct kx_annagg *a, const struct kx_sink *next);
 
 #endif /* KX_LIVE_ANNAGG_H */

@@ -556,19 +556,3 @@ void kx_jobagg_snapshot_free(struct kx_jobagg_snapshot *s)
 	free(s->devs);
 	memset(s, 0, sizeof(*s));
 }
-
-static void sink_job(void *ctx, const struct kx_job *j)
-{
-	kx_jobagg_add(ctx, j);
-}
-
-static void sink_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
-{
-	(void)arg;
-	kx_jobagg_ioctl(ctx, e);
-}
-
-struct kx_sink kx_jobagg_sink(struct kx_jobagg *a)
-{
-	return (struct kx_sink){.ctx = a, .ioctl = sink_ioctl, .job = sink_job};
-}

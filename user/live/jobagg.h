@@ -42,7 +42,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture/sink.h"
 #include "model/agg.h"
 #include "model/event.h"
 
@@ -68,8 +67,5 @@ void kx_jobagg_flush(struct kx_jobagg *a);
 int kx_jobagg_snapshot(struct kx_jobagg *a, struct kx_jobagg_snapshot *out, uint64_t now_ns,
                        int reset);
 void kx_jobagg_snapshot_free(struct kx_jobagg_snapshot *s);
-
-/* A sink of job and ioctl records, paired online into a (top, serve). */
-struct kx_sink kx_jobagg_sink(struct kx_jobagg *a);
 
 #endif /* KX_JOBAGG_H */
