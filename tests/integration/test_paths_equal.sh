@@ -19,7 +19,9 @@
 #     Chrome file alone, written from slices, the in-memory part's lines.
 # Where a file is read whole today, -v gives the reason: printed as a "# "
 # line (today's answers compare trivially equal there). The live views'
-# pairing against the offline one: tests/unit/test_live_paths.c.
+# job and annotation aggregates against the in-memory analysis, for every
+# file of the corpus: build/tests/test_live_paths FILE... (its unit test,
+# tests/unit/test_live_paths.c, says what is compared).
 # tests/tools/outputs-snapshot.sh writes every output of the same corpus.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -50,8 +52,10 @@ same_xspace() {
 }
 
 # paths NAME FILE: every check above, for one record file.
+CORPUS=()
 paths() {
 	local n=$1 f=$2 d=$TMP/$1 m lim parts
+	CORPUS+=("$f")
 	WHOLE=
 	mkdir -p "$d"
 	# report: streamed and in memory
@@ -139,4 +143,13 @@ if kx 0 record -o "$TMP/ann.kxp" -- "$WL/annotate_workload" -t 3 -n 10 -s 2000 -
 	kx 0 report --json "$TMP/ann.kxp" >"$TMP/ann.json" 2>/dev/null
 	check annotated_has_ranges test "$(jget "$TMP/ann.json" 'len(d["Time"].get("annotation", {}))')" -gt 0
 	paths annotated "$TMP/ann.kxp"
+fi
+
+# The live path: the job and annotation aggregates of top and serve fed each
+# file's records in ring order, against the in-memory analysis.
+if [ ${#CORPUS[@]} -gt 0 ]; then
+	"$BUILD_DIR/tests/test_live_paths" "${CORPUS[@]}" >"$TMP/live.out" 2>&1
+	rc=$?
+	grep -E "^FAIL |live's default limits" "$TMP/live.out" | sort -u
+	check live_aggregates_equal test $rc -eq 0
 fi
