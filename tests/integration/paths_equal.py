@@ -55,9 +55,9 @@ def chrome_events(path):
 
 def show(missing, extra):
     for k in list(missing)[:3]:
-        print("- in the whole only: %s" % k)
+        print("- in the whole only: %s" % (k,))
     for k in list(extra)[:3]:
-        print("+ in the parts only: %s" % k)
+        print("+ in the parts only: %s" % (k,))
 
 
 def chrome_parts(whole, parts):
@@ -130,8 +130,12 @@ def main(name, d):
         ("sliced_chrome_lines", lambda: sliced(d, parts)),
     ]
     for check, fn in checks:
-        sys.stdout.flush()
-        print("%s %s_%s" % ("FAIL" if fn() or not parts else "PASS", name, check), flush=True)
+        try:
+            bad = fn() or not parts
+        except Exception as e:  # a missing or unreadable output: that check fails
+            print("%s: %r" % (check, e))
+            bad = True
+        print("%s %s_%s" % ("FAIL" if bad else "PASS", name, check), flush=True)
     return 0
 
 

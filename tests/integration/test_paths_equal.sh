@@ -23,6 +23,8 @@
 # file of the corpus: build/tests/test_live_paths FILE... (its unit test,
 # tests/unit/test_live_paths.c, says what is compared).
 # tests/tools/outputs-snapshot.sh writes every output of the same corpus.
+# KX_PATHS_ONLY=REGEX (an extended regular expression on the names the
+# checks print, e.g. 'kvm|gen_wread') compares only the files it names.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 GEN=$BUILD_DIR/tests/kxp_gen
@@ -51,10 +53,16 @@ same_xspace() {
 	check "$1" test -n "$a" -a "$a" = "$b"
 }
 
+# wanted NAME: whether KX_PATHS_ONLY (when set) names the file NAME.
+wanted() {
+	[[ -z "${KX_PATHS_ONLY:-}" || "$1" =~ $KX_PATHS_ONLY ]]
+}
+
 # paths NAME FILE: every check above, for one record file.
 CORPUS=()
 paths() {
 	local n=$1 f=$2 d=$TMP/$1 m lim parts
+	wanted "$n" || return 0
 	CORPUS+=("$f")
 	WHOLE=
 	mkdir -p "$d"
@@ -99,7 +107,7 @@ paths() {
 		return
 	whole "convert split, Chrome alone" "$d/q.err"
 	# the parts against the whole, and the Chrome parts written alone
-	python3 "$HERE/paths_equal.py" "$n" "$d"
+	python3 "$HERE/paths_equal.py" "$n" "$d" || fail "${n}_paths_equal_py" "exit status $?"
 	if [ -n "$WHOLE" ]; then echo "# $n is read whole by $WHOLE"; fi
 	rm -rf "$d"
 }
@@ -107,6 +115,7 @@ paths() {
 # ---- the corpus ----
 for fx in "$HERE"/../fixtures/*.jsonl; do
 	b=$(basename "$fx" .jsonl)
+	wanted "fixture_$b" || wanted "recorded_$b" || continue
 	kx 0 replay "$fx" -o "$TMP/$b.kxp" >/dev/null 2>"$TMP/replay.err" &&
 		paths "fixture_$b" "$TMP/$b.kxp"
 	# as a recorder writes it (where that is not the bytes replay wrote)
@@ -121,6 +130,7 @@ paths h100_pytorch "$HERE/../fixtures/h100_pytorch.kxp"
 for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "stream 20000" \
 	"stream-annotated 1" "stream-counted 4242" "events 8000"; do
 	set -- $g
+	wanted "gen_${1//-/_}" || continue
 	if "$GEN" "$1" "$TMP/$1.kxp" "$2" 2>"$TMP/gen.err"; then
 		paths "gen_${1//-/_}" "$TMP/$1.kxp"
 	else
@@ -129,7 +139,7 @@ for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "stream 20000" \
 done
 
 # A KVM job capture (two vCPU threads, 300 jobs each) with CPU samples.
-if need_kvm kvm_jobs; then
+if wanted kvm_jobs && need_kvm kvm_jobs; then
 	kx 0 record -F 499 -o "$TMP/kvm.kxp" -- "$WL/kvm_workload" -t 2 -j 300 \
 		>"$TMP/kvm.out" 2>"$TMP/kvm.err" && paths kvm_jobs "$TMP/kvm.kxp"
 fi
@@ -138,7 +148,7 @@ fi
 # unbalanced and too deep ranges; with /dev/kvm, ioctls inside them).
 DEVOPT=()
 [ -c /dev/kvm ] && DEVOPT=(-i /dev/kvm)
-if kx 0 record -o "$TMP/ann.kxp" -- "$WL/annotate_workload" -t 3 -n 10 -s 2000 -x 4 -u 2 \
+if wanted annotated && kx 0 record -o "$TMP/ann.kxp" -- "$WL/annotate_workload" -t 3 -n 10 -s 2000 -x 4 -u 2 \
 	-D 40 -O 2 "${DEVOPT[@]}" >"$TMP/ann.out" 2>"$TMP/ann.err"; then
 	kx 0 report --json "$TMP/ann.kxp" >"$TMP/ann.json" 2>/dev/null
 	check annotated_has_ranges test "$(jget "$TMP/ann.json" 'len(d["Time"].get("annotation", {}))')" -gt 0
