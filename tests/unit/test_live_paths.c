@@ -19,8 +19,8 @@
  * aggregate.h), which no record file can feed: not compared here.
  * Corpus: the unit tests' generated captures (tests/unit/kxp_gen*.h) and
  * every replay fixture written as a recorder writes it; with arguments, the
- * record files given instead (one case each; test_paths_equal.sh passes its
- * recorded KVM job and annotated captures).
+ * record files given instead (files_given; the other cases then compare
+ * nothing: test_paths_equal.sh passes its whole corpus so).
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -41,6 +41,8 @@
 
 static char tmpdir[64];
 static const char *cur_path; /* the record file the case compares */
+static char **args;          /* record files given on the command line */
+static int nargs;
 
 struct feed {
 	uint64_t at;  /* ns: when the ring gets the record */
@@ -307,6 +309,9 @@ static void wread_annotated(void)
 	const char *p = tmp_kxp("wread_ann");
 	size_t devs = 0;
 
+	if (nargs)
+		return; /* the files given instead */
+
 	CHECK(write_capture_as(p, 6000, 0, 0, 0, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY) == 0);
 	compare_file(p, &devs);
 	unlink(p);
@@ -317,6 +322,9 @@ static void wread_annotated(void)
 static void stream_annotated(void)
 {
 	size_t devs = 0;
+
+	if (nargs)
+		return; /* the files given instead */
 
 	for (uint64_t seed = 1; seed <= 3 && !kxt_cur_failed; seed++) {
 		const char *p = tmp_kxp("stream_ann");
@@ -333,6 +341,9 @@ static void wread_job(void)
 	const char *p = tmp_kxp("wread_job");
 	size_t devs = 0;
 
+	if (nargs)
+		return; /* the files given instead */
+
 	CHECK(write_capture(p, 2000, 1, 0) == 0);
 	compare_file(p, &devs);
 	unlink(p);
@@ -347,6 +358,9 @@ static void events(void)
 	struct gen g;
 	size_t devs = 0;
 	int rc;
+
+	if (nargs)
+		return; /* the files given instead */
 
 	gen_events(&g, 8000, 42);
 	rc = gen_write(p, &g, 4096, 1);
@@ -364,6 +378,9 @@ static void fixtures_recorded(void)
 	                                    "kvm",        "loop",       "msm",   "xe"};
 	const char *dir = getenv("KX_FIXTURES");
 	size_t devs = 0;
+
+	if (nargs)
+		return; /* the files given instead */
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !kxt_cur_failed; i++) {
 		static struct kx_capinfo ci;
@@ -387,10 +404,6 @@ static void fixtures_recorded(void)
 	CHECK(devs >= 6);
 }
 
-/* Record files given on the command line. */
-static char **args;
-static int nargs;
-
 static void files_given(void)
 {
 	size_t devs = 0;
@@ -403,12 +416,8 @@ int main(int argc, char **argv)
 {
 	const char *t = getenv("TMPDIR");
 
-	if (argc > 1) {
-		args = argv + 1;
-		nargs = argc - 1;
-		RUN(files_given);
-		KXT_EXIT();
-	}
+	args = argv + 1;
+	nargs = argc - 1;
 	snprintf(tmpdir, sizeof(tmpdir), "%s/kxlive.XXXXXX", t && *t ? t : "/tmp");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
@@ -419,6 +428,7 @@ int main(int argc, char **argv)
 	RUN(wread_job);
 	RUN(events);
 	RUN(fixtures_recorded);
+	RUN(files_given);
 	rmdir(tmpdir);
 	KXT_EXIT();
 }
