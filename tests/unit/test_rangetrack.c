@@ -17,7 +17,7 @@
 #include "analysis/ranges.h"
 #include "analysis/sranges.h"
 #include "kxtest.h"
-#include "live/annagg.h"
+#include "kxtest_live.h"
 
 #define T0    10000000000ull
 #define US(x) (T0 + (uint64_t)(x)*1000)
@@ -106,62 +106,10 @@ static struct kx_ranges *streamed(struct kx_store *s, struct kx_store *strings, 
 	return out;
 }
 
-static struct kx_annagg *live(const struct kx_store *s)
-{
-	struct kx_annagg *a = kx_annagg_new(0);
-
-	for (size_t i = 0; a && i < kx_store_ann_count(s); i++) {
-		const struct kx_ann *e = kx_store_ann(s, i);
-
-		kx_annagg_add(a, e, str(s, e->name), str(s, e->cat));
-	}
-	return a;
-}
-
-/* Live series agree with the ranges rg of memory: per name, closed ranges
- * (count, total) and marks; ends whose begin is lost. */
-static void same_live(const struct kx_ranges *rg, const struct kx_store *s, struct kx_annagg *a)
-{
-	struct kx_annagg_snapshot snap;
-	uint64_t ranges = 0, marks = 0;
-
-	CHECK(kx_annagg_snapshot(a, &snap, 0) == 0);
-	for (size_t i = 0; i < snap.nseries; i++) {
-		const struct kx_annagg_series *se = &snap.series[i];
-		uint64_t n = 0, ns = 0;
-
-		for (size_t k = 0; k < rg->n; k++) {
-			const struct kx_range *r = &rg->r[k];
-
-			if (r->open || strcmp(str(s, r->name), se->name) ||
-			    (r->kind == KX_RANGE_MARK) != se->mark)
-				continue;
-			n++;
-			ns += r->dur_meas;
-		}
-		printf("#   live %s%s: %" PRIu64 " (%" PRIu64 " ns), memory %" PRIu64 "\n",
-		       se->name, se->mark ? " (mark)" : "", se->count, se->sum_ns, n);
-		CHECK_EQ_U(se->count, n);
-		if (!se->mark)
-			CHECK_EQ_U(se->sum_ns, ns);
-		ranges += se->mark ? 0 : se->count;
-		marks += se->mark ? se->count : 0;
-	}
-	for (size_t k = 0; k < rg->n; k++) {
-		ranges -= !rg->r[k].open && rg->r[k].kind != KX_RANGE_MARK;
-		marks -= rg->r[k].kind == KX_RANGE_MARK;
-	}
-	CHECK_EQ_U(ranges, 0);
-	CHECK_EQ_U(marks, 0);
-	CHECK_EQ_U(snap.lost, rg->anom.lost_begin);
-	kx_annagg_snapshot_free(&snap);
-}
-
 static void exact_paths(void)
 {
 	struct kx_store *s = kx_store_new(0), *strings = kx_store_new(0);
 	struct kx_ranges *mem, *str_rg;
-	struct kx_annagg *a;
 	const char *why = "unset";
 
 	CHECK(s && strings);
@@ -189,10 +137,7 @@ static void exact_paths(void)
 		      t->end_tid == m->end_tid);
 		CHECK(t->depth == m->depth && t->kind == m->kind && t->open == m->open);
 	}
-	a = live(s);
-	CHECK(a);
-	same_live(mem, s, a);
-	kx_annagg_free(a);
+	live_same_ranges(s, mem);
 	kx_ranges_free(str_rg);
 	kx_ranges_free(mem);
 	kx_store_free(strings);
@@ -221,7 +166,6 @@ static void lost_pop_paths(void)
 {
 	struct kx_store *s = kx_store_new(0), *strings = kx_store_new(0);
 	struct kx_ranges *mem, *str_rg;
-	struct kx_annagg *a;
 	const char *why = NULL;
 
 	CHECK(s && strings);
@@ -236,10 +180,7 @@ static void lost_pop_paths(void)
 	str_rg = streamed(s, strings, &why);
 	CHECK(why != NULL); /* the stream reads such a file whole */
 	printf("# stream: %s\n", why);
-	a = live(s);
-	CHECK(a);
-	same_live(mem, s, a);
-	kx_annagg_free(a);
+	live_same_ranges(s, mem);
 	kx_ranges_free(str_rg);
 	kx_ranges_free(mem);
 	kx_store_free(strings);

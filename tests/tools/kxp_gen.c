@@ -1,0 +1,107 @@
+/*
+ * kxp_gen: writes the generated captures of the unit tests as record files,
+ * so that the command-line paths can read them too (the differential test,
+ * tests/integration/test_paths_equal.sh, and tests/tools/outputs-snapshot.sh).
+ * The generators are the unit tests' own (tests/unit/kxp_gen*.h).
+ *
+ * usage: kxp_gen KIND OUT.kxp [N]
+ *   wread N            test_wread's capture: N calls over 6 threads, a few
+ *                      up to 300 ms long whose records come late, tasks, CPU
+ *                      samples, argument copies
+ *   wread-annotated N  the same with nested and cross-thread annotation
+ *                      ranges, marks, counter records and KVM memory slots
+ *   wread-job N        the same with one job record
+ *   stream N           test_report_stream's: N calls over 64 threads, many
+ *                      rows and errnos
+ *   stream-annotated N test_report_stream's annotated capture of seed N
+ *   stream-counted N   test_report_stream's counted capture of seed N
+ *   events N           kxp_gen.h's event stream of N ioctls: tasks, jobs of
+ *                      every source and phase, argument copies, off-CPU time
+ *   recorded FIXTURE   a replay fixture written as a recorder writes it
+ *                      (ioctls at their return, job records in time order)
+ * Exit 0, 1 when the file cannot be written, 2 for bad usage.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../unit/kxp_gen_stream.h"
+#include "../unit/kxp_gen_wread.h"
+#include "io/replay.h"
+
+static int write_fixture_recorded(const char *fixture, const char *out)
+{
+	static struct kx_capinfo ci;
+	struct kx_store *s = kx_store_new(0);
+	char err[512];
+	int rc;
+
+	if (!s || kx_replay_load(fixture, s, &ci, err, sizeof(err))) {
+		fprintf(stderr, "kxp_gen: %s: %s\n", fixture, s ? err : "out of memory");
+		kx_store_free(s);
+		return -1;
+	}
+	rc = write_kxp(out, s, &ci, L_RECORDED);
+	kx_store_free(s);
+	return rc;
+}
+
+static int write_events(const char *out, size_t n)
+{
+	struct gen g;
+	int rc;
+
+	gen_events(&g, n, 42);
+	rc = gen_write(out, &g, 4096, 1);
+	gen_free(&g);
+	return rc;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|stream|stream-annotated|"
+	                "stream-counted|events OUT.kxp N\n"
+	                "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	const char *kind, *out;
+	char *end = NULL;
+	unsigned long long n = 0;
+	int rc;
+
+	if (argc != 4)
+		return usage();
+	kind = argv[1];
+	out = argv[2];
+	if (strcmp(kind, "recorded") != 0) {
+		n = strtoull(argv[3], &end, 10);
+		if (!*argv[3] || *end || n == 0 || n > 100000000)
+			return usage();
+	}
+	if (!strcmp(kind, "wread"))
+		rc = write_capture_as(out, n, 0, 0, 0, 0);
+	else if (!strcmp(kind, "wread-annotated"))
+		rc = write_capture_as(out, n, 0, 0, 0, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY);
+	else if (!strcmp(kind, "wread-job"))
+		rc = write_capture_as(out, n, 1, 0, 0, 0);
+	else if (!strcmp(kind, "stream"))
+		rc = write_generated(out, n, 7, 64);
+	else if (!strcmp(kind, "stream-annotated"))
+		rc = write_annotated(out, n * 7919);
+	else if (!strcmp(kind, "stream-counted"))
+		rc = write_counted(out, n, 0);
+	else if (!strcmp(kind, "events"))
+		rc = write_events(out, n);
+	else if (!strcmp(kind, "recorded"))
+		rc = write_fixture_recorded(argv[3], out);
+	else
+		return usage();
+	if (rc) {
+		fprintf(stderr, "kxp_gen: writing %s failed (is its folder writable?)\n", out);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,358 @@
+/*
+ * Captures of the streamed-report tests (test_report_stream, the
+ * differential test's generator tests/tools/kxp_gen): a store (a replay
+ * fixture) written as a record file in a layout (as a recorder writes it,
+ * its ioctls alone, or grouped by kind); threads calling one after another
+ * over many rows and errnos; annotated threads nesting ranges six deep
+ * around their calls, with marks, cross-thread ranges, ranges left open and
+ * lost pushes; threads' calls with counter records before and after them.
+ */
+#ifndef KXP_GEN_STREAM_H
+#define KXP_GEN_STREAM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/kxp.h"
+#include "kxp_gen.h"
+#include "model/store.h"
+
+/* How a fixture is written as a record file. */
+enum layout {
+	L_RECORDED, /* tasks, then ioctls (at their return) and jobs in time order, as recorded */
+	L_IOCTLS,   /* tasks and ioctls only */
+	L_GROUPED,  /* tasks, every ioctl, then every job: no recorder's order */
+	L_COUNT,
+};
+
+struct rec_ref {
+	uint64_t at; /* when a recorder writes it: an ioctl's return, a job event's time */
+	size_t idx;
+	int job;
+};
+
+static inline int rec_ref_cmp(const void *pa, const void *pb)
+{
+	const struct rec_ref *a = pa, *b = pb;
+
+	if (a->at != b->at)
+		return a->at < b->at ? -1 : 1;
+	if (a->job != b->job)
+		return a->job ? -1 : 1; /* an event inside a call before the call's return */
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* The ioctls and jobs of s in the order a recorder writes them. */
+static inline int write_recorded(struct kx_kxp_writer *w, const struct kx_store *s)
+{
+	size_t ni = kx_store_ioctl_count(s), nj = kx_store_job_count(s), n = 0;
+	struct rec_ref *v = malloc((ni + nj + 1) * sizeof(*v));
+	int rc = 0;
+
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < ni; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(s, i);
+
+		v[n++] = (struct rec_ref){e->ts + e->dur, i, 0};
+	}
+	for (size_t i = 0; i < nj; i++)
+		v[n++] = (struct rec_ref){kx_store_job(s, i)->ts, i, 1};
+	qsort(v, n, sizeof(*v), rec_ref_cmp);
+	for (size_t k = 0; k < n; k++) {
+		const struct kx_ioctl *e = v[k].job ? NULL : kx_store_ioctl(s, v[k].idx);
+
+		rc |= v[k].job ? kx_kxp_add_job(w, kx_store_job(s, v[k].idx))
+		               : kx_kxp_add_ioctl(w, e, kx_store_arg(s, e));
+	}
+	free(v);
+	return rc;
+}
+
+/* Writes s as a record file in layout l. */
+static inline int write_kxp(const char *path, const struct kx_store *s, const struct kx_capinfo *ci,
+                            enum layout l)
+{
+	char err[256];
+	struct kx_kxp_writer *w = kx_kxp_create(path, ci, err, sizeof(err));
+	int rc = 0;
+
+	if (!w)
+		return -1;
+	for (size_t i = 0; i < kx_store_task_count(s); i++)
+		rc |= kx_kxp_add_task(w, kx_store_task(s, i));
+	if (l == L_RECORDED) {
+		rc |= write_recorded(w, s);
+	} else {
+		for (size_t i = 0; i < kx_store_ioctl_count(s); i++) {
+			const struct kx_ioctl *e = kx_store_ioctl(s, i);
+
+			rc |= kx_kxp_add_ioctl(w, e, kx_store_arg(s, e));
+		}
+		for (size_t i = 0; l == L_GROUPED && i < kx_store_job_count(s); i++)
+			rc |= kx_kxp_add_job(w, kx_store_job(s, i));
+	}
+	if (rc) {
+		kx_kxp_discard(w);
+		return -1;
+	}
+	return kx_kxp_close(w, ci, err, sizeof(err));
+}
+
+/* Generated: threads calling one after another (never overlapping), many
+ * rows and errnos, durations over six decades. */
+static inline int write_generated(const char *path, size_t n, uint64_t seed, uint32_t tid_mod)
+{
+	static struct kx_capinfo ci;
+	struct kx_kxp_writer *w;
+	uint64_t now[64] = {0};
+	char err[256];
+	int rc = 0;
+
+	ci.start_mono_ns = 1000;
+	ci.stop_mono_ns = 1000 + n * 100000;
+	ci.emitted = ci.received = n;
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	if (!w)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct kx_ioctl e = {0};
+		uint64_t r = gen_rng(&seed);
+		uint32_t t = (uint32_t)(r % tid_mod);
+
+		e.tid = 100 + t;
+		e.pid = 100;
+		e.drv = (uint8_t)(1 + r % 3);
+		e.cmd = 0x4000u | (uint32_t)(r >> 8 & 31);
+		e.dur = 1 + ((r >> 20 & 0x3ff) << (r >> 30 & 15));
+		e.ts = 1000 + now[t % 64];
+		now[t % 64] += e.dur + (r >> 40 & 1023);
+		e.ret = (r >> 50 & 7) == 0 ? -(int64_t)(1 + (r >> 53 & 63)) : 0;
+		e.offcpu_us = (uint32_t)((r >> 56 & 3) ? 0 : e.dur / 2000);
+		e.arg_off = KX_NO_ARG;
+		rc |= kx_kxp_add_ioctl(w, &e, NULL);
+	}
+	if (rc) {
+		kx_kxp_discard(w);
+		return -1;
+	}
+	return kx_kxp_close(w, &ci, err, sizeof(err));
+}
+
+/* A record and when the recorder wrote it (a call at its return). */
+struct ann_rec {
+	uint64_t at;
+	int is_ann;
+	struct kx_ioctl e;
+	struct kx_ann a;
+	const char *name, *cat;
+};
+
+struct ann_gen {
+	struct ann_rec *v;
+	size_t n, cap;
+	uint64_t seed;
+};
+
+static inline struct ann_rec *rec_new(struct ann_gen *g, uint64_t at)
+{
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 1024;
+		g->v = realloc(g->v, g->cap * sizeof(*g->v));
+		if (!g->v)
+			abort();
+	}
+	memset(&g->v[g->n], 0, sizeof(g->v[0]));
+	g->v[g->n].at = at;
+	return &g->v[g->n++];
+}
+
+static inline void gen_ann(struct ann_gen *g, uint32_t tid, int what, uint64_t ts, uint64_t begin,
+                           uint16_t depth, uint64_t id, const char *name, const char *cat)
+{
+	struct ann_rec *r = rec_new(g, ts);
+
+	r->is_ann = 1;
+	r->a = (struct kx_ann){.ts = ts, .begin = begin, .id = id, .pid = 300, .tid = tid};
+	r->a.what = (uint16_t)what;
+	r->a.depth = depth;
+	r->name = name ? name : "";
+	r->cat = cat ? cat : "";
+}
+
+/* One thread: pushes, pops, calls and marks, a gap of at least 1 ns
+ * between any two, so each is strictly after what came before. Thread 0
+ * leaves its ranges open at the end; every thread has a push the ring
+ * lost (its pop is recorded, its calls count for the ranges around it). */
+static inline void gen_thread(struct ann_gen *g, uint32_t tid, int k, uint64_t steps)
+{
+	static const char *const names[] = {"step", "layer", "forward", "backward", "io"};
+	static const char *const cats[] = {"", "", "nvtx"};
+	struct {
+		uint64_t ts;
+		int lost;
+	} st[8];
+	int depth = 0;
+	uint64_t now = 1000 + (uint64_t)k * 7;
+
+	for (uint64_t i = 0; i < steps; i++) {
+		uint64_t r = gen_rng(&g->seed), c = r % 10;
+
+		now += 1 + (r >> 8 & 1023);
+		if (c < 3 && depth < 6) {
+			st[depth].ts = now;
+			st[depth].lost = (r >> 20 & 63) == 0;
+			if (!st[depth].lost)
+				gen_ann(g, tid, KX_ANN_PUSH, now, now, (uint16_t)(depth + 1), 0,
+				        names[r >> 24 & 3], cats[r >> 30 & 1 ? 2 : 0]);
+			depth++;
+		} else if (c < 5 && depth && !(k == 0 && i > steps - 40)) {
+			depth--;
+			gen_ann(g, tid, KX_ANN_POP, now, st[depth].ts, (uint16_t)(depth + 1), 0,
+			        NULL, NULL);
+		} else if (c < 6) {
+			gen_ann(g, tid, KX_ANN_MARK, now, now, (uint16_t)depth, 0,
+			        names[(r >> 24 & 7) % 5], cats[(r >> 40) % 3]);
+		} else {
+			struct ann_rec *e;
+			uint64_t dur = 1 + (r >> 32 & 0xfff);
+
+			e = rec_new(g, now + dur);
+			e->e = (struct kx_ioctl){.ts = now, .dur = dur, .pid = 300, .tid = tid};
+			e->e.drv = 1;
+			e->e.cmd = 0x4000u | (uint32_t)(r >> 44 & 3);
+			e->e.arg_off = KX_NO_ARG;
+			now += dur;
+		}
+	}
+}
+
+static inline int cmp_rec(const void *pa, const void *pb)
+{
+	const struct ann_rec *a = pa, *b = pb;
+
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* Cross-thread ranges of process 300: started on one thread, ended on
+ * another later; the last never ends, and one end has no start. */
+static inline void gen_cross(struct ann_gen *g, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t r = gen_rng(&g->seed), t0 = 2000 + i * 5000 + (r & 255);
+
+		gen_ann(g, 400, KX_ANN_START, t0, t0, 0, i + 1, i & 1 ? "upload" : "transfer",
+		        "copy");
+		if (i + 1 < n)
+			gen_ann(g, 401, KX_ANN_END, t0 + 3000 + (r >> 8 & 4095), t0, 0, i + 1, NULL,
+			        NULL);
+	}
+	gen_ann(g, 401, KX_ANN_END, 1500, 1400, 0, 999999, NULL, NULL);
+}
+
+static inline int write_annotated(const char *path, uint64_t seed)
+{
+	static struct kx_capinfo ci;
+	struct ann_gen g = {NULL, 0, 0, seed};
+	struct kx_kxp_writer *w;
+	char err[256];
+	int rc = 0;
+
+	for (int k = 0; k < 6; k++)
+		gen_thread(&g, 300 + (uint32_t)k, k, 4000);
+	gen_cross(&g, 60);
+	qsort(g.v, g.n, sizeof(*g.v), cmp_rec);
+	ci.start_mono_ns = 1000;
+	ci.stop_mono_ns = g.v[g.n - 1].at + 10;
+	ci.ann.enabled = 1;
+	ci.ann.emitted = ci.ann.received = g.n;
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	if (!w) {
+		free(g.v);
+		return -1;
+	}
+	for (size_t i = 0; i < g.n; i++) {
+		const struct ann_rec *r = &g.v[i];
+
+		if (r->is_ann)
+			rc |= kx_kxp_add_ann(w, &r->a, r->name, r->cat);
+		else
+			rc |= kx_kxp_add_ioctl(w, &r->e, NULL);
+	}
+	free(g.v);
+	if (rc) {
+		kx_kxp_discard(w);
+		return -1;
+	}
+	return kx_kxp_close(w, &ci, err, sizeof(err));
+}
+
+/* Four threads' calls with counter records, most written just before their
+ * call's record (as the recorder writes them), a tenth right after it;
+ * some calls without a record, some records whose call was lost, partial
+ * readings, multiplexed and uncounted values. after_later: one record
+ * comes after a later call of its thread (read into memory instead). */
+static inline int write_counted(const char *path, uint64_t seed, int after_later)
+{
+	static struct kx_capinfo ci;
+	uint64_t now[4] = {1000, 1003, 1007, 1011};
+	struct kx_kxp_writer *w;
+	struct kx_ctr_ev held = {0};
+	char err[256];
+	int rc = 0, holding = 0;
+
+	memset(&ci, 0, sizeof(ci));
+	snprintf(ci.counters.names, sizeof(ci.counters.names), "context-switches,page-faults");
+	ci.counters.stats[KX_CSTAT_EMITTED] = 20000;
+	ci.start_mono_ns = 1000;
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	if (!w)
+		return -1;
+	for (uint64_t i = 0; i < 20000; i++) {
+		uint64_t r = gen_rng(&seed);
+		uint32_t t = (uint32_t)(r & 3);
+		struct kx_ioctl e = {.pid = 70,
+		                     .tid = 700 + t,
+		                     .drv = (uint8_t)(1 + (r >> 4 & 1)),
+		                     .arg_off = KX_NO_ARG};
+		struct kx_ctr_ev c = {.pid = 70, .tid = 700 + t, .n = 2};
+		int how = (int)(r >> 8 & 31); /* 0-2 after, 3 no record, 4 lost call */
+
+		e.cmd = 0x4000u | (uint32_t)(r >> 16 & 3);
+		e.ts = now[t];
+		e.dur = 100 + (r >> 20 & 4095);
+		now[t] += e.dur + 1 + (r >> 36 & 255);
+		c.ts = e.ts;
+		c.v[0] = r >> 40 & 7;
+		c.v[1] = r >> 44 & 63;
+		c.flags = (r >> 50 & 63) == 0 ? KX_CTR_F_PARTIAL : 0;
+		c.multiplexed = (uint8_t)((r >> 56 & 15) == 0);
+		c.not_counted = (uint8_t)((r >> 60 & 7) == 0 ? 2 : 0);
+		if (after_later && i == 10000 && how > 4) {
+			held = c; /* its call now, the record after the thread's next call */
+			holding = 1;
+			rc |= kx_kxp_add_ioctl(w, &e, NULL);
+			continue;
+		}
+		if (how > 4)
+			rc |= kx_kxp_add_ctr(w, &c);
+		if (how != 4)
+			rc |= kx_kxp_add_ioctl(w, &e, NULL);
+		if (how < 3 || how == 4)
+			rc |= kx_kxp_add_ctr(w, &c);
+		if (holding && t == held.tid - 700 && e.ts > held.ts) {
+			rc |= kx_kxp_add_ctr(w, &held);
+			holding = 0;
+		}
+	}
+	ci.stop_mono_ns = now[0] + now[1] + now[2] + now[3];
+	ci.counters.stats[KX_CSTAT_DROPPED] = 3;
+	if (rc) {
+		kx_kxp_discard(w);
+		return -1;
+	}
+	return kx_kxp_close(w, &ci, err, sizeof(err));
+}
+
+#endif /* KXP_GEN_STREAM_H */
