@@ -111,6 +111,8 @@ static void events(const struct kx_store *s)
 		       (uint64_t)t->ts, t->pid, t->tid, t->ppid);
 		str("what", whats[t->what < 6 ? t->what : 0]);
 		str("comm", t->comm);
+		if (t->cmd[0])
+			str("cmd", t->cmd);
 		printf("}\n");
 	}
 	for (size_t i = 0; i < kx_store_ioctl_count(s); i++) {
