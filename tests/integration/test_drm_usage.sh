@@ -2,7 +2,7 @@
 # DRM usage statistics (record --drm-usage): this machine has no DRM
 # device, so the sampler reads a fixture /proc (KXPROF_PROC_ROOT, for tests
 # only) built from tests/fixtures/fdinfo/: an amdgpu client whose gfx busy
-# time grows by 50 ms every 100 ms (about 50% busy), shared with a second
+# time grows by half the wall time (50% busy), shared with a second
 # process (fd passing: counted once, under the lowest pid), an accel (ivpu)
 # client with memory only, and a process with a pipe only (never read).
 # Checked: record's accounting (fdinfo reads only for DRM fds), report's
@@ -36,9 +36,10 @@ fake 102 shell 1 "pipe:[1234]"
 fake 104 npu 3 /dev/accel/accel0 ivpu
 # gfx: +50 ms of busy time every 100 ms, the file replaced whole each time.
 (
-	ns=2000000000
+	# busy half the wall time, however often this loop gets to run
+	t0=$(date +%s%N)
 	while :; do
-		ns=$((ns + 50000000))
+		ns=$((2000000000 + ($(date +%s%N) - t0) / 2))
 		for p in 100 101; do
 			sed "s/^drm-engine-gfx:.*/drm-engine-gfx:\t$ns ns/" "$FX/amdgpu.fdinfo" >"$R/$p/fdinfo/.t"
 			mv "$R/$p/fdinfo/.t" "$R/$p/fdinfo/5"
