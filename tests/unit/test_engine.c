@@ -98,7 +98,7 @@ static void test_window_orders(void)
 
 	start(&e, 1000, 0);
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
-		CHECK(kx_engine_feed_ioctl(&e, &in[i]) == 0);
+		CHECK(kx_engine_feed_ioctl(&e, &in[i], NULL) == 0);
 	/* 6000 - 1000 > window: thread 1's first three are out already. */
 	CHECK(out.n >= 3);
 	CHECK_EQ_U(out.e[0].ts, 100);
@@ -120,13 +120,13 @@ static void test_late_kept(void)
 	struct kx_ioctl a = call(7, 1000, 10), b = call(7, 10000, 10), late = call(7, 2000, 10);
 
 	start(&e, 500, 0);
-	CHECK(kx_engine_feed_ioctl(&e, &a) == 0);
-	CHECK(kx_engine_feed_ioctl(&e, &b) == 0); /* a leaves: 10000 - 1000 > 500 */
+	CHECK(kx_engine_feed_ioctl(&e, &a, NULL) == 0);
+	CHECK(kx_engine_feed_ioctl(&e, &b, NULL) == 0); /* a leaves: 10000 - 1000 > 500 */
 	CHECK_EQ_U(out.n, 1);
-	CHECK(kx_engine_feed_ioctl(&e, &late) == 0);
+	CHECK(kx_engine_feed_ioctl(&e, &late, NULL) == 0);
 	CHECK_EQ_U(e.late_ioctls, 0); /* 2000 is after a, the last to leave: in order */
 	late.ts = 900;
-	CHECK(kx_engine_feed_ioctl(&e, &late) == 0);
+	CHECK(kx_engine_feed_ioctl(&e, &late, NULL) == 0);
 	CHECK_EQ_U(e.late_ioctls, 1);
 	CHECK_EQ_U(out.nlate, 1);
 	CHECK_EQ_U(out.late[0].ts, 900);
@@ -145,8 +145,8 @@ static void test_counter_before_call(void)
 	struct kx_ctr_ev c = {.ts = 300, .tid = 3, .n = 1};
 
 	start(&e, 1000, 0);
-	CHECK(kx_engine_feed_ioctl(&e, &a) == 0);
-	CHECK(kx_engine_feed_ioctl(&e, &b) == 0);
+	CHECK(kx_engine_feed_ioctl(&e, &a, NULL) == 0);
+	CHECK(kx_engine_feed_ioctl(&e, &b, NULL) == 0);
 	CHECK(kx_engine_feed_ctr(&e, &c) == 0);
 	CHECK(kx_engine_finish(&e) == 0);
 	CHECK_EQ_U(out.nctr, 1);
@@ -164,7 +164,7 @@ static void test_budget_reported(void)
 	for (uint64_t i = 0; i < 100; i++) {
 		struct kx_ioctl c = call(1, 1000 - i, 1);
 
-		CHECK(kx_engine_feed_ioctl(&e, &c) == 0);
+		CHECK(kx_engine_feed_ioctl(&e, &c, NULL) == 0);
 	}
 	CHECK(e.forced > 0);
 	CHECK(e.peak <= 1024 + 256);
@@ -172,7 +172,7 @@ static void test_budget_reported(void)
 	CHECK(kx_engine_finish(&e) == 0);
 	kx_engine_free(&e);
 	start(&e, KX_ENGINE_UNBOUNDED, 0);
-	CHECK(kx_engine_feed_ioctl(&e, &(struct kx_ioctl){.tid = 1, .ts = 5}) == 0);
+	CHECK(kx_engine_feed_ioctl(&e, &(struct kx_ioctl){.tid = 1, .ts = 5}, NULL) == 0);
 	CHECK(kx_engine_finish(&e) == 0);
 	CHECK_EQ_U(e.forced, 0);
 	CHECK_STR(kx_engine_budget_note(&e, note, sizeof(note)), "");
@@ -191,7 +191,7 @@ static void test_unbounded_sorts(void)
 
 		s = s * 6364136223846793005ULL + 1442695040888963407ULL;
 		c = call((uint32_t)(s >> 60), s >> 20 & 0xffffff, s >> 8 & 0xff);
-		CHECK(kx_engine_feed_ioctl(&e, &c) == 0);
+		CHECK(kx_engine_feed_ioctl(&e, &c, NULL) == 0);
 	}
 	CHECK_EQ_U(out.n, 0);
 	CHECK(kx_engine_finish(&e) == 0);

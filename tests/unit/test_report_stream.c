@@ -9,9 +9,10 @@
  * and begins lost), generated captures with counters (records before and
  * after their calls, unmatched ones, partial and multiplexed readings), and
  * the cases that must be read into memory instead
- * (overlapping calls of a thread, annotation ranges and calls that overlap
+ * (annotation ranges and calls that overlap
  * or touch, a lost pop, a counter record after a later call, ranges with
- * device jobs, job records that do not come in a recorder's order).
+ * device jobs, job records that do not come in a recorder's order); calls of
+ * a thread that overlap stream (the reorder stage nests them).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -765,11 +766,15 @@ static void in_memory_reasons(void)
 	CHECK(w);
 	e.ts = 100, e.dur = 50;
 	kx_kxp_add_ioctl(w, &e, NULL);
-	e.ts = 120, e.dur = 100; /* starts inside the first */
+	e.ts = 120, e.dur = 100; /* starts inside the first, ends after it */
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 20, e.dur = 300; /* holds both, its record last (completion order) */
 	kx_kxp_add_ioctl(w, &e, NULL);
 	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	/* Streamed: the reorder stage gives the nesting rule the thread's calls
+	 * by start, and the summary warns of the shortened one as in memory. */
 	CHECK(compare(path, &why, msg, sizeof(msg)));
-	CHECK(why && strstr(why, "overlap"));
+	CHECK(why == NULL);
 
 	snprintf(path, sizeof(path), "%s/ann.kxp", tmpdir);
 	w = kx_kxp_create(path, &ci, err, sizeof(err));

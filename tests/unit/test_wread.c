@@ -285,6 +285,8 @@ static int write_capture_as(const char *path, size_t n, int job, int overlap, in
 		for (size_t i = 6; i < n; i++)
 			if (c[i].e.tid == c[5].e.tid) {
 				c[i].e.ts = c[5].e.ts + c[5].e.dur / 2;
+				if (overlap == 2) /* and ends after it (the rule shortens it) */
+					c[i].e.dur = c[5].e.dur;
 				break;
 			}
 	if (ann & (ANN_RANGES | ANN_TOUCH))
@@ -820,7 +822,14 @@ static void test_read_whole_when_needed(void)
 	CHECK(w.store && kx_store_job_count(w.store) == 1);
 	check_store_whole(&w, path, 1500, 2000);
 	kx_wread_free(&w);
+	/* A call inside its thread's previous one: nested the same in every
+	 * window (the reorder stage gives the rule each thread's calls by
+	 * start), read in windows. One the rule shortens is read whole. */
 	CHECK(write_capture(path, 2000, 0, 1) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(!w.in_memory);
+	kx_wread_free(&w);
+	CHECK(write_capture(path, 2000, 0, 2) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory && strstr(w.in_memory, "overlap"));
 	kx_wread_free(&w);

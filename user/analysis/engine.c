@@ -26,6 +26,8 @@ struct kx_eng_thread {
 	uint64_t latest;        /* ns, the latest start fed */
 	struct kx_eng_rec last; /* the last to leave (its key) */
 	int left;               /* some record left */
+	int called;             /* a call of it was fed */
+	uint64_t last_end;      /* ns, the end of its last call fed */
 };
 
 void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
@@ -36,6 +38,7 @@ void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
 	e->window_ns = window_ns;
 	e->budget = budget;
 	e->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_eng_thread);
+	e->mem = (struct kx_memacct)KX_MEMACCT_INIT;
 }
 
 /* Does a come before b in a thread's order? */
@@ -126,6 +129,11 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r)
 	t = kx_tidtab_get(&e->threads, tid, 1);
 	if (!t)
 		return fail(e);
+	if (r->kind == REC_IOCTL) {
+		e->ioctl_threads += !t->called;
+		t->called = 1;
+		t->last_end = r->u.e.ts + r->u.e.dur;
+	}
 	if (t->left && before(r, &t->last)) { /* its place has gone by */
 		if (r->kind == REC_IOCTL)
 			e->late_ioctls++;
@@ -145,10 +153,17 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r)
 	return drain(e, t);
 }
 
-int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev)
+int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg)
 {
 	struct kx_eng_rec r = {.ts = ev->ts, .dur = ev->dur, .kind = REC_IOCTL};
+	int64_t delta = 0;
+	int mem = KX_MEM_NONE;
 
+	if (!e->failed && ev->ret >= 0 && arg)
+		mem = kx_memacct_step(&e->mem, ev, arg, &delta);
+	if (mem < 0)
+		return fail(e);
+	e->last_mem = mem != KX_MEM_NONE;
 	r.u.e = *ev;
 	return feed(e, ev->tid, &r);
 }
@@ -195,6 +210,16 @@ int kx_engine_finish(struct kx_engine *e)
 	return e->failed ? -1 : 0;
 }
 
+int kx_engine_last_end(const struct kx_engine *e, uint32_t tid, uint64_t *end)
+{
+	const struct kx_eng_thread *t = kx_tidtab_find(&e->threads, tid);
+
+	if (!t || !t->called)
+		return 0;
+	*end = t->last_end;
+	return 1;
+}
+
 const char *kx_engine_budget_note(const struct kx_engine *e, char *buf, size_t len)
 {
 	if (!e->forced)
@@ -212,5 +237,6 @@ void kx_engine_free(struct kx_engine *e)
 	for (size_t i = 0; i < e->threads.n; i++)
 		free(((struct kx_eng_thread *)kx_tidtab_at(&e->threads, i))->q);
 	kx_tidtab_free(&e->threads);
+	kx_memacct_free(&e->mem);
 	memset(e, 0, sizeof(*e));
 }

@@ -24,6 +24,12 @@
  *     the order is then no longer certain, and the caller says so.
  * Annotations, jobs and tasks go to their sinks as they come.
  *
+ * What the feed order itself tells, kept as the calls come: the end of
+ * each thread's last call (its annotation ranges are paired against it,
+ * analysis/sranges.h), and whether the last call is one memory
+ * accounting counts (analysis/jobpair.h's kx_memacct_step: the caller
+ * keeps those, few as they are, for the memory rows and series).
+ *
  * Memory: the records within window_ns of their thread's latest start
  * (about 120 bytes each), and 64 bytes a thread.
  */
@@ -33,12 +39,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/jobpair.h"
 #include "model/counter.h"
 #include "model/event.h"
 #include "model/annot.h"
 #include "util/tidtab.h"
 
 #define KX_ENGINE_UNBOUNDED UINT64_MAX
+/* ns, the most a streamed or windowed read lets a record wait (wread.h's
+ * lateness bound) */
+#define KX_ENGINE_LATE_NS 50000000ULL
+/* bytes the waiting records of a streamed read may take */
+#define KX_ENGINE_BUDGET (64u << 20)
 
 /* Where the records come out; a NULL member drops its kind. Each returns
  * 0, or -1 (out of memory: the engine stops and says so). */
@@ -66,6 +78,9 @@ struct kx_engine {
 	uint64_t late_ioctls;     /* calls later than the window (to out.late_ioctl) */
 	uint64_t late_ctrs;       /* counter records later than the window */
 	uint64_t forced;          /* records let out early for the budget */
+	uint64_t ioctl_threads;   /* distinct threads whose calls were fed */
+	struct kx_memacct mem;    /* the memory accounting of the calls fed */
+	int last_mem;             /* the last call fed is one memory accounting counts */
 	int failed;               /* a sink or the engine ran out of memory */
 };
 
@@ -73,7 +88,9 @@ struct kx_engine {
 void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
                     const struct kx_engine_sinks *out);
 /* Each: 0, or -1 when out of memory (a sink's or the engine's). */
-int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev);
+/* A call (arg: its argument bytes, NULL when none): e->last_mem says
+ * whether memory accounting counts it. */
+int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg);
 int kx_engine_feed_ctr(struct kx_engine *e, const struct kx_ctr_ev *c);
 int kx_engine_feed_ann(struct kx_engine *e, const struct kx_ann *a, const char *name,
                        const char *cat);
@@ -81,6 +98,8 @@ int kx_engine_feed_job(struct kx_engine *e, const struct kx_job *j);
 int kx_engine_feed_task(struct kx_engine *e, const struct kx_task *t);
 /* Every waiting record out, each thread's in order. 0, or -1 when out of memory. */
 int kx_engine_finish(struct kx_engine *e);
+/* The end (ns) of thread tid's last call fed: 1 with *end set, 0 when it made none. */
+int kx_engine_last_end(const struct kx_engine *e, uint32_t tid, uint64_t *end);
 /* The budget's message when it was exceeded ("" when not), in buf. */
 const char *kx_engine_budget_note(const struct kx_engine *e, char *buf, size_t len);
 void kx_engine_free(struct kx_engine *e);

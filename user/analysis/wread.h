@@ -2,7 +2,10 @@
  * A record file read in time windows (analysis/windows.h), each window into
  * a store of its own, so that converting a long capture needs the memory
  * of a window, not of the capture. Only for captures a stream gives exactly
- * (analysis/streamcheck.h); the others are read into memory whole.
+ * (no job records; no call the nesting rule shortens, found on each
+ * thread's calls in start order through the engine's reorder stage,
+ * analysis/engine.h and nesttrack.h: a call held whole by another nests
+ * the same in every window); the others are read into memory whole.
  *
  * Pass 1 (kx_wread_open) reads the file as a stream: the stream check, the
  * events' count, first and last start, the whole capture's facts every part
