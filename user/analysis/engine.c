@@ -61,6 +61,7 @@ static int emit(struct kx_engine *e, const struct kx_eng_rec *r, int late)
 {
 	int rc = 0;
 
+	e->out_seq = r->seq;
 	if (r->kind == REC_IOCTL) {
 		int (*fn)(void *, const struct kx_ioctl *) =
 		        late ? e->out.late_ioctl : e->out.ioctl;

@@ -74,6 +74,7 @@ struct kx_engine {
 	size_t budget;            /* bytes the waiting records may take (0: no bound) */
 	struct kx_tidtab threads; /* each thread's waiting records (struct kx_eng_thread) */
 	uint64_t seq;             /* records fed (their file order) */
+	uint64_t out_seq;         /* the place in the file of the record a sink has now */
 	size_t held, peak;        /* bytes of the waiting records: now, the most */
 	uint64_t late_ioctls;     /* calls later than the window (to out.late_ioctl) */
 	uint64_t late_ctrs;       /* counter records later than the window */

@@ -10,7 +10,7 @@
 #include "analysis/engine.h"
 #include "analysis/jobs.h"
 #include "analysis/nesttrack.h"
-#include "analysis/sctrstats.h"
+#include "analysis/ctrstats.h"
 #include "analysis/sranges.h"
 #include "analysis/sreport.h"
 #include "model/perfdata.h"
@@ -22,7 +22,7 @@ struct sr_ctx {
 	struct kx_engine eng;      /* each thread's calls in start order, to nest */
 	struct kx_nesttrack nest;  /* the nesting rule on them */
 	struct kx_sranges *ranges; /* the annotation ranges (r->ranges) */
-	struct kx_sctrstats *ctr;  /* the counters (r->ctr), NULL: none named */
+	struct kx_ctrjoin *ctr;    /* the counters joined to their calls, NULL: none named */
 	struct kx_jobs_keep jobs;  /* what the device timelines need, kept in r->side */
 	int unnamed_ctr;           /* counter records of counters the header does not name */
 	int flushed;               /* the reorder stage was emptied for a reason found */
@@ -38,6 +38,8 @@ static const char *nest_why(const struct sr_ctx *c)
 {
 	if (c->eng.late_ioctls)
 		return "calls of one thread overlap by more than the reorder window (50 ms)";
+	if (c->eng.late_ctrs)
+		return "a counter record came later than the reorder window (50 ms) after its call";
 	if (c->eng.forced)
 		return "calls of one thread overlap past the reorder window's memory budget";
 	if (c->nest.fixed && (c->jobs.have_jobs || c->ranges->events))
@@ -52,8 +54,6 @@ static void sr_checked(struct sr_ctx *c)
 {
 	const char *why = c->ranges->why, *nest;
 
-	if (!why && c->ctr)
-		why = c->ctr->why;
 	if (!why && c->unnamed_ctr)
 		why = "perf counters (matched with their calls)";
 	if (!why)
@@ -92,7 +92,7 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (!sr_active(c))
 		return;
 	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_sranges_ioctl(c->ranges, e) ||
-	    (c->ctr && kx_sctrstats_ioctl(c->ctr, e)) || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
+	    kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		sr_oom(c);
 		return;
 	}
@@ -168,7 +168,7 @@ static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 		return;
 	if (!c->ctr)
 		c->unnamed_ctr = 1; /* records of counters the header does not name */
-	else if (kx_sctrstats_ctr(c->ctr, e)) {
+	else if (kx_engine_feed_ctr(&c->eng, e)) {
 		sr_oom(c);
 		return;
 	}
@@ -181,7 +181,17 @@ static int sr_nest(void *ctx, const struct kx_ioctl *e)
 	struct sr_ctx *c = ctx;
 	int cut;
 
+	if (c->ctr && kx_ctrjoin_ioctl(c->ctr, e, c->eng.out_seq))
+		return -1;
 	return kx_nesttrack_ioctl(&c->nest, e, &cut);
+}
+
+/* A counter record out of the reorder stage, just before its call. */
+static int sr_ctr_out(void *ctx, const struct kx_ctr_ev *e)
+{
+	struct sr_ctx *c = ctx;
+
+	return kx_ctrjoin_ctr(c->ctr, e);
 }
 
 /* A capture that names counters: they are joined to their calls as they come. */
@@ -192,7 +202,7 @@ static void sr_header(void *ctx, const struct kx_capinfo *ci)
 	if (!ci->counters.names[0] || c->ctr)
 		return;
 	c->ctr = malloc(sizeof(*c->ctr));
-	if (!c->ctr || kx_sctrstats_init(c->ctr, ci)) {
+	if (!c->ctr || kx_ctrjoin_init(c->ctr, ci)) {
 		free(c->ctr);
 		c->ctr = NULL;
 		sr_oom(c);
@@ -202,7 +212,7 @@ static void sr_header(void *ctx, const struct kx_capinfo *ci)
 int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err, size_t errlen)
 {
 	struct sr_ctx c = {.r = r, .acc = KX_STATS_ACC_INIT, .nest = KX_NESTTRACK_INIT};
-	const struct kx_engine_sinks out = {.ctx = &c, .ioctl = sr_nest};
+	const struct kx_engine_sinks out = {.ctx = &c, .ioctl = sr_nest, .ctr = sr_ctr_out};
 	struct kx_kxp_visitor v = {
 	        .ctx = &c,
 	        .header = sr_header,
@@ -255,12 +265,12 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	if (rc == 0 && !r->in_memory)
 		sr_checked(&c); /* a reason found at the end */
 	if (rc == 0 && !r->in_memory && c.ctr &&
-	    !(r->counters = kx_sctrstats_finish(c.ctr, &r->ci))) {
+	    !(r->counters = kx_ctrjoin_finish(c.ctr, &r->ci))) {
 		snprintf(err, errlen, "out of memory summarising the counters");
 		rc = -1;
 	}
 	if (c.ctr)
-		kx_sctrstats_free(c.ctr);
+		kx_ctrjoin_free(c.ctr);
 	free(c.ctr);
 	if (rc == 0 && r->in_memory)
 		kx_stats_free(&r->st);

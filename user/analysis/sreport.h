@@ -9,7 +9,8 @@
  * Annotation ranges are paired as they come (analysis/sranges.h): their
  * rows join the ioctl rows, their counts go to the analysis of the side
  * store (kx_sreport_apply); so are counter records joined to their calls
- * (analysis/sctrstats.h).
+ * as they leave the engine's reorder stage (analysis/ctrstats.h's
+ * kx_ctrjoin: each thread's records in start order).
  *
  * Each thread's calls pass the engine's reorder stage (analysis/engine.h)
  * into the nesting rule (analysis/nesttrack.h): its counts are the
@@ -21,11 +22,10 @@
  * calls later than the reorder window or past its memory budget, calls the
  * rule shortens with device jobs or annotation ranges (their analyses see
  * the shortened durations), counter records of counters the header does
- * not name; job records, annotations and named counters: analysis/jobs.h,
- * sranges.h and sctrstats.h say when they are; annotation ranges and job
- * records together are one.
- * The read then stops at the next chunk (the caller reads the file again
- * into memory, damage and all).
+ * not name, counter records later than the window after their call; job records and annotations:
+ * analysis/jobs.h and sranges.h say when they are; annotation ranges and job records together are
+ * one. The read then stops at the next chunk (the caller reads the file again into memory, damage
+ * and all).
  */
 #ifndef KX_SREPORT_H
 #define KX_SREPORT_H
