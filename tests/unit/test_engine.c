@@ -179,6 +179,36 @@ static void test_budget_reported(void)
 	kx_engine_free(&e);
 }
 
+/* Measured: a thread whose calls come in start order holds none back (its
+ * window is its lateness so far, 0); a call that holds the previous one
+ * whole, right after it, is put first; one later than that is late. */
+static void test_measured_window(void)
+{
+	struct kx_engine e;
+	struct kx_ioctl hold = call(2, 50, 5000), late = call(2, 10, 9000);
+
+	start(&e, 1000000, 0);
+	e.measured = 1;
+	for (uint64_t i = 0; i < 1000; i++) {
+		struct kx_ioctl c = call(1, 1000 + i * 100, 50);
+
+		CHECK(kx_engine_feed_ioctl(&e, &c, NULL) == 0);
+	}
+	CHECK_EQ_U(out.n, 999); /* all but the latest, as they came */
+	CHECK(e.peak <= 2 * e.held);
+	CHECK(kx_engine_feed_ioctl(&e, &(struct kx_ioctl){.tid = 2, .ts = 100, .dur = 10}, NULL) ==
+	      0);
+	CHECK(kx_engine_feed_ioctl(&e, &hold, NULL) == 0); /* its inner came just before */
+	CHECK(kx_engine_feed_ioctl(&e, &(struct kx_ioctl){.tid = 2, .ts = 9000, .dur = 1}, NULL) ==
+	      0);
+	CHECK_EQ_U(e.late_ioctls, 0);
+	CHECK(kx_engine_feed_ioctl(&e, &late, NULL) == 0);
+	CHECK_EQ_U(e.late_ioctls, 1);
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK(thread_sorted(1) && thread_sorted(2));
+	kx_engine_free(&e);
+}
+
 /* Unbounded: nothing leaves before finish, then every thread sorted. */
 static void test_unbounded_sorts(void)
 {
@@ -208,6 +238,7 @@ int main(void)
 	RUN(test_late_kept);
 	RUN(test_counter_before_call);
 	RUN(test_budget_reported);
+	RUN(test_measured_window);
 	RUN(test_unbounded_sorts);
 	KXT_EXIT();
 }

@@ -24,6 +24,7 @@ struct kx_eng_thread {
 	struct kx_eng_rec *q;
 	size_t head, n, cap;
 	uint64_t latest;        /* ns, the latest start fed */
+	uint64_t lag;           /* ns, the most a record in order started before latest */
 	struct kx_eng_rec last; /* the last to leave (its key) */
 	int left;               /* some record left */
 	int called;             /* a call of it was fed */
@@ -91,7 +92,9 @@ static int leave(struct kx_engine *e, struct kx_eng_thread *t)
 /* The records of t that nothing later within the window can precede. */
 static int drain(struct kx_engine *e, struct kx_eng_thread *t)
 {
-	while (t->head < t->n && t->latest - t->q[t->head].ts > e->window_ns)
+	uint64_t window = e->measured && t->lag < e->window_ns ? t->lag : e->window_ns;
+
+	while (t->head < t->n && t->latest - t->q[t->head].ts > window)
 		if (leave(e, t))
 			return -1;
 	return 0;
@@ -146,6 +149,8 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r)
 		return fail(e);
 	if (r->ts > t->latest)
 		t->latest = r->ts;
+	else if (t->latest - r->ts > t->lag)
+		t->lag = t->latest - r->ts;
 	if (e->budget && e->held > e->budget) {
 		e->forced++;
 		if (leave(e, t))

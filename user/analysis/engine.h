@@ -12,10 +12,15 @@
  * call, before the calls that start when it does). A record waits until
  * its thread has had a record starting more than window_ns after it, or
  * until kx_engine_finish.
- *   - window_ns bounds the wait: the measured lateness of the file
- *     (analysis/wread.h's lag_ns, at most KX_WREAD_LATE_NS) for streamed and
- *     windowed reads; KX_ENGINE_UNBOUNDED for a capture held in memory
- *     (every record leaves at the end, each thread's sorted).
+ *   - window_ns bounds the wait: the measured lateness for streamed and
+ *     windowed reads (measured: each thread's, the most a record of it
+ *     came after a later start of it so far, at most KX_ENGINE_LATE_NS: a
+ *     thread whose calls come in start order holds none back, and the
+ *     calls of one that partially overlap come in start order too, their
+ *     records being written at their ends; a call that holds another whole
+ *     comes after it, late the first time); KX_ENGINE_UNBOUNDED for a
+ *     capture held in memory (every record leaves at the end, each
+ *     thread's sorted).
  *   - A record that comes after a record of its thread it should precede
  *     has left is late: it goes to the late sink at once (kept aside, as
  *     wread keeps late calls) and is counted.
@@ -30,8 +35,8 @@
  * accounting counts (analysis/jobpair.h's kx_memacct_step: the caller
  * keeps those, few as they are, for the memory rows and series).
  *
- * Memory: the records within window_ns of their thread's latest start
- * (about 120 bytes each), and 64 bytes a thread.
+ * Memory: the records within the window of their thread's latest start
+ * (88 bytes each), and 120 bytes a thread.
  */
 #ifndef KX_ENGINE_H
 #define KX_ENGINE_H
@@ -71,6 +76,8 @@ struct kx_engine_sinks {
 struct kx_engine {
 	struct kx_engine_sinks out;
 	uint64_t window_ns;       /* ns, the longest a record waits for earlier ones */
+	int measured;             /* set by the caller: each thread's window is its measured
+	                             lateness so far, at most window_ns */
 	size_t budget;            /* bytes the waiting records may take (0: no bound) */
 	struct kx_tidtab threads; /* each thread's waiting records (struct kx_eng_thread) */
 	uint64_t seq;             /* records fed (their file order) */

@@ -31,15 +31,16 @@ struct sr_ctx {
 };
 
 /* Why nesting the calls on the stream does not give the report exactly:
- * calls later than the reorder window, its memory exceeded, or calls the
- * rule shortens with device timelines or annotation ranges (their
- * analyses see the shortened durations); NULL: it does. */
+ * records later than the reorder window (a call after one it holds, a
+ * counter record after a later call of its thread), its memory exceeded,
+ * or calls the rule shortens with device timelines or annotation ranges
+ * (their analyses see the shortened durations); NULL: it does. */
 static const char *nest_why(const struct sr_ctx *c)
 {
 	if (c->eng.late_ioctls)
-		return "calls of one thread overlap by more than the reorder window (50 ms)";
+		return "calls of one thread overlap (the nesting rule applies)";
 	if (c->eng.late_ctrs)
-		return "a counter record came later than the reorder window (50 ms) after its call";
+		return "a counter record came after a later call of its thread";
 	if (c->eng.forced)
 		return "calls of one thread overlap past the reorder window's memory budget";
 	if (c->nest.fixed && (c->jobs.have_jobs || c->ranges->events))
@@ -229,6 +230,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 
 	memset(r, 0, sizeof(*r));
 	kx_engine_init(&c.eng, KX_ENGINE_LATE_NS, KX_ENGINE_BUDGET, &out);
+	c.eng.measured = 1;
 	r->side = kx_store_new(budget);
 	kx_jobs_keep_init(&c.jobs, r->side);
 	r->ranges = malloc(sizeof(*r->ranges));

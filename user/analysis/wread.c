@@ -441,6 +441,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 
 	*c = (struct p1){.w = w, .nest = KX_NESTTRACK_INIT, .threads = KX_HMAP_INIT};
 	kx_engine_init(&c->eng, KX_WREAD_LATE_NS, KX_ENGINE_BUDGET, &out);
+	c->eng.measured = 1;
 	w->path = path;
 	w->limit = limit;
 	w->budget = budget;
