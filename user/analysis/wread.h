@@ -77,6 +77,7 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
+#include "analysis/engine.h"
 #include "analysis/jobs.h"
 #include "analysis/ranges.h"
 #include "analysis/windows.h"
@@ -85,7 +86,7 @@
 #include "model/capinfo.h"
 #include "model/store.h"
 
-#define KX_WREAD_LATE_NS 50000000ULL /* 50 ms */
+#define KX_WREAD_LATE_NS KX_ENGINE_LATE_NS /* 50 ms: the engine's bound */
 
 /* A late call's counter record and its window. */
 struct kx_wread_ctr {
