@@ -192,7 +192,8 @@ static inline size_t annotate(const struct call *c, size_t n, struct annrec *r, 
  * a few of them long (up to 300 ms, so their records come late), written in
  * the order they returned (with by_thread, thread by thread); a task naming
  * each thread first; a CPU sample every 40 calls; with job != 0 a job record
- * too, with overlap != 0 one thread's call overlaps its previous one; with
+ * too, with overlap 1 one thread's call starts inside its previous one (2: and
+ * ends after it); with
  * ann (ANN_*), the annotations of annotate() and counter records before
  * every 7th call, each record where a recorder writes it.
  * Returns 0 when written.
@@ -268,6 +269,8 @@ static inline int write_capture_as(const char *path, size_t n, int job, int over
 		for (size_t i = 6; i < n; i++)
 			if (c[i].e.tid == c[5].e.tid) {
 				c[i].e.ts = c[5].e.ts + c[5].e.dur / 2;
+				if (overlap == 2) /* and ends after it (the rule shortens it) */
+					c[i].e.dur = c[5].e.dur;
 				break;
 			}
 	if (ann & (ANN_RANGES | ANN_TOUCH))

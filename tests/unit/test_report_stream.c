@@ -9,9 +9,11 @@
  * and begins lost), generated captures with counters (records before and
  * after their calls, unmatched ones, partial and multiplexed readings), and
  * the cases that must be read into memory instead
- * (overlapping calls of a thread, annotation ranges and calls that overlap
- * or touch, a lost pop, a counter record after a later call, ranges with
- * device jobs, job records that do not come in a recorder's order).
+ * (annotation ranges and calls that overlap
+ * or touch, a lost pop, a counter record after a later call, a call that
+ * holds another of its thread, ranges with device jobs, job records that
+ * do not come in a recorder's order); calls of a thread that partially
+ * overlap stream (the reorder stage nests them in start order).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -403,7 +405,8 @@ static void counted(void)
 	CHECK(m && strstr(m, "\"Unmatched\": ") && !strstr(m, "\"Unmatched\": 0,") &&
 	      strstr(m, "context-switches"));
 	free(m);
-	/* A record after a later call of its thread: read into memory. */
+	/* A record after a later call of its thread: later than the thread's
+	 * measured window (its calls come in order), read into memory. */
 	snprintf(path, sizeof(path), "%s/ctr_late.kxp", tmpdir);
 	CHECK(write_counted(path, 4242, 1) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));
@@ -428,7 +431,35 @@ static void in_memory_reasons(void)
 	CHECK(w);
 	e.ts = 100, e.dur = 50;
 	kx_kxp_add_ioctl(w, &e, NULL);
-	e.ts = 120, e.dur = 100; /* starts inside the first */
+	e.ts = 120, e.dur = 100; /* starts inside the first, ends after it */
+	kx_kxp_add_ioctl(w, &e, NULL);
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	/* Streamed: the reorder stage gives the nesting rule the thread's calls
+	 * by start, and the summary warns of the shortened one as in memory. */
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	CHECK(why == NULL);
+
+	/* A call that holds another whole comes right after it (completion
+	 * order): the stage puts it first, streamed. One that comes after a
+	 * later call of its thread is later than the thread's measured window:
+	 * read into memory. */
+	snprintf(path, sizeof(path), "%s/hold.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	e.ts = 100, e.dur = 50;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 20, e.dur = 300;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	CHECK(why == NULL);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	e.ts = 100, e.dur = 50;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 200, e.dur = 10;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 20, e.dur = 300;
 	kx_kxp_add_ioctl(w, &e, NULL);
 	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));

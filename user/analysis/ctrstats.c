@@ -31,44 +31,23 @@ static uint64_t call_key(uint32_t tid, uint64_t ts)
 	return kx_hash_combine(kx_hash_u64(tid), ts);
 }
 
-int kx_ctr_join_add(struct kx_hmap *m, const struct kx_ctr_ev *c, uint32_t v)
+/* The counter record of the call (tid, ts), NULL when none. */
+static const struct kx_ctr_ev *find(const struct kx_ctrstats *cs, uint32_t tid, uint64_t ts)
 {
-	return kx_hmap_add(m, call_key(c->tid, c->ts), v);
-}
-
-const struct kx_ctr_ev *kx_ctr_join_find(const struct kx_hmap *m, uint32_t tid, uint64_t ts,
-                                         const struct kx_ctr_ev *(*at)(const void *ctx, uint32_t v),
-                                         const void *ctx, uint32_t *v, size_t *pos)
-{
+	size_t pos = KX_HMAP_START;
 	uint32_t *i;
 
-	*pos = KX_HMAP_START;
-	while ((i = kx_hmap_next(m, call_key(tid, ts), pos))) {
-		const struct kx_ctr_ev *c = at(ctx, *i);
+	while ((i = kx_hmap_next(&cs->by_call, call_key(tid, ts), &pos))) {
+		const struct kx_ctr_ev *c = kx_samples_ctr(cs->t, *i);
 
-		if (c->tid == tid && c->ts == ts) {
-			*v = *i;
+		if (kx_ctr_joins(c, tid, ts))
 			return c;
-		}
 	}
 	return NULL;
 }
 
-static const struct kx_ctr_ev *stored(const void *t, uint32_t v)
-{
-	return kx_samples_ctr(t, v);
-}
-
-/* The counter record of the call (tid, ts), NULL when none. */
-static const struct kx_ctr_ev *find(const struct kx_ctrstats *cs, uint32_t tid, uint64_t ts)
-{
-	size_t pos;
-	uint32_t v;
-
-	return kx_ctr_join_find(&cs->by_call, tid, ts, stored, cs->t, &v, &pos);
-}
-
-void kx_ctrstats_note(struct kx_ctrstats *cs, const struct kx_ctr_ev *c)
+/* A counter record's partial and multiplexed flags, counted. */
+static void ctrstats_note(struct kx_ctrstats *cs, const struct kx_ctr_ev *c)
 {
 	cs->partial += (c->flags & KX_CTR_F_PARTIAL) != 0;
 	cs->multiplexed += (uint64_t)__builtin_popcount(c->multiplexed);
@@ -79,19 +58,31 @@ static int index_records(struct kx_ctrstats *cs)
 	for (size_t i = 0; i < kx_samples_nctr(cs->t); i++) {
 		const struct kx_ctr_ev *e = kx_samples_ctr(cs->t, i);
 
-		if (i >= UINT32_MAX || kx_ctr_join_add(&cs->by_call, e, (uint32_t)i))
+		if (i >= UINT32_MAX ||
+		    kx_hmap_add(&cs->by_call, call_key(e->tid, e->ts), (uint32_t)i))
 			return -1;
-		kx_ctrstats_note(cs, e);
+		ctrstats_note(cs, e);
 	}
 	return 0;
 }
 
-long kx_ctrstats_row(struct kx_ctrstats *cs, struct kx_hmap *ix, size_t *cap,
-                     const struct kx_ioctl *e)
+/* Row r named for ioctl e. */
+static void row_label(struct kx_ctrrow *r, const struct kx_ioctl *e)
+{
+	char buf[96];
+
+	snprintf(r->cat, sizeof(r->cat), "ioctl/%s", kx_driver_name((enum kx_driver)e->drv));
+	snprintf(r->name, sizeof(r->name), "%s",
+	         kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf, sizeof(buf)));
+}
+
+/* Index in cs->rows of ioctl e's row (ix: row key -> index; cap: the rows'
+ * room), made when new; -1 when out of memory. */
+static long ctrstats_row(struct kx_ctrstats *cs, struct kx_hmap *ix, size_t *cap,
+                         const struct kx_ioctl *e)
 {
 	uint64_t key = kx_hash_combine(kx_hash_combine(e->drv, e->cmd), e->xfer_cmd);
 	struct kx_ctrrow *r;
-	char buf[96];
 	int isnew;
 	uint32_t *v = kx_hmap_put(ix, key, (uint32_t)cs->nrows, &isnew);
 
@@ -105,13 +96,12 @@ long kx_ctrstats_row(struct kx_ctrstats *cs, struct kx_hmap *ix, size_t *cap,
 	}
 	r = &cs->rows[cs->nrows];
 	memset(r, 0, sizeof(*r));
-	snprintf(r->cat, sizeof(r->cat), "ioctl/%s", kx_driver_name((enum kx_driver)e->drv));
-	snprintf(r->name, sizeof(r->name), "%s",
-	         kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf, sizeof(buf)));
+	row_label(r, e);
 	return (long)cs->nrows++;
 }
 
-void kx_ctrrow_add(const struct kx_ctrstats *cs, struct kx_ctrrow *r, const struct kx_ctr_ev *c)
+/* One call's readings c into row r. */
+static void ctrrow_add(const struct kx_ctrstats *cs, struct kx_ctrrow *r, const struct kx_ctr_ev *c)
 {
 	r->calls++;
 	for (int k = 0; k < cs->n && k < c->n; k++) {
@@ -132,7 +122,8 @@ static int by_cat_calls(const void *a, const void *b)
 	return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : strcmp(x->name, y->name);
 }
 
-void kx_ctrstats_sort(struct kx_ctrstats *cs)
+/* The rows in their order: by category, then calls, most first. */
+static void ctrstats_sort(struct kx_ctrstats *cs)
 {
 	if (cs->nrows > 1)
 		qsort(cs->rows, cs->nrows, sizeof(*cs->rows), by_cat_calls);
@@ -153,19 +144,20 @@ static int rows(struct kx_ctrstats *cs, const struct kx_store *s)
 		if (!c)
 			continue;
 		matched++;
-		r = kx_ctrstats_row(cs, &ix, &cap, e);
+		r = ctrstats_row(cs, &ix, &cap, e);
 		if (r < 0)
 			rc = -1;
 		else
-			kx_ctrrow_add(cs, &cs->rows[r], c);
+			ctrrow_add(cs, &cs->rows[r], c);
 	}
 	kx_hmap_free(&ix);
 	cs->unmatched = kx_samples_nctr(cs->t) - matched;
-	kx_ctrstats_sort(cs);
+	ctrstats_sort(cs);
 	return rc;
 }
 
-struct kx_ctrstats *kx_ctrstats_new(const struct kx_capinfo *ci)
+/* Empty statistics of the capture's counters (names and record counts from ci). NULL on OOM. */
+static struct kx_ctrstats *ctrstats_new(const struct kx_capinfo *ci)
 {
 	struct kx_ctrstats *cs = calloc(1, sizeof(*cs));
 
@@ -184,7 +176,7 @@ struct kx_ctrstats *kx_ctrstats_build(const struct kx_store *s, const struct kx_
 	err[0] = 0;
 	if (!ci || !ci->counters.names[0] || !kx_store_ctrs(s))
 		return NULL;
-	cs = kx_ctrstats_new(ci);
+	cs = ctrstats_new(ci);
 	if (!cs) {
 		snprintf(err, len, "out of memory for the counters");
 		return NULL;
@@ -222,4 +214,71 @@ int kx_ctrstats_fields(const struct kx_ctrstats *cs, const struct kx_ioctl *e, s
 		n++;
 	}
 	return n;
+}
+
+/* ---- the join on a stream in start order ---- */
+
+int kx_ctrjoin_init(struct kx_ctrjoin *j, const struct kx_capinfo *ci)
+{
+	memset(j, 0, sizeof(*j));
+	j->last = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_ctr_ev);
+	j->cs = ctrstats_new(ci);
+	return j->cs ? 0 : -1;
+}
+
+int kx_ctrjoin_ctr(struct kx_ctrjoin *j, const struct kx_ctr_ev *c)
+{
+	struct kx_ctr_ev *last = kx_tidtab_get(&j->last, c->tid, 1);
+
+	if (!last)
+		return -1;
+	j->records++;
+	ctrstats_note(j->cs, c);
+	*last = *c;
+	return 0;
+}
+
+int kx_ctrjoin_ioctl(struct kx_ctrjoin *j, const struct kx_ioctl *e, uint64_t seq)
+{
+	const struct kx_ctr_ev *c = kx_tidtab_find(&j->last, e->tid);
+	size_t n = j->cs->nrows;
+	long r;
+
+	if (!c || !kx_ctr_joins(c, e->tid, e->ts))
+		return 0;
+	r = ctrstats_row(j->cs, &j->ix, &j->rcap, e);
+	if (r < 0 || kx_grow((void **)&j->first, &j->fcap, n, sizeof(*j->first)))
+		return -1;
+	/* A row is named for its first call in the file, as in memory (calls
+	 * whose keys meet share it). */
+	if ((size_t)r == n)
+		j->first[r] = seq;
+	else if (seq < j->first[r]) {
+		j->first[r] = seq;
+		row_label(&j->cs->rows[r], e);
+	}
+	ctrrow_add(j->cs, &j->cs->rows[r], c);
+	j->matched++;
+	return 0;
+}
+
+struct kx_ctrstats *kx_ctrjoin_finish(struct kx_ctrjoin *j, const struct kx_capinfo *ci)
+{
+	struct kx_ctrstats *cs = j->cs;
+
+	/* The capture's counts from the trailer; the rows and flags from the stream. */
+	memcpy(cs->stats, ci->counters.stats, sizeof(cs->stats));
+	cs->unmatched = j->records - j->matched;
+	ctrstats_sort(cs);
+	j->cs = NULL;
+	return cs;
+}
+
+void kx_ctrjoin_free(struct kx_ctrjoin *j)
+{
+	kx_ctrstats_free(j->cs);
+	kx_hmap_free(&j->ix);
+	kx_tidtab_free(&j->last);
+	free(j->first);
+	memset(j, 0, sizeof(*j));
 }

@@ -17,6 +17,7 @@
 #include "model/store.h"
 #include "registry/ioctl_decode.h"
 #include "util/hashmap.h"
+#include "util/tidtab.h"
 
 struct kx_ctrrow {
 	char cat[40];                      /* "ioctl/<driver>" */
@@ -39,32 +40,42 @@ struct kx_ctrstats {
 	struct kx_hmap by_call; /* hash(tid, ts) -> counter record */
 };
 
-/*
- * The join of a counter record to its call, in memory and streamed: the same
- * thread and enter time. m maps a call to the numbers of the caller's
- * records (kx_ctr_join_add: 0, or -1 when out of memory); kx_ctr_join_find
- * walks the candidates of call (tid, ts), at(ctx, v) giving record v: the
- * first that matches, its number in *v and its place in m in *pos (for
- * kx_hmap_del_at), or NULL.
- */
-int kx_ctr_join_add(struct kx_hmap *m, const struct kx_ctr_ev *c, uint32_t v);
-const struct kx_ctr_ev *kx_ctr_join_find(const struct kx_hmap *m, uint32_t tid, uint64_t ts,
-                                         const struct kx_ctr_ev *(*at)(const void *ctx, uint32_t v),
-                                         const void *ctx, uint32_t *v, size_t *pos);
+/* The join of a counter record to its call, in memory and streamed: the
+ * same thread and enter time. */
+static inline int kx_ctr_joins(const struct kx_ctr_ev *c, uint32_t tid, uint64_t ts)
+{
+	return c->tid == tid && c->ts == ts;
+}
 
-/* The pieces the streamed counters (analysis/sctrstats.h) share: */
-/* Empty statistics of the capture's counters (names and record counts from ci). NULL on OOM. */
-struct kx_ctrstats *kx_ctrstats_new(const struct kx_capinfo *ci);
-/* A counter record's partial and multiplexed flags, counted. */
-void kx_ctrstats_note(struct kx_ctrstats *cs, const struct kx_ctr_ev *c);
-/* Index in cs->rows of ioctl e's row (ix: row key -> index; cap: the rows'
- * room), made when new; -1 when out of memory. */
-long kx_ctrstats_row(struct kx_ctrstats *cs, struct kx_hmap *ix, size_t *cap,
-                     const struct kx_ioctl *e);
-/* One call's readings c into row r. */
-void kx_ctrrow_add(const struct kx_ctrstats *cs, struct kx_ctrrow *r, const struct kx_ctr_ev *c);
-/* The rows in their order: by category, then calls, most first. */
-void kx_ctrstats_sort(struct kx_ctrstats *cs);
+/*
+ * The join on a stream (the streamed report, analysis/sreport.h): each
+ * thread's calls and counter records in start order, a record before the
+ * calls that start when it does (analysis/engine.h's reorder stage). A
+ * call takes its thread's last record when they join (kx_ctr_joins); a
+ * record no call took is unmatched, as in memory. Memory: a record a
+ * thread, and the rows.
+ */
+struct kx_ctrjoin {
+	struct kx_ctrstats *cs; /* the rows so far (names and counts set at the end) */
+	struct kx_hmap ix;      /* row key -> row index */
+	size_t rcap;            /* the rows' room */
+	struct kx_tidtab last;  /* each thread's last record (struct kx_ctr_ev) */
+	uint64_t *first;        /* by row: the place in the file of its first call */
+	size_t fcap;
+	uint64_t records, matched;
+};
+
+/* For a capture whose header (ci) names counters. 0, or -1 when out of memory. */
+int kx_ctrjoin_init(struct kx_ctrjoin *j, const struct kx_capinfo *ci);
+/* A counter record, then a call (seq: its place among the file's
+ * records), in their thread's order. 0, or -1 when out of memory. */
+int kx_ctrjoin_ctr(struct kx_ctrjoin *j, const struct kx_ctr_ev *c);
+int kx_ctrjoin_ioctl(struct kx_ctrjoin *j, const struct kx_ioctl *e, uint64_t seq);
+/* Once every record is in: the statistics (the record counts from ci, the
+ * capture's trailer facts), handed over (the caller frees them), NULL
+ * when out of memory. */
+struct kx_ctrstats *kx_ctrjoin_finish(struct kx_ctrjoin *j, const struct kx_capinfo *ci);
+void kx_ctrjoin_free(struct kx_ctrjoin *j);
 
 /* NULL when the capture has no counters (err empty) or out of memory (err set). */
 struct kx_ctrstats *kx_ctrstats_build(const struct kx_store *s, const struct kx_capinfo *ci,

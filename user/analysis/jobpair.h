@@ -1,8 +1,8 @@
 /*
  * The rules of device timelines (stated in analysis/jobs.h), apart from the
  * analysis of a whole store (analysis/jobs.c), so that any reader that feeds
- * the events in order gives the same jobs (the stream check,
- * analysis/streamcheck.c, uses the memory accounting; what a stream keeps
+ * the events in order gives the same jobs (the engine's feed,
+ * analysis/engine.c, uses the memory accounting; what a stream keeps
  * for the timelines, kx_jobs_keep in analysis/jobs.c, the KVM, submitter
  * and wait rules; the live aggregates of top and serve, live/jobagg.c, the
  * pairing, KVM and busy rules): what one phase does to the job its key

@@ -1,44 +1,74 @@
 /*
  * The streamed report of a record file (contract: sreport.h): the rows as
- * the records pass, while analysis/streamcheck.h says a stream does.
+ * the records pass; the calls nested through the engine's reorder stage.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/engine.h"
 #include "analysis/jobs.h"
-#include "analysis/sctrstats.h"
+#include "analysis/nesttrack.h"
+#include "analysis/ctrstats.h"
 #include "analysis/sranges.h"
 #include "analysis/sreport.h"
-#include "analysis/streamcheck.h"
 #include "model/perfdata.h"
 
 /* What the visitor keeps between records. */
 struct sr_ctx {
 	struct kx_sreport *r;
 	struct kx_stats_acc acc;
-	struct kx_streamcheck check;
+	struct kx_engine eng;      /* each thread's calls in start order, to nest */
+	struct kx_nesttrack nest;  /* the nesting rule on them */
 	struct kx_sranges *ranges; /* the annotation ranges (r->ranges) */
-	struct kx_sctrstats *ctr;  /* the counters (r->ctr), NULL: none named */
+	struct kx_ctrjoin *ctr;    /* the counters joined to their calls, NULL: none named */
 	struct kx_jobs_keep jobs;  /* what the device timelines need, kept in r->side */
+	int unnamed_ctr;           /* counter records of counters the header does not name */
+	int flushed;               /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
-/* The first reason found (the check's, then the ranges'); the read then
- * stops at the next chunk. */
+/* Why nesting the calls on the stream does not give the report exactly:
+ * records later than the reorder window (a call after one it holds, a
+ * counter record after a later call of its thread), its memory exceeded,
+ * or calls the rule shortens with device timelines or annotation ranges
+ * (their analyses see the shortened durations); NULL: it does. */
+static const char *nest_why(const struct sr_ctx *c)
+{
+	if (c->eng.late_ioctls)
+		return "calls of one thread overlap (the nesting rule applies)";
+	if (c->eng.late_ctrs)
+		return "a counter record came after a later call of its thread";
+	if (c->eng.forced)
+		return "calls of one thread overlap past the reorder window's memory budget";
+	if (c->nest.fixed && (c->jobs.have_jobs || c->ranges->events))
+		return "calls of one thread overlap (the nesting rule applies)";
+	return NULL;
+}
+
+/* The first reason found; the read then stops at the next chunk. A reason
+ * of another kind first lets the calls waiting in the reorder stage out:
+ * one the rule shortens among them came before it, and is the reason. */
 static void sr_checked(struct sr_ctx *c)
 {
-	const char *why = c->check.why ? c->check.why : c->ranges->why;
+	const char *why = c->ranges->why, *nest;
 
-	if (!why && c->ctr)
-		why = c->ctr->why;
+	if (!why && c->unnamed_ctr)
+		why = "perf counters (matched with their calls)";
 	if (!why)
 		why = c->jobs.why;
 	if (!why && c->jobs.have_jobs && c->ranges->events)
 		why = "annotation ranges with device jobs (the device time of each range)";
-
+	if (why && !c->flushed) {
+		c->flushed = 1;
+		if (kx_engine_finish(&c->eng))
+			c->oom = 1;
+	}
+	nest = nest_why(c);
+	if (nest)
+		why = nest;
 	if (!why || c->r->in_memory)
 		return;
 	c->r->in_memory = why;
@@ -62,14 +92,14 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 
 	if (!sr_active(c))
 		return;
-	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_sranges_ioctl(c->ranges, e) ||
-	    (c->ctr && kx_sctrstats_ioctl(c->ctr, e)) || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
+	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_sranges_ioctl(c->ranges, e) ||
+	    kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		sr_oom(c);
 		return;
 	}
 	/* What the memory rows and the device timelines need is kept: the side
 	 * store's analysis gives them. */
-	if (kx_jobs_keep_ioctl(&c->jobs, e, arg, c->check.last_mem)) {
+	if (kx_jobs_keep_ioctl(&c->jobs, e, arg, c->eng.last_mem)) {
 		sr_oom(c);
 		return;
 	}
@@ -107,7 +137,7 @@ static void sr_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 
 	if (!sr_active(c))
 		return;
-	known = kx_streamcheck_last_end(&c->check, a->tid, &end);
+	known = kx_engine_last_end(&c->eng, a->tid, &end);
 	if (kx_sranges_ann(c->ranges, a, name, cat, known ? &end : NULL)) {
 		sr_oom(c);
 		return;
@@ -138,12 +168,31 @@ static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 	if (!sr_active(c))
 		return;
 	if (!c->ctr)
-		kx_streamcheck_ctr(&c->check); /* records of counters the header does not name */
-	else if (kx_sctrstats_ctr(c->ctr, e)) {
+		c->unnamed_ctr = 1; /* records of counters the header does not name */
+	else if (kx_engine_feed_ctr(&c->eng, e)) {
 		sr_oom(c);
 		return;
 	}
 	sr_checked(c);
+}
+
+/* A call out of the reorder stage, its thread's in start order. */
+static int sr_nest(void *ctx, const struct kx_ioctl *e)
+{
+	struct sr_ctx *c = ctx;
+	int cut;
+
+	if (c->ctr && kx_ctrjoin_ioctl(c->ctr, e, c->eng.out_seq))
+		return -1;
+	return kx_nesttrack_ioctl(&c->nest, e, &cut);
+}
+
+/* A counter record out of the reorder stage, just before its call. */
+static int sr_ctr_out(void *ctx, const struct kx_ctr_ev *e)
+{
+	struct sr_ctx *c = ctx;
+
+	return kx_ctrjoin_ctr(c->ctr, e);
 }
 
 /* A capture that names counters: they are joined to their calls as they come. */
@@ -154,7 +203,7 @@ static void sr_header(void *ctx, const struct kx_capinfo *ci)
 	if (!ci->counters.names[0] || c->ctr)
 		return;
 	c->ctr = malloc(sizeof(*c->ctr));
-	if (!c->ctr || kx_sctrstats_init(c->ctr, ci)) {
+	if (!c->ctr || kx_ctrjoin_init(c->ctr, ci)) {
 		free(c->ctr);
 		c->ctr = NULL;
 		sr_oom(c);
@@ -163,7 +212,8 @@ static void sr_header(void *ctx, const struct kx_capinfo *ci)
 
 int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err, size_t errlen)
 {
-	struct sr_ctx c = {.r = r, .acc = KX_STATS_ACC_INIT, .check = KX_STREAMCHECK_INIT};
+	struct sr_ctx c = {.r = r, .acc = KX_STATS_ACC_INIT, .nest = KX_NESTTRACK_INIT};
+	const struct kx_engine_sinks out = {.ctx = &c, .ioctl = sr_nest, .ctr = sr_ctr_out};
 	struct kx_kxp_visitor v = {
 	        .ctx = &c,
 	        .header = sr_header,
@@ -179,7 +229,8 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	c.check.keep_mem = 1;
+	kx_engine_init(&c.eng, KX_ENGINE_LATE_NS, KX_ENGINE_BUDGET, &out);
+	c.eng.measured = 1;
 	r->side = kx_store_new(budget);
 	kx_jobs_keep_init(&c.jobs, r->side);
 	r->ranges = malloc(sizeof(*r->ranges));
@@ -193,13 +244,18 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	v.syms = kx_samples_syms(kx_store_samples(r->side));
 	err[0] = 0;
 	rc = kx_kxp_read_stream(path, &v, &r->ci, &r->res, err, errlen);
-	r->threads = kx_streamcheck_threads(&c.check);
+	if (rc == 0 && sr_active(&c) && kx_engine_finish(&c.eng))
+		sr_oom(&c);
+	r->threads = c.eng.ioctl_threads;
+	r->nest_fixed = c.nest.fixed;
+	r->nest_threads = c.nest.fixed_threads;
 	if (rc == 0 && !c.oom)
 		kx_jobs_keep_finish(&c.jobs);
 	r->jobs = c.jobs.kept_jobs;
 	r->kept = kx_store_ioctl_count(r->side);
 	kx_jobs_keep_free(&c.jobs);
-	kx_streamcheck_free(&c.check);
+	kx_engine_free(&c.eng);
+	kx_nesttrack_free(&c.nest);
 	if (kx_stats_acc_finish(&r->st, &c.acc, &r->ci, rc == 0 && !c.oom) && rc == 0) {
 		snprintf(err, errlen, "out of memory summarising the ioctls");
 		rc = -1;
@@ -211,12 +267,12 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	if (rc == 0 && !r->in_memory)
 		sr_checked(&c); /* a reason found at the end */
 	if (rc == 0 && !r->in_memory && c.ctr &&
-	    !(r->counters = kx_sctrstats_finish(c.ctr, &r->ci))) {
+	    !(r->counters = kx_ctrjoin_finish(c.ctr, &r->ci))) {
 		snprintf(err, errlen, "out of memory summarising the counters");
 		rc = -1;
 	}
 	if (c.ctr)
-		kx_sctrstats_free(c.ctr);
+		kx_ctrjoin_free(c.ctr);
 	free(c.ctr);
 	if (rc == 0 && r->in_memory)
 		kx_stats_free(&r->st);
@@ -227,6 +283,7 @@ int kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
 {
 	if (kx_stats_add_jobs(&r->st, an->jobs))
 		return -1;
+	kx_timeline_counted(an->timeline, r->nest_fixed, r->nest_threads);
 	if (an->ranges)
 		kx_sranges_counts(r->ranges, an->ranges);
 	if (r->counters) {

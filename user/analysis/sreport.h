@@ -9,16 +9,23 @@
  * Annotation ranges are paired as they come (analysis/sranges.h): their
  * rows join the ioctl rows, their counts go to the analysis of the side
  * store (kx_sreport_apply); so are counter records joined to their calls
- * (analysis/sctrstats.h).
+ * as they leave the engine's reorder stage (analysis/ctrstats.h's
+ * kx_ctrjoin: each thread's records in start order).
+ *
+ * Each thread's calls pass the engine's reorder stage (analysis/engine.h)
+ * into the nesting rule (analysis/nesttrack.h): its counts are the
+ * summary's warning (kx_sreport_apply). The engine also says which calls
+ * memory accounting counts, and each thread's last call's end.
  *
  * Exactly the in-memory report's figures (percentiles within 1/256), or a
- * reason to read the file into memory instead, found as the records pass
- * (analysis/streamcheck.h says which records are reasons, except job
- * records, annotations and named counters: analysis/jobs.h, sranges.h and
- * sctrstats.h say when they are; annotation ranges and job records together
- * are one).
- * The read then stops at the next chunk (the caller reads the file again
- * into memory, damage and all).
+ * reason to read the file into memory instead, found as the records pass:
+ * calls later than the reorder window or past its memory budget, calls the
+ * rule shortens with device jobs or annotation ranges (their analyses see
+ * the shortened durations), counter records of counters the header does
+ * not name, counter records later than the window after their call; job records and annotations:
+ * analysis/jobs.h and sranges.h say when they are; annotation ranges and job records together are
+ * one. The read then stops at the next chunk (the caller reads the file again into memory, damage
+ * and all).
  */
 #ifndef KX_SREPORT_H
 #define KX_SREPORT_H
@@ -42,6 +49,8 @@ struct kx_sreport {
 	struct kx_ctrstats *counters;  /* counters joined to their calls; NULL: none named */
 	const char *in_memory;         /* why the file must be read into memory; NULL: streamed */
 	uint64_t threads;              /* distinct threads seen (their last call's end is kept) */
+	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream) */
+	uint64_t nest_threads;         /* threads with such calls */
 	uint64_t jobs;                 /* job records kept in side */
 	uint64_t kept;                 /* ioctls kept in side (memory rows, device timelines) */
 };

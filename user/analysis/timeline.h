@@ -55,7 +55,20 @@ struct kx_timeline {
 	uint64_t *dur_by_rank;  /* ns, resolved durations of the shortened, by store index */
 	uint64_t fixed_threads; /* threads with at least one shortened event */
 	uint64_t first_ts;      /* ns, earliest event start; UINT64_MAX with no events */
+	/* Set when a stream nested every call of the capture while the
+	 * timeline holds a few (the streamed report, kx_timeline_counted):
+	 * the warning gives the stream's counts. */
+	int counted;
+	uint64_t counted_fix, counted_threads;
 };
+
+/* The counts of a stream that nested the capture's calls (analysis/nesttrack.h). */
+static inline void kx_timeline_counted(struct kx_timeline *tl, uint64_t fix, uint64_t threads)
+{
+	tl->counted = 1;
+	tl->counted_fix = fix;
+	tl->counted_threads = threads;
+}
 
 /*
  * Builds the timeline of every ioctl of s. Returns NULL with err set (out of

@@ -257,13 +257,18 @@ void kx_jobs_warnings(const struct kx_jobs *jb, kx_warn_fn fn, void *ctx)
 void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx)
 {
 	char msg[MSG_MAX];
+	uint64_t nfix, threads;
 
-	if (!tl || !tl->nfix)
+	if (!tl)
+		return;
+	nfix = tl->counted ? tl->counted_fix : tl->nfix;
+	threads = tl->counted ? tl->counted_threads : tl->fixed_threads;
+	if (!nfix)
 		return;
 	snprintf(msg, sizeof(msg),
-	         "%zu events on %" PRIu64 " threads partially overlapped an earlier event of "
-	         "the same thread: shortened to nest in it",
-	         tl->nfix, tl->fixed_threads);
+	         "%" PRIu64 " events on %" PRIu64 " threads partially overlapped an earlier "
+	         "event of the same thread: shortened to nest in it",
+	         nfix, threads);
 	fn(ctx, msg);
 }
 

@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/engine.h"
+#include "analysis/nesttrack.h"
 #include "analysis/sranges.h"
-#include "analysis/streamcheck.h"
 #include "analysis/wread.h"
 #include "model/annot.h"
 #include "model/perfdata.h"
@@ -29,7 +30,9 @@ static void see_lag(struct kx_wread *w, int any, uint64_t max, uint64_t ts)
 
 struct p1 {
 	struct kx_wread *w;
-	struct kx_streamcheck check;
+	struct kx_engine eng;     /* each thread's calls in start order, to nest */
+	struct kx_nesttrack nest; /* the nesting rule on them */
+	int flushed;              /* the reorder stage was emptied for a reason found */
 	struct kx_sranges ranges; /* the annotation ranges, paired as they pass */
 	struct kx_whist *starts;  /* the plan's first level */
 	struct kx_hmap threads;   /* pid << 32 | tid of the threads with ioctls or annotations */
@@ -66,6 +69,15 @@ static void p1_oom(struct p1 *c)
  * end if the store still holds all of it so far, else it stops. */
 static void p1_whole_file(struct p1 *c, const char *why)
 {
+	/* The calls waiting in the reorder stage came before this reason: one
+	 * the rule shortens among them is the reason (p1_nest, here again). */
+	if (!c->flushed) {
+		c->flushed = 1;
+		if (kx_engine_finish(&c->eng))
+			c->oom = 1;
+	}
+	if (c->w->in_memory)
+		return;
 	c->w->in_memory = why;
 	if (__atomic_load_n(&c->drop, __ATOMIC_RELAXED))
 		p1_stop(c);
@@ -114,13 +126,15 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (!p1_active(c))
 		return;
 	p1_count(c);
-	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_sranges_ioctl(&c->ranges, e))
+	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_sranges_ioctl(&c->ranges, e))
 		return p1_oom(c);
+	if (!p1_active(c)) /* the nesting found a reason */
+		return;
 	/* The memory series is cumulative: its ioctls (few) are kept apart. */
-	if (c->check.last_mem && kx_store_add_ioctl(c->w->mem, e, arg))
+	if (c->eng.last_mem && kx_store_add_ioctl(c->w->mem, e, arg))
 		return p1_whole_file(c, "the ioctls of memory accounting do not fit the store");
-	if (c->check.why || c->ranges.why)
-		return p1_whole_file(c, c->check.why ? c->check.why : c->ranges.why);
+	if (c->ranges.why)
+		return p1_whole_file(c, c->ranges.why);
 	if (kept)
 		c->kept_ioctls++;
 	else
@@ -167,17 +181,44 @@ static void p1_sample(void *ctx, const struct kx_sample *s)
 
 static void p1_reason(struct p1 *c)
 {
-	if (p1_active(c) && (c->check.why || c->ranges.why))
-		p1_whole_file(c, c->check.why ? c->check.why : c->ranges.why);
+	if (p1_active(c) && c->ranges.why)
+		p1_whole_file(c, c->ranges.why);
 }
 
 static void p1_job(void *ctx, const struct kx_job *j)
 {
 	(void)j;
-	if (!p1_active(ctx))
-		return;
-	kx_streamcheck_job(&((struct p1 *)ctx)->check);
-	p1_reason(ctx);
+	if (p1_active(ctx))
+		p1_whole_file(ctx, "device jobs (timelines link jobs to their ioctls)");
+}
+
+/* A call out of the reorder stage, its thread's in start order: one the
+ * nesting rule shortens would differ in a window that lacks the call it
+ * nests in, and one later than the window cannot be nested. */
+static int p1_nest(void *ctx, const struct kx_ioctl *e)
+{
+	struct p1 *c = ctx;
+	int cut;
+
+	if (kx_nesttrack_ioctl(&c->nest, e, &cut))
+		return -1;
+	if (cut && p1_active(c)) {
+		c->flushed = 1; /* the reason itself (the engine is busy) */
+		p1_whole_file(c, "calls of one thread overlap (the nesting rule applies)");
+	}
+	return 0;
+}
+
+static int p1_late_call(void *ctx, const struct kx_ioctl *e)
+{
+	struct p1 *c = ctx;
+
+	(void)e;
+	if (p1_active(c)) {
+		c->flushed = 1; /* the reason itself (the engine is busy) */
+		p1_whole_file(c, "calls of one thread overlap (the nesting rule applies)");
+	}
+	return 0;
 }
 
 /* Paired as they pass: the whole capture's ranges (their names in the side
@@ -192,7 +233,7 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 		return;
 	if (kx_ann_named(a->what)) /* a range or mark begins */
 		p1_count(c);
-	known = kx_streamcheck_last_end(&c->check, a->tid, &end);
+	known = kx_engine_last_end(&c->eng, a->tid, &end);
 	if (kx_sranges_ann(&c->ranges, a, name, cat, known ? &end : NULL))
 		return p1_oom(c);
 	p1_reason(c);
@@ -396,8 +437,11 @@ static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, si
 static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t limit, size_t budget)
 {
 	memset(w, 0, sizeof(*w));
-	*c = (struct p1){.w = w, .check = KX_STREAMCHECK_INIT, .threads = KX_HMAP_INIT};
-	c->check.keep_mem = 1;
+	const struct kx_engine_sinks out = {.ctx = c, .ioctl = p1_nest, .late_ioctl = p1_late_call};
+
+	*c = (struct p1){.w = w, .nest = KX_NESTTRACK_INIT, .threads = KX_HMAP_INIT};
+	kx_engine_init(&c->eng, KX_WREAD_LATE_NS, KX_ENGINE_BUDGET, &out);
+	c->eng.measured = 1;
 	w->path = path;
 	w->limit = limit;
 	w->budget = budget;
@@ -416,6 +460,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	kx_whist_free(c->starts);
 	kx_ranges_free(c->ranges.out);
 	kx_sranges_free(&c->ranges);
+	kx_engine_free(&c->eng);
 	return -1;
 }
 
@@ -481,7 +526,13 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	v.syms = kx_samples_syms(kx_store_samples(w->side));
 	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
 	                            sizeof(w->damage));
-	kx_streamcheck_free(&c.check);
+	if (!rc && p1_active(&c) && kx_engine_finish(&c.eng))
+		c.oom = 1;
+	if (!rc && p1_active(&c) && c.eng.forced)
+		w->in_memory =
+		        "calls of one thread overlap past the reorder window's memory budget";
+	kx_engine_free(&c.eng);
+	kx_nesttrack_free(&c.nest);
 	if (!rc && c.drop && !w->in_memory &&
 	    starts_catch_up(c.starts, w->store, c.kept_ioctls, c.kept_samples))
 		c.oom = 1;

@@ -2,7 +2,10 @@
  * A record file read in time windows (analysis/windows.h), each window into
  * a store of its own, so that converting a long capture needs the memory
  * of a window, not of the capture. Only for captures a stream gives exactly
- * (analysis/streamcheck.h); the others are read into memory whole.
+ * (no job records; no call the nesting rule shortens, found on each
+ * thread's calls in start order through the engine's reorder stage,
+ * analysis/engine.h and nesttrack.h: a call held whole by another nests
+ * the same in every window); the others are read into memory whole.
  *
  * Pass 1 (kx_wread_open) reads the file as a stream: the stream check, the
  * events' count, first and last start, the whole capture's facts every part
@@ -74,6 +77,7 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
+#include "analysis/engine.h"
 #include "analysis/jobs.h"
 #include "analysis/ranges.h"
 #include "analysis/windows.h"
@@ -82,7 +86,7 @@
 #include "model/capinfo.h"
 #include "model/store.h"
 
-#define KX_WREAD_LATE_NS 50000000ULL /* 50 ms */
+#define KX_WREAD_LATE_NS KX_ENGINE_LATE_NS /* 50 ms: the engine's bound */
 
 /* A late call's counter record and its window. */
 struct kx_wread_ctr {
