@@ -80,13 +80,15 @@ static inline void kx_bytes_put(struct kx_bytes *b, const void *v, size_t n)
 
 /* Exact fit: room for n elements of size `size` in *p (capacity *cap), for
  * callers that know the whole count before they fill the array. 0, or -1
- * when out of memory (*p and *cap unchanged). */
+ * when out of memory or the size would overflow (*p and *cap unchanged). */
 static inline int kx_reserve(void **p, size_t *cap, size_t n, size_t size)
 {
 	void *np;
 
 	if (n <= *cap)
 		return 0;
+	if (n > SIZE_MAX / size)
+		return -1;
 	np = realloc(*p, n * size);
 	if (!np)
 		return -1;
