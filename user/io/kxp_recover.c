@@ -1,10 +1,12 @@
 /*
- * The .kxp reader's damage recovery and its report. A chunk whose header checks out but whose data
- * does not (data CRC, decompression, records) is skipped whole. Bytes that do not start a valid
- * chunk header are skipped up to the next offset that does (magic, header CRC, lengths within
- * limits). Either way the stretch is noted (chunk number, offset, bytes) and reading goes on, so
- * every intact chunk after it and the trailer are kept. A file that ends inside a chunk was cut
- * short: its last whole chunk is kept and the bytes after it counted.
+ * The .kxp reader's damage recovery and its report. A chunk whose header
+ * checks out but whose data does not (data CRC, decompression, records) is
+ * skipped whole. Bytes that do not start a valid chunk header are skipped
+ * up to the next offset that does (magic, header CRC, lengths within
+ * limits). Either way the stretch is noted (chunk number, offset, bytes)
+ * and reading goes on, so every intact chunk after it and the trailer are
+ * kept. A file that ends inside a chunk was cut short: its last whole chunk
+ * is kept and the bytes after it counted.
  *
  * Here: finding the next valid chunk header after damage, the chunk
  * numbers of the stretches skipped, and the message that says what was
