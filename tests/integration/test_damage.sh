@@ -17,7 +17,7 @@ run() {
 	return 1
 }
 
-# chunks FILE: "offset length" of each chunk (32-byte headers, see user/io/kxp.c)
+# chunks FILE: "offset length" of each chunk (32-byte headers, see user/io/kxp_layout.h)
 chunks() {
 	python3 - "$1" <<'EOF'
 import struct, sys

@@ -12,8 +12,7 @@
 #include "kxtest.h"
 #include "analysis/warnings.h"
 #include "capture/annwait.h"
-#include "io/kxp.h"
-#include "io/kxp_bytes.h"
+#include "io/tlv.h"
 
 #define MS 1000000ull
 
@@ -113,9 +112,9 @@ static void test_roundtrip(void)
 	struct kx_bytes b = {0};
 
 	late_capinfo();
-	kx_kxp_capinfo_encode(&b, &ci);
+	kx_tlv_capinfo_encode(&b, &ci);
 	CHECK(!b.oom);
-	CHECK(kx_kxp_capinfo_decode(b.p, b.len, &got) == 0);
+	CHECK(kx_tlv_capinfo_decode(b.p, b.len, &got) == 0);
 	free(b.p);
 	CHECK_EQ_U(got.ann.nlate, 2);
 	CHECK_EQ_U(got.ann.more_late, 3);

@@ -448,7 +448,7 @@ static void record_roundtrip(void)
 }
 
 /* Sets a record file's version, its header checksum (CRC32 over the header
- * but its last 4 bytes, io/kxp.c) recomputed. */
+ * but its last 4 bytes, io/kxp_layout.h) recomputed. */
 static void set_version(unsigned char *buf, uint32_t v)
 {
 	uint32_t hlen = buf[12] | buf[13] << 8 | buf[14] << 16 | (uint32_t)buf[15] << 24;

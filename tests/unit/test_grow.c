@@ -1,5 +1,6 @@
 /* util/grow.h: the doubling rule, its first size, and failure leaving the
- * array alone; util/slots.h: slots put back are reused, zeroed, and counted. */
+ * array alone; byte appends; exact-fit reserves; util/slots.h: slots put back are reused, zeroed,
+ * and counted. */
 #include <stdint.h>
 
 #include "kxtest.h"
@@ -131,6 +132,42 @@ static void bytes_oom_sticks(void)
 	free(b.p);
 }
 
+/* Appends land after each other; once oom is set nothing more is appended. */
+static void bytes_put_appends(void)
+{
+	struct kx_bytes b = {0};
+
+	kx_bytes_put(&b, "ab", 2);
+	kx_bytes_put(&b, "cde", 3);
+	CHECK_EQ_U(b.len, 5);
+	CHECK(!memcmp(b.p, "abcde", 5));
+	b.oom = 1;
+	kx_bytes_put(&b, "f", 1);
+	CHECK_EQ_U(b.len, 5);
+	free(b.p);
+}
+
+/* Exact fit: the capacity is the count asked for, never less than before. */
+static void reserve_exact(void)
+{
+	uint64_t *a = NULL;
+	size_t cap = 0;
+
+	CHECK(!kx_reserve((void **)&a, &cap, 0, sizeof(*a)));
+	CHECK(!a && !cap);
+	CHECK(!kx_reserve((void **)&a, &cap, 3, sizeof(*a)));
+	CHECK(a && cap == 3);
+	a[2] = 42;
+	CHECK(!kx_reserve((void **)&a, &cap, 2, sizeof(*a)));
+	CHECK_EQ_U(cap, 3);
+	CHECK(!kx_reserve((void **)&a, &cap, 1000, sizeof(*a)));
+	CHECK_EQ_U(cap, 1000);
+	CHECK_EQ_U(a[2], 42);
+	CHECK(kx_reserve((void **)&a, &cap, SIZE_MAX / 4, sizeof(*a)) == -1);
+	CHECK_EQ_U(cap, 1000);
+	free(a);
+}
+
 int main(void)
 {
 	RUN(doubles_from_16);
@@ -139,5 +176,7 @@ int main(void)
 	RUN(failure_keeps_array);
 	RUN(room_for_many);
 	RUN(bytes_oom_sticks);
+	RUN(bytes_put_appends);
+	RUN(reserve_exact);
 	KXT_EXIT();
 }

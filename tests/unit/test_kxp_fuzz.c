@@ -17,7 +17,7 @@
 #include "kxtest.h"
 #include "kxp_gen.h"
 
-/* Layout facts the mutators need (see the comment at the top of kxp.c). */
+/* Layout facts the mutators need (see the comment at the top of io/kxp_layout.h). */
 #define HDR_FIXED 16
 #define CHDR_LEN  32
 

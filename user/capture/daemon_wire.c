@@ -11,7 +11,7 @@
 
 #include "capture/clock.h"
 #include "capture/daemon_wire.h"
-#include "io/kxp.h"
+#include "io/tlv.h"
 #include "sample_rec.h" /* bpf/: KX_USTACK_MAX */
 #include "util/pbwire.h"
 
@@ -132,7 +132,7 @@ void kx_dw_end_encode(struct kx_bytes *b, const struct kx_dw_end *e)
 	struct kx_bytes ci = {0};
 
 	put_str(b, EN_REASON, e->reason);
-	kx_kxp_capinfo_encode(&ci, &e->ci);
+	kx_tlv_capinfo_encode(&ci, &e->ci);
 	if (ci.oom)
 		b->oom = 1;
 	else
@@ -363,7 +363,7 @@ int kx_dw_end_decode(const uint8_t *p, size_t len, struct kx_dw_end *e, char *er
 		if (f.num == EN_REASON && get_str(&f, e->reason, sizeof(e->reason)))
 			return fail(err, errlen, "malformed END message: bad reason");
 		if (f.num == EN_CAPINFO) {
-			if (f.wt != KX_PB_LEN || kx_kxp_capinfo_decode(f.s, f.n, &e->ci))
+			if (f.wt != KX_PB_LEN || kx_tlv_capinfo_decode(f.s, f.n, &e->ci))
 				return fail(err, errlen,
 				            "malformed END message: bad capture facts");
 			got_ci = 1;

@@ -17,6 +17,7 @@
 #include "export/folded.h"
 #include "export/pprof.h"
 #include "export/speedscope.h"
+#include "export/splitplan.h"
 #include "cli/cli.h"
 #include "io/kxp.h"
 #include "io/replay.h"
@@ -91,32 +92,17 @@ static void convert_usage(FILE *f)
 	        "and named in a warning.\n");
 }
 
-/* Trace events per output before a capture is split by time (XProf's trace viewer keeps 1,000,000).
- */
-#define SPLIT_EVENTS_DEFAULT 1000000
 /* A Chrome file alone (no XSpace, whose run is built whole) is written from
  * this many slices of its part's time window, read one at a time: a
  * quarter of the memory. */
-#define CHROME_SLICES    4
-#define SPLIT_EVENTS_MAX 1000000000000LL
+#define CHROME_SLICES 4
 
 /* What each Chrome file holds besides the timeline (KX_CHROME_*), from the options. */
 static unsigned int chrome_flags;
 
-/* One output of the XSpace/Chrome pair: the whole capture, or one time window of it. */
-struct conv_part {
-	const char *chrome;         /* its Chrome file, or NULL */
-	char suffix[96];            /* run folder suffix ("" for the whole capture) */
-	struct kx_xspace_opts xo;   /* with the window and the note of a part */
-	struct kx_chrome_part cp;   /* the window, for the Chrome writer */
-	int is_part;                /* 0: the whole capture */
-	char chrome_path[PATH_MAX]; /* the part's Chrome file name */
-	char note[256];             /* the warning each part carries */
-};
-
 /* Both outputs of one part written, then committed together: an error or a
  * signal leaves neither. 0, or 1 with the message printed. */
-static int convert_write(const struct kx_analysis *an, const struct conv_part *pt,
+static int convert_write(const struct kx_analysis *an, const struct kx_split_part *pt,
                          const char *logdir)
 {
 	struct kx_xspace_out xs;
@@ -162,86 +148,18 @@ fail:
 	return rc;
 }
 
-/* NAME.0001.json.gz for NAME.json.gz (and .json, .gz, or no suffix). 0, or -1 when too long. */
-static int part_name(char *buf, size_t len, const char *path, size_t index, size_t count)
-{
-	static const char *const sfx[] = {".json.gz", ".json", ".gz"};
-	size_t n = strlen(path), cut = n;
-	int w = count > 9999 ? snprintf(NULL, 0, "%zu", count) : 4;
-
-	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]) && cut == n; i++) {
-		size_t m = strlen(sfx[i]);
-
-		if (n > m && !strcmp(path + n - m, sfx[i]))
-			cut = n - m;
-	}
-	return (size_t)snprintf(buf, len, "%.*s.%0*zu%s", (int)cut, path, w, index, path + cut) >=
-	                       len
-	               ? -1
-	               : 0;
-}
-
-/* Seconds of t from the capture start (negative for events before it). */
-static double rel_s(const struct kx_capinfo *ci, uint64_t t)
-{
-	return (double)((int64_t)t - (int64_t)ci->start_mono_ns) / 1e9;
-}
-
-/* Part k of the plan: its window, names and note. 0, or -1 after a message (exit 2). */
-static int part_of(const struct kx_capinfo *ci, const struct kx_windows *wn, size_t k,
-                   const struct kx_xspace_opts *base, const char *chrome, const char *input,
-                   struct conv_part *pt)
-{
-	const struct kx_window *w = &wn->w[k];
-	uint64_t from = k ? w->from_ns : w->first_ns, to = k + 1 < wn->n ? w->to_ns : w->last_ns;
-	char err[512];
-
-	memset(pt, 0, sizeof(*pt));
-	pt->is_part = 1;
-	pt->xo = *base;
-	pt->xo.from_mono_ns = w->from_ns;
-	pt->xo.to_mono_ns = w->to_ns;
-	pt->xo.note = pt->note;
-	pt->cp = (struct kx_chrome_part){k + 1, wn->n, w->from_ns, w->to_ns, w->events};
-	snprintf(pt->suffix, sizeof(pt->suffix), "_part%04zu_%.3fs-%.3fs", k + 1, rel_s(ci, from),
-	         rel_s(ci, to));
-	snprintf(pt->note, sizeof(pt->note),
-	         "part %zu of %zu of a capture split by time (--split-events): the %zu events "
-	         "starting from %.3f s to %.3f s after the capture start; an event spanning a cut "
-	         "is in the part where it starts",
-	         k + 1, wn->n, w->events, rel_s(ci, from), rel_s(ci, to));
-	if (!chrome)
-		return 0;
-	if (part_name(pt->chrome_path, sizeof(pt->chrome_path), chrome, k + 1, wn->n)) {
-		kx_err("output path too long: %s", chrome);
-		return -1;
-	}
-	if (kx_outfile_check(pt->chrome_path, 0, &input, 1, err, sizeof(err))) {
-		kx_err("%s", err);
-		return -1;
-	}
-	pt->chrome = pt->chrome_path;
-	return 0;
-}
-
 /* Checks every part's names before the first part is written, then says the
  * capture is split. 0, or 2 (refused: the message printed). */
 static int parts_check(const struct kx_capinfo *ci, const struct kx_windows *wn,
                        const struct kx_xspace_opts *xo, const char *chrome, size_t split,
                        const char *input)
 {
-	struct conv_part pt;
+	char err[512];
 
-	if (chrome && !strcmp(chrome, "-")) {
-		kx_err("%zu events need %zu traces of at most %zu (--split-events): give --chrome "
-		       "a file name for the parts, or --split-events 0 for one trace on standard "
-		       "output",
-		       wn->total, wn->n, split);
+	if (kx_split_check(ci, wn, xo, chrome, split, input, err, sizeof(err))) {
+		kx_err("%s", err);
 		return 2;
 	}
-	for (size_t k = 0; k < wn->n; k++)
-		if (part_of(ci, wn, k, xo, chrome, input, &pt))
-			return 2;
 	kx_err("%zu events are more than %zu per trace (--split-events; XProf's trace viewer "
 	       "keeps 1,000,000): writing %zu parts split by time, each a complete trace; an "
 	       "event spanning a cut is in the part where it starts",
@@ -263,9 +181,12 @@ static int part_write(const struct kx_analysis *an, const struct kx_windows *wn,
                       const struct kx_xspace_opts *xo, const char *logdir, const char *chrome,
                       const char *input)
 {
-	struct conv_part pt;
+	struct kx_split_part pt;
+	char err[512];
 
-	if (!part_of(an->ci, wn, k, xo, chrome, input, &pt) && !convert_write(an, &pt, logdir))
+	if (kx_split_part_of(an->ci, wn, k, xo, chrome, input, &pt, err, sizeof(err)))
+		kx_err("%s", err);
+	else if (!convert_write(an, &pt, logdir))
 		return 0;
 	return parts_left(k, wn->n);
 }
@@ -280,7 +201,7 @@ static int convert_traces(const struct kx_analysis *an, const struct kx_xspace_o
                           const char *logdir, const char *chrome, size_t split, const char *input)
 {
 	struct kx_windows wn;
-	struct conv_part pt;
+	struct kx_split_part pt;
 	char err[512];
 	int rc;
 
@@ -289,9 +210,7 @@ static int convert_traces(const struct kx_analysis *an, const struct kx_xspace_o
 		return 1;
 	}
 	if (wn.n == 1) {
-		memset(&pt, 0, sizeof(pt));
-		pt.xo = *xo;
-		pt.chrome = chrome;
+		kx_split_whole(&pt, xo, chrome);
 		kx_windows_free(&wn);
 		return convert_write(an, &pt, logdir);
 	}
@@ -307,7 +226,7 @@ struct windowed {
 	struct kx_wread *w;
 	const struct kx_xspace_opts *xo;
 	const char *logdir, *chrome, *input;
-	struct conv_part pt;         /* sliced: the part being written... */
+	struct kx_split_part pt;     /* sliced: the part being written... */
 	struct kx_outfile co;        /* ...its Chrome file... */
 	struct kx_chrome_writer *cw; /* ...and writer, open from its first slice to its last */
 };
@@ -332,8 +251,11 @@ static int slice_write(struct windowed *wd, const struct kx_analysis *an, size_t
 	char err[512];
 
 	if (first) {
-		if (part_of(an->ci, wn, part, wd->xo, wd->chrome, wd->input, &wd->pt))
+		if (kx_split_part_of(an->ci, wn, part, wd->xo, wd->chrome, wd->input, &wd->pt, err,
+		                     sizeof(err))) {
+			kx_err("%s", err);
 			return parts_left(part, wn->n);
+		}
 		if (kx_outfile_open(&wd->co, wd->pt.chrome, 0, err, sizeof(err)))
 			goto fail;
 		wd->cw = kx_chrome_open(an, &wd->pt.cp, chrome_flags, &wd->co, err, sizeof(err));
@@ -623,7 +545,7 @@ int cmd_convert(int argc, char **argv)
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
 	           *folded = NULL, *speedscope = NULL, *merge = NULL;
 	int off_cpu = 0, in_memory = 0, split_given = 0;
-	long long split = SPLIT_EVENTS_DEFAULT;
+	long long split = KX_SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store = NULL;
 	struct kx_analysis *an = NULL;
 	char err[512];
@@ -665,7 +587,7 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'S':
 			split_given = 1;
-			if (kx_parse_long("--split-events", optarg, 0, SPLIT_EVENTS_MAX, &split,
+			if (kx_parse_long("--split-events", optarg, 0, KX_SPLIT_EVENTS_MAX, &split,
 			                  err, sizeof(err))) {
 				kx_err("%s", err);
 				return 2;

@@ -8,7 +8,10 @@
  * kept. Files cut
  * short are readable up to their last whole chunk; bad input is rejected
  * with a message, never a crash. docs/kxp-format.md describes the format for
- * users; io/kxp_samples.h and io/kxp_drm.h the layout of their records.
+ * users; io/kxp_layout.h the bytes, io/tlv.h the capture info's, and
+ * io/kxp_samples.h and io/kxp_drm.h the layout of their records. The
+ * writer is io/kxp_write.c; the reader io/kxp_read.c, with its chunk
+ * unpacking (io/kxp_unpack.c) and damage recovery (io/kxp_recover.c).
  */
 #ifndef KX_KXP_H
 #define KX_KXP_H
@@ -170,12 +173,5 @@ int kx_kxp_read_stream_tee(const char *path, const struct kx_kxp_visitor *sink,
 int kx_kxp_read_stream_mem(const void *buf, size_t len, const struct kx_kxp_visitor *sink,
                            struct kx_capinfo *ci, struct kx_kxp_read_result *res, char *err,
                            size_t errlen);
-
-/* Capture info as the file's TLV (header and trailer), for carrying it
- * elsewhere (a daemon's end-of-session message). Appends to b (b->oom on
- * failure). */
-void kx_kxp_capinfo_encode(struct kx_bytes *b, const struct kx_capinfo *ci);
-/* The reverse: 0, or -1 when the bytes are not a well-formed TLV list. */
-int kx_kxp_capinfo_decode(const void *p, size_t len, struct kx_capinfo *ci);
 
 #endif /* KX_KXP_H */

@@ -1,7 +1,7 @@
 /*
  * The record file's bytes: little-endian integers and a bounded cursor over
  * a payload (any overrun or out-of-range value sets bad), with the LEB128
- * varints of util/pbwire.h. Shared by io/kxp.c and io/kxp_samples.c.
+ * varints of util/pbwire.h. Shared by the record file's codecs in io/.
  * Inline: the reader calls them several times per record.
  */
 #ifndef KX_KXP_BYTES_H

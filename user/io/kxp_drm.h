@@ -1,5 +1,5 @@
 /*
- * The record file's DRM usage record (type 8, record --drm-usage; io/kxp.c
+ * The record file's DRM usage record (type 8, record --drm-usage; io/kxp_write.c
  * frames it, puts it in chunks and reads it back in file order): zz ts
  * delta (the chunk's running ts), interval ns, pid, kind, basis, has,
  * capacity, client id + 1 (0: none), then comm, driver, pdev and name as a

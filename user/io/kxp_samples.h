@@ -1,5 +1,5 @@
 /*
- * The record file's sample records (record types 4 to 6; io/kxp.c frames
+ * The record file's sample records (record types 4 to 6; io/kxp_write.c frames
  * them, puts them in chunks and reads them back in file order):
  *
  *   sample (4), off-CPU (5): zz ts delta (the chunk's running ts, as every

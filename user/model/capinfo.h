@@ -2,7 +2,8 @@
  * Facts about a capture that are not events: host, kernel, clocks, devices,
  * attach results and loss counters. Written into the record file header and
  * trailer, shown by report and every exporter's warnings. The record format
- * version is the file's, not the capture's: io/kxp.c writes and checks it.
+ * version is the file's, not the capture's: io/kxp_write.c writes it and
+ * io/kxp_read.c checks it. Its encoding is io/tlv.h's.
  */
 #ifndef KX_CAPINFO_H
 #define KX_CAPINFO_H

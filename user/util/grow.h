@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * Room for n more elements of size `size` after the first `used` of *p
@@ -64,6 +65,36 @@ static inline uint8_t *kx_bytes_room(struct kx_bytes *b, size_t n)
 		return NULL;
 	}
 	return b->p + b->len;
+}
+
+/* Appends the n bytes at v (nothing once oom is set). */
+static inline void kx_bytes_put(struct kx_bytes *b, const void *v, size_t n)
+{
+	uint8_t *p = kx_bytes_room(b, n);
+
+	if (p) {
+		memcpy(p, v, n);
+		b->len += n;
+	}
+}
+
+/* Exact fit: room for n elements of size `size` in *p (capacity *cap), for
+ * callers that know the whole count before they fill the array. 0, or -1
+ * when out of memory or the size would overflow (*p and *cap unchanged). */
+static inline int kx_reserve(void **p, size_t *cap, size_t n, size_t size)
+{
+	void *np;
+
+	if (n <= *cap)
+		return 0;
+	if (n > SIZE_MAX / size)
+		return -1;
+	np = realloc(*p, n * size);
+	if (!np)
+		return -1;
+	*p = np;
+	*cap = n;
+	return 0;
 }
 
 #endif /* KX_GROW_H */

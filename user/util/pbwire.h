@@ -2,7 +2,7 @@
  * Protocol buffers wire format: varints (and their zigzag form for signed
  * values), field tags, fixed64 and length-delimited fields, written at a
  * cursor the caller has made room for, and the sizes of each so that a
- * caller can write a length before its body. The record file (io/kxp.c)
+ * caller can write a length before its body. The record file (io/kxp_layout.h)
  * uses the same varints. Inline: the exporters write several per event.
  *
  * Writers take the cursor and return the end of what they wrote; room is
