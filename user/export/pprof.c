@@ -11,7 +11,7 @@
 
 #include "export/pprof.h"
 #include "model/perfdata.h"
-#include "util/hashmap.h"
+#include "util/intern.h"
 #include "util/outfile.h"
 #include "util/pbwire.h"
 #include "util/pgz.h"
@@ -42,12 +42,10 @@ enum { F_ID = 1, F_NAME = 2, F_SYSTEM_NAME = 3, F_FILENAME = 4 };
 #define GZ_LEVEL 6 /* profiles are small: the default level */
 
 struct enc {
-	struct kx_bytes out; /* the Profile message */
-	struct kx_bytes msg; /* a sub-message being built */
-	struct kx_bytes lab; /* a label being built */
-	const char **strs;   /* string table */
-	size_t nstrs, strs_cap;
-	struct kx_hmap str_ix; /* string hash -> index */
+	struct kx_bytes out;   /* the Profile message */
+	struct kx_bytes msg;   /* a sub-message being built */
+	struct kx_bytes lab;   /* a label being built */
+	struct kx_intern strs; /* string table */
 	uint32_t *frame_map;   /* frame id -> mapping id */
 	int oom;
 };
@@ -101,24 +99,14 @@ static void packed(struct kx_bytes *b, unsigned int f, const uint64_t *v, size_t
 	b->len = (size_t)(d - b->p);
 }
 
-/* The string table index of s (added when new); s must outlive the encoder. */
+/* The string table index of s (added when new). */
 static uint64_t str(struct enc *e, const char *s)
 {
-	uint64_t h = kx_hash_bytes(s, strlen(s));
-	size_t pos = KX_HMAP_START;
-	uint32_t *v;
+	long id = kx_intern_cstr(&e->strs, s);
 
-	while ((v = kx_hmap_next(&e->str_ix, h, &pos)) != NULL)
-		if (!strcmp(e->strs[*v], s))
-			return *v;
-	if (e->nstrs >= UINT32_MAX ||
-	    kx_grow((void **)&e->strs, &e->strs_cap, e->nstrs, sizeof(*e->strs)) ||
-	    kx_hmap_add(&e->str_ix, h, (uint32_t)e->nstrs)) {
+	if (id < 0)
 		e->oom = 1;
-		return 0;
-	}
-	e->strs[e->nstrs] = s;
-	return e->nstrs++;
+	return id < 0 ? 0 : (uint64_t)id;
 }
 
 static void value_type(struct enc *e, unsigned int f, const char *type, const char *unit)
@@ -287,12 +275,13 @@ static void header(struct enc *e, const struct kx_profile *p, const struct kx_ca
 
 static void string_table(struct enc *e)
 {
-	for (size_t i = 0; i < e->nstrs; i++) {
-		uint8_t *d = kx_bytes_room(&e->out, 2 * KX_PB_VARINT_MAX + strlen(e->strs[i]));
+	for (size_t i = 0; i < e->strs.n; i++) {
+		size_t n = strlen(kx_intern_str(&e->strs, i));
+		uint8_t *d = kx_bytes_room(&e->out, 2 * KX_PB_VARINT_MAX + n);
 
 		if (d)
-			e->out.len += (size_t)(kx_pb_bytes(d, P_STRING_TABLE, e->strs[i],
-			                                   strlen(e->strs[i])) -
+			e->out.len += (size_t)(kx_pb_bytes(d, P_STRING_TABLE,
+			                                   kx_intern_str(&e->strs, i), n) -
 			                       d);
 	}
 }
@@ -302,9 +291,8 @@ static void enc_free(struct enc *e)
 	free(e->out.p);
 	free(e->msg.p);
 	free(e->lab.p);
-	free(e->strs);
+	kx_intern_free(&e->strs);
 	free(e->frame_map);
-	kx_hmap_free(&e->str_ix);
 }
 
 int kx_pprof_encode(const struct kx_profile *p, const struct kx_store *s,
