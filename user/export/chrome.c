@@ -9,10 +9,9 @@
  * rule applied) come from the analysis (analysis/analysis.h), as in every
  * other output. One pass over the store streams the events through a 1 MiB
  * buffer, so memory does not grow with the capture; the ioctl events are
- * formatted on worker threads in pieces put back in order (the same bytes for
- * any thread count). Names, categories and device labels are escaped once per
- * distinct (driver, cmd) or (file kind, dev) and cached, per thread.
- * Numbers are formatted by hand: snprintf would dominate the run time.
+ * formatted on worker threads in pieces put back in order (util/fragq.h). Names, categories and
+ * device labels are escaped once per distinct (driver, cmd) or (file kind, dev) and cached, per
+ * thread. Numbers are formatted by hand: snprintf would dominate the run time.
  *
  * Device timelines (user/analysis/jobs.h): each device pseudo-process gets one
  * thread per ring lane (tid = ring index + 1, + 1000 per extra lane, named
@@ -45,7 +44,7 @@
 #include "analysis/analysis.h"
 #include "util/outfile.h"
 #include "util/pgz.h"
-#include "util/workq.h"
+#include "util/fragq.h"
 
 #define WBUF_SIZE (1u << 20)
 #define EV_ROOM   1024                        /* bytes the fixed part of one event may take */
@@ -1209,19 +1208,20 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 }
 
 /*
- * The ioctl events, formatted on worker threads (util/workq.h) in pieces of
- * PIECE_EVENTS, each piece's JSON appended to the output in order: the same
- * bytes for any thread count. Each worker keeps its own name and label
+ * The ioctl events, formatted on worker threads in pieces of PIECE_EVENTS,
+ * put back in order by the ordered fragment pipeline (util/fragq.h): the
+ * same bytes for any thread count. Each worker keeps its own name and label
  * fragments.
  */
-#define PIECE_EVENTS 4096 /* about 600 KB of JSON: a piece fits its buffer */
+#define PIECE_EVENTS 4096 /* about 600 KB of JSON */
 
 struct piece {
-	size_t from, to;      /* store indexes */
-	char *buf;            /* WBUF_SIZE bytes: the piece's events, each led by ",\n" */
-	size_t len;           /* bytes in buf */
-	struct kx_bytes more; /* what came before buf's bytes when the piece outgrew it */
-	int err;              /* errno of a failure (ENOMEM) */
+	size_t from, to; /* store indexes */
+};
+
+struct worker {
+	struct frags fr;
+	char *buf; /* WBUF_SIZE bytes: a piece's events on their way to its bytes */
 };
 
 struct pieces {
@@ -1231,43 +1231,40 @@ struct pieces {
 	uint64_t rem;
 };
 
-static void *frags_new(void *arg)
+static void *worker_new(void *arg)
 {
+	struct worker *wk = calloc(1, sizeof(*wk));
+
 	(void)arg;
-	return calloc(1, sizeof(struct frags));
+	if (wk && !(wk->buf = malloc(WBUF_SIZE))) {
+		free(wk);
+		return NULL;
+	}
+	return wk;
 }
 
-static void frags_free(void *wctx, void *arg)
+static void worker_free(void *wctx, void *arg)
 {
-	struct frags *fr = wctx;
+	struct worker *wk = wctx;
 
 	(void)arg;
-	if (!fr)
+	if (!wk)
 		return;
-	tab_free(&fr->names);
-	tab_free(&fr->labels);
-	free(fr);
+	tab_free(&wk->fr.names);
+	tab_free(&wk->fr.labels);
+	free(wk->buf);
+	free(wk);
 }
 
-static void piece_run(void *slot, void *wctx, void *arg)
+/* A piece's events, each led by ",\n", into out. */
+static int piece_encode(const void *desc, struct kx_bytes *out, void *wctx, void *arg)
 {
-	struct piece *p = slot;
+	const struct piece *p = desc;
 	const struct pieces *ps = arg;
 	const struct ctx *c = ps->c;
-	struct wbuf w;
+	struct worker *wk = wctx;
+	struct wbuf w = {.buf = wk->buf, .own = wk->buf, .fd = -1, .mem = out};
 
-	p->more.len = 0;
-	p->len = 0;
-	if (!p->buf)
-		p->buf = malloc(WBUF_SIZE);
-	if (!wctx || !p->buf) {
-		p->err = ENOMEM;
-		return;
-	}
-	memset(&w, 0, sizeof(w));
-	w.buf = w.own = p->buf;
-	w.fd = -1;
-	w.mem = &p->more;
 	for (size_t i = p->from; i < p->to && !w.err;) {
 		size_t run;
 		const struct kx_ioctl *e = kx_store_ioctl_run(c->s, i, &run);
@@ -1279,26 +1276,29 @@ static void piece_run(void *slot, void *wctx, void *arg)
 				continue;
 			wb_need(&w, 2);
 			PUT_LIT(&w, ",\n");
-			if (write_event(&w, c, wctx, e, e->ts - c->first_ts + ps->rem,
+			if (write_event(&w, c, &wk->fr, e, e->ts - c->first_ts + ps->rem,
 			                kx_timeline_dur(c->tl, i + k, e->dur)))
 				w.err = ENOMEM;
 		}
 		i += run ? run : 1;
 	}
-	p->len = w.len;
-	p->err = w.err;
+	wb_flush(&w);
+	return w.err;
 }
 
-/* Appends n bytes at b to the output, cutting blocks every WBUF_SIZE bytes;
- * skip drops the first n bytes of the first call (the first event's comma). */
-static void piece_put(struct wbuf *w, const char *b, size_t n, int *skip)
+/* The pieces' bytes into the output, in order, cut into blocks of WBUF_SIZE;
+ * the first event's comma left out. */
+static int piece_emit(const uint8_t *b, size_t n, void *arg)
 {
-	if (n && *skip) {
-		*skip = 0;
+	const struct pieces *ps = arg;
+	struct wbuf *w = ps->w;
+
+	if (n && *ps->first) {
+		*ps->first = 0;
 		b++;
 		n--;
 	}
-	while (n) {
+	while (n && !w->err) {
 		size_t k = WBUF_SIZE - w->len;
 
 		if (!k) {
@@ -1306,64 +1306,39 @@ static void piece_put(struct wbuf *w, const char *b, size_t n, int *skip)
 			continue;
 		}
 		k = n < k ? n : k;
-		put_mem(w, b, k);
+		put_mem(w, (const char *)b, k);
 		b += k;
 		n -= k;
 	}
-}
-
-/* A finished piece into the output, in order. */
-static void piece_done(void *slot, void *arg)
-{
-	struct piece *p = slot;
-	const struct pieces *ps = arg;
-	struct wbuf *w = ps->w;
-
-	if (p->err && !w->err)
-		w->err = p->err;
-	if (w->err)
-		return;
-	piece_put(w, (const char *)p->more.p, p->more.len, ps->first);
-	piece_put(w, p->buf, p->len, ps->first);
-}
-
-static void piece_free(void *slot, void *arg)
-{
-	struct piece *p = slot;
-
-	(void)arg;
-	free(p->more.p);
-	free(p->buf);
+	return w->err;
 }
 
 static int write_ioctls(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem)
 {
-	static const struct kx_workq_ops ops = {
-	        .run = piece_run,
-	        .done = piece_done,
-	        .wctx_new = frags_new,
-	        .wctx_free = frags_free,
+	static const struct kx_fragq_ops ops = {
+	        .encode = piece_encode,
+	        .emit = piece_emit,
+	        .wctx_new = worker_new,
+	        .wctx_free = worker_free,
 	};
-	size_t n = kx_store_ioctl_count(c->s), npieces = (n + PIECE_EVENTS - 1) / PIECE_EVENTS;
+	size_t n = kx_store_ioctl_count(c->s);
 	struct pieces ps = {c, w, first, rem};
-	int workers = kx_workq_workers(npieces);
-	struct kx_workq *q;
+	struct kx_fragq *q;
+	int err = 0;
 
 	if (!n)
 		return 0;
-	q = kx_workq_new(workers, (size_t)workers * 2 + 2, sizeof(struct piece), &ops, &ps);
+	q = kx_fragq_new((n + PIECE_EVENTS - 1) / PIECE_EVENTS, sizeof(struct piece), &ops, &ps);
 	if (!q)
 		return -1;
-	for (size_t from = 0; from < n && !w->err; from += PIECE_EVENTS) {
-		struct piece *p = kx_workq_get(q);
+	for (size_t from = 0; from < n && !err; from += PIECE_EVENTS) {
+		struct piece p = {from, n - from > PIECE_EVENTS ? from + PIECE_EVENTS : n};
 
-		p->from = from;
-		p->to = n - from > PIECE_EVENTS ? from + PIECE_EVENTS : n;
-		kx_workq_put(q, p);
+		err = kx_fragq_piece(q, &p);
 	}
-	kx_workq_finish(q);
-	kx_workq_each(q, piece_free);
-	kx_workq_free(q);
+	err = kx_fragq_end(q);
+	if (err && !w->err)
+		w->err = err;
 	return w->err == ENOMEM ? -1 : 0;
 }
 
