@@ -39,6 +39,7 @@
 #include "util/fdio.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
+#include "util/intern.h"
 #include "util/json.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/analysis.h"
@@ -198,73 +199,54 @@ static void wb_lit(struct wbuf *w, const char *s)
 	put_mem(w, s, n);
 }
 
-/* A malloc'd escaped copy of s, for the caches. */
-static char *esc_dup(const char *s, size_t n, size_t *len)
-{
-	char *d = malloc(KX_JSON_STR_ROOM(n)), *end;
+/* ---- the name and label fragments ---- */
 
-	if (!d)
-		return NULL;
-	end = kx_json_put_str(d, s, n);
-	*len = (size_t)(end - d);
-	return d;
-}
-
-/* ---- keyed records (the name and label caches) ---- */
-
-struct slot {
-	uint64_t key;
-	/* an escaped JSON fragment */
-	char *s;
-	size_t n;
+/* Escaped JSON fragments by key, each made once: the text interned
+ * (util/intern.h), the key's fragment id in ids. */
+struct fragtab {
+	struct kx_hmap ids; /* key -> fragment id */
+	uint64_t last_key;  /* the key found last (events repeat keys in runs) */
+	uint32_t last;      /* 1 + its fragment id; 0: none yet */
 };
 
-struct tab {
-	struct kx_hmap map; /* key -> index in v */
-	struct slot *v;
-	size_t n, cap;
-	size_t last; /* 1 + index of the record found last (events repeat keys in runs) */
+/* The escaped name and label fragments of a worker's events. */
+struct frags {
+	struct kx_intern text;
+	struct fragtab names;  /* key cmd << 32 | xfer_cmd << 8 | drv */
+	struct fragtab labels; /* key dev << 8 | fkind */
 };
 
-/* The record of key, created zeroed (*isnew = 1) when absent; NULL on OOM.
- * The pointer is valid until the next new record of t. */
-static struct slot *tab_get(struct tab *t, uint64_t key, int *isnew)
+/* The fragment id of key in t, -1 when not made yet. */
+static long frag_find(struct fragtab *t, uint64_t key)
 {
-	uint32_t *idx;
+	uint32_t *id;
 
-	if (t->last && t->v[t->last - 1].key == key) {
-		*isnew = 0;
-		return &t->v[t->last - 1];
-	}
-	idx = kx_hmap_get(&t->map, key);
-	*isnew = !idx;
-	if (idx) {
-		t->last = (size_t)*idx + 1;
-		return &t->v[*idx];
-	}
-	if (t->n >= UINT32_MAX || kx_grow((void **)&t->v, &t->cap, t->n, sizeof(*t->v)) ||
-	    kx_hmap_add(&t->map, key, (uint32_t)t->n))
-		return NULL;
-	t->v[t->n] = (struct slot){.key = key};
-	return &t->v[t->n++];
+	if (t->last && t->last_key == key)
+		return t->last - 1;
+	id = kx_hmap_get(&t->ids, key);
+	if (!id)
+		return -1;
+	t->last_key = key;
+	t->last = *id + 1;
+	return *id;
 }
 
-static void tab_free(struct tab *t)
+/* text[0..n) as key's fragment in t: its id, or -1 out of memory. */
+static long frag_add(struct frags *fr, struct fragtab *t, uint64_t key, const char *text, size_t n)
 {
-	for (size_t i = 0; i < t->n; i++)
-		free(t->v[i].s);
-	free(t->v);
-	kx_hmap_free(&t->map);
-	memset(t, 0, sizeof(*t));
+	long id = kx_intern_add(&fr->text, text, n);
+
+	return id < 0 || kx_hmap_add(&t->ids, key, (uint32_t)id) ? -1 : id;
+}
+
+static void frags_free(struct frags *fr)
+{
+	kx_intern_free(&fr->text);
+	kx_hmap_free(&fr->names.ids);
+	kx_hmap_free(&fr->labels.ids);
 }
 
 /* ---- the exporter state ---- */
-
-/* The escaped name and label fragments of a thread's events. */
-struct frags {
-	struct tab names;  /* key cmd << 32 | xfer_cmd << 8 | drv */
-	struct tab labels; /* key dev << 8 | fkind */
-};
 
 struct ctx {
 	const struct kx_analysis *an;
@@ -272,7 +254,6 @@ struct ctx {
 	const struct kx_capinfo *ci;
 	const struct kx_timeline *tl; /* threads, first timestamp, resolved durations */
 	int ndev;
-	struct frags fr; /* the writing thread's */
 	uint64_t first_ts;
 	int64_t base_ns; /* baseTimeNanoseconds */
 	const struct kx_jobs *jobs;
@@ -594,19 +575,18 @@ static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 	return 0;
 }
 
-/* `"name":"KVM_RUN","cat":"ioctl/kvm"` of an event, escaped once per command. */
-static const struct slot *name_frag(struct frags *fr, const struct kx_ioctl *e)
+/* `"name":"KVM_RUN","cat":"ioctl/kvm"` of an event, escaped once per command:
+ * its fragment id, -1 out of memory. */
+static long name_frag(struct frags *fr, const struct kx_ioctl *e)
 {
+	uint64_t key = (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv;
 	enum kx_driver drv = (enum kx_driver)e->drv;
-	struct slot *sl;
+	long id = frag_find(&fr->names, key);
 	char nbuf[64], frag[1024], *o;
 	const char *name, *dname;
-	int isnew;
 
-	sl = tab_get(&fr->names, (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv,
-	             &isnew);
-	if (!sl || !isnew)
-		return sl;
+	if (id >= 0)
+		return id;
 	name = kx_ioctl_name(drv, e->cmd, e->xfer_cmd, nbuf, sizeof(nbuf));
 	dname = kx_driver_name(drv);
 	/* Names are C identifiers or _IOWR(...) forms; bounds keep frag big enough. */
@@ -616,29 +596,23 @@ static const struct slot *name_frag(struct frags *fr, const struct kx_ioctl *e)
 	memcpy(o, ",\"cat\":", 7);
 	snprintf(nbuf, sizeof(nbuf), "ioctl/%s", dname);
 	o = kx_json_put_str(o + 7, nbuf, strnlen(nbuf, sizeof(nbuf)));
-	sl->n = (size_t)(o - frag);
-	sl->s = malloc(sl->n);
-	if (!sl->s)
-		return NULL;
-	memcpy(sl->s, frag, sl->n);
-	return sl;
+	return frag_add(fr, &fr->names, key, frag, (size_t)(o - frag));
 }
 
-/* The device label of an event as a JSON string, escaped once per file. */
-static const struct slot *label_frag(const struct ctx *c, struct frags *fr,
-                                     const struct kx_ioctl *e)
+/* The device label of an event as a JSON string, escaped once per file: its
+ * fragment id, -1 out of memory. */
+static long label_frag(const struct ctx *c, struct frags *fr, const struct kx_ioctl *e)
 {
-	struct slot *sl;
-	char buf[160];
-	int isnew;
+	uint64_t key = (uint64_t)e->dev << 8 | e->fkind;
+	long id = frag_find(&fr->labels, key);
+	char buf[160], esc[KX_JSON_STR_ROOM(sizeof(buf))];
 
-	sl = tab_get(&fr->labels, (uint64_t)e->dev << 8 | e->fkind, &isnew);
-	if (!sl || !isnew)
-		return sl;
+	if (id >= 0)
+		return id;
 	buf[0] = '\0';
 	kx_device_label(c->ci->devices, c->ndev, e->fkind, e->dev, buf, sizeof(buf));
-	sl->s = esc_dup(buf, strnlen(buf, sizeof(buf)), &sl->n);
-	return sl->s ? sl : NULL;
+	return frag_add(fr, &fr->labels, key, esc,
+	                (size_t)(kx_json_put_str(esc, buf, strnlen(buf, sizeof(buf))) - esc));
 }
 
 static int reserved_key(const char *k)
@@ -706,13 +680,16 @@ static void write_thread_name(struct wbuf *w, const struct ctx *c, uint32_t tid,
 static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
                        const struct kx_ioctl *e, uint64_t rel_ns, uint64_t dur)
 {
-	const struct slot *nm = name_frag(fr, e), *lb = label_frag(c, fr, e);
+	long nm = name_frag(fr, e), lb = label_frag(c, fr, e);
+	const struct kx_istr *n, *l;
 
-	if (!nm || !lb)
+	if (nm < 0 || lb < 0)
 		return -1;
-	wb_need(w, EV_ROOM + nm->n + lb->n);
+	n = &fr->text.str[nm];
+	l = &fr->text.str[lb];
+	wb_need(w, EV_ROOM + n->len + l->len);
 	PUT_LIT(w, "{\"ph\":\"X\",");
-	put_mem(w, nm->s, nm->n);
+	put_mem(w, n->s, n->len);
 	PUT_LIT(w, ",\"pid\":");
 	put_u64(w, e->pid);
 	PUT_LIT(w, ",\"tid\":");
@@ -722,7 +699,7 @@ static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
 	PUT_LIT(w, ",\"dur\":");
 	put_us(w, dur);
 	PUT_LIT(w, ",\"args\":{\"device\":");
-	put_mem(w, lb->s, lb->n);
+	put_mem(w, l->s, l->len);
 	PUT_LIT(w, ",\"fd\":");
 	put_i64(w, e->fd);
 	PUT_LIT(w, ",\"cmd\":\"");
@@ -1250,8 +1227,7 @@ static void worker_free(void *wctx, void *arg)
 	(void)arg;
 	if (!wk)
 		return;
-	tab_free(&wk->fr.names);
-	tab_free(&wk->fr.labels);
+	frags_free(&wk->fr);
 	free(wk->buf);
 	free(wk);
 }
@@ -1411,8 +1387,6 @@ void kx_chrome_writer_free(struct kx_chrome_writer *cw)
 	free(cw->c.jobpid);
 	kx_chrome_samples_free(cw->c.smp);
 	kx_thread_names_free(&cw->c.names);
-	tab_free(&cw->c.fr.names);
-	tab_free(&cw->c.fr.labels);
 	free(cw);
 }
 

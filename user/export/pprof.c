@@ -276,7 +276,7 @@ static void header(struct enc *e, const struct kx_profile *p, const struct kx_ca
 static void string_table(struct enc *e)
 {
 	for (size_t i = 0; i < e->strs.n; i++) {
-		size_t n = strlen(kx_intern_str(&e->strs, i));
+		size_t n = kx_intern_len(&e->strs, i);
 		uint8_t *d = kx_bytes_room(&e->out, 2 * KX_PB_VARINT_MAX + n);
 
 		if (d)

@@ -179,7 +179,7 @@ static void put_metadata(struct kx_bytes *b, const struct kx_intern *ev, const s
 		unsigned int field = pass ? XPLANE_STAT_METADATA : XPLANE_EVENT_METADATA;
 
 		for (size_t i = 0; t && i < t->n; i++) {
-			size_t nl = strlen(kx_intern_str(t, i)), id = i + 1;
+			size_t nl = kx_intern_len(t, i), id = i + 1;
 			size_t val = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(nl) + nl;
 			size_t ent = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(val) + val;
 			uint8_t *p = kx_bytes_room(b, ent + 16);

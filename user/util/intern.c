@@ -16,9 +16,9 @@ long kx_intern_find(const struct kx_intern *t, const char *s, size_t len)
 	uint32_t *id;
 
 	while ((id = kx_hmap_next(&t->ids, h, &pos))) {
-		const char *o = t->str[*id];
+		const struct kx_istr *o = &t->str[*id];
 
-		if (!strncmp(o, s, len) && o[len] == '\0')
+		if (o->len == len && !memcmp(o->s, s, len))
 			return *id;
 	}
 	return -1;
@@ -40,22 +40,31 @@ static void uncharge(struct kx_intern *t, size_t n)
 	t->bytes -= n;
 }
 
+/* *p resized from old to new bytes, the difference charged first. 0 or -1. */
+static int resize(struct kx_intern *t, void **p, size_t old, size_t new)
+{
+	void *q;
+
+	if (charge(t, new - old))
+		return -1;
+	q = realloc(*p, new);
+	if (!q) {
+		uncharge(t, new - old);
+		return -1;
+	}
+	*p = q;
+	return 0;
+}
+
 /* *p (cap elements of size bytes) doubled from 16 when used == cap. 0 or -1. */
 static int grow(struct kx_intern *t, void **p, size_t *cap, size_t used, size_t size)
 {
 	size_t ncap = *cap ? *cap * 2 : 16;
-	void *q;
 
 	if (used < *cap)
 		return 0;
-	if (charge(t, (ncap - *cap) * size))
+	if (resize(t, p, *cap * size, ncap * size))
 		return -1;
-	q = realloc(*p, ncap * size);
-	if (!q) {
-		uncharge(t, (ncap - *cap) * size);
-		return -1;
-	}
-	*p = q;
 	*cap = ncap;
 	return 0;
 }
@@ -64,18 +73,13 @@ static int grow(struct kx_intern *t, void **p, size_t *cap, size_t used, size_t 
 static char *text_room(struct kx_intern *t, size_t len)
 {
 	size_t size = len + 1 > KX_INTERN_CHUNK ? len + 1 : KX_INTERN_CHUNK;
-	char *c;
+	void *c = NULL;
 
 	if (t->nchunks && t->room >= len + 1)
 		return t->chunk[t->nchunks - 1] + (KX_INTERN_CHUNK - t->room);
 	if (grow(t, (void **)&t->chunk, &t->chunk_cap, t->nchunks, sizeof(*t->chunk)) ||
-	    charge(t, size))
+	    resize(t, &c, 0, size))
 		return NULL;
-	c = malloc(size);
-	if (!c) {
-		uncharge(t, size);
-		return NULL;
-	}
 	t->chunk[t->nchunks++] = c;
 	t->room = size == KX_INTERN_CHUNK ? KX_INTERN_CHUNK : 0;
 	return c;
@@ -113,7 +117,7 @@ long kx_intern_add(struct kx_intern *t, const char *s, size_t len)
 	d[len] = '\0';
 	if (t->room)
 		t->room -= len + 1;
-	t->str[t->n] = d;
+	t->str[t->n] = (struct kx_istr){d, len};
 	return (long)t->n++;
 }
 

@@ -16,10 +16,15 @@
 
 #define KX_INTERN_CHUNK (64u * 1024) /* bytes of text per chunk (a longer string: its own) */
 
+struct kx_istr {
+	const char *s; /* NUL-terminated */
+	size_t len;    /* bytes before the NUL */
+};
+
 struct kx_intern {
-	char **str;    /* str[id]: the copy of string id */
-	size_t n, cap; /* ids given; room in str */
-	char **chunk;  /* the text chunks */
+	struct kx_istr *str; /* str[id]: the copy of string id */
+	size_t n, cap;       /* ids given; room in str */
+	char **chunk;        /* the text chunks */
 	size_t nchunks, chunk_cap;
 	size_t room;        /* bytes left in the last chunk */
 	struct kx_hmap ids; /* hash of a string -> its id */
@@ -41,10 +46,15 @@ static inline long kx_intern_cstr(struct kx_intern *t, const char *s)
 	return kx_intern_add(t, s, strlen(s));
 }
 
-/* String id (id < t->n). */
+/* String id (id < t->n), and its length. */
 static inline const char *kx_intern_str(const struct kx_intern *t, size_t id)
 {
-	return t->str[id];
+	return t->str[id].s;
+}
+
+static inline size_t kx_intern_len(const struct kx_intern *t, size_t id)
+{
+	return t->str[id].len;
 }
 
 /* Frees everything (and gives the bytes back to the budget). */
