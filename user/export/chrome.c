@@ -98,14 +98,9 @@ static void wb_flush_end(struct wbuf *w, int last)
 				w->err = ENOMEM;
 		}
 	} else if (w->mem) {
-		uint8_t *d = kx_bytes_room(w->mem, w->len);
-
-		if (d) {
-			memcpy(d, w->buf, w->len);
-			w->mem->len += w->len;
-		} else if (!w->err) {
+		kx_bytes_put(w->mem, w->buf, w->len);
+		if (w->mem->oom && !w->err)
 			w->err = ENOMEM;
-		}
 	} else if (!w->gz) {
 		wb_write(w, w->buf, w->len);
 	}

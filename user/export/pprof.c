@@ -50,35 +50,12 @@ struct enc {
 	int oom;
 };
 
-static void put(struct kx_bytes *b, const void *p, size_t n)
-{
-	uint8_t *d = kx_bytes_room(b, n);
-
-	if (d) {
-		memcpy(d, p, n);
-		b->len += n;
-	}
-}
-
-static void vfield(struct kx_bytes *b, unsigned int f, uint64_t v)
-{
-	uint8_t *d = kx_bytes_room(b, 2 * KX_PB_VARINT_MAX);
-
-	if (d)
-		b->len += (size_t)(kx_pb_vfield(d, f, v) - d);
-}
-
 /* Message m as field f of b; m is emptied for the next one. */
 static void sub(struct kx_bytes *b, unsigned int f, struct kx_bytes *m)
 {
-	uint8_t *d = kx_bytes_room(b, 2 * KX_PB_VARINT_MAX);
-
 	if (m->oom)
 		b->oom = 1;
-	if (d) {
-		b->len += (size_t)(kx_pb_len_head(d, f, m->len) - d);
-		put(b, m->p, m->len);
-	}
+	kx_pb_put_bytes(b, f, m->p, m->len);
 	m->len = 0;
 }
 
@@ -111,8 +88,8 @@ static uint64_t str(struct enc *e, const char *s)
 
 static void value_type(struct enc *e, unsigned int f, const char *type, const char *unit)
 {
-	vfield(&e->msg, VT_TYPE, str(e, type));
-	vfield(&e->msg, VT_UNIT, str(e, unit));
+	kx_pb_put_vfield(&e->msg, VT_TYPE, str(e, type));
+	kx_pb_put_vfield(&e->msg, VT_UNIT, str(e, unit));
 	sub(&e->out, f, &e->msg);
 }
 
@@ -145,11 +122,11 @@ static long main_frame(const struct kx_profile *p)
 
 static void mapping(struct enc *e, uint64_t id, const struct kx_pframe *f)
 {
-	vfield(&e->msg, M_ID, id);
-	vfield(&e->msg, M_FILENAME, str(e, f->module));
+	kx_pb_put_vfield(&e->msg, M_ID, id);
+	kx_pb_put_vfield(&e->msg, M_FILENAME, str(e, f->module));
 	if (f->build_id[0])
-		vfield(&e->msg, M_BUILD_ID, str(e, f->build_id));
-	vfield(&e->msg, M_HAS_FUNCTIONS, 1); /* symbolised: pprof must not try again */
+		kx_pb_put_vfield(&e->msg, M_BUILD_ID, str(e, f->build_id));
+	kx_pb_put_vfield(&e->msg, M_HAS_FUNCTIONS, 1); /* symbolised: pprof must not try again */
 	sub(&e->out, P_MAPPING, &e->msg);
 }
 
@@ -188,15 +165,15 @@ static void frames(struct enc *e, const struct kx_profile *p)
 		const struct kx_pframe *f = &p->frames[i];
 		uint64_t name = str(e, f->name);
 
-		vfield(&e->msg, F_ID, i + 1);
-		vfield(&e->msg, F_NAME, name);
-		vfield(&e->msg, F_SYSTEM_NAME, name);
-		vfield(&e->msg, F_FILENAME, str(e, f->module));
+		kx_pb_put_vfield(&e->msg, F_ID, i + 1);
+		kx_pb_put_vfield(&e->msg, F_NAME, name);
+		kx_pb_put_vfield(&e->msg, F_SYSTEM_NAME, name);
+		kx_pb_put_vfield(&e->msg, F_FILENAME, str(e, f->module));
 		sub(&e->out, P_FUNCTION, &e->msg);
-		vfield(&e->lab, LINE_FUNCTION_ID, i + 1);
-		vfield(&e->msg, LOC_ID, i + 1);
-		vfield(&e->msg, LOC_MAPPING_ID, e->frame_map[i]);
-		vfield(&e->msg, LOC_ADDRESS, f->addr);
+		kx_pb_put_vfield(&e->lab, LINE_FUNCTION_ID, i + 1);
+		kx_pb_put_vfield(&e->msg, LOC_ID, i + 1);
+		kx_pb_put_vfield(&e->msg, LOC_MAPPING_ID, e->frame_map[i]);
+		kx_pb_put_vfield(&e->msg, LOC_ADDRESS, f->addr);
 		sub(&e->msg, LOC_LINE, &e->lab);
 		sub(&e->out, P_LOCATION, &e->msg);
 	}
@@ -204,15 +181,15 @@ static void frames(struct enc *e, const struct kx_profile *p)
 
 static void label_num(struct enc *e, const char *key, uint64_t v)
 {
-	vfield(&e->lab, L_KEY, str(e, key));
-	vfield(&e->lab, L_NUM, v);
+	kx_pb_put_vfield(&e->lab, L_KEY, str(e, key));
+	kx_pb_put_vfield(&e->lab, L_NUM, v);
 	sub(&e->msg, S_LABEL, &e->lab);
 }
 
 static void label_str(struct enc *e, const char *key, const char *v)
 {
-	vfield(&e->lab, L_KEY, str(e, key));
-	vfield(&e->lab, L_STR, str(e, v));
+	kx_pb_put_vfield(&e->lab, L_KEY, str(e, key));
+	kx_pb_put_vfield(&e->lab, L_STR, str(e, v));
 	sub(&e->msg, S_LABEL, &e->lab);
 }
 
@@ -257,20 +234,20 @@ static void header(struct enc *e, const struct kx_profile *p, const struct kx_ca
 	value_type(e, P_SAMPLE_TYPE, "samples", "count");
 	value_type(e, P_SAMPLE_TYPE, type, "nanoseconds");
 	if (ci && ci->clock_start.mono_ns)
-		vfield(&e->out, P_TIME_NANOS,
-		       (uint64_t)kx_capinfo_realtime(ci, p->start_ns ? p->start_ns
-		                                                     : ci->start_mono_ns));
+		kx_pb_put_vfield(&e->out, P_TIME_NANOS,
+		                 (uint64_t)kx_capinfo_realtime(
+		                         ci, p->start_ns ? p->start_ns : ci->start_mono_ns));
 	if (ci && ci->stop_mono_ns > ci->start_mono_ns)
-		vfield(&e->out, P_DURATION_NANOS, ci->stop_mono_ns - ci->start_mono_ns);
+		kx_pb_put_vfield(&e->out, P_DURATION_NANOS, ci->stop_mono_ns - ci->start_mono_ns);
 	else if (p->end_ns > p->start_ns)
-		vfield(&e->out, P_DURATION_NANOS, p->end_ns - p->start_ns);
+		kx_pb_put_vfield(&e->out, P_DURATION_NANOS, p->end_ns - p->start_ns);
 	value_type(e, P_PERIOD_TYPE, type, "nanoseconds");
-	vfield(&e->out, P_PERIOD, cpu ? p->period_ns : 1);
-	vfield(&e->out, P_DEFAULT_SAMPLE_TYPE, str(e, type));
+	kx_pb_put_vfield(&e->out, P_PERIOD, cpu ? p->period_ns : 1);
+	kx_pb_put_vfield(&e->out, P_DEFAULT_SAMPLE_TYPE, str(e, type));
 	if (ci && ci->hostname[0])
-		vfield(&e->out, P_COMMENT, str(e, comment));
+		kx_pb_put_vfield(&e->out, P_COMMENT, str(e, comment));
 	if (loss[0])
-		vfield(&e->out, P_COMMENT, str(e, loss));
+		kx_pb_put_vfield(&e->out, P_COMMENT, str(e, loss));
 }
 
 static void string_table(struct enc *e)

@@ -104,19 +104,13 @@ static void ob_done(struct kx_bytes *b, uint8_t *end)
 /* A plain (non-oneof) scalar: proto3 leaves out default values. */
 static void ob_vfield(struct kx_bytes *b, unsigned int field, uint64_t v)
 {
-	uint8_t *p = v ? kx_bytes_room(b, 16) : NULL;
-
-	if (p)
-		ob_done(b, kx_pb_vfield(p, field, v));
+	if (v)
+		kx_pb_put_vfield(b, field, v);
 }
 
 static void ob_str(struct kx_bytes *b, unsigned int field, const char *s)
 {
-	size_t len = strlen(s);
-	uint8_t *p = kx_bytes_room(b, len + 16);
-
-	if (p)
-		ob_done(b, kx_pb_bytes(p, field, s, len));
+	kx_pb_put_bytes(b, field, s, strlen(s));
 }
 
 /* Opens a length-delimited field; returns the body offset for ob_close. */
@@ -1048,22 +1042,11 @@ struct sink {
 
 static void sink_put(struct sink *k, const void *p, size_t n)
 {
-	const uint8_t *c = p;
-
-	if (!n)
-		return;
 	k->bytes += n;
-	if (k->fd < 0) {
-		uint8_t *d = kx_bytes_room(k->ob, n);
-
-		if (d) {
-			memcpy(d, c, n);
-			k->ob->len += n;
-		}
-		return;
-	}
-	if (!k->err)
-		k->err = kx_write_all(k->fd, c, n);
+	if (k->fd < 0)
+		kx_bytes_put(k->ob, p, n);
+	else if (!k->err && n)
+		k->err = kx_write_all(k->fd, p, n);
 }
 
 /* A segment of the host plane: events [k0, k1) of line li. */
@@ -1097,15 +1080,10 @@ static size_t ann_from(const struct line *l, size_t k)
 /* One event encoded into scratch (up to q) as an XLine event of out. */
 static void seg_event(struct kx_bytes *out, const uint8_t *scratch, const uint8_t *q)
 {
-	uint8_t *p = q ? kx_bytes_room(out, EVENT_SCRATCH + 16) : NULL;
-
 	if (!q)
 		out->oom = 1;
-	if (!p)
-		return;
-	p = kx_pb_len_head(p, XLINE_EVENTS, (size_t)(q - scratch));
-	memcpy(p, scratch, (size_t)(q - scratch));
-	out->len = (size_t)(p + (q - scratch) - out->p);
+	else
+		kx_pb_put_bytes(out, XLINE_EVENTS, scratch, (size_t)(q - scratch));
 }
 
 /* One annotation event of a segment. */
@@ -1461,17 +1439,6 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 	return p;
 }
 
-static void put_scratch_event(struct kx_bytes *b, const uint8_t *scratch, size_t elen)
-{
-	uint8_t *p = kx_bytes_room(b, elen + 16);
-
-	if (!p)
-		return;
-	p = kx_pb_len_head(p, XLINE_EVENTS, elen);
-	memcpy(p, scratch, elen);
-	ob_done(b, p + elen);
-}
-
 /* One line per lane of each ring; lanes never overlap, jobs are by start. */
 static void put_job_lines(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
 {
@@ -1511,7 +1478,8 @@ static void put_job_lines(struct exporter *x, struct ptabs *t, const struct kx_j
 				if (end - t0 > max_end)
 					max_end = end - t0;
 				sp = put_job_event(x, t, j, t0, scratch);
-				put_scratch_event(&x->out, scratch, (size_t)(sp - scratch));
+				kx_pb_put_bytes(&x->out, XLINE_EVENTS, scratch,
+				                (size_t)(sp - scratch));
 			}
 			if (n) {
 				ob_vfield(&x->out, XLINE_DURATION_PS, max_end * 1000);
@@ -1559,7 +1527,7 @@ static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jo
 		              kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf,
 		                            sizeof(buf)));
 		p = pstat_i(t, p, "pid", e->pid);
-		put_scratch_event(&x->out, scratch, (size_t)(p - scratch));
+		kx_pb_put_bytes(&x->out, XLINE_EVENTS, scratch, (size_t)(p - scratch));
 	}
 	if (n) {
 		ob_vfield(&x->out, XLINE_DURATION_PS, last * 1000);
@@ -1654,7 +1622,7 @@ static void put_drm_line(struct exporter *x, struct ptabs *t, const char *driver
 			end = e->ts;
 		p = put_drm_event(t, scratch, e, start, t0);
 		if (p != scratch)
-			put_scratch_event(&x->out, scratch, (size_t)(p - scratch));
+			kx_pb_put_bytes(&x->out, XLINE_EVENTS, scratch, (size_t)(p - scratch));
 	}
 	if (k) {
 		ob_vfield(&x->out, XLINE_DURATION_PS, (end - t0) * 1000);

@@ -106,12 +106,7 @@ struct kx_fragq *kx_fragq_new(size_t npieces, size_t desc_size, const struct kx_
 
 void kx_fragq_lit(struct kx_fragq *q, const void *p, size_t n)
 {
-	uint8_t *d = n ? kx_bytes_room(&q->cur->out, n) : NULL;
-
-	if (d) {
-		memcpy(d, p, n);
-		q->cur->out.len += n;
-	}
+	kx_bytes_put(&q->cur->out, p, n);
 }
 
 int kx_fragq_piece(struct kx_fragq *q, const void *desc)

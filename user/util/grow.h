@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * Room for n more elements of size `size` after the first `used` of *p
@@ -64,6 +65,17 @@ static inline uint8_t *kx_bytes_room(struct kx_bytes *b, size_t n)
 		return NULL;
 	}
 	return b->p + b->len;
+}
+
+/* Appends the n bytes at p (nothing when out of memory: oom set). */
+static inline void kx_bytes_put(struct kx_bytes *b, const void *p, size_t n)
+{
+	uint8_t *d = n ? kx_bytes_room(b, n) : NULL;
+
+	if (d) {
+		memcpy(d, p, n);
+		b->len += n;
+	}
 }
 
 #endif /* KX_GROW_H */
