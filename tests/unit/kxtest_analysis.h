@@ -11,7 +11,7 @@
 
 #include "analysis/analysis.h"
 #include "export/chrome.h"
-#include "export/xspace.h"
+#include "export/tblogdir.h"
 
 /* The analysis of s, or NULL after printing why. */
 static inline struct kx_analysis *kxt_analyse(const struct kx_store *s, const struct kx_capinfo *ci)
@@ -50,7 +50,7 @@ static inline int kxt_xspace_write_logdir(const struct kx_store *s, const struct
                                           char *path_out, size_t path_len, char *err, size_t errlen)
 {
 	struct kx_analysis *an = kx_analysis_build(s, ci, err, errlen);
-	int rc = an ? kx_xspace_write_logdir(an, o, logdir, path_out, path_len, err, errlen) : -1;
+	int rc = an ? kx_tblogdir_write_run(an, o, logdir, path_out, path_len, err, errlen) : -1;
 
 	kx_analysis_free(an);
 	return rc;

@@ -22,7 +22,7 @@
 #include "io/kxp.h"
 #include "io/replay.h"
 #include "model/store.h"
-#include "export/xspace.h"
+#include "export/tblogdir.h"
 #include "util/outfile.h"
 #include "util/parse.h"
 
@@ -105,7 +105,7 @@ static unsigned int chrome_flags;
 static int convert_write(const struct kx_analysis *an, const struct kx_split_part *pt,
                          const char *logdir)
 {
-	struct kx_xspace_out xs;
+	struct kx_tblogdir xs;
 	struct kx_outfile co = {.fd = -1, .slot = -1};
 	const char *chrome = pt->chrome;
 	int have_xs = 0, rc = 1;
@@ -113,18 +113,18 @@ static int convert_write(const struct kx_analysis *an, const struct kx_split_par
 	sigset_t old;
 
 	if (logdir) {
-		if (kx_xspace_logdir_open_run(an->ci, logdir, pt->suffix, &xs, err, sizeof(err)))
+		if (kx_tblogdir_open(an->ci, logdir, pt->suffix, &xs, err, sizeof(err)))
 			goto fail;
 		have_xs = 1;
 	}
 	if (chrome && kx_outfile_open(&co, chrome, KX_OUT_STDOUT, err, sizeof(err)))
 		goto fail;
-	if ((logdir && kx_xspace_logdir_write(an, &pt->xo, &xs, err, sizeof(err))) ||
+	if ((logdir && kx_tblogdir_write(an, &pt->xo, &xs, err, sizeof(err))) ||
 	    (chrome && kx_chrome_write_part(an, pt->is_part ? &pt->cp : NULL, chrome_flags, &co,
 	                                    err, sizeof(err))))
 		goto fail;
 	kx_outfile_hold_signals(&old);
-	if (logdir && kx_xspace_logdir_commit(&xs, err, sizeof(err))) {
+	if (logdir && kx_tblogdir_commit(&xs, err, sizeof(err))) {
 		kx_outfile_release_signals(&old);
 		goto fail;
 	}
@@ -143,7 +143,7 @@ static int convert_write(const struct kx_analysis *an, const struct kx_split_par
 fail:
 	kx_err("%s", err);
 	if (have_xs)
-		kx_xspace_logdir_abort(&xs);
+		kx_tblogdir_abort(&xs);
 	kx_outfile_abort(&co);
 	return rc;
 }

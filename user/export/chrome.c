@@ -9,10 +9,9 @@
  * rule applied) come from the analysis (analysis/analysis.h), as in every
  * other output. One pass over the store streams the events through a 1 MiB
  * buffer, so memory does not grow with the capture; the ioctl events are
- * formatted on worker threads in pieces put back in order (the same bytes for
- * any thread count). Names, categories and device labels are escaped once per
- * distinct (driver, cmd) or (file kind, dev) and cached, per thread.
- * Numbers are formatted by hand: snprintf would dominate the run time.
+ * formatted on worker threads in pieces put back in order (util/fragq.h). Names, categories and
+ * device labels are escaped once per distinct (driver, cmd) or (file kind, dev) and cached, per
+ * thread. Numbers are formatted by hand: snprintf would dominate the run time.
  *
  * Device timelines (user/analysis/jobs.h): each device pseudo-process gets one
  * thread per ring lane (tid = ring index + 1, + 1000 per extra lane, named
@@ -40,12 +39,13 @@
 #include "util/fdio.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
+#include "util/intern.h"
 #include "util/json.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/analysis.h"
 #include "util/outfile.h"
 #include "util/pgz.h"
-#include "util/workq.h"
+#include "util/fragq.h"
 
 #define WBUF_SIZE (1u << 20)
 #define EV_ROOM   1024                        /* bytes the fixed part of one event may take */
@@ -98,14 +98,9 @@ static void wb_flush_end(struct wbuf *w, int last)
 				w->err = ENOMEM;
 		}
 	} else if (w->mem) {
-		uint8_t *d = kx_bytes_room(w->mem, w->len);
-
-		if (d) {
-			memcpy(d, w->buf, w->len);
-			w->mem->len += w->len;
-		} else if (!w->err) {
+		kx_bytes_put(w->mem, w->buf, w->len);
+		if (w->mem->oom && !w->err)
 			w->err = ENOMEM;
-		}
 	} else if (!w->gz) {
 		wb_write(w, w->buf, w->len);
 	}
@@ -199,73 +194,54 @@ static void wb_lit(struct wbuf *w, const char *s)
 	put_mem(w, s, n);
 }
 
-/* A malloc'd escaped copy of s, for the caches. */
-static char *esc_dup(const char *s, size_t n, size_t *len)
-{
-	char *d = malloc(KX_JSON_STR_ROOM(n)), *end;
+/* ---- the name and label fragments ---- */
 
-	if (!d)
-		return NULL;
-	end = kx_json_put_str(d, s, n);
-	*len = (size_t)(end - d);
-	return d;
-}
-
-/* ---- keyed records (the name and label caches) ---- */
-
-struct slot {
-	uint64_t key;
-	/* an escaped JSON fragment */
-	char *s;
-	size_t n;
+/* Escaped JSON fragments by key, each made once: the text interned
+ * (util/intern.h), the key's fragment id in ids. */
+struct fragtab {
+	struct kx_hmap ids; /* key -> fragment id */
+	uint64_t last_key;  /* the key found last (events repeat keys in runs) */
+	uint32_t last;      /* 1 + its fragment id; 0: none yet */
 };
 
-struct tab {
-	struct kx_hmap map; /* key -> index in v */
-	struct slot *v;
-	size_t n, cap;
-	size_t last; /* 1 + index of the record found last (events repeat keys in runs) */
+/* The escaped name and label fragments of a worker's events. */
+struct frags {
+	struct kx_intern text;
+	struct fragtab names;  /* key cmd << 32 | xfer_cmd << 8 | drv */
+	struct fragtab labels; /* key dev << 8 | fkind */
 };
 
-/* The record of key, created zeroed (*isnew = 1) when absent; NULL on OOM.
- * The pointer is valid until the next new record of t. */
-static struct slot *tab_get(struct tab *t, uint64_t key, int *isnew)
+/* The fragment id of key in t, -1 when not made yet. */
+static long frag_find(struct fragtab *t, uint64_t key)
 {
-	uint32_t *idx;
+	uint32_t *id;
 
-	if (t->last && t->v[t->last - 1].key == key) {
-		*isnew = 0;
-		return &t->v[t->last - 1];
-	}
-	idx = kx_hmap_get(&t->map, key);
-	*isnew = !idx;
-	if (idx) {
-		t->last = (size_t)*idx + 1;
-		return &t->v[*idx];
-	}
-	if (t->n >= UINT32_MAX || kx_grow((void **)&t->v, &t->cap, t->n, sizeof(*t->v)) ||
-	    kx_hmap_add(&t->map, key, (uint32_t)t->n))
-		return NULL;
-	t->v[t->n] = (struct slot){.key = key};
-	return &t->v[t->n++];
+	if (t->last && t->last_key == key)
+		return t->last - 1;
+	id = kx_hmap_get(&t->ids, key);
+	if (!id)
+		return -1;
+	t->last_key = key;
+	t->last = *id + 1;
+	return *id;
 }
 
-static void tab_free(struct tab *t)
+/* text[0..n) as key's fragment in t: its id, or -1 out of memory. */
+static long frag_add(struct frags *fr, struct fragtab *t, uint64_t key, const char *text, size_t n)
 {
-	for (size_t i = 0; i < t->n; i++)
-		free(t->v[i].s);
-	free(t->v);
-	kx_hmap_free(&t->map);
-	memset(t, 0, sizeof(*t));
+	long id = kx_intern_add(&fr->text, text, n);
+
+	return id < 0 || kx_hmap_add(&t->ids, key, (uint32_t)id) ? -1 : id;
+}
+
+static void frags_free(struct frags *fr)
+{
+	kx_intern_free(&fr->text);
+	kx_hmap_free(&fr->names.ids);
+	kx_hmap_free(&fr->labels.ids);
 }
 
 /* ---- the exporter state ---- */
-
-/* The escaped name and label fragments of a thread's events. */
-struct frags {
-	struct tab names;  /* key cmd << 32 | xfer_cmd << 8 | drv */
-	struct tab labels; /* key dev << 8 | fkind */
-};
 
 struct ctx {
 	const struct kx_analysis *an;
@@ -273,7 +249,6 @@ struct ctx {
 	const struct kx_capinfo *ci;
 	const struct kx_timeline *tl; /* threads, first timestamp, resolved durations */
 	int ndev;
-	struct frags fr; /* the writing thread's */
 	uint64_t first_ts;
 	int64_t base_ns; /* baseTimeNanoseconds */
 	const struct kx_jobs *jobs;
@@ -595,19 +570,18 @@ static int write_metadata(struct wbuf *w, struct ctx *c, int *first)
 	return 0;
 }
 
-/* `"name":"KVM_RUN","cat":"ioctl/kvm"` of an event, escaped once per command. */
-static const struct slot *name_frag(struct frags *fr, const struct kx_ioctl *e)
+/* `"name":"KVM_RUN","cat":"ioctl/kvm"` of an event, escaped once per command:
+ * its fragment id, -1 out of memory. */
+static long name_frag(struct frags *fr, const struct kx_ioctl *e)
 {
+	uint64_t key = (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv;
 	enum kx_driver drv = (enum kx_driver)e->drv;
-	struct slot *sl;
+	long id = frag_find(&fr->names, key);
 	char nbuf[64], frag[1024], *o;
 	const char *name, *dname;
-	int isnew;
 
-	sl = tab_get(&fr->names, (uint64_t)e->cmd << 32 | (uint32_t)e->xfer_cmd << 8 | e->drv,
-	             &isnew);
-	if (!sl || !isnew)
-		return sl;
+	if (id >= 0)
+		return id;
 	name = kx_ioctl_name(drv, e->cmd, e->xfer_cmd, nbuf, sizeof(nbuf));
 	dname = kx_driver_name(drv);
 	/* Names are C identifiers or _IOWR(...) forms; bounds keep frag big enough. */
@@ -617,29 +591,23 @@ static const struct slot *name_frag(struct frags *fr, const struct kx_ioctl *e)
 	memcpy(o, ",\"cat\":", 7);
 	snprintf(nbuf, sizeof(nbuf), "ioctl/%s", dname);
 	o = kx_json_put_str(o + 7, nbuf, strnlen(nbuf, sizeof(nbuf)));
-	sl->n = (size_t)(o - frag);
-	sl->s = malloc(sl->n);
-	if (!sl->s)
-		return NULL;
-	memcpy(sl->s, frag, sl->n);
-	return sl;
+	return frag_add(fr, &fr->names, key, frag, (size_t)(o - frag));
 }
 
-/* The device label of an event as a JSON string, escaped once per file. */
-static const struct slot *label_frag(const struct ctx *c, struct frags *fr,
-                                     const struct kx_ioctl *e)
+/* The device label of an event as a JSON string, escaped once per file: its
+ * fragment id, -1 out of memory. */
+static long label_frag(const struct ctx *c, struct frags *fr, const struct kx_ioctl *e)
 {
-	struct slot *sl;
-	char buf[160];
-	int isnew;
+	uint64_t key = (uint64_t)e->dev << 8 | e->fkind;
+	long id = frag_find(&fr->labels, key);
+	char buf[160], esc[KX_JSON_STR_ROOM(sizeof(buf))];
 
-	sl = tab_get(&fr->labels, (uint64_t)e->dev << 8 | e->fkind, &isnew);
-	if (!sl || !isnew)
-		return sl;
+	if (id >= 0)
+		return id;
 	buf[0] = '\0';
 	kx_device_label(c->ci->devices, c->ndev, e->fkind, e->dev, buf, sizeof(buf));
-	sl->s = esc_dup(buf, strnlen(buf, sizeof(buf)), &sl->n);
-	return sl->s ? sl : NULL;
+	return frag_add(fr, &fr->labels, key, esc,
+	                (size_t)(kx_json_put_str(esc, buf, strnlen(buf, sizeof(buf))) - esc));
 }
 
 static int reserved_key(const char *k)
@@ -707,13 +675,16 @@ static void write_thread_name(struct wbuf *w, const struct ctx *c, uint32_t tid,
 static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
                        const struct kx_ioctl *e, uint64_t rel_ns, uint64_t dur)
 {
-	const struct slot *nm = name_frag(fr, e), *lb = label_frag(c, fr, e);
+	long nm = name_frag(fr, e), lb = label_frag(c, fr, e);
+	const struct kx_istr *n, *l;
 
-	if (!nm || !lb)
+	if (nm < 0 || lb < 0)
 		return -1;
-	wb_need(w, EV_ROOM + nm->n + lb->n);
+	n = &fr->text.str[nm];
+	l = &fr->text.str[lb];
+	wb_need(w, EV_ROOM + n->len + l->len);
 	PUT_LIT(w, "{\"ph\":\"X\",");
-	put_mem(w, nm->s, nm->n);
+	put_mem(w, n->s, n->len);
 	PUT_LIT(w, ",\"pid\":");
 	put_u64(w, e->pid);
 	PUT_LIT(w, ",\"tid\":");
@@ -723,7 +694,7 @@ static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
 	PUT_LIT(w, ",\"dur\":");
 	put_us(w, dur);
 	PUT_LIT(w, ",\"args\":{\"device\":");
-	put_mem(w, lb->s, lb->n);
+	put_mem(w, l->s, l->len);
 	PUT_LIT(w, ",\"fd\":");
 	put_i64(w, e->fd);
 	PUT_LIT(w, ",\"cmd\":\"");
@@ -1209,19 +1180,20 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 }
 
 /*
- * The ioctl events, formatted on worker threads (util/workq.h) in pieces of
- * PIECE_EVENTS, each piece's JSON appended to the output in order: the same
- * bytes for any thread count. Each worker keeps its own name and label
+ * The ioctl events, formatted on worker threads in pieces of PIECE_EVENTS,
+ * put back in order by the ordered fragment pipeline (util/fragq.h): the
+ * same bytes for any thread count. Each worker keeps its own name and label
  * fragments.
  */
-#define PIECE_EVENTS 4096 /* about 600 KB of JSON: a piece fits its buffer */
+#define PIECE_EVENTS 4096 /* about 600 KB of JSON */
 
 struct piece {
-	size_t from, to;      /* store indexes */
-	char *buf;            /* WBUF_SIZE bytes: the piece's events, each led by ",\n" */
-	size_t len;           /* bytes in buf */
-	struct kx_bytes more; /* what came before buf's bytes when the piece outgrew it */
-	int err;              /* errno of a failure (ENOMEM) */
+	size_t from, to; /* store indexes */
+};
+
+struct worker {
+	struct frags fr;
+	char *buf; /* WBUF_SIZE bytes: a piece's events on their way to its bytes */
 };
 
 struct pieces {
@@ -1231,43 +1203,39 @@ struct pieces {
 	uint64_t rem;
 };
 
-static void *frags_new(void *arg)
+static void *worker_new(void *arg)
 {
+	struct worker *wk = calloc(1, sizeof(*wk));
+
 	(void)arg;
-	return calloc(1, sizeof(struct frags));
+	if (wk && !(wk->buf = malloc(WBUF_SIZE))) {
+		free(wk);
+		return NULL;
+	}
+	return wk;
 }
 
-static void frags_free(void *wctx, void *arg)
+static void worker_free(void *wctx, void *arg)
 {
-	struct frags *fr = wctx;
+	struct worker *wk = wctx;
 
 	(void)arg;
-	if (!fr)
+	if (!wk)
 		return;
-	tab_free(&fr->names);
-	tab_free(&fr->labels);
-	free(fr);
+	frags_free(&wk->fr);
+	free(wk->buf);
+	free(wk);
 }
 
-static void piece_run(void *slot, void *wctx, void *arg)
+/* A piece's events, each led by ",\n", into out. */
+static int piece_encode(const void *desc, struct kx_bytes *out, void *wctx, void *arg)
 {
-	struct piece *p = slot;
+	const struct piece *p = desc;
 	const struct pieces *ps = arg;
 	const struct ctx *c = ps->c;
-	struct wbuf w;
+	struct worker *wk = wctx;
+	struct wbuf w = {.buf = wk->buf, .own = wk->buf, .fd = -1, .mem = out};
 
-	p->more.len = 0;
-	p->len = 0;
-	if (!p->buf)
-		p->buf = malloc(WBUF_SIZE);
-	if (!wctx || !p->buf) {
-		p->err = ENOMEM;
-		return;
-	}
-	memset(&w, 0, sizeof(w));
-	w.buf = w.own = p->buf;
-	w.fd = -1;
-	w.mem = &p->more;
 	for (size_t i = p->from; i < p->to && !w.err;) {
 		size_t run;
 		const struct kx_ioctl *e = kx_store_ioctl_run(c->s, i, &run);
@@ -1279,26 +1247,29 @@ static void piece_run(void *slot, void *wctx, void *arg)
 				continue;
 			wb_need(&w, 2);
 			PUT_LIT(&w, ",\n");
-			if (write_event(&w, c, wctx, e, e->ts - c->first_ts + ps->rem,
+			if (write_event(&w, c, &wk->fr, e, e->ts - c->first_ts + ps->rem,
 			                kx_timeline_dur(c->tl, i + k, e->dur)))
 				w.err = ENOMEM;
 		}
 		i += run ? run : 1;
 	}
-	p->len = w.len;
-	p->err = w.err;
+	wb_flush(&w);
+	return w.err;
 }
 
-/* Appends n bytes at b to the output, cutting blocks every WBUF_SIZE bytes;
- * skip drops the first n bytes of the first call (the first event's comma). */
-static void piece_put(struct wbuf *w, const char *b, size_t n, int *skip)
+/* The pieces' bytes into the output, in order, cut into blocks of WBUF_SIZE;
+ * the first event's comma left out. */
+static int piece_emit(const uint8_t *b, size_t n, void *arg)
 {
-	if (n && *skip) {
-		*skip = 0;
+	const struct pieces *ps = arg;
+	struct wbuf *w = ps->w;
+
+	if (n && *ps->first) {
+		*ps->first = 0;
 		b++;
 		n--;
 	}
-	while (n) {
+	while (n && !w->err) {
 		size_t k = WBUF_SIZE - w->len;
 
 		if (!k) {
@@ -1306,64 +1277,39 @@ static void piece_put(struct wbuf *w, const char *b, size_t n, int *skip)
 			continue;
 		}
 		k = n < k ? n : k;
-		put_mem(w, b, k);
+		put_mem(w, (const char *)b, k);
 		b += k;
 		n -= k;
 	}
-}
-
-/* A finished piece into the output, in order. */
-static void piece_done(void *slot, void *arg)
-{
-	struct piece *p = slot;
-	const struct pieces *ps = arg;
-	struct wbuf *w = ps->w;
-
-	if (p->err && !w->err)
-		w->err = p->err;
-	if (w->err)
-		return;
-	piece_put(w, (const char *)p->more.p, p->more.len, ps->first);
-	piece_put(w, p->buf, p->len, ps->first);
-}
-
-static void piece_free(void *slot, void *arg)
-{
-	struct piece *p = slot;
-
-	(void)arg;
-	free(p->more.p);
-	free(p->buf);
+	return w->err;
 }
 
 static int write_ioctls(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem)
 {
-	static const struct kx_workq_ops ops = {
-	        .run = piece_run,
-	        .done = piece_done,
-	        .wctx_new = frags_new,
-	        .wctx_free = frags_free,
+	static const struct kx_fragq_ops ops = {
+	        .encode = piece_encode,
+	        .emit = piece_emit,
+	        .wctx_new = worker_new,
+	        .wctx_free = worker_free,
 	};
-	size_t n = kx_store_ioctl_count(c->s), npieces = (n + PIECE_EVENTS - 1) / PIECE_EVENTS;
+	size_t n = kx_store_ioctl_count(c->s);
 	struct pieces ps = {c, w, first, rem};
-	int workers = kx_workq_workers(npieces);
-	struct kx_workq *q;
+	struct kx_fragq *q;
+	int err = 0;
 
 	if (!n)
 		return 0;
-	q = kx_workq_new(workers, (size_t)workers * 2 + 2, sizeof(struct piece), &ops, &ps);
+	q = kx_fragq_new((n + PIECE_EVENTS - 1) / PIECE_EVENTS, sizeof(struct piece), &ops, &ps);
 	if (!q)
 		return -1;
-	for (size_t from = 0; from < n && !w->err; from += PIECE_EVENTS) {
-		struct piece *p = kx_workq_get(q);
+	for (size_t from = 0; from < n && !err; from += PIECE_EVENTS) {
+		struct piece p = {from, n - from > PIECE_EVENTS ? from + PIECE_EVENTS : n};
 
-		p->from = from;
-		p->to = n - from > PIECE_EVENTS ? from + PIECE_EVENTS : n;
-		kx_workq_put(q, p);
+		err = kx_fragq_piece(q, &p);
 	}
-	kx_workq_finish(q);
-	kx_workq_each(q, piece_free);
-	kx_workq_free(q);
+	err = kx_fragq_end(q);
+	if (err && !w->err)
+		w->err = err;
 	return w->err == ENOMEM ? -1 : 0;
 }
 
@@ -1436,8 +1382,6 @@ void kx_chrome_writer_free(struct kx_chrome_writer *cw)
 	free(cw->c.jobpid);
 	kx_chrome_samples_free(cw->c.smp);
 	kx_thread_names_free(&cw->c.names);
-	tab_free(&cw->c.fr.names);
-	tab_free(&cw->c.fr.labels);
 	free(cw);
 }
 

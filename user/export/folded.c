@@ -8,18 +8,20 @@
 
 #include "export/folded.h"
 #include "util/grow.h"
-#include "util/hashmap.h"
+#include "util/intern.h"
 #include "util/outfile.h"
 
 struct line {
-	char *text;
-	uint64_t value;
+	const char *text;
+	uint64_t value; /* samples, or off-CPU microseconds */
 };
 
 struct lines {
-	struct line *l;
-	size_t n, cap;
-	struct kx_hmap ix; /* text hash -> index */
+	struct kx_intern texts; /* the distinct lines */
+	uint64_t *value;        /* value[id] of line id */
+	size_t nv, cap;
+	struct line *l; /* the lines sorted by text, once all are in */
+	size_t n;
 };
 
 /* Appends name to b with ';' and line breaks replaced. */
@@ -60,22 +62,14 @@ static void stack_text(const struct kx_profile *p, const struct kx_store *s,
 /* Adds value to the line of text, made when new. */
 static int add_line(struct lines *ls, const char *text, size_t n, uint64_t value)
 {
-	uint64_t h = kx_hash_bytes(text, n);
-	size_t pos = KX_HMAP_START;
-	uint32_t *v;
+	long id = kx_intern_add(&ls->texts, text, n);
 
-	while ((v = kx_hmap_next(&ls->ix, h, &pos)) != NULL)
-		if (!strcmp(ls->l[*v].text, text)) {
-			ls->l[*v].value += value;
-			return 0;
-		}
-	if (ls->n >= UINT32_MAX || kx_grow((void **)&ls->l, &ls->cap, ls->n, sizeof(*ls->l)) ||
-	    !(ls->l[ls->n].text = strdup(text)) || kx_hmap_add(&ls->ix, h, (uint32_t)ls->n)) {
-		if (ls->n < ls->cap)
-			free(ls->l[ls->n].text);
+	if (id < 0 || ((size_t)id == ls->nv &&
+	               kx_grow((void **)&ls->value, &ls->cap, ls->nv, sizeof(*ls->value))))
 		return -1;
-	}
-	ls->l[ls->n++].value = value;
+	if ((size_t)id == ls->nv)
+		ls->value[ls->nv++] = 0;
+	ls->value[id] += value;
 	return 0;
 }
 
@@ -84,12 +78,24 @@ static int by_text(const void *a, const void *b)
 	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
 }
 
+/* The lines in text order. 0, or -1 out of memory. */
+static int sort_lines(struct lines *ls)
+{
+	ls->l = malloc((ls->nv ? ls->nv : 1) * sizeof(*ls->l));
+	if (!ls->l)
+		return -1;
+	for (size_t i = 0; i < ls->nv; i++)
+		ls->l[i] = (struct line){kx_intern_str(&ls->texts, i), ls->value[i]};
+	ls->n = ls->nv;
+	qsort(ls->l, ls->n, sizeof(*ls->l), by_text);
+	return 0;
+}
+
 static void lines_free(struct lines *ls)
 {
-	for (size_t i = 0; i < ls->n; i++)
-		free(ls->l[i].text);
+	kx_intern_free(&ls->texts);
+	free(ls->value);
 	free(ls->l);
-	kx_hmap_free(&ls->ix);
 }
 
 /* The profile's lines, merged and sorted. 0, or -1 out of memory. */
@@ -106,9 +112,7 @@ static int build(const struct kx_profile *p, const struct kx_store *s, struct li
 		rc = b.oom || add_line(ls, (const char *)b.p, b.len, v);
 	}
 	free(b.p);
-	if (!rc)
-		qsort(ls->l, ls->n, sizeof(*ls->l), by_text);
-	return rc ? -1 : 0;
+	return rc || sort_lines(ls) ? -1 : 0;
 }
 
 int kx_folded_print(const struct kx_profile *p, const struct kx_store *s, FILE *f)

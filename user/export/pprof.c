@@ -11,7 +11,7 @@
 
 #include "export/pprof.h"
 #include "model/perfdata.h"
-#include "util/hashmap.h"
+#include "util/intern.h"
 #include "util/outfile.h"
 #include "util/pbwire.h"
 #include "util/pgz.h"
@@ -42,45 +42,20 @@ enum { F_ID = 1, F_NAME = 2, F_SYSTEM_NAME = 3, F_FILENAME = 4 };
 #define GZ_LEVEL 6 /* profiles are small: the default level */
 
 struct enc {
-	struct kx_bytes out; /* the Profile message */
-	struct kx_bytes msg; /* a sub-message being built */
-	struct kx_bytes lab; /* a label being built */
-	const char **strs;   /* string table */
-	size_t nstrs, strs_cap;
-	struct kx_hmap str_ix; /* string hash -> index */
+	struct kx_bytes out;   /* the Profile message */
+	struct kx_bytes msg;   /* a sub-message being built */
+	struct kx_bytes lab;   /* a label being built */
+	struct kx_intern strs; /* string table */
 	uint32_t *frame_map;   /* frame id -> mapping id */
 	int oom;
 };
 
-static void put(struct kx_bytes *b, const void *p, size_t n)
-{
-	uint8_t *d = kx_bytes_room(b, n);
-
-	if (d) {
-		memcpy(d, p, n);
-		b->len += n;
-	}
-}
-
-static void vfield(struct kx_bytes *b, unsigned int f, uint64_t v)
-{
-	uint8_t *d = kx_bytes_room(b, 2 * KX_PB_VARINT_MAX);
-
-	if (d)
-		b->len += (size_t)(kx_pb_vfield(d, f, v) - d);
-}
-
 /* Message m as field f of b; m is emptied for the next one. */
 static void sub(struct kx_bytes *b, unsigned int f, struct kx_bytes *m)
 {
-	uint8_t *d = kx_bytes_room(b, 2 * KX_PB_VARINT_MAX);
-
 	if (m->oom)
 		b->oom = 1;
-	if (d) {
-		b->len += (size_t)(kx_pb_len_head(d, f, m->len) - d);
-		put(b, m->p, m->len);
-	}
+	kx_pb_put_bytes(b, f, m->p, m->len);
 	m->len = 0;
 }
 
@@ -101,30 +76,20 @@ static void packed(struct kx_bytes *b, unsigned int f, const uint64_t *v, size_t
 	b->len = (size_t)(d - b->p);
 }
 
-/* The string table index of s (added when new); s must outlive the encoder. */
+/* The string table index of s (added when new). */
 static uint64_t str(struct enc *e, const char *s)
 {
-	uint64_t h = kx_hash_bytes(s, strlen(s));
-	size_t pos = KX_HMAP_START;
-	uint32_t *v;
+	long id = kx_intern_cstr(&e->strs, s);
 
-	while ((v = kx_hmap_next(&e->str_ix, h, &pos)) != NULL)
-		if (!strcmp(e->strs[*v], s))
-			return *v;
-	if (e->nstrs >= UINT32_MAX ||
-	    kx_grow((void **)&e->strs, &e->strs_cap, e->nstrs, sizeof(*e->strs)) ||
-	    kx_hmap_add(&e->str_ix, h, (uint32_t)e->nstrs)) {
+	if (id < 0)
 		e->oom = 1;
-		return 0;
-	}
-	e->strs[e->nstrs] = s;
-	return e->nstrs++;
+	return id < 0 ? 0 : (uint64_t)id;
 }
 
 static void value_type(struct enc *e, unsigned int f, const char *type, const char *unit)
 {
-	vfield(&e->msg, VT_TYPE, str(e, type));
-	vfield(&e->msg, VT_UNIT, str(e, unit));
+	kx_pb_put_vfield(&e->msg, VT_TYPE, str(e, type));
+	kx_pb_put_vfield(&e->msg, VT_UNIT, str(e, unit));
 	sub(&e->out, f, &e->msg);
 }
 
@@ -157,11 +122,11 @@ static long main_frame(const struct kx_profile *p)
 
 static void mapping(struct enc *e, uint64_t id, const struct kx_pframe *f)
 {
-	vfield(&e->msg, M_ID, id);
-	vfield(&e->msg, M_FILENAME, str(e, f->module));
+	kx_pb_put_vfield(&e->msg, M_ID, id);
+	kx_pb_put_vfield(&e->msg, M_FILENAME, str(e, f->module));
 	if (f->build_id[0])
-		vfield(&e->msg, M_BUILD_ID, str(e, f->build_id));
-	vfield(&e->msg, M_HAS_FUNCTIONS, 1); /* symbolised: pprof must not try again */
+		kx_pb_put_vfield(&e->msg, M_BUILD_ID, str(e, f->build_id));
+	kx_pb_put_vfield(&e->msg, M_HAS_FUNCTIONS, 1); /* symbolised: pprof must not try again */
 	sub(&e->out, P_MAPPING, &e->msg);
 }
 
@@ -200,15 +165,15 @@ static void frames(struct enc *e, const struct kx_profile *p)
 		const struct kx_pframe *f = &p->frames[i];
 		uint64_t name = str(e, f->name);
 
-		vfield(&e->msg, F_ID, i + 1);
-		vfield(&e->msg, F_NAME, name);
-		vfield(&e->msg, F_SYSTEM_NAME, name);
-		vfield(&e->msg, F_FILENAME, str(e, f->module));
+		kx_pb_put_vfield(&e->msg, F_ID, i + 1);
+		kx_pb_put_vfield(&e->msg, F_NAME, name);
+		kx_pb_put_vfield(&e->msg, F_SYSTEM_NAME, name);
+		kx_pb_put_vfield(&e->msg, F_FILENAME, str(e, f->module));
 		sub(&e->out, P_FUNCTION, &e->msg);
-		vfield(&e->lab, LINE_FUNCTION_ID, i + 1);
-		vfield(&e->msg, LOC_ID, i + 1);
-		vfield(&e->msg, LOC_MAPPING_ID, e->frame_map[i]);
-		vfield(&e->msg, LOC_ADDRESS, f->addr);
+		kx_pb_put_vfield(&e->lab, LINE_FUNCTION_ID, i + 1);
+		kx_pb_put_vfield(&e->msg, LOC_ID, i + 1);
+		kx_pb_put_vfield(&e->msg, LOC_MAPPING_ID, e->frame_map[i]);
+		kx_pb_put_vfield(&e->msg, LOC_ADDRESS, f->addr);
 		sub(&e->msg, LOC_LINE, &e->lab);
 		sub(&e->out, P_LOCATION, &e->msg);
 	}
@@ -216,15 +181,15 @@ static void frames(struct enc *e, const struct kx_profile *p)
 
 static void label_num(struct enc *e, const char *key, uint64_t v)
 {
-	vfield(&e->lab, L_KEY, str(e, key));
-	vfield(&e->lab, L_NUM, v);
+	kx_pb_put_vfield(&e->lab, L_KEY, str(e, key));
+	kx_pb_put_vfield(&e->lab, L_NUM, v);
 	sub(&e->msg, S_LABEL, &e->lab);
 }
 
 static void label_str(struct enc *e, const char *key, const char *v)
 {
-	vfield(&e->lab, L_KEY, str(e, key));
-	vfield(&e->lab, L_STR, str(e, v));
+	kx_pb_put_vfield(&e->lab, L_KEY, str(e, key));
+	kx_pb_put_vfield(&e->lab, L_STR, str(e, v));
 	sub(&e->msg, S_LABEL, &e->lab);
 }
 
@@ -269,30 +234,31 @@ static void header(struct enc *e, const struct kx_profile *p, const struct kx_ca
 	value_type(e, P_SAMPLE_TYPE, "samples", "count");
 	value_type(e, P_SAMPLE_TYPE, type, "nanoseconds");
 	if (ci && ci->clock_start.mono_ns)
-		vfield(&e->out, P_TIME_NANOS,
-		       (uint64_t)kx_capinfo_realtime(ci, p->start_ns ? p->start_ns
-		                                                     : ci->start_mono_ns));
+		kx_pb_put_vfield(&e->out, P_TIME_NANOS,
+		                 (uint64_t)kx_capinfo_realtime(
+		                         ci, p->start_ns ? p->start_ns : ci->start_mono_ns));
 	if (ci && ci->stop_mono_ns > ci->start_mono_ns)
-		vfield(&e->out, P_DURATION_NANOS, ci->stop_mono_ns - ci->start_mono_ns);
+		kx_pb_put_vfield(&e->out, P_DURATION_NANOS, ci->stop_mono_ns - ci->start_mono_ns);
 	else if (p->end_ns > p->start_ns)
-		vfield(&e->out, P_DURATION_NANOS, p->end_ns - p->start_ns);
+		kx_pb_put_vfield(&e->out, P_DURATION_NANOS, p->end_ns - p->start_ns);
 	value_type(e, P_PERIOD_TYPE, type, "nanoseconds");
-	vfield(&e->out, P_PERIOD, cpu ? p->period_ns : 1);
-	vfield(&e->out, P_DEFAULT_SAMPLE_TYPE, str(e, type));
+	kx_pb_put_vfield(&e->out, P_PERIOD, cpu ? p->period_ns : 1);
+	kx_pb_put_vfield(&e->out, P_DEFAULT_SAMPLE_TYPE, str(e, type));
 	if (ci && ci->hostname[0])
-		vfield(&e->out, P_COMMENT, str(e, comment));
+		kx_pb_put_vfield(&e->out, P_COMMENT, str(e, comment));
 	if (loss[0])
-		vfield(&e->out, P_COMMENT, str(e, loss));
+		kx_pb_put_vfield(&e->out, P_COMMENT, str(e, loss));
 }
 
 static void string_table(struct enc *e)
 {
-	for (size_t i = 0; i < e->nstrs; i++) {
-		uint8_t *d = kx_bytes_room(&e->out, 2 * KX_PB_VARINT_MAX + strlen(e->strs[i]));
+	for (size_t i = 0; i < e->strs.n; i++) {
+		size_t n = kx_intern_len(&e->strs, i);
+		uint8_t *d = kx_bytes_room(&e->out, 2 * KX_PB_VARINT_MAX + n);
 
 		if (d)
-			e->out.len += (size_t)(kx_pb_bytes(d, P_STRING_TABLE, e->strs[i],
-			                                   strlen(e->strs[i])) -
+			e->out.len += (size_t)(kx_pb_bytes(d, P_STRING_TABLE,
+			                                   kx_intern_str(&e->strs, i), n) -
 			                       d);
 	}
 }
@@ -302,9 +268,8 @@ static void enc_free(struct enc *e)
 	free(e->out.p);
 	free(e->msg.p);
 	free(e->lab.p);
-	free(e->strs);
+	kx_intern_free(&e->strs);
 	free(e->frame_map);
-	kx_hmap_free(&e->str_ix);
 }
 
 int kx_pprof_encode(const struct kx_profile *p, const struct kx_store *s,

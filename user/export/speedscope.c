@@ -14,21 +14,16 @@
 #include "model/perfdata.h"
 #include "registry/ioctl_decode.h"
 #include "util/grow.h"
-#include "util/hashmap.h"
+#include "util/intern.h"
 #include "util/json.h"
 #include "util/outfile.h"
 
 #define SCHEMA "https://www.speedscope.app/file-format-schema.json"
 
-/* The shared frame table: each (name, file) once. */
-struct frame {
-	char *name, *file;
-};
-
+/* The shared frame table: each (name, file) once, interned as "name\0file". */
 struct frames {
-	struct frame *v;
-	size_t n, cap;
-	struct kx_hmap ix; /* hash of (name, file) -> index in v */
+	struct kx_intern v;
+	struct kx_bytes key; /* the key being looked up */
 };
 
 /* A thread of the capture. */
@@ -74,39 +69,27 @@ struct writer {
 /* The index of frame (name, file), added when new; -1 out of memory. */
 static long frame_of(struct frames *fs, const char *name, const char *file)
 {
-	size_t pos = KX_HMAP_START;
-	uint32_t *v;
-	struct frame *f;
-	uint64_t h;
+	size_t nl, fl;
+	uint8_t *d;
 
 	name = name ? name : "";
 	file = file ? file : "";
-	h = kx_hash_combine(kx_hash_bytes(name, strlen(name)), kx_hash_bytes(file, strlen(file)));
-
-	while ((v = kx_hmap_next(&fs->ix, h, &pos)) != NULL)
-		if (!strcmp(fs->v[*v].name, name) && !strcmp(fs->v[*v].file, file))
-			return *v;
-	if (fs->n >= UINT32_MAX || kx_grow((void **)&fs->v, &fs->cap, fs->n, sizeof(*fs->v)))
+	nl = strlen(name);
+	fl = strlen(file);
+	fs->key.len = 0;
+	d = kx_bytes_room(&fs->key, nl + fl + 1);
+	if (!d)
 		return -1;
-	f = &fs->v[fs->n];
-	f->name = strdup(name);
-	f->file = strdup(file);
-	if (!f->name || !f->file || kx_hmap_add(&fs->ix, h, (uint32_t)fs->n)) {
-		free(f->name);
-		free(f->file);
-		return -1;
-	}
-	return (long)fs->n++;
+	memcpy(d, name, nl);
+	d[nl] = '\0';
+	memcpy(d + nl + 1, file, fl);
+	return kx_intern_add(&fs->v, (const char *)d, nl + 1 + fl);
 }
 
 static void frames_free(struct frames *fs)
 {
-	for (size_t i = 0; i < fs->n; i++) {
-		free(fs->v[i].name);
-		free(fs->v[i].file);
-	}
-	free(fs->v);
-	kx_hmap_free(&fs->ix);
+	kx_intern_free(&fs->v);
+	free(fs->key.p);
 }
 
 /* ---- the threads ---- */
@@ -497,11 +480,13 @@ static void put_thread(struct writer *w, const struct thr *t)
 static void put_frames(struct writer *w)
 {
 	fprintf(w->f, "{\"$schema\":\"%s\",\n\"shared\":{\"frames\":[", SCHEMA);
-	for (size_t i = 0; i < w->fr.n; i++) {
+	for (size_t i = 0; i < w->fr.v.n; i++) {
+		const char *name = kx_intern_str(&w->fr.v, i);
+
 		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", w->f);
-		kx_json_cstr(w->f, w->fr.v[i].name);
+		kx_json_cstr(w->f, name);
 		fputs(",\"file\":", w->f);
-		kx_json_cstr(w->f, w->fr.v[i].file);
+		kx_json_cstr(w->f, name + strlen(name) + 1);
 		fputc('}', w->f);
 	}
 	fputs("]},\n", w->f);

@@ -1,8 +1,8 @@
 /*
  * XSpace exporter (see xspace.h). Owns the protobuf wire encoding of a
  * capture as tensorflow.profiler.XSpace (proto/xplane.proto): which planes,
- * lines, events, stats and warnings it holds, and the TensorBoard log
- * directory layout.
+ * lines, events, stats and warnings it holds (the TensorBoard log directory
+ * around it: export/tblogdir.c).
  *
  * Device timelines (user/analysis/jobs.h) go on the device planes: one line per ring
  * lane (id = 1 + the ring's index in its device, + 1000 per extra lane, as
@@ -28,7 +28,6 @@
  * buffer whose nested lengths reserve five bytes, the body moved back once its real varint length
  * is known.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -38,13 +37,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "registry/devices.h"
 #include "util/fdio.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
+#include "util/intern.h"
 #include "util/pbwire.h"
 #include "registry/ioctl_decode.h"
 #include "analysis/analysis.h"
@@ -52,7 +51,7 @@
 #include "analysis/flows.h"
 #include "analysis/threadnames.h"
 #include "util/outfile.h"
-#include "util/workq.h"
+#include "util/fragq.h"
 #include "export/xspace.h"
 #include "export/xplane_fields.h"
 #include "model/drmusage.h"
@@ -105,19 +104,13 @@ static void ob_done(struct kx_bytes *b, uint8_t *end)
 /* A plain (non-oneof) scalar: proto3 leaves out default values. */
 static void ob_vfield(struct kx_bytes *b, unsigned int field, uint64_t v)
 {
-	uint8_t *p = v ? kx_bytes_room(b, 16) : NULL;
-
-	if (p)
-		ob_done(b, kx_pb_vfield(p, field, v));
+	if (v)
+		kx_pb_put_vfield(b, field, v);
 }
 
 static void ob_str(struct kx_bytes *b, unsigned int field, const char *s)
 {
-	size_t len = strlen(s);
-	uint8_t *p = kx_bytes_room(b, len + 16);
-
-	if (p)
-		ob_done(b, kx_pb_bytes(p, field, s, len));
+	kx_pb_put_bytes(b, field, s, strlen(s));
 }
 
 /* Opens a length-delimited field; returns the body offset for ob_close. */
@@ -150,78 +143,37 @@ static void ob_close(struct kx_bytes *b, size_t body)
 	}
 }
 
-/* ---- interning ---- */
+/* ---- metadata names ---- */
 
-/* Interned names of one plane's metadata: id i + 1 is name[i]. */
-struct strtab {
-	char **name;
-	size_t n, cap;
-	struct kx_hmap ids; /* hash of a name -> its id (several names may share a hash) */
-};
-
-/* Id of the name s[0..len) when interned, else 0; never changes t (any thread). */
-static uint32_t strtab_find(const struct strtab *t, const char *s, size_t len)
+/* A plane's metadata names are interned (util/intern.h): metadata id = 1 +
+ * the interner's id; 0: not interned, or out of memory. */
+static uint32_t meta_find(const struct kx_intern *t, const char *s, size_t len)
 {
-	uint64_t h = kx_hash_bytes(s, len);
-	size_t pos = KX_HMAP_START;
-	uint32_t *id;
-
-	while ((id = kx_hmap_next(&t->ids, h, &pos))) {
-		const char *o = t->name[*id - 1];
-
-		if (!strncmp(o, s, len) && o[len] == '\0')
-			return *id;
-	}
-	return 0;
+	return (uint32_t)(kx_intern_find(t, s, len) + 1);
 }
 
-/* Id (>= 1) of the name s[0..len), added when new; 0 on OOM. */
-static uint32_t strtab_id(struct strtab *t, const char *s, size_t len)
+static uint32_t meta_id(struct kx_intern *t, const char *s, size_t len)
 {
-	uint32_t id = strtab_find(t, s, len);
-	char *copy;
-
-	if (id)
-		return id;
-	if (kx_grow((void **)&t->name, &t->cap, t->n, sizeof(*t->name)))
-		return 0;
-	copy = strndup(s, len);
-	if (!copy)
-		return 0;
-	if (kx_hmap_add(&t->ids, kx_hash_bytes(s, len), (uint32_t)t->n + 1)) {
-		free(copy);
-		return 0;
-	}
-	t->name[t->n++] = copy;
-	return (uint32_t)t->n;
+	return (uint32_t)(kx_intern_add(t, s, len) + 1);
 }
 
-static uint32_t strtab_cstr(struct strtab *t, const char *s)
+static uint32_t meta_cstr(struct kx_intern *t, const char *s)
 {
-	return strtab_id(t, s, strlen(s));
-}
-
-static void strtab_free(struct strtab *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->name[i]);
-	free(t->name);
-	kx_hmap_free(&t->ids);
-	memset(t, 0, sizeof(*t));
+	return meta_id(t, s, strlen(s));
 }
 
 /*
  * Emits a plane's metadata maps: event_metadata entries {key, XEventMetadata
  * {id, name}} from ev (may be NULL), stat_metadata entries from st.
  */
-static void put_metadata(struct kx_bytes *b, const struct strtab *ev, const struct strtab *st)
+static void put_metadata(struct kx_bytes *b, const struct kx_intern *ev, const struct kx_intern *st)
 {
 	for (int pass = 0; pass < 2; pass++) {
-		const struct strtab *t = pass ? st : ev;
+		const struct kx_intern *t = pass ? st : ev;
 		unsigned int field = pass ? XPLANE_STAT_METADATA : XPLANE_EVENT_METADATA;
 
 		for (size_t i = 0; t && i < t->n; i++) {
-			size_t nl = strlen(t->name[i]), id = i + 1;
+			size_t nl = kx_intern_len(t, i), id = i + 1;
 			size_t val = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(nl) + nl;
 			size_t ent = 2 + kx_pb_varint_size(id) + kx_pb_varint_size(val) + val;
 			uint8_t *p = kx_bytes_room(b, ent + 16);
@@ -232,7 +184,7 @@ static void put_metadata(struct kx_bytes *b, const struct strtab *ev, const stru
 			p = kx_pb_vfield(p, MAP_KEY, id);
 			p = kx_pb_len_head(p, MAP_VALUE, val);
 			p = kx_pb_vfield(p, XMETA_ID, id);
-			ob_done(b, kx_pb_bytes(p, XMETA_NAME, t->name[i], nl));
+			ob_done(b, kx_pb_bytes(p, XMETA_NAME, kx_intern_str(t, i), nl));
 		}
 	}
 }
@@ -291,8 +243,8 @@ struct exporter {
 	const uint32_t *order; /* the timeline's: store indices by thread, each in start order */
 	size_t nevents;
 
-	struct strtab ev;         /* host plane event metadata names */
-	struct strtab st;         /* host plane stat metadata names and interned values */
+	struct kx_intern ev;      /* host plane event metadata names */
+	struct kx_intern st;      /* host plane stat metadata names and interned values */
 	struct kx_hmap ev_by_cmd; /* cmd << 32 | xfer << 8 | drv -> event metadata id */
 	struct kx_hmap dev_ref;   /* dev << 8 | fkind -> device label ref */
 	struct kx_hmap field_id;  /* decoded field name pointer -> stat id */
@@ -584,8 +536,8 @@ static uint32_t event_meta_id(struct exporter *x, const struct kx_ioctl *e, int 
 	if (!sl)
 		return 0;
 	if (!*sl)
-		*sl = strtab_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd,
-		                                        buf, sizeof(buf)));
+		*sl = meta_cstr(&x->ev, kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd,
+		                                      buf, sizeof(buf)));
 	x->last_cmd_key = key;
 	x->last_drv = e->drv;
 	x->last_mid = *sl;
@@ -608,8 +560,8 @@ static uint32_t device_ref(struct exporter *x, const struct kx_ioctl *e, int fro
 	if (!sl)
 		return 0;
 	if (!*sl)
-		*sl = strtab_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
-		                                          e->fkind, e->dev, buf, sizeof(buf)));
+		*sl = meta_cstr(&x->st, kx_device_label(x->ci->devices, (int)x->ci->ndevices,
+		                                        e->fkind, e->dev, buf, sizeof(buf)));
 	x->last_dev_key = e->dev;
 	x->last_fkind = e->fkind;
 	x->last_dev = *sl;
@@ -619,7 +571,7 @@ static uint32_t device_ref(struct exporter *x, const struct kx_ioctl *e, int fro
 static uint32_t driver_ref(struct exporter *x, const struct kx_ioctl *e, int frozen)
 {
 	if (!x->drv_ref[e->drv] && !frozen)
-		x->drv_ref[e->drv] = strtab_cstr(&x->st, kx_driver_name((enum kx_driver)e->drv));
+		x->drv_ref[e->drv] = meta_cstr(&x->st, kx_driver_name((enum kx_driver)e->drv));
 	return x->drv_ref[e->drv];
 }
 
@@ -632,7 +584,7 @@ static uint32_t errno_ref(struct exporter *x, int32_t ret, int frozen)
 		snprintf(buf, sizeof(buf), "errno %" PRId64, -(int64_t)ret);
 		name = buf;
 	}
-	return frozen ? strtab_find(&x->st, name, strlen(name)) : strtab_cstr(&x->st, name);
+	return frozen ? meta_find(&x->st, name, strlen(name)) : meta_cstr(&x->st, name);
 }
 
 static uint32_t field_stat_id(struct exporter *x, const char *name, int frozen)
@@ -647,7 +599,7 @@ static uint32_t field_stat_id(struct exporter *x, const char *name, int frozen)
 	if (!sl)
 		return 0;
 	if (!*sl)
-		*sl = strtab_cstr(&x->st, name);
+		*sl = meta_cstr(&x->st, name);
 	return *sl;
 }
 
@@ -677,9 +629,9 @@ static uint8_t *put_arg_stats(struct exporter *x, const struct kx_ioctl *e, uint
 		case KX_FIELD_STR:
 			sl = strnlen(f[i].s, sizeof(f[i].s));
 			/* enum-like names repeat: interned, unless there are too many */
-			ref = strtab_find(&x->st, f[i].s, sl);
+			ref = meta_find(&x->st, f[i].s, sl);
 			if (!ref && !frozen && x->st.n < MAX_REF_STRINGS) {
-				ref = strtab_id(&x->st, f[i].s, sl);
+				ref = meta_id(&x->st, f[i].s, sl);
 				if (!ref)
 					return NULL;
 			}
@@ -705,7 +657,7 @@ static uint64_t flow_value(uint64_t id, unsigned int dir)
 static uint32_t host_stat(struct exporter *x, uint32_t *id, const char *name)
 {
 	if (!*id)
-		*id = strtab_cstr(&x->st, name);
+		*id = meta_cstr(&x->st, name);
 	return *id;
 }
 
@@ -836,11 +788,11 @@ static inline void ann_span(const struct kx_range *r, uint64_t t0, uint64_t *sta
 }
 
 /* An annotation string's id in a per-string table, interned when new (not frozen). */
-static uint32_t ann_string(struct exporter *x, uint32_t *table, struct strtab *t, uint32_t sid,
+static uint32_t ann_string(struct exporter *x, uint32_t *table, struct kx_intern *t, uint32_t sid,
                            int frozen)
 {
 	if (!table[sid] && !frozen)
-		table[sid] = strtab_cstr(t, kx_store_ann_str(x->rg->strings, sid));
+		table[sid] = meta_cstr(t, kx_store_ann_str(x->rg->strings, sid));
 	return table[sid];
 }
 
@@ -888,7 +840,7 @@ static uint32_t ann_thread_ref(struct exporter *x, const struct kx_range *r, int
 	if (!then || (now && !strncmp(then, now, KX_COMM_LEN)))
 		return 0;
 	n = strnlen(then, KX_COMM_LEN);
-	ref = frozen ? strtab_find(&x->st, then, n) : strtab_id(&x->st, then, n);
+	ref = frozen ? meta_find(&x->st, then, n) : meta_id(&x->st, then, n);
 	*oom = !ref;
 	return ref;
 }
@@ -1090,60 +1042,24 @@ struct sink {
 
 static void sink_put(struct sink *k, const void *p, size_t n)
 {
-	const uint8_t *c = p;
-
-	if (!n)
-		return;
 	k->bytes += n;
-	if (k->fd < 0) {
-		uint8_t *d = kx_bytes_room(k->ob, n);
-
-		if (d) {
-			memcpy(d, c, n);
-			k->ob->len += n;
-		}
-		return;
-	}
-	if (!k->err)
-		k->err = kx_write_all(k->fd, c, n);
+	if (k->fd < 0)
+		kx_bytes_put(k->ob, p, n);
+	else if (!k->err && n)
+		k->err = kx_write_all(k->fd, p, n);
 }
 
-/* A piece of the host plane: literal bytes, then events [k0, k1) of line li. */
+/* A segment of the host plane: events [k0, k1) of line li. */
 #define SEG_EVENTS 16384
 struct seg {
 	size_t li, k0, k1;
 	int last; /* the line's last segment: the annotations after its last ioctl too */
-	uint8_t *out;
-	size_t len, cap;
-	int bad;
 };
 
 struct hwriter {
 	struct exporter *x;
 	struct sink *k;
-	int bad;
 };
-
-static uint8_t *seg_room(struct seg *g, size_t n)
-{
-	if (kx_grow_by((void **)&g->out, &g->cap, g->len, n, 1, 65536))
-		return NULL;
-	return g->out + g->len;
-}
-
-static void seg_lit(struct seg *g, const void *p, size_t n)
-{
-	uint8_t *d = n ? seg_room(g, n) : NULL;
-
-	if (!n)
-		return;
-	if (!d) {
-		g->bad = 1;
-		return;
-	}
-	memcpy(d, p, n);
-	g->len += n;
-}
 
 /* The first annotation of line l at or after ioctl k (ins is sorted). */
 static size_t ann_from(const struct line *l, size_t k)
@@ -1161,108 +1077,71 @@ static size_t ann_from(const struct line *l, size_t k)
 	return lo;
 }
 
-/* One annotation event of a segment (bad set when out of memory). */
-static void seg_ann(struct exporter *x, struct seg *g, const struct kx_range *r, uint64_t t0)
+/* One event encoded into scratch (up to q) as an XLine event of out. */
+static void seg_event(struct kx_bytes *out, const uint8_t *scratch, const uint8_t *q)
 {
-	uint8_t scratch[EVENT_SCRATCH], *p = seg_room(g, EVENT_SCRATCH + 16), *q;
+	if (!q)
+		out->oom = 1;
+	else
+		kx_pb_put_bytes(out, XLINE_EVENTS, scratch, (size_t)(q - scratch));
+}
+
+/* One annotation event of a segment. */
+static void seg_ann(struct exporter *x, struct kx_bytes *out, const struct kx_range *r, uint64_t t0)
+{
+	uint8_t scratch[EVENT_SCRATCH];
 	uint64_t start, dur;
 
-	if (!p) {
-		g->bad = 1;
-		return;
-	}
 	ann_span(r, t0, &start, &dur);
-	q = put_ann_event(x, r, start, dur, scratch);
-	if (!q) {
-		g->bad = 1;
-		return;
-	}
-	p = kx_pb_len_head(p, XLINE_EVENTS, (size_t)(q - scratch));
-	memcpy(p, scratch, (size_t)(q - scratch));
-	g->len = (size_t)(p + (q - scratch) - g->out);
+	seg_event(out, scratch, put_ann_event(x, r, start, dur, scratch));
 }
 
 /* Encodes a segment's events (on a worker thread; the exporter is read only). */
-static void seg_run(void *slot, void *wctx, void *arg)
+static int seg_encode(const void *desc, struct kx_bytes *out, void *wctx, void *arg)
 {
-	struct seg *g = slot;
-	struct hwriter *hw = arg;
-	struct exporter *x = hw->x;
-	const struct line *l;
-	const uint32_t *ord;
-	uint64_t t0;
-	size_t fi, aj;
+	const struct seg *g = desc;
+	struct exporter *x = ((const struct hwriter *)arg)->x;
+	const struct line *l = &x->lines[g->li];
+	const uint32_t *ord = x->order + l->start;
+	uint64_t t0 = l->t0;
+	/* The first fix at or after this segment, its first annotation. */
+	size_t fi = kx_timeline_fix_from(x->tl, l->start + g->k0), aj = ann_from(l, g->k0);
 
 	(void)wctx;
-	if ((g->k0 == g->k1 && !g->last) || g->bad)
-		return;
-	l = &x->lines[g->li];
-	ord = x->order + l->start;
-	t0 = l->t0;
-	/* The first fix at or after this segment, its first annotation. */
-	fi = kx_timeline_fix_from(x->tl, l->start + g->k0);
-	aj = ann_from(l, g->k0);
-	for (size_t k = g->k0; k < g->k1; k++) {
+	for (size_t k = g->k0; k < g->k1 && !out->oom; k++) {
 		const struct kx_ioctl *e = kx_store_ioctl(x->s, ord[k]);
-		uint8_t *p, *q;
 		uint8_t scratch[EVENT_SCRATCH];
 		uint64_t start, dur;
-		size_t elen;
 
 		for (; aj < l->nann && l->ins[aj] == k; aj++)
-			seg_ann(x, g, &x->rg->r[l->ann[aj]], t0);
-		p = seg_room(g, EVENT_SCRATCH + 16);
-		if (!p || g->bad) {
-			g->bad = 1;
-			return;
-		}
+			seg_ann(x, out, &x->rg->r[l->ann[aj]], t0);
 		event_span(e, resolved_dur(x, &fi, l->start + k, e), t0, &start, &dur);
-		q = put_event(x, e, ord[k], start, dur, scratch);
-		if (!q) {
-			g->bad = 1;
-			return;
-		}
-		elen = (size_t)(q - scratch);
-		p = kx_pb_len_head(p, XLINE_EVENTS, elen);
-		memcpy(p, scratch, elen);
-		g->len = (size_t)(p + elen - g->out);
+		seg_event(out, scratch, put_event(x, e, ord[k], start, dur, scratch));
 	}
 	for (; g->last && aj < l->nann; aj++)
-		seg_ann(x, g, &x->rg->r[l->ann[aj]], t0);
+		seg_ann(x, out, &x->rg->r[l->ann[aj]], t0);
+	return out->oom ? ENOMEM : 0;
 }
 
-static void seg_done(void *slot, void *arg)
+static int seg_emit(const uint8_t *p, size_t n, void *arg)
 {
-	struct seg *g = slot;
-	struct hwriter *hw = arg;
-
-	if (g->bad)
-		hw->bad = 1;
-	else if (!hw->bad)
-		sink_put(hw->k, g->out, g->len);
-	g->len = 0;
-	g->bad = 0;
+	sink_put(((const struct hwriter *)arg)->k, p, n);
+	return 0;
 }
 
-static void seg_free(void *slot, void *arg)
-{
-	(void)arg;
-	free(((struct seg *)slot)->out);
-}
-
-static const struct kx_workq_ops seg_ops = {
-        .run = seg_run,
-        .done = seg_done,
+static const struct kx_fragq_ops seg_ops = {
+        .encode = seg_encode,
+        .emit = seg_emit,
 };
 
 /*
  * The host plane: sizing pass, then the bytes to k. In memory the whole
  * plane's room is made first, so the buffer grows once.
  */
-static void put_plane_str_stat(struct kx_bytes *b, struct strtab *st, const char *name,
+static void put_plane_str_stat(struct kx_bytes *b, struct kx_intern *st, const char *name,
                                const char *val)
 {
-	uint32_t mid = strtab_cstr(st, name);
+	uint32_t mid = meta_cstr(st, name);
 	size_t len = strlen(val);
 	uint8_t *p = kx_bytes_room(b, len + 32);
 
@@ -1285,14 +1164,13 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 {
 	uint8_t head[64 + sizeof(HOST_PLANE_NAME)], buf[LINE_HEAD], *p;
 	struct kx_bytes meta = {0}, pstats = {0};
-	struct hwriter hw = {x, k, 0};
-	struct kx_workq *q;
-	struct seg *g;
+	struct hwriter hw = {x, k};
+	struct kx_fragq *q;
 	size_t plane, head_len;
-	int workers;
+	int bad;
 
 	for (int i = 0; i < ST_NFIXED; i++)
-		if (strtab_cstr(&x->st, fixed_stats[i]) != (uint32_t)i + 1)
+		if (meta_cstr(&x->st, fixed_stats[i]) != (uint32_t)i + 1)
 			return fail(x, "out of memory");
 	x->hl = calloc(x->nlines + 1, sizeof(*x->hl));
 	if (!x->hl)
@@ -1328,46 +1206,35 @@ static int put_host_plane(struct exporter *x, struct sink *k)
 		return fail(x, "out of memory serializing the XSpace");
 	}
 
-	workers = kx_workq_workers(x->nevents / SEG_EVENTS);
-	q = kx_workq_new(workers, (size_t)workers * 2 + 2, sizeof(struct seg), &seg_ops, &hw);
+	q = kx_fragq_new(x->nevents / SEG_EVENTS, sizeof(struct seg), &seg_ops, &hw);
 	if (!q) {
 		free(meta.p);
 		free(pstats.p);
 		return fail(x, "out of memory");
 	}
-	g = kx_workq_get(q);
-	g->k0 = g->k1 = 0;
-	g->last = 0;
 	p = kx_pb_len_head(buf, XSPACE_PLANES, plane);
-	seg_lit(g, buf, (size_t)(p - buf));
-	seg_lit(g, head, head_len);
+	kx_fragq_lit(q, buf, (size_t)(p - buf));
+	kx_fragq_lit(q, head, head_len);
 	for (size_t i = 0; i < x->nlines; i++) {
 		const struct line *l = &x->lines[i];
 
 		p = kx_pb_len_head(buf, XPLANE_LINES, x->hl[i].body);
-		seg_lit(g, buf, (size_t)(p - buf));
-		seg_lit(g, buf, line_head(x, l, buf));
+		kx_fragq_lit(q, buf, (size_t)(p - buf));
+		kx_fragq_lit(q, buf, line_head(x, l, buf));
 		for (size_t k0 = 0; k0 < l->count || (!k0 && l->nann); k0 += SEG_EVENTS) {
-			g->li = i;
-			g->k0 = k0;
-			g->k1 = l->count - k0 < SEG_EVENTS ? l->count : k0 + SEG_EVENTS;
-			g->last = g->k1 == l->count;
-			kx_workq_put(q, g);
-			g = kx_workq_get(q);
-			g->k0 = g->k1 = 0;
-			g->last = 0;
+			size_t k1 = l->count - k0 < SEG_EVENTS ? l->count : k0 + SEG_EVENTS;
+			struct seg g = {i, k0, k1, k1 == l->count};
+
+			kx_fragq_piece(q, &g);
 		}
-		seg_lit(g, buf, line_tail(&x->hl[i], buf));
+		kx_fragq_lit(q, buf, line_tail(&x->hl[i], buf));
 	}
-	seg_lit(g, meta.p, meta.len);
-	seg_lit(g, pstats.p, pstats.len);
-	kx_workq_put(q, g);
-	kx_workq_finish(q);
-	kx_workq_each(q, seg_free);
-	kx_workq_free(q);
+	kx_fragq_lit(q, meta.p, meta.len);
+	kx_fragq_lit(q, pstats.p, pstats.len);
+	bad = kx_fragq_end(q);
 	free(meta.p);
 	free(pstats.p);
-	if (hw.bad)
+	if (bad)
 		return fail(x, "out of memory encoding the host plane");
 	if (k->ob->oom)
 		return fail(x, "out of memory serializing the XSpace (%zu bytes so far)",
@@ -1469,13 +1336,13 @@ static const char *device_vendor(enum kx_driver drv)
 
 /* A device plane's own metadata: event names and stat names. */
 struct ptabs {
-	struct strtab ev, st;
+	struct kx_intern ev, st;
 	int oom;
 };
 
-static uint32_t pid_of(struct ptabs *t, struct strtab *tab, const char *name)
+static uint32_t pid_of(struct ptabs *t, struct kx_intern *tab, const char *name)
 {
-	uint32_t id = strtab_cstr(tab, name);
+	uint32_t id = meta_cstr(tab, name);
 
 	if (!id)
 		t->oom = 1;
@@ -1572,17 +1439,6 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 	return p;
 }
 
-static void put_scratch_event(struct kx_bytes *b, const uint8_t *scratch, size_t elen)
-{
-	uint8_t *p = kx_bytes_room(b, elen + 16);
-
-	if (!p)
-		return;
-	p = kx_pb_len_head(p, XLINE_EVENTS, elen);
-	memcpy(p, scratch, elen);
-	ob_done(b, p + elen);
-}
-
 /* One line per lane of each ring; lanes never overlap, jobs are by start. */
 static void put_job_lines(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
 {
@@ -1622,7 +1478,8 @@ static void put_job_lines(struct exporter *x, struct ptabs *t, const struct kx_j
 				if (end - t0 > max_end)
 					max_end = end - t0;
 				sp = put_job_event(x, t, j, t0, scratch);
-				put_scratch_event(&x->out, scratch, (size_t)(sp - scratch));
+				kx_pb_put_bytes(&x->out, XLINE_EVENTS, scratch,
+				                (size_t)(sp - scratch));
 			}
 			if (n) {
 				ob_vfield(&x->out, XLINE_DURATION_PS, max_end * 1000);
@@ -1670,7 +1527,7 @@ static void put_mem_line(struct exporter *x, struct ptabs *t, const struct kx_jo
 		              kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf,
 		                            sizeof(buf)));
 		p = pstat_i(t, p, "pid", e->pid);
-		put_scratch_event(&x->out, scratch, (size_t)(p - scratch));
+		kx_pb_put_bytes(&x->out, XLINE_EVENTS, scratch, (size_t)(p - scratch));
 	}
 	if (n) {
 		ob_vfield(&x->out, XLINE_DURATION_PS, last * 1000);
@@ -1765,7 +1622,7 @@ static void put_drm_line(struct exporter *x, struct ptabs *t, const char *driver
 			end = e->ts;
 		p = put_drm_event(t, scratch, e, start, t0);
 		if (p != scratch)
-			put_scratch_event(&x->out, scratch, (size_t)(p - scratch));
+			kx_pb_put_bytes(&x->out, XLINE_EVENTS, scratch, (size_t)(p - scratch));
 	}
 	if (k) {
 		ob_vfield(&x->out, XLINE_DURATION_PS, (end - t0) * 1000);
@@ -1791,8 +1648,8 @@ static void put_drm_plane(struct exporter *x, const char *driver, int n)
 	ob_close(&x->out, body);
 	if (t.oom)
 		x->out.oom = 1;
-	strtab_free(&t.ev);
-	strtab_free(&t.st);
+	kx_intern_free(&t.ev);
+	kx_intern_free(&t.st);
 }
 
 /* Planes for the drivers of DRM rows no device plane took; n: the next plane id. */
@@ -1927,8 +1784,8 @@ static void put_device_plane(struct exporter *x, const struct kx_device *d,
 	ob_close(&x->out, body);
 	if (t.oom)
 		x->out.oom = 1;
-	strtab_free(&t.ev);
-	strtab_free(&t.st);
+	kx_intern_free(&t.ev);
+	kx_intern_free(&t.st);
 }
 
 /* ---- warnings ---- */
@@ -1977,8 +1834,8 @@ static void exporter_free(struct exporter *x)
 	free(x->ann_cat);
 	kx_thread_names_free(&x->names);
 	free(x->hl);
-	strtab_free(&x->ev);
-	strtab_free(&x->st);
+	kx_intern_free(&x->ev);
+	kx_intern_free(&x->st);
 	kx_hmap_free(&x->ev_by_cmd);
 	kx_hmap_free(&x->dev_ref);
 	kx_hmap_free(&x->field_id);
@@ -2064,6 +1921,18 @@ static void exporter_init(struct exporter *x, const struct kx_analysis *an,
 	x->errlen = errlen;
 }
 
+int kx_xspace_write_fd(const struct kx_analysis *an, const struct kx_xspace_opts *o, int fd,
+                       char *err, size_t errlen)
+{
+	struct exporter x;
+	int rc;
+
+	exporter_init(&x, an, o, err, errlen);
+	rc = export(&x, fd);
+	exporter_free(&x);
+	return rc;
+}
+
 int kx_xspace_serialize(const struct kx_analysis *an, const struct kx_xspace_opts *o, uint8_t **out,
                         size_t *len, char *err, size_t errlen)
 {
@@ -2083,213 +1952,4 @@ int kx_xspace_serialize(const struct kx_analysis *an, const struct kx_xspace_opt
 	}
 	exporter_free(&x);
 	return rc;
-}
-
-/* ---- TensorBoard log directory ---- */
-
-/* CRC-32C (Castagnoli), as TFRecord framing wants it, masked. */
-static uint32_t crc32c_masked(const uint8_t *p, size_t n)
-{
-	uint32_t c = 0xffffffffu;
-
-	while (n--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-	}
-	c = ~c;
-	return ((c >> 15) | (c << 17)) + 0xa282ead8u;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static int has_marker(const char *logdir)
-{
-	static const char suffix[] = ".profile-empty";
-	DIR *d = opendir(logdir);
-	struct dirent *de;
-	int found = 0;
-
-	if (!d)
-		return 0;
-	while (!found && (de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-
-		found = n >= sizeof(suffix) - 1 &&
-		        !strcmp(de->d_name + n - (sizeof(suffix) - 1), suffix);
-	}
-	closedir(d);
-	return found;
-}
-
-/* The marker TensorBoard needs to list the run: what TensorFlow writes, a
- * TFRecord file holding one Event {wall_time, file_version "brain.Event:2"}.
- * rec gets its bytes; their count is returned. */
-static size_t marker_bytes(time_t when, uint8_t rec[64])
-{
-	static const char version[] = "brain.Event:2";
-	uint8_t *p = rec + 12;
-	double wall = (double)when;
-	uint64_t bits;
-	size_t elen;
-
-	/* Event: wall_time = 1 (double), file_version = 3 (string). */
-	memcpy(&bits, &wall, sizeof(bits));
-	p = kx_pb_f64field(p, 1, bits);
-	p = kx_pb_bytes(p, 3, version, sizeof(version) - 1);
-	elen = (size_t)(p - (rec + 12));
-	/* TFRecord: u64 length, masked crc of it, data, masked crc of data. */
-	put_le(rec, elen, 8);
-	put_le(rec + 8, crc32c_masked(rec, 8), 4);
-	put_le(p, crc32c_masked(rec + 12, elen), 4);
-	p += 4;
-	return (size_t)(p - rec);
-}
-
-/* The marker's temporary file, like TensorFlow only when the logdir has no
- * *.profile-empty file yet. */
-static int open_marker(struct kx_xspace_out *xo, const char *logdir, char *err, size_t errlen)
-{
-	char path[PATH_MAX];
-
-	if (has_marker(logdir))
-		return 0;
-	if ((size_t)snprintf(path, sizeof(path), "%s/events.out.tfevents.%lld.%s.profile-empty",
-	                     logdir, (long long)xo->when, xo->host) >= sizeof(path)) {
-		snprintf(err, errlen, "path too long under %s", logdir);
-		return -1;
-	}
-	if (kx_outfile_open(&xo->marker, path, 0, err, errlen))
-		return -1;
-	xo->with_marker = 1;
-	return 0;
-}
-
-int kx_xspace_logdir_open(const struct kx_capinfo *ci, const char *logdir, struct kx_xspace_out *xo,
-                          char *err, size_t errlen)
-{
-	return kx_xspace_logdir_open_run(ci, logdir, NULL, xo, err, errlen);
-}
-
-int kx_xspace_logdir_open_run(const struct kx_capinfo *ci, const char *logdir, const char *suffix,
-                              struct kx_xspace_out *xo, char *err, size_t errlen)
-{
-	int64_t start_rt = kx_capinfo_realtime(ci, ci->start_mono_ns);
-	char run[128], parent[PATH_MAX], path[PATH_MAX];
-	struct tm tm;
-
-	memset(xo, 0, sizeof(*xo));
-	xo->pb.fd = xo->marker.fd = -1;
-	xo->pb.slot = xo->marker.slot = -1;
-	if (kx_outdir_check(logdir, err, errlen))
-		return -1;
-	/* The run is named after the capture start, in local time like TensorFlow. */
-	xo->when = start_rt > 0 ? (time_t)(start_rt / 1000000000) : time(NULL);
-	if (!localtime_r(&xo->when, &tm) || !strftime(run, sizeof(run), "%Y_%m_%d_%H_%M_%S", &tm)) {
-		snprintf(err, errlen, "cannot format the capture start time");
-		return -1;
-	}
-	if (suffix && strlen(run) + strlen(suffix) >= sizeof(run)) {
-		snprintf(err, errlen, "run name suffix too long: %s", suffix);
-		return -1;
-	}
-	if (suffix)
-		strcat(run, suffix);
-	snprintf(xo->host, sizeof(xo->host), "%s", ci->hostname[0] ? ci->hostname : "localhost");
-	for (char *c = xo->host; *c; c++)
-		if (*c == ':' || *c == '/')
-			*c = '_';
-	if ((size_t)snprintf(parent, sizeof(parent), "%s/plugins/profile", logdir) >=
-	    sizeof(parent)) {
-		snprintf(err, errlen, "log directory path too long: %s", logdir);
-		return -1;
-	}
-	/* A run folder of its own: a capture from the same second gets <run>-2. */
-	if (kx_outdir_make(&xo->dir, parent, run, err, errlen))
-		return -1;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s.xplane.pb", xo->dir.path, xo->host) >=
-	            sizeof(path) ||
-	    (size_t)snprintf(xo->path, sizeof(xo->path), "%s", path) >= sizeof(xo->path)) {
-		snprintf(err, errlen, "log directory path too long: %s", logdir);
-		kx_xspace_logdir_abort(xo);
-		return -1;
-	}
-	if (kx_outfile_open(&xo->pb, path, 0, err, errlen) ||
-	    open_marker(xo, logdir, err, errlen)) {
-		kx_xspace_logdir_abort(xo);
-		return -1;
-	}
-	return 0;
-}
-
-int kx_xspace_logdir_write(const struct kx_analysis *an, const struct kx_xspace_opts *o,
-                           struct kx_xspace_out *xo, char *err, size_t errlen)
-{
-	struct exporter x;
-	char msg[512];
-	uint8_t rec[64];
-	size_t n;
-	int rc, e;
-
-	exporter_init(&x, an, o, msg, sizeof(msg));
-	rc = export(&x, xo->pb.fd);
-	exporter_free(&x);
-	if (rc) {
-		snprintf(err, errlen, "cannot write %s: %s", xo->path, msg);
-		return -1;
-	}
-	if (!xo->with_marker)
-		return 0;
-	n = marker_bytes(xo->when, rec);
-	if ((e = kx_write_all(xo->marker.fd, rec, n))) {
-		snprintf(err, errlen, "cannot write %s: %s", xo->marker.path, strerror(e));
-		return -1;
-	}
-	return 0;
-}
-
-int kx_xspace_logdir_commit(struct kx_xspace_out *xo, char *err, size_t errlen)
-{
-	/* The profile first: a marker without it would list an empty run. */
-	if (kx_outfile_commit(&xo->pb, err, errlen)) {
-		kx_xspace_logdir_abort(xo);
-		return -1;
-	}
-	kx_outdir_keep(&xo->dir);
-	if (xo->with_marker && kx_outfile_commit(&xo->marker, err, errlen))
-		return -1;
-	xo->with_marker = 0;
-	return 0;
-}
-
-void kx_xspace_logdir_abort(struct kx_xspace_out *xo)
-{
-	kx_outfile_abort(&xo->pb);
-	if (xo->with_marker)
-		kx_outfile_abort(&xo->marker);
-	xo->with_marker = 0;
-	kx_outdir_abort(&xo->dir);
-}
-
-int kx_xspace_write_logdir(const struct kx_analysis *an, const struct kx_xspace_opts *o,
-                           const char *logdir, char *path_out, size_t path_len, char *err,
-                           size_t errlen)
-{
-	struct kx_xspace_out xo;
-
-	if (kx_xspace_logdir_open(an->ci, logdir, &xo, err, errlen))
-		return -1;
-	if (kx_xspace_logdir_write(an, o, &xo, err, errlen)) {
-		kx_xspace_logdir_abort(&xo);
-		return -1;
-	}
-	if (kx_xspace_logdir_commit(&xo, err, errlen))
-		return -1;
-	if (path_out && path_len)
-		snprintf(path_out, path_len, "%s", xo.path);
-	return 0;
 }

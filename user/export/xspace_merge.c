@@ -84,34 +84,12 @@ static int next_field(const uint8_t **p, const uint8_t *end, struct field *f)
 
 /* ---- output helpers (the XSpace writer's encoding: util/pbwire.h) ---- */
 
-static void put_raw(struct kx_bytes *b, const void *p, size_t n)
-{
-	uint8_t *q = kx_bytes_room(b, n);
-
-	if (q) {
-		memcpy(q, p, n);
-		b->len += n;
-	}
-}
-
-static void put_varint_field(struct kx_bytes *b, unsigned int num, uint64_t v)
-{
-	uint8_t *q = kx_bytes_room(b, 2 * KX_PB_VARINT_MAX);
-
-	if (q)
-		b->len = (size_t)(kx_pb_vfield(q, num, v) - b->p);
-}
-
 /* A length-delimited field num with the body in sub. */
 static void put_sub(struct kx_bytes *b, unsigned int num, const struct kx_bytes *sub)
 {
-	uint8_t *q;
-
 	if (sub->oom)
 		b->oom = 1;
-	q = kx_bytes_room(b, 2 * KX_PB_VARINT_MAX + sub->len);
-	if (q)
-		b->len = (size_t)(kx_pb_bytes(q, num, sub->p, sub->len) - b->p);
+	kx_pb_put_bytes(b, num, sub->p, sub->len);
 }
 
 /* ---- what the input and kxprof's own XSpace hold ---- */
@@ -410,15 +388,15 @@ static void put_stat(struct kx_bytes *b, const struct field *sf, uint64_t base)
 	int r;
 
 	if (!base) {
-		put_raw(b, sf->raw, sf->rawlen);
+		kx_bytes_put(b, sf->raw, sf->rawlen);
 		return;
 	}
 	EACH_FIELD(f, p, end, r)
 	{
 		if ((f.num == XSTAT_METADATA_ID || f.num == XSTAT_REF) && f.wt == KX_PB_VARINT)
-			put_varint_field(&s, f.num, f.v + base);
+			kx_pb_put_vfield(&s, f.num, f.v + base);
 		else
-			put_raw(&s, f.raw, f.rawlen);
+			kx_bytes_put(&s, f.raw, f.rawlen);
 	}
 	put_sub(b, sf->num, &s);
 	free(s.p);
@@ -462,16 +440,16 @@ static int put_event(struct merge *m, struct kx_bytes *b, const struct field *ef
 	EACH_FIELD(f, p, end, r)
 	{
 		if (f.num == XEVENT_METADATA_ID)
-			put_varint_field(&e, f.num, f.v + ev_base);
+			kx_pb_put_vfield(&e, f.num, f.v + ev_base);
 		else if (f.num == XEVENT_OFFSET_PS)
 			continue;
 		else if (f.num == XEVENT_STATS && f.wt == KX_PB_LEN)
 			put_stat(&e, &f, st_base);
 		else
-			put_raw(&e, f.raw, f.rawlen);
+			kx_bytes_put(&e, f.raw, f.rawlen);
 	}
 	/* offset_ps shares a oneof with num_occurrences: written even when 0 */
-	put_varint_field(&e, XEVENT_OFFSET_PS, (uint64_t)(start_ps - dst_ps));
+	kx_pb_put_vfield(&e, XEVENT_OFFSET_PS, (uint64_t)(start_ps - dst_ps));
 	put_sub(b, XLINE_EVENTS, &e);
 	free(e.p);
 	return IN_SPAN;
@@ -511,10 +489,10 @@ static void put_new_line(struct merge *m, struct kx_bytes *b, const uint8_t *bod
 		if (f.num == XLINE_EVENTS || f.num == XLINE_TIMESTAMP_NS ||
 		    f.num == XLINE_DURATION_PS)
 			continue;
-		put_raw(&l, f.raw, f.rawlen);
+		kx_bytes_put(&l, f.raw, f.rawlen);
 	}
 	if (!m->normalized)
-		put_varint_field(&l, XLINE_TIMESTAMP_NS, (uint64_t)m->st->span_from_ns);
+		kx_pb_put_vfield(&l, XLINE_TIMESTAMP_NS, (uint64_t)m->st->span_from_ns);
 	put_events(m, &l, body, blen, ts_ns, 0, host);
 	put_sub(b, XPLANE_LINES, &l);
 	free(l.p);
@@ -532,7 +510,7 @@ static void put_meta_entry(struct kx_bytes *b, const struct field *mf, uint64_t 
 	EACH_FIELD(f, p, end, r)
 	{
 		if (f.num == MAP_KEY && f.wt == KX_PB_VARINT) {
-			put_varint_field(&e, MAP_KEY, f.v + base);
+			kx_pb_put_vfield(&e, MAP_KEY, f.v + base);
 		} else if (f.num == MAP_VALUE && f.wt == KX_PB_LEN) {
 			const uint8_t *q = f.body, *qe = f.body + f.blen;
 			struct kx_bytes v = {0};
@@ -542,16 +520,16 @@ static void put_meta_entry(struct kx_bytes *b, const struct field *mf, uint64_t 
 			EACH_FIELD(g, q, qe, s)
 			{
 				if (g.num == XMETA_ID && g.wt == KX_PB_VARINT)
-					put_varint_field(&v, XMETA_ID, g.v + base);
+					kx_pb_put_vfield(&v, XMETA_ID, g.v + base);
 				else if (g.num == 5 && g.wt == KX_PB_LEN) /* XEventMetadata.stats */
 					put_stat(&v, &g, st_base);
 				else
-					put_raw(&v, g.raw, g.rawlen);
+					kx_bytes_put(&v, g.raw, g.rawlen);
 			}
 			put_sub(&e, MAP_VALUE, &v);
 			free(v.p);
 		} else {
-			put_raw(&e, f.raw, f.rawlen);
+			kx_bytes_put(&e, f.raw, f.rawlen);
 		}
 	}
 	put_sub(b, mf->num, &e);
@@ -568,9 +546,9 @@ static void put_host_plane(struct merge *m, struct kx_bytes *b)
 
 	if (!m->host) {
 		m->normalized = 1;
-		put_varint_field(&pl, XPLANE_ID, HOST_PLANE_ID);
-		put_raw(&pl, (uint8_t[]){XPLANE_NAME << 3 | KX_PB_LEN, 9}, 2);
-		put_raw(&pl, HOST_PLANE, 9);
+		kx_pb_put_vfield(&pl, XPLANE_ID, HOST_PLANE_ID);
+		kx_bytes_put(&pl, (uint8_t[]){XPLANE_NAME << 3 | KX_PB_LEN, 9}, 2);
+		kx_bytes_put(&pl, HOST_PLANE, 9);
 	}
 	EACH_FIELD(f, p, end, r)
 	{
@@ -580,7 +558,7 @@ static void put_host_plane(struct merge *m, struct kx_bytes *b)
 		size_t k;
 
 		if (f.num != XPLANE_LINES || f.wt != KX_PB_LEN) {
-			put_raw(&pl, f.raw, f.rawlen);
+			kx_bytes_put(&pl, f.raw, f.rawlen);
 			continue;
 		}
 		EACH_FIELD(g, q, qe, s)
@@ -593,12 +571,12 @@ static void put_host_plane(struct merge *m, struct kx_bytes *b)
 		for (k = 0; k < m->nkl && m->kl[k].id != id; k++)
 			;
 		if (k == m->nkl) {
-			put_raw(&pl, f.raw, f.rawlen);
+			kx_bytes_put(&pl, f.raw, f.rawlen);
 			continue;
 		}
 		m->kl[k].matched = 1;
 		m->st->lines_matched++;
-		put_raw(&l, f.body, f.blen);
+		kx_bytes_put(&l, f.body, f.blen);
 		/* A saved line starts ts after profile_start_time, an unsaved one at ts. */
 		put_events(m, &l, m->kl[k].body, m->kl[k].blen, m->kl[k].ts_ns,
 		           ts < (uint64_t)m->st->span_from_ns ? (int64_t)ts
@@ -640,7 +618,7 @@ static void put_device_plane(struct merge *m, struct kx_bytes *b, const struct f
 		uint64_t ts = 0;
 
 		if (f.num != XPLANE_LINES || f.wt != KX_PB_LEN) {
-			put_raw(&pl, f.raw, f.rawlen);
+			kx_bytes_put(&pl, f.raw, f.rawlen);
 			continue;
 		}
 		EACH_FIELD(g, q, qe, s)
@@ -715,7 +693,7 @@ static void put_space(struct merge *m, struct kx_bytes *b, const uint8_t *in, si
 		if (f.num == XSPACE_PLANES && f.body == m->host)
 			put_host_plane(m, b);
 		else
-			put_raw(b, f.raw, f.rawlen);
+			kx_bytes_put(b, f.raw, f.rawlen);
 	}
 	if (!m->host)
 		put_host_plane(m, b);

@@ -1,7 +1,8 @@
 /*
  * Bounded event store (see store.h). Owns the memory of a capture's events:
  * fixed-size chunks of ioctl, task and job records, an arena of argument bytes
- * split in chunks, and a tid -> latest task index table for comm lookups.
+ * split in chunks, a tid -> latest task index table for comm lookups, and the
+ * annotation strings (util/intern.h).
  * Every allocation is charged against the limit before it is made, so the
  * store never holds more than the limit; what does not fit is counted.
  */
@@ -17,6 +18,7 @@
 #include "model/store.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
+#include "util/intern.h"
 
 /*
  * Small chunks keep the refusal granularity fine for small limits and cost
@@ -27,7 +29,6 @@
 #define TASK_PER_CHUNK 512
 #define JOB_PER_CHUNK  2048
 #define ANN_PER_CHUNK  1024
-#define TEXT_CHUNK     (64u * 1024)
 #define ARENA_CHUNK    (256u * 1024)
 /* arg_off is a u32 that must stay below KX_NO_ARG. */
 #define ARENA_MAX_CHUNKS ((size_t)(UINT32_MAX / ARENA_CHUNK) - 1)
@@ -58,12 +59,8 @@ struct kx_store {
 	struct kx_samples *lent;    /* another store's samples, used instead (not freed here) */
 	struct kx_ann **ann;        /* annotation events */
 	size_t nann, ann_chunks, ann_dir;
-	char **str; /* annotation strings: id i + 1 is str[i], in the text chunks */
-	size_t nstr, str_cap;
-	char **text; /* chunks of string bytes */
-	size_t text_chunks, text_dir, text_pos;
-	struct kx_hmap str_ids; /* hash of a string -> its id */
-	struct kx_drm_ev *drm;  /* DRM usage rows */
+	struct kx_intern strs; /* annotation strings: id i + 1 is interned string i */
+	struct kx_drm_ev *drm; /* DRM usage rows */
 	size_t ndrm, drm_cap;
 };
 
@@ -160,9 +157,7 @@ void kx_store_reset(struct kx_store *s)
 	kx_hmap_free(&s->comm);
 	kx_samples_free(s->samples);
 	free_dir((void **)s->ann, s->ann_chunks);
-	free_dir((void **)s->text, s->text_chunks);
-	free(s->str);
-	kx_hmap_free(&s->str_ids);
+	kx_intern_free(&s->strs);
 	free(s->drm);
 	memset(s, 0, sizeof(*s));
 	s->limit = limit;
@@ -533,77 +528,19 @@ int kx_store_add_sample(struct kx_store *s, const struct kx_sample *smp)
 
 /* ---- annotation events and their strings ---- */
 
-/* The id of s[0..len) when interned, else 0. */
-static uint32_t str_find(const struct kx_store *s, const char *str, size_t len, uint64_t h)
-{
-	size_t pos = KX_HMAP_START;
-	uint32_t *id;
-
-	while ((id = kx_hmap_next(&s->str_ids, h, &pos))) {
-		const char *o = s->str[*id - 1];
-
-		if (!strncmp(o, str, len) && o[len] == '\0')
-			return *id;
-	}
-	return 0;
-}
-
-/* Room for len + 1 bytes of string text: where they go, or NULL. */
-static char *text_room(struct kx_store *s, size_t len)
-{
-	if (!s->text_chunks || s->text_pos + len + 1 > TEXT_CHUNK) {
-		if (!chunk_new(s, (void ***)&s->text, &s->text_dir, &s->text_chunks, TEXT_CHUNK))
-			return NULL;
-		s->text_pos = 0;
-	}
-	return s->text[s->text_chunks - 1] + s->text_pos;
-}
-
 /* The id (>= 1) of str, interned when new (NULL and "": 0); UINT32_MAX when refused. */
 static uint32_t str_id(struct kx_store *s, const char *str)
 {
-	size_t len = str ? strnlen(str, KX_ANN_NAME_MAX - 1) : 0, grow, old;
-	uint64_t h;
-	uint32_t id;
-	char *d;
+	size_t len = str ? strnlen(str, KX_ANN_NAME_MAX - 1) : 0;
+	long id;
 
 	if (!len)
 		return 0;
-	h = kx_hash_bytes(str, len);
-	id = str_find(s, str, len, h);
-	if (id)
-		return id;
-	if (s->nstr >= UINT32_MAX - 2 || !(d = text_room(s, len)))
-		return UINT32_MAX;
-	if (s->nstr == s->str_cap) {
-		size_t ncap = s->str_cap ? s->str_cap * 2 : 64;
-		char **p;
-
-		if (charge(s, (ncap - s->str_cap) * sizeof(*s->str)))
-			return UINT32_MAX;
-		p = realloc(s->str, ncap * sizeof(*s->str));
-		if (!p) {
-			s->bytes -= (ncap - s->str_cap) * sizeof(*s->str);
-			return UINT32_MAX;
-		}
-		s->str = p;
-		s->str_cap = ncap;
-	}
-	grow = kx_hmap_grow_bytes(&s->str_ids);
-	old = s->str_ids.cap * sizeof(struct kx_hslot);
-	if (grow && charge(s, grow))
-		return UINT32_MAX;
-	if (kx_hmap_add(&s->str_ids, h, (uint32_t)s->nstr + 1)) {
-		s->bytes -= grow;
-		return UINT32_MAX;
-	}
-	if (grow)
-		s->bytes -= old; /* the old table went */
-	memcpy(d, str, len);
-	d[len] = '\0';
-	s->text_pos += len + 1;
-	s->str[s->nstr++] = d;
-	return (uint32_t)s->nstr;
+	s->strs.charge = charge_samples; /* the strings' budget: the store's limit */
+	s->strs.charge_ctx = s;
+	id = s->strs.n >= UINT32_MAX - 2 ? kx_intern_find(&s->strs, str, len)
+	                                 : kx_intern_add(&s->strs, str, len);
+	return id < 0 ? UINT32_MAX : (uint32_t)id + 1;
 }
 
 uint32_t kx_store_ann_intern(struct kx_store *s, const char *str)
@@ -652,10 +589,10 @@ const struct kx_ann *kx_store_ann(const struct kx_store *s, size_t i)
 
 const char *kx_store_ann_str(const struct kx_store *s, uint32_t id)
 {
-	return id && id <= s->nstr ? s->str[id - 1] : "";
+	return id && id <= s->strs.n ? kx_intern_str(&s->strs, id - 1) : "";
 }
 
 size_t kx_store_ann_strings(const struct kx_store *s)
 {
-	return s->nstr;
+	return s->strs.n;
 }

@@ -67,13 +67,13 @@ static inline uint8_t *kx_bytes_room(struct kx_bytes *b, size_t n)
 	return b->p + b->len;
 }
 
-/* Appends the n bytes at v (nothing once oom is set). */
-static inline void kx_bytes_put(struct kx_bytes *b, const void *v, size_t n)
+/* Appends the n bytes at p (nothing when out of memory: oom set). */
+static inline void kx_bytes_put(struct kx_bytes *b, const void *p, size_t n)
 {
-	uint8_t *p = kx_bytes_room(b, n);
+	uint8_t *d = n ? kx_bytes_room(b, n) : NULL;
 
-	if (p) {
-		memcpy(p, v, n);
+	if (d) {
+		memcpy(d, p, n);
 		b->len += n;
 	}
 }

@@ -6,7 +6,8 @@
  * uses the same varints. Inline: the exporters write several per event.
  *
  * Writers take the cursor and return the end of what they wrote; room is
- * the caller's (a varint takes at most KX_PB_VARINT_MAX bytes).
+ * the caller's (a varint takes at most KX_PB_VARINT_MAX bytes); the
+ * kx_pb_put_* writers append to a growing buffer instead.
  */
 #ifndef KX_PBWIRE_H
 #define KX_PBWIRE_H
@@ -14,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "util/grow.h"
 
 #define KX_PB_VARINT_MAX 10
 
@@ -132,6 +135,25 @@ static inline uint8_t *kx_pb_bytes(uint8_t *p, unsigned int field, const void *s
 static inline size_t kx_pb_len_size(unsigned int field, size_t len)
 {
 	return kx_pb_tag_size(field) + kx_pb_varint_size(len) + len;
+}
+
+/* Into a growing buffer (util/grow.h; out of memory: oom set): a varint
+ * field (written even when 0), and a length-delimited field of the n bytes
+ * at s (a string, a sub-message). */
+static inline void kx_pb_put_vfield(struct kx_bytes *b, unsigned int field, uint64_t v)
+{
+	uint8_t *d = kx_bytes_room(b, 2 * KX_PB_VARINT_MAX);
+
+	if (d)
+		b->len = (size_t)(kx_pb_vfield(d, field, v) - b->p);
+}
+
+static inline void kx_pb_put_bytes(struct kx_bytes *b, unsigned int field, const void *s, size_t n)
+{
+	uint8_t *d = kx_bytes_room(b, 2 * KX_PB_VARINT_MAX + n);
+
+	if (d)
+		b->len = (size_t)(kx_pb_bytes(d, field, s, n) - b->p);
 }
 
 #endif /* KX_PBWIRE_H */
