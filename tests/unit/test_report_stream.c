@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "analysis/rangewalk.h"
 #include "analysis/sreport.h"
 #include "export/ctrtable.h"
 #include "export/summary.h"
@@ -598,8 +599,21 @@ static int write_list(const char *path, const struct ann_rec *v, size_t n)
 		      .depth = (dep) }                                                             \
 	}
 
-/* Annotation records a stream cannot pair as memory does: read into memory. */
-static void ann_reasons(void)
+#define ANN2(w, th, t, b, dep)                                                                     \
+	{                                                                                          \
+		.is_ann = 1,                                                                       \
+		.a = {.ts = (t),                                                                   \
+		      .begin = (b),                                                                \
+		      .id = (th) > 5 ? 1 : 0,                                                      \
+		      .pid = 5,                                                                    \
+		      .tid = (th),                                                                 \
+		      .what = (w),                                                                 \
+		      .depth = (dep) }                                                             \
+	}
+
+/* Annotation records whose pairing, nesting or attribution depends on what
+ * comes later: the stream gives them as memory does, not read whole. */
+static void ann_odd_cases(void)
 {
 	/* A push inside a call (the call's record comes at its return). */
 	static const struct ann_rec inside[] = {ANN(KX_ANN_PUSH, 120, 120, 1), IOC(100, 50),
@@ -612,26 +626,93 @@ static void ann_reasons(void)
 	        ANN(KX_ANN_PUSH, 100, 100, 1), ANN(KX_ANN_PUSH, 200, 200, 2),
 	        ANN(KX_ANN_PUSH, 300, 300, 2), IOC(350, 10),
 	        ANN(KX_ANN_POP, 400, 300, 2),  ANN(KX_ANN_POP, 500, 100, 1)};
+	/* The outer range popped over an inner one whose pop was lost: the
+	 * inner stays open, cut to the outer, with the calls inside both. */
+	static const struct ann_rec stale[] = {ANN(KX_ANN_PUSH, 100, 100, 1),
+	                                       ANN(KX_ANN_PUSH, 200, 200, 2),
+	                                       IOC(250, 10),
+	                                       ANN(KX_ANN_POP, 300, 100, 1),
+	                                       IOC(350, 10),
+	                                       IOC(400, 5)};
+	/* ...and its pop found later, under the search from the top. */
+	static const struct ann_rec late_pop[] = {ANN(KX_ANN_PUSH, 100, 100, 1),
+	                                          ANN(KX_ANN_PUSH, 200, 200, 2),
+	                                          IOC(250, 10),
+	                                          ANN(KX_ANN_POP, 300, 100, 1),
+	                                          IOC(350, 10),
+	                                          ANN(KX_ANN_POP, 400, 200, 2)};
+	/* A pop whose push was lost; a call around a whole range. */
+	static const struct ann_rec lostpush[] = {ANN(KX_ANN_POP, 100, 50, 1),
+	                                          ANN(KX_ANN_PUSH, 200, 200, 1),
+	                                          ANN(KX_ANN_POP, 250, 200, 1), IOC(150, 200)};
+	/* Ties: a call starting with a range, longer and shorter; two pushes at one ns. */
+	static const struct ann_rec ties[] = {ANN(KX_ANN_PUSH, 100, 100, 1),
+	                                      IOC(100, 60),
+	                                      ANN(KX_ANN_POP, 150, 100, 1),
+	                                      ANN(KX_ANN_PUSH, 200, 200, 1),
+	                                      IOC(200, 20),
+	                                      ANN(KX_ANN_POP, 250, 200, 1),
+	                                      ANN(KX_ANN_PUSH, 300, 300, 1),
+	                                      ANN(KX_ANN_PUSH, 300, 300, 2),
+	                                      ANN(KX_ANN_POP, 330, 300, 1),
+	                                      IOC(340, 5),
+	                                      ANN(KX_ANN_POP, 360, 300, 2)};
+	/* Cross-thread: an id started twice, an end before its start, an end
+	 * with another start time. */
+	static const struct ann_rec cross[] = {
+	        ANN2(KX_ANN_START, 6, 100, 100, 0), ANN2(KX_ANN_START, 6, 120, 120, 0),
+	        ANN2(KX_ANN_END, 7, 150, 100, 0),   ANN2(KX_ANN_END, 7, 160, 120, 0),
+	        ANN2(KX_ANN_END, 7, 170, 90, 0),    ANN2(KX_ANN_END, 7, 180, 400, 0),
+	        ANN2(KX_ANN_START, 6, 400, 400, 0), ANN2(KX_ANN_END, 7, 450, 400, 0)};
 	static const struct {
 		const char *name;
 		const struct ann_rec *v;
 		size_t n;
 	} cases[] = {
-	        {"inside", inside, 3},
-	        {"touch", touch, 3},
-	        {"lostpop", lostpop, 6},
+	        {"inside", inside, 3}, {"touch", touch, 3},       {"lostpop", lostpop, 6},
+	        {"stale", stale, 6},   {"late_pop", late_pop, 6}, {"lostpush", lostpush, 4},
+	        {"ties", ties, 11},    {"cross", cross, 8},
 	};
 	char path[128], msg[512];
 	const char *why;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int same;
+
 		snprintf(path, sizeof(path), "%s/%s.kxp", tmpdir, cases[i].name);
 		CHECK(write_list(path, cases[i].v, cases[i].n) == 0);
-		CHECK(compare(path, &why, msg, sizeof(msg)));
-		if (!why || !strstr(why, "annotation"))
-			printf("FAIL ann_reasons: %s: %s\n", cases[i].name, why ? why : "streamed");
-		CHECK(why && strstr(why, "annotation"));
+		same = compare(path, &why, msg, sizeof(msg));
+		if (!same || why)
+			printf("FAIL ann_odd_cases: %s: %s\n", cases[i].name, why ? why : msg);
+		CHECK(same && why == NULL);
 	}
+}
+
+/* What the stream keeps a budget for: a call spanning a pop of its thread
+ * (the calls' timeline shortens it), records later than the reorder window. */
+static void ann_reasons(void)
+{
+	static const struct ann_rec cut[] = {ANN(KX_ANN_PUSH, 100, 100, 1), IOC(250, 100),
+	                                     ANN(KX_ANN_POP, 300, 100, 1)};
+	static struct ann_rec late[KX_RW_WINDOW + 8];
+	char path[128], msg[512];
+	const char *why;
+
+	snprintf(path, sizeof(path), "%s/cut.kxp", tmpdir);
+	CHECK(write_list(path, cut, 3) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	CHECK(why && strstr(why, "spans the end of an annotation range"));
+	/* A push, more calls than the window after it, then a push before them. */
+	late[0] = (struct ann_rec)ANN(KX_ANN_PUSH, 1000, 1000, 1);
+	for (size_t i = 1; i < KX_RW_WINDOW + 7; i++)
+		late[i] = (struct ann_rec)IOC(1000 + i * 1000, 10);
+	late[KX_RW_WINDOW + 7] = (struct ann_rec)ANN(KX_ANN_PUSH, 500, 500, 1);
+	snprintf(path, sizeof(path), "%s/late.kxp", tmpdir);
+	CHECK(write_list(path, late, KX_RW_WINDOW + 8) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (!why || !strstr(why, "reorder window"))
+		printf("FAIL ann_reasons: late: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "reorder window"));
 }
 
 /* A range open at the end with a call of its thread returning after the
@@ -819,9 +900,10 @@ static void stops_early(void)
 	static struct kx_capinfo ci;
 	static struct kx_sreport sr;
 	struct kx_kxp_read_result full;
-	/* Pushed after the calls that follow it began. */
+	/* Pushed before the calls, its record after the 1,000th (later than
+	 * the reorder window). */
 	struct kx_ann a = {
-	        .tid = 5, .pid = 5, .ts = 50000, .begin = 50000, .depth = 1, .what = KX_ANN_PUSH};
+	        .tid = 5, .pid = 5, .ts = 50, .begin = 50, .depth = 1, .what = KX_ANN_PUSH};
 	struct kx_store *s = kx_store_new((size_t)1 << 30);
 	char path[128], err[512];
 	struct kx_kxp_writer *w;
@@ -831,12 +913,13 @@ static void stops_early(void)
 	snprintf(path, sizeof(path), "%s/early.kxp", tmpdir);
 	w = kx_kxp_create(path, &ci, err, sizeof(err));
 	CHECK(w);
-	kx_kxp_add_ann(w, &a, "first", "");
 	for (uint64_t i = 0; i < 400000; i++) {
 		struct kx_ioctl e = {
 		        .pid = 5, .tid = 5, .drv = 1, .cmd = 0x4001, .arg_off = KX_NO_ARG};
 
 		e.ts = 100 + i * 1000 + (i * 7919 % 13);
+		if (i == 1000)
+			kx_kxp_add_ann(w, &a, "first", "");
 		e.dur = 100 + i % 700;
 		kx_kxp_add_ioctl(w, &e, NULL);
 	}
@@ -864,6 +947,7 @@ int main(void)
 	RUN(generated);
 	RUN(damaged);
 	RUN(annotated);
+	RUN(ann_odd_cases);
 	RUN(ann_reasons);
 	RUN(open_range_streams);
 	RUN(counted);

@@ -141,8 +141,8 @@ static int pair_all(struct pairing *p, size_t n)
 	return left_open(p);
 }
 
-/* Thread ranges and marks by (tid, start, longer first, ranges before
- * marks), then cross-thread ranges by (pid, start). */
+/* Thread ranges and marks by (tid, start, longer first as measured, ranges
+ * before marks), then cross-thread ranges by (pid, start). */
 static int range_cmp(const void *pa, const void *pb)
 {
 	const struct kx_range *a = pa, *b = pb;
@@ -155,8 +155,8 @@ static int range_cmp(const void *pa, const void *pb)
 		return ka < kb ? -1 : 1;
 	if (a->begin != b->begin)
 		return a->begin < b->begin ? -1 : 1;
-	if (a->dur != b->dur)
-		return a->dur > b->dur ? -1 : 1;
+	if (a->dur_meas != b->dur_meas)
+		return a->dur_meas > b->dur_meas ? -1 : 1;
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
 	return a->depth < b->depth ? -1 : a->depth > b->depth;

@@ -105,7 +105,7 @@ struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capi
 
 /*
  * The same made by a caller that pairs the events itself (the windowed
- * conversion: analysis/sranges.h): empty ranges whose names are strings of
+ * conversion: analysis/rangewalk.h): empty ranges whose names are strings of
  * strings (kx_store_ann_intern) and kernel counts from ci (may be NULL);
  * each range or mark appended from the event that began it (b: its ts, pid,
  * tid, depth, id, and name and cat as string ids; kind: enum
@@ -131,7 +131,7 @@ void kx_ranges_warnings(const struct kx_ranges *rg, kx_warn_fn fn, void *ctx);
 
 /*
  * The annotation rows of a summary, built one range or mark at a time (the
- * in-memory ranges below, and the streamed ones, analysis/sranges.h): a row
+ * in-memory ranges below, and the streamed ones, analysis/rangewalk.h): a row
  * per category ("annotation", or "annotation/<category>"), name and kind.
  */
 struct kx_range_rows {

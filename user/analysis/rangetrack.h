@@ -1,6 +1,6 @@
 /*
  * Annotation range pairing: the one rule of the in-memory ranges
- * (analysis/ranges.c), the streamed ones (analysis/sranges.c) and the live
+ * (analysis/ranges.c), the streamed ones (analysis/rangewalk.c) and the live
  * aggregates (live/annagg.c). Events (model/annot.h) come in the order their
  * thread made them.
  *

@@ -8,8 +8,8 @@
 
 #include "analysis/analysis.h"
 #include "analysis/jobs.h"
+#include "analysis/rangewalk.h"
 #include "analysis/sctrstats.h"
-#include "analysis/sranges.h"
 #include "analysis/sreport.h"
 #include "analysis/streamcheck.h"
 #include "model/perfdata.h"
@@ -19,9 +19,9 @@ struct sr_ctx {
 	struct kx_sreport *r;
 	struct kx_stats_acc acc;
 	struct kx_streamcheck check;
-	struct kx_sranges *ranges; /* the annotation ranges (r->ranges) */
-	struct kx_sctrstats *ctr;  /* the counters (r->ctr), NULL: none named */
-	struct kx_jobs_keep jobs;  /* what the device timelines need, kept in r->side */
+	struct kx_rangewalk *ranges; /* the annotation ranges (r->ranges) */
+	struct kx_sctrstats *ctr;    /* the counters (r->ctr), NULL: none named */
+	struct kx_jobs_keep jobs;    /* what the device timelines need, kept in r->side */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
@@ -62,7 +62,7 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 
 	if (!sr_active(c))
 		return;
-	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_sranges_ioctl(c->ranges, e) ||
+	if (kx_streamcheck_ioctl(&c->check, e, arg) || kx_rangewalk_ioctl(c->ranges, e) ||
 	    (c->ctr && kx_sctrstats_ioctl(c->ctr, e)) || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		sr_oom(c);
 		return;
@@ -102,13 +102,9 @@ static void sr_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 {
 	struct sr_ctx *c = ctx;
 
-	uint64_t end;
-	int known;
-
 	if (!sr_active(c))
 		return;
-	known = kx_streamcheck_last_end(&c->check, a->tid, &end);
-	if (kx_sranges_ann(c->ranges, a, name, cat, known ? &end : NULL)) {
+	if (kx_rangewalk_ann(c->ranges, a, name, cat)) {
 		sr_oom(c);
 		return;
 	}
@@ -184,7 +180,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	kx_jobs_keep_init(&c.jobs, r->side);
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges)
-		kx_sranges_init(r->ranges);
+		kx_rangewalk_init(r->ranges);
 	c.ranges = r->ranges;
 	if (!r->side || !kx_store_samples(r->side) || !r->ranges) {
 		snprintf(err, errlen, "out of memory");
@@ -204,7 +200,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 		snprintf(err, errlen, "out of memory summarising the ioctls");
 		rc = -1;
 	}
-	if (rc == 0 && !r->in_memory && kx_sranges_finish(r->ranges, r->side, &r->st)) {
+	if (rc == 0 && !r->in_memory && kx_rangewalk_finish(r->ranges, r->side, &r->st)) {
 		snprintf(err, errlen, "out of memory summarising the annotation ranges");
 		rc = -1;
 	}
@@ -228,7 +224,7 @@ int kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
 	if (kx_stats_add_jobs(&r->st, an->jobs))
 		return -1;
 	if (an->ranges)
-		kx_sranges_counts(r->ranges, an->ranges);
+		kx_rangewalk_counts(r->ranges, an->ranges);
 	if (r->counters) {
 		kx_ctrstats_free(an->counters);
 		an->counters = r->counters;
@@ -240,7 +236,7 @@ int kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
 void kx_sreport_free(struct kx_sreport *r)
 {
 	if (r->ranges)
-		kx_sranges_free(r->ranges);
+		kx_rangewalk_free(r->ranges);
 	free(r->ranges);
 	r->ranges = NULL;
 	kx_ctrstats_free(r->counters);

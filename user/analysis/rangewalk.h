@@ -1,0 +1,89 @@
+/*
+ * Annotation ranges built as a record file streams by: what
+ * analysis/ranges.h's kx_ranges_build makes of the same file in memory,
+ * with memory per thread's open ranges and a short reorder window, not
+ * per event. For the streamed report (analysis/sreport.h): the summary
+ * rows (percentiles from a log-linear histogram), counts and anomalies;
+ * for the windowed conversion (analysis/wread.h), the ranges themselves
+ * (out), 80 bytes each, not their events.
+ *
+ * Pairing is analysis/rangetrack.h's, in file order as in memory (lost
+ * pops, lost pushes, cross-thread starts and ends of one id alike).
+ * Nesting and attribution are ranges.h's rule, walked a thread at a time:
+ * each thread's ranges and calls enter a reorder window (KX_RW_WINDOW
+ * records a thread) and leave it in the rule's order (start, longer
+ * first, ranges before calls at equal length), through the rule's stack.
+ * A range whose end has not come when it leaves is walked as open to its
+ * end; when the end comes it is checked against what was walked inside it
+ * (a range whose pop was lost, cut to its parent, is exactly what memory
+ * makes). Ranges left open end where their thread or process ended
+ * (analysis/range_ends.h).
+ *
+ * Reasons to read the file whole (why), each a budget the stream keeps:
+ *   - a thread's records out of the rule's order by more than the window
+ *     (a record whose start is before what left it, or an end before what
+ *     was walked inside its range), or ties of one nanosecond the window
+ *     cannot order because a range in them has not ended;
+ *   - names past the store's limit (the windowed conversion's out);
+ *   - a call that a range's end cuts (the calls' timeline keeps the cuts:
+ *     a call of a thread spanning a pop of the same thread).
+ */
+#ifndef KX_RANGEWALK_H
+#define KX_RANGEWALK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/range_ends.h"
+#include "analysis/ranges.h"
+#include "analysis/rangetrack.h"
+#include "analysis/stats.h"
+#include "model/annot.h"
+#include "model/event.h"
+
+#define KX_RW_WINDOW 256 /* records a thread's reorder window holds */
+
+struct kx_rw_rec;
+
+struct kx_rangewalk {
+	const char *why;      /* the first reason the stream cannot give the file; NULL: it can */
+	struct kx_stats rows; /* the annotation rows so far */
+	struct kx_range_rows builder; /* finds the row of a name */
+	struct kx_ranges_anomalies anom;
+	uint64_t events;            /* annotation events */
+	uint64_t found;             /* ranges and marks made (as kx_ranges.found) */
+	struct kx_rangetrack track; /* open ranges (each: its record index) and every thread's
+	                               window and walk */
+	uint64_t ended[8];          /* the range an end took out (track.stride bytes) */
+	struct kx_rw_rec *recs;     /* ranges pairing or walking has not let go */
+	size_t nrecs, rec_cap;
+	uint32_t free_rec;         /* first free record (UINT32_MAX: none) */
+	struct kx_range_ends ends; /* where the ranges left open will end */
+	/* Set by a caller that keeps the ranges themselves (the windowed
+	 * conversion): each range and mark is appended to out (kx_ranges_add's
+	 * order), names interned in strings; at finish the open ones and the
+	 * counts. out is then for kx_ranges_finish. */
+	struct kx_ranges *out;
+	struct kx_store *strings;
+	size_t out_cap;
+};
+
+void kx_rangewalk_init(struct kx_rangewalk *w);
+/* One annotation event (name, cat: its strings for PUSH, MARK, START; ""
+ * else). 0, or -1 when out of memory. */
+int kx_rangewalk_ann(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
+                     const char *cat);
+/* One ioctl. 0, or -1 when out of memory. */
+int kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e);
+/*
+ * Once every record is in: what is still open is closed where its thread
+ * or process ended (tasks holds every task record of the capture, for the
+ * exits), every window is walked, the rows are finished and moved to the
+ * end of sum. 0 (w->why may be set now), or -1 when out of memory.
+ */
+int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, struct kx_stats *sum);
+/* The counts of the ranges for an analysis made without them (rg's rows empty). */
+void kx_rangewalk_counts(const struct kx_rangewalk *w, struct kx_ranges *rg);
+void kx_rangewalk_free(struct kx_rangewalk *w);
+
+#endif /* KX_RANGEWALK_H */
