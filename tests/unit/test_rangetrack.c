@@ -95,7 +95,7 @@ static struct kx_ranges *streamed(struct kx_store *s, struct kx_store *strings, 
 		if (kx_rangewalk_ann(&sr, a, str(s, a->name), str(s, a->cat)))
 			break;
 	}
-	if (!out || kx_rangewalk_finish(&sr, s, &sum) || kx_ranges_finish(out, s, NULL, NULL)) {
+	if (!out || kx_rangewalk_finish(&sr, s, &sum) || kx_ranges_finish(out)) {
 		kx_ranges_free(out);
 		out = NULL;
 	}

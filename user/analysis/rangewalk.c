@@ -32,18 +32,21 @@ struct kx_rw_rec {
 	uint64_t tie;      /* ns: walked before records of its start as longer, it must be at
 	                      least this long (longer when tie_strict) */
 	uint64_t ioctls;   /* calls of its thread walked inside it */
-	long row;          /* its row in kx_rangewalk.rows */
-	int64_t out;       /* its index in out; -1: none */
+	uint64_t device_ns; /* the device time of their jobs (kx_rangewalk.dev) */
+	uint64_t jobs;      /* those jobs */
+	long row;           /* its row in kx_rangewalk.rows */
+	int64_t out;        /* its index in out; -1: none */
 	uint32_t name, cat; /* string ids in out's strings (0 when out is NULL) */
 	uint32_t next_free;
 	uint16_t depth; /* its level */
 	uint8_t ended, walked, popped, open, inside, tie_strict;
 };
 
-/* A record in a thread's window: a range (rec) or a call (rec NONE, end). */
+/* A record in a thread's window: a range (rec) or a call (rec NONE, end, pos). */
 struct item {
 	uint64_t start, end;
-	uint32_t rec;
+	uint32_t rec, pos;
+	uint64_t seq; /* the thread's records before it */
 };
 
 /* The rule's stack: an event's end (UINT64_MAX: not known yet) and its range. */
@@ -59,7 +62,8 @@ struct line {
 	struct entry *stack;
 	size_t depth, scap;
 	uint64_t walked; /* ns, the start of the last record walked */
-	uint8_t any, ranged;
+	uint64_t seq;    /* records so far */
+	uint8_t any, ranged, unsorted;
 };
 
 _Static_assert(sizeof(struct kx_rt_open) + sizeof(uint32_t) + 8 <=
@@ -72,6 +76,7 @@ void kx_rangewalk_init(struct kx_rangewalk *w)
 	kx_rangetrack_init(&w->track, sizeof(uint32_t), sizeof(struct line));
 	w->ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
 	w->free_rec = NONE;
+	w->window = KX_RW_WINDOW;
 	kx_range_rows_init(&w->builder, &w->rows);
 }
 
@@ -122,6 +127,8 @@ static long row_of(struct kx_rangewalk *w, const char *cat, const char *name, in
 {
 	char c[KX_ANN_NAME_MAX], n[KX_ANN_NAME_MAX];
 
+	if (w->no_rows)
+		return 0;
 	snprintf(c, sizeof(c), "%.*s", KX_ANN_NAME_MAX - 1, cat ? cat : "");
 	snprintf(n, sizeof(n), "%.*s", KX_ANN_NAME_MAX - 1, name ? name : "");
 	return kx_range_rows_get(&w->builder, c, n, mark);
@@ -131,6 +138,8 @@ static int row_add(struct kx_rangewalk *w, long row, uint64_t dur, uint64_t ioct
 {
 	struct kx_stat_row *r = &w->rows.rows[row];
 
+	if (w->no_rows)
+		return 0;
 	if (kx_stat_row_add_streamed(r, dur, 0))
 		return -1;
 	r->ioctls += ioctls;
@@ -139,11 +148,13 @@ static int row_add(struct kx_rangewalk *w, long row, uint64_t dur, uint64_t ioct
 }
 
 /* The names a kept range needs, interned in out's strings (names the store
- * refuses are a reason: it would refuse the event). */
-static void names_of(struct kx_rangewalk *w, const char *name, const char *cat, uint32_t *n,
-                     uint32_t *c)
+ * refuses are a reason: it would refuse the event), or a's ids. */
+static void names_of(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
+                     const char *cat, uint32_t *n, uint32_t *c)
 {
-	if (!w->out)
+	*n = a->name;
+	*c = a->cat;
+	if (!w->out || !w->strings)
 		return;
 	*n = kx_store_ann_intern(w->strings, name);
 	*c = kx_store_ann_intern(w->strings, cat);
@@ -192,6 +203,8 @@ static int retire(struct kx_rangewalk *w, uint32_t i)
 		o->dur = eff - r->begin;
 		o->dur_meas = r->end - r->begin;
 		o->ioctls = r->ioctls;
+		o->device_ns = r->device_ns;
+		o->jobs = r->jobs;
 	}
 	rec_free(w, i);
 	return rc;
@@ -233,6 +246,38 @@ static void seen_inside(struct kx_rangewalk *w, const struct line *l, uint64_t s
 	}
 }
 
+/* A call the rule cuts to end: listed (kept cuts), else a reason. 0, or -1 when out of memory. */
+static int cut(struct kx_rangewalk *w, const struct item *it, uint64_t end)
+{
+	if (!w->keep_cuts) {
+		because(w, CUT);
+		return 0;
+	}
+	if (kx_grow((void **)&w->cuts, &w->cuts_cap, w->ncuts, sizeof(*w->cuts)))
+		return -1;
+	w->cuts[w->ncuts++] = (struct kx_tl_fix){it->pos, 0, end - it->start};
+	return 0;
+}
+
+/* A call counts for every range open around it, with its device time. */
+static void attribute(struct kx_rangewalk *w, const struct line *l, uint32_t pos)
+{
+	uint64_t ns = 0, jobs = 0;
+
+	if (w->dev && pos != NONE)
+		ns = w->dev(w->dev_ctx, pos, &jobs);
+	for (size_t k = 0; k < l->depth; k++) {
+		struct kx_rw_rec *r;
+
+		if (l->stack[k].rec == NONE)
+			continue;
+		r = &w->recs[l->stack[k].rec];
+		r->ioctls++;
+		r->device_ns += ns;
+		r->jobs += jobs;
+	}
+}
+
 static int walk_item(struct kx_rangewalk *w, struct line *l, const struct item *it)
 {
 	uint64_t parent, eff;
@@ -243,13 +288,10 @@ static int walk_item(struct kx_rangewalk *w, struct line *l, const struct item *
 	parent = l->depth ? l->stack[l->depth - 1].end : UINT64_MAX;
 	if (it->rec == NONE) {
 		eff = it->end;
-		if (eff > parent) {
-			because(w, CUT);
-			eff = parent;
-		}
-		for (size_t k = 0; k < l->depth; k++)
-			if (l->stack[k].rec != NONE)
-				w->recs[l->stack[k].rec].ioctls++;
+		if (eff > parent && cut(w, it, parent))
+			return -1;
+		eff = eff > parent ? parent : eff;
+		attribute(w, l, it->pos);
 	} else {
 		struct kx_rw_rec *r = &w->recs[it->rec];
 
@@ -354,12 +396,17 @@ static int window_add(struct kx_rangewalk *w, uint32_t tid, const struct item *i
 	}
 	if (kx_grow((void **)&l->win, &l->cap, l->n, sizeof(*l->win)))
 		return -1;
-	for (pos = l->n; pos > l->head && l->win[pos - 1].start > it->start; pos--)
-		l->win[pos] = l->win[pos - 1];
+	pos = l->n;
+	if (w->window == SIZE_MAX)
+		l->unsorted = 1; /* sorted once, at finish */
+	else
+		for (; pos > l->head && l->win[pos - 1].start > it->start; pos--)
+			l->win[pos] = l->win[pos - 1];
 	l->win[pos] = *it;
+	l->win[pos].seq = l->seq++;
 	l->n++;
 	l->ranged |= it->rec != NONE;
-	limit = l->ranged ? KX_RW_WINDOW : IDLE_WINDOW;
+	limit = l->ranged ? w->window : IDLE_WINDOW;
 	while (l->n - l->head > limit)
 		if (walk_group(w, l, 0))
 			return -1;
@@ -414,10 +461,10 @@ static int on_push(struct kx_rangewalk *w, const struct kx_ann *a, const char *n
 	r->begin = a->ts;
 	r->row = row;
 	r->depth = a->depth;
-	names_of(w, name, cat, &r->name, &r->cat);
+	names_of(w, a, name, cat, &r->name, &r->cat);
 	if (a->what == KX_ANN_START)
 		return 0;
-	return window_add(w, a->tid, &(struct item){a->ts, a->ts, i});
+	return window_add(w, a->tid, &(struct item){a->ts, a->ts, i, NONE, 0});
 }
 
 static int on_pop(struct kx_rangewalk *w, const struct kx_ann *a)
@@ -459,7 +506,7 @@ static int on_mark(struct kx_rangewalk *w, const struct kx_ann *a, const char *n
 	struct kx_ann b = *a;
 	long row = row_of(w, cat, name, 1);
 
-	names_of(w, name, cat, &b.name, &b.cat);
+	names_of(w, a, name, cat, &b.name, &b.cat);
 	return row < 0 || keep(w, &b, KX_RANGE_MARK, NULL) ? -1 : row_add(w, row, 0, 0);
 }
 
@@ -483,10 +530,16 @@ int kx_rangewalk_ann(struct kx_rangewalk *w, const struct kx_ann *a, const char 
 	}
 }
 
-int kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e)
+int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t end_ns,
+                      uint32_t pos)
 {
 	kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
-	return window_add(w, e->tid, &(struct item){e->ts, e->ts + e->dur, NONE});
+	return window_add(w, e->tid, &(struct item){e->ts, end_ns, NONE, pos, 0});
+}
+
+int kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e)
+{
+	return kx_rangewalk_call(w, e, e->ts + e->dur, NONE);
 }
 
 /* ---- the end ---- */
@@ -530,12 +583,23 @@ static int close_open(struct kx_rangewalk *w)
 	return rc;
 }
 
+static int start_cmp(const void *pa, const void *pb)
+{
+	const struct item *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
 /* Every thread's window walked, its stack emptied. */
 static int walk_rest(struct kx_rangewalk *w)
 {
 	for (size_t t = 0; t < w->track.threads.n; t++) {
 		struct line *l = kx_rt_tdata(kx_tidtab_at(&w->track.threads, t));
 
+		if (l->unsorted)
+			qsort(l->win + l->head, l->n - l->head, sizeof(*l->win), start_cmp);
 		while (l->head < l->n)
 			if (walk_group(w, l, 1))
 				return -1;
@@ -554,6 +618,8 @@ int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, st
 	w->found += w->anom.open + w->anom.open_cross;
 	if (w->out)
 		kx_rangewalk_counts(w, w->out);
+	if (w->no_rows)
+		return 0;
 	if (kx_range_rows_finish(&w->builder))
 		return -1;
 	return kx_stats_append(sum, &w->rows);
@@ -579,4 +645,5 @@ void kx_rangewalk_free(struct kx_rangewalk *w)
 	kx_hmap_free(&w->builder.map);
 	kx_stats_free(&w->rows);
 	free(w->recs);
+	free(w->cuts);
 }

@@ -38,6 +38,7 @@
 #include "analysis/ranges.h"
 #include "analysis/rangetrack.h"
 #include "analysis/stats.h"
+#include "analysis/timeline.h"
 #include "model/annot.h"
 #include "model/event.h"
 
@@ -64,8 +65,18 @@ struct kx_rangewalk {
 	 * order), names interned in strings; at finish the open ones and the
 	 * counts. out is then for kx_ranges_finish. */
 	struct kx_ranges *out;
-	struct kx_store *strings;
+	struct kx_store *strings; /* NULL: the events' name and cat are ids of out's store */
 	size_t out_cap;
+	/* Set by the in-memory build (analysis/ranges.h), which walks the whole
+	 * capture at finish: */
+	size_t window; /* records a thread with ranges holds (KX_RW_WINDOW; SIZE_MAX: all) */
+	int no_rows;   /* no summary rows (sum NULL at finish) */
+	int keep_cuts; /* calls a range's end cuts are listed in cuts, not a reason */
+	struct kx_tl_fix *cuts; /* pos: the call's (kx_rangewalk_call), dur: its cut length */
+	size_t ncuts, cuts_cap;
+	/* The device time and jobs of the call at pos (NULL: none). */
+	uint64_t (*dev)(void *ctx, uint32_t pos, uint64_t *jobs);
+	void *dev_ctx;
 };
 
 void kx_rangewalk_init(struct kx_rangewalk *w);
@@ -75,11 +86,16 @@ int kx_rangewalk_ann(struct kx_rangewalk *w, const struct kx_ann *a, const char 
                      const char *cat);
 /* One ioctl. 0, or -1 when out of memory. */
 int kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e);
+/* The same, its end for the nesting end_ns (the timeline's) and pos, a
+ * position of the caller's (dev, cuts; UINT32_MAX: none). */
+int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t end_ns,
+                      uint32_t pos);
 /*
  * Once every record is in: what is still open is closed where its thread
  * or process ended (tasks holds every task record of the capture, for the
  * exits), every window is walked, the rows are finished and moved to the
- * end of sum. 0 (w->why may be set now), or -1 when out of memory.
+ * end of sum (unless no_rows). 0 (w->why may be set now), or -1 when out
+ * of memory.
  */
 int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, struct kx_stats *sum);
 /* The counts of the ranges for an analysis made without them (rg's rows empty). */

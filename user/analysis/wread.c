@@ -276,7 +276,7 @@ static int whole_ranges(struct kx_wread *w, struct kx_rangewalk *sr, struct kx_h
 	w->ranges = sr->out;
 	sr->out = NULL;
 	w->ranges->kernel = w->ci.ann; /* the trailer's counts, known now */
-	if (kx_ranges_finish(w->ranges, w->side, NULL, NULL))
+	if (kx_ranges_finish(w->ranges))
 		return -1;
 	return range_threads(w->ranges, threads);
 }
