@@ -95,16 +95,7 @@ struct kx_ranges {
 };
 
 /*
- * Pairs the annotation events of s, nests each thread's ranges with its
- * ioctls (tl: fixes are added to it) and attributes the ioctls and their
- * jobs (may be NULL). ci (may be NULL) gives the kernel's counts; the
- * tasks of s say where threads exited. Returns NULL when out of memory.
- */
-struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capinfo *ci,
-                                  struct kx_timeline *tl, const struct kx_jobs *jobs);
-
-/*
- * The ranges as analysis/rangewalk.h makes them (kx_ranges_build through
+ * The ranges as analysis/rangewalk.h makes them (its kx_ranges_build for
  * it, the windowed conversion as its file streams): empty ranges whose
  * names are strings of strings and kernel counts from ci (may be NULL);
  * each range or mark appended from the event that began it (b: its ts,

@@ -647,3 +647,126 @@ void kx_rangewalk_free(struct kx_rangewalk *w)
 	free(w->recs);
 	free(w->cuts);
 }
+
+/* ---- the whole capture at once (kx_ranges_build) ---- */
+
+/* Device time of the jobs each ioctl submitted: ioctl index -> dev[] entry. */
+struct devtime {
+	struct kx_hmap map;
+	struct {
+		uint64_t ns, jobs;
+	} * v;
+	size_t n, cap;
+};
+
+static int devtime_build(struct devtime *d, const struct kx_jobs *jb)
+{
+	for (size_t k = 0; jb && k < jb->njobs; k++) {
+		const struct kx_jobrec *j = &jb->jobs[k];
+		uint64_t start = kx_jobrec_start(j);
+		uint32_t *slot;
+		int isnew;
+
+		if (j->submit < 0 || !j->done_ts || j->done_ts < start)
+			continue;
+		slot = kx_hmap_put(&d->map, (uint64_t)j->submit, (uint32_t)d->n, &isnew);
+		if (!slot)
+			return -1;
+		if (isnew) {
+			if (kx_grow((void **)&d->v, &d->cap, d->n, sizeof(*d->v)))
+				return -1;
+			d->v[d->n].ns = d->v[d->n].jobs = 0;
+			d->n++;
+		}
+		d->v[*slot].ns += j->done_ts - start;
+		d->v[*slot].jobs++;
+	}
+	return 0;
+}
+
+/* The device time of the call at timeline position pos (rangewalk.h's dev). */
+struct devctx {
+	const struct devtime *dt;
+	const struct kx_timeline *tl;
+};
+
+static uint64_t call_dev(void *ctx, uint32_t pos, uint64_t *jobs)
+{
+	const struct devctx *c = ctx;
+	const uint32_t *d = kx_hmap_get(&c->dt->map, c->tl->order[pos]);
+
+	*jobs = d ? c->dt->v[*d].jobs : 0;
+	return d ? c->dt->v[*d].ns : 0;
+}
+
+/* The calls of the threads with ranges, in the timeline's order, with the
+ * timeline's lengths; the other calls only end their threads. */
+static int feed_calls(struct kx_rangewalk *w, const struct kx_store *s,
+                      const struct kx_timeline *tl)
+{
+	for (size_t t = 0; tl && t < tl->nthreads; t++) {
+		const struct kx_tl_thread *it = &tl->threads[t];
+		struct kx_rt_thread *th = kx_rangetrack_thread(&w->track, it->tid, 0);
+
+		for (size_t k = 0; k < it->count; k++) {
+			size_t pos = it->first + k, idx = tl->order[pos];
+			const struct kx_ioctl *e = kx_store_ioctl(s, idx);
+
+			if (!th)
+				kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
+			else if (kx_rangewalk_call(w, e, e->ts + kx_timeline_dur(tl, idx, e->dur),
+			                           (uint32_t)pos))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* The calls the ranges cut join the timeline's fixes. */
+static int add_cuts(struct kx_timeline *tl, struct kx_rangewalk *w)
+{
+	if (!tl)
+		return 0;
+	for (size_t i = 0; i < w->ncuts; i++)
+		w->cuts[i].idx = tl->order[w->cuts[i].pos];
+	return kx_timeline_add_fixes(tl, w->cuts, w->ncuts);
+}
+
+struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capinfo *ci,
+                                  struct kx_timeline *tl, const struct kx_jobs *jobs)
+{
+	struct kx_ranges *rg = kx_ranges_new(s, ci);
+	struct devtime dt = {KX_HMAP_INIT, NULL, 0, 0};
+	struct devctx dc = {&dt, tl};
+	size_t n = kx_store_ann_count(s);
+	struct kx_rangewalk w;
+	int rc = -1;
+
+	if (!rg)
+		return NULL;
+	kx_rangewalk_init(&w);
+	w.out = rg;
+	w.window = SIZE_MAX;
+	w.no_rows = w.keep_cuts = 1;
+	w.dev = call_dev;
+	w.dev_ctx = &dc;
+	if (devtime_build(&dt, jobs))
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (kx_rangewalk_ann(&w, kx_store_ann(s, i), NULL, NULL))
+			goto out;
+	if (feed_calls(&w, s, tl) || kx_rangewalk_finish(&w, s, NULL) || add_cuts(tl, &w) ||
+	    kx_ranges_finish(rg))
+		goto out;
+	rg->events = n;
+	rc = 0;
+out:
+	kx_rangewalk_free(&w);
+	kx_hmap_free(&dt.map);
+	free(dt.v);
+	if (rc) {
+		kx_ranges_free(rg);
+		return NULL;
+	}
+	return rg;
+}

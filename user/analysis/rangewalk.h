@@ -1,6 +1,6 @@
 /*
  * Annotation ranges built as a record file streams by: what
- * analysis/ranges.h's kx_ranges_build makes of the same file in memory,
+ * kx_ranges_build (below) makes of the same file in memory,
  * with memory per thread's open ranges and a short reorder window, not
  * per event. For the streamed report (analysis/sreport.h): the summary
  * rows (percentiles from a log-linear histogram), counts and anomalies;
@@ -101,5 +101,16 @@ int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, st
 /* The counts of the ranges for an analysis made without them (rg's rows empty). */
 void kx_rangewalk_counts(const struct kx_rangewalk *w, struct kx_ranges *rg);
 void kx_rangewalk_free(struct kx_rangewalk *w);
+
+/*
+ * The ranges of a capture in memory: the annotation events of s paired,
+ * each thread's ranges nested with its ioctls in one walk (tl: the calls
+ * the ranges cut are added to its fixes) and the ioctls attributed with
+ * their jobs' device time (jobs may be NULL). ci (may be NULL) gives the
+ * kernel's counts; the tasks of s say where threads exited. Returns NULL
+ * when out of memory.
+ */
+struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capinfo *ci,
+                                  struct kx_timeline *tl, const struct kx_jobs *jobs);
 
 #endif /* KX_RANGEWALK_H */
