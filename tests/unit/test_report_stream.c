@@ -688,6 +688,85 @@ static void ann_odd_cases(void)
 	}
 }
 
+/* One thread of odd records, more than the reorder window: pushes whose
+ * pop is lost, pops whose push is lost, pushes inside calls (the call's
+ * record at its return), calls starting at the nanosecond of a push. */
+static void gen_odd_thread(struct ann_gen *g, uint32_t tid, uint64_t steps)
+{
+	uint64_t st[16], now = 1000 + tid, last_push = 0;
+	int lost[16], depth = 0;
+
+	for (uint64_t i = 0; i < steps; i++) {
+		uint64_t r = gen_rng(&g->seed), c = r % 12, dur = r >> 32 & 511;
+
+		now += (r >> 8) % 3 ? 1 + (r >> 12 & 255) : 0;
+		if (c < 4 && depth < 12) {
+			now += now <= last_push; /* no two pushes at one ns */
+			st[depth] = last_push = now;
+			lost[depth] = (r >> 20 & 31) == 0;
+			gen_ann(g, tid, KX_ANN_PUSH, now, now, (uint16_t)(depth + 1), 0, "r", "");
+			depth++;
+		} else if (c < 7 && depth) {
+			depth--;
+			if (!lost[depth])
+				gen_ann(g, tid, KX_ANN_POP, now, st[depth], (uint16_t)(depth + 1),
+				        0, NULL, NULL);
+			if ((r >> 30 & 63) == 1)
+				gen_ann(g, tid, KX_ANN_POP, now, now - 3, (uint16_t)(depth + 1), 0,
+				        NULL, NULL);
+		} else if (c < 8 || depth >= 12) {
+			gen_ann(g, tid, KX_ANN_MARK, now, now, (uint16_t)depth, 0, "m", "");
+		} else {
+			uint64_t s = now;
+			struct ann_rec *e;
+
+			if ((r >> 44 & 7) == 0) { /* a push inside this call */
+				now += 1 + dur / 2;
+				st[depth] = last_push = now;
+				lost[depth] = 0;
+				gen_ann(g, tid, KX_ANN_PUSH, now, now, (uint16_t)(depth + 1), 0,
+				        "in", "");
+				depth++;
+			}
+			now = s + dur + 2;
+			e = rec_new(g, now);
+			e->e = (struct kx_ioctl){.ts = s, .dur = dur + 2, .pid = 300, .tid = tid};
+			e->e.drv = 1;
+			e->e.cmd = 0x4001;
+			e->e.arg_off = KX_NO_ARG;
+		}
+	}
+}
+
+/* Odd records past the reorder window stream as memory reads them. */
+static void ann_odd_random(void)
+{
+	static struct kx_capinfo ci;
+	char path[128], msg[512], err[256];
+	struct ann_gen g = {NULL, 0, 0, 4242};
+	struct kx_kxp_writer *w;
+	const char *why;
+	int same;
+
+	for (uint32_t t = 0; t < 3; t++)
+		gen_odd_thread(&g, 500 + t, 6000);
+	snprintf(path, sizeof(path), "%s/odd_random.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	for (size_t i = 0; w && i < g.n; i++) {
+		if (g.v[i].is_ann)
+			kx_kxp_add_ann(w, &g.v[i].a, g.v[i].name, g.v[i].cat);
+		else
+			kx_kxp_add_ioctl(w, &g.v[i].e, NULL);
+	}
+	free(g.v);
+	CHECK(w && kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	same = compare(path, &why, msg, sizeof(msg));
+	if (!same || why)
+		printf("FAIL ann_odd_random: %s\n", why ? why : msg);
+	CHECK(same && why == NULL);
+}
+
 /* What the stream keeps a budget for: a call spanning a pop of its thread
  * (the calls' timeline shortens it), records later than the reorder window. */
 static void ann_reasons(void)
@@ -948,6 +1027,7 @@ int main(void)
 	RUN(damaged);
 	RUN(annotated);
 	RUN(ann_odd_cases);
+	RUN(ann_odd_random);
 	RUN(ann_reasons);
 	RUN(open_range_streams);
 	RUN(counted);
