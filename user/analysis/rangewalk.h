@@ -1,32 +1,37 @@
 /*
- * Annotation ranges built as a record file streams by: what
- * kx_ranges_build (below) makes of the same file in memory,
- * with memory per thread's open ranges and a short reorder window, not
- * per event. For the streamed report (analysis/sreport.h): the summary
- * rows (percentiles from a log-linear histogram), counts and anomalies;
- * for the windowed conversion (analysis/wread.h), the ranges themselves
- * (out), 80 bytes each, not their events.
+ * Annotation ranges as one walk makes them, a record at a time: the
+ * streamed report's (analysis/sreport.h: the summary rows, percentiles
+ * from a log-linear histogram, counts and anomalies), the windowed
+ * conversion's (analysis/wread.h: the ranges themselves, out, 80 bytes
+ * each, not their events) and the in-memory build's (kx_ranges_build
+ * below: the whole capture at once, an unbounded window). Memory, streamed:
+ * each thread's open ranges and reorder window, the open cross-thread
+ * ranges and the rows, not per event.
  *
  * Pairing is analysis/rangetrack.h's, in file order as in memory (lost
  * pops, lost pushes, cross-thread starts and ends of one id alike).
- * Nesting and attribution are ranges.h's rule, walked a thread at a time:
- * each thread's ranges and calls enter a reorder window (KX_RW_WINDOW
- * records a thread) and leave it in the rule's order (start, longer
- * first, ranges before calls at equal length), through the rule's stack.
- * A range whose end has not come when it leaves is walked as open to its
+ * Nesting and attribution are analysis/timeline.h's rule, walked a thread
+ * at a time: each thread's ranges and calls enter a reorder window
+ * (window: KX_RW_WINDOW records a thread) and leave it in the rule's order
+ * (start, longer first, ranges before calls at equal length, the outer
+ * range first), through the rule's stack: a call counts for every range
+ * around it (with its jobs' device time), and what partially overlaps an
+ * earlier event of its thread is cut to nest in it. A range whose end has
+ * not come when it leaves the window is walked as the longest, open to its
  * end; when the end comes it is checked against what was walked inside it
- * (a range whose pop was lost, cut to its parent, is exactly what memory
- * makes). Ranges left open end where their thread or process ended
- * (analysis/range_ends.h).
+ * and beside it (a range whose pop was lost, cut to its parent, is exactly
+ * what memory makes). Ranges left open end where their thread or process
+ * ended (analysis/range_ends.h).
  *
  * Reasons to read the file whole (why), each a budget the stream keeps:
  *   - a thread's records out of the rule's order by more than the window
  *     (a record whose start is before what left it, or an end before what
- *     was walked inside its range), or ties of one nanosecond the window
- *     cannot order because a range in them has not ended;
+ *     was walked inside its range), or two ranges of one start and
+ *     nanosecond neither of which has ended when they leave it;
  *   - names past the store's limit (the windowed conversion's out);
- *   - a call that a range's end cuts (the calls' timeline keeps the cuts:
- *     a call of a thread spanning a pop of the same thread).
+ *   - a call that a range's end cuts, streamed (the calls' timeline keeps
+ *     the cuts: a call of a thread spanning a pop of the same thread); in
+ *     memory it joins the timeline's fixes (keep_cuts).
  */
 #ifndef KX_RANGEWALK_H
 #define KX_RANGEWALK_H
