@@ -12,7 +12,7 @@
 #include "util/grow.h"
 
 #define NONE        UINT32_MAX
-#define IDLE_WINDOW 4 /* records of a thread without ranges (their calls only) */
+#define IDLE_WINDOW 1 /* records of a thread without ranges (its calls only) */
 
 #define STR_(x) #x
 #define STR(x)  STR_(x)
@@ -214,9 +214,18 @@ static int retire(struct kx_rangewalk *w, uint32_t i)
 
 static struct line *line_of(struct kx_rangewalk *w, uint32_t tid)
 {
-	struct kx_rt_thread *th = kx_rangetrack_thread(&w->track, tid, 1);
+	struct kx_tidtab *t = &w->track.threads;
+	unsigned int c = tid % 64;
+	struct kx_rt_thread *th;
 
-	return th ? kx_rt_tdata(th) : NULL;
+	if (w->line_tid[c] == tid + 1u)
+		return kx_rt_tdata(kx_tidtab_at(t, w->line_at[c]));
+	th = kx_rangetrack_thread(&w->track, tid, 1);
+	if (!th)
+		return NULL;
+	w->line_tid[c] = tid + 1u;
+	w->line_at[c] = (uint32_t)(((char *)th - (char *)t->v) / t->size);
+	return kx_rt_tdata(th);
 }
 
 static int pop_entry(struct kx_rangewalk *w, struct line *l)
@@ -385,6 +394,14 @@ static int window_add(struct kx_rangewalk *w, uint32_t tid, const struct item *i
 
 	if (!l)
 		return -1;
+	if (!l->ranged && it->rec == NONE && l->n - l->head == 1 && w->window != SIZE_MAX &&
+	    it->start >= l->win[l->head].start) {
+		struct item held = l->win[l->head]; /* the common case: calls in order */
+
+		l->win[l->head] = *it;
+		l->win[l->head].seq = l->seq++;
+		return walk_item(w, l, &held);
+	}
 	if (l->any && (l->ranged || it->rec != NONE) &&
 	    (it->start < l->walked ||
 	     (it->start == l->walked && (it->rec != NONE || it->end > it->start))))

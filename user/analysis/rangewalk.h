@@ -63,8 +63,9 @@ struct kx_rangewalk {
 	uint64_t ended[8];          /* the range an end took out (track.stride bytes) */
 	struct kx_rw_rec *recs;     /* ranges pairing or walking has not let go */
 	size_t nrecs, rec_cap;
-	uint32_t free_rec;         /* first free record (UINT32_MAX: none) */
-	struct kx_range_ends ends; /* where the ranges left open will end */
+	uint32_t free_rec;                  /* first free record (UINT32_MAX: none) */
+	struct kx_range_ends ends;          /* where the ranges left open will end */
+	uint32_t line_tid[64], line_at[64]; /* tid + 1 -> its thread's index in track (a cache) */
 	/* Set by a caller that keeps the ranges themselves (the windowed
 	 * conversion): each range and mark is appended to out (kx_ranges_add's
 	 * order), names interned in strings; at finish the open ones and the
