@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "analysis/rangewalk.h"
 #include "analysis/sreport.h"
 #include "export/ctrtable.h"
 #include "export/summary.h"
@@ -330,8 +331,21 @@ static int write_list(const char *path, const struct ann_rec *v, size_t n)
 		      .depth = (dep) }                                                             \
 	}
 
-/* Annotation records a stream cannot pair as memory does: read into memory. */
-static void ann_reasons(void)
+#define ANN2(w, th, t, b, dep)                                                                     \
+	{                                                                                          \
+		.is_ann = 1,                                                                       \
+		.a = {.ts = (t),                                                                   \
+		      .begin = (b),                                                                \
+		      .id = (th) > 5 ? 1 : 0,                                                      \
+		      .pid = 5,                                                                    \
+		      .tid = (th),                                                                 \
+		      .what = (w),                                                                 \
+		      .depth = (dep) }                                                             \
+	}
+
+/* Annotation records whose pairing, nesting or attribution depends on what
+ * comes later: the stream gives them as memory does, not read whole. */
+static void ann_odd_cases(void)
 {
 	/* A push inside a call (the call's record comes at its return). */
 	static const struct ann_rec inside[] = {ANN(KX_ANN_PUSH, 120, 120, 1), IOC(100, 50),
@@ -344,26 +358,172 @@ static void ann_reasons(void)
 	        ANN(KX_ANN_PUSH, 100, 100, 1), ANN(KX_ANN_PUSH, 200, 200, 2),
 	        ANN(KX_ANN_PUSH, 300, 300, 2), IOC(350, 10),
 	        ANN(KX_ANN_POP, 400, 300, 2),  ANN(KX_ANN_POP, 500, 100, 1)};
+	/* The outer range popped over an inner one whose pop was lost: the
+	 * inner stays open, cut to the outer, with the calls inside both. */
+	static const struct ann_rec stale[] = {ANN(KX_ANN_PUSH, 100, 100, 1),
+	                                       ANN(KX_ANN_PUSH, 200, 200, 2),
+	                                       IOC(250, 10),
+	                                       ANN(KX_ANN_POP, 300, 100, 1),
+	                                       IOC(350, 10),
+	                                       IOC(400, 5)};
+	/* ...and its pop found later, under the search from the top. */
+	static const struct ann_rec late_pop[] = {ANN(KX_ANN_PUSH, 100, 100, 1),
+	                                          ANN(KX_ANN_PUSH, 200, 200, 2),
+	                                          IOC(250, 10),
+	                                          ANN(KX_ANN_POP, 300, 100, 1),
+	                                          IOC(350, 10),
+	                                          ANN(KX_ANN_POP, 400, 200, 2)};
+	/* A pop whose push was lost; a call around a whole range. */
+	static const struct ann_rec lostpush[] = {ANN(KX_ANN_POP, 100, 50, 1),
+	                                          ANN(KX_ANN_PUSH, 200, 200, 1),
+	                                          ANN(KX_ANN_POP, 250, 200, 1), IOC(150, 200)};
+	/* Ties: a call starting with a range, longer and shorter; two pushes at one ns. */
+	static const struct ann_rec ties[] = {ANN(KX_ANN_PUSH, 100, 100, 1),
+	                                      IOC(100, 60),
+	                                      ANN(KX_ANN_POP, 150, 100, 1),
+	                                      ANN(KX_ANN_PUSH, 200, 200, 1),
+	                                      IOC(200, 20),
+	                                      ANN(KX_ANN_POP, 250, 200, 1),
+	                                      ANN(KX_ANN_PUSH, 300, 300, 1),
+	                                      ANN(KX_ANN_PUSH, 300, 300, 2),
+	                                      ANN(KX_ANN_POP, 330, 300, 1),
+	                                      IOC(340, 5),
+	                                      ANN(KX_ANN_POP, 360, 300, 2)};
+	/* Cross-thread: an id started twice, an end before its start, an end
+	 * with another start time. */
+	static const struct ann_rec cross[] = {
+	        ANN2(KX_ANN_START, 6, 100, 100, 0), ANN2(KX_ANN_START, 6, 120, 120, 0),
+	        ANN2(KX_ANN_END, 7, 150, 100, 0),   ANN2(KX_ANN_END, 7, 160, 120, 0),
+	        ANN2(KX_ANN_END, 7, 170, 90, 0),    ANN2(KX_ANN_END, 7, 180, 400, 0),
+	        ANN2(KX_ANN_START, 6, 400, 400, 0), ANN2(KX_ANN_END, 7, 450, 400, 0)};
 	static const struct {
 		const char *name;
 		const struct ann_rec *v;
 		size_t n;
 	} cases[] = {
-	        {"inside", inside, 3},
-	        {"touch", touch, 3},
-	        {"lostpop", lostpop, 6},
+	        {"inside", inside, 3}, {"touch", touch, 3},       {"lostpop", lostpop, 6},
+	        {"stale", stale, 6},   {"late_pop", late_pop, 6}, {"lostpush", lostpush, 4},
+	        {"ties", ties, 11},    {"cross", cross, 8},
 	};
 	char path[128], msg[512];
 	const char *why;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int same;
+
 		snprintf(path, sizeof(path), "%s/%s.kxp", tmpdir, cases[i].name);
 		CHECK(write_list(path, cases[i].v, cases[i].n) == 0);
-		CHECK(compare(path, &why, msg, sizeof(msg)));
-		if (!why || !strstr(why, "annotation"))
-			printf("FAIL ann_reasons: %s: %s\n", cases[i].name, why ? why : "streamed");
-		CHECK(why && strstr(why, "annotation"));
+		same = compare(path, &why, msg, sizeof(msg));
+		if (!same || why)
+			printf("FAIL ann_odd_cases: %s: %s\n", cases[i].name, why ? why : msg);
+		CHECK(same && why == NULL);
 	}
+}
+
+/* One thread of odd records, more than the reorder window: pushes whose
+ * pop is lost, pops whose push is lost, pushes inside calls (the call's
+ * record at its return), calls starting at the nanosecond of a push. */
+static void gen_odd_thread(struct ann_gen *g, uint32_t tid, uint64_t steps)
+{
+	uint64_t st[16], now = 1000 + tid, last_push = 0;
+	int lost[16], depth = 0;
+
+	for (uint64_t i = 0; i < steps; i++) {
+		uint64_t r = gen_rng(&g->seed), c = r % 12, dur = r >> 32 & 511;
+
+		now += (r >> 8) % 3 ? 1 + (r >> 12 & 255) : 0;
+		if (c < 4 && depth < 12) {
+			now += now <= last_push; /* no two pushes at one ns */
+			st[depth] = last_push = now;
+			lost[depth] = (r >> 20 & 31) == 0;
+			gen_ann(g, tid, KX_ANN_PUSH, now, now, (uint16_t)(depth + 1), 0, "r", "");
+			depth++;
+		} else if (c < 7 && depth) {
+			depth--;
+			if (!lost[depth])
+				gen_ann(g, tid, KX_ANN_POP, now, st[depth], (uint16_t)(depth + 1),
+				        0, NULL, NULL);
+			if ((r >> 30 & 63) == 1)
+				gen_ann(g, tid, KX_ANN_POP, now, now - 3, (uint16_t)(depth + 1), 0,
+				        NULL, NULL);
+		} else if (c < 8 || depth >= 12) {
+			gen_ann(g, tid, KX_ANN_MARK, now, now, (uint16_t)depth, 0, "m", "");
+		} else {
+			uint64_t s = now;
+			struct ann_rec *e;
+
+			if ((r >> 44 & 7) == 0) { /* a push inside this call */
+				now += 1 + dur / 2;
+				st[depth] = last_push = now;
+				lost[depth] = 0;
+				gen_ann(g, tid, KX_ANN_PUSH, now, now, (uint16_t)(depth + 1), 0,
+				        "in", "");
+				depth++;
+			}
+			now = s + dur + 2;
+			e = rec_new(g, now);
+			e->e = (struct kx_ioctl){.ts = s, .dur = dur + 2, .pid = 300, .tid = tid};
+			e->e.drv = 1;
+			e->e.cmd = 0x4001;
+			e->e.arg_off = KX_NO_ARG;
+		}
+	}
+}
+
+/* Odd records past the reorder window stream as memory reads them. */
+static void ann_odd_random(void)
+{
+	static struct kx_capinfo ci;
+	char path[128], msg[512], err[256];
+	struct ann_gen g = {NULL, 0, 0, 4242};
+	struct kx_kxp_writer *w;
+	const char *why;
+	int same;
+
+	for (uint32_t t = 0; t < 3; t++)
+		gen_odd_thread(&g, 500 + t, 6000);
+	snprintf(path, sizeof(path), "%s/odd_random.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	for (size_t i = 0; w && i < g.n; i++) {
+		if (g.v[i].is_ann)
+			kx_kxp_add_ann(w, &g.v[i].a, g.v[i].name, g.v[i].cat);
+		else
+			kx_kxp_add_ioctl(w, &g.v[i].e, NULL);
+	}
+	free(g.v);
+	CHECK(w && kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	same = compare(path, &why, msg, sizeof(msg));
+	if (!same || why)
+		printf("FAIL ann_odd_random: %s\n", why ? why : msg);
+	CHECK(same && why == NULL);
+}
+
+/* What the stream keeps a budget for: a call spanning a pop of its thread
+ * (the calls' timeline shortens it), records later than the reorder window. */
+static void ann_reasons(void)
+{
+	static const struct ann_rec cut[] = {ANN(KX_ANN_PUSH, 100, 100, 1), IOC(250, 100),
+	                                     ANN(KX_ANN_POP, 300, 100, 1)};
+	static struct ann_rec late[KX_RW_WINDOW + 8];
+	char path[128], msg[512];
+	const char *why;
+
+	snprintf(path, sizeof(path), "%s/cut.kxp", tmpdir);
+	CHECK(write_list(path, cut, 3) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	CHECK(why && strstr(why, "spans the end of an annotation range"));
+	/* A push, more calls than the window after it, then a push before them. */
+	late[0] = (struct ann_rec)ANN(KX_ANN_PUSH, 1000, 1000, 1);
+	for (size_t i = 1; i < KX_RW_WINDOW + 7; i++)
+		late[i] = (struct ann_rec)IOC(1000 + i * 1000, 10);
+	late[KX_RW_WINDOW + 7] = (struct ann_rec)ANN(KX_ANN_PUSH, 500, 500, 1);
+	snprintf(path, sizeof(path), "%s/late.kxp", tmpdir);
+	CHECK(write_list(path, late, KX_RW_WINDOW + 8) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (!why || !strstr(why, "reorder window"))
+		printf("FAIL ann_reasons: late: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "reorder window"));
 }
 
 /* A range open at the end with a call of its thread returning after the
@@ -513,9 +673,10 @@ static void stops_early(void)
 	static struct kx_capinfo ci;
 	static struct kx_sreport sr;
 	struct kx_kxp_read_result full;
-	/* Pushed after the calls that follow it began. */
+	/* Pushed before the calls, its record after the 1,000th (later than
+	 * the reorder window). */
 	struct kx_ann a = {
-	        .tid = 5, .pid = 5, .ts = 50000, .begin = 50000, .depth = 1, .what = KX_ANN_PUSH};
+	        .tid = 5, .pid = 5, .ts = 50, .begin = 50, .depth = 1, .what = KX_ANN_PUSH};
 	struct kx_store *s = kx_store_new((size_t)1 << 30);
 	char path[128], err[512];
 	struct kx_kxp_writer *w;
@@ -525,12 +686,13 @@ static void stops_early(void)
 	snprintf(path, sizeof(path), "%s/early.kxp", tmpdir);
 	w = kx_kxp_create(path, &ci, err, sizeof(err));
 	CHECK(w);
-	kx_kxp_add_ann(w, &a, "first", "");
 	for (uint64_t i = 0; i < 400000; i++) {
 		struct kx_ioctl e = {
 		        .pid = 5, .tid = 5, .drv = 1, .cmd = 0x4001, .arg_off = KX_NO_ARG};
 
 		e.ts = 100 + i * 1000 + (i * 7919 % 13);
+		if (i == 1000)
+			kx_kxp_add_ann(w, &a, "first", "");
 		e.dur = 100 + i % 700;
 		kx_kxp_add_ioctl(w, &e, NULL);
 	}
@@ -558,6 +720,8 @@ int main(void)
 	RUN(generated);
 	RUN(damaged);
 	RUN(annotated);
+	RUN(ann_odd_cases);
+	RUN(ann_odd_random);
 	RUN(ann_reasons);
 	RUN(open_range_streams);
 	RUN(counted);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "analysis/analysis.h"
+#include "analysis/rangewalk.h"
 #include "util/workq.h"
 
 static const struct kx_capinfo no_capinfo;

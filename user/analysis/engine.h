@@ -30,8 +30,7 @@
  * Annotations, jobs and tasks go to their sinks as they come.
  *
  * What the feed order itself tells, kept as the calls come: the end of
- * each thread's last call (its annotation ranges are paired against it,
- * analysis/sranges.h), and whether the last call is one memory
+ * each thread's last call, and whether the last call is one memory
  * accounting counts (analysis/jobpair.h's kx_memacct_step: the caller
  * keeps those, few as they are, for the memory rows and series).
  *

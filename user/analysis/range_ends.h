@@ -2,7 +2,7 @@
  * Where annotation ranges left open end: a range still open when its
  * thread or process ended is closed there, not drawn to the end of the
  * recording (it stays flagged open). The same rule for the in-memory
- * ranges (analysis/ranges.h) and the streamed ones (analysis/sranges.h),
+ * ranges (analysis/ranges.h) and the streamed ones (analysis/rangewalk.h),
  * fed the same facts:
  *   - a thread ends at the latest of its annotation events, the ends of
  *     the ioctls it made once it annotated, and its exit (a task EXIT

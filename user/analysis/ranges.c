@@ -1,30 +1,18 @@
 /*
- * Annotation ranges (contract: ranges.h): pairing (analysis/rangetrack.h's
- * rule, the events in the store's order), the per-thread index, nesting
- * with the ioctls, attribution, anomalies.
+ * Annotation ranges (contract: ranges.h): the ranges as analysis/rangewalk.h
+ * made them, sorted and indexed by thread; the anomalies worded.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/range_ends.h"
 #include "analysis/ranges.h"
-#include "analysis/rangetrack.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 
 #define STR_(x) #x
 #define STR(x)  STR_(x)
-
-struct pairing {
-	const struct kx_store *s;
-	struct kx_rangetrack track; /* each open range: its begin event's index (uint32_t) */
-	struct kx_rt_open *ended;   /* the range an end took out (track.stride bytes) */
-	struct kx_ranges *rg;
-	size_t cap;
-	struct kx_range_ends ends; /* where open ranges end */
-};
 
 struct kx_range *kx_ranges_add(struct kx_ranges *rg, size_t *cap, const struct kx_ann *b, int kind)
 {
@@ -45,104 +33,8 @@ struct kx_range *kx_ranges_add(struct kx_ranges *rg, size_t *cap, const struct k
 	return r;
 }
 
-/* A range from the event that began it (PUSH, START or MARK). */
-static struct kx_range *range_from(struct pairing *p, const struct kx_ann *b, int kind)
-{
-	return kx_ranges_add(p->rg, &p->cap, b, kind);
-}
-
-/* The store index of the event that began the open range o. */
-static uint32_t begin_index(struct kx_rt_open *o)
-{
-	uint32_t i;
-
-	memcpy(&i, kx_rt_data(o), sizeof(i));
-	return i;
-}
-
-/* A closed range, from its begin (event bi) and the POP or END e. */
-static int closed(struct pairing *p, const struct kx_ann *e, uint32_t bi)
-{
-	const struct kx_ann *b = kx_store_ann(p->s, bi);
-	struct kx_range *r =
-	        range_from(p, b, e->what == KX_ANN_POP ? KX_RANGE_THREAD : KX_RANGE_CROSS);
-
-	if (!r)
-		return -1;
-	r->dur = r->dur_meas = e->ts > b->ts ? e->ts - b->ts : 0;
-	r->end_tid = e->tid;
-	if (e->what == KX_ANN_POP)
-		r->depth = e->depth;
-	return 0;
-}
-
-/* What stayed open, in the order of their begins. */
-static int left_open(struct pairing *p)
-{
-	struct kx_rt_open **v = malloc((kx_rangetrack_open_count(&p->track) + 1) * sizeof(*v));
-	size_t n;
-	int rc = 0;
-
-	if (!v)
-		return -1;
-	n = kx_rangetrack_left(&p->track, v);
-	for (size_t i = 0; i < n && !rc; i++) {
-		const struct kx_ann *b = kx_store_ann(p->s, begin_index(v[i]));
-		struct kx_range *r =
-		        range_from(p, b, b->what == KX_ANN_PUSH ? KX_RANGE_THREAD : KX_RANGE_CROSS);
-
-		if (!r) {
-			rc = -1;
-			break;
-		}
-		r->open = 1;
-		r->dur = r->dur_meas =
-		        (b->what == KX_ANN_PUSH ? kx_range_end_thread(&p->ends, b->tid, b->ts)
-		                                : kx_range_end_process(&p->ends, b->pid, b->ts)) -
-		        b->ts;
-		if (b->what == KX_ANN_PUSH)
-			p->rg->anom.open++;
-		else
-			p->rg->anom.open_cross++;
-	}
-	free(v);
-	return rc;
-}
-
-/* Closed ranges and marks in event order, then what stayed open. */
-static int pair_all(struct pairing *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ann *e = kx_store_ann(p->s, i);
-		struct kx_rt_open *o;
-		uint32_t bi = (uint32_t)i;
-		size_t above;
-
-		switch (e->what) {
-		case KX_ANN_MARK:
-			if (!range_from(p, e, KX_RANGE_MARK))
-				return -1;
-			break;
-		case KX_ANN_PUSH:
-		case KX_ANN_START:
-			if (!(o = kx_rangetrack_begin(&p->track, e)))
-				return -1;
-			memcpy(kx_rt_data(o), &bi, sizeof(bi));
-			break;
-		case KX_ANN_POP:
-		case KX_ANN_END:
-			if (!kx_rangetrack_end(&p->track, e, p->ended, &above))
-				p->rg->anom.lost_begin++;
-			else if (closed(p, e, begin_index(p->ended)))
-				return -1;
-			break;
-		}
-	}
-	return left_open(p);
-}
-
-/* Thread ranges and marks by (tid, start, longer first, ranges before
- * marks), then cross-thread ranges by (pid, start). */
+/* Thread ranges and marks by (tid, start, longer first as measured, ranges
+ * before marks), then cross-thread ranges by (pid, start). */
 static int range_cmp(const void *pa, const void *pb)
 {
 	const struct kx_range *a = pa, *b = pb;
@@ -155,8 +47,8 @@ static int range_cmp(const void *pa, const void *pb)
 		return ka < kb ? -1 : 1;
 	if (a->begin != b->begin)
 		return a->begin < b->begin ? -1 : 1;
-	if (a->dur != b->dur)
-		return a->dur > b->dur ? -1 : 1;
+	if (a->dur_meas != b->dur_meas)
+		return a->dur_meas > b->dur_meas ? -1 : 1;
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
 	return a->depth < b->depth ? -1 : a->depth > b->depth;
@@ -190,189 +82,6 @@ static int index_threads(struct kx_ranges *rg)
 	return 0;
 }
 
-/* ---- nesting with the ioctls, attribution ---- */
-
-/* Device time of the jobs each ioctl submitted: ioctl index -> dev[] entry. */
-struct devtime {
-	struct kx_hmap map;
-	struct {
-		uint64_t ns, jobs;
-	} * v;
-	size_t n, cap;
-};
-
-static int devtime_build(struct devtime *d, const struct kx_jobs *jb)
-{
-	for (size_t k = 0; jb && k < jb->njobs; k++) {
-		const struct kx_jobrec *j = &jb->jobs[k];
-		uint64_t start = kx_jobrec_start(j);
-		uint32_t *slot;
-		int isnew;
-
-		if (j->submit < 0 || !j->done_ts || j->done_ts < start)
-			continue;
-		slot = kx_hmap_put(&d->map, (uint64_t)j->submit, (uint32_t)d->n, &isnew);
-		if (!slot)
-			return -1;
-		if (isnew) {
-			if (kx_grow((void **)&d->v, &d->cap, d->n, sizeof(*d->v)))
-				return -1;
-			d->v[d->n].ns = d->v[d->n].jobs = 0;
-			d->n++;
-		}
-		d->v[*slot].ns += j->done_ts - start;
-		d->v[*slot].jobs++;
-	}
-	return 0;
-}
-
-/* One thread's walk: the rule's stack of ends and, beside it, what each is
- * (a range index, or -1 for an ioctl). */
-struct walk {
-	uint64_t *ends;
-	size_t depth, cap;
-	int64_t *who;
-	size_t who_cap;
-	struct kx_tl_fix *fix; /* ioctls the ranges shortened */
-	size_t nfix, fix_cap;
-};
-
-static int walk_push(struct walk *w, uint64_t start, uint64_t dur, int64_t who, uint64_t *end,
-                     int *cut)
-{
-	if (kx_timeline_nest(&w->ends, &w->depth, &w->cap, start, dur, end, cut) ||
-	    kx_grow((void **)&w->who, &w->who_cap, w->depth, sizeof(*w->who)))
-		return -1;
-	w->who[w->depth - 1] = who;
-	return 0;
-}
-
-/* The ioctl at timeline position pos counts for every range open around it. */
-static int walk_ioctl(struct walk *w, struct kx_ranges *rg, const struct kx_timeline *tl,
-                      const struct kx_store *s, const struct devtime *dt, size_t pos)
-{
-	size_t idx = tl->order[pos];
-	const struct kx_ioctl *e = kx_store_ioctl(s, idx);
-	uint64_t dur = kx_timeline_dur(tl, idx, e->dur), end;
-	const uint32_t *d = kx_hmap_get(&dt->map, idx);
-	int cut;
-
-	if (walk_push(w, e->ts, dur, -1, &end, &cut))
-		return -1;
-	if (cut) {
-		if (kx_grow((void **)&w->fix, &w->fix_cap, w->nfix, sizeof(*w->fix)))
-			return -1;
-		w->fix[w->nfix++] = (struct kx_tl_fix){pos, idx, end - e->ts};
-	}
-	for (size_t k = 0; k + 1 < w->depth; k++) {
-		struct kx_range *r;
-
-		if (w->who[k] < 0)
-			continue;
-		r = &rg->r[w->who[k]];
-		r->ioctls++;
-		if (d) {
-			r->device_ns += dt->v[*d].ns;
-			r->jobs += dt->v[*d].jobs;
-		}
-	}
-	return 0;
-}
-
-/* A thread's ranges and ioctls in start order through the rule. */
-static int walk_thread(struct walk *w, struct kx_ranges *rg, const struct kx_range_thread *t,
-                       const struct kx_timeline *tl, const struct kx_store *s,
-                       const struct devtime *dt)
-{
-	const struct kx_tl_thread *it = NULL;
-	size_t lo = 0, hi = tl ? tl->nthreads : 0, i = 0, k = 0;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (tl->threads[mid].tid < t->tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (tl && lo < tl->nthreads && tl->threads[lo].tid == t->tid)
-		it = &tl->threads[lo];
-	w->depth = 0;
-	while (i < t->count || (it && k < it->count)) {
-		struct kx_range *r = i < t->count ? &rg->r[t->first + i] : NULL;
-		const struct kx_ioctl *e = NULL;
-		uint64_t end;
-		int cut;
-
-		if (it && k < it->count)
-			e = kx_store_ioctl(s, tl->order[it->first + k]);
-		if (r && r->kind == KX_RANGE_MARK) {
-			i++; /* an instant: it encloses nothing */
-			continue;
-		}
-		if (e && (!r || e->ts < r->begin ||
-		          (e->ts == r->begin &&
-		           kx_timeline_dur(tl, tl->order[it->first + k], e->dur) > r->dur))) {
-			if (walk_ioctl(w, rg, tl, s, dt, it->first + k++))
-				return -1;
-			continue;
-		}
-		if (walk_push(w, r->begin, r->dur, (int64_t)(t->first + i), &end, &cut))
-			return -1;
-		if (cut) {
-			r->dur = end - r->begin;
-			rg->anom.shortened++;
-		}
-		i++;
-	}
-	return 0;
-}
-
-static int nest_all(struct kx_ranges *rg, const struct kx_store *s, struct kx_timeline *tl,
-                    const struct kx_jobs *jobs)
-{
-	struct devtime dt = {KX_HMAP_INIT, NULL, 0, 0};
-	struct walk w;
-	int rc = 0;
-
-	if (!rg->nthreads)
-		return 0; /* no thread ranges: nothing to nest or attribute */
-	memset(&w, 0, sizeof(w));
-	if (devtime_build(&dt, jobs))
-		rc = -1;
-	for (size_t t = 0; !rc && t < rg->nthreads; t++)
-		rc = walk_thread(&w, rg, &rg->threads[t], tl, s, &dt);
-	if (!rc && tl)
-		rc = kx_timeline_add_fixes(tl, w.fix, w.nfix);
-	free(w.ends);
-	free(w.who);
-	free(w.fix);
-	kx_hmap_free(&dt.map);
-	free(dt.v);
-	return rc;
-}
-
-/* Where the ranges left open end: their thread's or process's end
- * (analysis/range_ends.h). 0, or -1 when out of memory. */
-static int find_ends(struct kx_range_ends *e, const struct kx_store *s)
-{
-	size_t n = kx_store_ann_count(s), m = kx_store_ioctl_count(s);
-
-	for (size_t i = 0; i < n; i++) {
-		const struct kx_ann *a = kx_store_ann(s, i);
-
-		if (kx_range_ends_ann(e, a->pid, a->tid, a->ts))
-			return -1;
-	}
-	for (size_t i = 0; i < m; i++) {
-		const struct kx_ioctl *c = kx_store_ioctl(s, i);
-
-		kx_range_ends_ioctl(e, c->pid, c->tid, c->ts + c->dur);
-	}
-	kx_range_ends_exits(e, s);
-	return 0;
-}
-
 struct kx_ranges *kx_ranges_new(const struct kx_store *strings, const struct kx_capinfo *ci)
 {
 	struct kx_ranges *rg = calloc(1, sizeof(*rg));
@@ -386,47 +95,14 @@ struct kx_ranges *kx_ranges_new(const struct kx_store *strings, const struct kx_
 	return rg;
 }
 
-int kx_ranges_finish(struct kx_ranges *rg, const struct kx_store *s, struct kx_timeline *tl,
-                     const struct kx_jobs *jobs)
+int kx_ranges_finish(struct kx_ranges *rg)
 {
 	if (rg->n > 1)
 		qsort(rg->r, rg->n, sizeof(*rg->r), range_cmp);
-	if (index_threads(rg) || nest_all(rg, s, tl, jobs))
+	if (index_threads(rg))
 		return -1;
 	rg->found = rg->n;
 	return 0;
-}
-
-struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capinfo *ci,
-                                  struct kx_timeline *tl, const struct kx_jobs *jobs)
-{
-	struct kx_ranges *rg = kx_ranges_new(s, ci);
-	size_t n = kx_store_ann_count(s);
-	struct pairing p;
-	int rc = -1;
-
-	if (!rg)
-		return NULL;
-	memset(&p, 0, sizeof(p));
-	p.s = s;
-	p.rg = rg;
-	p.ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
-	kx_rangetrack_init(&p.track, sizeof(uint32_t), 0);
-	p.ended = malloc(p.track.stride);
-	if (!p.ended || n > UINT32_MAX || find_ends(&p.ends, s) || pair_all(&p, n) ||
-	    kx_ranges_finish(rg, s, tl, jobs))
-		goto out;
-	rg->events = n;
-	rc = 0;
-out:
-	free(p.ended);
-	kx_range_ends_free(&p.ends);
-	kx_rangetrack_free(&p.track);
-	if (rc) {
-		kx_ranges_free(rg);
-		return NULL;
-	}
-	return rg;
 }
 
 void kx_ranges_free(struct kx_ranges *rg)

@@ -95,32 +95,19 @@ struct kx_ranges {
 };
 
 /*
- * Pairs the annotation events of s, nests each thread's ranges with its
- * ioctls (tl: fixes are added to it) and attributes the ioctls and their
- * jobs (may be NULL). ci (may be NULL) gives the kernel's counts; the
- * tasks of s say where threads exited. Returns NULL when out of memory.
- */
-struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capinfo *ci,
-                                  struct kx_timeline *tl, const struct kx_jobs *jobs);
-
-/*
- * The same made by a caller that pairs the events itself (the windowed
- * conversion: analysis/sranges.h): empty ranges whose names are strings of
- * strings (kx_store_ann_intern) and kernel counts from ci (may be NULL);
- * each range or mark appended from the event that began it (b: its ts, pid,
- * tid, depth, id, and name and cat as string ids; kind: enum
- * kx_range_kind; cap: the caller's room count, 0 at first), with the
- * order kx_ranges_build appends them in: closed ranges and marks in the
- * order of the events that end or make them, then the open ones in the
- * order of their begins; then finished as kx_ranges_build finishes its own
- * (sorted, indexed by thread, nested with tl's ioctls of s; tl, jobs may be
- * NULL). The caller sets dur, dur_meas, end_tid, open, ioctls, events and
- * the anomalies it counts. NULL or -1 when out of memory.
+ * The ranges as analysis/rangewalk.h makes them (its kx_ranges_build for
+ * it, the windowed conversion as its file streams): empty ranges whose
+ * names are strings of strings and kernel counts from ci (may be NULL);
+ * each range or mark appended from the event that began it (b: its ts,
+ * pid, tid, depth, id, and name and cat as string ids; kind: enum
+ * kx_range_kind; cap: the caller's room count, 0 at first): closed ranges
+ * and marks in the order of the events that end or make them, then the
+ * open ones in the order of their begins, with the fields the walk sets;
+ * then finished: sorted, indexed by thread. NULL or -1 when out of memory.
  */
 struct kx_ranges *kx_ranges_new(const struct kx_store *strings, const struct kx_capinfo *ci);
 struct kx_range *kx_ranges_add(struct kx_ranges *rg, size_t *cap, const struct kx_ann *b, int kind);
-int kx_ranges_finish(struct kx_ranges *rg, const struct kx_store *s, struct kx_timeline *tl,
-                     const struct kx_jobs *jobs);
+int kx_ranges_finish(struct kx_ranges *rg);
 void kx_ranges_free(struct kx_ranges *rg);
 
 /* The ranges of thread tid, or NULL. */
@@ -131,7 +118,7 @@ void kx_ranges_warnings(const struct kx_ranges *rg, kx_warn_fn fn, void *ctx);
 
 /*
  * The annotation rows of a summary, built one range or mark at a time (the
- * in-memory ranges below, and the streamed ones, analysis/sranges.h): a row
+ * in-memory ranges below, and the streamed ones, analysis/rangewalk.h): a row
  * per category ("annotation", or "annotation/<category>"), name and kind.
  */
 struct kx_range_rows {

@@ -218,20 +218,6 @@ int kx_rangetrack_end(struct kx_rangetrack *t, const struct kx_ann *a, struct kx
 	return a->what == KX_ANN_POP ? end_pop(t, a, out, above) : end_cross(t, a, out);
 }
 
-int kx_rangetrack_cross_open(const struct kx_rangetrack *t, uint32_t pid, uint64_t id)
-{
-	size_t pos = KX_HMAP_START;
-	uint32_t *i;
-
-	while ((i = kx_hmap_next(&t->cross_map, cross_key(pid, id), &pos))) {
-		const struct kx_rt_open *o = kx_slots_at(&t->cross, *i);
-
-		if (o->pid == pid && o->id == id)
-			return 1;
-	}
-	return 0;
-}
-
 /* ---- what stays open ---- */
 
 size_t kx_rangetrack_open_count(const struct kx_rangetrack *t)

@@ -1,6 +1,6 @@
 /*
  * Annotation range pairing: the one rule of the in-memory ranges
- * (analysis/ranges.c), the streamed ones (analysis/sranges.c) and the live
+ * (analysis/ranges.c), the streamed ones (analysis/rangewalk.c) and the live
  * aggregates (live/annagg.c). Events (model/annot.h) come in the order their
  * thread made them.
  *
@@ -94,8 +94,6 @@ struct kx_rt_open *kx_rangetrack_begin(struct kx_rangetrack *t, const struct kx_
  */
 int kx_rangetrack_end(struct kx_rangetrack *t, const struct kx_ann *a, struct kx_rt_open *out,
                       size_t *above);
-/* Is a cross-thread range of (pid, id) open, whatever its start? */
-int kx_rangetrack_cross_open(const struct kx_rangetrack *t, uint32_t pid, uint64_t id);
 /* Open ranges in all: threads' and cross-thread. */
 size_t kx_rangetrack_open_count(const struct kx_rangetrack *t);
 /* Every open range, in the order of their begins, into v (room for

@@ -11,7 +11,7 @@
 #include "analysis/jobs.h"
 #include "analysis/nesttrack.h"
 #include "analysis/ctrstats.h"
-#include "analysis/sranges.h"
+#include "analysis/rangewalk.h"
 #include "analysis/sreport.h"
 #include "model/perfdata.h"
 
@@ -19,13 +19,13 @@
 struct sr_ctx {
 	struct kx_sreport *r;
 	struct kx_stats_acc acc;
-	struct kx_engine eng;      /* each thread's calls in start order, to nest */
-	struct kx_nesttrack nest;  /* the nesting rule on them */
-	struct kx_sranges *ranges; /* the annotation ranges (r->ranges) */
-	struct kx_ctrjoin *ctr;    /* the counters joined to their calls, NULL: none named */
-	struct kx_jobs_keep jobs;  /* what the device timelines need, kept in r->side */
-	int unnamed_ctr;           /* counter records of counters the header does not name */
-	int flushed;               /* the reorder stage was emptied for a reason found */
+	struct kx_engine eng;        /* each thread's calls in start order, to nest */
+	struct kx_nesttrack nest;    /* the nesting rule on them */
+	struct kx_rangewalk *ranges; /* the annotation ranges (r->ranges) */
+	struct kx_ctrjoin *ctr;      /* the counters joined to their calls, NULL: none named */
+	struct kx_jobs_keep jobs;    /* what the device timelines need, kept in r->side */
+	int unnamed_ctr;             /* counter records of counters the header does not name */
+	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
@@ -92,7 +92,7 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 
 	if (!sr_active(c))
 		return;
-	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_sranges_ioctl(c->ranges, e) ||
+	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_rangewalk_ioctl(c->ranges, e) ||
 	    kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		sr_oom(c);
 		return;
@@ -132,13 +132,9 @@ static void sr_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 {
 	struct sr_ctx *c = ctx;
 
-	uint64_t end;
-	int known;
-
 	if (!sr_active(c))
 		return;
-	known = kx_engine_last_end(&c->eng, a->tid, &end);
-	if (kx_sranges_ann(c->ranges, a, name, cat, known ? &end : NULL)) {
+	if (kx_rangewalk_ann(c->ranges, a, name, cat)) {
 		sr_oom(c);
 		return;
 	}
@@ -235,7 +231,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	kx_jobs_keep_init(&c.jobs, r->side);
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges)
-		kx_sranges_init(r->ranges);
+		kx_rangewalk_init(r->ranges);
 	c.ranges = r->ranges;
 	if (!r->side || !kx_store_samples(r->side) || !r->ranges) {
 		snprintf(err, errlen, "out of memory");
@@ -260,7 +256,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 		snprintf(err, errlen, "out of memory summarising the ioctls");
 		rc = -1;
 	}
-	if (rc == 0 && !r->in_memory && kx_sranges_finish(r->ranges, r->side, &r->st)) {
+	if (rc == 0 && !r->in_memory && kx_rangewalk_finish(r->ranges, r->side, &r->st)) {
 		snprintf(err, errlen, "out of memory summarising the annotation ranges");
 		rc = -1;
 	}
@@ -285,7 +281,7 @@ int kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
 		return -1;
 	kx_timeline_counted(an->timeline, r->nest_fixed, r->nest_threads);
 	if (an->ranges)
-		kx_sranges_counts(r->ranges, an->ranges);
+		kx_rangewalk_counts(r->ranges, an->ranges);
 	if (r->counters) {
 		kx_ctrstats_free(an->counters);
 		an->counters = r->counters;
@@ -297,7 +293,7 @@ int kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
 void kx_sreport_free(struct kx_sreport *r)
 {
 	if (r->ranges)
-		kx_sranges_free(r->ranges);
+		kx_rangewalk_free(r->ranges);
 	free(r->ranges);
 	r->ranges = NULL;
 	kx_ctrstats_free(r->counters);

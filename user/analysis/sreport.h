@@ -6,7 +6,7 @@
  * kept in a side store, for the profiles and thread names, and so are the
  * job records and the ioctls the device timelines and memory rows look at
  * (struct kx_jobs_keep, analysis/jobs.h); no other ioctl is kept.
- * Annotation ranges are paired as they come (analysis/sranges.h): their
+ * Annotation ranges are paired as they come (analysis/rangewalk.h): their
  * rows join the ioctl rows, their counts go to the analysis of the side
  * store (kx_sreport_apply); so are counter records joined to their calls
  * as they leave the engine's reorder stage (analysis/ctrstats.h's
@@ -22,10 +22,11 @@
  * calls later than the reorder window or past its memory budget, calls the
  * rule shortens with device jobs or annotation ranges (their analyses see
  * the shortened durations), counter records of counters the header does
- * not name, counter records later than the window after their call; job records and annotations:
- * analysis/jobs.h and sranges.h say when they are; annotation ranges and job records together are
- * one. The read then stops at the next chunk (the caller reads the file again into memory, damage
- * and all).
+ * not name, counter records later than the window after their call; job
+ * records and annotations: analysis/jobs.h and rangewalk.h say when they
+ * are; annotation ranges and job records together are one. The read then
+ * stops at the next chunk (the caller reads the file again into memory,
+ * damage and all).
  */
 #ifndef KX_SREPORT_H
 #define KX_SREPORT_H
@@ -37,7 +38,7 @@
 #include "model/capinfo.h"
 #include "model/store.h"
 
-struct kx_sranges;
+struct kx_rangewalk;
 struct kx_ctrstats;
 
 struct kx_sreport {
@@ -45,7 +46,7 @@ struct kx_sreport {
 	struct kx_stats st;            /* the ioctl rows (empty when in_memory) */
 	struct kx_capinfo ci;          /* header, then trailer facts */
 	struct kx_kxp_read_result res; /* what reading lost */
-	struct kx_sranges *ranges;     /* the annotation ranges, paired as they came */
+	struct kx_rangewalk *ranges;   /* the annotation ranges, built as they came */
 	struct kx_ctrstats *counters;  /* counters joined to their calls; NULL: none named */
 	const char *in_memory;         /* why the file must be read into memory; NULL: streamed */
 	uint64_t threads;              /* distinct threads seen (their last call's end is kept) */

@@ -5,7 +5,7 @@
 
 #include "analysis/engine.h"
 #include "analysis/nesttrack.h"
-#include "analysis/sranges.h"
+#include "analysis/rangewalk.h"
 #include "analysis/wread.h"
 #include "model/annot.h"
 #include "model/perfdata.h"
@@ -30,13 +30,13 @@ static void see_lag(struct kx_wread *w, int any, uint64_t max, uint64_t ts)
 
 struct p1 {
 	struct kx_wread *w;
-	struct kx_engine eng;     /* each thread's calls in start order, to nest */
-	struct kx_nesttrack nest; /* the nesting rule on them */
-	int flushed;              /* the reorder stage was emptied for a reason found */
-	struct kx_sranges ranges; /* the annotation ranges, paired as they pass */
-	struct kx_whist *starts;  /* the plan's first level */
-	struct kx_hmap threads;   /* pid << 32 | tid of the threads with ioctls or annotations */
-	uint64_t last_key;        /* the latest added (calls come in runs of a thread) */
+	struct kx_engine eng;       /* each thread's calls in start order, to nest */
+	struct kx_nesttrack nest;   /* the nesting rule on them */
+	int flushed;                /* the reorder stage was emptied for a reason found */
+	struct kx_rangewalk ranges; /* the annotation ranges, built as they pass */
+	struct kx_whist *starts;    /* the plan's first level */
+	struct kx_hmap threads;     /* pid << 32 | tid of the threads with ioctls or annotations */
+	uint64_t last_key;          /* the latest added (calls come in runs of a thread) */
 	uint64_t maxstart, seq;
 	/* Records that may begin a trace event: ioctls, samples, ranges, marks. */
 	uint64_t records;
@@ -126,7 +126,7 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (!p1_active(c))
 		return;
 	p1_count(c);
-	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_sranges_ioctl(&c->ranges, e))
+	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_rangewalk_ioctl(&c->ranges, e))
 		return p1_oom(c);
 	if (!p1_active(c)) /* the nesting found a reason */
 		return;
@@ -226,15 +226,12 @@ static int p1_late_call(void *ctx, const struct kx_ioctl *e)
 static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
 {
 	struct p1 *c = ctx;
-	uint64_t end;
-	int known;
 
 	if (!p1_active(c))
 		return;
 	if (kx_ann_named(a->what)) /* a range or mark begins */
 		p1_count(c);
-	known = kx_engine_last_end(&c->eng, a->tid, &end);
-	if (kx_sranges_ann(&c->ranges, a, name, cat, known ? &end : NULL))
+	if (kx_rangewalk_ann(&c->ranges, a, name, cat))
 		return p1_oom(c);
 	p1_reason(c);
 }
@@ -297,16 +294,16 @@ static int range_threads(const struct kx_ranges *rg, struct kx_hmap *threads)
 }
 
 /*
- * Once the file is read, the ranges the stream paired, with the ioctls each
- * held as they passed: it found none of the cases where nesting them with
- * the ioctls would change a range (analysis/sranges.h), so they are what the
- * whole capture's analysis makes of the file. Their threads join the
- * capture's. 0 (w->in_memory may be set now), or -1 when out of memory.
+ * Once the file is read, the ranges the stream built, nested with the
+ * ioctls as they passed (analysis/rangewalk.h): what the whole capture's
+ * analysis makes of the file, unless a budget was exceeded. Their threads
+ * join the capture's. 0 (w->in_memory may be set now), or -1 when out of
+ * memory.
  */
-static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hmap *threads)
+static int whole_ranges(struct kx_wread *w, struct kx_rangewalk *sr, struct kx_hmap *threads)
 {
 	struct kx_stats rows = {0};
-	int rc = kx_sranges_finish(sr, w->side, &rows);
+	int rc = kx_rangewalk_finish(sr, w->side, &rows);
 
 	kx_stats_free(&rows);
 	if (rc)
@@ -320,7 +317,7 @@ static int whole_ranges(struct kx_wread *w, struct kx_sranges *sr, struct kx_hma
 	w->ranges = sr->out;
 	sr->out = NULL;
 	w->ranges->kernel = w->ci.ann; /* the trailer's counts, known now */
-	if (kx_ranges_finish(w->ranges, w->side, NULL, NULL))
+	if (kx_ranges_finish(w->ranges))
 		return -1;
 	return range_threads(w->ranges, threads);
 }
@@ -446,7 +443,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	w->limit = limit;
 	w->budget = budget;
 	w->whole.first_ts = UINT64_MAX;
-	kx_sranges_init(&c->ranges);
+	kx_rangewalk_init(&c->ranges);
 	c->starts = kx_whist_new();
 	w->side = kx_store_new(budget);
 	w->late = kx_store_new(budget);
@@ -459,7 +456,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 		return 0;
 	kx_whist_free(c->starts);
 	kx_ranges_free(c->ranges.out);
-	kx_sranges_free(&c->ranges);
+	kx_rangewalk_free(&c->ranges);
 	kx_engine_free(&c->eng);
 	return -1;
 }
@@ -549,7 +546,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	}
 	kx_hmap_free(&c.threads);
 	kx_ranges_free(c.ranges.out);
-	kx_sranges_free(&c.ranges);
+	kx_rangewalk_free(&c.ranges);
 	/* Records far from the order of time: windows would hold no less. */
 	if (!rc && !w->in_memory && w->nlate > limit)
 		w->in_memory = "records far from the order of time (more calls came late than a "

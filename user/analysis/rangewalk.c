@@ -1,0 +1,789 @@
+/*
+ * Annotation ranges built as the records stream by (contract: rangewalk.h):
+ * pairing is analysis/rangetrack.h's; here each thread's reorder window,
+ * its walk through the nesting rule (analysis/timeline.h's, as ranges.c
+ * walks it), the rows and the ranges kept.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/rangewalk.h"
+#include "util/grow.h"
+
+#define NONE        UINT32_MAX
+#define IDLE_WINDOW 1 /* records of a thread without ranges (its calls only) */
+
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+static const char *const LATE = "annotation ranges and calls of a thread out of order by more "
+                                "than the reorder window holds (" STR(KX_RW_WINDOW) " records)";
+static const char *const CUT = "a call of a thread spans the end of an annotation range of the "
+                               "thread (the calls' timeline would shorten it)";
+
+/* A range paired or walking. */
+struct kx_rw_rec {
+	uint64_t begin,
+	        end;       /* ns; end: valid once ended (its pop or END, or where it stayed open) */
+	uint64_t bound;    /* ns, the end of what it was walked inside (UINT64_MAX: none known) */
+	uint64_t hi_start; /* ns, the latest start walked inside it while its end was not known */
+	uint64_t hi_end;   /* ns, the latest end walked inside it while its end was not known */
+	uint64_t tie;      /* ns: walked before records of its start as longer, it must be at
+	                      least this long (longer when tie_strict) */
+	uint64_t ioctls;   /* calls of its thread walked inside it */
+	uint64_t device_ns; /* the device time of their jobs (kx_rangewalk.dev) */
+	uint64_t jobs;      /* those jobs */
+	long row;           /* its row in kx_rangewalk.rows */
+	int64_t out;        /* its index in out; -1: none */
+	uint32_t name, cat; /* string ids in out's strings (0 when out is NULL) */
+	uint32_t next_free;
+	uint16_t depth; /* its level */
+	uint8_t ended, walked, popped, open, inside, tie_strict;
+};
+
+/* A record in a thread's window: a range (rec) or a call (rec NONE, end, pos). */
+struct item {
+	uint64_t start, end;
+	uint32_t rec, pos;
+	uint64_t seq; /* the thread's records before it */
+};
+
+/* The rule's stack: an event's end (UINT64_MAX: not known yet) and its range. */
+struct entry {
+	uint64_t end;
+	uint32_t rec;
+};
+
+/* A thread's window and walk (the tracker's thread data). */
+struct line {
+	struct item *win; /* win[head .. n): by start, arrival order at equal starts */
+	size_t head, n, cap;
+	struct entry *stack;
+	size_t depth, scap;
+	uint64_t walked; /* ns, the start of the last record walked */
+	uint64_t seq;    /* records so far */
+	uint8_t any, ranged, unsorted;
+};
+
+_Static_assert(sizeof(struct kx_rt_open) + sizeof(uint32_t) + 8 <=
+                       sizeof(((struct kx_rangewalk *)0)->ended),
+               "kx_rangewalk.ended holds an open range");
+
+void kx_rangewalk_init(struct kx_rangewalk *w)
+{
+	memset(w, 0, sizeof(*w));
+	kx_rangetrack_init(&w->track, sizeof(uint32_t), sizeof(struct line));
+	w->ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
+	w->free_rec = NONE;
+	w->window = KX_RW_WINDOW;
+	kx_range_rows_init(&w->builder, &w->rows);
+}
+
+static void because(struct kx_rangewalk *w, const char *why)
+{
+	if (!w->why)
+		w->why = why;
+}
+
+/* ---- records ---- */
+
+static uint32_t rec_new(struct kx_rangewalk *w)
+{
+	uint32_t i = w->free_rec;
+
+	if (i != NONE) {
+		w->free_rec = w->recs[i].next_free;
+	} else {
+		if (w->nrecs >= NONE ||
+		    kx_grow((void **)&w->recs, &w->rec_cap, w->nrecs, sizeof(*w->recs)))
+			return NONE;
+		i = (uint32_t)w->nrecs++;
+	}
+	memset(&w->recs[i], 0, sizeof(w->recs[i]));
+	w->recs[i].bound = UINT64_MAX;
+	w->recs[i].out = -1;
+	return i;
+}
+
+static void rec_free(struct kx_rangewalk *w, uint32_t i)
+{
+	w->recs[i].next_free = w->free_rec;
+	w->free_rec = i;
+}
+
+static uint32_t rec_of(struct kx_rt_open *o)
+{
+	uint32_t i;
+
+	memcpy(&i, kx_rt_data(o), sizeof(i));
+	return i;
+}
+
+/* ---- rows and the ranges kept ---- */
+
+/* The row of a name, as the store would keep the name (cut to its limit). */
+static long row_of(struct kx_rangewalk *w, const char *cat, const char *name, int mark)
+{
+	char c[KX_ANN_NAME_MAX], n[KX_ANN_NAME_MAX];
+
+	if (w->no_rows)
+		return 0;
+	snprintf(c, sizeof(c), "%.*s", KX_ANN_NAME_MAX - 1, cat ? cat : "");
+	snprintf(n, sizeof(n), "%.*s", KX_ANN_NAME_MAX - 1, name ? name : "");
+	return kx_range_rows_get(&w->builder, c, n, mark);
+}
+
+static int row_add(struct kx_rangewalk *w, long row, uint64_t dur, uint64_t ioctls)
+{
+	struct kx_stat_row *r = &w->rows.rows[row];
+
+	if (w->no_rows)
+		return 0;
+	if (kx_stat_row_add_streamed(r, dur, 0))
+		return -1;
+	r->ioctls += ioctls;
+	w->found++;
+	return 0;
+}
+
+/* The names a kept range needs, interned in out's strings (names the store
+ * refuses are a reason: it would refuse the event), or a's ids. */
+static void names_of(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
+                     const char *cat, uint32_t *n, uint32_t *c)
+{
+	*n = a->name;
+	*c = a->cat;
+	if (!w->out || !w->strings)
+		return;
+	*n = kx_store_ann_intern(w->strings, name);
+	*c = kx_store_ann_intern(w->strings, cat);
+	if (*n == UINT32_MAX || *c == UINT32_MAX)
+		because(w, "the annotation names do not fit the store");
+}
+
+/* A range or mark appended to out (when kept) from its begin b. 0, or -1 when out of memory. */
+static int keep(struct kx_rangewalk *w, const struct kx_ann *b, int kind, int64_t *at)
+{
+	if (!w->out)
+		return 0;
+	if (!kx_ranges_add(w->out, &w->out_cap, b, kind))
+		return -1;
+	if (at)
+		*at = (int64_t)w->out->n - 1;
+	return 0;
+}
+
+/* The begin event of range r, as out keeps it. */
+static struct kx_ann begin_of(const struct kx_rt_open *o, const struct kx_rw_rec *r, uint16_t depth)
+{
+	return (struct kx_ann){.ts = o->ts,
+	                       .id = o->id,
+	                       .pid = o->pid,
+	                       .tid = o->tid,
+	                       .name = r->name,
+	                       .cat = r->cat,
+	                       .depth = depth};
+}
+
+/* A thread range that nothing can change any more: its row and its kept copy. */
+static int retire(struct kx_rangewalk *w, uint32_t i)
+{
+	struct kx_rw_rec *r = &w->recs[i];
+	uint64_t eff = r->end < r->bound ? r->end : r->bound;
+	int rc = 0;
+
+	if (r->end > r->bound)
+		w->anom.shortened++;
+	if (!r->open)
+		rc = row_add(w, r->row, r->end - r->begin, r->ioctls);
+	if (w->out && r->out >= 0) {
+		struct kx_range *o = &w->out->r[r->out];
+
+		o->dur = eff - r->begin;
+		o->dur_meas = r->end - r->begin;
+		o->ioctls = r->ioctls;
+		o->device_ns = r->device_ns;
+		o->jobs = r->jobs;
+	}
+	rec_free(w, i);
+	return rc;
+}
+
+/* ---- the walk: a thread's records through the rule ---- */
+
+static struct line *line_of(struct kx_rangewalk *w, uint32_t tid)
+{
+	struct kx_tidtab *t = &w->track.threads;
+	unsigned int c = tid % 64;
+	struct kx_rt_thread *th;
+
+	if (w->line_tid[c] == tid + 1u)
+		return kx_rt_tdata(kx_tidtab_at(t, w->line_at[c]));
+	th = kx_rangetrack_thread(&w->track, tid, 1);
+	if (!th)
+		return NULL;
+	w->line_tid[c] = tid + 1u;
+	w->line_at[c] = (uint32_t)(((char *)th - (char *)t->v) / t->size);
+	return kx_rt_tdata(th);
+}
+
+static int pop_entry(struct kx_rangewalk *w, struct line *l)
+{
+	uint32_t i = l->stack[--l->depth].rec;
+
+	if (i == NONE)
+		return 0;
+	w->recs[i].popped = 1;
+	return w->recs[i].ended ? retire(w, i) : 0;
+}
+
+/* What was walked at start with end eff (UINT64_MAX: not known) counts for
+ * the ranges around it whose ends have not come. */
+static void seen_inside(struct kx_rangewalk *w, const struct line *l, uint64_t start, uint64_t eff)
+{
+	for (size_t k = 0; k < l->depth; k++) {
+		struct kx_rw_rec *r;
+
+		if (l->stack[k].rec == NONE || (r = &w->recs[l->stack[k].rec])->ended)
+			continue;
+		r->inside = 1;
+		if (start > r->hi_start)
+			r->hi_start = start;
+		if (eff != UINT64_MAX && eff > r->hi_end)
+			r->hi_end = eff;
+	}
+}
+
+/* A call the rule cuts to end: listed (kept cuts), else a reason. 0, or -1 when out of memory. */
+static int cut(struct kx_rangewalk *w, const struct item *it, uint64_t end)
+{
+	if (!w->keep_cuts) {
+		because(w, CUT);
+		return 0;
+	}
+	if (kx_grow((void **)&w->cuts, &w->cuts_cap, w->ncuts, sizeof(*w->cuts)))
+		return -1;
+	w->cuts[w->ncuts++] = (struct kx_tl_fix){it->pos, 0, end - it->start};
+	return 0;
+}
+
+/* A call counts for every range open around it, with its device time. */
+static void attribute(struct kx_rangewalk *w, const struct line *l, uint32_t pos)
+{
+	uint64_t ns = 0, jobs = 0;
+
+	if (w->dev && pos != NONE)
+		ns = w->dev(w->dev_ctx, pos, &jobs);
+	for (size_t k = 0; k < l->depth; k++) {
+		struct kx_rw_rec *r;
+
+		if (l->stack[k].rec == NONE)
+			continue;
+		r = &w->recs[l->stack[k].rec];
+		r->ioctls++;
+		r->device_ns += ns;
+		r->jobs += jobs;
+	}
+}
+
+static int walk_item(struct kx_rangewalk *w, struct line *l, const struct item *it)
+{
+	uint64_t parent, eff;
+
+	while (l->depth && l->stack[l->depth - 1].end <= it->start)
+		if (pop_entry(w, l))
+			return -1;
+	parent = l->depth ? l->stack[l->depth - 1].end : UINT64_MAX;
+	if (it->rec == NONE) {
+		eff = it->end;
+		if (eff > parent && cut(w, it, parent))
+			return -1;
+		eff = eff > parent ? parent : eff;
+		attribute(w, l, it->pos);
+	} else {
+		struct kx_rw_rec *r = &w->recs[it->rec];
+
+		r->bound = parent;
+		r->walked = 1;
+		eff = r->ended && r->end < parent ? r->end : parent;
+	}
+	seen_inside(w, l, it->start, it->rec == NONE || w->recs[it->rec].ended ? eff : UINT64_MAX);
+	if (kx_grow((void **)&l->stack, &l->scap, l->depth, sizeof(*l->stack)))
+		return -1;
+	l->stack[l->depth++] = (struct entry){eff, it->rec};
+	l->walked = it->start;
+	l->any = 1;
+	return 0;
+}
+
+/* Length for the rule's order: a range not ended is the longest. */
+static uint64_t item_len(const struct kx_rangewalk *w, const struct item *it)
+{
+	const struct kx_rw_rec *r;
+
+	if (it->rec == NONE)
+		return it->end - it->start;
+	r = &w->recs[it->rec];
+	return r->ended ? r->end - r->begin : UINT64_MAX;
+}
+
+/* The rule's order at one start: longer first, ranges before calls at equal
+ * length (ranges.c's merge), then the order they came in. */
+static int before(const struct kx_rangewalk *w, const struct item *a, const struct item *b)
+{
+	uint64_t la = item_len(w, a), lb = item_len(w, b);
+
+	if (la != lb)
+		return la > lb;
+	if (a->rec != NONE && b->rec != NONE)
+		return w->recs[a->rec].depth < w->recs[b->rec].depth;
+	return a->rec != NONE && b->rec == NONE;
+}
+
+/* A range not ended among n records of one start sorts first, as the
+ * longest: when it ends it must be. Two such cannot be ordered. */
+static void tie_order(struct kx_rangewalk *w, const struct item *g, size_t n)
+{
+	struct kx_rw_rec *u;
+
+	if (g[0].rec == NONE || w->recs[g[0].rec].ended)
+		return; /* all ended: the order is the rule's */
+	if (g[1].rec != NONE && !w->recs[g[1].rec].ended) {
+		because(w, LATE); /* a tie the window cannot order */
+		return;
+	}
+	u = &w->recs[g[0].rec];
+	u->tie = item_len(w, &g[1]);
+	u->tie_strict = g[1].rec != NONE && w->recs[g[1].rec].depth < u->depth;
+	for (size_t i = 2; i < n && item_len(w, &g[i]) == u->tie; i++)
+		u->tie_strict |= g[i].rec != NONE && w->recs[g[i].rec].depth < u->depth;
+}
+
+/* The records of the window's first start, in the rule's order. */
+static int walk_group(struct kx_rangewalk *w, struct line *l, int final)
+{
+	size_t g0 = l->head, g1 = g0 + 1;
+
+	while (g1 < l->n && l->win[g1].start == l->win[g0].start)
+		g1++;
+	for (size_t i = g0 + 1; i < g1; i++) {
+		struct item x = l->win[i];
+		size_t j = i;
+
+		while (j > g0 && before(w, &x, &l->win[j - 1])) {
+			l->win[j] = l->win[j - 1];
+			j--;
+		}
+		l->win[j] = x;
+	}
+	if (g1 - g0 > 1 && !final)
+		tie_order(w, l->win + g0, g1 - g0);
+	for (size_t i = g0; i < g1; i++)
+		if (walk_item(w, l, &l->win[i]))
+			return -1;
+	l->head = g1;
+	return 0;
+}
+
+/* A record into tid's window, the oldest walked past the window. */
+static int window_add(struct kx_rangewalk *w, uint32_t tid, const struct item *it)
+{
+	struct line *l = line_of(w, tid);
+	size_t pos, limit;
+
+	if (!l)
+		return -1;
+	if (!l->ranged && it->rec == NONE && l->n - l->head == 1 && w->window != SIZE_MAX &&
+	    it->start >= l->win[l->head].start) {
+		struct item held = l->win[l->head]; /* the common case: calls in order */
+
+		l->win[l->head] = *it;
+		l->win[l->head].seq = l->seq++;
+		return walk_item(w, l, &held);
+	}
+	if (l->any && (l->ranged || it->rec != NONE) &&
+	    (it->start < l->walked ||
+	     (it->start == l->walked && (it->rec != NONE || it->end > it->start))))
+		because(w, LATE);
+	if (l->head && l->n == l->cap) {
+		memmove(l->win, l->win + l->head, (l->n - l->head) * sizeof(*l->win));
+		l->n -= l->head;
+		l->head = 0;
+	}
+	if (kx_grow((void **)&l->win, &l->cap, l->n, sizeof(*l->win)))
+		return -1;
+	pos = l->n;
+	if (w->window == SIZE_MAX)
+		l->unsorted = 1; /* sorted once, at finish */
+	else
+		for (; pos > l->head && l->win[pos - 1].start > it->start; pos--)
+			l->win[pos] = l->win[pos - 1];
+	l->win[pos] = *it;
+	l->win[pos].seq = l->seq++;
+	l->n++;
+	l->ranged |= it->rec != NONE;
+	limit = l->ranged ? w->window : IDLE_WINDOW;
+	while (l->n - l->head > limit)
+		if (walk_group(w, l, 0))
+			return -1;
+	return 0;
+}
+
+/* Range i's end is known: checked against what was walked inside it, and
+ * set on the stack (bounding what was walked above it). */
+static int resolve(struct kx_rangewalk *w, struct line *l, uint32_t i)
+{
+	struct kx_rw_rec *r = &w->recs[i];
+	uint64_t eff = r->end < r->bound ? r->end : r->bound;
+	size_t k;
+
+	if (!r->walked)
+		return 0; /* still in the window */
+	if ((r->inside && (r->hi_start >= eff || r->hi_end > eff)) || r->end - r->begin < r->tie ||
+	    (r->end - r->begin == r->tie && r->tie_strict))
+		because(w, LATE);
+	if (r->popped)
+		return retire(w, i);
+	for (k = l->depth; k > 0 && l->stack[k - 1].rec != i; k--)
+		;
+	if (!k)
+		return 0; /* not on the stack: cannot be (walked, not popped) */
+	k--;
+	for (size_t j = k; j < l->depth; j++) {
+		if (l->stack[j].end > eff)
+			l->stack[j].end = eff;
+		if (j > k && l->stack[j].rec != NONE && w->recs[l->stack[j].rec].bound > eff)
+			w->recs[l->stack[j].rec].bound = eff;
+	}
+	seen_inside(w, &(struct line){.stack = l->stack, .depth = k}, 0, eff);
+	return 0;
+}
+
+/* ---- events ---- */
+
+static int on_push(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
+                   const char *cat)
+{
+	uint32_t i = rec_new(w);
+	struct kx_rt_open *o;
+	struct kx_rw_rec *r;
+	long row = row_of(w, cat, name, 0);
+
+	if (i == NONE || row < 0 || (a->what == KX_ANN_PUSH && !line_of(w, a->tid)) ||
+	    !(o = kx_rangetrack_begin(&w->track, a)))
+		return -1;
+	memcpy(kx_rt_data(o), &i, sizeof(i));
+	r = &w->recs[i];
+	r->begin = a->ts;
+	r->row = row;
+	r->depth = a->depth;
+	names_of(w, a, name, cat, &r->name, &r->cat);
+	if (a->what == KX_ANN_START)
+		return 0;
+	return window_add(w, a->tid, &(struct item){a->ts, a->ts, i, NONE, 0});
+}
+
+static int on_pop(struct kx_rangewalk *w, const struct kx_ann *a)
+{
+	struct kx_rt_open *o = (struct kx_rt_open *)w->ended;
+	struct kx_ann b;
+	struct kx_rw_rec *r;
+	uint32_t i;
+	size_t above;
+
+	if (!kx_rangetrack_end(&w->track, a, o, &above)) {
+		w->anom.lost_begin++; /* its push or start is not in the file */
+		return 0;
+	}
+	i = rec_of(o);
+	r = &w->recs[i];
+	r->end = a->ts > r->begin ? a->ts : r->begin;
+	r->ended = 1;
+	b = begin_of(o, r, a->what == KX_ANN_POP ? a->depth : o->depth);
+	if (keep(w, &b, a->what == KX_ANN_POP ? KX_RANGE_THREAD : KX_RANGE_CROSS, &r->out))
+		return -1;
+	if (w->out)
+		w->out->r[r->out].end_tid = a->tid;
+	if (a->what == KX_ANN_END) {
+		long row = r->row;
+		uint64_t dur = r->end - r->begin;
+
+		if (w->out)
+			w->out->r[r->out].dur = w->out->r[r->out].dur_meas = dur;
+		rec_free(w, i);
+		return row_add(w, row, dur, 0);
+	}
+	return resolve(w, line_of(w, a->tid), i);
+}
+
+static int on_mark(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
+                   const char *cat)
+{
+	struct kx_ann b = *a;
+	long row = row_of(w, cat, name, 1);
+
+	names_of(w, a, name, cat, &b.name, &b.cat);
+	return row < 0 || keep(w, &b, KX_RANGE_MARK, NULL) ? -1 : row_add(w, row, 0, 0);
+}
+
+int kx_rangewalk_ann(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
+                     const char *cat)
+{
+	w->events++;
+	if (kx_range_ends_ann(&w->ends, a->pid, a->tid, a->ts))
+		return -1;
+	switch (a->what) {
+	case KX_ANN_PUSH:
+	case KX_ANN_START:
+		return on_push(w, a, name, cat);
+	case KX_ANN_POP:
+	case KX_ANN_END:
+		return on_pop(w, a);
+	case KX_ANN_MARK:
+		return on_mark(w, a, name, cat);
+	default:
+		return 0; /* unknown: in memory too, no range */
+	}
+}
+
+int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t end_ns,
+                      uint32_t pos)
+{
+	kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
+	return window_add(w, e->tid, &(struct item){e->ts, end_ns, NONE, pos, 0});
+}
+
+int kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e)
+{
+	return kx_rangewalk_call(w, e, e->ts + e->dur, NONE);
+}
+
+/* ---- the end ---- */
+
+/* The ranges still open, in the order of their begins: kept as open,
+ * closed where their thread or process ended. 0, or -1 when out of memory. */
+static int close_open(struct kx_rangewalk *w)
+{
+	struct kx_rangetrack *k = &w->track;
+	struct kx_rt_open **v = malloc((kx_rangetrack_open_count(k) + 1) * sizeof(*v));
+	size_t n;
+	int rc = 0;
+
+	if (!v)
+		return -1;
+	n = kx_rangetrack_left(k, v);
+	for (size_t j = 0; j < n && !rc; j++) {
+		int thread = v[j]->what == KX_ANN_PUSH;
+		uint32_t i = rec_of(v[j]);
+		struct kx_rw_rec *r = &w->recs[i];
+		struct kx_ann b = begin_of(v[j], r, v[j]->depth);
+
+		r->open = r->ended = 1;
+		r->end = thread ? kx_range_end_thread(&w->ends, v[j]->tid, r->begin)
+		                : kx_range_end_process(&w->ends, v[j]->pid, r->begin);
+		if (thread)
+			w->anom.open++;
+		else
+			w->anom.open_cross++;
+		rc = keep(w, &b, thread ? KX_RANGE_THREAD : KX_RANGE_CROSS, &r->out);
+		if (!rc && w->out) {
+			w->out->r[r->out].open = 1;
+			w->out->r[r->out].dur = w->out->r[r->out].dur_meas = r->end - r->begin;
+		}
+		if (!rc && thread)
+			rc = resolve(w, line_of(w, v[j]->tid), i);
+		else if (!rc)
+			rec_free(w, i);
+	}
+	free(v);
+	return rc;
+}
+
+static int start_cmp(const void *pa, const void *pb)
+{
+	const struct item *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Every thread's window walked, its stack emptied. */
+static int walk_rest(struct kx_rangewalk *w)
+{
+	for (size_t t = 0; t < w->track.threads.n; t++) {
+		struct line *l = kx_rt_tdata(kx_tidtab_at(&w->track.threads, t));
+
+		if (l->unsorted)
+			qsort(l->win + l->head, l->n - l->head, sizeof(*l->win), start_cmp);
+		while (l->head < l->n)
+			if (walk_group(w, l, 1))
+				return -1;
+		while (l->depth)
+			if (pop_entry(w, l))
+				return -1;
+	}
+	return 0;
+}
+
+int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, struct kx_stats *sum)
+{
+	kx_range_ends_exits(&w->ends, tasks);
+	if (close_open(w) || walk_rest(w))
+		return -1;
+	w->found += w->anom.open + w->anom.open_cross;
+	if (w->out)
+		kx_rangewalk_counts(w, w->out);
+	if (w->no_rows)
+		return 0;
+	if (kx_range_rows_finish(&w->builder))
+		return -1;
+	return kx_stats_append(sum, &w->rows);
+}
+
+void kx_rangewalk_counts(const struct kx_rangewalk *w, struct kx_ranges *rg)
+{
+	rg->anom = w->anom;
+	rg->events = w->events;
+	rg->found = w->found;
+}
+
+void kx_rangewalk_free(struct kx_rangewalk *w)
+{
+	for (size_t t = 0; t < w->track.threads.n; t++) {
+		struct line *l = kx_rt_tdata(kx_tidtab_at(&w->track.threads, t));
+
+		free(l->win);
+		free(l->stack);
+	}
+	kx_rangetrack_free(&w->track);
+	kx_range_ends_free(&w->ends);
+	kx_hmap_free(&w->builder.map);
+	kx_stats_free(&w->rows);
+	free(w->recs);
+	free(w->cuts);
+}
+
+/* ---- the whole capture at once (kx_ranges_build) ---- */
+
+/* Device time of the jobs each ioctl submitted: ioctl index -> dev[] entry. */
+struct devtime {
+	struct kx_hmap map;
+	struct {
+		uint64_t ns, jobs;
+	} * v;
+	size_t n, cap;
+};
+
+static int devtime_build(struct devtime *d, const struct kx_jobs *jb)
+{
+	for (size_t k = 0; jb && k < jb->njobs; k++) {
+		const struct kx_jobrec *j = &jb->jobs[k];
+		uint64_t start = kx_jobrec_start(j);
+		uint32_t *slot;
+		int isnew;
+
+		if (j->submit < 0 || !j->done_ts || j->done_ts < start)
+			continue;
+		slot = kx_hmap_put(&d->map, (uint64_t)j->submit, (uint32_t)d->n, &isnew);
+		if (!slot)
+			return -1;
+		if (isnew) {
+			if (kx_grow((void **)&d->v, &d->cap, d->n, sizeof(*d->v)))
+				return -1;
+			d->v[d->n].ns = d->v[d->n].jobs = 0;
+			d->n++;
+		}
+		d->v[*slot].ns += j->done_ts - start;
+		d->v[*slot].jobs++;
+	}
+	return 0;
+}
+
+/* The device time of the call at timeline position pos (rangewalk.h's dev). */
+struct devctx {
+	const struct devtime *dt;
+	const struct kx_timeline *tl;
+};
+
+static uint64_t call_dev(void *ctx, uint32_t pos, uint64_t *jobs)
+{
+	const struct devctx *c = ctx;
+	const uint32_t *d = kx_hmap_get(&c->dt->map, c->tl->order[pos]);
+
+	*jobs = d ? c->dt->v[*d].jobs : 0;
+	return d ? c->dt->v[*d].ns : 0;
+}
+
+/* The calls of the threads with ranges, in the timeline's order, with the
+ * timeline's lengths; the other calls only end their threads. */
+static int feed_calls(struct kx_rangewalk *w, const struct kx_store *s,
+                      const struct kx_timeline *tl)
+{
+	for (size_t t = 0; tl && t < tl->nthreads; t++) {
+		const struct kx_tl_thread *it = &tl->threads[t];
+		struct kx_rt_thread *th = kx_rangetrack_thread(&w->track, it->tid, 0);
+
+		for (size_t k = 0; k < it->count; k++) {
+			size_t pos = it->first + k, idx = tl->order[pos];
+			const struct kx_ioctl *e = kx_store_ioctl(s, idx);
+
+			if (!th)
+				kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
+			else if (kx_rangewalk_call(w, e, e->ts + kx_timeline_dur(tl, idx, e->dur),
+			                           (uint32_t)pos))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* The calls the ranges cut join the timeline's fixes. */
+static int add_cuts(struct kx_timeline *tl, struct kx_rangewalk *w)
+{
+	if (!tl)
+		return 0;
+	for (size_t i = 0; i < w->ncuts; i++)
+		w->cuts[i].idx = tl->order[w->cuts[i].pos];
+	return kx_timeline_add_fixes(tl, w->cuts, w->ncuts);
+}
+
+struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capinfo *ci,
+                                  struct kx_timeline *tl, const struct kx_jobs *jobs)
+{
+	struct kx_ranges *rg = kx_ranges_new(s, ci);
+	struct devtime dt = {KX_HMAP_INIT, NULL, 0, 0};
+	struct devctx dc = {&dt, tl};
+	size_t n = kx_store_ann_count(s);
+	struct kx_rangewalk w;
+	int rc = -1;
+
+	if (!rg)
+		return NULL;
+	kx_rangewalk_init(&w);
+	w.out = rg;
+	w.window = SIZE_MAX;
+	w.no_rows = w.keep_cuts = 1;
+	w.dev = call_dev;
+	w.dev_ctx = &dc;
+	if (devtime_build(&dt, jobs))
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (kx_rangewalk_ann(&w, kx_store_ann(s, i), NULL, NULL))
+			goto out;
+	if (feed_calls(&w, s, tl) || kx_rangewalk_finish(&w, s, NULL) || add_cuts(tl, &w) ||
+	    kx_ranges_finish(rg))
+		goto out;
+	rg->events = n;
+	rc = 0;
+out:
+	kx_rangewalk_free(&w);
+	kx_hmap_free(&dt.map);
+	free(dt.v);
+	if (rc) {
+		kx_ranges_free(rg);
+		return NULL;
+	}
+	return rg;
+}
