@@ -255,11 +255,15 @@ static void seen_inside(struct kx_rangewalk *w, const struct line *l, uint64_t s
 	}
 }
 
-/* A call the rule cuts to end: listed (kept cuts), else a reason. 0, or -1 when out of memory. */
-static int cut(struct kx_rangewalk *w, const struct item *it, uint64_t end)
+/* A call the rule cuts to end: listed (kept cuts), else a reason when a
+ * range cut it (by_range; one cut by a call of its thread is the nesting
+ * rule's among calls, which the stream applies itself: analysis/nesttrack.h).
+ * 0, or -1 when out of memory. */
+static int cut(struct kx_rangewalk *w, const struct item *it, uint64_t end, int by_range)
 {
 	if (!w->keep_cuts) {
-		because(w, CUT);
+		if (by_range)
+			because(w, CUT);
 		return 0;
 	}
 	if (kx_grow((void **)&w->cuts, &w->cuts_cap, w->ncuts, sizeof(*w->cuts)))
@@ -297,7 +301,7 @@ static int walk_item(struct kx_rangewalk *w, struct line *l, const struct item *
 	parent = l->depth ? l->stack[l->depth - 1].end : UINT64_MAX;
 	if (it->rec == NONE) {
 		eff = it->end;
-		if (eff > parent && cut(w, it, parent))
+		if (eff > parent && cut(w, it, parent, l->stack[l->depth - 1].rec != NONE))
 			return -1;
 		eff = eff > parent ? parent : eff;
 		attribute(w, l, it->pos);
