@@ -160,10 +160,44 @@ static void test_join_through_file(void)
 	kx_store_free(st);
 }
 
+/* Two calls of different drivers whose driver and command a weak key would
+ * mix into one value (drv ^ cmd equal) keep rows of their own. */
+static void test_rows_by_call(void)
+{
+	static struct kx_capinfo ci;
+	struct kx_store *st = kx_store_new(0);
+	struct kx_ctrstats *cs;
+	struct kx_ioctl e;
+	struct kx_ctr_ev c;
+	char err[256];
+
+	CHECK(st);
+	if (!st)
+		return;
+	snprintf(ci.counters.names, sizeof(ci.counters.names), "context-switches");
+	e = call(1, 1000, 0x127f);
+	c = ctr(1, 1000, 1, 0);
+	CHECK(kx_store_add_ctr(st, &c) == 0 && kx_store_add_ioctl(st, &e, NULL) == 0);
+	e = call(2, 1000, 0x127f ^ (KX_DRV_LOOP ^ KX_DRV_BLOCK));
+	e.drv = KX_DRV_BLOCK;
+	c = ctr(2, 1000, 2, 0);
+	CHECK(kx_store_add_ctr(st, &c) == 0 && kx_store_add_ioctl(st, &e, NULL) == 0);
+	cs = kx_ctrstats_build(st, &ci, err, sizeof(err));
+	CHECK(cs);
+	if (cs) {
+		CHECK_EQ_U(cs->nrows, 2);
+		CHECK(cs->nrows == 2 && strcmp(cs->rows[0].cat, cs->rows[1].cat));
+		CHECK(cs->nrows == 2 && cs->rows[0].calls == 1 && cs->rows[1].calls == 1);
+	}
+	kx_ctrstats_free(cs);
+	kx_store_free(st);
+}
+
 int main(void)
 {
 	RUN(test_scaling);
 	RUN(test_parse);
 	RUN(test_join_through_file);
+	RUN(test_rows_by_call);
 	KXT_EXIT();
 }

@@ -81,7 +81,9 @@ static void row_label(struct kx_ctrrow *r, const struct kx_ioctl *e)
 static long ctrstats_row(struct kx_ctrstats *cs, struct kx_hmap *ix, size_t *cap,
                          const struct kx_ioctl *e)
 {
-	uint64_t key = kx_hash_combine(kx_hash_combine(e->drv, e->cmd), e->xfer_cmd);
+	/* The call's identity itself, not a hash of it: two calls share a row
+	 * only when driver, command and inner escape are the same. */
+	uint64_t key = (uint64_t)e->drv << 40 | (uint64_t)e->xfer_cmd << 32 | e->cmd;
 	struct kx_ctrrow *r;
 	int isnew;
 	uint32_t *v = kx_hmap_put(ix, key, (uint32_t)cs->nrows, &isnew);
