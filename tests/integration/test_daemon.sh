@@ -125,11 +125,12 @@ d_settle() {
 	return 1
 }
 
-"$KXPROF" serve --socket "$SOCK" --idle-timeout 5 --session-limit 300 --max-sessions 64 \
-	--max-user-sessions 60 2>"$TMP/serve.log" &
+# (ready once listening: the socket's mode is set between its bind and listen)
+KXPROF_READY_FILE=$TMP/ready1 "$KXPROF" serve --socket "$SOCK" --idle-timeout 5 \
+	--session-limit 300 --max-sessions 64 --max-user-sessions 60 2>"$TMP/serve.log" &
 DPID=$!
-if ! wait_socket "$SOCK"; then
-	fail daemon_starts "no socket after 10 s: $(cat "$TMP/serve.log")"
+if ! wait_ready "$TMP/ready1" "$DPID"; then
+	fail daemon_starts "not listening after 60 s: $(cat "$TMP/serve.log")"
 	exit 0
 fi
 check daemon_socket_mode test "$(stat -c %a "$SOCK")" = 666
@@ -362,10 +363,10 @@ check daemon_serves_after_abuse test $rc -eq 0 -a -n "$($COUNTS "$TMP/after.wl" 
 
 # ---- limits, time limit, socket mode and group: a second daemon ----
 SOCK2=$TMP/run2/kxprof.sock
-"$KXPROF" serve --socket "$SOCK2" --max-user-sessions 1 --session-limit 2 \
-	--socket-mode 0660 --socket-group 65534 2>"$TMP/serve2.log" &
+KXPROF_READY_FILE=$TMP/ready2 "$KXPROF" serve --socket "$SOCK2" --max-user-sessions 1 \
+	--session-limit 2 --socket-mode 0660 --socket-group 65534 2>"$TMP/serve2.log" &
 D2=$!
-wait_socket "$SOCK2"
+wait_ready "$TMP/ready2" "$D2"
 check daemon_socket_group test "$(stat -c '%a %g' "$SOCK2")" = "660 65534"
 SOCKET_OVERRIDE=$SOCK2 as_bg 65534 "$BIN/kxprof" record --device "$LOOPDEV" -o "$OUT/tl.kxp" -- sleep 30 \
 	>/dev/null 2>"$TMP/tl.err"
