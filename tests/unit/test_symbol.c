@@ -677,6 +677,50 @@ static void test_mapped_late(void)
 	kx_symres_free(&r);
 }
 
+/* An exec: what the old image noted, junk outside its maps too, resolves
+ * against the maps read while it ran, not against the new image's (a
+ * mapping the old image had, gone now, still names its addresses). */
+static void test_old_image_kept(void)
+{
+	struct kx_symres r = {0};
+	const struct kx_symres_entry *e;
+	uint64_t a = (uint64_t)(uintptr_t)kxt_sym_alpha, junk = 0x10, old;
+	uint32_t me = (uint32_t)getpid();
+	int fd = open(self_exe, O_RDONLY);
+	struct kx_symcollect *c;
+	struct kx_sample smp;
+	struct stat st;
+	char err[200];
+	void *base = MAP_FAILED;
+
+	c = kx_symcollect_new(&r, NULL, NULL, NULL, err, sizeof(err));
+	CHECK(c && fd >= 0 && fstat(fd, &st) == 0);
+	if (c && fd >= 0)
+		base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	CHECK(base != MAP_FAILED);
+	if (!c || base == MAP_FAILED)
+		goto out;
+	old = (uint64_t)(uintptr_t)base + alpha_file_offset();
+	one_sample(&smp, &old, 11); /* the old image's snapshot holds the mapping */
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	one_sample(&smp, &junk, 11);
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	munmap(base, (size_t)st.st_size); /* gone with the old image */
+	base = MAP_FAILED;
+	one_sample(&smp, &a, 12); /* the new image: the old one's entries resolve first */
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	CHECK(kx_symcollect_resolve(c) == 0);
+	e = kx_symres_find(&r, me, 11, old);
+	CHECK(e && e->func && !strcmp(kx_symres_str(&r, e->func), "kxt_sym_alpha"));
+out:
+	if (base != MAP_FAILED)
+		munmap(base, (size_t)st.st_size);
+	if (fd >= 0)
+		close(fd);
+	kx_symcollect_free(c);
+	kx_symres_free(&r);
+}
+
 /* Entries put in whole (a record file's): found once settled, strings interned. */
 static void test_symres_put(void)
 {
@@ -720,6 +764,7 @@ int main(void)
 	RUN(test_kallsyms_hidden);
 	RUN(test_resolved_table);
 	RUN(test_mapped_late);
+	RUN(test_old_image_kept);
 	RUN(test_symres_put);
 	KXT_EXIT();
 }

@@ -137,7 +137,8 @@ static int resolve_one(struct kx_symcollect *c, struct kx_symres_entry e)
 /* Before pending user addresses resolve for good, the maps of each process
  * with one outside every mapping are read again, once per call: the sample
  * may have come from code mapped after the last reading that maps_check's
- * rate limit skipped (a program sampled while exec and the loader map it). */
+ * rate limit skipped (a program sampled while exec and the loader map it).
+ * Not for an image the process has left by exec: its maps are gone. */
 static int refresh_stale(struct kx_symcollect *c)
 {
 	struct kx_symres *r = c->res;
@@ -147,9 +148,15 @@ static int refresh_stale(struct kx_symcollect *c)
 
 	for (size_t i = 0; i < r->n && !rc; i++) {
 		const struct kx_symres_entry *e = &r->e[i];
+		const uint32_t *gen;
 
 		if (!e->pending || e->pid == KX_SYMRES_KERNEL ||
 		    kx_symbolizer_has_map(c->sz, (pid_t)e->pid, e->addr))
+			continue;
+		/* Only for the image the process runs now: an older image's
+		 * addresses resolve against the maps read while it ran. */
+		gen = kx_hmap_get(&c->images, e->pid);
+		if (!gen || *gen != e->gen)
 			continue;
 		if (!kx_hmap_put(&done, e->pid, 1, &isnew))
 			rc = -1;
