@@ -636,43 +636,66 @@ static void test_resolved_table(void)
 	kx_symres_free(&r);
 }
 
+/* This program's file mapped again, executable, at a new address (*len
+ * bytes; MAP_FAILED when it cannot be): its kxt_sym_alpha at *alpha. */
+static void *map_self(size_t *len, uint64_t *alpha)
+{
+	int fd = open(self_exe, O_RDONLY);
+	void *base = MAP_FAILED;
+	struct stat st;
+
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		*len = (size_t)st.st_size;
+		base = mmap(NULL, *len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	}
+	if (fd >= 0)
+		close(fd);
+	*alpha = base == MAP_FAILED ? 0 : (uint64_t)(uintptr_t)base + alpha_file_offset();
+	return base;
+}
+
+/* One sample at addr of this process's image exec_id, collected. */
+static void collect_at(struct kx_symcollect *c, uint64_t addr, uint32_t exec_id)
+{
+	struct kx_sample smp;
+
+	one_sample(&smp, &addr, exec_id);
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+}
+
+/* addr of image exec_id resolved to kxt_sym_alpha. */
+static int names_alpha(const struct kx_symres *r, uint32_t exec_id, uint64_t addr)
+{
+	const struct kx_symres_entry *e = kx_symres_find(r, (uint32_t)getpid(), exec_id, addr);
+
+	return e && e->func && !strcmp(kx_symres_str(r, e->func), "kxt_sym_alpha");
+}
+
 /* Code mapped after the last reading of the maps, sampled inside the reread
  * rate limit (as a program is while exec and its loader map it): the address
  * resolves once the batch resolves, not [unknown] for good. */
 static void test_mapped_late(void)
 {
 	struct kx_symres r = {0};
-	const struct kx_symres_entry *e;
-	uint64_t a = (uint64_t)(uintptr_t)kxt_sym_alpha, junk = 0x10, late;
-	uint32_t me = (uint32_t)getpid();
-	int fd = open(self_exe, O_RDONLY);
-	struct kx_symcollect *c;
-	struct kx_sample smp;
-	struct stat st;
 	char err[200];
+	struct kx_symcollect *c = kx_symcollect_new(&r, NULL, NULL, NULL, err, sizeof(err));
+	uint64_t late;
+	size_t len = 0;
 	void *base;
 
-	CHECK(fd >= 0 && fstat(fd, &st) == 0);
-	c = kx_symcollect_new(&r, NULL, NULL, NULL, err, sizeof(err));
 	CHECK(c);
-	if (fd < 0 || !c)
+	if (!c)
 		return;
-	one_sample(&smp, &a, 9); /* the snapshot */
-	CHECK(kx_symcollect_sample(c, &smp) == 0);
-	one_sample(&smp, &junk, 9); /* outside every mapping: read again, now */
-	CHECK(kx_symcollect_sample(c, &smp) == 0);
-	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	collect_at(c, (uint64_t)(uintptr_t)kxt_sym_alpha, 9); /* the snapshot */
+	collect_at(c, 0x10, 9); /* outside every mapping: read again, now */
+	base = map_self(&len, &late);
 	CHECK(base != MAP_FAILED);
-	late = (uint64_t)(uintptr_t)base + alpha_file_offset();
-	one_sample(&smp, &late, 9); /* same time stamp: inside the rate limit */
-	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	collect_at(c, late, 9); /* same time stamp: inside the rate limit */
 	CHECK(kx_symcollect_resolve(c) == 0);
-	e = kx_symres_find(&r, me, 9, late);
-	CHECK(e && e->func && !strcmp(kx_symres_str(&r, e->func), "kxt_sym_alpha"));
+	CHECK(names_alpha(&r, 9, late));
 	CHECK_EQ_U(r.unknown, 1); /* the junk address only */
 	if (base != MAP_FAILED)
-		munmap(base, (size_t)st.st_size);
-	close(fd);
+		munmap(base, len);
 	kx_symcollect_free(c);
 	kx_symres_free(&r);
 }
@@ -683,40 +706,24 @@ static void test_mapped_late(void)
 static void test_old_image_kept(void)
 {
 	struct kx_symres r = {0};
-	const struct kx_symres_entry *e;
-	uint64_t a = (uint64_t)(uintptr_t)kxt_sym_alpha, junk = 0x10, old;
-	uint32_t me = (uint32_t)getpid();
-	int fd = open(self_exe, O_RDONLY);
-	struct kx_symcollect *c;
-	struct kx_sample smp;
-	struct stat st;
 	char err[200];
-	void *base = MAP_FAILED;
+	struct kx_symcollect *c = kx_symcollect_new(&r, NULL, NULL, NULL, err, sizeof(err));
+	size_t len = 0;
+	uint64_t old;
+	void *base = map_self(&len, &old);
 
-	c = kx_symcollect_new(&r, NULL, NULL, NULL, err, sizeof(err));
-	CHECK(c && fd >= 0 && fstat(fd, &st) == 0);
-	if (c && fd >= 0)
-		base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
-	CHECK(base != MAP_FAILED);
-	if (!c || base == MAP_FAILED)
-		goto out;
-	old = (uint64_t)(uintptr_t)base + alpha_file_offset();
-	one_sample(&smp, &old, 11); /* the old image's snapshot holds the mapping */
-	CHECK(kx_symcollect_sample(c, &smp) == 0);
-	one_sample(&smp, &junk, 11);
-	CHECK(kx_symcollect_sample(c, &smp) == 0);
-	munmap(base, (size_t)st.st_size); /* gone with the old image */
-	base = MAP_FAILED;
-	one_sample(&smp, &a, 12); /* the new image: the old one's entries resolve first */
-	CHECK(kx_symcollect_sample(c, &smp) == 0);
-	CHECK(kx_symcollect_resolve(c) == 0);
-	e = kx_symres_find(&r, me, 11, old);
-	CHECK(e && e->func && !strcmp(kx_symres_str(&r, e->func), "kxt_sym_alpha"));
-out:
-	if (base != MAP_FAILED)
-		munmap(base, (size_t)st.st_size);
-	if (fd >= 0)
-		close(fd);
+	CHECK(c && base != MAP_FAILED);
+	if (c && base != MAP_FAILED) {
+		collect_at(c, old, 11); /* the old image's snapshot holds the mapping */
+		collect_at(c, 0x10, 11);
+		munmap(base, len); /* gone with the old image */
+		/* The new image: the old one's entries resolve first. */
+		collect_at(c, (uint64_t)(uintptr_t)kxt_sym_alpha, 12);
+		CHECK(kx_symcollect_resolve(c) == 0);
+		CHECK(names_alpha(&r, 11, old));
+	} else if (base != MAP_FAILED) {
+		munmap(base, len);
+	}
 	kx_symcollect_free(c);
 	kx_symres_free(&r);
 }
