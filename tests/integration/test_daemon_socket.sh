@@ -154,6 +154,11 @@ rc=$?
 "$KXPROF" convert "$OUT/caps.kxp" --folded "$TMP/caps.folded" >/dev/null 2>&1
 check daemon_unit_caps_symbols test $rc -eq 0 -a -n "$(grep ';main;kxw_spin_phase;kxw_heavy ' "$TMP/caps.folded")"
 [ $rc -eq 0 ] || sed 's/^/# /' "$TMP/caps.err" | tail -3
+if ! grep -q ';main;kxw_spin_phase;kxw_heavy ' "$TMP/caps.folded"; then
+	# What the capture holds instead: its heaviest stacks and symbol facts.
+	sort -t' ' -k2 -nr "$TMP/caps.folded" | head -3 | sed 's/^/# folded: /'
+	"$KXPROF" report "$OUT/caps.kxp" 2>&1 | grep -E 'CPU profile|unknown|process|symbol' | sed 's/^/# report: /'
+fi
 as 65534 env KXPROF_SOCKET="$CSOCK" "$BIN/kxprof" record --device /dev/null -o "$OUT/cann.kxp" \
 	-- "$BIN/annotate_workload" -t 1 -n 5 -s 1000 >"$TMP/cann.wl" 2>"$TMP/cann.err"
 rc=$?

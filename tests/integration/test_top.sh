@@ -116,7 +116,12 @@ drawn() {
 kill "${COPIES[@]}" 2>/dev/null
 wait "${COPIES[@]}" 2>/dev/null
 check interactive_exit_0 test "$(cat "$TMP/rc" 2>/dev/null)" = 0
-check interactive_quits_fast test $((($(cat "$TMP/exittime") - $(cat "$TMP/qtime")) / 1000000)) -lt 1000
+# q quits at once, not at the next refresh nor after the probes' release
+# (left to a child): 50 to 100 ms here. Each uprobe link the child did not
+# keep costs the quit 36 ms (2.5 s for the 64; 8 s with no child at all).
+QUIT_MS=$((($(cat "$TMP/exittime") - $(cat "$TMP/qtime")) / 1000000))
+echo "# q to exit: $QUIT_MS ms"
+check interactive_quits_fast test "$QUIT_MS" -lt 1500
 check interactive_restores_termios cmp -s "$TMP/before" "$TMP/after"
 check interactive_alt_screen grep -q $'\033\[?1049h' "$TMP/typescript"
 check interactive_leaves_alt_screen grep -q $'\033\[?1049l' "$TMP/typescript"

@@ -12,8 +12,10 @@
 
 #define KEEP_MAX 4096 /* descriptors handed over, at most (the rest close here, as before) */
 
-/* A BPF link on a perf event (a uprobe's, a kprobe's): its fdinfo says so. */
-static int perf_link(const char *name)
+/* A BPF link whose release takes a probe off: on a perf event (a uprobe's, a
+ * kprobe's: the kernel names its type "perf") or a multi-probe link. Its
+ * fdinfo says which. */
+static int probe_link(const char *name)
 {
 	char path[300], buf[512];
 	int fd, n;
@@ -25,7 +27,8 @@ static int perf_link(const char *name)
 	n = (int)read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	buf[n > 0 ? n : 0] = 0;
-	return strstr(buf, "link_type:\tperf_event\n") != NULL;
+	return strstr(buf, "link_type:\tperf\n") || strstr(buf, "link_type:\tperf_event\n") ||
+	       strstr(buf, "link_type:\tuprobe_multi\n") || strstr(buf, "link_type:\tkprobe_multi\n");
 }
 
 /* A descriptor whose last close may wait for grace periods: a perf event,
@@ -39,7 +42,7 @@ static int slow_kind(int dir, const char *name)
 		return 0;
 	target[n] = 0;
 	return !strcmp(target, "anon_inode:[perf_event]") ||
-	       (!strcmp(target, "anon_inode:bpf_link") && perf_link(name));
+	       (!strcmp(target, "anon_inode:bpf_link") && probe_link(name));
 }
 
 static int cmp_int(const void *a, const void *b)
