@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -111,24 +112,6 @@ static int own_mapping(uint64_t addr, struct kx_procmap *out)
 	}
 	kx_procmaps_free(m, n);
 	return hit ? 0 : -1;
-}
-
-/* An exited, unreaped child's maps file reads empty: no mappings, no error. */
-static void test_zombie_maps(void)
-{
-	struct kx_procmap *m = NULL;
-	size_t n = 99;
-	char err[200];
-	pid_t pid = fork();
-
-	if (pid == 0)
-		_exit(0);
-	CHECK(pid > 0);
-	usleep(100 * 1000);
-	CHECK(kx_procmaps_read(pid, &m, &n, err, sizeof(err)) == 0);
-	CHECK_EQ_U(n, 0);
-	kx_procmaps_free(m, n);
-	waitpid(pid, NULL, 0);
 }
 
 /* An indirect function (STT_GNU_IFUNC, as glibc's string functions are):
@@ -668,7 +651,8 @@ static int names_alpha(const struct kx_symres *r, uint32_t exec_id, uint64_t add
 {
 	const struct kx_symres_entry *e = kx_symres_find(r, (uint32_t)getpid(), exec_id, addr);
 
-	return e && e->func && !strcmp(kx_symres_str(r, e->func), "kxt_sym_alpha");
+	/* func is a string offset: 0 is the first string interned. */
+	return e && !e->pending && !strcmp(kx_symres_str(r, e->func), "kxt_sym_alpha");
 }
 
 /* Code mapped after the last reading of the maps, sampled inside the reread
@@ -728,6 +712,69 @@ static void test_old_image_kept(void)
 	kx_symres_free(&r);
 }
 
+/* A snapshot that could not be taken (here: no descriptor left to open the
+ * maps; as for a process sampled inside its exec, whose maps list no code
+ * yet) is taken again at a later sample of the process, even of an address
+ * already resolved, not only at a batch's resolve (the process may be gone
+ * by then); it is then no longer counted as missed. */
+static void test_missed_retried(void)
+{
+	struct kx_symres r = {0};
+	struct kx_symbolizer_stats st;
+	struct rlimit old, lim;
+	char err[200];
+	struct kx_symcollect *c = kx_symcollect_new(&r, NULL, NULL, NULL, err, sizeof(err));
+	uint64_t alpha = (uint64_t)(uintptr_t)kxt_sym_alpha, next = alpha + 1;
+	struct kx_sample smp;
+	int fd = open("/dev/null", O_RDONLY);
+
+	CHECK(c && fd >= 0 && getrlimit(RLIMIT_NOFILE, &old) == 0);
+	if (!c || fd < 0) {
+		kx_symcollect_free(c);
+		return;
+	}
+	close(fd);
+	lim = (struct rlimit){.rlim_cur = (rlim_t)fd, .rlim_max = old.rlim_max};
+	CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+	collect_at(c, alpha, 13); /* the maps cannot be opened */
+	kx_symcollect_resolve(c); /* nor at the resolve: alpha is [unknown] */
+	CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	kx_symcollect_stats(c, &st);
+	CHECK_EQ_U(st.procs_missed, 1);
+	one_sample(&smp, &alpha, 13);
+	smp.ts_ns = 1000000000ull; /* past the reread limit */
+	CHECK(kx_symcollect_sample(c, &smp) == 0);
+	kx_symcollect_stats(c, &st);
+	CHECK_EQ_U(st.procs_missed, 0);
+	collect_at(c, next, 13);
+	CHECK(kx_symcollect_resolve(c) == 0);
+	CHECK(names_alpha(&r, 13, next));
+	kx_symcollect_free(c);
+	kx_symres_free(&r);
+}
+
+/* A zombie maps no code: its maps are not a snapshot (-1, said why). */
+static void test_zombie_maps(void)
+{
+	struct kx_procmap *m = NULL;
+	siginfo_t si;
+	char err[200] = "";
+	size_t n = 0;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	CHECK(pid > 0);
+	if (pid <= 0)
+		return;
+	/* Exited, not reaped: its /proc entry stays, its memory is gone. */
+	CHECK(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0);
+	CHECK(kx_procmaps_read(pid, &m, &n, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "lists no code") != NULL);
+	kx_procmaps_free(m, n);
+	waitpid(pid, NULL, 0);
+}
+
 /* Entries put in whole (a record file's): found once settled, strings interned. */
 static void test_symres_put(void)
 {
@@ -772,6 +819,7 @@ int main(void)
 	RUN(test_resolved_table);
 	RUN(test_mapped_late);
 	RUN(test_old_image_kept);
+	RUN(test_missed_retried);
 	RUN(test_symres_put);
 	KXT_EXIT();
 }

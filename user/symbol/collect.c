@@ -74,7 +74,10 @@ static int image_seen(struct kx_symcollect *c, const struct kx_sample *s)
 /* A new address outside every mapping of the snapshot: the process mapped
  * more code since (the loader, dlopen), so its maps are read again, at most
  * every MAPS_REREAD_NS per process (frame-pointer walks also yield junk
- * addresses, which no mapping will ever hold). */
+ * addresses, which no mapping will ever hold). So is any address of a
+ * process whose snapshot was missed: one taken inside its exec, before the
+ * image was mapped, lists no code (the addresses it then noted are not new
+ * again before the process may have exited). */
 static void maps_check(struct kx_symcollect *c, const struct kx_sample *s, uint64_t addr)
 {
 	uint64_t now = s->ts_ns;
@@ -104,7 +107,7 @@ int kx_symcollect_sample(struct kx_symcollect *c, const struct kx_sample *s)
 			continue;
 		added = kx_symres_note(c->res, s->pid, s->exec_id, a);
 		rc |= added < 0;
-		if (added > 0)
+		if (added > 0 || kx_symbolizer_missed(c->sz, (pid_t)s->pid))
 			maps_check(c, s, a);
 	}
 	c->noted = 1;

@@ -66,9 +66,19 @@ int kx_procmaps_read(pid_t pid, struct kx_procmap **out, size_t *n, char *err, s
 			m[used++] = one;
 		}
 	}
+	if (rc >= 0 && ferror(f)) {
+		snprintf(err, len, "cannot read %s: %s", path, strerror(errno));
+		rc = -2;
+	} else if (rc < 0) {
+		snprintf(err, len, "cannot parse %s (malformed line or out of memory)", path);
+	} else if (used == 0) {
+		/* Every process that runs user code maps some: a zombie's or a
+		 * kernel thread's maps are empty. */
+		snprintf(err, len, "%s lists no code: the process has exited", path);
+		rc = -1;
+	}
 	fclose(f);
 	if (rc < 0) {
-		snprintf(err, len, "cannot parse %s (malformed line or out of memory)", path);
 		kx_procmaps_free(m, used);
 		return -1;
 	}

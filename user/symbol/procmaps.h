@@ -23,7 +23,8 @@ struct kx_procmap {
  * allocated), 0 when not, -1 when malformed or out of memory. */
 int kx_procmap_parse(const char *line, struct kx_procmap *m);
 /* The executable mappings of pid, sorted by start. 0, or -1 with err set
- * (process gone, or not allowed to read its maps). */
+ * (process gone, not allowed to read its maps, a read error, or no code
+ * mapped: a zombie, or a process inside exec before its image is mapped). */
 int kx_procmaps_read(pid_t pid, struct kx_procmap **out, size_t *n, char *err, size_t len);
 /* The mapping holding addr, NULL when none. */
 const struct kx_procmap *kx_procmaps_find(const struct kx_procmap *m, size_t n, uint64_t addr);

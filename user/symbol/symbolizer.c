@@ -22,8 +22,8 @@ struct snapshot {
 	struct kx_procmap *maps;
 	const struct kx_symfile **files; /* per mapping; NULL when out of memory */
 	size_t n;
-	int missed;            /* the process was gone (or unreadable): no maps, not tried again */
-	uint32_t uid;          /* owner of /proc/PID when the maps were read */
+	int missed;   /* no maps (gone, unreadable, inside exec): only a refresh tries again */
+	uint32_t uid; /* owner of /proc/PID when the maps were read */
 	struct kx_perfmap *pm; /* its /tmp/perf-PID.map, read on first need; NULL: not yet */
 };
 
@@ -148,6 +148,8 @@ int kx_symbolizer_refresh(struct kx_symbolizer *s, pid_t pid, char *err, size_t 
 		return kx_symbolizer_snapshot(s, pid, err, len);
 	if (snap_take(s, &sn, pid, err, len) != 0)
 		return -1; /* the old snapshot stays: better than none */
+	if (s->snaps[i].missed)
+		s->st.procs_missed--;
 	snap_clear(&s->snaps[i]);
 	s->snaps[i] = sn;
 	return 0;
@@ -159,6 +161,14 @@ int kx_symbolizer_has_map(const struct kx_symbolizer *s, pid_t pid, uint64_t add
 	long i = snap_index(s, pid, &found);
 
 	return found && kx_procmaps_find(s->snaps[i].maps, s->snaps[i].n, addr) != NULL;
+}
+
+int kx_symbolizer_missed(const struct kx_symbolizer *s, pid_t pid)
+{
+	int found;
+	long i = snap_index(s, pid, &found);
+
+	return found && s->snaps[i].missed;
 }
 
 static void unknown(struct kx_frame *out, const char *module)

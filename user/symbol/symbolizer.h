@@ -71,10 +71,14 @@ const char *kx_symbolizer_warning(const struct kx_symbolizer *s);
  * the process is gone or its maps cannot be read (counted once in
  * procs_missed; later calls do not try again, kx_symbolizer_refresh does). */
 int kx_symbolizer_snapshot(struct kx_symbolizer *s, pid_t pid, char *err, size_t len);
-/* Takes pid's snapshot again (after exec): 0 or -1 as above. */
+/* Takes pid's snapshot again (after exec, or one missed): 0 or -1 as above;
+ * a missed snapshot taken now is no longer counted in procs_missed. */
 int kx_symbolizer_refresh(struct kx_symbolizer *s, pid_t pid, char *err, size_t len);
 /* 1 when pid's snapshot has a mapping holding addr (0 also without a snapshot). */
 int kx_symbolizer_has_map(const struct kx_symbolizer *s, pid_t pid, uint64_t addr);
+/* 1 when pid's snapshot was missed (no maps: kx_symbolizer_refresh may
+ * still take it while the process lives). */
+int kx_symbolizer_missed(const struct kx_symbolizer *s, pid_t pid);
 void kx_symbolizer_kernel(struct kx_symbolizer *s, uint64_t addr, struct kx_frame *out);
 /* An address of process pid, through its snapshot (taken now if it has none). */
 void kx_symbolizer_user(struct kx_symbolizer *s, pid_t pid, uint64_t addr, struct kx_frame *out);

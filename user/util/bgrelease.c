@@ -28,7 +28,8 @@ static int probe_link(const char *name)
 	close(fd);
 	buf[n > 0 ? n : 0] = 0;
 	return strstr(buf, "link_type:\tperf\n") || strstr(buf, "link_type:\tperf_event\n") ||
-	       strstr(buf, "link_type:\tuprobe_multi\n") || strstr(buf, "link_type:\tkprobe_multi\n");
+	       strstr(buf, "link_type:\tuprobe_multi\n") ||
+	       strstr(buf, "link_type:\tkprobe_multi\n");
 }
 
 /* A descriptor whose last close may wait for grace periods: a perf event,
