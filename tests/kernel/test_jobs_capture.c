@@ -182,7 +182,7 @@ static void check_block(const char *spec)
 	struct kx_session *s;
 	struct req reqs[2][N];
 	const struct kx_capinfo *ci;
-	uint64_t emitted, received, dropped;
+	uint64_t emitted, received, dropped, missed, skipped = 0;
 	long long ios0, ios1;
 	uint64_t t0, t1, done_in_window = 0, other = 0;
 	uint32_t disk;
@@ -286,6 +286,10 @@ static void check_block(const char *spec)
 	emitted = ci->job_emitted;
 	received = ci->job_received;
 	dropped = ci->job_dropped;
+	missed = ci->bpf_missed;
+	if (missed)
+		printf("# the kernel skipped %llu runs of the programs\n",
+		       (unsigned long long)missed);
 	kx_session_close(s);
 	kx_store_free(st);
 	loop_teardown(&l);
@@ -299,6 +303,12 @@ static void check_block(const char *spec)
 			if (r->nd != 1 || r->nr != 1 || r->nq > 1)
 				printf("# %s block %d: %d queue %d run %d done\n",
 				       op ? "write" : "read", b, r->nq, r->nr, r->nd);
+			/* A phase the kernel's recursion guard skipped is
+			 * missing, and counted: not silent. */
+			if (missed && (r->nd == 0 || r->nr == 0 || (iosched && !r->nq))) {
+				skipped++;
+				continue;
+			}
 			CHECK_EQ_U(r->nd, 1);
 			CHECK_EQ_U(r->nr, 1);
 			CHECK(r->nq <= 1);
@@ -306,9 +316,12 @@ static void check_block(const char *spec)
 			CHECK(!r->nq || r->q <= r->r);
 			CHECK(r->r <= r->d);
 		}
+	CHECK(skipped <= missed);
 	/* The disk counted what we saw complete in the same window. */
-	CHECK_EQ_U(ios1 - ios0, done_in_window);
-	CHECK_EQ_U(done_in_window, 2 * N);
+	CHECK((uint64_t)(ios1 - ios0) >= done_in_window &&
+	      (uint64_t)(ios1 - ios0) <= done_in_window + missed);
+	CHECK_EQ_U(ios1 - ios0, 2 * N);
+	CHECK(done_in_window + missed >= 2 * N);
 	CHECK_EQ_U(other, 0);
 	CHECK_EQ_U(emitted, received + dropped);
 	CHECK_EQ_U(dropped, 0);

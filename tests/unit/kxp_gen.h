@@ -177,6 +177,7 @@ static inline void gen_capinfo(struct kx_capinfo *ci, int final)
 		ci->inflight_full = 1;
 		ci->pidset_full = 2;
 		ci->arg_faults = 9;
+		ci->bpf_missed = 5;
 		ci->job_emitted = 777;
 		ci->job_received = 770;
 		ci->job_dropped = 7;

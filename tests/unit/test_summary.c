@@ -340,6 +340,7 @@ static void test_json_shape(void)
 	int py;
 
 	known_capinfo(&ci);
+	ci.bpf_missed = 4; /* runs the kernel skipped: counted, warned */
 	struct kx_analysis *an = kxt_analyse(s, &ci);
 
 	sum = an ? kx_summary_build(an) : NULL;
@@ -354,14 +355,17 @@ static void test_json_shape(void)
 	CHECK(strstr(json, "\"Time\": {") != NULL);
 	CHECK(strstr(json, "\"Memory\": {}") != NULL);
 	CHECK(strstr(json, "\"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"}") != NULL);
-	CHECK(strstr(json, "\"Capture\": {\"host\": \"testhost\", \"kernel\": \"6.18.0-test\", "
-	                   "\"duration_ms\": 2500.000000, \"emitted\": 227, \"received\": 104, "
-	                   "\"dropped\": 123, \"not_stored\": 0, \"truncated\": false, "
-	                   "\"job_emitted\": 0, \"job_received\": 0, \"job_dropped\": 0, "
-	                   "\"ioctl_hooks\": null, \"offcpu_measured\": false}") != NULL);
+	CHECK(strstr(json,
+	             "\"Capture\": {\"host\": \"testhost\", \"kernel\": \"6.18.0-test\", "
+	             "\"duration_ms\": 2500.000000, \"emitted\": 227, \"received\": 104, "
+	             "\"dropped\": 123, \"not_stored\": 0, \"truncated\": false, "
+	             "\"job_emitted\": 0, \"job_received\": 0, \"job_dropped\": 0, "
+	             "\"bpf_missed\": 4, \"ioctl_hooks\": null, \"offcpu_measured\": false}") !=
+	      NULL);
 	CHECK(strstr(json, "\"123 ioctl events dropped (ring buffer full): raise --ringbuf-mb\"") !=
 	      NULL);
 	CHECK(strstr(json, "\"hook drm_sched_job skipped: tracepoint absent\"") != NULL);
+	CHECK(strstr(json, "\"4 runs of kxprof's BPF programs skipped by the kernel (") != NULL);
 	CHECK(strstr(json, "sys_enter_ioctl") == NULL);
 	/* 1..100 us: floor(log2(ns)) is 9 for 1000 ns up to 16 for 65536..100000 ns. */
 	CHECK(strstr(jh, "\"Histogram\": {\"unit\": \"ns\", \"log2_buckets\": "

@@ -224,6 +224,10 @@ void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_wa
 	say(fn, ctx, ci->arg_faults,
 	    "ioctl argument copies failed (user memory fault): those events lack decoded "
 	    "arguments");
+	say(fn, ctx, ci->bpf_missed,
+	    "runs of kxprof's BPF programs skipped by the kernel (one tracing program at a "
+	    "time per CPU: another was running there, e.g. another tool's, or one a "
+	    "completion interrupted): their events are missing");
 	say(fn, ctx, ci->job_dropped,
 	    "job events dropped (ring buffer full): device timelines have gaps; raise "
 	    "--ringbuf-mb");

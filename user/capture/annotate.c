@@ -24,6 +24,7 @@
 #include <bpf/libbpf.h>
 
 #include "annotate.skel.h"
+#include "capture/progmiss.h"
 #include "capture/annotate.h"
 #include "capture/annwait.h"
 #include "util/grow.h"
@@ -1103,6 +1104,11 @@ void kx_annot_detach(struct kx_annot *a)
 	for (size_t t = 0; t < a->natts; t++)
 		att_detach(&a->atts[t]);
 	pthread_mutex_unlock(&a->lock);
+}
+
+uint64_t kx_annot_missed(const struct kx_annot *a)
+{
+	return a && a->skel ? kx_bpf_missed(a->skel->obj) : 0;
 }
 
 void kx_annot_close(struct kx_annot *a)

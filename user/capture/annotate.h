@@ -119,6 +119,8 @@ int kx_annot_poll(struct kx_annot *a, int timeout_ms, kx_annot_cb cb, void *ctx)
 int kx_annot_stats(const struct kx_annot *a, uint64_t out[KX_ANN_STAT_MAX]);
 /* Stops the watcher, detaches every probe (records already made stay in the ring). */
 void kx_annot_detach(struct kx_annot *a);
+/* Runs of its programs the kernel skipped (capture/progmiss.h); 0 for NULL. */
+uint64_t kx_annot_missed(const struct kx_annot *a);
 void kx_annot_close(struct kx_annot *a);
 
 #endif /* KX_CAPTURE_ANNOTATE_H */

@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 
 #include "drvcall.skel.h"
+#include "capture/progmiss.h"
 #include "capture/drvcall.h"
 #include "capture/probe.h"
 
@@ -394,6 +395,14 @@ void kx_drvhook_read(struct kx_drvhook *d, struct kx_capinfo *ci)
 		         d->via[i] == VIA_FENTRY ? "fentry" : "kprobe");
 		add_counts(d->via[i] == VIA_FENTRY ? d->fskel : d->kskel, (uint32_t)i, s);
 	}
+}
+
+uint64_t kx_drvhook_missed(const struct kx_drvhook *d)
+{
+	if (!d)
+		return 0;
+	return (d->fskel ? kx_bpf_missed(d->fskel->obj) : 0) +
+	       (d->kskel ? kx_bpf_missed(d->kskel->obj) : 0);
 }
 
 void kx_drvhook_close(struct kx_drvhook *d)

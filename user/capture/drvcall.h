@@ -10,6 +10,7 @@
 #ifndef KX_DRVHOOK_H
 #define KX_DRVHOOK_H
 
+#include <stdint.h>
 #include "model/capinfo.h"
 
 int kx_drvhook_nfns(void);
@@ -32,6 +33,8 @@ struct kx_drvhook *kx_drvhook_open(struct kx_capinfo *ci);
 void kx_drvhook_detach(struct kx_drvhook *d);
 /* Fills ci->drvcalls with the counts of the attached functions. */
 void kx_drvhook_read(struct kx_drvhook *d, struct kx_capinfo *ci);
+/* Runs of its programs the kernel skipped (capture/progmiss.h); 0 for NULL. */
+uint64_t kx_drvhook_missed(const struct kx_drvhook *d);
 void kx_drvhook_close(struct kx_drvhook *d);
 
 #endif /* KX_DRVHOOK_H */

@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "capture/progmiss.h"
 #include "capture/clock.h"
 #include "capture/counters.h"
 #include "capture/ioctl.h"
@@ -505,6 +506,11 @@ void kx_ioctl_bpf_detach(struct kx_ioctl_bpf *b)
 	for (int i = 0; i < b->nlinks; i++)
 		bpf_link__destroy(b->links[i]);
 	b->nlinks = 0;
+}
+
+uint64_t kx_ioctl_bpf_missed(const struct kx_ioctl_bpf *b)
+{
+	return b && b->skel ? kx_bpf_missed(b->skel->obj) : 0;
 }
 
 void kx_ioctl_bpf_close(struct kx_ioctl_bpf *b)

@@ -87,6 +87,8 @@ void kx_ioctl_bpf_ctr_stats(struct kx_ioctl_bpf *b, uint64_t *sum);
 uint64_t kx_ioctl_bpf_stat(struct kx_ioctl_bpf *b, unsigned int which);
 /* Detaches every program (maps stay readable). NULL: nothing to do. */
 void kx_ioctl_bpf_detach(struct kx_ioctl_bpf *b);
+/* Runs of its programs the kernel skipped (capture/progmiss.h); 0 for NULL. */
+uint64_t kx_ioctl_bpf_missed(const struct kx_ioctl_bpf *b);
 void kx_ioctl_bpf_close(struct kx_ioctl_bpf *b); /* NULL: nothing to do */
 
 /* ---- aggregate maps ---- */

@@ -16,6 +16,7 @@
 #include "registry/devices.h"
 #include "registry/ioctl_decode.h"
 #include "jobs.skel.h"
+#include "capture/progmiss.h"
 #include "capture/jobsrc.h"
 #include "capture/probe.h"
 
@@ -453,6 +454,11 @@ void kx_jobsrc_detach(struct kx_jobsrc *j)
 	for (int i = 0; i < j->nlinks; i++)
 		bpf_link__destroy(j->links[i]);
 	j->nlinks = 0;
+}
+
+uint64_t kx_jobsrc_missed(const struct kx_jobsrc *j)
+{
+	return j && j->skel ? kx_bpf_missed(j->skel->obj) : 0;
 }
 
 void kx_jobsrc_close(struct kx_jobsrc *j)

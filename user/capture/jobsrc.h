@@ -36,6 +36,8 @@ struct kx_jobsrc *kx_jobsrc_open(const struct kx_jobsrc_opts *o, struct kx_capin
 int kx_jobsrc_set_devices(struct kx_jobsrc *j, const struct kx_device *d, int n);
 /* Detaches every program (the session drains the ring after this). */
 void kx_jobsrc_detach(struct kx_jobsrc *j);
+/* Runs of its programs the kernel skipped (capture/progmiss.h); 0 for NULL. */
+uint64_t kx_jobsrc_missed(const struct kx_jobsrc *j);
 void kx_jobsrc_close(struct kx_jobsrc *j);
 
 /* For kxprof list: which sources this kernel has, without loading anything. */

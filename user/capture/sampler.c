@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "capture/progmiss.h"
 #include "capture/ioctl.h"
 #include "capture/percpu.h"
 #include "capture/probe.h"
@@ -464,6 +465,11 @@ void kx_sampler_counts(struct kx_sampler *s, struct kx_sample_counts *c)
 	if (!s->stopped) /* live: the kernel's counters as of now */
 		read_counts(s);
 	*c = s->c;
+}
+
+uint64_t kx_sampler_missed(const struct kx_sampler *s)
+{
+	return s && s->skel ? kx_bpf_missed(s->skel->obj) : 0;
 }
 
 void kx_sampler_close(struct kx_sampler *s)

@@ -101,6 +101,8 @@ int kx_sampler_poll(struct kx_sampler *s, int timeout_ms, char *err, size_t len)
 void kx_sampler_stop(struct kx_sampler *s);
 void kx_sampler_counts(struct kx_sampler *s, struct kx_sample_counts *c);
 /* Stops if needed and frees everything (NULL is fine). */
+/* Runs of its programs the kernel skipped (capture/progmiss.h); 0 for NULL. */
+uint64_t kx_sampler_missed(const struct kx_sampler *s);
 void kx_sampler_close(struct kx_sampler *s);
 
 /* --call-graph MODE[,SIZE] (fp, dwarf[,SIZE] or auto[,SIZE]) into *bytes,

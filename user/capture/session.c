@@ -396,6 +396,9 @@ static void read_stats(struct kx_session *s)
 	s->ci.pidset_full = sum[KX_STAT_PIDSET_FULL];
 	s->ci.protected_exec = sum[KX_STAT_PROTECTED_EXEC];
 	s->ci.arg_faults = sum[KX_STAT_ARG_FAULT];
+	s->ci.bpf_missed = kx_ioctl_bpf_missed(s->ioctl) + kx_jobsrc_missed(s->jobs) +
+	                   kx_drvhook_missed(s->drv) + kx_sampler_missed(s->sampler) +
+	                   kx_annot_missed(s->ann);
 	s->ci.received = kx_consumer_ioctls(s->consumer);
 	s->ci.job_emitted = sum[KX_STAT_JOB_EMITTED];
 	s->ci.job_dropped = sum[KX_STAT_JOB_DROPPED];

@@ -485,6 +485,12 @@ static void record_report(struct kx_capture *c, const char *out)
 		        "kxprof record: warning: %llu events were dropped because the ring "
 		        "buffer was full: raise --ringbuf-mb\n",
 		        (unsigned long long)(ci->dropped + ci->ann.dropped));
+	if (ci->bpf_missed)
+		fprintf(stderr,
+		        "kxprof record: warning: the kernel skipped %llu runs of kxprof's BPF "
+		        "programs (one tracing program at a time per CPU: another was running "
+		        "there): their events are missing\n",
+		        (unsigned long long)ci->bpf_missed);
 	if (ci->ann.capped)
 		fprintf(stderr,
 		        "kxprof record: warning: %llu copies of the annotation library (per "

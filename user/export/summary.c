@@ -758,7 +758,8 @@ static void json_capture_figures(const struct kx_summary *sum, FILE *f)
 		fprintf(f,
 		        ", \"duration_ms\": null, \"emitted\": null, \"received\": %" PRIu64
 		        ", \"dropped\": null, \"not_stored\": null, \"truncated\": true"
-		        ", \"job_emitted\": null, \"job_received\": null, \"job_dropped\": null",
+		        ", \"job_emitted\": null, \"job_received\": null, \"job_dropped\": null"
+		        ", \"bpf_missed\": null",
 		        sum->st.stored);
 		return;
 	}
@@ -766,9 +767,9 @@ static void json_capture_figures(const struct kx_summary *sum, FILE *f)
 	        ", \"duration_ms\": %.6f, \"emitted\": %" PRIu64 ", \"received\": %" PRIu64
 	        ", \"dropped\": %" PRIu64 ", \"not_stored\": %" PRIu64 ", \"truncated\": false"
 	        ", \"job_emitted\": %" PRIu64 ", \"job_received\": %" PRIu64
-	        ", \"job_dropped\": %" PRIu64,
+	        ", \"job_dropped\": %" PRIu64 ", \"bpf_missed\": %" PRIu64,
 	        capture_ms(ci), ci->emitted, ci->received, ci->dropped, sum->not_stored,
-	        ci->job_emitted, ci->job_received, ci->job_dropped);
+	        ci->job_emitted, ci->job_received, ci->job_dropped, ci->bpf_missed);
 }
 
 /* The header of a summary of live aggregates: no record, so no emitted or received counts. */

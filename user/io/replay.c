@@ -432,6 +432,7 @@ static int rec_capture(struct ctx *c, struct obj *o, struct kx_capinfo *ci)
 	        N("pidset_full", pidset_full),
 	        N("protected_exec", protected_exec),
 	        N("arg_faults", arg_faults),
+	        N("bpf_missed", bpf_missed),
 	        N("ringbuf_bytes", ringbuf_bytes),
 	        N("all_pids", all_pids),
 	        N("job_emitted", job_emitted),

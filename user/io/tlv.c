@@ -70,6 +70,7 @@ enum {
 	CI_DRM_STATS = 81, /* u64 per enum kx_drm_info_stat */
 	CI_SAMPLE_USTACK_BYTES = 82,
 	CI_OFFCPU_STALE = 90,
+	CI_BPF_MISSED = 91,
 };
 
 /* v as its n (at most 8) little-endian bytes. */
@@ -190,6 +191,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_PIDSET_FULL, F_UINT, struct kx_capinfo, pidset_full),
         FLD(CI_PROTECTED_EXEC, F_UINT, struct kx_capinfo, protected_exec),
         FLD(CI_ARG_FAULTS, F_UINT, struct kx_capinfo, arg_faults),
+        FLD(CI_BPF_MISSED, F_UINT, struct kx_capinfo, bpf_missed),
         FLD(CI_RINGBUF_BYTES, F_UINT, struct kx_capinfo, ringbuf_bytes),
         FLD(CI_ALL_PIDS, F_UINT, struct kx_capinfo, all_pids),
         FLD(CI_JOB_EMITTED, F_UINT, struct kx_capinfo, job_emitted),

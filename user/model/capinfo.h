@@ -153,6 +153,8 @@ struct kx_capinfo {
 	uint64_t pidset_full;
 	uint64_t protected_exec; /* processes that left a user's session at a protected exec */
 	uint64_t arg_faults;
+	uint64_t bpf_missed; /* runs of the capture's BPF programs the kernel skipped (one
+	                      * tracing program at a time per CPU): events never emitted */
 	uint32_t ringbuf_bytes;
 	uint32_t all_pids; /* -a */
 	/* Job lifecycle records (device timelines): received + dropped == emitted. */
