@@ -297,11 +297,11 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
 		because(f, "a KVM job started before jobs already counted in start order (its "
 		           "KVM_RUN ran longer than the streamed read's window)");
 	f->jobs++;
-	if (kx_minheap_push(&f->held, &h))
+	if (kx_minheap_push(&f->held, &h) || release(f, 0))
 		return -1;
 	if (f->held.n > f->peak_held)
 		f->peak_held = f->held.n;
-	return release(f, 0);
+	return 0;
 }
 
 /* Exit x of thread t, its thread's last call entered at or before it now
