@@ -13,7 +13,11 @@
  * or touch, a lost pop, a counter record after a later call, a call that
  * holds another of its thread, ranges with device jobs, job records that
  * do not come in a recorder's order); calls of a thread that partially
- * overlap stream (the reorder stage nests them in start order).
+ * overlap stream (the reorder stage nests them in start order). KVM job
+ * captures stream with their device timelines paired as the records pass
+ * (analysis/jobflow.h: no job record kept), or are read into memory where
+ * that cannot be exact (a KVM_RUN longer than its window, exits of a thread
+ * out of time order).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -831,6 +835,40 @@ static void kvm_late(void)
 	CHECK(why && strstr(why, "KVM_RUN ran longer"));
 }
 
+/* Exits of one thread out of time order inside one KVM_RUN: which makes
+ * the job is the builder's time order, so the file is read into memory. */
+static void kvm_exits_unordered(void)
+{
+	static struct kx_capinfo ci;
+	struct kx_ioctl e = {.ts = 1000,
+	                     .dur = 5000,
+	                     .pid = 7,
+	                     .tid = 100,
+	                     .drv = KX_DRV_KVM,
+	                     .cmd = KX_KVM_RUN_CMD,
+	                     .arg_off = KX_NO_ARG};
+	struct kx_job j = {.ts = 4000,
+	                   .ctx = 100,
+	                   .pid = 7,
+	                   .tid = 100,
+	                   .src = KX_JOB_SRC_KVM,
+	                   .phase = KX_JOB_DONE};
+	char path[128], err[256], msg[512];
+	struct kx_kxp_writer *w;
+	const char *why;
+
+	snprintf(path, sizeof(path), "%s/kvmorder.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	kx_kxp_add_job(w, &j);
+	j.ts = 3000;
+	kx_kxp_add_job(w, &j);
+	kx_kxp_add_ioctl(w, &e, NULL);
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	CHECK(why && strstr(why, "out of time order"));
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kxt_sreport.XXXXXX");
@@ -851,6 +889,7 @@ int main(void)
 	RUN(stops_early);
 	RUN(kvm_streamed);
 	RUN(kvm_late);
+	RUN(kvm_exits_unordered);
 	{
 		char cmd[128];
 

@@ -23,6 +23,7 @@ struct fl_thread {
 	struct kx_ioctl last; /* its last call */
 	uint64_t last_id;     /* that call's id (0: none yet) */
 	uint64_t used_id;     /* the KVM_RUN its last job was made of (0: none) */
+	uint64_t exit_ts;     /* ns, its latest KVM exit so far */
 	struct fl_exit *open; /* its exits waiting, in file order */
 	size_t nopen, cap;
 };
@@ -355,6 +356,12 @@ static int kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 		because(f, "a KVM exit came after a later call of its thread");
 		return 0;
 	}
+	/* The builder takes a thread's exits by time: the first inside a run makes its job. */
+	if (j->ts < t->exit_ts) {
+		because(f, "KVM exits of one thread came out of time order");
+		return 0;
+	}
+	t->exit_ts = j->ts;
 	if (f->exits >= KX_JOBFLOW_EXITS) {
 		because(f, "too many KVM exits waiting for their KVM_RUN");
 		return 0;

@@ -30,8 +30,9 @@
  * why says when that cannot be exact, and the report reads the file into
  * memory instead: job records of another source than KVM (their pairing,
  * links and waiters need the whole file), a KVM exit after a later call of
- * its thread, a job that starts before jobs already swept (later than the
- * heap's window), too many open exits.
+ * its thread or before an earlier-timed exit of it, a job that starts
+ * before jobs already swept (later than the heap's window), too many open
+ * exits.
  */
 #ifndef KX_JOBFLOW_H
 #define KX_JOBFLOW_H
