@@ -269,6 +269,7 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
 	struct kx_jobflow_ring *r;
 	struct kx_tjob t;
 	struct fl_job h;
+	uint64_t a, b; /* ns, its busy interval (as drawn: start and end) */
 	long dev;
 
 	kx_tjob_kvm(&t, &x->e, io, io ? 0 : -1);
@@ -288,7 +289,7 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
 	        .ts = x->e.ts,
 	        .seq = x->seq,
 	        .ring = (uint32_t)(r - f->rings),
-	        .busy = (uint8_t)(t.r.run_ts || (t.r.queue_ts && t.r.done_ts)),
+	        .busy = (uint8_t)kx_jobrec_busy(&t.r, 0, &a, &b),
 	        .done = t.r.done_ts != 0,
 	};
 	if (f->swept && !job_less(&(struct fl_job){.start = f->swept_start,
