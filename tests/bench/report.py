@@ -600,7 +600,8 @@ def growth_table(data, cfg, out):
                "range per 64 calls and a \"layer\" range per 8, with a mark per 16; its events "
                "count the annotation records too. The capture with device timelines is "
                "recorded live (`%s`; its events are its ioctls, %s jobs): the streamed "
-               "report keeps the job records and the ioctls the timelines look at." % (
+               "report pairs KVM jobs as the records pass and keeps none (another "
+               "source's job records, and the ioctls they look at, would be kept)." % (
                    cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?"), cfg.get("GROWJOBS", "?"),
                    num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1))))
     out.append("")

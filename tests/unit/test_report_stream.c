@@ -13,7 +13,11 @@
  * or touch, a lost pop, a counter record after a later call, a call that
  * holds another of its thread, ranges with device jobs, job records that
  * do not come in a recorder's order); calls of a thread that partially
- * overlap stream (the reorder stage nests them in start order).
+ * overlap stream (the reorder stage nests them in start order). KVM job
+ * captures stream with their device timelines paired as the records pass
+ * (analysis/jobflow.h: no job record kept), or are read into memory where
+ * that cannot be exact (a KVM_RUN longer than its window, exits of a thread
+ * out of time order).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -23,6 +27,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "analysis/jobflow.h"
 #include "analysis/rangewalk.h"
 #include "analysis/sreport.h"
 #include "export/ctrtable.h"
@@ -32,6 +37,7 @@
 #include "kxp_gen_stream.h"
 #include "kxtest.h"
 #include "model/store.h"
+#include "registry/drivers.h"
 
 static char tmpdir[64];
 
@@ -113,12 +119,21 @@ static char *json_streamed(const char *path, const char **why)
 	return out;
 }
 
-/* A percentile value at p (after `"pNN": `), or NULL. */
+/* Is q "p50", "p90" or "p99"? */
+static int pctl_name(const char *q)
+{
+	return q[0] == 'p' &&
+	       (!strncmp(q + 1, "50", 2) || !strncmp(q + 1, "90", 2) || !strncmp(q + 1, "99", 2));
+}
+
+/* A percentile value at p (after `"pNN": `, or a device ring's `"pNN_ms": `), or NULL. */
 static int at_percentile(const char *start, const char *p)
 {
-	return p - start >= 7 && p[-1] == ' ' && p[-2] == ':' && p[-3] == '"' && p[-6] == 'p' &&
-	       p[-7] == '"' &&
-	       (!strncmp(p - 5, "50", 2) || !strncmp(p - 5, "90", 2) || !strncmp(p - 5, "99", 2));
+	if (p - start < 7 || strncmp(p - 3, "\": ", 3))
+		return 0;
+	if (p[-7] == '"' && pctl_name(p - 6))
+		return 1;
+	return p - start >= 10 && !strncmp(p - 6, "_ms", 3) && p[-10] == '"' && pctl_name(p - 9);
 }
 
 /* Equal JSON but for percentiles within 1/256 (+ 1 ns of rounding). 1 when so. */
@@ -709,6 +724,151 @@ static void stops_early(void)
 	CHECK(rc);
 }
 
+/* A KVM exit of vCPU thread tid at ts (phase DONE: the exit to user space). */
+static void kvm_exit(struct kx_store *s, uint32_t tid, uint64_t ts, int phase)
+{
+	struct kx_job j = {.ts = ts,
+	                   .ctx = tid,
+	                   .pid = 7,
+	                   .tid = tid,
+	                   .src = KX_JOB_SRC_KVM,
+	                   .phase = (uint8_t)phase};
+
+	kx_store_add_job(s, &j);
+}
+
+/*
+ * nthreads vCPU threads of nruns KVM_RUNs each (overlapping across threads),
+ * written as a recorder writes them: runs with intermediate exits, runs
+ * without an exit, two exits inside one run (a duplicate), exits between
+ * runs (in none), an exit inside another call of the thread; long_ns > 0:
+ * thread 100's first run lasts that long (its exit at its end).
+ */
+static int write_kvm(const char *path, int nthreads, uint64_t nruns, uint64_t long_ns)
+{
+	static struct kx_capinfo ci;
+	struct kx_store *s = kx_store_new((size_t)1 << 30);
+	int rc;
+
+	if (!s)
+		return -1;
+	for (int k = 0; k < nthreads; k++) {
+		uint32_t tid = 100 + (uint32_t)k;
+		uint64_t t = 1000000 + (uint64_t)k * 1777;
+
+		for (uint64_t i = 0; i < nruns; i++) {
+			uint64_t dur = 2000 + (i * 7919 + (uint64_t)k * 31) % 50000;
+			struct kx_ioctl e = {.ts = t,
+			                     .dur = dur,
+			                     .pid = 7,
+			                     .tid = tid,
+			                     .drv = KX_DRV_KVM,
+			                     .cmd = KX_KVM_RUN_CMD,
+			                     .arg_off = KX_NO_ARG};
+
+			if (i == 0 && long_ns && k == 0)
+				e.dur = dur = long_ns;
+			kx_store_add_ioctl(s, &e, NULL);
+			if (i % 5 == 1)
+				kvm_exit(s, tid, t + dur / 3, KX_JOB_RUN);
+			if (i % 17 != 3)
+				kvm_exit(s, tid, t + dur - 100, KX_JOB_DONE);
+			if (i % 23 == 5)
+				kvm_exit(s, tid, t + dur - 50, KX_JOB_DONE);
+			t += dur + 500 + i % 300;
+			if (i % 29 == 7)
+				kvm_exit(s, tid, t - 200, KX_JOB_DONE);
+			if (i % 31 == 9) {
+				/* another call of the thread, an exit inside it */
+				e.cmd = 0xae81u, e.ts = t, e.dur = 3000;
+				kx_store_add_ioctl(s, &e, NULL);
+				kvm_exit(s, tid, t + 1000, KX_JOB_DONE);
+				t += 3500;
+			}
+		}
+	}
+	rc = write_kxp(path, s, &ci, L_RECORDED);
+	kx_store_free(s);
+	return rc;
+}
+
+/* The figures of a KVM job capture's device timelines, paired as the
+ * records pass: the in-memory report's (duplicates, exits in no run, runs
+ * without an exit; rings past KX_JOBFLOW_EXACT jobs with percentiles within
+ * 1/256), and no job record kept. */
+static void kvm_streamed(void)
+{
+	static struct kx_sreport sr;
+	char path[128], err[512], msg[512];
+	const char *why;
+	int sizes[2][2] = {{3, 2000}, {2, 20000}};
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/kvm%d.kxp", tmpdir, i);
+		CHECK(write_kvm(path, sizes[i][0], (uint64_t)sizes[i][1], 0) == 0);
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL kvm_streamed: %s: %s\n", path, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
+		/* Jobs not kept (before: every job record in the side store). */
+		if (sr.jobs || !sr.timelines || kx_store_job_count(sr.side))
+			printf("FAIL kvm_streamed: %llu job records kept\n",
+			       (unsigned long long)sr.jobs);
+		CHECK(!sr.jobs && sr.timelines && !kx_store_job_count(sr.side));
+		CHECK(sr.flow_jobs > (uint64_t)sizes[i][0] * (uint64_t)sizes[i][1] * 9 / 10);
+		kx_sreport_free(&sr);
+	}
+}
+
+/* A KVM_RUN longer than the streamed timelines' window: its job comes after
+ * later jobs were counted, so the file is read into memory (the same report). */
+static void kvm_late(void)
+{
+	char path[128], msg[512];
+	const char *why;
+
+	snprintf(path, sizeof(path), "%s/kvmlate.kxp", tmpdir);
+	CHECK(write_kvm(path, 2, 100000, 3 * KX_JOBFLOW_WINDOW_NS) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (!why || !strstr(why, "KVM_RUN ran longer"))
+		printf("FAIL kvm_late: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "KVM_RUN ran longer"));
+}
+
+/* Exits of one thread out of time order inside one KVM_RUN: which makes
+ * the job is the builder's time order, so the file is read into memory. */
+static void kvm_exits_unordered(void)
+{
+	static struct kx_capinfo ci;
+	struct kx_ioctl e = {.ts = 1000,
+	                     .dur = 5000,
+	                     .pid = 7,
+	                     .tid = 100,
+	                     .drv = KX_DRV_KVM,
+	                     .cmd = KX_KVM_RUN_CMD,
+	                     .arg_off = KX_NO_ARG};
+	struct kx_job j = {.ts = 4000,
+	                   .ctx = 100,
+	                   .pid = 7,
+	                   .tid = 100,
+	                   .src = KX_JOB_SRC_KVM,
+	                   .phase = KX_JOB_DONE};
+	char path[128], err[256], msg[512];
+	struct kx_kxp_writer *w;
+	const char *why;
+
+	snprintf(path, sizeof(path), "%s/kvmorder.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	kx_kxp_add_job(w, &j);
+	j.ts = 3000;
+	kx_kxp_add_job(w, &j);
+	kx_kxp_add_ioctl(w, &e, NULL);
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	CHECK(why && strstr(why, "out of time order"));
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kxt_sreport.XXXXXX");
@@ -727,6 +887,9 @@ int main(void)
 	RUN(counted);
 	RUN(in_memory_reasons);
 	RUN(stops_early);
+	RUN(kvm_streamed);
+	RUN(kvm_late);
+	RUN(kvm_exits_unordered);
 	{
 		char cmd[128];
 

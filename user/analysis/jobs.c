@@ -688,9 +688,10 @@ static int mem_ev_cmp(const void *pa, const void *pb)
 	return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
-static int mem_add(struct builder *b, long dev, const struct kx_ioctl *e, size_t idx, int64_t delta)
+static int mem_add(struct kx_jobdevtab *devs, long dev, const struct kx_ioctl *e, size_t idx,
+                   int64_t delta)
 {
-	struct kx_jobdev *d = &b->devs.devs[dev];
+	struct kx_jobdev *d = &devs->devs[dev];
 	size_t n = d->nmem;
 	/* The capacity is not kept: kx_grow's sizes are 0, 16, 32, 64, ..., so
 	 * it is the count rounded up to one of them. */
@@ -704,16 +705,15 @@ static int mem_add(struct builder *b, long dev, const struct kx_ioctl *e, size_t
 	return 0;
 }
 
-/* Memory accounting over the successful ioctls with arguments, in return order. */
-static int memory(struct builder *b)
+int kx_jobs_memory(const struct kx_store *s, struct kx_jobdevtab *devs, struct kx_nvmem *nv)
 {
-	size_t n = kx_store_ioctl_count(b->s), nev = 0, cap = 0;
+	size_t n = kx_store_ioctl_count(s), nev = 0, cap = 0;
 	struct mem_ev *ev = NULL; /* the calls with an argument copy: few in most captures */
 	struct kx_memacct m = KX_MEMACCT_INIT;
 	int rc = -1;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct kx_ioctl *e = kx_store_ioctl(b->s, i);
+		const struct kx_ioctl *e = kx_store_ioctl(s, i);
 
 		if (e->ret < 0 || e->arg_off == KX_NO_ARG)
 			continue;
@@ -724,28 +724,28 @@ static int memory(struct builder *b)
 	if (nev)
 		qsort(ev, nev, sizeof(*ev), mem_ev_cmp);
 	for (size_t k = 0; k < nev; k++) {
-		const struct kx_ioctl *e = kx_store_ioctl(b->s, ev[k].idx);
+		const struct kx_ioctl *e = kx_store_ioctl(s, ev[k].idx);
 		int64_t delta = 0;
-		int what = kx_memacct_step(&m, e, kx_store_arg(b->s, e), &delta);
+		int what = kx_memacct_step(&m, e, kx_store_arg(s, e), &delta);
 		long dev;
 
 		if (what < 0)
 			goto out;
 		if (what == KX_MEM_NONE)
 			continue;
-		dev = kx_jobdevtab_mem(&b->devs, e);
+		dev = kx_jobdevtab_mem(devs, e);
 		if (dev < 0)
 			goto out;
 		if (what == KX_MEM_UNKNOWN_FREE)
-			b->devs.devs[dev].mem_unknown_frees++;
-		else if (mem_add(b, dev, e, ev[k].idx, delta))
+			devs->devs[dev].mem_unknown_frees++;
+		else if (mem_add(devs, dev, e, ev[k].idx, delta))
 			goto out;
 		if ((m.nv[KX_NVMEM_VID] || m.nv[KX_NVMEM_SYS]) &&
-		    kx_nvmem_add(&b->out->nvmem, e->pid, kx_ioctl_end(e), m.nv))
+		    kx_nvmem_add(nv, e->pid, kx_ioctl_end(e), m.nv))
 			goto out;
 	}
-	for (size_t i = 0; i < b->devs.n; i++)
-		kx_jobdev_mem_finish(&b->devs.devs[i]);
+	for (size_t i = 0; i < devs->n; i++)
+		kx_jobdev_mem_finish(&devs->devs[i]);
 	rc = 0;
 out:
 	free(ev);
@@ -899,7 +899,7 @@ struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo 
 	free(b.tix); /* the links are made */
 	b.tix = NULL;
 	/* Memory devices join before the final device order is fixed. */
-	if (memory(&b) || finish_jobs(&b) || link_waiters(&b))
+	if (kx_jobs_memory(s, &b.devs, &o->nvmem) || finish_jobs(&b) || link_waiters(&b))
 		goto fail;
 	kx_jobdevs_unique_names(o->devs, o->ndevs);
 	builder_free(&b, &open);

@@ -146,6 +146,13 @@ void kx_jobs_keep_free(struct kx_jobs_keep *k);
 struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo *ci);
 void kx_jobs_free(struct kx_jobs *j);
 
+/* Memory accounting (the rule above) over the successful ioctls of s with
+ * argument copies, in return order: memory events onto their devices in
+ * devs (added when new; mem[].ioctl indexes s), NVIDIA's per process into
+ * nv; every device's average once all are in. 0, or -1 when out of memory. */
+struct kx_jobdevtab;
+int kx_jobs_memory(const struct kx_store *s, struct kx_jobdevtab *devs, struct kx_nvmem *nv);
+
 /* True when store ioctl i submitted at least one job. */
 static inline int kx_jobs_ioctl_submitted(const struct kx_jobs *j, size_t i)
 {

@@ -8,6 +8,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/engine.h"
+#include "analysis/jobflow.h"
 #include "analysis/jobs.h"
 #include "analysis/nesttrack.h"
 #include "analysis/ctrstats.h"
@@ -24,11 +25,18 @@ struct sr_ctx {
 	struct kx_rangewalk *ranges; /* the annotation ranges (r->ranges) */
 	struct kx_ctrjoin *ctr;      /* the counters joined to their calls, NULL: none named */
 	struct kx_jobs_keep jobs;    /* what the device timelines need, kept in r->side */
+	struct kx_jobflow flow;      /* or the device timelines as the records pass */
+	int mode;                    /* JOBS_*: which of the two the job records go to */
+	int have_jobs;               /* a job record came */
 	int unnamed_ctr;             /* counter records of counters the header does not name */
 	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
+
+/* Where the job records go: none came yet; the first was a KVM exit (the
+ * streamed timelines, analysis/jobflow.h); another (kept in r->side). */
+enum { JOBS_NONE, JOBS_FLOW, JOBS_KEEP };
 
 /* Why nesting the calls on the stream does not give the report exactly:
  * records later than the reorder window (a call after one it holds, a
@@ -43,7 +51,7 @@ static const char *nest_why(const struct sr_ctx *c)
 		return "a counter record came after a later call of its thread";
 	if (c->eng.forced)
 		return "calls of one thread overlap past the reorder window's memory budget";
-	if (c->nest.fixed && (c->jobs.have_jobs || c->ranges->events))
+	if (c->nest.fixed && (c->have_jobs || c->ranges->events))
 		return "calls of one thread overlap (the nesting rule applies)";
 	return NULL;
 }
@@ -58,8 +66,8 @@ static void sr_checked(struct sr_ctx *c)
 	if (!why && c->unnamed_ctr)
 		why = "perf counters (matched with their calls)";
 	if (!why)
-		why = c->jobs.why;
-	if (!why && c->jobs.have_jobs && c->ranges->events)
+		why = c->mode == JOBS_FLOW ? c->flow.why : c->jobs.why;
+	if (!why && c->have_jobs && c->ranges->events)
 		why = "annotation ranges with device jobs (the device time of each range)";
 	if (why && !c->flushed) {
 		c->flushed = 1;
@@ -99,7 +107,8 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	}
 	/* What the memory rows and the device timelines need is kept: the side
 	 * store's analysis gives them. */
-	if (kx_jobs_keep_ioctl(&c->jobs, e, arg, c->eng.last_mem)) {
+	if (kx_jobs_keep_ioctl(&c->jobs, e, arg, c->eng.last_mem) ||
+	    (c->mode != JOBS_KEEP && kx_jobflow_ioctl(&c->flow, e))) {
 		sr_oom(c);
 		return;
 	}
@@ -119,9 +128,15 @@ static void sr_job(void *ctx, const struct kx_job *j)
 {
 	struct sr_ctx *c = ctx;
 
+	int rc;
+
 	if (!sr_active(c))
 		return;
-	if (kx_jobs_keep_job(&c->jobs, j)) {
+	if (c->mode == JOBS_NONE)
+		c->mode = j->src == KX_JOB_SRC_KVM ? JOBS_FLOW : JOBS_KEEP;
+	c->have_jobs = 1;
+	rc = c->mode == JOBS_FLOW ? kx_jobflow_job(&c->flow, j) : kx_jobs_keep_job(&c->jobs, j);
+	if (rc) {
 		sr_oom(c);
 		return;
 	}
@@ -206,6 +221,23 @@ static void sr_header(void *ctx, const struct kx_capinfo *ci)
 	}
 }
 
+/* The streamed device timelines once every record is in (or the reason
+ * they are not exact). 0, or -1 when out of memory (err says so). */
+static int sr_flow_finish(struct kx_sreport *r, struct sr_ctx *c, char *err, size_t errlen)
+{
+	r->timelines = kx_jobflow_finish(&c->flow, r->side, &r->timeline_rows);
+	r->flow_jobs = c->flow.jobs;
+	r->flow_held = c->flow.peak_held;
+	if (r->timelines)
+		return 0;
+	if (c->flow.why) {
+		r->in_memory = c->flow.why;
+		return 0;
+	}
+	snprintf(err, errlen, "out of memory summarising the device timelines");
+	return -1;
+}
+
 int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err, size_t errlen)
 {
 	struct sr_ctx c = {.r = r, .acc = KX_STATS_ACC_INIT, .nest = KX_NESTTRACK_INIT};
@@ -229,6 +261,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	c.eng.measured = 1;
 	r->side = kx_store_new(budget);
 	kx_jobs_keep_init(&c.jobs, r->side);
+	kx_jobflow_init(&c.flow, &r->ci);
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges)
 		kx_rangewalk_init(r->ranges);
@@ -270,6 +303,9 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	if (c.ctr)
 		kx_ctrjoin_free(c.ctr);
 	free(c.ctr);
+	if (rc == 0 && !r->in_memory && c.mode == JOBS_FLOW)
+		rc = sr_flow_finish(r, &c, err, errlen);
+	kx_jobflow_free(&c.flow);
 	if (rc == 0 && r->in_memory)
 		kx_stats_free(&r->st);
 	return rc;
@@ -277,8 +313,13 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 
 int kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an)
 {
-	if (kx_stats_add_jobs(&r->st, an->jobs))
+	if (r->timelines) {
+		if (kx_stats_append(&r->st, &r->timeline_rows))
+			return -1;
+		kx_analysis_lend_jobs(an, r->timelines);
+	} else if (kx_stats_add_jobs(&r->st, an->jobs)) {
 		return -1;
+	}
 	kx_timeline_counted(an->timeline, r->nest_fixed, r->nest_threads);
 	if (an->ranges)
 		kx_rangewalk_counts(r->ranges, an->ranges);
@@ -299,6 +340,9 @@ void kx_sreport_free(struct kx_sreport *r)
 	kx_ctrstats_free(r->counters);
 	r->counters = NULL;
 	kx_stats_free(&r->st);
+	kx_stats_free(&r->timeline_rows);
+	kx_jobs_free(r->timelines);
+	r->timelines = NULL;
 	kx_store_free(r->side);
 	r->side = NULL;
 }

@@ -4,8 +4,11 @@
  * (analysis/stats.h's streaming rows), so memory grows with the rows, not
  * with the events. Tasks, CPU and off-CPU samples and their symbols are
  * kept in a side store, for the profiles and thread names, and so are the
- * job records and the ioctls the device timelines and memory rows look at
- * (struct kx_jobs_keep, analysis/jobs.h); no other ioctl is kept.
+ * ioctls the memory rows look at. A capture whose first job record is a KVM
+ * exit has its device timelines made as the records pass
+ * (analysis/jobflow.h: memory does not grow with the jobs); any other keeps
+ * its job records and the ioctls the device timelines look at in the side
+ * store (struct kx_jobs_keep, analysis/jobs.h). No other ioctl is kept.
  * Annotation ranges are paired as they come (analysis/rangewalk.h): their
  * rows join the ioctl rows, their counts go to the analysis of the side
  * store (kx_sreport_apply); so are counter records joined to their calls
@@ -23,8 +26,8 @@
  * rule shortens with device jobs or annotation ranges (their analyses see
  * the shortened durations), counter records of counters the header does
  * not name, counter records later than the window after their call; job
- * records and annotations: analysis/jobs.h and rangewalk.h say when they
- * are; annotation ranges and job records together are one. The read then
+ * records and annotations: analysis/jobflow.h, jobs.h and rangewalk.h say
+ * when they are; annotation ranges and job records together are one. The read then
  * stops at the next chunk (the caller reads the file again into memory,
  * damage and all).
  */
@@ -53,6 +56,10 @@ struct kx_sreport {
 	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream) */
 	uint64_t nest_threads;         /* threads with such calls */
 	uint64_t jobs;                 /* job records kept in side */
+	uint64_t flow_jobs;            /* KVM jobs paired as they came (none kept) */
+	size_t flow_held;              /* the most of them held at once (by start) */
+	struct kx_jobs *timelines;     /* their device timelines, NULL: from side */
+	struct kx_stats timeline_rows; /* their job rows (moved into st by apply) */
 	uint64_t kept;                 /* ioctls kept in side (memory rows, device timelines) */
 };
 
@@ -67,8 +74,9 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
                     size_t errlen);
 /* What the stream found that an analysis of r->side cannot see, or that
  * the rows need of it: the annotation ranges' counts and anomalies (their
- * rows are in r->st), the counters (handed over to an), and the job rows of
- * an's device timelines (added to r->st). 0, or -1 when out of memory. */
+ * rows are in r->st), the counters (handed over to an), the streamed
+ * device timelines (lent to an: r must outlive it) and the job rows (added
+ * to r->st). 0, or -1 when out of memory. */
 struct kx_analysis;
 int kx_sreport_apply(struct kx_sreport *r, struct kx_analysis *an);
 void kx_sreport_free(struct kx_sreport *r);

@@ -104,6 +104,25 @@ static int row_add_hist(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 	return 0;
 }
 
+int kx_stat_row_add_bounded(struct kx_stat_row *r, uint64_t dur, size_t max_exact)
+{
+	if (!r->lh && r->ndurs < max_exact)
+		return row_add(r, dur, 0);
+	if (!r->lh) {
+		r->lh = malloc(sizeof(*r->lh));
+		if (!r->lh)
+			return -1;
+		kx_llhist_init(r->lh);
+	}
+	for (size_t i = 0; i < r->ndurs; i++)
+		if (kx_llhist_add(r->lh, r->durs[i], 1))
+			return -1;
+	free(r->durs);
+	r->durs = NULL;
+	r->ndurs = r->cap = 0;
+	return row_add_hist(r, dur, 0);
+}
+
 int kx_stat_row_add_fine(struct kx_stat_row *r, const uint64_t *fine, uint64_t *lo, uint64_t *hi)
 {
 	int seen = 0;

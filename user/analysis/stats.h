@@ -111,6 +111,11 @@ int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret);
 /* The same for a streamed row: the duration goes into the row's log-linear
  * histogram, not kept (percentiles within 1/256). */
 int kx_stat_row_add_streamed(struct kx_stat_row *r, uint64_t dur, int64_t ret);
+/* A row fed one value at a time that keeps its values while they number
+ * fewer than max_exact (exact percentiles), then only the log-linear
+ * histogram of the streamed rows (the values kept move into it;
+ * percentiles within 1/256). 0, or -1 when out of memory. */
+int kx_stat_row_add_bounded(struct kx_stat_row *r, uint64_t dur, size_t max_exact);
 /* A row of live aggregates: KX_FINE_SLOTS counts (util/hist.h) join the
  * row's fine slots and its log2 histogram; *lo and *hi become the lowest and
  * highest values those slots can hold (untouched when all are empty). Count

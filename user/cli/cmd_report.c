@@ -220,7 +220,14 @@ static int report_streamed(const struct report_opts *o, const char *path)
 		kx_sreport_free(&sr);
 		return report_in_memory(o, path);
 	}
-	if (kx_verbose)
+	if (kx_verbose && sr.timelines)
+		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
+		       "annotation ranges and the %llu ioctls the memory rows need, not with the "
+		       "other events; its %llu device jobs were paired as they came, at most %zu "
+		       "held at once, no job record kept",
+		       path, (unsigned long long)sr.threads, (unsigned long long)sr.kept,
+		       (unsigned long long)sr.flow_jobs, sr.flow_held);
+	else if (kx_verbose)
 		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
 		       "annotation ranges, the %llu job records and the %llu ioctls the device "
 		       "timelines and memory rows need, not with the other events",
