@@ -17,7 +17,12 @@
  * captures stream with their device timelines paired as the records pass
  * (analysis/jobflow.h: no job record kept), or are read into memory where
  * that cannot be exact (a KVM_RUN longer than its window, exits of a thread
- * out of time order).
+ * out of time order). Block captures stream the same way (records out of
+ * time order within the window, keys closed and forgotten), or are read
+ * into memory for a stated reason (a record later than the window, a
+ * request open too long, a call later than its task's paired request, a
+ * DONE on a key that may have been forgotten, GPU sources, wait phases,
+ * too many requests open).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -869,6 +874,243 @@ static void kvm_exits_unordered(void)
 	CHECK(why && strstr(why, "out of time order"));
 }
 
+/* ---- block requests ---- */
+
+/* A record of a block capture: written at .at (a call's return, a job
+ * event's time plus the recorder's lag). */
+struct blk_rec {
+	uint64_t at;
+	int job;
+	struct kx_ioctl e;
+	struct kx_job j;
+};
+
+struct blk_list {
+	struct blk_rec *v;
+	size_t n, cap;
+};
+
+static void blk_add(struct blk_list *l, const struct blk_rec *r)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 1024;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		if (!l->v)
+			abort();
+	}
+	l->v[l->n++] = *r;
+}
+
+/* Block request phase on loop0 (7:0), sector seqno, by tid, written lag ns late. */
+static void blk_ev(struct blk_list *l, uint64_t ts, uint64_t sector, uint32_t tid, int phase,
+                   uint64_t lag)
+{
+	struct blk_rec r = {.at = ts + lag, .job = 1};
+
+	r.j = (struct kx_job){.ts = ts,
+	                      .seqno = sector,
+	                      .aux = 4096,
+	                      .dev = 7u << 20,
+	                      .pid = tid ? 50 : 0,
+	                      .tid = tid,
+	                      .src = KX_JOB_SRC_BLOCK,
+	                      .phase = (uint8_t)phase};
+	snprintf(r.j.ring, sizeof(r.j.ring), "loop0");
+	blk_add(l, &r);
+}
+
+/* A loop driver call of tid (written at its return). */
+static void blk_call(struct blk_list *l, uint64_t ts, uint64_t dur, uint32_t tid)
+{
+	struct blk_rec r = {.at = ts + dur};
+
+	r.e = (struct kx_ioctl){.ts = ts,
+	                        .dur = dur,
+	                        .pid = 50,
+	                        .tid = tid,
+	                        .dev = 7u << 20,
+	                        .drv = KX_DRV_LOOP,
+	                        .cmd = 0x4c82,
+	                        .arg_off = KX_NO_ARG};
+	blk_add(l, &r);
+}
+
+static int blk_cmp(const void *pa, const void *pb)
+{
+	const struct blk_rec *a = pa, *b = pb;
+
+	if (a->at != b->at)
+		return a->at < b->at ? -1 : 1;
+	return a->job > b->job ? -1 : a->job < b->job; /* an event inside a call first */
+}
+
+/* The records in the order they are written (stable: calloc'd order kept by at). */
+static int blk_write(const char *path, struct blk_list *l)
+{
+	static struct kx_capinfo ci;
+	char err[256];
+	struct kx_kxp_writer *w = kx_kxp_create(path, &ci, err, sizeof(err));
+	int rc = 0;
+
+	if (!w)
+		return -1;
+	qsort(l->v, l->n, sizeof(*l->v), blk_cmp);
+	for (size_t i = 0; i < l->n; i++)
+		rc |= l->v[i].job ? kx_kxp_add_job(w, &l->v[i].j)
+		                  : kx_kxp_add_ioctl(w, &l->v[i].e, NULL);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
+}
+
+/*
+ * nthreads threads of nreq requests each on loop0, as the loop driver's
+ * stand-in makes them: a call of the thread that queues the request
+ * (linked), its RUN from a worker, its DONE at the call's end or later;
+ * job records written up to lag ns late (out of time order in the file); a
+ * thread that never makes a call issues requests directly (RUN, no QUEUE);
+ * sectors reused; repeated DONEs; a DONE of a request older than the
+ * capture; requests left open at the end.
+ */
+static void blk_requests(struct blk_list *l, int nthreads, uint64_t nreq, uint64_t lag)
+{
+	blk_ev(l, 900, 77777777, 0, KX_JOB_DONE, 0); /* queued before the capture */
+	for (int k = 0; k < nthreads; k++) {
+		uint32_t tid = 200 + (uint32_t)k;
+		uint64_t t = 1000 + (uint64_t)k * 3331;
+
+		for (uint64_t i = 0; i < nreq; i++) {
+			uint64_t dur = 3000 + (i * 7919 + (uint64_t)k * 131) % 40000;
+			uint64_t sector = ((uint64_t)k << 32) + (i * 8) % 400000;
+			uint64_t jit = lag ? (i * 2654435761u) % lag : 0;
+
+			blk_call(l, t, dur, tid);
+			/* Written in its task before the call returns, as a recorder does. */
+			blk_ev(l, t + dur / 4, sector, tid, KX_JOB_QUEUE, jit % (dur / 2));
+			blk_ev(l, t + dur / 2, sector, 0, KX_JOB_RUN, jit / 2);
+			if (i + 3 >= nreq && k == 0) { /* open at the end: incomplete */
+				t += dur + 200;
+				continue;
+			}
+			blk_ev(l, t + dur - 10 + (i % 5 == 0) * 20000, sector, 0, KX_JOB_DONE,
+			       jit / 3);
+			if (i % 41 == 7)
+				blk_ev(l, t + dur + 30 + (i % 5 == 0) * 20000, sector, 0,
+				       KX_JOB_DONE, 0);
+			t += dur + 200 + i % 700;
+		}
+	}
+	/* The thread that makes no call: direct requests. */
+	for (uint64_t i = 0, t = 5000; i < nreq / 4; i++, t += 9000) {
+		uint64_t sector = ((uint64_t)99 << 32) + (i * 16) % 4000;
+
+		blk_ev(l, t, sector, 900, KX_JOB_RUN, 0);
+		blk_ev(l, t + 4000 + i % 3000, sector, 0, KX_JOB_DONE, 0);
+	}
+}
+
+/* Block captures stream with their device timelines paired as the records
+ * pass (records out of time order within the window, sectors reused and
+ * forgotten, repeated DONEs, direct and incomplete requests): the
+ * in-memory report's figures, no job record kept. */
+static void block_streamed(void)
+{
+	static struct kx_sreport sr;
+	char path[128], err[512], msg[512];
+	struct blk_list l = {0};
+	uint64_t sizes[2][2] = {{3, 3000}, {3, 60000}};
+	const char *why;
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/blk%d.kxp", tmpdir, i);
+		blk_requests(&l, (int)sizes[i][0], sizes[i][1], 300000);
+		CHECK(blk_write(path, &l) == 0);
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL block_streamed: %s: %s\n", path, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
+		/* Before: every job record kept in the side store. */
+		if (sr.jobs || !sr.timelines || kx_store_job_count(sr.side))
+			printf("FAIL block_streamed: %llu job records kept\n",
+			       (unsigned long long)sr.jobs);
+		CHECK(!sr.jobs && sr.timelines && !kx_store_job_count(sr.side));
+		CHECK(sr.flow_jobs > sizes[i][0] * sizes[i][1]);
+		CHECK(sr.timelines->anom.duplicate > 0 && sr.timelines->anom.incomplete == 3 &&
+		      sr.timelines->anom.no_queue == 1);
+		CHECK(sr.timelines->ndevs == 1 && sr.timelines->devs[0].linked > 0 &&
+		      sr.timelines->devs[0].linked < sr.timelines->devs[0].njobs);
+		kx_sreport_free(&sr);
+	}
+}
+
+/* Each case the streamed block timelines cannot give exactly: the file is
+ * read into memory, for that reason (and the same report). */
+static void block_reasons(void)
+{
+	static const char *const want[] = {
+	        "out of time order",
+	        "stayed open",
+	        "a call came after",
+	        "may have closed before",
+	        "GPU source",
+	        "wait phases",
+	        "too many block requests open",
+	};
+	char path[128], msg[512];
+	const char *why;
+
+	for (int c = 0; c < (int)(sizeof(want) / sizeof(*want)); c++) {
+		struct blk_list l = {0};
+
+		blk_requests(&l, 1, 200, 0);
+		switch (c) {
+		case 0: /* a record written 3 windows late, after one 2 windows on */
+			blk_ev(&l, 2 * KX_JOBFLOW_WINDOW_NS, 6, 0, KX_JOB_DONE, 0);
+			blk_ev(&l, 500, 5, 0, KX_JOB_DONE, 3 * KX_JOBFLOW_WINDOW_NS);
+			break;
+		case 1: /* a request open while 20,000 later ones complete */
+			blk_ev(&l, 950, 123, 0, KX_JOB_RUN, 0);
+			for (uint64_t i = 0; i < 20000; i++)
+				blk_ev(&l, 2000000 + i * 10, 1000000 + i, 0, KX_JOB_DONE, 0);
+			blk_ev(&l, 2 * KX_JOBFLOW_WINDOW_NS, 123, 0, KX_JOB_DONE, 0);
+			break;
+		case 2: /* a call of 3 windows, its request paired before it returns */
+			blk_call(&l, 900000, 3 * KX_JOBFLOW_WINDOW_NS, 700);
+			blk_ev(&l, 900100, 4242, 700, KX_JOB_QUEUE, 0);
+			blk_ev(&l, 900200, 4242, 0, KX_JOB_DONE, 0);
+			blk_ev(&l, 2 * KX_JOBFLOW_WINDOW_NS, 6, 0, KX_JOB_DONE, 0);
+			break;
+		case 3: /* a DONE on a key unknown once many keys were forgotten */
+			for (uint64_t i = 0; i < 3 * KX_JOBFLOW_CLOSED; i++)
+				blk_ev(&l, 2000000 + i * 10, 1000000 + i, 0, KX_JOB_DONE, 0);
+			blk_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS, 999, 0, KX_JOB_DONE, 0);
+			break;
+		case 4: { /* a GPU source's job after the block ones */
+			struct blk_rec r = {.at = 9000000, .job = 1};
+
+			r.j = (struct kx_job){.ts = 9000000,
+			                      .ctx = 5,
+			                      .seqno = 1,
+			                      .src = KX_JOB_SRC_I915,
+			                      .phase = KX_JOB_QUEUE};
+			blk_add(&l, &r);
+			break;
+		}
+		case 5: /* a wait phase on a request */
+			blk_ev(&l, 9000000, 8, 300, KX_JOB_WAIT_BEGIN, 0);
+			break;
+		default: /* requests queued, never run or done */
+			for (uint64_t i = 0; i < KX_JOBFLOW_OPEN + 10; i++)
+				blk_ev(&l, 9000000 + i, 5000000 + i, 0, KX_JOB_QUEUE, 0);
+		}
+		snprintf(path, sizeof(path), "%s/blkwhy%d.kxp", tmpdir, c);
+		CHECK(blk_write(path, &l) == 0);
+		if (!compare(path, &why, msg, sizeof(msg)) || !why || !strstr(why, want[c]))
+			printf("FAIL block_reasons: %d: %s\n", c, why ? why : "streamed");
+		CHECK(compare(path, &why, msg, sizeof(msg)) && why && strstr(why, want[c]));
+	}
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kxt_sreport.XXXXXX");
@@ -890,6 +1132,8 @@ int main(void)
 	RUN(kvm_streamed);
 	RUN(kvm_late);
 	RUN(kvm_exits_unordered);
+	RUN(block_streamed);
+	RUN(block_reasons);
 	{
 		char cmd[128];
 

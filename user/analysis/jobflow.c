@@ -10,6 +10,7 @@
 
 #include "analysis/jobflow.h"
 #include "util/grow.h"
+#include "util/hashmap.h"
 
 /* A KVM exit waiting for the call of its thread that holds it. */
 struct fl_exit {
@@ -19,6 +20,11 @@ struct fl_exit {
 	uint64_t cand_id;     /* that call's id (0: none) */
 };
 
+/* A block record's look at the calls of its task (a slot of recs). */
+struct fl_probe {
+	uint32_t slot, gen;
+};
+
 struct fl_thread {
 	struct kx_ioctl last; /* its last call */
 	uint64_t last_id;     /* that call's id (0: none yet) */
@@ -26,7 +32,49 @@ struct fl_thread {
 	uint64_t exit_ts;     /* ns, its latest KVM exit so far */
 	struct fl_exit *open; /* its exits waiting, in file order */
 	size_t nopen, cap;
+	struct fl_probe *probes; /* its block records still looking at its calls */
+	size_t nprobes, pcap;
+	uint64_t forced_at; /* ns, the latest such record paired before a later call came */
 };
+
+/* A block record waiting for earlier ones, with its submit link's candidate. */
+struct fl_rec {
+	struct kx_job e;
+	uint64_t seq;         /* its place among the job records */
+	struct kx_ioctl cand; /* its task's last call entered at or before it so far */
+	uint64_t cand_id;     /* that call's id (0: none) */
+	uint32_t gen;
+	uint8_t looking; /* its task's calls may still change cand */
+};
+
+/* Where a block record waits: its order, its slot. */
+struct fl_recref {
+	uint64_t ts, seq;
+	uint32_t slot, gen;
+};
+
+/* An open block request. */
+struct fl_kjob {
+	struct kx_tjob t;
+	uint64_t ts, seq; /* the record that opened it */
+	uint32_t gen;
+};
+
+/* An open request's place in the sweeps' order, at the earliest. */
+struct fl_openref {
+	uint64_t start, ts, seq;
+	uint32_t slot, gen;
+};
+
+/* A closed key, remembered or forgotten. */
+struct kx_jobflow_key {
+	uint64_t k[3];
+	uint64_t done; /* ns, its DONE (remembered keys) */
+	uint8_t used;  /* a forgotten key is in this table slot */
+	uint8_t lost;  /* a forgotten key was put over another here */
+};
+
+#define KEY_CLOSED UINT64_MAX /* f->keys: the key's request is closed */
 
 /* A made job waiting for its turn in start order. */
 struct fl_job {
@@ -81,6 +129,27 @@ static int job_less(const void *pa, const void *pb)
 	return a->seq < b->seq;
 }
 
+/* By time, then file order. */
+static int rec_less(const void *pa, const void *pb)
+{
+	const struct fl_recref *a = pa, *b = pb;
+
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	return a->seq < b->seq;
+}
+
+static int open_less(const void *pa, const void *pb)
+{
+	const struct fl_openref *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start;
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	return a->seq < b->seq;
+}
+
 static void because(struct kx_jobflow *f, const char *why)
 {
 	if (!f->why)
@@ -93,6 +162,11 @@ void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci)
 	f->devs.ci = ci;
 	f->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct fl_thread);
 	f->held = (struct kx_minheap)KX_MINHEAP_INIT(struct fl_job, job_less);
+	f->recs = (struct kx_slots)KX_SLOTS_INIT(struct fl_rec);
+	f->recq = (struct kx_minheap)KX_MINHEAP_INIT(struct fl_recref, rec_less);
+	f->keys = (struct kx_keymap)KX_KEYMAP_INIT;
+	f->open = (struct kx_slots)KX_SLOTS_INIT(struct fl_kjob);
+	f->opens = (struct kx_minheap)KX_MINHEAP_INIT(struct fl_openref, open_less);
 	f->lo = UINT64_MAX;
 }
 
@@ -173,18 +247,49 @@ static int sweep(struct kx_jobflow *f, const struct fl_job *j)
 	return 0;
 }
 
+/* The earliest open block request's place (stale entries dropped), NULL: none. */
+static const struct fl_openref *open_first(struct kx_jobflow *f)
+{
+	while (f->opens.n) {
+		const struct fl_openref *o = kx_minheap_top(&f->opens);
+		const struct fl_kjob *k = kx_slots_at(&f->open, o->slot);
+
+		if (k->gen == o->gen)
+			return o;
+		kx_minheap_pop(&f->opens, NULL);
+	}
+	return NULL;
+}
+
+/* Does held job j come before every job open request o may make? */
+static int before_open(const struct fl_job *j, const struct fl_openref *o)
+{
+	if (j->start != o->start)
+		return j->start < o->start;
+	if (j->ts != o->ts)
+		return j->ts < o->ts;
+	return j->seq < o->seq;
+}
+
 /* The held jobs whose turn has come: started KX_JOBFLOW_WINDOW_NS before
- * the latest time seen, or past KX_JOBFLOW_HELD (all: at the end). */
+ * the latest time seen and before every open request, or past
+ * KX_JOBFLOW_HELD (all: at the end). */
 static int release(struct kx_jobflow *f, int all)
 {
 	struct fl_job j;
 
 	while (f->held.n) {
 		const struct fl_job *top = kx_minheap_top(&f->held);
+		const struct fl_openref *o = all ? NULL : open_first(f);
+		int blocked = o && !before_open(top, o);
 
-		if (!all && f->held.n <= KX_JOBFLOW_HELD &&
-		    top->start + KX_JOBFLOW_WINDOW_NS >= f->now)
-			return 0;
+		if (!all && (blocked || top->start + KX_JOBFLOW_WINDOW_NS >= f->now)) {
+			if (f->held.n <= KX_JOBFLOW_HELD)
+				return 0;
+			if (blocked)
+				because(f, "a block request stayed open (no DONE) while more than "
+				           "16384 later jobs completed");
+		}
 		kx_minheap_pop(&f->held, &j);
 		if (sweep(f, &j))
 			return -1;
@@ -260,50 +365,64 @@ static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struc
 	return 0;
 }
 
-/* ---- KVM jobs ---- */
+/* ---- a job made ---- */
 
-/* The job of exit x, inside the KVM_RUN io (NULL: in none): classified,
- * given its device and ring (as jobs.c's classify), counted, held. */
-static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct kx_ioctl *io)
+/* A job whose phases are all in (t; made by the record of time ts and
+ * place seq): classified, given its device and ring (as jobs.c's
+ * classify), counted, held. end_ns: the capture's end (an incomplete job
+ * ends there; 0 before the end). late: why, when it comes after later
+ * jobs were swept. */
+static int job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t seq,
+                   uint64_t end_ns, const char *late)
 {
 	struct kx_jobflow_ring *r;
-	struct kx_tjob t;
 	struct fl_job h;
 	uint64_t a, b; /* ns, its busy interval (as drawn: start and end) */
 	long dev;
 
-	kx_tjob_kvm(&t, &x->e, io, io ? 0 : -1);
-	kx_tjob_classify(&t, &f->anom);
-	kx_tjob_ring_name(&t);
-	dev = kx_jobdevtab_assign(&f->devs, &t, 0, 0);
+	kx_tjob_classify(t, &f->anom);
+	kx_tjob_ring_name(t);
+	dev = kx_jobdevtab_assign(&f->devs, t, 0, 0);
 	if (dev < 0 || devs_room(f))
 		return -1;
-	kx_tjob_ring_fallback(&t);
-	r = ring_get(f, (uint32_t)dev, t.ring);
-	if (!r || fold(r, &f->fdev[dev], &t.r))
+	kx_tjob_ring_fallback(t);
+	r = ring_get(f, (uint32_t)dev, t->ring);
+	if (!r || fold(r, &f->fdev[dev], &t->r))
 		return -1;
 	h = (struct fl_job){
-	        .start = kx_jobrec_start(&t.r),
-	        .end = kx_jobrec_end(&t.r, 0),
-	        .in = t.r.queue_ts ? t.r.queue_ts : t.r.run_ts,
-	        .ts = x->e.ts,
-	        .seq = x->seq,
+	        .start = kx_jobrec_start(&t->r),
+	        .end = kx_jobrec_end(&t->r, end_ns),
+	        .in = t->r.queue_ts ? t->r.queue_ts : t->r.run_ts,
+	        .ts = ts,
+	        .seq = seq,
 	        .ring = (uint32_t)(r - f->rings),
-	        .busy = (uint8_t)kx_jobrec_busy(&t.r, 0, &a, &b),
-	        .done = t.r.done_ts != 0,
+	        .busy = (uint8_t)kx_jobrec_busy(&t->r, end_ns, &a, &b),
+	        .done = t->r.done_ts != 0,
 	};
 	if (f->swept && !job_less(&(struct fl_job){.start = f->swept_start,
 	                                           .ts = f->swept_ts,
 	                                           .seq = f->swept_seq},
 	                          &h))
-		because(f, "a KVM job started before jobs already counted in start order (its "
-		           "KVM_RUN ran longer than the streamed read's window)");
+		because(f, late);
 	f->jobs++;
 	if (kx_minheap_push(&f->held, &h) || release(f, 0))
 		return -1;
 	if (f->held.n > f->peak_held)
 		f->peak_held = f->held.n;
 	return 0;
+}
+
+/* ---- KVM jobs ---- */
+
+/* The job of exit x, inside the KVM_RUN io (NULL: in none). */
+static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct kx_ioctl *io)
+{
+	struct kx_tjob t;
+
+	kx_tjob_kvm(&t, &x->e, io, io ? 0 : -1);
+	return job_out(f, &t, x->e.ts, x->seq, 0,
+	               "a KVM job started before jobs already counted in start order (its "
+	               "KVM_RUN ran longer than the streamed read's window)");
 }
 
 /* Exit x of thread t, its thread's last call entered at or before it now
@@ -381,6 +500,294 @@ static int kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 	return 0;
 }
 
+/* ---- block requests ---- */
+
+#define BLOCK_LATE                                                                                 \
+	"a block request started before jobs already counted in start order (it stayed open "      \
+	"longer than the streamed read's window)"
+
+static uint32_t new_gen(struct kx_jobflow *f)
+{
+	if (!++f->gen)
+		f->gen = 1;
+	return f->gen;
+}
+
+/* Call e (id) of thread t: the block records of t looking at its calls
+ * take it as their candidate when it began at or before them, else stop
+ * looking (the calls come in start order). */
+static void probe_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e,
+                       uint64_t id)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < t->nprobes; i++) {
+		struct fl_probe p = t->probes[i];
+		struct fl_rec *r = kx_slots_at(&f->recs, p.slot);
+
+		if (r->gen != p.gen || !r->looking)
+			continue;
+		if (e->ts > r->e.ts) {
+			r->looking = 0;
+			continue;
+		}
+		r->cand = *e;
+		r->cand_id = id;
+		t->probes[keep++] = p;
+	}
+	t->nprobes = keep;
+}
+
+/* Room for one more probe of t (the stale ones dropped first). */
+static int probe_room(struct kx_jobflow *f, struct fl_thread *t)
+{
+	size_t keep = 0;
+
+	if (t->nprobes < t->pcap)
+		return 0;
+	for (size_t i = 0; i < t->nprobes; i++) {
+		const struct fl_rec *r = kx_slots_at(&f->recs, t->probes[i].slot);
+
+		if (r->gen == t->probes[i].gen && r->looking)
+			t->probes[keep++] = t->probes[i];
+	}
+	t->nprobes = keep;
+	return kx_grow((void **)&t->probes, &t->pcap, t->nprobes, sizeof(*t->probes));
+}
+
+/* A key closed long ago, forgotten: into the table. */
+static int forget(struct kx_jobflow *f, const uint64_t k[3])
+{
+	struct kx_keyslot *sl = kx_keymap_find(&f->keys, k[0], k[1], k[2]);
+	struct kx_jobflow_key *g;
+
+	/* Opened again since: remembered again when it closes. */
+	if (!sl || sl->v != KEY_CLOSED)
+		return 0;
+	kx_keymap_del(&f->keys, sl);
+	if (!f->gone && !(f->gone = calloc(KX_JOBFLOW_GONE, sizeof(*f->gone))))
+		return -1;
+	g = &f->gone[kx_hash_bytes(k, 3 * sizeof(*k)) % KX_JOBFLOW_GONE];
+	if (g->used && memcmp(g->k, k, sizeof(g->k)))
+		g->lost = 1;
+	memcpy(g->k, k, sizeof(g->k));
+	g->used = 1;
+	return 0;
+}
+
+/* Was key k forgotten (1), never (0), or cannot it be told (-1)? */
+static int forgotten(const struct kx_jobflow *f, const uint64_t k[3])
+{
+	const struct kx_jobflow_key *g;
+
+	if (!f->gone)
+		return 0;
+	g = &f->gone[kx_hash_bytes(k, 3 * sizeof(*k)) % KX_JOBFLOW_GONE];
+	if (g->used && !memcmp(g->k, k, sizeof(g->k)))
+		return 1;
+	return g->lost ? -1 : 0;
+}
+
+/* Key k closed at done (ns): remembered; the oldest forgotten past
+ * KX_JOBFLOW_CLOSED or KX_JOBFLOW_WINDOW_NS before the latest record paired. */
+static int remember(struct kx_jobflow *f, const uint64_t k[3], uint64_t done)
+{
+	struct kx_jobflow_key *c;
+
+	if (f->chead && f->chead * 2 >= f->nclosed) {
+		memmove(f->closed, f->closed + f->chead, (f->nclosed - f->chead) * sizeof(*c));
+		f->nclosed -= f->chead;
+		f->chead = 0;
+	}
+	if (kx_grow((void **)&f->closed, &f->ccap, f->nclosed, sizeof(*f->closed)))
+		return -1;
+	c = &f->closed[f->nclosed++];
+	memset(c, 0, sizeof(*c));
+	memcpy(c->k, k, sizeof(c->k));
+	c->done = done;
+	while (f->chead < f->nclosed &&
+	       (f->nclosed - f->chead > KX_JOBFLOW_CLOSED ||
+	        f->closed[f->chead].done + KX_JOBFLOW_WINDOW_NS < f->rel_ts))
+		if (forget(f, f->closed[f->chead++].k))
+			return -1;
+	return 0;
+}
+
+/* Request slot of f->open closed (its key's entry sl): counted and held. */
+static int block_close(struct kx_jobflow *f, struct kx_keyslot *sl, size_t slot)
+{
+	struct fl_kjob *o = kx_slots_at(&f->open, slot);
+	struct kx_tjob t = o->t;
+	uint64_t ts = o->ts, seq = o->seq, k[3];
+
+	memcpy(k, sl->k, sizeof(k));
+	sl->v = KEY_CLOSED;
+	o->gen = 0;
+	kx_slots_put(&f->open, slot);
+	if (remember(f, k, t.r.done_ts))
+		return -1;
+	return job_out(f, &t, ts, seq, 0, BLOCK_LATE);
+}
+
+/* A new request of record r on key k (jobs.c's pair_event and link_submit). */
+static int block_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3])
+{
+	struct kx_keyslot *sl;
+	struct fl_kjob *o;
+	uint64_t at;
+	long slot;
+
+	if (kx_slots_live(&f->open) >= KX_JOBFLOW_OPEN) {
+		because(f, "too many block requests open at once");
+		return 0;
+	}
+	sl = kx_keymap_get(&f->keys, k[0], k[1], k[2]);
+	slot = kx_slots_get(&f->open);
+	if (!sl || slot < 0)
+		return -1;
+	o = kx_slots_at(&f->open, (size_t)slot);
+	kx_tjob_init(&o->t);
+	kx_tjob_first(&o->t, &r->e);
+	o->ts = r->e.ts;
+	o->seq = r->seq;
+	o->gen = new_gen(f);
+	at = kx_tjob_link_at(&o->t);
+	if (at && r->cand_id && kx_tjob_links_to(&o->t, &r->cand))
+		o->t.r.submit = 0;
+	else if (at)
+		kx_tjob_no_link(&o->t);
+	if (kx_slots_live(&f->open) > f->peak_open)
+		f->peak_open = kx_slots_live(&f->open);
+	if (o->t.closed)
+		return block_close(f, sl, (size_t)slot);
+	sl->v = (uint64_t)slot + 1;
+	return kx_minheap_push(&f->opens, &(struct fl_openref){kx_jobrec_start(&o->t.r), o->ts,
+	                                                       o->seq, (uint32_t)slot, o->gen});
+}
+
+/* Record r in time order: jobs.c's pair_event. */
+static int block_pair(struct kx_jobflow *f, const struct fl_rec *r)
+{
+	struct kx_keyslot *sl;
+	uint64_t k[3];
+
+	kx_jobpair_key(&r->e, k);
+	sl = kx_keymap_find(&f->keys, k[0], k[1], k[2]);
+	if (sl && sl->v != KEY_CLOSED) {
+		size_t slot = (size_t)sl->v - 1;
+
+		kx_jobpair_phase(&((struct fl_kjob *)kx_slots_at(&f->open, slot))->t, &r->e,
+		                 &f->anom);
+		if (((struct fl_kjob *)kx_slots_at(&f->open, slot))->t.closed)
+			return block_close(f, sl, slot);
+		return 0;
+	}
+	/* A closed request's key: a DONE repeats it, another phase opens a new one. */
+	if (r->e.phase == KX_JOB_DONE) {
+		int gone = sl ? 1 : forgotten(f, k);
+
+		if (gone < 0) {
+			because(f, "a block DONE came on a key that may have closed before the "
+			           "streamed read's window (a duplicate, or a new request)");
+			return 0;
+		}
+		if (gone) {
+			f->anom.duplicate++;
+			return 0;
+		}
+	}
+	return block_open(f, r, k);
+}
+
+/* The records whose turn has come: KX_JOBFLOW_WINDOW_NS before the latest
+ * time seen, or past KX_JOBFLOW_RECS (all: at the end). A record still
+ * looking at its task's calls takes its candidate now: a call of the task
+ * that began at or before it and comes later sends the file to memory. */
+static int recs_release(struct kx_jobflow *f, int all)
+{
+	while (f->recq.n) {
+		const struct fl_recref *top = kx_minheap_top(&f->recq);
+		struct fl_recref ref;
+		struct fl_rec r;
+
+		if (!all && f->recq.n <= KX_JOBFLOW_RECS &&
+		    top->ts + KX_JOBFLOW_WINDOW_NS >= f->now)
+			return 0;
+		kx_minheap_pop(&f->recq, &ref);
+		r = *(struct fl_rec *)kx_slots_at(&f->recs, ref.slot);
+		((struct fl_rec *)kx_slots_at(&f->recs, ref.slot))->gen = 0;
+		kx_slots_put(&f->recs, ref.slot);
+		f->rel_ts = r.e.ts;
+		if (r.looking) {
+			struct fl_thread *t = kx_tidtab_get(&f->threads, r.e.tid, 0);
+
+			if (t && r.e.ts > t->forced_at)
+				t->forced_at = r.e.ts;
+		}
+		if (block_pair(f, &r))
+			return -1;
+	}
+	return 0;
+}
+
+/* A block record (QUEUE, RUN, DONE) of place seq, in file order. */
+static int block_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
+{
+	struct fl_rec *r;
+	struct fl_thread *t = NULL;
+	long slot;
+
+	if (j->ts < f->rel_ts) {
+		because(f, "block job records came out of time order by more than the streamed "
+		           "read's window");
+		return 0;
+	}
+	if (kx_job_names_submitter(j)) {
+		t = kx_tidtab_get(&f->threads, j->tid, 1);
+		if (!t || probe_room(f, t))
+			return -1;
+		if (t->last_id && t->last.ts > j->ts) {
+			because(f, "a job record came after a later call of its task");
+			return 0;
+		}
+	}
+	slot = kx_slots_get(&f->recs);
+	if (slot < 0)
+		return -1;
+	r = kx_slots_at(&f->recs, (size_t)slot);
+	r->e = *j;
+	r->seq = seq;
+	r->gen = new_gen(f);
+	if (t) {
+		r->looking = 1;
+		if (t->last_id) {
+			r->cand = t->last;
+			r->cand_id = t->last_id;
+		}
+		t->probes[t->nprobes++] = (struct fl_probe){(uint32_t)slot, r->gen};
+	}
+	if (kx_minheap_push(&f->recq, &(struct fl_recref){j->ts, seq, (uint32_t)slot, r->gen}))
+		return -1;
+	if (f->recq.n > f->peak_recs)
+		f->peak_recs = f->recq.n;
+	return recs_release(f, 0);
+}
+
+/* Every request still open at the end: incomplete, ending at end_ns. */
+static int block_end(struct kx_jobflow *f, uint64_t end_ns)
+{
+	for (size_t i = 0; i < f->open.n; i++) {
+		struct fl_kjob *o = kx_slots_at(&f->open, i);
+
+		if (!o->gen)
+			continue;
+		o->gen = 0;
+		if (job_out(f, &o->t, o->ts, o->seq, end_ns, BLOCK_LATE))
+			return -1;
+	}
+	return 0;
+}
+
 /* ---- the feed ---- */
 
 int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e)
@@ -395,6 +802,11 @@ int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e)
 		return -1;
 	if (t->nopen && kvm_call(f, t, e, f->calls))
 		return -1;
+	if (t->forced_at && e->ts <= t->forced_at)
+		because(f, "a call came after a later block record of its task was paired (it "
+		           "began more than the streamed read's window before the latest record)");
+	if (t->nprobes)
+		probe_call(f, t, e, f->calls);
 	t->last = *e;
 	t->last_id = f->calls;
 	return 0;
@@ -415,9 +827,15 @@ int kx_jobflow_job(struct kx_jobflow *f, const struct kx_job *j)
 		return 0;
 	case KX_JEV_DEP:
 		return 0;
+	case KX_JEV_WAIT:
+		because(f, "wait phases of device jobs (their waiters)");
+		return 0;
 	default:
-		because(f, "device jobs of another source than KVM (their pairing, links and "
-		           "waiters)");
+		if (j->src == KX_JOB_SRC_BLOCK)
+			return block_rec(f, j, seq);
+		because(f, "device jobs of a GPU source (their devices are learnt from later jobs "
+		           "of their ring, a later event of another source may rename them, their "
+		           "waiters come after them)");
 		return 0;
 	}
 }
@@ -572,17 +990,19 @@ struct kx_jobs *kx_jobflow_finish(struct kx_jobflow *f, const struct kx_store *m
 	uint32_t *newidx = NULL;
 	size_t *ord = NULL;
 
-	if (!o || close_exits(f) || release(f, 1))
+	if (!o || recs_release(f, 1) || close_exits(f))
 		goto fail;
-	if (f->why)
-		goto fail;
-	f->anom.runs_without_exit = f->has_kvm ? f->runs - f->runs_used : 0;
-	o->anom = f->anom;
 	o->start_ns =
 	        ci && ci->start_mono_ns ? ci->start_mono_ns : (f->lo == UINT64_MAX ? 0 : f->lo);
 	o->end_ns = ci && ci->stop_mono_ns > o->start_ns ? ci->stop_mono_ns : f->hi;
 	if (o->end_ns < o->start_ns)
 		o->end_ns = o->start_ns;
+	if (block_end(f, o->end_ns) || release(f, 1))
+		goto fail;
+	if (f->why)
+		goto fail;
+	f->anom.runs_without_exit = f->has_kvm ? f->runs - f->runs_used : 0;
+	o->anom = f->anom;
 	o->store = mem;
 	o->jobs = calloc(1, sizeof(*o->jobs));
 	o->submitted = calloc(1, 1);
@@ -614,8 +1034,19 @@ fail:
 
 void kx_jobflow_free(struct kx_jobflow *f)
 {
-	for (size_t i = 0; i < f->threads.n; i++)
-		free(((struct fl_thread *)kx_tidtab_at(&f->threads, i))->open);
+	for (size_t i = 0; i < f->threads.n; i++) {
+		struct fl_thread *t = kx_tidtab_at(&f->threads, i);
+
+		free(t->open);
+		free(t->probes);
+	}
+	kx_slots_free(&f->recs);
+	kx_minheap_free(&f->recq);
+	kx_keymap_free(&f->keys);
+	kx_slots_free(&f->open);
+	kx_minheap_free(&f->opens);
+	free(f->closed);
+	free(f->gone);
 	kx_tidtab_free(&f->threads);
 	for (size_t i = 0; i < f->nrings; i++) {
 		kx_minheap_free(&f->rings[i].ends);

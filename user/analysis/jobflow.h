@@ -27,12 +27,32 @@
  * device's ends). Memory: the jobs held (56 bytes each), the open exits, a
  * thread's last call (88 bytes), and per ring its rows.
  *
+ * Block requests are paired by jobpair's rules as they pass too. Their
+ * records wait in a heap (KX_JOBFLOW_WINDOW_NS behind the latest time,
+ * at most KX_JOBFLOW_RECS of them), then are paired in time order, as the
+ * builder takes them, through a table of the open requests' keys. A record
+ * that names its submitter looks at its task's calls as it comes: the
+ * task's last call entered at or before it is the candidate until a later
+ * call of the task comes, or until the record is paired (the task's
+ * calls entered at or before it must have come by then). A request is
+ * counted once its DONE comes (or at the end: incomplete), and held for
+ * the sweeps in start order; a sweep waits for the earliest open request.
+ * A closed key is remembered (a DONE on it is a duplicate) while it is
+ * among the last KX_JOBFLOW_CLOSED closed, then in a table of
+ * KX_JOBFLOW_GONE keys forgotten. Memory: the records waiting (184 bytes
+ * each), the open requests (152 bytes) and keys remembered, not the jobs.
+ *
  * why says when that cannot be exact, and the report reads the file into
- * memory instead: job records of another source than KVM (their pairing,
- * links and waiters need the whole file), a KVM exit after a later call of
- * its thread or before an earlier-timed exit of it, a job that starts
- * before jobs already swept (later than the heap's window), too many open
- * exits.
+ * memory instead: job records of a GPU source (their devices are learnt
+ * from other jobs of their ring, later events of another source rename
+ * them, waiters come after DONE), wait phases, a KVM exit after a later
+ * call of its thread or before an earlier-timed exit of it, a job that
+ * starts before jobs already swept (later than the heap's window: a long
+ * KVM_RUN, a request open while KX_JOBFLOW_HELD later ones completed), a
+ * block record earlier than one already paired (out of time order beyond
+ * the window), a call that comes after a record of its task entered
+ * after it was paired, a DONE on a key that may be a forgotten one, too
+ * many open exits or requests.
  */
 #ifndef KX_JOBFLOW_H
 #define KX_JOBFLOW_H
@@ -46,16 +66,23 @@
 #include "model/capinfo.h"
 #include "model/event.h"
 #include "model/store.h"
+#include "util/keymap.h"
 #include "util/minheap.h"
+#include "util/slots.h"
 #include "util/tidtab.h"
 
 #define KX_JOBFLOW_WINDOW_NS 1000000000ull /* ns a made job waits for earlier starts */
 #define KX_JOBFLOW_HELD      16384u        /* jobs held at most (then the earliest goes) */
 #define KX_JOBFLOW_EXACT     16384u        /* values a row keeps for exact percentiles */
 #define KX_JOBFLOW_EXITS     65536u        /* open KVM exits at most */
+#define KX_JOBFLOW_RECS      65536u        /* block records waiting for earlier ones at most */
+#define KX_JOBFLOW_OPEN      65536u        /* open block requests at most */
+#define KX_JOBFLOW_CLOSED    65536u        /* closed keys remembered (then in the table) */
+#define KX_JOBFLOW_GONE      32768u        /* slots of the table of forgotten keys */
 
 struct kx_jobflow_ring;
 struct kx_jobflow_dev;
+struct kx_jobflow_key;
 
 struct kx_jobflow {
 	const char *why;             /* NULL: the figures are exact so far */
@@ -78,6 +105,18 @@ struct kx_jobflow {
 	uint64_t exits;           /* KVM exits open now */
 	size_t peak_held;         /* the most jobs held at once */
 	int has_kvm;              /* a KVM job record came */
+	/* Block requests: */
+	struct kx_slots recs;          /* records waiting in recq (jobflow.c's fl_rec) */
+	struct kx_minheap recq;        /* their order: time, then file order */
+	uint64_t rel_ts;               /* ns, the latest record paired */
+	struct kx_keymap keys;         /* pairing key -> open request (slot + 1), or closed */
+	struct kx_slots open;          /* the open requests (jobflow.c's fl_kjob) */
+	struct kx_minheap opens;       /* their order in the sweeps (stale ones skipped) */
+	struct kx_jobflow_key *closed; /* closed keys remembered, by DONE time (from chead) */
+	size_t nclosed, chead, ccap;
+	struct kx_jobflow_key *gone; /* forgotten closed keys (KX_JOBFLOW_GONE), NULL: none */
+	uint32_t gen;                /* the last generation given to a slot */
+	size_t peak_recs, peak_open; /* the most records waiting, requests open at once */
 	int oom;
 };
 
@@ -86,7 +125,8 @@ struct kx_jobflow {
 void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci);
 /* Every call, each thread's in start order. 0, or -1 when out of memory. */
 int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e);
-/* Every job record, in file order. 0, or -1 when out of memory. */
+/* Every job record, in file order (a recorder's: each task's after its
+ * calls entered before it). 0, or -1 when out of memory. */
 int kx_jobflow_job(struct kx_jobflow *f, const struct kx_job *j);
 /*
  * Once every record is in: the device timelines as kx_jobs_build gives them

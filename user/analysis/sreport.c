@@ -34,8 +34,9 @@ struct sr_ctx {
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
-/* Where the job records go: none came yet; the first was a KVM exit (the
- * streamed timelines, analysis/jobflow.h); another (kept in r->side). */
+/* Where the job records go: none came yet; the first was a KVM exit or a
+ * block request's (the streamed timelines, analysis/jobflow.h); another
+ * (kept in r->side). */
 enum { JOBS_NONE, JOBS_FLOW, JOBS_KEEP };
 
 /* Why nesting the calls on the stream does not give the report exactly:
@@ -133,7 +134,8 @@ static void sr_job(void *ctx, const struct kx_job *j)
 	if (!sr_active(c))
 		return;
 	if (c->mode == JOBS_NONE)
-		c->mode = j->src == KX_JOB_SRC_KVM ? JOBS_FLOW : JOBS_KEEP;
+		c->mode = j->src == KX_JOB_SRC_KVM || j->src == KX_JOB_SRC_BLOCK ? JOBS_FLOW
+		                                                                 : JOBS_KEEP;
 	c->have_jobs = 1;
 	rc = c->mode == JOBS_FLOW ? kx_jobflow_job(&c->flow, j) : kx_jobs_keep_job(&c->jobs, j);
 	if (rc) {
