@@ -75,9 +75,9 @@
 #define KX_JOBFLOW_HELD      16384u        /* jobs held at most (then the earliest goes) */
 #define KX_JOBFLOW_EXACT     16384u        /* values a row keeps for exact percentiles */
 #define KX_JOBFLOW_EXITS     65536u        /* open KVM exits at most */
-#define KX_JOBFLOW_RECS      65536u        /* block records waiting for earlier ones at most */
+#define KX_JOBFLOW_RECS      16384u        /* block records waiting for earlier ones at most */
 #define KX_JOBFLOW_OPEN      65536u        /* open block requests at most */
-#define KX_JOBFLOW_CLOSED    65536u        /* closed keys remembered (then in the table) */
+#define KX_JOBFLOW_CLOSED    16384u        /* closed keys remembered (then in the table) */
 #define KX_JOBFLOW_GONE      32768u        /* slots of the table of forgotten keys */
 
 struct kx_jobflow_ring;
