@@ -1,8 +1,9 @@
 /*
  * Device timelines of a record file read as a stream (analysis/sreport.h):
- * KVM jobs paired, counted and folded into their rows as the records pass,
- * then forgotten, so memory does not grow with the jobs. By the rules of
- * analysis/jobs.h (analysis/jobpair.h's KVM, anomaly and device rules),
+ * KVM jobs and block requests paired, counted and folded into their rows
+ * as the records pass, then forgotten, so memory does not grow with the
+ * jobs. By the rules of analysis/jobs.h (analysis/jobpair.h's KVM,
+ * pairing, submit link, anomaly and device rules),
  * exactly the figures the in-memory analysis (kx_jobs_build) gives of the
  * report's device timelines: per ring jobs, completed, linked, lanes, busy
  * time and the exec distribution (a stat row "<ring> exec" under
@@ -50,8 +51,8 @@
  * starts before jobs already swept (later than the heap's window: a long
  * KVM_RUN, a request open while KX_JOBFLOW_HELD later ones completed), a
  * block record earlier than one already paired (out of time order beyond
- * the window), a call that comes after a record of its task entered
- * after it was paired, a DONE on a key that may be a forgotten one, too
+ * the window), a block record after a later call of its task, a call that
+ * comes after a later block record of its task was paired, a DONE on a key that may be a forgotten one, too
  * many open exits or requests.
  */
 #ifndef KX_JOBFLOW_H

@@ -4,8 +4,8 @@
  * the events in order gives the same jobs (the engine's feed,
  * analysis/engine.c, uses the memory accounting; what a stream keeps
  * for the timelines, kx_jobs_keep in analysis/jobs.c, the KVM, submitter
- * and wait rules; the streamed KVM timelines, analysis/jobflow.c, the KVM,
- * anomaly, device and busy rules; the live aggregates of top and serve, live/jobagg.c, the
+ * and wait rules; the streamed KVM and block timelines, analysis/jobflow.c,
+ * the KVM, pairing, submit link, anomaly, device and busy rules; the live aggregates of top and serve, live/jobagg.c, the
  * pairing, KVM and busy rules): what one phase does to the job its key
  * holds, which event names a job's submitter, KVM jobs from their KVM_RUN,
  * the submit-link test, the anomaly flags, which device a job or a memory event
