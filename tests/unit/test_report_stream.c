@@ -1048,13 +1048,9 @@ static void block_streamed(void)
 static void block_reasons(void)
 {
 	static const char *const want[] = {
-	        "out of time order",
-	        "stayed open",
-	        "a call came after",
-	        "may have closed before",
-	        "GPU source",
-	        "wait phases",
-	        "too many block requests open",
+	        "out of time order",         "stayed open",         "a call came after",
+	        "may have closed before",    "shared fence source", "wait phase came",
+	        "too many device jobs open",
 	};
 	char path[128], msg[512];
 	const char *why;
@@ -1085,18 +1081,19 @@ static void block_reasons(void)
 				blk_ev(&l, 2000000 + i * 10, 1000000 + i, 0, KX_JOB_DONE, 0);
 			blk_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS, 999, 0, KX_JOB_DONE, 0);
 			break;
-		case 4: { /* a GPU source's job after the block ones */
+		case 4: { /* a shared fence source's job, no submitter: its device is learnt later
+			   */
 			struct blk_rec r = {.at = 9000000, .job = 1};
 
 			r.j = (struct kx_job){.ts = 9000000,
 			                      .ctx = 5,
 			                      .seqno = 1,
-			                      .src = KX_JOB_SRC_I915,
-			                      .phase = KX_JOB_QUEUE};
+			                      .src = KX_JOB_SRC_DMA_FENCE,
+			                      .phase = KX_JOB_DONE};
 			blk_add(&l, &r);
 			break;
 		}
-		case 5: /* a wait phase on a request */
+		case 5: /* a wait phase on a request counted already */
 			blk_ev(&l, 9000000, 8, 300, KX_JOB_WAIT_BEGIN, 0);
 			break;
 		default: /* requests queued, never run or done */
@@ -1107,6 +1104,167 @@ static void block_reasons(void)
 		CHECK(blk_write(path, &l) == 0);
 		if (!compare(path, &why, msg, sizeof(msg)) || !why || !strstr(why, want[c]))
 			printf("FAIL block_reasons: %d: %s\n", c, why ? why : "streamed");
+		CHECK(compare(path, &why, msg, sizeof(msg)) && why && strstr(why, want[c]));
+	}
+}
+
+/* ---- GPU jobs of a per-driver source ---- */
+
+#define XE_EXEC 0x40386449u /* DRM_IOCTL_XE_EXEC */
+#define XE_WAIT 0xc048644au /* DRM_IOCTL_XE_WAIT_USER_FENCE */
+
+/* An xe job phase on exec queue ctx, seqno, by tid, written lag ns late. */
+static void xe_ev(struct blk_list *l, uint64_t ts, uint64_t ctx, uint64_t seqno, uint32_t tid,
+                  int phase, uint64_t lag)
+{
+	struct blk_rec r = {.at = ts + lag, .job = 1};
+
+	r.j = (struct kx_job){.ts = ts,
+	                      .ctx = ctx,
+	                      .seqno = seqno,
+	                      .pid = tid ? 60 : 0,
+	                      .tid = tid,
+	                      .src = KX_JOB_SRC_XE,
+	                      .phase = (uint8_t)phase};
+	blk_add(l, &r);
+}
+
+/* An xe call (cmd) of tid, written at its return. */
+static void xe_call(struct blk_list *l, uint64_t ts, uint64_t dur, uint32_t tid, uint32_t cmd)
+{
+	struct blk_rec r = {.at = ts + dur};
+
+	r.e = (struct kx_ioctl){.ts = ts,
+	                        .dur = dur,
+	                        .pid = 60,
+	                        .tid = tid,
+	                        .dev = 226u << 20 | 128,
+	                        .drv = KX_DRV_XE,
+	                        .cmd = cmd,
+	                        .arg_off = KX_NO_ARG};
+	blk_add(l, &r);
+}
+
+/*
+ * nthreads threads of njobs xe jobs each, as the driver reports them: an
+ * exec call queues the job (linked), a worker runs it, the IRQ signals it
+ * after the call returned, a waiter thread waits across every third DONE
+ * (the waiter); records up to lag ns late; a DONE reported twice, a RUN
+ * after DONE (out of order), a kernel thread's jobs (no call: unlinked),
+ * jobs left open at the end.
+ */
+static void xe_jobs(struct blk_list *l, int nthreads, uint64_t njobs, uint64_t lag)
+{
+	for (int k = 0; k < nthreads; k++) {
+		uint32_t tid = 300 + (uint32_t)k;
+		uint64_t t = 1000 + (uint64_t)k * 2221, q = 2 + (uint64_t)k;
+
+		for (uint64_t i = 0; i < njobs; i++) {
+			uint64_t dur = 3000 + (i * 7919 + (uint64_t)k * 131) % 40000,
+			         done = t + dur + 5000;
+			uint64_t jit = lag ? (i * 2654435761u) % lag : 0;
+
+			xe_call(l, t, dur, tid, XE_EXEC);
+			xe_ev(l, t + dur / 4, q, i + 1, tid, KX_JOB_QUEUE, jit % (dur / 2));
+			/* Every 53rd run reported after its DONE: out of order. */
+			xe_ev(l, i % 53 == 11 ? done + 60 : t + dur / 2, q, i + 1, 0, KX_JOB_RUN,
+			      jit / 2);
+			if (i + 2 >= njobs && k == 0) {
+				t += dur + 200;
+				continue;
+			}
+			xe_ev(l, done, q, i + 1, 0, KX_JOB_DONE, jit / 3);
+			if (i % 41 == 7)
+				xe_ev(l, done + 30, q, i + 1, 0, KX_JOB_DONE, 0);
+			if (i % 3 == 0)
+				xe_call(l, done - 3000, 5000, tid + 100, XE_WAIT);
+			t += dur + 200 + i % 700;
+		}
+	}
+	for (uint64_t i = 0, t = 7000; i < njobs / 8; i++, t += 30000) {
+		xe_ev(l, t, 50, i + 1, 900, KX_JOB_QUEUE, 0);
+		xe_ev(l, t + 4000, 50, i + 1, 0, KX_JOB_DONE, 0);
+	}
+}
+
+/* xe captures stream with their device timelines paired as the records pass
+ * (waiters, duplicates, out-of-order phases, unlinked and incomplete jobs):
+ * the in-memory report's figures, no job record kept. */
+static void gpu_streamed(void)
+{
+	static struct kx_sreport sr;
+	char path[128], err[512], msg[512];
+	struct blk_list l = {0};
+	uint64_t sizes[2][2] = {{2, 2000}, {2, 40000}};
+	const char *why;
+
+	for (int i = 0; i < 2; i++) {
+		const struct kx_jobs_anomalies *an;
+		uint64_t waited = 0;
+
+		snprintf(path, sizeof(path), "%s/xe%d.kxp", tmpdir, i);
+		xe_jobs(&l, (int)sizes[i][0], sizes[i][1], 300000);
+		CHECK(blk_write(path, &l) == 0);
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL gpu_streamed: %s: %s\n", path, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
+		/* Before: every job record kept in the side store. */
+		if (sr.jobs || !sr.timelines || kx_store_job_count(sr.side))
+			printf("FAIL gpu_streamed: %llu job records kept\n",
+			       (unsigned long long)sr.jobs);
+		CHECK(!sr.jobs && sr.timelines && !kx_store_job_count(sr.side));
+		an = &sr.timelines->anom;
+		CHECK(an->duplicate > 0 && an->out_of_order > 0 && an->unlinked > 0 &&
+		      an->incomplete == 2);
+		for (size_t r = 0; r < sr.timelines->nrings; r++)
+			waited += sr.timelines->rings[r].waited;
+		CHECK(waited > sizes[i][0] * sizes[i][1] / 4);
+		kx_sreport_free(&sr);
+	}
+}
+
+/* Each case the streamed GPU timelines cannot give exactly: read into memory. */
+static void gpu_reasons(void)
+{
+	static const char *const want[] = {
+	        "after its DONE",
+	        "a wait call came after",
+	        "shared fence source",
+	};
+	char path[128], msg[512];
+	const char *why;
+
+	for (int c = 0; c < (int)(sizeof(want) / sizeof(*want)); c++) {
+		struct blk_list l = {0};
+
+		xe_jobs(&l, 1, 200, 0);
+		switch (c) {
+		case 0: /* a DONE again, 3 windows after the first */
+			xe_ev(&l, 2 * KX_JOBFLOW_WINDOW_NS, 9, 1, 0, KX_JOB_DONE, 0);
+			xe_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS, 2, 1, 0, KX_JOB_DONE, 0);
+			xe_ev(&l, 5 * KX_JOBFLOW_WINDOW_NS, 9, 2, 0, KX_JOB_DONE, 0);
+			break;
+		case 1: /* a wait from the start that returns 3 windows on, its jobs counted */
+			xe_ev(&l, 2 * KX_JOBFLOW_WINDOW_NS, 9, 1, 0, KX_JOB_DONE, 0);
+			xe_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS + 1000, 9, 2, 0, KX_JOB_DONE, 0);
+			xe_call(&l, 1500, 3 * KX_JOBFLOW_WINDOW_NS, 777, XE_WAIT);
+			break;
+		default: { /* a dma_fence job no call submitted */
+			struct blk_rec r = {.at = 9000000, .job = 1};
+
+			r.j = (struct kx_job){.ts = 9000000,
+			                      .ctx = 5,
+			                      .seqno = 1,
+			                      .src = KX_JOB_SRC_DMA_FENCE,
+			                      .phase = KX_JOB_DONE};
+			blk_add(&l, &r);
+		}
+		}
+		snprintf(path, sizeof(path), "%s/xewhy%d.kxp", tmpdir, c);
+		CHECK(blk_write(path, &l) == 0);
+		if (!compare(path, &why, msg, sizeof(msg)) || !why || !strstr(why, want[c]))
+			printf("FAIL gpu_reasons: %d: %s\n", c, why ? why : "streamed");
 		CHECK(compare(path, &why, msg, sizeof(msg)) && why && strstr(why, want[c]));
 	}
 }
@@ -1134,6 +1292,8 @@ int main(void)
 	RUN(kvm_exits_unordered);
 	RUN(block_streamed);
 	RUN(block_reasons);
+	RUN(gpu_streamed);
+	RUN(gpu_reasons);
 	{
 		char cmd[128];
 

@@ -58,6 +58,7 @@ struct fl_kjob {
 	struct kx_tjob t;
 	uint64_t ts, seq; /* the record that opened it */
 	uint32_t gen;
+	uint8_t submit_drv; /* its submitting call's driver (0: none) */
 };
 
 /* An open request's place in the sweeps' order, at the earliest. */
@@ -69,12 +70,22 @@ struct fl_openref {
 /* A closed key, remembered or forgotten. */
 struct kx_jobflow_key {
 	uint64_t k[3];
-	uint64_t done; /* ns, its DONE (remembered keys) */
-	uint8_t used;  /* a forgotten key is in this table slot */
-	uint8_t lost;  /* a forgotten key was put over another here */
+	uint64_t done;      /* ns, its DONE (remembered keys) */
+	uint32_t slot, gen; /* its job still held in f->open (GPU), else NO_SLOT */
+	uint8_t reusable;   /* its source reuses keys (kx_jobpair_reusable) */
+	uint8_t used;       /* a forgotten key is in this table slot */
+	uint8_t lost;       /* a forgotten key was put over another here */
 };
 
-#define KEY_CLOSED UINT64_MAX /* f->keys: the key's request is closed */
+/* A GPU driver's wait call that may hold a DONE to come. */
+struct kx_jobflow_wait {
+	uint64_t ts, end, id; /* ns; its place among the calls */
+	uint32_t pid, tid;
+	uint8_t drv;
+};
+
+#define NO_SLOT    UINT32_MAX
+#define KEY_CLOSED UINT64_MAX /* f->keys: the key's job is closed and counted */
 
 /* A made job waiting for its turn in start order. */
 struct fl_job {
@@ -95,7 +106,7 @@ struct fl_union {
 struct kx_jobflow_ring {
 	char name[32];
 	uint32_t dev; /* index in f->devs before the final order */
-	uint64_t njobs, completed, linked;
+	uint64_t njobs, completed, linked, waited;
 	uint32_t nlanes;
 	struct kx_minheap ends; /* ns, the ends of its jobs swept that may still overlap */
 	struct fl_union busy;
@@ -167,6 +178,8 @@ void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci)
 	f->keys = (struct kx_keymap)KX_KEYMAP_INIT;
 	f->open = (struct kx_slots)KX_SLOTS_INIT(struct fl_kjob);
 	f->opens = (struct kx_minheap)KX_MINHEAP_INIT(struct fl_openref, open_less);
+	f->names = (struct kx_keymap)KX_KEYMAP_INIT;
+	f->passed = (struct kx_keymap)KX_KEYMAP_INIT;
 	f->lo = UINT64_MAX;
 }
 
@@ -287,8 +300,9 @@ static int release(struct kx_jobflow *f, int all)
 			if (f->held.n <= KX_JOBFLOW_HELD)
 				return 0;
 			if (blocked)
-				because(f, "a block request stayed open (no DONE) while more than "
-				           "16384 later jobs completed");
+				because(f, "a device job stayed open (no DONE, or a GPU job within "
+				           "the window after it) while more than 16384 later jobs "
+				           "completed");
 		}
 		kx_minheap_pop(&f->held, &j);
 		if (sweep(f, &j))
@@ -345,6 +359,7 @@ static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struc
 	r->njobs++;
 	r->completed += j->done_ts != 0;
 	r->linked += j->submit >= 0;
+	r->waited += j->waiter_tid != 0;
 	d->njobs++;
 	d->completed += j->done_ts != 0;
 	d->incomplete += (j->flags & KX_JOBF_INCOMPLETE) != 0;
@@ -367,13 +382,15 @@ static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struc
 
 /* ---- a job made ---- */
 
+static void find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_jobdev *d);
+
 /* A job whose phases are all in (t; made by the record of time ts and
  * place seq): classified, given its device and ring (as jobs.c's
  * classify), counted, held. end_ns: the capture's end (an incomplete job
  * ends there; 0 before the end). late: why, when it comes after later
  * jobs were swept. */
 static int job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t seq,
-                   uint64_t end_ns, const char *late)
+                   uint64_t end_ns, unsigned int submit_drv, const char *late)
 {
 	struct kx_jobflow_ring *r;
 	struct fl_job h;
@@ -382,9 +399,10 @@ static int job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_
 
 	kx_tjob_classify(t, &f->anom);
 	kx_tjob_ring_name(t);
-	dev = kx_jobdevtab_assign(&f->devs, t, 0, 0);
+	dev = kx_jobdevtab_assign(&f->devs, t, submit_drv, 0);
 	if (dev < 0 || devs_room(f))
 		return -1;
+	find_waiter(f, t, &f->devs.devs[dev]);
 	kx_tjob_ring_fallback(t);
 	r = ring_get(f, (uint32_t)dev, t->ring);
 	if (!r || fold(r, &f->fdev[dev], &t->r))
@@ -420,7 +438,7 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
 	struct kx_tjob t;
 
 	kx_tjob_kvm(&t, &x->e, io, io ? 0 : -1);
-	return job_out(f, &t, x->e.ts, x->seq, 0,
+	return job_out(f, &t, x->e.ts, x->seq, 0, 0,
 	               "a KVM job started before jobs already counted in start order (its "
 	               "KVM_RUN ran longer than the streamed read's window)");
 }
@@ -500,11 +518,11 @@ static int kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 	return 0;
 }
 
-/* ---- block requests ---- */
+/* ---- keyed jobs: block requests, GPU jobs ---- */
 
-#define BLOCK_LATE                                                                                 \
-	"a block request started before jobs already counted in start order (it stayed open "      \
-	"longer than the streamed read's window)"
+#define KEYED_LATE                                                                                 \
+	"a device job started before jobs already counted in start order (it stayed open, or "     \
+	"within the window after its DONE, longer than the streamed read's window)"
 
 static uint32_t new_gen(struct kx_jobflow *f)
 {
@@ -513,7 +531,7 @@ static uint32_t new_gen(struct kx_jobflow *f)
 	return f->gen;
 }
 
-/* Call e (id) of thread t: the block records of t looking at its calls
+/* Call e (id) of thread t: the job records of t looking at its calls
  * take it as their candidate when it began at or before them, else stop
  * looking (the calls come in start order). */
 static void probe_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e,
@@ -555,31 +573,142 @@ static int probe_room(struct kx_jobflow *f, struct fl_thread *t)
 	return kx_grow((void **)&t->probes, &t->pcap, t->nprobes, sizeof(*t->probes));
 }
 
-/* A key closed long ago, forgotten: into the table. */
-static int forget(struct kx_jobflow *f, const uint64_t k[3])
+/* The wait calls still able to hold a DONE to come: those that return at
+ * or after the earliest DONE of a job not counted yet. */
+static uint64_t waits_low(const struct kx_jobflow *f)
 {
-	struct kx_keyslot *sl = kx_keymap_find(&f->keys, k[0], k[1], k[2]);
-	struct kx_jobflow_key *g;
+	uint64_t low = f->rel_ts;
 
+	if (f->chead < f->nclosed && f->closed[f->chead].done < low)
+		low = f->closed[f->chead].done;
+	return low;
+}
+
+/* A GPU driver's wait call e (id): kept while a job may end inside it. */
+static int wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
+{
+	uint64_t low = waits_low(f);
+	size_t keep = 0;
+	int wait = 0;
+
+	if (!kx_drv_gpu(e->drv) || kx_wait_ioctl(&f->names, e, &wait))
+		return kx_drv_gpu(e->drv) ? -1 : 0;
+	if (!wait)
+		return 0;
+	if (f->waited_any && e->ts <= f->waited_max)
+		because(f,
+		        "a wait call came after a GPU job it may have waited for was counted (it "
+		        "began more than the streamed read's window before it returned)");
+	for (size_t i = 0; i < f->nwaits; i++)
+		if (f->waits[i].end >= low)
+			f->waits[keep++] = f->waits[i];
+	f->nwaits = keep;
+	if (f->nwaits >= KX_JOBFLOW_WAITS) {
+		because(f, "too many wait calls of GPU drivers around the jobs not counted yet");
+		return 0;
+	}
+	if (kx_grow((void **)&f->waits, &f->wcap, f->nwaits, sizeof(*f->waits)))
+		return -1;
+	f->waits[f->nwaits++] =
+	        (struct kx_jobflow_wait){e->ts, kx_ioctl_end(e), id, e->pid, e->tid, e->drv};
+	return 0;
+}
+
+/* The waiter of GPU job t of device d among the wait calls (jobs.c's best_waiter). */
+static void find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_jobdev *d)
+{
+	struct kx_waitcand best = {0, 0, 0}, c;
+	uint64_t done = t->r.done_ts;
+	int found = 0;
+
+	if (t->r.waiter_tid || !done || !kx_job_src_gpu(t->r.src))
+		return;
+	if (!f->waited_any || done > f->waited_max)
+		f->waited_max = done;
+	f->waited_any = 1;
+	for (size_t i = 0; i < f->nwaits; i++) {
+		const struct kx_jobflow_wait *w = &f->waits[i];
+
+		if (w->ts > done || w->end < done ||
+		    !kx_waiter_fits(d, &(struct kx_ioctl){.drv = w->drv}))
+			continue;
+		c = (struct kx_waitcand){w->pid, w->end, w->id};
+		if (!found || kx_waiter_better(&c, &best, t->r.pid)) {
+			best = c;
+			t->r.waiter_tid = w->tid;
+			found = 1;
+		}
+	}
+}
+
+/* Job slot of f->open counted and held (jobs.c's classify and link_waiters). */
+static int keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
+{
+	struct fl_kjob *o = kx_slots_at(&f->open, slot);
+	struct fl_kjob j = *o;
+
+	o->gen = 0;
+	kx_slots_put(&f->open, slot);
+	/* A shared fence source's job learns its device from its submitter, else
+	 * from the first linked job of its ring, which may come later. */
+	if (kx_job_src_gpu(j.t.r.src) && !kx_job_src_driver(j.t.r.src) && !j.submit_drv) {
+		because(f,
+		        "a GPU job of a shared fence source (gpu_scheduler, dma_fence) without a "
+		        "submitting call (its device is learnt from later jobs of its ring)");
+		return 0;
+	}
+	return job_out(f, &j.t, j.ts, j.seq, end_ns, j.submit_drv, KEYED_LATE);
+}
+
+/* A key closed long ago, forgotten (its job counted if still held): into the table. */
+static int forget(struct kx_jobflow *f, const struct kx_jobflow_key *c)
+{
+	struct kx_keyslot *sl;
+	struct kx_jobflow_key *g;
+	int mine = 0;
+
+	if (c->slot != NO_SLOT &&
+	    ((struct fl_kjob *)kx_slots_at(&f->open, c->slot))->gen == c->gen) {
+		sl = kx_keymap_find(&f->keys, c->k[0], c->k[1], c->k[2]);
+		mine = sl && sl->v == (uint64_t)c->slot + 1;
+		if (keyed_out(f, c->slot, 0))
+			return -1;
+	}
+	sl = kx_keymap_find(&f->keys, c->k[0], c->k[1], c->k[2]);
 	/* Opened again since: remembered again when it closes. */
-	if (!sl || sl->v != KEY_CLOSED)
+	if (!sl || !(mine || sl->v == KEY_CLOSED))
 		return 0;
 	kx_keymap_del(&f->keys, sl);
+	if (!c->reusable) {
+		/* A unique key: its context's seqnos up to it may be forgotten ones. */
+		sl = kx_keymap_get(&f->passed, c->k[0], c->k[1], 0);
+		if (!sl)
+			return -1;
+		if (c->k[2] + 1 > sl->v)
+			sl->v = c->k[2] + 1;
+		return 0;
+	}
 	if (!f->gone && !(f->gone = calloc(KX_JOBFLOW_GONE, sizeof(*f->gone))))
 		return -1;
-	g = &f->gone[kx_hash_bytes(k, 3 * sizeof(*k)) % KX_JOBFLOW_GONE];
-	if (g->used && memcmp(g->k, k, sizeof(g->k)))
+	g = &f->gone[kx_hash_bytes(c->k, sizeof(c->k)) % KX_JOBFLOW_GONE];
+	if (g->used && memcmp(g->k, c->k, sizeof(g->k)))
 		g->lost = 1;
-	memcpy(g->k, k, sizeof(g->k));
+	memcpy(g->k, c->k, sizeof(g->k));
 	g->used = 1;
 	return 0;
 }
 
-/* Was key k forgotten (1), never (0), or cannot it be told (-1)? */
-static int forgotten(const struct kx_jobflow *f, const uint64_t k[3])
+/* Was key k forgotten (1), never (0), or cannot it be told (-1)? A unique
+ * key at or below one of its context forgotten cannot be told. */
+static int forgotten(const struct kx_jobflow *f, const uint64_t k[3], int reusable)
 {
 	const struct kx_jobflow_key *g;
 
+	if (!reusable) {
+		const struct kx_keyslot *sl = kx_keymap_find(&f->passed, k[0], k[1], 0);
+
+		return sl && k[2] < sl->v ? -1 : 0;
+	}
 	if (!f->gone)
 		return 0;
 	g = &f->gone[kx_hash_bytes(k, 3 * sizeof(*k)) % KX_JOBFLOW_GONE];
@@ -588,9 +717,11 @@ static int forgotten(const struct kx_jobflow *f, const uint64_t k[3])
 	return g->lost ? -1 : 0;
 }
 
-/* Key k closed at done (ns): remembered; the oldest forgotten past
- * KX_JOBFLOW_CLOSED or KX_JOBFLOW_WINDOW_NS before the latest record paired. */
-static int remember(struct kx_jobflow *f, const uint64_t k[3], uint64_t done)
+/* Key k closed at done (ns), its job held in slot (gen) or counted
+ * (NO_SLOT): remembered; the oldest forgotten past KX_JOBFLOW_CLOSED or
+ * KX_JOBFLOW_WINDOW_NS before the latest record paired. */
+static int remember(struct kx_jobflow *f, const uint64_t k[3], uint64_t done, uint32_t slot,
+                    uint32_t gen, int reusable)
 {
 	struct kx_jobflow_key *c;
 
@@ -602,35 +733,44 @@ static int remember(struct kx_jobflow *f, const uint64_t k[3], uint64_t done)
 	if (kx_grow((void **)&f->closed, &f->ccap, f->nclosed, sizeof(*f->closed)))
 		return -1;
 	c = &f->closed[f->nclosed++];
-	memset(c, 0, sizeof(*c));
-	memcpy(c->k, k, sizeof(c->k));
-	c->done = done;
-	while (f->chead < f->nclosed &&
-	       (f->nclosed - f->chead > KX_JOBFLOW_CLOSED ||
-	        f->closed[f->chead].done + KX_JOBFLOW_WINDOW_NS < f->rel_ts))
-		if (forget(f, f->closed[f->chead++].k))
-			return -1;
+	*c = (struct kx_jobflow_key){{k[0], k[1], k[2]}, done, slot, gen, (uint8_t)reusable, 0, 0};
 	return 0;
 }
 
-/* Request slot of f->open closed (its key's entry sl): counted and held. */
-static int block_close(struct kx_jobflow *f, struct kx_keyslot *sl, size_t slot)
+/* The oldest closed keys past the bounds forgotten. */
+static int forget_old(struct kx_jobflow *f)
 {
-	struct fl_kjob *o = kx_slots_at(&f->open, slot);
-	struct kx_tjob t = o->t;
-	uint64_t ts = o->ts, seq = o->seq, k[3];
+	while (f->chead < f->nclosed &&
+	       (f->nclosed - f->chead > KX_JOBFLOW_CLOSED ||
+	        f->closed[f->chead].done + KX_JOBFLOW_WINDOW_NS < f->rel_ts)) {
+		struct kx_jobflow_key c = f->closed[f->chead++];
 
-	memcpy(k, sl->k, sizeof(k));
-	sl->v = KEY_CLOSED;
-	o->gen = 0;
-	kx_slots_put(&f->open, slot);
-	if (remember(f, k, t.r.done_ts))
-		return -1;
-	return job_out(f, &t, ts, seq, 0, BLOCK_LATE);
+		if (forget(f, &c))
+			return -1;
+	}
+	return 0;
 }
 
-/* A new request of record r on key k (jobs.c's pair_event and link_submit). */
-static int block_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3])
+/* Job slot of f->open closed (its key's entry sl): a block request is
+ * counted and held now; a GPU job stays (a later event of another source
+ * may rename it, its waiter's call returns after it) until its key is
+ * forgotten. */
+static int keyed_close(struct kx_jobflow *f, struct kx_keyslot *sl, size_t slot, int reusable)
+{
+	struct fl_kjob *o = kx_slots_at(&f->open, slot);
+	uint64_t k[3], done = o->t.r.done_ts;
+
+	memcpy(k, sl->k, sizeof(k));
+	if (kx_job_src_gpu(o->t.r.src))
+		return remember(f, k, done, (uint32_t)slot, o->gen, reusable);
+	sl->v = KEY_CLOSED;
+	if (remember(f, k, done, NO_SLOT, 0, reusable))
+		return -1;
+	return keyed_out(f, slot, 0);
+}
+
+/* A new job of record r on key k (jobs.c's pair_event and link_submit). */
+static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3])
 {
 	struct kx_keyslot *sl;
 	struct fl_kjob *o;
@@ -638,7 +778,7 @@ static int block_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	long slot;
 
 	if (kx_slots_live(&f->open) >= KX_JOBFLOW_OPEN) {
-		because(f, "too many block requests open at once");
+		because(f, "too many device jobs open at once");
 		return 0;
 	}
 	sl = kx_keymap_get(&f->keys, k[0], k[1], k[2]);
@@ -652,51 +792,81 @@ static int block_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	o->seq = r->seq;
 	o->gen = new_gen(f);
 	at = kx_tjob_link_at(&o->t);
-	if (at && r->cand_id && kx_tjob_links_to(&o->t, &r->cand))
+	if (at && r->cand_id && kx_tjob_links_to(&o->t, &r->cand)) {
 		o->t.r.submit = 0;
-	else if (at)
+		o->submit_drv = r->cand.drv;
+	} else if (at) {
 		kx_tjob_no_link(&o->t);
+	}
 	if (kx_slots_live(&f->open) > f->peak_open)
 		f->peak_open = kx_slots_live(&f->open);
-	if (o->t.closed)
-		return block_close(f, sl, (size_t)slot);
 	sl->v = (uint64_t)slot + 1;
-	return kx_minheap_push(&f->opens, &(struct fl_openref){kx_jobrec_start(&o->t.r), o->ts,
-	                                                       o->seq, (uint32_t)slot, o->gen});
+	if (kx_minheap_push(&f->opens, &(struct fl_openref){kx_jobrec_start(&o->t.r), o->ts, o->seq,
+	                                                    (uint32_t)slot, o->gen}))
+		return -1;
+	return o->t.closed ? keyed_close(f, sl, (size_t)slot, kx_jobpair_reusable(&r->e)) : 0;
 }
 
-/* Record r in time order: jobs.c's pair_event. */
-static int block_pair(struct kx_jobflow *f, const struct fl_rec *r)
+/* A phase on a key none of whose jobs is held any more (jobs.c's
+ * pair_event on a closed job): a reused key's DONE repeats it, another
+ * phase opens a new job; on a unique key forgotten it would change or
+ * count against a job already counted. 1: open a new job. */
+static int keyed_unheld(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3],
+                        int remembered)
+{
+	int reuse = kx_jobpair_reusable(&r->e), gone;
+
+	if (reuse && r->e.phase != KX_JOB_DONE)
+		return 1;
+	gone = remembered ? 1 : forgotten(f, k, reuse);
+	if (gone < 0 || (gone && !reuse)) {
+		because(f, reuse ? "a DONE came on a key that may have closed before the streamed "
+		                   "read's window (a duplicate, or a new job)"
+		                 : "an event of a GPU job came on a key at or below one forgotten "
+		                   "(more than the streamed read's window after its DONE)");
+		return 0;
+	}
+	if (!gone)
+		return 1;
+	f->anom.duplicate++;
+	return 0;
+}
+
+/* Phase record r in time order: jobs.c's pair_event. */
+static int keyed_phase(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3],
+                       struct kx_keyslot *sl)
+{
+	struct fl_kjob *o;
+	int was;
+
+	if (!sl || sl->v == KEY_CLOSED)
+		return keyed_unheld(f, r, k, sl != NULL) ? keyed_open(f, r, k) : 0;
+	o = kx_slots_at(&f->open, (size_t)sl->v - 1);
+	was = o->t.closed;
+	if (kx_jobpair_phase(&o->t, &r->e, &f->anom))
+		return keyed_open(f, r, k);
+	if (!was && o->t.closed)
+		return keyed_close(f, sl, (size_t)sl->v - 1, kx_jobpair_reusable(&r->e));
+	return 0;
+}
+
+/* Record r in time order: jobs.c's pair_event, wait_event. */
+static int keyed_pair(struct kx_jobflow *f, const struct fl_rec *r)
 {
 	struct kx_keyslot *sl;
 	uint64_t k[3];
 
 	kx_jobpair_key(&r->e, k);
 	sl = kx_keymap_find(&f->keys, k[0], k[1], k[2]);
-	if (sl && sl->v != KEY_CLOSED) {
-		size_t slot = (size_t)sl->v - 1;
-
-		kx_jobpair_phase(&((struct fl_kjob *)kx_slots_at(&f->open, slot))->t, &r->e,
-		                 &f->anom);
-		if (((struct fl_kjob *)kx_slots_at(&f->open, slot))->t.closed)
-			return block_close(f, sl, slot);
-		return 0;
-	}
-	/* A closed request's key: a DONE repeats it, another phase opens a new one. */
-	if (r->e.phase == KX_JOB_DONE) {
-		int gone = sl ? 1 : forgotten(f, k);
-
-		if (gone < 0) {
-			because(f, "a block DONE came on a key that may have closed before the "
-			           "streamed read's window (a duplicate, or a new request)");
-			return 0;
-		}
-		if (gone) {
-			f->anom.duplicate++;
-			return 0;
-		}
-	}
-	return block_open(f, r, k);
+	if (kx_jobpair_kind(&r->e) == KX_JEV_PHASE)
+		return keyed_phase(f, r, k, sl) || forget_old(f) ? -1 : 0;
+	/* A wait phase names the waiter of the job its key holds. */
+	if (sl && sl->v != KEY_CLOSED)
+		kx_tjob_wait(&((struct fl_kjob *)kx_slots_at(&f->open, (size_t)sl->v - 1))->t,
+		             &r->e);
+	else if (sl || forgotten(f, k, kx_jobpair_reusable(&r->e)))
+		because(f, "a wait phase came for a device job already counted");
+	return 0;
 }
 
 /* The records whose turn has come: KX_JOBFLOW_WINDOW_NS before the latest
@@ -724,21 +894,21 @@ static int recs_release(struct kx_jobflow *f, int all)
 			if (t && r.e.ts > t->forced_at)
 				t->forced_at = r.e.ts;
 		}
-		if (block_pair(f, &r))
+		if (keyed_pair(f, &r))
 			return -1;
 	}
 	return 0;
 }
 
-/* A block record (QUEUE, RUN, DONE) of place seq, in file order. */
-static int block_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
+/* A keyed job record (QUEUE, RUN, DONE, a wait phase) of place seq, in file order. */
+static int keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 {
 	struct fl_rec *r;
 	struct fl_thread *t = NULL;
 	long slot;
 
 	if (j->ts < f->rel_ts) {
-		because(f, "block job records came out of time order by more than the streamed "
+		because(f, "device job records came out of time order by more than the streamed "
 		           "read's window");
 		return 0;
 	}
@@ -773,18 +943,13 @@ static int block_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 	return recs_release(f, 0);
 }
 
-/* Every request still open at the end: incomplete, ending at end_ns. */
-static int block_end(struct kx_jobflow *f, uint64_t end_ns)
+/* Every job still held at the end: those never done are incomplete,
+ * ending at end_ns. */
+static int keyed_end(struct kx_jobflow *f, uint64_t end_ns)
 {
-	for (size_t i = 0; i < f->open.n; i++) {
-		struct fl_kjob *o = kx_slots_at(&f->open, i);
-
-		if (!o->gen)
-			continue;
-		o->gen = 0;
-		if (job_out(f, &o->t, o->ts, o->seq, end_ns, BLOCK_LATE))
+	for (size_t i = 0; i < f->open.n; i++)
+		if (((struct fl_kjob *)kx_slots_at(&f->open, i))->gen && keyed_out(f, i, end_ns))
 			return -1;
-	}
 	return 0;
 }
 
@@ -807,6 +972,8 @@ int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e)
 		           "began more than the streamed read's window before the latest record)");
 	if (t->nprobes)
 		probe_call(f, t, e, f->calls);
+	if (wait_call(f, e, f->calls))
+		return -1;
 	t->last = *e;
 	t->last_id = f->calls;
 	return 0;
@@ -827,16 +994,8 @@ int kx_jobflow_job(struct kx_jobflow *f, const struct kx_job *j)
 		return 0;
 	case KX_JEV_DEP:
 		return 0;
-	case KX_JEV_WAIT:
-		because(f, "wait phases of device jobs (their waiters)");
-		return 0;
 	default:
-		if (j->src == KX_JOB_SRC_BLOCK)
-			return block_rec(f, j, seq);
-		because(f, "device jobs of a GPU source (their devices are learnt from later jobs "
-		           "of their ring, a later event of another source may rename them, their "
-		           "waiters come after them)");
-		return 0;
+		return keyed_rec(f, j, seq);
 	}
 }
 
@@ -930,6 +1089,7 @@ static int make_rings(struct kx_jobflow *f, struct kx_jobs *o, const uint32_t *n
 		g->njobs = r->njobs;
 		g->completed = r->completed;
 		g->linked = r->linked;
+		g->waited = r->waited;
 		g->busy_ns = union_len(&r->busy);
 		dist_of_row(&g->exec, &r->exec);
 		dist_of_row(&g->queue, &r->queue);
@@ -997,7 +1157,7 @@ struct kx_jobs *kx_jobflow_finish(struct kx_jobflow *f, const struct kx_store *m
 	o->end_ns = ci && ci->stop_mono_ns > o->start_ns ? ci->stop_mono_ns : f->hi;
 	if (o->end_ns < o->start_ns)
 		o->end_ns = o->start_ns;
-	if (block_end(f, o->end_ns) || release(f, 1))
+	if (keyed_end(f, o->end_ns) || release(f, 1))
 		goto fail;
 	if (f->why)
 		goto fail;
@@ -1047,6 +1207,9 @@ void kx_jobflow_free(struct kx_jobflow *f)
 	kx_minheap_free(&f->opens);
 	free(f->closed);
 	free(f->gone);
+	free(f->waits);
+	kx_keymap_free(&f->names);
+	kx_keymap_free(&f->passed);
 	kx_tidtab_free(&f->threads);
 	for (size_t i = 0; i < f->nrings; i++) {
 		kx_minheap_free(&f->rings[i].ends);

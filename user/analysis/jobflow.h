@@ -1,18 +1,18 @@
 /*
  * Device timelines of a record file read as a stream (analysis/sreport.h):
- * KVM jobs and block requests paired, counted and folded into their rows
- * as the records pass, then forgotten, so memory does not grow with the
- * jobs. By the rules of analysis/jobs.h (analysis/jobpair.h's KVM,
- * pairing, submit link, anomaly and device rules),
- * exactly the figures the in-memory analysis (kx_jobs_build) gives of the
- * report's device timelines: per ring jobs, completed, linked, lanes, busy
- * time and the exec distribution (a stat row "<ring> exec" under
- * jobs/<device>: exact percentiles while a row holds at most
- * KX_JOBFLOW_EXACT values, else the streamed rows' log-linear histogram,
- * within 1/256); per device jobs, completed, incomplete, no_queue, linked,
- * busy time and fraction, and the most jobs in flight; the anomalies; and
- * the memory rows (kx_jobs_memory over the calls memory accounting counts,
- * which the caller keeps).
+ * KVM jobs, block requests and GPU jobs paired, counted and folded into
+ * their rows as the records pass, then forgotten, so memory does not grow
+ * with the jobs. By the rules of analysis/jobs.h (analysis/jobpair.h's
+ * KVM, pairing, submit link, waiter, anomaly and device rules), exactly
+ * the figures the in-memory analysis (kx_jobs_build) gives of the
+ * report's device timelines: per ring jobs, completed, linked, waited,
+ * lanes, busy time and the exec and queue distributions (stat rows
+ * "<ring> exec", "<ring> queue delay" under jobs/<device>: exact
+ * percentiles while a row holds at most KX_JOBFLOW_EXACT values, else the
+ * streamed rows' log-linear histogram, within 1/256); per device jobs,
+ * completed, incomplete, no_queue, linked, busy time and fraction, and the
+ * most jobs in flight; the anomalies; and the memory rows (kx_jobs_memory
+ * over the calls memory accounting counts, which the caller keeps).
  *
  * How. A KVM exit (DONE) waits on its vCPU thread until a call of that
  * thread that started after it comes (or the end): the thread's last call
@@ -28,32 +28,42 @@
  * device's ends). Memory: the jobs held (56 bytes each), the open exits, a
  * thread's last call (88 bytes), and per ring its rows.
  *
- * Block requests are paired by jobpair's rules as they pass too. Their
- * records wait in a heap (KX_JOBFLOW_WINDOW_NS behind the latest time,
- * at most KX_JOBFLOW_RECS of them), then are paired in time order, as the
- * builder takes them, through a table of the open requests' keys. A record
- * that names its submitter looks at its task's calls as it comes: the
- * task's last call entered at or before it is the candidate until a later
- * call of the task comes, or until the record is paired (the task's
- * calls entered at or before it must have come by then). A request is
- * counted once its DONE comes (or at the end: incomplete), and held for
- * the sweeps in start order; a sweep waits for the earliest open request.
- * A closed key is remembered (a DONE on it is a duplicate) while it is
- * among the last KX_JOBFLOW_CLOSED closed, then in a table of
- * KX_JOBFLOW_GONE keys forgotten. Memory: the records waiting (184 bytes
- * each), the open requests (152 bytes) and keys remembered, not the jobs.
+ * Keyed jobs (block requests, GPU jobs) are paired by jobpair's rules as
+ * they pass too. Their records wait in a heap (KX_JOBFLOW_WINDOW_NS behind
+ * the latest time, at most KX_JOBFLOW_RECS of them), then are paired in
+ * time order, as the builder takes them, through a table of the held
+ * jobs' keys. A record that names its submitter looks at its task's calls
+ * as it comes: the task's last call entered at or before it is the
+ * candidate until a later call of the task comes, or until the record is
+ * paired (the task's calls entered at or before it must have come by
+ * then). A block request is counted at its DONE; a GPU job is held until
+ * its key is forgotten (a later event of another source may still rename
+ * it; the wait calls that hold its DONE return meanwhile: its waiter is
+ * the best of the GPU wait calls kept, those that may hold a DONE to
+ * come); a job never done is counted at the end (incomplete). Counted
+ * jobs are held for the sweeps in start order; a sweep waits for the
+ * earliest job not counted. A closed key is remembered while it is among
+ * the last KX_JOBFLOW_CLOSED closed and closed within KX_JOBFLOW_WINDOW_NS
+ * of the latest record paired, then forgotten: a reused key (block
+ * sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is a
+ * duplicate), a unique key as the top seqno forgotten of its context.
+ * Memory: the records waiting (184 bytes each), the jobs held (160 bytes),
+ * the keys remembered and the wait calls kept, not the jobs.
  *
  * why says when that cannot be exact, and the report reads the file into
- * memory instead: job records of a GPU source (their devices are learnt
- * from other jobs of their ring, later events of another source rename
- * them, waiters come after DONE), wait phases, a KVM exit after a later
- * call of its thread or before an earlier-timed exit of it, a job that
- * starts before jobs already swept (later than the heap's window: a long
- * KVM_RUN, a request open while KX_JOBFLOW_HELD later ones completed), a
- * block record earlier than one already paired (out of time order beyond
- * the window), a block record after a later call of its task, a call that
- * comes after a later block record of its task was paired, a DONE on a key that may be a forgotten one, too
- * many open exits or requests.
+ * memory instead: a GPU job of a shared fence source (gpu_scheduler,
+ * dma_fence) without a submitting call (its device is learnt from the
+ * first linked job of its ring, which may come later), a wait phase on a
+ * job already counted, a KVM exit after a later call of its thread or
+ * before an earlier-timed exit of it, a job that starts before jobs
+ * already swept (later than the heap's window: a long KVM_RUN, a job open
+ * while KX_JOBFLOW_HELD later ones completed), a keyed record earlier
+ * than one already paired (out of time order beyond the window), a keyed
+ * record after a later call of its task, a call that comes after a later
+ * record of its task was paired, a wait call that began before the DONE of
+ * a GPU job already counted, a DONE on a reused key that may be a
+ * forgotten one, an event on a unique key at or below one forgotten, too
+ * many open exits, held jobs or wait calls.
  */
 #ifndef KX_JOBFLOW_H
 #define KX_JOBFLOW_H
@@ -77,13 +87,15 @@
 #define KX_JOBFLOW_EXACT     16384u        /* values a row keeps for exact percentiles */
 #define KX_JOBFLOW_EXITS     65536u        /* open KVM exits at most */
 #define KX_JOBFLOW_RECS      16384u        /* block records waiting for earlier ones at most */
-#define KX_JOBFLOW_OPEN      65536u        /* open block requests at most */
+#define KX_JOBFLOW_OPEN      65536u        /* keyed jobs held (open, or GPU jobs closed) at most */
 #define KX_JOBFLOW_CLOSED    16384u        /* closed keys remembered (then in the table) */
 #define KX_JOBFLOW_GONE      32768u        /* slots of the table of forgotten keys */
+#define KX_JOBFLOW_WAITS     65536u        /* GPU wait calls kept at most */
 
 struct kx_jobflow_ring;
 struct kx_jobflow_dev;
 struct kx_jobflow_key;
+struct kx_jobflow_wait;
 
 struct kx_jobflow {
 	const char *why;             /* NULL: the figures are exact so far */
@@ -115,9 +127,16 @@ struct kx_jobflow {
 	struct kx_minheap opens;       /* their order in the sweeps (stale ones skipped) */
 	struct kx_jobflow_key *closed; /* closed keys remembered, by DONE time (from chead) */
 	size_t nclosed, chead, ccap;
-	struct kx_jobflow_key *gone; /* forgotten closed keys (KX_JOBFLOW_GONE), NULL: none */
+	struct kx_jobflow_key *gone; /* forgotten reused keys (KX_JOBFLOW_GONE), NULL: none */
+	struct kx_keymap passed;     /* unique keys: per context, 1 + the top seqno forgotten */
 	uint32_t gen;                /* the last generation given to a slot */
 	size_t peak_recs, peak_open; /* the most records waiting, requests open at once */
+	/* GPU waiters: */
+	struct kx_keymap names;        /* wait call names (jobpair's kx_wait_ioctl) */
+	struct kx_jobflow_wait *waits; /* wait calls that may hold a DONE to come */
+	size_t nwaits, wcap;
+	uint64_t waited_max; /* ns, the latest DONE of a GPU job counted (its waiter looked for) */
+	int waited_any;
 	int oom;
 };
 

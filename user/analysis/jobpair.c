@@ -204,9 +204,16 @@ static int later_by(const struct kx_tjob *t, unsigned int p, unsigned int src)
 	return 0;
 }
 
+int kx_jobpair_reusable(const struct kx_job *e)
+{
+	int ns = namespace_of(e);
+
+	return ns == NS_BLOCK || ns == NS_SCHED_OLD;
+}
+
 int kx_jobpair_phase(struct kx_tjob *t, const struct kx_job *e, struct kx_jobs_anomalies *an)
 {
-	int ns = namespace_of(e), reusable = ns == NS_BLOCK || ns == NS_SCHED_OLD;
+	int reusable = kx_jobpair_reusable(e);
 	unsigned int p = e->phase;
 
 	if (!t || (t->closed && reusable && p != KX_JOB_DONE))

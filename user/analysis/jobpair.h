@@ -4,9 +4,9 @@
  * the events in order gives the same jobs (the engine's feed,
  * analysis/engine.c, uses the memory accounting; what a stream keeps
  * for the timelines, kx_jobs_keep in analysis/jobs.c, the KVM, submitter
- * and wait rules; the streamed KVM and block timelines, analysis/jobflow.c,
- * the KVM, pairing, submit link, anomaly, device and busy rules; the live aggregates of top and serve, live/jobagg.c, the
- * pairing, KVM and busy rules): what one phase does to the job its key
+ * and wait rules; the streamed timelines, analysis/jobflow.c, the KVM,
+ * pairing, submit link, waiter, anomaly, device and busy rules; the live aggregates of top and
+ * serve, live/jobagg.c, the pairing, KVM and busy rules): what one phase does to the job its key
  * holds, which event names a job's submitter, KVM jobs from their KVM_RUN,
  * the submit-link test, the anomaly flags, which device a job or a memory event
  * belongs to (with the devices' names and order), wait ioctls and the
@@ -55,6 +55,9 @@ void kx_tjob_init(struct kx_tjob *t);
  * 1 when e starts a new job instead (the caller makes one and calls
  * kx_tjob_first), else 0. */
 int kx_jobpair_phase(struct kx_tjob *t, const struct kx_job *e, struct kx_jobs_anomalies *an);
+/* Are e's keys reused (block sectors, the old gpu_scheduler's fence
+ * pointers): a QUEUE/RUN after DONE opens a new job? */
+int kx_jobpair_reusable(const struct kx_job *e);
 /* The first phase of a new job. */
 void kx_tjob_first(struct kx_tjob *t, const struct kx_job *e);
 /* A wait phase names t's waiter unless one is known. */

@@ -34,9 +34,9 @@ struct sr_ctx {
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
-/* Where the job records go: none came yet; the first was a KVM exit or a
- * block request's (the streamed timelines, analysis/jobflow.h); another
- * (kept in r->side). */
+/* Where the job records go: none came yet; the first was of a source
+ * whose timelines stream (flow_first: analysis/jobflow.h); another (kept
+ * in r->side). */
 enum { JOBS_NONE, JOBS_FLOW, JOBS_KEEP };
 
 /* Why nesting the calls on the stream does not give the report exactly:
@@ -125,6 +125,26 @@ static void sr_task(void *ctx, const struct kx_task *t)
 		kx_store_add_task(c->r->side, t);
 }
 
+/* Does a capture whose first job record is j stream its timelines
+ * (analysis/jobflow.h)? KVM, block and the per-driver sources whose keys
+ * no other source shares do; a fence's (i915, amdgpu, amdxdna,
+ * gpu_scheduler, dma_fence) learns its device from the other jobs of its
+ * ring, so its records are kept. */
+static int flow_first(const struct kx_job *j)
+{
+	switch (j->src) {
+	case KX_JOB_SRC_KVM:
+	case KX_JOB_SRC_BLOCK:
+	case KX_JOB_SRC_XE:
+	case KX_JOB_SRC_MSM:
+	case KX_JOB_SRC_V3D:
+	case KX_JOB_SRC_VPU:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static void sr_job(void *ctx, const struct kx_job *j)
 {
 	struct sr_ctx *c = ctx;
@@ -134,8 +154,7 @@ static void sr_job(void *ctx, const struct kx_job *j)
 	if (!sr_active(c))
 		return;
 	if (c->mode == JOBS_NONE)
-		c->mode = j->src == KX_JOB_SRC_KVM || j->src == KX_JOB_SRC_BLOCK ? JOBS_FLOW
-		                                                                 : JOBS_KEEP;
+		c->mode = flow_first(j) ? JOBS_FLOW : JOBS_KEEP;
 	c->have_jobs = 1;
 	rc = c->mode == JOBS_FLOW ? kx_jobflow_job(&c->flow, j) : kx_jobs_keep_job(&c->jobs, j);
 	if (rc) {

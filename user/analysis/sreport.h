@@ -5,8 +5,9 @@
  * with the events. Tasks, CPU and off-CPU samples and their symbols are
  * kept in a side store, for the profiles and thread names, and so are the
  * ioctls the memory rows look at. A capture whose first job record is a KVM
- * exit or a block request's has its device timelines made as the records
- * pass (analysis/jobflow.h: memory does not grow with the jobs); any other keeps
+ * exit, a block request's or a per-driver GPU source's (xe, msm, v3d,
+ * vpu) has its device timelines made as the records pass
+ * (analysis/jobflow.h: memory does not grow with the jobs); any other keeps
  * its job records and the ioctls the device timelines look at in the side
  * store (struct kx_jobs_keep, analysis/jobs.h). No other ioctl is kept.
  * Annotation ranges are paired as they come (analysis/rangewalk.h): their
@@ -56,7 +57,7 @@ struct kx_sreport {
 	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream) */
 	uint64_t nest_threads;         /* threads with such calls */
 	uint64_t jobs;                 /* job records kept in side */
-	uint64_t flow_jobs;            /* KVM and block jobs paired as they came (none kept) */
+	uint64_t flow_jobs;            /* device jobs paired as they came (none kept) */
 	size_t flow_held;              /* the most of them held at once (by start) */
 	struct kx_jobs *timelines;     /* their device timelines, NULL: from side */
 	struct kx_stats timeline_rows; /* their job rows (moved into st by apply) */
