@@ -1145,13 +1145,35 @@ static void xe_call(struct blk_list *l, uint64_t ts, uint64_t dur, uint32_t tid,
 	blk_add(l, &r);
 }
 
+/* A dma_fence job on ring "gfx" (fence context 1000 + seqno's first
+ * digit), queued by tid at ts, signalled at done. */
+static void fence_job(struct blk_list *l, uint64_t ts, uint64_t seqno, uint32_t tid, uint64_t done)
+{
+	struct blk_rec r = {.at = ts, .job = 1};
+
+	r.j = (struct kx_job){.ts = ts,
+	                      .ctx = 1000 + seqno / 1000000,
+	                      .seqno = seqno,
+	                      .pid = tid ? 60 : 0,
+	                      .tid = tid,
+	                      .src = KX_JOB_SRC_DMA_FENCE,
+	                      .phase = KX_JOB_QUEUE};
+	snprintf(r.j.ring, sizeof(r.j.ring), "gfx");
+	blk_add(l, &r);
+	r.at = r.j.ts = done;
+	r.j.phase = KX_JOB_DONE;
+	r.j.tid = r.j.pid = 0;
+	blk_add(l, &r);
+}
+
 /*
  * nthreads threads of njobs xe jobs each, as the driver reports them: an
  * exec call queues the job (linked), a worker runs it, the IRQ signals it
  * after the call returned, a waiter thread waits across every third DONE
  * (the waiter); records up to lag ns late; a DONE reported twice, a RUN
  * after DONE (out of order), a kernel thread's jobs (no call: unlinked),
- * jobs left open at the end.
+ * jobs left open at the end; dma_fence jobs on one ring, a tenth submitted
+ * by the exec call, others by none (their device learnt from the first).
  */
 static void xe_jobs(struct blk_list *l, int nthreads, uint64_t njobs, uint64_t lag)
 {
@@ -1178,6 +1200,10 @@ static void xe_jobs(struct blk_list *l, int nthreads, uint64_t njobs, uint64_t l
 				xe_ev(l, done + 30, q, i + 1, 0, KX_JOB_DONE, 0);
 			if (i % 3 == 0)
 				xe_call(l, done - 3000, 5000, tid + 100, XE_WAIT);
+			if (k == 0 && i % 10 == 0) /* a fence the exec submitted */
+				fence_job(l, t + dur / 3, i, tid, t + dur + 100);
+			if (k == 0 && i % 10 == 5) /* one no call submitted: the ring's driver */
+				fence_job(l, t + dur / 3, 1000000 + i, 0, t + dur + 7000);
 			t += dur + 200 + i % 700;
 		}
 	}
@@ -1201,6 +1227,7 @@ static void gpu_streamed(void)
 	for (int i = 0; i < 2; i++) {
 		const struct kx_jobs_anomalies *an;
 		uint64_t waited = 0;
+		int gfx = 0;
 
 		snprintf(path, sizeof(path), "%s/xe%d.kxp", tmpdir, i);
 		xe_jobs(&l, (int)sizes[i][0], sizes[i][1], 300000);
@@ -1217,9 +1244,17 @@ static void gpu_streamed(void)
 		an = &sr.timelines->anom;
 		CHECK(an->duplicate > 0 && an->out_of_order > 0 && an->unlinked > 0 &&
 		      an->incomplete == 2);
-		for (size_t r = 0; r < sr.timelines->nrings; r++)
-			waited += sr.timelines->rings[r].waited;
-		CHECK(waited > sizes[i][0] * sizes[i][1] / 4);
+		for (size_t r = 0; r < sr.timelines->nrings; r++) {
+			const struct kx_jobring *g = &sr.timelines->rings[r];
+
+			waited += g->waited;
+			/* The fences no call submitted are on the exec's device. */
+			if (!strcmp(g->name, "gfx"))
+				gfx = g->njobs == sizes[i][1] / 5 &&
+				      g->linked == sizes[i][1] / 10 &&
+				      !strcmp(sr.timelines->devs[g->dev].name, "xe");
+		}
+		CHECK(waited > sizes[i][0] * sizes[i][1] / 4 && gfx);
 		kx_sreport_free(&sr);
 	}
 }

@@ -77,6 +77,12 @@ struct kx_jobflow_key {
 	uint8_t lost;       /* a forgotten key was put over another here */
 };
 
+/* The driver a shared fence source's ring learnt from its first linked job. */
+struct kx_jobflow_ringdrv {
+	uint64_t ts, seq; /* that job's record (the builder's order) */
+	uint8_t drv;
+};
+
 /* A GPU driver's wait call that may hold a DONE to come. */
 struct kx_jobflow_wait {
 	uint64_t ts, end, id; /* ns; its place among the calls */
@@ -161,6 +167,16 @@ static int open_less(const void *pa, const void *pb)
 	return a->seq < b->seq;
 }
 
+/* By the record that made a job (the builder's order). */
+static int made_less(const void *pa, const void *pb)
+{
+	const struct fl_openref *a = pa, *b = pb;
+
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	return a->seq < b->seq;
+}
+
 static void because(struct kx_jobflow *f, const char *why)
 {
 	if (!f->why)
@@ -180,6 +196,8 @@ void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci)
 	f->opens = (struct kx_minheap)KX_MINHEAP_INIT(struct fl_openref, open_less);
 	f->names = (struct kx_keymap)KX_KEYMAP_INIT;
 	f->passed = (struct kx_keymap)KX_KEYMAP_INIT;
+	f->ringdrv = (struct kx_keymap)KX_KEYMAP_INIT;
+	f->linkq = (struct kx_minheap)KX_MINHEAP_INIT(struct fl_openref, made_less);
 	f->lo = UINT64_MAX;
 }
 
@@ -390,7 +408,8 @@ static void find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx
  * ends there; 0 before the end). late: why, when it comes after later
  * jobs were swept. */
 static int job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t seq,
-                   uint64_t end_ns, unsigned int submit_drv, const char *late)
+                   uint64_t end_ns, unsigned int submit_drv, unsigned int ring_drv,
+                   const char *late)
 {
 	struct kx_jobflow_ring *r;
 	struct fl_job h;
@@ -399,7 +418,7 @@ static int job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_
 
 	kx_tjob_classify(t, &f->anom);
 	kx_tjob_ring_name(t);
-	dev = kx_jobdevtab_assign(&f->devs, t, submit_drv, 0);
+	dev = kx_jobdevtab_assign(&f->devs, t, submit_drv, ring_drv);
 	if (dev < 0 || devs_room(f))
 		return -1;
 	find_waiter(f, t, &f->devs.devs[dev]);
@@ -438,7 +457,7 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
 	struct kx_tjob t;
 
 	kx_tjob_kvm(&t, &x->e, io, io ? 0 : -1);
-	return job_out(f, &t, x->e.ts, x->seq, 0, 0,
+	return job_out(f, &t, x->e.ts, x->seq, 0, 0, 0,
 	               "a KVM job started before jobs already counted in start order (its "
 	               "KVM_RUN ran longer than the streamed read's window)");
 }
@@ -642,22 +661,72 @@ static void find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx
 }
 
 /* Job slot of f->open counted and held (jobs.c's classify and link_waiters). */
+/* The learnt driver of job j's ring (jobs.c's learn_ring_drivers): a linked
+ * job teaches it (the first made wins); an unlinked one gets it in
+ * *drv when the first linked job of its ring is known: one was counted,
+ * and no linked job held was made before it. 1 when known, 0 when not,
+ * -1 when out of memory. */
+static int ring_driver(struct kx_jobflow *f, const struct fl_kjob *j, unsigned int *drv)
+{
+	uint64_t h = kx_hash_bytes(j->t.ring, strlen(j->t.ring));
+	struct kx_keyslot *sl = kx_keymap_find(&f->ringdrv, j->t.r.src, h, 0);
+	struct kx_jobflow_ringdrv *e = sl ? &f->rdrv[sl->v - 1] : NULL;
+
+	if (j->submit_drv) {
+		if (e && (e->ts < j->ts || (e->ts == j->ts && e->seq < j->seq)))
+			return 1;
+		if (!e) {
+			sl = kx_keymap_get(&f->ringdrv, j->t.r.src, h, 0);
+			if (!sl ||
+			    kx_grow((void **)&f->rdrv, &f->rdcap, f->nrdrv, sizeof(*f->rdrv)))
+				return -1;
+			sl->v = ++f->nrdrv;
+			e = &f->rdrv[sl->v - 1];
+		}
+		*e = (struct kx_jobflow_ringdrv){j->ts, j->seq, j->submit_drv};
+		return 1;
+	}
+	if (!e)
+		return 0;
+	while (f->linkq.n) {
+		const struct fl_openref *o = kx_minheap_top(&f->linkq);
+
+		if (((const struct fl_kjob *)kx_slots_at(&f->open, o->slot))->gen != o->gen) {
+			kx_minheap_pop(&f->linkq, NULL);
+			continue;
+		}
+		if (o->ts < e->ts || (o->ts == e->ts && o->seq < e->seq))
+			return 0;
+		break;
+	}
+	*drv = e->drv;
+	return 1;
+}
+
+/* Job slot of f->open counted and held (jobs.c's classify and link_waiters). */
 static int keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
 {
 	struct fl_kjob *o = kx_slots_at(&f->open, slot);
 	struct fl_kjob j = *o;
+	unsigned int ring_drv = 0;
+	int known = 1;
 
 	o->gen = 0;
 	kx_slots_put(&f->open, slot);
 	/* A shared fence source's job learns its device from its submitter, else
-	 * from the first linked job of its ring, which may come later. */
-	if (kx_job_src_gpu(j.t.r.src) && !kx_job_src_driver(j.t.r.src) && !j.submit_drv) {
+	 * from the first linked job of its ring. */
+	if (kx_job_src_gpu(j.t.r.src) && !kx_job_src_driver(j.t.r.src))
+		known = ring_driver(f, &j, &ring_drv);
+	if (known < 0)
+		return -1;
+	if (!known) {
 		because(f,
 		        "a GPU job of a shared fence source (gpu_scheduler, dma_fence) without a "
-		        "submitting call (its device is learnt from later jobs of its ring)");
+		        "submitting call before the first linked job of its ring was counted (its "
+		        "device is learnt from it)");
 		return 0;
 	}
-	return job_out(f, &j.t, j.ts, j.seq, end_ns, j.submit_drv, KEYED_LATE);
+	return job_out(f, &j.t, j.ts, j.seq, end_ns, j.submit_drv, ring_drv, KEYED_LATE);
 }
 
 /* A key closed long ago, forgotten (its job counted if still held): into the table. */
@@ -795,6 +864,10 @@ static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	if (at && r->cand_id && kx_tjob_links_to(&o->t, &r->cand)) {
 		o->t.r.submit = 0;
 		o->submit_drv = r->cand.drv;
+		if (kx_job_src_gpu(o->t.r.src) &&
+		    kx_minheap_push(&f->linkq,
+		                    &(struct fl_openref){0, o->ts, o->seq, (uint32_t)slot, o->gen}))
+			return -1;
 	} else if (at) {
 		kx_tjob_no_link(&o->t);
 	}
@@ -1210,6 +1283,9 @@ void kx_jobflow_free(struct kx_jobflow *f)
 	free(f->waits);
 	kx_keymap_free(&f->names);
 	kx_keymap_free(&f->passed);
+	kx_keymap_free(&f->ringdrv);
+	free(f->rdrv);
+	kx_minheap_free(&f->linkq);
 	kx_tidtab_free(&f->threads);
 	for (size_t i = 0; i < f->nrings; i++) {
 		kx_minheap_free(&f->rings[i].ends);

@@ -47,13 +47,16 @@
  * of the latest record paired, then forgotten: a reused key (block
  * sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is a
  * duplicate), a unique key as the top seqno forgotten of its context.
- * Memory: the records waiting (184 bytes each), the jobs held (160 bytes),
- * the keys remembered and the wait calls kept, not the jobs.
+ * A shared fence source's ring learns its driver from its first linked
+ * job. Memory: the records waiting (184 bytes each), the jobs held (160
+ * bytes), the keys remembered, the wait calls kept and the rings, not the
+ * jobs.
  *
  * why says when that cannot be exact, and the report reads the file into
  * memory instead: a GPU job of a shared fence source (gpu_scheduler,
- * dma_fence) without a submitting call (its device is learnt from the
- * first linked job of its ring, which may come later), a wait phase on a
+ * dma_fence) without a submitting call counted before the first linked job
+ * of its ring is known (its device is learnt from that one: known once
+ * counted, with no linked job made before it still held), a wait phase on a
  * job already counted, a KVM exit after a later call of its thread or
  * before an earlier-timed exit of it, a job that starts before jobs
  * already swept (later than the heap's window: a long KVM_RUN, a job open
@@ -96,6 +99,7 @@ struct kx_jobflow_ring;
 struct kx_jobflow_dev;
 struct kx_jobflow_key;
 struct kx_jobflow_wait;
+struct kx_jobflow_ringdrv;
 
 struct kx_jobflow {
 	const char *why;             /* NULL: the figures are exact so far */
@@ -129,6 +133,11 @@ struct kx_jobflow {
 	size_t nclosed, chead, ccap;
 	struct kx_jobflow_key *gone; /* forgotten reused keys (KX_JOBFLOW_GONE), NULL: none */
 	struct kx_keymap passed;     /* unique keys: per context, 1 + the top seqno forgotten */
+	/* Shared fence sources' rings: (source, ring) -> 1 + index in rdrv. */
+	struct kx_keymap ringdrv;
+	struct kx_jobflow_ringdrv *rdrv; /* the driver each learnt, from which job */
+	size_t nrdrv, rdcap;
+	struct kx_minheap linkq;     /* linked GPU jobs held, by the record that made them */
 	uint32_t gen;                /* the last generation given to a slot */
 	size_t peak_recs, peak_open; /* the most records waiting, requests open at once */
 	/* GPU waiters: */
