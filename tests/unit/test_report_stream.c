@@ -21,8 +21,12 @@
  * time order within the window, keys closed and forgotten), or are read
  * into memory for a stated reason (a record later than the window, a
  * request open too long, a call later than its task's paired request, a
- * DONE on a key that may have been forgotten, GPU sources, wait phases,
- * too many requests open).
+ * DONE on a key that may have been forgotten, a shared fence source's job
+ * no call submitted, a wait phase on a job counted, too many jobs open);
+ * so do xe captures (waiters, fences on a ring whose driver is learnt),
+ * with their reasons (an event long after DONE, a wait call later than a
+ * job it may hold, one before the first GPU record); a KVM capture beside
+ * many GPU wait calls keeps none of them.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -1266,6 +1270,7 @@ static void gpu_reasons(void)
 	        "after its DONE",
 	        "a wait call came after",
 	        "shared fence source",
+	        "before the first GPU job record",
 	};
 	char path[128], msg[512];
 	const char *why;
@@ -1285,6 +1290,10 @@ static void gpu_reasons(void)
 			xe_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS + 1000, 9, 2, 0, KX_JOB_DONE, 0);
 			xe_call(&l, 1500, 3 * KX_JOBFLOW_WINDOW_NS, 777, XE_WAIT);
 			break;
+		case 3: /* a wait returned before any GPU record, a DONE inside it written late */
+			xe_call(&l, 100, 1100, 778, XE_WAIT);
+			xe_ev(&l, 1100, 9, 1, 0, KX_JOB_DONE, 5000);
+			break;
 		default: { /* a dma_fence job no call submitted */
 			struct blk_rec r = {.at = 9000000, .job = 1};
 
@@ -1302,6 +1311,44 @@ static void gpu_reasons(void)
 			printf("FAIL gpu_reasons: %d: %s\n", c, why ? why : "streamed");
 		CHECK(compare(path, &why, msg, sizeof(msg)) && why && strstr(why, want[c]));
 	}
+}
+
+/* A KVM capture beside a GPU application's many wait calls: they are kept
+ * only from a GPU job record on, so it streams (before: past
+ * KX_JOBFLOW_WAITS kept, read into memory). */
+static void waits_unkept(void)
+{
+	char path[128], msg[512];
+	struct blk_list l = {0};
+	const char *why;
+
+	for (uint64_t i = 0; i < 200; i++) {
+		struct blk_rec r = {.at = 1000 + i * 10000 + 5000};
+
+		r.e = (struct kx_ioctl){.ts = 1000 + i * 10000,
+		                        .dur = 5000,
+		                        .pid = 7,
+		                        .tid = 100,
+		                        .drv = KX_DRV_KVM,
+		                        .cmd = KX_KVM_RUN_CMD,
+		                        .arg_off = KX_NO_ARG};
+		blk_add(&l, &r);
+		r = (struct blk_rec){.at = 1000 + i * 10000 + 4000, .job = 1};
+		r.j = (struct kx_job){.ts = r.at,
+		                      .ctx = 100,
+		                      .pid = 7,
+		                      .tid = 100,
+		                      .src = KX_JOB_SRC_KVM,
+		                      .phase = KX_JOB_DONE};
+		blk_add(&l, &r);
+	}
+	for (uint64_t i = 0; i < KX_JOBFLOW_WAITS + 100; i++)
+		xe_call(&l, 500 + i * 30, 20, 555, XE_WAIT);
+	snprintf(path, sizeof(path), "%s/kvmwaits.kxp", tmpdir);
+	CHECK(blk_write(path, &l) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL waits_unkept: %s\n", why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 }
 
 int main(void)
@@ -1329,6 +1376,7 @@ int main(void)
 	RUN(block_reasons);
 	RUN(gpu_streamed);
 	RUN(gpu_reasons);
+	RUN(waits_unkept);
 	{
 		char cmd[128];
 

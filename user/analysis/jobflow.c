@@ -614,6 +614,12 @@ static int wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id
 		return kx_drv_gpu(e->drv) ? -1 : 0;
 	if (!wait)
 		return 0;
+	/* None kept before a GPU job record: a job ending inside one is told. */
+	if (!f->gpu_seen) {
+		if (kx_ioctl_end(e) > f->wait_unkept)
+			f->wait_unkept = kx_ioctl_end(e);
+		return 0;
+	}
 	if (f->waited_any && e->ts <= f->waited_max)
 		because(f,
 		        "a wait call came after a GPU job it may have waited for was counted (it "
@@ -642,6 +648,9 @@ static void find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx
 
 	if (t->r.waiter_tid || !done || !kx_job_src_gpu(t->r.src))
 		return;
+	if (done <= f->wait_unkept)
+		because(f, "a GPU driver's wait call came before the first GPU job record (it may "
+		           "hold a job's DONE)");
 	if (!f->waited_any || done > f->waited_max)
 		f->waited_max = done;
 	f->waited_any = 1;
@@ -980,6 +989,7 @@ static int keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 	struct fl_thread *t = NULL;
 	long slot;
 
+	f->gpu_seen |= kx_job_src_gpu(j->src);
 	if (j->ts < f->rel_ts) {
 		because(f, "device job records came out of time order by more than the streamed "
 		           "read's window");

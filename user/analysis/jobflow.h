@@ -64,9 +64,9 @@
  * than one already paired (out of time order beyond the window), a keyed
  * record after a later call of its task, a call that comes after a later
  * record of its task was paired, a wait call that began before the DONE of
- * a GPU job already counted, a DONE on a reused key that may be a
- * forgotten one, an event on a unique key at or below one forgotten, too
- * many open exits, held jobs or wait calls.
+ * a GPU job already counted, or that held it before the first GPU record, a DONE on a reused key
+ * that may be a forgotten one, an event on a unique key at or below one forgotten, too many open
+ * exits, held jobs or wait calls.
  */
 #ifndef KX_JOBFLOW_H
 #define KX_JOBFLOW_H
@@ -146,6 +146,8 @@ struct kx_jobflow {
 	size_t nwaits, wcap;
 	uint64_t waited_max; /* ns, the latest DONE of a GPU job counted (its waiter looked for) */
 	int waited_any;
+	int gpu_seen;         /* a GPU job record came (wait calls are kept from then) */
+	uint64_t wait_unkept; /* ns, the latest end of a wait call not kept before it */
 	int oom;
 };
 
