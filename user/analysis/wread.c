@@ -87,22 +87,28 @@ static void p1_whole_file(struct p1 *c, const char *why)
 #define P1_RECKON 65536
 
 /*
- * A record that may begin a trace event: past a window's records, the file
- * is not wanted whole (unless a reason comes) and the store is given up;
- * also as soon as the file, at the rate of its records so far, holds more
- * than twice as many (a long capture is not stored only to be let go).
+ * A record that may begin a trace event: past a window's records and the
+ * store's keep bytes, the file is not wanted whole (unless a reason comes)
+ * and the store is given up; also as soon as the file, at the rate of its
+ * records so far, holds more than twice as many records and twice as many
+ * bytes (a long capture is not stored only to be let go).
  */
 static void p1_count(struct p1 *c)
 {
 	const struct kx_kxp_read_result *r = &c->w->res;
-	double limit = (double)c->w->limit;
+	int reckon;
+	double scale, bytes;
 
 	if (c->drop) /* given up already: nothing more to count */
 		return;
 	c->records++;
-	if (c->records > c->w->limit ||
-	    (!(c->records % P1_RECKON) && r->read_to &&
-	     (double)c->records * ((double)r->size / (double)r->read_to) > 2 * limit))
+	reckon = !(c->records % P1_RECKON) && r->read_to;
+	if (c->records <= c->w->limit && !reckon)
+		return;
+	scale = reckon ? (double)r->size / (double)r->read_to : 1;
+	bytes = (double)kx_store_bytes(c->w->store);
+	if ((c->records > c->w->limit || (double)c->records * scale > 2 * (double)c->w->limit) &&
+	    (bytes > (double)c->w->keep || (reckon && bytes * scale > 2 * (double)c->w->keep)))
 		__atomic_store_n(&c->drop, 1, __ATOMIC_RELAXED);
 }
 
@@ -431,7 +437,8 @@ static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, si
 
 /* w zeroed with its side stores, and c's state. 0, or -1 when out of memory
  * (c freed). */
-static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t limit, size_t budget)
+static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t limit, size_t budget,
+                   size_t keep)
 {
 	memset(w, 0, sizeof(*w));
 	const struct kx_engine_sinks out = {.ctx = c, .ioctl = p1_nest, .late_ioctl = p1_late_call};
@@ -442,6 +449,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	w->path = path;
 	w->limit = limit;
 	w->budget = budget;
+	w->keep = keep;
 	w->whole.first_ts = UINT64_MAX;
 	kx_rangewalk_init(&c->ranges);
 	c->starts = kx_whist_new();
@@ -495,11 +503,25 @@ static int p1_whole(struct p1 *c)
 int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t budget, char *err,
                   size_t errlen)
 {
-	return kx_wread_open_sliced(w, path, limit, limit, budget, err, errlen);
+	return kx_wread_open_sliced(w, path, limit, limit, budget, KX_WREAD_KEEP_BYTES, err,
+	                            errlen);
+}
+
+/* Once the file is read without a reason to read it whole: a store kept
+ * past a window's records is let go (the file is read in windows), the
+ * starts of its records joining the plan's. 0, or -1 when out of memory. */
+static int p1_let_go(struct p1 *c)
+{
+	struct kx_wread *w = c->w;
+
+	if (w->in_memory || !w->store || (!c->drop && c->records <= w->limit))
+		return 0;
+	c->drop = 1;
+	return starts_catch_up(c->starts, w->store, c->kept_ioctls, c->kept_samples);
 }
 
 int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, size_t slice,
-                         size_t budget, char *err, size_t errlen)
+                         size_t budget, size_t keep, char *err, size_t errlen)
 {
 	struct p1 c;
 	struct kx_kxp_visitor v = {
@@ -515,7 +537,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	};
 	int rc;
 
-	if (p1_init(&c, w, path, limit, budget)) {
+	if (p1_init(&c, w, path, limit, budget, keep)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -530,13 +552,6 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		        "calls of one thread overlap past the reorder window's memory budget";
 	kx_engine_free(&c.eng);
 	kx_nesttrack_free(&c.nest);
-	if (!rc && c.drop && !w->in_memory &&
-	    starts_catch_up(c.starts, w->store, c.kept_ioctls, c.kept_samples))
-		c.oom = 1;
-	if (rc || c.drop) {
-		kx_store_free(w->store);
-		w->store = NULL;
-	}
 	if (rc) {
 		snprintf(err, errlen, "%s", w->damage);
 		w->damage[0] = 0;
@@ -544,13 +559,21 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		snprintf(err, errlen, "out of memory reading %s", path);
 		rc = -1;
 	}
-	kx_hmap_free(&c.threads);
-	kx_ranges_free(c.ranges.out);
-	kx_rangewalk_free(&c.ranges);
 	/* Records far from the order of time: windows would hold no less. */
 	if (!rc && !w->in_memory && w->nlate > limit)
 		w->in_memory = "records far from the order of time (more calls came late than a "
 		               "window holds)";
+	if (!rc && p1_let_go(&c)) {
+		snprintf(err, errlen, "out of memory reading %s", path);
+		rc = -1;
+	}
+	if (rc || c.drop) {
+		kx_store_free(w->store);
+		w->store = NULL;
+	}
+	kx_hmap_free(&c.threads);
+	kx_ranges_free(c.ranges.out);
+	kx_rangewalk_free(&c.ranges);
 	if (!rc && !w->in_memory && !w->store)
 		rc = plan(w, c.starts, err, errlen);
 	if (!rc && !w->in_memory && w->store) {
