@@ -3,8 +3,9 @@
  * a capture past a window's records with no reason to read it whole is read
  * in windows; one whose reason (a job record) comes after a window's
  * records is read once, the first read's store handed over, equal to the
- * store a read whole makes; with no keep bytes its first read gives the
- * store up and it is read a second time, counted and said; an unbounded
+ * store a read whole makes; keeping no more than a window's records, its
+ * first read gives the store up and it is read a second time, counted and
+ * said; an unbounded
  * window reads whole at once, saying nothing; a replay fixture is read
  * whole; a file that is not a record file is refused.
  */
@@ -60,7 +61,7 @@ static struct kx_capread_opts opts(size_t window, size_t keep)
 static void test_windows(void)
 {
 	static struct kx_capread r;
-	struct kx_capread_opts o = opts(100, KX_WREAD_KEEP_BYTES);
+	struct kx_capread_opts o = opts(100, KX_WREAD_KEEP_RECORDS);
 	char path[96], err[512];
 
 	snprintf(path, sizeof(path), "%s/plain.kxp", dir);
@@ -76,11 +77,11 @@ static void test_windows(void)
 }
 
 /* The job comes after half the calls, past a window's: the first read's
- * store holds the file (it takes less than the keep bytes), handed over. */
+ * store holds the file (fewer records than the keep records), handed over. */
 static void test_reason_late_read_once(void)
 {
 	static struct kx_capread r;
-	struct kx_capread_opts o = opts(100, KX_WREAD_KEEP_BYTES);
+	struct kx_capread_opts o = opts(100, KX_WREAD_KEEP_RECORDS);
 	char path[96], err[512];
 
 	snprintf(path, sizeof(path), "%s/job.kxp", dir);
@@ -96,7 +97,7 @@ static void test_reason_late_read_once(void)
 	unlink(path);
 }
 
-/* No keep bytes: the first read gives its store up past a window's calls,
+/* No keep records: the first read gives its store up past a window's calls,
  * before the job: the file is read again, counted and said. */
 static void test_reason_late_reread(void)
 {
@@ -142,7 +143,7 @@ static void test_unbounded(void)
 static void test_fixture(void)
 {
 	static struct kx_capread r;
-	struct kx_capread_opts o = opts(1, KX_WREAD_KEEP_BYTES);
+	struct kx_capread_opts o = opts(1, KX_WREAD_KEEP_RECORDS);
 	const char *fx = getenv("KX_FIXTURES");
 	char path[512], err[512];
 
@@ -156,7 +157,7 @@ static void test_fixture(void)
 static void test_not_a_record_file(void)
 {
 	static struct kx_capread r;
-	struct kx_capread_opts o = opts(100, KX_WREAD_KEEP_BYTES);
+	struct kx_capread_opts o = opts(100, KX_WREAD_KEEP_RECORDS);
 	char path[96], err[512] = "";
 	FILE *f;
 

@@ -76,9 +76,9 @@ static int take_whole(struct kx_capread *r, const char *path, const struct kx_ca
 		if (o->say)
 			snprintf(r->again, sizeof(r->again),
 			         "%s is read a second time: its first read let its store go (more "
-			         "than %zu records and %zu MiB, or so many at the rate of its "
-			         "first records) before the file was found to be read whole",
-			         path, o->window, o->keep >> 20);
+			         "than %zu records, or so many at the rate of its first records) "
+			         "before the file was found to be read whole",
+			         path, o->window > o->keep ? o->window : o->keep);
 		r->store = kx_capread_whole(path, o->budget, &r->ci, &r->res, r->damage,
 		                            sizeof(r->damage), err, errlen);
 	}

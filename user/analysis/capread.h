@@ -1,22 +1,26 @@
 /*
  * How a capture is read for the outputs of a conversion: one time window at
  * a time (analysis/wread.h), or whole into one store. Owns that choice, the
- * read whole (record files and replay fixtures, analysis/../io/replay.h),
- * and what is said of it (-v): the front end asks for windows of a part's
- * events, or for none (window KX_CAPREAD_WHOLE: --in-memory, and outputs
- * that need the whole capture), and gets either the windows to write or one
- * store with its facts and what reading lost.
+ * read whole (record files and replay fixtures, io/replay.h) and what is
+ * said of it (-v). The front end asks for windows of a part's events, or
+ * for none (window KX_CAPREAD_WHOLE: --in-memory, and outputs that need the
+ * whole capture), and gets either the windows to write (pass 2 is its
+ * call: kx_wread_run) or one store with its facts and what reading lost.
  *
- * A file read in windows is one a stream gives exactly whose records are
- * more than a window holds; every other file is read whole, and read once:
- * the first read (wread's pass 1) stores the file as it streams it, as long
- * as it may be wanted whole (it fits one window, a reason to read it whole
- * came, or its store takes at most KX_WREAD_KEEP_BYTES), and that store is
- * handed over. A file whose first read gave its store up (past a window's
- * records and the keep bytes: the memory of a window, so that a long
- * capture read in windows is not held whole) before a reason to read it
- * whole came, or whose records seemed more than a window's at the rate of
- * its first ones, is read a second time: counted (rereads) and said (-v).
+ * A file is read in windows when a stream gives it exactly and its records
+ * are more than one window holds; every other file is read whole, and read
+ * once where it can be: the first read (wread's pass 1) stores the file as
+ * it streams it while the file may be wanted whole (it fits one window, a
+ * reason to read it whole came, or the store holds at most keep records:
+ * KX_WREAD_KEEP_RECORDS, a window of the default split's), and that store
+ * is handed over. What is left read twice: a file whose first read gave its
+ * store up (past a window's records and the keep records, or so many at
+ * the rate of its first records, so that a long capture read in windows is
+ * not held whole) before a reason to read it whole came (a job record, a
+ * call the nesting rule shortens, more late calls than a window holds,
+ * found late in the file or at its end), or that turned out to fit one
+ * trace after all. That second read is counted (rereads) and said (again,
+ * -v).
  */
 #ifndef KX_CAPREAD_H
 #define KX_CAPREAD_H
@@ -35,7 +39,7 @@ struct kx_capread_opts {
 	size_t window; /* events per window (an output part's), KX_CAPREAD_WHOLE: read whole */
 	size_t slice;  /* events per slice of a window (windows.h; window: unsliced) */
 	size_t budget; /* bytes a store may take */
-	size_t keep;   /* bytes the first read's store may take past a window's records */
+	size_t keep;   /* records the first read's store may hold past a smaller window's */
 	int say;       /* 1: why the file is read whole, in why (-v; a file that fits one
 	                  window is planned for it: its parts' count) */
 };

@@ -86,29 +86,30 @@ static void p1_whole_file(struct p1 *c, const char *why)
 /* How often the file's records are reckoned from its size (a power of 2). */
 #define P1_RECKON 65536
 
+/* Records pass 1's store may hold: a window's, and at least keep. */
+static size_t p1_keep(const struct kx_wread *w)
+{
+	return w->limit > w->keep ? w->limit : w->keep;
+}
+
 /*
- * A record that may begin a trace event: past a window's records and the
- * store's keep bytes, the file is not wanted whole (unless a reason comes)
- * and the store is given up; also as soon as the file, at the rate of its
- * records so far, holds more than twice as many records and twice as many
- * bytes (a long capture is not stored only to be let go).
+ * A record that may begin a trace event: past the records the store may
+ * hold (p1_keep), the file is not wanted whole (unless a reason comes) and
+ * the store is given up; also as soon as the file, at the rate of its
+ * records so far, holds more than twice as many (a long capture is not
+ * stored only to be let go).
  */
 static void p1_count(struct p1 *c)
 {
 	const struct kx_kxp_read_result *r = &c->w->res;
-	int reckon;
-	double scale, bytes;
+	double keep = (double)p1_keep(c->w);
 
 	if (c->drop) /* given up already: nothing more to count */
 		return;
 	c->records++;
-	reckon = !(c->records % P1_RECKON) && r->read_to;
-	if (c->records <= c->w->limit && !reckon)
-		return;
-	scale = reckon ? (double)r->size / (double)r->read_to : 1;
-	bytes = (double)kx_store_bytes(c->w->store);
-	if ((c->records > c->w->limit || (double)c->records * scale > 2 * (double)c->w->limit) &&
-	    (bytes > (double)c->w->keep || (reckon && bytes * scale > 2 * (double)c->w->keep)))
+	if ((double)c->records > keep ||
+	    (!(c->records % P1_RECKON) && r->read_to &&
+	     (double)c->records * ((double)r->size / (double)r->read_to) > 2 * keep))
 		__atomic_store_n(&c->drop, 1, __ATOMIC_RELAXED);
 }
 
@@ -503,7 +504,7 @@ static int p1_whole(struct p1 *c)
 int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t budget, char *err,
                   size_t errlen)
 {
-	return kx_wread_open_sliced(w, path, limit, limit, budget, KX_WREAD_KEEP_BYTES, err,
+	return kx_wread_open_sliced(w, path, limit, limit, budget, KX_WREAD_KEEP_RECORDS, err,
 	                            errlen);
 }
 

@@ -37,9 +37,11 @@
  * Pass 1 also reads the file into a store of its own (store), as reading it
  * whole would, while the file may still be wanted whole: until it has had
  * more records than a window holds (ioctls, CPU samples and annotations,
- * each at most one trace event's start) and the store takes more than keep
- * bytes (KX_WREAD_KEEP_BYTES), or for good once a reason to read it whole
- * comes first. A file that fits one window, or must be read whole, is then
+ * each at most one trace event's start) and more than keep records
+ * (KX_WREAD_KEEP_RECORDS: the records a window of the default split holds,
+ * so that a smaller window costs the first read no more memory than the
+ * default one does), or for good once a reason to read it whole comes
+ * first. A file that fits one window, or must be read whole, is then
  * read once, not twice; a store kept past a window's records with no reason
  * come is let go once the file is read (the file is read in windows). Only
  * a file whose store was given up that way before a reason to read it whole
@@ -92,9 +94,9 @@
 #include "model/store.h"
 
 #define KX_WREAD_LATE_NS KX_ENGINE_LATE_NS /* 50 ms: the engine's bound */
-/* Bytes pass 1's store may take past a window's records (about a window of
- * 1,000,000 events: a window's memory, which pass 2 takes anyway). */
-#define KX_WREAD_KEEP_BYTES ((size_t)64 << 20)
+/* Records pass 1's store may hold past a smaller window's: those of a
+ * window of export/splitplan.h's default split (1,000,000 events). */
+#define KX_WREAD_KEEP_RECORDS ((size_t)1000000)
 
 /* A late call's counter record and its window. */
 struct kx_wread_ctr {
@@ -128,7 +130,7 @@ struct kx_wread {
 	size_t limit;                     /* events per window */
 	size_t slice;                     /* events per slice (windows.h; limit: unsliced) */
 	size_t budget;                    /* bytes each store may take */
-	size_t keep;                      /* bytes store may take past limit records (pass 1) */
+	size_t keep;                      /* records store may hold past limit's (pass 1) */
 	uint64_t lag_ns;  /* ns, the largest lag of a record in its place (pass 1) */
 	size_t peak_open; /* pass 2: the most windows open at once */
 	const char *path;
@@ -144,7 +146,8 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
 /* The same, the windows cut into slices of at most slice events
  * (windows.h), which pass 2 reads one store at a time: the memory of a
  * slice, not a window (slice >= limit: unsliced); pass 1's store kept up to
- * keep bytes past a window's records (kx_wread_open: KX_WREAD_KEEP_BYTES). */
+ * keep records when a window holds fewer (kx_wread_open:
+ * KX_WREAD_KEEP_RECORDS; 0: a window's). */
 int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, size_t slice,
                          size_t budget, size_t keep, char *err, size_t errlen);
 

@@ -479,7 +479,7 @@ static int convert_read(struct kx_capread *r, const char *path, size_t window, s
 	        .window = window ? window : KX_CAPREAD_WHOLE,
 	        .slice = slice,
 	        .budget = KX_CLI_STORE_BUDGET,
-	        .keep = KX_WREAD_KEEP_BYTES,
+	        .keep = KX_WREAD_KEEP_RECORDS,
 	        .say = kx_verbose,
 	};
 	char err[512];
@@ -491,6 +491,7 @@ static int convert_read(struct kx_capread *r, const char *path, size_t window, s
 		kx_err("%s", r->again);
 	if (rc) {
 		kx_err("%s", err);
+		kx_capread_free(r);
 		return 1;
 	}
 	if (r->damage[0])
