@@ -9,7 +9,7 @@
 # part's events start inside its window, a capture under the limit gives
 # byte for byte the output it gives unsplit, and bad values are refused
 # with exit 2; a capture whose reason to read it whole comes past a window's
-# records is read once. A capture without jobs is read one time window at a time
+# records is read once, and so is one whose plan (-v) counts a bucket again. A capture without jobs is read one time window at a time
 # (with annotations: test_annotate.sh; with counters: test_counters.sh): its
 # parts are the bytes --in-memory gives, also when a chunk is corrupt (a
 # Chrome file alone, written from slices of its window: the same lines).
@@ -356,6 +356,34 @@ if kx 0 replay "$TMP/mem.jsonl" -o "$TMP/mem.kxp" >/dev/null 2>"$TMP/replay.err"
 	done
 	check records_fit_verbose grep -q "is read into memory whole: its 1197 trace events make 2 traces, but its records fit one window (--split-events 1000)" "$TMP/mem.w.err"
 	check records_fit_same_parts sh -c "test \$(ls '$TMP/mem.w'/p.*.json | wc -l) -eq 2 && cd '$TMP/mem.w' && for f in p.*.json; do cmp -s \$f ../mem.m/\$f || exit 1; done"
+	# The same calls 10 ns apart and one 10 s later: the plan -v prints
+	# counts the crowded bucket again, finer, from the stored file, which is
+	# not read again.
+	python3 - "$TMP/mem.jsonl" >"$TMP/crowd.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+T0 = lines[0]["start_ns"]
+calls = [d for d in lines if d["type"] == "ioctl"]
+for k, d in enumerate(calls):
+    d["ts"], d["dur"] = T0 + k * 10, 2
+last = dict(calls[-1], ts=T0 + 10_000_000_000)
+lines[0]["stop_ns"], lines[0]["emitted"], lines[0]["received"] = T0 + 10_000_000_001, 601, 601
+for d in lines + [last]:
+    print(json.dumps(d, separators=(",", ":")))
+PY
+	kx 0 replay "$TMP/crowd.jsonl" -o "$TMP/crowd.kxp" >/dev/null 2>"$TMP/replay.err"
+	mkdir -p "$TMP/crowd.w" "$TMP/crowd.m"
+	env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		strace -f -qq -e trace=openat -o "$TMP/open.crowd" "$KXPROF" -v convert \
+		"$TMP/crowd.kxp" --split-events 1000 --chrome "$TMP/crowd.w/p.json" >/dev/null \
+		2>"$TMP/crowd.w.err"
+	check crowded_runs test $? -eq 0
+	kx 0 convert --in-memory "$TMP/crowd.kxp" --split-events 1000 \
+		--chrome "$TMP/crowd.m/p.json" >/dev/null 2>"$TMP/crowd.m.err"
+	check crowded_verbose grep -q "trace events make 2 traces, but its records fit one window" \
+		"$TMP/crowd.w.err"
+	check crowded_read_once test "$(grep -c 'crowd.kxp"' "$TMP/open.crowd")" -eq 1
+	check crowded_same_parts sh -c "test \$(ls '$TMP/crowd.w'/p.*.json | wc -l) -eq 2 && cd '$TMP/crowd.w' && for f in p.*.json; do cmp -s \$f ../crowd.m/\$f || exit 1; done"
 else
 	fail replay_mem "$(cat "$TMP/replay.err")"
 fi

@@ -364,6 +364,23 @@ static int walk_file(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 	return kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
 }
 
+/* The same walk over the file as the first read stored it (kept: every
+ * record of the file), so that planning a kept file reads it no more. */
+static int walk_store(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
+{
+	const struct kx_wread *w = ctx;
+	const struct kx_samples *sm = kx_store_samples(w->store);
+
+	(void)err;
+	(void)errlen;
+	kx_wpass_see_analysed(p, w->jobs, w->ranges);
+	for (size_t i = 0; i < kx_store_ioctl_count(w->store); i++)
+		kx_wpass_see(p, kx_store_ioctl(w->store, i)->ts);
+	for (size_t i = 0; sm && i < kx_samples_count(sm); i++)
+		kx_wpass_see(p, kx_samples_get(sm, i)->ts);
+	return 0;
+}
+
 /* The slice holding start ts: the last one starting at or before it. hint:
  * the slice of the record before (most records fall in it). */
 static size_t window_of(const struct kx_windows *pl, uint64_t ts, size_t hint)
@@ -418,7 +435,7 @@ static int late_ctr_index(struct kx_wread *w)
 
 static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, size_t errlen)
 {
-	const struct kx_wsource src = {walk_file, w};
+	const struct kx_wsource src = {w->store ? walk_store : walk_file, w};
 
 	if (kx_windows_plan_src(&src, starts, w->limit, w->slice, &w->plan, err, errlen))
 		return -1;

@@ -155,7 +155,8 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
  * When the first read kept the whole file (w->store) with no reason to read
  * it whole: the windows it would make, in w->plan (the starts of the
  * records the store holds join the first level only now: a file read whole
- * needs no plan of its own). 0, or -1 when out of memory (err says so).
+ * needs no plan of its own; a crowded bucket is counted again from the
+ * store, not the file). 0, or -1 when out of memory (err says so).
  */
 int kx_wread_plan_kept(struct kx_wread *w, char *err, size_t errlen);
 
