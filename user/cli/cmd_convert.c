@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/capread.h"
 #include "analysis/profile.h"
 #include "analysis/windows.h"
 #include "analysis/wread.h"
@@ -20,7 +21,6 @@
 #include "export/splitplan.h"
 #include "cli/cli.h"
 #include "io/kxp.h"
-#include "io/replay.h"
 #include "model/store.h"
 #include "export/tblogdir.h"
 #include "util/outfile.h"
@@ -370,79 +370,24 @@ out:
 	return rc;
 }
 
-/* A file read whole in the first read: the store, its facts, what was lost. */
-struct whole_read {
-	struct kx_store *store; /* NULL: read it */
-	struct kx_capinfo *ci;
-	struct kx_kxp_read_result *res;
-};
-
-/* Why w's file is read whole (-v), and its store to the caller when the
- * first read holds all of it. */
-static void take_whole(struct kx_wread *w, const char *path, size_t split, struct whole_read *out)
-{
-	char err[256];
-
-	if (kx_verbose && !w->in_memory && kx_wread_plan_kept(w, err, sizeof(err)))
-		kx_err("%s", err);
-	else if (kx_verbose && w->in_memory)
-		kx_err("%s is read into memory whole: %s", path, w->in_memory);
-	else if (kx_verbose && w->plan.n <= 1)
-		kx_err("%s is read into memory whole: its %zu trace events fit one trace "
-		       "(--split-events %zu)",
-		       path, w->plan.total, split);
-	else if (kx_verbose)
-		kx_err("%s is read into memory whole: its %zu trace events make %zu traces, "
-		       "but its records fit one window (--split-events %zu)",
-		       path, w->plan.total, w->plan.n, split);
-	if (!w->store)
-		return;
-	if (w->damage[0])
-		kx_cli_load_warning(path, &w->res, w->damage);
-	out->store = w->store;
-	*out->ci = w->ci;
-	*out->res = w->res;
-	w->store = NULL;
-}
-
 /*
- * The outputs of a capture read in windows: 0, 1 or 2 as cmd_convert, or
- * -1 when it is to be read whole instead (it fits one window, or a stream
- * does not give it exactly: nothing was written); the first read's store
- * then goes to whole when it holds the file.
+ * The outputs of a capture read in windows (r->w): the trace parts, then
+ * the profile of its side store. 0, 1 or 2 as cmd_convert.
  */
-static int convert_stream(const char *path, const struct kx_xspace_opts *xo, const char *logdir,
-                          const char *chrome, size_t split, const char *pprof, const char *folded,
-                          unsigned int kind, struct whole_read *whole)
+static int convert_stream(struct kx_capread *r, const char *path, const struct kx_xspace_opts *xo,
+                          const char *logdir, const char *chrome, size_t split, const char *pprof,
+                          const char *folded, unsigned int kind)
 {
-	static struct kx_wread w;
-	char err[512];
-	int rc = -1;
+	char said[512];
+	int rc = convert_windowed(&r->w, xo, logdir, chrome, split, path);
 
-	if (kx_wread_open_sliced(&w, path, split,
-	                         logdir ? split : (split + CHROME_SLICES - 1) / CHROME_SLICES,
-	                         KX_CLI_STORE_BUDGET, err, sizeof(err))) {
-		kx_err("%s", err);
-		rc = 1;
-	} else if (w.in_memory || w.plan.n <= 1 || w.store) {
-		take_whole(&w, path, split, whole);
-	} else {
-		if (w.damage[0])
-			kx_cli_load_warning(path, &w.res, w.damage);
-		rc = convert_windowed(&w, xo, logdir, chrome, split, path);
-		if (kx_verbose)
-			kx_err("read one window at a time: %zu windows (%zu slices), at most %zu "
-			       "open at once, %zu calls kept apart (their records came over %llu "
-			       "ms "
-			       "late), each window complete %.3f ms after its end",
-			       w.plan.n, w.plan.nslices, w.peak_open, w.nlate,
-			       (unsigned long long)(KX_WREAD_LATE_NS / 1000000),
-			       (double)w.lag_ns / 1e6);
-		if (!rc && (pprof || folded) &&
-		    convert_profile(path, w.side, &w.ci, kind, pprof, folded))
-			rc = 1;
+	if (kx_verbose) {
+		kx_capread_windows_said(r, said, sizeof(said));
+		kx_err("%s", said);
 	}
-	kx_wread_free(&w);
+	if (!rc && (pprof || folded) &&
+	    convert_profile(path, r->w.side, &r->w.ci, kind, pprof, folded))
+		rc = 1;
 	return rc;
 }
 
@@ -522,6 +467,38 @@ static int convert_merge(const char *path, const char *trace, const char *logdir
 	return rc;
 }
 
+/*
+ * The capture read into r as the outputs ask (analysis/capread.h): in
+ * windows of window events, each cut into slices of slice events, or whole
+ * (window 0 or KX_CAPREAD_WHOLE), with what -v says of it and the warning
+ * of what reading lost. 0, or 1 after a message.
+ */
+static int convert_read(struct kx_capread *r, const char *path, size_t window, size_t slice)
+{
+	struct kx_capread_opts o = {
+	        .window = window ? window : KX_CAPREAD_WHOLE,
+	        .slice = slice,
+	        .budget = KX_CLI_STORE_BUDGET,
+	        .keep = KX_WREAD_KEEP_RECORDS,
+	        .say = kx_verbose,
+	};
+	char err[512];
+	int rc = kx_capread_open(r, path, &o, err, sizeof(err));
+
+	if (r->why[0])
+		kx_err("%s", r->why);
+	if (r->again[0])
+		kx_err("%s", r->again);
+	if (rc) {
+		kx_err("%s", err);
+		kx_capread_free(r);
+		return 1;
+	}
+	if (r->damage[0])
+		kx_cli_load_warning(path, &r->res, r->damage);
+	return 0;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -539,12 +516,15 @@ int cmd_convert(int argc, char **argv)
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
+	static struct kx_capread cr;
 	static struct kx_capinfo ci;
 	struct kx_kxp_read_result res = {0};
 	struct kx_xspace_opts xo = {0};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
 	           *folded = NULL, *speedscope = NULL, *merge = NULL;
-	int off_cpu = 0, in_memory = 0, split_given = 0;
+	int off_cpu = 0, split_given = 0;
+	/* Events per read window: the parts' (0: none asked), or unbounded. */
+	size_t window = 0;
 	long long split = KX_SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store = NULL;
 	struct kx_analysis *an = NULL;
@@ -579,8 +559,8 @@ int cmd_convert(int argc, char **argv)
 		case 'p':
 			speedscope = optarg;
 			break;
-		case 'M':
-			in_memory = 1;
+		case 'M': /* --in-memory: the window unbounded, the capture read whole */
+			window = KX_CAPREAD_WHOLE;
 			break;
 		case 'm':
 			merge = optarg;
@@ -610,7 +590,7 @@ int cmd_convert(int argc, char **argv)
 	if (merge)
 		return convert_merge(path, merge, logdir, chrome,
 		                     pprof || folded || speedscope || chrome_flags ||
-		                             xo.device_planes_as_gpu || off_cpu || in_memory ||
+		                             xo.device_planes_as_gpu || off_cpu || window ||
 		                             split_given);
 	if (!logdir && !chrome && !pprof && !folded && !speedscope) {
 		kx_err("nothing to write: give --xplane LOGDIR, --chrome OUT.json, --pprof "
@@ -646,21 +626,24 @@ int cmd_convert(int argc, char **argv)
 		return 1;
 	}
 	/* Past one trace's events, a capture a stream gives exactly is read one
-	 * window at a time (analysis/wread.h); the others are read whole. */
-	if ((logdir || chrome) && split && !in_memory && !speedscope &&
-	    !kx_replay_is_fixture(path)) {
-		struct whole_read whole = {NULL, &ci, &res};
-
-		rc = convert_stream(path, &xo, logdir, chrome, (size_t)split, pprof, folded,
-		                    off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU, &whole);
-		if (rc >= 0)
-			return rc;
-		store = whole.store;
-	}
-	if (!store)
-		store = kx_cli_load(path, &ci, &res);
-	if (!store)
+	 * window at a time; the others are read whole (analysis/capread.h). */
+	if (!speedscope && (logdir || chrome) && split && !window)
+		window = (size_t)split;
+	/* A Chrome file alone is written in slices; an XSpace run a window whole. */
+	if (convert_read(&cr, path, window,
+	                 logdir ? (size_t)split
+	                        : ((size_t)split + CHROME_SLICES - 1) / CHROME_SLICES))
 		return 1;
+	if (!cr.store) {
+		rc = convert_stream(&cr, path, &xo, logdir, chrome, (size_t)split, pprof, folded,
+		                    off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU);
+		kx_capread_free(&cr);
+		return rc;
+	}
+	store = cr.store;
+	cr.store = NULL;
+	ci = cr.ci;
+	res = cr.res;
 	/* One analysis for both outputs: they show the same jobs and durations. */
 	an = kx_analysis_build(store, &ci, err, sizeof(err));
 	if (!an) {
