@@ -7,7 +7,9 @@
  * first read gives the store up and it is read a second time, counted and
  * said; an unbounded
  * window reads whole at once, saying nothing; a replay fixture is read
- * whole; a file that is not a record file is refused.
+ * whole; a file that is not a record file is refused. A report's read: a
+ * capture the stream gives exactly is streamed, one it cannot is read again
+ * whole, counted and said.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -175,6 +177,48 @@ static void test_not_a_record_file(void)
 	unlink(path);
 }
 
+/* A report's read: a capture the stream gives exactly is streamed (its
+ * rows aggregated as it passed), or read whole when asked. */
+static void test_report_streamed(void)
+{
+	static struct kx_capread_report r;
+	char path[96], err[512];
+
+	snprintf(path, sizeof(path), "%s/rep.kxp", dir);
+	CHECK(write_capture(path, CALLS, 0, 0) == 0);
+	CHECK(kx_capread_report(&r, path, 0, BUDGET, 1, err, sizeof(err)) == 0);
+	CHECK(r.an && r.sr && r.rows && r.res);
+	CHECK(r.why[0] == 0 && r.rereads == 0);
+	kx_capread_report_free(&r);
+	CHECK(kx_capread_report(&r, path, 1, BUDGET, 1, err, sizeof(err)) == 0);
+	CHECK(r.an && !r.sr && !r.rows && r.res);
+	CHECK(r.an && kx_store_ioctl_count(r.an->store) == CALLS);
+	CHECK(r.why[0] == 0 && r.rereads == 0);
+	kx_capread_report_free(&r);
+	unlink(path);
+}
+
+/* A reason the stream cannot report exactly (annotation ranges with device
+ * jobs): read again whole, counted, said. */
+static void test_report_reread(void)
+{
+	static struct kx_capread_report r;
+	char path[96], err[512];
+
+	snprintf(path, sizeof(path), "%s/repann.kxp", dir);
+	CHECK(write_capture_as(path, CALLS, 1, 0, 0, ANN_RANGES) == 0);
+	CHECK(kx_capread_report(&r, path, 0, BUDGET, 1, err, sizeof(err)) == 0);
+	printf("# read whole: %s\n", r.why);
+	CHECK(r.an && !r.sr && !r.rows);
+	CHECK_EQ_U(r.rereads, 1);
+	CHECK(strstr(r.why, "annotation ranges") != NULL);
+	kx_capread_report_free(&r);
+	CHECK(kx_capread_report(&r, path, 0, BUDGET, 0, err, sizeof(err)) == 0);
+	CHECK(r.why[0] == 0 && r.rereads == 1);
+	kx_capread_report_free(&r);
+	unlink(path);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/kx-capread.XXXXXX");
@@ -188,6 +232,8 @@ int main(void)
 	RUN(test_unbounded);
 	RUN(test_fixture);
 	RUN(test_not_a_record_file);
+	RUN(test_report_streamed);
+	RUN(test_report_reread);
 	rmdir(dir);
 	KXT_EXIT();
 }

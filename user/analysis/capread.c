@@ -125,3 +125,69 @@ void kx_capread_free(struct kx_capread *r)
 	kx_store_free(r->store);
 	r->store = NULL;
 }
+
+/* The analysis of store s (of path) into r, or -1 with err naming path. */
+static int report_analyse(struct kx_capread_report *r, const char *path, const struct kx_store *s,
+                          const struct kx_capinfo *ci, char *err, size_t errlen)
+{
+	char why[400];
+
+	r->an = kx_analysis_build(s, ci, why, sizeof(why));
+	if (!r->an)
+		snprintf(err, errlen, "%s: %s", path, why);
+	return r->an ? 0 : -1;
+}
+
+/* path read whole into r: its store and analysis. */
+static int report_whole(struct kx_capread_report *r, const char *path, size_t budget, char *err,
+                        size_t errlen)
+{
+	r->res = &r->wres;
+	r->store = kx_capread_whole(path, budget, &r->ci, &r->wres, r->damage, sizeof(r->damage),
+	                            err, errlen);
+	if (!r->store)
+		return -1;
+	return report_analyse(r, path, r->store, &r->ci, err, errlen);
+}
+
+int kx_capread_report(struct kx_capread_report *r, const char *path, int whole, size_t budget,
+                      int say, char *err, size_t errlen)
+{
+	struct kx_sreport *sr = &r->stream;
+
+	memset(r, 0, sizeof(*r));
+	if (whole || kx_replay_is_fixture(path))
+		return report_whole(r, path, budget, err, errlen);
+	if (kx_sreport_read(sr, path, budget, r->damage, sizeof(r->damage))) {
+		snprintf(err, errlen, "%s", r->damage);
+		return -1;
+	}
+	if (sr->in_memory) {
+		if (say)
+			snprintf(r->why, sizeof(r->why), "%s", sr->in_memory);
+		kx_sreport_free(sr);
+		memset(sr, 0, sizeof(*sr));
+		r->rereads = 1;
+		r->damage[0] = 0;
+		return report_whole(r, path, budget, err, errlen);
+	}
+	r->res = &sr->res;
+	r->sr = sr;
+	r->rows = &sr->st;
+	if (report_analyse(r, path, sr->side, &sr->ci, err, errlen))
+		return -1;
+	if (kx_sreport_apply(sr, r->an)) {
+		snprintf(err, errlen, "out of memory building the summary");
+		return -1;
+	}
+	return 0;
+}
+
+void kx_capread_report_free(struct kx_capread_report *r)
+{
+	kx_analysis_free(r->an);
+	kx_store_free(r->store);
+	if (!r->store)
+		kx_sreport_free(&r->stream);
+	memset(r, 0, sizeof(*r));
+}

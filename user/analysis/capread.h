@@ -1,6 +1,8 @@
 /*
- * How a capture is read for the outputs of a conversion: one time window at
- * a time (analysis/wread.h), or whole into one store. Owns that choice, the
+ * How a capture is read for a front end's outputs: for a report, streamed
+ * (analysis/sreport.h) or whole (kx_capread_report, below); for a
+ * conversion, one time window at a time (analysis/wread.h), or whole into
+ * one store. Owns those choices, the
  * read whole (record files and replay fixtures, io/replay.h) and what is
  * said of it (-v). The front end asks for windows of a part's events, or
  * for none (window KX_CAPREAD_WHOLE: --in-memory, and outputs that need the
@@ -28,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/analysis.h"
+#include "analysis/sreport.h"
 #include "analysis/wread.h"
 #include "io/kxp.h"
 #include "model/capinfo.h"
@@ -76,5 +80,34 @@ struct kx_store *kx_capread_whole(const char *path, size_t budget, struct kx_cap
                                   char *err, size_t errlen);
 
 void kx_capread_free(struct kx_capread *r);
+
+/*
+ * What a report is made of: the analysis of the capture, and the rows it
+ * prints when they were aggregated as the records passed (streamed). A
+ * record file is streamed when the stream gives exactly the report a read
+ * into memory gives; it is read whole when asked (--in-memory), when it is
+ * a replay fixture, or when the stream found a reason it cannot (why, with
+ * say: -v). That reason stops the stream at its next chunk and the file is
+ * read again, whole: counted in rereads.
+ */
+struct kx_capread_report {
+	struct kx_analysis *an;         /* of the capture; its loss is the caller's to fill */
+	struct kx_stats *rows;          /* the streamed rows; NULL: read whole (an's own) */
+	const struct kx_sreport *sr;    /* the stream's facts (-v); NULL: read whole */
+	struct kx_kxp_read_result *res; /* what reading lost */
+	char damage[512];               /* its message for the warning (empty: nothing lost) */
+	char why[512];                  /* say: why it was read whole ("": streamed or asked to) */
+	unsigned int rereads;           /* times the file was read again: 0 or 1 */
+	struct kx_sreport stream;       /* (owned) */
+	struct kx_store *store;         /* (owned) read whole; NULL: streamed */
+	struct kx_capinfo ci;           /* (owned) the facts of a file read whole */
+	struct kx_kxp_read_result wres; /* (owned) */
+};
+
+/* Reads path for a report (whole: --in-memory): r zeroed and filled. 0, or
+ * -1 with err set (not a readable record file or fixture, out of memory). */
+int kx_capread_report(struct kx_capread_report *r, const char *path, int whole, size_t budget,
+                      int say, char *err, size_t errlen);
+void kx_capread_report_free(struct kx_capread_report *r);
 
 #endif /* KX_CAPREAD_H */
