@@ -62,13 +62,7 @@ void kx_cli_load_warning(const char *path, const struct kx_kxp_read_result *res,
 
 void kx_cli_read_loss(const struct kx_kxp_read_result *res, struct kx_read_loss *loss)
 {
-	memset(loss, 0, sizeof(*loss));
-	loss->no_trailer = res->truncated;
-	loss->corrupt_chunks = res->ncorrupt;
-	loss->corrupt_bytes = res->corrupt_bytes;
-	loss->first_corrupt = res->ncorrupt ? res->corrupt[0].chunk : 0;
-	if (res->truncated)
-		loss->cut_bytes = res->bad_tail_bytes;
+	kx_read_loss_of(res, loss);
 }
 
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
