@@ -189,7 +189,8 @@ add_kernel_jobs() {
 
 add_memcheck_jobs() {
 	local t
-	for t in test_wread test_xspace test_chrome test_annotations test_windows test_timeline; do
+	for t in test_wread test_capread test_xspace test_chrome test_annotations test_windows \
+		test_timeline test_tracewindows; do
 		add_job "memcheck/$t" 1 "" job_memcheck "build/tests/$t"
 	done
 }

@@ -8,7 +8,8 @@
 # json), every event of the unsplit output is in exactly one part, each
 # part's events start inside its window, a capture under the limit gives
 # byte for byte the output it gives unsplit, and bad values are refused
-# with exit 2. A capture without jobs is read one time window at a time
+# with exit 2; a capture whose reason to read it whole comes past a window's
+# records is read once, and so is one whose plan (-v) counts a bucket again. A capture without jobs is read one time window at a time
 # (with annotations: test_annotate.sh; with counters: test_counters.sh): its
 # parts are the bytes --in-memory gives, also when a chunk is corrupt (a
 # Chrome file alone, written from slices of its window: the same lines).
@@ -355,6 +356,34 @@ if kx 0 replay "$TMP/mem.jsonl" -o "$TMP/mem.kxp" >/dev/null 2>"$TMP/replay.err"
 	done
 	check records_fit_verbose grep -q "is read into memory whole: its 1197 trace events make 2 traces, but its records fit one window (--split-events 1000)" "$TMP/mem.w.err"
 	check records_fit_same_parts sh -c "test \$(ls '$TMP/mem.w'/p.*.json | wc -l) -eq 2 && cd '$TMP/mem.w' && for f in p.*.json; do cmp -s \$f ../mem.m/\$f || exit 1; done"
+	# The same calls 10 ns apart and one 10 s later: the plan -v prints
+	# counts the crowded bucket again, finer, from the stored file, which is
+	# not read again.
+	python3 - "$TMP/mem.jsonl" >"$TMP/crowd.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+T0 = lines[0]["start_ns"]
+calls = [d for d in lines if d["type"] == "ioctl"]
+for k, d in enumerate(calls):
+    d["ts"], d["dur"] = T0 + k * 10, 2
+last = dict(calls[-1], ts=T0 + 10_000_000_000)
+lines[0]["stop_ns"], lines[0]["emitted"], lines[0]["received"] = T0 + 10_000_000_001, 601, 601
+for d in lines + [last]:
+    print(json.dumps(d, separators=(",", ":")))
+PY
+	kx 0 replay "$TMP/crowd.jsonl" -o "$TMP/crowd.kxp" >/dev/null 2>"$TMP/replay.err"
+	mkdir -p "$TMP/crowd.w" "$TMP/crowd.m"
+	env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		strace -f -qq -e trace=openat -o "$TMP/open.crowd" "$KXPROF" -v convert \
+		"$TMP/crowd.kxp" --split-events 1000 --chrome "$TMP/crowd.w/p.json" >/dev/null \
+		2>"$TMP/crowd.w.err"
+	check crowded_runs test $? -eq 0
+	kx 0 convert --in-memory "$TMP/crowd.kxp" --split-events 1000 \
+		--chrome "$TMP/crowd.m/p.json" >/dev/null 2>"$TMP/crowd.m.err"
+	check crowded_verbose grep -q "trace events make 2 traces, but its records fit one window" \
+		"$TMP/crowd.w.err"
+	check crowded_read_once test "$(grep -c 'crowd.kxp"' "$TMP/open.crowd")" -eq 1
+	check crowded_same_parts sh -c "test \$(ls '$TMP/crowd.w'/p.*.json | wc -l) -eq 2 && cd '$TMP/crowd.w' && for f in p.*.json; do cmp -s \$f ../crowd.m/\$f || exit 1; done"
 else
 	fail replay_mem "$(cat "$TMP/replay.err")"
 fi
@@ -390,6 +419,43 @@ check fits_one_read_once test "$(grep -c 'flatbad.kxp"' "$TMP/open.once")" -eq 1
 check fits_one_same_chrome cmp -s "$TMP/one.once.json" "$TMP/one.whole.json"
 check fits_one_same_warning cmp -s "$TMP/one.once.err" "$TMP/one.whole.err"
 check fits_one_warns grep -q "corrupt" "$TMP/one.once.err"
+
+# A reason to read whole found mid-file, past a window's records (3000 calls,
+# the first job after the 2000th, --split-events 1000): the first read
+# keeps its store (less than a window's memory) and hands it over, so the
+# file is read once, and the parts are those --in-memory writes.
+python3 - "$OFFSET" >"$TMP/late.jsonl" <<'PY'
+import json, sys
+T0, n = 10_000_000_000, 3000
+def w(d): print(json.dumps(d, separators=(",", ":")))
+w({"type": "capture", "host": "latebox", "kernel": "6.18.0", "cmdline": "synthetic",
+   "start_ns": T0, "stop_ns": T0 + (n + 10) * 100_000, "realtime_offset_ns": int(sys.argv[1]),
+   "emitted": n, "received": n, "job_emitted": 10, "job_received": 10})
+w({"type": "device", "node": "anon_inode:kvm-vcpu", "driver": "kvm", "kind": "kvm-vcpu", "dev": "0:0"})
+w({"type": "task", "ts": T0, "pid": 8300, "tid": 8300, "what": "exec", "comm": "latejob"})
+for i in range(n):
+    ts = T0 + 100_000 + i * 100_000
+    w({"type": "ioctl", "ts": ts, "dur": 20_000, "pid": 8300, "tid": 8300, "driver": "kvm",
+       "kind": "kvm-vcpu", "dev": "0:0", "fd": 5, "cmd": "KVM_RUN", "cpu": 0})
+    if i >= n - 10:
+        w({"type": "job", "ts": ts + 5_000, "src": "kvm", "phase": "done", "ctx": 8300,
+           "aux": 2, "pid": 8300, "tid": 8300, "ring": "vcpu 0"})
+PY
+if kx 0 replay "$TMP/late.jsonl" -o "$TMP/late.kxp" >/dev/null 2>"$TMP/replay.err"; then
+	mkdir -p "$TMP/late.w" "$TMP/late.m"
+	env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		strace -f -qq -e trace=openat -o "$TMP/open.late" "$KXPROF" convert -v "$TMP/late.kxp" \
+		--split-events 1000 --chrome "$TMP/late.w/p.json" >/dev/null 2>"$TMP/late.w.err"
+	check late_reason_runs test $? -eq 0
+	kx 0 convert --in-memory "$TMP/late.kxp" --split-events 1000 --chrome "$TMP/late.m/p.json" \
+		>/dev/null 2>"$TMP/late.m.err"
+	check late_reason_verbose grep -q "is read into memory whole: device jobs" "$TMP/late.w.err"
+	check late_reason_read_once test "$(grep -c 'late.kxp"' "$TMP/open.late")" -eq 1
+	check late_reason_not_again sh -c "! grep -q 'read a second time' '$TMP/late.w.err'"
+	check late_reason_same_parts sh -c "test \$(ls '$TMP/late.w'/p.*.json | wc -l) -ge 3 && cd '$TMP/late.w' && for f in p.*.json; do cmp -s \$f ../late.m/\$f || exit 1; done"
+else
+	fail replay_late "$(cat "$TMP/replay.err")"
+fi
 
 # Bad values: usage errors, before the file is read.
 for bad in -1 abc "" 1.5 10x 2000000000000; do

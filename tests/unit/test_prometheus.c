@@ -109,6 +109,7 @@ static void make_snap(struct kx_agg_snapshot *s)
 	s->max_keys = 4096;
 	s->overflow = 5;
 	s->dropped = 1;
+	s->bpf_missed = 3;
 	s->since_mono_ns = 1000;
 	s->realtime_offset_ns = 1700000000LL * 1000000000LL;
 }
@@ -170,6 +171,7 @@ static void test_exact_strings(void)
 	                "ioctl=\"KVM_GET_API_VERSION\"} 2\n"));
 	CHECK(strstr(t, "kxprof_map_overflow_total{map=\"ioctl\"} 5\n"));
 	CHECK(strstr(t, "kxprof_events_dropped_total{reason=\"ringbuf_full\"} 1\n"));
+	CHECK(strstr(t, "kxprof_events_dropped_total{reason=\"kernel_skipped\"} 3\n"));
 	CHECK(strstr(t, "kxprof_aggregation_keys_limit{map=\"ioctl\"} 4096\n"));
 	CHECK(strstr(
 	        t,

@@ -394,7 +394,8 @@ static void test_sliced_parts(void)
 	chrome_only = 1;
 	CHECK(write_capture_as(path, 30000, 0, 0, 0, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY) == 0);
 	CHECK(whole_read(path, 2500, &wp) == 0);
-	CHECK(kx_wread_open_sliced(&w, path, 2500, 700, BUDGET, err, sizeof(err)) == 0);
+	CHECK(kx_wread_open_sliced(&w, path, 2500, 700, BUDGET, KX_WREAD_KEEP_RECORDS, err,
+	                           sizeof(err)) == 0);
 	CHECK(w.in_memory == NULL && w.store == NULL);
 	CHECK_EQ_U(w.plan.n, wp.n);
 	CHECK(w.plan.nslices >= 4 * w.plan.n - 1);
@@ -485,7 +486,15 @@ static void test_read_whole_when_needed(void)
 	CHECK(write_capture(path, 2000, 1, 0) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory && strstr(w.in_memory, "device jobs"));
-	CHECK(w.store == NULL); /* the job came after a window's calls: read it again */
+	/* The job came after a window's calls, but the store holds fewer than
+	 * the keep records: kept, the file is read once. */
+	CHECK(w.store && kx_store_job_count(w.store) == 1);
+	check_store_whole(&w, path, 100, 2000);
+	kx_wread_free(&w);
+	/* No keep records: the store goes past a window's calls (to be read again). */
+	CHECK(kx_wread_open_sliced(&w, path, 100, 100, BUDGET, 0, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "device jobs"));
+	CHECK(w.store == NULL);
 	kx_wread_free(&w);
 	/* The job (after 1,000 calls) comes before a window's calls: the first
 	 * read stores the rest too, past a window, and the file is read once. */

@@ -6,6 +6,7 @@
 #include "analysis/jobs.h"
 #include "analysis/timeline.h"
 #include "analysis/warnings.h"
+#include "io/kxp.h"
 #include "registry/drivers.h"
 
 #define MSG_MAX 1024
@@ -274,6 +275,17 @@ void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx
 	         "event of the same thread: shortened to nest in it",
 	         nfix, threads);
 	fn(ctx, msg);
+}
+
+void kx_read_loss_of(const struct kx_kxp_read_result *res, struct kx_read_loss *loss)
+{
+	memset(loss, 0, sizeof(*loss));
+	loss->no_trailer = res->truncated;
+	loss->corrupt_chunks = res->ncorrupt;
+	loss->corrupt_bytes = res->corrupt_bytes;
+	loss->first_corrupt = res->ncorrupt ? res->corrupt[0].chunk : 0;
+	if (res->truncated)
+		loss->cut_bytes = res->bad_tail_bytes;
 }
 
 void kx_read_loss_warnings(const struct kx_read_loss *loss, kx_warn_fn fn, void *ctx)

@@ -41,6 +41,10 @@ struct kx_read_loss {
 	uint64_t first_corrupt;  /* number of the first corrupt chunk, from 1 (0: none) */
 };
 
+struct kx_kxp_read_result;
+/* What the reader's result res (io/kxp.h) says reading lost, into loss. */
+void kx_read_loss_of(const struct kx_kxp_read_result *res, struct kx_read_loss *loss);
+
 /* Corrupt chunks, a cut, a missing trailer: one warning each (loss may be NULL). */
 void kx_read_loss_warnings(const struct kx_read_loss *loss, kx_warn_fn fn, void *ctx);
 

@@ -86,23 +86,30 @@ static void p1_whole_file(struct p1 *c, const char *why)
 /* How often the file's records are reckoned from its size (a power of 2). */
 #define P1_RECKON 65536
 
+/* Records pass 1's store may hold: a window's, and at least keep. */
+static size_t p1_keep(const struct kx_wread *w)
+{
+	return w->limit > w->keep ? w->limit : w->keep;
+}
+
 /*
- * A record that may begin a trace event: past a window's records, the file
- * is not wanted whole (unless a reason comes) and the store is given up;
- * also as soon as the file, at the rate of its records so far, holds more
- * than twice as many (a long capture is not stored only to be let go).
+ * A record that may begin a trace event: past the records the store may
+ * hold (p1_keep), the file is not wanted whole (unless a reason comes) and
+ * the store is given up; also as soon as the file, at the rate of its
+ * records so far, holds more than twice as many (a long capture is not
+ * stored only to be let go).
  */
 static void p1_count(struct p1 *c)
 {
 	const struct kx_kxp_read_result *r = &c->w->res;
-	double limit = (double)c->w->limit;
+	double keep = (double)p1_keep(c->w);
 
 	if (c->drop) /* given up already: nothing more to count */
 		return;
 	c->records++;
-	if (c->records > c->w->limit ||
+	if ((double)c->records > keep ||
 	    (!(c->records % P1_RECKON) && r->read_to &&
-	     (double)c->records * ((double)r->size / (double)r->read_to) > 2 * limit))
+	     (double)c->records * ((double)r->size / (double)r->read_to) > 2 * keep))
 		__atomic_store_n(&c->drop, 1, __ATOMIC_RELAXED);
 }
 
@@ -357,6 +364,23 @@ static int walk_file(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 	return kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
 }
 
+/* The same walk over the file as the first read stored it (kept: every
+ * record of the file), so that planning a kept file reads it no more. */
+static int walk_store(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
+{
+	const struct kx_wread *w = ctx;
+	const struct kx_samples *sm = kx_store_samples(w->store);
+
+	(void)err;
+	(void)errlen;
+	kx_wpass_see_analysed(p, w->jobs, w->ranges);
+	for (size_t i = 0; i < kx_store_ioctl_count(w->store); i++)
+		kx_wpass_see(p, kx_store_ioctl(w->store, i)->ts);
+	for (size_t i = 0; sm && i < kx_samples_count(sm); i++)
+		kx_wpass_see(p, kx_samples_get(sm, i)->ts);
+	return 0;
+}
+
 /* The slice holding start ts: the last one starting at or before it. hint:
  * the slice of the record before (most records fall in it). */
 static size_t window_of(const struct kx_windows *pl, uint64_t ts, size_t hint)
@@ -411,7 +435,7 @@ static int late_ctr_index(struct kx_wread *w)
 
 static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, size_t errlen)
 {
-	const struct kx_wsource src = {walk_file, w};
+	const struct kx_wsource src = {w->store ? walk_store : walk_file, w};
 
 	if (kx_windows_plan_src(&src, starts, w->limit, w->slice, &w->plan, err, errlen))
 		return -1;
@@ -431,7 +455,8 @@ static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, si
 
 /* w zeroed with its side stores, and c's state. 0, or -1 when out of memory
  * (c freed). */
-static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t limit, size_t budget)
+static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t limit, size_t budget,
+                   size_t keep)
 {
 	memset(w, 0, sizeof(*w));
 	const struct kx_engine_sinks out = {.ctx = c, .ioctl = p1_nest, .late_ioctl = p1_late_call};
@@ -442,6 +467,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	w->path = path;
 	w->limit = limit;
 	w->budget = budget;
+	w->keep = keep;
 	w->whole.first_ts = UINT64_MAX;
 	kx_rangewalk_init(&c->ranges);
 	c->starts = kx_whist_new();
@@ -495,11 +521,25 @@ static int p1_whole(struct p1 *c)
 int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t budget, char *err,
                   size_t errlen)
 {
-	return kx_wread_open_sliced(w, path, limit, limit, budget, err, errlen);
+	return kx_wread_open_sliced(w, path, limit, limit, budget, KX_WREAD_KEEP_RECORDS, err,
+	                            errlen);
+}
+
+/* Once the file is read without a reason to read it whole: a store kept
+ * past a window's records is let go (the file is read in windows), the
+ * starts of its records joining the plan's. 0, or -1 when out of memory. */
+static int p1_let_go(struct p1 *c)
+{
+	struct kx_wread *w = c->w;
+
+	if (w->in_memory || !w->store || (!c->drop && c->records <= w->limit))
+		return 0;
+	c->drop = 1;
+	return starts_catch_up(c->starts, w->store, c->kept_ioctls, c->kept_samples);
 }
 
 int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, size_t slice,
-                         size_t budget, char *err, size_t errlen)
+                         size_t budget, size_t keep, char *err, size_t errlen)
 {
 	struct p1 c;
 	struct kx_kxp_visitor v = {
@@ -515,7 +555,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	};
 	int rc;
 
-	if (p1_init(&c, w, path, limit, budget)) {
+	if (p1_init(&c, w, path, limit, budget, keep)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -530,13 +570,6 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		        "calls of one thread overlap past the reorder window's memory budget";
 	kx_engine_free(&c.eng);
 	kx_nesttrack_free(&c.nest);
-	if (!rc && c.drop && !w->in_memory &&
-	    starts_catch_up(c.starts, w->store, c.kept_ioctls, c.kept_samples))
-		c.oom = 1;
-	if (rc || c.drop) {
-		kx_store_free(w->store);
-		w->store = NULL;
-	}
 	if (rc) {
 		snprintf(err, errlen, "%s", w->damage);
 		w->damage[0] = 0;
@@ -544,13 +577,21 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		snprintf(err, errlen, "out of memory reading %s", path);
 		rc = -1;
 	}
-	kx_hmap_free(&c.threads);
-	kx_ranges_free(c.ranges.out);
-	kx_rangewalk_free(&c.ranges);
 	/* Records far from the order of time: windows would hold no less. */
 	if (!rc && !w->in_memory && w->nlate > limit)
 		w->in_memory = "records far from the order of time (more calls came late than a "
 		               "window holds)";
+	if (!rc && p1_let_go(&c)) {
+		snprintf(err, errlen, "out of memory reading %s", path);
+		rc = -1;
+	}
+	if (rc || c.drop) {
+		kx_store_free(w->store);
+		w->store = NULL;
+	}
+	kx_hmap_free(&c.threads);
+	kx_ranges_free(c.ranges.out);
+	kx_rangewalk_free(&c.ranges);
 	if (!rc && !w->in_memory && !w->store)
 		rc = plan(w, c.starts, err, errlen);
 	if (!rc && !w->in_memory && w->store) {

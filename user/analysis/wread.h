@@ -37,9 +37,16 @@
  * Pass 1 also reads the file into a store of its own (store), as reading it
  * whole would, while the file may still be wanted whole: until it has had
  * more records than a window holds (ioctls, CPU samples and annotations,
- * each at most one trace event's start), or for good once a reason to read
- * it whole comes first. A file that fits one window, or must be read whole,
- * is then read once, not twice.
+ * each at most one trace event's start) and more than keep records
+ * (KX_WREAD_KEEP_RECORDS: the records a window of the default split holds,
+ * so that a smaller window costs the first read no more memory than the
+ * default one does), or for good once a reason to read it whole comes
+ * first. A file that fits one window, or must be read whole, is then
+ * read once, not twice; a store kept past a window's records with no reason
+ * come is let go once the file is read (the file is read in windows). Only
+ * a file whose store was given up that way before a reason to read it whole
+ * came is to be read again (store NULL with in_memory set; see
+ * analysis/capread.h, which counts and says it).
  *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place, each counter record in
@@ -87,6 +94,9 @@
 #include "model/store.h"
 
 #define KX_WREAD_LATE_NS KX_ENGINE_LATE_NS /* 50 ms: the engine's bound */
+/* Records pass 1's store may hold past a smaller window's: those of a
+ * window of export/splitplan.h's default split (1,000,000 events). */
+#define KX_WREAD_KEEP_RECORDS ((size_t)1000000)
 
 /* A late call's counter record and its window. */
 struct kx_wread_ctr {
@@ -120,6 +130,7 @@ struct kx_wread {
 	size_t limit;                     /* events per window */
 	size_t slice;                     /* events per slice (windows.h; limit: unsliced) */
 	size_t budget;                    /* bytes each store may take */
+	size_t keep;                      /* records store may hold past limit's (pass 1) */
 	uint64_t lag_ns;  /* ns, the largest lag of a record in its place (pass 1) */
 	size_t peak_open; /* pass 2: the most windows open at once */
 	const char *path;
@@ -134,15 +145,18 @@ int kx_wread_open(struct kx_wread *w, const char *path, size_t limit, size_t bud
                   size_t errlen);
 /* The same, the windows cut into slices of at most slice events
  * (windows.h), which pass 2 reads one store at a time: the memory of a
- * slice, not a window (slice >= limit: unsliced). */
+ * slice, not a window (slice >= limit: unsliced); pass 1's store kept up to
+ * keep records when a window holds fewer (kx_wread_open:
+ * KX_WREAD_KEEP_RECORDS; 0: a window's). */
 int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, size_t slice,
-                         size_t budget, char *err, size_t errlen);
+                         size_t budget, size_t keep, char *err, size_t errlen);
 
 /*
  * When the first read kept the whole file (w->store) with no reason to read
  * it whole: the windows it would make, in w->plan (the starts of the
  * records the store holds join the first level only now: a file read whole
- * needs no plan of its own). 0, or -1 when out of memory (err says so).
+ * needs no plan of its own; a crowded bucket is counted again from the
+ * store, not the file). 0, or -1 when out of memory (err says so).
  */
 int kx_wread_plan_kept(struct kx_wread *w, char *err, size_t errlen);
 

@@ -3,13 +3,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/capread.h"
 #include "analysis/profile.h"
-#include "analysis/windows.h"
 #include "analysis/wread.h"
 #include "export/chrome.h"
 #include "export/chrome_merge.h"
@@ -18,11 +16,11 @@
 #include "export/pprof.h"
 #include "export/speedscope.h"
 #include "export/splitplan.h"
+#include "export/traceparts.h"
+#include "export/tracewindows.h"
 #include "cli/cli.h"
 #include "io/kxp.h"
-#include "io/replay.h"
 #include "model/store.h"
-#include "export/tblogdir.h"
 #include "util/outfile.h"
 #include "util/parse.h"
 
@@ -97,237 +95,19 @@ static void convert_usage(FILE *f)
  * quarter of the memory. */
 #define CHROME_SLICES 4
 
-/* What each Chrome file holds besides the timeline (KX_CHROME_*), from the options. */
-static unsigned int chrome_flags;
-
-/* Both outputs of one part written, then committed together: an error or a
- * signal leaves neither. 0, or 1 with the message printed. */
-static int convert_write(const struct kx_analysis *an, const struct kx_split_part *pt,
-                         const char *logdir)
+/* An error or notice of the trace writer (export/traceparts.h). */
+static void trace_say(void *ctx, const char *msg)
 {
-	struct kx_tblogdir xs;
-	struct kx_outfile co = {.fd = -1, .slot = -1};
-	const char *chrome = pt->chrome;
-	int have_xs = 0, rc = 1;
-	char err[512];
-	sigset_t old;
-
-	if (logdir) {
-		if (kx_tblogdir_open(an->ci, logdir, pt->suffix, &xs, err, sizeof(err)))
-			goto fail;
-		have_xs = 1;
-	}
-	if (chrome && kx_outfile_open(&co, chrome, KX_OUT_STDOUT, err, sizeof(err)))
-		goto fail;
-	if ((logdir && kx_tblogdir_write(an, &pt->xo, &xs, err, sizeof(err))) ||
-	    (chrome && kx_chrome_write_part(an, pt->is_part ? &pt->cp : NULL, chrome_flags, &co,
-	                                    err, sizeof(err))))
-		goto fail;
-	kx_outfile_hold_signals(&old);
-	if (logdir && kx_tblogdir_commit(&xs, err, sizeof(err))) {
-		kx_outfile_release_signals(&old);
-		goto fail;
-	}
-	have_xs = 0;
-	if (chrome && kx_outfile_commit(&co, err, sizeof(err))) {
-		kx_outfile_release_signals(&old);
-		goto fail;
-	}
-	kx_outfile_release_signals(&old);
-	/* The written paths, on stderr when the trace itself went to stdout. */
-	if (logdir)
-		fprintf(co.to_stdout ? stderr : stdout, "%s\n", xs.path);
-	if (chrome && !co.to_stdout)
-		printf("%s\n", chrome);
-	return 0;
-fail:
-	kx_err("%s", err);
-	if (have_xs)
-		kx_tblogdir_abort(&xs);
-	kx_outfile_abort(&co);
-	return rc;
+	(void)ctx;
+	kx_err("%s", msg);
 }
 
-/* Checks every part's names before the first part is written, then says the
- * capture is split. 0, or 2 (refused: the message printed). */
-static int parts_check(const struct kx_capinfo *ci, const struct kx_windows *wn,
-                       const struct kx_xspace_opts *xo, const char *chrome, size_t split,
-                       const char *input)
+/* A path the trace writer committed, on stderr when the trace itself went
+ * to stdout. */
+static void trace_wrote(void *ctx, const char *path, int trace_on_stdout)
 {
-	char err[512];
-
-	if (kx_split_check(ci, wn, xo, chrome, split, input, err, sizeof(err))) {
-		kx_err("%s", err);
-		return 2;
-	}
-	kx_err("%zu events are more than %zu per trace (--split-events; XProf's trace viewer "
-	       "keeps 1,000,000): writing %zu parts split by time, each a complete trace; an "
-	       "event spanning a cut is in the part where it starts",
-	       wn->total, split, wn->n);
-	return 0;
-}
-
-/* After part k of n failed: what stays of the parts before it. 1. */
-static int parts_left(size_t k, size_t n)
-{
-	if (k)
-		kx_err("parts 1 to %zu of %zu were written and stay; part %zu and later were not",
-		       k, n, k + 1);
-	return 1;
-}
-
-/* Part k of n written, else what stays of the parts before it. 0, or 1. */
-static int part_write(const struct kx_analysis *an, const struct kx_windows *wn, size_t k,
-                      const struct kx_xspace_opts *xo, const char *logdir, const char *chrome,
-                      const char *input)
-{
-	struct kx_split_part pt;
-	char err[512];
-
-	if (kx_split_part_of(an->ci, wn, k, xo, chrome, input, &pt, err, sizeof(err)))
-		kx_err("%s", err);
-	else if (!convert_write(an, &pt, logdir))
-		return 0;
-	return parts_left(k, wn->n);
-}
-
-/*
- * The XSpace and Chrome outputs: one of each, or, when the capture holds
- * more events than split allows, one run and one Chrome file per time
- * window, each part committed when complete. 0, 1 (runtime failure) or 2
- * (refused).
- */
-static int convert_traces(const struct kx_analysis *an, const struct kx_xspace_opts *xo,
-                          const char *logdir, const char *chrome, size_t split, const char *input)
-{
-	struct kx_windows wn;
-	struct kx_split_part pt;
-	char err[512];
-	int rc;
-
-	if (kx_windows_plan(an, split, &wn, err, sizeof(err))) {
-		kx_err("%s", err);
-		return 1;
-	}
-	if (wn.n == 1) {
-		kx_split_whole(&pt, xo, chrome);
-		kx_windows_free(&wn);
-		return convert_write(an, &pt, logdir);
-	}
-	rc = parts_check(an->ci, &wn, xo, chrome, split, input);
-	for (size_t k = 0; k < wn.n && !rc; k++)
-		rc = part_write(an, &wn, k, xo, logdir, chrome, input);
-	kx_windows_free(&wn);
-	return rc;
-}
-
-/* A capture converted one time window at a time (analysis/wread.h). */
-struct windowed {
-	struct kx_wread *w;
-	const struct kx_xspace_opts *xo;
-	const char *logdir, *chrome, *input;
-	struct kx_split_part pt;     /* sliced: the part being written... */
-	struct kx_outfile co;        /* ...its Chrome file... */
-	struct kx_chrome_writer *cw; /* ...and writer, open from its first slice to its last */
-};
-
-/* The part being written in slices, given up: its file goes. */
-static void slices_abort(struct windowed *wd)
-{
-	kx_chrome_writer_free(wd->cw);
-	wd->cw = NULL;
-	kx_outfile_abort(&wd->co);
-}
-
-/* Sliced (a Chrome file alone): slice k of the part it is in, written into
- * that part's file, opened at its first slice and committed after its last.
- * 0, or 1 after a message (the part's file aborted). */
-static int slice_write(struct windowed *wd, const struct kx_analysis *an, size_t k)
-{
-	const struct kx_windows *wn = &wd->w->plan;
-	size_t part = wn->slice[k].part;
-	int first = !k || wn->slice[k - 1].part != part;
-	int last = k + 1 == wn->nslices || wn->slice[k + 1].part != part;
-	char err[512];
-
-	if (first) {
-		if (kx_split_part_of(an->ci, wn, part, wd->xo, wd->chrome, wd->input, &wd->pt, err,
-		                     sizeof(err))) {
-			kx_err("%s", err);
-			return parts_left(part, wn->n);
-		}
-		if (kx_outfile_open(&wd->co, wd->pt.chrome, 0, err, sizeof(err)))
-			goto fail;
-		wd->cw = kx_chrome_open(an, &wd->pt.cp, chrome_flags, &wd->co, err, sizeof(err));
-		if (!wd->cw)
-			goto fail;
-	}
-	if (kx_chrome_add(wd->cw, an, err, sizeof(err)) ||
-	    (last && kx_chrome_close(wd->cw, an, err, sizeof(err))))
-		goto fail;
-	if (!last)
-		return 0;
-	kx_chrome_writer_free(wd->cw);
-	wd->cw = NULL;
-	if (kx_outfile_commit(&wd->co, err, sizeof(err)))
-		goto fail;
-	printf("%s\n", wd->pt.chrome);
-	return 0;
-fail:
-	kx_err("%s", err);
-	slices_abort(wd);
-	return parts_left(part, wn->n);
-}
-
-/* Slice k's part (unsliced: window k's), its store analysed with the whole
- * capture's facts. */
-static int window_part(void *ctx, struct kx_store *s, size_t k)
-{
-	struct windowed *wd = ctx;
-	const struct kx_windows *wn = &wd->w->plan;
-	struct kx_analysis *an;
-	char err[512];
-	int rc;
-
-	an = kx_analysis_build(s, &wd->w->ci, err, sizeof(err));
-	if (!an) {
-		kx_err("%s: part %zu: %s", wd->input, wn->slice[k].part + 1, err);
-		slices_abort(wd);
-		return parts_left(wn->slice[k].part, wn->n);
-	}
-	kx_cli_read_loss(&wd->w->res, &an->loss);
-	an->whole = &wd->w->whole;
-	if (wd->w->ranges)
-		kx_analysis_lend_ranges(an, wd->w->ranges);
-	if (wd->w->jobs)
-		kx_analysis_lend_jobs(an, wd->w->jobs);
-	if (wn->nslices == wn->n)
-		rc = part_write(an, wn, k, wd->xo, wd->logdir, wd->chrome, wd->input);
-	else
-		rc = slice_write(wd, an, k);
-	kx_analysis_free(an);
-	return rc;
-}
-
-static int convert_windowed(struct kx_wread *w, const struct kx_xspace_opts *xo, const char *logdir,
-                            const char *chrome, size_t split, const char *input)
-{
-	struct windowed wd = {.w = w, .xo = xo, .logdir = logdir, .chrome = chrome, .input = input};
-	char err[512];
-	int rc = parts_check(&w->ci, &w->plan, xo, chrome, split, input);
-
-	if (rc)
-		return rc;
-	wd.co.fd = -1;
-	wd.co.slot = -1;
-	rc = kx_wread_run(w, window_part, &wd, err, sizeof(err));
-	/* A read that stopped inside a part leaves nothing of that part. */
-	slices_abort(&wd);
-	if (rc < 0) {
-		kx_err("%s: %s", input, err);
-		return 1;
-	}
-	return rc;
+	(void)ctx;
+	fprintf(trace_on_stdout ? stderr : stdout, "%s\n", path);
 }
 
 /* The CPU or off-CPU profile of the store to pprof and/or folded stacks. 0, or -1 after a message.
@@ -370,79 +150,24 @@ out:
 	return rc;
 }
 
-/* A file read whole in the first read: the store, its facts, what was lost. */
-struct whole_read {
-	struct kx_store *store; /* NULL: read it */
-	struct kx_capinfo *ci;
-	struct kx_kxp_read_result *res;
-};
-
-/* Why w's file is read whole (-v), and its store to the caller when the
- * first read holds all of it. */
-static void take_whole(struct kx_wread *w, const char *path, size_t split, struct whole_read *out)
-{
-	char err[256];
-
-	if (kx_verbose && !w->in_memory && kx_wread_plan_kept(w, err, sizeof(err)))
-		kx_err("%s", err);
-	else if (kx_verbose && w->in_memory)
-		kx_err("%s is read into memory whole: %s", path, w->in_memory);
-	else if (kx_verbose && w->plan.n <= 1)
-		kx_err("%s is read into memory whole: its %zu trace events fit one trace "
-		       "(--split-events %zu)",
-		       path, w->plan.total, split);
-	else if (kx_verbose)
-		kx_err("%s is read into memory whole: its %zu trace events make %zu traces, "
-		       "but its records fit one window (--split-events %zu)",
-		       path, w->plan.total, w->plan.n, split);
-	if (!w->store)
-		return;
-	if (w->damage[0])
-		kx_cli_load_warning(path, &w->res, w->damage);
-	out->store = w->store;
-	*out->ci = w->ci;
-	*out->res = w->res;
-	w->store = NULL;
-}
-
 /*
- * The outputs of a capture read in windows: 0, 1 or 2 as cmd_convert, or
- * -1 when it is to be read whole instead (it fits one window, or a stream
- * does not give it exactly: nothing was written); the first read's store
- * then goes to whole when it holds the file.
+ * The outputs of a capture read in windows (r->w): the trace parts, then
+ * the profile of its side store. 0, 1 or 2 as cmd_convert.
  */
-static int convert_stream(const char *path, const struct kx_xspace_opts *xo, const char *logdir,
-                          const char *chrome, size_t split, const char *pprof, const char *folded,
-                          unsigned int kind, struct whole_read *whole)
+static int convert_stream(struct kx_capread *r, const struct kx_traceparts *t, const char *pprof,
+                          const char *folded, unsigned int kind)
 {
-	static struct kx_wread w;
-	char err[512];
-	int rc = -1;
+	const char *path = t->input;
+	char said[512];
+	int rc = kx_tracewindows_write(t, &r->w);
 
-	if (kx_wread_open_sliced(&w, path, split,
-	                         logdir ? split : (split + CHROME_SLICES - 1) / CHROME_SLICES,
-	                         KX_CLI_STORE_BUDGET, err, sizeof(err))) {
-		kx_err("%s", err);
-		rc = 1;
-	} else if (w.in_memory || w.plan.n <= 1 || w.store) {
-		take_whole(&w, path, split, whole);
-	} else {
-		if (w.damage[0])
-			kx_cli_load_warning(path, &w.res, w.damage);
-		rc = convert_windowed(&w, xo, logdir, chrome, split, path);
-		if (kx_verbose)
-			kx_err("read one window at a time: %zu windows (%zu slices), at most %zu "
-			       "open at once, %zu calls kept apart (their records came over %llu "
-			       "ms "
-			       "late), each window complete %.3f ms after its end",
-			       w.plan.n, w.plan.nslices, w.peak_open, w.nlate,
-			       (unsigned long long)(KX_WREAD_LATE_NS / 1000000),
-			       (double)w.lag_ns / 1e6);
-		if (!rc && (pprof || folded) &&
-		    convert_profile(path, w.side, &w.ci, kind, pprof, folded))
-			rc = 1;
+	if (kx_verbose) {
+		kx_capread_windows_said(r, said, sizeof(said));
+		kx_err("%s", said);
 	}
-	kx_wread_free(&w);
+	if (!rc && (pprof || folded) &&
+	    convert_profile(path, r->w.side, &r->w.ci, kind, pprof, folded))
+		rc = 1;
 	return rc;
 }
 
@@ -522,6 +247,38 @@ static int convert_merge(const char *path, const char *trace, const char *logdir
 	return rc;
 }
 
+/*
+ * The capture read into r as the outputs ask (analysis/capread.h): in
+ * windows of window events, each cut into slices of slice events, or whole
+ * (window 0 or KX_CAPREAD_WHOLE), with what -v says of it and the warning
+ * of what reading lost. 0, or 1 after a message.
+ */
+static int convert_read(struct kx_capread *r, const char *path, size_t window, size_t slice)
+{
+	struct kx_capread_opts o = {
+	        .window = window ? window : KX_CAPREAD_WHOLE,
+	        .slice = slice,
+	        .budget = KX_CLI_STORE_BUDGET,
+	        .keep = KX_WREAD_KEEP_RECORDS,
+	        .say = kx_verbose,
+	};
+	char err[512];
+	int rc = kx_capread_open(r, path, &o, err, sizeof(err));
+
+	if (r->why[0])
+		kx_err("%s", r->why);
+	if (r->again[0])
+		kx_err("%s", r->again);
+	if (rc) {
+		kx_err("%s", err);
+		kx_capread_free(r);
+		return 1;
+	}
+	if (r->damage[0])
+		kx_cli_load_warning(path, &r->res, r->damage);
+	return 0;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -539,12 +296,17 @@ int cmd_convert(int argc, char **argv)
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
+	static struct kx_capread cr;
 	static struct kx_capinfo ci;
 	struct kx_kxp_read_result res = {0};
 	struct kx_xspace_opts xo = {0};
+	/* The XSpace and Chrome outputs, and where their lines go. */
+	struct kx_traceparts t = {.xo = &xo, .say = trace_say, .wrote = trace_wrote};
 	const char *path = "kxprof.kxp", *logdir = NULL, *chrome = NULL, *pprof = NULL,
 	           *folded = NULL, *speedscope = NULL, *merge = NULL;
-	int off_cpu = 0, in_memory = 0, split_given = 0;
+	int off_cpu = 0, split_given = 0;
+	/* Events per read window: the parts' (0: none asked), or unbounded. */
+	size_t window = 0;
 	long long split = KX_SPLIT_EVENTS_DEFAULT;
 	struct kx_store *store = NULL;
 	struct kx_analysis *an = NULL;
@@ -552,11 +314,10 @@ int cmd_convert(int argc, char **argv)
 	int opt, rc = 1;
 
 	optind = 1;
-	chrome_flags = 0;
 	while ((opt = kx_getopt(argc, argv, "h", opts)) != -1) {
 		switch (opt) {
 		case 's':
-			chrome_flags |= KX_CHROME_STACKS;
+			t.chrome_flags |= KX_CHROME_STACKS;
 			break;
 		case 'x':
 			logdir = optarg;
@@ -579,8 +340,8 @@ int cmd_convert(int argc, char **argv)
 		case 'p':
 			speedscope = optarg;
 			break;
-		case 'M':
-			in_memory = 1;
+		case 'M': /* --in-memory: the window unbounded, the capture read whole */
+			window = KX_CAPREAD_WHOLE;
 			break;
 		case 'm':
 			merge = optarg;
@@ -609,8 +370,8 @@ int cmd_convert(int argc, char **argv)
 	}
 	if (merge)
 		return convert_merge(path, merge, logdir, chrome,
-		                     pprof || folded || speedscope || chrome_flags ||
-		                             xo.device_planes_as_gpu || off_cpu || in_memory ||
+		                     pprof || folded || speedscope || t.chrome_flags ||
+		                             xo.device_planes_as_gpu || off_cpu || window ||
 		                             split_given);
 	if (!logdir && !chrome && !pprof && !folded && !speedscope) {
 		kx_err("nothing to write: give --xplane LOGDIR, --chrome OUT.json, --pprof "
@@ -622,7 +383,7 @@ int cmd_convert(int argc, char **argv)
 		       "give it a file name");
 		return 2;
 	}
-	if (chrome_flags && !chrome) {
+	if (t.chrome_flags && !chrome) {
 		kx_err("--chrome-stacks adds to the trace of --chrome: give --chrome OUT.json");
 		return 2;
 	}
@@ -646,21 +407,28 @@ int cmd_convert(int argc, char **argv)
 		return 1;
 	}
 	/* Past one trace's events, a capture a stream gives exactly is read one
-	 * window at a time (analysis/wread.h); the others are read whole. */
-	if ((logdir || chrome) && split && !in_memory && !speedscope &&
-	    !kx_replay_is_fixture(path)) {
-		struct whole_read whole = {NULL, &ci, &res};
-
-		rc = convert_stream(path, &xo, logdir, chrome, (size_t)split, pprof, folded,
-		                    off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU, &whole);
-		if (rc >= 0)
-			return rc;
-		store = whole.store;
-	}
-	if (!store)
-		store = kx_cli_load(path, &ci, &res);
-	if (!store)
+	 * window at a time; the others are read whole (analysis/capread.h). */
+	if (!speedscope && (logdir || chrome) && split && !window)
+		window = (size_t)split;
+	/* A Chrome file alone is written in slices; an XSpace run a window whole. */
+	if (convert_read(&cr, path, window,
+	                 logdir ? (size_t)split
+	                        : ((size_t)split + CHROME_SLICES - 1) / CHROME_SLICES))
 		return 1;
+	t.logdir = logdir;
+	t.chrome = chrome;
+	t.split = (size_t)split;
+	t.input = path;
+	if (!cr.store) {
+		rc = convert_stream(&cr, &t, pprof, folded,
+		                    off_cpu ? KX_SAMPLE_OFFCPU : KX_SAMPLE_CPU);
+		kx_capread_free(&cr);
+		return rc;
+	}
+	store = cr.store;
+	cr.store = NULL;
+	ci = cr.ci;
+	res = cr.res;
 	/* One analysis for both outputs: they show the same jobs and durations. */
 	an = kx_analysis_build(store, &ci, err, sizeof(err));
 	if (!an) {
@@ -668,7 +436,7 @@ int cmd_convert(int argc, char **argv)
 		goto out;
 	}
 	kx_cli_read_loss(&res, &an->loss);
-	rc = logdir || chrome ? convert_traces(an, &xo, logdir, chrome, (size_t)split, path) : 0;
+	rc = logdir || chrome ? kx_traceparts_write(&t, an) : 0;
 	if (!rc && speedscope && kx_speedscope_write(an, speedscope, err, sizeof(err))) {
 		kx_err("%s", err);
 		rc = 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/profile.h"
+#include "analysis/capread.h"
 #include "analysis/sreport.h"
 #include "cli/cli.h"
 #include "export/ctrtable.h"
@@ -175,77 +176,45 @@ out:
 	return rc;
 }
 
-/* Every event loaded first (replay fixtures, --in-memory, captures a stream
- * cannot report exactly). */
-static int report_in_memory(const struct report_opts *o, const char *path)
+/* What the stream kept (-v). */
+static void say_streamed(const char *path, const struct kx_sreport *sr)
 {
-	static struct kx_capinfo ci;
-	struct kx_kxp_read_result res = {0};
-	struct kx_store *store = kx_cli_load(path, &ci, &res);
-	struct kx_analysis *an;
-	char err[512];
-	int rc = 1;
-
-	if (!store)
-		return 1;
-	an = kx_analysis_build(store, &ci, err, sizeof(err));
-	if (an) {
-		kx_cli_read_loss(&res, &an->loss);
-		rc = report_print(o, an, NULL, path);
-	} else {
-		kx_err("%s: %s", path, err);
-	}
-	kx_analysis_free(an);
-	kx_store_free(store);
-	return rc;
-}
-
-/* The file streamed: memory grows with the rows, not the events. Falls back
- * to report_in_memory when the stream cannot give the same report. */
-static int report_streamed(const struct report_opts *o, const char *path)
-{
-	static struct kx_sreport sr;
-	struct kx_analysis *an;
-	char err[512];
-	int rc = 1;
-
-	if (kx_sreport_read(&sr, path, KX_CLI_STORE_BUDGET, err, sizeof(err))) {
-		kx_err("%s", err);
-		kx_sreport_free(&sr);
-		return 1;
-	}
-	if (sr.in_memory) {
-		if (kx_verbose)
-			kx_err("%s is read into memory whole: %s", path, sr.in_memory);
-		kx_sreport_free(&sr);
-		return report_in_memory(o, path);
-	}
-	if (kx_verbose && sr.timelines)
+	if (sr->timelines)
 		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
 		       "annotation ranges and the %llu ioctls the memory rows need, not with the "
 		       "other events; its %llu device jobs were paired as they came, at most %zu "
 		       "held at once, no job record kept",
-		       path, (unsigned long long)sr.threads, (unsigned long long)sr.kept,
-		       (unsigned long long)sr.flow_jobs, sr.flow_held);
-	else if (kx_verbose)
+		       path, (unsigned long long)sr->threads, (unsigned long long)sr->kept,
+		       (unsigned long long)sr->flow_jobs, sr->flow_held);
+	else
 		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
 		       "annotation ranges, the %llu job records and the %llu ioctls the device "
 		       "timelines and memory rows need, not with the other events",
-		       path, (unsigned long long)sr.threads, (unsigned long long)sr.jobs,
-		       (unsigned long long)sr.kept);
-	if (err[0])
-		kx_cli_load_warning(path, &sr.res, err);
-	an = kx_analysis_build(sr.side, &sr.ci, err, sizeof(err));
-	if (an && kx_sreport_apply(&sr, an)) {
-		kx_err("out of memory building the summary");
-	} else if (an) {
-		kx_cli_read_loss(&sr.res, &an->loss);
-		rc = report_print(o, an, &sr.st, path);
-	} else {
-		kx_err("%s: %s", path, err);
+		       path, (unsigned long long)sr->threads, (unsigned long long)sr->jobs,
+		       (unsigned long long)sr->kept);
+}
+
+/* The capture read as analysis/capread.h decides (streamed, or whole), printed. */
+static int report_file(const struct report_opts *o, const char *path, int whole)
+{
+	static struct kx_capread_report r;
+	char err[512];
+	int rc = 1;
+
+	if (kx_capread_report(&r, path, whole, KX_CLI_STORE_BUDGET, kx_verbose, err, sizeof(err))) {
+		kx_err("%s", err);
+		kx_capread_report_free(&r);
+		return 1;
 	}
-	kx_analysis_free(an);
-	kx_sreport_free(&sr);
+	if (r.why[0])
+		kx_err("%s is read into memory whole: %s", path, r.why);
+	else if (kx_verbose && r.sr)
+		say_streamed(path, r.sr);
+	if (r.damage[0])
+		kx_cli_load_warning(path, r.res, r.damage);
+	kx_cli_read_loss(r.res, &r.an->loss);
+	rc = report_print(o, r.an, r.rows, path);
+	kx_capread_report_free(&r);
 	return rc;
 }
 
@@ -260,7 +229,7 @@ int cmd_report(int argc, char **argv)
 	};
 	struct report_opts o = {.sort = KX_SORT_AVG};
 	const char *path = "kxprof.kxp";
-	int opt, reset = 0, in_memory = 0;
+	int opt, reset = 0, whole = 0; /* --in-memory */
 	const char *from = NULL;
 
 	optind = 1;
@@ -287,7 +256,7 @@ int cmd_report(int argc, char **argv)
 			o.wide = 1;
 			break;
 		case 'M':
-			in_memory = 1;
+			whole = 1;
 			break;
 		case 'F':
 			from = optarg;
@@ -309,7 +278,7 @@ int cmd_report(int argc, char **argv)
 		       "(a record file is a finished capture, nothing to reset)");
 		return 2;
 	}
-	if (from && in_memory) {
+	if (from && whole) {
 		kx_err("--in-memory is about reading a record file, not --from");
 		return 2;
 	}
@@ -322,7 +291,5 @@ int cmd_report(int argc, char **argv)
 		kx_err("one record file at a time ('%s' is extra)", argv[optind]);
 		return 2;
 	}
-	if (in_memory || kx_replay_is_fixture(path))
-		return report_in_memory(&o, path);
-	return report_streamed(&o, path);
+	return report_file(&o, path, whole);
 }

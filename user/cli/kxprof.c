@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "capture/setup.h"
+#include "analysis/capread.h"
 #include "analysis/warnings.h"
 #include "cli/cli.h"
 #include "io/kxp.h"
-#include "io/replay.h"
 #include "model/version.h"
 #include "model/store.h"
 
@@ -62,41 +62,20 @@ void kx_cli_load_warning(const char *path, const struct kx_kxp_read_result *res,
 
 void kx_cli_read_loss(const struct kx_kxp_read_result *res, struct kx_read_loss *loss)
 {
-	memset(loss, 0, sizeof(*loss));
-	loss->no_trailer = res->truncated;
-	loss->corrupt_chunks = res->ncorrupt;
-	loss->corrupt_bytes = res->corrupt_bytes;
-	loss->first_corrupt = res->ncorrupt ? res->corrupt[0].chunk : 0;
-	if (res->truncated)
-		loss->cut_bytes = res->bad_tail_bytes;
+	kx_read_loss_of(res, loss);
 }
 
 struct kx_store *kx_cli_load(const char *path, struct kx_capinfo *ci,
                              struct kx_kxp_read_result *res)
 {
-	struct kx_store *store = kx_store_new(KX_CLI_STORE_BUDGET);
-	char err[512];
+	char err[512], damage[512];
+	struct kx_store *store = kx_capread_whole(path, KX_CLI_STORE_BUDGET, ci, res, damage,
+	                                          sizeof(damage), err, sizeof(err));
 
-	if (!store) {
-		kx_err("out of memory");
-		return NULL;
-	}
-	/* Replay fixtures load wherever record files do (see replay.h). */
-	if (kx_replay_is_fixture(path)) {
-		memset(res, 0, sizeof(*res));
-		if (kx_replay_load(path, store, ci, err, sizeof(err)) == 0)
-			return store;
+	if (!store)
 		kx_err("%s", err);
-		kx_store_free(store);
-		return NULL;
-	}
-	if (kx_kxp_read(path, store, ci, res, err, sizeof(err)) != 0) {
-		kx_err("%s", err);
-		kx_store_free(store);
-		return NULL;
-	}
-	if (err[0])
-		kx_cli_load_warning(path, res, err);
+	else if (damage[0])
+		kx_cli_load_warning(path, res, damage);
 	return store;
 }
 

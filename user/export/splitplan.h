@@ -3,7 +3,7 @@
  * trace events one output may hold, and what each time window of the plan
  * (analysis/windows.h) becomes: a part with its XSpace run suffix, its
  * Chrome file name and the note it carries. Owns the part names; the
- * writers and the order parts are written in are the front end's.
+ * writers and the order parts are written in are export/traceparts.h's.
  */
 #ifndef KX_SPLITPLAN_H
 #define KX_SPLITPLAN_H

@@ -85,6 +85,7 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 	sum->ci.stop_mono_ns = snap->mono_ns;
 	sum->ci.dropped = snap->dropped;
 	sum->ci.inflight_full = snap->inflight_full;
+	sum->ci.bpf_missed = snap->bpf_missed;
 	sum->agg_overflow = snap->overflow;
 	sum->agg_max_keys = snap->max_keys;
 	if (kx_stats_from_agg(&sum->st, snap)) {

@@ -112,6 +112,7 @@ static void snapshot_facts(struct kx_agg *a, struct kx_agg_snapshot *out)
 	out->dropped = kx_session_stat(a->s, KX_STAT_DROPPED) +
 	               kx_session_stat(a->s, KX_STAT_TASK_DROPPED);
 	out->inflight_full = kx_session_stat(a->s, KX_STAT_INFLIGHT_FULL);
+	out->bpf_missed = ci->bpf_missed;
 }
 
 int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, char *err, size_t len)

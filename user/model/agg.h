@@ -44,6 +44,7 @@ struct kx_agg_snapshot {
 	uint64_t overflow;       /* ioctls not counted: key limit reached (cumulative) */
 	uint64_t dropped;        /* ring-buffer records lost (cumulative; 0 unless records flow) */
 	uint64_t inflight_full;  /* ioctls not traced: too many calls in flight (cumulative) */
+	uint64_t bpf_missed;     /* runs of the programs the kernel skipped (cumulative) */
 	struct kx_agg_row *rows; /* sorted by key */
 	size_t nrows;
 };
