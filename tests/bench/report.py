@@ -600,8 +600,9 @@ def growth_table(data, cfg, out):
                "range per 64 calls and a \"layer\" range per 8, with a mark per 16; its events "
                "count the annotation records too. The capture with device timelines is "
                "recorded live (`%s`; its events are its ioctls, %s jobs): the streamed "
-               "report pairs KVM jobs as the records pass and keeps none (another "
-               "source's job records, and the ioctls they look at, would be kept)." % (
+               "report pairs its jobs as the records pass and keeps none (KVM jobs, block "
+               "requests and per-driver GPU jobs; a capture whose first job is a shared "
+               "fence source's still keeps its job records)." % (
                    cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?"), cfg.get("GROWJOBS", "?"),
                    num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1))))
     out.append("")

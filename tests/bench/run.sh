@@ -613,8 +613,8 @@ else
 	echo "bench: bench_kxpgen -a failed: $(head -c 300 "$TMP/grow.err")" >&2
 fi
 # A live capture with device timelines (the stand-in accelerator's shortest
-# jobs): report pairs KVM jobs as they pass (analysis/jobflow.h); loop jobs'
-# records are kept with the ioctls they look at.
+# jobs): report pairs KVM jobs and loop block requests as they pass
+# (analysis/jobflow.h), keeping none.
 if [ "$ACCEL" = kvm ]; then
 	JOBCAP=("$KVMW" -t 2 -j $((KVMRUN_JOBS * 5)) -l 0)
 else
