@@ -123,11 +123,11 @@ struct kx_jobflow {
 	size_t peak_held;         /* the most jobs held at once */
 	int has_kvm;              /* a KVM job record came */
 	/* Block requests: */
-	struct kx_slots recs;          /* records waiting in recq (jobflow.c's fl_rec) */
+	struct kx_slots recs;          /* records waiting in recq (jobflow_int.h's fl_rec) */
 	struct kx_minheap recq;        /* their order: time, then file order */
 	uint64_t rel_ts;               /* ns, the latest record paired */
 	struct kx_keymap keys;         /* pairing key -> open request (slot + 1), or closed */
-	struct kx_slots open;          /* the open requests (jobflow.c's fl_kjob) */
+	struct kx_slots open;          /* the open requests (jobflow_int.h's fl_kjob) */
 	struct kx_minheap opens;       /* their order in the sweeps (stale ones skipped) */
 	struct kx_jobflow_key *closed; /* closed keys remembered, by DONE time (from chead) */
 	size_t nclosed, chead, ccap;

@@ -1,0 +1,199 @@
+/*
+ * The parts of the streamed device timelines (analysis/jobflow.h) and what
+ * they share: the records, jobs, keys and wait calls held, the rings' and
+ * devices' figures, and each part's entry points. Owned by the jobflow_*.c
+ * files; nothing outside them includes it.
+ *   jobflow.c        the feed, the end and the lifetime of a struct kx_jobflow
+ *   jobflow_kvm.c    KVM exits paired with their KVM_RUN
+ *   jobflow_keyed.c  block requests and GPU jobs paired by key
+ *   jobflow_keys.c   the closed keys remembered, then forgotten
+ *   jobflow_link.c   submit links: a record's look at its task's calls, ring drivers
+ *   jobflow_wait.c   GPU wait calls kept, a job's waiter
+ *   jobflow_sweep.c  a job made: counted, held, swept in start order
+ *   jobflow_rows.c   the result: rings, devices, job rows
+ */
+#ifndef KX_JOBFLOW_INT_H
+#define KX_JOBFLOW_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/jobpair.h"
+#include "analysis/jobs.h"
+#include "analysis/stats.h"
+#include "model/event.h"
+#include "model/store.h"
+#include "util/keymap.h"
+#include "util/minheap.h"
+
+struct kx_jobflow;
+
+/* A KVM exit waiting for the call of its thread that holds it. */
+struct fl_exit {
+	struct kx_job e;
+	uint64_t seq;         /* its place among the job records */
+	struct kx_ioctl cand; /* the thread's last call entered at or before it so far */
+	uint64_t cand_id;     /* that call's id (0: none) */
+};
+
+/* A block record's look at the calls of its task (a slot of recs). */
+struct fl_probe {
+	uint32_t slot, gen;
+};
+
+struct fl_thread {
+	struct kx_ioctl last; /* its last call */
+	uint64_t last_id;     /* that call's id (0: none yet) */
+	uint64_t used_id;     /* the KVM_RUN its last job was made of (0: none) */
+	uint64_t exit_ts;     /* ns, its latest KVM exit so far */
+	struct fl_exit *open; /* its exits waiting, in file order */
+	size_t nopen, cap;
+	struct fl_probe *probes; /* its block records still looking at its calls */
+	size_t nprobes, pcap;
+	uint64_t forced_at; /* ns, the latest such record paired before a later call came */
+};
+
+/* A block record waiting for earlier ones, with its submit link's candidate. */
+struct fl_rec {
+	struct kx_job e;
+	uint64_t seq;         /* its place among the job records */
+	struct kx_ioctl cand; /* its task's last call entered at or before it so far */
+	uint64_t cand_id;     /* that call's id (0: none) */
+	uint32_t gen;
+	uint8_t looking; /* its task's calls may still change cand */
+};
+
+/* Where a block record waits: its order, its slot. */
+struct fl_recref {
+	uint64_t ts, seq;
+	uint32_t slot, gen;
+};
+
+/* An open block request. */
+struct fl_kjob {
+	struct kx_tjob t;
+	uint64_t ts, seq; /* the record that opened it */
+	uint32_t gen;
+	uint8_t submit_drv; /* its submitting call's driver (0: none) */
+};
+
+/* An open request's place in the sweeps' order, at the earliest. */
+struct fl_openref {
+	uint64_t start, ts, seq;
+	uint32_t slot, gen;
+};
+
+/* A closed key, remembered or forgotten. */
+struct kx_jobflow_key {
+	uint64_t k[3];
+	uint64_t done;      /* ns, its DONE (remembered keys) */
+	uint32_t slot, gen; /* its job still held in f->open (GPU), else NO_SLOT */
+	uint8_t reusable;   /* its source reuses keys (kx_jobpair_reusable) */
+	uint8_t used;       /* a forgotten key is in this table slot */
+	uint8_t lost;       /* a forgotten key was put over another here */
+};
+
+/* The driver a shared fence source's ring learnt from its first linked job. */
+struct kx_jobflow_ringdrv {
+	uint64_t ts, seq; /* that job's record (the builder's order) */
+	uint8_t drv;
+};
+
+/* A GPU driver's wait call that may hold a DONE to come. */
+struct kx_jobflow_wait {
+	uint64_t ts, end, id; /* ns; its place among the calls */
+	uint32_t pid, tid;
+	uint8_t drv;
+};
+
+#define NO_SLOT    UINT32_MAX
+#define KEY_CLOSED UINT64_MAX /* f->keys: the key's job is closed and counted */
+
+/* A made job waiting for its turn in start order. */
+struct fl_job {
+	uint64_t start, end; /* ns, as drawn (kx_jobrec_start, kx_jobrec_end) */
+	uint64_t in;         /* ns, when it came in flight (queue, else run), 0: never */
+	uint64_t ts, seq; /* the record that made it: its time, its place (the builder's order) */
+	uint32_t ring;    /* index in f->rings */
+	uint8_t busy;     /* it has a busy interval ([start, end]) */
+	uint8_t done;
+};
+
+/* The union of intervals fed in start order: the closed ones' length and the open one. */
+struct fl_union {
+	uint64_t total, a, e; /* ns */
+	int any;
+};
+
+struct kx_jobflow_ring {
+	char name[32];
+	uint32_t dev; /* index in f->devs before the final order */
+	uint64_t njobs, completed, linked, waited;
+	uint32_t nlanes;
+	struct kx_minheap ends; /* ns, the ends of its jobs swept that may still overlap */
+	struct fl_union busy;
+	struct kx_stat_row exec, queue; /* DONE - start; RUN - QUEUE (none for KVM) */
+};
+
+struct kx_jobflow_dev {
+	uint64_t njobs, completed, incomplete, no_queue, linked;
+	struct fl_union busy;
+	struct kx_minheap outs; /* ns, the DONE times of its jobs in flight */
+	uint64_t open;          /* jobs in flight that never complete */
+	uint64_t cur;           /* ns, the in time being swept */
+	int any;
+	uint32_t max_depth;
+};
+
+/* jobflow.c */
+/* f's figures cannot be exact: why (the first reason kept). */
+void jf_because(struct kx_jobflow *f, const char *why);
+
+/* jobflow_sweep.c */
+/* The sweeps' part of f made empty; freed. */
+void jf_sweep_init(struct kx_jobflow *f);
+void jf_sweep_free(struct kx_jobflow *f);
+uint64_t jf_union_len(const struct fl_union *u);
+void jf_depth_note(struct kx_jobflow_dev *d);
+int jf_release(struct kx_jobflow *f, int all);
+int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t seq, uint64_t end_ns,
+               unsigned int submit_drv, unsigned int ring_drv, const char *late);
+
+/* jobflow_kvm.c */
+int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e, uint64_t id);
+int jf_kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq);
+int jf_close_exits(struct kx_jobflow *f);
+
+/* jobflow_keyed.c */
+/* The keyed part of f (records, open jobs, keys, ring drivers) made empty; freed. */
+void jf_keyed_init(struct kx_jobflow *f);
+void jf_keyed_free(struct kx_jobflow *f);
+int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns);
+int jf_recs_release(struct kx_jobflow *f, int all);
+int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq);
+int jf_keyed_end(struct kx_jobflow *f, uint64_t end_ns);
+
+/* jobflow_keys.c */
+int jf_forgotten(const struct kx_jobflow *f, const uint64_t k[3], int reusable);
+int jf_remember(struct kx_jobflow *f, const uint64_t k[3], uint64_t done, uint32_t slot,
+                uint32_t gen, int reusable);
+int jf_forget_old(struct kx_jobflow *f);
+
+/* jobflow_link.c */
+void jf_probe_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e,
+                   uint64_t id);
+void jf_probe_add(struct fl_thread *t, struct fl_rec *r, uint32_t slot);
+int jf_probe_room(struct kx_jobflow *f, struct fl_thread *t);
+int jf_ring_driver(struct kx_jobflow *f, const struct fl_kjob *j, unsigned int *drv);
+
+/* jobflow_wait.c */
+int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id);
+void jf_find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_jobdev *d);
+
+/* jobflow_rows.c */
+/* The devices, rings, figures and rows of o once every job is swept. 0, or
+ * -1 when out of memory. */
+int jf_result(struct kx_jobflow *f, struct kx_jobs *o, const struct kx_store *mem,
+              struct kx_stats *rows);
+
+#endif /* KX_JOBFLOW_INT_H */

@@ -1,0 +1,111 @@
+/*
+ * The streamed device timelines' KVM jobs (jobflow_int.h): a KVM exit
+ * paired with the KVM_RUN of its thread that holds it, once its thread's
+ * last call entered at or before it is known.
+ */
+#include <string.h>
+
+#include "analysis/jobflow.h"
+#include "analysis/jobflow_int.h"
+#include "util/grow.h"
+
+/* The job of exit x, inside the KVM_RUN io (NULL: in none). */
+static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct kx_ioctl *io)
+{
+	struct kx_tjob t;
+
+	kx_tjob_kvm(&t, &x->e, io, io ? 0 : -1);
+	return jf_job_out(f, &t, x->e.ts, x->seq, 0, 0, 0,
+	                  "a KVM job started before jobs already counted in start order (its "
+	                  "KVM_RUN ran longer than the streamed read's window)");
+}
+
+/* Exit x of thread t, its thread's last call entered at or before it now
+ * known (x->cand): jobs.c's kvm_event. */
+static int kvm_resolve(struct kx_jobflow *f, struct fl_thread *t, const struct fl_exit *x)
+{
+	if (!x->cand_id || !kx_kvm_run_holds(&x->cand, x->e.ts))
+		return kvm_job(f, x, NULL);
+	if (x->cand_id == t->used_id) {
+		f->anom.duplicate++;
+		return 0;
+	}
+	t->used_id = x->cand_id;
+	f->runs_used++;
+	return kvm_job(f, x, &x->cand);
+}
+
+/* Call e (id) of thread t: the exits it starts after are resolved, the
+ * others now look at it. */
+int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e, uint64_t id)
+{
+	size_t keep = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < t->nopen; i++) {
+		struct fl_exit *x = &t->open[i];
+
+		if (e->ts <= x->e.ts) {
+			x->cand = *e;
+			x->cand_id = id;
+			t->open[keep++] = *x;
+			continue;
+		}
+		if (!rc && kvm_resolve(f, t, x))
+			rc = -1;
+		f->exits--;
+	}
+	t->nopen = keep;
+	return rc;
+}
+
+/* KVM exit j (place seq): it waits on its thread for the call that holds it. */
+int jf_kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
+{
+	struct fl_thread *t = kx_tidtab_get(&f->threads, kx_kvm_tid(j), 1);
+	struct fl_exit *x;
+
+	if (!t)
+		return -1;
+	if (t->last_id && t->last.ts > j->ts) {
+		jf_because(f, "a KVM exit came after a later call of its thread");
+		return 0;
+	}
+	/* The builder takes a thread's exits by time: the first inside a run makes its job. */
+	if (j->ts < t->exit_ts) {
+		jf_because(f, "KVM exits of one thread came out of time order");
+		return 0;
+	}
+	t->exit_ts = j->ts;
+	if (f->exits >= KX_JOBFLOW_EXITS) {
+		jf_because(f, "too many KVM exits waiting for their KVM_RUN");
+		return 0;
+	}
+	if (kx_grow((void **)&t->open, &t->cap, t->nopen, sizeof(*t->open)))
+		return -1;
+	x = &t->open[t->nopen++];
+	memset(x, 0, sizeof(*x));
+	x->e = *j;
+	x->seq = seq;
+	if (t->last_id) {
+		x->cand = t->last;
+		x->cand_id = t->last_id;
+	}
+	f->exits++;
+	return 0;
+}
+
+/* Every exit still open, with what its thread gave. */
+int jf_close_exits(struct kx_jobflow *f)
+{
+	for (size_t i = 0; i < f->threads.n; i++) {
+		struct fl_thread *t = kx_tidtab_at(&f->threads, i);
+
+		for (size_t k = 0; k < t->nopen; k++)
+			if (kvm_resolve(f, t, &t->open[k]))
+				return -1;
+		t->nopen = 0;
+	}
+	f->exits = 0;
+	return 0;
+}

@@ -1,0 +1,286 @@
+/*
+ * The streamed device timelines' made jobs (jobflow_int.h): classified,
+ * counted into their ring's and device's figures, held, then swept in
+ * start order for lanes, busy time and the most in flight.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/jobflow.h"
+#include "analysis/jobflow_int.h"
+#include "util/grow.h"
+
+static int u64_less(const void *a, const void *b)
+{
+	return *(const uint64_t *)a < *(const uint64_t *)b;
+}
+
+/* By start, then in the order the builder made them. */
+static int job_less(const void *pa, const void *pb)
+{
+	const struct fl_job *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start;
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	return a->seq < b->seq;
+}
+
+void jf_sweep_init(struct kx_jobflow *f)
+{
+	f->held = (struct kx_minheap)KX_MINHEAP_INIT(struct fl_job, job_less);
+}
+
+void jf_sweep_free(struct kx_jobflow *f)
+{
+	for (size_t i = 0; i < f->nrings; i++) {
+		kx_minheap_free(&f->rings[i].ends);
+		kx_stat_row_free(&f->rings[i].exec);
+		kx_stat_row_free(&f->rings[i].queue);
+	}
+	free(f->rings);
+	for (size_t i = 0; i < f->nfdev; i++)
+		kx_minheap_free(&f->fdev[i].outs);
+	free(f->fdev);
+	kx_minheap_free(&f->held);
+}
+
+static void union_add(struct fl_union *u, uint64_t a, uint64_t b)
+{
+	if (u->any && a <= u->e) {
+		if (b > u->e)
+			u->e = b;
+		return;
+	}
+	if (u->any)
+		u->total += u->e - u->a;
+	u->a = a;
+	u->e = b;
+	u->any = 1;
+}
+
+uint64_t jf_union_len(const struct fl_union *u)
+{
+	return u->total + (u->any ? u->e - u->a : 0);
+}
+
+/* The jobs in flight once every change at d->cur is in. */
+void jf_depth_note(struct kx_jobflow_dev *d)
+{
+	uint64_t n;
+
+	while (d->outs.n && *(const uint64_t *)kx_minheap_top(&d->outs) <= d->cur)
+		kx_minheap_pop(&d->outs, NULL);
+	n = d->outs.n + d->open;
+	if (n > d->max_depth)
+		d->max_depth = (uint32_t)n;
+}
+
+static int sweep(struct kx_jobflow *f, const struct fl_job *j)
+{
+	struct kx_jobflow_ring *r = &f->rings[j->ring];
+	struct kx_jobflow_dev *d = &f->fdev[r->dev];
+
+	/* Lanes: a job takes the first lane free at its start, so a ring
+	 * needs one more than the jobs before it that end after its start. */
+	while (r->ends.n && *(const uint64_t *)kx_minheap_top(&r->ends) <= j->start)
+		kx_minheap_pop(&r->ends, NULL);
+	if (r->ends.n + 1 > r->nlanes)
+		r->nlanes = (uint32_t)(r->ends.n + 1);
+	if (kx_minheap_push(&r->ends, &j->end))
+		return -1;
+	if (j->busy) {
+		union_add(&r->busy, j->start, j->end);
+		union_add(&d->busy, j->start, j->end);
+	}
+	if (j->in) {
+		if (d->any && j->in != d->cur)
+			jf_depth_note(d);
+		d->cur = j->in;
+		d->any = 1;
+		if (!j->done)
+			d->open++;
+		else if (kx_minheap_push(&d->outs, &j->end))
+			return -1;
+	}
+	f->swept_start = j->start;
+	f->swept_ts = j->ts;
+	f->swept_seq = j->seq;
+	f->swept = 1;
+	return 0;
+}
+
+/* The earliest open block request's place (stale entries dropped), NULL: none. */
+static const struct fl_openref *open_first(struct kx_jobflow *f)
+{
+	while (f->opens.n) {
+		const struct fl_openref *o = kx_minheap_top(&f->opens);
+		const struct fl_kjob *k = kx_slots_at(&f->open, o->slot);
+
+		if (k->gen == o->gen)
+			return o;
+		kx_minheap_pop(&f->opens, NULL);
+	}
+	return NULL;
+}
+
+/* Does held job j come before every job open request o may make? */
+static int before_open(const struct fl_job *j, const struct fl_openref *o)
+{
+	if (j->start != o->start)
+		return j->start < o->start;
+	if (j->ts != o->ts)
+		return j->ts < o->ts;
+	return j->seq < o->seq;
+}
+
+/* The held jobs whose turn has come: started KX_JOBFLOW_WINDOW_NS before
+ * the latest time seen and before every open request, or past
+ * KX_JOBFLOW_HELD (all: at the end). */
+int jf_release(struct kx_jobflow *f, int all)
+{
+	struct fl_job j;
+
+	while (f->held.n) {
+		const struct fl_job *top = kx_minheap_top(&f->held);
+		const struct fl_openref *o = all ? NULL : open_first(f);
+		int blocked = o && !before_open(top, o);
+
+		if (!all && (blocked || top->start + KX_JOBFLOW_WINDOW_NS >= f->now)) {
+			if (f->held.n <= KX_JOBFLOW_HELD)
+				return 0;
+			if (blocked)
+				jf_because(f,
+				           "a device job stayed open (no DONE, or a GPU job within "
+				           "the window after it) while more than 16384 later jobs "
+				           "completed");
+		}
+		kx_minheap_pop(&f->held, &j);
+		if (sweep(f, &j))
+			return -1;
+	}
+	return 0;
+}
+
+static struct kx_jobflow_ring *ring_get(struct kx_jobflow *f, uint32_t dev, const char *name)
+{
+	struct kx_jobflow_ring *r;
+
+	for (size_t i = 0; i < f->nrings; i++)
+		if (f->rings[i].dev == dev && !strcmp(f->rings[i].name, name))
+			return &f->rings[i];
+	if (kx_grow((void **)&f->rings, &f->rcap, f->nrings, sizeof(*f->rings)))
+		return NULL;
+	r = &f->rings[f->nrings++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->dev = dev;
+	r->ends = (struct kx_minheap)KX_MINHEAP_INIT(uint64_t, u64_less);
+	r->exec.min = r->queue.min = UINT64_MAX;
+	r->exec.job = r->queue.job = 1;
+	return r;
+}
+
+/* Room for the sweeps of every device of f->devs. */
+static int devs_room(struct kx_jobflow *f)
+{
+	struct kx_jobflow_dev *nd;
+
+	if (f->nfdev >= f->devs.n)
+		return 0;
+	nd = realloc(f->fdev, f->devs.n * sizeof(*nd));
+	if (!nd)
+		return -1;
+	f->fdev = nd;
+	for (size_t i = f->nfdev; i < f->devs.n; i++) {
+		memset(&nd[i], 0, sizeof(nd[i]));
+		nd[i].outs = (struct kx_minheap)KX_MINHEAP_INIT(uint64_t, u64_less);
+	}
+	f->nfdev = f->devs.n;
+	return 0;
+}
+
+/* A job's counts and rows (jobs.c's ring_stats and dev_stats, one job). */
+static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struct kx_jobrec *j)
+{
+	uint64_t s = kx_jobrec_start(j);
+
+	r->njobs++;
+	r->completed += j->done_ts != 0;
+	r->linked += j->submit >= 0;
+	r->waited += j->waiter_tid != 0;
+	d->njobs++;
+	d->completed += j->done_ts != 0;
+	d->incomplete += (j->flags & KX_JOBF_INCOMPLETE) != 0;
+	d->no_queue += (j->flags & KX_JOBF_NO_QUEUE) != 0;
+	d->linked += j->submit >= 0;
+	if (j->done_ts && (j->run_ts || j->queue_ts) &&
+	    kx_stat_row_add_bounded(&r->exec, j->done_ts - s, KX_JOBFLOW_EXACT))
+		return -1;
+	/* KVM jobs start running at KVM_RUN entry: no queue to measure. */
+	if (j->src == KX_JOB_SRC_KVM)
+		return 0;
+	if (j->queue_ts && j->run_ts &&
+	    kx_stat_row_add_bounded(&r->queue, j->run_ts - j->queue_ts, KX_JOBFLOW_EXACT))
+		return -1;
+	if (!j->queue_ts && (j->flags & KX_JOBF_DIRECT) &&
+	    kx_stat_row_add_bounded(&r->queue, 0, KX_JOBFLOW_EXACT))
+		return -1;
+	return 0;
+}
+
+/* The held job of t (made by the record of time ts and place seq) on ring. */
+static struct fl_job held_job(const struct kx_tjob *t, uint64_t ts, uint64_t seq, uint64_t end_ns,
+                              uint32_t ring)
+{
+	uint64_t a, b; /* ns, its busy interval (as drawn: start and end) */
+
+	return (struct fl_job){
+	        .start = kx_jobrec_start(&t->r),
+	        .end = kx_jobrec_end(&t->r, end_ns),
+	        .in = t->r.queue_ts ? t->r.queue_ts : t->r.run_ts,
+	        .ts = ts,
+	        .seq = seq,
+	        .ring = ring,
+	        .busy = (uint8_t)kx_jobrec_busy(&t->r, end_ns, &a, &b),
+	        .done = t->r.done_ts != 0,
+	};
+}
+
+/* A job whose phases are all in (t; made by the record of time ts and
+ * place seq): classified, given its device and ring (as jobs.c's
+ * classify), counted, held. end_ns: the capture's end (an incomplete job
+ * ends there; 0 before the end). late: why, when it comes after later
+ * jobs were swept. */
+int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t seq, uint64_t end_ns,
+               unsigned int submit_drv, unsigned int ring_drv, const char *late)
+{
+	struct kx_jobflow_ring *r;
+	struct fl_job h;
+	long dev;
+
+	kx_tjob_classify(t, &f->anom);
+	kx_tjob_ring_name(t);
+	dev = kx_jobdevtab_assign(&f->devs, t, submit_drv, ring_drv);
+	if (dev < 0 || devs_room(f))
+		return -1;
+	jf_find_waiter(f, t, &f->devs.devs[dev]);
+	kx_tjob_ring_fallback(t);
+	r = ring_get(f, (uint32_t)dev, t->ring);
+	if (!r || fold(r, &f->fdev[dev], &t->r))
+		return -1;
+	h = held_job(t, ts, seq, end_ns, (uint32_t)(r - f->rings));
+	if (f->swept && !job_less(&(struct fl_job){.start = f->swept_start,
+	                                           .ts = f->swept_ts,
+	                                           .seq = f->swept_seq},
+	                          &h))
+		jf_because(f, late);
+	f->jobs++;
+	if (kx_minheap_push(&f->held, &h) || jf_release(f, 0))
+		return -1;
+	if (f->held.n > f->peak_held)
+		f->peak_held = f->held.n;
+	return 0;
+}

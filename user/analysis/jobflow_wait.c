@@ -1,0 +1,87 @@
+/*
+ * The streamed device timelines' GPU waiters (jobflow_int.h): the wait
+ * calls of GPU drivers kept while a DONE to come may fall inside them, and
+ * the best of them for a GPU job counted.
+ */
+#include "analysis/jobflow.h"
+#include "analysis/jobflow_int.h"
+#include "util/grow.h"
+
+/* The wait calls still able to hold a DONE to come: those that return at
+ * or after the earliest DONE of a job not counted yet. */
+static uint64_t waits_low(const struct kx_jobflow *f)
+{
+	uint64_t low = f->rel_ts;
+
+	if (f->chead < f->nclosed && f->closed[f->chead].done < low)
+		low = f->closed[f->chead].done;
+	return low;
+}
+
+/* A GPU driver's wait call e (id): kept while a job may end inside it. */
+int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
+{
+	uint64_t low = waits_low(f);
+	size_t keep = 0;
+	int wait = 0;
+
+	if (!kx_drv_gpu(e->drv) || kx_wait_ioctl(&f->names, e, &wait))
+		return kx_drv_gpu(e->drv) ? -1 : 0;
+	if (!wait)
+		return 0;
+	/* None kept before a GPU job record: a job ending inside one is told. */
+	if (!f->gpu_seen) {
+		if (kx_ioctl_end(e) > f->wait_unkept)
+			f->wait_unkept = kx_ioctl_end(e);
+		return 0;
+	}
+	if (f->waited_any && e->ts <= f->waited_max)
+		jf_because(
+		        f,
+		        "a wait call came after a GPU job it may have waited for was counted (it "
+		        "began more than the streamed read's window before it returned)");
+	for (size_t i = 0; i < f->nwaits; i++)
+		if (f->waits[i].end >= low)
+			f->waits[keep++] = f->waits[i];
+	f->nwaits = keep;
+	if (f->nwaits >= KX_JOBFLOW_WAITS) {
+		jf_because(f, "too many wait calls of GPU drivers around the jobs not counted yet");
+		return 0;
+	}
+	if (kx_grow((void **)&f->waits, &f->wcap, f->nwaits, sizeof(*f->waits)))
+		return -1;
+	f->waits[f->nwaits++] =
+	        (struct kx_jobflow_wait){e->ts, kx_ioctl_end(e), id, e->pid, e->tid, e->drv};
+	return 0;
+}
+
+/* The waiter of GPU job t of device d among the wait calls (jobs.c's best_waiter). */
+void jf_find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_jobdev *d)
+{
+	struct kx_waitcand best = {0, 0, 0}, c;
+	uint64_t done = t->r.done_ts;
+	int found = 0;
+
+	if (t->r.waiter_tid || !done || !kx_job_src_gpu(t->r.src))
+		return;
+	if (done <= f->wait_unkept)
+		jf_because(f,
+		           "a GPU driver's wait call came before the first GPU job record (it may "
+		           "hold a job's DONE)");
+	if (!f->waited_any || done > f->waited_max)
+		f->waited_max = done;
+	f->waited_any = 1;
+	for (size_t i = 0; i < f->nwaits; i++) {
+		const struct kx_jobflow_wait *w = &f->waits[i];
+
+		if (w->ts > done || w->end < done ||
+		    !kx_waiter_fits(d, &(struct kx_ioctl){.drv = w->drv}))
+			continue;
+		c = (struct kx_waitcand){w->pid, w->end, w->id};
+		if (!found || kx_waiter_better(&c, &best, t->r.pid)) {
+			best = c;
+			t->r.waiter_tid = w->tid;
+			found = 1;
+		}
+	}
+}
