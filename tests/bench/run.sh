@@ -647,7 +647,8 @@ echo "bench: 5. annotations" >&2
 
 # ---- 5b. the DRM usage sampler: CPU per process per pass ----
 echo "bench: 5b. DRM usage sampler" >&2
-"$B/bench/bench_drmusage" -r "$ROUNDS" >>"$RAW" 2>"$TMP/bd.err" ||
+# (from the repository root: it reads tests/fixtures/fdinfo)
+(cd "$ROOT" && "$B/bench/bench_drmusage" -r "$ROUNDS") >>"$RAW" 2>"$TMP/bd.err" ||
 	echo "bench: bench_drmusage failed: $(head -c 300 "$TMP/bd.err")" >&2
 
 # ---- 7. CPU sampling against perf record (tests/bench/sampling.sh) ----
