@@ -74,8 +74,8 @@ static int image_seen(struct kx_symcollect *c, const struct kx_sample *s)
 /* A new address outside every mapping of the snapshot: the process mapped
  * more code since (the loader, dlopen), so its maps are read again, at most
  * every MAPS_REREAD_NS per process (frame-pointer walks also yield junk
- * addresses, which no mapping will ever hold). So is any address of a
- * process whose snapshot was missed: one taken inside its exec, before the
+ * addresses, which no mapping will ever hold). So are they at each sample
+ * of a process whose snapshot was missed: one taken inside its exec, before the
  * image was mapped, lists no code (the addresses it then noted are not new
  * again before the process may have exited). */
 static void maps_check(struct kx_symcollect *c, const struct kx_sample *s, uint64_t addr)
@@ -98,6 +98,9 @@ int kx_symcollect_sample(struct kx_symcollect *c, const struct kx_sample *s)
 
 	if (s->nu && image_seen(c, s))
 		return -1;
+	/* A missed snapshot: tried again once a sample, not once a frame. */
+	if (s->nu && kx_symbolizer_missed(c->sz, (pid_t)s->pid))
+		maps_check(c, s, kx_user_frame_addr(s->uips[0], 0, in_kernel));
 	for (uint32_t i = 0; i < s->nk; i++)
 		rc |= kx_symres_note(c->res, KX_SYMRES_KERNEL, 0, kx_frame_addr(s->kips[i], i)) < 0;
 	for (uint32_t i = 0; i < s->nu; i++) {
@@ -107,7 +110,7 @@ int kx_symcollect_sample(struct kx_symcollect *c, const struct kx_sample *s)
 			continue;
 		added = kx_symres_note(c->res, s->pid, s->exec_id, a);
 		rc |= added < 0;
-		if (added > 0 || kx_symbolizer_missed(c->sz, (pid_t)s->pid))
+		if (added > 0)
 			maps_check(c, s, a);
 	}
 	c->noted = 1;
