@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis/ranges.h"
+#include "analysis/engine.h"
 #include "analysis/rangewalk.h"
 #include "kxtest.h"
 #include "kxtest_live.h"
@@ -78,23 +79,42 @@ static const char *str(const struct kx_store *s, uint32_t id)
 	return id ? kx_store_ann_str(s, id) : "";
 }
 
-/* The streamed ranges of s (NULL when the stream says it cannot pair exactly). */
+static int sr_ann(void *ctx, const struct kx_ann *a, const char *name, const char *cat,
+                  uint32_t *ref)
+{
+	return kx_rangewalk_ann(ctx, a, name, cat, ref);
+}
+
+static int sr_range(void *ctx, uint32_t tid, uint32_t ref)
+{
+	return kx_rangewalk_range(ctx, tid, ref);
+}
+
+/* The streamed ranges of s, through the engine's measured window as a
+ * streamed read has them (NULL when the stream says it cannot pair exactly). */
 static struct kx_ranges *streamed(struct kx_store *s, struct kx_store *strings, const char **why)
 {
 	struct kx_rangewalk sr;
+	struct kx_engine eng;
+	const struct kx_engine_sinks sinks = {.ctx = &sr, .ann = sr_ann, .range = sr_range};
 	struct kx_stats sum;
 	struct kx_ranges *out = kx_ranges_new(strings, NULL);
 
 	memset(&sum, 0, sizeof(sum));
 	kx_rangewalk_init(&sr);
+	kx_engine_init(&eng, KX_ENGINE_LATE_NS, KX_ENGINE_BUDGET, &sinks);
+	eng.measured = 1;
 	sr.out = out;
 	sr.strings = strings;
 	for (size_t i = 0; out && i < kx_store_ann_count(s); i++) {
 		const struct kx_ann *a = kx_store_ann(s, i);
 
-		if (kx_rangewalk_ann(&sr, a, str(s, a->name), str(s, a->cat)))
+		if (kx_engine_feed_ann(&eng, a, str(s, a->name), str(s, a->cat)))
 			break;
 	}
+	if (kx_engine_finish(&eng))
+		sr.why = "out of memory";
+	kx_engine_free(&eng);
 	if (!out || kx_rangewalk_finish(&sr, s, &sum) || kx_ranges_finish(out)) {
 		kx_ranges_free(out);
 		out = NULL;

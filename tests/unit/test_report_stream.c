@@ -523,13 +523,15 @@ static void ann_odd_random(void)
 	CHECK(same && why == NULL);
 }
 
+#define LATE_CALLS 8
+
 /* What the stream keeps a budget for: a call spanning a pop of its thread
  * (the calls' timeline shortens it), records later than the reorder window. */
 static void ann_reasons(void)
 {
 	static const struct ann_rec cut[] = {ANN(KX_ANN_PUSH, 100, 100, 1), IOC(250, 100),
 	                                     ANN(KX_ANN_POP, 300, 100, 1)};
-	static struct ann_rec late[KX_RW_WINDOW + 8];
+	static struct ann_rec late[LATE_CALLS + 2];
 	char path[128], msg[512];
 	const char *why;
 
@@ -537,13 +539,14 @@ static void ann_reasons(void)
 	CHECK(write_list(path, cut, 3) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));
 	CHECK(why && strstr(why, "spans the end of an annotation range"));
-	/* A push, more calls than the window after it, then a push before them. */
+	/* A push, calls in order after it (the thread's measured window lets
+	 * them go), then a push before them. */
 	late[0] = (struct ann_rec)ANN(KX_ANN_PUSH, 1000, 1000, 1);
-	for (size_t i = 1; i < KX_RW_WINDOW + 7; i++)
+	for (size_t i = 1; i < LATE_CALLS + 1; i++)
 		late[i] = (struct ann_rec)IOC(1000 + i * 1000, 10);
-	late[KX_RW_WINDOW + 7] = (struct ann_rec)ANN(KX_ANN_PUSH, 500, 500, 1);
+	late[LATE_CALLS + 1] = (struct ann_rec)ANN(KX_ANN_PUSH, 500, 500, 1);
 	snprintf(path, sizeof(path), "%s/late.kxp", tmpdir);
-	CHECK(write_list(path, late, KX_RW_WINDOW + 8) == 0);
+	CHECK(write_list(path, late, LATE_CALLS + 2) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));
 	if (!why || !strstr(why, "reorder window"))
 		printf("FAIL ann_reasons: late: %s\n", why ? why : "streamed");

@@ -1,21 +1,28 @@
 /* The analysis engine's front and its reorder stage (contract: engine.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/engine.h"
 #include "util/grow.h"
 
-enum { REC_IOCTL, REC_CTR };
+/* The kinds, in their order at one start and length: a counter record
+ * before its call, a range before the calls as long as it. */
+enum { REC_CTR, REC_RANGE, REC_IOCTL };
 
 /* A waiting record and its place in its thread's order. */
 struct kx_eng_rec {
-	uint64_t ts;  /* ns, its start */
-	uint64_t dur; /* ns; a counter record's UINT64_MAX (before its call) */
-	uint64_t seq; /* its place in the file */
-	int kind;     /* REC_* */
+	uint64_t ts;    /* ns, its start */
+	uint64_t dur;   /* ns; UINT64_MAX: a counter record's (before its call), a range's
+	                   whose end has not come (the longest) */
+	uint64_t seq;   /* its place in the file */
+	uint8_t kind;   /* REC_* */
+	uint16_t depth; /* a range's level */
+	uint32_t ref;   /* the caller's handle (KX_ENGINE_NOREF: none) */
 	union {
 		struct kx_ioctl e;
 		struct kx_ctr_ev c;
+		uint32_t tid; /* a range's thread */
 	} u;
 };
 
@@ -25,10 +32,10 @@ struct kx_eng_thread {
 	size_t head, n, cap;
 	uint64_t latest;        /* ns, the latest start fed */
 	uint64_t lag;           /* ns, the most a record in order started before latest */
+	int unsorted;           /* unbounded: records appended, sorted at the end */
 	struct kx_eng_rec last; /* the last to leave (its key) */
 	int left;               /* some record left */
 	int called;             /* a call of it was fed */
-	uint64_t last_end;      /* ns, the end of its last call fed */
 };
 
 void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
@@ -49,7 +56,18 @@ static int before(const struct kx_eng_rec *a, const struct kx_eng_rec *b)
 		return a->ts < b->ts;
 	if (a->dur != b->dur)
 		return a->dur > b->dur;
+	if (a->kind != b->kind)
+		return a->kind < b->kind;
+	if (a->kind == REC_RANGE && a->depth != b->depth)
+		return a->depth < b->depth;
 	return a->seq < b->seq;
+}
+
+static int rec_cmp(const void *pa, const void *pb)
+{
+	const struct kx_eng_rec *a = pa, *b = pb;
+
+	return before(a, b) ? -1 : before(b, a);
 }
 
 static int fail(struct kx_engine *e)
@@ -63,7 +81,12 @@ static int emit(struct kx_engine *e, const struct kx_eng_rec *r, int late)
 	int rc = 0;
 
 	e->out_seq = r->seq;
-	if (r->kind == REC_IOCTL) {
+	e->out_ref = r->ref;
+	if (r->kind == REC_RANGE) {
+		int (*fn)(void *, uint32_t, uint32_t) = late ? e->out.late_range : e->out.range;
+
+		rc = fn ? fn(e->out.ctx, r->u.tid, r->ref) : 0;
+	} else if (r->kind == REC_IOCTL) {
 		int (*fn)(void *, const struct kx_ioctl *) =
 		        late ? e->out.late_ioctl : e->out.ioctl;
 
@@ -112,8 +135,12 @@ static int insert(struct kx_engine *e, struct kx_eng_thread *t, const struct kx_
 	}
 	if (kx_grow((void **)&t->q, &t->cap, t->n, sizeof(*t->q)))
 		return -1;
-	for (i = t->n; i > t->head && before(r, &t->q[i - 1]); i--)
-		;
+	i = t->n;
+	if (e->window_ns == KX_ENGINE_UNBOUNDED && !e->budget) /* sorted once, at the end */
+		t->unsorted |= i > t->head && before(r, &t->q[i - 1]);
+	else
+		for (; i > t->head && before(r, &t->q[i - 1]); i--)
+			;
 	memmove(t->q + i + 1, t->q + i, (t->n - i) * sizeof(*t->q));
 	t->q[i] = *r;
 	t->n++;
@@ -136,13 +163,14 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r)
 	if (r->kind == REC_IOCTL) {
 		e->ioctl_threads += !t->called;
 		t->called = 1;
-		t->last_end = r->u.e.ts + r->u.e.dur;
 	}
 	if (t->left && before(r, &t->last)) { /* its place has gone by */
 		if (r->kind == REC_IOCTL)
 			e->late_ioctls++;
-		else
+		else if (r->kind == REC_CTR)
 			e->late_ctrs++;
+		else
+			e->late_ranges++;
 		return emit(e, r, 1);
 	}
 	if (insert(e, t, r))
@@ -159,9 +187,10 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r)
 	return drain(e, t);
 }
 
-int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg)
+int kx_engine_feed_call(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg,
+                        uint32_t ref)
 {
-	struct kx_eng_rec r = {.ts = ev->ts, .dur = ev->dur, .kind = REC_IOCTL};
+	struct kx_eng_rec r = {.ts = ev->ts, .dur = ev->dur, .kind = REC_IOCTL, .ref = ref};
 	int64_t delta = 0;
 	int mem = KX_MEM_NONE;
 
@@ -174,34 +203,68 @@ int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const u
 	return feed(e, ev->tid, &r);
 }
 
+int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg)
+{
+	return kx_engine_feed_call(e, ev, arg, KX_ENGINE_NOREF);
+}
+
 int kx_engine_feed_ctr(struct kx_engine *e, const struct kx_ctr_ev *c)
 {
-	struct kx_eng_rec r = {.ts = c->ts, .dur = UINT64_MAX, .kind = REC_CTR};
+	struct kx_eng_rec r = {
+	        .ts = c->ts, .dur = UINT64_MAX, .kind = REC_CTR, .ref = KX_ENGINE_NOREF};
 
 	r.u.c = *c;
 	return feed(e, c->tid, &r);
 }
 
+void kx_engine_range_end(struct kx_engine *e, uint32_t tid, uint32_t ref, uint64_t len)
+{
+	struct kx_eng_thread *t = kx_tidtab_find(&e->threads, tid);
+	size_t i;
+
+	if (!t)
+		return;
+	for (i = t->n; i > t->head; i--)
+		if (t->q[i - 1].kind == REC_RANGE && t->q[i - 1].ref == ref)
+			break;
+	if (i == t->head)
+		return; /* it has left, longest: the caller checks it */
+	i--;
+	t->q[i].dur = len;
+	if (t->unsorted || (e->window_ns == KX_ENGINE_UNBOUNDED && !e->budget)) {
+		t->unsorted = 1;
+		return;
+	}
+	for (; i + 1 < t->n && before(&t->q[i + 1], &t->q[i]); i++) { /* shorter: later */
+		struct kx_eng_rec x = t->q[i];
+
+		t->q[i] = t->q[i + 1];
+		t->q[i + 1] = x;
+	}
+}
+
 int kx_engine_feed_ann(struct kx_engine *e, const struct kx_ann *a, const char *name,
                        const char *cat)
 {
-	if (e->failed)
-		return -1;
-	return e->out.ann && e->out.ann(e->out.ctx, a, name, cat) ? fail(e) : 0;
-}
+	uint32_t ref = KX_ENGINE_NOREF;
+	struct kx_eng_rec r = {.ts = a->ts, .dur = UINT64_MAX, .kind = REC_RANGE};
 
-int kx_engine_feed_job(struct kx_engine *e, const struct kx_job *j)
-{
 	if (e->failed)
 		return -1;
-	return e->out.job && e->out.job(e->out.ctx, j) ? fail(e) : 0;
-}
-
-int kx_engine_feed_task(struct kx_engine *e, const struct kx_task *t)
-{
-	if (e->failed)
-		return -1;
-	return e->out.task && e->out.task(e->out.ctx, t) ? fail(e) : 0;
+	if (e->out.ann && e->out.ann(e->out.ctx, a, name, cat, &ref))
+		return fail(e);
+	if (ref == KX_ENGINE_NOREF)
+		return 0;
+	if (a->what == KX_ANN_POP) {
+		kx_engine_range_end(e, a->tid, ref, a->ts > a->begin ? a->ts - a->begin : 0);
+		return 0;
+	}
+	if (a->what != KX_ANN_PUSH)
+		return 0;
+	r.depth = a->depth;
+	r.ref = ref;
+	r.u.tid = a->tid;
+	return feed(e, a->tid, &r);
 }
 
 int kx_engine_finish(struct kx_engine *e)
@@ -209,21 +272,14 @@ int kx_engine_finish(struct kx_engine *e)
 	for (size_t i = 0; i < e->threads.n && !e->failed; i++) {
 		struct kx_eng_thread *t = kx_tidtab_at(&e->threads, i);
 
+		if (t->unsorted)
+			qsort(t->q + t->head, t->n - t->head, sizeof(*t->q), rec_cmp);
+		t->unsorted = 0;
 		while (t->head < t->n)
 			if (leave(e, t))
 				return -1;
 	}
 	return e->failed ? -1 : 0;
-}
-
-int kx_engine_last_end(const struct kx_engine *e, uint32_t tid, uint64_t *end)
-{
-	const struct kx_eng_thread *t = kx_tidtab_find(&e->threads, tid);
-
-	if (!t || !t->called)
-		return 0;
-	*end = t->last_end;
-	return 1;
 }
 
 const char *kx_engine_budget_note(const struct kx_engine *e, char *buf, size_t len)

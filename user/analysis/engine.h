@@ -5,10 +5,11 @@
  *
  * The reorder stage: a record is written when its call returns, so a
  * thread's calls come in the order they returned, and a call that holds
- * another (nesting) comes after it. Each thread's ioctls and counter
- * records leave in start order, the order the timeline's nesting rule
- * takes them in (analysis/timeline.h: by start, the longer first at equal
- * starts, then in file order; a counter record, which starts with its
+ * another (nesting) comes after it. Each thread's ioctls, counter records
+ * and annotation ranges leave in start order, the order the timeline's
+ * nesting rule takes them in (analysis/timeline.h: by start, the longer
+ * first at equal starts, ranges before calls of their length, the outer
+ * range first, then in file order; a counter record, which starts with its
  * call, before the calls that start when it does). A record waits until
  * its thread has had a record starting more than window_ns after it, or
  * until kx_engine_finish.
@@ -20,22 +21,30 @@
  *     records being written at their ends; a call that holds another whole
  *     comes after it, late the first time); KX_ENGINE_UNBOUNDED for a
  *     capture held in memory (every record leaves at the end, each
- *     thread's sorted).
+ *     thread's sorted once).
  *   - A record that comes after a record of its thread it should precede
  *     has left is late: it goes to the late sink at once (kept aside, as
  *     wread keeps late calls) and is counted.
  *   - budget bounds the bytes the waiting records take: past it the
  *     thread's earliest record leaves at once, and is counted (forced):
  *     the order is then no longer certain, and the caller says so.
- * Annotations, jobs and tasks go to their sinks as they come.
  *
- * What the feed order itself tells, kept as the calls come: the end of
- * each thread's last call, and whether the last call is one memory
- * accounting counts (analysis/jobpair.h's kx_memacct_step: the caller
- * keeps those, few as they are, for the memory rows and series).
+ * Annotation records go to the ann sink as they come, in file order (the
+ * pairing: analysis/rangetrack.h; their names are valid only then). A
+ * thread range (a PUSH the sink gave a handle) then waits as a record of
+ * its start, its length that of the longest until its POP comes (the sink
+ * names the range the POP ended): waiting, it moves to its place; gone
+ * already, it left as the longest, and the range sink's owner checks that
+ * the order holds (analysis/rangewalk.h). Other annotation records are not
+ * reordered.
+ *
+ * What the feed order itself tells, kept as the calls come: whether the
+ * last call is one memory accounting counts (analysis/jobpair.h's
+ * kx_memacct_step: the caller keeps those, few as they are, for the memory
+ * rows and series).
  *
  * Memory: the records within the window of their thread's latest start
- * (88 bytes each), and 120 bytes a thread.
+ * (88 bytes each), and 112 bytes a thread.
  */
 #ifndef KX_ENGINE_H
 #define KX_ENGINE_H
@@ -55,21 +64,26 @@
 #define KX_ENGINE_LATE_NS 50000000ULL
 /* bytes the waiting records of a streamed read may take */
 #define KX_ENGINE_BUDGET (64u << 20)
+#define KX_ENGINE_NOREF  UINT32_MAX /* a record without the caller's handle */
 
 /* Where the records come out; a NULL member drops its kind. Each returns
  * 0, or -1 (out of memory: the engine stops and says so). */
 struct kx_engine_sinks {
 	void *ctx;
-	/* Each thread's calls and counter records, in start order. */
+	/* Each thread's calls, counter records and ranges, in start order. */
 	int (*ioctl)(void *ctx, const struct kx_ioctl *e);
 	int (*ctr)(void *ctx, const struct kx_ctr_ev *c);
+	int (*range)(void *ctx, uint32_t tid, uint32_t ref);
 	/* Records later than the window, as they come. */
 	int (*late_ioctl)(void *ctx, const struct kx_ioctl *e);
 	int (*late_ctr)(void *ctx, const struct kx_ctr_ev *c);
-	/* The kinds that are not reordered, as they come. */
-	int (*ann)(void *ctx, const struct kx_ann *a, const char *name, const char *cat);
-	int (*job)(void *ctx, const struct kx_job *j);
-	int (*task)(void *ctx, const struct kx_task *t);
+	int (*late_range)(void *ctx, uint32_t tid, uint32_t ref);
+	/* Each annotation record as it comes (name, cat: as kx_engine_feed_ann
+	 * has them). *ref (KX_ENGINE_NOREF when called): for a PUSH, the
+	 * range's handle, to have it ordered (the range sink gets it back);
+	 * for a POP, the handle of the range it ended. */
+	int (*ann)(void *ctx, const struct kx_ann *a, const char *name, const char *cat,
+	           uint32_t *ref);
 };
 
 struct kx_engine {
@@ -81,9 +95,11 @@ struct kx_engine {
 	struct kx_tidtab threads; /* each thread's waiting records (struct kx_eng_thread) */
 	uint64_t seq;             /* records fed (their file order) */
 	uint64_t out_seq;         /* the place in the file of the record a sink has now */
+	uint32_t out_ref;         /* its handle (kx_engine_feed_call's, a range's) */
 	size_t held, peak;        /* bytes of the waiting records: now, the most */
 	uint64_t late_ioctls;     /* calls later than the window (to out.late_ioctl) */
 	uint64_t late_ctrs;       /* counter records later than the window */
+	uint64_t late_ranges;     /* ranges later than the window (to out.late_range) */
 	uint64_t forced;          /* records let out early for the budget */
 	uint64_t ioctl_threads;   /* distinct threads whose calls were fed */
 	struct kx_memacct mem;    /* the memory accounting of the calls fed */
@@ -98,15 +114,17 @@ void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
 /* A call (arg: its argument bytes, NULL when none): e->last_mem says
  * whether memory accounting counts it. */
 int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg);
+/* The same, with the caller's handle (out_ref when it leaves). */
+int kx_engine_feed_call(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg,
+                        uint32_t ref);
 int kx_engine_feed_ctr(struct kx_engine *e, const struct kx_ctr_ev *c);
 int kx_engine_feed_ann(struct kx_engine *e, const struct kx_ann *a, const char *name,
                        const char *cat);
-int kx_engine_feed_job(struct kx_engine *e, const struct kx_job *j);
-int kx_engine_feed_task(struct kx_engine *e, const struct kx_task *t);
+/* Range ref of thread tid is len ns long (one its POP did not end: where
+ * its thread ended): waiting, it moves to its place; gone, nothing. */
+void kx_engine_range_end(struct kx_engine *e, uint32_t tid, uint32_t ref, uint64_t len);
 /* Every waiting record out, each thread's in order. 0, or -1 when out of memory. */
 int kx_engine_finish(struct kx_engine *e);
-/* The end (ns) of thread tid's last call fed: 1 with *end set, 0 when it made none. */
-int kx_engine_last_end(const struct kx_engine *e, uint32_t tid, uint64_t *end);
 /* The budget's message when it was exceeded ("" when not), in buf. */
 const char *kx_engine_budget_note(const struct kx_engine *e, char *buf, size_t len);
 void kx_engine_free(struct kx_engine *e);

@@ -1,24 +1,23 @@
 /*
  * Annotation ranges built as the records stream by (contract: rangewalk.h):
- * pairing is analysis/rangetrack.h's; here each thread's reorder window,
- * its walk through the nesting rule (analysis/timeline.h's, as ranges.c
- * walks it), the rows and the ranges kept.
+ * pairing is analysis/rangetrack.h's; each thread's records come in the
+ * nesting rule's order out of the engine's reorder stage
+ * (analysis/engine.h); here their walk through the rule (analysis/
+ * timeline.h's), the checks of the ranges that left it before their end,
+ * the rows and the ranges kept.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/engine.h"
 #include "analysis/rangewalk.h"
 #include "util/grow.h"
 
-#define NONE        UINT32_MAX
-#define IDLE_WINDOW 1 /* records of a thread without ranges (its calls only) */
-
-#define STR_(x) #x
-#define STR(x)  STR_(x)
+#define NONE KX_ENGINE_NOREF
 
 static const char *const LATE = "annotation ranges and calls of a thread out of order by more "
-                                "than the reorder window holds (" STR(KX_RW_WINDOW) " records)";
+                                "than the reorder window";
 static const char *const CUT = "a call of a thread spans the end of an annotation range of the "
                                "thread (the calls' timeline would shorten it)";
 
@@ -29,8 +28,10 @@ struct kx_rw_rec {
 	uint64_t bound;    /* ns, the end of what it was walked inside (UINT64_MAX: none known) */
 	uint64_t hi_start; /* ns, the latest start walked inside it while its end was not known */
 	uint64_t hi_end;   /* ns, the latest end walked inside it while its end was not known */
-	uint64_t tie;      /* ns: walked before records of its start as longer, it must be at
-	                      least this long (longer when tie_strict) */
+	uint64_t tie;      /* ns: walked before records of its start as the longest, it must be
+	                      at least this long (longer when tie_strict) */
+	uint64_t cap;      /* ns: walked inside a range of its start as shorter, it must be at
+	                      most this long (shorter when cap_strict; UINT64_MAX: no bound) */
 	uint64_t ioctls;   /* calls of its thread walked inside it */
 	uint64_t device_ns; /* the device time of their jobs (kx_rangewalk.dev) */
 	uint64_t jobs;      /* those jobs */
@@ -39,31 +40,20 @@ struct kx_rw_rec {
 	uint32_t name, cat; /* string ids in out's strings (0 when out is NULL) */
 	uint32_t next_free;
 	uint16_t depth; /* its level */
-	uint8_t ended, walked, popped, open, inside, tie_strict;
+	uint8_t ended, walked, popped, open, inside, tie_strict, cap_strict, known;
 };
 
-/* A record in a thread's window: a range (rec) or a call (rec NONE, end, pos). */
-struct item {
-	uint64_t start, end;
-	uint32_t rec, pos;
-	uint64_t seq; /* the thread's records before it */
-};
-
-/* The rule's stack: an event's end (UINT64_MAX: not known yet) and its range. */
+/* The rule's stack: an event's start and end (UINT64_MAX: not known yet)
+ * and its range (NONE: a call). */
 struct entry {
-	uint64_t end;
+	uint64_t start, end;
 	uint32_t rec;
 };
 
-/* A thread's window and walk (the tracker's thread data). */
+/* A thread's walk (the tracker's thread data). */
 struct line {
-	struct item *win; /* win[head .. n): by start, arrival order at equal starts */
-	size_t head, n, cap;
 	struct entry *stack;
 	size_t depth, scap;
-	uint64_t walked; /* ns, the start of the last record walked */
-	uint64_t seq;    /* records so far */
-	uint8_t any, ranged, unsorted;
 };
 
 _Static_assert(sizeof(struct kx_rt_open) + sizeof(uint32_t) + 8 <=
@@ -76,7 +66,6 @@ void kx_rangewalk_init(struct kx_rangewalk *w)
 	kx_rangetrack_init(&w->track, sizeof(uint32_t), sizeof(struct line));
 	w->ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
 	w->free_rec = NONE;
-	w->window = KX_RW_WINDOW;
 	kx_range_rows_init(&w->builder, &w->rows);
 }
 
@@ -101,7 +90,7 @@ static uint32_t rec_new(struct kx_rangewalk *w)
 		i = (uint32_t)w->nrecs++;
 	}
 	memset(&w->recs[i], 0, sizeof(w->recs[i]));
-	w->recs[i].bound = UINT64_MAX;
+	w->recs[i].bound = w->recs[i].cap = UINT64_MAX;
 	w->recs[i].out = -1;
 	return i;
 }
@@ -255,6 +244,12 @@ static void seen_inside(struct kx_rangewalk *w, const struct line *l, uint64_t s
 	}
 }
 
+/* A record walked: a range (rec) or a call (rec NONE, its end, pos). */
+struct item {
+	uint64_t start, end;
+	uint32_t rec, pos;
+};
+
 /* A call the rule cuts to end: listed (kept cuts), else a reason when a
  * range cut it (by_range; one cut by a call of its thread is the nesting
  * rule's among calls, which the stream applies itself: analysis/nesttrack.h).
@@ -291,6 +286,72 @@ static void attribute(struct kx_rangewalk *w, const struct line *l, uint32_t pos
 	}
 }
 
+/* ---- the rule's order at one start, for ranges that left before their end ---- */
+
+/* Does a range lp long of depth dp go before a record of its start lq long
+ * (a range of depth dq; a call: dq < 0) in the rule's order? */
+static int rule_before(uint64_t lp, int dp, uint64_t lq, int dq)
+{
+	if (lp != lq)
+		return lp > lq;
+	return dq < 0 || dp < dq;
+}
+
+/* Range r, its end not come, went before a record of its start lq long
+ * (dq: as rule_before): it must be long enough when it ends. */
+static void tie_add(struct kx_rw_rec *r, uint64_t lq, int dq)
+{
+	int strict = dq >= 0 && !(r->depth < dq);
+
+	if (lq > r->tie) {
+		r->tie = lq;
+		r->tie_strict = (uint8_t)strict;
+	} else if (lq == r->tie) {
+		r->tie_strict |= (uint8_t)strict;
+	}
+}
+
+/* Range r, its end not come, went after a range of its start lp long of
+ * depth dp: it must be short enough when it ends. */
+static void cap_add(struct kx_rw_rec *r, uint64_t lp, int dp)
+{
+	int strict = !(dp < r->depth);
+
+	if (lp < r->cap) {
+		r->cap = lp;
+		r->cap_strict = (uint8_t)strict;
+	} else if (lp == r->cap) {
+		r->cap_strict |= (uint8_t)strict;
+	}
+}
+
+/* The record it, walked after the ranges of its start on l's stack: each
+ * that left before its end is checked against it now, or when it ends. */
+static void same_start(struct kx_rangewalk *w, const struct line *l, const struct item *it)
+{
+	const struct kx_rw_rec *q = it->rec == NONE ? NULL : &w->recs[it->rec];
+	uint64_t lq = q ? q->end - q->begin : it->end - it->start;
+	int dq = q ? q->depth : -1;
+
+	for (size_t k = l->depth; k > 0 && l->stack[k - 1].start == it->start; k--) {
+		struct kx_rw_rec *p;
+
+		if (l->stack[k - 1].rec == NONE)
+			continue; /* a call before it: the engine's order */
+		p = &w->recs[l->stack[k - 1].rec];
+		if (p->known)
+			continue; /* it left in its place */
+		if (p->ended && (q ? q->ended : 1)) {
+			if (!rule_before(p->end - p->begin, p->depth, lq, dq))
+				because(w, LATE);
+		} else if (p->ended) {
+			cap_add(&w->recs[it->rec], p->end - p->begin, p->depth);
+		} else if (!q || q->ended) {
+			tie_add(p, lq, dq);
+		} /* neither ended: checked when the first ends (resolve) */
+	}
+}
+
 static int walk_item(struct kx_rangewalk *w, struct line *l, const struct item *it)
 {
 	uint64_t parent, eff;
@@ -298,6 +359,7 @@ static int walk_item(struct kx_rangewalk *w, struct line *l, const struct item *
 	while (l->depth && l->stack[l->depth - 1].end <= it->start)
 		if (pop_entry(w, l))
 			return -1;
+	same_start(w, l, it);
 	parent = l->depth ? l->stack[l->depth - 1].end : UINT64_MAX;
 	if (it->rec == NONE) {
 		eff = it->end;
@@ -310,142 +372,28 @@ static int walk_item(struct kx_rangewalk *w, struct line *l, const struct item *
 
 		r->bound = parent;
 		r->walked = 1;
+		r->known = r->ended;
 		eff = r->ended && r->end < parent ? r->end : parent;
 	}
 	seen_inside(w, l, it->start, it->rec == NONE || w->recs[it->rec].ended ? eff : UINT64_MAX);
 	if (kx_grow((void **)&l->stack, &l->scap, l->depth, sizeof(*l->stack)))
 		return -1;
-	l->stack[l->depth++] = (struct entry){eff, it->rec};
-	l->walked = it->start;
-	l->any = 1;
+	l->stack[l->depth++] = (struct entry){it->start, eff, it->rec};
 	return 0;
 }
 
-/* Length for the rule's order: a range not ended is the longest. */
-static uint64_t item_len(const struct kx_rangewalk *w, const struct item *it)
-{
-	const struct kx_rw_rec *r;
-
-	if (it->rec == NONE)
-		return it->end - it->start;
-	r = &w->recs[it->rec];
-	return r->ended ? r->end - r->begin : UINT64_MAX;
-}
-
-/* The rule's order at one start: longer first, ranges before calls at equal
- * length (ranges.c's merge), then the order they came in. */
-static int before(const struct kx_rangewalk *w, const struct item *a, const struct item *b)
-{
-	uint64_t la = item_len(w, a), lb = item_len(w, b);
-
-	if (la != lb)
-		return la > lb;
-	if (a->rec != NONE && b->rec != NONE)
-		return w->recs[a->rec].depth < w->recs[b->rec].depth;
-	return a->rec != NONE && b->rec == NONE;
-}
-
-/* A range not ended among n records of one start sorts first, as the
- * longest: when it ends it must be. Two such cannot be ordered. */
-static void tie_order(struct kx_rangewalk *w, const struct item *g, size_t n)
-{
-	struct kx_rw_rec *u;
-
-	if (g[0].rec == NONE || w->recs[g[0].rec].ended)
-		return; /* all ended: the order is the rule's */
-	if (g[1].rec != NONE && !w->recs[g[1].rec].ended) {
-		because(w, LATE); /* a tie the window cannot order */
-		return;
-	}
-	u = &w->recs[g[0].rec];
-	u->tie = item_len(w, &g[1]);
-	u->tie_strict = g[1].rec != NONE && w->recs[g[1].rec].depth < u->depth;
-	for (size_t i = 2; i < n && item_len(w, &g[i]) == u->tie; i++)
-		u->tie_strict |= g[i].rec != NONE && w->recs[g[i].rec].depth < u->depth;
-}
-
-/* The records of the window's first start, in the rule's order. */
-static int walk_group(struct kx_rangewalk *w, struct line *l, int final)
-{
-	size_t g0 = l->head, g1 = g0 + 1;
-
-	while (g1 < l->n && l->win[g1].start == l->win[g0].start)
-		g1++;
-	for (size_t i = g0 + 1; i < g1; i++) {
-		struct item x = l->win[i];
-		size_t j = i;
-
-		while (j > g0 && before(w, &x, &l->win[j - 1])) {
-			l->win[j] = l->win[j - 1];
-			j--;
-		}
-		l->win[j] = x;
-	}
-	if (g1 - g0 > 1 && !final)
-		tie_order(w, l->win + g0, g1 - g0);
-	for (size_t i = g0; i < g1; i++)
-		if (walk_item(w, l, &l->win[i]))
-			return -1;
-	l->head = g1;
-	return 0;
-}
-
-/* A record into tid's window, the oldest walked past the window. */
-static int window_add(struct kx_rangewalk *w, uint32_t tid, const struct item *it)
-{
-	struct line *l = line_of(w, tid);
-	size_t pos, limit;
-
-	if (!l)
-		return -1;
-	if (!l->ranged && it->rec == NONE && l->n - l->head == 1 && w->window != SIZE_MAX &&
-	    it->start >= l->win[l->head].start) {
-		struct item held = l->win[l->head]; /* the common case: calls in order */
-
-		l->win[l->head] = *it;
-		l->win[l->head].seq = l->seq++;
-		return walk_item(w, l, &held);
-	}
-	if (l->any && (l->ranged || it->rec != NONE) &&
-	    (it->start < l->walked ||
-	     (it->start == l->walked && (it->rec != NONE || it->end > it->start))))
-		because(w, LATE);
-	if (l->head && l->n == l->cap) {
-		memmove(l->win, l->win + l->head, (l->n - l->head) * sizeof(*l->win));
-		l->n -= l->head;
-		l->head = 0;
-	}
-	if (kx_grow((void **)&l->win, &l->cap, l->n, sizeof(*l->win)))
-		return -1;
-	pos = l->n;
-	if (w->window == SIZE_MAX)
-		l->unsorted = 1; /* sorted once, at finish */
-	else
-		for (; pos > l->head && l->win[pos - 1].start > it->start; pos--)
-			l->win[pos] = l->win[pos - 1];
-	l->win[pos] = *it;
-	l->win[pos].seq = l->seq++;
-	l->n++;
-	l->ranged |= it->rec != NONE;
-	limit = l->ranged ? w->window : IDLE_WINDOW;
-	while (l->n - l->head > limit)
-		if (walk_group(w, l, 0))
-			return -1;
-	return 0;
-}
-
-/* Range i's end is known: checked against what was walked inside it, and
- * set on the stack (bounding what was walked above it). */
+/* Range i's end is known: checked against what was walked inside it and
+ * beside it, and set on the stack (bounding what was walked above it). */
 static int resolve(struct kx_rangewalk *w, struct line *l, uint32_t i)
 {
 	struct kx_rw_rec *r = &w->recs[i];
-	uint64_t eff = r->end < r->bound ? r->end : r->bound;
+	uint64_t eff = r->end < r->bound ? r->end : r->bound, len = r->end - r->begin;
 	size_t k;
 
 	if (!r->walked)
-		return 0; /* still in the window */
-	if ((r->inside && (r->hi_start >= eff || r->hi_end > eff)) || r->end - r->begin < r->tie ||
-	    (r->end - r->begin == r->tie && r->tie_strict))
+		return 0; /* waiting in the reorder stage: it leaves in its place */
+	if ((r->inside && (r->hi_start >= eff || r->hi_end > eff)) || len < r->tie ||
+	    (len == r->tie && r->tie_strict) || len > r->cap || (len == r->cap && r->cap_strict))
 		because(w, LATE);
 	if (r->popped)
 		return retire(w, i);
@@ -455,10 +403,21 @@ static int resolve(struct kx_rangewalk *w, struct line *l, uint32_t i)
 		return 0; /* not on the stack: cannot be (walked, not popped) */
 	k--;
 	for (size_t j = k; j < l->depth; j++) {
+		struct kx_rw_rec *q = l->stack[j].rec == NONE ? NULL : &w->recs[l->stack[j].rec];
+
 		if (l->stack[j].end > eff)
 			l->stack[j].end = eff;
-		if (j > k && l->stack[j].rec != NONE && w->recs[l->stack[j].rec].bound > eff)
-			w->recs[l->stack[j].rec].bound = eff;
+		if (j > k && q && q->bound > eff)
+			q->bound = eff;
+		if (j > k && q && !q->ended && l->stack[j].start == r->begin)
+			cap_add(q, len, r->depth);
+	}
+	for (size_t j = k; j > 0 && l->stack[j - 1].start == r->begin; j--) {
+		struct kx_rw_rec *p =
+		        l->stack[j - 1].rec == NONE ? NULL : &w->recs[l->stack[j - 1].rec];
+
+		if (p && !p->ended)
+			tie_add(p, len, r->depth);
 	}
 	seen_inside(w, &(struct line){.stack = l->stack, .depth = k}, 0, eff);
 	return 0;
@@ -467,7 +426,7 @@ static int resolve(struct kx_rangewalk *w, struct line *l, uint32_t i)
 /* ---- events ---- */
 
 static int on_push(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
-                   const char *cat)
+                   const char *cat, uint32_t *ref)
 {
 	uint32_t i = rec_new(w);
 	struct kx_rt_open *o;
@@ -483,12 +442,12 @@ static int on_push(struct kx_rangewalk *w, const struct kx_ann *a, const char *n
 	r->row = row;
 	r->depth = a->depth;
 	names_of(w, a, name, cat, &r->name, &r->cat);
-	if (a->what == KX_ANN_START)
-		return 0;
-	return window_add(w, a->tid, &(struct item){a->ts, a->ts, i, NONE, 0});
+	if (a->what == KX_ANN_PUSH)
+		*ref = i;
+	return 0;
 }
 
-static int on_pop(struct kx_rangewalk *w, const struct kx_ann *a)
+static int on_pop(struct kx_rangewalk *w, const struct kx_ann *a, uint32_t *ref)
 {
 	struct kx_rt_open *o = (struct kx_rt_open *)w->ended;
 	struct kx_ann b;
@@ -518,6 +477,7 @@ static int on_pop(struct kx_rangewalk *w, const struct kx_ann *a)
 		rec_free(w, i);
 		return row_add(w, row, dur, 0);
 	}
+	*ref = i;
 	return resolve(w, line_of(w, a->tid), i);
 }
 
@@ -532,18 +492,19 @@ static int on_mark(struct kx_rangewalk *w, const struct kx_ann *a, const char *n
 }
 
 int kx_rangewalk_ann(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
-                     const char *cat)
+                     const char *cat, uint32_t *ref)
 {
+	*ref = NONE;
 	w->events++;
 	if (kx_range_ends_ann(&w->ends, a->pid, a->tid, a->ts))
 		return -1;
 	switch (a->what) {
 	case KX_ANN_PUSH:
 	case KX_ANN_START:
-		return on_push(w, a, name, cat);
+		return on_push(w, a, name, cat, ref);
 	case KX_ANN_POP:
 	case KX_ANN_END:
-		return on_pop(w, a);
+		return on_pop(w, a, ref);
 	case KX_ANN_MARK:
 		return on_mark(w, a, name, cat);
 	default:
@@ -551,23 +512,36 @@ int kx_rangewalk_ann(struct kx_rangewalk *w, const struct kx_ann *a, const char 
 	}
 }
 
+void kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e)
+{
+	kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
+}
+
 int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t end_ns,
                       uint32_t pos)
 {
-	kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
-	return window_add(w, e->tid, &(struct item){e->ts, end_ns, NONE, pos, 0});
+	struct line *l = line_of(w, e->tid);
+
+	return l ? walk_item(w, l, &(struct item){e->ts, end_ns, NONE, pos}) : -1;
 }
 
-int kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e)
+int kx_rangewalk_range(struct kx_rangewalk *w, uint32_t tid, uint32_t ref)
 {
-	return kx_rangewalk_call(w, e, e->ts + e->dur, NONE);
+	struct line *l = line_of(w, tid);
+
+	return l ? walk_item(w, l, &(struct item){w->recs[ref].begin, 0, ref, NONE}) : -1;
+}
+
+void kx_rangewalk_late(struct kx_rangewalk *w)
+{
+	because(w, LATE);
 }
 
 /* ---- the end ---- */
 
 /* The ranges still open, in the order of their begins: kept as open,
  * closed where their thread or process ended. 0, or -1 when out of memory. */
-static int close_open(struct kx_rangewalk *w)
+static int close_open(struct kx_rangewalk *w, struct kx_engine *eng)
 {
 	struct kx_rangetrack *k = &w->track;
 	struct kx_rt_open **v = malloc((kx_rangetrack_open_count(k) + 1) * sizeof(*v));
@@ -595,6 +569,8 @@ static int close_open(struct kx_rangewalk *w)
 			w->out->r[r->out].open = 1;
 			w->out->r[r->out].dur = w->out->r[r->out].dur_meas = r->end - r->begin;
 		}
+		if (!rc && thread && eng)
+			kx_engine_range_end(eng, v[j]->tid, i, r->end - r->begin);
 		if (!rc && thread)
 			rc = resolve(w, line_of(w, v[j]->tid), i);
 		else if (!rc)
@@ -604,26 +580,12 @@ static int close_open(struct kx_rangewalk *w)
 	return rc;
 }
 
-static int start_cmp(const void *pa, const void *pb)
-{
-	const struct item *a = pa, *b = pb;
-
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-/* Every thread's window walked, its stack emptied. */
+/* Every thread's stack emptied. */
 static int walk_rest(struct kx_rangewalk *w)
 {
 	for (size_t t = 0; t < w->track.threads.n; t++) {
 		struct line *l = kx_rt_tdata(kx_tidtab_at(&w->track.threads, t));
 
-		if (l->unsorted)
-			qsort(l->win + l->head, l->n - l->head, sizeof(*l->win), start_cmp);
-		while (l->head < l->n)
-			if (walk_group(w, l, 1))
-				return -1;
 		while (l->depth)
 			if (pop_entry(w, l))
 				return -1;
@@ -631,10 +593,18 @@ static int walk_rest(struct kx_rangewalk *w)
 	return 0;
 }
 
+int kx_rangewalk_close(struct kx_rangewalk *w, const struct kx_store *tasks, struct kx_engine *eng)
+{
+	if (w->closed)
+		return 0;
+	w->closed = 1;
+	kx_range_ends_exits(&w->ends, tasks);
+	return close_open(w, eng);
+}
+
 int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, struct kx_stats *sum)
 {
-	kx_range_ends_exits(&w->ends, tasks);
-	if (close_open(w) || walk_rest(w))
+	if (kx_rangewalk_close(w, tasks, NULL) || walk_rest(w))
 		return -1;
 	w->found += w->anom.open + w->anom.open_cross;
 	if (w->out)
@@ -658,7 +628,6 @@ void kx_rangewalk_free(struct kx_rangewalk *w)
 	for (size_t t = 0; t < w->track.threads.n; t++) {
 		struct line *l = kx_rt_tdata(kx_tidtab_at(&w->track.threads, t));
 
-		free(l->win);
 		free(l->stack);
 	}
 	kx_rangetrack_free(&w->track);
@@ -720,23 +689,48 @@ static uint64_t call_dev(void *ctx, uint32_t pos, uint64_t *jobs)
 	return d ? c->dt->v[*d].ns : 0;
 }
 
-/* The calls of the threads with ranges, in the timeline's order, with the
- * timeline's lengths; the other calls only end their threads. */
-static int feed_calls(struct kx_rangewalk *w, const struct kx_store *s,
-                      const struct kx_timeline *tl)
+/* The in-memory build's sinks: the engine's records to the walk. */
+struct build {
+	struct kx_rangewalk *w;
+	struct kx_engine eng;
+};
+
+static int b_ann(void *ctx, const struct kx_ann *a, const char *name, const char *cat,
+                 uint32_t *ref)
+{
+	return kx_rangewalk_ann(((struct build *)ctx)->w, a, name, cat, ref);
+}
+
+static int b_range(void *ctx, uint32_t tid, uint32_t ref)
+{
+	return kx_rangewalk_range(((struct build *)ctx)->w, tid, ref);
+}
+
+/* A call with the timeline's length, its timeline position its handle. */
+static int b_call(void *ctx, const struct kx_ioctl *e)
+{
+	struct build *b = ctx;
+
+	return kx_rangewalk_call(b->w, e, e->ts + e->dur, b->eng.out_ref);
+}
+
+/* The calls of the threads with ranges into the engine, in the timeline's
+ * order, with the timeline's lengths; the other calls only end their
+ * threads. */
+static int feed_calls(struct build *b, const struct kx_store *s, const struct kx_timeline *tl)
 {
 	for (size_t t = 0; tl && t < tl->nthreads; t++) {
 		const struct kx_tl_thread *it = &tl->threads[t];
-		struct kx_rt_thread *th = kx_rangetrack_thread(&w->track, it->tid, 0);
+		struct kx_rt_thread *th = kx_rangetrack_thread(&b->w->track, it->tid, 0);
 
 		for (size_t k = 0; k < it->count; k++) {
 			size_t pos = it->first + k, idx = tl->order[pos];
 			const struct kx_ioctl *e = kx_store_ioctl(s, idx);
+			struct kx_ioctl c = *e;
 
-			if (!th)
-				kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
-			else if (kx_rangewalk_call(w, e, e->ts + kx_timeline_dur(tl, idx, e->dur),
-			                           (uint32_t)pos))
+			kx_rangewalk_ioctl(b->w, e);
+			c.dur = kx_timeline_dur(tl, idx, e->dur);
+			if (th && kx_engine_feed_call(&b->eng, &c, NULL, (uint32_t)pos))
 				return -1;
 		}
 	}
@@ -761,27 +755,32 @@ struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capi
 	struct devctx dc = {&dt, tl};
 	size_t n = kx_store_ann_count(s);
 	struct kx_rangewalk w;
+	struct build b = {.w = &w};
+	const struct kx_engine_sinks out = {
+	        .ctx = &b, .ann = b_ann, .range = b_range, .ioctl = b_call};
 	int rc = -1;
 
 	if (!rg)
 		return NULL;
 	kx_rangewalk_init(&w);
+	kx_engine_init(&b.eng, KX_ENGINE_UNBOUNDED, 0, &out);
 	w.out = rg;
-	w.window = SIZE_MAX;
 	w.no_rows = w.keep_cuts = 1;
 	w.dev = call_dev;
 	w.dev_ctx = &dc;
 	if (devtime_build(&dt, jobs))
 		goto out;
 	for (size_t i = 0; i < n; i++)
-		if (kx_rangewalk_ann(&w, kx_store_ann(s, i), NULL, NULL))
+		if (kx_engine_feed_ann(&b.eng, kx_store_ann(s, i), NULL, NULL))
 			goto out;
-	if (feed_calls(&w, s, tl) || kx_rangewalk_finish(&w, s, NULL) || add_cuts(tl, &w) ||
+	if (feed_calls(&b, s, tl) || kx_rangewalk_close(&w, s, &b.eng) ||
+	    kx_engine_finish(&b.eng) || kx_rangewalk_finish(&w, s, NULL) || add_cuts(tl, &w) ||
 	    kx_ranges_finish(rg))
 		goto out;
 	rg->events = n;
 	rc = 0;
 out:
+	kx_engine_free(&b.eng);
 	kx_rangewalk_free(&w);
 	kx_hmap_free(&dt.map);
 	free(dt.v);

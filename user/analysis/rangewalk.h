@@ -4,30 +4,32 @@
  * from a log-linear histogram, counts and anomalies), the windowed
  * conversion's (analysis/wread.h: the ranges themselves, out, 80 bytes
  * each, not their events) and the in-memory build's (kx_ranges_build
- * below: the whole capture at once, an unbounded window). Memory, streamed:
- * each thread's open ranges and reorder window, the open cross-thread
- * ranges and the rows, not per event.
+ * below: the whole capture at once). Memory, streamed: each thread's open
+ * ranges and walk, the open cross-thread ranges and the rows, not per
+ * event.
  *
- * Pairing is analysis/rangetrack.h's, in file order as in memory (lost
- * pops, lost pushes, cross-thread starts and ends of one id alike).
- * Nesting and attribution are analysis/timeline.h's rule, walked a thread
- * at a time: each thread's ranges and calls enter a reorder window
- * (window: KX_RW_WINDOW records a thread) and leave it in the rule's order
- * (start, longer first, ranges before calls at equal length, the outer
- * range first), through the rule's stack: a call counts for every range
- * around it (with its jobs' device time), and what partially overlaps an
- * earlier event of its thread is cut to nest in it. A range whose end has
- * not come when it leaves the window is walked as the longest, open to its
- * end; when the end comes it is checked against what was walked inside it
- * and beside it (a range whose pop was lost, cut to its parent, is exactly
- * what memory makes). Ranges left open end where their thread or process
- * ended (analysis/range_ends.h).
+ * Each walk takes its records from the engine (analysis/engine.h): the
+ * annotation records in file order (kx_rangewalk_ann, the engine's ann
+ * sink), then each thread's ranges and calls in the nesting rule's order
+ * out of its reorder stage (kx_rangewalk_range, kx_rangewalk_call); the
+ * in-memory build feeds an engine of an unbounded window, the stream one
+ * of the measured lateness. Pairing is analysis/rangetrack.h's, in file
+ * order (lost pops, lost pushes, cross-thread starts and ends of one id
+ * alike). Nesting and attribution are analysis/timeline.h's rule, walked
+ * a thread at a time through the rule's stack: a call counts for every
+ * range around it (with its jobs' device time), and what partially
+ * overlaps an earlier event of its thread is cut to nest in it. A range
+ * whose end had not come when it left the reorder stage was walked as the
+ * longest, open to its end; when the end comes it is checked against what
+ * was walked inside it and beside it at its start (a range whose pop was
+ * lost, cut to its parent, is exactly what memory makes). Ranges left open
+ * end where their thread or process ended (analysis/range_ends.h).
  *
- * Reasons to read the file whole (why), each a budget the stream keeps:
- *   - a thread's records out of the rule's order by more than the window
- *     (a record whose start is before what left it, or an end before what
- *     was walked inside its range), or two ranges of one start and
- *     nanosecond neither of which has ended when they leave it;
+ * Reasons to read the file whole (why):
+ *   - a thread's records out of the rule's order by more than the reorder
+ *     stage held them (a record whose place had gone by when it came, or a
+ *     range that left before its end and ended before what was walked
+ *     inside it or after it at its start): the reorder stage's bound;
  *   - names past the store's limit (the windowed conversion's out);
  *   - a call that a range's end cuts, streamed (the calls' timeline keeps
  *     the cuts: a call of a thread spanning a pop of the same thread); in
@@ -47,8 +49,6 @@
 #include "model/annot.h"
 #include "model/event.h"
 
-#define KX_RW_WINDOW 256 /* records a thread's reorder window holds */
-
 struct kx_rw_rec;
 
 struct kx_rangewalk {
@@ -59,7 +59,7 @@ struct kx_rangewalk {
 	uint64_t events;            /* annotation events */
 	uint64_t found;             /* ranges and marks made (as kx_ranges.found) */
 	struct kx_rangetrack track; /* open ranges (each: its record index) and every thread's
-	                               window and walk */
+	                               walk */
 	uint64_t ended[8];          /* the range an end took out (track.stride bytes) */
 	struct kx_rw_rec *recs;     /* ranges pairing or walking has not let go */
 	size_t nrecs, rec_cap;
@@ -73,11 +73,10 @@ struct kx_rangewalk {
 	struct kx_ranges *out;
 	struct kx_store *strings; /* NULL: the events' name and cat are ids of out's store */
 	size_t out_cap;
-	/* Set by the in-memory build (analysis/ranges.h), which walks the whole
-	 * capture at finish: */
-	size_t window; /* records a thread with ranges holds (KX_RW_WINDOW; SIZE_MAX: all) */
-	int no_rows;   /* no summary rows (sum NULL at finish) */
-	int keep_cuts; /* calls a range's end cuts are listed in cuts, not a reason */
+	/* Set by the in-memory build (kx_ranges_build): */
+	int no_rows;            /* no summary rows (sum NULL at finish) */
+	int keep_cuts;          /* calls a range's end cuts are listed in cuts, not a reason */
+	int closed;             /* the ranges left open were closed (kx_rangewalk_close) */
 	struct kx_tl_fix *cuts; /* pos: the call's (kx_rangewalk_call), dur: its cut length */
 	size_t ncuts, cuts_cap;
 	/* The device time and jobs of the call at pos (NULL: none). */
@@ -86,21 +85,37 @@ struct kx_rangewalk {
 };
 
 void kx_rangewalk_init(struct kx_rangewalk *w);
+/* As the records come, in file order: */
 /* One annotation event (name, cat: its strings for PUSH, MARK, START; ""
- * else). 0, or -1 when out of memory. */
+ * else). *ref: the engine's ann sink's (a PUSH's range handle, the range a
+ * POP ended; KX_ENGINE_NOREF: none). 0, or -1 when out of memory. */
 int kx_rangewalk_ann(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
-                     const char *cat);
-/* One ioctl. 0, or -1 when out of memory. */
-int kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e);
-/* The same, its end for the nesting end_ns (the timeline's) and pos, a
- * position of the caller's (dev, cuts; UINT32_MAX: none). */
+                     const char *cat, uint32_t *ref);
+/* One ioctl: it ends its thread's open ranges no earlier than its end. */
+void kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e);
+/* Out of the engine's reorder stage, each thread's in the rule's order: */
+/* A call, its end for the nesting end_ns (the timeline's) and pos, a
+ * position of the caller's (dev, cuts; UINT32_MAX: none). 0, or -1 when
+ * out of memory. */
 int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t end_ns,
                       uint32_t pos);
+/* The range ref (kx_rangewalk_ann's) of thread tid. 0, or -1 when out of memory. */
+int kx_rangewalk_range(struct kx_rangewalk *w, uint32_t tid, uint32_t ref);
+/* A record of a thread later than the reorder stage held it (its late sinks): a reason. */
+void kx_rangewalk_late(struct kx_rangewalk *w);
 /*
- * Once every record is in: what is still open is closed where its thread
- * or process ended (tasks holds every task record of the capture, for the
- * exits), every window is walked, the rows are finished and moved to the
- * end of sum (unless no_rows). 0 (w->why may be set now), or -1 when out
+ * Once every record is fed, before the engine's kx_engine_finish: what is
+ * still open is closed where its thread or process ended (tasks holds
+ * every task record of the capture, for the exits); a range of those still
+ * waiting in eng's reorder stage takes its length there (eng may be NULL).
+ * 0, or -1 when out of memory.
+ */
+struct kx_engine;
+int kx_rangewalk_close(struct kx_rangewalk *w, const struct kx_store *tasks, struct kx_engine *eng);
+/*
+ * Once the engine finished: (kx_rangewalk_close if not done: tasks) the
+ * walks are ended, the rows are finished and moved to the end of sum
+ * (unless no_rows). 0 (w->why may be set now), or -1 when out
  * of memory.
  */
 int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, struct kx_stats *sum);

@@ -101,8 +101,8 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 
 	if (!sr_active(c))
 		return;
-	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_rangewalk_ioctl(c->ranges, e) ||
-	    kx_stats_acc_add(&c->r->st, &c->acc, e)) {
+	kx_rangewalk_ioctl(c->ranges, e);
+	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		sr_oom(c);
 		return;
 	}
@@ -170,7 +170,7 @@ static void sr_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 
 	if (!sr_active(c))
 		return;
-	if (kx_rangewalk_ann(c->ranges, a, name, cat)) {
+	if (kx_engine_feed_ann(&c->eng, a, name, cat)) {
 		sr_oom(c);
 		return;
 	}
@@ -216,7 +216,37 @@ static int sr_nest(void *ctx, const struct kx_ioctl *e)
 
 	if (c->ctr && kx_ctrjoin_ioctl(c->ctr, e, c->eng.out_seq))
 		return -1;
+	if (kx_rangewalk_call(c->ranges, e, e->ts + e->dur, KX_ENGINE_NOREF))
+		return -1;
 	return kx_nesttrack_ioctl(&c->nest, e, &cut);
+}
+
+/* An annotation record as it comes: paired (the ranges' handles). */
+static int sr_ann_in(void *ctx, const struct kx_ann *a, const char *name, const char *cat,
+                     uint32_t *ref)
+{
+	struct sr_ctx *c = ctx;
+
+	return kx_rangewalk_ann(c->ranges, a, name, cat, ref);
+}
+
+/* A thread range out of the reorder stage, among its thread's calls. */
+static int sr_range(void *ctx, uint32_t tid, uint32_t ref)
+{
+	struct sr_ctx *c = ctx;
+
+	return kx_rangewalk_range(c->ranges, tid, ref);
+}
+
+/* A range later than the reorder window: a reason. */
+static int sr_late_range(void *ctx, uint32_t tid, uint32_t ref)
+{
+	struct sr_ctx *c = ctx;
+
+	(void)tid;
+	(void)ref;
+	kx_rangewalk_late(c->ranges);
+	return 0;
 }
 
 /* A counter record out of the reorder stage, just before its call. */
@@ -262,7 +292,12 @@ static int sr_flow_finish(struct kx_sreport *r, struct sr_ctx *c, char *err, siz
 int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char *err, size_t errlen)
 {
 	struct sr_ctx c = {.r = r, .acc = KX_STATS_ACC_INIT, .nest = KX_NESTTRACK_INIT};
-	const struct kx_engine_sinks out = {.ctx = &c, .ioctl = sr_nest, .ctr = sr_ctr_out};
+	const struct kx_engine_sinks out = {.ctx = &c,
+	                                    .ioctl = sr_nest,
+	                                    .ctr = sr_ctr_out,
+	                                    .range = sr_range,
+	                                    .late_range = sr_late_range,
+	                                    .ann = sr_ann_in};
 	struct kx_kxp_visitor v = {
 	        .ctx = &c,
 	        .header = sr_header,
@@ -294,7 +329,8 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	v.syms = kx_samples_syms(kx_store_samples(r->side));
 	err[0] = 0;
 	rc = kx_kxp_read_stream(path, &v, &r->ci, &r->res, err, errlen);
-	if (rc == 0 && sr_active(&c) && kx_engine_finish(&c.eng))
+	if (rc == 0 && sr_active(&c) &&
+	    (kx_rangewalk_close(r->ranges, r->side, &c.eng) || kx_engine_finish(&c.eng)))
 		sr_oom(&c);
 	r->threads = c.eng.ioctl_threads;
 	r->nest_fixed = c.nest.fixed;

@@ -133,7 +133,8 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (!p1_active(c))
 		return;
 	p1_count(c);
-	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_rangewalk_ioctl(&c->ranges, e))
+	kx_rangewalk_ioctl(&c->ranges, e);
+	if (kx_engine_feed_ioctl(&c->eng, e, arg))
 		return p1_oom(c);
 	if (!p1_active(c)) /* the nesting found a reason */
 		return;
@@ -207,7 +208,8 @@ static int p1_nest(void *ctx, const struct kx_ioctl *e)
 	struct p1 *c = ctx;
 	int cut;
 
-	if (kx_nesttrack_ioctl(&c->nest, e, &cut))
+	if (kx_rangewalk_call(&c->ranges, e, e->ts + e->dur, KX_ENGINE_NOREF) ||
+	    kx_nesttrack_ioctl(&c->nest, e, &cut))
 		return -1;
 	if (cut && p1_active(c)) {
 		c->flushed = 1; /* the reason itself (the engine is busy) */
@@ -228,8 +230,37 @@ static int p1_late_call(void *ctx, const struct kx_ioctl *e)
 	return 0;
 }
 
-/* Paired as they pass: the whole capture's ranges (their names in the side
- * store), finished once the file is read (whole_ranges). */
+/* An annotation record as it comes: paired (the ranges' handles). */
+static int p1_ann_in(void *ctx, const struct kx_ann *a, const char *name, const char *cat,
+                     uint32_t *ref)
+{
+	struct p1 *c = ctx;
+
+	return kx_rangewalk_ann(&c->ranges, a, name, cat, ref);
+}
+
+/* A thread range out of the reorder stage, among its thread's calls. */
+static int p1_range(void *ctx, uint32_t tid, uint32_t ref)
+{
+	struct p1 *c = ctx;
+
+	return kx_rangewalk_range(&c->ranges, tid, ref);
+}
+
+/* A range later than the reorder window: a reason (p1_reason). */
+static int p1_late_range(void *ctx, uint32_t tid, uint32_t ref)
+{
+	struct p1 *c = ctx;
+
+	(void)tid;
+	(void)ref;
+	kx_rangewalk_late(&c->ranges);
+	return 0;
+}
+
+/* Paired as they pass, through the reorder stage: the whole capture's
+ * ranges (their names in the side store), finished once the file is read
+ * (whole_ranges). */
 static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const char *cat)
 {
 	struct p1 *c = ctx;
@@ -238,7 +269,7 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 		return;
 	if (kx_ann_named(a->what)) /* a range or mark begins */
 		p1_count(c);
-	if (kx_rangewalk_ann(&c->ranges, a, name, cat))
+	if (kx_engine_feed_ann(&c->eng, a, name, cat))
 		return p1_oom(c);
 	p1_reason(c);
 }
@@ -459,7 +490,12 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
                    size_t keep)
 {
 	memset(w, 0, sizeof(*w));
-	const struct kx_engine_sinks out = {.ctx = c, .ioctl = p1_nest, .late_ioctl = p1_late_call};
+	const struct kx_engine_sinks out = {.ctx = c,
+	                                    .ioctl = p1_nest,
+	                                    .late_ioctl = p1_late_call,
+	                                    .range = p1_range,
+	                                    .late_range = p1_late_range,
+	                                    .ann = p1_ann_in};
 
 	*c = (struct p1){.w = w, .nest = KX_NESTTRACK_INIT, .threads = KX_HMAP_INIT};
 	kx_engine_init(&c->eng, KX_WREAD_LATE_NS, KX_ENGINE_BUDGET, &out);
@@ -563,7 +599,8 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	v.syms = kx_samples_syms(kx_store_samples(w->side));
 	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
 	                            sizeof(w->damage));
-	if (!rc && p1_active(&c) && kx_engine_finish(&c.eng))
+	if (!rc && p1_active(&c) &&
+	    (kx_rangewalk_close(&c.ranges, w->side, &c.eng) || kx_engine_finish(&c.eng)))
 		c.oom = 1;
 	if (!rc && p1_active(&c) && c.eng.forced)
 		w->in_memory =
