@@ -10,20 +10,25 @@
  * before its call, a range before the calls as long as it. */
 enum { REC_CTR, REC_RANGE, REC_IOCTL };
 
-/* A waiting record and its place in its thread's order. */
+/* A waiting record and its place in its thread's order (32 bytes: a
+ * capture in memory has one a call). */
 struct kx_eng_rec {
-	uint64_t ts;    /* ns, its start */
-	uint64_t dur;   /* ns; UINT64_MAX: a counter record's (before its call), a range's
-	                   whose end has not come (the longest) */
-	uint64_t seq;   /* its place in the file */
-	uint8_t kind;   /* REC_* */
-	uint16_t depth; /* a range's level */
-	uint32_t ref;   /* the caller's handle (KX_ENGINE_NOREF: none) */
-	union {
-		struct kx_ioctl e;
-		struct kx_ctr_ev c;
-		uint32_t tid; /* a range's thread */
-	} u;
+	uint64_t ts;         /* ns, its start */
+	uint64_t dur;        /* ns; UINT64_MAX: a counter record's (before its call), a
+	                        range's whose end has not come (the longest) */
+	uint64_t seq : 45;   /* its place in the file */
+	uint64_t kind : 2;   /* REC_* */
+	uint64_t span : 1;   /* a call without a copy (kx_engine_feed_span) */
+	uint64_t depth : 16; /* a range's level */
+	uint32_t ref;        /* the caller's handle (KX_ENGINE_NOREF: none) */
+	uint32_t at;         /* its copy's slot in kx_engine.copies; a range's or span's thread */
+};
+_Static_assert(sizeof(struct kx_eng_rec) == 32, "struct kx_eng_rec grew");
+
+/* A call's or counter record's copy while it waits. */
+union kx_eng_copy {
+	struct kx_ioctl e;
+	struct kx_ctr_ev c;
 };
 
 /* A thread's waiting records, in order: q[head .. n). */
@@ -46,6 +51,7 @@ void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
 	e->window_ns = window_ns;
 	e->budget = budget;
 	e->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_eng_thread);
+	e->copies = (struct kx_slots)KX_SLOTS_INIT(union kx_eng_copy);
 	e->mem = (struct kx_memacct)KX_MEMACCT_INIT;
 }
 
@@ -76,7 +82,9 @@ static int fail(struct kx_engine *e)
 	return -1;
 }
 
-static int emit(struct kx_engine *e, const struct kx_eng_rec *r, int late)
+/* r (c: its copy, NULL for a range or span) to its sink. */
+static int emit(struct kx_engine *e, const struct kx_eng_rec *r, const union kx_eng_copy *c,
+                int late)
 {
 	int rc = 0;
 
@@ -85,31 +93,44 @@ static int emit(struct kx_engine *e, const struct kx_eng_rec *r, int late)
 	if (r->kind == REC_RANGE) {
 		int (*fn)(void *, uint32_t, uint32_t) = late ? e->out.late_range : e->out.range;
 
-		rc = fn ? fn(e->out.ctx, r->u.tid, r->ref) : 0;
+		rc = fn ? fn(e->out.ctx, r->at, r->ref) : 0;
 	} else if (r->kind == REC_IOCTL) {
 		int (*fn)(void *, const struct kx_ioctl *) =
 		        late ? e->out.late_ioctl : e->out.ioctl;
+		struct kx_ioctl span = {.ts = r->ts, .dur = r->dur, .tid = r->at};
 
-		rc = fn ? fn(e->out.ctx, &r->u.e) : 0;
+		rc = fn ? fn(e->out.ctx, c ? &c->e : &span) : 0;
 	} else {
 		int (*fn)(void *, const struct kx_ctr_ev *) = late ? e->out.late_ctr : e->out.ctr;
 
-		rc = fn ? fn(e->out.ctx, &r->u.c) : 0;
+		rc = fn ? fn(e->out.ctx, &c->c) : 0;
 	}
 	return rc ? fail(e) : 0;
 }
 
-/* Thread t's earliest waiting record out. */
+/* Bytes a waiting record takes. */
+static size_t rec_bytes(const struct kx_eng_rec *r)
+{
+	return sizeof(*r) + (r->kind != REC_RANGE && !r->span ? sizeof(union kx_eng_copy) : 0);
+}
+
+/* Thread t's earliest waiting record out (its copy's slot freed first). */
 static int leave(struct kx_engine *e, struct kx_eng_thread *t)
 {
 	struct kx_eng_rec *r = &t->q[t->head++];
+	union kx_eng_copy c;
+	int copied = r->kind != REC_RANGE && !r->span;
 
 	t->last = *r;
 	t->left = 1;
-	e->held -= sizeof(*r);
+	e->held -= rec_bytes(r);
+	if (copied) {
+		c = *(union kx_eng_copy *)kx_slots_at(&e->copies, r->at);
+		kx_slots_put(&e->copies, r->at);
+	}
 	if (t->head == t->n)
 		t->head = t->n = 0;
-	return emit(e, &t->last, 0);
+	return emit(e, &t->last, copied ? &c : NULL, 0);
 }
 
 /* The records of t that nothing later within the window can precede. */
@@ -144,13 +165,14 @@ static int insert(struct kx_engine *e, struct kx_eng_thread *t, const struct kx_
 	memmove(t->q + i + 1, t->q + i, (t->n - i) * sizeof(*t->q));
 	t->q[i] = *r;
 	t->n++;
-	e->held += sizeof(*r);
+	e->held += rec_bytes(r);
 	if (e->held > e->peak)
 		e->peak = e->held;
 	return 0;
 }
 
-static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r)
+/* Record r of thread tid, c its copy (NULL: none kept). */
+static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r, const union kx_eng_copy *c)
 {
 	struct kx_eng_thread *t;
 
@@ -171,7 +193,15 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r)
 			e->late_ctrs++;
 		else
 			e->late_ranges++;
-		return emit(e, r, 1);
+		return emit(e, r, c, 1);
+	}
+	if (c) {
+		long i = kx_slots_get(&e->copies);
+
+		if (i < 0)
+			return fail(e);
+		*(union kx_eng_copy *)kx_slots_at(&e->copies, (size_t)i) = *c;
+		r->at = (uint32_t)i;
 	}
 	if (insert(e, t, r))
 		return fail(e);
@@ -187,10 +217,11 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r)
 	return drain(e, t);
 }
 
-int kx_engine_feed_call(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg,
-                        uint32_t ref)
+int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg)
 {
-	struct kx_eng_rec r = {.ts = ev->ts, .dur = ev->dur, .kind = REC_IOCTL, .ref = ref};
+	struct kx_eng_rec r = {
+	        .ts = ev->ts, .dur = ev->dur, .kind = REC_IOCTL, .ref = KX_ENGINE_NOREF};
+	union kx_eng_copy c = {.e = *ev};
 	int64_t delta = 0;
 	int mem = KX_MEM_NONE;
 
@@ -199,22 +230,24 @@ int kx_engine_feed_call(struct kx_engine *e, const struct kx_ioctl *ev, const ui
 	if (mem < 0)
 		return fail(e);
 	e->last_mem = mem != KX_MEM_NONE;
-	r.u.e = *ev;
-	return feed(e, ev->tid, &r);
+	return feed(e, ev->tid, &r, &c);
 }
 
-int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg)
+int kx_engine_feed_span(struct kx_engine *e, uint32_t tid, uint64_t ts, uint64_t dur, uint32_t ref)
 {
-	return kx_engine_feed_call(e, ev, arg, KX_ENGINE_NOREF);
+	struct kx_eng_rec r = {
+	        .ts = ts, .dur = dur, .kind = REC_IOCTL, .span = 1, .ref = ref, .at = tid};
+
+	return feed(e, tid, &r, NULL);
 }
 
 int kx_engine_feed_ctr(struct kx_engine *e, const struct kx_ctr_ev *c)
 {
 	struct kx_eng_rec r = {
 	        .ts = c->ts, .dur = UINT64_MAX, .kind = REC_CTR, .ref = KX_ENGINE_NOREF};
+	union kx_eng_copy copy = {.c = *c};
 
-	r.u.c = *c;
-	return feed(e, c->tid, &r);
+	return feed(e, c->tid, &r, &copy);
 }
 
 void kx_engine_range_end(struct kx_engine *e, uint32_t tid, uint32_t ref, uint64_t len)
@@ -263,8 +296,8 @@ int kx_engine_feed_ann(struct kx_engine *e, const struct kx_ann *a, const char *
 		return 0;
 	r.depth = a->depth;
 	r.ref = ref;
-	r.u.tid = a->tid;
-	return feed(e, a->tid, &r);
+	r.at = a->tid;
+	return feed(e, a->tid, &r, NULL);
 }
 
 int kx_engine_finish(struct kx_engine *e)
@@ -299,6 +332,7 @@ void kx_engine_free(struct kx_engine *e)
 	for (size_t i = 0; i < e->threads.n; i++)
 		free(((struct kx_eng_thread *)kx_tidtab_at(&e->threads, i))->q);
 	kx_tidtab_free(&e->threads);
+	kx_slots_free(&e->copies);
 	kx_memacct_free(&e->mem);
 	memset(e, 0, sizeof(*e));
 }

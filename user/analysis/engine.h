@@ -44,7 +44,8 @@
  * rows and series).
  *
  * Memory: the records within the window of their thread's latest start
- * (88 bytes each), and 112 bytes a thread.
+ * (32 bytes each, and 60 more for a call's or counter record's copy; a
+ * span or range has none), and 96 bytes a thread.
  */
 #ifndef KX_ENGINE_H
 #define KX_ENGINE_H
@@ -56,6 +57,7 @@
 #include "model/counter.h"
 #include "model/event.h"
 #include "model/annot.h"
+#include "util/slots.h"
 #include "util/tidtab.h"
 
 #define KX_ENGINE_UNBOUNDED UINT64_MAX
@@ -93,9 +95,10 @@ struct kx_engine {
 	                             lateness so far, at most window_ns */
 	size_t budget;            /* bytes the waiting records may take (0: no bound) */
 	struct kx_tidtab threads; /* each thread's waiting records (struct kx_eng_thread) */
+	struct kx_slots copies;   /* the waiting calls' and counter records' copies */
 	uint64_t seq;             /* records fed (their file order) */
 	uint64_t out_seq;         /* the place in the file of the record a sink has now */
-	uint32_t out_ref;         /* its handle (kx_engine_feed_call's, a range's) */
+	uint32_t out_ref;         /* its handle (kx_engine_feed_span's, a range's) */
 	size_t held, peak;        /* bytes of the waiting records: now, the most */
 	uint64_t late_ioctls;     /* calls later than the window (to out.late_ioctl) */
 	uint64_t late_ctrs;       /* counter records later than the window */
@@ -114,9 +117,10 @@ void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
 /* A call (arg: its argument bytes, NULL when none): e->last_mem says
  * whether memory accounting counts it. */
 int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg);
-/* The same, with the caller's handle (out_ref when it leaves). */
-int kx_engine_feed_call(struct kx_engine *e, const struct kx_ioctl *ev, const uint8_t *arg,
-                        uint32_t ref);
+/* A call the caller holds itself (a capture in memory): only its thread,
+ * start, length (ns) and handle ref wait, no copy; it leaves to the ioctl
+ * sink as a call of those (its other fields zero), out_ref ref. */
+int kx_engine_feed_span(struct kx_engine *e, uint32_t tid, uint64_t ts, uint64_t dur, uint32_t ref);
 int kx_engine_feed_ctr(struct kx_engine *e, const struct kx_ctr_ev *c);
 int kx_engine_feed_ann(struct kx_engine *e, const struct kx_ann *a, const char *name,
                        const char *cat);

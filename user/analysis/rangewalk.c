@@ -706,7 +706,7 @@ static int b_range(void *ctx, uint32_t tid, uint32_t ref)
 	return kx_rangewalk_range(((struct build *)ctx)->w, tid, ref);
 }
 
-/* A call with the timeline's length, its timeline position its handle. */
+/* A call with the timeline's length, its timeline position its handle (a span). */
 static int b_call(void *ctx, const struct kx_ioctl *e)
 {
 	struct build *b = ctx;
@@ -726,11 +726,11 @@ static int feed_calls(struct build *b, const struct kx_store *s, const struct kx
 		for (size_t k = 0; k < it->count; k++) {
 			size_t pos = it->first + k, idx = tl->order[pos];
 			const struct kx_ioctl *e = kx_store_ioctl(s, idx);
-			struct kx_ioctl c = *e;
 
 			kx_rangewalk_ioctl(b->w, e);
-			c.dur = kx_timeline_dur(tl, idx, e->dur);
-			if (th && kx_engine_feed_call(&b->eng, &c, NULL, (uint32_t)pos))
+			if (th &&
+			    kx_engine_feed_span(&b->eng, e->tid, e->ts,
+			                        kx_timeline_dur(tl, idx, e->dur), (uint32_t)pos))
 				return -1;
 		}
 	}
