@@ -1,9 +1,10 @@
 /*
- * The engine's reorder stage (analysis/engine.h): each thread's calls and
- * counter records leave in start order within the window; a record later
- * than the window is late, counted and handed to the late sink; the memory
- * budget, when exceeded, is counted and said; unbounded, everything leaves
- * at the end, sorted.
+ * The engine's reorder stage (analysis/engine.h): each thread's calls,
+ * counter records and annotation ranges leave in start order within the
+ * window (a range the longest until its POP gives its length); a record
+ * later than the window is late, counted and handed to the late sink; the
+ * memory budget, when exceeded, is counted and said; unbounded, everything
+ * leaves at the end, sorted.
  */
 #include "analysis/engine.h"
 #include "kxtest.h"
@@ -18,7 +19,23 @@ struct out {
 	uint64_t ctr_ts[64];
 	int ctr_before[64]; /* the calls out before each counter record */
 	size_t nctr;
+	/* Calls ('c', start; 's': a span, its handle) and ranges ('r', handle;
+	 * 'l': late) in the order they left; annotation records as they came
+	 * ('a', what). */
+	struct {
+		char kind;
+		uint64_t v;
+	} log[256];
+	size_t nlog;
 };
+
+static void logged(struct out *o, char kind, uint64_t v)
+{
+	if (o->nlog < 256)
+		o->log[o->nlog++] = (typeof(o->log[0])){kind, v};
+}
+
+static struct kx_engine *cur; /* the engine of the test, for out_ref */
 
 static int o_ioctl(void *ctx, const struct kx_ioctl *e)
 {
@@ -26,6 +43,39 @@ static int o_ioctl(void *ctx, const struct kx_ioctl *e)
 
 	if (o->n < MAXOUT)
 		o->e[o->n++] = *e;
+	if (cur->out_ref != KX_ENGINE_NOREF)
+		logged(o, 's', cur->out_ref);
+	else
+		logged(o, 'c', e->ts);
+	return 0;
+}
+
+/* The test's pairing: a PUSH's handle is its start and depth (start * 10 +
+ * depth), a POP's its begin and depth. */
+static int o_ann(void *ctx, const struct kx_ann *a, const char *name, const char *cat,
+                 uint32_t *ref)
+{
+	(void)name;
+	(void)cat;
+	logged(ctx, 'a', a->what);
+	if (a->what == KX_ANN_PUSH)
+		*ref = (uint32_t)(a->ts * 10 + a->depth);
+	else if (a->what == KX_ANN_POP)
+		*ref = (uint32_t)(a->begin * 10 + a->depth);
+	return 0;
+}
+
+static int o_range(void *ctx, uint32_t tid, uint32_t ref)
+{
+	(void)tid;
+	logged(ctx, 'r', ref);
+	return 0;
+}
+
+static int o_late_range(void *ctx, uint32_t tid, uint32_t ref)
+{
+	(void)tid;
+	logged(ctx, 'l', ref);
 	return 0;
 }
 
@@ -53,10 +103,16 @@ static struct out out;
 
 static void start(struct kx_engine *e, uint64_t window, size_t budget)
 {
-	struct kx_engine_sinks s = {
-	        .ctx = &out, .ioctl = o_ioctl, .ctr = o_ctr, .late_ioctl = o_late};
+	struct kx_engine_sinks s = {.ctx = &out,
+	                            .ioctl = o_ioctl,
+	                            .ctr = o_ctr,
+	                            .late_ioctl = o_late,
+	                            .ann = o_ann,
+	                            .range = o_range,
+	                            .late_range = o_late_range};
 
 	memset(&out, 0, sizeof(out));
+	cur = e;
 	kx_engine_init(e, window, budget, &s);
 }
 
@@ -232,6 +288,189 @@ static void test_unbounded_sorts(void)
 	kx_engine_free(&e);
 }
 
+/* ---- annotation ranges ---- */
+
+static struct kx_ann ann(uint32_t tid, int what, uint64_t ts, uint64_t begin, uint16_t depth)
+{
+	struct kx_ann a = {.ts = ts, .begin = begin, .pid = 1, .tid = tid};
+
+	a.what = (uint16_t)what;
+	a.depth = depth;
+	return a;
+}
+
+/* The log from index from, as "c100 r100 ..." (annotation records left out). */
+static const char *order(size_t from)
+{
+	static char buf[1024];
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = from; i < out.nlog && n < sizeof(buf) - 32; i++)
+		if (out.log[i].kind != 'a')
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%c%llu", n ? " " : "",
+			                      out.log[i].kind, (unsigned long long)out.log[i].v);
+	return buf;
+}
+
+static void feed_ann(struct kx_engine *e, struct kx_ann a)
+{
+	CHECK(kx_engine_feed_ann(e, &a, "n", "") == 0);
+}
+
+static void feed_call(struct kx_engine *e, uint32_t tid, uint64_t ts, uint64_t dur)
+{
+	struct kx_ioctl c = call(tid, ts, dur);
+
+	CHECK(kx_engine_feed_ioctl(e, &c, NULL) == 0);
+}
+
+/* A range waits as the longest of its start: a call of its start that
+ * came before its POP goes after it, and one longer than it, known by its
+ * POP, before it; each annotation record reaches the ann sink at once. */
+static void test_range_waits_for_pop(void)
+{
+	struct kx_engine e;
+
+	start(&e, 1000, 0);
+	feed_ann(&e, ann(1, KX_ANN_PUSH, 100, 100, 1));
+	CHECK_EQ_U(out.nlog, 1);
+	CHECK(out.log[0].kind == 'a' && out.log[0].v == KX_ANN_PUSH);
+	feed_call(&e, 1, 100, 50);                     /* returned inside the range: it is longer */
+	feed_ann(&e, ann(1, KX_ANN_POP, 120, 100, 1)); /* 20 ns: the call is longer */
+	CHECK_EQ_U(out.nlog, 2);
+	feed_ann(&e, ann(1, KX_ANN_PUSH, 200, 200, 1));
+	feed_call(&e, 1, 200, 30);
+	feed_call(&e, 1, 5000, 10);
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK_STR(order(0), "c100 r1001 r2001 c200 c5000");
+	CHECK_EQ_U(e.late_ranges, 0);
+	kx_engine_free(&e);
+}
+
+/* Ranges of one start: the longer first; at one length the outer (lower
+ * depth) first, and a range before a call as long as it. */
+static void test_range_rule_order(void)
+{
+	struct kx_engine e;
+
+	start(&e, 1000, 0);
+	feed_ann(&e, ann(2, KX_ANN_PUSH, 100, 100, 1));
+	feed_ann(&e, ann(2, KX_ANN_PUSH, 100, 100, 2));
+	feed_ann(&e, ann(2, KX_ANN_PUSH, 100, 100, 3));
+	feed_call(&e, 2, 100, 40);
+	feed_ann(&e, ann(2, KX_ANN_POP, 140, 100, 3)); /* 40, as the call: before it */
+	feed_ann(&e, ann(2, KX_ANN_POP, 160, 100, 2)); /* 60 */
+	feed_ann(&e, ann(2, KX_ANN_POP, 160, 100, 1)); /* 60, outer: first */
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK_STR(order(0), "r1001 r1002 r1003 c100");
+	kx_engine_free(&e);
+	/* Pushed in the other order (inner levels first in the file): the
+	 * outer still leaves first, by depth. */
+	start(&e, 1000, 0);
+	feed_ann(&e, ann(2, KX_ANN_PUSH, 300, 300, 2));
+	feed_ann(&e, ann(2, KX_ANN_PUSH, 100, 100, 1));
+	feed_call(&e, 2, 100, 10);
+	feed_ann(&e, ann(2, KX_ANN_POP, 150, 100, 1));
+	feed_ann(&e, ann(2, KX_ANN_POP, 400, 300, 2));
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK_STR(order(0), "r1001 c100 r3002");
+	kx_engine_free(&e);
+}
+
+/* A range whose POP has not come when the window passes leaves as the
+ * longest of its start (before a call of its start); a range whose end is
+ * known otherwise (kx_engine_range_end: left open) moves to its place. */
+static void test_range_unended(void)
+{
+	struct kx_engine e;
+
+	start(&e, 1000, 0);
+	feed_ann(&e, ann(3, KX_ANN_PUSH, 100, 100, 1));
+	feed_call(&e, 3, 100, 500);
+	for (uint64_t i = 0; i < KX_ENGINE_RANGE_HOLD + 1; i++)
+		feed_call(&e, 3, 5000 + i * 10, 1);
+	CHECK(!strncmp(order(0), "r1001 c100 c5000", 16));
+	feed_ann(&e, ann(3, KX_ANN_POP, 9000, 100, 1)); /* 8900 ns: gone already, nothing moves */
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK(!strncmp(order(0), "r1001 c100 c5000", 16));
+	CHECK_EQ_U(out.n, KX_ENGINE_RANGE_HOLD + 2);
+	kx_engine_free(&e);
+	start(&e, KX_ENGINE_UNBOUNDED, 0);
+	feed_ann(&e, ann(3, KX_ANN_PUSH, 100, 100, 1));
+	feed_call(&e, 3, 100, 500);
+	kx_engine_range_end(&e, 3, 1001, 20); /* ends before the call does */
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK_STR(order(0), "c100 r1001");
+	kx_engine_free(&e);
+}
+
+/* A range that comes after a later record of its thread left is late:
+ * counted, to the late sink at once. */
+static void test_range_late(void)
+{
+	struct kx_engine e;
+
+	start(&e, 0, 0);
+	e.measured = 1;
+	feed_call(&e, 4, 1000, 10);
+	feed_call(&e, 4, 2000, 10); /* the first leaves */
+	feed_ann(&e, ann(4, KX_ANN_PUSH, 500, 500, 1));
+	CHECK_EQ_U(e.late_ranges, 1);
+	CHECK_STR(order(0), "c1000 l5001");
+	feed_ann(&e, ann(4, KX_ANN_POP, 600, 500, 1)); /* its range is not waiting */
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK_STR(order(0), "c1000 l5001 c2000");
+	kx_engine_free(&e);
+}
+
+/* A thread with ranges keeps its last KX_ENGINE_RANGE_HOLD records: a
+ * range whose records come some calls after later calls of its thread (the
+ * calls' ring drained first) is put in its place, not late; past the hold
+ * the window lets them go. */
+static void test_range_hold(void)
+{
+	struct kx_engine e;
+
+	start(&e, 0, 0);
+	e.measured = 1;
+	feed_ann(&e, ann(6, KX_ANN_PUSH, 100, 100, 1));
+	feed_ann(&e, ann(6, KX_ANN_POP, 150, 100, 1));
+	for (uint64_t i = 0; i < 100; i++)
+		feed_call(&e, 6, 1000 + i * 100, 10);
+	CHECK_EQ_U(out.n, 0); /* in order, yet held */
+	feed_ann(&e, ann(6, KX_ANN_PUSH, 500, 500, 1));
+	feed_ann(&e, ann(6, KX_ANN_POP, 600, 500, 1));
+	CHECK_EQ_U(e.late_ranges, 0);
+	for (uint64_t i = 0; i < KX_ENGINE_RANGE_HOLD; i++)
+		feed_call(&e, 6, 20000 + i * 100, 10);
+	CHECK(!strncmp(order(0), "r1001 r5001 c1000", 17));
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK_EQ_U(out.n, 100 + KX_ENGINE_RANGE_HOLD);
+	CHECK(thread_sorted(6));
+	kx_engine_free(&e);
+}
+
+/* Unbounded with spans (calls the caller holds): nothing leaves before
+ * finish; then each thread's ranges and spans in the rule's order, a span
+ * with its handle. */
+static void test_unbounded_ranges(void)
+{
+	struct kx_engine e;
+
+	start(&e, KX_ENGINE_UNBOUNDED, 0);
+	feed_ann(&e, ann(5, KX_ANN_PUSH, 100, 100, 1));
+	feed_ann(&e, ann(5, KX_ANN_PUSH, 100, 100, 2));
+	feed_ann(&e, ann(5, KX_ANN_POP, 110, 100, 2));
+	feed_ann(&e, ann(5, KX_ANN_POP, 300, 100, 1));
+	CHECK(kx_engine_feed_span(&e, 5, 100, 50, 7) == 0);
+	CHECK(kx_engine_feed_span(&e, 5, 50, 10, 8) == 0);
+	CHECK_STR(order(0), "");
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK_STR(order(0), "s8 r1001 s7 r1002");
+	kx_engine_free(&e);
+}
+
 int main(void)
 {
 	RUN(test_window_orders);
@@ -240,5 +479,11 @@ int main(void)
 	RUN(test_budget_reported);
 	RUN(test_measured_window);
 	RUN(test_unbounded_sorts);
+	RUN(test_range_waits_for_pop);
+	RUN(test_range_rule_order);
+	RUN(test_range_unended);
+	RUN(test_range_late);
+	RUN(test_range_hold);
+	RUN(test_unbounded_ranges);
 	KXT_EXIT();
 }

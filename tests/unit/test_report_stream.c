@@ -38,6 +38,7 @@
 #include "analysis/analysis.h"
 #include "analysis/jobflow.h"
 #include "analysis/rangewalk.h"
+#include "analysis/engine.h"
 #include "analysis/sreport.h"
 #include "export/ctrtable.h"
 #include "export/summary.h"
@@ -523,7 +524,7 @@ static void ann_odd_random(void)
 	CHECK(same && why == NULL);
 }
 
-#define LATE_CALLS 8
+#define LATE_CALLS (KX_ENGINE_RANGE_HOLD + 8)
 
 /* What the stream keeps a budget for: a call spanning a pop of its thread
  * (the calls' timeline shortens it), records later than the reorder window. */
@@ -539,8 +540,8 @@ static void ann_reasons(void)
 	CHECK(write_list(path, cut, 3) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));
 	CHECK(why && strstr(why, "spans the end of an annotation range"));
-	/* A push, calls in order after it (the thread's measured window lets
-	 * them go), then a push before them. */
+	/* A push, more calls after it than a thread with ranges keeps
+	 * waiting, then a push before them. */
 	late[0] = (struct ann_rec)ANN(KX_ANN_PUSH, 1000, 1000, 1);
 	for (size_t i = 1; i < LATE_CALLS + 1; i++)
 		late[i] = (struct ann_rec)IOC(1000 + i * 1000, 10);
@@ -550,6 +551,44 @@ static void ann_reasons(void)
 	CHECK(compare(path, &why, msg, sizeof(msg)));
 	if (!why || !strstr(why, "reorder window"))
 		printf("FAIL ann_reasons: late: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "reorder window"));
+}
+
+#define TIE_CALLS (KX_ENGINE_RANGE_HOLD + 44)
+
+/* Two ranges of one thread pushed in the same nanosecond, many calls
+ * inside both before either pops (more than a thread with ranges keeps
+ * waiting; the old per-thread window of 256 records refused the tie, two
+ * ranges of one start not ended when they left it): each leaves the reorder stage
+ * before its end, the outer first, and their ends bear the order out, so
+ * the stream gives the file as memory reads it. */
+static void ann_tie_streams(void)
+{
+	static struct ann_rec tie[TIE_CALLS + 4];
+	char path[128], msg[512];
+	const char *why = NULL;
+	int same;
+
+	tie[0] = (struct ann_rec)ANN(KX_ANN_PUSH, 1000, 1000, 1);
+	tie[1] = (struct ann_rec)ANN(KX_ANN_PUSH, 1000, 1000, 2);
+	for (size_t i = 0; i < TIE_CALLS; i++)
+		tie[2 + i] = (struct ann_rec)IOC(2000 + i * 1000, 10);
+	tie[TIE_CALLS + 2] = (struct ann_rec)ANN(KX_ANN_POP, 2000 + TIE_CALLS * 1000, 1000, 2);
+	tie[TIE_CALLS + 3] = (struct ann_rec)ANN(KX_ANN_POP, 2100 + TIE_CALLS * 1000, 1000, 1);
+	snprintf(path, sizeof(path), "%s/tie.kxp", tmpdir);
+	CHECK(write_list(path, tie, TIE_CALLS + 4) == 0);
+	same = compare(path, &why, msg, sizeof(msg));
+	if (!same || why)
+		printf("FAIL ann_tie_streams: %s\n", why ? why : msg);
+	CHECK(same && why == NULL);
+	/* Popped the other way round (the inner's pop lost, then found after
+	 * the outer's: a longer inner range): read into memory. */
+	tie[TIE_CALLS + 2] = (struct ann_rec)ANN(KX_ANN_POP, 2000 + TIE_CALLS * 1000, 1000, 1);
+	tie[TIE_CALLS + 3] = (struct ann_rec)ANN(KX_ANN_POP, 2100 + TIE_CALLS * 1000, 1000, 2);
+	CHECK(write_list(path, tie, TIE_CALLS + 4) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (!why || !strstr(why, "reorder window"))
+		printf("FAIL ann_tie_streams: reversed: %s\n", why ? why : "streamed");
 	CHECK(why && strstr(why, "reorder window"));
 }
 
@@ -1368,6 +1407,7 @@ int main(void)
 	RUN(ann_odd_cases);
 	RUN(ann_odd_random);
 	RUN(ann_reasons);
+	RUN(ann_tie_streams);
 	RUN(open_range_streams);
 	RUN(counted);
 	RUN(in_memory_reasons);

@@ -41,6 +41,7 @@ struct kx_eng_thread {
 	struct kx_eng_rec last; /* the last to leave (its key) */
 	int left;               /* some record left */
 	int called;             /* a call of it was fed */
+	int ranged;             /* a range of it was fed: KX_ENGINE_RANGE_HOLD records wait */
 };
 
 void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
@@ -138,7 +139,8 @@ static int drain(struct kx_engine *e, struct kx_eng_thread *t)
 {
 	uint64_t window = e->measured && t->lag < e->window_ns ? t->lag : e->window_ns;
 
-	while (t->head < t->n && t->latest - t->q[t->head].ts > window)
+	while (t->head < t->n && t->latest - t->q[t->head].ts > window &&
+	       (!t->ranged || t->n - t->head > KX_ENGINE_RANGE_HOLD))
 		if (leave(e, t))
 			return -1;
 	return 0;
@@ -186,6 +188,7 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r, const u
 		e->ioctl_threads += !t->called;
 		t->called = 1;
 	}
+	t->ranged |= r->kind == REC_RANGE;
 	if (t->left && before(r, &t->last)) { /* its place has gone by */
 		if (r->kind == REC_IOCTL)
 			e->late_ioctls++;

@@ -22,6 +22,10 @@
  *     comes after it, late the first time); KX_ENGINE_UNBOUNDED for a
  *     capture held in memory (every record leaves at the end, each
  *     thread's sorted once).
+ *   - A thread with annotation ranges keeps at least KX_ENGINE_RANGE_HOLD
+ *     records waiting besides: its annotation records and its calls come
+ *     from two ring buffers, each drained in its own batches, so either
+ *     may come some records after the other's later ones.
  *   - A record that comes after a record of its thread it should precede
  *     has left is late: it goes to the late sink at once (kept aside, as
  *     wread keeps late calls) and is counted.
@@ -43,9 +47,9 @@
  * kx_memacct_step: the caller keeps those, few as they are, for the memory
  * rows and series).
  *
- * Memory: the records within the window of their thread's latest start
- * (32 bytes each, and 60 more for a call's or counter record's copy; a
- * span or range has none), and 96 bytes a thread.
+ * Memory: the records within the window of their thread's latest start,
+ * or its last KX_ENGINE_RANGE_HOLD (32 bytes each, and 60 more for a call's or counter record's
+ * copy; a span or range has none), and 96 bytes a thread.
  */
 #ifndef KX_ENGINE_H
 #define KX_ENGINE_H
@@ -67,6 +71,8 @@
 /* bytes the waiting records of a streamed read may take */
 #define KX_ENGINE_BUDGET (64u << 20)
 #define KX_ENGINE_NOREF  UINT32_MAX /* a record without the caller's handle */
+/* records a thread with annotation ranges keeps waiting at least */
+#define KX_ENGINE_RANGE_HOLD 256
 
 /* Where the records come out; a NULL member drops its kind. Each returns
  * 0, or -1 (out of memory: the engine stops and says so). */
