@@ -8,8 +8,8 @@
  * another (nesting) comes after it. Each thread's ioctls, counter records
  * and annotation ranges leave in start order, the order the timeline's
  * nesting rule takes them in (analysis/timeline.h: by start, the longer
- * first at equal starts, ranges before calls of their length, the outer
- * range first, then in file order; a counter record, which starts with its
+ * first at equal starts, ranges before calls of their length, the range of
+ * the lower level first, then in file order; a counter record, which starts with its
  * call, before the calls that start when it does). A record waits until
  * its thread has had a record starting more than window_ns after it, or
  * until kx_engine_finish.
@@ -48,8 +48,9 @@
  * rows and series).
  *
  * Memory: the records within the window of their thread's latest start,
- * or its last KX_ENGINE_RANGE_HOLD (32 bytes each, and 60 more for a call's or counter record's
- * copy; a span or range has none), and 96 bytes a thread.
+ * or its last KX_ENGINE_RANGE_HOLD (32 bytes each, and 60 more for a
+ * call's or counter record's copy; a span or range has none), and 96
+ * bytes a thread.
  */
 #ifndef KX_ENGINE_H
 #define KX_ENGINE_H

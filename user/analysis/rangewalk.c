@@ -16,8 +16,14 @@
 
 #define NONE KX_ENGINE_NOREF
 
-static const char *const LATE = "annotation ranges and calls of a thread out of order by more "
-                                "than the reorder window";
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+/* The reorder stage's bound (analysis/engine.h: a thread with ranges keeps
+ * its last KX_ENGINE_RANGE_HOLD records, or its measured window). */
+static const char *const LATE =
+        "annotation ranges and calls of a thread out of order by more "
+        "than the reorder window holds (" STR(KX_ENGINE_RANGE_HOLD) " records)";
 static const char *const CUT = "a call of a thread spans the end of an annotation range of the "
                                "thread (the calls' timeline would shorten it)";
 

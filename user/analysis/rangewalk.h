@@ -27,9 +27,11 @@
  *
  * Reasons to read the file whole (why):
  *   - a thread's records out of the rule's order by more than the reorder
- *     stage held them (a record whose place had gone by when it came, or a
- *     range that left before its end and ended before what was walked
- *     inside it or after it at its start): the reorder stage's bound;
+ *     stage held them (its bound: a thread with ranges keeps its last
+ *     KX_ENGINE_RANGE_HOLD records, or its measured window): a record
+ *     whose place had gone by when it came, or a range that left before
+ *     its end and ended before what was walked inside it, or out of the
+ *     rule's order with what was walked after it at its start;
  *   - names past the store's limit (the windowed conversion's out);
  *   - a call that a range's end cuts, streamed (the calls' timeline keeps
  *     the cuts: a call of a thread spanning a pop of the same thread); in

@@ -10,16 +10,18 @@
  * (analysis/jobflow.h: memory does not grow with the jobs); any other keeps
  * its job records and the ioctls the device timelines look at in the side
  * store (struct kx_jobs_keep, analysis/jobs.h). No other ioctl is kept.
- * Annotation ranges are paired as they come (analysis/rangewalk.h): their
- * rows join the ioctl rows, their counts go to the analysis of the side
- * store (kx_sreport_apply); so are counter records joined to their calls
- * as they leave the engine's reorder stage (analysis/ctrstats.h's
- * kx_ctrjoin: each thread's records in start order).
+ * Annotation records go through the engine (analysis/engine.h), paired as
+ * they come and each thread's ranges walked with its calls as they leave
+ * its reorder stage (analysis/rangewalk.h): their rows join the ioctl
+ * rows, their counts go to the analysis of the side store
+ * (kx_sreport_apply); counter records are joined to their calls as they
+ * leave it too (analysis/ctrstats.h's kx_ctrjoin: each thread's records in
+ * start order).
  *
- * Each thread's calls pass the engine's reorder stage (analysis/engine.h)
- * into the nesting rule (analysis/nesttrack.h): its counts are the
- * summary's warning (kx_sreport_apply). The engine also says which calls
- * memory accounting counts, and each thread's last call's end.
+ * Each thread's calls pass the engine's reorder stage into the nesting
+ * rule (analysis/nesttrack.h): its counts are the summary's warning
+ * (kx_sreport_apply). The engine also says which calls memory accounting
+ * counts.
  *
  * Exactly the in-memory report's figures (percentiles within 1/256), or a
  * reason to read the file into memory instead, found as the records pass:
@@ -53,7 +55,7 @@ struct kx_sreport {
 	struct kx_rangewalk *ranges;   /* the annotation ranges, built as they came */
 	struct kx_ctrstats *counters;  /* counters joined to their calls; NULL: none named */
 	const char *in_memory;         /* why the file must be read into memory; NULL: streamed */
-	uint64_t threads;              /* distinct threads seen (their last call's end is kept) */
+	uint64_t threads;              /* distinct threads whose calls were seen */
 	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream) */
 	uint64_t nest_threads;         /* threads with such calls */
 	uint64_t jobs;                 /* job records kept in side */

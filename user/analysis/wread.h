@@ -13,8 +13,9 @@
  * needs whole: tasks (thread names), CPU samples and off-CPU intervals with
  * their symbols (a rate per CPU, not per event), and the annotation names.
  * The annotation ranges are built as the records pass (analysis/rangewalk.h:
- * paired and nested with the calls, each with the ioctls it holds; the
- * file is read whole only past its budget), and
+ * paired as they come, nested with the calls as each thread's leave the
+ * engine's reorder stage, each with the ioctls it holds; the file is read
+ * whole only past its budget), and
  * kept, not their records: once the file is read, they are the whole
  * capture's ranges (ranges), lent to every window's analysis
  * (kx_analysis_lend_ranges); a range that spans a cut is drawn, whole, in
