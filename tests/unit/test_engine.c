@@ -471,6 +471,28 @@ static void test_unbounded_ranges(void)
 	kx_engine_free(&e);
 }
 
+/* Unbounded, a thread at a time: kx_engine_finish_thread lets one
+ * thread's records out, in order, the others' wait for their turn. */
+static void test_finish_thread(void)
+{
+	struct kx_engine e;
+
+	start(&e, KX_ENGINE_UNBOUNDED, 0);
+	feed_ann(&e, ann(8, KX_ANN_PUSH, 100, 100, 1));
+	feed_ann(&e, ann(9, KX_ANN_PUSH, 50, 50, 1));
+	feed_ann(&e, ann(8, KX_ANN_POP, 120, 100, 1));
+	CHECK(kx_engine_feed_span(&e, 8, 100, 50, 1) == 0);
+	CHECK(kx_engine_feed_span(&e, 8, 90, 5, 2) == 0);
+	CHECK(kx_engine_finish_thread(&e, 8) == 0);
+	CHECK_STR(order(0), "s2 s1 r1001");
+	CHECK(kx_engine_feed_span(&e, 9, 60, 5, 3) == 0);
+	CHECK(kx_engine_finish_thread(&e, 9) == 0);
+	CHECK_STR(order(0), "s2 s1 r1001 r501 s3");
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK_EQ_U(e.held, 0);
+	kx_engine_free(&e);
+}
+
 int main(void)
 {
 	RUN(test_window_orders);
@@ -485,5 +507,6 @@ int main(void)
 	RUN(test_range_late);
 	RUN(test_range_hold);
 	RUN(test_unbounded_ranges);
+	RUN(test_finish_thread);
 	KXT_EXIT();
 }

@@ -303,18 +303,35 @@ int kx_engine_feed_ann(struct kx_engine *e, const struct kx_ann *a, const char *
 	return feed(e, a->tid, &r, NULL);
 }
 
+/* Every waiting record of t out, in order; its queue's memory freed. */
+static int finish_thread(struct kx_engine *e, struct kx_eng_thread *t)
+{
+	if (t->unsorted)
+		qsort(t->q + t->head, t->n - t->head, sizeof(*t->q), rec_cmp);
+	t->unsorted = 0;
+	while (t->head < t->n)
+		if (leave(e, t))
+			return -1;
+	free(t->q);
+	t->q = NULL;
+	t->cap = 0;
+	return 0;
+}
+
+int kx_engine_finish_thread(struct kx_engine *e, uint32_t tid)
+{
+	struct kx_eng_thread *t = kx_tidtab_find(&e->threads, tid);
+
+	if (e->failed)
+		return -1;
+	return t ? finish_thread(e, t) : 0;
+}
+
 int kx_engine_finish(struct kx_engine *e)
 {
-	for (size_t i = 0; i < e->threads.n && !e->failed; i++) {
-		struct kx_eng_thread *t = kx_tidtab_at(&e->threads, i);
-
-		if (t->unsorted)
-			qsort(t->q + t->head, t->n - t->head, sizeof(*t->q), rec_cmp);
-		t->unsorted = 0;
-		while (t->head < t->n)
-			if (leave(e, t))
-				return -1;
-	}
+	for (size_t i = 0; i < e->threads.n && !e->failed; i++)
+		if (finish_thread(e, kx_tidtab_at(&e->threads, i)))
+			return -1;
 	return e->failed ? -1 : 0;
 }
 

@@ -136,6 +136,10 @@ int kx_engine_feed_ann(struct kx_engine *e, const struct kx_ann *a, const char *
 void kx_engine_range_end(struct kx_engine *e, uint32_t tid, uint32_t ref, uint64_t len);
 /* Every waiting record out, each thread's in order. 0, or -1 when out of memory. */
 int kx_engine_finish(struct kx_engine *e);
+/* Thread tid's waiting records out, in order, as kx_engine_finish lets
+ * them out (a capture in memory is walked a thread at a time, each one's
+ * records waiting only until its turn). 0, or -1 when out of memory. */
+int kx_engine_finish_thread(struct kx_engine *e, uint32_t tid);
 /* The budget's message when it was exceeded ("" when not), in buf. */
 const char *kx_engine_budget_note(const struct kx_engine *e, char *buf, size_t len);
 void kx_engine_free(struct kx_engine *e);

@@ -720,25 +720,36 @@ static int b_call(void *ctx, const struct kx_ioctl *e)
 	return kx_rangewalk_call(b->w, e, e->ts + e->dur, b->eng.out_ref);
 }
 
-/* The calls of the threads with ranges into the engine, in the timeline's
- * order, with the timeline's lengths; the other calls only end their
- * threads. */
-static int feed_calls(struct build *b, const struct kx_store *s, const struct kx_timeline *tl)
+/* Every call of the timeline ends its thread's ranges left open no earlier
+ * than its end. */
+static void calls_end(struct build *b, const struct kx_store *s, const struct kx_timeline *tl)
+{
+	for (size_t t = 0; tl && t < tl->nthreads; t++)
+		for (size_t k = 0; k < tl->threads[t].count; k++)
+			kx_rangewalk_ioctl(b->w,
+			                   kx_store_ioctl(s, tl->order[tl->threads[t].first + k]));
+}
+
+/* The calls of the threads with ranges through the engine, a thread at a
+ * time, in the timeline's order, with the timeline's lengths: each
+ * thread's records leave before the next one's calls go in. */
+static int walk_calls(struct build *b, const struct kx_store *s, const struct kx_timeline *tl)
 {
 	for (size_t t = 0; tl && t < tl->nthreads; t++) {
 		const struct kx_tl_thread *it = &tl->threads[t];
-		struct kx_rt_thread *th = kx_rangetrack_thread(&b->w->track, it->tid, 0);
 
+		if (!kx_rangetrack_thread(&b->w->track, it->tid, 0))
+			continue;
 		for (size_t k = 0; k < it->count; k++) {
 			size_t pos = it->first + k, idx = tl->order[pos];
 			const struct kx_ioctl *e = kx_store_ioctl(s, idx);
 
-			kx_rangewalk_ioctl(b->w, e);
-			if (th &&
-			    kx_engine_feed_span(&b->eng, e->tid, e->ts,
+			if (kx_engine_feed_span(&b->eng, e->tid, e->ts,
 			                        kx_timeline_dur(tl, idx, e->dur), (uint32_t)pos))
 				return -1;
 		}
+		if (kx_engine_finish_thread(&b->eng, it->tid))
+			return -1;
 	}
 	return 0;
 }
@@ -779,7 +790,8 @@ struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capi
 	for (size_t i = 0; i < n; i++)
 		if (kx_engine_feed_ann(&b.eng, kx_store_ann(s, i), NULL, NULL))
 			goto out;
-	if (feed_calls(&b, s, tl) || kx_rangewalk_close(&w, s, &b.eng) ||
+	calls_end(&b, s, tl);
+	if (kx_rangewalk_close(&w, s, &b.eng) || walk_calls(&b, s, tl) ||
 	    kx_engine_finish(&b.eng) || kx_rangewalk_finish(&w, s, NULL) || add_cuts(tl, &w) ||
 	    kx_ranges_finish(rg))
 		goto out;
