@@ -46,6 +46,7 @@ struct kx_rw_rec {
 	uint32_t name, cat; /* string ids in out's strings (0 when out is NULL) */
 	uint32_t next_free;
 	uint16_t depth; /* its level */
+	/* known: ended when walked (it left the reorder stage in its place) */
 	uint8_t ended, walked, popped, open, inside, tie_strict, cap_strict, known;
 };
 
