@@ -94,6 +94,7 @@
 #define KX_JOBFLOW_CLOSED    16384u        /* closed keys remembered (then in the table) */
 #define KX_JOBFLOW_GONE      32768u        /* slots of the table of forgotten keys */
 #define KX_JOBFLOW_WAITS     65536u        /* GPU wait calls kept at most */
+#define KX_JOBFLOW_PENDING   16384u        /* GPU jobs waiting for their ring's driver at most */
 
 struct kx_jobflow_ring;
 struct kx_jobflow_dev;
@@ -135,10 +136,15 @@ struct kx_jobflow {
 	struct kx_keymap passed;     /* unique keys: per context, 1 + the top seqno forgotten */
 	/* Shared fence sources' rings: (source, ring) -> 1 + index in rdrv. */
 	struct kx_keymap ringdrv;
-	struct kx_jobflow_ringdrv *rdrv; /* the driver each learnt, from which job */
+	struct kx_jobflow_ringdrv
+	        *rdrv; /* the driver each learnt, from which job; its jobs waiting */
 	size_t nrdrv, rdcap;
-	struct kx_minheap linkq;     /* linked GPU jobs held, by the record that made them */
-	uint32_t gen;                /* the last generation given to a slot */
+	size_t npend, peak_pend; /* jobs waiting for their ring's driver: now, at most at once */
+	size_t pend_max;         /* the most that may wait (KX_JOBFLOW_PENDING; a test lowers it) */
+	uint64_t pend_low;       /* ns, the earliest DONE of a job waiting (npend > 0) */
+	uint64_t end_ns;         /* ns, the capture's end once the records are all in, else 0 */
+	struct kx_minheap linkq; /* linked GPU jobs held, by the record that made them */
+	uint32_t gen;            /* the last generation given to a slot */
 	size_t peak_recs, peak_open; /* the most records waiting, requests open at once */
 	/* GPU waiters: */
 	struct kx_keymap names;        /* wait call names (jobpair's kx_wait_ioctl) */

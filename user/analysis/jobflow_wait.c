@@ -8,13 +8,15 @@
 #include "util/grow.h"
 
 /* The wait calls still able to hold a DONE to come: those that return at
- * or after the earliest DONE of a job not counted yet. */
+ * or after the earliest DONE of a job not counted yet (or waiting for its
+ * ring's driver). */
 static uint64_t waits_low(const struct kx_jobflow *f)
 {
 	uint64_t low = f->rel_ts;
 
 	if (f->chead < f->nclosed && f->closed[f->chead].done < low)
 		low = f->closed[f->chead].done;
+	jf_pend_low(f, &low);
 	return low;
 }
 

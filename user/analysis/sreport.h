@@ -56,7 +56,6 @@ struct kx_sreport {
 	uint64_t threads;              /* distinct threads seen (their last call's end is kept) */
 	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream) */
 	uint64_t nest_threads;         /* threads with such calls */
-	uint64_t jobs;                 /* job records kept in side */
 	uint64_t flow_jobs;            /* device jobs paired as they came (none kept) */
 	size_t flow_held;              /* the most of them held at once (by start) */
 	struct kx_jobs *timelines;     /* their device timelines, NULL: from side */
