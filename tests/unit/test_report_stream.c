@@ -1350,6 +1350,123 @@ static void waits_unkept(void)
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 }
 
+/* ---- GPU jobs of the shared fence sources ---- */
+
+/* The ring of timelines o named name, NULL: none. */
+static const struct kx_jobring *ring_named(const struct kx_jobs *o, const char *name)
+{
+	for (size_t r = 0; r < o->nrings; r++)
+		if (!strcmp(o->rings[r].name, name))
+			return &o->rings[r];
+	return NULL;
+}
+
+/* Captures of each shared fence source stream with their device timelines
+ * paired as the records pass, the in-memory report's figures: a ring whose
+ * first jobs no call submitted (they wait for its first linked job, which
+ * gives their device), a ring first linked halfway (its jobs wait a window
+ * and more), a ring never linked (its device learnt at the end). Before:
+ * their job records were kept in the side store. */
+static void fences_streamed(void)
+{
+	static struct kx_sreport sr;
+	char path[128], err[512], msg[512];
+	const char *why;
+
+	for (size_t i = 0; i < FENCE_KINDS; i++) {
+		const struct fence_kind *k = &fence_kinds[i];
+		const struct kx_jobring *gfx, *comp, *sdma;
+
+		snprintf(path, sizeof(path), "%s/fence_%s.kxp", tmpdir, k->name);
+		CHECK(write_fence(path, k, 3000, 1000000, 1500, 1) == 0);
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL fences_streamed: %s: %s\n", k->name, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
+		if (!sr.timelines || !sr.flow_jobs || kx_store_job_count(sr.side))
+			printf("FAIL fences_streamed: %s: %zu job records kept\n", k->name,
+			       kx_store_job_count(sr.side));
+		CHECK(!sr.in_memory && sr.timelines && sr.flow_jobs == 3000 + 1000 + 1500 &&
+		      !kx_store_job_count(sr.side));
+		if (!sr.timelines) {
+			kx_sreport_free(&sr);
+			continue;
+		}
+		for (size_t r = 0; r < sr.timelines->nrings; r++)
+			printf("  %s: ring %s on %s\n", k->name, sr.timelines->rings[r].name,
+			       sr.timelines->devs[sr.timelines->rings[r].dev].name);
+		gfx = ring_named(sr.timelines, "gfx");
+		comp = ring_named(sr.timelines, "comp");
+		sdma = ring_named(sr.timelines, "sdma");
+		CHECK(gfx && comp && sdma);
+		/* Three devices: gfx's submitter's, comp's, and sdma's fallback; one
+		 * (the source's driver's) for a source that has a driver. */
+		if (k->drv == k->drv2)
+			CHECK(gfx && comp && sdma && gfx->dev == comp->dev &&
+			      gfx->dev == sdma->dev);
+		else
+			CHECK(gfx && comp && sdma && gfx->dev != comp->dev &&
+			      gfx->dev != sdma->dev && comp->dev != sdma->dev);
+		CHECK(gfx && gfx->njobs == 3000 && gfx->linked > 2000 && gfx->waited > 500);
+		CHECK(comp && comp->njobs == 1000 && comp->linked == 500 && comp->waited > 200);
+		CHECK(sdma && sdma->njobs == 1500 && !sdma->linked && sdma->waited > 300);
+		kx_sreport_free(&sr);
+	}
+}
+
+/* A dma_fence job no call submitted, DONE at ts (ns), fed to f. */
+static int fence_done(struct kx_jobflow *f, uint64_t ts, uint64_t seqno)
+{
+	struct kx_job j = {.ts = ts, .ctx = 5, .seqno = seqno, .src = KX_JOB_SRC_DMA_FENCE};
+
+	snprintf(j.ring, sizeof(j.ring), "gfx");
+	j.phase = KX_JOB_QUEUE;
+	if (kx_jobflow_job(f, &j))
+		return -1;
+	j.ts += 1000;
+	j.phase = KX_JOB_DONE;
+	return kx_jobflow_job(f, &j);
+}
+
+/* Jobs of a ring never linked wait for its device up to the budget (here
+ * lowered to 8): within it they are counted at the end on the fallback
+ * device; past it the file is read into memory, a budget reason. */
+static void fence_budget(void)
+{
+	static struct kx_capinfo ci;
+
+	for (int over = 0; over < 2; over++) {
+		struct kx_store *mem = kx_store_new(0);
+		struct kx_stats rows = {0};
+		struct kx_jobflow f;
+		struct kx_jobs *o;
+		int rc = 0;
+
+		kx_jobflow_init(&f, &ci);
+		f.pend_max = 8;
+		/* 2 s apart: each waits once the second after it comes (its
+		 * records a window behind, its key a window after its DONE). */
+		for (uint64_t i = 0; i < 8u + 3u * (uint64_t)over; i++)
+			rc |= fence_done(&f, 1000 + i * 2 * KX_JOBFLOW_WINDOW_NS, i + 1);
+		CHECK(rc == 0 && mem);
+		CHECK(over ? f.why && strstr(f.why, "memory budget") : !f.why);
+		if (f.peak_pend != (over ? 8 : 6))
+			printf("FAIL fence_budget: %zu waited at most\n", f.peak_pend);
+		CHECK(f.peak_pend == (over ? 8 : 6));
+		o = kx_jobflow_finish(&f, mem, &rows);
+		CHECK(over ? !o
+		           : o && o->nrings == 1 && o->rings[0].njobs == 8 && o->ndevs == 1 &&
+		                      !strcmp(o->devs[0].name, "dma_fence"));
+		if (o && !over)
+			printf("  %s: %llu jobs on %s\n", o->rings[0].name,
+			       (unsigned long long)o->rings[0].njobs, o->devs[0].name);
+		kx_jobs_free(o);
+		kx_stats_free(&rows);
+		kx_jobflow_free(&f);
+		kx_store_free(mem);
+	}
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kxt_sreport.XXXXXX");
@@ -1376,6 +1493,8 @@ int main(void)
 	RUN(gpu_streamed);
 	RUN(gpu_reasons);
 	RUN(waits_unkept);
+	RUN(fences_streamed);
+	RUN(fence_budget);
 	{
 		char cmd[128];
 
