@@ -1,6 +1,7 @@
 /*
  * Device timelines of a record file read as a stream (analysis/sreport.h):
- * KVM jobs, block requests and GPU jobs paired, counted and folded into
+ * KVM jobs, block requests and GPU jobs (of every source, the shared
+ * fence sources too) paired, counted and folded into
  * their rows as the records pass, then forgotten, so memory does not grow
  * with the jobs. By the rules of analysis/jobs.h (analysis/jobpair.h's
  * KVM, pairing, submit link, waiter, anomaly and device rules), exactly
@@ -47,26 +48,28 @@
  * of the latest record paired, then forgotten: a reused key (block
  * sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is a
  * duplicate), a unique key as the top seqno forgotten of its context.
- * A shared fence source's ring learns its driver from its first linked
- * job. Memory: the records waiting (184 bytes each), the jobs held (160
- * bytes), the keys remembered, the wait calls kept and the rings, not the
- * jobs.
+ * A GPU job of a shared fence source that names no driver (gpu_scheduler,
+ * dma_fence) and has no submitting call is on the device of its ring's
+ * first linked job: once counted it waits in its open slot (holding the
+ * sweeps back) until that job is counted and no linked job made before it
+ * is still held, then is counted on its device; at the end a ring that
+ * never linked has the fallback device (the only GPU driver traced, else
+ * one named after the source), as in kx_jobs_build. At most
+ * KX_JOBFLOW_PENDING wait. Memory: the records waiting (184 bytes each),
+ * the jobs held or waiting (160 bytes), the keys remembered, the wait
+ * calls kept and the rings, not the jobs.
  *
  * why says when that cannot be exact, and the report reads the file into
- * memory instead: a GPU job of a shared fence source (gpu_scheduler,
- * dma_fence) without a submitting call counted before the first linked job
- * of its ring is known (its device is learnt from that one: known once
- * counted, with no linked job made before it still held), a wait phase on a
- * job already counted, a KVM exit after a later call of its thread or
- * before an earlier-timed exit of it, a job that starts before jobs
- * already swept (later than the heap's window: a long KVM_RUN, a job open
- * while KX_JOBFLOW_HELD later ones completed), a keyed record earlier
- * than one already paired (out of time order beyond the window), a keyed
+ * memory instead: a wait phase on a job already counted, a KVM exit after a later call of its
+ * thread or before an earlier-timed exit of it, a job that starts before jobs already swept (later
+ * than the heap's window: a long KVM_RUN, a job open while KX_JOBFLOW_HELD later ones completed), a
+ * keyed record earlier than one already paired (out of time order beyond the window), a keyed
  * record after a later call of its task, a call that comes after a later
  * record of its task was paired, a wait call that began before the DONE of
  * a GPU job already counted, or that held it before the first GPU record, a DONE on a reused key
  * that may be a forgotten one, an event on a unique key at or below one forgotten, too many open
- * exits, held jobs or wait calls.
+ * exits, held jobs or wait calls, or more than KX_JOBFLOW_PENDING jobs waiting for their
+ * ring's device (or more than KX_JOBFLOW_HELD counted behind one: a memory budget).
  */
 #ifndef KX_JOBFLOW_H
 #define KX_JOBFLOW_H

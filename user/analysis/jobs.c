@@ -7,8 +7,8 @@
  * One pass over the job events in timestamp order pairs phases through a
  * hash of open keys; ioctls are indexed by (tid, enter) for the links and
  * by enter for the wait ioctls. Everything else is sorting small arrays.
- * A stream keeps what that needs (struct kx_jobs_keep) by the same rules:
- * the KVM_RUN and wait ioctls, the link's call, the span.
+ * A stream gets the same figures as its records pass, by the same rules
+ * (analysis/jobflow.h), keeping none of them.
  */
 #include <stddef.h>
 #include <stdio.h>

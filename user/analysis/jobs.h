@@ -71,6 +71,10 @@
  * client (analysis/jobpair.c); per process and region in nvmem
  * (analysis/nvmem.h) too. Usage starts at 0 at capture start. Each event is stamped at
  * the ioctl's return. Avg Usage is the mean of the usage after each event.
+ *
+ * kx_jobs_build analyses a whole store; a record file read as a stream gets
+ * the same timelines as its records pass (analysis/jobflow.h), keeping none
+ * of its jobs.
  */
 #ifndef KX_JOBS_H
 #define KX_JOBS_H
