@@ -151,8 +151,10 @@ struct kx_jobflow {
 	size_t peak_recs, peak_open; /* the most records waiting, requests open at once */
 	/* GPU waiters: */
 	struct kx_keymap names;        /* wait call names (jobpair's kx_wait_ioctl) */
-	struct kx_jobflow_wait *waits; /* wait calls that may hold a DONE to come */
+	struct kx_jobflow_wait *waits; /* wait calls that may hold a DONE to come, by start */
 	size_t nwaits, wcap;
+	size_t wprune;       /* waits kept when the ones that cannot are dropped next */
+	uint64_t wlongest;   /* ns, the longest wait kept (since the last drop) */
 	uint64_t waited_max; /* ns, the latest DONE of a GPU job counted (its waiter looked for) */
 	int waited_any;
 	int gpu_seen;         /* a GPU job record came (wait calls are kept from then) */
