@@ -66,7 +66,7 @@ static int write_fence_kind(const char *source, const char *out, size_t n)
 {
 	for (size_t i = 0; i < FENCE_KINDS; i++)
 		if (!strcmp(source, fence_kinds[i].name))
-			return write_fence(out, &fence_kinds[i], n, 20000, 300, 0);
+			return write_fence(out, &fence_kinds[i], n, 20000, 300, 0, 0);
 	return -2;
 }
 

@@ -21,6 +21,7 @@
 #include "model/event.h"
 #include "model/store.h"
 #include "registry/drivers.h"
+#include "registry/ioctl_decode.h"
 
 /* How a fixture is written as a record file. */
 enum layout {
@@ -478,14 +479,26 @@ static inline int gen_fence(struct kx_store *s, const struct fence_kind *k, uint
 	return rc ? -1 : 0;
 }
 
-/* gen_fence's capture written as a recorder writes it. */
+/* gen_fence's capture written as a recorder writes it; traced: its header
+ * names one GPU, k->drv's render node (the fallback device of a ring that
+ * never links), else none. */
 static inline int write_fence(const char *path, const struct fence_kind *k, uint64_t njobs,
-                              uint64_t step, uint64_t comp_link, int sdma)
+                              uint64_t step, uint64_t comp_link, int sdma, int traced)
 {
 	static struct kx_capinfo ci;
 	struct kx_store *s = kx_store_new(0);
 	int rc = -1;
 
+	memset(&ci, 0, sizeof(ci));
+	if (traced) {
+		ci.ndevices = 1;
+		ci.devices[0] = (struct kx_device){
+		        .dev = 226u << 20 | (128u + k->drv), .fkind = KX_FK_CHR, .drv = k->drv};
+		snprintf(ci.devices[0].node, sizeof(ci.devices[0].node), "/dev/dri/renderD%u",
+		         128u + k->drv);
+		snprintf(ci.devices[0].driver, sizeof(ci.devices[0].driver), "%s",
+		         kx_driver_name(k->drv));
+	}
 	if (s && !gen_fence(s, k, njobs, step, comp_link, sdma))
 		rc = write_kxp(path, s, &ci, L_RECORDED);
 	kx_store_free(s);

@@ -1365,20 +1365,23 @@ static const struct kx_jobring *ring_named(const struct kx_jobs *o, const char *
  * paired as the records pass, the in-memory report's figures: a ring whose
  * first jobs no call submitted (they wait for its first linked job, which
  * gives their device), a ring first linked halfway (its jobs wait a window
- * and more), a ring never linked (its device learnt at the end). Before:
- * their job records were kept in the side store. */
+ * and more), a ring never linked (its device learnt at the end: one named
+ * after the source, or the only GPU traced, the last case). Before: their
+ * job records were kept in the side store. */
 static void fences_streamed(void)
 {
 	static struct kx_sreport sr;
 	char path[128], err[512], msg[512];
 	const char *why;
 
-	for (size_t i = 0; i < FENCE_KINDS; i++) {
-		const struct fence_kind *k = &fence_kinds[i];
+	for (size_t i = 0; i <= FENCE_KINDS; i++) {
+		int traced = i == FENCE_KINDS;
+		const struct fence_kind *k = &fence_kinds[traced ? FENCE_KINDS - 1 : i];
 		const struct kx_jobring *gfx, *comp, *sdma;
 
-		snprintf(path, sizeof(path), "%s/fence_%s.kxp", tmpdir, k->name);
-		CHECK(write_fence(path, k, 3000, 1000000, 1500, 1) == 0);
+		snprintf(path, sizeof(path), "%s/fence_%s%s.kxp", tmpdir, k->name,
+		         traced ? "_traced" : "");
+		CHECK(write_fence(path, k, 3000, 1000000, 1500, 1, traced) == 0);
 		if (!compare(path, &why, msg, sizeof(msg)) || why)
 			printf("FAIL fences_streamed: %s: %s\n", k->name, why ? why : msg);
 		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
@@ -1404,6 +1407,9 @@ static void fences_streamed(void)
 		if (k->drv == k->drv2)
 			CHECK(gfx && comp && sdma && gfx->dev == comp->dev &&
 			      gfx->dev == sdma->dev);
+		else if (traced) /* sdma on the traced GPU, gfx's */
+			CHECK(gfx && comp && sdma && gfx->dev != comp->dev &&
+			      gfx->dev == sdma->dev && comp->dev != sdma->dev);
 		else
 			CHECK(gfx && comp && sdma && gfx->dev != comp->dev &&
 			      gfx->dev != sdma->dev && comp->dev != sdma->dev);
