@@ -42,7 +42,7 @@ static void write_part(struct wbuf *w, const struct kx_chrome_part *p)
 	PUT_LIT(w, "}");
 }
 
-static int write_tail(struct wbuf *w, const struct ctx *c)
+static void write_tail(struct wbuf *w, const struct ctx *c)
 {
 	const struct kx_capinfo *ci = c->ci;
 	uint64_t not_stored = ci->not_stored;
@@ -51,9 +51,8 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 	if (c->not_stored > not_stored)
 		not_stored = c->not_stored;
 	wb_lit(w, "\n],\n");
-	if ((c->flags & KX_CHROME_STACKS) &&
-	    kx_chrome_samples_members(c->smp, c->origin_ns, wb_text, w))
-		return -1;
+	if (c->flags & KX_CHROME_STACKS)
+		kx_chrome_samples_members(c->smp, c->origin_ns, w);
 	wb_lit(w, "\"displayTimeUnit\":\"ms\",\n\"schemaVersion\":1,\n"
 	          "\"baseTimeNanoseconds\":");
 	wb_need(w, 32);
@@ -96,7 +95,6 @@ static int write_tail(struct wbuf *w, const struct ctx *c)
 	if (c->part)
 		write_part(w, c->part);
 	wb_lit(w, "}\n}\n");
-	return 0;
 }
 
 /* The head: the time base, the warnings, the metadata. */
@@ -120,7 +118,7 @@ static int write_head(struct wbuf *w, struct ctx *c)
 
 /* After the ioctls: the warnings the later windows added, the device
  * tracks, annotations and samples of the part, the tail. */
-static int write_end(struct wbuf *w, struct ctx *c)
+static void write_end(struct wbuf *w, struct ctx *c)
 {
 	cr_write_warn_events(w, c, c->nwarn_head, &c->first);
 	if (c->jobs)
@@ -128,11 +126,9 @@ static int write_end(struct wbuf *w, struct ctx *c)
 	cr_write_annotations(w, c, &c->first, c->rem);
 	cr_write_drm(w, c, &c->first, c->rem);
 	c->origin_ns = c->first_ts - c->rem;
-	if (kx_chrome_samples_events(c->smp, c->origin_ns, &c->first, wb_text, w) ||
-	    write_tail(w, c))
-		return -1;
+	kx_chrome_samples_events(c->smp, c->origin_ns, &c->first, w);
+	write_tail(w, c);
 	wb_flush_end(w, 1);
-	return 0;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -281,10 +277,9 @@ int kx_chrome_close(struct kx_chrome_writer *cw, const struct kx_analysis *an, c
                     size_t errlen)
 {
 	struct wbuf *w = &cw->w;
-	int oom;
 
 	bind(&cw->c, an);
-	oom = write_end(w, &cw->c) != 0;
+	write_end(w, &cw->c);
 	if (w->gz) {
 		char zmsg[128];
 		int zerr = 0;
@@ -295,10 +290,6 @@ int kx_chrome_close(struct kx_chrome_writer *cw, const struct kx_analysis *an, c
 			if (!zerr)
 				snprintf(w->zmsg, sizeof(w->zmsg), "%s", zmsg);
 		}
-	}
-	if (oom) {
-		snprintf(err, errlen, "%s: out of memory", cw->path);
-		return -1;
 	}
 	return w->err ? write_error(cw, err, errlen) : 0;
 }

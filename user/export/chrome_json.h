@@ -90,6 +90,19 @@ static inline void put_hex(struct wbuf *w, uint64_t v)
 	put_mem(w, tmp + i, (size_t)(16 - i));
 }
 
+/* A number, ns as µs: with their own room. */
+static inline void wb_u64(struct wbuf *w, uint64_t v)
+{
+	wb_need(w, KX_JSON_NUM_ROOM);
+	put_u64(w, v);
+}
+
+static inline void wb_us(struct wbuf *w, uint64_t ns)
+{
+	wb_need(w, KX_JSON_NUM_ROOM + 4);
+	put_us(w, ns);
+}
+
 /* A JSON string of s[0..n) (at most STR_MAX bytes of it). */
 void wb_strn(struct wbuf *w, const char *s, size_t n);
 void wb_str(struct wbuf *w, const char *s);
