@@ -42,14 +42,39 @@ static void write_part(struct wbuf *w, const struct kx_chrome_part *p)
 	PUT_LIT(w, "}");
 }
 
-static void write_tail(struct wbuf *w, const struct ctx *c)
+/* otherData's totals: events written, dropped, not stored; jobs, annotations. */
+static void write_totals(struct wbuf *w, const struct ctx *c)
 {
 	const struct kx_capinfo *ci = c->ci;
 	uint64_t not_stored = ci->not_stored;
-	char mech[sizeof(ci->hooks[0].mech) + sizeof(ci->hooks[0].why) + 8];
 
 	if (c->not_stored > not_stored)
 		not_stored = c->not_stored;
+	wb_need(w, 160);
+	PUT_LIT(w, ",\"ioctl_events\":");
+	put_u64(w, c->an->whole ? c->an->whole->ioctls : kx_store_ioctl_count(c->s));
+	PUT_LIT(w, ",\"dropped_events\":");
+	put_u64(w, ci->dropped);
+	PUT_LIT(w, ",\"not_stored_events\":");
+	put_u64(w, not_stored);
+	PUT_LIT(w, ",\"job_events\":");
+	put_u64(w, c->job_events);
+	PUT_LIT(w, ",\"jobs\":");
+	put_u64(w, c->jobs ? c->jobs->njobs : 0);
+	PUT_LIT(w, ",\"dropped_job_events\":");
+	put_u64(w, ci->job_dropped);
+	PUT_LIT(w, ",\"annotation_events\":");
+	put_u64(w, c->an->ranges->events);
+	PUT_LIT(w, ",\"dropped_annotation_events\":");
+	put_u64(w, ci->ann.dropped);
+}
+
+/* After the events: the samples' members, the time base, otherData. */
+static void write_tail(struct wbuf *w, const struct ctx *c)
+{
+	const struct kx_capinfo *ci = c->ci;
+	char mech[sizeof(ci->hooks[0].mech) + sizeof(ci->hooks[0].why) + 8];
+
 	wb_lit(w, "\n],\n");
 	if (c->flags & KX_CHROME_STACKS)
 		kx_chrome_samples_members(c->smp, c->origin_ns, w);
@@ -68,30 +93,8 @@ static void write_tail(struct wbuf *w, const struct ctx *c)
 		wb_str(w, mech);
 	else
 		wb_lit(w, "null");
-	wb_need(w, 160);
-	PUT_LIT(w, ",\"ioctl_events\":");
-	put_u64(w, c->an->whole ? c->an->whole->ioctls : kx_store_ioctl_count(c->s));
-	PUT_LIT(w, ",\"dropped_events\":");
-	put_u64(w, ci->dropped);
-	PUT_LIT(w, ",\"not_stored_events\":");
-	put_u64(w, not_stored);
-	PUT_LIT(w, ",\"job_events\":");
-	put_u64(w, c->job_events);
-	PUT_LIT(w, ",\"jobs\":");
-	put_u64(w, c->jobs ? c->jobs->njobs : 0);
-	PUT_LIT(w, ",\"dropped_job_events\":");
-	put_u64(w, ci->job_dropped);
-	PUT_LIT(w, ",\"annotation_events\":");
-	put_u64(w, c->an->ranges->events);
-	PUT_LIT(w, ",\"dropped_annotation_events\":");
-	put_u64(w, ci->ann.dropped);
-	PUT_LIT(w, ",\"warnings\":[");
-	for (int i = 0; i < c->nwarn; i++) {
-		if (i)
-			wb_lit(w, ",");
-		wb_str(w, c->warn[i]);
-	}
-	wb_lit(w, "]");
+	write_totals(w, c);
+	cr_write_warn_list(w, c);
 	if (c->part)
 		write_part(w, c->part);
 	wb_lit(w, "}\n}\n");

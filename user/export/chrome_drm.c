@@ -9,12 +9,17 @@
 #include "export/chrome_int.h"
 #include "model/drmusage.h"
 
-/* Where a DRM row's counter value starts: its interval's start (a busy
- * share holds over the interval), never before the trace's first ts. */
+/* Where a DRM row's counter value starts (ns): its interval's start (a
+ * busy share holds over the interval). */
+static uint64_t row_start(const struct kx_drm_ev *e)
+{
+	return e->kind == KX_DRM_ENGINE && e->ts > e->interval_ns ? e->ts - e->interval_ns : e->ts;
+}
+
+/* The same, never before the trace's first ts. */
 static uint64_t drm_start(const struct ctx *c, const struct kx_drm_ev *e)
 {
-	uint64_t t =
-	        e->kind == KX_DRM_ENGINE && e->ts > e->interval_ns ? e->ts - e->interval_ns : e->ts;
+	uint64_t t = row_start(e);
 
 	return t < c->first_ts ? c->first_ts : t;
 }
@@ -74,9 +79,7 @@ uint64_t cr_drm_first_ts(const struct kx_store *s)
 	uint64_t t = UINT64_MAX;
 
 	for (size_t i = 0; i < n; i++) {
-		uint64_t st = r[i].kind == KX_DRM_ENGINE && r[i].ts > r[i].interval_ns
-		                      ? r[i].ts - r[i].interval_ns
-		                      : r[i].ts;
+		uint64_t st = row_start(&r[i]);
 
 		if (kx_drm_ev_busy(&r[i]) >= 0 || r[i].kind == KX_DRM_MEMORY)
 			t = st < t ? st : t;

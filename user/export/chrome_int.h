@@ -73,6 +73,8 @@ static inline int in_part(const struct ctx *c, uint64_t ts)
 void cr_warn_add(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cr_collect_warnings(struct ctx *c);
 void cr_write_warn_events(struct wbuf *w, const struct ctx *c, int from, int *first);
+/* otherData's member "warnings": all of them. */
+void cr_write_warn_list(struct wbuf *w, const struct ctx *c);
 
 /* chrome_meta.c: process and thread names of the host, then the device
  * tracks (c->devpid, c->jobpid set). 0, or -1 out of memory. */

@@ -47,36 +47,9 @@ static void arg_u64(struct wbuf *w, const char *key, uint64_t v)
 	put_u64(w, v);
 }
 
-/* One job slice and, when it has a submitting ioctl, its flow arrow. */
-static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem, size_t k,
-                      uint32_t pid)
+/* A job's args after its ring: its ids, submitter, waiter and what its source adds. */
+static void job_args(struct wbuf *w, const struct kx_jobrec *j)
 {
-	const struct kx_jobs *jb = c->jobs;
-	const struct kx_jobrec *j = &jb->jobs[k];
-	const struct kx_jobring *rg = &jb->rings[j->ring];
-	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, jb->end_ns);
-	uint32_t tid = rg->id + 1 + j->lane * LANE_TID_STEP;
-	struct kx_flow fl;
-	char buf[96];
-
-	wb_need(w, 2);
-	wb_sep(w, first);
-	wb_lit(w, "{\"ph\":\"X\",\"name\":");
-	wb_str(w, kx_job_name(c->s, j, buf, sizeof(buf)));
-	snprintf(buf, sizeof(buf), "job/%s", kx_job_src_name(j->src));
-	wb_lit(w, ",\"cat\":");
-	wb_str(w, buf);
-	wb_need(w, EV_ROOM);
-	PUT_LIT(w, ",\"pid\":");
-	put_u64(w, pid);
-	PUT_LIT(w, ",\"tid\":");
-	put_u64(w, tid);
-	PUT_LIT(w, ",\"ts\":");
-	put_us(w, start - c->first_ts + rem);
-	PUT_LIT(w, ",\"dur\":");
-	put_us(w, end - start);
-	PUT_LIT(w, ",\"args\":{\"ring\":");
-	wb_str(w, rg->name);
 	arg_u64(w, j->src == KX_JOB_SRC_BLOCK ? "sector" : "ctx",
 	        j->src == KX_JOB_SRC_BLOCK ? j->seqno : j->ctx);
 	if (j->src != KX_JOB_SRC_BLOCK)
@@ -106,31 +79,73 @@ static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t 
 		PUT_LIT(w, ",\"incomplete\":true");
 	if (j->flags & KX_JOBF_NO_QUEUE)
 		PUT_LIT(w, ",\"no_queue\":true");
-	PUT_LIT(w, "}}");
-	/* The arrow from the submit point to the job's start (analysis/flows.h). */
-	if (kx_job_flow(c->an, k, &fl)) {
-		const struct kx_ioctl *e = kx_store_ioctl(c->s, (size_t)j->submit);
+}
 
-		/* The start lies inside the ioctl's slice on its thread: it binds there. */
-		wb_need(w, EV_ROOM);
-		PUT_LIT(w, ",\n{\"ph\":\"s\",\"id\":");
-		put_u64(w, k + 1);
-		PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
-		put_u64(w, e->pid);
-		PUT_LIT(w, ",\"tid\":");
-		put_u64(w, e->tid);
-		PUT_LIT(w, ",\"ts\":");
-		put_us(w, fl.from_ns - c->first_ts + rem);
-		PUT_LIT(w, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
-		put_u64(w, k + 1);
-		PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
-		put_u64(w, pid);
-		PUT_LIT(w, ",\"tid\":");
-		put_u64(w, tid);
-		PUT_LIT(w, ",\"ts\":");
-		put_us(w, fl.to_ns - c->first_ts + rem);
-		PUT_LIT(w, "}");
-	}
+/* The arrow of job k from the submit point to its start (analysis/flows.h),
+ * when it has one; pid, tid: the job's track. */
+static void job_flow(struct wbuf *w, const struct ctx *c, uint64_t rem, size_t k, uint32_t pid,
+                     uint32_t tid)
+{
+	const struct kx_jobrec *j = &c->jobs->jobs[k];
+	const struct kx_ioctl *e;
+	struct kx_flow fl;
+
+	if (!kx_job_flow(c->an, k, &fl))
+		return;
+	e = kx_store_ioctl(c->s, (size_t)j->submit);
+	/* The start lies inside the ioctl's slice on its thread: it binds there. */
+	wb_need(w, EV_ROOM);
+	PUT_LIT(w, ",\n{\"ph\":\"s\",\"id\":");
+	put_u64(w, k + 1);
+	PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
+	put_u64(w, e->pid);
+	PUT_LIT(w, ",\"tid\":");
+	put_u64(w, e->tid);
+	PUT_LIT(w, ",\"ts\":");
+	put_us(w, fl.from_ns - c->first_ts + rem);
+	PUT_LIT(w, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
+	put_u64(w, k + 1);
+	PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
+	put_u64(w, pid);
+	PUT_LIT(w, ",\"tid\":");
+	put_u64(w, tid);
+	PUT_LIT(w, ",\"ts\":");
+	put_us(w, fl.to_ns - c->first_ts + rem);
+	PUT_LIT(w, "}");
+}
+
+/* One job slice and, when it has a submitting ioctl, its flow arrow. */
+static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem, size_t k,
+                      uint32_t pid)
+{
+	const struct kx_jobs *jb = c->jobs;
+	const struct kx_jobrec *j = &jb->jobs[k];
+	const struct kx_jobring *rg = &jb->rings[j->ring];
+	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, jb->end_ns);
+	uint32_t tid = rg->id + 1 + j->lane * LANE_TID_STEP;
+	char buf[96];
+
+	wb_need(w, 2);
+	wb_sep(w, first);
+	wb_lit(w, "{\"ph\":\"X\",\"name\":");
+	wb_str(w, kx_job_name(c->s, j, buf, sizeof(buf)));
+	snprintf(buf, sizeof(buf), "job/%s", kx_job_src_name(j->src));
+	wb_lit(w, ",\"cat\":");
+	wb_str(w, buf);
+	wb_need(w, EV_ROOM);
+	PUT_LIT(w, ",\"pid\":");
+	put_u64(w, pid);
+	PUT_LIT(w, ",\"tid\":");
+	put_u64(w, tid);
+	PUT_LIT(w, ",\"ts\":");
+	put_us(w, start - c->first_ts + rem);
+	PUT_LIT(w, ",\"dur\":");
+	put_us(w, end - start);
+	PUT_LIT(w, ",\"args\":{\"ring\":");
+	wb_str(w, rg->name);
+	job_args(w, j);
+	PUT_LIT(w, "}}");
+	job_flow(w, c, rem, k, pid, tid);
 }
 
 static void write_counter(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem,

@@ -34,6 +34,19 @@ static void meta_sort(struct wbuf *w, int *first, uint32_t pid, uint32_t index)
 	PUT_LIT(w, "}}");
 }
 
+/* A device pseudo-process: its name, its "device" label, its place. */
+static void device_process(struct wbuf *w, int *first, uint32_t pid, const char *name,
+                           uint32_t index)
+{
+	meta_head(w, first, "process_name", pid, 0);
+	PUT_LIT(w, "\"name\":");
+	wb_str(w, name);
+	wb_lit(w, "}}");
+	meta_head(w, first, "process_labels", pid, 0);
+	PUT_LIT(w, "\"labels\":\"device\"}}");
+	meta_sort(w, first, pid, index);
+}
+
 /*
  * Job devices live in their traced device's pseudo-process, else in one of
  * their own; each ring lane is a named thread, sorted by ring.
@@ -52,13 +65,7 @@ static void write_job_metadata(struct wbuf *w, struct ctx *c, int *first, uint32
 			pid = c->devpid[jd->ci_index];
 		} else {
 			pid = DEV_PID_BASE + ndevp;
-			meta_head(w, first, "process_name", pid, 0);
-			PUT_LIT(w, "\"name\":");
-			wb_str(w, jd->label);
-			wb_lit(w, "}}");
-			meta_head(w, first, "process_labels", pid, 0);
-			PUT_LIT(w, "\"labels\":\"device\"}}");
-			meta_sort(w, first, pid, npids + ndevp);
+			device_process(w, first, pid, jd->label, npids + ndevp);
 			ndevp++;
 		}
 		c->jobpid[k] = pid;
@@ -160,14 +167,10 @@ static int track_has_jobs(const struct ctx *c, int i)
 	return 0;
 }
 
-/*
- * Process and thread names of the host, then one pseudo-process per device
- * track that holds jobs (a traced device nothing ran on gets no empty track).
- */
-int cr_write_metadata(struct wbuf *w, struct ctx *c, int *first)
+/* Process and thread names of the host: the number of processes, -1 out of memory. */
+static long write_host_names(struct wbuf *w, struct ctx *c, int *first)
 {
-	const struct kx_capinfo *ci = c->ci;
-	uint32_t npids = 0, ndevp = 0;
+	uint32_t npids = 0;
 	size_t nth = 0;
 	uint64_t *th = c->an->whole ? whole_thread_keys(c->an->whole, &nth) : thread_keys(c, &nth);
 	char buf[32];
@@ -204,14 +207,21 @@ int cr_write_metadata(struct wbuf *w, struct ctx *c, int *first)
 		}
 	}
 	free(th);
+	return npids;
+}
 
-	/* Device tracks: one per driver + node; their events come with ring tracing. */
+/* Device tracks: one per driver + node that holds jobs (their events come
+ * with ring tracing), sorted after the npids host processes; how many. */
+static uint32_t write_device_tracks(struct wbuf *w, struct ctx *c, int *first, uint32_t npids)
+{
+	const struct kx_capinfo *ci = c->ci;
+	uint32_t ndevp = 0;
+
 	for (int i = 0; i < c->ndev; i++) {
 		const struct kx_device *d = &ci->devices[i];
 		char name[sizeof(d->driver) + sizeof(d->node) + 2];
 		int dup = 0, dl = (int)strnlen(d->driver, sizeof(d->driver));
 		int nl = (int)strnlen(d->node, sizeof(d->node));
-		uint32_t pid = DEV_PID_BASE + ndevp;
 
 		for (int j = 0; j < i && !dup; j++) {
 			dup = same_track(&ci->devices[j], d);
@@ -220,20 +230,28 @@ int cr_write_metadata(struct wbuf *w, struct ctx *c, int *first)
 		}
 		if (dup || !track_has_jobs(c, i))
 			continue;
-		c->devpid[i] = pid;
+		c->devpid[i] = DEV_PID_BASE + ndevp;
 		/* "kvm /dev/kvm"; the canonical driver name when the kernel's is not known. */
 		snprintf(name, sizeof(name), "%.*s%s%.*s", dl ? dl : (int)sizeof(d->driver),
 		         dl ? d->driver : kx_driver_name((enum kx_driver)d->drv), nl ? " " : "", nl,
 		         d->node);
-		meta_head(w, first, "process_name", pid, 0);
-		PUT_LIT(w, "\"name\":");
-		wb_str(w, name);
-		wb_lit(w, "}}");
-		meta_head(w, first, "process_labels", pid, 0);
-		PUT_LIT(w, "\"labels\":\"device\"}}");
-		meta_sort(w, first, pid, npids + ndevp);
+		device_process(w, first, c->devpid[i], name, npids + ndevp);
 		ndevp++;
 	}
-	write_job_metadata(w, c, first, npids, ndevp);
+	return ndevp;
+}
+
+/*
+ * Process and thread names of the host, then one pseudo-process per device
+ * track that holds jobs (a traced device nothing ran on gets no empty track).
+ */
+int cr_write_metadata(struct wbuf *w, struct ctx *c, int *first)
+{
+	long npids = write_host_names(w, c, first);
+
+	if (npids < 0)
+		return -1;
+	write_job_metadata(w, c, first, (uint32_t)npids,
+	                   write_device_tracks(w, c, first, (uint32_t)npids));
 	return 0;
 }

@@ -65,3 +65,14 @@ void cr_write_warn_events(struct wbuf *w, const struct ctx *c, int from, int *fi
 		wb_lit(w, "}}");
 	}
 }
+
+void cr_write_warn_list(struct wbuf *w, const struct ctx *c)
+{
+	wb_lit(w, ",\"warnings\":[");
+	for (int i = 0; i < c->nwarn; i++) {
+		if (i)
+			wb_lit(w, ",");
+		wb_str(w, c->warn[i]);
+	}
+	wb_lit(w, "]");
+}

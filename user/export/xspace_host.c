@@ -20,6 +20,7 @@
 #include "export/xspace_int.h"
 #include "util/fdio.h"
 #include "util/fragq.h"
+#include "util/lbound.h"
 
 /* A segment of the host plane: events [k0, k1) of line li. */
 #define SEG_EVENTS 16384
@@ -146,20 +147,15 @@ struct hwriter {
 	struct sink *k;
 };
 
+static uint64_t ins_at(const void *ctx, size_t j)
+{
+	return ((const size_t *)ctx)[j];
+}
+
 /* The first annotation of line l at or after ioctl k (ins is sorted). */
 static size_t ann_from(const struct line *l, size_t k)
 {
-	size_t lo = 0, hi = l->nann;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (l->ins[mid] < k)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return kx_lbound(0, l->nann, k, ins_at, l->ins);
 }
 
 /* One event encoded into scratch (up to q) as an XLine event of out. */

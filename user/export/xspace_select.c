@@ -8,20 +8,28 @@
 #include <stdlib.h>
 
 #include "export/xspace_int.h"
+#include "util/lbound.h"
+
+/* A thread's events in start order (ctx: where they start in the order). */
+struct thread_at {
+	const struct exporter *x;
+	size_t first; /* the thread's first position in x->order */
+};
+
+static uint64_t event_ts_at(const void *ctx, size_t k)
+{
+	const struct thread_at *ta = ctx;
+
+	return kx_store_ioctl(ta->x->s, ta->x->order[ta->first + k])->ts;
+}
 
 /* The first event of thread t at position k0..k1 starting at or after ts (k1: none). */
 static size_t first_from(const struct exporter *x, const struct kx_tl_thread *t, size_t k0,
                          size_t k1, uint64_t ts)
 {
-	while (k0 < k1) {
-		size_t mid = k0 + (k1 - k0) / 2;
+	struct thread_at ta = {x, t->first};
 
-		if (kx_store_ioctl(x->s, x->order[t->first + mid])->ts < ts)
-			k0 = mid + 1;
-		else
-			k1 = mid;
-	}
-	return k0;
+	return kx_lbound(k0, k1, ts, event_ts_at, &ta);
 }
 
 /*
@@ -52,17 +60,15 @@ static int select_ioctls(struct exporter *x)
 	return 0;
 }
 
+static uint64_t line_tid_at(const void *ctx, size_t i)
+{
+	return ((const struct line *)ctx)[i].tid;
+}
+
 /* The line of tid among lines [lo, hi), sorted by tid; NULL when none. */
 static struct line *find_line(struct exporter *x, size_t lo, size_t hi, uint32_t tid)
 {
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (x->lines[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = kx_lbound(lo, hi, tid, line_tid_at, x->lines);
 	return lo < x->nlines && x->lines[lo].tid == tid ? &x->lines[lo] : NULL;
 }
 
