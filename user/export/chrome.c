@@ -134,13 +134,6 @@ static void write_end(struct wbuf *w, struct ctx *c)
 	wb_flush_end(w, 1);
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
 struct kx_chrome_writer {
 	struct wbuf w;
 	struct ctx c;
@@ -210,7 +203,7 @@ static int writer_output(struct kx_chrome_writer *cw, struct kx_outfile *o, char
 {
 	cw->w.fd = o->fd;
 	cw->w.buf = cw->w.own;
-	if (!o->to_stdout && ends_with(cw->path, ".gz")) {
+	if (!o->to_stdout && wb_gz_path(cw->path)) {
 		cw->w.gz = kx_pgz_new(cw->w.fd, GZ_LEVEL);
 		cw->w.buf = cw->w.gz ? kx_pgz_next(cw->w.gz) : NULL;
 		if (!cw->w.buf) {

@@ -103,6 +103,14 @@ static inline void wb_us(struct wbuf *w, uint64_t ns)
 	put_us(w, ns);
 }
 
+/* Whether a trace written to path is gzipped: its name ends in .gz. */
+static inline int wb_gz_path(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n >= 3 && !strcmp(path + n - 3, ".gz");
+}
+
 /* A JSON string of s[0..n) (at most STR_MAX bytes of it). */
 void wb_strn(struct wbuf *w, const char *s, size_t n);
 void wb_str(struct wbuf *w, const char *s);
