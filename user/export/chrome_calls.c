@@ -140,6 +140,18 @@ void cr_write_thread_name(struct wbuf *w, const struct ctx *c, uint32_t tid, uin
 	wb_field(w, then, KX_COMM_LEN);
 }
 
+/* A failed call's errno: its name ("ENOENT"), else its number (room made). */
+static void put_errno(struct wbuf *w, int64_t ret)
+{
+	const char *en = kx_errno_name(ret);
+
+	PUT_LIT(w, ",\"errno\":");
+	if (en)
+		w->len = (size_t)(kx_json_put_str(w->buf + w->len, en, strnlen(en, 32)) - w->buf);
+	else
+		put_u64(w, (uint64_t)0 - (uint64_t)ret);
+}
+
 /* One "X" slice; rel_ns: start relative to baseTimeNanoseconds. */
 static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
                        const struct kx_ioctl *e, uint64_t rel_ns, uint64_t dur)
@@ -170,16 +182,8 @@ static int write_event(struct wbuf *w, const struct ctx *c, struct frags *fr,
 	put_hex(w, e->cmd);
 	PUT_LIT(w, "\",\"ret\":");
 	put_i64(w, e->ret);
-	if (e->ret < 0) {
-		const char *en = kx_errno_name(e->ret);
-
-		PUT_LIT(w, ",\"errno\":");
-		if (en)
-			w->len = (size_t)(kx_json_put_str(w->buf + w->len, en, strnlen(en, 32)) -
-			                  w->buf);
-		else
-			put_u64(w, (uint64_t)0 - (uint64_t)e->ret);
-	}
+	if (e->ret < 0)
+		put_errno(w, e->ret);
 	PUT_LIT(w, ",\"cpu\":");
 	put_u64(w, kx_ioctl_cpu(e));
 	if (e->offcpu_us) {

@@ -35,30 +35,32 @@
 #define WARN_LEN      1024
 #define LANE_TID_STEP 1000 /* tid of lane l of ring r: r + 1 + l * LANE_TID_STEP */
 
+/* The exporter's state: the analysis it writes (a window's, for a part
+ * written a window at a time) and what it has written. */
 struct ctx {
 	const struct kx_analysis *an;
 	const struct kx_store *s;
 	const struct kx_capinfo *ci;
 	const struct kx_timeline *tl; /* threads, first timestamp, resolved durations */
-	int ndev;
-	uint64_t first_ts;
-	int64_t base_ns; /* baseTimeNanoseconds */
+	int ndev;                     /* capinfo devices written (at most KX_MAX_DEVICES) */
+	uint64_t first_ts;            /* ns, CLOCK_MONOTONIC: the trace's first event */
+	int64_t base_ns;              /* baseTimeNanoseconds: ns, CLOCK_REALTIME */
 	const struct kx_jobs *jobs;
 	uint32_t devpid[KX_MAX_DEVICES]; /* pseudo-process of each capinfo device */
 	uint32_t *jobpid;                /* pseudo-process of each job device */
-	char warn[MAX_WARN][WARN_LEN];
+	char warn[MAX_WARN][WARN_LEN];   /* the warnings, each once */
 	int nwarn;
 	struct kx_chrome_samples *smp;     /* CPU samples and off-CPU intervals */
 	unsigned int flags;                /* KX_CHROME_* */
 	struct kx_thread_names names;      /* threads renamed during the capture */
-	uint64_t origin_ns;                /* the monotonic time of ts 0 */
+	uint64_t origin_ns;                /* ns, CLOCK_MONOTONIC: the time of ts 0 */
 	const struct kx_chrome_part *part; /* the time window written; NULL: all */
 	struct kx_chrome_part part_copy;   /* part points here */
 	uint64_t rem;                      /* ns, first_ts's offset from baseTimeNanoseconds */
 	int first;                         /* no event written yet */
 	int nwarn_head;                    /* warnings written at the head */
 	size_t nadded;                     /* windows added */
-	uint64_t not_stored, job_events;   /* sums over the windows added */
+	uint64_t not_stored, job_events;   /* events, sums over the windows added */
 };
 
 /* Whether an event starting at ts is in the part written. */

@@ -101,31 +101,29 @@ static const char *device_vendor(enum kx_driver drv)
 	}
 }
 
-/* One job as an XEvent into p (EVENT_SCRATCH bytes). */
-static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct kx_jobrec *j,
-                              uint64_t t0, uint8_t *p)
+/* A job's ids: its source's (sector and bytes, or context and seqno). */
+static uint8_t *job_ids(struct ptabs *t, const struct kx_jobrec *j, uint8_t *p)
 {
-	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, x->jobs->end_ns);
-	char buf[96];
-	uint32_t mid = xs_pname(t, &t->ev, kx_job_name(x->s, j, buf, sizeof(buf)));
-	struct kx_flow fl;
+	char buf[32];
 
-	if (!mid)
-		return p;
-	p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
-	p = kx_pb_vfield(p, XEVENT_OFFSET_PS, (start - t0) * 1000);
-	if (end > start)
-		p = kx_pb_vfield(p, XEVENT_DURATION_PS, (end - start) * 1000);
 	p = xs_pstat_ref(t, p, "source", kx_job_src_name(j->src));
 	if (j->src == KX_JOB_SRC_BLOCK) {
 		p = xs_pstat_u(t, p, "sector", j->seqno);
-		p = xs_pstat_u(t, p, "bytes", j->aux);
-	} else {
-		/* XProf's context_id is a string "$$<n>". */
-		snprintf(buf, sizeof(buf), "$$%llu", (unsigned long long)j->ctx);
-		p = xs_pstat_ref(t, p, "context_id", buf);
-		p = xs_pstat_u(t, p, "seqno", j->seqno);
+		return xs_pstat_u(t, p, "bytes", j->aux);
 	}
+	/* XProf's context_id is a string "$$<n>". */
+	snprintf(buf, sizeof(buf), "$$%llu", (unsigned long long)j->ctx);
+	p = xs_pstat_ref(t, p, "context_id", buf);
+	return xs_pstat_u(t, p, "seqno", j->seqno);
+}
+
+/* A job's other stats: submitter, queue delay (ps), waiter, what its source
+ * adds, flags, and the flow and correlation id of its submitting ioctl. */
+static uint8_t *job_stats(struct exporter *x, struct ptabs *t, const struct kx_jobrec *j,
+                          uint8_t *p)
+{
+	struct kx_flow fl;
+
 	if (j->pid)
 		p = xs_pstat_i(t, p, "pid", j->pid);
 	if (j->tid)
@@ -153,6 +151,23 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 		p = xs_pstat_u(t, p, "correlation_id", (uint64_t)j->submit + 1);
 	}
 	return p;
+}
+
+/* One job as an XEvent into p (EVENT_SCRATCH bytes). */
+static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct kx_jobrec *j,
+                              uint64_t t0, uint8_t *p)
+{
+	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, x->jobs->end_ns);
+	char buf[96];
+	uint32_t mid = xs_pname(t, &t->ev, kx_job_name(x->s, j, buf, sizeof(buf)));
+
+	if (!mid)
+		return p;
+	p = kx_pb_vfield(p, XEVENT_METADATA_ID, mid);
+	p = kx_pb_vfield(p, XEVENT_OFFSET_PS, (start - t0) * 1000);
+	if (end > start)
+		p = kx_pb_vfield(p, XEVENT_DURATION_PS, (end - start) * 1000);
+	return job_stats(x, t, j, job_ids(t, j, p));
 }
 
 /* One line per lane of each ring; lanes never overlap, jobs are by start. */
