@@ -15,6 +15,10 @@
  *                      rows and errnos
  *   stream-annotated N test_report_stream's annotated capture of seed N
  *   stream-counted N   test_report_stream's counted capture of seed N
+ *   fence-SOURCE N     test_report_stream's GPU jobs of a shared fence source
+ *                      (i915, amdgpu, amdxdna, gpu_scheduler, dma_fence): N
+ *                      steps of a ring linked from its 6th job and a ring
+ *                      linked from step 300, their calls and wait calls
  *   events N           kxp_gen.h's event stream of N ioctls: tasks, jobs of
  *                      every source and phase, argument copies, off-CPU time
  *   recorded FIXTURE   a replay fixture written as a recorder writes it
@@ -57,10 +61,19 @@ static int write_events(const char *out, size_t n)
 	return rc;
 }
 
+/* A fence-SOURCE kind's capture; -2 when SOURCE is none of them. */
+static int write_fence_kind(const char *source, const char *out, size_t n)
+{
+	for (size_t i = 0; i < FENCE_KINDS; i++)
+		if (!strcmp(source, fence_kinds[i].name))
+			return write_fence(out, &fence_kinds[i], n, 20000, 300, 0, 0);
+	return -2;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|stream|stream-annotated|"
-	                "stream-counted|events OUT.kxp N\n"
+	                "stream-counted|events|fence-SOURCE OUT.kxp N\n"
 	                "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
 	return 2;
 }
@@ -97,7 +110,11 @@ int main(int argc, char **argv)
 		rc = write_events(out, n);
 	else if (!strcmp(kind, "recorded"))
 		rc = write_fixture_recorded(argv[3], out);
+	else if (!strncmp(kind, "fence-", 6))
+		rc = write_fence_kind(kind + 6, out, n);
 	else
+		return usage();
+	if (rc == -2)
 		return usage();
 	if (rc) {
 		fprintf(stderr, "kxp_gen: writing %s failed (is its folder writable?)\n", out);

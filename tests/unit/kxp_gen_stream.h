@@ -5,18 +5,23 @@
  * its ioctls alone, or grouped by kind); threads calling one after another
  * over many rows and errnos; annotated threads nesting ranges six deep
  * around their calls, with marks, cross-thread ranges, ranges left open and
- * lost pushes; threads' calls with counter records before and after them.
+ * lost pushes; threads' calls with counter records before and after them;
+ * GPU jobs of a shared fence source on rings that link early, late or never.
  */
 #ifndef KXP_GEN_STREAM_H
 #define KXP_GEN_STREAM_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/kxp.h"
 #include "kxp_gen.h"
+#include "model/event.h"
 #include "model/store.h"
+#include "registry/drivers.h"
+#include "registry/ioctl_decode.h"
 
 /* How a fixture is written as a record file. */
 enum layout {
@@ -353,6 +358,151 @@ static inline int write_counted(const char *path, uint64_t seed, int after_later
 		return -1;
 	}
 	return kx_kxp_close(w, &ci, err, sizeof(err));
+}
+
+/* ---- GPU jobs of a shared fence source ---- */
+
+/* A shared fence source and the calls that submit to it and wait: its ring
+ * "gfx" is submitted by drv's calls, its ring "comp" by drv2's (the
+ * source's own driver where it has one: its jobs are on its device; the
+ * others, gpu_scheduler and dma_fence, learn each ring's device from its
+ * first linked job). */
+struct fence_kind {
+	const char *name;
+	uint8_t src, drv, drv2;
+	uint32_t exec, wait, exec2, wait2; /* the calls' commands */
+};
+
+#define FENCE_AMDGPU_CS    0xc0186444u /* DRM_IOCTL_AMDGPU_CS */
+#define FENCE_AMDGPU_WAIT  0xc0206449u /* DRM_IOCTL_AMDGPU_WAIT_CS */
+#define FENCE_I915_EXEC    0x40406469u /* DRM_IOCTL_I915_GEM_EXECBUFFER2 */
+#define FENCE_I915_WAIT    0xc010646cu /* DRM_IOCTL_I915_GEM_WAIT */
+#define FENCE_AMDXDNA_EXEC 0xc0386446u /* DRM_IOCTL_AMDXDNA_EXEC_CMD */
+#define FENCE_AMDXDNA_WAIT 0x40106449u /* DRM_IOCTL_AMDXDNA_WAIT_CMD */
+
+static const struct fence_kind fence_kinds[] = {
+        {"i915", KX_JOB_SRC_I915, KX_DRV_I915, KX_DRV_I915, FENCE_I915_EXEC, FENCE_I915_WAIT,
+         FENCE_I915_EXEC, FENCE_I915_WAIT},
+        {"amdgpu", KX_JOB_SRC_AMDGPU, KX_DRV_AMDGPU, KX_DRV_AMDGPU, FENCE_AMDGPU_CS,
+         FENCE_AMDGPU_WAIT, FENCE_AMDGPU_CS, FENCE_AMDGPU_WAIT},
+        {"amdxdna", KX_JOB_SRC_AMDXDNA, KX_DRV_AMDXDNA, KX_DRV_AMDXDNA, FENCE_AMDXDNA_EXEC,
+         FENCE_AMDXDNA_WAIT, FENCE_AMDXDNA_EXEC, FENCE_AMDXDNA_WAIT},
+        {"gpu_scheduler", KX_JOB_SRC_GPU_SCHED, KX_DRV_AMDGPU, KX_DRV_I915, FENCE_AMDGPU_CS,
+         FENCE_AMDGPU_WAIT, FENCE_I915_EXEC, FENCE_I915_WAIT},
+        {"dma_fence", KX_JOB_SRC_DMA_FENCE, KX_DRV_AMDGPU, KX_DRV_I915, FENCE_AMDGPU_CS,
+         FENCE_AMDGPU_WAIT, FENCE_I915_EXEC, FENCE_I915_WAIT},
+};
+#define FENCE_KINDS (sizeof(fence_kinds) / sizeof(*fence_kinds))
+
+/* A call of tid (drv, cmd) from ts for dur ns. */
+static inline int fence_call(struct kx_store *s, uint64_t ts, uint64_t dur, uint32_t tid,
+                             uint8_t drv, uint32_t cmd)
+{
+	struct kx_ioctl e = {.ts = ts,
+	                     .dur = dur,
+	                     .pid = 60,
+	                     .tid = tid,
+	                     .dev = 226u << 20 | (128u + drv),
+	                     .drv = drv,
+	                     .cmd = cmd,
+	                     .arg_off = KX_NO_ARG};
+
+	return kx_store_add_ioctl(s, &e, NULL);
+}
+
+/* A phase of job (ctx, seqno) of source k on ring, in task tid (0: none). */
+static inline int fence_ev(struct kx_store *s, const struct fence_kind *k, uint64_t ts,
+                           uint64_t ctx, uint64_t seqno, uint32_t tid, int phase, const char *ring)
+{
+	struct kx_job j = {.ts = ts,
+	                   .ctx = ctx,
+	                   .seqno = seqno,
+	                   .pid = tid ? 60 : 0,
+	                   .tid = tid,
+	                   .src = k->src,
+	                   .phase = (uint8_t)phase};
+
+	snprintf(j.ring, sizeof(j.ring), "%s", ring);
+	return kx_store_add_job(s, &j);
+}
+
+/*
+ * njobs steps of GPU jobs of source k, step ns apart besides their work,
+ * as its driver reports them. Ring "gfx": the first 5 jobs no call
+ * submitted, then a call of k->drv submits each (linked), but every 7th is
+ * queued by a thread that makes no call (unlinked); a wait call across
+ * every third DONE; the last 2 never done. Ring "comp" (every third step):
+ * no call submits its jobs before step comp_link, then a call of k->drv2
+ * does; a wait call of drv2 across every other DONE. Ring "sdma" (every
+ * other step, when sdma): no call ever submits its jobs (its device is
+ * learnt at the end: the fallback), a wait call of k->drv across every
+ * other DONE. 0, or -1 when out of memory.
+ */
+static inline int gen_fence(struct kx_store *s, const struct fence_kind *k, uint64_t njobs,
+                            uint64_t step, uint64_t comp_link, int sdma)
+{
+	uint64_t t = 1000;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < njobs; i++) {
+		uint64_t dur = 3000 + (i * 7919) % 40000, done = t + dur + 5000;
+		int linked = i >= 5 && i % 7 != 3;
+		uint32_t qtid = linked ? 400 : i < 5 ? 0 : 401;
+
+		if (linked)
+			rc |= fence_call(s, t, dur, 400, k->drv, k->exec);
+		rc |= fence_ev(s, k, t + dur / 4, 3000, i + 1, qtid, KX_JOB_QUEUE, "gfx");
+		rc |= fence_ev(s, k, t + dur / 2, 3000, i + 1, 0, KX_JOB_RUN, "gfx");
+		if (i + 2 < njobs)
+			rc |= fence_ev(s, k, done, 3000, i + 1, 0, KX_JOB_DONE, "gfx");
+		if (i % 3 == 0)
+			rc |= fence_call(s, done - 3000, 5000, 420, k->drv, k->wait);
+		if (i % 3 == 1) {
+			uint32_t ctid = i >= comp_link ? 410 : 0;
+
+			if (ctid)
+				rc |= fence_call(s, t + 100, dur, 410, k->drv2, k->exec2);
+			rc |= fence_ev(s, k, t + 100 + dur / 4, 3001, i + 1, ctid, KX_JOB_QUEUE,
+			               "comp");
+			rc |= fence_ev(s, k, done + 2000, 3001, i + 1, 0, KX_JOB_DONE, "comp");
+			if (i % 2 == 0)
+				rc |= fence_call(s, done + 1000, 3000, 430, k->drv2, k->wait2);
+		}
+		if (sdma && i % 2 == 0) {
+			rc |= fence_ev(s, k, t + dur / 3, 3002, i + 1, 0, KX_JOB_QUEUE, "sdma");
+			rc |= fence_ev(s, k, done + 1000, 3002, i + 1, 0, KX_JOB_DONE, "sdma");
+			if (i % 4 == 0)
+				rc |= fence_call(s, done + 500, 1000, 421, k->drv, k->wait);
+		}
+		t += dur + step;
+	}
+	return rc ? -1 : 0;
+}
+
+/* gen_fence's capture written as a recorder writes it; traced: its header
+ * names one GPU, k->drv's render node (the fallback device of a ring that
+ * never links), else none. */
+static inline int write_fence(const char *path, const struct fence_kind *k, uint64_t njobs,
+                              uint64_t step, uint64_t comp_link, int sdma, int traced)
+{
+	static struct kx_capinfo ci;
+	struct kx_store *s = kx_store_new(0);
+	int rc = -1;
+
+	memset(&ci, 0, sizeof(ci));
+	if (traced) {
+		ci.ndevices = 1;
+		ci.devices[0] = (struct kx_device){
+		        .dev = 226u << 20 | (128u + k->drv), .fkind = KX_FK_CHR, .drv = k->drv};
+		snprintf(ci.devices[0].node, sizeof(ci.devices[0].node), "/dev/dri/renderD%u",
+		         128u + k->drv);
+		snprintf(ci.devices[0].driver, sizeof(ci.devices[0].driver), "%s",
+		         kx_driver_name(k->drv));
+	}
+	if (s && !gen_fence(s, k, njobs, step, comp_link, sdma))
+		rc = write_kxp(path, s, &ci, L_RECORDED);
+	kx_store_free(s);
+	return rc;
 }
 
 #endif /* KXP_GEN_STREAM_H */

@@ -862,10 +862,10 @@ static void kvm_streamed(void)
 		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
 		/* Jobs not kept (before: every job record in the side store). */
-		if (sr.jobs || !sr.timelines || kx_store_job_count(sr.side))
+		if (!sr.timelines || kx_store_job_count(sr.side))
 			printf("FAIL kvm_streamed: %llu job records kept\n",
-			       (unsigned long long)sr.jobs);
-		CHECK(!sr.jobs && sr.timelines && !kx_store_job_count(sr.side));
+			       (unsigned long long)kx_store_job_count(sr.side));
+		CHECK(sr.timelines && !kx_store_job_count(sr.side));
 		CHECK(sr.flow_jobs > (uint64_t)sizes[i][0] * (uint64_t)sizes[i][1] * 9 / 10);
 		kx_sreport_free(&sr);
 	}
@@ -1009,6 +1009,22 @@ static int blk_write(const char *path, struct blk_list *l)
 	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
 }
 
+/* n dma_fence jobs (DONE only) no call submitted on one ring from ts on:
+ * its device is learnt at the end. */
+static void fence_unlinked(struct blk_list *l, uint64_t n, uint64_t ts)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		struct blk_rec r = {.at = ts + i * 10, .job = 1};
+
+		r.j = (struct kx_job){.ts = r.at,
+		                      .ctx = 5,
+		                      .seqno = i + 1,
+		                      .src = KX_JOB_SRC_DMA_FENCE,
+		                      .phase = KX_JOB_DONE};
+		blk_add(l, &r);
+	}
+}
+
 /*
  * nthreads threads of nreq requests each on loop0, as the loop driver's
  * stand-in makes them: a call of the thread that queues the request
@@ -1076,10 +1092,10 @@ static void block_streamed(void)
 		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
 		/* Before: every job record kept in the side store. */
-		if (sr.jobs || !sr.timelines || kx_store_job_count(sr.side))
+		if (!sr.timelines || kx_store_job_count(sr.side))
 			printf("FAIL block_streamed: %llu job records kept\n",
-			       (unsigned long long)sr.jobs);
-		CHECK(!sr.jobs && sr.timelines && !kx_store_job_count(sr.side));
+			       (unsigned long long)kx_store_job_count(sr.side));
+		CHECK(sr.timelines && !kx_store_job_count(sr.side));
 		CHECK(sr.flow_jobs > sizes[i][0] * sizes[i][1]);
 		CHECK(sr.timelines->anom.duplicate > 0 && sr.timelines->anom.incomplete == 3 &&
 		      sr.timelines->anom.no_queue == 1);
@@ -1094,8 +1110,8 @@ static void block_streamed(void)
 static void block_reasons(void)
 {
 	static const char *const want[] = {
-	        "out of time order",         "stayed open",         "a call came after",
-	        "may have closed before",    "shared fence source", "wait phase came",
+	        "out of time order",         "stayed open",   "a call came after",
+	        "may have closed before",    "memory budget", "wait phase came",
 	        "too many device jobs open",
 	};
 	char path[128], msg[512];
@@ -1127,18 +1143,9 @@ static void block_reasons(void)
 				blk_ev(&l, 2000000 + i * 10, 1000000 + i, 0, KX_JOB_DONE, 0);
 			blk_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS, 999, 0, KX_JOB_DONE, 0);
 			break;
-		case 4: { /* a shared fence source's job, no submitter: its device is learnt later
-			   */
-			struct blk_rec r = {.at = 9000000, .job = 1};
-
-			r.j = (struct kx_job){.ts = 9000000,
-			                      .ctx = 5,
-			                      .seqno = 1,
-			                      .src = KX_JOB_SRC_DMA_FENCE,
-			                      .phase = KX_JOB_DONE};
-			blk_add(&l, &r);
+		case 4: /* shared fence source's jobs, no submitter, their ring's device unknown */
+			fence_unlinked(&l, 2 * KX_JOBFLOW_PENDING, 9000000);
 			break;
-		}
 		case 5: /* a wait phase on a request counted already */
 			blk_ev(&l, 9000000, 8, 300, KX_JOB_WAIT_BEGIN, 0);
 			break;
@@ -1283,10 +1290,10 @@ static void gpu_streamed(void)
 		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
 		/* Before: every job record kept in the side store. */
-		if (sr.jobs || !sr.timelines || kx_store_job_count(sr.side))
+		if (!sr.timelines || kx_store_job_count(sr.side))
 			printf("FAIL gpu_streamed: %llu job records kept\n",
-			       (unsigned long long)sr.jobs);
-		CHECK(!sr.jobs && sr.timelines && !kx_store_job_count(sr.side));
+			       (unsigned long long)kx_store_job_count(sr.side));
+		CHECK(sr.timelines && !kx_store_job_count(sr.side));
 		an = &sr.timelines->anom;
 		CHECK(an->duplicate > 0 && an->out_of_order > 0 && an->unlinked > 0 &&
 		      an->incomplete == 2);
@@ -1311,7 +1318,7 @@ static void gpu_reasons(void)
 	static const char *const want[] = {
 	        "after its DONE",
 	        "a wait call came after",
-	        "shared fence source",
+	        "memory budget",
 	        "before the first GPU job record",
 	};
 	char path[128], msg[512];
@@ -1336,16 +1343,8 @@ static void gpu_reasons(void)
 			xe_call(&l, 100, 1100, 778, XE_WAIT);
 			xe_ev(&l, 1100, 9, 1, 0, KX_JOB_DONE, 5000);
 			break;
-		default: { /* a dma_fence job no call submitted */
-			struct blk_rec r = {.at = 9000000, .job = 1};
-
-			r.j = (struct kx_job){.ts = 9000000,
-			                      .ctx = 5,
-			                      .seqno = 1,
-			                      .src = KX_JOB_SRC_DMA_FENCE,
-			                      .phase = KX_JOB_DONE};
-			blk_add(&l, &r);
-		}
+		default: /* dma_fence jobs no call submitted, past the budget of those waiting */
+			fence_unlinked(&l, 2 * KX_JOBFLOW_PENDING, 9000000);
 		}
 		snprintf(path, sizeof(path), "%s/xewhy%d.kxp", tmpdir, c);
 		CHECK(blk_write(path, &l) == 0);
@@ -1393,6 +1392,129 @@ static void waits_unkept(void)
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 }
 
+/* ---- GPU jobs of the shared fence sources ---- */
+
+/* The ring of timelines o named name, NULL: none. */
+static const struct kx_jobring *ring_named(const struct kx_jobs *o, const char *name)
+{
+	for (size_t r = 0; r < o->nrings; r++)
+		if (!strcmp(o->rings[r].name, name))
+			return &o->rings[r];
+	return NULL;
+}
+
+/* Captures of each shared fence source stream with their device timelines
+ * paired as the records pass, the in-memory report's figures: a ring whose
+ * first jobs no call submitted (they wait for its first linked job, which
+ * gives their device), a ring first linked halfway (its jobs wait a window
+ * and more), a ring never linked (its device learnt at the end: one named
+ * after the source, or the only GPU traced, the last case). Before: their
+ * job records were kept in the side store. */
+static void fences_streamed(void)
+{
+	static struct kx_sreport sr;
+	char path[128], err[512], msg[512];
+	const char *why;
+
+	for (size_t i = 0; i <= FENCE_KINDS; i++) {
+		int traced = i == FENCE_KINDS;
+		const struct fence_kind *k = &fence_kinds[traced ? FENCE_KINDS - 1 : i];
+		const struct kx_jobring *gfx, *comp, *sdma;
+
+		snprintf(path, sizeof(path), "%s/fence_%s%s.kxp", tmpdir, k->name,
+		         traced ? "_traced" : "");
+		CHECK(write_fence(path, k, 3000, 1000000, 1500, 1, traced) == 0);
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL fences_streamed: %s: %s\n", k->name, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
+		if (!sr.timelines || !sr.flow_jobs || kx_store_job_count(sr.side))
+			printf("FAIL fences_streamed: %s: %zu job records kept\n", k->name,
+			       kx_store_job_count(sr.side));
+		CHECK(!sr.in_memory && sr.timelines && sr.flow_jobs == 3000 + 1000 + 1500 &&
+		      !kx_store_job_count(sr.side));
+		if (!sr.timelines) {
+			kx_sreport_free(&sr);
+			continue;
+		}
+		for (size_t r = 0; r < sr.timelines->nrings; r++)
+			printf("  %s: ring %s on %s\n", k->name, sr.timelines->rings[r].name,
+			       sr.timelines->devs[sr.timelines->rings[r].dev].name);
+		gfx = ring_named(sr.timelines, "gfx");
+		comp = ring_named(sr.timelines, "comp");
+		sdma = ring_named(sr.timelines, "sdma");
+		CHECK(gfx && comp && sdma);
+		/* Three devices: gfx's submitter's, comp's, and sdma's fallback; one
+		 * (the source's driver's) for a source that has a driver. */
+		if (k->drv == k->drv2)
+			CHECK(gfx && comp && sdma && gfx->dev == comp->dev &&
+			      gfx->dev == sdma->dev);
+		else if (traced) /* sdma on the traced GPU, gfx's */
+			CHECK(gfx && comp && sdma && gfx->dev != comp->dev &&
+			      gfx->dev == sdma->dev && comp->dev != sdma->dev);
+		else
+			CHECK(gfx && comp && sdma && gfx->dev != comp->dev &&
+			      gfx->dev != sdma->dev && comp->dev != sdma->dev);
+		CHECK(gfx && gfx->njobs == 3000 && gfx->linked > 2000 && gfx->waited > 500);
+		CHECK(comp && comp->njobs == 1000 && comp->linked == 500 && comp->waited > 200);
+		CHECK(sdma && sdma->njobs == 1500 && !sdma->linked && sdma->waited > 300);
+		kx_sreport_free(&sr);
+	}
+}
+
+/* A dma_fence job no call submitted, DONE at ts (ns), fed to f. */
+static int fence_done(struct kx_jobflow *f, uint64_t ts, uint64_t seqno)
+{
+	struct kx_job j = {.ts = ts, .ctx = 5, .seqno = seqno, .src = KX_JOB_SRC_DMA_FENCE};
+
+	snprintf(j.ring, sizeof(j.ring), "gfx");
+	j.phase = KX_JOB_QUEUE;
+	if (kx_jobflow_job(f, &j))
+		return -1;
+	j.ts += 1000;
+	j.phase = KX_JOB_DONE;
+	return kx_jobflow_job(f, &j);
+}
+
+/* Jobs of a ring never linked wait for its device up to the budget (here
+ * lowered to 8): within it they are counted at the end on the fallback
+ * device; past it the file is read into memory, a budget reason. */
+static void fence_budget(void)
+{
+	static struct kx_capinfo ci;
+
+	for (int over = 0; over < 2; over++) {
+		struct kx_store *mem = kx_store_new(0);
+		struct kx_stats rows = {0};
+		struct kx_jobflow f;
+		struct kx_jobs *o;
+		int rc = 0;
+
+		kx_jobflow_init(&f, &ci);
+		f.pend_max = 8;
+		/* 2 s apart: each waits once the second after it comes (its
+		 * records a window behind, its key a window after its DONE). */
+		for (uint64_t i = 0; i < 8u + 3u * (uint64_t)over; i++)
+			rc |= fence_done(&f, 1000 + i * 2 * KX_JOBFLOW_WINDOW_NS, i + 1);
+		CHECK(rc == 0 && mem);
+		CHECK(over ? f.why && strstr(f.why, "memory budget") : !f.why);
+		if (f.peak_pend != (over ? 8 : 6))
+			printf("FAIL fence_budget: %zu waited at most\n", f.peak_pend);
+		CHECK(f.peak_pend == (over ? 8 : 6));
+		o = kx_jobflow_finish(&f, mem, &rows);
+		CHECK(over ? !o
+		           : o && o->nrings == 1 && o->rings[0].njobs == 8 && o->ndevs == 1 &&
+		                      !strcmp(o->devs[0].name, "dma_fence"));
+		if (o && !over)
+			printf("  %s: %llu jobs on %s\n", o->rings[0].name,
+			       (unsigned long long)o->rings[0].njobs, o->devs[0].name);
+		kx_jobs_free(o);
+		kx_stats_free(&rows);
+		kx_jobflow_free(&f);
+		kx_store_free(mem);
+	}
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kxt_sreport.XXXXXX");
@@ -1420,6 +1542,8 @@ int main(void)
 	RUN(gpu_streamed);
 	RUN(gpu_reasons);
 	RUN(waits_unkept);
+	RUN(fences_streamed);
+	RUN(fence_budget);
 	{
 		char cmd[128];
 

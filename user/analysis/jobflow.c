@@ -24,6 +24,7 @@ void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci)
 	jf_sweep_init(f);
 	jf_keyed_init(f);
 	f->lo = UINT64_MAX;
+	f->pend_max = KX_JOBFLOW_PENDING;
 }
 
 static void span(struct kx_jobflow *f, uint64_t a, uint64_t b)

@@ -1,6 +1,7 @@
 /*
  * Device timelines of a record file read as a stream (analysis/sreport.h):
- * KVM jobs, block requests and GPU jobs paired, counted and folded into
+ * KVM jobs, block requests and GPU jobs (of every source, the shared
+ * fence sources too) paired, counted and folded into
  * their rows as the records pass, then forgotten, so memory does not grow
  * with the jobs. By the rules of analysis/jobs.h (analysis/jobpair.h's
  * KVM, pairing, submit link, waiter, anomaly and device rules), exactly
@@ -47,26 +48,28 @@
  * of the latest record paired, then forgotten: a reused key (block
  * sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is a
  * duplicate), a unique key as the top seqno forgotten of its context.
- * A shared fence source's ring learns its driver from its first linked
- * job. Memory: the records waiting (184 bytes each), the jobs held (160
- * bytes), the keys remembered, the wait calls kept and the rings, not the
- * jobs.
+ * A GPU job of a shared fence source that names no driver (gpu_scheduler,
+ * dma_fence) and has no submitting call is on the device of its ring's
+ * first linked job: once counted it waits in its open slot (holding the
+ * sweeps back) until that job is counted and no linked job made before it
+ * is still held, then is counted on its device; at the end a ring that
+ * never linked has the fallback device (the only GPU driver traced, else
+ * one named after the source), as in kx_jobs_build. At most
+ * KX_JOBFLOW_PENDING wait. Memory: the records waiting (184 bytes each),
+ * the jobs held or waiting (160 bytes), the keys remembered, the wait
+ * calls kept and the rings, not the jobs.
  *
  * why says when that cannot be exact, and the report reads the file into
- * memory instead: a GPU job of a shared fence source (gpu_scheduler,
- * dma_fence) without a submitting call counted before the first linked job
- * of its ring is known (its device is learnt from that one: known once
- * counted, with no linked job made before it still held), a wait phase on a
- * job already counted, a KVM exit after a later call of its thread or
- * before an earlier-timed exit of it, a job that starts before jobs
- * already swept (later than the heap's window: a long KVM_RUN, a job open
- * while KX_JOBFLOW_HELD later ones completed), a keyed record earlier
- * than one already paired (out of time order beyond the window), a keyed
+ * memory instead: a wait phase on a job already counted, a KVM exit after a later call of its
+ * thread or before an earlier-timed exit of it, a job that starts before jobs already swept (later
+ * than the heap's window: a long KVM_RUN, a job open while KX_JOBFLOW_HELD later ones completed), a
+ * keyed record earlier than one already paired (out of time order beyond the window), a keyed
  * record after a later call of its task, a call that comes after a later
  * record of its task was paired, a wait call that began before the DONE of
  * a GPU job already counted, or that held it before the first GPU record, a DONE on a reused key
  * that may be a forgotten one, an event on a unique key at or below one forgotten, too many open
- * exits, held jobs or wait calls.
+ * exits, held jobs or wait calls, or more than KX_JOBFLOW_PENDING jobs waiting for their
+ * ring's device (or more than KX_JOBFLOW_HELD counted behind one: a memory budget).
  */
 #ifndef KX_JOBFLOW_H
 #define KX_JOBFLOW_H
@@ -94,6 +97,7 @@
 #define KX_JOBFLOW_CLOSED    16384u        /* closed keys remembered (then in the table) */
 #define KX_JOBFLOW_GONE      32768u        /* slots of the table of forgotten keys */
 #define KX_JOBFLOW_WAITS     65536u        /* GPU wait calls kept at most */
+#define KX_JOBFLOW_PENDING   16384u        /* GPU jobs waiting for their ring's driver at most */
 
 struct kx_jobflow_ring;
 struct kx_jobflow_dev;
@@ -135,15 +139,22 @@ struct kx_jobflow {
 	struct kx_keymap passed;     /* unique keys: per context, 1 + the top seqno forgotten */
 	/* Shared fence sources' rings: (source, ring) -> 1 + index in rdrv. */
 	struct kx_keymap ringdrv;
-	struct kx_jobflow_ringdrv *rdrv; /* the driver each learnt, from which job */
+	struct kx_jobflow_ringdrv
+	        *rdrv; /* the driver each learnt, from which job; its jobs waiting */
 	size_t nrdrv, rdcap;
-	struct kx_minheap linkq;     /* linked GPU jobs held, by the record that made them */
-	uint32_t gen;                /* the last generation given to a slot */
+	size_t npend, peak_pend; /* jobs waiting for their ring's driver: now, at most at once */
+	size_t pend_max;         /* the most that may wait (KX_JOBFLOW_PENDING; a test lowers it) */
+	uint64_t pend_low;       /* ns, the earliest DONE of a job waiting (npend > 0) */
+	uint64_t end_ns;         /* ns, the capture's end once the records are all in, else 0 */
+	struct kx_minheap linkq; /* linked GPU jobs held, by the record that made them */
+	uint32_t gen;            /* the last generation given to a slot */
 	size_t peak_recs, peak_open; /* the most records waiting, requests open at once */
 	/* GPU waiters: */
 	struct kx_keymap names;        /* wait call names (jobpair's kx_wait_ioctl) */
-	struct kx_jobflow_wait *waits; /* wait calls that may hold a DONE to come */
+	struct kx_jobflow_wait *waits; /* wait calls that may hold a DONE to come, by start */
 	size_t nwaits, wcap;
+	size_t wprune;       /* waits kept when the ones that cannot are dropped next */
+	uint64_t wlongest;   /* ns, the longest wait kept (since the last drop) */
 	uint64_t waited_max; /* ns, the latest DONE of a GPU job counted (its waiter looked for) */
 	int waited_any;
 	int gpu_seen;         /* a GPU job record came (wait calls are kept from then) */

@@ -8,6 +8,7 @@
  *   jobflow_keyed.c  block requests and GPU jobs paired by key
  *   jobflow_keys.c   the closed keys remembered, then forgotten
  *   jobflow_link.c   submit links: a record's look at its task's calls, ring drivers
+ *   jobflow_pend.c   GPU jobs of shared fence sources held for their ring's driver
  *   jobflow_wait.c   GPU wait calls kept, a job's waiter
  *   jobflow_sweep.c  a job made: counted, held, swept in start order
  *   jobflow_rows.c   the result: rings, devices, job rows
@@ -75,6 +76,7 @@ struct fl_kjob {
 	uint64_t ts, seq; /* the record that opened it */
 	uint32_t gen;
 	uint8_t submit_drv; /* its submitting call's driver (0: none) */
+	uint8_t pending;    /* counted but held for its ring's driver (jobflow_pend.c) */
 };
 
 /* An open request's place in the sweeps' order, at the earliest. */
@@ -93,10 +95,14 @@ struct kx_jobflow_key {
 	uint8_t lost;       /* a forgotten key was put over another here */
 };
 
-/* The driver a shared fence source's ring learnt from its first linked job. */
+/* A shared fence source's ring: the driver it learnt from its first linked
+ * job, and its jobs held until then (slots of f->open, in the order counted). */
 struct kx_jobflow_ringdrv {
 	uint64_t ts, seq; /* that job's record (the builder's order) */
 	uint8_t drv;
+	uint8_t learnt; /* a linked job of it was counted */
+	uint32_t *pend; /* its jobs waiting for drv */
+	size_t npend, pcap;
 };
 
 /* A GPU driver's wait call that may hold a DONE to come. */
@@ -105,6 +111,13 @@ struct kx_jobflow_wait {
 	uint32_t pid, tid;
 	uint8_t drv;
 };
+
+#define KEYED_LATE                                                                                 \
+	"a device job started before jobs already counted in start order (it stayed open, or "     \
+	"within the window after its DONE, longer than the streamed read's window)"
+#define PEND_BUDGET                                                                                \
+	"GPU jobs of shared fence sources waited for the first linked job of their ring (it "      \
+	"gives their device) past the streamed read's memory budget (16384 jobs held)"
 
 #define NO_SLOT    UINT32_MAX
 #define KEY_CLOSED UINT64_MAX /* f->keys: the key's job is closed and counted */
@@ -185,6 +198,16 @@ void jf_probe_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_io
 void jf_probe_add(struct fl_thread *t, struct fl_rec *r, uint32_t slot);
 int jf_probe_room(struct kx_jobflow *f, struct fl_thread *t);
 int jf_ring_driver(struct kx_jobflow *f, const struct fl_kjob *j, unsigned int *drv);
+int jf_ring_known(struct kx_jobflow *f, const struct kx_jobflow_ringdrv *e);
+struct kx_jobflow_ringdrv *jf_ring_entry(struct kx_jobflow *f, unsigned int src, const char *ring,
+                                         int add);
+
+/* jobflow_pend.c */
+int jf_pend_add(struct kx_jobflow *f, size_t slot);
+int jf_pend_retry(struct kx_jobflow *f);
+int jf_pend_flush(struct kx_jobflow *f);
+void jf_pend_low(const struct kx_jobflow *f, uint64_t *low);
+void jf_pend_free(struct kx_jobflow *f);
 
 /* jobflow_wait.c */
 int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id);

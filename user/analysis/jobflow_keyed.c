@@ -8,10 +8,6 @@
 #include "analysis/jobflow.h"
 #include "analysis/jobflow_int.h"
 
-#define KEYED_LATE                                                                                 \
-	"a device job started before jobs already counted in start order (it stayed open, or "     \
-	"within the window after its DONE, longer than the streamed read's window)"
-
 /* By time, then file order. */
 static int rec_less(const void *pa, const void *pb)
 {
@@ -66,6 +62,7 @@ void jf_keyed_free(struct kx_jobflow *f)
 	free(f->gone);
 	kx_keymap_free(&f->passed);
 	kx_keymap_free(&f->ringdrv);
+	jf_pend_free(f);
 	free(f->rdrv);
 	kx_minheap_free(&f->linkq);
 }
@@ -77,7 +74,9 @@ static uint32_t new_gen(struct kx_jobflow *f)
 	return f->gen;
 }
 
-/* Job slot of f->open counted and held (jobs.c's classify and link_waiters). */
+/* Job slot of f->open counted and held (jobs.c's classify and link_waiters);
+ * a GPU job of a shared fence source whose ring's driver is not known yet
+ * waits for it (jobflow_pend.c). */
 int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
 {
 	struct fl_kjob *o = kx_slots_at(&f->open, slot);
@@ -85,23 +84,20 @@ int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
 	unsigned int ring_drv = 0;
 	int known = 1;
 
-	o->gen = 0;
-	kx_slots_put(&f->open, slot);
 	/* A shared fence source's job learns its device from its submitter, else
 	 * from the first linked job of its ring. */
 	if (kx_job_src_gpu(j.t.r.src) && !kx_job_src_driver(j.t.r.src))
 		known = jf_ring_driver(f, &j, &ring_drv);
 	if (known < 0)
 		return -1;
-	if (!known) {
-		jf_because(
-		        f,
-		        "a GPU job of a shared fence source (gpu_scheduler, dma_fence) without a "
-		        "submitting call before the first linked job of its ring was counted (its "
-		        "device is learnt from it)");
-		return 0;
-	}
-	return jf_job_out(f, &j.t, j.ts, j.seq, end_ns, j.submit_drv, ring_drv, KEYED_LATE);
+	if (!known)
+		return jf_pend_add(f, slot);
+	o->gen = 0;
+	kx_slots_put(&f->open, slot);
+	if (jf_job_out(f, &j.t, j.ts, j.seq, end_ns, j.submit_drv, ring_drv, KEYED_LATE))
+		return -1;
+	/* A linked job counted may make the driver of a waiting job's ring final. */
+	return j.submit_drv && f->npend ? jf_pend_retry(f) : 0;
 }
 
 /* Job slot of f->open closed (its key's entry sl): a block request is
@@ -162,6 +158,7 @@ static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	o->ts = r->e.ts;
 	o->seq = r->seq;
 	o->gen = new_gen(f);
+	o->pending = 0;
 	if (open_link(f, o, r, slot))
 		return -1;
 	if (kx_slots_live(&f->open) > f->peak_open)
@@ -319,11 +316,15 @@ int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 }
 
 /* Every job still held at the end: those never done are incomplete,
- * ending at end_ns. */
+ * ending at end_ns; then those waiting for their ring's driver. */
 int jf_keyed_end(struct kx_jobflow *f, uint64_t end_ns)
 {
-	for (size_t i = 0; i < f->open.n; i++)
-		if (((struct fl_kjob *)kx_slots_at(&f->open, i))->gen && jf_keyed_out(f, i, end_ns))
+	f->end_ns = end_ns;
+	for (size_t i = 0; i < f->open.n; i++) {
+		const struct fl_kjob *o = kx_slots_at(&f->open, i);
+
+		if (o->gen && !o->pending && jf_keyed_out(f, i, end_ns))
 			return -1;
-	return 0;
+	}
+	return jf_pend_flush(f);
 }

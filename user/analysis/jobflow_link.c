@@ -63,41 +63,46 @@ int jf_probe_room(struct kx_jobflow *f, struct fl_thread *t)
 	return kx_grow((void **)&t->probes, &t->pcap, t->nprobes, sizeof(*t->probes));
 }
 
-/* Linked job j teaches its ring (ring name hash h; e: what it learnt so
- * far, NULL: nothing) its driver unless an earlier-made one did. 1, or -1
- * when out of memory. */
-static int ring_learn(struct kx_jobflow *f, const struct fl_kjob *j, uint64_t h,
-                      struct kx_jobflow_ringdrv *e)
+/* The entry of a shared fence source's ring (src, ring name), added
+ * (nothing learnt) when add and new; NULL when none, or out of memory. */
+struct kx_jobflow_ringdrv *jf_ring_entry(struct kx_jobflow *f, unsigned int src, const char *ring,
+                                         int add)
 {
-	struct kx_keyslot *sl;
+	uint64_t h = kx_hash_bytes(ring, strlen(ring));
+	struct kx_keyslot *sl = add ? kx_keymap_get(&f->ringdrv, src, h, 0)
+	                            : kx_keymap_find(&f->ringdrv, src, h, 0);
 
-	if (e && (e->ts < j->ts || (e->ts == j->ts && e->seq < j->seq)))
-		return 1;
-	if (!e) {
-		sl = kx_keymap_get(&f->ringdrv, j->t.r.src, h, 0);
-		if (!sl || kx_grow((void **)&f->rdrv, &f->rdcap, f->nrdrv, sizeof(*f->rdrv)))
-			return -1;
+	if (!sl)
+		return NULL;
+	if (!sl->v) {
+		if (kx_grow((void **)&f->rdrv, &f->rdcap, f->nrdrv, sizeof(*f->rdrv)))
+			return NULL;
+		memset(&f->rdrv[f->nrdrv], 0, sizeof(*f->rdrv));
 		sl->v = ++f->nrdrv;
-		e = &f->rdrv[sl->v - 1];
 	}
-	*e = (struct kx_jobflow_ringdrv){j->ts, j->seq, j->submit_drv};
+	return &f->rdrv[sl->v - 1];
+}
+
+/* Linked job j teaches its ring (e: its entry, NULL: none yet) its driver
+ * unless an earlier-made one did. 1, or -1 when out of memory. */
+static int ring_learn(struct kx_jobflow *f, const struct fl_kjob *j, struct kx_jobflow_ringdrv *e)
+{
+	if (e && e->learnt && (e->ts < j->ts || (e->ts == j->ts && e->seq < j->seq)))
+		return 1;
+	if (!e && !(e = jf_ring_entry(f, j->t.r.src, j->t.ring, 1)))
+		return -1;
+	e->ts = j->ts;
+	e->seq = j->seq;
+	e->drv = j->submit_drv;
+	e->learnt = 1;
 	return 1;
 }
 
-/* The learnt driver of job j's ring (jobs.c's learn_ring_drivers): a linked
- * job teaches it (the first made wins); an unlinked one gets it in
- * *drv when the first linked job of its ring is known: one was counted,
- * and no linked job held was made before it. 1 when known, 0 when not,
- * -1 when out of memory. */
-int jf_ring_driver(struct kx_jobflow *f, const struct fl_kjob *j, unsigned int *drv)
+/* Is the driver of ring e final: a linked job of it was counted, and no
+ * linked job still held was made before that one? */
+int jf_ring_known(struct kx_jobflow *f, const struct kx_jobflow_ringdrv *e)
 {
-	uint64_t h = kx_hash_bytes(j->t.ring, strlen(j->t.ring));
-	struct kx_keyslot *sl = kx_keymap_find(&f->ringdrv, j->t.r.src, h, 0);
-	struct kx_jobflow_ringdrv *e = sl ? &f->rdrv[sl->v - 1] : NULL;
-
-	if (j->submit_drv)
-		return ring_learn(f, j, h, e);
-	if (!e)
+	if (!e || !e->learnt)
 		return 0;
 	while (f->linkq.n) {
 		const struct fl_openref *o = kx_minheap_top(&f->linkq);
@@ -106,10 +111,23 @@ int jf_ring_driver(struct kx_jobflow *f, const struct fl_kjob *j, unsigned int *
 			kx_minheap_pop(&f->linkq, NULL);
 			continue;
 		}
-		if (o->ts < e->ts || (o->ts == e->ts && o->seq < e->seq))
-			return 0;
-		break;
+		return !(o->ts < e->ts || (o->ts == e->ts && o->seq < e->seq));
 	}
+	return 1;
+}
+
+/* The learnt driver of job j's ring (jobs.c's learn_ring_drivers): a linked
+ * job teaches it (the first made wins); an unlinked one gets it in
+ * *drv when the ring's driver is final (jf_ring_known). 1 when known, 0
+ * when not (the job waits: jobflow_pend.c), -1 when out of memory. */
+int jf_ring_driver(struct kx_jobflow *f, const struct fl_kjob *j, unsigned int *drv)
+{
+	struct kx_jobflow_ringdrv *e = jf_ring_entry(f, j->t.r.src, j->t.ring, 0);
+
+	if (j->submit_drv)
+		return ring_learn(f, j, e);
+	if (!jf_ring_known(f, e))
+		return 0;
 	*drv = e->drv;
 	return 1;
 }

@@ -151,7 +151,10 @@ int jf_release(struct kx_jobflow *f, int all)
 		if (!all && (blocked || top->start + KX_JOBFLOW_WINDOW_NS >= f->now)) {
 			if (f->held.n <= KX_JOBFLOW_HELD)
 				return 0;
-			if (blocked)
+			if (blocked &&
+			    ((const struct fl_kjob *)kx_slots_at(&f->open, o->slot))->pending)
+				jf_because(f, PEND_BUDGET);
+			else if (blocked)
 				jf_because(f,
 				           "a device job stayed open (no DONE, or a GPU job within "
 				           "the window after it) while more than 16384 later jobs "

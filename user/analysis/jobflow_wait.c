@@ -1,28 +1,64 @@
 /*
  * The streamed device timelines' GPU waiters (jobflow_int.h): the wait
- * calls of GPU drivers kept while a DONE to come may fall inside them, and
- * the best of them for a GPU job counted.
+ * calls of GPU drivers kept while a DONE to come may fall inside them (by
+ * start), and the best of them for a GPU job counted.
  */
 #include "analysis/jobflow.h"
 #include "analysis/jobflow_int.h"
 #include "util/grow.h"
 
 /* The wait calls still able to hold a DONE to come: those that return at
- * or after the earliest DONE of a job not counted yet. */
+ * or after the earliest DONE of a job not counted yet (or waiting for its
+ * ring's driver). */
 static uint64_t waits_low(const struct kx_jobflow *f)
 {
 	uint64_t low = f->rel_ts;
 
 	if (f->chead < f->nclosed && f->closed[f->chead].done < low)
 		low = f->closed[f->chead].done;
+	jf_pend_low(f, &low);
 	return low;
 }
 
-/* A GPU driver's wait call e (id): kept while a job may end inside it. */
-int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
+/* The waits that cannot hold a DONE to come dropped (their order kept). */
+static void waits_prune(struct kx_jobflow *f)
 {
 	uint64_t low = waits_low(f);
 	size_t keep = 0;
+
+	f->wlongest = 0;
+	for (size_t i = 0; i < f->nwaits; i++) {
+		const struct kx_jobflow_wait *w = &f->waits[i];
+
+		if (w->end < low)
+			continue;
+		if (w->end - w->ts > f->wlongest)
+			f->wlongest = w->end - w->ts;
+		f->waits[keep++] = *w;
+	}
+	f->nwaits = keep;
+	f->wprune = keep * 2 > 1024 ? keep * 2 : 1024;
+}
+
+/* w inserted by start (the calls come nearly so: from the back). */
+static void waits_insert(struct kx_jobflow *f, const struct kx_jobflow_wait *w)
+{
+	size_t i = f->nwaits++;
+
+	while (i && f->waits[i - 1].ts > w->ts) {
+		f->waits[i] = f->waits[i - 1];
+		i--;
+	}
+	f->waits[i] = *w;
+	if (w->end - w->ts > f->wlongest)
+		f->wlongest = w->end - w->ts;
+}
+
+/* A GPU driver's wait call e (id): kept while a job may end inside it. Those
+ * that cannot any more are dropped now and then (a wait kept longer is
+ * never a waiter: it returned before every DONE to come). */
+int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
+{
 	int wait = 0;
 
 	if (!kx_drv_gpu(e->drv) || kx_wait_ioctl(&f->names, e, &wait))
@@ -40,22 +76,38 @@ int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 		        f,
 		        "a wait call came after a GPU job it may have waited for was counted (it "
 		        "began more than the streamed read's window before it returned)");
-	for (size_t i = 0; i < f->nwaits; i++)
-		if (f->waits[i].end >= low)
-			f->waits[keep++] = f->waits[i];
-	f->nwaits = keep;
+	if (f->nwaits >= f->wprune || f->nwaits >= KX_JOBFLOW_WAITS)
+		waits_prune(f);
 	if (f->nwaits >= KX_JOBFLOW_WAITS) {
 		jf_because(f, "too many wait calls of GPU drivers around the jobs not counted yet");
 		return 0;
 	}
 	if (kx_grow((void **)&f->waits, &f->wcap, f->nwaits, sizeof(*f->waits)))
 		return -1;
-	f->waits[f->nwaits++] =
-	        (struct kx_jobflow_wait){e->ts, kx_ioctl_end(e), id, e->pid, e->tid, e->drv};
+	waits_insert(f,
+	             &(struct kx_jobflow_wait){e->ts, kx_ioctl_end(e), id, e->pid, e->tid, e->drv});
 	return 0;
 }
 
-/* The waiter of GPU job t of device d among the wait calls (jobs.c's best_waiter). */
+/* The first wait kept that began at or after at (ns). */
+static size_t waits_from(const struct kx_jobflow *f, uint64_t at)
+{
+	size_t lo = 0, hi = f->nwaits;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->waits[mid].ts < at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The waiter of GPU job t of device d among the wait calls (jobs.c's
+ * best_waiter): those begun at or before its DONE, at most the longest
+ * wait kept before it. */
 void jf_find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_jobdev *d)
 {
 	struct kx_waitcand best = {0, 0, 0}, c;
@@ -71,11 +123,11 @@ void jf_find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_job
 	if (!f->waited_any || done > f->waited_max)
 		f->waited_max = done;
 	f->waited_any = 1;
-	for (size_t i = 0; i < f->nwaits; i++) {
+	for (size_t i = waits_from(f, done > f->wlongest ? done - f->wlongest : 0);
+	     i < f->nwaits && f->waits[i].ts <= done; i++) {
 		const struct kx_jobflow_wait *w = &f->waits[i];
 
-		if (w->ts > done || w->end < done ||
-		    !kx_waiter_fits(d, &(struct kx_ioctl){.drv = w->drv}))
+		if (w->end < done || !kx_waiter_fits(d, &(struct kx_ioctl){.drv = w->drv}))
 			continue;
 		c = (struct kx_waitcand){w->pid, w->end, w->id};
 		if (!found || kx_waiter_better(&c, &best, t->r.pid)) {

@@ -2,10 +2,8 @@
  * The rules of device timelines (stated in analysis/jobs.h), apart from the
  * analysis of a whole store (analysis/jobs.c), so that any reader that feeds
  * the events in order gives the same jobs (the engine's feed,
- * analysis/engine.c, uses the memory accounting; what a stream keeps
- * for the timelines, kx_jobs_keep in analysis/jobs.c, the KVM, submitter
- * and wait rules; the streamed timelines, analysis/jobflow.c, the KVM,
- * pairing, submit link, waiter, anomaly, device and busy rules; the live aggregates of top and
+ * analysis/engine.c, uses the memory accounting; the streamed timelines, analysis/jobflow.c, the
+ * KVM, pairing, submit link, waiter, anomaly, device and busy rules; the live aggregates of top and
  * serve, live/jobagg.c, the pairing, KVM and busy rules): what one phase does to the job its key
  * holds, which event names a job's submitter, KVM jobs from their KVM_RUN,
  * the submit-link test, the anomaly flags, which device a job or a memory event

@@ -71,6 +71,10 @@
  * client (analysis/jobpair.c); per process and region in nvmem
  * (analysis/nvmem.h) too. Usage starts at 0 at capture start. Each event is stamped at
  * the ioctl's return. Avg Usage is the mean of the usage after each event.
+ *
+ * kx_jobs_build analyses a whole store; a record file read as a stream gets
+ * the same timelines as its records pass (analysis/jobflow.h), keeping none
+ * of its jobs.
  */
 #ifndef KX_JOBS_H
 #define KX_JOBS_H
@@ -100,47 +104,6 @@ struct kx_jobs {
 	/* The store whose ioctls submit, wait and mem[].ioctl index. */
 	const struct kx_store *store;
 };
-
-/*
- * What the timelines need of a record file read as a stream (the streamed
- * report, analysis/sreport.h), kept in a side store whose kx_jobs_build
- * gives exactly the jobs, links, devices, anomalies and memory rows of the
- * whole file: the job records (of the KVM exits that end no KVM_RUN, only
- * the first and the earliest and latest job records), and of the ioctls
- * those the memory accounting counts (the caller says which), every KVM_RUN
- * and GPU wait ioctl once the file has jobs, the call each submit link
- * looks at (the task's last ioctl entered at or before the job record) and
- * the earliest and latest ioctls (the span). Memory grows with the jobs and
- * those ioctls. why says when that cannot be exact and the file must be
- * read whole: a job record after a later call of its task, or KVM_RUN or
- * wait ioctls gone by before the first job record.
- */
-struct kx_jobs_keep {
-	const char *why;          /* NULL: the kept records give the timelines exactly */
-	struct kx_store *side;    /* borrowed: the kept records go there */
-	int have_jobs;            /* a job record came */
-	int passed;               /* a KVM_RUN or wait ioctl went by before the first job record */
-	int kvm_seen;             /* a KVM exit was kept */
-	struct kx_keymap names;   /* wait ioctl names */
-	struct kx_tidtab threads; /* each task's last ioctl (jobs.c) */
-	struct kx_ioctl first, last; /* the earliest start, the latest end (any: set) */
-	int any;
-	struct kx_job jfirst, jlast; /* the earliest and latest job records */
-	uint64_t jfirst_seq, jlast_seq;
-	int jfirst_kept, jlast_kept;
-	uint64_t jobs, kept_jobs; /* job records read, kept */
-};
-
-void kx_jobs_keep_init(struct kx_jobs_keep *k, struct kx_store *side);
-/* An ioctl with its argument bytes (NULL: none); mem: memory accounting
- * counts it. 0, or -1 when out of memory (a refusal by the store's budget
- * is counted by the store). */
-int kx_jobs_keep_ioctl(struct kx_jobs_keep *k, const struct kx_ioctl *e, const uint8_t *arg,
-                       int mem);
-int kx_jobs_keep_job(struct kx_jobs_keep *k, const struct kx_job *j);
-/* Once every record is in: the span's records kept. */
-void kx_jobs_keep_finish(struct kx_jobs_keep *k);
-void kx_jobs_keep_free(struct kx_jobs_keep *k);
 
 /* NULL on out of memory. ci may be NULL (no device mapping, span from events). */
 struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo *ci);

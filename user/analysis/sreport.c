@@ -24,20 +24,13 @@ struct sr_ctx {
 	struct kx_nesttrack nest;    /* the nesting rule on them */
 	struct kx_rangewalk *ranges; /* the annotation ranges (r->ranges) */
 	struct kx_ctrjoin *ctr;      /* the counters joined to their calls, NULL: none named */
-	struct kx_jobs_keep jobs;    /* what the device timelines need, kept in r->side */
-	struct kx_jobflow flow;      /* or the device timelines as the records pass */
-	int mode;                    /* JOBS_*: which of the two the job records go to */
+	struct kx_jobflow flow;      /* the device timelines as the records pass */
 	int have_jobs;               /* a job record came */
 	int unnamed_ctr;             /* counter records of counters the header does not name */
 	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
-
-/* Where the job records go: none came yet; the first was of a source
- * whose timelines stream (flow_first: analysis/jobflow.h); another (kept
- * in r->side). */
-enum { JOBS_NONE, JOBS_FLOW, JOBS_KEEP };
 
 /* Why nesting the calls on the stream does not give the report exactly:
  * records later than the reorder window (a call after one it holds, a
@@ -67,7 +60,7 @@ static void sr_checked(struct sr_ctx *c)
 	if (!why && c->unnamed_ctr)
 		why = "perf counters (matched with their calls)";
 	if (!why)
-		why = c->mode == JOBS_FLOW ? c->flow.why : c->jobs.why;
+		why = c->flow.why;
 	if (!why && c->have_jobs && c->ranges->events)
 		why = "annotation ranges with device jobs (the device time of each range)";
 	if (why && !c->flushed) {
@@ -106,10 +99,11 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		sr_oom(c);
 		return;
 	}
-	/* What the memory rows and the device timelines need is kept: the side
-	 * store's analysis gives them. */
-	if (kx_jobs_keep_ioctl(&c->jobs, e, arg, c->eng.last_mem) ||
-	    (c->mode != JOBS_KEEP && kx_jobflow_ioctl(&c->flow, e))) {
+	/* The calls memory accounting counts are kept for the memory rows (a
+	 * refusal by the store's budget is counted by the store). */
+	if (c->eng.last_mem)
+		kx_store_add_ioctl(c->r->side, e, arg);
+	if (kx_jobflow_ioctl(&c->flow, e)) {
 		sr_oom(c);
 		return;
 	}
@@ -125,39 +119,14 @@ static void sr_task(void *ctx, const struct kx_task *t)
 		kx_store_add_task(c->r->side, t);
 }
 
-/* Does a capture whose first job record is j stream its timelines
- * (analysis/jobflow.h)? KVM, block and the per-driver sources whose keys
- * no other source shares do; a fence's (i915, amdgpu, amdxdna,
- * gpu_scheduler, dma_fence) learns its device from the other jobs of its
- * ring, so its records are kept. */
-static int flow_first(const struct kx_job *j)
-{
-	switch (j->src) {
-	case KX_JOB_SRC_KVM:
-	case KX_JOB_SRC_BLOCK:
-	case KX_JOB_SRC_XE:
-	case KX_JOB_SRC_MSM:
-	case KX_JOB_SRC_V3D:
-	case KX_JOB_SRC_VPU:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 static void sr_job(void *ctx, const struct kx_job *j)
 {
 	struct sr_ctx *c = ctx;
 
-	int rc;
-
 	if (!sr_active(c))
 		return;
-	if (c->mode == JOBS_NONE)
-		c->mode = flow_first(j) ? JOBS_FLOW : JOBS_KEEP;
 	c->have_jobs = 1;
-	rc = c->mode == JOBS_FLOW ? kx_jobflow_job(&c->flow, j) : kx_jobs_keep_job(&c->jobs, j);
-	if (rc) {
+	if (kx_jobflow_job(&c->flow, j)) {
 		sr_oom(c);
 		return;
 	}
@@ -316,7 +285,6 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	kx_engine_init(&c.eng, KX_ENGINE_LATE_NS, KX_ENGINE_BUDGET, &out);
 	c.eng.measured = 1;
 	r->side = kx_store_new(budget);
-	kx_jobs_keep_init(&c.jobs, r->side);
 	kx_jobflow_init(&c.flow, &r->ci);
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges)
@@ -335,11 +303,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	r->threads = c.eng.ioctl_threads;
 	r->nest_fixed = c.nest.fixed;
 	r->nest_threads = c.nest.fixed_threads;
-	if (rc == 0 && !c.oom)
-		kx_jobs_keep_finish(&c.jobs);
-	r->jobs = c.jobs.kept_jobs;
 	r->kept = kx_store_ioctl_count(r->side);
-	kx_jobs_keep_free(&c.jobs);
 	kx_engine_free(&c.eng);
 	kx_nesttrack_free(&c.nest);
 	if (kx_stats_acc_finish(&r->st, &c.acc, &r->ci, rc == 0 && !c.oom) && rc == 0) {
@@ -360,7 +324,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	if (c.ctr)
 		kx_ctrjoin_free(c.ctr);
 	free(c.ctr);
-	if (rc == 0 && !r->in_memory && c.mode == JOBS_FLOW)
+	if (rc == 0 && !r->in_memory && c.have_jobs)
 		rc = sr_flow_finish(r, &c, err, errlen);
 	kx_jobflow_free(&c.flow);
 	if (rc == 0 && r->in_memory)

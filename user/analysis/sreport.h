@@ -4,12 +4,10 @@
  * (analysis/stats.h's streaming rows), so memory grows with the rows, not
  * with the events. Tasks, CPU and off-CPU samples and their symbols are
  * kept in a side store, for the profiles and thread names, and so are the
- * ioctls the memory rows look at. A capture whose first job record is a KVM
- * exit, a block request's or a per-driver GPU source's (xe, msm, v3d,
- * vpu) has its device timelines made as the records pass
- * (analysis/jobflow.h: memory does not grow with the jobs); any other keeps
- * its job records and the ioctls the device timelines look at in the side
- * store (struct kx_jobs_keep, analysis/jobs.h). No other ioctl is kept.
+ * ioctls the memory rows look at. Device timelines (KVM jobs, block
+ * requests, GPU jobs of every source) are made as the records pass
+ * (analysis/jobflow.h: memory does not grow with the jobs); no job record
+ * is kept. No other ioctl is kept.
  * Annotation records go through the engine (analysis/engine.h), paired as
  * they come and each thread's ranges walked with its calls as they leave
  * its reorder stage (analysis/rangewalk.h): their rows join the ioctl
@@ -29,8 +27,8 @@
  * rule shortens with device jobs or annotation ranges (their analyses see
  * the shortened durations), counter records of counters the header does
  * not name, counter records later than the window after their call; job
- * records and annotations: analysis/jobflow.h, jobs.h and rangewalk.h say
- * when they are; annotation ranges and job records together are one. The read then
+ * records and annotations: analysis/jobflow.h and rangewalk.h say when
+ * they are; annotation ranges and job records together are one. The read then
  * stops at the next chunk (the caller reads the file again into memory,
  * damage and all).
  */
@@ -48,7 +46,7 @@ struct kx_rangewalk;
 struct kx_ctrstats;
 
 struct kx_sreport {
-	struct kx_store *side;         /* tasks, samples, symbols, jobs, the ioctls they need */
+	struct kx_store *side;         /* tasks, samples, symbols, the ioctls memory rows need */
 	struct kx_stats st;            /* the ioctl rows (empty when in_memory) */
 	struct kx_capinfo ci;          /* header, then trailer facts */
 	struct kx_kxp_read_result res; /* what reading lost */
@@ -58,7 +56,6 @@ struct kx_sreport {
 	uint64_t threads;              /* distinct threads whose calls were seen */
 	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream) */
 	uint64_t nest_threads;         /* threads with such calls */
-	uint64_t jobs;                 /* job records kept in side */
 	uint64_t flow_jobs;            /* device jobs paired as they came (none kept) */
 	size_t flow_held;              /* the most of them held at once (by start) */
 	struct kx_jobs *timelines;     /* their device timelines, NULL: from side */

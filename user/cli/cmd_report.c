@@ -188,10 +188,9 @@ static void say_streamed(const char *path, const struct kx_sreport *sr)
 		       (unsigned long long)sr->flow_jobs, sr->flow_held);
 	else
 		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
-		       "annotation ranges, the %llu job records and the %llu ioctls the device "
-		       "timelines and memory rows need, not with the other events",
-		       path, (unsigned long long)sr->threads, (unsigned long long)sr->jobs,
-		       (unsigned long long)sr->kept);
+		       "annotation ranges and the %llu ioctls the memory rows need, not with the "
+		       "other events",
+		       path, (unsigned long long)sr->threads, (unsigned long long)sr->kept);
 }
 
 /* The capture read as analysis/capread.h decides (streamed, or whole), printed. */

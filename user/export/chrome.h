@@ -15,10 +15,11 @@
 #include <stddef.h>
 
 #include "analysis/analysis.h"
+#include "export/chrome_part.h"
 #include "util/outfile.h"
 
 /* Writes the analysed capture (analysis/analysis.h) to path ("-": stdout),
- * the timeline without the stack members (flags 0 below):
+ * the timeline without the stack members (flags 0: export/chrome_part.h):
  * opens, writes and commits one kx_outfile. Returns 0, or -1 with err set
  * (path in the message; nothing is left at path). */
 int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, size_t errlen);
@@ -27,24 +28,6 @@ int kx_chrome_write(const struct kx_analysis *an, const char *path, char *err, s
  * .gz); the caller commits o, or aborts it on -1 (err set). */
 int kx_chrome_write_to(const struct kx_analysis *an, struct kx_outfile *o, char *err,
                        size_t errlen);
-
-/* One part of a capture split by time (analysis/windows.h): the events
- * starting in [from_ns, to_ns) (CLOCK_MONOTONIC; to_ns 0: no end). */
-struct kx_chrome_part {
-	size_t index, count; /* part index (1-based) of count */
-	uint64_t from_ns, to_ns;
-	size_t events; /* events the window holds (analysis/windows.h) */
-};
-
-/* What a trace holds besides the timeline (flags of kx_chrome_write_part
- * and kx_chrome_open). */
-enum {
-	/* The trace format's top-level "stackFrames" and "samples" members
-	 * (export/chrome_samples.h). Off by default: a viewer that finds them
-	 * (speedscope, catapult) shows the CPU samples alone and drops the
-	 * timeline; the instant samples on the threads are written either way. */
-	KX_CHROME_STACKS = 1u << 0,
-};
 
 /* As kx_chrome_write_to, only the part's events (part NULL: all): every
  * part keeps the whole capture's metadata, time base and totals, and says

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "export/chrome.h"
+#include "export/chrome_json.h"
 #include "export/chrome_merge.h"
 #include "model/capinfo.h"
 #include "model/store.h"
@@ -251,20 +252,13 @@ static char *read_file(const char *path, size_t *n, char *err, size_t errlen)
 	return NULL;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
 /* The n bytes at p to path, gzipped when it ends in .gz. */
 static int write_out(const char *path, const char *p, size_t n, char *err, size_t errlen)
 {
 	struct kx_bytes z = {0};
 	int rc;
 
-	if (!ends_with(path, ".gz"))
+	if (!wb_gz_path(path))
 		return kx_outfile_write(path, 0, p, n, err, errlen);
 	if (kx_gzip_buf(p, n, 1, &z)) {
 		snprintf(err, errlen, "%s: out of memory compressing %zu bytes", path, n);
@@ -277,7 +271,7 @@ static int write_out(const char *path, const char *p, size_t n, char *err, size_
 }
 
 /* Signed ns as µs with three decimals. */
-static char *put_us(char *o, int64_t ns)
+static char *put_signed_us(char *o, int64_t ns)
 {
 	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
 
@@ -297,9 +291,9 @@ static char *put_slice(char *o, const struct kx_ioctl *e, int64_t rel_ns, int fi
 	o += sprintf(o, ",\"cat\":");
 	o = kx_json_put_str(o, cat, strnlen(cat, sizeof(cat)));
 	o += sprintf(o, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", e->pid, e->tid);
-	o = put_us(o, rel_ns);
+	o = put_signed_us(o, rel_ns);
 	o += sprintf(o, ",\"dur\":");
-	o = put_us(o, (int64_t)e->dur);
+	o = put_signed_us(o, (int64_t)e->dur);
 	o += sprintf(o,
 	             ",\"args\":{\"fd\":%" PRId32 ",\"cmd\":\"0x%" PRIx32 "\",\"ret\":%" PRId32
 	             ",\"source\":\"kxprof\"}}",
@@ -490,7 +484,7 @@ static void put_moved(struct extras *x, const struct own_event *e, int64_t rel_n
 		firstm = 0;
 		if (v == e->ts) {
 			x->o += sprintf(x->o, "\"ts\":");
-			x->o = put_us(x->o, rel_ns);
+			x->o = put_signed_us(x->o, rel_ns);
 		} else {
 			memcpy(x->o, k, (size_t)(ve - k));
 			x->o += ve - k;

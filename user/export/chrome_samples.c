@@ -4,19 +4,17 @@
  * ';') is escaped once and reused by every sample of it; the call tree of
  * "stackFrames" gives each CPU stack the node of its leaf.
  */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/profile.h"
+#include "export/chrome_json.h"
 #include "export/chrome_samples.h"
 #include "model/perfdata.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 #include "util/json.h"
-
-#define FLUSH_AT (64u << 10) /* bytes buffered before they are handed on */
 
 struct node {
 	uint32_t parent; /* node id, 0 for a root */
@@ -173,114 +171,30 @@ uint64_t kx_chrome_samples_first_ts(const struct kx_chrome_samples *cs)
 	return cs->first_ts;
 }
 
-/* A buffer handed on in pieces. */
-struct out {
-	struct kx_bytes b;
-	kx_chrome_put_fn put;
-	void *ctx;
-	int *first; /* no event written yet: no comma before the next one */
-};
-
-static char *room(struct out *o, size_t n)
-{
-	if (o->b.len >= FLUSH_AT && !o->b.oom) {
-		o->put(o->ctx, (const char *)o->b.p, o->b.len);
-		o->b.len = 0;
-	}
-	return (char *)kx_bytes_room(&o->b, n);
-}
-
-static void lit(struct out *o, const char *s)
-{
-	size_t n = strlen(s);
-	char *d = room(o, n);
-
-	if (d) {
-		memcpy(d, s, n);
-		o->b.len += n;
-	}
-}
-
-static void str(struct out *o, const char *s)
-{
-	size_t n = strlen(s);
-	char *d = room(o, KX_JSON_STR_ROOM(n));
-
-	if (d)
-		o->b.len = (size_t)(kx_json_put_str(d, s, n) - (char *)o->b.p);
-}
-
-static void num(struct out *o, uint64_t v)
-{
-	char *d = room(o, KX_JSON_NUM_ROOM);
-
-	if (d)
-		o->b.len = (size_t)(kx_json_put_u64(d, v) - (char *)o->b.p);
-}
-
-/* ns as µs with three decimals. */
-static void us(struct out *o, uint64_t ns)
-{
-	char *d = room(o, KX_JSON_NUM_ROOM + 4);
-
-	if (d)
-		o->b.len += (size_t)snprintf(d, KX_JSON_NUM_ROOM + 4, "%" PRIu64 ".%03" PRIu64,
-		                             ns / 1000, ns % 1000);
-}
-
-static void raw(struct out *o, const char *p, size_t n)
-{
-	char *d = room(o, n);
-
-	if (d) {
-		memcpy(d, p, n);
-		o->b.len += n;
-	}
-}
-
-static int finish(struct out *o)
-{
-	if (!o->b.oom && o->b.len)
-		o->put(o->ctx, (const char *)o->b.p, o->b.len);
-	free(o->b.p);
-	return o->b.oom ? -1 : 0;
-}
-
-/* The separator before an event: none before the array's first. */
-static void sep(struct out *o)
-{
-	if (*o->first) {
-		*o->first = 0;
-		lit(o, "\n");
-	} else {
-		lit(o, ",\n");
-	}
-}
-
 /* The args of a sample of stack i of profile k: its stack and call. */
-static void args(struct out *o, const struct kx_chrome_samples *cs, int k, uint32_t i)
+static void args(struct wbuf *w, const struct kx_chrome_samples *cs, int k, uint32_t i)
 {
 	const struct kx_profile *p = cs->prof[k];
 	const struct kx_pstack *st = &p->stacks[i];
 
-	lit(o, ",\"args\":{\"stack\":");
-	raw(o, (const char *)cs->text.p + cs->text_off[k][i],
-	    cs->text_off[k][i + 1] - cs->text_off[k][i]);
+	wb_lit(w, ",\"args\":{\"stack\":");
+	wb_text(w, (const char *)cs->text.p + cs->text_off[k][i],
+	        cs->text_off[k][i + 1] - cs->text_off[k][i]);
 	if (st->call) {
-		lit(o, ",\"driver_call\":");
-		str(o, p->frames[st->call - 1].name);
+		wb_lit(w, ",\"driver_call\":");
+		wb_str(w, p->frames[st->call - 1].name);
 	}
 	/* Taken under another name than the thread's track has (before an exec
 	 * or a rename): the name then. */
 	if (st->comm && strcmp(st->comm, kx_profile_comm(cs->an->store, st->tid))) {
-		lit(o, ",\"thread\":");
-		str(o, st->comm);
+		wb_lit(w, ",\"thread\":");
+		wb_str(w, st->comm);
 	}
-	lit(o, "}}");
+	wb_lit(w, "}}");
 }
 
 /* One sample of the store (e, its stack i in profile k) as an event. */
-static void event(struct out *o, const struct kx_chrome_samples *cs, int k,
+static void event(struct wbuf *w, int *first, const struct kx_chrome_samples *cs, int k,
                   const struct kx_sample_ev *e, uint32_t i, uint64_t origin)
 {
 	const struct kx_profile *p = cs->prof[k];
@@ -288,21 +202,21 @@ static void event(struct out *o, const struct kx_chrome_samples *cs, int k,
 	const char *leaf = st->depth ? p->frames[p->fids[st->first + st->depth - 1]].name : "?";
 
 	if (k == 0) {
-		sep(o);
-		lit(o, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_sample\",\"name\":");
-		str(o, leaf);
+		wb_sep(w, first);
+		wb_lit(w, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_sample\",\"name\":");
+		wb_str(w, leaf);
 	} else {
-		sep(o);
-		lit(o, "{\"ph\":\"X\",\"cat\":\"off_cpu\",\"name\":\"off-CPU\",\"dur\":");
-		us(o, e->weight);
+		wb_sep(w, first);
+		wb_lit(w, "{\"ph\":\"X\",\"cat\":\"off_cpu\",\"name\":\"off-CPU\",\"dur\":");
+		wb_us(w, e->weight);
 	}
-	lit(o, ",\"pid\":");
-	num(o, e->pid);
-	lit(o, ",\"tid\":");
-	num(o, e->tid);
-	lit(o, ",\"ts\":");
-	us(o, e->ts - origin);
-	args(o, cs, k, i);
+	wb_lit(w, ",\"pid\":");
+	wb_u64(w, e->pid);
+	wb_lit(w, ",\"tid\":");
+	wb_u64(w, e->tid);
+	wb_lit(w, ",\"ts\":");
+	wb_us(w, e->ts - origin);
+	args(w, cs, k, i);
 }
 
 /* Did the ioctls name thread tid (the whole capture's, for a window of it)? */
@@ -321,7 +235,7 @@ static int ioctl_thread(const struct kx_chrome_samples *cs, uint32_t tid)
 }
 
 /* thread_name (and process_name) metadata for threads the ioctls did not name. */
-static void names(struct out *o, const struct kx_chrome_samples *cs)
+static void names(struct wbuf *w, int *first, const struct kx_chrome_samples *cs)
 {
 	const struct kx_samples *t = kx_store_samples(cs->an->store);
 	struct kx_hmap seen = KX_HMAP_INIT;
@@ -332,89 +246,84 @@ static void names(struct out *o, const struct kx_chrome_samples *cs)
 
 		if (!kx_hmap_put(&seen, e->tid, 1, &isnew) || !isnew || ioctl_thread(cs, e->tid))
 			continue;
-		sep(o);
-		lit(o, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-		num(o, e->pid);
-		lit(o, ",\"tid\":");
-		num(o, e->tid);
-		lit(o, ",\"args\":{\"name\":");
-		str(o, kx_profile_comm(cs->an->store, e->tid));
-		lit(o, "}}");
+		wb_sep(w, first);
+		wb_lit(w, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+		wb_u64(w, e->pid);
+		wb_lit(w, ",\"tid\":");
+		wb_u64(w, e->tid);
+		wb_lit(w, ",\"args\":{\"name\":");
+		wb_str(w, kx_profile_comm(cs->an->store, e->tid));
+		wb_lit(w, "}}");
 	}
 	kx_hmap_free(&seen);
 }
 
-int kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns, int *first,
-                             kx_chrome_put_fn put, void *ctx)
+void kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns, int *first,
+                              struct wbuf *w)
 {
 	const struct kx_samples *t = kx_store_samples(cs->an->store);
-	struct out o = {{0}, put, ctx, first};
-
 	if (cs->first_ts == UINT64_MAX)
-		return 0;
-	names(&o, cs);
+		return;
+	names(w, first, cs);
 	for (size_t i = 0; i < kx_samples_count(t); i++) {
 		const struct kx_sample_ev *e = kx_samples_get(t, i);
 		int k = e->kind == KX_SAMPLE_OFFCPU;
 
 		if (i < cs->prof[k]->nby_sample && cs->prof[k]->by_sample[i] != UINT32_MAX &&
 		    written(cs, e->ts, origin_ns))
-			event(&o, cs, k, e, cs->prof[k]->by_sample[i], origin_ns);
+			event(w, first, cs, k, e, cs->prof[k]->by_sample[i], origin_ns);
 	}
-	return finish(&o);
 }
 
-int kx_chrome_samples_members(const struct kx_chrome_samples *cs, uint64_t origin_ns,
-                              kx_chrome_put_fn put, void *ctx)
+void kx_chrome_samples_members(const struct kx_chrome_samples *cs, uint64_t origin_ns,
+                               struct wbuf *w)
 {
 	static const char *const cat[] = {"", "user", "kernel", "driver call"};
 	const struct kx_profile *p = cs->prof[0];
 	const struct kx_samples *t = kx_store_samples(cs->an->store);
-	struct out o = {{0}, put, ctx, NULL};
 	int first = 1;
 
 	if (!p->samples)
-		return 0;
-	lit(&o, "\"stackFrames\":{");
+		return;
+	wb_lit(w, "\"stackFrames\":{");
 	for (size_t i = 0; i < cs->nnodes; i++) {
 		const struct kx_pframe *f = &p->frames[cs->nodes[i].fid];
 
-		lit(&o, i ? ",\n\"" : "\n\"");
-		num(&o, i + 1);
-		lit(&o, "\":{\"name\":");
-		str(&o, f->name);
-		lit(&o, ",\"category\":\"");
-		lit(&o, cat[f->kind < 4 ? f->kind : 0]);
-		lit(&o, "\"");
+		wb_lit(w, i ? ",\n\"" : "\n\"");
+		wb_u64(w, i + 1);
+		wb_lit(w, "\":{\"name\":");
+		wb_str(w, f->name);
+		wb_lit(w, ",\"category\":\"");
+		wb_lit(w, cat[f->kind < 4 ? f->kind : 0]);
+		wb_lit(w, "\"");
 		if (cs->nodes[i].parent) {
-			lit(&o, ",\"parent\":\"");
-			num(&o, cs->nodes[i].parent);
-			lit(&o, "\"");
+			wb_lit(w, ",\"parent\":\"");
+			wb_u64(w, cs->nodes[i].parent);
+			wb_lit(w, "\"");
 		}
-		lit(&o, "}");
+		wb_lit(w, "}");
 	}
-	lit(&o, "},\n\"samples\":[");
+	wb_lit(w, "},\n\"samples\":[");
 	for (size_t i = 0; i < kx_samples_count(t); i++) {
 		const struct kx_sample_ev *e = kx_samples_get(t, i);
 
 		if (i >= p->nby_sample || p->by_sample[i] == UINT32_MAX ||
 		    !written(cs, e->ts, origin_ns))
 			continue;
-		lit(&o, first ? "\n{\"cpu\":" : ",\n{\"cpu\":");
+		wb_lit(w, first ? "\n{\"cpu\":" : ",\n{\"cpu\":");
 		first = 0;
-		num(&o, e->cpu);
-		lit(&o, ",\"pid\":");
-		num(&o, e->pid);
-		lit(&o, ",\"tid\":");
-		num(&o, e->tid);
-		lit(&o, ",\"ts\":");
-		us(&o, e->ts - origin_ns);
-		lit(&o, ",\"name\":\"cpu-clock\",\"sf\":");
-		num(&o, cs->leaf_node[p->by_sample[i]]);
-		lit(&o, ",\"weight\":1}");
+		wb_u64(w, e->cpu);
+		wb_lit(w, ",\"pid\":");
+		wb_u64(w, e->pid);
+		wb_lit(w, ",\"tid\":");
+		wb_u64(w, e->tid);
+		wb_lit(w, ",\"ts\":");
+		wb_us(w, e->ts - origin_ns);
+		wb_lit(w, ",\"name\":\"cpu-clock\",\"sf\":");
+		wb_u64(w, cs->leaf_node[p->by_sample[i]]);
+		wb_lit(w, ",\"weight\":1}");
 	}
-	lit(&o, "],\n");
-	return finish(&o);
+	wb_lit(w, "],\n");
 }
 
 void kx_chrome_samples_free(struct kx_chrome_samples *cs)

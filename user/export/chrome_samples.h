@@ -25,10 +25,8 @@
 
 #include "analysis/analysis.h"
 
-/* Where the JSON text goes. */
-typedef void (*kx_chrome_put_fn)(void *ctx, const char *p, size_t n);
-
 struct kx_chrome_samples;
+struct wbuf; /* export/chrome_json.h */
 
 /* The profiles of an analysed capture. NULL with err set when out of
  * memory; an object with nothing to write when the capture has no samples. */
@@ -44,15 +42,14 @@ void kx_chrome_samples_rebind(struct kx_chrome_samples *cs, const struct kx_anal
 void kx_chrome_samples_window(struct kx_chrome_samples *cs, uint64_t from_ns, uint64_t to_ns);
 /* The earliest sample (CLOCK_MONOTONIC ns), UINT64_MAX when none. */
 uint64_t kx_chrome_samples_first_ts(const struct kx_chrome_samples *cs);
-/* The events, each preceded by a comma but where *first says none was
- * written yet (then cleared); ts are (ts - origin_ns) in µs. 0, or -1 out of
- * memory. */
-int kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns, int *first,
-                             kx_chrome_put_fn put, void *ctx);
-/* The top-level members "stackFrames" and "samples", each followed by a
- * comma (nothing when there are no CPU samples). 0, or -1 out of memory. */
-int kx_chrome_samples_members(const struct kx_chrome_samples *cs, uint64_t origin_ns,
-                              kx_chrome_put_fn put, void *ctx);
+/* The events into w, each preceded by a comma but where *first says none
+ * was written yet (then cleared); ts are (ts - origin_ns) in µs. */
+void kx_chrome_samples_events(const struct kx_chrome_samples *cs, uint64_t origin_ns, int *first,
+                              struct wbuf *w);
+/* The top-level members "stackFrames" and "samples" into w, each followed
+ * by a comma (nothing when there are no CPU samples). */
+void kx_chrome_samples_members(const struct kx_chrome_samples *cs, uint64_t origin_ns,
+                               struct wbuf *w);
 void kx_chrome_samples_free(struct kx_chrome_samples *cs);
 
 #endif /* KX_EXPORT_CHROME_SAMPLES_H */
