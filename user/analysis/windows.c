@@ -295,11 +295,6 @@ void kx_whist_free(struct kx_whist *h)
 	free(h);
 }
 
-size_t kx_whist_total(const struct kx_whist *h)
-{
-	return h->total;
-}
-
 /* The buckets again for the span [first, last]: the narrowest power-of-two
  * width whose aligned buckets hold it (never narrower than now), each old
  * bucket falling whole into a new one. */
