@@ -380,13 +380,13 @@ static int rows_close(struct kx_stats *sum, struct kx_hmap *m, int ok)
 	return -1;
 }
 
-/* Off-CPU time is measured when sched_switch was attached. */
-static void offcpu_hooks(struct kx_stats *sum, const struct kx_capinfo *ci)
+int kx_stats_offcpu_attached(const struct kx_capinfo *ci)
 {
 	for (uint32_t i = 0; ci && i < ci->nhooks && i < KX_MAX_HOOKS; i++)
 		if (!strncmp(ci->hooks[i].name, "sched_switch", 12) &&
 		    ci->hooks[i].state == KX_HOOK_ATTACHED)
-			sum->offcpu_measured = 1;
+			return 1;
+	return 0;
 }
 
 /* The off-CPU time of e into its row r. */
@@ -414,7 +414,7 @@ int kx_stats_acc_add(struct kx_stats *sum, struct kx_stats_acc *acc, const struc
 int kx_stats_acc_finish(struct kx_stats *sum, struct kx_stats_acc *acc, const struct kx_capinfo *ci,
                         int ok)
 {
-	offcpu_hooks(sum, ci);
+	sum->offcpu_measured |= kx_stats_offcpu_attached(ci);
 	acc->rcap = 0;
 	return rows_close(sum, &acc->m, ok);
 }
@@ -434,7 +434,7 @@ int kx_stats_build(struct kx_stats *sum, const struct kx_store *s, const struct 
 			return rows_close(sum, &m, 0);
 		row_offcpu(sum, r, e);
 	}
-	offcpu_hooks(sum, ci);
+	sum->offcpu_measured |= kx_stats_offcpu_attached(ci);
 	sum->stored = n;
 	if (rows_close(sum, &m, 1))
 		return -1;
