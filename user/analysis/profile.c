@@ -141,13 +141,6 @@ static long frame_id(struct builder *b, const struct kx_pframe *f)
 	return (long)p->nframes++;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* The frame of a code address (pid KX_SYMRES_KERNEL: a kernel one). */
 static void code_frame(struct builder *b, uint32_t pid, uint32_t gen, uint64_t addr,
                        struct kx_pframe *f)
@@ -169,7 +162,7 @@ static void code_frame(struct builder *b, uint32_t pid, uint32_t gen, uint64_t a
 		f->name = KX_UNKNOWN_FN;
 		return;
 	}
-	snprintf(name, sizeof(name), "%s (%s)", KX_UNKNOWN_FN, base_name(f->module));
+	snprintf(name, sizeof(name), "%s (%s)", KX_UNKNOWN_FN, basename(f->module));
 	f->name = own(b, name);
 	if (!f->name)
 		f->name = KX_UNKNOWN_FN;
