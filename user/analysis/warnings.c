@@ -11,7 +11,7 @@
 
 #define MSG_MAX 1024
 
-static void say(kx_warn_fn fn, void *ctx, uint64_t n, const char *what)
+void kx_warn_count(kx_warn_fn fn, void *ctx, uint64_t n, const char *what)
 {
 	char msg[MSG_MAX];
 
@@ -203,35 +203,40 @@ void kx_ann_late_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 		         into(ci, l->to_ns), flen(l->path, sizeof(l->path)), l->path, why);
 		fn(ctx, msg);
 	}
-	say(fn, ctx, ci->ann.more_late,
-	    "more copies of the annotation library were attached late than listed: their "
-	    "processes' annotations may be missing for a while");
+	kx_warn_count(fn, ctx, ci->ann.more_late,
+	              "more copies of the annotation library were attached late than listed: their "
+	              "processes' annotations may be missing for a while");
 }
 
 void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_warn_fn fn, void *ctx)
 {
 	if (not_stored < ci->not_stored)
 		not_stored = ci->not_stored;
-	say(fn, ctx, ci->dropped, "ioctl events dropped (ring buffer full): raise --ringbuf-mb");
-	say(fn, ctx, not_stored,
-	    "events not stored (memory limit reached): raise the limit (KXPROF_MAX_MEM_MB for "
-	    "the TensorFlow plugin)");
-	say(fn, ctx, ci->inflight_full,
-	    "ioctls not traced (in-flight map full: too many concurrent calls)");
-	say(fn, ctx, ci->pidset_full, "new processes or threads not followed (pid set full)");
-	say(fn, ctx, ci->protected_exec,
-	    "processes left the capture: exec of a protected program (setuid, setgid, file "
-	    "capabilities or not readable: the kernel would not let you read them either)");
-	say(fn, ctx, ci->arg_faults,
-	    "ioctl argument copies failed (user memory fault): those events lack decoded "
-	    "arguments");
-	say(fn, ctx, ci->bpf_missed,
-	    "runs of kxprof's BPF programs skipped by the kernel (one tracing program at a "
-	    "time per CPU: another was running there, e.g. another tool's, or one a "
-	    "completion interrupted): their events are missing");
-	say(fn, ctx, ci->job_dropped,
-	    "job events dropped (ring buffer full): device timelines have gaps; raise "
-	    "--ringbuf-mb");
+	kx_warn_count(fn, ctx, ci->dropped,
+	              "ioctl events dropped (ring buffer full): raise --ringbuf-mb");
+	kx_warn_count(
+	        fn, ctx, not_stored,
+	        "events not stored (memory limit reached): raise the limit (KXPROF_MAX_MEM_MB for "
+	        "the TensorFlow plugin)");
+	kx_warn_count(fn, ctx, ci->inflight_full,
+	              "ioctls not traced (in-flight map full: too many concurrent calls)");
+	kx_warn_count(fn, ctx, ci->pidset_full,
+	              "new processes or threads not followed (pid set full)");
+	kx_warn_count(
+	        fn, ctx, ci->protected_exec,
+	        "processes left the capture: exec of a protected program (setuid, setgid, file "
+	        "capabilities or not readable: the kernel would not let you read them either)");
+	kx_warn_count(fn, ctx, ci->arg_faults,
+	              "ioctl argument copies failed (user memory fault): those events lack decoded "
+	              "arguments");
+	kx_warn_count(
+	        fn, ctx, ci->bpf_missed,
+	        "runs of kxprof's BPF programs skipped by the kernel (one tracing program at a "
+	        "time per CPU: another was running there, e.g. another tool's, or one a "
+	        "completion interrupted): their events are missing");
+	kx_warn_count(fn, ctx, ci->job_dropped,
+	              "job events dropped (ring buffer full): device timelines have gaps; raise "
+	              "--ringbuf-mb");
 	hook_warnings(ci, fn, ctx);
 	kx_ann_late_warnings(ci, fn, ctx);
 }
@@ -242,21 +247,25 @@ void kx_jobs_warnings(const struct kx_jobs *jb, kx_warn_fn fn, void *ctx)
 
 	if (!jb)
 		return;
-	say(fn, ctx, jb->anom.incomplete, "jobs never completed by the end of the capture");
-	say(fn, ctx, jb->anom.no_queue,
-	    "job completions without a queue phase (queued before the capture or the queue "
-	    "event was lost)");
-	say(fn, ctx, jb->anom.duplicate, "duplicate job events (ignored)");
-	say(fn, ctx, jb->anom.out_of_order,
-	    "job events out of order, earlier in the lifecycle than a phase already seen "
-	    "(ignored)");
-	say(fn, ctx, jb->anom.unlinked, "jobs queued by a thread with no submitting ioctl found");
-	say(fn, ctx, jb->anom.runs_without_exit, "KVM_RUN calls without an exit event");
-	say(fn, ctx, jb->anom.unknown, "job events of an unknown source or phase (skipped)");
+	kx_warn_count(fn, ctx, jb->anom.incomplete,
+	              "jobs never completed by the end of the capture");
+	kx_warn_count(
+	        fn, ctx, jb->anom.no_queue,
+	        "job completions without a queue phase (queued before the capture or the queue "
+	        "event was lost)");
+	kx_warn_count(fn, ctx, jb->anom.duplicate, "duplicate job events (ignored)");
+	kx_warn_count(fn, ctx, jb->anom.out_of_order,
+	              "job events out of order, earlier in the lifecycle than a phase already seen "
+	              "(ignored)");
+	kx_warn_count(fn, ctx, jb->anom.unlinked,
+	              "jobs queued by a thread with no submitting ioctl found");
+	kx_warn_count(fn, ctx, jb->anom.runs_without_exit, "KVM_RUN calls without an exit event");
+	kx_warn_count(fn, ctx, jb->anom.unknown,
+	              "job events of an unknown source or phase (skipped)");
 	for (size_t i = 0; i < jb->ndevs; i++)
 		unknown_frees += jb->devs[i].mem_unknown_frees;
-	say(fn, ctx, unknown_frees,
-	    "frees of device memory allocated before the capture (not counted in usage)");
+	kx_warn_count(fn, ctx, unknown_frees,
+	              "frees of device memory allocated before the capture (not counted in usage)");
 }
 
 void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx)

@@ -312,13 +312,9 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 		         sum->ann_overflow, sum->agg_max_keys);
 		fn(ctx, msg);
 	}
-	if (sum->ann_lost) {
-		snprintf(msg, sizeof(msg),
-		         "%" PRIu64 " annotation range ends whose start was not seen (begun before "
-		         "the start or a reset)",
-		         sum->ann_lost);
-		fn(ctx, msg);
-	}
+	kx_warn_count(fn, ctx, sum->ann_lost,
+	              "annotation range ends whose start was not seen (begun before the start or "
+	              "a reset)");
 	kx_jobs_warnings(sum->jobs, fn, ctx);
 	kx_ranges_warnings(sum->an ? sum->an->ranges : NULL, fn, ctx);
 	kx_timeline_warnings(sum->an ? sum->an->timeline : NULL, fn, ctx);
