@@ -123,16 +123,8 @@ static void on_sample(void *ctx, const struct kx_sample *in)
 		kx_ustack_pair_sample(j->ustack, &dw);
 		s = &dw;
 	}
-	if (masked(j) && s->nk) {
-		tmp = *s;
-		tmp.nk = s->nk < KX_SAMPLE_MAX_DEPTH ? s->nk : KX_SAMPLE_MAX_DEPTH;
-		if (kx_kmask_frames(&j->kmask, s->kips, tmp.nk, kips))
-			j->sym_oom = 1;
-		tmp.kips = kips;
-		kx_store_add_sample(j->store, &tmp);
-	} else {
-		kx_store_add_sample(j->store, s);
-	}
+	kx_store_add_sample(j->store,
+	                    masked(j) ? kx_kmask_sample(&j->kmask, s, &tmp, kips, &j->sym_oom) : s);
 	if (kx_symcollect_sample(j->sc, s))
 		j->sym_oom = 1;
 }
