@@ -142,11 +142,18 @@ static int traced_round(enum mode m, int round)
 		goto fail;
 	}
 	atomic_store(&stop, 0);
+	atomic_store(&received, 0);
 	pthread_create(&th, NULL, reader, a);
 	for (int op = 0; op < NOPS; op++)
 		ns[m][op][round] = run((enum op)op, mode_calls[m]);
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
+	/* Each mode measures what it says: records when traced, none when filtered. */
+	if ((m == M_TRACED) != (atomic_load(&received) > 0)) {
+		fprintf(stderr, "bench_annotate: %ld records in a %s round\n",
+		        atomic_load(&received), mode_names[m]);
+		goto fail;
+	}
 	if (kx_annot_stats(a, st) == 0 && st[KX_ANN_STAT_DROPPED])
 		fprintf(stderr, "bench_annotate: %llu of %llu records dropped (ring buffer full)\n",
 		        (unsigned long long)st[KX_ANN_STAT_DROPPED],
