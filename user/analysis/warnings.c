@@ -1,5 +1,6 @@
 /* Capture and job-analysis warnings, worded once for every output. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,14 +12,21 @@
 
 #define MSG_MAX 1024
 
-void kx_warn_count(kx_warn_fn fn, void *ctx, uint64_t n, const char *what)
+void kx_warnf(kx_warn_fn fn, void *ctx, const char *fmt, ...)
 {
 	char msg[MSG_MAX];
+	va_list ap;
 
-	if (!n)
-		return;
-	snprintf(msg, sizeof(msg), "%" PRIu64 " %s", n, what);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	fn(ctx, msg);
+}
+
+void kx_warn_count(kx_warn_fn fn, void *ctx, uint64_t n, const char *what)
+{
+	if (n)
+		kx_warnf(fn, ctx, "%" PRIu64 " %s", n, what);
 }
 
 /* Length of a fixed-size, possibly unterminated field. */
@@ -130,10 +138,9 @@ static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 		if (h->state == KX_HOOK_ATTACHED || done[i])
 			continue;
 		if (!colon) {
-			snprintf(msg, sizeof(msg), "hook %.*s %s%s%.*s",
-			         flen(h->name, sizeof(h->name)), h->name, state,
-			         h->why[0] ? ": " : "", flen(h->why, sizeof(h->why)), h->why);
-			fn(ctx, msg);
+			kx_warnf(fn, ctx, "hook %.*s %s%s%.*s", flen(h->name, sizeof(h->name)),
+			         h->name, state, h->why[0] ? ": " : "",
+			         flen(h->why, sizeof(h->why)), h->why);
 			continue;
 		}
 		/* Same family and state: one line listing the members, with the reason
@@ -178,7 +185,7 @@ static double into(const struct kx_capinfo *ci, uint64_t ns)
 
 void kx_ann_late_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 {
-	char msg[MSG_MAX], why[160];
+	char why[160];
 
 	for (uint32_t i = 0; i < ci->ann.nlate && i < KX_ANN_MAX_LATE; i++) {
 		const struct kx_ann_late *l = &ci->ann.late[i];
@@ -194,14 +201,13 @@ void kx_ann_late_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 			         "the process was not asked to wait for its probes, which attached "
 			         "%" PRIu64 " ms after it was mapped",
 			         late_ms);
-		snprintf(msg, sizeof(msg),
+		kx_warnf(fn, ctx,
 		         "annotations of pid %u (%.*s) may be missing from %.3f s to %.3f s into "
 		         "the capture: its copy of the annotation library %.*s was attached late "
 		         "(%s; the machine was busy or the capture slow to attach); counts of "
 		         "its ranges and marks may be short",
 		         l->pid, flen(l->comm, sizeof(l->comm)), l->comm, into(ci, l->from_ns),
 		         into(ci, l->to_ns), flen(l->path, sizeof(l->path)), l->path, why);
-		fn(ctx, msg);
 	}
 	kx_warn_count(fn, ctx, ci->ann.more_late,
 	              "more copies of the annotation library were attached late than listed: their "
@@ -270,7 +276,6 @@ void kx_jobs_warnings(const struct kx_jobs *jb, kx_warn_fn fn, void *ctx)
 
 void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx)
 {
-	char msg[MSG_MAX];
 	uint64_t nfix, threads;
 
 	if (!tl)
@@ -279,11 +284,10 @@ void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx
 	threads = tl->counted ? tl->counted_threads : tl->fixed_threads;
 	if (!nfix)
 		return;
-	snprintf(msg, sizeof(msg),
+	kx_warnf(fn, ctx,
 	         "%" PRIu64 " events on %" PRIu64 " threads partially overlapped an earlier "
 	         "event of the same thread: shortened to nest in it",
 	         nfix, threads);
-	fn(ctx, msg);
 }
 
 void kx_read_loss_of(const struct kx_kxp_read_result *res, struct kx_read_loss *loss)
@@ -299,26 +303,20 @@ void kx_read_loss_of(const struct kx_kxp_read_result *res, struct kx_read_loss *
 
 void kx_read_loss_warnings(const struct kx_read_loss *loss, kx_warn_fn fn, void *ctx)
 {
-	char msg[256];
-
 	if (!loss)
 		return;
-	if (loss->corrupt_chunks) {
-		snprintf(msg, sizeof(msg),
+	if (loss->corrupt_chunks)
+		kx_warnf(fn, ctx,
 		         "record file is corrupt: %" PRIu64 " damaged stretch%s skipped (first at "
 		         "chunk %" PRIu64 "), %" PRIu64 " bytes lost with their events; the rest "
 		         "was read",
 		         loss->corrupt_chunks, loss->corrupt_chunks == 1 ? "" : "es",
 		         loss->first_corrupt, loss->corrupt_bytes);
-		fn(ctx, msg);
-	}
-	if (loss->cut_bytes) {
-		snprintf(msg, sizeof(msg),
+	if (loss->cut_bytes)
+		kx_warnf(fn, ctx,
 		         "record file was cut short: %" PRIu64
 		         " bytes after the last whole chunk ignored",
 		         loss->cut_bytes);
-		fn(ctx, msg);
-	}
 	if (loss->no_trailer)
 		fn(ctx, "record file has no trailer (the capture did not finish, or its end was "
 		        "lost): the capture's duration and loss counters are unknown");

@@ -19,6 +19,8 @@ struct kx_timeline;
 
 typedef void (*kx_warn_fn)(void *ctx, const char *msg);
 
+/* One warning, formatted as printf (up to 1 KiB), to fn. */
+void kx_warnf(kx_warn_fn fn, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "N what" to fn, nothing when n is 0: the wording of every count warned. */
 void kx_warn_count(kx_warn_fn fn, void *ctx, uint64_t n, const char *what);
 
