@@ -337,7 +337,7 @@ def export_table(data, out, kvm=True):
 
 def annot_table(data, out):
     """ns per annotation call (bench_annotate): untraced, traced, and probes
-    attached for other processes only; medians of rounds alternating in one run."""
+    attached in a process out of the pid set; medians of rounds alternating in one run."""
     d = data.get("annot", {})
     if not d.get("untraced"):
         out.append("_no annotation measurement: table skipped_\n")

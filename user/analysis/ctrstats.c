@@ -26,6 +26,13 @@ static void parse_names(struct kx_ctrstats *cs, const char *list)
 	}
 }
 
+/* The join of a counter record to its call, in memory and streamed: the
+ * same thread and enter time. */
+static int ctr_joins(const struct kx_ctr_ev *c, uint32_t tid, uint64_t ts)
+{
+	return c->tid == tid && c->ts == ts;
+}
+
 static uint64_t call_key(uint32_t tid, uint64_t ts)
 {
 	return kx_hash_combine(kx_hash_u64(tid), ts);
@@ -40,7 +47,7 @@ static const struct kx_ctr_ev *find(const struct kx_ctrstats *cs, uint32_t tid, 
 	while ((i = kx_hmap_next(&cs->by_call, call_key(tid, ts), &pos))) {
 		const struct kx_ctr_ev *c = kx_samples_ctr(cs->t, *i);
 
-		if (kx_ctr_joins(c, tid, ts))
+		if (ctr_joins(c, tid, ts))
 			return c;
 	}
 	return NULL;
@@ -246,7 +253,7 @@ int kx_ctrjoin_ioctl(struct kx_ctrjoin *j, const struct kx_ioctl *e, uint64_t se
 	size_t n = j->cs->nrows;
 	long r;
 
-	if (!c || !kx_ctr_joins(c, e->tid, e->ts))
+	if (!c || !ctr_joins(c, e->tid, e->ts))
 		return 0;
 	r = ctrstats_row(j->cs, &j->ix, &j->rcap, e);
 	if (r < 0 || kx_grow((void **)&j->first, &j->fcap, n, sizeof(*j->first)))

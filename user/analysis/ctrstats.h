@@ -40,18 +40,12 @@ struct kx_ctrstats {
 	struct kx_hmap by_call; /* hash(tid, ts) -> counter record */
 };
 
-/* The join of a counter record to its call, in memory and streamed: the
- * same thread and enter time. */
-static inline int kx_ctr_joins(const struct kx_ctr_ev *c, uint32_t tid, uint64_t ts)
-{
-	return c->tid == tid && c->ts == ts;
-}
-
 /*
  * The join on a stream (the streamed report, analysis/sreport.h): each
  * thread's calls and counter records in start order, a record before the
  * calls that start when it does (analysis/engine.h's reorder stage). A
- * call takes its thread's last record when they join (kx_ctr_joins); a
+ * call takes its thread's last record when they join (the same thread and
+ * enter time, as in memory); a
  * record no call took is unmatched, as in memory. Memory: a record a
  * thread, and the rows.
  */

@@ -105,7 +105,8 @@ static int add_memory(struct kx_drmstats *s, const struct kx_drm_ev *e)
 	return 0;
 }
 
-int kx_drmstats_add(struct kx_drmstats *s, const struct kx_drm_ev *e)
+/* Adds one row. 0, or -1 when out of memory. */
+static int drmstats_add(struct kx_drmstats *s, const struct kx_drm_ev *e)
 {
 	s->rows++;
 	if (e->kind == KX_DRM_ENGINE)
@@ -146,7 +147,8 @@ static int mem_cmp(const void *a, const void *b)
 	return strcmp(p->region, q->region);
 }
 
-void kx_drmstats_finish(struct kx_drmstats *s)
+/* Ends the sums and sorts: engines busiest first, memory largest resident first. */
+static void drmstats_finish(struct kx_drmstats *s)
 {
 	for (size_t i = 0; i < s->neng; i++)
 		eng_close(&s->eng[i]);
@@ -165,11 +167,11 @@ struct kx_drmstats *kx_drmstats_build(const struct kx_drm_ev *rows, size_t n)
 	if (!s)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (kx_drmstats_add(s, &rows[i])) {
+		if (drmstats_add(s, &rows[i])) {
 			kx_drmstats_free(s);
 			return NULL;
 		}
-	kx_drmstats_finish(s);
+	drmstats_finish(s);
 	return s;
 }
 

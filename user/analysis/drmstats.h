@@ -51,11 +51,8 @@ struct kx_drmstats {
 	uint64_t rows;
 };
 
-/* Adds one row. 0, or -1 when out of memory. */
-int kx_drmstats_add(struct kx_drmstats *s, const struct kx_drm_ev *e);
-/* Ends the sums and sorts: engines busiest first, memory largest resident first. */
-void kx_drmstats_finish(struct kx_drmstats *s);
-/* The stats of n rows, finished; NULL when out of memory. */
+/* The stats of n rows, engines busiest first, memory largest resident
+ * first; NULL when out of memory. */
 struct kx_drmstats *kx_drmstats_build(const struct kx_drm_ev *rows, size_t n);
 /* Mean busy share over the time observed, 0..1 per capacity; -1 when none. */
 double kx_drm_proc_engine_busy(const struct kx_drm_proc_engine *e);

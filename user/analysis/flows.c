@@ -1,6 +1,4 @@
 /* Flow arrows from a submitting ioctl to its job (contract: flows.h). */
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "analysis/flows.h"
@@ -70,14 +68,8 @@ void kx_flows_free(struct kx_flows *fl)
 
 void kx_flows_warnings(const struct kx_flows *fl, kx_warn_fn fn, void *ctx)
 {
-	char msg[256];
-
-	if (!fl->dropped)
-		return;
-	snprintf(msg, sizeof(msg),
-	         "%" PRIu64 " jobs start on their device before their submitting ioctl "
-	         "submitted them (device and host clocks disagree, or a wrong link): no flow "
-	         "arrow drawn for them",
-	         fl->dropped);
-	fn(ctx, msg);
+	kx_warn_count(fn, ctx, fl->dropped,
+	              "jobs start on their device before their submitting ioctl submitted them "
+	              "(device and host clocks disagree, or a wrong link): no flow arrow drawn "
+	              "for them");
 }

@@ -38,8 +38,6 @@ struct builder {
 	struct kx_hmap frame_ix; /* frame hash -> frame id */
 	struct kx_hmap stack_ix; /* stack hash -> stack id */
 	size_t frames_cap, fids_cap, stacks_cap;
-	char **owned; /* names made here (unknown frames, calls) */
-	size_t nowned, owned_cap;
 	int oom;
 };
 
@@ -101,18 +99,17 @@ static uint32_t count_sample(struct builder *b, const struct kx_sample_ev *e)
 	return (uint32_t)i;
 }
 
-/* A name made here, freed with the profile. NULL when out of memory. */
+/* A name made here (unknown frames, calls, thread names), freed with the
+ * profile. NULL when out of memory. */
 static const char *own(struct builder *b, const char *s)
 {
-	char *d;
+	long id = kx_intern_cstr(&b->p->names, s);
 
-	if (kx_grow((void **)&b->owned, &b->owned_cap, b->nowned, sizeof(*b->owned)) ||
-	    !(d = strdup(s))) {
+	if (id < 0) {
 		b->oom = 1;
 		return NULL;
 	}
-	b->owned[b->nowned++] = d;
-	return d;
+	return kx_intern_str(&b->p->names, (size_t)id);
 }
 
 static uint64_t frame_hash(unsigned int kind, const char *name, const char *module)
@@ -144,13 +141,6 @@ static long frame_id(struct builder *b, const struct kx_pframe *f)
 	return (long)p->nframes++;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* The frame of a code address (pid KX_SYMRES_KERNEL: a kernel one). */
 static void code_frame(struct builder *b, uint32_t pid, uint32_t gen, uint64_t addr,
                        struct kx_pframe *f)
@@ -172,7 +162,7 @@ static void code_frame(struct builder *b, uint32_t pid, uint32_t gen, uint64_t a
 		f->name = KX_UNKNOWN_FN;
 		return;
 	}
-	snprintf(name, sizeof(name), "%s (%s)", KX_UNKNOWN_FN, base_name(f->module));
+	snprintf(name, sizeof(name), "%s (%s)", KX_UNKNOWN_FN, basename(f->module));
 	f->name = own(b, name);
 	if (!f->name)
 		f->name = KX_UNKNOWN_FN;
@@ -380,8 +370,6 @@ struct kx_profile *kx_profile_build(const struct kx_store *s, const struct kx_ca
 	b.p = p;
 	rc = build(&b);
 	builder_free(&b);
-	p->owned = b.owned;
-	p->nowned = b.nowned;
 	if (rc) {
 		snprintf(err, len, "out of memory building the profile");
 		kx_profile_free(p);
@@ -394,9 +382,7 @@ void kx_profile_free(struct kx_profile *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->nowned; i++)
-		free(p->owned[i]);
-	free(p->owned);
+	kx_intern_free(&p->names);
 	free(p->frames);
 	free(p->fids);
 	free(p->stacks);

@@ -22,6 +22,7 @@
 #include "model/capinfo.h"
 #include "model/sample.h"
 #include "model/store.h"
+#include "util/intern.h"
 
 enum kx_pframe_kind { KX_PF_USER = 1, KX_PF_KERNEL, KX_PF_CALL };
 
@@ -61,8 +62,7 @@ struct kx_profile {
 	uint64_t start_ns, end_ns; /* first and last sample (CLOCK_MONOTONIC), 0 with none */
 	uint32_t *by_sample; /* per sample of the store: its stack, UINT32_MAX for other kinds */
 	size_t nby_sample;
-	char **owned; /* names made for the profile (freed with it) */
-	size_t nowned;
+	struct kx_intern names; /* names made for the profile (freed with it) */
 };
 
 /* The profile of the samples of one kind in s (ci: frequency; may be

@@ -80,7 +80,7 @@ static void row_count(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 	}
 }
 
-static int row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
+int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 {
 	if (kx_grow((void **)&r->durs, &r->cap, r->ndurs, sizeof(*r->durs)))
 		return -1;
@@ -89,16 +89,21 @@ static int row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 	return 0;
 }
 
-/* A streamed row: the duration goes into the row's histogram. */
-static int row_add_hist(struct kx_stat_row *r, uint64_t dur, int64_t ret)
+/* The row's log-linear histogram, made when it has none. 0, or -1 when out of memory. */
+static int row_lh(struct kx_stat_row *r)
 {
-	if (!r->lh) {
-		r->lh = malloc(sizeof(*r->lh));
-		if (!r->lh)
-			return -1;
-		kx_llhist_init(r->lh);
-	}
-	if (kx_llhist_add(r->lh, dur, 1))
+	if (r->lh)
+		return 0;
+	r->lh = malloc(sizeof(*r->lh));
+	if (!r->lh)
+		return -1;
+	kx_llhist_init(r->lh);
+	return 0;
+}
+
+int kx_stat_row_add_streamed(struct kx_stat_row *r, uint64_t dur, int64_t ret)
+{
+	if (row_lh(r) || kx_llhist_add(r->lh, dur, 1))
 		return -1;
 	row_count(r, dur, ret);
 	return 0;
@@ -107,20 +112,16 @@ static int row_add_hist(struct kx_stat_row *r, uint64_t dur, int64_t ret)
 int kx_stat_row_add_bounded(struct kx_stat_row *r, uint64_t dur, size_t max_exact)
 {
 	if (!r->lh && r->ndurs < max_exact)
-		return row_add(r, dur, 0);
-	if (!r->lh) {
-		r->lh = malloc(sizeof(*r->lh));
-		if (!r->lh)
-			return -1;
-		kx_llhist_init(r->lh);
-	}
+		return kx_stat_row_add(r, dur, 0);
+	if (row_lh(r))
+		return -1;
 	for (size_t i = 0; i < r->ndurs; i++)
 		if (kx_llhist_add(r->lh, r->durs[i], 1))
 			return -1;
 	free(r->durs);
 	r->durs = NULL;
 	r->ndurs = r->cap = 0;
-	return row_add_hist(r, dur, 0);
+	return kx_stat_row_add_streamed(r, dur, 0);
 }
 
 int kx_stat_row_add_fine(struct kx_stat_row *r, const uint64_t *fine, uint64_t *lo, uint64_t *hi)
@@ -193,14 +194,8 @@ static int row_merge(struct kx_stat_row *a, struct kx_stat_row *b)
 	if (row_merge_hist(a, b))
 		return -1;
 	/* Exact fit: the merged row takes no more durations. */
-	if (a->ndurs + b->ndurs > a->cap) {
-		uint64_t *nd = realloc(a->durs, (a->ndurs + b->ndurs) * sizeof(*nd));
-
-		if (!nd)
-			return -1;
-		a->durs = nd;
-		a->cap = a->ndurs + b->ndurs;
-	}
+	if (kx_reserve((void **)&a->durs, &a->cap, a->ndurs + b->ndurs, sizeof(*a->durs)))
+		return -1;
 	if (b->ndurs)
 		memcpy(a->durs + a->ndurs, b->durs, b->ndurs * sizeof(*b->durs));
 	a->ndurs += b->ndurs;
@@ -223,7 +218,7 @@ static int row_merge(struct kx_stat_row *a, struct kx_stat_row *b)
 	return 0;
 }
 
-static void row_percentiles(struct kx_stat_row *r)
+void kx_stat_row_percentiles(struct kx_stat_row *r)
 {
 	static const uint32_t ppm[3] = {KX_PPM(50), KX_PPM(90), KX_PPM(99)};
 	uint64_t q[3];
@@ -295,7 +290,7 @@ static int rows_finalize(struct kx_stats *sum)
 	}
 	sum->nrows = out;
 	for (size_t i = 0; i < sum->nrows; i++)
-		row_percentiles(&sum->rows[i]);
+		kx_stat_row_percentiles(&sum->rows[i]);
 	return 0;
 }
 
@@ -354,18 +349,20 @@ static int add_job_rows(struct kx_stats *sum, const struct kx_jobs *jb)
 			uint64_t start = kx_jobrec_start(j);
 
 			if (j->done_ts && (j->run_ts || j->queue_ts) &&
-			    row_add(ex, j->done_ts - start, 0))
+			    kx_stat_row_add(ex, j->done_ts - start, 0))
 				return -1;
 			if (!qd || j->src == KX_JOB_SRC_KVM)
 				continue;
-			if (j->queue_ts && j->run_ts && row_add(qd, j->run_ts - j->queue_ts, 0))
+			if (j->queue_ts && j->run_ts &&
+			    kx_stat_row_add(qd, j->run_ts - j->queue_ts, 0))
 				return -1;
-			if (!j->queue_ts && (j->flags & KX_JOBF_DIRECT) && row_add(qd, 0, 0))
+			if (!j->queue_ts && (j->flags & KX_JOBF_DIRECT) &&
+			    kx_stat_row_add(qd, 0, 0))
 				return -1;
 		}
-		row_percentiles(ex);
+		kx_stat_row_percentiles(ex);
 		if (qd)
-			row_percentiles(qd);
+			kx_stat_row_percentiles(qd);
 	}
 	return 0;
 }
@@ -383,13 +380,13 @@ static int rows_close(struct kx_stats *sum, struct kx_hmap *m, int ok)
 	return -1;
 }
 
-/* Off-CPU time is measured when sched_switch was attached. */
-static void offcpu_hooks(struct kx_stats *sum, const struct kx_capinfo *ci)
+int kx_stats_offcpu_attached(const struct kx_capinfo *ci)
 {
 	for (uint32_t i = 0; ci && i < ci->nhooks && i < KX_MAX_HOOKS; i++)
 		if (!strncmp(ci->hooks[i].name, "sched_switch", 12) &&
 		    ci->hooks[i].state == KX_HOOK_ATTACHED)
-			sum->offcpu_measured = 1;
+			return 1;
+	return 0;
 }
 
 /* The off-CPU time of e into its row r. */
@@ -407,7 +404,7 @@ int kx_stats_acc_add(struct kx_stats *sum, struct kx_stats_acc *acc, const struc
 {
 	struct kx_stat_row *r = row_get(sum, &acc->rcap, &acc->m, e);
 
-	if (!r || row_add_hist(r, e->dur, e->ret))
+	if (!r || kx_stat_row_add_streamed(r, e->dur, e->ret))
 		return -1;
 	row_offcpu(sum, r, e);
 	sum->stored++;
@@ -417,7 +414,7 @@ int kx_stats_acc_add(struct kx_stats *sum, struct kx_stats_acc *acc, const struc
 int kx_stats_acc_finish(struct kx_stats *sum, struct kx_stats_acc *acc, const struct kx_capinfo *ci,
                         int ok)
 {
-	offcpu_hooks(sum, ci);
+	sum->offcpu_measured |= kx_stats_offcpu_attached(ci);
 	acc->rcap = 0;
 	return rows_close(sum, &acc->m, ok);
 }
@@ -433,11 +430,11 @@ int kx_stats_build(struct kx_stats *sum, const struct kx_store *s, const struct 
 		const struct kx_ioctl *e = kx_store_ioctl(s, i);
 		struct kx_stat_row *r = row_get(sum, &rcap, &m, e);
 
-		if (!r || row_add(r, e->dur, e->ret))
+		if (!r || kx_stat_row_add(r, e->dur, e->ret))
 			return rows_close(sum, &m, 0);
 		row_offcpu(sum, r, e);
 	}
-	offcpu_hooks(sum, ci);
+	sum->offcpu_measured |= kx_stats_offcpu_attached(ci);
 	sum->stored = n;
 	if (rows_close(sum, &m, 1))
 		return -1;
@@ -487,24 +484,9 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap)
 	return rows_close(sum, &m, 1);
 }
 
-int kx_stat_row_add(struct kx_stat_row *r, uint64_t dur, int64_t ret)
-{
-	return row_add(r, dur, ret);
-}
-
 int kx_stats_add_jobs(struct kx_stats *sum, const struct kx_jobs *jobs)
 {
 	return jobs ? add_job_rows(sum, jobs) : 0;
-}
-
-int kx_stat_row_add_streamed(struct kx_stat_row *r, uint64_t dur, int64_t ret)
-{
-	return row_add_hist(r, dur, ret);
-}
-
-void kx_stat_row_percentiles(struct kx_stat_row *r)
-{
-	row_percentiles(r);
 }
 
 void kx_stat_row_free(struct kx_stat_row *r)

@@ -103,6 +103,10 @@ int kx_stats_from_agg(struct kx_stats *sum, const struct kx_agg_snapshot *snap);
 
 void kx_stats_free(struct kx_stats *sum);
 
+/* Off-CPU time is measured: the capture attached sched_switch (ci NULL: not
+ * known, 0). The live aggregates say it of their snapshots the same way. */
+int kx_stats_offcpu_attached(const struct kx_capinfo *ci);
+
 /* For rows made elsewhere (annotation rows, analysis/ranges.h): one more
  * call of dur ns that returned ret (0, or -1 when out of memory), and the
  * percentiles once every call is in (exact, or from the buckets when the

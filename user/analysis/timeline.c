@@ -66,6 +66,11 @@ int kx_timeline_nest(uint64_t **stack, size_t *depth, size_t *cap, uint64_t star
 {
 	*end = end_of(start, dur);
 	*cut = 0;
+	/* The common case: calls one after the other, none open. */
+	if (*depth == 1 && (*stack)[0] <= start) {
+		(*stack)[0] = *end;
+		return 0;
+	}
 	while (*depth && (*stack)[*depth - 1] <= start)
 		(*depth)--;
 	if (*depth && *end > (*stack)[*depth - 1]) {
@@ -84,11 +89,6 @@ static int nest_early(struct build *b, struct line *l, const struct kx_ioctl *e,
 	uint64_t end;
 	int cut;
 
-	/* The common case: calls one after the other, none open. */
-	if (l->depth == 1 && l->stack[0] <= e->ts) {
-		l->stack[0] = end_of(e->ts, e->dur);
-		return 0;
-	}
 	if (kx_timeline_nest(&l->stack, &l->depth, &l->scap, e->ts, e->dur, &end, &cut))
 		return -1;
 	if (!cut)
@@ -359,13 +359,8 @@ static int index_fixes(struct kx_timeline *tl)
 		tl->fixed_rank[w] = rank;
 		rank += (uint32_t)__builtin_popcountll(tl->fixed[w]);
 	}
-	for (size_t i = 0; i < tl->nfix; i++) {
-		size_t idx = tl->fix[i].idx;
-		uint64_t below = tl->fixed[idx / 64] & ((1ULL << (idx % 64)) - 1);
-
-		tl->dur_by_rank[tl->fixed_rank[idx / 64] + (size_t)__builtin_popcountll(below)] =
-		        tl->fix[i].dur;
-	}
+	for (size_t i = 0; i < tl->nfix; i++)
+		tl->dur_by_rank[kx_timeline_rank(tl, tl->fix[i].idx)] = tl->fix[i].dur;
 	return 0;
 }
 

@@ -100,18 +100,20 @@ int kx_timeline_add_fixes(struct kx_timeline *tl, const struct kx_tl_fix *add, s
 /* The first fix at position pos of order or after it (nfix when none). */
 size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos);
 
+/* The rank of store ioctl idx among the shortened events: those of a lower index. */
+static inline size_t kx_timeline_rank(const struct kx_timeline *tl, size_t idx)
+{
+	uint64_t below = tl->fixed[idx / 64] & ((1ULL << (idx % 64)) - 1);
+
+	return tl->fixed_rank[idx / 64] + (size_t)__builtin_popcountll(below);
+}
+
 /* The resolved duration (ns) of store ioctl idx, whose stored duration is dur; O(1). */
 static inline uint64_t kx_timeline_dur(const struct kx_timeline *tl, size_t idx, uint64_t dur)
 {
-	uint64_t w, below;
-
-	if (!tl->fixed)
+	if (!tl->fixed || !(tl->fixed[idx / 64] >> (idx % 64) & 1))
 		return dur;
-	w = tl->fixed[idx / 64];
-	below = w & ((1ULL << (idx % 64)) - 1);
-	if (!(w >> (idx % 64) & 1))
-		return dur;
-	return tl->dur_by_rank[tl->fixed_rank[idx / 64] + (uint64_t)__builtin_popcountll(below)];
+	return tl->dur_by_rank[kx_timeline_rank(tl, idx)];
 }
 
 #endif /* KX_TIMELINE_H */

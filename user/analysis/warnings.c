@@ -1,5 +1,6 @@
 /* Capture and job-analysis warnings, worded once for every output. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,14 +12,21 @@
 
 #define MSG_MAX 1024
 
-static void say(kx_warn_fn fn, void *ctx, uint64_t n, const char *what)
+void kx_warnf(kx_warn_fn fn, void *ctx, const char *fmt, ...)
 {
 	char msg[MSG_MAX];
+	va_list ap;
 
-	if (!n)
-		return;
-	snprintf(msg, sizeof(msg), "%" PRIu64 " %s", n, what);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	fn(ctx, msg);
+}
+
+void kx_warn_count(kx_warn_fn fn, void *ctx, uint64_t n, const char *what)
+{
+	if (n)
+		kx_warnf(fn, ctx, "%" PRIu64 " %s", n, what);
 }
 
 /* Length of a fixed-size, possibly unterminated field. */
@@ -130,10 +138,9 @@ static void hook_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 		if (h->state == KX_HOOK_ATTACHED || done[i])
 			continue;
 		if (!colon) {
-			snprintf(msg, sizeof(msg), "hook %.*s %s%s%.*s",
-			         flen(h->name, sizeof(h->name)), h->name, state,
-			         h->why[0] ? ": " : "", flen(h->why, sizeof(h->why)), h->why);
-			fn(ctx, msg);
+			kx_warnf(fn, ctx, "hook %.*s %s%s%.*s", flen(h->name, sizeof(h->name)),
+			         h->name, state, h->why[0] ? ": " : "",
+			         flen(h->why, sizeof(h->why)), h->why);
 			continue;
 		}
 		/* Same family and state: one line listing the members, with the reason
@@ -178,7 +185,7 @@ static double into(const struct kx_capinfo *ci, uint64_t ns)
 
 void kx_ann_late_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 {
-	char msg[MSG_MAX], why[160];
+	char why[160];
 
 	for (uint32_t i = 0; i < ci->ann.nlate && i < KX_ANN_MAX_LATE; i++) {
 		const struct kx_ann_late *l = &ci->ann.late[i];
@@ -194,44 +201,48 @@ void kx_ann_late_warnings(const struct kx_capinfo *ci, kx_warn_fn fn, void *ctx)
 			         "the process was not asked to wait for its probes, which attached "
 			         "%" PRIu64 " ms after it was mapped",
 			         late_ms);
-		snprintf(msg, sizeof(msg),
+		kx_warnf(fn, ctx,
 		         "annotations of pid %u (%.*s) may be missing from %.3f s to %.3f s into "
 		         "the capture: its copy of the annotation library %.*s was attached late "
 		         "(%s; the machine was busy or the capture slow to attach); counts of "
 		         "its ranges and marks may be short",
 		         l->pid, flen(l->comm, sizeof(l->comm)), l->comm, into(ci, l->from_ns),
 		         into(ci, l->to_ns), flen(l->path, sizeof(l->path)), l->path, why);
-		fn(ctx, msg);
 	}
-	say(fn, ctx, ci->ann.more_late,
-	    "more copies of the annotation library were attached late than listed: their "
-	    "processes' annotations may be missing for a while");
+	kx_warn_count(fn, ctx, ci->ann.more_late,
+	              "more copies of the annotation library were attached late than listed: their "
+	              "processes' annotations may be missing for a while");
 }
 
 void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_warn_fn fn, void *ctx)
 {
 	if (not_stored < ci->not_stored)
 		not_stored = ci->not_stored;
-	say(fn, ctx, ci->dropped, "ioctl events dropped (ring buffer full): raise --ringbuf-mb");
-	say(fn, ctx, not_stored,
-	    "events not stored (memory limit reached): raise the limit (KXPROF_MAX_MEM_MB for "
-	    "the TensorFlow plugin)");
-	say(fn, ctx, ci->inflight_full,
-	    "ioctls not traced (in-flight map full: too many concurrent calls)");
-	say(fn, ctx, ci->pidset_full, "new processes or threads not followed (pid set full)");
-	say(fn, ctx, ci->protected_exec,
-	    "processes left the capture: exec of a protected program (setuid, setgid, file "
-	    "capabilities or not readable: the kernel would not let you read them either)");
-	say(fn, ctx, ci->arg_faults,
-	    "ioctl argument copies failed (user memory fault): those events lack decoded "
-	    "arguments");
-	say(fn, ctx, ci->bpf_missed,
-	    "runs of kxprof's BPF programs skipped by the kernel (one tracing program at a "
-	    "time per CPU: another was running there, e.g. another tool's, or one a "
-	    "completion interrupted): their events are missing");
-	say(fn, ctx, ci->job_dropped,
-	    "job events dropped (ring buffer full): device timelines have gaps; raise "
-	    "--ringbuf-mb");
+	kx_warn_count(fn, ctx, ci->dropped,
+	              "ioctl events dropped (ring buffer full): raise --ringbuf-mb");
+	kx_warn_count(
+	        fn, ctx, not_stored,
+	        "events not stored (memory limit reached): raise the limit (KXPROF_MAX_MEM_MB for "
+	        "the TensorFlow plugin)");
+	kx_warn_count(fn, ctx, ci->inflight_full,
+	              "ioctls not traced (in-flight map full: too many concurrent calls)");
+	kx_warn_count(fn, ctx, ci->pidset_full,
+	              "new processes or threads not followed (pid set full)");
+	kx_warn_count(
+	        fn, ctx, ci->protected_exec,
+	        "processes left the capture: exec of a protected program (setuid, setgid, file "
+	        "capabilities or not readable: the kernel would not let you read them either)");
+	kx_warn_count(fn, ctx, ci->arg_faults,
+	              "ioctl argument copies failed (user memory fault): those events lack decoded "
+	              "arguments");
+	kx_warn_count(
+	        fn, ctx, ci->bpf_missed,
+	        "runs of kxprof's BPF programs skipped by the kernel (one tracing program at a "
+	        "time per CPU: another was running there, e.g. another tool's, or one a "
+	        "completion interrupted): their events are missing");
+	kx_warn_count(fn, ctx, ci->job_dropped,
+	              "job events dropped (ring buffer full): device timelines have gaps; raise "
+	              "--ringbuf-mb");
 	hook_warnings(ci, fn, ctx);
 	kx_ann_late_warnings(ci, fn, ctx);
 }
@@ -242,26 +253,29 @@ void kx_jobs_warnings(const struct kx_jobs *jb, kx_warn_fn fn, void *ctx)
 
 	if (!jb)
 		return;
-	say(fn, ctx, jb->anom.incomplete, "jobs never completed by the end of the capture");
-	say(fn, ctx, jb->anom.no_queue,
-	    "job completions without a queue phase (queued before the capture or the queue "
-	    "event was lost)");
-	say(fn, ctx, jb->anom.duplicate, "duplicate job events (ignored)");
-	say(fn, ctx, jb->anom.out_of_order,
-	    "job events out of order, earlier in the lifecycle than a phase already seen "
-	    "(ignored)");
-	say(fn, ctx, jb->anom.unlinked, "jobs queued by a thread with no submitting ioctl found");
-	say(fn, ctx, jb->anom.runs_without_exit, "KVM_RUN calls without an exit event");
-	say(fn, ctx, jb->anom.unknown, "job events of an unknown source or phase (skipped)");
+	kx_warn_count(fn, ctx, jb->anom.incomplete,
+	              "jobs never completed by the end of the capture");
+	kx_warn_count(
+	        fn, ctx, jb->anom.no_queue,
+	        "job completions without a queue phase (queued before the capture or the queue "
+	        "event was lost)");
+	kx_warn_count(fn, ctx, jb->anom.duplicate, "duplicate job events (ignored)");
+	kx_warn_count(fn, ctx, jb->anom.out_of_order,
+	              "job events out of order, earlier in the lifecycle than a phase already seen "
+	              "(ignored)");
+	kx_warn_count(fn, ctx, jb->anom.unlinked,
+	              "jobs queued by a thread with no submitting ioctl found");
+	kx_warn_count(fn, ctx, jb->anom.runs_without_exit, "KVM_RUN calls without an exit event");
+	kx_warn_count(fn, ctx, jb->anom.unknown,
+	              "job events of an unknown source or phase (skipped)");
 	for (size_t i = 0; i < jb->ndevs; i++)
 		unknown_frees += jb->devs[i].mem_unknown_frees;
-	say(fn, ctx, unknown_frees,
-	    "frees of device memory allocated before the capture (not counted in usage)");
+	kx_warn_count(fn, ctx, unknown_frees,
+	              "frees of device memory allocated before the capture (not counted in usage)");
 }
 
 void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx)
 {
-	char msg[MSG_MAX];
 	uint64_t nfix, threads;
 
 	if (!tl)
@@ -270,11 +284,10 @@ void kx_timeline_warnings(const struct kx_timeline *tl, kx_warn_fn fn, void *ctx
 	threads = tl->counted ? tl->counted_threads : tl->fixed_threads;
 	if (!nfix)
 		return;
-	snprintf(msg, sizeof(msg),
+	kx_warnf(fn, ctx,
 	         "%" PRIu64 " events on %" PRIu64 " threads partially overlapped an earlier "
 	         "event of the same thread: shortened to nest in it",
 	         nfix, threads);
-	fn(ctx, msg);
 }
 
 void kx_read_loss_of(const struct kx_kxp_read_result *res, struct kx_read_loss *loss)
@@ -290,26 +303,20 @@ void kx_read_loss_of(const struct kx_kxp_read_result *res, struct kx_read_loss *
 
 void kx_read_loss_warnings(const struct kx_read_loss *loss, kx_warn_fn fn, void *ctx)
 {
-	char msg[256];
-
 	if (!loss)
 		return;
-	if (loss->corrupt_chunks) {
-		snprintf(msg, sizeof(msg),
+	if (loss->corrupt_chunks)
+		kx_warnf(fn, ctx,
 		         "record file is corrupt: %" PRIu64 " damaged stretch%s skipped (first at "
 		         "chunk %" PRIu64 "), %" PRIu64 " bytes lost with their events; the rest "
 		         "was read",
 		         loss->corrupt_chunks, loss->corrupt_chunks == 1 ? "" : "es",
 		         loss->first_corrupt, loss->corrupt_bytes);
-		fn(ctx, msg);
-	}
-	if (loss->cut_bytes) {
-		snprintf(msg, sizeof(msg),
+	if (loss->cut_bytes)
+		kx_warnf(fn, ctx,
 		         "record file was cut short: %" PRIu64
 		         " bytes after the last whole chunk ignored",
 		         loss->cut_bytes);
-		fn(ctx, msg);
-	}
 	if (loss->no_trailer)
 		fn(ctx, "record file has no trailer (the capture did not finish, or its end was "
 		        "lost): the capture's duration and loss counters are unknown");

@@ -19,6 +19,11 @@ struct kx_timeline;
 
 typedef void (*kx_warn_fn)(void *ctx, const char *msg);
 
+/* One warning, formatted as printf (up to 1 KiB), to fn. */
+void kx_warnf(kx_warn_fn fn, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "N what" to fn, nothing when n is 0: the wording of every count warned. */
+void kx_warn_count(kx_warn_fn fn, void *ctx, uint64_t n, const char *what);
+
 /*
  * Loss and hook warnings of ci. not_stored: events refused by a memory limit,
  * the larger of the capture's and the reader's (0 to use ci's alone).

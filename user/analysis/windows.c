@@ -7,30 +7,24 @@
 #include "model/perfdata.h"
 #include "util/grow.h"
 
-/* One more start ts in bucket b: its count, first and last. An empty
- * bucket's first and last are not read (re-bucketing leaves stale ones). */
-static inline void bucket_see(size_t *count, uint64_t *min, uint64_t *max, size_t b, uint64_t ts)
+/* c more starts in bucket b, the first at lo, the last at hi: its count,
+ * first and last. An empty bucket's first and last are not read
+ * (re-bucketing leaves stale ones). */
+static inline void bucket_add(size_t *count, uint64_t *min, uint64_t *max, size_t b, size_t c,
+                              uint64_t lo, uint64_t hi)
 {
-	if (!count[b]++) {
-		min[b] = max[b] = ts;
-	} else {
-		if (ts < min[b])
-			min[b] = ts;
-		if (ts > max[b])
-			max[b] = ts;
-	}
-}
-
-static inline void see(struct kx_wpass *p, uint64_t ts)
-{
-	if (ts < p->lo || ts >= p->hi)
-		return;
-	bucket_see(p->count, p->min, p->max, (size_t)((ts - p->lo) / p->width), ts);
+	if (!count[b] || lo < min[b])
+		min[b] = lo;
+	if (!count[b] || hi > max[b])
+		max[b] = hi;
+	count[b] += c;
 }
 
 void kx_wpass_see(struct kx_wpass *p, uint64_t ts)
 {
-	see(p, ts);
+	if (ts < p->lo || ts >= p->hi)
+		return;
+	bucket_add(p->count, p->min, p->max, (size_t)((ts - p->lo) / p->width), 1, ts, ts);
 }
 
 /* The analysis' own events (jobs, memory events, annotation ranges and
@@ -77,19 +71,12 @@ static void see_extent(void *p, uint64_t ts)
 {
 	struct extent *x = p;
 
-	if (!x->n++) {
-		x->first = x->last = ts;
-		return;
-	}
-	if (ts < x->first)
-		x->first = ts;
-	if (ts > x->last)
-		x->last = ts;
+	bucket_add(&x->n, &x->first, &x->last, 0, 1, ts, ts);
 }
 
 static void see_pass(void *p, uint64_t ts)
 {
-	see(p, ts);
+	kx_wpass_see(p, ts);
 }
 
 static void see_hist(void *h, uint64_t ts)
@@ -115,11 +102,6 @@ static int walk(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 	(void)err, (void)errlen;
 	walk_starts(ctx, see_pass, p);
 	return 0;
-}
-
-static void walk_hist(const struct kx_analysis *an, struct kx_whist *h)
-{
-	walk_starts(an, see_hist, h);
 }
 
 struct plan {
@@ -295,11 +277,6 @@ void kx_whist_free(struct kx_whist *h)
 	free(h);
 }
 
-size_t kx_whist_total(const struct kx_whist *h)
-{
-	return h->total;
-}
-
 /* The buckets again for the span [first, last]: the narrowest power-of-two
  * width whose aligned buckets hold it (never narrower than now), each old
  * bucket falling whole into a new one. */
@@ -318,11 +295,7 @@ static void rebucket(struct kx_whist *h, uint64_t first, uint64_t last)
 		if (!h->count[b])
 			continue;
 		j = (size_t)((h->lo + ((uint64_t)b << h->shift) - lo) >> shift);
-		if (!h->tcount[j] || h->min[b] < h->tmin[j])
-			h->tmin[j] = h->min[b];
-		if (!h->tcount[j] || h->max[b] > h->tmax[j])
-			h->tmax[j] = h->max[b];
-		h->tcount[j] += h->count[b];
+		bucket_add(h->tcount, h->tmin, h->tmax, j, h->count[b], h->min[b], h->max[b]);
 	}
 	memcpy(h->count, h->tcount, KX_WINDOW_BUCKETS * sizeof(*h->count));
 	memcpy(h->min, h->tmin, KX_WINDOW_BUCKETS * sizeof(*h->min));
@@ -347,7 +320,7 @@ void kx_whist_see(struct kx_whist *h, uint64_t ts)
 	if (ts > h->last)
 		h->last = ts;
 	b = (size_t)((ts - h->lo) >> h->shift);
-	bucket_see(h->count, h->min, h->max, b, ts);
+	bucket_add(h->count, h->min, h->max, b, 1, ts, ts);
 	h->total++;
 }
 
@@ -427,7 +400,7 @@ int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_window
 		snprintf(err, errlen, "out of memory planning the output's time windows");
 		return -1;
 	}
-	walk_hist(an, h);
+	walk_starts(an, see_hist, h);
 	rc = kx_windows_plan_src(&src, h, limit, limit, out, err, errlen);
 	kx_whist_free(h);
 	return rc;

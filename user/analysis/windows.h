@@ -70,7 +70,6 @@ int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_window
 struct kx_whist;
 struct kx_whist *kx_whist_new(void); /* NULL when out of memory */
 void kx_whist_see(struct kx_whist *h, uint64_t ts);
-size_t kx_whist_total(const struct kx_whist *h);
 void kx_whist_free(struct kx_whist *h);
 
 struct kx_wpass {

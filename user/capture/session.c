@@ -66,7 +66,7 @@ static const char *const mechs_targeted[] = {"fentry", "tp_btf", "raw_tp", "tp"}
 static const char *const mechs_host[] = {"fentry", "tp", "tp_btf", "raw_tp"};
 #define NMECHS (sizeof(mechs_targeted) / sizeof(mechs_targeted[0]))
 
-static void fill_host(struct kx_capinfo *ci)
+void kx_capinfo_fill_host(struct kx_capinfo *ci)
 {
 	struct utsname u;
 
@@ -287,7 +287,7 @@ struct kx_session *kx_session_open(const struct kx_session_opts *o, char *err, s
 	}
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
-	fill_host(&s->ci);
+	kx_capinfo_fill_host(&s->ci);
 	s->sink = o->sink;
 	s->ci.all_pids = o->all != 0;
 	for (int i = 0; i < o->ndevices && s->ci.ndevices < KX_MAX_DEVICES; i++)

@@ -90,6 +90,8 @@ const struct kx_capinfo *kx_session_capinfo(struct kx_session *s);
 const char *kx_session_mech(const struct kx_session *s);
 /* What was traced, for the record header ("kvm_workload -j 100", "-a"). */
 void kx_session_set_cmdline(struct kx_session *s, const char *cmdline);
+/* This machine's host name ("localhost" when it has none) and kernel release into ci. */
+void kx_capinfo_fill_host(struct kx_capinfo *ci);
 /* The key limit (0 when the session does not aggregate). */
 uint32_t kx_session_agg_max_keys(const struct kx_session *s);
 /* Aggregate mode: every key with its value, read now; with take, the keys

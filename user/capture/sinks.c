@@ -93,30 +93,17 @@ static void kxp_job(void *ctx, const struct kx_job *j)
 		ks->write_error = 1;
 }
 
-/* s as stored: with for_user, a copy in *tmp whose kernel frames (in
- * kips) are stand-ins. */
-static const struct kx_sample *stored_sample(struct kx_kxp_sink *ks, const struct kx_sample *s,
-                                             struct kx_sample *tmp,
-                                             uint64_t kips[KX_SAMPLE_MAX_DEPTH])
-{
-	if (!ks->for_user || !s->nk)
-		return s;
-	*tmp = *s;
-	tmp->nk = s->nk < KX_SAMPLE_MAX_DEPTH ? s->nk : KX_SAMPLE_MAX_DEPTH;
-	if (kx_kmask_frames(&ks->kmask, s->kips, tmp->nk, kips))
-		ks->sym_oom = 1;
-	tmp->kips = kips;
-	return tmp;
-}
-
 static void kxp_sample(void *ctx, const struct kx_sample *s)
 {
 	struct kx_kxp_sink *ks = ctx;
 	uint64_t kips[KX_SAMPLE_MAX_DEPTH];
 	struct kx_sample tmp;
 	unsigned long long t0;
+	/* With for_user, its kernel frames are stand-ins. */
+	const struct kx_sample *st =
+	        ks->for_user ? kx_kmask_sample(&ks->kmask, s, &tmp, kips, &ks->sym_oom) : s;
 
-	if (kx_kxp_add_sample(ks->w, stored_sample(ks, s, &tmp, kips)) != 0 && !ks->write_error)
+	if (kx_kxp_add_sample(ks->w, st) != 0 && !ks->write_error)
 		ks->write_error = 1;
 	if (!ks->syms)
 		return;

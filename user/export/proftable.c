@@ -174,13 +174,6 @@ static void fmt_value(const struct kx_profile *p, uint64_t v, char *buf, size_t 
 		snprintf(buf, len, "%" PRIu64, v);
 }
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* name cut to w columns (bytes; names are ASCII in practice) with "...". */
 static const char *cut(const char *name, char *buf, size_t w)
 {
@@ -263,7 +256,7 @@ static void print_functions(const struct kx_profile *p, const struct kx_store *s
 			kx_fmt_share(b, sizeof(b), g->self, t->total);
 			kx_fmt_share(c, sizeof(c), g->total, t->total);
 			fprintf(f, "%-*s %10s %7s %7s  %s\n", NAME_W, cut(fr->name, nm, NAME_W), a,
-			        b, c, cut(base_name(fr->module), mod, MOD_W));
+			        b, c, cut(basename(fr->module), mod, MOD_W));
 			rows++;
 		}
 	}

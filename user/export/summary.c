@@ -289,36 +289,24 @@ typedef kx_warn_fn warn_fn;
 static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 {
 	const struct kx_capinfo *ci = &sum->ci;
-	char msg[256];
-
 	kx_capture_warnings(ci, sum->not_stored, fn, ctx);
-	if (sum->agg_overflow) {
-		snprintf(msg, sizeof(msg),
+	if (sum->agg_overflow)
+		kx_warnf(fn, ctx,
 		         "%" PRIu64
 		         " ioctls not aggregated (key limit %u reached): raise --max-keys",
 		         sum->agg_overflow, sum->agg_max_keys);
-		fn(ctx, msg);
-	}
-	if (sum->from_agg) {
-		snprintf(msg, sizeof(msg),
-		         "live aggregates: p50/p90/p99 are within 6.25%% (8 histogram buckets a "
-		         "power of two); errors are not broken down by errno");
-		fn(ctx, msg);
-	}
-	if (sum->ann_overflow) {
-		snprintf(msg, sizeof(msg),
+	if (sum->from_agg)
+		fn(ctx,
+		   "live aggregates: p50/p90/p99 are within 6.25% (8 histogram buckets a power "
+		   "of two); errors are not broken down by errno");
+	if (sum->ann_overflow)
+		kx_warnf(fn, ctx,
 		         "%" PRIu64 " annotation ranges not aggregated (name limit %u reached): "
 		         "raise --max-keys",
 		         sum->ann_overflow, sum->agg_max_keys);
-		fn(ctx, msg);
-	}
-	if (sum->ann_lost) {
-		snprintf(msg, sizeof(msg),
-		         "%" PRIu64 " annotation range ends whose start was not seen (begun before "
-		         "the start or a reset)",
-		         sum->ann_lost);
-		fn(ctx, msg);
-	}
+	kx_warn_count(fn, ctx, sum->ann_lost,
+	              "annotation range ends whose start was not seen (begun before the start or "
+	              "a reset)");
 	kx_jobs_warnings(sum->jobs, fn, ctx);
 	kx_ranges_warnings(sum->an ? sum->an->ranges : NULL, fn, ctx);
 	kx_timeline_warnings(sum->an ? sum->an->timeline : NULL, fn, ctx);

@@ -14,6 +14,7 @@
 
 #include <bpf/bpf.h>
 
+#include "analysis/stats.h"
 #include "live/aggregate.h"
 #include "capture/clock.h"
 #include "registry/devices.h"
@@ -89,15 +90,6 @@ static void row_set(struct kx_agg_row *r, const struct kx_agg_key *k, const stru
 		read_comm(k->who, r->comm, sizeof(r->comm));
 }
 
-static int offcpu_attached(const struct kx_capinfo *ci)
-{
-	for (uint32_t i = 0; i < ci->nhooks && i < KX_MAX_HOOKS; i++)
-		if (!strncmp(ci->hooks[i].name, "sched_switch", 12) &&
-		    ci->hooks[i].state == KX_HOOK_ATTACHED)
-			return 1;
-	return 0;
-}
-
 /* Everything about the capture a snapshot carries besides its rows. */
 static void snapshot_facts(struct kx_agg *a, struct kx_agg_snapshot *out)
 {
@@ -106,7 +98,7 @@ static void snapshot_facts(struct kx_agg *a, struct kx_agg_snapshot *out)
 	out->since_mono_ns = a->since_mono_ns;
 	out->realtime_offset_ns = ci->clock_start.offset_ns;
 	out->by = a->by;
-	out->offcpu_measured = offcpu_attached(ci);
+	out->offcpu_measured = kx_stats_offcpu_attached(ci);
 	out->max_keys = kx_session_agg_max_keys(a->s);
 	out->overflow = kx_session_stat(a->s, KX_STAT_AGG_OVERFLOW);
 	out->dropped = kx_session_stat(a->s, KX_STAT_DROPPED) +

@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include "analysis/profile.h"
 #include "capture/clock.h"
@@ -123,16 +121,8 @@ static void on_sample(void *ctx, const struct kx_sample *in)
 		kx_ustack_pair_sample(j->ustack, &dw);
 		s = &dw;
 	}
-	if (masked(j) && s->nk) {
-		tmp = *s;
-		tmp.nk = s->nk < KX_SAMPLE_MAX_DEPTH ? s->nk : KX_SAMPLE_MAX_DEPTH;
-		if (kx_kmask_frames(&j->kmask, s->kips, tmp.nk, kips))
-			j->sym_oom = 1;
-		tmp.kips = kips;
-		kx_store_add_sample(j->store, &tmp);
-	} else {
-		kx_store_add_sample(j->store, s);
-	}
+	kx_store_add_sample(j->store,
+	                    masked(j) ? kx_kmask_sample(&j->kmask, s, &tmp, kips, &j->sym_oom) : s);
 	if (kx_symcollect_sample(j->sc, s))
 		j->sym_oom = 1;
 }
@@ -167,13 +157,7 @@ static void put_sym(void *ctx, const struct kx_symres *r, const struct kx_symres
 /* The capture facts a profile carries: host, what, when, losses. */
 static void facts_begin(struct job *j)
 {
-	struct utsname u;
-
-	if (gethostname(j->ci.hostname, sizeof(j->ci.hostname)) != 0)
-		snprintf(j->ci.hostname, sizeof(j->ci.hostname), "localhost");
-	j->ci.hostname[sizeof(j->ci.hostname) - 1] = 0;
-	if (uname(&u) == 0)
-		snprintf(j->ci.kernel, sizeof(j->ci.kernel), "%s", u.release);
+	kx_capinfo_fill_host(&j->ci);
 	snprintf(j->ci.cmdline, sizeof(j->ci.cmdline), "kxprof serve: %u s CPU profile of %s",
 	         j->secs, j->cp->all ? "every process" : "the given processes");
 	j->ci.samples.hz = j->cp->lim.hz;

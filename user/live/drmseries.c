@@ -302,14 +302,6 @@ int kx_drmlive_prom(struct kx_drmlive *l, FILE *f, int by_pid)
 	return ferror(f) ? -1 : 0;
 }
 
-void kx_drmlive_counts(struct kx_drmlive *l, uint64_t *passes, uint64_t *reads)
-{
-	pthread_mutex_lock(&l->lock);
-	*passes = kx_drm_sampler_stats(l->smp)->passes;
-	*reads = kx_drm_sampler_stats(l->smp)->fdinfo_reads;
-	pthread_mutex_unlock(&l->lock);
-}
-
 void kx_drmlive_free(struct kx_drmlive *l)
 {
 	if (!l)

@@ -41,8 +41,6 @@ struct kx_drmstats *kx_drmlive_fold(struct kx_drmlive *l);
 /* The Prometheus families (kxprof_drm_*): with by_pid, pid and comm labels.
  * 0, or -1 when writing failed. */
 int kx_drmlive_prom(struct kx_drmlive *l, FILE *f, int by_pid);
-/* Passes made and fdinfo files read so far. */
-void kx_drmlive_counts(struct kx_drmlive *l, uint64_t *passes, uint64_t *reads);
 void kx_drmlive_free(struct kx_drmlive *l); /* stops its thread; NULL is fine */
 
 #endif /* KX_LIVE_DRMSERIES_H */

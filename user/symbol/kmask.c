@@ -32,6 +32,19 @@ int kx_kmask_frames(struct kx_kmask *m, const uint64_t *ips, uint32_t nk, uint64
 	return rc;
 }
 
+const struct kx_sample *kx_kmask_sample(struct kx_kmask *m, const struct kx_sample *s,
+                                        struct kx_sample *tmp, uint64_t *kips, int *oom)
+{
+	if (!s->nk)
+		return s;
+	*tmp = *s;
+	tmp->nk = s->nk < KX_SAMPLE_MAX_DEPTH ? s->nk : KX_SAMPLE_MAX_DEPTH;
+	if (kx_kmask_frames(m, s->kips, tmp->nk, kips))
+		*oom = 1;
+	tmp->kips = kips;
+	return tmp;
+}
+
 uint64_t kx_kmask_addr(const struct kx_kmask *m, uint64_t addr)
 {
 	const uint32_t *id = kx_hmap_get(&m->ids, addr);

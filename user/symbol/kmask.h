@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "model/sample.h"
 #include "util/hashmap.h"
 
 #define KX_KMASK_BASE 0xfffe000000000000ull /* the first stand-in is BASE + STEP */
@@ -37,6 +38,11 @@ struct kx_kmask {
  * 0, or -1 when out of memory: the frames that got no stand-in are 0 (an
  * unknown frame), never their real address. */
 int kx_kmask_frames(struct kx_kmask *m, const uint64_t *ips, uint32_t nk, uint64_t *out);
+/* Sample s as stored for a user: s itself when it has no kernel frame,
+ * else a copy in *tmp whose kernel frames (at most KX_SAMPLE_MAX_DEPTH) are
+ * their stand-ins, written to kips; *oom set when one got none. */
+const struct kx_sample *kx_kmask_sample(struct kx_kmask *m, const struct kx_sample *s,
+                                        struct kx_sample *tmp, uint64_t *kips, int *oom);
 /* The stand-in of frame address addr (kx_frame_addr form) kx_kmask_frames
  * saw; 0 when it saw none. */
 uint64_t kx_kmask_addr(const struct kx_kmask *m, uint64_t addr);
