@@ -160,6 +160,14 @@ struct kx_jobflow {
 	int gpu_seen;         /* a GPU job record came (wait calls are kept from then) */
 	uint64_t wait_unkept; /* ns, the latest end of a wait call not kept before it */
 	int oom;
+	/* Set by the caller after init (NULL: none): called for each job counted
+	 * with a submit link and a DONE at or after its start (the jobs whose
+	 * device time the in-memory ranges give their calls: rangewalk.h) with
+	 * its submitting call (its thread, its start in ns: streamed, a linked
+	 * job's kx_jobrec.submit holds that start) and its device time (ns,
+	 * DONE - start). 0, or -1 when out of memory. */
+	int (*on_linked)(void *ctx, uint32_t tid, uint64_t call_ts, uint64_t dev_ns);
+	void *linked_ctx;
 };
 
 /* f streaming the records of a capture whose header is ci (kept: device

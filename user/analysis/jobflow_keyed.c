@@ -125,7 +125,7 @@ static int open_link(struct kx_jobflow *f, struct fl_kjob *o, const struct fl_re
 	uint64_t at = kx_tjob_link_at(&o->t);
 
 	if (at && r->cand_id && kx_tjob_links_to(&o->t, &r->cand)) {
-		o->t.r.submit = 0;
+		o->t.r.submit = (int64_t)r->cand.ts;
 		o->submit_drv = r->cand.drv;
 		if (kx_job_src_gpu(o->t.r.src) &&
 		    kx_minheap_push(&f->linkq,

@@ -14,7 +14,7 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
 {
 	struct kx_tjob t;
 
-	kx_tjob_kvm(&t, &x->e, io, io ? 0 : -1);
+	kx_tjob_kvm(&t, &x->e, io, io ? (int64_t)io->ts : -1);
 	return jf_job_out(f, &t, x->e.ts, x->seq, 0, 0, 0,
 	                  "a KVM job started before jobs already counted in start order (its "
 	                  "KVM_RUN ran longer than the streamed read's window)");

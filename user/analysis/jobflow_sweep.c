@@ -274,6 +274,11 @@ int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t se
 	r = ring_get(f, (uint32_t)dev, t->ring);
 	if (!r || fold(r, &f->fdev[dev], &t->r))
 		return -1;
+	if (f->on_linked && t->r.submit >= 0 && t->r.done_ts &&
+	    t->r.done_ts >= kx_jobrec_start(&t->r) &&
+	    f->on_linked(f->linked_ctx, t->r.tid, (uint64_t)t->r.submit,
+	                 t->r.done_ts - kx_jobrec_start(&t->r)))
+		return -1;
 	h = held_job(t, ts, seq, end_ns, (uint32_t)(r - f->rings));
 	if (f->swept && !job_less(&(struct fl_job){.start = f->swept_start,
 	                                           .ts = f->swept_ts,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/engine.h"
+#include "analysis/jobrec.h"
 #include "analysis/rangewalk.h"
 #include "util/grow.h"
 
@@ -45,7 +46,8 @@ struct kx_rw_rec {
 	int64_t out;        /* its index in out; -1: none */
 	uint32_t name, cat; /* string ids in out's strings (0 when out is NULL) */
 	uint32_t next_free;
-	uint16_t depth; /* its level */
+	uint32_t serial; /* given when made (0: free), for the calls that name it */
+	uint16_t depth;  /* its level */
 	/* known: ended when walked (it left the reorder stage in its place) */
 	uint8_t ended, walked, popped, open, inside, tie_strict, cap_strict, known;
 };
@@ -61,6 +63,8 @@ struct entry {
 struct line {
 	struct entry *stack;
 	size_t depth, scap;
+	uint64_t last_call; /* ns, the start of its last call walked (called: one was) */
+	int called;
 };
 
 _Static_assert(sizeof(struct kx_rt_open) + sizeof(uint32_t) + 8 <=
@@ -73,6 +77,8 @@ void kx_rangewalk_init(struct kx_rangewalk *w)
 	kx_rangetrack_init(&w->track, sizeof(uint32_t), sizeof(struct line));
 	w->ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
 	w->free_rec = NONE;
+	w->dc_map = (struct kx_keymap)KX_KEYMAP_INIT;
+	w->dc_budget = KX_RANGEWALK_DEV_EARLY;
 	kx_range_rows_init(&w->builder, &w->rows);
 }
 
@@ -97,6 +103,9 @@ static uint32_t rec_new(struct kx_rangewalk *w)
 		i = (uint32_t)w->nrecs++;
 	}
 	memset(&w->recs[i], 0, sizeof(w->recs[i]));
+	if (!++w->serial)
+		w->serial = 1;
+	w->recs[i].serial = w->serial;
 	w->recs[i].bound = w->recs[i].cap = UINT64_MAX;
 	w->recs[i].out = -1;
 	return i;
@@ -105,6 +114,7 @@ static uint32_t rec_new(struct kx_rangewalk *w)
 static void rec_free(struct kx_rangewalk *w, uint32_t i)
 {
 	w->recs[i].next_free = w->free_rec;
+	w->recs[i].serial = 0;
 	w->free_rec = i;
 }
 
@@ -130,7 +140,8 @@ static long row_of(struct kx_rangewalk *w, const char *cat, const char *name, in
 	return kx_range_rows_get(&w->builder, c, n, mark);
 }
 
-static int row_add(struct kx_rangewalk *w, long row, uint64_t dur, uint64_t ioctls)
+static int row_add(struct kx_rangewalk *w, long row, uint64_t dur, uint64_t ioctls,
+                   uint64_t device_ns, uint64_t jobs)
 {
 	struct kx_stat_row *r = &w->rows.rows[row];
 
@@ -139,6 +150,8 @@ static int row_add(struct kx_rangewalk *w, long row, uint64_t dur, uint64_t ioct
 	if (kx_stat_row_add_streamed(r, dur, 0))
 		return -1;
 	r->ioctls += ioctls;
+	r->device_ns += device_ns;
+	r->jobs += jobs;
 	w->found++;
 	return 0;
 }
@@ -192,7 +205,7 @@ static int retire(struct kx_rangewalk *w, uint32_t i)
 	if (r->end > r->bound)
 		w->anom.shortened++;
 	if (!r->open)
-		rc = row_add(w, r->row, r->end - r->begin, r->ioctls);
+		rc = row_add(w, r->row, r->end - r->begin, r->ioctls, r->device_ns, r->jobs);
 	if (w->out && r->out >= 0) {
 		struct kx_range *o = &w->out->r[r->out];
 
@@ -482,7 +495,7 @@ static int on_pop(struct kx_rangewalk *w, const struct kx_ann *a, uint32_t *ref)
 		if (w->out)
 			w->out->r[r->out].dur = w->out->r[r->out].dur_meas = dur;
 		rec_free(w, i);
-		return row_add(w, row, dur, 0);
+		return row_add(w, row, dur, 0, 0, 0);
 	}
 	*ref = i;
 	return resolve(w, line_of(w, a->tid), i);
@@ -495,7 +508,7 @@ static int on_mark(struct kx_rangewalk *w, const struct kx_ann *a, const char *n
 	long row = row_of(w, cat, name, 1);
 
 	names_of(w, a, name, cat, &b.name, &b.cat);
-	return row < 0 || keep(w, &b, KX_RANGE_MARK, NULL) ? -1 : row_add(w, row, 0, 0);
+	return row < 0 || keep(w, &b, KX_RANGE_MARK, NULL) ? -1 : row_add(w, row, 0, 0, 0, 0);
 }
 
 int kx_rangewalk_ann(struct kx_rangewalk *w, const struct kx_ann *a, const char *name,
@@ -524,12 +537,19 @@ void kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e)
 	kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
 }
 
+static int dev_call(struct kx_rangewalk *w, const struct line *l, uint32_t tid, uint64_t ts,
+                    uint64_t end);
+
 int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t end_ns,
                       uint32_t pos)
 {
 	struct line *l = line_of(w, e->tid);
 
-	return l ? walk_item(w, l, &(struct item){e->ts, end_ns, NONE, pos}) : -1;
+	if (!l || walk_item(w, l, &(struct item){e->ts, end_ns, NONE, pos}))
+		return -1;
+	l->last_call = e->ts;
+	l->called = 1;
+	return w->dev_stream ? dev_call(w, l, e->tid, e->ts, end_ns) : 0;
 }
 
 int kx_rangewalk_range(struct kx_rangewalk *w, uint32_t tid, uint32_t ref)
@@ -542,6 +562,216 @@ int kx_rangewalk_range(struct kx_rangewalk *w, uint32_t tid, uint32_t ref)
 void kx_rangewalk_late(struct kx_rangewalk *w)
 {
 	because(w, LATE);
+}
+
+/* ---- the device time of the calls' jobs, streamed (kx_rangewalk_dev) ---- */
+
+#define DC_REFS 8 /* ranges around a call remembered at most */
+
+static const char *const DC_BUDGET =
+        "annotation ranges with device jobs: calls inside ranges waited for their jobs past the "
+        "streamed read's memory budget (" STR(KX_RANGEWALK_DEV_CALLS) " calls)";
+static const char *const DC_DEEP = "annotation ranges with device jobs: a call that submitted jobs "
+                                   "is inside more than " STR(DC_REFS) " ranges";
+static const char *const DC_SAME = "annotation ranges with device jobs: two calls of a thread "
+                                   "start at the same time, one submitted jobs";
+
+/* A range around a remembered call: its record while it lives, then its row. */
+struct dc_ref {
+	uint32_t rec, serial;
+	long row;
+};
+
+/* A call remembered: the ranges around it, or (pending) the device time
+ * of its jobs counted before it was walked. */
+struct kx_rw_devcall {
+	uint64_t ts, end;  /* ns, its start and end (end: once walked) */
+	uint64_t ns, jobs; /* pending: its jobs counted so far, their device time */
+	uint32_t tid;
+	uint8_t pending;    /* counted jobs wait for it to be walked */
+	uint8_t deep, same; /* more ranges than refs; another call of its thread had its start */
+	uint8_t nref;
+	struct dc_ref ref[DC_REFS];
+};
+
+static struct kx_rw_devcall *dc_at(struct kx_rangewalk *w, uint64_t v)
+{
+	return &w->dc[v - w->dc_base];
+}
+
+/* Device time ns of jobs counted for the range of ref: on its record while
+ * it lives (retire adds it to the row unless left open), else on its row
+ * (a range that ended before the end: not open). */
+static void dc_give(struct kx_rangewalk *w, const struct dc_ref *f, uint64_t ns, uint64_t jobs)
+{
+	if (f->rec < w->nrecs && w->recs[f->rec].serial == f->serial) {
+		w->recs[f->rec].device_ns += ns;
+		w->recs[f->rec].jobs += jobs;
+	} else if (!w->no_rows) {
+		w->rows.rows[f->row].device_ns += ns;
+		w->rows.rows[f->row].jobs += jobs;
+	}
+}
+
+static void dc_apply(struct kx_rangewalk *w, const struct kx_rw_devcall *p, uint64_t ns,
+                     uint64_t jobs)
+{
+	if (p->deep)
+		because(w, DC_DEEP);
+	if (p->same)
+		because(w, DC_SAME);
+	for (unsigned int k = 0; k < p->nref; k++)
+		dc_give(w, &p->ref[k], ns, jobs);
+}
+
+/* The oldest call remembered let go (its map entry deleted). */
+static void dc_pop(struct kx_rangewalk *w)
+{
+	struct kx_rw_devcall *p = &w->dc[w->dc_head++];
+	struct kx_keyslot *s;
+
+	if ((s = kx_keymap_find(&w->dc_map, p->tid, p->ts, 0)) &&
+	    s->v == w->dc_base + w->dc_head - 1)
+		kx_keymap_del(&w->dc_map, s);
+	if (w->dc_head > 1024 && w->dc_head * 2 > w->dc_n) {
+		memmove(w->dc, w->dc + w->dc_head, (w->dc_n - w->dc_head) * sizeof(*w->dc));
+		w->dc_base += w->dc_head;
+		w->dc_n -= w->dc_head;
+		w->dc_head = 0;
+	}
+}
+
+/* A new call remembered (the oldest let go past the budget); NULL when out of memory. */
+static struct kx_rw_devcall *dc_new(struct kx_rangewalk *w, uint32_t tid, uint64_t ts)
+{
+	struct kx_keyslot *s;
+	struct kx_rw_devcall *p;
+
+	while (w->dc_n - w->dc_head >= w->dc_budget && w->dc_head < w->dc_n) {
+		p = &w->dc[w->dc_head];
+		if (p->pending)
+			because(w, DC_BUDGET);
+		else {
+			w->dc_dropped = 1;
+			if (p->ts > w->dc_drop_hi)
+				w->dc_drop_hi = p->ts;
+		}
+		dc_pop(w);
+	}
+	if (kx_grow((void **)&w->dc, &w->dc_cap, w->dc_n, sizeof(*w->dc)) ||
+	    !(s = kx_keymap_get(&w->dc_map, tid, ts, 0)))
+		return NULL;
+	s->v = w->dc_base + w->dc_n;
+	p = &w->dc[w->dc_n++];
+	memset(p, 0, sizeof(*p));
+	p->tid = tid;
+	p->ts = p->end = ts;
+	if (w->dc_n - w->dc_head > w->dc_peak)
+		w->dc_peak = w->dc_n - w->dc_head;
+	return p;
+}
+
+/* The ranges around the call just walked on l (under it on the stack). */
+static void dc_refs(struct kx_rangewalk *w, const struct line *l, struct kx_rw_devcall *p)
+{
+	for (size_t k = 0; k + 1 < l->depth; k++) {
+		const struct kx_rw_rec *r;
+
+		if (l->stack[k].rec == NONE)
+			continue;
+		if (p->nref == DC_REFS) {
+			p->deep = 1;
+			return;
+		}
+		r = &w->recs[l->stack[k].rec];
+		p->ref[p->nref++] = (struct dc_ref){l->stack[k].rec, r->serial, r->row};
+	}
+}
+
+static int in_ranges(const struct line *l)
+{
+	for (size_t k = 0; k + 1 < l->depth; k++)
+		if (l->stack[k].rec != NONE)
+			return 1;
+	return 0;
+}
+
+/* The call (tid, ts, end) just walked on l: its jobs counted before are
+ * given to its ranges; it is remembered for those to come. */
+static int dev_call(struct kx_rangewalk *w, const struct line *l, uint32_t tid, uint64_t ts,
+                    uint64_t end)
+{
+	struct kx_keyslot *s = w->dc_map.n ? kx_keymap_find(&w->dc_map, tid, ts, 0) : NULL;
+	struct kx_rw_devcall *p = s ? dc_at(w, s->v) : NULL;
+
+	if (p && !p->pending) {
+		p->same = 1; /* another call of its thread with its start */
+		if (p->jobs)
+			because(w, DC_SAME);
+		return 0;
+	}
+	if (!p && !in_ranges(l))
+		return 0;
+	if (!p && !(p = dc_new(w, tid, ts)))
+		return -1;
+	p->end = end;
+	dc_refs(w, l, p);
+	if (p->pending) {
+		p->pending = 0;
+		dc_apply(w, p, p->ns, p->jobs);
+	}
+	return 0;
+}
+
+/* A job of a call not walked yet: it waits for the call. 0, or -1 when out of memory. */
+static int dev_wait(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uint64_t dev_ns)
+{
+	struct kx_rw_devcall *p = dc_new(w, tid, call_ts);
+
+	if (!p)
+		return -1;
+	p->pending = 1;
+	p->ns = dev_ns;
+	p->jobs = 1;
+	return 0;
+}
+
+int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uint64_t dev_ns)
+{
+	struct kx_keyslot *s = w->dc_map.n ? kx_keymap_find(&w->dc_map, tid, call_ts, 0) : NULL;
+	struct kx_rt_thread *th;
+	const struct line *l;
+
+	if (s) {
+		struct kx_rw_devcall *p = dc_at(w, s->v);
+
+		p->jobs++;
+		if (p->pending)
+			p->ns += dev_ns;
+		else
+			dc_apply(w, p, dev_ns, 1);
+		return 0;
+	}
+	th = kx_rangetrack_thread(&w->track, tid, 0);
+	l = th ? kx_rt_tdata(th) : NULL;
+	if (l && l->called && call_ts <= l->last_call) {
+		/* Walked: in no range, or let go for the budget. */
+		if (w->dc_dropped && call_ts <= w->dc_drop_hi)
+			because(w, DC_BUDGET);
+		return 0;
+	}
+	return dev_wait(w, tid, call_ts, dev_ns);
+}
+
+void kx_rangewalk_dev_forget(struct kx_rangewalk *w, uint64_t swept_ns)
+{
+	while (w->dc_head < w->dc_n) {
+		const struct kx_rw_devcall *p = &w->dc[w->dc_head];
+
+		if ((p->pending || p->end + KX_JOBS_LINK_WINDOW_NS >= swept_ns))
+			return;
+		dc_pop(w);
+	}
 }
 
 /* ---- the end ---- */
@@ -643,6 +873,8 @@ void kx_rangewalk_free(struct kx_rangewalk *w)
 	kx_stats_free(&w->rows);
 	free(w->recs);
 	free(w->cuts);
+	kx_keymap_free(&w->dc_map);
+	free(w->dc);
 }
 
 /* ---- the whole capture at once (kx_ranges_build) ---- */

@@ -48,10 +48,15 @@
 #include "analysis/rangetrack.h"
 #include "analysis/stats.h"
 #include "analysis/timeline.h"
+#include "util/keymap.h"
 #include "model/annot.h"
 #include "model/event.h"
 
 struct kx_rw_rec;
+struct kx_rw_devcall;
+
+#define KX_RANGEWALK_DEV_CALLS 16384u /* calls remembered for their jobs at most (jobs seen) */
+#define KX_RANGEWALK_DEV_EARLY 1024u  /* the same before a job record came */
 
 struct kx_rangewalk {
 	const char *why;      /* the first reason the stream cannot give the file; NULL: it can */
@@ -84,6 +89,20 @@ struct kx_rangewalk {
 	/* The device time and jobs of the call at pos (NULL: none). */
 	uint64_t (*dev)(void *ctx, uint32_t pos, uint64_t *jobs);
 	void *dev_ctx;
+	/* Set by the streamed report: each call walked inside ranges is
+	 * remembered (by its thread and start) with the ranges around it, for
+	 * the device time of its jobs (kx_rangewalk_dev), until forgotten
+	 * (kx_rangewalk_dev_forget) or past dc_budget (the oldest goes). */
+	int dev_stream;
+	size_t dc_budget;         /* calls remembered at most */
+	struct kx_keymap dc_map;  /* (tid, start) -> the call's index + dc_base */
+	struct kx_rw_devcall *dc; /* the calls remembered, in the order walked (from dc_head) */
+	size_t dc_head, dc_n, dc_cap;
+	uint64_t dc_base;    /* the index of dc[0] */
+	uint64_t dc_drop_hi; /* ns, the latest start of a call let go for the budget */
+	int dc_dropped;      /* a call was let go for the budget */
+	size_t dc_peak;      /* the most remembered at once */
+	uint32_t serial;     /* the last serial given to a range record */
 };
 
 void kx_rangewalk_init(struct kx_rangewalk *w);
@@ -121,6 +140,16 @@ int kx_rangewalk_close(struct kx_rangewalk *w, const struct kx_store *tasks, str
  * of memory.
  */
 int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, struct kx_stats *sum);
+/*
+ * A job of the call of thread tid that started at call_ts was counted
+ * (analysis/jobflow.h's on_linked): its device time dev_ns and one job go
+ * to every range around the call, as kx_ranges_build gives them. Before
+ * the call is walked it waits for it. 0, or -1 when out of memory.
+ */
+int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uint64_t dev_ns);
+/* No job counted from now on starts before swept_ns (jobflow's sweeps):
+ * the calls that ended more than the link window before it are forgotten. */
+void kx_rangewalk_dev_forget(struct kx_rangewalk *w, uint64_t swept_ns);
 /* The counts of the ranges for an analysis made without them (rg's rows empty). */
 void kx_rangewalk_counts(const struct kx_rangewalk *w, struct kx_ranges *rg);
 void kx_rangewalk_free(struct kx_rangewalk *w);

@@ -61,8 +61,6 @@ static void sr_checked(struct sr_ctx *c)
 		why = "perf counters (matched with their calls)";
 	if (!why)
 		why = c->flow.why;
-	if (!why && c->have_jobs && c->ranges->events)
-		why = "annotation ranges with device jobs (the device time of each range)";
 	if (why && !c->flushed) {
 		c->flushed = 1;
 		if (kx_engine_finish(&c->eng))
@@ -88,6 +86,22 @@ static int sr_active(const struct sr_ctx *c)
 	return !c->oom && !c->r->in_memory;
 }
 
+/* The calls whose jobs jobflow can no longer count are forgotten. */
+static void sr_forget(struct sr_ctx *c)
+{
+	if (c->flow.swept)
+		kx_rangewalk_dev_forget(c->ranges, c->flow.swept_start);
+}
+
+/* A job counted with its submit link (jobflow's on_linked): its device
+ * time goes to the ranges around its call. */
+static int sr_linked(void *ctx, uint32_t tid, uint64_t call_ts, uint64_t dev_ns)
+{
+	struct sr_ctx *c = ctx;
+
+	return kx_rangewalk_dev(c->ranges, tid, call_ts, dev_ns);
+}
+
 static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
 	struct sr_ctx *c = ctx;
@@ -107,6 +121,7 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 		sr_oom(c);
 		return;
 	}
+	sr_forget(c);
 	sr_checked(c);
 }
 
@@ -126,10 +141,12 @@ static void sr_job(void *ctx, const struct kx_job *j)
 	if (!sr_active(c))
 		return;
 	c->have_jobs = 1;
+	c->ranges->dc_budget = KX_RANGEWALK_DEV_CALLS;
 	if (kx_jobflow_job(&c->flow, j)) {
 		sr_oom(c);
 		return;
 	}
+	sr_forget(c);
 	sr_checked(c);
 }
 
@@ -286,9 +303,13 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	c.eng.measured = 1;
 	r->side = kx_store_new(budget);
 	kx_jobflow_init(&c.flow, &r->ci);
+	c.flow.on_linked = sr_linked;
+	c.flow.linked_ctx = &c;
 	r->ranges = malloc(sizeof(*r->ranges));
-	if (r->ranges)
+	if (r->ranges) {
 		kx_rangewalk_init(r->ranges);
+		r->ranges->dev_stream = 1;
+	}
 	c.ranges = r->ranges;
 	if (!r->side || !kx_store_samples(r->side) || !r->ranges) {
 		snprintf(err, errlen, "out of memory");
@@ -297,6 +318,10 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	v.syms = kx_samples_syms(kx_store_samples(r->side));
 	err[0] = 0;
 	rc = kx_kxp_read_stream(path, &v, &r->ci, &r->res, err, errlen);
+	/* The jobs counted at the end give their calls' ranges their device
+	 * time before the ranges left open are closed (those have no row). */
+	if (rc == 0 && sr_active(&c) && c.have_jobs)
+		rc = sr_flow_finish(r, &c, err, errlen);
 	if (rc == 0 && sr_active(&c) &&
 	    (kx_rangewalk_close(r->ranges, r->side, &c.eng) || kx_engine_finish(&c.eng)))
 		sr_oom(&c);
@@ -324,8 +349,6 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	if (c.ctr)
 		kx_ctrjoin_free(c.ctr);
 	free(c.ctr);
-	if (rc == 0 && !r->in_memory && c.have_jobs)
-		rc = sr_flow_finish(r, &c, err, errlen);
 	kx_jobflow_free(&c.flow);
 	if (rc == 0 && r->in_memory)
 		kx_stats_free(&r->st);
