@@ -26,7 +26,9 @@
  * so do xe captures (waiters, fences on a ring whose driver is learnt),
  * with their reasons (an event long after DONE, a wait call later than a
  * job it may hold, one before the first GPU record); a KVM capture beside
- * many GPU wait calls keeps none of them.
+ * many GPU wait calls keeps none of them. Captures with annotation ranges
+ * and device jobs (xe jobs, KVM exits) stream with each range row's Device
+ * Jobs and Device Time.
  */
 #include <ctype.h>
 #include <dirent.h>

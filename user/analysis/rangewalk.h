@@ -35,7 +35,25 @@
  *   - names past the store's limit (the windowed conversion's out);
  *   - a call that a range's end cuts, streamed (the calls' timeline keeps
  *     the cuts: a call of a thread spanning a pop of the same thread); in
- *     memory it joins the timeline's fixes (keep_cuts).
+ *     memory it joins the timeline's fixes (keep_cuts);
+ *   - streamed with device jobs (dev_stream), a job of a call let go past
+ *     dc_budget, of a call inside more than 8 ranges, or of one of two
+ *     calls of a thread with one start.
+ *
+ * Device time, streamed (dev_stream): jobs are counted by the streamed
+ * device timelines (analysis/jobflow.h), after the calls that submitted
+ * them were walked or before. Each call walked inside ranges is remembered
+ * by (thread, start) with the ranges around it (each: its record and
+ * serial while it lives, then its row); a job counted (kx_rangewalk_dev)
+ * adds its device time and one job to each range's record, which adds them
+ * to its row when it retires unless left open, or to the row of a range
+ * already retired (all jobs are counted before the ranges left open are
+ * closed). A job of a call not walked yet waits for it. A call is
+ * forgotten once jobflow's sweeps passed its end by more than the submit
+ * link's window (no job counted later links to it: its job would start
+ * before the sweeps, jobflow's reason), or past dc_budget (a reason if one
+ * of its jobs comes). In memory (kx_ranges_build) dev gives a call's jobs
+ * as it is walked.
  */
 #ifndef KX_RANGEWALK_H
 #define KX_RANGEWALK_H

@@ -28,7 +28,10 @@
  * the shortened durations), counter records of counters the header does
  * not name, counter records later than the window after their call; job
  * records and annotations: analysis/jobflow.h and rangewalk.h say when
- * they are; annotation ranges and job records together are one. The read then
+ * they are. With both, each job jobflow counts with its submit link
+ * (jobflow.h's on_linked) gives its device time to the ranges around its
+ * call (rangewalk.h's kx_rangewalk_dev); the device timelines are finished
+ * before the ranges left open are closed. The read then
  * stops at the next chunk (the caller reads the file again into memory,
  * damage and all).
  */
