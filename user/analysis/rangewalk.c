@@ -64,6 +64,8 @@ struct line {
 	struct entry *stack;
 	size_t depth, scap;
 	uint64_t last_call; /* ns, the start of its last call walked (called: one was) */
+	uint64_t
+	        early_hi; /* ns, the start of its last call walked inside ranges before jobs came */
 	int called;
 };
 
@@ -78,7 +80,7 @@ void kx_rangewalk_init(struct kx_rangewalk *w)
 	w->ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
 	w->free_rec = NONE;
 	w->dc_map = (struct kx_keymap)KX_KEYMAP_INIT;
-	w->dc_budget = KX_RANGEWALK_DEV_EARLY;
+	w->dc_budget = KX_RANGEWALK_DEV_CALLS;
 	kx_range_rows_init(&w->builder, &w->rows);
 }
 
@@ -537,7 +539,7 @@ void kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e)
 	kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
 }
 
-static int dev_call(struct kx_rangewalk *w, const struct line *l, uint32_t tid, uint64_t ts,
+static int dev_call(struct kx_rangewalk *w, struct line *l, uint32_t tid, uint64_t ts,
                     uint64_t end);
 
 int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t end_ns,
@@ -573,6 +575,9 @@ static const char *const DC_BUDGET =
         "streamed read's memory budget (" STR(KX_RANGEWALK_DEV_CALLS) " calls)";
 static const char *const DC_DEEP = "annotation ranges with device jobs: a call that submitted jobs "
                                    "is inside more than " STR(DC_REFS) " ranges";
+static const char *const DC_EARLY =
+        "annotation ranges with device jobs: a job of a call inside ranges came after "
+        "the call left the reorder stage, before the first job record";
 static const char *const DC_SAME = "annotation ranges with device jobs: two calls of a thread "
                                    "start at the same time, one submitted jobs";
 
@@ -698,8 +703,8 @@ static int in_ranges(const struct line *l)
 
 /* The call (tid, ts, end) just walked on l: its jobs counted before are
  * given to its ranges; it is remembered for those to come. */
-static int dev_call(struct kx_rangewalk *w, const struct line *l, uint32_t tid, uint64_t ts,
-                    uint64_t end)
+static int dev_remember(struct kx_rangewalk *w, const struct line *l, uint32_t tid, uint64_t ts,
+                        uint64_t end)
 {
 	struct kx_keyslot *s = w->dc_map.n ? kx_keymap_find(&w->dc_map, tid, ts, 0) : NULL;
 	struct kx_rw_devcall *p = s ? dc_at(w, s->v) : NULL;
@@ -721,6 +726,18 @@ static int dev_call(struct kx_rangewalk *w, const struct line *l, uint32_t tid, 
 		dc_apply(w, p, p->ns, p->jobs);
 	}
 	return 0;
+}
+
+/* The call (tid, ts, end) just walked on l. */
+static int dev_call(struct kx_rangewalk *w, struct line *l, uint32_t tid, uint64_t ts, uint64_t end)
+{
+	if (!w->dev_jobs) {
+		/* No job record yet: its jobs, if any, would be a reason. */
+		if (in_ranges(l))
+			l->early_hi = ts;
+		return 0;
+	}
+	return dev_remember(w, l, tid, ts, end);
 }
 
 /* A job of a call not walked yet: it waits for the call. 0, or -1 when out of memory. */
@@ -755,8 +772,10 @@ int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uin
 	th = kx_rangetrack_thread(&w->track, tid, 0);
 	l = th ? kx_rt_tdata(th) : NULL;
 	if (l && l->called && call_ts <= l->last_call) {
-		/* Walked: in no range, or let go for the budget. */
-		if (w->dc_dropped && call_ts <= w->dc_drop_hi)
+		/* Walked: in no range, before jobs came, or let go for the budget. */
+		if (l->early_hi && call_ts <= l->early_hi)
+			because(w, DC_EARLY);
+		else if (w->dc_dropped && call_ts <= w->dc_drop_hi)
 			because(w, DC_BUDGET);
 		return 0;
 	}

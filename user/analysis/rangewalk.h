@@ -37,14 +37,16 @@
  *     the cuts: a call of a thread spanning a pop of the same thread); in
  *     memory it joins the timeline's fixes (keep_cuts);
  *   - streamed with device jobs (dev_stream), a job of a call let go past
- *     dc_budget, of a call inside more than 8 ranges, or of one of two
- *     calls of a thread with one start.
+ *     dc_budget, of a call walked inside ranges before the first job
+ *     record came (dev_jobs), of a call inside more than 8 ranges, or of
+ *     one of two calls of a thread with one start.
  *
  * Device time, streamed (dev_stream): jobs are counted by the streamed
  * device timelines (analysis/jobflow.h), after the calls that submitted
  * them were walked or before. Each call walked inside ranges is remembered
  * by (thread, start) with the ranges around it (each: its record and
- * serial while it lives, then its row); a job counted (kx_rangewalk_dev)
+ * serial while it lives, then its row), from the first job record on
+ * (dev_jobs: before it, each thread notes its last such call); a job counted (kx_rangewalk_dev)
  * adds its device time and one job to each range's record, which adds them
  * to its row when it retires unless left open, or to the row of a range
  * already retired (all jobs are counted before the ranges left open are
@@ -73,8 +75,7 @@
 struct kx_rw_rec;
 struct kx_rw_devcall;
 
-#define KX_RANGEWALK_DEV_CALLS 16384u /* calls remembered for their jobs at most (jobs seen) */
-#define KX_RANGEWALK_DEV_EARLY 1024u  /* the same before a job record came */
+#define KX_RANGEWALK_DEV_CALLS 16384u /* calls remembered for their jobs at most */
 
 struct kx_rangewalk {
 	const char *why;      /* the first reason the stream cannot give the file; NULL: it can */
@@ -112,6 +113,7 @@ struct kx_rangewalk {
 	 * the device time of its jobs (kx_rangewalk_dev), until forgotten
 	 * (kx_rangewalk_dev_forget) or past dc_budget (the oldest goes). */
 	int dev_stream;
+	int dev_jobs;             /* a job record came (calls are remembered from then) */
 	size_t dc_budget;         /* calls remembered at most */
 	struct kx_keymap dc_map;  /* (tid, start) -> the call's index + dc_base */
 	struct kx_rw_devcall *dc; /* the calls remembered, in the order walked (from dc_head) */

@@ -141,7 +141,7 @@ static void sr_job(void *ctx, const struct kx_job *j)
 	if (!sr_active(c))
 		return;
 	c->have_jobs = 1;
-	c->ranges->dc_budget = KX_RANGEWALK_DEV_CALLS;
+	c->ranges->dev_jobs = 1;
 	if (kx_jobflow_job(&c->flow, j)) {
 		sr_oom(c);
 		return;
