@@ -1721,6 +1721,47 @@ static void ranges_jobs_stream(void)
 	}
 }
 
+/* A call inside nine nested ranges, and two calls of a thread with one
+ * start, submitting xe jobs: read into memory for a stated reason. */
+static void ranges_jobs_reasons(void)
+{
+	static const char *const want[] = {"more than 8 ranges", "same time"};
+	char path[128], msg[512];
+	const char *why;
+	struct rd_list l = {0};
+
+	for (int c = 0; c < 2; c++) {
+		uint64_t t = 1000;
+
+		for (uint16_t d = 1; d <= (c == 0 ? 9 : 1); d++)
+			rd_ann(&l, 60, 400, KX_ANN_PUSH, t + d, t + d, d, "deep");
+		for (int k = 0; k < (c == 0 ? 1 : 2); k++) {
+			struct kx_job j = {.ts = t + 200 + (uint64_t)k,
+			                   .ctx = 2,
+			                   .seqno = 1 + (uint64_t)k,
+			                   .pid = 60,
+			                   .tid = 400,
+			                   .src = KX_JOB_SRC_XE,
+			                   .phase = KX_JOB_QUEUE};
+
+			rd_call(&l, 60, 400, t + 100, k ? 500 : 1000, KX_DRV_XE, XE_EXEC);
+			rd_job(&l, &j, 0);
+			j.pid = j.tid = 0;
+			j.ts = t + 3000, j.phase = KX_JOB_DONE;
+			rd_job(&l, &j, 0);
+		}
+		for (uint16_t d = (c == 0 ? 9 : 1); d >= 1; d--)
+			rd_ann(&l, 60, 400, KX_ANN_POP, t + 5000 - d, t + d, d, "");
+		snprintf(path, sizeof(path), "%s/rangedev_why%d.kxp", tmpdir, c);
+		CHECK(rd_write(path, &l) == 0);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (!why || !strstr(why, want[c]))
+			printf("FAIL ranges_jobs_reasons: %s: %s\n", want[c],
+			       why ? why : "streamed");
+		CHECK(why && strstr(why, want[c]));
+	}
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kxt_sreport.XXXXXX");
@@ -1751,6 +1792,7 @@ int main(void)
 	RUN(fences_streamed);
 	RUN(fence_budget);
 	RUN(ranges_jobs_stream);
+	RUN(ranges_jobs_reasons);
 	{
 		char cmd[128];
 
