@@ -1615,6 +1615,59 @@ static void fence_budget(void)
 	}
 }
 
+/*
+ * A ring's job waiting for its device keeps the GPU wait calls from its
+ * DONE on (one may be its waiter): past KX_JOBFLOW_WAITS of them (70,000
+ * here, over 3.5 s of xe jobs) it is counted on the fallback device and
+ * they go, so the capture streams. Before: read into memory ("too many
+ * wait calls").
+ */
+static void fence_waits_budget(void)
+{
+	static struct kx_capinfo ci;
+	struct kx_store *mem = kx_store_new(0);
+	struct kx_stats rows = {0};
+	uint64_t t0 = 1000 + 3 * KX_JOBFLOW_WINDOW_NS;
+	struct kx_jobflow f;
+	struct kx_jobs *o;
+	int rc = 0;
+
+	memset(&ci, 0, sizeof(ci));
+	kx_jobflow_init(&f, &ci);
+	rc |= fence_done(&f, 1000, 1);
+	for (uint64_t i = 0; i < 70000 && !rc; i++) {
+		struct kx_ioctl e = {.ts = t0 + i * 50000,
+		                     .dur = 20,
+		                     .pid = 60,
+		                     .tid = 555,
+		                     .dev = 226u << 20 | 128,
+		                     .drv = KX_DRV_XE,
+		                     .cmd = XE_WAIT,
+		                     .arg_off = KX_NO_ARG};
+		struct kx_job j = {.ts = e.ts + 10,
+		                   .ctx = 9,
+		                   .seqno = i + 1,
+		                   .src = KX_JOB_SRC_XE,
+		                   .phase = KX_JOB_DONE};
+
+		rc |= kx_jobflow_ioctl(&f, &e);
+		if (i % 100 == 0)
+			rc |= kx_jobflow_job(&f, &j);
+	}
+	CHECK(rc == 0 && mem);
+	if (f.why || f.nspilt != 1)
+		printf("FAIL fence_waits_budget: %s, %zu rings spilt, %zu waits kept\n",
+		       f.why ? f.why : "streamed", f.nspilt, f.nwaits);
+	CHECK(!f.why && f.nspilt == 1 && f.nwaits < KX_JOBFLOW_WAITS);
+	o = kx_jobflow_finish(&f, mem, &rows);
+	CHECK(o && o->nrings == 2 && ring_named(o, "gfx") && ring_named(o, "gfx")->njobs == 1 &&
+	      !strcmp(o->devs[ring_named(o, "gfx")->dev].name, "dma_fence"));
+	kx_jobs_free(o);
+	kx_stats_free(&rows);
+	kx_jobflow_free(&f);
+	kx_store_free(mem);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kxt_sreport.XXXXXX");
@@ -1644,6 +1697,7 @@ int main(void)
 	RUN(fences_streamed);
 	RUN(fences_past_budget);
 	RUN(fence_budget);
+	RUN(fence_waits_budget);
 	{
 		char cmd[128];
 
