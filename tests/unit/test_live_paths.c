@@ -191,9 +191,9 @@ static void kvm_busy_cut(void)
 {
 	static struct kx_capinfo ci;
 	const char *dir = getenv("KX_FIXTURES");
-	struct kx_store *st = kx_store_new(0);
 	struct kx_jobagg_snapshot s;
 	struct kx_kxp_read_result res;
+	struct kx_store *st;
 	struct kx_jobs *jb = NULL;
 	char path[512], err[512];
 	size_t devs = 0;
@@ -201,6 +201,7 @@ static void kvm_busy_cut(void)
 	if (nargs)
 		return; /* the files given instead */
 
+	st = kx_store_new(0);
 	snprintf(path, sizeof(path), "%s/kvm_busy_cut.kxp", dir && *dir ? dir : "tests/fixtures");
 	CHECK(st && kx_kxp_read(path, st, &ci, &res, err, sizeof(err)) == 0);
 	CHECK((jb = kx_jobs_build(st, &ci)) != NULL);
