@@ -7,7 +7,9 @@
  * record at its time, an ioctl at its return; live/annagg.h: annotation
  * records as the file holds them), and through the in-memory analysis
  * (kx_analysis_build, what report --in-memory and convert read). Within the
- * live bounds (default limits, none reached here), they must agree:
+ * live bounds they must agree (where a bound is reached, counted: with room
+ * for every series; busy time within what the interval bound cut, and
+ * exact with room for every interval):
  *   jobs: seen and completed, exec and queue samples and their total time,
  *     and per device, where both split the jobs into as many devices, jobs,
  *     completed and busy time (the live side names a device by its source,
