@@ -362,24 +362,14 @@ static int ring_stats(struct kx_jobs *o, struct kx_jobring *r, uint64_t *tmp, st
 			r->completed++;
 		if (j->submit >= 0)
 			r->linked++;
-		if (j->done_ts && (j->run_ts || j->queue_ts))
-			tmp[nexec++] = j->done_ts - s;
+		nexec += kx_jobrec_exec(j, &tmp[nexec]);
 		if (busy_ival(j, o->end_ns, &iv[niv]))
 			niv++;
 	}
 	free(lane_end);
 	dist_of(&r->exec, tmp, nexec);
-	for (size_t k = 0; k < r->njobs; k++) {
-		const struct kx_jobrec *j = &o->jobs[r->first + k];
-
-		/* KVM jobs start running at KVM_RUN entry: no queue to measure. */
-		if (j->src == KX_JOB_SRC_KVM)
-			continue;
-		if (j->queue_ts && j->run_ts)
-			tmp[nq++] = j->run_ts - j->queue_ts;
-		else if (j->flags & KX_JOBF_DIRECT)
-			tmp[nq++] = 0;
-	}
+	for (size_t k = 0; k < r->njobs; k++)
+		nq += kx_jobrec_queue_delay(&o->jobs[r->first + k], 0, &tmp[nq]);
 	dist_of(&r->queue, tmp, nq);
 	r->busy_ns = union_len(iv, niv);
 	return 0;

@@ -346,18 +346,11 @@ static int add_job_rows(struct kx_stats *sum, const struct kx_jobs *jb)
 		}
 		for (size_t k = 0; k < rg->njobs; k++) {
 			const struct kx_jobrec *j = &jb->jobs[rg->first + k];
-			uint64_t start = kx_jobrec_start(j);
+			uint64_t x;
 
-			if (j->done_ts && (j->run_ts || j->queue_ts) &&
-			    kx_stat_row_add(ex, j->done_ts - start, 0))
+			if (kx_jobrec_exec(j, &x) && kx_stat_row_add(ex, x, 0))
 				return -1;
-			if (!qd || j->src == KX_JOB_SRC_KVM)
-				continue;
-			if (j->queue_ts && j->run_ts &&
-			    kx_stat_row_add(qd, j->run_ts - j->queue_ts, 0))
-				return -1;
-			if (!j->queue_ts && (j->flags & KX_JOBF_DIRECT) &&
-			    kx_stat_row_add(qd, 0, 0))
+			if (qd && kx_jobrec_queue_delay(j, 0, &x) && kx_stat_row_add(qd, x, 0))
 				return -1;
 		}
 		kx_stat_row_percentiles(ex);
