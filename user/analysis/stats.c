@@ -315,10 +315,25 @@ static struct kx_stat_row *row_new(struct kx_stats *sum, const char *cat, const 
 	return r;
 }
 
+/* Row r takes the ring's exact distribution d (analysis/jobs.c's, nearest
+ * rank like the rows'); a row of none keeps row_new's extremes. */
+static void row_of_dist(struct kx_stat_row *r, const struct kx_dist *d)
+{
+	if (!d->count)
+		return;
+	r->count = d->count;
+	r->total = d->total;
+	r->min = d->min;
+	r->max = d->max;
+	r->p50 = d->p50;
+	r->p90 = d->p90;
+	r->p99 = d->p99;
+}
+
 /*
- * Per ring of every device: "<ring> exec" (DONE - RUN, or - QUEUE where the
- * source has no run) and "<ring> queue delay" (RUN - QUEUE), as time rows
- * of category jobs/<device>.
+ * Per ring of every device: "<ring> exec" and "<ring> queue delay"
+ * (kx_jobrec_exec, kx_jobrec_queue_delay), as time rows of category
+ * jobs/<device>: the ring's distributions, and the jobs' log2 slots.
  */
 static int add_job_rows(struct kx_stats *sum, const struct kx_jobs *jb)
 {
@@ -348,14 +363,14 @@ static int add_job_rows(struct kx_stats *sum, const struct kx_jobs *jb)
 			const struct kx_jobrec *j = &jb->jobs[rg->first + k];
 			uint64_t x;
 
-			if (kx_jobrec_exec(j, &x) && kx_stat_row_add(ex, x, 0))
-				return -1;
-			if (qd && kx_jobrec_queue_delay(j, 0, &x) && kx_stat_row_add(qd, x, 0))
-				return -1;
+			if (kx_jobrec_exec(j, &x))
+				ex->hist[kx_hist_slot(x)]++;
+			if (qd && kx_jobrec_queue_delay(j, 0, &x))
+				qd->hist[kx_hist_slot(x)]++;
 		}
-		kx_stat_row_percentiles(ex);
+		row_of_dist(ex, &rg->exec);
 		if (qd)
-			kx_stat_row_percentiles(qd);
+			row_of_dist(qd, &rg->queue);
 	}
 	return 0;
 }
