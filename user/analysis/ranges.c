@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/ranges.h"
+#include "analysis/warnings.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
 
@@ -129,16 +130,6 @@ const struct kx_range_thread *kx_ranges_thread(const struct kx_ranges *rg, uint3
 	return rg && lo < rg->nthreads && rg->threads[lo].tid == tid ? &rg->threads[lo] : NULL;
 }
 
-static void say(kx_warn_fn fn, void *ctx, uint64_t n, const char *what)
-{
-	char msg[512];
-
-	if (!n)
-		return;
-	snprintf(msg, sizeof(msg), "%" PRIu64 " %s", n, what);
-	fn(ctx, msg);
-}
-
 /* Copies of the library whose probes were not all attached. */
 static void copy_warnings(const struct kx_ann_info *k, kx_warn_fn fn, void *ctx)
 {
@@ -163,35 +154,44 @@ void kx_ranges_warnings(const struct kx_ranges *rg, kx_warn_fn fn, void *ctx)
 	if (!rg)
 		return;
 	k = &rg->kernel;
-	say(fn, ctx, k->dropped,
-	    "annotation events dropped (ring buffer full): ranges have gaps; raise --ringbuf-mb");
-	say(fn, ctx, rg->anom.open,
-	    "annotation ranges still open at the end of the capture (pushed, never popped): "
-	    "closed where their thread ended (its exit, else its last event), left out of the "
-	    "statistics");
-	say(fn, ctx, rg->anom.open_cross,
-	    "cross-thread annotation ranges never ended: closed where their process ended (its "
-	    "threads' exits, else its last event), left out of the statistics");
-	say(fn, ctx, k->pop_no_push,
-	    "annotation pops without a push on their thread (unbalanced, or pushed before the "
-	    "capture): ignored");
-	say(fn, ctx, k->depth_overflow,
-	    "annotation ranges nested deeper than " STR(KX_ANN_DEPTH) " levels: not recorded");
-	say(fn, ctx, k->end_no_start,
-	    "cross-thread annotation range ends with no open start (ended twice, or started "
-	    "before the capture): ignored");
-	say(fn, ctx, rg->anom.lost_begin,
-	    "annotation range ends whose begin is not in the capture (lost or not stored): "
-	    "ignored");
-	say(fn, ctx, k->threads_full + k->ranges_full,
-	    "annotation ranges not recorded: the kernel's table of open ranges was full");
-	say(fn, ctx, k->name_faults, "annotation names could not be read: left empty");
-	say(fn, ctx, k->more_copies, "more copies of the annotation library than listed");
-	say(fn, ctx, k->capped,
-	    "copies of the annotation library (per process) not attached: past the capture's "
-	    "cap of copies or uprobes; their annotations are not recorded");
-	say(fn, ctx, rg->anom.shortened,
-	    "annotation ranges partially overlapped an earlier event of their thread: shortened "
-	    "to nest in it");
+	kx_warn_count(fn, ctx, k->dropped,
+	              "annotation events dropped (ring buffer full): ranges have gaps; raise "
+	              "--ringbuf-mb");
+	kx_warn_count(
+	        fn, ctx, rg->anom.open,
+	        "annotation ranges still open at the end of the capture (pushed, never popped): "
+	        "closed where their thread ended (its exit, else its last event), left out of the "
+	        "statistics");
+	kx_warn_count(
+	        fn, ctx, rg->anom.open_cross,
+	        "cross-thread annotation ranges never ended: closed where their process ended (its "
+	        "threads' exits, else its last event), left out of the statistics");
+	kx_warn_count(
+	        fn, ctx, k->pop_no_push,
+	        "annotation pops without a push on their thread (unbalanced, or pushed before the "
+	        "capture): ignored");
+	kx_warn_count(
+	        fn, ctx, k->depth_overflow,
+	        "annotation ranges nested deeper than " STR(KX_ANN_DEPTH) " levels: not recorded");
+	kx_warn_count(
+	        fn, ctx, k->end_no_start,
+	        "cross-thread annotation range ends with no open start (ended twice, or started "
+	        "before the capture): ignored");
+	kx_warn_count(
+	        fn, ctx, rg->anom.lost_begin,
+	        "annotation range ends whose begin is not in the capture (lost or not stored): "
+	        "ignored");
+	kx_warn_count(fn, ctx, k->threads_full + k->ranges_full,
+	              "annotation ranges not recorded: the kernel's table of open ranges was full");
+	kx_warn_count(fn, ctx, k->name_faults, "annotation names could not be read: left empty");
+	kx_warn_count(fn, ctx, k->more_copies, "more copies of the annotation library than listed");
+	kx_warn_count(
+	        fn, ctx, k->capped,
+	        "copies of the annotation library (per process) not attached: past the capture's "
+	        "cap of copies or uprobes; their annotations are not recorded");
+	kx_warn_count(fn, ctx, rg->anom.shortened,
+	              "annotation ranges partially overlapped an earlier event of their thread: "
+	              "shortened "
+	              "to nest in it");
 	copy_warnings(k, fn, ctx);
 }
