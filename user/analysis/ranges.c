@@ -11,6 +11,7 @@
 #include "analysis/warnings.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
+#include "util/lbound.h"
 
 #define STR_(x) #x
 #define STR(x)  STR_(x)
@@ -115,18 +116,15 @@ void kx_ranges_free(struct kx_ranges *rg)
 	free(rg);
 }
 
+static uint64_t thread_tid_at(const void *threads, size_t i)
+{
+	return ((const struct kx_range_thread *)threads)[i].tid;
+}
+
 const struct kx_range_thread *kx_ranges_thread(const struct kx_ranges *rg, uint32_t tid)
 {
-	size_t lo = 0, hi = rg ? rg->nthreads : 0;
+	size_t lo = rg ? kx_lbound(0, rg->nthreads, tid, thread_tid_at, rg->threads) : 0;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (rg->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return rg && lo < rg->nthreads && rg->threads[lo].tid == tid ? &rg->threads[lo] : NULL;
 }
 
