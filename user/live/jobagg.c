@@ -294,10 +294,8 @@ static void progress(struct kx_jobagg *a, const struct kx_tjob *t, uint16_t s, i
 	const struct kx_jobrec *r = &t->r;
 	uint64_t x, y;
 
-	/* KVM jobs start running at KVM_RUN entry: no queue to measure. */
-	if (!had_run && r->run_ts && r->src != KX_JOB_SRC_KVM &&
-	    (r->queue_ts || r->src == KX_JOB_SRC_BLOCK)) {
-		x = r->queue_ts && r->run_ts > r->queue_ts ? r->run_ts - r->queue_ts : 0;
+	/* Live events of two CPUs race: a RUN stamped before its QUEUE waited 0. */
+	if (!had_run && kx_jobrec_queue_delay(r, 1, &x)) {
 		se->queue_slots[kx_hist_slot(x)]++;
 		se->queue_sum_ns += x;
 	}
@@ -306,8 +304,7 @@ static void progress(struct kx_jobagg *a, const struct kx_tjob *t, uint16_t s, i
 	d->completed++;
 	if (d->inflight)
 		d->inflight--;
-	if (r->run_ts || r->queue_ts) {
-		x = r->done_ts - kx_jobrec_start(r);
+	if (kx_jobrec_exec(r, &x)) {
 		se->exec_slots[kx_hist_slot(x)]++;
 		se->exec_sum_ns += x;
 	}
