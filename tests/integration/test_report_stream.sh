@@ -116,6 +116,15 @@ if kx 0 record --device loop -o "$TMP/blk.kxp" -- "$WL/loop_workload" -s 16 -p "
 	both blk "$TMP/blk.kxp"
 	check blk_paired bash -c '"$1" -v report "$2" 2>&1 >/dev/null | grep -q "device jobs were paired as they came"' \
 		_ "$KXPROF" "$TMP/blk.kxp"
-	check blk_jobs test "$(jget "$TMP/blk.s.json" 'd["Jobs"]["devices"]["loop"]["jobs"]')" -ge 40000
-	check blk_linked test "$(jget "$TMP/blk.s.json" 'd["Jobs"]["devices"]["loop"]["linked"]')" -ge 40000
+	# A phase the kernel skipped (bpf_missed) or the ring dropped
+	# (job_dropped) costs at most one job (a lost DONE joins the sector's
+	# next request to its job), a lost ioctl record (dropped) at most one
+	# link: short by at most what was counted, no more.
+	lost=$(jget "$TMP/blk.s.json" 'd["Capture"]["bpf_missed"] + d["Capture"]["job_dropped"]')
+	unlinked=$(jget "$TMP/blk.s.json" 'd["Capture"]["dropped"]')
+	[ "$lost$unlinked" = 00 ] ||
+		echo "# blk: counted lost: $lost job events (bpf_missed + job_dropped), $unlinked ioctl records"
+	check blk_jobs test "$(jget "$TMP/blk.s.json" 'd["Jobs"]["devices"]["loop"]["jobs"]')" -ge $((40000 - lost))
+	check blk_linked test "$(jget "$TMP/blk.s.json" 'd["Jobs"]["devices"]["loop"]["linked"]')" \
+		-ge $((40000 - lost - unlinked))
 fi

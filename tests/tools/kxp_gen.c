@@ -19,6 +19,9 @@
  *                      (i915, amdgpu, amdxdna, gpu_scheduler, dma_fence): N
  *                      steps of a ring linked from its 6th job and a ring
  *                      linked from step 300, their calls and wait calls
+ *   fence-SOURCE-sdma N  the same with a ring that never links (every other
+ *                      step: N + N/3 + N/2 jobs), the header naming one GPU
+ *                      (the first ring's driver's: the fallback device)
  *   events N           kxp_gen.h's event stream of N ioctls: tasks, jobs of
  *                      every source and phase, argument copies, off-CPU time
  *   recorded FIXTURE   a replay fixture written as a recorder writes it
@@ -61,19 +64,23 @@ static int write_events(const char *out, size_t n)
 	return rc;
 }
 
-/* A fence-SOURCE kind's capture; -2 when SOURCE is none of them. */
+/* A fence-SOURCE[-sdma] kind's capture; -2 when SOURCE is none of them. */
 static int write_fence_kind(const char *source, const char *out, size_t n)
 {
+	size_t len = strlen(source);
+	int sdma = len > 5 && !strcmp(source + len - 5, "-sdma");
+
 	for (size_t i = 0; i < FENCE_KINDS; i++)
-		if (!strcmp(source, fence_kinds[i].name))
-			return write_fence(out, &fence_kinds[i], n, 20000, 300, 0, 0);
+		if (!strncmp(source, fence_kinds[i].name, sdma ? len - 5 : len) &&
+		    strlen(fence_kinds[i].name) == (sdma ? len - 5 : len))
+			return write_fence(out, &fence_kinds[i], n, 20000, 300, sdma, sdma);
 	return -2;
 }
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|stream|stream-annotated|"
-	                "stream-counted|events|fence-SOURCE OUT.kxp N\n"
+	                "stream-counted|events|fence-SOURCE[-sdma] OUT.kxp N\n"
 	                "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
 	return 2;
 }

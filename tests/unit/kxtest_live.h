@@ -115,34 +115,78 @@ static inline struct live_job_totals offline_totals(const struct kx_jobs *jb)
 	return t;
 }
 
-/* The live job aggregates of st (a series limit of max_series, 0: the
- * default) into *s; 0, or -1 when out of memory. */
+/* The live job aggregates of st (a series limit of max_series, busy
+ * intervals kept per device max_ivals; 0: the default) into *s; 0, or -1
+ * when out of memory. */
 static inline int live_jobs(const struct kx_store *st, const struct kx_jobs *jb,
-                            uint32_t max_series, struct kx_jobagg_snapshot *s)
+                            uint32_t max_series, uint32_t max_ivals, struct kx_jobagg_snapshot *s)
 {
 	struct kx_jobagg *a = kx_jobagg_new(0, max_series);
-	int rc = a && live_feed_jobs(st, a) == 0 ? kx_jobagg_snapshot(a, s, jb->end_ns, 0) : -1;
+	int rc = a && (!max_ivals || kx_jobagg_set_max_ivals(a, max_ivals) == 0) &&
+	                         live_feed_jobs(st, a) == 0
+	                 ? kx_jobagg_snapshot(a, s, jb->end_ns, 0)
+	                 : -1;
 
 	kx_jobagg_free(a);
 	return rc;
 }
 
+/* Where live's busy intervals cut some (counted: busy_cut_ns), the
+ * in-memory busy time of each device lies within the cut above live's;
+ * returns whether any device's were cut. */
+static inline int live_busy_cut(const struct kx_jobagg_snapshot *s, const struct kx_jobs *jb)
+{
+	int cut = 0;
+
+	for (size_t d = 0; d < jb->ndevs; d++) {
+		const struct kx_jobdev *od = &jb->devs[d];
+		const struct kx_jobagg_dev *ld = live_dev(s, od->name);
+
+		if (!ld && s->ndevs == 1 && od->njobs)
+			ld = &s->devs[0];
+		if (!ld || !ld->busy_cut_ns)
+			continue;
+		cut = 1;
+		printf("#   device %s: live's busy intervals (%d kept) cut %" PRIu64
+		       " ns: busy %" PRIu64 " ns live, %" PRIu64 " ns in memory\n",
+		       od->name, KX_JOBAGG_MAX_IVALS, ld->busy_cut_ns, ld->busy_ns, od->busy_ns);
+		if (ld->busy_ns > od->busy_ns || od->busy_ns - ld->busy_ns > ld->busy_cut_ns) {
+			printf("FAIL %s: %s: device %s: in memory busy %" PRIu64
+			       " ns, not within live's %" PRIu64 " ns and the %" PRIu64
+			       " ns it cut\n",
+			       kxt_cur, live_path, od->name, od->busy_ns, ld->busy_ns,
+			       ld->busy_cut_ns);
+			kxt_cur_failed = 1;
+		}
+	}
+	return cut;
+}
+
 /* Live jobs of st against the in-memory analysis's jb; *devs: devices
  * compared one by one. Live within its bounds: where the default limits
- * lose jobs (counted), with room for every series instead. */
+ * lose jobs (counted), with room for every series instead; where its busy
+ * intervals cut some (counted), within the cut, and exactly with room for
+ * every interval. */
 static inline void live_same_jobs(const struct kx_store *st, const struct kx_jobs *jb, size_t *devs)
 {
 	struct kx_jobagg_snapshot s;
 	struct live_job_totals l, o;
+	uint32_t max_series = 0;
 	size_t ndevs = 0;
 
-	CHECK(live_jobs(st, jb, 0, &s) == 0);
+	CHECK(live_jobs(st, jb, 0, 0, &s) == 0);
 	if (s.overflow) {
 		printf("#   live's default limits (%d series, %d open jobs) lose %" PRIu64
 		       " jobs: compared with room for every series\n",
 		       KX_JOBAGG_MAX_SERIES, KX_JOBAGG_MAX_PENDING, s.overflow);
 		kx_jobagg_snapshot_free(&s);
-		CHECK(live_jobs(st, jb, 1u << 20, &s) == 0);
+		max_series = 1u << 20;
+		CHECK(live_jobs(st, jb, max_series, 0, &s) == 0);
+	}
+	if (live_busy_cut(&s, jb)) {
+		printf("#   compared with room for every busy interval\n");
+		kx_jobagg_snapshot_free(&s);
+		CHECK(live_jobs(st, jb, max_series, (uint32_t)jb->njobs + 1, &s) == 0);
 	}
 	if (s.overflow) {
 		printf("FAIL %s: %s: %" PRIu64 " jobs lost to live's bounds\n", kxt_cur, live_path,
@@ -167,7 +211,7 @@ static inline void live_same_jobs(const struct kx_store *st, const struct kx_job
 		if (!ld)
 			continue;
 		if (ld->jobs != od->njobs || ld->completed != od->completed ||
-		    ld->busy_ns != od->busy_ns) {
+		    ld->busy_ns != od->busy_ns || ld->busy_cut_ns) {
 			printf("FAIL %s: %s: device %s: live %" PRIu64 " jobs, %" PRIu64
 			       " completed, busy %" PRIu64 " ns; in memory %" PRIu64 ", %" PRIu64
 			       ", %" PRIu64 " ns\n",

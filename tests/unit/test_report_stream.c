@@ -21,14 +21,17 @@
  * time order within the window, keys closed and forgotten), or are read
  * into memory for a stated reason (a record later than the window, a
  * request open too long, a call later than its task's paired request, a
- * DONE on a key that may have been forgotten, a shared fence source's job
- * no call submitted, a wait phase on a job counted, too many jobs open);
- * so do xe captures (waiters, fences on a ring whose driver is learnt),
- * with their reasons (an event long after DONE, a wait call later than a
- * job it may hold, one before the first GPU record); a KVM capture beside
- * many GPU wait calls keeps none of them. Captures with annotation ranges
- * and device jobs (xe jobs, KVM exits) stream with each range row's Device
- * Jobs and Device Time.
+ * DONE on a key that may have been forgotten, a wait phase on a job
+ * counted, too many jobs open); so do xe captures (waiters, fences on a
+ * ring whose driver is learnt), with their reasons (an event long after
+ * DONE, a wait call later than a job it may hold, one before the first GPU
+ * record); a KVM capture beside many GPU wait calls keeps none of them.
+ * Captures of the shared fence sources stream, rings whose jobs no call
+ * submitted included (past the budget of those waiting for the ring's
+ * device, counted on the fallback), unless such a ring links later to
+ * another device (a budget reason). Captures with annotation ranges and
+ * device jobs (xe jobs, KVM exits) stream with each range row's Device Jobs
+ * and Device Time.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -1011,6 +1014,36 @@ static int blk_write(const char *path, struct blk_list *l)
 	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
 }
 
+/* A call of tid (an xe exec) and a dma_fence job on the ring of no name
+ * that it submits, from ts on: the ring's device is xe's. */
+static void fence_linked(struct blk_list *l, uint64_t ts, uint32_t tid)
+{
+	struct blk_rec r = {.at = ts + 1000};
+
+	r.e = (struct kx_ioctl){.ts = ts,
+	                        .dur = 1000,
+	                        .pid = 60,
+	                        .tid = tid,
+	                        .dev = 226u << 20 | 128,
+	                        .drv = KX_DRV_XE,
+	                        .cmd = 0x40386449u, /* DRM_IOCTL_XE_EXEC */
+	                        .arg_off = KX_NO_ARG};
+	blk_add(l, &r);
+	r = (struct blk_rec){.at = ts + 100, .job = 1};
+	r.j = (struct kx_job){.ts = r.at,
+	                      .ctx = 6,
+	                      .seqno = 1,
+	                      .pid = 60,
+	                      .tid = tid,
+	                      .src = KX_JOB_SRC_DMA_FENCE,
+	                      .phase = KX_JOB_QUEUE};
+	blk_add(l, &r);
+	r.at = r.j.ts = ts + 5000;
+	r.j.phase = KX_JOB_DONE;
+	r.j.tid = r.j.pid = 0;
+	blk_add(l, &r);
+}
+
 /* n dma_fence jobs (DONE only) no call submitted on one ring from ts on:
  * its device is learnt at the end. */
 static void fence_unlinked(struct blk_list *l, uint64_t n, uint64_t ts)
@@ -1112,9 +1145,8 @@ static void block_streamed(void)
 static void block_reasons(void)
 {
 	static const char *const want[] = {
-	        "out of time order",         "stayed open",   "a call came after",
-	        "may have closed before",    "memory budget", "wait phase came",
-	        "too many device jobs open",
+	        "out of time order",      "stayed open",     "a call came after",
+	        "may have closed before", "wait phase came", "too many device jobs open",
 	};
 	char path[128], msg[512];
 	const char *why;
@@ -1145,10 +1177,7 @@ static void block_reasons(void)
 				blk_ev(&l, 2000000 + i * 10, 1000000 + i, 0, KX_JOB_DONE, 0);
 			blk_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS, 999, 0, KX_JOB_DONE, 0);
 			break;
-		case 4: /* shared fence source's jobs, no submitter, their ring's device unknown */
-			fence_unlinked(&l, 2 * KX_JOBFLOW_PENDING, 9000000);
-			break;
-		case 5: /* a wait phase on a request counted already */
+		case 4: /* a wait phase on a request counted already */
 			blk_ev(&l, 9000000, 8, 300, KX_JOB_WAIT_BEGIN, 0);
 			break;
 		default: /* requests queued, never run or done */
@@ -1320,7 +1349,6 @@ static void gpu_reasons(void)
 	static const char *const want[] = {
 	        "after its DONE",
 	        "a wait call came after",
-	        "memory budget",
 	        "before the first GPU job record",
 	};
 	char path[128], msg[512];
@@ -1341,12 +1369,9 @@ static void gpu_reasons(void)
 			xe_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS + 1000, 9, 2, 0, KX_JOB_DONE, 0);
 			xe_call(&l, 1500, 3 * KX_JOBFLOW_WINDOW_NS, 777, XE_WAIT);
 			break;
-		case 3: /* a wait returned before any GPU record, a DONE inside it written late */
+		default: /* a wait returned before any GPU record, a DONE inside it written late */
 			xe_call(&l, 100, 1100, 778, XE_WAIT);
 			xe_ev(&l, 1100, 9, 1, 0, KX_JOB_DONE, 5000);
-			break;
-		default: /* dma_fence jobs no call submitted, past the budget of those waiting */
-			fence_unlinked(&l, 2 * KX_JOBFLOW_PENDING, 9000000);
 		}
 		snprintf(path, sizeof(path), "%s/xewhy%d.kxp", tmpdir, c);
 		CHECK(blk_write(path, &l) == 0);
@@ -1464,6 +1489,68 @@ static void fences_streamed(void)
 	}
 }
 
+/*
+ * Rings whose jobs no call submitted, past the budget of the jobs waiting
+ * for their ring's device (16,384 waiting, or as many counted behind the
+ * first): counted on the fallback device, they stream (no job record kept)
+ * with the in-memory figures when the ring never links, or links later to
+ * that device; when it links later to another device the file is read into
+ * memory, a budget reason. Case 0: 32,768 dma_fence jobs on one ring,
+ * none traced. 1: the same, then the ring linked by an xe call. 2: an
+ * amdgpu-like capture of 100,833 gpu_scheduler jobs, the only GPU traced
+ * amdgpu: "gfx" linked from its 6th job, "comp" from step 300 (by i915
+ * calls), "sdma" never (page-table updates of the kernel). 3: "comp"
+ * linked from step 25,000 by amdgpu calls (the fallback's driver). 4: by
+ * i915 calls. Before: cases 0, 2 and 3 were read into memory (a budget
+ * reason).
+ */
+static void fences_past_budget(void)
+{
+	static const struct fence_kind amd = {
+	        "gpu_scheduler", KX_JOB_SRC_GPU_SCHED, KX_DRV_AMDGPU,   KX_DRV_AMDGPU,
+	        FENCE_AMDGPU_CS, FENCE_AMDGPU_WAIT,    FENCE_AMDGPU_CS, FENCE_AMDGPU_WAIT};
+	static const uint64_t jobs[5] = {2 * KX_JOBFLOW_PENDING, 0, 100833, 55000, 0};
+	static struct kx_sreport sr;
+	char path[128], err[512], msg[512];
+	const char *why;
+
+	for (int c = 0; c < 5; c++) {
+		const struct fence_kind *k = &fence_kinds[3]; /* gpu_scheduler */
+		struct blk_list l = {0};
+		int ok;
+
+		CHECK(!strcmp(k->name, "gpu_scheduler"));
+		snprintf(path, sizeof(path), "%s/fence_budget%d.kxp", tmpdir, c);
+		if (c < 2) {
+			fence_unlinked(&l, 2 * KX_JOBFLOW_PENDING, 9000000);
+			if (c)
+				fence_linked(&l, 9000000 + 20 * KX_JOBFLOW_PENDING, 780);
+			CHECK(blk_write(path, &l) == 0);
+		} else {
+			CHECK(write_fence(path, c == 3 ? &amd : k, c == 2 ? 55000 : 30000, 1000000,
+			                  c == 2 ? 300 : 25000, 1, 1) == 0);
+		}
+		ok = compare(path, &why, msg, sizeof(msg));
+		if (!ok ||
+		    (jobs[c] ? why != NULL : !why || !strstr(why, "linked to another device")))
+			printf("FAIL fences_past_budget: %d: %s\n", c,
+			       !ok   ? msg
+			       : why ? why
+			             : "streamed");
+		CHECK(ok && (jobs[c] ? !why : why && strstr(why, "linked to another device")));
+		if (!jobs[c])
+			continue;
+		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
+		if (!sr.timelines || sr.flow_jobs != jobs[c] || kx_store_job_count(sr.side))
+			printf("FAIL fences_past_budget: %d: %llu jobs streamed, %zu records "
+			       "kept\n",
+			       c, (unsigned long long)sr.flow_jobs, kx_store_job_count(sr.side));
+		CHECK(!sr.in_memory && sr.timelines && sr.flow_jobs == jobs[c] &&
+		      !kx_store_job_count(sr.side));
+		kx_sreport_free(&sr);
+	}
+}
+
 /* A dma_fence job no call submitted, DONE at ts (ns), fed to f. */
 static int fence_done(struct kx_jobflow *f, uint64_t ts, uint64_t seqno)
 {
@@ -1478,43 +1565,152 @@ static int fence_done(struct kx_jobflow *f, uint64_t ts, uint64_t seqno)
 	return kx_jobflow_job(f, &j);
 }
 
-/* Jobs of a ring never linked wait for its device up to the budget (here
- * lowered to 8): within it they are counted at the end on the fallback
- * device; past it the file is read into memory, a budget reason. */
+/* A call of drv submitting a dma_fence job on ring "gfx" (seqno), fed to f
+ * at ts (ns). */
+static int fence_submitted(struct kx_jobflow *f, uint64_t ts, uint64_t seqno, unsigned int drv)
+{
+	struct kx_ioctl e = {.ts = ts,
+	                     .dur = 1000,
+	                     .pid = 60,
+	                     .tid = 900,
+	                     .dev = 226u << 20 | 128,
+	                     .drv = (uint8_t)drv,
+	                     .cmd = FENCE_AMDGPU_CS,
+	                     .arg_off = KX_NO_ARG};
+	struct kx_job j = {.ts = ts + 100,
+	                   .ctx = 5,
+	                   .seqno = seqno,
+	                   .pid = 60,
+	                   .tid = 900,
+	                   .src = KX_JOB_SRC_DMA_FENCE,
+	                   .phase = KX_JOB_QUEUE};
+
+	snprintf(j.ring, sizeof(j.ring), "gfx");
+	if (kx_jobflow_ioctl(f, &e) || kx_jobflow_job(f, &j))
+		return -1;
+	j.ts += 1000;
+	j.tid = j.pid = 0;
+	j.phase = KX_JOB_DONE;
+	return kx_jobflow_job(f, &j);
+}
+
+/*
+ * Jobs of a ring not linked yet wait for its device up to the budget (here
+ * lowered to 8): within it (case 0) they are counted at the end on the
+ * fallback device; past it they are counted on the fallback at once, so
+ * the ring never linked streams (1), and so does one that links later to
+ * the fallback device (3: the only GPU traced, amdgpu); one that links
+ * later to another device (2: xe, none traced) is read into memory, a
+ * budget reason. Before: past the budget, a reason in every case.
+ */
 static void fence_budget(void)
 {
 	static struct kx_capinfo ci;
+	static const char *const dev[4] = {"dma_fence", "dma_fence", NULL, "amdgpu"};
 
-	for (int over = 0; over < 2; over++) {
+	for (int c = 0; c < 4; c++) {
 		struct kx_store *mem = kx_store_new(0);
 		struct kx_stats rows = {0};
+		uint64_t n = c ? 11 : 8;
 		struct kx_jobflow f;
 		struct kx_jobs *o;
 		int rc = 0;
 
+		memset(&ci, 0, sizeof(ci));
+		if (c == 3) {
+			ci.ndevices = 1;
+			ci.devices[0] = (struct kx_device){
+			        .dev = 226u << 20 | 128, .fkind = KX_FK_CHR, .drv = KX_DRV_AMDGPU};
+			snprintf(ci.devices[0].node, sizeof(ci.devices[0].node),
+			         "/dev/dri/renderD128");
+			snprintf(ci.devices[0].driver, sizeof(ci.devices[0].driver), "amdgpu");
+		}
 		kx_jobflow_init(&f, &ci);
 		f.pend_max = 8;
 		/* 2 s apart: each waits once the second after it comes (its
 		 * records a window behind, its key a window after its DONE). */
-		for (uint64_t i = 0; i < 8u + 3u * (uint64_t)over; i++)
+		for (uint64_t i = 0; i < n; i++)
 			rc |= fence_done(&f, 1000 + i * 2 * KX_JOBFLOW_WINDOW_NS, i + 1);
+		if (c >= 2)
+			rc |= fence_submitted(&f, 1000 + n * 2 * KX_JOBFLOW_WINDOW_NS, n + 1,
+			                      c == 2 ? KX_DRV_XE : KX_DRV_AMDGPU);
 		CHECK(rc == 0 && mem);
-		CHECK(over ? f.why && strstr(f.why, "memory budget") : !f.why);
-		if (f.peak_pend != (over ? 8 : 6))
-			printf("FAIL fence_budget: %zu waited at most\n", f.peak_pend);
-		CHECK(f.peak_pend == (over ? 8 : 6));
+		if (f.peak_pend != (c ? 8 : 6) || f.nspilt != (c != 0))
+			printf("FAIL fence_budget: %d: %zu waited at most, %zu rings spilt\n", c,
+			       f.peak_pend, f.nspilt);
+		CHECK(f.peak_pend == (c ? 8 : 6) && f.nspilt == (c != 0));
 		o = kx_jobflow_finish(&f, mem, &rows);
-		CHECK(over ? !o
-		           : o && o->nrings == 1 && o->rings[0].njobs == 8 && o->ndevs == 1 &&
-		                      !strcmp(o->devs[0].name, "dma_fence"));
-		if (o && !over)
-			printf("  %s: %llu jobs on %s\n", o->rings[0].name,
-			       (unsigned long long)o->rings[0].njobs, o->devs[0].name);
+		if (c == 2) {
+			CHECK(!o && f.why && strstr(f.why, "linked to another device"));
+		} else {
+			if (f.why)
+				printf("FAIL fence_budget: %d: %s\n", c, f.why);
+			CHECK(!f.why && o && o->nrings == 1 && o->ndevs == 1);
+			printf("  %d: %s: %llu jobs (%llu linked) on %s\n", c, o->rings[0].name,
+			       (unsigned long long)o->rings[0].njobs,
+			       (unsigned long long)o->rings[0].linked, o->devs[0].name);
+			CHECK(o && o->nrings == 1 && o->rings[0].njobs == n + (c == 3) &&
+			      o->rings[0].linked == (c == 3) && o->ndevs == 1 &&
+			      !strcmp(o->devs[0].name, dev[c]));
+		}
 		kx_jobs_free(o);
 		kx_stats_free(&rows);
 		kx_jobflow_free(&f);
 		kx_store_free(mem);
 	}
+}
+
+/*
+ * A ring's job waiting for its device keeps the GPU wait calls from its
+ * DONE on (one may be its waiter): past KX_JOBFLOW_WAITS of them (70,000
+ * here, over 3.5 s of xe jobs) it is counted on the fallback device and
+ * they go, so the capture streams. Before: read into memory ("too many
+ * wait calls").
+ */
+static void fence_waits_budget(void)
+{
+	static struct kx_capinfo ci;
+	struct kx_store *mem = kx_store_new(0);
+	struct kx_stats rows = {0};
+	uint64_t t0 = 1000 + 3 * KX_JOBFLOW_WINDOW_NS;
+	struct kx_jobflow f;
+	struct kx_jobs *o;
+	int rc = 0;
+
+	memset(&ci, 0, sizeof(ci));
+	kx_jobflow_init(&f, &ci);
+	rc |= fence_done(&f, 1000, 1);
+	for (uint64_t i = 0; i < 70000 && !rc; i++) {
+		struct kx_ioctl e = {.ts = t0 + i * 50000,
+		                     .dur = 20,
+		                     .pid = 60,
+		                     .tid = 555,
+		                     .dev = 226u << 20 | 128,
+		                     .drv = KX_DRV_XE,
+		                     .cmd = XE_WAIT,
+		                     .arg_off = KX_NO_ARG};
+		struct kx_job j = {.ts = e.ts + 10,
+		                   .ctx = 9,
+		                   .seqno = i + 1,
+		                   .src = KX_JOB_SRC_XE,
+		                   .phase = KX_JOB_DONE};
+
+		rc |= kx_jobflow_ioctl(&f, &e);
+		if (i % 100 == 0)
+			rc |= kx_jobflow_job(&f, &j);
+	}
+	CHECK(rc == 0 && mem);
+	if (f.why || f.nspilt != 1)
+		printf("FAIL fence_waits_budget: %s, %zu rings spilt, %zu waits kept\n",
+		       f.why ? f.why : "streamed", f.nspilt, f.nwaits);
+	CHECK(!f.why && f.nspilt == 1 && f.nwaits < KX_JOBFLOW_WAITS);
+	o = kx_jobflow_finish(&f, mem, &rows);
+	CHECK(o && o->nrings == 2 && ring_named(o, "gfx") && ring_named(o, "gfx")->njobs == 1 &&
+	      !strcmp(o->devs[ring_named(o, "gfx")->dev].name, "dma_fence"));
+	kx_jobs_free(o);
+	kx_stats_free(&rows);
+	kx_jobflow_free(&f);
+	kx_store_free(mem);
 }
 
 /* ---- annotation ranges with device jobs ---- */
@@ -1790,7 +1986,9 @@ int main(void)
 	RUN(gpu_reasons);
 	RUN(waits_unkept);
 	RUN(fences_streamed);
+	RUN(fences_past_budget);
 	RUN(fence_budget);
+	RUN(fence_waits_budget);
 	RUN(ranges_jobs_stream);
 	RUN(ranges_jobs_reasons);
 	{

@@ -54,10 +54,16 @@
  * sweeps back) until that job is counted and no linked job made before it
  * is still held, then is counted on its device; at the end a ring that
  * never linked has the fallback device (the only GPU driver traced, else
- * one named after the source), as in kx_jobs_build. At most
- * KX_JOBFLOW_PENDING wait. Memory: the records waiting (184 bytes each),
- * the jobs held or waiting (160 bytes), the keys remembered, the wait
- * calls kept and the rings, not the jobs.
+ * one named after the source), as in kx_jobs_build. Past the budget (more
+ * than KX_JOBFLOW_PENDING waiting, KX_JOBFLOW_HELD counted behind one, or
+ * KX_JOBFLOW_WAITS wait calls kept for them) the jobs waiting are counted
+ * on their ring's fallback device, and that ring's later unlinked jobs at
+ * once: exact when the ring never links (a kernel-only ring, such as
+ * amdgpu's sdma page-table updates) or its first linked job gives that
+ * device (the only GPU traced); checked once the ring's driver is final.
+ * Memory: the records waiting (184 bytes each), the jobs held or waiting
+ * (160 bytes), the keys remembered, the wait calls kept and the rings, not
+ * the jobs.
  *
  * why says when that cannot be exact, and the report reads the file into
  * memory instead: a wait phase on a job already counted, a KVM exit after a later call of its
@@ -68,8 +74,8 @@
  * record of its task was paired, a wait call that began before the DONE of
  * a GPU job already counted, or that held it before the first GPU record, a DONE on a reused key
  * that may be a forgotten one, an event on a unique key at or below one forgotten, too many open
- * exits, held jobs or wait calls, or more than KX_JOBFLOW_PENDING jobs waiting for their
- * ring's device (or more than KX_JOBFLOW_HELD counted behind one: a memory budget).
+ * exits, held jobs or wait calls, or a ring whose jobs were counted on its fallback device past
+ * the budget of those waiting for it (a memory budget) whose first linked job gives another.
  */
 #ifndef KX_JOBFLOW_H
 #define KX_JOBFLOW_H
@@ -97,7 +103,9 @@
 #define KX_JOBFLOW_CLOSED    16384u        /* closed keys remembered (then in the table) */
 #define KX_JOBFLOW_GONE      32768u        /* slots of the table of forgotten keys */
 #define KX_JOBFLOW_WAITS     65536u        /* GPU wait calls kept at most */
-#define KX_JOBFLOW_PENDING   16384u        /* GPU jobs waiting for their ring's driver at most */
+#define KX_JOBFLOW_PENDING                                                                         \
+	16384u /* GPU jobs waiting for their ring's driver at most                                 \
+	          (then counted on its fallback device) */
 
 struct kx_jobflow_ring;
 struct kx_jobflow_dev;
@@ -144,10 +152,12 @@ struct kx_jobflow {
 	size_t nrdrv, rdcap;
 	size_t npend, peak_pend; /* jobs waiting for their ring's driver: now, at most at once */
 	size_t pend_max;         /* the most that may wait (KX_JOBFLOW_PENDING; a test lowers it) */
-	uint64_t pend_low;       /* ns, the earliest DONE of a job waiting (npend > 0) */
-	uint64_t end_ns;         /* ns, the capture's end once the records are all in, else 0 */
-	struct kx_minheap linkq; /* linked GPU jobs held, by the record that made them */
-	uint32_t gen;            /* the last generation given to a slot */
+	size_t nspilt;     /* rings whose jobs are counted on their fallback (past the budget) */
+	int spilling;      /* jobflow_pend.c is counting the jobs waiting (no sweep meanwhile) */
+	uint64_t pend_low; /* ns, the earliest DONE of a job waiting (npend > 0) */
+	uint64_t end_ns;   /* ns, the capture's end once the records are all in, else 0 */
+	struct kx_minheap linkq;     /* linked GPU jobs held, by the record that made them */
+	uint32_t gen;                /* the last generation given to a slot */
 	size_t peak_recs, peak_open; /* the most records waiting, requests open at once */
 	/* GPU waiters: */
 	struct kx_keymap names;        /* wait call names (jobpair's kx_wait_ioctl) */

@@ -9,6 +9,7 @@
  *   jobflow_keys.c   the closed keys remembered, then forgotten
  *   jobflow_link.c   submit links: a record's look at its task's calls, ring drivers
  *   jobflow_pend.c   GPU jobs of shared fence sources held for their ring's driver
+ *                    (past the budget: counted on its fallback device)
  *   jobflow_wait.c   GPU wait calls kept, a job's waiter
  *   jobflow_sweep.c  a job made: counted, held, swept in start order
  *   jobflow_rows.c   the result: rings, devices, job rows
@@ -100,8 +101,11 @@ struct kx_jobflow_key {
 struct kx_jobflow_ringdrv {
 	uint64_t ts, seq; /* that job's record (the builder's order) */
 	uint8_t drv;
-	uint8_t learnt; /* a linked job of it was counted */
-	uint32_t *pend; /* its jobs waiting for drv */
+	uint8_t learnt;  /* a linked job of it was counted */
+	uint8_t src;     /* its source (KX_JOB_SRC_*) */
+	uint8_t counted; /* past the budget: its unlinked jobs counted on the fallback device */
+	uint8_t checked; /* counted so, and its driver final: the same device */
+	uint32_t *pend;  /* its jobs waiting for drv */
 	size_t npend, pcap;
 };
 
@@ -116,8 +120,10 @@ struct kx_jobflow_wait {
 	"a device job started before jobs already counted in start order (it stayed open, or "     \
 	"within the window after its DONE, longer than the streamed read's window)"
 #define PEND_BUDGET                                                                                \
-	"GPU jobs of shared fence sources waited for the first linked job of their ring (it "      \
-	"gives their device) past the streamed read's memory budget (16384 jobs held)"
+	"GPU jobs of a shared fence source waited for the first linked job of their ring (it "     \
+	"gives their device) past the streamed read's memory budget (16384 jobs held or 65536 "    \
+	"wait calls kept), were counted on the fallback device, and the ring then linked to "      \
+	"another device"
 
 #define NO_SLOT    UINT32_MAX
 #define KEY_CLOSED UINT64_MAX /* f->keys: the key's job is closed and counted */
@@ -204,6 +210,8 @@ struct kx_jobflow_ringdrv *jf_ring_entry(struct kx_jobflow *f, unsigned int src,
 
 /* jobflow_pend.c */
 int jf_pend_add(struct kx_jobflow *f, size_t slot);
+int jf_pend_spill(struct kx_jobflow *f);
+int jf_pend_check(struct kx_jobflow *f, int end);
 int jf_pend_retry(struct kx_jobflow *f);
 int jf_pend_flush(struct kx_jobflow *f);
 void jf_pend_low(const struct kx_jobflow *f, uint64_t *low);

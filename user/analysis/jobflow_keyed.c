@@ -96,8 +96,11 @@ int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
 	kx_slots_put(&f->open, slot);
 	if (jf_job_out(f, &j.t, j.ts, j.seq, end_ns, j.submit_drv, ring_drv, KEYED_LATE))
 		return -1;
-	/* A linked job counted may make the driver of a waiting job's ring final. */
-	return j.submit_drv && f->npend ? jf_pend_retry(f) : 0;
+	/* A linked job counted may make the driver of a waiting job's ring final,
+	 * or of one counted on its fallback. */
+	if (j.submit_drv && f->npend && jf_pend_retry(f))
+		return -1;
+	return j.submit_drv && f->nspilt ? jf_pend_check(f, 0) : 0;
 }
 
 /* Job slot of f->open closed (its key's entry sl): a block request is

@@ -118,7 +118,8 @@ int jf_ring_known(struct kx_jobflow *f, const struct kx_jobflow_ringdrv *e)
 
 /* The learnt driver of job j's ring (jobs.c's learn_ring_drivers): a linked
  * job teaches it (the first made wins); an unlinked one gets it in
- * *drv when the ring's driver is final (jf_ring_known). 1 when known, 0
+ * *drv when the ring's driver is final (jf_ring_known), 0 (the fallback)
+ * when its ring went past the budget (jobflow_pend.c). 1 when known, 0
  * when not (the job waits: jobflow_pend.c), -1 when out of memory. */
 int jf_ring_driver(struct kx_jobflow *f, const struct fl_kjob *j, unsigned int *drv)
 {
@@ -126,6 +127,11 @@ int jf_ring_driver(struct kx_jobflow *f, const struct fl_kjob *j, unsigned int *
 
 	if (j->submit_drv)
 		return ring_learn(f, j, e);
+	/* Past the budget: on the fallback (jf_pend_check tells if not). */
+	if (e && e->counted) {
+		*drv = 0;
+		return 1;
+	}
 	if (!jf_ring_known(f, e))
 		return 0;
 	*drv = e->drv;

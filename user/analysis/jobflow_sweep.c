@@ -149,12 +149,22 @@ int jf_release(struct kx_jobflow *f, int all)
 		int blocked = o && !before_open(top, o);
 
 		if (!all && (blocked || top->start + KX_JOBFLOW_WINDOW_NS >= f->now)) {
+			int spilt;
+
 			if (f->held.n <= KX_JOBFLOW_HELD)
 				return 0;
+			/* Past the budget, the jobs waiting for their ring's driver are
+			 * counted on its fallback (jobflow_pend.c): they stop holding. */
 			if (blocked &&
-			    ((const struct fl_kjob *)kx_slots_at(&f->open, o->slot))->pending)
-				jf_because(f, PEND_BUDGET);
-			else if (blocked)
+			    ((const struct fl_kjob *)kx_slots_at(&f->open, o->slot))->pending) {
+				spilt = jf_pend_spill(f);
+				if (spilt < 0)
+					return -1;
+				if (!spilt) /* being counted (jf_pend_spill) */
+					return 0;
+				continue;
+			}
+			if (blocked)
 				jf_because(f,
 				           "a device job stayed open (no DONE, or a GPU job within "
 				           "the window after it) while more than 16384 later jobs "
@@ -286,7 +296,7 @@ int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t se
 	                          &h))
 		jf_because(f, late);
 	f->jobs++;
-	if (kx_minheap_push(&f->held, &h) || jf_release(f, 0))
+	if (kx_minheap_push(&f->held, &h) || (!f->spilling && jf_release(f, 0)))
 		return -1;
 	if (f->held.n > f->peak_held)
 		f->peak_held = f->held.n;

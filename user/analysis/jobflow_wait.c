@@ -71,13 +71,22 @@ int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 			f->wait_unkept = kx_ioctl_end(e);
 		return 0;
 	}
+	if (f->nwaits >= f->wprune || f->nwaits >= KX_JOBFLOW_WAITS)
+		waits_prune(f);
+	/* Past the budget, the jobs waiting for their ring's driver are counted
+	 * on its fallback (jobflow_pend.c): the waits kept for them go. */
+	if (f->nwaits >= KX_JOBFLOW_WAITS && f->npend) {
+		int spilt = jf_pend_spill(f);
+
+		if (spilt < 0 || (spilt && jf_release(f, 0)))
+			return -1;
+		waits_prune(f);
+	}
 	if (f->waited_any && e->ts <= f->waited_max)
 		jf_because(
 		        f,
 		        "a wait call came after a GPU job it may have waited for was counted (it "
 		        "began more than the streamed read's window before it returned)");
-	if (f->nwaits >= f->wprune || f->nwaits >= KX_JOBFLOW_WAITS)
-		waits_prune(f);
 	if (f->nwaits >= KX_JOBFLOW_WAITS) {
 		jf_because(f, "too many wait calls of GPU drivers around the jobs not counted yet");
 		return 0;

@@ -2,9 +2,10 @@
  * The records of device timelines (the rules that make them: analysis/jobs.h
  * and analysis/jobpair.h): a job with its phases, its ring and device,
  * nearest-rank distributions, depth and memory points, the anomaly
- * counters, and where a job starts and ends as drawn. Types only, plus
- * those two functions, so that the pairing rules and the builder share
- * them without including each other.
+ * counters, where a job starts and ends as drawn, and what it timed (exec,
+ * queue delay). Types, plus those functions, so that the pairing rules,
+ * the builders, the live views and the exporters share them without
+ * including each other.
  */
 #ifndef KX_JOBREC_H
 #define KX_JOBREC_H
@@ -45,6 +46,19 @@ struct kx_jobrec {
  * incomplete job ends at the capture end; a DONE-only job is an instant. */
 uint64_t kx_jobrec_start(const struct kx_jobrec *j);
 uint64_t kx_jobrec_end(const struct kx_jobrec *j, uint64_t end_ns);
+
+/* Exec time of a finished job (ns): DONE - RUN, or DONE - QUEUE where the
+ * source has no RUN. 1 with *ns, or 0 when it timed none (unfinished, or
+ * DONE only). */
+int kx_jobrec_exec(const struct kx_jobrec *j, uint64_t *ns);
+
+/* Queue delay of a job that ran (ns): RUN - QUEUE; a block request issued
+ * directly (a RUN, no QUEUE: KX_JOBF_DIRECT) waited 0; a KVM job starts
+ * running at KVM_RUN entry and has none. 1 with *ns, or 0 when it has none.
+ * clamp_race: a RUN stamped before its QUEUE (events of two CPUs read as
+ * they come, as live/ does) waited 0; without it (offline, from a capture)
+ * the difference is taken as recorded. */
+int kx_jobrec_queue_delay(const struct kx_jobrec *j, int clamp_race, uint64_t *ns);
 
 /* Nearest-rank percentiles, like the ioctl summary. */
 struct kx_dist {

@@ -22,6 +22,7 @@
 #include "util/hashmap.h"
 #include "util/hist.h"
 #include "util/keymap.h"
+#include "util/lbound.h"
 #include "util/tidtab.h"
 
 /* ---- the builder ---- */
@@ -362,24 +363,14 @@ static int ring_stats(struct kx_jobs *o, struct kx_jobring *r, uint64_t *tmp, st
 			r->completed++;
 		if (j->submit >= 0)
 			r->linked++;
-		if (j->done_ts && (j->run_ts || j->queue_ts))
-			tmp[nexec++] = j->done_ts - s;
+		nexec += kx_jobrec_exec(j, &tmp[nexec]);
 		if (busy_ival(j, o->end_ns, &iv[niv]))
 			niv++;
 	}
 	free(lane_end);
 	dist_of(&r->exec, tmp, nexec);
-	for (size_t k = 0; k < r->njobs; k++) {
-		const struct kx_jobrec *j = &o->jobs[r->first + k];
-
-		/* KVM jobs start running at KVM_RUN entry: no queue to measure. */
-		if (j->src == KX_JOB_SRC_KVM)
-			continue;
-		if (j->queue_ts && j->run_ts)
-			tmp[nq++] = j->run_ts - j->queue_ts;
-		else if (j->flags & KX_JOBF_DIRECT)
-			tmp[nq++] = 0;
-	}
+	for (size_t k = 0; k < r->njobs; k++)
+		nq += kx_jobrec_queue_delay(&o->jobs[r->first + k], 0, &tmp[nq]);
 	dist_of(&r->queue, tmp, nq);
 	r->busy_ns = union_len(iv, niv);
 	return 0;
@@ -588,6 +579,11 @@ struct wix {
 	size_t idx;
 };
 
+static uint64_t wix_ts_at(const void *w, size_t i)
+{
+	return ((const struct wix *)w)[i].ts;
+}
+
 static int wix_cmp(const void *pa, const void *pb)
 {
 	const struct wix *a = pa, *b = pb;
@@ -647,19 +643,12 @@ static int link_waiters(struct builder *b)
 		qsort(w, nw, sizeof(*w), wix_cmp);
 	for (size_t k = 0; nw && k < o->njobs; k++) {
 		struct kx_jobrec *j = &o->jobs[k];
-		size_t lo = 0, hi = nw;
+		size_t lo;
 
 		if (j->waiter_tid || !j->done_ts || !kx_job_src_gpu(j->src))
 			continue;
 		/* Past the last wait entered at or before DONE, then back over maxdur. */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (w[mid].ts <= j->done_ts)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = j->done_ts == UINT64_MAX ? nw : kx_lbound(0, nw, j->done_ts + 1, wix_ts_at, w);
 		best_waiter(b, j, w, lo, maxdur);
 	}
 	for (size_t k = 0; k < o->njobs; k++)

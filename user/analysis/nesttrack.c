@@ -10,11 +10,6 @@ int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, int *cu
 	*cut = 0;
 	if (!t)
 		return -1;
-	/* The common case: calls one after the other, none open. */
-	if (t->depth == 1 && t->stack[0] <= e->ts) {
-		t->stack[0] = kx_ioctl_end(e);
-		return 0;
-	}
 	if (kx_timeline_nest(&t->stack, &t->depth, &t->cap, e->ts, e->dur, &end, cut))
 		return -1;
 	if (*cut) {

@@ -4,27 +4,25 @@
 
 #include "analysis/nvmem.h"
 #include "util/grow.h"
+#include "util/lbound.h"
 
 const char *kx_nvmem_region_name(int region)
 {
 	return region == KX_NVMEM_VID ? "vidmem" : "sysmem";
 }
 
+static uint64_t proc_pid_at(const void *procs, size_t i)
+{
+	return ((const struct kx_nvmem_proc *)procs)[i].pid;
+}
+
 /* The process's entry, added in pid order when new; NULL when out of memory. */
 static struct kx_nvmem_proc *proc_get(struct kx_nvmem *m, uint32_t pid)
 {
-	size_t lo = 0, hi = m->nprocs;
+	size_t lo = kx_lbound(0, m->nprocs, pid, proc_pid_at, m->procs);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->procs[mid].pid == pid)
-			return &m->procs[mid];
-		if (m->procs[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	if (lo < m->nprocs && m->procs[lo].pid == pid)
+		return &m->procs[lo];
 	if (kx_grow((void **)&m->procs, &m->cap, m->nprocs + 1, sizeof(*m->procs)))
 		return NULL;
 	memmove(&m->procs[lo + 1], &m->procs[lo], (m->nprocs - lo) * sizeof(*m->procs));

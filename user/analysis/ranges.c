@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "analysis/ranges.h"
+#include "analysis/warnings.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
+#include "util/lbound.h"
 
 #define STR_(x) #x
 #define STR(x)  STR_(x)
@@ -114,29 +116,16 @@ void kx_ranges_free(struct kx_ranges *rg)
 	free(rg);
 }
 
-const struct kx_range_thread *kx_ranges_thread(const struct kx_ranges *rg, uint32_t tid)
+static uint64_t thread_tid_at(const void *threads, size_t i)
 {
-	size_t lo = 0, hi = rg ? rg->nthreads : 0;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (rg->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return rg && lo < rg->nthreads && rg->threads[lo].tid == tid ? &rg->threads[lo] : NULL;
+	return ((const struct kx_range_thread *)threads)[i].tid;
 }
 
-static void say(kx_warn_fn fn, void *ctx, uint64_t n, const char *what)
+const struct kx_range_thread *kx_ranges_thread(const struct kx_ranges *rg, uint32_t tid)
 {
-	char msg[512];
+	size_t lo = rg ? kx_lbound(0, rg->nthreads, tid, thread_tid_at, rg->threads) : 0;
 
-	if (!n)
-		return;
-	snprintf(msg, sizeof(msg), "%" PRIu64 " %s", n, what);
-	fn(ctx, msg);
+	return rg && lo < rg->nthreads && rg->threads[lo].tid == tid ? &rg->threads[lo] : NULL;
 }
 
 /* Copies of the library whose probes were not all attached. */
@@ -163,35 +152,44 @@ void kx_ranges_warnings(const struct kx_ranges *rg, kx_warn_fn fn, void *ctx)
 	if (!rg)
 		return;
 	k = &rg->kernel;
-	say(fn, ctx, k->dropped,
-	    "annotation events dropped (ring buffer full): ranges have gaps; raise --ringbuf-mb");
-	say(fn, ctx, rg->anom.open,
-	    "annotation ranges still open at the end of the capture (pushed, never popped): "
-	    "closed where their thread ended (its exit, else its last event), left out of the "
-	    "statistics");
-	say(fn, ctx, rg->anom.open_cross,
-	    "cross-thread annotation ranges never ended: closed where their process ended (its "
-	    "threads' exits, else its last event), left out of the statistics");
-	say(fn, ctx, k->pop_no_push,
-	    "annotation pops without a push on their thread (unbalanced, or pushed before the "
-	    "capture): ignored");
-	say(fn, ctx, k->depth_overflow,
-	    "annotation ranges nested deeper than " STR(KX_ANN_DEPTH) " levels: not recorded");
-	say(fn, ctx, k->end_no_start,
-	    "cross-thread annotation range ends with no open start (ended twice, or started "
-	    "before the capture): ignored");
-	say(fn, ctx, rg->anom.lost_begin,
-	    "annotation range ends whose begin is not in the capture (lost or not stored): "
-	    "ignored");
-	say(fn, ctx, k->threads_full + k->ranges_full,
-	    "annotation ranges not recorded: the kernel's table of open ranges was full");
-	say(fn, ctx, k->name_faults, "annotation names could not be read: left empty");
-	say(fn, ctx, k->more_copies, "more copies of the annotation library than listed");
-	say(fn, ctx, k->capped,
-	    "copies of the annotation library (per process) not attached: past the capture's "
-	    "cap of copies or uprobes; their annotations are not recorded");
-	say(fn, ctx, rg->anom.shortened,
-	    "annotation ranges partially overlapped an earlier event of their thread: shortened "
-	    "to nest in it");
+	kx_warn_count(fn, ctx, k->dropped,
+	              "annotation events dropped (ring buffer full): ranges have gaps; raise "
+	              "--ringbuf-mb");
+	kx_warn_count(
+	        fn, ctx, rg->anom.open,
+	        "annotation ranges still open at the end of the capture (pushed, never popped): "
+	        "closed where their thread ended (its exit, else its last event), left out of the "
+	        "statistics");
+	kx_warn_count(
+	        fn, ctx, rg->anom.open_cross,
+	        "cross-thread annotation ranges never ended: closed where their process ended (its "
+	        "threads' exits, else its last event), left out of the statistics");
+	kx_warn_count(
+	        fn, ctx, k->pop_no_push,
+	        "annotation pops without a push on their thread (unbalanced, or pushed before the "
+	        "capture): ignored");
+	kx_warn_count(
+	        fn, ctx, k->depth_overflow,
+	        "annotation ranges nested deeper than " STR(KX_ANN_DEPTH) " levels: not recorded");
+	kx_warn_count(
+	        fn, ctx, k->end_no_start,
+	        "cross-thread annotation range ends with no open start (ended twice, or started "
+	        "before the capture): ignored");
+	kx_warn_count(
+	        fn, ctx, rg->anom.lost_begin,
+	        "annotation range ends whose begin is not in the capture (lost or not stored): "
+	        "ignored");
+	kx_warn_count(fn, ctx, k->threads_full + k->ranges_full,
+	              "annotation ranges not recorded: the kernel's table of open ranges was full");
+	kx_warn_count(fn, ctx, k->name_faults, "annotation names could not be read: left empty");
+	kx_warn_count(fn, ctx, k->more_copies, "more copies of the annotation library than listed");
+	kx_warn_count(
+	        fn, ctx, k->capped,
+	        "copies of the annotation library (per process) not attached: past the capture's "
+	        "cap of copies or uprobes; their annotations are not recorded");
+	kx_warn_count(fn, ctx, rg->anom.shortened,
+	              "annotation ranges partially overlapped an earlier event of their thread: "
+	              "shortened "
+	              "to nest in it");
 	copy_warnings(k, fn, ctx);
 }

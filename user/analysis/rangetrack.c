@@ -10,6 +10,13 @@
 #include "analysis/rangetrack.h"
 #include "util/grow.h"
 
+/* Open range i (0: outermost) of thread th. */
+static struct kx_rt_open *rt_at(const struct kx_rangetrack *t, const struct kx_rt_thread *th,
+                                size_t i)
+{
+	return (struct kx_rt_open *)(th->stack + i * t->stride);
+}
+
 static size_t round8(size_t n)
 {
 	return (n + 7) & ~(size_t)7;
@@ -107,7 +114,7 @@ static struct kx_rt_open *push(struct kx_rangetrack *t, struct kx_rt_thread *th)
 	}
 	if (kx_grow((void **)&th->stack, &th->cap, th->depth, t->stride))
 		return NULL;
-	return kx_rt_at(t, th, th->depth++);
+	return rt_at(t, th, th->depth++);
 }
 
 static void cross_make_room(struct kx_rangetrack *t)
@@ -179,7 +186,7 @@ static int end_pop(struct kx_rangetrack *t, const struct kx_ann *a, struct kx_rt
 		return 0;
 	th->used = t->clock;
 	for (size_t d = th->depth; d-- > 0;) {
-		struct kx_rt_open *o = kx_rt_at(t, th, d);
+		struct kx_rt_open *o = rt_at(t, th, d);
 
 		if (o->ts != a->begin || o->depth != a->depth)
 			continue;
@@ -245,7 +252,7 @@ size_t kx_rangetrack_left(const struct kx_rangetrack *t, struct kx_rt_open **v)
 		const struct kx_rt_thread *th = kx_tidtab_at(&t->threads, i);
 
 		for (size_t d = 0; d < th->depth; d++)
-			v[n++] = kx_rt_at(t, th, d);
+			v[n++] = rt_at(t, th, d);
 	}
 	for (size_t i = 0; i < t->cross_map.cap; i++)
 		if (t->cross_map.slot[i].used)

@@ -44,7 +44,7 @@ struct kx_rt_open {
 struct kx_rt_thread {
 	uint32_t tid;
 	uint64_t used;        /* the tracker's clock at its last event (eviction) */
-	unsigned char *stack; /* open ranges, outermost first (kx_rt_at) */
+	unsigned char *stack; /* open ranges, outermost first, stride bytes each */
 	size_t depth, cap;    /* open ranges; room */
 };
 
@@ -74,13 +74,6 @@ static inline void *kx_rt_tdata(struct kx_rt_thread *th)
 {
 	return th + 1;
 }
-/* Open range i (0: outermost) of thread th. */
-static inline struct kx_rt_open *kx_rt_at(const struct kx_rangetrack *t,
-                                          const struct kx_rt_thread *th, size_t i)
-{
-	return (struct kx_rt_open *)(th->stack + i * t->stride);
-}
-
 /* The thread tid (made, its data zeroed, when make); NULL when it has none
  * or out of memory. Pointers stay valid until the next thread is made. */
 struct kx_rt_thread *kx_rangetrack_thread(struct kx_rangetrack *t, uint32_t tid, int make);

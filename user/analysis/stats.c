@@ -315,10 +315,25 @@ static struct kx_stat_row *row_new(struct kx_stats *sum, const char *cat, const 
 	return r;
 }
 
+/* Row r takes the ring's exact distribution d (analysis/jobs.c's, nearest
+ * rank like the rows'); a row of none keeps row_new's extremes. */
+static void row_of_dist(struct kx_stat_row *r, const struct kx_dist *d)
+{
+	if (!d->count)
+		return;
+	r->count = d->count;
+	r->total = d->total;
+	r->min = d->min;
+	r->max = d->max;
+	r->p50 = d->p50;
+	r->p90 = d->p90;
+	r->p99 = d->p99;
+}
+
 /*
- * Per ring of every device: "<ring> exec" (DONE - RUN, or - QUEUE where the
- * source has no run) and "<ring> queue delay" (RUN - QUEUE), as time rows
- * of category jobs/<device>.
+ * Per ring of every device: "<ring> exec" and "<ring> queue delay"
+ * (kx_jobrec_exec, kx_jobrec_queue_delay), as time rows of category
+ * jobs/<device>: the ring's distributions, and the jobs' log2 slots.
  */
 static int add_job_rows(struct kx_stats *sum, const struct kx_jobs *jb)
 {
@@ -346,23 +361,16 @@ static int add_job_rows(struct kx_stats *sum, const struct kx_jobs *jb)
 		}
 		for (size_t k = 0; k < rg->njobs; k++) {
 			const struct kx_jobrec *j = &jb->jobs[rg->first + k];
-			uint64_t start = kx_jobrec_start(j);
+			uint64_t x;
 
-			if (j->done_ts && (j->run_ts || j->queue_ts) &&
-			    kx_stat_row_add(ex, j->done_ts - start, 0))
-				return -1;
-			if (!qd || j->src == KX_JOB_SRC_KVM)
-				continue;
-			if (j->queue_ts && j->run_ts &&
-			    kx_stat_row_add(qd, j->run_ts - j->queue_ts, 0))
-				return -1;
-			if (!j->queue_ts && (j->flags & KX_JOBF_DIRECT) &&
-			    kx_stat_row_add(qd, 0, 0))
-				return -1;
+			if (kx_jobrec_exec(j, &x))
+				ex->hist[kx_hist_slot(x)]++;
+			if (qd && kx_jobrec_queue_delay(j, 0, &x))
+				qd->hist[kx_hist_slot(x)]++;
 		}
-		kx_stat_row_percentiles(ex);
+		row_of_dist(ex, &rg->exec);
 		if (qd)
-			kx_stat_row_percentiles(qd);
+			row_of_dist(qd, &rg->queue);
 	}
 	return 0;
 }

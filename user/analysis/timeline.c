@@ -21,6 +21,7 @@
 #include "analysis/timeline.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
+#include "util/lbound.h"
 
 #define TID_CACHE 64
 
@@ -448,19 +449,14 @@ void kx_timeline_free(struct kx_timeline *tl)
 	free(tl);
 }
 
+static uint64_t fix_pos_at(const void *fix, size_t i)
+{
+	return ((const struct kx_tl_fix *)fix)[i].pos;
+}
+
 size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos)
 {
-	size_t lo = 0, hi = tl->nfix;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (tl->fix[mid].pos < pos)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return kx_lbound(0, tl->nfix, pos, fix_pos_at, tl->fix);
 }
 
 static int fix_pos_cmp(const void *pa, const void *pb)

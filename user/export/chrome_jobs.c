@@ -50,6 +50,8 @@ static void arg_u64(struct wbuf *w, const char *key, uint64_t v)
 /* A job's args after its ring: its ids, submitter, waiter and what its source adds. */
 static void job_args(struct wbuf *w, const struct kx_jobrec *j)
 {
+	uint64_t qd; /* ns */
+
 	arg_u64(w, j->src == KX_JOB_SRC_BLOCK ? "sector" : "ctx",
 	        j->src == KX_JOB_SRC_BLOCK ? j->seqno : j->ctx);
 	if (j->src != KX_JOB_SRC_BLOCK)
@@ -71,9 +73,9 @@ static void job_args(struct wbuf *w, const struct kx_jobrec *j)
 	if (j->submit >= 0)
 		arg_u64(w, "correlation_id", (uint64_t)j->submit + 1);
 	wb_need(w, 96);
-	if ((j->queue_ts && j->run_ts && j->src != KX_JOB_SRC_KVM) || (j->flags & KX_JOBF_DIRECT)) {
+	if (kx_jobrec_queue_delay(j, 0, &qd)) {
 		PUT_LIT(w, ",\"queue_delay_us\":");
-		put_us(w, j->queue_ts && j->run_ts ? j->run_ts - j->queue_ts : 0);
+		put_us(w, qd);
 	}
 	if (j->flags & KX_JOBF_INCOMPLETE)
 		PUT_LIT(w, ",\"incomplete\":true");

@@ -117,6 +117,21 @@ static void json_key(FILE *f, const char *k, const char *v)
 	kx_json_cstr(f, v);
 }
 
+/* The start of row i of a list: its process, device and what (kind: its
+ * key, "Engine" or "Region"). */
+static void row_key(FILE *f, size_t i, uint32_t pid, const char *comm, const char *driver,
+                    const char *pdev, const char *kind, const char *what)
+{
+	fprintf(f, "%s{\"Pid\": %u, ", i ? ", " : "", pid);
+	json_key(f, "Comm", comm);
+	fputs(", ", f);
+	json_key(f, "Driver", driver);
+	fputs(", ", f);
+	json_key(f, "Pdev", pdev);
+	fputs(", ", f);
+	json_key(f, kind, what);
+}
+
 void kx_drmtable_json(const struct kx_drmstats *s, const struct kx_capinfo *ci, FILE *f)
 {
 	const uint64_t *st = ci->drm.stats;
@@ -129,14 +144,7 @@ void kx_drmtable_json(const struct kx_drmstats *s, const struct kx_capinfo *ci, 
 		const struct kx_drm_proc_engine *e = &s->eng[i];
 		double busy = kx_drm_proc_engine_busy(e);
 
-		fprintf(f, "%s{\"Pid\": %u, ", i ? ", " : "", e->pid);
-		json_key(f, "Comm", e->comm);
-		fputs(", ", f);
-		json_key(f, "Driver", e->driver);
-		fputs(", ", f);
-		json_key(f, "Pdev", e->pdev);
-		fputs(", ", f);
-		json_key(f, "Engine", e->engine);
+		row_key(f, i, e->pid, e->comm, e->driver, e->pdev, "Engine", e->engine);
 		fprintf(f, ", \"Capacity\": %u, \"Basis\": \"%s\", \"BusyPct\": ",
 		        e->capacity ? e->capacity : 1, basis_name(e->basis));
 		json_pct(f, busy);
@@ -149,14 +157,7 @@ void kx_drmtable_json(const struct kx_drmstats *s, const struct kx_capinfo *ci, 
 	for (size_t i = 0; s && i < s->nmem; i++) {
 		const struct kx_drm_proc_mem *m = &s->mem[i];
 
-		fprintf(f, "%s{\"Pid\": %u, ", i ? ", " : "", m->pid);
-		json_key(f, "Comm", m->comm);
-		fputs(", ", f);
-		json_key(f, "Driver", m->driver);
-		fputs(", ", f);
-		json_key(f, "Pdev", m->pdev);
-		fputs(", ", f);
-		json_key(f, "Region", m->region);
+		row_key(f, i, m->pid, m->comm, m->driver, m->pdev, "Region", m->region);
 		fprintf(f, ", \"PeakResident\": %" PRIu64, m->peak_resident);
 		for (int k = 0; k < KX_DRM_MEM_MAX; k++)
 			if (m->has & (1u << k))

@@ -16,6 +16,7 @@
 #include "util/grow.h"
 #include "util/intern.h"
 #include "util/json.h"
+#include "util/lbound.h"
 #include "util/outfile.h"
 
 #define SCHEMA "https://www.speedscope.app/file-format-schema.json"
@@ -162,18 +163,15 @@ static void add_span(struct writer *w, uint64_t start, uint64_t dur, long frame,
 }
 
 /* The timeline's thread tid (its threads are by tid), or NULL. */
+static uint64_t tl_tid_at(const void *threads, size_t i)
+{
+	return ((const struct kx_tl_thread *)threads)[i].tid;
+}
+
 static const struct kx_tl_thread *tl_thread(const struct kx_timeline *tl, uint32_t tid)
 {
-	size_t lo = 0, hi = tl->nthreads;
+	size_t lo = kx_lbound(0, tl->nthreads, tid, tl_tid_at, tl->threads);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (tl->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < tl->nthreads && tl->threads[lo].tid == tid ? &tl->threads[lo] : NULL;
 }
 
@@ -339,20 +337,15 @@ static int sort_samples(struct writer *w)
 	return 0;
 }
 
+static uint64_t smp_tid_at(const void *smp, size_t i)
+{
+	return ((const struct skey *)smp)[i].tid;
+}
+
 /* The samples of thread tid: smp[from .. to). */
 static void samples_of(struct writer *w, uint32_t tid)
 {
-	size_t lo = 0, hi = w->nsmp;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (w->smp[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	w->from = w->to = lo;
+	w->from = w->to = kx_lbound(0, w->nsmp, tid, smp_tid_at, w->smp);
 	while (w->to < w->nsmp && w->smp[w->to].tid == tid)
 		w->to++;
 }

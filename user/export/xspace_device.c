@@ -123,6 +123,7 @@ static uint8_t *job_stats(struct exporter *x, struct ptabs *t, const struct kx_j
                           uint8_t *p)
 {
 	struct kx_flow fl;
+	uint64_t qd; /* ns */
 
 	if (j->pid)
 		p = xs_pstat_i(t, p, "pid", j->pid);
@@ -130,10 +131,8 @@ static uint8_t *job_stats(struct exporter *x, struct ptabs *t, const struct kx_j
 		p = xs_pstat_i(t, p, "tid", j->tid);
 	if (j->client)
 		p = xs_pstat_u(t, p, "client_id", j->client);
-	if (j->queue_ts && j->run_ts && j->src != KX_JOB_SRC_KVM)
-		p = xs_pstat_u(t, p, "queue_delay_ps", (j->run_ts - j->queue_ts) * 1000);
-	else if (j->flags & KX_JOBF_DIRECT)
-		p = xs_pstat_u(t, p, "queue_delay_ps", 0);
+	if (kx_jobrec_queue_delay(j, 0, &qd))
+		p = xs_pstat_u(t, p, "queue_delay_ps", qd * 1000);
 	if (j->waiter_tid)
 		p = xs_pstat_i(t, p, "waiter_tid", j->waiter_tid);
 	if (j->src == KX_JOB_SRC_KVM && j->done_ts)

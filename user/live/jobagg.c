@@ -31,10 +31,12 @@ struct ival {
 struct devst {
 	char device[48];
 	uint64_t jobs, completed, inflight;
-	uint64_t busy_ns; /* intervals folded in (and no longer in iv) */
-	uint64_t floor;   /* ns: intervals are cut to start here (folded or reset before) */
-	struct ival iv[KX_JOBAGG_MAX_IVALS]; /* disjoint, by start */
-	uint32_t niv;
+	uint64_t busy_ns;  /* intervals folded in (and no longer in iv) */
+	uint64_t floor;    /* ns: intervals are cut to start here (folded or reset before) */
+	uint64_t reset_at; /* ns: the last reset (0: none) */
+	uint64_t cut_ns;   /* busy time cut at a fold's floor (since the last reset) */
+	struct ival *iv;   /* disjoint, by start: max_ivals of the table's ivs */
+	uint32_t niv, max_ivals;
 };
 
 struct kx_jobagg {
@@ -48,6 +50,8 @@ struct kx_jobagg {
 	size_t nseries, last;
 	struct devst *devs;
 	size_t ndevs;
+	struct ival *ivs; /* max_ivals per device */
+	uint32_t max_ivals;
 	struct kx_job *exits; /* KVM exits waiting for their KVM_RUN record, by arrival */
 	size_t nexits;
 	struct kx_jobs_anomalies anom; /* what the pairing rules count (not exported) */
@@ -69,7 +73,9 @@ struct kx_jobagg *kx_jobagg_new(uint32_t max_pending, uint32_t max_series)
 	a->series_dev = calloc(a->max_series, sizeof(*a->series_dev));
 	a->devs = calloc(a->max_series, sizeof(*a->devs));
 	a->exits = calloc(KX_JOBAGG_MAX_EXITS, sizeof(*a->exits));
-	if (!a->p || !a->series || !a->series_dev || !a->devs || !a->exits ||
+	a->max_ivals = KX_JOBAGG_MAX_IVALS;
+	a->ivs = calloc((size_t)a->max_series * a->max_ivals, sizeof(*a->ivs));
+	if (!a->p || !a->series || !a->series_dev || !a->devs || !a->exits || !a->ivs ||
 	    kx_hmap_init_fixed(&a->map, a->max_pending)) {
 		kx_jobagg_free(a);
 		return NULL;
@@ -82,7 +88,7 @@ void kx_jobagg_free(struct kx_jobagg *a)
 {
 	if (!a)
 		return;
-	if (a->p && a->map.slot && a->series && a->series_dev && a->devs && a->exits)
+	if (a->p && a->map.slot && a->series && a->series_dev && a->devs && a->exits && a->ivs)
 		pthread_mutex_destroy(&a->mu);
 	free(a->p);
 	kx_hmap_free(&a->map);
@@ -90,7 +96,23 @@ void kx_jobagg_free(struct kx_jobagg *a)
 	free(a->series_dev);
 	free(a->devs);
 	free(a->exits);
+	free(a->ivs);
 	free(a);
+}
+
+int kx_jobagg_set_max_ivals(struct kx_jobagg *a, uint32_t max_ivals)
+{
+	struct ival *iv;
+
+	if (a->ndevs || !max_ivals)
+		return -1;
+	iv = calloc((size_t)a->max_series * max_ivals, sizeof(*iv));
+	if (!iv)
+		return -1;
+	free(a->ivs);
+	a->ivs = iv;
+	a->max_ivals = max_ivals;
+	return 0;
 }
 
 /* ---- series and devices ---- */
@@ -129,6 +151,8 @@ static size_t dev_get(struct kx_jobagg *a, const char *device)
 			return d;
 	memset(&a->devs[d], 0, sizeof(a->devs[d]));
 	snprintf(a->devs[d].device, sizeof(a->devs[d].device), "%s", device);
+	a->devs[d].iv = a->ivs + d * a->max_ivals;
+	a->devs[d].max_ivals = a->max_ivals;
 	a->ndevs++;
 	return d;
 }
@@ -169,13 +193,24 @@ static void ival_fold_first(struct devst *d)
 	d->niv--;
 }
 
+/* The part of [a, b] that a fold's floor cuts (not a reset's: busy time
+ * before a reset is not the snapshot's): busy time that may be missing. */
+static uint64_t cut_by_fold(const struct devst *d, uint64_t a, uint64_t b)
+{
+	uint64_t lo = a > d->reset_at ? a : d->reset_at, hi = b < d->floor ? b : d->floor;
+
+	return hi > lo ? hi - lo : 0;
+}
+
 /* Adds [a, b] to the device's union of busy intervals. */
 static void ival_add(struct devst *d, uint64_t a, uint64_t b)
 {
 	uint32_t i, k;
 
-	if (a < d->floor)
+	if (a < d->floor) {
+		d->cut_ns += cut_by_fold(d, a, b);
 		a = d->floor;
+	}
 	if (b <= a)
 		return;
 	for (i = 0; i < d->niv && d->iv[i].b < a; i++)
@@ -186,7 +221,7 @@ static void ival_add(struct devst *d, uint64_t a, uint64_t b)
 		if (d->iv[k].b > b)
 			b = d->iv[k].b;
 	}
-	if (k == i && d->niv == KX_JOBAGG_MAX_IVALS) {
+	if (k == i && d->niv == d->max_ivals) {
 		if (i == 0) { /* older than every interval kept: folded in at once */
 			d->busy_ns += b - a;
 			d->floor = b > d->floor ? b : d->floor;
@@ -203,13 +238,17 @@ static void ival_add(struct devst *d, uint64_t a, uint64_t b)
 }
 
 /* Busy time up to now: folded, kept, and since run0 (the earliest RUN of
- * jobs still running, UINT64_MAX: none) where no interval covers it. */
-static uint64_t dev_busy(const struct devst *d, uint64_t run0, uint64_t now)
+ * jobs still running, UINT64_MAX: none) where no interval covers it; *cut:
+ * the busy time that may be missing from it (cut at a fold's floor). */
+static uint64_t dev_busy(const struct devst *d, uint64_t run0, uint64_t now, uint64_t *cut)
 {
 	uint64_t t = d->busy_ns, covered = 0;
 
-	if (run0 < d->floor)
+	*cut = d->cut_ns;
+	if (run0 < d->floor) {
+		*cut += cut_by_fold(d, run0, now);
 		run0 = d->floor;
+	}
 	for (uint32_t i = 0; i < d->niv; i++) {
 		uint64_t a = d->iv[i].a > run0 ? d->iv[i].a : run0;
 		uint64_t b = d->iv[i].b < now ? d->iv[i].b : now;
@@ -228,9 +267,11 @@ static void dev_reset(struct devst *d, uint64_t now)
 {
 	uint32_t n = 0;
 
-	d->busy_ns = d->jobs = d->completed = 0;
+	d->busy_ns = d->jobs = d->completed = d->cut_ns = 0;
 	if (now > d->floor)
 		d->floor = now;
+	if (now > d->reset_at)
+		d->reset_at = now;
 	for (uint32_t i = 0; i < d->niv; i++) {
 		if (d->iv[i].b <= now)
 			continue;
@@ -253,10 +294,8 @@ static void progress(struct kx_jobagg *a, const struct kx_tjob *t, uint16_t s, i
 	const struct kx_jobrec *r = &t->r;
 	uint64_t x, y;
 
-	/* KVM jobs start running at KVM_RUN entry: no queue to measure. */
-	if (!had_run && r->run_ts && r->src != KX_JOB_SRC_KVM &&
-	    (r->queue_ts || r->src == KX_JOB_SRC_BLOCK)) {
-		x = r->queue_ts && r->run_ts > r->queue_ts ? r->run_ts - r->queue_ts : 0;
+	/* Live events of two CPUs race: a RUN stamped before its QUEUE waited 0. */
+	if (!had_run && kx_jobrec_queue_delay(r, 1, &x)) {
 		se->queue_slots[kx_hist_slot(x)]++;
 		se->queue_sum_ns += x;
 	}
@@ -265,8 +304,7 @@ static void progress(struct kx_jobagg *a, const struct kx_tjob *t, uint16_t s, i
 	d->completed++;
 	if (d->inflight)
 		d->inflight--;
-	if (r->run_ts || r->queue_ts) {
-		x = r->done_ts - kx_jobrec_start(r);
+	if (kx_jobrec_exec(r, &x)) {
 		se->exec_slots[kx_hist_slot(x)]++;
 		se->exec_sum_ns += x;
 	}
@@ -530,7 +568,7 @@ int kx_jobagg_snapshot(struct kx_jobagg *a, struct kx_jobagg_snapshot *out, uint
 		out->devs[d].jobs = s->jobs;
 		out->devs[d].completed = s->completed;
 		out->devs[d].inflight = s->inflight;
-		out->devs[d].busy_ns = dev_busy(s, run0[d], now_ns);
+		out->devs[d].busy_ns = dev_busy(s, run0[d], now_ns, &out->devs[d].busy_cut_ns);
 		if (reset)
 			dev_reset(s, now_ns);
 	}

@@ -26,7 +26,10 @@
  * since the earliest RUN of jobs still running; exact while a device's
  * intervals fit KX_JOBAGG_MAX_IVALS (past it the oldest is folded in, and
  * a later interval reaching back before it is cut there; so is one reaching
- * back before a reset).
+ * back before a reset). What a fold's cut may lose is counted: the true
+ * busy time lies between busy_ns and busy_ns + busy_cut_ns. A KVM job's
+ * interval comes at its KVM_RUN's return: a long KVM_RUN on one vCPU while
+ * another ran more than KX_JOBAGG_MAX_IVALS short ones is cut so.
  *
  * Overflow (counted, never silent): an open job evicted because the table
  * is full (oldest first), a job of a new (device, ring) past the series
@@ -48,12 +51,15 @@
 #define KX_JOBAGG_MAX_PENDING 65536
 #define KX_JOBAGG_MAX_SERIES  256
 #define KX_JOBAGG_MAX_EXITS   1024 /* KVM exits waiting for their KVM_RUN record */
-#define KX_JOBAGG_MAX_IVALS   64   /* busy intervals kept apart per device */
+#define KX_JOBAGG_MAX_IVALS   64   /* busy intervals kept apart per device (default) */
 
 struct kx_jobagg;
 
 /* 0 for either limit: the default. NULL when out of memory. */
 struct kx_jobagg *kx_jobagg_new(uint32_t max_pending, uint32_t max_series);
+/* Busy intervals kept apart per device (default KX_JOBAGG_MAX_IVALS), set
+ * before the first record. 0, or -1 when too late or out of memory. */
+int kx_jobagg_set_max_ivals(struct kx_jobagg *a, uint32_t max_ivals);
 void kx_jobagg_free(struct kx_jobagg *a);
 /* One job record (records arrive in time order per source). */
 void kx_jobagg_add(struct kx_jobagg *a, const struct kx_job *j);

@@ -61,10 +61,13 @@ struct kx_jobagg_series {
 
 struct kx_jobagg_dev {
 	char device[48];
-	uint64_t jobs;      /* jobs seen (since the last reset) */
-	uint64_t completed; /* jobs done (since the last reset) */
-	uint64_t inflight;  /* jobs queued or running now */
-	uint64_t busy_ns;   /* cumulative, up to the snapshot time */
+	uint64_t jobs;        /* jobs seen (since the last reset) */
+	uint64_t completed;   /* jobs done (since the last reset) */
+	uint64_t inflight;    /* jobs queued or running now */
+	uint64_t busy_ns;     /* cumulative, up to the snapshot time */
+	uint64_t busy_cut_ns; /* at most this much busy time is missing from busy_ns: the
+	                       * parts of late intervals cut at intervals already folded
+	                       * in (live/jobagg.h); 0: busy_ns is exact */
 };
 
 struct kx_jobagg_snapshot {
