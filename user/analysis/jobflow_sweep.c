@@ -218,7 +218,7 @@ static int devs_room(struct kx_jobflow *f)
 /* A job's counts and rows (jobs.c's ring_stats and dev_stats, one job). */
 static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struct kx_jobrec *j)
 {
-	uint64_t s = kx_jobrec_start(j);
+	uint64_t x; /* ns */
 
 	r->njobs++;
 	r->completed += j->done_ts != 0;
@@ -229,17 +229,10 @@ static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struc
 	d->incomplete += (j->flags & KX_JOBF_INCOMPLETE) != 0;
 	d->no_queue += (j->flags & KX_JOBF_NO_QUEUE) != 0;
 	d->linked += j->submit >= 0;
-	if (j->done_ts && (j->run_ts || j->queue_ts) &&
-	    kx_stat_row_add_bounded(&r->exec, j->done_ts - s, KX_JOBFLOW_EXACT))
+	if (kx_jobrec_exec(j, &x) && kx_stat_row_add_bounded(&r->exec, x, KX_JOBFLOW_EXACT))
 		return -1;
-	/* KVM jobs start running at KVM_RUN entry: no queue to measure. */
-	if (j->src == KX_JOB_SRC_KVM)
-		return 0;
-	if (j->queue_ts && j->run_ts &&
-	    kx_stat_row_add_bounded(&r->queue, j->run_ts - j->queue_ts, KX_JOBFLOW_EXACT))
-		return -1;
-	if (!j->queue_ts && (j->flags & KX_JOBF_DIRECT) &&
-	    kx_stat_row_add_bounded(&r->queue, 0, KX_JOBFLOW_EXACT))
+	if (kx_jobrec_queue_delay(j, 0, &x) &&
+	    kx_stat_row_add_bounded(&r->queue, x, KX_JOBFLOW_EXACT))
 		return -1;
 	return 0;
 }
