@@ -33,7 +33,8 @@ struct kx_jobrec {
 	uint64_t aux, aux2;  /* latest non-zero of the job's source (struct kx_job) */
 	uint32_t pid, tid;   /* submitter: the QUEUE's task, the KVM_RUN caller; 0 */
 	uint32_t waiter_tid; /* 0: none found */
-	int64_t submit;      /* store index of the submitting ioctl, -1 */
+	int64_t submit;      /* store index of the submitting ioctl (streamed, analysis/jobflow.h:
+	                        its start, ns), -1: none */
 	int64_t wait;        /* store index of the waiting ioctl, -1 */
 	uint16_t src;        /* enum kx_job_src that names the job */
 	uint16_t flags;      /* KX_JOBF_* */
