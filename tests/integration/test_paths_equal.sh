@@ -7,7 +7,8 @@
 # writes it: ioctls at their return, job records in time order), the real
 # capture tests/fixtures/h100_pytorch.kxp, the unit tests' generated
 # captures (test_wread's, test_report_stream's, kxp_gen.h's: written by
-# build/tests/kxp_gen), a KVM job capture with CPU samples and an annotated
+# build/tests/kxp_gen, among them 22,000 gpu_scheduler jobs whose sdma ring
+# never links, past the budget of jobs waiting for its device), a KVM job capture with CPU samples and an annotated
 # capture (both recorded here; the KVM one needs /dev/kvm):
 #   - report --json: the same JSON streamed and in memory (p50/p90/p99 within
 #     1/256, same_report.py), the same messages;
@@ -128,7 +129,8 @@ done
 paths h100_pytorch "$HERE/../fixtures/h100_pytorch.kxp"
 
 for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "stream 20000" \
-	"stream-annotated 1" "stream-counted 4242" "events 8000"; do
+	"stream-annotated 1" "stream-counted 4242" "events 8000" \
+	"fence-gpu_scheduler-sdma 12000"; do
 	set -- $g
 	wanted "gen_${1//-/_}" || continue
 	if "$GEN" "$1" "$TMP/$1.kxp" "$2" 2>"$TMP/gen.err"; then
