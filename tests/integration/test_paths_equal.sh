@@ -8,8 +8,9 @@
 # capture tests/fixtures/h100_pytorch.kxp, the unit tests' generated
 # captures (test_wread's, test_report_stream's, kxp_gen.h's: written by
 # build/tests/kxp_gen, among them 22,000 gpu_scheduler jobs whose sdma ring
-# never links, past the budget of jobs waiting for its device), a KVM job capture with CPU samples and an annotated
-# capture (both recorded here; the KVM one needs /dev/kvm):
+# never links, past the budget of jobs waiting for its device), a KVM job
+# capture with CPU samples and an annotated capture (both recorded here; the
+# KVM one needs /dev/kvm):
 #   - report --json: the same JSON streamed and in memory (p50/p90/p99 within
 #     1/256, same_report.py), the same messages;
 #   - convert --chrome --xplane, unsplit: the same bytes read either way;
