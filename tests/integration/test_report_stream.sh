@@ -119,11 +119,16 @@ if kx 0 record --device loop -o "$TMP/blk.kxp" -- "$WL/loop_workload" -s 16 -p "
 	# A phase the kernel skipped (bpf_missed) or the ring dropped
 	# (job_dropped) costs at most one job (a lost DONE joins the sector's
 	# next request to its job), a lost ioctl record (dropped) at most one
-	# link: short by at most what was counted, no more.
-	lost=$(jget "$TMP/blk.s.json" 'd["Capture"]["bpf_missed"] + d["Capture"]["job_dropped"]')
+	# link: short by at most what was counted, no more. A DONE lost
+	# before the program counts anything (rarely, a completion in softirq
+	# at an interrupt's exit: the tracepoint fired, our program recorded
+	# nothing and counted no skip) shows as the sector's next request's
+	# QUEUE and RUN counted duplicates by the pairing: two duplicates a job.
+	lost=$(jget "$TMP/blk.s.json" '(d["Capture"]["bpf_missed"] + d["Capture"]["job_dropped"] +
+		d["Jobs"]["anomalies"]["duplicate"] // 2)')
 	unlinked=$(jget "$TMP/blk.s.json" 'd["Capture"]["dropped"]')
 	[ "$lost$unlinked" = 00 ] ||
-		echo "# blk: counted lost: $lost job events (bpf_missed + job_dropped), $unlinked ioctl records"
+		echo "# blk: counted lost: $lost job events (bpf_missed + job_dropped + duplicates/2), $unlinked ioctl records"
 	check blk_jobs test "$(jget "$TMP/blk.s.json" 'd["Jobs"]["devices"]["loop"]["jobs"]')" -ge $((40000 - lost))
 	check blk_linked test "$(jget "$TMP/blk.s.json" 'd["Jobs"]["devices"]["loop"]["linked"]')" \
 		-ge $((40000 - lost - unlinked))
