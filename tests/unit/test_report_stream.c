@@ -927,13 +927,16 @@ static void kvm_exits_unordered(void)
 
 /* ---- block requests ---- */
 
-/* A record of a block capture: written at .at (a call's return, a job
- * event's time plus the recorder's lag). */
+/* A record of a generated capture (block requests, GPU jobs, ranges):
+ * written at .at (a call's return, an event's time plus the recorder's
+ * lag). */
 struct blk_rec {
 	uint64_t at;
-	int job;
+	int kind; /* 0 ioctl, 1 job, 2 annotation */
 	struct kx_ioctl e;
 	struct kx_job j;
+	struct kx_ann a;
+	const char *name; /* the annotation's (NULL: "") */
 };
 
 struct blk_list {
@@ -956,7 +959,7 @@ static void blk_add(struct blk_list *l, const struct blk_rec *r)
 static void blk_ev(struct blk_list *l, uint64_t ts, uint64_t sector, uint32_t tid, int phase,
                    uint64_t lag)
 {
-	struct blk_rec r = {.at = ts + lag, .job = 1};
+	struct blk_rec r = {.at = ts + lag, .kind = 1};
 
 	r.j = (struct kx_job){.ts = ts,
 	                      .seqno = sector,
@@ -992,7 +995,7 @@ static int blk_cmp(const void *pa, const void *pb)
 
 	if (a->at != b->at)
 		return a->at < b->at ? -1 : 1;
-	return a->job > b->job ? -1 : a->job < b->job; /* an event inside a call first */
+	return (a->kind == 0) - (b->kind == 0); /* an event inside a call first */
 }
 
 /* The records in the order they are written (stable: calloc'd order kept by at). */
@@ -1006,9 +1009,16 @@ static int blk_write(const char *path, struct blk_list *l)
 	if (!w)
 		return -1;
 	qsort(l->v, l->n, sizeof(*l->v), blk_cmp);
-	for (size_t i = 0; i < l->n; i++)
-		rc |= l->v[i].job ? kx_kxp_add_job(w, &l->v[i].j)
-		                  : kx_kxp_add_ioctl(w, &l->v[i].e, NULL);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct blk_rec *r = &l->v[i];
+
+		if (r->kind == 1)
+			rc |= kx_kxp_add_job(w, &r->j);
+		else if (r->kind == 2)
+			rc |= kx_kxp_add_ann(w, &r->a, r->name ? r->name : "", "");
+		else
+			rc |= kx_kxp_add_ioctl(w, &r->e, NULL);
+	}
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
@@ -1029,7 +1039,7 @@ static void fence_linked(struct blk_list *l, uint64_t ts, uint32_t tid)
 	                        .cmd = 0x40386449u, /* DRM_IOCTL_XE_EXEC */
 	                        .arg_off = KX_NO_ARG};
 	blk_add(l, &r);
-	r = (struct blk_rec){.at = ts + 100, .job = 1};
+	r = (struct blk_rec){.at = ts + 100, .kind = 1};
 	r.j = (struct kx_job){.ts = r.at,
 	                      .ctx = 6,
 	                      .seqno = 1,
@@ -1049,7 +1059,7 @@ static void fence_linked(struct blk_list *l, uint64_t ts, uint32_t tid)
 static void fence_unlinked(struct blk_list *l, uint64_t n, uint64_t ts)
 {
 	for (uint64_t i = 0; i < n; i++) {
-		struct blk_rec r = {.at = ts + i * 10, .job = 1};
+		struct blk_rec r = {.at = ts + i * 10, .kind = 1};
 
 		r.j = (struct kx_job){.ts = r.at,
 		                      .ctx = 5,
@@ -1201,7 +1211,7 @@ static void block_reasons(void)
 static void xe_ev(struct blk_list *l, uint64_t ts, uint64_t ctx, uint64_t seqno, uint32_t tid,
                   int phase, uint64_t lag)
 {
-	struct blk_rec r = {.at = ts + lag, .job = 1};
+	struct blk_rec r = {.at = ts + lag, .kind = 1};
 
 	r.j = (struct kx_job){.ts = ts,
 	                      .ctx = ctx,
@@ -1233,7 +1243,7 @@ static void xe_call(struct blk_list *l, uint64_t ts, uint64_t dur, uint32_t tid,
  * digit), queued by tid at ts, signalled at done. */
 static void fence_job(struct blk_list *l, uint64_t ts, uint64_t seqno, uint32_t tid, uint64_t done)
 {
-	struct blk_rec r = {.at = ts, .job = 1};
+	struct blk_rec r = {.at = ts, .kind = 1};
 
 	r.j = (struct kx_job){.ts = ts,
 	                      .ctx = 1000 + seqno / 1000000,
@@ -1401,7 +1411,7 @@ static void waits_unkept(void)
 		                        .cmd = KX_KVM_RUN_CMD,
 		                        .arg_off = KX_NO_ARG};
 		blk_add(&l, &r);
-		r = (struct blk_rec){.at = 1000 + i * 10000 + 4000, .job = 1};
+		r = (struct blk_rec){.at = 1000 + i * 10000 + 4000, .kind = 1};
 		r.j = (struct kx_job){.ts = r.at,
 		                      .ctx = 100,
 		                      .pid = 7,
@@ -1713,39 +1723,13 @@ static void fence_waits_budget(void)
 	kx_store_free(mem);
 }
 
-/* ---- annotation ranges with device jobs ---- */
-
-/* A record of a capture with ranges and jobs, written at .at. */
-struct rd_rec {
-	uint64_t at;
-	int kind; /* 0 ioctl, 1 job, 2 annotation */
-	struct kx_ioctl e;
-	struct kx_job j;
-	struct kx_ann a;
-	const char *name;
-};
-
-struct rd_list {
-	struct rd_rec *v;
-	size_t n, cap;
-};
-
-static void rd_add(struct rd_list *l, const struct rd_rec *r)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 1024;
-		l->v = realloc(l->v, l->cap * sizeof(*l->v));
-		if (!l->v)
-			abort();
-	}
-	l->v[l->n++] = *r;
-}
+/* ---- annotation ranges with device jobs (records: struct blk_rec) ---- */
 
 /* A thread's range event (name: a push's) at ts. */
-static void rd_ann(struct rd_list *l, uint32_t pid, uint32_t tid, int what, uint64_t ts,
+static void rd_ann(struct blk_list *l, uint32_t pid, uint32_t tid, int what, uint64_t ts,
                    uint64_t begin, uint16_t depth, const char *name)
 {
-	struct rd_rec r = {.at = ts, .kind = 2, .name = name};
+	struct blk_rec r = {.at = ts, .kind = 2, .name = name};
 
 	r.a = (struct kx_ann){.tid = tid,
 	                      .pid = pid,
@@ -1753,13 +1737,13 @@ static void rd_ann(struct rd_list *l, uint32_t pid, uint32_t tid, int what, uint
 	                      .begin = begin,
 	                      .depth = depth,
 	                      .what = (uint8_t)what};
-	rd_add(l, &r);
+	blk_add(l, &r);
 }
 
-static void rd_call(struct rd_list *l, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur,
+static void rd_call(struct blk_list *l, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur,
                     unsigned int drv, uint32_t cmd)
 {
-	struct rd_rec r = {.at = ts + dur};
+	struct blk_rec r = {.at = ts + dur};
 
 	r.e = (struct kx_ioctl){.ts = ts,
 	                        .dur = dur,
@@ -1769,48 +1753,14 @@ static void rd_call(struct rd_list *l, uint32_t pid, uint32_t tid, uint64_t ts, 
 	                        .drv = (uint8_t)drv,
 	                        .cmd = cmd,
 	                        .arg_off = KX_NO_ARG};
-	rd_add(l, &r);
+	blk_add(l, &r);
 }
 
-static void rd_job(struct rd_list *l, const struct kx_job *j, uint64_t lag)
+static void rd_job(struct blk_list *l, const struct kx_job *j, uint64_t lag)
 {
-	struct rd_rec r = {.at = j->ts + lag, .kind = 1, .j = *j};
+	struct blk_rec r = {.at = j->ts + lag, .kind = 1, .j = *j};
 
-	rd_add(l, &r);
-}
-
-static int rd_cmp(const void *pa, const void *pb)
-{
-	const struct rd_rec *a = pa, *b = pb;
-
-	if (a->at != b->at)
-		return a->at < b->at ? -1 : 1;
-	return (a->kind == 0) - (b->kind == 0); /* an event inside a call first */
-}
-
-static int rd_write(const char *path, struct rd_list *l)
-{
-	static struct kx_capinfo ci;
-	char err[256];
-	struct kx_kxp_writer *w = kx_kxp_create(path, &ci, err, sizeof(err));
-	int rc = 0;
-
-	if (!w)
-		return -1;
-	qsort(l->v, l->n, sizeof(*l->v), rd_cmp);
-	for (size_t i = 0; i < l->n; i++) {
-		const struct rd_rec *r = &l->v[i];
-
-		if (r->kind == 1)
-			rc |= kx_kxp_add_job(w, &r->j);
-		else if (r->kind == 2)
-			rc |= kx_kxp_add_ann(w, &r->a, r->name ? r->name : "", "");
-		else
-			rc |= kx_kxp_add_ioctl(w, &r->e, NULL);
-	}
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
+	blk_add(l, &r);
 }
 
 /*
@@ -1821,7 +1771,7 @@ static int rd_write(const char *path, struct rd_list *l)
  * ended (every fifth); job records up to lag ns late; thread 0's last step
  * left open (its range has no row).
  */
-static void rd_gen(struct rd_list *l, int kvm, int nthreads, uint64_t n, uint64_t lag)
+static void rd_gen(struct blk_list *l, int kvm, int nthreads, uint64_t n, uint64_t lag)
 {
 	uint32_t pid = kvm ? 7 : 60;
 	unsigned int drv = kvm ? KX_DRV_KVM : KX_DRV_XE;
@@ -1900,14 +1850,14 @@ static void ranges_jobs_stream(void)
 	static const int kinds[][3] = {{0, 2, 300}, {0, 3, 3000}, {1, 2, 300}, {1, 3, 3000}};
 	char path[128], msg[512];
 	const char *why;
-	struct rd_list l = {0};
+	struct blk_list l = {0};
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		char *m;
 
 		snprintf(path, sizeof(path), "%s/rangedev%zu.kxp", tmpdir, i);
 		rd_gen(&l, kinds[i][0], kinds[i][1], (uint64_t)kinds[i][2], 200000);
-		CHECK(rd_write(path, &l) == 0);
+		CHECK(blk_write(path, &l) == 0);
 		m = json_in_memory(path);
 		CHECK(m && rd_has_jobs(m));
 		free(m);
@@ -1924,7 +1874,7 @@ static void ranges_jobs_reasons(void)
 	static const char *const want[] = {"more than 8 ranges", "same time"};
 	char path[128], msg[512];
 	const char *why;
-	struct rd_list l = {0};
+	struct blk_list l = {0};
 
 	for (int c = 0; c < 2; c++) {
 		uint64_t t = 1000;
@@ -1949,7 +1899,7 @@ static void ranges_jobs_reasons(void)
 		for (uint16_t d = (c == 0 ? 9 : 1); d >= 1; d--)
 			rd_ann(&l, 60, 400, KX_ANN_POP, t + 5000 - d, t + d, d, "");
 		snprintf(path, sizeof(path), "%s/rangedev_why%d.kxp", tmpdir, c);
-		CHECK(rd_write(path, &l) == 0);
+		CHECK(blk_write(path, &l) == 0);
 		CHECK(compare(path, &why, msg, sizeof(msg)));
 		if (!why || !strstr(why, want[c]))
 			printf("FAIL ranges_jobs_reasons: %s: %s\n", want[c],
