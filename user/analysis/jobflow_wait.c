@@ -6,6 +6,7 @@
 #include "analysis/jobflow.h"
 #include "analysis/jobflow_int.h"
 #include "util/grow.h"
+#include "util/lbound.h"
 
 /* The wait calls still able to hold a DONE to come: those that return at
  * or after the earliest DONE of a job not counted yet (or waiting for its
@@ -98,20 +99,15 @@ int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 	return 0;
 }
 
+static uint64_t wait_ts_at(const void *ctx, size_t i)
+{
+	return ((const struct kx_jobflow_wait *)ctx)[i].ts;
+}
+
 /* The first wait kept that began at or after at (ns). */
 static size_t waits_from(const struct kx_jobflow *f, uint64_t at)
 {
-	size_t lo = 0, hi = f->nwaits;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->waits[mid].ts < at)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return kx_lbound(0, f->nwaits, at, wait_ts_at, f->waits);
 }
 
 /* The waiter of GPU job t of device d among the wait calls (jobs.c's
