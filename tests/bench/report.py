@@ -601,8 +601,7 @@ def growth_table(data, cfg, out):
                "count the annotation records too. The capture with device timelines is "
                "recorded live (`%s`; its events are its ioctls, %s jobs): the streamed "
                "report pairs its jobs as the records pass and keeps none (KVM jobs, block "
-               "requests and per-driver GPU jobs; a capture whose first job is a shared "
-               "fence source's still keeps its job records)." % (
+               "requests and the jobs of every GPU source)." % (
                    cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?"), cfg.get("GROWJOBS", "?"),
                    num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1))))
     out.append("")
