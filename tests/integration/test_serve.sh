@@ -334,8 +334,12 @@ check trickle_cut_scraper_served python3 - "$PORT0" <<'PY'
 import select, socket, subprocess, sys, time
 port = int(sys.argv[1])
 req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 200
-slow = [socket.create_connection(("127.0.0.1", port), timeout=1) for _ in range(2)]
-time.sleep(0.3)  # the older one is slow[0]
+# Accepted apart, so that the older one is surely slow[0]: two connections
+# made together may be accepted by the server's two threads in either order.
+slow = [socket.create_connection(("127.0.0.1", port), timeout=1)]
+time.sleep(0.3)
+slow.append(socket.create_connection(("127.0.0.1", port), timeout=1))
+time.sleep(0.05)
 t0 = time.time()
 # A scraper arrives while both slots trickle: it is answered at once, the
 # oldest trickler closed for it; the other one is cut at the deadline (3 s).
