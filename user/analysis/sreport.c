@@ -26,23 +26,20 @@ struct sr_ctx {
 	struct kx_ctrjoin *ctr;      /* the counters joined to their calls, NULL: none named */
 	struct kx_jobflow flow;      /* the device timelines as the records pass */
 	int have_jobs;               /* a job record came */
-	int unnamed_ctr;             /* counter records of counters the header does not name */
 	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
 /* Why nesting the calls on the stream does not give the report exactly:
- * records later than the reorder window (a call after one it holds, a
- * counter record after a later call of its thread), its memory exceeded,
+ * calls later than the reorder window (a call after one it holds), its
+ * memory exceeded,
  * or calls the rule shortens with device timelines or annotation ranges
  * (their analyses see the shortened durations); NULL: it does. */
 static const char *nest_why(const struct sr_ctx *c)
 {
 	if (c->eng.late_ioctls)
 		return "calls of one thread overlap (the nesting rule applies)";
-	if (c->eng.late_ctrs)
-		return "a counter record came after a later call of its thread";
 	if (c->eng.forced)
 		return "calls of one thread overlap past the reorder window's memory budget";
 	if (c->nest.fixed && (c->have_jobs || c->ranges->events))
@@ -57,8 +54,8 @@ static void sr_checked(struct sr_ctx *c)
 {
 	const char *why = c->ranges->why, *nest;
 
-	if (!why && c->unnamed_ctr)
-		why = "perf counters (matched with their calls)";
+	if (!why && c->ctr)
+		why = c->ctr->why; /* the counter join's budget */
 	if (!why)
 		why = c->flow.why;
 	if (why && !c->flushed) {
@@ -183,11 +180,11 @@ static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 {
 	struct sr_ctx *c = ctx;
 
-	if (!sr_active(c))
+	/* Records of counters the header does not name are not analysed, as
+	 * in memory (analysis/ctrstats.h: no counter table). */
+	if (!sr_active(c) || !c->ctr)
 		return;
-	if (!c->ctr)
-		c->unnamed_ctr = 1; /* records of counters the header does not name */
-	else if (kx_engine_feed_ctr(&c->eng, e)) {
+	if (kx_engine_feed_ctr(&c->eng, e)) {
 		sr_oom(c);
 		return;
 	}
@@ -243,6 +240,15 @@ static int sr_ctr_out(void *ctx, const struct kx_ctr_ev *e)
 	return kx_ctrjoin_ctr(c->ctr, e);
 }
 
+/* A counter record after its call left the reorder stage: joined to it
+ * as in memory, by its key (the join's budget is a reason). */
+static int sr_ctr_late(void *ctx, const struct kx_ctr_ev *e)
+{
+	struct sr_ctx *c = ctx;
+
+	return kx_ctrjoin_late(c->ctr, e);
+}
+
 /* A capture that names counters: they are joined to their calls as they come. */
 static void sr_header(void *ctx, const struct kx_capinfo *ci)
 {
@@ -281,6 +287,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	const struct kx_engine_sinks out = {.ctx = &c,
 	                                    .ioctl = sr_nest,
 	                                    .ctr = sr_ctr_out,
+	                                    .late_ctr = sr_ctr_late,
 	                                    .range = sr_range,
 	                                    .late_range = sr_late_range,
 	                                    .ann = sr_ann_in};

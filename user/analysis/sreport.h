@@ -14,7 +14,9 @@
  * rows, their counts go to the analysis of the side store
  * (kx_sreport_apply); counter records are joined to their calls as they
  * leave it too (analysis/ctrstats.h's kx_ctrjoin: each thread's records in
- * start order).
+ * start order; a record that comes after its call left finds it by its
+ * key, as in memory). Records of counters the header does not name are
+ * not analysed, as in memory.
  *
  * Each thread's calls pass the engine's reorder stage into the nesting
  * rule (analysis/nesttrack.h): its counts are the summary's warning
@@ -25,8 +27,8 @@
  * reason to read the file into memory instead, found as the records pass:
  * calls later than the reorder window or past its memory budget, calls the
  * rule shortens with device jobs or annotation ranges (their analyses see
- * the shortened durations), counter records of counters the header does
- * not name, counter records later than the window after their call; job
+ * the shortened durations), a counter record that may be a call's given
+ * up past the counter join's budget (ctrstats.h); job
  * records and annotations: analysis/jobflow.h and rangewalk.h say when
  * they are. With both, each job jobflow counts with its submit link
  * (jobflow.h's on_linked) gives its device time to the ranges around its
