@@ -106,12 +106,15 @@ int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
 /* Job slot of f->open closed (its key's entry sl): a block request is
  * counted and held now; a GPU job stays (a later event of another source
  * may rename it, its waiter's call returns after it) until its key is
- * forgotten. */
+ * forgotten. A whole store's jobs all stay until the end (a wait phase may
+ * still name a request's waiter), counted in the order made. */
 static int keyed_close(struct kx_jobflow *f, struct kx_keyslot *sl, size_t slot, int reusable)
 {
 	struct fl_kjob *o = kx_slots_at(&f->open, slot);
 	uint64_t k[3], done = o->t.r.done_ts;
 
+	if (f->whole)
+		return 0;
 	memcpy(k, sl->k, sizeof(k));
 	if (kx_job_src_gpu(o->t.r.src))
 		return jf_remember(f, k, done, (uint32_t)slot, o->gen, reusable);
@@ -128,9 +131,10 @@ static int open_link(struct kx_jobflow *f, struct fl_kjob *o, const struct fl_re
 	uint64_t at = kx_tjob_link_at(&o->t);
 
 	if (at && r->cand_id && kx_tjob_links_to(&o->t, &r->cand)) {
-		o->t.r.submit = (int64_t)r->cand.ts;
+		o->t.r.submit = jf_call_ref(f, &r->cand, r->cand_id);
 		o->submit_drv = r->cand.drv;
-		if (kx_job_src_gpu(o->t.r.src) &&
+		/* A whole store's jobs are counted in the order made: none waits. */
+		if (kx_job_src_gpu(o->t.r.src) && !f->whole &&
 		    kx_minheap_push(&f->linkq,
 		                    &(struct fl_openref){0, o->ts, o->seq, (uint32_t)slot, o->gen}))
 			return -1;
@@ -147,7 +151,7 @@ static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	struct fl_kjob *o;
 	long slot;
 
-	if (kx_slots_live(&f->open) >= KX_JOBFLOW_OPEN) {
+	if (kx_slots_live(&f->open) >= f->lim.open) {
 		jf_because(f, "too many device jobs open at once");
 		return 0;
 	}
@@ -167,7 +171,9 @@ static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	if (kx_slots_live(&f->open) > f->peak_open)
 		f->peak_open = kx_slots_live(&f->open);
 	sl->v = (uint64_t)slot + 1;
-	if (kx_minheap_push(&f->opens, &(struct fl_openref){kx_jobrec_start(&o->t.r), o->ts, o->seq,
+	/* A whole store's sweeps wait for the end, not for the open jobs. */
+	if (!f->whole &&
+	    kx_minheap_push(&f->opens, &(struct fl_openref){kx_jobrec_start(&o->t.r), o->ts, o->seq,
 	                                                    (uint32_t)slot, o->gen}))
 		return -1;
 	return o->t.closed ? keyed_close(f, sl, (size_t)slot, kx_jobpair_reusable(&r->e)) : 0;
@@ -236,8 +242,8 @@ static int keyed_pair(struct kx_jobflow *f, const struct fl_rec *r)
 	return 0;
 }
 
-/* The records whose turn has come: KX_JOBFLOW_WINDOW_NS before the latest
- * time seen, or past KX_JOBFLOW_RECS (all: at the end). A record still
+/* The records whose turn has come: the window (f->lim) before the latest
+ * time seen, or past its records (all: at the end). A record still
  * looking at its task's calls takes its candidate now: a call of the task
  * that began at or before it and comes later sends the file to memory. */
 int jf_recs_release(struct kx_jobflow *f, int all)
@@ -247,8 +253,7 @@ int jf_recs_release(struct kx_jobflow *f, int all)
 		struct fl_recref ref;
 		struct fl_rec r;
 
-		if (!all && f->recq.n <= KX_JOBFLOW_RECS &&
-		    top->ts + KX_JOBFLOW_WINDOW_NS >= f->now)
+		if (!all && f->recq.n <= f->lim.recs && !jf_out_of_window(f, top->ts, f->now))
 			return 0;
 		kx_minheap_pop(&f->recq, &ref);
 		r = *(struct fl_rec *)kx_slots_at(&f->recs, ref.slot);
