@@ -24,9 +24,10 @@
  * that does not nest them gives them so). Made jobs wait in a heap by start
  * (KX_JOBFLOW_WINDOW_NS behind the latest time seen, at most
  * KX_JOBFLOW_HELD of them), then pass in start order through the sweeps
- * that need it: lanes (a heap of the ring's job ends), busy time (the union
- * of intervals in start order) and the most in flight (a heap of the
- * device's ends). Memory: the jobs held (56 bytes each), the open exits, a
+ * that need it: lanes (heaps of the ring's lanes by their last job's end
+ * and of those free: a job takes the first free), busy time (the union of
+ * intervals in start order) and the most in flight (a heap of the device's
+ * ends). Memory: the jobs held (56 bytes each), the open exits, a
  * thread's last call (88 bytes), and per ring its rows.
  *
  * Keyed jobs (block requests, GPU jobs) are paired by jobpair's rules as
@@ -209,7 +210,7 @@ struct kx_jobflow {
  * names are made from it as jobs come). */
 void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci);
 /*
- * f taking a whole store (analysis/jobs.c) with no bound: every job waits
+ * f taking a whole store (analysis/jobsink.c) with no bound: every job waits
  * for the end (no record, since the store's feed is in time order), no key
  * is forgotten, every GPU wait call is kept; each job counted goes to sink
  * (kept), its submit and wait links as store indexes. The calls come by

@@ -74,7 +74,7 @@ static uint32_t new_gen(struct kx_jobflow *f)
 	return f->gen;
 }
 
-/* Job slot of f->open counted and held (jobs.c's classify and link_waiters);
+/* Job slot of f->open counted and held (jobs.h's flags, device and waiter rules);
  * a GPU job of a shared fence source whose ring's driver is not known yet
  * waits for it (jobflow_pend.c). */
 int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
@@ -125,7 +125,7 @@ static int keyed_close(struct kx_jobflow *f, struct kx_keyslot *sl, size_t slot,
 }
 
 /* New job o (slot) of record r linked to its candidate call, if it links
- * to it (jobs.c's link_submit). */
+ * to it (jobs.h's submit rule). */
 static int open_link(struct kx_jobflow *f, struct fl_kjob *o, const struct fl_rec *r, long slot)
 {
 	uint64_t at = kx_tjob_link_at(&o->t);
@@ -144,7 +144,7 @@ static int open_link(struct kx_jobflow *f, struct fl_kjob *o, const struct fl_re
 	return 0;
 }
 
-/* A new job of record r on key k (jobs.c's pair_event and link_submit). */
+/* A new job of record r on key k (jobs.h's pairing and submit rules). */
 static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3])
 {
 	struct kx_keyslot *sl;
@@ -179,8 +179,8 @@ static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	return o->t.closed ? keyed_close(f, sl, (size_t)slot, kx_jobpair_reusable(&r->e)) : 0;
 }
 
-/* A phase on a key none of whose jobs is held any more (jobs.c's
- * pair_event on a closed job): a reused key's DONE repeats it, another
+/* A phase on a key none of whose jobs is held any more (jobs.h's
+ * pairing rule, on a closed job): a reused key's DONE repeats it, another
  * phase opens a new job; on a unique key forgotten it would change or
  * count against a job already counted. 1: open a new job. */
 static int keyed_unheld(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3],
@@ -205,7 +205,7 @@ static int keyed_unheld(struct kx_jobflow *f, const struct fl_rec *r, const uint
 	return 0;
 }
 
-/* Phase record r in time order: jobs.c's pair_event. */
+/* Phase record r in time order: jobs.h's pairing rule. */
 static int keyed_phase(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3],
                        struct kx_keyslot *sl)
 {
@@ -223,7 +223,7 @@ static int keyed_phase(struct kx_jobflow *f, const struct fl_rec *r, const uint6
 	return 0;
 }
 
-/* Record r in time order: jobs.c's pair_event, wait_event. */
+/* Record r in time order: jobs.h's pairing and waiter rules. */
 static int keyed_pair(struct kx_jobflow *f, const struct fl_rec *r)
 {
 	struct kx_keyslot *sl;

@@ -21,7 +21,7 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
 }
 
 /* Exit x of thread t, its thread's last call entered at or before it now
- * known (x->cand): jobs.c's kvm_event. */
+ * known (x->cand): jobs.h's KVM rule. */
 static int kvm_resolve(struct kx_jobflow *f, struct fl_thread *t, const struct fl_exit *x)
 {
 	if (!x->cand_id || !kx_kvm_run_holds(&x->cand, x->e.ts))

@@ -284,8 +284,8 @@ static struct fl_job held_job(const struct kx_tjob *t, uint64_t ts, uint64_t seq
 }
 
 /* A job whose phases are all in (t; made by the record of time ts and
- * place seq): classified, given its device and ring (as jobs.c's
- * classify), counted, held. end_ns: the capture's end (an incomplete job
+ * place seq): classified, given its device and ring (jobs.h's
+ * rules), counted, held. end_ns: the capture's end (an incomplete job
  * ends there; 0 before the end). late: why, when it comes after later
  * jobs were swept. */
 int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t seq, uint64_t end_ns,

@@ -110,8 +110,8 @@ static size_t waits_from(const struct kx_jobflow *f, uint64_t at)
 	return kx_lbound(0, f->nwaits, at, wait_ts_at, f->waits);
 }
 
-/* The waiter of GPU job t of device d among the wait calls (jobs.c's
- * best_waiter): those begun at or before its DONE, at most the longest
+/* The waiter of GPU job t of device d among the wait calls (jobs.h's
+ * waiter rule): those begun at or before its DONE, at most the longest
  * wait kept before it. */
 void jf_find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_jobdev *d)
 {
