@@ -47,6 +47,12 @@ void kx_jobflow_init_whole(struct kx_jobflow *f, const struct kx_capinfo *ci,
 	kx_jobflow_init(f, ci);
 	f->whole = 1;
 	f->sink = sink;
+	f->lim.exact = SIZE_MAX; /* the jobs are kept: their rows are exact */
+}
+
+void kx_jobflow_unbound(struct kx_jobflow *f)
+{
+	f->unbounded = 1;
 	f->pend_max = SIZE_MAX;
 	f->wprune = SIZE_MAX;
 	/* Records come in time order: none waits for an earlier one. */

@@ -139,6 +139,7 @@ struct kx_jobflow {
 	/* A whole store's feed (kx_jobflow_init_whole): calls by store index,
 	 * everything in time order, jobs handed to sink. */
 	int whole;
+	int unbounded; /* kx_jobflow_unbound: no bound */
 	const struct kx_jobflow_sink *sink;
 	struct kx_jobdevtab devs;    /* job devices, as jobs come (memory ones at the end) */
 	struct kx_jobflow_dev *fdev; /* per device of devs: its sweeps */
@@ -210,15 +211,19 @@ struct kx_jobflow {
  * names are made from it as jobs come). */
 void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci);
 /*
- * f taking a whole store (analysis/jobsink.c) with no bound: every job waits
- * for the end (no record, since the store's feed is in time order), no key
- * is forgotten, every GPU wait call is kept; each job counted goes to sink
- * (kept), its submit and wait links as store indexes. The calls come by
- * kx_jobflow_ioctl_at and the job records by kx_jobflow_job, merged in
- * time order (a call before a record of its time).
+ * f taking a whole store (analysis/jobsink.c): each job counted goes to
+ * sink (kept), its submit and wait links as store indexes. The calls come
+ * by kx_jobflow_ioctl_at and the job records by kx_jobflow_job, merged in
+ * time order (a call before a record of its time). Within the bounds above
+ * when the figures can be exact so (why stays NULL), else by
+ * kx_jobflow_unbound.
  */
 void kx_jobflow_init_whole(struct kx_jobflow *f, const struct kx_capinfo *ci,
                            const struct kx_jobflow_sink *sink);
+/* f (a whole store's, before any record) with no bound: every job waits
+ * for the end (no record: the feed is in time order), no key is forgotten,
+ * every GPU wait call is kept, so why stays NULL. */
+void kx_jobflow_unbound(struct kx_jobflow *f);
 /* Every call, each thread's in start order. 0, or -1 when out of memory. */
 int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e);
 /* The same, of a whole store: e is its call idx. */

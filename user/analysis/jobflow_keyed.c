@@ -106,14 +106,14 @@ int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
 /* Job slot of f->open closed (its key's entry sl): a block request is
  * counted and held now; a GPU job stays (a later event of another source
  * may rename it, its waiter's call returns after it) until its key is
- * forgotten. A whole store's jobs all stay until the end (a wait phase may
+ * forgotten. With no bound, every job stays until the end (a wait phase may
  * still name a request's waiter), counted in the order made. */
 static int keyed_close(struct kx_jobflow *f, struct kx_keyslot *sl, size_t slot, int reusable)
 {
 	struct fl_kjob *o = kx_slots_at(&f->open, slot);
 	uint64_t k[3], done = o->t.r.done_ts;
 
-	if (f->whole)
+	if (f->unbounded)
 		return 0;
 	memcpy(k, sl->k, sizeof(k));
 	if (kx_job_src_gpu(o->t.r.src))
@@ -133,8 +133,8 @@ static int open_link(struct kx_jobflow *f, struct fl_kjob *o, const struct fl_re
 	if (at && r->cand_id && kx_tjob_links_to(&o->t, &r->cand)) {
 		o->t.r.submit = jf_call_ref(f, &r->cand, r->cand_id);
 		o->submit_drv = r->cand.drv;
-		/* A whole store's jobs are counted in the order made: none waits. */
-		if (kx_job_src_gpu(o->t.r.src) && !f->whole &&
+		/* With no bound, jobs are counted in the order made: none waits. */
+		if (kx_job_src_gpu(o->t.r.src) && !f->unbounded &&
 		    kx_minheap_push(&f->linkq,
 		                    &(struct fl_openref){0, o->ts, o->seq, (uint32_t)slot, o->gen}))
 			return -1;
@@ -171,8 +171,8 @@ static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	if (kx_slots_live(&f->open) > f->peak_open)
 		f->peak_open = kx_slots_live(&f->open);
 	sl->v = (uint64_t)slot + 1;
-	/* A whole store's sweeps wait for the end, not for the open jobs. */
-	if (!f->whole &&
+	/* With no bound, the sweeps wait for the end, not for the open jobs. */
+	if (!f->unbounded &&
 	    kx_minheap_push(&f->opens, &(struct fl_openref){kx_jobrec_start(&o->t.r), o->ts, o->seq,
 	                                                    (uint32_t)slot, o->gen}))
 		return -1;

@@ -1,9 +1,12 @@
 /*
  * Device timelines of a whole store (kx_jobs_build; contract and rules:
  * analysis/jobs.h): its calls and job records fed in time order through
- * the streamed timelines with no bound (analysis/jobflow.h's
- * kx_jobflow_init_whole), which pair, link, place, count and sweep the
- * jobs. Kept here is only what the exporters' tables need beyond the
+ * the streamed timelines (analysis/jobflow.h's kx_jobflow_init_whole),
+ * which pair, link, place, count and sweep the jobs: within the streamed
+ * read's bounds first (it holds few jobs besides those kept here), and
+ * where those cannot give them exactly (a job open longer than the window,
+ * ...), again with no bound (kx_jobflow_unbound: every job held to the
+ * end). Kept here is only what the exporters' tables need beyond the
  * flow's figures: the jobs themselves, kept as they are counted and put in
  * their rings' order, each device's depth series, and the bitmap of the
  * calls that submitted a job.
@@ -84,10 +87,14 @@ static int feed(struct kx_jobflow *f, const struct kx_store *s)
 		if (e && (!j || e->ts <= j->ts)) {
 			if (kx_jobflow_ioctl_at(f, e, ci))
 				goto out;
+			if (f->why)
+				break; /* read again with no bound */
 			i++;
 		} else {
 			if (kx_jobflow_job(f, j))
 				goto out;
+			if (f->why)
+				break;
 			k++;
 		}
 	}
@@ -266,7 +273,10 @@ static int sink_done(struct sink *k, const struct kx_jobflow *f, struct kx_jobs 
 	return rc;
 }
 
-struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo *ci)
+/* The timelines of s, with no bound when unbounded. NULL when out of
+ * memory, or (*again set) when they cannot be exact within the bounds. */
+static struct kx_jobs *build(const struct kx_store *s, const struct kx_capinfo *ci, int unbounded,
+                             int *again)
 {
 	struct sink k;
 	const struct kx_jobflow_sink sk = {sink_job, sink_lane, &k};
@@ -275,8 +285,11 @@ struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo 
 
 	memset(&k, 0, sizeof(k));
 	kx_jobflow_init_whole(&f, ci, &sk);
-	if (!feed(&f, s))
+	if (unbounded)
+		kx_jobflow_unbound(&f);
+	if (!feed(&f, s) && !f.why)
 		o = kx_jobflow_finish(&f, s, NULL);
+	*again = f.why != NULL;
 	if (o && sink_done(&k, &f, o, s)) {
 		kx_jobs_free(o);
 		o = NULL;
@@ -285,4 +298,12 @@ struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo 
 	free(k.jobs);
 	free(k.swept);
 	return o;
+}
+
+struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo *ci)
+{
+	int again = 0;
+	struct kx_jobs *o = build(s, ci, 0, &again);
+
+	return o || !again ? o : build(s, ci, 1, &again);
 }
