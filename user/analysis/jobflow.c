@@ -48,6 +48,7 @@ void kx_jobflow_init_whole(struct kx_jobflow *f, const struct kx_capinfo *ci,
 	f->whole = 1;
 	f->sink = sink;
 	f->lim.exact = SIZE_MAX; /* the jobs are kept: their rows are exact */
+	f->lim.recs = 0;         /* records come in time order: none waits for an earlier one */
 }
 
 void kx_jobflow_unbound(struct kx_jobflow *f)
@@ -55,7 +56,6 @@ void kx_jobflow_unbound(struct kx_jobflow *f)
 	f->unbounded = 1;
 	f->pend_max = SIZE_MAX;
 	f->wprune = SIZE_MAX;
-	/* Records come in time order: none waits for an earlier one. */
 	f->lim = (struct kx_jobflow_lim){UINT64_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX,
 	                                 0,          SIZE_MAX, SIZE_MAX, SIZE_MAX};
 }
