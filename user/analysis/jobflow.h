@@ -108,7 +108,8 @@
 	          (then counted on its fallback device) */
 
 /* The bounds of a struct kx_jobflow (kx_jobflow_init: the constants above;
- * kx_jobflow_init_whole: none). */
+ * kx_jobflow_init_whole: the same but exact rows and no record waiting;
+ * kx_jobflow_unbound: none). */
 struct kx_jobflow_lim {
 	uint64_t window_ns; /* ns a made job or a record waits for earlier ones */
 	size_t held, exact, exits, recs, open, closed, waits; /* as KX_JOBFLOW_* */
