@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/jobflow.h"
 #include "analysis/jobs.h"
 #include "kxtest.h"
 #include "io/replay.h"
@@ -586,6 +587,123 @@ static void test_store_jobs(void)
 	kx_store_free(s);
 }
 
+/* ---- a whole store through the streamed timelines with no bound ---- */
+
+/* Block request phase on sector at ts (loop0). */
+static int blk_add(struct kx_store *s, uint64_t ts, uint64_t sector, int phase)
+{
+	struct kx_job j = {.ts = ts,
+	                   .seqno = sector,
+	                   .aux = 4096,
+	                   .dev = 7u << 20,
+	                   .src = KX_JOB_SRC_BLOCK,
+	                   .phase = (uint8_t)phase};
+
+	snprintf(j.ring, sizeof(j.ring), "loop0");
+	return kx_store_add_job(s, &j);
+}
+
+/* Later requests of test_whole_unbounded: past the jobs the streamed
+ * read holds behind an open one. */
+#define LATER (KX_JOBFLOW_HELD + 100)
+
+/* What a sink was given: each job's start and lane, in the order swept. */
+struct lanes_seen {
+	uint64_t start[LATER + 2];
+	uint32_t lane[LATER + 2], order[LATER + 2];
+	size_t n, nswept;
+};
+
+static int seen_job(void *ctx, const struct kx_jobrec *r, uint32_t *id)
+{
+	struct lanes_seen *l = ctx;
+
+	if (l->n >= LATER + 2)
+		return -1;
+	l->start[l->n] = kx_jobrec_start(r);
+	*id = (uint32_t)l->n++;
+	return 0;
+}
+
+static int seen_lane(void *ctx, uint32_t id, uint32_t lane)
+{
+	struct lanes_seen *l = ctx;
+
+	l->lane[id] = lane;
+	l->order[l->nswept++] = id;
+	return 0;
+}
+
+/* Every job record of s into f; f's timelines (NULL: none). */
+static struct kx_jobs *flow_jobs(struct kx_jobflow *f, const struct kx_store *s)
+{
+	for (size_t i = 0; i < kx_store_job_count(s); i++)
+		if (kx_jobflow_job(f, kx_store_job(s, i)))
+			return NULL;
+	return kx_jobflow_finish(f, s, NULL);
+}
+
+/*
+ * A request open for 3 s (longer than the streamed read's window) while
+ * LATER later ones complete, two of them at once: within the streamed
+ * read's bounds the flow cannot count it in start order (why); with no
+ * bound every job is counted, handed to the sink, swept in start order and
+ * given its lane (the first free at its start: the long one lane 0, the
+ * others lane 1 but the overlapping pair's second, lane 2); kx_jobs_build
+ * (bounded first, then not) gives the same jobs in its ring, in that order.
+ */
+static void test_whole_unbounded(void)
+{
+	static struct lanes_seen seen;
+	struct kx_store *s = kx_store_new(0);
+	const struct kx_jobflow_sink sink = {seen_job, seen_lane, &seen};
+	struct kx_jobflow f;
+	struct kx_jobs *o;
+	int ok = 1;
+
+	CHECK(s);
+	ok &= blk_add(s, US(1), 1, KX_JOB_RUN) == 0;
+	for (uint64_t i = 0; i < LATER; i++) {
+		ok &= blk_add(s, US(10 + i * 100), 100 + i, KX_JOB_RUN) == 0;
+		if (i == 5)
+			ok &= blk_add(s, US(10 + i * 100 + 20), LATER + 500, KX_JOB_RUN) == 0;
+		ok &= blk_add(s, US(10 + i * 100 + 50), 100 + i, KX_JOB_DONE) == 0;
+		if (i == 5)
+			ok &= blk_add(s, US(10 + i * 100 + 60), LATER + 500, KX_JOB_DONE) == 0;
+	}
+	ok &= blk_add(s, T0 + 3 * KX_JOBFLOW_WINDOW_NS, 1, KX_JOB_DONE) == 0;
+	CHECK(ok);
+	kx_jobflow_init_whole(&f, NULL, &sink);
+	o = flow_jobs(&f, s);
+	CHECK(!o && f.why && strstr(f.why, "stayed open"));
+	kx_jobflow_free(&f);
+	memset(&seen, 0, sizeof(seen));
+	kx_jobflow_init_whole(&f, NULL, &sink);
+	kx_jobflow_unbound(&f);
+	o = flow_jobs(&f, s);
+	CHECK(o && !f.why && o->nrings == 1 && o->rings[0].nlanes == 3);
+	CHECK_EQ_U(seen.n, LATER + 2);
+	CHECK_EQ_U(seen.nswept, LATER + 2);
+	for (size_t k = 0; k < seen.nswept; k++) {
+		uint32_t id = seen.order[k];
+		uint32_t want = k == 0 ? 0 : (seen.start[id] == US(530) ? 2 : 1);
+
+		ok &= (!k || seen.start[seen.order[k - 1]] <= seen.start[id]) &&
+		      seen.lane[id] == want;
+	}
+	CHECK(ok);
+	kx_jobs_free(o);
+	kx_jobflow_free(&f);
+	o = kx_jobs_build(s, NULL);
+	CHECK(o && o->njobs == LATER + 2 && o->nrings == 1 && o->rings[0].nlanes == 3);
+	for (size_t k = 0; o && k < o->njobs; k++)
+		ok &= kx_jobrec_start(&o->jobs[k]) == seen.start[seen.order[k]] &&
+		      o->jobs[k].lane == seen.lane[seen.order[k]];
+	CHECK(ok);
+	kx_jobs_free(o);
+	kx_store_free(s);
+}
+
 int main(void)
 {
 	RUN(test_amdgpu_new);
@@ -599,6 +717,7 @@ int main(void)
 	RUN(test_replay_errors);
 	RUN(test_replay_values);
 	RUN(test_store_jobs);
+	RUN(test_whole_unbounded);
 	kx_jobs_free(jb);
 	kx_store_free(st);
 	KXT_EXIT();

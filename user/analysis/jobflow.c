@@ -3,6 +3,7 @@
  * and job records to their parts (jobflow_int.h), the end of the stream,
  * and a struct kx_jobflow's lifetime.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,16 @@ void jf_because(struct kx_jobflow *f, const char *why)
 		f->why = why;
 }
 
+int jf_out_of_window(const struct kx_jobflow *f, uint64_t ts, uint64_t ref)
+{
+	return ref > ts && ref - ts > f->lim.window_ns;
+}
+
+int64_t jf_call_ref(const struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
+{
+	return f->whole ? (int64_t)(id - 1) : (int64_t)e->ts;
+}
+
 void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci)
 {
 	memset(f, 0, sizeof(*f));
@@ -25,6 +36,28 @@ void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci)
 	jf_keyed_init(f);
 	f->lo = UINT64_MAX;
 	f->pend_max = KX_JOBFLOW_PENDING;
+	f->lim = (struct kx_jobflow_lim){KX_JOBFLOW_WINDOW_NS, KX_JOBFLOW_HELD, KX_JOBFLOW_EXACT,
+	                                 KX_JOBFLOW_EXITS,     KX_JOBFLOW_RECS, KX_JOBFLOW_OPEN,
+	                                 KX_JOBFLOW_CLOSED,    KX_JOBFLOW_WAITS};
+}
+
+void kx_jobflow_init_whole(struct kx_jobflow *f, const struct kx_capinfo *ci,
+                           const struct kx_jobflow_sink *sink)
+{
+	kx_jobflow_init(f, ci);
+	f->whole = 1;
+	f->sink = sink;
+	f->lim.exact = SIZE_MAX; /* the jobs are kept: their rows are exact */
+	f->lim.recs = 0;         /* records come in time order: none waits for an earlier one */
+}
+
+void kx_jobflow_unbound(struct kx_jobflow *f)
+{
+	f->unbounded = 1;
+	f->pend_max = SIZE_MAX;
+	f->wprune = SIZE_MAX;
+	f->lim = (struct kx_jobflow_lim){UINT64_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX,
+	                                 0,          SIZE_MAX, SIZE_MAX, SIZE_MAX};
 }
 
 static void span(struct kx_jobflow *f, uint64_t a, uint64_t b)
@@ -39,7 +72,8 @@ static void span(struct kx_jobflow *f, uint64_t a, uint64_t b)
 
 /* ---- the feed ---- */
 
-int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e)
+/* Call e, its id (> 0) naming it. */
+static int feed_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 {
 	struct fl_thread *t;
 
@@ -49,19 +83,29 @@ int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e)
 	t = kx_tidtab_get(&f->threads, e->tid, 1);
 	if (!t)
 		return -1;
-	if (t->nopen && jf_kvm_call(f, t, e, f->calls))
+	if (t->nopen && jf_kvm_call(f, t, e, id))
 		return -1;
 	if (t->forced_at && e->ts <= t->forced_at)
 		jf_because(f,
 		           "a call came after a later block record of its task was paired (it "
 		           "began more than the streamed read's window before the latest record)");
 	if (t->nprobes)
-		jf_probe_call(f, t, e, f->calls);
-	if (jf_wait_call(f, e, f->calls))
+		jf_probe_call(f, t, e, id);
+	if (jf_wait_call(f, e, id))
 		return -1;
 	t->last = *e;
-	t->last_id = f->calls;
+	t->last_id = id;
 	return 0;
+}
+
+int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e)
+{
+	return feed_call(f, e, f->calls + 1);
+}
+
+int kx_jobflow_ioctl_at(struct kx_jobflow *f, const struct kx_ioctl *e, size_t idx)
+{
+	return feed_call(f, e, (uint64_t)idx + 1);
 }
 
 int kx_jobflow_job(struct kx_jobflow *f, const struct kx_job *j)

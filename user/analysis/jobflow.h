@@ -24,9 +24,10 @@
  * that does not nest them gives them so). Made jobs wait in a heap by start
  * (KX_JOBFLOW_WINDOW_NS behind the latest time seen, at most
  * KX_JOBFLOW_HELD of them), then pass in start order through the sweeps
- * that need it: lanes (a heap of the ring's job ends), busy time (the union
- * of intervals in start order) and the most in flight (a heap of the
- * device's ends). Memory: the jobs held (56 bytes each), the open exits, a
+ * that need it: lanes (heaps of the ring's lanes by their last job's end
+ * and of those free: a job takes the first free), busy time (the union of
+ * intervals in start order) and the most in flight (a heap of the device's
+ * ends). Memory: the jobs held (56 bytes each), the open exits, a
  * thread's last call (88 bytes), and per ring its rows.
  *
  * Keyed jobs (block requests, GPU jobs) are paired by jobpair's rules as
@@ -84,7 +85,6 @@
 #include <stdint.h>
 
 #include "analysis/jobpair.h"
-#include "analysis/jobs.h"
 #include "analysis/stats.h"
 #include "model/capinfo.h"
 #include "model/event.h"
@@ -107,6 +107,27 @@
 	16384u /* GPU jobs waiting for their ring's driver at most                                 \
 	          (then counted on its fallback device) */
 
+/* The bounds of a struct kx_jobflow (kx_jobflow_init: the constants above;
+ * kx_jobflow_init_whole: the same but exact rows and no record waiting;
+ * kx_jobflow_unbound: none). */
+struct kx_jobflow_lim {
+	uint64_t window_ns; /* ns a made job or a record waits for earlier ones */
+	size_t held, exact, exits, recs, open, closed, waits; /* as KX_JOBFLOW_* */
+};
+
+/* Where a whole store's jobs go (kx_jobflow_init_whole): each job counted,
+ * complete but its lane (ring: its ring in the flow, kx_jobflow_ring_final
+ * gives its place in the result; dev: its device in f->devs before the
+ * final order; submit, wait: store indexes), gets the sink's id in *id;
+ * then, in the order they are swept (by start, then as made), each job's
+ * lane. 0, or -1 when out of memory. */
+struct kx_jobflow_sink {
+	int (*job)(void *ctx, const struct kx_jobrec *r, uint32_t *id);
+	int (*lane)(void *ctx, uint32_t id, uint32_t lane);
+	void *ctx;
+};
+
+struct kx_jobs;
 struct kx_jobflow_ring;
 struct kx_jobflow_dev;
 struct kx_jobflow_key;
@@ -114,7 +135,13 @@ struct kx_jobflow_wait;
 struct kx_jobflow_ringdrv;
 
 struct kx_jobflow {
-	const char *why;             /* NULL: the figures are exact so far */
+	const char *why; /* NULL: the figures are exact so far */
+	struct kx_jobflow_lim lim;
+	/* A whole store's feed (kx_jobflow_init_whole): calls by store index,
+	 * everything in time order, jobs handed to sink. */
+	int whole;
+	int unbounded; /* kx_jobflow_unbound: no bound */
+	const struct kx_jobflow_sink *sink;
 	struct kx_jobdevtab devs;    /* job devices, as jobs come (memory ones at the end) */
 	struct kx_jobflow_dev *fdev; /* per device of devs: its sweeps */
 	size_t nfdev;
@@ -167,7 +194,8 @@ struct kx_jobflow {
 	uint64_t wlongest;   /* ns, the longest wait kept (since the last drop) */
 	uint64_t waited_max; /* ns, the latest DONE of a GPU job counted (its waiter looked for) */
 	int waited_any;
-	int gpu_seen;         /* a GPU job record came (wait calls are kept from then) */
+	int gpu_seen;         /* a GPU job record came (wait calls are kept from then; a whole
+	                         store's feed sets it first when the store holds one) */
 	uint64_t wait_unkept; /* ns, the latest end of a wait call not kept before it */
 	int oom;
 	/* Set by the caller after init (NULL: none): called for each job counted
@@ -183,20 +211,38 @@ struct kx_jobflow {
 /* f streaming the records of a capture whose header is ci (kept: device
  * names are made from it as jobs come). */
 void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci);
+/*
+ * f taking a whole store (analysis/jobsink.c): each job counted goes to
+ * sink (kept), its submit and wait links as store indexes. The calls come
+ * by kx_jobflow_ioctl_at and the job records by kx_jobflow_job, merged in
+ * time order (a call before a record of its time). Within the bounds above
+ * when the figures can be exact so (why stays NULL), else by
+ * kx_jobflow_unbound.
+ */
+void kx_jobflow_init_whole(struct kx_jobflow *f, const struct kx_capinfo *ci,
+                           const struct kx_jobflow_sink *sink);
+/* f (a whole store's, before any record) with no bound: every job waits
+ * for the end (no record: the feed is in time order), no key is forgotten,
+ * every GPU wait call is kept, so why stays NULL. */
+void kx_jobflow_unbound(struct kx_jobflow *f);
 /* Every call, each thread's in start order. 0, or -1 when out of memory. */
 int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e);
+/* The same, of a whole store: e is its call idx. */
+int kx_jobflow_ioctl_at(struct kx_jobflow *f, const struct kx_ioctl *e, size_t idx);
 /* Every job record, in file order (a recorder's: each task's after its
  * calls entered before it). 0, or -1 when out of memory. */
 int kx_jobflow_job(struct kx_jobflow *f, const struct kx_job *j);
 /*
  * Once every record is in: the device timelines as kx_jobs_build gives them
- * for the report (no job records: jobs is empty, rings count theirs), mem
- * (the calls memory accounting counts, in a store) giving the memory rows,
- * and the job rows appended to rows. NULL when out of memory or f->why is
- * set.
+ * for the report (no job records: jobs is empty, rings count theirs, their
+ * first is 0), mem (the calls memory accounting counts, in a store) giving
+ * the memory rows, and the job rows appended to rows (NULL: none). NULL
+ * when out of memory or f->why is set.
  */
 struct kx_jobs *kx_jobflow_finish(struct kx_jobflow *f, const struct kx_store *mem,
                                   struct kx_stats *rows);
+/* After kx_jobflow_finish: the index in kx_jobs.rings of f's ring ring. */
+uint32_t kx_jobflow_ring_final(const struct kx_jobflow *f, uint32_t ring);
 void kx_jobflow_free(struct kx_jobflow *f);
 
 #endif /* KX_JOBFLOW_H */

@@ -134,6 +134,7 @@ struct fl_job {
 	uint64_t in;         /* ns, when it came in flight (queue, else run), 0: never */
 	uint64_t ts, seq; /* the record that made it: its time, its place (the builder's order) */
 	uint32_t ring;    /* index in f->rings */
+	uint32_t sunk;    /* the sink's id of it (f->sink) */
 	uint8_t busy;     /* it has a busy interval ([start, end]) */
 	uint8_t done;
 };
@@ -149,7 +150,9 @@ struct kx_jobflow_ring {
 	uint32_t dev; /* index in f->devs before the final order */
 	uint64_t njobs, completed, linked, waited;
 	uint32_t nlanes;
-	struct kx_minheap ends; /* ns, the ends of its jobs swept that may still overlap */
+	uint32_t final;         /* its index in the result's rings (jobflow_rows.c) */
+	struct kx_minheap ends; /* its lanes' last jobs swept that may still overlap (fl_lane) */
+	struct kx_minheap free; /* lanes free again (uint32_t) */
 	struct fl_union busy;
 	struct kx_stat_row exec, queue; /* DONE - start; RUN - QUEUE (none for KVM) */
 };
@@ -164,7 +167,17 @@ struct kx_jobflow_dev {
 	uint32_t max_depth;
 };
 
+/* A lane's last job swept: its end. */
+struct fl_lane {
+	uint64_t end; /* ns */
+	uint32_t lane;
+};
+
 /* jobflow.c */
+/* Is ts more than f's window before ref (ts + window < ref)? */
+int jf_out_of_window(const struct kx_jobflow *f, uint64_t ts, uint64_t ref);
+/* How a job names call e (its id): its start, ns (a whole store's: its index). */
+int64_t jf_call_ref(const struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id);
 /* f's figures cannot be exact: why (the first reason kept). */
 void jf_because(struct kx_jobflow *f, const char *why);
 

@@ -74,7 +74,7 @@ static uint32_t new_gen(struct kx_jobflow *f)
 	return f->gen;
 }
 
-/* Job slot of f->open counted and held (jobs.c's classify and link_waiters);
+/* Job slot of f->open counted and held (jobs.h's flags, device and waiter rules);
  * a GPU job of a shared fence source whose ring's driver is not known yet
  * waits for it (jobflow_pend.c). */
 int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
@@ -106,12 +106,15 @@ int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns)
 /* Job slot of f->open closed (its key's entry sl): a block request is
  * counted and held now; a GPU job stays (a later event of another source
  * may rename it, its waiter's call returns after it) until its key is
- * forgotten. */
+ * forgotten. With no bound, every job stays until the end (a wait phase may
+ * still name a request's waiter), counted in the order made. */
 static int keyed_close(struct kx_jobflow *f, struct kx_keyslot *sl, size_t slot, int reusable)
 {
 	struct fl_kjob *o = kx_slots_at(&f->open, slot);
 	uint64_t k[3], done = o->t.r.done_ts;
 
+	if (f->unbounded)
+		return 0;
 	memcpy(k, sl->k, sizeof(k));
 	if (kx_job_src_gpu(o->t.r.src))
 		return jf_remember(f, k, done, (uint32_t)slot, o->gen, reusable);
@@ -122,15 +125,16 @@ static int keyed_close(struct kx_jobflow *f, struct kx_keyslot *sl, size_t slot,
 }
 
 /* New job o (slot) of record r linked to its candidate call, if it links
- * to it (jobs.c's link_submit). */
+ * to it (jobs.h's submit rule). */
 static int open_link(struct kx_jobflow *f, struct fl_kjob *o, const struct fl_rec *r, long slot)
 {
 	uint64_t at = kx_tjob_link_at(&o->t);
 
 	if (at && r->cand_id && kx_tjob_links_to(&o->t, &r->cand)) {
-		o->t.r.submit = (int64_t)r->cand.ts;
+		o->t.r.submit = jf_call_ref(f, &r->cand, r->cand_id);
 		o->submit_drv = r->cand.drv;
-		if (kx_job_src_gpu(o->t.r.src) &&
+		/* With no bound, jobs are counted in the order made: none waits. */
+		if (kx_job_src_gpu(o->t.r.src) && !f->unbounded &&
 		    kx_minheap_push(&f->linkq,
 		                    &(struct fl_openref){0, o->ts, o->seq, (uint32_t)slot, o->gen}))
 			return -1;
@@ -140,14 +144,14 @@ static int open_link(struct kx_jobflow *f, struct fl_kjob *o, const struct fl_re
 	return 0;
 }
 
-/* A new job of record r on key k (jobs.c's pair_event and link_submit). */
+/* A new job of record r on key k (jobs.h's pairing and submit rules). */
 static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3])
 {
 	struct kx_keyslot *sl;
 	struct fl_kjob *o;
 	long slot;
 
-	if (kx_slots_live(&f->open) >= KX_JOBFLOW_OPEN) {
+	if (kx_slots_live(&f->open) >= f->lim.open) {
 		jf_because(f, "too many device jobs open at once");
 		return 0;
 	}
@@ -167,14 +171,16 @@ static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	if (kx_slots_live(&f->open) > f->peak_open)
 		f->peak_open = kx_slots_live(&f->open);
 	sl->v = (uint64_t)slot + 1;
-	if (kx_minheap_push(&f->opens, &(struct fl_openref){kx_jobrec_start(&o->t.r), o->ts, o->seq,
+	/* With no bound, the sweeps wait for the end, not for the open jobs. */
+	if (!f->unbounded &&
+	    kx_minheap_push(&f->opens, &(struct fl_openref){kx_jobrec_start(&o->t.r), o->ts, o->seq,
 	                                                    (uint32_t)slot, o->gen}))
 		return -1;
 	return o->t.closed ? keyed_close(f, sl, (size_t)slot, kx_jobpair_reusable(&r->e)) : 0;
 }
 
-/* A phase on a key none of whose jobs is held any more (jobs.c's
- * pair_event on a closed job): a reused key's DONE repeats it, another
+/* A phase on a key none of whose jobs is held any more (jobs.h's
+ * pairing rule, on a closed job): a reused key's DONE repeats it, another
  * phase opens a new job; on a unique key forgotten it would change or
  * count against a job already counted. 1: open a new job. */
 static int keyed_unheld(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3],
@@ -199,7 +205,7 @@ static int keyed_unheld(struct kx_jobflow *f, const struct fl_rec *r, const uint
 	return 0;
 }
 
-/* Phase record r in time order: jobs.c's pair_event. */
+/* Phase record r in time order: jobs.h's pairing rule. */
 static int keyed_phase(struct kx_jobflow *f, const struct fl_rec *r, const uint64_t k[3],
                        struct kx_keyslot *sl)
 {
@@ -217,7 +223,7 @@ static int keyed_phase(struct kx_jobflow *f, const struct fl_rec *r, const uint6
 	return 0;
 }
 
-/* Record r in time order: jobs.c's pair_event, wait_event. */
+/* Record r in time order: jobs.h's pairing and waiter rules. */
 static int keyed_pair(struct kx_jobflow *f, const struct fl_rec *r)
 {
 	struct kx_keyslot *sl;
@@ -236,8 +242,8 @@ static int keyed_pair(struct kx_jobflow *f, const struct fl_rec *r)
 	return 0;
 }
 
-/* The records whose turn has come: KX_JOBFLOW_WINDOW_NS before the latest
- * time seen, or past KX_JOBFLOW_RECS (all: at the end). A record still
+/* The records whose turn has come: the window (f->lim) before the latest
+ * time seen, or past its records (all: at the end). A record still
  * looking at its task's calls takes its candidate now: a call of the task
  * that began at or before it and comes later sends the file to memory. */
 int jf_recs_release(struct kx_jobflow *f, int all)
@@ -247,8 +253,7 @@ int jf_recs_release(struct kx_jobflow *f, int all)
 		struct fl_recref ref;
 		struct fl_rec r;
 
-		if (!all && f->recq.n <= KX_JOBFLOW_RECS &&
-		    top->ts + KX_JOBFLOW_WINDOW_NS >= f->now)
+		if (!all && f->recq.n <= f->lim.recs && !jf_out_of_window(f, top->ts, f->now))
 			return 0;
 		kx_minheap_pop(&f->recq, &ref);
 		r = *(struct fl_rec *)kx_slots_at(&f->recs, ref.slot);

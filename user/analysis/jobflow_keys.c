@@ -103,8 +103,8 @@ int jf_remember(struct kx_jobflow *f, const uint64_t k[3], uint64_t done, uint32
 int jf_forget_old(struct kx_jobflow *f)
 {
 	while (f->chead < f->nclosed &&
-	       (f->nclosed - f->chead > KX_JOBFLOW_CLOSED ||
-	        f->closed[f->chead].done + KX_JOBFLOW_WINDOW_NS < f->rel_ts)) {
+	       (f->nclosed - f->chead > f->lim.closed ||
+	        jf_out_of_window(f, f->closed[f->chead].done, f->rel_ts))) {
 		struct kx_jobflow_key c = f->closed[f->chead++];
 
 		if (forget(f, &c))

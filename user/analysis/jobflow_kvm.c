@@ -14,14 +14,14 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
 {
 	struct kx_tjob t;
 
-	kx_tjob_kvm(&t, &x->e, io, io ? (int64_t)io->ts : -1);
+	kx_tjob_kvm(&t, &x->e, io, io ? jf_call_ref(f, io, x->cand_id) : -1);
 	return jf_job_out(f, &t, x->e.ts, x->seq, 0, 0, 0,
 	                  "a KVM job started before jobs already counted in start order (its "
 	                  "KVM_RUN ran longer than the streamed read's window)");
 }
 
 /* Exit x of thread t, its thread's last call entered at or before it now
- * known (x->cand): jobs.c's kvm_event. */
+ * known (x->cand): jobs.h's KVM rule. */
 static int kvm_resolve(struct kx_jobflow *f, struct fl_thread *t, const struct fl_exit *x)
 {
 	if (!x->cand_id || !kx_kvm_run_holds(&x->cand, x->e.ts))
@@ -77,7 +77,7 @@ int jf_kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 		return 0;
 	}
 	t->exit_ts = j->ts;
-	if (f->exits >= KX_JOBFLOW_EXITS) {
+	if (f->exits >= f->lim.exits) {
 		jf_because(f, "too many KVM exits waiting for their KVM_RUN");
 		return 0;
 	}

@@ -116,7 +116,7 @@ int jf_ring_known(struct kx_jobflow *f, const struct kx_jobflow_ringdrv *e)
 	return 1;
 }
 
-/* The learnt driver of job j's ring (jobs.c's learn_ring_drivers): a linked
+/* The learnt driver of job j's ring (jobs.h's device rule): a linked
  * job teaches it (the first made wins); an unlinked one gets it in
  * *drv when the ring's driver is final (jf_ring_known), 0 (the fallback)
  * when its ring went past the budget (jobflow_pend.c). 1 when known, 0

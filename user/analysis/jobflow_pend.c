@@ -2,7 +2,7 @@
  * The streamed device timelines' GPU jobs of shared fence sources (i915,
  * amdgpu, amdxdna, gpu_scheduler, dma_fence) without a submitting call
  * (jobflow_int.h): such a job's device is its ring's, learnt from the
- * ring's first linked job (jobs.c's learn_ring_drivers), so it waits in its
+ * ring's first linked job (jobs.h's device rule), so it waits in its
  * open slot (still holding the sweeps back) until that job is counted and
  * no linked job made before it is still held; at the end a ring that never
  * linked gets the fallback device (kx_jobdevtab_assign with no ring

@@ -74,6 +74,7 @@ static int make_rings(struct kx_jobflow *f, struct kx_jobs *o, const uint32_t *n
 		struct kx_jobdev *d = &o->devs[newidx[r->dev]];
 
 		snprintf(g->name, sizeof(g->name), "%s", r->name);
+		r->final = (uint32_t)k;
 		g->dev = newidx[r->dev];
 		if (!d->nrings)
 			d->first_ring = (uint32_t)k;
@@ -150,7 +151,12 @@ static int take_devs(struct kx_jobflow *f, struct kx_jobs *o, uint32_t *newidx, 
 		return -1;
 	dev_figures(f, o, newidx);
 	kx_jobdevs_unique_names(o->devs, o->ndevs);
-	return job_rows(f, o, ord, rows);
+	return rows ? job_rows(f, o, ord, rows) : 0;
+}
+
+uint32_t kx_jobflow_ring_final(const struct kx_jobflow *f, uint32_t ring)
+{
+	return f->rings[ring].final;
 }
 
 int jf_result(struct kx_jobflow *f, struct kx_jobs *o, const struct kx_store *mem,

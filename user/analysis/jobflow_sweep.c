@@ -16,6 +16,16 @@ static int u64_less(const void *a, const void *b)
 	return *(const uint64_t *)a < *(const uint64_t *)b;
 }
 
+static int u32_less(const void *a, const void *b)
+{
+	return *(const uint32_t *)a < *(const uint32_t *)b;
+}
+
+static int lane_less(const void *a, const void *b)
+{
+	return ((const struct fl_lane *)a)->end < ((const struct fl_lane *)b)->end;
+}
+
 /* By start, then in the order the builder made them. */
 static int job_less(const void *pa, const void *pb)
 {
@@ -37,6 +47,7 @@ void jf_sweep_free(struct kx_jobflow *f)
 {
 	for (size_t i = 0; i < f->nrings; i++) {
 		kx_minheap_free(&f->rings[i].ends);
+		kx_minheap_free(&f->rings[i].free);
 		kx_stat_row_free(&f->rings[i].exec);
 		kx_stat_row_free(&f->rings[i].queue);
 	}
@@ -78,18 +89,34 @@ void jf_depth_note(struct kx_jobflow_dev *d)
 		d->max_depth = (uint32_t)n;
 }
 
+/* Job j's lane: the first of its ring free at its start (its last job
+ * ended at or before it), else a new one. -1 when out of memory. */
+static long lane_of(struct kx_jobflow_ring *r, const struct fl_job *j)
+{
+	struct fl_lane l;
+	uint32_t lane;
+
+	while (r->ends.n && ((const struct fl_lane *)kx_minheap_top(&r->ends))->end <= j->start) {
+		kx_minheap_pop(&r->ends, &l);
+		if (kx_minheap_push(&r->free, &l.lane))
+			return -1;
+	}
+	if (r->free.n)
+		kx_minheap_pop(&r->free, &lane);
+	else
+		lane = r->nlanes++;
+	if (kx_minheap_push(&r->ends, &(struct fl_lane){j->end, lane}))
+		return -1;
+	return lane;
+}
+
 static int sweep(struct kx_jobflow *f, const struct fl_job *j)
 {
 	struct kx_jobflow_ring *r = &f->rings[j->ring];
 	struct kx_jobflow_dev *d = &f->fdev[r->dev];
+	long lane = lane_of(r, j);
 
-	/* Lanes: a job takes the first lane free at its start, so a ring
-	 * needs one more than the jobs before it that end after its start. */
-	while (r->ends.n && *(const uint64_t *)kx_minheap_top(&r->ends) <= j->start)
-		kx_minheap_pop(&r->ends, NULL);
-	if (r->ends.n + 1 > r->nlanes)
-		r->nlanes = (uint32_t)(r->ends.n + 1);
-	if (kx_minheap_push(&r->ends, &j->end))
+	if (lane < 0 || (f->sink && f->sink->lane(f->sink->ctx, j->sunk, (uint32_t)lane)))
 		return -1;
 	if (j->busy) {
 		union_add(&r->busy, j->start, j->end);
@@ -136,9 +163,9 @@ static int before_open(const struct fl_job *j, const struct fl_openref *o)
 	return j->seq < o->seq;
 }
 
-/* The held jobs whose turn has come: started KX_JOBFLOW_WINDOW_NS before
- * the latest time seen and before every open request, or past
- * KX_JOBFLOW_HELD (all: at the end). */
+/* The held jobs whose turn has come: started the window (f->lim) before
+ * the latest time seen and before every open request, or past its held
+ * jobs (all: at the end). */
 int jf_release(struct kx_jobflow *f, int all)
 {
 	struct fl_job j;
@@ -148,10 +175,10 @@ int jf_release(struct kx_jobflow *f, int all)
 		const struct fl_openref *o = all ? NULL : open_first(f);
 		int blocked = o && !before_open(top, o);
 
-		if (!all && (blocked || top->start + KX_JOBFLOW_WINDOW_NS >= f->now)) {
+		if (!all && (blocked || !jf_out_of_window(f, top->start, f->now))) {
 			int spilt;
 
-			if (f->held.n <= KX_JOBFLOW_HELD)
+			if (f->held.n <= f->lim.held)
 				return 0;
 			/* Past the budget, the jobs waiting for their ring's driver are
 			 * counted on its fallback (jobflow_pend.c): they stop holding. */
@@ -190,7 +217,8 @@ static struct kx_jobflow_ring *ring_get(struct kx_jobflow *f, uint32_t dev, cons
 	memset(r, 0, sizeof(*r));
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->dev = dev;
-	r->ends = (struct kx_minheap)KX_MINHEAP_INIT(uint64_t, u64_less);
+	r->ends = (struct kx_minheap)KX_MINHEAP_INIT(struct fl_lane, lane_less);
+	r->free = (struct kx_minheap)KX_MINHEAP_INIT(uint32_t, u32_less);
 	r->exec.min = r->queue.min = UINT64_MAX;
 	r->exec.job = r->queue.job = 1;
 	return r;
@@ -215,8 +243,9 @@ static int devs_room(struct kx_jobflow *f)
 	return 0;
 }
 
-/* A job's counts and rows (jobs.c's ring_stats and dev_stats, one job). */
-static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struct kx_jobrec *j)
+/* A job's counts and rows (exact up to exact values a row). */
+static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struct kx_jobrec *j,
+                size_t exact)
 {
 	uint64_t x; /* ns */
 
@@ -229,10 +258,9 @@ static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struc
 	d->incomplete += (j->flags & KX_JOBF_INCOMPLETE) != 0;
 	d->no_queue += (j->flags & KX_JOBF_NO_QUEUE) != 0;
 	d->linked += j->submit >= 0;
-	if (kx_jobrec_exec(j, &x) && kx_stat_row_add_bounded(&r->exec, x, KX_JOBFLOW_EXACT))
+	if (kx_jobrec_exec(j, &x) && kx_stat_row_add_bounded(&r->exec, x, exact))
 		return -1;
-	if (kx_jobrec_queue_delay(j, 0, &x) &&
-	    kx_stat_row_add_bounded(&r->queue, x, KX_JOBFLOW_EXACT))
+	if (kx_jobrec_queue_delay(j, 0, &x) && kx_stat_row_add_bounded(&r->queue, x, exact))
 		return -1;
 	return 0;
 }
@@ -256,8 +284,8 @@ static struct fl_job held_job(const struct kx_tjob *t, uint64_t ts, uint64_t seq
 }
 
 /* A job whose phases are all in (t; made by the record of time ts and
- * place seq): classified, given its device and ring (as jobs.c's
- * classify), counted, held. end_ns: the capture's end (an incomplete job
+ * place seq): classified, given its device and ring (jobs.h's
+ * rules), counted, held. end_ns: the capture's end (an incomplete job
  * ends there; 0 before the end). late: why, when it comes after later
  * jobs were swept. */
 int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t seq, uint64_t end_ns,
@@ -275,7 +303,7 @@ int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t se
 	jf_find_waiter(f, t, &f->devs.devs[dev]);
 	kx_tjob_ring_fallback(t);
 	r = ring_get(f, (uint32_t)dev, t->ring);
-	if (!r || fold(r, &f->fdev[dev], &t->r))
+	if (!r || fold(r, &f->fdev[dev], &t->r, f->lim.exact))
 		return -1;
 	if (f->on_linked && t->r.submit >= 0 && t->r.done_ts &&
 	    t->r.done_ts >= kx_jobrec_start(&t->r) &&
@@ -283,6 +311,14 @@ int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t se
 	                 t->r.done_ts - kx_jobrec_start(&t->r)))
 		return -1;
 	h = held_job(t, ts, seq, end_ns, (uint32_t)(r - f->rings));
+	if (f->sink) {
+		struct kx_jobrec s = t->r;
+
+		s.ring = h.ring;
+		s.dev = (uint32_t)dev;
+		if (f->sink->job(f->sink->ctx, &s, &h.sunk))
+			return -1;
+	}
 	if (f->swept && !job_less(&(struct fl_job){.start = f->swept_start,
 	                                           .ts = f->swept_ts,
 	                                           .seq = f->swept_seq},

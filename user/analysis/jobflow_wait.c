@@ -72,11 +72,11 @@ int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 			f->wait_unkept = kx_ioctl_end(e);
 		return 0;
 	}
-	if (f->nwaits >= f->wprune || f->nwaits >= KX_JOBFLOW_WAITS)
+	if (f->nwaits >= f->wprune || f->nwaits >= f->lim.waits)
 		waits_prune(f);
 	/* Past the budget, the jobs waiting for their ring's driver are counted
 	 * on its fallback (jobflow_pend.c): the waits kept for them go. */
-	if (f->nwaits >= KX_JOBFLOW_WAITS && f->npend) {
+	if (f->nwaits >= f->lim.waits && f->npend) {
 		int spilt = jf_pend_spill(f);
 
 		if (spilt < 0 || (spilt && jf_release(f, 0)))
@@ -88,7 +88,7 @@ int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 		        f,
 		        "a wait call came after a GPU job it may have waited for was counted (it "
 		        "began more than the streamed read's window before it returned)");
-	if (f->nwaits >= KX_JOBFLOW_WAITS) {
+	if (f->nwaits >= f->lim.waits) {
 		jf_because(f, "too many wait calls of GPU drivers around the jobs not counted yet");
 		return 0;
 	}
@@ -110,8 +110,8 @@ static size_t waits_from(const struct kx_jobflow *f, uint64_t at)
 	return kx_lbound(0, f->nwaits, at, wait_ts_at, f->waits);
 }
 
-/* The waiter of GPU job t of device d among the wait calls (jobs.c's
- * best_waiter): those begun at or before its DONE, at most the longest
+/* The waiter of GPU job t of device d among the wait calls (jobs.h's
+ * waiter rule): those begun at or before its DONE, at most the longest
  * wait kept before it. */
 void jf_find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_jobdev *d)
 {
@@ -138,6 +138,7 @@ void jf_find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_job
 		if (!found || kx_waiter_better(&c, &best, t->r.pid)) {
 			best = c;
 			t->r.waiter_tid = w->tid;
+			t->r.wait = f->whole ? (int64_t)(w->id - 1) : (int64_t)w->ts;
 			found = 1;
 		}
 	}

@@ -1,6 +1,6 @@
 /*
  * The rules of device timelines (stated in analysis/jobs.h), apart from the
- * analysis of a whole store (analysis/jobs.c), so that any reader that feeds
+ * analysis of a whole store (analysis/jobsink.c), so that any reader that feeds
  * the events in order gives the same jobs (the engine's feed,
  * analysis/engine.c, uses the memory accounting; the streamed timelines, analysis/jobflow.c, the
  * KVM, pairing, submit link, waiter, anomaly, device and busy rules; the live aggregates of top and

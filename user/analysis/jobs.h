@@ -72,9 +72,10 @@
  * (analysis/nvmem.h) too. Usage starts at 0 at capture start. Each event is stamped at
  * the ioctl's return. Avg Usage is the mean of the usage after each event.
  *
- * kx_jobs_build analyses a whole store; a record file read as a stream gets
- * the same timelines as its records pass (analysis/jobflow.h), keeping none
- * of its jobs.
+ * One engine applies these rules: a record file read as a stream gets the
+ * timelines as its records pass (analysis/jobflow.h), keeping none of its
+ * jobs; kx_jobs_build (analysis/jobsink.c) feeds a whole store through it
+ * with no bound and keeps the jobs it counts (the sink).
  */
 #ifndef KX_JOBS_H
 #define KX_JOBS_H
@@ -105,7 +106,8 @@ struct kx_jobs {
 	const struct kx_store *store;
 };
 
-/* NULL on out of memory. ci may be NULL (no device mapping, span from events). */
+/* NULL on out of memory. ci may be NULL (no device mapping, span from events).
+ * Defined in analysis/jobsink.c. */
 struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo *ci);
 void kx_jobs_free(struct kx_jobs *j);
 
