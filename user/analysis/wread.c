@@ -206,10 +206,11 @@ static void p1_job(void *ctx, const struct kx_job *j)
 static int p1_nest(void *ctx, const struct kx_ioctl *e)
 {
 	struct p1 *c = ctx;
+	uint64_t end;
 	int cut;
 
 	if (kx_rangewalk_call(&c->ranges, e, e->ts + e->dur, KX_ENGINE_NOREF) ||
-	    kx_nesttrack_ioctl(&c->nest, e, &cut))
+	    kx_nesttrack_ioctl(&c->nest, e, &end, &cut))
 		return -1;
 	if (cut && p1_active(c)) {
 		c->flushed = 1; /* the reason itself (the engine is busy) */
