@@ -33,6 +33,7 @@
 static char dir[64];
 
 static int chrome_only; /* part_bytes leaves the XSpace out */
+static int gen_overlap; /* check_parts' captures: write_capture_as's overlap */
 
 /* The bytes of the file at path, a 0 after them and room for extra more,
  * then the file removed. NULL on failure. */
@@ -140,6 +141,10 @@ static struct kx_analysis *window_analysis(const struct kx_wread *w, const struc
 
 	if (!an)
 		return NULL;
+	if (kx_wread_nest(w, s, an)) {
+		kx_analysis_free(an);
+		return NULL;
+	}
 	an->whole = &w->whole;
 	if (w->ranges)
 		kx_analysis_lend_ranges(an, w->ranges);
@@ -198,8 +203,11 @@ static void check_parts(size_t nioc, size_t limit, int ann, size_t *parts, size_
 
 	snprintf(path, sizeof(path), "%s/cap.kxp", dir);
 	*parts = 0;
-	CHECK(write_capture_as(path, nioc, 0, 0, 0, ann) == 0);
+	CHECK(write_capture_as(path, nioc, 0, gen_overlap, 0, ann) == 0);
 	CHECK(whole_read(path, limit, &wp) == 0);
+	/* Calls the rule shortens: every part warns of the whole capture's. */
+	CHECK(!gen_overlap || (wp.n > 1 && memmem(wp.b[wp.n - 1], wp.len[wp.n - 1],
+	                                          "shortened to nest in it", 23)));
 	CHECK(kx_wread_open(&w, path, limit, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory == NULL);
 	CHECK(w.store == NULL); /* more calls than a window: given up */
@@ -247,6 +255,26 @@ static void test_small_windows(void)
 		return;
 	printf("# %zu parts, %zu late calls, at most %zu windows open\n", parts, late, peak);
 	CHECK(parts >= 40);
+}
+
+/* Calls the nesting rule shortens, each starting windows after the long
+ * call it nests in, alone and among annotation ranges, counters and memory
+ * ioctls: read in windows, each call with the length the rule gave it in
+ * the whole capture, every part the in-memory one. */
+static void test_nested_parts(void)
+{
+	size_t parts = 0, late = 0, peak = 0;
+
+	gen_overlap = 3;
+	check_parts(30000, 2500, 0, &parts, &late, &peak);
+	if (!kxt_cur_failed)
+		check_parts(30000, 2500, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY, &parts, &late,
+		            &peak);
+	gen_overlap = 0;
+	if (kxt_cur_failed)
+		return;
+	printf("# %zu parts, %zu late calls, at most %zu windows open\n", parts, late, peak);
+	CHECK(parts >= 12);
 }
 
 /* A push at the nanosecond a call of its thread returned (the rule's tie
@@ -507,14 +535,22 @@ static void test_read_whole_when_needed(void)
 	 * (records are written at the end): the engine's reorder stage puts it
 	 * first, nested the same in every window, read in windows. One that
 	 * starts inside its thread's previous call and ends after it is
-	 * shortened by the rule (analysis/nesttrack.h): read whole. */
+	 * shortened by the rule (analysis/nesttrack.h), kept with its length:
+	 * read in windows too, unless more such calls come than a window holds. */
 	CHECK(write_capture(path, 2000, 0, 1) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(!w.in_memory);
 	kx_wread_free(&w);
 	CHECK(write_capture(path, 2000, 0, 2) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
-	CHECK(w.in_memory && strstr(w.in_memory, "overlap"));
+	CHECK(!w.in_memory && w.nfix == 1);
+	kx_wread_free(&w);
+	CHECK(write_capture(path, 20000, 0, 3) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.nfix > 0);
+	kx_wread_free(&w);
+	CHECK(kx_wread_open(&w, path, 2, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "shortens than a window holds"));
 	kx_wread_free(&w);
 	CHECK(write_capture_as(path, 2000, 0, 0, 1, 0) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
@@ -616,6 +652,7 @@ int main(void)
 	RUN(test_small_windows);
 	RUN(test_annotated);
 	RUN(test_annotated_touch);
+	RUN(test_nested_parts);
 	RUN(test_sliced_parts);
 	RUN(test_fits_one);
 	RUN(test_read_whole_when_needed);

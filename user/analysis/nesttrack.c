@@ -1,6 +1,9 @@
 /* The nesting rule on a stream of calls (contract: nesttrack.h). */
+#include "analysis/engine.h"
 #include "analysis/nesttrack.h"
 #include "analysis/timeline.h"
+
+_Static_assert(KX_ENGINE_LATE_NS == 50000000ULL, "KX_NESTTRACK_LATE says 50 ms");
 
 int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t *end, int *cut)
 {

@@ -24,6 +24,17 @@
 #include "model/event.h"
 #include "util/tidtab.h"
 
+/* The reasons a stream cannot nest a thread's calls as memory does (the
+ * streamed report's and the windowed read's): a call later than its
+ * thread's reorder window (analysis/engine.h: KX_ENGINE_LATE_NS at most),
+ * and a range kx_nesttrack_range_misplaced finds. */
+#define KX_NESTTRACK_LATE                                                                          \
+	"a call came after a later call of its thread had left the reorder window (a thread's "    \
+	"window: the lateness measured so far, at most 50 ms)"
+#define KX_NESTTRACK_MISPLACED                                                                     \
+	"an annotation range starts with a call of its thread the nesting rule shortens, and is "  \
+	"as long as the shortened call"
+
 struct kx_nesttrack {
 	struct kx_tidtab threads; /* each thread's open calls (struct kx_nest_thread) */
 	uint64_t fixed;           /* calls the rule shortened */

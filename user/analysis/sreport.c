@@ -33,8 +33,6 @@ struct sr_ctx {
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
-_Static_assert(KX_ENGINE_LATE_NS == 50000000ULL, "nest_why's message says 50 ms");
-
 /* Why nesting the calls on the stream does not give the report exactly:
  * records later than the reorder window (a call after a later one of its
  * thread had left it, a counter record after a later call of its thread),
@@ -44,8 +42,7 @@ _Static_assert(KX_ENGINE_LATE_NS == 50000000ULL, "nest_why's message says 50 ms"
 static const char *nest_why(const struct sr_ctx *c)
 {
 	if (c->eng.late_ioctls)
-		return "a call came after a later call of its thread had left the reorder window "
-		       "(a thread's window: the lateness measured so far, at most 50 ms)";
+		return KX_NESTTRACK_LATE;
 	if (c->eng.late_ctrs)
 		return "a counter record came after a later call of its thread";
 	if (c->eng.forced)
@@ -55,8 +52,7 @@ static const char *nest_why(const struct sr_ctx *c)
 		       "device jobs (the device timelines link jobs to each thread's calls as "
 		       "they come)";
 	if (c->misplaced)
-		return "an annotation range starts with a call of its thread the nesting rule "
-		       "shortens, and is as long as the shortened call";
+		return KX_NESTTRACK_MISPLACED;
 	return NULL;
 }
 
