@@ -57,8 +57,9 @@ static const char *nest_why(const struct sr_ctx *c)
 }
 
 /* The first reason found; the read then stops at the next chunk. A reason
- * of another kind first lets the calls waiting in the reorder stage out:
- * one the rule shortens among them came before it, and is the reason. */
+ * of another kind first lets the records waiting in the reorder stage out:
+ * a range among them that memory orders otherwise (nest_why) came before
+ * it, and is the reason. */
 static void sr_checked(struct sr_ctx *c)
 {
 	const char *why = c->ranges->why, *nest;
