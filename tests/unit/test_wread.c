@@ -7,9 +7,11 @@
  * and, annotated, ranges across the cuts, counter records (late calls'
  * too) and memory ioctls; a Chrome part written a slice of its window at a
  * time holds the same lines; at most two windows are open at once; a capture that fits one window
- * is one; a range touching a call is read in windows too; a capture a stream cannot give
- * exactly (jobs, overlapping calls of one thread), or whose records are far from the order of
- * time, is to be read whole, with the reason.
+ * is one; a range touching a call is read in windows too, and so are calls the nesting rule
+ * shortens (each with the length it has in the whole capture, in every window); a capture a
+ * stream cannot give exactly (jobs, more shortened calls than a window holds, a range as long
+ * as a shortened call of its start), or whose records are far from the order of time, is to
+ * be read whole, with the reason.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -560,6 +562,58 @@ static void test_read_whole_when_needed(void)
 	unlink(path);
 }
 
+/* A call of thread 700 at 1 us, 1 us long; one starting inside it at 1.5 us
+ * and ending at 3 us (the rule shortens it to 0.5 us); and a range of the
+ * thread starting with the second, len ns long: each record where a
+ * recorder writes it. 0 when written. */
+static int write_range_at_cut(const char *path, uint64_t len)
+{
+	struct kx_ioctl e = {.ts = T0 + 1000, .dur = 1000, .pid = 700, .tid = 700, .cmd = 0xae80};
+	struct kx_ann a = {.tid = 700,
+	                   .pid = 700,
+	                   .ts = T0 + 1500,
+	                   .begin = T0 + 1500,
+	                   .depth = 1,
+	                   .what = KX_ANN_PUSH};
+	struct kx_kxp_writer *w;
+	struct kx_capinfo ci;
+	char err[256];
+	int rc = 0;
+
+	capinfo(&ci, T0 + 10000);
+	e.dev = ci.devices[0].dev;
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	if (!w)
+		return -1;
+	rc |= kx_kxp_add_ann(w, &a, "step", "");
+	rc |= kx_kxp_add_ioctl(w, &e, NULL);
+	a.what = KX_ANN_POP, a.ts = T0 + 1500 + len;
+	rc |= kx_kxp_add_ann(w, &a, "", "");
+	e.ts = T0 + 1500, e.dur = 1500;
+	rc |= kx_kxp_add_ioctl(w, &e, NULL);
+	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
+}
+
+/* A range as long as a shortened call of its start goes before it in
+ * memory, after it on the stream: read whole, saying so; a shorter one
+ * goes after it both ways: not a reason. */
+static void test_range_at_cut(void)
+{
+	static struct kx_wread w;
+	char path[96], err[256];
+
+	snprintf(path, sizeof(path), "%s/cut.kxp", dir);
+	CHECK(write_range_at_cut(path, 700) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "as long as the shortened call"));
+	kx_wread_free(&w);
+	CHECK(write_range_at_cut(path, 300) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(!w.in_memory && w.nfix == 1);
+	kx_wread_free(&w);
+	unlink(path);
+}
+
 /* A windowed read takes each window once: records of an earlier window
  * met in the second pass mean the file is not the one the first pass
  * planned (rewritten in between), and the read stops saying so. */
@@ -656,6 +710,7 @@ int main(void)
 	RUN(test_sliced_parts);
 	RUN(test_fits_one);
 	RUN(test_read_whole_when_needed);
+	RUN(test_range_at_cut);
 	RUN(test_file_changed);
 	RUN(test_not_a_record_file);
 	rmdir(dir);
