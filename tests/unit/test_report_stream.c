@@ -1911,8 +1911,9 @@ static void ranges_jobs_reasons(void)
 }
 
 /*
- * rd_gen's records with the call after one submitting call of a thread's
- * in three moved to overlap it partially: it starts 500 ns before that
+ * rd_gen's (or blk_requests') records with the call after one submitting
+ * call of a thread's in three (an xe exec, a KVM_RUN, a loop driver call)
+ * moved to overlap it partially: it starts 500 ns before that
  * call's end and lasts 3 us (the rule shortens it to that end, inside the
  * range its recorded end would leave); each thread's calls still come in
  * start order. ranges: keep the annotation records. hold: the call moved
@@ -1926,7 +1927,9 @@ static void rd_overlap(struct blk_list *l, int ranges, int hold)
 	for (size_t i = 0, k = 0; i < l->n; i++) {
 		const struct kx_ioctl *s = &l->v[i].e;
 
-		if (l->v[i].kind != 0 || (s->cmd != XE_EXEC && s->cmd != KX_KVM_RUN_CMD) || k++ % 3)
+		if (l->v[i].kind != 0 ||
+		    (s->cmd != XE_EXEC && s->cmd != KX_KVM_RUN_CMD && s->drv != KX_DRV_LOOP) ||
+		    k++ % 3)
 			continue;
 		for (size_t j = i + 1; j < l->n; j++) {
 			struct blk_rec *r = &l->v[j];
@@ -1955,8 +1958,8 @@ static int nest_shortened(const char *path)
 	return ok;
 }
 
-/* Calls the nesting rule shortens, with device jobs (xe jobs, KVM exits)
- * and with annotation ranges around them: streamed, the in-memory report
+/* Calls the nesting rule shortens, with device jobs (xe jobs, KVM exits,
+ * block requests) and with annotation ranges around them: streamed, the in-memory report
  * (the ranges walk the calls with their shortened ends, as in memory). */
 static void nest_jobs_ranges(void)
 {
@@ -1976,6 +1979,15 @@ static void nest_jobs_ranges(void)
 			       kinds[i][0], kinds[i][1], why ? why : msg);
 		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 	}
+	/* Block requests of loop driver calls (records up to 300 us late). */
+	snprintf(path, sizeof(path), "%s/nestblk.kxp", tmpdir);
+	blk_requests(&l, 3, 3000, 300000);
+	rd_overlap(&l, 0, 0);
+	CHECK(blk_write(path, &l) == 0);
+	CHECK(nest_shortened(path));
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL nest_jobs_ranges: %s (block): %s\n", path, why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 }
 
 /* A call that holds others of its thread comes after them: with device
