@@ -132,7 +132,8 @@ done
 paths h100_pytorch "$HERE/../fixtures/h100_pytorch.kxp"
 
 for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "wread-nested 8000" "stream 20000" \
-	"stream-annotated 1" "stream-counted 4242" "events 8000" \
+	"stream-annotated 1" "stream-counted 4242" "stream-counted-late 4242" \
+	"stream-counted-unnamed 4242" "events 8000" \
 	"fence-gpu_scheduler-sdma 12000"; do
 	set -- $g
 	wanted "gen_${1//-/_}" || continue

@@ -18,6 +18,9 @@
  *                      rows and errnos
  *   stream-annotated N test_report_stream's annotated capture of seed N
  *   stream-counted N   test_report_stream's counted capture of seed N
+ *   stream-counted-late N  the same, some records after later calls of
+ *                      their thread
+ *   stream-counted-unnamed N  the same, the header naming no counter
  *   fence-SOURCE N     test_report_stream's GPU jobs of a shared fence source
  *                      (i915, amdgpu, amdxdna, gpu_scheduler, dma_fence): N
  *                      steps of a ring linked from its 6th job and a ring
@@ -83,7 +86,8 @@ static int write_fence_kind(const char *source, const char *out, size_t n)
 static int usage(void)
 {
 	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|wread-nested|stream|"
-	                "stream-annotated|stream-counted|events|fence-SOURCE[-sdma] OUT.kxp N\n"
+	                "stream-annotated|stream-counted[-late|-unnamed]|events|fence-SOURCE[-sdma] "
+	                "OUT.kxp N\n"
 	                "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
 	return 2;
 }
@@ -118,6 +122,10 @@ int main(int argc, char **argv)
 		rc = write_annotated(out, n * 7919);
 	else if (!strcmp(kind, "stream-counted"))
 		rc = write_counted(out, n, 0);
+	else if (!strcmp(kind, "stream-counted-late"))
+		rc = write_counted(out, n, CTR_LATE);
+	else if (!strcmp(kind, "stream-counted-unnamed"))
+		rc = write_counted(out, n, CTR_UNNAMED | CTR_LATE);
 	else if (!strcmp(kind, "events"))
 		rc = write_events(out, n);
 	else if (!strcmp(kind, "recorded"))

@@ -293,22 +293,30 @@ static inline int write_annotated(const char *path, uint64_t seed)
 	return kx_kxp_close(w, &ci, err, sizeof(err));
 }
 
+#define CTR_LATE    1 /* write_counted: records after later calls of their thread */
+#define CTR_UNNAMED 2 /* write_counted: the header names no counter */
+
 /* Four threads' calls with counter records, most written just before their
  * call's record (as the recorder writes them), a tenth right after it;
  * some calls without a record, some records whose call was lost, partial
- * readings, multiplexed and uncounted values. after_later: one record
- * comes after a later call of its thread (read into memory instead). */
-static inline int write_counted(const char *path, uint64_t seed, int after_later)
+ * readings, multiplexed and uncounted values. how (CTR_*): with CTR_LATE,
+ * a record in 64 comes after one to four later calls of its thread, the
+ * last ones after every call; with CTR_UNNAMED, the header names none of
+ * the counters. */
+static inline int write_counted(const char *path, uint64_t seed, int how)
 {
 	static struct kx_capinfo ci;
 	uint64_t now[4] = {1000, 1003, 1007, 1011};
 	struct kx_kxp_writer *w;
-	struct kx_ctr_ev held = {0};
+	struct kx_ctr_ev held[4] = {{0}};
+	int wait[4] = {0}; /* the thread's calls its held record comes after (0: none held) */
 	char err[256];
-	int rc = 0, holding = 0;
+	int rc = 0;
 
 	memset(&ci, 0, sizeof(ci));
-	snprintf(ci.counters.names, sizeof(ci.counters.names), "context-switches,page-faults");
+	if (!(how & CTR_UNNAMED))
+		snprintf(ci.counters.names, sizeof(ci.counters.names),
+		         "context-switches,page-faults");
 	ci.counters.stats[KX_CSTAT_EMITTED] = 20000;
 	ci.start_mono_ns = 1000;
 	w = kx_kxp_create(path, &ci, err, sizeof(err));
@@ -322,7 +330,7 @@ static inline int write_counted(const char *path, uint64_t seed, int after_later
 		                     .drv = (uint8_t)(1 + (r >> 4 & 1)),
 		                     .arg_off = KX_NO_ARG};
 		struct kx_ctr_ev c = {.pid = 70, .tid = 700 + t, .n = 2};
-		int how = (int)(r >> 8 & 31); /* 0-2 after, 3 no record, 4 lost call */
+		int kind = (int)(r >> 8 & 31); /* 0-2 after, 3 no record, 4 lost call */
 
 		e.cmd = 0x4000u | (uint32_t)(r >> 16 & 3);
 		e.ts = now[t];
@@ -334,23 +342,25 @@ static inline int write_counted(const char *path, uint64_t seed, int after_later
 		c.flags = (r >> 50 & 63) == 0 ? KX_CTR_F_PARTIAL : 0;
 		c.multiplexed = (uint8_t)((r >> 56 & 15) == 0);
 		c.not_counted = (uint8_t)((r >> 60 & 7) == 0 ? 2 : 0);
-		if (after_later && i == 10000 && how > 4) {
-			held = c; /* its call now, the record after the thread's next call */
-			holding = 1;
+		if ((how & CTR_LATE) && wait[t] && --wait[t] == 0)
+			rc |= kx_kxp_add_ctr(w, &held[t]); /* before this call: after later ones */
+		if ((how & CTR_LATE) && !wait[t] && kind > 4 &&
+		    ((r >> 24 & 63) == 0 || i >= 19990)) {
+			held[t] = c; /* its call now, the record after later calls of the thread */
+			wait[t] = i >= 19990 ? 1000 : 2 + (int)(r >> 32 & 3);
 			rc |= kx_kxp_add_ioctl(w, &e, NULL);
 			continue;
 		}
-		if (how > 4)
+		if (kind > 4)
 			rc |= kx_kxp_add_ctr(w, &c);
-		if (how != 4)
+		if (kind != 4)
 			rc |= kx_kxp_add_ioctl(w, &e, NULL);
-		if (how < 3 || how == 4)
+		if (kind < 3 || kind == 4)
 			rc |= kx_kxp_add_ctr(w, &c);
-		if (holding && t == held.tid - 700 && e.ts > held.ts) {
-			rc |= kx_kxp_add_ctr(w, &held);
-			holding = 0;
-		}
 	}
+	for (int t = 0; t < 4; t++)
+		if (wait[t])
+			rc |= kx_kxp_add_ctr(w, &held[t]);
 	ci.stop_mono_ns = now[0] + now[1] + now[2] + now[3];
 	ci.counters.stats[KX_CSTAT_DROPPED] = 3;
 	if (rc) {

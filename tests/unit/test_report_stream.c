@@ -7,10 +7,12 @@
  * rows, errors and a damaged chunk, for generated annotated captures
  * (nested ranges around calls, marks, cross-thread ranges, ranges left open
  * and begins lost), generated captures with counters (records before and
- * after their calls, unmatched ones, partial and multiplexed readings), and
- * the cases that must be read into memory instead
+ * after their calls, after later calls of their thread, of counters the
+ * header does not name, unmatched ones, partial and multiplexed readings),
+ * and the cases that must be read into memory instead
  * (annotation ranges and calls that overlap
- * or touch, a lost pop, a counter record after a later call, a call that
+ * or touch, a lost pop, a counter record of a call given up past the
+ * counter join's budget, a call that
  * holds another of its thread, job records that
  * do not come in a recorder's order); calls of a thread that partially
  * overlap stream (the reorder stage nests them in start order). KVM job
@@ -43,6 +45,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "analysis/ctrstats.h"
 #include "analysis/jobflow.h"
 #include "analysis/rangewalk.h"
 #include "analysis/engine.h"
@@ -638,14 +641,86 @@ static void counted(void)
 	CHECK(m && strstr(m, "\"Unmatched\": ") && !strstr(m, "\"Unmatched\": 0,") &&
 	      strstr(m, "context-switches"));
 	free(m);
-	/* A record after a later call of its thread: later than the thread's
-	 * measured window (its calls come in order), read into memory. */
+}
+
+/* Records that come after later calls of their thread (later than the
+ * thread's measured window: its calls come in order) find their calls by
+ * key, as in memory: streamed, the in-memory counter table. */
+static void counted_late(void)
+{
+	char path[128], msg[512];
+	const char *why = NULL;
+	int same;
+
 	snprintf(path, sizeof(path), "%s/ctr_late.kxp", tmpdir);
-	CHECK(write_counted(path, 4242, 1) == 0);
-	CHECK(compare(path, &why, msg, sizeof(msg)));
-	if (!why || !strstr(why, "counter"))
-		printf("FAIL counted: late record: %s\n", why ? why : "streamed");
-	CHECK(why && strstr(why, "counter"));
+	CHECK(write_counted(path, 4242, CTR_LATE) == 0);
+	same = compare(path, &why, msg, sizeof(msg));
+	if (!same || why)
+		printf("FAIL counted_late: %s\n", why ? why : msg);
+	CHECK(same && why == NULL);
+}
+
+/* Records of counters the header does not name: no counter table in
+ * memory, none streamed. */
+static void counted_unnamed(void)
+{
+	char path[128], msg[512];
+	const char *why = NULL;
+	char *m;
+	int same;
+
+	snprintf(path, sizeof(path), "%s/ctr_unnamed.kxp", tmpdir);
+	CHECK(write_counted(path, 4242, CTR_UNNAMED | CTR_LATE) == 0);
+	same = compare(path, &why, msg, sizeof(msg));
+	if (!same || why)
+		printf("FAIL counted_unnamed: %s\n", why ? why : msg);
+	CHECK(same && why == NULL);
+	m = json_in_memory(path);
+	CHECK(m && !strstr(m, "context-switches"));
+	free(m);
+}
+
+/* More calls waiting for their record than the counter join keeps (one
+ * thread's calls without records), then a late record: of a call still
+ * waiting, streamed; of one given up, a budget reason. */
+static void counted_budget(void)
+{
+	static struct kx_capinfo ci;
+	struct kx_ioctl e = {.pid = 5, .tid = 5, .drv = 1, .cmd = 0x4001, .arg_off = KX_NO_ARG};
+	struct kx_ctr_ev c = {.pid = 5, .tid = 5, .n = 1, .v = {7}};
+	const size_t n = KX_CTRJOIN_WAIT_CALLS + 8;
+	char path[128], path0[128], err[256], msg[512];
+	const char *why = NULL;
+	char *m;
+
+	snprintf(ci.counters.names, sizeof(ci.counters.names), "context-switches");
+	for (int given_up = 0; given_up < 2; given_up++) {
+		struct kx_kxp_writer *w;
+		int same;
+
+		snprintf(path, sizeof(path), "%s/ctr_budget%d.kxp", tmpdir, given_up);
+		if (!given_up)
+			snprintf(path0, sizeof(path0), "%s", path);
+		w = kx_kxp_create(path, &ci, err, sizeof(err));
+		CHECK(w);
+		for (size_t i = 0; w && i < n; i++) {
+			e.ts = 1000 + i * 100, e.dur = 50;
+			kx_kxp_add_ioctl(w, &e, NULL);
+		}
+		c.ts = given_up ? 1000
+		                : 1000 + (n - 2) * 100; /* the first call's, or a recent one's */
+		CHECK(w && kx_kxp_add_ctr(w, &c) == 0);
+		CHECK(w && kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+		same = compare(path, &why, msg, sizeof(msg));
+		if (!same || (given_up ? !why || !strstr(why, "65536 calls waited") : why != NULL))
+			printf("FAIL counted_budget %d: %s\n", given_up, why ? why : msg);
+		CHECK(same);
+		CHECK(given_up ? why && strstr(why, "65536 calls waited") : why == NULL);
+	}
+	/* The recent call's record joined it: one call measured, none unmatched. */
+	m = json_in_memory(path0);
+	CHECK(m && strstr(m, "\"Unmatched\": 0,") && strstr(m, "{\"Calls\": 1,"));
+	free(m);
 }
 
 /* Overlapping calls of one thread go to the in-memory path; a mark alone,
@@ -2058,6 +2133,9 @@ int main(void)
 	RUN(ann_tie_streams);
 	RUN(open_range_streams);
 	RUN(counted);
+	RUN(counted_late);
+	RUN(counted_unnamed);
+	RUN(counted_budget);
 	RUN(in_memory_reasons);
 	RUN(stops_early);
 	RUN(kvm_streamed);

@@ -231,6 +231,7 @@ int kx_ctrjoin_init(struct kx_ctrjoin *j, const struct kx_capinfo *ci)
 {
 	memset(j, 0, sizeof(*j));
 	j->last = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_ctr_ev);
+	j->gone = (struct kx_tidtab)KX_TIDTAB_INIT(uint64_t);
 	j->cs = ctrstats_new(ci);
 	return j->cs ? 0 : -1;
 }
@@ -247,15 +248,14 @@ int kx_ctrjoin_ctr(struct kx_ctrjoin *j, const struct kx_ctr_ev *c)
 	return 0;
 }
 
-int kx_ctrjoin_ioctl(struct kx_ctrjoin *j, const struct kx_ioctl *e, uint64_t seq)
+/* Call e (seq: its place in the file) with its record c, into its row. 0,
+ * or -1 when out of memory. */
+static int join(struct kx_ctrjoin *j, const struct kx_ioctl *e, uint64_t seq,
+                const struct kx_ctr_ev *c)
 {
-	const struct kx_ctr_ev *c = kx_tidtab_find(&j->last, e->tid);
 	size_t n = j->cs->nrows;
-	long r;
+	long r = ctrstats_row(j->cs, &j->ix, &j->rcap, e);
 
-	if (!c || !ctr_joins(c, e->tid, e->ts))
-		return 0;
-	r = ctrstats_row(j->cs, &j->ix, &j->rcap, e);
 	if (r < 0 || kx_grow((void **)&j->first, &j->fcap, n, sizeof(*j->first)))
 		return -1;
 	/* A row is named for its first call in the file, as in memory (calls
@@ -268,6 +268,155 @@ int kx_ctrjoin_ioctl(struct kx_ctrjoin *j, const struct kx_ioctl *e, uint64_t se
 	}
 	ctrrow_add(j->cs, &j->cs->rows[r], c);
 	j->matched++;
+	return 0;
+}
+
+_Static_assert(sizeof(struct kx_ctrwait) == 24, "struct kx_ctrwait grew");
+_Static_assert(KX_CTRJOIN_WAIT_CALLS == 65536, "kx_ctrjoin_late's message names the bound");
+
+/* The waiting call number a. */
+static struct kx_ctrwait *wait_at(const struct kx_ctrjoin *j, uint64_t a)
+{
+	return &j->wait[a & (j->wcap - 1)];
+}
+
+/* The taken calls at the front of the wait let go. */
+static void wait_pop(struct kx_ctrjoin *j)
+{
+	while (j->wn && wait_at(j, j->wfirst)->taken) {
+		j->wfirst++;
+		j->wn--;
+	}
+}
+
+/* The index entry of the waiting call number a removed. */
+static void wait_unindex(struct kx_ctrjoin *j, uint64_t a)
+{
+	const struct kx_ctrwait *w = wait_at(j, a);
+	size_t pos = KX_HMAP_START;
+	uint32_t *v;
+
+	while ((v = kx_hmap_next(&j->wix, call_key(w->tid, w->ts), &pos)))
+		if (*v == (uint32_t)a) {
+			kx_hmap_del_at(&j->wix, pos);
+			return;
+		}
+}
+
+/* The oldest waiting call given up (the budget): its thread's latest start
+ * given up kept. 0, or -1 when out of memory. */
+static int wait_give_up(struct kx_ctrjoin *j)
+{
+	const struct kx_ctrwait *w = wait_at(j, j->wfirst);
+	uint64_t *gone = kx_tidtab_get(&j->gone, w->tid, 1);
+
+	if (!gone)
+		return -1;
+	if (w->ts > *gone)
+		*gone = w->ts;
+	wait_unindex(j, j->wfirst);
+	j->given_up++;
+	j->wfirst++;
+	j->wn--;
+	wait_pop(j);
+	return 0;
+}
+
+/* Room for one more waiting call: the ring doubles, each call at its
+ * number's place. 0, or -1 when out of memory. */
+static int wait_room(struct kx_ctrjoin *j)
+{
+	size_t cap = j->wcap ? 2 * j->wcap : 64;
+	struct kx_ctrwait *nw;
+
+	if (j->wn < j->wcap)
+		return 0;
+	nw = malloc(cap * sizeof(*nw));
+	if (!nw)
+		return -1;
+	for (uint64_t a = j->wfirst; a < j->wfirst + j->wn; a++)
+		nw[a & (cap - 1)] = *wait_at(j, a);
+	free(j->wait);
+	j->wait = nw;
+	j->wcap = cap;
+	return 0;
+}
+
+/* Call e (seq) waits for its record. 0, or -1 when out of memory. */
+static int wait_add(struct kx_ctrjoin *j, const struct kx_ioctl *e, uint64_t seq)
+{
+	uint64_t a;
+
+	if (j->wn == KX_CTRJOIN_WAIT_CALLS && wait_give_up(j))
+		return -1;
+	if (wait_room(j))
+		return -1;
+	a = j->wfirst + j->wn;
+	*wait_at(j, a) = (struct kx_ctrwait){.ts = e->ts,
+	                                     .seq = seq,
+	                                     .drv = e->drv,
+	                                     .xfer_cmd = e->xfer_cmd,
+	                                     .cmd = e->cmd,
+	                                     .tid = e->tid};
+	if (kx_hmap_add(&j->wix, call_key(e->tid, e->ts), (uint32_t)a))
+		return -1;
+	j->wn++;
+	return 0;
+}
+
+int kx_ctrjoin_ioctl(struct kx_ctrjoin *j, const struct kx_ioctl *e, uint64_t seq)
+{
+	const struct kx_ctr_ev *c = kx_tidtab_find(&j->last, e->tid);
+
+	if (c && ctr_joins(c, e->tid, e->ts))
+		return join(j, e, seq, c);
+	return wait_add(j, e, seq);
+}
+
+/* The waiting call of record c taken from the wait, in *out: 1, or 0 when none waits. */
+static int wait_take(struct kx_ctrjoin *j, const struct kx_ctr_ev *c, struct kx_ctrwait *out)
+{
+	size_t pos = KX_HMAP_START;
+	uint32_t *v;
+
+	while ((v = kx_hmap_next(&j->wix, call_key(c->tid, c->ts), &pos))) {
+		/* Numbers mod 2^32 name one call: fewer than that wait. */
+		uint64_t a = j->wfirst + (uint32_t)(*v - (uint32_t)j->wfirst);
+		struct kx_ctrwait *w = wait_at(j, a);
+
+		if (w->taken || !ctr_joins(c, w->tid, w->ts))
+			continue;
+		*out = *w;
+		w->taken = 1;
+		kx_hmap_del_at(&j->wix, pos);
+		wait_pop(j);
+		return 1;
+	}
+	return 0;
+}
+
+int kx_ctrjoin_late(struct kx_ctrjoin *j, const struct kx_ctr_ev *c)
+{
+	struct kx_ctrwait w;
+	const uint64_t *gone;
+
+	j->records++;
+	j->late++;
+	ctrstats_note(j->cs, c);
+	if (wait_take(j, c, &w)) {
+		struct kx_ioctl e = {.ts = w.ts,
+		                     .tid = w.tid,
+		                     .cmd = w.cmd,
+		                     .drv = (uint8_t)w.drv,
+		                     .xfer_cmd = (uint8_t)w.xfer_cmd};
+
+		return join(j, &e, w.seq, c);
+	}
+	gone = kx_tidtab_find(&j->gone, c->tid);
+	if (gone && c->ts <= *gone && !j->why)
+		j->why = "a counter record came after its call had been given up waiting for it "
+		         "(more than 65536 calls waited for their counter records: the counter "
+		         "join's memory budget)";
 	return 0;
 }
 
@@ -289,5 +438,8 @@ void kx_ctrjoin_free(struct kx_ctrjoin *j)
 	kx_hmap_free(&j->ix);
 	kx_tidtab_free(&j->last);
 	free(j->first);
+	free(j->wait);
+	kx_hmap_free(&j->wix);
+	kx_tidtab_free(&j->gone);
 	memset(j, 0, sizeof(*j));
 }

@@ -45,10 +45,31 @@ struct kx_ctrstats {
  * thread's calls and counter records in start order, a record before the
  * calls that start when it does (analysis/engine.h's reorder stage). A
  * call takes its thread's last record when they join (the same thread and
- * enter time, as in memory); a
- * record no call took is unmatched, as in memory. Memory: a record a
- * thread, and the rows.
+ * enter time, as in memory). A call that leaves without its record waits
+ * for it: a record that comes after its call left the reorder stage (the
+ * engine's late records) finds its call by that key, as in memory. Past
+ * KX_CTRJOIN_WAIT_CALLS waiting calls (the join's memory budget), the
+ * oldest is given up: a late record that may be one of those given up
+ * (its thread gave up a call starting at or after it) sets why (the
+ * caller reads the file whole). A record no call took is unmatched, as in
+ * memory. Memory: a record a thread (and a start for the threads that gave
+ * calls up), the rows, and the calls waiting (24 bytes each, and 32 to 64
+ * of their index): those without a record, few where the records come
+ * before their calls, as a recorder writes them.
  */
+#define KX_CTRJOIN_WAIT_CALLS 65536
+
+/* A call that left the reorder stage without its counter record (24 bytes). */
+struct kx_ctrwait {
+	uint64_t ts;           /* ns, the call's start */
+	uint64_t seq : 47;     /* its place in the file (as kx_ctrjoin_ioctl's) */
+	uint64_t taken : 1;    /* its record came */
+	uint64_t drv : 8;      /* its row's key (kx_ioctl's) */
+	uint64_t xfer_cmd : 8; /* ... */
+	uint32_t cmd;          /* ... */
+	uint32_t tid;
+};
+
 struct kx_ctrjoin {
 	struct kx_ctrstats *cs; /* the rows so far (names and counts set at the end) */
 	struct kx_hmap ix;      /* row key -> row index */
@@ -57,6 +78,17 @@ struct kx_ctrjoin {
 	uint64_t *first;        /* by row: the place in the file of its first call */
 	size_t fcap;
 	uint64_t records, matched;
+	/* The calls waiting for their record, oldest first: call number a (from
+	 * 0, as they began waiting) at wait[a & (wcap - 1)], for a in
+	 * [wfirst, wfirst + wn); wcap a power of 2. */
+	struct kx_ctrwait *wait;
+	size_t wn, wcap;
+	uint64_t wfirst;
+	struct kx_hmap wix;    /* call key -> its number (mod 2^32) */
+	struct kx_tidtab gone; /* each thread's latest start given up (uint64_t, ns) */
+	uint64_t late;         /* records that came after their call left (joined or not) */
+	uint64_t given_up;     /* calls given up waiting (past KX_CTRJOIN_WAIT_CALLS) */
+	const char *why;       /* NULL, or why the join is not exact (the budget) */
 };
 
 /* For a capture whose header (ci) names counters. 0, or -1 when out of memory. */
@@ -65,6 +97,10 @@ int kx_ctrjoin_init(struct kx_ctrjoin *j, const struct kx_capinfo *ci);
  * records), in their thread's order. 0, or -1 when out of memory. */
 int kx_ctrjoin_ctr(struct kx_ctrjoin *j, const struct kx_ctr_ev *c);
 int kx_ctrjoin_ioctl(struct kx_ctrjoin *j, const struct kx_ioctl *e, uint64_t seq);
+/* A counter record that came after its call left the reorder stage: joined
+ * to it when it waits (else unmatched, or why set). 0, or -1 when out of
+ * memory. */
+int kx_ctrjoin_late(struct kx_ctrjoin *j, const struct kx_ctr_ev *c);
 /* Once every record is in: the statistics (the record counts from ci, the
  * capture's trailer facts), handed over (the caller frees them), NULL
  * when out of memory. */

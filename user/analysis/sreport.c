@@ -27,24 +27,22 @@ struct sr_ctx {
 	struct kx_jobflow flow;      /* the device timelines as the records pass */
 	int have_jobs;               /* a job record came */
 	int misplaced;               /* a range left after a shortened call memory puts after it */
-	int unnamed_ctr;             /* counter records of counters the header does not name */
 	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
 /* Why nesting the calls on the stream does not give the report exactly:
- * records later than the reorder window (a call after a later one of its
- * thread had left it, a counter record after a later call of its thread),
- * its memory exceeded, or an annotation range that starts with a call the
- * rule shortened and memory orders before it (nesttrack.h); NULL: it does.
- * The calls the rule shortens go on with their shortened ends, as in memory. */
+ * calls later than the reorder window (a call after a later one of its
+ * thread had left it), its memory exceeded, calls of a thread out of start
+ * order with device jobs, or an annotation range that starts with a call
+ * the rule shortened and memory orders before it (nesttrack.h); NULL: it
+ * does. The calls the rule shortens go on with their shortened ends, as in
+ * memory. */
 static const char *nest_why(const struct sr_ctx *c)
 {
 	if (c->eng.late_ioctls)
 		return KX_NESTTRACK_LATE;
-	if (c->eng.late_ctrs)
-		return "a counter record came after a later call of its thread";
 	if (c->eng.forced)
 		return "calls of one thread overlap past the reorder window's memory budget";
 	if (c->nest.unordered && c->have_jobs)
@@ -64,8 +62,8 @@ static void sr_checked(struct sr_ctx *c)
 {
 	const char *why = c->ranges->why, *nest;
 
-	if (!why && c->unnamed_ctr)
-		why = "perf counters (matched with their calls)";
+	if (!why && c->ctr)
+		why = c->ctr->why; /* the counter join's budget */
 	if (!why)
 		why = c->flow.why;
 	if (why && !c->flushed) {
@@ -191,11 +189,11 @@ static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 {
 	struct sr_ctx *c = ctx;
 
-	if (!sr_active(c))
+	/* Records of counters the header does not name are not analysed, as
+	 * in memory (analysis/ctrstats.h: no counter table). */
+	if (!sr_active(c) || !c->ctr)
 		return;
-	if (!c->ctr)
-		c->unnamed_ctr = 1; /* records of counters the header does not name */
-	else if (kx_engine_feed_ctr(&c->eng, e)) {
+	if (kx_engine_feed_ctr(&c->eng, e)) {
 		sr_oom(c);
 		return;
 	}
@@ -255,6 +253,15 @@ static int sr_ctr_out(void *ctx, const struct kx_ctr_ev *e)
 	return kx_ctrjoin_ctr(c->ctr, e);
 }
 
+/* A counter record after its call left the reorder stage: joined to it
+ * as in memory, by its key (the join's budget is a reason). */
+static int sr_ctr_late(void *ctx, const struct kx_ctr_ev *e)
+{
+	struct sr_ctx *c = ctx;
+
+	return kx_ctrjoin_late(c->ctr, e);
+}
+
 /* A capture that names counters: they are joined to their calls as they come. */
 static void sr_header(void *ctx, const struct kx_capinfo *ci)
 {
@@ -293,6 +300,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	const struct kx_engine_sinks out = {.ctx = &c,
 	                                    .ioctl = sr_nest,
 	                                    .ctr = sr_ctr_out,
+	                                    .late_ctr = sr_ctr_late,
 	                                    .range = sr_range,
 	                                    .late_range = sr_late_range,
 	                                    .ann = sr_ann_in};

@@ -14,7 +14,9 @@
  * rows, their counts go to the analysis of the side store
  * (kx_sreport_apply); counter records are joined to their calls as they
  * leave it too (analysis/ctrstats.h's kx_ctrjoin: each thread's records in
- * start order).
+ * start order; a record that comes after its call left finds it by its
+ * key, as in memory). Records of counters the header does not name are
+ * not analysed, as in memory.
  *
  * Each thread's calls pass the engine's reorder stage into the nesting
  * rule (analysis/nesttrack.h): its counts are the summary's warning
@@ -28,8 +30,8 @@
  * that starts with a call the rule shortens and memory orders before it
  * (nesttrack.h), calls of a thread out of start order (one holding others)
  * with device jobs (the device timelines link jobs to each thread's calls
- * as they come), counter records of counters the header does
- * not name, counter records later than the window after their call; job
+ * as they come), a counter record that may be a call's given up past the
+ * counter join's budget (ctrstats.h); job
  * records and annotations: analysis/jobflow.h and rangewalk.h say when
  * they are. With both, each job jobflow counts with its submit link
  * (jobflow.h's on_linked) gives its device time to the ranges around its
