@@ -8,7 +8,9 @@
 # capture tests/fixtures/h100_pytorch.kxp, the unit tests' generated
 # captures (test_wread's, test_report_stream's, kxp_gen.h's: written by
 # build/tests/kxp_gen, among them 22,000 gpu_scheduler jobs whose sdma ring
-# never links, past the budget of jobs waiting for its device), a KVM job
+# never links, past the budget of jobs waiting for its device, and calls the
+# nesting rule shortens among annotation ranges, which report streams and a
+# split reads a window at a time), a KVM job
 # capture with CPU samples and an annotated capture (both recorded here; the
 # KVM one needs /dev/kvm):
 #   - report --json: the same JSON streamed and in memory (p50/p90/p99 within
@@ -129,7 +131,7 @@ for fx in "$HERE"/../fixtures/*.jsonl; do
 done
 paths h100_pytorch "$HERE/../fixtures/h100_pytorch.kxp"
 
-for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "stream 20000" \
+for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "wread-nested 8000" "stream 20000" \
 	"stream-annotated 1" "stream-counted 4242" "stream-counted-late 4242" \
 	"stream-counted-unnamed 4242" "events 8000" \
 	"fence-gpu_scheduler-sdma 12000"; do
@@ -137,6 +139,11 @@ for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "stream 20000" \
 	wanted "gen_${1//-/_}" || continue
 	if "$GEN" "$1" "$TMP/$1.kxp" "$2" 2>"$TMP/gen.err"; then
 		paths "gen_${1//-/_}" "$TMP/$1.kxp"
+		# Calls the nesting rule shortens, among annotation ranges:
+		# report streams them and the split is read a window at a time.
+		[ "$1" != wread-nested ] ||
+			check gen_wread_nested_not_whole bash -c \
+				'[[ "$0" != *report* && "$0" != *"convert split"* ]]' "$WHOLE"
 	else
 		fail "gen_$1" "kxp_gen: $(cat "$TMP/gen.err")"
 	fi

@@ -11,6 +11,9 @@
  *   wread-annotated N  the same with nested and cross-thread annotation
  *                      ranges, marks, counter records and KVM memory slots
  *   wread-job N        the same with one job record
+ *   wread-nested N     wread-annotated with each long call's next call of
+ *                      its thread starting inside it and ending after it
+ *                      (the nesting rule shortens it)
  *   stream N           test_report_stream's: N calls over 64 threads, many
  *                      rows and errnos
  *   stream-annotated N test_report_stream's annotated capture of seed N
@@ -82,8 +85,9 @@ static int write_fence_kind(const char *source, const char *out, size_t n)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|stream|stream-annotated|"
-	                "stream-counted[-late|-unnamed]|events|fence-SOURCE[-sdma] OUT.kxp N\n"
+	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|wread-nested|stream|"
+	                "stream-annotated|stream-counted[-late|-unnamed]|events|fence-SOURCE[-sdma] "
+	                "OUT.kxp N\n"
 	                "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
 	return 2;
 }
@@ -110,6 +114,8 @@ int main(int argc, char **argv)
 		rc = write_capture_as(out, n, 0, 0, 0, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY);
 	else if (!strcmp(kind, "wread-job"))
 		rc = write_capture_as(out, n, 1, 0, 0, 0);
+	else if (!strcmp(kind, "wread-nested"))
+		rc = write_capture_as(out, n, 0, 3, 0, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY);
 	else if (!strcmp(kind, "stream"))
 		rc = write_generated(out, n, 7, 64);
 	else if (!strcmp(kind, "stream-annotated"))

@@ -193,7 +193,7 @@ static inline size_t annotate(const struct call *c, size_t n, struct annrec *r, 
  * the order they returned (with by_thread, thread by thread); a task naming
  * each thread first; a CPU sample every 40 calls; with job != 0 a job record
  * too, with overlap 1 one thread's call starts inside its previous one (2: and
- * ends after it); with
+ * ends after it; 3: each long call's next, ending 1 us after it); with
  * ann (ANN_*), the annotations of annotate() and counter records before
  * every 7th call, each record where a recorder writes it.
  * Returns 0 when written.
@@ -265,7 +265,16 @@ static inline int write_capture_as(const char *path, size_t n, int job, int over
 		if (clock[t] > stop)
 			stop = clock[t];
 	}
-	if (overlap && n > 10) /* the next call of c[5]'s thread starts inside it */
+	if (overlap == 3) /* each long call's next of its thread starts halfway through it
+	                     and ends 1 us after it (the rule shortens it, windows later) */
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = i + 1; c[i].e.dur >= 50000000 && k < n; k++)
+				if (c[k].e.tid == c[i].e.tid) {
+					c[k].e.ts = c[i].e.ts + c[i].e.dur / 2;
+					c[k].e.dur = c[i].e.dur / 2 + 1000;
+					break;
+				}
+	if (overlap && overlap < 3 && n > 10) /* the next call of c[5]'s thread starts inside it */
 		for (size_t i = 6; i < n; i++)
 			if (c[i].e.tid == c[5].e.tid) {
 				c[i].e.ts = c[5].e.ts + c[5].e.dur / 2;

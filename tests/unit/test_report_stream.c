@@ -33,7 +33,9 @@
  * device, counted on the fallback), unless such a ring links later to
  * another device (a budget reason). Captures with annotation ranges and
  * device jobs (xe jobs, KVM exits) stream with each range row's Device Jobs
- * and Device Time.
+ * and Device Time, calls the nesting rule shortens among them too; a call
+ * holding others with device jobs, and a range as long as a shortened call
+ * of its start, are read into memory for their stated reasons.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -769,7 +771,7 @@ static void in_memory_reasons(void)
 	kx_kxp_add_ioctl(w, &e, NULL);
 	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));
-	CHECK(why && strstr(why, "overlap"));
+	CHECK(why && strstr(why, "reorder window") && strstr(why, "50 ms"));
 
 	snprintf(path, sizeof(path), "%s/ann.kxp", tmpdir);
 	w = kx_kxp_create(path, &ci, err, sizeof(err));
@@ -1983,6 +1985,137 @@ static void ranges_jobs_reasons(void)
 	}
 }
 
+/*
+ * rd_gen's (or blk_requests') records with the call after one submitting
+ * call of a thread's in three (an xe exec, a KVM_RUN, a loop driver call)
+ * moved to overlap it partially: it starts 500 ns before that
+ * call's end and lasts 3 us (the rule shortens it to that end, inside the
+ * range its recorded end would leave); each thread's calls still come in
+ * start order. ranges: keep the annotation records. hold: the call moved
+ * is held whole (it ends 200 ns before the submitting call's end), and
+ * comes first.
+ */
+static void rd_overlap(struct blk_list *l, int ranges, int hold)
+{
+	size_t out = 0;
+
+	for (size_t i = 0, k = 0; i < l->n; i++) {
+		const struct kx_ioctl *s = &l->v[i].e;
+
+		if (l->v[i].kind != 0 ||
+		    (s->cmd != XE_EXEC && s->cmd != KX_KVM_RUN_CMD && s->drv != KX_DRV_LOOP) ||
+		    k++ % 3)
+			continue;
+		for (size_t j = i + 1; j < l->n; j++) {
+			struct blk_rec *r = &l->v[j];
+
+			if (r->kind != 0 || r->e.tid != s->tid)
+				continue;
+			r->e.ts = s->ts + s->dur - 500;
+			r->e.dur = hold ? 300 : 3000;
+			r->at = r->e.ts + r->e.dur;
+			break;
+		}
+	}
+	for (size_t i = 0; i < l->n; i++)
+		if (ranges || l->v[i].kind != 2)
+			l->v[out++] = l->v[i];
+	l->n = out;
+}
+
+/* The in-memory report of path shortened calls to nest them. */
+static int nest_shortened(const char *path)
+{
+	char *m = json_in_memory(path);
+	int ok = m && strstr(m, "shortened to nest in it");
+
+	free(m);
+	return ok;
+}
+
+/* Calls the nesting rule shortens, with device jobs (xe jobs, KVM exits,
+ * block requests) and with annotation ranges around them: streamed, the in-memory report
+ * (the ranges walk the calls with their shortened ends, as in memory). */
+static void nest_jobs_ranges(void)
+{
+	static const int kinds[][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
+	char path[128], msg[512];
+	const char *why;
+	struct blk_list l = {0};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		snprintf(path, sizeof(path), "%s/nestdev%zu.kxp", tmpdir, i);
+		rd_gen(&l, kinds[i][0], 3, 2000, 200000);
+		rd_overlap(&l, kinds[i][1], 0);
+		CHECK(blk_write(path, &l) == 0);
+		CHECK(nest_shortened(path));
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL nest_jobs_ranges: %s (kvm %d, ranges %d): %s\n", path,
+			       kinds[i][0], kinds[i][1], why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+	}
+	/* Block requests of loop driver calls (records up to 300 us late). */
+	snprintf(path, sizeof(path), "%s/nestblk.kxp", tmpdir);
+	blk_requests(&l, 3, 3000, 300000);
+	rd_overlap(&l, 0, 0);
+	CHECK(blk_write(path, &l) == 0);
+	CHECK(nest_shortened(path));
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL nest_jobs_ranges: %s (block): %s\n", path, why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+}
+
+/* A call that holds others of its thread comes after them: with device
+ * jobs (linked to each thread's calls as they come) a stated reason, and
+ * the same report (the device timelines streamed would link jobs to the
+ * holding call). */
+static void nest_held_jobs(void)
+{
+	char path[128], msg[512];
+	const char *why;
+	struct blk_list l = {0};
+
+	for (int kvm = 0; kvm < 2; kvm++) {
+		snprintf(path, sizeof(path), "%s/nesthold%d.kxp", tmpdir, kvm);
+		rd_gen(&l, kvm, 2, 300, 200000);
+		rd_overlap(&l, 0, 1);
+		CHECK(blk_write(path, &l) == 0);
+		if (!compare(path, &why, msg, sizeof(msg)) || !why ||
+		    !strstr(why, "out of start order"))
+			printf("FAIL nest_held_jobs: kvm %d: %s\n", kvm, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		CHECK(why && strstr(why, "out of start order"));
+	}
+}
+
+/* A range that starts with a call the rule shortens: memory orders them by
+ * the call's shortened length, the reorder stage by its recorded one. A
+ * range shorter than the shortened call streams; one as long as it or
+ * longer (memory puts it first, around the call) is a stated reason. */
+static void nest_range_same_start(void)
+{
+	static const uint64_t lens[] = {300, 500, 700};
+	char path[128], msg[512];
+	const char *why;
+	struct blk_list l = {0};
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		rd_call(&l, 60, 400, 1000, 1000, KX_DRV_XE, XE_WAIT);
+		rd_call(&l, 60, 400, 1500, 1500, KX_DRV_XE, XE_WAIT); /* shortened to 500 */
+		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1500, 1500, 1, "step");
+		rd_ann(&l, 60, 400, KX_ANN_POP, 1500 + lens[i], 1500, 1, "");
+		rd_call(&l, 60, 400, 9000, 100, KX_DRV_XE, XE_WAIT);
+		snprintf(path, sizeof(path), "%s/nestrange%zu.kxp", tmpdir, i);
+		CHECK(blk_write(path, &l) == 0);
+		CHECK(nest_shortened(path));
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (i == 0 ? why != NULL : !why || !strstr(why, "as long as the shortened call"))
+			printf("FAIL nest_range_same_start: range %llu ns: %s\n",
+			       (unsigned long long)lens[i], why ? why : "streamed");
+		CHECK(i == 0 ? why == NULL : why && strstr(why, "as long as the shortened call"));
+	}
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kxt_sreport.XXXXXX");
@@ -2019,6 +2152,9 @@ int main(void)
 	RUN(fence_waits_budget);
 	RUN(ranges_jobs_stream);
 	RUN(ranges_jobs_reasons);
+	RUN(nest_jobs_ranges);
+	RUN(nest_held_jobs);
+	RUN(nest_range_same_start);
 	{
 		char cmd[128];
 

@@ -3,7 +3,8 @@
  * (user/analysis/timeline.c), and of the one analysis handed to every
  * exporter (user/analysis/analysis.c): full nesting keeps both durations,
  * a partial overlap shortens the later event to its enclosing event's end,
- * identical starts, zero-length events, threads stored out of order, many
+ * the whole capture's lengths given to a window's timeline, identical
+ * starts, zero-length events, threads stored out of order, many
  * threads, a reused tid; then one analysis passed to XSpace (parsed back
  * with protobuf-c), Chrome (the JSON read back) and the summary JSON, which
  * must show the same durations and the same warning.
@@ -117,6 +118,47 @@ static void test_partial_overlap(void)
 	CHECK_EQ_U(kx_timeline_fix_from(tl, 0), 0);
 	CHECK_EQ_U(kx_timeline_fix_from(tl, tl->fix[0].pos + 1), 1);
 	CHECK_EQ_U(kx_timeline_fix_from(tl, tl->fix[1].pos + 1), 2);
+	kx_timeline_free(tl);
+	kx_store_free(s);
+}
+
+/* The whole capture's lengths of a window's calls (test_partial_overlap's
+ * calls 1, 3, 4 and 5: 0 and 2 in an earlier window), by (start, length). */
+static uint64_t whole_dur(void *ctx, const struct kx_ioctl *e)
+{
+	(void)ctx;
+	return e->ts == 3000 || e->ts == 13000 ? 1000 : e->dur;
+}
+
+/*
+ * A timeline built from part of a capture (a window of a windowed read)
+ * nests what it holds; kx_timeline_set_fixes gives it the whole capture's
+ * lengths instead, and only those.
+ */
+static void test_set_fixes(void)
+{
+	struct kx_store *s = kx_store_new(0);
+	struct kx_timeline *tl;
+
+	add(s, 1, 1, 3000, 2500);  /* 0: cut to 1000 by a call of another window */
+	add(s, 1, 1, 12000, 2000); /* 1 */
+	add(s, 1, 1, 13000, 9000); /* 2: cut to 1000 (by 1, here too) */
+	add(s, 1, 1, 15000, 1000); /* 3: after them */
+	add(s, 1, 2, 40000, 100);  /* 4: another thread, kept */
+	tl = timeline(s);
+	CHECK(tl);
+	CHECK_EQ_U(tl->nfix, 1); /* alone, the window cuts call 2 only */
+	CHECK(kx_timeline_set_fixes(tl, s, whole_dur, NULL) == 0);
+	CHECK_EQ_U(tl->nfix, 2);
+	CHECK_EQ_U(tl->fixed_threads, 1);
+	CHECK_EQ_U(dur_of(tl, s, 0), 1000);
+	CHECK_EQ_U(dur_of(tl, s, 1), 2000);
+	CHECK_EQ_U(dur_of(tl, s, 2), 1000);
+	CHECK_EQ_U(dur_of(tl, s, 3), 1000);
+	CHECK_EQ_U(dur_of(tl, s, 4), 100);
+	CHECK_EQ_U(tl->fix[0].idx, 0);
+	CHECK_EQ_U(tl->fix[1].idx, 2);
+	CHECK_EQ_U(kx_timeline_fix_from(tl, tl->fix[0].pos + 1), 1);
 	kx_timeline_free(tl);
 	kx_store_free(s);
 }
@@ -559,6 +601,7 @@ int main(void)
 {
 	RUN(test_full_nesting);
 	RUN(test_partial_overlap);
+	RUN(test_set_fixes);
 	RUN(test_out_of_order);
 	RUN(test_identical_starts);
 	RUN(test_zero_length);

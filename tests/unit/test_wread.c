@@ -7,9 +7,11 @@
  * and, annotated, ranges across the cuts, counter records (late calls'
  * too) and memory ioctls; a Chrome part written a slice of its window at a
  * time holds the same lines; at most two windows are open at once; a capture that fits one window
- * is one; a range touching a call is read in windows too; a capture a stream cannot give
- * exactly (jobs, overlapping calls of one thread), or whose records are far from the order of
- * time, is to be read whole, with the reason.
+ * is one; a range touching a call is read in windows too, and so are calls the nesting rule
+ * shortens (each with the length it has in the whole capture, in every window); a capture a
+ * stream cannot give exactly (jobs, more shortened calls than a window holds, a range as long
+ * as a shortened call of its start), or whose records are far from the order of time, is to
+ * be read whole, with the reason.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +35,7 @@
 static char dir[64];
 
 static int chrome_only; /* part_bytes leaves the XSpace out */
+static int gen_overlap; /* check_parts' captures: write_capture_as's overlap */
 
 /* The bytes of the file at path, a 0 after them and room for extra more,
  * then the file removed. NULL on failure. */
@@ -140,6 +143,10 @@ static struct kx_analysis *window_analysis(const struct kx_wread *w, const struc
 
 	if (!an)
 		return NULL;
+	if (kx_wread_nest(w, s, an)) {
+		kx_analysis_free(an);
+		return NULL;
+	}
 	an->whole = &w->whole;
 	if (w->ranges)
 		kx_analysis_lend_ranges(an, w->ranges);
@@ -198,8 +205,11 @@ static void check_parts(size_t nioc, size_t limit, int ann, size_t *parts, size_
 
 	snprintf(path, sizeof(path), "%s/cap.kxp", dir);
 	*parts = 0;
-	CHECK(write_capture_as(path, nioc, 0, 0, 0, ann) == 0);
+	CHECK(write_capture_as(path, nioc, 0, gen_overlap, 0, ann) == 0);
 	CHECK(whole_read(path, limit, &wp) == 0);
+	/* Calls the rule shortens: every part warns of the whole capture's. */
+	CHECK(!gen_overlap || (wp.n > 1 && memmem(wp.b[wp.n - 1], wp.len[wp.n - 1],
+	                                          "shortened to nest in it", 23)));
 	CHECK(kx_wread_open(&w, path, limit, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory == NULL);
 	CHECK(w.store == NULL); /* more calls than a window: given up */
@@ -247,6 +257,26 @@ static void test_small_windows(void)
 		return;
 	printf("# %zu parts, %zu late calls, at most %zu windows open\n", parts, late, peak);
 	CHECK(parts >= 40);
+}
+
+/* Calls the nesting rule shortens, each starting windows after the long
+ * call it nests in, alone and among annotation ranges, counters and memory
+ * ioctls: read in windows, each call with the length the rule gave it in
+ * the whole capture, every part the in-memory one. */
+static void test_nested_parts(void)
+{
+	size_t parts = 0, late = 0, peak = 0;
+
+	gen_overlap = 3;
+	check_parts(30000, 2500, 0, &parts, &late, &peak);
+	if (!kxt_cur_failed)
+		check_parts(30000, 2500, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY, &parts, &late,
+		            &peak);
+	gen_overlap = 0;
+	if (kxt_cur_failed)
+		return;
+	printf("# %zu parts, %zu late calls, at most %zu windows open\n", parts, late, peak);
+	CHECK(parts >= 12);
 }
 
 /* A push at the nanosecond a call of its thread returned (the rule's tie
@@ -507,20 +537,80 @@ static void test_read_whole_when_needed(void)
 	 * (records are written at the end): the engine's reorder stage puts it
 	 * first, nested the same in every window, read in windows. One that
 	 * starts inside its thread's previous call and ends after it is
-	 * shortened by the rule (analysis/nesttrack.h): read whole. */
+	 * shortened by the rule (analysis/nesttrack.h), kept with its length:
+	 * read in windows too, unless more such calls come than a window holds. */
 	CHECK(write_capture(path, 2000, 0, 1) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(!w.in_memory);
 	kx_wread_free(&w);
 	CHECK(write_capture(path, 2000, 0, 2) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
-	CHECK(w.in_memory && strstr(w.in_memory, "overlap"));
+	CHECK(!w.in_memory && w.nfix == 1);
+	kx_wread_free(&w);
+	CHECK(write_capture(path, 20000, 0, 3) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.nfix > 0);
+	kx_wread_free(&w);
+	CHECK(kx_wread_open(&w, path, 2, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "shortens than a window holds"));
 	kx_wread_free(&w);
 	CHECK(write_capture_as(path, 2000, 0, 0, 1, 0) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory && strstr(w.in_memory, "order of time"));
 	kx_wread_free(&w);
 
+	unlink(path);
+}
+
+/* A call of thread 700 at 1 us, 1 us long; one starting inside it at 1.5 us
+ * and ending at 3 us (the rule shortens it to 0.5 us); and a range of the
+ * thread starting with the second, len ns long: each record where a
+ * recorder writes it. 0 when written. */
+static int write_range_at_cut(const char *path, uint64_t len)
+{
+	struct kx_ioctl e = {.ts = T0 + 1000, .dur = 1000, .pid = 700, .tid = 700, .cmd = 0xae80};
+	struct kx_ann a = {.tid = 700,
+	                   .pid = 700,
+	                   .ts = T0 + 1500,
+	                   .begin = T0 + 1500,
+	                   .depth = 1,
+	                   .what = KX_ANN_PUSH};
+	struct kx_kxp_writer *w;
+	struct kx_capinfo ci;
+	char err[256];
+	int rc = 0;
+
+	capinfo(&ci, T0 + 10000);
+	e.dev = ci.devices[0].dev;
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	if (!w)
+		return -1;
+	rc |= kx_kxp_add_ann(w, &a, "step", "");
+	rc |= kx_kxp_add_ioctl(w, &e, NULL);
+	a.what = KX_ANN_POP, a.ts = T0 + 1500 + len;
+	rc |= kx_kxp_add_ann(w, &a, "", "");
+	e.ts = T0 + 1500, e.dur = 1500;
+	rc |= kx_kxp_add_ioctl(w, &e, NULL);
+	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
+}
+
+/* A range as long as a shortened call of its start goes before it in
+ * memory, after it on the stream: read whole, saying so; a shorter one
+ * goes after it both ways: not a reason. */
+static void test_range_at_cut(void)
+{
+	static struct kx_wread w;
+	char path[96], err[256];
+
+	snprintf(path, sizeof(path), "%s/cut.kxp", dir);
+	CHECK(write_range_at_cut(path, 700) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "as long as the shortened call"));
+	kx_wread_free(&w);
+	CHECK(write_range_at_cut(path, 300) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(!w.in_memory && w.nfix == 1);
+	kx_wread_free(&w);
 	unlink(path);
 }
 
@@ -616,9 +706,11 @@ int main(void)
 	RUN(test_small_windows);
 	RUN(test_annotated);
 	RUN(test_annotated_touch);
+	RUN(test_nested_parts);
 	RUN(test_sliced_parts);
 	RUN(test_fits_one);
 	RUN(test_read_whole_when_needed);
+	RUN(test_range_at_cut);
 	RUN(test_file_changed);
 	RUN(test_not_a_record_file);
 	rmdir(dir);

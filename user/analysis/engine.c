@@ -91,6 +91,8 @@ static int emit(struct kx_engine *e, const struct kx_eng_rec *r, const union kx_
 
 	e->out_seq = r->seq;
 	e->out_ref = r->ref;
+	e->out_ts = r->ts;
+	e->out_dur = r->dur;
 	if (r->kind == REC_RANGE) {
 		int (*fn)(void *, uint32_t, uint32_t) = late ? e->out.late_range : e->out.range;
 

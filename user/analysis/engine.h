@@ -106,6 +106,8 @@ struct kx_engine {
 	uint64_t seq;             /* records fed (their file order) */
 	uint64_t out_seq;         /* the place in the file of the record a sink has now */
 	uint32_t out_ref;         /* its handle (kx_engine_feed_span's, a range's) */
+	uint64_t out_ts, out_dur; /* ns, its start and length as ordered (UINT64_MAX: a range
+	                             whose end had not come, a counter record) */
 	size_t held, peak;        /* bytes of the waiting records: now, the most */
 	uint64_t late_ioctls;     /* calls later than the window (to out.late_ioctl) */
 	uint64_t late_ctrs;       /* counter records later than the window */

@@ -4,7 +4,16 @@
  * (analysis/engine.h): each thread's calls in start order, the longer
  * first at equal starts, as the timeline takes them. Owns each thread's
  * stack of open calls and counts what the rule shortened, as the
- * timeline of the whole capture would count it.
+ * timeline of the whole capture would count it. Each call leaves with the
+ * end the rule gives it, the end every later stage sees in memory (the
+ * annotation ranges' walk: analysis/rangewalk.h).
+ *
+ * The one place the in-memory order differs: memory orders a thread's
+ * calls and ranges by the calls' shortened lengths, the reorder stage by
+ * their recorded ones. A range that starts with a shortened call and is at
+ * least its shortened length goes before it in memory, after it (being
+ * shorter than the recorded length) on the stream:
+ * kx_nesttrack_range_misplaced says so.
  * Memory: a stack a thread, as deep as its calls nest.
  */
 #ifndef KX_NESTTRACK_H
@@ -15,26 +24,53 @@
 #include "model/event.h"
 #include "util/tidtab.h"
 
+/* The reasons a stream cannot nest a thread's calls as memory does (the
+ * streamed report's and the windowed read's): a call later than its
+ * thread's reorder window (analysis/engine.h: KX_ENGINE_LATE_NS at most),
+ * and a range kx_nesttrack_range_misplaced finds. */
+#define KX_NESTTRACK_LATE                                                                          \
+	"a call came after a later call of its thread had left the reorder window (a thread's "    \
+	"window: the lateness measured so far, at most 50 ms)"
+#define KX_NESTTRACK_MISPLACED                                                                     \
+	"an annotation range starts with a call of its thread the nesting rule shortens, and is "  \
+	"as long as the shortened call"
+
 struct kx_nesttrack {
 	struct kx_tidtab threads; /* each thread's open calls (struct kx_nest_thread) */
 	uint64_t fixed;           /* calls the rule shortened */
 	uint64_t fixed_threads;   /* threads with at least one */
+	uint64_t unordered;       /* calls fed after a later-starting call of their thread */
 };
 
 #define KX_NESTTRACK_INIT                                                                          \
 	{                                                                                          \
-		KX_TIDTAB_INIT(struct kx_nest_thread), 0, 0                                        \
+		KX_TIDTAB_INIT(struct kx_nest_thread), 0, 0, 0                                     \
 	}
 
 struct kx_nest_thread {
 	uint64_t *stack; /* ns, the ends of the open calls */
 	size_t depth, cap;
-	int fixed; /* a call of it was shortened */
+	int fixed;        /* a call of it was shortened */
+	uint64_t cut_ts;  /* ns, the start of its last call shortened (fixed: one was) */
+	uint64_t cut_len; /* ns, that call's length as the rule shortened it */
+	uint64_t fed_ts;  /* ns, the latest start of its calls fed (fed: one was) */
+	int fed;
 };
 
-/* The next call of its thread: *cut set when the rule shortens it. 0, or
- * -1 when out of memory. */
-int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, int *cut);
+/* The next call of its thread: *end (ns) the end the rule gives it, *cut
+ * set when the rule shortens it. 0, or -1 when out of memory. */
+int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t *end, int *cut);
+/* A call as it comes, in file order (before the reorder stage): counted in
+ * unordered when a later-starting call of its thread came before it (a
+ * call that holds others whole comes after them). 0, or -1 when out of
+ * memory. */
+int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e);
+/* A range of thread tid that started at ts_ns and is len_ns long (the
+ * engine's out_ts, out_dur: UINT64_MAX when its end had not come) left the
+ * reorder stage after the thread's calls so far: 1 when memory orders it
+ * before a call of its start that the rule shortened (see above), else 0. */
+int kx_nesttrack_range_misplaced(const struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns,
+                                 uint64_t len_ns);
 void kx_nesttrack_free(struct kx_nesttrack *n);
 
 #endif /* KX_NESTTRACK_H */

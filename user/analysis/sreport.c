@@ -26,30 +26,38 @@ struct sr_ctx {
 	struct kx_ctrjoin *ctr;      /* the counters joined to their calls, NULL: none named */
 	struct kx_jobflow flow;      /* the device timelines as the records pass */
 	int have_jobs;               /* a job record came */
+	int misplaced;               /* a range left after a shortened call memory puts after it */
 	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
 
 /* Why nesting the calls on the stream does not give the report exactly:
- * calls later than the reorder window (a call after one it holds), its
- * memory exceeded,
- * or calls the rule shortens with device timelines or annotation ranges
- * (their analyses see the shortened durations); NULL: it does. */
+ * calls later than the reorder window (a call after a later one of its
+ * thread had left it), its memory exceeded, calls of a thread out of start
+ * order with device jobs, or an annotation range that starts with a call
+ * the rule shortened and memory orders before it (nesttrack.h); NULL: it
+ * does. The calls the rule shortens go on with their shortened ends, as in
+ * memory. */
 static const char *nest_why(const struct sr_ctx *c)
 {
 	if (c->eng.late_ioctls)
-		return "calls of one thread overlap (the nesting rule applies)";
+		return KX_NESTTRACK_LATE;
 	if (c->eng.forced)
 		return "calls of one thread overlap past the reorder window's memory budget";
-	if (c->nest.fixed && (c->have_jobs || c->ranges->events))
-		return "calls of one thread overlap (the nesting rule applies)";
+	if (c->nest.unordered && c->have_jobs)
+		return "calls of one thread came out of start order (one holding others), with "
+		       "device jobs (the device timelines link jobs to each thread's calls as "
+		       "they come)";
+	if (c->misplaced)
+		return KX_NESTTRACK_MISPLACED;
 	return NULL;
 }
 
 /* The first reason found; the read then stops at the next chunk. A reason
- * of another kind first lets the calls waiting in the reorder stage out:
- * one the rule shortens among them came before it, and is the reason. */
+ * of another kind first lets the records waiting in the reorder stage out:
+ * a range among them that memory orders otherwise (nest_why) came before
+ * it, and is the reason. */
 static void sr_checked(struct sr_ctx *c)
 {
 	const char *why = c->ranges->why, *nest;
@@ -106,7 +114,8 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (!sr_active(c))
 		return;
 	kx_rangewalk_ioctl(c->ranges, e);
-	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
+	if (kx_nesttrack_fed(&c->nest, e) || kx_engine_feed_ioctl(&c->eng, e, arg) ||
+	    kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		sr_oom(c);
 		return;
 	}
@@ -195,13 +204,15 @@ static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 static int sr_nest(void *ctx, const struct kx_ioctl *e)
 {
 	struct sr_ctx *c = ctx;
+	uint64_t end;
 	int cut;
 
 	if (c->ctr && kx_ctrjoin_ioctl(c->ctr, e, c->eng.out_seq))
 		return -1;
-	if (kx_rangewalk_call(c->ranges, e, e->ts + e->dur, KX_ENGINE_NOREF))
+	/* The ranges walk it with the end the rule gives it, as in memory. */
+	if (kx_nesttrack_ioctl(&c->nest, e, &end, &cut))
 		return -1;
-	return kx_nesttrack_ioctl(&c->nest, e, &cut);
+	return kx_rangewalk_call(c->ranges, e, end, KX_ENGINE_NOREF);
 }
 
 /* An annotation record as it comes: paired (the ranges' handles). */
@@ -218,6 +229,8 @@ static int sr_range(void *ctx, uint32_t tid, uint32_t ref)
 {
 	struct sr_ctx *c = ctx;
 
+	if (kx_nesttrack_range_misplaced(&c->nest, tid, c->eng.out_ts, c->eng.out_dur))
+		c->misplaced = 1;
 	return kx_rangewalk_range(c->ranges, tid, ref);
 }
 

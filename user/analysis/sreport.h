@@ -20,15 +20,18 @@
  *
  * Each thread's calls pass the engine's reorder stage into the nesting
  * rule (analysis/nesttrack.h): its counts are the summary's warning
- * (kx_sreport_apply). The engine also says which calls memory accounting
- * counts.
+ * (kx_sreport_apply), and the ranges walk each call with the end the rule
+ * gives it, as the in-memory build walks the timeline's. The engine also
+ * says which calls memory accounting counts.
  *
  * Exactly the in-memory report's figures (percentiles within 1/256), or a
  * reason to read the file into memory instead, found as the records pass:
- * calls later than the reorder window or past its memory budget, calls the
- * rule shortens with device jobs or annotation ranges (their analyses see
- * the shortened durations), a counter record that may be a call's given
- * up past the counter join's budget (ctrstats.h); job
+ * calls later than the reorder window or past its memory budget, a range
+ * that starts with a call the rule shortens and memory orders before it
+ * (nesttrack.h), calls of a thread out of start order (one holding others)
+ * with device jobs (the device timelines link jobs to each thread's calls
+ * as they come), a counter record that may be a call's given up past the
+ * counter join's budget (ctrstats.h); job
  * records and annotations: analysis/jobflow.h and rangewalk.h say when
  * they are. With both, each job jobflow counts with its submit link
  * (jobflow.h's on_linked) gives its device time to the ranges around its

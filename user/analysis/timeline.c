@@ -503,3 +503,37 @@ int kx_timeline_add_fixes(struct kx_timeline *tl, const struct kx_tl_fix *add, s
 	}
 	return index_fixes(tl);
 }
+
+int kx_timeline_set_fixes(struct kx_timeline *tl, const struct kx_store *s,
+                          uint64_t (*cut)(void *ctx, const struct kx_ioctl *e), void *ctx)
+{
+	size_t cap = 0;
+
+	free(tl->fix);
+	free(tl->fixed);
+	free(tl->fixed_rank);
+	free(tl->dur_by_rank);
+	tl->fix = NULL;
+	tl->fixed = NULL;
+	tl->fixed_rank = NULL;
+	tl->dur_by_rank = NULL;
+	tl->nfix = 0;
+	tl->fixed_threads = 0;
+	for (size_t t = 0; t < tl->nthreads; t++) {
+		const struct kx_tl_thread *th = &tl->threads[t];
+		size_t before = tl->nfix;
+
+		for (size_t pos = th->first; pos < th->first + th->count; pos++) {
+			const struct kx_ioctl *e = kx_store_ioctl(s, tl->order[pos]);
+			uint64_t dur = cut(ctx, e);
+
+			if (dur >= e->dur)
+				continue;
+			if (kx_grow((void **)&tl->fix, &cap, tl->nfix, sizeof(*tl->fix)))
+				return -1;
+			tl->fix[tl->nfix++] = (struct kx_tl_fix){pos, tl->order[pos], dur};
+		}
+		tl->fixed_threads += tl->nfix > before;
+	}
+	return tl->nfix ? index_fixes(tl) : 0;
+}

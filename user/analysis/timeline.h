@@ -97,6 +97,16 @@ int kx_timeline_nest(uint64_t **stack, size_t *depth, size_t *cap, uint64_t star
  */
 int kx_timeline_add_fixes(struct kx_timeline *tl, const struct kx_tl_fix *add, size_t n);
 
+/*
+ * The fixes of a timeline built from part of a capture (one window of a
+ * windowed read, analysis/wread.h) replaced by those of the whole capture:
+ * cut(ctx, e) gives the length (ns) the rule gave ioctl e of s (tl's
+ * store) in the whole capture, e->dur when it kept it. 0, or -1 when out
+ * of memory (the timeline is then left without fixes: free it).
+ */
+int kx_timeline_set_fixes(struct kx_timeline *tl, const struct kx_store *s,
+                          uint64_t (*cut)(void *ctx, const struct kx_ioctl *e), void *ctx);
+
 /* The first fix at position pos of order or after it (nfix when none). */
 size_t kx_timeline_fix_from(const struct kx_timeline *tl, size_t pos);
 

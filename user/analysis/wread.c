@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "analysis/engine.h"
 #include "analysis/nesttrack.h"
 #include "analysis/rangewalk.h"
@@ -200,33 +201,47 @@ static void p1_job(void *ctx, const struct kx_job *j)
 		p1_whole_file(ctx, "device jobs (timelines link jobs to their ioctls)");
 }
 
-/* A call out of the reorder stage, its thread's in start order: one the
- * nesting rule shortens would differ in a window that lacks the call it
- * nests in, and one later than the window cannot be nested. */
+/* A reason found while the engine lets records out (it is busy: not flushed). */
+static void p1_nest_why(struct p1 *c, const char *why)
+{
+	if (!p1_active(c))
+		return;
+	c->flushed = 1;
+	p1_whole_file(c, why);
+}
+
+/* A call out of the reorder stage, its thread's in start order: the ranges
+ * walk it with the end the rule gives it (as in memory); one the rule
+ * shortens is kept for its window (kx_wread_nest), a window's events of
+ * them at most. */
 static int p1_nest(void *ctx, const struct kx_ioctl *e)
 {
 	struct p1 *c = ctx;
+	struct kx_wread *w = c->w;
+	uint64_t end;
 	int cut;
 
-	if (kx_rangewalk_call(&c->ranges, e, e->ts + e->dur, KX_ENGINE_NOREF) ||
-	    kx_nesttrack_ioctl(&c->nest, e, &cut))
+	if (kx_nesttrack_ioctl(&c->nest, e, &end, &cut) ||
+	    kx_rangewalk_call(&c->ranges, e, end, KX_ENGINE_NOREF))
 		return -1;
-	if (cut && p1_active(c)) {
-		c->flushed = 1; /* the reason itself (the engine is busy) */
-		p1_whole_file(c, "calls of one thread overlap (the nesting rule applies)");
+	if (!cut || !p1_active(c))
+		return 0;
+	if (w->nfix >= w->limit) {
+		p1_nest_why(c, "more calls the nesting rule shortens than a window holds (each "
+		               "window's calls take the lengths the rule gave them)");
+		return 0;
 	}
+	if (kx_grow((void **)&w->fixes, &w->fix_cap, w->nfix, sizeof(*w->fixes)))
+		return -1;
+	w->fixes[w->nfix++] = (struct kx_wread_fix){e->ts, e->dur, end - e->ts, e->tid};
 	return 0;
 }
 
+/* A call later than the reorder window: it cannot be nested. */
 static int p1_late_call(void *ctx, const struct kx_ioctl *e)
 {
-	struct p1 *c = ctx;
-
 	(void)e;
-	if (p1_active(c)) {
-		c->flushed = 1; /* the reason itself (the engine is busy) */
-		p1_whole_file(c, "calls of one thread overlap (the nesting rule applies)");
-	}
+	p1_nest_why(ctx, KX_NESTTRACK_LATE);
 	return 0;
 }
 
@@ -244,6 +259,8 @@ static int p1_range(void *ctx, uint32_t tid, uint32_t ref)
 {
 	struct p1 *c = ctx;
 
+	if (kx_nesttrack_range_misplaced(&c->nest, tid, c->eng.out_ts, c->eng.out_dur))
+		p1_nest_why(c, KX_NESTTRACK_MISPLACED);
 	return kx_rangewalk_range(&c->ranges, tid, ref);
 }
 
@@ -289,6 +306,38 @@ static void p1_ctr(void *ctx, const struct kx_ctr_ev *e)
 	if (kx_grow((void **)&w->late_ctr, &w->late_ctr_cap, w->nlate_ctr, sizeof(*w->late_ctr)))
 		return p1_oom(c);
 	w->late_ctr[w->nlate_ctr++] = (struct kx_wread_ctr){*e, 0};
+}
+
+static int fix_cmp(const void *pa, const void *pb)
+{
+	const struct kx_wread_fix *a = pa, *b = pb;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->dur < b->dur ? -1 : a->dur > b->dur;
+}
+
+/* The length the rule gave call e in the whole capture (a kx_timeline_set_fixes cut). */
+static uint64_t fix_of(void *ctx, const struct kx_ioctl *e)
+{
+	const struct kx_wread *w = ctx;
+	struct kx_wread_fix key = {.ts = e->ts, .dur = e->dur, .tid = e->tid};
+	const struct kx_wread_fix *f =
+	        w->nfix ? bsearch(&key, w->fixes, w->nfix, sizeof(*w->fixes), fix_cmp) : NULL;
+
+	return f ? f->cut : e->dur;
+}
+
+int kx_wread_nest(const struct kx_wread *w, const struct kx_store *s, struct kx_analysis *an)
+{
+	if (!w->nfix)
+		return 0;
+	if (kx_timeline_set_fixes(an->timeline, s, fix_of, (void *)w))
+		return -1;
+	kx_timeline_counted(an->timeline, w->nfix, w->fix_threads);
+	return 0;
 }
 
 /* The threads' keys, sorted. 0, or -1 when out of memory. */
@@ -606,7 +655,10 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		w->in_memory =
 		        "calls of one thread overlap past the reorder window's memory budget";
 	kx_engine_free(&c.eng);
+	w->fix_threads = c.nest.fixed_threads;
 	kx_nesttrack_free(&c.nest);
+	if (w->nfix)
+		qsort(w->fixes, w->nfix, sizeof(*w->fixes), fix_cmp);
 	if (rc) {
 		snprintf(err, errlen, "%s", w->damage);
 		w->damage[0] = 0;
@@ -863,6 +915,7 @@ void kx_wread_free(struct kx_wread *w)
 	free(w->late_ctr_off);
 	free(w->late_seq);
 	free(w->late_win);
+	free(w->fixes);
 	free(w->whole.threads);
 	kx_windows_free(&w->plan);
 	kx_whist_free(w->starts);

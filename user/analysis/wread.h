@@ -2,10 +2,12 @@
  * A record file read in time windows (analysis/windows.h), each window into
  * a store of its own, so that converting a long capture needs the memory
  * of a window, not of the capture. Only for captures a stream gives exactly
- * (no job records; no call the nesting rule shortens, found on each
- * thread's calls in start order through the engine's reorder stage,
- * analysis/engine.h and nesttrack.h: a call held whole by another nests
- * the same in every window); the others are read into memory whole.
+ * (no job records); the others are read into memory whole. Each thread's
+ * calls pass the engine's reorder stage into the nesting rule in start
+ * order (analysis/engine.h, nesttrack.h): the calls it shortens are kept
+ * (fixes, at most a window's events: past that the file is read whole)
+ * and given their whole-capture lengths in their windows (kx_wread_nest);
+ * a call later than the stage's window is a reason.
  *
  * Pass 1 (kx_wread_open) reads the file as a stream: the stream check, the
  * events' count, first and last start, the whole capture's facts every part
@@ -99,6 +101,14 @@
  * window of export/splitplan.h's default split (1,000,000 events). */
 #define KX_WREAD_KEEP_RECORDS ((size_t)1000000)
 
+/* A call the nesting rule shortened in the whole capture (pass 1), found
+ * again in its window by (thread, start, recorded length). */
+struct kx_wread_fix {
+	uint64_t ts, dur; /* ns, its start and recorded length */
+	uint64_t cut;     /* ns, its length as the rule shortened it */
+	uint32_t tid;
+};
+
 /* A late call's counter record and its window. */
 struct kx_wread_ctr {
 	struct kx_ctr_ev e;
@@ -132,8 +142,11 @@ struct kx_wread {
 	size_t slice;                     /* events per slice (windows.h; limit: unsliced) */
 	size_t budget;                    /* bytes each store may take */
 	size_t keep;                      /* records store may hold past limit's (pass 1) */
-	uint64_t lag_ns;  /* ns, the largest lag of a record in its place (pass 1) */
-	size_t peak_open; /* pass 2: the most windows open at once */
+	struct kx_wread_fix *fixes;       /* the calls the rule shortened, by (tid, ts, dur) */
+	size_t nfix, fix_cap;
+	uint64_t fix_threads; /* threads with such calls */
+	uint64_t lag_ns;      /* ns, the largest lag of a record in its place (pass 1) */
+	size_t peak_open;     /* pass 2: the most windows open at once */
 	const char *path;
 };
 
@@ -169,6 +182,16 @@ typedef int (*kx_wread_fn)(void *ctx, struct kx_store *window, size_t k);
 /* Pass 2: every slice to fn. 0; fn's non-zero value; or -1 with err set
  * (the file changed since pass 1, memory ran out). */
 int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_t errlen);
+
+/*
+ * For slice k's analysis an (built from its store): the lengths the
+ * nesting rule gave its calls in the whole capture replace those its
+ * timeline gave them (a window lacks the calls before it that a call of it
+ * nests in), and its warning counts the whole capture's. 0, or -1 when out
+ * of memory.
+ */
+struct kx_analysis;
+int kx_wread_nest(const struct kx_wread *w, const struct kx_store *s, struct kx_analysis *an);
 
 void kx_wread_free(struct kx_wread *w);
 

@@ -73,6 +73,11 @@ static int window_part(void *ctx, struct kx_store *s, size_t k)
 	int rc;
 
 	an = kx_analysis_build(s, &wd->w->ci, err, sizeof(err));
+	if (an && kx_wread_nest(wd->w, s, an)) {
+		kx_analysis_free(an);
+		an = NULL;
+		snprintf(err, sizeof(err), "out of memory nesting the calls");
+	}
 	if (!an) {
 		kx_traceparts_say(t, "%s: part %zu: %s", t->input, wn->slice[k].part + 1, err);
 		slices_abort(wd);
