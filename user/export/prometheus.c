@@ -253,6 +253,15 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 			fprintf(f, "kxprof_job_busy_seconds_total{device=\"%s\"} %s\n",
 			        kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
 			        secs(info->jobs->devs[i].busy_ns, t, sizeof(t)));
+		family(f, "kxprof_job_busy_cut_seconds_total", "counter",
+		       "Busy time that may be missing from kxprof_job_busy_seconds_total: parts of "
+		       "late jobs cut where they reach back before busy intervals already folded "
+		       "together (a bounded number is kept apart per device); 0: busy time is "
+		       "exact.");
+		for (size_t i = 0; i < info->jobs->ndevs; i++)
+			fprintf(f, "kxprof_job_busy_cut_seconds_total{device=\"%s\"} %s\n",
+			        kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
+			        secs(info->jobs->devs[i].busy_cut_ns, t, sizeof(t)));
 	}
 
 	if (info->anns)
