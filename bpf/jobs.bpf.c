@@ -54,6 +54,23 @@ struct {
 	__type(value, __u8);
 } jobkeys SEC(".maps");
 
+/* Block requests open (inserted or issued, completion not seen yet) per
+ * (disk, sector) -> the last phase seen (KX_JOB_QUEUE or KX_JOB_RUN): a
+ * completion that never reached the program is counted when the sector's
+ * next request comes (KX_STAT_JOB_DONE_LOST). LRU: an entry evicted only
+ * leaves a loss uncounted. */
+struct blk_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 sector;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct blk_key);
+	__type(value, __u8);
+} blkopen SEC(".maps");
+
 /* xe: hardware fence -> (guc_id, seqno) of its job, for the DONE phase. */
 struct xe_job_id {
 	__u64 guc_id;
@@ -169,6 +186,29 @@ static __always_inline __u64 blk_op(__u32 cmd_flags)
 	}
 }
 
+/* Phase of a traced disk's request at sector, before its record: a QUEUE
+ * while the sector's previous request is open, or a RUN while it was
+ * already issued, means that request's completion was never seen (the
+ * pairing then shows its duplicates); DONE closes the sector. Counted
+ * whether or not the record then fits the ring buffer. */
+static __always_inline void blk_track(__u32 dev, __u64 sector, __u8 phase)
+{
+	struct blk_key k = {.dev = dev, .sector = sector};
+	__u8 *open;
+
+	if (phase == KX_JOB_DONE) {
+		bpf_map_delete_elem(&blkopen, &k);
+		return;
+	}
+	open = bpf_map_lookup_elem(&blkopen, &k);
+	if (open && (phase == KX_JOB_QUEUE || *open == KX_JOB_RUN))
+		stat_inc(KX_STAT_JOB_DONE_LOST);
+	if (open)
+		*open = phase;
+	else
+		bpf_map_update_elem(&blkopen, &k, &phase, BPF_ANY);
+}
+
 static __always_inline int on_rq(struct request *rq, __u8 phase, __s64 nr_bytes, int error)
 {
 	struct gendisk *disk = kx_rq_disk(rq);
@@ -180,6 +220,7 @@ static __always_inline int on_rq(struct request *rq, __u8 phase, __s64 nr_bytes,
 	dev = KX_MKDEV((__u32)BPF_CORE_READ(disk, major), (__u32)BPF_CORE_READ(disk, first_minor));
 	if (!disk_traced(dev))
 		return 0;
+	blk_track(dev, BPF_CORE_READ(rq, __sector), phase);
 	r = job_new(KX_JOB_SRC_BLOCK, phase);
 	if (!r)
 		return 0;
@@ -249,6 +290,7 @@ static __always_inline int on_tp_rq(struct trace_event_raw_block_rq___kx *ctx, _
 
 	if (!disk_traced(dev))
 		return 0;
+	blk_track(dev, TPV(ctx, sector), phase);
 	r = job_new(KX_JOB_SRC_BLOCK, phase);
 	if (!r)
 		return 0;
@@ -283,6 +325,7 @@ int tp_blk_complete(void *ctx)
 	kx_blk_done_read(ctx, &d);
 	if (!disk_traced(d.dev))
 		return 0;
+	blk_track(d.dev, d.sector, KX_JOB_DONE);
 	r = job_new(KX_JOB_SRC_BLOCK, KX_JOB_DONE);
 	if (!r)
 		return 0;

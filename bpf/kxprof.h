@@ -80,6 +80,9 @@ enum kx_stat {
 	KX_STAT_JOB_EMITTED,    /* job lifecycle records tried (bpf/jobs.bpf.c) */
 	KX_STAT_JOB_DROPPED,    /* job records lost: ring buffer full */
 	KX_STAT_PROTECTED_EXEC, /* processes dropped at an exec the client may not read */
+	KX_STAT_JOB_DONE_LOST,  /* block completions that never reached the program: a
+	                         * request inserted or issued again on a (disk, sector)
+	                         * whose previous request's completion was not seen */
 	KX_STAT_MAX,
 };
 

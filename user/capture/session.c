@@ -402,6 +402,7 @@ static void read_stats(struct kx_session *s)
 	s->ci.received = kx_consumer_ioctls(s->consumer);
 	s->ci.job_emitted = sum[KX_STAT_JOB_EMITTED];
 	s->ci.job_dropped = sum[KX_STAT_JOB_DROPPED];
+	s->ci.job_done_lost = sum[KX_STAT_JOB_DONE_LOST];
 	s->ci.job_received = kx_consumer_jobs(s->consumer);
 	if (s->sampler)
 		read_sample_stats(s);

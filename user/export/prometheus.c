@@ -268,13 +268,16 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 		annotation_families(f, info->anns);
 
 	family(f, "kxprof_events_dropped_total", "counter",
-	       "Events lost: ring buffer full (records), too many ioctls in flight, or runs of "
-	       "the programs the kernel skipped (one tracing program at a time per CPU).");
+	       "Events lost: ring buffer full (records), too many ioctls in flight, runs of "
+	       "the programs the kernel skipped (one tracing program at a time per CPU), or "
+	       "block request completions that never reached the program (completion_lost).");
 	fprintf(f, "kxprof_events_dropped_total{reason=\"ringbuf_full\"} %" PRIu64 "\n", s.dropped);
 	fprintf(f, "kxprof_events_dropped_total{reason=\"inflight_full\"} %" PRIu64 "\n",
 	        s.inflight_full);
 	fprintf(f, "kxprof_events_dropped_total{reason=\"kernel_skipped\"} %" PRIu64 "\n",
 	        s.bpf_missed);
+	fprintf(f, "kxprof_events_dropped_total{reason=\"completion_lost\"} %" PRIu64 "\n",
+	        s.job_done_lost);
 
 	family(f, "kxprof_map_overflow_total", "counter",
 	       info->jobs || info->anns

@@ -88,6 +88,7 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 	sum->ci.dropped = snap->dropped;
 	sum->ci.inflight_full = snap->inflight_full;
 	sum->ci.bpf_missed = snap->bpf_missed;
+	sum->ci.job_done_lost = snap->job_done_lost;
 	sum->agg_overflow = snap->overflow;
 	sum->agg_max_keys = snap->max_keys;
 	if (kx_stats_from_agg(&sum->st, snap)) {
@@ -812,6 +813,7 @@ static void json_capture_figures(const struct kx_summary *sum, FILE *f)
 		        ", \"duration_ms\": null, \"emitted\": null, \"received\": %" PRIu64
 		        ", \"dropped\": null, \"not_stored\": null, \"truncated\": true"
 		        ", \"job_emitted\": null, \"job_received\": null, \"job_dropped\": null"
+		        ", \"job_done_lost\": null"
 		        ", \"bpf_missed\": null",
 		        sum->st.stored);
 		return;
@@ -820,9 +822,11 @@ static void json_capture_figures(const struct kx_summary *sum, FILE *f)
 	        ", \"duration_ms\": %.6f, \"emitted\": %" PRIu64 ", \"received\": %" PRIu64
 	        ", \"dropped\": %" PRIu64 ", \"not_stored\": %" PRIu64 ", \"truncated\": false"
 	        ", \"job_emitted\": %" PRIu64 ", \"job_received\": %" PRIu64
-	        ", \"job_dropped\": %" PRIu64 ", \"bpf_missed\": %" PRIu64,
+	        ", \"job_dropped\": %" PRIu64 ", \"job_done_lost\": %" PRIu64
+	        ", \"bpf_missed\": %" PRIu64,
 	        capture_ms(ci), ci->emitted, ci->received, ci->dropped, sum->not_stored,
-	        ci->job_emitted, ci->job_received, ci->job_dropped, ci->bpf_missed);
+	        ci->job_emitted, ci->job_received, ci->job_dropped, ci->job_done_lost,
+	        ci->bpf_missed);
 }
 
 /* The header of a summary of live aggregates: no record, so no emitted or received counts. */
