@@ -59,15 +59,10 @@ struct {
  * completion that never reached the program is counted when the sector's
  * next request comes (KX_STAT_JOB_DONE_LOST). LRU: an entry evicted only
  * leaves a loss uncounted. */
-struct blk_key {
-	__u32 dev;
-	__u32 pad;
-	__u64 sector;
-};
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct blk_key);
+	__type(key, struct kx_blk_key);
 	__type(value, __u8);
 } blkopen SEC(".maps");
 
@@ -193,7 +188,7 @@ static __always_inline __u64 blk_op(__u32 cmd_flags)
  * whether or not the record then fits the ring buffer. */
 static __always_inline void blk_track(__u32 dev, __u64 sector, __u8 phase)
 {
-	struct blk_key k = {.dev = dev, .sector = sector};
+	struct kx_blk_key k = {.dev = dev, .sector = sector};
 	__u8 *open;
 
 	if (phase == KX_JOB_DONE) {

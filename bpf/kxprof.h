@@ -227,6 +227,14 @@ struct kx_ioctl_rec {
 };
 #define KX_IOCTL_REC_BASE_SIZE ((unsigned long)&((struct kx_ioctl_rec *)0)->arg)
 
+/* Key of the block programs' open requests (jobs.bpf.c `blkopen`; the value
+ * is the last phase seen, KX_JOB_QUEUE or KX_JOB_RUN). */
+struct kx_blk_key {
+	unsigned int dev; /* the disk, KX_MKDEV */
+	unsigned int pad;
+	unsigned long long sector; /* the request's first, 512-byte units */
+};
+
 struct kx_job_rec {
 	struct kx_hdr hdr;
 	unsigned long long ts;

@@ -461,6 +461,11 @@ uint64_t kx_jobsrc_missed(const struct kx_jobsrc *j)
 	return j && j->skel ? kx_bpf_missed(j->skel->obj) : 0;
 }
 
+int kx_jobsrc_blkopen_fd(const struct kx_jobsrc *j)
+{
+	return j && j->skel ? bpf_map__fd(j->skel->maps.blkopen) : -1;
+}
+
 void kx_jobsrc_close(struct kx_jobsrc *j)
 {
 	if (!j)

@@ -477,6 +477,11 @@ int kx_session_agg_drop(struct kx_session *s, int (*drop)(const struct kx_agg_ke
 	return s->ioctl ? kx_ioctl_agg_drop(s->ioctl, drop, ctx) : 0;
 }
 
+int kx_session_blkopen_fd(const struct kx_session *s)
+{
+	return kx_jobsrc_blkopen_fd(s->jobs);
+}
+
 int kx_session_sampler_maps(const struct kx_session *s, struct kx_sampler_maps *m)
 {
 	struct kx_ioctl_bpf_fds fds;
