@@ -184,14 +184,16 @@ static __always_inline __u64 blk_op(__u32 cmd_flags)
 /* Phase of a traced disk's request at sector, before its record: a QUEUE
  * while the sector's previous request is open, or a RUN while it was
  * already issued, means that request's completion was never seen (the
- * pairing then shows its duplicates); DONE closes the sector. Counted
- * whether or not the record then fits the ring buffer. */
+ * pairing then shows its duplicates); DONE closes the sector, and so does a
+ * requeue (BLK_REQUEUE: the request is inserted or issued again,
+ * not lost). Counted whether or not the record then fits the ring buffer. */
+#define BLK_REQUEUE 0xff
 static __always_inline void blk_track(__u32 dev, __u64 sector, __u8 phase)
 {
 	struct kx_blk_key k = {.dev = dev, .sector = sector};
 	__u8 *open;
 
-	if (phase == KX_JOB_DONE) {
+	if (phase == KX_JOB_DONE || phase == BLK_REQUEUE) {
 		bpf_map_delete_elem(&blkopen, &k);
 		return;
 	}
@@ -250,6 +252,32 @@ SEC("tp_btf/block_rq_complete")
 int BPF_PROG(btf_blk_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	return on_rq(rq, KX_JOB_DONE, nr_bytes, error);
+}
+
+/* A requeue: the request comes again (no record; the tracking only). */
+static __always_inline int on_requeue(struct request *rq)
+{
+	struct gendisk *disk = kx_rq_disk(rq);
+	__u32 dev;
+
+	if (!disk)
+		return 0;
+	dev = KX_MKDEV((__u32)BPF_CORE_READ(disk, major), (__u32)BPF_CORE_READ(disk, first_minor));
+	if (disk_traced(dev))
+		blk_track(dev, BPF_CORE_READ(rq, __sector), BLK_REQUEUE);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(btf_blk_requeue, struct request *rq)
+{
+	return on_requeue(rq);
+}
+
+SEC("raw_tp/block_rq_requeue")
+int BPF_PROG(raw_blk_requeue, struct request *rq)
+{
+	return on_requeue(rq);
 }
 
 SEC("raw_tp/block_rq_insert")
@@ -332,6 +360,16 @@ int tp_blk_complete(void *ctx)
 	r->tid = 0;
 	r->flags = d.error ? KX_JOB_F_ERROR : 0;
 	job_put(r);
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_requeue")
+int tp_blk_requeue(struct trace_event_raw_block_rq_requeue___kx *ctx)
+{
+	__u32 dev = TPV(ctx, dev);
+
+	if (disk_traced(dev))
+		blk_track(dev, TPV(ctx, sector), BLK_REQUEUE);
 	return 0;
 }
 

@@ -40,6 +40,7 @@ static const struct ev evs[] = {
         {"block", "block", "block_rq_insert", "blk_insert", 0, 0, 0},
         {"block", "block", "block_rq_issue", "blk_issue", 0, 0, 1},
         {"block", "block", "block_rq_complete", "blk_complete", 0, 0, 1},
+        {"block", "block", "block_rq_requeue", "blk_requeue", 0, 0, 0},
         {"kvm", "kvm", "kvm_userspace_exit", "kvm_exit", 0, 0, 1},
         {"kvm", "kvm", "kvm_pio", "kvm_pio", 0, 0, 0},
         {"dma_fence", "dma_fence", "dma_fence_emit", "fence_emit", 0, 0, 1},
