@@ -141,6 +141,12 @@ struct trace_event_raw_block_rq___kx {
 	char rwbs[8];
 } __attribute__((preserve_access_index));
 
+/* block_rq_requeue's record: its own event, the disk and sector first. */
+struct trace_event_raw_block_rq_requeue___kx {
+	__u32 dev;
+	__u64 sector;
+} __attribute__((preserve_access_index));
+
 /*
  * commit d5869fdc189f ("block: introduce block_rq_error tracepoint", 5.18)
  * made block_rq_complete an event of the new class block_rq_completion: the

@@ -54,6 +54,18 @@ struct {
 	__type(value, __u8);
 } jobkeys SEC(".maps");
 
+/* Block requests open (inserted or issued, completion not seen yet) per
+ * (disk, sector) -> the last phase seen (KX_JOB_QUEUE or KX_JOB_RUN): a
+ * completion that never reached the program is counted when the sector's
+ * next request comes (KX_STAT_JOB_DONE_LOST). LRU: an entry evicted only
+ * leaves a loss uncounted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct kx_blk_key);
+	__type(value, __u8);
+} blkopen SEC(".maps");
+
 /* xe: hardware fence -> (guc_id, seqno) of its job, for the DONE phase. */
 struct xe_job_id {
 	__u64 guc_id;
@@ -169,6 +181,31 @@ static __always_inline __u64 blk_op(__u32 cmd_flags)
 	}
 }
 
+/* Phase of a traced disk's request at sector, before its record: a QUEUE
+ * while the sector's previous request is open, or a RUN while it was
+ * already issued, means that request's completion was never seen (the
+ * pairing then shows its duplicates); DONE closes the sector, and so does a
+ * requeue (BLK_REQUEUE: the request is inserted or issued again,
+ * not lost). Counted whether or not the record then fits the ring buffer. */
+#define BLK_REQUEUE 0xff
+static __always_inline void blk_track(__u32 dev, __u64 sector, __u8 phase)
+{
+	struct kx_blk_key k = {.dev = dev, .sector = sector};
+	__u8 *open;
+
+	if (phase == KX_JOB_DONE || phase == BLK_REQUEUE) {
+		bpf_map_delete_elem(&blkopen, &k);
+		return;
+	}
+	open = bpf_map_lookup_elem(&blkopen, &k);
+	if (open && (phase == KX_JOB_QUEUE || *open == KX_JOB_RUN))
+		stat_inc(KX_STAT_JOB_DONE_LOST);
+	if (open)
+		*open = phase;
+	else
+		bpf_map_update_elem(&blkopen, &k, &phase, BPF_ANY);
+}
+
 static __always_inline int on_rq(struct request *rq, __u8 phase, __s64 nr_bytes, int error)
 {
 	struct gendisk *disk = kx_rq_disk(rq);
@@ -180,6 +217,7 @@ static __always_inline int on_rq(struct request *rq, __u8 phase, __s64 nr_bytes,
 	dev = KX_MKDEV((__u32)BPF_CORE_READ(disk, major), (__u32)BPF_CORE_READ(disk, first_minor));
 	if (!disk_traced(dev))
 		return 0;
+	blk_track(dev, BPF_CORE_READ(rq, __sector), phase);
 	r = job_new(KX_JOB_SRC_BLOCK, phase);
 	if (!r)
 		return 0;
@@ -216,6 +254,32 @@ int BPF_PROG(btf_blk_complete, struct request *rq, blk_status_t error, unsigned 
 	return on_rq(rq, KX_JOB_DONE, nr_bytes, error);
 }
 
+/* A requeue: the request comes again (no record; the tracking only). */
+static __always_inline int on_requeue(struct request *rq)
+{
+	struct gendisk *disk = kx_rq_disk(rq);
+	__u32 dev;
+
+	if (!disk)
+		return 0;
+	dev = KX_MKDEV((__u32)BPF_CORE_READ(disk, major), (__u32)BPF_CORE_READ(disk, first_minor));
+	if (disk_traced(dev))
+		blk_track(dev, BPF_CORE_READ(rq, __sector), BLK_REQUEUE);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(btf_blk_requeue, struct request *rq)
+{
+	return on_requeue(rq);
+}
+
+SEC("raw_tp/block_rq_requeue")
+int BPF_PROG(raw_blk_requeue, struct request *rq)
+{
+	return on_requeue(rq);
+}
+
 SEC("raw_tp/block_rq_insert")
 int BPF_PROG(raw_blk_insert, struct request *rq)
 {
@@ -249,6 +313,7 @@ static __always_inline int on_tp_rq(struct trace_event_raw_block_rq___kx *ctx, _
 
 	if (!disk_traced(dev))
 		return 0;
+	blk_track(dev, TPV(ctx, sector), phase);
 	r = job_new(KX_JOB_SRC_BLOCK, phase);
 	if (!r)
 		return 0;
@@ -283,6 +348,7 @@ int tp_blk_complete(void *ctx)
 	kx_blk_done_read(ctx, &d);
 	if (!disk_traced(d.dev))
 		return 0;
+	blk_track(d.dev, d.sector, KX_JOB_DONE);
 	r = job_new(KX_JOB_SRC_BLOCK, KX_JOB_DONE);
 	if (!r)
 		return 0;
@@ -294,6 +360,16 @@ int tp_blk_complete(void *ctx)
 	r->tid = 0;
 	r->flags = d.error ? KX_JOB_F_ERROR : 0;
 	job_put(r);
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_requeue")
+int tp_blk_requeue(struct trace_event_raw_block_rq_requeue___kx *ctx)
+{
+	__u32 dev = TPV(ctx, dev);
+
+	if (disk_traced(dev))
+		blk_track(dev, TPV(ctx, sector), BLK_REQUEUE);
 	return 0;
 }
 

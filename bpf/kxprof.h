@@ -80,6 +80,9 @@ enum kx_stat {
 	KX_STAT_JOB_EMITTED,    /* job lifecycle records tried (bpf/jobs.bpf.c) */
 	KX_STAT_JOB_DROPPED,    /* job records lost: ring buffer full */
 	KX_STAT_PROTECTED_EXEC, /* processes dropped at an exec the client may not read */
+	KX_STAT_JOB_DONE_LOST,  /* block completions that never reached the program: a
+	                         * request inserted or issued again on a (disk, sector)
+	                         * whose previous request's completion was not seen */
 	KX_STAT_MAX,
 };
 
@@ -223,6 +226,14 @@ struct kx_ioctl_rec {
 	unsigned char arg[2 * KX_ARG_MAX]; /* in bytes, then out bytes */
 };
 #define KX_IOCTL_REC_BASE_SIZE ((unsigned long)&((struct kx_ioctl_rec *)0)->arg)
+
+/* Key of the block programs' open requests (jobs.bpf.c `blkopen`; the value
+ * is the last phase seen, KX_JOB_QUEUE or KX_JOB_RUN). */
+struct kx_blk_key {
+	unsigned int dev; /* the disk, KX_MKDEV */
+	unsigned int pad;
+	unsigned long long sector; /* the request's first, 512-byte units */
+};
 
 struct kx_job_rec {
 	struct kx_hdr hdr;

@@ -480,6 +480,15 @@ print(f"kvm: {got} jobs, busy {busy}, workload ran {want} KVM_RUNs")
 sys.exit(0 if got == want == 200 and busy and float(busy[0]) > 0 else 1)
 PY
 		check kvm_job_overflow_none grep -q '^kxprof_map_overflow_total{map="jobs"} 0$' "$TMP/kvmjobs.txt"
+		# the busy time live may have cut (at most 64 intervals kept apart)
+		check kvm_busy_cut_metric grep -Eq '^kxprof_job_busy_cut_seconds_total\{device="kvm"\} [0-9.]+$' "$TMP/kvmjobs.txt"
+		fetch "$URL/summary.json" >"$TMP/kvmjobs.json"
+		check kvm_summary_live_jobs python3 - "$TMP/kvmjobs.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["Live jobs"]["devices"]["kvm"]
+print("kvm live jobs:", d)
+sys.exit(0 if d["busy_ms"] > 0 and d["busy_exact"] == (d["busy_cut_ms"] == 0) else 1)
+PY
 	else
 		fail kvm_job_exec_counts_equal_runs "serve did not start: $(cat "$TMP/kvmjobs.err")"
 	fi

@@ -181,6 +181,7 @@ static inline void gen_capinfo(struct kx_capinfo *ci, int final)
 		ci->job_emitted = 777;
 		ci->job_received = 770;
 		ci->job_dropped = 7;
+		ci->job_done_lost = 4;
 		ci->ndrvcalls = 2;
 		snprintf(ci->drvcalls[0].fn, sizeof(ci->drvcalls[0].fn), "drm_ioctl");
 		snprintf(ci->drvcalls[0].mech, sizeof(ci->drvcalls[0].mech), "fentry");

@@ -32,7 +32,7 @@ static int same_capinfo(const struct kx_capinfo *a, const struct kx_capinfo *b)
 	    a->bpf_missed != b->bpf_missed || a->ringbuf_bytes != b->ringbuf_bytes ||
 	    a->all_pids != b->all_pids || a->job_emitted != b->job_emitted ||
 	    a->job_received != b->job_received || a->job_dropped != b->job_dropped ||
-	    a->ndrvcalls != b->ndrvcalls)
+	    a->job_done_lost != b->job_done_lost || a->ndrvcalls != b->ndrvcalls)
 		return 0;
 	for (uint32_t i = 0; i < a->ndrvcalls; i++) {
 		const struct kx_drvcall_stat *x = &a->drvcalls[i], *y = &b->drvcalls[i];

@@ -355,13 +355,12 @@ static void test_json_shape(void)
 	CHECK(strstr(json, "\"Time\": {") != NULL);
 	CHECK(strstr(json, "\"Memory\": {}") != NULL);
 	CHECK(strstr(json, "\"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"}") != NULL);
-	CHECK(strstr(json,
-	             "\"Capture\": {\"host\": \"testhost\", \"kernel\": \"6.18.0-test\", "
-	             "\"duration_ms\": 2500.000000, \"emitted\": 227, \"received\": 104, "
-	             "\"dropped\": 123, \"not_stored\": 0, \"truncated\": false, "
-	             "\"job_emitted\": 0, \"job_received\": 0, \"job_dropped\": 0, "
-	             "\"bpf_missed\": 4, \"ioctl_hooks\": null, \"offcpu_measured\": false}") !=
-	      NULL);
+	CHECK(strstr(json, "\"Capture\": {\"host\": \"testhost\", \"kernel\": \"6.18.0-test\", "
+	                   "\"duration_ms\": 2500.000000, \"emitted\": 227, \"received\": 104, "
+	                   "\"dropped\": 123, \"not_stored\": 0, \"truncated\": false, "
+	                   "\"job_emitted\": 0, \"job_received\": 0, \"job_dropped\": 0, "
+	                   "\"job_done_lost\": 0, \"bpf_missed\": 4, \"ioctl_hooks\": null, "
+	                   "\"offcpu_measured\": false}") != NULL);
 	CHECK(strstr(json, "\"123 ioctl events dropped (ring buffer full): raise --ringbuf-mb\"") !=
 	      NULL);
 	CHECK(strstr(json, "\"hook drm_sched_job skipped: tracepoint absent\"") != NULL);

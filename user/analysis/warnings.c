@@ -243,6 +243,10 @@ void kx_capture_warnings(const struct kx_capinfo *ci, uint64_t not_stored, kx_wa
 	kx_warn_count(fn, ctx, ci->job_dropped,
 	              "job events dropped (ring buffer full): device timelines have gaps; raise "
 	              "--ringbuf-mb");
+	kx_warn_count(fn, ctx, ci->job_done_lost,
+	              "block request completions never reached kxprof's program (the sector's "
+	              "next request came first): each shows as that request's duplicate "
+	              "events in the device timeline");
 	hook_warnings(ci, fn, ctx);
 	kx_ann_late_warnings(ci, fn, ctx);
 }

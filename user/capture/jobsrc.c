@@ -40,6 +40,7 @@ static const struct ev evs[] = {
         {"block", "block", "block_rq_insert", "blk_insert", 0, 0, 0},
         {"block", "block", "block_rq_issue", "blk_issue", 0, 0, 1},
         {"block", "block", "block_rq_complete", "blk_complete", 0, 0, 1},
+        {"block", "block", "block_rq_requeue", "blk_requeue", 0, 0, 0},
         {"kvm", "kvm", "kvm_userspace_exit", "kvm_exit", 0, 0, 1},
         {"kvm", "kvm", "kvm_pio", "kvm_pio", 0, 0, 0},
         {"dma_fence", "dma_fence", "dma_fence_emit", "fence_emit", 0, 0, 1},
@@ -459,6 +460,11 @@ void kx_jobsrc_detach(struct kx_jobsrc *j)
 uint64_t kx_jobsrc_missed(const struct kx_jobsrc *j)
 {
 	return j && j->skel ? kx_bpf_missed(j->skel->obj) : 0;
+}
+
+int kx_jobsrc_blkopen_fd(const struct kx_jobsrc *j)
+{
+	return j && j->skel ? bpf_map__fd(j->skel->maps.blkopen) : -1;
 }
 
 void kx_jobsrc_close(struct kx_jobsrc *j)

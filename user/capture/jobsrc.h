@@ -38,6 +38,9 @@ int kx_jobsrc_set_devices(struct kx_jobsrc *j, const struct kx_device *d, int n)
 void kx_jobsrc_detach(struct kx_jobsrc *j);
 /* Runs of its programs the kernel skipped (capture/progmiss.h); 0 for NULL. */
 uint64_t kx_jobsrc_missed(const struct kx_jobsrc *j);
+/* The block programs' open requests (struct kx_blk_key -> phase), -1 for
+ * NULL: tests plant a request whose completion never came. */
+int kx_jobsrc_blkopen_fd(const struct kx_jobsrc *j);
 void kx_jobsrc_close(struct kx_jobsrc *j);
 
 /* For kxprof list: which sources this kernel has, without loading anything. */

@@ -402,6 +402,7 @@ static void read_stats(struct kx_session *s)
 	s->ci.received = kx_consumer_ioctls(s->consumer);
 	s->ci.job_emitted = sum[KX_STAT_JOB_EMITTED];
 	s->ci.job_dropped = sum[KX_STAT_JOB_DROPPED];
+	s->ci.job_done_lost = sum[KX_STAT_JOB_DONE_LOST];
 	s->ci.job_received = kx_consumer_jobs(s->consumer);
 	if (s->sampler)
 		read_sample_stats(s);
@@ -474,6 +475,11 @@ int kx_session_agg_drop(struct kx_session *s, int (*drop)(const struct kx_agg_ke
                         void *ctx)
 {
 	return s->ioctl ? kx_ioctl_agg_drop(s->ioctl, drop, ctx) : 0;
+}
+
+int kx_session_blkopen_fd(const struct kx_session *s)
+{
+	return kx_jobsrc_blkopen_fd(s->jobs);
 }
 
 int kx_session_sampler_maps(const struct kx_session *s, struct kx_sampler_maps *m)

@@ -111,6 +111,9 @@ int kx_session_sampler_maps(const struct kx_session *s, struct kx_sampler_maps *
 int kx_session_annotating(const struct kx_session *s);
 /* One BPF counter (enum kx_stat) summed over CPUs, read now. */
 uint64_t kx_session_stat(struct kx_session *s, unsigned int which);
+/* The job sources' open block requests map (capture/jobsrc.h), -1 when
+ * none: tests plant a request whose completion never came. */
+int kx_session_blkopen_fd(const struct kx_session *s);
 /*
  * Replaces the device filter (hot-plug rescans, SIGHUP): new entries are
  * added before stale ones are removed, so a device in both sets is never

@@ -491,6 +491,12 @@ static void record_report(struct kx_capture *c, const char *out)
 		        "programs (one tracing program at a time per CPU: another was running "
 		        "there): their events are missing\n",
 		        (unsigned long long)ci->bpf_missed);
+	if (ci->job_done_lost)
+		fprintf(stderr,
+		        "kxprof record: warning: %llu block request completions never reached "
+		        "kxprof's program (the sector's next request came first): report shows "
+		        "each as that request's duplicate events\n",
+		        (unsigned long long)ci->job_done_lost);
 	if (ci->ann.capped)
 		fprintf(stderr,
 		        "kxprof record: warning: %llu copies of the annotation library (per "

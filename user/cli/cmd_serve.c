@@ -333,7 +333,8 @@ static enum MHD_Result page_summary(struct serve *sv, struct MHD_Connection *c, 
 		return read_failed(c, rc);
 	}
 	sum = kx_summary_from_agg(&snap.agg, ci);
-	if (sum && kx_summary_add_annagg(sum, &snap.anns)) {
+	if (sum && (kx_summary_add_annagg(sum, &snap.anns) ||
+	            (sv->info.jobs_attached && kx_summary_add_jobagg(sum, &snap.jobs)))) {
 		kx_summary_free(sum);
 		sum = NULL;
 	}

@@ -141,7 +141,8 @@ static void top_usage(FILE *f)
 	        "histogram buckets a power of two); OFFCPU%% is time blocked inside the calls "
 	        "('-'\n"
 	        "when not measured). Jobs in flight and device busy %% need job sources ('-'\n"
-	        "without).\n"
+	        "without); '>=' marks a busy %% that is a lower bound: the busy time cut at\n"
+	        "the limit of busy intervals kept apart per device, said after the device.\n"
 	        "Annotation ranges of the interval follow: RATE/s, P50, P99, MAX per name.\n",
 	        KX_AGG_MAX_KEYS, sizeof(struct kx_agg_val));
 }
@@ -217,22 +218,6 @@ static struct widths col_widths(const struct kx_live_row *t, int shown)
 	return w;
 }
 
-/* "jobs in flight: 3  device busy: 42% (loop0)", or why they are unknown. */
-static void job_header(const struct view *v, char *buf, size_t len)
-{
-	const struct kx_live_busy *j = &v->iv->busy;
-
-	if (!v->jobs_attached)
-		snprintf(buf, len, "jobs in flight: -  device busy: -  (no job source attached)");
-	else if (!j->device[0])
-		snprintf(buf, len,
-		         "jobs in flight: %" PRIu64 "  device busy: -  (no jobs seen yet)",
-		         j->inflight);
-	else
-		snprintf(buf, len, "jobs in flight: %" PRIu64 "  device busy: %.0f%% (%s)",
-		         j->inflight, j->busy_pct, j->device);
-}
-
 static void print_header(FILE *f, const struct view *v, const struct kx_agg_snapshot *d,
                          uint32_t nkeys, int shown, int n, int cols)
 {
@@ -248,7 +233,7 @@ static void print_header(FILE *f, const struct view *v, const struct kx_agg_snap
 	         tbuf, v->interval, v->mech, v->who, sort_names[v->sort],
 	         v->reverse ? " (rev)" : "", shown, n, nkeys, d->max_keys, d->overflow);
 	fprintf(f, "%.*s\n", cols, line);
-	job_header(v, jobs, sizeof(jobs));
+	kx_live_busy_line(&v->iv->busy, v->jobs_attached, jobs, sizeof(jobs));
 	snprintf(line, sizeof(line), "%s%s", jobs,
 	         v->interactive ? "  [q quit, p per-process, s sort, r reverse]" : "");
 	fprintf(f, "%.*s\n", cols, line);

@@ -253,19 +253,31 @@ int kx_prom_write(FILE *f, const struct kx_agg_snapshot *snap, const struct kx_p
 			fprintf(f, "kxprof_job_busy_seconds_total{device=\"%s\"} %s\n",
 			        kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
 			        secs(info->jobs->devs[i].busy_ns, t, sizeof(t)));
+		family(f, "kxprof_job_busy_cut_seconds_total", "counter",
+		       "Busy time that may be missing from kxprof_job_busy_seconds_total: parts of "
+		       "late jobs cut where they reach back before busy intervals already folded "
+		       "together (a bounded number is kept apart per device); 0: busy time is "
+		       "exact.");
+		for (size_t i = 0; i < info->jobs->ndevs; i++)
+			fprintf(f, "kxprof_job_busy_cut_seconds_total{device=\"%s\"} %s\n",
+			        kx_prom_label_escape(info->jobs->devs[i].device, a, sizeof(a)),
+			        secs(info->jobs->devs[i].busy_cut_ns, t, sizeof(t)));
 	}
 
 	if (info->anns)
 		annotation_families(f, info->anns);
 
 	family(f, "kxprof_events_dropped_total", "counter",
-	       "Events lost: ring buffer full (records), too many ioctls in flight, or runs of "
-	       "the programs the kernel skipped (one tracing program at a time per CPU).");
+	       "Events lost: ring buffer full (records), too many ioctls in flight, runs of "
+	       "the programs the kernel skipped (one tracing program at a time per CPU), or "
+	       "block request completions that never reached the program (completion_lost).");
 	fprintf(f, "kxprof_events_dropped_total{reason=\"ringbuf_full\"} %" PRIu64 "\n", s.dropped);
 	fprintf(f, "kxprof_events_dropped_total{reason=\"inflight_full\"} %" PRIu64 "\n",
 	        s.inflight_full);
 	fprintf(f, "kxprof_events_dropped_total{reason=\"kernel_skipped\"} %" PRIu64 "\n",
 	        s.bpf_missed);
+	fprintf(f, "kxprof_events_dropped_total{reason=\"completion_lost\"} %" PRIu64 "\n",
+	        s.job_done_lost);
 
 	family(f, "kxprof_map_overflow_total", "counter",
 	       info->jobs || info->anns

@@ -36,6 +36,8 @@ struct kx_summary {
 	uint32_t agg_max_keys;
 	uint64_t ann_overflow; /* live annotation ranges not aggregated: series limit */
 	uint64_t ann_lost;     /* live annotation range ends whose start was not seen */
+	struct kx_jobagg_snapshot live_jobs; /* live job aggregates: devs only (copied) */
+	int has_live_jobs;
 };
 
 struct kx_summary *kx_summary_build(const struct kx_analysis *an)
@@ -86,6 +88,7 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
 	sum->ci.dropped = snap->dropped;
 	sum->ci.inflight_full = snap->inflight_full;
 	sum->ci.bpf_missed = snap->bpf_missed;
+	sum->ci.job_done_lost = snap->job_done_lost;
 	sum->agg_overflow = snap->overflow;
 	sum->agg_max_keys = snap->max_keys;
 	if (kx_stats_from_agg(&sum->st, snap)) {
@@ -155,11 +158,27 @@ int kx_summary_add_annagg(struct kx_summary *sum, const struct kx_annagg_snapsho
 	return 0;
 }
 
+int kx_summary_add_jobagg(struct kx_summary *sum, const struct kx_jobagg_snapshot *js)
+{
+	struct kx_jobagg_dev *devs = NULL;
+
+	if (js->ndevs && !(devs = malloc(js->ndevs * sizeof(*devs))))
+		return -1;
+	if (js->ndevs)
+		memcpy(devs, js->devs, js->ndevs * sizeof(*devs));
+	free(sum->live_jobs.devs);
+	sum->live_jobs = (struct kx_jobagg_snapshot){
+	        .devs = devs, .ndevs = js->ndevs, .overflow = js->overflow, .pending = js->pending};
+	sum->has_live_jobs = 1;
+	return 0;
+}
+
 void kx_summary_free(struct kx_summary *sum)
 {
 	if (!sum)
 		return;
 	kx_stats_free(&sum->st);
+	free(sum->live_jobs.devs);
 	free(sum);
 }
 
@@ -285,6 +304,24 @@ static const char *errno_label(int64_t ret, char *buf, size_t len)
 
 typedef kx_warn_fn warn_fn;
 
+/* "busy time of kvm is a lower bound: up to 20.849 ms more was cut ..." per device. */
+static void live_jobs_warnings(const struct kx_summary *sum, warn_fn fn, void *ctx)
+{
+	for (size_t i = 0; i < sum->live_jobs.ndevs; i++) {
+		const struct kx_jobagg_dev *d = &sum->live_jobs.devs[i];
+
+		if (d->busy_cut_ns)
+			kx_warnf(fn, ctx,
+			         "busy time of %s is a lower bound: up to %.3f ms more was cut "
+			         "(its busy intervals past the live limit were folded together)",
+			         d->device, ms(d->busy_cut_ns));
+	}
+	if (sum->live_jobs.overflow)
+		kx_warnf(fn, ctx,
+		         "%" PRIu64 " jobs not aggregated (pending or series limit reached)",
+		         sum->live_jobs.overflow);
+}
+
 /* Every warning of the summary, in a fixed order. */
 static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 {
@@ -307,6 +344,7 @@ static void each_warning(const struct kx_summary *sum, warn_fn fn, void *ctx)
 	kx_warn_count(fn, ctx, sum->ann_lost,
 	              "annotation range ends whose start was not seen (begun before the start or "
 	              "a reset)");
+	live_jobs_warnings(sum, fn, ctx);
 	kx_jobs_warnings(sum->jobs, fn, ctx);
 	kx_ranges_warnings(sum->an ? sum->an->ranges : NULL, fn, ctx);
 	kx_timeline_warnings(sum->an ? sum->an->timeline : NULL, fn, ctx);
@@ -665,6 +703,33 @@ static void print_nvmem(const struct kx_nvmem *nm, FILE *f)
 	}
 }
 
+/* Per device of the live job aggregates: jobs, in flight, busy time (">=" and
+ * the most that was cut when it is a lower bound). */
+static void print_live_jobs(const struct kx_summary *sum, FILE *f)
+{
+	const struct kx_jobagg_snapshot *js = &sum->live_jobs;
+	char line[512];
+
+	if (!sum->has_live_jobs)
+		return;
+	fprintf(f, "\nDevices (live jobs)\n");
+	if (!js->ndevs)
+		fprintf(f, "    no jobs seen yet\n");
+	for (size_t i = 0; i < js->ndevs; i++) {
+		const struct kx_jobagg_dev *d = &js->devs[i];
+		int n = snprintf(line, sizeof(line),
+		                 "%s: %" PRIu64 " jobs, %" PRIu64 " completed, %" PRIu64
+		                 " in flight; busy %s%.3f ms",
+		                 d->device, d->jobs, d->completed, d->inflight,
+		                 d->busy_cut_ns ? ">=" : "", ms(d->busy_ns));
+
+		if (d->busy_cut_ns && n > 0 && (size_t)n < sizeof(line))
+			snprintf(line + n, sizeof(line) - (size_t)n, " (up to %.3f ms more cut)",
+			         ms(d->busy_cut_ns));
+		put_wrapped(f, "", 4, line);
+	}
+}
+
 static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 {
 	char line[512];
@@ -748,6 +813,7 @@ static void json_capture_figures(const struct kx_summary *sum, FILE *f)
 		        ", \"duration_ms\": null, \"emitted\": null, \"received\": %" PRIu64
 		        ", \"dropped\": null, \"not_stored\": null, \"truncated\": true"
 		        ", \"job_emitted\": null, \"job_received\": null, \"job_dropped\": null"
+		        ", \"job_done_lost\": null"
 		        ", \"bpf_missed\": null",
 		        sum->st.stored);
 		return;
@@ -756,9 +822,11 @@ static void json_capture_figures(const struct kx_summary *sum, FILE *f)
 	        ", \"duration_ms\": %.6f, \"emitted\": %" PRIu64 ", \"received\": %" PRIu64
 	        ", \"dropped\": %" PRIu64 ", \"not_stored\": %" PRIu64 ", \"truncated\": false"
 	        ", \"job_emitted\": %" PRIu64 ", \"job_received\": %" PRIu64
-	        ", \"job_dropped\": %" PRIu64 ", \"bpf_missed\": %" PRIu64,
+	        ", \"job_dropped\": %" PRIu64 ", \"job_done_lost\": %" PRIu64
+	        ", \"bpf_missed\": %" PRIu64,
 	        capture_ms(ci), ci->emitted, ci->received, ci->dropped, sum->not_stored,
-	        ci->job_emitted, ci->job_received, ci->job_dropped, ci->bpf_missed);
+	        ci->job_emitted, ci->job_received, ci->job_dropped, ci->job_done_lost,
+	        ci->bpf_missed);
 }
 
 /* The header of a summary of live aggregates: no record, so no emitted or received counts. */
@@ -811,6 +879,7 @@ void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int 
 	}
 	if (sum->jobs)
 		print_jobs_table(sum->jobs, f);
+	print_live_jobs(sum, f);
 }
 
 /* ---- JSON ---- */
@@ -996,6 +1065,33 @@ static void json_jobs(const struct kx_jobs *jb, FILE *f)
 	fputs(n ? "\n  }},\n" : "}},\n", f);
 }
 
+/* "Live jobs": per device of the live job aggregates, counts and busy time
+ * (busy_cut_ms: at most this much more is busy time cut; busy_exact when 0). */
+static void json_live_jobs(const struct kx_summary *sum, FILE *f)
+{
+	const struct kx_jobagg_snapshot *js = &sum->live_jobs;
+
+	if (!sum->has_live_jobs)
+		return;
+	fprintf(f,
+	        "  \"Live jobs\": {\"overflow\": %" PRIu64 ", \"pending\": %" PRIu64
+	        ", \"devices\": {",
+	        js->overflow, js->pending);
+	for (size_t i = 0; i < js->ndevs; i++) {
+		const struct kx_jobagg_dev *d = &js->devs[i];
+
+		fputs(i ? ",\n    " : "\n    ", f);
+		json_str(f, d->device, sizeof(d->device));
+		fprintf(f,
+		        ": {\"jobs\": %" PRIu64 ", \"completed\": %" PRIu64
+		        ", \"in_flight\": %" PRIu64 ", \"busy_ms\": %.6f, \"busy_cut_ms\": %.6f"
+		        ", \"busy_exact\": %s}",
+		        d->jobs, d->completed, d->inflight, ms(d->busy_ns), ms(d->busy_cut_ns),
+		        d->busy_cut_ns ? "false" : "true");
+	}
+	fputs(js->ndevs ? "\n  }},\n" : "}},\n", f);
+}
+
 /* "late": copies whose probes attached too late for their wait (model/annot.h). */
 static void json_late(const struct kx_ann_info *k, FILE *f)
 {
@@ -1082,6 +1178,7 @@ void kx_summary_print_json_ext(const struct kx_summary *sum, FILE *f, int hist,
 	json_nvmem(sum->jobs, f);
 	fputs("  \"Unit\": {\"Time\": \"ms\", \"Memory\": \"byte\"},\n", f);
 	json_jobs(sum->jobs, f);
+	json_live_jobs(sum, f);
 	json_annotations(sum, f);
 	fputs("  \"Capture\": {\"host\": ", f);
 	json_str(f, ci->hostname, sizeof(ci->hostname));

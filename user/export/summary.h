@@ -38,6 +38,12 @@ struct kx_summary *kx_summary_from_agg(const struct kx_agg_snapshot *snap,
  * live). 0, or -1 when out of memory. */
 struct kx_annagg_snapshot;
 int kx_summary_add_annagg(struct kx_summary *sum, const struct kx_annagg_snapshot *as);
+/* Adds live job aggregates (kxprof serve with a job source): per device the
+ * jobs, in flight and busy time, and the busy time that may be cut from it
+ * (a warning names each device whose busy time is a lower bound). The
+ * devices are copied. 0, or -1 when out of memory. */
+struct kx_jobagg_snapshot;
+int kx_summary_add_jobagg(struct kx_summary *sum, const struct kx_jobagg_snapshot *js);
 void kx_summary_free(struct kx_summary *sum);
 /* Parses "avg|min|max|total|count"; -1 when unknown. */
 int kx_sort_key_parse(const char *s);
@@ -57,7 +63,8 @@ void kx_summary_sort(struct kx_summary *sum, enum kx_sort_key key, int ascending
  */
 void kx_summary_print_table(const struct kx_summary *sum, FILE *f, unsigned int flags);
 /* JSON: {"Time": {...}, "Memory": {...}, "Unit": {...}, "Jobs": {...}, "Capture": {...},
- * "Warnings": [...]}; Time also has "jobs/<device>" categories (see summary.c). */
+ * "Warnings": [...]}; Time also has "jobs/<device>" categories (see summary.c);
+ * live job aggregates are "Live jobs" after "Unit". */
 void kx_summary_print_json(const struct kx_summary *sum, FILE *f, int hist);
 /* The same with more top-level keys: extra(ctx, f) writes them before
  * "Warnings", each as `  "Key": value,` and a line break. */

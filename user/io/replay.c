@@ -438,6 +438,7 @@ static int rec_capture(struct ctx *c, struct obj *o, struct kx_capinfo *ci)
 	        N("job_emitted", job_emitted),
 	        N("job_received", job_received),
 	        N("job_dropped", job_dropped),
+	        N("job_done_lost", job_done_lost),
 #undef N
 	};
 	int64_t off = 0;

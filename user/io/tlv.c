@@ -71,6 +71,7 @@ enum {
 	CI_SAMPLE_USTACK_BYTES = 82,
 	CI_OFFCPU_STALE = 90,
 	CI_BPF_MISSED = 91,
+	CI_JOB_DONE_LOST = 92,
 };
 
 /* v as its n (at most 8) little-endian bytes. */
@@ -197,6 +198,7 @@ static const struct field capinfo_fields[] = {
         FLD(CI_JOB_EMITTED, F_UINT, struct kx_capinfo, job_emitted),
         FLD(CI_JOB_RECEIVED, F_UINT, struct kx_capinfo, job_received),
         FLD(CI_JOB_DROPPED, F_UINT, struct kx_capinfo, job_dropped),
+        FLD(CI_JOB_DONE_LOST, F_UINT, struct kx_capinfo, job_done_lost),
         FLD(CI_SAMPLE_HZ, F_UINT, struct kx_capinfo, samples.hz),
         FLD(CI_SAMPLE_OFF_CPU, F_UINT, struct kx_capinfo, samples.off_cpu),
         FLD(CI_SAMPLE_CPUS, F_UINT, struct kx_capinfo, samples.cpus),

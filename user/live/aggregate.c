@@ -105,6 +105,7 @@ static void snapshot_facts(struct kx_agg *a, struct kx_agg_snapshot *out)
 	               kx_session_stat(a->s, KX_STAT_TASK_DROPPED);
 	out->inflight_full = kx_session_stat(a->s, KX_STAT_INFLIGHT_FULL);
 	out->bpf_missed = ci->bpf_missed;
+	out->job_done_lost = kx_session_stat(a->s, KX_STAT_JOB_DONE_LOST);
 }
 
 int kx_agg_snapshot(struct kx_agg *a, struct kx_agg_snapshot *out, int reset, char *err, size_t len)

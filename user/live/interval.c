@@ -1,4 +1,5 @@
 /* The live interval protocol of top and serve (contract: interval.h). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,20 +150,48 @@ int kx_live_push(struct kx_live_interval *iv, struct kx_agg_snapshot *cur)
 	return 0;
 }
 
+/* ns as a share of interval_s, in percent (0 without an interval). */
+static double pct_of(uint64_t ns, double interval_s)
+{
+	return interval_s > 0 ? 100.0 * (double)ns / 1e9 / interval_s : 0;
+}
+
 void kx_live_busiest(const struct kx_jobagg_snapshot *js, double interval_s,
                      struct kx_live_busy *out)
 {
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < js->ndevs; i++) {
-		double pct =
-		        interval_s > 0 ? 100.0 * (double)js->devs[i].busy_ns / 1e9 / interval_s : 0;
+		double pct = pct_of(js->devs[i].busy_ns, interval_s);
 
 		out->inflight += js->devs[i].inflight;
 		if (!out->device[0] || pct > out->busy_pct) {
 			out->busy_pct = pct > 100 ? 100 : pct;
+			/* the share the cut may hide, up to the interval */
+			out->cut_pct = pct_of(js->devs[i].busy_cut_ns, interval_s);
+			if (out->cut_pct > 100 - out->busy_pct)
+				out->cut_pct = 100 - out->busy_pct;
 			snprintf(out->device, sizeof(out->device), "%s", js->devs[i].device);
 		}
 	}
+}
+
+void kx_live_busy_line(const struct kx_live_busy *b, int attached, char *buf, size_t len)
+{
+	if (!attached)
+		snprintf(buf, len, "jobs in flight: -  device busy: -  (no job source attached)");
+	else if (!b->device[0])
+		snprintf(buf, len,
+		         "jobs in flight: %" PRIu64 "  device busy: -  (no jobs seen yet)",
+		         b->inflight);
+	else if (b->cut_pct > 0)
+		snprintf(buf, len,
+		         "jobs in flight: %" PRIu64 "  device busy: >=%.0f%% (%s; up to %s%.0f%% "
+		         "more cut)",
+		         b->inflight, b->busy_pct, b->device, b->cut_pct < 1 ? "<" : "",
+		         b->cut_pct < 1 ? 1 : b->cut_pct);
+	else
+		snprintf(buf, len, "jobs in flight: %" PRIu64 "  device busy: %.0f%% (%s)",
+		         b->inflight, b->busy_pct, b->device);
 }
 
 int kx_live_step(struct kx_live *l, struct kx_live_interval *iv, char *err, size_t len)

@@ -60,6 +60,8 @@ void kx_live_snap_free(struct kx_live_snap *s);
 struct kx_live_busy {
 	uint64_t inflight; /* jobs queued or running now, all devices */
 	double busy_pct;   /* the busiest device's busy share of the interval */
+	double cut_pct;    /* at most this share more of it is that device's busy time cut
+	                    * at the busy interval limit (live/jobagg.h); 0: busy_pct is exact */
 	char device[48];   /* that device, "" when none was seen */
 };
 
@@ -84,6 +86,10 @@ void kx_live_interval_free(struct kx_live_interval *iv);
 int kx_live_push(struct kx_live_interval *iv, struct kx_agg_snapshot *cur);
 void kx_live_busiest(const struct kx_jobagg_snapshot *js, double interval_s,
                      struct kx_live_busy *out);
+/* "jobs in flight: 3  device busy: 42% (loop0)", ">=42% (loop0; up to 3% more
+ * cut)" when busy intervals were cut, or why they are unknown (attached: a job
+ * source feeds jobs). */
+void kx_live_busy_line(const struct kx_live_busy *b, int attached, char *buf, size_t len);
 
 struct kx_live_row {
 	const struct kx_agg_row *r;

@@ -66,6 +66,7 @@ int kx_agg_diff(const struct kx_agg_snapshot *cur, const struct kx_agg_snapshot 
 	out->dropped = sub0(cur->dropped, prev->dropped);
 	out->inflight_full = sub0(cur->inflight_full, prev->inflight_full);
 	out->bpf_missed = sub0(cur->bpf_missed, prev->bpf_missed);
+	out->job_done_lost = sub0(cur->job_done_lost, prev->job_done_lost);
 	for (size_t i = 0; i < cur->nrows; i++) {
 		const struct kx_agg_row *c = &cur->rows[i];
 		struct kx_agg_row *o = &out->rows[i];

@@ -45,6 +45,7 @@ struct kx_agg_snapshot {
 	uint64_t dropped;        /* ring-buffer records lost (cumulative; 0 unless records flow) */
 	uint64_t inflight_full;  /* ioctls not traced: too many calls in flight (cumulative) */
 	uint64_t bpf_missed;     /* runs of the programs the kernel skipped (cumulative) */
+	uint64_t job_done_lost;  /* block completions that never reached the program (cumulative) */
 	struct kx_agg_row *rows; /* sorted by key */
 	size_t nrows;
 };

@@ -160,7 +160,10 @@ struct kx_capinfo {
 	/* Job lifecycle records (device timelines): received + dropped == emitted. */
 	uint64_t job_emitted;
 	uint64_t job_received;
-	uint64_t job_dropped; /* ring buffer full */
+	uint64_t job_dropped;   /* ring buffer full */
+	uint64_t job_done_lost; /* block completions that never reached the program (seen
+	                         * as the sector's next request before it): events never
+	                         * emitted, not in job_emitted */
 	uint32_t ndrvcalls;
 	struct kx_drvcall_stat drvcalls[KX_DRV_FN_MAX];
 	struct kx_sample_info samples;   /* all 0 when not sampled */
