@@ -406,6 +406,23 @@ int kx_windows_plan(const struct kx_analysis *an, size_t limit, struct kx_window
 	return rc;
 }
 
+size_t kx_windows_find(const struct kx_window *w, size_t n, uint64_t ts, size_t hint)
+{
+	size_t lo = 0, hi = n;
+
+	if (hint < n && w[hint].from_ns <= ts && (hint + 1 == n || ts < w[hint + 1].from_ns))
+		return hint;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w[mid].from_ns <= ts)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 void kx_windows_free(struct kx_windows *w)
 {
 	free(w->w);

@@ -101,4 +101,9 @@ int kx_windows_plan_src(const struct kx_wsource *src, const struct kx_whist *h, 
                         size_t slice, struct kx_windows *out, char *err, size_t errlen);
 void kx_windows_free(struct kx_windows *w);
 
+/* Of the n consecutive windows (or slices) w, in time order, the one
+ * holding start ts: the last one starting at or before it (the first when
+ * none does). hint: the one of the start before (most fall in it). */
+size_t kx_windows_find(const struct kx_window *w, size_t n, uint64_t ts, size_t hint);
+
 #endif /* KX_WINDOWS_H */

@@ -461,26 +461,10 @@ static int walk_store(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* The slice holding start ts: the last one starting at or before it. hint:
- * the slice of the record before (most records fall in it). */
+/* The slice holding start ts (windows.h's kx_windows_find). */
 static size_t window_of(const struct kx_windows *pl, uint64_t ts, size_t hint)
 {
-	const struct kx_window *sl = pl->slice;
-	size_t lo = 0, hi = pl->nslices;
-
-	if (hint < pl->nslices && sl[hint].from_ns <= ts &&
-	    (hint + 1 == pl->nslices || ts < sl[hint + 1].from_ns))
-		return hint;
-
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sl[mid].from_ns <= ts)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return kx_windows_find(pl->slice, pl->nslices, ts, hint);
 }
 
 /* The late counter records by window (a counting sort, file order kept in
