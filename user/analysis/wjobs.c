@@ -171,8 +171,10 @@ int kx_wjobs_take(struct kx_wjobs *w, struct kx_wjobs_part *out)
 	if (w->taken >= w->nwin)
 		return -1;
 	x = &w->w[w->taken++];
-	qsort(x->jobs, x->n, sizeof(*x->jobs), job_cmp);
-	qsort(x->ticks, x->nticks, sizeof(*x->ticks), tick_cmp);
+	if (x->n)
+		qsort(x->jobs, x->n, sizeof(*x->jobs), job_cmp);
+	if (x->nticks)
+		qsort(x->ticks, x->nticks, sizeof(*x->ticks), tick_cmp);
 	out->jobs = x->jobs;
 	out->njobs = x->n;
 	rc = part_depth(w, x, out);
