@@ -187,6 +187,36 @@ out:
 	return ok;
 }
 
+/* The whole capture's facts besides its jobs, as a stream finishes them
+ * (o) and as kx_jobs_build gives them (b): rings, devices, anomalies, span.
+ * What every window's part shows of the whole capture. 1 when equal. */
+static int facts_same(const struct kx_jobs *o, const struct kx_jobs *b)
+{
+	int ok = o->nrings == b->nrings && o->ndevs == b->ndevs &&
+	         !memcmp(&o->anom, &b->anom, sizeof(o->anom)) && o->start_ns == b->start_ns &&
+	         o->end_ns == b->end_ns;
+
+	for (size_t r = 0; ok && r < o->nrings; r++) {
+		const struct kx_jobring *x = &o->rings[r], *y = &b->rings[r];
+
+		ok = !strcmp(x->name, y->name) && x->dev == y->dev && x->id == y->id &&
+		     x->nlanes == y->nlanes && x->njobs == y->njobs &&
+		     x->completed == y->completed && x->linked == y->linked &&
+		     x->waited == y->waited && x->busy_ns == y->busy_ns;
+	}
+	for (size_t d = 0; ok && d < o->ndevs; d++) {
+		const struct kx_jobdev *x = &o->devs[d], *y = &b->devs[d];
+
+		ok = !strcmp(x->name, y->name) && !strcmp(x->label, y->label) &&
+		     x->first_ring == y->first_ring && x->nrings == y->nrings &&
+		     x->njobs == y->njobs && x->completed == y->completed &&
+		     x->incomplete == y->incomplete && x->busy_ns == y->busy_ns &&
+		     x->busy_fraction == y->busy_fraction && x->max_depth == y->max_depth &&
+		     x->nmem == y->nmem;
+	}
+	return ok;
+}
+
 /* A record file as a stream reads it: calls and job records in file
  * order, the calls by their places among the file's (kx_jobflow_ioctl_at),
  * through the streamed bounds (kx_jobflow_init), into f. */
@@ -262,7 +292,7 @@ static int file_matches(const char *path, size_t limit, size_t nwin_min)
 	else
 		kx_jobflow_init(&f2, &ci);
 	if (o1 && o2)
-		ok = windows_same(&w, an, &pl);
+		ok = facts_same(o1, an->jobs) && windows_same(&w, an, &pl);
 	else if (f1.why)
 		printf("# %s: streamed: %s\n", path, f1.why);
 	if (f1.why)
