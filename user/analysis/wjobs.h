@@ -21,8 +21,13 @@
  * run gives each ring's jobs and the devices.
  *
  * Windows are taken in order, each once every job starting in it has been
- * swept and every change falling in it is in (the caller's rule: the
- * flow's sweeps are in start order; a DONE or QUEUE falls in any window).
+ * swept and every change falling in it is in (the caller's rule; a job or
+ * change that comes for a window taken is counted in lost). The flow
+ * sweeps in start order, so once it has swept a job starting at or after
+ * a window's end (kx_jobflow.swept_start) every job of the window is in;
+ * a DONE falls at or after its job's start, but a QUEUE before it: for
+ * jobs without one (KVM) that is the rule, for the others a QUEUE earlier
+ * than the window's end must be swept too.
  * Memory: the jobs and changes of the windows not taken yet (136 bytes a
  * job, 16 a change), the jobs counted but not swept yet (kx_jobflow keeps
  * those few), and 24 bytes a ring.
