@@ -12,6 +12,8 @@
 
 #include "kxtest.h"
 #include "analysis/flows.h"
+#include "export/chrome.h"
+#include "export/evnames.h"
 #include "io/replay.h"
 
 #define T0_NS 10000000000ULL /* the fixture's T0 (10 s); times below in µs after it */
@@ -220,6 +222,76 @@ static void test_fixtures_forward(void)
 	}
 }
 
+/*
+ * One window of a capture read in windows (analysis.h's kx_jobview): a
+ * job's submitting call is the view's copy (its drawn length the whole
+ * capture's), the flows and their sources the whole capture's, and the
+ * Chrome trace numbers jobs, calls and totals as the whole capture does.
+ */
+static void test_window_view(void)
+{
+	static uint64_t job_id[8], call_id[8];
+	static struct kx_ioctl sub[8];
+	static uint8_t submitted[1] = {0x1}, from[1] = {0x2};
+	struct kx_jobview v = {.job_id = job_id,
+	                       .submit = sub,
+	                       .call_id = call_id,
+	                       .submitted = submitted,
+	                       .flow_from = from,
+	                       .njobs = 1234,
+	                       .job_events = 5678,
+	                       .flows_dropped = 9,
+	                       .first_ns = US(1000)};
+	long i = ioctl_at(US(1000)), k;
+	char json[] = "/tmp/kx-flows-view-XXXXXX.json", err[256], buf[96], *text = NULL;
+	struct kx_flows fl;
+	struct kx_flow f;
+	size_t len = 0;
+	FILE *in;
+	int fd;
+
+	CHECK(an && i >= 0 && an->jobs->njobs <= 8 && kx_store_ioctl_count(store) <= 8);
+	k = job_of((size_t)i);
+	CHECK(k >= 0);
+	for (size_t n = 0; n < an->jobs->njobs; n++)
+		job_id[n] = 100 + n;
+	for (size_t n = 0; n < kx_store_ioctl_count(store); n++)
+		call_id[n] = 200 + n;
+	/* Its call in an earlier window, cut to 40 µs there: the queue at 1050
+	 * is past it, so the flow starts at the call's enter. */
+	sub[k] = *kx_store_ioctl(store, (size_t)i);
+	sub[k].dur = 40000;
+	sub[k].cmd = 0;
+	an->jview = &v;
+	CHECK(kx_job_flow(an, (size_t)k, &f) == 1);
+	CHECK_EQ_U(f.from_ns, US(1000));
+	CHECK(strcmp(kx_job_name(an, (size_t)k, buf, sizeof(buf)), "DRM_IOCTL_MSM_GEM_SUBMIT"));
+	CHECK(kx_flows_build(&fl, an) == 0);
+	CHECK_EQ_U(fl.dropped, 9);
+	CHECK(!kx_flows_from(&fl, 0) && kx_flows_from(&fl, 1));
+	kx_flows_free(&fl);
+	CHECK(kx_analysis_submitted(an, 0) && !kx_analysis_submitted(an, 1));
+	fd = mkstemps(json, 5);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(kx_chrome_write(an, json, err, sizeof(err)) == 0);
+	in = fopen(json, "r");
+	CHECK(in && getdelim(&text, &len, 0, in) > 0);
+	if (in)
+		fclose(in);
+	unlink(json);
+	an->jview = NULL;
+	snprintf(buf, sizeof(buf), "\"correlation_id\":%llu",
+	         (unsigned long long)an->jobs->jobs[k].submit + 1);
+	CHECK(text && strstr(text, buf));
+	snprintf(buf, sizeof(buf), "{\"ph\":\"s\",\"id\":%llu,",
+	         100ull + (unsigned long long)k + 1);
+	CHECK(text && strstr(text, buf));
+	CHECK(text && strstr(text, "\"job_events\":5678,\"jobs\":1234,"));
+	CHECK(text && strstr(text, "9 jobs start on their device before"));
+	free(text);
+}
+
 int main(void)
 {
 	load();
@@ -228,6 +300,7 @@ int main(void)
 	RUN(test_device_start_before_submit);
 	RUN(test_counts_and_sources);
 	RUN(test_fixtures_forward);
+	RUN(test_window_view);
 	kx_analysis_free(an);
 	kx_store_free(store);
 	KXT_EXIT();

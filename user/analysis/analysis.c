@@ -105,3 +105,29 @@ void kx_analysis_warnings(const struct kx_analysis *an, kx_warn_fn fn, void *ctx
 	kx_timeline_warnings(an->timeline, fn, ctx);
 	kx_read_loss_warnings(&an->loss, fn, ctx);
 }
+
+const struct kx_ioctl *kx_analysis_submitter(const struct kx_analysis *an, size_t k, uint64_t *dur)
+{
+	const struct kx_jobrec *j = &an->jobs->jobs[k];
+	const struct kx_ioctl *e;
+
+	if (j->submit < 0)
+		return NULL;
+	if (an->jview) {
+		*dur = an->jview->submit[k].dur;
+		return &an->jview->submit[k];
+	}
+	if ((size_t)j->submit >= kx_store_ioctl_count(an->store))
+		return NULL;
+	e = kx_store_ioctl(an->store, (size_t)j->submit);
+	/* The slice as the exporters draw it: the nesting rule may shorten it. */
+	*dur = kx_timeline_dur(an->timeline, (size_t)j->submit, e->dur);
+	return e;
+}
+
+int kx_analysis_submitted(const struct kx_analysis *an, size_t i)
+{
+	if (an->jview)
+		return an->jview->submitted && (an->jview->submitted[i / 8] >> (i % 8) & 1);
+	return an->jobs && kx_jobs_ioctl_submitted(an->jobs, i);
+}

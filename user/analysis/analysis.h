@@ -35,6 +35,28 @@ struct kx_whole {
 	size_t nthreads;
 };
 
+/*
+ * What one window's analysis shows of the whole capture's device jobs when
+ * the store holds one time window of a capture with job records: jobs
+ * (the analysis' own) holds the window's jobs only, each job's submit the
+ * index of its submitting call among the file's ioctls (>= 0, as in the
+ * whole capture's store), that call possibly in an earlier window. The
+ * outputs number jobs and calls as the whole capture's analysis does.
+ */
+struct kx_jobview {
+	const uint64_t *job_id;        /* per jobs->jobs: its index in the whole capture's table */
+	const struct kx_ioctl *submit; /* per jobs->jobs with submit >= 0: a copy of its submitting
+	                                  call, dur its drawn length (the nesting rule's, ns) */
+	const uint64_t *call_id;       /* per store ioctl: its index among the file's ioctls */
+	const uint8_t *submitted; /* bitmap over store ioctls: submitted a job of the capture */
+	const uint8_t *flow_from; /* bitmap over store ioctls: the source of a drawn flow */
+	uint64_t njobs;           /* jobs of the whole capture */
+	uint64_t job_events;      /* job records of the whole capture */
+	uint64_t flows_dropped;   /* the whole capture's jobs with no flow drawn (flows.h) */
+	uint64_t first_ns;        /* ns, the earliest job start or in-flight change (UINT64_MAX:
+	                             none) */
+};
+
 struct kx_analysis {
 	const struct kx_store *store;
 	const struct kx_capinfo *ci; /* never NULL: an empty header when built without one */
@@ -47,6 +69,8 @@ struct kx_analysis {
 	int jobs_lent;                /* jobs are another's (kx_analysis_lend_jobs) */
 	struct kx_read_loss loss;     /* what reading the record file lost (set by the caller) */
 	const struct kx_whole *whole; /* set by the caller for one window of a capture, else NULL */
+	const struct kx_jobview *jview; /* set by the caller for one window of a capture with
+	                                   job records, else NULL */
 };
 
 /*
@@ -71,6 +95,25 @@ void kx_analysis_lend_ranges(struct kx_analysis *an, struct kx_ranges *rg);
  * which index jobs->store) replaces the window's. jobs stays the lender's.
  */
 void kx_analysis_lend_jobs(struct kx_analysis *an, struct kx_jobs *jobs);
+
+/* The whole capture's index of job k of an->jobs. */
+static inline uint64_t kx_analysis_job_id(const struct kx_analysis *an, size_t k)
+{
+	return an->jview ? an->jview->job_id[k] : k;
+}
+
+/* The file's index of store ioctl i (its index in a whole capture's store). */
+static inline uint64_t kx_analysis_call_id(const struct kx_analysis *an, size_t i)
+{
+	return an->jview ? an->jview->call_id[i] : i;
+}
+
+/* The submitting call of job k of an->jobs, NULL when it has none; *dur
+ * its drawn length (ns). */
+const struct kx_ioctl *kx_analysis_submitter(const struct kx_analysis *an, size_t k, uint64_t *dur);
+
+/* True when store ioctl i submitted a job of the capture. */
+int kx_analysis_submitted(const struct kx_analysis *an, size_t i);
 
 /* Every warning of the analysed capture, in a fixed order: loss and hooks,
  * job anomalies, annotation anomalies, events the nesting rule shortened,

@@ -1,14 +1,13 @@
 /* Flow arrows from a submitting ioctl to its job (contract: flows.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "analysis/flows.h"
 
-/* Where the host thread submitted job j through store ioctl e (index idx). */
-static uint64_t submit_point(const struct kx_analysis *an, const struct kx_jobrec *j,
-                             const struct kx_ioctl *e, size_t idx)
+/* Where the host thread submitted job j through ioctl e, drawn end ns long. */
+static uint64_t submit_point(const struct kx_jobrec *j, const struct kx_ioctl *e, uint64_t dur)
 {
-	/* The slice as the exporters draw it: the nesting rule may shorten it. */
-	uint64_t end = e->ts + kx_timeline_dur(an->timeline, idx, e->dur);
+	uint64_t end = e->ts + dur;
 
 	if (j->queue_ts && j->tid == e->tid && j->queue_ts >= e->ts && j->queue_ts <= end)
 		return j->queue_ts;
@@ -18,19 +17,31 @@ static uint64_t submit_point(const struct kx_analysis *an, const struct kx_jobre
 int kx_job_flow(const struct kx_analysis *an, size_t k, struct kx_flow *fl)
 {
 	const struct kx_jobrec *j = &an->jobs->jobs[k];
-	const struct kx_ioctl *e;
-	uint64_t from, to;
+	uint64_t dur = 0, from, to;
+	const struct kx_ioctl *e = kx_analysis_submitter(an, k, &dur);
 
-	if (j->submit < 0 || (size_t)j->submit >= kx_store_ioctl_count(an->store))
+	if (!e)
 		return 0;
-	e = kx_store_ioctl(an->store, (size_t)j->submit);
-	from = submit_point(an, j, e, (size_t)j->submit);
+	from = submit_point(j, e, dur);
 	to = kx_jobrec_start(j);
 	if (to < from)
 		return 0;
 	fl->from_ns = from;
 	fl->to_ns = to;
 	return 1;
+}
+
+/* One window's (kx_jobview): the whole capture's, given. */
+static int view_flows(struct kx_flows *fl, const struct kx_analysis *an)
+{
+	size_t nb = fl->nioctls / 8 + 1;
+
+	if (an->jview->flow_from)
+		memcpy(fl->from, an->jview->flow_from, (fl->nioctls + 7) / 8);
+	else
+		memset(fl->from, 0, nb);
+	fl->dropped = an->jview->flows_dropped;
+	return 0;
 }
 
 int kx_flows_build(struct kx_flows *fl, const struct kx_analysis *an)
@@ -45,6 +56,8 @@ int kx_flows_build(struct kx_flows *fl, const struct kx_analysis *an)
 		fl->nioctls = 0;
 		return -1;
 	}
+	if (an->jview)
+		return view_flows(fl, an);
 	for (size_t k = 0; jb && k < jb->njobs; k++) {
 		const struct kx_jobrec *j = &jb->jobs[k];
 

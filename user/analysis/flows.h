@@ -38,7 +38,9 @@ struct kx_flows {
 	uint64_t dropped; /* jobs with a submitting ioctl and no flow (started before the submit) */
 };
 
-/* Every flow of an. 0, or -1 when out of memory (fl left empty). */
+/* Every flow of an (one window's, analysis.h's kx_jobview: its sources
+ * and the whole capture's count not drawn, as given). 0, or -1 when out of
+ * memory (fl left empty). */
 int kx_flows_build(struct kx_flows *fl, const struct kx_analysis *an);
 void kx_flows_free(struct kx_flows *fl);
 

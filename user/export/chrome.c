@@ -58,9 +58,9 @@ static void write_totals(struct wbuf *w, const struct ctx *c)
 	PUT_LIT(w, ",\"not_stored_events\":");
 	put_u64(w, not_stored);
 	PUT_LIT(w, ",\"job_events\":");
-	put_u64(w, c->job_events);
+	put_u64(w, c->an->jview ? c->an->jview->job_events : c->job_events);
 	PUT_LIT(w, ",\"jobs\":");
-	put_u64(w, c->jobs ? c->jobs->njobs : 0);
+	put_u64(w, c->an->jview ? c->an->jview->njobs : c->jobs ? c->jobs->njobs : 0);
 	PUT_LIT(w, ",\"dropped_job_events\":");
 	put_u64(w, ci->job_dropped);
 	PUT_LIT(w, ",\"annotation_events\":");

@@ -15,22 +15,26 @@
 #include "export/chrome_int.h"
 #include "export/evnames.h"
 
-/* Moves the time base to the jobs' first event if earlier. */
+/* Moves the time base to the jobs' first event if earlier (one window's:
+ * the whole capture's, analysis.h's kx_jobview). */
 int cr_jobs_prepare(struct ctx *c)
 {
 	const struct kx_jobs *jb = c->jobs;
+	const struct kx_jobview *v = c->an->jview;
 
 	c->jobpid = calloc(jb->ndevs + 1, sizeof(*c->jobpid));
 	if (!c->jobpid)
 		return -1;
-	for (size_t k = 0; k < jb->njobs; k++) {
+	if (v && v->first_ns < c->first_ts)
+		c->first_ts = v->first_ns;
+	for (size_t k = 0; !v && k < jb->njobs; k++) {
 		uint64_t t = kx_jobrec_start(&jb->jobs[k]);
 
 		if (t < c->first_ts)
 			c->first_ts = t;
 	}
 	for (size_t d = 0; d < jb->ndevs; d++) {
-		if (jb->devs[d].ndepth && jb->devs[d].depth[0].ts < c->first_ts)
+		if (!v && jb->devs[d].ndepth && jb->devs[d].depth[0].ts < c->first_ts)
 			c->first_ts = jb->devs[d].depth[0].ts;
 		if (jb->devs[d].nmem && jb->devs[d].mem[0].ts < c->first_ts)
 			c->first_ts = jb->devs[d].mem[0].ts;
@@ -88,17 +92,17 @@ static void job_args(struct wbuf *w, const struct kx_jobrec *j)
 static void job_flow(struct wbuf *w, const struct ctx *c, uint64_t rem, size_t k, uint32_t pid,
                      uint32_t tid)
 {
-	const struct kx_jobrec *j = &c->jobs->jobs[k];
 	const struct kx_ioctl *e;
 	struct kx_flow fl;
+	uint64_t id = kx_analysis_job_id(c->an, k) + 1, dur;
 
 	if (!kx_job_flow(c->an, k, &fl))
 		return;
-	e = kx_store_ioctl(c->s, (size_t)j->submit);
+	e = kx_analysis_submitter(c->an, k, &dur);
 	/* The start lies inside the ioctl's slice on its thread: it binds there. */
 	wb_need(w, EV_ROOM);
 	PUT_LIT(w, ",\n{\"ph\":\"s\",\"id\":");
-	put_u64(w, k + 1);
+	put_u64(w, id);
 	PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
 	put_u64(w, e->pid);
 	PUT_LIT(w, ",\"tid\":");
@@ -106,7 +110,7 @@ static void job_flow(struct wbuf *w, const struct ctx *c, uint64_t rem, size_t k
 	PUT_LIT(w, ",\"ts\":");
 	put_us(w, fl.from_ns - c->first_ts + rem);
 	PUT_LIT(w, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
-	put_u64(w, k + 1);
+	put_u64(w, id);
 	PUT_LIT(w, ",\"name\":\"submit\",\"cat\":\"job\",\"pid\":");
 	put_u64(w, pid);
 	PUT_LIT(w, ",\"tid\":");
@@ -130,7 +134,7 @@ static void write_job(struct wbuf *w, const struct ctx *c, int *first, uint64_t 
 	wb_need(w, 2);
 	wb_sep(w, first);
 	wb_lit(w, "{\"ph\":\"X\",\"name\":");
-	wb_str(w, kx_job_name(c->s, j, buf, sizeof(buf)));
+	wb_str(w, kx_job_name(c->an, k, buf, sizeof(buf)));
 	snprintf(buf, sizeof(buf), "job/%s", kx_job_src_name(j->src));
 	wb_lit(w, ",\"cat\":");
 	wb_str(w, buf);

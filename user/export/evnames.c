@@ -6,13 +6,14 @@
 #include "export/evnames.h"
 #include "registry/ioctl_decode.h"
 
-const char *kx_job_name(const struct kx_store *s, const struct kx_jobrec *j, char *buf, size_t len)
+const char *kx_job_name(const struct kx_analysis *an, size_t k, char *buf, size_t len)
 {
-	if (j->submit >= 0) {
-		const struct kx_ioctl *e = kx_store_ioctl(s, (size_t)j->submit);
+	const struct kx_jobrec *j = &an->jobs->jobs[k];
+	uint64_t dur;
+	const struct kx_ioctl *e = kx_analysis_submitter(an, k, &dur);
 
+	if (e)
 		return kx_ioctl_name((enum kx_driver)e->drv, e->cmd, e->xfer_cmd, buf, len);
-	}
 	if (j->src == KX_JOB_SRC_KVM)
 		return "KVM_RUN";
 	if (j->src == KX_JOB_SRC_BLOCK)

@@ -9,13 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/analysis.h"
 #include "analysis/jobs.h"
 #include "analysis/threadnames.h"
 #include "model/store.h"
 
-/* A job's name: its submitting ioctl's ("DRM_IOCTL_AMDGPU_CS"), else
- * "KVM_RUN", "block read|write|other" or "job"; buf may hold it. */
-const char *kx_job_name(const struct kx_store *s, const struct kx_jobrec *j, char *buf, size_t len);
+/* Job k of an->jobs' name: its submitting ioctl's ("DRM_IOCTL_AMDGPU_CS"),
+ * else "KVM_RUN", "block read|write|other" or "job"; buf may hold it. */
+const char *kx_job_name(const struct kx_analysis *an, size_t k, char *buf, size_t len);
 
 /* The name thread tid had at ts (ns) when its track is named otherwise (the
  * event began before an exec or a rename); NULL when not. At most

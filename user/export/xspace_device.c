@@ -158,7 +158,8 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 {
 	uint64_t start = kx_jobrec_start(j), end = kx_jobrec_end(j, x->jobs->end_ns);
 	char buf[96];
-	uint32_t mid = xs_pname(t, &t->ev, kx_job_name(x->s, j, buf, sizeof(buf)));
+	uint32_t mid = xs_pname(t, &t->ev,
+	                        kx_job_name(x->an, (size_t)(j - x->jobs->jobs), buf, sizeof(buf)));
 
 	if (!mid)
 		return p;

@@ -158,13 +158,15 @@ size_t xs_event_size(struct exporter *x, const struct kx_ioctl *e, size_t idx, u
 			return 0;
 		n += stat_size(x->st_offcpu, (uint64_t)e->offcpu_us * 1000);
 	}
-	if (x->jobs && kx_jobs_ioctl_submitted(x->jobs, idx)) {
+	if (x->jobs && kx_analysis_submitted(x->an, idx)) {
+		uint64_t id = kx_analysis_call_id(x->an, idx) + 1;
+
 		if (!xs_host_stat(x, &x->st_flow, "flow") ||
 		    !xs_host_stat(x, &x->st_corr, "correlation_id"))
 			return 0;
 		if (kx_flows_from(&x->flows, idx))
-			n += stat_size(x->st_flow, flow_value(idx + 1, FLOW_OUT));
-		n += stat_size(x->st_corr, idx + 1);
+			n += stat_size(x->st_flow, flow_value(id, FLOW_OUT));
+		n += stat_size(x->st_corr, id);
 	}
 	if (kx_event_has_fields(x->an, e)) {
 		uint8_t scratch[EVENT_SCRATCH], *end = put_arg_stats(x, e, scratch, 0);
@@ -208,11 +210,13 @@ uint8_t *xs_put_event(struct exporter *x, const struct kx_ioctl *e, size_t idx, 
 		p = put_stat_varint(p, XEVENT_STATS, x->st_offcpu, XSTAT_UINT64,
 		                    (uint64_t)e->offcpu_us * 1000);
 	/* The arrow to the jobs it submitted (those with a flow carry the same one). */
-	if (x->jobs && kx_jobs_ioctl_submitted(x->jobs, idx)) {
+	if (x->jobs && kx_analysis_submitted(x->an, idx)) {
+		uint64_t id = kx_analysis_call_id(x->an, idx) + 1;
+
 		if (kx_flows_from(&x->flows, idx))
 			p = put_stat_varint(p, XEVENT_STATS, x->st_flow, XSTAT_UINT64,
-			                    flow_value(idx + 1, FLOW_OUT));
-		p = put_stat_varint(p, XEVENT_STATS, x->st_corr, XSTAT_UINT64, idx + 1);
+			                    flow_value(id, FLOW_OUT));
+		p = put_stat_varint(p, XEVENT_STATS, x->st_corr, XSTAT_UINT64, id);
 	}
 	if (!kx_event_has_fields(x->an, e))
 		return p;
