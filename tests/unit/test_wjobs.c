@@ -14,6 +14,7 @@
 #include "analysis/jobs.h"
 #include "analysis/windows.h"
 #include "analysis/wjobs.h"
+#include "analysis/wjobtab.h"
 #include "io/replay.h"
 #include "kxp_gen.h"
 #include "kxtest.h"
@@ -111,9 +112,79 @@ static int depth_same(const struct kx_wjobs_part *p, const struct kx_analysis *a
 	return 1;
 }
 
+/* The whole capture's submitting call idx, as drawn (a kx_wjobtab_call_fn). */
+static const struct kx_ioctl *whole_call(void *ctx, uint64_t idx, uint64_t *dur)
+{
+	const struct kx_analysis *an = ctx;
+	const struct kx_ioctl *e;
+
+	if (idx >= kx_store_ioctl_count(an->store))
+		return NULL;
+	e = kx_store_ioctl(an->store, (size_t)idx);
+	*dur = kx_timeline_dur(an->timeline, (size_t)idx, e->dur);
+	return e;
+}
+
+/* Window part p as its analysis' table (wjobtab.h, the whole facts o)
+ * against the whole table: each ring holds the ring's jobs that start in
+ * x, with their whole indexes and submitting calls as drawn; each device
+ * is the whole one's but for its depth points, the window's. 1 when so. */
+static int table_same(const struct kx_wjobs_part *p, const struct kx_jobs *o,
+                      const struct kx_analysis *an, const struct kx_window *x)
+{
+	const struct kx_jobs *b = an->jobs;
+	struct kx_wjobtab t;
+	int ok;
+
+	if (kx_wjobtab_make(&t, o, p, whole_call, (void *)an))
+		return 0;
+	ok = t.jobs.nrings == b->nrings && t.jobs.ndevs == b->ndevs && t.jobs.njobs == p->njobs &&
+	     t.view.job_id == t.job_id && t.jobs.store == o->store;
+	for (size_t r = 0; ok && r < b->nrings; r++) {
+		const struct kx_jobring *wr = &t.jobs.rings[r], *br = &b->rings[r];
+		size_t n = 0;
+
+		ok = !strcmp(wr->name, br->name) && wr->nlanes == br->nlanes && wr->id == br->id &&
+		     wr->dev == br->dev && wr->busy_ns == br->busy_ns;
+		for (size_t k = 0; ok && k < br->njobs; k++) {
+			const struct kx_jobrec *j = &b->jobs[br->first + k];
+			uint64_t st = kx_jobrec_start(j), dur;
+			size_t at = wr->first + n;
+
+			if (st < x->from_ns || (x->to_ns && st >= x->to_ns))
+				continue;
+			ok = n < wr->njobs && same_job(&t.jobs.jobs[at], j) &&
+			     t.job_id[at] == br->first + k;
+			if (ok && j->submit >= 0) {
+				const struct kx_ioctl *e =
+				        whole_call((void *)an, (uint64_t)j->submit, &dur);
+				const struct kx_ioctl *c = &t.submit[at];
+
+				ok = e && c->ts == e->ts && c->dur == dur && c->tid == e->tid &&
+				     c->pid == e->pid && c->cmd == e->cmd && c->drv == e->drv;
+			}
+			n++;
+		}
+		ok = ok && n == wr->njobs;
+	}
+	for (size_t d = 0; ok && d < b->ndevs; d++) {
+		const struct kx_jobdev *wd = &t.jobs.devs[d], *bd = &b->devs[d];
+
+		ok = !strcmp(wd->label, bd->label) && wd->njobs == bd->njobs &&
+		     wd->max_depth == bd->max_depth && wd->nmem == bd->nmem &&
+		     wd->first_ring == bd->first_ring && wd->ndepth == p->ndepth[d] &&
+		     wd->depth == p->depth[d];
+	}
+	if (!ok)
+		printf("# window from %llu: its table\n", (unsigned long long)x->from_ns);
+	kx_wjobtab_free(&t);
+	return ok;
+}
+
 /* Every window of w (the plan pl's) taken in turn against the whole
- * table: 1 when each gives its part of it and together all of it. */
-static int windows_same(struct kx_wjobs *w, const struct kx_analysis *an,
+ * table (o: its facts, as the stream finishes them): 1 when each gives its
+ * part of it and together all of it, and each part makes its table. */
+static int windows_same(struct kx_wjobs *w, const struct kx_jobs *o, const struct kx_analysis *an,
                         const struct kx_windows *pl)
 {
 	size_t seen = 0, *pts = calloc(an->jobs->ndevs + 1, sizeof(*pts));
@@ -125,7 +196,8 @@ static int windows_same(struct kx_wjobs *w, const struct kx_analysis *an,
 
 		if (kx_wjobs_take(w, &p))
 			break;
-		ok = jobs_same(&p, an, &pl->w[k], got, &seen) && depth_same(&p, an, &pl->w[k], pts);
+		ok = jobs_same(&p, an, &pl->w[k], got, &seen) &&
+		     depth_same(&p, an, &pl->w[k], pts) && table_same(&p, o, an, &pl->w[k]);
 		kx_wjobs_part_free(&p);
 	}
 	ok &= seen == an->jobs->njobs && !w->lost;
@@ -175,7 +247,7 @@ static int windows_match(const struct kx_store *s, const struct kx_capinfo *ci, 
 	if (unbound)
 		kx_jobflow_unbound(&f2);
 	if (!feed(&f2, s) && !f2.why && (o2 = kx_jobflow_finish(&f2, s, NULL)))
-		ok = windows_same(&w, an, &pl);
+		ok = windows_same(&w, o1, an, &pl);
 out:
 	kx_jobs_free(o1);
 	kx_jobs_free(o2);
@@ -292,7 +364,7 @@ static int file_matches(const char *path, size_t limit, size_t nwin_min)
 	else
 		kx_jobflow_init(&f2, &ci);
 	if (o1 && o2)
-		ok = facts_same(o1, an->jobs) && windows_same(&w, an, &pl);
+		ok = facts_same(o1, an->jobs) && windows_same(&w, o1, an, &pl);
 	else if (f1.why)
 		printf("# %s: streamed: %s\n", path, f1.why);
 	if (f1.why)
