@@ -1,7 +1,9 @@
 /*
  * analysis/wjobs.h: the device jobs filed by time window give, window by
  * window, exactly the whole table's (kx_jobs_build) jobs that start in it,
- * with their places in it, and its devices' depth points that fall in it.
+ * with their places in it, and its devices' depth points that fall in it;
+ * and a window's part drawn from its own store and table (wjobtab.h, with
+ * the job view) is byte for byte the part drawn from the whole capture.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,11 @@
 #include "analysis/windows.h"
 #include "analysis/wjobs.h"
 #include "analysis/wjobtab.h"
+#include "analysis/flows.h"
+#include "export/chrome.h"
+#include "export/splitplan.h"
+#include "export/xspace.h"
+#include "util/outfile.h"
 #include "io/replay.h"
 #include "kxp_gen.h"
 #include "kxtest.h"
@@ -112,6 +119,218 @@ static int depth_same(const struct kx_wjobs_part *p, const struct kx_analysis *a
 	return 1;
 }
 
+/* ---- a window's parts drawn from its table, against the whole capture's ---- */
+
+/* A window's store as a split read fills it (every task, the calls that
+ * start in window k of pl, the samples borrowed), its calls' places among the whole store's in
+ * *ids. NULL when out of memory. */
+static struct kx_store *window_store(const struct kx_store *s, const struct kx_windows *pl,
+                                     size_t k, uint64_t **ids)
+{
+	struct kx_store *w = kx_store_new(0);
+	size_t n = 0, hint = 0;
+
+	*ids = malloc((kx_store_ioctl_count(s) + 1) * sizeof(**ids));
+	if (!w || !*ids) {
+		kx_store_free(w);
+		return NULL;
+	}
+	for (size_t i = 0; i < kx_store_task_count(s); i++)
+		kx_store_add_task(w, kx_store_task(s, i));
+	if (kx_store_samples(s))
+		kx_store_borrow_samples(w, kx_store_samples(s));
+	for (size_t i = 0; i < kx_store_ioctl_count(s); i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(s, i);
+
+		hint = kx_windows_find(pl->w, pl->n, e->ts, hint);
+		if (hint != k)
+			continue;
+		kx_store_add_ioctl(w, e, kx_store_arg(s, e));
+		(*ids)[n++] = i;
+	}
+	return w;
+}
+
+static int u64_cmp(const void *pa, const void *pb)
+{
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/* The whole capture's facts every part shows (analysis.h's kx_whole). */
+static int whole_of(const struct kx_store *s, struct kx_whole *wh)
+{
+	size_t n = kx_store_ioctl_count(s), m = 0;
+
+	wh->first_ts = UINT64_MAX;
+	wh->ioctls = n;
+	wh->threads = malloc((n + 1) * sizeof(*wh->threads));
+	if (!wh->threads)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_ioctl *e = kx_store_ioctl(s, i);
+
+		if (e->ts < wh->first_ts)
+			wh->first_ts = e->ts;
+		wh->threads[i] = (uint64_t)e->pid << 32 | e->tid;
+	}
+	qsort(wh->threads, n, sizeof(*wh->threads), u64_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!m || wh->threads[m - 1] != wh->threads[i])
+			wh->threads[m++] = wh->threads[i];
+	wh->nthreads = m;
+	return 0;
+}
+
+/* The view's facts of the whole capture an (its flows fl) for a window
+ * whose n calls are the whole store's ids: which submitted, which source
+ * a flow, and the whole counts. */
+static int view_of(struct kx_jobview *v, const struct kx_analysis *an, const struct kx_flows *fl,
+                   const uint64_t *ids, size_t n, uint8_t **sub, uint8_t **from)
+{
+	const struct kx_jobs *b = an->jobs;
+
+	*sub = calloc(n / 8 + 1, 1);
+	*from = calloc(n / 8 + 1, 1);
+	if (!*sub || !*from)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (kx_jobs_ioctl_submitted(b, ids[i]))
+			(*sub)[i / 8] |= (uint8_t)(1u << (i % 8));
+		if (kx_flows_from(fl, ids[i]))
+			(*from)[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
+	v->call_id = ids;
+	v->submitted = *sub;
+	v->flow_from = *from;
+	v->njobs = b->njobs;
+	v->job_events = kx_store_job_count(an->store);
+	v->flows_dropped = fl->dropped;
+	v->first_ns = UINT64_MAX;
+	for (size_t k = 0; k < b->njobs; k++)
+		if (kx_jobrec_start(&b->jobs[k]) < v->first_ns)
+			v->first_ns = kx_jobrec_start(&b->jobs[k]);
+	for (size_t d = 0; d < b->ndevs; d++)
+		if (b->devs[d].ndepth && b->devs[d].depth[0].ts < v->first_ns)
+			v->first_ns = b->devs[d].depth[0].ts;
+	return 0;
+}
+
+/* Part k's Chrome trace and XSpace of analysis an into *js and *xs. */
+static int part_write(const struct kx_analysis *an, const struct kx_windows *pl, size_t k,
+                      char **js, size_t *jlen, uint8_t **xs, size_t *xlen)
+{
+	char path[] = "/tmp/kx-wjobs-part-XXXXXX", err[512];
+	struct kx_split_part pt;
+	struct kx_outfile o = {.fd = -1, .slot = -1};
+	int fd = mkstemp(path), rc = -1;
+	FILE *in;
+
+	*js = NULL;
+	*xs = NULL;
+	if (fd < 0)
+		return -1;
+	close(fd);
+	if (kx_split_part_of(an->ci, pl, k, &(struct kx_xspace_opts){0}, path, "in", &pt, err,
+	                     sizeof(err)) ||
+	    kx_outfile_open(&o, path, 0, err, sizeof(err)))
+		goto out;
+	if (kx_chrome_write_part(an, &pt.cp, 0, &o, err, sizeof(err)) ||
+	    kx_outfile_commit(&o, err, sizeof(err))) {
+		kx_outfile_abort(&o);
+		goto out;
+	}
+	in = fopen(path, "r");
+	*jlen = 0;
+	if (!in || getdelim(js, jlen, 0, in) < 0) {
+		if (in)
+			fclose(in);
+		goto out;
+	}
+	fclose(in);
+	*jlen = strlen(*js);
+	rc = kx_xspace_serialize(an, &pt.xo, xs, xlen, err, sizeof(err));
+out:
+	if (rc)
+		printf("# part %zu: %s\n", k + 1, err);
+	unlink(path);
+	return rc;
+}
+
+/* A window's call e as the whole capture's nesting rule drew it (the
+ * cut kx_wread_nest gives a window's calls), found by (thread, start,
+ * length) among the whole store's. */
+struct whole_cut {
+	const struct kx_analysis *an;
+};
+
+static uint64_t cut_of(void *ctx, const struct kx_ioctl *e)
+{
+	const struct whole_cut *c = ctx;
+	const struct kx_store *s = c->an->store;
+
+	for (size_t i = 0; i < kx_store_ioctl_count(s); i++) {
+		const struct kx_ioctl *x = kx_store_ioctl(s, i);
+
+		if (x->tid == e->tid && x->ts == e->ts && x->dur == e->dur)
+			return kx_timeline_dur(c->an->timeline, i, x->dur);
+	}
+	return e->dur;
+}
+
+/* Part k drawn from the window's own store and table (t, its view's call
+ * facts and whole counts set here) against part k of the whole capture's
+ * analysis an: 1 when the Chrome trace and the XSpace are byte-identical. */
+static int part_same(struct kx_wjobtab *t, const struct kx_analysis *an,
+                     const struct kx_windows *pl, size_t k)
+{
+	char err[256], *ja = NULL, *jb = NULL;
+	uint8_t *xa = NULL, *xb = NULL, *sub = NULL, *from = NULL;
+	size_t jal = 0, jbl = 0, xal = 0, xbl = 0;
+	uint64_t *ids = NULL;
+	struct kx_whole wh = {0};
+	struct kx_flows fl = {0};
+	struct kx_store *ws = window_store(an->store, pl, k, &ids);
+	struct kx_analysis *wa = ws ? kx_analysis_build(ws, an->ci, err, sizeof(err)) : NULL;
+	int ok = 0;
+
+	if (!wa || whole_of(an->store, &wh) || kx_flows_build(&fl, an) ||
+	    view_of(&t->view, an, &fl, ids, kx_store_ioctl_count(ws), &sub, &from))
+		goto out;
+	if (an->timeline->nfix) {
+		struct whole_cut cut = {an};
+
+		if (kx_timeline_set_fixes(wa->timeline, ws, cut_of, &cut))
+			goto out;
+		kx_timeline_counted(wa->timeline, an->timeline->nfix, an->timeline->fixed_threads);
+	}
+	wa->whole = &wh;
+	kx_analysis_lend_jobs(wa, &t->jobs);
+	wa->jview = &t->view;
+	if (part_write(an, pl, k, &ja, &jal, &xa, &xal) ||
+	    part_write(wa, pl, k, &jb, &jbl, &xb, &xbl))
+		goto out;
+	ok = jal == jbl && !memcmp(ja, jb, jal) && xal == xbl && !memcmp(xa, xb, xal);
+	if (!ok)
+		printf("# part %zu of %zu: Chrome %s, XSpace %s\n", k + 1, pl->n,
+		       jal == jbl && !memcmp(ja, jb, jal) ? "same" : "differs",
+		       xal == xbl && !memcmp(xa, xb, xal) ? "same" : "differs");
+out:
+	free(ja);
+	free(jb);
+	free(xa);
+	free(xb);
+	free(sub);
+	free(from);
+	free(ids);
+	free(wh.threads);
+	kx_flows_free(&fl);
+	kx_analysis_free(wa);
+	kx_store_free(ws);
+	return ok;
+}
+
 /* The whole capture's submitting call idx, as drawn (a kx_wjobtab_call_fn). */
 static const struct kx_ioctl *whole_call(void *ctx, uint64_t idx, uint64_t *dur)
 {
@@ -130,7 +349,8 @@ static const struct kx_ioctl *whole_call(void *ctx, uint64_t idx, uint64_t *dur)
  * x, with their whole indexes and submitting calls as drawn; each device
  * is the whole one's but for its depth points, the window's. 1 when so. */
 static int table_same(const struct kx_wjobs_part *p, const struct kx_jobs *o,
-                      const struct kx_analysis *an, const struct kx_window *x)
+                      const struct kx_analysis *an, const struct kx_window *x,
+                      const struct kx_windows *pl, size_t k)
 {
 	const struct kx_jobs *b = an->jobs;
 	struct kx_wjobtab t;
@@ -177,6 +397,8 @@ static int table_same(const struct kx_wjobs_part *p, const struct kx_jobs *o,
 	}
 	if (!ok)
 		printf("# window from %llu: its table\n", (unsigned long long)x->from_ns);
+	if (ok && pl)
+		ok = part_same(&t, an, pl, k);
 	kx_wjobtab_free(&t);
 	return ok;
 }
@@ -185,7 +407,7 @@ static int table_same(const struct kx_wjobs_part *p, const struct kx_jobs *o,
  * table (o: its facts, as the stream finishes them): 1 when each gives its
  * part of it and together all of it, and each part makes its table. */
 static int windows_same(struct kx_wjobs *w, const struct kx_jobs *o, const struct kx_analysis *an,
-                        const struct kx_windows *pl)
+                        const struct kx_windows *pl, int parts)
 {
 	size_t seen = 0, *pts = calloc(an->jobs->ndevs + 1, sizeof(*pts));
 	uint8_t *got = calloc(an->jobs->njobs + 1, 1); /* per job of the table: given */
@@ -197,7 +419,8 @@ static int windows_same(struct kx_wjobs *w, const struct kx_jobs *o, const struc
 		if (kx_wjobs_take(w, &p))
 			break;
 		ok = jobs_same(&p, an, &pl->w[k], got, &seen) &&
-		     depth_same(&p, an, &pl->w[k], pts) && table_same(&p, o, an, &pl->w[k]);
+		     depth_same(&p, an, &pl->w[k], pts) &&
+		     table_same(&p, o, an, &pl->w[k], parts ? pl : NULL, k);
 		kx_wjobs_part_free(&p);
 	}
 	ok &= seen == an->jobs->njobs && !w->lost;
@@ -247,7 +470,7 @@ static int windows_match(const struct kx_store *s, const struct kx_capinfo *ci, 
 	if (unbound)
 		kx_jobflow_unbound(&f2);
 	if (!feed(&f2, s) && !f2.why && (o2 = kx_jobflow_finish(&f2, s, NULL)))
-		ok = windows_same(&w, o1, an, &pl);
+		ok = windows_same(&w, o1, an, &pl, 1);
 out:
 	kx_jobs_free(o1);
 	kx_jobs_free(o2);
@@ -364,7 +587,7 @@ static int file_matches(const char *path, size_t limit, size_t nwin_min)
 	else
 		kx_jobflow_init(&f2, &ci);
 	if (o1 && o2)
-		ok = facts_same(o1, an->jobs) && windows_same(&w, o1, an, &pl);
+		ok = facts_same(o1, an->jobs) && windows_same(&w, o1, an, &pl, 1);
 	else if (f1.why)
 		printf("# %s: streamed: %s\n", path, f1.why);
 	if (f1.why)
