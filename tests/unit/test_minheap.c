@@ -2,8 +2,10 @@
  * interleaved pushes and pops, ties kept apart by a second key, and an
  * emptied heap reused; records the order calls equal (the lanes' ends) come
  * out in the order, and lie in the array where, they always have (the
- * outputs depend on it); records of 4 and 56 bytes. */
+ * outputs depend on it), typed heaps (KX_MINHEAP_TYPED) alike; records of 4
+ * and 56 bytes. */
 #include <stdint.h>
+#include <string.h>
 
 #include "kxtest.h"
 #include "util/minheap.h"
@@ -153,6 +155,40 @@ static void ties_at_scale(void)
 	kx_minheap_free(&h);
 }
 
+KX_MINHEAP_TYPED(tie, struct tie, key_less)
+
+/* A typed heap (constant size, inlined order) keeps the array and gives the
+ * pops of the generic one, ties included. */
+static void typed_as_generic(void)
+{
+	struct kx_minheap g = KX_MINHEAP_INIT(struct tie, key_less);
+	struct kx_minheap t = KX_MINHEAP_INIT(struct tie, key_less);
+	struct tie a, b;
+	uint64_t s = 5;
+
+	for (uint32_t i = 0; i < 3000; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		a = (struct tie){s >> 61, i, 0};
+		CHECK(kx_minheap_push(&g, &a) == 0);
+		CHECK(tie_push(&t, &a) == 0);
+		if (i % 5 == 2) {
+			kx_minheap_pop(&g, &a);
+			tie_pop(&t, &b);
+			CHECK_EQ_U(a.id, b.id);
+		}
+	}
+	CHECK(g.n == t.n && memcmp(g.v, t.v, g.n * sizeof(struct tie)) == 0);
+	while (g.n) {
+		kx_minheap_pop(&g, &a);
+		tie_pop(&t, g.n % 2 ? &b : NULL); /* out NULL: dropped */
+		if (g.n % 2)
+			CHECK_EQ_U(a.id, b.id);
+	}
+	CHECK(t.n == 0);
+	kx_minheap_free(&g);
+	kx_minheap_free(&t);
+}
+
 static int u32_less(const void *a, const void *b)
 {
 	return *(const uint32_t *)a < *(const uint32_t *)b;
@@ -209,6 +245,7 @@ int main(void)
 	RUN(sorts);
 	RUN(ties_come_out_as_before);
 	RUN(ties_at_scale);
+	RUN(typed_as_generic);
 	RUN(sizes);
 	KXT_EXIT();
 }

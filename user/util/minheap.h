@@ -15,10 +15,10 @@
 #include "util/grow.h"
 
 struct kx_minheap {
-	void *v;       /* the records, heap-ordered */
-	size_t size;   /* bytes per record (at most 64) */
-	size_t n, cap; /* records; room (records) */
-	int (*less)(const void *a, const void *b);
+	void *v;                                   /* the records, heap-ordered */
+	size_t size;                               /* bytes per record (at most 64) */
+	size_t n, cap;                             /* records; room (records) */
+	int (*less)(const void *a, const void *b); /* the order: is a before b? */
 };
 
 #define KX_MINHEAP_INIT(type, lessfn)                                                              \
@@ -56,58 +56,98 @@ static inline const void *kx_minheap_top(const struct kx_minheap *h)
 	return h->n ? h->v : NULL;
 }
 
+/* The heap's order: is a before b? */
+typedef int (*kx_minheap_less_fn)(const void *a, const void *b);
+
 /*
- * A copy of rec in (rec must not point into the heap). 0, or -1 when out of
- * memory (h unchanged). The parents larger than rec move down one level each
- * into the hole, and rec is copied once where the hole stops: the same
- * comparisons, in the same order, and the same array as a swap at each level.
+ * A copy of rec (size bytes) in by less, h's own. The parents larger than rec
+ * move down one level each into the hole, and rec is copied once where the
+ * hole stops: the same comparisons, in the same order, and the same array as
+ * a swap at each level. Inlined always, so that a typed heap's constant size
+ * and order function (KX_MINHEAP_TYPED) give straight-line copies and a
+ * direct, inlined comparison.
  */
-static inline int kx_minheap_push(struct kx_minheap *h, const void *rec)
+static inline __attribute__((always_inline)) int
+kx_minheap_push_by(struct kx_minheap *h, const void *rec, size_t size, kx_minheap_less_fn less)
 {
+	char *v;
 	size_t i = h->n;
 
-	if (h->size > 64 || kx_grow(&h->v, &h->cap, h->n, h->size))
+	if (size > 64 || kx_grow(&h->v, &h->cap, h->n, size))
 		return -1;
+	v = h->v;
 	h->n++;
-	while (i && h->less(rec, kx_minheap_at(h, (i - 1) / 2))) {
-		kx_minheap_copy(kx_minheap_at(h, i), kx_minheap_at(h, (i - 1) / 2), h->size);
+	while (i && less(rec, v + (i - 1) / 2 * size)) {
+		kx_minheap_copy(v + i * size, v + (i - 1) / 2 * size, size);
 		i = (i - 1) / 2;
 	}
-	kx_minheap_copy(kx_minheap_at(h, i), rec, h->size);
+	kx_minheap_copy(v + i * size, rec, size);
 	return 0;
 }
 
 /*
- * The smallest record out into out (may be NULL); the heap must not be empty.
- * The last record sifts down from the root through a hole: it stays where it
- * was (past the new end, never written) until its place is found, and the
- * comparisons are those of a swap at each level, so ties come out alike.
+ * The smallest record (size bytes) out into out (may be NULL) by less, h's
+ * own; the heap must not be empty. The last record sifts down from the root
+ * through a hole: it stays where it was (past the new end, never written)
+ * until its place is found, and the comparisons are those of a swap at each
+ * level, so ties come out alike.
  */
-static inline void kx_minheap_pop(struct kx_minheap *h, void *out)
+static inline __attribute__((always_inline)) void
+kx_minheap_pop_by(struct kx_minheap *h, void *out, size_t size, kx_minheap_less_fn less)
 {
-	const void *last;
-	size_t i = 0;
+	char *v = h->v;
+	const char *last;
+	size_t i = 0, n;
 
 	if (out)
-		kx_minheap_copy(out, h->v, h->size);
-	if (!--h->n)
+		kx_minheap_copy(out, v, size);
+	if (!(n = --h->n))
 		return;
-	last = kx_minheap_at(h, h->n);
+	last = v + n * size;
 	for (;;) {
 		size_t l = 2 * i + 1, m = i;
-		const void *mp = last;
+		const char *mp = last;
 
-		if (l < h->n && h->less(kx_minheap_at(h, l), mp))
-			mp = kx_minheap_at(h, m = l);
-		if (l + 1 < h->n && h->less(kx_minheap_at(h, l + 1), mp))
-			mp = kx_minheap_at(h, m = l + 1);
+		if (l < n && less(v + l * size, mp))
+			mp = v + (m = l) * size;
+		if (l + 1 < n && less(v + (l + 1) * size, mp))
+			mp = v + (m = l + 1) * size;
 		if (m == i)
 			break;
-		kx_minheap_copy(kx_minheap_at(h, i), mp, h->size);
+		kx_minheap_copy(v + i * size, mp, size);
 		i = m;
 	}
-	kx_minheap_copy(kx_minheap_at(h, i), last, h->size);
+	kx_minheap_copy(v + i * size, last, size);
 }
+
+/* A copy of rec in (rec must not point into the heap). 0, or -1 when out of
+ * memory (h unchanged). */
+static inline int kx_minheap_push(struct kx_minheap *h, const void *rec)
+{
+	return kx_minheap_push_by(h, rec, h->size, h->less);
+}
+
+/* The smallest record out into out (may be NULL); the heap must not be empty. */
+static inline void kx_minheap_pop(struct kx_minheap *h, void *out)
+{
+	kx_minheap_pop_by(h, out, h->size, h->less);
+}
+
+/*
+ * NAME_push and NAME_pop: kx_minheap_push and kx_minheap_pop for a heap made
+ * with KX_MINHEAP_INIT(type, lessfn), with the record's size and the order
+ * known where they are called (the same order, the same array). For the
+ * heaps a hot loop pushes and pops.
+ */
+#define KX_MINHEAP_TYPED(name, type, lessfn)                                                       \
+	static inline int name##_push(struct kx_minheap *h, const type *rec)                       \
+	{                                                                                          \
+		return kx_minheap_push_by(h, rec, sizeof(type), lessfn);                           \
+	}                                                                                          \
+	static inline void name##_pop(struct kx_minheap *h, type *out)                             \
+	{                                                                                          \
+		kx_minheap_pop_by(h, out, sizeof(type), lessfn);                                   \
+	}
 
 static inline void kx_minheap_free(struct kx_minheap *h)
 {
