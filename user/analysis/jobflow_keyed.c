@@ -18,6 +18,8 @@ static int rec_less(const void *pa, const void *pb)
 	return a->seq < b->seq;
 }
 
+KX_MINHEAP_TYPED(recq, struct fl_recref, rec_less)
+
 static int open_less(const void *pa, const void *pb)
 {
 	const struct fl_openref *a = pa, *b = pb;
@@ -255,7 +257,7 @@ int jf_recs_release(struct kx_jobflow *f, int all)
 
 		if (!all && f->recq.n <= f->lim.recs && !jf_out_of_window(f, top->ts, f->now))
 			return 0;
-		kx_minheap_pop(&f->recq, &ref);
+		recq_pop(&f->recq, &ref);
 		r = *(struct fl_rec *)kx_slots_at(&f->recs, ref.slot);
 		((struct fl_rec *)kx_slots_at(&f->recs, ref.slot))->gen = 0;
 		kx_slots_put(&f->recs, ref.slot);
@@ -316,7 +318,7 @@ int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 	r->gen = new_gen(f);
 	if (t)
 		jf_probe_add(t, r, (uint32_t)slot);
-	if (kx_minheap_push(&f->recq, &(struct fl_recref){j->ts, seq, (uint32_t)slot, r->gen}))
+	if (recq_push(&f->recq, &(struct fl_recref){j->ts, seq, (uint32_t)slot, r->gen}))
 		return -1;
 	if (f->recq.n > f->peak_recs)
 		f->peak_recs = f->recq.n;

@@ -38,6 +38,8 @@ static int job_less(const void *pa, const void *pb)
 	return a->seq < b->seq;
 }
 
+KX_MINHEAP_TYPED(held, struct fl_job, job_less)
+
 void jf_sweep_init(struct kx_jobflow *f)
 {
 	f->held = (struct kx_minheap)KX_MINHEAP_INIT(struct fl_job, job_less);
@@ -197,7 +199,7 @@ int jf_release(struct kx_jobflow *f, int all)
 				           "the window after it) while more than 16384 later jobs "
 				           "completed");
 		}
-		kx_minheap_pop(&f->held, &j);
+		held_pop(&f->held, &j);
 		if (sweep(f, &j))
 			return -1;
 	}
@@ -325,7 +327,7 @@ int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t se
 	                          &h))
 		jf_because(f, late);
 	f->jobs++;
-	if (kx_minheap_push(&f->held, &h) || (!f->spilling && jf_release(f, 0)))
+	if (held_push(&f->held, &h) || (!f->spilling && jf_release(f, 0)))
 		return -1;
 	if (f->held.n > f->peak_held)
 		f->peak_held = f->held.n;
