@@ -206,6 +206,15 @@ struct kx_jobflow {
 	 * DONE - start). 0, or -1 when out of memory. */
 	int (*on_linked)(void *ctx, uint32_t tid, uint64_t call_ts, uint64_t dev_ns);
 	void *linked_ctx;
+	/* Set by the caller after init (NULL: none): a reorder stage in front of
+	 * the calls (each thread's in start order, held a while). Before a keyed
+	 * record of time ts is paired, every call that began at or before ts
+	 * must come (the stage lets them out): its task's calls give its submit
+	 * link, and every thread's wait calls its waiter. 0, or -1 when out of
+	 * memory. */
+	int (*calls_upto)(void *ctx, uint64_t ts);
+	void *calls_ctx;
+	uint64_t calls_to; /* ns, the latest ts calls_upto was called with */
 };
 
 /* f streaming the records of a capture whose header is ci (kept: device

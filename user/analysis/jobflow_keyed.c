@@ -255,6 +255,12 @@ int jf_recs_release(struct kx_jobflow *f, int all)
 
 		if (!all && f->recq.n <= f->lim.recs && !jf_out_of_window(f, top->ts, f->now))
 			return 0;
+		if (f->calls_upto && top->ts >= f->calls_to) {
+			f->calls_to = top->ts + 1;
+			if (f->calls_upto(f->calls_ctx, top->ts))
+				return -1;
+			continue; /* the calls let out may have moved the time on */
+		}
 		kx_minheap_pop(&f->recq, &ref);
 		r = *(struct fl_rec *)kx_slots_at(&f->recs, ref.slot);
 		((struct fl_rec *)kx_slots_at(&f->recs, ref.slot))->gen = 0;
