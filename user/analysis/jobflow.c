@@ -87,8 +87,9 @@ static int feed_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id
 		return -1;
 	if (t->forced_at && e->ts <= t->forced_at)
 		jf_because(f,
-		           "a call came after a later block record of its task was paired (it "
-		           "began more than the streamed read's window before the latest record)");
+		           "a call came after a later job record of its task was paired (it came "
+		           "more than the streamed read's window, 1 s or 16384 records, after "
+		           "that record)");
 	if (t->nprobes)
 		jf_probe_call(f, t, e, id);
 	if (jf_wait_call(f, e, id))

@@ -47,7 +47,6 @@ struct fl_thread {
 	struct kx_ioctl last; /* its last call */
 	uint64_t last_id;     /* that call's id (0: none yet) */
 	uint64_t used_id;     /* the KVM_RUN its last job was made of (0: none) */
-	uint64_t exit_ts;     /* ns, its latest KVM exit so far */
 	struct fl_exit *open; /* its exits waiting, in file order */
 	size_t nopen, cap;
 	struct fl_probe *probes; /* its block records still looking at its calls */
@@ -116,9 +115,23 @@ struct kx_jobflow_wait {
 	uint8_t drv;
 };
 
+/* The bounds the reasons below state (their text says them). */
+_Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384 &&
+                       KX_JOBFLOW_HELD == 16384,
+               "the reasons' text states the window (1 s) and counts (16384)");
+/* How long a thread's calls wait in the reorder stage in front (jobflow.h's calls_upto). */
+#define CALLS_HELD                                                                                 \
+	"(its thread's calls wait in their reorder stage until a later one of it comes, or until " \
+	"a job record the streamed read's window behind, 1 s or 16384 records, is paired)"
+#define KVM_LATE                                                                                   \
+	"a KVM exit came after a later call of its thread had gone to the device "                 \
+	"timelines " CALLS_HELD
+#define REC_LATE                                                                                   \
+	"a job record came after a later call of its task had gone to the device "                 \
+	"timelines " CALLS_HELD
 #define KEYED_LATE                                                                                 \
 	"a device job started before jobs already counted in start order (it stayed open, or "     \
-	"within the window after its DONE, longer than the streamed read's window)"
+	"within the window after its DONE, longer than the streamed read's window of 1 s)"
 #define PEND_BUDGET                                                                                \
 	"GPU jobs of a shared fence source waited for the first linked job of their ring (it "     \
 	"gives their device) past the streamed read's memory budget (16384 jobs held or 65536 "    \

@@ -17,7 +17,8 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
 	kx_tjob_kvm(&t, &x->e, io, io ? jf_call_ref(f, io, x->cand_id) : -1);
 	return jf_job_out(f, &t, x->e.ts, x->seq, 0, 0, 0,
 	                  "a KVM job started before jobs already counted in start order (its "
-	                  "KVM_RUN ran longer than the streamed read's window)");
+	                  "KVM_RUN ran longer than the streamed read's window of 1 s, or 16384 "
+	                  "later jobs were made meanwhile)");
 }
 
 /* Exit x of thread t, its thread's last call entered at or before it now
@@ -59,31 +60,39 @@ int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl
 	return rc;
 }
 
+/* Does exit j (place seq) come before x in the builder's time order? */
+static int before(const struct kx_job *j, uint64_t seq, const struct fl_exit *x)
+{
+	return j->ts != x->e.ts ? j->ts < x->e.ts : seq < x->seq;
+}
+
 /* KVM exit j (place seq): it waits on its thread for the call that holds it. */
 int jf_kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 {
 	struct fl_thread *t = kx_tidtab_get(&f->threads, kx_kvm_tid(j), 1);
 	struct fl_exit *x;
+	size_t i;
 
 	if (!t)
 		return -1;
+	/* Its thread's calls entered at or before it must come after it (the
+	 * reorder stage in front lets a call out once a later one of its thread
+	 * came, or a keyed record's pairing needs it). */
 	if (t->last_id && t->last.ts > j->ts) {
-		jf_because(f, "a KVM exit came after a later call of its thread");
+		jf_because(f, KVM_LATE);
 		return 0;
 	}
-	/* The builder takes a thread's exits by time: the first inside a run makes its job. */
-	if (j->ts < t->exit_ts) {
-		jf_because(f, "KVM exits of one thread came out of time order");
-		return 0;
-	}
-	t->exit_ts = j->ts;
 	if (f->exits >= f->lim.exits) {
 		jf_because(f, "too many KVM exits waiting for their KVM_RUN");
 		return 0;
 	}
 	if (kx_grow((void **)&t->open, &t->cap, t->nopen, sizeof(*t->open)))
 		return -1;
-	x = &t->open[t->nopen++];
+	/* The builder takes a thread's exits by time: the first inside a run
+	 * makes its job. They wait so ordered (their calls to come resolve them). */
+	for (i = t->nopen++; i && before(j, seq, &t->open[i - 1]); i--)
+		t->open[i] = t->open[i - 1];
+	x = &t->open[i];
 	memset(x, 0, sizeof(*x));
 	x->e = *j;
 	x->seq = seq;
