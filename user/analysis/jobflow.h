@@ -19,9 +19,13 @@
  * thread that started after it comes (or the end): the thread's last call
  * entered at or before the exit is then known, and the job is made when it
  * is a KVM_RUN that holds the exit (a second exit inside one KVM_RUN is a
- * duplicate), else the exit is a job of no KVM_RUN. The thread's calls must
- * come in start order (a recorder writes them at their return, so a thread
- * that does not nest them gives them so). Made jobs wait in a heap by start
+ * duplicate), else the exit is a job of no KVM_RUN. A thread's exits wait
+ * in time order (the builder's: the first inside a KVM_RUN makes its job).
+ * The thread's calls must come in start order: streamed, a reorder stage
+ * in front (analysis/sreport.c: the engine's, analysis/engine.h) gives them
+ * so, a call that holds others (written at its return, after them) put
+ * back before them, and lets every call begun at or before a keyed record
+ * out before the record is paired (calls_upto). Made jobs wait in a heap by start
  * (KX_JOBFLOW_WINDOW_NS behind the latest time seen, at most
  * KX_JOBFLOW_HELD of them), then pass in start order through the sweeps
  * that need it: lanes (heaps of the ring's lanes by their last job's end
@@ -67,12 +71,13 @@
  * the jobs.
  *
  * why says when that cannot be exact, and the report reads the file into
- * memory instead: a wait phase on a job already counted, a KVM exit after a later call of its
- * thread or before an earlier-timed exit of it, a job that starts before jobs already swept (later
- * than the heap's window: a long KVM_RUN, a job open while KX_JOBFLOW_HELD later ones completed), a
- * keyed record earlier than one already paired (out of time order beyond the window), a keyed
- * record after a later call of its task, a call that comes after a later
- * record of its task was paired, a wait call that began before the DONE of
+ * memory instead (each a bound: the window, KX_JOBFLOW_WINDOW_NS or a count, or the calls'
+ * reorder stage): a wait phase on a job already counted, a KVM exit or a keyed record after a
+ * later call of its thread had come (left the calls' reorder stage), a job that starts before jobs
+ * already swept (later than the heap's window: a long KVM_RUN, a job open while KX_JOBFLOW_HELD
+ * later ones completed), a keyed record earlier than one already paired (out of time order beyond
+ * the window or KX_JOBFLOW_RECS records), a call that comes after a later record of its task was
+ * paired (the window after it), a wait call that began before the DONE of
  * a GPU job already counted, or that held it before the first GPU record, a DONE on a reused key
  * that may be a forgotten one, an event on a unique key at or below one forgotten, too many open
  * exits, held jobs or wait calls, or a ring whose jobs were counted on its fallback device past
