@@ -347,6 +347,33 @@ int kx_engine_release(struct kx_engine *e, uint64_t ts)
 	return 0;
 }
 
+int kx_engine_hand_calls(struct kx_engine *e, struct kx_engine *to)
+{
+	for (size_t i = 0; i < e->threads.n; i++) {
+		struct kx_eng_thread *t = kx_tidtab_at(&e->threads, i), *d;
+
+		if (t->unsorted)
+			qsort(t->q + t->head, t->n - t->head, sizeof(*t->q), rec_cmp);
+		t->unsorted = 0;
+		for (size_t k = t->head; k < t->n; k++) {
+			const struct kx_eng_rec *r = &t->q[k];
+			const union kx_eng_copy *c;
+
+			if (r->kind != REC_IOCTL || r->span)
+				continue;
+			c = kx_slots_at(&e->copies, r->at);
+			d = kx_tidtab_get(&to->threads, c->e.tid, 1);
+			if (!d)
+				return fail(to);
+			if (t->lag > d->lag)
+				d->lag = t->lag;
+			if (kx_engine_feed_ioctl(to, &c->e, NULL))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 int kx_engine_finish_thread(struct kx_engine *e, uint32_t tid)
 {
 	struct kx_eng_thread *t = kx_tidtab_find(&e->threads, tid);

@@ -141,6 +141,10 @@ void kx_engine_range_end(struct kx_engine *e, uint32_t tid, uint32_t ref, uint64
  * order (a later stage needs all of them now: a record that comes after
  * and should precede one let out is late). 0, or -1 when out of memory. */
 int kx_engine_release(struct kx_engine *e, uint64_t ts);
+/* A copy of every call waiting in e (each thread's in order) fed to to,
+ * each thread's measured lateness with them (a later stage that took e's
+ * calls takes them from to from now on). 0, or -1 when out of memory. */
+int kx_engine_hand_calls(struct kx_engine *e, struct kx_engine *to);
 /* Every waiting record out, each thread's in order. 0, or -1 when out of memory. */
 int kx_engine_finish(struct kx_engine *e);
 /* Thread tid's waiting records out, in order, as kx_engine_finish lets

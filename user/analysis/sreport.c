@@ -26,7 +26,7 @@ struct sr_ctx {
 	struct kx_rangewalk *ranges; /* the annotation ranges (r->ranges) */
 	struct kx_ctrjoin *ctr;      /* the counters joined to their calls, NULL: none named */
 	struct kx_jobflow flow;      /* the device timelines as the records pass */
-	int have_jobs;               /* a job record came */
+	int have_jobs;               /* a job record came (the calls go through flowq from then) */
 	int misplaced;               /* a range left after a shortened call memory puts after it */
 	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
@@ -125,7 +125,9 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	 * refusal by the store's budget is counted by the store). */
 	if (c->eng.last_mem)
 		kx_store_add_ioctl(c->r->side, e, arg);
-	if (kx_engine_feed_ioctl(&c->flowq, e, NULL)) {
+	/* Until the first job record the device timelines take the calls out
+	 * of eng (sr_nest): a capture without jobs pays for no second stage. */
+	if (c->have_jobs && kx_engine_feed_ioctl(&c->flowq, e, NULL)) {
 		sr_oom(c);
 		return;
 	}
@@ -168,6 +170,11 @@ static void sr_job(void *ctx, const struct kx_job *j)
 
 	if (!sr_active(c))
 		return;
+	/* The calls waiting in eng go to flowq, and from now on every call. */
+	if (!c->have_jobs && kx_engine_hand_calls(&c->eng, &c->flowq)) {
+		sr_oom(c);
+		return;
+	}
 	c->have_jobs = 1;
 	c->ranges->dev_jobs = 1;
 	if (kx_jobflow_job(&c->flow, j)) {
@@ -230,6 +237,9 @@ static int sr_nest(void *ctx, const struct kx_ioctl *e)
 	int cut;
 
 	if (c->ctr && kx_ctrjoin_ioctl(c->ctr, e, c->eng.out_seq))
+		return -1;
+	/* Before the first job record, the device timelines take it now. */
+	if (!c->have_jobs && sr_flow_call(c, e))
 		return -1;
 	/* The ranges walk it with the end the rule gives it, as in memory. */
 	if (kx_nesttrack_ioctl(&c->nest, e, &end, &cut))
