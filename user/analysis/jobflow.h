@@ -22,10 +22,12 @@
  * duplicate), else the exit is a job of no KVM_RUN. A thread's exits wait
  * in time order (the builder's: the first inside a KVM_RUN makes its job).
  * The thread's calls must come in start order: streamed, a reorder stage
- * in front (analysis/sreport.c: the engine's, analysis/engine.h) gives them
- * so, a call that holds others (written at its return, after them) put
- * back before them, and lets every call begun at or before a keyed record
- * out before the record is paired (calls_upto). Made jobs wait in a heap by start
+ * in front (analysis/sreport.c: the engine's, analysis/engine.h; the
+ * nesting stage's until the first job record, then one of their own that
+ * takes the calls waiting there, kx_engine_hand_calls) gives them so, a
+ * call that holds others (written at its return, after them) put back
+ * before them, and lets every call begun at or before a keyed record out
+ * before the record is paired (calls_upto). Made jobs wait in a heap by start
  * (KX_JOBFLOW_WINDOW_NS behind the latest time seen, at most
  * KX_JOBFLOW_HELD of them), then pass in start order through the sweeps
  * that need it: lanes (heaps of the ring's lanes by their last job's end
