@@ -26,12 +26,12 @@
  * request open too long, a call later than its task's paired request, a
  * DONE on a key that may have been forgotten, a wait phase on a job
  * counted, too many jobs open); so do xe captures (waiters, fences on a
- * ring whose driver is learnt), with their reasons (an event long after
- * DONE, a wait call later than a job it may hold, one before the first GPU
- * record); a KVM capture beside many GPU wait calls keeps none of them.
- * Captures of the shared fence sources stream, rings whose jobs no call
- * submitted included (past the budget of those waiting for the ring's
- * device, counted on the fallback), unless such a ring links later to
+ * ring whose driver is learnt; a record written after later calls of its
+ * task, found among its last 8), with their reasons (an event long after
+ * DONE, a record after 10 later calls, a wait call later than a job it may hold, one before the
+ * first GPU record); a KVM capture beside many GPU wait calls keeps none of them. Captures of the
+ * shared fence sources stream, rings whose jobs no call submitted included (past the budget of
+ * those waiting for the ring's device, counted on the fallback), unless such a ring links later to
  * another device (a budget reason). Captures with annotation ranges and
  * device jobs (xe jobs, KVM exits) stream with each range row's Device Jobs
  * and Device Time, calls the nesting rule shortens among them too; so do
@@ -1476,6 +1476,34 @@ static void waits_held_stream(void)
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 }
 
+/* A job record written after later calls of its task (its submitting
+ * call and 2 later ones returned before it was written): its candidate is
+ * found among the task's last 8 calls, streamed, the in-memory report;
+ * after 10 later calls, a stated reason. */
+static void record_after_calls(void)
+{
+	char path[128], msg[512];
+	const char *why;
+
+	for (int later = 2; later <= 10; later += 8) {
+		struct blk_list l = {0};
+
+		xe_jobs(&l, 1, 200, 0);
+		xe_call(&l, 1000, 100, 990, XE_EXEC);
+		for (int k = 0; k < later; k++)
+			xe_call(&l, 2000 + (uint64_t)k * 300, 100, 990, XE_WAIT);
+		xe_ev(&l, 1050, 77, 1, 990, KX_JOB_QUEUE, 9000);
+		xe_ev(&l, 1600, 77, 1, 0, KX_JOB_DONE, 8500);
+		snprintf(path, sizeof(path), "%s/xerecent%d.kxp", tmpdir, later);
+		CHECK(blk_write(path, &l) == 0);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (later < 8 ? why != NULL : !why || !strstr(why, "a job record came after"))
+			printf("FAIL record_after_calls: %d later calls: %s\n", later,
+			       why ? why : "streamed");
+		CHECK(later < 8 ? why == NULL : why && strstr(why, "a job record came after"));
+	}
+}
+
 /* Each case the streamed GPU timelines cannot give exactly: read into memory. */
 static void gpu_reasons(void)
 {
@@ -2196,6 +2224,7 @@ int main(void)
 	RUN(gpu_reasons);
 	RUN(waits_unkept);
 	RUN(waits_held_stream);
+	RUN(record_after_calls);
 	RUN(fences_streamed);
 	RUN(fences_past_budget);
 	RUN(fence_budget);

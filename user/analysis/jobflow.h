@@ -44,33 +44,27 @@
  * as it comes: the task's last call entered at or before it is the
  * candidate until a later call of the task comes, or until the record is
  * paired (the task's calls entered at or before it must have come by
- * then). A block request is counted at its DONE; a GPU job is held until
- * its key is forgotten (a later event of another source may still rename
- * it; the wait calls that hold its DONE return meanwhile: its waiter is
- * the best of the GPU wait calls kept, those that may hold a DONE to
- * come); a job never done is counted at the end (incomplete). Counted
- * jobs are held for the sweeps in start order; a sweep waits for the
- * earliest job not counted. A closed key is remembered while it is among
- * the last KX_JOBFLOW_CLOSED closed and closed within KX_JOBFLOW_WINDOW_NS
- * of the latest record paired, then forgotten: a reused key (block
- * sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is a
- * duplicate), a unique key as the top seqno forgotten of its context.
- * A GPU job of a shared fence source that names no driver (gpu_scheduler,
- * dma_fence) and has no submitting call is on the device of its ring's
- * first linked job: once counted it waits in its open slot (holding the
- * sweeps back) until that job is counted and no linked job made before it
- * is still held, then is counted on its device; at the end a ring that
- * never linked has the fallback device (the only GPU driver traced, else
- * one named after the source), as in kx_jobs_build. Past the budget (more
- * than KX_JOBFLOW_PENDING waiting, KX_JOBFLOW_HELD counted behind one, or
- * KX_JOBFLOW_WAITS wait calls kept for them) the jobs waiting are counted
- * on their ring's fallback device, and that ring's later unlinked jobs at
- * once: exact when the ring never links (a kernel-only ring, such as
- * amdgpu's sdma page-table updates) or its first linked job gives that
- * device (the only GPU traced); checked once the ring's driver is final.
- * Memory: the records waiting (184 bytes each), the jobs held or waiting
- * (160 bytes), the keys remembered, the wait calls kept and the rings, not
- * the jobs.
+ * then); one that comes after a later call of its task takes the last of
+ * the task's 8 recent calls (FL_RECENT) begun at or before it. A block request is counted at its
+ * DONE; a GPU job is held until its key is forgotten (a later event of another source may still
+ * rename it; the wait calls that hold its DONE return meanwhile: its waiter is the best of the GPU
+ * wait calls kept, those that may hold a DONE to come); a job never done is counted at the end
+ * (incomplete). Counted jobs are held for the sweeps in start order; a sweep waits for the earliest
+ * job not counted. A closed key is remembered while it is among the last KX_JOBFLOW_CLOSED closed
+ * and closed within KX_JOBFLOW_WINDOW_NS of the latest record paired, then forgotten: a reused key
+ * (block sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is a duplicate), a unique key
+ * as the top seqno forgotten of its context. A GPU job of a shared fence source that names no
+ * driver (gpu_scheduler, dma_fence) and has no submitting call is on the device of its ring's first
+ * linked job: once counted it waits in its open slot (holding the sweeps back) until that job is
+ * counted and no linked job made before it is still held, then is counted on its device; at the end
+ * a ring that never linked has the fallback device (the only GPU driver traced, else one named
+ * after the source), as in kx_jobs_build. Past the budget (more than KX_JOBFLOW_PENDING waiting,
+ * KX_JOBFLOW_HELD counted behind one, or KX_JOBFLOW_WAITS wait calls kept for them) the jobs
+ * waiting are counted on their ring's fallback device, and that ring's later unlinked jobs at once:
+ * exact when the ring never links (a kernel-only ring, such as amdgpu's sdma page-table updates) or
+ * its first linked job gives that device (the only GPU traced); checked once the ring's driver is
+ * final. Memory: the records waiting (184 bytes each), the jobs held or waiting (160 bytes), the
+ * keys remembered, the wait calls kept and the rings, not the jobs.
  *
  * why says when that cannot be exact, and the report reads the file into
  * memory instead (each a bound: the window, KX_JOBFLOW_WINDOW_NS or a count, or the calls'

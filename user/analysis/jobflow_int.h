@@ -43,9 +43,16 @@ struct fl_probe {
 	uint32_t slot, gen;
 };
 
+#define FL_RECENT 8 /* calls a thread keeps for a record that comes after later ones */
+
 struct fl_thread {
 	struct kx_ioctl last; /* its last call */
 	uint64_t last_id;     /* that call's id (0: none yet) */
+	/* Its last FL_RECENT calls (last among them), oldest at rhead once full:
+	 * a keyed record that comes after a later call finds its candidate. */
+	struct kx_ioctl recent[FL_RECENT];
+	uint64_t recent_id[FL_RECENT];
+	uint32_t nrecent, rhead;
 	uint64_t used_id;     /* the KVM_RUN its last job was made of (0: none) */
 	struct fl_exit *open; /* its exits waiting, in file order */
 	size_t nopen, cap;
@@ -127,8 +134,8 @@ _Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384
 	"a KVM exit came after a later call of its thread had gone to the device "                 \
 	"timelines " CALLS_HELD
 #define REC_LATE                                                                                   \
-	"a job record came after a later call of its task had gone to the device "                 \
-	"timelines " CALLS_HELD
+	"a job record came after its task's last 8 calls, all begun after it, had gone to the "    \
+	"device timelines " CALLS_HELD
 #define KEYED_LATE                                                                                 \
 	"a device job started before jobs already counted in start order (it stayed open, or "     \
 	"within the window after its DONE, longer than the streamed read's window of 1 s)"
@@ -191,6 +198,9 @@ struct fl_lane {
 int jf_out_of_window(const struct kx_jobflow *f, uint64_t ts, uint64_t ref);
 /* How a job names call e (its id): its start, ns (a whole store's: its index). */
 int64_t jf_call_ref(const struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id);
+/* The last of t's recent calls begun at or before ts, in *e and *id: 1,
+ * or 0 when none of them is (it may have been earlier: not known). */
+int jf_recent_find(const struct fl_thread *t, uint64_t ts, struct kx_ioctl *e, uint64_t *id);
 /* f's figures cannot be exact: why (the first reason kept). */
 void jf_because(struct kx_jobflow *f, const char *why);
 
