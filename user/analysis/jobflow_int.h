@@ -54,6 +54,7 @@ struct fl_thread {
 	uint64_t recent_id[FL_RECENT];
 	uint32_t nrecent, rhead;
 	uint64_t used_id;     /* the KVM_RUN its last job was made of (0: none) */
+	uint64_t resolved_ts; /* ns, the latest of its KVM exits resolved */
 	struct fl_exit *open; /* its exits waiting, in file order */
 	size_t nopen, cap;
 	struct fl_probe *probes; /* its block records still looking at its calls */
@@ -131,8 +132,8 @@ _Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384
 	"(its thread's calls wait in their reorder stage until a later one of it comes, or until " \
 	"a job record the streamed read's window behind, 1 s or 16384 records, is paired)"
 #define KVM_LATE                                                                                   \
-	"a KVM exit came after a later call of its thread had gone to the device "                 \
-	"timelines " CALLS_HELD
+	"a KVM exit came after a later exit of its thread was paired, or after its thread's last " \
+	"8 calls, all begun after it, had gone to the device timelines " CALLS_HELD
 #define REC_LATE                                                                                   \
 	"a job record came after its task's last 8 calls, all begun after it, had gone to the "    \
 	"device timelines " CALLS_HELD

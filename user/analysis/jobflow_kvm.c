@@ -25,6 +25,8 @@ static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct k
  * known (x->cand): jobs.h's KVM rule. */
 static int kvm_resolve(struct kx_jobflow *f, struct fl_thread *t, const struct fl_exit *x)
 {
+	if (x->e.ts > t->resolved_ts)
+		t->resolved_ts = x->e.ts;
 	if (!x->cand_id || !kx_kvm_run_holds(&x->cand, x->e.ts))
 		return kvm_job(f, x, NULL);
 	if (x->cand_id == t->used_id) {
@@ -66,6 +68,21 @@ static int before(const struct kx_job *j, uint64_t seq, const struct fl_exit *x)
 	return j->ts != x->e.ts ? j->ts < x->e.ts : seq < x->seq;
 }
 
+/* KVM exit j (place seq) after a later call of its thread t came: its
+ * candidate is final, the last of t's recent calls begun at or before it,
+ * and it is resolved now if no later exit of t was (the builder's order). */
+static int kvm_late(struct kx_jobflow *f, struct fl_thread *t, const struct kx_job *j, uint64_t seq)
+{
+	struct fl_exit x = {.e = *j, .seq = seq};
+
+	if (j->ts < t->resolved_ts ||
+	    (!jf_recent_find(t, j->ts, &x.cand, &x.cand_id) && t->nrecent == FL_RECENT)) {
+		jf_because(f, KVM_LATE);
+		return 0;
+	}
+	return kvm_resolve(f, t, &x);
+}
+
 /* KVM exit j (place seq): it waits on its thread for the call that holds it. */
 int jf_kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 {
@@ -75,13 +92,8 @@ int jf_kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 
 	if (!t)
 		return -1;
-	/* Its thread's calls entered at or before it must come after it (the
-	 * reorder stage in front lets a call out once a later one of its thread
-	 * came, or a keyed record's pairing needs it). */
-	if (t->last_id && t->last.ts > j->ts) {
-		jf_because(f, KVM_LATE);
-		return 0;
-	}
+	if (t->last_id && t->last.ts > j->ts)
+		return kvm_late(f, t, j, seq);
 	if (f->exits >= f->lim.exits) {
 		jf_because(f, "too many KVM exits waiting for their KVM_RUN");
 		return 0;
