@@ -20,7 +20,10 @@
  * entered at or before the exit is then known, and the job is made when it
  * is a KVM_RUN that holds the exit (a second exit inside one KVM_RUN is a
  * duplicate), else the exit is a job of no KVM_RUN. A thread's exits wait
- * in time order (the builder's: the first inside a KVM_RUN makes its job).
+ * in time order (the builder's: the first inside a KVM_RUN makes its job);
+ * one that comes after a later call of its thread is resolved at once, its
+ * candidate the last of the thread's 8 recent calls (FL_RECENT) begun at
+ * or before it, unless a later exit of the thread was resolved.
  * The thread's calls must come in start order: streamed, a reorder stage
  * in front (analysis/sreport.c: the engine's, analysis/engine.h; the
  * nesting stage's until the first job record, then one of their own that
@@ -68,8 +71,9 @@
  *
  * why says when that cannot be exact, and the report reads the file into
  * memory instead (each a bound: the window, KX_JOBFLOW_WINDOW_NS or a count, or the calls'
- * reorder stage): a wait phase on a job already counted, a KVM exit or a keyed record after a
- * later call of its thread had come (left the calls' reorder stage), a job that starts before jobs
+ * reorder stage): a wait phase on a job already counted, a KVM exit after a later exit of its
+ * thread was resolved, a KVM exit or a keyed record after its thread's last FL_RECENT calls, all
+ * begun after it, had come (left the calls' reorder stage), a job that starts before jobs
  * already swept (later than the heap's window: a long KVM_RUN, a job open while KX_JOBFLOW_HELD
  * later ones completed), a keyed record earlier than one already paired (out of time order beyond
  * the window or KX_JOBFLOW_RECS records), a call that comes after a later record of its task was
