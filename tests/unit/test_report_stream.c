@@ -972,10 +972,9 @@ static void kvm_late(void)
 
 /* Exits of one thread out of time order inside one KVM_RUN: which makes
  * the job is the builder's time order, which the exits waiting for their
- * KVM_RUN keep: streamed, the in-memory report. An exit written after a
- * later call of its thread went to the device timelines (a later KVM_RUN,
- * and the one after it that lets it out of their reorder stage) is a
- * stated reason. */
+ * KVM_RUN keep: streamed, the in-memory report; so is an exit written after
+ * later KVM_RUNs of its thread (found among its last calls). One written
+ * after a later exit of its thread was paired is a stated reason. */
 static void kvm_exits_unordered(void)
 {
 	static struct kx_capinfo ci;
@@ -1008,9 +1007,33 @@ static void kvm_exits_unordered(void)
 		printf("FAIL kvm_exits_unordered: %s\n", why ? why : msg);
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 
+	/* An exit written after two later KVM_RUNs of its thread: its KVM_RUN
+	 * is found among the thread's last calls, streamed. */
+	snprintf(path, sizeof(path), "%s/kvmlast.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	e.ts = 1000;
+	e.dur = 5000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 7000;
+	e.dur = 1000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 9000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 11000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	j.ts = 4000;
+	kx_kxp_add_job(w, &j);
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL kvm_exits_unordered: %s\n", why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+
 	snprintf(path, sizeof(path), "%s/kvmafter.kxp", tmpdir);
 	w = kx_kxp_create(path, &ci, err, sizeof(err));
 	CHECK(w);
+	e.ts = 1000;
+	e.dur = 5000;
 	kx_kxp_add_ioctl(w, &e, NULL);
 	e.ts = 7000;
 	e.dur = 1000;
