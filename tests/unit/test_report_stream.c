@@ -18,24 +18,26 @@
  * overlap stream (the reorder stage nests them in start order). KVM job
  * captures stream with their device timelines paired as the records pass
  * (analysis/jobflow.h: no job record kept), or are read into memory where
- * that cannot be exact (a KVM_RUN longer than its window, exits of a thread
- * out of time order). Block captures stream the same way (records out of
+ * that cannot be exact (a KVM_RUN longer than its window, an exit written
+ * after a later call of its thread went to them; exits of a thread out of
+ * time order stream). Block captures stream the same way (records out of
  * time order within the window, keys closed and forgotten), or are read
  * into memory for a stated reason (a record later than the window, a
  * request open too long, a call later than its task's paired request, a
  * DONE on a key that may have been forgotten, a wait phase on a job
  * counted, too many jobs open); so do xe captures (waiters, fences on a
- * ring whose driver is learnt), with their reasons (an event long after
- * DONE, a wait call later than a job it may hold, one before the first GPU
- * record); a KVM capture beside many GPU wait calls keeps none of them.
- * Captures of the shared fence sources stream, rings whose jobs no call
- * submitted included (past the budget of those waiting for the ring's
- * device, counted on the fallback), unless such a ring links later to
+ * ring whose driver is learnt; a record written after later calls of its
+ * task, found among its last 8), with their reasons (an event long after
+ * DONE, a record after 10 later calls, a wait call later than a job it may hold, one before the
+ * first GPU record); a KVM capture beside many GPU wait calls keeps none of them. Captures of the
+ * shared fence sources stream, rings whose jobs no call submitted included (past the budget of
+ * those waiting for the ring's device, counted on the fallback), unless such a ring links later to
  * another device (a budget reason). Captures with annotation ranges and
  * device jobs (xe jobs, KVM exits) stream with each range row's Device Jobs
- * and Device Time, calls the nesting rule shortens among them too; a call
- * holding others with device jobs, and a range as long as a shortened call
- * of its start, are read into memory for their stated reasons.
+ * and Device Time, calls the nesting rule shortens among them too; so do
+ * calls holding others with device jobs (KVM, xe, block); a range as long
+ * as a shortened call of its start is read into memory for its stated
+ * reason.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -969,7 +971,10 @@ static void kvm_late(void)
 }
 
 /* Exits of one thread out of time order inside one KVM_RUN: which makes
- * the job is the builder's time order, so the file is read into memory. */
+ * the job is the builder's time order, which the exits waiting for their
+ * KVM_RUN keep: streamed, the in-memory report; so is an exit written after
+ * later KVM_RUNs of its thread (found among its last calls). One written
+ * after a later exit of its thread was paired is a stated reason. */
 static void kvm_exits_unordered(void)
 {
 	static struct kx_capinfo ci;
@@ -998,8 +1003,54 @@ static void kvm_exits_unordered(void)
 	kx_kxp_add_job(w, &j);
 	kx_kxp_add_ioctl(w, &e, NULL);
 	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL kvm_exits_unordered: %s\n", why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+
+	/* An exit written after two later KVM_RUNs of its thread: its KVM_RUN
+	 * is found among the thread's last calls, streamed. */
+	snprintf(path, sizeof(path), "%s/kvmlast.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	e.ts = 1000;
+	e.dur = 5000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 7000;
+	e.dur = 1000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 9000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 11000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	j.ts = 4000;
+	kx_kxp_add_job(w, &j);
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL kvm_exits_unordered: %s\n", why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+
+	snprintf(path, sizeof(path), "%s/kvmafter.kxp", tmpdir);
+	w = kx_kxp_create(path, &ci, err, sizeof(err));
+	CHECK(w);
+	e.ts = 1000;
+	e.dur = 5000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 7000;
+	e.dur = 1000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts = 9000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	j.ts = 8500;
+	kx_kxp_add_job(w, &j);
+	e.ts = 11000;
+	kx_kxp_add_ioctl(w, &e, NULL);
+	j.ts = 4000;
+	kx_kxp_add_job(w, &j);
+	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));
-	CHECK(why && strstr(why, "out of time order"));
+	if (!why || !strstr(why, "KVM exit came after a later exit"))
+		printf("FAIL kvm_exits_unordered: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "KVM exit came after a later exit"));
 }
 
 /* ---- block requests ---- */
@@ -1430,6 +1481,54 @@ static void gpu_streamed(void)
 	}
 }
 
+/* A wait call that returned before the first GPU record, the last call of
+ * its thread, with a DONE inside it written late: it waits in the device
+ * timelines' reorder stage until that DONE is paired, so it is kept and is
+ * the job's waiter, streamed. */
+static void waits_held_stream(void)
+{
+	char path[128], msg[512];
+	const char *why;
+	struct blk_list l = {0};
+
+	xe_jobs(&l, 1, 200, 0);
+	xe_call(&l, 100, 1100, 778, XE_WAIT);
+	xe_ev(&l, 1100, 9, 1, 0, KX_JOB_DONE, 5000);
+	snprintf(path, sizeof(path), "%s/xeheld.kxp", tmpdir);
+	CHECK(blk_write(path, &l) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL waits_held_stream: %s\n", why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+}
+
+/* A job record written after later calls of its task (its submitting
+ * call and 2 later ones returned before it was written): its candidate is
+ * found among the task's last 8 calls, streamed, the in-memory report;
+ * after 10 later calls, a stated reason. */
+static void record_after_calls(void)
+{
+	char path[128], msg[512];
+	const char *why;
+
+	for (int later = 2; later <= 10; later += 8) {
+		struct blk_list l = {0};
+
+		xe_jobs(&l, 1, 200, 0);
+		xe_call(&l, 1000, 100, 990, XE_EXEC);
+		for (int k = 0; k < later; k++)
+			xe_call(&l, 2000 + (uint64_t)k * 300, 100, 990, XE_WAIT);
+		xe_ev(&l, 1050, 77, 1, 990, KX_JOB_QUEUE, 9000);
+		xe_ev(&l, 1600, 77, 1, 0, KX_JOB_DONE, 8500);
+		snprintf(path, sizeof(path), "%s/xerecent%d.kxp", tmpdir, later);
+		CHECK(blk_write(path, &l) == 0);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (later < 8 ? why != NULL : !why || !strstr(why, "a job record came after"))
+			printf("FAIL record_after_calls: %d later calls: %s\n", later,
+			       why ? why : "streamed");
+		CHECK(later < 8 ? why == NULL : why && strstr(why, "a job record came after"));
+	}
+}
+
 /* Each case the streamed GPU timelines cannot give exactly: read into memory. */
 static void gpu_reasons(void)
 {
@@ -1456,8 +1555,10 @@ static void gpu_reasons(void)
 			xe_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS + 1000, 9, 2, 0, KX_JOB_DONE, 0);
 			xe_call(&l, 1500, 3 * KX_JOBFLOW_WINDOW_NS, 777, XE_WAIT);
 			break;
-		default: /* a wait returned before any GPU record, a DONE inside it written late */
+		default: /* a wait returned before any GPU record, a DONE inside it written late
+		            (a later call of its thread lets it out of the reorder stage) */
 			xe_call(&l, 100, 1100, 778, XE_WAIT);
+			xe_call(&l, 1300, 100, 778, XE_WAIT);
 			xe_ev(&l, 1100, 9, 1, 0, KX_JOB_DONE, 5000);
 		}
 		snprintf(path, sizeof(path), "%s/xewhy%d.kxp", tmpdir, c);
@@ -2065,26 +2166,27 @@ static void nest_jobs_ranges(void)
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 }
 
-/* A call that holds others of its thread comes after them: with device
- * jobs (linked to each thread's calls as they come) a stated reason, and
- * the same report (the device timelines streamed would link jobs to the
- * holding call). */
+/* A call that holds others of its thread comes after them (KVM exits, xe
+ * jobs, block requests of loop driver calls): streamed, the in-memory report
+ * (the device timelines take each thread's calls in start order from their
+ * reorder stage, so a job links to the call memory links it to). */
 static void nest_held_jobs(void)
 {
 	char path[128], msg[512];
 	const char *why;
 	struct blk_list l = {0};
 
-	for (int kvm = 0; kvm < 2; kvm++) {
-		snprintf(path, sizeof(path), "%s/nesthold%d.kxp", tmpdir, kvm);
-		rd_gen(&l, kvm, 2, 300, 200000);
+	for (int kind = 0; kind < 3; kind++) {
+		snprintf(path, sizeof(path), "%s/nesthold%d.kxp", tmpdir, kind);
+		if (kind < 2)
+			rd_gen(&l, kind, 2, 300, 200000);
+		else
+			blk_requests(&l, 3, 3000, 300000);
 		rd_overlap(&l, 0, 1);
 		CHECK(blk_write(path, &l) == 0);
-		if (!compare(path, &why, msg, sizeof(msg)) || !why ||
-		    !strstr(why, "out of start order"))
-			printf("FAIL nest_held_jobs: kvm %d: %s\n", kvm, why ? why : msg);
-		CHECK(compare(path, &why, msg, sizeof(msg)));
-		CHECK(why && strstr(why, "out of start order"));
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL nest_held_jobs: kind %d: %s\n", kind, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 	}
 }
 
@@ -2146,6 +2248,8 @@ int main(void)
 	RUN(gpu_streamed);
 	RUN(gpu_reasons);
 	RUN(waits_unkept);
+	RUN(waits_held_stream);
+	RUN(record_after_calls);
 	RUN(fences_streamed);
 	RUN(fences_past_budget);
 	RUN(fence_budget);

@@ -87,7 +87,8 @@ int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 		jf_because(
 		        f,
 		        "a wait call came after a GPU job it may have waited for was counted (it "
-		        "began more than the streamed read's window before it returned)");
+		        "came more than the streamed read's window, 1 s or 16384 records, after "
+		        "that job's DONE)");
 	if (f->nwaits >= f->lim.waits) {
 		jf_because(f, "too many wait calls of GPU drivers around the jobs not counted yet");
 		return 0;
