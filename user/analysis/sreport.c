@@ -28,6 +28,7 @@ struct sr_ctx {
 	struct kx_jobflow flow;      /* the device timelines as the records pass */
 	int have_jobs;               /* a job record came (the calls go through flowq from then) */
 	int misplaced;               /* a range left after a shortened call memory puts after it */
+	uint64_t range_cut;          /* calls the ranges' walk cut that the nesting rule did not */
 	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
@@ -244,7 +245,12 @@ static int sr_nest(void *ctx, const struct kx_ioctl *e)
 	/* The ranges walk it with the end the rule gives it, as in memory. */
 	if (kx_nesttrack_ioctl(&c->nest, e, &end, &cut))
 		return -1;
-	return kx_rangewalk_call(c->ranges, e, end, KX_ENGINE_NOREF);
+	if (kx_rangewalk_call(c->ranges, e, end, KX_ENGINE_NOREF))
+		return -1;
+	/* A call spanning a range's end is cut there: memory's timeline adds
+	 * it to its fixes (one fix a call), counted in the warning. */
+	c->range_cut += c->ranges->cut_last && !cut;
+	return 0;
 }
 
 /* An annotation record as it comes: paired (the ranges' handles). */
@@ -369,7 +375,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges) {
 		kx_rangewalk_init(r->ranges);
-		r->ranges->dev_stream = 1;
+		r->ranges->dev_stream = r->ranges->count_cuts = 1;
 	}
 	c.ranges = r->ranges;
 	if (!r->side || !kx_store_samples(r->side) || !r->ranges) {
@@ -387,8 +393,8 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	    (kx_rangewalk_close(r->ranges, r->side, &c.eng) || kx_engine_finish(&c.eng)))
 		sr_oom(&c);
 	r->threads = c.eng.ioctl_threads;
-	r->nest_fixed = c.nest.fixed;
-	r->nest_threads = c.nest.fixed_threads;
+	r->nest_fixed = c.nest.fixed + c.range_cut;
+	r->nest_threads = c.nest.fixed_threads + kx_rangewalk_cut_threads(r->ranges, &c.nest);
 	r->kept = kx_store_ioctl_count(r->side);
 	kx_engine_free(&c.eng);
 	kx_engine_free(&c.flowq);

@@ -63,7 +63,8 @@ struct kx_sreport {
 	struct kx_ctrstats *counters;  /* counters joined to their calls; NULL: none named */
 	const char *in_memory;         /* why the file must be read into memory; NULL: streamed */
 	uint64_t threads;              /* distinct threads whose calls were seen */
-	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream) */
+	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream; those a
+	                                  range's end cut included, as in memory) */
 	uint64_t nest_threads;         /* threads with such calls */
 	uint64_t flow_jobs;            /* device jobs paired as they came (none kept) */
 	size_t flow_held;              /* the most of them held at once (by start) */
