@@ -2227,6 +2227,38 @@ static void nest_jobs_ranges(void)
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 }
 
+/* The inner ranges of rd_gen popped inside the call that submits their
+ * jobs (xe jobs, KVM exits): each such call spans its range's end, cut
+ * there as memory's timeline cuts it; streamed, the in-memory report (the
+ * warning's counts, the ranges' Device Jobs and Device Time). */
+static void cut_jobs_ranges(void)
+{
+	char path[128], msg[512];
+	const char *why;
+	struct blk_list l = {0};
+
+	for (int kvm = 0; kvm < 2; kvm++) {
+		char *m;
+
+		snprintf(path, sizeof(path), "%s/cutdev%d.kxp", tmpdir, kvm);
+		rd_gen(&l, kvm, 3, 2000, 200000);
+		for (size_t i = 0; i < l.n; i++) {
+			struct blk_rec *r = &l.v[i];
+
+			/* pushed at t + 10, the call from t + 100, at least 4 us long */
+			if (r->kind == 2 && r->a.what == KX_ANN_POP && r->a.depth == 2)
+				r->at = r->a.ts = r->a.begin + 2000;
+		}
+		CHECK(blk_write(path, &l) == 0);
+		m = json_in_memory(path);
+		CHECK(m && rd_has_jobs(m) && strstr(m, "shortened to nest in it"));
+		free(m);
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL cut_jobs_ranges: %s: %s\n", path, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+	}
+}
+
 /* A call that holds others of its thread comes after them (KVM exits, xe
  * jobs, block requests of loop driver calls): streamed, the in-memory report
  * (the device timelines take each thread's calls in start order from their
@@ -2319,6 +2351,7 @@ int main(void)
 	RUN(ranges_jobs_stream);
 	RUN(ranges_jobs_reasons);
 	RUN(nest_jobs_ranges);
+	RUN(cut_jobs_ranges);
 	RUN(nest_held_jobs);
 	RUN(nest_range_same_start);
 	{
