@@ -210,8 +210,9 @@ static int compare(const char *path, const char **why, char *msg, size_t len)
 }
 
 /* Every fixture in every layout: the streamed report is the in-memory one,
- * or the file is read into memory. As recorded, and with only its tasks and
- * ioctls, every fixture streams, device timelines and memory rows included. */
+ * and every fixture streams, device timelines and memory rows included
+ * (grouped too: a GPU driver's wait call before the first GPU job record is
+ * kept, amdgpu_new's; before, it was read into memory). */
 static void fixtures(void)
 {
 	static const char *const names[L_COUNT] = {"", " (ioctls)", " (grouped)"};
@@ -246,7 +247,7 @@ static void fixtures(void)
 				printf("FAIL fixtures: %s%s (%s)\n", d->d_name, names[l], msg);
 				kxt_cur_failed = 1;
 			}
-			if (l != L_GROUPED && why) {
+			if (why) {
 				printf("FAIL fixtures: %s%s: not streamed: %s\n", d->d_name,
 				       names[l], why);
 				kxt_cur_failed = 1;
@@ -258,7 +259,8 @@ static void fixtures(void)
 	}
 	closedir(dp);
 	CHECK(nfix >= 8 && njobs >= 7);
-	CHECK(nstreamed[L_RECORDED] == nfix && nstreamed[L_IOCTLS] == nfix);
+	CHECK(nstreamed[L_RECORDED] == nfix && nstreamed[L_IOCTLS] == nfix &&
+	      nstreamed[L_GROUPED] == nfix);
 }
 
 static void generated(void)
@@ -1596,7 +1598,6 @@ static void gpu_reasons(void)
 	static const char *const want[] = {
 	        "after its DONE",
 	        "a wait call came after",
-	        "before the first GPU job record",
 	};
 	char path[128], msg[512];
 	const char *why;
@@ -1611,16 +1612,10 @@ static void gpu_reasons(void)
 			xe_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS, 2, 1, 0, KX_JOB_DONE, 0);
 			xe_ev(&l, 5 * KX_JOBFLOW_WINDOW_NS, 9, 2, 0, KX_JOB_DONE, 0);
 			break;
-		case 1: /* a wait from the start that returns 3 windows on, its jobs counted */
+		default: /* a wait from the start that returns 3 windows on, its jobs counted */
 			xe_ev(&l, 2 * KX_JOBFLOW_WINDOW_NS, 9, 1, 0, KX_JOB_DONE, 0);
 			xe_ev(&l, 3 * KX_JOBFLOW_WINDOW_NS + 1000, 9, 2, 0, KX_JOB_DONE, 0);
 			xe_call(&l, 1500, 3 * KX_JOBFLOW_WINDOW_NS, 777, XE_WAIT);
-			break;
-		default: /* a wait returned before any GPU record, a DONE inside it written late
-		            (a later call of its thread lets it out of the reorder stage) */
-			xe_call(&l, 100, 1100, 778, XE_WAIT);
-			xe_call(&l, 1300, 100, 778, XE_WAIT);
-			xe_ev(&l, 1100, 9, 1, 0, KX_JOB_DONE, 5000);
 		}
 		snprintf(path, sizeof(path), "%s/xewhy%d.kxp", tmpdir, c);
 		CHECK(blk_write(path, &l) == 0);
@@ -1630,9 +1625,39 @@ static void gpu_reasons(void)
 	}
 }
 
-/* A KVM capture beside a GPU application's many wait calls: they are kept
- * only from a GPU job record on, so it streams (before: past
- * KX_JOBFLOW_WAITS kept, read into memory). */
+/* Wait calls of GPU drivers before the first GPU job record are kept, within
+ * the window and KX_JOBFLOW_WAITS: a wait that returned before any GPU
+ * record, a DONE inside it written late (a later call of its thread lets it
+ * out of the reorder stage), is that job's waiter, streamed (before: read
+ * into memory); behind KX_JOBFLOW_WAITS later ones, a DONE inside it is
+ * the wait calls' budget reason. */
+static void waits_before_gpu(void)
+{
+	char path[128], msg[512];
+	const char *why;
+
+	for (int c = 0; c < 2; c++) {
+		struct blk_list l = {0};
+
+		if (!c)
+			xe_jobs(&l, 1, 200, 0);
+		xe_call(&l, 100, 1100, 778, XE_WAIT);
+		xe_call(&l, 1300, 100, 778, XE_WAIT);
+		for (uint64_t i = 0; c && i < KX_JOBFLOW_WAITS; i++)
+			xe_call(&l, 1500 + i * 30, 20, 779, XE_WAIT);
+		xe_ev(&l, 1100, 9, 1, 0, KX_JOB_DONE, c ? 3000000 : 5000);
+		snprintf(path, sizeof(path), "%s/xefirst%d.kxp", tmpdir, c);
+		CHECK(blk_write(path, &l) == 0);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (c ? !why || !strstr(why, "wait calls") : why != NULL)
+			printf("FAIL waits_before_gpu: %d: %s\n", c, why ? why : "streamed");
+		CHECK(c ? why && strstr(why, "wait calls") : !why);
+	}
+}
+
+/* A KVM capture beside a GPU application's many wait calls, no GPU job: the
+ * earliest of them are dropped past KX_JOBFLOW_WAITS (none holds a DONE),
+ * so it streams. */
 static void waits_unkept(void)
 {
 	char path[128], msg[512];
@@ -2341,6 +2366,7 @@ int main(void)
 	RUN(block_reasons);
 	RUN(gpu_streamed);
 	RUN(gpu_reasons);
+	RUN(waits_before_gpu);
 	RUN(waits_unkept);
 	RUN(waits_held_stream);
 	RUN(record_after_calls);

@@ -78,7 +78,8 @@
  * later ones completed), a keyed record earlier than one already paired (out of time order beyond
  * the window or KX_JOBFLOW_RECS records), a call that comes after a later record of its task was
  * paired (the window after it), a wait call that began before the DONE of
- * a GPU job already counted, or that held it before the first GPU record, a DONE on a reused key
+ * a GPU job already counted, a DONE inside a wait call dropped before the first GPU
+ * record (out of the window, or past KX_JOBFLOW_WAITS kept), a DONE on a reused key
  * that may be a forgotten one, an event on a unique key at or below one forgotten, too many open
  * exits, held jobs or wait calls, or a ring whose jobs were counted on its fallback device past
  * the budget of those waiting for it (a memory budget) whose first linked job gives another.
@@ -199,9 +200,10 @@ struct kx_jobflow {
 	uint64_t wlongest;   /* ns, the longest wait kept (since the last drop) */
 	uint64_t waited_max; /* ns, the latest DONE of a GPU job counted (its waiter looked for) */
 	int waited_any;
-	int gpu_seen;         /* a GPU job record came (wait calls are kept from then; a whole
-	                         store's feed sets it first when the store holds one) */
-	uint64_t wait_unkept; /* ns, the latest end of a wait call not kept before it */
+	int gpu_seen;         /* a GPU job record came (before it, wait calls are kept within the
+	                         window and budget; a whole store's feed sets it first when the
+	                         store holds one, and keeps none when it holds none) */
+	uint64_t wait_unkept; /* ns, the latest end of a wait call dropped before it */
 	int oom;
 	/* Set by the caller after init (NULL: none): called for each job counted
 	 * with a submit link and a DONE at or after its start (the jobs whose
