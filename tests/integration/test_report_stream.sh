@@ -124,14 +124,15 @@ if kx 0 record --device loop -o "$TMP/blk.kxp" -- "$WL/loop_workload" -s 16 -p "
 	# at an interrupt's exit: the tracepoint fired, our program recorded
 	# nothing and counted no skip) is counted by the program when the
 	# sector's next request comes (job_done_lost); the pairing shows that
-	# request's QUEUE and RUN as duplicates: two a lost completion.
+	# request's QUEUE and RUN as duplicates. Duplicates have other causes
+	# too (a capture with 6 counted losses had 76, every job there), so
+	# they bound nothing: the jobs and links are checked against the loss.
 	lost=$(jget "$TMP/blk.s.json" '(d["Capture"]["bpf_missed"] + d["Capture"]["job_dropped"] +
 		d["Capture"]["job_done_lost"])')
 	dups=$(jget "$TMP/blk.s.json" 'd["Jobs"]["anomalies"]["duplicate"]')
 	unlinked=$(jget "$TMP/blk.s.json" 'd["Capture"]["dropped"]')
 	[ "$lost$dups$unlinked" = 000 ] ||
 		echo "# blk: counted lost: $lost job events (bpf_missed + job_dropped + job_done_lost), $dups duplicates, $unlinked ioctl records"
-	check blk_duplicates_counted test "$dups" -le $((2 * lost))
 	check blk_jobs test "$(jget "$TMP/blk.s.json" 'd["Jobs"]["devices"]["loop"]["jobs"]')" -ge $((40000 - lost))
 	check blk_linked test "$(jget "$TMP/blk.s.json" 'd["Jobs"]["devices"]["loop"]["linked"]')" \
 		-ge $((40000 - lost - unlinked))

@@ -4,7 +4,8 @@
  * window (a range the longest until its POP gives its length); a record
  * later than the window is late, counted and handed to the late sink; the
  * memory budget, when exceeded, is counted and said; unbounded, everything
- * leaves at the end, sorted.
+ * leaves at the end, sorted; records let out up to a time, and calls
+ * handed to a second stage with their thread's lateness.
  */
 #include "analysis/engine.h"
 #include "kxtest.h"
@@ -493,6 +494,52 @@ static void test_finish_thread(void)
 	kx_engine_free(&e);
 }
 
+/* kx_engine_release lets out every record starting at or before a time,
+ * each thread's in order (what comes after and should precede one let out
+ * is late); kx_engine_hand_calls gives a second engine a copy of the calls
+ * waiting, with each thread's measured lateness, so a call that holds
+ * them and comes within it is put back before them there. */
+static void test_release_and_hand(void)
+{
+	struct kx_engine a, b;
+	struct kx_ioctl c;
+
+	start(&a, 1000000, 0);
+	a.measured = 1;
+	kx_engine_init(&b, 1000000, 0, &a.out);
+	b.measured = 1;
+	c = call(1, 100, 50);
+	CHECK(kx_engine_feed_ioctl(&a, &c, NULL) == 0);
+	c = call(1, 300, 50);
+	CHECK(kx_engine_feed_ioctl(&a, &c, NULL) == 0);
+	c = call(2, 200, 10);
+	CHECK(kx_engine_feed_ioctl(&a, &c, NULL) == 0);
+	CHECK_EQ_U(out.n, 1); /* thread 1's first: a later one came */
+	CHECK(kx_engine_release(&a, 250) == 0);
+	CHECK_EQ_U(out.n, 2);
+	CHECK_EQ_U(out.e[1].ts, 200);
+	c = call(2, 150, 5);
+	CHECK(kx_engine_feed_ioctl(&a, &c, NULL) == 0);
+	CHECK_EQ_U(a.late_ioctls, 1);
+	/* Thread 3 holds a call: its lateness 500 ns, both wait. */
+	c = call(3, 1000, 100);
+	CHECK(kx_engine_feed_ioctl(&a, &c, NULL) == 0);
+	c = call(3, 500, 800);
+	CHECK(kx_engine_feed_ioctl(&a, &c, NULL) == 0);
+	out.n = 0;
+	CHECK(kx_engine_hand_calls(&a, &b) == 0);
+	CHECK_EQ_U(out.n, 0); /* thread 1's 300 and 3's wait in b too */
+	c = call(3, 400, 900);
+	CHECK(kx_engine_feed_ioctl(&b, &c, NULL) == 0);
+	CHECK_EQ_U(b.late_ioctls, 0);
+	CHECK(kx_engine_finish(&b) == 0);
+	CHECK_EQ_U(out.n, 4);
+	CHECK(thread_sorted(3));
+	CHECK_EQ_U(out.e[out.n - 3].ts, 400);
+	kx_engine_free(&a);
+	kx_engine_free(&b);
+}
+
 int main(void)
 {
 	RUN(test_window_orders);
@@ -508,5 +555,6 @@ int main(void)
 	RUN(test_range_hold);
 	RUN(test_unbounded_ranges);
 	RUN(test_finish_thread);
+	RUN(test_release_and_hand);
 	KXT_EXIT();
 }

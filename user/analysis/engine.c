@@ -54,6 +54,7 @@ void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
 	e->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct kx_eng_thread);
 	e->copies = (struct kx_slots)KX_SLOTS_INIT(union kx_eng_copy);
 	e->mem = (struct kx_memacct)KX_MEMACCT_INIT;
+	e->low = UINT64_MAX;
 }
 
 /* Does a come before b in a thread's order? */
@@ -169,6 +170,8 @@ static int insert(struct kx_engine *e, struct kx_eng_thread *t, const struct kx_
 	memmove(t->q + i + 1, t->q + i, (t->n - i) * sizeof(*t->q));
 	t->q[i] = *r;
 	t->n++;
+	if (r->ts < e->low)
+		e->low = r->ts;
 	e->held += rec_bytes(r);
 	if (e->held > e->peak)
 		e->peak = e->held;
@@ -317,6 +320,57 @@ static int finish_thread(struct kx_engine *e, struct kx_eng_thread *t)
 	free(t->q);
 	t->q = NULL;
 	t->cap = 0;
+	return 0;
+}
+
+int kx_engine_release(struct kx_engine *e, uint64_t ts)
+{
+	uint64_t low = UINT64_MAX;
+
+	if (e->failed)
+		return -1;
+	if (ts < e->low)
+		return 0;
+	for (size_t i = 0; i < e->threads.n; i++) {
+		struct kx_eng_thread *t = kx_tidtab_at(&e->threads, i);
+
+		if (t->unsorted)
+			qsort(t->q + t->head, t->n - t->head, sizeof(*t->q), rec_cmp);
+		t->unsorted = 0;
+		while (t->head < t->n && t->q[t->head].ts <= ts)
+			if (leave(e, t))
+				return -1;
+		if (t->head < t->n && t->q[t->head].ts < low)
+			low = t->q[t->head].ts;
+	}
+	e->low = low;
+	return 0;
+}
+
+int kx_engine_hand_calls(struct kx_engine *e, struct kx_engine *to)
+{
+	for (size_t i = 0; i < e->threads.n; i++) {
+		struct kx_eng_thread *t = kx_tidtab_at(&e->threads, i), *d;
+
+		if (t->unsorted)
+			qsort(t->q + t->head, t->n - t->head, sizeof(*t->q), rec_cmp);
+		t->unsorted = 0;
+		for (size_t k = t->head; k < t->n; k++) {
+			const struct kx_eng_rec *r = &t->q[k];
+			const union kx_eng_copy *c;
+
+			if (r->kind != REC_IOCTL || r->span)
+				continue;
+			c = kx_slots_at(&e->copies, r->at);
+			d = kx_tidtab_get(&to->threads, c->e.tid, 1);
+			if (!d)
+				return fail(to);
+			if (t->lag > d->lag)
+				d->lag = t->lag;
+			if (kx_engine_feed_ioctl(to, &c->e, NULL))
+				return -1;
+		}
+	}
 	return 0;
 }
 

@@ -116,6 +116,7 @@ struct kx_engine {
 	uint64_t ioctl_threads;   /* distinct threads whose calls were fed */
 	struct kx_memacct mem;    /* the memory accounting of the calls fed */
 	int last_mem;             /* the last call fed is one memory accounting counts */
+	uint64_t low;             /* ns, no waiting record starts before it (kx_engine_release) */
 	int failed;               /* a sink or the engine ran out of memory */
 };
 
@@ -136,6 +137,14 @@ int kx_engine_feed_ann(struct kx_engine *e, const struct kx_ann *a, const char *
 /* Range ref of thread tid is len ns long (one its POP did not end: where
  * its thread ended): waiting, it moves to its place; gone, nothing. */
 void kx_engine_range_end(struct kx_engine *e, uint32_t tid, uint32_t ref, uint64_t len);
+/* Every waiting record that starts at or before ts out, each thread's in
+ * order (a later stage needs all of them now: a record that comes after
+ * and should precede one let out is late). 0, or -1 when out of memory. */
+int kx_engine_release(struct kx_engine *e, uint64_t ts);
+/* A copy of every call waiting in e (each thread's in order) fed to to,
+ * each thread's measured lateness with them (a later stage that took e's
+ * calls takes them from to from now on). 0, or -1 when out of memory. */
+int kx_engine_hand_calls(struct kx_engine *e, struct kx_engine *to);
 /* Every waiting record out, each thread's in order. 0, or -1 when out of memory. */
 int kx_engine_finish(struct kx_engine *e);
 /* Thread tid's waiting records out, in order, as kx_engine_finish lets

@@ -21,6 +21,33 @@ int jf_out_of_window(const struct kx_jobflow *f, uint64_t ts, uint64_t ref)
 	return ref > ts && ref - ts > f->lim.window_ns;
 }
 
+int jf_recent_find(const struct fl_thread *t, uint64_t ts, struct kx_ioctl *e, uint64_t *id)
+{
+	for (uint32_t k = t->nrecent; k > 0; k--) {
+		uint32_t i = (t->rhead + k - 1) % FL_RECENT;
+
+		if (t->recent[i].ts <= ts) {
+			*e = t->recent[i];
+			*id = t->recent_id[i];
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Call e (id) is now t's last. */
+static void recent_add(struct fl_thread *t, const struct kx_ioctl *e, uint64_t id)
+{
+	uint32_t i = (t->rhead + t->nrecent) % FL_RECENT;
+
+	if (t->nrecent == FL_RECENT)
+		t->rhead = (t->rhead + 1) % FL_RECENT;
+	else
+		t->nrecent++;
+	t->recent[i] = *e;
+	t->recent_id[i] = id;
+}
+
 int64_t jf_call_ref(const struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 {
 	return f->whole ? (int64_t)(id - 1) : (int64_t)e->ts;
@@ -87,14 +114,16 @@ static int feed_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id
 		return -1;
 	if (t->forced_at && e->ts <= t->forced_at)
 		jf_because(f,
-		           "a call came after a later block record of its task was paired (it "
-		           "began more than the streamed read's window before the latest record)");
+		           "a call came after a later job record of its task was paired (it came "
+		           "more than the streamed read's window, 1 s or 16384 records, after "
+		           "that record)");
 	if (t->nprobes)
 		jf_probe_call(f, t, e, id);
 	if (jf_wait_call(f, e, id))
 		return -1;
 	t->last = *e;
 	t->last_id = id;
+	recent_add(t, e, id);
 	return 0;
 }
 

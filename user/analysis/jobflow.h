@@ -19,9 +19,18 @@
  * thread that started after it comes (or the end): the thread's last call
  * entered at or before the exit is then known, and the job is made when it
  * is a KVM_RUN that holds the exit (a second exit inside one KVM_RUN is a
- * duplicate), else the exit is a job of no KVM_RUN. The thread's calls must
- * come in start order (a recorder writes them at their return, so a thread
- * that does not nest them gives them so). Made jobs wait in a heap by start
+ * duplicate), else the exit is a job of no KVM_RUN. A thread's exits wait
+ * in time order (the builder's: the first inside a KVM_RUN makes its job);
+ * one that comes after a later call of its thread is resolved at once, its
+ * candidate the last of the thread's 8 recent calls (FL_RECENT) begun at
+ * or before it, unless a later exit of the thread was resolved.
+ * The thread's calls must come in start order: streamed, a reorder stage
+ * in front (analysis/sreport.c: the engine's, analysis/engine.h; the
+ * nesting stage's until the first job record, then one of their own that
+ * takes the calls waiting there, kx_engine_hand_calls) gives them so, a
+ * call that holds others (written at its return, after them) put back
+ * before them, and lets every call begun at or before a keyed record out
+ * before the record is paired (calls_upto). Made jobs wait in a heap by start
  * (KX_JOBFLOW_WINDOW_NS behind the latest time seen, at most
  * KX_JOBFLOW_HELD of them), then pass in start order through the sweeps
  * that need it: lanes (heaps of the ring's lanes by their last job's end
@@ -38,42 +47,39 @@
  * as it comes: the task's last call entered at or before it is the
  * candidate until a later call of the task comes, or until the record is
  * paired (the task's calls entered at or before it must have come by
- * then). A block request is counted at its DONE; a GPU job is held until
- * its key is forgotten (a later event of another source may still rename
- * it; the wait calls that hold its DONE return meanwhile: its waiter is
- * the best of the GPU wait calls kept, those that may hold a DONE to
- * come); a job never done is counted at the end (incomplete). Counted
- * jobs are held for the sweeps in start order; a sweep waits for the
- * earliest job not counted. A closed key is remembered while it is among
- * the last KX_JOBFLOW_CLOSED closed and closed within KX_JOBFLOW_WINDOW_NS
- * of the latest record paired, then forgotten: a reused key (block
- * sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is a
- * duplicate), a unique key as the top seqno forgotten of its context.
- * A GPU job of a shared fence source that names no driver (gpu_scheduler,
- * dma_fence) and has no submitting call is on the device of its ring's
- * first linked job: once counted it waits in its open slot (holding the
- * sweeps back) until that job is counted and no linked job made before it
- * is still held, then is counted on its device; at the end a ring that
- * never linked has the fallback device (the only GPU driver traced, else
- * one named after the source), as in kx_jobs_build. Past the budget (more
- * than KX_JOBFLOW_PENDING waiting, KX_JOBFLOW_HELD counted behind one, or
- * KX_JOBFLOW_WAITS wait calls kept for them) the jobs waiting are counted
- * on their ring's fallback device, and that ring's later unlinked jobs at
- * once: exact when the ring never links (a kernel-only ring, such as
- * amdgpu's sdma page-table updates) or its first linked job gives that
- * device (the only GPU traced); checked once the ring's driver is final.
- * Memory: the records waiting (184 bytes each), the jobs held or waiting
- * (160 bytes), the keys remembered, the wait calls kept and the rings, not
- * the jobs.
+ * then); one that comes after a later call of its task takes the last of
+ * the task's 8 recent calls (FL_RECENT) begun at or before it. A block request is counted at its
+ * DONE; a GPU job is held until its key is forgotten (a later event of another source may still
+ * rename it; the wait calls that hold its DONE return meanwhile: its waiter is the best of the GPU
+ * wait calls kept, those that may hold a DONE to come); a job never done is counted at the end
+ * (incomplete). Counted jobs are held for the sweeps in start order; a sweep waits for the earliest
+ * job not counted. A closed key is remembered while it is among the last KX_JOBFLOW_CLOSED closed
+ * and closed within KX_JOBFLOW_WINDOW_NS of the latest record paired, then forgotten: a reused key
+ * (block sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is a duplicate), a unique key
+ * as the top seqno forgotten of its context. A GPU job of a shared fence source that names no
+ * driver (gpu_scheduler, dma_fence) and has no submitting call is on the device of its ring's first
+ * linked job: once counted it waits in its open slot (holding the sweeps back) until that job is
+ * counted and no linked job made before it is still held, then is counted on its device; at the end
+ * a ring that never linked has the fallback device (the only GPU driver traced, else one named
+ * after the source), as in kx_jobs_build. Past the budget (more than KX_JOBFLOW_PENDING waiting,
+ * KX_JOBFLOW_HELD counted behind one, or KX_JOBFLOW_WAITS wait calls kept for them) the jobs
+ * waiting are counted on their ring's fallback device, and that ring's later unlinked jobs at once:
+ * exact when the ring never links (a kernel-only ring, such as amdgpu's sdma page-table updates) or
+ * its first linked job gives that device (the only GPU traced); checked once the ring's driver is
+ * final. Memory: the records waiting (184 bytes each), the jobs held or waiting (160 bytes), the
+ * keys remembered, the wait calls kept and the rings, not the jobs.
  *
  * why says when that cannot be exact, and the report reads the file into
- * memory instead: a wait phase on a job already counted, a KVM exit after a later call of its
- * thread or before an earlier-timed exit of it, a job that starts before jobs already swept (later
- * than the heap's window: a long KVM_RUN, a job open while KX_JOBFLOW_HELD later ones completed), a
- * keyed record earlier than one already paired (out of time order beyond the window), a keyed
- * record after a later call of its task, a call that comes after a later
- * record of its task was paired, a wait call that began before the DONE of
- * a GPU job already counted, or that held it before the first GPU record, a DONE on a reused key
+ * memory instead (each a bound: the window, KX_JOBFLOW_WINDOW_NS or a count, or the calls'
+ * reorder stage): a wait phase on a job already counted, a KVM exit after a later exit of its
+ * thread was resolved, a KVM exit or a keyed record after its thread's last FL_RECENT calls, all
+ * begun after it, had come (left the calls' reorder stage), a job that starts before jobs
+ * already swept (later than the heap's window: a long KVM_RUN, a job open while KX_JOBFLOW_HELD
+ * later ones completed), a keyed record earlier than one already paired (out of time order beyond
+ * the window or KX_JOBFLOW_RECS records), a call that comes after a later record of its task was
+ * paired (the window after it), a wait call that began before the DONE of
+ * a GPU job already counted, a DONE inside a wait call dropped before the first GPU
+ * record (out of the window, or past KX_JOBFLOW_WAITS kept), a DONE on a reused key
  * that may be a forgotten one, an event on a unique key at or below one forgotten, too many open
  * exits, held jobs or wait calls, or a ring whose jobs were counted on its fallback device past
  * the budget of those waiting for it (a memory budget) whose first linked job gives another.
@@ -194,9 +200,10 @@ struct kx_jobflow {
 	uint64_t wlongest;   /* ns, the longest wait kept (since the last drop) */
 	uint64_t waited_max; /* ns, the latest DONE of a GPU job counted (its waiter looked for) */
 	int waited_any;
-	int gpu_seen;         /* a GPU job record came (wait calls are kept from then; a whole
-	                         store's feed sets it first when the store holds one) */
-	uint64_t wait_unkept; /* ns, the latest end of a wait call not kept before it */
+	int gpu_seen;         /* a GPU job record came (before it, wait calls are kept within the
+	                         window and budget; a whole store's feed sets it first when the
+	                         store holds one, and keeps none when it holds none) */
+	uint64_t wait_unkept; /* ns, the latest end of a wait call dropped before it */
 	int oom;
 	/* Set by the caller after init (NULL: none): called for each job counted
 	 * with a submit link and a DONE at or after its start (the jobs whose
@@ -206,6 +213,15 @@ struct kx_jobflow {
 	 * DONE - start). 0, or -1 when out of memory. */
 	int (*on_linked)(void *ctx, uint32_t tid, uint64_t call_ts, uint64_t dev_ns);
 	void *linked_ctx;
+	/* Set by the caller after init (NULL: none): a reorder stage in front of
+	 * the calls (each thread's in start order, held a while). Before a keyed
+	 * record of time ts is paired, every call that began at or before ts
+	 * must come (the stage lets them out): its task's calls give its submit
+	 * link, and every thread's wait calls its waiter. 0, or -1 when out of
+	 * memory. */
+	int (*calls_upto)(void *ctx, uint64_t ts);
+	void *calls_ctx;
+	uint64_t calls_to; /* ns, the latest ts calls_upto was called with */
 };
 
 /* f streaming the records of a capture whose header is ci (kept: device

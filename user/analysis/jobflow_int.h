@@ -43,11 +43,18 @@ struct fl_probe {
 	uint32_t slot, gen;
 };
 
+#define FL_RECENT 8 /* calls a thread keeps for a record that comes after later ones */
+
 struct fl_thread {
 	struct kx_ioctl last; /* its last call */
 	uint64_t last_id;     /* that call's id (0: none yet) */
+	/* Its last FL_RECENT calls (last among them), oldest at rhead once full:
+	 * a keyed record that comes after a later call finds its candidate. */
+	struct kx_ioctl recent[FL_RECENT];
+	uint64_t recent_id[FL_RECENT];
+	uint32_t nrecent, rhead;
 	uint64_t used_id;     /* the KVM_RUN its last job was made of (0: none) */
-	uint64_t exit_ts;     /* ns, its latest KVM exit so far */
+	uint64_t resolved_ts; /* ns, the latest of its KVM exits resolved */
 	struct fl_exit *open; /* its exits waiting, in file order */
 	size_t nopen, cap;
 	struct fl_probe *probes; /* its block records still looking at its calls */
@@ -116,9 +123,23 @@ struct kx_jobflow_wait {
 	uint8_t drv;
 };
 
+/* The bounds the reasons below state (their text says them). */
+_Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384 &&
+                       KX_JOBFLOW_HELD == 16384 && KX_JOBFLOW_WAITS == 65536,
+               "the reasons' text states the window (1 s) and counts (16384, 65536)");
+/* How long a thread's calls wait in the reorder stage in front (jobflow.h's calls_upto). */
+#define CALLS_HELD                                                                                 \
+	"(its thread's calls wait in their reorder stage until a later one of it comes, or until " \
+	"a job record the streamed read's window behind, 1 s or 16384 records, is paired)"
+#define KVM_LATE                                                                                   \
+	"a KVM exit came after a later exit of its thread was paired, or after its thread's last " \
+	"8 calls, all begun after it, had gone to the device timelines " CALLS_HELD
+#define REC_LATE                                                                                   \
+	"a job record came after its task's last 8 calls, all begun after it, had gone to the "    \
+	"device timelines " CALLS_HELD
 #define KEYED_LATE                                                                                 \
 	"a device job started before jobs already counted in start order (it stayed open, or "     \
-	"within the window after its DONE, longer than the streamed read's window)"
+	"within the window after its DONE, longer than the streamed read's window of 1 s)"
 #define PEND_BUDGET                                                                                \
 	"GPU jobs of a shared fence source waited for the first linked job of their ring (it "     \
 	"gives their device) past the streamed read's memory budget (16384 jobs held or 65536 "    \
@@ -178,6 +199,9 @@ struct fl_lane {
 int jf_out_of_window(const struct kx_jobflow *f, uint64_t ts, uint64_t ref);
 /* How a job names call e (its id): its start, ns (a whole store's: its index). */
 int64_t jf_call_ref(const struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id);
+/* The last of t's recent calls begun at or before ts, in *e and *id: 1,
+ * or 0 when none of them is (it may have been earlier: not known). */
+int jf_recent_find(const struct fl_thread *t, uint64_t ts, struct kx_ioctl *e, uint64_t *id);
 /* f's figures cannot be exact: why (the first reason kept). */
 void jf_because(struct kx_jobflow *f, const char *why);
 

@@ -257,6 +257,12 @@ int jf_recs_release(struct kx_jobflow *f, int all)
 
 		if (!all && f->recq.n <= f->lim.recs && !jf_out_of_window(f, top->ts, f->now))
 			return 0;
+		if (f->calls_upto && top->ts >= f->calls_to) {
+			f->calls_to = top->ts + 1;
+			if (f->calls_upto(f->calls_ctx, top->ts))
+				return -1;
+			continue; /* the calls let out may have moved the time on */
+		}
 		recq_pop(&f->recq, &ref);
 		r = *(struct fl_rec *)kx_slots_at(&f->recs, ref.slot);
 		((struct fl_rec *)kx_slots_at(&f->recs, ref.slot))->gen = 0;
@@ -275,9 +281,11 @@ int jf_recs_release(struct kx_jobflow *f, int all)
 }
 
 /* The task of record j in *t when j names its submitter (NULL when not),
- * with room for one more probe. 0, 1 when j is not taken (f->why set), or
- * -1 when out of memory. */
-static int rec_task(struct kx_jobflow *f, const struct kx_job *j, struct fl_thread **t)
+ * with room for one more probe. 0, 1 when j is not taken (f->why set), 2
+ * when a later call of the task came already (its candidate is final:
+ * found among the task's recent calls, in r), or -1 when out of memory. */
+static int rec_task(struct kx_jobflow *f, const struct kx_job *j, struct fl_thread **t,
+                    struct fl_rec *r)
 {
 	*t = NULL;
 	if (!kx_job_names_submitter(j))
@@ -286,7 +294,10 @@ static int rec_task(struct kx_jobflow *f, const struct kx_job *j, struct fl_thre
 	if (!*t || jf_probe_room(f, *t))
 		return -1;
 	if ((*t)->last_id && (*t)->last.ts > j->ts) {
-		jf_because(f, "a job record came after a later call of its task");
+		if (jf_recent_find(*t, j->ts, &r->cand, &r->cand_id) ||
+		    (*t)->nrecent < FL_RECENT) /* none of them earlier: the task had none */
+			return 2;
+		jf_because(f, REC_LATE);
 		return 1;
 	}
 	return 0;
@@ -295,7 +306,7 @@ static int rec_task(struct kx_jobflow *f, const struct kx_job *j, struct fl_thre
 /* A keyed job record (QUEUE, RUN, DONE, a wait phase) of place seq, in file order. */
 int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 {
-	struct fl_rec *r;
+	struct fl_rec *r, early = {0};
 	struct fl_thread *t;
 	long slot;
 	int taken;
@@ -303,11 +314,11 @@ int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 	f->gpu_seen |= kx_job_src_gpu(j->src);
 	if (j->ts < f->rel_ts) {
 		jf_because(f, "device job records came out of time order by more than the streamed "
-		              "read's window");
+		              "read's window (1 s, or 16384 records waiting)");
 		return 0;
 	}
-	taken = rec_task(f, j, &t);
-	if (taken)
+	taken = rec_task(f, j, &t, &early);
+	if (taken < 0 || taken == 1)
 		return taken < 0 ? -1 : 0;
 	slot = kx_slots_get(&f->recs);
 	if (slot < 0)
@@ -316,8 +327,13 @@ int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 	r->e = *j;
 	r->seq = seq;
 	r->gen = new_gen(f);
-	if (t)
+	if (taken == 2) { /* its candidate known: it looks no more */
+		r->cand = early.cand;
+		r->cand_id = early.cand_id;
+		r->looking = 0;
+	} else if (t) {
 		jf_probe_add(t, r, (uint32_t)slot);
+	}
 	if (recq_push(&f->recq, &(struct fl_recref){j->ts, seq, (uint32_t)slot, r->gen}))
 		return -1;
 	if (f->recq.n > f->peak_recs)

@@ -3,6 +3,8 @@
  * calls of GPU drivers kept while a DONE to come may fall inside them (by
  * start), and the best of them for a GPU job counted.
  */
+#include <string.h>
+
 #include "analysis/jobflow.h"
 #include "analysis/jobflow_int.h"
 #include "util/grow.h"
@@ -21,10 +23,28 @@ static uint64_t waits_low(const struct kx_jobflow *f)
 	return low;
 }
 
-/* The waits that cannot hold a DONE to come dropped (their order kept). */
+/* Before the first GPU job record (no job counted yet to bound them), the
+ * latest time a wait must end by to be kept: the streamed read's window
+ * behind the latest time seen (one held past it is dropped, f->wait_unkept). */
+static uint64_t waits_early(const struct kx_jobflow *f)
+{
+	if (f->gpu_seen || f->now <= f->lim.window_ns)
+		return 0;
+	return f->now - f->lim.window_ns;
+}
+
+/* w dropped before it can be ruled out: a DONE to come inside it is told. */
+static void wait_unkeep(struct kx_jobflow *f, const struct kx_jobflow_wait *w)
+{
+	if (w->end > f->wait_unkept)
+		f->wait_unkept = w->end;
+}
+
+/* The waits that cannot hold a DONE to come dropped (their order kept), and
+ * before the first GPU job record those out of its window (told). */
 static void waits_prune(struct kx_jobflow *f)
 {
-	uint64_t low = waits_low(f);
+	uint64_t low = waits_low(f), early = waits_early(f);
 	size_t keep = 0;
 
 	f->wlongest = 0;
@@ -33,12 +53,28 @@ static void waits_prune(struct kx_jobflow *f)
 
 		if (w->end < low)
 			continue;
+		if (w->end < early) {
+			wait_unkeep(f, w);
+			continue;
+		}
 		if (w->end - w->ts > f->wlongest)
 			f->wlongest = w->end - w->ts;
 		f->waits[keep++] = *w;
 	}
 	f->nwaits = keep;
 	f->wprune = keep * 2 > 1024 ? keep * 2 : 1024;
+}
+
+/* Before the first GPU job record, past the budget: the earlier half by
+ * start dropped (told). */
+static void waits_halve(struct kx_jobflow *f)
+{
+	size_t half = f->nwaits / 2;
+
+	for (size_t i = 0; i < half; i++)
+		wait_unkeep(f, &f->waits[i]);
+	memmove(f->waits, f->waits + half, (f->nwaits - half) * sizeof(*f->waits));
+	f->nwaits -= half;
 }
 
 /* w inserted by start (the calls come nearly so: from the back). */
@@ -57,7 +93,9 @@ static void waits_insert(struct kx_jobflow *f, const struct kx_jobflow_wait *w)
 
 /* A GPU driver's wait call e (id): kept while a job may end inside it. Those
  * that cannot any more are dropped now and then (a wait kept longer is
- * never a waiter: it returned before every DONE to come). */
+ * never a waiter: it returned before every DONE to come). Before the first
+ * GPU job record they are kept within the window and the budget (a DONE
+ * inside one dropped is told); a whole store without GPU jobs keeps none. */
 int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 {
 	int wait = 0;
@@ -66,12 +104,8 @@ int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 		return kx_drv_gpu(e->drv) ? -1 : 0;
 	if (!wait)
 		return 0;
-	/* None kept before a GPU job record: a job ending inside one is told. */
-	if (!f->gpu_seen) {
-		if (kx_ioctl_end(e) > f->wait_unkept)
-			f->wait_unkept = kx_ioctl_end(e);
+	if (!f->gpu_seen && f->whole)
 		return 0;
-	}
 	if (f->nwaits >= f->wprune || f->nwaits >= f->lim.waits)
 		waits_prune(f);
 	/* Past the budget, the jobs waiting for their ring's driver are counted
@@ -87,7 +121,10 @@ int jf_wait_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 		jf_because(
 		        f,
 		        "a wait call came after a GPU job it may have waited for was counted (it "
-		        "began more than the streamed read's window before it returned)");
+		        "came more than the streamed read's window, 1 s or 16384 records, after "
+		        "that job's DONE)");
+	if (f->nwaits >= f->lim.waits && !f->gpu_seen)
+		waits_halve(f);
 	if (f->nwaits >= f->lim.waits) {
 		jf_because(f, "too many wait calls of GPU drivers around the jobs not counted yet");
 		return 0;
@@ -122,9 +159,10 @@ void jf_find_waiter(struct kx_jobflow *f, struct kx_tjob *t, const struct kx_job
 	if (t->r.waiter_tid || !done || !kx_job_src_gpu(t->r.src))
 		return;
 	if (done <= f->wait_unkept)
-		jf_because(f,
-		           "a GPU driver's wait call came before the first GPU job record (it may "
-		           "hold a job's DONE)");
+		jf_because(f, "a GPU job's DONE may fall inside a GPU driver's wait call dropped "
+		              "before the first GPU job record (past 65536 wait calls kept, or "
+		              "returned more than the streamed read's window, 1 s, before the "
+		              "latest call)");
 	if (!f->waited_any || done > f->waited_max)
 		f->waited_max = done;
 	f->waited_any = 1;

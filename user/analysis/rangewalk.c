@@ -67,6 +67,7 @@ struct line {
 	uint64_t
 	        early_hi; /* ns, the start of its last call walked inside ranges before jobs came */
 	int called;
+	int cut; /* the walk cut a call of it to nest */
 };
 
 _Static_assert(sizeof(struct kx_rt_open) + sizeof(uint32_t) + 8 <=
@@ -272,14 +273,18 @@ struct item {
 	uint32_t rec, pos;
 };
 
-/* A call the rule cuts to end: listed (kept cuts), else a reason when a
- * range cut it (by_range; one cut by a call of its thread is the nesting
- * rule's among calls, which the stream applies itself: analysis/nesttrack.h).
- * 0, or -1 when out of memory. */
-static int cut(struct kx_rangewalk *w, const struct item *it, uint64_t end, int by_range)
+/* A call of l the rule cuts to end: listed (kept cuts), else noted for
+ * the caller (cut_last, count_cuts) or a reason when a range cut it
+ * (by_range; one cut by a call of its thread is the nesting rule's among
+ * calls, which the stream applies itself: analysis/nesttrack.h, or follows
+ * a range's cut of that call). 0, or -1 when out of memory. */
+static int cut(struct kx_rangewalk *w, struct line *l, const struct item *it, uint64_t end,
+               int by_range)
 {
+	w->cut_last = 1;
+	l->cut = 1;
 	if (!w->keep_cuts) {
-		if (by_range)
+		if (by_range && !w->count_cuts)
 			because(w, CUT);
 		return 0;
 	}
@@ -385,7 +390,7 @@ static int walk_item(struct kx_rangewalk *w, struct line *l, const struct item *
 	parent = l->depth ? l->stack[l->depth - 1].end : UINT64_MAX;
 	if (it->rec == NONE) {
 		eff = it->end;
-		if (eff > parent && cut(w, it, parent, l->stack[l->depth - 1].rec != NONE))
+		if (eff > parent && cut(w, l, it, parent, l->stack[l->depth - 1].rec != NONE))
 			return -1;
 		eff = eff > parent ? parent : eff;
 		attribute(w, l, it->pos);
@@ -547,6 +552,7 @@ int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t
 {
 	struct line *l = line_of(w, e->tid);
 
+	w->cut_last = 0;
 	if (!l || walk_item(w, l, &(struct item){e->ts, end_ns, NONE, pos}))
 		return -1;
 	l->last_call = e->ts;
@@ -877,6 +883,20 @@ void kx_rangewalk_counts(const struct kx_rangewalk *w, struct kx_ranges *rg)
 	rg->anom = w->anom;
 	rg->events = w->events;
 	rg->found = w->found;
+}
+
+uint64_t kx_rangewalk_cut_threads(const struct kx_rangewalk *w, const struct kx_nesttrack *n)
+{
+	uint64_t k = 0;
+
+	for (size_t i = 0; i < w->track.threads.n; i++) {
+		struct kx_rt_thread *th = kx_tidtab_at(&w->track.threads, i);
+		const struct line *l = kx_rt_tdata(th);
+		const struct kx_nest_thread *t = kx_tidtab_find(&n->threads, th->tid);
+
+		k += l->cut && !(t && t->fixed);
+	}
+	return k;
 }
 
 void kx_rangewalk_free(struct kx_rangewalk *w)

@@ -33,9 +33,12 @@
  *     its end and ended before what was walked inside it, or out of the
  *     rule's order with what was walked after it at its start;
  *   - names past the store's limit (the windowed conversion's out);
- *   - a call that a range's end cuts, streamed (the calls' timeline keeps
- *     the cuts: a call of a thread spanning a pop of the same thread); in
- *     memory it joins the timeline's fixes (keep_cuts);
+ *   - a call that a range's end cuts, in the windowed conversion (the
+ *     calls' timeline keeps the cuts: a call of a thread spanning a pop of
+ *     the same thread); in memory it joins the timeline's fixes
+ *     (keep_cuts), and the streamed report counts it as the timeline
+ *     counts its fixes (count_cuts: cut_last after each call, and
+ *     kx_rangewalk_cut_threads);
  *   - streamed with device jobs (dev_stream), a job of a call let go past
  *     dc_budget, of a call walked inside ranges before the first job
  *     record came (dev_jobs), of a call inside more than 8 ranges, or of
@@ -63,6 +66,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/nesttrack.h"
 #include "analysis/range_ends.h"
 #include "analysis/ranges.h"
 #include "analysis/rangetrack.h"
@@ -105,6 +109,10 @@ struct kx_rangewalk {
 	int closed;             /* the ranges left open were closed (kx_rangewalk_close) */
 	struct kx_tl_fix *cuts; /* pos: the call's (kx_rangewalk_call), dur: its cut length */
 	size_t ncuts, cuts_cap;
+	/* Set by the streamed report: a call the walk cuts is no reason; the
+	 * caller counts it (cut_last: the walk cut the call just walked). */
+	int count_cuts;
+	int cut_last;
 	/* The device time and jobs of the call at pos (NULL: none). */
 	uint64_t (*dev)(void *ctx, uint32_t pos, uint64_t *jobs);
 	void *dev_ctx;
@@ -170,6 +178,10 @@ int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uin
 /* No job counted from now on starts before swept_ns (jobflow's sweeps):
  * the calls that ended more than the link window before it are forgotten. */
 void kx_rangewalk_dev_forget(struct kx_rangewalk *w, uint64_t swept_ns);
+/* The threads some call of which the walk cut while n's rule shortened
+ * none of theirs: with n's fixed_threads, the timeline's count of threads
+ * with a call shortened (kx_timeline_add_fixes of the cuts, in memory). */
+uint64_t kx_rangewalk_cut_threads(const struct kx_rangewalk *w, const struct kx_nesttrack *n);
 /* The counts of the ranges for an analysis made without them (rg's rows empty). */
 void kx_rangewalk_counts(const struct kx_rangewalk *w, struct kx_ranges *rg);
 void kx_rangewalk_free(struct kx_rangewalk *w);

@@ -21,12 +21,14 @@ struct sr_ctx {
 	struct kx_sreport *r;
 	struct kx_stats_acc acc;
 	struct kx_engine eng;        /* each thread's calls in start order, to nest */
+	struct kx_engine flowq;      /* the same, to the device timelines */
 	struct kx_nesttrack nest;    /* the nesting rule on them */
 	struct kx_rangewalk *ranges; /* the annotation ranges (r->ranges) */
 	struct kx_ctrjoin *ctr;      /* the counters joined to their calls, NULL: none named */
 	struct kx_jobflow flow;      /* the device timelines as the records pass */
-	int have_jobs;               /* a job record came */
+	int have_jobs;               /* a job record came (the calls go through flowq from then) */
 	int misplaced;               /* a range left after a shortened call memory puts after it */
+	uint64_t range_cut;          /* calls the ranges' walk cut that the nesting rule did not */
 	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
@@ -34,21 +36,22 @@ struct sr_ctx {
 
 /* Why nesting the calls on the stream does not give the report exactly:
  * calls later than the reorder window (a call after a later one of its
- * thread had left it), its memory exceeded, calls of a thread out of start
- * order with device jobs, or an annotation range that starts with a call
- * the rule shortened and memory orders before it (nesttrack.h); NULL: it
- * does. The calls the rule shortens go on with their shortened ends, as in
+ * thread had left it), its memory exceeded, a call that came after the
+ * device timelines took a later call of its thread (to pair a job record
+ * their window behind), or an annotation range that starts with a call the
+ * rule shortened and memory orders before it (nesttrack.h); NULL: it does.
+ * The calls the rule shortens go on with their shortened ends, as in
  * memory. */
 static const char *nest_why(const struct sr_ctx *c)
 {
 	if (c->eng.late_ioctls)
 		return KX_NESTTRACK_LATE;
-	if (c->eng.forced)
+	if (c->eng.forced || c->flowq.forced)
 		return "calls of one thread overlap past the reorder window's memory budget";
-	if (c->nest.unordered && c->have_jobs)
-		return "calls of one thread came out of start order (one holding others), with "
-		       "device jobs (the device timelines link jobs to each thread's calls as "
-		       "they come)";
+	if (c->flowq.late_ioctls && c->have_jobs)
+		return "a call came after the device timelines took a later call of its thread "
+		       "(they take every call begun before a job record they pair, 1 s or "
+		       "16384 job records behind the latest)";
 	if (c->misplaced)
 		return KX_NESTTRACK_MISPLACED;
 	return NULL;
@@ -123,12 +126,34 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	 * refusal by the store's budget is counted by the store). */
 	if (c->eng.last_mem)
 		kx_store_add_ioctl(c->r->side, e, arg);
-	if (kx_jobflow_ioctl(&c->flow, e)) {
+	/* Until the first job record the device timelines take the calls out
+	 * of eng (sr_nest): a capture without jobs pays for no second stage. */
+	if (c->have_jobs && kx_engine_feed_ioctl(&c->flowq, e, NULL)) {
 		sr_oom(c);
 		return;
 	}
-	sr_forget(c);
 	sr_checked(c);
+}
+
+/* A call out of the device timelines' reorder stage, its thread's in start
+ * order. */
+static int sr_flow_call(void *ctx, const struct kx_ioctl *e)
+{
+	struct sr_ctx *c = ctx;
+
+	if (kx_jobflow_ioctl(&c->flow, e))
+		return -1;
+	sr_forget(c);
+	return 0;
+}
+
+/* Before a job record of time ts is paired: every call begun at or before
+ * it out of the reorder stage to the device timelines (jobflow.h). */
+static int sr_flow_upto(void *ctx, uint64_t ts)
+{
+	struct sr_ctx *c = ctx;
+
+	return kx_engine_release(&c->flowq, ts);
 }
 
 static void sr_task(void *ctx, const struct kx_task *t)
@@ -146,6 +171,11 @@ static void sr_job(void *ctx, const struct kx_job *j)
 
 	if (!sr_active(c))
 		return;
+	/* The calls waiting in eng go to flowq, and from now on every call. */
+	if (!c->have_jobs && kx_engine_hand_calls(&c->eng, &c->flowq)) {
+		sr_oom(c);
+		return;
+	}
 	c->have_jobs = 1;
 	c->ranges->dev_jobs = 1;
 	if (kx_jobflow_job(&c->flow, j)) {
@@ -209,10 +239,18 @@ static int sr_nest(void *ctx, const struct kx_ioctl *e)
 
 	if (c->ctr && kx_ctrjoin_ioctl(c->ctr, e, c->eng.out_seq))
 		return -1;
+	/* Before the first job record, the device timelines take it now. */
+	if (!c->have_jobs && sr_flow_call(c, e))
+		return -1;
 	/* The ranges walk it with the end the rule gives it, as in memory. */
 	if (kx_nesttrack_ioctl(&c->nest, e, &end, &cut))
 		return -1;
-	return kx_rangewalk_call(c->ranges, e, end, KX_ENGINE_NOREF);
+	if (kx_rangewalk_call(c->ranges, e, end, KX_ENGINE_NOREF))
+		return -1;
+	/* A call spanning a range's end is cut there: memory's timeline adds
+	 * it to its fixes (one fix a call), counted in the warning. */
+	c->range_cut += c->ranges->cut_last && !cut;
+	return 0;
 }
 
 /* An annotation record as it comes: paired (the ranges' handles). */
@@ -281,6 +319,10 @@ static void sr_header(void *ctx, const struct kx_capinfo *ci)
  * they are not exact). 0, or -1 when out of memory (err says so). */
 static int sr_flow_finish(struct kx_sreport *r, struct sr_ctx *c, char *err, size_t errlen)
 {
+	if (kx_engine_finish(&c->flowq)) {
+		snprintf(err, errlen, "out of memory summarising the device timelines");
+		return -1;
+	}
 	r->timelines = kx_jobflow_finish(&c->flow, r->side, &r->timeline_rows);
 	r->flow_jobs = c->flow.jobs;
 	r->flow_held = c->flow.peak_held;
@@ -304,6 +346,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	                                    .range = sr_range,
 	                                    .late_range = sr_late_range,
 	                                    .ann = sr_ann_in};
+	const struct kx_engine_sinks flow_out = {.ctx = &c, .ioctl = sr_flow_call};
 	struct kx_kxp_visitor v = {
 	        .ctx = &c,
 	        .header = sr_header,
@@ -321,14 +364,18 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	memset(r, 0, sizeof(*r));
 	kx_engine_init(&c.eng, KX_ENGINE_LATE_NS, KX_ENGINE_BUDGET, &out);
 	c.eng.measured = 1;
+	kx_engine_init(&c.flowq, KX_ENGINE_LATE_NS, KX_ENGINE_BUDGET, &flow_out);
+	c.flowq.measured = 1;
 	r->side = kx_store_new(budget);
 	kx_jobflow_init(&c.flow, &r->ci);
 	c.flow.on_linked = sr_linked;
 	c.flow.linked_ctx = &c;
+	c.flow.calls_upto = sr_flow_upto;
+	c.flow.calls_ctx = &c;
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges) {
 		kx_rangewalk_init(r->ranges);
-		r->ranges->dev_stream = 1;
+		r->ranges->dev_stream = r->ranges->count_cuts = 1;
 	}
 	c.ranges = r->ranges;
 	if (!r->side || !kx_store_samples(r->side) || !r->ranges) {
@@ -346,10 +393,11 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	    (kx_rangewalk_close(r->ranges, r->side, &c.eng) || kx_engine_finish(&c.eng)))
 		sr_oom(&c);
 	r->threads = c.eng.ioctl_threads;
-	r->nest_fixed = c.nest.fixed;
-	r->nest_threads = c.nest.fixed_threads;
+	r->nest_fixed = c.nest.fixed + c.range_cut;
+	r->nest_threads = c.nest.fixed_threads + kx_rangewalk_cut_threads(r->ranges, &c.nest);
 	r->kept = kx_store_ioctl_count(r->side);
 	kx_engine_free(&c.eng);
+	kx_engine_free(&c.flowq);
 	kx_nesttrack_free(&c.nest);
 	if (kx_stats_acc_finish(&r->st, &c.acc, &r->ci, rc == 0 && !c.oom) && rc == 0) {
 		snprintf(err, errlen, "out of memory summarising the ioctls");

@@ -28,12 +28,13 @@
  * reason to read the file into memory instead, found as the records pass:
  * calls later than the reorder window or past its memory budget, a range
  * that starts with a call the rule shortens and memory orders before it
- * (nesttrack.h), calls of a thread out of start order (one holding others)
- * with device jobs (the device timelines link jobs to each thread's calls
- * as they come), a counter record that may be a call's given up past the
- * counter join's budget (ctrstats.h); job
- * records and annotations: analysis/jobflow.h and rangewalk.h say when
- * they are. With both, each job jobflow counts with its submit link
+ * (nesttrack.h), a call that came after the device timelines took a later
+ * call of its thread (they take each thread's calls in start order, from
+ * the nesting stage until the first job record, then from a reorder stage
+ * of their own, and every call begun at or before a job record they pair:
+ * jobflow.h's calls_upto), a counter record that may be a call's given up past
+ * the counter join's budget (ctrstats.h); job records and annotations: analysis/jobflow.h and
+ * rangewalk.h say when they are. With both, each job jobflow counts with its submit link
  * (jobflow.h's on_linked) gives its device time to the ranges around its
  * call (rangewalk.h's kx_rangewalk_dev); the device timelines are finished
  * before the ranges left open are closed. The read then
@@ -62,7 +63,8 @@ struct kx_sreport {
 	struct kx_ctrstats *counters;  /* counters joined to their calls; NULL: none named */
 	const char *in_memory;         /* why the file must be read into memory; NULL: streamed */
 	uint64_t threads;              /* distinct threads whose calls were seen */
-	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream) */
+	uint64_t nest_fixed;           /* calls the nesting rule shortened (on the stream; those a
+	                                  range's end cut included, as in memory) */
 	uint64_t nest_threads;         /* threads with such calls */
 	uint64_t flow_jobs;            /* device jobs paired as they came (none kept) */
 	size_t flow_held;              /* the most of them held at once (by start) */

@@ -468,6 +468,20 @@ static int fix_pos_cmp(const void *pa, const void *pb)
 	return a->dur < b->dur ? -1 : a->dur > b->dur;
 }
 
+/* The timeline's cuts and their indexes freed (none kept). */
+static void drop_fixes(struct kx_timeline *tl)
+{
+	free(tl->fix);
+	free(tl->fixed);
+	free(tl->fixed_rank);
+	free(tl->dur_by_rank);
+	tl->fix = NULL;
+	tl->fixed = NULL;
+	tl->fixed_rank = NULL;
+	tl->dur_by_rank = NULL;
+	tl->nfix = 0;
+}
+
 int kx_timeline_add_fixes(struct kx_timeline *tl, const struct kx_tl_fix *add, size_t n)
 {
 	struct kx_tl_fix *all;
@@ -485,15 +499,9 @@ int kx_timeline_add_fixes(struct kx_timeline *tl, const struct kx_tl_fix *add, s
 	for (size_t i = 0; i < tl->nfix + n; i++)
 		if (!out || all[out - 1].pos != all[i].pos)
 			all[out++] = all[i];
-	free(tl->fix);
-	free(tl->fixed);
-	free(tl->fixed_rank);
-	free(tl->dur_by_rank);
+	drop_fixes(tl);
 	tl->fix = all;
 	tl->nfix = out;
-	tl->fixed = NULL;
-	tl->fixed_rank = NULL;
-	tl->dur_by_rank = NULL;
 	tl->fixed_threads = 0;
 	for (size_t i = 0; i < out; i++) {
 		while (tl->threads[li].first + tl->threads[li].count <= all[i].pos)
@@ -509,15 +517,7 @@ int kx_timeline_set_fixes(struct kx_timeline *tl, const struct kx_store *s,
 {
 	size_t cap = 0;
 
-	free(tl->fix);
-	free(tl->fixed);
-	free(tl->fixed_rank);
-	free(tl->dur_by_rank);
-	tl->fix = NULL;
-	tl->fixed = NULL;
-	tl->fixed_rank = NULL;
-	tl->dur_by_rank = NULL;
-	tl->nfix = 0;
+	drop_fixes(tl);
 	tl->fixed_threads = 0;
 	for (size_t t = 0; t < tl->nthreads; t++) {
 		const struct kx_tl_thread *th = &tl->threads[t];
