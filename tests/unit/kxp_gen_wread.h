@@ -192,11 +192,12 @@ static inline size_t annotate(const struct call *c, size_t n, struct annrec *r, 
  * a few of them long (up to 300 ms, so their records come late), written in
  * the order they returned (with by_thread, thread by thread); a task naming
  * each thread first; a CPU sample every 40 calls; with job != 0 a job record
- * too, with overlap 1 one thread's call starts inside its previous one (2: and
- * ends after it; 3: each long call's next, ending 1 us after it); with
- * ann (ANN_*), the annotations of annotate() and counter records before
- * every 7th call, each record where a recorder writes it.
- * Returns 0 when written.
+ * after the n/2-th call (job 2: a KVM exit before every call, of that call's
+ * thread, whose last calls all began after it: a reason to read the file
+ * whole, analysis/jobflow.h), with overlap 1 one thread's call starts inside its previous one (2:
+ * and ends after it; 3: each long call's next, ending 1 us after it); with ann (ANN_*), the
+ * annotations of annotate() and counter records before every 7th call, each record where a recorder
+ * writes it. Returns 0 when written.
  */
 /* Call c (the i-th) as KVM_SET_USER_MEMORY_REGION of one of 5 slots of its
  * fd: 64 or 128 KiB, or deleted (size 0). */
@@ -338,6 +339,14 @@ static inline int write_capture_as(const char *path, size_t n, int job, int over
 		}
 		if (job && i == n / 2) {
 			struct kx_job j = {.ts = c[i].e.ts, .src = 1, .phase = 1, .seqno = 1};
+
+			if (job == 2)
+				j = (struct kx_job){.ts = T0 + 1,
+				                    .ctx = c[i].e.tid,
+				                    .pid = c[i].e.pid,
+				                    .tid = c[i].e.tid,
+				                    .src = KX_JOB_SRC_KVM,
+				                    .phase = KX_JOB_DONE};
 
 			if (kx_kxp_add_job(w, &j))
 				goto out;

@@ -87,12 +87,12 @@ static void test_reason_late_read_once(void)
 	char path[96], err[512];
 
 	snprintf(path, sizeof(path), "%s/job.kxp", dir);
-	CHECK(write_capture(path, CALLS, 1, 0) == 0);
+	CHECK(write_capture(path, CALLS, 2, 0) == 0);
 	CHECK(kx_capread_open(&r, path, &o, err, sizeof(err)) == 0);
 	CHECK(r.store != NULL);
 	CHECK_EQ_U(r.rereads, 0);
 	CHECK_EQ_U(r.again[0], 0);
-	CHECK(strstr(r.why, "is read into memory whole: device jobs") != NULL);
+	CHECK(strstr(r.why, "is read into memory whole: a KVM exit came after") != NULL);
 	CHECK(r.store && kx_store_ioctl_count(r.store) == CALLS);
 	check_as_read_whole(r.store, path);
 	kx_capread_free(&r);
@@ -108,11 +108,11 @@ static void test_reason_late_reread(void)
 	char path[96], err[512];
 
 	snprintf(path, sizeof(path), "%s/job0.kxp", dir);
-	CHECK(write_capture(path, CALLS, 1, 0) == 0);
+	CHECK(write_capture(path, CALLS, 2, 0) == 0);
 	CHECK(kx_capread_open(&r, path, &o, err, sizeof(err)) == 0);
 	CHECK(r.store != NULL);
 	CHECK_EQ_U(r.rereads, 1);
-	CHECK(strstr(r.why, "device jobs") != NULL);
+	CHECK(strstr(r.why, "a KVM exit came after") != NULL);
 	CHECK(strstr(r.again, "is read a second time") != NULL);
 	check_as_read_whole(r.store, path);
 	/* Not asked to say: the reread is counted all the same. */

@@ -36,11 +36,16 @@ static int sink_job(void *ctx, const struct kx_jobrec *r, uint32_t *id)
 {
 	struct kx_wjobs *w = ctx;
 	long i = kx_slots_get(&w->wait);
+	struct kx_wjobs_job *j;
 
 	if (i < 0)
 		return -1;
-	*(struct kx_jobrec *)kx_slots_at(&w->wait, (size_t)i) = *r;
+	j = kx_slots_at(&w->wait, (size_t)i);
+	memset(j, 0, sizeof(*j));
+	j->r = *r;
 	*id = (uint32_t)i;
+	if (w->call && r->submit >= 0)
+		return w->call(w->call_ctx, (uint64_t)r->submit, &j->call);
 	return 0;
 }
 
@@ -49,7 +54,7 @@ static int sink_job(void *ctx, const struct kx_jobrec *r, uint32_t *id)
 static int sink_lane(void *ctx, uint32_t id, uint32_t lane)
 {
 	struct kx_wjobs *w = ctx;
-	struct kx_wjobs_job j = {.r = *(const struct kx_jobrec *)kx_slots_at(&w->wait, id)};
+	struct kx_wjobs_job j = *(const struct kx_wjobs_job *)kx_slots_at(&w->wait, id);
 	uint64_t in;
 	long k;
 
@@ -82,7 +87,7 @@ int kx_wjobs_init(struct kx_wjobs *w, const struct kx_window *win, size_t nwin)
 {
 	memset(w, 0, sizeof(*w));
 	w->sink = (struct kx_jobflow_sink){sink_job, sink_lane, w};
-	w->wait = (struct kx_slots)KX_SLOTS_INIT(struct kx_jobrec);
+	w->wait = (struct kx_slots)KX_SLOTS_INIT(struct kx_wjobs_job);
 	w->win = win;
 	w->nwin = nwin;
 	w->w = calloc(nwin ? nwin : 1, sizeof(*w->w));

@@ -28,9 +28,9 @@
  * a DONE falls at or after its job's start, but a QUEUE before it: for
  * jobs without one (KVM) that is the rule, for the others a QUEUE earlier
  * than the window's end must be swept too.
- * Memory: the jobs and changes of the windows not taken yet (136 bytes a
- * job, 16 a change), the jobs counted but not swept yet (kx_jobflow keeps
- * those few), and 24 bytes a ring.
+ * Memory: the jobs and changes of the windows not taken yet (192 bytes a
+ * job, its submitting call's copy included; 16 a change), the jobs counted but not swept yet
+ * (kx_jobflow keeps those few), and 24 bytes a ring.
  */
 #ifndef KX_WJOBS_H
 #define KX_WJOBS_H
@@ -45,9 +45,16 @@
 
 /* A job of a window: as in the whole table, and its place there. */
 struct kx_wjobs_job {
-	struct kx_jobrec r; /* ring, dev: the table's; submit, wait: as the flow links them */
-	uint64_t index;     /* in kx_jobs.jobs of the whole capture */
+	struct kx_jobrec r;   /* ring, dev: the table's; submit, wait: as the flow links them */
+	uint64_t index;       /* in kx_jobs.jobs of the whole capture */
+	struct kx_ioctl call; /* its submitting call, as kx_wjobs.call copied it (r.submit >= 0
+	                         and call set; else zero) */
 };
+
+/* A copy of the submitting call idx (a job's r.submit) as drawn, in *out,
+ * when the job is counted (its call may be gone by the time its window is
+ * taken). 0, or -1 when it is not found. */
+typedef int (*kx_wjobs_call_fn)(void *ctx, uint64_t idx, struct kx_ioctl *out);
 
 /* A device's in-flight change. */
 struct kx_wjobs_tick {
@@ -73,8 +80,10 @@ struct kx_wjobs {
 	uint32_t *ring_dev;            /* per table ring: its device */
 	size_t nrings, ntrings, ndevs; /* flow rings, table rings, devices */
 	uint32_t *depth;               /* per device: jobs in flight before the next window */
-	struct kx_slots wait;          /* jobs counted, waiting for their lane (kx_jobrec) */
-	size_t hint;                   /* the window of the latest job or change */
+	struct kx_slots wait;          /* jobs counted, waiting for their lane (kx_wjobs_job) */
+	kx_wjobs_call_fn call;         /* set by the caller (NULL: no copies) */
+	void *call_ctx;
+	size_t hint;   /* the window of the latest job or change */
 	uint64_t lost; /* jobs or changes of a window already taken (none expected) */
 };
 

@@ -65,6 +65,10 @@ static int window_jobs(struct kx_wjobtab *t, const struct kx_wjobs_part *p, kx_w
 		t->job_id[k] = p->jobs[k].index;
 		if (j->submit < 0)
 			continue;
+		if (!call) {
+			t->submit[k] = p->jobs[k].call;
+			continue;
+		}
 		e = call(ctx, (uint64_t)j->submit, &dur);
 		if (!e)
 			return -1;

@@ -42,7 +42,8 @@ typedef const struct kx_ioctl *(*kx_wjobtab_call_fn)(void *ctx, uint64_t idx, ui
  * t for window part p (kx_wjobs_take; borrowed: it must outlive t) of the
  * capture whose whole table is o (kx_jobflow_finish's of the same feed:
  * rings, devices, anomalies, span, memory; borrowed), each submitting call
- * from call. 0, or -1 when out of memory or a call is not found (t freed).
+ * from call (NULL: the copy each job of p holds, kx_wjobs.call's). 0, or
+ * -1 when out of memory or a call is not found (t freed).
  */
 int kx_wjobtab_make(struct kx_wjobtab *t, const struct kx_jobs *o, const struct kx_wjobs_part *p,
                     kx_wjobtab_call_fn call, void *ctx);

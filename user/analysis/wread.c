@@ -6,7 +6,9 @@
 #include "analysis/analysis.h"
 #include "analysis/engine.h"
 #include "analysis/nesttrack.h"
+#include "analysis/flows.h"
 #include "analysis/rangewalk.h"
+#include "analysis/wjobfeed.h"
 #include "analysis/wread.h"
 #include "model/annot.h"
 #include "model/perfdata.h"
@@ -29,6 +31,25 @@ static void see_lag(struct kx_wread *w, int any, uint64_t max, uint64_t ts)
 
 /* ---- pass 1: the check, the whole capture's facts, the side store, the late ioctls ---- */
 
+/* Calls pass 1 keeps for the links of the jobs counted (a power of 2): a
+ * job whose submitting call came more than this many calls before the
+ * latest the device timelines had is a reason to read the file whole. */
+#define P1_CALLS 16384u
+
+/* A call the device timelines took, by its place among the file's calls. */
+struct p1_call {
+	uint64_t idx, ts, dur; /* its place (UINT64_MAX: none yet); ns */
+	uint32_t tid;
+};
+
+/* A job whose flow depends on the length the nesting rule gave its
+ * submitting call (its start between the call's start and its queue
+ * event): drawn once the file is read and the lengths known. */
+struct p1_undecided {
+	uint64_t idx, ts, dur, queue_ts; /* the call: place, start, length; the queue (ns) */
+	uint32_t tid;
+};
+
 struct p1 {
 	struct kx_wread *w;
 	struct kx_engine eng;       /* each thread's calls in start order, to nest */
@@ -47,6 +68,16 @@ struct p1 {
 	 * first ones. Their starts join the plan's first level only once the
 	 * file is to be read in windows (starts_catch_up). */
 	size_t kept_ioctls, kept_samples;
+	/* Device jobs: the timelines fed as the file is read, the calls they
+	 * took last (calls[idx % P1_CALLS]), the latest's place, the jobs whose
+	 * flow waits for the calls' lengths, and a reason found linking them. */
+	struct kx_wjobfeed jf;
+	struct kx_jobflow_sink sink; /* the jobs it counts (p1_job_counted) */
+	struct p1_call *calls;
+	uint64_t top_idx;
+	struct p1_undecided *und;
+	size_t nund, und_cap;
+	const char *link_why;
 };
 
 static int p1_active(const struct p1 *c)
@@ -82,6 +113,15 @@ static void p1_whole_file(struct p1 *c, const char *why)
 	c->w->in_memory = why;
 	if (__atomic_load_n(&c->drop, __ATOMIC_RELAXED))
 		p1_stop(c);
+}
+
+/* The device timelines cannot be exact (a budget): the file is read whole. */
+static void p1_jobs_why(struct p1 *c)
+{
+	const char *why = c->link_why ? c->link_why : kx_wjobfeed_why(&c->jf);
+
+	if (why && p1_active(c))
+		p1_whole_file(c, why);
 }
 
 /* How often the file's records are reckoned from its size (a power of 2). */
@@ -138,6 +178,12 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (kx_engine_feed_ioctl(&c->eng, e, arg))
 		return p1_oom(c);
 	if (!p1_active(c)) /* the nesting found a reason */
+		return;
+	if (kx_wjobfeed_ioctl(&c->jf, e))
+		return p1_oom(c);
+	if (c->jf.records)
+		p1_jobs_why(c);
+	if (!p1_active(c))
 		return;
 	/* The memory series is cumulative: its ioctls (few) are kept apart. */
 	if (c->eng.last_mem && kx_store_add_ioctl(c->w->mem, e, arg))
@@ -196,9 +242,134 @@ static void p1_reason(struct p1 *c)
 
 static void p1_job(void *ctx, const struct kx_job *j)
 {
-	(void)j;
-	if (p1_active(ctx))
-		p1_whole_file(ctx, "device jobs (timelines link jobs to their ioctls)");
+	struct p1 *c = ctx;
+
+	if (!p1_active(c))
+		return;
+	if (kx_wjobfeed_job(&c->jf, j))
+		return p1_oom(c);
+	c->w->jobrec.records++;
+	p1_jobs_why(c);
+}
+
+/* A call the device timelines took: kept a while for the links. */
+static int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
+{
+	struct p1 *c = ctx;
+
+	if (!c->calls) {
+		c->calls = malloc(P1_CALLS * sizeof(*c->calls));
+		if (!c->calls)
+			return -1;
+		for (size_t i = 0; i < P1_CALLS; i++)
+			c->calls[i].idx = UINT64_MAX;
+	}
+	c->calls[idx % P1_CALLS] = (struct p1_call){idx, e->ts, e->dur, e->tid};
+	if (idx > c->top_idx)
+		c->top_idx = idx;
+	return 0;
+}
+
+/* Both bitmaps of jb cover call idx (grown, zeroed). 0, or -1 when out of memory. */
+static int bits_cover(struct kx_wread_jobs *jb, uint64_t idx)
+{
+	size_t need = (size_t)(idx / 8) + 1, n = jb->nbytes, m;
+	uint8_t *p;
+
+	if (need <= n)
+		return 0;
+	m = need > 2 * n ? need : 2 * n;
+	p = realloc(jb->submitted, m);
+	if (!p)
+		return -1;
+	memset(p + n, 0, m - n);
+	jb->submitted = p;
+	p = realloc(jb->flow_from, m);
+	if (!p)
+		return -1;
+	memset(p + n, 0, m - n);
+	jb->flow_from = p;
+	jb->nbytes = m;
+	return 0;
+}
+
+/* Call idx submitted a job; drawn: the source of a drawn flow. 0, or -1. */
+static int job_bits(struct kx_wread_jobs *jb, uint64_t idx, int drawn)
+{
+	if (bits_cover(jb, idx))
+		return -1;
+	jb->submitted[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	if (drawn)
+		jb->flow_from[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	return 0;
+}
+
+/* Job r's link to its submitting call (its start st): the call's bits, and
+ * its flow (analysis/flows.h's rule) drawn or not, or undecided until the
+ * call's drawn length is known. 0, or -1 when out of memory. */
+static int p1_link(struct p1 *c, const struct kx_jobrec *r, uint64_t st)
+{
+	struct kx_wread_jobs *jb = &c->w->jobrec;
+	uint64_t idx = (uint64_t)r->submit;
+	const struct p1_call *e = c->calls ? &c->calls[idx % P1_CALLS] : NULL;
+	int drawn;
+
+	if (!e || e->idx != idx) {
+		c->link_why =
+		        "a job's submitting call came more than 16384 calls before the device "
+		        "timelines counted the job (the calls a read in windows keeps for the "
+		        "links)";
+		return 0;
+	}
+	if (c->top_idx - idx > jb->gap)
+		jb->gap = c->top_idx - idx;
+	if (r->queue_ts && r->tid == e->tid && r->queue_ts >= e->ts &&
+	    r->queue_ts - e->ts <= e->dur && st >= e->ts && st < r->queue_ts) {
+		if (kx_grow((void **)&c->und, &c->und_cap, c->nund, sizeof(*c->und)))
+			return -1;
+		c->und[c->nund++] = (struct p1_undecided){idx, e->ts, e->dur, r->queue_ts, e->tid};
+		return job_bits(jb, idx, 0);
+	}
+	if (r->queue_ts && r->tid == e->tid && r->queue_ts >= e->ts &&
+	    r->queue_ts - e->ts <= e->dur)
+		drawn = st >= r->queue_ts;
+	else
+		drawn = st >= e->ts;
+	jb->flows_dropped += !drawn;
+	return job_bits(jb, idx, drawn);
+}
+
+/* A job the device timelines counted (a kx_jobflow_sink's job): its start
+ * joins the plan, its in-flight changes the lead, its link the bits. */
+static int p1_job_counted(void *ctx, const struct kx_jobrec *r, uint32_t *id)
+{
+	struct p1 *c = ctx;
+	struct kx_wread_jobs *jb = &c->w->jobrec;
+	uint64_t st = kx_jobrec_start(r), in = r->queue_ts ? r->queue_ts : r->run_ts;
+	uint64_t pts[2] = {in, in ? r->done_ts : 0};
+
+	*id = 0;
+	jb->njobs++;
+	kx_whist_see(c->starts, st);
+	if (st < jb->first_ns)
+		jb->first_ns = st;
+	for (int i = 0; i < 2; i++) {
+		if (!pts[i])
+			continue;
+		if (pts[i] < jb->first_ns)
+			jb->first_ns = pts[i];
+		if (pts[i] < st && st - pts[i] > jb->lead_ns)
+			jb->lead_ns = st - pts[i];
+	}
+	return r->submit >= 0 ? p1_link(c, r, st) : 0;
+}
+
+static int p1_job_lane(void *ctx, uint32_t id, uint32_t lane)
+{
+	(void)ctx;
+	(void)id;
+	(void)lane;
+	return 0;
 }
 
 /* A reason found while the engine lets records out (it is busy: not flushed). */
@@ -422,26 +593,71 @@ static int whole_memory(struct kx_wread *w)
 
 /* ---- the plan: the file as a source of event starts ---- */
 
+/* A walk over the file: the starts of its calls and samples, and of its
+ * jobs as the device timelines count them again (a file with job records). */
+struct walk {
+	struct kx_wpass *p;
+	struct kx_wjobfeed jf;
+	struct kx_jobflow_sink sink;
+	int jobs, failed;
+};
+
 static void starts_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
+	struct walk *k = ctx;
+
 	(void)arg;
-	kx_wpass_see(ctx, e->ts);
+	kx_wpass_see(k->p, e->ts);
+	if (k->jobs && kx_wjobfeed_ioctl(&k->jf, e))
+		k->failed = 1;
 }
 
 static void starts_sample(void *ctx, const struct kx_sample *s)
 {
-	kx_wpass_see(ctx, s->ts_ns);
+	struct walk *k = ctx;
+
+	kx_wpass_see(k->p, s->ts_ns);
+}
+
+static void starts_job(void *ctx, const struct kx_job *j)
+{
+	struct walk *k = ctx;
+
+	if (k->jobs && kx_wjobfeed_job(&k->jf, j))
+		k->failed = 1;
+}
+
+static int starts_job_counted(void *ctx, const struct kx_jobrec *r, uint32_t *id)
+{
+	struct walk *k = ctx;
+
+	*id = 0;
+	kx_wpass_see(k->p, kx_jobrec_start(r));
+	return 0;
 }
 
 static int walk_file(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 {
 	const struct kx_wread *w = ctx;
-	struct kx_kxp_visitor v = {.ctx = p, .ioctl = starts_ioctl, .sample = starts_sample};
+	struct walk k = {.p = p, .jobs = w->jobrec.records > 0};
+	struct kx_kxp_visitor v = {
+	        .ctx = &k, .ioctl = starts_ioctl, .sample = starts_sample, .job = starts_job};
 	struct kx_kxp_read_result res;
 	struct kx_capinfo ci;
+	struct kx_jobs *o = NULL;
+	int rc;
 
+	k.sink = (struct kx_jobflow_sink){starts_job_counted, p1_job_lane, &k};
+	kx_wjobfeed_init(&k.jf, &w->ci, &k.sink, NULL, NULL);
 	kx_wpass_see_analysed(p, w->jobs, w->ranges);
-	return kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
+	rc = kx_kxp_read_stream(w->path, &v, &ci, &res, err, errlen) ? -1 : 0;
+	if (!rc && k.jobs && (k.failed || !(o = kx_wjobfeed_finish(&k.jf, w->mem)))) {
+		snprintf(err, errlen, "out of memory planning the output's time windows");
+		rc = -1;
+	}
+	kx_jobs_free(o);
+	kx_wjobfeed_free(&k.jf);
+	return rc;
 }
 
 /* The same walk over the file as the first read stored it (kept: every
@@ -499,7 +715,8 @@ static int late_ctr_index(struct kx_wread *w)
 
 static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, size_t errlen)
 {
-	const struct kx_wsource src = {w->store ? walk_store : walk_file, w};
+	/* A kept store's job records are not the stream's: the file is walked. */
+	const struct kx_wsource src = {w->store && !w->jobrec.records ? walk_store : walk_file, w};
 
 	if (kx_windows_plan_src(&src, starts, w->limit, w->slice, &w->plan, err, errlen))
 		return -1;
@@ -511,6 +728,21 @@ static int plan(struct kx_wread *w, const struct kx_whist *starts, char *err, si
 	for (size_t i = 0; i < w->nlate; i++)
 		w->late_win[i] = (uint32_t)window_of(&w->plan, kx_store_ioctl(w->late, i)->ts, 0);
 	if (late_ctr_index(w)) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Pass 2's filing of the jobs by slice, in the whole table's ring order
+ * (f: pass 1's timelines, finished). 0, or -1 when out of memory. */
+static int jobs_filing(struct kx_wread *w, const struct kx_jobflow *f, char *err, size_t errlen)
+{
+	struct kx_wread_jobs *jb = &w->jobrec;
+
+	jb->wj = calloc(1, sizeof(*jb->wj));
+	if (!jb->wj || kx_wjobs_init(jb->wj, w->plan.slice, w->plan.nslices) ||
+	    kx_wjobs_rings(jb->wj, f, w->jobs)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -533,6 +765,9 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	*c = (struct p1){.w = w, .nest = KX_NESTTRACK_INIT, .threads = KX_HMAP_INIT};
 	kx_engine_init(&c->eng, KX_WREAD_LATE_NS, KX_ENGINE_BUDGET, &out);
 	c->eng.measured = 1;
+	c->sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, c};
+	kx_wjobfeed_init(&c->jf, &w->ci, &c->sink, p1_flow_call, c);
+	w->jobrec.first_ns = UINT64_MAX;
 	w->path = path;
 	w->limit = limit;
 	w->budget = budget;
@@ -553,6 +788,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	kx_ranges_free(c->ranges.out);
 	kx_rangewalk_free(&c->ranges);
 	kx_engine_free(&c->eng);
+	kx_wjobfeed_free(&c->jf);
 	return -1;
 }
 
@@ -576,12 +812,49 @@ static int starts_catch_up(struct kx_whist *h, const struct kx_store *s, size_t 
 /* Once the file is read: the whole capture's ranges, memory accounting
  * (their events join the plan's starts) and threads. 0, or -1 when out of
  * memory. */
+/* The flows of the jobs counted undecided, now that the calls' drawn
+ * lengths are known (fix_of). 0, or -1 when out of memory. */
+static int p1_decide(struct p1 *c)
+{
+	struct kx_wread_jobs *jb = &c->w->jobrec;
+
+	for (size_t i = 0; i < c->nund; i++) {
+		const struct p1_undecided *u = &c->und[i];
+		const struct kx_ioctl e = {.ts = u->ts, .dur = u->dur, .tid = u->tid};
+		/* Inside the call as drawn, the queue is the submit point, after the start. */
+		int drawn = u->queue_ts - u->ts > fix_of(c->w, &e);
+
+		jb->flows_dropped += !drawn;
+		if (job_bits(jb, u->idx, drawn))
+			return -1;
+	}
+	return 0;
+}
+
+/* Once the file is read, of a file with job records: the whole capture's
+ * device timelines and memory accounting (jobs: no jobs in it, kept apart
+ * as wjobs.h files them), and the flows of the jobs undecided. 0 (w->in_memory
+ * may be set now: a budget), or -1 when out of memory. */
+static int p1_device(struct p1 *c)
+{
+	struct kx_wread *w = c->w;
+	const char *why;
+
+	w->jobs = kx_wjobfeed_finish(&c->jf, w->mem);
+	why = c->link_why ? c->link_why : kx_wjobfeed_why(&c->jf);
+	if (why) {
+		w->in_memory = why;
+		return 0;
+	}
+	return w->jobs ? p1_decide(c) : -1;
+}
+
 static int p1_whole(struct p1 *c)
 {
 	struct kx_wread *w = c->w;
 
 	if (c->oom || (!w->in_memory && whole_ranges(w, &c->ranges, &c->threads)) ||
-	    (!w->in_memory && whole_memory(w)))
+	    (!w->in_memory && (w->jobrec.records ? p1_device(c) : whole_memory(w))))
 		return -1;
 	kx_whist_see_analysed(c->starts, w->jobs, w->ranges);
 	return whole_threads(&w->whole, &c->threads);
@@ -665,8 +938,17 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	kx_hmap_free(&c.threads);
 	kx_ranges_free(c.ranges.out);
 	kx_rangewalk_free(&c.ranges);
+	/* A Chrome part's job tracks are drawn from its window's table whole:
+	 * a file with job records is read a window, not a slice, at a time. */
+	if (w->jobrec.records)
+		w->slice = w->limit;
 	if (!rc && !w->in_memory && !w->store)
 		rc = plan(w, c.starts, err, errlen);
+	if (!rc && !w->in_memory && !w->store && w->jobrec.records)
+		rc = jobs_filing(w, &c.jf.f, err, errlen);
+	kx_wjobfeed_free(&c.jf);
+	free(c.calls);
+	free(c.und);
 	if (!rc && !w->in_memory && w->store) {
 		w->starts = c.starts;
 		w->kept_ioctls = c.kept_ioctls;
@@ -712,6 +994,21 @@ struct p2 {
 	int rc;
 	char *err;
 	size_t errlen;
+	/* A file with job records: the device timelines again, their jobs filed
+	 * by slice (jobrec.wj); the calls they took last, by place (calls[idx &
+	 * cmask]: those of the last jobrec.gap + 1 places, the links pass 1
+	 * found); each open slice's calls' places in the file; the slice being
+	 * handed over's part and table. */
+	int jobs, flow_done;
+	struct kx_wjobfeed jf;
+	struct kx_ioctl *calls;
+	uint64_t *call_idx;
+	size_t cmask;
+	uint64_t **ids;
+	size_t *nids, *idcap;
+	struct kx_wjobs_part part;
+	struct kx_wjobtab tab;
+	uint8_t *sub, *from;
 };
 
 /* Window k's store, made with every task and the side store's samples. */
@@ -736,8 +1033,26 @@ static struct kx_store *window_store(struct p2 *c, size_t k)
 	return c->store[k] = s;
 }
 
-/* Puts window k's late ioctls placed before seq (all: UINT64_MAX) in s. */
-static void put_late(struct p2 *c, struct kx_store *s, size_t k, uint64_t seq)
+/* Call e (its argument bytes arg), the file's call idx, into window k's
+ * store s; its place noted (a file with job records). 0, or -1 when out
+ * of memory. */
+static int add_call(struct p2 *c, struct kx_store *s, size_t k, const struct kx_ioctl *e,
+                    const uint8_t *arg, uint64_t idx)
+{
+	size_t n = kx_store_ioctl_count(s);
+
+	kx_store_add_ioctl(s, e, arg);
+	if (!c->jobs || kx_store_ioctl_count(s) == n) /* refused: counted by the store */
+		return 0;
+	if (kx_grow((void **)&c->ids[k], &c->idcap[k], c->nids[k], sizeof(**c->ids)))
+		return -1;
+	c->ids[k][c->nids[k]++] = idx;
+	return 0;
+}
+
+/* Puts window k's late ioctls placed before seq (all: UINT64_MAX) in s. 0,
+ * or -1 when out of memory. */
+static int put_late(struct p2 *c, struct kx_store *s, size_t k, uint64_t seq)
 {
 	const struct kx_store *late = c->w->late;
 
@@ -746,9 +1061,11 @@ static void put_late(struct p2 *c, struct kx_store *s, size_t k, uint64_t seq)
 		const struct kx_ioctl *e = kx_store_ioctl(late, i);
 
 		if (c->w->late_seq[i] >= seq)
-			return;
-		kx_store_add_ioctl(s, e, kx_store_arg(late, e));
+			return 0;
+		if (add_call(c, s, k, e, kx_store_arg(late, e), c->w->late_seq[i]))
+			return -1;
 	}
+	return 0;
 }
 
 static void p2_fail(struct p2 *c, const char *msg)
@@ -759,16 +1076,79 @@ static void p2_fail(struct p2 *c, const char *msg)
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 }
 
+/* Bit i of map (nbytes long). */
+static int bit_of(const uint8_t *map, size_t nbytes, uint64_t i)
+{
+	return i / 8 < nbytes && (map[i / 8] >> (i % 8) & 1);
+}
+
+/* Slice k's device jobs (its store s complete): its part of the jobs filed,
+ * its table, and its view (the whole capture's counts, its calls' places
+ * and bits), in jobrec.tab while it is handed over. 0, or -1 when out of
+ * memory or its calls are not all placed. */
+static int window_jobs(struct p2 *c, size_t k, const struct kx_store *s)
+{
+	struct kx_wread_jobs *jb = &c->w->jobrec;
+	size_t n = kx_store_ioctl_count(s);
+	struct kx_jobview *v = &c->tab.view;
+
+	if (c->nids[k] != n || kx_wjobs_take(jb->wj, &c->part))
+		return -1;
+	if (kx_wjobtab_make(&c->tab, c->w->jobs, &c->part, NULL, NULL))
+		return -1;
+	jb->tab = &c->tab;
+	c->sub = calloc(n / 8 + 1, 1);
+	c->from = calloc(n / 8 + 1, 1);
+	if (!c->sub || !c->from)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t idx = c->ids[k][i];
+
+		if (bit_of(jb->submitted, jb->nbytes, idx))
+			c->sub[i / 8] |= (uint8_t)(1u << (i % 8));
+		if (bit_of(jb->flow_from, jb->nbytes, idx))
+			c->from[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
+	v->call_id = c->ids[k];
+	v->submitted = c->sub;
+	v->flow_from = c->from;
+	v->njobs = jb->njobs;
+	v->job_events = jb->records;
+	v->flows_dropped = jb->flows_dropped;
+	v->first_ns = jb->first_ns;
+	return 0;
+}
+
+/* What window_jobs made for slice k, freed. */
+static void window_jobs_free(struct p2 *c, size_t k)
+{
+	c->w->jobrec.tab = NULL;
+	kx_wjobtab_free(&c->tab);
+	kx_wjobs_part_free(&c->part);
+	free(c->sub);
+	free(c->from);
+	c->sub = c->from = NULL;
+	if (c->ids) {
+		free(c->ids[k]);
+		c->ids[k] = NULL;
+	}
+}
+
 /* Hands the next window over, complete. */
 static void close_next(struct p2 *c)
 {
 	size_t k = c->closed++;
 	struct kx_store *s = window_store(c, k);
 
-	if (!s)
+	if (!s || put_late(c, s, k, UINT64_MAX))
 		return p2_fail(c, "out of memory");
-	put_late(c, s, k, UINT64_MAX);
+	if (c->jobs && window_jobs(c, k, s)) {
+		window_jobs_free(c, k);
+		return p2_fail(c, "out of memory filing the device jobs by window");
+	}
 	c->rc = c->fn(c->ctx, s, k);
+	if (c->jobs)
+		window_jobs_free(c, k);
 	kx_store_free(s);
 	c->store[k] = NULL;
 	c->open--;
@@ -776,11 +1156,38 @@ static void close_next(struct p2 *c)
 		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 }
 
+/* May slice k be handed over as far as its jobs go (wjobs.h's rule)? Every
+ * job starting before its end swept, and every in-flight change falling in
+ * it: the timelines swept a job starting at least jobrec.lead_ns past its
+ * end (or finished). */
+static int jobs_ready(const struct p2 *c, const struct kx_window *sl)
+{
+	const struct kx_jobflow *f = &c->jf.f;
+
+	if (!c->jobs || c->flow_done)
+		return 1;
+	return f->swept && f->swept_start >= sl->to_ns &&
+	       f->swept_start - sl->to_ns >= c->w->jobrec.lead_ns;
+}
+
+/* Hands over every slice complete: what comes later and is not late starts
+ * at or after the latest start less the file's largest lag, which is past
+ * its end, and its jobs are in. */
+static void close_ready(struct p2 *c)
+{
+	const struct kx_windows *pl = &c->w->plan;
+	const struct kx_window *sl = pl->slice;
+
+	while (!c->stop && c->closed < pl->nslices && sl[c->closed].to_ns &&
+	       c->maxstart >= sl[c->closed].to_ns &&
+	       c->maxstart - sl[c->closed].to_ns >= c->w->lag_ns && jobs_ready(c, &sl[c->closed]))
+		close_next(c);
+}
+
 static void p2_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 {
 	struct p2 *c = ctx;
 	const struct kx_windows *pl = &c->w->plan;
-	const struct kx_window *sl = pl->slice;
 	int late = is_late(c->any, c->maxstart, e->ts);
 	uint64_t seq = c->seq++;
 
@@ -789,6 +1196,8 @@ static void p2_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (!c->any || e->ts > c->maxstart)
 		c->maxstart = e->ts;
 	c->any = 1;
+	if (c->jobs && kx_wjobfeed_ioctl(&c->jf, e))
+		return p2_fail(c, "out of memory");
 	if (!late) {
 		size_t k = c->hint = window_of(pl, e->ts, c->hint);
 		struct kx_store *s;
@@ -797,17 +1206,48 @@ static void p2_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 			return p2_fail(c, "the file changed while it was read (a record of a "
 			                  "written part)");
 		s = window_store(c, k);
-		if (!s)
+		if (!s || put_late(c, s, k, seq) || add_call(c, s, k, e, arg, seq))
 			return p2_fail(c, "out of memory");
-		put_late(c, s, k, seq);
-		kx_store_add_ioctl(s, e, arg);
 	}
-	/* Complete: what comes later and is not late starts at or after the
-	 * latest start less the file's largest lag, which is past its end. */
-	while (!c->stop && c->closed < pl->nslices && sl[c->closed].to_ns &&
-	       c->maxstart >= sl[c->closed].to_ns &&
-	       c->maxstart - sl[c->closed].to_ns >= c->w->lag_ns)
-		close_next(c);
+	close_ready(c);
+}
+
+/* A job record to the device timelines (the slices' jobs filed as they are
+ * swept), as pass 1 fed it: the same reasons, none. */
+static void p2_job(void *ctx, const struct kx_job *j)
+{
+	struct p2 *c = ctx;
+
+	if (c->stop || !c->jobs)
+		return;
+	if (kx_wjobfeed_job(&c->jf, j))
+		return p2_fail(c, "out of memory");
+	if (kx_wjobfeed_why(&c->jf))
+		return p2_fail(c, "the file changed while it was read (its device jobs differ)");
+	close_ready(c);
+}
+
+/* A call the device timelines took: kept while a job counted may link to it. */
+static int p2_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
+{
+	struct p2 *c = ctx;
+
+	c->calls[idx & c->cmask] = *e;
+	c->call_idx[idx & c->cmask] = idx;
+	return 0;
+}
+
+/* A job's submitting call idx, as drawn (a kx_wjobs_call_fn). */
+static int p2_submitter(void *ctx, uint64_t idx, struct kx_ioctl *out)
+{
+	struct p2 *c = ctx;
+
+	if (c->call_idx[idx & c->cmask] != idx)
+		return -1; /* not the feed pass 1 had */
+	*out = c->calls[idx & c->cmask];
+	out->dur = fix_of(c->w, out);
+	out->arg_off = KX_NO_ARG;
+	return 0;
 }
 
 /* A counter record that is not late goes to the window of its call, open
@@ -853,26 +1293,88 @@ static int late_index(struct p2 *c)
 	return 0;
 }
 
+/* A file with job records: the device timelines fed again, their jobs to
+ * jobrec.wj, each with a copy of its submitting call, kept for the last
+ * jobrec.gap + 1 places. 0, or -1 when out of memory. */
+static int p2_jobs_init(struct p2 *c)
+{
+	struct kx_wread_jobs *jb = &c->w->jobrec;
+	size_t n = c->w->plan.nslices, ncalls = 1;
+
+	kx_wjobfeed_init(&c->jf, &c->w->ci, &jb->wj->sink, p2_flow_call, c);
+	c->jobs = 1;
+	while (ncalls <= jb->gap)
+		ncalls *= 2;
+	c->cmask = ncalls - 1;
+	c->calls = malloc(ncalls * sizeof(*c->calls));
+	c->call_idx = malloc(ncalls * sizeof(*c->call_idx));
+	c->ids = calloc(n, sizeof(*c->ids));
+	c->nids = calloc(n, sizeof(*c->nids));
+	c->idcap = calloc(n, sizeof(*c->idcap));
+	if (!c->calls || !c->call_idx || !c->ids || !c->nids || !c->idcap)
+		return -1;
+	memset(c->call_idx, 0xff, ncalls * sizeof(*c->call_idx));
+	jb->wj->call = p2_submitter;
+	jb->wj->call_ctx = c;
+	return 0;
+}
+
+/* Once the file is read: the jobs the timelines hold swept (every slice's
+ * jobs in then). 0, or -1 (said). */
+static int p2_jobs_end(struct p2 *c)
+{
+	struct kx_jobs *o;
+
+	if (!c->jobs || c->stop)
+		return 0;
+	o = kx_wjobfeed_finish(&c->jf, c->w->mem);
+	c->flow_done = 1;
+	if (!o) {
+		p2_fail(c, kx_wjobfeed_why(&c->jf) ? "the file changed while it was read (its "
+		                                     "device jobs differ)"
+		                                   : "out of memory");
+		return -1;
+	}
+	kx_jobs_free(o);
+	if (c->w->jobrec.wj->lost) {
+		p2_fail(c, "the file changed while it was read (a device job of a written part)");
+		return -1;
+	}
+	return 0;
+}
+
 static void p2_free(struct p2 *c)
 {
 	for (size_t k = 0; c->store && k < c->w->plan.nslices; k++)
 		kx_store_free(c->store[k]);
+	for (size_t k = 0; c->ids && k < c->w->plan.nslices; k++)
+		free(c->ids[k]);
 	free(c->store);
 	free(c->late_idx);
 	free(c->late_off);
 	free(c->late_cur);
+	if (c->jobs) {
+		kx_wjobfeed_free(&c->jf);
+		c->w->jobrec.wj->call = NULL;
+	}
+	free(c->calls);
+	free(c->call_idx);
+	free(c->ids);
+	free(c->nids);
+	free(c->idcap);
 }
 
 int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_t errlen)
 {
 	struct p2 c = {.w = w, .fn = fn, .ctx = ctx, .err = err, .errlen = errlen};
-	struct kx_kxp_visitor v = {.ctx = &c, .ioctl = p2_ioctl, .ctr = p2_ctr, .stop = &c.stop};
+	struct kx_kxp_visitor v = {
+	        .ctx = &c, .ioctl = p2_ioctl, .ctr = p2_ctr, .job = p2_job, .stop = &c.stop};
 	struct kx_kxp_read_result res;
 	struct kx_capinfo ci;
 	char rerr[512];
 
 	err[0] = 0;
-	if (late_index(&c)) {
+	if (late_index(&c) || (w->jobrec.wj && p2_jobs_init(&c))) {
 		p2_free(&c);
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -881,14 +1383,30 @@ int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_
 		p2_fail(&c, rerr);
 	else if (!c.stop && c.seq != w->whole.ioctls)
 		p2_fail(&c, "the file changed while it was read (its ioctl records differ)");
+	p2_jobs_end(&c);
 	while (!c.stop && c.closed < w->plan.nslices)
 		close_next(&c);
 	p2_free(&c);
 	return c.failed ? -1 : c.rc;
 }
 
+void kx_wread_lend_jobs(const struct kx_wread *w, struct kx_analysis *an)
+{
+	if (w->jobrec.tab) {
+		kx_analysis_lend_jobs(an, &w->jobrec.tab->jobs);
+		an->jview = &w->jobrec.tab->view;
+	} else if (w->jobs) {
+		kx_analysis_lend_jobs(an, w->jobs);
+	}
+}
+
 void kx_wread_free(struct kx_wread *w)
 {
+	if (w->jobrec.wj)
+		kx_wjobs_free(w->jobrec.wj);
+	free(w->jobrec.wj);
+	free(w->jobrec.submitted);
+	free(w->jobrec.flow_from);
 	kx_store_free(w->store);
 	kx_jobs_free(w->jobs);
 	kx_store_free(w->mem);

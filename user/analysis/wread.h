@@ -1,8 +1,8 @@
 /*
  * A record file read in time windows (analysis/windows.h), each window into
  * a store of its own, so that converting a long capture needs the memory
- * of a window, not of the capture. Only for captures a stream gives exactly
- * (no job records); the others are read into memory whole. Each thread's
+ * of a window, not of the capture. Only for captures a stream gives exactly;
+ * the others are read into memory whole. Each thread's
  * calls pass the engine's reorder stage into the nesting rule in start
  * order (analysis/engine.h, nesttrack.h): the calls it shortens are kept
  * (fixes, at most a window's events: past that the file is read whole)
@@ -51,6 +51,23 @@
  * came is to be read again (store NULL with in_memory set; see
  * analysis/capread.h, which counts and says it).
  *
+ * Device jobs (a file with job records; analysis/wjobfeed.h): pass 1 runs
+ * the streamed device timelines over the file as it passes, their reason
+ * (a budget) the reason to read it whole. They give the whole capture's
+ * rings, devices, anomalies and memory rows (jobs, no job kept), the
+ * plan's job starts, the whole counts every part shows (jobrec), and two
+ * bits a file call: which submitted a job, which is the source of a drawn
+ * flow (analysis/flows.h; a job's submitting call is found among the last
+ * 16384 calls the timelines took, else that is a reason). Pass 2 runs them
+ * again, the same feed, and files each job by window (analysis/wjobs.h),
+ * with a copy of its submitting call as drawn (kept from the last calls,
+ * as many as pass 1 found a link reach back): a window is handed over
+ * only once the timelines have swept a job starting lead_ns past its end,
+ * and with it its job table and view (analysis/wjobtab.h:
+ * kx_wread_lend_jobs), numbering its jobs and calls as the whole capture
+ * does. Such a file is read a window, not a slice, at a time (a Chrome
+ * part's job tracks are drawn from its window's table whole).
+ *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place, each counter record in
  * the window of its call (kx_store_add_ctr: the window's own, beside the
@@ -78,7 +95,10 @@
  * has, and their names once), and the late ioctls (calls longer than about
  * KX_WREAD_LATE_NS). A file with more late ioctls than a window holds
  * (records far from the order of time, which a recorder does not write) is
- * to be read whole.
+ * to be read whole. With device jobs: the timelines' (jobflow.h: its
+ * bounds, not the jobs), 2 bits a file call, the jobs of the windows not
+ * handed over yet (wjobs.h), and in pass 1 the last 16384 calls' starts
+ * and lengths (32 bytes each).
  */
 #ifndef KX_WREAD_H
 #define KX_WREAD_H
@@ -91,6 +111,8 @@
 #include "analysis/jobs.h"
 #include "analysis/ranges.h"
 #include "analysis/windows.h"
+#include "analysis/wjobs.h"
+#include "analysis/wjobtab.h"
 #include "io/kxp.h"
 #include "model/counter.h"
 #include "model/capinfo.h"
@@ -107,6 +129,27 @@ struct kx_wread_fix {
 	uint64_t ts, dur; /* ns, its start and recorded length */
 	uint64_t cut;     /* ns, its length as the rule shortened it */
 	uint32_t tid;
+};
+
+/*
+ * What pass 1 keeps of a capture with job records, for pass 2 and every
+ * window's job view (analysis.h's kx_jobview): the whole capture's counts,
+ * and two bits a file call (which submitted a job, which is the source of a
+ * drawn flow: analysis/flows.h).
+ */
+struct kx_wread_jobs {
+	uint64_t records;       /* job records of the file (0: none, the rest unused) */
+	uint64_t njobs;         /* jobs of the whole capture */
+	uint64_t first_ns;      /* ns, the earliest job start or in-flight change (UINT64_MAX) */
+	uint64_t lead_ns;       /* ns, the most a job's in-flight change falls before its start */
+	uint64_t gap;           /* calls: the most a job's submitting call came before the latest
+	                           call the device timelines had when they counted the job */
+	uint64_t flows_dropped; /* jobs with a submitting call and no flow drawn */
+	uint8_t *submitted;     /* bitmap over the file's calls: submitted a job */
+	uint8_t *flow_from;     /* bitmap over the file's calls: the source of a drawn flow */
+	size_t nbytes;          /* bytes of each bitmap */
+	struct kx_wjobs *wj;    /* the windows' jobs (pass 2), NULL: none */
+	struct kx_wjobtab *tab; /* pass 2: the job table of the slice being handed over */
 };
 
 /* A late call's counter record and its window. */
@@ -144,9 +187,10 @@ struct kx_wread {
 	size_t keep;                      /* records store may hold past limit's (pass 1) */
 	struct kx_wread_fix *fixes;       /* the calls the rule shortened, by (tid, ts, dur) */
 	size_t nfix, fix_cap;
-	uint64_t fix_threads; /* threads with such calls */
-	uint64_t lag_ns;      /* ns, the largest lag of a record in its place (pass 1) */
-	size_t peak_open;     /* pass 2: the most windows open at once */
+	uint64_t fix_threads;        /* threads with such calls */
+	uint64_t lag_ns;             /* ns, the largest lag of a record in its place (pass 1) */
+	struct kx_wread_jobs jobrec; /* a capture with job records: its device jobs */
+	size_t peak_open;            /* pass 2: the most windows open at once */
 	const char *path;
 };
 
@@ -192,6 +236,15 @@ int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_
  */
 struct kx_analysis;
 int kx_wread_nest(const struct kx_wread *w, const struct kx_store *s, struct kx_analysis *an);
+
+/*
+ * For slice k's analysis an, while kx_wread_run hands slice k over: the
+ * device jobs it shows, lent (kx_analysis_lend_jobs): a capture with job
+ * records, the slice's job table and view (analysis/wjobtab.h: its jobs,
+ * numbered as in the whole capture); else the whole capture's memory
+ * accounting (w->jobs), or nothing.
+ */
+void kx_wread_lend_jobs(const struct kx_wread *w, struct kx_analysis *an);
 
 void kx_wread_free(struct kx_wread *w);
 

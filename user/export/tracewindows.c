@@ -87,8 +87,7 @@ static int window_part(void *ctx, struct kx_store *s, size_t k)
 	an->whole = &wd->w->whole;
 	if (wd->w->ranges)
 		kx_analysis_lend_ranges(an, wd->w->ranges);
-	if (wd->w->jobs)
-		kx_analysis_lend_jobs(an, wd->w->jobs);
+	kx_wread_lend_jobs(wd->w, an);
 	if (wn->nslices == wn->n)
 		rc = kx_traceparts_part(t, an, wn, k);
 	else

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# convert --split-events of captures with device jobs reads them one window
+# at a time (-v says so), and each part, Chrome file and XSpace run, is byte
+# for byte the one --in-memory writes: a recorded KVM capture (two vCPUs,
+# 6,000 KVM_RUNs each, over five windows) and a loop driver capture of
+# block requests, and the job fixtures (amdgpu, i915, msm, xe, kvm, loop:
+# through kxprof replay, which writes every call before the job records; a
+# small fixture's calls are all still with the device timelines when its
+# records come).
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+
+# same_parts NAME FILE N: split into parts of at most N events both ways;
+# read in windows (said), every part the same bytes.
+same_parts() {
+	local name=$1 file=$2 n=$3 d="$TMP/$1"
+	mkdir -p "$d/w" "$d/m"
+	kx 0 convert -v "$file" --split-events "$n" --chrome "$d/w/p.json" --xplane "$d/w/x" \
+		>/dev/null 2>"$d/w.err"
+	kx 0 convert --in-memory "$file" --split-events "$n" --chrome "$d/m/p.json" \
+		--xplane "$d/m/x" >/dev/null 2>"$d/m.err"
+	check "${name}_windows" grep -q "read one window at a time" "$d/w.err"
+	check "${name}_parts" test "$(ls "$d/w"/p.*.json 2>/dev/null | wc -l)" -ge 2
+	check "${name}_same_chrome" sh -c "cd '$d/w' && for f in p.*.json; do cmp -s \$f ../m/\$f || exit 1; done"
+	check "${name}_same_xspace" diff -r "$d/w/x" "$d/m/x"
+	check "${name}_same_warnings" cmp -s <(grep -v "read one window" "$d/w.err") "$d/m.err"
+}
+
+if need_kvm kvm_jobs && kx 0 record -o "$TMP/kvm.kxp" -- "$WL/kvm_workload" -t 2 -j 6000 -l 0 \
+	>/dev/null 2>"$TMP/kvm.rec"; then
+	same_parts kvm "$TMP/kvm.kxp" 3000
+fi
+
+if kx 0 record --device loop -o "$TMP/blk.kxp" -- "$WL/loop_workload" -s 16 -p "$TMP" -t 2 \
+	-j 2000 -k zero >/dev/null 2>"$TMP/blk.rec"; then
+	same_parts blk "$TMP/blk.kxp" 2000
+else
+	fail loop_record "$(tail -3 "$TMP/blk.rec")"
+fi
+
+for f in amdgpu_new i915 kvm loop msm xe; do
+	if kx 0 replay "$ROOT/tests/fixtures/$f.jsonl" -o "$TMP/$f.kxp" >/dev/null 2>"$TMP/$f.rep"; then
+		same_parts "fixture_$f" "$TMP/$f.kxp" 3
+	else
+		fail "replay_$f" "$(cat "$TMP/$f.rep")"
+	fi
+done
