@@ -8,8 +8,10 @@
  * too) and memory ioctls; a Chrome part written a slice of its window at a
  * time holds the same lines; at most two windows are open at once; a capture that fits one window
  * is one; a range touching a call is read in windows too, and so are calls the nesting rule
- * shortens (each with the length it has in the whole capture, in every window); a capture a
- * stream cannot give exactly (jobs, more shortened calls than a window holds, a range as long
+ * shortens (each with the length it has in the whole capture, in every window); captures
+ * with job records are read in windows too, their parts the whole capture's; a capture a
+ * stream cannot give exactly (a KVM exit the device timelines cannot place, more shortened
+ * calls than a window holds, a range as long
  * as a shortened call of its start), or whose records are far from the order of time, is to
  * be read whole, with the reason.
  */
@@ -483,6 +485,54 @@ static void check_store_whole(const struct kx_wread *w, const char *path, size_t
 	whole_free(&wp);
 }
 
+/* The record file path read in windows of limit events against the whole
+ * capture read into memory: read in windows (its job records too), every
+ * part the same bytes: *parts the windows' count (0: not so). */
+static void file_parts_same(const char *path, size_t limit, size_t *parts)
+{
+	static struct kx_wread w;
+	struct whole_parts wp = {0};
+	struct cmp_ctx c = {&w, &wp, 0, 0, 0};
+	char err[256];
+
+	*parts = 0;
+	CHECK(whole_read(path, limit, &wp) == 0);
+	CHECK(kx_wread_open(&w, path, limit, BUDGET, err, sizeof(err)) == 0);
+	if (w.in_memory)
+		printf("# %s: read whole: %s\n", path, w.in_memory);
+	CHECK(w.in_memory == NULL && w.store == NULL);
+	if (!w.in_memory && !w.store) {
+		CHECK_EQ_U(w.plan.n, wp.n);
+		CHECK(kx_wread_run(&w, compare_part, &c, err, sizeof(err)) == 0);
+		CHECK_EQ_U(c.parts, wp.n);
+		CHECK_EQ_U(c.same, wp.n);
+		*parts = c.same == wp.n ? c.parts : 0;
+	}
+	kx_wread_free(&w);
+	whole_free(&wp);
+}
+
+/* Captures with job records are read in windows, each part (its device
+ * jobs, their flows and the calls that submitted them, numbered as in the
+ * whole capture) the one written from the whole capture: a recorded KVM
+ * capture (600 KVM_RUNs, each a job, over 14 windows), and a capture with
+ * one job record mid-file. */
+static void test_job_windows(void)
+{
+	const char *fx = getenv("KX_FIXTURES");
+	char path[512];
+	size_t parts;
+
+	snprintf(path, sizeof(path), "%s/kvm_busy_cut.kxp", fx && *fx ? fx : "tests/fixtures");
+	file_parts_same(path, 100, &parts);
+	CHECK(parts >= 10);
+	snprintf(path, sizeof(path), "%s/job1.kxp", dir);
+	CHECK(write_capture(path, 2000, 1, 0) == 0);
+	file_parts_same(path, 100, &parts);
+	CHECK(parts >= 10);
+	unlink(path);
+}
+
 /* A capture that fits one window is read once: the first read stored it,
  * every kind of record (ranges, counters, memory ioctls, CPU samples). */
 static void test_fits_one(void)
@@ -708,6 +758,7 @@ int main(void)
 	RUN(test_nested_parts);
 	RUN(test_sliced_parts);
 	RUN(test_fits_one);
+	RUN(test_job_windows);
 	RUN(test_read_whole_when_needed);
 	RUN(test_range_at_cut);
 	RUN(test_file_changed);

@@ -304,37 +304,47 @@ static int job_bits(struct kx_wread_jobs *jb, uint64_t idx, int drawn)
 	return 0;
 }
 
+/* Calls a job may be counted after its submitting call, at most: past
+ * them, pass 2's copies of the submitting calls in between (its memory)
+ * are a reason to read the file whole. */
+#define P1_GAP ((uint64_t)1 << 22)
+
 /* Job r's link to its submitting call (its start st): the call's bits, and
- * its flow (analysis/flows.h's rule) drawn or not, or undecided until the
- * call's drawn length is known. 0, or -1 when out of memory. */
+ * its flow (analysis/flows.h's rule) drawn or not. The call began at or
+ * before the job's link time (its QUEUE, else its RUN), so the submit
+ * point, that QUEUE inside the call or the call's start, is at or before
+ * the start: drawn, unless the job ran before its QUEUE. Then the call's
+ * start and length decide (a call kept, P1_CALLS), or only the length the
+ * nesting rule gives it, known once the file is read (undecided till then).
+ * 0, or -1 when out of memory. */
 static int p1_link(struct p1 *c, const struct kx_jobrec *r, uint64_t st)
 {
 	struct kx_wread_jobs *jb = &c->w->jobrec;
 	uint64_t idx = (uint64_t)r->submit;
 	const struct p1_call *e = c->calls ? &c->calls[idx % P1_CALLS] : NULL;
-	int drawn;
+	int inside, drawn = 1;
 
-	if (!e || e->idx != idx) {
-		c->link_why =
-		        "a job's submitting call came more than 16384 calls before the device "
-		        "timelines counted the job (the calls a read in windows keeps for the "
-		        "links)";
-		return 0;
-	}
 	if (c->top_idx - idx > jb->gap)
 		jb->gap = c->top_idx - idx;
-	if (r->queue_ts && r->tid == e->tid && r->queue_ts >= e->ts &&
-	    r->queue_ts - e->ts <= e->dur && st >= e->ts && st < r->queue_ts) {
+	if (jb->gap > P1_GAP)
+		c->link_why = "a job was counted more than 4194304 calls after its submitting call "
+		              "(the calls a read in windows keeps for the links)";
+	if (!r->queue_ts || !r->run_ts || r->run_ts >= r->queue_ts)
+		return job_bits(jb, idx, drawn);
+	if (!e || e->idx != idx) {
+		c->link_why = "a job that ran before its queue event was counted more than 16384 "
+		              "calls after its submitting call (the calls a read in windows keeps "
+		              "for the links)";
+		return 0;
+	}
+	inside = r->tid == e->tid && r->queue_ts >= e->ts && r->queue_ts - e->ts <= e->dur;
+	if (inside && st >= e->ts) {
 		if (kx_grow((void **)&c->und, &c->und_cap, c->nund, sizeof(*c->und)))
 			return -1;
 		c->und[c->nund++] = (struct p1_undecided){idx, e->ts, e->dur, r->queue_ts, e->tid};
 		return job_bits(jb, idx, 0);
 	}
-	if (r->queue_ts && r->tid == e->tid && r->queue_ts >= e->ts &&
-	    r->queue_ts - e->ts <= e->dur)
-		drawn = st >= r->queue_ts;
-	else
-		drawn = st >= e->ts;
+	drawn = !inside && st >= e->ts;
 	jb->flows_dropped += !drawn;
 	return job_bits(jb, idx, drawn);
 }
@@ -995,15 +1005,19 @@ struct p2 {
 	char *err;
 	size_t errlen;
 	/* A file with job records: the device timelines again, their jobs filed
-	 * by slice (jobrec.wj); the calls they took last, by place (calls[idx &
-	 * cmask]: those of the last jobrec.gap + 1 places, the links pass 1
-	 * found); each open slice's calls' places in the file; the slice being
-	 * handed over's part and table. */
+	 * by slice (jobrec.wj); copies of the submitting calls they took (copy:
+	 * place -> slot of copies) while a job may still link to them (those
+	 * of the last jobrec.gap places: the links pass 1 found), in the order
+	 * taken (fifo[fhead .. nfifo)), top the latest place; each open slice's
+	 * calls' places in the file; the slice being handed over's part and
+	 * table. */
 	int jobs, flow_done;
 	struct kx_wjobfeed jf;
-	struct kx_ioctl *calls;
-	uint64_t *call_idx;
-	size_t cmask;
+	struct kx_hmap copy;
+	struct kx_slots copies;
+	uint64_t *fifo;
+	size_t fhead, nfifo, fcap;
+	uint64_t top;
 	uint64_t **ids;
 	size_t *nids, *idcap;
 	struct kx_wjobs_part part;
@@ -1227,13 +1241,50 @@ static void p2_job(void *ctx, const struct kx_job *j)
 	close_ready(c);
 }
 
-/* A call the device timelines took: kept while a job counted may link to it. */
+/* The copies no job can link to any more go: those more than jobrec.gap
+ * places before the latest (pass 1 found no link reach further back). */
+static void copies_drop(struct p2 *c)
+{
+	while (c->fhead < c->nfifo && c->fifo[c->fhead] + c->w->jobrec.gap < c->top) {
+		uint32_t *slot = kx_hmap_get(&c->copy, c->fifo[c->fhead]);
+
+		if (slot) {
+			kx_slots_put(&c->copies, *slot);
+			kx_hmap_del(&c->copy, c->fifo[c->fhead]);
+		}
+		c->fhead++;
+	}
+	if (c->fhead > 1024 && 2 * c->fhead > c->nfifo) {
+		memmove(c->fifo, c->fifo + c->fhead, (c->nfifo - c->fhead) * sizeof(*c->fifo));
+		c->nfifo -= c->fhead;
+		c->fhead = 0;
+	}
+}
+
+/* A call the device timelines took: a submitting one (pass 1's bits) is
+ * copied, as drawn, while a job counted may link to it. 0, or -1 when out
+ * of memory. */
 static int p2_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
 {
 	struct p2 *c = ctx;
+	const struct kx_wread_jobs *jb = &c->w->jobrec;
+	struct kx_ioctl *d;
+	long slot;
 
-	c->calls[idx & c->cmask] = *e;
-	c->call_idx[idx & c->cmask] = idx;
+	if (idx > c->top)
+		c->top = idx;
+	copies_drop(c);
+	if (!bit_of(jb->submitted, jb->nbytes, idx))
+		return 0;
+	slot = kx_slots_get(&c->copies);
+	if (slot < 0 || kx_hmap_add(&c->copy, idx, (uint32_t)slot) ||
+	    kx_grow((void **)&c->fifo, &c->fcap, c->nfifo, sizeof(*c->fifo)))
+		return -1;
+	c->fifo[c->nfifo++] = idx;
+	d = kx_slots_at(&c->copies, (size_t)slot);
+	*d = *e;
+	d->dur = fix_of(c->w, e);
+	d->arg_off = KX_NO_ARG;
 	return 0;
 }
 
@@ -1241,12 +1292,11 @@ static int p2_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
 static int p2_submitter(void *ctx, uint64_t idx, struct kx_ioctl *out)
 {
 	struct p2 *c = ctx;
+	const uint32_t *slot = kx_hmap_get(&c->copy, idx);
 
-	if (c->call_idx[idx & c->cmask] != idx)
+	if (!slot)
 		return -1; /* not the feed pass 1 had */
-	*out = c->calls[idx & c->cmask];
-	out->dur = fix_of(c->w, out);
-	out->arg_off = KX_NO_ARG;
+	*out = *(const struct kx_ioctl *)kx_slots_at(&c->copies, *slot);
 	return 0;
 }
 
@@ -1299,21 +1349,17 @@ static int late_index(struct p2 *c)
 static int p2_jobs_init(struct p2 *c)
 {
 	struct kx_wread_jobs *jb = &c->w->jobrec;
-	size_t n = c->w->plan.nslices, ncalls = 1;
+	size_t n = c->w->plan.nslices;
 
 	kx_wjobfeed_init(&c->jf, &c->w->ci, &jb->wj->sink, p2_flow_call, c);
 	c->jobs = 1;
-	while (ncalls <= jb->gap)
-		ncalls *= 2;
-	c->cmask = ncalls - 1;
-	c->calls = malloc(ncalls * sizeof(*c->calls));
-	c->call_idx = malloc(ncalls * sizeof(*c->call_idx));
+	c->copy = (struct kx_hmap)KX_HMAP_INIT;
+	c->copies = (struct kx_slots)KX_SLOTS_INIT(struct kx_ioctl);
 	c->ids = calloc(n, sizeof(*c->ids));
 	c->nids = calloc(n, sizeof(*c->nids));
 	c->idcap = calloc(n, sizeof(*c->idcap));
-	if (!c->calls || !c->call_idx || !c->ids || !c->nids || !c->idcap)
+	if (!c->ids || !c->nids || !c->idcap)
 		return -1;
-	memset(c->call_idx, 0xff, ncalls * sizeof(*c->call_idx));
 	jb->wj->call = p2_submitter;
 	jb->wj->call_ctx = c;
 	return 0;
@@ -1356,9 +1402,10 @@ static void p2_free(struct p2 *c)
 	if (c->jobs) {
 		kx_wjobfeed_free(&c->jf);
 		c->w->jobrec.wj->call = NULL;
+		kx_hmap_free(&c->copy);
+		kx_slots_free(&c->copies);
 	}
-	free(c->calls);
-	free(c->call_idx);
+	free(c->fifo);
 	free(c->ids);
 	free(c->nids);
 	free(c->idcap);
