@@ -274,14 +274,15 @@ struct item {
 };
 
 /* A call of l the rule cuts to end: listed (kept cuts), else noted for
- * the caller (cut_last, count_cuts) or a reason when a range cut it
- * (by_range; one cut by a call of its thread is the nesting rule's among
- * calls, which the stream applies itself: analysis/nesttrack.h, or follows
- * a range's cut of that call). 0, or -1 when out of memory. */
+ * the caller (cut_last, cut_end; count_cuts) or a reason when a range cut
+ * it (by_range; one cut by a call of its thread is the nesting rule's
+ * among calls, which the stream applies itself: analysis/nesttrack.h, or
+ * follows a range's cut of that call). 0, or -1 when out of memory. */
 static int cut(struct kx_rangewalk *w, struct line *l, const struct item *it, uint64_t end,
                int by_range)
 {
 	w->cut_last = 1;
+	w->cut_end = end;
 	l->cut = 1;
 	if (!w->keep_cuts) {
 		if (by_range && !w->count_cuts)

@@ -212,8 +212,10 @@ static void p1_nest_why(struct p1 *c, const char *why)
 
 /* A call out of the reorder stage, its thread's in start order: the ranges
  * walk it with the end the rule gives it (as in memory); one the rule
- * shortens is kept for its window (kx_wread_nest), a window's events of
- * them at most. */
+ * shortens, or the walk cuts at the end of a range of its thread (or of a
+ * call a range cut), is kept for its window (kx_wread_nest) with the
+ * shorter length, as memory's timeline adds the walk's cuts to the rule's
+ * (kx_ranges_build: add_cuts), a window's events of them at most. */
 static int p1_nest(void *ctx, const struct kx_ioctl *e)
 {
 	struct p1 *c = ctx;
@@ -224,11 +226,15 @@ static int p1_nest(void *ctx, const struct kx_ioctl *e)
 	if (kx_nesttrack_ioctl(&c->nest, e, &end, &cut) ||
 	    kx_rangewalk_call(&c->ranges, e, end, KX_ENGINE_NOREF))
 		return -1;
-	if (!cut || !p1_active(c))
+	if (c->ranges.cut_last && c->ranges.cut_end < end)
+		end = c->ranges.cut_end;
+	if (!(cut || c->ranges.cut_last) || !p1_active(c))
 		return 0;
 	if (w->nfix >= w->limit) {
-		p1_nest_why(c, "more calls the nesting rule shortens than a window holds (each "
-		               "window's calls take the lengths the rule gave them)");
+		p1_nest_why(c,
+		            "more calls shortened to nest (by the nesting rule among calls, or "
+		            "at the end of an annotation range of their thread) than a window "
+		            "holds (each window's calls take their lengths in the whole capture)");
 		return 0;
 	}
 	if (kx_grow((void **)&w->fixes, &w->fix_cap, w->nfix, sizeof(*w->fixes)))
@@ -561,6 +567,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	w->mem = kx_store_new(budget);
 	w->store = kx_store_new(budget);
 	c->ranges.strings = w->side;
+	c->ranges.count_cuts = 1; /* the calls the walk cuts are kept (p1_nest) */
 	c->ranges.out = kx_ranges_new(w->side, NULL);
 	if (c->starts && w->side && w->late && w->mem && w->store && kx_store_samples(w->side) &&
 	    c->ranges.out)
@@ -655,7 +662,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		w->in_memory =
 		        "calls of one thread overlap past the reorder window's memory budget";
 	kx_engine_free(&c.eng);
-	w->fix_threads = c.nest.fixed_threads;
+	w->fix_threads = c.nest.fixed_threads + kx_rangewalk_cut_threads(&c.ranges, &c.nest);
 	kx_nesttrack_free(&c.nest);
 	if (w->nfix)
 		qsort(w->fixes, w->nfix, sizeof(*w->fixes), fix_cmp);

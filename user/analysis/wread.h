@@ -4,10 +4,12 @@
  * of a window, not of the capture. Only for captures a stream gives exactly
  * (no job records); the others are read into memory whole. Each thread's
  * calls pass the engine's reorder stage into the nesting rule in start
- * order (analysis/engine.h, nesttrack.h): the calls it shortens are kept
- * (fixes, at most a window's events: past that the file is read whole)
- * and given their whole-capture lengths in their windows (kx_wread_nest);
- * a call later than the stage's window is a reason.
+ * order (analysis/engine.h, nesttrack.h): the calls it shortens, and those
+ * the annotation ranges' walk cuts at the end of a range of their thread
+ * (the shorter cut kept, as memory's timeline keeps it), are kept (fixes,
+ * at most a window's events: past that the file is read whole) and given
+ * their whole-capture lengths in their windows (kx_wread_nest); a call
+ * later than the stage's window is a reason.
  *
  * Pass 1 (kx_wread_open) reads the file as a stream: the stream check, the
  * events' count, first and last start, the whole capture's facts every part
@@ -101,11 +103,12 @@
  * window of export/splitplan.h's default split (1,000,000 events). */
 #define KX_WREAD_KEEP_RECORDS ((size_t)1000000)
 
-/* A call the nesting rule shortened in the whole capture (pass 1), found
- * again in its window by (thread, start, recorded length). */
+/* A call the nesting rule shortened in the whole capture, or the end of an
+ * annotation range of its thread cut (pass 1), found again in its window by
+ * (thread, start, recorded length). */
 struct kx_wread_fix {
 	uint64_t ts, dur; /* ns, its start and recorded length */
-	uint64_t cut;     /* ns, its length as the rule shortened it */
+	uint64_t cut;     /* ns, its length as shortened (the shorter cut of the two) */
 	uint32_t tid;
 };
 
@@ -142,7 +145,7 @@ struct kx_wread {
 	size_t slice;                     /* events per slice (windows.h; limit: unsliced) */
 	size_t budget;                    /* bytes each store may take */
 	size_t keep;                      /* records store may hold past limit's (pass 1) */
-	struct kx_wread_fix *fixes;       /* the calls the rule shortened, by (tid, ts, dur) */
+	struct kx_wread_fix *fixes;       /* the calls shortened to nest, by (tid, ts, dur) */
 	size_t nfix, fix_cap;
 	uint64_t fix_threads; /* threads with such calls */
 	uint64_t lag_ns;      /* ns, the largest lag of a record in its place (pass 1) */
@@ -185,10 +188,10 @@ int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_
 
 /*
  * For slice k's analysis an (built from its store): the lengths the
- * nesting rule gave its calls in the whole capture replace those its
- * timeline gave them (a window lacks the calls before it that a call of it
- * nests in), and its warning counts the whole capture's. 0, or -1 when out
- * of memory.
+ * nesting rule and the annotation ranges' ends gave its calls in the whole
+ * capture replace those its timeline gave them (a window lacks the calls
+ * before it that a call of it nests in, and the ranges), and its warning
+ * counts the whole capture's. 0, or -1 when out of memory.
  */
 struct kx_analysis;
 int kx_wread_nest(const struct kx_wread *w, const struct kx_store *s, struct kx_analysis *an);
