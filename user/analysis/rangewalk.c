@@ -1063,7 +1063,8 @@ struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capi
 	for (size_t i = 0; i < n; i++)
 		if (kx_engine_feed_ann(&b.eng, kx_store_ann(s, i), NULL, NULL))
 			goto out;
-	calls_end(&b, s, tl);
+	if (n) /* the calls' ends close ranges left open: none without records */
+		calls_end(&b, s, tl);
 	if (kx_rangewalk_close(&w, s, &b.eng) || walk_calls(&b, s, tl) ||
 	    kx_engine_finish(&b.eng) || kx_rangewalk_finish(&w, s, NULL) || add_cuts(tl, &w) ||
 	    kx_ranges_finish(rg))
