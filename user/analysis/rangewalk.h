@@ -25,6 +25,13 @@
  * lost, cut to its parent, is exactly what memory makes). Ranges left open
  * end where their thread or process ended (analysis/range_ends.h).
  *
+ * A call that a range's end cuts (a call of a thread spanning a pop of the
+ * same thread) is no reason: in memory it joins the timeline's fixes
+ * (keep_cuts); else the walk notes it (cut_last and cut_end after each
+ * call, and kx_rangewalk_cut_threads), and the streamed report counts it
+ * as the timeline counts its fixes, the windowed conversion keeps it with
+ * its cut length for the windows' timelines.
+ *
  * Reasons to read the file whole (why):
  *   - a thread's records out of the rule's order by more than the reorder
  *     stage held them (its bound: a thread with ranges keeps its last
@@ -33,13 +40,6 @@
  *     its end and ended before what was walked inside it, or out of the
  *     rule's order with what was walked after it at its start;
  *   - names past the store's limit (the windowed conversion's out);
- *   - a call that a range's end cuts (the calls' timeline keeps the cuts:
- *     a call of a thread spanning a pop of the same thread), for a walk
- *     that neither keeps nor counts them: in memory it joins the timeline's
- *     fixes (keep_cuts); the streamed report counts it as the timeline
- *     counts its fixes, and the windowed conversion keeps it with its cut
- *     length for the windows' timelines (count_cuts: cut_last and cut_end
- *     after each call, and kx_rangewalk_cut_threads);
  *   - streamed with device jobs (dev_stream), a job of a call let go past
  *     dc_budget, of a call walked inside ranges before the first job
  *     record came (dev_jobs), of a call inside more than 8 ranges, or of
@@ -106,14 +106,13 @@ struct kx_rangewalk {
 	size_t out_cap;
 	/* Set by the in-memory build (kx_ranges_build): */
 	int no_rows;            /* no summary rows (sum NULL at finish) */
-	int keep_cuts;          /* calls a range's end cuts are listed in cuts, not a reason */
+	int keep_cuts;          /* calls a range's end cuts are listed in cuts */
 	int closed;             /* the ranges left open were closed (kx_rangewalk_close) */
 	struct kx_tl_fix *cuts; /* pos: the call's (kx_rangewalk_call), dur: its cut length */
 	size_t ncuts, cuts_cap;
-	/* Set by the streamed report and the windowed conversion: a call the
-	 * walk cuts is no reason; the caller counts or keeps it (cut_last: the
-	 * walk cut the call just walked, to end at cut_end). */
-	int count_cuts;
+	/* Unless keep_cuts: the walk cut the call just walked, to end at
+	 * cut_end (the streamed report counts it, the windowed conversion
+	 * keeps it). */
 	int cut_last;
 	uint64_t cut_end; /* ns, valid with cut_last */
 	/* The device time and jobs of the call at pos (NULL: none). */

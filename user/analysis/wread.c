@@ -567,7 +567,6 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	w->mem = kx_store_new(budget);
 	w->store = kx_store_new(budget);
 	c->ranges.strings = w->side;
-	c->ranges.count_cuts = 1; /* the calls the walk cuts are kept (p1_nest) */
 	c->ranges.out = kx_ranges_new(w->side, NULL);
 	if (c->starts && w->side && w->late && w->mem && w->store && kx_store_samples(w->side) &&
 	    c->ranges.out)
