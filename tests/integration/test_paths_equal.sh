@@ -9,8 +9,9 @@
 # captures (test_wread's, test_report_stream's, kxp_gen.h's: written by
 # build/tests/kxp_gen, among them 22,000 gpu_scheduler jobs whose sdma ring
 # never links, past the budget of jobs waiting for its device, and calls the
-# nesting rule shortens among annotation ranges, which report streams and a
-# split reads a window at a time), a KVM job
+# nesting rule shortens among annotation ranges, and calls spanning the end
+# of a range of their thread, which report streams and a split reads a
+# window at a time), a KVM job
 # capture with CPU samples and an annotated capture (both recorded here; the
 # KVM one needs /dev/kvm):
 #   - report --json: the same JSON streamed and in memory (p50/p90/p99 within
@@ -105,6 +106,8 @@ paths() {
 	same_xspace "${n}_split_xspace_bytes" "$d/p.w/x" "$d/p.m/x"
 	same_messages "${n}_split_messages" "$d/p.w.err" "$d/p.m.err"
 	whole "convert split" "$d/p.w.err"
+	SPLIT_READ=whole # how the split read the file (-v), for the checks below
+	grep -q '^kxprof convert: read one window at a time: ' "$d/p.w.err" && SPLIT_READ=windows
 	# a Chrome file alone, split: written from slices of each window
 	mkdir -p "$d/q"
 	kx 0 -v convert "$f" --split-events "$lim" --chrome "$d/q/p.json" >/dev/null 2>"$d/q.err" ||
@@ -131,19 +134,20 @@ for fx in "$HERE"/../fixtures/*.jsonl; do
 done
 paths h100_pytorch "$HERE/../fixtures/h100_pytorch.kxp"
 
-for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "wread-nested 8000" "stream 20000" \
-	"stream-annotated 1" "stream-counted 4242" "stream-counted-late 4242" \
-	"stream-counted-unnamed 4242" "events 8000" \
+for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "wread-nested 8000" \
+	"wread-cut 8000" "stream 20000" "stream-annotated 1" "stream-counted 4242" \
+	"stream-counted-late 4242" "stream-counted-unnamed 4242" "events 8000" \
 	"fence-gpu_scheduler-sdma 12000"; do
 	set -- $g
 	wanted "gen_${1//-/_}" || continue
 	if "$GEN" "$1" "$TMP/$1.kxp" "$2" 2>"$TMP/gen.err"; then
 		paths "gen_${1//-/_}" "$TMP/$1.kxp"
-		# Calls the nesting rule shortens, among annotation ranges:
-		# report streams them and the split is read a window at a time.
-		[ "$1" != wread-nested ] ||
-			check gen_wread_nested_not_whole bash -c \
-				'[[ "$0" != *report* && "$0" != *"convert split"* ]]' "$WHOLE"
+		# Calls the nesting rule shortens, among annotation ranges (and
+		# calls spanning the end of a range of their thread): report
+		# streams them and the split is read a window at a time.
+		[[ "$1" != wread-nested && "$1" != wread-cut ]] ||
+			check "gen_${1//-/_}_not_whole" bash -c \
+				'[[ "$0" != *report* && "$1" == windows ]]' "$WHOLE" "$SPLIT_READ"
 	else
 		fail "gen_$1" "kxp_gen: $(cat "$TMP/gen.err")"
 	fi

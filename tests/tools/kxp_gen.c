@@ -14,6 +14,9 @@
  *   wread-nested N     wread-annotated with each long call's next call of
  *                      its thread starting inside it and ending after it
  *                      (the nesting rule shortens it)
+ *   wread-cut N        wread-nested with some ranges ending inside a call of
+ *                      their thread (the calls' timeline cuts it there: some
+ *                      calls the rule shortens cut shorter)
  *   stream N           test_report_stream's: N calls over 64 threads, many
  *                      rows and errnos
  *   stream-annotated N test_report_stream's annotated capture of seed N
@@ -85,7 +88,8 @@ static int write_fence_kind(const char *source, const char *out, size_t n)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|wread-nested|stream|"
+	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|wread-nested|wread-cut|"
+	                "stream|"
 	                "stream-annotated|stream-counted[-late|-unnamed]|events|fence-SOURCE[-sdma] "
 	                "OUT.kxp N\n"
 	                "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
@@ -116,6 +120,9 @@ int main(int argc, char **argv)
 		rc = write_capture_as(out, n, 1, 0, 0, 0);
 	else if (!strcmp(kind, "wread-nested"))
 		rc = write_capture_as(out, n, 0, 3, 0, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY);
+	else if (!strcmp(kind, "wread-cut"))
+		rc = write_capture_as(out, n, 0, 3, 0,
+		                      ANN_RANGES | ANN_CUTS | ANN_COUNTERS | ANN_MEMORY);
 	else if (!strcmp(kind, "stream"))
 		rc = write_generated(out, n, 7, 64);
 	else if (!strcmp(kind, "stream-annotated"))

@@ -4,7 +4,8 @@
  * few calls long (up to 300 ms, so their records come late), written in the
  * order they returned, with tasks, CPU samples and argument copies; on
  * request a job record, an overlapping call, nested and cross-thread
- * annotation ranges, marks, counter records and KVM memory slot calls.
+ * annotation ranges (some ending inside a call of their thread), marks,
+ * counter records and KVM memory slot calls.
  */
 #ifndef KXP_GEN_WREAD_H
 #define KXP_GEN_WREAD_H
@@ -92,21 +93,40 @@ static inline void ann_put(struct annrec *r, size_t *n, unsigned int what, uint6
 /* Open ranges of one thread while its calls are annotated. */
 struct ann_thread {
 	uint64_t outer, inner; /* ns, their pushes; 0: not open */
+	uint64_t prev_ts;      /* ns, the start of its last call */
 	uint64_t prev_end;     /* ns, the end of its last call */
+	int prev_in;           /* its last call started inside the one before */
 	size_t k;              /* its calls so far */
 };
+
+/* Where the inner range that ends before the thread's k-th call pops: in
+ * the gap, or (cuts: every 32nd call, and after a call that started inside
+ * the one before) halfway between its push or the last call's start,
+ * whichever is later, and that call's end, so that the call spans the
+ * range's end (the calls' timeline cuts it there; a call that started
+ * inside the one before, which the rule shortens, is cut shorter, and so is
+ * the one before when the range holds it). */
+static inline uint64_t inner_pop(const struct ann_thread *t, uint64_t base, int cuts)
+{
+	uint64_t lo = t->prev_ts > t->inner ? t->prev_ts : t->inner;
+
+	if (!cuts || (t->k % 32 != 16 && !t->prev_in) || lo + 2 >= t->prev_end)
+		return base + 100;
+	return lo + (t->prev_end - lo) / 2;
+}
 
 /* The records in the gap before call e, the thread's k-th: the inner and
  * outer ranges that end, those that begin ("step" around 8 calls, "layer"
  * around 2), a mark every 5 calls. With touch, the 10th call's "layer"
- * begins at the nanosecond the call before it ended. */
+ * begins at the nanosecond the call before it ended; with cuts, some
+ * "layer" ends inside the call before (inner_pop). */
 static inline void ann_gap(struct annrec *r, size_t *n, struct ann_thread *t,
-                           const struct kx_ioctl *e, int touch)
+                           const struct kx_ioctl *e, int touch, int cuts)
 {
 	uint64_t base = t->k ? t->prev_end : e->ts - 900;
 
 	if (t->k % 2 == 0 && t->inner) {
-		ann_put(r, n, KX_ANN_POP, base + 100, e->tid, 2, t->inner, 0, NULL);
+		ann_put(r, n, KX_ANN_POP, inner_pop(t, base, cuts), e->tid, 2, t->inner, 0, NULL);
 		t->inner = 0;
 	}
 	if (t->k % 8 == 0 && t->outer) {
@@ -139,10 +159,11 @@ static inline int ann_cmp(const void *a, const void *b)
  * calls of the first thread, a cross-thread range it starts and the second
  * thread (same process) ends in its next gap, the last one never ended; the
  * first ended, and a mark made, by a thread that makes no call.
- * touch: one range begins as a call of its thread ends. Returns the records
- * made; *stop moves past the last.
+ * touch: one range begins as a call of its thread ends; cuts: some range
+ * ends inside a call of its thread. Returns the records made; *stop moves
+ * past the last.
  */
-static inline size_t annotate(const struct call *c, size_t n, struct annrec *r, int touch,
+static inline size_t annotate(const struct call *c, size_t n, struct annrec *r, int touch, int cuts,
                               uint64_t *stop)
 {
 	struct ann_thread th[THREADS] = {0};
@@ -157,7 +178,7 @@ static inline size_t annotate(const struct call *c, size_t n, struct annrec *r, 
 
 			if (e->tid != 700 + (uint32_t)t * 10)
 				continue;
-			ann_gap(r, &m, a, e, touch && t == 2);
+			ann_gap(r, &m, a, e, touch && t == 2, cuts);
 			if (t == 0 && a->k % 300 == 150 && xid < 64) {
 				starts[xid++] = base + 800;
 				ann_put(r, &m, KX_ANN_START, base + 800, e->tid, 0, 0, xid,
@@ -170,6 +191,8 @@ static inline size_t annotate(const struct call *c, size_t n, struct annrec *r, 
 			}
 			if (t == 1 && a->k == 500)
 				ann_put(r, &m, KX_ANN_MARK, base + 900, LONE_TID, 0, 0, 0, "lone");
+			a->prev_in = a->k && e->ts < a->prev_end;
+			a->prev_ts = e->ts;
 			a->prev_end = e->ts + e->dur;
 			a->k++;
 		}
@@ -214,10 +237,11 @@ static inline void memory_slot(struct call *c, size_t i)
 	memcpy(c->arg + 16, &size, sizeof(size));
 }
 
-#define ANN_RANGES   1 /* annotate() */
-#define ANN_TOUCH    2 /* annotate() with touch */
-#define ANN_COUNTERS 4 /* counter records */
-#define ANN_MEMORY   8 /* a KVM memory slot set, resized or deleted every 50 calls */
+#define ANN_RANGES   1  /* annotate() */
+#define ANN_TOUCH    2  /* annotate() with touch */
+#define ANN_COUNTERS 4  /* counter records */
+#define ANN_MEMORY   8  /* a KVM memory slot set, resized or deleted every 50 calls */
+#define ANN_CUTS     16 /* annotate() with cuts (with ANN_RANGES) */
 
 static inline int write_capture_as(const char *path, size_t n, int job, int overlap, int by_thread,
                                    int ann)
@@ -284,7 +308,7 @@ static inline int write_capture_as(const char *path, size_t n, int job, int over
 				break;
 			}
 	if (ann & (ANN_RANGES | ANN_TOUCH))
-		nar = annotate(c, n, ar, ann & ANN_TOUCH, &stop);
+		nar = annotate(c, n, ar, ann & ANN_TOUCH, ann & ANN_CUTS, &stop);
 	qsort(c, n, sizeof(*c), by_thread ? tid_cmp : end_cmp);
 	capinfo(&ci, stop + 1);
 	if (ann & ANN_COUNTERS)

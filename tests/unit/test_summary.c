@@ -1068,9 +1068,11 @@ static double summary_time(struct kx_store *s)
 }
 
 /*
- * The summary scales linearly: 4x the events may take at most 8x the time
- * (a quadratic step would take 16x). Both sizes are timed in this run, so a
- * loaded machine or a sanitizer build slows both alike.
+ * The summary scales as n log n, not n^2: 4x the events may take at most 10x
+ * the CPU time (a quadratic step would take 16x). Sorting a thread's calls
+ * by time takes about 6x here alone, more when other processes share the
+ * cache. Both sizes are timed in this run, so a loaded machine or a
+ * sanitizer build slows both alike.
  */
 static void test_speed(void)
 {
@@ -1097,7 +1099,7 @@ static void test_speed(void)
 	kx_analysis_free(an);
 	kx_store_free(small);
 	kx_store_free(big);
-	CHECK(tb < 8 * ts + 0.05);
+	CHECK(tb < 10 * ts + 0.05);
 }
 
 int main(void)

@@ -8,12 +8,13 @@
  * too) and memory ioctls; a Chrome part written a slice of its window at a
  * time holds the same lines; at most two windows are open at once; a capture that fits one window
  * is one; a range touching a call is read in windows too, and so are calls the nesting rule
- * shortens (each with the length it has in the whole capture, in every window); captures
- * with job records are read in windows too, their parts the whole capture's; a capture a
- * stream cannot give exactly (a KVM exit the device timelines cannot place, more shortened
- * calls than a window holds, a range as long
- * as a shortened call of its start), or whose records are far from the order of time, is to
- * be read whole, with the reason.
+ * shortens and calls spanning the end of a range of their thread (each with the length it has
+ * in the whole capture, in every window); captures with job records are read in windows
+ * too, their parts the whole capture's; a capture a stream cannot give exactly (a KVM exit
+ * the device timelines cannot place, annotation ranges with job records, more shortened
+ * calls than a window holds, a range as
+ * long as a shortened call of its start), or whose records are far from the order of time,
+ * is to be read whole, with the reason.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -208,12 +209,17 @@ static void check_parts(size_t nioc, size_t limit, int ann, size_t *parts, size_
 	*parts = 0;
 	CHECK(write_capture_as(path, nioc, 0, gen_overlap, 0, ann) == 0);
 	CHECK(whole_read(path, limit, &wp) == 0);
-	/* Calls the rule shortens: every part warns of the whole capture's. */
-	CHECK(!gen_overlap || (wp.n > 1 && memmem(wp.b[wp.n - 1], wp.len[wp.n - 1],
-	                                          "shortened to nest in it", 23)));
+	/* Calls the rule shortens, or a range's end cuts: every part warns of
+	 * the whole capture's. */
+	CHECK(!(gen_overlap || (ann & ANN_CUTS)) ||
+	      (wp.n > 1 &&
+	       memmem(wp.b[wp.n - 1], wp.len[wp.n - 1], "shortened to nest in it", 23)));
 	CHECK(kx_wread_open(&w, path, limit, BUDGET, err, sizeof(err)) == 0);
+	if (w.in_memory)
+		printf("# read whole: %s\n", w.in_memory);
 	CHECK(w.in_memory == NULL);
-	CHECK(w.store == NULL); /* more calls than a window: given up */
+	CHECK(w.store == NULL);                 /* more calls than a window: given up */
+	CHECK(!(ann & ANN_CUTS) || w.nfix > 0); /* kept for the windows */
 	CHECK_EQ_U(w.plan.n, wp.n);
 	/* The annotated capture has every kind of range, and the parts show
 	 * counters, late calls' too: the cases are exercised. */
@@ -273,6 +279,27 @@ static void test_nested_parts(void)
 	if (!kxt_cur_failed)
 		check_parts(30000, 2500, ANN_RANGES | ANN_COUNTERS | ANN_MEMORY, &parts, &late,
 		            &peak);
+	gen_overlap = 0;
+	if (kxt_cur_failed)
+		return;
+	printf("# %zu parts, %zu late calls, at most %zu windows open\n", parts, late, peak);
+	CHECK(parts >= 12);
+}
+
+/* Calls spanning the end of an annotation range of their thread (the
+ * calls' timeline cuts them there), alone and among calls the nesting rule
+ * shortens (some cut by both, the shorter cut kept; some cut to the end of
+ * a call a range cut): read in windows, each call with the length it has
+ * in the whole capture, every part the in-memory one. */
+static void test_range_cut_parts(void)
+{
+	size_t parts = 0, late = 0, peak = 0;
+	int ann = ANN_RANGES | ANN_CUTS | ANN_COUNTERS | ANN_MEMORY;
+
+	check_parts(30000, 2500, ann, &parts, &late, &peak);
+	gen_overlap = 3;
+	if (!kxt_cur_failed)
+		check_parts(30000, 2500, ann, &parts, &late, &peak);
 	gen_overlap = 0;
 	if (kxt_cur_failed)
 		return;
@@ -601,11 +628,27 @@ static void test_read_whole_when_needed(void)
 	CHECK(w.nfix > 0);
 	kx_wread_free(&w);
 	CHECK(kx_wread_open(&w, path, 2, BUDGET, err, sizeof(err)) == 0);
-	CHECK(w.in_memory && strstr(w.in_memory, "shortens than a window holds"));
+	CHECK(w.in_memory && strstr(w.in_memory, "shortened to nest (") &&
+	      strstr(w.in_memory, "than a window holds"));
+	kx_wread_free(&w);
+	/* Calls that ranges' ends cut are kept alike, a window's events at most. */
+	CHECK(write_capture_as(path, 2000, 0, 0, 0, ANN_RANGES | ANN_CUTS) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(!w.in_memory && w.nfix > 20 && w.fix_threads == THREADS);
+	kx_wread_free(&w);
+	CHECK(kx_wread_open(&w, path, 20, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "end of an annotation range") &&
+	      strstr(w.in_memory, "than a window holds"));
 	kx_wread_free(&w);
 	CHECK(write_capture_as(path, 2000, 0, 0, 1, 0) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory && strstr(w.in_memory, "order of time"));
+	kx_wread_free(&w);
+	/* Annotation ranges and a job record: the ranges' device time is not
+	 * kept for the windows. */
+	CHECK(write_capture_as(path, 2000, 1, 0, 0, ANN_RANGES) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "annotation ranges with device jobs"));
 	kx_wread_free(&w);
 
 	unlink(path);
@@ -756,6 +799,7 @@ int main(void)
 	RUN(test_annotated);
 	RUN(test_annotated_touch);
 	RUN(test_nested_parts);
+	RUN(test_range_cut_parts);
 	RUN(test_sliced_parts);
 	RUN(test_fits_one);
 	RUN(test_job_windows);

@@ -25,8 +25,6 @@
 static const char *const LATE =
         "annotation ranges and calls of a thread out of order by more "
         "than the reorder window holds (" STR(KX_ENGINE_RANGE_HOLD) " records)";
-static const char *const CUT = "a call of a thread spans the end of an annotation range of the "
-                               "thread (the calls' timeline would shorten it)";
 
 /* A range paired or walking. */
 struct kx_rw_rec {
@@ -274,20 +272,14 @@ struct item {
 };
 
 /* A call of l the rule cuts to end: listed (kept cuts), else noted for
- * the caller (cut_last, count_cuts) or a reason when a range cut it
- * (by_range; one cut by a call of its thread is the nesting rule's among
- * calls, which the stream applies itself: analysis/nesttrack.h, or follows
- * a range's cut of that call). 0, or -1 when out of memory. */
-static int cut(struct kx_rangewalk *w, struct line *l, const struct item *it, uint64_t end,
-               int by_range)
+ * the caller (cut_last, cut_end). 0, or -1 when out of memory. */
+static int cut(struct kx_rangewalk *w, struct line *l, const struct item *it, uint64_t end)
 {
 	w->cut_last = 1;
+	w->cut_end = end;
 	l->cut = 1;
-	if (!w->keep_cuts) {
-		if (by_range && !w->count_cuts)
-			because(w, CUT);
+	if (!w->keep_cuts)
 		return 0;
-	}
 	if (kx_grow((void **)&w->cuts, &w->cuts_cap, w->ncuts, sizeof(*w->cuts)))
 		return -1;
 	w->cuts[w->ncuts++] = (struct kx_tl_fix){it->pos, 0, end - it->start};
@@ -390,7 +382,7 @@ static int walk_item(struct kx_rangewalk *w, struct line *l, const struct item *
 	parent = l->depth ? l->stack[l->depth - 1].end : UINT64_MAX;
 	if (it->rec == NONE) {
 		eff = it->end;
-		if (eff > parent && cut(w, l, it, parent, l->stack[l->depth - 1].rec != NONE))
+		if (eff > parent && cut(w, l, it, parent))
 			return -1;
 		eff = eff > parent ? parent : eff;
 		attribute(w, l, it->pos);
@@ -1062,7 +1054,8 @@ struct kx_ranges *kx_ranges_build(const struct kx_store *s, const struct kx_capi
 	for (size_t i = 0; i < n; i++)
 		if (kx_engine_feed_ann(&b.eng, kx_store_ann(s, i), NULL, NULL))
 			goto out;
-	calls_end(&b, s, tl);
+	if (n) /* the calls' ends close ranges left open: none without records */
+		calls_end(&b, s, tl);
 	if (kx_rangewalk_close(&w, s, &b.eng) || walk_calls(&b, s, tl) ||
 	    kx_engine_finish(&b.eng) || kx_rangewalk_finish(&w, s, NULL) || add_cuts(tl, &w) ||
 	    kx_ranges_finish(rg))

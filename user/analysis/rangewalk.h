@@ -25,6 +25,13 @@
  * lost, cut to its parent, is exactly what memory makes). Ranges left open
  * end where their thread or process ended (analysis/range_ends.h).
  *
+ * A call that a range's end cuts (a call of a thread spanning a pop of the
+ * same thread) is no reason: in memory it joins the timeline's fixes
+ * (keep_cuts); else the walk notes it (cut_last and cut_end after each
+ * call, and kx_rangewalk_cut_threads), and the streamed report counts it
+ * as the timeline counts its fixes, the windowed conversion keeps it with
+ * its cut length for the windows' timelines.
+ *
  * Reasons to read the file whole (why):
  *   - a thread's records out of the rule's order by more than the reorder
  *     stage held them (its bound: a thread with ranges keeps its last
@@ -33,12 +40,6 @@
  *     its end and ended before what was walked inside it, or out of the
  *     rule's order with what was walked after it at its start;
  *   - names past the store's limit (the windowed conversion's out);
- *   - a call that a range's end cuts, in the windowed conversion (the
- *     calls' timeline keeps the cuts: a call of a thread spanning a pop of
- *     the same thread); in memory it joins the timeline's fixes
- *     (keep_cuts), and the streamed report counts it as the timeline
- *     counts its fixes (count_cuts: cut_last after each call, and
- *     kx_rangewalk_cut_threads);
  *   - streamed with device jobs (dev_stream), a job of a call let go past
  *     dc_budget, of a call walked inside ranges before the first job
  *     record came (dev_jobs), of a call inside more than 8 ranges, or of
@@ -105,14 +106,15 @@ struct kx_rangewalk {
 	size_t out_cap;
 	/* Set by the in-memory build (kx_ranges_build): */
 	int no_rows;            /* no summary rows (sum NULL at finish) */
-	int keep_cuts;          /* calls a range's end cuts are listed in cuts, not a reason */
+	int keep_cuts;          /* calls a range's end cuts are listed in cuts */
 	int closed;             /* the ranges left open were closed (kx_rangewalk_close) */
 	struct kx_tl_fix *cuts; /* pos: the call's (kx_rangewalk_call), dur: its cut length */
 	size_t ncuts, cuts_cap;
-	/* Set by the streamed report: a call the walk cuts is no reason; the
-	 * caller counts it (cut_last: the walk cut the call just walked). */
-	int count_cuts;
+	/* Unless keep_cuts: the walk cut the call just walked, to end at
+	 * cut_end (the streamed report counts it, the windowed conversion
+	 * keeps it). */
 	int cut_last;
+	uint64_t cut_end; /* ns, valid with cut_last */
 	/* The device time and jobs of the call at pos (NULL: none). */
 	uint64_t (*dev)(void *ctx, uint32_t pos, uint64_t *jobs);
 	void *dev_ctx;

@@ -375,7 +375,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	r->ranges = malloc(sizeof(*r->ranges));
 	if (r->ranges) {
 		kx_rangewalk_init(r->ranges);
-		r->ranges->dev_stream = r->ranges->count_cuts = 1;
+		r->ranges->dev_stream = 1;
 	}
 	c.ranges = r->ranges;
 	if (!r->side || !kx_store_samples(r->side) || !r->ranges) {

@@ -78,6 +78,7 @@ struct p1 {
 	struct p1_undecided *und;
 	size_t nund, und_cap;
 	const char *link_why;
+	uint64_t anns; /* annotation records so far */
 };
 
 static int p1_active(const struct p1 *c)
@@ -119,6 +120,12 @@ static void p1_whole_file(struct p1 *c, const char *why)
 static void p1_jobs_why(struct p1 *c)
 {
 	const char *why = c->link_why ? c->link_why : kx_wjobfeed_why(&c->jf);
+
+	/* The ranges' device time (their calls' jobs, counted after the ranges
+	 * are built) is the streamed report's rows' alone. */
+	if (!why && c->anns && c->w->jobrec.records)
+		why = "annotation ranges with device jobs (the device time of the jobs their "
+		      "calls submitted is kept for a report's rows, not for the windows' ranges)";
 
 	if (why && p1_active(c))
 		p1_whole_file(c, why);
@@ -393,8 +400,10 @@ static void p1_nest_why(struct p1 *c, const char *why)
 
 /* A call out of the reorder stage, its thread's in start order: the ranges
  * walk it with the end the rule gives it (as in memory); one the rule
- * shortens is kept for its window (kx_wread_nest), a window's events of
- * them at most. */
+ * shortens, or the walk cuts at the end of a range of its thread (or of a
+ * call a range cut), is kept for its window (kx_wread_nest) with the
+ * shorter length, as memory's timeline adds the walk's cuts to the rule's
+ * (kx_ranges_build: add_cuts), a window's events of them at most. */
 static int p1_nest(void *ctx, const struct kx_ioctl *e)
 {
 	struct p1 *c = ctx;
@@ -405,11 +414,15 @@ static int p1_nest(void *ctx, const struct kx_ioctl *e)
 	if (kx_nesttrack_ioctl(&c->nest, e, &end, &cut) ||
 	    kx_rangewalk_call(&c->ranges, e, end, KX_ENGINE_NOREF))
 		return -1;
-	if (!cut || !p1_active(c))
+	if (c->ranges.cut_last && c->ranges.cut_end < end)
+		end = c->ranges.cut_end;
+	if (!(cut || c->ranges.cut_last) || !p1_active(c))
 		return 0;
 	if (w->nfix >= w->limit) {
-		p1_nest_why(c, "more calls the nesting rule shortens than a window holds (each "
-		               "window's calls take the lengths the rule gave them)");
+		p1_nest_why(c,
+		            "more calls shortened to nest (by the nesting rule among calls, or "
+		            "at the end of an annotation range of their thread) than a window "
+		            "holds (each window's calls take their lengths in the whole capture)");
 		return 0;
 	}
 	if (kx_grow((void **)&w->fixes, &w->fix_cap, w->nfix, sizeof(*w->fixes)))
@@ -463,6 +476,11 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 {
 	struct p1 *c = ctx;
 
+	if (!p1_active(c))
+		return;
+	c->anns++;
+	if (c->w->jobrec.records)
+		p1_jobs_why(c);
 	if (!p1_active(c))
 		return;
 	if (kx_ann_named(a->what)) /* a range or mark begins */
@@ -841,17 +859,28 @@ static int p1_decide(struct p1 *c)
 	return 0;
 }
 
-/* Once the file is read, of a file with job records: the whole capture's
+/* Once every record of a file with job records is in, before the ranges
+ * left open are closed (the jobs counted at the end give their calls'
+ * ranges their device time first, as in memory): the whole capture's
  * device timelines and memory accounting (jobs: no jobs in it, kept apart
- * as wjobs.h files them), and the flows of the jobs undecided. 0 (w->in_memory
- * may be set now: a budget), or -1 when out of memory. */
+ * as wjobs.h files them). */
+static void p1_device_end(struct p1 *c)
+{
+	struct kx_wread *w = c->w;
+
+	w->jobs = kx_wjobfeed_finish(&c->jf, w->mem);
+	if (!w->jobs && !c->link_why && !kx_wjobfeed_why(&c->jf))
+		c->oom = 1;
+}
+
+/* Once the file is read, of a file with job records: the flows of the jobs
+ * undecided. 0 (w->in_memory may be set now: a budget), or -1 when out of
+ * memory. */
 static int p1_device(struct p1 *c)
 {
 	struct kx_wread *w = c->w;
-	const char *why;
+	const char *why = c->link_why ? c->link_why : kx_wjobfeed_why(&c->jf);
 
-	w->jobs = kx_wjobfeed_finish(&c->jf, w->mem);
-	why = c->link_why ? c->link_why : kx_wjobfeed_why(&c->jf);
 	if (why) {
 		w->in_memory = why;
 		return 0;
@@ -915,6 +944,8 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	v.syms = kx_samples_syms(kx_store_samples(w->side));
 	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
 	                            sizeof(w->damage));
+	if (!rc && p1_active(&c) && w->jobrec.records)
+		p1_device_end(&c);
 	if (!rc && p1_active(&c) &&
 	    (kx_rangewalk_close(&c.ranges, w->side, &c.eng) || kx_engine_finish(&c.eng)))
 		c.oom = 1;
@@ -922,7 +953,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		w->in_memory =
 		        "calls of one thread overlap past the reorder window's memory budget";
 	kx_engine_free(&c.eng);
-	w->fix_threads = c.nest.fixed_threads;
+	w->fix_threads = c.nest.fixed_threads + kx_rangewalk_cut_threads(&c.ranges, &c.nest);
 	kx_nesttrack_free(&c.nest);
 	if (w->nfix)
 		qsort(w->fixes, w->nfix, sizeof(*w->fixes), fix_cmp);

@@ -4,10 +4,12 @@
  * of a window, not of the capture. Only for captures a stream gives exactly;
  * the others are read into memory whole. Each thread's
  * calls pass the engine's reorder stage into the nesting rule in start
- * order (analysis/engine.h, nesttrack.h): the calls it shortens are kept
- * (fixes, at most a window's events: past that the file is read whole)
- * and given their whole-capture lengths in their windows (kx_wread_nest);
- * a call later than the stage's window is a reason.
+ * order (analysis/engine.h, nesttrack.h): the calls it shortens, and those
+ * the annotation ranges' walk cuts at the end of a range of their thread
+ * (the shorter cut kept, as memory's timeline keeps it), are kept (fixes,
+ * at most a window's events: past that the file is read whole) and given
+ * their whole-capture lengths in their windows (kx_wread_nest); a call
+ * later than the stage's window is a reason.
  *
  * Pass 1 (kx_wread_open) reads the file as a stream: the stream check, the
  * events' count, first and last start, the whole capture's facts every part
@@ -66,7 +68,10 @@
  * and with it its job table and view (analysis/wjobtab.h:
  * kx_wread_lend_jobs), numbering its jobs and calls as the whole capture
  * does. Such a file is read a window, not a slice, at a time (a Chrome
- * part's job tracks are drawn from its window's table whole).
+ * part's job tracks are drawn from its window's table whole). One with
+ * annotation records too is read whole: the device time of the jobs a
+ * range's calls submitted is the streamed report's rows' (rangewalk.h),
+ * not the windows' ranges'.
  *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place, each counter record in
@@ -123,11 +128,12 @@
  * window of export/splitplan.h's default split (1,000,000 events). */
 #define KX_WREAD_KEEP_RECORDS ((size_t)1000000)
 
-/* A call the nesting rule shortened in the whole capture (pass 1), found
- * again in its window by (thread, start, recorded length). */
+/* A call the nesting rule shortened in the whole capture, or the end of an
+ * annotation range of its thread cut (pass 1), found again in its window by
+ * (thread, start, recorded length). */
 struct kx_wread_fix {
 	uint64_t ts, dur; /* ns, its start and recorded length */
-	uint64_t cut;     /* ns, its length as the rule shortened it */
+	uint64_t cut;     /* ns, its length as shortened (the shorter cut of the two) */
 	uint32_t tid;
 };
 
@@ -185,7 +191,7 @@ struct kx_wread {
 	size_t slice;                     /* events per slice (windows.h; limit: unsliced) */
 	size_t budget;                    /* bytes each store may take */
 	size_t keep;                      /* records store may hold past limit's (pass 1) */
-	struct kx_wread_fix *fixes;       /* the calls the rule shortened, by (tid, ts, dur) */
+	struct kx_wread_fix *fixes;       /* the calls shortened to nest, by (tid, ts, dur) */
 	size_t nfix, fix_cap;
 	uint64_t fix_threads;        /* threads with such calls */
 	uint64_t lag_ns;             /* ns, the largest lag of a record in its place (pass 1) */
@@ -229,10 +235,10 @@ int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_
 
 /*
  * For slice k's analysis an (built from its store): the lengths the
- * nesting rule gave its calls in the whole capture replace those its
- * timeline gave them (a window lacks the calls before it that a call of it
- * nests in), and its warning counts the whole capture's. 0, or -1 when out
- * of memory.
+ * nesting rule and the annotation ranges' ends gave its calls in the whole
+ * capture replace those its timeline gave them (a window lacks the calls
+ * before it that a call of it nests in, and the ranges), and its warning
+ * counts the whole capture's. 0, or -1 when out of memory.
  */
 struct kx_analysis;
 int kx_wread_nest(const struct kx_wread *w, const struct kx_store *s, struct kx_analysis *an);
