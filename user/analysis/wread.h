@@ -102,8 +102,12 @@
  * (records far from the order of time, which a recorder does not write) is
  * to be read whole. With device jobs: the timelines' (jobflow.h: its
  * bounds, not the jobs), 2 bits a file call, the jobs of the windows not
- * handed over yet (wjobs.h), and in pass 1 the last 16384 calls' starts
- * and lengths (32 bytes each).
+ * handed over yet (wjobs.h) and copies of the submitting calls a job
+ * counted later may link to, and in pass 1 the last 16384 calls' starts
+ * and lengths (32 bytes each); the windows stay open until the timelines
+ * sweep past them, which hold a job up to 1 s of capture time or 16384
+ * jobs behind the latest record (a capture with fewer jobs than that
+ * keeps its windows open to its end).
  */
 #ifndef KX_WREAD_H
 #define KX_WREAD_H
