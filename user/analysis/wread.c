@@ -22,6 +22,12 @@ static int is_late(int any, uint64_t max, uint64_t ts)
 	return any && max > ts && max - ts > KX_WREAD_LATE_NS;
 }
 
+/* Bit i of map (nbytes long). */
+static int bit_of(const uint8_t *map, size_t nbytes, uint64_t i)
+{
+	return i / 8 < nbytes && (map[i / 8] >> (i % 8) & 1);
+}
+
 /* Pass 1: the lag of a record kept in its place (not late) counts for lag_ns. */
 static void see_lag(struct kx_wread *w, int any, uint64_t max, uint64_t ts)
 {
@@ -64,15 +70,19 @@ struct p1 {
 	uint64_t records;
 	int any, oom, stop;
 	int drop; /* w->store given up (kx_kxp_visitor's drop_store) */
+	int want; /* w->store to be given up, once the device timelines took what it holds */
 	/* The calls and samples that came while the store was kept: the store's
 	 * first ones. Their starts join the plan's first level only once the
 	 * file is to be read in windows (starts_catch_up). */
 	size_t kept_ioctls, kept_samples;
-	/* Device jobs: the timelines fed as the file is read, the calls they
+	/* Device jobs: the timelines fed as the file is read once the store is
+	 * let go (till then the records noted: jobrec.order), the calls they
 	 * took last (calls[idx % P1_CALLS]), the latest's place, the jobs whose
 	 * flow waits for the calls' lengths, and a reason found linking them. */
 	struct kx_wjobfeed jf;
-	struct kx_jobflow_sink sink; /* the jobs it counts (p1_job_counted) */
+	struct kx_jobflow_sink sink;     /* the jobs it counts (p1_job_counted) */
+	int fed;                         /* the timelines took every record noted (jobrec.order) */
+	size_t cur, cur_calls, cur_jobs; /* the next noted record to feed, its store index */
 	struct p1_call *calls;
 	uint64_t top_idx;
 	struct p1_undecided *und;
@@ -131,6 +141,97 @@ static void p1_jobs_why(struct p1 *c)
 		p1_whole_file(c, why);
 }
 
+/* ---- pass 1's device timelines: fed once the store is let go ---- */
+
+/* A call to the device timelines. */
+static void p1_feed_call(struct p1 *c, const struct kx_ioctl *e)
+{
+	if (kx_wjobfeed_ioctl(&c->jf, e))
+		return p1_oom(c);
+	c->w->jobrec.fed++;
+	if (c->jf.records)
+		p1_jobs_why(c);
+}
+
+/* A job record to the device timelines. */
+static void p1_feed_job(struct p1 *c, const struct kx_job *j)
+{
+	if (kx_wjobfeed_job(&c->jf, j))
+		return p1_oom(c);
+	c->w->jobrec.fed++;
+	p1_jobs_why(c);
+}
+
+/*
+ * The records noted while the store kept the file, fed to the timelines
+ * from it in file order (its calls and job records are the file's, in
+ * file order), as far as it holds them yet (a read stores a run of calls
+ * after handing it over): fed once it held them all. With all, it holds
+ * them all now (the read is over), else that is out of memory: a store
+ * that refused a record (its limit) has lost their places.
+ */
+static void p1_catch_up(struct p1 *c, int all)
+{
+	struct kx_wread_jobs *jb = &c->w->jobrec;
+	const struct kx_store *s = c->w->store;
+
+	if (!s || kx_store_not_stored(s))
+		return p1_oom(c);
+	while (c->cur < jb->norder && p1_active(c)) {
+		if (bit_of(jb->order, jb->order_cap, c->cur)) {
+			if (c->cur_jobs >= kx_store_job_count(s))
+				break;
+			p1_feed_job(c, kx_store_job(s, c->cur_jobs++));
+		} else {
+			if (c->cur_calls >= kx_store_ioctl_count(s))
+				break;
+			p1_feed_call(c, kx_store_ioctl(s, c->cur_calls++));
+		}
+		c->cur++;
+	}
+	if (!p1_active(c))
+		return;
+	if (c->cur < jb->norder)
+		return all ? p1_oom(c) : (void)0;
+	c->fed = 1;
+	free(jb->order);
+	jb->order = NULL;
+	jb->norder = jb->order_cap = 0;
+}
+
+/* A call (job 0) or job record for the timelines: 1 when noted (the store
+ * keeps it; fed once the store is let go, if it is), 0 when to be fed now. */
+static int p1_noted(struct p1 *c, int job)
+{
+	struct kx_wread_jobs *jb = &c->w->jobrec;
+
+	if (c->fed)
+		return 0;
+	if (!(jb->norder % 8)) {
+		if (kx_grow((void **)&jb->order, &jb->order_cap, jb->norder / 8, 1)) {
+			p1_oom(c);
+			return 1;
+		}
+		jb->order[jb->norder / 8] = 0;
+	}
+	jb->order[jb->norder / 8] |= (uint8_t)((unsigned)job << (jb->norder % 8));
+	jb->norder++;
+	return 1;
+}
+
+/* The store to be given up: let go once the timelines took what it holds
+ * of the file so far (every record noted, none of the current run of calls
+ * missing from it), a reason they find meanwhile keeping it for good. */
+static void p1_try_drop(struct p1 *c)
+{
+	if (!c->want || c->drop || !p1_active(c))
+		return;
+	if (!c->fed)
+		p1_catch_up(c, 0);
+	if (c->fed && p1_active(c))
+		__atomic_store_n(&c->drop, 1, __ATOMIC_RELAXED);
+}
+
 /* How often the file's records are reckoned from its size (a power of 2). */
 #define P1_RECKON 65536
 
@@ -152,13 +253,14 @@ static void p1_count(struct p1 *c)
 	const struct kx_kxp_read_result *r = &c->w->res;
 	double keep = (double)p1_keep(c->w);
 
-	if (c->drop) /* given up already: nothing more to count */
-		return;
-	c->records++;
-	if ((double)c->records > keep ||
-	    (!(c->records % P1_RECKON) && r->read_to &&
-	     (double)c->records * ((double)r->size / (double)r->read_to) > 2 * keep))
-		__atomic_store_n(&c->drop, 1, __ATOMIC_RELAXED);
+	if (!c->want) { /* to be given up already: nothing more to count */
+		c->records++;
+		if ((double)c->records > keep ||
+		    (!(c->records % P1_RECKON) && r->read_to &&
+		     (double)c->records * ((double)r->size / (double)r->read_to) > 2 * keep))
+			c->want = 1;
+	}
+	p1_try_drop(c);
 }
 
 /* Keeps a late ioctl with its place. 0, or -1 when out of memory. */
@@ -181,15 +283,15 @@ static void p1_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (!p1_active(c))
 		return;
 	p1_count(c);
+	if (!p1_active(c)) /* the timelines found a reason */
+		return;
 	kx_rangewalk_ioctl(&c->ranges, e);
 	if (kx_engine_feed_ioctl(&c->eng, e, arg))
 		return p1_oom(c);
 	if (!p1_active(c)) /* the nesting found a reason */
 		return;
-	if (kx_wjobfeed_ioctl(&c->jf, e))
-		return p1_oom(c);
-	if (c->jf.records)
-		p1_jobs_why(c);
+	if (!p1_noted(c, 0))
+		p1_feed_call(c, e);
 	if (!p1_active(c))
 		return;
 	/* The memory series is cumulative: its ioctls (few) are kept apart. */
@@ -234,6 +336,8 @@ static void p1_sample(void *ctx, const struct kx_sample *s)
 	if (!p1_active(c))
 		return;
 	p1_count(c);
+	if (!p1_active(c))
+		return;
 	kx_store_add_sample(c->w->side, s);
 	if (kept)
 		c->kept_samples++;
@@ -251,12 +355,14 @@ static void p1_job(void *ctx, const struct kx_job *j)
 {
 	struct p1 *c = ctx;
 
+	p1_try_drop(c);
 	if (!p1_active(c))
 		return;
-	if (kx_wjobfeed_job(&c->jf, j))
-		return p1_oom(c);
 	c->w->jobrec.records++;
-	p1_jobs_why(c);
+	if (!p1_noted(c, 1))
+		p1_feed_job(c, j);
+	else
+		p1_jobs_why(c); /* annotations with device jobs */
 }
 
 /* A call the device timelines took: kept a while for the links. */
@@ -485,6 +591,8 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 		return;
 	if (kx_ann_named(a->what)) /* a range or mark begins */
 		p1_count(c);
+	if (!p1_active(c))
+		return;
 	if (kx_engine_feed_ann(&c->eng, a, name, cat))
 		return p1_oom(c);
 	p1_reason(c);
@@ -892,8 +1000,9 @@ static int p1_whole(struct p1 *c)
 {
 	struct kx_wread *w = c->w;
 
+	/* A file with job records kept whole has no timelines (kx_wread_plan_kept). */
 	if (c->oom || (!w->in_memory && whole_ranges(w, &c->ranges, &c->threads)) ||
-	    (!w->in_memory && (w->jobrec.records ? p1_device(c) : whole_memory(w))))
+	    (!w->in_memory && (w->jobrec.records ? c->fed && p1_device(c) : whole_memory(w))))
 		return -1;
 	kx_whist_see_analysed(c->starts, w->jobs, w->ranges);
 	return whole_threads(&w->whole, &c->threads);
@@ -944,7 +1053,12 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	v.syms = kx_samples_syms(kx_store_samples(w->side));
 	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
 	                            sizeof(w->damage));
-	if (!rc && p1_active(&c) && w->jobrec.records)
+	/* A store to be let go: the timelines first take what they have not. */
+	if (!rc && p1_active(&c) && !c.fed && (c.want || c.records > w->limit))
+		p1_catch_up(&c, 1);
+	if (!rc && p1_active(&c) && c.want)
+		c.drop = 1;
+	if (!rc && p1_active(&c) && w->jobrec.records && c.fed)
 		p1_device_end(&c);
 	if (!rc && p1_active(&c) &&
 	    (kx_rangewalk_close(&c.ranges, w->side, &c.eng) || kx_engine_finish(&c.eng)))
@@ -1000,11 +1114,42 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	return rc;
 }
 
+/* A kept file with job records: the device timelines, run now from the
+ * store as pass 1 runs them (its starts the plan's first level, w->starts).
+ * 0 (w->in_memory set when they cannot be exact), or -1 when out of memory. */
+static int kept_timelines(struct kx_wread *w)
+{
+	struct p1 c = {.w = w, .starts = w->starts, .flushed = 1};
+	int rc = 0;
+
+	if (!w->jobrec.records || w->jobs)
+		return 0;
+	c.sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, &c};
+	kx_wjobfeed_init(&c.jf, &w->ci, &c.sink, p1_flow_call, &c);
+	p1_catch_up(&c, 1);
+	if (p1_active(&c))
+		p1_device_end(&c);
+	if (c.oom || (!w->in_memory && p1_device(&c)))
+		rc = -1;
+	else if (!w->in_memory)
+		kx_whist_see_analysed(w->starts, w->jobs, NULL);
+	kx_wjobfeed_free(&c.jf);
+	free(c.calls);
+	free(c.und);
+	return rc;
+}
+
 int kx_wread_plan_kept(struct kx_wread *w, char *err, size_t errlen)
 {
 	int rc;
 
 	if (!w->starts || !w->store)
+		return 0;
+	if (kept_timelines(w)) {
+		snprintf(err, errlen, "out of memory reading %s", w->path);
+		return -1;
+	}
+	if (w->in_memory)
 		return 0;
 	if (starts_catch_up(w->starts, w->store, w->kept_ioctls, w->kept_samples)) {
 		snprintf(err, errlen, "out of memory reading %s", w->path);
@@ -1119,12 +1264,6 @@ static void p2_fail(struct p2 *c, const char *msg)
 		snprintf(c->err, c->errlen, "%s", msg);
 	c->failed = 1;
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
-}
-
-/* Bit i of map (nbytes long). */
-static int bit_of(const uint8_t *map, size_t nbytes, uint64_t i)
-{
-	return i / 8 < nbytes && (map[i / 8] >> (i % 8) & 1);
 }
 
 /* Slice k's device jobs (its store s complete): its part of the jobs filed,
@@ -1485,6 +1624,7 @@ void kx_wread_free(struct kx_wread *w)
 	free(w->jobrec.wj);
 	free(w->jobrec.submitted);
 	free(w->jobrec.flow_from);
+	free(w->jobrec.order);
 	kx_store_free(w->store);
 	kx_jobs_free(w->jobs);
 	kx_store_free(w->mem);

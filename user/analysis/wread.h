@@ -54,11 +54,20 @@
  * analysis/capread.h, which counts and says it).
  *
  * Device jobs (a file with job records; analysis/wjobfeed.h): pass 1 runs
- * the streamed device timelines over the file as it passes, their reason
- * (a budget) the reason to read it whole. They give the whole capture's
- * rings, devices, anomalies and memory rows (jobs, no job kept), the
- * plan's job starts, the whole counts every part shows (jobrec), and two
- * bits a file call: which submitted a job, which is the source of a drawn
+ * the streamed device timelines over the file, their reason (a budget) the
+ * reason to read it whole, but only once the file is known not to be read
+ * from its store: while the store keeps the file, its calls and job records
+ * are only noted (a bit each, in file order: jobrec.order). When the store
+ * is to be let go (more than keep records, in the middle of the read or at
+ * its end) the timelines first take the noted records from it, in file
+ * order (jobrec.fed, the records they took), and then the rest as it
+ * comes; the store is let go only once they took them all (a reason found
+ * meanwhile keeps it: the file is read once). A file kept whole never runs
+ * them (a conversion reads it from its store: analysis/capread.h), unless
+ * its plan is asked for (kx_wread_plan_kept runs them from the store). They
+ * give the whole capture's rings, devices, anomalies and memory rows
+ * (jobs, no job kept), the plan's job starts, the whole counts every part
+ * shows (jobrec), and two bits a file call: which submitted a job, which is the source of a drawn
  * flow (analysis/flows.h; a job's submitting call is found among the last
  * 16384 calls the timelines took, else that is a reason). Pass 2 runs them
  * again, the same feed, and files each job by window (analysis/wjobs.h),
@@ -103,9 +112,10 @@
  * to be read whole. With device jobs: the timelines' (jobflow.h: its
  * bounds, not the jobs), 2 bits a file call, the jobs of the windows not
  * handed over yet (wjobs.h) and copies of the submitting calls a job
- * counted later may link to, and in pass 1 the last 16384 calls' starts
- * and lengths (32 bytes each); the windows stay open until the timelines
- * sweep past them, which hold a job up to 1 s of capture time or 16384
+ * counted later may link to, in pass 1 the last 16384 calls' starts and
+ * lengths (32 bytes each) and, while the store keeps the file, a bit for
+ * each of its calls and job records; the windows stay open until the
+ * timelines sweep past them, which hold a job up to 1 s of capture time or 16384
  * jobs behind the latest record (a capture with fewer jobs than that
  * keeps its windows open to its end).
  */
@@ -160,6 +170,13 @@ struct kx_wread_jobs {
 	size_t nbytes;          /* bytes of each bitmap */
 	struct kx_wjobs *wj;    /* the windows' jobs (pass 2), NULL: none */
 	struct kx_wjobtab *tab; /* pass 2: the job table of the slice being handed over */
+	/* Pass 1's device timelines, fed only once the store is let go. */
+	uint64_t fed;     /* calls and job records they took (pass 1, and kx_wread_plan_kept:
+	                     0 for a file kept whole) */
+	uint8_t *order;   /* while store keeps the file: its calls and job records in file
+	                     order, not fed yet, a bit each (1: a job record) */
+	size_t norder;    /* bits of order */
+	size_t order_cap; /* bytes allocated */
 };
 
 /* A late call's counter record and its window. */
@@ -224,7 +241,10 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
  * it whole: the windows it would make, in w->plan (the starts of the
  * records the store holds join the first level only now: a file read whole
  * needs no plan of its own; a crowded bucket is counted again from the
- * store, not the file). 0, or -1 when out of memory (err says so).
+ * store, not the file). A file with job records runs the device timelines
+ * now, from the store, as pass 1 would have (their jobs' starts join the
+ * plan): their reason, if any, in w->in_memory (no plan made then). 0, or
+ * -1 when out of memory (err says so).
  */
 int kx_wread_plan_kept(struct kx_wread *w, char *err, size_t errlen);
 
