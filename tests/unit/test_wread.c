@@ -514,8 +514,12 @@ static void check_store_whole(const struct kx_wread *w, const char *path, size_t
 
 /* The record file path read in windows of limit events against the whole
  * capture read into memory: read in windows (its job records too), every
- * part the same bytes: *parts the windows' count (0: not so). */
-static void file_parts_same(const char *path, size_t limit, size_t *parts)
+ * part the same bytes: *parts the windows' count (0: not so). The first
+ * read's store keeps up to keep records (let go at its end, or in the
+ * middle of the read), and the device timelines take every call and job
+ * record of a file with job records once, in file order (jobrec.fed: the
+ * feed the parts are drawn from). */
+static void file_parts_same(const char *path, size_t limit, size_t keep, size_t *parts)
 {
 	static struct kx_wread w;
 	struct whole_parts wp = {0};
@@ -524,7 +528,9 @@ static void file_parts_same(const char *path, size_t limit, size_t *parts)
 
 	*parts = 0;
 	CHECK(whole_read(path, limit, &wp) == 0);
-	CHECK(kx_wread_open(&w, path, limit, BUDGET, err, sizeof(err)) == 0);
+	CHECK(kx_wread_open_sliced(&w, path, limit, limit, BUDGET, keep, err, sizeof(err)) == 0);
+	if (w.jobrec.records)
+		CHECK_EQ_U(w.jobrec.fed, w.whole.ioctls + w.jobrec.records);
 	if (w.in_memory)
 		printf("# %s: read whole: %s\n", path, w.in_memory);
 	CHECK(w.in_memory == NULL && w.store == NULL);
@@ -551,12 +557,53 @@ static void test_job_windows(void)
 	size_t parts;
 
 	snprintf(path, sizeof(path), "%s/kvm_busy_cut.kxp", fx && *fx ? fx : "tests/fixtures");
-	file_parts_same(path, 100, &parts);
+	file_parts_same(path, 100, KX_WREAD_KEEP_RECORDS, &parts);
+	CHECK(parts >= 10);
+	file_parts_same(path, 100, 0, &parts);
 	CHECK(parts >= 10);
 	snprintf(path, sizeof(path), "%s/job1.kxp", dir);
 	CHECK(write_capture(path, 2000, 1, 0) == 0);
-	file_parts_same(path, 100, &parts);
+	file_parts_same(path, 100, KX_WREAD_KEEP_RECORDS, &parts);
 	CHECK(parts >= 10);
+	file_parts_same(path, 100, 0, &parts);
+	CHECK(parts >= 10);
+	unlink(path);
+}
+
+/* A capture with job records that fits one window is kept whole by the
+ * first read, which then runs no device timelines (a conversion reads it
+ * from its store); its plan, when asked for, runs them from the store: the
+ * whole read's, its job events included. */
+static void test_kept_no_timelines(void)
+{
+	static struct kx_wread w;
+	char path[96], err[256];
+
+	snprintf(path, sizeof(path), "%s/keptjob.kxp", dir);
+	CHECK(write_capture(path, 2000, 1, 0) == 0);
+	CHECK(kx_wread_open(&w, path, 100000, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory == NULL && w.store && kx_store_job_count(w.store) == 1);
+	CHECK_EQ_U(w.jobrec.records, 1);
+	CHECK_EQ_U(w.jobrec.fed, 0);
+	CHECK(w.jobs == NULL);
+	CHECK_EQ_U(w.jobrec.norder, 2001);
+	CHECK(kx_wread_plan_kept(&w, err, sizeof(err)) == 0);
+	CHECK(w.in_memory == NULL);
+	CHECK_EQ_U(w.jobrec.fed, 2001);
+	CHECK(w.jobs && w.jobrec.njobs == 1);
+	CHECK_EQ_U(w.plan.n, 1);
+	check_store_whole(&w, path, 100000, 2000);
+	kx_wread_free(&w);
+	/* A reason the timelines find (a KVM exit after its thread's later
+	 * ones) is found by the plan, the store kept: read once. */
+	CHECK(write_capture(path, 2000, 2, 0) == 0);
+	CHECK(kx_wread_open(&w, path, 100000, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory == NULL && w.store);
+	CHECK_EQ_U(w.jobrec.fed, 0);
+	CHECK(kx_wread_plan_kept(&w, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "a KVM exit came after"));
+	CHECK(w.store != NULL);
+	kx_wread_free(&w);
 	unlink(path);
 }
 
@@ -803,6 +850,7 @@ int main(void)
 	RUN(test_sliced_parts);
 	RUN(test_fits_one);
 	RUN(test_job_windows);
+	RUN(test_kept_no_timelines);
 	RUN(test_read_whole_when_needed);
 	RUN(test_range_at_cut);
 	RUN(test_file_changed);
