@@ -254,7 +254,10 @@ int kx_wread_plan_kept(struct kx_wread *w, char *err, size_t errlen);
 typedef int (*kx_wread_fn)(void *ctx, struct kx_store *window, size_t k);
 
 /* Pass 2: every slice to fn. 0; fn's non-zero value; or -1 with err set
- * (the file changed since pass 1, memory ran out). */
+ * (the file changed since pass 1, memory ran out). For a file pass 1 let
+ * its store go (w->store NULL, w->in_memory NULL): a file kept whole is
+ * read from its store (analysis/capread.h), and its device jobs are not
+ * filed by window. */
 int kx_wread_run(struct kx_wread *w, kx_wread_fn fn, void *ctx, char *err, size_t errlen);
 
 /*
