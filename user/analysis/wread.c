@@ -244,16 +244,17 @@ static size_t p1_keep(const struct kx_wread *w)
 /*
  * A record that may begin a trace event: past the records the store may
  * hold (p1_keep), the file is not wanted whole (unless a reason comes) and
- * the store is given up; also as soon as the file, at the rate of its
- * records so far, holds more than twice as many (a long capture is not
- * stored only to be let go).
+ * the store is given up (once the device timelines took what it holds:
+ * p1_try_drop); also as soon as the file, at the rate of its records so
+ * far, holds more than twice as many (a long capture is not stored only to
+ * be let go).
  */
 static void p1_count(struct p1 *c)
 {
 	const struct kx_kxp_read_result *r = &c->w->res;
 	double keep = (double)p1_keep(c->w);
 
-	if (!c->want) { /* to be given up already: nothing more to count */
+	if (!c->want) { /* once to be given up, nothing more to count */
 		c->records++;
 		if ((double)c->records > keep ||
 		    (!(c->records % P1_RECKON) && r->read_to &&
