@@ -2173,6 +2173,60 @@ static void ranges_jobs_reasons(void)
 }
 
 /*
+ * A call inside a range submits an xe job whose records all come after
+ * 300 short ranges of its thread (the call left the reorder stage before
+ * the first job record): streamed, the in-memory report (before, a
+ * reason). later: 9 more calls of the thread come between (the job record
+ * finds the call among none of its thread's last 8): read into memory for
+ * a stated reason.
+ */
+static void ranges_jobs_early(void)
+{
+	char path[128], msg[512];
+	const char *why;
+	struct blk_list l = {0};
+
+	for (int later = 0; later < 2; later++) {
+		struct kx_job j = {.ts = 1500,
+		                   .ctx = 2,
+		                   .seqno = 1,
+		                   .pid = 60,
+		                   .tid = 400,
+		                   .src = KX_JOB_SRC_XE,
+		                   .phase = KX_JOB_QUEUE};
+		uint64_t t = 3000;
+		char *m;
+
+		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1000, 1000, 1, "step");
+		rd_call(&l, 60, 400, 1100, 1000, KX_DRV_XE, XE_EXEC);
+		for (int k = 0; later && k < 9; k++, t += 200)
+			rd_call(&l, 60, 400, t, 100, KX_DRV_XE, XE_WAIT);
+		for (int k = 0; k < 300; k++, t += 100) {
+			rd_ann(&l, 60, 400, KX_ANN_PUSH, t, t, 2, "tick");
+			rd_ann(&l, 60, 400, KX_ANN_POP, t + 50, t, 2, "");
+		}
+		rd_job(&l, &j, 100000);
+		j.pid = j.tid = 0;
+		j.ts = 1600, j.phase = KX_JOB_RUN;
+		rd_job(&l, &j, 100001 - 100);
+		j.ts = 2900, j.phase = KX_JOB_DONE;
+		rd_job(&l, &j, 100002 - 1400);
+		rd_call(&l, 60, 400, 200000, 100, KX_DRV_XE, XE_WAIT);
+		rd_ann(&l, 60, 400, KX_ANN_POP, 300000, 1000, 1, "");
+		snprintf(path, sizeof(path), "%s/rangedev_early%d.kxp", tmpdir, later);
+		CHECK(blk_write(path, &l) == 0);
+		m = json_in_memory(path);
+		CHECK(m && rd_has_jobs(m));
+		free(m);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (later ? !why : why != NULL)
+			printf("FAIL ranges_jobs_early: %d later calls: %s\n", later ? 9 : 0,
+			       why ? why : "streamed");
+		CHECK(later ? why != NULL : why == NULL);
+	}
+}
+
+/*
  * rd_gen's (or blk_requests') records with the call after one submitting
  * call of a thread's in three (an xe exec, a KVM_RUN, a loop driver call)
  * moved to overlap it partially: it starts 500 ns before that
@@ -2376,6 +2430,7 @@ int main(void)
 	RUN(fence_waits_budget);
 	RUN(ranges_jobs_stream);
 	RUN(ranges_jobs_reasons);
+	RUN(ranges_jobs_early);
 	RUN(nest_jobs_ranges);
 	RUN(cut_jobs_ranges);
 	RUN(nest_held_jobs);

@@ -112,6 +112,8 @@
 #define KX_JOBFLOW_PENDING                                                                         \
 	16384u /* GPU jobs waiting for their ring's driver at most                                 \
 	          (then counted on its fallback device) */
+/* calls of a thread a record that comes after later ones looks among */
+#define KX_JOBFLOW_RECENT 8
 
 /* The bounds of a struct kx_jobflow (kx_jobflow_init: the constants above;
  * kx_jobflow_init_whole: the same but exact rows and no record waiting;

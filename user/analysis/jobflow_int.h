@@ -43,7 +43,7 @@ struct fl_probe {
 	uint32_t slot, gen;
 };
 
-#define FL_RECENT 8 /* calls a thread keeps for a record that comes after later ones */
+#define FL_RECENT KX_JOBFLOW_RECENT
 
 struct fl_thread {
 	struct kx_ioctl last; /* its last call */

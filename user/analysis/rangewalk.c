@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/engine.h"
+#include "analysis/jobflow.h"
 #include "analysis/jobrec.h"
 #include "analysis/rangewalk.h"
 #include "util/grow.h"
@@ -62,8 +63,13 @@ struct line {
 	struct entry *stack;
 	size_t depth, scap;
 	uint64_t last_call; /* ns, the start of its last call walked (called: one was) */
-	uint64_t
-	        early_hi; /* ns, the start of its last call walked inside ranges before jobs came */
+	uint64_t early_hi;  /* ns, the start of its last call inside ranges forgotten before jobs
+	                       came (older than its last KX_JOBFLOW_RECENT calls) */
+	/* Before the first job record (streamed): its last KX_JOBFLOW_RECENT
+	 * calls walked since one was inside ranges, a ring from ehead (those
+	 * inside ranges: nref > 0), NULL: none yet. */
+	struct kx_rw_devcall *early;
+	uint32_t ehead;
 	int called;
 	int cut; /* the walk cut a call of it to nest */
 };
@@ -575,7 +581,8 @@ static const char *const DC_DEEP = "annotation ranges with device jobs: a call t
                                    "is inside more than " STR(DC_REFS) " ranges";
 static const char *const DC_EARLY =
         "annotation ranges with device jobs: a job of a call inside ranges came after "
-        "the call left the reorder stage, before the first job record";
+        "more than " STR(KX_JOBFLOW_RECENT) " later calls of its thread, before the first "
+                                            "job record";
 static const char *const DC_SAME = "annotation ranges with device jobs: two calls of a thread "
                                    "start at the same time, one submitted jobs";
 
@@ -726,16 +733,82 @@ static int dev_remember(struct kx_rangewalk *w, const struct line *l, uint32_t t
 	return 0;
 }
 
+/* The call (tid, ts, end) just walked on l before the first job record:
+ * l keeps its last KX_JOBFLOW_RECENT calls, those inside ranges with the
+ * ranges around them (a job record to come links only to one of them, or
+ * to a call walked after it: jobflow.h's recent calls). A capture without
+ * jobs pays for a thread's ring once a call of it is inside ranges, and a
+ * slot a call. 0, or -1 when out of memory. */
+static int dev_early(struct kx_rangewalk *w, struct line *l, uint32_t tid, uint64_t ts,
+                     uint64_t end)
+{
+	int in = in_ranges(l);
+	struct kx_rw_devcall *p;
+
+	if (!l->early) {
+		if (!in)
+			return 0;
+		if (!(l->early = calloc(KX_JOBFLOW_RECENT, sizeof(*l->early))))
+			return -1;
+	}
+	p = &l->early[l->ehead];
+	l->ehead = (l->ehead + 1) % KX_JOBFLOW_RECENT;
+	if (p->nref && p->ts > l->early_hi)
+		l->early_hi = p->ts; /* forgotten: its jobs, if any, would be a reason */
+	p->nref = p->deep = 0;
+	if (!in)
+		return 0;
+	p->tid = tid;
+	p->ts = ts;
+	p->end = end;
+	dc_refs(w, l, p);
+	return 0;
+}
+
 /* The call (tid, ts, end) just walked on l. */
 static int dev_call(struct kx_rangewalk *w, struct line *l, uint32_t tid, uint64_t ts, uint64_t end)
 {
-	if (!w->dev_jobs) {
-		/* No job record yet: its jobs, if any, would be a reason. */
-		if (in_ranges(l))
-			l->early_hi = ts;
+	if (!w->dev_jobs)
+		return dev_early(w, l, tid, ts, end);
+	return dev_remember(w, l, tid, ts, end);
+}
+
+/* Call p of a thread's ring remembered (another of its thread with its
+ * start already was: that one is marked). 0, or -1 when out of memory. */
+static int dev_early_keep(struct kx_rangewalk *w, const struct kx_rw_devcall *p)
+{
+	struct kx_keyslot *s = w->dc_map.n ? kx_keymap_find(&w->dc_map, p->tid, p->ts, 0) : NULL;
+	struct kx_rw_devcall *q;
+
+	if (s) {
+		dc_at(w, s->v)->same = 1;
 		return 0;
 	}
-	return dev_remember(w, l, tid, ts, end);
+	if (!(q = dc_new(w, p->tid, p->ts)))
+		return -1;
+	*q = *p;
+	return 0;
+}
+
+int kx_rangewalk_dev_start(struct kx_rangewalk *w)
+{
+	if (w->dev_jobs)
+		return 0;
+	w->dev_jobs = 1;
+	for (size_t t = 0; t < w->track.threads.n; t++) {
+		struct line *l = kx_rt_tdata(kx_tidtab_at(&w->track.threads, t));
+
+		for (uint32_t k = 0; l->early && k < KX_JOBFLOW_RECENT; k++) {
+			const struct kx_rw_devcall *p =
+			        &l->early[(l->ehead + k) % KX_JOBFLOW_RECENT];
+
+			if (p->nref && dev_early_keep(w, p))
+				return -1;
+		}
+		free(l->early);
+		l->early = NULL;
+	}
+	return 0;
 }
 
 /* A job of a call not walked yet: it waits for the call. 0, or -1 when out of memory. */
@@ -770,7 +843,7 @@ int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uin
 	th = kx_rangetrack_thread(&w->track, tid, 0);
 	l = th ? kx_rt_tdata(th) : NULL;
 	if (l && l->called && call_ts <= l->last_call) {
-		/* Walked: in no range, before jobs came, or let go for the budget. */
+		/* Walked: in no range, forgotten before jobs came, or let go for the budget. */
 		if (l->early_hi && call_ts <= l->early_hi)
 			because(w, DC_EARLY);
 		else if (w->dc_dropped && call_ts <= w->dc_drop_hi)
@@ -897,6 +970,7 @@ void kx_rangewalk_free(struct kx_rangewalk *w)
 		struct line *l = kx_rt_tdata(kx_tidtab_at(&w->track.threads, t));
 
 		free(l->stack);
+		free(l->early);
 	}
 	kx_rangetrack_free(&w->track);
 	kx_range_ends_free(&w->ends);

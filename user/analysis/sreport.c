@@ -177,8 +177,7 @@ static void sr_job(void *ctx, const struct kx_job *j)
 		return;
 	}
 	c->have_jobs = 1;
-	c->ranges->dev_jobs = 1;
-	if (kx_jobflow_job(&c->flow, j)) {
+	if (kx_rangewalk_dev_start(c->ranges) || kx_jobflow_job(&c->flow, j)) {
 		sr_oom(c);
 		return;
 	}
