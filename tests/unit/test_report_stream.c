@@ -2131,22 +2131,59 @@ static void ranges_jobs_stream(void)
 	}
 }
 
-/* A call inside nine nested ranges, and two calls of a thread with one
- * start, submitting xe jobs: read into memory for a stated reason. */
+/* A call inside nine nested ranges submitting an xe job: read into memory
+ * for a stated reason. */
 static void ranges_jobs_reasons(void)
 {
-	static const char *const want[] = {"more than 8 ranges", "same time"};
+	char path[128], msg[512];
+	const char *why;
+	struct blk_list l = {0};
+	struct kx_job j = {.ts = 1200,
+	                   .ctx = 2,
+	                   .seqno = 1,
+	                   .pid = 60,
+	                   .tid = 400,
+	                   .src = KX_JOB_SRC_XE,
+	                   .phase = KX_JOB_QUEUE};
+
+	for (uint16_t d = 1; d <= 9; d++)
+		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1000 + d, 1000 + d, d, "deep");
+	rd_call(&l, 60, 400, 1100, 1000, KX_DRV_XE, XE_EXEC);
+	rd_job(&l, &j, 0);
+	j.pid = j.tid = 0;
+	j.ts = 4000, j.phase = KX_JOB_DONE;
+	rd_job(&l, &j, 0);
+	for (uint16_t d = 9; d >= 1; d--)
+		rd_ann(&l, 60, 400, KX_ANN_POP, 6000 - d, 1000 + d, d, "");
+	snprintf(path, sizeof(path), "%s/rangedev_why.kxp", tmpdir);
+	CHECK(blk_write(path, &l) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (!why || !strstr(why, "more than 8 ranges"))
+		printf("FAIL ranges_jobs_reasons: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "more than 8 ranges"));
+}
+
+/*
+ * Calls of a thread with one start submitting xe jobs, inside ranges: a
+ * call and the shorter one it holds (a range between them in length, so
+ * only the shorter is inside it), the shorter submitting; then both
+ * submitting. Streamed (each job names its call by its number among its
+ * thread's calls), the in-memory report; before, a reason.
+ */
+static void ranges_jobs_same(void)
+{
 	char path[128], msg[512];
 	const char *why;
 	struct blk_list l = {0};
 
-	for (int c = 0; c < 2; c++) {
-		uint64_t t = 1000;
+	for (int both = 0; both < 2; both++) {
+		char *m;
 
-		for (uint16_t d = 1; d <= (c == 0 ? 9 : 1); d++)
-			rd_ann(&l, 60, 400, KX_ANN_PUSH, t + d, t + d, d, "deep");
-		for (int k = 0; k < (c == 0 ? 1 : 2); k++) {
-			struct kx_job j = {.ts = t + 200 + (uint64_t)k,
+		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1000, 1000, 1, "step");
+		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1100, 1100, 2, "inner");
+		rd_ann(&l, 60, 400, KX_ANN_POP, 1700, 1100, 2, "");
+		for (int k = 0; k < 2; k++) {
+			struct kx_job j = {.ts = 1200 + (uint64_t)k,
 			                   .ctx = 2,
 			                   .seqno = 1 + (uint64_t)k,
 			                   .pid = 60,
@@ -2154,21 +2191,24 @@ static void ranges_jobs_reasons(void)
 			                   .src = KX_JOB_SRC_XE,
 			                   .phase = KX_JOB_QUEUE};
 
-			rd_call(&l, 60, 400, t + 100, k ? 500 : 1000, KX_DRV_XE, XE_EXEC);
+			rd_call(&l, 60, 400, 1100, k ? 500 : 1000, KX_DRV_XE, XE_EXEC);
+			if (!both && !k)
+				continue;
 			rd_job(&l, &j, 0);
 			j.pid = j.tid = 0;
-			j.ts = t + 3000, j.phase = KX_JOB_DONE;
+			j.ts = 3000 + (uint64_t)k * 1000, j.phase = KX_JOB_DONE;
 			rd_job(&l, &j, 0);
 		}
-		for (uint16_t d = (c == 0 ? 9 : 1); d >= 1; d--)
-			rd_ann(&l, 60, 400, KX_ANN_POP, t + 5000 - d, t + d, d, "");
-		snprintf(path, sizeof(path), "%s/rangedev_why%d.kxp", tmpdir, c);
+		rd_call(&l, 60, 400, 7000, 100, KX_DRV_XE, XE_WAIT);
+		rd_ann(&l, 60, 400, KX_ANN_POP, 9000, 1000, 1, "");
+		snprintf(path, sizeof(path), "%s/rangedev_same%d.kxp", tmpdir, both);
 		CHECK(blk_write(path, &l) == 0);
-		CHECK(compare(path, &why, msg, sizeof(msg)));
-		if (!why || !strstr(why, want[c]))
-			printf("FAIL ranges_jobs_reasons: %s: %s\n", want[c],
-			       why ? why : "streamed");
-		CHECK(why && strstr(why, want[c]));
+		m = json_in_memory(path);
+		CHECK(m && rd_has_jobs(m));
+		free(m);
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL ranges_jobs_same: %s: %s\n", path, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 	}
 }
 
@@ -2430,6 +2470,7 @@ int main(void)
 	RUN(fence_waits_budget);
 	RUN(ranges_jobs_stream);
 	RUN(ranges_jobs_reasons);
+	RUN(ranges_jobs_same);
 	RUN(ranges_jobs_early);
 	RUN(nest_jobs_ranges);
 	RUN(cut_jobs_ranges);

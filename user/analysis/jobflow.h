@@ -210,10 +210,11 @@ struct kx_jobflow {
 	/* Set by the caller after init (NULL: none): called for each job counted
 	 * with a submit link and a DONE at or after its start (the jobs whose
 	 * device time the in-memory ranges give their calls: rangewalk.h) with
-	 * its submitting call (its thread, its start in ns: streamed, a linked
-	 * job's kx_jobrec.submit holds that start) and its device time (ns,
-	 * DONE - start). 0, or -1 when out of memory. */
-	int (*on_linked)(void *ctx, uint32_t tid, uint64_t call_ts, uint64_t dev_ns);
+	 * its submitting call (its thread, its number among the thread's calls
+	 * fed, from 1, in their start order: streamed, a linked job's
+	 * kx_jobrec.submit holds that number) and its device time (ns, DONE -
+	 * start). 0, or -1 when out of memory. */
+	int (*on_linked)(void *ctx, uint32_t tid, uint64_t call_n, uint64_t dev_ns);
 	void *linked_ctx;
 	/* Set by the caller after init (NULL: none): a reorder stage in front of
 	 * the calls (each thread's in start order, held a while). Before a keyed

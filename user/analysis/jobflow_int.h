@@ -46,7 +46,8 @@ struct fl_probe {
 #define FL_RECENT KX_JOBFLOW_RECENT
 
 struct fl_thread {
-	struct kx_ioctl last; /* its last call */
+	uint64_t ncalls;      /* its calls fed (streamed: a call's id is its number) */
+	struct kx_ioctl last; /* its last call (streamed: at one start the longest) */
 	uint64_t last_id;     /* that call's id (0: none yet) */
 	/* Its last FL_RECENT calls (last among them), oldest at rhead once full:
 	 * a keyed record that comes after a later call finds its candidate. */
@@ -197,10 +198,12 @@ struct fl_lane {
 /* jobflow.c */
 /* Is ts more than f's window before ref (ts + window < ref)? */
 int jf_out_of_window(const struct kx_jobflow *f, uint64_t ts, uint64_t ref);
-/* How a job names call e (its id): its start, ns (a whole store's: its index). */
+/* How a job names call e (its id): streamed, its number among its thread's
+ * calls (the id); a whole store's: its index. */
 int64_t jf_call_ref(const struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id);
-/* The last of t's recent calls begun at or before ts, in *e and *id: 1,
- * or 0 when none of them is (it may have been earlier: not known). */
+/* The last of t's recent calls begun at or before ts (at one start the
+ * longest, as the feed keeps t->last), in *e and *id: 1, or 0 when none
+ * of them is (it may have been earlier: not known). */
 int jf_recent_find(const struct fl_thread *t, uint64_t ts, struct kx_ioctl *e, uint64_t *id);
 /* f's figures cannot be exact: why (the first reason kept). */
 void jf_because(struct kx_jobflow *f, const char *why);

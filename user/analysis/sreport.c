@@ -103,11 +103,11 @@ static void sr_forget(struct sr_ctx *c)
 
 /* A job counted with its submit link (jobflow's on_linked): its device
  * time goes to the ranges around its call. */
-static int sr_linked(void *ctx, uint32_t tid, uint64_t call_ts, uint64_t dev_ns)
+static int sr_linked(void *ctx, uint32_t tid, uint64_t call_n, uint64_t dev_ns)
 {
 	struct sr_ctx *c = ctx;
 
-	return kx_rangewalk_dev(c->ranges, tid, call_ts, dev_ns);
+	return kx_rangewalk_dev(c->ranges, tid, call_n, dev_ns);
 }
 
 static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
