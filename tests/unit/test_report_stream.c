@@ -35,9 +35,10 @@
  * another device (a budget reason). Captures with annotation ranges and
  * device jobs (xe jobs, KVM exits) stream with each range row's Device Jobs
  * and Device Time, calls the nesting rule shortens among them too; so do
- * calls holding others with device jobs (KVM, xe, block); a range as long
- * as a shortened call of its start is read into memory for its stated
- * reason. Calls spanning the end of a range of their thread stream, counted
+ * calls holding others with device jobs (KVM, xe, block), ranges as long
+ * as a shortened call of their start (ordered as memory orders them), jobs
+ * of calls walked before the first job record and of calls of a thread
+ * with one start. Calls spanning the end of a range of their thread stream, counted
  * in the warning as memory's timeline counts them.
  */
 #include <ctype.h>
@@ -1036,8 +1037,10 @@ static void kvm_late(void)
 /* Exits of one thread out of time order inside one KVM_RUN: which makes
  * the job is the builder's time order, which the exits waiting for their
  * KVM_RUN keep: streamed, the in-memory report; so is an exit written after
- * later KVM_RUNs of its thread (found among its last calls). One written
- * after a later exit of its thread was paired is a stated reason. */
+ * later KVM_RUNs of its thread (found among its last calls), and one
+ * written after a later exit of its thread (exits are paired once a call
+ * begins KX_JOBFLOW_EXIT_WAIT_NS after them). One written after a later
+ * exit of its thread was paired is a stated reason. */
 static void kvm_exits_unordered(void)
 {
 	static struct kx_capinfo ci;
@@ -1092,28 +1095,36 @@ static void kvm_exits_unordered(void)
 		printf("FAIL kvm_exits_unordered: %s\n", why ? why : msg);
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 
-	snprintf(path, sizeof(path), "%s/kvmafter.kxp", tmpdir);
-	w = kx_kxp_create(path, &ci, err, sizeof(err));
-	CHECK(w);
-	e.ts = 1000;
-	e.dur = 5000;
-	kx_kxp_add_ioctl(w, &e, NULL);
-	e.ts = 7000;
-	e.dur = 1000;
-	kx_kxp_add_ioctl(w, &e, NULL);
-	e.ts = 9000;
-	kx_kxp_add_ioctl(w, &e, NULL);
-	j.ts = 8500;
-	kx_kxp_add_job(w, &j);
-	e.ts = 11000;
-	kx_kxp_add_ioctl(w, &e, NULL);
-	j.ts = 4000;
-	kx_kxp_add_job(w, &j);
-	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
-	CHECK(compare(path, &why, msg, sizeof(msg)));
-	if (!why || !strstr(why, "KVM exit came after a later exit"))
-		printf("FAIL kvm_exits_unordered: %s\n", why ? why : "streamed");
-	CHECK(why && strstr(why, "KVM exit came after a later exit"));
+	/* An exit written after a later exit of its thread and a call after
+	 * both: streamed (before, a reason) while that call begins within
+	 * KX_JOBFLOW_EXIT_WAIT_NS of the later exit; one beginning later
+	 * pairs it first: a stated reason. */
+	for (int far = 0; far < 2; far++) {
+		snprintf(path, sizeof(path), "%s/kvmafter%d.kxp", tmpdir, far);
+		w = kx_kxp_create(path, &ci, err, sizeof(err));
+		CHECK(w);
+		e.ts = 1000;
+		e.dur = 5000;
+		kx_kxp_add_ioctl(w, &e, NULL);
+		e.ts = 7000;
+		e.dur = 1000;
+		kx_kxp_add_ioctl(w, &e, NULL);
+		e.ts = 9000;
+		kx_kxp_add_ioctl(w, &e, NULL);
+		j.ts = 8500;
+		kx_kxp_add_job(w, &j);
+		e.ts = far ? 8500 + KX_JOBFLOW_EXIT_WAIT_NS + 1 : 11000;
+		kx_kxp_add_ioctl(w, &e, NULL);
+		e.ts += 2000; /* the call before it leaves the reorder stage */
+		kx_kxp_add_ioctl(w, &e, NULL);
+		j.ts = 4000;
+		kx_kxp_add_job(w, &j);
+		CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (far ? !why || !strstr(why, "KVM exit came after a later exit") : why != NULL)
+			printf("FAIL kvm_exits_unordered: %s: %s\n", path, why ? why : "streamed");
+		CHECK(far ? why && strstr(why, "KVM exit came after a later exit") : !why);
+	}
 }
 
 /* ---- block requests ---- */
@@ -2131,22 +2142,59 @@ static void ranges_jobs_stream(void)
 	}
 }
 
-/* A call inside nine nested ranges, and two calls of a thread with one
- * start, submitting xe jobs: read into memory for a stated reason. */
+/* A call inside nine nested ranges submitting an xe job: read into memory
+ * for a stated reason. */
 static void ranges_jobs_reasons(void)
 {
-	static const char *const want[] = {"more than 8 ranges", "same time"};
+	char path[128], msg[512];
+	const char *why;
+	struct blk_list l = {0};
+	struct kx_job j = {.ts = 1200,
+	                   .ctx = 2,
+	                   .seqno = 1,
+	                   .pid = 60,
+	                   .tid = 400,
+	                   .src = KX_JOB_SRC_XE,
+	                   .phase = KX_JOB_QUEUE};
+
+	for (uint16_t d = 1; d <= 9; d++)
+		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1000 + d, 1000 + d, d, "deep");
+	rd_call(&l, 60, 400, 1100, 1000, KX_DRV_XE, XE_EXEC);
+	rd_job(&l, &j, 0);
+	j.pid = j.tid = 0;
+	j.ts = 4000, j.phase = KX_JOB_DONE;
+	rd_job(&l, &j, 0);
+	for (uint16_t d = 9; d >= 1; d--)
+		rd_ann(&l, 60, 400, KX_ANN_POP, 6000 - d, 1000 + d, d, "");
+	snprintf(path, sizeof(path), "%s/rangedev_why.kxp", tmpdir);
+	CHECK(blk_write(path, &l) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (!why || !strstr(why, "more than 8 ranges"))
+		printf("FAIL ranges_jobs_reasons: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "more than 8 ranges"));
+}
+
+/*
+ * Calls of a thread with one start submitting xe jobs, inside ranges: a
+ * call and the shorter one it holds (a range between them in length, so
+ * only the shorter is inside it), the shorter submitting; then both
+ * submitting. Streamed (each job names its call by its number among its
+ * thread's calls), the in-memory report; before, a reason.
+ */
+static void ranges_jobs_same(void)
+{
 	char path[128], msg[512];
 	const char *why;
 	struct blk_list l = {0};
 
-	for (int c = 0; c < 2; c++) {
-		uint64_t t = 1000;
+	for (int both = 0; both < 2; both++) {
+		char *m;
 
-		for (uint16_t d = 1; d <= (c == 0 ? 9 : 1); d++)
-			rd_ann(&l, 60, 400, KX_ANN_PUSH, t + d, t + d, d, "deep");
-		for (int k = 0; k < (c == 0 ? 1 : 2); k++) {
-			struct kx_job j = {.ts = t + 200 + (uint64_t)k,
+		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1000, 1000, 1, "step");
+		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1100, 1100, 2, "inner");
+		rd_ann(&l, 60, 400, KX_ANN_POP, 1700, 1100, 2, "");
+		for (int k = 0; k < 2; k++) {
+			struct kx_job j = {.ts = 1200 + (uint64_t)k,
 			                   .ctx = 2,
 			                   .seqno = 1 + (uint64_t)k,
 			                   .pid = 60,
@@ -2154,21 +2202,78 @@ static void ranges_jobs_reasons(void)
 			                   .src = KX_JOB_SRC_XE,
 			                   .phase = KX_JOB_QUEUE};
 
-			rd_call(&l, 60, 400, t + 100, k ? 500 : 1000, KX_DRV_XE, XE_EXEC);
+			rd_call(&l, 60, 400, 1100, k ? 500 : 1000, KX_DRV_XE, XE_EXEC);
+			if (!both && !k)
+				continue;
 			rd_job(&l, &j, 0);
 			j.pid = j.tid = 0;
-			j.ts = t + 3000, j.phase = KX_JOB_DONE;
+			j.ts = 3000 + (uint64_t)k * 1000, j.phase = KX_JOB_DONE;
 			rd_job(&l, &j, 0);
 		}
-		for (uint16_t d = (c == 0 ? 9 : 1); d >= 1; d--)
-			rd_ann(&l, 60, 400, KX_ANN_POP, t + 5000 - d, t + d, d, "");
-		snprintf(path, sizeof(path), "%s/rangedev_why%d.kxp", tmpdir, c);
+		rd_call(&l, 60, 400, 7000, 100, KX_DRV_XE, XE_WAIT);
+		rd_ann(&l, 60, 400, KX_ANN_POP, 9000, 1000, 1, "");
+		snprintf(path, sizeof(path), "%s/rangedev_same%d.kxp", tmpdir, both);
 		CHECK(blk_write(path, &l) == 0);
+		m = json_in_memory(path);
+		CHECK(m && rd_has_jobs(m));
+		free(m);
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
+			printf("FAIL ranges_jobs_same: %s: %s\n", path, why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+	}
+}
+
+/*
+ * A call inside a range submits an xe job whose records all come after
+ * 300 short ranges of its thread (the call left the reorder stage before
+ * the first job record): streamed, the in-memory report (before, a
+ * reason). later: 9 more calls of the thread come between (the job record
+ * finds the call among none of its thread's last 8): read into memory for
+ * a stated reason.
+ */
+static void ranges_jobs_early(void)
+{
+	char path[128], msg[512];
+	const char *why;
+	struct blk_list l = {0};
+
+	for (int later = 0; later < 2; later++) {
+		struct kx_job j = {.ts = 1500,
+		                   .ctx = 2,
+		                   .seqno = 1,
+		                   .pid = 60,
+		                   .tid = 400,
+		                   .src = KX_JOB_SRC_XE,
+		                   .phase = KX_JOB_QUEUE};
+		uint64_t t = 3000;
+		char *m;
+
+		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1000, 1000, 1, "step");
+		rd_call(&l, 60, 400, 1100, 1000, KX_DRV_XE, XE_EXEC);
+		for (int k = 0; later && k < 9; k++, t += 200)
+			rd_call(&l, 60, 400, t, 100, KX_DRV_XE, XE_WAIT);
+		for (int k = 0; k < 300; k++, t += 100) {
+			rd_ann(&l, 60, 400, KX_ANN_PUSH, t, t, 2, "tick");
+			rd_ann(&l, 60, 400, KX_ANN_POP, t + 50, t, 2, "");
+		}
+		rd_job(&l, &j, 100000);
+		j.pid = j.tid = 0;
+		j.ts = 1600, j.phase = KX_JOB_RUN;
+		rd_job(&l, &j, 100001 - 100);
+		j.ts = 2900, j.phase = KX_JOB_DONE;
+		rd_job(&l, &j, 100002 - 1400);
+		rd_call(&l, 60, 400, 200000, 100, KX_DRV_XE, XE_WAIT);
+		rd_ann(&l, 60, 400, KX_ANN_POP, 300000, 1000, 1, "");
+		snprintf(path, sizeof(path), "%s/rangedev_early%d.kxp", tmpdir, later);
+		CHECK(blk_write(path, &l) == 0);
+		m = json_in_memory(path);
+		CHECK(m && rd_has_jobs(m));
+		free(m);
 		CHECK(compare(path, &why, msg, sizeof(msg)));
-		if (!why || !strstr(why, want[c]))
-			printf("FAIL ranges_jobs_reasons: %s: %s\n", want[c],
+		if (later ? !why : why != NULL)
+			printf("FAIL ranges_jobs_early: %d later calls: %s\n", later ? 9 : 0,
 			       why ? why : "streamed");
-		CHECK(why && strstr(why, want[c]));
+		CHECK(later ? why != NULL : why == NULL);
 	}
 }
 
@@ -2310,11 +2415,13 @@ static void nest_held_jobs(void)
 
 /* A range that starts with a call the rule shortens: memory orders them by
  * the call's shortened length, the reorder stage by its recorded one. A
- * range shorter than the shortened call streams; one as long as it or
- * longer (memory puts it first, around the call) is a stated reason. */
+ * range shorter than the shortened call, as long as it or longer (memory
+ * puts it first, around the call; before, a reason), longer than the
+ * recorded call; and two calls of that start shortened alike with such a
+ * range: streamed, the in-memory report. */
 static void nest_range_same_start(void)
 {
-	static const uint64_t lens[] = {300, 500, 700};
+	static const uint64_t lens[] = {300, 500, 700, 1700, 700};
 	char path[128], msg[512];
 	const char *why;
 	struct blk_list l = {0};
@@ -2322,17 +2429,18 @@ static void nest_range_same_start(void)
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		rd_call(&l, 60, 400, 1000, 1000, KX_DRV_XE, XE_WAIT);
 		rd_call(&l, 60, 400, 1500, 1500, KX_DRV_XE, XE_WAIT); /* shortened to 500 */
+		if (i == 4)                                           /* shortened to 500 too */
+			rd_call(&l, 60, 400, 1500, 1200, KX_DRV_XE, XE_WAIT);
 		rd_ann(&l, 60, 400, KX_ANN_PUSH, 1500, 1500, 1, "step");
 		rd_ann(&l, 60, 400, KX_ANN_POP, 1500 + lens[i], 1500, 1, "");
 		rd_call(&l, 60, 400, 9000, 100, KX_DRV_XE, XE_WAIT);
 		snprintf(path, sizeof(path), "%s/nestrange%zu.kxp", tmpdir, i);
 		CHECK(blk_write(path, &l) == 0);
 		CHECK(nest_shortened(path));
-		CHECK(compare(path, &why, msg, sizeof(msg)));
-		if (i == 0 ? why != NULL : !why || !strstr(why, "as long as the shortened call"))
+		if (!compare(path, &why, msg, sizeof(msg)) || why)
 			printf("FAIL nest_range_same_start: range %llu ns: %s\n",
-			       (unsigned long long)lens[i], why ? why : "streamed");
-		CHECK(i == 0 ? why == NULL : why && strstr(why, "as long as the shortened call"));
+			       (unsigned long long)lens[i], why ? why : msg);
+		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 	}
 }
 
@@ -2376,6 +2484,8 @@ int main(void)
 	RUN(fence_waits_budget);
 	RUN(ranges_jobs_stream);
 	RUN(ranges_jobs_reasons);
+	RUN(ranges_jobs_same);
+	RUN(ranges_jobs_early);
 	RUN(nest_jobs_ranges);
 	RUN(cut_jobs_ranges);
 	RUN(nest_held_jobs);

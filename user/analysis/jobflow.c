@@ -23,16 +23,21 @@ int jf_out_of_window(const struct kx_jobflow *f, uint64_t ts, uint64_t ref)
 
 int jf_recent_find(const struct fl_thread *t, uint64_t ts, struct kx_ioctl *e, uint64_t *id)
 {
+	int found = 0;
+
 	for (uint32_t k = t->nrecent; k > 0; k--) {
 		uint32_t i = (t->rhead + k - 1) % FL_RECENT;
 
-		if (t->recent[i].ts <= ts) {
+		if (found && t->recent[i].ts != e->ts)
+			break;
+		/* At one start the longest, the last of those in order. */
+		if (found ? t->recent[i].dur > e->dur : t->recent[i].ts <= ts) {
 			*e = t->recent[i];
 			*id = t->recent_id[i];
-			return 1;
+			found = 1;
 		}
 	}
-	return 0;
+	return found;
 }
 
 /* Call e (id) is now t's last. */
@@ -50,7 +55,8 @@ static void recent_add(struct fl_thread *t, const struct kx_ioctl *e, uint64_t i
 
 int64_t jf_call_ref(const struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 {
-	return f->whole ? (int64_t)(id - 1) : (int64_t)e->ts;
+	(void)e;
+	return f->whole ? (int64_t)(id - 1) : (int64_t)id;
 }
 
 void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci)
@@ -99,10 +105,13 @@ static void span(struct kx_jobflow *f, uint64_t a, uint64_t b)
 
 /* ---- the feed ---- */
 
-/* Call e, its id (> 0) naming it. */
+/* Call e, its id (> 0) naming it; 0: streamed, its number among its
+ * thread's calls names it (its place among all calls orders the waiters). */
 static int feed_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id)
 {
+	uint64_t place = id ? id : f->calls + 1, cid;
 	struct fl_thread *t;
+	struct kx_ioctl c;
 
 	span(f, e->ts, kx_ioctl_end(e));
 	f->calls++;
@@ -110,7 +119,21 @@ static int feed_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id
 	t = kx_tidtab_get(&f->threads, e->tid, 1);
 	if (!t)
 		return -1;
-	if (t->nopen && jf_kvm_call(f, t, e, id))
+	t->ncalls++;
+	if (!id)
+		id = t->ncalls;
+	/* Streamed, each thread's calls come in start order, the longer first:
+	 * at one start the longest stays the candidate (the last to return,
+	 * the last in the file: the one a whole store's feed, by time and then
+	 * index, gives). */
+	if (!f->whole && t->last_id && e->ts == t->last.ts && e->dur < t->last.dur) {
+		c = t->last;
+		cid = t->last_id;
+	} else {
+		c = *e;
+		cid = id;
+	}
+	if (t->nopen && jf_kvm_call(f, t, &c, cid))
 		return -1;
 	if (t->forced_at && e->ts <= t->forced_at)
 		jf_because(f,
@@ -118,18 +141,18 @@ static int feed_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id
 		           "more than the streamed read's window, 1 s or 16384 records, after "
 		           "that record)");
 	if (t->nprobes)
-		jf_probe_call(f, t, e, id);
-	if (jf_wait_call(f, e, id))
+		jf_probe_call(f, t, &c, cid);
+	if (jf_wait_call(f, e, place))
 		return -1;
-	t->last = *e;
-	t->last_id = id;
+	t->last = c;
+	t->last_id = cid;
 	recent_add(t, e, id);
 	return 0;
 }
 
 int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e)
 {
-	return feed_call(f, e, f->calls + 1);
+	return feed_call(f, e, 0);
 }
 
 int kx_jobflow_ioctl_at(struct kx_jobflow *f, const struct kx_ioctl *e, size_t idx)

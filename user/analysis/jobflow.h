@@ -20,10 +20,12 @@
  * entered at or before the exit is then known, and the job is made when it
  * is a KVM_RUN that holds the exit (a second exit inside one KVM_RUN is a
  * duplicate), else the exit is a job of no KVM_RUN. A thread's exits wait
- * in time order (the builder's: the first inside a KVM_RUN makes its job);
- * one that comes after a later call of its thread is resolved at once, its
- * candidate the last of the thread's 8 recent calls (FL_RECENT) begun at
- * or before it, unless a later exit of the thread was resolved.
+ * in time order (the builder's: the first inside a KVM_RUN makes its job),
+ * streamed until a call of their thread begins KX_JOBFLOW_EXIT_WAIT_NS
+ * after them; one that comes after a later call of its thread waits with
+ * them (a whole store's: resolved at once), its candidate the last of the
+ * thread's 8 recent calls (FL_RECENT) begun at or before it (at one start
+ * the longest), unless a later exit of the thread was resolved.
  * The thread's calls must come in start order: streamed, a reorder stage
  * in front (analysis/sreport.c: the engine's, analysis/engine.h; the
  * nesting stage's until the first job record, then one of their own that
@@ -112,6 +114,11 @@
 #define KX_JOBFLOW_PENDING                                                                         \
 	16384u /* GPU jobs waiting for their ring's driver at most                                 \
 	          (then counted on its fallback device) */
+/* calls of a thread a record that comes after later ones looks among */
+#define KX_JOBFLOW_RECENT 8
+/* ns: streamed, a KVM exit is paired once a call of its thread begins this
+ * long after it (an exit written later than that after a later exit) */
+#define KX_JOBFLOW_EXIT_WAIT_NS 50000000ull
 
 /* The bounds of a struct kx_jobflow (kx_jobflow_init: the constants above;
  * kx_jobflow_init_whole: the same but exact rows and no record waiting;
@@ -208,10 +215,11 @@ struct kx_jobflow {
 	/* Set by the caller after init (NULL: none): called for each job counted
 	 * with a submit link and a DONE at or after its start (the jobs whose
 	 * device time the in-memory ranges give their calls: rangewalk.h) with
-	 * its submitting call (its thread, its start in ns: streamed, a linked
-	 * job's kx_jobrec.submit holds that start) and its device time (ns,
-	 * DONE - start). 0, or -1 when out of memory. */
-	int (*on_linked)(void *ctx, uint32_t tid, uint64_t call_ts, uint64_t dev_ns);
+	 * its submitting call (its thread, its number among the thread's calls
+	 * fed, from 1, in their start order: streamed, a linked job's
+	 * kx_jobrec.submit holds that number) and its device time (ns, DONE -
+	 * start). 0, or -1 when out of memory. */
+	int (*on_linked)(void *ctx, uint32_t tid, uint64_t call_n, uint64_t dev_ns);
 	void *linked_ctx;
 	/* Set by the caller after init (NULL: none): a reorder stage in front of
 	 * the calls (each thread's in start order, held a while). Before a keyed

@@ -43,10 +43,11 @@ struct fl_probe {
 	uint32_t slot, gen;
 };
 
-#define FL_RECENT 8 /* calls a thread keeps for a record that comes after later ones */
+#define FL_RECENT KX_JOBFLOW_RECENT
 
 struct fl_thread {
-	struct kx_ioctl last; /* its last call */
+	uint64_t ncalls;      /* its calls fed (streamed: a call's id is its number) */
+	struct kx_ioctl last; /* its last call (streamed: at one start the longest) */
 	uint64_t last_id;     /* that call's id (0: none yet) */
 	/* Its last FL_RECENT calls (last among them), oldest at rhead once full:
 	 * a keyed record that comes after a later call finds its candidate. */
@@ -125,15 +126,18 @@ struct kx_jobflow_wait {
 
 /* The bounds the reasons below state (their text says them). */
 _Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384 &&
-                       KX_JOBFLOW_HELD == 16384 && KX_JOBFLOW_WAITS == 65536,
-               "the reasons' text states the window (1 s) and counts (16384, 65536)");
+                       KX_JOBFLOW_HELD == 16384 && KX_JOBFLOW_WAITS == 65536 &&
+                       KX_JOBFLOW_EXIT_WAIT_NS == 50000000ull && KX_JOBFLOW_RECENT == 8,
+               "the reasons' text states the window (1 s), the exits' wait (50 ms) and counts "
+               "(8, 16384, 65536)");
 /* How long a thread's calls wait in the reorder stage in front (jobflow.h's calls_upto). */
 #define CALLS_HELD                                                                                 \
 	"(its thread's calls wait in their reorder stage until a later one of it comes, or until " \
 	"a job record the streamed read's window behind, 1 s or 16384 records, is paired)"
 #define KVM_LATE                                                                                   \
-	"a KVM exit came after a later exit of its thread was paired, or after its thread's last " \
-	"8 calls, all begun after it, had gone to the device timelines " CALLS_HELD
+	"a KVM exit came after a later exit of its thread was paired (once a call of its thread "  \
+	"begins 50 ms after an exit), or after its thread's last 8 calls, all begun after it, "    \
+	"had gone to the device timelines " CALLS_HELD
 #define REC_LATE                                                                                   \
 	"a job record came after its task's last 8 calls, all begun after it, had gone to the "    \
 	"device timelines " CALLS_HELD
@@ -197,10 +201,12 @@ struct fl_lane {
 /* jobflow.c */
 /* Is ts more than f's window before ref (ts + window < ref)? */
 int jf_out_of_window(const struct kx_jobflow *f, uint64_t ts, uint64_t ref);
-/* How a job names call e (its id): its start, ns (a whole store's: its index). */
+/* How a job names call e (its id): streamed, its number among its thread's
+ * calls (the id); a whole store's: its index. */
 int64_t jf_call_ref(const struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id);
-/* The last of t's recent calls begun at or before ts, in *e and *id: 1,
- * or 0 when none of them is (it may have been earlier: not known). */
+/* The last of t's recent calls begun at or before ts (at one start the
+ * longest, as the feed keeps t->last), in *e and *id: 1, or 0 when none
+ * of them is (it may have been earlier: not known). */
 int jf_recent_find(const struct fl_thread *t, uint64_t ts, struct kx_ioctl *e, uint64_t *id);
 /* f's figures cannot be exact: why (the first reason kept). */
 void jf_because(struct kx_jobflow *f, const char *why);

@@ -12,9 +12,13 @@
  * calls and ranges by the calls' shortened lengths, the reorder stage by
  * their recorded ones. A range that starts with a shortened call and is at
  * least its shortened length goes before it in memory, after it (being
- * shorter than the recorded length) on the stream:
- * kx_nesttrack_range_misplaced says so.
- * Memory: a stack a thread, as deep as its calls nest.
+ * shorter than the recorded length) on the stream. The streamed report
+ * holds the shortened calls of a start (kx_nesttrack_hold) until a record
+ * of their thread that memory orders after them leaves, the ranges that
+ * memory orders before them going first (kx_nesttrack_range_first); the
+ * windowed read says so (kx_nesttrack_range_misplaced).
+ * Memory: a stack a thread, as deep as its calls nest, and the shortened
+ * calls held (of one start: 64 bytes each).
  */
 #ifndef KX_NESTTRACK_H
 #define KX_NESTTRACK_H
@@ -55,6 +59,14 @@ struct kx_nest_thread {
 	uint64_t cut_len; /* ns, that call's length as the rule shortened it */
 	uint64_t fed_ts;  /* ns, the latest start of its calls fed (fed: one was) */
 	int fed;
+	struct kx_nest_held *held; /* its shortened calls held, of one start and end */
+	size_t nheld, hcap;
+};
+
+/* A shortened call held: the call, its end as the rule shortened it (ns). */
+struct kx_nest_held {
+	struct kx_ioctl e;
+	uint64_t end;
 };
 
 /* The next call of its thread: *end (ns) the end the rule gives it, *cut
@@ -71,6 +83,22 @@ int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e);
  * before a call of its start that the rule shortened (see above), else 0. */
 int kx_nesttrack_range_misplaced(const struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns,
                                  uint64_t len_ns);
+/* Call e, which the rule just shortened to end (ns), is held: the ranges
+ * of its start memory orders before it go first. Calls held of another
+ * start or end must have been taken (kx_nesttrack_take). 0, or -1 when out
+ * of memory. */
+int kx_nesttrack_hold(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end);
+/* Does thread tid hold calls (kx_nesttrack_hold) that memory orders after a
+ * range of theirs starting at ts_ns, len_ns long (UINT64_MAX: its end not
+ * come)? 1: the range goes first; 0: the held calls go before it. */
+int kx_nesttrack_range_first(const struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns,
+                             uint64_t len_ns);
+/* Does thread tid hold calls that a call e shortened to end goes among (of
+ * their start and end)? */
+int kx_nesttrack_holds_with(const struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end);
+/* Thread tid's calls held, in the order they came (*v, valid until the
+ * next call on n), given up: their count. */
+size_t kx_nesttrack_take(struct kx_nesttrack *n, uint32_t tid, const struct kx_nest_held **v);
 void kx_nesttrack_free(struct kx_nesttrack *n);
 
 #endif /* KX_NESTTRACK_H */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/engine.h"
+#include "analysis/jobflow.h"
 #include "analysis/jobrec.h"
 #include "analysis/rangewalk.h"
 #include "util/grow.h"
@@ -61,10 +62,15 @@ struct entry {
 struct line {
 	struct entry *stack;
 	size_t depth, scap;
-	uint64_t last_call; /* ns, the start of its last call walked (called: one was) */
-	uint64_t
-	        early_hi; /* ns, the start of its last call walked inside ranges before jobs came */
-	int called;
+	uint64_t ncalls;   /* its calls walked (a call's number: jobflow.h's on_linked) */
+	uint64_t early_hi; /* the number of its last call inside ranges forgotten before jobs
+	                      came (older than its last KX_JOBFLOW_RECENT calls; 0: none) */
+	uint64_t drop_hi;  /* the number of its last call let go for the budget (0: none) */
+	/* Before the first job record (streamed): its last KX_JOBFLOW_RECENT
+	 * calls walked since one was inside ranges, a ring from ehead (those
+	 * inside ranges: nref > 0), NULL: none yet. */
+	struct kx_rw_devcall *early;
+	uint32_t ehead;
 	int cut; /* the walk cut a call of it to nest */
 };
 
@@ -536,8 +542,7 @@ void kx_rangewalk_ioctl(struct kx_rangewalk *w, const struct kx_ioctl *e)
 	kx_range_ends_ioctl(&w->ends, e->pid, e->tid, e->ts + e->dur);
 }
 
-static int dev_call(struct kx_rangewalk *w, struct line *l, uint32_t tid, uint64_t ts,
-                    uint64_t end);
+static int dev_call(struct kx_rangewalk *w, struct line *l, uint32_t tid, uint64_t n, uint64_t end);
 
 int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t end_ns,
                       uint32_t pos)
@@ -547,9 +552,8 @@ int kx_rangewalk_call(struct kx_rangewalk *w, const struct kx_ioctl *e, uint64_t
 	w->cut_last = 0;
 	if (!l || walk_item(w, l, &(struct item){e->ts, end_ns, NONE, pos}))
 		return -1;
-	l->last_call = e->ts;
-	l->called = 1;
-	return w->dev_stream ? dev_call(w, l, e->tid, e->ts, end_ns) : 0;
+	l->ncalls++;
+	return w->dev_stream ? dev_call(w, l, e->tid, l->ncalls, end_ns) : 0;
 }
 
 int kx_rangewalk_range(struct kx_rangewalk *w, uint32_t tid, uint32_t ref)
@@ -575,9 +579,8 @@ static const char *const DC_DEEP = "annotation ranges with device jobs: a call t
                                    "is inside more than " STR(DC_REFS) " ranges";
 static const char *const DC_EARLY =
         "annotation ranges with device jobs: a job of a call inside ranges came after "
-        "the call left the reorder stage, before the first job record";
-static const char *const DC_SAME = "annotation ranges with device jobs: two calls of a thread "
-                                   "start at the same time, one submitted jobs";
+        "more than " STR(KX_JOBFLOW_RECENT) " later calls of its thread, before the first "
+                                            "job record";
 
 /* A range around a remembered call: its record while it lives, then its row. */
 struct dc_ref {
@@ -585,14 +588,15 @@ struct dc_ref {
 	long row;
 };
 
-/* A call remembered: the ranges around it, or (pending) the device time
- * of its jobs counted before it was walked. */
+/* A call remembered (by its thread and number): the ranges around it, or
+ * (pending) the device time of its jobs counted before it was walked. */
 struct kx_rw_devcall {
-	uint64_t ts, end;  /* ns, its start and end (end: once walked) */
+	uint64_t n;        /* its number among its thread's calls (from 1) */
+	uint64_t end;      /* ns, its end (once walked) */
 	uint64_t ns, jobs; /* pending: its jobs counted so far, their device time */
 	uint32_t tid;
-	uint8_t pending;    /* counted jobs wait for it to be walked */
-	uint8_t deep, same; /* more ranges than refs; another call of its thread had its start */
+	uint8_t pending; /* counted jobs wait for it to be walked */
+	uint8_t deep;    /* more ranges than refs */
 	uint8_t nref;
 	struct dc_ref ref[DC_REFS];
 };
@@ -621,8 +625,6 @@ static void dc_apply(struct kx_rangewalk *w, const struct kx_rw_devcall *p, uint
 {
 	if (p->deep)
 		because(w, DC_DEEP);
-	if (p->same)
-		because(w, DC_SAME);
 	for (unsigned int k = 0; k < p->nref; k++)
 		dc_give(w, &p->ref[k], ns, jobs);
 }
@@ -633,7 +635,7 @@ static void dc_pop(struct kx_rangewalk *w)
 	struct kx_rw_devcall *p = &w->dc[w->dc_head++];
 	struct kx_keyslot *s;
 
-	if ((s = kx_keymap_find(&w->dc_map, p->tid, p->ts, 0)) &&
+	if ((s = kx_keymap_find(&w->dc_map, p->tid, p->n, 0)) &&
 	    s->v == w->dc_base + w->dc_head - 1)
 		kx_keymap_del(&w->dc_map, s);
 	if (w->dc_head > 1024 && w->dc_head * 2 > w->dc_n) {
@@ -644,31 +646,32 @@ static void dc_pop(struct kx_rangewalk *w)
 	}
 }
 
-/* A new call remembered (the oldest let go past the budget); NULL when out of memory. */
-static struct kx_rw_devcall *dc_new(struct kx_rangewalk *w, uint32_t tid, uint64_t ts)
+/* A new call remembered, n of thread tid (the oldest let go past the
+ * budget); NULL when out of memory. */
+static struct kx_rw_devcall *dc_new(struct kx_rangewalk *w, uint32_t tid, uint64_t n)
 {
 	struct kx_keyslot *s;
 	struct kx_rw_devcall *p;
+	struct kx_rt_thread *th;
+	struct line *l;
 
 	while (w->dc_n - w->dc_head >= w->dc_budget && w->dc_head < w->dc_n) {
 		p = &w->dc[w->dc_head];
 		if (p->pending)
 			because(w, DC_BUDGET);
-		else {
-			w->dc_dropped = 1;
-			if (p->ts > w->dc_drop_hi)
-				w->dc_drop_hi = p->ts;
-		}
+		else if ((th = kx_rangetrack_thread(&w->track, p->tid, 0)) &&
+		         p->n > (l = kx_rt_tdata(th))->drop_hi)
+			l->drop_hi = p->n; /* walked: its thread's line is there */
 		dc_pop(w);
 	}
 	if (kx_grow((void **)&w->dc, &w->dc_cap, w->dc_n, sizeof(*w->dc)) ||
-	    !(s = kx_keymap_get(&w->dc_map, tid, ts, 0)))
+	    !(s = kx_keymap_get(&w->dc_map, tid, n, 0)))
 		return NULL;
 	s->v = w->dc_base + w->dc_n;
 	p = &w->dc[w->dc_n++];
 	memset(p, 0, sizeof(*p));
 	p->tid = tid;
-	p->ts = p->end = ts;
+	p->n = n;
 	if (w->dc_n - w->dc_head > w->dc_peak)
 		w->dc_peak = w->dc_n - w->dc_head;
 	return p;
@@ -699,23 +702,17 @@ static int in_ranges(const struct line *l)
 	return 0;
 }
 
-/* The call (tid, ts, end) just walked on l: its jobs counted before are
- * given to its ranges; it is remembered for those to come. */
-static int dev_remember(struct kx_rangewalk *w, const struct line *l, uint32_t tid, uint64_t ts,
+/* Call n of thread tid (its end) just walked on l: its jobs counted
+ * before are given to its ranges; it is remembered for those to come. */
+static int dev_remember(struct kx_rangewalk *w, const struct line *l, uint32_t tid, uint64_t n,
                         uint64_t end)
 {
-	struct kx_keyslot *s = w->dc_map.n ? kx_keymap_find(&w->dc_map, tid, ts, 0) : NULL;
+	struct kx_keyslot *s = w->dc_map.n ? kx_keymap_find(&w->dc_map, tid, n, 0) : NULL;
 	struct kx_rw_devcall *p = s ? dc_at(w, s->v) : NULL;
 
-	if (p && !p->pending) {
-		p->same = 1; /* another call of its thread with its start */
-		if (p->jobs)
-			because(w, DC_SAME);
-		return 0;
-	}
 	if (!p && !in_ranges(l))
 		return 0;
-	if (!p && !(p = dc_new(w, tid, ts)))
+	if (!p && !(p = dc_new(w, tid, n)))
 		return -1;
 	p->end = end;
 	dc_refs(w, l, p);
@@ -726,22 +723,74 @@ static int dev_remember(struct kx_rangewalk *w, const struct line *l, uint32_t t
 	return 0;
 }
 
-/* The call (tid, ts, end) just walked on l. */
-static int dev_call(struct kx_rangewalk *w, struct line *l, uint32_t tid, uint64_t ts, uint64_t end)
+/* Call n of thread tid (its end) just walked on l before the first job
+ * record: l keeps its last KX_JOBFLOW_RECENT calls, those inside ranges
+ * with the ranges around them (a job record to come links only to one of
+ * them, or to a call walked after it: jobflow.h's recent calls). A capture
+ * without jobs pays for a thread's ring once a call of it is inside
+ * ranges, and a slot a call. 0, or -1 when out of memory. */
+static int dev_early(struct kx_rangewalk *w, struct line *l, uint32_t tid, uint64_t n, uint64_t end)
 {
-	if (!w->dev_jobs) {
-		/* No job record yet: its jobs, if any, would be a reason. */
-		if (in_ranges(l))
-			l->early_hi = ts;
-		return 0;
+	int in = in_ranges(l);
+	struct kx_rw_devcall *p;
+
+	if (!l->early) {
+		if (!in)
+			return 0;
+		if (!(l->early = calloc(KX_JOBFLOW_RECENT, sizeof(*l->early))))
+			return -1;
 	}
-	return dev_remember(w, l, tid, ts, end);
+	p = &l->early[l->ehead];
+	l->ehead = (l->ehead + 1) % KX_JOBFLOW_RECENT;
+	if (p->nref)
+		l->early_hi = p->n; /* forgotten: its jobs, if any, would be a reason */
+	p->nref = p->deep = 0;
+	if (!in)
+		return 0;
+	p->tid = tid;
+	p->n = n;
+	p->end = end;
+	dc_refs(w, l, p);
+	return 0;
+}
+
+/* Call n of thread tid (its end) just walked on l. */
+static int dev_call(struct kx_rangewalk *w, struct line *l, uint32_t tid, uint64_t n, uint64_t end)
+{
+	if (!w->dev_jobs)
+		return dev_early(w, l, tid, n, end);
+	return dev_remember(w, l, tid, n, end);
+}
+
+int kx_rangewalk_dev_start(struct kx_rangewalk *w)
+{
+	if (w->dev_jobs)
+		return 0;
+	w->dev_jobs = 1;
+	for (size_t t = 0; t < w->track.threads.n; t++) {
+		struct line *l = kx_rt_tdata(kx_tidtab_at(&w->track.threads, t));
+
+		for (uint32_t k = 0; l->early && k < KX_JOBFLOW_RECENT; k++) {
+			const struct kx_rw_devcall *p =
+			        &l->early[(l->ehead + k) % KX_JOBFLOW_RECENT];
+			struct kx_rw_devcall *q;
+
+			if (!p->nref)
+				continue;
+			if (!(q = dc_new(w, p->tid, p->n)))
+				return -1;
+			*q = *p;
+		}
+		free(l->early);
+		l->early = NULL;
+	}
+	return 0;
 }
 
 /* A job of a call not walked yet: it waits for the call. 0, or -1 when out of memory. */
-static int dev_wait(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uint64_t dev_ns)
+static int dev_wait(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n, uint64_t dev_ns)
 {
-	struct kx_rw_devcall *p = dc_new(w, tid, call_ts);
+	struct kx_rw_devcall *p = dc_new(w, tid, call_n);
 
 	if (!p)
 		return -1;
@@ -751,9 +800,9 @@ static int dev_wait(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uint
 	return 0;
 }
 
-int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uint64_t dev_ns)
+int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n, uint64_t dev_ns)
 {
-	struct kx_keyslot *s = w->dc_map.n ? kx_keymap_find(&w->dc_map, tid, call_ts, 0) : NULL;
+	struct kx_keyslot *s = w->dc_map.n ? kx_keymap_find(&w->dc_map, tid, call_n, 0) : NULL;
 	struct kx_rt_thread *th;
 	const struct line *l;
 
@@ -769,15 +818,15 @@ int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uin
 	}
 	th = kx_rangetrack_thread(&w->track, tid, 0);
 	l = th ? kx_rt_tdata(th) : NULL;
-	if (l && l->called && call_ts <= l->last_call) {
-		/* Walked: in no range, before jobs came, or let go for the budget. */
-		if (l->early_hi && call_ts <= l->early_hi)
+	if (l && call_n <= l->ncalls) {
+		/* Walked: in no range, forgotten before jobs came, or let go for the budget. */
+		if (call_n <= l->early_hi)
 			because(w, DC_EARLY);
-		else if (w->dc_dropped && call_ts <= w->dc_drop_hi)
+		else if (call_n <= l->drop_hi)
 			because(w, DC_BUDGET);
 		return 0;
 	}
-	return dev_wait(w, tid, call_ts, dev_ns);
+	return dev_wait(w, tid, call_n, dev_ns);
 }
 
 void kx_rangewalk_dev_forget(struct kx_rangewalk *w, uint64_t swept_ns)
@@ -897,6 +946,7 @@ void kx_rangewalk_free(struct kx_rangewalk *w)
 		struct line *l = kx_rt_tdata(kx_tidtab_at(&w->track.threads, t));
 
 		free(l->stack);
+		free(l->early);
 	}
 	kx_rangetrack_free(&w->track);
 	kx_range_ends_free(&w->ends);

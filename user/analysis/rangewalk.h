@@ -42,15 +42,21 @@
  *   - names past the store's limit (the windowed conversion's out);
  *   - streamed with device jobs (dev_stream), a job of a call let go past
  *     dc_budget, of a call walked inside ranges before the first job
- *     record came (dev_jobs), of a call inside more than 8 ranges, or of
- *     one of two calls of a thread with one start.
+ *     record came (dev_jobs) and more than KX_JOBFLOW_RECENT calls of its
+ *     thread before it (jobflow.h gives its own reason first: its records
+ *     link only to a thread's recent calls), or of a call inside more
+ *     than 8 ranges.
  *
  * Device time, streamed (dev_stream): jobs are counted by the streamed
  * device timelines (analysis/jobflow.h), after the calls that submitted
  * them were walked or before. Each call walked inside ranges is remembered
- * by (thread, start) with the ranges around it (each: its record and
+ * by its thread and number (its place among its thread's calls, from 1:
+ * the walk's order is jobflow's, each thread's calls in start order out
+ * of a reorder stage of one rule) with the ranges around it (each: its record and
  * serial while it lives, then its row), from the first job record on
- * (dev_jobs: before it, each thread notes its last such call); a job counted (kx_rangewalk_dev)
+ * (dev_jobs: before it, each thread keeps its last KX_JOBFLOW_RECENT calls
+ * walked in a ring, remembered when the first job record comes,
+ * kx_rangewalk_dev_start); a job counted (kx_rangewalk_dev)
  * adds its device time and one job to each range's record, which adds them
  * to its row when it retires unless left open, or to the row of a range
  * already retired (all jobs are counted before the ranges left open are
@@ -119,20 +125,18 @@ struct kx_rangewalk {
 	uint64_t (*dev)(void *ctx, uint32_t pos, uint64_t *jobs);
 	void *dev_ctx;
 	/* Set by the streamed report: each call walked inside ranges is
-	 * remembered (by its thread and start) with the ranges around it, for
+	 * remembered (by its thread and number) with the ranges around it, for
 	 * the device time of its jobs (kx_rangewalk_dev), until forgotten
 	 * (kx_rangewalk_dev_forget) or past dc_budget (the oldest goes). */
 	int dev_stream;
-	int dev_jobs;             /* a job record came (calls are remembered from then) */
+	int dev_jobs;             /* a job record came (kx_rangewalk_dev_start) */
 	size_t dc_budget;         /* calls remembered at most */
-	struct kx_keymap dc_map;  /* (tid, start) -> the call's index + dc_base */
+	struct kx_keymap dc_map;  /* (tid, call number) -> the call's index + dc_base */
 	struct kx_rw_devcall *dc; /* the calls remembered, in the order walked (from dc_head) */
 	size_t dc_head, dc_n, dc_cap;
-	uint64_t dc_base;    /* the index of dc[0] */
-	uint64_t dc_drop_hi; /* ns, the latest start of a call let go for the budget */
-	int dc_dropped;      /* a call was let go for the budget */
-	size_t dc_peak;      /* the most remembered at once */
-	uint32_t serial;     /* the last serial given to a range record */
+	uint64_t dc_base; /* the index of dc[0] */
+	size_t dc_peak;   /* the most remembered at once */
+	uint32_t serial;  /* the last serial given to a range record */
 };
 
 void kx_rangewalk_init(struct kx_rangewalk *w);
@@ -171,12 +175,17 @@ int kx_rangewalk_close(struct kx_rangewalk *w, const struct kx_store *tasks, str
  */
 int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, struct kx_stats *sum);
 /*
- * A job of the call of thread tid that started at call_ts was counted
+ * A job of call call_n of thread tid (its number among the thread's
+ * calls, from 1, as jobflow's on_linked names it) was counted
  * (analysis/jobflow.h's on_linked): its device time dev_ns and one job go
  * to every range around the call, as kx_ranges_build gives them. Before
  * the call is walked it waits for it. 0, or -1 when out of memory.
  */
-int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_ts, uint64_t dev_ns);
+int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n, uint64_t dev_ns);
+/* The first job record came (streamed): the calls each thread's ring kept
+ * are remembered, every call inside ranges from now on. 0, or -1 when out
+ * of memory. */
+int kx_rangewalk_dev_start(struct kx_rangewalk *w);
 /* No job counted from now on starts before swept_ns (jobflow's sweeps):
  * the calls that ended more than the link window before it are forgotten. */
 void kx_rangewalk_dev_forget(struct kx_rangewalk *w, uint64_t swept_ns);

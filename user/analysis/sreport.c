@@ -27,9 +27,9 @@ struct sr_ctx {
 	struct kx_ctrjoin *ctr;      /* the counters joined to their calls, NULL: none named */
 	struct kx_jobflow flow;      /* the device timelines as the records pass */
 	int have_jobs;               /* a job record came (the calls go through flowq from then) */
-	int misplaced;               /* a range left after a shortened call memory puts after it */
-	uint64_t range_cut;          /* calls the ranges' walk cut that the nesting rule did not */
-	int flushed;                 /* the reorder stage was emptied for a reason found */
+	size_t held;        /* shortened calls the nesting rule holds (kx_nesttrack_hold) */
+	uint64_t range_cut; /* calls the ranges' walk cut that the nesting rule did not */
+	int flushed;        /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
@@ -38,10 +38,9 @@ struct sr_ctx {
  * calls later than the reorder window (a call after a later one of its
  * thread had left it), its memory exceeded, a call that came after the
  * device timelines took a later call of its thread (to pair a job record
- * their window behind), or an annotation range that starts with a call the
- * rule shortened and memory orders before it (nesttrack.h); NULL: it does.
- * The calls the rule shortens go on with their shortened ends, as in
- * memory. */
+ * their window behind); NULL: it does. The calls the rule shortens go on
+ * with their shortened ends, as in memory, after the ranges of their start
+ * memory orders before them (nesttrack.h). */
 static const char *nest_why(const struct sr_ctx *c)
 {
 	if (c->eng.late_ioctls)
@@ -52,8 +51,6 @@ static const char *nest_why(const struct sr_ctx *c)
 		return "a call came after the device timelines took a later call of its thread "
 		       "(they take every call begun before a job record they pair, 1 s or "
 		       "16384 job records behind the latest)";
-	if (c->misplaced)
-		return KX_NESTTRACK_MISPLACED;
 	return NULL;
 }
 
@@ -103,11 +100,11 @@ static void sr_forget(struct sr_ctx *c)
 
 /* A job counted with its submit link (jobflow's on_linked): its device
  * time goes to the ranges around its call. */
-static int sr_linked(void *ctx, uint32_t tid, uint64_t call_ts, uint64_t dev_ns)
+static int sr_linked(void *ctx, uint32_t tid, uint64_t call_n, uint64_t dev_ns)
 {
 	struct sr_ctx *c = ctx;
 
-	return kx_rangewalk_dev(c->ranges, tid, call_ts, dev_ns);
+	return kx_rangewalk_dev(c->ranges, tid, call_n, dev_ns);
 }
 
 static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -177,8 +174,7 @@ static void sr_job(void *ctx, const struct kx_job *j)
 		return;
 	}
 	c->have_jobs = 1;
-	c->ranges->dev_jobs = 1;
-	if (kx_jobflow_job(&c->flow, j)) {
+	if (kx_rangewalk_dev_start(c->ranges) || kx_jobflow_job(&c->flow, j)) {
 		sr_oom(c);
 		return;
 	}
@@ -230,6 +226,49 @@ static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 	sr_checked(c);
 }
 
+/* A call the ranges walk with the end the rule gave it (cut: shortened). */
+static int sr_walk(struct sr_ctx *c, const struct kx_ioctl *e, uint64_t end, int cut)
+{
+	if (kx_rangewalk_call(c->ranges, e, end, KX_ENGINE_NOREF))
+		return -1;
+	/* A call spanning a range's end is cut there: memory's timeline adds
+	 * it to its fixes (one fix a call), counted in the warning. */
+	c->range_cut += c->ranges->cut_last && !cut;
+	return 0;
+}
+
+/* The shortened calls thread tid holds, walked now. */
+static int sr_walk_held(struct sr_ctx *c, uint32_t tid)
+{
+	const struct kx_nest_held *v;
+	size_t n;
+
+	if (!c->held)
+		return 0;
+	n = kx_nesttrack_take(&c->nest, tid, &v);
+	c->held -= n;
+	for (size_t i = 0; i < n; i++)
+		if (sr_walk(c, &v[i].e, v[i].end, 1))
+			return -1;
+	return 0;
+}
+
+/* Every thread's shortened calls held, walked (every record is out). */
+static int sr_walk_all_held(struct sr_ctx *c)
+{
+	for (size_t i = 0; c->held && i < c->nest.threads.n; i++) {
+		struct kx_nest_thread *t = kx_tidtab_at(&c->nest.threads, i);
+		size_t n = t->nheld;
+
+		t->nheld = 0;
+		c->held -= n;
+		for (size_t k = 0; k < n; k++)
+			if (sr_walk(c, &t->held[k].e, t->held[k].end, 1))
+				return -1;
+	}
+	return 0;
+}
+
 /* A call out of the reorder stage, its thread's in start order. */
 static int sr_nest(void *ctx, const struct kx_ioctl *e)
 {
@@ -245,12 +284,14 @@ static int sr_nest(void *ctx, const struct kx_ioctl *e)
 	/* The ranges walk it with the end the rule gives it, as in memory. */
 	if (kx_nesttrack_ioctl(&c->nest, e, &end, &cut))
 		return -1;
-	if (kx_rangewalk_call(c->ranges, e, end, KX_ENGINE_NOREF))
+	/* One the rule shortened waits for the ranges of its start memory
+	 * orders before it (by its shortened length): they leave after it. */
+	if ((!cut || !kx_nesttrack_holds_with(&c->nest, e, end)) && sr_walk_held(c, e->tid))
 		return -1;
-	/* A call spanning a range's end is cut there: memory's timeline adds
-	 * it to its fixes (one fix a call), counted in the warning. */
-	c->range_cut += c->ranges->cut_last && !cut;
-	return 0;
+	if (!cut)
+		return sr_walk(c, e, end, cut);
+	c->held++;
+	return kx_nesttrack_hold(&c->nest, e, end);
 }
 
 /* An annotation record as it comes: paired (the ranges' handles). */
@@ -267,8 +308,9 @@ static int sr_range(void *ctx, uint32_t tid, uint32_t ref)
 {
 	struct sr_ctx *c = ctx;
 
-	if (kx_nesttrack_range_misplaced(&c->nest, tid, c->eng.out_ts, c->eng.out_dur))
-		c->misplaced = 1;
+	if (!kx_nesttrack_range_first(&c->nest, tid, c->eng.out_ts, c->eng.out_dur) &&
+	    sr_walk_held(c, tid))
+		return -1;
 	return kx_rangewalk_range(c->ranges, tid, ref);
 }
 
@@ -390,7 +432,8 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	if (rc == 0 && sr_active(&c) && c.have_jobs)
 		rc = sr_flow_finish(r, &c, err, errlen);
 	if (rc == 0 && sr_active(&c) &&
-	    (kx_rangewalk_close(r->ranges, r->side, &c.eng) || kx_engine_finish(&c.eng)))
+	    (kx_rangewalk_close(r->ranges, r->side, &c.eng) || kx_engine_finish(&c.eng) ||
+	     sr_walk_all_held(&c)))
 		sr_oom(&c);
 	r->threads = c.eng.ioctl_threads;
 	r->nest_fixed = c.nest.fixed + c.range_cut;
