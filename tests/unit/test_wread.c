@@ -12,9 +12,9 @@
  * in the whole capture, in every window); captures with job records are read in windows
  * too, their parts the whole capture's; a capture a stream cannot give exactly (a KVM exit
  * the device timelines cannot place, annotation ranges with job records, more shortened
- * calls than a window holds, a range as
- * long as a shortened call of its start), or whose records are far from the order of time,
- * is to be read whole, with the reason.
+ * calls than a window holds), or whose records are far from the order of time, is to be
+ * read whole, with the reason; a range as long as a shortened call of its start is read in
+ * windows, ordered as memory orders it.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -702,10 +702,11 @@ static void test_read_whole_when_needed(void)
 }
 
 /* A call of thread 700 at 1 us, 1 us long; one starting inside it at 1.5 us
- * and ending at 3 us (the rule shortens it to 0.5 us); and a range of the
- * thread starting with the second, len ns long: each record where a
- * recorder writes it. 0 when written. */
-static int write_range_at_cut(const char *path, uint64_t len)
+ * and ending at 3 us (the rule shortens it to 0.5 us), with two: another of
+ * that start ending at 2.7 us (shortened alike); a range of the thread
+ * starting with them, len ns long; and ten short calls of the thread after
+ * 9 us: each record where a recorder writes it. 0 when written. */
+static int write_range_at_cut(const char *path, uint64_t len, int two)
 {
 	struct kx_ioctl e = {.ts = T0 + 1000, .dur = 1000, .pid = 700, .tid = 700, .cmd = 0xae80};
 	struct kx_ann a = {.tid = 700,
@@ -730,26 +731,42 @@ static int write_range_at_cut(const char *path, uint64_t len)
 	rc |= kx_kxp_add_ann(w, &a, "", "");
 	e.ts = T0 + 1500, e.dur = 1500;
 	rc |= kx_kxp_add_ioctl(w, &e, NULL);
+	e.dur = 1200;
+	if (two)
+		rc |= kx_kxp_add_ioctl(w, &e, NULL);
+	for (int i = 0; i < 10; i++) {
+		e.ts = T0 + 9000 + 100 * (uint64_t)i, e.dur = 50;
+		rc |= kx_kxp_add_ioctl(w, &e, NULL);
+	}
 	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
 }
 
-/* A range as long as a shortened call of its start goes before it in
- * memory, after it on the stream: read whole, saying so; a shorter one
- * goes after it both ways: not a reason. */
+/* A range that starts with a call the rule shortens: memory orders them by
+ * the call's shortened length, the reorder stage by its recorded one. A
+ * range shorter than the shortened call, as long as it or longer (memory
+ * puts it first, around the call), longer than the recorded call, and two
+ * calls of that start shortened alike with such a range: read in windows
+ * (the shortened calls held until the ranges memory puts first left), each
+ * part the whole capture's. */
 static void test_range_at_cut(void)
 {
+	static const uint64_t lens[] = {300, 500, 700, 1700, 700};
 	static struct kx_wread w;
 	char path[96], err[256];
+	size_t parts;
 
 	snprintf(path, sizeof(path), "%s/cut.kxp", dir);
-	CHECK(write_range_at_cut(path, 700) == 0);
-	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
-	CHECK(w.in_memory && strstr(w.in_memory, "as long as the shortened call"));
-	kx_wread_free(&w);
-	CHECK(write_range_at_cut(path, 300) == 0);
-	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
-	CHECK(!w.in_memory && w.nfix == 1);
-	kx_wread_free(&w);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		CHECK(write_range_at_cut(path, lens[i], i == 4) == 0);
+		CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+		CHECK(!w.in_memory && w.nfix == 1 + (i == 4));
+		kx_wread_free(&w);
+		file_parts_same(path, 4, 0, &parts);
+		if (parts < 2)
+			printf("FAIL test_range_at_cut: range %llu ns\n",
+			       (unsigned long long)lens[i]);
+		CHECK(parts >= 2);
+	}
 	unlink(path);
 }
 

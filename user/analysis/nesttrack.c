@@ -21,8 +21,6 @@ int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_
 		n->fixed++;
 		n->fixed_threads += !t->fixed;
 		t->fixed = 1;
-		t->cut_ts = e->ts;
-		t->cut_len = *end - e->ts;
 	}
 	return 0;
 }
@@ -39,17 +37,6 @@ int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e)
 		t->fed_ts = e->ts;
 	t->fed = 1;
 	return 0;
-}
-
-int kx_nesttrack_range_misplaced(const struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns,
-                                 uint64_t len_ns)
-{
-	const struct kx_nest_thread *t = kx_tidtab_find(&n->threads, tid);
-
-	/* Calls of one start leave longest first, each nesting in the one
-	 * before: the last shortened is the shortest of them. A range whose
-	 * end had not come left as the longest, before them. */
-	return t && t->fixed && t->cut_ts == ts_ns && len_ns != UINT64_MAX && len_ns >= t->cut_len;
 }
 
 int kx_nesttrack_hold(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end)

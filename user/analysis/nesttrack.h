@@ -15,8 +15,8 @@
  * shorter than the recorded length) on the stream. The streamed report
  * holds the shortened calls of a start (kx_nesttrack_hold) until a record
  * of their thread that memory orders after them leaves, the ranges that
- * memory orders before them going first (kx_nesttrack_range_first); the
- * windowed read says so (kx_nesttrack_range_misplaced).
+ * memory orders before them going first (kx_nesttrack_range_first); so
+ * does the windowed read.
  * Memory: a stack a thread, as deep as its calls nest, and the shortened
  * calls held (of one start: 64 bytes each).
  */
@@ -28,16 +28,12 @@
 #include "model/event.h"
 #include "util/tidtab.h"
 
-/* The reasons a stream cannot nest a thread's calls as memory does (the
+/* The reason a stream cannot nest a thread's calls as memory does (the
  * streamed report's and the windowed read's): a call later than its
- * thread's reorder window (analysis/engine.h: KX_ENGINE_LATE_NS at most),
- * and a range kx_nesttrack_range_misplaced finds. */
+ * thread's reorder window (analysis/engine.h: KX_ENGINE_LATE_NS at most). */
 #define KX_NESTTRACK_LATE                                                                          \
 	"a call came after a later call of its thread had left the reorder window (a thread's "    \
 	"window: the lateness measured so far, at most 50 ms)"
-#define KX_NESTTRACK_MISPLACED                                                                     \
-	"an annotation range starts with a call of its thread the nesting rule shortens, and is "  \
-	"as long as the shortened call"
 
 struct kx_nesttrack {
 	struct kx_tidtab threads; /* each thread's open calls (struct kx_nest_thread) */
@@ -54,10 +50,8 @@ struct kx_nesttrack {
 struct kx_nest_thread {
 	uint64_t *stack; /* ns, the ends of the open calls */
 	size_t depth, cap;
-	int fixed;        /* a call of it was shortened */
-	uint64_t cut_ts;  /* ns, the start of its last call shortened (fixed: one was) */
-	uint64_t cut_len; /* ns, that call's length as the rule shortened it */
-	uint64_t fed_ts;  /* ns, the latest start of its calls fed (fed: one was) */
+	int fixed;       /* a call of it was shortened */
+	uint64_t fed_ts; /* ns, the latest start of its calls fed (fed: one was) */
 	int fed;
 	struct kx_nest_held *held; /* its shortened calls held, of one start and end */
 	size_t nheld, hcap;
@@ -77,12 +71,6 @@ int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_
  * call that holds others whole comes after them). 0, or -1 when out of
  * memory. */
 int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e);
-/* A range of thread tid that started at ts_ns and is len_ns long (the
- * engine's out_ts, out_dur: UINT64_MAX when its end had not come) left the
- * reorder stage after the thread's calls so far: 1 when memory orders it
- * before a call of its start that the rule shortened (see above), else 0. */
-int kx_nesttrack_range_misplaced(const struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns,
-                                 uint64_t len_ns);
 /* Call e, which the rule just shortened to end (ns), is held: the ranges
  * of its start memory orders before it go first. Calls held of another
  * start or end must have been taken (kx_nesttrack_take). 0, or -1 when out
