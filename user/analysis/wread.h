@@ -8,8 +8,10 @@
  * the annotation ranges' walk cuts at the end of a range of their thread
  * (the shorter cut kept, as memory's timeline keeps it), are kept (fixes,
  * at most a window's events: past that the file is read whole) and given
- * their whole-capture lengths in their windows (kx_wread_nest); a call
- * later than the stage's window is a reason.
+ * their whole-capture lengths in their windows (kx_wread_nest); one the
+ * rule shortens is walked after the ranges of its start memory orders
+ * before it (held: nesttrack.h); a call later than the stage's window is a
+ * reason.
  *
  * Pass 1 (kx_wread_open) reads the file as a stream: the stream check, the
  * events' count, first and last start, the whole capture's facts every part
