@@ -39,42 +39,64 @@ int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e)
 	return 0;
 }
 
-int kx_nesttrack_hold(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end)
+/* Call e, which the rule just shortened to end (ns), is held (its
+ * thread's held calls are of its start and end). */
+static int hold(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end)
 {
 	struct kx_nest_thread *t = kx_tidtab_get(&n->threads, e->tid, 1);
 
 	if (!t || kx_grow((void **)&t->held, &t->hcap, t->nheld, sizeof(*t->held)))
 		return -1;
 	t->held[t->nheld++] = (struct kx_nest_held){*e, end};
+	n->held++;
 	return 0;
 }
 
-int kx_nesttrack_range_first(const struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns,
-                             uint64_t len_ns)
+/* Thread t's calls held, walked in the order they came. */
+static int walk_held(struct kx_nesttrack *n, struct kx_nest_thread *t, kx_nest_walk_fn walk,
+                     void *ctx)
 {
-	const struct kx_nest_thread *t = kx_tidtab_find(&n->threads, tid);
+	size_t k = t->nheld;
 
+	t->nheld = 0;
+	n->held -= k;
+	for (size_t i = 0; i < k; i++)
+		if (walk(ctx, &t->held[i].e, t->held[i].end, 1))
+			return -1;
+	return 0;
+}
+
+int kx_nesttrack_place(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
+                       kx_nest_walk_fn walk, void *ctx)
+{
+	struct kx_nest_thread *t = n->held ? kx_tidtab_find(&n->threads, e->tid) : NULL;
+
+	/* Held calls go among e only when e is shortened alike (start, end). */
+	if (t && t->nheld && !(cut && t->held[0].e.ts == e->ts && t->held[0].end == end) &&
+	    walk_held(n, t, walk, ctx))
+		return -1;
+	return cut ? hold(n, e, end) : walk(ctx, e, end, 0);
+}
+
+int kx_nesttrack_range(struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns, uint64_t len_ns,
+                       kx_nest_walk_fn walk, void *ctx)
+{
+	struct kx_nest_thread *t = n->held ? kx_tidtab_find(&n->threads, tid) : NULL;
+
+	if (!t || !t->nheld)
+		return 0;
 	/* Ranges before calls of their length (analysis/engine.h's order). */
-	return t && t->nheld && t->held[0].e.ts == ts_ns && len_ns != UINT64_MAX &&
-	       len_ns >= t->held[0].end - ts_ns;
+	if (t->held[0].e.ts == ts_ns && len_ns != UINT64_MAX && len_ns >= t->held[0].end - ts_ns)
+		return 0;
+	return walk_held(n, t, walk, ctx);
 }
 
-int kx_nesttrack_holds_with(const struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end)
+int kx_nesttrack_flush(struct kx_nesttrack *n, kx_nest_walk_fn walk, void *ctx)
 {
-	const struct kx_nest_thread *t = kx_tidtab_find(&n->threads, e->tid);
-
-	return t && t->nheld && t->held[0].e.ts == e->ts && t->held[0].end == end;
-}
-
-size_t kx_nesttrack_take(struct kx_nesttrack *n, uint32_t tid, const struct kx_nest_held **v)
-{
-	struct kx_nest_thread *t = kx_tidtab_find(&n->threads, tid);
-	size_t k = t ? t->nheld : 0;
-
-	*v = t ? t->held : NULL;
-	if (t)
-		t->nheld = 0;
-	return k;
+	for (size_t i = 0; n->held && i < n->threads.n; i++)
+		if (walk_held(n, kx_tidtab_at(&n->threads, i), walk, ctx))
+			return -1;
+	return 0;
 }
 
 void kx_nesttrack_free(struct kx_nesttrack *n)

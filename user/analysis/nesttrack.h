@@ -40,11 +40,12 @@ struct kx_nesttrack {
 	uint64_t fixed;           /* calls the rule shortened */
 	uint64_t fixed_threads;   /* threads with at least one */
 	uint64_t unordered;       /* calls fed after a later-starting call of their thread */
+	uint64_t held; /* shortened calls held now, every thread's (kx_nesttrack_place) */
 };
 
 #define KX_NESTTRACK_INIT                                                                          \
 	{                                                                                          \
-		KX_TIDTAB_INIT(struct kx_nest_thread), 0, 0, 0                                     \
+		KX_TIDTAB_INIT(struct kx_nest_thread), 0, 0, 0, 0                                  \
 	}
 
 struct kx_nest_thread {
@@ -71,22 +72,25 @@ int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_
  * call that holds others whole comes after them). 0, or -1 when out of
  * memory. */
 int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e);
-/* Call e, which the rule just shortened to end (ns), is held: the ranges
- * of its start memory orders before it go first. Calls held of another
- * start or end must have been taken (kx_nesttrack_take). 0, or -1 when out
- * of memory. */
-int kx_nesttrack_hold(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end);
-/* Does thread tid hold calls (kx_nesttrack_hold) that memory orders after a
- * range of theirs starting at ts_ns, len_ns long (UINT64_MAX: its end not
- * come)? 1: the range goes first; 0: the held calls go before it. */
-int kx_nesttrack_range_first(const struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns,
-                             uint64_t len_ns);
-/* Does thread tid hold calls that a call e shortened to end goes among (of
- * their start and end)? */
-int kx_nesttrack_holds_with(const struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end);
-/* Thread tid's calls held, in the order they came (*v, valid until the
- * next call on n), given up: their count. */
-size_t kx_nesttrack_take(struct kx_nesttrack *n, uint32_t tid, const struct kx_nest_held **v);
+/* A call given to the caller's walk (the annotation ranges'): e with the
+ * end the rule gave it (ns; cut: shortened). 0, or -1 to stop. */
+typedef int (*kx_nest_walk_fn)(void *ctx, const struct kx_ioctl *e, uint64_t end, int cut);
+/* Call e, which the rule gave end (cut: shortened; kx_nesttrack_ioctl), in
+ * memory's order among the ranges of its start: the calls its thread
+ * holds that it does not go among are walked first, then e is walked, or
+ * held when shortened (the ranges of its start memory orders before it,
+ * by its shortened length, go first). 0, or -1 when walk stops or out of
+ * memory. */
+int kx_nesttrack_place(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
+                       kx_nest_walk_fn walk, void *ctx);
+/* A range of thread tid starting at ts_ns, len_ns long (UINT64_MAX: its
+ * end not come), goes next: the calls held that memory orders before it
+ * are walked first. 0, or -1 when walk stops. */
+int kx_nesttrack_range(struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns, uint64_t len_ns,
+                       kx_nest_walk_fn walk, void *ctx);
+/* Every thread's calls held, walked (every record is out). 0, or -1 when
+ * walk stops. */
+int kx_nesttrack_flush(struct kx_nesttrack *n, kx_nest_walk_fn walk, void *ctx);
 void kx_nesttrack_free(struct kx_nesttrack *n);
 
 #endif /* KX_NESTTRACK_H */

@@ -27,9 +27,8 @@ struct sr_ctx {
 	struct kx_ctrjoin *ctr;      /* the counters joined to their calls, NULL: none named */
 	struct kx_jobflow flow;      /* the device timelines as the records pass */
 	int have_jobs;               /* a job record came (the calls go through flowq from then) */
-	size_t held;        /* shortened calls the nesting rule holds (kx_nesttrack_hold) */
-	uint64_t range_cut; /* calls the ranges' walk cut that the nesting rule did not */
-	int flushed;        /* the reorder stage was emptied for a reason found */
+	uint64_t range_cut;          /* calls the ranges' walk cut that the nesting rule did not */
+	int flushed;                 /* the reorder stage was emptied for a reason found */
 	int oom;
 	int stop; /* set when the stream cannot give the report: the reader ends early */
 };
@@ -227,45 +226,15 @@ static void sr_ctr(void *ctx, const struct kx_ctr_ev *e)
 }
 
 /* A call the ranges walk with the end the rule gave it (cut: shortened). */
-static int sr_walk(struct sr_ctx *c, const struct kx_ioctl *e, uint64_t end, int cut)
+static int sr_walk(void *ctx, const struct kx_ioctl *e, uint64_t end, int cut)
 {
+	struct sr_ctx *c = ctx;
+
 	if (kx_rangewalk_call(c->ranges, e, end, KX_ENGINE_NOREF))
 		return -1;
 	/* A call spanning a range's end is cut there: memory's timeline adds
 	 * it to its fixes (one fix a call), counted in the warning. */
 	c->range_cut += c->ranges->cut_last && !cut;
-	return 0;
-}
-
-/* The shortened calls thread tid holds, walked now. */
-static int sr_walk_held(struct sr_ctx *c, uint32_t tid)
-{
-	const struct kx_nest_held *v;
-	size_t n;
-
-	if (!c->held)
-		return 0;
-	n = kx_nesttrack_take(&c->nest, tid, &v);
-	c->held -= n;
-	for (size_t i = 0; i < n; i++)
-		if (sr_walk(c, &v[i].e, v[i].end, 1))
-			return -1;
-	return 0;
-}
-
-/* Every thread's shortened calls held, walked (every record is out). */
-static int sr_walk_all_held(struct sr_ctx *c)
-{
-	for (size_t i = 0; c->held && i < c->nest.threads.n; i++) {
-		struct kx_nest_thread *t = kx_tidtab_at(&c->nest.threads, i);
-		size_t n = t->nheld;
-
-		t->nheld = 0;
-		c->held -= n;
-		for (size_t k = 0; k < n; k++)
-			if (sr_walk(c, &t->held[k].e, t->held[k].end, 1))
-				return -1;
-	}
 	return 0;
 }
 
@@ -286,12 +255,7 @@ static int sr_nest(void *ctx, const struct kx_ioctl *e)
 		return -1;
 	/* One the rule shortened waits for the ranges of its start memory
 	 * orders before it (by its shortened length): they leave after it. */
-	if ((!cut || !kx_nesttrack_holds_with(&c->nest, e, end)) && sr_walk_held(c, e->tid))
-		return -1;
-	if (!cut)
-		return sr_walk(c, e, end, cut);
-	c->held++;
-	return kx_nesttrack_hold(&c->nest, e, end);
+	return kx_nesttrack_place(&c->nest, e, end, cut, sr_walk, c);
 }
 
 /* An annotation record as it comes: paired (the ranges' handles). */
@@ -308,8 +272,7 @@ static int sr_range(void *ctx, uint32_t tid, uint32_t ref)
 {
 	struct sr_ctx *c = ctx;
 
-	if (!kx_nesttrack_range_first(&c->nest, tid, c->eng.out_ts, c->eng.out_dur) &&
-	    sr_walk_held(c, tid))
+	if (kx_nesttrack_range(&c->nest, tid, c->eng.out_ts, c->eng.out_dur, sr_walk, c))
 		return -1;
 	return kx_rangewalk_range(c->ranges, tid, ref);
 }
@@ -433,7 +396,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 		rc = sr_flow_finish(r, &c, err, errlen);
 	if (rc == 0 && sr_active(&c) &&
 	    (kx_rangewalk_close(r->ranges, r->side, &c.eng) || kx_engine_finish(&c.eng) ||
-	     sr_walk_all_held(&c)))
+	     kx_nesttrack_flush(&c.nest, sr_walk, &c)))
 		sr_oom(&c);
 	r->threads = c.eng.ioctl_threads;
 	r->nest_fixed = c.nest.fixed + c.range_cut;

@@ -60,7 +60,6 @@ struct p1 {
 	struct kx_wread *w;
 	struct kx_engine eng;       /* each thread's calls in start order, to nest */
 	struct kx_nesttrack nest;   /* the nesting rule on them */
-	size_t held;                /* shortened calls the rule holds (kx_nesttrack_hold) */
 	int flushed;                /* the reorder stage was emptied for a reason found */
 	struct kx_rangewalk ranges; /* the annotation ranges, built as they pass */
 	struct kx_whist *starts;    /* the plan's first level */
@@ -512,8 +511,9 @@ static void p1_nest_why(struct p1 *c, const char *why)
  * (kx_wread_nest) with the shorter length, as memory's timeline adds the
  * walk's cuts to the rule's (kx_ranges_build: add_cuts), a window's events
  * of them at most. */
-static int p1_walk(struct p1 *c, const struct kx_ioctl *e, uint64_t end, int cut)
+static int p1_walk(void *ctx, const struct kx_ioctl *e, uint64_t end, int cut)
 {
+	struct p1 *c = ctx;
 	struct kx_wread *w = c->w;
 
 	if (kx_rangewalk_call(&c->ranges, e, end, KX_ENGINE_NOREF))
@@ -535,38 +535,6 @@ static int p1_walk(struct p1 *c, const struct kx_ioctl *e, uint64_t end, int cut
 	return 0;
 }
 
-/* The shortened calls thread tid holds (kx_nesttrack_hold), walked now. */
-static int p1_walk_held(struct p1 *c, uint32_t tid)
-{
-	const struct kx_nest_held *v;
-	size_t n;
-
-	if (!c->held)
-		return 0;
-	n = kx_nesttrack_take(&c->nest, tid, &v);
-	c->held -= n;
-	for (size_t i = 0; i < n; i++)
-		if (p1_walk(c, &v[i].e, v[i].end, 1))
-			return -1;
-	return 0;
-}
-
-/* Every thread's shortened calls held, walked (every record is out). */
-static int p1_walk_all_held(struct p1 *c)
-{
-	for (size_t i = 0; c->held && i < c->nest.threads.n; i++) {
-		struct kx_nest_thread *t = kx_tidtab_at(&c->nest.threads, i);
-		size_t n = t->nheld;
-
-		t->nheld = 0;
-		c->held -= n;
-		for (size_t k = 0; k < n; k++)
-			if (p1_walk(c, &t->held[k].e, t->held[k].end, 1))
-				return -1;
-	}
-	return 0;
-}
-
 /* A call out of the reorder stage, its thread's in start order: the ranges
  * walk it with the end the rule gives it (p1_walk), in memory's order: one
  * the rule shortens waits (held) for the ranges of its start memory orders
@@ -579,12 +547,7 @@ static int p1_nest(void *ctx, const struct kx_ioctl *e)
 
 	if (kx_nesttrack_ioctl(&c->nest, e, &end, &cut))
 		return -1;
-	if ((!cut || !kx_nesttrack_holds_with(&c->nest, e, end)) && p1_walk_held(c, e->tid))
-		return -1;
-	if (!cut)
-		return p1_walk(c, e, end, cut);
-	c->held++;
-	return kx_nesttrack_hold(&c->nest, e, end);
+	return kx_nesttrack_place(&c->nest, e, end, cut, p1_walk, c);
 }
 
 /* A call later than the reorder window: it cannot be nested. */
@@ -609,8 +572,7 @@ static int p1_range(void *ctx, uint32_t tid, uint32_t ref)
 {
 	struct p1 *c = ctx;
 
-	if (!kx_nesttrack_range_first(&c->nest, tid, c->eng.out_ts, c->eng.out_dur) &&
-	    p1_walk_held(c, tid))
+	if (kx_nesttrack_range(&c->nest, tid, c->eng.out_ts, c->eng.out_dur, p1_walk, c))
 		return -1;
 	return kx_rangewalk_range(&c->ranges, tid, ref);
 }
@@ -1113,7 +1075,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		p1_device_end(&c);
 	if (!rc && p1_active(&c) &&
 	    (kx_rangewalk_close(&c.ranges, w->side, &c.eng) || kx_engine_finish(&c.eng) ||
-	     p1_walk_all_held(&c)))
+	     kx_nesttrack_flush(&c.nest, p1_walk, &c)))
 		c.oom = 1;
 	if (!rc && p1_active(&c) && c.eng.forced)
 		w->in_memory =
