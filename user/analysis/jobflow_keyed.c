@@ -8,6 +8,10 @@
 #include "analysis/jobflow.h"
 #include "analysis/jobflow_int.h"
 
+_Static_assert(KX_JOBFLOW_OPEN == 65536u && KX_JOBFLOW_CLOSED == 16384u &&
+                       KX_JOBFLOW_WINDOW_NS == 1000000000ull,
+               "the reasons' messages name the bounds");
+
 /* By time, then file order. */
 static int rec_less(const void *pa, const void *pb)
 {
@@ -154,7 +158,9 @@ static int keyed_open(struct kx_jobflow *f, const struct fl_rec *r, const uint64
 	long slot;
 
 	if (kx_slots_live(&f->open) >= f->lim.open) {
-		jf_because(f, "too many device jobs open at once");
+		jf_because(f,
+		           "too many device jobs open at once (more than 65536 held: the streamed "
+		           "read's memory budget)");
 		return 0;
 	}
 	sl = kx_keymap_get(&f->keys, k[0], k[1], k[2]);
@@ -240,7 +246,10 @@ static int keyed_pair(struct kx_jobflow *f, const struct fl_rec *r)
 		kx_tjob_wait(&((struct fl_kjob *)kx_slots_at(&f->open, (size_t)sl->v - 1))->t,
 		             &r->e);
 	else if (sl || jf_forgotten(f, k, kx_jobpair_reusable(&r->e)))
-		jf_because(f, "a wait phase came for a device job already counted");
+		jf_because(f,
+		           "a wait phase came for a device job already counted (a block request, "
+		           "whose records have none, or a GPU job whose key closed more than the "
+		           "streamed read's window, 1 s or 16384 closed keys, before it)");
 	return 0;
 }
 

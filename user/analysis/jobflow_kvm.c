@@ -9,6 +9,8 @@
 #include "analysis/jobflow_int.h"
 #include "util/grow.h"
 
+_Static_assert(KX_JOBFLOW_EXITS == 65536u, "the reason's message names the bound");
+
 /* The job of exit x, inside the KVM_RUN io (NULL: in none). */
 static int kvm_job(struct kx_jobflow *f, const struct fl_exit *x, const struct kx_ioctl *io)
 {
@@ -79,7 +81,8 @@ static int kvm_wait(struct kx_jobflow *f, struct fl_thread *t, const struct fl_e
 	size_t i;
 
 	if (f->exits >= f->lim.exits) {
-		jf_because(f, "too many KVM exits waiting for their KVM_RUN");
+		jf_because(f, "too many KVM exits waiting for their KVM_RUN (more than 65536: the "
+		              "streamed read's memory budget)");
 		return 0;
 	}
 	if (kx_grow((void **)&t->open, &t->cap, t->nopen, sizeof(*t->open)))
