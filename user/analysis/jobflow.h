@@ -116,9 +116,6 @@
 	          (then counted on its fallback device) */
 /* calls of a thread a record that comes after later ones looks among */
 #define KX_JOBFLOW_RECENT 8
-/* ns: streamed, a KVM exit is paired once a call of its thread begins this
- * long after it (an exit written later than that after a later exit) */
-#define KX_JOBFLOW_EXIT_WAIT_NS 50000000ull
 
 /* The bounds of a struct kx_jobflow (kx_jobflow_init: the constants above;
  * kx_jobflow_init_whole: the same but exact rows and no record waiting;

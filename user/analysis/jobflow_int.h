@@ -126,18 +126,15 @@ struct kx_jobflow_wait {
 
 /* The bounds the reasons below state (their text says them). */
 _Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384 &&
-                       KX_JOBFLOW_HELD == 16384 && KX_JOBFLOW_WAITS == 65536 &&
-                       KX_JOBFLOW_EXIT_WAIT_NS == 50000000ull && KX_JOBFLOW_RECENT == 8,
-               "the reasons' text states the window (1 s), the exits' wait (50 ms) and counts "
-               "(8, 16384, 65536)");
+                       KX_JOBFLOW_HELD == 16384 && KX_JOBFLOW_WAITS == 65536,
+               "the reasons' text states the window (1 s) and counts (16384, 65536)");
 /* How long a thread's calls wait in the reorder stage in front (jobflow.h's calls_upto). */
 #define CALLS_HELD                                                                                 \
 	"(its thread's calls wait in their reorder stage until a later one of it comes, or until " \
 	"a job record the streamed read's window behind, 1 s or 16384 records, is paired)"
 #define KVM_LATE                                                                                   \
-	"a KVM exit came after a later exit of its thread was paired (once a call of its thread "  \
-	"begins 50 ms after an exit), or after its thread's last 8 calls, all begun after it, "    \
-	"had gone to the device timelines " CALLS_HELD
+	"a KVM exit came after a later exit of its thread was paired, or after its thread's last " \
+	"8 calls, all begun after it, had gone to the device timelines " CALLS_HELD
 #define REC_LATE                                                                                   \
 	"a job record came after its task's last 8 calls, all begun after it, had gone to the "    \
 	"device timelines " CALLS_HELD

@@ -40,9 +40,8 @@ static int kvm_resolve(struct kx_jobflow *f, struct fl_thread *t, const struct f
 	return kvm_job(f, x, &x->cand);
 }
 
-/* Call e (id) of thread t: the exits it starts after are resolved (streamed:
- * those it starts KX_JOBFLOW_EXIT_WAIT_NS after, so an exit written late
- * is still paired in time order), the others before it now look at it. */
+/* Call e (id) of thread t: the exits it starts after are resolved, the
+ * others now look at it. */
 int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e, uint64_t id)
 {
 	size_t keep = 0;
@@ -51,11 +50,9 @@ int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl
 	for (size_t i = 0; i < t->nopen; i++) {
 		struct fl_exit *x = &t->open[i];
 
-		if (e->ts <= x->e.ts || (!f->whole && e->ts - x->e.ts <= KX_JOBFLOW_EXIT_WAIT_NS)) {
-			if (e->ts <= x->e.ts) {
-				x->cand = *e;
-				x->cand_id = id;
-			}
+		if (e->ts <= x->e.ts) {
+			x->cand = *e;
+			x->cand_id = id;
 			t->open[keep++] = *x;
 			continue;
 		}
@@ -73,31 +70,9 @@ static int before(const struct kx_job *j, uint64_t seq, const struct fl_exit *x)
 	return j->ts != x->e.ts ? j->ts < x->e.ts : seq < x->seq;
 }
 
-/* Exit x waits on its thread t, in the builder's order (it takes a
- * thread's exits by time: the first inside a run makes its job); the
- * calls to come resolve them. 0, or -1 when out of memory. */
-static int kvm_wait(struct kx_jobflow *f, struct fl_thread *t, const struct fl_exit *x)
-{
-	size_t i;
-
-	if (f->exits >= f->lim.exits) {
-		jf_because(f, "too many KVM exits waiting for their KVM_RUN (more than 65536: the "
-		              "streamed read's memory budget)");
-		return 0;
-	}
-	if (kx_grow((void **)&t->open, &t->cap, t->nopen, sizeof(*t->open)))
-		return -1;
-	for (i = t->nopen++; i && before(&x->e, x->seq, &t->open[i - 1]); i--)
-		t->open[i] = t->open[i - 1];
-	t->open[i] = *x;
-	f->exits++;
-	return 0;
-}
-
 /* KVM exit j (place seq) after a later call of its thread t came: its
- * candidate is final, the last of t's recent calls begun at or before it;
- * it waits with t's exits not resolved yet if no later exit of t was (the
- * builder's order; a whole store's: resolved now). */
+ * candidate is final, the last of t's recent calls begun at or before it,
+ * and it is resolved now if no later exit of t was (the builder's order). */
 static int kvm_late(struct kx_jobflow *f, struct fl_thread *t, const struct kx_job *j, uint64_t seq)
 {
 	struct fl_exit x = {.e = *j, .seq = seq};
@@ -107,24 +82,41 @@ static int kvm_late(struct kx_jobflow *f, struct fl_thread *t, const struct kx_j
 		jf_because(f, KVM_LATE);
 		return 0;
 	}
-	return f->whole ? kvm_resolve(f, t, &x) : kvm_wait(f, t, &x);
+	return kvm_resolve(f, t, &x);
 }
 
 /* KVM exit j (place seq): it waits on its thread for the call that holds it. */
 int jf_kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 {
 	struct fl_thread *t = kx_tidtab_get(&f->threads, kx_kvm_tid(j), 1);
-	struct fl_exit x = {.e = *j, .seq = seq};
+	struct fl_exit *x;
+	size_t i;
 
 	if (!t)
 		return -1;
 	if (t->last_id && t->last.ts > j->ts)
 		return kvm_late(f, t, j, seq);
-	if (t->last_id) {
-		x.cand = t->last;
-		x.cand_id = t->last_id;
+	if (f->exits >= f->lim.exits) {
+		jf_because(f, "too many KVM exits waiting for their KVM_RUN (more than 65536: the "
+		              "streamed read's memory budget)");
+		return 0;
 	}
-	return kvm_wait(f, t, &x);
+	if (kx_grow((void **)&t->open, &t->cap, t->nopen, sizeof(*t->open)))
+		return -1;
+	/* The builder takes a thread's exits by time: the first inside a run
+	 * makes its job. They wait so ordered (their calls to come resolve them). */
+	for (i = t->nopen++; i && before(j, seq, &t->open[i - 1]); i--)
+		t->open[i] = t->open[i - 1];
+	x = &t->open[i];
+	memset(x, 0, sizeof(*x));
+	x->e = *j;
+	x->seq = seq;
+	if (t->last_id) {
+		x->cand = t->last;
+		x->cand_id = t->last_id;
+	}
+	f->exits++;
+	return 0;
 }
 
 /* Every exit still open, with what its thread gave. */
