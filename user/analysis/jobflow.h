@@ -20,12 +20,11 @@
  * entered at or before the exit is then known, and the job is made when it
  * is a KVM_RUN that holds the exit (a second exit inside one KVM_RUN is a
  * duplicate), else the exit is a job of no KVM_RUN. A thread's exits wait
- * in time order (the builder's: the first inside a KVM_RUN makes its job),
- * streamed until a call of their thread begins KX_JOBFLOW_EXIT_WAIT_NS
- * after them; one that comes after a later call of its thread waits with
- * them (a whole store's: resolved at once), its candidate the last of the
- * thread's 8 recent calls (FL_RECENT) begun at or before it (at one start
- * the longest), unless a later exit of the thread was resolved.
+ * in time order (the builder's: the first inside a KVM_RUN makes its job);
+ * one that comes after a later call of its thread is resolved at once, its
+ * candidate the last of the thread's 8 recent calls (FL_RECENT) begun at
+ * or before it (at one start the longest), unless a later exit of the
+ * thread was resolved (then a reason).
  * The thread's calls must come in start order: streamed, a reorder stage
  * in front (analysis/sreport.c: the engine's, analysis/engine.h; the
  * nesting stage's until the first job record, then one of their own that
