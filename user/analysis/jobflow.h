@@ -177,6 +177,7 @@ struct kx_jobflow {
 	uint64_t runs, runs_used; /* KVM_RUN calls; those a job was made of */
 	uint64_t jobs;            /* jobs made */
 	uint64_t exits;           /* KVM exits open now */
+	uint64_t exits_frozen;    /* those of them begun before a later call of their thread */
 	uint64_t exits_seen;      /* steps over waiting KVM exits (O(calls + exits)) */
 	size_t peak_held;         /* the most jobs held at once */
 	int has_kvm;              /* a KVM job record came */

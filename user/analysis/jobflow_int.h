@@ -228,7 +228,7 @@ int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t se
                unsigned int submit_drv, unsigned int ring_drv, const char *late);
 
 /* jobflow_kvm.c */
-int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e, uint64_t id);
+int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e);
 int jf_kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq);
 int jf_close_exits(struct kx_jobflow *f);
 

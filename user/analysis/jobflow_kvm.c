@@ -71,6 +71,7 @@ static int exits_resolve(struct kx_jobflow *f, struct fl_thread *t, uint64_t ts,
 			rc = -1;
 		t->ohead++;
 		f->exits--;
+		f->exits_frozen--;
 	}
 	if (t->ohead == t->nopen)
 		exits_empty(t);
@@ -81,13 +82,13 @@ static int exits_resolve(struct kx_jobflow *f, struct fl_thread *t, uint64_t ts,
  * take t's last call as their candidate (final), and those a wait before
  * it are resolved; the others take e (t->last once it is), as they read
  * it. */
-int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e, uint64_t id)
+int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e)
 {
-	(void)id;
 	while (t->ofrozen < t->nopen && t->open[t->ofrozen].e.ts < e->ts) {
 		struct fl_exit *x = &t->open[t->ofrozen++];
 
 		f->exits_seen++;
+		f->exits_frozen++;
 		x->cand = t->last;
 		x->cand_id = t->last_id;
 	}
@@ -101,7 +102,7 @@ static int exits_room(struct kx_jobflow *f)
 {
 	if (f->exits < f->lim.exits)
 		return 1;
-	for (size_t i = 0; i < f->threads.n; i++)
+	for (size_t i = 0; i < f->threads.n && f->exits_frozen; i++)
 		if (exits_resolve(f, kx_tidtab_at(&f->threads, i), 0, UINT64_MAX))
 			return -1;
 	if (f->exits < f->lim.exits)
@@ -155,8 +156,10 @@ static int exits_put(struct kx_jobflow *f, struct fl_thread *t, const struct fl_
 		t->open[i] = t->open[i - 1];
 	}
 	t->open[i] = *x;
-	if (frozen)
+	if (frozen) {
 		t->ofrozen++;
+		f->exits_frozen++;
+	}
 	f->exits++;
 	return 0;
 }
@@ -198,6 +201,7 @@ int jf_close_exits(struct kx_jobflow *f)
 		struct fl_thread *t = kx_tidtab_at(&f->threads, i);
 
 		for (; t->ofrozen < t->nopen; t->ofrozen++) {
+			f->exits_frozen++;
 			t->open[t->ofrozen].cand = t->last;
 			t->open[t->ofrozen].cand_id = t->last_id;
 		}
