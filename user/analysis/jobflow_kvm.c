@@ -119,12 +119,13 @@ static int before(const struct kx_job *j, uint64_t seq, const struct fl_exit *x)
 }
 
 /* Room for one more exit at the back of t's: the dead front reused when
- * it is at least half, else the array grows. 0, or -1 when out of memory. */
+ * it is at least a quarter (each exit moved 3 times at most, amortized),
+ * else the array grows. 0, or -1 when out of memory. */
 static int exits_slot(struct fl_thread *t)
 {
 	if (t->nopen < t->cap)
 		return 0;
-	if (t->ohead && t->ohead >= t->cap / 2) {
+	if (t->ohead && t->ohead >= t->cap / 4) {
 		memmove(t->open, t->open + t->ohead, (t->nopen - t->ohead) * sizeof(*t->open));
 		t->ofrozen -= t->ohead;
 		t->nopen -= t->ohead;
