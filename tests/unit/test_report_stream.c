@@ -1337,6 +1337,73 @@ static int blk_write(const char *path, struct blk_list *l)
 	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
 }
 
+/* A KVM exit (DONE) of tid at ts, written at `at`. */
+static void kvm_exit_at(struct blk_list *l, uint32_t tid, uint64_t ts, uint64_t at)
+{
+	struct blk_rec r = {.at = at, .kind = 1};
+
+	r.j = (struct kx_job){.ts = ts,
+	                      .ctx = tid,
+	                      .pid = 7,
+	                      .tid = tid,
+	                      .src = KX_JOB_SRC_KVM,
+	                      .phase = KX_JOB_DONE};
+	blk_add(l, &r);
+}
+
+/*
+ * Two vCPU threads of 3,000 KVM_RUNs each (a second exit in some runs,
+ * exits between runs), every 13th run's exit written late: after the
+ * return of the third KVM_RUN after it (so the run after it has left the
+ * reorder stage, and the exit of that run was paired before). Streamed,
+ * the in-memory report, no reason. Before: read whole ("a KVM exit came
+ * after a later exit of its thread was paired").
+ */
+static void kvm_exits_late_stream(void)
+{
+	enum { NRUNS = 3000 };
+	static uint64_t start[NRUNS + 1];
+	struct blk_list l = {0};
+	char path[128], msg[512];
+	const char *why;
+
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t tid = 100 + k;
+
+		start[0] = 1000000 + k * 1777;
+		for (uint64_t i = 0; i < NRUNS; i++)
+			start[i + 1] =
+			        start[i] + 2000 + (i * 7919 + k * 31) % 50000 + 500 + i % 300;
+		for (uint64_t i = 0; i < NRUNS; i++) {
+			uint64_t dur = start[i + 1] - start[i] - 500 - i % 300;
+			uint64_t at = start[i] + dur - 100;
+			struct blk_rec r = {.at = start[i] + dur, .kind = 0};
+
+			r.e = (struct kx_ioctl){.ts = start[i],
+			                        .dur = dur,
+			                        .pid = 7,
+			                        .tid = tid,
+			                        .drv = KX_DRV_KVM,
+			                        .cmd = KX_KVM_RUN_CMD,
+			                        .arg_off = KX_NO_ARG};
+			blk_add(&l, &r);
+			if (i % 13 == 4 && i + 3 < NRUNS)
+				at = start[i + 4] - 500 - (i + 3) % 300 +
+				     1; /* KVM_RUN i + 3 returned */
+			kvm_exit_at(&l, tid, start[i] + dur - 100, at);
+			if (i % 23 == 5)
+				kvm_exit_at(&l, tid, start[i] + dur - 50, start[i] + dur - 50);
+			if (i % 29 == 7)
+				kvm_exit_at(&l, tid, start[i + 1] - 200, start[i + 1] - 200);
+		}
+	}
+	snprintf(path, sizeof(path), "%s/kvmlatestream.kxp", tmpdir);
+	CHECK(blk_write(path, &l) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL kvm_exits_late_stream: %s\n", why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+}
+
 /* A call of tid (an xe exec) and a dma_fence job on the ring of no name
  * that it submits, from ts on: the ring's device is xe's. */
 static void fence_linked(struct blk_list *l, uint64_t ts, uint32_t tid)
@@ -2582,6 +2649,7 @@ int main(void)
 	RUN(kvm_late);
 	RUN(kvm_exits_unordered);
 	RUN(kvm_exits_steps);
+	RUN(kvm_exits_late_stream);
 	RUN(block_streamed);
 	RUN(block_reasons);
 	RUN(gpu_streamed);
