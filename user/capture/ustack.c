@@ -150,7 +150,7 @@ void kx_ustack_pair_copy(struct kx_ustack_pair *p, const void *rec, size_t len)
 	sl->pending = 0;
 	/* auto: a CPU sample's copy waits for the sample's frame-pointer walk. */
 	if (p->autom && !(r->flags & KX_USTACK_F_OFFCPU) &&
-	    (sl->raw || (sl->raw = malloc(KX_USTACK_REC_BASE_SIZE + KX_USTACK_MAX)))) {
+	    (sl->raw || (sl->raw = malloc(sizeof(*sl->raw))))) {
 		memcpy(sl->raw, r, KX_USTACK_REC_BASE_SIZE + r->len);
 		sl->pending = 1;
 		return;

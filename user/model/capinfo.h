@@ -188,6 +188,17 @@ static inline struct kx_hook *kx_capinfo_hook(struct kx_capinfo *ci, const char 
 	return h;
 }
 
+/* The length of a fixed-size field that may fill it with no NUL (a plain
+ * loop: gcc 14's strnlen check takes the hooks for the hostname). */
+static inline int kx_capinfo_field_len(const char *s, size_t size)
+{
+	size_t n = 0;
+
+	while (n < size && s[n])
+		n++;
+	return (int)n;
+}
+
 /* The attach mechanism the ioctl hooks ran with, into buf: "tp_btf", or
  * "fentry on __x64_sys_ioctl"; NULL when the facts do not say (replayed
  * fixtures without hook lines). */
@@ -201,10 +212,12 @@ static inline const char *kx_capinfo_ioctl_mech(const struct kx_capinfo *ci, cha
 		if (h->state != KX_HOOK_ATTACHED || strncmp(h->name, "ioctl", sizeof(h->name)))
 			continue;
 		if (h->why[0])
-			snprintf(buf, len, "%.*s on %.*s", (int)strnlen(h->mech, sizeof(h->mech)),
-			         h->mech, (int)strnlen(h->why, sizeof(h->why)), h->why);
+			snprintf(buf, len, "%.*s on %.*s",
+			         kx_capinfo_field_len(h->mech, sizeof(h->mech)), h->mech,
+			         kx_capinfo_field_len(h->why, sizeof(h->why)), h->why);
 		else
-			snprintf(buf, len, "%.*s", (int)strnlen(h->mech, sizeof(h->mech)), h->mech);
+			snprintf(buf, len, "%.*s", kx_capinfo_field_len(h->mech, sizeof(h->mech)),
+			         h->mech);
 		return buf;
 	}
 	return NULL;
