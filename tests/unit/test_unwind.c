@@ -14,7 +14,11 @@
 #include "sample_rec.h" /* bpf/: KX_USTACK_* */
 #include "symbol/unwind.h"
 
+#ifdef __clang__
+#define NOINL __attribute__((noinline)) /* clang makes no clones */
+#else
 #define NOINL __attribute__((noinline, noclone))
+#endif
 
 struct snap {
 	uint64_t regs[KX_USTACK_NREGS];

@@ -118,8 +118,9 @@ static void client_init(int i, NvtxInitializeInjectionNvtxFunc_t init)
 }
 
 #define SLOT(c, mod, id, type)                                                                     \
-	((type)(clients[c].mod[NVTX_CBID_##id] ? clients[c].mod[NVTX_CBID_##id]                    \
-	                                       : (die("slot " #id " not filled"), NULL)))
+	((type)(clients[c].mod[NVTX_CBID_##id]                                                     \
+	                ? clients[c].mod[NVTX_CBID_##id]                                           \
+	                : (die("slot " #id " not filled"), (NvtxFunctionPointer)0)))
 
 static nvtxEventAttributes_t attr(int type, const void *msg)
 {

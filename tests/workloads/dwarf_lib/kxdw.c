@@ -12,7 +12,11 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 
+#ifdef __clang__
+#define KXDW_NOINLINE __attribute__((noinline)) /* clang makes no clones */
+#else
 #define KXDW_NOINLINE __attribute__((noinline, noclone))
+#endif
 
 /* The hot loop: integer mixing that keeps rbp busy as a scratch register. */
 KXDW_NOINLINE uint64_t kxdw_inner(uint64_t x, unsigned int n)
