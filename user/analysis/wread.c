@@ -14,6 +14,7 @@
 #include "model/perfdata.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
+#include "util/tidtab.h"
 
 /* Is a record starting at ts late, the latest start read before it being
  * max (any: some start was read)? The one rule of both passes. */
@@ -45,8 +46,17 @@ static void see_lag(struct kx_wread *w, int any, uint64_t max, uint64_t ts)
 /* A call the device timelines took, by its place among the file's calls. */
 struct p1_call {
 	uint64_t idx, ts, dur; /* its place (UINT64_MAX: none yet); ns */
+	uint64_t n;            /* its number among its thread's calls taken (from 1) */
 	uint32_t tid;
 };
+
+/* A job of a call inside annotation ranges names its call to the ranges'
+ * walk by the call's thread and number (rangewalk.h), found among the
+ * calls kept for the links. */
+#define P1_RANGE_LINK                                                                              \
+	"annotation ranges with device jobs: a job was counted more than 16384 calls after its "   \
+	"submitting call (the calls a read in windows keeps to give a range its calls' jobs)"
+_Static_assert(P1_CALLS == 16384u, "P1_RANGE_LINK states P1_CALLS");
 
 /* A job whose flow depends on the length the nesting rule gave its
  * submitting call (its start between the call's start and its queue
@@ -80,8 +90,13 @@ struct p1 {
 	 * took last (calls[idx % P1_CALLS]), the latest's place, the jobs whose
 	 * flow waits for the calls' lengths, and a reason found linking them. */
 	struct kx_wjobfeed jf;
-	struct kx_jobflow_sink sink;     /* the jobs it counts (p1_job_counted) */
-	int fed;                         /* the timelines took every record noted (jobrec.order) */
+	struct kx_jobflow_sink sink; /* the jobs it counts (p1_job_counted) */
+	int fed;                     /* the timelines took every record noted (jobrec.order) */
+	/* Annotation records and job records both came: the timelines take
+	 * the records noted now (the ranges' walk remembers the calls inside
+	 * ranges a while only: rangewalk.h) and then each as it comes. */
+	int eager;
+	struct kx_tidtab tcalls;         /* per thread: its calls the timelines took (uint64_t) */
 	size_t cur, cur_calls, cur_jobs; /* the next noted record to feed, its store index */
 	struct p1_call *calls;
 	uint64_t top_idx;
@@ -131,17 +146,19 @@ static void p1_jobs_why(struct p1 *c)
 {
 	const char *why = c->link_why ? c->link_why : kx_wjobfeed_why(&c->jf);
 
-	/* The ranges' device time (their calls' jobs, counted after the ranges
-	 * are built) is the streamed report's rows' alone. */
-	if (!why && c->anns && c->w->jobrec.records)
-		why = "annotation ranges with device jobs (the device time of the jobs their "
-		      "calls submitted is kept for a report's rows, not for the windows' ranges)";
-
 	if (why && p1_active(c))
 		p1_whole_file(c, why);
 }
 
 /* ---- pass 1's device timelines: fed once the store is let go ---- */
+
+/* The calls whose jobs the timelines can no longer count are forgotten by
+ * the ranges' walk (rangewalk.h). */
+static void p1_forget(struct p1 *c)
+{
+	if (c->jf.f.swept)
+		kx_rangewalk_dev_forget(&c->ranges, c->jf.f.swept_start);
+}
 
 /* A call to the device timelines. */
 static void p1_feed_call(struct p1 *c, const struct kx_ioctl *e)
@@ -149,6 +166,7 @@ static void p1_feed_call(struct p1 *c, const struct kx_ioctl *e)
 	if (kx_wjobfeed_ioctl(&c->jf, e))
 		return p1_oom(c);
 	c->w->jobrec.fed++;
+	p1_forget(c);
 	if (c->jf.records)
 		p1_jobs_why(c);
 }
@@ -159,6 +177,7 @@ static void p1_feed_job(struct p1 *c, const struct kx_job *j)
 	if (kx_wjobfeed_job(&c->jf, j))
 		return p1_oom(c);
 	c->w->jobrec.fed++;
+	p1_forget(c);
 	p1_jobs_why(c);
 }
 
@@ -224,6 +243,8 @@ static int p1_noted(struct p1 *c, int job)
  * missing from it), a reason they find meanwhile keeping it for good. */
 static void p1_try_drop(struct p1 *c)
 {
+	if (c->eager && !c->fed && p1_active(c))
+		p1_catch_up(c, 0);
 	if (!c->want || c->drop || !p1_active(c))
 		return;
 	if (!c->fed)
@@ -356,20 +377,26 @@ static void p1_job(void *ctx, const struct kx_job *j)
 {
 	struct p1 *c = ctx;
 
+	if (!p1_active(c))
+		return;
+	/* The ranges' walk remembers each call inside ranges from the first
+	 * job record on (before it, each thread's last few: rangewalk.h). */
+	if (!c->w->jobrec.records && kx_rangewalk_dev_start(&c->ranges))
+		return p1_oom(c);
+	c->w->jobrec.records++;
+	c->eager = c->anns > 0;
 	p1_try_drop(c);
 	if (!p1_active(c))
 		return;
-	c->w->jobrec.records++;
 	if (!p1_noted(c, 1))
 		p1_feed_job(c, j);
-	else
-		p1_jobs_why(c); /* annotations with device jobs */
 }
 
 /* A call the device timelines took: kept a while for the links. */
 static int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
 {
 	struct p1 *c = ctx;
+	uint64_t *n;
 
 	if (!c->calls) {
 		c->calls = malloc(P1_CALLS * sizeof(*c->calls));
@@ -378,10 +405,37 @@ static int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
 		for (size_t i = 0; i < P1_CALLS; i++)
 			c->calls[i].idx = UINT64_MAX;
 	}
-	c->calls[idx % P1_CALLS] = (struct p1_call){idx, e->ts, e->dur, e->tid};
+	if (!(n = kx_tidtab_get(&c->tcalls, e->tid, 1)))
+		return -1;
+	c->calls[idx % P1_CALLS] = (struct p1_call){idx, e->ts, e->dur, ++*n, e->tid};
 	if (idx > c->top_idx)
 		c->top_idx = idx;
 	return 0;
+}
+
+/*
+ * A job counted with its submitting call, the file's call idx (jobflow's
+ * on_linked; a whole store's feed names calls by place): its device time
+ * goes to the ranges around the call, which the walk names by its thread
+ * and number among the thread's calls (both the walk and the timelines
+ * take each thread's calls in start order out of a reorder stage of one
+ * rule: the same numbers). None before the first annotation record: a
+ * range's push is written before the calls inside it return.
+ */
+static int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns)
+{
+	struct p1 *c = ctx;
+	const struct p1_call *e = c->calls ? &c->calls[idx % P1_CALLS] : NULL;
+
+	(void)tid;
+	if (!c->anns)
+		return 0;
+	if (!e || e->idx != idx) {
+		if (!c->link_why)
+			c->link_why = P1_RANGE_LINK;
+		return 0;
+	}
+	return kx_rangewalk_dev(&c->ranges, e->tid, e->n, dev_ns);
 }
 
 /* Both bitmaps of jb cover call idx (grown, zeroed). 0, or -1 when out of memory. */
@@ -598,8 +652,10 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 	if (!p1_active(c))
 		return;
 	c->anns++;
-	if (c->w->jobrec.records)
-		p1_jobs_why(c);
+	if (c->w->jobrec.records && !c->eager) {
+		c->eager = 1;
+		p1_try_drop(c);
+	}
 	if (!p1_active(c))
 		return;
 	if (kx_ann_named(a->what)) /* a range or mark begins */
@@ -911,11 +967,16 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	                                    .late_range = p1_late_range,
 	                                    .ann = p1_ann_in};
 
-	*c = (struct p1){.w = w, .nest = KX_NESTTRACK_INIT, .threads = KX_HMAP_INIT};
+	*c = (struct p1){.w = w,
+	                 .nest = KX_NESTTRACK_INIT,
+	                 .threads = KX_HMAP_INIT,
+	                 .tcalls = KX_TIDTAB_INIT(uint64_t)};
 	kx_engine_init(&c->eng, KX_WREAD_LATE_NS, KX_ENGINE_BUDGET, &out);
 	c->eng.measured = 1;
 	c->sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, c};
 	kx_wjobfeed_init(&c->jf, &w->ci, &c->sink, p1_flow_call, c);
+	c->jf.f.on_linked = p1_linked;
+	c->jf.f.linked_ctx = c;
 	w->jobrec.first_ns = UINT64_MAX;
 	w->path = path;
 	w->limit = limit;
@@ -923,6 +984,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	w->keep = keep;
 	w->whole.first_ts = UINT64_MAX;
 	kx_rangewalk_init(&c->ranges);
+	c->ranges.dev_stream = 1; /* the jobs of the calls inside ranges: p1_linked */
 	c->starts = kx_whist_new();
 	w->side = kx_store_new(budget);
 	w->late = kx_store_new(budget);
@@ -1067,7 +1129,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
 	                            sizeof(w->damage));
 	/* A store to be let go: the timelines first take what they have not. */
-	if (!rc && p1_active(&c) && !c.fed && (c.want || c.records > w->limit))
+	if (!rc && p1_active(&c) && !c.fed && (c.want || c.eager || c.records > w->limit))
 		p1_catch_up(&c, 1);
 	if (!rc && p1_active(&c) && c.want)
 		c.drop = 1;
@@ -1116,6 +1178,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	if (!rc && !w->in_memory && !w->store && w->jobrec.records)
 		rc = jobs_filing(w, &c.jf.f, err, errlen);
 	kx_wjobfeed_free(&c.jf);
+	kx_tidtab_free(&c.tcalls);
 	free(c.calls);
 	free(c.und);
 	if (!rc && !w->in_memory && w->store) {
@@ -1133,7 +1196,8 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
  * 0 (w->in_memory set when they cannot be exact), or -1 when out of memory. */
 static int kept_timelines(struct kx_wread *w)
 {
-	struct p1 c = {.w = w, .starts = w->starts, .flushed = 1};
+	struct p1 c = {
+	        .w = w, .starts = w->starts, .flushed = 1, .tcalls = KX_TIDTAB_INIT(uint64_t)};
 	int rc = 0;
 
 	if (!w->jobrec.records || w->jobs)
@@ -1148,6 +1212,7 @@ static int kept_timelines(struct kx_wread *w)
 	else if (!w->in_memory)
 		kx_whist_see_analysed(w->starts, w->jobs, NULL);
 	kx_wjobfeed_free(&c.jf);
+	kx_tidtab_free(&c.tcalls);
 	free(c.calls);
 	free(c.und);
 	return rc;
