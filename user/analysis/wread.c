@@ -8,13 +8,13 @@
 #include "analysis/nesttrack.h"
 #include "analysis/flows.h"
 #include "analysis/rangewalk.h"
+#include "analysis/wcallmap.h"
 #include "analysis/wjobfeed.h"
 #include "analysis/wread.h"
 #include "model/annot.h"
 #include "model/perfdata.h"
 #include "util/grow.h"
 #include "util/hashmap.h"
-#include "util/tidtab.h"
 
 /* Is a record starting at ts late, the latest start read before it being
  * max (any: some start was read)? The one rule of both passes. */
@@ -46,17 +46,16 @@ static void see_lag(struct kx_wread *w, int any, uint64_t max, uint64_t ts)
 /* A call the device timelines took, by its place among the file's calls. */
 struct p1_call {
 	uint64_t idx, ts, dur; /* its place (UINT64_MAX: none yet); ns */
-	uint64_t n;            /* its number among its thread's calls taken (from 1) */
 	uint32_t tid;
 };
 
 /* A job of a call inside annotation ranges names its call to the ranges'
  * walk by the call's thread and number (rangewalk.h), found among the
- * calls kept for the links. */
+ * calls kept for it (wcallmap.h). */
 #define P1_RANGE_LINK                                                                              \
-	"annotation ranges with device jobs: a job was counted more than 16384 calls after its "   \
-	"submitting call (the calls a read in windows keeps to give a range its calls' jobs)"
-_Static_assert(P1_CALLS == 16384u, "P1_RANGE_LINK states P1_CALLS");
+	"annotation ranges with device jobs: a job was counted more than 4194304 calls after "     \
+	"its submitting call (the calls a read in windows keeps to give a range its calls' jobs)"
+_Static_assert(KX_WCALLMAP_MAX == 4194304u, "P1_RANGE_LINK states KX_WCALLMAP_MAX");
 
 /* A job whose flow depends on the length the nesting rule gave its
  * submitting call (its start between the call's start and its queue
@@ -96,7 +95,7 @@ struct p1 {
 	 * the records noted now (the ranges' walk remembers the calls inside
 	 * ranges a while only: rangewalk.h) and then each as it comes. */
 	int eager;
-	struct kx_tidtab tcalls;         /* per thread: its calls the timelines took (uint64_t) */
+	struct kx_wcallmap names; /* the calls the timelines took, by place: thread, number */
 	size_t cur, cur_calls, cur_jobs; /* the next noted record to feed, its store index */
 	struct p1_call *calls;
 	uint64_t top_idx;
@@ -156,8 +155,10 @@ static void p1_jobs_why(struct p1 *c)
  * the ranges' walk (rangewalk.h). */
 static void p1_forget(struct p1 *c)
 {
-	if (c->jf.f.swept)
-		kx_rangewalk_dev_forget(&c->ranges, c->jf.f.swept_start);
+	if (!c->jf.f.swept)
+		return;
+	kx_rangewalk_dev_forget(&c->ranges, c->jf.f.swept_start);
+	kx_wcallmap_forget(&c->names, c->jf.f.swept_start);
 }
 
 /* A call to the device timelines. */
@@ -396,7 +397,6 @@ static void p1_job(void *ctx, const struct kx_job *j)
 static int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
 {
 	struct p1 *c = ctx;
-	uint64_t *n;
 
 	if (!c->calls) {
 		c->calls = malloc(P1_CALLS * sizeof(*c->calls));
@@ -405,9 +405,10 @@ static int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
 		for (size_t i = 0; i < P1_CALLS; i++)
 			c->calls[i].idx = UINT64_MAX;
 	}
-	if (!(n = kx_tidtab_get(&c->tcalls, e->tid, 1)))
+	/* Kept for the ranges once annotation records came (p1_linked). */
+	if (kx_wcallmap_add(&c->names, e, idx, c->anns > 0))
 		return -1;
-	c->calls[idx % P1_CALLS] = (struct p1_call){idx, e->ts, e->dur, ++*n, e->tid};
+	c->calls[idx % P1_CALLS] = (struct p1_call){idx, e->ts, e->dur, e->tid};
 	if (idx > c->top_idx)
 		c->top_idx = idx;
 	return 0;
@@ -419,23 +420,22 @@ static int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
  * goes to the ranges around the call, which the walk names by its thread
  * and number among the thread's calls (both the walk and the timelines
  * take each thread's calls in start order out of a reorder stage of one
- * rule: the same numbers). None before the first annotation record: a
- * range's push is written before the calls inside it return.
+ * rule: the same numbers). None of a call taken before the first
+ * annotation record (not kept): a range's push is written before the
+ * calls inside it return.
  */
 static int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns)
 {
 	struct p1 *c = ctx;
-	const struct p1_call *e = c->calls ? &c->calls[idx % P1_CALLS] : NULL;
+	uint64_t n;
+	int lost;
 
-	(void)tid;
-	if (!c->anns)
-		return 0;
-	if (!e || e->idx != idx) {
-		if (!c->link_why)
+	if (!kx_wcallmap_find(&c->names, idx, &tid, &n, &lost)) {
+		if (lost && !c->link_why)
 			c->link_why = P1_RANGE_LINK;
 		return 0;
 	}
-	return kx_rangewalk_dev(&c->ranges, e->tid, e->n, dev_ns);
+	return kx_rangewalk_dev(&c->ranges, tid, n, dev_ns);
 }
 
 /* Both bitmaps of jb cover call idx (grown, zeroed). 0, or -1 when out of memory. */
@@ -967,10 +967,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	                                    .late_range = p1_late_range,
 	                                    .ann = p1_ann_in};
 
-	*c = (struct p1){.w = w,
-	                 .nest = KX_NESTTRACK_INIT,
-	                 .threads = KX_HMAP_INIT,
-	                 .tcalls = KX_TIDTAB_INIT(uint64_t)};
+	*c = (struct p1){.w = w, .nest = KX_NESTTRACK_INIT, .threads = KX_HMAP_INIT};
 	kx_engine_init(&c->eng, KX_WREAD_LATE_NS, KX_ENGINE_BUDGET, &out);
 	c->eng.measured = 1;
 	c->sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, c};
@@ -983,6 +980,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	w->budget = budget;
 	w->keep = keep;
 	w->whole.first_ts = UINT64_MAX;
+	kx_wcallmap_init(&c->names);
 	kx_rangewalk_init(&c->ranges);
 	c->ranges.dev_stream = 1; /* the jobs of the calls inside ranges: p1_linked */
 	c->starts = kx_whist_new();
@@ -1178,7 +1176,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	if (!rc && !w->in_memory && !w->store && w->jobrec.records)
 		rc = jobs_filing(w, &c.jf.f, err, errlen);
 	kx_wjobfeed_free(&c.jf);
-	kx_tidtab_free(&c.tcalls);
+	kx_wcallmap_free(&c.names);
 	free(c.calls);
 	free(c.und);
 	if (!rc && !w->in_memory && w->store) {
@@ -1196,12 +1194,12 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
  * 0 (w->in_memory set when they cannot be exact), or -1 when out of memory. */
 static int kept_timelines(struct kx_wread *w)
 {
-	struct p1 c = {
-	        .w = w, .starts = w->starts, .flushed = 1, .tcalls = KX_TIDTAB_INIT(uint64_t)};
+	struct p1 c = {.w = w, .starts = w->starts, .flushed = 1};
 	int rc = 0;
 
 	if (!w->jobrec.records || w->jobs)
 		return 0;
+	kx_wcallmap_init(&c.names);
 	c.sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, &c};
 	kx_wjobfeed_init(&c.jf, &w->ci, &c.sink, p1_flow_call, &c);
 	p1_catch_up(&c, 1);
@@ -1212,7 +1210,7 @@ static int kept_timelines(struct kx_wread *w)
 	else if (!w->in_memory)
 		kx_whist_see_analysed(w->starts, w->jobs, NULL);
 	kx_wjobfeed_free(&c.jf);
-	kx_tidtab_free(&c.tcalls);
+	kx_wcallmap_free(&c.names);
 	free(c.calls);
 	free(c.und);
 	return rc;
