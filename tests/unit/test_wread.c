@@ -837,6 +837,49 @@ static void test_annotated_jobs_kept(void)
 	unlink(path);
 }
 
+/* A range of thread 400 around an xe exec whose job is done 100 ms later,
+ * after 20,000 calls of thread 401 in no range (more than the last 16384
+ * calls the timelines keep for their links), then calls of both: read in
+ * windows, the range holds the job (its device time the in-memory one). */
+static void test_annotated_job_late_done(void)
+{
+	static struct kx_wread w;
+	struct aj_list l = {0};
+	struct kx_job j = {.ts = T0 + 1500,
+	                   .ctx = 2,
+	                   .seqno = 1,
+	                   .pid = 60,
+	                   .tid = 400,
+	                   .src = KX_JOB_SRC_XE,
+	                   .phase = KX_JOB_QUEUE};
+	char path[96], err[256];
+	uint64_t jobs = 0, t = T0 + 5000;
+
+	snprintf(path, sizeof(path), "%s/aj_late_done.kxp", dir);
+	aj_ann(&l, 60, 400, KX_ANN_PUSH, T0 + 1000, T0 + 1000, 1, "step");
+	aj_call(&l, 60, 400, T0 + 1100, 1000, KX_DRV_XE, AJ_XE_EXEC);
+	aj_job(&l, &j, 0);
+	j.pid = j.tid = 0;
+	j.ts = T0 + 2000, j.phase = KX_JOB_RUN;
+	aj_job(&l, &j, 0);
+	aj_ann(&l, 60, 400, KX_ANN_POP, T0 + 3000, T0 + 1000, 1, "");
+	for (int k = 0; k < 20000; k++, t += 5000)
+		aj_call(&l, 60, 401, t, 1000, KX_DRV_XE, AJ_XE_WAIT);
+	j.ts = t, j.phase = KX_JOB_DONE;
+	aj_job(&l, &j, 0);
+	for (int k = 0; k < 200; k++, t += 5000)
+		aj_call(&l, 60, 400 + (uint32_t)(k % 2), t, 1000, KX_DRV_XE, AJ_XE_WAIT);
+	CHECK(aj_write(path, &l) == 0);
+	CHECK(kx_wread_open(&w, path, 1000, BUDGET, err, sizeof(err)) == 0);
+	if (w.in_memory)
+		printf("# read whole: %s\n", w.in_memory);
+	CHECK(w.in_memory == NULL && w.store == NULL);
+	ranges_same(&w, path, &jobs);
+	CHECK_EQ_U(jobs, 1);
+	kx_wread_free(&w);
+	unlink(path);
+}
+
 /* A call of thread 700 at 1 us, 1 us long; one starting inside it at 1.5 us
  * and ending at 3 us (the rule shortens it to 0.5 us), with two: another of
  * that start ending at 2.7 us (shortened alike); a range of the thread
@@ -1006,6 +1049,7 @@ int main(void)
 	RUN(test_kept_no_timelines);
 	RUN(test_annotated_jobs);
 	RUN(test_annotated_jobs_kept);
+	RUN(test_annotated_job_late_done);
 	RUN(test_read_whole_when_needed);
 	RUN(test_range_at_cut);
 	RUN(test_file_changed);
