@@ -602,7 +602,8 @@ void kx_rangewalk_late(struct kx_rangewalk *w)
 
 static const char *const DC_BUDGET =
         "annotation ranges with device jobs: calls inside ranges waited for their jobs past the "
-        "streamed read's memory budget (" STR(KX_RANGEWALK_DEV_CALLS) " calls)";
+        "streamed read's memory budget (16384 calls)";
+_Static_assert(KX_RANGEWALK_DEV_CALLS == 16384u, "DC_BUDGET states KX_RANGEWALK_DEV_CALLS");
 static const char *const DC_DEEP = "annotation ranges with device jobs: a call that submitted jobs "
                                    "is inside more than " STR(DC_REFS) " ranges";
 static const char *const DC_EARLY =
