@@ -85,7 +85,8 @@ struct p1 {
 	 * file is to be read in windows (starts_catch_up). */
 	size_t kept_ioctls, kept_samples;
 	/* Device jobs: the timelines fed as the file is read once the store is
-	 * let go (till then the records noted: jobrec.order), the calls they
+	 * let go, or annotation and job records both came (eager; till then the
+	 * records noted: jobrec.order), the calls they
 	 * took last (calls[idx % P1_CALLS]), the latest's place, the jobs whose
 	 * flow waits for the calls' lengths, and a reason found linking them. */
 	struct kx_wjobfeed jf;
@@ -149,7 +150,7 @@ static void p1_jobs_why(struct p1 *c)
 		p1_whole_file(c, why);
 }
 
-/* ---- pass 1's device timelines: fed once the store is let go ---- */
+/* ---- pass 1's device timelines: fed once the store is let go (or eager) ---- */
 
 /* The calls whose jobs the timelines can no longer count are forgotten by
  * the ranges' walk (rangewalk.h). */
