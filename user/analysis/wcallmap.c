@@ -11,10 +11,18 @@ struct kx_wcallmap_ent {
 	uint32_t tid;
 };
 
+/* A thread: its calls taken, and its last ones (place + 1, number; 0: none). */
+struct wc_thread {
+	uint64_t n;
+	struct {
+		uint64_t place1, n;
+	} last[KX_JOBFLOW_RECENT];
+};
+
 void kx_wcallmap_init(struct kx_wcallmap *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->threads = (struct kx_tidtab)KX_TIDTAB_INIT(uint64_t);
+	m->threads = (struct kx_tidtab)KX_TIDTAB_INIT(struct wc_thread);
 }
 
 static struct kx_wcallmap_ent *at(const struct kx_wcallmap *m, uint64_t p)
@@ -47,18 +55,20 @@ static int room(struct kx_wcallmap *m, uint64_t idx)
 
 int kx_wcallmap_add(struct kx_wcallmap *m, const struct kx_ioctl *e, uint64_t idx, int keep)
 {
-	uint64_t *n = kx_tidtab_get(&m->threads, e->tid, 1);
+	struct wc_thread *t = kx_tidtab_get(&m->threads, e->tid, 1);
 
-	if (!n)
+	if (!t)
 		return -1;
-	++*n;
+	t->n++;
+	t->last[t->n % KX_JOBFLOW_RECENT].place1 = idx + 1;
+	t->last[t->n % KX_JOBFLOW_RECENT].n = t->n;
 	if (!keep || idx < m->lo)
 		return 0; /* its place was let go: a job of it is a reason */
 	if (room(m, idx))
 		return -1;
 	for (; m->hi <= idx; m->hi++)
 		at(m, m->hi)->n = 0;
-	*at(m, idx) = (struct kx_wcallmap_ent){*n, kx_ioctl_end(e), e->tid};
+	*at(m, idx) = (struct kx_wcallmap_ent){t->n, kx_ioctl_end(e), e->tid};
 	return 0;
 }
 
@@ -77,13 +87,22 @@ int kx_wcallmap_find(const struct kx_wcallmap *m, uint64_t idx, uint32_t *tid, u
                      int *lost)
 {
 	const struct kx_wcallmap_ent *c = idx >= m->lo && idx < m->hi ? at(m, idx) : NULL;
+	const struct wc_thread *t;
 
+	*lost = 0;
+	if (c && c->n) {
+		*tid = c->tid;
+		*n = c->n;
+		return 1;
+	}
+	t = kx_tidtab_find(&m->threads, *tid);
+	for (unsigned int k = 0; t && k < KX_JOBFLOW_RECENT; k++)
+		if (t->last[k].place1 == idx + 1) {
+			*n = t->last[k].n;
+			return 1;
+		}
 	*lost = idx < m->lost;
-	if (!c || !c->n)
-		return 0;
-	*tid = c->tid;
-	*n = c->n;
-	return 1;
+	return 0;
 }
 
 void kx_wcallmap_free(struct kx_wcallmap *m)

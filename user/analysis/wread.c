@@ -92,11 +92,14 @@ struct p1 {
 	struct kx_wjobfeed jf;
 	struct kx_jobflow_sink sink; /* the jobs it counts (p1_job_counted) */
 	int fed;                     /* the timelines took every record noted (jobrec.order) */
-	/* Annotation records and job records both came: the timelines take
-	 * the records noted now (the ranges' walk remembers the calls inside
-	 * ranges a while only: rangewalk.h) and then each as it comes. */
+	/* Annotation records and job records both came, and the file is to be
+	 * read in windows (p1_eager): the timelines take the records noted now
+	 * (the ranges' walk remembers the calls inside ranges a while only:
+	 * rangewalk.h) and then each as it comes. */
 	int eager;
-	struct kx_wcallmap names; /* the calls the timelines took, by place: thread, number */
+	uint64_t seen_to;              /* res.read_to at the latest counted record */
+	uint64_t at_bytes, at_records; /* the latest chunk boundary seen: bytes, records */
+	struct kx_wcallmap names;      /* the calls the timelines took, by place: thread, number */
 	size_t cur, cur_calls, cur_jobs; /* the next noted record to feed, its store index */
 	struct p1_call *calls;
 	uint64_t top_idx;
@@ -240,11 +243,37 @@ static int p1_noted(struct p1 *c, int job)
 	return 1;
 }
 
+/*
+ * A file with annotation records and job records: the timelines are fed
+ * eagerly once it is known not to fit one window (its records so far past
+ * a window's, or the file at the rate of its records up to the latest
+ * chunk boundary holding more: it is then read in windows, its ranges
+ * needing their calls' jobs), so that a file that fits, read from the
+ * store whole, runs none. The estimate is made again at each boundary; a
+ * file that fits by it and then does not is fed from its store late (its
+ * walk remembers the calls inside ranges since the first job record
+ * within its budget, rangewalk.h; past it, a reason: read once, from the
+ * store).
+ */
+static void p1_eager(struct p1 *c)
+{
+	const struct kx_kxp_read_result *r = &c->w->res;
+	double limit = (double)c->w->limit, est = 0;
+
+	if (c->eager || !c->anns || !c->w->jobrec.records)
+		return;
+	if (c->at_bytes)
+		est = (double)c->at_records * ((double)r->size / (double)c->at_bytes);
+	if (c->want || (double)c->records > limit || est > limit)
+		c->eager = 1;
+}
+
 /* The store to be given up: let go once the timelines took what it holds
  * of the file so far (every record noted, none of the current run of calls
  * missing from it), a reason they find meanwhile keeping it for good. */
 static void p1_try_drop(struct p1 *c)
 {
+	p1_eager(c);
 	if (c->eager && !c->fed && p1_active(c))
 		p1_catch_up(c, 0);
 	if (!c->want || c->drop || !p1_active(c))
@@ -277,6 +306,11 @@ static void p1_count(struct p1 *c)
 	const struct kx_kxp_read_result *r = &c->w->res;
 	double keep = (double)p1_keep(c->w);
 
+	if (r->read_to != c->seen_to) { /* a chunk began: the records before it */
+		c->at_bytes = c->seen_to;
+		c->at_records = c->records;
+		c->seen_to = r->read_to;
+	}
 	if (!c->want) { /* once to be given up, nothing more to count */
 		c->records++;
 		if ((double)c->records > keep ||
@@ -386,7 +420,6 @@ static void p1_job(void *ctx, const struct kx_job *j)
 	if (!c->w->jobrec.records && kx_rangewalk_dev_start(&c->ranges))
 		return p1_oom(c);
 	c->w->jobrec.records++;
-	c->eager = c->anns > 0;
 	p1_try_drop(c);
 	if (!p1_active(c))
 		return;
@@ -406,8 +439,9 @@ static int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
 		for (size_t i = 0; i < P1_CALLS; i++)
 			c->calls[i].idx = UINT64_MAX;
 	}
-	/* Kept for the ranges once annotation records came (p1_linked). */
-	if (kx_wcallmap_add(&c->names, e, idx, c->anns > 0))
+	/* Kept for the ranges once annotation records and job records came
+	 * (p1_linked; before the first job record, each thread's last few). */
+	if (kx_wcallmap_add(&c->names, e, idx, c->anns && c->w->jobrec.records))
 		return -1;
 	c->calls[idx % P1_CALLS] = (struct p1_call){idx, e->ts, e->dur, e->tid};
 	if (idx > c->top_idx)
@@ -422,8 +456,8 @@ static int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
  * and number among the thread's calls (both the walk and the timelines
  * take each thread's calls in start order out of a reorder stage of one
  * rule: the same numbers). None of a call taken before the first
- * annotation record (not kept): a range's push is written before the
- * calls inside it return.
+ * annotation record (not kept, unless among its thread's last few): a
+ * range's push is written before the calls inside it return.
  */
 static int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns)
 {
@@ -431,6 +465,8 @@ static int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns)
 	uint64_t n;
 	int lost;
 
+	if (!c->anns)
+		return 0;
 	if (!kx_wcallmap_find(&c->names, idx, &tid, &n, &lost)) {
 		if (lost && !c->link_why)
 			c->link_why = P1_RANGE_LINK;
@@ -653,10 +689,8 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 	if (!p1_active(c))
 		return;
 	c->anns++;
-	if (c->w->jobrec.records && !c->eager) {
-		c->eager = 1;
+	if (c->w->jobrec.records && !c->eager)
 		p1_try_drop(c);
-	}
 	if (!p1_active(c))
 		return;
 	if (kx_ann_named(a->what)) /* a range or mark begins */
