@@ -80,9 +80,11 @@
  * kx_wread_lend_jobs), numbering its jobs and calls as the whole capture
  * does. Such a file is read a window, not a slice, at a time (a Chrome
  * part's job tracks are drawn from its window's table whole). One with
- * annotation records too runs them from the moment it has had both an
- * annotation record and a job record (the noted records taken from the
- * store then, the rest as it comes, kept or not): the jobs they count give
+ * annotation records too runs them once it has had both an annotation
+ * record and a job record and is known not to fit one window (its records
+ * past a window's, or the file at the rate of its records up to the latest
+ * chunk boundary holding more; the noted records taken from the store
+ * then, the rest as they come): the jobs they count give
  * their device time to the ranges around their calls (jobflow.h's
  * on_linked to rangewalk.h's kx_rangewalk_dev, the call named by its
  * thread and number, found among the last 16384 calls they took), the
