@@ -6,7 +6,8 @@
  * DONE records; kvm: a KVM_RUN with an exit), then a call with no job;
  * every fourth step outside any range; jobs done long after their ranges
  * ended (every fifth 40 us, every 97th 120 ms after), some never done; job
- * records up to lag ns late; thread 0's last step left open. Records are
+ * records up to lag ns late; thread 0's last step's ranges (if any) left
+ * open. Records are
  * written as a recorder writes them: a call at its return, an annotation
  * or job event at its time (plus its lag).
  */

@@ -701,8 +701,8 @@ static void test_read_whole_when_needed(void)
 
 /* The ranges pass 1 built (w->ranges) against kx_ranges_build's (the whole
  * capture in memory): each range's calls, device time and jobs; *jobs the
- * jobs they hold (the ranges' sum). */
-static void ranges_same(const struct kx_wread *w, const char *path, uint64_t *jobs)
+ * jobs they hold (the ranges' sum), *open those of the ranges left open. */
+static void ranges_same(const struct kx_wread *w, const char *path, uint64_t *jobs, uint64_t *open)
 {
 	struct kx_store *s = kx_store_new(BUDGET);
 	struct kx_capinfo ci;
@@ -711,7 +711,7 @@ static void ranges_same(const struct kx_wread *w, const char *path, uint64_t *jo
 	char err[256];
 	size_t same = 0;
 
-	*jobs = 0;
+	*jobs = *open = 0;
 	CHECK(s && kx_kxp_read(path, s, &ci, &res, err, sizeof(err)) == 0);
 	CHECK((an = kx_analysis_build(s, &ci, err, sizeof(err))) != NULL);
 	CHECK(an && an->ranges && w->ranges);
@@ -724,6 +724,7 @@ static void ranges_same(const struct kx_wread *w, const char *path, uint64_t *jo
 			        a->ioctls == b->ioctls && a->device_ns == b->device_ns &&
 			        a->jobs == b->jobs;
 			*jobs += b->jobs;
+			*open += b->open ? b->jobs : 0;
 		}
 		CHECK_EQ_U(same, an->ranges->n);
 	}
@@ -739,7 +740,7 @@ static void annjobs_case(const char *name, const struct aj_opts *o, size_t limit
 {
 	static struct kx_wread w;
 	char path[96], err[256];
-	uint64_t jobs = 0;
+	uint64_t jobs = 0, open = 0;
 
 	snprintf(path, sizeof(path), "%s/%s.kxp", dir, name);
 	*parts = 0;
@@ -748,11 +749,13 @@ static void annjobs_case(const char *name, const struct aj_opts *o, size_t limit
 	if (w.in_memory)
 		printf("# %s: read whole: %s\n", name, w.in_memory);
 	CHECK(w.in_memory == NULL && w.store == NULL);
-	ranges_same(&w, path, &jobs);
+	ranges_same(&w, path, &jobs, &open);
 	CHECK(jobs > 0); /* the ranges hold jobs: the case is exercised */
+	CHECK(open > 0); /* and so do those left open */
 	kx_wread_free(&w);
 	file_parts_same(path, limit, keep, parts);
-	printf("# %s: %zu parts, %llu jobs in ranges\n", name, *parts, (unsigned long long)jobs);
+	printf("# %s: %zu parts, %llu jobs in ranges (%llu in ranges left open)\n", name, *parts,
+	       (unsigned long long)jobs, (unsigned long long)open);
 	unlink(path);
 }
 
@@ -769,8 +772,8 @@ static void annjobs_case(const char *name, const struct aj_opts *o, size_t limit
  */
 static void test_annotated_jobs(void)
 {
-	struct aj_opts xe = {.nthreads = 3, .n = 300, .lag = 200000, .t0 = T0};
-	struct aj_opts kvm = {.kvm = 1, .nthreads = 3, .n = 300, .t0 = T0};
+	struct aj_opts xe = {.nthreads = 3, .n = 301, .lag = 200000, .t0 = T0};
+	struct aj_opts kvm = {.kvm = 1, .nthreads = 3, .n = 301, .t0 = T0};
 	struct aj_opts o;
 	size_t parts;
 
@@ -804,7 +807,7 @@ static void test_annotated_jobs(void)
 	 * window's records were read (more of them). */
 	o = kvm;
 	o.nthreads = 4;
-	o.n = 6000;
+	o.n = 6001;
 	annjobs_case("aj_kvm_estimate", &o, 50000, KX_WREAD_KEEP_RECORDS, &parts);
 	CHECK(parts >= 2);
 }
@@ -819,7 +822,7 @@ static void test_annotated_jobs_kept(void)
 	static struct kx_wread w;
 	struct aj_opts o = {.nthreads = 2, .n = 100, .lag = 50000, .t0 = T0};
 	char path[96], err[256];
-	uint64_t jobs = 0;
+	uint64_t jobs = 0, open = 0;
 
 	snprintf(path, sizeof(path), "%s/aj_kept.kxp", dir);
 	CHECK(aj_write_gen(path, &o) == 0);
@@ -841,7 +844,8 @@ static void test_annotated_jobs_kept(void)
 	CHECK(aj_write_gen(path, &o) == 0);
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory == NULL);
-	ranges_same(&w, path, &jobs);
+	ranges_same(&w, path, &jobs, &open);
+	CHECK(jobs > 0);
 	kx_wread_free(&w);
 	unlink(path);
 }
@@ -862,7 +866,7 @@ static void test_annotated_job_late_done(void)
 	                   .src = KX_JOB_SRC_XE,
 	                   .phase = KX_JOB_QUEUE};
 	char path[96], err[256];
-	uint64_t jobs = 0, t = T0 + 5000;
+	uint64_t jobs = 0, open = 0, t = T0 + 5000;
 
 	snprintf(path, sizeof(path), "%s/aj_late_done.kxp", dir);
 	aj_ann(&l, 60, 400, KX_ANN_PUSH, T0 + 1000, T0 + 1000, 1, "step");
@@ -883,7 +887,7 @@ static void test_annotated_job_late_done(void)
 	if (w.in_memory)
 		printf("# read whole: %s\n", w.in_memory);
 	CHECK(w.in_memory == NULL && w.store == NULL);
-	ranges_same(&w, path, &jobs);
+	ranges_same(&w, path, &jobs, &open);
 	CHECK_EQ_U(jobs, 1);
 	kx_wread_free(&w);
 	unlink(path);
