@@ -7,9 +7,10 @@
  * every fourth step outside any range; jobs done long after their ranges
  * ended (every fifth 40 us, every 97th 120 ms after), some never done; job
  * records up to lag ns late; thread 0's last step's ranges (if any) left
- * open. Records are
- * written as a recorder writes them: a call at its return, an annotation
- * or job event at its time (plus its lag).
+ * open; on request ranges that begin only after the first steps, jobs that
+ * begin only after them, a call inside deeper ranges. Records are written
+ * as a recorder writes them: a call at its return, an annotation or job
+ * event at its time (plus its lag).
  */
 #ifndef KXP_GEN_ANNJOBS_H
 #define KXP_GEN_ANNJOBS_H
