@@ -154,4 +154,7 @@ if command -v python3 >/dev/null; then
 	check bundle_gpu_check_torch_workload grep -q 'workload: .*gpu_workload.py 2 (NVTX_INJECTION64_PATH=' "$TMP/gt/facts.txt"
 	check bundle_gpu_check_torch_ranges test "$(jget "$TMP/gt/report.json" \
 		'"step" in d["Time"].get("annotation", {}) and "matmul" in d["Time"].get("annotation", {})')" = True
+	# The workload's own memory figures, the reference for the NVIDIA memory table.
+	check bundle_gpu_check_torch_memory_reference \
+		grep -q 'gpu_workload: torch memory_allocated 0 B, memory_reserved 0 B' "$TMP/gt/log.txt"
 fi

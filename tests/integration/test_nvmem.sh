@@ -7,7 +7,8 @@
 # stats of the NVIDIA device plane in the XSpace. Also a real H100 capture
 # (tests/fixtures/h100_pytorch.kxp, recorded before the allocation
 # parameters were copied): it still reads, reports the same RM and UVM
-# calls, and shows no NVIDIA memory (it holds no sizes).
+# calls, and shows no NVIDIA memory (it holds no sizes); and a real H200
+# capture (tests/fixtures/h200_pytorch.kxp) that holds them.
 # kxtest: check (no root, no BPF)
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -100,4 +101,44 @@ import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 names = [e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"]
 sys.exit(0 if names == ["python3"] else "process names: %s" % names)
+PY
+
+# 6. a real H200 capture (tests/fixtures/h200_pytorch.kxp: scripts/gpu-check.sh,
+# tests/gpu/RESULTS.md) with the allocation parameters: the NVIDIA memory of
+# the PyTorch process per region, each live figure its allocated less its
+# freed; the generic Memory table names its two devices by their nodes
+kx 0 report "$FX/h200_pytorch.kxp" >"$TMP/g.txt" 2>"$TMP/g.err"
+check h200_text_table python3 - "$TMP/g.txt" <<'PY'
+import sys
+t = open(sys.argv[1]).read().split("\n")
+i = t.index("NVIDIA memory (bytes)")
+rows = [l.split() for l in t[i + 2:i + 4]]
+want = [["616", "vidmem", "27", "1", "1260388352", "434110464", "826277888", "826277888"],
+        ["616", "sysmem", "31", "0", "83881984", "0", "83881984", "83881984"]]
+ok = rows == want and all(int(r[4]) - int(r[5]) == int(r[6]) for r in rows)
+m = t.index("Memory (bytes)")
+names = sorted(l.split("  ")[0] for l in t[m + 2:m + 4])
+sys.exit(0 if ok and names == ["memory/nvidia (nvidia0)", "memory/nvidia (nvidiactl)"]
+         else "rows %s, names %s" % (rows, names))
+PY
+kx 0 convert "$FX/h200_pytorch.kxp" --chrome "$TMP/g.trace.json" >/dev/null 2>"$TMP/gc.err"
+check h200_chrome_counters_end_live python3 - "$TMP/g.trace.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+last = {}
+for e in sorted((e for e in ev if e.get("ph") == "C" and e["name"].startswith("nvidia ")),
+                key=lambda e: e["ts"]):
+    last[e["name"]] = e["args"]["bytes"]
+sys.exit(0 if last == {"nvidia vidmem": 826277888, "nvidia sysmem": 83881984} else str(last))
+PY
+kx 0 convert "$FX/h200_pytorch.kxp" --xplane "$TMP/glogdir" >"$TMP/gx.out" 2>"$TMP/gx.err"
+"$ROOT/scripts/xspace-dump.sh" --json "$(head -1 "$TMP/gx.out")" >"$TMP/gx.json" 2>"$TMP/gxd.err"
+check h200_xspace_stats_once python3 - "$TMP/gx.json" <<'PY'
+import json, sys
+x = json.load(open(sys.argv[1]))
+held = [p["name"] for p in x["planes"] if "pid 616 vidmem live" in p.get("stats", {})]
+live = [int(p["stats"]["pid 616 vidmem live"]) for p in x["planes"]
+        if "pid 616 vidmem live" in p.get("stats", {})]
+sys.exit(0 if len(held) == 1 and "nvidia" in held[0] and live == [826277888]
+         else "planes holding the stats: %s" % held)
 PY

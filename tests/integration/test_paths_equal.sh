@@ -5,7 +5,7 @@
 # the Chrome file and a Chrome file alone, written from slices). Over every
 # replay fixture (as `kxprof replay` writes it, and written as a recorder
 # writes it: ioctls at their return, job records in time order), the real
-# capture tests/fixtures/h100_pytorch.kxp, the unit tests' generated
+# captures tests/fixtures/h100_pytorch.kxp and h200_pytorch.kxp, the unit tests' generated
 # captures (test_wread's, test_report_stream's, kxp_gen.h's: written by
 # build/tests/kxp_gen, among them annotation ranges around calls that submit
 # xe jobs or KVM_RUNs, 22,000 gpu_scheduler jobs whose sdma ring
@@ -134,6 +134,7 @@ for fx in "$HERE"/../fixtures/*.jsonl; do
 	fi
 done
 paths h100_pytorch "$HERE/../fixtures/h100_pytorch.kxp"
+paths h200_pytorch "$HERE/../fixtures/h200_pytorch.kxp"
 
 for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "wread-nested 8000" \
 	"wread-cut 8000" "annjobs 400" "annjobs-kvm 400" "stream 20000" "stream-annotated 1" \

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "analysis/capread.h"
+#include "analysis/jobflow.h"
 #include "kxp_gen_wread.h"
 #include "kxtest.h"
 #include "model/store.h"
@@ -230,7 +231,9 @@ static int write_exit_late(const char *path)
 	kx_kxp_add_ioctl(w, &e, NULL);
 	j.ts = 8500;
 	kx_kxp_add_job(w, &j);
-	e.ts = 11000;
+	e.ts = 8500 + KX_JOBFLOW_EXIT_WAIT_NS + 1; /* pairs the exit before it */
+	kx_kxp_add_ioctl(w, &e, NULL);
+	e.ts += 2000; /* the call before it leaves the reorder stage */
 	kx_kxp_add_ioctl(w, &e, NULL);
 	j.ts = 4000;
 	kx_kxp_add_job(w, &j);

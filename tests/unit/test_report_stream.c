@@ -19,8 +19,9 @@
  * captures stream with their device timelines paired as the records pass
  * (analysis/jobflow.h: no job record kept), or are read into memory where
  * that cannot be exact (a KVM_RUN longer than its window, an exit written
- * after a later call of its thread went to them; exits of a thread out of
- * time order stream). Block captures stream the same way (records out of
+ * after a later exit of its thread was paired 50 ms on, too many exits
+ * waiting; exits of a thread out of time order stream, each call looking
+ * at a few of them). Block captures stream the same way (records out of
  * time order within the window, keys closed and forgotten), or are read
  * into memory for a stated reason (a record later than the window, a
  * request open too long, a call later than its task's paired request, a
@@ -1037,8 +1038,10 @@ static void kvm_late(void)
 /* Exits of one thread out of time order inside one KVM_RUN: which makes
  * the job is the builder's time order, which the exits waiting for their
  * KVM_RUN keep: streamed, the in-memory report; so is an exit written after
- * later KVM_RUNs of its thread (found among its last calls). One written
- * after a later exit of its thread was paired is a stated reason. */
+ * later KVM_RUNs of its thread (found among its last calls), and one
+ * written after a later exit of its thread (exits are paired once a call
+ * begins KX_JOBFLOW_EXIT_WAIT_NS after them). One written after a later
+ * exit of its thread was paired is a stated reason. */
 static void kvm_exits_unordered(void)
 {
 	static struct kx_capinfo ci;
@@ -1093,28 +1096,146 @@ static void kvm_exits_unordered(void)
 		printf("FAIL kvm_exits_unordered: %s\n", why ? why : msg);
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 
-	snprintf(path, sizeof(path), "%s/kvmafter.kxp", tmpdir);
-	w = kx_kxp_create(path, &ci, err, sizeof(err));
-	CHECK(w);
-	e.ts = 1000;
-	e.dur = 5000;
-	kx_kxp_add_ioctl(w, &e, NULL);
-	e.ts = 7000;
-	e.dur = 1000;
-	kx_kxp_add_ioctl(w, &e, NULL);
-	e.ts = 9000;
-	kx_kxp_add_ioctl(w, &e, NULL);
-	j.ts = 8500;
-	kx_kxp_add_job(w, &j);
-	e.ts = 11000;
-	kx_kxp_add_ioctl(w, &e, NULL);
-	j.ts = 4000;
-	kx_kxp_add_job(w, &j);
-	CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
-	CHECK(compare(path, &why, msg, sizeof(msg)));
-	if (!why || !strstr(why, "KVM exit came after a later exit"))
-		printf("FAIL kvm_exits_unordered: %s\n", why ? why : "streamed");
-	CHECK(why && strstr(why, "KVM exit came after a later exit"));
+	/* An exit written after a later exit of its thread and a call after
+	 * both: streamed (before, a reason) while that call begins within
+	 * KX_JOBFLOW_EXIT_WAIT_NS of the later exit; one beginning later
+	 * pairs it first: a stated reason. */
+	for (int far = 0; far < 2; far++) {
+		snprintf(path, sizeof(path), "%s/kvmafter%d.kxp", tmpdir, far);
+		w = kx_kxp_create(path, &ci, err, sizeof(err));
+		CHECK(w);
+		e.ts = 1000;
+		e.dur = 5000;
+		kx_kxp_add_ioctl(w, &e, NULL);
+		e.ts = 7000;
+		e.dur = 1000;
+		kx_kxp_add_ioctl(w, &e, NULL);
+		e.ts = 9000;
+		kx_kxp_add_ioctl(w, &e, NULL);
+		j.ts = 8500;
+		kx_kxp_add_job(w, &j);
+		e.ts = far ? 8500 + KX_JOBFLOW_EXIT_WAIT_NS + 1 : 11000;
+		kx_kxp_add_ioctl(w, &e, NULL);
+		e.ts += 2000; /* the call before it leaves the reorder stage */
+		kx_kxp_add_ioctl(w, &e, NULL);
+		j.ts = 4000;
+		kx_kxp_add_job(w, &j);
+		CHECK(kx_kxp_close(w, &ci, err, sizeof(err)) == 0);
+		CHECK(compare(path, &why, msg, sizeof(msg)));
+		if (far ? !why || !strstr(why, "KVM exit came after a later exit") : why != NULL)
+			printf("FAIL kvm_exits_unordered: %s: %s\n", path, why ? why : "streamed");
+		CHECK(far ? why && strstr(why, "KVM exit came after a later exit") : !why);
+	}
+}
+
+/* KVM_RUN i (10 us apart, 9 us long) of vCPU thread 100 fed to f, or its
+ * exit (DONE) 200 ns before its end. */
+static int kvm_run_fed(struct kx_jobflow *f, uint64_t i)
+{
+	struct kx_ioctl e = {.ts = 1000000 + i * 10000,
+	                     .dur = 9000,
+	                     .pid = 7,
+	                     .tid = 100,
+	                     .drv = KX_DRV_KVM,
+	                     .cmd = KX_KVM_RUN_CMD,
+	                     .arg_off = KX_NO_ARG};
+
+	return kx_jobflow_ioctl(f, &e);
+}
+
+static int kvm_exit_fed(struct kx_jobflow *f, uint64_t i)
+{
+	struct kx_job j = {.ts = 1000000 + i * 10000 + 8800,
+	                   .ctx = 100,
+	                   .pid = 7,
+	                   .tid = 100,
+	                   .src = KX_JOB_SRC_KVM,
+	                   .phase = KX_JOB_DONE};
+
+	return kx_jobflow_job(f, &j);
+}
+
+/*
+ * n KVM_RUNs of one thread, each exit fed after its call; every 100th
+ * exit written late, after the next two calls and the next exit: jobs
+ * made and linked, none a duplicate. Returns the jobs' figures' reason
+ * (NULL: exact) in *why; 0, or -1 when out of memory.
+ */
+static int kvm_flow(struct kx_jobflow *f, uint64_t n, const char **why, uint64_t *jobs,
+                    uint64_t *linked)
+{
+	struct kx_store *mem = kx_store_new(0);
+	struct kx_jobs *o = NULL;
+	int rc = mem ? 0 : -1;
+
+	for (uint64_t i = 0; i < n && !rc; i++) {
+		rc |= kvm_run_fed(f, i);
+		if (i % 100 == 52)
+			rc |= kvm_exit_fed(f, i - 2); /* after call i and exit i - 1 */
+		if (i % 100 != 50)
+			rc |= kvm_exit_fed(f, i);
+	}
+	if (!rc)
+		o = kx_jobflow_finish(f, mem, NULL);
+	*why = f->why;
+	*jobs = o && o->nrings ? o->rings[0].njobs : 0;
+	*linked = o && o->nrings ? o->rings[0].linked : 0;
+	if (o && o->anom.duplicate)
+		rc = -1;
+	kx_jobs_free(o);
+	kx_store_free(mem);
+	return rc || (!o && !f->why) ? -1 : 0;
+}
+
+/*
+ * KVM exits waiting on their thread: each call looks at its front only
+ * while it is old enough, a late exit finds its place by a short walk back,
+ * so the steps over them stay O(calls + exits) (here 20,000 runs with
+ * about 5,000 exits waiting the 50 ms at once: the reverted scan took
+ * about 10^8 steps), and exits written late stream. Past the budget (here
+ * lowered to 1) the exits waiting for the 50 ms are paired at once, so a
+ * late one is a reason that says so; exits waiting for their KVM_RUN past
+ * it are a reason that states the budget. Before: an exit written after
+ * a later exit of its thread was paired was a reason at once.
+ */
+static void kvm_exits_steps(void)
+{
+	const uint64_t n = 20000;
+	struct kx_jobflow f;
+	uint64_t jobs, linked;
+	const char *why;
+	int rc;
+
+	kx_jobflow_init(&f, NULL);
+	rc = kvm_flow(&f, n, &why, &jobs, &linked);
+	printf("  %llu runs: %llu steps over waiting exits; %llu jobs (%llu linked)\n",
+	       (unsigned long long)n, (unsigned long long)f.exits_seen, (unsigned long long)jobs,
+	       (unsigned long long)linked);
+	if (why)
+		printf("FAIL kvm_exits_steps: %s\n", why);
+	CHECK(rc == 0 && !why && jobs == n && linked == n);
+	CHECK(f.exits_seen > n && f.exits_seen <= 4 * 2 * n);
+	kx_jobflow_free(&f);
+
+	kx_jobflow_init(&f, NULL);
+	f.lim.exits = 1;
+	rc = kvm_flow(&f, n, &why, &jobs, &linked);
+	if (!why || !strstr(why, "when more than 65536 exits wait"))
+		printf("FAIL kvm_exits_steps: budget: %s\n", why ? why : "exact");
+	CHECK(rc == 0 && why && strstr(why, "KVM exit came after a later exit") &&
+	      strstr(why, "when more than 65536 exits wait"));
+	kx_jobflow_free(&f);
+
+	kx_jobflow_init(&f, NULL);
+	f.lim.exits = 1;
+	rc = kvm_run_fed(&f, 0);
+	for (uint64_t i = 0; i < 9; i++)
+		rc |= kvm_exit_fed(&f, 0);
+	if (!f.why || !strstr(f.why, "more than 65536"))
+		printf("FAIL kvm_exits_steps: open: %s\n", f.why ? f.why : "exact");
+	CHECK(rc == 0 && f.why && strstr(f.why, "too many KVM exits waiting") &&
+	      strstr(f.why, "more than 65536"));
+	kx_jobflow_free(&f);
 }
 
 /* ---- block requests ---- */
@@ -1214,6 +1335,73 @@ static int blk_write(const char *path, struct blk_list *l)
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
+}
+
+/* A KVM exit (DONE) of tid at ts, written at `at`. */
+static void kvm_exit_at(struct blk_list *l, uint32_t tid, uint64_t ts, uint64_t at)
+{
+	struct blk_rec r = {.at = at, .kind = 1};
+
+	r.j = (struct kx_job){.ts = ts,
+	                      .ctx = tid,
+	                      .pid = 7,
+	                      .tid = tid,
+	                      .src = KX_JOB_SRC_KVM,
+	                      .phase = KX_JOB_DONE};
+	blk_add(l, &r);
+}
+
+/*
+ * Two vCPU threads of 3,000 KVM_RUNs each (a second exit in some runs,
+ * exits between runs), every 13th run's exit written late: after the
+ * return of the third KVM_RUN after it (so the run after it has left the
+ * reorder stage, and the exit of that run was paired before). Streamed,
+ * the in-memory report, no reason. Before: read whole ("a KVM exit came
+ * after a later exit of its thread was paired").
+ */
+static void kvm_exits_late_stream(void)
+{
+	enum { NRUNS = 3000 };
+	static uint64_t start[NRUNS + 1];
+	struct blk_list l = {0};
+	char path[128], msg[512];
+	const char *why;
+
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t tid = 100 + k;
+
+		start[0] = 1000000 + k * 1777;
+		for (uint64_t i = 0; i < NRUNS; i++)
+			start[i + 1] =
+			        start[i] + 2000 + (i * 7919 + k * 31) % 50000 + 500 + i % 300;
+		for (uint64_t i = 0; i < NRUNS; i++) {
+			uint64_t dur = start[i + 1] - start[i] - 500 - i % 300;
+			uint64_t at = start[i] + dur - 100;
+			struct blk_rec r = {.at = start[i] + dur, .kind = 0};
+
+			r.e = (struct kx_ioctl){.ts = start[i],
+			                        .dur = dur,
+			                        .pid = 7,
+			                        .tid = tid,
+			                        .drv = KX_DRV_KVM,
+			                        .cmd = KX_KVM_RUN_CMD,
+			                        .arg_off = KX_NO_ARG};
+			blk_add(&l, &r);
+			if (i % 13 == 4 && i + 3 < NRUNS)
+				at = start[i + 4] - 500 - (i + 3) % 300 +
+				     1; /* KVM_RUN i + 3 returned */
+			kvm_exit_at(&l, tid, start[i] + dur - 100, at);
+			if (i % 23 == 5)
+				kvm_exit_at(&l, tid, start[i] + dur - 50, start[i] + dur - 50);
+			if (i % 29 == 7)
+				kvm_exit_at(&l, tid, start[i + 1] - 200, start[i + 1] - 200);
+		}
+	}
+	snprintf(path, sizeof(path), "%s/kvmlatestream.kxp", tmpdir);
+	CHECK(blk_write(path, &l) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL kvm_exits_late_stream: %s\n", why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
 }
 
 /* A call of tid (an xe exec) and a dma_fence job on the ring of no name
@@ -2460,6 +2648,8 @@ int main(void)
 	RUN(kvm_streamed);
 	RUN(kvm_late);
 	RUN(kvm_exits_unordered);
+	RUN(kvm_exits_steps);
+	RUN(kvm_exits_late_stream);
 	RUN(block_streamed);
 	RUN(block_reasons);
 	RUN(gpu_streamed);

@@ -133,7 +133,7 @@ static int feed_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id
 		c = *e;
 		cid = id;
 	}
-	if (t->nopen && jf_kvm_call(f, t, &c, cid))
+	if (t->nopen && jf_kvm_call(f, t, &c))
 		return -1;
 	if (t->forced_at && e->ts <= t->forced_at)
 		jf_because(f,

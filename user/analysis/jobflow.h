@@ -20,11 +20,17 @@
  * entered at or before the exit is then known, and the job is made when it
  * is a KVM_RUN that holds the exit (a second exit inside one KVM_RUN is a
  * duplicate), else the exit is a job of no KVM_RUN. A thread's exits wait
- * in time order (the builder's: the first inside a KVM_RUN makes its job);
- * one that comes after a later call of its thread is resolved at once, its
- * candidate the last of the thread's 8 recent calls (FL_RECENT) begun at
- * or before it (at one start the longest), unless a later exit of the
- * thread was resolved (then a reason).
+ * in time order (the builder's: the first inside a KVM_RUN makes its job),
+ * streamed until a call of their thread begins KX_JOBFLOW_EXIT_WAIT_NS
+ * after them; one that comes after a later call of its thread waits with
+ * them (a whole store's: resolved at once), its candidate the last of the
+ * thread's 8 recent calls (FL_RECENT) begun at or before it (at one start
+ * the longest), unless a later exit of the thread was resolved (then a
+ * reason). They are kept in that order as they come (from the back, a
+ * short walk back for a late one), so a call looks only at the front while
+ * it is old enough: O(1) amortized per call and per exit. Past
+ * KX_JOBFLOW_EXITS waiting, those waiting for the 50 ms are resolved at
+ * once; still past it, a reason.
  * The thread's calls must come in start order: streamed, a reorder stage
  * in front (analysis/sreport.c: the engine's, analysis/engine.h; the
  * nesting stage's until the first job record, then one of their own that
@@ -115,6 +121,9 @@
 	          (then counted on its fallback device) */
 /* calls of a thread a record that comes after later ones looks among */
 #define KX_JOBFLOW_RECENT 8
+/* ns: streamed, a KVM exit is paired once a call of its thread begins this
+ * long after it (an exit written later than that after a later exit: a reason) */
+#define KX_JOBFLOW_EXIT_WAIT_NS 50000000ull
 
 /* The bounds of a struct kx_jobflow (kx_jobflow_init: the constants above;
  * kx_jobflow_init_whole: the same but exact rows and no record waiting;
@@ -168,6 +177,8 @@ struct kx_jobflow {
 	uint64_t runs, runs_used; /* KVM_RUN calls; those a job was made of */
 	uint64_t jobs;            /* jobs made */
 	uint64_t exits;           /* KVM exits open now */
+	uint64_t exits_frozen;    /* those of them begun before a later call of their thread */
+	uint64_t exits_seen;      /* steps over waiting KVM exits (O(calls + exits)) */
 	size_t peak_held;         /* the most jobs held at once */
 	int has_kvm;              /* a KVM job record came */
 	/* Block requests: */

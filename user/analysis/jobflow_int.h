@@ -56,8 +56,13 @@ struct fl_thread {
 	uint32_t nrecent, rhead;
 	uint64_t used_id;     /* the KVM_RUN its last job was made of (0: none) */
 	uint64_t resolved_ts; /* ns, the latest of its KVM exits resolved */
-	struct fl_exit *open; /* its exits waiting, in file order */
-	size_t nopen, cap;
+	/* Its exits waiting, in the builder's order (time, then file order):
+	 * open[ohead, nopen). Those before ofrozen began before its last call
+	 * (their cand final) and wait KX_JOBFLOW_EXIT_WAIT_NS after a later
+	 * call, so one written late is still paired in order; the others'
+	 * candidate is its last call (read as they are frozen). */
+	struct fl_exit *open;
+	size_t ohead, ofrozen, nopen, cap;
 	struct fl_probe *probes; /* its block records still looking at its calls */
 	size_t nprobes, pcap;
 	uint64_t forced_at; /* ns, the latest such record paired before a later call came */
@@ -126,15 +131,19 @@ struct kx_jobflow_wait {
 
 /* The bounds the reasons below state (their text says them). */
 _Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384 &&
-                       KX_JOBFLOW_HELD == 16384 && KX_JOBFLOW_WAITS == 65536,
-               "the reasons' text states the window (1 s) and counts (16384, 65536)");
+                       KX_JOBFLOW_HELD == 16384 && KX_JOBFLOW_WAITS == 65536 &&
+                       KX_JOBFLOW_EXIT_WAIT_NS == 50000000ull && KX_JOBFLOW_EXITS == 65536 &&
+                       KX_JOBFLOW_RECENT == 8,
+               "the reasons' text states the window (1 s), the exits' wait (50 ms) and counts "
+               "(8, 16384, 65536)");
 /* How long a thread's calls wait in the reorder stage in front (jobflow.h's calls_upto). */
 #define CALLS_HELD                                                                                 \
 	"(its thread's calls wait in their reorder stage until a later one of it comes, or until " \
 	"a job record the streamed read's window behind, 1 s or 16384 records, is paired)"
 #define KVM_LATE                                                                                   \
-	"a KVM exit came after a later exit of its thread was paired, or after its thread's last " \
-	"8 calls, all begun after it, had gone to the device timelines " CALLS_HELD
+	"a KVM exit came after a later exit of its thread was paired (once a call of its thread "  \
+	"begins 50 ms after an exit, or when more than 65536 exits wait), or after its thread's "  \
+	"last 8 calls, all begun after it, had gone to the device timelines " CALLS_HELD
 #define REC_LATE                                                                                   \
 	"a job record came after its task's last 8 calls, all begun after it, had gone to the "    \
 	"device timelines " CALLS_HELD
@@ -219,7 +228,7 @@ int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t se
                unsigned int submit_drv, unsigned int ring_drv, const char *late);
 
 /* jobflow_kvm.c */
-int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e, uint64_t id);
+int jf_kvm_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e);
 int jf_kvm_exit(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq);
 int jf_close_exits(struct kx_jobflow *f);
 

@@ -591,8 +591,44 @@ int kx_jobdevtab_order(struct kx_jobdevtab *t, uint32_t *newidx)
 	return 0;
 }
 
+/* The base name of the device node that ends a label ("amdgpu
+ * /dev/dri/renderD128": "renderD128"), or NULL. */
+static const char *label_node(const char *label)
+{
+	const char *sp = strrchr(label, ' ');
+
+	return sp && !strncmp(sp + 1, "/dev/", 5) ? base_name(sp + 1) : NULL;
+}
+
+/* Device i's name is shared, and each device sharing it has a node. */
+static int name_shared_by_nodes(const struct kx_jobdev *devs, size_t n, size_t i)
+{
+	int shared = 0;
+
+	for (size_t j = 0; j < n; j++) {
+		if (strcmp(devs[i].name, devs[j].name))
+			continue;
+		if (!label_node(devs[j].label))
+			return 0;
+		shared |= j != i;
+	}
+	return shared;
+}
+
 void kx_jobdevs_unique_names(struct kx_jobdev *devs, size_t n)
 {
+	uint8_t *rep = n ? calloc(n, 1) : NULL;
+	const char *node;
+
+	for (size_t i = 0; rep && i < n; i++)
+		rep[i] = (uint8_t)name_shared_by_nodes(devs, n, i);
+	for (size_t i = 0; rep && i < n; i++) {
+		size_t len = strlen(devs[i].name);
+
+		if (rep[i] && (node = label_node(devs[i].label)))
+			snprintf(devs[i].name + len, sizeof(devs[i].name) - len, " (%s)", node);
+	}
+	free(rep);
 	for (size_t i = 0; i < n; i++) {
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(devs[i].name, devs[j].name))

@@ -126,7 +126,10 @@ void kx_tjob_ring_fallback(struct kx_tjob *t);
 /* Devices in their final order (traced devices first in capture order, then
  * by name): newidx[old] = new; devs are reordered. -1 when out of memory. */
 int kx_jobdevtab_order(struct kx_jobdevtab *t, uint32_t *newidx);
-/* Device names are summary categories: repeated ones get " #i". */
+/* Device names are summary categories: a name several devices share, each
+ * with a device node, gets each one's node ("nvidia (nvidia0)", "nvidia
+ * (nvidiactl)"); one still repeated (a device without a node among them, or
+ * the same node) gets " #i". */
 void kx_jobdevs_unique_names(struct kx_jobdev *devs, size_t n);
 void kx_jobdevtab_free(struct kx_jobdevtab *t); /* keys only: devs go to the result */
 

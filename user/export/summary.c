@@ -730,6 +730,28 @@ static void print_live_jobs(const struct kx_summary *sum, FILE *f)
 	}
 }
 
+/* "Memory (bytes)": a row per device with memory events, the name column
+ * as wide as its longest "memory/<device>" (24 at least). */
+static void print_memory_table(const struct kx_jobs *jb, FILE *f)
+{
+	int any = 0, w = 24;
+
+	for (size_t i = 0; i < jb->ndevs; i++)
+		if (jb->devs[i].nmem && (int)strlen(jb->devs[i].name) + 7 > w)
+			w = (int)strlen(jb->devs[i].name) + 7;
+	for (size_t i = 0; i < jb->ndevs; i++) {
+		const struct kx_jobdev *d = &jb->devs[i];
+
+		if (!d->nmem)
+			continue;
+		if (!any++)
+			fprintf(f, "\nMemory (bytes)\n%-*s  %11s  %14s  %14s  %16s\n", w, "Name",
+			        "Total Count", "Min Usage", "Max Usage", "Avg Usage");
+		fprintf(f, "memory/%-*s  %11" PRIu64 "  %14" PRIu64 "  %14" PRIu64 "  %16.1f\n",
+		        w - 7, d->name, (uint64_t)d->nmem, d->mem_min, d->mem_max, d->mem_avg);
+	}
+}
+
 static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 {
 	char line[512];
@@ -750,18 +772,7 @@ static void print_jobs_table(const struct kx_jobs *jb, FILE *f)
 		fprintf(f, "    busy %.1f%%; max in flight %u\n", 100.0 * d->busy_fraction,
 		        d->max_depth);
 	}
-	any = 0;
-	for (size_t i = 0; i < jb->ndevs; i++) {
-		const struct kx_jobdev *d = &jb->devs[i];
-
-		if (!d->nmem)
-			continue;
-		if (!any++)
-			fprintf(f, "\nMemory (bytes)\n%-24s  %11s  %14s  %14s  %16s\n", "Name",
-			        "Total Count", "Min Usage", "Max Usage", "Avg Usage");
-		fprintf(f, "memory/%-17s  %11" PRIu64 "  %14" PRIu64 "  %14" PRIu64 "  %16.1f\n",
-		        d->name, (uint64_t)d->nmem, d->mem_min, d->mem_max, d->mem_avg);
-	}
+	print_memory_table(jb, f);
 	print_nvmem(&jb->nvmem, f);
 }
 

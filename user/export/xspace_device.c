@@ -289,17 +289,19 @@ static void put_job_plane_stats(struct exporter *x, struct ptabs *t, const struc
 		ob_done(&x->out, put_stat_double(p, XPLANE_STATS, mid, jd->busy_fraction));
 }
 
-/* The NVIDIA device plane: per process and region, the memory the RM
+/* The first NVIDIA device plane: per process and region, the memory the RM
  * allocation ioctls allocated, freed, left live and peaked at (bytes):
- * stats "pid <pid> <region> allocated|freed|live|peak". */
+ * stats "pid <pid> <region> allocated|freed|live|peak". Once: the figures
+ * are the process's, whichever node (nvidiactl, nvidia0) its calls went to. */
 static void put_nvmem_plane_stats(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
 {
 	static const char *what[] = {"allocated", "freed", "live", "peak"};
 	const struct kx_nvmem *nm = &x->jobs->nvmem;
 	char name[64];
 
-	if (jd->drv != KX_DRV_NVIDIA)
+	if (jd->drv != KX_DRV_NVIDIA || x->nvmem_done)
 		return;
+	x->nvmem_done = nm->nprocs > 0;
 	for (size_t i = 0; i < nm->nprocs; i++)
 		for (int r = 0; r < KX_NVMEM_NREG; r++) {
 			const struct kx_nvmem_reg *g = &nm->procs[i].reg[r];

@@ -133,6 +133,7 @@ struct exporter {
 	/* Drivers whose DRM usage line is written (record --drm-usage). */
 	char drm_done[16][KX_DRM_NAME];
 	int ndrm_done;
+	int nvmem_done; /* the NVIDIA memory stats are written (on the first NVIDIA plane) */
 };
 
 /* A device plane's own metadata: event names and stat names. */

@@ -54,6 +54,14 @@ class _Cuda:
     def get_device_name(i):
         return "fake"
 
+    @staticmethod
+    def memory_allocated():
+        return 0
+
+    @staticmethod
+    def memory_reserved():
+        return 0
+
 
 cuda = _Cuda()
 
