@@ -9,9 +9,18 @@
 # others), and the job fixtures (amdgpu, i915, msm, xe, kvm, loop, through
 # kxprof replay, which writes every call before the job records: a small
 # fixture's calls are all still with the device timelines when its records
-# come).
+# come). Captures with annotation ranges around calls that submit jobs too
+# (each range's device time and jobs drawn): generated (xe jobs, KVM exits)
+# and a recorded one (annotate_workload's ranges around BLKZEROOUTs on a
+# loop device).
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+LOOPDEV=
+cleanup() {
+	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
 
 # same_runs A B: the XSpace runs of logdirs A and B, in part order, the same
 # bytes (as many, at least one).
@@ -74,3 +83,33 @@ for f in amdgpu_new i915 kvm loop msm xe; do
 		fail "replay_$f" "$(cat "$TMP/$f.rep")"
 	fi
 done
+
+# ranges_jobs NAME: the windowed parts of NAME draw ranges with device jobs.
+ranges_jobs() {
+	check "${1}_ranges_device" sh -c "cat '$TMP/$1/w'/p.*.json | grep -q '\"device_jobs\":'"
+}
+
+for k in annjobs annjobs-kvm; do
+	if "$WL/kxp_gen" "$k" "$TMP/$k.kxp" 1000 >/dev/null 2>"$TMP/$k.err"; then
+		same_parts "$k" "$TMP/$k.kxp" 3000
+		ranges_jobs "$k"
+	else
+		fail "${k}_gen" "$(cat "$TMP/$k.err")"
+	fi
+done
+
+truncate -s 16M "$TMP/loop.img"
+# A free device can be taken by a concurrent user between find and attach: retry.
+for _ in 1 2 3 4 5; do
+	LOOPDEV=$(losetup --find --show "$TMP/loop.img" 2>"$TMP/losetup.err") && break
+	sleep 0.2
+done
+if [ -z "$LOOPDEV" ]; then
+	fail annjobs_loop_attach "losetup: $(cat "$TMP/losetup.err")"
+elif kx 0 record --device loop -o "$TMP/annblk.kxp" -- "$WL/annotate_workload" -t 3 -n 300 \
+	-s 100 -i "$LOOPDEV" -z >/dev/null 2>"$TMP/annblk.rec"; then
+	same_parts annblk "$TMP/annblk.kxp" 2000
+	ranges_jobs annblk
+else
+	fail annjobs_loop_record "$(tail -3 "$TMP/annblk.rec")"
+fi

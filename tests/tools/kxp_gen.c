@@ -24,6 +24,9 @@
  *   stream-counted-late N  the same, some records after later calls of
  *                      their thread
  *   stream-counted-unnamed N  the same, the header naming no counter
+ *   annjobs N          test_wread's annotation ranges around calls that submit
+ *                      xe jobs (QUEUE, RUN, DONE): 4 threads of N steps
+ *   annjobs-kvm N      the same with KVM_RUNs and their exits
  *   fence-SOURCE N     test_report_stream's GPU jobs of a shared fence source
  *                      (i915, amdgpu, amdxdna, gpu_scheduler, dma_fence): N
  *                      steps of a ring linked from its 6th job and a ring
@@ -41,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../unit/kxp_gen_annjobs.h"
 #include "../unit/kxp_gen_stream.h"
 #include "../unit/kxp_gen_wread.h"
 #include "io/replay.h"
@@ -89,7 +93,7 @@ static int write_fence_kind(const char *source, const char *out, size_t n)
 static int usage(void)
 {
 	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|wread-nested|wread-cut|"
-	                "stream|"
+	                "annjobs[-kvm]|stream|"
 	                "stream-annotated|stream-counted[-late|-unnamed]|events|fence-SOURCE[-sdma] "
 	                "OUT.kxp N\n"
 	                "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
@@ -137,6 +141,12 @@ int main(int argc, char **argv)
 		rc = write_events(out, n);
 	else if (!strcmp(kind, "recorded"))
 		rc = write_fixture_recorded(argv[3], out);
+	else if (!strcmp(kind, "annjobs") || !strcmp(kind, "annjobs-kvm"))
+		rc = aj_write_gen(out, &(struct aj_opts){.kvm = kind[7] == '-',
+		                                         .nthreads = 4,
+		                                         .n = n,
+		                                         .lag = 200000,
+		                                         .t0 = 5000000000ULL});
 	else if (!strncmp(kind, "fence-", 6))
 		rc = write_fence_kind(kind + 6, out, n);
 	else

@@ -10,11 +10,13 @@
  * is one; a range touching a call is read in windows too, and so are calls the nesting rule
  * shortens and calls spanning the end of a range of their thread (each with the length it has
  * in the whole capture, in every window); captures with job records are read in windows
- * too, their parts the whole capture's; a capture a stream cannot give exactly (a KVM exit
- * the device timelines cannot place, annotation ranges with job records, more shortened
- * calls than a window holds), or whose records are far from the order of time, is to be
- * read whole, with the reason; a range as long as a shortened call of its start is read in
- * windows, ordered as memory orders it.
+ * too, their parts the whole capture's, and so are captures with annotation ranges around
+ * calls that submit jobs (each range's device time and jobs the in-memory ranges'); a
+ * capture a stream cannot give exactly (a KVM exit the device timelines cannot place, a
+ * call with jobs inside more than 8 ranges, more shortened calls than a window holds), or
+ * whose records are far from the order of time, is to be read whole, with the reason; a
+ * range as long as a shortened call of its start is read in windows, ordered as memory
+ * orders it.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@
 #include "export/chrome.h"
 #include "export/xspace.h"
 #include "io/kxp.h"
+#include "kxp_gen_annjobs.h"
 #include "kxp_gen_wread.h"
 #include "kxtest.h"
 #include "model/store.h"
@@ -691,13 +694,202 @@ static void test_read_whole_when_needed(void)
 	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
 	CHECK(w.in_memory && strstr(w.in_memory, "order of time"));
 	kx_wread_free(&w);
-	/* Annotation ranges and a job record: the ranges' device time is not
-	 * kept for the windows. */
-	CHECK(write_capture_as(path, 2000, 1, 0, 0, ANN_RANGES) == 0);
-	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
-	CHECK(w.in_memory && strstr(w.in_memory, "annotation ranges with device jobs"));
-	kx_wread_free(&w);
+	unlink(path);
+}
 
+/* ---- annotation ranges around calls that submit jobs ---- */
+
+/* The ranges pass 1 built (w->ranges) against kx_ranges_build's (the whole
+ * capture in memory): each range's calls, device time and jobs; *jobs the
+ * jobs they hold (the ranges' sum), *open those of the ranges left open. */
+static void ranges_same(const struct kx_wread *w, const char *path, uint64_t *jobs, uint64_t *open)
+{
+	struct kx_store *s = kx_store_new(BUDGET);
+	struct kx_capinfo ci;
+	struct kx_kxp_read_result res;
+	struct kx_analysis *an = NULL;
+	char err[256];
+	size_t same = 0;
+
+	*jobs = *open = 0;
+	CHECK(s && kx_kxp_read(path, s, &ci, &res, err, sizeof(err)) == 0);
+	CHECK((an = kx_analysis_build(s, &ci, err, sizeof(err))) != NULL);
+	CHECK(an && an->ranges && w->ranges);
+	if (an && an->ranges && w->ranges) {
+		CHECK_EQ_U(w->ranges->n, an->ranges->n);
+		for (size_t i = 0; i < an->ranges->n && i < w->ranges->n; i++) {
+			const struct kx_range *a = &an->ranges->r[i], *b = &w->ranges->r[i];
+
+			same += a->begin == b->begin && a->tid == b->tid &&
+			        a->ioctls == b->ioctls && a->device_ns == b->device_ns &&
+			        a->jobs == b->jobs;
+			*jobs += b->jobs;
+			*open += b->open ? b->jobs : 0;
+		}
+		CHECK_EQ_U(same, an->ranges->n);
+	}
+	kx_analysis_free(an);
+	kx_store_free(s);
+}
+
+/* aj_gen's capture o read in windows of limit events (the first read's
+ * store kept up to keep records): read in windows, its ranges' device time
+ * and every part the whole capture's; *parts the windows. */
+static void annjobs_case(const char *name, const struct aj_opts *o, size_t limit, size_t keep,
+                         size_t *parts)
+{
+	static struct kx_wread w;
+	char path[96], err[256];
+	uint64_t jobs = 0, open = 0;
+
+	snprintf(path, sizeof(path), "%s/%s.kxp", dir, name);
+	*parts = 0;
+	CHECK(aj_write_gen(path, o) == 0);
+	CHECK(kx_wread_open_sliced(&w, path, limit, limit, BUDGET, keep, err, sizeof(err)) == 0);
+	if (w.in_memory)
+		printf("# %s: read whole: %s\n", name, w.in_memory);
+	CHECK(w.in_memory == NULL && w.store == NULL);
+	ranges_same(&w, path, &jobs, &open);
+	CHECK(jobs > 0); /* the ranges hold jobs: the case is exercised */
+	CHECK(open > 0); /* and so do those left open */
+	kx_wread_free(&w);
+	file_parts_same(path, limit, keep, parts);
+	printf("# %s: %zu parts, %llu jobs in ranges (%llu in ranges left open)\n", name, *parts,
+	       (unsigned long long)jobs, (unsigned long long)open);
+	unlink(path);
+}
+
+/*
+ * Captures with annotation ranges around calls that submit jobs (xe jobs
+ * with QUEUE, RUN and DONE records, some done long after their ranges
+ * ended, some never; KVM exits), thread 0's last range left open, read in
+ * windows: each range's device time and jobs are the in-memory ranges',
+ * every part (Chrome, XSpace) the whole capture's. The first read's store
+ * let go before the first job record (it comes after 400 records), after
+ * it, or once the file is read; annotation ranges that begin only after
+ * the first job records, and job records that begin only after the ranges;
+ * a file that does not fit one window known so from its first chunks.
+ */
+static void test_annotated_jobs(void)
+{
+	struct aj_opts xe = {.nthreads = 3, .n = 301, .lag = 200000, .t0 = T0};
+	struct aj_opts kvm = {.kvm = 1, .nthreads = 3, .n = 301, .t0 = T0};
+	struct aj_opts o;
+	size_t parts;
+
+	annjobs_case("aj_xe", &xe, 300, KX_WREAD_KEEP_RECORDS, &parts);
+	CHECK(parts >= 5);
+	annjobs_case("aj_xe_let_go", &xe, 300, 0, &parts);
+	CHECK(parts >= 5);
+	annjobs_case("aj_kvm", &kvm, 300, KX_WREAD_KEEP_RECORDS, &parts);
+	CHECK(parts >= 5);
+	annjobs_case("aj_kvm_let_go", &kvm, 300, 0, &parts);
+	CHECK(parts >= 5);
+	o = xe;
+	o.no_jobs = 80; /* about 400 records before the first job record */
+	annjobs_case("aj_jobs_late", &o, 100, 0, &parts);
+	CHECK(parts >= 10);
+	annjobs_case("aj_jobs_late_kept", &o, 300, KX_WREAD_KEEP_RECORDS, &parts);
+	CHECK(parts >= 5);
+	o = xe;
+	o.bare = 60; /* the ranges begin after the first job records */
+	annjobs_case("aj_ann_late", &o, 100, 0, &parts);
+	CHECK(parts >= 10);
+	annjobs_case("aj_ann_late_kept", &o, 300, KX_WREAD_KEEP_RECORDS, &parts);
+	CHECK(parts >= 5);
+	o = kvm;
+	o.bare = 60;
+	annjobs_case("aj_kvm_ann_late", &o, 100, 0, &parts);
+	CHECK(parts >= 10);
+	/* A window of about two thirds of the capture: the timelines are fed
+	 * once the first chunks show the file will not fit one (by then its
+	 * calls inside ranges are fewer than the walk remembers), not once a
+	 * window's records were read (more of them). */
+	o = kvm;
+	o.nthreads = 4;
+	o.n = 6001;
+	annjobs_case("aj_kvm_estimate", &o, 50000, KX_WREAD_KEEP_RECORDS, &parts);
+	CHECK(parts >= 2);
+}
+
+/* A capture with annotation ranges and jobs that fits one window is kept
+ * whole by the first read, which runs no device timelines (a conversion
+ * reads it from its store; its plan, when asked for, runs them); a call
+ * with jobs inside more than 8 ranges is a reason to read the file whole
+ * (the ranges' walk remembers 8 a call), said. */
+static void test_annotated_jobs_kept(void)
+{
+	static struct kx_wread w;
+	struct aj_opts o = {.nthreads = 2, .n = 100, .lag = 50000, .t0 = T0};
+	char path[96], err[256];
+	uint64_t jobs = 0, open = 0;
+
+	snprintf(path, sizeof(path), "%s/aj_kept.kxp", dir);
+	CHECK(aj_write_gen(path, &o) == 0);
+	CHECK(kx_wread_open(&w, path, 100000, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory == NULL && w.store != NULL);
+	CHECK_EQ_U(w.jobrec.fed, 0);
+	CHECK(kx_wread_plan_kept(&w, err, sizeof(err)) == 0);
+	CHECK(w.in_memory == NULL);
+	CHECK(w.jobrec.fed == w.whole.ioctls + w.jobrec.records);
+	CHECK_EQ_U(w.plan.n, 1);
+	check_store_whole(&w, path, 100000, 2 * 2 * 100);
+	kx_wread_free(&w);
+	o.deep = 9;
+	CHECK(aj_write_gen(path, &o) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory && strstr(w.in_memory, "more than 8 ranges"));
+	kx_wread_free(&w);
+	o.deep = 6; /* 8 ranges around the call: read in windows */
+	CHECK(aj_write_gen(path, &o) == 0);
+	CHECK(kx_wread_open(&w, path, 100, BUDGET, err, sizeof(err)) == 0);
+	CHECK(w.in_memory == NULL);
+	ranges_same(&w, path, &jobs, &open);
+	CHECK(jobs > 0);
+	kx_wread_free(&w);
+	unlink(path);
+}
+
+/* A range of thread 400 around an xe exec whose job is done 100 ms later,
+ * after 20,000 calls of thread 401 in no range (more than the last 16384
+ * calls the timelines keep for their links), then calls of both: read in
+ * windows, the range holds the job (its device time the in-memory one). */
+static void test_annotated_job_late_done(void)
+{
+	static struct kx_wread w;
+	struct aj_list l = {0};
+	struct kx_job j = {.ts = T0 + 1500,
+	                   .ctx = 2,
+	                   .seqno = 1,
+	                   .pid = 60,
+	                   .tid = 400,
+	                   .src = KX_JOB_SRC_XE,
+	                   .phase = KX_JOB_QUEUE};
+	char path[96], err[256];
+	uint64_t jobs = 0, open = 0, t = T0 + 5000;
+
+	snprintf(path, sizeof(path), "%s/aj_late_done.kxp", dir);
+	aj_ann(&l, 60, 400, KX_ANN_PUSH, T0 + 1000, T0 + 1000, 1, "step");
+	aj_call(&l, 60, 400, T0 + 1100, 1000, KX_DRV_XE, AJ_XE_EXEC);
+	aj_job(&l, &j, 0);
+	j.pid = j.tid = 0;
+	j.ts = T0 + 2000, j.phase = KX_JOB_RUN;
+	aj_job(&l, &j, 0);
+	aj_ann(&l, 60, 400, KX_ANN_POP, T0 + 3000, T0 + 1000, 1, "");
+	for (int k = 0; k < 20000; k++, t += 5000)
+		aj_call(&l, 60, 401, t, 1000, KX_DRV_XE, AJ_XE_WAIT);
+	j.ts = t, j.phase = KX_JOB_DONE;
+	aj_job(&l, &j, 0);
+	for (int k = 0; k < 200; k++, t += 5000)
+		aj_call(&l, 60, 400 + (uint32_t)(k % 2), t, 1000, KX_DRV_XE, AJ_XE_WAIT);
+	CHECK(aj_write(path, &l) == 0);
+	CHECK(kx_wread_open(&w, path, 1000, BUDGET, err, sizeof(err)) == 0);
+	if (w.in_memory)
+		printf("# read whole: %s\n", w.in_memory);
+	CHECK(w.in_memory == NULL && w.store == NULL);
+	ranges_same(&w, path, &jobs, &open);
+	CHECK_EQ_U(jobs, 1);
+	kx_wread_free(&w);
 	unlink(path);
 }
 
@@ -868,6 +1060,9 @@ int main(void)
 	RUN(test_fits_one);
 	RUN(test_job_windows);
 	RUN(test_kept_no_timelines);
+	RUN(test_annotated_jobs);
+	RUN(test_annotated_jobs_kept);
+	RUN(test_annotated_job_late_done);
 	RUN(test_read_whole_when_needed);
 	RUN(test_range_at_cut);
 	RUN(test_file_changed);

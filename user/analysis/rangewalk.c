@@ -27,6 +27,12 @@ static const char *const LATE =
         "annotation ranges and calls of a thread out of order by more "
         "than the reorder window holds (" STR(KX_ENGINE_RANGE_HOLD) " records)";
 
+/* Ranges a walk that keeps them (out) tells apart for their jobs: serials. */
+static const char *const SERIALS = "annotation ranges with device jobs: more than 4294967295 "
+                                   "ranges (the numbers that name them for their calls' jobs)";
+_Static_assert(sizeof(((struct kx_rangewalk *)0)->serial) == 4,
+               "SERIALS states the serials' bound");
+
 /* A range paired or walking. */
 struct kx_rw_rec {
 	uint64_t begin,
@@ -110,8 +116,11 @@ static uint32_t rec_new(struct kx_rangewalk *w)
 		i = (uint32_t)w->nrecs++;
 	}
 	memset(&w->recs[i], 0, sizeof(w->recs[i]));
-	if (!++w->serial)
+	if (!++w->serial) {
 		w->serial = 1;
+		if (w->out && w->dev_stream)
+			because(w, SERIALS); /* serial_out would name two ranges */
+	}
 	w->recs[i].serial = w->serial;
 	w->recs[i].bound = w->recs[i].cap = UINT64_MAX;
 	w->recs[i].out = -1;
@@ -202,6 +211,23 @@ static struct kx_ann begin_of(const struct kx_rt_open *o, const struct kx_rw_rec
 	                       .depth = depth};
 }
 
+/* Streamed with device jobs, a retired range's index in out by its
+ * serial (serial_out), for the jobs of its calls counted later (dc_give).
+ * 0, or -1 when out of memory. */
+static int out_of_serial(struct kx_rangewalk *w, uint32_t serial, int64_t at)
+{
+	size_t had = w->serial_cap;
+
+	if (serial >= had) {
+		if (kx_grow((void **)&w->serial_out, &w->serial_cap, serial,
+		            sizeof(*w->serial_out)))
+			return -1;
+		memset(w->serial_out + had, 0xff, (w->serial_cap - had) * sizeof(*w->serial_out));
+	}
+	w->serial_out[serial] = (uint32_t)at;
+	return 0;
+}
+
 /* A thread range that nothing can change any more: its row and its kept copy. */
 static int retire(struct kx_rangewalk *w, uint32_t i)
 {
@@ -221,6 +247,8 @@ static int retire(struct kx_rangewalk *w, uint32_t i)
 		o->ioctls = r->ioctls;
 		o->device_ns = r->device_ns;
 		o->jobs = r->jobs;
+		if (!rc && w->dev_stream)
+			rc = out_of_serial(w, r->serial, r->out);
 	}
 	rec_free(w, i);
 	return rc;
@@ -574,7 +602,8 @@ void kx_rangewalk_late(struct kx_rangewalk *w)
 
 static const char *const DC_BUDGET =
         "annotation ranges with device jobs: calls inside ranges waited for their jobs past the "
-        "streamed read's memory budget (" STR(KX_RANGEWALK_DEV_CALLS) " calls)";
+        "streamed read's memory budget (16384 calls)";
+_Static_assert(KX_RANGEWALK_DEV_CALLS == 16384u, "DC_BUDGET states KX_RANGEWALK_DEV_CALLS");
 static const char *const DC_DEEP = "annotation ranges with device jobs: a call that submitted jobs "
                                    "is inside more than " STR(DC_REFS) " ranges";
 static const char *const DC_EARLY =
@@ -607,14 +636,23 @@ static struct kx_rw_devcall *dc_at(struct kx_rangewalk *w, uint64_t v)
 }
 
 /* Device time ns of jobs counted for the range of ref: on its record while
- * it lives (retire adds it to the row unless left open), else on its row
- * (a range that ended before the end: not open). */
+ * it lives (retire adds it to the row unless left open, and to its entry
+ * in out), else on its row (a range that ended before the end: not open)
+ * and its entry in out (found by its serial: serial_out). */
 static void dc_give(struct kx_rangewalk *w, const struct dc_ref *f, uint64_t ns, uint64_t jobs)
 {
 	if (f->rec < w->nrecs && w->recs[f->rec].serial == f->serial) {
 		w->recs[f->rec].device_ns += ns;
 		w->recs[f->rec].jobs += jobs;
-	} else if (!w->no_rows) {
+		return;
+	}
+	if (w->out && f->serial < w->serial_cap && w->serial_out[f->serial] != UINT32_MAX) {
+		struct kx_range *o = &w->out->r[w->serial_out[f->serial]];
+
+		o->device_ns += ns;
+		o->jobs += jobs;
+	}
+	if (!w->no_rows) {
 		w->rows.rows[f->row].device_ns += ns;
 		w->rows.rows[f->row].jobs += jobs;
 	}
@@ -956,6 +994,7 @@ void kx_rangewalk_free(struct kx_rangewalk *w)
 	free(w->cuts);
 	kx_keymap_free(&w->dc_map);
 	free(w->dc);
+	free(w->serial_out);
 }
 
 /* ---- the whole capture at once (kx_ranges_build) ---- */

@@ -45,10 +45,11 @@
  *     record came (dev_jobs) and more than KX_JOBFLOW_RECENT calls of its
  *     thread before it (jobflow.h gives its own reason first: its records
  *     link only to a thread's recent calls), or of a call inside more
- *     than 8 ranges.
+ *     than 8 ranges; with out, more than 4294967295 ranges (serial_out).
  *
- * Device time, streamed (dev_stream): jobs are counted by the streamed
- * device timelines (analysis/jobflow.h), after the calls that submitted
+ * Device time, streamed (dev_stream: the streamed report's rows, the
+ * windowed conversion's out): jobs are counted by the streamed device
+ * timelines (analysis/jobflow.h), after the calls that submitted
  * them were walked or before. Each call walked inside ranges is remembered
  * by its thread and number (its place among its thread's calls, from 1:
  * the walk's order is jobflow's, each thread's calls in start order out
@@ -58,8 +59,9 @@
  * walked in a ring, remembered when the first job record comes,
  * kx_rangewalk_dev_start); a job counted (kx_rangewalk_dev)
  * adds its device time and one job to each range's record, which adds them
- * to its row when it retires unless left open, or to the row of a range
- * already retired (all jobs are counted before the ranges left open are
+ * to its row when it retires unless left open (and to its entry in out,
+ * kept), or to the row of a range already retired and its entry in out
+ * (serial_out: all jobs are counted before the ranges left open are
  * closed). A job of a call not walked yet waits for it. A call is
  * forgotten once jobflow's sweeps passed its end by more than the submit
  * link's window (no job counted later links to it: its job would start
@@ -124,9 +126,9 @@ struct kx_rangewalk {
 	/* The device time and jobs of the call at pos (NULL: none). */
 	uint64_t (*dev)(void *ctx, uint32_t pos, uint64_t *jobs);
 	void *dev_ctx;
-	/* Set by the streamed report: each call walked inside ranges is
-	 * remembered (by its thread and number) with the ranges around it, for
-	 * the device time of its jobs (kx_rangewalk_dev), until forgotten
+	/* Set by the streamed report and the windowed conversion: each call
+	 * walked inside ranges is remembered (by its thread and number) with the ranges around it,
+	 * for the device time of its jobs (kx_rangewalk_dev), until forgotten
 	 * (kx_rangewalk_dev_forget) or past dc_budget (the oldest goes). */
 	int dev_stream;
 	int dev_jobs;             /* a job record came (kx_rangewalk_dev_start) */
@@ -137,6 +139,11 @@ struct kx_rangewalk {
 	uint64_t dc_base; /* the index of dc[0] */
 	size_t dc_peak;   /* the most remembered at once */
 	uint32_t serial;  /* the last serial given to a range record */
+	/* With out and dev_stream: each retired range's index in out by its
+	 * serial (UINT32_MAX: none), 4 bytes a range, for the jobs counted
+	 * after it retired. */
+	uint32_t *serial_out;
+	size_t serial_cap;
 };
 
 void kx_rangewalk_init(struct kx_rangewalk *w);

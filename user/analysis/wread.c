@@ -8,6 +8,7 @@
 #include "analysis/nesttrack.h"
 #include "analysis/flows.h"
 #include "analysis/rangewalk.h"
+#include "analysis/wcallmap.h"
 #include "analysis/wjobfeed.h"
 #include "analysis/wread.h"
 #include "model/annot.h"
@@ -48,6 +49,14 @@ struct p1_call {
 	uint32_t tid;
 };
 
+/* A job of a call inside annotation ranges names its call to the ranges'
+ * walk by the call's thread and number (rangewalk.h), found among the
+ * calls kept for it (wcallmap.h). */
+#define P1_RANGE_LINK                                                                              \
+	"annotation ranges with device jobs: a job was counted more than 4194304 calls after "     \
+	"its submitting call (the calls a read in windows keeps to give a range its calls' jobs)"
+_Static_assert(KX_WCALLMAP_MAX == 4194304u, "P1_RANGE_LINK states KX_WCALLMAP_MAX");
+
 /* A job whose flow depends on the length the nesting rule gave its
  * submitting call (its start between the call's start and its queue
  * event): drawn once the file is read and the lengths known. */
@@ -76,12 +85,21 @@ struct p1 {
 	 * file is to be read in windows (starts_catch_up). */
 	size_t kept_ioctls, kept_samples;
 	/* Device jobs: the timelines fed as the file is read once the store is
-	 * let go (till then the records noted: jobrec.order), the calls they
+	 * let go, or annotation and job records both came (eager; till then the
+	 * records noted: jobrec.order), the calls they
 	 * took last (calls[idx % P1_CALLS]), the latest's place, the jobs whose
 	 * flow waits for the calls' lengths, and a reason found linking them. */
 	struct kx_wjobfeed jf;
-	struct kx_jobflow_sink sink;     /* the jobs it counts (p1_job_counted) */
-	int fed;                         /* the timelines took every record noted (jobrec.order) */
+	struct kx_jobflow_sink sink; /* the jobs it counts (p1_job_counted) */
+	int fed;                     /* the timelines took every record noted (jobrec.order) */
+	/* Annotation records and job records both came, and the file is to be
+	 * read in windows (p1_eager): the timelines take the records noted now
+	 * (the ranges' walk remembers the calls inside ranges a while only:
+	 * rangewalk.h) and then each as it comes. */
+	int eager;
+	uint64_t seen_to;              /* res.read_to at the latest counted record */
+	uint64_t at_bytes, at_records; /* the latest chunk boundary seen: bytes, records */
+	struct kx_wcallmap names;      /* the calls the timelines took, by place: thread, number */
 	size_t cur, cur_calls, cur_jobs; /* the next noted record to feed, its store index */
 	struct p1_call *calls;
 	uint64_t top_idx;
@@ -131,17 +149,21 @@ static void p1_jobs_why(struct p1 *c)
 {
 	const char *why = c->link_why ? c->link_why : kx_wjobfeed_why(&c->jf);
 
-	/* The ranges' device time (their calls' jobs, counted after the ranges
-	 * are built) is the streamed report's rows' alone. */
-	if (!why && c->anns && c->w->jobrec.records)
-		why = "annotation ranges with device jobs (the device time of the jobs their "
-		      "calls submitted is kept for a report's rows, not for the windows' ranges)";
-
 	if (why && p1_active(c))
 		p1_whole_file(c, why);
 }
 
-/* ---- pass 1's device timelines: fed once the store is let go ---- */
+/* ---- pass 1's device timelines: fed once the store is let go (or eager) ---- */
+
+/* The calls whose jobs the timelines can no longer count are forgotten by
+ * the ranges' walk (rangewalk.h). */
+static void p1_forget(struct p1 *c)
+{
+	if (!c->jf.f.swept)
+		return;
+	kx_rangewalk_dev_forget(&c->ranges, c->jf.f.swept_start);
+	kx_wcallmap_forget(&c->names, c->jf.f.swept_start);
+}
 
 /* A call to the device timelines. */
 static void p1_feed_call(struct p1 *c, const struct kx_ioctl *e)
@@ -149,6 +171,7 @@ static void p1_feed_call(struct p1 *c, const struct kx_ioctl *e)
 	if (kx_wjobfeed_ioctl(&c->jf, e))
 		return p1_oom(c);
 	c->w->jobrec.fed++;
+	p1_forget(c);
 	if (c->jf.records)
 		p1_jobs_why(c);
 }
@@ -159,6 +182,7 @@ static void p1_feed_job(struct p1 *c, const struct kx_job *j)
 	if (kx_wjobfeed_job(&c->jf, j))
 		return p1_oom(c);
 	c->w->jobrec.fed++;
+	p1_forget(c);
 	p1_jobs_why(c);
 }
 
@@ -219,11 +243,39 @@ static int p1_noted(struct p1 *c, int job)
 	return 1;
 }
 
+/*
+ * A file with annotation records and job records: the timelines are fed
+ * eagerly once it is known not to fit one window (its records so far past
+ * a window's, or the file at the rate of its records up to the latest
+ * chunk boundary holding more: it is then read in windows, its ranges
+ * needing their calls' jobs), so that a file that fits, read from the
+ * store whole, runs none. The estimate is made again at each boundary; a
+ * file that fits by it and then does not is fed from its store late (its
+ * walk remembers the calls inside ranges since the first job record
+ * within its budget, rangewalk.h; past it, a reason: read once, from the
+ * store).
+ */
+static void p1_eager(struct p1 *c)
+{
+	const struct kx_kxp_read_result *r = &c->w->res;
+	double limit = (double)c->w->limit, est = 0;
+
+	if (c->eager || !c->anns || !c->w->jobrec.records)
+		return;
+	if (c->at_bytes)
+		est = (double)c->at_records * ((double)r->size / (double)c->at_bytes);
+	if (c->want || (double)c->records > limit || est > limit)
+		c->eager = 1;
+}
+
 /* The store to be given up: let go once the timelines took what it holds
  * of the file so far (every record noted, none of the current run of calls
  * missing from it), a reason they find meanwhile keeping it for good. */
 static void p1_try_drop(struct p1 *c)
 {
+	p1_eager(c);
+	if (c->eager && !c->fed && p1_active(c))
+		p1_catch_up(c, 0);
 	if (!c->want || c->drop || !p1_active(c))
 		return;
 	if (!c->fed)
@@ -254,6 +306,11 @@ static void p1_count(struct p1 *c)
 	const struct kx_kxp_read_result *r = &c->w->res;
 	double keep = (double)p1_keep(c->w);
 
+	if (r->read_to != c->seen_to) { /* a chunk began: the records before it */
+		c->at_bytes = c->seen_to;
+		c->at_records = c->records;
+		c->seen_to = r->read_to;
+	}
 	if (!c->want) { /* once to be given up, nothing more to count */
 		c->records++;
 		if ((double)c->records > keep ||
@@ -356,14 +413,18 @@ static void p1_job(void *ctx, const struct kx_job *j)
 {
 	struct p1 *c = ctx;
 
+	if (!p1_active(c))
+		return;
+	/* The ranges' walk remembers each call inside ranges from the first
+	 * job record on (before it, each thread's last few: rangewalk.h). */
+	if (!c->w->jobrec.records && kx_rangewalk_dev_start(&c->ranges))
+		return p1_oom(c);
+	c->w->jobrec.records++;
 	p1_try_drop(c);
 	if (!p1_active(c))
 		return;
-	c->w->jobrec.records++;
 	if (!p1_noted(c, 1))
 		p1_feed_job(c, j);
-	else
-		p1_jobs_why(c); /* annotations with device jobs */
 }
 
 /* A call the device timelines took: kept a while for the links. */
@@ -378,10 +439,40 @@ static int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
 		for (size_t i = 0; i < P1_CALLS; i++)
 			c->calls[i].idx = UINT64_MAX;
 	}
+	/* Kept for the ranges once annotation records and job records came
+	 * (p1_linked; before the first job record, each thread's last few). */
+	if (kx_wcallmap_add(&c->names, e, idx, c->anns && c->w->jobrec.records))
+		return -1;
 	c->calls[idx % P1_CALLS] = (struct p1_call){idx, e->ts, e->dur, e->tid};
 	if (idx > c->top_idx)
 		c->top_idx = idx;
 	return 0;
+}
+
+/*
+ * A job counted with its submitting call, the file's call idx (jobflow's
+ * on_linked; a whole store's feed names calls by place): its device time
+ * goes to the ranges around the call, which the walk names by its thread
+ * and number among the thread's calls (both the walk and the timelines
+ * take each thread's calls in start order out of a reorder stage of one
+ * rule: the same numbers). None of a call taken before the first
+ * annotation record (not kept, unless among its thread's last few): a
+ * range's push is written before the calls inside it return.
+ */
+static int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns)
+{
+	struct p1 *c = ctx;
+	uint64_t n;
+	int lost;
+
+	if (!c->anns)
+		return 0;
+	if (!kx_wcallmap_find(&c->names, idx, &tid, &n, &lost)) {
+		if (lost && !c->link_why)
+			c->link_why = P1_RANGE_LINK;
+		return 0;
+	}
+	return kx_rangewalk_dev(&c->ranges, tid, n, dev_ns);
 }
 
 /* Both bitmaps of jb cover call idx (grown, zeroed). 0, or -1 when out of memory. */
@@ -598,8 +689,8 @@ static void p1_ann(void *ctx, const struct kx_ann *a, const char *name, const ch
 	if (!p1_active(c))
 		return;
 	c->anns++;
-	if (c->w->jobrec.records)
-		p1_jobs_why(c);
+	if (c->w->jobrec.records && !c->eager)
+		p1_try_drop(c);
 	if (!p1_active(c))
 		return;
 	if (kx_ann_named(a->what)) /* a range or mark begins */
@@ -916,13 +1007,17 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	c->eng.measured = 1;
 	c->sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, c};
 	kx_wjobfeed_init(&c->jf, &w->ci, &c->sink, p1_flow_call, c);
+	c->jf.f.on_linked = p1_linked;
+	c->jf.f.linked_ctx = c;
 	w->jobrec.first_ns = UINT64_MAX;
 	w->path = path;
 	w->limit = limit;
 	w->budget = budget;
 	w->keep = keep;
 	w->whole.first_ts = UINT64_MAX;
+	kx_wcallmap_init(&c->names);
 	kx_rangewalk_init(&c->ranges);
+	c->ranges.dev_stream = 1; /* the jobs of the calls inside ranges: p1_linked */
 	c->starts = kx_whist_new();
 	w->side = kx_store_new(budget);
 	w->late = kx_store_new(budget);
@@ -1067,7 +1162,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
 	                            sizeof(w->damage));
 	/* A store to be let go: the timelines first take what they have not. */
-	if (!rc && p1_active(&c) && !c.fed && (c.want || c.records > w->limit))
+	if (!rc && p1_active(&c) && !c.fed && (c.want || c.eager || c.records > w->limit))
 		p1_catch_up(&c, 1);
 	if (!rc && p1_active(&c) && c.want)
 		c.drop = 1;
@@ -1116,6 +1211,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 	if (!rc && !w->in_memory && !w->store && w->jobrec.records)
 		rc = jobs_filing(w, &c.jf.f, err, errlen);
 	kx_wjobfeed_free(&c.jf);
+	kx_wcallmap_free(&c.names);
 	free(c.calls);
 	free(c.und);
 	if (!rc && !w->in_memory && w->store) {
@@ -1138,6 +1234,7 @@ static int kept_timelines(struct kx_wread *w)
 
 	if (!w->jobrec.records || w->jobs)
 		return 0;
+	kx_wcallmap_init(&c.names);
 	c.sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, &c};
 	kx_wjobfeed_init(&c.jf, &w->ci, &c.sink, p1_flow_call, &c);
 	p1_catch_up(&c, 1);
@@ -1148,6 +1245,7 @@ static int kept_timelines(struct kx_wread *w)
 	else if (!w->in_memory)
 		kx_whist_see_analysed(w->starts, w->jobs, NULL);
 	kx_wjobfeed_free(&c.jf);
+	kx_wcallmap_free(&c.names);
 	free(c.calls);
 	free(c.und);
 	return rc;

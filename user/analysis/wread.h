@@ -80,9 +80,18 @@
  * kx_wread_lend_jobs), numbering its jobs and calls as the whole capture
  * does. Such a file is read a window, not a slice, at a time (a Chrome
  * part's job tracks are drawn from its window's table whole). One with
- * annotation records too is read whole: the device time of the jobs a
- * range's calls submitted is the streamed report's rows' (rangewalk.h),
- * not the windows' ranges'.
+ * annotation records too runs them once it has had both an annotation
+ * record and a job record and is known not to fit one window (its records
+ * past a window's, or the file at the rate of its records up to the latest
+ * chunk boundary holding more; the noted records taken from the store
+ * then, the rest as they come): the jobs they count give
+ * their device time to the ranges around their calls (jobflow.h's
+ * on_linked to rangewalk.h's kx_rangewalk_dev, the call named by its
+ * thread and number, found among the last 16384 calls they took), the
+ * ranges kept (out) having it once the file is read; the ranges' walk
+ * remembers a call while a job may still come for it, within its budget
+ * (rangewalk.h: KX_RANGEWALK_DEV_CALLS calls, 8 ranges a call), a reason
+ * past it.
  *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
  * in file order, each late ioctl at its own place, each counter record in
@@ -119,7 +128,9 @@
  * each of its calls and job records; the windows stay open until the
  * timelines sweep past them, which hold a job up to 1 s of capture time or 16384
  * jobs behind the latest record (a capture with fewer jobs than that
- * keeps its windows open to its end).
+ * keeps its windows open to its end). With annotation ranges too: the
+ * calls inside ranges the walk remembers for their jobs (rangewalk.h) and
+ * 4 bytes a range.
  */
 #ifndef KX_WREAD_H
 #define KX_WREAD_H
