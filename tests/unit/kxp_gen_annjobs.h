@@ -10,7 +10,8 @@
  * open; on request ranges that begin only after the first steps, jobs that
  * begin only after them, a call inside deeper ranges. Records are written
  * as a recorder writes them: a call at its return, an annotation or job
- * event at its time (plus its lag).
+ * event at its time (plus its lag). aj_rec, aj_add and aj_write also write
+ * test_report_stream's hand-made block, fence and KVM captures.
  */
 #ifndef KXP_GEN_ANNJOBS_H
 #define KXP_GEN_ANNJOBS_H

@@ -59,6 +59,7 @@
 #include "export/summary.h"
 #include "io/kxp.h"
 #include "io/replay.h"
+#include "kxp_gen_annjobs.h"
 #include "kxp_gen_stream.h"
 #include "kxtest.h"
 #include "model/store.h"
@@ -1243,36 +1244,11 @@ static void kvm_exits_steps(void)
 /* A record of a generated capture (block requests, GPU jobs, ranges):
  * written at .at (a call's return, an event's time plus the recorder's
  * lag). */
-struct blk_rec {
-	uint64_t at;
-	int kind; /* 0 ioctl, 1 job, 2 annotation */
-	struct kx_ioctl e;
-	struct kx_job j;
-	struct kx_ann a;
-	const char *name; /* the annotation's (NULL: "") */
-};
-
-struct blk_list {
-	struct blk_rec *v;
-	size_t n, cap;
-};
-
-static void blk_add(struct blk_list *l, const struct blk_rec *r)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 1024;
-		l->v = realloc(l->v, l->cap * sizeof(*l->v));
-		if (!l->v)
-			abort();
-	}
-	l->v[l->n++] = *r;
-}
-
 /* Block request phase on loop0 (7:0), sector seqno, by tid, written lag ns late. */
-static void blk_ev(struct blk_list *l, uint64_t ts, uint64_t sector, uint32_t tid, int phase,
+static void blk_ev(struct aj_list *l, uint64_t ts, uint64_t sector, uint32_t tid, int phase,
                    uint64_t lag)
 {
-	struct blk_rec r = {.at = ts + lag, .kind = 1};
+	struct aj_rec r = {.at = ts + lag, .kind = 1};
 
 	r.j = (struct kx_job){.ts = ts,
 	                      .seqno = sector,
@@ -1283,13 +1259,13 @@ static void blk_ev(struct blk_list *l, uint64_t ts, uint64_t sector, uint32_t ti
 	                      .src = KX_JOB_SRC_BLOCK,
 	                      .phase = (uint8_t)phase};
 	snprintf(r.j.ring, sizeof(r.j.ring), "loop0");
-	blk_add(l, &r);
+	aj_add(l, &r);
 }
 
 /* A loop driver call of tid (written at its return). */
-static void blk_call(struct blk_list *l, uint64_t ts, uint64_t dur, uint32_t tid)
+static void blk_call(struct aj_list *l, uint64_t ts, uint64_t dur, uint32_t tid)
 {
-	struct blk_rec r = {.at = ts + dur};
+	struct aj_rec r = {.at = ts + dur};
 
 	r.e = (struct kx_ioctl){.ts = ts,
 	                        .dur = dur,
@@ -1299,48 +1275,13 @@ static void blk_call(struct blk_list *l, uint64_t ts, uint64_t dur, uint32_t tid
 	                        .drv = KX_DRV_LOOP,
 	                        .cmd = 0x4c82,
 	                        .arg_off = KX_NO_ARG};
-	blk_add(l, &r);
-}
-
-static int blk_cmp(const void *pa, const void *pb)
-{
-	const struct blk_rec *a = pa, *b = pb;
-
-	if (a->at != b->at)
-		return a->at < b->at ? -1 : 1;
-	return (a->kind == 0) - (b->kind == 0); /* an event inside a call first */
-}
-
-/* The records in the order they are written (stable: calloc'd order kept by at). */
-static int blk_write(const char *path, struct blk_list *l)
-{
-	static struct kx_capinfo ci;
-	char err[256];
-	struct kx_kxp_writer *w = kx_kxp_create(path, &ci, err, sizeof(err));
-	int rc = 0;
-
-	if (!w)
-		return -1;
-	qsort(l->v, l->n, sizeof(*l->v), blk_cmp);
-	for (size_t i = 0; i < l->n; i++) {
-		const struct blk_rec *r = &l->v[i];
-
-		if (r->kind == 1)
-			rc |= kx_kxp_add_job(w, &r->j);
-		else if (r->kind == 2)
-			rc |= kx_kxp_add_ann(w, &r->a, r->name ? r->name : "", "");
-		else
-			rc |= kx_kxp_add_ioctl(w, &r->e, NULL);
-	}
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
+	aj_add(l, &r);
 }
 
 /* A KVM exit (DONE) of tid at ts, written at `at`. */
-static void kvm_exit_at(struct blk_list *l, uint32_t tid, uint64_t ts, uint64_t at)
+static void kvm_exit_at(struct aj_list *l, uint32_t tid, uint64_t ts, uint64_t at)
 {
-	struct blk_rec r = {.at = at, .kind = 1};
+	struct aj_rec r = {.at = at, .kind = 1};
 
 	r.j = (struct kx_job){.ts = ts,
 	                      .ctx = tid,
@@ -1348,7 +1289,7 @@ static void kvm_exit_at(struct blk_list *l, uint32_t tid, uint64_t ts, uint64_t 
 	                      .tid = tid,
 	                      .src = KX_JOB_SRC_KVM,
 	                      .phase = KX_JOB_DONE};
-	blk_add(l, &r);
+	aj_add(l, &r);
 }
 
 /*
@@ -1363,7 +1304,7 @@ static void kvm_exits_late_stream(void)
 {
 	enum { NRUNS = 3000 };
 	static uint64_t start[NRUNS + 1];
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 	char path[128], msg[512];
 	const char *why;
 
@@ -1377,7 +1318,7 @@ static void kvm_exits_late_stream(void)
 		for (uint64_t i = 0; i < NRUNS; i++) {
 			uint64_t dur = start[i + 1] - start[i] - 500 - i % 300;
 			uint64_t at = start[i] + dur - 100;
-			struct blk_rec r = {.at = start[i] + dur, .kind = 0};
+			struct aj_rec r = {.at = start[i] + dur, .kind = 0};
 
 			r.e = (struct kx_ioctl){.ts = start[i],
 			                        .dur = dur,
@@ -1386,7 +1327,7 @@ static void kvm_exits_late_stream(void)
 			                        .drv = KX_DRV_KVM,
 			                        .cmd = KX_KVM_RUN_CMD,
 			                        .arg_off = KX_NO_ARG};
-			blk_add(&l, &r);
+			aj_add(&l, &r);
 			if (i % 13 == 4 && i + 3 < NRUNS)
 				at = start[i + 4] - 500 - (i + 3) % 300 +
 				     1; /* KVM_RUN i + 3 returned */
@@ -1398,7 +1339,7 @@ static void kvm_exits_late_stream(void)
 		}
 	}
 	snprintf(path, sizeof(path), "%s/kvmlatestream.kxp", tmpdir);
-	CHECK(blk_write(path, &l) == 0);
+	CHECK(aj_write(path, &l) == 0);
 	if (!compare(path, &why, msg, sizeof(msg)) || why)
 		printf("FAIL kvm_exits_late_stream: %s\n", why ? why : msg);
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
@@ -1406,9 +1347,9 @@ static void kvm_exits_late_stream(void)
 
 /* A call of tid (an xe exec) and a dma_fence job on the ring of no name
  * that it submits, from ts on: the ring's device is xe's. */
-static void fence_linked(struct blk_list *l, uint64_t ts, uint32_t tid)
+static void fence_linked(struct aj_list *l, uint64_t ts, uint32_t tid)
 {
-	struct blk_rec r = {.at = ts + 1000};
+	struct aj_rec r = {.at = ts + 1000};
 
 	r.e = (struct kx_ioctl){.ts = ts,
 	                        .dur = 1000,
@@ -1418,8 +1359,8 @@ static void fence_linked(struct blk_list *l, uint64_t ts, uint32_t tid)
 	                        .drv = KX_DRV_XE,
 	                        .cmd = 0x40386449u, /* DRM_IOCTL_XE_EXEC */
 	                        .arg_off = KX_NO_ARG};
-	blk_add(l, &r);
-	r = (struct blk_rec){.at = ts + 100, .kind = 1};
+	aj_add(l, &r);
+	r = (struct aj_rec){.at = ts + 100, .kind = 1};
 	r.j = (struct kx_job){.ts = r.at,
 	                      .ctx = 6,
 	                      .seqno = 1,
@@ -1427,26 +1368,26 @@ static void fence_linked(struct blk_list *l, uint64_t ts, uint32_t tid)
 	                      .tid = tid,
 	                      .src = KX_JOB_SRC_DMA_FENCE,
 	                      .phase = KX_JOB_QUEUE};
-	blk_add(l, &r);
+	aj_add(l, &r);
 	r.at = r.j.ts = ts + 5000;
 	r.j.phase = KX_JOB_DONE;
 	r.j.tid = r.j.pid = 0;
-	blk_add(l, &r);
+	aj_add(l, &r);
 }
 
 /* n dma_fence jobs (DONE only) no call submitted on one ring from ts on:
  * its device is learnt at the end. */
-static void fence_unlinked(struct blk_list *l, uint64_t n, uint64_t ts)
+static void fence_unlinked(struct aj_list *l, uint64_t n, uint64_t ts)
 {
 	for (uint64_t i = 0; i < n; i++) {
-		struct blk_rec r = {.at = ts + i * 10, .kind = 1};
+		struct aj_rec r = {.at = ts + i * 10, .kind = 1};
 
 		r.j = (struct kx_job){.ts = r.at,
 		                      .ctx = 5,
 		                      .seqno = i + 1,
 		                      .src = KX_JOB_SRC_DMA_FENCE,
 		                      .phase = KX_JOB_DONE};
-		blk_add(l, &r);
+		aj_add(l, &r);
 	}
 }
 
@@ -1459,7 +1400,7 @@ static void fence_unlinked(struct blk_list *l, uint64_t n, uint64_t ts)
  * sectors reused; repeated DONEs; a DONE of a request older than the
  * capture; requests left open at the end.
  */
-static void blk_requests(struct blk_list *l, int nthreads, uint64_t nreq, uint64_t lag)
+static void blk_requests(struct aj_list *l, int nthreads, uint64_t nreq, uint64_t lag)
 {
 	blk_ev(l, 900, 77777777, 0, KX_JOB_DONE, 0); /* queued before the capture */
 	for (int k = 0; k < nthreads; k++) {
@@ -1504,14 +1445,14 @@ static void block_streamed(void)
 {
 	static struct kx_sreport sr;
 	char path[128], err[512], msg[512];
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 	uint64_t sizes[2][2] = {{3, 3000}, {3, 60000}};
 	const char *why;
 
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/blk%d.kxp", tmpdir, i);
 		blk_requests(&l, (int)sizes[i][0], sizes[i][1], 300000);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		if (!compare(path, &why, msg, sizeof(msg)) || why)
 			printf("FAIL block_streamed: %s: %s\n", path, why ? why : msg);
 		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
@@ -1542,7 +1483,7 @@ static void block_reasons(void)
 	const char *why;
 
 	for (int c = 0; c < (int)(sizeof(want) / sizeof(*want)); c++) {
-		struct blk_list l = {0};
+		struct aj_list l = {0};
 
 		blk_requests(&l, 1, 200, 0);
 		switch (c) {
@@ -1575,7 +1516,7 @@ static void block_reasons(void)
 				blk_ev(&l, 9000000 + i, 5000000 + i, 0, KX_JOB_QUEUE, 0);
 		}
 		snprintf(path, sizeof(path), "%s/blkwhy%d.kxp", tmpdir, c);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		if (!compare(path, &why, msg, sizeof(msg)) || !why || !strstr(why, want[c]))
 			printf("FAIL block_reasons: %d: %s\n", c, why ? why : "streamed");
 		CHECK(compare(path, &why, msg, sizeof(msg)) && why && strstr(why, want[c]));
@@ -1588,10 +1529,10 @@ static void block_reasons(void)
 #define XE_WAIT 0xc048644au /* DRM_IOCTL_XE_WAIT_USER_FENCE */
 
 /* An xe job phase on exec queue ctx, seqno, by tid, written lag ns late. */
-static void xe_ev(struct blk_list *l, uint64_t ts, uint64_t ctx, uint64_t seqno, uint32_t tid,
+static void xe_ev(struct aj_list *l, uint64_t ts, uint64_t ctx, uint64_t seqno, uint32_t tid,
                   int phase, uint64_t lag)
 {
-	struct blk_rec r = {.at = ts + lag, .kind = 1};
+	struct aj_rec r = {.at = ts + lag, .kind = 1};
 
 	r.j = (struct kx_job){.ts = ts,
 	                      .ctx = ctx,
@@ -1600,13 +1541,13 @@ static void xe_ev(struct blk_list *l, uint64_t ts, uint64_t ctx, uint64_t seqno,
 	                      .tid = tid,
 	                      .src = KX_JOB_SRC_XE,
 	                      .phase = (uint8_t)phase};
-	blk_add(l, &r);
+	aj_add(l, &r);
 }
 
 /* An xe call (cmd) of tid, written at its return. */
-static void xe_call(struct blk_list *l, uint64_t ts, uint64_t dur, uint32_t tid, uint32_t cmd)
+static void xe_call(struct aj_list *l, uint64_t ts, uint64_t dur, uint32_t tid, uint32_t cmd)
 {
-	struct blk_rec r = {.at = ts + dur};
+	struct aj_rec r = {.at = ts + dur};
 
 	r.e = (struct kx_ioctl){.ts = ts,
 	                        .dur = dur,
@@ -1616,14 +1557,14 @@ static void xe_call(struct blk_list *l, uint64_t ts, uint64_t dur, uint32_t tid,
 	                        .drv = KX_DRV_XE,
 	                        .cmd = cmd,
 	                        .arg_off = KX_NO_ARG};
-	blk_add(l, &r);
+	aj_add(l, &r);
 }
 
 /* A dma_fence job on ring "gfx" (fence context 1000 + seqno's first
  * digit), queued by tid at ts, signalled at done. */
-static void fence_job(struct blk_list *l, uint64_t ts, uint64_t seqno, uint32_t tid, uint64_t done)
+static void fence_job(struct aj_list *l, uint64_t ts, uint64_t seqno, uint32_t tid, uint64_t done)
 {
-	struct blk_rec r = {.at = ts, .kind = 1};
+	struct aj_rec r = {.at = ts, .kind = 1};
 
 	r.j = (struct kx_job){.ts = ts,
 	                      .ctx = 1000 + seqno / 1000000,
@@ -1633,11 +1574,11 @@ static void fence_job(struct blk_list *l, uint64_t ts, uint64_t seqno, uint32_t 
 	                      .src = KX_JOB_SRC_DMA_FENCE,
 	                      .phase = KX_JOB_QUEUE};
 	snprintf(r.j.ring, sizeof(r.j.ring), "gfx");
-	blk_add(l, &r);
+	aj_add(l, &r);
 	r.at = r.j.ts = done;
 	r.j.phase = KX_JOB_DONE;
 	r.j.tid = r.j.pid = 0;
-	blk_add(l, &r);
+	aj_add(l, &r);
 }
 
 /*
@@ -1649,7 +1590,7 @@ static void fence_job(struct blk_list *l, uint64_t ts, uint64_t seqno, uint32_t 
  * jobs left open at the end; dma_fence jobs on one ring, a tenth submitted
  * by the exec call, others by none (their device learnt from the first).
  */
-static void xe_jobs(struct blk_list *l, int nthreads, uint64_t njobs, uint64_t lag)
+static void xe_jobs(struct aj_list *l, int nthreads, uint64_t njobs, uint64_t lag)
 {
 	for (int k = 0; k < nthreads; k++) {
 		uint32_t tid = 300 + (uint32_t)k;
@@ -1694,7 +1635,7 @@ static void gpu_streamed(void)
 {
 	static struct kx_sreport sr;
 	char path[128], err[512], msg[512];
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 	uint64_t sizes[2][2] = {{2, 2000}, {2, 40000}};
 	const char *why;
 
@@ -1705,7 +1646,7 @@ static void gpu_streamed(void)
 
 		snprintf(path, sizeof(path), "%s/xe%d.kxp", tmpdir, i);
 		xe_jobs(&l, (int)sizes[i][0], sizes[i][1], 300000);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		if (!compare(path, &why, msg, sizeof(msg)) || why)
 			printf("FAIL gpu_streamed: %s: %s\n", path, why ? why : msg);
 		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
@@ -1741,13 +1682,13 @@ static void waits_held_stream(void)
 {
 	char path[128], msg[512];
 	const char *why;
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 
 	xe_jobs(&l, 1, 200, 0);
 	xe_call(&l, 100, 1100, 778, XE_WAIT);
 	xe_ev(&l, 1100, 9, 1, 0, KX_JOB_DONE, 5000);
 	snprintf(path, sizeof(path), "%s/xeheld.kxp", tmpdir);
-	CHECK(blk_write(path, &l) == 0);
+	CHECK(aj_write(path, &l) == 0);
 	if (!compare(path, &why, msg, sizeof(msg)) || why)
 		printf("FAIL waits_held_stream: %s\n", why ? why : msg);
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
@@ -1763,7 +1704,7 @@ static void record_after_calls(void)
 	const char *why;
 
 	for (int later = 2; later <= 10; later += 8) {
-		struct blk_list l = {0};
+		struct aj_list l = {0};
 
 		xe_jobs(&l, 1, 200, 0);
 		xe_call(&l, 1000, 100, 990, XE_EXEC);
@@ -1772,7 +1713,7 @@ static void record_after_calls(void)
 		xe_ev(&l, 1050, 77, 1, 990, KX_JOB_QUEUE, 9000);
 		xe_ev(&l, 1600, 77, 1, 0, KX_JOB_DONE, 8500);
 		snprintf(path, sizeof(path), "%s/xerecent%d.kxp", tmpdir, later);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		CHECK(compare(path, &why, msg, sizeof(msg)));
 		if (later < 8 ? why != NULL : !why || !strstr(why, "a job record came after"))
 			printf("FAIL record_after_calls: %d later calls: %s\n", later,
@@ -1792,7 +1733,7 @@ static void gpu_reasons(void)
 	const char *why;
 
 	for (int c = 0; c < (int)(sizeof(want) / sizeof(*want)); c++) {
-		struct blk_list l = {0};
+		struct aj_list l = {0};
 
 		xe_jobs(&l, 1, 200, 0);
 		switch (c) {
@@ -1807,7 +1748,7 @@ static void gpu_reasons(void)
 			xe_call(&l, 1500, 3 * KX_JOBFLOW_WINDOW_NS, 777, XE_WAIT);
 		}
 		snprintf(path, sizeof(path), "%s/xewhy%d.kxp", tmpdir, c);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		if (!compare(path, &why, msg, sizeof(msg)) || !why || !strstr(why, want[c]))
 			printf("FAIL gpu_reasons: %d: %s\n", c, why ? why : "streamed");
 		CHECK(compare(path, &why, msg, sizeof(msg)) && why && strstr(why, want[c]));
@@ -1826,7 +1767,7 @@ static void waits_before_gpu(void)
 	const char *why;
 
 	for (int c = 0; c < 2; c++) {
-		struct blk_list l = {0};
+		struct aj_list l = {0};
 
 		if (!c)
 			xe_jobs(&l, 1, 200, 0);
@@ -1836,7 +1777,7 @@ static void waits_before_gpu(void)
 			xe_call(&l, 1500 + i * 30, 20, 779, XE_WAIT);
 		xe_ev(&l, 1100, 9, 1, 0, KX_JOB_DONE, c ? 3000000 : 5000);
 		snprintf(path, sizeof(path), "%s/xefirst%d.kxp", tmpdir, c);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		CHECK(compare(path, &why, msg, sizeof(msg)));
 		if (c ? !why || !strstr(why, "wait calls") : why != NULL)
 			printf("FAIL waits_before_gpu: %d: %s\n", c, why ? why : "streamed");
@@ -1850,11 +1791,11 @@ static void waits_before_gpu(void)
 static void waits_unkept(void)
 {
 	char path[128], msg[512];
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 	const char *why;
 
 	for (uint64_t i = 0; i < 200; i++) {
-		struct blk_rec r = {.at = 1000 + i * 10000 + 5000};
+		struct aj_rec r = {.at = 1000 + i * 10000 + 5000};
 
 		r.e = (struct kx_ioctl){.ts = 1000 + i * 10000,
 		                        .dur = 5000,
@@ -1863,20 +1804,20 @@ static void waits_unkept(void)
 		                        .drv = KX_DRV_KVM,
 		                        .cmd = KX_KVM_RUN_CMD,
 		                        .arg_off = KX_NO_ARG};
-		blk_add(&l, &r);
-		r = (struct blk_rec){.at = 1000 + i * 10000 + 4000, .kind = 1};
+		aj_add(&l, &r);
+		r = (struct aj_rec){.at = 1000 + i * 10000 + 4000, .kind = 1};
 		r.j = (struct kx_job){.ts = r.at,
 		                      .ctx = 100,
 		                      .pid = 7,
 		                      .tid = 100,
 		                      .src = KX_JOB_SRC_KVM,
 		                      .phase = KX_JOB_DONE};
-		blk_add(&l, &r);
+		aj_add(&l, &r);
 	}
 	for (uint64_t i = 0; i < KX_JOBFLOW_WAITS + 100; i++)
 		xe_call(&l, 500 + i * 30, 20, 555, XE_WAIT);
 	snprintf(path, sizeof(path), "%s/kvmwaits.kxp", tmpdir);
-	CHECK(blk_write(path, &l) == 0);
+	CHECK(aj_write(path, &l) == 0);
 	if (!compare(path, &why, msg, sizeof(msg)) || why)
 		printf("FAIL waits_unkept: %s\n", why ? why : msg);
 	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
@@ -1979,7 +1920,7 @@ static void fences_past_budget(void)
 
 	for (int c = 0; c < 5; c++) {
 		const struct fence_kind *k = &fence_kinds[3]; /* gpu_scheduler */
-		struct blk_list l = {0};
+		struct aj_list l = {0};
 		int ok;
 
 		CHECK(!strcmp(k->name, "gpu_scheduler"));
@@ -1988,7 +1929,7 @@ static void fences_past_budget(void)
 			fence_unlinked(&l, 2 * KX_JOBFLOW_PENDING, 9000000);
 			if (c)
 				fence_linked(&l, 9000000 + 20 * KX_JOBFLOW_PENDING, 780);
-			CHECK(blk_write(path, &l) == 0);
+			CHECK(aj_write(path, &l) == 0);
 		} else {
 			CHECK(write_fence(path, c == 3 ? &amd : k, c == 2 ? 55000 : 30000, 1000000,
 			                  c == 2 ? 300 : 25000, 1, 1) == 0);
@@ -2176,13 +2117,13 @@ static void fence_waits_budget(void)
 	kx_store_free(mem);
 }
 
-/* ---- annotation ranges with device jobs (records: struct blk_rec) ---- */
+/* ---- annotation ranges with device jobs (records: struct aj_rec) ---- */
 
 /* A thread's range event (name: a push's) at ts. */
-static void rd_ann(struct blk_list *l, uint32_t pid, uint32_t tid, int what, uint64_t ts,
+static void rd_ann(struct aj_list *l, uint32_t pid, uint32_t tid, int what, uint64_t ts,
                    uint64_t begin, uint16_t depth, const char *name)
 {
-	struct blk_rec r = {.at = ts, .kind = 2, .name = name};
+	struct aj_rec r = {.at = ts, .kind = 2, .name = name};
 
 	r.a = (struct kx_ann){.tid = tid,
 	                      .pid = pid,
@@ -2190,13 +2131,13 @@ static void rd_ann(struct blk_list *l, uint32_t pid, uint32_t tid, int what, uin
 	                      .begin = begin,
 	                      .depth = depth,
 	                      .what = (uint8_t)what};
-	blk_add(l, &r);
+	aj_add(l, &r);
 }
 
-static void rd_call(struct blk_list *l, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur,
+static void rd_call(struct aj_list *l, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur,
                     unsigned int drv, uint32_t cmd)
 {
-	struct blk_rec r = {.at = ts + dur};
+	struct aj_rec r = {.at = ts + dur};
 
 	r.e = (struct kx_ioctl){.ts = ts,
 	                        .dur = dur,
@@ -2206,14 +2147,14 @@ static void rd_call(struct blk_list *l, uint32_t pid, uint32_t tid, uint64_t ts,
 	                        .drv = (uint8_t)drv,
 	                        .cmd = cmd,
 	                        .arg_off = KX_NO_ARG};
-	blk_add(l, &r);
+	aj_add(l, &r);
 }
 
-static void rd_job(struct blk_list *l, const struct kx_job *j, uint64_t lag)
+static void rd_job(struct aj_list *l, const struct kx_job *j, uint64_t lag)
 {
-	struct blk_rec r = {.at = j->ts + lag, .kind = 1, .j = *j};
+	struct aj_rec r = {.at = j->ts + lag, .kind = 1, .j = *j};
 
-	blk_add(l, &r);
+	aj_add(l, &r);
 }
 
 /*
@@ -2224,7 +2165,7 @@ static void rd_job(struct blk_list *l, const struct kx_job *j, uint64_t lag)
  * ended (every fifth); job records up to lag ns late; thread 0's last step
  * left open (its range has no row).
  */
-static void rd_gen(struct blk_list *l, int kvm, int nthreads, uint64_t n, uint64_t lag)
+static void rd_gen(struct aj_list *l, int kvm, int nthreads, uint64_t n, uint64_t lag)
 {
 	uint32_t pid = kvm ? 7 : 60;
 	unsigned int drv = kvm ? KX_DRV_KVM : KX_DRV_XE;
@@ -2303,14 +2244,14 @@ static void ranges_jobs_stream(void)
 	static const int kinds[][3] = {{0, 2, 300}, {0, 3, 3000}, {1, 2, 300}, {1, 3, 3000}};
 	char path[128], msg[512];
 	const char *why;
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		char *m;
 
 		snprintf(path, sizeof(path), "%s/rangedev%zu.kxp", tmpdir, i);
 		rd_gen(&l, kinds[i][0], kinds[i][1], (uint64_t)kinds[i][2], 200000);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		m = json_in_memory(path);
 		CHECK(m && rd_has_jobs(m));
 		free(m);
@@ -2326,7 +2267,7 @@ static void ranges_jobs_reasons(void)
 {
 	char path[128], msg[512];
 	const char *why;
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 	struct kx_job j = {.ts = 1200,
 	                   .ctx = 2,
 	                   .seqno = 1,
@@ -2345,7 +2286,7 @@ static void ranges_jobs_reasons(void)
 	for (uint16_t d = 9; d >= 1; d--)
 		rd_ann(&l, 60, 400, KX_ANN_POP, 6000 - d, 1000 + d, d, "");
 	snprintf(path, sizeof(path), "%s/rangedev_why.kxp", tmpdir);
-	CHECK(blk_write(path, &l) == 0);
+	CHECK(aj_write(path, &l) == 0);
 	CHECK(compare(path, &why, msg, sizeof(msg)));
 	if (!why || !strstr(why, "more than 8 ranges"))
 		printf("FAIL ranges_jobs_reasons: %s\n", why ? why : "streamed");
@@ -2363,7 +2304,7 @@ static void ranges_jobs_same(void)
 {
 	char path[128], msg[512];
 	const char *why;
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 
 	for (int both = 0; both < 2; both++) {
 		char *m;
@@ -2391,7 +2332,7 @@ static void ranges_jobs_same(void)
 		rd_call(&l, 60, 400, 7000, 100, KX_DRV_XE, XE_WAIT);
 		rd_ann(&l, 60, 400, KX_ANN_POP, 9000, 1000, 1, "");
 		snprintf(path, sizeof(path), "%s/rangedev_same%d.kxp", tmpdir, both);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		m = json_in_memory(path);
 		CHECK(m && rd_has_jobs(m));
 		free(m);
@@ -2413,7 +2354,7 @@ static void ranges_jobs_early(void)
 {
 	char path[128], msg[512];
 	const char *why;
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 
 	for (int later = 0; later < 2; later++) {
 		struct kx_job j = {.ts = 1500,
@@ -2443,7 +2384,7 @@ static void ranges_jobs_early(void)
 		rd_call(&l, 60, 400, 200000, 100, KX_DRV_XE, XE_WAIT);
 		rd_ann(&l, 60, 400, KX_ANN_POP, 300000, 1000, 1, "");
 		snprintf(path, sizeof(path), "%s/rangedev_early%d.kxp", tmpdir, later);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		m = json_in_memory(path);
 		CHECK(m && rd_has_jobs(m));
 		free(m);
@@ -2465,7 +2406,7 @@ static void ranges_jobs_early(void)
  * is held whole (it ends 200 ns before the submitting call's end), and
  * comes first.
  */
-static void rd_overlap(struct blk_list *l, int ranges, int hold)
+static void rd_overlap(struct aj_list *l, int ranges, int hold)
 {
 	size_t out = 0;
 
@@ -2477,7 +2418,7 @@ static void rd_overlap(struct blk_list *l, int ranges, int hold)
 		    k++ % 3)
 			continue;
 		for (size_t j = i + 1; j < l->n; j++) {
-			struct blk_rec *r = &l->v[j];
+			struct aj_rec *r = &l->v[j];
 
 			if (r->kind != 0 || r->e.tid != s->tid)
 				continue;
@@ -2511,13 +2452,13 @@ static void nest_jobs_ranges(void)
 	static const int kinds[][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
 	char path[128], msg[512];
 	const char *why;
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		snprintf(path, sizeof(path), "%s/nestdev%zu.kxp", tmpdir, i);
 		rd_gen(&l, kinds[i][0], 3, 2000, 200000);
 		rd_overlap(&l, kinds[i][1], 0);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		CHECK(nest_shortened(path));
 		if (!compare(path, &why, msg, sizeof(msg)) || why)
 			printf("FAIL nest_jobs_ranges: %s (kvm %d, ranges %d): %s\n", path,
@@ -2528,7 +2469,7 @@ static void nest_jobs_ranges(void)
 	snprintf(path, sizeof(path), "%s/nestblk.kxp", tmpdir);
 	blk_requests(&l, 3, 3000, 300000);
 	rd_overlap(&l, 0, 0);
-	CHECK(blk_write(path, &l) == 0);
+	CHECK(aj_write(path, &l) == 0);
 	CHECK(nest_shortened(path));
 	if (!compare(path, &why, msg, sizeof(msg)) || why)
 		printf("FAIL nest_jobs_ranges: %s (block): %s\n", path, why ? why : msg);
@@ -2543,7 +2484,7 @@ static void cut_jobs_ranges(void)
 {
 	char path[128], msg[512];
 	const char *why;
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 
 	for (int kvm = 0; kvm < 2; kvm++) {
 		char *m;
@@ -2551,13 +2492,13 @@ static void cut_jobs_ranges(void)
 		snprintf(path, sizeof(path), "%s/cutdev%d.kxp", tmpdir, kvm);
 		rd_gen(&l, kvm, 3, 2000, 200000);
 		for (size_t i = 0; i < l.n; i++) {
-			struct blk_rec *r = &l.v[i];
+			struct aj_rec *r = &l.v[i];
 
 			/* pushed at t + 10, the call from t + 100, at least 4 us long */
 			if (r->kind == 2 && r->a.what == KX_ANN_POP && r->a.depth == 2)
 				r->at = r->a.ts = r->a.begin + 2000;
 		}
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		m = json_in_memory(path);
 		CHECK(m && rd_has_jobs(m) && strstr(m, "shortened to nest in it"));
 		free(m);
@@ -2575,7 +2516,7 @@ static void nest_held_jobs(void)
 {
 	char path[128], msg[512];
 	const char *why;
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 
 	for (int kind = 0; kind < 3; kind++) {
 		snprintf(path, sizeof(path), "%s/nesthold%d.kxp", tmpdir, kind);
@@ -2584,7 +2525,7 @@ static void nest_held_jobs(void)
 		else
 			blk_requests(&l, 3, 3000, 300000);
 		rd_overlap(&l, 0, 1);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		if (!compare(path, &why, msg, sizeof(msg)) || why)
 			printf("FAIL nest_held_jobs: kind %d: %s\n", kind, why ? why : msg);
 		CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
@@ -2602,7 +2543,7 @@ static void nest_range_same_start(void)
 	static const uint64_t lens[] = {300, 500, 700, 1700, 700};
 	char path[128], msg[512];
 	const char *why;
-	struct blk_list l = {0};
+	struct aj_list l = {0};
 
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		rd_call(&l, 60, 400, 1000, 1000, KX_DRV_XE, XE_WAIT);
@@ -2613,7 +2554,7 @@ static void nest_range_same_start(void)
 		rd_ann(&l, 60, 400, KX_ANN_POP, 1500 + lens[i], 1500, 1, "");
 		rd_call(&l, 60, 400, 9000, 100, KX_DRV_XE, XE_WAIT);
 		snprintf(path, sizeof(path), "%s/nestrange%zu.kxp", tmpdir, i);
-		CHECK(blk_write(path, &l) == 0);
+		CHECK(aj_write(path, &l) == 0);
 		CHECK(nest_shortened(path));
 		if (!compare(path, &why, msg, sizeof(msg)) || why)
 			printf("FAIL nest_range_same_start: range %llu ns: %s\n",
