@@ -116,6 +116,8 @@ wait_socket() { # path
 d_fds() { ls /proc/"$DPID"/fd | wc -l; }
 d_bpf() { grep -lE '^(prog_type|map_type|link_type):' /proc/"$DPID"/fdinfo/* 2>/dev/null | wc -l; }
 d_rss() { awk '/^VmRSS/{print $2}' /proc/"$DPID"/status; }
+# Seconds since T0 (date +%s.%N), one decimal.
+since() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
 # Waits (up to 60 s) until the daemon holds no BPF object and FDS fds.
 d_settle() {
 	for _ in $(seq 1 600); do
@@ -324,7 +326,7 @@ for i in $(seq 1 50); do
 		echo "client $i: counts differ"
 	}
 done
-echo "50 concurrent clients: $(echo "$(date +%s.%N) - $t0" | bc) s"
+echo "50 concurrent clients: $(since "$t0") s"
 check daemon_50_concurrent_exact test $bad -eq 0
 
 # ---- killed clients and a fuzzer: nothing left behind ----
@@ -336,7 +338,7 @@ t0=$(date +%s.%N)
 as 65534 "$PY" "$BIN/daemon_client.py" "$SOCK" kill "$KILLED" 6 >"$TMP/kill.out" 2>&1
 rk=$?
 cat "$TMP/kill.out"
-echo "$KILLED killed clients: $(echo "$(date +%s.%N) - $t0" | bc) s"
+echo "$KILLED killed clients: $(since "$t0") s"
 as 65534 "$PY" "$BIN/daemon_client.py" "$SOCK" fuzz 240 >"$TMP/fuzz.out" 2>&1
 rf=$?
 cat "$TMP/fuzz.out"
