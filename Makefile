@@ -327,16 +327,31 @@ FORMAT_SRCS = $(filter-out user/registry/ioctl_table.c,$(wildcard bpf/*.c bpf/*.
 	plugin/*.c plugin/*.h tests/unit/*.c tests/unit/*.h tests/kernel/*.c tests/workloads/*.c tests/workloads/*.h \
 	tests/bench/*.c tests/fuzz/*.c))
 
-format:
-	clang-format -i $(FORMAT_SRCS)
+# One clang-format for every host: releases lay .clang-format out differently
+# (Debian 13's 19 and Debian 12's 14 disagree on casts in macros and braced
+# initializers), so format and format-check run clang-format 14.0.6 from
+# PyPI in build/fmt-venv (28 MB, made on first use).
+CLANG_FORMAT_VERSION := 14.0.6
+FMT_VENV := build/fmt-venv
+CLANG_FORMAT := $(FMT_VENV)/bin/clang-format
+FMT_STAMP := $(FMT_VENV)/.clang-format-$(CLANG_FORMAT_VERSION)
+$(FMT_STAMP):
+	rm -rf $(FMT_VENV)
+	python3 -m venv $(FMT_VENV)
+	$(FMT_VENV)/bin/pip install -q clang-format==$(CLANG_FORMAT_VERSION) || \
+		{ echo "kxprof: could not install clang-format $(CLANG_FORMAT_VERSION) from PyPI into $(FMT_VENV): make format and format-check need that version" >&2; exit 1; }
+	touch $@
+
+format: $(FMT_STAMP)
+	$(CLANG_FORMAT) -i $(FORMAT_SRCS)
 
 # Fails on an include cycle or a layer including one above it (scripts/check-layering.py).
 layering:
 	@python3 scripts/check-layering.py
 
 # Fails when a file differs from .clang-format's layout.
-format-check:
-	clang-format --dry-run --Werror $(FORMAT_SRCS)
+format-check: $(FMT_STAMP)
+	$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_SRCS)
 
 # ---- Annotations: plugin/kxprof_annotate.h, its library, the NVTX injection ----
 # libkxprof_annotate.so holds the USDT probes; libkxprof_nvtx.so calls it

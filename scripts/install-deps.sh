@@ -8,7 +8,6 @@ declare -A need=(
 	[clang]=/usr/bin/clang
 	[llvm]=/usr/bin/llvm-strip
 	[make]=/usr/bin/make
-	[clang-format]=/usr/bin/clang-format
 	[gcc]=/usr/bin/gcc
 	[libbpf-dev]=/usr/include/bpf/libbpf.h
 	[libelf-dev]=/usr/include/libelf.h
