@@ -33,6 +33,7 @@ declare -A need=(
 	[libmicrohttpd-dev]=/usr/include/microhttpd.h
 	[prometheus]=/usr/bin/promtool
 	[curl]=/usr/bin/curl
+	[iproute2]=/bin/ss
 	# systemd-analyze verify of the installed units runs man for their Documentation= pages
 	[man-db]=/usr/bin/man
 	[systemtap-sdt-dev]=/usr/bin/dtrace
