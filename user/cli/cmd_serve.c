@@ -555,17 +555,21 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 {
 	struct serve *sv = cls;
 	const union MHD_ConnectionInfo *fd, *peer;
+	MHD_socket sock;
 
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		serve_conns_remove(&sv->conns, *socket_context);
 		*socket_context = NULL;
 		return;
 	}
+	/* libmicrohttpd 1.0 answers both in one buffer of the connection: the
+	 * fd is read before the address is asked for. */
 	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!fd)
+		return;
+	sock = fd->connect_fd;
 	peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (fd)
-		*socket_context = serve_conns_add(&sv->conns, fd->connect_fd,
-		                                  peer ? peer->client_addr : NULL);
+	*socket_context = serve_conns_add(&sv->conns, sock, peer ? peer->client_addr : NULL);
 }
 
 /* A response was sent (or the request ended): the next request's clock starts. */
