@@ -15,6 +15,8 @@
 #   glibc/            the dynamic loader and glibc's libraries, for kxprof only
 #                     (never on a RUNPATH: a host process keeps its own glibc)
 #   scripts/          gpu-check.sh and its PyTorch workload
+#   GLIBC             the glibc version the lib/ libraries need of a host (2.33
+#                     when made on Debian 12)
 set -eu
 B=$1
 WL=$2
@@ -97,6 +99,38 @@ for f in $INPROC; do
 			die "lib/$f needs $n but has no RUNPATH \$ORIGIN: link it with -Wl,-rpath,'\$ORIGIN'"
 	done
 done
+
+# The glibc the in-process libraries need (they use the host process's):
+# the newest GLIBC_2.N any of them or their bundled libraries refers to,
+# written to GLIBC and said. Debian 12's libraries need 2.33 (libelf's
+# fstat); a newer build host's may need more (Debian 13's libbpf and libelf
+# call glibc 2.38's __isoc23_* functions), which only its own release fixes.
+glibc_needs() { # FILE: "2.N symbol@GLIBC_2.N" for each versioned glibc symbol it needs
+	objdump -T "$1" | awk '/\*UND\*/ { for (i = 1; i <= NF; i++) if ($i ~ /^\(?GLIBC_2\.[0-9]+/) {
+		v = $i; gsub(/[()]/, "", v); split(v, p, "."); print p[2] + 0, $NF "@" v } }'
+}
+# lib/'s libraries an in-process library loads: ldd's closure of each.
+inproc_closure() {
+	for f in $INPROC; do
+		echo "$f"
+		ldd "$B/$f" | awk '$2 == "=>" { print $1 }' | while read -r n; do
+			[ -e "$ROOT/lib/$n" ] && echo "$n"
+		done
+	done | sort -u
+}
+floor_minor=0 floor_why=
+for f in $(inproc_closure); do
+	top=$(glibc_needs "$ROOT/lib/$f" | sort -n -k1,1 | tail -n 1)
+	[ -n "$top" ] || continue
+	minor=${top%% *}
+	if [ "$minor" -gt "$floor_minor" ]; then
+		floor_minor=$minor floor_why="$f: ${top#* }"
+	fi
+done
+echo "2.$floor_minor" >"$ROOT/GLIBC"
+echo "kxprof bundle: the libraries other processes load need glibc 2.$floor_minor or newer ($floor_why)" >&2
+[ "$floor_minor" -le 33 ] ||
+	echo "kxprof bundle: warning: this host's libraries need glibc 2.$floor_minor, so the TF plugin and the annotation libraries load only on hosts with it; a bundle made on Debian 12 needs 2.33" >&2
 
 cat >"$ROOT/bin/kxprof" <<'EOF'
 #!/bin/sh

@@ -34,10 +34,16 @@ newer_than_231() {
 		for (i = 1; i <= NF; i++) if ($i ~ /^\(?GLIBC_2\.[0-9]+/) {
 			v = $i; gsub(/[()]/, "", v); split(v, p, "."); if (p[2] + 0 > max) print $NF "@" v } }'
 }
-# The one known exception: Debian's libelf (which libbpf needs, and which
-# cannot be linked statically into a shared object) calls fstat@GLIBC_2.33, so
-# the TF plugin needs glibc 2.33 (docs/limits.md). Anything else fails.
+# The known exceptions, Debian's own libraries (which cannot be linked
+# statically into a shared object): Debian 12's libelf (which libbpf needs)
+# calls fstat@GLIBC_2.33, so the TF plugin needs glibc 2.33 (docs/limits.md);
+# Debian 13's libbpf and libelf were built for C23 and call glibc 2.38's
+# __isoc23_* functions. Anything else fails.
 declare -A KNOWN=([libelf.so.1]=fstat@GLIBC_2.33)
+if grep -q '^13' /etc/debian_version 2>/dev/null; then
+	KNOWN[libelf.so.1]=$'fstat@GLIBC_2.33\n__isoc23_strtol@GLIBC_2.38'
+	KNOWN[libbpf.so.1]=$'__isoc23_fscanf@GLIBC_2.38\n__isoc23_sscanf@GLIBC_2.38\n__isoc23_strtoull@GLIBC_2.38'
+fi
 inproc=$(cd "$B/lib" && ls libkxprof_*.so)
 for f in $inproc; do
 	bad=$(newer_than_231 "$B/lib/$f" | sort -u | tr '\n' ' ')
@@ -49,8 +55,20 @@ for f in $inproc; do
 		check "bundle_${f}_runpath" sh -c "readelf -d '$B/lib/$f' | grep -q 'RUNPATH.*\\\$ORIGIN'"
 		bad=$(newer_than_231 "$B/lib/$n" | grep -vxF "${KNOWN[$n]:-}" | sort -u | tr '\n' ' ')
 		check "bundle_glibc_231_${f}_dep_$n" test -z "$bad" || echo "  $n needs: $bad"
+		newer_than_231 "$B/lib/$n" >>"$TMP/newer"
 	done
+	newer_than_231 "$B/lib/$f" >>"$TMP/newer"
 done
+# The bundle states the newest glibc they need (GLIBC), and make bundle says
+# it, with a warning past Debian 12's 2.33.
+need=$(sed -n 's/.*@GLIBC_2\.\([0-9]*\)$/\1/p' "$TMP/newer" 2>/dev/null | sort -n | tail -n 1)
+check bundle_states_glibc test "$(cat "$B/GLIBC")" = "2.${need:-31}"
+check bundle_make_says_glibc grep -q "need glibc $(cat "$B/GLIBC") or newer" "$TMP/make.out"
+if [ "${need:-31}" -gt 33 ]; then
+	check bundle_make_warns_glibc grep -q "warning: this host's libraries need glibc 2.$need" "$TMP/make.out"
+else
+	check bundle_make_no_glibc_warning bash -c '! grep -q "warning: this host" "$1"' _ "$TMP/make.out"
+fi
 # The check itself fails on a library that needs a newer version.
 cat >"$TMP/new.c" <<'EOF'
 #include <pthread.h>
