@@ -25,20 +25,6 @@ int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_
 	return 0;
 }
 
-int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e)
-{
-	struct kx_nest_thread *t = kx_tidtab_get(&n->threads, e->tid, 1);
-
-	if (!t)
-		return -1;
-	if (t->fed && e->ts < t->fed_ts)
-		n->unordered++;
-	else
-		t->fed_ts = e->ts;
-	t->fed = 1;
-	return 0;
-}
-
 /* Call e, which the rule just shortened to end (ns), is held (its
  * thread's held calls are of its start and end). */
 static int hold(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end)

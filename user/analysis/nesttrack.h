@@ -39,21 +39,18 @@ struct kx_nesttrack {
 	struct kx_tidtab threads; /* each thread's open calls (struct kx_nest_thread) */
 	uint64_t fixed;           /* calls the rule shortened */
 	uint64_t fixed_threads;   /* threads with at least one */
-	uint64_t unordered;       /* calls fed after a later-starting call of their thread */
 	uint64_t held; /* shortened calls held now, every thread's (kx_nesttrack_place) */
 };
 
 #define KX_NESTTRACK_INIT                                                                          \
 	{                                                                                          \
-		KX_TIDTAB_INIT(struct kx_nest_thread), 0, 0, 0, 0                                  \
+		KX_TIDTAB_INIT(struct kx_nest_thread), 0, 0, 0                                     \
 	}
 
 struct kx_nest_thread {
 	uint64_t *stack; /* ns, the ends of the open calls */
 	size_t depth, cap;
-	int fixed;       /* a call of it was shortened */
-	uint64_t fed_ts; /* ns, the latest start of its calls fed (fed: one was) */
-	int fed;
+	int fixed;                 /* a call of it was shortened */
 	struct kx_nest_held *held; /* its shortened calls held, of one start and end */
 	size_t nheld, hcap;
 };
@@ -67,11 +64,6 @@ struct kx_nest_held {
 /* The next call of its thread: *end (ns) the end the rule gives it, *cut
  * set when the rule shortens it. 0, or -1 when out of memory. */
 int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t *end, int *cut);
-/* A call as it comes, in file order (before the reorder stage): counted in
- * unordered when a later-starting call of its thread came before it (a
- * call that holds others whole comes after them). 0, or -1 when out of
- * memory. */
-int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e);
 /* A call given to the caller's walk (the annotation ranges'): e with the
  * end the rule gave it (ns; cut: shortened). 0, or -1 to stop. */
 typedef int (*kx_nest_walk_fn)(void *ctx, const struct kx_ioctl *e, uint64_t end, int cut);
