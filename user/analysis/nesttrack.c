@@ -52,8 +52,9 @@ static int walk_held(struct kx_nesttrack *n, struct kx_nest_thread *t, kx_nest_w
 	return 0;
 }
 
-int kx_nesttrack_place(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
-                       kx_nest_walk_fn walk, void *ctx)
+/* kx_nesttrack_place past its inline common case (nesttrack.h). */
+int kx_nesttrack_place_held(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
+                            kx_nest_walk_fn walk, void *ctx)
 {
 	struct kx_nest_thread *t = n->held ? kx_tidtab_find(&n->threads, e->tid) : NULL;
 

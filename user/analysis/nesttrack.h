@@ -73,8 +73,16 @@ typedef int (*kx_nest_walk_fn)(void *ctx, const struct kx_ioctl *e, uint64_t end
  * held when shortened (the ranges of its start memory orders before it,
  * by its shortened length, go first). 0, or -1 when walk stops or out of
  * memory. */
-int kx_nesttrack_place(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
-                       kx_nest_walk_fn walk, void *ctx);
+int kx_nesttrack_place_held(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
+                            kx_nest_walk_fn walk, void *ctx);
+static inline int kx_nesttrack_place(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end,
+                                     int cut, kx_nest_walk_fn walk, void *ctx)
+{
+	/* The common case, inline: none held, e not shortened: walked now. */
+	if (!n->held && !cut)
+		return walk(ctx, e, end, 0);
+	return kx_nesttrack_place_held(n, e, end, cut, walk, ctx);
+}
 /* A range of thread tid starting at ts_ns, len_ns long (UINT64_MAX: its
  * end not come), goes next: the calls held that memory orders before it
  * are walked first. 0, or -1 when walk stops. */
