@@ -18,7 +18,7 @@ struct kx_eng_rec {
 	                        range's whose end has not come (the longest) */
 	uint64_t seq : 45;   /* its place in the file */
 	uint64_t kind : 2;   /* REC_* */
-	uint64_t span : 1;   /* a call without a copy (kx_engine_feed_span) */
+	uint64_t copy : 1;   /* its copy kept (a call's or counter record's, not a span's) */
 	uint64_t depth : 16; /* a range's level */
 	uint32_t ref;        /* the caller's handle (KX_ENGINE_NOREF: none) */
 	uint32_t at;         /* its copy's slot in kx_engine.copies; a range's or span's thread */
@@ -148,13 +148,7 @@ static int emit(struct kx_engine *e, const struct kx_eng_rec *r, const union kx_
 	return rc ? fail(e) : 0;
 }
 
-/* Does r keep a copy (a call's or counter record's, not a span's)? */
-static int rec_copied(const struct kx_eng_rec *r)
-{
-	return r->kind != REC_RANGE && !r->span;
-}
-
-/* Bytes a waiting record takes (copied: rec_copied). */
+/* Bytes a waiting record takes (copied: its copy kept). */
 static size_t rec_bytes(int copied)
 {
 	return sizeof(struct kx_eng_rec) + (copied ? sizeof(union kx_eng_copy) : 0);
@@ -165,7 +159,7 @@ static int leave(struct kx_engine *e, struct kx_eng_thread *t)
 {
 	struct kx_eng_rec *r = &t->q[t->head++];
 	union kx_eng_copy c;
-	int copied = rec_copied(r);
+	int copied = r->copy;
 
 	t->last = *r;
 	t->left = 1;
@@ -219,7 +213,7 @@ static int insert(struct kx_engine *e, struct kx_eng_thread *t, const struct kx_
 	t->n++;
 	if (r->ts < e->low)
 		e->low = r->ts;
-	e->held += rec_bytes(rec_copied(r));
+	e->held += rec_bytes(r->copy);
 	if (e->held > e->peak)
 		e->peak = e->held;
 	return 0;
@@ -257,6 +251,7 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r, const u
 			return fail(e);
 		*(union kx_eng_copy *)kx_slots_at(&e->copies, (size_t)i) = *c;
 		r->at = (uint32_t)i;
+		r->copy = 1;
 	}
 	if (insert(e, t, r))
 		return fail(e);
@@ -290,8 +285,7 @@ int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const u
 
 int kx_engine_feed_span(struct kx_engine *e, uint32_t tid, uint64_t ts, uint64_t dur, uint32_t ref)
 {
-	struct kx_eng_rec r = {
-	        .ts = ts, .dur = dur, .kind = REC_IOCTL, .span = 1, .ref = ref, .at = tid};
+	struct kx_eng_rec r = {.ts = ts, .dur = dur, .kind = REC_IOCTL, .ref = ref, .at = tid};
 
 	return feed(e, tid, &r, NULL);
 }
@@ -403,7 +397,7 @@ int kx_engine_hand_calls(struct kx_engine *e, struct kx_engine *to)
 			const struct kx_eng_rec *r = &t->q[k];
 			const union kx_eng_copy *c;
 
-			if (r->kind != REC_IOCTL || r->span)
+			if (r->kind != REC_IOCTL || !r->copy)
 				continue;
 			c = kx_slots_at(&e->copies, r->at);
 			d = kx_tidtab_get(&to->threads, c->e.tid, 1);

@@ -67,12 +67,12 @@ int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_
 /* A call given to the caller's walk (the annotation ranges'): e with the
  * end the rule gave it (ns; cut: shortened). 0, or -1 to stop. */
 typedef int (*kx_nest_walk_fn)(void *ctx, const struct kx_ioctl *e, uint64_t end, int cut);
-/* Call e, which the rule gave end (cut: shortened; kx_nesttrack_ioctl), in
- * memory's order among the ranges of its start: the calls its thread
- * holds that it does not go among are walked first, then e is walked, or
- * held when shortened (the ranges of its start memory orders before it,
- * by its shortened length, go first). 0, or -1 when walk stops or out of
- * memory. */
+/* Call e, which the rule gave end (cut: shortened) in kx_nesttrack_ioctl
+ * just before (which made its thread's record), in memory's order among
+ * the ranges of its start: the calls its thread holds that it does not go
+ * among are walked first, then e is walked, or held when shortened (the
+ * ranges of its start memory orders before it, by its shortened length,
+ * go first). 0, or -1 when walk stops or out of memory. */
 int kx_nesttrack_place_held(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
                             kx_nest_walk_fn walk, void *ctx);
 static inline int kx_nesttrack_place(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end,
