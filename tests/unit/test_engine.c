@@ -472,6 +472,46 @@ static void test_unbounded_ranges(void)
 	kx_engine_free(&e);
 }
 
+/* Unbounded, a thread's records appended as two runs in order (its
+ * ranges, then its spans) leave merged in the rule's order; a third run,
+ * or a range's end that puts it after a record of its run, leave sorted
+ * all the same. */
+static void test_unbounded_runs(void)
+{
+	struct kx_engine e;
+
+	start(&e, KX_ENGINE_UNBOUNDED, 0);
+	feed_ann(&e, ann(5, KX_ANN_PUSH, 100, 100, 1));
+	feed_ann(&e, ann(5, KX_ANN_POP, 250, 100, 1));
+	feed_ann(&e, ann(5, KX_ANN_PUSH, 300, 300, 1));
+	feed_ann(&e, ann(5, KX_ANN_POP, 400, 300, 1));
+	CHECK(kx_engine_feed_span(&e, 5, 90, 5, 1) == 0);
+	CHECK(kx_engine_feed_span(&e, 5, 100, 50, 2) == 0);
+	CHECK(kx_engine_feed_span(&e, 5, 200, 20, 3) == 0);
+	CHECK(kx_engine_feed_span(&e, 5, 300, 100, 4) == 0);
+	CHECK(kx_engine_feed_span(&e, 5, 350, 10, 5) == 0);
+	CHECK(kx_engine_finish_thread(&e, 5) == 0);
+	CHECK_STR(order(0), "s1 r1001 s2 s3 r3001 s4 s5");
+	out.nlog = 0;
+	feed_ann(&e, ann(6, KX_ANN_PUSH, 1000, 1000, 1));
+	feed_ann(&e, ann(6, KX_ANN_POP, 1100, 1000, 1));
+	CHECK(kx_engine_feed_span(&e, 6, 1050, 10, 6) == 0);
+	CHECK(kx_engine_feed_span(&e, 6, 900, 10, 7) == 0);
+	CHECK(kx_engine_feed_span(&e, 6, 1000, 200, 8) == 0);
+	CHECK(kx_engine_feed_span(&e, 6, 950, 10, 9) == 0);
+	CHECK(kx_engine_finish_thread(&e, 6) == 0);
+	CHECK_STR(order(0), "s7 s9 s8 r10001 s6");
+	out.nlog = 0;
+	feed_ann(&e, ann(7, KX_ANN_PUSH, 500, 500, 1));
+	feed_ann(&e, ann(7, KX_ANN_PUSH, 500, 500, 2));
+	feed_ann(&e, ann(7, KX_ANN_POP, 510, 500, 1));
+	feed_ann(&e, ann(7, KX_ANN_POP, 520, 500, 2));
+	CHECK(kx_engine_finish(&e) == 0);
+	CHECK_STR(order(0), "r5002 r5001");
+	CHECK_EQ_U(e.held, 0);
+	kx_engine_free(&e);
+}
+
 /* Unbounded, a thread at a time: kx_engine_finish_thread lets one
  * thread's records out, in order, the others' wait for their turn. */
 static void test_finish_thread(void)
@@ -554,6 +594,7 @@ int main(void)
 	RUN(test_range_late);
 	RUN(test_range_hold);
 	RUN(test_unbounded_ranges);
+	RUN(test_unbounded_runs);
 	RUN(test_finish_thread);
 	RUN(test_release_and_hand);
 	KXT_EXIT();

@@ -18,7 +18,7 @@ struct kx_eng_rec {
 	                        range's whose end has not come (the longest) */
 	uint64_t seq : 45;   /* its place in the file */
 	uint64_t kind : 2;   /* REC_* */
-	uint64_t span : 1;   /* a call without a copy (kx_engine_feed_span) */
+	uint64_t copy : 1;   /* its copy kept (a call's or counter record's, not a span's) */
 	uint64_t depth : 16; /* a range's level */
 	uint32_t ref;        /* the caller's handle (KX_ENGINE_NOREF: none) */
 	uint32_t at;         /* its copy's slot in kx_engine.copies; a range's or span's thread */
@@ -37,7 +37,8 @@ struct kx_eng_thread {
 	size_t head, n, cap;
 	uint64_t latest;        /* ns, the latest start fed */
 	uint64_t lag;           /* ns, the most a record in order started before latest */
-	int unsorted;           /* unbounded: records appended, sorted at the end */
+	int unsorted;           /* unbounded: records appended, sorted at the end (ORDER_*) */
+	size_t run;             /* ORDER_RUNS: where the second run starts in q */
 	struct kx_eng_rec last; /* the last to leave (its key) */
 	int left;               /* some record left */
 	int called;             /* a call of it was fed */
@@ -56,6 +57,10 @@ void kx_engine_init(struct kx_engine *e, uint64_t window_ns, size_t budget,
 	e->mem = (struct kx_memacct)KX_MEMACCT_INIT;
 	e->low = UINT64_MAX;
 }
+
+/* A thread's waiting records, appended unbounded: in order, two runs in
+ * order each (merged at the end), or neither (sorted at the end). */
+enum { ORDER_SORTED, ORDER_RUNS, ORDER_NONE };
 
 /* Does a come before b in a thread's order? */
 static int before(const struct kx_eng_rec *a, const struct kx_eng_rec *b)
@@ -76,6 +81,32 @@ static int rec_cmp(const void *pa, const void *pb)
 	const struct kx_eng_rec *a = pa, *b = pb;
 
 	return before(a, b) ? -1 : before(b, a);
+}
+
+/* Are t's waiting records x and x + 1 out of order (not at the start of
+ * its second run)? */
+static int out_of_order(const struct kx_eng_thread *t, size_t x)
+{
+	return x >= t->head && x + 1 < t->n && !(t->unsorted == ORDER_RUNS && x + 1 == t->run) &&
+	       before(&t->q[x + 1], &t->q[x]);
+}
+
+/* t's waiting records in order, after appends unbounded: two runs merged
+ * (a copy of the first), or sorted (as when that copy cannot be made). */
+static void sort_waiting(struct kx_eng_thread *t)
+{
+	struct kx_eng_rec *a = NULL, *q = t->q;
+	size_t na = t->run - t->head, i = 0, j = t->run, k = t->head;
+
+	if (t->unsorted == ORDER_RUNS && (a = malloc(na * sizeof(*a)))) {
+		memcpy(a, q + t->head, na * sizeof(*a));
+		while (i < na)
+			q[k++] = j < t->n && before(&q[j], &a[i]) ? q[j++] : a[i++];
+		free(a);
+	} else if (t->unsorted) {
+		qsort(q + t->head, t->n - t->head, sizeof(*q), rec_cmp);
+	}
+	t->unsorted = ORDER_SORTED;
 }
 
 static int fail(struct kx_engine *e)
@@ -101,9 +132,14 @@ static int emit(struct kx_engine *e, const struct kx_eng_rec *r, const union kx_
 	} else if (r->kind == REC_IOCTL) {
 		int (*fn)(void *, const struct kx_ioctl *) =
 		        late ? e->out.late_ioctl : e->out.ioctl;
-		struct kx_ioctl span = {.ts = r->ts, .dur = r->dur, .tid = r->at};
 
-		rc = fn ? fn(e->out.ctx, c ? &c->e : &span) : 0;
+		if (fn && c) {
+			rc = fn(e->out.ctx, &c->e);
+		} else if (fn) {
+			struct kx_ioctl span = {.ts = r->ts, .dur = r->dur, .tid = r->at};
+
+			rc = fn(e->out.ctx, &span);
+		}
 	} else {
 		int (*fn)(void *, const struct kx_ctr_ev *) = late ? e->out.late_ctr : e->out.ctr;
 
@@ -112,10 +148,10 @@ static int emit(struct kx_engine *e, const struct kx_eng_rec *r, const union kx_
 	return rc ? fail(e) : 0;
 }
 
-/* Bytes a waiting record takes. */
-static size_t rec_bytes(const struct kx_eng_rec *r)
+/* Bytes a waiting record takes (copied: its copy kept). */
+static size_t rec_bytes(int copied)
 {
-	return sizeof(*r) + (r->kind != REC_RANGE && !r->span ? sizeof(union kx_eng_copy) : 0);
+	return sizeof(struct kx_eng_rec) + (copied ? sizeof(union kx_eng_copy) : 0);
 }
 
 /* Thread t's earliest waiting record out (its copy's slot freed first). */
@@ -123,11 +159,11 @@ static int leave(struct kx_engine *e, struct kx_eng_thread *t)
 {
 	struct kx_eng_rec *r = &t->q[t->head++];
 	union kx_eng_copy c;
-	int copied = r->kind != REC_RANGE && !r->span;
+	int copied = r->copy;
 
 	t->last = *r;
 	t->left = 1;
-	e->held -= rec_bytes(r);
+	e->held -= rec_bytes(copied);
 	if (copied) {
 		c = *(union kx_eng_copy *)kx_slots_at(&e->copies, r->at);
 		kx_slots_put(&e->copies, r->at);
@@ -157,22 +193,27 @@ static int insert(struct kx_engine *e, struct kx_eng_thread *t, const struct kx_
 	if (t->head && t->n == t->cap) { /* room at the front: move down */
 		memmove(t->q, t->q + t->head, (t->n - t->head) * sizeof(*t->q));
 		t->n -= t->head;
+		t->run -= t->unsorted == ORDER_RUNS ? t->head : 0;
 		t->head = 0;
 	}
 	if (kx_grow((void **)&t->q, &t->cap, t->n, sizeof(*t->q)))
 		return -1;
 	i = t->n;
-	if (e->window_ns == KX_ENGINE_UNBOUNDED && !e->budget) /* sorted once, at the end */
-		t->unsorted |= i > t->head && before(r, &t->q[i - 1]);
-	else
+	if (e->window_ns == KX_ENGINE_UNBOUNDED && !e->budget) { /* sorted once, at the end */
+		if (i > t->head && before(r, &t->q[i - 1])) {
+			t->run = i;
+			t->unsorted = t->unsorted == ORDER_SORTED ? ORDER_RUNS : ORDER_NONE;
+		}
+	} else
 		for (; i > t->head && before(r, &t->q[i - 1]); i--)
 			;
-	memmove(t->q + i + 1, t->q + i, (t->n - i) * sizeof(*t->q));
+	if (i < t->n)
+		memmove(t->q + i + 1, t->q + i, (t->n - i) * sizeof(*t->q));
 	t->q[i] = *r;
 	t->n++;
 	if (r->ts < e->low)
 		e->low = r->ts;
-	e->held += rec_bytes(r);
+	e->held += rec_bytes(r->copy);
 	if (e->held > e->peak)
 		e->peak = e->held;
 	return 0;
@@ -204,12 +245,13 @@ static int feed(struct kx_engine *e, uint32_t tid, struct kx_eng_rec *r, const u
 		return emit(e, r, c, 1);
 	}
 	if (c) {
-		long i = kx_slots_get(&e->copies);
+		long i = kx_slots_take(&e->copies);
 
 		if (i < 0)
 			return fail(e);
 		*(union kx_eng_copy *)kx_slots_at(&e->copies, (size_t)i) = *c;
 		r->at = (uint32_t)i;
+		r->copy = 1;
 	}
 	if (insert(e, t, r))
 		return fail(e);
@@ -243,8 +285,7 @@ int kx_engine_feed_ioctl(struct kx_engine *e, const struct kx_ioctl *ev, const u
 
 int kx_engine_feed_span(struct kx_engine *e, uint32_t tid, uint64_t ts, uint64_t dur, uint32_t ref)
 {
-	struct kx_eng_rec r = {
-	        .ts = ts, .dur = dur, .kind = REC_IOCTL, .span = 1, .ref = ref, .at = tid};
+	struct kx_eng_rec r = {.ts = ts, .dur = dur, .kind = REC_IOCTL, .ref = ref, .at = tid};
 
 	return feed(e, tid, &r, NULL);
 }
@@ -272,8 +313,11 @@ void kx_engine_range_end(struct kx_engine *e, uint32_t tid, uint32_t ref, uint64
 		return; /* it has left, longest: the caller checks it */
 	i--;
 	t->q[i].dur = len;
-	if (t->unsorted || (e->window_ns == KX_ENGINE_UNBOUNDED && !e->budget)) {
-		t->unsorted = 1;
+	if (t->unsorted == ORDER_NONE)
+		return;
+	if (e->window_ns == KX_ENGINE_UNBOUNDED && !e->budget) { /* sorted at the end if need be */
+		if (out_of_order(t, i) || (i > 0 && out_of_order(t, i - 1)))
+			t->unsorted = ORDER_NONE;
 		return;
 	}
 	for (; i + 1 < t->n && before(&t->q[i + 1], &t->q[i]); i++) { /* shorter: later */
@@ -311,9 +355,7 @@ int kx_engine_feed_ann(struct kx_engine *e, const struct kx_ann *a, const char *
 /* Every waiting record of t out, in order; its queue's memory freed. */
 static int finish_thread(struct kx_engine *e, struct kx_eng_thread *t)
 {
-	if (t->unsorted)
-		qsort(t->q + t->head, t->n - t->head, sizeof(*t->q), rec_cmp);
-	t->unsorted = 0;
+	sort_waiting(t);
 	while (t->head < t->n)
 		if (leave(e, t))
 			return -1;
@@ -334,9 +376,7 @@ int kx_engine_release(struct kx_engine *e, uint64_t ts)
 	for (size_t i = 0; i < e->threads.n; i++) {
 		struct kx_eng_thread *t = kx_tidtab_at(&e->threads, i);
 
-		if (t->unsorted)
-			qsort(t->q + t->head, t->n - t->head, sizeof(*t->q), rec_cmp);
-		t->unsorted = 0;
+		sort_waiting(t);
 		while (t->head < t->n && t->q[t->head].ts <= ts)
 			if (leave(e, t))
 				return -1;
@@ -352,14 +392,12 @@ int kx_engine_hand_calls(struct kx_engine *e, struct kx_engine *to)
 	for (size_t i = 0; i < e->threads.n; i++) {
 		struct kx_eng_thread *t = kx_tidtab_at(&e->threads, i), *d;
 
-		if (t->unsorted)
-			qsort(t->q + t->head, t->n - t->head, sizeof(*t->q), rec_cmp);
-		t->unsorted = 0;
+		sort_waiting(t);
 		for (size_t k = t->head; k < t->n; k++) {
 			const struct kx_eng_rec *r = &t->q[k];
 			const union kx_eng_copy *c;
 
-			if (r->kind != REC_IOCTL || r->span)
+			if (r->kind != REC_IOCTL || !r->copy)
 				continue;
 			c = kx_slots_at(&e->copies, r->at);
 			d = kx_tidtab_get(&to->threads, c->e.tid, 1);

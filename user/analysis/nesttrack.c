@@ -25,27 +25,12 @@ int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_
 	return 0;
 }
 
-int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e)
+/* Call e of thread t, which the rule just shortened to end (ns), is held
+ * (t's held calls are of its start and end). */
+static int hold(struct kx_nesttrack *n, struct kx_nest_thread *t, const struct kx_ioctl *e,
+                uint64_t end)
 {
-	struct kx_nest_thread *t = kx_tidtab_get(&n->threads, e->tid, 1);
-
-	if (!t)
-		return -1;
-	if (t->fed && e->ts < t->fed_ts)
-		n->unordered++;
-	else
-		t->fed_ts = e->ts;
-	t->fed = 1;
-	return 0;
-}
-
-/* Call e, which the rule just shortened to end (ns), is held (its
- * thread's held calls are of its start and end). */
-static int hold(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end)
-{
-	struct kx_nest_thread *t = kx_tidtab_get(&n->threads, e->tid, 1);
-
-	if (!t || kx_grow((void **)&t->held, &t->hcap, t->nheld, sizeof(*t->held)))
+	if (kx_grow((void **)&t->held, &t->hcap, t->nheld, sizeof(*t->held)))
 		return -1;
 	t->held[t->nheld++] = (struct kx_nest_held){*e, end};
 	n->held++;
@@ -66,16 +51,20 @@ static int walk_held(struct kx_nesttrack *n, struct kx_nest_thread *t, kx_nest_w
 	return 0;
 }
 
-int kx_nesttrack_place(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
-                       kx_nest_walk_fn walk, void *ctx)
+/* kx_nesttrack_place past its inline common case (nesttrack.h). */
+int kx_nesttrack_place_held(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
+                            kx_nest_walk_fn walk, void *ctx)
 {
-	struct kx_nest_thread *t = n->held ? kx_tidtab_find(&n->threads, e->tid) : NULL;
+	/* e's thread: kx_nesttrack_ioctl made it. */
+	struct kx_nest_thread *t = kx_tidtab_find(&n->threads, e->tid);
 
+	if (!t)
+		return -1;
 	/* Held calls go among e only when e is shortened alike (start, end). */
-	if (t && t->nheld && !(cut && t->held[0].e.ts == e->ts && t->held[0].end == end) &&
+	if (t->nheld && !(cut && t->held[0].e.ts == e->ts && t->held[0].end == end) &&
 	    walk_held(n, t, walk, ctx))
 		return -1;
-	return cut ? hold(n, e, end) : walk(ctx, e, end, 0);
+	return cut ? hold(n, t, e, end) : walk(ctx, e, end, 0);
 }
 
 int kx_nesttrack_range(struct kx_nesttrack *n, uint32_t tid, uint64_t ts_ns, uint64_t len_ns,

@@ -39,21 +39,18 @@ struct kx_nesttrack {
 	struct kx_tidtab threads; /* each thread's open calls (struct kx_nest_thread) */
 	uint64_t fixed;           /* calls the rule shortened */
 	uint64_t fixed_threads;   /* threads with at least one */
-	uint64_t unordered;       /* calls fed after a later-starting call of their thread */
 	uint64_t held; /* shortened calls held now, every thread's (kx_nesttrack_place) */
 };
 
 #define KX_NESTTRACK_INIT                                                                          \
 	{                                                                                          \
-		KX_TIDTAB_INIT(struct kx_nest_thread), 0, 0, 0, 0                                  \
+		KX_TIDTAB_INIT(struct kx_nest_thread), 0, 0, 0                                     \
 	}
 
 struct kx_nest_thread {
 	uint64_t *stack; /* ns, the ends of the open calls */
 	size_t depth, cap;
-	int fixed;       /* a call of it was shortened */
-	uint64_t fed_ts; /* ns, the latest start of its calls fed (fed: one was) */
-	int fed;
+	int fixed;                 /* a call of it was shortened */
 	struct kx_nest_held *held; /* its shortened calls held, of one start and end */
 	size_t nheld, hcap;
 };
@@ -67,22 +64,25 @@ struct kx_nest_held {
 /* The next call of its thread: *end (ns) the end the rule gives it, *cut
  * set when the rule shortens it. 0, or -1 when out of memory. */
 int kx_nesttrack_ioctl(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t *end, int *cut);
-/* A call as it comes, in file order (before the reorder stage): counted in
- * unordered when a later-starting call of its thread came before it (a
- * call that holds others whole comes after them). 0, or -1 when out of
- * memory. */
-int kx_nesttrack_fed(struct kx_nesttrack *n, const struct kx_ioctl *e);
 /* A call given to the caller's walk (the annotation ranges'): e with the
  * end the rule gave it (ns; cut: shortened). 0, or -1 to stop. */
 typedef int (*kx_nest_walk_fn)(void *ctx, const struct kx_ioctl *e, uint64_t end, int cut);
-/* Call e, which the rule gave end (cut: shortened; kx_nesttrack_ioctl), in
- * memory's order among the ranges of its start: the calls its thread
- * holds that it does not go among are walked first, then e is walked, or
- * held when shortened (the ranges of its start memory orders before it,
- * by its shortened length, go first). 0, or -1 when walk stops or out of
- * memory. */
-int kx_nesttrack_place(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
-                       kx_nest_walk_fn walk, void *ctx);
+/* Call e, which the rule gave end (cut: shortened) in kx_nesttrack_ioctl
+ * just before (which made its thread's record), in memory's order among
+ * the ranges of its start: the calls its thread holds that it does not go
+ * among are walked first, then e is walked, or held when shortened (the
+ * ranges of its start memory orders before it, by its shortened length,
+ * go first). 0, or -1 when walk stops or out of memory. */
+int kx_nesttrack_place_held(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end, int cut,
+                            kx_nest_walk_fn walk, void *ctx);
+static inline int kx_nesttrack_place(struct kx_nesttrack *n, const struct kx_ioctl *e, uint64_t end,
+                                     int cut, kx_nest_walk_fn walk, void *ctx)
+{
+	/* The common case, inline: none held, e not shortened: walked now. */
+	if (!n->held && !cut)
+		return walk(ctx, e, end, 0);
+	return kx_nesttrack_place_held(n, e, end, cut, walk, ctx);
+}
 /* A range of thread tid starting at ts_ns, len_ns long (UINT64_MAX: its
  * end not come), goes next: the calls held that memory orders before it
  * are walked first. 0, or -1 when walk stops. */

@@ -6,7 +6,6 @@
  * timeline.h's), the checks of the ranges that left it before their end,
  * the rows and the ranges kept.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,14 +144,25 @@ static uint32_t rec_of(struct kx_rt_open *o)
 /* ---- rows and the ranges kept ---- */
 
 /* The row of a name, as the store would keep the name (cut to its limit). */
+/* s (NULL: "") into d, cut to KX_ANN_NAME_MAX - 1 bytes: a range row's
+ * name or category (every range looks its row up: a plain copy). */
+static void name_cut(char d[KX_ANN_NAME_MAX], const char *s)
+{
+	size_t n = s ? strnlen(s, KX_ANN_NAME_MAX - 1) : 0;
+
+	if (n)
+		memcpy(d, s, n);
+	d[n] = '\0';
+}
+
 static long row_of(struct kx_rangewalk *w, const char *cat, const char *name, int mark)
 {
 	char c[KX_ANN_NAME_MAX], n[KX_ANN_NAME_MAX];
 
 	if (w->no_rows)
 		return 0;
-	snprintf(c, sizeof(c), "%.*s", KX_ANN_NAME_MAX - 1, cat ? cat : "");
-	snprintf(n, sizeof(n), "%.*s", KX_ANN_NAME_MAX - 1, name ? name : "");
+	name_cut(c, cat);
+	name_cut(n, name);
 	return kx_range_rows_get(&w->builder, c, n, mark);
 }
 

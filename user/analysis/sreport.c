@@ -113,8 +113,7 @@ static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
 	if (!sr_active(c))
 		return;
 	kx_rangewalk_ioctl(c->ranges, e);
-	if (kx_nesttrack_fed(&c->nest, e) || kx_engine_feed_ioctl(&c->eng, e, arg) ||
-	    kx_stats_acc_add(&c->r->st, &c->acc, e)) {
+	if (kx_engine_feed_ioctl(&c->eng, e, arg) || kx_stats_acc_add(&c->r->st, &c->acc, e)) {
 		sr_oom(c);
 		return;
 	}

@@ -62,12 +62,12 @@ static uint64_t end_of(uint64_t ts, uint64_t dur)
 	return dur > UINT64_MAX - ts ? UINT64_MAX : ts + dur;
 }
 
-int kx_timeline_nest(uint64_t **stack, size_t *depth, size_t *cap, uint64_t start, uint64_t dur,
-                     uint64_t *end, int *cut)
+/* kx_timeline_nest past its inline common case (timeline.h). */
+int kx_timeline_nest_open(uint64_t **stack, size_t *depth, size_t *cap, uint64_t start,
+                          uint64_t dur, uint64_t *end, int *cut)
 {
 	*end = end_of(start, dur);
 	*cut = 0;
-	/* The common case: calls one after the other, none open. */
 	if (*depth == 1 && (*stack)[0] <= start) {
 		(*stack)[0] = *end;
 		return 0;

@@ -86,8 +86,19 @@ void kx_timeline_free(struct kx_timeline *tl);
  * thread's ioctls (analysis/ranges.h) go through this same rule. 0, or -1
  * when out of memory.
  */
-int kx_timeline_nest(uint64_t **stack, size_t *depth, size_t *cap, uint64_t start, uint64_t dur,
-                     uint64_t *end, int *cut);
+int kx_timeline_nest_open(uint64_t **stack, size_t *depth, size_t *cap, uint64_t start,
+                          uint64_t dur, uint64_t *end, int *cut);
+static inline int kx_timeline_nest(uint64_t **stack, size_t *depth, size_t *cap, uint64_t start,
+                                   uint64_t dur, uint64_t *end, int *cut)
+{
+	/* The common case, inline: calls one after the other, none open. */
+	if (*depth == 1 && (*stack)[0] <= start && dur <= UINT64_MAX - start) {
+		*end = (*stack)[0] = start + dur;
+		*cut = 0;
+		return 0;
+	}
+	return kx_timeline_nest_open(stack, depth, cap, start, dur, end, cut);
+}
 
 /*
  * Adds fixes found when the thread's ioctls were nested with other events

@@ -26,22 +26,27 @@ struct kx_slots {
 		NULL, sizeof(type), 0, 0, NULL, 0, 0                                               \
 	}
 
+/* A slot whose element the caller writes whole (not zeroed): its index,
+ * or -1 when out of memory. */
+static inline long kx_slots_take(struct kx_slots *p)
+{
+	if (p->nfree)
+		return (long)p->free[--p->nfree];
+	/* The free list has room for every slot, so kx_slots_put cannot fail. */
+	if (p->n >= UINT32_MAX || kx_grow((void **)&p->v, &p->cap, p->n, p->size) ||
+	    kx_grow((void **)&p->free, &p->freecap, p->n, sizeof(*p->free)))
+		return -1;
+	return (long)p->n++;
+}
+
 /* A slot, its element zeroed: its index, or -1 when out of memory. */
 static inline long kx_slots_get(struct kx_slots *p)
 {
-	size_t i;
+	long i = kx_slots_take(p);
 
-	if (p->nfree) {
-		i = p->free[--p->nfree];
-	} else {
-		/* The free list has room for every slot, so kx_slots_put cannot fail. */
-		if (p->n >= UINT32_MAX || kx_grow((void **)&p->v, &p->cap, p->n, p->size) ||
-		    kx_grow((void **)&p->free, &p->freecap, p->n, sizeof(*p->free)))
-			return -1;
-		i = p->n++;
-	}
-	memset((char *)p->v + i * p->size, 0, p->size);
-	return (long)i;
+	if (i >= 0)
+		memset((char *)p->v + (size_t)i * p->size, 0, p->size);
+	return i;
 }
 
 static inline void *kx_slots_at(const struct kx_slots *p, size_t i)
