@@ -524,11 +524,7 @@ static int range_threads(const struct kx_ranges *rg, struct kx_hmap *threads)
  */
 static int whole_ranges(struct kx_wread *w, struct kx_rangewalk *sr, struct kx_hmap *threads)
 {
-	struct kx_stats rows = {0};
-	int rc = kx_rangewalk_finish(sr, w->side, &rows);
-
-	kx_stats_free(&rows);
-	if (rc)
+	if (kx_rangewalk_finish(sr, w->side, NULL))
 		return -1;
 	if (sr->why) {
 		w->in_memory = sr->why;
@@ -584,6 +580,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	kx_wcallmap_init(&c->names);
 	kx_rangewalk_init(&c->ranges);
 	c->ranges.dev_stream = 1; /* the jobs of the calls inside ranges: p1_linked */
+	c->ranges.no_rows = 1;    /* the ranges themselves (out), not their summary rows */
 	c->starts = kx_whist_new();
 	w->side = kx_store_new(budget);
 	w->late = kx_store_new(budget);
