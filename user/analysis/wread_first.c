@@ -634,21 +634,94 @@ static int p1_let_go(struct p1 *c)
 	return wr_starts_catch_up(c->starts, w->store, c->kept_ioctls, c->kept_samples);
 }
 
-int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, size_t slice,
-                         size_t budget, size_t keep, char *err, size_t errlen)
+/* Once every record is read (rc: the read's), unless it failed or a
+ * reason came: the timelines take what they have not, and finish; the
+ * ranges left open are closed and the reorder stage emptied into the
+ * nesting rule. The engine and the rule are freed either way, the calls
+ * they shortened sorted for the windows (kx_wread_nest). */
+static void p1_read_end(struct p1 *c, int rc)
 {
-	struct p1 c;
+	struct kx_wread *w = c->w;
+
+	/* A store to be let go: the timelines first take what they have not. */
+	if (!rc && p1_active(c) && !c->fed && (c->want || c->eager || c->records > w->limit))
+		p1_catch_up(c, 1);
+	if (!rc && p1_active(c) && c->want)
+		c->drop = 1;
+	if (!rc && p1_active(c) && w->jobrec.records && c->fed)
+		p1_device_end(c);
+	if (!rc && p1_active(c) &&
+	    (kx_rangewalk_close(&c->ranges, w->side, &c->eng) || kx_engine_finish(&c->eng) ||
+	     kx_nesttrack_flush(&c->nest, p1_walk, c)))
+		c->oom = 1;
+	if (!rc && p1_active(c) && c->eng.forced)
+		w->in_memory =
+		        "calls of one thread overlap past the reorder window's memory budget";
+	kx_engine_free(&c->eng);
+	w->fix_threads = c->nest.fixed_threads + kx_rangewalk_cut_threads(&c->ranges, &c->nest);
+	kx_nesttrack_free(&c->nest);
+	if (w->nfix)
+		qsort(w->fixes, w->nfix, sizeof(*w->fixes), wr_fix_cmp);
+}
+
+/* Pass 1's read of path, as a stream, teed into the store. 0, or the
+ * read's failure (w->damage says it). */
+static int p1_read(struct p1 *c, const char *path)
+{
+	struct kx_wread *w = c->w;
 	struct kx_kxp_visitor v = {
-	        .ctx = &c,
+	        .ctx = c,
 	        .ioctl = p1_ioctl,
 	        .task = p1_task,
 	        .job = p1_job,
 	        .ann = p1_ann,
 	        .sample = p1_sample,
 	        .ctr = p1_ctr,
-	        .stop = &c.stop,
-	        .drop_store = &c.drop,
+	        .stop = &c->stop,
+	        .drop_store = &c->drop,
 	};
+	int rc;
+
+	v.syms = kx_samples_syms(kx_store_samples(w->side));
+	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
+	                            sizeof(w->damage));
+	p1_read_end(c, rc);
+	return rc;
+}
+
+/* What pass 1 made of the file read (rc: the read's): the whole capture's
+ * facts, or a reason to read it whole; the store kept only for a file read
+ * from it. 0, or -1 (err says why). */
+static int p1_result(struct p1 *c, int rc, const char *path, char *err, size_t errlen)
+{
+	struct kx_wread *w = c->w;
+
+	if (rc) {
+		snprintf(err, errlen, "%s", w->damage);
+		w->damage[0] = 0;
+	} else if (p1_whole(c)) {
+		snprintf(err, errlen, "out of memory reading %s", path);
+		rc = -1;
+	}
+	/* Records far from the order of time: windows would hold no less. */
+	if (!rc && !w->in_memory && w->nlate > w->limit)
+		w->in_memory = "records far from the order of time (more calls came late than a "
+		               "window holds)";
+	if (!rc && p1_let_go(c)) {
+		snprintf(err, errlen, "out of memory reading %s", path);
+		rc = -1;
+	}
+	if (rc || c->drop) {
+		kx_store_free(w->store);
+		w->store = NULL;
+	}
+	return rc;
+}
+
+int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, size_t slice,
+                         size_t budget, size_t keep, char *err, size_t errlen)
+{
+	struct p1 c;
 	int rc;
 
 	if (p1_init(&c, w, path, limit, budget, keep)) {
@@ -656,47 +729,7 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		return -1;
 	}
 	w->slice = slice;
-	v.syms = kx_samples_syms(kx_store_samples(w->side));
-	rc = kx_kxp_read_stream_tee(path, &v, w->store, &w->ci, &w->res, w->damage,
-	                            sizeof(w->damage));
-	/* A store to be let go: the timelines first take what they have not. */
-	if (!rc && p1_active(&c) && !c.fed && (c.want || c.eager || c.records > w->limit))
-		p1_catch_up(&c, 1);
-	if (!rc && p1_active(&c) && c.want)
-		c.drop = 1;
-	if (!rc && p1_active(&c) && w->jobrec.records && c.fed)
-		p1_device_end(&c);
-	if (!rc && p1_active(&c) &&
-	    (kx_rangewalk_close(&c.ranges, w->side, &c.eng) || kx_engine_finish(&c.eng) ||
-	     kx_nesttrack_flush(&c.nest, p1_walk, &c)))
-		c.oom = 1;
-	if (!rc && p1_active(&c) && c.eng.forced)
-		w->in_memory =
-		        "calls of one thread overlap past the reorder window's memory budget";
-	kx_engine_free(&c.eng);
-	w->fix_threads = c.nest.fixed_threads + kx_rangewalk_cut_threads(&c.ranges, &c.nest);
-	kx_nesttrack_free(&c.nest);
-	if (w->nfix)
-		qsort(w->fixes, w->nfix, sizeof(*w->fixes), wr_fix_cmp);
-	if (rc) {
-		snprintf(err, errlen, "%s", w->damage);
-		w->damage[0] = 0;
-	} else if (p1_whole(&c)) {
-		snprintf(err, errlen, "out of memory reading %s", path);
-		rc = -1;
-	}
-	/* Records far from the order of time: windows would hold no less. */
-	if (!rc && !w->in_memory && w->nlate > limit)
-		w->in_memory = "records far from the order of time (more calls came late than a "
-		               "window holds)";
-	if (!rc && p1_let_go(&c)) {
-		snprintf(err, errlen, "out of memory reading %s", path);
-		rc = -1;
-	}
-	if (rc || c.drop) {
-		kx_store_free(w->store);
-		w->store = NULL;
-	}
+	rc = p1_result(&c, p1_read(&c, path), path, err, errlen);
 	kx_hmap_free(&c.threads);
 	kx_ranges_free(c.ranges.out);
 	kx_rangewalk_free(&c.ranges);
