@@ -134,12 +134,6 @@ static int walk_store(void *ctx, struct kx_wpass *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* The slice holding start ts (windows.h's kx_windows_find). */
-size_t wr_window_of(const struct kx_windows *pl, uint64_t ts, size_t hint)
-{
-	return kx_windows_find(pl->slice, pl->nslices, ts, hint);
-}
-
 /* The late counter records by window (a counting sort, file order kept in
  * each): window k's are late_ctr[late_ctr_off[k] .. late_ctr_off[k + 1]).
  * 0, or -1 when out of memory. */

@@ -5,8 +5,9 @@
  * eagerly as records come, the late ioctls and counter records, the
  * reorder stage feeding the nesting rule and the annotation ranges' walk,
  * and, once the file is read, the whole capture's ranges, memory
- * accounting and threads. The jobs the timelines count go to
- * wread_links.c; the plan is wread.c's.
+ * accounting and threads; and the timelines of a file kept whole, run
+ * from its store when its plan is asked for (kx_wread_plan_kept). The jobs
+ * the timelines count go to wread_links.c; the plan is wread.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 #include "model/perfdata.h"
 #include "util/grow.h"
 
-int p1_active(const struct p1 *c)
+static int p1_active(const struct p1 *c)
 {
 	return !c->oom && !c->w->in_memory;
 }
@@ -110,7 +111,7 @@ static void p1_feed_job(struct p1 *c, const struct kx_job *j)
  * them all now (the read is over), else that is out of memory: a store
  * that refused a record (its limit) has lost their places.
  */
-void p1_catch_up(struct p1 *c, int all)
+static void p1_catch_up(struct p1 *c, int all)
 {
 	struct kx_wread_jobs *jb = &c->w->jobrec;
 	const struct kx_store *s = c->w->store;
@@ -752,5 +753,32 @@ int kx_wread_open_sliced(struct kx_wread *w, const char *path, size_t limit, siz
 		c.starts = NULL;
 	}
 	kx_whist_free(c.starts);
+	return rc;
+}
+
+/* A kept file with job records: the device timelines, run now from the
+ * store as pass 1 runs them (its starts the plan's first level, w->starts).
+ * 0 (w->in_memory set when they cannot be exact), or -1 when out of memory. */
+int wr_kept_timelines(struct kx_wread *w)
+{
+	struct p1 c = {.w = w, .starts = w->starts, .flushed = 1};
+	int rc = 0;
+
+	if (!w->jobrec.records || w->jobs)
+		return 0;
+	kx_wcallmap_init(&c.names);
+	c.sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, &c};
+	kx_wjobfeed_init(&c.jf, &w->ci, &c.sink, p1_flow_call, &c);
+	p1_catch_up(&c, 1);
+	if (p1_active(&c))
+		p1_device_end(&c);
+	if (c.oom || (!w->in_memory && p1_device(&c)))
+		rc = -1;
+	else if (!w->in_memory)
+		kx_whist_see_analysed(w->starts, w->jobs, NULL);
+	kx_wjobfeed_free(&c.jf);
+	kx_wcallmap_free(&c.names);
+	free(c.calls);
+	free(c.und);
 	return rc;
 }

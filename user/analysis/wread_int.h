@@ -1,19 +1,19 @@
 /*
  * The parts of a record file read in time windows (analysis/wread.h) and
- * what they share: the rule of a late record, pass 1's state (struct p1),
- * and each part's entry points. Owned by the wread*.c files; nothing
- * outside them includes it.
+ * what they share: the rule of a late record, the slice of a start, pass
+ * 1's state (struct p1), and each part's entry points. Owned by the
+ * wread*.c files; nothing outside them includes it.
  *   wread.c         the fixes (the lengths the nesting rule gave calls in
  *                   the whole capture), the windows' plan, the plan of a file
  *                   kept whole, the jobs lent to a window, the end
  *   wread_first.c   pass 1: the stream read, the store kept while the file
  *                   may be wanted whole, the lazy or eager device timelines'
- *                   feed, the late ioctls, the annotation ranges' walk feed,
- *                   the whole capture's facts
+ *                   feed (and a kept file's, from its store), the late
+ *                   ioctls, the annotation ranges' walk feed, the whole
+ *                   capture's facts
  *   wread_links.c   the jobs the device timelines count: their starts, their
  *                   links to their submitting calls (bits a call, flows),
- *                   their device time to the ranges; the timelines' end; a
- *                   kept file's timelines
+ *                   their device time to the ranges; the timelines' end
  *   wread_second.c  pass 2: the windows' stores filled in file order, the
  *                   late calls put in, the jobs filed by window, the windows
  *                   handed over
@@ -46,6 +46,12 @@ static inline int is_late(int any, uint64_t max, uint64_t ts)
 static inline int bit_of(const uint8_t *map, size_t nbytes, uint64_t i)
 {
 	return i / 8 < nbytes && (map[i / 8] >> (i % 8) & 1);
+}
+
+/* The slice holding start ts (windows.h's kx_windows_find). */
+static inline size_t wr_window_of(const struct kx_windows *pl, uint64_t ts, size_t hint)
+{
+	return kx_windows_find(pl->slice, pl->nslices, ts, hint);
 }
 
 /* Calls pass 1 keeps for the links of the jobs counted (a power of 2): a
@@ -112,12 +118,10 @@ struct p1 {
 };
 
 /* wread_first.c */
-/* Neither out of memory nor to be read whole: pass 1 goes on. */
-int p1_active(const struct p1 *c);
-/* The records noted while the store kept the file, fed to the timelines
- * from it in file order (all: it holds them all; else as far as it holds
- * them yet). */
-void p1_catch_up(struct p1 *c, int all);
+/* A kept file with job records: the device timelines, run now from the
+ * store. 0 (w->in_memory set when they cannot be exact), or -1 when out of
+ * memory. */
+int wr_kept_timelines(struct kx_wread *w);
 
 /* wread_links.c (the jobflow sink's and the wjobfeed's callbacks of pass 1) */
 int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx);
@@ -130,18 +134,12 @@ void p1_device_end(struct p1 *c);
 /* Once the file is read, of a file with job records: the flows of the jobs
  * undecided. 0 (w->in_memory may be set now), or -1 when out of memory. */
 int p1_device(struct p1 *c);
-/* A kept file with job records: the device timelines, run now from the
- * store. 0 (w->in_memory set when they cannot be exact), or -1 when out of
- * memory. */
-int wr_kept_timelines(struct kx_wread *w);
 
 /* wread.c */
 /* Orders the fixes by (tid, ts, dur) (qsort, bsearch). */
 int wr_fix_cmp(const void *pa, const void *pb);
 /* The length the rule gave call e in the whole capture (ctx: the kx_wread). */
 uint64_t wr_fix_of(void *ctx, const struct kx_ioctl *e);
-/* The slice holding start ts (windows.h's kx_windows_find). */
-size_t wr_window_of(const struct kx_windows *pl, uint64_t ts, size_t hint);
 /* The windows planned from starts, the late calls' and counter records'
  * windows. 0, or -1 (err says why). */
 int wr_plan(struct kx_wread *w, const struct kx_whist *starts, char *err, size_t errlen);

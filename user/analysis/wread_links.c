@@ -5,9 +5,8 @@
  * their submitting calls (two bits a file call: submitted a job, the
  * source of a drawn flow; analysis/flows.h's rule, undecided till the
  * calls' drawn lengths are known), their device time to the annotation
- * ranges around their calls (rangewalk.h's kx_rangewalk_dev), the
- * timelines' end, and the timelines of a file kept whole, run from its
- * store.
+ * ranges around their calls (rangewalk.h's kx_rangewalk_dev), and the
+ * timelines' end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -230,31 +229,4 @@ int p1_device(struct p1 *c)
 		return 0;
 	}
 	return w->jobs ? p1_decide(c) : -1;
-}
-
-/* A kept file with job records: the device timelines, run now from the
- * store as pass 1 runs them (its starts the plan's first level, w->starts).
- * 0 (w->in_memory set when they cannot be exact), or -1 when out of memory. */
-int wr_kept_timelines(struct kx_wread *w)
-{
-	struct p1 c = {.w = w, .starts = w->starts, .flushed = 1};
-	int rc = 0;
-
-	if (!w->jobrec.records || w->jobs)
-		return 0;
-	kx_wcallmap_init(&c.names);
-	c.sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, &c};
-	kx_wjobfeed_init(&c.jf, &w->ci, &c.sink, p1_flow_call, &c);
-	p1_catch_up(&c, 1);
-	if (p1_active(&c))
-		p1_device_end(&c);
-	if (c.oom || (!w->in_memory && p1_device(&c)))
-		rc = -1;
-	else if (!w->in_memory)
-		kx_whist_see_analysed(w->starts, w->jobs, NULL);
-	kx_wjobfeed_free(&c.jf);
-	kx_wcallmap_free(&c.names);
-	free(c.calls);
-	free(c.und);
-	return rc;
 }
