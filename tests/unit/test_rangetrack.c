@@ -2,11 +2,12 @@
  * One annotation range rule (analysis/rangetrack.h) on every path: the same
  * annotation events go through the in-memory ranges (kx_ranges_build), the
  * streamed ones (kx_rangewalk, keeping the ranges as the windowed conversion
- * does) and the live aggregates (live/annagg.h), and they must make the same
- * ranges: in memory and streamed the same ranges field by field, live the
- * same closed ranges per name (count, total time), marks and lost begins.
- * A range whose pop was lost stays open over others on every path, and the
- * stream gives it as memory does.
+ * does, with or without summary rows) and the live aggregates
+ * (live/annagg.h), and they must make the same ranges: in memory and
+ * streamed the same ranges field by field, live the same closed ranges per
+ * name (count, total time), marks and lost begins. A range whose pop was
+ * lost stays open over others on every path, and the stream gives it as
+ * memory does.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -90,15 +91,26 @@ static int sr_range(void *ctx, uint32_t tid, uint32_t ref)
 	return kx_rangewalk_range(ctx, tid, ref);
 }
 
+/* What a walk made besides its ranges: the ranges and marks it counted
+ * (before kx_ranges_finish counts out's) and its summary rows. */
+struct walk_counts {
+	uint64_t found;
+	size_t rows;
+};
+
 /* The streamed ranges of s, through the engine's measured window as a
- * streamed read has them (NULL when the stream says it cannot pair exactly). */
-static struct kx_ranges *streamed(struct kx_store *s, struct kx_store *strings, const char **why)
+ * streamed read has them (NULL when the stream says it cannot pair
+ * exactly); no_rows: as the windowed conversion walks them, with no
+ * summary rows. */
+static struct kx_ranges *walked(struct kx_store *s, struct kx_store *strings, int no_rows,
+                                const char **why, struct walk_counts *wc)
 {
 	struct kx_rangewalk sr;
 	struct kx_engine eng;
 	const struct kx_engine_sinks sinks = {.ctx = &sr, .ann = sr_ann, .range = sr_range};
 	struct kx_stats sum;
 	struct kx_ranges *out = kx_ranges_new(strings, NULL);
+	int bad;
 
 	memset(&sum, 0, sizeof(sum));
 	kx_rangewalk_init(&sr);
@@ -106,6 +118,7 @@ static struct kx_ranges *streamed(struct kx_store *s, struct kx_store *strings, 
 	eng.measured = 1;
 	sr.out = out;
 	sr.strings = strings;
+	sr.no_rows = no_rows;
 	for (size_t i = 0; out && i < kx_store_ann_count(s); i++) {
 		const struct kx_ann *a = kx_store_ann(s, i);
 
@@ -115,7 +128,10 @@ static struct kx_ranges *streamed(struct kx_store *s, struct kx_store *strings, 
 	if (kx_engine_finish(&eng))
 		sr.why = "out of memory";
 	kx_engine_free(&eng);
-	if (!out || kx_rangewalk_finish(&sr, s, &sum) || kx_ranges_finish(out)) {
+	bad = !out || kx_rangewalk_finish(&sr, s, no_rows ? NULL : &sum);
+	if (!bad)
+		*wc = (struct walk_counts){out->found, sum.nrows};
+	if (bad || kx_ranges_finish(out)) {
 		kx_ranges_free(out);
 		out = NULL;
 	}
@@ -124,6 +140,13 @@ static struct kx_ranges *streamed(struct kx_store *s, struct kx_store *strings, 
 	kx_rangewalk_free(&sr);
 	kx_stats_free(&sum);
 	return out;
+}
+
+static struct kx_ranges *streamed(struct kx_store *s, struct kx_store *strings, const char **why)
+{
+	struct walk_counts wc;
+
+	return walked(s, strings, 0, why, &wc);
 }
 
 /* The streamed ranges t (names in strings) are memory's m (names in s), field by field. */
@@ -220,9 +243,42 @@ static void lost_pop_paths(void)
 	kx_store_free(s);
 }
 
+/* The windowed conversion's walk (no_rows) makes no summary rows, and the
+ * same ranges and counts as the streamed report's, which makes them: the
+ * ranges and marks it made counted too. */
+static void no_rows_paths(void)
+{
+	struct kx_store *s = kx_store_new(0), *strings = kx_store_new(0);
+	struct kx_store *strings2 = kx_store_new(0);
+	struct walk_counts rows = {0}, none = {0};
+	struct kx_ranges *with, *without;
+	const char *why = "unset", *why2 = "unset";
+
+	CHECK(s && strings && strings2);
+	exact_events(s);
+	with = walked(s, strings, 0, &why, &rows);
+	without = walked(s, strings2, 1, &why2, &none);
+	CHECK(with && without);
+	CHECK(why == NULL && why2 == NULL);
+	CHECK(rows.rows > 0);
+	CHECK_EQ_U(none.rows, 0);
+	CHECK_EQ_U(rows.found, 9); /* as memory makes them (exact_paths) */
+	CHECK_EQ_U(none.found, rows.found);
+	if (with && without) {
+		CHECK_EQ_U(without->events, with->events);
+		same_ranges(with, strings, without, strings2);
+	}
+	kx_ranges_free(with);
+	kx_ranges_free(without);
+	kx_store_free(strings2);
+	kx_store_free(strings);
+	kx_store_free(s);
+}
+
 int main(void)
 {
 	RUN(exact_paths);
 	RUN(lost_pop_paths);
+	RUN(no_rows_paths);
 	KXT_EXIT();
 }

@@ -171,6 +171,7 @@ static int row_add(struct kx_rangewalk *w, long row, uint64_t dur, uint64_t ioct
 {
 	struct kx_stat_row *r = &w->rows.rows[row];
 
+	w->found++; /* with no rows too */
 	if (w->no_rows)
 		return 0;
 	if (kx_stat_row_add_streamed(r, dur, 0))
@@ -178,7 +179,6 @@ static int row_add(struct kx_rangewalk *w, long row, uint64_t dur, uint64_t ioct
 	r->ioctls += ioctls;
 	r->device_ns += device_ns;
 	r->jobs += jobs;
-	w->found++;
 	return 0;
 }
 

@@ -112,8 +112,9 @@ struct kx_rangewalk {
 	struct kx_ranges *out;
 	struct kx_store *strings; /* NULL: the events' name and cat are ids of out's store */
 	size_t out_cap;
-	/* Set by the in-memory build (kx_ranges_build): */
-	int no_rows;            /* no summary rows (sum NULL at finish) */
+	/* Set by the in-memory build (kx_ranges_build); no_rows by the
+	 * windowed conversion too (it keeps out, not rows): */
+	int no_rows;            /* no summary rows (sum NULL at finish; found still counted) */
 	int keep_cuts;          /* calls a range's end cuts are listed in cuts */
 	int closed;             /* the ranges left open were closed (kx_rangewalk_close) */
 	struct kx_tl_fix *cuts; /* pos: the call's (kx_rangewalk_call), dur: its cut length */

@@ -22,7 +22,8 @@
  * paired as they come, nested with the calls as each thread's leave the
  * engine's reorder stage, each with the ioctls it holds; the file is read
  * whole only past its budget), and
- * kept, not their records: once the file is read, they are the whole
+ * kept, not their records (nor summary rows: rangewalk.h's no_rows): once
+ * the file is read, they are the whole
  * capture's ranges (ranges), lent to every window's analysis
  * (kx_analysis_lend_ranges); a range that spans a cut is drawn, whole, in
  * the part where it starts. The ioctls memory accounting counts (few) are
