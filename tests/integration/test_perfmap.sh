@@ -116,7 +116,7 @@ check python_record_exit [ $? -eq 0 ]
 MAPS+=("/tmp/perf-$(cat "$TMP/py.pid").map")
 "$KXPROF" convert "$TMP/py.kxp" --folded "$TMP/py.folded" >/dev/null
 check python_perf_leaf grep -q "py::kx_py_leaf" "$TMP/py.folded"
-# Python 3.12 and 3.13's trampolines keep no frame pointer: %rbp there is the
+# Python 3.13's trampolines keep no frame pointer: %rbp there is the
 # interpreter's, a frame pointer only when it was built with them.
 if "$PY" -c 'import sys, sysconfig
 sys.exit("-fno-omit-frame-pointer" not in (sysconfig.get_config_var("CFLAGS") or ""))'; then

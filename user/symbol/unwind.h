@@ -12,7 +12,7 @@
  * fallback, by its frame pointer (CFA %rbp+16, return address [%rbp+8],
  * caller's %rbp [%rbp]), and the walk goes on with CFI from its caller; a
  * walk that ends at JIT code whose frame pointer leads nowhere (Python
- * 3.12/3.13's -X perf trampolines keep none) says so (KX_UNWIND_JIT), and
+ * 3.13's -X perf trampolines keep none) says so (KX_UNWIND_JIT), and
  * the frames stepped and the walks stopped there are counted.
  */
 #ifndef KX_SYMBOL_UNWIND_H
