@@ -210,6 +210,10 @@ $(BUILD)/tests/libkxdw.so: tests/workloads/dwarf_lib/kxdw.c | $(DEPS_STAMP)
 	$(CC) $(DWARF_WL_FLAGS) -shared -o $@ $<
 $(BUILD)/tests/dwarf_workload: tests/workloads/dwarf_workload.c $(BUILD)/tests/libkxdw.so
 	$(CC) $(DWARF_WL_FLAGS) -o $@ $< -L$(BUILD)/tests -lkxdw -Wl,-rpath,'$$ORIGIN'
+# JIT code called from, and calling, C without frame pointers (test_perfmap.sh).
+$(BUILD)/tests/jit_workload: tests/workloads/jit_workload.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(DWARF_WL_FLAGS) -o $@ $<
 
 $(BUILD)/tests/%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

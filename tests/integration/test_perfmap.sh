@@ -4,11 +4,22 @@
 #    buffer, names it kxjit_spin in its own perf map and spins there: most
 #    of its samples are kxjit_spin (module /tmp/perf-PID.map), read while it
 #    ran or at the end;
+#  - --call-graph dwarf through JIT code (no CFI): jit_workload --stub calls
+#    a C leaf through a trampoline that keeps a frame pointer, in a program
+#    without frame pointers: the walk steps the trampoline by its frame
+#    pointer and goes on with CFI (main;kx_jit_caller;kxjit_stub;kx_jit_leaf
+#    on one line); --stub-nofp's trampoline keeps none: the walks stop there,
+#    the recording counts them as stopped at JIT code and does not advise a
+#    larger copy;
 #  - a perf map that is not the process's user's own file (a symlink) is not
 #    read, and the recording says so;
-#  - Python >= 3.12 (/usr/bin/python3) with -X perf: the Python function
-#    names of the program show; skipped with the reason on older Pythons
-#    (Debian 12 has 3.11, which writes no perf map).
+#  - Python >= 3.12 (/usr/bin/python3) with -X perf and --call-graph dwarf
+#    (the unwinding distribution Pythons, built without frame pointers,
+#    need): the Python function names of the program show; when the
+#    interpreter keeps frame pointers, kx_py_hot above kx_py_leaf on one
+#    stack, else (its trampolines keep none: nothing unwinds past them) the
+#    recording says the stacks stopped at JIT code. Skipped with the reason
+#    on older Pythons (Debian 12 has 3.11, which writes no perf map).
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -36,6 +47,34 @@ for line in open(sys.argv[1]):
     named += int(n) * ("kxjit_spin" in stack.split(";"))
 print("# %d of %d jit_workload samples in kxjit_spin" % (named, total))
 sys.exit(total < 50 or named * 10 < total * 8)' "$TMP/j.folded"
+
+# ---- --call-graph dwarf through JIT code ----
+"$KXPROF" record -F 499 --call-graph dwarf -o "$TMP/d.kxp" -- "$WL/jit_workload" 2 --stub \
+	>"$TMP/d.json" 2>"$TMP/d.err"
+check jit_dwarf_record_exit [ $? -eq 0 ]
+MAPS+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["map"])' "$TMP/d.json")")
+"$KXPROF" convert "$TMP/d.kxp" --folded "$TMP/d.folded" >/dev/null
+# Most samples are in kx_jit_leaf: nearly all of them go up to main.
+check jit_dwarf_steps python3 -c '
+import sys
+total = through = 0
+for line in open(sys.argv[1]):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    if not stack.startswith("jit_workload;"):
+        continue
+    total += int(n)
+    through += int(n) * (";main;kx_jit_caller;kxjit_stub;kx_jit_leaf" in stack)
+print("# %d of %d jit_workload samples main;kx_jit_caller;kxjit_stub;kx_jit_leaf" % (through, total))
+sys.exit(total < 50 or through * 10 < total * 8)' "$TMP/d.folded"
+check jit_dwarf_steps_counted grep -q "JIT code (no CFI): [1-9][0-9]* frames stepped" "$TMP/d.err"
+"$KXPROF" record -F 499 --call-graph dwarf -o "$TMP/n.kxp" -- "$WL/jit_workload" 1 --stub-nofp \
+	>"$TMP/n.json" 2>"$TMP/n.err"
+check jit_nofp_record_exit [ $? -eq 0 ]
+MAPS+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["map"])' "$TMP/n.json")")
+check jit_nofp_stops_counted grep -q "[1-9][0-9]* stacks stopped there (no usable frame pointer)" \
+	"$TMP/n.err"
+check jit_nofp_said grep -q "most stacks stopped at JIT code that keeps no frame pointer" "$TMP/n.err"
+check jit_nofp_no_copy_advice bash -c '! grep -q "a larger copy (--call-graph" "$1"' _ "$TMP/n.err"
 
 # ---- a perf map that is not the process's own file is not read ----
 # The workload's pid is known only once it runs: a symlink planted by a
@@ -71,9 +110,19 @@ kx_py_hot()
 import os
 print(os.getpid())
 PYEOF
-"$KXPROF" record -F 499 -o "$TMP/py.kxp" -- "$PY" -X perf "$TMP/hot.py" >"$TMP/py.pid" 2>"$TMP/py.err"
+"$KXPROF" record -F 499 --call-graph dwarf -o "$TMP/py.kxp" -- "$PY" -X perf "$TMP/hot.py" \
+	>"$TMP/py.pid" 2>"$TMP/py.err"
 check python_record_exit [ $? -eq 0 ]
 MAPS+=("/tmp/perf-$(cat "$TMP/py.pid").map")
 "$KXPROF" convert "$TMP/py.kxp" --folded "$TMP/py.folded" >/dev/null
-check python_perf_names grep -q "py::kx_py_hot" "$TMP/py.folded"
 check python_perf_leaf grep -q "py::kx_py_leaf" "$TMP/py.folded"
+# Python 3.13's trampolines keep no frame pointer: %rbp there is the
+# interpreter's, a frame pointer only when it was built with them.
+if "$PY" -c 'import sys, sysconfig
+sys.exit("-fno-omit-frame-pointer" not in (sysconfig.get_config_var("CFLAGS") or ""))'; then
+	check python_perf_chain grep -q "py::kx_py_hot[^ ]*;.*py::kx_py_leaf" "$TMP/py.folded"
+else
+	skip python_perf_chain "$PY is built without frame pointers: nothing unwinds past its -X perf trampolines"
+	check python_jit_stops_said grep -q "stacks stopped at JIT code that keeps no frame pointer" \
+		"$TMP/py.err"
+fi

@@ -3,11 +3,14 @@
  * its registers and a copy of the top of its stack, as the sample program
  * does; the unwinder (libdw, the CFI of this test built without frame
  * pointers) must find each caller's return address in order, from the
- * copy alone. Also: a copy cut short stops early (counted as partial), and
- * a pid with no process gives no frame.
+ * copy alone. Also: a copy cut short stops early (counted as partial), a
+ * pid with no process gives no frame, and a pc in anonymous memory (JIT
+ * code: no CFI) is stepped by its frame pointer (counted) or, with none,
+ * ends the walk there (KX_UNWIND_JIT, counted).
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "kxtest.h"
@@ -174,9 +177,64 @@ static void no_process(void)
 	kx_unwinder_free(u);
 }
 
+#define JIT_ROOM (1u << 20) /* bytes of address space around the JIT page */
+
+/* A frame at a pc in jit (anonymous memory), sp at stk, rbp as given;
+ * the copy: stk's n words. */
+static unsigned int unwind_jit(struct kx_unwinder *u, const void *jit, uint64_t *stk, size_t n,
+                               uint64_t rbp, uint64_t *ips, int *end)
+{
+	uint64_t regs[KX_USTACK_NREGS] = {0};
+	struct kx_ustack us = {.pid = (uint32_t)getpid(),
+	                       .exec_id = 1,
+	                       .ts_ns = 1,
+	                       .regs = regs,
+	                       .stack = (const uint8_t *)stk,
+	                       .len = n * sizeof(*stk)};
+
+	regs[6] = rbp; /* DWARF 6: %rbp */
+	regs[KX_USTACK_REG_SP] = (uint64_t)stk;
+	regs[KX_USTACK_REG_IP] = (uint64_t)jit + 4;
+	return kx_unwind(u, &us, ips, 8, end);
+}
+
+static void jit_frames(void)
+{
+	char err[200] = "";
+	struct kx_unwinder *u = kx_unwinder_new(err, sizeof(err));
+	/* Far (0.5 MiB) from any module's range: one that ends in a page past
+	 * its last mapping (its .bss rounded up) must not cover it. */
+	uint8_t *room = mmap(NULL, JIT_ROOM, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *jit = room + JIT_ROOM / 2;
+	struct kx_unwind_stats st;
+	uint64_t stk[8] = {0}, ips[8];
+	unsigned int n;
+	int end;
+
+	CHECK(u != NULL && room != MAP_FAILED);
+	if (!u || room == MAP_FAILED)
+		return;
+	/* A frame record at stk[2]: the caller's %rbp (none), its return
+	 * address (one in this program, with CFI). */
+	stk[3] = snap.ra[3];
+	n = unwind_jit(u, jit, stk, 8, (uint64_t)&stk[2], ips, &end);
+	printf("# JIT frame with a frame pointer: %u frames, end %d\n", n, end);
+	CHECK(n >= 2 && ips[1] == snap.ra[3]);
+	/* No frame pointer: the walk ends at the JIT frame. */
+	n = unwind_jit(u, jit, stk, 8, 0, ips, &end);
+	printf("# JIT frame without one: %u frames, end %d\n", n, end);
+	CHECK(n == 1 && end == KX_UNWIND_JIT);
+	kx_unwinder_stats(u, &st);
+	CHECK_EQ_U(st.jit_steps, 1);
+	CHECK_EQ_U(st.jit_stops, 1);
+	munmap(room, JIT_ROOM);
+	kx_unwinder_free(u);
+}
+
 int main(void)
 {
 	RUN(unwinds_callers);
 	RUN(no_process);
+	RUN(jit_frames);
 	KXT_EXIT();
 }

@@ -21,7 +21,7 @@ struct pair_slot {
 	uint32_t tid;   /* the sample's */
 	uint64_t ts;    /* the sample's, CLOCK_MONOTONIC ns */
 	unsigned int n; /* frames in ips */
-	int complete;   /* the unwind reached the outermost frame */
+	int end;        /* how the unwind ended: enum kx_unwind_end */
 	uint64_t ips[KX_SAMPLE_MAX_DEPTH];
 	/* auto: the copy itself, unwound only when its sample's frame-pointer
 	 * walk is not kept (NULL until the first; pending: not unwound yet). */
@@ -115,7 +115,7 @@ static void unwind_copy(struct kx_ustack_pair *p, struct pair_slot *sl,
 {
 	struct kx_ustack s = ustack_of(r);
 
-	sl->n = kx_unwind(p->uw, &s, sl->ips, KX_SAMPLE_MAX_DEPTH, &sl->complete);
+	sl->n = kx_unwind(p->uw, &s, sl->ips, KX_SAMPLE_MAX_DEPTH, &sl->end);
 }
 
 /* auto: 1 when sample smp keeps its frame-pointer walk (every frame in a
@@ -179,10 +179,11 @@ void kx_ustack_pair_sample(struct kx_ustack_pair *p, struct kx_sample *s)
 		p->c.failed++;
 		return;
 	}
-	if (sl->complete)
+	if (sl->end == KX_UNWIND_ROOT)
 		p->c.unwound++;
 	else
 		p->c.partial++;
+	p->c.jit_stops += sl->end == KX_UNWIND_JIT;
 	memcpy(p->out, sl->ips, sl->n * sizeof(p->out[0]));
 	s->uips = p->out;
 	s->nu = sl->n;
@@ -196,6 +197,9 @@ void kx_ustack_pair_counts(const struct kx_ustack_pair *p, struct kx_ustack_coun
 void kx_ustack_facts(const struct kx_ustack_pair *p, const struct kx_sample_counts *sc,
                      struct kx_sample_info *si)
 {
+	struct kx_unwind_stats st;
+
+	kx_unwinder_stats(p->uw, &st);
 	si->stacks[KX_DW_UNWOUND] = p->c.unwound;
 	si->stacks[KX_DW_PARTIAL] = p->c.partial;
 	si->stacks[KX_DW_FAILED] = p->c.failed;
@@ -203,6 +207,8 @@ void kx_ustack_facts(const struct kx_ustack_pair *p, const struct kx_sample_coun
 	si->stacks[KX_DW_COPY_FAULT] = sc->ustack_fault;
 	si->stacks[KX_DW_COPIES] = p->c.copies;
 	si->stacks[KX_DW_FP_KEPT] = p->c.fp_kept;
+	si->stacks[KX_DW_JIT_STOPS] = p->c.jit_stops;
+	si->stacks[KX_DW_JIT_STEPS] = st.jit_steps;
 }
 
 void kx_ustack_pair_free(struct kx_ustack_pair *p)

@@ -28,6 +28,7 @@ struct kx_ustack_counts {
 	uint64_t malformed; /* copies that did not parse (never expected) */
 	uint64_t unwound;   /* samples unwound to their outermost frame */
 	uint64_t partial;   /* samples whose unwind stopped before it */
+	uint64_t jit_stops; /* of those, stopped at JIT code (symbol/unwind.h: KX_UNWIND_JIT) */
 	uint64_t failed;    /* samples whose copy gave no frame (their frame-pointer walk kept) */
 	uint64_t no_copy;   /* user samples without a copy (lost or not read) */
 	uint64_t fp_kept;   /* auto: samples whose frame-pointer walk was kept */

@@ -353,6 +353,23 @@ static int record_end_cmd(struct kx_capture *c)
 	return kx_capture_cmd_exit(c);
 }
 
+/* --call-graph dwarf: JIT code (no CFI) stepped by its frame pointer, or
+ * where walks stopped (no usable frame pointer: no copy size helps). */
+static void record_report_jit(const uint64_t *k)
+{
+	if (k[KX_DW_JIT_STEPS] || k[KX_DW_JIT_STOPS])
+		fprintf(stderr,
+		        "kxprof record: JIT code (no CFI): %llu frames stepped by their frame "
+		        "pointer, %llu stacks stopped there (no usable frame pointer)\n",
+		        (unsigned long long)k[KX_DW_JIT_STEPS],
+		        (unsigned long long)k[KX_DW_JIT_STOPS]);
+	if (k[KX_DW_JIT_STOPS] * 2 > k[KX_DW_UNWOUND] + k[KX_DW_FP_KEPT] + k[KX_DW_PARTIAL])
+		fprintf(stderr, "kxprof record: most stacks stopped at JIT code that keeps no "
+		                "frame pointer (such as Python's -X perf trampolines in an "
+		                "interpreter built without frame pointers): a larger copy does "
+		                "not help; nothing past that code can be unwound\n");
+}
+
 /* --call-graph dwarf: what became of the user stacks. */
 static void record_report_dwarf(const struct kx_sample_info *si)
 {
@@ -369,7 +386,10 @@ static void record_report_dwarf(const struct kx_sample_info *si)
 		        "kxprof record: --call-graph auto: %llu frame-pointer walks kept (every "
 		        "frame in a module that keeps frame pointers), not unwound\n",
 		        (unsigned long long)k[KX_DW_FP_KEPT]);
-	if (k[KX_DW_PARTIAL] > k[KX_DW_UNWOUND] + k[KX_DW_FP_KEPT])
+	record_report_jit(k);
+	/* Most stacks stopped early, not at JIT code. */
+	if (k[KX_DW_PARTIAL] - k[KX_DW_JIT_STOPS] >
+	    k[KX_DW_UNWOUND] + k[KX_DW_FP_KEPT] + k[KX_DW_JIT_STOPS])
 		fprintf(stderr, "kxprof record: most stacks stopped early: a larger copy "
 		                "(--call-graph dwarf,SIZE) reaches further up a deep stack\n");
 	if (k[KX_DW_NO_COPY])

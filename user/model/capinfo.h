@@ -62,6 +62,9 @@ enum kx_stack_loss {
 	KX_DW_COPIES,     /* stack copies received */
 	KX_DW_FP_KEPT,    /* --call-graph auto: frame-pointer walks kept (every frame's module
 	                     keeps frame pointers) */
+	KX_DW_JIT_STOPS,  /* of KX_DW_PARTIAL, stopped at JIT code (no CFI, no usable frame
+	                     pointer) */
+	KX_DW_JIT_STEPS,  /* JIT frames (no CFI) unwound past by their frame pointer */
 	KX_STACK_LOSS_MAX
 };
 enum kx_sym_stat {

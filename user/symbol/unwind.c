@@ -289,14 +289,43 @@ static int walk(struct unw_proc *p, const struct kx_ustack *s, struct unw_walk *
 	return rc;
 }
 
+/* Whether frame i of w (a pc; a return address past i 0) lies in no
+ * module of p: JIT code, which has no CFI. */
+static int frame_in_jit(const struct unw_proc *p, const struct unw_walk *w, unsigned int i)
+{
+	return !dw.addrmodule(p->dwfl, i ? w->ips[i] - 1 : w->ips[i]);
+}
+
+/* Counts the JIT frames w went past (libdw stepped each by its frame
+ * pointer, having no CFI there) and classifies a walk that stopped. */
+static int walk_end(struct kx_unwinder *u, const struct unw_proc *p, const struct unw_walk *w,
+                    int whole)
+{
+	for (unsigned int i = 0; i + 1 < w->n; i++)
+		u->st.jit_steps += frame_in_jit(p, w, i);
+	if (!w->n) {
+		u->st.failed++;
+		return KX_UNWIND_STOPPED;
+	}
+	if (whole) {
+		u->st.unwound++;
+		return KX_UNWIND_ROOT;
+	}
+	u->st.partial++;
+	if (w->n == w->max || !frame_in_jit(p, w, w->n - 1))
+		return KX_UNWIND_STOPPED;
+	u->st.jit_stops++;
+	return KX_UNWIND_JIT;
+}
+
 unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_t *ips,
-                       unsigned int max, int *complete)
+                       unsigned int max, int *end)
 {
 	struct unw_walk w = {.ips = ips, .max = max};
 	struct unw_proc *p, *q;
 	int rc;
 
-	*complete = 0;
+	*end = KX_UNWIND_STOPPED;
 	if (!max || !(p = proc_get(u, s))) {
 		u->st.failed++;
 		return 0;
@@ -309,14 +338,7 @@ unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_
 	}
 	/* libdw ends a walk whose next frame it cannot read as if it were the
 	 * outermost: only a walk that never read outside the copy is whole. */
-	*complete = rc == 0 && !p->read_outside;
-	rc = *complete ? 0 : -1;
-	if (!w.n)
-		u->st.failed++;
-	else if (rc == 0)
-		u->st.unwound++;
-	else
-		u->st.partial++;
+	*end = walk_end(u, p, &w, rc == 0 && !p->read_outside);
 	return w.n;
 }
 

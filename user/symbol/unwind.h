@@ -8,6 +8,12 @@
  * unwinds needs it installed). Owns one dwfl per process image, kept while it is used
  * (reported again when the process exec'd or a pc, or a walk's return
  * address, falls outside every module known), so each module's CFI is parsed once per process.
+ * JIT code (a pc in no module: no CFI) is stepped by libdw's own x86-64
+ * fallback, by its frame pointer (CFA %rbp+16, return address [%rbp+8],
+ * caller's %rbp [%rbp]), and the walk goes on with CFI from its caller; a
+ * walk that ends at JIT code whose frame pointer leads nowhere (Python
+ * 3.13's -X perf trampolines keep none) says so (KX_UNWIND_JIT), and
+ * the frames stepped and the walks stopped there are counted.
  */
 #ifndef KX_SYMBOL_UNWIND_H
 #define KX_SYMBOL_UNWIND_H
@@ -28,20 +34,28 @@ struct kx_ustack {
 };
 
 struct kx_unwind_stats {
-	uint64_t unwound; /* stacks unwound to their outermost frame */
-	uint64_t partial; /* stopped before it (outside the copy, no CFI, a bad frame) */
-	uint64_t failed;  /* not a frame (the process gone, no module at the pc) */
-	uint64_t reports; /* times a process's modules were read from its maps */
+	uint64_t unwound;   /* stacks unwound to their outermost frame */
+	uint64_t partial;   /* stopped before it (outside the copy, no CFI, a bad frame) */
+	uint64_t jit_stops; /* of those, stopped at JIT code (a pc in no module) */
+	uint64_t jit_steps; /* JIT frames (a pc in no module) a walk went past */
+	uint64_t failed;    /* not a frame (the process gone, no module at the pc) */
+	uint64_t reports;   /* times a process's modules were read from its maps */
 };
 
 /* NULL with err set when out of memory or libdw (libdw.so.1, opened at
  * the first call) is missing. */
 struct kx_unwinder *kx_unwinder_new(char *err, size_t len);
+/* How a walk ended (kx_unwind's *end). */
+enum kx_unwind_end {
+	KX_UNWIND_STOPPED = 0, /* before the outermost frame: past the copy, no CFI, a bad frame */
+	KX_UNWIND_ROOT = 1,    /* at the outermost frame */
+	KX_UNWIND_JIT = 2,     /* stopped at JIT code (a pc in no module: no CFI) whose frame
+	                          pointer leads nowhere: a larger copy would not go further */
+};
 /* Unwinds s into ips (leaf first: the pc, then return addresses), at most
- * max frames; the frame count (0: none). *complete is 1 when the walk
- * reached the outermost frame. */
+ * max frames; the frame count (0: none). *end: enum kx_unwind_end. */
 unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_t *ips,
-                       unsigned int max, int *complete);
+                       unsigned int max, int *end);
 /* --call-graph auto: 1 when a frame-pointer walk (ips, n frames, leaf
  * first, at least 2) can be kept: every frame but the outermost lies in a
  * module of s's process that keeps frame pointers (symbol/fpcheck.h; each
