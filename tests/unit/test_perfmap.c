@@ -3,7 +3,8 @@
  * "START SIZE NAME" lines with and without 0x, names with spaces, lines
  * that are not entries skipped, the last line of a start winning, lookups
  * inside, at the end of and between entries, a file read again only when
- * it changed, no file at all, and a symlink or another user's file refused.
+ * it changed, no file at all, an empty one (still being written), and a
+ * symlink or another user's file refused.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,22 @@ static void no_file(void)
 	kx_perfmap_free(&pm);
 }
 
+/* A map read while its process has created it but written nothing yet. */
+static void empty_file(void)
+{
+	struct kx_perfmap pm;
+	char err[200];
+	uint64_t off;
+
+	write_map("");
+	kx_perfmap_init(&pm, FAKE_PID, getuid());
+	CHECK(kx_perfmap_load(&pm, err, sizeof(err)) >= 0);
+	CHECK_EQ_U(pm.n, 0);
+	CHECK(kx_perfmap_find(&pm, 0x1000, &off) == NULL);
+	kx_perfmap_free(&pm);
+	unlink(path);
+}
+
 static void refuses_symlink_and_others(void)
 {
 	struct kx_perfmap pm;
@@ -119,6 +136,7 @@ int main(void)
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", FAKE_PID);
 	RUN(parses_and_finds);
 	RUN(no_file);
+	RUN(empty_file);
 	RUN(refuses_symlink_and_others);
 	KXT_EXIT();
 }

@@ -90,7 +90,9 @@ static int parse_file(struct kx_perfmap *pm, FILE *f)
 	while (fgets(line, sizeof(line), f))
 		if (parse_line(pm, line))
 			return -1;
-	qsort(pm->sym, pm->n, sizeof(*pm->sym), by_start);
+	/* A map read while its process is still writing it may be empty. */
+	if (pm->n)
+		qsort(pm->sym, pm->n, sizeof(*pm->sym), by_start);
 	dedup(pm);
 	return 0;
 }
