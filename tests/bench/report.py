@@ -567,6 +567,7 @@ def growth_table(data, cfg, out):
     caps += [(n, m, "annotated: ") for n, m in sorted(data.get("growann", {}).items(),
                                                         key=lambda x: int(x[0]))]
     caps += [(n, m, "device timelines: ") for n, m in data.get("growjobs", {}).items()]
+    caps += [(n, m, "annotated GPU jobs: ") for n, m in data.get("growannjobs", {}).items()]
     for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
         size = m.get("kxp_bytes", {}).get(1, 0) / 1048576
@@ -601,11 +602,19 @@ def growth_table(data, cfg, out):
                "count the annotation records too. The capture with device timelines is "
                "recorded live (`%s`; its events are its ioctls, %s jobs): the streamed "
                "report pairs its jobs as the records pass and keeps none (KVM jobs, block "
-               "requests and the jobs of every GPU source)." % (
+               "requests and the jobs of every GPU source). The annotated GPU-job capture "
+               "(`%s`; %s jobs, 2 threads of \"step\" and \"inner\" ranges around xe execs, "
+               "every 5th job done 40 us after its range, every 97th 120 ms after) gives each "
+               "job's device time to the ranges around its call as the file streams by, within "
+               "the bounds the streamed read states (16 MiB of calls waiting for their jobs, "
+               "32,768 jobs held behind a job done late); its events count the annotation records too." % (
                    cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?"), cfg.get("GROWJOBS", "?"),
-                   num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1))))
+                   num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1)),
+                   cfg.get("GROWANNJOBS", "?"),
+                   num(next(iter(data.get("growannjobs", {}).values()), {}).get("jobs", {}).get(1))))
     out.append("")
-    convert_growth_table(g, data.get("growann", {}), data.get("growjobs", {}), out)
+    convert_growth_table(g, data.get("growann", {}), data.get("growjobs", {}), out,
+                         data.get("growannjobs", {}))
     one_trace_table(data.get("growone", {}), out)
     one_trace_instr_table(data.get("growone_instr", {}), out)
 
@@ -677,17 +686,19 @@ def one_trace_instr_table(one, out):
                             ins["kxprof"] <= 1.1 * ins["memory"])])
 
 
-def convert_growth_table(g, ann, jobs, out):
+def convert_growth_table(g, ann, jobs, out, annjobs=None):
     """convert --chrome x.json.gz of the same captures: a quarter of a window at a time
     against in memory."""
     rows = []
     caps = [(n, g[n], "") for n in sorted(g, key=int)]
     caps += [(n, ann[n], "annotated: ") for n in sorted(ann, key=int)]
     caps += [(n, m, "device timelines: ") for n, m in jobs.items()]
+    caps += [(n, m, "annotated GPU jobs: ") for n, m in (annjobs or {}).items()]
+    streams = {"device timelines: ": "`convert` (fits one trace: read whole)",
+               "annotated GPU jobs: ": "`convert --split-events` (a window at a time)"}
     for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
-        stream = ("`convert` (read whole: device jobs)" if kind == "device timelines: "
-                  else "`convert` (a quarter of a window at a time)")
+        stream = streams.get(kind, "`convert` (a quarter of a window at a time)")
         for mode, name in (("stream", kind + stream),
                            ("memory", kind + "`convert --in-memory`")):
             walls = list(m.get("conv_%s_wall_s" % mode, {}).values())

@@ -44,11 +44,14 @@ EXPORT_ROUNDS=3			# conversions of it, alternating builds
 GROW_EVENTS="1500000 15000000"	# synthetic captures reported streamed and in memory
 GROW_ONE=1000000		# a synthetic capture that fits one trace, converted
 GROW_ONE_INSTR=200000		# the same, its instructions counted (callgrind)
+GROW_ANNJOBS=100000		# steps a thread of the annotated GPU-job capture (200,000 jobs)
+GROW_ANNJOBS_SPLIT=100000	# its convert's --split-events (it fits one trace of 1,000,000)
 HOST_S=0.5			# seconds per part of syscall_loop (getppid, then ping-pong)
 if [ "$QUICK" = 1 ]; then
 	ROUNDS=2 FLOOD_S=0.3 KVMRUN_JOBS=500 JOB_ARGS="-t 2 -j 30 -l 2000" TPUT_S=1
 	LOOPRUN_JOBS=300 LOOPJOB_ARGS="-t 2 -j 30 -k zero -z 256"
 	EXPORT_PER_THREAD=100000 EXPORT_ROUNDS=1 HOST_S=0.2 GROW_EVENTS="100000 1000000" GROW_ONE=200000 GROW_ONE_INSTR=50000
+	GROW_ANNJOBS=10000 GROW_ANNJOBS_SPLIT=10000
 fi
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -514,15 +517,17 @@ time_report() {
 	put "$row" "$n" "$r" "${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
 	put "$row" "$n" "$r" "${mode}_rss_kib" "$(awk '{print $2}' "$TMP/time.txt")"
 }
-# time_convert ROW N ROUND MODE FILE: convert to .json.gz, split by default,
-# one window at a time (MODE stream) or read whole (memory): wall time, peak
-# RSS and the parts' bytes; -v's lines in grow.err.
+# time_convert ROW N ROUND MODE FILE [OPTION...]: convert to .json.gz, split
+# by default (or as the options say), one window at a time (MODE stream) or
+# read whole (memory): wall time, peak RSS and the parts' bytes; -v's lines
+# in grow.err.
 time_convert() {
 	local row=$1 n=$2 r=$3 mode=$4 f=$5 opt=()
+	shift 5
 	[ "$mode" = memory ] && opt=(--in-memory)
 	wait_quiet
 	rm -f "$TMP"/grow*.json.gz
-	/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" -v convert "${opt[@]}" "$f" \
+	/usr/bin/time -f '%e %M' -o "$TMP/time.txt" "$KX" -v convert "${opt[@]}" "$@" "$f" \
 		--chrome "$TMP/grow.json.gz" >/dev/null 2>"$TMP/grow.err" ||
 		{ echo "bench: $row convert $mode failed: $(head -c 300 "$TMP/grow.err")" >&2; return 1; }
 	put "$row" "$n" "$r" "conv_${mode}_wall_s" "$(awk '{print $1}' "$TMP/time.txt")"
@@ -612,6 +617,36 @@ if "$B/bench/bench_kxpgen" -a -n "$n" -o "$TMP/grow.kxp" >/dev/null 2>"$TMP/grow
 else
 	echo "bench: bench_kxpgen -a failed: $(head -c 300 "$TMP/grow.err")" >&2
 fi
+# The report and convert of an annotated GPU-job capture (kxp_gen
+# annjobs-done: 2 threads of ranges around xe execs, 200,000 jobs, every 5th
+# done 40 us after its range, every 97th 120 ms after, at 87,000 jobs a
+# second): the jobs paired as the file streams by, each giving its device
+# time to the ranges around its call, within the ranges' walk's budget
+# (rangewalk.h: 16 MiB of calls waiting for their jobs) and the device
+# timelines' (jobflow.h: 32,768 jobs held behind a job done late). Its 850,000 trace events fit one
+# trace: convert splits it into parts of 100,000 to be read in windows.
+n=$GROW_ANNJOBS
+if "$B/tests/kxp_gen" annjobs-done "$TMP/grow.kxp" "$n" >/dev/null 2>"$TMP/grow.err"; then
+	put growannjobs "$n" 1 kxp_bytes "$(stat -c %s "$TMP/grow.kxp")"
+	for r in $(seq "$EXPORT_ROUNDS"); do
+		for mode in stream memory; do
+			time_report growannjobs "$n" "$r" "$mode" "$TMP/grow.kxp" || continue
+			[ "$mode" = stream ] && ! grep -q "was streamed" "$TMP/grow.err" &&
+				echo "bench: the annotated GPU-job capture was not streamed: $(head -c 300 "$TMP/grow.err")" >&2
+			time_convert growannjobs "$n" "$r" "$mode" "$TMP/grow.kxp" \
+				--split-events "$GROW_ANNJOBS_SPLIT" || continue
+			[ "$mode" = stream ] && grep -q "read into memory whole" "$TMP/grow.err" &&
+				echo "bench: the annotated GPU-job capture was not converted in windows: $(head -c 300 "$TMP/grow.err")" >&2
+		done
+	done
+	put growannjobs "$n" 1 events \
+		"$(jget "$TMP/grow.stream.json" 'd["Capture"]["received"] + d["Annotations"]["events"]')"
+	put growannjobs "$n" 1 jobs \
+		"$(jget "$TMP/grow.stream.json" 'sum(v["jobs"] for v in d["Jobs"]["devices"].values())')"
+	rm -f "$TMP/grow.kxp"
+else
+	echo "bench: kxp_gen annjobs-done failed: $(head -c 300 "$TMP/grow.err")" >&2
+fi
 # A live capture with device timelines (the stand-in accelerator's shortest
 # jobs): report pairs KVM jobs and loop block requests as they pass
 # (analysis/jobflow.h), keeping none.
@@ -627,7 +662,9 @@ if "$KX" record "${KXDEV[@]}" -o "$TMP/grow.kxp" -- "${JOBCAP[@]}" >/dev/null 2>
 			time_report growjobs 1 "$r" "$mode" "$TMP/grow.kxp" || continue
 			[ "$mode" = stream ] && ! grep -q "was streamed" "$TMP/grow.err" &&
 				echo "bench: the job capture was not streamed: $(head -c 300 "$TMP/grow.err")" >&2
-			# convert reads a capture with device jobs whole either way.
+			# Its events fit one trace: convert reads it whole either way
+			# (one with device jobs that does not is read a window at a
+			# time: the annotated GPU-job capture above).
 			time_convert growjobs 1 "$r" "$mode" "$TMP/grow.kxp"
 		done
 	done
@@ -687,6 +724,7 @@ echo "bench: measured in ${ELAPSED} s" >&2
 	echo "EXPORT_ROUNDS=$EXPORT_ROUNDS"
 	echo "GROW=${B#"$ROOT"/}/bench/bench_kxpgen -n N -o grow.kxp; ${KX#"$ROOT"/} report [--in-memory] --json grow.kxp"
 	echo "GROWJOBS=${KX#"$ROOT"/} record ${KXDEV[*]} -o jobs.kxp -- ${JOBCAP[*]#"$ROOT"/}"
+	echo "GROWANNJOBS=${B#"$ROOT"/}/tests/kxp_gen annjobs-done aj.kxp $GROW_ANNJOBS; ${KX#"$ROOT"/} report [--in-memory] --json aj.kxp; ${KX#"$ROOT"/} convert [--in-memory] --split-events $GROW_ANNJOBS_SPLIT aj.kxp --chrome aj.json.gz"
 	echo "FOREIGN_END=$(foreign)"
 	echo "LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$TMP/config"

@@ -8,7 +8,8 @@
 # captures tests/fixtures/h100_pytorch.kxp and h200_pytorch.kxp, the unit tests' generated
 # captures (test_wread's, test_report_stream's, kxp_gen.h's: written by
 # build/tests/kxp_gen, among them annotation ranges around calls that submit
-# xe jobs or KVM_RUNs, 22,000 gpu_scheduler jobs whose sdma ring
+# xe jobs or KVM_RUNs (18,000 xe jobs, some done 120 ms late, which report
+# streams too), 22,000 gpu_scheduler jobs whose sdma ring
 # never links, past the budget of jobs waiting for its device, and calls the
 # nesting rule shortens among annotation ranges, and calls spanning the end
 # of a range of their thread, which report streams and a split reads a
@@ -137,8 +138,8 @@ paths h100_pytorch "$HERE/../fixtures/h100_pytorch.kxp"
 paths h200_pytorch "$HERE/../fixtures/h200_pytorch.kxp"
 
 for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "wread-nested 8000" \
-	"wread-cut 8000" "annjobs 400" "annjobs-kvm 400" "stream 20000" "stream-annotated 1" \
-	"stream-counted 4242" "stream-counted-late 4242" "stream-counted-unnamed 4242" \
+	"wread-cut 8000" "annjobs 400" "annjobs-kvm 400" "annjobs-done 9000" "stream 20000" \
+	"stream-annotated 1" "stream-counted 4242" "stream-counted-late 4242" "stream-counted-unnamed 4242" \
 	"events 8000" "fence-gpu_scheduler-sdma 12000"; do
 	set -- $g
 	wanted "gen_${1//-/_}" || continue
@@ -154,6 +155,10 @@ for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "wread-nested 8000
 		# read a window at a time too.
 		[[ "$1" != annjobs* ]] ||
 			check "gen_${1//-/_}_windows" test "$SPLIT_READ" = windows
+		# 18,000 xe jobs, 120 ms-late ones among them, more calls inside
+		# ranges waiting for them than 16,384: report streams them too.
+		[[ "$1" != annjobs-done ]] ||
+			check "gen_${1//-/_}_streamed" bash -c '[[ "$0" != *report* ]]' "$WHOLE"
 	else
 		fail "gen_$1" "kxp_gen: $(cat "$TMP/gen.err")"
 	fi

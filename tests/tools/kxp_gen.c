@@ -27,6 +27,8 @@
  *   annjobs N          test_wread's annotation ranges around calls that submit
  *                      xe jobs (QUEUE, RUN, DONE): 4 threads of N steps
  *   annjobs-kvm N      the same with KVM_RUNs and their exits
+ *   annjobs-done N     the xe form's 2 threads of N steps, every job done
+ *                      (its 120 ms late jobs about 10,400 behind)
  *   fence-SOURCE N     test_report_stream's GPU jobs of a shared fence source
  *                      (i915, amdgpu, amdxdna, gpu_scheduler, dma_fence): N
  *                      steps of a ring linked from its 6th job and a ring
@@ -93,7 +95,7 @@ static int write_fence_kind(const char *source, const char *out, size_t n)
 static int usage(void)
 {
 	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|wread-nested|wread-cut|"
-	                "annjobs[-kvm]|stream|"
+	                "annjobs[-kvm|-done]|stream|"
 	                "stream-annotated|stream-counted[-late|-unnamed]|events|fence-SOURCE[-sdma] "
 	                "OUT.kxp N\n"
 	                "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
@@ -141,6 +143,12 @@ int main(int argc, char **argv)
 		rc = write_events(out, n);
 	else if (!strcmp(kind, "recorded"))
 		rc = write_fixture_recorded(argv[3], out);
+	else if (!strcmp(kind, "annjobs-done"))
+		rc = aj_write_gen(out, &(struct aj_opts){.nthreads = 2,
+		                                         .n = n,
+		                                         .lag = 200000,
+		                                         .t0 = 5000000000ULL,
+		                                         .done_all = 1});
 	else if (!strcmp(kind, "annjobs") || !strcmp(kind, "annjobs-kvm"))
 		rc = aj_write_gen(out, &(struct aj_opts){.kvm = kind[7] == '-',
 		                                         .nthreads = 4,

@@ -65,7 +65,7 @@ done
 [ -s "$CAP/h100_pytorch.kxp" ] || cp "$ROOT/tests/fixtures/h100_pytorch.kxp" "$CAP/"
 [ -s "$CAP/h200_pytorch.kxp" ] || cp "$ROOT/tests/fixtures/h200_pytorch.kxp" "$CAP/"
 for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "wread-nested 8000" \
-	"wread-cut 8000" "annjobs 400" "annjobs-kvm 400" "stream 20000" "stream-annotated 1" "stream-counted 4242" \
+	"wread-cut 8000" "annjobs 400" "annjobs-kvm 400" "annjobs-done 9000" "stream 20000" "stream-annotated 1" "stream-counted 4242" \
 	"stream-counted-late 4242" "stream-counted-unnamed 4242" "events 8000" \
 	"fence-gpu_scheduler-sdma 12000"; do
 	set -- $g

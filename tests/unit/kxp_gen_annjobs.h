@@ -8,7 +8,8 @@
  * ended (every fifth 40 us, every 97th 120 ms after), some never done; job
  * records up to lag ns late; thread 0's last step's ranges (if any) left
  * open; on request ranges that begin only after the first steps, jobs that
- * begin only after them, a call inside deeper ranges. Records are written
+ * begin only after them, a call inside deeper ranges, every job done,
+ * more calls without jobs inside each step's ranges. Records are written
  * as a recorder writes them: a call at its return, an annotation or job
  * event at its time (plus its lag). aj_rec, aj_add and aj_write also write
  * test_report_stream's hand-made block, fence and KVM captures.
@@ -25,8 +26,9 @@
 #include "model/capinfo.h"
 #include "registry/drivers.h"
 
-#define AJ_XE_EXEC 0x40386449u /* DRM_IOCTL_XE_EXEC */
-#define AJ_XE_WAIT 0xc048644au /* DRM_IOCTL_XE_WAIT_USER_FENCE */
+#define AJ_XE_EXEC  0x40386449u /* DRM_IOCTL_XE_EXEC */
+#define AJ_XE_WAIT  0xc048644au /* DRM_IOCTL_XE_WAIT_USER_FENCE */
+#define AJ_XE_QUERY 0xc0286440u /* DRM_IOCTL_XE_DEVICE_QUERY */
 
 /* A record and when the recorder writes it. */
 struct aj_rec {
@@ -104,6 +106,9 @@ struct aj_opts {
 	uint64_t no_jobs;  /* each thread's first steps submit no job (jobs after annotations) */
 	uint64_t t0;       /* ns, the first step's start */
 	unsigned int deep; /* ranges around thread 0's first submitting call (0: as the rest) */
+	int done_all;      /* every job done (else some never are) */
+	unsigned int more; /* calls without jobs a step besides its wait call, inside its ranges
+	                      (xe device queries; kvm: as its wait call) */
 };
 
 /* One step of thread k (tid) from t: its records; the next step's start. */
@@ -117,6 +122,7 @@ static inline uint64_t aj_step(struct aj_list *l, const struct aj_opts *o, int k
 	int ranged = i >= o->bare && i % 4 != 3, inner = ranged && i % 2 == 0;
 	int left = k == 0 && i + 1 == o->n;
 	unsigned int deep = k == 0 && i == o->bare && o->deep ? o->deep : 0;
+	uint64_t x = (uint64_t)o->more * 1100; /* ns, the more calls' time */
 
 	if (ranged)
 		aj_ann(l, pid, tid, KX_ANN_PUSH, t, t, 1, "step");
@@ -152,18 +158,21 @@ static inline uint64_t aj_step(struct aj_list *l, const struct aj_opts *o, int k
 		j.ts = c + d / 2, j.phase = KX_JOB_RUN;
 		aj_job(l, &j, jit / 2);
 		j.ts = done, j.phase = KX_JOB_DONE;
-		if (i % 11 != 6) /* a job never done: no device time */
+		if (i % 11 != 6 || o->done_all) /* a job never done: no device time */
 			aj_job(l, &j, jit / 3);
 	}
 	aj_call(l, pid, tid, c + d + 50, 1000, drv, o->kvm ? 0xae81u : AJ_XE_WAIT);
+	for (unsigned int e = 0; e < o->more; e++)
+		aj_call(l, pid, tid, c + d + 1100 + e * 1100, 1000, drv,
+		        o->kvm ? 0xae81u : AJ_XE_QUERY);
 	for (unsigned int e = deep; e > 0; e--)
-		aj_ann(l, pid, tid, KX_ANN_POP, c + d + 1100 + deep - e, t + 19 + e,
+		aj_ann(l, pid, tid, KX_ANN_POP, c + d + 1100 + x + deep - e, t + 19 + e,
 		       (uint16_t)(2 + e), "");
 	if (inner && !left)
-		aj_ann(l, pid, tid, KX_ANN_POP, c + d + 2000, t + 10, 2, "");
+		aj_ann(l, pid, tid, KX_ANN_POP, c + d + 2000 + x, t + 10, 2, "");
 	if (ranged && !left)
-		aj_ann(l, pid, tid, KX_ANN_POP, c + d + 3000, t, 1, "");
-	return t + d + 4000 + i % 300;
+		aj_ann(l, pid, tid, KX_ANN_POP, c + d + 3000 + x, t, 1, "");
+	return t + d + 4000 + x + i % 300;
 }
 
 static inline void aj_gen(struct aj_list *l, const struct aj_opts *o)

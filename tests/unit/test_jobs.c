@@ -605,7 +605,7 @@ static int blk_add(struct kx_store *s, uint64_t ts, uint64_t sector, int phase)
 
 /* Later requests of test_whole_unbounded: past the jobs the streamed
  * read holds behind an open one. */
-#define LATER (KX_JOBFLOW_HELD + 100)
+#define LATER (KX_JOBFLOW_BEHIND + 100)
 
 /* What a sink was given: each job's start and lane, in the order swept. */
 struct lanes_seen {
@@ -645,7 +645,7 @@ static struct kx_jobs *flow_jobs(struct kx_jobflow *f, const struct kx_store *s)
 
 /*
  * A request open for 3 s (longer than the streamed read's window) while
- * LATER later ones complete, two of them at once: within the streamed
+ * LATER later ones complete (within it: 40 us apart), two of them at once: within the streamed
  * read's bounds the flow cannot count it in start order (why); with no
  * bound every job is counted, handed to the sink, swept in start order and
  * given its lane (the first free at its start: the long one lane 0, the
@@ -664,12 +664,12 @@ static void test_whole_unbounded(void)
 	CHECK(s);
 	ok &= blk_add(s, US(1), 1, KX_JOB_RUN) == 0;
 	for (uint64_t i = 0; i < LATER; i++) {
-		ok &= blk_add(s, US(10 + i * 100), 100 + i, KX_JOB_RUN) == 0;
+		ok &= blk_add(s, US(10 + i * 40), 100 + i, KX_JOB_RUN) == 0;
 		if (i == 5)
-			ok &= blk_add(s, US(10 + i * 100 + 20), LATER + 500, KX_JOB_RUN) == 0;
-		ok &= blk_add(s, US(10 + i * 100 + 50), 100 + i, KX_JOB_DONE) == 0;
+			ok &= blk_add(s, US(10 + i * 40 + 10), LATER + 500, KX_JOB_RUN) == 0;
+		ok &= blk_add(s, US(10 + i * 40 + 25), 100 + i, KX_JOB_DONE) == 0;
 		if (i == 5)
-			ok &= blk_add(s, US(10 + i * 100 + 60), LATER + 500, KX_JOB_DONE) == 0;
+			ok &= blk_add(s, US(10 + i * 40 + 30), LATER + 500, KX_JOB_DONE) == 0;
 	}
 	ok &= blk_add(s, T0 + 3 * KX_JOBFLOW_WINDOW_NS, 1, KX_JOB_DONE) == 0;
 	CHECK(ok);
@@ -686,7 +686,7 @@ static void test_whole_unbounded(void)
 	CHECK_EQ_U(seen.nswept, LATER + 2);
 	for (size_t k = 0; k < seen.nswept; k++) {
 		uint32_t id = seen.order[k];
-		uint32_t want = k == 0 ? 0 : (seen.start[id] == US(530) ? 2 : 1);
+		uint32_t want = k == 0 ? 0 : (seen.start[id] == US(220) ? 2 : 1);
 
 		ok &= (!k || seen.start[seen.order[k - 1]] <= seen.start[id]) &&
 		      seen.lane[id] == want;

@@ -121,6 +121,9 @@ static char *json_in_memory(const char *path)
 	return out;
 }
 
+/* The most calls the last streamed report's ranges remembered for their jobs at once. */
+static size_t dc_peak;
+
 /* The streamed report of path as JSON; *why: the in-memory reason (then NULL). */
 static char *json_streamed(const char *path, const char **why)
 {
@@ -134,6 +137,7 @@ static char *json_streamed(const char *path, const char **why)
 		return NULL;
 	}
 	*why = sr.in_memory;
+	dc_peak = sr.ranges ? sr.ranges->dc_peak : 0;
 	if (!sr.in_memory)
 		an = kx_analysis_build(sr.side, &sr.ci, err, sizeof(err));
 	if (an && kx_sreport_apply(&sr, an) == 0) {
@@ -1491,10 +1495,13 @@ static void block_reasons(void)
 			blk_ev(&l, 2 * KX_JOBFLOW_WINDOW_NS, 6, 0, KX_JOB_DONE, 0);
 			blk_ev(&l, 500, 5, 0, KX_JOB_DONE, 3 * KX_JOBFLOW_WINDOW_NS);
 			break;
-		case 1: /* a request open while 20,000 later ones complete */
+		case 1: /* a request open while more than KX_JOBFLOW_BEHIND later ones
+		         * complete (on 1000 sectors: the forgotten ones told apart) */
 			blk_ev(&l, 950, 123, 0, KX_JOB_RUN, 0);
-			for (uint64_t i = 0; i < 20000; i++)
-				blk_ev(&l, 2000000 + i * 10, 1000000 + i, 0, KX_JOB_DONE, 0);
+			for (uint64_t i = 0; i < KX_JOBFLOW_BEHIND + 4000; i++) {
+				blk_ev(&l, 2000000 + i * 10, 1000000 + i % 1000, 0, KX_JOB_RUN, 0);
+				blk_ev(&l, 2000005 + i * 10, 1000000 + i % 1000, 0, KX_JOB_DONE, 0);
+			}
 			blk_ev(&l, 2 * KX_JOBFLOW_WINDOW_NS, 123, 0, KX_JOB_DONE, 0);
 			break;
 		case 2: /* a call of 3 windows, its request paired before it returns */
@@ -1521,6 +1528,30 @@ static void block_reasons(void)
 			printf("FAIL block_reasons: %d: %s\n", c, why ? why : "streamed");
 		CHECK(compare(path, &why, msg, sizeof(msg)) && why && strstr(why, want[c]));
 	}
+}
+
+/* A request open while more later ones complete than the stream holds
+ * when none is open (KX_JOBFLOW_HELD), fewer than it holds behind one
+ * (KX_JOBFLOW_BEHIND): streamed, the in-memory report (before, a reason). */
+static void block_behind_streams(void)
+{
+	struct aj_list l = {0};
+	char path[128], msg[512];
+	const char *why;
+
+	blk_requests(&l, 1, 200, 0);
+	blk_ev(&l, 950, 123, 0, KX_JOB_RUN, 0);
+	for (uint64_t i = 0; i < KX_JOBFLOW_HELD + 4000; i++) {
+		blk_ev(&l, 2000000 + i * 10, 1000000 + i % 1000, 0, KX_JOB_RUN, 0);
+		blk_ev(&l, 2000005 + i * 10, 1000000 + i % 1000, 0, KX_JOB_DONE, 0);
+	}
+	blk_ev(&l, 2 * KX_JOBFLOW_WINDOW_NS, 123, 0, KX_JOB_DONE, 0);
+	snprintf(path, sizeof(path), "%s/blkbehind.kxp", tmpdir);
+	CHECK(aj_write(path, &l) == 0);
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL block_behind_streams: %s\n", why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+	unlink(path);
 }
 
 /* ---- GPU jobs of a per-driver source ---- */
@@ -2397,6 +2428,41 @@ static void ranges_jobs_early(void)
 }
 
 /*
+ * GPU jobs in ranges at a rate that puts more calls inside ranges between
+ * a job and its sweep than the walk remembered before (16,384; a capture
+ * shorter than the sweeps' 1 s window: every call from the first job
+ * record on), 120 ms-late and never-done jobs among them: streamed, the
+ * in-memory report. With 10 more calls a step, more than the walk's
+ * memory budget: read into memory, the bound said.
+ */
+static void ranges_jobs_many(void)
+{
+	struct aj_opts o = {.nthreads = 2, .n = 6001, .lag = 200000, .t0 = 5000000000ull};
+	char path[128], msg[512];
+	const char *why;
+	char *m;
+
+	snprintf(path, sizeof(path), "%s/rangedev_many.kxp", tmpdir);
+	CHECK(aj_write_gen(path, &o) == 0);
+	m = json_in_memory(path);
+	CHECK(m && rd_has_jobs(m));
+	free(m);
+	if (!compare(path, &why, msg, sizeof(msg)) || why)
+		printf("FAIL ranges_jobs_many: %s\n", why ? why : msg);
+	CHECK(compare(path, &why, msg, sizeof(msg)) && !why);
+	printf("# ranges_jobs_many: %zu calls remembered at most\n", dc_peak);
+	CHECK(dc_peak > 16384);
+	o.n = 4000;
+	o.more = 10;
+	CHECK(aj_write_gen(path, &o) == 0);
+	CHECK(compare(path, &why, msg, sizeof(msg)));
+	if (!why || !strstr(why, "memory budget (16 MiB: 65536 calls)"))
+		printf("FAIL ranges_jobs_many: %s\n", why ? why : "streamed");
+	CHECK(why && strstr(why, "memory budget (16 MiB: 65536 calls)"));
+	unlink(path);
+}
+
+/*
  * rd_gen's (or blk_requests') records with the call after one submitting
  * call of a thread's in three (an xe exec, a KVM_RUN, a loop driver call)
  * moved to overlap it partially: it starts 500 ns before that
@@ -2593,6 +2659,7 @@ int main(void)
 	RUN(kvm_exits_late_stream);
 	RUN(block_streamed);
 	RUN(block_reasons);
+	RUN(block_behind_streams);
 	RUN(gpu_streamed);
 	RUN(gpu_reasons);
 	RUN(waits_before_gpu);
@@ -2607,6 +2674,7 @@ int main(void)
 	RUN(ranges_jobs_reasons);
 	RUN(ranges_jobs_same);
 	RUN(ranges_jobs_early);
+	RUN(ranges_jobs_many);
 	RUN(nest_jobs_ranges);
 	RUN(cut_jobs_ranges);
 	RUN(nest_held_jobs);

@@ -812,6 +812,35 @@ static void test_annotated_jobs(void)
 	CHECK(parts >= 2);
 }
 
+/*
+ * GPU jobs in ranges, 120 ms-late and never-done ones among them, at a rate
+ * that puts more calls inside ranges between a job and its sweep than the
+ * walk remembered before (16,384; the capture is shorter than the sweeps'
+ * 1 s window): read in windows, every range's device time and every part
+ * the whole capture's. With 10 more calls a step, more than the walk's
+ * memory budget: read whole, the bound said.
+ */
+static void test_annotated_jobs_many(void)
+{
+	static struct kx_wread w;
+	struct aj_opts o = {.nthreads = 2, .n = 6001, .lag = 200000, .t0 = T0};
+	char path[96], err[256];
+	size_t parts;
+
+	annjobs_case("aj_xe_many", &o, 20000, 0, &parts);
+	CHECK(parts >= 2);
+	snprintf(path, sizeof(path), "%s/aj_many_more.kxp", dir);
+	o.n = 4000;
+	o.more = 10;
+	CHECK(aj_write_gen(path, &o) == 0);
+	CHECK(kx_wread_open_sliced(&w, path, 20000, 20000, BUDGET, 0, err, sizeof(err)) == 0);
+	if (!w.in_memory || !strstr(w.in_memory, "memory budget (16 MiB: 65536 calls)"))
+		printf("FAIL annotated_jobs_many: %s\n", w.in_memory ? w.in_memory : "in windows");
+	CHECK(w.in_memory && strstr(w.in_memory, "memory budget (16 MiB: 65536 calls)"));
+	kx_wread_free(&w);
+	unlink(path);
+}
+
 /* A capture with annotation ranges and jobs that fits one window is kept
  * whole by the first read, which runs no device timelines (a conversion
  * reads it from its store; its plan, when asked for, runs them); a call
@@ -1062,6 +1091,7 @@ int main(void)
 	RUN(test_kept_no_timelines);
 	RUN(test_annotated_jobs);
 	RUN(test_annotated_jobs_kept);
+	RUN(test_annotated_jobs_many);
 	RUN(test_annotated_job_late_done);
 	RUN(test_read_whole_when_needed);
 	RUN(test_range_at_cut);

@@ -69,9 +69,9 @@ void kx_jobflow_init(struct kx_jobflow *f, const struct kx_capinfo *ci)
 	jf_keyed_init(f);
 	f->lo = UINT64_MAX;
 	f->pend_max = KX_JOBFLOW_PENDING;
-	f->lim = (struct kx_jobflow_lim){KX_JOBFLOW_WINDOW_NS, KX_JOBFLOW_HELD, KX_JOBFLOW_EXACT,
-	                                 KX_JOBFLOW_EXITS,     KX_JOBFLOW_RECS, KX_JOBFLOW_OPEN,
-	                                 KX_JOBFLOW_CLOSED,    KX_JOBFLOW_WAITS};
+	f->lim = (struct kx_jobflow_lim){KX_JOBFLOW_WINDOW_NS, KX_JOBFLOW_HELD,  KX_JOBFLOW_EXACT,
+	                                 KX_JOBFLOW_EXITS,     KX_JOBFLOW_RECS,  KX_JOBFLOW_OPEN,
+	                                 KX_JOBFLOW_CLOSED,    KX_JOBFLOW_WAITS, KX_JOBFLOW_BEHIND};
 }
 
 void kx_jobflow_init_whole(struct kx_jobflow *f, const struct kx_capinfo *ci,
@@ -89,8 +89,8 @@ void kx_jobflow_unbound(struct kx_jobflow *f)
 	f->unbounded = 1;
 	f->pend_max = SIZE_MAX;
 	f->wprune = SIZE_MAX;
-	f->lim = (struct kx_jobflow_lim){UINT64_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX,
-	                                 0,          SIZE_MAX, SIZE_MAX, SIZE_MAX};
+	f->lim = (struct kx_jobflow_lim){UINT64_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX, 0,
+	                                 SIZE_MAX,   SIZE_MAX, SIZE_MAX, SIZE_MAX};
 }
 
 static void span(struct kx_jobflow *f, uint64_t a, uint64_t b)

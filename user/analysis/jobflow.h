@@ -44,7 +44,11 @@
  * and of those free: a job takes the first free), busy time (the union of
  * intervals in start order) and the most in flight (a heap of the device's
  * ends). Memory: the jobs held (56 bytes each), the open exits, a
- * thread's last call (88 bytes), and per ring its rows.
+ * thread's last call (88 bytes), and per ring its rows. Behind a job not
+ * counted yet (open, or a GPU job closed until its key is forgotten: up to
+ * KX_JOBFLOW_CLOSED closes after its DONE) up to KX_JOBFLOW_BEHIND wait:
+ * one done late (100 ms and more after its submit, as GPU jobs are) holds
+ * the sweeps over those closes and the jobs done meanwhile.
  *
  * Keyed jobs (block requests, GPU jobs) are paired by jobpair's rules as
  * they pass too. Their records wait in a heap (KX_JOBFLOW_WINDOW_NS behind
@@ -81,7 +85,7 @@
  * reorder stage): a wait phase on a job already counted, a KVM exit after a later exit of its
  * thread was resolved, a KVM exit or a keyed record after its thread's last FL_RECENT calls, all
  * begun after it, had come (left the calls' reorder stage), a job that starts before jobs
- * already swept (later than the heap's window: a long KVM_RUN, a job open while KX_JOBFLOW_HELD
+ * already swept (later than the heap's window: a long KVM_RUN, a job open while KX_JOBFLOW_BEHIND
  * later ones completed), a keyed record earlier than one already paired (out of time order beyond
  * the window or KX_JOBFLOW_RECS records), a call that comes after a later record of its task was
  * paired (the window after it), a wait call that began before the DONE of
@@ -109,6 +113,7 @@
 
 #define KX_JOBFLOW_WINDOW_NS 1000000000ull /* ns a made job waits for earlier starts */
 #define KX_JOBFLOW_HELD      16384u        /* jobs held at most (then the earliest goes) */
+#define KX_JOBFLOW_BEHIND    32768u        /* jobs held behind one not counted at most */
 #define KX_JOBFLOW_EXACT     16384u        /* values a row keeps for exact percentiles */
 #define KX_JOBFLOW_EXITS     65536u        /* open KVM exits at most */
 #define KX_JOBFLOW_RECS      16384u        /* block records waiting for earlier ones at most */
@@ -130,7 +135,7 @@
  * kx_jobflow_unbound: none). */
 struct kx_jobflow_lim {
 	uint64_t window_ns; /* ns a made job or a record waits for earlier ones */
-	size_t held, exact, exits, recs, open, closed, waits; /* as KX_JOBFLOW_* */
+	size_t held, exact, exits, recs, open, closed, waits, behind; /* as KX_JOBFLOW_* */
 };
 
 /* Where a whole store's jobs go (kx_jobflow_init_whole): each job counted,

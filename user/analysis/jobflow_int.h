@@ -131,11 +131,11 @@ struct kx_jobflow_wait {
 
 /* The bounds the reasons below state (their text says them). */
 _Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384 &&
-                       KX_JOBFLOW_HELD == 16384 && KX_JOBFLOW_WAITS == 65536 &&
-                       KX_JOBFLOW_EXIT_WAIT_NS == 50000000ull && KX_JOBFLOW_EXITS == 65536 &&
-                       KX_JOBFLOW_RECENT == 8,
+                       KX_JOBFLOW_HELD == 16384 && KX_JOBFLOW_BEHIND == 32768 &&
+                       KX_JOBFLOW_WAITS == 65536 && KX_JOBFLOW_EXIT_WAIT_NS == 50000000ull &&
+                       KX_JOBFLOW_EXITS == 65536 && KX_JOBFLOW_RECENT == 8,
                "the reasons' text states the window (1 s), the exits' wait (50 ms) and counts "
-               "(8, 16384, 65536)");
+               "(8, 16384, 32768, 65536)");
 /* How long a thread's calls wait in the reorder stage in front (jobflow.h's calls_upto). */
 #define CALLS_HELD                                                                                 \
 	"(its thread's calls wait in their reorder stage until a later one of it comes, or until " \

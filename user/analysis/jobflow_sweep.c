@@ -167,7 +167,7 @@ static int before_open(const struct fl_job *j, const struct fl_openref *o)
 
 /* The held jobs whose turn has come: started the window (f->lim) before
  * the latest time seen and before every open request, or past its held
- * jobs (all: at the end). */
+ * jobs (behind an open request: past those it holds; all: at the end). */
 int jf_release(struct kx_jobflow *f, int all)
 {
 	struct fl_job j;
@@ -193,11 +193,14 @@ int jf_release(struct kx_jobflow *f, int all)
 					return 0;
 				continue;
 			}
-			if (blocked)
+			if (blocked) {
+				if (f->held.n <= f->lim.behind)
+					return 0;
 				jf_because(f,
 				           "a device job stayed open (no DONE, or a GPU job within "
-				           "the window after it) while more than 16384 later jobs "
+				           "the window after it) while more than 32768 later jobs "
 				           "completed");
+			}
 		}
 		held_pop(&f->held, &j);
 		if (sweep(f, &j))

@@ -90,7 +90,7 @@ void kx_rangewalk_init(struct kx_rangewalk *w)
 	w->ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
 	w->free_rec = NONE;
 	w->dc_map = (struct kx_keymap)KX_KEYMAP_INIT;
-	w->dc_budget = KX_RANGEWALK_DEV_CALLS;
+	w->dc_budget = KX_RANGEWALK_DEV_BYTES / KX_RANGEWALK_DEV_CALL_BYTES;
 	kx_range_rows_init(&w->builder, &w->rows);
 }
 
@@ -612,8 +612,9 @@ void kx_rangewalk_late(struct kx_rangewalk *w)
 
 static const char *const DC_BUDGET =
         "annotation ranges with device jobs: calls inside ranges waited for their jobs past the "
-        "streamed read's memory budget (16384 calls)";
-_Static_assert(KX_RANGEWALK_DEV_CALLS == 16384u, "DC_BUDGET states KX_RANGEWALK_DEV_CALLS");
+        "streamed read's memory budget (16 MiB: 65536 calls)";
+_Static_assert(KX_RANGEWALK_DEV_BYTES == 16u << 20 && KX_RANGEWALK_DEV_CALL_BYTES == 256u,
+               "DC_BUDGET states KX_RANGEWALK_DEV_BYTES / KX_RANGEWALK_DEV_CALL_BYTES");
 static const char *const DC_DEEP = "annotation ranges with device jobs: a call that submitted jobs "
                                    "is inside more than " STR(DC_REFS) " ranges";
 static const char *const DC_EARLY =
@@ -639,6 +640,13 @@ struct kx_rw_devcall {
 	uint8_t nref;
 	struct dc_ref ref[DC_REFS];
 };
+
+/* A call's record, its map entry and its share of the map's index (at
+ * least half full) within the bytes the budget counts a call. */
+_Static_assert(sizeof(struct kx_rw_devcall) + sizeof(struct kx_keyslot) +
+                               2 * sizeof(struct kx_hslot) <=
+                       KX_RANGEWALK_DEV_CALL_BYTES,
+               "a remembered call takes at most KX_RANGEWALK_DEV_CALL_BYTES");
 
 static struct kx_rw_devcall *dc_at(struct kx_rangewalk *w, uint64_t v)
 {

@@ -41,11 +41,11 @@
  *     rule's order with what was walked after it at its start;
  *   - names past the store's limit (the windowed conversion's out);
  *   - streamed with device jobs (dev_stream), a job of a call let go past
- *     dc_budget, of a call walked inside ranges before the first job
- *     record came (dev_jobs) and more than KX_JOBFLOW_RECENT calls of its
- *     thread before it (jobflow.h gives its own reason first: its records
- *     link only to a thread's recent calls), or of a call inside more
- *     than 8 ranges; with out, more than 4294967295 ranges (serial_out).
+ *     dc_budget (the calls remembered past KX_RANGEWALK_DEV_BYTES), of a call walked inside ranges
+ * before the first job record came (dev_jobs) and more than KX_JOBFLOW_RECENT calls of its thread
+ * before it (jobflow.h gives its own reason first: its records link only to a thread's recent
+ * calls), or of a call inside more than 8 ranges; with out, more than 4294967295 ranges
+ * (serial_out).
  *
  * Device time, streamed (dev_stream: the streamed report's rows, the
  * windowed conversion's out): jobs are counted by the streamed device
@@ -68,6 +68,18 @@
  * before the sweeps, jobflow's reason), or past dc_budget (a reason if one
  * of its jobs comes). In memory (kx_ranges_build) dev gives a call's jobs
  * as it is walked.
+ *
+ * Memory, streamed with device jobs: the calls remembered, at most 65,536
+ * (KX_RANGEWALK_DEV_BYTES, 16 MiB, at KX_RANGEWALK_DEV_CALL_BYTES each: a
+ * call's record, its map entry and its share of the map's index; the
+ * arrays holding them grow by doubling). A call is remembered until the
+ * sweeps pass it, and they hold a job up to 1 s of capture time or 16,384
+ * jobs behind the latest record, 32,768 behind a job not counted yet
+ * (jobflow.h's KX_JOBFLOW_WINDOW_NS, KX_JOBFLOW_HELD and
+ * KX_JOBFLOW_BEHIND: a GPU job done 100 ms or more after its submit holds
+ * them): the budget holds that lag's calls inside ranges at 2 calls a
+ * job, or at 65,000 calls a second (ioctl rates on dma_fence drivers reach
+ * about 10,000 a second).
  */
 #ifndef KX_RANGEWALK_H
 #define KX_RANGEWALK_H
@@ -88,7 +100,10 @@
 struct kx_rw_rec;
 struct kx_rw_devcall;
 
-#define KX_RANGEWALK_DEV_CALLS 16384u /* calls remembered for their jobs at most */
+/* bytes the calls remembered for their jobs may take (streamed) */
+#define KX_RANGEWALK_DEV_BYTES (16u << 20)
+/* bytes a call remembered takes at most, its map entry and index included */
+#define KX_RANGEWALK_DEV_CALL_BYTES 256u
 
 struct kx_rangewalk {
 	const char *why;      /* the first reason the stream cannot give the file; NULL: it can */
@@ -133,7 +148,8 @@ struct kx_rangewalk {
 	 * (kx_rangewalk_dev_forget) or past dc_budget (the oldest goes). */
 	int dev_stream;
 	int dev_jobs;             /* a job record came (kx_rangewalk_dev_start) */
-	size_t dc_budget;         /* calls remembered at most */
+	size_t dc_budget;         /* calls remembered at most (KX_RANGEWALK_DEV_BYTES /
+	                             KX_RANGEWALK_DEV_CALL_BYTES) */
 	struct kx_keymap dc_map;  /* (tid, call number) -> the call's index + dc_base */
 	struct kx_rw_devcall *dc; /* the calls remembered, in the order walked (from dc_head) */
 	size_t dc_head, dc_n, dc_cap;

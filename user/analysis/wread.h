@@ -91,7 +91,7 @@
  * thread and number, found among the last 16384 calls they took), the
  * ranges kept (out) having it once the file is read; the ranges' walk
  * remembers a call while a job may still come for it, within its budget
- * (rangewalk.h: KX_RANGEWALK_DEV_CALLS calls, 8 ranges a call), a reason
+ * (rangewalk.h: KX_RANGEWALK_DEV_BYTES, 8 ranges a call), a reason
  * past it.
  *
  * Pass 2 (kx_wread_run) reads the file again and fills the windows' stores
@@ -128,8 +128,8 @@
  * lengths (32 bytes each) and, while the store keeps the file, a bit for
  * each of its calls and job records; the windows stay open until the
  * timelines sweep past them, which hold a job up to 1 s of capture time or 16384
- * jobs behind the latest record (a capture with fewer jobs than that
- * keeps its windows open to its end). With annotation ranges too: the
+ * jobs behind the latest record, 32768 behind a job done late (a capture
+ * with fewer jobs than that keeps its windows open to its end). With annotation ranges too: the
  * calls inside ranges the walk remembers for their jobs (rangewalk.h) and
  * 4 bytes a range.
  */
