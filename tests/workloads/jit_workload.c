@@ -12,11 +12,16 @@
  *    frame by its frame pointer, finds kx_jit_caller above the stub;
  *  - with --stub-nofp, the same through kxjit_nofp, a trampoline that keeps
  *    no frame pointer (push %rbp; xor %ebp,%ebp; call *%rcx; pop %rbp; ret:
- *    %rbp is 0 in the call): nothing unwinds past it.
+ *    %rbp is 0 in the call): nothing unwinds past it;
+ *  - with --stub-py, the same through py::kxjit_py:/x.py, a trampoline of
+ *    the shape CPython's -X perf writes when built without frame pointers
+ *    (sub $8,%rsp; call *%rcx; add $8,%rsp; ret: %rbp is the caller's),
+ *    named the way CPython names its trampolines: stepped as one.
  * The map file stays (the recorder reads it at the end too); the caller
  * removes it.
  *
- * Usage: jit_workload SECONDS [--no-map | --stub | --stub-nofp] (--no-map: the code is not
+ * Usage: jit_workload SECONDS [--no-map | --stub | --stub-nofp | --stub-py]
+ * (--no-map: the code is not
  * named, /tmp/perf-PID.map is left as it is). Prints JSON: workload, pid,
  * calls, map.
  */
@@ -33,8 +38,12 @@ static const unsigned char spin_code[] = {0x89, 0xf9, 0xff, 0xc9, 0x75, 0xfc, 0x
 static const unsigned char stub_code[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd1, 0x5d, 0xc3};
 /* push %rbp; xor %ebp,%ebp; call *%rcx; pop %rbp; ret */
 static const unsigned char nofp_code[] = {0x55, 0x31, 0xed, 0xff, 0xd1, 0x5d, 0xc3};
+/* sub $8,%rsp; call *%rcx; add $8,%rsp; ret */
+static const unsigned char py_code[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
+                                        0x48, 0x83, 0xc4, 0x08, 0xc3};
 #define STUB_OFF 64  /* bytes: kxjit_stub's offset in the buffer */
 #define NOFP_OFF 128 /* bytes: kxjit_nofp's */
+#define PY_OFF   192 /* bytes: py::kxjit_py's */
 
 typedef void (*leaf_fn)(unsigned int);
 typedef void (*stub_fn)(unsigned int n, void *unused1, void *unused2, leaf_fn fn);
@@ -78,6 +87,7 @@ static unsigned char *jit_map(void)
 	memcpy(buf, spin_code, sizeof(spin_code));
 	memcpy(buf + STUB_OFF, stub_code, sizeof(stub_code));
 	memcpy(buf + NOFP_OFF, nofp_code, sizeof(nofp_code));
+	memcpy(buf + PY_OFF, py_code, sizeof(py_code));
 	if (mprotect(buf, 4096, PROT_READ | PROT_EXEC)) {
 		perror("jit_workload: mprotect");
 		return NULL;
@@ -91,9 +101,12 @@ static int jit_name(const char *path, const unsigned char *buf)
 	FILE *f = fopen(path, "w");
 
 	if (!f ||
-	    fprintf(f, "%lx %zx kxjit_spin\n%lx %zx kxjit_stub\n%lx %zx kxjit_nofp\n",
+	    fprintf(f,
+	            "%lx %zx kxjit_spin\n%lx %zx kxjit_stub\n%lx %zx kxjit_nofp\n%lx %zx "
+	            "py::kxjit_py:/x.py\n",
 	            (unsigned long)buf, sizeof(spin_code), (unsigned long)(buf + STUB_OFF),
-	            sizeof(stub_code), (unsigned long)(buf + NOFP_OFF), sizeof(nofp_code)) < 0 ||
+	            sizeof(stub_code), (unsigned long)(buf + NOFP_OFF), sizeof(nofp_code),
+	            (unsigned long)(buf + PY_OFF), sizeof(py_code)) < 0 ||
 	    fclose(f)) {
 		perror("jit_workload: writing the perf map");
 		return -1;
@@ -110,8 +123,8 @@ int main(int argc, char **argv)
 	unsigned char *buf;
 
 	if (!secs || (*mode && strcmp(mode, "--no-map") && strncmp(mode, "--stub", 6))) {
-		fprintf(stderr, "usage: jit_workload SECONDS [--no-map | --stub | --stub-nofp] "
-		                "(SECONDS at least 1)\n");
+		fprintf(stderr, "usage: jit_workload SECONDS [--no-map | --stub | --stub-nofp | "
+		                "--stub-py] (SECONDS at least 1)\n");
 		return 2;
 	}
 	if (!(buf = jit_map()))
@@ -123,8 +136,10 @@ int main(int argc, char **argv)
 		return 1;
 	signal(SIGALRM, on_alarm);
 	alarm(secs);
-	if (!strcmp(mode, "--stub") || !strcmp(mode, "--stub-nofp"))
-		calls = kx_jit_caller((stub_fn)(void *)(buf + (mode[6] ? NOFP_OFF : STUB_OFF)));
+	if (!strcmp(mode, "--stub") || !strcmp(mode, "--stub-nofp") || !strcmp(mode, "--stub-py"))
+		calls = kx_jit_caller((stub_fn)(void *)(buf + (!mode[6]         ? STUB_OFF
+		                                               : mode[7] == 'n' ? NOFP_OFF
+		                                                                : PY_OFF)));
 	else
 		while (!stop) {
 			((leaf_fn)(void *)buf)(1000000);

@@ -208,7 +208,8 @@ void kx_ustack_facts(const struct kx_ustack_pair *p, const struct kx_sample_coun
 	si->stacks[KX_DW_COPIES] = p->c.copies;
 	si->stacks[KX_DW_FP_KEPT] = p->c.fp_kept;
 	si->stacks[KX_DW_JIT_STOPS] = p->c.jit_stops;
-	si->stacks[KX_DW_JIT_STEPS] = st.jit_steps;
+	si->stacks[KX_DW_JIT_STEPS] = st.jit_steps - st.py_steps;
+	si->stacks[KX_DW_PY_STEPS] = st.py_steps;
 }
 
 void kx_ustack_pair_free(struct kx_ustack_pair *p)

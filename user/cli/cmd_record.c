@@ -353,15 +353,18 @@ static int record_end_cmd(struct kx_capture *c)
 	return kx_capture_cmd_exit(c);
 }
 
-/* --call-graph dwarf: JIT code (no CFI) stepped by its frame pointer, or
- * where walks stopped (no usable frame pointer: no copy size helps). */
+/* --call-graph dwarf: JIT code (no CFI) stepped by its frame pointer or
+ * as a CPython trampoline, or where walks stopped (no usable frame
+ * pointer: no copy size helps). */
 static void record_report_jit(const uint64_t *k)
 {
-	if (k[KX_DW_JIT_STEPS] || k[KX_DW_JIT_STOPS])
+	if (k[KX_DW_JIT_STEPS] || k[KX_DW_PY_STEPS] || k[KX_DW_JIT_STOPS])
 		fprintf(stderr,
 		        "kxprof record: JIT code (no CFI): %llu frames stepped by their frame "
-		        "pointer, %llu stacks stopped there (no usable frame pointer)\n",
+		        "pointer, %llu CPython trampolines stepped, %llu stacks stopped there (no "
+		        "usable frame pointer)\n",
 		        (unsigned long long)k[KX_DW_JIT_STEPS],
+		        (unsigned long long)k[KX_DW_PY_STEPS],
 		        (unsigned long long)k[KX_DW_JIT_STOPS]);
 	if (k[KX_DW_JIT_STOPS] * 2 > k[KX_DW_UNWOUND] + k[KX_DW_FP_KEPT] + k[KX_DW_PARTIAL])
 		fprintf(stderr, "kxprof record: most stacks stopped at JIT code that keeps no "

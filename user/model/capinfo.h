@@ -65,6 +65,8 @@ enum kx_stack_loss {
 	KX_DW_JIT_STOPS,  /* of KX_DW_PARTIAL, stopped at JIT code (no CFI, no usable frame
 	                     pointer) */
 	KX_DW_JIT_STEPS,  /* JIT frames (no CFI) unwound past by their frame pointer */
+	KX_DW_PY_STEPS,   /* CPython -X perf trampolines (JIT code, no CFI, perhaps no frame
+	                     pointer) unwound past by their known layout */
 	KX_STACK_LOSS_MAX
 };
 enum kx_sym_stat {

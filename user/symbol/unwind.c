@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sample_rec.h" /* bpf/: KX_USTACK_NREGS, KX_USTACK_REG_* */
 #include "symbol/fpcheck.h"
+#include "symbol/perfmap.h"
 #include "symbol/unwind.h"
 
 #define UNW_PROCS 64 /* processes with a dwfl kept at once */
@@ -23,6 +25,13 @@
 #define UNW_REREPORT_MAX_NS 200000000ull /* 0.2 s */
 #define UNW_DWARF_CB_OK     0
 #define UNW_DWARF_CB_END    1
+/* CPython's -X perf trampolines (Python/asm_trampoline.S): JIT code named
+ * "py::FUNC:FILE" in the perf map, "[push %rbp | sub $8,%rsp]; call *%rcx;
+ * ...; ret". At its return address: CFA %rsp+16, the return address at
+ * [%rsp+8], every other register the caller's. */
+#define UNW_PY_PREFIX "py::"
+#define UNW_PY_RA_OFF 8  /* bytes: return address above the frame's %rsp */
+#define UNW_PY_CFA    16 /* bytes: the caller's %rsp above the frame's */
 
 /* libdw, opened at the first unwinder (not linked: a program that never
  * unwinds, such as the TensorFlow plugin, does not need it installed). */
@@ -33,6 +42,8 @@ static struct {
 	__typeof__(dwfl_begin) *begin;
 	__typeof__(dwfl_end) *end;
 	__typeof__(dwfl_frame_pc) *frame_pc;
+	__typeof__(dwfl_frame_reg) *frame_reg; /* optional (elfutils 0.188): NULL, no
+	                                          trampoline is stepped */
 	__typeof__(dwfl_getthread_frames) *getthread_frames;
 	__typeof__(dwfl_linux_proc_find_elf) *linux_proc_find_elf;
 	__typeof__(dwfl_linux_proc_report) *linux_proc_report;
@@ -76,7 +87,9 @@ static void dw_open(void)
 		         "%s lacks the dwfl frame API: elfutils 0.158 or newer is needed",
 		         UNW_LIBDW);
 		dlclose(h);
+		return;
 	}
+	dw.frame_reg = dlsym(h, "dwfl_frame_reg");
 }
 
 struct unw_proc {
@@ -88,16 +101,31 @@ struct unw_proc {
 	uint64_t wait_ns; /* least time before they are reported again for a pc outside them */
 	const struct kx_ustack *cur; /* the stack being unwound */
 	int read_outside;            /* it asked for memory outside the copy */
+	/* A walk restarted past a trampoline: its first frame's registers
+	 * (DWARF numbering, those set in init_valid); NULL: the sample's. */
+	const uint64_t *init_regs;
+	uint32_t init_valid;   /* bit i: init_regs[i] known */
+	struct kx_perfmap *pm; /* its /tmp/perf-PID.map, read on first need; kept
+	                          while the pid is (across reports) */
 };
 
 struct unw_walk {
 	uint64_t *ips;
 	unsigned int n, max;
+	Dwfl *dwfl;         /* the walk's session */
+	int restarted;      /* the walk's first frame is ips[n]'s return address - 1 */
+	unsigned int first; /* ips index of the walk's first frame */
+	/* The registers of the last frame in JIT code (a pc in no module) */
+	uint64_t jit_regs[KX_USTACK_NREGS];
+	uint32_t jit_valid;   /* bit i: jit_regs[i] known */
+	unsigned int jit_idx; /* its index in ips; jit_valid 0: none */
 };
 
 struct kx_unwinder {
 	struct unw_proc procs[UNW_PROCS];
 	struct kx_unwind_stats st;
+	uint64_t pm_refused;   /* perf maps not read (said once) */
+	uint64_t no_frame_reg; /* trampolines not stepped: no dwfl_frame_reg (said once) */
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
 };
@@ -122,19 +150,29 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return tid == (pid_t)p->pid;
 }
 
+/* The word at addr in s's stack copy: 0, or -1 when outside it. */
+static int copy_word(const struct kx_ustack *s, uint64_t addr, uint64_t *v)
+{
+	uint64_t sp = s->regs[KX_USTACK_REG_SP];
+
+	if (addr < sp || addr - sp > s->len || s->len - (addr - sp) < sizeof(*v))
+		return -1;
+	memcpy(v, s->stack + (addr - sp), sizeof(*v));
+	return 0;
+}
+
 /* Reads a word of the stack copy; nothing outside it is read. */
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
 	struct unw_proc *p = arg;
-	const struct kx_ustack *s = p->cur;
-	uint64_t sp = s->regs[KX_USTACK_REG_SP];
+	uint64_t v;
 
 	(void)dwfl;
-	if (addr < sp || addr - sp > s->len || s->len - (addr - sp) < sizeof(*result)) {
+	if (copy_word(p->cur, addr, &v)) {
 		p->read_outside = 1;
 		return false;
 	}
-	memcpy(result, s->stack + (addr - sp), sizeof(*result));
+	*result = v;
 	return true;
 }
 
@@ -143,6 +181,16 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 	const struct unw_proc *p = arg;
 	Dwarf_Word regs[KX_USTACK_NREGS];
 
+	if (p->init_regs) {
+		dw.thread_state_register_pc(thread, p->init_regs[KX_USTACK_REG_IP]);
+		for (int i = 0; i < KX_USTACK_NREGS; i++) {
+			regs[i] = p->init_regs[i];
+			if (i != KX_USTACK_REG_IP && (p->init_valid >> i & 1) &&
+			    !dw.thread_state_registers(thread, i, 1, &regs[i]))
+				return false;
+		}
+		return true;
+	}
 	for (int i = 0; i < KX_USTACK_NREGS; i++)
 		regs[i] = p->cur->regs[i];
 	dw.thread_state_register_pc(thread, regs[KX_USTACK_REG_IP]);
@@ -180,6 +228,10 @@ static void proc_drop(struct unw_proc *p)
 {
 	if (p->dwfl)
 		dw.end(p->dwfl);
+	if (p->pm) {
+		kx_perfmap_free(p->pm);
+		free(p->pm);
+	}
 	memset(p, 0, sizeof(*p));
 }
 
@@ -189,8 +241,12 @@ static int proc_make(struct kx_unwinder *u, struct unw_proc *p, const struct kx_
 	uint64_t wait = p->dwfl && p->pid == s->pid && p->exec_id == s->exec_id
 	                        ? 2 * p->wait_ns
 	                        : UNW_REREPORT_MIN_NS;
+	struct kx_perfmap *pm = p->pid == s->pid ? p->pm : NULL;
 
+	if (pm)
+		p->pm = NULL; /* the same process: its perf map stays */
 	proc_drop(p);
+	p->pm = pm;
 	p->wait_ns = wait < UNW_REREPORT_MAX_NS ? wait : UNW_REREPORT_MAX_NS;
 	p->dwfl = dw.begin(&u->cb);
 	if (!p->dwfl)
@@ -264,6 +320,23 @@ static struct unw_proc *proc_refresh(struct kx_unwinder *u, struct unw_proc *p,
 	return p && p->made_ns != made ? p : NULL;
 }
 
+/* Keeps the registers of frame f, frame i of w, when its pc lies in JIT
+ * code (a return address: the frame of a trampoline that may be stepped). */
+static void keep_jit_regs(struct unw_walk *w, Dwfl_Frame *f, unsigned int i)
+{
+	Dwarf_Word v;
+
+	w->jit_valid = 0;
+	if (!i || !dw.frame_reg || dw.addrmodule(w->dwfl, w->ips[i] - 1))
+		return;
+	for (int r = 0; r < KX_USTACK_NREGS; r++)
+		if (dw.frame_reg(f, (unsigned int)r, &v) == 0) {
+			w->jit_regs[r] = v;
+			w->jit_valid |= 1u << r;
+		}
+	w->jit_idx = i;
+}
+
 static int on_frame(Dwfl_Frame *f, void *arg)
 {
 	struct unw_walk *w = arg;
@@ -272,11 +345,16 @@ static int on_frame(Dwfl_Frame *f, void *arg)
 
 	if (!dw.frame_pc(f, &pc, &activation))
 		return UNW_DWARF_CB_END;
-	w->ips[w->n++] = pc;
+	/* A restarted walk begins at its return address - 1 (the call: its
+	 * CFI row); the return address is what a frame holds. */
+	w->ips[w->n] = w->restarted && w->n == w->first ? pc + 1 : pc;
+	keep_jit_regs(w, f, w->n);
+	w->n++;
 	return w->n < w->max ? UNW_DWARF_CB_OK : UNW_DWARF_CB_END;
 }
 
-/* One walk of s with p's modules into w: 0 when libdw found the end. */
+/* One walk of s with p's modules into w (appended to its frames, from
+ * p->init_regs when set): 0 when libdw found the end. */
 static int walk(struct unw_proc *p, const struct kx_ustack *s, struct unw_walk *w)
 {
 	int rc;
@@ -284,6 +362,9 @@ static int walk(struct unw_proc *p, const struct kx_ustack *s, struct unw_walk *
 	p->used_ns = s->ts_ns;
 	p->cur = s;
 	p->read_outside = 0;
+	w->dwfl = p->dwfl;
+	w->first = w->n;
+	w->jit_valid = 0;
 	rc = dw.getthread_frames(p->dwfl, (pid_t)s->pid, on_frame, w);
 	p->cur = NULL;
 	return rc;
@@ -294,6 +375,59 @@ static int walk(struct unw_proc *p, const struct kx_ustack *s, struct unw_walk *
 static int frame_in_jit(const struct unw_proc *p, const struct unw_walk *w, unsigned int i)
 {
 	return !dw.addrmodule(p->dwfl, i ? w->ips[i] - 1 : w->ips[i]);
+}
+
+/* Whether pc, in no module of p, is named as a CPython trampoline in its
+ * process's perf map (read on first need, again when it changed). */
+static int py_trampoline(struct kx_unwinder *u, struct unw_proc *p, uint64_t pc)
+{
+	char path[32], err[160];
+	const char *fn;
+	struct stat st;
+	uint64_t off;
+
+	if (!p->pm) {
+		p->pm = malloc(sizeof(*p->pm));
+		if (!p->pm)
+			return 0;
+		snprintf(path, sizeof(path), "/proc/%u", p->pid);
+		kx_perfmap_init(p->pm, (pid_t)p->pid, stat(path, &st) ? 0 : (uint32_t)st.st_uid);
+	}
+	if (kx_perfmap_load(p->pm, err, sizeof(err)) < 0 && !u->pm_refused++)
+		fprintf(stderr, "kxprof: unwinding: %s\n", err);
+	fn = kx_perfmap_find(p->pm, pc, &off);
+	return fn && !strncmp(fn, UNW_PY_PREFIX, strlen(UNW_PY_PREFIX));
+}
+
+/* A walk w of s that stopped at JIT code: when that is a CPython
+ * trampoline, sets regs (and *valid) to its caller's registers, with its
+ * return address - 1 as the pc. 0, or -1 when it is none, or not one this
+ * step understands (its caller in no module, its frame outside the copy). */
+static int py_step(struct kx_unwinder *u, struct unw_proc *p, const struct kx_ustack *s,
+                   const struct unw_walk *w, uint64_t *regs, uint32_t *valid)
+{
+	const uint32_t need = 1u << KX_USTACK_REG_SP;
+	uint64_t sp, ra;
+
+	if (!dw.frame_reg) {
+		if (!u->no_frame_reg++)
+			fprintf(stderr,
+			        "kxprof: %s lacks dwfl_frame_reg (elfutils 0.188 or newer): "
+			        "stacks stop at CPython's -X perf trampolines\n",
+			        UNW_LIBDW);
+		return -1;
+	}
+	if (!w->jit_valid || w->jit_idx != w->n - 1 || (w->jit_valid & need) != need ||
+	    !py_trampoline(u, p, w->ips[w->n - 1]))
+		return -1;
+	sp = w->jit_regs[KX_USTACK_REG_SP];
+	if (copy_word(s, sp + UNW_PY_RA_OFF, &ra) || !ra || !dw.addrmodule(p->dwfl, ra - 1))
+		return -1;
+	memcpy(regs, w->jit_regs, sizeof(w->jit_regs));
+	*valid = w->jit_valid | 1u << KX_USTACK_REG_IP;
+	regs[KX_USTACK_REG_SP] = sp + UNW_PY_CFA;
+	regs[KX_USTACK_REG_IP] = ra - 1;
+	return 0;
 }
 
 /* Counts the JIT frames w went past (libdw stepped each by its frame
@@ -322,6 +456,7 @@ unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_
                        unsigned int max, int *end)
 {
 	struct unw_walk w = {.ips = ips, .max = max};
+	uint64_t regs[KX_USTACK_NREGS];
 	struct unw_proc *p, *q;
 	int rc;
 
@@ -335,6 +470,16 @@ unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_
 		p = q;
 		w.n = 0;
 		rc = walk(p, s, &w);
+	}
+	/* Past each CPython trampoline the walk stopped at: again from its
+	 * caller, memory still read from the copy only. */
+	while ((rc != 0 || p->read_outside) && w.n < w.max &&
+	       !py_step(u, p, s, &w, regs, &p->init_valid)) {
+		u->st.py_steps++;
+		p->init_regs = regs;
+		w.restarted = 1;
+		rc = walk(p, s, &w);
+		p->init_regs = NULL;
 	}
 	/* libdw ends a walk whose next frame it cannot read as if it were the
 	 * outermost: only a walk that never read outside the copy is whole. */

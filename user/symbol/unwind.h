@@ -38,6 +38,8 @@ struct kx_unwind_stats {
 	uint64_t partial;   /* stopped before it (outside the copy, no CFI, a bad frame) */
 	uint64_t jit_stops; /* of those, stopped at JIT code (a pc in no module) */
 	uint64_t jit_steps; /* JIT frames (a pc in no module) a walk went past */
+	uint64_t py_steps;  /* of those, CPython -X perf trampolines stepped by their
+	                       known layout (no frame pointer needed) */
 	uint64_t failed;    /* not a frame (the process gone, no module at the pc) */
 	uint64_t reports;   /* times a process's modules were read from its maps */
 };
