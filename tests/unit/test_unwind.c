@@ -6,7 +6,9 @@
  * copy alone. Also: a copy cut short stops early (counted as partial), a
  * pid with no process gives no frame, and a pc in anonymous memory (JIT
  * code: no CFI) is stepped by its frame pointer (counted) or, with none,
- * ends the walk there (KX_UNWIND_JIT, counted).
+ * ends the walk there (KX_UNWIND_JIT, counted), unless this process's perf
+ * map names it as a CPython -X perf trampoline (py::...): then it is
+ * stepped by that layout and the walk goes on (counted).
  */
 #include <stdio.h>
 #include <string.h>
@@ -231,10 +233,71 @@ static void jit_frames(void)
 	kx_unwinder_free(u);
 }
 
+/* Frame 0 at the entry of a function of this program (CFA %rsp+8) whose
+ * return address lies 6 bytes into jit, where a trampoline of CPython's
+ * no-frame-pointer shape (sub $8,%rsp; call *%rcx) left its caller's
+ * return address at [%rsp+8]; the perf map names jit fn. */
+static unsigned int unwind_py(struct kx_unwinder *u, const uint8_t *jit, const char *fn,
+                              uint64_t *ips, int *end)
+{
+	static uint64_t stk[8];
+	uint64_t regs[KX_USTACK_NREGS] = {0};
+	struct kx_ustack us = {.pid = (uint32_t)getpid(),
+	                       .exec_id = 1,
+	                       .ts_ns = 1,
+	                       .regs = regs,
+	                       .stack = (const uint8_t *)stk,
+	                       .len = sizeof(stk)};
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	f = fopen(path, "w");
+	if (!f) /* no frame: the caller's checks fail */
+		return 0;
+	fprintf(f, "%lx 10 %s\n", (unsigned long)jit, fn);
+	fclose(f);
+	stk[0] = (uint64_t)jit + 6; /* the trampoline's return address */
+	stk[2] = snap.ra[3];        /* its caller's */
+	regs[KX_USTACK_REG_SP] = (uint64_t)stk;
+	regs[KX_USTACK_REG_IP] = (uint64_t)(uintptr_t)unwind_jit; /* an entry */
+	return kx_unwind(u, &us, ips, 8, end);
+}
+
+static void py_trampolines(void)
+{
+	char err[200] = "", path[64];
+	struct kx_unwinder *u = kx_unwinder_new(err, sizeof(err));
+	uint8_t *room = mmap(NULL, JIT_ROOM, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *jit = room + JIT_ROOM / 2;
+	struct kx_unwind_stats st;
+	uint64_t ips[8];
+	unsigned int n;
+	int end;
+
+	CHECK(u != NULL && room != MAP_FAILED);
+	if (!u || room == MAP_FAILED)
+		return;
+	n = unwind_py(u, jit, "kx_not_python", ips, &end);
+	printf("# no-frame-pointer JIT frame not named py::: %u frames, end %d\n", n, end);
+	CHECK(n == 2 && ips[1] == (uint64_t)jit + 6 && end == KX_UNWIND_JIT);
+	n = unwind_py(u, jit, "py::kx_py:/t.py", ips, &end);
+	printf("# CPython trampoline: %u frames, end %d\n", n, end);
+	CHECK(n >= 3 && ips[1] == (uint64_t)jit + 6 && ips[2] == snap.ra[3]);
+	kx_unwinder_stats(u, &st);
+	CHECK_EQ_U(st.py_steps, 1);
+	CHECK_EQ_U(st.jit_stops, 1);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	unlink(path);
+	munmap(room, JIT_ROOM);
+	kx_unwinder_free(u);
+}
+
 int main(void)
 {
 	RUN(unwinds_callers);
 	RUN(no_process);
 	RUN(jit_frames);
+	RUN(py_trampolines);
 	KXT_EXIT();
 }
