@@ -10,10 +10,16 @@
  * address, falls outside every module known), so each module's CFI is parsed once per process.
  * JIT code (a pc in no module: no CFI) is stepped by libdw's own x86-64
  * fallback, by its frame pointer (CFA %rbp+16, return address [%rbp+8],
- * caller's %rbp [%rbp]), and the walk goes on with CFI from its caller; a
- * walk that ends at JIT code whose frame pointer leads nowhere (Python
- * 3.13's -X perf trampolines keep none) says so (KX_UNWIND_JIT), and
- * the frames stepped and the walks stopped there are counted.
+ * caller's %rbp [%rbp]), and the walk goes on with CFI from its caller. A
+ * walk that ends at JIT code whose frame pointer leads nowhere goes on
+ * when that code is a CPython -X perf trampoline (named "py::..." in the
+ * process's perf map, symbol/perfmap.h, kept per process): at its return
+ * address CFA %rsp+16, return address [%rsp+8] (read from the copy), every
+ * other register the caller's (as libdw had them for that frame:
+ * dwfl_frame_reg, elfutils 0.188, optional), the walk restarted from the
+ * caller with them, appending frames. Else it says so (KX_UNWIND_JIT).
+ * The frames stepped, the trampolines among them and the walks stopped
+ * there are counted.
  */
 #ifndef KX_SYMBOL_UNWIND_H
 #define KX_SYMBOL_UNWIND_H
