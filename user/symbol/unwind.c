@@ -409,6 +409,8 @@ static int py_step(struct kx_unwinder *u, struct unw_proc *p, const struct kx_us
 	const uint32_t need = 1u << KX_USTACK_REG_SP;
 	uint64_t sp, ra;
 
+	if (w->n < 2 || !py_trampoline(u, p, w->ips[w->n - 1]))
+		return -1;
 	if (!dw.frame_reg) {
 		if (!u->no_frame_reg++)
 			fprintf(stderr,
@@ -417,8 +419,7 @@ static int py_step(struct kx_unwinder *u, struct unw_proc *p, const struct kx_us
 			        UNW_LIBDW);
 		return -1;
 	}
-	if (!w->jit_valid || w->jit_idx != w->n - 1 || (w->jit_valid & need) != need ||
-	    !py_trampoline(u, p, w->ips[w->n - 1]))
+	if (!w->jit_valid || w->jit_idx != w->n - 1 || (w->jit_valid & need) != need)
 		return -1;
 	sp = w->jit_regs[KX_USTACK_REG_SP];
 	if (copy_word(s, sp + UNW_PY_RA_OFF, &ra) || !ra || !dw.addrmodule(p->dwfl, ra - 1))
@@ -475,11 +476,15 @@ unsigned int kx_unwind(struct kx_unwinder *u, const struct kx_ustack *s, uint64_
 	 * caller, memory still read from the copy only. */
 	while ((rc != 0 || p->read_outside) && w.n < w.max &&
 	       !py_step(u, p, s, &w, regs, &p->init_valid)) {
-		u->st.py_steps++;
+		unsigned int had = w.n;
+
 		p->init_regs = regs;
 		w.restarted = 1;
 		rc = walk(p, s, &w);
 		p->init_regs = NULL;
+		if (w.n == had)
+			break; /* libdw took none of the registers: the walk ends there */
+		u->st.py_steps++;
 	}
 	/* libdw ends a walk whose next frame it cannot read as if it were the
 	 * outermost: only a walk that never read outside the copy is whole. */
