@@ -208,7 +208,8 @@ void kx_ustack_facts(const struct kx_ustack_pair *p, const struct kx_sample_coun
 	si->stacks[KX_DW_COPIES] = p->c.copies;
 	si->stacks[KX_DW_FP_KEPT] = p->c.fp_kept;
 	si->stacks[KX_DW_JIT_STOPS] = p->c.jit_stops;
-	si->stacks[KX_DW_JIT_STEPS] = st.jit_steps - st.py_steps;
+	/* py_steps: of jit_steps, unless a trampoline's page lay in a module's extent */
+	si->stacks[KX_DW_JIT_STEPS] = st.jit_steps > st.py_steps ? st.jit_steps - st.py_steps : 0;
 	si->stacks[KX_DW_PY_STEPS] = st.py_steps;
 }
 

@@ -112,10 +112,9 @@ struct unw_proc {
 struct unw_walk {
 	uint64_t *ips;
 	unsigned int n, max;
-	Dwfl *dwfl;         /* the walk's session */
 	int restarted;      /* the walk's first frame is ips[n]'s return address - 1 */
 	unsigned int first; /* ips index of the walk's first frame */
-	/* The registers of the last frame in JIT code (a pc in no module) */
+	/* The registers of the last frame, when a caller's */
 	uint64_t jit_regs[KX_USTACK_NREGS];
 	uint32_t jit_valid;   /* bit i: jit_regs[i] known */
 	unsigned int jit_idx; /* its index in ips; jit_valid 0: none */
@@ -320,14 +319,16 @@ static struct unw_proc *proc_refresh(struct kx_unwinder *u, struct unw_proc *p,
 	return p && p->made_ns != made ? p : NULL;
 }
 
-/* Keeps the registers of frame f, frame i of w, when its pc lies in JIT
- * code (a return address: the frame of a trampoline that may be stepped). */
+/* Keeps the registers of frame f, frame i of w, a caller's (its pc a
+ * return address): the frame of a trampoline that may be stepped when the
+ * walk ends there. Whether it is one is not asked of the modules (a JIT
+ * page may lie inside a module's extent), only of the perf map, once. */
 static void keep_jit_regs(struct unw_walk *w, Dwfl_Frame *f, unsigned int i)
 {
 	Dwarf_Word v;
 
 	w->jit_valid = 0;
-	if (!i || !dw.frame_reg || dw.addrmodule(w->dwfl, w->ips[i] - 1))
+	if (!i || !dw.frame_reg)
 		return;
 	for (int r = 0; r < KX_USTACK_NREGS; r++)
 		if (dw.frame_reg(f, (unsigned int)r, &v) == 0) {
@@ -362,7 +363,6 @@ static int walk(struct unw_proc *p, const struct kx_ustack *s, struct unw_walk *
 	p->used_ns = s->ts_ns;
 	p->cur = s;
 	p->read_outside = 0;
-	w->dwfl = p->dwfl;
 	w->first = w->n;
 	w->jit_valid = 0;
 	rc = dw.getthread_frames(p->dwfl, (pid_t)s->pid, on_frame, w);
