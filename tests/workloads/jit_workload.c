@@ -75,12 +75,17 @@ __attribute__((noinline)) unsigned long kx_jit_caller(stub_fn stub)
 }
 
 /* The buffer with the pieces of code, executable; NULL on failure. */
+/* The code page sits in the middle of 1 MiB of address space reserved for
+ * it: a page right after a library could fall inside that module's range as
+ * an unwinder computes it (its .bss rounded up), and be taken for its code. */
+#define JIT_ROOM (1u << 20)
+
 static unsigned char *jit_map(void)
 {
-	unsigned char *buf =
-	        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *room = mmap(NULL, JIT_ROOM, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *buf = room + JIT_ROOM / 2;
 
-	if (buf == MAP_FAILED) {
+	if (room == MAP_FAILED || mprotect(buf, 4096, PROT_READ | PROT_WRITE)) {
 		perror("jit_workload: mmap");
 		return NULL;
 	}
