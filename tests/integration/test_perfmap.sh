@@ -30,70 +30,56 @@ fi
 MAPS=()
 trap 'rm -f "${MAPS[@]}"; rm -rf "$TMP"' EXIT
 
+# jit_record NAME CHECK CALL_GRAPH WORKLOAD_ARGS...: jit_workload recorded into
+# $TMP/NAME.kxp (its JSON line in NAME.json, record's stderr in NAME.err; no
+# --call-graph when CALL_GRAPH is empty), CHECK_record_exit checked, its perf
+# map removed at exit.
+jit_record() {
+	local name=$1 chk=$2 cg=$3
+	shift 3
+	"$KXPROF" record -F 499 ${cg:+--call-graph "$cg"} -o "$TMP/$name.kxp" -- "$WL/jit_workload" "$@" \
+		>"$TMP/$name.json" 2>"$TMP/$name.err"
+	check "${chk}_record_exit" [ $? -eq 0 ]
+	MAPS+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["map"])' "$TMP/$name.json")")
+}
+# share CHECK FOLDED FRAMES: at least 50 jit_workload samples, 80% of them
+# with the frames FRAMES (";"-separated, in caller order) on their stack.
+share() {
+	check "$1" python3 -c '
+import sys
+total = hit = 0
+for line in open(sys.argv[1]):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    if not stack.startswith("jit_workload;"):
+        continue
+    total += int(n)
+    hit += int(n) * ((";%s;" % sys.argv[2]) in (";%s;" % stack))
+print("# %d of %d jit_workload samples %s" % (hit, total, sys.argv[2]))
+sys.exit(total < 50 or hit * 10 < total * 8)' "$2" "$3"
+}
+
 # ---- a JIT of our own ----
-"$KXPROF" record -F 499 -o "$TMP/j.kxp" -- "$WL/jit_workload" 2 >"$TMP/j.json" 2>"$TMP/j.err"
-check jit_record_exit [ $? -eq 0 ]
-MAP=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["map"])' "$TMP/j.json")
-MAPS+=("$MAP")
+jit_record j jit "" 2
 "$KXPROF" convert "$TMP/j.kxp" --folded "$TMP/j.folded" >/dev/null
 check jit_convert_exit [ $? -eq 0 ]
-check jit_named python3 -c '
-import sys
-total = named = 0
-for line in open(sys.argv[1]):
-    stack, _, n = line.rstrip("\n").rpartition(" ")
-    if not stack.startswith("jit_workload;"):
-        continue
-    total += int(n)
-    named += int(n) * ("kxjit_spin" in stack.split(";"))
-print("# %d of %d jit_workload samples in kxjit_spin" % (named, total))
-sys.exit(total < 50 or named * 10 < total * 8)' "$TMP/j.folded"
+share jit_named "$TMP/j.folded" kxjit_spin
 
 # ---- --call-graph dwarf through JIT code ----
-"$KXPROF" record -F 499 --call-graph dwarf -o "$TMP/d.kxp" -- "$WL/jit_workload" 2 --stub \
-	>"$TMP/d.json" 2>"$TMP/d.err"
-check jit_dwarf_record_exit [ $? -eq 0 ]
-MAPS+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["map"])' "$TMP/d.json")")
+jit_record d jit_dwarf dwarf 2 --stub
 "$KXPROF" convert "$TMP/d.kxp" --folded "$TMP/d.folded" >/dev/null
 # Most samples are in kx_jit_leaf: nearly all of them go up to main.
-check jit_dwarf_steps python3 -c '
-import sys
-total = through = 0
-for line in open(sys.argv[1]):
-    stack, _, n = line.rstrip("\n").rpartition(" ")
-    if not stack.startswith("jit_workload;"):
-        continue
-    total += int(n)
-    through += int(n) * (";main;kx_jit_caller;kxjit_stub;kx_jit_leaf" in stack)
-print("# %d of %d jit_workload samples main;kx_jit_caller;kxjit_stub;kx_jit_leaf" % (through, total))
-sys.exit(total < 50 or through * 10 < total * 8)' "$TMP/d.folded"
+share jit_dwarf_steps "$TMP/d.folded" "main;kx_jit_caller;kxjit_stub;kx_jit_leaf"
 check jit_dwarf_steps_counted grep -q "JIT code (no CFI): [1-9][0-9]* frames stepped" "$TMP/d.err"
-"$KXPROF" record -F 499 --call-graph dwarf -o "$TMP/n.kxp" -- "$WL/jit_workload" 1 --stub-nofp \
-	>"$TMP/n.json" 2>"$TMP/n.err"
-check jit_nofp_record_exit [ $? -eq 0 ]
-MAPS+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["map"])' "$TMP/n.json")")
+jit_record n jit_nofp dwarf 1 --stub-nofp
 check jit_nofp_stops_counted grep -q "[1-9][0-9]* stacks stopped there (no usable frame pointer)" \
 	"$TMP/n.err"
 check jit_nofp_said grep -q "most stacks stopped at JIT code that keeps no frame pointer" "$TMP/n.err"
 check jit_nofp_no_copy_advice bash -c '! grep -q "a larger copy (--call-graph" "$1"' _ "$TMP/n.err"
 # Not named as a CPython trampoline: not stepped as one.
 check jit_nofp_not_stepped bash -c '! grep -q "[1-9][0-9]* CPython trampolines stepped" "$1"' _ "$TMP/n.err"
-"$KXPROF" record -F 499 --call-graph dwarf -o "$TMP/y.kxp" -- "$WL/jit_workload" 2 --stub-py \
-	>"$TMP/y.json" 2>"$TMP/y.err"
-check jit_py_record_exit [ $? -eq 0 ]
-MAPS+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["map"])' "$TMP/y.json")")
+jit_record y jit_py dwarf 2 --stub-py
 "$KXPROF" convert "$TMP/y.kxp" --folded "$TMP/y.folded" >/dev/null
-check jit_py_steps python3 -c '
-import sys
-total = through = 0
-for line in open(sys.argv[1]):
-    stack, _, n = line.rstrip("\n").rpartition(" ")
-    if not stack.startswith("jit_workload;"):
-        continue
-    total += int(n)
-    through += int(n) * (";main;kx_jit_caller;py::kxjit_py:/x.py;kx_jit_leaf" in stack)
-print("# %d of %d jit_workload samples main;kx_jit_caller;py::kxjit_py;kx_jit_leaf" % (through, total))
-sys.exit(total < 50 or through * 10 < total * 8)' "$TMP/y.folded"
+share jit_py_steps "$TMP/y.folded" "main;kx_jit_caller;py::kxjit_py:/x.py;kx_jit_leaf"
 check jit_py_steps_counted grep -q "[1-9][0-9]* CPython trampolines stepped" "$TMP/y.err"
 
 # ---- a perf map that is not the process's own file is not read ----
