@@ -32,6 +32,11 @@
 #define UNW_PY_PREFIX "py::"
 #define UNW_PY_RA_OFF 8  /* bytes: return address above the frame's %rsp */
 #define UNW_PY_CFA    16 /* bytes: the caller's %rsp above the frame's */
+/* The registers a caller's frame can have (DWARF numbering): the
+ * callee-saved %rbx, %rbp, %r12-%r15, and %rsp and the return address; the
+ * others are undefined past frame 0, so they are not asked for each frame. */
+#define UNW_CALLER_REGS                                                                            \
+	((1u << 3) | (1u << 6) | (1u << 7) | (0xfu << 12) | (1u << KX_USTACK_REG_IP))
 
 /* libdw, opened at the first unwinder (not linked: a program that never
  * unwinds, such as the TensorFlow plugin, does not need it installed). */
@@ -331,7 +336,7 @@ static void keep_jit_regs(struct unw_walk *w, Dwfl_Frame *f, unsigned int i)
 	if (!i || !dw.frame_reg)
 		return;
 	for (int r = 0; r < KX_USTACK_NREGS; r++)
-		if (dw.frame_reg(f, (unsigned int)r, &v) == 0) {
+		if ((UNW_CALLER_REGS >> r & 1) && dw.frame_reg(f, (unsigned int)r, &v) == 0) {
 			w->jit_regs[r] = v;
 			w->jit_valid |= 1u << r;
 		}
