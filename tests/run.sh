@@ -222,7 +222,9 @@ for f in tests/durations.tsv "$TIMES"; do
 	done <"$f"
 done
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/kxprof-run.XXXXXX")
-trap 'rm -rf "$STATE"' EXIT
+# (in this shell only: a child forked for `cmd &` and signalled before its
+# exec would run it too; see tests/integration/lib.sh's at_exit)
+trap 'if [ "$BASHPID" = "$$" ]; then rm -rf "$STATE"; fi' EXIT
 declare -A PID_JOB=()
 RUNNING=0
 declare -A NOW_MS=()

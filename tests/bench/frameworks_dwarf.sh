@@ -20,7 +20,9 @@ die() { echo "frameworks_dwarf: $*" >&2; exit 1; }
 [ -x "$PY" ] || die "$PY missing: the pinned framework venv (make pyenv)"
 command -v go >/dev/null || die "go missing (Debian golang-go): go tool pprof reads the profile"
 TMP=$(mktemp -d /tmp/kxfw.XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
+# (in this shell only: a child forked for `cmd &` and signalled before its
+# exec would run it too; see tests/integration/lib.sh's at_exit)
+trap 'if [ "$BASHPID" = "$$" ]; then [ -n "${KEEP:-}" ] || rm -rf "$TMP"; fi' EXIT
 export HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOPROXY=off GOFLAGS= GOTOOLCHAIN=local
 mkdir -p "$HOME"
 

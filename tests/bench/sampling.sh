@@ -39,7 +39,9 @@ cleanup() {
 	losetup -d "$LOOP" 2>/dev/null
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
+# (in this shell only: a child forked for `cmd &` and signalled before its
+# exec would run it too; see tests/integration/lib.sh's at_exit)
+trap 'if [ "$BASHPID" = "$$" ]; then cleanup; fi' EXIT
 RAW=$TMP/raw.tsv
 : >"$RAW"
 put() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$RAW"; } # variant round metric value

@@ -29,7 +29,9 @@ die() { echo "bench-sampling (dwarf): $*" >&2; exit 1; }
 for f in "$KX" "$WL"; do [ -x "$f" ] || die "$f missing: run make"; done
 command -v perf >/dev/null || die "perf missing (Debian linux-perf; scripts/install-deps.sh)"
 TMP=$(mktemp -d /tmp/kxdwarf.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+# (in this shell only: a child forked for `cmd &` and signalled before its
+# exec would run it too; see tests/integration/lib.sh's at_exit)
+trap 'if [ "$BASHPID" = "$$" ]; then rm -rf "$TMP"; fi' EXIT
 RAW=$TMP/raw.tsv
 : >"$RAW"
 put() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$RAW"; } # variant round metric value

@@ -23,7 +23,7 @@ merge_setup() {
 		KX_LOOP_DEV=$(losetup --find --show "$TMP/loop.img") ||
 			{ fail "${tag}_loop" "losetup failed"; return 1; }
 		export KX_LOOP_DEV
-		trap 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"' EXIT
+		at_exit 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"'
 	fi
 	export PYTHONPATH=$ROOT/tests/integration:$ROOT/plugin/python KXPROF_ANNOTATE_LIB=$ANNOT
 	export PYTHONDONTWRITEBYTECODE=1 TF_CPP_MIN_LOG_LEVEL=3

@@ -5,7 +5,16 @@ KXPROF=${KXPROF:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/kxpro
 BUILD_DIR=${BUILD_DIR:-$(dirname "$KXPROF")}
 WL=$BUILD_DIR/tests
 TMP=$(mktemp -d /tmp/kxprof-test.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+# at_exit CMDS: runs CMDS when the script ends, in the script's own shell
+# only. Bash runs its EXIT trap when a fatal signal reaches it, and a child it
+# has forked for `cmd &` but not yet exec'd is still bash with the trap: a
+# test that signals such a child at once would otherwise remove $TMP (or kill
+# its siblings) under the running script.
+at_exit() {
+	trap 'if [ "$BASHPID" = "$$" ]; then '"$1"'
+fi' EXIT
+}
+at_exit 'rm -rf "$TMP"'
 
 # fd 3 is the script's own stdout: helpers report there even when the caller
 # sends a command's output to a file.

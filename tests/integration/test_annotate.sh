@@ -27,7 +27,7 @@ cleanup() {
 	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 # The device the workload queries, and the options that trace it.
 if [ "$ACCEL" = kvm ]; then

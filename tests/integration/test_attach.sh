@@ -9,7 +9,7 @@
 # leaves context switches unhooked and says so, while serve's live summary
 # has the blocked time.
 . "$(dirname "$0")/lib.sh"
-trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+at_exit 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"'
 
 JOBS=40
 # A workload whose jobs sleep in the driver (blocked time must show).

@@ -20,7 +20,7 @@ cleanup() {
 	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 # same_runs A B: the XSpace runs of logdirs A and B, in part order, the same
 # bytes (as many, at least one).

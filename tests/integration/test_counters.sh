@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 truncate -s 64M "$TMP/back.img"
 LOOP=$(losetup -f --show "$TMP/back.img") || { fail loop_setup "losetup failed"; exit 0; }
-trap 'losetup -d "$LOOP" 2>/dev/null; rm -rf "$TMP"' EXIT
+at_exit 'losetup -d "$LOOP" 2>/dev/null; rm -rf "$TMP"'
 # Does this machine count CPU cycles? (perf stat says "<not supported>" when not.)
 if perf stat -x, -e cycles -- true 2>&1 | grep -q "not supported\|not counted"; then HW=0; else HW=1; fi
 

@@ -46,7 +46,7 @@ cleanup() {
 	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 # Everything the users run lives where they can reach it.
 chmod 755 "$TMP"

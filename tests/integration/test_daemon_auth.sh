@@ -29,7 +29,7 @@ cleanup() {
 	wait
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 chmod 755 "$TMP"
 BIN=$TMP/bin

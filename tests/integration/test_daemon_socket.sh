@@ -29,7 +29,7 @@ cleanup() {
 	wait 2>/dev/null
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 chmod 755 "$TMP"
 BIN=$TMP/bin
 OUT=$TMP/out

@@ -48,7 +48,7 @@ fake 104 npu 3 /dev/accel/accel0 ivpu
 	done
 ) &
 BUMP=$!
-trap 'kill $BUMP 2>/dev/null; wait $BUMP 2>/dev/null; rm -rf "$TMP"' EXIT
+at_exit 'kill $BUMP 2>/dev/null; wait $BUMP 2>/dev/null; rm -rf "$TMP"'
 
 KXPROF_PROC_ROOT=$R kx 0 record -a -d 3 --no-jobs --no-annotations --device /dev/null \
 	--drm-usage=0.2 -o "$TMP/d.kxp" 2>"$TMP/rec.err"
@@ -150,7 +150,7 @@ stand() {
 stand 100; P_GAME=${SLEEPS[-1]}
 stand 101
 stand 104; P_NPU=${SLEEPS[-1]}
-trap 'kill $BUMP ${SLEEPS[*]} 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+at_exit 'kill $BUMP ${SLEEPS[*]} 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"'
 P_LIST=$(IFS=,; echo "${SLEEPS[*]}")
 P_FIRST=$(printf '%s\n' "${SLEEPS[@]:0:2}" | sort -n | head -1)
 

@@ -139,7 +139,7 @@ cleanup() {
 	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 truncate -s 16M "$TMP/loop.img"
 for _ in 1 2 3 4 5; do # a free device can be taken between find and attach
 	LOOPDEV=$(losetup --find --show "$TMP/loop.img" 2>"$TMP/losetup.err") && break

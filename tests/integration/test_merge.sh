@@ -61,7 +61,7 @@ if [ "$ACCEL" = loop ]; then
 	truncate -s 16M "$TMP/loop.img"
 	KX_LOOP_DEV=$(losetup --find --show "$TMP/loop.img") || { fail merge_loop "losetup failed"; exit 0; }
 	export KX_LOOP_DEV
-	trap 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"' EXIT
+	at_exit 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"'
 fi
 export PYTHONPATH=$ROOT/tests/integration:$ROOT/plugin/python PYTHONDONTWRITEBYTECODE=1
 export KXPROF_ANNOTATE_LIB=$ROOT/build/libkxprof_annotate.so

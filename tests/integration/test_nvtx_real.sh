@@ -26,7 +26,7 @@ if [ "$ACCEL" = loop ]; then
 	truncate -s 16M "$TMP/loop.img"
 	KX_LOOP_DEV=$(losetup --find --show "$TMP/loop.img") || { fail nvtx_loop "losetup failed"; exit 0; }
 	export KX_LOOP_DEV
-	trap 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"' EXIT
+	at_exit 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"'
 fi
 
 t0=$(date +%s%N)

@@ -8,7 +8,7 @@
 # folder and the previous output as it was.
 . "$(dirname "$0")/lib.sh"
 SMALL=$TMP/small
-trap 'mountpoint -q "$SMALL" && umount "$SMALL"; rm -rf "$TMP"' EXIT
+at_exit 'mountpoint -q "$SMALL" && umount "$SMALL"; rm -rf "$TMP"'
 
 accel_argv 1 5
 WLCMD=("${ACCEL_ARGV[@]}")

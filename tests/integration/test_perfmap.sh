@@ -28,7 +28,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 0
 fi
 MAPS=()
-trap 'rm -f "${MAPS[@]}"; rm -rf "$TMP"' EXIT
+at_exit 'rm -f "${MAPS[@]}"; rm -rf "$TMP"'
 
 # jit_record NAME CHECK CALL_GRAPH WORKLOAD_ARGS...: jit_workload recorded into
 # $TMP/NAME.kxp (its JSON line in NAME.json, record's stderr in NAME.err; no

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 COUNTS="python3 $(dirname "$0")/counts.py"
 CAT=ioctl/$ACCEL
-trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+at_exit 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"'
 
 # 1. exact counts per ioctl name, each mechanism
 accel_argv 2 50

@@ -8,7 +8,7 @@
 # trace; the live summary of kxprof serve (report --from) without emitted
 # figures; and Chrome flows that run forward on the real capture.
 . "$(dirname "$0")/lib.sh"
-trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+at_exit 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"'
 
 # run NAME WANT-RC OUT -- CMD...: stdout to OUT, stderr to OUT.err; fails NAME otherwise.
 run() {

@@ -23,7 +23,7 @@ TRACES=$(dirname "$0")/pprof_traces.py
 
 truncate -s 64M "$TMP/back.img"
 LOOP=$(losetup -f --show "$TMP/back.img") || { fail loop_setup "losetup failed"; exit 0; }
-trap 'losetup -d "$LOOP" 2>/dev/null; rm -rf "$TMP"' EXIT
+at_exit 'losetup -d "$LOOP" 2>/dev/null; rm -rf "$TMP"'
 
 # ---- the capture ----
 "$KXPROF" record -F 999 --off-cpu --device loop -o "$TMP/p.kxp" -- \

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 COUNTS="python3 $(dirname "$0")/counts.py"
 # Whatever happens, no server, Prometheus or loop device outlives the test.
-trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+at_exit 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"'
 
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'

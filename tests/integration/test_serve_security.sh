@@ -9,7 +9,7 @@
 # coming back at once when closed (more than --max-clients 32), every
 # Prometheus scrape is answered within its default 10 s timeout.
 . "$(dirname "$0")/lib.sh"
-trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+at_exit 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"'
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip serve_security "needs root (serve loads BPF; the clients run as nobody)"

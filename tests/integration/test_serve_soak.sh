@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 SOAKDEV=
 # Whatever happens, no server, load loop or loop device outlives the test.
-trap 'kill $(jobs -p) 2>/dev/null; wait; [ -n "$SOAKDEV" ] && losetup -d "$SOAKDEV"; rm -rf "$TMP"' EXIT
+at_exit 'kill $(jobs -p) 2>/dev/null; wait; [ -n "$SOAKDEV" ] && losetup -d "$SOAKDEV"; rm -rf "$TMP"'
 # Soak length: shorter for sanitizer builds (slower, and RSS is not checked there).
 if nm -D "$KXPROF" 2>/dev/null | grep -q __asan_init; then SOAK_SECS=${SOAK_SECS:-15}; fi
 SOAK_SECS=${SOAK_SECS:-40}

@@ -8,7 +8,7 @@
 # SIGTERM (exit 143). Traces the stand-in accelerator (lib.sh).
 # kxtest: timing (the SIGKILL grace and the -p stop are bounded in time)
 . "$(dirname "$0")/lib.sh"
-trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+at_exit 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"'
 
 # gone PID: the process no longer runs (no such pid, or a zombie of its new parent).
 gone() {

@@ -37,7 +37,7 @@ if [ "$ACCEL" = loop ]; then
 		exit 0
 	}
 	export KX_LOOP_DEV KXPROF_DEVICES=$KX_LOOP_DEV
-	trap 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"' EXIT
+	at_exit 'losetup -d "$KX_LOOP_DEV"; rm -rf "$TMP"'
 fi
 
 export PYTHONPATH=$ROOT/tests/integration:$ROOT/plugin/python KXPROF_ANNOTATE_LIB=$ANNOT

@@ -8,7 +8,7 @@
 # terminal settings are restored, also when killed by SIGTERM.
 # kxtest: timing (how fast top quits and stops at -d)
 . "$(dirname "$0")/lib.sh"
-trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+at_exit 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$TMP"'
 
 # 1. --batch while a workload runs (2 s or more): 3 blocks, the job ioctl at a non-zero rate
 accel_argv 2 2000 1000

@@ -53,7 +53,7 @@ mkdir -p "$SHOTS"
 
 truncate -s 64M "$TMP/back.img"
 LOOP=$(losetup -f --show "$TMP/back.img") || { fail loop_setup "losetup failed"; exit 0; }
-trap 'losetup -d "$LOOP" 2>/dev/null; rm -rf "$TMP"' EXIT
+at_exit 'losetup -d "$LOOP" 2>/dev/null; rm -rf "$TMP"'
 
 kx 0 record -F 999 --off-cpu --device loop -o "$TMP/v.kxp" -- \
 	"$WL/profile_workload" -s 0.3 -D "$LOOP" -f 0.3 -z 0.2 >"$TMP/wl.json" 2>"$TMP/rec.err" ||
