@@ -327,6 +327,44 @@ static void signal_leaves_nothing(void)
 	}
 }
 
+/* A child forked while an output and a run folder are being written (a
+ * workload before its exec) that a signal kills with kxprof's handlers still
+ * installed: the parent's temporary file and run folder stay. */
+static void forked_child_signal_keeps_parent_files(void)
+{
+	struct kx_outfile o;
+	struct kx_outdir d;
+	char p[PATH_MAX], parent[PATH_MAX], err[256];
+	int st = 0;
+	pid_t pid;
+
+	fresh_root();
+	CHECK(kx_outfile_catch_signals() == 0);
+	CHECK(kx_outfile_open(&o, at(p, "out.json"), 0, err, sizeof(err)) == 0);
+	CHECK(kx_outdir_make(&d, at(parent, "logdir/plugins/profile"), "run", err, sizeof(err)) ==
+	      0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		raise(SIGINT);
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT);
+	CHECK(access(o.tmp, F_OK) == 0);
+	CHECK(access(d.path, F_OK) == 0);
+	CHECK(write(o.fd, "new", 3) == 3);
+	CHECK(kx_outfile_commit(&o, err, sizeof(err)) == 0);
+	CHECK_STR(get(p), "new");
+	kx_outdir_abort(&d);
+	CHECK(access(at(p, "logdir"), F_OK) != 0);
+	signal(SIGINT, SIG_DFL); /* and the other stops kxprof catches */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+}
+
 static void outdir_names_are_new(void)
 {
 	struct kx_outdir a, b, c;
@@ -399,6 +437,7 @@ int main(void)
 	RUN(failed_commit_removes_the_temporary);
 	RUN(unlink_live_removes_only_temporaries);
 	RUN(signal_leaves_nothing);
+	RUN(forked_child_signal_keeps_parent_files);
 	RUN(outdir_names_are_new);
 	RUN(outdir_abort_keeps_what_it_did_not_make);
 	RUN(outdir_refusals);

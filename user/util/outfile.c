@@ -21,9 +21,14 @@ static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
 
 static char live_path[NSLOTS][PATH_MAX];
 static volatile sig_atomic_t live[NSLOTS];
+/* The process that made each entry: a child forked before its exec (a
+ * workload, util/bgrelease) holds a copy of the registry and, until it resets
+ * them, these handlers; a signal there must not remove its parent's files. */
+static pid_t live_pid[NSLOTS];
 /* New directories: 0 when free, else the order of creation (removed in reverse). */
 static char dir_path[NDIRS][PATH_MAX];
 static volatile sig_atomic_t dir_seq[NDIRS];
+static pid_t dir_pid[NDIRS];
 static sig_atomic_t dir_next = 1;
 static unsigned int name_seq;
 
@@ -53,6 +58,7 @@ static int slot_add(const char *tmp)
 		if (live[i])
 			continue;
 		snprintf(live_path[i], sizeof(live_path[i]), "%s", tmp);
+		live_pid[i] = getpid();
 		live[i] = 1;
 		return i;
 	}
@@ -72,6 +78,7 @@ static int dir_add(const char *path)
 		if (dir_seq[i])
 			continue;
 		snprintf(dir_path[i], sizeof(dir_path[i]), "%s", path);
+		dir_pid[i] = getpid();
 		dir_seq[i] = dir_next++;
 		return i;
 	}
@@ -91,16 +98,19 @@ static int dir_last(void)
 
 void kx_outfile_unlink_live(void)
 {
+	pid_t me = getpid();
 	int d;
 
 	for (int i = 0; i < NSLOTS; i++)
 		if (live[i]) {
-			unlink(live_path[i]);
+			if (live_pid[i] == me)
+				unlink(live_path[i]);
 			live[i] = 0;
 		}
 	/* Deepest first: a parent is empty once its new children are gone. */
 	while ((d = dir_last()) >= 0) {
-		rmdir(dir_path[d]);
+		if (dir_pid[d] == me)
+			rmdir(dir_path[d]);
 		dir_seq[d] = 0;
 	}
 }

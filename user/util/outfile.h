@@ -60,7 +60,9 @@ int kx_outfile_write(const char *path, unsigned int flags, const void *p, size_t
                      size_t len);
 
 /* Async-signal-safe: unlinks every live temporary file, then removes the
- * live new directories (deepest first, only when empty); nothing else. */
+ * live new directories (deepest first, only when empty); nothing else. Only
+ * those this process made: in a child forked before its exec it removes
+ * nothing. */
 void kx_outfile_unlink_live(void);
 
 /* SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE: remove the live temporary
