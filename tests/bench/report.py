@@ -568,10 +568,12 @@ def growth_table(data, cfg, out):
                                                         key=lambda x: int(x[0]))]
     caps += [(n, m, "device timelines: ") for n, m in data.get("growjobs", {}).items()]
     caps += [(n, m, "annotated GPU jobs: ") for n, m in data.get("growannjobs", {}).items()]
+    caps += [(n, m, OPEN_JOBS) for n, m in data.get("growannopen", {}).items()]
     for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
         size = m.get("kxp_bytes", {}).get(1, 0) / 1048576
-        for mode, name in (("stream", kind + "`report` (streamed)"),
+        streamed = "`report` (read whole)" if kind == OPEN_JOBS else "`report` (streamed)"
+        for mode, name in (("stream", kind + streamed),
                            ("memory", kind + "`report --in-memory`")):
             walls = list(m.get(mode + "_wall_s", {}).values())
             rss = list(m.get(mode + "_rss_kib", {}).values())
@@ -607,14 +609,19 @@ def growth_table(data, cfg, out):
                "every 5th job done 40 us after its range, every 97th 120 ms after) gives each "
                "job's device time to the ranges around its call as the file streams by, within "
                "the bounds the streamed read states (16 MiB of calls waiting for their jobs, "
-               "32,768 jobs held behind a job done late); its events count the annotation records too." % (
+               "32,768 jobs held behind a job done late); its events count the annotation records "
+               "too. The same capture with every 11th job never done (`%s`) is read whole: a job "
+               "never done ends at the capture's end, so the ranges' walk would hold its calls to "
+               "the end; each such job holds a lane of its ring to the end, so its rings have "
+               "thousands of lanes, and its `convert` writes both outputs." % (
                    cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?"), cfg.get("GROWJOBS", "?"),
                    num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1)),
                    cfg.get("GROWANNJOBS", "?"),
-                   num(next(iter(data.get("growannjobs", {}).values()), {}).get("jobs", {}).get(1))))
+                   num(next(iter(data.get("growannjobs", {}).values()), {}).get("jobs", {}).get(1)),
+                   cfg.get("GROWANNOPEN", "?")))
     out.append("")
     convert_growth_table(g, data.get("growann", {}), data.get("growjobs", {}), out,
-                         data.get("growannjobs", {}))
+                         data.get("growannjobs", {}), data.get("growannopen", {}))
     one_trace_table(data.get("growone", {}), out)
     one_trace_instr_table(data.get("growone_instr", {}), out)
 
@@ -686,7 +693,10 @@ def one_trace_instr_table(one, out):
                             ins["kxprof"] <= 1.1 * ins["memory"])])
 
 
-def convert_growth_table(g, ann, jobs, out, annjobs=None):
+OPEN_JOBS = "annotated GPU jobs, some never done: "
+
+
+def convert_growth_table(g, ann, jobs, out, annjobs=None, annopen=None):
     """convert --chrome x.json.gz of the same captures: a quarter of a window at a time
     against in memory."""
     rows = []
@@ -694,8 +704,10 @@ def convert_growth_table(g, ann, jobs, out, annjobs=None):
     caps += [(n, ann[n], "annotated: ") for n in sorted(ann, key=int)]
     caps += [(n, m, "device timelines: ") for n, m in jobs.items()]
     caps += [(n, m, "annotated GPU jobs: ") for n, m in (annjobs or {}).items()]
+    caps += [(n, m, OPEN_JOBS) for n, m in (annopen or {}).items()]
     streams = {"device timelines: ": "`convert` (fits one trace: read whole)",
-               "annotated GPU jobs: ": "`convert --split-events` (a window at a time)"}
+               "annotated GPU jobs: ": "`convert --split-events` (a window at a time)",
+               OPEN_JOBS: "`convert --xplane` (read whole; both outputs)"}
     for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
         stream = streams.get(kind, "`convert` (a quarter of a window at a time)")

@@ -10,6 +10,7 @@
  * Device planes are small: they go through the growing buffer x->out.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "export/evnames.h"
 #include "export/xspace_int.h"
@@ -170,54 +171,88 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
 	return job_stats(x, t, j, job_ids(t, j, p));
 }
 
-/* One line per lane of each ring; lanes never overlap, jobs are by start. */
-static void put_job_lines(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
+/* The window's jobs of ring rg by lane, each lane's by start as the ring
+ * has them (a counting sort): lane l's are rg->first + ord[at[l]..at[l+1]).
+ * One pass however many lanes there are (a job never done holds its lane to
+ * the capture's end, so a ring can have thousands). 0, or -1 out of memory. */
+static int lane_job(const struct exporter *x, const struct kx_jobring *rg,
+                    const struct kx_jobrec *j)
+{
+	return j->lane < rg->nlanes && in_window(&x->o, kx_jobrec_start(j));
+}
+
+static int lane_order(const struct exporter *x, const struct kx_jobring *rg, size_t **ord,
+                      size_t **at)
+{
+	const struct kx_jobrec *jobs = &x->jobs->jobs[rg->first];
+
+	*ord = malloc((rg->njobs ? rg->njobs : 1) * sizeof(**ord));
+	*at = calloc((size_t)rg->nlanes + 2, sizeof(**at));
+	if (!*ord || !*at) {
+		free(*ord);
+		free(*at);
+		return -1;
+	}
+	for (size_t k = 0; k < rg->njobs; k++)
+		if (lane_job(x, rg, &jobs[k]))
+			(*at)[jobs[k].lane + 2]++;
+	for (uint32_t l = 0; l < rg->nlanes; l++)
+		(*at)[l + 2] += (*at)[l + 1];
+	for (size_t k = 0; k < rg->njobs; k++)
+		if (lane_job(x, rg, &jobs[k]))
+			(*ord)[(*at)[jobs[k].lane + 1]++] = k;
+	return 0;
+}
+
+/* Lane lane of ring rg as one line: its n jobs rg->first + ord[0..n). */
+static void put_lane(struct exporter *x, struct ptabs *t, const struct kx_jobring *rg,
+                     uint32_t lane, const size_t *ord, size_t n)
 {
 	const struct kx_jobs *jb = x->jobs;
 	uint8_t scratch[EVENT_SCRATCH];
+	uint64_t t0 = kx_jobrec_start(&jb->jobs[rg->first + ord[0]]), max_end = 0;
 	char name[48];
+	size_t body;
 
+	if (lane)
+		snprintf(name, sizeof(name), "%s #%u", rg->name, lane + 1);
+	else
+		snprintf(name, sizeof(name), "%s", rg->name);
+	body = xs_ob_open(&x->out, XPLANE_LINES);
+	ob_vfield(&x->out, XLINE_ID, rg->id + 1 + (uint64_t)lane * LANE_ID_STEP);
+	ob_str(&x->out, XLINE_NAME, name);
+	ob_vfield(&x->out, XLINE_TIMESTAMP_NS, (uint64_t)kx_capinfo_realtime(x->ci, t0));
+	for (size_t i = 0; i < n; i++) {
+		const struct kx_jobrec *j = &jb->jobs[rg->first + ord[i]];
+		uint64_t end = kx_jobrec_end(j, jb->end_ns);
+		uint8_t *sp;
+
+		if (end - t0 > max_end)
+			max_end = end - t0;
+		sp = put_job_event(x, t, j, t0, scratch);
+		kx_pb_put_bytes(&x->out, XLINE_EVENTS, scratch, (size_t)(sp - scratch));
+	}
+	ob_vfield(&x->out, XLINE_DURATION_PS, max_end * 1000);
+	xs_ob_close(&x->out, body);
+	x->job_events += n;
+}
+
+/* One line per lane of each ring; lanes never overlap, jobs are by start. */
+static void put_job_lines(struct exporter *x, struct ptabs *t, const struct kx_jobdev *jd)
+{
 	for (uint32_t r = 0; r < jd->nrings; r++) {
-		const struct kx_jobring *rg = &jb->rings[jd->first_ring + r];
+		const struct kx_jobring *rg = &x->jobs->rings[jd->first_ring + r];
+		size_t *ord, *at;
 
-		for (uint32_t lane = 0; lane < rg->nlanes; lane++) {
-			uint64_t t0 = 0, max_end = 0;
-			size_t body = 0, n = 0;
-
-			for (size_t k = 0; k < rg->njobs; k++) {
-				const struct kx_jobrec *j = &jb->jobs[rg->first + k];
-				uint64_t start = kx_jobrec_start(j), end;
-				uint8_t *sp;
-
-				if (j->lane != lane || !in_window(&x->o, start))
-					continue;
-				if (!n++) {
-					t0 = start;
-					if (lane)
-						snprintf(name, sizeof(name), "%s #%u", rg->name,
-						         lane + 1);
-					else
-						snprintf(name, sizeof(name), "%s", rg->name);
-					body = xs_ob_open(&x->out, XPLANE_LINES);
-					ob_vfield(&x->out, XLINE_ID,
-					          rg->id + 1 + (uint64_t)lane * LANE_ID_STEP);
-					ob_str(&x->out, XLINE_NAME, name);
-					ob_vfield(&x->out, XLINE_TIMESTAMP_NS,
-					          (uint64_t)kx_capinfo_realtime(x->ci, t0));
-				}
-				end = kx_jobrec_end(j, jb->end_ns);
-				if (end - t0 > max_end)
-					max_end = end - t0;
-				sp = put_job_event(x, t, j, t0, scratch);
-				kx_pb_put_bytes(&x->out, XLINE_EVENTS, scratch,
-				                (size_t)(sp - scratch));
-			}
-			if (n) {
-				ob_vfield(&x->out, XLINE_DURATION_PS, max_end * 1000);
-				xs_ob_close(&x->out, body);
-				x->job_events += n;
-			}
+		if (lane_order(x, rg, &ord, &at)) {
+			x->out.oom = 1;
+			return;
 		}
+		for (uint32_t lane = 0; lane < rg->nlanes; lane++)
+			if (at[lane + 1] > at[lane])
+				put_lane(x, t, rg, lane, ord + at[lane], at[lane + 1] - at[lane]);
+		free(ord);
+		free(at);
 	}
 }
 
