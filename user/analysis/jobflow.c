@@ -113,9 +113,7 @@ static int feed_call(struct kx_jobflow *f, const struct kx_ioctl *e, uint64_t id
 	struct fl_thread *t;
 	struct kx_ioctl c;
 
-	span(f, e->ts, kx_ioctl_end(e));
-	f->calls++;
-	f->runs += kx_kvm_run(e) != 0;
+	kx_jobflow_ioctl_alone(f, e);
 	t = kx_tidtab_get(&f->threads, e->tid, 1);
 	if (!t)
 		return -1;
@@ -158,6 +156,13 @@ int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e)
 int kx_jobflow_ioctl_at(struct kx_jobflow *f, const struct kx_ioctl *e, size_t idx)
 {
 	return feed_call(f, e, (uint64_t)idx + 1);
+}
+
+void kx_jobflow_ioctl_alone(struct kx_jobflow *f, const struct kx_ioctl *e)
+{
+	span(f, e->ts, kx_ioctl_end(e));
+	f->calls++;
+	f->runs += kx_kvm_run(e) != 0;
 }
 
 int kx_jobflow_job(struct kx_jobflow *f, const struct kx_job *j)

@@ -265,6 +265,10 @@ void kx_jobflow_unbound(struct kx_jobflow *f);
 int kx_jobflow_ioctl(struct kx_jobflow *f, const struct kx_ioctl *e);
 /* The same, of a whole store: e is its call idx. */
 int kx_jobflow_ioctl_at(struct kx_jobflow *f, const struct kx_ioctl *e, size_t idx);
+/* A call of a whole store that has no job records: only what a call
+ * changes then (the span, the calls and KVM_RUNs counted; no job to link
+ * it to, no wait to keep). */
+void kx_jobflow_ioctl_alone(struct kx_jobflow *f, const struct kx_ioctl *e);
 /* Every job record, in file order (a recorder's: each task's after its
  * calls entered before it). 0, or -1 when out of memory. */
 int kx_jobflow_job(struct kx_jobflow *f, const struct kx_job *j);

@@ -76,8 +76,14 @@ static int feed(struct kx_jobflow *f, const struct kx_store *s)
 	int rc = -1;
 
 	/* Without job records a call's place in the feed changes no figure (the
-	 * span, the calls and KVM_RUNs counted): the calls go in as stored. */
-	if ((m && by_time(s, 0, n, &co)) || by_time(s, 1, m, &jo))
+	 * span, the calls and KVM_RUNs counted), nor does anything else of it:
+	 * the calls go in as stored, counted only. */
+	if (!m) {
+		for (; i < n; i++)
+			kx_jobflow_ioctl_alone(f, kx_store_ioctl(s, i));
+		return 0;
+	}
+	if (by_time(s, 0, n, &co) || by_time(s, 1, m, &jo))
 		goto out;
 	for (size_t x = 0; x < m && !f->gpu_seen; x++)
 		f->gpu_seen = kx_job_src_gpu(kx_store_job(s, x)->src);
