@@ -216,6 +216,18 @@ static void test_fixtures_forward(void)
 			CHECK(f.from_ns == e->ts || f.from_ns == j->queue_ts);
 			CHECK_EQ_U(f.to_ns, kx_jobrec_start(j));
 		}
+		/* Kept once (kx_flows_keep), every output gets the same flows. */
+		CHECK(kx_flows_keep(fa) == 0 && fa->flows);
+		{
+			struct kx_flows again;
+
+			CHECK(kx_flows_build(&again, fa) == 0);
+			CHECK(again.drawn == fl.drawn && again.dropped == fl.dropped &&
+			      again.nioctls == fl.nioctls);
+			CHECK(!memcmp(again.from, fl.from, fl.nioctls / 8 + 1));
+			CHECK(again.from != fa->flows->from);
+			kx_flows_free(&again);
+		}
 		kx_flows_free(&fl);
 		kx_analysis_free(fa);
 		kx_store_free(s);

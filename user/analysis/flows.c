@@ -58,6 +58,12 @@ int kx_flows_build(struct kx_flows *fl, const struct kx_analysis *an)
 	}
 	if (an->jview)
 		return view_flows(fl, an);
+	if (an->flows) {
+		memcpy(fl->from, an->flows->from, fl->nioctls / 8 + 1);
+		fl->drawn = an->flows->drawn;
+		fl->dropped = an->flows->dropped;
+		return 0;
+	}
 	for (size_t k = 0; jb && k < jb->njobs; k++) {
 		const struct kx_jobrec *j = &jb->jobs[k];
 
@@ -70,6 +76,18 @@ int kx_flows_build(struct kx_flows *fl, const struct kx_analysis *an)
 		fl->drawn++;
 		fl->from[(size_t)j->submit / 8] |= (uint8_t)(1u << ((size_t)j->submit % 8));
 	}
+	return 0;
+}
+
+int kx_flows_keep(struct kx_analysis *an)
+{
+	struct kx_flows *fl = malloc(sizeof(*fl));
+
+	if (!fl || kx_flows_build(fl, an)) {
+		free(fl);
+		return -1;
+	}
+	an->flows = fl;
 	return 0;
 }
 

@@ -44,6 +44,11 @@ struct kx_flows {
 int kx_flows_build(struct kx_flows *fl, const struct kx_analysis *an);
 void kx_flows_free(struct kx_flows *fl);
 
+/* Finds an's flows once for every output and part that follows
+ * (kx_flows_build then copies them), kept until kx_analysis_free. 0, or -1
+ * when out of memory (each output then finds them again). */
+int kx_flows_keep(struct kx_analysis *an);
+
 /* True when store ioctl i is the source of a drawn flow. */
 static inline int kx_flows_from(const struct kx_flows *fl, size_t i)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/capread.h"
+#include "analysis/flows.h"
 #include "analysis/profile.h"
 #include "analysis/wread.h"
 #include "export/chrome.h"
@@ -436,6 +437,9 @@ int cmd_convert(int argc, char **argv)
 		goto out;
 	}
 	kx_cli_read_loss(&res, &an->loss);
+	/* Both outputs and every part draw the same flows: found once (out of
+	 * memory, each finds them again). */
+	kx_flows_keep(an);
 	rc = logdir || chrome ? kx_traceparts_write(&t, an) : 0;
 	if (!rc && speedscope && kx_speedscope_write(an, speedscope, err, sizeof(err))) {
 		kx_err("%s", err);
