@@ -8,7 +8,6 @@
 #include <stdlib.h>
 
 #include "analysis/analysis.h"
-#include "analysis/flows.h"
 #include "analysis/rangewalk.h"
 #include "util/workq.h"
 
@@ -79,9 +78,7 @@ void kx_analysis_free(struct kx_analysis *an)
 		kx_ranges_free(an->ranges);
 	kx_timeline_free(an->timeline);
 	kx_ctrstats_free(an->counters);
-	if (an->flows)
-		kx_flows_free(an->flows);
-	free(an->flows);
+	free(an->flows.from);
 	free(an);
 }
 

@@ -57,8 +57,6 @@ struct kx_jobview {
 	                             none) */
 };
 
-struct kx_flows; /* analysis/flows.h */
-
 struct kx_analysis {
 	const struct kx_store *store;
 	const struct kx_capinfo *ci; /* never NULL: an empty header when built without one */
@@ -73,8 +71,13 @@ struct kx_analysis {
 	const struct kx_whole *whole; /* set by the caller for one window of a capture, else NULL */
 	const struct kx_jobview *jview; /* set by the caller for one window of a capture with
 	                                   job records, else NULL */
-	struct kx_flows *flows;         /* every flow, found once for the outputs and parts of a
-	                                   file read whole (kx_flows_keep), else NULL */
+	struct {
+		uint8_t *from;    /* NULL, or the bitmap over store ioctls: the source of a drawn
+		                     flow, found once for the outputs and parts of a file read
+		                     whole (analysis/flows.h's kx_flows_keep) */
+		uint64_t drawn;   /* jobs with a flow */
+		uint64_t dropped; /* jobs with a submitting ioctl and no flow */
+	} flows;
 };
 
 /*

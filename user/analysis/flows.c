@@ -58,10 +58,10 @@ int kx_flows_build(struct kx_flows *fl, const struct kx_analysis *an)
 	}
 	if (an->jview)
 		return view_flows(fl, an);
-	if (an->flows) {
-		memcpy(fl->from, an->flows->from, fl->nioctls / 8 + 1);
-		fl->drawn = an->flows->drawn;
-		fl->dropped = an->flows->dropped;
+	if (an->flows.from) {
+		memcpy(fl->from, an->flows.from, fl->nioctls / 8 + 1);
+		fl->drawn = an->flows.drawn;
+		fl->dropped = an->flows.dropped;
 		return 0;
 	}
 	for (size_t k = 0; jb && k < jb->njobs; k++) {
@@ -81,13 +81,15 @@ int kx_flows_build(struct kx_flows *fl, const struct kx_analysis *an)
 
 int kx_flows_keep(struct kx_analysis *an)
 {
-	struct kx_flows *fl = malloc(sizeof(*fl));
+	struct kx_flows fl;
 
-	if (!fl || kx_flows_build(fl, an)) {
-		free(fl);
+	if (an->flows.from)
+		return 0;
+	if (kx_flows_build(&fl, an))
 		return -1;
-	}
-	an->flows = fl;
+	an->flows.from = fl.from;
+	an->flows.drawn = fl.drawn;
+	an->flows.dropped = fl.dropped;
 	return 0;
 }
 
