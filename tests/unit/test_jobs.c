@@ -704,6 +704,46 @@ static void test_whole_unbounded(void)
 	kx_store_free(s);
 }
 
+/* Every fixture's rings are in start order, and the jobs starting in a
+ * window, found by binary search, are those a walk of the ring finds. */
+static void test_ring_starting(void)
+{
+	static const char *const names[] = {"amdgpu_new.jsonl", "amdgpu_old.jsonl", "block.jsonl",
+	                                    "i915.jsonl",       "kvm.jsonl",        "msm.jsonl",
+	                                    "nvidia.jsonl",     "xe.jsonl"};
+	int ok = 1;
+
+	for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+		CHECK(load(names[n]) == 0);
+		for (size_t r = 0; jb && r < jb->nrings; r++) {
+			const struct kx_jobring *rg = &jb->rings[r];
+			const struct kx_jobrec *jobs = &jb->jobs[rg->first];
+
+			for (size_t k = 1; k < rg->njobs; k++)
+				ok &= kx_jobrec_start(&jobs[k - 1]) <= kx_jobrec_start(&jobs[k]);
+			/* windows bounded by each job's start, +-1 ns, and open-ended */
+			for (size_t a = 0; a < rg->njobs; a++)
+				for (int d = -1; d <= 1; d++) {
+					uint64_t from = kx_jobrec_start(&jobs[a]) + (uint64_t)d, to;
+					size_t lo, hi, want_lo = 0, want_hi = 0;
+
+					to = a + 2 < rg->njobs ? kx_jobrec_start(&jobs[a + 2]) : 0;
+					kx_jobring_starting(jb, rg, from, to, &lo, &hi);
+					for (size_t k = 0; k < rg->njobs; k++) {
+						uint64_t t = kx_jobrec_start(&jobs[k]);
+
+						if (t < from)
+							want_lo = want_hi = k + 1;
+						else if (!to || t < to)
+							want_hi = k + 1;
+					}
+					ok &= lo == want_lo && hi == want_hi;
+				}
+		}
+	}
+	CHECK(ok);
+}
+
 int main(void)
 {
 	RUN(test_amdgpu_new);
@@ -718,6 +758,7 @@ int main(void)
 	RUN(test_replay_values);
 	RUN(test_store_jobs);
 	RUN(test_whole_unbounded);
+	RUN(test_ring_starting);
 	kx_jobs_free(jb);
 	kx_store_free(st);
 	KXT_EXIT();

@@ -10,6 +10,7 @@
 #include "analysis/jobpair.h"
 #include "analysis/jobs.h"
 #include "util/grow.h"
+#include "util/lbound.h"
 
 /* ---- memory ---- */
 
@@ -90,6 +91,20 @@ out:
 	free(ev);
 	kx_memacct_free(&m);
 	return rc;
+}
+
+static uint64_t start_at(const void *ctx, size_t i)
+{
+	return kx_jobrec_start(&((const struct kx_jobrec *)ctx)[i]);
+}
+
+void kx_jobring_starting(const struct kx_jobs *j, const struct kx_jobring *rg, uint64_t from,
+                         uint64_t to, size_t *lo, size_t *hi)
+{
+	const struct kx_jobrec *jobs = &j->jobs[rg->first];
+
+	*lo = kx_lbound(0, rg->njobs, from, start_at, jobs);
+	*hi = to ? kx_lbound(*lo, rg->njobs, to, start_at, jobs) : rg->njobs;
 }
 
 void kx_jobs_free(struct kx_jobs *j)

@@ -118,6 +118,12 @@ void kx_jobs_free(struct kx_jobs *j);
 struct kx_jobdevtab;
 int kx_jobs_memory(const struct kx_store *s, struct kx_jobdevtab *devs, struct kx_nvmem *nv);
 
+/* The jobs of ring rg of j that start (kx_jobrec_start) in [from, to) ns,
+ * to 0 for no end: j->jobs[rg->first + *lo .. rg->first + *hi), found by
+ * binary search (a ring's jobs are in start order). */
+void kx_jobring_starting(const struct kx_jobs *j, const struct kx_jobring *rg, uint64_t from,
+                         uint64_t to, size_t *lo, size_t *hi);
+
 /* True when store ioctl i submitted at least one job. */
 static inline int kx_jobs_ioctl_submitted(const struct kx_jobs *j, size_t i)
 {

@@ -183,10 +183,12 @@ void cr_write_jobs(struct wbuf *w, const struct ctx *c, int *first, uint64_t rem
 
 		for (uint32_t r = 0; r < jd->nrings; r++) {
 			const struct kx_jobring *rg = &jb->rings[jd->first_ring + r];
+			size_t lo, hi;
 
-			for (size_t k = 0; k < rg->njobs; k++)
-				if (in_part(c, kx_jobrec_start(&jb->jobs[rg->first + k])))
-					write_job(w, c, first, rem, rg->first + k, pid);
+			kx_jobring_starting(jb, rg, c->part ? c->part->from_ns : 0,
+			                    c->part ? c->part->to_ns : 0, &lo, &hi);
+			for (size_t k = lo; k < hi; k++)
+				write_job(w, c, first, rem, rg->first + k, pid);
 		}
 		for (size_t k = 0; k < jd->ndepth; k++)
 			if (in_part(c, jd->depth[k].ts))

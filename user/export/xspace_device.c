@@ -175,31 +175,27 @@ static uint8_t *put_job_event(struct exporter *x, struct ptabs *t, const struct 
  * has them (a counting sort): lane l's are rg->first + ord[at[l]..at[l+1]).
  * One pass however many lanes there are (a job never done holds its lane to
  * the capture's end, so a ring can have thousands). 0, or -1 out of memory. */
-static int lane_job(const struct exporter *x, const struct kx_jobring *rg,
-                    const struct kx_jobrec *j)
-{
-	return j->lane < rg->nlanes && in_window(&x->o, kx_jobrec_start(j));
-}
-
 static int lane_order(const struct exporter *x, const struct kx_jobring *rg, size_t **ord,
                       size_t **at)
 {
 	const struct kx_jobrec *jobs = &x->jobs->jobs[rg->first];
+	size_t lo, hi;
 
-	*ord = malloc((rg->njobs ? rg->njobs : 1) * sizeof(**ord));
+	kx_jobring_starting(x->jobs, rg, x->o.from_mono_ns, x->o.to_mono_ns, &lo, &hi);
+	*ord = malloc((hi > lo ? hi - lo : 1) * sizeof(**ord));
 	*at = calloc((size_t)rg->nlanes + 2, sizeof(**at));
 	if (!*ord || !*at) {
 		free(*ord);
 		free(*at);
 		return -1;
 	}
-	for (size_t k = 0; k < rg->njobs; k++)
-		if (lane_job(x, rg, &jobs[k]))
+	for (size_t k = lo; k < hi; k++)
+		if (jobs[k].lane < rg->nlanes)
 			(*at)[jobs[k].lane + 2]++;
 	for (uint32_t l = 0; l < rg->nlanes; l++)
 		(*at)[l + 2] += (*at)[l + 1];
-	for (size_t k = 0; k < rg->njobs; k++)
-		if (lane_job(x, rg, &jobs[k]))
+	for (size_t k = lo; k < hi; k++)
+		if (jobs[k].lane < rg->nlanes)
 			(*ord)[(*at)[jobs[k].lane + 1]++] = k;
 	return 0;
 }
