@@ -370,8 +370,10 @@ ANNOT_USERS := $(BUILD)/tests/annotate_workload $(BUILD)/bench/bench_annotate
 # Where `make install` puts the Python module: python3.X/dist-packages, on
 # Debian's python3 path for PREFIX /usr/local.
 PYTHON_DIR ?= $(PREFIX)/lib/python$(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
-# (clang 19 has no -print-multiarch: gcc's then)
-MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || gcc -print-multiarch 2>/dev/null)
+# (clang 19 has no -print-multiarch: gcc's then). Expanded where used, in the
+# recipe: on a fresh machine the compilers come with install-deps.sh, after
+# the Makefile is read.
+MULTIARCH = $(shell $(CC) -print-multiarch 2>/dev/null || gcc -print-multiarch 2>/dev/null)
 
 all: $(ANNOT_LIB) $(NVTX_LIB) $(NVTX_RECORDER) $(ANNOT_PY_TEST)
 
