@@ -12,7 +12,8 @@
  * more calls without jobs inside each step's ranges. Records are written
  * as a recorder writes them: a call at its return, an annotation or job
  * event at its time (plus its lag). aj_rec, aj_add and aj_write also write
- * test_report_stream's hand-made block, fence and KVM captures.
+ * test_report_stream's hand-made block, fence and KVM captures (aj_write_ci:
+ * with a header of its own).
  */
 #ifndef KXP_GEN_ANNJOBS_H
 #define KXP_GEN_ANNJOBS_H
@@ -197,11 +198,10 @@ static inline int aj_cmp(const void *pa, const void *pb)
 }
 
 /* The records in the order they are written; l emptied. 0 when written. */
-static inline int aj_write(const char *path, struct aj_list *l)
+static inline int aj_write_ci(const char *path, struct aj_list *l, const struct kx_capinfo *ci)
 {
-	static struct kx_capinfo ci;
 	char err[256];
-	struct kx_kxp_writer *w = kx_kxp_create(path, &ci, err, sizeof(err));
+	struct kx_kxp_writer *w = kx_kxp_create(path, ci, err, sizeof(err));
 	int rc = 0;
 
 	if (!w)
@@ -219,7 +219,15 @@ static inline int aj_write(const char *path, struct aj_list *l)
 	}
 	free(l->v);
 	memset(l, 0, sizeof(*l));
-	return kx_kxp_close(w, &ci, err, sizeof(err)) || rc;
+	return kx_kxp_close(w, ci, err, sizeof(err)) || rc;
+}
+
+/* The same with a header that says nothing (no span, no host). */
+static inline int aj_write(const char *path, struct aj_list *l)
+{
+	static struct kx_capinfo ci;
+
+	return aj_write_ci(path, l, &ci);
 }
 
 /* aj_gen's capture written to path. 0 when written. */

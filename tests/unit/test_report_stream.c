@@ -1786,6 +1786,66 @@ static void gpu_reasons(void)
 	}
 }
 
+/*
+ * An xe job that holds its ring's later jobs back past KX_JOBFLOW_BEHIND
+ * (before: a reason, the file read whole) is counted early: never done, it
+ * is taken as never done (to the end: its lane is not free again, busy to
+ * the end, a job starting at the end takes its lane); done after 40,000
+ * later ones (held after its DONE until its key is forgotten, 16,384
+ * closes later, behind the records' reorder stage), it is counted then.
+ * Streamed, the in-memory report. Its DONE after it was taken as never
+ * done, or a capture whose stated end comes before its last records, is
+ * a stated reason.
+ */
+static void gpu_held_behind(void)
+{
+	static const uint64_t after[] = {0, 40000, 62000, 0};
+	static const char *const want[] = {NULL, NULL, "taken as never done", "stated end"};
+	static struct kx_sreport sr;
+	char path[128], msg[512], err[512];
+	const char *why;
+
+	for (int c = 0; c < 4; c++) {
+		struct kx_capinfo ci = {.start_mono_ns = 100, .stop_mono_ns = 2000000};
+		struct aj_list l = {0};
+		uint64_t t = 1000, n = KX_JOBFLOW_BEHIND + 40000;
+		int ok;
+
+		xe_call(&l, 500, 1000, 990, XE_EXEC);
+		xe_ev(&l, 700, 70, 1, 990, KX_JOB_QUEUE, 0);
+		xe_ev(&l, 900, 70, 1, 0, KX_JOB_RUN, 0);
+		for (uint64_t i = 0; i < n; i++, t += 3000) {
+			xe_call(&l, t, 1000, 991, XE_EXEC);
+			xe_ev(&l, t + 200, 70, i + 2, 991, KX_JOB_QUEUE, 0);
+			xe_ev(&l, t + 400, 70, i + 2, 0, KX_JOB_RUN, i % 7 * 300);
+			xe_ev(&l, t + 2500, 70, i + 2, 0, KX_JOB_DONE, i % 5 * 200);
+			if (after[c] && i == after[c])
+				xe_ev(&l, t + 2600, 70, 1, 0, KX_JOB_DONE, 0);
+		}
+		xe_ev(&l, t, 70, n + 2, 0, KX_JOB_RUN, 0); /* at the end, never done */
+		snprintf(path, sizeof(path), "%s/xebehind%d.kxp", tmpdir, c);
+		CHECK((c == 3 ? aj_write_ci(path, &l, &ci) : aj_write(path, &l)) == 0);
+		ok = compare(path, &why, msg, sizeof(msg));
+		if (!ok || (want[c] ? !why || !strstr(why, want[c]) : why != NULL))
+			printf("FAIL gpu_held_behind: %d: %s\n", c,
+			       !ok   ? msg
+			       : why ? why
+			             : "streamed");
+		CHECK(ok && (want[c] ? why && strstr(why, want[c]) : !why));
+		if (want[c])
+			continue;
+		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
+		if (sr.flow_unblocked != 1 || sr.flow_held > KX_JOBFLOW_BEHIND + 2)
+			printf("FAIL gpu_held_behind: %d: %llu counted early, %zu held\n", c,
+			       (unsigned long long)sr.flow_unblocked, sr.flow_held);
+		CHECK(sr.timelines && sr.flow_unblocked == 1 &&
+		      sr.flow_held <= KX_JOBFLOW_BEHIND + 2);
+		CHECK(sr.timelines && sr.timelines->anom.incomplete == (c ? 1u : 2u) &&
+		      sr.timelines->rings[0].nlanes == (c ? 2u : 2u));
+		kx_sreport_free(&sr);
+	}
+}
+
 /* Wait calls of GPU drivers before the first GPU job record are kept, within
  * the window and KX_JOBFLOW_WAITS: a wait that returned before any GPU
  * record, a DONE inside it written late (a later call of its thread lets it
@@ -2662,6 +2722,7 @@ int main(void)
 	RUN(block_behind_streams);
 	RUN(gpu_streamed);
 	RUN(gpu_reasons);
+	RUN(gpu_held_behind);
 	RUN(waits_before_gpu);
 	RUN(waits_unkept);
 	RUN(waits_held_stream);

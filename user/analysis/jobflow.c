@@ -205,6 +205,11 @@ struct kx_jobs *kx_jobflow_finish(struct kx_jobflow *f, const struct kx_store *m
 	if (!o || jf_recs_release(f, 1) || jf_close_exits(f))
 		goto fail;
 	capture_span(f, o);
+	/* A job taken as never done reaches to the end, read as the capture's
+	 * end at or after every record (jobflow_int.h's FL_TO_END). */
+	if (f->presumed && o->end_ns < f->hi)
+		jf_because(f, "a GPU job was taken as never done while streaming, and the "
+		              "capture's stated end comes before its last records");
 	if (jf_keyed_end(f, o->end_ns) || jf_release(f, 1))
 		goto fail;
 	if (f->why || jf_result(f, o, mem, rows))

@@ -156,6 +156,11 @@ _Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384
 	"wait calls kept), were counted on the fallback device, and the ring then linked to "      \
 	"another device"
 
+/* The end of a job taken as never done before the capture's end is known
+ * (jf_keyed_unblock): its lane and busy interval reach the end (read as
+ * f->end_ns once that is known, which is at or after every record then). */
+#define FL_TO_END UINT64_MAX
+
 #define NO_SLOT    UINT32_MAX
 #define KEY_CLOSED UINT64_MAX /* f->keys: the key's job is closed and counted */
 
@@ -221,7 +226,8 @@ void jf_because(struct kx_jobflow *f, const char *why);
 /* The sweeps' part of f made empty; freed. */
 void jf_sweep_init(struct kx_jobflow *f);
 void jf_sweep_free(struct kx_jobflow *f);
-uint64_t jf_union_len(const struct fl_union *u);
+/* The union's length, an interval to the end (FL_TO_END) ending at end_ns. */
+uint64_t jf_union_len(const struct fl_union *u, uint64_t end_ns);
 void jf_depth_note(struct kx_jobflow_dev *d);
 int jf_release(struct kx_jobflow *f, int all);
 int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t seq, uint64_t end_ns,
@@ -240,12 +246,14 @@ int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns);
 int jf_recs_release(struct kx_jobflow *f, int all);
 int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq);
 int jf_keyed_end(struct kx_jobflow *f, uint64_t end_ns);
+int jf_keyed_unblock(struct kx_jobflow *f, size_t slot);
 
 /* jobflow_keys.c */
 int jf_forgotten(const struct kx_jobflow *f, const uint64_t k[3], int reusable);
 int jf_remember(struct kx_jobflow *f, const uint64_t k[3], uint64_t done, uint32_t slot,
                 uint32_t gen, int reusable);
 int jf_forget_old(struct kx_jobflow *f);
+int jf_pass_key(struct kx_jobflow *f, const uint64_t k[3]);
 
 /* jobflow_link.c */
 void jf_probe_call(struct kx_jobflow *f, struct fl_thread *t, const struct kx_ioctl *e,

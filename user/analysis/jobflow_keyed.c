@@ -204,7 +204,9 @@ static int keyed_unheld(struct kx_jobflow *f, const struct fl_rec *r, const uint
 		           reuse ? "a DONE came on a key that may have closed before the streamed "
 		                   "read's window (a duplicate, or a new job)"
 		                 : "an event of a GPU job came on a key at or below one forgotten "
-		                   "(more than the streamed read's window after its DONE)");
+		                   "(more than the streamed read's window after its DONE, or after "
+		                   "it was taken as never done: open while more than 32768 later "
+		                   "jobs completed)");
 		return 0;
 	}
 	if (!gone)
@@ -348,6 +350,60 @@ int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 	if (f->recq.n > f->peak_recs)
 		f->peak_recs = f->recq.n;
 	return jf_recs_release(f, 0);
+}
+
+/* A GPU job (slot of f->open) closed but held until its key is forgotten,
+ * counted now: its key stays remembered as counted, so that an event on
+ * it is a reason, and so is a wait call that comes later and may have
+ * been its waiter (jobflow_wait.c). 0, or -1 when out of memory. */
+static int count_closed(struct kx_jobflow *f, size_t slot, struct kx_keyslot *sl)
+{
+	sl->v = KEY_CLOSED;
+	f->early++;
+	return jf_keyed_out(f, slot, 0);
+}
+
+/* An open GPU job (slot of f->open) of a per-driver source on a unique key,
+ * never done so far: taken as never done, counted as the end counts it
+ * (incomplete, reaching to the end: FL_TO_END), its key forgotten, so
+ * that a later event of it is a reason (jf_forgotten). 0, or -1 when out
+ * of memory. */
+static int count_never_done(struct kx_jobflow *f, size_t slot, const uint64_t k[3])
+{
+	if (jf_pass_key(f, k))
+		return -1;
+	f->presumed++;
+	return jf_keyed_out(f, slot, FL_TO_END);
+}
+
+/*
+ * The job of slot of f->open holds the sweeps while more than
+ * KX_JOBFLOW_BEHIND later jobs wait: a GPU job of a per-driver source
+ * (its device known) on a unique key is counted now, closed (its DONE in)
+ * or never done so far (count_closed, count_never_done). What would have
+ * changed it later is then a reason. 1 when counted, 0 when it cannot be
+ * (a block request, a shared fence source's job, a reused key: the
+ * caller's reason), -1 when out of memory.
+ */
+int jf_keyed_unblock(struct kx_jobflow *f, size_t slot)
+{
+	struct fl_kjob *o = kx_slots_at(&f->open, slot);
+	struct kx_job e = {.src = o->t.r.src, .ctx = o->t.r.ctx, .seqno = o->t.r.seqno};
+	struct kx_keyslot *sl;
+	uint64_t k[3];
+	int rc;
+
+	if (f->whole || f->unbounded || o->pending || !kx_job_src_gpu(o->t.r.src) ||
+	    !kx_job_src_driver(o->t.r.src) || kx_jobpair_reusable(&e))
+		return 0;
+	kx_jobpair_key(&e, k);
+	sl = kx_keymap_find(&f->keys, k[0], k[1], k[2]);
+	if (!sl || sl->v != (uint64_t)slot + 1)
+		return 0;
+	f->spilling = 1; /* counted, not swept meanwhile: the caller sweeps */
+	rc = o->t.closed ? count_closed(f, slot, sl) : count_never_done(f, slot, k);
+	f->spilling = 0;
+	return rc ? -1 : 1;
 }
 
 /* Every job still held at the end: those never done are incomplete,

@@ -24,6 +24,18 @@ static int passed_put(struct kx_jobflow *f, const struct kx_jobflow_key *c)
 	return 0;
 }
 
+/* Unique key k of a job taken as never done (jf_keyed_unblock): forgotten
+ * now, so that a later event on it is told (a reason, jf_forgotten). */
+int jf_pass_key(struct kx_jobflow *f, const uint64_t k[3])
+{
+	struct kx_keyslot *sl = kx_keymap_find(&f->keys, k[0], k[1], k[2]);
+	struct kx_jobflow_key c = {{k[0], k[1], k[2]}, 0, NO_SLOT, 0, 0, 0, 0};
+
+	if (sl)
+		kx_keymap_del(&f->keys, sl);
+	return passed_put(f, &c);
+}
+
 /* Reused key c forgotten: into the table (over another: that slot is lost). */
 static int gone_put(struct kx_jobflow *f, const struct kx_jobflow_key *c)
 {

@@ -84,7 +84,7 @@ static int make_rings(struct kx_jobflow *f, struct kx_jobs *o, const uint32_t *n
 		g->completed = r->completed;
 		g->linked = r->linked;
 		g->waited = r->waited;
-		g->busy_ns = jf_union_len(&r->busy);
+		g->busy_ns = jf_union_len(&r->busy, f->end_ns);
 		dist_of_row(&g->exec, &r->exec);
 		dist_of_row(&g->queue, &r->queue);
 	}
@@ -105,7 +105,7 @@ static void dev_figures(struct kx_jobflow *f, struct kx_jobs *o, const uint32_t 
 		d->incomplete = s->incomplete;
 		d->no_queue = s->no_queue;
 		d->linked = s->linked;
-		d->busy_ns = jf_union_len(&s->busy);
+		d->busy_ns = jf_union_len(&s->busy, f->end_ns);
 		d->max_depth = s->max_depth;
 		if (o->end_ns > o->start_ns) {
 			d->busy_fraction = (double)d->busy_ns / (double)(o->end_ns - o->start_ns);

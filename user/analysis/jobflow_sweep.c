@@ -74,9 +74,11 @@ static void union_add(struct fl_union *u, uint64_t a, uint64_t b)
 	u->any = 1;
 }
 
-uint64_t jf_union_len(const struct fl_union *u)
+uint64_t jf_union_len(const struct fl_union *u, uint64_t end_ns)
 {
-	return u->total + (u->any ? u->e - u->a : 0);
+	uint64_t e = u->e == FL_TO_END ? (end_ns > u->a ? end_ns : u->a) : u->e;
+
+	return u->total + (u->any ? e - u->a : 0);
 }
 
 /* The jobs in flight once every change at d->cur is in. */
@@ -91,14 +93,21 @@ void jf_depth_note(struct kx_jobflow_dev *d)
 		d->max_depth = (uint32_t)n;
 }
 
+/* The end of a lane's last job: one to the end (FL_TO_END) ends at the
+ * capture's end once that is known. */
+static uint64_t lane_end(const struct kx_jobflow *f, const struct fl_lane *l)
+{
+	return l->end == FL_TO_END && f->end_ns ? f->end_ns : l->end;
+}
+
 /* Job j's lane: the first of its ring free at its start (its last job
  * ended at or before it), else a new one. -1 when out of memory. */
-static long lane_of(struct kx_jobflow_ring *r, const struct fl_job *j)
+static long lane_of(const struct kx_jobflow *f, struct kx_jobflow_ring *r, const struct fl_job *j)
 {
 	struct fl_lane l;
 	uint32_t lane;
 
-	while (r->ends.n && ((const struct fl_lane *)kx_minheap_top(&r->ends))->end <= j->start) {
+	while (r->ends.n && lane_end(f, kx_minheap_top(&r->ends)) <= j->start) {
 		kx_minheap_pop(&r->ends, &l);
 		if (kx_minheap_push(&r->free, &l.lane))
 			return -1;
@@ -116,7 +125,7 @@ static int sweep(struct kx_jobflow *f, const struct fl_job *j)
 {
 	struct kx_jobflow_ring *r = &f->rings[j->ring];
 	struct kx_jobflow_dev *d = &f->fdev[r->dev];
-	long lane = lane_of(r, j);
+	long lane = lane_of(f, r, j);
 
 	if (lane < 0 || (f->sink && f->sink->lane(f->sink->ctx, j->sunk, (uint32_t)lane)))
 		return -1;
@@ -194,8 +203,16 @@ int jf_release(struct kx_jobflow *f, int all)
 				continue;
 			}
 			if (blocked) {
+				int took;
+
 				if (f->held.n <= f->lim.behind)
 					return 0;
+				/* A GPU job: counted now (jf_keyed_unblock). */
+				took = jf_keyed_unblock(f, o->slot);
+				if (took < 0)
+					return -1;
+				if (took)
+					continue;
 				jf_because(f,
 				           "a device job stayed open (no DONE, or a GPU job within "
 				           "the window after it) while more than 32768 later jobs "

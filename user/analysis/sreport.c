@@ -330,6 +330,7 @@ static int sr_flow_finish(struct kx_sreport *r, struct sr_ctx *c, char *err, siz
 	r->timelines = kx_jobflow_finish(&c->flow, r->side, &r->timeline_rows);
 	r->flow_jobs = c->flow.jobs;
 	r->flow_held = c->flow.peak_held;
+	r->flow_unblocked = c->flow.presumed + c->flow.early;
 	if (r->timelines)
 		return 0;
 	if (c->flow.why) {

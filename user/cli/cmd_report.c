@@ -9,6 +9,7 @@
 
 #include "analysis/profile.h"
 #include "analysis/capread.h"
+#include "analysis/jobflow.h"
 #include "analysis/sreport.h"
 #include "cli/cli.h"
 #include "export/ctrtable.h"
@@ -179,13 +180,19 @@ out:
 /* What the stream kept (-v). */
 static void say_streamed(const char *path, const struct kx_sreport *sr)
 {
+	char early[128] = "";
+
+	if (sr->flow_unblocked)
+		snprintf(early, sizeof(early),
+		         ", %llu GPU jobs counted early (each held back more than %u later ones)",
+		         (unsigned long long)sr->flow_unblocked, KX_JOBFLOW_BEHIND);
 	if (sr->timelines)
 		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
 		       "annotation ranges and the %llu ioctls the memory rows need, not with the "
 		       "other events; its %llu device jobs were paired as they came, at most %zu "
-		       "held at once, no job record kept",
+		       "held at once%s, no job record kept",
 		       path, (unsigned long long)sr->threads, (unsigned long long)sr->kept,
-		       (unsigned long long)sr->flow_jobs, sr->flow_held);
+		       (unsigned long long)sr->flow_jobs, sr->flow_held, early);
 	else
 		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
 		       "annotation ranges and the %llu ioctls the memory rows need, not with the "
