@@ -817,8 +817,9 @@ static void test_annotated_jobs(void)
  * that puts more calls inside ranges between a job and its sweep than the
  * walk remembered before (16,384; the capture is shorter than the sweeps'
  * 1 s window): read in windows, every range's device time and every part
- * the whole capture's. With 10 more calls a step, more than the walk's
- * memory budget: read whole, the bound said.
+ * the whole capture's. With 30 more calls a step, more than the walk's
+ * memory budget within the records' reorder stage: read whole, the bound
+ * said.
  */
 static void test_annotated_jobs_many(void)
 {
@@ -831,7 +832,7 @@ static void test_annotated_jobs_many(void)
 	CHECK(parts >= 2);
 	snprintf(path, sizeof(path), "%s/aj_many_more.kxp", dir);
 	o.n = 4000;
-	o.more = 10;
+	o.more = 30;
 	CHECK(aj_write_gen(path, &o) == 0);
 	CHECK(kx_wread_open_sliced(&w, path, 20000, 20000, BUDGET, 0, err, sizeof(err)) == 0);
 	if (!w.in_memory || !strstr(w.in_memory, "memory budget (16 MiB: 65536 calls)"))

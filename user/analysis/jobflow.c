@@ -185,6 +185,11 @@ int kx_jobflow_job(struct kx_jobflow *f, const struct kx_job *j)
 	}
 }
 
+uint64_t kx_jobflow_linked_to(const struct kx_jobflow *f)
+{
+	return f->has_kvm ? 0 : f->rel_ts;
+}
+
 /* o's span: the capture's, else the records'. */
 static void capture_span(const struct kx_jobflow *f, struct kx_jobs *o)
 {

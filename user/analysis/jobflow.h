@@ -138,6 +138,10 @@
  * long after it (an exit written later than that after a later exit: a reason) */
 #define KX_JOBFLOW_EXIT_WAIT_NS 50000000ull
 
+/* What on_linked says of a job (bits). */
+#define KX_JOBFLOW_DEV    1u /* it has device time */
+#define KX_JOBFLOW_LINKED 2u /* on_link announced it */
+
 /* The bounds of a struct kx_jobflow (kx_jobflow_init: the constants above;
  * kx_jobflow_init_whole: the same but exact rows and no record waiting;
  * kx_jobflow_unbound: none). */
@@ -235,13 +239,24 @@ struct kx_jobflow {
 	uint64_t wait_unkept; /* ns, the latest end of a wait call dropped before it */
 	int oom;
 	/* Set by the caller after init (NULL: none): called for each job counted
-	 * with a submit link and a DONE at or after its start (the jobs whose
-	 * device time the in-memory ranges give their calls: rangewalk.h) with
-	 * its submitting call (its thread, its number among the thread's calls
-	 * fed, from 1, in their start order: streamed, a linked job's
-	 * kx_jobrec.submit holds that number) and its device time (ns, DONE -
-	 * start). 0, or -1 when out of memory. */
-	int (*on_linked)(void *ctx, uint32_t tid, uint64_t call_n, uint64_t dev_ns);
+	 * with a submit link that either has device time (KX_JOBFLOW_DEV: a DONE
+	 * at or after its start, the jobs whose device time the in-memory ranges
+	 * give their calls: rangewalk.h) or was announced by on_link
+	 * (KX_JOBFLOW_LINKED), with its submitting call (its thread, its number
+	 * among the thread's calls fed, from 1, in their start order: streamed,
+	 * a linked job's kx_jobrec.submit holds that number; a whole store's
+	 * feed: its place) and its device time (ns, DONE - start; 0 without
+	 * KX_JOBFLOW_DEV). 0, or -1 when out of memory. */
+	int (*on_linked)(void *ctx, uint32_t tid, uint64_t call_n, uint64_t dev_ns,
+	                 unsigned int how);
+	/* Set by the caller after init (NULL: none): called when a block
+	 * request or GPU job is linked to its submitting call (named as
+	 * on_linked names it), at the pairing of the record that opens it,
+	 * before it is counted (on_linked then says KX_JOBFLOW_LINKED). Once
+	 * the records are paired up to linked_to() (ns), no job to come links to
+	 * a call that ended more than KX_JOBS_LINK_WINDOW_NS before it. 0, or -1
+	 * when out of memory. */
+	int (*on_link)(void *ctx, uint32_t tid, uint64_t call_n);
 	void *linked_ctx;
 	/* Set by the caller after init (NULL: none): a reorder stage in front of
 	 * the calls (each thread's in start order, held a while). Before a keyed
@@ -291,6 +306,11 @@ int kx_jobflow_job(struct kx_jobflow *f, const struct kx_job *j);
  */
 struct kx_jobs *kx_jobflow_finish(struct kx_jobflow *f, const struct kx_store *mem,
                                   struct kx_stats *rows);
+/* No job record to come links to a call that ended more than
+ * KX_JOBS_LINK_WINDOW_NS before this (ns; 0: not known): the latest record
+ * paired, while no KVM record came (a KVM exit links to the call that holds
+ * it, and is not paired in time order). */
+uint64_t kx_jobflow_linked_to(const struct kx_jobflow *f);
 /* After kx_jobflow_finish: the index in kx_jobs.rings of f's ring ring. */
 uint32_t kx_jobflow_ring_final(const struct kx_jobflow *f, uint32_t ring);
 void kx_jobflow_free(struct kx_jobflow *f);

@@ -139,6 +139,8 @@ static int open_link(struct kx_jobflow *f, struct fl_kjob *o, const struct fl_re
 	if (at && r->cand_id && kx_tjob_links_to(&o->t, &r->cand)) {
 		o->t.r.submit = jf_call_ref(f, &r->cand, r->cand_id);
 		o->submit_drv = r->cand.drv;
+		if (f->on_link && f->on_link(f->linked_ctx, o->t.r.tid, (uint64_t)o->t.r.submit))
+			return -1;
 		/* With no bound, jobs are counted in the order made: none waits. */
 		if (kx_job_src_gpu(o->t.r.src) && !f->unbounded &&
 		    kx_minheap_push(&f->linkq,
@@ -393,7 +395,7 @@ int jf_keyed_unblock(struct kx_jobflow *f, size_t slot)
 	uint64_t k[3];
 	int rc;
 
-	if (f->whole || f->unbounded || o->pending || !kx_job_src_gpu(o->t.r.src) ||
+	if (f->unbounded || o->pending || !kx_job_src_gpu(o->t.r.src) ||
 	    !kx_job_src_driver(o->t.r.src) || kx_jobpair_reusable(&e))
 		return 0;
 	kx_jobpair_key(&e, k);

@@ -287,6 +287,24 @@ static int fold(struct kx_jobflow_ring *r, struct kx_jobflow_dev *d, const struc
 	return 0;
 }
 
+/* Job t, counted with its submit link, to on_linked: its device time, and
+ * the end of its announcement (on_link: a keyed job's). 0, or -1 when out
+ * of memory. */
+static int linked_out(struct kx_jobflow *f, const struct kx_tjob *t)
+{
+	uint64_t start = kx_jobrec_start(&t->r);
+	unsigned int how = 0;
+
+	if (t->r.done_ts && t->r.done_ts >= start)
+		how |= KX_JOBFLOW_DEV;
+	if (f->on_link && t->r.src != KX_JOB_SRC_KVM)
+		how |= KX_JOBFLOW_LINKED;
+	if (!how)
+		return 0;
+	return f->on_linked(f->linked_ctx, t->r.tid, (uint64_t)t->r.submit,
+	                    how & KX_JOBFLOW_DEV ? t->r.done_ts - start : 0, how);
+}
+
 /* The held job of t (made by the record of time ts and place seq) on ring. */
 static struct fl_job held_job(const struct kx_tjob *t, uint64_t ts, uint64_t seq, uint64_t end_ns,
                               uint32_t ring)
@@ -327,10 +345,7 @@ int jf_job_out(struct kx_jobflow *f, struct kx_tjob *t, uint64_t ts, uint64_t se
 	r = ring_get(f, (uint32_t)dev, t->ring);
 	if (!r || fold(r, &f->fdev[dev], &t->r, f->lim.exact))
 		return -1;
-	if (f->on_linked && t->r.submit >= 0 && t->r.done_ts &&
-	    t->r.done_ts >= kx_jobrec_start(&t->r) &&
-	    f->on_linked(f->linked_ctx, t->r.tid, (uint64_t)t->r.submit,
-	                 t->r.done_ts - kx_jobrec_start(&t->r)))
+	if (f->on_linked && t->r.submit >= 0 && linked_out(f, t))
 		return -1;
 	h = held_job(t, ts, seq, end_ns, (uint32_t)(r - f->rings));
 	if (f->sink) {

@@ -71,6 +71,8 @@ struct line {
 	uint64_t early_hi; /* the number of its last call inside ranges forgotten before jobs
 	                      came (older than its last KX_JOBFLOW_RECENT calls; 0: none) */
 	uint64_t drop_hi;  /* the number of its last call let go for the budget (0: none) */
+	uint64_t link_hi;  /* the number of its last call let go once no record to come could
+	                      link to it (kx_rangewalk_dev_forget's linked_ns; 0: none) */
 	/* Before the first job record (streamed): its last KX_JOBFLOW_RECENT
 	 * calls walked since one was inside ranges, a ring from ehead (those
 	 * inside ranges: nref > 0), NULL: none yet. */
@@ -83,6 +85,8 @@ _Static_assert(sizeof(struct kx_rt_open) + sizeof(uint32_t) + 8 <=
                        sizeof(((struct kx_rangewalk *)0)->ended),
                "kx_rangewalk.ended holds an open range");
 
+static void dc_init(struct kx_rangewalk *w);
+
 void kx_rangewalk_init(struct kx_rangewalk *w)
 {
 	memset(w, 0, sizeof(*w));
@@ -90,6 +94,8 @@ void kx_rangewalk_init(struct kx_rangewalk *w)
 	w->ends = (struct kx_range_ends)KX_RANGE_ENDS_INIT;
 	w->free_rec = NONE;
 	w->dc_map = (struct kx_keymap)KX_KEYMAP_INIT;
+	w->aside_map = (struct kx_keymap)KX_KEYMAP_INIT;
+	dc_init(w);
 	w->dc_budget = KX_RANGEWALK_DEV_BYTES / KX_RANGEWALK_DEV_CALL_BYTES;
 	kx_range_rows_init(&w->builder, &w->rows);
 }
@@ -617,6 +623,10 @@ _Static_assert(KX_RANGEWALK_DEV_BYTES == 16u << 20 && KX_RANGEWALK_DEV_CALL_BYTE
                "DC_BUDGET states KX_RANGEWALK_DEV_BYTES / KX_RANGEWALK_DEV_CALL_BYTES");
 static const char *const DC_DEEP = "annotation ranges with device jobs: a call that submitted jobs "
                                    "is inside more than " STR(DC_REFS) " ranges";
+static const char *const DC_UNLINKED =
+        "annotation ranges with device jobs: a KVM exit came for a call inside ranges "
+        "let go once no device job record to come could link to it (KVM records after "
+        "other device job records)";
 static const char *const DC_EARLY =
         "annotation ranges with device jobs: a job of a call inside ranges came after "
         "more than " STR(KX_JOBFLOW_RECENT) " later calls of its thread, before the first "
@@ -635,9 +645,11 @@ struct kx_rw_devcall {
 	uint64_t end;      /* ns, its end (once walked) */
 	uint64_t ns, jobs; /* pending: its jobs counted so far, their device time */
 	uint32_t tid;
-	uint8_t pending; /* counted jobs wait for it to be walked */
+	uint32_t held;   /* jobs linked to it (kx_rangewalk_link) not counted yet */
+	uint8_t pending; /* not walked yet: counted or linked jobs wait for it */
 	uint8_t deep;    /* more ranges than refs */
 	uint8_t nref;
+	uint8_t aside; /* set aside (in w->aside) until its jobs are counted */
 	struct dc_ref ref[DC_REFS];
 };
 
@@ -648,9 +660,61 @@ _Static_assert(sizeof(struct kx_rw_devcall) + sizeof(struct kx_keyslot) +
                        KX_RANGEWALK_DEV_CALL_BYTES,
                "a remembered call takes at most KX_RANGEWALK_DEV_CALL_BYTES");
 
+static void dc_init(struct kx_rangewalk *w)
+{
+	w->aside = (struct kx_slots)KX_SLOTS_INIT(struct kx_rw_devcall);
+}
+
 static struct kx_rw_devcall *dc_at(struct kx_rangewalk *w, uint64_t v)
 {
 	return &w->dc[v - w->dc_base];
+}
+
+/* Call n of thread tid remembered, in the order walked or set aside; NULL: none. */
+static struct kx_rw_devcall *dc_find(struct kx_rangewalk *w, uint32_t tid, uint64_t n)
+{
+	struct kx_keyslot *s;
+
+	if (w->dc_map.n && (s = kx_keymap_find(&w->dc_map, tid, n, 0)))
+		return dc_at(w, s->v);
+	if (w->aside_map.n && (s = kx_keymap_find(&w->aside_map, tid, n, 0)))
+		return kx_slots_at(&w->aside, s->v);
+	return NULL;
+}
+
+/* The calls remembered: in the order walked, and set aside. */
+static size_t dc_count(const struct kx_rangewalk *w)
+{
+	return w->dc_n - w->dc_head + kx_slots_live(&w->aside);
+}
+
+/* Walked call p, no job to come linking to it, set aside while jobs linked
+ * to it are not counted (dc_pop then lets its place go). 0, or -1 when out
+ * of memory. */
+static int dc_set_aside(struct kx_rangewalk *w, const struct kx_rw_devcall *p)
+{
+	long slot = kx_slots_get(&w->aside);
+	struct kx_keyslot *s = slot < 0 ? NULL : kx_keymap_get(&w->aside_map, p->tid, p->n, 0);
+	struct kx_rw_devcall *q;
+
+	if (!s)
+		return -1;
+	s->v = (uint64_t)slot;
+	q = kx_slots_at(&w->aside, (size_t)slot);
+	*q = *p;
+	q->aside = 1;
+	return 0;
+}
+
+/* Set-aside call p, its jobs all counted, forgotten. */
+static void dc_unset(struct kx_rangewalk *w, struct kx_rw_devcall *p)
+{
+	struct kx_keyslot *s = kx_keymap_find(&w->aside_map, p->tid, p->n, 0);
+
+	if (!s)
+		return;
+	kx_slots_put(&w->aside, s->v);
+	kx_keymap_del(&w->aside_map, s);
 }
 
 /* Device time ns of jobs counted for the range of ref: on its record while
@@ -702,24 +766,43 @@ static void dc_pop(struct kx_rangewalk *w)
 	}
 }
 
-/* A new call remembered, n of thread tid (the oldest let go past the
- * budget); NULL when out of memory. */
+/* Past the budget, room for one more call: the oldest that no job record
+ * to come links to go (those with jobs linked to them not counted yet
+ * set aside until they are), else the oldest goes (a reason if one of its
+ * jobs comes). 0, or -1 when out of memory. */
+static int dc_room(struct kx_rangewalk *w)
+{
+	while (dc_count(w) >= w->dc_budget && w->dc_head < w->dc_n) {
+		const struct kx_rw_devcall *p = &w->dc[w->dc_head];
+		struct kx_rt_thread *th = kx_rangetrack_thread(&w->track, p->tid, 0);
+		struct line *l = th ? kx_rt_tdata(th) : NULL; /* walked: its line is there */
+
+		if (!p->pending && p->end + KX_JOBS_LINK_WINDOW_NS < w->linked_ns) {
+			if (p->held && dc_set_aside(w, p))
+				return -1;
+			if (l)
+				l->link_hi = p->n;
+		} else if (p->pending) {
+			because(w, DC_BUDGET);
+		} else if (l && p->n > l->drop_hi) {
+			l->drop_hi = p->n;
+		}
+		dc_pop(w);
+	}
+	if (dc_count(w) >= w->dc_budget)
+		because(w, DC_BUDGET); /* those set aside alone: their jobs are not counted yet */
+	return 0;
+}
+
+/* A new call remembered, n of thread tid (past the budget: dc_room); NULL
+ * when out of memory. */
 static struct kx_rw_devcall *dc_new(struct kx_rangewalk *w, uint32_t tid, uint64_t n)
 {
 	struct kx_keyslot *s;
 	struct kx_rw_devcall *p;
-	struct kx_rt_thread *th;
-	struct line *l;
 
-	while (w->dc_n - w->dc_head >= w->dc_budget && w->dc_head < w->dc_n) {
-		p = &w->dc[w->dc_head];
-		if (p->pending)
-			because(w, DC_BUDGET);
-		else if ((th = kx_rangetrack_thread(&w->track, p->tid, 0)) &&
-		         p->n > (l = kx_rt_tdata(th))->drop_hi)
-			l->drop_hi = p->n; /* walked: its thread's line is there */
-		dc_pop(w);
-	}
+	if (dc_count(w) >= w->dc_budget && dc_room(w))
+		return NULL;
 	if (kx_grow((void **)&w->dc, &w->dc_cap, w->dc_n, sizeof(*w->dc)) ||
 	    !(s = kx_keymap_get(&w->dc_map, tid, n, 0)))
 		return NULL;
@@ -728,8 +811,8 @@ static struct kx_rw_devcall *dc_new(struct kx_rangewalk *w, uint32_t tid, uint64
 	memset(p, 0, sizeof(*p));
 	p->tid = tid;
 	p->n = n;
-	if (w->dc_n - w->dc_head > w->dc_peak)
-		w->dc_peak = w->dc_n - w->dc_head;
+	if (dc_count(w) > w->dc_peak)
+		w->dc_peak = dc_count(w);
 	return p;
 }
 
@@ -772,9 +855,12 @@ static int dev_remember(struct kx_rangewalk *w, const struct line *l, uint32_t t
 		return -1;
 	p->end = end;
 	dc_refs(w, l, p);
+	if (!p->nref && !p->deep)
+		p->held = 0; /* in no range: its jobs give nothing, it need not wait for them */
 	if (p->pending) {
 		p->pending = 0;
-		dc_apply(w, p, p->ns, p->jobs);
+		if (p->jobs)
+			dc_apply(w, p, p->ns, p->jobs);
 	}
 	return 0;
 }
@@ -856,44 +942,82 @@ static int dev_wait(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n, uint6
 	return 0;
 }
 
-int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n, uint64_t dev_ns)
+/* The walk of thread tid, NULL: none yet. */
+static const struct line *line_find(struct kx_rangewalk *w, uint32_t tid)
 {
-	struct kx_keyslot *s = w->dc_map.n ? kx_keymap_find(&w->dc_map, tid, call_n, 0) : NULL;
-	struct kx_rt_thread *th;
+	struct kx_rt_thread *th = kx_rangetrack_thread(&w->track, tid, 0);
+
+	return th ? kx_rt_tdata(th) : NULL;
+}
+
+int kx_rangewalk_link(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n)
+{
+	struct kx_rw_devcall *p = dc_find(w, tid, call_n);
 	const struct line *l;
 
-	if (s) {
-		struct kx_rw_devcall *p = dc_at(w, s->v);
-
-		p->jobs++;
-		if (p->pending)
-			p->ns += dev_ns;
-		else
-			dc_apply(w, p, dev_ns, 1);
+	if (p) {
+		p->held++;
 		return 0;
 	}
-	th = kx_rangetrack_thread(&w->track, tid, 0);
-	l = th ? kx_rt_tdata(th) : NULL;
+	l = line_find(w, tid);
+	if (l && call_n <= l->ncalls)
+		return 0; /* walked: in no range, or let go (a job counted for it says so) */
+	if (!(p = dc_new(w, tid, call_n)))
+		return -1;
+	p->pending = 1;
+	p->held = 1;
+	return 0;
+}
+
+int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n, uint64_t dev_ns,
+                     unsigned int how)
+{
+	struct kx_rw_devcall *p = dc_find(w, tid, call_n);
+	const struct line *l;
+
+	if (p) {
+		if ((how & KX_JOBFLOW_LINKED) && p->held)
+			p->held--;
+		if (how & KX_JOBFLOW_DEV) {
+			p->jobs++;
+			if (p->pending)
+				p->ns += dev_ns;
+			else
+				dc_apply(w, p, dev_ns, 1);
+		}
+		if (p->aside && !p->held)
+			dc_unset(w, p);
+		return 0;
+	}
+	if (!(how & KX_JOBFLOW_DEV))
+		return 0;
+	l = line_find(w, tid);
 	if (l && call_n <= l->ncalls) {
 		/* Walked: in no range, forgotten before jobs came, or let go for the budget. */
 		if (call_n <= l->early_hi)
 			because(w, DC_EARLY);
 		else if (call_n <= l->drop_hi)
 			because(w, DC_BUDGET);
+		else if (call_n <= l->link_hi && !(how & KX_JOBFLOW_LINKED))
+			because(w, DC_UNLINKED);
 		return 0;
 	}
 	return dev_wait(w, tid, call_n, dev_ns);
 }
 
-void kx_rangewalk_dev_forget(struct kx_rangewalk *w, uint64_t swept_ns)
+int kx_rangewalk_dev_forget(struct kx_rangewalk *w, uint64_t swept_ns, uint64_t linked_ns)
 {
+	w->linked_ns = linked_ns;
 	while (w->dc_head < w->dc_n) {
 		const struct kx_rw_devcall *p = &w->dc[w->dc_head];
 
-		if ((p->pending || p->end + KX_JOBS_LINK_WINDOW_NS >= swept_ns))
-			return;
+		if (p->pending || p->end + KX_JOBS_LINK_WINDOW_NS >= swept_ns)
+			return 0;
+		if (p->held && dc_set_aside(w, p)) /* none: its jobs started before the sweeps */
+			return -1;
 		dc_pop(w);
 	}
+	return 0;
 }
 
 /* ---- the end ---- */
@@ -1012,6 +1136,8 @@ void kx_rangewalk_free(struct kx_rangewalk *w)
 	free(w->cuts);
 	kx_keymap_free(&w->dc_map);
 	free(w->dc);
+	kx_keymap_free(&w->aside_map);
+	kx_slots_free(&w->aside);
 	free(w->serial_out);
 }
 

@@ -62,24 +62,36 @@
  * to its row when it retires unless left open (and to its entry in out,
  * kept), or to the row of a range already retired and its entry in out
  * (serial_out: all jobs are counted before the ranges left open are
- * closed). A job of a call not walked yet waits for it. A call is
- * forgotten once jobflow's sweeps passed its end by more than the submit
- * link's window (no job counted later links to it: its job would start
- * before the sweeps, jobflow's reason), or past dc_budget (a reason if one
- * of its jobs comes). In memory (kx_ranges_build) dev gives a call's jobs
- * as it is walked.
+ * closed). A job of a call not walked yet waits for it. A job linked to
+ * its call when its record is paired (jobflow.h's on_link: block requests
+ * and GPU jobs, kx_rangewalk_link) is held by the call until it is
+ * counted. A call is forgotten once jobflow's sweeps passed its end by
+ * more than the submit link's window (no job counted later links to it:
+ * its job would start before the sweeps, jobflow's reason). Past
+ * dc_budget, the oldest calls that the records paired passed so
+ * (kx_jobflow_linked_to: no record to come links to them; while KVM
+ * records came, none) go first, those holding jobs not counted yet set
+ * aside (aside) until they are; else the oldest goes (a reason if one of
+ * its jobs comes). A KVM exit, not paired in time order, that comes for a
+ * call let go by the records' rule is a reason (KVM records after other
+ * job records). In memory (kx_ranges_build) dev gives a call's jobs as it
+ * is walked.
  *
  * Memory, streamed with device jobs: the calls remembered, at most 65,536
  * (KX_RANGEWALK_DEV_BYTES, 16 MiB, at KX_RANGEWALK_DEV_CALL_BYTES each: a
  * call's record, its map entry and its share of the map's index; the
- * arrays holding them grow by doubling). A call is remembered until the
- * sweeps pass it, and they hold a job up to 1 s of capture time or 16,384
- * jobs behind the latest record, 32,768 behind a job not counted yet
- * (jobflow.h's KX_JOBFLOW_WINDOW_NS, KX_JOBFLOW_HELD and
- * KX_JOBFLOW_BEHIND: a GPU job done 100 ms or more after its submit holds
- * them): the budget holds that lag's calls inside ranges at 2 calls a
- * job, or at 65,000 calls a second (ioctl rates on dma_fence drivers reach
- * about 10,000 a second).
+ * arrays holding them grow by doubling), those set aside included. A call
+ * is remembered until the sweeps pass it: up to 1 s of capture time or
+ * 16,384 jobs behind the latest record, 32,768 behind a job not counted
+ * yet (jobflow.h's KX_JOBFLOW_WINDOW_NS, KX_JOBFLOW_HELD and
+ * KX_JOBFLOW_BEHIND: a GPU job done 100 ms or more after its submit, or
+ * never, holds them). Past the budget, block and GPU jobs' calls stay
+ * only while the records' reorder stage may still link a job to them
+ * (the latest record paired, up to 1 s or 16,384 records behind the
+ * latest read, plus the 1 ms link window), and then only those with jobs
+ * not counted: the budget holds that stage's calls inside ranges at 4
+ * calls a record, or at 65,000 calls a second (ioctl rates on dma_fence
+ * drivers reach about 10,000 a second).
  */
 #ifndef KX_RANGEWALK_H
 #define KX_RANGEWALK_H
@@ -94,6 +106,7 @@
 #include "analysis/stats.h"
 #include "analysis/timeline.h"
 #include "util/keymap.h"
+#include "util/slots.h"
 #include "model/annot.h"
 #include "model/event.h"
 
@@ -154,8 +167,14 @@ struct kx_rangewalk {
 	struct kx_rw_devcall *dc; /* the calls remembered, in the order walked (from dc_head) */
 	size_t dc_head, dc_n, dc_cap;
 	uint64_t dc_base; /* the index of dc[0] */
-	size_t dc_peak;   /* the most remembered at once */
-	uint32_t serial;  /* the last serial given to a range record */
+	size_t dc_peak;   /* the most remembered at once (set aside too) */
+	/* Calls no job record to come links to, set aside while jobs linked to
+	 * them are not counted (kx_rangewalk_dev_forget): */
+	struct kx_keymap aside_map; /* (tid, call number) -> its slot in aside */
+	struct kx_slots aside;      /* struct kx_rw_devcall */
+	uint64_t linked_ns; /* ns: no job record to come links to a call that ended more than the
+	                       link window before it (kx_rangewalk_dev_forget's; 0: not known) */
+	uint32_t serial;    /* the last serial given to a range record */
 	/* With out and dev_stream: each retired range's index in out by its
 	 * serial (UINT32_MAX: none), 4 bytes a range, for the jobs counted
 	 * after it retired. */
@@ -201,18 +220,30 @@ int kx_rangewalk_finish(struct kx_rangewalk *w, const struct kx_store *tasks, st
 /*
  * A job of call call_n of thread tid (its number among the thread's
  * calls, from 1, as jobflow's on_linked names it) was counted
- * (analysis/jobflow.h's on_linked): its device time dev_ns and one job go
- * to every range around the call, as kx_ranges_build gives them. Before
- * the call is walked it waits for it. 0, or -1 when out of memory.
+ * (analysis/jobflow.h's on_linked, how its KX_JOBFLOW_* bits): with
+ * KX_JOBFLOW_DEV its device time dev_ns and one job go to every range
+ * around the call, as kx_ranges_build gives them (before the call is
+ * walked they wait for it); with KX_JOBFLOW_LINKED it was announced
+ * (kx_rangewalk_link) and the call waits for it no more. 0, or -1 when
+ * out of memory.
  */
-int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n, uint64_t dev_ns);
+int kx_rangewalk_dev(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n, uint64_t dev_ns,
+                     unsigned int how);
+/* A job was linked to call call_n of thread tid (jobflow.h's on_link): the
+ * call is remembered until that job is counted. 0, or -1 when out of
+ * memory. */
+int kx_rangewalk_link(struct kx_rangewalk *w, uint32_t tid, uint64_t call_n);
 /* The first job record came (streamed): the calls each thread's ring kept
  * are remembered, every call inside ranges from now on. 0, or -1 when out
  * of memory. */
 int kx_rangewalk_dev_start(struct kx_rangewalk *w);
 /* No job counted from now on starts before swept_ns (jobflow's sweeps):
- * the calls that ended more than the link window before it are forgotten. */
-void kx_rangewalk_dev_forget(struct kx_rangewalk *w, uint64_t swept_ns);
+ * the calls that ended more than the link window before it are
+ * forgotten; and no job record to come links to a call that ended more
+ * than the link window before linked_ns (jobflow.h's kx_jobflow_linked_to;
+ * 0: not known): past the budget such calls go first. 0, or -1 when out
+ * of memory. */
+int kx_rangewalk_dev_forget(struct kx_rangewalk *w, uint64_t swept_ns, uint64_t linked_ns);
 /* The threads some call of which the walk cut while n's rule shortened
  * none of theirs: with n's fixed_threads, the timeline's count of threads
  * with a call shortened (kx_timeline_add_fixes of the cuts, in memory). */

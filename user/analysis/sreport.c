@@ -90,20 +90,29 @@ static int sr_active(const struct sr_ctx *c)
 	return !c->oom && !c->r->in_memory;
 }
 
-/* The calls whose jobs jobflow can no longer count are forgotten. */
+/* The calls whose jobs jobflow can no longer link or count are forgotten. */
 static void sr_forget(struct sr_ctx *c)
 {
-	if (c->flow.swept)
-		kx_rangewalk_dev_forget(c->ranges, c->flow.swept_start);
+	if (kx_rangewalk_dev_forget(c->ranges, c->flow.swept ? c->flow.swept_start : 0,
+	                            kx_jobflow_linked_to(&c->flow)))
+		sr_oom(c);
 }
 
 /* A job counted with its submit link (jobflow's on_linked): its device
  * time goes to the ranges around its call. */
-static int sr_linked(void *ctx, uint32_t tid, uint64_t call_n, uint64_t dev_ns)
+static int sr_linked(void *ctx, uint32_t tid, uint64_t call_n, uint64_t dev_ns, unsigned int how)
 {
 	struct sr_ctx *c = ctx;
 
-	return kx_rangewalk_dev(c->ranges, tid, call_n, dev_ns);
+	return kx_rangewalk_dev(c->ranges, tid, call_n, dev_ns, how);
+}
+
+/* A job linked to its call (jobflow's on_link): the call waits for it. */
+static int sr_link(void *ctx, uint32_t tid, uint64_t call_n)
+{
+	struct sr_ctx *c = ctx;
+
+	return kx_rangewalk_link(c->ranges, tid, call_n);
 }
 
 static void sr_ioctl(void *ctx, const struct kx_ioctl *e, const uint8_t *arg)
@@ -374,6 +383,7 @@ int kx_sreport_read(struct kx_sreport *r, const char *path, size_t budget, char 
 	r->side = kx_store_new(budget);
 	kx_jobflow_init(&c.flow, &r->ci);
 	c.flow.on_linked = sr_linked;
+	c.flow.on_link = sr_link;
 	c.flow.linked_ctx = &c;
 	c.flow.calls_upto = sr_flow_upto;
 	c.flow.calls_ctx = &c;

@@ -76,10 +76,11 @@ static void p1_jobs_why(struct p1 *c)
  * the ranges' walk (rangewalk.h). */
 static void p1_forget(struct p1 *c)
 {
-	if (!c->jf.f.swept)
-		return;
-	kx_rangewalk_dev_forget(&c->ranges, c->jf.f.swept_start);
-	kx_wcallmap_forget(&c->names, c->jf.f.swept_start);
+	if (kx_rangewalk_dev_forget(&c->ranges, c->jf.f.swept ? c->jf.f.swept_start : 0,
+	                            kx_jobflow_linked_to(&c->jf.f)))
+		return p1_oom(c);
+	if (c->jf.f.swept)
+		kx_wcallmap_forget(&c->names, c->jf.f.swept_start);
 }
 
 /* A call to the device timelines. */
@@ -571,6 +572,7 @@ static int p1_init(struct p1 *c, struct kx_wread *w, const char *path, size_t li
 	c->sink = (struct kx_jobflow_sink){p1_job_counted, p1_job_lane, c};
 	kx_wjobfeed_init(&c->jf, &w->ci, &c->sink, p1_flow_call, c);
 	c->jf.f.on_linked = p1_linked;
+	c->jf.f.on_link = p1_linking;
 	c->jf.f.linked_ctx = c;
 	w->jobrec.first_ns = UINT64_MAX;
 	w->path = path;

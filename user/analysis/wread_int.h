@@ -125,7 +125,8 @@ int wr_kept_timelines(struct kx_wread *w);
 
 /* wread_links.c (the jobflow sink's and the wjobfeed's callbacks of pass 1) */
 int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx);
-int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns);
+int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns, unsigned int how);
+int p1_linking(void *ctx, uint32_t tid, uint64_t idx);
 int p1_job_counted(void *ctx, const struct kx_jobrec *r, uint32_t *id);
 int p1_job_lane(void *ctx, uint32_t id, uint32_t lane);
 /* Once every record of a file with job records is in: the whole capture's

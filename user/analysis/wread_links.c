@@ -55,7 +55,7 @@ int p1_flow_call(void *ctx, const struct kx_ioctl *e, uint64_t idx)
  * annotation record (not kept, unless among its thread's last few): a
  * range's push is written before the calls inside it return.
  */
-int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns)
+int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns, unsigned int how)
 {
 	struct p1 *c = ctx;
 	uint64_t n;
@@ -64,11 +64,24 @@ int p1_linked(void *ctx, uint32_t tid, uint64_t idx, uint64_t dev_ns)
 	if (!c->anns)
 		return 0;
 	if (!kx_wcallmap_find(&c->names, idx, &tid, &n, &lost)) {
-		if (lost && !c->link_why)
+		if (lost && !c->link_why && (how & KX_JOBFLOW_DEV))
 			c->link_why = P1_RANGE_LINK;
 		return 0;
 	}
-	return kx_rangewalk_dev(&c->ranges, tid, n, dev_ns);
+	return kx_rangewalk_dev(&c->ranges, tid, n, dev_ns, how);
+}
+
+/* A job linked to its submitting call, the file's call idx (jobflow's
+ * on_link): the ranges' walk keeps the call until the job is counted. */
+int p1_linking(void *ctx, uint32_t tid, uint64_t idx)
+{
+	struct p1 *c = ctx;
+	uint64_t n;
+	int lost;
+
+	if (!c->anns || !kx_wcallmap_find(&c->names, idx, &tid, &n, &lost))
+		return 0;
+	return kx_rangewalk_link(&c->ranges, tid, n);
 }
 
 /* Both bitmaps of jb cover call idx (grown, zeroed). 0, or -1 when out of memory. */
