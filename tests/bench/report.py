@@ -572,7 +572,7 @@ def growth_table(data, cfg, out):
     for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
         size = m.get("kxp_bytes", {}).get(1, 0) / 1048576
-        streamed = "`report` (read whole)" if kind == OPEN_JOBS else "`report` (streamed)"
+        streamed = "`report` (streamed)"
         for mode, name in (("stream", kind + streamed),
                            ("memory", kind + "`report --in-memory`")):
             walls = list(m.get(mode + "_wall_s", {}).values())
@@ -610,10 +610,12 @@ def growth_table(data, cfg, out):
                "job's device time to the ranges around its call as the file streams by, within "
                "the bounds the streamed read states (16 MiB of calls waiting for their jobs, "
                "32,768 jobs held behind a job done late); its events count the annotation records "
-               "too. The same capture with every 11th job never done (`%s`) is read whole: a job "
-               "never done ends at the capture's end, so the ranges' walk would hold its calls to "
-               "the end; each such job holds a lane of its ring to the end, so its rings have "
-               "thousands of lanes, and its `convert` writes both outputs." % (
+               "too. The same capture with 4 threads and every 11th job never done (`%s`) "
+               "streams too: a job never done holds more than 32,768 later jobs back, and is "
+               "counted as never done then; past the ranges' walk's budget, the calls that no "
+               "job record to come can link to go first. Each such job holds a lane of its ring "
+               "to the end, so its rings have thousands of lanes, and its `convert` writes both "
+               "outputs." % (
                    cfg.get("GROW", "?"), cfg.get("EXPORT_ROUNDS", "?"), cfg.get("GROWJOBS", "?"),
                    num(next(iter(data.get("growjobs", {}).values()), {}).get("jobs", {}).get(1)),
                    cfg.get("GROWANNJOBS", "?"),
@@ -707,7 +709,7 @@ def convert_growth_table(g, ann, jobs, out, annjobs=None, annopen=None):
     caps += [(n, m, OPEN_JOBS) for n, m in (annopen or {}).items()]
     streams = {"device timelines: ": "`convert` (fits one trace: read whole)",
                "annotated GPU jobs: ": "`convert --split-events` (a window at a time)",
-               OPEN_JOBS: "`convert --xplane` (read whole; both outputs)"}
+               OPEN_JOBS: "`convert --xplane` (a window at a time; both outputs)"}
     for n, m, kind in caps:
         ev = m.get("events", {}).get(1) or int(n)
         stream = streams.get(kind, "`convert` (a quarter of a window at a time)")
