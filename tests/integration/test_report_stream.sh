@@ -108,6 +108,18 @@ if need_kvm kvm_many && kx 0 record -o "$TMP/many.kxp" -- "$WL/kvm_workload" -t 
 	check many_jobs test "$(jget "$TMP/many.s.json" 'd["Jobs"]["devices"]["kvm"]["jobs"]')" -ge 40000
 fi
 
+# 5b. annotated xe jobs, every 11th never done (kxp_gen annjobs: 4 threads):
+# jobs never done hold more than 32,768 later ones back and are counted as
+# never done then; streamed, the in-memory report, and -v counts them.
+if "$WL/kxp_gen" annjobs "$TMP/open.kxp" 30000 >/dev/null 2>"$TMP/open.gen"; then
+	both open "$TMP/open.kxp"
+	kx 0 -v report "$TMP/open.kxp" >/dev/null 2>"$TMP/open.v"
+	check open_streamed grep -q "was streamed" "$TMP/open.v"
+	check open_counted_early grep -q "[1-9][0-9]* GPU jobs counted early (each held back more than 32768 later ones)" "$TMP/open.v"
+else
+	fail open_gen "kxp_gen annjobs: $(head -c 300 "$TMP/open.gen")"
+fi
+
 # 6. many block requests of the loop driver (two threads, 20,000 BLKZEROOUTs
 # each, whether or not kvm is the accelerator): paired as the records pass,
 # none kept, the in-memory report's figures.

@@ -2572,7 +2572,6 @@ static void ranges_kvm_after_let_go(void)
 			rd_job(&l, &j, 2 * KX_JOBFLOW_WINDOW_NS);
 		snprintf(path, sizeof(path), "%s/rangedev_kvm%d.kxp", tmpdir, exit);
 		CHECK(aj_write(path, &l) == 0);
-
 		CHECK(compare(path, &why, msg, sizeof(msg)));
 		if (exit ? !why || !strstr(why, "a KVM exit came for a call inside ranges let go")
 		         : why != NULL)
