@@ -115,7 +115,7 @@ if "$WL/kxp_gen" annjobs "$TMP/open.kxp" 30000 >/dev/null 2>"$TMP/open.gen"; the
 	both open "$TMP/open.kxp"
 	kx 0 -v report "$TMP/open.kxp" >/dev/null 2>"$TMP/open.v"
 	check open_streamed grep -q "was streamed" "$TMP/open.v"
-	check open_counted_early grep -q "[1-9][0-9]* GPU jobs counted early (each held back more than 32768 later ones)" "$TMP/open.v"
+	check open_counted_early grep -q "[1-9][0-9]* device jobs counted early (each held back more than 32768 later ones)" "$TMP/open.v"
 else
 	fail open_gen "kxp_gen annjobs: $(head -c 300 "$TMP/open.gen")"
 fi

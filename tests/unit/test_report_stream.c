@@ -1480,8 +1480,8 @@ static void block_streamed(void)
 static void block_reasons(void)
 {
 	static const char *const want[] = {
-	        "out of time order",      "stayed open",     "a call came after",
-	        "may have closed before", "wait phase came", "too many device jobs open",
+	        "out of time order",      "taken as never done", "a call came after",
+	        "may have closed before", "wait phase came",     "too many device jobs open",
 	};
 	char path[128], msg[512];
 	const char *why;
@@ -1843,6 +1843,144 @@ static void gpu_held_behind(void)
 		CHECK(sr.timelines && sr.timelines->anom.incomplete == (c ? 1u : 2u) &&
 		      sr.timelines->rings[0].nlanes == (c ? 2u : 2u));
 		kx_sreport_free(&sr);
+	}
+}
+
+/*
+ * Block requests never done (their DONE lost) that hold later ones back
+ * past KX_JOBFLOW_BEHIND (before: a reason, the file read whole) are
+ * taken as never done, their sectors kept: case 0, every 97th of 45,000
+ * requests never done, streams, the in-memory report. 1: the first one's
+ * sector used again at the end: a reason. 2: 65,540 never done, each
+ * followed by one done: past the budget of the sectors kept, a reason.
+ */
+static void block_never_done(void)
+{
+	static const char *const want[] = {NULL, "taken as never done", "65536 of their keys"};
+	static struct kx_sreport sr;
+	char path[128], msg[512], err[512];
+	const char *why;
+
+	for (int c = 0; c < 3; c++) {
+		struct aj_list l = {0};
+		uint64_t n = c == 2 ? 2 * 65540 + 2 * KX_JOBFLOW_BEHIND : 45000, lost = 0;
+		uint64_t t = 2000000, held_lost = 0;
+		int ok;
+
+		blk_requests(&l, 1, 200, 0);
+		for (uint64_t i = 0; i < n; i++, t += 10) {
+			int gone = c == 2 ? i % 2 == 0 && lost < 65540 : i % 97 == 5;
+
+			if (gone) {
+				blk_ev(&l, t, 5000000 + i, 0, KX_JOB_RUN, 0);
+				lost++;
+				held_lost += i + KX_JOBFLOW_BEHIND + 1000 < n;
+				continue;
+			}
+			blk_ev(&l, t, 1000000 + i % 1000, 0, KX_JOB_RUN, 0);
+			blk_ev(&l, t + 5, 1000000 + i % 1000, 0, KX_JOB_DONE, 0);
+		}
+		if (c == 1)
+			blk_ev(&l, t + 100, 5000005, 0, KX_JOB_QUEUE, 0);
+		snprintf(path, sizeof(path), "%s/blklost%d.kxp", tmpdir, c);
+		CHECK(aj_write(path, &l) == 0);
+		ok = compare(path, &why, msg, sizeof(msg));
+		if (!ok || (want[c] ? !why || !strstr(why, want[c]) : why != NULL))
+			printf("FAIL block_never_done: %d: %s\n", c,
+			       !ok   ? msg
+			       : why ? why
+			             : "streamed");
+		CHECK(ok && (want[c] ? why && strstr(why, want[c]) : !why));
+		if (want[c])
+			continue;
+		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
+		if (sr.flow_unblocked < held_lost || sr.flow_held > KX_JOBFLOW_BEHIND + 2)
+			printf("FAIL block_never_done: %llu counted early (%llu at least), %zu "
+			       "held\n",
+			       (unsigned long long)sr.flow_unblocked, (unsigned long long)held_lost,
+			       sr.flow_held);
+		CHECK(sr.timelines && sr.flow_unblocked >= held_lost && sr.flow_unblocked <= lost &&
+		      sr.flow_held <= KX_JOBFLOW_BEHIND + 2);
+		CHECK(sr.timelines && sr.timelines->anom.incomplete == 3 + lost);
+		kx_sreport_free(&sr);
+		unlink(path);
+	}
+}
+
+/* A job record of a dma_fence job on ring (context ctx), phase, by tid
+ * (0: the kernel), at ts. */
+static void dmaf_ev(struct aj_list *l, uint64_t ts, uint64_t ctx, uint64_t seqno, uint32_t tid,
+                    int phase, const char *ring)
+{
+	struct aj_rec r = {.at = ts, .kind = 1};
+
+	r.j = (struct kx_job){.ts = ts,
+	                      .ctx = ctx,
+	                      .seqno = seqno,
+	                      .pid = tid ? 60 : 0,
+	                      .tid = tid,
+	                      .src = KX_JOB_SRC_DMA_FENCE,
+	                      .phase = (uint8_t)phase};
+	snprintf(r.j.ring, sizeof(r.j.ring), "%s", ring);
+	aj_add(l, &r);
+}
+
+/*
+ * dma_fence jobs (a shared fence source: the device from the submitting
+ * call, else from the ring's first linked job) that hold later ones back
+ * past KX_JOBFLOW_BEHIND, counted then (before: a reason): case 0, on
+ * ring "gfx" whose later jobs are linked, one linked and never done, one
+ * the kernel queued (no call) and never done, one done after 40,000 later
+ * ones: streamed, the in-memory report. 1: a job the kernel queued on a
+ * ring that never links ("sdma": its device is the fallback, known only
+ * at the end) keeps the stated reason.
+ */
+static void fences_held_behind(void)
+{
+	static struct kx_sreport sr;
+	char path[128], msg[512], err[512];
+	const char *why;
+
+	for (int c = 0; c < 2; c++) {
+		struct aj_list l = {0};
+		uint64_t t = 2000, n = KX_JOBFLOW_BEHIND + 40000;
+		int ok;
+
+		xe_call(&l, 500, 1000, 990, XE_EXEC);
+		dmaf_ev(&l, 700, 1000, 1, 990, KX_JOB_QUEUE, "gfx");
+		if (c)
+			dmaf_ev(&l, 800, 1001, 1, 0, KX_JOB_QUEUE, "sdma");
+		else
+			dmaf_ev(&l, 800, 1000, 2, 0, KX_JOB_QUEUE, "gfx");
+		dmaf_ev(&l, 900, 1000, 3, 0, KX_JOB_QUEUE, "gfx");
+		for (uint64_t i = 0; i < n; i++, t += 3000) {
+			xe_call(&l, t, 1000, 991, XE_EXEC);
+			dmaf_ev(&l, t + 200, 1000, i + 10, 991, KX_JOB_QUEUE, "gfx");
+			dmaf_ev(&l, t + 2500, 1000, i + 10, 0, KX_JOB_DONE, "gfx");
+			if (i == 40000)
+				dmaf_ev(&l, t + 2600, 1000, 3, 0, KX_JOB_DONE, "gfx");
+		}
+		snprintf(path, sizeof(path), "%s/fencebehind%d.kxp", tmpdir, c);
+		CHECK(aj_write(path, &l) == 0);
+		ok = compare(path, &why, msg, sizeof(msg));
+		if (!ok || (c ? !why || !strstr(why, "stayed open") : why != NULL))
+			printf("FAIL fences_held_behind: %d: %s\n", c,
+			       !ok   ? msg
+			       : why ? why
+			             : "streamed");
+		CHECK(ok && (c ? why && strstr(why, "stayed open") : !why));
+		if (c)
+			continue;
+		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
+		if (sr.flow_unblocked != 3 || sr.flow_held > KX_JOBFLOW_BEHIND + 2)
+			printf("FAIL fences_held_behind: %llu counted early, %zu held\n",
+			       (unsigned long long)sr.flow_unblocked, sr.flow_held);
+		CHECK(sr.timelines && sr.flow_unblocked == 3 &&
+		      sr.flow_held <= KX_JOBFLOW_BEHIND + 2);
+		CHECK(sr.timelines && sr.timelines->anom.incomplete == 2 &&
+		      sr.timelines->ndevs == 1);
+		kx_sreport_free(&sr);
+		unlink(path);
 	}
 }
 
@@ -2784,6 +2922,8 @@ int main(void)
 	RUN(gpu_streamed);
 	RUN(gpu_reasons);
 	RUN(gpu_held_behind);
+	RUN(block_never_done);
+	RUN(fences_held_behind);
 	RUN(waits_before_gpu);
 	RUN(waits_unkept);
 	RUN(waits_held_stream);

@@ -842,6 +842,55 @@ static void test_annotated_jobs_many(void)
 	unlink(path);
 }
 
+/* Block requests queued by a loop call of tid 200 (one in 97 never done,
+ * its DONE lost): 45,000 of them, more than KX_JOBFLOW_BEHIND after the
+ * first lost. */
+static int write_blk_lost(const char *path)
+{
+	struct aj_list l = {0};
+	uint64_t t = T0;
+
+	for (uint64_t i = 0; i < 45000; i++, t += 3000) {
+		int lost = i % 97 == 5;
+		struct kx_job j = {.seqno = lost ? 5000000 + i : 1000000 + i % 1000,
+		                   .aux = 4096,
+		                   .dev = 7u << 20,
+		                   .pid = 50,
+		                   .tid = 200,
+		                   .src = KX_JOB_SRC_BLOCK,
+		                   .phase = KX_JOB_QUEUE};
+
+		snprintf(j.ring, sizeof(j.ring), "loop0");
+		aj_call(&l, 50, 200, t, 2000, KX_DRV_LOOP, 0x4c82);
+		j.ts = t + 500;
+		aj_job(&l, &j, 0);
+		j.ts = t + 1000;
+		j.tid = j.pid = 0;
+		j.phase = KX_JOB_RUN;
+		aj_job(&l, &j, 0);
+		j.ts = t + 1800 + i % 7 * 100;
+		j.phase = KX_JOB_DONE;
+		if (!lost)
+			aj_job(&l, &j, 300);
+	}
+	return aj_write(path, &l);
+}
+
+/* Block requests whose DONE was lost, each holding more than
+ * KX_JOBFLOW_BEHIND later ones back, are taken as never done (before: the
+ * file read whole): read in windows, each part the whole capture's. */
+static void test_block_lost_windows(void)
+{
+	char path[96];
+	size_t parts;
+
+	snprintf(path, sizeof(path), "%s/blk_lost.kxp", dir);
+	CHECK(write_blk_lost(path) == 0);
+	file_parts_same(path, 15000, 0, &parts);
+	CHECK(parts >= 5);
+	unlink(path);
+}
+
 /* A capture with annotation ranges and jobs that fits one window is kept
  * whole by the first read, which runs no device timelines (a conversion
  * reads it from its store; its plan, when asked for, runs them); a call
@@ -1094,6 +1143,7 @@ int main(void)
 	RUN(test_annotated_jobs_kept);
 	RUN(test_annotated_jobs_many);
 	RUN(test_annotated_job_late_done);
+	RUN(test_block_lost_windows);
 	RUN(test_read_whole_when_needed);
 	RUN(test_range_at_cut);
 	RUN(test_file_changed);

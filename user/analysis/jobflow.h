@@ -48,14 +48,18 @@
  * counted yet (open, or a GPU job closed until its key is forgotten: up to
  * KX_JOBFLOW_CLOSED closes after its DONE) up to KX_JOBFLOW_BEHIND wait:
  * one done late (100 ms and more after its submit, as GPU jobs are) holds
- * the sweeps over those closes and the jobs done meanwhile. Past that, a
- * GPU job of a per-driver source on a unique key (jf_keyed_unblock) is
- * counted then: closed, before its key is forgotten (the key stays
- * remembered as counted); never done so far, as never done (incomplete,
- * its lane and busy time to the capture's end), its key forgotten. An
- * event of it that comes later is then a reason, and so is a wait call
- * that may have been its waiter, or a capture whose stated end comes
- * before its last records (a job taken as never done ends there).
+ * the sweeps over those closes and the jobs done meanwhile. Past that, the
+ * job holding them (jf_keyed_unblock) is counted then, once its device is
+ * known (a shared fence source's ring may not know it yet): a GPU job
+ * closed on a unique key, before its key is forgotten (the key stays
+ * remembered as counted); a block request or GPU job never done so far,
+ * as never done (incomplete, its lane and busy time to the capture's
+ * end), a unique key forgotten, a reused one (a block sector, an old
+ * gpu_scheduler fence pointer) kept as taken (at most KX_JOBFLOW_OPEN).
+ * An event of it, or on its reused key, that comes later is then a
+ * reason, and so is a wait call that may have been its waiter, or a
+ * capture whose stated end comes before its last records (a job taken as
+ * never done ends there).
  *
  * Keyed jobs (block requests, GPU jobs) are paired by jobpair's rules as
  * they pass too. Their records wait in a heap (KX_JOBFLOW_WINDOW_NS behind
@@ -92,16 +96,18 @@
  * reorder stage): a wait phase on a job already counted, a KVM exit after a later exit of its
  * thread was resolved, a KVM exit or a keyed record after its thread's last FL_RECENT calls, all
  * begun after it, had come (left the calls' reorder stage), a job that starts before jobs
- * already swept (later than the heap's window: a long KVM_RUN, a block request or a shared
- * fence source's job open while KX_JOBFLOW_BEHIND later ones completed), an event of a GPU job
- * counted early (past KX_JOBFLOW_BEHIND, above), a keyed record earlier than one already paired
- * (out of time order beyond the window or KX_JOBFLOW_RECS records), a call that comes after a later
- * record of its task was paired (the window after it), a wait call that began before the DONE of a
- * GPU job already counted, a DONE inside a wait call dropped before the first GPU record (out of
- * the window, or past KX_JOBFLOW_WAITS kept), a DONE on a reused key that may be a forgotten one,
- * an event on a unique key at or below one forgotten, too many open exits, held jobs or wait calls,
- * or a ring whose jobs were counted on its fallback device past the budget of those waiting for it
- * (a memory budget) whose first linked job gives another.
+ * already swept (later than the heap's window: a long KVM_RUN, a shared fence source's job
+ * whose ring knows no device yet, or an old gpu_scheduler job closed, open while
+ * KX_JOBFLOW_BEHIND later ones completed), an event of a job counted early (past
+ * KX_JOBFLOW_BEHIND, above) or on its reused key, more than KX_JOBFLOW_OPEN reused keys kept so, a
+ * keyed record earlier than one already paired (out of time order beyond the window or
+ * KX_JOBFLOW_RECS records), a call that comes after a later record of its task was paired (the
+ * window after it), a wait call that began before the DONE of a GPU job already counted, a DONE
+ * inside a wait call dropped before the first GPU record (out of the window, or past
+ * KX_JOBFLOW_WAITS kept), a DONE on a reused key that may be a forgotten one, an event on a unique
+ * key at or below one forgotten, too many open exits, held jobs or wait calls, or a ring whose jobs
+ * were counted on its fallback device past the budget of those waiting for it (a memory budget)
+ * whose first linked job gives another.
  */
 #ifndef KX_JOBFLOW_H
 #define KX_JOBFLOW_H
@@ -197,8 +203,9 @@ struct kx_jobflow {
 	uint64_t exits_frozen;    /* those of them begun before a later call of their thread */
 	uint64_t exits_seen;      /* steps over waiting KVM exits (O(calls + exits)) */
 	size_t peak_held;         /* the most jobs held at once */
-	uint64_t presumed;        /* GPU jobs taken as never done while open (jf_keyed_unblock) */
+	uint64_t presumed;        /* jobs taken as never done while open (jf_keyed_unblock) */
 	uint64_t early;           /* GPU jobs counted before their key was forgotten (the same) */
+	size_t presumed_keys;     /* reused keys of those kept (KEY_PRESUMED; at most lim.open) */
 	int has_kvm;              /* a KVM job record came */
 	/* Block requests: */
 	struct kx_slots recs;          /* records waiting in recq (jobflow_int.h's fl_rec) */

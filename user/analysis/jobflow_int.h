@@ -163,6 +163,12 @@ _Static_assert(KX_JOBFLOW_WINDOW_NS == 1000000000ull && KX_JOBFLOW_RECS == 16384
 
 #define NO_SLOT    UINT32_MAX
 #define KEY_CLOSED UINT64_MAX /* f->keys: the key's job is closed and counted */
+/* f->keys: the reused key's job was taken as never done (jf_keyed_unblock):
+ * any event on it is a reason */
+#define KEY_PRESUMED (UINT64_MAX - 1)
+#define PRESUMED_EVENT                                                                             \
+	"an event came on the key of a device job taken as never done (open while more than "      \
+	"32768 later jobs completed: its DONE, or a block sector used again)"
 
 /* A made job waiting for its turn in start order. */
 struct fl_job {

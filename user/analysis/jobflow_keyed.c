@@ -224,6 +224,10 @@ static int keyed_phase(struct kx_jobflow *f, const struct fl_rec *r, const uint6
 	struct fl_kjob *o;
 	int was;
 
+	if (sl && sl->v == KEY_PRESUMED) {
+		jf_because(f, PRESUMED_EVENT);
+		return 0;
+	}
 	if (!sl || sl->v == KEY_CLOSED)
 		return keyed_unheld(f, r, k, sl != NULL) ? keyed_open(f, r, k) : 0;
 	o = kx_slots_at(&f->open, (size_t)sl->v - 1);
@@ -246,7 +250,9 @@ static int keyed_pair(struct kx_jobflow *f, const struct fl_rec *r)
 	if (kx_jobpair_kind(&r->e) == KX_JEV_PHASE)
 		return keyed_phase(f, r, k, sl) || jf_forget_old(f) ? -1 : 0;
 	/* A wait phase names the waiter of the job its key holds. */
-	if (sl && sl->v != KEY_CLOSED)
+	if (sl && sl->v == KEY_PRESUMED)
+		jf_because(f, PRESUMED_EVENT);
+	else if (sl && sl->v != KEY_CLOSED)
 		kx_tjob_wait(&((struct fl_kjob *)kx_slots_at(&f->open, (size_t)sl->v - 1))->t,
 		             &r->e);
 	else if (sl || jf_forgotten(f, k, kx_jobpair_reusable(&r->e)))
@@ -357,55 +363,81 @@ int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 /* A GPU job (slot of f->open) closed but held until its key is forgotten,
  * counted now: its key stays remembered as counted, so that an event on
  * it is a reason, and so is a wait call that comes later and may have
- * been its waiter (jobflow_wait.c). 0, or -1 when out of memory. */
+ * been its waiter (jobflow_wait.c). 1, or -1 when out of memory. */
 static int count_closed(struct kx_jobflow *f, size_t slot, struct kx_keyslot *sl)
 {
 	sl->v = KEY_CLOSED;
 	f->early++;
-	return jf_keyed_out(f, slot, 0);
+	return jf_keyed_out(f, slot, 0) ? -1 : 1;
 }
 
-/* An open GPU job (slot of f->open) of a per-driver source on a unique key,
- * never done so far: taken as never done, counted as the end counts it
- * (incomplete, reaching to the end: FL_TO_END), its key forgotten, so
- * that a later event of it is a reason (jf_forgotten). 0, or -1 when out
- * of memory. */
-static int count_never_done(struct kx_jobflow *f, size_t slot, const uint64_t k[3])
+/* An open job (slot of f->open) never done so far: taken as never done,
+ * counted as the end counts it (incomplete, reaching to the end:
+ * FL_TO_END). A unique key is forgotten (a later event of it is a reason,
+ * jf_forgotten); a reused one (a block sector, the old gpu_scheduler's
+ * fence pointer) is kept as KEY_PRESUMED, at most lim.open of them, since
+ * any event on it would change the job in memory (keyed_phase: a reason).
+ * 1 when counted, 0 past that budget, -1 when out of memory. */
+static int count_never_done(struct kx_jobflow *f, size_t slot, struct kx_keyslot *sl,
+                            const uint64_t k[3], int reusable)
 {
-	if (jf_pass_key(f, k))
+	if (reusable) {
+		if (f->presumed_keys >= f->lim.open) {
+			jf_because(f,
+			           "too many block requests or old gpu_scheduler jobs taken as "
+			           "never done (more than 65536 of their keys kept: the streamed "
+			           "read's memory budget)");
+			return 0;
+		}
+		f->presumed_keys++;
+		sl->v = KEY_PRESUMED;
+	} else if (jf_pass_key(f, k)) {
 		return -1;
+	}
 	f->presumed++;
-	return jf_keyed_out(f, slot, FL_TO_END);
+	return jf_keyed_out(f, slot, FL_TO_END) ? -1 : 1;
+}
+
+/* Would job o be counted on its device now (jf_keyed_out), not wait for
+ * its ring's driver? A shared fence source's job learns it from its own
+ * submitter, else from its ring's first linked job (jf_ring_driver). */
+static int device_known(struct kx_jobflow *f, const struct fl_kjob *o)
+{
+	unsigned int drv;
+
+	if (!kx_job_src_gpu(o->t.r.src) || kx_job_src_driver(o->t.r.src) || o->submit_drv)
+		return 1;
+	return jf_ring_driver(f, o, &drv) == 1;
 }
 
 /*
  * The job of slot of f->open holds the sweeps while more than
- * KX_JOBFLOW_BEHIND later jobs wait: a GPU job of a per-driver source
- * (its device known) on a unique key is counted now, closed (its DONE in)
- * or never done so far (count_closed, count_never_done). What would have
- * changed it later is then a reason. 1 when counted, 0 when it cannot be
- * (a block request, a shared fence source's job, a reused key: the
- * caller's reason), -1 when out of memory.
+ * KX_JOBFLOW_BEHIND later jobs wait: counted now when its device is known
+ * (a shared fence source's ring may not have learnt it yet), closed (a GPU
+ * job held after its DONE, on a unique key) or never done so far
+ * (count_closed, count_never_done). What would have changed it later is
+ * then a reason. 1 when counted, 0 when it cannot be (the caller's
+ * reason), -1 when out of memory.
  */
 int jf_keyed_unblock(struct kx_jobflow *f, size_t slot)
 {
 	struct fl_kjob *o = kx_slots_at(&f->open, slot);
-	struct kx_job e = {.src = o->t.r.src, .ctx = o->t.r.ctx, .seqno = o->t.r.seqno};
+	struct kx_job e = {
+	        .src = o->t.r.src, .ctx = o->t.r.ctx, .seqno = o->t.r.seqno, .dev = o->t.blkdev};
 	struct kx_keyslot *sl;
 	uint64_t k[3];
-	int rc;
+	int reusable = kx_jobpair_reusable(&e), rc;
 
-	if (f->unbounded || o->pending || !kx_job_src_gpu(o->t.r.src) ||
-	    !kx_job_src_driver(o->t.r.src) || kx_jobpair_reusable(&e))
+	if (f->unbounded || o->pending || (o->t.closed && reusable) || !device_known(f, o))
 		return 0;
 	kx_jobpair_key(&e, k);
 	sl = kx_keymap_find(&f->keys, k[0], k[1], k[2]);
 	if (!sl || sl->v != (uint64_t)slot + 1)
 		return 0;
 	f->spilling = 1; /* counted, not swept meanwhile: the caller sweeps */
-	rc = o->t.closed ? count_closed(f, slot, sl) : count_never_done(f, slot, k);
+	rc = o->t.closed ? count_closed(f, slot, sl) : count_never_done(f, slot, sl, k, reusable);
 	f->spilling = 0;
-	return rc ? -1 : 1;
+	return rc;
 }
 
 /* Every job still held at the end: those never done are incomplete,

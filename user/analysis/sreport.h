@@ -68,7 +68,7 @@ struct kx_sreport {
 	uint64_t nest_threads;         /* threads with such calls */
 	uint64_t flow_jobs;            /* device jobs paired as they came (none kept) */
 	size_t flow_held;              /* the most of them held at once (by start) */
-	uint64_t flow_unblocked;       /* GPU jobs counted early: they held more than
+	uint64_t flow_unblocked;       /* device jobs counted early: they held more than
 	                                  KX_JOBFLOW_BEHIND later ones (jobflow.h) */
 	struct kx_jobs *timelines;     /* their device timelines, NULL: from side */
 	struct kx_stats timeline_rows; /* their job rows (moved into st by apply) */

@@ -183,9 +183,10 @@ static void say_streamed(const char *path, const struct kx_sreport *sr)
 	char early[128] = "";
 
 	if (sr->flow_unblocked)
-		snprintf(early, sizeof(early),
-		         ", %llu GPU jobs counted early (each held back more than %u later ones)",
-		         (unsigned long long)sr->flow_unblocked, KX_JOBFLOW_BEHIND);
+		snprintf(
+		        early, sizeof(early),
+		        ", %llu device jobs counted early (each held back more than %u later ones)",
+		        (unsigned long long)sr->flow_unblocked, KX_JOBFLOW_BEHIND);
 	if (sr->timelines)
 		kx_err("%s was streamed: memory grows with the rows, the %llu threads, the open "
 		       "annotation ranges and the %llu ioctls the memory rows need, not with the "
