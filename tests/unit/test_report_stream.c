@@ -216,6 +216,20 @@ static int compare(const char *path, const char **why, char *msg, size_t len)
 	return ok;
 }
 
+/* compare, and the streamed report's reason: want in it (NULL: streamed).
+ * Says what differs (test name, case c) when not so. */
+static int compare_want(const char *name, int c, const char *path, const char *want)
+{
+	char msg[512];
+	const char *why = NULL;
+	int ok = compare(path, &why, msg, sizeof(msg));
+	int good = ok && (want ? why && strstr(why, want) : !why);
+
+	if (!good)
+		printf("FAIL %s: %d: %s\n", name, c, !ok ? msg : why ? why : "streamed");
+	return good;
+}
+
 /* Every fixture in every layout: the streamed report is the in-memory one,
  * and every fixture streams, device timelines and memory rows included
  * (grouped too: a GPU driver's wait call before the first GPU job record is
@@ -1802,14 +1816,12 @@ static void gpu_held_behind(void)
 	static const uint64_t after[] = {0, 40000, 62000, 0};
 	static const char *const want[] = {NULL, NULL, "taken as never done", "stated end"};
 	static struct kx_sreport sr;
-	char path[128], msg[512], err[512];
-	const char *why;
+	char path[128], err[512];
 
 	for (int c = 0; c < 4; c++) {
 		struct kx_capinfo ci = {.start_mono_ns = 100, .stop_mono_ns = 2000000};
 		struct aj_list l = {0};
 		uint64_t t = 1000, n = KX_JOBFLOW_BEHIND + 40000;
-		int ok;
 
 		xe_call(&l, 500, 1000, 990, XE_EXEC);
 		xe_ev(&l, 700, 70, 1, 990, KX_JOB_QUEUE, 0);
@@ -1825,13 +1837,7 @@ static void gpu_held_behind(void)
 		xe_ev(&l, t, 70, n + 2, 0, KX_JOB_RUN, 0); /* at the end, never done */
 		snprintf(path, sizeof(path), "%s/xebehind%d.kxp", tmpdir, c);
 		CHECK((c == 3 ? aj_write_ci(path, &l, &ci) : aj_write(path, &l)) == 0);
-		ok = compare(path, &why, msg, sizeof(msg));
-		if (!ok || (want[c] ? !why || !strstr(why, want[c]) : why != NULL))
-			printf("FAIL gpu_held_behind: %d: %s\n", c,
-			       !ok   ? msg
-			       : why ? why
-			             : "streamed");
-		CHECK(ok && (want[c] ? why && strstr(why, want[c]) : !why));
+		CHECK(compare_want("gpu_held_behind", c, path, want[c]));
 		if (want[c])
 			continue;
 		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
@@ -1858,14 +1864,12 @@ static void block_never_done(void)
 {
 	static const char *const want[] = {NULL, "taken as never done", "65536 of their keys"};
 	static struct kx_sreport sr;
-	char path[128], msg[512], err[512];
-	const char *why;
+	char path[128], err[512];
 
 	for (int c = 0; c < 3; c++) {
 		struct aj_list l = {0};
 		uint64_t n = c == 2 ? 2 * 65540 + 2 * KX_JOBFLOW_BEHIND : 45000, lost = 0;
 		uint64_t t = 2000000, held_lost = 0;
-		int ok;
 
 		blk_requests(&l, 1, 200, 0);
 		for (uint64_t i = 0; i < n; i++, t += 10) {
@@ -1884,13 +1888,7 @@ static void block_never_done(void)
 			blk_ev(&l, t + 100, 5000005, 0, KX_JOB_QUEUE, 0);
 		snprintf(path, sizeof(path), "%s/blklost%d.kxp", tmpdir, c);
 		CHECK(aj_write(path, &l) == 0);
-		ok = compare(path, &why, msg, sizeof(msg));
-		if (!ok || (want[c] ? !why || !strstr(why, want[c]) : why != NULL))
-			printf("FAIL block_never_done: %d: %s\n", c,
-			       !ok   ? msg
-			       : why ? why
-			             : "streamed");
-		CHECK(ok && (want[c] ? why && strstr(why, want[c]) : !why));
+		CHECK(compare_want("block_never_done", c, path, want[c]));
 		if (want[c])
 			continue;
 		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
@@ -1938,13 +1936,11 @@ static void dmaf_ev(struct aj_list *l, uint64_t ts, uint64_t ctx, uint64_t seqno
 static void fences_held_behind(void)
 {
 	static struct kx_sreport sr;
-	char path[128], msg[512], err[512];
-	const char *why;
+	char path[128], err[512];
 
 	for (int c = 0; c < 2; c++) {
 		struct aj_list l = {0};
 		uint64_t t = 2000, n = KX_JOBFLOW_BEHIND + 40000;
-		int ok;
 
 		xe_call(&l, 500, 1000, 990, XE_EXEC);
 		dmaf_ev(&l, 700, 1000, 1, 990, KX_JOB_QUEUE, "gfx");
@@ -1962,13 +1958,7 @@ static void fences_held_behind(void)
 		}
 		snprintf(path, sizeof(path), "%s/fencebehind%d.kxp", tmpdir, c);
 		CHECK(aj_write(path, &l) == 0);
-		ok = compare(path, &why, msg, sizeof(msg));
-		if (!ok || (c ? !why || !strstr(why, "stayed open") : why != NULL))
-			printf("FAIL fences_held_behind: %d: %s\n", c,
-			       !ok   ? msg
-			       : why ? why
-			             : "streamed");
-		CHECK(ok && (c ? why && strstr(why, "stayed open") : !why));
+		CHECK(compare_want("fences_held_behind", c, path, c ? "stayed open" : NULL));
 		if (c)
 			continue;
 		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
@@ -2144,13 +2134,11 @@ static void fences_past_budget(void)
 	        FENCE_AMDGPU_CS, FENCE_AMDGPU_WAIT,    FENCE_AMDGPU_CS, FENCE_AMDGPU_WAIT};
 	static const uint64_t jobs[5] = {2 * KX_JOBFLOW_PENDING, 0, 100833, 55000, 0};
 	static struct kx_sreport sr;
-	char path[128], err[512], msg[512];
-	const char *why;
+	char path[128], err[512];
 
 	for (int c = 0; c < 5; c++) {
 		const struct fence_kind *k = &fence_kinds[3]; /* gpu_scheduler */
 		struct aj_list l = {0};
-		int ok;
 
 		CHECK(!strcmp(k->name, "gpu_scheduler"));
 		snprintf(path, sizeof(path), "%s/fence_budget%d.kxp", tmpdir, c);
@@ -2163,14 +2151,8 @@ static void fences_past_budget(void)
 			CHECK(write_fence(path, c == 3 ? &amd : k, c == 2 ? 55000 : 30000, 1000000,
 			                  c == 2 ? 300 : 25000, 1, 1) == 0);
 		}
-		ok = compare(path, &why, msg, sizeof(msg));
-		if (!ok ||
-		    (jobs[c] ? why != NULL : !why || !strstr(why, "linked to another device")))
-			printf("FAIL fences_past_budget: %d: %s\n", c,
-			       !ok   ? msg
-			       : why ? why
-			             : "streamed");
-		CHECK(ok && (jobs[c] ? !why : why && strstr(why, "linked to another device")));
+		CHECK(compare_want("fences_past_budget", c, path,
+		                   jobs[c] ? NULL : "linked to another device"));
 		if (!jobs[c])
 			continue;
 		CHECK(kx_sreport_read(&sr, path, (size_t)1 << 30, err, sizeof(err)) == 0);
