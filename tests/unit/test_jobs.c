@@ -704,6 +704,61 @@ static void test_whole_unbounded(void)
 	kx_store_free(s);
 }
 
+/*
+ * Block requests never done (one between each two done, the done ones on
+ * 50 sectors used again and again), each holding more than lim.behind
+ * later ones back: taken as never done, their sectors kept. Past the
+ * budget of those kept (lim.open), the reason says so (case 0); within
+ * it, the device timelines are the exact ones (1). The bounds are lowered
+ * here (behind 64, held 32, open 100 or 1,000, from 32,768, 16,384 and
+ * 65,536) so that a few hundred requests reach them.
+ */
+static void test_presumed_budget(void)
+{
+	for (int c = 0; c < 2; c++) {
+		struct kx_store *s = kx_store_new(0);
+		struct kx_jobflow f;
+		struct kx_jobs *o, *x = NULL;
+		uint64_t lost = 0;
+		int ok = 1;
+
+		CHECK(s);
+		for (uint64_t i = 0; i < 1000; i++) {
+			uint64_t ts = US(10 + i * 10);
+
+			if (i % 2 == 0 && lost < 300) {
+				ok &= blk_add(s, ts, 5000000 + i, KX_JOB_RUN) == 0;
+				lost++;
+				continue;
+			}
+			ok &= blk_add(s, ts, 1000000 + i % 50, KX_JOB_RUN) == 0;
+			ok &= blk_add(s, ts + 5000, 1000000 + i % 50, KX_JOB_DONE) == 0;
+		}
+		CHECK(ok);
+		kx_jobflow_init_whole(&f, NULL, NULL);
+		f.lim.behind = 64;
+		f.lim.held = 32;
+		f.lim.open = c ? 1000 : 100;
+		o = flow_jobs(&f, s);
+		if (!c) {
+			CHECK(!o && f.why && strstr(f.why, "65536 of their keys kept"));
+		} else {
+			x = kx_jobs_build_exact(s, NULL);
+			CHECK(o && !f.why && f.presumed > 200 && f.presumed_keys == f.presumed);
+			CHECK(o && x && o->nrings == 1 && x->nrings == 1 &&
+			      o->anom.incomplete == 300 && x->anom.incomplete == 300 &&
+			      o->rings[0].nlanes == x->rings[0].nlanes &&
+			      o->rings[0].busy_ns == x->rings[0].busy_ns &&
+			      o->devs[0].busy_ns == x->devs[0].busy_ns &&
+			      o->devs[0].max_depth == x->devs[0].max_depth);
+		}
+		kx_jobs_free(o);
+		kx_jobs_free(x);
+		kx_jobflow_free(&f);
+		kx_store_free(s);
+	}
+}
+
 /* Every fixture's rings are in start order, and the jobs starting in a
  * window, found by binary search, are those a walk of the ring finds. */
 static void test_ring_starting(void)
@@ -758,6 +813,7 @@ int main(void)
 	RUN(test_replay_values);
 	RUN(test_store_jobs);
 	RUN(test_whole_unbounded);
+	RUN(test_presumed_budget);
 	RUN(test_ring_starting);
 	kx_jobs_free(jb);
 	kx_store_free(st);

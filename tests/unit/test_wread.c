@@ -891,6 +891,52 @@ static void test_block_lost_windows(void)
 	unlink(path);
 }
 
+/* A VM's vCPU exiting every 3 us (a KVM job each, 49,152 of them) beside
+ * its disk's block requests, one a millisecond: the requests' records
+ * wait for earlier ones while more KVM jobs are made than the device
+ * timelines hold, and are paired before those are swept past them
+ * (before: the file read whole, "a device job started before jobs already
+ * counted in start order"). Read in windows, each part the whole
+ * capture's. */
+static void test_kvm_block_windows(void)
+{
+	struct aj_list l = {0};
+	uint64_t t = T0;
+	char path[96];
+	size_t parts;
+
+	for (uint64_t i = 0; i < 3 * KX_JOBFLOW_HELD; i++, t += 3000) {
+		struct kx_job x = {.ts = t + 1500,
+		                   .ctx = 100,
+		                   .pid = 7,
+		                   .tid = 100,
+		                   .src = KX_JOB_SRC_KVM,
+		                   .phase = KX_JOB_DONE};
+
+		aj_call(&l, 7, 100, t, 2000, KX_DRV_KVM, KX_KVM_RUN_CMD);
+		aj_job(&l, &x, 0);
+		if (i % 333 == 0) {
+			struct kx_job b = {.ts = t + 100,
+			                   .seqno = 9000000 + i,
+			                   .aux = 4096,
+			                   .dev = 7u << 20,
+			                   .src = KX_JOB_SRC_BLOCK,
+			                   .phase = KX_JOB_RUN};
+
+			snprintf(b.ring, sizeof(b.ring), "vda");
+			aj_job(&l, &b, 0);
+			b.ts = t + 900;
+			b.phase = KX_JOB_DONE;
+			aj_job(&l, &b, 0);
+		}
+	}
+	snprintf(path, sizeof(path), "%s/kvm_blk.kxp", dir);
+	CHECK(aj_write(path, &l) == 0);
+	file_parts_same(path, 15000, 0, &parts);
+	CHECK(parts >= 5);
+	unlink(path);
+}
+
 /* A capture with annotation ranges and jobs that fits one window is kept
  * whole by the first read, which runs no device timelines (a conversion
  * reads it from its store; its plan, when asked for, runs them); a call
@@ -1144,6 +1190,7 @@ int main(void)
 	RUN(test_annotated_jobs_many);
 	RUN(test_annotated_job_late_done);
 	RUN(test_block_lost_windows);
+	RUN(test_kvm_block_windows);
 	RUN(test_read_whole_when_needed);
 	RUN(test_range_at_cut);
 	RUN(test_file_changed);

@@ -207,7 +207,7 @@ struct kx_jobs *kx_jobflow_finish(struct kx_jobflow *f, const struct kx_store *m
 {
 	struct kx_jobs *o = calloc(1, sizeof(*o));
 
-	if (!o || jf_recs_release(f, 1) || jf_close_exits(f))
+	if (!o || jf_recs_release(f, UINT64_MAX) || jf_close_exits(f))
 		goto fail;
 	capture_span(f, o);
 	/* A job taken as never done reaches to the end, read as the capture's

@@ -65,49 +65,50 @@
  * they pass too. Their records wait in a heap (KX_JOBFLOW_WINDOW_NS behind
  * the latest time, at most KX_JOBFLOW_RECS of them), then are paired in
  * time order, as the builder takes them, through a table of the held
- * jobs' keys. A record that names its submitter looks at its task's calls
- * as it comes: the task's last call entered at or before it is the
- * candidate until a later call of the task comes, or until the record is
- * paired (the task's calls entered at or before it must have come by
- * then); one that comes after a later call of its task takes the last of
- * the task's 8 recent calls (FL_RECENT) begun at or before it. A block request is counted at its
- * DONE; a GPU job is held until its key is forgotten (a later event of another source may still
- * rename it; the wait calls that hold its DONE return meanwhile: its waiter is the best of the GPU
- * wait calls kept, those that may hold a DONE to come); a job never done is counted at the end
- * (incomplete). Counted jobs are held for the sweeps in start order; a sweep waits for the earliest
- * job not counted. A closed key is remembered while it is among the last KX_JOBFLOW_CLOSED closed
- * and closed within KX_JOBFLOW_WINDOW_NS of the latest record paired, then forgotten: a reused key
- * (block sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is a duplicate), a unique key
- * as the top seqno forgotten of its context. A GPU job of a shared fence source that names no
- * driver (gpu_scheduler, dma_fence) and has no submitting call is on the device of its ring's first
- * linked job: once counted it waits in its open slot (holding the sweeps back) until that job is
- * counted and no linked job made before it is still held, then is counted on its device; at the end
- * a ring that never linked has the fallback device (the only GPU driver traced, else one named
- * after the source), as in kx_jobs_build. Past the budget (more than KX_JOBFLOW_PENDING waiting,
- * KX_JOBFLOW_HELD counted behind one, or KX_JOBFLOW_WAITS wait calls kept for them) the jobs
- * waiting are counted on their ring's fallback device, and that ring's later unlinked jobs at once:
- * exact when the ring never links (a kernel-only ring, such as amdgpu's sdma page-table updates) or
- * its first linked job gives that device (the only GPU traced); checked once the ring's driver is
- * final. Memory: the records waiting (184 bytes each), the jobs held or waiting (160 bytes), the
- * keys remembered, the wait calls kept and the rings, not the jobs.
+ * jobs' keys. The sweeps pass no job at or after the earliest record
+ * waiting: before a job goes (past the window, or past KX_JOBFLOW_HELD
+ * held, as KVM jobs beside a disk's few requests are), the records at or
+ * before its start are paired, by that budget before their own window. A record that names its
+ * submitter looks at its task's calls as it comes: the task's last call entered at or before it is
+ * the candidate until a later call of the task comes, or until the record is paired (the task's
+ * calls entered at or before it must have come by then); one that comes after a later call of its
+ * task takes the last of the task's 8 recent calls (FL_RECENT) begun at or before it. A block
+ * request is counted at its DONE; a GPU job is held until its key is forgotten (a later event of
+ * another source may still rename it; the wait calls that hold its DONE return meanwhile: its
+ * waiter is the best of the GPU wait calls kept, those that may hold a DONE to come); a job never
+ * done is counted at the end (incomplete). Counted jobs are held for the sweeps in start order; a
+ * sweep waits for the earliest job not counted. A closed key is remembered while it is among the
+ * last KX_JOBFLOW_CLOSED closed and closed within KX_JOBFLOW_WINDOW_NS of the latest record paired,
+ * then forgotten: a reused key (block sector) into a table of KX_JOBFLOW_GONE keys (a DONE on it is
+ * a duplicate), a unique key as the top seqno forgotten of its context. A GPU job of a shared fence
+ * source that names no driver (gpu_scheduler, dma_fence) and has no submitting call is on the
+ * device of its ring's first linked job: once counted it waits in its open slot (holding the sweeps
+ * back) until that job is counted and no linked job made before it is still held, then is counted
+ * on its device; at the end a ring that never linked has the fallback device (the only GPU driver
+ * traced, else one named after the source), as in kx_jobs_build. Past the budget (more than
+ * KX_JOBFLOW_PENDING waiting, KX_JOBFLOW_HELD counted behind one, or KX_JOBFLOW_WAITS wait calls
+ * kept for them) the jobs waiting are counted on their ring's fallback device, and that ring's
+ * later unlinked jobs at once: exact when the ring never links (a kernel-only ring, such as
+ * amdgpu's sdma page-table updates) or its first linked job gives that device (the only GPU
+ * traced); checked once the ring's driver is final. Memory: the records waiting (184 bytes each),
+ * the jobs held or waiting (160 bytes), the keys remembered, the wait calls kept and the rings, not
+ * the jobs.
  *
  * why says when that cannot be exact, and the report reads the file into
  * memory instead (each a bound: the window, KX_JOBFLOW_WINDOW_NS or a count, or the calls'
  * reorder stage): a wait phase on a job already counted, a KVM exit after a later exit of its
  * thread was resolved, a KVM exit or a keyed record after its thread's last FL_RECENT calls, all
  * begun after it, had come (left the calls' reorder stage), a job that starts before jobs
- * already swept (later than the heap's window: a long KVM_RUN, a shared fence source's job
- * whose ring knows no device yet, or an old gpu_scheduler job closed, open while
- * KX_JOBFLOW_BEHIND later ones completed), an event of a job counted early (past
- * KX_JOBFLOW_BEHIND, above) or on its reused key, more than KX_JOBFLOW_OPEN reused keys kept so, a
- * keyed record earlier than one already paired (out of time order beyond the window or
- * KX_JOBFLOW_RECS records), a call that comes after a later record of its task was paired (the
- * window after it), a wait call that began before the DONE of a GPU job already counted, a DONE
- * inside a wait call dropped before the first GPU record (out of the window, or past
- * KX_JOBFLOW_WAITS kept), a DONE on a reused key that may be a forgotten one, an event on a unique
- * key at or below one forgotten, too many open exits, held jobs or wait calls, or a ring whose jobs
- * were counted on its fallback device past the budget of those waiting for it (a memory budget)
- * whose first linked job gives another.
+ * already swept (later than the heap's window: a long KVM_RUN), an event of a job counted early
+ * (past KX_JOBFLOW_BEHIND, above) or on its reused key, more than KX_JOBFLOW_OPEN reused keys kept
+ * so, a keyed record earlier than one already paired (out of time order beyond the window or
+ * KX_JOBFLOW_RECS records, or paired before it past KX_JOBFLOW_HELD jobs), a call that comes after
+ * a later record of its task was paired (the window after it), a wait call that began before the
+ * DONE of a GPU job already counted, a DONE inside a wait call dropped before the first GPU record
+ * (out of the window, or past KX_JOBFLOW_WAITS kept), a DONE on a reused key that may be a
+ * forgotten one, an event on a unique key at or below one forgotten, too many open exits, held jobs
+ * or wait calls, or a ring whose jobs were counted on its fallback device past the budget of those
+ * waiting for it (a memory budget) whose first linked job gives another.
  */
 #ifndef KX_JOBFLOW_H
 #define KX_JOBFLOW_H
@@ -227,6 +228,7 @@ struct kx_jobflow {
 	size_t pend_max;         /* the most that may wait (KX_JOBFLOW_PENDING; a test lowers it) */
 	size_t nspilt;     /* rings whose jobs are counted on their fallback (past the budget) */
 	int spilling;      /* jobflow_pend.c is counting the jobs waiting (no sweep meanwhile) */
+	int pairing;       /* jf_release is pairing the records before a job it sweeps */
 	uint64_t pend_low; /* ns, the earliest DONE of a job waiting (npend > 0) */
 	uint64_t end_ns;   /* ns, the capture's end once the records are all in, else 0 */
 	struct kx_minheap linkq;     /* linked GPU jobs held, by the record that made them */

@@ -249,7 +249,9 @@ int jf_close_exits(struct kx_jobflow *f);
 void jf_keyed_init(struct kx_jobflow *f);
 void jf_keyed_free(struct kx_jobflow *f);
 int jf_keyed_out(struct kx_jobflow *f, size_t slot, uint64_t end_ns);
-int jf_recs_release(struct kx_jobflow *f, int all);
+/* The records whose turn has come, and every one of time below upto
+ * (UINT64_MAX: all, at the end; 0: none but those). */
+int jf_recs_release(struct kx_jobflow *f, uint64_t upto);
 int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq);
 int jf_keyed_end(struct kx_jobflow *f, uint64_t end_ns);
 int jf_keyed_unblock(struct kx_jobflow *f, size_t slot);

@@ -264,17 +264,19 @@ static int keyed_pair(struct kx_jobflow *f, const struct fl_rec *r)
 }
 
 /* The records whose turn has come: the window (f->lim) before the latest
- * time seen, or past its records (all: at the end). A record still
+ * time seen, or past its records, and those of time below upto (the
+ * sweeps are to pass them: jf_release; all at the end). A record still
  * looking at its task's calls takes its candidate now: a call of the task
  * that began at or before it and comes later sends the file to memory. */
-int jf_recs_release(struct kx_jobflow *f, int all)
+int jf_recs_release(struct kx_jobflow *f, uint64_t upto)
 {
 	while (f->recq.n) {
 		const struct fl_recref *top = kx_minheap_top(&f->recq);
 		struct fl_recref ref;
 		struct fl_rec r;
 
-		if (!all && f->recq.n <= f->lim.recs && !jf_out_of_window(f, top->ts, f->now))
+		if (top->ts >= upto && f->recq.n <= f->lim.recs &&
+		    !jf_out_of_window(f, top->ts, f->now))
 			return 0;
 		if (f->calls_upto && top->ts >= f->calls_to) {
 			f->calls_to = top->ts + 1;
@@ -333,7 +335,8 @@ int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 	f->gpu_seen |= kx_job_src_gpu(j->src);
 	if (j->ts < f->rel_ts) {
 		jf_because(f, "device job records came out of time order by more than the streamed "
-		              "read's window (1 s, or 16384 records waiting)");
+		              "read's window (1 s, 16384 records waiting, or 16384 later jobs "
+		              "counted)");
 		return 0;
 	}
 	taken = rec_task(f, j, &t, &early);
@@ -361,9 +364,11 @@ int jf_keyed_rec(struct kx_jobflow *f, const struct kx_job *j, uint64_t seq)
 }
 
 /* A GPU job (slot of f->open) closed but held until its key is forgotten,
- * counted now: its key stays remembered as counted, so that an event on
- * it is a reason, and so is a wait call that comes later and may have
- * been its waiter (jobflow_wait.c). 1, or -1 when out of memory. */
+ * counted now: its key stays remembered as counted, so that an event on a
+ * unique key is a reason (on a reused one, an old gpu_scheduler fence
+ * pointer no other source names, a DONE repeats it and another phase opens
+ * a new job, as in memory), and so is a wait call that comes later and
+ * may have been its waiter (jobflow_wait.c). 1, or -1 when out of memory. */
 static int count_closed(struct kx_jobflow *f, size_t slot, struct kx_keyslot *sl)
 {
 	sl->v = KEY_CLOSED;
@@ -398,25 +403,14 @@ static int count_never_done(struct kx_jobflow *f, size_t slot, struct kx_keyslot
 	return jf_keyed_out(f, slot, FL_TO_END) ? -1 : 1;
 }
 
-/* Would job o be counted on its device now (jf_keyed_out), not wait for
- * its ring's driver? A shared fence source's job learns it from its own
- * submitter, else from its ring's first linked job (jf_ring_driver). */
-static int device_known(struct kx_jobflow *f, const struct fl_kjob *o)
-{
-	unsigned int drv;
-
-	if (!kx_job_src_gpu(o->t.r.src) || kx_job_src_driver(o->t.r.src) || o->submit_drv)
-		return 1;
-	return jf_ring_driver(f, o, &drv) == 1;
-}
-
 /*
  * The job of slot of f->open holds the sweeps while more than
- * KX_JOBFLOW_BEHIND later jobs wait: counted now when its device is known
- * (a shared fence source's ring may not have learnt it yet), closed (a GPU
- * job held after its DONE, on a unique key) or never done so far
- * (count_closed, count_never_done). What would have changed it later is
- * then a reason. 1 when counted, 0 when it cannot be (the caller's
+ * KX_JOBFLOW_BEHIND later jobs wait: counted now, closed (a GPU job held
+ * after its DONE) or never done so far (count_closed, count_never_done).
+ * What would have changed it later is then a reason. A shared fence
+ * source's job whose ring has learnt no driver yet waits for it as any
+ * counted one does (jobflow_pend.c: past the budget, on the ring's
+ * fallback device). 1 when counted, 0 when it cannot be (the caller's
  * reason), -1 when out of memory.
  */
 int jf_keyed_unblock(struct kx_jobflow *f, size_t slot)
@@ -428,7 +422,7 @@ int jf_keyed_unblock(struct kx_jobflow *f, size_t slot)
 	uint64_t k[3];
 	int reusable = kx_jobpair_reusable(&e), rc;
 
-	if (f->unbounded || o->pending || (o->t.closed && reusable) || !device_known(f, o))
+	if (f->unbounded || o->pending)
 		return 0;
 	kx_jobpair_key(&e, k);
 	sl = kx_keymap_find(&f->keys, k[0], k[1], k[2]);

@@ -174,9 +174,31 @@ static int before_open(const struct fl_job *j, const struct fl_openref *o)
 	return j->seq < o->seq;
 }
 
+/* Records waiting for earlier ones (jobflow_keyed.c) may open jobs that
+ * start at their time: before held job top goes, those at or before its
+ * start are paired (when the sweeps go by the budget of held jobs, before
+ * the records' own window; an earlier record that comes later is then
+ * out of time order, a reason). 1 when some were (top may not be first
+ * any more), 0 when none wait, or while pairing (the caller sweeps after),
+ * -1 when out of memory. */
+static int recs_before(struct kx_jobflow *f, const struct fl_job *top)
+{
+	int rc;
+
+	if (!f->recq.n || ((const struct fl_recref *)kx_minheap_top(&f->recq))->ts > top->start)
+		return 0;
+	if (f->pairing)
+		return 2;
+	f->pairing = 1;
+	rc = jf_recs_release(f, top->start + 1);
+	f->pairing = 0;
+	return rc ? -1 : 1;
+}
+
 /* The held jobs whose turn has come: started the window (f->lim) before
- * the latest time seen and before every open request, or past its held
- * jobs (behind an open request: past those it holds; all: at the end). */
+ * the latest time seen, before every open request and every record
+ * waiting, or past its held jobs (behind an open request: past those it
+ * holds; all: at the end). */
 int jf_release(struct kx_jobflow *f, int all)
 {
 	struct fl_job j;
@@ -218,6 +240,16 @@ int jf_release(struct kx_jobflow *f, int all)
 				           "the window after it) while more than 32768 later jobs "
 				           "completed");
 			}
+		}
+		if (!all) {
+			int paired = recs_before(f, top);
+
+			if (paired < 0)
+				return -1;
+			if (paired == 2) /* pairing them: the outer call sweeps */
+				return 0;
+			if (paired)
+				continue;
 		}
 		held_pop(&f->held, &j);
 		if (sweep(f, &j))

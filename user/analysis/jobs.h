@@ -109,6 +109,11 @@ struct kx_jobs {
 /* NULL on out of memory. ci may be NULL (no device mapping, span from events).
  * Defined in analysis/jobsink.c. */
 struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo *ci);
+/* The same with no bound at all (every job held to the end, no key
+ * forgotten, no job counted early): the reference kx_jobs_build, which
+ * keeps to the streamed read's bounds where they give the same, must
+ * equal. NULL on out of memory. */
+struct kx_jobs *kx_jobs_build_exact(const struct kx_store *s, const struct kx_capinfo *ci);
 void kx_jobs_free(struct kx_jobs *j);
 
 /* Memory accounting (the rule above) over the successful ioctls of s with

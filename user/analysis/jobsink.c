@@ -315,3 +315,10 @@ struct kx_jobs *kx_jobs_build(const struct kx_store *s, const struct kx_capinfo 
 
 	return o || !again ? o : build(s, ci, 1, &again);
 }
+
+struct kx_jobs *kx_jobs_build_exact(const struct kx_store *s, const struct kx_capinfo *ci)
+{
+	int again = 0;
+
+	return build(s, ci, 1, &again);
+}
