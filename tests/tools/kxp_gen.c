@@ -29,6 +29,8 @@
  *   annjobs-kvm N      the same with KVM_RUNs and their exits
  *   annjobs-done N     the xe form's 2 threads of N steps, every job done
  *                      (its 120 ms late jobs about 10,400 behind)
+ *   vmdisk N           a VM's vCPU: N KVM_RUNs 3 us apart, each with its
+ *                      exit, and a block request of its disk every 333 runs
  *   fence-SOURCE N     test_report_stream's GPU jobs of a shared fence source
  *                      (i915, amdgpu, amdxdna, gpu_scheduler, dma_fence): N
  *                      steps of a ring linked from its 6th job and a ring
@@ -94,11 +96,12 @@ static int write_fence_kind(const char *source, const char *out, size_t n)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: kxp_gen wread|wread-annotated|wread-job|wread-nested|wread-cut|"
-	                "annjobs[-kvm|-done]|stream|"
-	                "stream-annotated|stream-counted[-late|-unnamed]|events|fence-SOURCE[-sdma] "
-	                "OUT.kxp N\n"
-	                "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
+	fprintf(stderr,
+	        "usage: kxp_gen wread|wread-annotated|wread-job|wread-nested|wread-cut|"
+	        "annjobs[-kvm|-done]|vmdisk|stream|"
+	        "stream-annotated|stream-counted[-late|-unnamed]|events|fence-SOURCE[-sdma] "
+	        "OUT.kxp N\n"
+	        "       kxp_gen recorded OUT.kxp FIXTURE.jsonl\n");
 	return 2;
 }
 
@@ -155,7 +158,12 @@ int main(int argc, char **argv)
 		                                         .n = n,
 		                                         .lag = 200000,
 		                                         .t0 = 5000000000ULL});
-	else if (!strncmp(kind, "fence-", 6))
+	else if (!strcmp(kind, "vmdisk")) {
+		struct aj_list l = {0};
+
+		aj_vm_disk(&l, 5000000000ULL, n, 333, 800);
+		rc = aj_write(out, &l);
+	} else if (!strncmp(kind, "fence-", 6))
 		rc = write_fence_kind(kind + 6, out, n);
 	else
 		return usage();

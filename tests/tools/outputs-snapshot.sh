@@ -67,7 +67,7 @@ done
 for g in "wread 8000" "wread-annotated 8000" "wread-job 2000" "wread-nested 8000" \
 	"wread-cut 8000" "annjobs 400" "annjobs-kvm 400" "annjobs-done 9000" "stream 20000" "stream-annotated 1" "stream-counted 4242" \
 	"stream-counted-late 4242" "stream-counted-unnamed 4242" "events 8000" \
-	"fence-gpu_scheduler-sdma 12000"; do
+	"fence-gpu_scheduler-sdma 12000" "vmdisk 50000"; do
 	set -- $g
 	make_capture "gen_${1//-/_}" gen "$1" "$2"
 done

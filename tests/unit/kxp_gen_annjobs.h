@@ -239,4 +239,39 @@ static inline int aj_write_gen(const char *path, const struct aj_opts *o)
 	return aj_write(path, &l);
 }
 
+/* A VM: vCPU thread 100's n KVM_RUNs, 3 us apart from t0, each with an
+ * exit (a KVM job), and its disk's block requests on "vda" (RUN, DONE
+ * after done_ns), one every every-th run: many jobs with no key beside
+ * few records that wait for earlier ones. */
+static inline void aj_vm_disk(struct aj_list *l, uint64_t t0, uint64_t n, uint64_t every,
+                              uint64_t done_ns)
+{
+	uint64_t t = t0;
+
+	for (uint64_t i = 0; i < n; i++, t += 3000) {
+		struct kx_job x = {.ts = t + 1500,
+		                   .ctx = 100,
+		                   .pid = 7,
+		                   .tid = 100,
+		                   .src = KX_JOB_SRC_KVM,
+		                   .phase = KX_JOB_DONE};
+
+		aj_call(l, 7, 100, t, 2000, KX_DRV_KVM, KX_KVM_RUN_CMD);
+		aj_job(l, &x, 0);
+		if (i % every)
+			continue;
+		x = (struct kx_job){.ts = t + 100,
+		                    .seqno = 9000000 + i,
+		                    .aux = 4096,
+		                    .dev = 7u << 20,
+		                    .src = KX_JOB_SRC_BLOCK,
+		                    .phase = KX_JOB_RUN};
+		snprintf(x.ring, sizeof(x.ring), "vda");
+		aj_job(l, &x, 0);
+		x.ts = t + 100 + done_ns;
+		x.phase = KX_JOB_DONE;
+		aj_job(l, &x, 0);
+	}
+}
+
 #endif /* KXP_GEN_ANNJOBS_H */

@@ -2167,17 +2167,8 @@ static void kvm_block_sparse(void)
 
 	for (int c = 0; c < 2; c++) {
 		struct aj_list l = {0};
-		uint64_t t = 2000, n = 3 * KX_JOBFLOW_HELD;
 
-		for (uint64_t i = 0; i < n; i++, t += 3000) {
-			kvm_run(&l, 100, t, 2000);
-			kvm_exit_at(&l, 100, t + 1500, t + 1500);
-			if (i % (c ? 67 : 333) == 0) {
-				blk_ev(&l, t + 100, 9000000 + i, 0, KX_JOB_RUN, 0);
-				blk_ev(&l, t + (c ? 30000000 : 900), 9000000 + i, 0, KX_JOB_DONE,
-				       0);
-			}
-		}
+		aj_vm_disk(&l, 2000, 3 * KX_JOBFLOW_HELD, c ? 67 : 333, c ? 30000000 : 800);
 		snprintf(path, sizeof(path), "%s/kvmblk%d.kxp", tmpdir, c);
 		CHECK(aj_write(path, &l) == 0);
 		CHECK(compare_want("kvm_block_sparse", c, path, NULL));

@@ -901,35 +901,10 @@ static void test_block_lost_windows(void)
 static void test_kvm_block_windows(void)
 {
 	struct aj_list l = {0};
-	uint64_t t = T0;
 	char path[96];
 	size_t parts;
 
-	for (uint64_t i = 0; i < 3 * KX_JOBFLOW_HELD; i++, t += 3000) {
-		struct kx_job x = {.ts = t + 1500,
-		                   .ctx = 100,
-		                   .pid = 7,
-		                   .tid = 100,
-		                   .src = KX_JOB_SRC_KVM,
-		                   .phase = KX_JOB_DONE};
-
-		aj_call(&l, 7, 100, t, 2000, KX_DRV_KVM, KX_KVM_RUN_CMD);
-		aj_job(&l, &x, 0);
-		if (i % 333 == 0) {
-			struct kx_job b = {.ts = t + 100,
-			                   .seqno = 9000000 + i,
-			                   .aux = 4096,
-			                   .dev = 7u << 20,
-			                   .src = KX_JOB_SRC_BLOCK,
-			                   .phase = KX_JOB_RUN};
-
-			snprintf(b.ring, sizeof(b.ring), "vda");
-			aj_job(&l, &b, 0);
-			b.ts = t + 900;
-			b.phase = KX_JOB_DONE;
-			aj_job(&l, &b, 0);
-		}
-	}
+	aj_vm_disk(&l, T0, 3 * KX_JOBFLOW_HELD, 333, 800);
 	snprintf(path, sizeof(path), "%s/kvm_blk.kxp", dir);
 	CHECK(aj_write(path, &l) == 0);
 	file_parts_same(path, 15000, 0, &parts);
