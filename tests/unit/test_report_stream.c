@@ -2176,6 +2176,32 @@ static void kvm_block_sparse(void)
 	}
 }
 
+/*
+ * A VM's busy vCPU (an exit every 3 us) beside an idle one whose KVM_RUNs
+ * last 99 ms (its exit's job is made only once its KVM_RUN returns, and
+ * starts at its start): more jobs are made meanwhile than the sweeps hold
+ * (16,384), so the idle vCPU's job starts before jobs already swept, and
+ * the file is read into memory for that stated reason (the figures those
+ * give: the exact ones). A bound of the device sweeps, which take jobs in
+ * start order across a device's rings.
+ */
+static void kvm_idle_vcpu(void)
+{
+	char path[128];
+	struct aj_list l = {0};
+
+	aj_vm_disk(&l, 2000, 3 * KX_JOBFLOW_HELD, 1000000000, 800);
+	for (uint64_t t = 2000; t < 3 * KX_JOBFLOW_HELD * 3000ull; t += 100000000) {
+		kvm_run(&l, 101, t + 500, 99000000);
+		kvm_exit_at(&l, 101, t + 500 + 98999000, t + 500 + 98999000);
+	}
+	snprintf(path, sizeof(path), "%s/kvmidle.kxp", tmpdir);
+	CHECK(aj_write(path, &l) == 0);
+	CHECK(compare_want("kvm_idle_vcpu", 0, path,
+	                   "a KVM job started before jobs already counted"));
+	unlink(path);
+}
+
 static uint64_t rnd_next(uint64_t *s)
 {
 	*s ^= *s << 13;
@@ -3260,6 +3286,7 @@ int main(void)
 	RUN(fences_held_behind);
 	RUN(jobs_random);
 	RUN(kvm_block_sparse);
+	RUN(kvm_idle_vcpu);
 	RUN(waits_before_gpu);
 	RUN(waits_unkept);
 	RUN(waits_held_stream);
