@@ -179,8 +179,9 @@ static int before_open(const struct fl_job *j, const struct fl_openref *o)
  * start are paired (when the sweeps go by the budget of held jobs, before
  * the records' own window; an earlier record that comes later is then
  * out of time order, a reason). 1 when some were (top may not be first
- * any more), 0 when none wait, or while pairing (the caller sweeps after),
- * -1 when out of memory. */
+ * any more), 0 when none wait, 2 when a pairing is under way already (a
+ * job it counted called: the pairing's caller sweeps after it), -1 when
+ * out of memory. */
 static int recs_before(struct kx_jobflow *f, const struct fl_job *top)
 {
 	int rc;
