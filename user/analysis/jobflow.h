@@ -49,17 +49,17 @@
  * KX_JOBFLOW_CLOSED closes after its DONE) up to KX_JOBFLOW_BEHIND wait:
  * one done late (100 ms and more after its submit, as GPU jobs are) holds
  * the sweeps over those closes and the jobs done meanwhile. Past that, the
- * job holding them (jf_keyed_unblock) is counted then, once its device is
- * known (a shared fence source's ring may not know it yet): a GPU job
- * closed on a unique key, before its key is forgotten (the key stays
- * remembered as counted); a block request or GPU job never done so far,
- * as never done (incomplete, its lane and busy time to the capture's
- * end), a unique key forgotten, a reused one (a block sector, an old
- * gpu_scheduler fence pointer) kept as taken (at most KX_JOBFLOW_OPEN).
- * An event of it, or on its reused key, that comes later is then a
- * reason, and so is a wait call that may have been its waiter, or a
- * capture whose stated end comes before its last records (a job taken as
- * never done ends there).
+ * job holding them (jf_keyed_unblock) is counted then (a shared fence
+ * source's job whose ring has learnt no driver yet then waits for it, as
+ * any counted one does): a GPU job closed, before its key is forgotten
+ * (the key stays remembered as counted); a block request or GPU job never
+ * done so far, as never done (incomplete, its lane and busy time to the
+ * capture's end), a unique key forgotten, a reused one (a block sector, an
+ * old gpu_scheduler fence pointer) kept as taken (at most KX_JOBFLOW_OPEN).
+ * An event of it on a unique key, or any on a key kept as taken, that
+ * comes later is then a reason, and so is a wait call that may have been
+ * its waiter, or a capture whose stated end comes before its last records
+ * (a job taken as never done ends there).
  *
  * Keyed jobs (block requests, GPU jobs) are paired by jobpair's rules as
  * they pass too. Their records wait in a heap (KX_JOBFLOW_WINDOW_NS behind
